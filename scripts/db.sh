@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# Local Postgres 17 + pgvector + pg_cron + pgTAP for development and tests, without Docker.
+#
+# Debian bookworm has no pgvector, so we build a Debian trixie root with debootstrap (cached
+# OUTSIDE the clone, so later starts take seconds) and run initdb/postgres inside it with chroot.
+# Listens on 127.0.0.1:54322, Supabase's local database port.
+#
+#   scripts/db.sh start     provision the root if needed, start the server, bootstrap + migrate
+#   scripts/db.sh stop      stop the server (data is kept)
+#   scripts/db.sh reset     drop and recreate the database, re-apply bootstrap and migrations
+#   scripts/db.sh migrate   apply pending migrations with the Supabase CLI
+#   scripts/db.sh url       print the connection URL
+#   scripts/db.sh status    say whether the server is up
+#
+# With DATABASE_URL set, no local server is started: migrate/reset/url act on that database
+# (e.g. `supabase start`'s postgresql://postgres:postgres@127.0.0.1:54322/postgres or a hosted
+# project). reset refuses to drop a remote database.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/.." && pwd)"
+
+PG_ROOT="${DEVAI_PG_ROOT:-/var/cache/devai-memory/trixie-pg17}"
+PG_PORT="${DEVAI_PG_PORT:-54322}"
+PG_DB="${DEVAI_DB_NAME:-postgres}"
+PG_DATA_IN_ROOT="/srv/devai/data-$PG_PORT"  # path inside the chroot; one cluster per port
+PG_BIN_IN_ROOT="/usr/lib/postgresql/17/bin"
+PACKAGES="postgresql-17,postgresql-17-pgvector,postgresql-17-cron,postgresql-17-pgtap,postgresql-17-plpgsql-check"
+
+say() { printf '[db] %s\n' "$*" >&2; }
+die() { printf '[db] error: %s\n' "$*" >&2; exit 1; }
+
+alternative="Alternative: point DATABASE_URL at any Supabase database (\`supabase start\` listens on postgresql://postgres:postgres@127.0.0.1:54322/postgres, or use a hosted project's connection string) and run the same command again."
+
+local_url() { printf 'postgresql://postgres@127.0.0.1:%s/%s' "$PG_PORT" "${1:-$PG_DB}"; }
+db_url() { if [[ -n "${DATABASE_URL:-}" ]]; then printf '%s' "$DATABASE_URL"; else local_url; fi; }
+
+in_root() { # run a shell command inside the root as user postgres
+  chroot "$PG_ROOT" /usr/bin/env -i PATH="$PG_BIN_IN_ROOT:/usr/bin:/bin" LANG=C.UTF-8 \
+    su postgres -s /bin/bash -c "$1"
+}
+
+host_psql() {
+  command -v psql >/dev/null 2>&1 || ensure_host_psql
+  PGCONNECT_TIMEOUT=5 PGOPTIONS="${PGOPTIONS:-} -c client_min_messages=warning" psql -X -v ON_ERROR_STOP=1 -q "$@"
+}
+
+ensure_host_psql() {
+  # The host's psql talks to the server over TCP; any major >= 12 works.
+  if command -v psql >/dev/null 2>&1; then return; fi
+  [[ $(id -u) -eq 0 ]] || die "psql is not installed and we are not root to install it (apt-get install postgresql-client)."
+  say "installing postgresql-client (host)"
+  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-client >/dev/null
+}
+
+provision_root() {
+  if [[ -x "$PG_ROOT$PG_BIN_IN_ROOT/postgres" && -f "$PG_ROOT/.devai-complete" ]]; then return; fi
+  [[ $(id -u) -eq 0 ]] || die "building the local Postgres root needs root (debootstrap + chroot); you are $(id -un). $alternative"
+  if ! command -v debootstrap >/dev/null 2>&1; then
+    command -v apt-get >/dev/null 2>&1 || die "debootstrap is missing and there is no apt-get to install it. $alternative"
+    say "installing debootstrap"
+    apt-get update -qq >/dev/null || die "apt-get update failed. $alternative"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null || die "could not install debootstrap. $alternative"
+  fi
+  local tmp="$PG_ROOT.partial"
+  rm -rf "$tmp"; mkdir -p "$(dirname "$PG_ROOT")"
+  say "building Debian trixie root with Postgres 17 + pgvector + pg_cron + pgTAP in $PG_ROOT (about a minute, once)"
+  if ! debootstrap --variant=minbase --include="$PACKAGES" trixie "$tmp" >"$tmp.log" 2>&1; then
+    tail -n 20 "$tmp.log" >&2
+    die "debootstrap failed (log: $tmp.log). $alternative"
+  fi
+  rm -rf "$PG_ROOT"; mv "$tmp" "$PG_ROOT"; rm -f "$tmp.log"
+  touch "$PG_ROOT/.devai-complete"
+}
+
+mount_root_fs() {
+  # postgres needs /proc (and /dev/shm for dynamic shared memory) inside the root.
+  mountpoint -q "$PG_ROOT/proc" || mount -t proc proc "$PG_ROOT/proc"
+  mountpoint -q "$PG_ROOT/dev" || mount --bind /dev "$PG_ROOT/dev"
+  mkdir -p "$PG_ROOT/dev/shm"
+}
+
+init_cluster() {
+  if [[ -f "$PG_ROOT$PG_DATA_IN_ROOT/PG_VERSION" ]]; then return; fi
+  say "initdb"
+  mkdir -p "$PG_ROOT$PG_DATA_IN_ROOT"
+  chroot "$PG_ROOT" chown -R postgres:postgres /srv/devai
+  in_root "initdb -D $PG_DATA_IN_ROOT -A trust -U postgres -E UTF8 --locale=C.UTF-8 >/dev/null"
+  cat >>"$PG_ROOT$PG_DATA_IN_ROOT/postgresql.conf" <<CONF
+# devai-memory local settings
+listen_addresses = '127.0.0.1'
+port = $PG_PORT
+unix_socket_directories = '/tmp'
+shared_preload_libraries = 'pg_cron'
+cron.database_name = 'postgres'
+cron.use_background_workers = on
+max_worker_processes = 32
+max_connections = 200
+shared_buffers = '1GB'
+maintenance_work_mem = '1GB'
+work_mem = '32MB'
+fsync = on
+synchronous_commit = off
+log_min_messages = warning
+CONF
+}
+
+is_up() { in_root "pg_isready -h 127.0.0.1 -p $PG_PORT -q" >/dev/null 2>&1; }
+
+start_server() {
+  if [[ -n "${DATABASE_URL:-}" ]]; then
+    say "DATABASE_URL is set: using it, no local server"
+    host_psql "$DATABASE_URL" -c 'select 1' >/dev/null || die "cannot connect to DATABASE_URL"
+    return
+  fi
+  [[ $(id -u) -eq 0 ]] || die "the local Postgres runs in a chroot, which needs root; you are $(id -un). $alternative"
+  provision_root
+  mount_root_fs
+  init_cluster
+  if is_up; then say "already running on 127.0.0.1:$PG_PORT"; return; fi
+  say "starting Postgres 17 on 127.0.0.1:$PG_PORT"
+  in_root "pg_ctl -D $PG_DATA_IN_ROOT -l /srv/devai/postgres-$PG_PORT.log -w -t 60 start >/dev/null" \
+    || { tail -n 30 "$PG_ROOT/srv/devai/postgres-$PG_PORT.log" >&2; die "postgres did not start"; }
+}
+
+stop_server() {
+  [[ -z "${DATABASE_URL:-}" ]] || { say "DATABASE_URL is set: nothing local to stop"; return; }
+  if [[ -d "$PG_ROOT$PG_DATA_IN_ROOT" ]] && is_up; then
+    in_root "pg_ctl -D $PG_DATA_IN_ROOT -m fast -w stop >/dev/null"
+    say "stopped"
+  else
+    say "not running"
+  fi
+}
+
+ensure_database() {
+  [[ -z "${DATABASE_URL:-}" ]] || return 0
+  local exists
+  exists=$(host_psql "$(local_url postgres)" -tAc "select 1 from pg_database where datname = '$PG_DB'")
+  [[ "$exists" == 1 ]] || host_psql "$(local_url postgres)" -c "create database \"$PG_DB\""
+}
+
+bootstrap() {
+  # Supabase's roles and auth.* helpers, for plain Postgres only (idempotent; never a migration).
+  host_psql "$(db_url)" -f "$repo/scripts/sql/supabase-bootstrap.sql" >/dev/null
+}
+
+migrate() {
+  local cli="$repo/node_modules/.bin/supabase"
+  [[ -x "$cli" ]] || die "Supabase CLI not installed: run npm ci first"
+  say "applying migrations with the Supabase CLI"
+  (cd "$repo" && "$cli" db push --remote="$(db_url)" --include-all --yes >"${TMPDIR:-/tmp}/devai-db-push.log" 2>&1) \
+    || { cat "${TMPDIR:-/tmp}/devai-db-push.log" >&2; die "supabase db push failed"; }
+}
+
+reset() {
+  if [[ -n "${DATABASE_URL:-}" ]]; then
+    [[ "${DEVAI_ALLOW_REMOTE_RESET:-}" == 1 ]] || die "refusing to reset DATABASE_URL (set DEVAI_ALLOW_REMOTE_RESET=1 to drop every object in schema public and re-apply migrations)"
+  fi
+  start_server
+  if [[ -z "${DATABASE_URL:-}" ]]; then
+    say "recreating database $PG_DB"
+    if [[ "$PG_DB" == postgres ]]; then
+      # pg_cron lives in database postgres; drop what the migrations made instead of the database.
+      host_psql "$(local_url postgres)" -f "$repo/scripts/sql/drop-project-objects.sql" >/dev/null
+    else
+      host_psql "$(local_url postgres)" -c "drop database if exists \"$PG_DB\" with (force)" -c "create database \"$PG_DB\"" >/dev/null
+    fi
+  else
+    host_psql "$(db_url)" -f "$repo/scripts/sql/drop-project-objects.sql" >/dev/null
+  fi
+  bootstrap
+  migrate
+}
+
+case "${1:-}" in
+  start) start_server; ensure_database; bootstrap; migrate; say "ready: $(db_url)";;
+  stop) stop_server;;
+  reset) reset; say "reset done: $(db_url)";;
+  migrate) bootstrap; migrate;;
+  url) db_url; echo;;
+  status) if [[ -n "${DATABASE_URL:-}" ]] || is_up; then echo "up: $(db_url)"; else echo "down"; exit 1; fi;;
+  psql) shift; host_psql "$(db_url)" "$@";;
+  *) echo "usage: $0 start|stop|reset|migrate|url|status|psql" >&2; exit 2;;
+esac
