@@ -1,0 +1,186 @@
+// Embedding providers. Every stored vector records its model, and search only compares vectors of
+// the same model, so switching providers never mixes incomparable spaces.
+//  - OpenAI (text-embedding-3-small at 512 dimensions) or any OpenAI-compatible server: batched,
+//    retried with backoff on 429/5xx/timeouts.
+//  - Local: deterministic hashed word + character n-grams, 512-d, L2-normalised. Used when no key
+//    is configured, so the service runs (and tests run) with no provider at all.
+import OpenAI from "openai";
+import { type Config, LOCAL_EMBEDDING_MODEL } from "./env.ts";
+
+export const EMBEDDING_DIMENSIONS = 512;
+
+export interface Embedder {
+  provider: "openai" | "local";
+  model: string;
+  dimensions: number;
+  embed(texts: string[]): Promise<number[][]>;
+}
+
+export class EmbeddingError extends Error {
+  override name = "EmbeddingError";
+}
+
+/**
+ * Cosine scales differ by model: hashed n-grams of related sentences score far lower than a neural
+ * model's vectors. The seed's thresholds (retrieve 0.7, dedup 0.8) are for OpenAI models; the local
+ * embedder gets thresholds calibrated on its own scale. Config overrides both.
+ */
+export interface SimilarityThresholds {
+  retrieve: number;
+  dedup: number;
+  link: number;
+}
+
+export function thresholdsFor(model: string, config?: Pick<Config, "retrieval" | "dedupThreshold">): SimilarityThresholds {
+  const base = model === LOCAL_EMBEDDING_MODEL
+    ? { retrieve: 0.15, dedup: 0.75, link: 0.35 }
+    : { retrieve: 0.7, dedup: 0.8, link: 0.75 };
+  return {
+    retrieve: config?.retrieval.threshold ?? base.retrieve,
+    dedup: config?.dedupThreshold ?? base.dedup,
+    link: base.link,
+  };
+}
+
+export function createEmbedder(config: Pick<Config, "embedding">): Embedder {
+  const e = config.embedding;
+  if (e.provider === "local") return localEmbedder();
+  return openAiEmbedder({ apiKey: e.apiKey!, baseUrl: e.baseUrl, model: e.model });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Local deterministic embedder
+
+/** FNV-1a, 32-bit: fast, stable across runtimes, good enough spread for feature hashing. */
+function fnv1a(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}
+
+function addFeature(vec: Float64Array, feature: string, weight: number): void {
+  const h = fnv1a(feature);
+  // One bit of the hash picks the sign, so unrelated features cancel out on average.
+  vec[h % EMBEDDING_DIMENSIONS]! += (h & 0x80000000) === 0 ? weight : -weight;
+}
+
+// Function words carry no topic; hashing them would make every question look alike.
+const STOP_WORDS = new Set(
+  ("a an and are as at be by can do does did for from has have how i in is it its of on or our that the this to was " +
+    "we what when where which who why will with you your")
+    .split(" "),
+);
+
+export function embedLocally(text: string): number[] {
+  const vec = new Float64Array(EMBEDDING_DIMENSIONS);
+  const all = text.toLowerCase().normalize("NFKC").match(/[\p{L}\p{N}]+/gu) ?? [];
+  const topical = all.filter((w) => !STOP_WORDS.has(w));
+  const words = topical.length > 0 ? topical : all;
+  for (let i = 0; i < words.length; i++) {
+    const w = words[i]!;
+    addFeature(vec, `w:${w}`, 1.0);
+    if (i + 1 < words.length) addFeature(vec, `b:${w} ${words[i + 1]}`, 0.5);
+    const padded = ` ${w} `;
+    for (let j = 0; j + 3 <= padded.length; j++) addFeature(vec, `c:${padded.slice(j, j + 3)}`, 0.25);
+  }
+  let norm = 0;
+  for (const x of vec) norm += x * x;
+  norm = Math.sqrt(norm);
+  // An empty or symbol-only text still gets a valid unit vector (pgvector rejects cosine on zero).
+  if (norm === 0) {
+    const out = new Array<number>(EMBEDDING_DIMENSIONS).fill(0);
+    out[0] = 1;
+    return out;
+  }
+  return Array.from(vec, (x) => x / norm);
+}
+
+export function localEmbedder(): Embedder {
+  return {
+    provider: "local",
+    model: LOCAL_EMBEDDING_MODEL,
+    dimensions: EMBEDDING_DIMENSIONS,
+    embed: (texts) => Promise.resolve(texts.map(embedLocally)),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// OpenAI / OpenAI-compatible
+
+export interface OpenAiEmbedderOptions {
+  apiKey: string;
+  baseUrl?: string;
+  model: string;
+  batchSize?: number;
+  maxAttempts?: number;
+  baseDelayMs?: number;
+  timeoutMs?: number;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function retryable(err: unknown): boolean {
+  if (err instanceof OpenAI.APIError) {
+    const s = err.status;
+    return s === undefined || s === 408 || s === 409 || s === 429 || s >= 500;
+  }
+  return err instanceof OpenAI.APIConnectionError || err instanceof OpenAI.APIConnectionTimeoutError;
+}
+
+function retryAfterMs(err: unknown): number | undefined {
+  if (!(err instanceof OpenAI.APIError)) return undefined;
+  const v = err.headers?.get?.("retry-after");
+  const seconds = v ? Number(v) : NaN;
+  return Number.isFinite(seconds) ? Math.min(seconds * 1000, 10_000) : undefined;
+}
+
+export function openAiEmbedder(opts: OpenAiEmbedderOptions): Embedder {
+  // The SDK's own retries are off so that ours are the only ones (and tests can count attempts).
+  const client = new OpenAI({ apiKey: opts.apiKey, baseURL: opts.baseUrl, maxRetries: 0, timeout: opts.timeoutMs ?? 30_000 });
+  const batchSize = opts.batchSize ?? 100;
+  const maxAttempts = opts.maxAttempts ?? 4;
+  const baseDelay = opts.baseDelayMs ?? 250;
+
+  async function embedBatch(batch: string[]): Promise<number[][]> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const res = await client.embeddings.create({
+          model: opts.model,
+          input: batch,
+          dimensions: EMBEDDING_DIMENSIONS,
+          encoding_format: "float",
+        });
+        const vectors = [...res.data].sort((a, b) => a.index - b.index).map((d) => d.embedding);
+        if (vectors.length !== batch.length) {
+          throw new EmbeddingError(`embedding provider returned ${vectors.length} vectors for ${batch.length} inputs`);
+        }
+        for (const v of vectors) {
+          if (v.length !== EMBEDDING_DIMENSIONS) {
+            throw new EmbeddingError(`model ${opts.model} returned ${v.length} dimensions; 512 are required (does the server support 'dimensions'?)`);
+          }
+        }
+        return vectors;
+      } catch (err) {
+        if (attempt >= maxAttempts || !retryable(err)) {
+          if (err instanceof EmbeddingError) throw err;
+          throw new EmbeddingError(`embedding request failed after ${attempt} attempt(s): ${(err as Error).message}`);
+        }
+        await sleep(retryAfterMs(err) ?? baseDelay * 2 ** (attempt - 1) * (0.75 + Math.random() * 0.5));
+      }
+    }
+  }
+
+  return {
+    provider: "openai",
+    model: opts.model,
+    dimensions: EMBEDDING_DIMENSIONS,
+    async embed(texts) {
+      const out: number[][] = [];
+      for (let i = 0; i < texts.length; i += batchSize) out.push(...await embedBatch(texts.slice(i, i + batchSize)));
+      return out;
+    },
+  };
+}

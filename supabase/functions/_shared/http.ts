@@ -1,0 +1,142 @@
+// One error shape everywhere: { "error": { "code", "message", "issues"? } }. Handlers throw
+// HttpError for expected failures; handleErrors turns anything else into a logged 500 that leaks
+// no detail but carries a request id to find it in the logs.
+import type { z } from "zod";
+import { corsHeaders } from "./cors.ts";
+
+export interface ErrorIssue {
+  path: (string | number)[];
+  message: string;
+  code?: string;
+}
+
+export class HttpError extends Error {
+  override name = "HttpError";
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly issues?: ErrorIssue[],
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message);
+  }
+}
+
+export function json(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { ...corsHeaders, "content-type": "application/json; charset=utf-8", ...headers },
+  });
+}
+
+export function errorResponse(err: HttpError, requestId?: string): Response {
+  const body: { error: { code: string; message: string; issues?: ErrorIssue[]; request_id?: string } } = {
+    error: { code: err.code, message: err.message },
+  };
+  if (err.issues?.length) body.error.issues = err.issues;
+  if (requestId) body.error.request_id = requestId;
+  return json(body, err.status, err.headers);
+}
+
+/** Wraps a handler: CORS preflight, request id, HttpError → 4xx, anything else → logged 500. */
+export function handleErrors(handler: (req: Request, requestId: string) => Promise<Response>) {
+  return async (req: Request): Promise<Response> => {
+    if (req.method === "OPTIONS") return new Response("ok", { headers: corsHeaders });
+    const requestId = req.headers.get("x-request-id") ?? crypto.randomUUID();
+    try {
+      const res = await handler(req, requestId);
+      res.headers.set("x-request-id", requestId);
+      return res;
+    } catch (err) {
+      if (err instanceof HttpError) return errorResponse(err, requestId);
+      const mapped = mapDatabaseError(err);
+      if (mapped) return errorResponse(mapped, requestId);
+      console.error(JSON.stringify({ level: "error", request_id: requestId, error: String(err), stack: (err as Error)?.stack }));
+      return errorResponse(new HttpError(500, "internal_error", "unexpected error; quote the request id when reporting it"), requestId);
+    }
+  };
+}
+
+/** Postgres errors that are the caller's fault (constraint checks) become 4xx, never 500. */
+function mapDatabaseError(err: unknown): HttpError | undefined {
+  const code = (err as { code?: unknown })?.code;
+  if (typeof code !== "string" || !/^[0-9A-Z]{5}$/.test(code)) return undefined;
+  const detail = (err as { message?: string }).message ?? "database rejected the request";
+  if (code === "23514" || code === "22P02" || code === "22023" || code === "23502") {
+    return new HttpError(422, "unprocessable", detail);
+  }
+  if (code === "23505") return new HttpError(409, "conflict", detail);
+  if (code === "23503") return new HttpError(404, "not_found", "referenced memory not found");
+  if (code === "42501") return new HttpError(403, "forbidden", "not allowed");
+  return undefined;
+}
+
+export function zodIssues(error: z.ZodError): ErrorIssue[] {
+  return error.issues.map((i) => ({ path: i.path.map((p) => (typeof p === "symbol" ? String(p) : p)), message: i.message, code: i.code }));
+}
+
+/** Validates a value against a schema, throwing the 400 every handler uses. */
+export function validate<T extends z.ZodType>(schema: T, value: unknown, what = "request"): z.infer<T> {
+  const result = schema.safeParse(value);
+  if (!result.success) throw new HttpError(400, "invalid_request", `invalid ${what}`, zodIssues(result.error));
+  return result.data;
+}
+
+/**
+ * Reads a JSON body with a hard size limit (checked on the declared length and while streaming, so
+ * a lying Content-Length cannot get past it), then validates it. 415 wrong type, 413 too big,
+ * 400 malformed JSON or schema violations (with zod issues).
+ */
+export async function parseJsonBody<T extends z.ZodType>(req: Request, schema: T, maxBytes: number): Promise<z.infer<T>> {
+  const type = req.headers.get("content-type") ?? "";
+  if (!/^application\/json\b/i.test(type)) {
+    throw new HttpError(415, "unsupported_media_type", "send the body as application/json");
+  }
+  const declared = Number(req.headers.get("content-length") ?? "NaN");
+  if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(maxBytes);
+  const text = await readLimited(req, maxBytes);
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new HttpError(400, "malformed_json", `body is not valid JSON: ${(err as Error).message}`);
+  }
+  return validate(schema, value, "request body");
+}
+
+function tooLarge(maxBytes: number): HttpError {
+  return new HttpError(413, "payload_too_large", `body exceeds ${maxBytes} bytes`);
+}
+
+async function readLimited(req: Request, maxBytes: number): Promise<string> {
+  if (!req.body) return "";
+  const reader = req.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel().catch(() => {});
+      throw tooLarge(maxBytes);
+    }
+    chunks.push(value);
+  }
+  const all = new Uint8Array(size);
+  let offset = 0;
+  for (const c of chunks) {
+    all.set(c, offset);
+    offset += c.byteLength;
+  }
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(all);
+  } catch {
+    throw new HttpError(400, "malformed_json", "body is not valid UTF-8");
+  }
+}
+
+export function methodNotAllowed(allowed: string[]): HttpError {
+  return new HttpError(405, "method_not_allowed", `use ${allowed.join(" or ")}`, undefined, { allow: allowed.join(", ") });
+}

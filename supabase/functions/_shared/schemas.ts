@@ -1,0 +1,54 @@
+// Zod schemas shared by several functions. They are the API's documentation too
+// (scripts/export-schemas.ts turns them into JSON Schema for the README).
+import { z } from "zod";
+
+export const uuid = z.uuid();
+
+export const memoryType = z.enum(["semantic", "episodic", "procedural"]);
+export const priority = z.enum(["highest", "high", "medium", "low"]);
+export const source = z.enum(["user_stated", "error_resolution", "pattern", "discovery", "correction", "compaction", "import"]);
+export const importance = z.number().int().min(1).max(5);
+
+// A namespace segment or project name: letters, digits and . _ % + @ - (so `task_forge` and
+// `100%_done` are valid projects), never '.' or '..', never '/', whitespace or control characters.
+// `%` and `_` are harmless because scopes are matched with starts_with, never LIKE.
+const SEGMENT = /^[\p{L}\p{N}._%+@-]{1,64}$/u;
+export const segment = z
+  .string()
+  .regex(SEGMENT, "use letters, digits and . _ % + @ - only (1-64 characters)")
+  .refine((s) => s !== "." && s !== "..", "'.' and '..' are not allowed");
+
+export const projectName = segment;
+
+/** A full namespace: `<root>/<segment>/...`, 2-8 segments, at most 256 characters. */
+export const namespace = z
+  .string()
+  .max(256)
+  .refine((s) => {
+    const parts = s.split("/");
+    return parts.length >= 2 && parts.length <= 8 && parts.every((p) => segment.safeParse(p).success);
+  }, "namespace must be 2-8 '/'-separated segments of letters, digits and . _ % + @ - (no '..', no empty segment)");
+
+/** Memory text as stored: trimmed, 1-4000 characters, no NUL or other control characters but newline/tab. */
+export const content = z
+  .string()
+  .trim()
+  .min(1)
+  .max(4000)
+  .refine((s) => !/[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]/.test(s), "control characters are not allowed");
+
+export const threadId = z.string().regex(/^[\p{L}\p{N}._:@-]{1,200}$/u, "1-200 letters, digits and . _ : @ -");
+export const sessionId = threadId;
+
+/** Metadata a memory carries (seed 001 §6.1 filter keys); small and flat on purpose. */
+export const metadata = z
+  .object({
+    agent_id: z.string().max(200).optional(),
+    run_id: z.string().max(200).optional(),
+    actor_id: z.string().max(200).optional(),
+    user_id: z.string().max(200).optional(),
+    role: z.enum(["user", "assistant", "system", "tool"]).optional(),
+    category: z.string().regex(/^[a-z][a-z0-9_]{0,63}$/).optional(),
+    keywords: z.array(z.string().min(1).max(64)).max(20).optional(),
+  })
+  .strict();
