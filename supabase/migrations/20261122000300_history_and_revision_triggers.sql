@@ -171,7 +171,8 @@ create trigger devai_memories_record_delete
   for each row execute function memory_private.record_memory_write();
 
 -- Only changes a person would call a write; decay of strength and access bookkeeping are not
--- audited row by row (decay's invalidations are, as DECAY).
+-- audited row by row (decay's invalidations are, as DECAY). source is audited: 'user_stated'
+-- shields a memory from the LLM, so granting or removing it must leave a trace.
 create trigger devai_memories_record_update
   after update on public.devai_memories
   for each row
@@ -180,6 +181,7 @@ create trigger devai_memories_record_update
     or old.memory_type is distinct from new.memory_type
     or old.namespace is distinct from new.namespace
     or old.priority is distinct from new.priority
+    or old.source is distinct from new.source
     or old.is_valid is distinct from new.is_valid
     or old.superseded_by is distinct from new.superseded_by
     or old.importance is distinct from new.importance
