@@ -5,7 +5,11 @@
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 if [[ ! -x "$repo/node_modules/.bin/deno" || ! -x "$repo/node_modules/.bin/supabase" \
       || "$repo/package-lock.json" -nt "$repo/node_modules/.package-lock.json" ]]; then
-  echo "[deps] npm ci" >&2
-  (cd "$repo" && npm ci --no-audit --no-fund --loglevel=error >&2)
+  # `npm install`, not `npm ci`: the lockfile records only the platform binaries the registry we
+  # resolve from carries (the Supabase CLI's darwin/windows/musl packages are absent there), and
+  # `npm ci` refuses a lockfile that lacks any optional dependency. `npm install` installs exactly
+  # what the lockfile pins and leaves it unchanged.
+  echo "[deps] npm install" >&2
+  (cd "$repo" && npm install --no-audit --no-fund --loglevel=error >&2)
 fi
 export PATH="$repo/node_modules/.bin:$PATH"
