@@ -4,7 +4,9 @@ import { z } from "zod";
 
 const optionalText = z.string().trim().min(1).optional();
 const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
-const unitInterval = (fallback: number) => z.coerce.number().min(0).max(1).default(fallback);
+// No default: an unset threshold means "the embedding model's own calibration" (thresholdsFor).
+// (zod 4 applies .default() even under .optional(), so a default here would pin every model to it.)
+const unitInterval = z.coerce.number().min(0).max(1).optional();
 
 const EnvSchema = z.object({
   // Supabase injects SUPABASE_DB_URL into deployed functions; use the transaction pooler URL there.
@@ -30,10 +32,10 @@ const EnvSchema = z.object({
   LLM_TIMEOUT_MS: positiveInt(60_000),
   // Memory behaviour.
   MEMORY_NAMESPACE_ROOT: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,39}$/, "lowercase letters, digits, _ or -").default("devai"),
-  RETRIEVAL_THRESHOLD: unitInterval(0.7).optional(),
+  RETRIEVAL_THRESHOLD: unitInterval,
   RETRIEVAL_TOP_K: positiveInt(15),
   RETRIEVAL_BUDGET_TOKENS: positiveInt(2000),
-  DEDUP_THRESHOLD: unitInterval(0.8).optional(),
+  DEDUP_THRESHOLD: unitInterval,
   EXTRACT_DAILY_CAP: positiveInt(200),
   MAX_BODY_BYTES: positiveInt(256 * 1024),
   MAX_COMPACT_BODY_BYTES: positiveInt(8 * 1024 * 1024),

@@ -1,0 +1,37 @@
+// loadConfig: the environment contract of every function (supabase/functions/_shared/env.ts).
+import assert from "node:assert/strict";
+import { thresholdsFor } from "../supabase/functions/_shared/embeddings.ts";
+import { ConfigError, loadConfig, LOCAL_EMBEDDING_MODEL } from "../supabase/functions/_shared/env.ts";
+
+const minimal = { DATABASE_URL: "postgresql://postgres@127.0.0.1:1/x", SUPABASE_JWT_SECRET: "s".repeat(32) };
+
+Deno.test("config: unset thresholds follow the embedding model's calibration, set ones override it", () => {
+  const plain = loadConfig(minimal);
+  assert.equal(plain.retrieval.threshold, undefined);
+  assert.equal(plain.dedupThreshold, undefined);
+  assert.equal(plain.embedding.model, LOCAL_EMBEDDING_MODEL);
+  // The local embedder's scale, not the seed's OpenAI thresholds (0.7 would hide every match).
+  assert.equal(thresholdsFor(plain.embedding.model, plain).retrieve, 0.15);
+
+  const tuned = loadConfig({ ...minimal, RETRIEVAL_THRESHOLD: "0.42", DEDUP_THRESHOLD: "0.9" });
+  assert.equal(tuned.retrieval.threshold, 0.42);
+  assert.equal(thresholdsFor(tuned.embedding.model, tuned).retrieve, 0.42);
+  assert.equal(thresholdsFor(tuned.embedding.model, tuned).dedup, 0.9);
+});
+
+Deno.test("config: a key selects OpenAI embeddings with the seed's thresholds", () => {
+  const c = loadConfig({ ...minimal, OPENAI_API_KEY: "sk-test" });
+  assert.equal(c.embedding.provider, "openai");
+  assert.equal(c.embedding.model, "text-embedding-3-small");
+  assert.deepEqual(thresholdsFor(c.embedding.model, c), { retrieve: 0.7, dedup: 0.8, link: 0.75 });
+});
+
+Deno.test("config: missing or invalid settings fail fast, naming each problem", () => {
+  assert.throws(() => loadConfig({ SUPABASE_JWT_SECRET: "x" }), (e) => e instanceof ConfigError && /DATABASE_URL/.test(e.message));
+  assert.throws(() => loadConfig({ DATABASE_URL: "x" }), (e) => e instanceof ConfigError && /SUPABASE_JWT_SECRET/.test(e.message));
+  assert.throws(
+    () => loadConfig({ ...minimal, RETRIEVAL_THRESHOLD: "1.5", MEMORY_NAMESPACE_ROOT: "Bad Root" }),
+    (e) => e instanceof ConfigError && /RETRIEVAL_THRESHOLD/.test(e.message) && /MEMORY_NAMESPACE_ROOT/.test(e.message),
+  );
+  assert.throws(() => loadConfig({ ...minimal, EMBEDDING_PROVIDER: "openai" }), /needs EMBEDDING_API_KEY/);
+});
