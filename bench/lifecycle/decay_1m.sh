@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Measures the nightly decay job on N memories (default 1,000,000).
+#
+#   DATABASE_URL=postgresql://postgres@127.0.0.1:54322/postgres bash bench/lifecycle/decay_1m.sh [N]
+#
+# Loads N synthetic memories (embeddings NULL: decay never reads them) into public.devai_memories
+# under owner ids from a fixed bench namespace, in the state the previous nights left them:
+# last accesses spread over the past 90 days, strength = base_strength * 0.95^idle days, rows
+# idle 59+ days already invalid (2% priority 'highest', 2% pinned), then times:
+#   1. memory_private.run_decay(now() + 1 day)   next night: every valid decaying row changes
+#                                                (~64% of rows), ~1/90 cross day 59 and are
+#                                                invalidated with a DECAY history event
+#   2. the same call again                        re-run: must change nothing (idempotent)
+#   3. memory_private.run_decay(now() + 2 days)  the night after: all change again (the previous
+#                                                night's row versions are pruned on the way)
+# and removes the bench rows at the end (KEEP=1 keeps them). The clock is fixed at load time (t0),
+# so the re-run compares like with like. The load and the cleanup bypass the audit triggers
+# (session_replication_role = replica); the timed runs do not. Use a scratch database.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+url="${DATABASE_URL:-$(bash "$here/../../scripts/db.sh" url)}"
+n="${1:-1000000}"
+bench_owner_prefix="00000000-0000-4000-8000-"
+psql_() { psql -X -v ON_ERROR_STOP=1 -q "$url" "$@"; }
+
+echo "[bench] loading $n memories into $url"
+psql_ <<SQL
+set session_replication_role = replica;
+delete from public.devai_memories where namespace like 'devai/bench-lifecycle/%';
+insert into public.devai_memories
+  (owner_id, content, memory_type, namespace, priority, source, importance, pinned,
+   strength, base_strength, access_count, last_accessed_at, created_at, metadata, is_valid)
+select ('${bench_owner_prefix}' || lpad((g % 100)::text, 12, '0'))::uuid,
+       'Bench memory ' || g || ': the project uses tool ' || (g % 977) || ' for task ' || (g % 131)
+         || ' and prefers configuration style ' || (g % 17) || ' when deploying service ' || (g % 53) || '.',
+       (array['semantic','episodic','procedural'])[1 + g % 3],
+       'devai/bench-lifecycle/project-' || (g % 50),
+       case when g % 50 = 0 then 'highest' else (array['high','medium','low'])[1 + g % 3] end,
+       'discovery', 1 + g % 5, g % 50 = 1,
+       case when g % 50 in (0, 1) then 0.5 + (g % 50) / 100.0
+            else (0.5 + (g % 50) / 100.0) * power(0.95, floor(idle / 86400)) end,
+       0.5 + (g % 50) / 100.0, g % 7,
+       now() - make_interval(secs => idle),
+       now() - interval '100 days', '{}'::jsonb,
+       g % 50 in (0, 1) or (0.5 + (g % 50) / 100.0) * power(0.95, floor(idle / 86400)) >= 0.05
+  from generate_series(1, $n) as g,
+       lateral (select (g::bigint * 7919 % (90 * 86400))::double precision as idle) as i;
+SQL
+psql_ -c "vacuum analyze public.devai_memories"
+psql_ -tAc "select 'rows: ' || count(*) || ' (valid: ' || count(*) filter (where is_valid) || ')' || ', table size: ' || pg_size_pretty(pg_table_size('public.devai_memories')) || ', with indexes: ' || pg_size_pretty(pg_total_relation_size('public.devai_memories')) from public.devai_memories"
+
+run() {
+  local label="$1" at="$2" start end
+  start=$(date +%s.%N)
+  result=$(psql_ -tAc "select memory_private.run_decay($at)")
+  end=$(date +%s.%N)
+  printf '[bench] %-32s %6.1f s  %s\n' "$label" "$(echo "$end - $start" | bc)" "$result"
+}
+t0=$(psql_ -tAc "select max(last_accessed_at) from public.devai_memories where namespace like 'devai/bench-lifecycle/%'")
+run "run_decay (first night)" "timestamptz '$t0' + interval '1 day'"
+run "run_decay (re-run, same night)" "timestamptz '$t0' + interval '1 day'"
+run "run_decay (next night)" "timestamptz '$t0' + interval '2 days'"
+[[ "${KEEP:-}" == 1 ]] && { echo "[bench] KEEP=1: bench rows left in place"; exit 0; }
+
+echo "[bench] removing bench rows"
+psql_ <<SQL
+set session_replication_role = replica;
+delete from public.devai_memories where namespace like 'devai/bench-lifecycle/%';
+delete from public.memory_history where owner_id::text like '${bench_owner_prefix}%';
+delete from public.memory_change_log where owner_id::text like '${bench_owner_prefix}%';
+delete from public.memory_thread_revisions where owner_id::text like '${bench_owner_prefix}%';
+SQL
+psql_ -c "vacuum public.devai_memories"

@@ -1,0 +1,61 @@
+-- Schedules: public.memory_maintenance_schedules is the single source of truth, and where
+-- pg_cron is installed (the test database is pg_cron's) each row is exactly one cron job of the
+-- same name, schedule and command, however often the registration runs. The registration is
+-- what the schedules migration runs; rolled back at the end like everything here.
+begin;
+set local timezone to 'UTC';
+select plan(9);
+
+select results_eq(
+  $$select job_name, schedule, command from public.memory_maintenance_schedules order by job_name$$,
+  $$values ('devai-job-lease-sweep'::text, '* * * * *'::text, 'select memory_private.sweep_stale_job_leases()'::text),
+           ('devai-memory-decay', '0 3 * * *', 'select memory_private.run_decay()'),
+           ('devai-memory-purge', '30 3 * * *', 'select memory_private.run_purge()'),
+           ('devai-memory-ttl', '15 3 * * *', 'select memory_private.run_ttl()')$$,
+  'decay 03:00, TTL 03:15, purge 03:30 UTC daily, lease sweep every minute');
+
+create temporary table has_cron on commit drop as
+  select exists (select from pg_extension where extname = 'pg_cron') as yes;
+
+select case when (select yes from has_cron)
+  then results_eq(
+    $$select jobname::text, schedule::text, command::text from cron.job where jobname like 'devai-%' and database = current_database() order by jobname$$,
+    $$select job_name, schedule, command from public.memory_maintenance_schedules order by job_name$$,
+    'the migration registered every schedule with pg_cron')
+  else skip('pg_cron is not installed in this database', 1) end;
+
+select case when (select yes from has_cron)
+  then is(memory_private.register_maintenance_schedules(), '{"pg_cron": true, "removed": 0, "registered": 4}'::jsonb,
+          're-running the registration upserts the same four jobs')
+  else is(memory_private.register_maintenance_schedules() ->> 'pg_cron', 'false', 'without pg_cron the registration is a no-op') end;
+select memory_private.register_maintenance_schedules();
+
+select case when (select yes from has_cron)
+  then is((select count(*) from cron.job where jobname like 'devai-%' and database = current_database()), 4::bigint,
+          'after registering three times: still exactly four devai- jobs')
+  else skip('pg_cron is not installed in this database', 1) end;
+select case when (select yes from has_cron)
+  then is((select count(distinct jobname) from cron.job where jobname like 'devai-%' and database = current_database()), 4::bigint,
+          'one job per name')
+  else skip('pg_cron is not installed in this database', 1) end;
+
+-- a changed schedule is updated in place; a removed row is unscheduled
+update public.memory_maintenance_schedules set schedule = '0 4 * * *' where job_name = 'devai-memory-decay';
+delete from public.memory_maintenance_schedules where job_name = 'devai-memory-purge';
+select case when (select yes from has_cron)
+  then is(memory_private.register_maintenance_schedules() - 'pg_cron', '{"removed": 1, "registered": 3}'::jsonb,
+          'registration after editing the table: three upserted, one removed')
+  else skip('pg_cron is not installed in this database', 1) end;
+select case when (select yes from has_cron)
+  then is((select schedule::text from cron.job where jobname = 'devai-memory-decay'), '0 4 * * *', 'the changed schedule is in pg_cron')
+  else skip('pg_cron is not installed in this database', 1) end;
+select case when (select yes from has_cron)
+  then is_empty($$select from cron.job where jobname = 'devai-memory-purge'$$, 'the removed job is gone from pg_cron')
+  else skip('pg_cron is not installed in this database', 1) end;
+
+-- every scheduled command runs by hand
+select lives_ok($$select memory_private.run_decay(); select memory_private.run_ttl(); select memory_private.run_purge(); select memory_private.sweep_stale_job_leases()$$,
+                'every job runs by hand');
+
+select * from finish();
+rollback;

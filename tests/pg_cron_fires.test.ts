@@ -1,0 +1,94 @@
+// Proves that pg_cron really fires a registered maintenance function on the real server (not
+// only that the job rows exist): a stale 'running' job is planted, a temporary job runs
+// memory_private.sweep_stale_job_leases() every second, and we poll (bounded) until pg_cron has
+// re-queued the job. The temporary job and the planted row are removed in `finally`.
+// Needs DATABASE_URL pointing at the database pg_cron runs in (scripts/test.sh sets it); skipped
+// when the database has no pg_cron.
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import postgres from "postgres";
+
+const databaseUrl = Deno.env.get("DATABASE_URL");
+const WAIT_MS = 30_000;
+const POLL_MS = 250;
+
+async function hasPgCron(url: string): Promise<boolean> {
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    const [row] = await sql<{ yes: boolean }[]>`select exists (select from pg_extension where extname = 'pg_cron') as yes`;
+    return row?.yes === true;
+  } finally {
+    await sql.end();
+  }
+}
+
+const cronAvailable = databaseUrl ? await hasPgCron(databaseUrl) : false;
+
+Deno.test({
+  name: "pg_cron fires the registered lease sweeper on the real server",
+  ignore: !cronAvailable,
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    const sql = postgres(databaseUrl!, { max: 1, onnotice: () => {} });
+    const jobId = randomUUID();
+    const ownerId = randomUUID();
+    // Not 'devai-' prefixed: the schedules registration unschedules unknown devai- jobs.
+    const cronJobName = `test-pg-cron-fires-${jobId.slice(0, 8)}`;
+    let cronJobId: number | undefined;
+    try {
+      // The registered schedules exist (the migration ran) ...
+      const registered = await sql<{ jobname: string }[]>`
+        select jobname from cron.job where jobname like 'devai-%' and database = current_database() order by jobname`;
+      assert.deepEqual(registered.map((r) => r.jobname), [
+        "devai-job-lease-sweep",
+        "devai-memory-decay",
+        "devai-memory-purge",
+        "devai-memory-ttl",
+      ]);
+
+      // ... and the command of the sweeper job is the one we schedule at second granularity.
+      const [sweeper] = await sql<{ command: string }[]>`
+        select command from public.memory_maintenance_schedules where job_name = 'devai-job-lease-sweep'`;
+      assert.ok(sweeper, "the lease sweeper is in memory_maintenance_schedules");
+
+      await sql`
+        insert into public.memory_jobs (id, owner_id, kind, status, idempotency_key, attempts, max_attempts, locked_until, locked_by)
+        values (${jobId}, ${ownerId}, 'extract', 'running', ${"pg-cron-fires-" + jobId}, 1, 5, now() - interval '1 minute', 'dead-worker')`;
+
+      const [scheduled] = await sql<{ jobid: number }[]>`
+        select cron.schedule(${cronJobName}, '1 seconds', ${sweeper.command}) as jobid`;
+      assert.ok(scheduled && scheduled.jobid > 0, "cron.schedule returned a job id");
+      cronJobId = scheduled.jobid;
+
+      const deadline = Date.now() + WAIT_MS;
+      let status = "running";
+      while (Date.now() < deadline) {
+        const [job] = await sql<{ status: string }[]>`select status from public.memory_jobs where id = ${jobId}`;
+        status = job?.status ?? "missing";
+        if (status !== "running") break;
+        await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+      }
+      assert.equal(status, "queued", `pg_cron re-queued the stale job within ${WAIT_MS / 1000} s`);
+
+      const [job] = await sql<{ locked_by: string | null; locked_until: Date | null; last_error: string | null }[]>`
+        select locked_by, locked_until, last_error from public.memory_jobs where id = ${jobId}`;
+      assert.deepEqual(job, { locked_by: null, locked_until: null, last_error: "lease expired" });
+
+      // pg_cron writes the run's outcome just after the command commits: poll for it too.
+      let succeeded = 0;
+      while (succeeded === 0 && Date.now() < deadline + 5_000) {
+        const [row] = await sql<{ n: number }[]>`
+          select count(*)::int as n from cron.job_run_details where jobid = ${cronJobId} and status = 'succeeded'`;
+        succeeded = row?.n ?? 0;
+        if (succeeded === 0) await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+      }
+      assert.ok(succeeded > 0, "cron.job_run_details records a succeeded run of the temporary job");
+    } finally {
+      await sql`select cron.unschedule(jobid) from cron.job where jobname = ${cronJobName}`;
+      if (cronJobId !== undefined) await sql`delete from cron.job_run_details where jobid = ${cronJobId}`;
+      await sql`delete from public.memory_jobs where id = ${jobId}`;
+      await sql.end();
+    }
+  },
+});
