@@ -1,0 +1,142 @@
+// Durable jobs on public.memory_jobs (SQL side: migrations/20261122002000_job_queue.sql).
+//
+// - enqueueJob runs inside the caller's tenant transaction (RLS: owners insert their own queued
+//   jobs), so the job exists before any 202 goes out; the idempotency key makes re-submission a
+//   no-op that returns the existing job.
+// - claimJobs / failJob run on the worker's privileged connection (they cross tenants).
+// - completeJobInTx is called at the END of the tenant transaction that applied the job's effects:
+//   effects and completion commit together, and a worker that lost its lease (a slow worker whose
+//   job was re-claimed) rolls its writes back instead of writing twice.
+import type { Sql, Tx } from "./db.ts";
+
+export type JobKind = "extract" | "dedup";
+export type JobStatus = "queued" | "running" | "done" | "dead";
+
+export interface Job<P = Record<string, unknown>> {
+  id: string;
+  owner_id: string;
+  kind: JobKind;
+  status: JobStatus;
+  payload: P;
+  idempotency_key: string;
+  attempts: number;
+  max_attempts: number;
+  run_after: Date;
+  locked_until: Date | null;
+  locked_by: string | null;
+  last_error: string | null;
+  result: unknown;
+  created_at: Date;
+  updated_at: Date;
+  finished_at: Date | null;
+}
+
+export interface EnqueueResult {
+  id: string;
+  status: JobStatus;
+  /** True when a job with the same idempotency key already existed (nothing new was queued). */
+  deduplicated: boolean;
+}
+
+/** Inserts a queued job for the transaction's tenant, or returns the existing one with that key. */
+export async function enqueueJob(
+  tx: Tx,
+  job: { ownerId: string; kind: JobKind; idempotencyKey: string; payload: unknown; maxAttempts?: number },
+): Promise<EnqueueResult> {
+  const inserted = await tx<{ id: string; status: JobStatus }[]>`
+    insert into public.memory_jobs (owner_id, kind, payload, idempotency_key, max_attempts)
+    values (${job.ownerId}, ${job.kind}, ${tx.json(job.payload as never)}, ${job.idempotencyKey}, ${job.maxAttempts ?? 5})
+    on conflict (owner_id, kind, idempotency_key) do nothing
+    returning id, status`;
+  if (inserted[0]) return { id: inserted[0].id, status: inserted[0].status, deduplicated: false };
+  const existing = await tx<{ id: string; status: JobStatus }[]>`
+    select id, status from public.memory_jobs
+     where owner_id = ${job.ownerId} and kind = ${job.kind} and idempotency_key = ${job.idempotencyKey}`;
+  if (!existing[0]) throw new Error("enqueueJob: conflicting job not visible (RLS?)");
+  return { id: existing[0].id, status: existing[0].status, deduplicated: true };
+}
+
+/** The job as its owner sees it (RLS), or undefined. */
+export async function getJob(tx: Tx, id: string): Promise<Job | undefined> {
+  const rows = await tx<Job[]>`select * from public.memory_jobs where id = ${id}`;
+  return rows[0];
+}
+
+/** Public view of a job for API answers (no lease bookkeeping). */
+export function jobView(job: Job) {
+  return {
+    job_id: job.id,
+    kind: job.kind,
+    status: job.status,
+    attempts: job.attempts,
+    max_attempts: job.max_attempts,
+    last_error: job.last_error,
+    result: job.result ?? null,
+    created_at: job.created_at,
+    updated_at: job.updated_at,
+    finished_at: job.finished_at,
+  };
+}
+
+export async function claimJobs(
+  sql: Sql | Tx,
+  opts: { workerId: string; limit?: number; leaseSeconds?: number; kinds?: JobKind[]; ownerId?: string },
+): Promise<Job[]> {
+  const lease = `${opts.leaseSeconds ?? 300} seconds`;
+  return await sql<Job[]>`
+    select * from memory_private.claim_jobs(${opts.workerId}, ${opts.limit ?? 1}, ${lease}::interval, ${opts.kinds ?? null}::text[], ${opts.ownerId ?? null}::uuid)`;
+}
+
+/** Completes on the privileged connection (for jobs with no tenant writes). */
+export async function completeJob(sql: Sql | Tx, id: string, workerId: string, result: unknown): Promise<boolean> {
+  const rows = await sql<{ ok: boolean }[]>`
+    select memory_private.complete_job(${id}, ${workerId}, ${sql.json((result ?? null) as never)}) as ok`;
+  return rows[0]?.ok === true;
+}
+
+export class LeaseLostError extends Error {
+  override name = "LeaseLostError";
+}
+
+/**
+ * Completes the job inside a tenant transaction (see module comment): leaves the tenant role for
+ * the rest of the transaction (SET LOCAL ROLE NONE returns to the worker's own privileged role)
+ * and throws LeaseLostError, rolling everything back, if the worker no longer holds the job.
+ */
+export async function completeJobInTx(tx: Tx, id: string, workerId: string, result: unknown): Promise<void> {
+  await tx`select set_config('role', 'none', true)`;
+  const ok = await completeJob(tx, id, workerId, result);
+  if (!ok) throw new LeaseLostError(`job ${id}: lease lost before completion; effects rolled back`);
+}
+
+export async function failJob(
+  sql: Sql | Tx,
+  id: string,
+  workerId: string,
+  error: string,
+  opts: { retryable?: boolean; backoffBaseMs?: number; backoffMaxMs?: number } = {},
+): Promise<JobStatus | undefined> {
+  const base = `${(opts.backoffBaseMs ?? 10_000) / 1000} seconds`;
+  const max = `${(opts.backoffMaxMs ?? 3_600_000) / 1000} seconds`;
+  const rows = await sql<{ status: JobStatus | null }[]>`
+    select memory_private.fail_job(${id}, ${workerId}, ${error}, ${opts.retryable ?? true}, ${base}::interval, ${max}::interval) as status`;
+  return rows[0]?.status ?? undefined;
+}
+
+declare const EdgeRuntime: { waitUntil(p: Promise<unknown>): void } | undefined;
+
+/**
+ * Runs work after the response: EdgeRuntime.waitUntil on Supabase (keeps the isolate alive until it
+ * settles), else a detached promise (local server). Failures are logged, never thrown: the job is
+ * already durable and the next drain picks it up.
+ */
+export function runInBackground(work: () => Promise<unknown>, label = "background"): void {
+  const p = (async () => {
+    try {
+      await work();
+    } catch (err) {
+      console.error(JSON.stringify({ level: "warn", msg: `${label} failed`, error: String(err) }));
+    }
+  })();
+  if (typeof EdgeRuntime !== "undefined" && EdgeRuntime && typeof EdgeRuntime.waitUntil === "function") EdgeRuntime.waitUntil(p);
+}

@@ -1,0 +1,85 @@
+// Which messages a compaction replaces (pure). The oldest ~60k tokens after the system prompt go,
+// cut only between "units": an assistant message with tool_calls stays with the tool results that
+// answer it (OpenAI rejects a tool message whose call is gone, and a call without its result).
+// System/developer messages at the head are never compacted; earlier [Context compacted] markers
+// are replaced (their summary is the prior summary the LLM merges).
+import { countMessageTokens, messageText } from "../_shared/tokens.ts";
+import type { ChatMessage } from "../_shared/llm.ts";
+
+export const MARKER = "[Context compacted]";
+
+export function isMarker(m: ChatMessage): boolean {
+  return m.role === "user" && typeof m.content === "string" && m.content.startsWith(MARKER);
+}
+
+/** Consecutive messages that must stay together: [assistant with tool_calls, ...its tool results]. */
+export function groupUnits(messages: ChatMessage[]): ChatMessage[][] {
+  const units: ChatMessage[][] = [];
+  for (let i = 0; i < messages.length; i++) {
+    const m = messages[i]!;
+    if (m.role === "assistant" && Array.isArray(m.tool_calls) && m.tool_calls.length > 0) {
+      const ids = new Set(m.tool_calls.map((c) => c.id));
+      const unit: ChatMessage[] = [m];
+      while (i + 1 < messages.length) {
+        const next = messages[i + 1]!;
+        if (next.role !== "tool" || !ids.has(next.tool_call_id)) break;
+        unit.push(next);
+        i++;
+      }
+      units.push(unit);
+    } else {
+      units.push([m]);
+    }
+  }
+  return units;
+}
+
+export interface CompactionPlan {
+  head: ChatMessage[];
+  /** Text of earlier markers (prior summaries carried in the conversation). */
+  inlinePriorSummary?: string;
+  chunk: ChatMessage[];
+  rest: ChatMessage[];
+  chunkTokens: number;
+}
+
+export interface PlanOptions {
+  totalTokens: number;
+  triggerTokens: number;
+  targetChunkTokens: number;
+  /** Room the summary will take, so the result ends under the trigger. */
+  summaryReserveTokens: number;
+}
+
+/** Undefined when nothing can be compacted (only the head and a single unit). */
+export function planCompaction(messages: ChatMessage[], opts: PlanOptions): CompactionPlan | undefined {
+  let i = 0;
+  const head: ChatMessage[] = [];
+  while (i < messages.length && (messages[i]!.role === "system" || messages[i]!.role === "developer")) head.push(messages[i++]!);
+  const markers: string[] = [];
+  const body: ChatMessage[] = [];
+  for (; i < messages.length; i++) {
+    const m = messages[i]!;
+    if (isMarker(m)) markers.push(messageText(m.content).slice(MARKER.length).trim());
+    else body.push(m);
+  }
+  const units = groupUnits(body);
+  if (units.length < 2) return undefined;
+  // Enough to get back under the trigger even when the chunk target alone would not be.
+  const markerTokens = messages.filter(isMarker).reduce((s, m) => s + countMessageTokens(m), 0);
+  const need = Math.max(opts.targetChunkTokens, opts.totalTokens - markerTokens - opts.triggerTokens + opts.summaryReserveTokens);
+  let taken = 0;
+  let chunkTokens = 0;
+  // Always keep the last unit (the turn being answered).
+  while (taken < units.length - 1 && chunkTokens < need) {
+    chunkTokens += units[taken]!.reduce((s, m) => s + countMessageTokens(m), 0);
+    taken++;
+  }
+  return {
+    head,
+    inlinePriorSummary: markers.length > 0 ? markers.join("\n\n") : undefined,
+    chunk: units.slice(0, taken).flat(),
+    rest: units.slice(taken).flat(),
+    chunkTokens,
+  };
+}

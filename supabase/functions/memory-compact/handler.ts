@@ -1,0 +1,154 @@
+// memory-compact: context compaction (seed 000 "Context Compaction", seed 002 pre-compaction flush).
+//
+//   POST { session_id, messages (OpenAI format, tool calls included), context_window?,
+//          trigger_tokens? (default 160000, or 80% of context_window), target_chunk_tokens? (60000),
+//          project?, thread_id? }
+//   → 200 { compacted: false, messages, tokens_before, tokens_after }            under the trigger
+//   → 200 { compacted: true, messages, summary, summary_mode, tokens_before, tokens_after,
+//           compacted_messages, candidates_queued, dedup_job_id }
+//
+// Over the trigger: the oldest ~60k tokens (never splitting a tool call from its results, never the
+// system prompt) plus the session's prior summary go to ONE LLM call returning the merged summary
+// and memory candidates. The answer is: system message(s) + a "[Context compacted]" marker carrying
+// the summary (role user: every OpenAI-compatible server accepts it mid-conversation, some reject a
+// second system message) + the remaining messages. The merged summary replaces the session's
+// layer-2 record; candidates go to the dedup queue (idempotency key from the chunk's hash).
+//
+// Without an LLM, or when it fails after its retries, compaction still happens with a
+// deterministic extractive summary and rule-based candidates (summary_mode: "extractive"): an agent
+// whose context is full must be able to go on, and a 503 would leave it stuck.
+import { createHash } from "node:crypto";
+import { z } from "zod";
+import { authenticate } from "../_shared/auth.ts";
+import { type Sql, withTenant } from "../_shared/db.ts";
+import type { Embedder } from "../_shared/embeddings.ts";
+import type { Config } from "../_shared/env.ts";
+import { handleErrors, HttpError, json, methodNotAllowed, parseJsonBody } from "../_shared/http.ts";
+import { enqueueJob, runInBackground } from "../_shared/jobs.ts";
+import { ChatMessageSchema, type Llm } from "../_shared/llm.ts";
+import { countConversationTokens, countTokens, truncateToTokens } from "../_shared/tokens.ts";
+import { type Candidate, prepareCandidates } from "../memory-extract/candidates.ts";
+import { PROJECT, SESSION_ID } from "../memory-extract/extract.ts";
+import { extractByRules } from "../memory-extract/rules.ts";
+import { drainQueue } from "../memory-worker/drain.ts";
+import { MARKER, planCompaction } from "./chunk.ts";
+import { compactionMessages, CompactionOutputSchema, extractiveSummary } from "./prompt.ts";
+
+export interface CompactDeps {
+  sql: Sql;
+  config: Config;
+  embedder: Embedder;
+  llm?: Llm;
+  clock?: () => Date;
+  kickWorker?: () => Promise<unknown>;
+}
+
+export const CompactRequestSchema = z.object({
+  session_id: SESSION_ID,
+  messages: z.array(ChatMessageSchema).min(1, "messages must not be empty").max(20_000),
+  context_window: z.number().int().min(1_000).max(10_000_000).optional(),
+  trigger_tokens: z.number().int().min(1_000).max(10_000_000).optional(),
+  target_chunk_tokens: z.number().int().min(500).max(1_000_000).optional(),
+  project: PROJECT.optional(),
+  thread_id: z.string().trim().min(1).max(200).optional(),
+}).strict().refine((b) => !b.context_window || !b.trigger_tokens || b.trigger_tokens < b.context_window, {
+  message: "trigger_tokens must be below context_window",
+  path: ["trigger_tokens"],
+});
+
+export const DEFAULT_TRIGGER_TOKENS = 160_000;
+export const DEFAULT_CHUNK_TOKENS = 60_000;
+const SUMMARY_MAX_TOKENS = 5_000;
+
+export function createHandler(deps: CompactDeps) {
+  const kick = deps.kickWorker ?? (() => drainQueue(deps, { maxJobs: 10 }));
+  return handleErrors(async (req) => {
+    if (req.method !== "POST") throw methodNotAllowed(["POST"]);
+    const caller = await authenticate(req, deps.config);
+    const body = await parseJsonBody(req, CompactRequestSchema, deps.config.maxCompactBodyBytes);
+    const trigger = body.trigger_tokens ??
+      (body.context_window ? Math.min(DEFAULT_TRIGGER_TOKENS, Math.floor(body.context_window * 0.8)) : DEFAULT_TRIGGER_TOKENS);
+    const before = countConversationTokens(body.messages);
+    if (before <= trigger) {
+      return json({ compacted: false, messages: body.messages, tokens_before: before, tokens_after: before, trigger_tokens: trigger });
+    }
+    const plan = planCompaction(body.messages, {
+      totalTokens: before,
+      triggerTokens: trigger,
+      targetChunkTokens: Math.min(body.target_chunk_tokens ?? DEFAULT_CHUNK_TOKENS, trigger),
+      summaryReserveTokens: SUMMARY_MAX_TOKENS + 200,
+    });
+    if (!plan) throw new HttpError(422, "cannot_compact", "nothing to compact: the conversation is a system prompt and a single turn");
+
+    const stored = await withTenant(deps.sql, caller, (tx) =>
+      tx<{ summary: string }[]>`select summary from public.memory_session_summaries where owner_id = ${caller.tenantId} and session_id = ${body.session_id}`);
+    const prior = stored[0]?.summary ?? plan.inlinePriorSummary;
+
+    let summary: string;
+    let mode: "llm" | "extractive" = "llm";
+    let rawCandidates: Candidate[] = extractByRules(plan.chunk, { project: body.project });
+    let llmError: string | undefined;
+    let tokensUsed = 0;
+    if (deps.llm) {
+      try {
+        const out = await deps.llm.completeJson(CompactionOutputSchema, compactionMessages(plan.chunk, prior, deps.config.namespaceRoot, body.project), {
+          name: "compaction",
+        });
+        summary = out.value.summary;
+        rawCandidates = [...rawCandidates, ...out.value.candidates];
+        tokensUsed = out.usage.totalTokens;
+      } catch (err) {
+        llmError = (err as Error).message;
+        mode = "extractive";
+        summary = extractiveSummary(plan.chunk, prior);
+      }
+    } else {
+      mode = "extractive";
+      summary = extractiveSummary(plan.chunk, prior);
+    }
+    if (countTokens(summary) > SUMMARY_MAX_TOKENS) summary = truncateToTokens(summary, SUMMARY_MAX_TOKENS);
+    const prepared = prepareCandidates(rawCandidates, { root: deps.config.namespaceRoot, project: body.project });
+
+    const marker = { role: "user" as const, content: `${MARKER}\n${summary}` };
+    const messages = [...plan.head, marker, ...plan.rest];
+    const after = countConversationTokens(messages);
+    const chunkHash = createHash("sha256").update(JSON.stringify(plan.chunk)).digest("hex");
+
+    const queued = await withTenant(deps.sql, caller, async (tx) => {
+      await tx`
+        insert into public.memory_session_summaries (owner_id, session_id, summary, token_count, compactions)
+        values (${caller.tenantId}, ${body.session_id}, ${summary}, ${countTokens(summary)}, 1)
+        on conflict (owner_id, session_id) do update
+          set summary = excluded.summary, token_count = excluded.token_count,
+              compactions = public.memory_session_summaries.compactions + 1`;
+      const job = prepared.candidates.length > 0
+        ? await enqueueJob(tx, {
+          ownerId: caller.tenantId,
+          kind: "dedup",
+          idempotencyKey: `compact:${body.session_id}:${chunkHash}`,
+          payload: { candidates: prepared.candidates, session_id: body.session_id, thread_id: body.thread_id, project: body.project, origin: "compact" },
+        })
+        : undefined;
+      await tx`
+        insert into public.memory_events (owner_id, thread_id, node, op, status, meta)
+        values (${caller.tenantId}, ${body.thread_id ?? null}, 'context', 'compact', ${mode === "llm" ? "ok" : llmError ? "error" : "skipped"},
+                ${tx.json({ session_id: body.session_id, mode, tokens_before: before, tokens_after: after, chunk_tokens: plan.chunkTokens, compacted_messages: plan.chunk.length, candidates: prepared.candidates.length, llm_tokens: tokensUsed, llm_error: llmError ?? null } as never)})`;
+      return job;
+    }, { threadId: body.thread_id });
+    if (queued && !queued.deduplicated) runInBackground(kick, "memory-compact worker kick");
+
+    return json({
+      compacted: true,
+      messages,
+      summary,
+      summary_mode: mode,
+      ...(llmError ? { llm_error: llmError } : {}),
+      tokens_before: before,
+      tokens_after: after,
+      trigger_tokens: trigger,
+      compacted_messages: plan.chunk.length,
+      candidates_queued: queued && !queued.deduplicated ? prepared.candidates.length : 0,
+      dedup_job_id: queued?.id ?? null,
+    });
+  });
+}

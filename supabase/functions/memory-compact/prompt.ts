@@ -1,0 +1,66 @@
+// The compaction prompt (seed 000 "Context Compaction"): one call → merged summary + candidates.
+import { z } from "zod";
+import type { PromptMessage } from "../_shared/llm.ts";
+import { countTokens, messageText } from "../_shared/tokens.ts";
+import type { ChatMessage } from "../_shared/llm.ts";
+import { CandidateSchema } from "../memory-extract/candidates.ts";
+import { renderMessage } from "../memory-extract/prompt.ts";
+
+export const COMPACTION_MARK = "You compact the oldest part of a coding agent's conversation";
+
+export const CompactionOutputSchema = z.object({
+  summary: z.string().min(1).max(60_000),
+  candidates: z.array(CandidateSchema).max(20).default([]),
+});
+export type CompactionOutput = z.infer<typeof CompactionOutputSchema>;
+
+export function compactionMessages(chunk: ChatMessage[], priorSummary: string | undefined, root: string, project?: string): PromptMessage[] {
+  const transcript = chunk.map((m) => renderMessage(m, 4000)).join("\n\n");
+  return [
+    {
+      role: "system",
+      content: [
+        `${COMPACTION_MARK} into a summary that replaces it, and extract long-term memories from it.`,
+        "Summary (about 3,000-5,000 tokens) keeps: key decisions made and why; tool calls that succeeded or failed and their outcomes; unresolved questions and pending tasks; the current state of work (what is done, what is next).",
+        "Summary drops: full file contents from read calls, verbose bash/tool output, repeated failed attempts (keep only the final working version).",
+        priorSummary ? "A PRIOR SUMMARY of even older context is given: produce ONE merged summary covering both (progressive compression)." : "",
+        "Candidates: what from this part would help do a better job next time (corrections by the user weigh highest); at most 5; same fields and writing rules as memory extraction:",
+        "semantic = third person, no pronouns, 1-2 sentences, at most 280 characters; episodic = past tense; procedural = imperative steps.",
+        `Namespaces: ${root}/global/<topic>, ${root}/user/preferences${project ? `, ${root}/project/${project}/<topic>` : ""}.`,
+      ].filter(Boolean).join("\n"),
+    },
+    {
+      role: "user",
+      content: `${priorSummary ? `PRIOR SUMMARY:\n${priorSummary}\n\n` : ""}CONVERSATION TO COMPACT:\n\n${transcript}`,
+    },
+  ];
+}
+
+/**
+ * Without an LLM (or when it fails): a deterministic, extractive summary: every user request,
+ * every tool call with its outcome's first line, and the last assistant statements, cut to budget.
+ */
+export function extractiveSummary(chunk: ChatMessage[], priorSummary: string | undefined, maxTokens = 4000): string {
+  const lines: string[] = [];
+  if (priorSummary) lines.push(`Earlier: ${priorSummary.slice(0, 4000)}`);
+  for (const m of chunk) {
+    const text = messageText(m.content).replace(/\s+/g, " ").trim();
+    if (m.role === "user" && text) lines.push(`- User: ${text.slice(0, 300)}`);
+    else if (m.role === "assistant" && m.tool_calls?.length) {
+      lines.push(`- Tool calls: ${m.tool_calls.map((c) => `${c.function.name}(${c.function.arguments.slice(0, 120)})`).join(", ")}`);
+    } else if (m.role === "tool" && text) lines.push(`  → ${text.slice(0, 160)}`);
+    else if (m.role === "assistant" && text) lines.push(`- Assistant: ${text.slice(0, 200)}`);
+  }
+  const out: string[] = ["Extractive summary (no LLM available): requests, tool calls and outcomes of the compacted part."];
+  let used = countTokens(out[0]!);
+  // Keep the most recent lines when over budget: they describe the current state of work.
+  const kept: string[] = [];
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const t = countTokens(lines[i]!) + 1;
+    if (used + t > maxTokens) break;
+    kept.unshift(lines[i]!);
+    used += t;
+  }
+  if (kept.length < lines.length) out.push(`(${lines.length - kept.length} older lines omitted)`);
+  return [...out, ...kept].join("\n");
+}

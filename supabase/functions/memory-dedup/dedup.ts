@@ -1,0 +1,254 @@
+// Phase 2 of the write path: each candidate against the tenant's memories, applied in ONE tenant
+// transaction (RLS applies: the worker acts as the job's owner).
+//
+//   1. exact content_hash match (valid, active) → NOOP, no embedding search, no LLM call
+//   2. match_memories in the candidate's namespace scope, same embedding model
+//   3. no neighbour ≥ dedup threshold → ADD; else ONE LLM call → ADD / UPDATE / DELETE / NOOP
+//      (resolved server-side, see decide.ts), or a conservative rule without an LLM
+//   4. UPDATE: insert the merged memory, old.superseded_by = new, old.is_valid = false (MERGE);
+//      DELETE: old.is_valid = false (soft, audited as DELETE, reversible) and the candidate stored
+//   5. relations from the new memory to its top-K neighbours above the link threshold
+//      (insert … on conflict do nothing: never a duplicate edge), memory_events for every step
+//
+// Concurrency: before searching, the transaction takes pg_advisory_xact_lock on (owner, namespace)
+// for every namespace of the batch, in sorted order (no lock-order deadlock between workers), and
+// locks the neighbour rows FOR UPDATE. Two workers deduplicating overlapping candidates therefore
+// run one after the other: the second sees the first's ADD (exact hash → NOOP, or a neighbour) and
+// its UPDATE (the superseded row is invalid, the new one is the neighbour), so nothing is added
+// twice and no update is lost. History rows come from the triggers (actor = memory.actor).
+import type { Tx } from "../_shared/db.ts";
+import { toVectorLiteral } from "../_shared/db.ts";
+import type { Embedder } from "../_shared/embeddings.ts";
+import { thresholdsFor } from "../_shared/embeddings.ts";
+import type { Config } from "../_shared/env.ts";
+import type { Llm, LlmUsage } from "../_shared/llm.ts";
+import { type Candidate, isProtected } from "../memory-extract/candidates.ts";
+import { decideWithoutLlm, dedupMessages, DedupDecisionSchema, type Neighbour, type ResolvedAction, resolveDecision } from "./decide.ts";
+
+export interface DedupContext {
+  ownerId: string;
+  sessionId?: string;
+  threadId?: string;
+  origin: "extract" | "compact" | "api";
+  jobId?: string;
+}
+
+export interface DedupDeps {
+  embedder: Embedder;
+  llm?: Llm;
+  config: Pick<Config, "dedupThreshold" | "retrieval" | "extractDailyCap">;
+}
+
+export interface CandidateOutcome {
+  content: string;
+  namespace: string;
+  action: "ADD" | "UPDATE" | "DELETE" | "NOOP" | "SKIPPED";
+  reason?: string;
+  memory_id?: string;
+  target_id?: string;
+  best_similarity?: number;
+  override?: string;
+  links: number;
+}
+
+export interface DedupReport {
+  outcomes: CandidateOutcome[];
+  counts: Record<CandidateOutcome["action"], number>;
+  llm_calls: number;
+  usage: LlmUsage;
+}
+
+const NEIGHBOURS_SHOWN = 5;
+const LINK_TOP_K = 3;
+
+/** Takes the (owner, namespace) advisory locks of a batch, sorted so workers never deadlock on them. */
+export async function lockNamespaces(tx: Tx, ownerId: string, namespaces: string[]): Promise<void> {
+  for (const ns of [...new Set(namespaces)].sort()) {
+    await tx`select pg_advisory_xact_lock(hashtextextended(${`devai-dedup|${ownerId}|${ns}`}, 0))`;
+  }
+}
+
+export async function dedupCandidates(
+  tx: Tx,
+  deps: DedupDeps,
+  ctx: DedupContext,
+  candidates: Candidate[],
+  vectors: number[][],
+): Promise<DedupReport> {
+  const thresholds = thresholdsFor(deps.embedder.model, deps.config as Config);
+  const searchFloor = Math.min(thresholds.dedup, thresholds.link);
+  const report: DedupReport = {
+    outcomes: [],
+    counts: { ADD: 0, UPDATE: 0, DELETE: 0, NOOP: 0, SKIPPED: 0 },
+    llm_calls: 0,
+    usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0, requests: 0 },
+  };
+
+  await lockNamespaces(tx, ctx.ownerId, candidates.map((c) => c.namespace));
+
+  // Per-tenant daily cap on automatic writes (seed 001 §13); user-stated memories are exempt.
+  const [{ used } = { used: 0 }] = await tx<{ used: number }[]>`
+    select count(*)::int as used from public.memory_events
+     where owner_id = ${ctx.ownerId} and node = 'worker' and op = 'create' and status = 'ok'
+       and ts > now() - interval '1 day'`;
+  let remaining = Math.max(0, deps.config.extractDailyCap - used);
+
+  for (let i = 0; i < candidates.length; i++) {
+    const c = candidates[i]!;
+    const vector = vectors[i]!;
+    const outcome: CandidateOutcome = { content: c.content, namespace: c.namespace, action: "NOOP", links: 0 };
+    report.outcomes.push(outcome);
+
+    // 1. exact duplicate: zero LLM calls, zero searches. The expression is memory_private.content_hash
+    // (the generated column's definition), inlined because the tenant role has no usage on that schema.
+    const [dup] = await tx<{ id: string }[]>`
+      select id from public.devai_memories
+       where owner_id = ${ctx.ownerId}
+         and content_hash = encode(sha256(convert_to(lower(btrim(regexp_replace(${c.content}::text, '\\s+', ' ', 'g'))), 'UTF8')), 'hex')
+         and is_valid and state = 'active'
+       limit 1`;
+    if (dup) {
+      outcome.action = "NOOP";
+      outcome.reason = "exact_duplicate";
+      outcome.target_id = dup.id;
+      report.counts.NOOP++;
+      await event(tx, ctx, "classify", "skipped", dup.id, c, 1, { decision: "NOOP", reason: "exact_duplicate" });
+      continue;
+    }
+
+    if (!isProtected(c) && remaining <= 0) {
+      outcome.action = "SKIPPED";
+      outcome.reason = "daily_cap";
+      report.counts.SKIPPED++;
+      await event(tx, ctx, "create", "skipped", null, c, null, { reason: "daily_cap", cap: deps.config.extractDailyCap });
+      continue;
+    }
+
+    // 2. neighbours in the candidate's scope, same embedding model
+    const vec = toVectorLiteral(vector);
+    const found = await tx<Neighbour[]>`
+      select id, content, similarity, memory_type, namespace, source, priority, pinned
+        from public.match_memories(${vec}::extensions.vector, ${c.namespace}, 10, ${searchFloor},
+                                   ${ctx.ownerId}::uuid, ${deps.embedder.model})`;
+    const best = found[0]?.similarity;
+    outcome.best_similarity = best;
+    await event(tx, ctx, "search", "ok", found[0]?.id ?? null, c, best ?? null, { neighbours: found.length });
+
+    // Lock what the decision may touch; re-read so a concurrent edit (outside dedup) is respected.
+    const nearIds = found.filter((n) => n.similarity >= thresholds.dedup).slice(0, NEIGHBOURS_SHOWN).map((n) => n.id);
+    let neighbours: Neighbour[] = [];
+    if (nearIds.length > 0) {
+      const locked = await tx<{ id: string; content: string; source: string | null; priority: string; pinned: boolean }[]>`
+        select id, content, source, priority, pinned from public.devai_memories
+         where id = any(${nearIds}::uuid[]) and is_valid and state = 'active'
+         order by id
+         for update`;
+      const byId = new Map(locked.map((r) => [r.id, r]));
+      neighbours = found
+        .filter((n) => byId.has(n.id) && nearIds.includes(n.id))
+        .map((n) => ({ ...n, ...byId.get(n.id)! }));
+    }
+
+    // 3. decide
+    let action: ResolvedAction;
+    if (neighbours.length === 0) {
+      action = { action: "ADD", content: c.content };
+    } else if (deps.llm) {
+      report.llm_calls++;
+      const out = await deps.llm.completeJson(DedupDecisionSchema, dedupMessages(c, neighbours), { name: "dedup_decision" });
+      report.usage.promptTokens += out.usage.promptTokens;
+      report.usage.completionTokens += out.usage.completionTokens;
+      report.usage.totalTokens += out.usage.totalTokens;
+      report.usage.requests += out.usage.requests;
+      const resolution = resolveDecision(out.value, c, neighbours);
+      action = resolution.resolved;
+      outcome.override = resolution.override;
+      outcome.reason = out.value.reason;
+      await event(tx, ctx, "classify", resolution.override ? "error" : "ok", null, c, best ?? null, {
+        decision: out.value.action,
+        target: out.value.target ?? null,
+        applied: action.action,
+        override: resolution.override ?? null,
+        tokens: out.usage.totalTokens,
+      });
+    } else {
+      action = decideWithoutLlm(c, neighbours);
+      outcome.reason = "no_llm_configured";
+      await event(tx, ctx, "classify", "ok", null, c, best ?? null, { decision: action.action, rule: "no_llm" });
+    }
+
+    // 4. apply
+    outcome.action = action.action;
+    report.counts[action.action]++;
+    if (action.action === "NOOP") {
+      outcome.target_id = action.targetId;
+      continue;
+    }
+    const newId = await insertMemory(tx, ctx, c, action.content, vec, deps.embedder.model);
+    outcome.memory_id = newId;
+    if (!isProtected(c)) remaining--;
+    await event(tx, ctx, "create", "ok", newId, c, best ?? null, { action: action.action });
+
+    if (action.action === "UPDATE") {
+      outcome.target_id = action.targetId;
+      await tx`update public.devai_memories set superseded_by = ${newId}, is_valid = false where id = ${action.targetId}`;
+      await event(tx, ctx, "merge", "ok", action.targetId, c, best ?? null, { superseded_by: newId });
+    } else if (action.action === "DELETE") {
+      outcome.target_id = action.targetId;
+      await tx`update public.devai_memories set is_valid = false where id = ${action.targetId}`;
+      await event(tx, ctx, "delete", "ok", action.targetId, c, best ?? null, { replaced_by: newId, soft: true });
+    }
+
+    // 5. relations (seed 001 §2): typed edge to the target, related_to to the closest others
+    const edges: { to: string; type: string; strength: number }[] = [];
+    if (action.action === "UPDATE" || action.action === "DELETE") {
+      const sim = found.find((n) => n.id === action.targetId)?.similarity ?? thresholds.dedup;
+      edges.push({ to: action.targetId, type: action.action === "UPDATE" ? "supersedes" : "contradicts", strength: clamp01(sim) });
+    }
+    const targetId = action.action === "UPDATE" || action.action === "DELETE" ? action.targetId : undefined;
+    for (const n of found.filter((n) => n.similarity >= thresholds.link && n.id !== targetId).slice(0, LINK_TOP_K)) {
+      edges.push({ to: n.id, type: "related_to", strength: clamp01(n.similarity) });
+    }
+    for (const e of edges) {
+      const inserted = await tx`
+        insert into public.memory_relations (owner_id, from_id, to_id, relation_type, strength)
+        values (${ctx.ownerId}, ${newId}, ${e.to}, ${e.type}, ${e.strength})
+        on conflict (from_id, to_id, relation_type) do nothing
+        returning id`;
+      outcome.links += inserted.length;
+    }
+    if (outcome.links > 0) await event(tx, ctx, "link", "ok", newId, c, null, { edges: outcome.links });
+  }
+  return report;
+}
+
+const clamp01 = (x: number) => Math.max(0, Math.min(1, x));
+
+async function insertMemory(tx: Tx, ctx: DedupContext, c: Candidate, content: string, vec: string, model: string): Promise<string> {
+  const metadata = { origin: ctx.origin, ...(ctx.jobId ? { job_id: ctx.jobId } : {}) };
+  const [row] = await tx<{ id: string }[]>`
+    insert into public.devai_memories
+      (owner_id, content, embedding, embedding_model, memory_type, namespace, priority, source, importance,
+       session_id, metadata)
+    values
+      (${ctx.ownerId}, ${content}, ${vec}::extensions.vector, ${model}, ${c.type}, ${c.namespace}, ${c.priority},
+       ${c.source}, ${c.importance}, ${ctx.sessionId ?? null}, ${tx.json(metadata)})
+    returning id`;
+  return row!.id;
+}
+
+async function event(
+  tx: Tx,
+  ctx: DedupContext,
+  op: "classify" | "search" | "create" | "merge" | "delete" | "link",
+  status: "ok" | "error" | "skipped",
+  memoryId: string | null,
+  c: Candidate,
+  sim: number | null,
+  meta: Record<string, unknown>,
+): Promise<void> {
+  await tx`
+    insert into public.memory_events (owner_id, thread_id, node, op, status, memory_id, category, sim, meta)
+    values (${ctx.ownerId}, ${ctx.threadId ?? null}, 'worker', ${op}, ${status}, ${memoryId}, ${c.type},
+            ${sim}, ${tx.json({ ...meta, origin: ctx.origin, job_id: ctx.jobId ?? null, namespace: c.namespace } as never)})`;
+}

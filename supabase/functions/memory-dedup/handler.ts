@@ -1,0 +1,57 @@
+// memory-dedup: queue candidate memories for phase 2 (the worker runs dedupCandidates). For agents
+// that extract on their own (e.g. a pre-compaction flush, seed 002) and want the same dedup,
+// linking and audit as extraction. POST { candidates, session_id?, thread_id?, project? } → 202.
+// Candidates are validated (seed 001 §9) and capped before anything is queued.
+import { createHash } from "node:crypto";
+import { z } from "zod";
+import { authenticate } from "../_shared/auth.ts";
+import { type Sql, withTenant } from "../_shared/db.ts";
+import type { Embedder } from "../_shared/embeddings.ts";
+import type { Config } from "../_shared/env.ts";
+import { handleErrors, HttpError, json, methodNotAllowed, parseJsonBody } from "../_shared/http.ts";
+import { enqueueJob, runInBackground } from "../_shared/jobs.ts";
+import type { Llm } from "../_shared/llm.ts";
+import { CandidateSchema, prepareCandidates } from "../memory-extract/candidates.ts";
+import { PROJECT, SESSION_ID } from "../memory-extract/extract.ts";
+import { drainQueue } from "../memory-worker/drain.ts";
+
+export interface DedupHandlerDeps {
+  sql: Sql;
+  config: Config;
+  embedder: Embedder;
+  llm?: Llm;
+  clock?: () => Date;
+  kickWorker?: () => Promise<unknown>;
+}
+
+export const DedupRequestSchema = z.object({
+  candidates: z.array(CandidateSchema).min(1).max(20),
+  session_id: SESSION_ID.optional(),
+  thread_id: z.string().trim().min(1).max(200).optional(),
+  project: PROJECT.optional(),
+}).strict();
+
+export function createHandler(deps: DedupHandlerDeps) {
+  const kick = deps.kickWorker ?? (() => drainQueue(deps, { maxJobs: 10 }));
+  return handleErrors(async (req) => {
+    if (req.method !== "POST") throw methodNotAllowed(["POST"]);
+    const caller = await authenticate(req, deps.config);
+    const body = await parseJsonBody(req, DedupRequestSchema, deps.config.maxBodyBytes);
+    const prepared = prepareCandidates(body.candidates, { root: deps.config.namespaceRoot, project: body.project });
+    if (prepared.candidates.length === 0) {
+      throw new HttpError(422, "no_valid_candidates", "every candidate violates the writing constraints", [
+        { path: ["candidates"], message: JSON.stringify(prepared.stats.reasons) },
+      ]);
+    }
+    const key = `api:${createHash("sha256").update(JSON.stringify(prepared.candidates)).digest("hex")}`;
+    const queued = await withTenant(deps.sql, caller, (tx) =>
+      enqueueJob(tx, {
+        ownerId: caller.tenantId,
+        kind: "dedup",
+        idempotencyKey: key,
+        payload: { candidates: prepared.candidates, session_id: body.session_id, thread_id: body.thread_id, project: body.project, origin: "api" },
+      }));
+    if (!queued.deduplicated) runInBackground(kick, "memory-dedup worker kick");
+    return json({ job_id: queued.id, status: queued.status, deduplicated: queued.deduplicated, stats: prepared.stats }, 202);
+  });
+}

@@ -1,0 +1,91 @@
+// The extraction prompt (seed 000 "Memory Extraction") and the transcript the LLM reads.
+import { z } from "zod";
+import { CandidateSchema } from "./candidates.ts";
+import { countTokens, messageText, truncateToTokens } from "../_shared/tokens.ts";
+import type { PromptMessage } from "../_shared/llm.ts";
+
+export const ExtractionOutputSchema = z.object({
+  stored: z.array(CandidateSchema).max(20),
+  filtered: z.array(z.object({ content: z.string(), reason: z.string() })).max(50).default([]),
+});
+export type ExtractionOutput = z.infer<typeof ExtractionOutputSchema>;
+
+export function extractionSystemPrompt(root: string, project?: string): string {
+  const projectScope = project ? `${root}/project/${project}/<topic>` : "(no project in this session: use global or user)";
+  return [
+    "You review a finished conversation between a user and DevAI, a coding agent, and extract long-term memories.",
+    "Question to answer: What from this conversation would help you do a better job next time?",
+    "",
+    "Priority levels (weight user corrections HIGHEST):",
+    "1. highest: user-stated (\"remember this\", corrections made mid-task such as \"no, that path is X not Y\"). source: user_stated or correction. Always store.",
+    "2. high: error-to-resolution pairs (something failed, then got fixed). source: error_resolution.",
+    "3. medium: successful patterns (multi-step tool chains that completed cleanly). source: pattern.",
+    "4. low: discovered facts (project structure, file locations, config details). source: discovery.",
+    "",
+    "Store: successful multi-step tool chains (the how), user corrections, errors and how they were resolved, architectural facts about the project, tool argument patterns that worked.",
+    "Filter out (list them under `filtered` with a reason): casual conversation and greetings, intermediate reasoning that led nowhere, verbose tool output (file contents, log dumps), information already in project docs.",
+    "",
+    "Writing rules for every stored memory:",
+    "- semantic: a complete, self-contained, third-person statement with no pronouns (never I, we, you); neutral tone; 1-2 sentences; at most 280 characters.",
+    "- episodic: past tense; 1-2 sentences; what was discussed, decided or done.",
+    "- procedural: the steps of a workflow in imperative mood, 1-2 sentences.",
+    "- importance: 1 (trivia) to 5 (critical).",
+    `- namespace: ${root}/global/<topic> for universal lessons, ${root}/user/preferences for the user's preferences, ${projectScope} for project knowledge.`,
+    "- At most 5 stored memories, the most useful first. An empty list is a fine answer.",
+  ].join("\n");
+}
+
+interface MessageLike {
+  role: string;
+  content?: unknown;
+  tool_calls?: unknown;
+  tool_call_id?: string;
+  name?: string;
+}
+
+/** One line block per message; verbose contents cut (the prompt tells the model to drop them anyway). */
+export function renderMessage(m: MessageLike, maxTokensPerMessage = 2000): string {
+  const text = truncateWithNote(messageText(m.content), maxTokensPerMessage);
+  if (m.role === "assistant" && Array.isArray(m.tool_calls) && m.tool_calls.length > 0) {
+    const calls = m.tool_calls.map((c: { id?: string; function?: { name?: string; arguments?: string } }) =>
+      `${c.function?.name ?? "tool"}(${truncateWithNote(c.function?.arguments ?? "", 300)}) [call ${c.id ?? "?"}]`
+    ).join("; ");
+    return `[assistant]${text ? ` ${text}` : ""}\n[assistant → tool calls] ${calls}`;
+  }
+  if (m.role === "tool") return `[tool result for ${m.tool_call_id ?? "?"}] ${text}`;
+  return `[${m.role}] ${text}`;
+}
+
+function truncateWithNote(text: string, maxTokens: number): string {
+  const n = countTokens(text);
+  if (n <= maxTokens) return text;
+  return `${truncateToTokens(text, maxTokens)} …[${n - maxTokens} tokens cut]`;
+}
+
+/** Splits a transcript into chunks of about maxTokens, on message boundaries. */
+export function chunkTranscript(messages: MessageLike[], maxTokens = 60_000): string[] {
+  const chunks: string[] = [];
+  let current: string[] = [];
+  let size = 0;
+  for (const m of messages) {
+    if (m.role === "system" || m.role === "developer") continue; // the agent's own prompt: not conversation
+    const block = renderMessage(m);
+    const t = countTokens(block);
+    if (size + t > maxTokens && current.length > 0) {
+      chunks.push(current.join("\n\n"));
+      current = [];
+      size = 0;
+    }
+    current.push(block);
+    size += t;
+  }
+  if (current.length > 0) chunks.push(current.join("\n\n"));
+  return chunks;
+}
+
+export function extractionMessages(chunk: string, root: string, project?: string): PromptMessage[] {
+  return [
+    { role: "system", content: extractionSystemPrompt(root, project) },
+    { role: "user", content: `Conversation${project ? ` (project: ${project})` : ""}:\n\n${chunk}` },
+  ];
+}

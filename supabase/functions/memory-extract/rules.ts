@@ -1,0 +1,91 @@
+// Rule-based extraction: works without any LLM, and runs beside the LLM too, because the two
+// things the seed ranks highest must never be missed: explicit "remember …" statements and user
+// corrections ("no, the path is X not Y"). Both become user-stated / highest-priority candidates,
+// rewritten to third person so they satisfy the writing constraints.
+import type { Candidate } from "./candidates.ts";
+import { messageText } from "../_shared/tokens.ts";
+
+interface MessageLike {
+  role: string;
+  content?: unknown;
+}
+
+// "remember" at a sentence start (optionally after please/also/and), not in a question like
+// "do you remember…?".
+const REMEMBER = /(?:^|[.!?\n]\s*)(?:(?:please|pls|also|and|oh|ok|okay)[,\s]+)*(?:remember|keep in mind|note for (?:the )?future|don't forget|do not forget)(?:\s+that)?\s*[:,-]?\s+([^\n]+)/i;
+// A reply that starts by rejecting what the agent did and states the right value against a wrong one.
+const CORRECTION = /^\s*(?:no|nope|wrong|incorrect|actually)\b[,.!:;]?\s+([^\n]*\bnot\b[^\n]*)/i;
+
+const PREFERENCE = /\b(prefer|prefers|like|likes|hate|hates|style|always|never)\b/i;
+
+/** First/second person → third person ("I prefer" → "The user prefers"); crude but predictable. */
+export function toThirdPerson(text: string): string {
+  let t = text
+    .replace(/\bI am\b|\bI'm\b/g, "the user is")
+    .replace(/\bI've\b|\bI have\b/g, "the user has")
+    .replace(/\bI'd\b/g, "the user would")
+    .replace(/\bI'll\b/g, "the user will")
+    .replace(/\bI\b/g, "the user")
+    .replace(/\b(me|myself)\b/gi, "the user")
+    .replace(/\b(my|mine)\b/gi, "the user's")
+    .replace(/\bwe're\b/gi, "the team is")
+    .replace(/\bwe've\b/gi, "the team has")
+    .replace(/\b(we|us|ourselves)\b/gi, "the team")
+    .replace(/\b(our|ours)\b/gi, "the team's")
+    .replace(/\byou're\b/gi, "the agent is")
+    .replace(/\byou've\b/gi, "the agent has")
+    .replace(/\byou'll\b/gi, "the agent will")
+    .replace(/\b(you|yourself|yourselves)\b/gi, "the agent")
+    .replace(/\b(your|yours)\b/gi, "the agent's");
+  // Verb agreement after the substituted subject ("the user prefer" → "the user prefers").
+  t = t.replace(/\b(the user|the agent) (prefer|want|like|use|need|hate|expect|work|deploy|run|deploys|want)\b(?!s)/gi,
+    (_m, subj: string, verb: string) => `${subj} ${verb.endsWith("s") ? verb : verb + "s"}`);
+  t = t.replace(/\bthe agent are\b/gi, "the agent is");
+  return t;
+}
+
+function sentenceCase(text: string): string {
+  const t = text.trim().replace(/\s+/g, " ").replace(/[\s,;:-]+$/, "");
+  if (!t) return t;
+  const withStop = /[.!?]$/.test(t) ? t : `${t}.`;
+  return withStop[0]!.toUpperCase() + withStop.slice(1);
+}
+
+/** Candidates from explicit statements in the user's messages (namespace relative to the root). */
+export function extractByRules(messages: MessageLike[], opts: { project?: string } = {}): Candidate[] {
+  const out: Candidate[] = [];
+  const scope = opts.project ? `project/${opts.project}` : "global";
+  for (const m of messages) {
+    if (m.role !== "user") continue;
+    const text = messageText(m.content);
+    if (!text) continue;
+    const remember = REMEMBER.exec(text);
+    if (remember?.[1] && !/\?\s*$/.test(remember[1])) {
+      const fact = sentenceCase(toThirdPerson(remember[1]));
+      if (fact.length > 1) {
+        out.push({
+          content: fact,
+          type: "semantic",
+          namespace: PREFERENCE.test(fact) && /\bthe user\b/i.test(fact) ? "user/preferences" : scope,
+          source: "user_stated",
+          priority: "highest",
+          importance: 5,
+        });
+      }
+      continue;
+    }
+    const correction = CORRECTION.exec(text);
+    if (correction?.[1]) {
+      const fixed = sentenceCase(toThirdPerson(correction[1]));
+      out.push({
+        content: `Correction from the user: ${fixed[0]!.toLowerCase()}${fixed.slice(1)}`,
+        type: "semantic",
+        namespace: scope,
+        source: "correction",
+        priority: "highest",
+        importance: 5,
+      });
+    }
+  }
+  return out;
+}

@@ -1,0 +1,30 @@
+// memory-worker: drains the job queue. POST (service_role only: it acts across tenants), called by
+// pg_cron through pg_net every few seconds in production; the local server calls drainQueue on a
+// timer instead. Body (optional): { max_jobs?: 1-100 }. Answers the drain report.
+import { z } from "zod";
+import { requireServiceRole } from "../_shared/auth.ts";
+import { handleErrors, json, methodNotAllowed, validate } from "../_shared/http.ts";
+import { drainQueue, type WorkerDeps } from "./drain.ts";
+
+export { drainQueue } from "./drain.ts";
+
+const DrainBody = z.object({ max_jobs: z.number().int().min(1).max(100).optional() }).strict();
+
+export function createHandler(deps: WorkerDeps) {
+  return handleErrors(async (req) => {
+    if (req.method !== "POST") throw methodNotAllowed(["POST"]);
+    await requireServiceRole(req, deps.config);
+    const text = await req.text();
+    let raw: unknown = {};
+    if (text.trim()) {
+      try {
+        raw = JSON.parse(text);
+      } catch {
+        raw = text;
+      }
+    }
+    const body = validate(DrainBody, raw, "request body");
+    const report = await drainQueue(deps, { maxJobs: body.max_jobs ?? 25 });
+    return json(report);
+  });
+}

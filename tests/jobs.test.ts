@@ -1,0 +1,118 @@
+// The durable queue on the real database: enqueue under RLS, idempotency, claim with SKIP LOCKED,
+// lease expiry (a crashed worker's job is taken again, or parked dead on its last attempt),
+// exponential backoff, dead after max attempts, completion only by the lease holder.
+import assert from "node:assert/strict";
+import { withTenant } from "../supabase/functions/_shared/db.ts";
+import { claimJobs, completeJob, enqueueJob, failJob } from "../supabase/functions/_shared/jobs.ts";
+import { drainQueue } from "../supabase/functions/memory-worker/drain.ts";
+import { reply } from "./fake_openai.ts";
+import { newTenant, testSql } from "./support/seed.ts";
+import { jobsOf, writeEnv } from "./write_helpers.ts";
+
+const sql = testSql(6);
+
+async function enqueue(tenant: string, key: string, maxAttempts = 5) {
+  return await withTenant(sql, { tenantId: tenant, actor: "test" }, (tx) =>
+    enqueueJob(tx, { ownerId: tenant, kind: "dedup", idempotencyKey: key, payload: { candidates: [] }, maxAttempts }));
+}
+
+Deno.test("jobs: enqueue is idempotent per (owner, kind, key) and RLS-scoped", async () => {
+  const tenant = newTenant();
+  const a = await enqueue(tenant, "k1");
+  const b = await enqueue(tenant, "k1");
+  assert.equal(a.deduplicated, false);
+  assert.equal(b.deduplicated, true);
+  assert.equal(b.id, a.id);
+  const other = await enqueue(newTenant(), "k1");
+  assert.notEqual(other.id, a.id, "keys are per tenant");
+  // A tenant cannot enqueue for someone else, nor insert a pre-claimed job.
+  await assert.rejects(withTenant(sql, { tenantId: tenant, actor: "test" }, (tx) =>
+    enqueueJob(tx, { ownerId: newTenant(), kind: "dedup", idempotencyKey: "x", payload: {} })), /row-level security/);
+  await assert.rejects(withTenant(sql, { tenantId: tenant, actor: "test" }, (tx) =>
+    tx`insert into public.memory_jobs (owner_id, kind, idempotency_key, status) values (${tenant}, 'dedup', 'y', 'running')`), /permission denied/);
+});
+
+Deno.test("jobs: concurrent claimers never get the same job (FOR UPDATE SKIP LOCKED)", async () => {
+  const tenant = newTenant();
+  for (let i = 0; i < 12; i++) await enqueue(tenant, `c${i}`);
+  const claims = await Promise.all(Array.from({ length: 6 }, (_, w) => claimJobs(sql, { workerId: `w${w}`, limit: 3, ownerId: tenant })));
+  const ids = claims.flat().map((j) => j.id);
+  assert.equal(ids.length, 12);
+  assert.equal(new Set(ids).size, 12);
+  for (const j of claims.flat()) {
+    assert.equal(j.status, "running");
+    assert.equal(j.attempts, 1);
+    assert.ok(j.locked_until && j.locked_until > new Date());
+  }
+  assert.equal((await claimJobs(sql, { workerId: "late", limit: 5, ownerId: tenant })).length, 0);
+});
+
+Deno.test("jobs: an expired lease is claimed again; on its last attempt it is parked dead", async () => {
+  const tenant = newTenant();
+  const { id } = await enqueue(tenant, "lease", 2);
+  const [first] = await claimJobs(sql, { workerId: "crashy", leaseSeconds: 1, ownerId: tenant });
+  assert.equal(first!.id, id);
+  await sql`update public.memory_jobs set locked_until = now() - interval '1 second' where id = ${id}`;
+  const [second] = await claimJobs(sql, { workerId: "rescuer", leaseSeconds: 1, ownerId: tenant });
+  assert.equal(second!.id, id);
+  assert.equal(second!.attempts, 2);
+  assert.equal(await completeJob(sql, id, "crashy", {}), false, "the old holder cannot complete it");
+  await sql`update public.memory_jobs set locked_until = now() - interval '1 second' where id = ${id}`;
+  assert.equal((await claimJobs(sql, { workerId: "third", ownerId: tenant })).length, 0);
+  const [row] = await sql`select status, last_error from public.memory_jobs where id = ${id}`;
+  assert.equal(row!.status, "dead");
+  assert.match(row!.last_error, /lease of worker rescuer expired on attempt 2\/2/);
+});
+
+Deno.test("jobs: failures back off exponentially, then the job is dead with the last error", async () => {
+  const tenant = newTenant();
+  const { id } = await enqueue(tenant, "backoff", 3);
+  const delays: number[] = [];
+  for (let attempt = 1; attempt <= 3; attempt++) {
+    await sql`update public.memory_jobs set run_after = now() where id = ${id} and status = 'queued'`;
+    const [job] = await claimJobs(sql, { workerId: "w", ownerId: tenant });
+    assert.equal(job!.attempts, attempt);
+    const status = await failJob(sql, id, "w", `boom ${attempt}`, { backoffBaseMs: 10_000 });
+    const [row] = await sql`select status, extract(epoch from run_after - now())::float8 as delay, last_error from public.memory_jobs where id = ${id}`;
+    assert.equal(status, row!.status);
+    if (attempt < 3) {
+      assert.equal(row!.status, "queued");
+      delays.push(row!.delay);
+    } else {
+      assert.equal(row!.status, "dead");
+      assert.equal(row!.last_error, "boom 3");
+    }
+  }
+  assert.ok(Math.abs(delays[0]! - 10) < 1.5 && Math.abs(delays[1]! - 20) < 1.5, `delays ${delays}`);
+  assert.equal(await failJob(sql, id, "w", "again"), undefined, "a dead job is not failed again");
+});
+
+Deno.test("jobs: a worker facing a rate-limited LLM retries in-call, then backs the job off (not dead)", async () => {
+  const env = await writeEnv({ llm: { retry: { maxRetries: 2, baseDelayMs: 5, maxDelayMs: 20 } } });
+  try {
+    const tenant = newTenant();
+    env.fake.onChat("What from this conversation", reply.error(429, { retryAfter: 0 }));
+    await withTenant(env.sql, { tenantId: tenant, actor: "test" }, (tx) =>
+      enqueueJob(tx, { ownerId: tenant, kind: "extract", idempotencyKey: "rl", payload: { session_id: "s", messages: [{ role: "user", content: "Use pnpm." }] } }));
+    const report = await drainQueue(env.deps, { workerId: "w", ownerId: tenant, backoffBaseMs: 60_000 });
+    assert.equal(report.retried, 1);
+    assert.equal(env.fake.chatRequests().length, 3, "1 try + 2 in-call retries");
+    const [job] = await jobsOf(env.sql, tenant);
+    assert.equal(job!.status, "queued");
+    assert.match(job!.last_error!, /HTTP 429/);
+    const [row] = await env.sql`select run_after > now() + interval '50 seconds' as later from public.memory_jobs where id = ${job!.id}`;
+    assert.ok(row!.later, "backed off");
+    // Once the provider recovers, the job completes.
+    env.fake.reset();
+    env.fake.onChat("What from this conversation", reply.json({ stored: [], filtered: [] }));
+    await env.sql`update public.memory_jobs set run_after = now() where id = ${job!.id}`;
+    const again = await drainQueue(env.deps, { workerId: "w", ownerId: tenant });
+    assert.equal(again.done, 1);
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test("jobs: close pool", async () => {
+  await sql.end();
+});

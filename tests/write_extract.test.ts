@@ -1,0 +1,236 @@
+// memory-extract end to end on the real database with the fake LLM: POST → 202 with a durable job
+// → worker → extract job → dedup job → memories, audited and linked; idempotent re-submission;
+// bad input never enqueues; LLM repair and dead jobs.
+import assert from "node:assert/strict";
+import { createHandler } from "../supabase/functions/memory-extract/handler.ts";
+import { reply } from "./fake_openai.ts";
+import { userHeaders } from "./support/auth.ts";
+import { newTenant } from "./support/seed.ts";
+import { drainAll, jobsOf, memoriesOf, writeEnv } from "./write_helpers.ts";
+
+const URL_ = "http://localhost/functions/v1/memory-extract";
+const EXTRACT_MARK = "What from this conversation would help you do a better job next time?";
+
+const transcript = [
+  { role: "system", content: "You are DevAI." },
+  { role: "user", content: "Deploy the task-api function please." },
+  { role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: { name: "bash", arguments: "{\"cmd\":\"appwrite push --force\"}" } }] },
+  { role: "tool", tool_call_id: "call_1", content: "Deployed, but inactive." },
+  { role: "assistant", content: "Pushed; activating via PATCH." },
+  { role: "user", content: "Remember that the task-api uses JWT auth." },
+];
+
+const llmCandidate = {
+  content: "Appwrite functions need manual deployment activation via REST API PATCH after push --force.",
+  type: "procedural",
+  namespace: "devai/project/taskforge/deployment",
+  source: "error_resolution",
+  priority: "high",
+  importance: 4,
+};
+
+async function post(handler: (r: Request) => Promise<Response>, tenant: string, body: unknown, headers: Record<string, string> = {}) {
+  return await handler(new Request(URL_, { method: "POST", headers: await userHeaders(tenant, headers), body: JSON.stringify(body) }));
+}
+
+Deno.test("extract: POST answers 202 with a durable job; the worker turns it into deduplicated, audited memories", async () => {
+  const env = await writeEnv();
+  try {
+    const tenant = newTenant();
+    env.fake.onChat(EXTRACT_MARK, reply.json({ stored: [llmCandidate], filtered: [{ content: "hello", reason: "greeting" }] }));
+    let kicks = 0;
+    const handler = createHandler({ ...env.deps, kickWorker: () => (kicks++, Promise.resolve()) });
+    const res = await post(handler, tenant, { session_id: "s-1", messages: transcript, project: "taskforge" });
+    assert.equal(res.status, 202);
+    const body = await res.json();
+    assert.equal(body.status, "queued");
+    assert.equal(body.deduplicated, false);
+    assert.equal(kicks, 1);
+    // The job exists before any worker ran.
+    assert.equal((await jobsOf(env.sql, tenant)).length, 1);
+
+    const report = await drainAll(env.deps, tenant);
+    assert.equal(report.done, 2, JSON.stringify(report)); // extract + dedup
+    const mems = await memoriesOf(env.sql, tenant);
+    assert.deepEqual(mems.map((m) => m.content).sort(), [
+      "Appwrite functions need manual deployment activation via REST API PATCH after push --force.",
+      "The task-api uses JWT auth.",
+    ]);
+    const stated = mems.find((m) => m.content === "The task-api uses JWT auth.")!;
+    assert.equal(stated.source, "user_stated");
+    assert.equal(stated.priority, "highest");
+    assert.equal(stated.namespace, "devai/project/taskforge");
+    // Every write is in the history with the worker as actor.
+    const history = await env.sql<{ event: string; actor: string }[]>`select event, actor from public.memory_history where owner_id = ${tenant}`;
+    assert.ok(history.filter((h) => h.event === "ADD").length >= 2);
+    assert.ok(history.every((h) => h.actor === "worker:dedup"), JSON.stringify(history));
+    const events = await env.sql<{ op: string; node: string }[]>`select op, node from public.memory_events where owner_id = ${tenant}`;
+    assert.ok(events.some((e) => e.op === "extract"));
+    assert.equal(events.filter((e) => e.op === "create").length, 2);
+
+    // Status readable by its owner, not by another tenant.
+    const get = await handler(new Request(`${URL_}?job_id=${body.job_id}`, { headers: await userHeaders(tenant) }));
+    assert.equal(get.status, 200);
+    const status = await get.json();
+    assert.equal(status.status, "done");
+    assert.equal(status.result.candidates, 2);
+    const other = await handler(new Request(`${URL_}?job_id=${body.job_id}`, { headers: await userHeaders(newTenant()) }));
+    assert.equal(other.status, 404);
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test("extract: re-submitting the same session is idempotent (same job, extracted once)", async () => {
+  const env = await writeEnv();
+  try {
+    const tenant = newTenant();
+    env.fake.onChat(EXTRACT_MARK, reply.json({ stored: [llmCandidate], filtered: [] }));
+    const handler = createHandler({ ...env.deps, kickWorker: () => Promise.resolve() });
+    const first = await (await post(handler, tenant, { session_id: "s-2", messages: transcript, project: "taskforge" })).json();
+    const again = await post(handler, tenant, { session_id: "s-2", messages: transcript, project: "taskforge" });
+    assert.equal(again.status, 202);
+    const second = await again.json();
+    assert.equal(second.job_id, first.job_id);
+    assert.equal(second.deduplicated, true);
+    await drainAll(env.deps, tenant);
+    // Also after completion: the same POST does not queue anything new.
+    const third = await (await post(handler, tenant, { session_id: "s-2", messages: transcript, project: "taskforge" })).json();
+    assert.equal(third.job_id, first.job_id);
+    assert.equal(third.status, "done");
+    assert.equal(env.fake.chatRequests().length, 1, "extraction ran once");
+    assert.equal((await jobsOf(env.sql, tenant)).filter((j) => j.kind === "extract").length, 1);
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test("extract: bad input is a 4xx and nothing is enqueued", async () => {
+  const env = await writeEnv({ config: { maxBodyBytes: 4096 } });
+  try {
+    const tenant = newTenant();
+    const handler = createHandler({ ...env.deps, kickWorker: () => Promise.reject(new Error("must not kick")) });
+    const cases: [unknown, number][] = [
+      [{ session_id: "s", messages: [] }, 400],
+      [{ session_id: "s" }, 400],
+      [{ session_id: "s", messages: [{ role: "human", text: "hi" }] }, 400],
+      [{ session_id: "s", messages: [{ role: "user" }] }, 400],
+      [{ session_id: "s", messages: [{ role: "tool", content: "x" }] }, 400], // tool result without tool_call_id
+      [{ session_id: "s", messages: [{ role: "assistant", content: null }] }, 400],
+      [{ session_id: "", messages: [{ role: "user", content: "hi" }] }, 400],
+      [{ session_id: "s", messages: [{ role: "user", content: "x".repeat(5000) }] }, 413],
+    ];
+    for (const [body, status] of cases) {
+      const res = await post(handler, tenant, body);
+      assert.equal(res.status, status, JSON.stringify(body).slice(0, 100));
+      const err = await res.json();
+      assert.ok(err.error?.code, "one error shape");
+      if (status === 400) assert.ok(Array.isArray(err.error.issues) || err.error.code === "malformed_json");
+    }
+    const malformed = await handler(new Request(URL_, { method: "POST", headers: await userHeaders(tenant), body: "{not json" }));
+    assert.equal(malformed.status, 400);
+    const wrongType = await handler(new Request(URL_, { method: "POST", headers: { ...(await userHeaders(tenant)), "content-type": "text/plain" }, body: "{}" }));
+    assert.equal(wrongType.status, 415);
+    const noAuth = await handler(new Request(URL_, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ session_id: "s", messages: [{ role: "user", content: "hi" }] }) }));
+    assert.equal(noAuth.status, 401);
+    assert.equal((await jobsOf(env.sql, tenant)).length, 0);
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test("extract: invalid JSON from the LLM is repaired once and the job succeeds", async () => {
+  const env = await writeEnv();
+  try {
+    const tenant = newTenant();
+    env.fake.onChat(EXTRACT_MARK, [reply.text("Sure! Here are the memories: {stored: ["), reply.json({ stored: [llmCandidate], filtered: [] })]);
+    const handler = createHandler({ ...env.deps, kickWorker: () => Promise.resolve() });
+    await post(handler, tenant, { session_id: "s-3", messages: transcript, project: "taskforge" });
+    const report = await drainAll(env.deps, tenant);
+    assert.equal(report.dead, 0);
+    assert.equal(env.fake.chatRequests().length, 2);
+    const repair = env.fake.chatRequests()[1]!.body.messages.at(-1).content as string;
+    assert.match(repair, /rejected: not valid JSON/);
+    assert.equal((await memoriesOf(env.sql, tenant)).length, 2);
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test("extract: an LLM that never returns valid JSON parks the job as dead with the error", async () => {
+  const env = await writeEnv();
+  try {
+    const tenant = newTenant();
+    env.fake.onChat(EXTRACT_MARK, reply.json({ memories: "wrong shape" }));
+    const handler = createHandler({ ...env.deps, kickWorker: () => Promise.resolve() });
+    await post(handler, tenant, { session_id: "s-4", messages: transcript });
+    const report = await drainAll(env.deps, tenant);
+    assert.equal(report.dead, 1);
+    assert.equal(report.retried, 4); // max_attempts 5
+    const [job] = await jobsOf(env.sql, tenant);
+    assert.equal(job!.status, "dead");
+    assert.equal(job!.attempts, 5);
+    assert.match(job!.last_error!, /LlmOutputError: LLM output invalid after one repair attempt/);
+    assert.equal(env.fake.chatRequests().length, 10); // 5 attempts × (answer + repair)
+    assert.equal((await memoriesOf(env.sql, tenant)).length, 0);
+    const errors = await env.sql`select 1 from public.memory_events where owner_id = ${tenant} and status = 'error'`;
+    assert.equal(errors.length, 5);
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test("extract: without an LLM the rule-based extractor stores 'remember' statements and corrections", async () => {
+  const env = await writeEnv({ withLlm: false });
+  try {
+    const tenant = newTenant();
+    const handler = createHandler({ ...env.deps, kickWorker: () => Promise.resolve() });
+    const res = await post(handler, tenant, {
+      session_id: "s-5",
+      project: "taskforge",
+      messages: [
+        { role: "user", content: "hi there" },
+        { role: "assistant", content: "Reading lib/appwrite.ts" },
+        { role: "user", content: "no, the client lives in src/lib/appwrite.ts not lib/appwrite.ts" },
+        { role: "user", content: "Please remember that I prefer pnpm over npm." },
+      ],
+    });
+    assert.equal(res.status, 202);
+    await drainAll(env.deps, tenant);
+    assert.equal(env.fake.chatRequests().length, 0);
+    const mems = await memoriesOf(env.sql, tenant);
+    assert.deepEqual(mems.map((m) => [m.content, m.namespace, m.source]).sort(), [
+      ["Correction from the user: the client lives in src/lib/appwrite.ts not lib/appwrite.ts.", "devai/project/taskforge", "correction"],
+      ["The user prefers pnpm over npm.", "devai/user/preferences", "user_stated"],
+    ]);
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test("extract → worker → dedup → memory-retrieve returns the learned memory", async () => {
+  const { createHandler: createRetrieve } = await import("../supabase/functions/memory-retrieve/handler.ts");
+  const { hashVector } = await import("./fake_openai.ts");
+  const env = await writeEnv();
+  try {
+    const tenant = newTenant();
+    env.fake.onChat(EXTRACT_MARK, reply.json({ stored: [llmCandidate], filtered: [] }));
+    const question = "How do I activate an Appwrite deployment after push?";
+    const v = hashVector("appwrite activation");
+    env.fake.setEmbedding(llmCandidate.content, v).setEmbedding(question, v);
+    const extract = createHandler({ ...env.deps, kickWorker: () => Promise.resolve() });
+    assert.equal((await post(extract, tenant, { session_id: "s-e2e", messages: transcript, project: "taskforge" })).status, 202);
+    await drainAll(env.deps, tenant);
+    const retrieve = createRetrieve(env.deps);
+    const res = await retrieve(new Request("http://localhost/functions/v1/memory-retrieve", {
+      method: "POST",
+      headers: await userHeaders(tenant),
+      body: JSON.stringify({ message: question, project: "taskforge" }),
+    }));
+    assert.equal(res.status, 200);
+    const text = JSON.stringify(await res.json());
+    assert.ok(text.includes("manual deployment activation via REST API PATCH"), text.slice(0, 500));
+  } finally {
+    await env.close();
+  }
+});

@@ -1,0 +1,61 @@
+// Shared setup for the write-path tests: a fake OpenAI server for both chat and embeddings (so
+// tests script similarity exactly with fake.setEmbedding), the real SDK clients pointed at it, and
+// the test database.
+import { createEmbedder, type Embedder } from "../supabase/functions/_shared/embeddings.ts";
+import type { Config } from "../supabase/functions/_shared/env.ts";
+import type { Sql } from "../supabase/functions/_shared/db.ts";
+import { createLlm, type Llm, type LlmOptions } from "../supabase/functions/_shared/llm.ts";
+import { drainQueue, type DrainReport } from "../supabase/functions/memory-worker/drain.ts";
+import { FakeOpenAI } from "./fake_openai.ts";
+import { testConfig } from "./support/config.ts";
+import { testSql } from "./support/seed.ts";
+
+export const EMBEDDING_MODEL = "text-embedding-3-small";
+
+export interface WriteEnv {
+  fake: FakeOpenAI;
+  sql: Sql;
+  config: Config;
+  embedder: Embedder;
+  llm: Llm;
+  deps: { sql: Sql; config: Config; embedder: Embedder; llm?: Llm };
+  close(): Promise<void>;
+}
+
+export async function writeEnv(opts: { llm?: LlmOptions; config?: Partial<Config>; withLlm?: boolean } = {}): Promise<WriteEnv> {
+  const fake = await FakeOpenAI.start();
+  const sql = testSql(8);
+  const config: Config = {
+    ...testConfig({
+      llm: { apiKey: "test-key", baseUrl: fake.baseUrl, model: "fake-llm", timeoutMs: 2_000 },
+      embedding: { provider: "openai", apiKey: "test-key", baseUrl: fake.baseUrl, model: EMBEDDING_MODEL },
+    }),
+    ...opts.config,
+  };
+  const embedder = createEmbedder(config);
+  const llm = createLlm(config, { retry: { baseDelayMs: 5, maxDelayMs: 200 }, ...opts.llm })!;
+  const deps = { sql, config, embedder, llm: opts.withLlm === false ? undefined : llm };
+  return {
+    fake, sql, config, embedder, llm, deps,
+    async close() {
+      await fake.close();
+      await sql.end();
+    },
+  };
+}
+
+/** Drains until nothing is claimable; retries happen at once (backoff base 0). */
+export async function drainAll(deps: WriteEnv["deps"], ownerId: string, workerId = "test-worker", maxJobs = 50): Promise<DrainReport> {
+  return await drainQueue(deps, { workerId, maxJobs, backoffBaseMs: 0, ownerId });
+}
+
+export async function memoriesOf(sql: Sql, tenant: string) {
+  return await sql<{ id: string; content: string; namespace: string; is_valid: boolean; superseded_by: string | null; source: string | null; priority: string; memory_type: string }[]>`
+    select id, content, namespace, is_valid, superseded_by, source, priority, memory_type
+      from public.devai_memories where owner_id = ${tenant} order by created_at, id`;
+}
+
+export async function jobsOf(sql: Sql, tenant: string) {
+  return await sql<{ id: string; kind: string; status: string; attempts: number; last_error: string | null; result: unknown; idempotency_key: string }[]>`
+    select id, kind, status, attempts, last_error, result, idempotency_key from public.memory_jobs where owner_id = ${tenant} order by created_at`;
+}

@@ -1,0 +1,100 @@
+// Pure write-path logic: the writing-constraint validator (seed 001 §9), namespace scoping, caps,
+// the rule-based extractor and the dedup decision resolution (id mapping, protections).
+import assert from "node:assert/strict";
+import { type Candidate, prepareCandidates, scopeNamespace, validateContent } from "../supabase/functions/memory-extract/candidates.ts";
+import { extractByRules, toThirdPerson } from "../supabase/functions/memory-extract/rules.ts";
+import { decideWithoutLlm, type Neighbour, resolveDecision } from "../supabase/functions/memory-dedup/decide.ts";
+import { createHandler as createWorkerHandler } from "../supabase/functions/memory-worker/handler.ts";
+import { serviceToken, userToken } from "./support/auth.ts";
+import { testConfig } from "./support/config.ts";
+
+const c = (content: string, extra: Partial<Candidate> = {}): Candidate =>
+  ({ content, type: "semantic", namespace: "devai/global/x", source: "discovery", priority: "low", importance: 3, ...extra });
+
+Deno.test("validator: trims to two sentences, rejects too long / pronouns / empty", () => {
+  assert.deepEqual(validateContent("semantic", "  The API uses JWT.  "), { ok: true, content: "The API uses JWT.", trimmed: false });
+  const three = validateContent("semantic", "The API uses JWT. Tokens expire in 1h. Refresh uses index.ts helpers.");
+  assert.deepEqual(three, { ok: true, content: "The API uses JWT. Tokens expire in 1h.", trimmed: true });
+  assert.equal(validateContent("semantic", "Config lives in v1.2 of app.config.ts, e.g. the db section.").ok, true, "dots inside tokens are not sentence ends");
+  assert.deepEqual(validateContent("semantic", "x".repeat(281)), { ok: false, reason: "too_long" });
+  assert.deepEqual(validateContent("semantic", `${"Long sentence ".repeat(15)}. Short one.`).ok, true);
+  assert.deepEqual(validateContent("semantic", "I prefer tabs."), { ok: false, reason: "pronoun" });
+  assert.deepEqual(validateContent("semantic", "You should use our staging DB."), { ok: false, reason: "pronoun" });
+  assert.equal(validateContent("episodic", "We fixed the deploy.").ok, true, "the pronoun rule is for semantic memories");
+  assert.deepEqual(validateContent("semantic", "   "), { ok: false, reason: "empty" });
+});
+
+Deno.test("namespaces: confined to global, user and the request's project", () => {
+  assert.deepEqual(scopeNamespace("project/taskforge/arch", "devai", "taskforge"), { namespace: "devai/project/taskforge/arch", rewritten: true });
+  assert.equal(scopeNamespace("devai/global/patterns", "devai").namespace, "devai/global/patterns");
+  assert.equal(scopeNamespace("devai/project/other/arch", "devai", "taskforge").namespace, "devai/project/taskforge", "no cross-project writes");
+  assert.equal(scopeNamespace("devai/../etc", "devai").namespace, "devai/global");
+  assert.equal(scopeNamespace("elsewhere/x", "devai", "p").namespace, "devai/project/p");
+});
+
+Deno.test("caps: at most 5 per chunk by priority, user-stated always kept, counted", () => {
+  const many = Array.from({ length: 8 }, (_, i) => c(`Fact number ${i} about the build.`, { importance: (i % 5) + 1 }));
+  const stated = c("The user wants conventional commits.", { source: "user_stated", priority: "highest" });
+  const out = prepareCandidates([...many, stated, c("I like it.")], { root: "devai" });
+  assert.equal(out.candidates.length, 6);
+  assert.equal(out.candidates[0]!.content, stated.content);
+  assert.equal(out.stats.over_cap, 3);
+  assert.equal(out.stats.rejected, 1);
+  assert.equal(out.stats.reasons.pronoun, 1);
+});
+
+Deno.test("rules: 'remember' statements and 'no, X not Y' corrections, third person", () => {
+  assert.equal(toThirdPerson("I prefer tabs and my editor is vim"), "the user prefers tabs and the user's editor is vim");
+  const out = extractByRules([
+    { role: "user", content: "do you remember the port?" },
+    { role: "assistant", content: "Remember that I am an assistant." },
+    { role: "user", content: "Thanks. Remember: the staging DB is read-only" },
+    { role: "user", content: "No, the config is in deploy/app.yaml not app.yaml" },
+    { role: "user", content: "no thanks" },
+  ], { project: "tf" });
+  assert.deepEqual(out.map((x) => [x.content, x.source, x.namespace]), [
+    ["The staging DB is read-only.", "user_stated", "project/tf"],
+    ["Correction from the user: the config is in deploy/app.yaml not app.yaml.", "correction", "project/tf"],
+  ]);
+});
+
+const neighbours: Neighbour[] = [
+  { id: "id-a", content: "A", similarity: 0.9, memory_type: "semantic", namespace: "devai/global/x", source: "discovery", priority: "low", pinned: false },
+  { id: "id-b", content: "B", similarity: 0.85, memory_type: "semantic", namespace: "devai/global/x", source: "user_stated", priority: "highest", pinned: false },
+];
+
+Deno.test("decide: small ids map back to real ids; unknown or missing ids and protected targets become ADD", () => {
+  const cand = c("The API uses JWT auth.");
+  assert.deepEqual(resolveDecision({ action: "UPDATE", target: 0, content: "The API uses JWT auth via jose." }, cand, neighbours).resolved,
+    { action: "UPDATE", targetId: "id-a", content: "The API uses JWT auth via jose." });
+  assert.deepEqual(resolveDecision({ action: "DELETE", target: 0 }, cand, neighbours).resolved, { action: "DELETE", targetId: "id-a", content: cand.content });
+  assert.equal(resolveDecision({ action: "DELETE", target: 5 }, cand, neighbours).override, "unknown_target");
+  assert.equal(resolveDecision({ action: "UPDATE", target: -1 }, cand, neighbours).resolved.action, "ADD");
+  assert.equal(resolveDecision({ action: "UPDATE" }, cand, neighbours).override, "missing_target");
+  assert.equal(resolveDecision({ action: "NOOP", target: 9 }, cand, neighbours).override, "unknown_target");
+  assert.equal(resolveDecision({ action: "DELETE", target: 1 }, cand, neighbours).override, "protected_target");
+  assert.equal(resolveDecision({ action: "UPDATE", target: 1, content: "x" }, cand, neighbours).resolved.action, "ADD");
+  // Merged text that breaks the writing rules falls back to the candidate's own words.
+  assert.deepEqual(resolveDecision({ action: "UPDATE", target: 0, content: "I merged it." }, cand, neighbours).resolved,
+    { action: "UPDATE", targetId: "id-a", content: cand.content });
+  // User-stated candidates: always stored, never rewritten.
+  const stated = c("The user wants tabs.", { source: "user_stated", priority: "highest" });
+  assert.equal(resolveDecision({ action: "NOOP", target: 0 }, stated, neighbours).resolved.action, "ADD");
+  assert.deepEqual(resolveDecision({ action: "UPDATE", target: 0, content: "Something else." }, stated, neighbours).resolved,
+    { action: "UPDATE", targetId: "id-a", content: "The user wants tabs." });
+  assert.deepEqual(decideWithoutLlm(cand, [{ ...neighbours[0]!, similarity: 0.96 }]), { action: "NOOP", targetId: "id-a" });
+  assert.equal(decideWithoutLlm(cand, neighbours).action, "ADD");
+});
+
+Deno.test("memory-worker endpoint: service_role only", async () => {
+  const config = testConfig();
+  // deno-lint-ignore no-explicit-any
+  const handler = createWorkerHandler({ sql: undefined as any, config, embedder: undefined as any });
+  const url = "http://localhost/functions/v1/memory-worker";
+  const user = await handler(new Request(url, { method: "POST", headers: { authorization: `Bearer ${await userToken(crypto.randomUUID())}` } }));
+  assert.equal(user.status, 403);
+  const none = await handler(new Request(url, { method: "POST" }));
+  assert.equal(none.status, 401);
+  const bad = await handler(new Request(url, { method: "POST", headers: { authorization: `Bearer ${await serviceToken()}` }, body: "{\"max_jobs\": 0}" }));
+  assert.equal(bad.status, 400);
+});
