@@ -1,0 +1,357 @@
+// The local functions server (`npm start`): what `supabase functions serve` + the API gateway do,
+// without Docker. Serves every supabase/functions/<name>/handler.ts at
+// http://127.0.0.1:54321/functions/v1/<name>[/...], handing the function a Request whose path is
+// /<name>[/...] as the gateway does, and verifying the JWT first for functions with verify_jwt
+// (supabase/config.toml [functions.<name>], default true). One postgres.js pool, embedder and LLM
+// client are shared by all functions. Also runs the queue worker every 2 s and, on a database
+// without pg_cron, the maintenance jobs of public.memory_maintenance_schedules.
+//
+//   deno run -A --config supabase/functions/deno.json scripts/serve.ts
+//
+// Environment: DATABASE_URL (default the local cluster on 54322), FUNCTIONS_PORT (54321),
+// SUPABASE_JWT_SECRET / JWT_SECRET (default: the local development secret), plus everything
+// supabase/functions/_shared/env.ts reads (embedding and LLM providers, limits).
+import { fileURLToPath } from "node:url";
+import { verifyBearer } from "../supabase/functions/_shared/auth.ts";
+import { createSql, type Sql } from "../supabase/functions/_shared/db.ts";
+import { createEmbedder } from "../supabase/functions/_shared/embeddings.ts";
+import { type Config, ConfigError, loadConfig } from "../supabase/functions/_shared/env.ts";
+import { errorResponse, HttpError } from "../supabase/functions/_shared/http.ts";
+import { type Log, startMaintenanceScheduler, startQueueWorker, type Stoppable } from "./serve/background.ts";
+import { discoverFunctions, type FunctionEntry, type HandlerDeps, loadFunction, readVerifyJwt } from "./serve/functions.ts";
+import { LOCAL_DEMO_USER_ID, LOCAL_DEV_JWT_SECRET, type LocalTokens, localTokens } from "./serve/local_tokens.ts";
+
+export { LOCAL_DEMO_USER_ID, LOCAL_DEV_JWT_SECRET };
+
+const REPO = fileURLToPath(new URL("..", import.meta.url)).replace(/\/$/, "");
+export const DEFAULT_FUNCTIONS_PORT = 54321;
+export const DEFAULT_LOCAL_DATABASE_URL = "postgresql://postgres@127.0.0.1:54322/postgres";
+const FUNCTIONS_PREFIX = "/functions/v1";
+
+export interface ServerOptions {
+  /** Default FUNCTIONS_PORT or 54321; 0 picks a free port. */
+  port?: number;
+  /** Default 127.0.0.1 (never exposed beyond the machine by default). */
+  hostname?: string;
+  /** Default SUPABASE_DB_URL / DATABASE_URL from the environment, else the local cluster on 54322. */
+  databaseUrl?: string;
+  /** HS256 secret; default SUPABASE_JWT_SECRET / JWT_SECRET, else LOCAL_DEV_JWT_SECRET (unless JWKS_URL is set). */
+  jwtSecret?: string;
+  /** Environment for loadConfig; default Deno.env. databaseUrl/jwtSecret override it. */
+  env?: Record<string, string | undefined>;
+  functionsDir?: string;
+  configTomlPath?: string;
+  /** Queue worker timer; default true every 2000 ms. */
+  worker?: boolean | { intervalMs?: number; maxJobs?: number };
+  /** Maintenance jobs when the database has no pg_cron; default true. */
+  scheduler?: boolean;
+  /** One line per request; default true. */
+  logRequests?: boolean;
+  /** Where log lines go; default console.log. */
+  log?: Log;
+}
+
+export interface RunningServer {
+  /** The project URL clients use as SUPABASE_URL, e.g. http://127.0.0.1:54321. */
+  url: string;
+  /** `${url}/functions/v1` */
+  functionsUrl: string;
+  port: number;
+  functions: FunctionEntry[];
+  config: Config;
+  /** Tokens signed with the HS256 secret (undefined when verifying with JWKS). */
+  tokens?: LocalTokens;
+  /** True when the secret is the well-known local development one. */
+  usingLocalDevSecret: boolean;
+  sql: Sql;
+  close(): Promise<void>;
+}
+
+function configFromEnvironment(opts: ServerOptions): { config: Config; usingLocalDevSecret: boolean } {
+  const env: Record<string, string | undefined> = { ...(opts.env ?? Deno.env.toObject()) };
+  if (opts.databaseUrl) {
+    env.DATABASE_URL = opts.databaseUrl;
+    delete env.SUPABASE_DB_URL;
+  } else if (!env.SUPABASE_DB_URL && !env.DATABASE_URL) {
+    env.DATABASE_URL = DEFAULT_LOCAL_DATABASE_URL;
+  }
+  let usingLocalDevSecret = false;
+  if (opts.jwtSecret) {
+    env.SUPABASE_JWT_SECRET = opts.jwtSecret;
+  } else if (!env.SUPABASE_JWT_SECRET && !env.JWT_SECRET && !env.JWKS_URL) {
+    // Local development: the gateway's secret is `supabase start`'s well-known one. SUPABASE_URL in
+    // the environment (clients set it to this very server) must not switch verification to JWKS.
+    env.SUPABASE_JWT_SECRET = LOCAL_DEV_JWT_SECRET;
+    usingLocalDevSecret = true;
+  }
+  const config = loadConfig(env);
+  usingLocalDevSecret ||= config.jwt.secret === LOCAL_DEV_JWT_SECRET;
+  return { config, usingLocalDevSecret };
+}
+
+async function loadLlm(config: Config): Promise<unknown> {
+  try {
+    const mod = await import("../supabase/functions/_shared/llm.ts") as { createLlm?: (c: Config) => unknown };
+    return mod.createLlm?.(config);
+  } catch {
+    return undefined;
+  }
+}
+
+// Supabase's Edge Runtime gives functions EdgeRuntime.waitUntil(promise) for work that outlives the
+// response (the worker kick after a 202). Locally the same global tracks that work, so close()
+// lets it finish before the pool ends. Never replaces a real EdgeRuntime.
+const backgroundWork = new Set<Promise<unknown>>();
+function installEdgeRuntimeShim(): void {
+  const g = globalThis as { EdgeRuntime?: { waitUntil(p: Promise<unknown>): void } };
+  if (g.EdgeRuntime) return;
+  g.EdgeRuntime = {
+    waitUntil(p) {
+      backgroundWork.add(p);
+      const done = () => backgroundWork.delete(p);
+      p.then(done, done);
+    },
+  };
+}
+
+async function settleBackgroundWork(): Promise<void> {
+  // Work may start more work (a drain enqueues a dedup job and kicks again): wait until quiet.
+  for (let round = 0; round < 10 && backgroundWork.size > 0; round++) await Promise.allSettled([...backgroundWork]);
+}
+
+function errorJson(err: HttpError, requestId: string): Response {
+  return errorResponse(err, requestId);
+}
+
+/** Starts the server; resolves once it listens. */
+export async function startServer(opts: ServerOptions = {}): Promise<RunningServer> {
+  const log: Log = opts.log ?? ((line) => console.log(line));
+  const { config, usingLocalDevSecret } = configFromEnvironment(opts);
+  const functionsDir = opts.functionsDir ?? `${REPO}/supabase/functions`;
+  const configTomlPath = opts.configTomlPath ?? `${REPO}/supabase/config.toml`;
+  const portText = Deno.env.get("FUNCTIONS_PORT");
+  const port = opts.port ?? (portText ? Number(portText) : DEFAULT_FUNCTIONS_PORT);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError(`invalid FUNCTIONS_PORT: ${portText}`);
+
+  installEdgeRuntimeShim();
+  const sql = createSql(config.databaseUrl, { max: config.dbPoolMax, applicationName: "devai-local-functions" });
+  const stoppables: Stoppable[] = [];
+  let server: Deno.HttpServer<Deno.NetAddr> | undefined;
+  try {
+    await sql`select 1`; // fail fast (and clearly) when the database is not there
+  } catch (err) {
+    await sql.end({ timeout: 1 }).catch(() => {});
+    throw new ConfigError(`cannot connect to the database at ${redactUrl(config.databaseUrl)}: ${(err as Error).message}`);
+  }
+
+  try {
+    const deps: HandlerDeps = { sql, config, embedder: createEmbedder(config), llm: await loadLlm(config) };
+    const verifyJwtFor = await readVerifyJwt(configTomlPath);
+    const found = await discoverFunctions(functionsDir);
+    const functions: FunctionEntry[] = [];
+    for (const f of found) {
+      const entry = await loadFunction(f, verifyJwtFor(f.name), deps);
+      if (entry.loadError) log(`[serve] ${entry.name}: cannot load handler.ts: ${entry.loadError} (answers 503)`);
+      functions.push(entry);
+    }
+    const byName = new Map(functions.map((f) => [f.name, f]));
+
+    const route = async (req: Request, requestId: string): Promise<Response> => {
+      const url = new URL(req.url);
+      if (url.pathname !== FUNCTIONS_PREFIX && !url.pathname.startsWith(`${FUNCTIONS_PREFIX}/`)) {
+        throw new HttpError(404, "not_found", `this server serves edge functions at ${FUNCTIONS_PREFIX}/<name>`);
+      }
+      const path = url.pathname.slice(FUNCTIONS_PREFIX.length) || "/"; // "/<name>[/...]"
+      const name = path.split("/")[1] ?? "";
+      const fn = byName.get(name);
+      if (!fn) {
+        throw new HttpError(404, "function_not_found", name ? `no function named '${name}'` : `name a function: ${FUNCTIONS_PREFIX}/<name>`);
+      }
+      if (!fn.handler) throw new HttpError(503, "function_unavailable", `function '${name}' failed to load: ${fn.loadError}`);
+      // The gateway: verify_jwt functions need a valid token (any role) before they run.
+      // Preflight requests carry no token; the function answers them (CORS).
+      if (fn.verifyJwt && req.method !== "OPTIONS") await verifyBearer(req, config);
+      const headers = new Headers(req.headers);
+      headers.set("x-request-id", requestId);
+      const forwarded = new Request(new URL(path + url.search, url.origin), {
+        method: req.method,
+        headers,
+        body: req.body,
+      });
+      return await fn.handler(forwarded);
+    };
+
+    const inFlight = new Set<Promise<unknown>>();
+    const handle = async (req: Request): Promise<Response> => {
+      const started = performance.now();
+      const requestId = req.headers.get("x-request-id") ?? crypto.randomUUID();
+      let res: Response;
+      try {
+        res = await route(req, requestId);
+      } catch (err) {
+        if (err instanceof HttpError) {
+          res = errorJson(err, requestId);
+        } else {
+          console.error(JSON.stringify({ level: "error", request_id: requestId, error: String(err), stack: (err as Error)?.stack }));
+          res = errorJson(new HttpError(500, "internal_error", "unexpected error; quote the request id when reporting it"), requestId);
+        }
+      }
+      if (opts.logRequests !== false) {
+        log(`${req.method} ${new URL(req.url).pathname} ${res.status} ${Math.round(performance.now() - started)}ms`);
+      }
+      return res;
+    };
+
+    const listening = Promise.withResolvers<Deno.NetAddr>();
+    server = Deno.serve({
+      hostname: opts.hostname ?? "127.0.0.1",
+      port,
+      onListen: (addr) => listening.resolve(addr),
+      onError: (err) => {
+        console.error(err);
+        return errorJson(new HttpError(500, "internal_error", "unexpected error"), crypto.randomUUID());
+      },
+    }, (req) => {
+      const p = handle(req);
+      inFlight.add(p);
+      return p.finally(() => inFlight.delete(p));
+    });
+    const addr = await listening.promise;
+
+    if (opts.worker !== false) {
+      const w = typeof opts.worker === "object" ? opts.worker : {};
+      stoppables.push(
+        await startQueueWorker({
+          workerDir: `${functionsDir}/memory-worker`,
+          deps,
+          intervalMs: w.intervalMs ?? 2000,
+          maxJobs: w.maxJobs,
+          workerId: `local-server:${Deno.pid}:${addr.port}`,
+          log,
+        }),
+      );
+    }
+    if (opts.scheduler !== false) {
+      try {
+        stoppables.push(await startMaintenanceScheduler(sql, log));
+      } catch (err) {
+        log(`[cron] cannot start the maintenance scheduler: ${(err as Error).message}`);
+      }
+    }
+
+    const host = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
+    const url = `http://${host}:${addr.port}`;
+    let closing: Promise<void> | undefined;
+    const running = server;
+    return {
+      url,
+      functionsUrl: `${url}${FUNCTIONS_PREFIX}`,
+      port: addr.port,
+      functions,
+      config,
+      tokens: config.jwt.secret ? await localTokens(config.jwt.secret) : undefined,
+      usingLocalDevSecret,
+      sql,
+      close() {
+        closing ??= (async () => {
+          await Promise.allSettled(stoppables.map((s) => s.stop()));
+          await running.shutdown(); // stops accepting, lets in-flight requests finish
+          await Promise.allSettled([...inFlight]);
+          await settleBackgroundWork();
+          await sql.end({ timeout: 5 });
+        })();
+        return closing;
+      },
+    };
+  } catch (err) {
+    await Promise.allSettled(stoppables.map((s) => s.stop()));
+    await server?.shutdown();
+    await sql.end({ timeout: 1 }).catch(() => {});
+    throw err;
+  }
+}
+
+function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = "***";
+    return u.toString();
+  } catch {
+    return "(unparseable url)";
+  }
+}
+
+/** The start-up banner: URL, functions, tokens and a curl to try. */
+export function banner(s: RunningServer): string {
+  const lines: string[] = [];
+  const e = s.config.embedding;
+  lines.push("");
+  lines.push("devai-memory local functions server");
+  lines.push(`  Functions URL   ${s.functionsUrl}`);
+  lines.push(`  SUPABASE_URL    ${s.url}   (what clients pass to createClient / createMemoryClient)`);
+  lines.push(`  Database        ${redactUrl(s.config.databaseUrl)}`);
+  lines.push(`  Embeddings      ${e.provider} (${e.model})`);
+  lines.push(`  LLM             ${s.config.llm.apiKey || s.config.llm.baseUrl ? `${s.config.llm.model}${s.config.llm.baseUrl ? ` at ${s.config.llm.baseUrl}` : ""}` : "none: rule-based extraction of explicit \"remember ...\" statements"}`);
+  if (s.config.jwt.secret) {
+    lines.push(`  JWT secret      ${s.usingLocalDevSecret ? `${LOCAL_DEV_JWT_SECRET}  (LOCAL DEVELOPMENT ONLY; set SUPABASE_JWT_SECRET to change)` : "from SUPABASE_JWT_SECRET / JWT_SECRET"}`);
+  } else {
+    lines.push(`  JWT             verified with JWKS at ${s.config.jwt.jwksUrl}`);
+  }
+  lines.push("");
+  lines.push("Functions:");
+  const width = Math.max(8, ...s.functions.map((f) => f.name.length));
+  for (const f of s.functions) {
+    const state = f.handler ? "" : `   NOT LOADED: ${f.loadError}`;
+    lines.push(`  ${f.name.padEnd(width)}  ${`${s.functionsUrl}/${f.name}`.padEnd(s.functionsUrl.length + 1 + width)}  verify_jwt=${f.verifyJwt}${state}`);
+  }
+  if (s.functions.length === 0) lines.push("  (none yet: add supabase/functions/<name>/handler.ts exporting createHandler)");
+  if (s.tokens) {
+    lines.push("");
+    lines.push("Tokens (HS256, signed with the secret above, valid until 2032):");
+    lines.push(`  anon key           ${s.tokens.anon}`);
+    lines.push(`  service_role key   ${s.tokens.serviceRole}`);
+    lines.push(`                     (acts for the tenant named in the x-devai-tenant: <uuid> header)`);
+    lines.push(`  demo user token    ${s.tokens.demoUser}`);
+    lines.push(`                     (role authenticated; its own tenant ${LOCAL_DEMO_USER_ID})`);
+    lines.push("");
+    lines.push("Try it:");
+    lines.push(`  export SUPABASE_URL=${s.url}`);
+    lines.push(`  export DEVAI_TOKEN=${s.tokens.demoUser}`);
+    lines.push(`  curl -s -X POST "$SUPABASE_URL/functions/v1/memory/remember" -H "Authorization: Bearer $DEVAI_TOKEN" \\`);
+    lines.push(`    -H 'content-type: application/json' -d '{"content":"We deploy with blue-green releases on Fridays","project":"demo"}'`);
+    lines.push(`  curl -s -X POST "$SUPABASE_URL/functions/v1/memory-retrieve" -H "Authorization: Bearer $DEVAI_TOKEN" \\`);
+    lines.push(`    -H 'content-type: application/json' -d '{"message":"Which releases do we deploy on Fridays?","project":"demo"}'`);
+    lines.push(`  deno run -A --config supabase/functions/deno.json sdk/example.ts      # the SDK example`);
+  }
+  lines.push("");
+  return lines.join("\n");
+}
+
+if (import.meta.main) {
+  let running: RunningServer;
+  try {
+    running = await startServer();
+  } catch (err) {
+    console.error(`[serve] ${(err as Error).message}`);
+    if ((err as { code?: string }).code === "EADDRINUSE" || err instanceof Deno.errors.AddrInUse) {
+      console.error("[serve] the port is taken: stop the other server or set FUNCTIONS_PORT");
+    }
+    Deno.exit(1);
+  }
+  console.log(banner(running));
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) {
+      console.log(`[serve] ${signal} again: exiting now`);
+      Deno.exit(130);
+    }
+    stopping = true;
+    console.log(`[serve] ${signal}: finishing in-flight requests and jobs, then exiting`);
+    running.close().then(() => Deno.exit(0), (err) => {
+      console.error(`[serve] shutdown failed: ${(err as Error).message}`);
+      Deno.exit(1);
+    });
+  };
+  Deno.addSignalListener("SIGINT", () => stop("SIGINT"));
+  Deno.addSignalListener("SIGTERM", () => stop("SIGTERM"));
+}

@@ -1,0 +1,47 @@
+// Opaque keyset cursor for GET /memory: the (created_at, id) of the last row of a page. The
+// timestamp travels as text with microseconds (a JS Date would drop them and skip or repeat rows
+// created in the same millisecond).
+import { HttpError } from "../_shared/http.ts";
+
+const TS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export interface ListCursor {
+  /** created_at in UTC, `YYYY-MM-DDTHH:MM:SS.ffffff`. */
+  createdAt: string;
+  id: string;
+}
+
+function toBase64Url(text: string): string {
+  const bytes = new TextEncoder().encode(text);
+  let bin = "";
+  for (const b of bytes) bin += String.fromCharCode(b);
+  return btoa(bin).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+function fromBase64Url(text: string): string {
+  const b64 = text.replace(/-/g, "+").replace(/_/g, "/");
+  const bin = atob(b64 + "=".repeat((4 - (b64.length % 4)) % 4));
+  return new TextDecoder("utf-8", { fatal: true }).decode(Uint8Array.from(bin, (c) => c.charCodeAt(0)));
+}
+
+export function encodeCursor(c: ListCursor): string {
+  return toBase64Url(JSON.stringify([c.createdAt, c.id]));
+}
+
+export function decodeCursor(text: string): ListCursor {
+  try {
+    const value: unknown = JSON.parse(fromBase64Url(text));
+    if (Array.isArray(value) && value.length === 2) {
+      const [createdAt, id] = value;
+      if (typeof createdAt === "string" && TS.test(createdAt) && typeof id === "string" && UUID.test(id)) {
+        return { createdAt, id: id.toLowerCase() };
+      }
+    }
+  } catch {
+    // fall through to the 400 below
+  }
+  throw new HttpError(400, "invalid_cursor", "cursor is not one this API returned", [
+    { path: ["cursor"], message: "pass next_cursor from the previous page unchanged" },
+  ]);
+}

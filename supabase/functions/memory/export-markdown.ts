@@ -1,0 +1,96 @@
+// Markdown export (seed 002's file store): one file per memory at
+// `<memory_type>/<YYYY-MM-DD>-<slug>.md`, YAML front matter then the content. Returned as
+// { path, content } pairs so a client writes them to disk unchanged; nothing is lost against the
+// JSON export except embeddings and history (front matter keeps every field a person filters by).
+// Soft-deleted memories are included, flagged `state: soft_deleted` with their `purge_at`.
+import type { MarkdownFile, Memory } from "./schemas.ts";
+
+const MAX_SLUG = 48;
+
+/** Lower-case ASCII words of the content joined by '-', at most 48 characters; 'memory' if none. */
+export function slugify(text: string): string {
+  const words = text
+    .normalize("NFKD")
+    .replace(/[\u0300-\u036f]/g, "")
+    .toLowerCase()
+    .match(/[a-z0-9]+/g) ?? [];
+  let slug = "";
+  for (const w of words) {
+    const next = slug ? `${slug}-${w}` : w;
+    if (next.length > MAX_SLUG) break;
+    slug = next;
+  }
+  return slug || (words[0]?.slice(0, MAX_SLUG) ?? "") || "memory";
+}
+
+// Plain YAML scalars only when unambiguous; anything else is a JSON string, which YAML 1.2 reads
+// as a double-quoted scalar with the same escapes.
+const PLAIN = /^[A-Za-z0-9_][A-Za-z0-9_./@%+-]*$/;
+const YAML_WORDS = /^(true|false|yes|no|on|off|null|y|n|~)$/i;
+const NUMERIC = /^[-+]?(\d[\d_]*)?(\.\d+)?([eE][-+]?\d+)?$|^0x|^0o/i;
+// ISO timestamps stay plain, as in seed 002 (`created_at: 2024-01-15T10:30:00Z`): YAML reads them as timestamps.
+const ISO_TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
+
+export function yamlScalar(value: unknown): string {
+  if (value === null || value === undefined) return "null";
+  if (typeof value === "number" || typeof value === "boolean") return String(value);
+  const s = String(value);
+  if (ISO_TIMESTAMP.test(s)) return s;
+  if (PLAIN.test(s) && !YAML_WORDS.test(s) && !NUMERIC.test(s)) return s;
+  return JSON.stringify(s);
+}
+
+function yamlList(values: unknown[]): string {
+  return `[${values.map(yamlScalar).join(", ")}]`;
+}
+
+export function frontMatter(m: Memory): string {
+  const meta = m.metadata ?? {};
+  const keywords = Array.isArray(meta.keywords) ? meta.keywords : [];
+  const fields: [string, string][] = [
+    ["id", yamlScalar(m.id)],
+    ["namespace", yamlScalar(m.namespace)],
+    ["memory_type", yamlScalar(m.memory_type)],
+    ["priority", yamlScalar(m.priority)],
+    ["importance", yamlScalar(m.importance)],
+    ["source", yamlScalar(m.source)],
+    ["pinned", yamlScalar(m.pinned)],
+    ["is_valid", yamlScalar(m.is_valid)],
+    ["state", yamlScalar(m.state)],
+    ["created_at", yamlScalar(m.created_at)],
+    ["updated_at", yamlScalar(m.updated_at)],
+    ["keywords", yamlList(keywords)],
+  ];
+  const optional: [string, unknown][] = [
+    ["category", meta.category],
+    ["purge_at", m.purge_at],
+    ["superseded_by", m.superseded_by],
+    ["session_id", m.session_id],
+    ["agent_id", meta.agent_id],
+    ["embedding_model", m.embedding_model],
+  ];
+  for (const [k, v] of optional) if (v !== null && v !== undefined) fields.push([k, yamlScalar(v)]);
+  fields.push(["strength", yamlScalar(Number(m.strength.toFixed(4)))]);
+  return `---\n${fields.map(([k, v]) => `${k}: ${v}`).join("\n")}\n---\n`;
+}
+
+export function memoryToMarkdown(m: Memory): string {
+  return `${frontMatter(m)}\n${m.content.trimEnd()}\n`;
+}
+
+/**
+ * Files in creation order. Paths are unique: a second memory with the same date and slug gets the
+ * first 8 characters of its id appended, so re-exporting the same data gives the same paths.
+ */
+export function memoriesToMarkdownFiles(memories: readonly Memory[]): MarkdownFile[] {
+  const sorted = [...memories].sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
+  const used = new Set<string>();
+  return sorted.map((m) => {
+    const base = `${m.memory_type}/${m.created_at.slice(0, 10)}-${slugify(m.content)}`;
+    let path = `${base}.md`;
+    if (used.has(path)) path = `${base}-${m.id.slice(0, 8)}.md`;
+    for (let n = 2; used.has(path); n++) path = `${base}-${m.id.slice(0, 8)}-${n}.md`;
+    used.add(path);
+    return { path, content: memoryToMarkdown(m) };
+  });
+}

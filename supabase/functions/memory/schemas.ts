@@ -1,0 +1,194 @@
+// Request schemas of the `memory` function. They are the API's documentation and the SDK's types
+// (exported as-is), so every object is .strict(): an unknown field is a 400, never silently ignored.
+// Query strings arrive as text; the *Query schemas coerce them.
+import { z } from "zod";
+import {
+  content,
+  importance,
+  memoryType,
+  metadata,
+  namespace,
+  priority,
+  projectName,
+  segment,
+  sessionId,
+  source,
+  threadId,
+} from "../_shared/schemas.ts";
+
+/** Hard cap on list/history/weak pages: keeps one request's work and response bounded. */
+export const MAX_PAGE_LIMIT = 100;
+export const MAX_HISTORY_LIMIT = 200;
+
+/** POST /memory/remember: a fact the user stated ("remember that …"). */
+export const RememberRequest = z
+  .object({
+    content,
+    /** Full namespace; default `<root>/project/<project>/notes` with `project`, else `<root>/user/preferences`. */
+    namespace: namespace.optional(),
+    project: projectName.optional(),
+    memory_type: memoryType.default("semantic"),
+    importance: importance.optional(),
+    metadata: metadata.optional(),
+    session_id: sessionId.optional(),
+    /** Revision thread whose delta header shows this change; default 'default'. */
+    thread_id: threadId.optional(),
+  })
+  .strict()
+  .refine((b) => !(b.namespace && b.project), {
+    message: "give either namespace or project, not both",
+    path: ["project"],
+  });
+export type RememberRequest = z.infer<typeof RememberRequest>;
+
+/** POST /memory/{id}/correct: the user corrects a memory; the new one supersedes it. */
+export const CorrectRequest = z
+  .object({
+    content,
+    reason: z.string().trim().min(1).max(500).optional(),
+    session_id: sessionId.optional(),
+    thread_id: threadId.optional(),
+  })
+  .strict();
+export type CorrectRequest = z.infer<typeof CorrectRequest>;
+
+/** POST /memory/{id}/forget: soft delete (purged after the grace period unless restored). */
+export const ForgetRequest = z
+  .object({
+    reason: z.string().trim().min(1).max(500).optional(),
+    thread_id: threadId.optional(),
+  })
+  .strict();
+export type ForgetRequest = z.infer<typeof ForgetRequest>;
+
+/** POST /memory/{id}/restore, /pin, /unpin, /confirm: the body is optional. */
+export const LifecycleRequest = z.object({ thread_id: threadId.optional() }).strict();
+export type LifecycleRequest = z.infer<typeof LifecycleRequest>;
+
+const booleanText = z.enum(["true", "false"]).transform((v) => v === "true");
+const intText = (min: number, max: number) =>
+  z.string().regex(/^\d{1,9}$/, "a non-negative integer").transform(Number).pipe(z.number().int().min(min).max(max));
+
+/** A namespace or a leading part of one, matched segment by segment (`devai/project/a` never matches `devai/project/ab`). */
+export const namespacePrefix = z
+  .string()
+  .max(256)
+  .transform((s) => s.replace(/\/+$/, ""))
+  .refine((s) => {
+    const parts = s.split("/");
+    return parts.length >= 1 && parts.length <= 8 && parts.every((p) => segment.safeParse(p).success);
+  }, "namespace_prefix must be 1-8 '/'-separated segments of letters, digits and . _ % + @ -");
+
+/** GET /memory: filters and keyset pagination (created_at desc, id desc). */
+export const ListQuery = z
+  .object({
+    namespace_prefix: namespacePrefix.optional(),
+    memory_type: memoryType.optional(),
+    /** Default 'active': forgotten memories are listed only when asked for ('soft_deleted' or 'all'). */
+    state: z.enum(["active", "soft_deleted", "all"]).default("active"),
+    is_valid: booleanText.optional(),
+    pinned: booleanText.optional(),
+    importance_min: intText(1, 5).optional(),
+    priority: priority.optional(),
+    source: source.optional(),
+    category: z.string().regex(/^[a-z][a-z0-9_]{0,63}$/).optional(),
+    limit: intText(1, MAX_PAGE_LIMIT).default(20),
+    /** Opaque: the next_cursor of the previous page. */
+    cursor: z.string().min(1).max(200).optional(),
+  })
+  .strict();
+export type ListQuery = z.infer<typeof ListQuery>;
+
+/** GET /memory/{id}/history */
+export const HistoryQuery = z.object({ limit: intText(1, MAX_HISTORY_LIMIT).default(50) }).strict();
+export type HistoryQuery = z.infer<typeof HistoryQuery>;
+
+/** GET /memory/weak */
+export const WeakQuery = z.object({ limit: intText(1, MAX_PAGE_LIMIT).default(20) }).strict();
+export type WeakQuery = z.infer<typeof WeakQuery>;
+
+/** GET /memory/stats */
+export const StatsQuery = z.object({ top_namespaces: intText(1, 100).default(20) }).strict();
+export type StatsQuery = z.infer<typeof StatsQuery>;
+
+/**
+ * GET /memory/export. json: memories (no embeddings) + relations + history. markdown: a JSON
+ * object { files: [{ path, content }] }, one Markdown file with YAML front matter per memory
+ * (seed 002's file store layout), so a client can write them to disk as they are.
+ */
+export const ExportQuery = z
+  .object({
+    format: z.enum(["json", "markdown"]).default("json"),
+  })
+  .strict();
+export type ExportQuery = z.infer<typeof ExportQuery>;
+
+/** A memory as every route returns it (no embedding, no tsvector). */
+export interface Memory {
+  id: string;
+  content: string;
+  memory_type: "semantic" | "episodic" | "procedural";
+  namespace: string;
+  priority: "highest" | "high" | "medium" | "low";
+  source: string | null;
+  strength: number;
+  base_strength: number;
+  access_count: number;
+  last_accessed_at: string;
+  session_id: string | null;
+  is_valid: boolean;
+  superseded_by: string | null;
+  created_at: string;
+  updated_at: string;
+  importance: number;
+  pinned: boolean;
+  state: "active" | "soft_deleted";
+  purge_at: string | null;
+  embedding_model: string | null;
+  metadata: Record<string, unknown>;
+  content_hash: string;
+}
+
+export interface HistoryEntry {
+  id: string;
+  memory_id: string;
+  event: "ADD" | "UPDATE" | "DELETE" | "MERGE" | "LINK" | "DECAY" | "TTL" | "RESTORE" | "PURGE";
+  old_ref: string | null;
+  new_ref: string | null;
+  actor: string | null;
+  old_content: string | null;
+  new_content: string | null;
+  meta: Record<string, unknown>;
+  ts: string;
+}
+
+export interface Relation {
+  id: string;
+  from_id: string;
+  to_id: string;
+  relation_type: "related_to" | "supersedes" | "derived_from" | "contradicts";
+  strength: number;
+  created_at: string;
+}
+
+export interface RememberResponse {
+  created: boolean;
+  memory: Memory;
+}
+export interface ListResponse {
+  memories: Memory[];
+  next_cursor: string | null;
+}
+export interface CorrectResponse {
+  memory: Memory;
+  superseded: Memory;
+}
+export interface LifecycleResponse {
+  /** false when the memory was already in the requested state (the call is idempotent). */
+  changed: boolean;
+  memory: Memory;
+}
+export interface MarkdownFile {
+  path: string;
+  content: string;
+}

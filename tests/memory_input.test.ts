@@ -1,0 +1,146 @@
+// Bad input to the memory function: each case gets the documented 4xx in the one error shape
+// ({ error: { code, message, issues? } }) and writes nothing (no memory, no history, no relation).
+import assert from "node:assert/strict";
+import { memoryApi } from "./support/memory-api.ts";
+import { userHeaders } from "./support/auth.ts";
+import { newTenant, seedMemory, tenantWrites, testSql } from "./support/seed.ts";
+
+const sql = testSql();
+const api = memoryApi(sql, { config: { maxBodyBytes: 8 * 1024 } });
+const opts = { sanitizeOps: false, sanitizeResources: false };
+
+async function relationCount(tenant: string): Promise<number> {
+  const [r] = await sql`select count(*)::int as n from public.memory_relations where owner_id = ${tenant}`;
+  return r!.n as number;
+}
+
+/** Runs a request for a tenant that has one memory and asserts status/code and that nothing changed. */
+async function rejects(
+  name: string,
+  status: number,
+  code: string,
+  request: (tenant: string, memoryId: string) => Promise<{ status: number; body: { error?: { code: string; issues?: unknown[] } } }>,
+  issuePath?: string,
+) {
+  const t = newTenant();
+  const m = await seedMemory(sql, t, { content: "A memory to aim at", namespace: "devai/global/x" });
+  const before = { ...(await tenantWrites(sql, t)), relations: await relationCount(t) };
+  const r = await request(t, m.id);
+  assert.equal(r.status, status, `${name}: status ${r.status} ${JSON.stringify(r.body)}`);
+  assert.equal(r.body.error?.code, code, `${name}: code`);
+  if (issuePath) {
+    const paths = (r.body.error?.issues ?? []).map((i) => (i as { path: unknown[] }).path.join("."));
+    assert.ok(paths.includes(issuePath), `${name}: issues ${JSON.stringify(paths)} lack ${issuePath}`);
+  }
+  assert.deepEqual({ ...(await tenantWrites(sql, t)), relations: await relationCount(t) }, before, `${name}: something was written`);
+}
+
+const remember = (body: unknown) => (t: string) => api("POST", "/memory/remember", { as: t, body });
+
+Deno.test({ name: "malformed JSON → 400 malformed_json", ...opts }, async () => {
+  await rejects("remember", 400, "malformed_json", (t) => api("POST", "/memory/remember", { as: t, rawBody: '{"content": "x",' }));
+  await rejects("correct", 400, "malformed_json", (t, id) => api("POST", `/memory/${id}/correct`, { as: t, rawBody: "not json" }));
+  await rejects("forget", 400, "malformed_json", (t, id) => api("POST", `/memory/${id}/forget`, { as: t, rawBody: "{" }));
+});
+
+Deno.test({ name: "wrong types → 400 invalid_request with the field's issue", ...opts }, async () => {
+  await rejects("content number", 400, "invalid_request", remember({ content: 42 }), "content");
+  await rejects("importance string", 400, "invalid_request", remember({ content: "x", importance: "high" }), "importance");
+  await rejects("importance range", 400, "invalid_request", remember({ content: "x", importance: 9 }), "importance");
+  await rejects("memory_type", 400, "invalid_request", remember({ content: "x", memory_type: "opinion" }), "memory_type");
+  await rejects("metadata array", 400, "invalid_request", remember({ content: "x", metadata: ["a"] }), "metadata");
+  await rejects("body array", 400, "invalid_request", remember([{ content: "x" }]));
+  await rejects("correct content null", 400, "invalid_request", (t, id) => api("POST", `/memory/${id}/correct`, { as: t, body: { content: null } }), "content");
+});
+
+Deno.test({ name: "unknown fields → 400 (strict schemas), in bodies and query strings", ...opts }, async () => {
+  await rejects("remember extra", 400, "invalid_request", remember({ content: "x", priority: "low" }));
+  await rejects("metadata extra", 400, "invalid_request", remember({ content: "x", metadata: { owner_id: "someone" } }), "metadata");
+  await rejects("correct extra", 400, "invalid_request", (t, id) => api("POST", `/memory/${id}/correct`, { as: t, body: { content: "y", id: crypto.randomUUID() } }));
+  await rejects("pin extra", 400, "invalid_request", (t, id) => api("POST", `/memory/${id}/pin`, { as: t, body: { pinned: false } }));
+  await rejects("list extra", 400, "invalid_request", (t) => api("GET", "/memory?owner_id=x", { as: t }));
+  await rejects("list repeated", 400, "invalid_request", (t) => api("GET", "/memory?limit=1&limit=2", { as: t }), "limit");
+  await rejects("list bad bool", 400, "invalid_request", (t) => api("GET", "/memory?pinned=yes", { as: t }), "pinned");
+  await rejects("export format", 400, "invalid_request", (t) => api("GET", "/memory/export?format=csv", { as: t }), "format");
+  await rejects("weak limit", 400, "invalid_request", (t) => api("GET", "/memory/weak?limit=-1", { as: t }), "limit");
+});
+
+Deno.test({ name: "oversize body → 413 payload_too_large, declared or streamed", ...opts }, async () => {
+  const big = JSON.stringify({ content: "x".repeat(20_000) });
+  await rejects("remember", 413, "payload_too_large", (t) => api("POST", "/memory/remember", { as: t, rawBody: big }));
+  await rejects("correct", 413, "payload_too_large", (t, id) => api("POST", `/memory/${id}/correct`, { as: t, rawBody: big }));
+  // A body streamed without a Content-Length is cut off while reading.
+  await rejects("streamed", 413, "payload_too_large", async (t) => {
+    const chunk = new TextEncoder().encode("x".repeat(4096));
+    let sent = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(c) {
+        if (sent++ < 10) c.enqueue(chunk);
+        else c.close();
+      },
+    });
+    const { createHandler } = await import("../supabase/functions/memory/handler.ts");
+    const { localEmbedder } = await import("../supabase/functions/_shared/embeddings.ts");
+    const { testConfig } = await import("./support/config.ts");
+    const handler = createHandler({ sql, config: testConfig({ maxBodyBytes: 8 * 1024 }), embedder: localEmbedder() });
+    const res = await handler(new Request("http://local/memory/remember", { method: "POST", headers: await userHeaders(t), body: stream }));
+    return { status: res.status, body: await res.json() };
+  });
+});
+
+Deno.test({ name: "content too long, empty or with control characters → 400", ...opts }, async () => {
+  await rejects("too long", 400, "invalid_request", remember({ content: "y".repeat(4001) }), "content");
+  await rejects("blank", 400, "invalid_request", remember({ content: "   " }), "content");
+  await rejects("NUL", 400, "invalid_request", remember({ content: "bad\u0000byte" }), "content");
+  await rejects("correct too long", 400, "invalid_request", (t, id) => api("POST", `/memory/${id}/correct`, { as: t, body: { content: "z".repeat(4001) } }), "content");
+});
+
+Deno.test({ name: "namespace with ../, control characters, wrong root, or project + namespace → 400", ...opts }, async () => {
+  await rejects("dotdot", 400, "invalid_request", remember({ content: "x", namespace: "devai/project/../user" }), "namespace");
+  await rejects("leading dotdot", 400, "invalid_request", remember({ content: "x", namespace: "../devai/user" }), "namespace");
+  await rejects("control", 400, "invalid_request", remember({ content: "x", namespace: "devai/user/\u0007bell" }), "namespace");
+  await rejects("newline", 400, "invalid_request", remember({ content: "x", namespace: "devai/user\n/x" }), "namespace");
+  await rejects("empty segment", 400, "invalid_request", remember({ content: "x", namespace: "devai//user" }), "namespace");
+  await rejects("other root", 400, "invalid_request", remember({ content: "x", namespace: "other/user/prefs" }), "namespace");
+  await rejects("project slash", 400, "invalid_request", remember({ content: "x", project: "a/../b" }), "project");
+  await rejects("both", 400, "invalid_request", remember({ content: "x", project: "p", namespace: "devai/user/x" }), "project");
+  await rejects("list prefix", 400, "invalid_request", (t) => api("GET", "/memory?namespace_prefix=devai/../x", { as: t }), "namespace_prefix");
+});
+
+Deno.test({ name: "wrong content type → 415; malformed ids → 400 on every id route", ...opts }, async () => {
+  await rejects("text/plain", 415, "unsupported_media_type", async (t) => {
+    const headers = { ...(await userHeaders(t)), "content-type": "text/plain" };
+    return await api("POST", "/memory/remember", { headers, rawBody: JSON.stringify({ content: "x" }) });
+  });
+  for (const route of ["correct", "forget", "restore", "pin", "unpin", "confirm"]) {
+    await rejects(route, 400, "invalid_id", (t) => api("POST", `/memory/12345/${route}`, { as: t, body: { content: "x" } }));
+  }
+  for (const route of ["", "/history", "/explain"]) {
+    await rejects(`GET${route}`, 400, "invalid_id", (t) => api("GET", `/memory/not-a-uuid${route}`, { as: t }));
+  }
+});
+
+Deno.test({ name: "an embedding failure is a 503 and writes nothing", ...opts }, async () => {
+  const { createHandler } = await import("../supabase/functions/memory/handler.ts");
+  const { EmbeddingError } = await import("../supabase/functions/_shared/embeddings.ts");
+  const { testConfig } = await import("./support/config.ts");
+  const failing = {
+    provider: "openai" as const,
+    model: "text-embedding-3-small",
+    dimensions: 512,
+    embed: () => Promise.reject(new EmbeddingError("provider down")),
+  };
+  const handler = createHandler({ sql, config: testConfig(), embedder: failing });
+  await rejects("remember", 503, "embedding_unavailable", async (t) => {
+    const res = await handler(new Request("http://local/memory/remember", {
+      method: "POST",
+      headers: await userHeaders(t),
+      body: JSON.stringify({ content: "needs a vector" }),
+    }));
+    return { status: res.status, body: await res.json() };
+  });
+});
+
+Deno.test({ name: "close the pool", ...opts }, async () => {
+  await sql.end();
+});

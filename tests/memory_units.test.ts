@@ -1,0 +1,146 @@
+// Pure pieces of the memory function, tested on their own: the list cursor, decay predictions,
+// the Markdown export's paths and front matter, and the purge grace setting.
+import assert from "node:assert/strict";
+import { decodeCursor, encodeCursor } from "../supabase/functions/memory/cursor.ts";
+import { daysUntilPrune, predictStrength } from "../supabase/functions/memory/weak.ts";
+import { frontMatter, memoriesToMarkdownFiles, slugify, yamlScalar } from "../supabase/functions/memory/export-markdown.ts";
+import { DEFAULT_PURGE_GRACE_DAYS, graceDaysFromRows, purgeGraceDays } from "../supabase/functions/memory/settings.ts";
+import { HttpError } from "../supabase/functions/_shared/http.ts";
+import type { Memory } from "../supabase/functions/memory/schemas.ts";
+import { testSql } from "./support/seed.ts";
+
+const DAY = 86_400_000;
+
+Deno.test("cursor round-trips with microseconds and rejects anything else with a 400", () => {
+  const c = { createdAt: "2026-01-02T03:04:05.123456", id: "0b5c2a8e-4d0f-4c1e-9a51-6a2f3c8d9e10" };
+  assert.deepEqual(decodeCursor(encodeCursor(c)), c);
+  assert.match(encodeCursor(c), /^[A-Za-z0-9_-]+$/, "url-safe");
+  for (const bad of ["", "!!!", btoa("[1,2]"), btoa(JSON.stringify(["2026-01-02", c.id])), btoa(JSON.stringify([c.createdAt, "x"]))]) {
+    assert.throws(() => decodeCursor(bad), (e: unknown) => e instanceof HttpError && e.status === 400 && e.code === "invalid_cursor");
+  }
+});
+
+Deno.test("decay predictions follow base_strength × 0.95^days and never go negative", () => {
+  const now = new Date("2026-06-01T00:00:00Z");
+  const tenDaysAgo = new Date(now.getTime() - 10 * DAY);
+  assert.ok(Math.abs(predictStrength(1, tenDaysAgo, now) - 0.95 ** 10) < 1e-12);
+  assert.equal(predictStrength(0.7, now, now), 0.7);
+  assert.equal(predictStrength(0.7, new Date(now.getTime() + DAY), now), 0.7, "a future access time counts as now");
+  // 1.0 reaches 0.05 after ln(0.05)/ln(0.95) ≈ 58.4 days.
+  assert.ok(Math.abs(daysUntilPrune(1, now, now) - 58.4039) < 1e-3);
+  assert.ok(Math.abs(daysUntilPrune(1, tenDaysAgo, now) - 48.4039) < 1e-3);
+  assert.equal(daysUntilPrune(0.04, now, now), 0);
+  assert.equal(daysUntilPrune(1, new Date(now.getTime() - 100 * DAY), now), 0);
+});
+
+Deno.test("slugs are short lower-case ASCII words; YAML scalars are quoted only when needed", () => {
+  assert.equal(slugify("The Stripe API key is stored in the vault!"), "the-stripe-api-key-is-stored-in-the-vault");
+  assert.equal(slugify("Café déjà vu"), "cafe-deja-vu");
+  assert.equal(slugify("日本語だけ"), "memory");
+  assert.ok(slugify("word ".repeat(40)).length <= 48);
+  assert.equal(slugify("x".repeat(80)).length, 48);
+  assert.equal(yamlScalar("devai/global/x"), "devai/global/x");
+  assert.equal(yamlScalar("2026-01-02T03:04:05.000Z"), "2026-01-02T03:04:05.000Z");
+  assert.equal(yamlScalar("true"), '"true"');
+  assert.equal(yamlScalar("42"), '"42"');
+  assert.equal(yamlScalar("a: b"), '"a: b"');
+  assert.equal(yamlScalar('say "hi"\nnow'), '"say \\"hi\\"\\nnow"');
+  assert.equal(yamlScalar(null), "null");
+  assert.equal(yamlScalar(3), "3");
+});
+
+function memory(over: Partial<Memory>): Memory {
+  return {
+    id: "11111111-2222-4333-8444-555555555555",
+    content: "Deployed v2.1",
+    memory_type: "episodic",
+    namespace: "devai/project/web/notes",
+    priority: "medium",
+    source: null,
+    strength: 0.812345,
+    base_strength: 1,
+    access_count: 0,
+    last_accessed_at: "2024-01-20T10:00:00.000Z",
+    session_id: null,
+    is_valid: true,
+    superseded_by: null,
+    created_at: "2024-01-20T10:00:00.000Z",
+    updated_at: "2024-01-20T10:00:00.000Z",
+    importance: 3,
+    pinned: false,
+    state: "active",
+    purge_at: null,
+    embedding_model: null,
+    metadata: {},
+    content_hash: "x",
+    ...over,
+  };
+}
+
+Deno.test("markdown files: seed 002 layout, front matter fields, stable unique paths", () => {
+  const a = memory({ metadata: { keywords: ["deploy", "v2"], category: "event" } });
+  const b = memory({ id: "99999999-2222-4333-8444-555555555555", content: "Deployed v2.1!", created_at: "2024-01-20T11:00:00.000Z" });
+  const gone = memory({ id: "aaaaaaaa-2222-4333-8444-555555555555", content: "Old note", memory_type: "semantic", state: "soft_deleted", purge_at: "2024-02-20T00:00:00.000Z" });
+  const files = memoriesToMarkdownFiles([b, gone, a]);
+  assert.deepEqual(files.map((f) => f.path), [
+    "episodic/2024-01-20-deployed-v2-1.md",
+    "semantic/2024-01-20-old-note.md",
+    "episodic/2024-01-20-deployed-v2-1-99999999.md",
+  ]);
+  assert.deepEqual(memoriesToMarkdownFiles([a, gone, b]), files, "order of input does not change paths");
+  const fm = frontMatter(a);
+  assert.match(fm, /^---\nid: 11111111-2222-4333-8444-555555555555\nnamespace: devai\/project\/web\/notes\nmemory_type: episodic\n/);
+  assert.match(fm, /\nkeywords: \[deploy, v2\]\n/);
+  assert.match(fm, /\ncategory: event\n/);
+  assert.match(fm, /\nstrength: 0.8123\n---\n$/);
+  assert.doesNotMatch(fm, /purge_at|superseded_by|session_id/, "absent optional fields are left out");
+  assert.match(files[1]!.content, /\nstate: soft_deleted\n[\s\S]*\npurge_at: 2024-02-20T00:00:00.000Z\n/);
+  assert.ok(files[0]!.content.endsWith("---\n\nDeployed v2.1\n"));
+});
+
+Deno.test("purge grace: key/value or column layouts, tenant rows over global ones, bad values ignored", () => {
+  const tenant = "0b5c2a8e-4d0f-4c1e-9a51-6a2f3c8d9e10";
+  assert.equal(graceDaysFromRows([{ purge_grace_days: 14 }], tenant), 14);
+  assert.equal(graceDaysFromRows([{ key: "ttl_days", value: 3 }, { key: "purge_grace_days", value: "7" }], tenant), 7);
+  assert.equal(graceDaysFromRows([{ owner_id: null, purge_grace_days: 30 }, { owner_id: tenant, purge_grace_days: 2 }], tenant), 2);
+  assert.equal(graceDaysFromRows([{ owner_id: "someone-else", purge_grace_days: 2 }], tenant), undefined);
+  assert.equal(graceDaysFromRows([{ purge_grace_days: -1 }, { purge_grace_days: 1.5 }], tenant), undefined);
+  assert.equal(graceDaysFromRows([], tenant), undefined);
+});
+
+Deno.test({ name: "purge grace is read from public.memory_settings under RLS, default 30 without it", sanitizeOps: false, sanitizeResources: false }, async () => {
+  const sql = testSql(1);
+  try {
+    const tenant = crypto.randomUUID();
+    const asTenant = `{"sub":"${tenant}","role":"authenticated"}`;
+    const [present] = await sql`select to_regclass('public.memory_settings') is not null as yes`;
+    if (!present!.yes) {
+      // The table does not exist in this database: the default applies. Then create a throwaway
+      // one in a rolled-back transaction to check that a readable value is used.
+      await sql.begin(async (tx) => {
+        await tx`select set_config('role', 'authenticated', true), set_config('request.jwt.claims', ${asTenant}, true)`;
+        assert.equal(await purgeGraceDays(tx, tenant), DEFAULT_PURGE_GRACE_DAYS);
+      });
+      const rollback = new Error("rollback");
+      await assert.rejects(
+        sql.begin(async (tx) => {
+          await tx`create table public.memory_settings (key text primary key, value jsonb)`;
+          await tx`insert into public.memory_settings values ('purge_grace_days', '12'::jsonb)`;
+          await tx`grant select on public.memory_settings to authenticated`;
+          await tx`select set_config('role', 'authenticated', true), set_config('request.jwt.claims', ${asTenant}, true)`;
+          assert.equal(await purgeGraceDays(tx, tenant), 12);
+          throw rollback;
+        }),
+        (e: unknown) => e === rollback,
+      );
+    } else {
+      await sql.begin(async (tx) => {
+        await tx`select set_config('role', 'authenticated', true), set_config('request.jwt.claims', ${asTenant}, true)`;
+        const days = await purgeGraceDays(tx, tenant);
+        assert.ok(Number.isInteger(days) && days >= 0);
+      });
+    }
+  } finally {
+    await sql.end();
+  }
+});

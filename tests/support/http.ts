@@ -1,0 +1,30 @@
+// Calling a handler directly with a Request, and Deno.test settings for tests that hold a
+// postgres.js pool open across tests (the resource sanitizer would flag the pool's sockets).
+export type Handler = (req: Request) => Promise<Response>;
+
+export interface CallResult<T = unknown> {
+  status: number;
+  body: T;
+  headers: Headers;
+}
+
+/** Sends a JSON body (an object is stringified; a string is sent as is, e.g. malformed JSON). */
+export async function callJson<T = any>(
+  handler: Handler,
+  url: string,
+  opts: { method?: string; headers?: Record<string, string>; body?: unknown } = {},
+): Promise<CallResult<T>> {
+  const body = opts.body === undefined ? undefined : typeof opts.body === "string" ? opts.body : JSON.stringify(opts.body);
+  const res = await handler(new Request(url, { method: opts.method ?? "POST", headers: opts.headers, body }));
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = text.length > 0 ? JSON.parse(text) : null;
+  } catch { /* not JSON: keep the text */ }
+  return { status: res.status, body: parsed as T, headers: res.headers };
+}
+
+/** Deno.test for handler tests against real Postgres: sanitizers off (the pool stays open). */
+export function dbTest(name: string, fn: () => Promise<void>): void {
+  Deno.test({ name, fn, sanitizeResources: false, sanitizeOps: false });
+}
