@@ -1,0 +1,110 @@
+// Bench-only database objects (schema `bench`, never a migration) and connection helpers.
+//
+// The variants of match_memories are derived from the deployed function's own definition
+// (pg_get_functiondef), so they follow the migration when it changes:
+//   bench.match_memories_iter_off   identical, but SET hnsw.iterative_scan = off
+//   bench.match_memories_hnsw_off / _hnsw_relaxed   the HNSW path forced (enable_sort = off),
+//                                   iterative scan off / relaxed_order
+//   bench.match_memories_exact      identical, but SET enable_indexscan = off: the HNSW index cannot
+//                                   be used (it only supports index scans), so the top-k is computed
+//                                   exactly over every row that passes the filters (ground truth)
+//   bench.match_memories_naive      the seed's plain function (LIKE prefix, threshold in WHERE, no
+//                                   iterative scan) plus an owner filter so it is multi-tenant at all
+//   bench.timed_match               server-side latency: clock_timestamp() around one call
+import postgres from "postgres";
+
+export type Sql = postgres.Sql;
+
+export function connect(url: string, max = 10, app = "devai-bench"): Sql {
+  return postgres(url, { max, prepare: false, onnotice: () => {}, idle_timeout: 30, connect_timeout: 10, connection: { application_name: app } });
+}
+
+const MATCH_SIG = "public.match_memories(extensions.vector, text, integer, double precision, uuid, text, text[])";
+
+export async function installBenchSchema(sql: Sql): Promise<{ derivedFrom: string }> {
+  await sql`create schema if not exists bench`;
+  const [row] = await sql<{ def: string }[]>`select pg_get_functiondef(${MATCH_SIG}::regprocedure) as def`;
+  const def = row?.def;
+  if (!def) throw new Error("public.match_memories not found: run the migrations first");
+  const setLine = /SET "?hnsw\.iterative_scan"? TO '[a-z_]+'/;
+  if (!setLine.test(def)) throw new Error("public.match_memories no longer sets hnsw.iterative_scan: update bench/benchdb.ts");
+  const rename = (name: string) => def.replace("FUNCTION public.match_memories(", `FUNCTION bench.${name}(`);
+  await sql.unsafe(rename("match_memories_iter_off").replace(setLine, `SET "hnsw.iterative_scan" TO 'off'`));
+  // Forced HNSW: the planner may not pick the HNSW index (a selective btree path + exact sort often
+  // wins); these variants make every path that needs a Sort node unattractive (enable_sort = off),
+  // so the nearest rows come from the ordered HNSW scan, without (off) and with (relaxed_order)
+  // iterative index scans. Only sorts are disabled: the relation-strength subquery keeps its
+  // BitmapOr plan, so the latency of the forced path stays comparable.
+  const force = ` SET enable_sort TO 'off'`;
+  await sql.unsafe(rename("match_memories_hnsw_off").replace(setLine, `SET "hnsw.iterative_scan" TO 'off'${force}`));
+  await sql.unsafe(rename("match_memories_hnsw_relaxed").replace(setLine, `SET "hnsw.iterative_scan" TO 'relaxed_order'${force}`));
+  await sql.unsafe(rename("match_memories_exact").replace(setLine, `SET "hnsw.iterative_scan" TO 'off' SET enable_indexscan TO 'off'`));
+  await sql.unsafe(`
+    create or replace function bench.match_memories_naive(
+      query_embedding extensions.vector(512), match_namespace text, match_count int default 15,
+      similarity_threshold float default 0.7, match_owner uuid default null)
+    returns table (id uuid, content text, similarity float, memory_type text, namespace text, strength float, priority text)
+    language plpgsql
+    set search_path = public, extensions
+    set hnsw.iterative_scan = 'off'
+    as $$
+    begin
+      return query
+        select m.id, m.content, 1 - (m.embedding <=> query_embedding) as similarity,
+               m.memory_type, m.namespace, m.strength, m.priority
+          from devai_memories m
+         where m.is_valid = true
+           and m.strength > 0.05
+           and (match_owner is null or m.owner_id = match_owner)
+           and m.namespace like match_namespace || '%'
+           and 1 - (m.embedding <=> query_embedding) > similarity_threshold
+         order by m.embedding <=> query_embedding
+         limit match_count;
+    end; $$`);
+  await sql.unsafe(`
+    create or replace function bench.timed_match(
+      fn text, query_embedding extensions.vector(512), match_namespace text, match_count int,
+      similarity_threshold float, match_owner uuid, match_namespaces text[])
+    returns table (ms double precision, n bigint)
+    language plpgsql
+    set search_path = ''
+    as $$
+    declare t0 timestamptz; c bigint;
+    begin
+      t0 := clock_timestamp();
+      if fn = 'naive' then
+        select count(*) into c from bench.match_memories_naive(query_embedding, match_namespace, match_count, similarity_threshold, match_owner);
+      else
+        select count(*) into c from public.match_memories(query_embedding, match_namespace, match_count, similarity_threshold, match_owner, 'text-embedding-3-small', match_namespaces);
+      end if;
+      return query select (extract(epoch from clock_timestamp() - t0) * 1000)::float8, c;
+    end; $$`);
+  await sql.unsafe(`grant usage on schema bench to authenticated, service_role`);
+  await sql.unsafe(`grant execute on all functions in schema bench to authenticated, service_role`);
+  return { derivedFrom: MATCH_SIG };
+}
+
+/** Runs fn in a transaction as the tenant, exactly as the edge functions do (RLS applies). */
+export async function asTenant<T>(sql: Sql, tenantId: string, fn: (tx: postgres.TransactionSql) => Promise<T>, settings: Record<string, string> = {}): Promise<T> {
+  const claims = JSON.stringify({ sub: tenantId, role: "authenticated" });
+  const out = await sql.begin(async (tx) => {
+    await tx`select set_config('role', 'authenticated', true), set_config('request.jwt.claims', ${claims}, true)`;
+    for (const [k, v] of Object.entries(settings)) await tx`select set_config(${k}, ${v}, true)`;
+    return await fn(tx);
+  });
+  return out as T;
+}
+
+export async function versions(sql: Sql): Promise<{ postgres: string; pgvector: string }> {
+  const [r] = await sql<{ pg: string; vector: string | null }[]>`
+    select current_setting('server_version') as pg,
+           (select extversion from pg_extension where extname = 'vector') as vector`;
+  return { postgres: r?.pg ?? "?", pgvector: r?.vector ?? "?" };
+}
+
+export async function serverSettings(sql: Sql): Promise<Record<string, string>> {
+  const names = ["shared_buffers", "work_mem", "maintenance_work_mem", "max_parallel_workers_per_gather", "max_parallel_maintenance_workers", "effective_cache_size", "hnsw.ef_search", "hnsw.iterative_scan", "hnsw.max_scan_tuples", "hnsw.scan_mem_multiplier", "jit", "synchronous_commit"];
+  const rows = await sql<{ name: string; setting: string }[]>`
+    select n as name, coalesce(current_setting(n, true), '(unset)') as setting from unnest(${names}::text[]) as n`;
+  return Object.fromEntries(rows.map((r) => [r.name, r.setting]));
+}

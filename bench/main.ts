@@ -1,0 +1,156 @@
+// `npm run bench` entry point (scripts/bench.sh provisions the database and calls this).
+//
+//   deno run -A --config supabase/functions/deno.json bench/main.ts [--size 10k|100k|1m]
+//        [--suites retrieval,lifecycle,handler,write,peer] [--seed 42] [--no-load] [--quick]
+//
+// Writes bench/results/<suite>.json (machine, versions, settings, figures), prints a table and
+// redraws the SVG charts in bench/results/ from every results file present.
+import { Corpus, loadCorpus, SIZES } from "./corpus.ts";
+import { connect, installBenchSchema, serverSettings, versions } from "./benchdb.ts";
+import { fmt, formatTable, log, now } from "./lib.ts";
+import { MODES, runRetrieval, type RetrievalResult } from "./suites/retrieval.ts";
+import { runLifecycle } from "./suites/lifecycle.ts";
+import { runHandler } from "./suites/handler.ts";
+import { runWrite } from "./suites/write.ts";
+import { runPeer } from "./suites/peer.ts";
+import { machineInfo, writeResult } from "./report.ts";
+import { renderCharts } from "./chart.ts";
+
+const ALL_SUITES = ["retrieval", "lifecycle", "handler", "write", "peer"] as const;
+type SuiteName = typeof ALL_SUITES[number];
+
+interface Args {
+  size: string;
+  suites: SuiteName[];
+  seed: number;
+  load: boolean;
+  quick: boolean;
+}
+
+function parseArgs(argv: string[]): Args {
+  const a: Args = { size: "100k", suites: [...ALL_SUITES], seed: 42, load: true, quick: false };
+  for (let i = 0; i < argv.length; i++) {
+    const k = argv[i];
+    const v = argv[i + 1];
+    if (k === "--size" && v) { a.size = v.toLowerCase(); i++; }
+    else if (k === "--suites" && v) {
+      const names = v.split(",").map((s) => s.trim()).filter(Boolean);
+      for (const n of names) if (!(ALL_SUITES as readonly string[]).includes(n)) throw new Error(`unknown suite ${n}; known: ${ALL_SUITES.join(", ")}`);
+      a.suites = names as SuiteName[];
+      i++;
+    } else if (k === "--seed" && v) { a.seed = Number(v); i++; }
+    else if (k === "--no-load") a.load = false;
+    else if (k === "--quick") a.quick = true;
+    else if (k === "--help" || k === "-h") {
+      console.log("usage: npm run bench -- [--size 10k|100k|1m] [--suites retrieval,lifecycle,handler,write,peer] [--seed N] [--no-load] [--quick]");
+      Deno.exit(0);
+    } else throw new Error(`unknown argument ${k}`);
+  }
+  if (!(a.size in SIZES)) throw new Error(`--size must be one of ${Object.keys(SIZES).join(", ")}`);
+  return a;
+}
+
+async function main() {
+  const args = parseArgs(Deno.args);
+  const url = Deno.env.get("DATABASE_URL");
+  if (!url) throw new Error("DATABASE_URL is not set (scripts/bench.sh sets it to the bench cluster)");
+  const size = SIZES[args.size] ?? 100_000;
+  // Time limits: the retrieval loops check a deadline (a slow machine ends with fewer samples, n in
+  // the tables says how many); the other suites are bounded by their counts.
+  const retrievalBudgetMin = size >= 1_000_000 ? 40 : size >= 100_000 ? 6 : 3;
+  const started = now();
+  let deadline = started + 60 * 60_000;
+  const sql = connect(url, 10);
+  const machine = await machineInfo();
+  const ver = { ...(await versions(sql)), deno: Deno.version.deno, v8: Deno.version.v8 };
+  const corpus = new Corpus(size, args.seed, Date.parse("2026-11-22T00:00:00Z"));
+  log(`size ${args.size} (${size} rows, ${corpus.tenants.length} tenants, ${corpus.clusters} clusters), suites ${args.suites.join(",")}`);
+
+  let load = null;
+  if (args.load) {
+    load = await loadCorpus(url, corpus);
+  } else {
+    const [c] = await sql<{ n: number }[]>`select count(*)::int as n from public.devai_memories`;
+    if ((c?.n ?? 0) < size) throw new Error(`--no-load: table has ${c?.n} rows, expected at least ${size} (load with the same --size first)`);
+  }
+  await installBenchSchema(sql);
+  const settings = await serverSettings(sql);
+  const common = { size: args.size, rows: size, seed: args.seed, tenants: corpus.tenants.length, clusters: corpus.clusters, machine, versions: ver, settings, load, startedAt: new Date().toISOString() };
+  const printed: string[] = [];
+
+  for (const suite of args.suites) {
+    const t0 = now();
+    deadline = t0 + (suite === "retrieval" ? retrievalBudgetMin : 10) * 60_000;
+    log(`suite ${suite}`);
+    let result: unknown;
+    if (suite === "retrieval") {
+      const r = await runRetrieval(sql, corpus, {
+        recallQueries: args.quick ? 15 : size >= 100_000 ? 30 : 40,
+        latencyQueries: args.quick ? 30 : size >= 100_000 ? 60 : 100,
+        efSearch: [20, 40, 100, 200],
+        threshold: 0.7,
+        deadline,
+      });
+      result = r;
+      printed.push(retrievalTables(r, args.size));
+    } else if (suite === "lifecycle") {
+      const r = await runLifecycle(sql);
+      result = r;
+      printed.push(r.skipped ? `lifecycle: SKIPPED: ${r.skipped}` : formatTable(["job", "status", "1st run ms", "re-run ms", "history rows"], r.jobs.map((j) => [j.fn, j.status + (j.error ? `: ${j.error}` : ""), fmt(j.firstRunMs, 1), fmt(j.secondRunMs, 1), String(j.historyRowsWritten ?? "-")])));
+    } else if (suite === "handler") {
+      const r = await runHandler(sql, url, corpus, { deadline, queries: args.quick ? 30 : 100 });
+      result = r;
+      printed.push(r.skipped ? `handler: SKIPPED: ${r.skipped}` : r.table);
+    } else if (suite === "write") {
+      const r = await runWrite(sql, url, corpus, { deadline, candidates: args.quick ? 20 : 100 });
+      result = r;
+      printed.push(r.skipped ? `write: SKIPPED: ${r.skipped}` : r.table);
+    } else if (suite === "peer") {
+      const r = await runPeer(sql, url, corpus, { deadline, queries: args.quick ? 30 : 100, adds: args.quick ? 10 : 40 });
+      result = r;
+      printed.push(r.skipped ? `peer: SKIPPED: ${r.skipped}` : r.table);
+    }
+    const file = await writeResult(suite, { suite, ...common, elapsedSeconds: Math.round((now() - t0) / 100) / 10, result });
+    log(`wrote ${file}`);
+  }
+  await sql.end();
+  await renderCharts();
+  console.log(`\n# devai-memory bench: size ${args.size} (${size} rows), ${machine.cpuModel}, ${machine.cores} cores, ${machine.memoryGb} GB; postgres ${ver.postgres}, pgvector ${ver.pgvector}, deno ${ver.deno}`);
+  if (load) console.log(`load: COPY ${fmt(load.generateAndCopySeconds, 1)} s, index builds ${Object.entries(load.indexBuildSeconds).map(([k, v]) => `${k} ${fmt(v, 1)} s`).join(", ")}, table ${load.tableSizeMb} MB, hnsw ${load.hnswSizeMb} MB`);
+  for (const p of printed) console.log("\n" + p);
+  console.log(`\ntotal ${fmt((now() - started) / 1000, 0)} s`);
+}
+
+export function retrievalTables(r: RetrievalResult, size: string): string {
+  const sc = formatTable(["scenario", "eligible rows", "% of corpus", "planner's access path", "forced", "scopes"], r.scenarios.map((s) => [s.name, String(s.eligible), fmt(s.selectivityPct, 3), s.plan, s.forcedPlan, s.scopes.join(" + ")]));
+  const lat = formatTable(["scenario", "function", "clients", "side", "n", "p50 ms", "p95 ms", "p99 ms", "q/s"], r.latency.map((l) => [l.scenario, l.fn, String(l.clients), l.side, String(l.summary.n), fmt(l.summary.p50), fmt(l.summary.p95), fmt(l.summary.p99), l.qps === undefined ? "" : fmt(l.qps, 1)]));
+  const short: Record<string, string> = { "planner": "planner", "hnsw, iterative off": "hnsw off", "hnsw, relaxed_order": "hnsw relaxed" };
+  const header = ["scenario", "mode", ...r.efSearchValues.map((ef) => `ef_search ${ef}`)];
+  const rows = r.scenarios.flatMap((s) => MODES.map((m) => [s.name, short[m] ?? m, ...r.efSearchValues.map((ef) => {
+    const p = r.recall.find((x) => x.scenario === s.name && x.efSearch === ef && x.mode === m);
+    return p ? `${fmt(p.recallAt15, 3)} (${fmt(p.meanRowsReturned, 1)} rows, ${fmt(p.clientMsP50, 1)} ms)` : "-";
+  })]));
+  const naive = r.recall.filter((x) => x.mode === "naive (seed)");
+  const naiveTable = formatTable(["scenario", "recall@15", "rows", "rows from other scopes (LIKE)", "p50 ms"], naive.map((p) => [p.scenario, fmt(p.recallAt15, 3), fmt(p.meanRowsReturned, 1), String(p.foreignScopeRows ?? 0), fmt(p.clientMsP50)]));
+  return [
+    `## retrieval @ ${size}: scenarios`, sc,
+    `\n## match_memories latency (as tenant, RLS on; ef_search unset = 40; client = round trip around the query, server = clock_timestamp() delta inside bench.timed_match)`, lat,
+    `\n## recall@15 vs exact (exact = same filters, index scans off); in brackets: mean rows returned, client p50 ms (as postgres)`, formatTable(header, rows),
+    ...r.notes.map((n) => `note: ${n}`),
+    `\n## naive seed function (LIKE prefix, no iterative scan, ef_search 40)`, naiveTable,
+    `\nsmallest sufficient hnsw.ef_search: ${r.recommendation.efSearch ?? "none of the tested values"} (${r.recommendation.rule})`,
+    r.recommendation.setInMatchMemories
+      ? `=> match_memories should SET hnsw.ef_search = ${r.recommendation.efSearch ?? "(more than the largest tested)"}`
+      : `=> pgvector's default (40) already suffices: match_memories need not set hnsw.ef_search`,
+    `evidence: ${r.recommendation.evidence}`,
+  ].join("\n");
+}
+
+if (import.meta.main) {
+  try {
+    await main();
+  } catch (e) {
+    console.error(e instanceof Error ? e.stack ?? e.message : e);
+    Deno.exit(1);
+  }
+}

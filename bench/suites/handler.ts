@@ -1,0 +1,114 @@
+// Suite 'handler': latency of the full memory-retrieve handler (auth → validate → embed → one
+// match_memories call as the tenant → rank → pack into the token budget → format → reinforce →
+// memory_events row) WITHOUT the embedding call: the injected embedder returns the precomputed
+// corpus vector for the message. Requests are made in process (createHandler(deps)(Request)), so
+// no HTTP server is in the loop; the figure is handler + database time.
+//
+// If supabase/functions/memory-retrieve/handler.ts does not exist (older checkout), the suite skips.
+import { SignJWT } from "jose";
+import type { Sql } from "../benchdb.ts";
+import type { Corpus } from "../corpus.ts";
+import { DIM, MODEL } from "../corpus.ts";
+import { fmt, formatTable, log, now, round, runConcurrent, summarize, type Summary } from "../lib.ts";
+
+export interface HandlerResult {
+  skipped?: string;
+  table: string;
+  [k: string]: unknown;
+}
+
+const JWT_SECRET = "devai-bench-jwt-secret-at-least-32-characters-long";
+
+export async function signUserToken(tenantId: string): Promise<string> {
+  const t = Math.floor(Date.now() / 1000);
+  return await new SignJWT({ role: "authenticated" }).setProtectedHeader({ alg: "HS256", typ: "JWT" })
+    .setSubject(tenantId).setIssuedAt(t - 5).setExpirationTime(t + 3600).sign(new TextEncoder().encode(JWT_SECRET));
+}
+
+export function benchEnv(url: string): Record<string, string> {
+  return { DATABASE_URL: url, SUPABASE_JWT_SECRET: JWT_SECRET, EMBEDDING_PROVIDER: "openai", EMBEDDING_API_KEY: "unused-bench", EMBEDDING_MODEL: MODEL, OPENAI_API_KEY: "unused-bench", DB_POOL_MAX: "10" };
+}
+
+/** An embedder that answers from a table of precomputed vectors (no network, no model). */
+export function tableEmbedder(vectors: Map<string, number[]>) {
+  return {
+    provider: "openai" as const,
+    model: MODEL,
+    dimensions: DIM,
+    embed: (texts: string[]) => Promise.resolve(texts.map((t) => {
+      const v = vectors.get(t);
+      if (!v) throw new Error(`bench embedder: no vector for ${JSON.stringify(t.slice(0, 60))}`);
+      return v;
+    })),
+  };
+}
+
+export async function runHandler(sql: Sql, url: string, corpus: Corpus, opts: { deadline: number; queries: number }): Promise<HandlerResult> {
+  const path = new URL("../../supabase/functions/memory-retrieve/handler.ts", import.meta.url);
+  try {
+    await Deno.stat(path);
+  } catch {
+    return { skipped: "supabase/functions/memory-retrieve/handler.ts does not exist yet", table: "" };
+  }
+  // deno-lint-ignore no-explicit-any
+  let mod: any, env: any, db: any;
+  try {
+    mod = await import(path.href);
+    env = await import(new URL("../../supabase/functions/_shared/env.ts", import.meta.url).href);
+    db = await import(new URL("../../supabase/functions/_shared/db.ts", import.meta.url).href);
+  } catch (e) {
+    return { skipped: `memory-retrieve/handler.ts does not load: ${e instanceof Error ? e.message : e}`, table: "" };
+  }
+  if (typeof mod.createHandler !== "function") return { skipped: "memory-retrieve/handler.ts has no createHandler(deps)", table: "" };
+
+  // Queries: messages for the biggest tenant (project task_forge) and a small one.
+  const big = corpus.tenants[0], small = corpus.tenants[Math.floor(corpus.tenants.length / 2)];
+  if (!big || !small) throw new Error("no tenants");
+  const vectors = new Map<string, number[]>();
+  const reqs: { tenant: string; token: string; body: string }[] = [];
+  for (const [ti, t, project] of [[0, big, "task_forge"], [1, small, small.projects[0] ?? "docs"]] as const) {
+    const token = await signUserToken(t.id);
+    const seeds = await sql<{ i: number }[]>`
+      select (metadata->>'bench_i')::int as i from public.devai_memories
+       where owner_id = ${t.id} and is_valid and state = 'active' and embedding_model = ${MODEL}
+         and (namespace like 'devai/global%' or namespace like 'devai/user%' or namespace like ${"devai/project/" + project.replace(/[\\%_]/g, "\\$&") + "%"})
+       order by md5(id::text || 'handler') limit ${Math.ceil(opts.queries / 2)}`;
+    for (const [j, s] of seeds.entries()) {
+      const r = corpus.row(s.i);
+      const message = `How do we handle ${r.content.split(" (note")[0]?.toLowerCase()}? [h${ti}-${j}]`;
+      vectors.set(message, Array.from(corpus.query(4_000_000 + ti * 100_000 + j, r.cluster, r.sub)));
+      reqs.push({ tenant: t.id, token, body: JSON.stringify({ message, project, thread_id: "bench", budget_tokens: 2000 }) });
+    }
+  }
+  const config = env.loadConfig(benchEnv(url));
+  const pool = db.createSql(url, { max: 10, applicationName: "devai-bench-handler" });
+  const handler = mod.createHandler({ sql: pool, config, embedder: tableEmbedder(vectors) }) as (req: Request) => Promise<Response>;
+  const call = async (r: { token: string; body: string }) => {
+    const t0 = now();
+    const res = await handler(new Request("http://bench.local/functions/v1/memory-retrieve", {
+      method: "POST", headers: { authorization: `Bearer ${r.token}`, "content-type": "application/json" }, body: r.body,
+    }));
+    const text = await res.text();
+    if (res.status !== 200) throw new Error(`memory-retrieve answered ${res.status}: ${text.slice(0, 300)}`);
+    return now() - t0;
+  };
+  const out: { clients: number; summary: Summary; qps: number }[] = [];
+  try {
+    for (const r of reqs.slice(0, 3)) await call(r); // warm-up (JIT, pool)
+    for (const clients of [1, 8]) {
+      if (now() > opts.deadline) break;
+      const { ms, wallMs } = await runConcurrent(reqs, clients, (r) => call(r));
+      out.push({ clients, summary: summarize(ms), qps: round((ms.length * 1000) / wallMs, 1) });
+      log(`memory-retrieve handler, ${clients} client(s): p50 ${fmt(summarize(ms).p50)} ms`);
+    }
+  } catch (e) {
+    await pool.end();
+    return { skipped: `memory-retrieve handler failed: ${e instanceof Error ? e.message : e}`, table: "" };
+  }
+  await pool.end();
+  const table = [
+    `## memory-retrieve handler (in process, precomputed embedding; includes rank, pack, format, reinforce, events)`,
+    formatTable(["clients", "n", "p50 ms", "p95 ms", "p99 ms", "req/s"], out.map((o) => [String(o.clients), String(o.summary.n), fmt(o.summary.p50), fmt(o.summary.p95), fmt(o.summary.p99), fmt(o.qps, 1)])),
+  ].join("\n");
+  return { table, latency: out, requests: reqs.length, note: "reinforcement writes (access_count, last_accessed_at) happen in each request, as in production" };
+}
