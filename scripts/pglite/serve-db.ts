@@ -1,0 +1,197 @@
+// Embedded Postgres for devai-memory: PGlite (Postgres in WASM) + pgvector, persisted in a data
+// folder, served over the Postgres wire protocol so psql, postgres.js and the Supabase CLI connect
+// to it as to any server. No database server to install.
+//
+//   node_modules/.bin/deno run -A --config supabase/functions/deno.json scripts/pglite/serve-db.ts
+//
+// At start: open (or create) the data folder, apply scripts/sql/supabase-bootstrap.sql and
+// scripts/pglite/bootstrap.sql, listen, apply pending migrations with `supabase db push` against
+// the socket (the same command as on a real server), then run the maintenance schedules of
+// public.memory_maintenance_schedules (PGlite has no pg_cron). Prints
+// `[pglite] ready: postgresql://postgres@127.0.0.1:<port>/postgres` when clients may connect.
+//
+// Environment:
+//   DEVAI_PGLITE_DIR        data folder (default <repo>/.devai/pglite; git-ignored)
+//   DEVAI_PG_PORT           TCP port on 127.0.0.1 (default 54322, Supabase's local DB port)
+//   DEVAI_PGLITE_MIGRATOR   cli (default when node_modules/.bin/supabase exists) | builtin | none
+//   DEVAI_PGLITE_CRON       0 disables the maintenance scheduler (default on)
+//   DEVAI_PGLITE_IDLE_TX_MS idle-in-transaction timeout in ms (default 60000; 0 disables)
+//   DEVAI_PGLITE_MAX_CONN   maximum client connections (default 100)
+//   DEVAI_PGLITE_DEBUG      1 logs every client connection
+// See docs/pglite.md for what differs from a real Supabase database.
+import { PGlite } from "@electric-sql/pglite";
+import { vector } from "@electric-sql/pglite-pgvector";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import process from "node:process";
+import { WireServer } from "./wire-server.ts";
+import { applyMigrations } from "./migrate.ts";
+import { MaintenanceScheduler } from "./scheduler.ts";
+
+export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+
+export interface ServeOptions {
+  dataDir?: string;
+  port?: number;
+  migrator?: "cli" | "builtin" | "none";
+  cron?: boolean;
+  idleInTransactionTimeoutMs?: number;
+  maxConnections?: number;
+  log?: (m: string) => void;
+}
+
+export interface RunningDb {
+  db: PGlite;
+  server: WireServer;
+  scheduler: MaintenanceScheduler | null;
+  url: string;
+  migrator: string;
+  stop(): Promise<void>;
+}
+
+const log0 = (m: string) => console.error(`[pglite] ${m}`);
+
+// PGlite starts its one backend with `-c search_path=public` on the command line, which beats the
+// database-level `alter database ... set search_path` that supabase-bootstrap.sql sets (and that a
+// real server applies to every new connection). Start it with the database's value instead.
+export const SUPABASE_SEARCH_PATH = '"$user", public, extensions';
+
+function openPglite(dataDir: string, searchPath = SUPABASE_SEARCH_PATH): Promise<PGlite> {
+  const defaults: string[] = (PGlite as unknown as { defaultStartParams?: string[] }).defaultStartParams ?? [
+    "--single", "-F", "-O", "-j", "-c", "search_path=public", "-c", "exit_on_error=false", "-c", "log_checkpoints=false",
+    "-c", "max_worker_processes=0", "-c", "max_parallel_workers=0", "-c", "max_parallel_workers_per_gather=0",
+    "-c", "io_method=sync", "-c", "max_parallel_maintenance_workers=0",
+  ];
+  const startParams = defaults.map((p) => (p.startsWith("search_path=") ? `search_path=${searchPath}` : p));
+  return PGlite.create({ dataDir, extensions: { vector }, startParams });
+}
+
+function takeLock(dataDir: string): string {
+  const lock = `${dataDir}.lock`;
+  if (existsSync(lock)) {
+    const pid = Number(readFileSync(lock, "utf8").trim());
+    let alive = false;
+    if (pid > 0 && pid !== process.pid) {
+      try {
+        process.kill(pid, 0);
+        alive = true;
+      } catch { /* not running */ }
+    }
+    if (alive) throw new Error(`${dataDir} is in use by process ${pid} (lock ${lock}); PGlite cannot share a data folder between processes`);
+  }
+  writeFileSync(lock, String(process.pid));
+  return lock;
+}
+
+async function runCli(url: string, log: (m: string) => void): Promise<void> {
+  const cli = join(repoRoot, "node_modules/.bin/supabase");
+  const cmd = new Deno.Command(cli, {
+    args: ["db", "push", `--remote=${url}`, "--include-all", "--yes"],
+    cwd: repoRoot,
+    env: { PGSSLMODE: "disable" },
+    stdout: "piped",
+    stderr: "piped",
+  });
+  const out = await cmd.output();
+  const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+  for (const line of text.split("\n")) {
+    if (/^(Applying migration|Remote database is up to date|Finished)/.test(line.trim())) log(`supabase: ${line.trim()}`);
+  }
+  if (!out.success) throw new Error(`supabase db push failed (exit ${out.code}):\n${text}`);
+}
+
+export async function serveDb(opts: ServeOptions = {}): Promise<RunningDb> {
+  const log = opts.log ?? log0;
+  const dataDir = resolve(opts.dataDir ?? process.env.DEVAI_PGLITE_DIR ?? join(repoRoot, ".devai/pglite"));
+  const port = opts.port ?? Number(process.env.DEVAI_PG_PORT ?? 54322);
+  const cliPath = join(repoRoot, "node_modules/.bin/supabase");
+  const migrator = opts.migrator ?? (process.env.DEVAI_PGLITE_MIGRATOR as ServeOptions["migrator"]) ??
+    (existsSync(cliPath) ? "cli" : "builtin");
+  const cronOn = opts.cron ?? process.env.DEVAI_PGLITE_CRON !== "0";
+
+  mkdirSync(dirname(dataDir), { recursive: true });
+  const lock = takeLock(dataDir);
+  const fresh = !existsSync(join(dataDir, "PG_VERSION"));
+  log(`${fresh ? "creating" : "opening"} ${dataDir}`);
+  let db = await openPglite(dataDir);
+
+  // Supabase's roles and auth.* helpers (the same file scripts/db.sh applies to a real server),
+  // then what only PGlite needs.
+  await db.exec(readFileSync(join(repoRoot, "scripts/sql/supabase-bootstrap.sql"), "utf8"));
+  await db.exec(readFileSync(join(repoRoot, "scripts/pglite/bootstrap.sql"), "utf8"));
+  // If the database's search_path (set by supabase-bootstrap.sql) is not what the session was
+  // started with, restart the backend with it, so clients see what a real server gives them.
+  const sp = await db.query<{ now: string; want: string | null }>(`
+    select current_setting('search_path') as now,
+           (select substr(c, length('search_path=') + 1) from pg_db_role_setting s, unnest(s.setconfig) c
+             where s.setdatabase = (select oid from pg_database where datname = current_database())
+               and s.setrole = 0 and c like 'search_path=%') as want`);
+  const want = sp.rows[0]?.want;
+  if (want && sp.rows[0]!.now !== want) {
+    log(`restarting the backend with search_path = ${want}`);
+    await db.close();
+    db = await openPglite(dataDir, want);
+  }
+
+  const server = new WireServer({
+    db,
+    host: "127.0.0.1",
+    port,
+    maxConnections: opts.maxConnections ?? Number(process.env.DEVAI_PGLITE_MAX_CONN ?? 100),
+    idleInTransactionTimeoutMs: opts.idleInTransactionTimeoutMs ?? Number(process.env.DEVAI_PGLITE_IDLE_TX_MS ?? 60_000),
+    log,
+  });
+  await server.start();
+  const url = `postgresql://postgres@127.0.0.1:${port}/postgres`;
+
+  let scheduler: MaintenanceScheduler | null = null;
+  const stop = async () => {
+    scheduler?.stop();
+    await server.stop();
+    await db.close();
+    rmSync(lock, { force: true });
+  };
+
+  try {
+    if (migrator === "cli") {
+      await runCli(url, log);
+    } else if (migrator === "builtin") {
+      const n = await server.exclusive("migrate", (d) => applyMigrations(d, join(repoRoot, "supabase/migrations"), log));
+      log(`applied ${n} migration(s) (builtin migrator)`);
+    }
+    if (cronOn) {
+      scheduler = new MaintenanceScheduler(server, log);
+      await scheduler.start();
+    }
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { db, server, scheduler, url, migrator, stop };
+}
+
+if (import.meta.main) {
+  try {
+    const running = await serveDb();
+    const v = await running.server.exclusive("version", (d) =>
+      d.query<{ pg: string; vec: string }>(
+        "select current_setting('server_version') as pg, (select extversion from pg_extension where extname = 'vector') as vec",
+      ));
+    log0(`Postgres ${v.rows[0]?.pg} (PGlite), pgvector ${v.rows[0]?.vec}; migrations via ${running.migrator}`);
+    log0(`ready: ${running.url}`);
+    let stopping = false;
+    const shutdown = async (sig: string) => {
+      if (stopping) return;
+      stopping = true;
+      log0(`${sig}: stopping`);
+      await running.stop();
+      process.exit(0);
+    };
+    process.on("SIGINT", () => void shutdown("SIGINT"));
+    process.on("SIGTERM", () => void shutdown("SIGTERM"));
+  } catch (err) {
+    log0(`error: ${(err as Error).message}`);
+    process.exit(1);
+  }
+}
