@@ -142,6 +142,12 @@ ensure_database() {
 
 bootstrap() {
   # Supabase's roles and auth.* helpers, for plain Postgres only (idempotent; never a migration).
+  # A Supabase database (hosted, or `supabase start`) has them already, owned by its own roles:
+  # leave it alone. auth.users is GoTrue's table, which the bootstrap never creates.
+  if [[ "$(host_psql "$(db_url)" -tAc "select to_regclass('auth.users') is not null")" == t ]]; then
+    say "Supabase database (auth.users exists): bootstrap not needed"
+    return
+  fi
   host_psql "$(db_url)" -f "$repo/scripts/sql/supabase-bootstrap.sql" >/dev/null
 }
 

@@ -17,8 +17,12 @@ import { createSql, type Sql } from "../supabase/functions/_shared/db.ts";
 import { createEmbedder } from "../supabase/functions/_shared/embeddings.ts";
 import { type Config, ConfigError, loadConfig } from "../supabase/functions/_shared/env.ts";
 import { errorResponse, HttpError } from "../supabase/functions/_shared/http.ts";
-import { type Log, startMaintenanceScheduler, startQueueWorker, type Stoppable } from "./serve/background.ts";
-import { discoverFunctions, type FunctionEntry, type HandlerDeps, loadFunction, readVerifyJwt } from "./serve/functions.ts";
+import { createLlm } from "../supabase/functions/_shared/llm.ts";
+import { type RunningDb, serveDb } from "./pglite/serve-db.ts";
+import type { WorkerDeps } from "../supabase/functions/memory-worker/drain.ts";
+import { startQueueWorker } from "./serve/background.ts";
+import { discoverFunctions, type FunctionEntry, loadFunction, readVerifyJwt } from "./serve/functions.ts";
+import { type Log, startMaintenanceScheduler } from "./serve/maintenance-scheduler.ts";
 import { LOCAL_DEMO_USER_ID, LOCAL_DEV_JWT_SECRET, type LocalTokens, localTokens } from "./serve/local_tokens.ts";
 
 export { LOCAL_DEMO_USER_ID, LOCAL_DEV_JWT_SECRET };
@@ -89,15 +93,6 @@ function configFromEnvironment(opts: ServerOptions): { config: Config; usingLoca
   return { config, usingLocalDevSecret };
 }
 
-async function loadLlm(config: Config): Promise<unknown> {
-  try {
-    const mod = await import("../supabase/functions/_shared/llm.ts") as { createLlm?: (c: Config) => unknown };
-    return mod.createLlm?.(config);
-  } catch {
-    return undefined;
-  }
-}
-
 // Supabase's Edge Runtime gives functions EdgeRuntime.waitUntil(promise) for work that outlives the
 // response (the worker kick after a 202). Locally the same global tracks that work, so close()
 // lets it finish before the pool ends. Never replaces a real EdgeRuntime.
@@ -135,7 +130,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
 
   installEdgeRuntimeShim();
   const sql = createSql(config.databaseUrl, { max: config.dbPoolMax, applicationName: "devai-local-functions" });
-  const stoppables: Stoppable[] = [];
+  const stoppables: { stop(): Promise<void> }[] = [];
   let server: Deno.HttpServer<Deno.NetAddr> | undefined;
   try {
     await sql`select 1`; // fail fast (and clearly) when the database is not there
@@ -145,7 +140,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
   }
 
   try {
-    const deps: HandlerDeps = { sql, config, embedder: createEmbedder(config), llm: await loadLlm(config) };
+    const deps: WorkerDeps = { sql, config, embedder: createEmbedder(config), llm: createLlm(config) };
     const verifyJwtFor = await readVerifyJwt(configTomlPath);
     const found = await discoverFunctions(functionsDir);
     const functions: FunctionEntry[] = [];
@@ -220,20 +215,18 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
 
     if (opts.worker !== false) {
       const w = typeof opts.worker === "object" ? opts.worker : {};
-      stoppables.push(
-        await startQueueWorker({
-          workerDir: `${functionsDir}/memory-worker`,
-          deps,
-          intervalMs: w.intervalMs ?? 2000,
-          maxJobs: w.maxJobs,
-          workerId: `local-server:${Deno.pid}:${addr.port}`,
-          log,
-        }),
-      );
+      stoppables.push(startQueueWorker({
+        deps,
+        intervalMs: w.intervalMs ?? 2000,
+        maxJobs: w.maxJobs,
+        workerId: `local-server:${Deno.pid}:${addr.port}`,
+        log,
+      }));
     }
     if (opts.scheduler !== false) {
       try {
-        stoppables.push(await startMaintenanceScheduler(sql, log));
+        const scheduler = await startMaintenanceScheduler(sql, log);
+        if (scheduler) stoppables.push(scheduler);
       } catch (err) {
         log(`[cron] cannot start the maintenance scheduler: ${(err as Error).message}`);
       }
@@ -282,14 +275,14 @@ function redactUrl(url: string): string {
 }
 
 /** The start-up banner: URL, functions, tokens and a curl to try. */
-export function banner(s: RunningServer): string {
+export function banner(s: RunningServer, embedded?: RunningDb): string {
   const lines: string[] = [];
   const e = s.config.embedding;
   lines.push("");
   lines.push("devai-memory local functions server");
   lines.push(`  Functions URL   ${s.functionsUrl}`);
   lines.push(`  SUPABASE_URL    ${s.url}   (what clients pass to createClient / createMemoryClient)`);
-  lines.push(`  Database        ${redactUrl(s.config.databaseUrl)}`);
+  lines.push(`  Database        ${redactUrl(s.config.databaseUrl)}${embedded ? `   (embedded PGlite, data in ${embedded.dataDir})` : ""}`);
   lines.push(`  Embeddings      ${e.provider} (${e.model})`);
   lines.push(`  LLM             ${s.config.llm.apiKey || s.config.llm.baseUrl ? `${s.config.llm.model}${s.config.llm.baseUrl ? ` at ${s.config.llm.baseUrl}` : ""}` : "none: rule-based extraction of explicit \"remember ...\" statements"}`);
   if (s.config.jwt.secret) {
@@ -321,24 +314,52 @@ export function banner(s: RunningServer): string {
     lines.push(`    -H 'content-type: application/json' -d '{"content":"We deploy with blue-green releases on Fridays","project":"demo"}'`);
     lines.push(`  curl -s -X POST "$SUPABASE_URL/functions/v1/memory-retrieve" -H "Authorization: Bearer $DEVAI_TOKEN" \\`);
     lines.push(`    -H 'content-type: application/json' -d '{"message":"Which releases do we deploy on Fridays?","project":"demo"}'`);
-    lines.push(`  deno run -A --config supabase/functions/deno.json sdk/example.ts      # the SDK example`);
+    lines.push(`  npm run example      # the SDK example (sdk/example.ts)`);
   }
   lines.push("");
   return lines.join("\n");
 }
 
+/**
+ * `npm start`'s embedded database: PGlite (Postgres in WASM + pgvector) in this process, persisted
+ * in DEVAI_PGLITE_DIR (default .devai/pglite), served on 127.0.0.1:DEVAI_PG_PORT (54322) so the
+ * functions reach it through postgres.js like any Postgres, migrated by the Supabase CLI. One
+ * backend: the pool is one connection and requests queue (docs/pglite.md).
+ */
+async function startEmbeddedDatabase(): Promise<RunningDb> {
+  try {
+    return await serveDb({ log: (m) => console.log(`[pglite] ${m}`) });
+  } catch (err) {
+    const message = (err as Error).message;
+    if (/AddrInUse|address already in use/i.test(message) || err instanceof Deno.errors.AddrInUse) {
+      throw new ConfigError(
+        `port ${Deno.env.get("DEVAI_PG_PORT") ?? 54322} is taken (is \`npm run db:start\`'s Postgres running? \`npm run db:stop\` stops it; ` +
+          "or set DEVAI_PG_PORT, or DATABASE_URL to use that database instead)",
+      );
+    }
+    throw err;
+  }
+}
+
 if (import.meta.main) {
   let running: RunningServer;
+  let embedded: RunningDb | undefined;
   try {
-    running = await startServer();
+    if (Deno.args.includes("--embedded")) {
+      embedded = await startEmbeddedDatabase();
+      running = await startServer({ databaseUrl: embedded.url, env: { ...Deno.env.toObject(), DB_POOL_MAX: "1" } });
+    } else {
+      running = await startServer();
+    }
   } catch (err) {
     console.error(`[serve] ${(err as Error).message}`);
     if ((err as { code?: string }).code === "EADDRINUSE" || err instanceof Deno.errors.AddrInUse) {
       console.error("[serve] the port is taken: stop the other server or set FUNCTIONS_PORT");
     }
+    await embedded?.stop();
     Deno.exit(1);
   }
-  console.log(banner(running));
+  console.log(banner(running, embedded));
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) {
@@ -347,7 +368,7 @@ if (import.meta.main) {
     }
     stopping = true;
     console.log(`[serve] ${signal}: finishing in-flight requests and jobs, then exiting`);
-    running.close().then(() => Deno.exit(0), (err) => {
+    running.close().then(() => embedded?.stop()).then(() => Deno.exit(0), (err) => {
       console.error(`[serve] shutdown failed: ${(err as Error).message}`);
       Deno.exit(1);
     });

@@ -1,11 +1,28 @@
 #!/usr/bin/env bash
-# `npm start`: the whole service locally. Starts (provisioning on first run) the local Postgres on
-# 127.0.0.1:54322, applies migrations, and serves every edge function at
-# http://127.0.0.1:54321/functions/v1/<name>. With DATABASE_URL set, uses that database instead.
+# `npm start`: the whole service locally, every edge function at
+# http://127.0.0.1:54321/functions/v1/<name>, on one of three databases:
+#   npm start                      embedded PGlite (Postgres in WASM + pgvector) in .devai/pglite,
+#                                  served on 127.0.0.1:54322; needs nothing but Node and npm
+#   npm run start:postgres         the local Postgres 17 + pgvector + pg_cron (scripts/db.sh: a
+#                                  cached Debian trixie root, needs root and apt the first time)
+#   DATABASE_URL=... npm start     any Postgres or Supabase database (`supabase start`'s 54322, or
+#                                  a hosted project's connection string)
+# Migrations are applied with the Supabase CLI in every case.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 source scripts/lib/ensure-deps.sh
-bash scripts/db.sh start
-export DATABASE_URL="${DATABASE_URL:-$(bash scripts/db.sh url)}"
-exec deno run -A --config supabase/functions/deno.json scripts/serve.ts
+
+serve=(deno run -A --config supabase/functions/deno.json scripts/serve.ts)
+if [[ -n "${DATABASE_URL:-}${SUPABASE_DB_URL:-}" ]]; then
+  export DATABASE_URL="${DATABASE_URL:-$SUPABASE_DB_URL}"
+  bash scripts/db.sh start   # checks the connection, bootstraps plain Postgres, applies migrations
+  exec "${serve[@]}"
+elif [[ "${1:-}" == "--postgres" ]]; then
+  bash scripts/db.sh start
+  DATABASE_URL="$(bash scripts/db.sh url)"
+  export DATABASE_URL
+  exec "${serve[@]}"
+else
+  exec "${serve[@]}" --embedded
+fi

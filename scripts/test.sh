@@ -6,7 +6,9 @@
 #      the migrations with the Supabase CLI
 #   3. Supabase's security/performance advisors (must report nothing for our objects)
 #   4. pgTAP with pg_prove (what `supabase test db` runs, minus its Docker image)
-#   5. `deno check` of every function and test, then the Deno suite (real Postgres, fake LLM)
+#   5. `deno check` of every function and test, then the Deno suite (fake LLM) twice: on the real
+#      Postgres and on embedded PGlite (what `npm start` runs by default); tests that need a real
+#      server are reported as skipped on PGlite, with the reason in their name
 # Prints one summary line `summary: N passed, N failed, N skipped` and exits non-zero on any failure.
 # With TEST_DATABASE_URL set, uses that database instead of the local cluster (it is reset!).
 set -uo pipefail
@@ -66,16 +68,52 @@ if [[ ${#ts_files[@]} -gt 0 ]]; then
   fi
 fi
 
-section "deno test"
-if compgen -G "tests/*.test.ts" >/dev/null; then
-  NO_COLOR=1 deno test -A --config supabase/functions/deno.json --no-check tests/ 2>&1 | tee "$log_dir/deno.log"
-  deno_rc=${PIPESTATUS[0]}
-  line=$(grep -E '^(ok|FAILED) \| [0-9]+ passed' "$log_dir/deno.log" | tail -1)
+# Runs the Deno suite on one backend; adds its counts to the totals. $1 = postgres|pglite, $2 = URL.
+run_deno_suite() {
+  local backend=$1 url=$2; shift 2
+  local log="$log_dir/deno-$backend.log"
+  DEVAI_TEST_BACKEND=$backend DATABASE_URL=$url NO_COLOR=1 \
+    deno test -A --config supabase/functions/deno.json --no-check "$@" 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]} line d_passed d_failed d_ignored
+  line=$(grep -E '^(ok|FAILED) \| [0-9]+ passed' "$log" | tail -1)
   d_passed=$(sed -nE 's/.*\| ([0-9]+) passed.*/\1/p' <<<"$line"); d_failed=$(sed -nE 's/.*\| ([0-9]+) failed.*/\1/p' <<<"$line")
   d_ignored=$(sed -nE 's/.*\| ([0-9]+) ignored.*/\1/p' <<<"$line")
   passed=$((passed + ${d_passed:-0})); failed=$((failed + ${d_failed:-0})); skipped=$((skipped + ${d_ignored:-0}))
-  if [[ $deno_rc -ne 0 && ${d_failed:-0} -eq 0 ]]; then failed=$((failed + 1)); fi
+  if [[ $rc -ne 0 && ${d_failed:-0} -eq 0 ]]; then failed=$((failed + 1)); fi
+  if [[ ${d_ignored:-0} -gt 0 ]]; then
+    echo "[$backend] skipped (reason in each name):"; grep -E ' \.\.\. ignored' "$log" | sed 's/^/  /'
+  fi
+}
+
+# Tests of the embedded database itself (they start their own PGlite servers) run in its pass only.
+mapfile -t pglite_only < <(ls tests/pglite_backend.test.ts tests/start_embedded.test.ts 2>/dev/null)
+mapfile -t all_tests < <(ls tests/*.test.ts)
+mapfile -t postgres_tests < <(printf '%s\n' "${all_tests[@]}" | grep -vxF -f <(printf '%s\n' "${pglite_only[@]}"))
+
+section "deno test: real Postgres 17 (pg_cron, pgvector 0.8)"
+run_deno_suite postgres "$db_url" "${postgres_tests[@]}"
+
+# The same suite on the embedded default of `npm start` (PGlite + pgvector behind our wire-protocol
+# server, migrated by the Supabase CLI like the real one), in a throwaway data folder.
+section "deno test: embedded PGlite"
+pglite_port="${DEVAI_TEST_PGLITE_DB_PORT:-54347}"
+pglite_dir="$log_dir/pglite-data"
+DEVAI_PGLITE_DIR="$pglite_dir" DEVAI_PG_PORT="$pglite_port" \
+  deno run -A --config supabase/functions/deno.json scripts/pglite/serve-db.ts >"$log_dir/pglite.log" 2>&1 &
+pglite_pid=$!
+for _ in $(seq 1 180); do
+  grep -q 'ready:' "$log_dir/pglite.log" && break
+  kill -0 "$pglite_pid" 2>/dev/null || break
+  sleep 1
+done
+if grep -q 'ready:' "$log_dir/pglite.log"; then
+  run_deno_suite pglite "postgresql://postgres@127.0.0.1:$pglite_port/postgres" "${all_tests[@]}"
+else
+  cat "$log_dir/pglite.log" >&2
+  echo "the embedded PGlite database did not start" >&2
+  failed=$((failed + 1))
 fi
+kill "$pglite_pid" 2>/dev/null; wait "$pglite_pid" 2>/dev/null
 
 rm -rf "$log_dir"
 echo

@@ -1,7 +1,7 @@
 // The SDK in 20 lines: remember a fact, then retrieve memories for a related user message and print
 // the block an agent puts in its system prompt. Runs against `npm start`:
 //
-//   deno run -A --config supabase/functions/deno.json sdk/example.ts
+//   npm run example      (= deno run -A --config supabase/functions/deno.json sdk/example.ts)
 //
 // Environment: SUPABASE_URL (default http://127.0.0.1:54321) and DEVAI_TOKEN (a user's JWT;
 // default: the demo user token `npm start` prints, signed with SUPABASE_JWT_SECRET or the local

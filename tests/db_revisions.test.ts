@@ -3,8 +3,9 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import postgres from "postgres";
+import { realServerOnly } from "./support/backend.ts";
+import { testDatabaseUrl } from "./support/config.ts";
 
-const databaseUrl = Deno.env.get("DATABASE_URL");
 const WRITERS = 20;
 
 type Sql = ReturnType<typeof postgres>;
@@ -51,7 +52,7 @@ const range = (from: number, to: number) => Array.from({ length: to - from + 1 }
 /** A tenant of its own per test, so reruns and other tests never share a counter; its rows are
  * removed afterwards (as the connecting superuser, like the purge job). */
 async function withTenant(fn: (sql: Sql, tenant: string) => Promise<void>) {
-  const sql = postgres(databaseUrl!, { max: WRITERS, onnotice: () => {} });
+  const sql = postgres(testDatabaseUrl(), { max: WRITERS, onnotice: () => {} });
   const tenant = randomUUID();
   try {
     await fn(sql, tenant);
@@ -64,8 +65,7 @@ async function withTenant(fn: (sql: Sql, tenant: string) => Promise<void>) {
 }
 
 Deno.test({
-  name: "20 concurrent memory writes on a new thread get revisions 1..20, each exactly once",
-  ignore: !databaseUrl,
+  ...realServerOnly("20 concurrent memory writes on a new thread get revisions 1..20, each exactly once", "20 connections writing at once"),
   fn: () =>
     withTenant(async (sql, tenant) => {
       const thread = `concurrency-${randomUUID()}`;
@@ -81,8 +81,7 @@ Deno.test({
 });
 
 Deno.test({
-  name: "20 concurrent memory writes on a thread that has history continue its revisions without lost updates",
-  ignore: !databaseUrl,
+  ...realServerOnly("20 concurrent memory writes on a thread that has history continue its revisions without lost updates", "20 connections writing at once"),
   fn: () =>
     withTenant(async (sql, tenant) => {
       const thread = `concurrency-${randomUUID()}`;

@@ -1,65 +1,112 @@
-// The local server's background duties (scripts/serve/background.ts): pg_cron schedules translated
-// for croner, and the maintenance jobs of public.memory_maintenance_schedules run on their
-// schedules when the database has no pg_cron (a scratch database on the test server: pg_cron lives
-// only in cron.database_name, so a new database never has it).
+// The local server's stand-in for pg_cron (scripts/serve/maintenance-scheduler.ts): pg_cron
+// schedules translated for croner, and the rows of public.memory_maintenance_schedules run on
+// their schedules when the database has no pg_cron. On the real server the test uses a scratch
+// database (pg_cron lives only in cron.database_name, so a new database never has it); on PGlite
+// the test database itself has no pg_cron.
 import assert from "node:assert/strict";
-import { findDrainQueue, startMaintenanceScheduler, toCronerPattern } from "../scripts/serve/background.ts";
-import { createSql } from "../supabase/functions/_shared/db.ts";
+import { startMaintenanceScheduler, toCronerPattern } from "../scripts/serve/maintenance-scheduler.ts";
+import { createSql, type Sql } from "../supabase/functions/_shared/db.ts";
+import { realServerOnly, testBackend } from "./support/backend.ts";
 import { testDatabaseUrl } from "./support/config.ts";
 
-Deno.test("serve background: pg_cron schedules become croner patterns", () => {
+Deno.test("maintenance scheduler: pg_cron schedules become croner patterns", () => {
   assert.equal(toCronerPattern("0 3 * * *"), "0 3 * * *");
   assert.equal(toCronerPattern("  */5   * * * * "), "*/5 * * * *");
   assert.equal(toCronerPattern("30 seconds"), "*/30 * * * * *");
   assert.equal(toCronerPattern("1 second"), "*/1 * * * * *");
+  assert.equal(toCronerPattern("0 4 $ * *"), "0 4 L * *", "pg_cron's last day of the month");
   assert.throws(() => toCronerPattern("90 seconds"), /1-59 seconds/);
 });
 
-Deno.test("serve background: the queue worker's drainQueue is found under memory-worker/", async () => {
-  const drain = await findDrainQueue(new URL("../supabase/functions/memory-worker", import.meta.url).pathname);
-  assert.equal(typeof drain, "function");
-  assert.equal(await findDrainQueue("/nonexistent/memory-worker"), undefined);
-});
-
-Deno.test("serve background: without pg_cron, maintenance jobs run on their schedules; with it, nothing runs", async () => {
+/** A database without pg_cron that has a memory_maintenance_schedules table, and a probe table. */
+async function databaseWithoutPgCron(): Promise<{ sql: Sql; probe: string; done(): Promise<void> }> {
+  const probe = `scheduler_probe_${crypto.randomUUID().slice(0, 8)}`;
+  if (testBackend === "pglite") {
+    const sql = createSql(testDatabaseUrl(), { max: 2 });
+    await sql.unsafe(`create table public.${probe} (job text, actor text, at timestamptz default now())`);
+    return {
+      sql,
+      probe,
+      async done() {
+        await sql`delete from public.memory_maintenance_schedules where job_name like 'devai-probe-%'`;
+        await sql.unsafe(`drop table public.${probe}`);
+        await sql.end();
+      },
+    };
+  }
   const admin = createSql(testDatabaseUrl(), { max: 1 });
-  const name = `devai_http_nocron_${crypto.randomUUID().slice(0, 8)}`;
+  const name = `devai_nocron_${crypto.randomUUID().slice(0, 8)}`;
   await admin.unsafe(`create database ${name}`);
   const url = new URL(testDatabaseUrl());
   url.pathname = `/${name}`;
   const sql = createSql(url.toString(), { max: 2 });
-  const lines: string[] = [];
-  try {
-    await sql.unsafe(`
-      create table public.memory_maintenance_schedules (job_name text primary key, schedule text not null, command text not null);
-      create table public.probe (job text, actor text, at timestamptz default now());
-      insert into public.memory_maintenance_schedules values
-        ('devai-probe', '1 seconds', 'insert into public.probe (job, actor) values (''probe'', current_setting(''memory.actor'', true))'),
-        ('devai-nightly', '0 3 * * *', 'insert into public.probe (job) values (''nightly'')'),
-        ('devai-broken', 'not a schedule', 'select 1');`);
-    const scheduler = await startMaintenanceScheduler(sql, (l) => lines.push(l));
-    await new Promise((r) => setTimeout(r, 2_300));
-    await scheduler.stop();
-    const rows = await sql<{ job: string; actor: string }[]>`select job, actor from public.probe`;
-    assert.ok(rows.length >= 1, lines.join("\n"));
-    assert.ok(rows.every((r) => r.job === "probe" && r.actor === "cron:devai-probe"), JSON.stringify(rows));
-    assert.ok(lines.some((l) => l.includes("devai-nightly scheduled '0 3 * * *'")), lines.join("\n"));
-    assert.ok(lines.some((l) => l.includes("devai-broken") && l.includes("skipped")), lines.join("\n"));
-    // Stopped means stopped.
-    const count = rows.length;
-    await new Promise((r) => setTimeout(r, 1_200));
-    assert.equal((await sql`select count(*)::int as n from public.probe`)[0]!.n, count);
+  await sql.unsafe(`
+    create table public.memory_maintenance_schedules (job_name text primary key, schedule text not null, command text not null, description text not null);
+    create table public.${probe} (job text, actor text, at timestamptz default now());`);
+  return {
+    sql,
+    probe,
+    async done() {
+      await sql.end();
+      await admin.unsafe(`drop database if exists ${name} with (force)`);
+      await admin.end();
+    },
+  };
+}
 
-    // The test database has pg_cron (the migrations created it): the server leaves the jobs to it.
-    const [cron] = await admin`select exists (select from pg_extension where extname = 'pg_cron') as present`;
-    if (cron!.present) {
-      const seen: string[] = [];
-      await (await startMaintenanceScheduler(admin, (l) => seen.push(l))).stop();
-      assert.ok(seen.some((l) => l.includes("pg_cron is installed")), seen.join("\n"));
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+Deno.test("maintenance scheduler: without pg_cron, scheduled rows run (UTC, as cron:<job>), reload picks up changes, stop stops", async () => {
+  const { sql, probe, done } = await databaseWithoutPgCron();
+  const lines: string[] = [];
+  const insertProbe = (job: string) => `insert into public.${probe} (job, actor) values ('${job}', current_setting('memory.actor', true))`;
+  try {
+    await sql`
+      insert into public.memory_maintenance_schedules (job_name, schedule, command, description) values
+        ('devai-probe-fast', '1 seconds', ${insertProbe("fast")}, 'test probe'),
+        ('devai-probe-nightly', '0 3 * * *', ${insertProbe("nightly")}, 'test probe'),
+        ('devai-probe-broken', 'not a schedule', 'select 1', 'test probe')`;
+    const scheduler = await startMaintenanceScheduler(sql, (l) => lines.push(l));
+    assert.ok(scheduler, lines.join("\n"));
+    try {
+      await sleep(2_300);
+      const rows = await sql.unsafe<{ job: string; actor: string }[]>(`select job, actor from public.${probe}`);
+      assert.ok(rows.length >= 1, lines.join("\n"));
+      assert.ok(rows.every((r) => r.job === "fast" && r.actor === "cron:devai-probe-fast"), JSON.stringify(rows));
+      assert.ok(lines.some((l) => l.includes("devai-probe-nightly scheduled '0 3 * * *' UTC")), lines.join("\n"));
+      assert.ok(lines.some((l) => l.includes("devai-probe-broken") && l.includes("skipped")), lines.join("\n"));
+
+      // A job can be run by hand; a failing command is reported, not thrown.
+      assert.equal(await scheduler.runNow("devai-probe-nightly"), "succeeded");
+      assert.equal(await scheduler.runNow("devai-no-such-job"), "skipped");
+
+      // Removing a row unschedules it at the next reload (every minute; here at once).
+      await sql`delete from public.memory_maintenance_schedules where job_name = 'devai-probe-fast'`;
+      await scheduler.reload();
+      assert.ok(lines.some((l) => l.includes("devai-probe-fast unscheduled")), lines.join("\n"));
+      const fastRuns = async () =>
+        (await sql.unsafe<{ n: number }[]>(`select count(*)::int as n from public.${probe} where job = 'fast'`))[0]!.n;
+      const before = await fastRuns();
+      await sleep(1_300);
+      assert.equal(await fastRuns(), before, "an unscheduled job does not run again");
+    } finally {
+      await scheduler.stop();
     }
   } finally {
-    await sql.end();
-    await admin.unsafe(`drop database if exists ${name} with (force)`);
-    await admin.end();
+    await done();
   }
+});
+
+Deno.test({
+  ...realServerOnly("maintenance scheduler: where pg_cron is installed, the server leaves the jobs to the database", "PGlite has no pg_cron"),
+  fn: async () => {
+    const sql = createSql(testDatabaseUrl(), { max: 1 });
+    try {
+      const lines: string[] = [];
+      assert.equal(await startMaintenanceScheduler(sql, (l) => lines.push(l)), undefined);
+      assert.ok(lines.some((l) => l.includes("pg_cron is installed")), lines.join("\n"));
+    } finally {
+      await sql.end();
+    }
+  },
 });

@@ -2,35 +2,24 @@
 // only that the job rows exist): a stale 'running' job is planted, a temporary job runs
 // memory_private.sweep_stale_job_leases() every second, and we poll (bounded) until pg_cron has
 // re-queued the job. The temporary job and the planted row are removed in `finally`.
-// Needs DATABASE_URL pointing at the database pg_cron runs in (scripts/test.sh sets it); skipped
-// when the database has no pg_cron.
+// Needs DATABASE_URL pointing at the database pg_cron runs in (scripts/test.sh sets it); on the
+// PGlite backend it is reported as skipped (no pg_cron there).
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import postgres from "postgres";
+import { realServerOnly } from "./support/backend.ts";
+import { testDatabaseUrl } from "./support/config.ts";
 
-const databaseUrl = Deno.env.get("DATABASE_URL");
 const WAIT_MS = 30_000;
 const POLL_MS = 250;
 
-async function hasPgCron(url: string): Promise<boolean> {
-  const sql = postgres(url, { max: 1, onnotice: () => {} });
-  try {
-    const [row] = await sql<{ yes: boolean }[]>`select exists (select from pg_extension where extname = 'pg_cron') as yes`;
-    return row?.yes === true;
-  } finally {
-    await sql.end();
-  }
-}
-
-const cronAvailable = databaseUrl ? await hasPgCron(databaseUrl) : false;
-
+// On the real server pg_cron must be there (the test fails otherwise, it is never skipped there).
 Deno.test({
-  name: "pg_cron fires the registered lease sweeper on the real server",
-  ignore: !cronAvailable,
+  ...realServerOnly("pg_cron fires the registered lease sweeper on the real server", "PGlite has no pg_cron"),
   sanitizeResources: false,
   sanitizeOps: false,
   fn: async () => {
-    const sql = postgres(databaseUrl!, { max: 1, onnotice: () => {} });
+    const sql = postgres(testDatabaseUrl(), { max: 1, onnotice: () => {} });
     const jobId = randomUUID();
     const ownerId = randomUUID();
     // Not 'devai-' prefixed: the schedules registration unschedules unknown devai- jobs.

@@ -1,9 +1,10 @@
 // The embedded PGlite backend (scripts/pglite/serve-db.ts) seen by the service's own client,
 // postgres.js, over the wire protocol: RLS per tenant, vector search, persistence across a
-// restart, many pooled connections, the pg_cron stand-in.
+// restart, many pooled connections. (The pg_cron stand-in is tested by
+// http_server_background.test.ts, which runs on PGlite in the suite's PGlite pass.)
 //
-// Skipped unless DEVAI_TEST_PGLITE=1 (CI wiring comes later):
-//   DEVAI_TEST_PGLITE=1 node_modules/.bin/deno test -A --config supabase/functions/deno.json tests/pglite_backend.test.ts
+// Runs in scripts/test.sh's PGlite pass (DEVAI_TEST_BACKEND=pglite), or alone:
+//   DEVAI_TEST_BACKEND=pglite node_modules/.bin/deno test -A --config supabase/functions/deno.json tests/pglite_backend.test.ts
 // Starts its own server in a fresh temporary data folder on DEVAI_TEST_PGLITE_PORT (default 54345).
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
@@ -12,8 +13,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
 import { type RunningDb, serveDb } from "../scripts/pglite/serve-db.ts";
+import { testBackend } from "./support/backend.ts";
 
-const enabled = Deno.env.get("DEVAI_TEST_PGLITE") === "1";
+const enabled = testBackend === "pglite";
 const port = Number(Deno.env.get("DEVAI_TEST_PGLITE_PORT") ?? 54345);
 const opts = { ignore: !enabled, sanitizeOps: false, sanitizeResources: false };
 
@@ -181,34 +183,6 @@ Deno.test({ name: "pglite: a client in a transaction holds the backend, others q
   } finally {
     await a.end();
     await b.end();
-  }
-}});
-
-Deno.test({ name: "pglite: maintenance schedules run without pg_cron", ...opts, fn: async () => {
-  const sql = postgres(running!.url, { max: 1, onnotice: () => {} });
-  try {
-    const { t } = (await sql`select to_regclass('public.memory_maintenance_schedules')::text as t`)[0]!;
-    if (!t) {
-      console.log("memory_maintenance_schedules not migrated yet: scheduler test skipped");
-      return;
-    }
-    const cols = await sql`select column_name from information_schema.columns where table_schema = 'public' and table_name = 'memory_maintenance_schedules'`;
-    const hasDescription = cols.some((c) => c.column_name === "description");
-    await sql`delete from public.memory_maintenance_schedules where job_name = 'devai-pglite-test'`;
-    if (hasDescription) {
-      await sql`insert into public.memory_maintenance_schedules (job_name, schedule, command, description)
-                values ('devai-pglite-test', '1 seconds', 'select 1', 'test')`;
-    } else {
-      await sql`insert into public.memory_maintenance_schedules (job_name, schedule, command) values ('devai-pglite-test', '1 seconds', 'select 1')`;
-    }
-    await running!.scheduler!.reload();
-    await new Promise((r) => setTimeout(r, 2_500));
-    const { ok } = (await sql`select count(*)::int as ok from devai_pglite.job_run_details where job_name = 'devai-pglite-test' and status = 'succeeded'`)[0]!;
-    assert.ok(ok >= 1, `expected runs, got ${ok}`);
-    await sql`delete from public.memory_maintenance_schedules where job_name = 'devai-pglite-test'`;
-    await running!.scheduler!.reload();
-  } finally {
-    await sql.end();
   }
 }});
 

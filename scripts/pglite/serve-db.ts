@@ -4,17 +4,17 @@
 //
 //   node_modules/.bin/deno run -A --config supabase/functions/deno.json scripts/pglite/serve-db.ts
 //
-// At start: open (or create) the data folder, apply scripts/sql/supabase-bootstrap.sql and
-// scripts/pglite/bootstrap.sql, listen, apply pending migrations with `supabase db push` against
-// the socket (the same command as on a real server), then run the maintenance schedules of
-// public.memory_maintenance_schedules (PGlite has no pg_cron). Prints
-// `[pglite] ready: postgresql://postgres@127.0.0.1:<port>/postgres` when clients may connect.
+// At start: open (or create) the data folder, apply scripts/sql/supabase-bootstrap.sql, listen,
+// and apply pending migrations with `supabase db push` against the socket (the same command as on
+// a real server). Prints `[pglite] ready: postgresql://postgres@127.0.0.1:<port>/postgres` when
+// clients may connect. PGlite has no pg_cron: the local functions server (scripts/serve.ts) runs
+// the maintenance schedules, as it does for any database without pg_cron.
+// `npm start` runs this in-process (scripts/serve.ts --embedded); run alone, it is a database only.
 //
 // Environment:
 //   DEVAI_PGLITE_DIR        data folder (default <repo>/.devai/pglite; git-ignored)
 //   DEVAI_PG_PORT           TCP port on 127.0.0.1 (default 54322, Supabase's local DB port)
 //   DEVAI_PGLITE_MIGRATOR   cli (default when node_modules/.bin/supabase exists) | builtin | none
-//   DEVAI_PGLITE_CRON       0 disables the maintenance scheduler (default on)
 //   DEVAI_PGLITE_IDLE_TX_MS idle-in-transaction timeout in ms (default 60000; 0 disables)
 //   DEVAI_PGLITE_MAX_CONN   maximum client connections (default 100)
 //   DEVAI_PGLITE_DEBUG      1 logs every client connection
@@ -27,7 +27,6 @@ import { fileURLToPath } from "node:url";
 import process from "node:process";
 import { WireServer } from "./wire-server.ts";
 import { applyMigrations } from "./migrate.ts";
-import { MaintenanceScheduler } from "./scheduler.ts";
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 
@@ -35,7 +34,6 @@ export interface ServeOptions {
   dataDir?: string;
   port?: number;
   migrator?: "cli" | "builtin" | "none";
-  cron?: boolean;
   idleInTransactionTimeoutMs?: number;
   maxConnections?: number;
   log?: (m: string) => void;
@@ -44,8 +42,8 @@ export interface ServeOptions {
 export interface RunningDb {
   db: PGlite;
   server: WireServer;
-  scheduler: MaintenanceScheduler | null;
   url: string;
+  dataDir: string;
   migrator: string;
   stop(): Promise<void>;
 }
@@ -94,7 +92,8 @@ async function runCli(url: string, log: (m: string) => void): Promise<void> {
     stderr: "piped",
   });
   const out = await cmd.output();
-  const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+  // The CLI reports progress on stderr and its closing line on stdout: keep that order in the log.
+  const text = new TextDecoder().decode(out.stderr) + new TextDecoder().decode(out.stdout);
   for (const line of text.split("\n")) {
     if (/^(Applying migration|Remote database is up to date|Finished)/.test(line.trim())) log(`supabase: ${line.trim()}`);
   }
@@ -108,7 +107,6 @@ export async function serveDb(opts: ServeOptions = {}): Promise<RunningDb> {
   const cliPath = join(repoRoot, "node_modules/.bin/supabase");
   const migrator = opts.migrator ?? (process.env.DEVAI_PGLITE_MIGRATOR as ServeOptions["migrator"]) ??
     (existsSync(cliPath) ? "cli" : "builtin");
-  const cronOn = opts.cron ?? process.env.DEVAI_PGLITE_CRON !== "0";
 
   mkdirSync(dirname(dataDir), { recursive: true });
   const lock = takeLock(dataDir);
@@ -116,10 +114,8 @@ export async function serveDb(opts: ServeOptions = {}): Promise<RunningDb> {
   log(`${fresh ? "creating" : "opening"} ${dataDir}`);
   let db = await openPglite(dataDir);
 
-  // Supabase's roles and auth.* helpers (the same file scripts/db.sh applies to a real server),
-  // then what only PGlite needs.
+  // Supabase's roles and auth.* helpers: the same file scripts/db.sh applies to a real server.
   await db.exec(readFileSync(join(repoRoot, "scripts/sql/supabase-bootstrap.sql"), "utf8"));
-  await db.exec(readFileSync(join(repoRoot, "scripts/pglite/bootstrap.sql"), "utf8"));
   // If the database's search_path (set by supabase-bootstrap.sql) is not what the session was
   // started with, restart the backend with it, so clients see what a real server gives them.
   const sp = await db.query<{ now: string; want: string | null }>(`
@@ -145,9 +141,7 @@ export async function serveDb(opts: ServeOptions = {}): Promise<RunningDb> {
   await server.start();
   const url = `postgresql://postgres@127.0.0.1:${port}/postgres`;
 
-  let scheduler: MaintenanceScheduler | null = null;
   const stop = async () => {
-    scheduler?.stop();
     await server.stop();
     await db.close();
     rmSync(lock, { force: true });
@@ -160,15 +154,11 @@ export async function serveDb(opts: ServeOptions = {}): Promise<RunningDb> {
       const n = await server.exclusive("migrate", (d) => applyMigrations(d, join(repoRoot, "supabase/migrations"), log));
       log(`applied ${n} migration(s) (builtin migrator)`);
     }
-    if (cronOn) {
-      scheduler = new MaintenanceScheduler(server, log);
-      await scheduler.start();
-    }
   } catch (err) {
     await stop();
     throw err;
   }
-  return { db, server, scheduler, url, migrator, stop };
+  return { db, server, url, dataDir, migrator, stop };
 }
 
 if (import.meta.main) {

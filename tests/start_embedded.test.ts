@@ -1,0 +1,116 @@
+// `npm start` with no DATABASE_URL: the real entry point (scripts/serve.ts --embedded) as a child
+// process, on embedded PGlite in a fresh data folder. A remember followed by a retrieve works over
+// HTTP, the process stops cleanly on SIGTERM, and the data is there after a restart.
+// Runs in scripts/test.sh's PGlite pass (it starts its own database on DEVAI_TEST_START_PG_PORT).
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { testBackend } from "./support/backend.ts";
+import { userToken } from "./support/auth.ts";
+import { TEST_JWT_SECRET } from "./support/config.ts";
+
+const repo = new URL("..", import.meta.url).pathname;
+const dbPort = Number(Deno.env.get("DEVAI_TEST_START_PG_PORT") ?? 54348);
+const fnPort = Number(Deno.env.get("DEVAI_TEST_START_FN_PORT") ?? 54349);
+const START_TIMEOUT_MS = 180_000;
+
+interface Started {
+  child: Deno.ChildProcess;
+  output: () => string;
+}
+
+/** Starts `scripts/serve.ts --embedded` with a clean environment; resolves once the banner is out. */
+async function startService(dataDir: string): Promise<Started> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--config", "supabase/functions/deno.json", "scripts/serve.ts", "--embedded"],
+    cwd: repo,
+    clearEnv: true,
+    env: {
+      PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+      HOME: Deno.env.get("HOME") ?? "/root",
+      ...(Deno.env.get("DENO_DIR") ? { DENO_DIR: Deno.env.get("DENO_DIR")! } : {}),
+      DEVAI_PGLITE_DIR: dataDir,
+      DEVAI_PG_PORT: String(dbPort),
+      FUNCTIONS_PORT: String(fnPort),
+      SUPABASE_JWT_SECRET: TEST_JWT_SECRET,
+      NO_COLOR: "1",
+    },
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  let text = "";
+  const decoder = new TextDecoder();
+  const pump = async (stream: ReadableStream<Uint8Array>) => {
+    for await (const chunk of stream) text += decoder.decode(chunk, { stream: true });
+  };
+  void pump(child.stdout);
+  void pump(child.stderr);
+  const deadline = Date.now() + START_TIMEOUT_MS;
+  while (!text.includes("Functions URL")) {
+    if (Date.now() > deadline) {
+      child.kill("SIGKILL");
+      throw new Error(`the service did not start within ${START_TIMEOUT_MS / 1000} s:\n${text}`);
+    }
+    const exited = await Promise.race([child.status, new Promise<null>((r) => setTimeout(() => r(null), 250))]);
+    if (exited) throw new Error(`the service exited with ${exited.code}:\n${text}`);
+  }
+  return { child, output: () => text };
+}
+
+async function stopService(s: Started): Promise<void> {
+  s.child.kill("SIGTERM");
+  const status = await s.child.status;
+  assert.equal(status.code, 0, `clean exit on SIGTERM:\n${s.output()}`);
+}
+
+async function call(path: string, token: string, body?: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
+  const res = await fetch(`http://127.0.0.1:${fnPort}/functions/v1/${path}`, {
+    method: body === undefined ? "GET" : "POST",
+    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, json: await res.json() };
+}
+
+Deno.test({
+  name: "npm start (embedded PGlite): remember → retrieve over HTTP, clean stop, data survives a restart",
+  ignore: testBackend !== "pglite",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    const dataDir = join(mkdtempSync(join(tmpdir(), "devai-start-test-")), "pglite");
+    const tenant = crypto.randomUUID();
+    const token = await userToken(tenant);
+    const fact = "The billing service retries webhooks three times with exponential backoff";
+    let service: Started | undefined;
+    try {
+      service = await startService(dataDir);
+      assert.match(service.output(), /embedded PGlite, data in /);
+      assert.match(service.output(), /Applying migration 20261122000200_memory_tables\.sql/, "first start migrates with the Supabase CLI");
+
+      const remembered = await call("memory/remember", token, { content: fact, project: "billing" });
+      assert.equal(remembered.status, 201, JSON.stringify(remembered.json));
+      const id = (remembered.json.memory as { id: string }).id;
+
+      const retrieved = await call("memory-retrieve", token, { message: "How often are billing webhooks retried?", project: "billing" });
+      assert.equal(retrieved.status, 200, JSON.stringify(retrieved.json));
+      assert.ok(String(retrieved.json.block).includes(fact), String(retrieved.json.block));
+
+      await stopService(service);
+      service = undefined;
+
+      service = await startService(dataDir);
+      assert.doesNotMatch(service.output(), /Applying migration/, "a restart finds the migrations applied");
+      const again = await call("memory-retrieve", token, { message: "How often are billing webhooks retried?", project: "billing" });
+      assert.equal(again.status, 200);
+      assert.ok(String(again.json.block).includes(fact), "the memory survived the restart");
+      const one = await call(`memory/${id}`, token);
+      assert.equal(one.status, 200);
+      assert.equal((one.json.memory as { access_count: number }).access_count, 2, "the retrieval before the restart was kept too");
+    } finally {
+      if (service) await stopService(service).catch(() => service!.child.kill("SIGKILL"));
+      rmSync(join(dataDir, ".."), { recursive: true, force: true });
+    }
+  },
+});
