@@ -175,6 +175,14 @@ begin
   $fn$;
   execute 'revoke all on function memory_private.kick_memory_worker() from public';
 
-  perform cron.schedule('devai-memory-worker', '5 seconds', 'select memory_private.kick_memory_worker()');
+  -- Registered through the schedules table like every other job (one source of truth), so
+  -- memory_private.register_maintenance_schedules(), which removes devai- jobs missing from the
+  -- table, keeps it when re-run.
+  insert into public.memory_maintenance_schedules (job_name, schedule, command, description)
+  values ('devai-memory-worker', '5 seconds', 'select memory_private.kick_memory_worker()',
+          'Calls the memory-worker edge function through pg_net when jobs are waiting (hosted Supabase).')
+  on conflict (job_name) do update
+    set schedule = excluded.schedule, command = excluded.command, description = excluded.description;
+  perform memory_private.register_maintenance_schedules();
 end;
 $outer$;

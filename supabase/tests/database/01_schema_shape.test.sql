@@ -1,7 +1,7 @@
 -- The shape other code relies on: the seed's devai_memories columns with their types, the
 -- additions, the indexes retrieval needs, RLS on every table, and when updated_at moves.
 begin;
-select plan(45);
+select plan(46);
 
 -- Seed columns (000-devai-session-intelligence.md), with the types the seed gives them.
 select col_type_is('public', 'devai_memories', 'id', 'uuid', 'seed column id is uuid');
@@ -76,6 +76,11 @@ $$, 'row level security is enabled on every table in schema public');
 select cmp_ok((select count(*)::int from pg_class c join pg_namespace n on n.oid = c.relnamespace
                 where n.nspname = 'public' and c.relkind in ('r', 'p')), '>=', 8,
               'the RLS check sees the tables (not vacuously empty)');
+
+select is_empty($$select p.oid::regprocedure::text from pg_proc p
+                   where p.pronamespace = 'memory_private'::regnamespace
+                     and has_function_privilege('public', p.oid, 'execute')$$,
+                'no memory_private function is executable by PUBLIC');
 
 -- updated_at: now() is the transaction start, so force an old value first and watch it move.
 insert into public.devai_memories (id, owner_id, content, memory_type, namespace)

@@ -2,7 +2,7 @@
 -- Studio): every CHECK on devai_memories and memory_relations, and the composite foreign keys
 -- that keep supersession and graph edges inside one tenant.
 begin;
-select plan(36);
+select plan(43);
 
 select lives_ok($$insert into public.devai_memories (owner_id, content, memory_type, namespace) values ('20000000-0000-4000-8000-00000000000a', 'prefers tabs', 'semantic', 'devai/global')$$, 'a well-formed memory is accepted (the rows below differ from it in one column)');
 select throws_ok($$insert into public.devai_memories (owner_id, content, memory_type, namespace) values ('20000000-0000-4000-8000-00000000000a', 'prefers tabs', 'fact', 'devai/global')$$, '23514',
@@ -122,6 +122,23 @@ select throws_ok($$insert into public.memory_relations (owner_id, from_id, to_id
 select throws_ok($$insert into public.memory_relations (owner_id, from_id, to_id, strength)
                    values ('20000000-0000-4000-8000-00000000000b', '21000000-0000-4000-8000-000000000001', '21000000-0000-4000-8000-0000000000b1', 0.5)$$,
   '23503', null, 'an edge filed under tenant B from tenant A''s memory is rejected too');
+
+-- Enumerated columns of the other tables (written by triggers, workers and Studio alike).
+select throws_ok($$insert into public.memory_history (owner_id, memory_id, event) values ('20000000-0000-4000-8000-00000000000a', gen_random_uuid(), 'ERASE')$$,
+  '23514', 'new row for relation "memory_history" violates check constraint "memory_history_event_check"', 'an unknown history event is rejected');
+select throws_ok($$insert into public.memory_thread_revisions (owner_id, thread_id) values ('20000000-0000-4000-8000-00000000000a', 't');
+                   insert into public.memory_change_log (owner_id, thread_id, revision, memory_id, event) values ('20000000-0000-4000-8000-00000000000a', 't', 1, gen_random_uuid(), 'erased')$$,
+  '23514', 'new row for relation "memory_change_log" violates check constraint "memory_change_log_event_check"', 'an unknown change-log event is rejected');
+select throws_ok($$insert into public.memory_jobs (owner_id, kind, idempotency_key) values ('20000000-0000-4000-8000-00000000000a', 'summarise', 'k1')$$,
+  '23514', 'new row for relation "memory_jobs" violates check constraint "memory_jobs_kind_check"', 'an unknown job kind is rejected');
+select throws_ok($$insert into public.memory_jobs (owner_id, kind, status, idempotency_key) values ('20000000-0000-4000-8000-00000000000a', 'extract', 'paused', 'k2')$$,
+  '23514', 'new row for relation "memory_jobs" violates check constraint "memory_jobs_status_check"', 'an unknown job status is rejected');
+select throws_ok($$insert into public.memory_events (owner_id, node, op, status) values ('20000000-0000-4000-8000-00000000000a', 'browser', 'search', 'ok')$$,
+  '23514', 'new row for relation "memory_events" violates check constraint "memory_events_node_check"', 'an unknown event node is rejected');
+select throws_ok($$insert into public.memory_events (owner_id, node, op, status) values ('20000000-0000-4000-8000-00000000000a', 'hotpath', 'rewrite', 'ok')$$,
+  '23514', 'new row for relation "memory_events" violates check constraint "memory_events_op_check"', 'an unknown event op is rejected');
+select throws_ok($$insert into public.memory_events (owner_id, node, op, status) values ('20000000-0000-4000-8000-00000000000a', 'hotpath', 'search', 'maybe')$$,
+  '23514', 'new row for relation "memory_events" violates check constraint "memory_events_status_check"', 'an unknown event status is rejected');
 
 delete from public.devai_memories where id = '21000000-0000-4000-8000-000000000002';
 select is_empty($$select from public.memory_relations where to_id = '21000000-0000-4000-8000-000000000002'$$,

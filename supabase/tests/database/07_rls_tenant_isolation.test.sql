@@ -2,7 +2,7 @@
 -- counted, updated, deleted or planted; anon gets nothing at all. The fixtures are written as the
 -- table owner (postgres), the way the service and the cron jobs write.
 begin;
-select plan(64);
+select plan(69);
 
 insert into public.devai_memories (id, owner_id, content, memory_type, namespace) values
   ('71000000-0000-4000-8000-0000000000a1', '70000000-0000-4000-8000-00000000000a', 'a memory 1', 'semantic', 'devai/global'),
@@ -63,6 +63,12 @@ select throws_ok($$update public.memory_jobs set status = 'dead'$$, '42501', 'pe
 select throws_ok($$update public.memory_events set status = 'error'$$, '42501', 'permission denied for table memory_events', 'authenticated cannot update memory_events at all');
 select throws_ok($$update public.devai_memories set owner_id = '70000000-0000-4000-8000-00000000000b' where id = '71000000-0000-4000-8000-0000000000a1'$$, '42501', 'permission denied for table devai_memories', 'tenant A cannot hand its memory to B (owner_id is not updatable)');
 
+-- Blind updates (no WHERE, no RETURNING) are not filtered by the SELECT policy: only the UPDATE
+-- policy's USING keeps B's rows out. The "B's ... is unchanged" checks below catch a leak.
+select lives_ok($$update public.devai_memories set content = 'pwned blind'$$, 'blind update of devai_memories runs (own rows only)');
+select lives_ok($$update public.memory_relations set strength = 0$$, 'blind update of memory_relations runs (own rows only)');
+select lives_ok($$update public.memory_session_summaries set summary = 'pwned blind'$$, 'blind update of memory_session_summaries runs (own rows only)');
+
 -- Delete: no privilege at all, even on one's own rows (forgetting is a soft delete).
 select throws_ok($$delete from public.devai_memories where owner_id = '70000000-0000-4000-8000-00000000000a'$$, '42501', 'permission denied for table devai_memories', 'authenticated cannot delete from devai_memories, even its own rows');
 select throws_ok($$delete from public.memory_relations where owner_id = '70000000-0000-4000-8000-00000000000a'$$, '42501', 'permission denied for table memory_relations', 'authenticated cannot delete from memory_relations, even its own rows');
@@ -101,6 +107,15 @@ select throws_ok($$select * from public.memory_jobs$$, '42501', 'permission deni
 select throws_ok($$select * from public.memory_session_summaries$$, '42501', 'permission denied for table memory_session_summaries', 'anon cannot select from memory_session_summaries');
 select throws_ok($$select * from public.memory_events$$, '42501', 'permission denied for table memory_events', 'anon cannot select from memory_events');
 select throws_ok($$insert into public.devai_memories (content, memory_type, namespace) values ('x', 'semantic', 'devai/global')$$, '42501', 'permission denied for table devai_memories', 'anon cannot insert memories');
+select is_empty($$select c.oid::regclass::text from pg_class c join pg_namespace n on n.oid = c.relnamespace
+                   where n.nspname = 'public' and c.relkind in ('r', 'v', 'm', 'p', 'f')
+                     and (has_table_privilege('anon', c.oid, 'select, insert, update, delete, truncate, references, trigger')
+                          or has_any_column_privilege('anon', c.oid, 'select, insert, update, references'))$$,
+                'anon holds no privilege on any table or view in public (settings, schedules, categories, allowlists included)');
+select is_empty($$select p.oid::regprocedure::text from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+                   where n.nspname in ('public', 'memory_private') and has_function_privilege('anon', p.oid, 'execute')
+                     and not (n.nspname = 'memory_private' and not has_schema_privilege('anon', n.oid, 'usage'))$$,
+                'anon can execute no function of ours');
 
 -- The service role (server side) sees every tenant, so the emptiness above is RLS at work.
 select tests.as_service_role();

@@ -3,12 +3,13 @@
 -- Soft-deleted rows are left alone; thresholds come from public.memory_settings.
 begin;
 set local timezone to 'UTC';
-select plan(18);
+select plan(19);
 
 insert into public.devai_memories (id, owner_id, content, memory_type, namespace, priority, pinned, state, purge_at, base_strength, strength, last_accessed_at) values
   ('21000000-0000-4000-8000-000000000001', '21000000-0000-4000-8000-0000000000aa', 'prune: ordinary memory', 'semantic', 'devai/global', 'medium', false, 'active', null, 1.0, 1.0, '2026-01-01 00:00+00'),
   ('21000000-0000-4000-8000-000000000002', '21000000-0000-4000-8000-0000000000aa', 'prune: user-stated, highest', 'semantic', 'devai/global', 'highest', false, 'active', null, 1.0, 1.0, '2026-01-01 00:00+00'),
   ('21000000-0000-4000-8000-000000000003', '21000000-0000-4000-8000-0000000000aa', 'prune: pinned, already weak', 'semantic', 'devai/global', 'low', true, 'active', null, 0.01, 0.01, '2026-01-01 00:00+00'),
+  ('21000000-0000-4000-8000-000000000008', '21000000-0000-4000-8000-0000000000aa', 'prune: pinned, full strength', 'semantic', 'devai/global', 'low', true, 'active', null, 1.0, 1.0, '2026-01-01 00:00+00'),
   ('21000000-0000-4000-8000-000000000004', '21000000-0000-4000-8000-0000000000aa', 'prune: soft-deleted', 'semantic', 'devai/global', 'medium', false, 'soft_deleted', '2026-03-01 00:00+00', 1.0, 1.0, '2026-01-01 00:00+00');
 
 -- day 58: 0.95^58 = 0.05106 > 0.05
@@ -43,6 +44,8 @@ select is((select (strength, is_valid) from public.devai_memories where id = '21
           (0.01::double precision, true), 'pinned never decays nor is pruned, even below the threshold');
 select is((select (strength, is_valid) from public.devai_memories where id = '21000000-0000-4000-8000-000000000004'),
           (1.0::double precision, true), 'soft-deleted memories are left alone');
+select is((select (strength, is_valid) from public.devai_memories where id = '21000000-0000-4000-8000-000000000008'),
+          (1.0::double precision, true), 'pinned at full strength keeps it (no decay above the threshold either)');
 select is((select count(*) from public.memory_history where memory_id in ('21000000-0000-4000-8000-000000000002', '21000000-0000-4000-8000-000000000003') and event = 'DECAY'),
           0::bigint, 'no DECAY event for highest or pinned');
 

@@ -3,12 +3,13 @@
 --   access_count + 1, last_accessed_at = p_now; decay restarts from there. RLS applies.
 begin;
 set local timezone to 'UTC';
-select plan(15);
+select plan(16);
 
 insert into public.devai_memories (id, owner_id, content, memory_type, namespace, priority, pinned, state, purge_at, base_strength, strength, access_count, last_accessed_at) values
   ('22000000-0000-4000-8000-000000000001', '22000000-0000-4000-8000-0000000000aa', 'reinforce: idle ten days', 'semantic', 'devai/global', 'medium', false, 'active', null, 1.0, 1.0, 0, '2026-01-01 00:00+00'),
   ('22000000-0000-4000-8000-000000000002', '22000000-0000-4000-8000-0000000000aa', 'reinforce: nearly full', 'semantic', 'devai/global', 'medium', false, 'active', null, 0.98, 0.98, 40, '2026-01-11 00:00+00'),
   ('22000000-0000-4000-8000-000000000003', '22000000-0000-4000-8000-0000000000aa', 'reinforce: highest', 'semantic', 'devai/global', 'highest', false, 'active', null, 0.6, 0.6, 0, '2026-01-01 00:00+00'),
+  ('22000000-0000-4000-8000-000000000006', '22000000-0000-4000-8000-0000000000aa', 'reinforce: pinned', 'semantic', 'devai/global', 'low', true, 'active', null, 0.6, 0.6, 0, '2026-01-01 00:00+00'),
   ('22000000-0000-4000-8000-000000000004', '22000000-0000-4000-8000-0000000000aa', 'reinforce: soft-deleted', 'semantic', 'devai/global', 'medium', false, 'soft_deleted', '2026-02-01 00:00+00', 0.5, 0.5, 0, '2026-01-01 00:00+00'),
   ('22000000-0000-4000-8000-000000000005', '22000000-0000-4000-8000-0000000000bb', 'reinforce: other tenant', 'semantic', 'devai/global', 'medium', false, 'active', null, 0.5, 0.5, 0, '2026-01-01 00:00+00');
 
@@ -33,6 +34,8 @@ select is((select strength from public.devai_memories where id = '22000000-0000-
           'capped at 1.0: 0.98 + 0.1 + 0.05 * ln(1 + 41/20) is stored as 1.0');
 select is(round((select strength from public.devai_memories where id = '22000000-0000-4000-8000-000000000003')::numeric, 12),
           round((0.6 + 0.1 + 0.05 * ln(1 + 1 / 20.0))::numeric, 12), 'priority highest: its undecayed strength is reinforced');
+select is(round((select strength from public.reinforce_memories(array['22000000-0000-4000-8000-000000000006']::uuid[], '2026-01-11 00:00+00'))::numeric, 12),
+          round((0.6 + 0.1 + 0.05 * ln(1 + 1 / 20.0))::numeric, 12), 'pinned: its undecayed strength is reinforced');
 select is((select (strength, access_count) from public.devai_memories where id = '22000000-0000-4000-8000-000000000004'),
           (0.5::double precision, 0), 'soft-deleted memory untouched');
 

@@ -4,7 +4,7 @@
 -- what the schedules migration runs; rolled back at the end like everything here.
 begin;
 set local timezone to 'UTC';
-select plan(9);
+select plan(10);
 
 select results_eq(
   $$select job_name, schedule, command from public.memory_maintenance_schedules order by job_name$$,
@@ -51,6 +51,17 @@ select case when (select yes from has_cron)
   else skip('pg_cron is not installed in this database', 1) end;
 select case when (select yes from has_cron)
   then is_empty($$select from cron.job where jobname = 'devai-memory-purge'$$, 'the removed job is gone from pg_cron')
+  else skip('pg_cron is not installed in this database', 1) end;
+
+-- a job another migration adds to the table (the job-queue migration's devai-memory-worker, where
+-- pg_net exists) is registered like the others and survives every re-registration
+insert into public.memory_maintenance_schedules (job_name, schedule, command, description)
+values ('devai-memory-worker', '5 seconds', 'select 1', 'stand-in for the pg_net worker kick');
+select memory_private.register_maintenance_schedules();
+select memory_private.register_maintenance_schedules();
+select case when (select yes from has_cron)
+  then is((select count(*) from cron.job where jobname = 'devai-memory-worker'), 1::bigint,
+          'a job registered through the table stays registered, once, across re-registrations')
   else skip('pg_cron is not installed in this database', 1) end;
 
 -- every scheduled command runs by hand
