@@ -68,6 +68,7 @@ export class FakeOpenAI {
   readonly requests: RecordedRequest[] = [];
   private readonly scripts: ChatScript[] = [];
   private readonly embeddings = new Map<string, number[]>();
+  private readonly embeddingFaults: Reply[] = [];
   private readonly hangs = new Set<() => void>();
   private server!: Deno.HttpServer<Deno.NetAddr>;
   baseUrl = "";
@@ -112,6 +113,12 @@ export class FakeOpenAI {
     return this;
   }
 
+  /** The next embedding requests answer with these replies (errors, slow answers), one each, then normally. */
+  failEmbeddings(...replies: Reply[]): this {
+    this.embeddingFaults.push(...replies);
+    return this;
+  }
+
   chatRequests(): RecordedRequest[] {
     return this.requests.filter((r) => r.path.endsWith("/chat/completions"));
   }
@@ -142,7 +149,11 @@ export class FakeOpenAI {
 
     // req.signal is read only when a reply waits (reading it on every request makes Deno warn).
     if (req.method === "POST" && url.pathname === "/v1/chat/completions") return await this.chat(body as ChatRequestBody, () => req.signal);
-    if (req.method === "POST" && url.pathname === "/v1/embeddings") return this.embed(body);
+    if (req.method === "POST" && url.pathname === "/v1/embeddings") {
+      const fault = this.embeddingFaults.shift();
+      if (fault) return await this.render(fault, body as ChatRequestBody, () => req.signal);
+      return this.embed(body);
+    }
     return errorJson(404, `fake OpenAI: no route ${req.method} ${url.pathname}`);
   }
 

@@ -2,6 +2,7 @@
 // lease expiry (a crashed worker's job is taken again, or parked dead on its last attempt),
 // exponential backoff, dead after max attempts, completion only by the lease holder.
 import assert from "node:assert/strict";
+import { realServerOnly } from "./support/backend.ts";
 import { withTenant } from "../supabase/functions/_shared/db.ts";
 import { claimJobs, completeJob, enqueueJob, failJob } from "../supabase/functions/_shared/jobs.ts";
 import { drainQueue } from "../supabase/functions/memory-worker/drain.ts";
@@ -45,6 +46,33 @@ Deno.test("jobs: concurrent claimers never get the same job (FOR UPDATE SKIP LOC
     assert.ok(j.locked_until && j.locked_until > new Date());
   }
   assert.equal((await claimJobs(sql, { workerId: "late", limit: 5, ownerId: tenant })).length, 0);
+});
+
+Deno.test({
+  ...realServerOnly("jobs: a claim held open by a worker neither blocks nor is shared with the next claimer (SKIP LOCKED)", "two transactions open at once"),
+}, async () => {
+  const tenant = newTenant();
+  await enqueue(tenant, "held-1");
+  await enqueue(tenant, "held-2");
+  const held = Promise.withResolvers<string>();
+  const release = Promise.withResolvers<void>();
+  const first = sql.begin(async (tx) => {
+    const [job] = await claimJobs(tx, { workerId: "slow", ownerId: tenant });
+    held.resolve(job!.id);
+    await release.promise; // its transaction (and row lock) stays open
+  });
+  const heldId = await held.promise;
+  try {
+    const other = await sql.begin(async (tx) => {
+      await tx`set local lock_timeout = '500ms'`; // plain FOR UPDATE would wait here
+      return await claimJobs(tx, { workerId: "fast", limit: 5, ownerId: tenant });
+    });
+    assert.equal(other.length, 1);
+    assert.notEqual(other[0]!.id, heldId);
+  } finally {
+    release.resolve();
+    await first;
+  }
 });
 
 Deno.test("jobs: an expired lease is claimed again; on its last attempt it is parked dead", async () => {

@@ -276,7 +276,7 @@ Deno.test({ name: "forget soft-deletes with purge_at = now + 30 days (DELETE), r
   assert.equal(r.body.memory.state, "active");
   assert.equal(r.body.memory.purge_at, null);
   assert.equal(r.body.memory.is_valid, true);
-  assert.equal(r.body.memory.strength, 1, "a restored memory restarts at full strength");
+  assert.equal(r.body.memory.strength, 0.5, "restore_memory: greatest(decayed strength, restore_strength)");
   assert.equal(r.body.memory.metadata.forget_reason, undefined);
   assert.deepEqual((await historyOf(m.id)).map((e) => e.event), ["ADD", "DELETE", "RESTORE"]);
   const noop = await api("POST", `/memory/${m.id}/restore`, { as: t });
@@ -353,16 +353,51 @@ Deno.test({ name: "history lists a memory's events newest first, with a limit; s
   assert.equal((await api("GET", `/memory/${crypto.randomUUID()}/history`, { as: t })).status, 404);
 });
 
-Deno.test({ name: "forget reads purge_grace_days from public.memory_settings when present", ...opts }, async () => {
-  const [exists] = await sql`select to_regclass('public.memory_settings') is not null as present`;
-  if (!exists!.present) return; // the maintenance migrations add the table; the default was tested above
+Deno.test({ name: "forget's purge date follows purge_grace_days in public.memory_settings, like the TTL job", ...opts }, async () => {
   const t = newTenant();
   const m = await seedMemory(sql, t, { content: "grace check", namespace: "devai/global/x" });
-  const f = await api("POST", `/memory/${m.id}/forget`, { as: t });
-  const [s] = await sql`select (to_jsonb(s) ->> 'purge_grace_days') as days from public.memory_settings s limit 1`;
-  if (s?.days) {
-    const expected = Date.now() + Number(s.days) * DAY;
-    assert.ok(Math.abs(new Date(f.body.memory.purge_at).getTime() - expected) < 60_000);
+  const [before] = await sql<{ value: string }[]>`select value::text from public.memory_settings where name = 'purge_grace_days'`;
+  await sql`update public.memory_settings set value = 7.5 where name = 'purge_grace_days'`;
+  try {
+    const f = await api("POST", `/memory/${m.id}/forget`, { as: t });
+    assert.equal(f.status, 200);
+    const expected = Date.now() + 7.5 * DAY;
+    assert.ok(Math.abs(new Date(f.body.memory.purge_at).getTime() - expected) < 60_000, f.body.memory.purge_at);
+  } finally {
+    await sql`update public.memory_settings set value = ${before!.value}::numeric where name = 'purge_grace_days'`;
+  }
+});
+
+Deno.test({ name: "remember: a duplicate in another project does not hide it; a learned duplicate becomes user-stated", ...opts }, async () => {
+  const t = newTenant();
+  const a = await api("POST", "/memory/remember", { as: t, body: { content: "Deploys use pnpm run deploy.", project: "alpha" } });
+  const b = await api("POST", "/memory/remember", { as: t, body: { content: "Deploys use pnpm run deploy.", project: "beta" } });
+  assert.equal(b.status, 201);
+  assert.notEqual(b.body.memory.id, a.body.memory.id);
+  assert.equal(b.body.memory.namespace, "devai/project/beta/notes");
+  const learned = await seedMemory(sql, t, { content: "The build uses make.", namespace: "devai/user/preferences", priority: "low", source: "discovery", strength: 0.4 });
+  const r = await api("POST", "/memory/remember", { as: t, body: { content: "The build uses make." } });
+  assert.equal(r.body.created, false);
+  assert.equal(r.body.memory.id, learned.id);
+  assert.equal(r.body.memory.priority, "highest");
+  assert.equal(r.body.memory.source, "user_stated");
+  assert.equal(r.body.memory.strength, 1);
+});
+
+Deno.test({ name: "optional-body routes accept a POST with no body at all (curl -X POST: empty stream, no length, no type)", ...opts }, async () => {
+  const t = newTenant();
+  const m = await seedMemory(sql, t, { content: "bodyless forget", namespace: "devai/global/x" });
+  const { userHeaders } = await import("./support/auth.ts");
+  const headers = new Headers(await userHeaders(t));
+  headers.delete("content-type");
+  const empty = () => new ReadableStream({ start: (c) => c.close() });
+  for (const route of ["forget", "restore", "pin", "unpin"]) {
+    const { createHandler } = await import("../supabase/functions/memory/handler.ts");
+    const { testConfig } = await import("./support/config.ts");
+    const { localEmbedder } = await import("../supabase/functions/_shared/embeddings.ts");
+    const handler = createHandler({ sql, config: testConfig(), embedder: localEmbedder() });
+    const res = await handler(new Request(`http://local/memory/${m.id}/${route}`, { method: "POST", headers, body: empty() }));
+    assert.equal(res.status, 200, `${route}: ${await res.text()}`);
   }
 });
 

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { decodeCursor, encodeCursor } from "../supabase/functions/memory/cursor.ts";
 import { daysUntilPrune, predictStrength } from "../supabase/functions/memory/weak.ts";
 import { frontMatter, memoriesToMarkdownFiles, slugify, yamlScalar } from "../supabase/functions/memory/export-markdown.ts";
-import { DEFAULT_PURGE_GRACE_DAYS, graceDaysFromRows, purgeGraceDays } from "../supabase/functions/memory/settings.ts";
+import { decaySettings, purgeGraceDays } from "../supabase/functions/memory/settings.ts";
 import { HttpError } from "../supabase/functions/_shared/http.ts";
 import type { Memory } from "../supabase/functions/memory/schemas.ts";
 import { testSql } from "./support/seed.ts";
@@ -20,17 +20,17 @@ Deno.test("cursor round-trips with microseconds and rejects anything else with a
   }
 });
 
-Deno.test("decay predictions follow base_strength × 0.95^days and never go negative", () => {
+Deno.test("decay predictions use the settings and whole days, like public.memory_decayed_strength", () => {
+  const cfg = { decayBase: 0.95, pruneThreshold: 0.05 };
   const now = new Date("2026-06-01T00:00:00Z");
-  const tenDaysAgo = new Date(now.getTime() - 10 * DAY);
-  assert.ok(Math.abs(predictStrength(1, tenDaysAgo, now) - 0.95 ** 10) < 1e-12);
-  assert.equal(predictStrength(0.7, now, now), 0.7);
-  assert.equal(predictStrength(0.7, new Date(now.getTime() + DAY), now), 0.7, "a future access time counts as now");
-  // 1.0 reaches 0.05 after ln(0.05)/ln(0.95) ≈ 58.4 days.
-  assert.ok(Math.abs(daysUntilPrune(1, now, now) - 58.4039) < 1e-3);
-  assert.ok(Math.abs(daysUntilPrune(1, tenDaysAgo, now) - 48.4039) < 1e-3);
-  assert.equal(daysUntilPrune(0.04, now, now), 0);
-  assert.equal(daysUntilPrune(1, new Date(now.getTime() - 100 * DAY), now), 0);
+  const tenDaysAgo = new Date(now.getTime() - 10.9 * DAY);
+  assert.ok(Math.abs(predictStrength(1, tenDaysAgo, now, cfg) - 0.95 ** 10) < 1e-12, "10.9 days decay as 10");
+  assert.equal(predictStrength(0.7, new Date(now.getTime() + DAY), now, cfg), 0.7, "a future access time counts as now");
+  assert.ok(Math.abs(predictStrength(1, tenDaysAgo, now, { ...cfg, decayBase: 0.9 }) - 0.9 ** 10) < 1e-12);
+  assert.equal(daysUntilPrune(1, now, now, cfg), 59);
+  assert.equal(daysUntilPrune(1, tenDaysAgo, now, cfg), 49);
+  assert.equal(daysUntilPrune(0.04, now, now, cfg), 0);
+  assert.equal(daysUntilPrune(1, new Date(now.getTime() - 100 * DAY), now, cfg), 0);
 });
 
 Deno.test("slugs are short lower-case ASCII words; YAML scalars are quoted only when needed", () => {
@@ -98,48 +98,20 @@ Deno.test("markdown files: seed 002 layout, front matter fields, stable unique p
   assert.ok(files[0]!.content.endsWith("---\n\nDeployed v2.1\n"));
 });
 
-Deno.test("purge grace: key/value or column layouts, tenant rows over global ones, bad values ignored", () => {
-  const tenant = "0b5c2a8e-4d0f-4c1e-9a51-6a2f3c8d9e10";
-  assert.equal(graceDaysFromRows([{ purge_grace_days: 14 }], tenant), 14);
-  assert.equal(graceDaysFromRows([{ key: "ttl_days", value: 3 }, { key: "purge_grace_days", value: "7" }], tenant), 7);
-  assert.equal(graceDaysFromRows([{ owner_id: null, purge_grace_days: 30 }, { owner_id: tenant, purge_grace_days: 2 }], tenant), 2);
-  assert.equal(graceDaysFromRows([{ owner_id: "someone-else", purge_grace_days: 2 }], tenant), undefined);
-  assert.equal(graceDaysFromRows([{ purge_grace_days: -1 }, { purge_grace_days: 1.5 }], tenant), undefined);
-  assert.equal(graceDaysFromRows([], tenant), undefined);
-});
 
-Deno.test({ name: "purge grace is read from public.memory_settings under RLS, default 30 without it", sanitizeOps: false, sanitizeResources: false }, async () => {
+Deno.test({ name: "purge grace and decay settings come from public.memory_settings (name, value)", sanitizeOps: false, sanitizeResources: false }, async () => {
   const sql = testSql(1);
+  const rollback = new Error("rollback");
   try {
-    const tenant = crypto.randomUUID();
-    const asTenant = `{"sub":"${tenant}","role":"authenticated"}`;
-    const [present] = await sql`select to_regclass('public.memory_settings') is not null as yes`;
-    if (!present!.yes) {
-      // The table does not exist in this database: the default applies. Then create a throwaway
-      // one in a rolled-back transaction to check that a readable value is used.
-      await sql.begin(async (tx) => {
-        await tx`select set_config('role', 'authenticated', true), set_config('request.jwt.claims', ${asTenant}, true)`;
-        assert.equal(await purgeGraceDays(tx, tenant), DEFAULT_PURGE_GRACE_DAYS);
-      });
-      const rollback = new Error("rollback");
-      await assert.rejects(
-        sql.begin(async (tx) => {
-          await tx`create table public.memory_settings (key text primary key, value jsonb)`;
-          await tx`insert into public.memory_settings values ('purge_grace_days', '12'::jsonb)`;
-          await tx`grant select on public.memory_settings to authenticated`;
-          await tx`select set_config('role', 'authenticated', true), set_config('request.jwt.claims', ${asTenant}, true)`;
-          assert.equal(await purgeGraceDays(tx, tenant), 12);
-          throw rollback;
-        }),
-        (e: unknown) => e === rollback,
-      );
-    } else {
-      await sql.begin(async (tx) => {
-        await tx`select set_config('role', 'authenticated', true), set_config('request.jwt.claims', ${asTenant}, true)`;
-        const days = await purgeGraceDays(tx, tenant);
-        assert.ok(Number.isInteger(days) && days >= 0);
-      });
-    }
+    await assert.rejects(sql.begin(async (tx) => {
+      await tx`update public.memory_settings set value = 7.5 where name = 'purge_grace_days'`;
+      await tx`update public.memory_settings set value = 0.9 where name = 'decay_base'`;
+      const asTenant = JSON.stringify({ sub: crypto.randomUUID(), role: "authenticated" });
+      await tx`select set_config('role', 'authenticated', true), set_config('request.jwt.claims', ${asTenant}, true)`;
+      assert.equal(await purgeGraceDays(tx), 7.5);
+      assert.deepEqual(await decaySettings(tx), { decayBase: 0.9, pruneThreshold: 0.05 });
+      throw rollback;
+    }), (e: unknown) => e === rollback);
   } finally {
     await sql.end();
   }

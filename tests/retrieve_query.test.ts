@@ -166,6 +166,18 @@ dbTest("query returns are reinforced and recorded; another tenant's memories nev
   assert.equal(events[0]!.meta.agent, "executor");
 });
 
+dbTest("query: only the memories returned within budget are reinforced", async () => {
+  const a = newTenant();
+  const seeded = await seedMemories(sql, a, [m("short one", "tasks"), m("x ".repeat(400).trim(), "tasks")]);
+  const res = await query(a, { agent: "executor", query: "q", budget_tokens: 10 });
+  const returned = new Set(ids(res));
+  for (const s of seeded) {
+    const [row] = await sql`select access_count from public.devai_memories where id = ${s!.id}`;
+    assert.equal(row!.access_count, returned.has(s!.id) ? 1 : 0);
+  }
+  assert.ok(returned.size < seeded.length, "the budget left one out");
+});
+
 dbTest("close pool", async () => {
   await sql.end();
 });

@@ -318,3 +318,80 @@ Deno.test("dedup crash: a worker that dies mid-job loses its lease, the job re-r
     await env.close();
   }
 });
+
+Deno.test("dedup: an exact duplicate in ANOTHER project is not a NOOP (it is invisible to this project)", async () => {
+  const env = await writeEnv();
+  try {
+    const tenant = newTenant();
+    const text = "The deploy script is make ship.";
+    await seedMemory(env.sql, tenant, { content: text, namespace: "devai/project/alpha/deploy", embedding: base, embedding_model: EMBEDDING_MODEL });
+    env.fake.setEmbedding(text, base);
+    await enqueue(env, tenant, [candidate(text, { namespace: "devai/project/beta/deploy" })]);
+    await drainAll(env.deps, tenant);
+    const mems = await memoriesOf(env.sql, tenant);
+    assert.ok(mems.some((m) => m.namespace === "devai/project/beta/deploy" && m.content === text), JSON.stringify(mems));
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test("dedup: a target index beyond the neighbours shown (a weaker search hit) is rejected, not applied", async () => {
+  const env = await writeEnv();
+  try {
+    const tenant = newTenant();
+    const shown = await seedBase(env, tenant);
+    const text = "The task-api deploy takes about two minutes.";
+    const cand = vectorWithSimilarity(base, 0.9, "cand");
+    env.fake.setEmbedding(text, cand);
+    const weak = await seedMemory(env.sql, tenant, {
+      content: "The task-api logs to stdout.", namespace: NS, embedding_model: EMBEDDING_MODEL,
+      embedding: vectorWithSimilarity(cand, 0.78, "weak-neighbour"), // link range, below the 0.8 shown to the LLM
+    });
+    // The candidate is ≥ 0.8 to [0] only; the weak memory is a link-range hit (not shown) at index 1 of the search.
+    env.fake.onChat(DEDUP_MARK, reply.dynamic((req) => {
+      const listed = String(req.messages.at(-1)?.content ?? "").match(/^\[\d+\]/gm) ?? [];
+      return reply.json({ action: "DELETE", target: listed.length }); // first index NOT shown
+    }));
+    await enqueue(env, tenant, [candidate(text)]);
+    await drainAll(env.deps, tenant);
+    const mems = await memoriesOf(env.sql, tenant);
+    assert.ok(mems.find((m) => m.id === shown.id)!.is_valid);
+    assert.ok(mems.find((m) => m.id === weak.id)!.is_valid, "a memory the LLM never saw was invalidated");
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test("dedup: pinned and correction memories are protected targets too", async () => {
+  const env = await writeEnv();
+  try {
+    for (const extra of [{ pinned: true }, { source: "correction" }]) {
+      const tenant = newTenant();
+      const old = await seedBase(env, tenant, extra);
+      const text = `The task-api deploys with yarn ship ${JSON.stringify(extra).length}.`;
+      env.fake.setEmbedding(text, vectorWithSimilarity(base, 0.9, text));
+      env.fake.reset();
+      env.fake.onChat(DEDUP_MARK, reply.json({ action: "DELETE", target: 0 }));
+      await enqueue(env, tenant, [candidate(text)]);
+      await drainAll(env.deps, tenant);
+      assert.ok((await memoriesOf(env.sql, tenant)).find((m) => m.id === old.id)!.is_valid, JSON.stringify(extra));
+    }
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test("dedup: the per-tenant daily cap skips automatic writes (user-stated exempt)", async () => {
+  const env = await writeEnv({ config: { extractDailyCap: 1 } });
+  try {
+    const tenant = newTenant();
+    const texts = ["The cache uses redis.", "The queue uses pg.", "The user wants tabs."];
+    texts.forEach((t, i) => env.fake.setEmbedding(t, hashVector(`cap-${i}`)));
+    await enqueue(env, tenant, [candidate(texts[0]!), candidate(texts[1]!), candidate(texts[2]!, { source: "user_stated", priority: "highest" })]);
+    await drainAll(env.deps, tenant);
+    const stored = (await memoriesOf(env.sql, tenant)).map((m) => m.content).sort();
+    assert.deepEqual(stored, [texts[0], texts[2]].sort());
+  } finally {
+    await env.close();
+  }
+});

@@ -119,6 +119,9 @@ Deno.test("extract: bad input is a 4xx and nothing is enqueued", async () => {
       [{ session_id: "s", messages: [{ role: "assistant", content: null }] }, 400],
       [{ session_id: "", messages: [{ role: "user", content: "hi" }] }, 400],
       [{ session_id: "s", messages: [{ role: "user", content: "x".repeat(5000) }] }, 413],
+      [{ session_id: "s", messages: [{ role: "user", content: "hi \u0000 there" }] }, 400], // was a 500
+      [{ session_id: "s", thread_id: "t\u0000", messages: [{ role: "user", content: "hi" }] }, 400], // was a 500
+      [{ session_id: "s\u0001\u0007", messages: [{ role: "user", content: "hi" }] }, 400], // was accepted
     ];
     for (const [body, status] of cases) {
       const res = await post(handler, tenant, body);

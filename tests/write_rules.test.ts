@@ -30,6 +30,8 @@ Deno.test("namespaces: confined to global, user and the request's project", () =
   assert.equal(scopeNamespace("devai/project/other/arch", "devai", "taskforge").namespace, "devai/project/taskforge", "no cross-project writes");
   assert.equal(scopeNamespace("devai/../etc", "devai").namespace, "devai/global");
   assert.equal(scopeNamespace("elsewhere/x", "devai", "p").namespace, "devai/project/p");
+  // The request's project spelling wins, so retrieval with the same project finds it.
+  assert.equal(scopeNamespace("project/taskforge/arch", "devai", "TaskForge").namespace, "devai/project/TaskForge/arch");
 });
 
 Deno.test("caps: at most 5 per chunk by priority, user-stated always kept, counted", () => {

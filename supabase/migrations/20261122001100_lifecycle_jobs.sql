@@ -304,7 +304,8 @@ $$;
 revoke all on function memory_private.run_ttl(timestamptz) from public;
 grant execute on function memory_private.run_ttl(timestamptz) to service_role;
 
--- Restores a forgotten memory (the `memory` API's restore route), as the signed-in user
+-- Restores a forgotten memory (the `memory` API's restore route calls it: one restore semantics),
+-- as the signed-in user
 -- (security invoker: RLS applies). Soft-deleted → active (purge_at cleared); an invalidated
 -- memory that no other memory superseded becomes valid again. Restoring counts as an access:
 -- last_accessed_at = p_now and strength = base_strength = greatest(decayed strength,
@@ -338,6 +339,7 @@ as $$
     update public.devai_memories m
        set state = 'active',
            purge_at = null,
+           metadata = m.metadata - 'forget_reason',
            is_valid = m.is_valid or m.superseded_by is null,
            last_accessed_at = greatest(m.last_accessed_at, restore_memory.p_now),
            strength = t.restored_strength,

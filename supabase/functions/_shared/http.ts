@@ -66,6 +66,8 @@ function mapDatabaseError(err: unknown): HttpError | undefined {
   if (code === "23514" || code === "22P02" || code === "22023" || code === "23502") {
     return new HttpError(422, "unprocessable", detail);
   }
+  // Text Postgres cannot store (U+0000, invalid escapes): the caller's input, never a 500.
+  if (code === "22P05" || code === "22021") return new HttpError(400, "invalid_request", "the request contains characters that cannot be stored");
   if (code === "23505") return new HttpError(409, "conflict", detail);
   if (code === "23503") return new HttpError(404, "not_found", "referenced memory not found");
   if (code === "42501") return new HttpError(403, "forbidden", "not allowed");
@@ -88,14 +90,23 @@ export function validate<T extends z.ZodType>(schema: T, value: unknown, what = 
  * a lying Content-Length cannot get past it), then validates it. 415 wrong type, 413 too big,
  * 400 malformed JSON or schema violations (with zod issues).
  */
-export async function parseJsonBody<T extends z.ZodType>(req: Request, schema: T, maxBytes: number): Promise<z.infer<T>> {
+export async function parseJsonBody<T extends z.ZodType>(
+  req: Request,
+  schema: T,
+  maxBytes: number,
+  opts: { emptyAs?: unknown } = {},
+): Promise<z.infer<T>> {
   const type = req.headers.get("content-type") ?? "";
+  const declared = Number(req.headers.get("content-length") ?? "NaN");
+  if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(maxBytes);
+  if (!/^application\/json\b/i.test(type) && !(opts.emptyAs !== undefined && type === "")) {
+    throw new HttpError(415, "unsupported_media_type", "send the body as application/json");
+  }
+  const text = await readLimited(req, maxBytes);
+  if (opts.emptyAs !== undefined && text.trim() === "") return validate(schema, opts.emptyAs, "request body");
   if (!/^application\/json\b/i.test(type)) {
     throw new HttpError(415, "unsupported_media_type", "send the body as application/json");
   }
-  const declared = Number(req.headers.get("content-length") ?? "NaN");
-  if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(maxBytes);
-  const text = await readLimited(req, maxBytes);
   let value: unknown;
   try {
     value = JSON.parse(text);

@@ -18,9 +18,11 @@ import type { Config } from "./env.ts";
 // here because it is the LLM wire format both functions accept; unknown fields are kept (passthrough)
 // so a compacted list round-trips everything the agent sent.
 
-const TextPart = z.looseObject({ type: z.literal("text"), text: z.string() });
+// Postgres text/jsonb cannot hold U+0000: refuse it here (400) instead of failing in the database (500).
+const NoNul = z.string().refine((s) => !s.includes("\u0000"), "NUL characters are not allowed");
+const TextPart = z.looseObject({ type: z.literal("text"), text: NoNul });
 const OtherPart = z.looseObject({ type: z.string().min(1) });
-const Content = z.union([z.string(), z.array(z.union([TextPart, OtherPart])).max(500)]);
+const Content = z.union([NoNul, z.array(z.union([TextPart, OtherPart])).max(500)]);
 
 export const ToolCallSchema = z.looseObject({
   id: z.string().min(1).max(200),

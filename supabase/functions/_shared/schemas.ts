@@ -52,3 +52,14 @@ export const metadata = z
     keywords: z.array(z.string().min(1).max(64)).max(20).optional(),
   })
   .strict();
+
+/**
+ * The scopes a memory in `namespace` is visible from, as '/'-terminated prefixes: global and user
+ * always, plus its own project. An exact duplicate only counts inside these: the same text stored
+ * for project A is invisible to project B's retrieval, so it must not make B's copy a no-op.
+ */
+export function visibleScopes(namespace: string, root: string): string[] {
+  const [, scope, project] = namespace.split("/");
+  const base = [`${root}/global/`, `${root}/user/`];
+  return scope === "project" && project ? [...base, `${root}/project/${project}/`] : base;
+}

@@ -19,6 +19,7 @@
 // whose context is full must be able to go on, and a 503 would leave it stuck.
 import { createHash } from "node:crypto";
 import { z } from "zod";
+import { threadId } from "../_shared/schemas.ts";
 import { authenticate } from "../_shared/auth.ts";
 import { type Sql, withTenant } from "../_shared/db.ts";
 import type { Embedder } from "../_shared/embeddings.ts";
@@ -50,7 +51,7 @@ export const CompactRequestSchema = z.object({
   trigger_tokens: z.number().int().min(1_000).max(10_000_000).optional(),
   target_chunk_tokens: z.number().int().min(500).max(1_000_000).optional(),
   project: PROJECT.optional(),
-  thread_id: z.string().trim().min(1).max(200).optional(),
+  thread_id: threadId.optional(),
 }).strict().refine((b) => !b.context_window || !b.trigger_tokens || b.trigger_tokens < b.context_window, {
   message: "trigger_tokens must be below context_window",
   path: ["trigger_tokens"],

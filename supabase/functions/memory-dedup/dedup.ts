@@ -20,6 +20,7 @@ import type { Tx } from "../_shared/db.ts";
 import { toVectorLiteral } from "../_shared/db.ts";
 import type { Embedder } from "../_shared/embeddings.ts";
 import { thresholdsFor } from "../_shared/embeddings.ts";
+import { visibleScopes } from "../_shared/schemas.ts";
 import type { Config } from "../_shared/env.ts";
 import type { Llm, LlmUsage } from "../_shared/llm.ts";
 import { type Candidate, isProtected } from "../memory-extract/candidates.ts";
@@ -36,7 +37,7 @@ export interface DedupContext {
 export interface DedupDeps {
   embedder: Embedder;
   llm?: Llm;
-  config: Pick<Config, "dedupThreshold" | "retrieval" | "extractDailyCap">;
+  config: Pick<Config, "dedupThreshold" | "retrieval" | "extractDailyCap" | "namespaceRoot">;
 }
 
 export interface CandidateOutcome {
@@ -106,6 +107,7 @@ export async function dedupCandidates(
        where owner_id = ${ctx.ownerId}
          and content_hash = encode(sha256(convert_to(lower(btrim(regexp_replace(${c.content}::text, '\\s+', ' ', 'g'))), 'UTF8')), 'hex')
          and is_valid and state = 'active'
+         and (namespace || '/') ^@ any (${visibleScopes(c.namespace, deps.config.namespaceRoot)}::text[])
        limit 1`;
     if (dup) {
       outcome.action = "NOOP";

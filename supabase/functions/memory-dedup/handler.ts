@@ -4,6 +4,7 @@
 // Candidates are validated (seed 001 §9) and capped before anything is queued.
 import { createHash } from "node:crypto";
 import { z } from "zod";
+import { threadId } from "../_shared/schemas.ts";
 import { authenticate } from "../_shared/auth.ts";
 import { type Sql, withTenant } from "../_shared/db.ts";
 import type { Embedder } from "../_shared/embeddings.ts";
@@ -27,7 +28,7 @@ export interface DedupHandlerDeps {
 export const DedupRequestSchema = z.object({
   candidates: z.array(CandidateSchema).min(1).max(20),
   session_id: SESSION_ID.optional(),
-  thread_id: z.string().trim().min(1).max(200).optional(),
+  thread_id: threadId.optional(),
   project: PROJECT.optional(),
 }).strict();
 

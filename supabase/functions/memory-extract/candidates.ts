@@ -4,6 +4,7 @@
 // valid prefix survives (extra sentences dropped), else rejected; both are counted so extraction
 // quality (seed: ≥ 95% pass on first try) can be measured from job results.
 import { z } from "zod";
+import { segment } from "../_shared/schemas.ts";
 
 export const MEMORY_TYPES = ["semantic", "episodic", "procedural"] as const;
 export const SOURCES = ["user_stated", "correction", "error_resolution", "pattern", "discovery", "compaction"] as const;
@@ -11,7 +12,7 @@ export const PRIORITIES = ["highest", "high", "medium", "low"] as const;
 
 /** What an extractor (LLM or rules) proposes. Namespace may be relative ("project/x/arch") or absolute. */
 export const CandidateSchema = z.object({
-  content: z.string().min(1).max(2000),
+  content: z.string().min(1).max(2000).refine((s) => !/[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]/.test(s), "control characters are not allowed"),
   type: z.enum(MEMORY_TYPES),
   namespace: z.string().min(1).max(256),
   source: z.enum(SOURCES),
@@ -98,16 +99,23 @@ export function validateContent(type: Candidate["type"], raw: string): Validatio
  */
 export function scopeNamespace(raw: string, root: string, project?: string): { namespace: string; rewritten: boolean } {
   const fallback = project ? `${root}/project/${project}` : `${root}/global`;
-  let ns = raw.trim().replace(/^\/+|\/+$/g, "").replace(/\/{2,}/g, "/").toLowerCase();
-  if (!ns.startsWith(`${root}/`)) ns = `${root}/${ns}`;
-  const segments = ns.split("/");
-  const clean = segments.every((s) => /^[a-z0-9][a-z0-9._-]{0,63}$/.test(s) && s !== "." && s !== "..");
+  let ns = raw.trim().replace(/^\/+|\/+$/g, "").replace(/\/{2,}/g, "/");
+  if (!ns.toLowerCase().startsWith(`${root}/`)) ns = `${root}/${ns}`;
+  const segments = ns.split("/").map((s, i) => (i === 2 && segmentsAreProject(ns) ? s : s.toLowerCase()));
+  const clean = segments.every((s) => segment.safeParse(s).success);
   const scope = segments[1];
   const ok = clean && segments.length <= 6 && (
     scope === "global" || scope === "user" ||
-    (scope === "project" && project !== undefined && segments[2] === project.toLowerCase())
+    (scope === "project" && project !== undefined && segments[2]?.toLowerCase() === project.toLowerCase())
   );
-  return ok ? { namespace: ns, rewritten: ns !== raw } : { namespace: fallback, rewritten: true };
+  if (!ok) return { namespace: fallback, rewritten: true };
+  if (scope === "project") segments[2] = project!; // the request's spelling, the one retrieval searches
+  const out = segments.join("/");
+  return { namespace: out, rewritten: out !== raw };
+}
+
+function segmentsAreProject(ns: string): boolean {
+  return ns.split("/")[1]?.toLowerCase() === "project";
 }
 
 export interface PreparedCandidates {

@@ -3,19 +3,22 @@
 import { z } from "zod";
 import type { Llm, LlmUsage } from "../_shared/llm.ts";
 import { ChatMessageSchema } from "../_shared/llm.ts";
+import { projectName, sessionId, threadId } from "../_shared/schemas.ts";
 import { type Candidate, MAX_CANDIDATES_PER_CHUNK, prepareCandidates, type PreparedCandidates } from "./candidates.ts";
 import { chunkTranscript, extractionMessages, ExtractionOutputSchema } from "./prompt.ts";
 import { extractByRules } from "./rules.ts";
 
-export const SESSION_ID = z.string().trim().min(1).max(200);
-export const PROJECT = z.string().trim().toLowerCase().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, "lowercase letters, digits, . _ or -");
+/** Same rules as the memory API: no control characters (they end up in keys, rows and logs). */
+export const SESSION_ID = sessionId;
+/** Same schema as memory-retrieve and memory: one spelling of a project, one namespace. */
+export const PROJECT = projectName;
 
 /** POST body of memory-extract, stored as the job payload. */
 export const ExtractRequestSchema = z.object({
   session_id: SESSION_ID,
   messages: z.array(ChatMessageSchema).min(1, "messages must not be empty").max(5000),
   project: PROJECT.optional(),
-  thread_id: z.string().trim().min(1).max(200).optional(),
+  thread_id: threadId.optional(),
 }).strict();
 export type ExtractRequest = z.infer<typeof ExtractRequestSchema>;
 

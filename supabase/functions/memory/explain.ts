@@ -5,6 +5,7 @@
 import type { Tx } from "../_shared/db.ts";
 import { memoryColumns, isoDates } from "./memory-row.ts";
 import type { Memory } from "./schemas.ts";
+import { decaySettings } from "./settings.ts";
 import { daysUntilPrune, predictStrength } from "./weak.ts";
 
 /** A chain longer than this is a data problem, not history; it also guards against cycles. */
@@ -132,6 +133,7 @@ export async function explainMemory(tx: Tx, id: string, now: Date): Promise<Expl
   const lasts = byEvent.map((e) => e.last_at.getTime());
   const protectedBy = memory.pinned ? "pinned" : memory.priority === "highest" ? "highest_priority" : null;
   const lastAccess = new Date(memory.last_accessed_at);
+  const settings = await decaySettings(tx);
 
   return {
     memory,
@@ -156,8 +158,8 @@ export async function explainMemory(tx: Tx, id: string, now: Date): Promise<Expl
     decay: {
       protected: protectedBy !== null,
       reason: protectedBy,
-      predicted_strength: protectedBy ? memory.strength : predictStrength(memory.base_strength, lastAccess, now),
-      days_until_prune: protectedBy ? null : daysUntilPrune(memory.base_strength, lastAccess, now),
+      predicted_strength: protectedBy ? memory.strength : predictStrength(memory.base_strength, lastAccess, now, settings),
+      days_until_prune: protectedBy ? null : daysUntilPrune(memory.base_strength, lastAccess, now, settings),
     },
   };
 }

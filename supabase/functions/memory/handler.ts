@@ -23,7 +23,7 @@ import { createSql, type Sql, type TenantContext, toVectorLiteral, type Tx, with
 import { createEmbedder, type Embedder, EmbeddingError } from "../_shared/embeddings.ts";
 import { type Config, loadConfig } from "../_shared/env.ts";
 import { handleErrors, HttpError, json, parseJsonBody, validate } from "../_shared/http.ts";
-import { uuid } from "../_shared/schemas.ts";
+import { uuid, visibleScopes } from "../_shared/schemas.ts";
 import { decodeCursor, encodeCursor } from "./cursor.ts";
 import { explainMemory } from "./explain.ts";
 import { memoriesToMarkdownFiles } from "./export-markdown.ts";
@@ -40,9 +40,9 @@ import {
   StatsQuery,
   WeakQuery,
 } from "./schemas.ts";
-import { purgeGraceDays } from "./settings.ts";
+import { decaySettings, purgeGraceDays } from "./settings.ts";
 import { memoryStats } from "./stats.ts";
-import { DECAY_PER_DAY, daysSince, daysUntilPrune, predictStrength, PRUNE_THRESHOLD } from "./weak.ts";
+import { daysSince, daysUntilPrune, predictStrength } from "./weak.ts";
 
 export interface MemoryDeps {
   sql: Sql;
@@ -99,10 +99,13 @@ function parseQuery<T extends z.ZodType>(c: Ctx, schema: T): z.infer<T> {
   return validate(schema, out, "query string");
 }
 
-/** POST routes whose body is optional: no body (or an empty one) means {}. */
+/**
+ * POST routes whose body is optional: no body, or an empty one (curl -X POST sends neither a
+ * Content-Length nor a body; Deno still hands the handler an empty stream), means {}.
+ */
 async function optionalBody<T extends z.ZodType>(req: Request, schema: T, maxBytes: number): Promise<z.infer<T>> {
   if (req.body === null || req.headers.get("content-length") === "0") return validate(schema, {}, "request body");
-  return await parseJsonBody(req, schema, maxBytes);
+  return await parseJsonBody(req, schema, maxBytes, { emptyAs: {} });
 }
 
 function notFound(id: string): HttpError {
@@ -115,11 +118,12 @@ async function lockMemory(tx: Tx, id: string): Promise<Memory> {
   return toMemory(row);
 }
 
-async function findDuplicate(tx: Tx, content: string): Promise<Memory | undefined> {
+async function findDuplicate(tx: Tx, content: string, scopes: string[]): Promise<Memory | undefined> {
   const [row] = await tx`
     select ${memoryColumns(tx, "m")} from public.devai_memories m
      where m.content_hash = ${contentHashSql(tx, content)} and m.is_valid and m.state = 'active'
-     order by m.created_at, m.id
+       and (m.namespace || '/') ^@ any (${scopes}::text[])
+     order by (m.source = 'user_stated') desc, m.created_at, m.id
      limit 1`;
   return row ? toMemory(row) : undefined;
 }
@@ -168,17 +172,28 @@ export function createHandler(deps: MemoryDeps): (req: Request) => Promise<Respo
       ]);
     }
     const tenant = who(c);
-    // Fast path: an exact duplicate costs no embedding call and writes nothing.
-    const existing = await withTenant(sql, tenant, (tx) => findDuplicate(tx, body.content));
-    if (existing) return json({ created: false, memory: existing });
+    const scopes = visibleScopes(namespace, root);
+    const userStated = (m: Memory) => m.source === "user_stated" && m.priority === "highest";
+    // Fast path: an exact duplicate the user already stated costs no embedding call and writes nothing.
+    const existing = await withTenant(sql, tenant, (tx) => findDuplicate(tx, body.content, scopes));
+    if (existing && userStated(existing)) return json({ created: false, memory: existing });
 
     const vector = await embedOne(body.content);
     const result = await withTenant(sql, tenant, async (tx) => {
       // Serialises concurrent remembers of the same text in this tenant, so the re-check below
       // cannot race with another insert of it.
       await tx`select pg_advisory_xact_lock(hashtextextended(${tenant.tenantId} || ':' || ${contentHashSql(tx, body.content)}, 0))`;
-      const again = await findDuplicate(tx, body.content);
-      if (again) return { created: false, memory: again };
+      const again = await findDuplicate(tx, body.content, scopes);
+      if (again && userStated(again)) return { created: false, memory: again };
+      if (again) {
+        // The agent learned it before; now the user states it: it becomes user-stated (never decays,
+        // shielded from the LLM). Audited as UPDATE by the trigger.
+        const [row] = await tx`
+          update public.devai_memories
+             set priority = 'highest', source = 'user_stated', strength = 1, base_strength = 1, last_accessed_at = now()
+           where id = ${again.id} returning ${memoryColumns(tx)}`;
+        return { created: false, memory: toMemory(row) };
+      }
       const [row] = await tx`
         insert into public.devai_memories
           (owner_id, content, embedding, embedding_model, memory_type, namespace, priority, source,
@@ -233,28 +248,28 @@ export function createHandler(deps: MemoryDeps): (req: Request) => Promise<Respo
   app.get("/memory/weak", async (c) => {
     const q = parseQuery(c, WeakQuery);
     const now = clock();
-    const rows = await withTenant(sql, who(c), (tx) =>
-      tx`
+    const { rows, settings } = await withTenant(sql, who(c), async (tx) => {
+      const settings = await decaySettings(tx);
+      const rows = await tx`
         select ${memoryColumns(tx, "m")}
           from public.devai_memories m
          where m.is_valid and m.state = 'active' and not m.pinned and m.priority <> 'highest'
-         order by m.base_strength * power(${DECAY_PER_DAY}::float8,
-                    greatest(0, extract(epoch from (${now}::timestamptz - m.last_accessed_at)) / 86400)),
-                  m.id
-         limit ${q.limit}`
-    );
+         order by public.memory_decayed_strength(m.base_strength, m.last_accessed_at, ${now}::timestamptz, ${settings.decayBase}::float8), m.id
+         limit ${q.limit}`;
+      return { rows, settings };
+    });
     return json({
-      decay_per_day: DECAY_PER_DAY,
-      prune_threshold: PRUNE_THRESHOLD,
+      decay_per_day: settings.decayBase,
+      prune_threshold: settings.pruneThreshold,
       as_of: now.toISOString(),
       memories: rows.map((r) => {
         const memory = toMemory(r);
         const last = new Date(memory.last_accessed_at);
         return {
           memory,
-          predicted_strength: predictStrength(memory.base_strength, last, now),
+          predicted_strength: predictStrength(memory.base_strength, last, now, settings),
           days_since_access: daysSince(last, now),
-          days_until_prune: daysUntilPrune(memory.base_strength, last, now),
+          days_until_prune: daysUntilPrune(memory.base_strength, last, now, settings),
         };
       }),
     });
@@ -388,11 +403,11 @@ export function createHandler(deps: MemoryDeps): (req: Request) => Promise<Respo
     const result = await withTenant(sql, tenant, async (tx) => {
       const m = await lockMemory(tx, id);
       if (m.state === "soft_deleted") return { changed: false, memory: m };
-      const days = await purgeGraceDays(tx, tenant.tenantId);
+      const days = await purgeGraceDays(tx);
       const [row] = await tx`
         update public.devai_memories
            set state = 'soft_deleted',
-               purge_at = ${now}::timestamptz + make_interval(days => ${days}),
+               purge_at = ${now}::timestamptz + make_interval(secs => ${days * 86400}),
                metadata = ${body.reason ? tx`metadata || ${tx.json({ forget_reason: body.reason })}` : tx`metadata`}
          where id = ${id} returning ${memoryColumns(tx)}`;
       return { changed: true, memory: toMemory(row) };
@@ -413,17 +428,9 @@ export function createHandler(deps: MemoryDeps): (req: Request) => Promise<Respo
           throw new HttpError(409, "already_superseded", `memory ${id} was replaced by ${m.superseded_by}; it cannot be restored`);
         }
       }
-      // A superseded memory comes back from a forget as what it was: a past version, still invalid.
-      // Anything made valid again restarts at full strength, or decay would prune it the next night.
-      const revalidate = m.superseded_by === null;
-      const [row] = await tx`
-        update public.devai_memories
-           set state = 'active', purge_at = null, metadata = metadata - 'forget_reason',
-               is_valid = ${revalidate ? tx`true` : tx`is_valid`},
-               strength = ${revalidate ? tx`1` : tx`strength`},
-               base_strength = ${revalidate ? tx`1` : tx`base_strength`},
-               last_accessed_at = ${revalidate ? tx`${now}::timestamptz` : tx`last_accessed_at`}
-         where id = ${id} returning ${memoryColumns(tx)}`;
+      // One restore semantics for the API and SQL: public.restore_memory (restore_strength setting,
+      // superseded memories stay invalid).
+      const [row] = await tx`select ${memoryColumns(tx)} from public.restore_memory(${id}::uuid, ${now}::timestamptz)`;
       return { changed: true, memory: toMemory(row) };
     }, { threadId: body.thread_id });
     return json(result);
