@@ -1,7 +1,9 @@
--- Recall under selective filters: with the HNSW index in use, tenant A's few memories must still
--- be found when thousands of another tenant's vectors are nearer (pgvector 0.8 iterative scans).
+-- match_memories' two search paths (20261123000300): a scope of at most exact_scan_max_rows
+-- memories is searched exactly; a larger one through HNSW with pgvector 0.8 iterative scans, which
+-- must keep recall when the filter is selective: tenant A's few memories must still be found when
+-- thousands of nearer vectors are filtered out.
 begin;
-select plan(2);
+select plan(6);
 
 insert into public.devai_memories (owner_id, content, memory_type, namespace, embedding, embedding_model)
 select '08000000-0000-4000-8000-00000000000a', 'other ' || g, 'semantic', 'devai/project/other',
@@ -12,17 +14,39 @@ select '08000000-0000-4000-8000-00000000000a', 'a ' || g, 'semantic', 'devai/pro
        tests.embedding(array[0.9, 0.3 + g / 100.0]::real[]), 'text-embedding-3-small'
   from generate_series(1, 5) g;
 analyze public.devai_memories;
--- Force the ordered HNSW scan (what a large table gets) instead of filter + sort.
-set local enable_sort = off;
-set local enable_seqscan = off;
-set local enable_bitmapscan = off;
+
+create temporary table exact_result on commit drop as
+  select id, similarity from public.match_memories(tests.embedding('{1}'), 'devai/project/target', match_count => 5,
+    similarity_threshold => 0, match_owner => '08000000-0000-4000-8000-00000000000a');
+select is((select count(*)::int from exact_result), 5, 'a 5-memory scope is searched exactly: all 5 found');
+
+-- Force the HNSW path: every scope counts as large.
+update public.memory_settings set value = 0 where name = 'exact_scan_max_rows';
 
 select tests.authenticate_as('08000000-0000-4000-8000-00000000000a');
 select is((select count(*)::int from public.match_memories(tests.embedding('{1}'), 'devai/project/target', match_count => 5, similarity_threshold => 0)), 5,
-          'a selective namespace filter still returns all 5 matches when 3000 nearer rows are filtered out (iterative index scan)');
+          'HNSW path: a selective namespace filter still returns all 5 when 3000 nearer rows are filtered out (iterative index scan)');
 select tests.clear_authentication();
-select is((select count(*)::int from public.match_memories(tests.embedding('{1}'), 'devai/project/target', match_count => 5, similarity_threshold => 0,
-            match_owner => '08000000-0000-4000-8000-00000000000a')), 5,
-          'same as table owner (no RLS)');
+select results_eq(
+  $$select id, similarity from public.match_memories(tests.embedding('{1}'), 'devai/project/target', match_count => 5,
+      similarity_threshold => 0, match_owner => '08000000-0000-4000-8000-00000000000a')$$,
+  $$select id, similarity from exact_result order by similarity desc, id$$,
+  'both paths return the same memories, most similar first');
+
+-- Overlapping scopes count and return each memory once, on both paths.
+select is((select count(distinct id)::int - count(*)::int from public.match_memories(tests.embedding('{1}'), 'devai/project', match_count => 50,
+            similarity_threshold => 0, match_owner => '08000000-0000-4000-8000-00000000000a',
+            match_namespaces => array['devai/project/target', 'devai/project/target/'])), 0,
+          'HNSW path: a scope inside another adds no duplicates');
+update public.memory_settings set value = 1000000 where name = 'exact_scan_max_rows';
+select is((select count(distinct id)::int - count(*)::int from public.match_memories(tests.embedding('{1}'), 'devai/project', match_count => 50,
+            similarity_threshold => 0, match_owner => '08000000-0000-4000-8000-00000000000a',
+            match_namespaces => array['devai/project/target', 'devai/project/target/'])), 0,
+          'exact path: a scope inside another adds no duplicates');
+select is((select count(*)::int from public.match_memories(tests.embedding('{1}'), 'devai/project/target', match_count => 50,
+            similarity_threshold => 0, match_owner => '08000000-0000-4000-8000-00000000000a',
+            match_namespaces => array['devai/project/targetx', 'devai/project/target_'])), 5,
+          'exact path: byte ranges still match by path segment (targetx and target_ add nothing)');
+
 select * from finish();
 rollback;
