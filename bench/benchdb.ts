@@ -1,13 +1,14 @@
 // Bench-only database objects (schema `bench`, never a migration) and connection helpers.
 //
 // The variants of match_memories are derived from the deployed function's own definition
-// (pg_get_functiondef), so they follow the migration when it changes:
-//   bench.match_memories_iter_off   identical, but SET hnsw.iterative_scan = off
-//   bench.match_memories_hnsw_off / _hnsw_relaxed   the HNSW path forced (enable_sort = off),
-//                                   iterative scan off / relaxed_order
-//   bench.match_memories_exact      identical, but SET enable_indexscan = off: the HNSW index cannot
-//                                   be used (it only supports index scans), so the top-k is computed
-//                                   exactly over every row that passes the filters (ground truth)
+// (pg_get_functiondef), so they follow the migration when it changes. match_memories picks its
+// path itself: an exact search when the scope holds at most exact_scan_max_rows memories, else
+// HNSW with iterative scans (20261123000300). The variants pin the path and drop the function's
+// own SET hnsw.ef_search, so the suite's ef_search sweep applies to them:
+//   bench.match_memories_hnsw_off / _hnsw_relaxed   always the HNSW path, iterative scan off /
+//                                   relaxed_order
+//   bench.match_memories_exact      always the exact path: every in-scope vector compared (ground
+//                                   truth for recall)
 //   bench.match_memories_naive      the seed's plain function (LIKE prefix, threshold in WHERE, no
 //                                   iterative scan) plus an owner filter so it is multi-tenant at all
 //   bench.timed_match               server-side latency: clock_timestamp() around one call
@@ -26,19 +27,21 @@ export async function installBenchSchema(sql: Sql): Promise<{ derivedFrom: strin
   const [row] = await sql<{ def: string }[]>`select pg_get_functiondef(${MATCH_SIG}::regprocedure) as def`;
   const def = row?.def;
   if (!def) throw new Error("public.match_memories not found: run the migrations first");
-  const setLine = /SET "?hnsw\.iterative_scan"? TO '[a-z_]+'/;
-  if (!setLine.test(def)) throw new Error("public.match_memories no longer sets hnsw.iterative_scan: update bench/benchdb.ts");
-  const rename = (name: string) => def.replace("FUNCTION public.match_memories(", `FUNCTION bench.${name}(`);
-  await sql.unsafe(rename("match_memories_iter_off").replace(setLine, `SET "hnsw.iterative_scan" TO 'off'`));
-  // Forced HNSW: the planner may not pick the HNSW index (a selective btree path + exact sort often
-  // wins); these variants make every path that needs a Sort node unattractive (enable_sort = off),
-  // so the nearest rows come from the ordered HNSW scan, without (off) and with (relaxed_order)
-  // iterative index scans. Only sorts are disabled: the relation-strength subquery keeps its
-  // BitmapOr plan, so the latency of the forced path stays comparable.
-  const force = ` SET enable_sort TO 'off'`;
-  await sql.unsafe(rename("match_memories_hnsw_off").replace(setLine, `SET "hnsw.iterative_scan" TO 'off'${force}`));
-  await sql.unsafe(rename("match_memories_hnsw_relaxed").replace(setLine, `SET "hnsw.iterative_scan" TO 'relaxed_order'${force}`));
-  await sql.unsafe(rename("match_memories_exact").replace(setLine, `SET "hnsw.iterative_scan" TO 'off' SET enable_indexscan TO 'off'`));
+  const iterLine = /SET "?hnsw\.iterative_scan"? TO '[a-z_]+'/;
+  const efLine = / *SET "?hnsw\.ef_search"? TO '\d+'\n?/;
+  const pathChoice = /v_exact_max := public\.memory_setting\('exact_scan_max_rows'\)::integer;/;
+  for (const [what, re] of [["SET hnsw.iterative_scan", iterLine], ["SET hnsw.ef_search", efLine], ["the exact_scan_max_rows path choice", pathChoice]] as const) {
+    if (!re.test(def)) throw new Error(`public.match_memories no longer has ${what}: update bench/benchdb.ts`);
+  }
+  const variant = (name: string, iterative: string, exactMax: string) =>
+    def.replace("FUNCTION public.match_memories(", `FUNCTION bench.${name}(`)
+      .replace(efLine, "")
+      .replace(iterLine, `SET "hnsw.iterative_scan" TO '${iterative}'`)
+      .replace(pathChoice, `v_exact_max := ${exactMax};`);
+  // -1: no scope is small enough for the exact path; 2147483646: every scope is.
+  await sql.unsafe(variant("match_memories_hnsw_off", "off", "-1"));
+  await sql.unsafe(variant("match_memories_hnsw_relaxed", "relaxed_order", "-1"));
+  await sql.unsafe(variant("match_memories_exact", "off", "2147483646"));
   await sql.unsafe(`
     create or replace function bench.match_memories_naive(
       query_embedding extensions.vector(512), match_namespace text, match_count int default 15,

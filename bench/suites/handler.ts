@@ -2,17 +2,18 @@
 // match_memories call as the tenant → rank → pack into the token budget → format → reinforce →
 // memory_events row) WITHOUT the embedding call: the injected embedder returns the precomputed
 // corpus vector for the message. Requests are made in process (createHandler(deps)(Request)), so
-// no HTTP server is in the loop; the figure is handler + database time.
-//
-// If supabase/functions/memory-retrieve/handler.ts does not exist (older checkout), the suite skips.
+// no HTTP server is in the loop; the figure is handler + database time. A failing request fails
+// the run: a benchmark of a broken handler is not a figure.
 import { SignJWT } from "jose";
+import { createSql } from "../../supabase/functions/_shared/db.ts";
+import { loadConfig } from "../../supabase/functions/_shared/env.ts";
+import { createHandler } from "../../supabase/functions/memory-retrieve/handler.ts";
 import type { Sql } from "../benchdb.ts";
 import type { Corpus } from "../corpus.ts";
 import { DIM, MODEL } from "../corpus.ts";
 import { fmt, formatTable, log, now, round, runConcurrent, summarize, type Summary } from "../lib.ts";
 
 export interface HandlerResult {
-  skipped?: string;
   table: string;
   [k: string]: unknown;
 }
@@ -44,23 +45,6 @@ export function tableEmbedder(vectors: Map<string, number[]>) {
 }
 
 export async function runHandler(sql: Sql, url: string, corpus: Corpus, opts: { deadline: number; queries: number }): Promise<HandlerResult> {
-  const path = new URL("../../supabase/functions/memory-retrieve/handler.ts", import.meta.url);
-  try {
-    await Deno.stat(path);
-  } catch {
-    return { skipped: "supabase/functions/memory-retrieve/handler.ts does not exist yet", table: "" };
-  }
-  // deno-lint-ignore no-explicit-any
-  let mod: any, env: any, db: any;
-  try {
-    mod = await import(path.href);
-    env = await import(new URL("../../supabase/functions/_shared/env.ts", import.meta.url).href);
-    db = await import(new URL("../../supabase/functions/_shared/db.ts", import.meta.url).href);
-  } catch (e) {
-    return { skipped: `memory-retrieve/handler.ts does not load: ${e instanceof Error ? e.message : e}`, table: "" };
-  }
-  if (typeof mod.createHandler !== "function") return { skipped: "memory-retrieve/handler.ts has no createHandler(deps)", table: "" };
-
   // Queries: messages for the biggest tenant (project task_forge) and a small one.
   const big = corpus.tenants[0], small = corpus.tenants[Math.floor(corpus.tenants.length / 2)];
   if (!big || !small) throw new Error("no tenants");
@@ -80,9 +64,9 @@ export async function runHandler(sql: Sql, url: string, corpus: Corpus, opts: { 
       reqs.push({ tenant: t.id, token, body: JSON.stringify({ message, project, thread_id: "bench", budget_tokens: 2000 }) });
     }
   }
-  const config = env.loadConfig(benchEnv(url));
-  const pool = db.createSql(url, { max: 10, applicationName: "devai-bench-handler" });
-  const handler = mod.createHandler({ sql: pool, config, embedder: tableEmbedder(vectors) }) as (req: Request) => Promise<Response>;
+  const config = loadConfig(benchEnv(url));
+  const pool = createSql(url, { max: 10, applicationName: "devai-bench-handler" });
+  const handler = createHandler({ sql: pool, config, embedder: tableEmbedder(vectors) });
   const call = async (r: { token: string; body: string }) => {
     const t0 = now();
     const res = await handler(new Request("http://bench.local/functions/v1/memory-retrieve", {
@@ -101,11 +85,9 @@ export async function runHandler(sql: Sql, url: string, corpus: Corpus, opts: { 
       out.push({ clients, summary: summarize(ms), qps: round((ms.length * 1000) / wallMs, 1) });
       log(`memory-retrieve handler, ${clients} client(s): p50 ${fmt(summarize(ms).p50)} ms`);
     }
-  } catch (e) {
+  } finally {
     await pool.end();
-    return { skipped: `memory-retrieve handler failed: ${e instanceof Error ? e.message : e}`, table: "" };
   }
-  await pool.end();
   const table = [
     `## memory-retrieve handler (in process, precomputed embedding; includes rank, pack, format, reinforce, events)`,
     formatTable(["clients", "n", "p50 ms", "p95 ms", "p99 ms", "req/s"], out.map((o) => [String(o.clients), String(o.summary.n), fmt(o.summary.p50), fmt(o.summary.p95), fmt(o.summary.p99), fmt(o.qps, 1)])),

@@ -15,15 +15,13 @@ export interface Scenario {
   /** Eligible rows (valid, active, strength > 0.05, same model) in scope. */
   eligible: number;
   selectivityPct: number;
-  /** Which access path the planner picks for the nearest-rows query of match_memories. */
+  /** The path match_memories takes for this scope: exact (scope ≤ exact_scan_max_rows) or HNSW. */
   plan: string;
-  /** The access path under the forced-HNSW settings (should say hnsw). */
-  forcedPlan: string;
   queries: string[];
 }
 
-/** planner = match_memories as shipped (the planner picks the access path); hnsw = HNSW path forced. */
-export const MODES = ["planner", "hnsw, iterative off", "hnsw, relaxed_order"] as const;
+/** as shipped = public.match_memories (it picks exact or HNSW by scope size, ef_search 100); hnsw = HNSW path pinned. */
+export const MODES = ["as shipped", "hnsw, iterative off", "hnsw, relaxed_order"] as const;
 export type Mode = typeof MODES[number] | "naive (seed)";
 
 export interface RecallPoint {
@@ -53,7 +51,7 @@ export interface RetrievalResult {
   recall: RecallPoint[];
   latency: LatencyRow[];
   efSearchValues: number[];
-  recommendation: { efSearch: number | null; setInMatchMemories: boolean; rule: string; evidence: string };
+  recommendation: { efSearch: number | null; shipped: number; shippedSuffices: boolean; rule: string; evidence: string };
   notes: string[];
 }
 
@@ -68,7 +66,7 @@ async function buildScenarios(sql: Sql, corpus: Corpus, q: number): Promise<Scen
   const small = corpus.tenants[Math.floor(corpus.tenants.length / 2)];
   if (!big || !small) throw new Error("corpus has no tenants");
   const smallProject = small.projects[0] ?? "docs";
-  const defs: Omit<Scenario, "eligible" | "selectivityPct" | "queries" | "plan" | "forcedPlan">[] = [
+  const defs: Omit<Scenario, "eligible" | "selectivityPct" | "queries" | "plan">[] = [
     { name: "big-retrieval", description: "biggest tenant, retrieval scopes (global + user + project task_forge)", tenant: 0, ownerId: big.id, scopes: ["devai/global", "devai/user", "devai/project/task_forge"] },
     { name: "small-retrieval", description: `small tenant, retrieval scopes (global + user + project ${smallProject})`, tenant: small.index, ownerId: small.id, scopes: ["devai/global", "devai/user", `devai/project/${smallProject}`] },
     { name: "big-project", description: "biggest tenant, one project scope devai/project/task_forge (LIKE would also match taskxforge, task_forge2)", tenant: 0, ownerId: big.id, scopes: ["devai/project/task_forge"] },
@@ -92,27 +90,22 @@ async function buildScenarios(sql: Sql, corpus: Corpus, q: number): Promise<Scen
       return vectorLiteral(corpus.query(1_000_000 + j * 7919 + d.tenant, r.cluster, r.sub));
     });
     const eligible = c?.n ?? 0;
-    out.push({ ...d, eligible, selectivityPct: round((100 * eligible) / total, 3), plan: await planOf(sql, d.ownerId, d.scopes, queries[0] ?? "", false), forcedPlan: await planOf(sql, d.ownerId, d.scopes, queries[0] ?? "", true), queries });
+    out.push({ ...d, eligible, selectivityPct: round((100 * eligible) / total, 3), plan: await pathOf(sql, d.ownerId, d.scopes), queries });
   }
   return out;
 }
 
-/** EXPLAIN of match_memories' nearest-rows query (same SQL, literal values: it runs with force_custom_plan). */
-async function planOf(sql: Sql, ownerId: string, scopes: string[], vec: string, forced: boolean): Promise<string> {
-  if (!vec) return "-";
-  const rows = await sql.begin(async (tx) => {
-    await tx`set local hnsw.iterative_scan = 'relaxed_order'`;
-    if (forced) await tx`set local enable_sort = off`;
-    return await tx.unsafe(`explain select m.id from public.devai_memories m
-       where m.owner_id = $1::uuid and m.is_valid and m.state = 'active' and m.strength > 0.05
-         and m.embedding_model = $2 and m.embedding is not null and (m.namespace || '/') ^@ any($3::text[])
-       order by m.embedding operator(extensions.<=>) $4::extensions.vector limit 15`, [ownerId, MODEL, pgTextArray(scopes.map((s) => s + "/")), vec]);
-  }) as { "QUERY PLAN": string }[];
-  const text = rows.map((r) => r["QUERY PLAN"]).join("\n");
-  if (text.includes("devai_memories_embedding_hnsw")) return "hnsw index scan";
-  if (/Bitmap Heap Scan|Index Scan using devai_memories_owner/.test(text)) return "btree (owner, namespace) + exact sort";
-  if (text.includes("Seq Scan")) return "seq scan + exact sort";
-  return "other";
+/** match_memories' own ef_search (SET on the function by 20261123000300). */
+export const SHIPPED_EF_SEARCH = 100;
+
+/** The path match_memories takes for these scopes: it counts the scope as the function does. */
+async function pathOf(sql: Sql, ownerId: string, scopes: string[]): Promise<string> {
+  const [r] = await sql<{ n: number; max: number }[]>`
+    select count(*)::int as n, (select value::int from public.memory_settings where name = 'exact_scan_max_rows') as max
+      from public.devai_memories
+     where owner_id = ${ownerId} and is_valid and state = 'active'
+       and (namespace || '/') ^@ any(${pgTextArray(scopes.map((s) => s + "/"))}::text[])`;
+  return r && r.n <= r.max ? `exact (${r.n} in scope <= ${r.max})` : `hnsw + iterative scan (${r?.n} in scope)`;
 }
 
 interface Hit { id: string; similarity: number; namespace: string }
@@ -189,13 +182,14 @@ export async function runRetrieval(sql: Sql, corpus: Corpus, opts: RetrievalOpti
     for (const sc of scenarios) {
       await measure(sc, "bench.match_memories_hnsw_off", "hnsw, iterative off", ef);
       await measure(sc, "bench.match_memories_hnsw_relaxed", "hnsw, relaxed_order", ef);
-      await measure(sc, "public.match_memories", "planner", ef);
     }
     log(`recall at ef_search=${ef} done`);
   }
+  // As shipped: the function sets its own ef_search (SHIPPED_EF_SEARCH), so it is measured once.
+  for (const sc of scenarios) await measure(sc, "public.match_memories", "as shipped", SHIPPED_EF_SEARCH);
   for (const sc of scenarios.filter((s) => s.scopes.length === 1)) await measure(sc, "naive", "naive (seed)", 40);
 
-  // Latency of match_memories as shipped (no ef_search set: pgvector's default 40), as the tenant.
+  // Latency of match_memories as shipped (its own path choice and ef_search), as the tenant.
   const latency: LatencyRow[] = [];
   const lat = opts.latencyQueries;
   for (const sc of scenarios) {
@@ -256,9 +250,9 @@ export async function runRetrieval(sql: Sql, corpus: Corpus, opts: RetrievalOpti
   // Recommendation: the smallest ef_search at which relaxed_order keeps recall@15 >= 0.95 in every scenario.
   const target = 0.95;
   let chosen: number | null = null;
-  // Only scopes holding >= 1% of the corpus count: the planner can only prefer the HNSW index for
-  // those; tiny scopes take the btree path (and through HNSW, relaxed_order is bounded by
-  // hnsw.max_scan_tuples, not by ef_search: see small-retrieval / narrow).
+  // Only scopes holding >= 1% of the corpus count: tiny scopes take the exact path in
+  // match_memories (and through HNSW, relaxed_order is bounded by hnsw.max_scan_tuples, not by
+  // ef_search: see small-retrieval / narrow).
   const considered = scenarios.filter((sc) => sc.selectivityPct >= 1).map((sc) => sc.name);
   for (const ef of opts.efSearch) {
     const pts = recall.filter((r) => r.mode === "hnsw, relaxed_order" && r.efSearch === ef && considered.includes(r.scenario));
@@ -267,14 +261,14 @@ export async function runRetrieval(sql: Sql, corpus: Corpus, opts: RetrievalOpti
   const at = (ef: number | null) => recall.filter((r) => r.mode === "hnsw, relaxed_order" && r.efSearch === ef).map((r) => `${r.scenario} ${r.recallAt15}${considered.includes(r.scenario) ? "" : " (not counted)"}`).join(", ");
   const evidence = chosen === null
     ? `no tested ef_search reaches recall@15 >= ${target} in every scenario; at the largest (${opts.efSearch[opts.efSearch.length - 1]}): ${at(opts.efSearch[opts.efSearch.length - 1] ?? null)}`
-    : `HNSW path with relaxed_order at ef_search=${chosen}: ${at(chosen)}; at 40 (pgvector default, what match_memories runs with today): ${at(40)}`;
-  const plannerUsesHnsw = scenarios.filter((s) => s.plan.startsWith("hnsw")).map((s) => s.name);
-  notes.push(plannerUsesHnsw.length
-    ? `the planner picks the HNSW index for: ${plannerUsesHnsw.join(", ")}; there ef_search and iterative scans decide recall`
-    : "the planner picks an exact path (btree on owner+namespace, or seq scan, then sort) for every scenario at this size: recall of match_memories as shipped is exact and ef_search has no effect; the forced-HNSW rows show what happens when the planner switches to the index (bigger tenants / corpora)");
+    : `HNSW path with relaxed_order at ef_search=${chosen}: ${at(chosen)}; at ${SHIPPED_EF_SEARCH} (what match_memories sets): ${at(SHIPPED_EF_SEARCH)}`;
+  const viaHnsw = scenarios.filter((s) => s.plan.startsWith("hnsw")).map((s) => s.name);
+  notes.push(viaHnsw.length
+    ? `match_memories takes the HNSW path for: ${viaHnsw.join(", ")} (scope > exact_scan_max_rows); there ef_search and iterative scans decide recall; the other scenarios are searched exactly (recall 1)`
+    : "every scenario's scope is at most exact_scan_max_rows: match_memories searches them exactly (recall 1); the pinned-HNSW rows show the index path bigger scopes take");
   if (now() > opts.deadline) notes.push("deadline reached: some loops stopped early (see n in the summaries)");
   return {
     scenarios: scenarios.map(({ queries: _q, ...rest }) => rest), recall, latency, efSearchValues: opts.efSearch,
-    recommendation: { efSearch: chosen, setInMatchMemories: chosen === null || chosen > 40, rule: `smallest tested hnsw.ef_search at which the HNSW path with relaxed_order keeps recall@15 >= ${target} in every scenario whose scope holds >= 1% of the corpus (${considered.join(", ")})`, evidence }, notes,
+    recommendation: { efSearch: chosen, shipped: SHIPPED_EF_SEARCH, shippedSuffices: chosen !== null && chosen <= SHIPPED_EF_SEARCH, rule: `smallest tested hnsw.ef_search at which the HNSW path with relaxed_order keeps recall@15 >= ${target} in every scenario whose scope holds >= 1% of the corpus (${considered.join(", ")})`, evidence }, notes,
   };
 }
