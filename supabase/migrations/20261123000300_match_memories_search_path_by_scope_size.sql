@@ -18,25 +18,8 @@ insert into public.memory_settings (name, value, description) values
    'match_memories searches a scope of at most this many memories exactly (every vector compared); larger scopes go through the HNSW index with iterative scans. bench/README.md shows the trade-off.')
 on conflict (name) do nothing;
 
-alter table public.memory_settings drop constraint memory_settings_value_range;
-alter table public.memory_settings add constraint memory_settings_value_range check (
-  case name
-    when 'decay_base'               then value > 0 and value <= 1
-    when 'prune_threshold'          then value >= 0 and value <= 1
-    when 'reinforce_step'           then value >= 0 and value <= 1
-    when 'reinforce_log_weight'     then value >= 0 and value <= 1
-    when 'reinforce_log_scale'      then value > 0
-    when 'restore_strength'         then value >= 0 and value <= 1
-    when 'ttl_idle_days'            then value >= 1
-    when 'ttl_importance_below'     then value between 1 and 6
-    when 'purge_grace_days'         then value >= 0
-    when 'decay_batch_pages'        then value >= 1 and value = trunc(value)
-    when 'ttl_batch_pages'          then value >= 1 and value = trunc(value)
-    when 'purge_batch_size'         then value >= 1 and value = trunc(value)
-    when 'purge_max_batches'        then value >= 1 and value = trunc(value)
-    when 'exact_scan_max_rows'      then value >= 0 and value <= 1000000 and value = trunc(value)
-    else true
-  end);
+alter table public.memory_settings add constraint memory_settings_exact_scan_max_rows_range
+  check (name <> 'exact_scan_max_rows' or (value >= 0 and value <= 1000000 and value = trunc(value)));
 
 create or replace function public.match_memories(
   query_embedding extensions.vector(512),
@@ -114,6 +97,8 @@ begin
               limit v_exact_max + 1) as hit
            limit v_exact_max + 1) as counted;
 
+  -- Two statements, not one with both branches: a UNION ALL of the two paths, gated by
+  -- v_in_scope, planned badly (693 ms p50 instead of 11). The projection they share is short.
   if v_in_scope <= v_exact_max then
     -- Small scope: compare every vector in it (exact, recall 1).
     return query
