@@ -105,7 +105,13 @@ log_min_messages = warning
 CONF
 }
 
-is_up() { in_root "pg_isready -h 127.0.0.1 -p $PG_PORT -q" >/dev/null 2>&1; }
+# Is the local server answering? From the host when it has psql or pg_isready (works without root),
+# else from inside the root (chroot: root only).
+is_up() {
+  if command -v pg_isready >/dev/null 2>&1; then pg_isready -h 127.0.0.1 -p "$PG_PORT" -q >/dev/null 2>&1; return; fi
+  if command -v psql >/dev/null 2>&1; then PGCONNECT_TIMEOUT=2 psql -X -q "$(local_url postgres)" -tAc 'select 1' >/dev/null 2>&1; return; fi
+  [[ $(id -u) -eq 0 && -d "$PG_ROOT" ]] && in_root "pg_isready -h 127.0.0.1 -p $PG_PORT -q" >/dev/null 2>&1
+}
 
 start_server() {
   if [[ -n "${DATABASE_URL:-}" ]]; then
