@@ -19,7 +19,7 @@ import { type Config, ConfigError, loadConfig } from "../supabase/functions/_sha
 import { errorResponse, HttpError } from "../supabase/functions/_shared/http.ts";
 import { createLlm } from "../supabase/functions/_shared/llm.ts";
 import { type RunningDb, serveDb } from "./pglite/serve-db.ts";
-import type { WorkerDeps } from "../supabase/functions/memory-worker/drain.ts";
+import type { WorkerDeps } from "../supabase/functions/_shared/drain-queue.ts";
 import { startQueueWorker } from "./serve/background.ts";
 import { discoverFunctions, type FunctionEntry, loadFunction, readVerifyJwt } from "./serve/functions.ts";
 import { type Log, startMaintenanceScheduler } from "./serve/maintenance-scheduler.ts";

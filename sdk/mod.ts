@@ -38,8 +38,8 @@ import type {
   RetrieveRequest,
   RetrieveResponse,
 } from "../supabase/functions/memory-retrieve/schemas.ts";
-import type { ExtractRequestSchema } from "../supabase/functions/memory-extract/extract.ts";
-import type { PreparedCandidates } from "../supabase/functions/memory-extract/candidates.ts";
+import type { ExtractRequestSchema } from "../supabase/functions/_shared/extraction.ts";
+import type { PreparedCandidates } from "../supabase/functions/_shared/candidates.ts";
 import type { CompactRequestSchema } from "../supabase/functions/memory-compact/handler.ts";
 import type { DedupRequestSchema } from "../supabase/functions/memory-dedup/handler.ts";
 import type { JobStatus, jobView } from "../supabase/functions/_shared/jobs.ts";

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { realServerOnly } from "./support/backend.ts";
 import { withTenant } from "../supabase/functions/_shared/db.ts";
 import { claimJobs, completeJob, enqueueJob, failJob } from "../supabase/functions/_shared/jobs.ts";
-import { drainQueue } from "../supabase/functions/memory-worker/drain.ts";
+import { drainQueue } from "../supabase/functions/_shared/drain-queue.ts";
 import { reply } from "./fake_openai.ts";
 import { newTenant, testSql } from "./support/seed.ts";
 import { jobsOf, writeEnv } from "./write_helpers.ts";

@@ -4,9 +4,9 @@
 import assert from "node:assert/strict";
 import { withTenant } from "../supabase/functions/_shared/db.ts";
 import { claimJobs, enqueueJob, LeaseLostError } from "../supabase/functions/_shared/jobs.ts";
-import type { Candidate } from "../supabase/functions/memory-extract/candidates.ts";
+import type { Candidate } from "../supabase/functions/_shared/candidates.ts";
 import { createHandler } from "../supabase/functions/memory-dedup/handler.ts";
-import { drainQueue, processJob } from "../supabase/functions/memory-worker/drain.ts";
+import { drainQueue, processJob } from "../supabase/functions/_shared/drain-queue.ts";
 import { type ChatRequestBody, hashVector, reply, vectorWithSimilarity } from "./fake_openai.ts";
 import { userHeaders } from "./support/auth.ts";
 import { newTenant, seedMemory } from "./support/seed.ts";

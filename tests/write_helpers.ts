@@ -5,7 +5,7 @@ import { createEmbedder, type Embedder } from "../supabase/functions/_shared/emb
 import type { Config } from "../supabase/functions/_shared/env.ts";
 import type { Sql } from "../supabase/functions/_shared/db.ts";
 import { createLlm, type Llm, type LlmOptions } from "../supabase/functions/_shared/llm.ts";
-import { drainQueue, type DrainReport } from "../supabase/functions/memory-worker/drain.ts";
+import { drainQueue, type DrainReport } from "../supabase/functions/_shared/drain-queue.ts";
 import { FakeOpenAI } from "./fake_openai.ts";
 import { testConfig } from "./support/config.ts";
 import { testSql } from "./support/seed.ts";

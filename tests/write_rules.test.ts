@@ -1,9 +1,9 @@
 // Pure write-path logic: the writing-constraint validator (seed 001 §9), namespace scoping, caps,
 // the rule-based extractor and the dedup decision resolution (id mapping, protections).
 import assert from "node:assert/strict";
-import { type Candidate, prepareCandidates, scopeNamespace, validateContent } from "../supabase/functions/memory-extract/candidates.ts";
-import { extractByRules, toThirdPerson } from "../supabase/functions/memory-extract/rules.ts";
-import { decideWithoutLlm, type Neighbour, resolveDecision } from "../supabase/functions/memory-dedup/decide.ts";
+import { type Candidate, prepareCandidates, scopeNamespace, validateContent } from "../supabase/functions/_shared/candidates.ts";
+import { extractByRules, toThirdPerson } from "../supabase/functions/_shared/rule-extractor.ts";
+import { decideWithoutLlm, type Neighbour, resolveDecision } from "../supabase/functions/_shared/dedup-decision.ts";
 import { createHandler as createWorkerHandler } from "../supabase/functions/memory-worker/handler.ts";
 import { serviceToken, userToken } from "./support/auth.ts";
 import { testConfig } from "./support/config.ts";

@@ -1,7 +1,7 @@
 // The queue worker the local server runs: memory-worker's drainQueue on a short timer, as pg_cron +
 // pg_net call the memory-worker endpoint in production. (The maintenance jobs pg_cron runs are in
 // maintenance-scheduler.ts.)
-import { drainQueue, type DrainReport, type WorkerDeps } from "../../supabase/functions/memory-worker/drain.ts";
+import { drainQueue, type DrainReport, type WorkerDeps } from "../../supabase/functions/_shared/drain-queue.ts";
 import type { Log } from "./maintenance-scheduler.ts";
 
 export interface QueueWorker {

@@ -19,7 +19,7 @@
 // whose context is full must be able to go on, and a 503 would leave it stuck.
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import { threadId } from "../_shared/schemas.ts";
+import { projectName, sessionId, threadId } from "../_shared/schemas.ts";
 import { authenticate } from "../_shared/auth.ts";
 import { type Sql, withTenant } from "../_shared/db.ts";
 import type { Embedder } from "../_shared/embeddings.ts";
@@ -28,10 +28,9 @@ import { handleErrors, HttpError, json, methodNotAllowed, parseJsonBody } from "
 import { enqueueJob, runInBackground } from "../_shared/jobs.ts";
 import { ChatMessageSchema, type Llm } from "../_shared/llm.ts";
 import { countConversationTokens, countTokens, truncateToTokens } from "../_shared/tokens.ts";
-import { type Candidate, prepareCandidates } from "../memory-extract/candidates.ts";
-import { PROJECT, SESSION_ID } from "../memory-extract/extract.ts";
-import { extractByRules } from "../memory-extract/rules.ts";
-import { drainQueue } from "../memory-worker/drain.ts";
+import { type Candidate, prepareCandidates } from "../_shared/candidates.ts";
+import { extractByRules } from "../_shared/rule-extractor.ts";
+import { drainQueue } from "../_shared/drain-queue.ts";
 import { MARKER, planCompaction } from "./chunk.ts";
 import { compactionMessages, CompactionOutputSchema, extractiveSummary } from "./prompt.ts";
 
@@ -45,12 +44,12 @@ export interface CompactDeps {
 }
 
 export const CompactRequestSchema = z.object({
-  session_id: SESSION_ID,
+  session_id: sessionId,
   messages: z.array(ChatMessageSchema).min(1, "messages must not be empty").max(20_000),
   context_window: z.number().int().min(1_000).max(10_000_000).optional(),
   trigger_tokens: z.number().int().min(1_000).max(10_000_000).optional(),
   target_chunk_tokens: z.number().int().min(500).max(1_000_000).optional(),
-  project: PROJECT.optional(),
+  project: projectName.optional(),
   thread_id: threadId.optional(),
 }).strict().refine((b) => !b.context_window || !b.trigger_tokens || b.trigger_tokens < b.context_window, {
   message: "trigger_tokens must be below context_window",

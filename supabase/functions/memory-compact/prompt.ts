@@ -3,8 +3,8 @@ import { z } from "zod";
 import type { PromptMessage } from "../_shared/llm.ts";
 import { countTokens, messageText } from "../_shared/tokens.ts";
 import type { ChatMessage } from "../_shared/llm.ts";
-import { CandidateSchema } from "../memory-extract/candidates.ts";
-import { renderMessage } from "../memory-extract/prompt.ts";
+import { CandidateSchema } from "../_shared/candidates.ts";
+import { renderMessage } from "../_shared/extraction-prompt.ts";
 
 export const COMPACTION_MARK = "You compact the oldest part of a coding agent's conversation";
 

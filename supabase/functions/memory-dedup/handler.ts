@@ -4,7 +4,7 @@
 // Candidates are validated (seed 001 §9) and capped before anything is queued.
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import { threadId } from "../_shared/schemas.ts";
+import { projectName, sessionId, threadId } from "../_shared/schemas.ts";
 import { authenticate } from "../_shared/auth.ts";
 import { type Sql, withTenant } from "../_shared/db.ts";
 import type { Embedder } from "../_shared/embeddings.ts";
@@ -12,9 +12,8 @@ import type { Config } from "../_shared/env.ts";
 import { handleErrors, HttpError, json, methodNotAllowed, parseJsonBody } from "../_shared/http.ts";
 import { enqueueJob, runInBackground } from "../_shared/jobs.ts";
 import type { Llm } from "../_shared/llm.ts";
-import { CandidateSchema, prepareCandidates } from "../memory-extract/candidates.ts";
-import { PROJECT, SESSION_ID } from "../memory-extract/extract.ts";
-import { drainQueue } from "../memory-worker/drain.ts";
+import { CandidateSchema, prepareCandidates } from "../_shared/candidates.ts";
+import { drainQueue } from "../_shared/drain-queue.ts";
 
 export interface DedupHandlerDeps {
   sql: Sql;
@@ -27,9 +26,9 @@ export interface DedupHandlerDeps {
 
 export const DedupRequestSchema = z.object({
   candidates: z.array(CandidateSchema).min(1).max(20),
-  session_id: SESSION_ID.optional(),
+  session_id: sessionId.optional(),
   thread_id: threadId.optional(),
-  project: PROJECT.optional(),
+  project: projectName.optional(),
 }).strict();
 
 export function createHandler(deps: DedupHandlerDeps) {

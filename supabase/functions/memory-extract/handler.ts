@@ -14,8 +14,8 @@ import type { Config } from "../_shared/env.ts";
 import { handleErrors, HttpError, json, methodNotAllowed, parseJsonBody, validate } from "../_shared/http.ts";
 import { enqueueJob, getJob, jobView, runInBackground } from "../_shared/jobs.ts";
 import type { Llm } from "../_shared/llm.ts";
-import { drainQueue } from "../memory-worker/drain.ts";
-import { ExtractRequestSchema } from "./extract.ts";
+import { drainQueue } from "../_shared/drain-queue.ts";
+import { ExtractRequestSchema } from "../_shared/extraction.ts";
 
 export interface ExtractDeps {
   sql: Sql;

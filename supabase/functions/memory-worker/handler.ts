@@ -4,9 +4,7 @@
 import { z } from "zod";
 import { requireServiceRole } from "../_shared/auth.ts";
 import { handleErrors, json, methodNotAllowed, validate } from "../_shared/http.ts";
-import { drainQueue, type WorkerDeps } from "./drain.ts";
-
-export { drainQueue } from "./drain.ts";
+import { drainQueue, type WorkerDeps } from "../_shared/drain-queue.ts";
 
 const DrainBody = z.object({ max_jobs: z.number().int().min(1).max(100).optional() }).strict();
 

@@ -1,23 +1,18 @@
 // Phase 1 of the write path, run by the worker for an 'extract' job: rules + (when configured) one
 // LLM call per ~60k-token chunk → validated, scoped, capped candidates for the dedup queue.
 import { z } from "zod";
-import type { Llm, LlmUsage } from "../_shared/llm.ts";
-import { ChatMessageSchema } from "../_shared/llm.ts";
-import { projectName, sessionId, threadId } from "../_shared/schemas.ts";
+import type { Llm, LlmUsage } from "./llm.ts";
+import { ChatMessageSchema } from "./llm.ts";
+import { projectName, sessionId, threadId } from "./schemas.ts";
 import { type Candidate, MAX_CANDIDATES_PER_CHUNK, prepareCandidates, type PreparedCandidates } from "./candidates.ts";
-import { chunkTranscript, extractionMessages, ExtractionOutputSchema } from "./prompt.ts";
-import { extractByRules } from "./rules.ts";
-
-/** Same rules as the memory API: no control characters (they end up in keys, rows and logs). */
-export const SESSION_ID = sessionId;
-/** Same schema as memory-retrieve and memory: one spelling of a project, one namespace. */
-export const PROJECT = projectName;
+import { chunkTranscript, extractionMessages, ExtractionOutputSchema } from "./extraction-prompt.ts";
+import { extractByRules } from "./rule-extractor.ts";
 
 /** POST body of memory-extract, stored as the job payload. */
 export const ExtractRequestSchema = z.object({
-  session_id: SESSION_ID,
+  session_id: sessionId,
   messages: z.array(ChatMessageSchema).min(1, "messages must not be empty").max(5000),
-  project: PROJECT.optional(),
+  project: projectName.optional(),
   thread_id: threadId.optional(),
 }).strict();
 export type ExtractRequest = z.infer<typeof ExtractRequestSchema>;

@@ -11,8 +11,8 @@
 //   the target of an UPDATE or DELETE (resolved as ADD: both are kept), and a user-stated candidate
 //   is always stored (NOOP becomes ADD) with the user's words, never the LLM's rewrite.
 import { z } from "zod";
-import type { PromptMessage } from "../_shared/llm.ts";
-import { type Candidate, isProtected, validateContent } from "../memory-extract/candidates.ts";
+import type { PromptMessage } from "./llm.ts";
+import { type Candidate, isProtected, validateContent } from "./candidates.ts";
 
 export interface Neighbour {
   id: string;

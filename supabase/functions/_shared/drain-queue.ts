@@ -7,15 +7,15 @@
 // Run by: the memory-worker endpoint (pg_cron + pg_net in production), the local server's timer,
 // and the background kick after each enqueue.
 import { z } from "zod";
-import type { Sql } from "../_shared/db.ts";
-import { withTenant } from "../_shared/db.ts";
-import type { Embedder } from "../_shared/embeddings.ts";
-import type { Config } from "../_shared/env.ts";
-import { claimJobs, completeJobInTx, enqueueJob, failJob, type Job, type JobKind, LeaseLostError } from "../_shared/jobs.ts";
-import { type Llm, LlmOutputError, LlmRequestError } from "../_shared/llm.ts";
-import { CandidateSchema } from "../memory-extract/candidates.ts";
-import { ExtractRequestSchema, runExtraction } from "../memory-extract/extract.ts";
-import { dedupCandidates } from "../memory-dedup/dedup.ts";
+import type { Sql } from "./db.ts";
+import { withTenant } from "./db.ts";
+import type { Embedder } from "./embeddings.ts";
+import type { Config } from "./env.ts";
+import { claimJobs, completeJobInTx, enqueueJob, failJob, type Job, type JobKind, LeaseLostError } from "./jobs.ts";
+import { type Llm, LlmOutputError, LlmRequestError } from "./llm.ts";
+import { CandidateSchema } from "./candidates.ts";
+import { ExtractRequestSchema, runExtraction } from "./extraction.ts";
+import { dedupCandidates } from "./dedup.ts";
 
 export interface WorkerDeps {
   sql: Sql;

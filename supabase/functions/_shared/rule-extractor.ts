@@ -3,7 +3,7 @@
 // corrections ("no, the path is X not Y"). Both become user-stated / highest-priority candidates,
 // rewritten to third person so they satisfy the writing constraints.
 import type { Candidate } from "./candidates.ts";
-import { messageText } from "../_shared/tokens.ts";
+import { messageText } from "./tokens.ts";
 
 interface MessageLike {
   role: string;

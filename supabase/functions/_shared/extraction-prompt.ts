@@ -1,8 +1,8 @@
 // The extraction prompt (seed 000 "Memory Extraction") and the transcript the LLM reads.
 import { z } from "zod";
 import { CandidateSchema } from "./candidates.ts";
-import { countTokens, messageText, truncateToTokens } from "../_shared/tokens.ts";
-import type { PromptMessage } from "../_shared/llm.ts";
+import { countTokens, messageText, truncateToTokens } from "./tokens.ts";
+import type { PromptMessage } from "./llm.ts";
 
 export const ExtractionOutputSchema = z.object({
   stored: z.array(CandidateSchema).max(20),

@@ -4,7 +4,7 @@
 //   1. exact content_hash match (valid, active) → NOOP, no embedding search, no LLM call
 //   2. match_memories in the candidate's namespace scope, same embedding model
 //   3. no neighbour ≥ dedup threshold → ADD; else ONE LLM call → ADD / UPDATE / DELETE / NOOP
-//      (resolved server-side, see decide.ts), or a conservative rule without an LLM
+//      (resolved server-side, see dedup-decision.ts), or a conservative rule without an LLM
 //   4. UPDATE: insert the merged memory, old.superseded_by = new, old.is_valid = false (MERGE);
 //      DELETE: old.is_valid = false (soft, audited as DELETE, reversible) and the candidate stored
 //   5. relations from the new memory to its top-K neighbours above the link threshold
@@ -16,15 +16,15 @@
 // run one after the other: the second sees the first's ADD (exact hash → NOOP, or a neighbour) and
 // its UPDATE (the superseded row is invalid, the new one is the neighbour), so nothing is added
 // twice and no update is lost. History rows come from the triggers (actor = memory.actor).
-import type { Tx } from "../_shared/db.ts";
-import { toVectorLiteral } from "../_shared/db.ts";
-import type { Embedder } from "../_shared/embeddings.ts";
-import { thresholdsFor } from "../_shared/embeddings.ts";
-import { visibleScopes } from "../_shared/schemas.ts";
-import type { Config } from "../_shared/env.ts";
-import type { Llm, LlmUsage } from "../_shared/llm.ts";
-import { type Candidate, isProtected } from "../memory-extract/candidates.ts";
-import { decideWithoutLlm, dedupMessages, DedupDecisionSchema, type Neighbour, type ResolvedAction, resolveDecision } from "./decide.ts";
+import type { Tx } from "./db.ts";
+import { toVectorLiteral } from "./db.ts";
+import type { Embedder } from "./embeddings.ts";
+import { thresholdsFor } from "./embeddings.ts";
+import { visibleScopes } from "./schemas.ts";
+import type { Config } from "./env.ts";
+import type { Llm, LlmUsage } from "./llm.ts";
+import { type Candidate, isProtected } from "./candidates.ts";
+import { decideWithoutLlm, dedupMessages, DedupDecisionSchema, type Neighbour, type ResolvedAction, resolveDecision } from "./dedup-decision.ts";
 
 export interface DedupContext {
   ownerId: string;

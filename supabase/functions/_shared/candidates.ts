@@ -4,7 +4,7 @@
 // valid prefix survives (extra sentences dropped), else rejected; both are counted so extraction
 // quality (seed: ≥ 95% pass on first try) can be measured from job results.
 import { z } from "zod";
-import { segment } from "../_shared/schemas.ts";
+import { segment } from "./schemas.ts";
 
 export const MEMORY_TYPES = ["semantic", "episodic", "procedural"] as const;
 export const SOURCES = ["user_stated", "correction", "error_resolution", "pattern", "discovery", "compaction"] as const;
