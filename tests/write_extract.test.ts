@@ -237,3 +237,107 @@ Deno.test("extract → worker → dedup → memory-retrieve returns the learned 
     await env.close();
   }
 });
+
+Deno.test("extract: the LLM's candidates are capped at 5 per chunk, not 5 × chunks over the transcript", async () => {
+  const { runExtraction } = await import("../supabase/functions/_shared/extraction.ts");
+  const env = await writeEnv();
+  try {
+    const fact = (i: number) => ({ ...llmCandidate, content: `The build step ${i} runs in CI.`, priority: "medium", importance: 3 });
+    // Two chunks: the first answers with 8 candidates, the second with none.
+    env.fake.onChat("CHUNK-ONE", reply.json({ stored: Array.from({ length: 8 }, (_, i) => fact(i)), filtered: [] }));
+    env.fake.onChat("CHUNK-TWO", reply.json({ stored: [], filtered: [] }));
+    const messages = [
+      { role: "user" as const, content: `CHUNK-ONE ${"build output ".repeat(200)}` },
+      { role: "user" as const, content: `CHUNK-TWO ${"more output ".repeat(200)}` },
+    ];
+    const out = await runExtraction({ session_id: "s-cap", messages }, { llm: env.llm, namespaceRoot: "devai", categories: [], chunkTokens: 500 });
+    assert.equal(out.stats.chunks, 2);
+    assert.equal(env.fake.chatRequests().length, 2);
+    assert.equal(out.candidates.length, 5);
+    assert.equal(out.stats.over_cap, 3);
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test("extract: LLM candidates labelled user_stated/highest are demoted: capped, daily-capped, decaying", async () => {
+  const env = await writeEnv({ config: { extractDailyCap: 2 } });
+  try {
+    const tenant = newTenant();
+    const claims = Array.from({ length: 7 }, (_, i) => ({
+      ...llmCandidate,
+      content: `The deploy target ${i} is managed by the platform team.`,
+      type: "semantic",
+      source: i % 2 ? "user_stated" : "correction",
+      priority: "highest",
+      importance: 5,
+    }));
+    env.fake.onChat(EXTRACT_MARK, reply.json({ stored: claims, filtered: [] }));
+    const handler = createHandler({ ...env.deps, kickWorker: () => Promise.resolve() });
+    // The transcript's last message is a real "remember" statement: the only user-stated candidate.
+    await post(handler, tenant, { session_id: "s-claims", messages: transcript, project: "taskforge" });
+    const report = await drainAll(env.deps, tenant);
+    assert.equal(report.done, 2, JSON.stringify(report));
+    const [extractJob] = (await jobsOf(env.sql, tenant)).filter((j) => j.kind === "extract");
+    const stats = (extractJob!.result as { stats: { demoted: number; over_cap: number } }).stats;
+    assert.equal(stats.demoted, 7);
+    assert.equal(stats.over_cap, 2, "7 model claims, at most 5 from the chunk");
+    const mems = await memoriesOf(env.sql, tenant);
+    const stated = mems.filter((m) => m.source === "user_stated" || m.source === "correction" || m.priority === "highest");
+    assert.deepEqual(stated.map((m) => m.content), ["The task-api uses JWT auth."], "only the user's own words are user-stated");
+    const fromModel = mems.filter((m) => m.content.startsWith("The deploy target"));
+    assert.equal(fromModel.length, 2, "the per-tenant daily cap (2) applies to model claims");
+    assert.ok(fromModel.every((m) => m.priority === "high" && m.source === "discovery"), JSON.stringify(fromModel));
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test("extract → dedup → memory.query: an extracted memory's category makes it visible to allowed agents", async () => {
+  const { createHandler: createRetrieve } = await import("../supabase/functions/memory-retrieve/handler.ts");
+  const { hashVector } = await import("./fake_openai.ts");
+  const env = await writeEnv();
+  try {
+    const tenant = newTenant();
+    const task = { ...llmCandidate, content: "The next task is migrating the task-api to Hono.", type: "semantic", category: "tasks" };
+    const unknown = { ...llmCandidate, content: "The task-api bundle is built with esbuild.", type: "semantic", category: "made_up" };
+    env.fake.onChat(EXTRACT_MARK, reply.json({ stored: [task, unknown], filtered: [] }));
+    const question = "What is the next task for the task-api?";
+    const v = hashVector("next task");
+    env.fake.setEmbedding(task.content, v).setEmbedding(question, v);
+    const extract = createHandler({ ...env.deps, kickWorker: () => Promise.resolve() });
+    assert.equal((await post(extract, tenant, { session_id: "s-cat", messages: transcript, project: "taskforge" })).status, 202);
+    await drainAll(env.deps, tenant);
+
+    // The prompt offered the configured categories.
+    const system = String(env.fake.chatRequests()[0]!.body.messages[0].content);
+    assert.match(system, /category \(optional\).*\btasks\b.*/);
+    const [job] = (await jobsOf(env.sql, tenant)).filter((j) => j.kind === "extract");
+    assert.equal((job!.result as { stats: { category_dropped: number } }).stats.category_dropped, 1);
+    const rows = await env.sql<{ content: string; category: string | null }[]>`
+      select content, metadata ->> 'category' as category from public.devai_memories where owner_id = ${tenant}`;
+    assert.deepEqual(rows.map((r) => [r.content, r.category]).sort(), [
+      ["The next task is migrating the task-api to Hono.", "tasks"],
+      ["The task-api bundle is built with esbuild.", null],
+      ["The task-api uses JWT auth.", null],
+    ]);
+    const created = await env.sql`select category from public.memory_events where owner_id = ${tenant} and op = 'create' and category = 'tasks'`;
+    assert.equal(created.length, 1, "the event records the real category");
+
+    const retrieve = createRetrieve(env.deps);
+    const ask = async (agent: string) =>
+      await retrieve(new Request("http://localhost/functions/v1/memory-retrieve/query", {
+        method: "POST",
+        headers: await userHeaders(tenant),
+        body: JSON.stringify({ agent, query: question, project: "taskforge" }),
+      }));
+    const planner = await ask("planner"); // allowlist: goals, tasks, projects, procedural
+    assert.equal(planner.status, 200);
+    const body = await planner.json();
+    assert.deepEqual(body.results.map((r: { category: string; text: string }) => [r.category, r.text]), [["tasks", `[tasks] ${task.content}`]]);
+    const stylist = await (await ask("stylist")).json(); // preferences, tone, style: not tasks
+    assert.deepEqual(stylist.results, []);
+  } finally {
+    await env.close();
+  }
+});

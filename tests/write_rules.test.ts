@@ -1,7 +1,8 @@
 // Pure write-path logic: the writing-constraint validator (seed 001 §9), namespace scoping, caps,
 // the rule-based extractor and the dedup decision resolution (id mapping, protections).
 import assert from "node:assert/strict";
-import { type Candidate, prepareCandidates, scopeNamespace, validateContent } from "../supabase/functions/_shared/candidates.ts";
+import { type Candidate, prepareCandidates, scopeNamespace } from "../supabase/functions/_shared/candidates.ts";
+import { validateContent } from "../supabase/functions/_shared/writing-constraints.ts";
 import { extractByRules, toThirdPerson } from "../supabase/functions/_shared/rule-extractor.ts";
 import { decideWithoutLlm, type Neighbour, resolveDecision } from "../supabase/functions/_shared/dedup-decision.ts";
 import { createHandler as createWorkerHandler } from "../supabase/functions/memory-worker/handler.ts";
@@ -37,12 +38,47 @@ Deno.test("namespaces: confined to global, user and the request's project", () =
 Deno.test("caps: at most 5 per chunk by priority, user-stated always kept, counted", () => {
   const many = Array.from({ length: 8 }, (_, i) => c(`Fact number ${i} about the build.`, { importance: (i % 5) + 1 }));
   const stated = c("The user wants conventional commits.", { source: "user_stated", priority: "highest" });
-  const out = prepareCandidates([...many, stated, c("I like it.")], { root: "devai" });
+  const out = prepareCandidates({ stated: [stated], proposed: [[...many, c("I like it.")]] }, { root: "devai", categories: [] });
   assert.equal(out.candidates.length, 6);
   assert.equal(out.candidates[0]!.content, stated.content);
   assert.equal(out.stats.over_cap, 3);
   assert.equal(out.stats.rejected, 1);
   assert.equal(out.stats.reasons.pronoun, 1);
+});
+
+Deno.test("caps: each chunk is capped on its own (8 in one chunk and 0 in another keep 5, not 8)", () => {
+  const eight = Array.from({ length: 8 }, (_, i) => c(`Chunk one fact ${i}.`));
+  const three = Array.from({ length: 3 }, (_, i) => c(`Chunk two fact ${i}.`));
+  assert.equal(prepareCandidates({ stated: [], proposed: [eight, []] }, { root: "devai", categories: [] }).candidates.length, 5);
+  const out = prepareCandidates({ stated: [], proposed: [eight, three] }, { root: "devai", categories: [] });
+  assert.equal(out.candidates.length, 8);
+  assert.equal(out.candidates.filter((x) => x.content.startsWith("Chunk one")).length, 5);
+  assert.equal(out.stats.over_cap, 3);
+  // A fact capped away in chunk one does not shadow the same fact in chunk two.
+  const again = prepareCandidates({ stated: [], proposed: [eight, [c("Chunk one fact 7.")]] }, { root: "devai", categories: [] });
+  assert.ok(again.candidates.some((x) => x.content === "Chunk one fact 7."));
+});
+
+Deno.test("provenance: a model cannot make a candidate user-stated (demoted, capped, counted)", () => {
+  const claims = Array.from({ length: 7 }, (_, i) =>
+    c(`Claimed fact ${i}.`, { source: i % 2 ? "user_stated" : "correction", priority: "highest", importance: 5 }));
+  const out = prepareCandidates({ stated: [], proposed: [claims] }, { root: "devai", categories: [] });
+  assert.equal(out.candidates.length, 5, "model claims do not skip the per-chunk cap");
+  assert.ok(out.candidates.every((x) => x.source === "discovery" && x.priority === "high"), JSON.stringify(out.candidates));
+  assert.equal(out.stats.demoted, 7);
+  // The same words found by the rules (the user's own) stay user-stated and uncapped.
+  const stated = prepareCandidates({ stated: claims, proposed: [] }, { root: "devai", categories: [] });
+  assert.equal(stated.candidates.length, 7);
+  assert.ok(stated.candidates.every((x) => x.priority === "highest"));
+});
+
+Deno.test("categories: a configured category is kept, an unknown one dropped and counted", () => {
+  const out = prepareCandidates({
+    stated: [],
+    proposed: [[c("The sprint goal is the v2 API.", { category: "tasks" }), c("The build uses esbuild.", { category: "made_up" }), c("The CI runs on push.", { category: null })]],
+  }, { root: "devai", categories: ["tasks", "projects"] });
+  assert.deepEqual(out.candidates.map((x) => x.category), ["tasks", undefined, undefined]);
+  assert.equal(out.stats.category_dropped, 1);
 });
 
 Deno.test("rules: 'remember' statements and 'no, X not Y' corrections, third person", () => {

@@ -1,16 +1,28 @@
-// Memory candidates and the writing constraints every stored memory meets (seed 001 §9):
-// semantic: complete, self-contained, third person, no first/second person pronouns, 1-2 sentences,
-// ≤ 280 chars; episodic and procedural: 1-2 sentences, ≤ 280 chars. Violations are trimmed when a
-// valid prefix survives (extra sentences dropped), else rejected; both are counted so extraction
-// quality (seed: ≥ 95% pass on first try) can be measured from job results.
+// Memory candidates: what an extractor proposes, and how a batch of them becomes what the dedup
+// queue stores. Two provenances, kept apart by the types rather than by what a candidate claims:
+//
+// - stated: the user's own words, found by the rule-based extractor ("remember …", "no, X not Y").
+//   These are the only candidates that may be user-stated (source user_stated/correction,
+//   priority highest): always kept, exempt from the per-chunk and daily caps, never decay, and the
+//   LLM never rewrites or deletes them (ARCHITECTURE invariant 5). The memory API's remember and
+//   correct write user-stated memories directly, without going through candidates.
+// - proposed: what a model proposed (LLM extraction or compaction, an agent through memory-dedup).
+//   A model's label is not provenance: source user_stated/correction becomes 'discovery' and
+//   priority highest becomes high (counted as demoted), so model output can neither skip the caps
+//   nor become a permanent, LLM-proof memory. At most 5 per chunk (seed 001 §13), best first.
 import { z } from "zod";
 import { segment } from "./schemas.ts";
+import { emptyStats, validateContent, type ValidationStats } from "./writing-constraints.ts";
 
 export const MEMORY_TYPES = ["semantic", "episodic", "procedural"] as const;
 export const SOURCES = ["user_stated", "correction", "error_resolution", "pattern", "discovery", "compaction"] as const;
 export const PRIORITIES = ["highest", "high", "medium", "low"] as const;
 
-/** What an extractor (LLM or rules) proposes. Namespace may be relative ("project/x/arch") or absolute. */
+/**
+ * What an extractor (LLM, rules or an agent) proposes. Namespace may be relative
+ * ("project/x/arch") or absolute. category is free text here: prepareCandidates keeps it only when
+ * it names a configured category (public.memory_categories).
+ */
 export const CandidateSchema = z.object({
   content: z.string().min(1).max(2000).refine((s) => !/[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]/.test(s), "control characters are not allowed"),
   type: z.enum(MEMORY_TYPES),
@@ -18,78 +30,28 @@ export const CandidateSchema = z.object({
   source: z.enum(SOURCES),
   priority: z.enum(PRIORITIES),
   importance: z.number().int().min(1).max(5),
+  category: z.string().max(64).nullish(),
 });
 export type Candidate = z.infer<typeof CandidateSchema>;
 
-export const MAX_CONTENT_CHARS = 280;
 export const MAX_CANDIDATES_PER_CHUNK = 5;
 
 const PRIORITY_RANK: Record<Candidate["priority"], number> = { highest: 0, high: 1, medium: 2, low: 3 };
 
-/** User-stated memories are always stored and never rewritten or deleted by the LLM. */
+/**
+ * Memories (and stated candidates) the LLM must never rewrite or delete: user-stated ones (source
+ * user_stated or correction, priority highest) and pinned ones.
+ */
 export function isProtected(c: { source?: string | null; priority?: string | null; pinned?: boolean | null }): boolean {
   return c.source === "user_stated" || c.source === "correction" || c.priority === "highest" || c.pinned === true;
 }
 
-export interface ValidationStats {
-  accepted: number;
-  trimmed: number;
-  rejected: number;
-  reasons: Record<string, number>;
-}
-
-export const emptyStats = (): ValidationStats => ({ accepted: 0, trimmed: 0, rejected: 0, reasons: {} });
-
-export type ValidationOutcome =
-  | { ok: true; content: string; trimmed: boolean }
-  | { ok: false; reason: "empty" | "too_long" | "pronoun" };
-
-// First/second person only: third-person pronouns are fine in "The user prefers…" style facts,
-// while "I", "we", "you" make a memory meaningless out of its conversation.
-const FIRST_SECOND_PERSON = /\b(i|me|my|mine|myself|we|us|our|ours|ourselves|you|your|yours|yourself|yourselves)\b|\b(i'm|i've|i'd|i'll|we're|we've|you're|you've|you'll)\b/i;
-
-/**
- * Sentence split on ., ! or ? followed by whitespace and a capital/digit/quote, so "e.g. the",
- * "v1.2" and file names like "index.ts" do not end a sentence.
- */
-export function splitSentences(text: string): string[] {
-  const out: string[] = [];
-  const boundary = /[.!?]+(?=\s+["'`(A-Z0-9])/g;
-  let start = 0;
-  for (const m of text.matchAll(boundary)) {
-    const end = m.index! + m[0].length;
-    out.push(text.slice(start, end).trim());
-    start = end;
-  }
-  const rest = text.slice(start).trim();
-  if (rest) out.push(rest);
-  return out.filter((s) => s.length > 0);
-}
-
-export function normaliseContent(text: string): string {
-  return text.replace(/\s+/g, " ").trim();
-}
-
-export function validateContent(type: Candidate["type"], raw: string): ValidationOutcome {
-  let content = normaliseContent(raw);
-  if (!content) return { ok: false, reason: "empty" };
-  let trimmed = false;
-  const sentences = splitSentences(content);
-  if (sentences.length > 2) {
-    content = sentences.slice(0, 2).join(" ");
-    trimmed = true;
-  }
-  if (content.length > MAX_CONTENT_CHARS) {
-    const first = sentences[0] ?? "";
-    if (first.length > 0 && first.length <= MAX_CONTENT_CHARS) {
-      content = first;
-      trimmed = true;
-    } else {
-      return { ok: false, reason: "too_long" };
-    }
-  }
-  if (type === "semantic" && FIRST_SECOND_PERSON.test(content)) return { ok: false, reason: "pronoun" };
-  return { ok: true, content, trimmed };
+/** A model's candidate with every user-stated claim removed (see the module comment). */
+export function demoteModelCandidate(c: Candidate): { candidate: Candidate; demoted: boolean } {
+  const source = c.source === "user_stated" || c.source === "correction" ? "discovery" : c.source;
+  const priority = c.priority === "highest" ? "high" : c.priority;
+  const demoted = source !== c.source || priority !== c.priority;
+  return { candidate: demoted ? { ...c, source, priority } : c, demoted };
 }
 
 /**
@@ -118,55 +80,91 @@ function segmentsAreProject(ns: string): boolean {
   return ns.split("/")[1]?.toLowerCase() === "project";
 }
 
+/** A batch by provenance (see the module comment). */
+export interface CandidateBatch {
+  /** The user's own words (rule-based extractor). */
+  stated: Candidate[];
+  /** Model proposals, one list per chunk the model read (the cap applies to each list). */
+  proposed: Candidate[][];
+}
+
 export interface PreparedCandidates {
   candidates: Candidate[];
-  stats: ValidationStats & { over_cap: number; namespace_rewritten: number; duplicates_in_batch: number };
+  stats: ValidationStats & {
+    over_cap: number;
+    namespace_rewritten: number;
+    duplicates_in_batch: number;
+    /** Model candidates whose user-stated source or highest priority was taken away. */
+    demoted: number;
+    /** Categories that are not configured (the candidate is kept without one). */
+    category_dropped: number;
+  };
 }
 
 /**
- * Validates, scopes, de-duplicates within the batch and caps (≤ 5, best priority first; user-stated
- * ones always kept, they are the user's explicit words).
+ * Validates (writing constraints), scopes, de-duplicates within the batch (stated first, so on a
+ * tie with a model's paraphrase the user's words are kept) and caps each chunk's proposals
+ * (≤ cap, best priority then importance first). Stated candidates are never capped.
  */
 export function prepareCandidates(
-  raw: Candidate[],
-  opts: { root: string; project?: string; cap?: number },
+  batch: CandidateBatch,
+  opts: { root: string; project?: string; categories: readonly string[]; cap?: number },
 ): PreparedCandidates {
-  const stats = { ...emptyStats(), over_cap: 0, namespace_rewritten: 0, duplicates_in_batch: 0 };
+  const stats: PreparedCandidates["stats"] = {
+    ...emptyStats(), over_cap: 0, namespace_rewritten: 0, duplicates_in_batch: 0, demoted: 0, category_dropped: 0,
+  };
+  const cap = opts.cap ?? MAX_CANDIDATES_PER_CHUNK;
+  const known = new Set(opts.categories);
   const seen = new Set<string>();
-  const valid: Candidate[] = [];
-  for (const c of raw) {
+
+  const clean = (c: Candidate, alsoSeen?: Set<string>): Candidate | undefined => {
     const v = validateContent(c.type, c.content);
     if (!v.ok) {
       stats.rejected++;
       stats.reasons[v.reason] = (stats.reasons[v.reason] ?? 0) + 1;
-      continue;
+      return undefined;
     }
     if (v.trimmed) stats.trimmed++;
     stats.accepted++;
     const key = v.content.toLowerCase();
-    if (seen.has(key)) {
+    if (seen.has(key) || alsoSeen?.has(key)) {
       stats.duplicates_in_batch++;
-      continue;
+      return undefined;
     }
-    seen.add(key);
     const ns = scopeNamespace(c.namespace, opts.root, opts.project);
     if (ns.rewritten && ns.namespace !== c.namespace) stats.namespace_rewritten++;
-    valid.push({ ...c, content: v.content, namespace: ns.namespace });
-  }
-  const cap = opts.cap ?? MAX_CANDIDATES_PER_CHUNK;
-  const ordered = valid
-    .map((c, i) => ({ c, i }))
-    .sort((a, b) => PRIORITY_RANK[a.c.priority] - PRIORITY_RANK[b.c.priority] || b.c.importance - a.c.importance || a.i - b.i)
-    .map((x) => x.c);
-  // User-stated candidates do not count against the cap: they are always stored.
+    const { category, ...rest } = c;
+    const out: Candidate = { ...rest, content: v.content, namespace: ns.namespace };
+    if (category && known.has(category)) out.category = category;
+    else if (category) stats.category_dropped++;
+    return out;
+  };
+
   const kept: Candidate[] = [];
-  let counted = 0;
-  for (const c of ordered) {
-    if (isProtected(c)) kept.push(c);
-    else if (counted < cap) {
-      kept.push(c);
-      counted++;
-    } else stats.over_cap++;
+  for (const c of batch.stated) {
+    const out = clean(c);
+    if (!out) continue;
+    seen.add(out.content.toLowerCase());
+    kept.push(out);
+  }
+  for (const chunk of batch.proposed) {
+    const valid: Candidate[] = [];
+    const inChunk = new Set<string>();
+    for (const raw of chunk) {
+      const { candidate, demoted } = demoteModelCandidate(raw);
+      if (demoted) stats.demoted++;
+      const out = clean(candidate, inChunk);
+      if (!out) continue;
+      inChunk.add(out.content.toLowerCase());
+      valid.push(out);
+    }
+    const ordered = valid
+      .map((c, i) => ({ c, i }))
+      .sort((a, b) => PRIORITY_RANK[a.c.priority] - PRIORITY_RANK[b.c.priority] || b.c.importance - a.c.importance || a.i - b.i)
+      .map((x) => x.c);
+    for (const c of ordered.slice(0, cap)) seen.add(c.content.toLowerCase()); // only what is kept shadows later chunks
+    kept.push(...ordered.slice(0, cap));
+    stats.over_cap += Math.max(0, ordered.length - cap);
   }
   return { candidates: kept, stats };
 }

@@ -12,7 +12,8 @@
 //   is always stored (NOOP becomes ADD) with the user's words, never the LLM's rewrite.
 import { z } from "zod";
 import type { PromptMessage } from "./llm.ts";
-import { type Candidate, isProtected, validateContent } from "./candidates.ts";
+import { type Candidate, isProtected } from "./candidates.ts";
+import { validateContent } from "./writing-constraints.ts";
 
 export interface Neighbour {
   id: string;

@@ -24,6 +24,7 @@ import { visibleScopes } from "./schemas.ts";
 import type { Config } from "./env.ts";
 import type { Llm, LlmUsage } from "./llm.ts";
 import { type Candidate, isProtected } from "./candidates.ts";
+import { effectiveCategory } from "./categories.ts";
 import { decideWithoutLlm, dedupMessages, DedupDecisionSchema, type Neighbour, type ResolvedAction, resolveDecision } from "./dedup-decision.ts";
 
 export interface DedupContext {
@@ -242,7 +243,7 @@ export async function linkMemory(tx: Tx, ownerId: string, fromId: string, edges:
 }
 
 async function insertMemory(tx: Tx, ctx: DedupContext, c: Candidate, content: string, vec: string, model: string): Promise<string> {
-  const metadata = { origin: ctx.origin, ...(ctx.jobId ? { job_id: ctx.jobId } : {}) };
+  const metadata = { origin: ctx.origin, ...(ctx.jobId ? { job_id: ctx.jobId } : {}), ...(c.category ? { category: c.category } : {}) };
   const [row] = await tx<{ id: string }[]>`
     insert into public.devai_memories
       (owner_id, content, embedding, embedding_model, memory_type, namespace, priority, source, importance,
@@ -266,6 +267,6 @@ async function event(
 ): Promise<void> {
   await tx`
     insert into public.memory_events (owner_id, thread_id, node, op, status, memory_id, category, sim, meta)
-    values (${ctx.ownerId}, ${ctx.threadId ?? null}, 'worker', ${op}, ${status}, ${memoryId}, ${c.type},
-            ${sim}, ${tx.json({ ...meta, origin: ctx.origin, job_id: ctx.jobId ?? null, namespace: c.namespace } as never)})`;
+    values (${ctx.ownerId}, ${ctx.threadId ?? null}, 'worker', ${op}, ${status}, ${memoryId}, ${effectiveCategory(c.type, c.category)},
+            ${sim}, ${tx.json({ ...meta, origin: ctx.origin, job_id: ctx.jobId ?? null, namespace: c.namespace, memory_type: c.type } as never)})`;
 }

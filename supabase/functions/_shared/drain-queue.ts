@@ -14,6 +14,7 @@ import type { Config } from "./env.ts";
 import { claimJobs, completeJobInTx, enqueueJob, failJob, type Job, type JobKind, LeaseLostError } from "./jobs.ts";
 import { type Llm, LlmOutputError, LlmRequestError } from "./llm.ts";
 import { CandidateSchema } from "./candidates.ts";
+import { loadCategoryNames } from "./categories.ts";
 import { ExtractRequestSchema, runExtraction } from "./extraction.ts";
 import { dedupCandidates } from "./dedup.ts";
 
@@ -105,7 +106,8 @@ async function processExtract(deps: WorkerDeps, job: Job, workerId: string): Pro
   if (!parsed.success) throw new PermanentJobError(`invalid extract payload: ${parsed.error.message}`);
   const payload = parsed.data;
   // The LLM calls happen outside any transaction: no locks are held while the model thinks.
-  const extraction = await runExtraction(payload, { llm: deps.llm, namespaceRoot: deps.config.namespaceRoot });
+  const categories = await loadCategoryNames(deps.sql);
+  const extraction = await runExtraction(payload, { llm: deps.llm, namespaceRoot: deps.config.namespaceRoot, categories });
   await withTenant(deps.sql, { tenantId: job.owner_id, actor: "worker:extract" }, async (tx) => {
     let dedupJobId: string | null = null;
     if (extraction.candidates.length > 0) {

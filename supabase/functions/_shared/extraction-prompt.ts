@@ -10,7 +10,13 @@ export const ExtractionOutputSchema = z.object({
 });
 export type ExtractionOutput = z.infer<typeof ExtractionOutputSchema>;
 
-export function extractionSystemPrompt(root: string, project?: string): string {
+/** The prompt line offering the configured categories (seed 001 §5); none configured, no line. */
+export function categoryInstruction(categories: readonly string[]): string {
+  if (categories.length === 0) return "";
+  return `- category (optional): the one of these that fits best, or omit it: ${categories.join(", ")}.`;
+}
+
+export function extractionSystemPrompt(root: string, project?: string, categories: readonly string[] = []): string {
   const projectScope = project ? `${root}/project/${project}/<topic>` : "(no project in this session: use global or user)";
   return [
     "You review a finished conversation between a user and DevAI, a coding agent, and extract long-term memories.",
@@ -30,9 +36,10 @@ export function extractionSystemPrompt(root: string, project?: string): string {
     "- episodic: past tense; 1-2 sentences; what was discussed, decided or done.",
     "- procedural: the steps of a workflow in imperative mood, 1-2 sentences.",
     "- importance: 1 (trivia) to 5 (critical).",
+    categoryInstruction(categories),
     `- namespace: ${root}/global/<topic> for universal lessons, ${root}/user/preferences for the user's preferences, ${projectScope} for project knowledge.`,
     "- At most 5 stored memories, the most useful first. An empty list is a fine answer.",
-  ].join("\n");
+  ].filter((line) => line !== "").join("\n");
 }
 
 interface MessageLike {
@@ -83,9 +90,9 @@ export function chunkTranscript(messages: MessageLike[], maxTokens = 60_000): st
   return chunks;
 }
 
-export function extractionMessages(chunk: string, root: string, project?: string): PromptMessage[] {
+export function extractionMessages(chunk: string, root: string, project?: string, categories: readonly string[] = []): PromptMessage[] {
   return [
-    { role: "system", content: extractionSystemPrompt(root, project) },
+    { role: "system", content: extractionSystemPrompt(root, project, categories) },
     { role: "user", content: `Conversation${project ? ` (project: ${project})` : ""}:\n\n${chunk}` },
   ];
 }

@@ -4,7 +4,7 @@ import { z } from "zod";
 import type { Llm, LlmUsage } from "./llm.ts";
 import { ChatMessageSchema } from "./llm.ts";
 import { projectName, sessionId, threadId } from "./schemas.ts";
-import { type Candidate, MAX_CANDIDATES_PER_CHUNK, prepareCandidates, type PreparedCandidates } from "./candidates.ts";
+import { type Candidate, prepareCandidates, type PreparedCandidates } from "./candidates.ts";
 import { chunkTranscript, extractionMessages, ExtractionOutputSchema } from "./extraction-prompt.ts";
 import { extractByRules } from "./rule-extractor.ts";
 
@@ -26,7 +26,7 @@ export interface ExtractionResult {
 
 export async function runExtraction(
   payload: ExtractRequest,
-  deps: { llm?: Llm; namespaceRoot: string; chunkTokens?: number },
+  deps: { llm?: Llm; namespaceRoot: string; categories: readonly string[]; chunkTokens?: number },
 ): Promise<ExtractionResult> {
   const rules = extractByRules(payload.messages, { project: payload.project });
   const fromLlm: Candidate[] = [];
@@ -38,7 +38,7 @@ export async function runExtraction(
   if (deps.llm) {
     for (const chunk of chunks) {
       llmCalls++;
-      const out = await deps.llm.completeJson(ExtractionOutputSchema, extractionMessages(chunk, deps.namespaceRoot, payload.project), {
+      const out = await deps.llm.completeJson(ExtractionOutputSchema, extractionMessages(chunk, deps.namespaceRoot, payload.project, deps.categories), {
         name: "memory_extraction",
       });
       usage.promptTokens += out.usage.promptTokens;
@@ -50,11 +50,12 @@ export async function runExtraction(
       fromLlm.push(...out.value.stored);
     }
   }
-  // Rule candidates first: on a tie with an LLM paraphrase, the user's own words are kept.
-  const prepared = prepareCandidates([...rules, ...fromLlm], {
+  // Rules find the user's own words (user-stated, uncapped); each chunk's LLM proposals are capped
+  // on their own (≤ 5 per chunk) and can never be user-stated.
+  const prepared = prepareCandidates({ stated: rules, proposed: perChunk }, {
     root: deps.namespaceRoot,
     project: payload.project,
-    cap: MAX_CANDIDATES_PER_CHUNK * Math.max(1, perChunk.length),
+    categories: deps.categories,
   });
   return {
     candidates: prepared.candidates,

@@ -29,6 +29,7 @@ import { enqueueJob, runInBackground } from "../_shared/jobs.ts";
 import { ChatMessageSchema, type Llm } from "../_shared/llm.ts";
 import { countConversationTokens, countTokens, truncateToTokens } from "../_shared/tokens.ts";
 import { type Candidate, prepareCandidates } from "../_shared/candidates.ts";
+import { loadCategoryNames } from "../_shared/categories.ts";
 import { extractByRules } from "../_shared/rule-extractor.ts";
 import { drainQueue } from "../_shared/drain-queue.ts";
 import { MARKER, planCompaction } from "./chunk.ts";
@@ -80,22 +81,25 @@ export function createHandler(deps: CompactDeps) {
     });
     if (!plan) throw new HttpError(422, "cannot_compact", "nothing to compact: the conversation is a system prompt and a single turn");
 
-    const stored = await withTenant(deps.sql, caller, (tx) =>
-      tx<{ summary: string }[]>`select summary from public.memory_session_summaries where owner_id = ${caller.tenantId} and session_id = ${body.session_id}`);
+    const { stored, categories } = await withTenant(deps.sql, caller, async (tx) => ({
+      stored: await tx<{ summary: string }[]>`select summary from public.memory_session_summaries where owner_id = ${caller.tenantId} and session_id = ${body.session_id}`,
+      categories: await loadCategoryNames(tx),
+    }));
     const prior = stored[0]?.summary ?? plan.inlinePriorSummary;
 
     let summary: string;
     let mode: "llm" | "extractive" = "llm";
-    let rawCandidates: Candidate[] = extractByRules(plan.chunk, { project: body.project });
+    const stated = extractByRules(plan.chunk, { project: body.project });
+    let proposed: Candidate[] = [];
     let llmError: string | undefined;
     let tokensUsed = 0;
     if (deps.llm) {
       try {
-        const out = await deps.llm.completeJson(CompactionOutputSchema, compactionMessages(plan.chunk, prior, deps.config.namespaceRoot, body.project), {
+        const out = await deps.llm.completeJson(CompactionOutputSchema, compactionMessages(plan.chunk, prior, deps.config.namespaceRoot, body.project, categories), {
           name: "compaction",
         });
         summary = out.value.summary;
-        rawCandidates = [...rawCandidates, ...out.value.candidates];
+        proposed = out.value.candidates;
         tokensUsed = out.usage.totalTokens;
       } catch (err) {
         llmError = (err as Error).message;
@@ -107,7 +111,7 @@ export function createHandler(deps: CompactDeps) {
       summary = extractiveSummary(plan.chunk, prior);
     }
     if (countTokens(summary) > SUMMARY_MAX_TOKENS) summary = truncateToTokens(summary, SUMMARY_MAX_TOKENS);
-    const prepared = prepareCandidates(rawCandidates, { root: deps.config.namespaceRoot, project: body.project });
+    const prepared = prepareCandidates({ stated, proposed: [proposed] }, { root: deps.config.namespaceRoot, project: body.project, categories });
 
     const marker = { role: "user" as const, content: `${MARKER}\n${summary}` };
     const messages = [...plan.head, marker, ...plan.rest];

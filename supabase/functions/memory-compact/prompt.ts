@@ -4,7 +4,7 @@ import type { PromptMessage } from "../_shared/llm.ts";
 import { countTokens, messageText } from "../_shared/tokens.ts";
 import type { ChatMessage } from "../_shared/llm.ts";
 import { CandidateSchema } from "../_shared/candidates.ts";
-import { renderMessage } from "../_shared/extraction-prompt.ts";
+import { categoryInstruction, renderMessage } from "../_shared/extraction-prompt.ts";
 
 export const COMPACTION_MARK = "You compact the oldest part of a coding agent's conversation";
 
@@ -14,7 +14,13 @@ export const CompactionOutputSchema = z.object({
 });
 export type CompactionOutput = z.infer<typeof CompactionOutputSchema>;
 
-export function compactionMessages(chunk: ChatMessage[], priorSummary: string | undefined, root: string, project?: string): PromptMessage[] {
+export function compactionMessages(
+  chunk: ChatMessage[],
+  priorSummary: string | undefined,
+  root: string,
+  project?: string,
+  categories: readonly string[] = [],
+): PromptMessage[] {
   const transcript = chunk.map((m) => renderMessage(m, 4000)).join("\n\n");
   return [
     {
@@ -27,6 +33,7 @@ export function compactionMessages(chunk: ChatMessage[], priorSummary: string | 
         "Candidates: what from this part would help do a better job next time (corrections by the user weigh highest); at most 5; same fields and writing rules as memory extraction:",
         "semantic = third person, no pronouns, 1-2 sentences, at most 280 characters; episodic = past tense; procedural = imperative steps.",
         `Namespaces: ${root}/global/<topic>, ${root}/user/preferences${project ? `, ${root}/project/${project}/<topic>` : ""}.`,
+        categoryInstruction(categories),
       ].filter(Boolean).join("\n"),
     },
     {

@@ -13,6 +13,7 @@ import { handleErrors, HttpError, json, methodNotAllowed, parseJsonBody } from "
 import { enqueueJob, runInBackground } from "../_shared/jobs.ts";
 import type { Llm } from "../_shared/llm.ts";
 import { CandidateSchema, prepareCandidates } from "../_shared/candidates.ts";
+import { loadCategoryNames } from "../_shared/categories.ts";
 import { drainQueue } from "../_shared/drain-queue.ts";
 
 export interface DedupHandlerDeps {
@@ -37,7 +38,13 @@ export function createHandler(deps: DedupHandlerDeps) {
     if (req.method !== "POST") throw methodNotAllowed(["POST"]);
     const caller = await authenticate(req, deps.config);
     const body = await parseJsonBody(req, DedupRequestSchema, deps.config.maxBodyBytes);
-    const prepared = prepareCandidates(body.candidates, { root: deps.config.namespaceRoot, project: body.project });
+    // An agent's candidates are model output (stated by nobody we can verify): capped, never user-stated.
+    const categories = await withTenant(deps.sql, caller, (tx) => loadCategoryNames(tx));
+    const prepared = prepareCandidates({ stated: [], proposed: [body.candidates] }, {
+      root: deps.config.namespaceRoot,
+      project: body.project,
+      categories,
+    });
     if (prepared.candidates.length === 0) {
       throw new HttpError(422, "no_valid_candidates", "every candidate violates the writing constraints", [
         { path: ["candidates"], message: JSON.stringify(prepared.stats.reasons) },
