@@ -38,7 +38,7 @@ import type {
   RetrieveRequest,
   RetrieveResponse,
 } from "../supabase/functions/memory-retrieve/schemas.ts";
-import type { ExtractRequestSchema } from "../supabase/functions/_shared/extraction.ts";
+import type { ExtractRequestSchema } from "../supabase/functions/memory-extract/handler.ts";
 import type { PreparedCandidates } from "../supabase/functions/_shared/candidates.ts";
 import type { CompactRequestSchema } from "../supabase/functions/memory-compact/handler.ts";
 import type { DedupRequestSchema } from "../supabase/functions/memory-dedup/handler.ts";
@@ -122,12 +122,22 @@ export interface MarkdownExport {
   files: MarkdownFile[];
 }
 
-/** 202 from memory-extract: the job is durable in memory_jobs before this answer is sent. */
-export interface ExtractResponse {
+/** 202 from a function that queues a job: the job is durable in memory_jobs before this answer is sent. */
+export interface QueuedJobResponse {
   job_id: string;
   status: JobStatus;
-  /** True when the same session + transcript was already queued (nothing new was enqueued). */
+  /** True when nothing new was enqueued and job_id is an existing job. */
   deduplicated: boolean;
+}
+
+/**
+ * 202 from memory-extract. Extraction is incremental per session: post the transcript so far, and
+ * only the messages no earlier job of the session covers are queued, `new_messages` of them.
+ * The same transcript again, or one an earlier job already covers: the existing job,
+ * `deduplicated: true`, `new_messages: 0`.
+ */
+export interface ExtractResponse extends QueuedJobResponse {
+  new_messages: number;
 }
 
 /** Dates as they arrive over JSON. */
@@ -161,7 +171,7 @@ export type CompactResponse =
   });
 
 /** 202 from memory-dedup: candidates validated, capped and queued for phase 2. */
-export interface DedupResponse extends ExtractResponse {
+export interface DedupResponse extends QueuedJobResponse {
   stats: PreparedCandidates["stats"];
 }
 
@@ -343,7 +353,10 @@ export function createMemoryClient(opts: MemoryClientOptions) {
       call<F extends "markdown" ? MarkdownExport : JsonExport>(`memory/export${queryString({ format: format ?? "json" })}`, "GET")),
 
     // -- write path ----------------------------------------------------------------------------
-    /** Session end: enqueue extraction (202 at once; the worker does the rest). */
+    /**
+     * Enqueue extraction of the session's transcript so far (202 at once; the worker does the rest).
+     * Call it at session end, or as the session grows: only messages not extracted yet are queued.
+     */
     extract: (body: ExtractInput) => call<ExtractResponse>("memory-extract", "POST", body),
     /** Where an extraction job is: queued, running, done (with its result) or dead (with the error). */
     jobStatus: (jobId: string) => call<JobStatusResponse>(`memory-extract${queryString({ job_id: jobId })}`, "GET"),

@@ -15,7 +15,7 @@ import { claimJobs, completeJobInTx, enqueueJob, failJob, type Job, type JobKind
 import { type Llm, LlmOutputError, LlmRequestError } from "./llm.ts";
 import { CandidateSchema } from "./candidates.ts";
 import { loadCategoryNames } from "./categories.ts";
-import { ExtractRequestSchema, runExtraction } from "./extraction.ts";
+import { ExtractJobPayloadSchema, runExtraction } from "./extraction.ts";
 import { dedupCandidates } from "./dedup.ts";
 
 export interface WorkerDeps {
@@ -102,7 +102,7 @@ export async function processJob(deps: WorkerDeps, job: Job, workerId: string): 
 }
 
 async function processExtract(deps: WorkerDeps, job: Job, workerId: string): Promise<void> {
-  const parsed = ExtractRequestSchema.safeParse(job.payload);
+  const parsed = ExtractJobPayloadSchema.safeParse(job.payload);
   if (!parsed.success) throw new PermanentJobError(`invalid extract payload: ${parsed.error.message}`);
   const payload = parsed.data;
   // The LLM calls happen outside any transaction: no locks are held while the model thinks.
@@ -129,9 +129,11 @@ async function processExtract(deps: WorkerDeps, job: Job, workerId: string): Pro
     await tx`
       insert into public.memory_events (owner_id, thread_id, node, op, status, meta)
       values (${job.owner_id}, ${payload.thread_id ?? null}, 'worker', 'extract', 'ok',
-              ${tx.json({ job_id: job.id, session_id: payload.session_id, mode: extraction.mode, candidates: extraction.candidates.length, stats: extraction.stats, tokens: extraction.usage?.totalTokens ?? 0 } as never)})`;
+              ${tx.json({ job_id: job.id, session_id: payload.session_id, offset: payload.offset, messages: payload.messages.length, mode: extraction.mode, candidates: extraction.candidates.length, stats: extraction.stats, tokens: extraction.usage?.totalTokens ?? 0 } as never)})`;
     await completeJobInTx(tx, job.id, workerId, {
       mode: extraction.mode,
+      offset: payload.offset,
+      messages: payload.messages.length,
       candidates: extraction.candidates.length,
       dedup_job_id: dedupJobId,
       stats: extraction.stats,

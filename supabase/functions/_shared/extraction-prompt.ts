@@ -90,9 +90,23 @@ export function chunkTranscript(messages: MessageLike[], maxTokens = 60_000): st
   return chunks;
 }
 
-export function extractionMessages(chunk: string, root: string, project?: string, categories: readonly string[] = []): PromptMessage[] {
+/**
+ * The extraction request for one chunk. `context` (rendered earlier messages that an earlier job
+ * already extracted from) is shown before it so the chunk makes sense, marked as not to extract from.
+ */
+export function extractionMessages(
+  chunk: string,
+  root: string,
+  project?: string,
+  categories: readonly string[] = [],
+  context?: string,
+): PromptMessage[] {
+  const header = `Conversation${project ? ` (project: ${project})` : ""}`;
+  const body = context
+    ? `EARLIER IN THIS CONVERSATION (already reviewed: context only, extract nothing from it):\n\n${context}\n\n${header}, the new part to review:\n\n${chunk}`
+    : `${header}:\n\n${chunk}`;
   return [
     { role: "system", content: extractionSystemPrompt(root, project, categories) },
-    { role: "user", content: `Conversation${project ? ` (project: ${project})` : ""}:\n\n${chunk}` },
+    { role: "user", content: body },
   ];
 }

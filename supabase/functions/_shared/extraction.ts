@@ -1,5 +1,10 @@
 // Phase 1 of the write path, run by the worker for an 'extract' job: rules + (when configured) one
 // LLM call per ~60k-token chunk → validated, scoped, capped candidates for the dedup queue.
+//
+// Extraction is incremental per session: memory-extract queues only the messages no earlier job of
+// the session covers (`messages`, starting at `offset` in the session's transcript), plus a few
+// messages before them as `context`. The model reads the context to understand the new part but is
+// told to extract nothing from it; the rule-based extractor never sees it.
 import { z } from "zod";
 import type { Llm, LlmUsage } from "./llm.ts";
 import { ChatMessageSchema } from "./llm.ts";
@@ -8,14 +13,22 @@ import { type Candidate, prepareCandidates, type PreparedCandidates } from "./ca
 import { chunkTranscript, extractionMessages, ExtractionOutputSchema } from "./extraction-prompt.ts";
 import { extractByRules } from "./rule-extractor.ts";
 
-/** POST body of memory-extract, stored as the job payload. */
-export const ExtractRequestSchema = z.object({
+/** How many already-extracted messages an incremental job carries as context. */
+export const CONTEXT_MESSAGES = 6;
+
+/** Payload of an 'extract' job (queued by memory-extract). */
+export const ExtractJobPayloadSchema = z.object({
   session_id: sessionId,
-  messages: z.array(ChatMessageSchema).min(1, "messages must not be empty").max(5000),
+  /** The messages to extract from: the part of the transcript no earlier job covered. */
+  messages: z.array(ChatMessageSchema).min(1).max(5000),
+  /** Already-extracted messages just before `messages`, for context only. */
+  context: z.array(ChatMessageSchema).max(CONTEXT_MESSAGES).default([]),
+  /** Index of messages[0] in the session's transcript (0: the whole transcript). */
+  offset: z.number().int().min(0).default(0),
   project: projectName.optional(),
   thread_id: threadId.optional(),
 }).strict();
-export type ExtractRequest = z.infer<typeof ExtractRequestSchema>;
+export type ExtractJobPayload = z.input<typeof ExtractJobPayloadSchema>;
 
 export interface ExtractionResult {
   candidates: Candidate[];
@@ -25,7 +38,7 @@ export interface ExtractionResult {
 }
 
 export async function runExtraction(
-  payload: ExtractRequest,
+  payload: ExtractJobPayload,
   deps: { llm?: Llm; namespaceRoot: string; categories: readonly string[]; chunkTokens?: number },
 ): Promise<ExtractionResult> {
   const rules = extractByRules(payload.messages, { project: payload.project });
@@ -34,11 +47,12 @@ export async function runExtraction(
   let filtered = 0;
   const usage: LlmUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0, requests: 0 };
   const chunks = chunkTranscript(payload.messages, deps.chunkTokens ?? 60_000);
+  const context = payload.context && payload.context.length > 0 ? chunkTranscript(payload.context, 4_000).at(-1) : undefined;
   const perChunk: Candidate[][] = [];
   if (deps.llm) {
     for (const chunk of chunks) {
       llmCalls++;
-      const out = await deps.llm.completeJson(ExtractionOutputSchema, extractionMessages(chunk, deps.namespaceRoot, payload.project, deps.categories), {
+      const out = await deps.llm.completeJson(ExtractionOutputSchema, extractionMessages(chunk, deps.namespaceRoot, payload.project, deps.categories, context), {
         name: "memory_extraction",
       });
       usage.promptTokens += out.usage.promptTokens;

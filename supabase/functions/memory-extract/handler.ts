@@ -3,19 +3,24 @@
 // GET ?job_id= returns the job's status (RLS: only the owner sees it).
 //
 //   POST { session_id, messages (OpenAI chat format), project?, thread_id? }
-//     → 202 { job_id, status, deduplicated }   (same session + same messages → the same job)
+//     → 202 { job_id, status, deduplicated, new_messages }
+//       Incremental per session: messages is the transcript so far; only the messages no earlier
+//       (not dead) job of the session covers are queued, new_messages of them, with up to
+//       CONTEXT_MESSAGES before them as context (transcript-prefix.ts). The same transcript again,
+//       or one earlier jobs already cover: the covering job, deduplicated, new_messages 0.
 //   GET ?job_id=<uuid> → 200 { job_id, kind, status, attempts, last_error, result, ... } | 404
-import { createHash } from "node:crypto";
 import { z } from "zod";
 import { authenticate } from "../_shared/auth.ts";
 import { type Sql, withTenant } from "../_shared/db.ts";
 import type { Embedder } from "../_shared/embeddings.ts";
 import type { Config } from "../_shared/env.ts";
 import { handleErrors, HttpError, json, methodNotAllowed, parseJsonBody, validate } from "../_shared/http.ts";
-import { enqueueJob, getJob, jobView, runInBackground } from "../_shared/jobs.ts";
-import type { Llm } from "../_shared/llm.ts";
+import { enqueueJob, getJob, type JobStatus, jobView, runInBackground } from "../_shared/jobs.ts";
 import { drainQueue } from "../_shared/drain-queue.ts";
-import { ExtractRequestSchema } from "../_shared/extraction.ts";
+import { CONTEXT_MESSAGES, type ExtractJobPayload } from "../_shared/extraction.ts";
+import { ChatMessageSchema, type Llm } from "../_shared/llm.ts";
+import { projectName, sessionId, threadId } from "../_shared/schemas.ts";
+import { coveredPrefix, extractIdempotencyKey, prefixDigests, sessionKeyPrefix } from "./transcript-prefix.ts";
 
 export interface ExtractDeps {
   sql: Sql;
@@ -29,11 +34,14 @@ export interface ExtractDeps {
 
 const JobQuery = z.object({ job_id: z.uuid() });
 
-/** Same session and same transcript → same key, so a retried POST never extracts twice. */
-export function extractIdempotencyKey(sessionId: string, messages: unknown[]): string {
-  const digest = createHash("sha256").update(JSON.stringify(messages)).digest("hex");
-  return `session:${sessionId}:${digest}`;
-}
+/** POST body: the session's transcript so far (each POST may repeat what earlier ones sent). */
+export const ExtractRequestSchema = z.object({
+  session_id: sessionId,
+  messages: z.array(ChatMessageSchema).min(1, "messages must not be empty").max(5000),
+  project: projectName.optional(),
+  thread_id: threadId.optional(),
+}).strict();
+export type ExtractRequest = z.infer<typeof ExtractRequestSchema>;
 
 export function createHandler(deps: ExtractDeps) {
   const kick = deps.kickWorker ?? (() => drainQueue(deps, { maxJobs: 10 }));
@@ -48,14 +56,49 @@ export function createHandler(deps: ExtractDeps) {
     if (req.method !== "POST") throw methodNotAllowed(["GET", "POST"]);
     const caller = await authenticate(req, deps.config);
     const body = await parseJsonBody(req, ExtractRequestSchema, deps.config.maxBodyBytes);
-    const queued = await withTenant(deps.sql, caller, (tx) =>
-      enqueueJob(tx, {
+    const digests = prefixDigests(body.messages);
+    const n = body.messages.length;
+    const queued = await withTenant(deps.sql, caller, async (tx) => {
+      // One enqueue per session at a time, so two POSTs of a growing transcript cannot both queue
+      // the same new messages (whichever order they arrive in: see coveredPrefix).
+      await tx`select pg_advisory_xact_lock(hashtextextended(${`devai-extract|${caller.tenantId}|${body.session_id}`}, 0))`;
+      // Jobs that will have extracted their part: done, queued or running (a dead one did not).
+      const rows = await tx<{ id: string; status: JobStatus; idempotency_key: string; start: number; messages: unknown[] }[]>`
+        select id, status, idempotency_key, coalesce((payload ->> 'offset')::int, 0) as start,
+               coalesce(payload -> 'messages', '[]'::jsonb) as messages
+          from public.memory_jobs
+         where owner_id = ${caller.tenantId} and kind = 'extract' and status <> 'dead'
+           and starts_with(idempotency_key, ${sessionKeyPrefix(body.session_id)})
+         order by created_at, id`;
+      const { covered, lastJob } = coveredPrefix(
+        body.session_id,
+        digests,
+        rows.map((r) => ({ idempotencyKey: r.idempotency_key, offset: r.start, messages: r.messages })),
+      );
+      // Nothing new (e.g. a shorter transcript that arrived after a longer one): the job that covers the end.
+      if (covered === n) {
+        const job = rows[lastJob!]!;
+        return { id: job.id, status: job.status, deduplicated: true, newMessages: 0 };
+      }
+      const payload: ExtractJobPayload = {
+        session_id: body.session_id,
+        messages: body.messages.slice(covered),
+        context: body.messages.slice(Math.max(0, covered - CONTEXT_MESSAGES), covered),
+        offset: covered,
+        project: body.project,
+        thread_id: body.thread_id,
+      };
+      const job = await enqueueJob(tx, {
         ownerId: caller.tenantId,
         kind: "extract",
-        idempotencyKey: extractIdempotencyKey(body.session_id, body.messages),
-        payload: body,
-      }), { threadId: body.thread_id });
+        idempotencyKey: extractIdempotencyKey(body.session_id, n, digests[n]!),
+        payload,
+      });
+      // Deduplicated here: the job with this very key exists but covers nothing now (it is dead, or
+      // an earlier job its part follows is); nothing new is queued until the transcript grows.
+      return { ...job, newMessages: job.deduplicated ? 0 : n - covered };
+    }, { threadId: body.thread_id });
     if (!queued.deduplicated) runInBackground(kick, "memory-extract worker kick");
-    return json({ job_id: queued.id, status: queued.status, deduplicated: queued.deduplicated }, 202);
+    return json({ job_id: queued.id, status: queued.status, deduplicated: queued.deduplicated, new_messages: queued.newMessages }, 202);
   });
 }
