@@ -26,6 +26,12 @@ export interface WorkerDeps {
   clock?: () => Date;
 }
 
+/** What a function that queues write jobs needs: the worker's dependencies and how to start it. */
+export interface QueueingDeps extends WorkerDeps {
+  /** Starts draining the queue after a 202; defaults to an in-process drain. Tests pass a no-op. */
+  kickWorker?: () => Promise<unknown>;
+}
+
 export interface DrainOptions {
   maxJobs?: number;
   workerId?: string;

@@ -21,28 +21,17 @@ import { createHash } from "node:crypto";
 import { z } from "zod";
 import { projectName, sessionId, threadId } from "../_shared/schemas.ts";
 import { authenticate } from "../_shared/auth.ts";
-import { type Sql, withTenant } from "../_shared/db.ts";
-import type { Embedder } from "../_shared/embeddings.ts";
-import type { Config } from "../_shared/env.ts";
+import { withTenant } from "../_shared/db.ts";
 import { handleErrors, HttpError, json, methodNotAllowed, parseJsonBody } from "../_shared/http.ts";
 import { enqueueJob, runInBackground } from "../_shared/jobs.ts";
-import { ChatMessageSchema, type Llm } from "../_shared/llm.ts";
+import { ChatMessageSchema } from "../_shared/llm.ts";
 import { countConversationTokens, countTokens, truncateToTokens } from "../_shared/tokens.ts";
 import { type Candidate, prepareCandidates } from "../_shared/candidates.ts";
 import { loadCategoryNames } from "../_shared/categories.ts";
 import { extractByRules } from "../_shared/rule-extractor.ts";
-import { drainQueue } from "../_shared/drain-queue.ts";
+import { drainQueue, type QueueingDeps } from "../_shared/drain-queue.ts";
 import { MARKER, planCompaction } from "./chunk.ts";
 import { compactionMessages, CompactionOutputSchema, extractiveSummary } from "./prompt.ts";
-
-export interface CompactDeps {
-  sql: Sql;
-  config: Config;
-  embedder: Embedder;
-  llm?: Llm;
-  clock?: () => Date;
-  kickWorker?: () => Promise<unknown>;
-}
 
 export const CompactRequestSchema = z.object({
   session_id: sessionId,
@@ -61,7 +50,7 @@ export const DEFAULT_TRIGGER_TOKENS = 160_000;
 export const DEFAULT_CHUNK_TOKENS = 60_000;
 const SUMMARY_MAX_TOKENS = 5_000;
 
-export function createHandler(deps: CompactDeps) {
+export function createHandler(deps: QueueingDeps) {
   const kick = deps.kickWorker ?? (() => drainQueue(deps, { maxJobs: 10 }));
   return handleErrors(async (req) => {
     if (req.method !== "POST") throw methodNotAllowed(["POST"]);

@@ -6,24 +6,12 @@ import { createHash } from "node:crypto";
 import { z } from "zod";
 import { projectName, sessionId, threadId } from "../_shared/schemas.ts";
 import { authenticate } from "../_shared/auth.ts";
-import { type Sql, withTenant } from "../_shared/db.ts";
-import type { Embedder } from "../_shared/embeddings.ts";
-import type { Config } from "../_shared/env.ts";
+import { withTenant } from "../_shared/db.ts";
 import { handleErrors, HttpError, json, methodNotAllowed, parseJsonBody } from "../_shared/http.ts";
 import { enqueueJob, runInBackground } from "../_shared/jobs.ts";
-import type { Llm } from "../_shared/llm.ts";
 import { CandidateSchema, prepareCandidates } from "../_shared/candidates.ts";
 import { loadCategoryNames } from "../_shared/categories.ts";
-import { drainQueue } from "../_shared/drain-queue.ts";
-
-export interface DedupHandlerDeps {
-  sql: Sql;
-  config: Config;
-  embedder: Embedder;
-  llm?: Llm;
-  clock?: () => Date;
-  kickWorker?: () => Promise<unknown>;
-}
+import { drainQueue, type QueueingDeps } from "../_shared/drain-queue.ts";
 
 export const DedupRequestSchema = z.object({
   candidates: z.array(CandidateSchema).min(1).max(20),
@@ -32,7 +20,7 @@ export const DedupRequestSchema = z.object({
   project: projectName.optional(),
 }).strict();
 
-export function createHandler(deps: DedupHandlerDeps) {
+export function createHandler(deps: QueueingDeps) {
   const kick = deps.kickWorker ?? (() => drainQueue(deps, { maxJobs: 10 }));
   return handleErrors(async (req) => {
     if (req.method !== "POST") throw methodNotAllowed(["POST"]);

@@ -11,26 +11,14 @@
 //   GET ?job_id=<uuid> → 200 { job_id, kind, status, attempts, last_error, result, ... } | 404
 import { z } from "zod";
 import { authenticate } from "../_shared/auth.ts";
-import { type Sql, withTenant } from "../_shared/db.ts";
-import type { Embedder } from "../_shared/embeddings.ts";
-import type { Config } from "../_shared/env.ts";
+import { withTenant } from "../_shared/db.ts";
 import { handleErrors, HttpError, json, methodNotAllowed, parseJsonBody, validate } from "../_shared/http.ts";
 import { enqueueJob, getJob, type JobStatus, jobView, runInBackground } from "../_shared/jobs.ts";
-import { drainQueue } from "../_shared/drain-queue.ts";
+import { drainQueue, type QueueingDeps } from "../_shared/drain-queue.ts";
 import { CONTEXT_MESSAGES, type ExtractJobPayload } from "../_shared/extraction.ts";
-import { ChatMessageSchema, type Llm } from "../_shared/llm.ts";
+import { ChatMessageSchema } from "../_shared/llm.ts";
 import { projectName, sessionId, threadId } from "../_shared/schemas.ts";
 import { coveredPrefix, extractIdempotencyKey, prefixDigests, sessionKeyPrefix } from "./transcript-prefix.ts";
-
-export interface ExtractDeps {
-  sql: Sql;
-  config: Config;
-  embedder: Embedder;
-  llm?: Llm;
-  clock?: () => Date;
-  /** Starts draining the queue after a 202; defaults to an in-process drain. Tests pass a no-op. */
-  kickWorker?: () => Promise<unknown>;
-}
 
 const JobQuery = z.object({ job_id: z.uuid() });
 
@@ -43,7 +31,7 @@ export const ExtractRequestSchema = z.object({
 }).strict();
 export type ExtractRequest = z.infer<typeof ExtractRequestSchema>;
 
-export function createHandler(deps: ExtractDeps) {
+export function createHandler(deps: QueueingDeps) {
   const kick = deps.kickWorker ?? (() => drainQueue(deps, { maxJobs: 10 }));
   return handleErrors(async (req) => {
     if (req.method === "GET") {
