@@ -1,6 +1,7 @@
--- Lifecycle, layer 2 (tables): the thresholds the nightly jobs read, and the list of maintenance
--- schedules. The jobs themselves are in 20261122001100_lifecycle_jobs.sql, their pg_cron
--- registration in 20261122001200_lifecycle_schedules.sql. See docs/operations.md.
+-- Lifecycle, layer 2 (tables): the thresholds the nightly jobs read, the list of maintenance
+-- schedules, and the progress of the resumable jobs. The jobs themselves are in
+-- 20261122001100_lifecycle_jobs.sql, their pg_cron registration in
+-- 20261122001200_lifecycle_schedules.sql. See docs/operations.md.
 
 -- Decay rewrites the strength of every idle memory once a night. Leaving half of each heap page
 -- free lets those updates be HOT (heap-only: strength is in no index), so they write no index
@@ -36,6 +37,7 @@ create table public.memory_settings (
       when 'ttl_batch_pages'          then value >= 1 and value = trunc(value)
       when 'purge_batch_size'         then value >= 1 and value = trunc(value)
       when 'purge_max_batches'        then value >= 1 and value = trunc(value)
+      when 'step_new_run_after_hours' then value > 0
       else true
     end)
 );
@@ -69,7 +71,9 @@ insert into public.memory_settings (name, value, description) values
   ('purge_batch_size', 1000,
    'Purge deletes at most this many rows per statement.'),
   ('purge_max_batches', 100,
-   'Purge runs at most this many batches per call; what is left is purged at the next run.');
+   'run_purge (the one-shot form) runs at most this many batches per call; what is left is purged at the next run.'),
+  ('step_new_run_after_hours', 20,
+   'run_decay_step / run_ttl_step start a new run only when the last one started (by its clock) at least this many hours earlier: one run per night, however often pg_cron calls them.');
 
 alter table public.memory_settings enable row level security;
 revoke all on table public.memory_settings from anon, authenticated, public;
@@ -100,3 +104,51 @@ grant select on table public.memory_maintenance_schedules to authenticated;
 grant all on table public.memory_maintenance_schedules to service_role;
 create policy "Signed-in users can read maintenance schedules" on public.memory_maintenance_schedules
   for select to authenticated using (true);
+
+-- Progress of the resumable lifecycle jobs, memory_private.run_decay_step and run_ttl_step: one
+-- row per job, describing its current run (finished_at is null) or, once finished, its last one.
+-- pg_cron calls a step every minute of the job's window; each call is one short transaction that
+-- continues the run at next_page with the run's clock and commits, so the row locks it takes, and
+-- the tenants' thread revision rows the history trigger bumps, are held for one call, not for the
+-- whole run. Written only by the step functions; read it to see how far tonight's run is:
+-- `select * from memory_private.lifecycle_runs;`. Internal (schema memory_private is not exposed).
+create table memory_private.lifecycle_runs (
+  job         text primary key,
+  clock       timestamptz not null,
+  next_page   bigint not null,
+  total_pages bigint not null,
+  batches     integer not null default 0,
+  steps       integer not null default 0,
+  totals      jsonb not null default '{}'::jsonb,
+  started_at  timestamptz not null default clock_timestamp(),
+  updated_at  timestamptz not null default clock_timestamp(),
+  finished_at timestamptz,
+  constraint lifecycle_runs_job_check check (job in ('decay', 'ttl')),
+  constraint lifecycle_runs_pages_range check (next_page between 0 and total_pages)
+);
+
+comment on table memory_private.lifecycle_runs is
+  'Current (or last) run of each resumable lifecycle job: clock = p_now of every batch of the run, heap pages [0, next_page) done of total_pages, counts so far in totals, wall-clock started/updated/finished times. See docs/operations.md.';
+comment on column memory_private.lifecycle_runs.clock is
+  'p_now of the run, fixed when it starts: every batch of one night uses the same clock, so the result equals one run_decay(clock) / run_ttl(clock).';
+comment on column memory_private.lifecycle_runs.next_page is
+  'First heap page of devai_memories the run has not processed yet; the run is done when it reaches total_pages.';
+comment on column memory_private.lifecycle_runs.total_pages is
+  'Heap pages of devai_memories when the run started (rows added later are fresh and wait for the next run).';
+comment on column memory_private.lifecycle_runs.steps is
+  'Calls of the step function that processed pages in this run.';
+comment on column memory_private.lifecycle_runs.totals is
+  'Counts of the run so far: {"decayed", "invalidated"} for decay, {"soft_deleted"} for ttl.';
+
+-- RLS on, like every table: only the roles that run the jobs (postgres, the owner, as pg_cron;
+-- service_role by hand) get grants and policies. service_role bypasses RLS on Supabase; the
+-- policies say what it may do, and hold where it is set up without BYPASSRLS.
+alter table memory_private.lifecycle_runs enable row level security;
+revoke all on table memory_private.lifecycle_runs from anon, authenticated, public;
+grant select, insert, update on table memory_private.lifecycle_runs to service_role;
+create policy "Service role can read lifecycle runs" on memory_private.lifecycle_runs
+  for select to service_role using (true);
+create policy "Service role can start lifecycle runs" on memory_private.lifecycle_runs
+  for insert to service_role with check (true);
+create policy "Service role can record lifecycle progress" on memory_private.lifecycle_runs
+  for update to service_role using (true) with check (true);

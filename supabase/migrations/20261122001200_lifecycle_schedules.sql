@@ -3,14 +3,22 @@
 -- with pg_cron where pg_cron is available. Re-running it (or the register function) never
 -- duplicates a job: cron.schedule(job_name, ...) updates the job of that name.
 -- Times are UTC (pg_cron's default cron.timezone is GMT). See docs/operations.md.
+--
+-- Decay, TTL and purge run in their step form, every minute of an hour-long window each (decay
+-- 03:00-03:59, TTL 04:00-04:59, purge 05:00-05:59, so they never overlap): each call is one short
+-- transaction that does a few batches and commits, so a tenant's writes wait at most for one
+-- call, never for the whole job. Decay and TTL start one run per night (the first call of the
+-- window) and continue it until done; the calls after that are cheap no-ops. 60 calls of 5
+-- batches cover some 300,000 heap pages (~1.8M memories) per window; a run that does not finish
+-- continues the next night.
 
 insert into public.memory_maintenance_schedules (job_name, schedule, command, description) values
-  ('devai-memory-decay', '0 3 * * *', 'select memory_private.run_decay()',
-   'Ebbinghaus decay of strength (idempotent) and DECAY invalidation below prune_threshold.'),
-  ('devai-memory-ttl', '15 3 * * *', 'select memory_private.run_ttl()',
-   'TTL soft-delete of idle, unimportant memories; purge_at = now + purge_grace_days.'),
-  ('devai-memory-purge', '30 3 * * *', 'select memory_private.run_purge()',
-   'Deletes soft-deleted memories past purge_at, in bounded batches; history survives.'),
+  ('devai-memory-decay', '* 3 * * *', 'select memory_private.run_decay_step()',
+   'Ebbinghaus decay of strength (idempotent) and DECAY invalidation below prune_threshold: one run a night, 5 batches per call, every minute 03:00-03:59.'),
+  ('devai-memory-ttl', '* 4 * * *', 'select memory_private.run_ttl_step()',
+   'TTL soft-delete of idle, unimportant memories; purge_at = now + purge_grace_days: one run a night, 5 batches per call, every minute 04:00-04:59.'),
+  ('devai-memory-purge', '* 5 * * *', 'select memory_private.run_purge_step()',
+   'Deletes soft-deleted memories past purge_at, at most 5 batches per call, every minute 05:00-05:59; history survives.'),
   ('devai-job-lease-sweep', '* * * * *', 'select memory_private.sweep_stale_job_leases()',
    'Re-queues (or parks as dead) memory_jobs whose worker lease expired.')
 on conflict (job_name) do update

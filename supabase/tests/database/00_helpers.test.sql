@@ -74,6 +74,50 @@ as $$
   select (p_head || array_fill(0::real, array[512 - cardinality(p_head)]))::extensions.vector(512)
 $$;
 
+-- Calls the step form of the lifecycle job p_job ('decay' or 'ttl': memory_private.run_<job>_step)
+-- again and again with p_batches, as pg_cron does every minute of the window: call n (from 0) with
+-- p_now = p_first_now + n minutes, until the run is finished (at most 10,000 calls). Returns every
+-- call's result, in order. Used by 29_decay_steps and 30_ttl_steps.
+create or replace function tests.run_steps_until_finished(p_job text, p_batches integer, p_first_now timestamptz)
+returns table (n integer, result jsonb)
+language plpgsql
+set search_path = ''
+as $$
+begin
+  n := 0;
+  loop
+    execute format('select memory_private.%I($1, $2)', 'run_' || p_job || '_step') into result
+      using p_batches, p_first_now + make_interval(mins => n);
+    return next;
+    n := n + 1;
+    exit when (result -> 'run' ->> 'finished')::boolean or n >= 10000;
+  end loop;
+end;
+$$;
+
+-- Everything a lifecycle job may write for the tenants whose owner_id starts with p_owner_prefix,
+-- as one comparable value: their memories (strength, validity, state, purge_at, updated_at), the
+-- history and change log past their creation, and their thread revisions. Used by 29_decay_steps
+-- and 30_ttl_steps to compare the step form with the one-shot form.
+create or replace function tests.lifecycle_state(p_owner_prefix text)
+returns jsonb
+language sql
+stable
+set search_path = ''
+as $$
+  select jsonb_build_object(
+    'memories', (select jsonb_agg(jsonb_build_array(m.id, m.strength, m.is_valid, m.state, m.purge_at, m.updated_at) order by m.id)
+                   from public.devai_memories m where starts_with(m.owner_id::text, p_owner_prefix)),
+    'history', (select jsonb_agg(jsonb_build_array(h.memory_id, h.event, h.actor, h.old_content, h.new_content, h.meta)
+                                 order by h.memory_id, h.event)
+                  from public.memory_history h where starts_with(h.owner_id::text, p_owner_prefix) and h.event <> 'ADD'),
+    'change_log', (select jsonb_agg(jsonb_build_array(c.owner_id, c.thread_id, c.revision, c.memory_id, c.event, c.summary, c.meta)
+                                    order by c.owner_id, c.revision)
+                     from public.memory_change_log c where starts_with(c.owner_id::text, p_owner_prefix) and c.event <> 'created'),
+    'revisions', (select jsonb_agg(jsonb_build_array(r.owner_id, r.thread_id, r.revision) order by r.owner_id, r.thread_id)
+                    from public.memory_thread_revisions r where starts_with(r.owner_id::text, p_owner_prefix)))
+$$;
+
 grant usage on schema tests to anon, authenticated, service_role;
 grant execute on all functions in schema tests to anon, authenticated, service_role;
 

@@ -68,11 +68,11 @@ select ok(exists(select from pg_indexes
                     and indexdef ~ '^CREATE UNIQUE INDEX .* \(from_id, to_id, relation_type\)'),
           'unique index on memory_relations (from_id, to_id, relation_type)');
 
--- RLS on every table in public: a table added later without RLS fails here.
+-- RLS on every table in public and memory_private: a table added later without RLS fails here.
 select is_empty($$
-  select c.relname from pg_class c join pg_namespace n on n.oid = c.relnamespace
-   where n.nspname = 'public' and c.relkind in ('r', 'p') and not c.relrowsecurity
-$$, 'row level security is enabled on every table in schema public');
+  select c.oid::regclass::text from pg_class c join pg_namespace n on n.oid = c.relnamespace
+   where n.nspname in ('public', 'memory_private') and c.relkind in ('r', 'p') and not c.relrowsecurity
+$$, 'row level security is enabled on every table in schemas public and memory_private');
 select cmp_ok((select count(*)::int from pg_class c join pg_namespace n on n.oid = c.relnamespace
                 where n.nspname = 'public' and c.relkind in ('r', 'p')), '>=', 8,
               'the RLS check sees the tables (not vacuously empty)');

@@ -2,7 +2,7 @@
 -- trigger writes a PURGE history row and the earlier history survives (no foreign key).
 begin;
 set local timezone to 'UTC';
-select plan(12);
+select plan(16);
 
 insert into public.devai_memories (id, owner_id, content, memory_type, namespace, state, purge_at) values
   ('25000000-0000-4000-8000-000000000001', '25000000-0000-4000-8000-0000000000aa', 'purge: due yesterday', 'semantic', 'devai/global', 'soft_deleted', '2026-04-30 00:00+00'),
@@ -47,6 +47,19 @@ select is(memory_private.run_purge('2026-05-01 00:00+00'), '{"purged": 5, "batch
 select is((select count(*) from public.memory_history where owner_id = '25000000-0000-4000-8000-0000000000aa' and event = 'PURGE'),
           12::bigint, 'one PURGE history row per purged memory');
 select ok(not has_function_privilege('authenticated', 'memory_private.run_purge(timestamptz)', 'execute'), 'authenticated may not run purge');
+
+-- the step form pg_cron calls every minute of its window: at most p_batches batches per call
+insert into public.devai_memories (owner_id, content, memory_type, namespace, state, purge_at)
+select '25000000-0000-4000-8000-0000000000aa', 'purge: step ' || g, 'semantic', 'devai/global', 'soft_deleted', '2026-04-01 00:00+00'
+  from generate_series(1, 5) g;
+select is(memory_private.run_purge_step(2, '2026-05-01 00:00+00'), '{"purged": 4, "batches": 2, "remaining": 1}'::jsonb,
+          'run_purge_step(2): two batches of at most 2, the rest waits for the next call');
+select is(memory_private.run_purge_step(2, '2026-05-01 00:00+00'), '{"purged": 1, "batches": 1, "remaining": 0}'::jsonb,
+          'the next call purges the rest');
+select is((select count(*) from public.memory_history
+            where owner_id = '25000000-0000-4000-8000-0000000000aa' and event = 'PURGE' and old_content like 'purge: step %' and actor = 'cron:purge'),
+          5::bigint, 'the step form writes one PURGE history row by cron:purge per purged memory');
+select throws_ok($$select memory_private.run_purge_step(0)$$, '22023', null, 'p_batches must be at least 1');
 
 select * from finish();
 rollback;

@@ -2,7 +2,7 @@
 -- values range-checked; a missing setting is an error, not a silent default.
 begin;
 set local timezone to 'UTC';
-select plan(10);
+select plan(12);
 
 select results_eq(
   $$select name, value from public.memory_settings
@@ -13,6 +13,10 @@ select is(public.memory_setting('decay_base'), 0.95, 'memory_setting reads a val
 select throws_ok($$select public.memory_setting('no_such_setting')$$, 'P0002', null, 'a missing setting raises');
 select throws_ok($$update public.memory_settings set value = 1.5 where name = 'decay_base'$$, '23514', null, 'decay_base above 1 is rejected');
 select throws_ok($$update public.memory_settings set value = 0 where name = 'purge_batch_size'$$, '23514', null, 'purge_batch_size 0 is rejected');
+select throws_ok($$update public.memory_settings set value = 0 where name = 'step_new_run_after_hours'$$, '23514', null,
+                 'step_new_run_after_hours 0 is rejected (a new run at every call)');
+select lives_ok($$update public.memory_settings set value = 0.5 where name = 'step_new_run_after_hours'$$,
+                'step_new_run_after_hours may be a fraction of an hour');
 
 set local role authenticated;
 select set_config('request.jwt.claims', '{"sub": "27000000-0000-4000-8000-0000000000aa", "role": "authenticated"}', true);

@@ -4,15 +4,15 @@
 -- what the schedules migration runs; rolled back at the end like everything here.
 begin;
 set local timezone to 'UTC';
-select plan(10);
+select plan(14);
 
 select results_eq(
   $$select job_name, schedule, command from public.memory_maintenance_schedules order by job_name$$,
   $$values ('devai-job-lease-sweep'::text, '* * * * *'::text, 'select memory_private.sweep_stale_job_leases()'::text),
-           ('devai-memory-decay', '0 3 * * *', 'select memory_private.run_decay()'),
-           ('devai-memory-purge', '30 3 * * *', 'select memory_private.run_purge()'),
-           ('devai-memory-ttl', '15 3 * * *', 'select memory_private.run_ttl()')$$,
-  'decay 03:00, TTL 03:15, purge 03:30 UTC daily, lease sweep every minute');
+           ('devai-memory-decay', '* 3 * * *', 'select memory_private.run_decay_step()'),
+           ('devai-memory-purge', '* 5 * * *', 'select memory_private.run_purge_step()'),
+           ('devai-memory-ttl', '* 4 * * *', 'select memory_private.run_ttl_step()')$$,
+  'step forms every minute of a window each: decay 03:xx, TTL 04:xx, purge 05:xx UTC; lease sweep every minute');
 
 create temporary table has_cron on commit drop as
   select exists (select from pg_extension where extname = 'pg_cron') as yes;
@@ -64,9 +64,29 @@ select case when (select yes from has_cron)
           'a job registered through the table stays registered, once, across re-registrations')
   else skip('pg_cron is not installed in this database', 1) end;
 
--- every scheduled command runs by hand
-select lives_ok($$select memory_private.run_decay(); select memory_private.run_ttl(); select memory_private.run_purge(); select memory_private.sweep_stale_job_leases()$$,
-                'every job runs by hand');
+-- every scheduled command runs by hand, and so do the one-shot forms
+select lives_ok($$select memory_private.run_decay_step(); select memory_private.run_ttl_step(); select memory_private.run_purge_step();
+                  select memory_private.run_decay(); select memory_private.run_ttl(); select memory_private.run_purge();
+                  select memory_private.sweep_stale_job_leases()$$,
+                'every job runs by hand, in its step and its one-shot form');
+
+-- who may run the step forms and see their progress: service_role (and postgres, pg_cron's
+-- role), never a signed-in user or anon
+select is_empty($$select p.oid::regprocedure::text from pg_proc p
+                   where p.pronamespace = 'memory_private'::regnamespace
+                     and p.proname in ('run_decay_step', 'run_ttl_step', 'run_purge_step', 'run_lifecycle_step')
+                     and (has_function_privilege('authenticated', p.oid, 'execute') or has_function_privilege('anon', p.oid, 'execute'))$$,
+                'authenticated and anon may not run a step form');
+select ok(not has_table_privilege('authenticated', 'memory_private.lifecycle_runs', 'select')
+          and not has_table_privilege('anon', 'memory_private.lifecycle_runs', 'select'),
+          'authenticated and anon may not read the lifecycle runs');
+delete from memory_private.lifecycle_runs;
+set local role service_role;
+select lives_ok($$select memory_private.run_decay_step(1); select memory_private.run_ttl_step(1); select memory_private.run_purge_step(1)$$,
+                'service_role runs the step forms by hand');
+select results_eq($$select job from memory_private.lifecycle_runs order by job$$, $$values ('decay'::text), ('ttl')$$,
+                  'service_role reads the progress of the runs it started');
+reset role;
 
 select * from finish();
 rollback;
