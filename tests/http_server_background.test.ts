@@ -4,6 +4,7 @@
 // database (pg_cron lives only in cron.database_name, so a new database never has it); on PGlite
 // the test database itself has no pg_cron.
 import assert from "node:assert/strict";
+import { Cron } from "croner";
 import { startMaintenanceScheduler, toCronerPattern } from "../scripts/serve/maintenance-scheduler.ts";
 import { createSql, type Sql } from "../supabase/functions/_shared/db.ts";
 import { realServerOnly, testBackend } from "./support/backend.ts";
@@ -18,6 +19,18 @@ Deno.test("maintenance scheduler: pg_cron schedules become croner patterns", () 
   assert.throws(() => toCronerPattern("90 seconds"), /1-59 seconds/);
 });
 
+Deno.test("maintenance scheduler: an hour window ('* 3 * * *', the nightly step jobs) fires every minute of that hour, every day", () => {
+  const cron = new Cron(toCronerPattern("* 3 * * *"), { timezone: "UTC", paused: true });
+  try {
+    assert.deepEqual(cron.nextRuns(3, new Date("2026-03-01T02:59:30Z")).map((d) => d.toISOString()),
+      ["2026-03-01T03:00:00.000Z", "2026-03-01T03:01:00.000Z", "2026-03-01T03:02:00.000Z"]);
+    assert.equal(cron.nextRun(new Date("2026-03-01T03:58:30Z"))?.toISOString(), "2026-03-01T03:59:00.000Z");
+    assert.equal(cron.nextRun(new Date("2026-03-01T03:59:30Z"))?.toISOString(), "2026-03-02T03:00:00.000Z", "then not before the next night");
+  } finally {
+    cron.stop();
+  }
+});
+
 /** A database without pg_cron that has a memory_maintenance_schedules table, and a probe table. */
 async function databaseWithoutPgCron(): Promise<{ sql: Sql; probe: string; done(): Promise<void> }> {
   const probe = `scheduler_probe_${crypto.randomUUID().slice(0, 8)}`;
@@ -30,6 +43,7 @@ async function databaseWithoutPgCron(): Promise<{ sql: Sql; probe: string; done(
       async done() {
         await sql`delete from public.memory_maintenance_schedules where job_name like 'devai-probe-%'`;
         await sql.unsafe(`drop table public.${probe}`);
+        await sql`delete from memory_private.lifecycle_runs`;
         await sql.end();
       },
     };
@@ -79,6 +93,15 @@ Deno.test("maintenance scheduler: without pg_cron, scheduled rows run (UTC, as c
       // A job can be run by hand; a failing command is reported, not thrown.
       assert.equal(await scheduler.runNow("devai-probe-nightly"), "succeeded");
       assert.equal(await scheduler.runNow("devai-no-such-job"), "skipped");
+      if (testBackend === "pglite") {
+        // The test database itself: the real nightly jobs, step forms on hour windows, run here too.
+        assert.ok(lines.some((l) => l.includes("devai-memory-decay scheduled '* 3 * * *' UTC")), lines.join("\n"));
+        for (const job of ["devai-memory-decay", "devai-memory-ttl", "devai-memory-purge"]) {
+          assert.equal(await scheduler.runNow(job), "succeeded", lines.join("\n"));
+        }
+        const runs = await sql<{ job: string }[]>`select job from memory_private.lifecycle_runs order by job`;
+        assert.deepEqual(runs.map((r) => r.job), ["decay", "ttl"], "the decay and TTL calls started their runs");
+      }
 
       // Removing a row unschedules it at the next reload (every minute; here at once).
       await sql`delete from public.memory_maintenance_schedules where job_name = 'devai-probe-fast'`;

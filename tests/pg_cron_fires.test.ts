@@ -81,3 +81,53 @@ Deno.test({
     }
   },
 });
+
+// The nightly jobs are step functions pg_cron calls every minute of an hour window: the registered
+// jobs are the table's rows, and pg_cron really runs a step command (as its job's role, in its own
+// transaction): a temporary job calls decay's command every second until the run it started is
+// recorded in memory_private.lifecycle_runs and cron.job_run_details shows a succeeded call.
+Deno.test({
+  ...realServerOnly("pg_cron runs the nightly step jobs on their hour windows", "PGlite has no pg_cron"),
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    const sql = postgres(testDatabaseUrl(), { max: 1, onnotice: () => {} });
+    const cronJobName = `test-pg-cron-step-${randomUUID().slice(0, 8)}`;
+    let cronJobId: number | undefined;
+    try {
+      const registered = await sql<{ jobname: string; schedule: string; command: string }[]>`
+        select jobname::text, schedule::text, command::text from cron.job
+         where jobname in ('devai-memory-decay', 'devai-memory-ttl', 'devai-memory-purge') and database = current_database()
+         order by jobname`;
+      assert.deepEqual(registered.map((r) => ({ ...r })), [
+        { jobname: "devai-memory-decay", schedule: "* 3 * * *", command: "select memory_private.run_decay_step()" },
+        { jobname: "devai-memory-purge", schedule: "* 5 * * *", command: "select memory_private.run_purge_step()" },
+        { jobname: "devai-memory-ttl", schedule: "* 4 * * *", command: "select memory_private.run_ttl_step()" },
+      ]);
+
+      await sql`delete from memory_private.lifecycle_runs where job = 'decay'`;
+      const { command } = registered[0]!;
+      const [scheduled] = await sql<{ jobid: number }[]>`select cron.schedule(${cronJobName}, '1 seconds', ${command}) as jobid`;
+      assert.ok(scheduled && scheduled.jobid > 0, "cron.schedule returned a job id");
+      cronJobId = scheduled.jobid;
+
+      const deadline = Date.now() + WAIT_MS;
+      let run: { clock: Date; steps: number } | undefined;
+      let succeeded = 0;
+      while ((!run || succeeded === 0) && Date.now() < deadline) {
+        [run] = await sql<{ clock: Date; steps: number }[]>`select clock, steps from memory_private.lifecycle_runs where job = 'decay'`;
+        const [row] = await sql<{ n: number }[]>`
+          select count(*)::int as n from cron.job_run_details where jobid = ${cronJobId} and status = 'succeeded'`;
+        succeeded = row?.n ?? 0;
+        if (!run || succeeded === 0) await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+      }
+      assert.ok(run && run.steps >= 1, `pg_cron's call started a decay run within ${WAIT_MS / 1000} s`);
+      assert.ok(succeeded > 0, "cron.job_run_details records a succeeded call of the step command");
+    } finally {
+      await sql`select cron.unschedule(jobid) from cron.job where jobname = ${cronJobName}`;
+      if (cronJobId !== undefined) await sql`delete from cron.job_run_details where jobid = ${cronJobId}`;
+      await sql`delete from memory_private.lifecycle_runs where job = 'decay'`;
+      await sql.end();
+    }
+  },
+});
