@@ -13,6 +13,11 @@
 #   2. the same call again                        re-run: must change nothing (idempotent)
 #   3. memory_private.run_decay(now() + 2 days)  the night after: all change again (the previous
 #                                                night's row versions are pruned on the way)
+#   4. memory_private.run_decay_step(5, now() + 3 days) called until the run is done: the step
+#                                                form pg_cron runs, one night's run (each call its
+#                                                own transaction): how many calls, the longest
+#                                                call (what a tenant's write may wait for at most)
+#                                                and all calls together, timed in the server
 # and removes the bench rows at the end (KEEP=1 keeps them). The clock is fixed at load time (t0),
 # so the re-run compares like with like. The load and the cleanup bypass the audit triggers
 # (session_replication_role = replica); the timed runs do not. Use a scratch database.
@@ -60,6 +65,24 @@ t0=$(psql_ -tAc "select max(last_accessed_at) from public.devai_memories where n
 run "run_decay (first night)" "timestamptz '$t0' + interval '1 day'"
 run "run_decay (re-run, same night)" "timestamptz '$t0' + interval '1 day'"
 run "run_decay (next night)" "timestamptz '$t0' + interval '2 days'"
+
+# One night's run of the step form, call after call (pg_cron waits a minute between calls).
+steps() {
+  local label="$1" at="$2" calls=0 longest=0 total=0 line ms decayed=0 invalidated=0 finished=false d i
+  psql_ -c "delete from memory_private.lifecycle_runs where job = 'decay'"
+  while [[ "$finished" != true ]]; do
+    line=$(psql_ -tA -F ' ' -c "
+      select round(extract(epoch from clock_timestamp() - statement_timestamp()) * 1000),
+             r ->> 'decayed', r ->> 'invalidated', r -> 'run' ->> 'finished'
+        from (select memory_private.run_decay_step(5, $at) as r offset 0) s")
+    read -r ms d i finished <<<"$line"
+    calls=$((calls + 1)); total=$((total + ms)); decayed=$((decayed + d)); invalidated=$((invalidated + i))
+    (( ms > longest )) && longest=$ms
+  done
+  printf '[bench] %-32s %d calls, longest %.1f s, all %.1f s  {"decayed": %d, "invalidated": %d}\n' \
+    "$label" "$calls" "$(echo "$longest / 1000" | bc -l)" "$(echo "$total / 1000" | bc -l)" "$decayed" "$invalidated"
+}
+steps "run_decay_step (night after)" "timestamptz '$t0' + interval '3 days'"
 [[ "${KEEP:-}" == 1 ]] && { echo "[bench] KEEP=1: bench rows left in place"; exit 0; }
 
 echo "[bench] removing bench rows"
