@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Measures the nightly decay job on N memories (default 1,000,000).
+# Measures the nightly lifecycle jobs (decay, then TTL and purge) on N memories (default 1,000,000).
 #
 #   DATABASE_URL=postgresql://postgres@127.0.0.1:54322/postgres bash bench/lifecycle/decay_1m.sh [N]
 #
@@ -18,6 +18,12 @@
 #                                                own transaction): how many calls, the longest
 #                                                call (what a tenant's write may wait for at most)
 #                                                and all calls together, timed in the server
+#   5. memory_private.run_ttl(now() + 4 days)    TTL soft-delete of the idle (> 60 days),
+#                                                unimportant (importance < 3), unpinned rows,
+#                                                with a TTL history event each; then a re-run
+#   6. memory_private.run_purge(now() + 35 days) called until nothing due remains (each call at
+#                                                most purge_max_batches x purge_batch_size rows):
+#                                                deletes what TTL soft-deleted, PURGE history rows
 # and removes the bench rows at the end (KEEP=1 keeps them). The clock is fixed at load time (t0),
 # so the re-run compares like with like. The load and the cleanup bypass the audit triggers
 # (session_replication_role = replica); the timed runs do not. Use a scratch database.
@@ -55,9 +61,9 @@ psql_ -c "vacuum analyze public.devai_memories"
 psql_ -tAc "select 'rows: ' || count(*) || ' (valid: ' || count(*) filter (where is_valid) || ')' || ', table size: ' || pg_size_pretty(pg_table_size('public.devai_memories')) || ', with indexes: ' || pg_size_pretty(pg_total_relation_size('public.devai_memories')) from public.devai_memories"
 
 run() {
-  local label="$1" at="$2" start end
+  local label="$1" at="$2" fn="${3:-run_decay}" start end
   start=$(date +%s.%N)
-  result=$(psql_ -tAc "select memory_private.run_decay($at)")
+  result=$(psql_ -tAc "select memory_private.$fn($at)")
   end=$(date +%s.%N)
   printf '[bench] %-32s %6.1f s  %s\n' "$label" "$(echo "$end - $start" | bc)" "$result"
 }
@@ -83,6 +89,20 @@ steps() {
     "$label" "$calls" "$(echo "$longest / 1000" | bc -l)" "$(echo "$total / 1000" | bc -l)" "$decayed" "$invalidated"
 }
 steps "run_decay_step (night after)" "timestamptz '$t0' + interval '3 days'"
+run "run_ttl (the night after)" "timestamptz '$t0' + interval '4 days'" run_ttl
+run "run_ttl (re-run, same night)" "timestamptz '$t0' + interval '4 days'" run_ttl
+
+# Purge past the grace period, call after call until nothing due is left.
+purge_calls=0 purged=0 remaining=1 start=$(date +%s.%N)
+while (( remaining > 0 )); do
+  read -r p remaining < <(psql_ -tA -F ' ' -c "
+    select r ->> 'purged', r ->> 'remaining'
+      from (select memory_private.run_purge(timestamptz '$t0' + interval '35 days') as r offset 0) s")
+  purge_calls=$((purge_calls + 1)); purged=$((purged + p))
+  (( p == 0 )) && break
+done
+printf '[bench] %-32s %6.1f s  %d calls, {"purged": %d, "remaining": %d}\n' "run_purge (after the grace)" \
+  "$(echo "$(date +%s.%N) - $start" | bc)" "$purge_calls" "$purged" "$remaining"
 [[ "${KEEP:-}" == 1 ]] && { echo "[bench] KEEP=1: bench rows left in place"; exit 0; }
 
 echo "[bench] removing bench rows"

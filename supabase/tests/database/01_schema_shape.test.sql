@@ -1,7 +1,7 @@
 -- The shape other code relies on: the seed's devai_memories columns with their types, the
 -- additions, the indexes retrieval needs, RLS on every table, and when updated_at moves.
 begin;
-select plan(46);
+select plan(47);
 
 -- Seed columns (000-devai-session-intelligence.md), with the types the seed gives them.
 select col_type_is('public', 'devai_memories', 'id', 'uuid', 'seed column id is uuid');
@@ -54,6 +54,13 @@ select ok(exists(select from pg_indexes
                     and indexdef ~ 'USING hnsw \(embedding (extensions\.)?vector_cosine_ops\)'
                     and indexdef ~ 'm=''?16''?' and indexdef ~ 'ef_construction=''?64''?'),
           'HNSW cosine index on embedding with m=16, ef_construction=64');
+-- Only rows search can return: invalidating or soft-deleting a row then inserts nothing into the
+-- graph (decay at 100k: 36 s of HNSW inserts before, see migration 20261123000500).
+select ok(exists(select from pg_indexes
+                  where schemaname = 'public' and tablename = 'devai_memories'
+                    and indexdef ~ 'USING hnsw'
+                    and indexdef ~ 'WHERE \(is_valid AND \(state = ''active''::text\)\)'),
+          'the HNSW index covers valid, active rows only');
 select ok(exists(select from pg_indexes
                   where schemaname = 'public' and tablename = 'devai_memories'
                     and indexdef ~ '\(owner_id, namespace text_pattern_ops\)'
