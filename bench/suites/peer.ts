@@ -57,13 +57,16 @@ export async function runPeer(sql: Sql, url: string, corpus: Corpus, opts: { dea
   await sql.unsafe(`create database mem0_bench`);
   const peerUrl = url.replace(/\/[^/?]*(\?|$)/, "/mem0_bench$1");
   const psql = connect(peerUrl, 2, "devai-bench-mem0-load");
+  // The COPY source gets its own connection, ended after the load: a copy-out stream left on a
+  // pooled connection of `sql` once hung the next query on it (100k, postgres.js under Deno).
+  const copySql = connect(url, 1, "devai-bench-mem0-copy");
   let loadSeconds = 0, indexSeconds = 0, peerRows = 0, mem0Plan = "?";
   try {
     await psql`create extension if not exists vector`;
     // mem0ai 3.x PGVector.createCol DDL, verbatim.
     await psql.unsafe(`create table if not exists memories (id uuid primary key, vector vector(${DIM}), payload jsonb)`);
     const t0 = now();
-    const src = await sql.unsafe(`copy (
+    const src = await copySql.unsafe(`copy (
       select id, embedding::text,
              jsonb_build_object('data', content, 'user_id', owner_id::text, 'hash', md5(content),
                                 'textLemmatized', lower(content), 'createdAt', created_at, 'updatedAt', updated_at)::text
@@ -89,6 +92,7 @@ export async function runPeer(sql: Sql, url: string, corpus: Corpus, opts: { dea
     mem0Plan = text.includes("memories_hnsw_idx") ? "hnsw index scan, post-filter on user_id (no iterative scan)" : text.includes("Seq Scan") ? "seq scan + exact sort (planner skips the HNSW index)" : "other";
   } finally {
     await psql.end();
+    await copySql.end({ timeout: 5 });
   }
   log(`mem0 table loaded: ${peerRows} rows, COPY ${loadSeconds.toFixed(1)} s, hnsw ${indexSeconds.toFixed(1)} s`);
 
