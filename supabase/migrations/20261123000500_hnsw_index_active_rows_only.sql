@@ -10,22 +10,12 @@
 -- valid and active gets no HNSW entry (Postgres only inserts into partial indexes whose predicate
 -- the new version satisfies); a restore or un-forget adds the row back. Retrieval is unchanged.
 --
--- Rebuilding the index takes about 30 s per 100k memories on 2 cores, during which writes to
--- devai_memories wait (reads do not). On a big hosted table, build the new index first with
--- `create index concurrently devai_memories_embedding_hnsw_active ... where is_valid and state = 'active'`
--- outside a transaction, then run this migration (it then only swaps names).
-do $$
-begin
-  if to_regclass('public.devai_memories_embedding_hnsw_active') is not null then
-    drop index public.devai_memories_embedding_hnsw;
-    alter index public.devai_memories_embedding_hnsw_active rename to devai_memories_embedding_hnsw;
-  else
-    drop index public.devai_memories_embedding_hnsw;
-    create index devai_memories_embedding_hnsw on public.devai_memories
-      using hnsw (embedding extensions.vector_cosine_ops) with (m = 16, ef_construction = 64)
-      where is_valid and state = 'active';
-  end if;
-end $$;
+-- Rebuilding the index takes about 30 s per 100k memories on 2 cores; writes to devai_memories
+-- wait for it meanwhile (reads do not).
+drop index public.devai_memories_embedding_hnsw;
+create index devai_memories_embedding_hnsw on public.devai_memories
+  using hnsw (embedding extensions.vector_cosine_ops) with (m = 16, ef_construction = 64)
+  where is_valid and state = 'active';
 
 comment on index public.devai_memories_embedding_hnsw is
   'HNSW cosine index (m=16, ef_construction=64) over valid, active memories only: the rows match_memories can return. See migration 20261123000500.';
