@@ -119,15 +119,9 @@ export type RetrieveResponse = z.infer<typeof RetrieveResponse>;
 
 export const QueryBullet = z.object({ id: z.uuid(), category: z.string(), text: z.string() });
 
-export const QueryFullResult = z.object({
-  id: z.uuid(),
+/** A memory.query result with return: "full": a retrieved memory's fields plus its category and record. */
+export const QueryFullResult = RetrievedMemory.omit({ injected: true }).extend({
   category: z.string(),
-  content: z.string(),
-  memory_type: memoryType,
-  namespace: z.string(),
-  similarity: z.number(),
-  strength: z.number(),
-  score: z.number(),
   priority: priority,
   importance: z.number().int(),
   pinned: z.boolean(),
