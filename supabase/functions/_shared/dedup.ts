@@ -102,7 +102,7 @@ export async function dedupCandidates(
     report.outcomes.push(outcome);
 
     // 1. exact duplicate: zero LLM calls, zero searches. The expression is memory_private.content_hash
-    // (the generated column's definition), inlined because the tenant role has no usage on that schema.
+    // (what the content_hash column is derived with), inlined because the tenant role has no usage on that schema.
     const [dup] = await tx<{ id: string }[]>`
       select id from public.devai_memories
        where owner_id = ${ctx.ownerId}

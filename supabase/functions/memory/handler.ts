@@ -68,7 +68,7 @@ type Row = Record<string, unknown>;
 
 const toMemory = (row: Row | undefined): Memory => isoDates(row!) as unknown as Memory;
 
-// Same normalisation as memory_private.content_hash (the generated content_hash column). That
+// Same normalisation as memory_private.content_hash (what the content_hash column is derived with). That
 // function is not callable by `authenticated` (its schema is private), so the expression is
 // repeated here; the regex travels as a parameter so no escaping layer can alter it.
 function contentHashSql(q: Tx, content: string) {

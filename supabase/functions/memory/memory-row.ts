@@ -1,5 +1,5 @@
 // The columns a memory is returned with: everything but the embedding (512 floats nobody reads in
-// JSON) and the generated tsvector. One list, so every route and the export agree on the shape.
+// JSON) and the derived tsvector. One list, so every route and the export agree on the shape.
 import type { Sql, Tx } from "../_shared/db.ts";
 
 export const MEMORY_COLUMNS = [
