@@ -18,10 +18,14 @@
 #                                                own transaction): how many calls, the longest
 #                                                call (what a tenant's write may wait for at most)
 #                                                and all calls together, timed in the server
-#   5. memory_private.run_ttl(now() + 4 days)    TTL soft-delete of the idle (> 60 days),
-#                                                unimportant (importance < 3), unpinned rows,
-#                                                with a TTL history event each; then a re-run
-#   6. memory_private.run_purge(now() + 35 days) called until nothing due remains (each call at
+#   5. memory_private.run_ttl_step(5, now() + 4 days) called until the run is done: the TTL
+#                                                step form pg_cron runs, on a catch-up night (the
+#                                                idle (> 60 days), unimportant (importance < 3),
+#                                                unpinned rows: 13.6% of the table), a TTL history
+#                                                event each; timed like 4
+#   6. memory_private.run_ttl(now() + 5 days)    the one-shot form on the night after (the rows
+#                                                that went past 60 idle days since), then a re-run
+#   7. memory_private.run_purge(now() + 36 days) called until nothing due remains (each call at
 #                                                most purge_max_batches x purge_batch_size rows):
 #                                                deletes what TTL soft-deleted, PURGE history rows
 # and removes the bench rows at the end (KEEP=1 keeps them). The clock is fixed at load time (t0),
@@ -72,32 +76,42 @@ run "run_decay (first night)" "timestamptz '$t0' + interval '1 day'"
 run "run_decay (re-run, same night)" "timestamptz '$t0' + interval '1 day'"
 run "run_decay (next night)" "timestamptz '$t0' + interval '2 days'"
 
-# One night's run of the step form, call after call (pg_cron waits a minute between calls).
+# One night's run of a job's step form, call after call (pg_cron waits a minute between calls).
+# $1 = job (decay | ttl), $2 = label, $3 = the night's clock; prints the counts summed over the calls.
 steps() {
-  local label="$1" at="$2" calls=0 longest=0 total=0 line ms decayed=0 invalidated=0 finished=false d i
-  psql_ -c "delete from memory_private.lifecycle_runs where job = 'decay'"
+  local job="$1" label="$2" at="$3" calls=0 longest=0 total=0 line ms counts finished=false
+  local -A sum=()
+  psql_ -c "delete from memory_private.lifecycle_runs where job = '$job'"
   while [[ "$finished" != true ]]; do
     line=$(psql_ -tA -F ' ' -c "
       select round(extract(epoch from clock_timestamp() - statement_timestamp()) * 1000),
-             r ->> 'decayed', r ->> 'invalidated', r -> 'run' ->> 'finished'
-        from (select memory_private.run_decay_step(5, $at) as r offset 0) s")
-    read -r ms d i finished <<<"$line"
-    calls=$((calls + 1)); total=$((total + ms)); decayed=$((decayed + d)); invalidated=$((invalidated + i))
+             r -> 'run' ->> 'finished',
+             (select string_agg(key || '=' || value, ',') from jsonb_each_text(r)
+               where key in ('decayed', 'invalidated', 'soft_deleted'))
+        from (select memory_private.run_${job}_step(5, $at) as r offset 0) s")
+    read -r ms finished counts <<<"$line"
+    calls=$((calls + 1)); total=$((total + ms))
     (( ms > longest )) && longest=$ms
+    local IFS=','
+    for kv in $counts; do sum[${kv%%=*}]=$(( ${sum[${kv%%=*}]:-0} + ${kv#*=} )); done
+    unset IFS
   done
-  printf '[bench] %-32s %d calls, longest %.1f s, all %.1f s  {"decayed": %d, "invalidated": %d}\n' \
-    "$label" "$calls" "$(echo "$longest / 1000" | bc -l)" "$(echo "$total / 1000" | bc -l)" "$decayed" "$invalidated"
+  local out="" k
+  for k in "${!sum[@]}"; do out+="\"$k\": ${sum[$k]}, "; done
+  printf '[bench] %-32s %d calls, longest %.1f s, all %.1f s  {%s}\n' \
+    "$label" "$calls" "$(echo "$longest / 1000" | bc -l)" "$(echo "$total / 1000" | bc -l)" "${out%, }"
 }
-steps "run_decay_step (night after)" "timestamptz '$t0' + interval '3 days'"
-run "run_ttl (the night after)" "timestamptz '$t0' + interval '4 days'" run_ttl
-run "run_ttl (re-run, same night)" "timestamptz '$t0' + interval '4 days'" run_ttl
+steps decay "run_decay_step (night after)" "timestamptz '$t0' + interval '3 days'"
+steps ttl "run_ttl_step (the night after)" "timestamptz '$t0' + interval '4 days'"
+run "run_ttl (one-shot, next night)" "timestamptz '$t0' + interval '5 days'" run_ttl
+run "run_ttl (re-run, same night)" "timestamptz '$t0' + interval '5 days'" run_ttl
 
 # Purge past the grace period, call after call until nothing due is left.
 purge_calls=0 purged=0 remaining=1 start=$(date +%s.%N)
 while (( remaining > 0 )); do
   read -r p remaining < <(psql_ -tA -F ' ' -c "
     select r ->> 'purged', r ->> 'remaining'
-      from (select memory_private.run_purge(timestamptz '$t0' + interval '35 days') as r offset 0) s")
+      from (select memory_private.run_purge(timestamptz '$t0' + interval '36 days') as r offset 0) s")
   purge_calls=$((purge_calls + 1)); purged=$((purged + p))
   (( p == 0 )) && break
 done
