@@ -23,19 +23,21 @@
 
 -- The meta of a change-log row: what the delta header shows about the memory, and the history
 -- event behind the change. Called by record_memory_write and log_changes_in_bulk, so both write
--- the same shape.
-create or replace function memory_private.change_log_meta(m public.devai_memories, p_history_event text)
+-- the same shape. Takes the fields, not the row: a whole row as a value would read the
+-- embedding out of TOAST for nothing.
+create or replace function memory_private.change_log_meta(
+  p_memory_type text, p_namespace text, p_importance smallint, p_metadata jsonb, p_history_event text)
 returns jsonb
 language sql
 immutable
 set search_path = ''
 as $$
-  select jsonb_build_object('memory_type', m.memory_type, 'namespace', m.namespace,
-                            'importance', m.importance, 'category', m.metadata ->> 'category',
+  select jsonb_build_object('memory_type', p_memory_type, 'namespace', p_namespace,
+                            'importance', p_importance, 'category', p_metadata ->> 'category',
                             'history_event', p_history_event)
 $$;
-revoke all on function memory_private.change_log_meta(public.devai_memories, text) from public;
-grant execute on function memory_private.change_log_meta(public.devai_memories, text) to service_role;
+revoke all on function memory_private.change_log_meta(text, text, smallint, jsonb, text) from public;
+grant execute on function memory_private.change_log_meta(text, text, smallint, jsonb, text) to service_role;
 
 -- Writes memory_history and memory_change_log for every insert, meaningful update and delete of a
 -- memory, as in 20261122000300, with one addition: when the writer has set memory.change_log =
@@ -102,7 +104,7 @@ begin
     v_rev := memory_private.bump_thread_revision(v_row.owner_id, v_thread);
     insert into public.memory_change_log (owner_id, thread_id, revision, memory_id, event, summary, meta)
     values (v_row.owner_id, v_thread, v_rev, v_row.id, v_change, left(v_row.content, 200),
-            memory_private.change_log_meta(v_row, v_event));
+            memory_private.change_log_meta(v_row.memory_type, v_row.namespace, v_row.importance, v_row.metadata, v_event));
   end if;
   return null;
 end;
@@ -132,10 +134,11 @@ begin
     return 0;
   end if;
   with changed as (
-    select m from public.devai_memories m where m.id = any (p_ids)
+    select m.id, m.owner_id, m.content, m.memory_type, m.namespace, m.importance, m.metadata
+      from public.devai_memories m where m.id = any (p_ids)
   ),
   per_owner as (
-    select (c.m).owner_id, count(*) as n from changed c group by (c.m).owner_id
+    select c.owner_id, count(*) as n from changed c group by c.owner_id
   ),
   bumped as (
     insert into public.memory_thread_revisions as r (owner_id, thread_id, revision)
@@ -146,12 +149,13 @@ begin
   ),
   logged as (
     insert into public.memory_change_log (owner_id, thread_id, revision, memory_id, event, summary, meta)
-    select (c.m).owner_id, v_thread,
-           b.revision - p.n + row_number() over (partition by (c.m).owner_id order by (c.m).id),
-           (c.m).id, p_change, left((c.m).content, 200), memory_private.change_log_meta(c.m, p_history_event)
+    select c.owner_id, v_thread,
+           b.revision - p.n + row_number() over (partition by c.owner_id order by c.id),
+           c.id, p_change, left(c.content, 200),
+           memory_private.change_log_meta(c.memory_type, c.namespace, c.importance, c.metadata, p_history_event)
       from changed c
-      join per_owner p on p.owner_id = (c.m).owner_id
-      join bumped b on b.owner_id = (c.m).owner_id
+      join per_owner p on p.owner_id = c.owner_id
+      join bumped b on b.owner_id = c.owner_id
     returning 1
   )
   select count(*) into v_logged from logged;
