@@ -22,7 +22,7 @@ async function retrieve(tenant: string, body: Record<string, unknown>, embedder:
 
 const near = (a: number, b: number, eps = 1e-4) => Math.abs(a - b) < eps;
 
-dbTest("ranks by similarity × strength (+ priority boost) and records one search event", async () => {
+dbTest("vector mode ranks by similarity × strength (+ priority boost) and records one search event", async () => {
   const t = newTenant();
   const [a, b, c, d] = await seedMemories(sql, t, [
     { content: "alpha: sim 0.95, strength 0.5", namespace: "devai/project/taskforge/arch", embedding: vectorWithSimilarity(0.95, 1), strength: 0.5 },
@@ -30,9 +30,10 @@ dbTest("ranks by similarity × strength (+ priority boost) and records one searc
     { content: "gamma: sim 0.90, strength 0.9", namespace: "devai/global/patterns", embedding: vectorWithSimilarity(0.9, 3), strength: 0.9 },
     { content: "delta: sim 0.79, user-stated", namespace: "devai/user/preferences", embedding: vectorWithSimilarity(0.79, 4), priority: "highest" },
   ]);
-  const res = await retrieve(t, { message: "how does task-api auth work?", project: "taskforge" });
+  const res = await retrieve(t, { message: "how does task-api auth work?", project: "taskforge", mode: "vector" });
   assert.equal(res.status, 200, JSON.stringify(res.body));
   assert.deepEqual(res.body.memories.map((m: { id: string }) => m.id), [d!.id, c!.id, b!.id, a!.id]);
+  assert.equal(res.body.search.mode, "vector");
   assert.ok(res.body.memories.every((m: { injected: boolean }) => m.injected));
   const scores = res.body.memories.map((m: { score: number }) => m.score);
   assert.deepEqual(scores, [...scores].sort((x, y) => y - x));
@@ -222,7 +223,8 @@ dbTest("related bullets: linked memories in scope appear under their anchor, nev
   ]);
   await seedRelation(sql, t, anchor!.id, linked!.id, 0.8);
   await seedRelation(sql, t, elsewhere!.id, anchor!.id, 0.9);
-  const res = await retrieve(t, { message: "q", project: "p1" });
+  // graph_depth 0: the linked memory is not a search result of its own, only a related bullet.
+  const res = await retrieve(t, { message: "q", project: "p1", graph_depth: 0 });
   assert.equal(res.status, 200);
   assert.ok(res.body.block.includes("- task-api uses JWT auth\n  - related: tfapi_ keys for api-project-access"), res.body.block);
   assert.ok(!res.body.block.includes("p2"));

@@ -8,32 +8,32 @@ import { rankMemories, scoreMemory } from "../supabase/functions/memory-retrieve
 
 const ctx = { root: "devai", project: "taskforge" };
 
-function mem(i: number, over: Partial<FormatMemory & { similarity: number; strength: number; priority: string }> = {}) {
+function mem(i: number, over: Partial<FormatMemory & { relevance: number; strength: number; priority: string }> = {}) {
   return {
     id: `00000000-0000-4000-8000-${String(i).padStart(12, "0")}`,
     content: `memory number ${i}: the task-api uses JWT auth and tfapi_ keys for project access ${"x".repeat(i % 7)}`,
     memory_type: "semantic",
     namespace: "devai/project/taskforge/arch",
     source: null as string | null,
-    similarity: 0.9,
+    relevance: 0.9,
     strength: 1,
     priority: "medium",
     ...over,
   };
 }
 
-Deno.test("rank: similarity × strength dominates, boosts only break near-ties", () => {
+Deno.test("rank: relevance × strength dominates, boosts only break near-ties", () => {
   const ranked = rankMemories([
-    mem(1, { similarity: 0.95, strength: 0.5 }), // 0.475
-    mem(2, { similarity: 0.8, strength: 1 }), // 0.8
-    mem(3, { similarity: 0.9, strength: 0.9 }), // 0.81
-    { ...mem(4, { similarity: 0.79, strength: 1, priority: "highest" }) }, // 0.79 + 0.05 = 0.84
-    { ...mem(5, { similarity: 0.6, strength: 1, priority: "highest" }), pinned: true, max_relation_strength: 1 }, // 0.72
+    mem(1, { relevance: 0.95, strength: 0.5 }), // 0.475
+    mem(2, { relevance: 0.8, strength: 1 }), // 0.8
+    mem(3, { relevance: 0.9, strength: 0.9 }), // 0.81
+    { ...mem(4, { relevance: 0.79, strength: 1, priority: "highest" }) }, // 0.79 + 0.05 = 0.84
+    { ...mem(5, { relevance: 0.6, strength: 1, priority: "highest" }), pinned: true, max_relation_strength: 1 }, // 0.72
   ]);
   assert.deepEqual(ranked.map((m) => m.id.slice(-1)), ["4", "3", "2", "5", "1"]);
   // A weak match never overtakes a clearly better one, whatever its boosts.
-  const weak = scoreMemory({ id: "a", similarity: 0.7, strength: 1, priority: "highest", pinned: true, max_relation_strength: 1 });
-  const strong = scoreMemory({ id: "b", similarity: 0.9, strength: 1, priority: "low" });
+  const weak = scoreMemory({ id: "a", relevance: 0.7, strength: 1, priority: "highest", pinned: true, max_relation_strength: 1 });
+  const strong = scoreMemory({ id: "b", relevance: 0.9, strength: 1, priority: "low" });
   assert.ok(strong > weak);
 });
 

@@ -273,6 +273,8 @@ Deno.test("extract: LLM candidates labelled user_stated/highest are demoted: cap
       importance: 5,
     }));
     env.fake.onChat(EXTRACT_MARK, reply.json({ stored: claims, filtered: [] }));
+    // The claims differ by one digit: the dedup decision sees them as near-verbatim neighbours.
+    env.fake.onChat("NEW candidate", reply.json({ action: "ADD", reason: "a different deploy target" }));
     const handler = createHandler({ ...env.deps, kickWorker: () => Promise.resolve() });
     // The transcript's last message is a real "remember" statement: the only user-stated candidate.
     await post(handler, tenant, { session_id: "s-claims", messages: transcript, project: "taskforge" });

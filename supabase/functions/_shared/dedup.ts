@@ -21,6 +21,7 @@ import { toVectorLiteral } from "./db.ts";
 import type { Embedder } from "./embeddings.ts";
 import { thresholdsFor } from "./embeddings.ts";
 import { visibleScopes } from "./schemas.ts";
+import { hybridSearch } from "./search/hybrid.ts";
 import type { Config } from "./env.ts";
 import type { Llm, LlmUsage } from "./llm.ts";
 import { type Candidate, isProtected } from "./candidates.ts";
@@ -61,6 +62,11 @@ export interface DedupReport {
 }
 
 const NEIGHBOURS_SHOWN = 5;
+/**
+ * A neighbour whose keyword score reaches this share of a full match of the candidate's terms is a
+ * near-verbatim restatement: shown to the decision like a vector neighbour at the dedup threshold.
+ */
+export const NEAR_VERBATIM_COVERAGE = 0.8;
 const LINK_TOP_K = 3;
 
 /** Takes the (owner, namespace) advisory locks of a batch, sorted so workers never deadlock on them. */
@@ -127,12 +133,28 @@ export async function dedupCandidates(
       continue;
     }
 
-    // 2. neighbours in the candidate's scope, same embedding model
+    // 2. neighbours in the candidate's scope: the hybrid search, so a near-verbatim duplicate is
+    // found by its words even when the vectors disagree (near-verbatim counts as dedup-similar).
     const vec = toVectorLiteral(vector);
-    const found = await tx<Neighbour[]>`
-      select id, content, similarity, memory_type, namespace, source, priority, pinned
-        from public.match_memories(${vec}::extensions.vector, ${c.namespace}, 10, ${searchFloor},
-                                   ${ctx.ownerId}::uuid, ${deps.embedder.model})`;
+    const found: Neighbour[] = (await hybridSearch(tx, {
+      queryText: c.content,
+      vector,
+      embeddingModel: deps.embedder.model,
+      scopes: [c.namespace],
+      ownerId: ctx.ownerId,
+      limit: 10,
+      threshold: searchFloor,
+      graphDepth: 0,
+    })).map((n) => ({
+      id: n.id,
+      content: n.content,
+      similarity: Math.max(n.similarity ?? 0, (n.keyword_coverage ?? 0) >= NEAR_VERBATIM_COVERAGE ? thresholds.dedup : 0),
+      memory_type: n.memory_type,
+      namespace: n.namespace,
+      source: n.source,
+      priority: n.priority,
+      pinned: n.pinned,
+    })).sort((a, b) => b.similarity - a.similarity || (a.id < b.id ? -1 : 1));
     const best = found[0]?.similarity;
     outcome.best_similarity = best;
     await event(tx, ctx, "search", "ok", found[0]?.id ?? null, c, best ?? null, { neighbours: found.length });

@@ -33,8 +33,9 @@ const EnvSchema = z.object({
   // Memory behaviour.
   MEMORY_NAMESPACE_ROOT: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,39}$/, "lowercase letters, digits, _ or -").default("devai"),
   RETRIEVAL_THRESHOLD: unitInterval,
-  RETRIEVAL_TOP_K: positiveInt(15),
-  RETRIEVAL_BUDGET_TOKENS: positiveInt(2000),
+  // Unset: retrieval sizes its answer by the query's complexity (docs/retrieval.md#intent).
+  RETRIEVAL_TOP_K: z.coerce.number().int().positive().optional(),
+  RETRIEVAL_BUDGET_TOKENS: z.coerce.number().int().positive().optional(),
   DEDUP_THRESHOLD: unitInterval,
   EXTRACT_DAILY_CAP: positiveInt(200),
   MAX_BODY_BYTES: positiveInt(256 * 1024),
@@ -48,7 +49,8 @@ export interface Config {
   embedding: { provider: "openai" | "local"; apiKey?: string; baseUrl?: string; model: string };
   llm: { apiKey?: string; baseUrl?: string; model: string; timeoutMs: number };
   namespaceRoot: string;
-  retrieval: { threshold?: number; topK: number; budgetTokens: number };
+  /** topK / budgetTokens unset: chosen per query by its complexity. */
+  retrieval: { threshold?: number; topK?: number; budgetTokens?: number };
   dedupThreshold?: number;
   extractDailyCap: number;
   maxBodyBytes: number;

@@ -1,16 +1,18 @@
 // memory-retrieve. Two modes, chosen by path (documented in schemas.ts):
 //
-// POST /memory-retrieve: the seed's retrieval flow, step by step
-//   auth → validate → query = message + project context → embed → ONE match_memories call over
-//   <root>/global/, <root>/project/<project>/ (when given) and <root>/user/, as the tenant (RLS),
-//   same embedding model, threshold per model → rank (rank.ts) → pack into budget_tokens exactly
-//   (pack.ts) → block grouped by type (format.ts) with the delta header (delta.ts) → reinforce
-//   what was injected (reinforce.ts) → one memory_events row (context/search, best similarity).
+// POST /memory-retrieve: retrieval before a turn, step by step
+//   auth → validate → query = message + project context → embed → plan (intent, complexity, time
+//   window: _shared/search/plan.ts) → ONE hybrid_search call (keyword + vector + graph, fused)
+//   over <root>/global/, <root>/project/<project>/ (when given) and <root>/user/, as the tenant
+//   (RLS) → rank (rank.ts: relevance × strength + boosts) → pack into the budget exactly (pack.ts)
+//   → block grouped by type (format.ts) with the delta header (delta.ts) → reinforce what was
+//   injected (reinforce.ts) → one memory_events row (context/search).
 //
-// POST /memory-retrieve/query: memory.query (seed 001 §6): the agent's allowlist (database) is
-//   checked before anything else (403 naming a disallowed category, 403 for an unknown agent),
-//   then query_memories applies categories and filters in SQL; bullets or full rows within the
-//   budget; returned memories are reinforced and the search is recorded.
+// POST /memory-retrieve/query: memory.query: the agent's allowlist (database) is checked before
+//   anything else (403 naming a disallowed category, 403 for an unknown agent), then
+//   query_memories runs the hybrid search with the categories as a filter and applies the other
+//   filters in SQL; bullets or full rows within the budget; returned memories are reinforced and
+//   the search is recorded.
 //
 // Everything a request writes happens in its one tenant transaction, after validation, so a 4xx
 // writes nothing.
@@ -19,6 +21,8 @@ import { createSql, type Sql, toVectorLiteral, type Tx, withTenant } from "../_s
 import { createEmbedder, type Embedder, thresholdsFor } from "../_shared/embeddings.ts";
 import { type Config, loadConfig } from "../_shared/env.ts";
 import { handleErrors, HttpError, json, methodNotAllowed, parseJsonBody } from "../_shared/http.ts";
+import { fusionWeights, type HybridRow, hybridSearch, type SearchMode, signalsOf } from "../_shared/search/hybrid.ts";
+import { type ResolvedPlan, resolvePlan } from "../_shared/search/plan.ts";
 import { deltaHeaderLine, formatDeltaBullets, loadThreadDelta } from "./delta.ts";
 import { bulletText, type FormatContext } from "./format.ts";
 import { packIntoBudget, packTexts, type RelatedCandidate } from "./pack.ts";
@@ -32,13 +36,14 @@ import {
   type QueryResponse,
   RetrieveRequest,
   type RetrieveResponse,
+  type SearchInfo,
 } from "./schemas.ts";
 
 export interface RetrieveDeps {
   sql: Sql;
   config: Config;
   embedder: Embedder;
-  /** Accepted for the handlers' common dependency shape; retrieval reads time from the database. */
+  /** "Now" for relative time windows (last_week, ...); a request's `now` overrides it. */
   clock?: () => Date;
 }
 
@@ -51,28 +56,8 @@ export function defaultDeps(): RetrieveDeps {
   };
 }
 
-/** A row of match_memories / query_memories as postgres.js returns it. */
-interface MatchRow {
-  id: string;
-  content: string;
-  similarity: number;
-  memory_type: "semantic" | "episodic" | "procedural";
-  namespace: string;
-  strength: number;
-  priority: "highest" | "high" | "medium" | "low";
-  importance: number;
-  pinned: boolean;
-  source: string | null;
-  metadata: Record<string, unknown>;
-  session_id: string | null;
-  access_count: number;
-  last_accessed_at: Date;
-  created_at: Date;
-  updated_at: Date;
-  max_relation_strength: number | null;
-}
-
-interface QueryRow extends MatchRow {
+/** A row of query_memories: a hybrid search row plus the category's context mode. */
+interface QueryRow extends HybridRow {
   category: string;
   category_context: "all" | "rag";
 }
@@ -103,6 +88,37 @@ async function embedQuery(embedder: Embedder, text: string): Promise<number[]> {
   return vector;
 }
 
+/** The search block of a response: how the query was read and searched. */
+async function searchInfo(tx: Tx, model: string, mode: SearchMode, resolved: ResolvedPlan, topK: number, budget: number): Promise<SearchInfo> {
+  const w = resolved.window;
+  return {
+    mode,
+    intent: resolved.intent.intent,
+    intent_by: resolved.intent.by,
+    complexity: resolved.complexity,
+    top_k: topK,
+    budget_tokens: budget,
+    graph_depth: mode === "hybrid" ? resolved.plan.graphDepth : 0,
+    weights: await fusionWeights(tx, model),
+    time_window: w ? { after: w.after?.toISOString() ?? null, before: w.before?.toISOString() ?? null, from: w.from } : null,
+  };
+}
+
+/** The fields every returned memory shares in both modes. */
+function explainRow(m: HybridRow & { score: number }) {
+  return {
+    id: m.id,
+    content: m.content,
+    memory_type: m.memory_type,
+    namespace: m.namespace,
+    similarity: m.similarity,
+    relevance: m.relevance,
+    signals: signalsOf(m),
+    strength: m.strength,
+    score: m.score,
+  };
+}
+
 // ---------------------------------------------------------------------------------------------
 // Retrieval mode
 
@@ -112,21 +128,36 @@ async function runRetrieve(deps: RetrieveDeps, caller: Caller, req: Request): Pr
   const root = config.namespaceRoot;
   const ctx: FormatContext = { root, project: body.project };
   const scopes = retrievalScopes(root, body.project);
-  const topK = Math.min(body.top_k ?? config.retrieval.topK, MAX_TOP_K);
-  const budget = Math.min(body.budget_tokens ?? config.retrieval.budgetTokens, MAX_BUDGET_TOKENS);
   const threshold = body.threshold ?? thresholdsFor(embedder.model, config).retrieve;
   const threadId = body.thread_id ?? "default";
+  const mode = body.mode ?? "hybrid";
 
   const t0 = performance.now();
   const queryText = body.project_context ? `${body.message}\n\n${body.project_context}` : body.message;
-  const vector = toVectorLiteral(await embedQuery(embedder, queryText));
+  const vector = mode === "keyword" ? undefined : await embedQuery(embedder, queryText);
+  const resolved = await resolvePlan({ ...body, text: body.message }, embedder, vector, deps.clock ?? (() => new Date()));
+  const { plan } = resolved;
+  const topK = Math.min(body.top_k ?? config.retrieval.topK ?? plan.topK, MAX_TOP_K);
+  const budget = Math.min(body.budget_tokens ?? config.retrieval.budgetTokens ?? plan.budgetTokens, MAX_BUDGET_TOKENS);
   const t1 = performance.now();
 
   const result = await withTenant(deps.sql, caller, async (tx): Promise<RetrieveResponse> => {
-    const rows = await tx<MatchRow[]>`
-      select * from public.match_memories(
-        ${vector}::extensions.vector, ${scopes[0]!}, ${topK}, ${threshold},
-        ${caller.tenantId}::uuid, ${embedder.model}, ${scopes.slice(1)}::text[])`;
+    const rows = await hybridSearch(tx, {
+      queryText,
+      vector,
+      embeddingModel: embedder.model,
+      scopes,
+      ownerId: caller.tenantId,
+      limit: topK,
+      threshold,
+      mode,
+      graphDepth: plan.graphDepth,
+      graphEdgeTypes: plan.graphEdgeTypes,
+      after: resolved.window?.after,
+      before: resolved.window?.before,
+      preferMemoryTypes: plan.preferMemoryTypes,
+      recencyWeight: plan.recencyWeight,
+    });
     const ranked = rankMemories(rows);
     const related = ranked.some((m) => m.max_relation_strength != null) ? await loadRelated(tx, ranked.map((m) => m.id), scopes) : [];
     const delta = await loadThreadDelta(tx, threadId, body.since_revision);
@@ -143,8 +174,11 @@ async function runRetrieve(deps: RetrieveDeps, caller: Caller, req: Request): Pr
     );
     const injectedIds = new Set(packed.injected.map((m) => m.id));
     await reinforceMemories(tx, [...injectedIds]);
+    const search = await searchInfo(tx, embedder.model, mode, resolved, topK, budget);
     await recordSearch(tx, caller, body.thread_id ?? null, rows, null, {
       mode: "retrieve",
+      search_mode: mode,
+      intent: search.intent,
       project: body.project ?? null,
       candidates: rows.length,
       injected: injectedIds.size,
@@ -155,21 +189,13 @@ async function runRetrieve(deps: RetrieveDeps, caller: Caller, req: Request): Pr
 
     return {
       block: packed.block,
-      memories: ranked.map((m) => ({
-        id: m.id,
-        content: m.content,
-        memory_type: m.memory_type,
-        namespace: m.namespace,
-        similarity: m.similarity,
-        strength: m.strength,
-        score: m.score,
-        injected: injectedIds.has(m.id),
-      })),
+      memories: ranked.map((m) => ({ ...explainRow(m), injected: injectedIds.has(m.id) })),
       related: packed.related,
       token_count: packed.tokenCount,
       truncated_count: packed.truncatedCount,
       revision: delta.revision,
       embedding_model: embedder.model,
+      search,
     };
   }, { threadId });
   return json(result, 200, serverTiming({ embed: t1 - t0, db: performance.now() - t1 }));
@@ -210,11 +236,12 @@ async function recordSearch(
   tx: Tx,
   caller: Caller,
   threadId: string | null,
-  rows: readonly { similarity: number }[],
+  rows: readonly { similarity: number | null }[],
   category: string | null,
   meta: Record<string, unknown>,
 ): Promise<void> {
-  const best = rows.length > 0 ? Math.max(...rows.map((r) => r.similarity)) : null;
+  const sims = rows.flatMap((r) => (r.similarity == null ? [] : [r.similarity]));
+  const best = sims.length > 0 ? Math.max(...sims) : null;
   await tx`
     insert into public.memory_events (owner_id, thread_id, node, op, status, category, sim, meta)
     values (${caller.tenantId}::uuid, ${threadId}, 'context', 'search', 'ok', ${category}, ${best},
@@ -247,18 +274,21 @@ async function runQuery(deps: RetrieveDeps, caller: Caller, req: Request): Promi
   if (filters.category) categories = categories.filter((c) => c === filters.category);
 
   const topK = Math.min(body.top_k ?? QUERY_DEFAULT_TOP_K, MAX_TOP_K);
-  const budget = Math.min(body.budget_tokens ?? config.retrieval.budgetTokens, MAX_BUDGET_TOKENS);
   const threshold = body.threshold ?? thresholdsFor(embedder.model, config).retrieve;
   const scopes = retrievalScopes(config.namespaceRoot, body.project);
+  const mode = body.mode ?? "hybrid";
 
   const t0 = performance.now();
-  const vector = toVectorLiteral(await embedQuery(embedder, body.query));
+  const vector = mode === "keyword" ? undefined : await embedQuery(embedder, body.query);
+  const resolved = await resolvePlan({ ...body, text: body.query }, embedder, vector, deps.clock ?? (() => new Date()));
+  const budget = Math.min(body.budget_tokens ?? config.retrieval.budgetTokens ?? resolved.plan.budgetTokens, MAX_BUDGET_TOKENS);
   const t1 = performance.now();
 
   const result = await withTenant(deps.sql, caller, async (tx): Promise<QueryResponse> => {
     const rows = categories.length === 0 ? [] : await tx<QueryRow[]>`
       select * from public.query_memories(
-        query_embedding => ${vector}::extensions.vector,
+        query_text => ${body.query},
+        query_embedding => ${vector ? toVectorLiteral(vector) : null}::extensions.vector,
         match_namespaces => ${scopes}::text[],
         match_agent => ${body.agent},
         match_categories => ${categories}::text[],
@@ -275,15 +305,22 @@ async function runQuery(deps: RetrieveDeps, caller: Caller, req: Request): Promi
         filter_importance_min => ${filters.importance_min ?? null}::integer,
         filter_importance_max => ${filters.importance_max ?? null}::integer,
         filter_updated_after => ${filters.updated_after ?? null}::timestamptz,
-        filter_updated_before => ${filters.updated_before ?? null}::timestamptz)`;
+        filter_updated_before => ${filters.updated_before ?? null}::timestamptz,
+        search_mode => ${mode},
+        graph_depth => ${resolved.plan.graphDepth},
+        filter_after => ${resolved.window?.after ?? null}::timestamptz,
+        filter_before => ${resolved.window?.before ?? null}::timestamptz)`;
     const ranked = rankMemories(rows);
     const bulletOf = (m: QueryRow) => `[${m.category}] ${bulletText(m.content)}`;
     const packed = body.return === "bullets"
       ? packTexts(ranked, bulletOf, budget)
       : packTexts(ranked, (m) => m.content, budget);
     await reinforceMemories(tx, packed.kept.map((m) => m.id));
+    const search = await searchInfo(tx, embedder.model, mode, resolved, topK, budget);
     await recordSearch(tx, caller, body.thread_id ?? null, rows, categories.length === 1 ? categories[0]! : null, {
       mode: "query",
+      search_mode: mode,
+      intent: search.intent,
       agent: body.agent,
       categories,
       return: body.return,
@@ -294,14 +331,8 @@ async function runQuery(deps: RetrieveDeps, caller: Caller, req: Request): Promi
     const results = body.return === "bullets"
       ? packed.kept.map((m) => ({ id: m.id, category: m.category, text: bulletOf(m) }))
       : packed.kept.map((m) => ({
-        id: m.id,
+        ...explainRow(m),
         category: m.category,
-        content: m.content,
-        memory_type: m.memory_type,
-        namespace: m.namespace,
-        similarity: m.similarity,
-        strength: m.strength,
-        score: m.score,
         priority: m.priority,
         importance: m.importance,
         pinned: m.pinned,
@@ -320,6 +351,7 @@ async function runQuery(deps: RetrieveDeps, caller: Caller, req: Request): Promi
       token_count: packed.tokenCount,
       truncated_count: packed.truncatedCount,
       embedding_model: embedder.model,
+      search,
     };
   });
   return json(result, 200, serverTiming({ embed: t1 - t0, db: performance.now() - t1 }));

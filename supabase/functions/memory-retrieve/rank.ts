@@ -1,11 +1,12 @@
-// Ranking of retrieved memories (seed: sort by similarity × strength), plus two small, bounded
-// boosts so they reorder near-ties but never lift a weak match over a clearly better one:
+// Ranking of retrieved memories: relevance × strength, where relevance is what the hybrid search
+// fused from its signals (0..1; docs/retrieval.md#fusion), plus small, bounded boosts so they
+// reorder near-ties but never lift a weak match over a clearly better one:
 //   priority   highest +0.05, high +0.03, medium +0.01, low 0 (user-stated facts win ties)
 //   relation   +0.05 × the strongest relation edge touching the memory (seed 001 §2: w_rel × max
 //              related strength); linked memories are corroborated knowledge
 //   pinned     +0.02 (the user marked it as important)
-// The largest total boost (0.12) is smaller than the gap between a 0.9 and a 0.75 match at full
-// strength, so similarity × strength stays the dominant term.
+// The largest total boost (0.12) is smaller than the gap between a memory two signals rank first
+// and one only a single signal found, so relevance × strength stays the dominant term.
 
 export const PRIORITY_BOOST: Readonly<Record<string, number>> = { highest: 0.05, high: 0.03, medium: 0.01, low: 0 };
 export const RELATION_WEIGHT = 0.05;
@@ -13,7 +14,7 @@ export const PINNED_BOOST = 0.02;
 
 export interface RankInput {
   id: string;
-  similarity: number;
+  relevance: number;
   strength: number;
   priority: string;
   pinned?: boolean;
@@ -21,15 +22,15 @@ export interface RankInput {
 }
 
 export function scoreMemory(m: RankInput): number {
-  const base = m.similarity * m.strength;
+  const base = m.relevance * m.strength;
   const priority = PRIORITY_BOOST[m.priority] ?? 0;
   const relation = RELATION_WEIGHT * Math.min(1, Math.max(0, m.max_relation_strength ?? 0));
   return base + priority + relation + (m.pinned ? PINNED_BOOST : 0);
 }
 
-/** Highest score first; ties by similarity, then id, so the order is deterministic. */
+/** Highest score first; ties by relevance, then id, so the order is deterministic. */
 export function rankMemories<T extends RankInput>(memories: readonly T[]): (T & { score: number })[] {
   return memories
     .map((m) => ({ ...m, score: scoreMemory(m) }))
-    .sort((a, b) => b.score - a.score || b.similarity - a.similarity || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    .sort((a, b) => b.score - a.score || b.relevance - a.relevance || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }

@@ -6,6 +6,8 @@
 // is reported instead of silently ignored.
 import { z } from "zod";
 import { importance, memoryType, priority, projectName, threadId } from "../_shared/schemas.ts";
+import { INTENTS } from "../_shared/search/intent.ts";
+import { SEARCH_MODES } from "../_shared/search/hybrid.ts";
 
 /** Largest budget a caller may ask for; the block goes into a system prompt. */
 export const MAX_BUDGET_TOKENS = 32_000;
@@ -22,6 +24,21 @@ const budgetTokens = z.number().int().min(1).max(MAX_BUDGET_TOKENS);
 const topK = z.number().int().min(1).max(MAX_TOP_K);
 const threshold = z.number().min(0).max(1);
 
+/** What both retrieval modes accept to steer the hybrid search (docs/retrieval.md). */
+const searchControls = {
+  /** hybrid (default): keyword + vector + graph; vector or keyword alone, for debugging and evaluation. */
+  mode: z.enum(SEARCH_MODES).optional(),
+  /** Time window: ISO date/date-time, today, yesterday, last_week, last_month, last_N_days (resolved against now). */
+  after: z.string().min(1).max(40).optional(),
+  before: z.string().min(1).max(40).optional(),
+  /** The request's time for relative windows (default: the server's clock); an ISO date-time. */
+  now: z.iso.datetime({ offset: true }).optional(),
+  /** Overrides the intent the query is classified as. */
+  intent: z.enum(INTENTS).optional(),
+  /** Hops over memory relations from the best hits (0: no graph signal); default by complexity. */
+  graph_depth: z.number().int().min(0).max(4).optional(),
+};
+
 export const RetrieveRequest = z
   .object({
     /** The new user message. */
@@ -37,6 +54,7 @@ export const RetrieveRequest = z
     top_k: topK.optional(),
     /** Cosine similarity floor; default per embedding model (thresholdsFor). */
     threshold: threshold.optional(),
+    ...searchControls,
   })
   .strict();
 export type RetrieveRequest = z.infer<typeof RetrieveRequest>;
@@ -82,16 +100,42 @@ export const QueryRequest = z
     threshold: threshold.optional(),
     project: projectName.optional(),
     thread_id: threadId.optional(),
+    ...searchControls,
   })
   .strict();
 export type QueryRequest = z.infer<typeof QueryRequest>;
+
+/** Which signals found a memory (docs/retrieval.md#explain). */
+export const Signals = z.object({
+  keyword: z.object({ rank: z.number().int(), score: z.number(), coverage: z.number() }).optional(),
+  vector: z.object({ rank: z.number().int(), similarity: z.number() }).optional(),
+  graph: z.object({ rank: z.number().int(), via: z.uuid(), edge: z.string() }).optional(),
+});
+
+/** How the search ran: what the query was read as, and the fusion weights used. */
+export const SearchInfo = z.object({
+  mode: z.enum(SEARCH_MODES),
+  intent: z.enum(INTENTS),
+  intent_by: z.enum(["keyword", "exemplar", "default", "request"]),
+  complexity: z.enum(["simple", "complex"]),
+  top_k: z.number().int(),
+  budget_tokens: z.number().int(),
+  graph_depth: z.number().int(),
+  weights: z.object({ keyword: z.number(), vector: z.number(), graph: z.number(), rrf_k: z.number() }),
+  time_window: z.object({ after: z.string().nullable(), before: z.string().nullable(), from: z.enum(["request", "query_text"]) }).nullable(),
+});
+export type SearchInfo = z.infer<typeof SearchInfo>;
 
 export const RetrievedMemory = z.object({
   id: z.uuid(),
   content: z.string(),
   memory_type: memoryType,
   namespace: z.string(),
-  similarity: z.number(),
+  /** Cosine similarity to the query; null when the memory has no vector of the configured model. */
+  similarity: z.number().nullable(),
+  /** The fused relevance (0..1) of the signals that found it; ranking multiplies it by strength. */
+  relevance: z.number(),
+  signals: Signals,
   strength: z.number(),
   score: z.number(),
   /** True when the memory is in the block (and was reinforced); false when the budget left it out. */
@@ -114,6 +158,7 @@ export const RetrieveResponse = z.object({
   /** The thread's current revision: send it back as since_revision next turn. */
   revision: z.number().int(),
   embedding_model: z.string(),
+  search: SearchInfo,
 });
 export type RetrieveResponse = z.infer<typeof RetrieveResponse>;
 
@@ -142,5 +187,6 @@ export const QueryResponse = z.object({
   token_count: z.number().int(),
   truncated_count: z.number().int(),
   embedding_model: z.string(),
+  search: SearchInfo,
 });
 export type QueryResponse = z.infer<typeof QueryResponse>;

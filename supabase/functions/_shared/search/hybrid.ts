@@ -1,0 +1,120 @@
+// The one search every reader uses: public.hybrid_search (keyword + vector + graph, fused), called
+// in the caller's tenant transaction so RLS applies. docs/retrieval.md explains the signals.
+import type { Tx } from "../db.ts";
+import { toVectorLiteral } from "../db.ts";
+
+export type SearchMode = "hybrid" | "vector" | "keyword";
+export const SEARCH_MODES: readonly SearchMode[] = ["hybrid", "vector", "keyword"];
+
+export interface HybridSearchInput {
+  queryText: string;
+  /** The query's embedding; undefined searches without the vector signal. */
+  vector?: readonly number[];
+  embeddingModel: string;
+  /** Scopes: namespace bases, matched by '/'-bounded prefix. */
+  scopes: readonly string[];
+  ownerId: string;
+  limit: number;
+  /** Cosine floor for the vector signal. */
+  threshold: number;
+  mode?: SearchMode;
+  graphDepth?: number;
+  graphEdgeTypes?: readonly string[];
+  after?: Date;
+  before?: Date;
+  memoryTypes?: readonly string[];
+  categories?: readonly string[];
+  preferMemoryTypes?: readonly string[];
+  recencyWeight?: number;
+}
+
+/** A row of public.hybrid_search as postgres.js returns it. */
+export interface HybridRow {
+  id: string;
+  content: string;
+  memory_type: "semantic" | "episodic" | "procedural";
+  namespace: string;
+  strength: number;
+  priority: "highest" | "high" | "medium" | "low";
+  importance: number;
+  pinned: boolean;
+  source: string | null;
+  metadata: Record<string, unknown>;
+  session_id: string | null;
+  access_count: number;
+  last_accessed_at: Date;
+  created_at: Date;
+  updated_at: Date;
+  max_relation_strength: number | null;
+  category: string | null;
+  /** Cosine similarity to the query (null without a vector of the same model). */
+  similarity: number | null;
+  keyword_rank: number | null;
+  keyword_score: number | null;
+  keyword_coverage: number | null;
+  vector_rank: number | null;
+  graph_rank: number | null;
+  graph_via: string | null;
+  graph_edge: string | null;
+  /** Fused relevance, 0..1 (what ranking multiplies by strength). */
+  relevance: number;
+}
+
+/** Which signals found a memory, with their ranks: what each returned memory explains itself with. */
+export interface Signals {
+  keyword?: { rank: number; score: number; coverage: number };
+  vector?: { rank: number; similarity: number };
+  graph?: { rank: number; via: string; edge: string };
+}
+
+export function signalsOf(row: Pick<HybridRow, "keyword_rank" | "keyword_score" | "keyword_coverage" | "vector_rank" | "similarity" | "graph_rank" | "graph_via" | "graph_edge">): Signals {
+  const out: Signals = {};
+  if (row.keyword_rank != null) {
+    out.keyword = { rank: row.keyword_rank, score: round(row.keyword_score ?? 0), coverage: round(row.keyword_coverage ?? 0) };
+  }
+  if (row.vector_rank != null) out.vector = { rank: row.vector_rank, similarity: round(row.similarity ?? 0) };
+  if (row.graph_rank != null && row.graph_via) out.graph = { rank: row.graph_rank, via: row.graph_via, edge: row.graph_edge ?? "related_to" };
+  return out;
+}
+
+const round = (x: number) => Math.round(x * 10_000) / 10_000;
+
+export async function hybridSearch(tx: Tx, input: HybridSearchInput): Promise<HybridRow[]> {
+  const vector = input.vector ? toVectorLiteral(input.vector) : null;
+  return await tx<HybridRow[]>`
+    select * from public.hybrid_search(
+      query_text => ${input.queryText},
+      query_embedding => ${vector}::extensions.vector,
+      match_namespaces => ${[...input.scopes]}::text[],
+      match_count => ${input.limit},
+      similarity_threshold => ${input.threshold},
+      match_embedding_model => ${input.embeddingModel},
+      match_owner => ${input.ownerId}::uuid,
+      search_mode => ${input.mode ?? "hybrid"},
+      graph_depth => ${input.graphDepth ?? 1},
+      graph_edge_types => ${input.graphEdgeTypes ? [...input.graphEdgeTypes] : null}::text[],
+      filter_after => ${input.after ?? null}::timestamptz,
+      filter_before => ${input.before ?? null}::timestamptz,
+      filter_memory_types => ${input.memoryTypes ? [...input.memoryTypes] : null}::text[],
+      filter_categories => ${input.categories ? [...input.categories] : null}::text[],
+      prefer_memory_types => ${input.preferMemoryTypes ? [...input.preferMemoryTypes] : null}::text[],
+      recency_weight => ${input.recencyWeight ?? 0})`;
+}
+
+export interface FusionWeights {
+  keyword: number;
+  vector: number;
+  graph: number;
+  rrf_k: number;
+}
+
+/** The weights hybrid_search uses for this embedding model (its own row, else '*'). */
+export async function fusionWeights(tx: Tx, model: string): Promise<FusionWeights> {
+  const [row] = await tx<{ keyword: number; vector: number; graph: number; rrf_k: string }[]>`
+    select w.keyword, w.vector, w.graph, public.memory_setting('rrf_k')::text as rrf_k
+      from public.memory_search_weights w
+     where w.embedding_model in (${model}, '*')
+     order by (w.embedding_model = '*')
+     limit 1`;
+  return { keyword: row?.keyword ?? 1, vector: row?.vector ?? 1, graph: row?.graph ?? 0.5, rrf_k: Number(row?.rrf_k ?? 60) };
+}

@@ -1,0 +1,72 @@
+// From a retrieval request to what the hybrid search is asked: intent, complexity, limit, budget,
+// graph depth, time window (docs/retrieval.md). Shared by memory-retrieve and memory.query so both
+// read requests the same way.
+import type { Embedder } from "../embeddings.ts";
+import { HttpError } from "../http.ts";
+import { classifyComplexity, classifyIntentByKeywords, type Complexity, type Intent, type IntentResult, planSearch, type SearchPlan } from "./intent.ts";
+import { classifyByExemplars } from "./intent-exemplars.ts";
+import { resolveTime, TIME_FORMS, type TimeWindow, windowFromText } from "./time-window.ts";
+
+export interface PlanRequest {
+  text: string;
+  intent?: Intent;
+  after?: string;
+  before?: string;
+  /** The request's "now" (ISO), for relative times; default the server's clock. */
+  now?: string;
+  graph_depth?: number;
+}
+
+export interface ResolvedPlan {
+  plan: SearchPlan;
+  intent: IntentResult;
+  complexity: Complexity;
+  window?: TimeWindow;
+  now: Date;
+}
+
+function badTime(field: string, value: string): HttpError {
+  return new HttpError(400, "invalid_request", "invalid request body", [
+    { path: [field], message: `'${value.slice(0, 60)}' is not a time: use ${TIME_FORMS}`, code: "invalid_time" },
+  ]);
+}
+
+/** The time window a request asks for; 400 naming the field when a value cannot be read. */
+export function requestWindow(req: Pick<PlanRequest, "after" | "before">, now: Date): TimeWindow | undefined {
+  if (req.after === undefined && req.before === undefined) return undefined;
+  const after = req.after !== undefined ? resolveTime(req.after, now) : undefined;
+  if (req.after !== undefined && !after) throw badTime("after", req.after);
+  const before = req.before !== undefined ? resolveTime(req.before, now) : undefined;
+  if (req.before !== undefined && !before) throw badTime("before", req.before);
+  if (after && before && after.getTime() > before.getTime()) {
+    throw new HttpError(400, "invalid_request", "invalid request body", [
+      { path: ["after"], message: `after (${after.toISOString()}) is later than before (${before.toISOString()})`, code: "invalid_window" },
+    ]);
+  }
+  return { after, before, from: "request" };
+}
+
+/**
+ * Classifies the query (keyword cues; nearest exemplars for a neural embedder when no cue fires)
+ * and plans the search. The vector is the query's embedding, already computed for the search.
+ */
+export async function resolvePlan(req: PlanRequest, embedder: Embedder, vector: readonly number[] | undefined, clock: () => Date): Promise<ResolvedPlan> {
+  const now = req.now ? new Date(req.now) : clock();
+  const window = requestWindow(req, now);
+  let intent: IntentResult;
+  if (req.intent) {
+    intent = { intent: req.intent, by: "request" };
+  } else {
+    intent = classifyIntentByKeywords(req.text);
+    if (intent.by === "default" && vector) {
+      const nearest = await classifyByExemplars(vector, embedder).catch(() => undefined);
+      if (nearest) intent = { intent: nearest, by: "exemplar" };
+    }
+  }
+  const complexity = classifyComplexity(req.text);
+  const plan = planSearch(intent.intent, complexity);
+  if (req.graph_depth !== undefined) plan.graphDepth = req.graph_depth;
+  plan.graphDepth = Math.min(plan.graphDepth, 4);
+  const textWindow = !window && intent.intent === "when" ? windowFromText(req.text, now) : undefined;
+  return { plan, intent, complexity, window: window ?? textWindow, now };
+}

@@ -1,0 +1,801 @@
+-- Hybrid search: keyword + vector + graph, fused with weighted reciprocal rank fusion, in one SQL
+-- call made as the tenant (RLS). docs/retrieval.md explains the signals, the fusion and the
+-- settings; this file is the implementation.
+--
+-- Keyword: the fts column, now the English lexemes of the content PLUS its identifiers as exact
+-- lexemes (file paths, ERR_CODES, package@versions, function_names, camelCase), so
+-- `ERR_MODULE_NOT_FOUND` matches that code and not every memory that says "module" or "found".
+-- A query becomes a set of terms (words, identifiers, "quoted phrases"), any of which may match
+-- (OR, not websearch_to_tsquery's AND: a question's words are rarely all in its answer), minus
+-- -exclusions; matches are scored BM25-style (idf from the term's document frequency in the
+-- caller's scope, length-normalised), and the work is bounded: at most keyword_max_terms terms,
+-- each term's matches counted up to keyword_df_cap rows through a (owner_id, fts) GIN index that
+-- stays selective for one tenant in a big table. Terms more common than the cap still score but
+-- do not generate candidates.
+--
+-- Vector: public.match_memories, unchanged (exact search for small scopes, HNSW above).
+-- Graph: one or more hops over memory_relations from the best keyword/vector hits, weighted by
+-- edge strength. Fusion: sum over signals of weight / (rrf_k + rank), weights per embedding model
+-- (public.memory_search_weights), normalised to 0..1 so callers can multiply by strength.
+
+create extension if not exists btree_gin with schema extensions;
+
+-- Identifier-like tokens of a text, lower-cased: what a coding agent names exactly. A token
+-- counts when it has a letter and any of: _ @ / $ #, a dot between letters/digits (auth.ts,
+-- os.path), a letter-digit mix (TS2345, v18, e1234), camelCase, or an inner hyphen (web-app).
+-- Surrounding punctuation is trimmed ("auth.ts." at a sentence end). Used for the fts column and
+-- for the query's terms, so both sides agree.
+create or replace function public.memory_identifier_lexemes(p_text text)
+returns text[]
+language sql
+immutable
+parallel safe
+set search_path = ''
+as $$
+  select coalesce(array_agg(distinct lower(t.tok) order by lower(t.tok)), '{}')
+    from (select btrim(m[1], '.:/-#') as tok
+            from regexp_matches(coalesce(p_text, ''), '([A-Za-z0-9_@./:#$-]+)', 'g') as m) as t
+   where char_length(t.tok) between 3 and 100
+     and t.tok ~ '[A-Za-z]'
+     and (t.tok ~ '[_@/$#]'
+          or t.tok ~ '[A-Za-z0-9]\.[A-Za-z0-9]'
+          or t.tok ~ '[A-Za-z][0-9]|[0-9][A-Za-z]'
+          or t.tok ~ '[a-z][A-Z]'
+          or t.tok ~ '[A-Za-z0-9]-[A-Za-z0-9]')
+$$;
+revoke all on function public.memory_identifier_lexemes(text) from public, anon;
+grant execute on function public.memory_identifier_lexemes(text) to authenticated, service_role;
+
+-- The trigger that derives content_hash and fts now adds the identifier lexemes to fts.
+create or replace function memory_private.derive_content_columns()
+returns trigger
+language plpgsql
+security definer
+set search_path = ''
+as $$
+begin
+  new.content_hash := memory_private.content_hash(new.content);
+  new.fts := to_tsvector('english'::regconfig, new.content)
+             || array_to_tsvector(public.memory_identifier_lexemes(new.content));
+  return new;
+end;
+$$;
+revoke all on function memory_private.derive_content_columns() from public;
+
+-- Existing rows get the new fts (the trigger fires on an update of fts; fts changes are not
+-- audited, see the history trigger's column list).
+update public.devai_memories set fts = fts;
+
+comment on column public.devai_memories.fts is
+  'English tsvector of content plus its identifier lexemes (public.memory_identifier_lexemes), for the keyword signal of public.hybrid_search. Derived from content by trigger devai_memories_derive_content on insert and content change; a value written directly is replaced.';
+
+-- One tenant's keyword lookups stay selective in a big table: the GIN index leads with owner_id
+-- (btree_gin), and covers only what retrieval searches (valid, active rows), like the HNSW index.
+drop index if exists public.devai_memories_fts;
+create index devai_memories_owner_fts on public.devai_memories using gin (owner_id, fts)
+  where is_valid and state = 'active';
+
+-- Tunables of the hybrid search (read at every call).
+insert into public.memory_settings (name, value, description) values
+  ('rrf_k', 60,
+   'Reciprocal rank fusion constant: a signal contributes weight / (rrf_k + rank). Larger values flatten the difference between ranks.'),
+  ('keyword_max_terms', 12,
+   'hybrid_search uses at most this many query terms (phrases and identifiers first, then words in query order).'),
+  ('keyword_df_cap', 400,
+   'A query term''s matches in the caller''s scope are counted up to this many; a term matching more is too common to generate keyword candidates (it still adds to their score).'),
+  ('keyword_min_coverage', 0.35,
+   'A memory found only by keyword is returned when its BM25 score reaches this share of the best score a memory matching every query term could get.'),
+  ('bm25_k1', 1.2, 'BM25 term-frequency saturation.'),
+  ('bm25_b', 0.75, 'BM25 length normalisation (0: none, 1: full).'),
+  ('graph_seed_count', 5, 'hybrid_search follows memory_relations from this many of the best keyword/vector hits.'),
+  ('graph_hop_decay', 0.5, 'Weight of a graph hit: edge strength times graph_hop_decay per extra hop.')
+on conflict (name) do nothing;
+
+alter table public.memory_settings add constraint memory_settings_hybrid_search_range check (
+  case name
+    when 'rrf_k'                then value >= 1 and value <= 1000
+    when 'keyword_max_terms'    then value >= 1 and value <= 64 and value = trunc(value)
+    when 'keyword_df_cap'       then value >= 10 and value <= 100000 and value = trunc(value)
+    when 'keyword_min_coverage' then value >= 0 and value <= 1
+    when 'bm25_k1'              then value >= 0 and value <= 10
+    when 'bm25_b'               then value >= 0 and value <= 1
+    when 'graph_seed_count'     then value >= 1 and value <= 50 and value = trunc(value)
+    when 'graph_hop_decay'      then value > 0 and value <= 1
+    else true
+  end);
+
+-- Fusion weights per embedding model: how much each signal counts. A weak embedder (the offline
+-- hashed n-grams) gets a small vector weight so it cannot drag a good keyword list down; a neural
+-- one counts as much as keywords. '*' applies to models without a row of their own.
+create table public.memory_search_weights (
+  embedding_model text primary key,
+  keyword         real not null,
+  vector          real not null,
+  graph           real not null,
+  updated_at      timestamptz not null default now(),
+  constraint memory_search_weights_model_shape check (char_length(embedding_model) between 1 and 200),
+  constraint memory_search_weights_range check (
+    keyword between 0 and 10 and vector between 0 and 10 and graph between 0 and 10
+    and keyword + vector + graph > 0)
+);
+comment on table public.memory_search_weights is
+  'Weights of the keyword, vector and graph signals in hybrid_search''s rank fusion, per embedding model (''*'' = any other model). docs/retrieval.md#fusion.';
+
+alter table public.memory_search_weights enable row level security;
+revoke all on table public.memory_search_weights from anon, authenticated, public;
+grant select on table public.memory_search_weights to authenticated;
+grant all on table public.memory_search_weights to service_role;
+create policy "Signed-in users can read the search weights" on public.memory_search_weights
+  for select to authenticated using (true);
+
+insert into public.memory_search_weights (embedding_model, keyword, vector, graph) values
+  ('*', 1.0, 1.0, 0.5),
+  ('local-hash-512-v1', 1.0, 0.35, 0.5)
+on conflict (embedding_model) do nothing;
+
+-- A query's keyword terms: "quoted phrases", identifiers and English words, in that order, each
+-- with the tsquery that matches it; -word and -"phrase" exclusions come back as kind 'exclude'.
+-- Never raises on any input (no tsquery syntax reaches the parser: lexemes are quoted, phrases
+-- go through phraseto_tsquery). Stop words and punctuation give no terms.
+create or replace function public.memory_keyword_terms(query_text text, max_terms integer default 12)
+returns table (term text, kind text, query tsquery)
+language plpgsql
+stable
+parallel safe
+set search_path = ''
+as $$
+declare
+  v_text   text := left(coalesce(query_text, ''), 20000);
+  v_seen   text[] := '{}';
+  v_count  integer := 0;
+  v_part   text;
+  v_q      tsquery;
+  v_lex    text;
+begin
+  -- Exclusions first (they are removed from the text before the rest is read).
+  for v_part in select m[1] from regexp_matches(v_text, '(?:^|\s)-"([^"]*)"', 'g') as m loop
+    v_q := phraseto_tsquery('english'::regconfig, v_part);
+    if numnode(v_q) > 0 then term := v_part; kind := 'exclude'; query := v_q; return next; end if;
+  end loop;
+  v_text := regexp_replace(v_text, '(^|\s)-"[^"]*"', ' ', 'g');
+  for v_part in select m[1] from regexp_matches(v_text, '(?:^|\s)-([^\s"]+)', 'g') as m loop
+    v_q := plainto_tsquery('english'::regconfig, v_part);
+    if numnode(v_q) > 0 then term := v_part; kind := 'exclude'; query := v_q; return next; end if;
+  end loop;
+  v_text := regexp_replace(v_text, '(^|\s)-[^\s"]+', ' ', 'g');
+
+  -- Phrases.
+  for v_part in select m[1] from regexp_matches(v_text, '"([^"]*)"', 'g') as m loop
+    exit when v_count >= max_terms;
+    v_q := phraseto_tsquery('english'::regconfig, v_part);
+    if numnode(v_q) > 0 and not (v_q::text = any (v_seen)) then
+      v_seen := v_seen || v_q::text; v_count := v_count + 1;
+      term := v_part; kind := 'phrase'; query := v_q; return next;
+    end if;
+  end loop;
+  v_text := regexp_replace(v_text, '"[^"]*"', ' ', 'g');
+
+  -- Identifiers: exact lexemes (quoted, so their punctuation is not tsquery syntax).
+  foreach v_lex in array public.memory_identifier_lexemes(v_text) loop
+    exit when v_count >= max_terms;
+    v_lex := replace(replace(v_lex, '''', ''), '\', '');
+    continue when v_lex = '';
+    v_q := ('''' || v_lex || '''')::tsquery;
+    if not (v_q::text = any (v_seen)) then
+      v_seen := v_seen || v_q::text; v_count := v_count + 1;
+      term := v_lex; kind := 'identifier'; query := v_q; return next;
+    end if;
+  end loop;
+
+  -- Words: the English lexemes, in the order they appear in the query.
+  for v_lex in
+    select l.lexeme
+      from unnest(to_tsvector('english'::regconfig, v_text)) as l
+     order by l.positions[1], l.lexeme
+  loop
+    exit when v_count >= max_terms;
+    v_lex := replace(replace(v_lex, '''', ''), '\', '');
+    continue when v_lex = '';
+    v_q := ('''' || v_lex || '''')::tsquery;
+    if not (v_q::text = any (v_seen)) then
+      v_seen := v_seen || v_q::text; v_count := v_count + 1;
+      term := v_lex; kind := 'word'; query := v_q; return next;
+    end if;
+  end loop;
+end;
+$$;
+revoke all on function public.memory_keyword_terms(text, integer) from public, anon;
+grant execute on function public.memory_keyword_terms(text, integer) to authenticated, service_role;
+
+-- How many valid, active memories of the owner lie in the scopes (namespace bases without the
+-- trailing '/'), counting at most p_cap + 1: an index-only walk of the owner + namespace btree as
+-- byte ranges (namespace ~>=~ base and ~<~ base || '0'; '0' follows '/'). Bases inside another
+-- base must be left out by the caller (they would count twice).
+create or replace function public.memory_scope_size(p_owner uuid, p_bases text[], p_cap integer)
+returns integer
+language sql
+stable
+security invoker
+set search_path = ''
+as $$
+  select count(*)::integer
+    from (select 1
+            from unnest(p_bases) as b(base)
+           cross join lateral (
+             select 1 from public.devai_memories m
+              where m.owner_id = p_owner and m.is_valid and m.state = 'active'
+                and m.namespace operator(pg_catalog.~>=~) b.base
+                and m.namespace operator(pg_catalog.~<~) (b.base || '0')
+                and (m.namespace = b.base or m.namespace ^@ (b.base || '/'))
+              limit p_cap + 1) as hit
+           limit p_cap + 1) as counted
+$$;
+revoke all on function public.memory_scope_size(uuid, text[], integer) from public, anon;
+grant execute on function public.memory_scope_size(uuid, text[], integer) to authenticated, service_role;
+
+-- The hybrid search (see the top of this file). Returns at most match_count memories, best first
+-- by relevance × strength, each with the signals that found it. Called by memory-retrieve,
+-- memory.query (public.query_memories) and the dedup neighbour lookup, as the tenant.
+--   search_mode      'hybrid' (keyword + vector + graph), 'vector' or 'keyword'
+--   graph_depth      hops over memory_relations from the best hits (0: no graph signal)
+--   graph_edge_types relation types to follow (default: every type but 'contradicts')
+--   filter_*         hard filters for every signal (time window on created_at, types, categories)
+--   prefer_memory_types  relevance × 1.25 for these types (the 'how' intent favours procedural)
+--   recency_weight   weight of a fourth ranked list, newest first among the candidates ('when')
+-- A memory is returned when the vector found it above similarity_threshold, or its keyword score
+-- reaches keyword_min_coverage of the query's best possible score, or the graph reached it from
+-- such a memory. The same scope rules hold for every signal: the tenant (match_owner, and RLS),
+-- '/'-bounded namespace prefixes (never LIKE), is_valid, state 'active', strength > 0.05, and for
+-- vectors the embedding model.
+create or replace function public.hybrid_search(
+  query_text text,
+  query_embedding extensions.vector(512) default null,
+  match_namespaces text[] default null,
+  match_count integer default 15,
+  similarity_threshold double precision default 0.7,
+  match_embedding_model text default null,
+  match_owner uuid default auth.uid(),
+  search_mode text default 'hybrid',
+  graph_depth integer default 1,
+  graph_edge_types text[] default null,
+  filter_after timestamptz default null,
+  filter_before timestamptz default null,
+  filter_memory_types text[] default null,
+  filter_categories text[] default null,
+  prefer_memory_types text[] default null,
+  recency_weight double precision default 0
+)
+returns table (
+  id uuid,
+  content text,
+  memory_type text,
+  namespace text,
+  strength double precision,
+  priority text,
+  importance smallint,
+  pinned boolean,
+  source text,
+  metadata jsonb,
+  session_id text,
+  access_count integer,
+  last_accessed_at timestamptz,
+  created_at timestamptz,
+  updated_at timestamptz,
+  max_relation_strength real,
+  category text,
+  similarity double precision,
+  keyword_rank integer,
+  keyword_score double precision,
+  keyword_coverage double precision,
+  vector_rank integer,
+  graph_rank integer,
+  graph_via uuid,
+  graph_edge text,
+  relevance double precision
+)
+language plpgsql
+stable
+security invoker
+set search_path = ''
+set plan_cache_mode = 'force_custom_plan'
+as $$
+#variable_conflict use_column
+declare
+  v_bases      text[];
+  v_scopes     text[];
+  v_k          double precision;
+  v_w_kw       double precision := 0;
+  v_w_vec      double precision := 0;
+  v_w_graph    double precision := 0;
+  v_w_recent   double precision := greatest(coalesce(recency_weight, 0), 0);
+  v_max_terms  integer;
+  v_df_cap     integer;
+  v_min_cov    double precision;
+  v_k1         double precision;
+  v_b          double precision;
+  v_seed_count integer;
+  v_hop_decay  double precision;
+  v_n          integer;
+  v_term       record;
+  v_ids        uuid[];
+  v_df         integer;
+  v_terms_q    tsquery[] := '{}';
+  v_terms_idf  double precision[] := '{}';
+  v_exclude    tsquery;
+  v_cand       uuid[] := '{}';
+  v_any_rare   boolean := false;
+  v_idf_total  double precision := 0;
+  v_pool       integer;
+  -- signal lists (parallel arrays, best first)
+  v_kw_ids     uuid[] := '{}';
+  v_kw_score   double precision[] := '{}';
+  v_kw_cov     double precision[] := '{}';
+  v_vec_ids    uuid[] := '{}';
+  v_seeds      uuid[] := '{}';
+  v_g_ids      uuid[] := '{}';
+  v_g_weight   double precision[] := '{}';
+  v_g_via      uuid[] := '{}';
+  v_g_edge     text[] := '{}';
+  v_frontier   uuid[];
+  v_frontier_w double precision[];
+  v_hop        integer;
+  v_types      text[] := coalesce(graph_edge_types, array['related_to', 'supersedes', 'derived_from']);
+begin
+  if match_count is null or match_count < 1 or match_count > 200 then
+    raise exception 'match_count must be between 1 and 200, got %', match_count using errcode = '22023';
+  end if;
+  if search_mode is null or search_mode not in ('hybrid', 'vector', 'keyword') then
+    raise exception 'search_mode must be hybrid, vector or keyword, got %', search_mode using errcode = '22023';
+  end if;
+  if graph_depth is null or graph_depth < 0 or graph_depth > 4 then
+    raise exception 'graph_depth must be between 0 and 4, got %', graph_depth using errcode = '22023';
+  end if;
+
+  -- Scopes as in match_memories: bases without the trailing '/', each once, none inside another.
+  with bases as (
+    select distinct rtrim(s, '/') as base
+      from unnest(coalesce(match_namespaces, '{}'::text[])) as s
+     where s is not null and rtrim(s, '/') <> ''
+  )
+  select coalesce(array_agg(b.base order by b.base), '{}') into v_bases
+    from bases b
+   where not exists (select from bases o where o.base <> b.base and (b.base || '/') ^@ (o.base || '/'));
+  if cardinality(v_bases) = 0 then
+    raise exception 'at least one namespace scope is required' using errcode = '22023';
+  end if;
+  select array_agg(b || '/') into v_scopes from unnest(v_bases) b;
+
+  -- Settings and weights.
+  v_k          := public.memory_setting('rrf_k');
+  v_max_terms  := public.memory_setting('keyword_max_terms');
+  v_df_cap     := public.memory_setting('keyword_df_cap');
+  v_min_cov    := public.memory_setting('keyword_min_coverage');
+  v_k1         := public.memory_setting('bm25_k1');
+  v_b          := public.memory_setting('bm25_b');
+  v_seed_count := public.memory_setting('graph_seed_count');
+  v_hop_decay  := public.memory_setting('graph_hop_decay');
+  select w.keyword, w.vector, w.graph into v_w_kw, v_w_vec, v_w_graph
+    from public.memory_search_weights w
+   where w.embedding_model in (coalesce(match_embedding_model, '*'), '*')
+   order by (w.embedding_model = '*')
+   limit 1;
+  v_w_kw := coalesce(v_w_kw, 1); v_w_vec := coalesce(v_w_vec, 1); v_w_graph := coalesce(v_w_graph, 0.5);
+  if search_mode = 'vector' then v_w_kw := 0; v_w_graph := 0; v_w_recent := 0; end if;
+  if search_mode = 'keyword' then v_w_vec := 0; v_w_graph := 0; v_w_recent := 0; end if;
+  if graph_depth = 0 then v_w_graph := 0; end if;
+  if query_embedding is null or match_embedding_model is null then v_w_vec := 0; end if;
+  v_pool := greatest(match_count * 3, 30);
+
+  -- Keyword signal. Each term's matches in scope, counted up to the cap (its document frequency);
+  -- rare terms bring their matches in as candidates.
+  if v_w_kw > 0 then
+    v_n := greatest(public.memory_scope_size(match_owner, v_bases, v_df_cap * 20), 1);
+    for v_term in select t.kind, t.query from public.memory_keyword_terms(query_text, v_max_terms) t loop
+      if v_term.kind = 'exclude' then
+        v_exclude := case when v_exclude is null then v_term.query else v_exclude || v_term.query end;
+        continue;
+      end if;
+      select array_agg(x.id) into v_ids
+        from (select m.id from public.devai_memories m
+               where m.owner_id = match_owner and m.is_valid and m.state = 'active'
+                 and m.fts @@ v_term.query
+                 and (m.namespace || '/') ^@ any (v_scopes)
+               limit v_df_cap + 1) x;
+      v_df := coalesce(cardinality(v_ids), 0);
+      -- A term no memory has still counts in the best possible score (coverage's denominator):
+      -- a memory that matches the common words of a question but not its rare ones is no answer.
+      v_idf_total := v_idf_total + ln(1 + (greatest(v_n, v_df) - v_df + 0.5) / (v_df + 0.5));
+      continue when v_df = 0;
+      v_terms_q := v_terms_q || v_term.query;
+      v_terms_idf := v_terms_idf || ln(1 + (greatest(v_n, v_df) - v_df + 0.5) / (v_df + 0.5));
+      if v_df <= v_df_cap then
+        v_cand := v_cand || v_ids;
+        v_any_rare := true;
+      end if;
+    end loop;
+    -- Every term is common: memories matching all of them, else any of them (bounded).
+    if not v_any_rare and cardinality(v_terms_q) > 0 then
+      select array_agg(x.id) into v_cand
+        from (select m.id from public.devai_memories m
+               where m.owner_id = match_owner and m.is_valid and m.state = 'active'
+                 and m.fts @@ (select string_agg(q::text, ' & ')::tsquery from unnest(v_terms_q) q)
+                 and (m.namespace || '/') ^@ any (v_scopes)
+               limit v_df_cap) x;
+      if coalesce(cardinality(v_cand), 0) < match_count then
+        select coalesce(v_cand, '{}') || coalesce(array_agg(x.id), '{}') into v_cand
+          from (select m.id from public.devai_memories m
+                 where m.owner_id = match_owner and m.is_valid and m.state = 'active'
+                   and m.fts @@ (select string_agg(q::text, ' | ')::tsquery from unnest(v_terms_q) q)
+                   and (m.namespace || '/') ^@ any (v_scopes)
+                 limit v_df_cap) x;
+      end if;
+    end if;
+
+    -- BM25 over the candidates: sum of matched terms' idf, saturated and length-normalised
+    -- (memories are a sentence or two, so a term's frequency in one is almost always 1).
+    if cardinality(v_cand) > 0 and v_idf_total > 0 then
+      with cand as (
+        select distinct c.id from unnest(v_cand) c(id)
+      ),
+      matched as (
+        select m.id, length(m.fts)::double precision as dl,
+               (select coalesce(sum(t.idf), 0)
+                  from unnest(v_terms_q, v_terms_idf) as t(q, idf)
+                 where m.fts @@ t.q) as idf_sum
+          from cand c
+          join public.devai_memories m on m.id = c.id
+         where m.owner_id = match_owner and m.is_valid and m.state = 'active' and m.strength > 0.05
+           and (m.namespace || '/') ^@ any (v_scopes)
+           and (v_exclude is null or not (m.fts @@ v_exclude))
+           and (filter_after is null or m.created_at >= filter_after)
+           and (filter_before is null or m.created_at < filter_before)
+           and (filter_memory_types is null or m.memory_type = any (filter_memory_types))
+           and (filter_categories is null
+                or (case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end)
+                   = any (filter_categories))
+      ),
+      scored as (
+        select x.id,
+               x.idf_sum * (v_k1 + 1)
+                 / (1 + v_k1 * (1 - v_b + v_b * x.dl / greatest((select avg(y.dl) from matched y), 1))) as score
+          from matched x
+      ),
+      ranked as (
+        select s.id, s.score, least(1, s.score / (v_idf_total * (v_k1 + 1) / (1 + v_k1))) as coverage
+          from scored s
+         where s.score > 0
+         order by s.score desc, s.id
+         limit v_pool
+      )
+      select coalesce(array_agg(r.id order by r.score desc, r.id), '{}'),
+             coalesce(array_agg(r.score order by r.score desc, r.id), '{}'),
+             coalesce(array_agg(r.coverage order by r.score desc, r.id), '{}')
+        into v_kw_ids, v_kw_score, v_kw_cov
+        from ranked r;
+    end if;
+  end if;
+
+  -- Vector signal: match_memories over the same scopes (exact or HNSW by scope size), filtered.
+  if v_w_vec > 0 then
+    select coalesce(array_agg(v.id order by v.similarity desc, v.id), '{}') into v_vec_ids
+      from (select mm.id, mm.similarity
+              from public.match_memories(
+                     query_embedding, v_bases[1],
+                     case when filter_after is null and filter_before is null and filter_memory_types is null
+                               and filter_categories is null then v_pool else least(v_pool * 4, 200) end,
+                     similarity_threshold, match_owner, match_embedding_model, v_bases[2:]) mm
+              join public.devai_memories m on m.id = mm.id
+             where (filter_after is null or m.created_at >= filter_after)
+               and (filter_before is null or m.created_at < filter_before)
+               and (filter_memory_types is null or m.memory_type = any (filter_memory_types))
+               and (filter_categories is null
+                    or (case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end)
+                       = any (filter_categories))
+             order by mm.similarity desc, mm.id
+             limit v_pool) v;
+  end if;
+
+  -- Graph signal: from the best memories that pass on their own, hop over relations.
+  if v_w_graph > 0 then
+    select coalesce(array_agg(s.id order by s.fused desc, s.id), '{}') into v_seeds
+      from (select u.id, sum(u.f) as fused
+              from (select k.id, v_w_kw / (v_k + k.ord) as f
+                      from unnest(v_kw_ids, v_kw_cov) with ordinality as k(id, cov, ord)
+                     where k.cov >= v_min_cov
+                    union all
+                    select v.id, v_w_vec / (v_k + v.ord)
+                      from unnest(v_vec_ids) with ordinality as v(id, ord)) u
+             group by u.id
+             order by sum(u.f) desc, u.id
+             limit v_seed_count) s;
+    v_frontier := v_seeds;
+    v_frontier_w := array_fill(1::double precision, array[cardinality(v_seeds)]);
+    for v_hop in 1 .. graph_depth loop
+      exit when cardinality(v_frontier) = 0;
+      with edges as (
+        select case when r.from_id = f.id then r.to_id else r.from_id end as id,
+               f.id as via, r.relation_type as edge,
+               f.w * r.strength * (case when v_hop = 1 then 1 else v_hop_decay end) as w
+          from unnest(v_frontier, v_frontier_w) as f(id, w)
+          join public.memory_relations r
+            on (r.from_id = f.id or r.to_id = f.id) and r.owner_id = match_owner
+         where r.relation_type = any (v_types)
+      ),
+      best as (
+        select distinct on (e.id) e.id, e.via, e.edge, e.w
+          from edges e
+          join public.devai_memories m on m.id = e.id
+         where m.owner_id = match_owner and m.is_valid and m.state = 'active' and m.strength > 0.05
+           and (m.namespace || '/') ^@ any (v_scopes)
+           and not (e.id = any (v_seeds)) and not (e.id = any (v_g_ids))
+           and (filter_after is null or m.created_at >= filter_after)
+           and (filter_before is null or m.created_at < filter_before)
+           and (filter_memory_types is null or m.memory_type = any (filter_memory_types))
+           and (filter_categories is null
+                or (case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end)
+                   = any (filter_categories))
+         order by e.id, e.w desc, e.via
+      ),
+      top as (
+        select b.* from best b order by b.w desc, b.id limit v_pool
+      )
+      select coalesce(array_agg(t.id order by t.w desc, t.id), '{}'),
+             coalesce(array_agg(t.w order by t.w desc, t.id), '{}'),
+             coalesce(array_agg(t.via order by t.w desc, t.id), '{}'),
+             coalesce(array_agg(t.edge order by t.w desc, t.id), '{}')
+        into v_frontier, v_frontier_w, v_ids, v_types
+        from top t;
+      -- v_types is reused below for the next hop's edge filter: restore it.
+      v_g_ids := v_g_ids || v_frontier;
+      v_g_weight := v_g_weight || v_frontier_w;
+      v_g_via := v_g_via || v_ids;
+      v_g_edge := v_g_edge || v_types;
+      v_types := coalesce(graph_edge_types, array['related_to', 'supersedes', 'derived_from']);
+    end loop;
+  end if;
+
+  -- Fusion: weighted reciprocal ranks, normalised by what a memory ranked first by every signal
+  -- that found anything would get (so a query with no keyword hit is not capped by the keyword
+  -- weight), times 1.25 for a preferred type (capped at 1). A pinned single-signal mode ranks by
+  -- that signal's own score instead.
+  return query
+  with kw as (
+    select k.id, k.ord::integer as rnk, k.score, k.cov
+      from unnest(v_kw_ids, v_kw_score, v_kw_cov) with ordinality as k(id, score, cov, ord)
+  ),
+  vec as (
+    select v.id, v.ord::integer as rnk from unnest(v_vec_ids) with ordinality as v(id, ord)
+  ),
+  gr as (
+    select g.id, row_number() over (order by g.w desc, g.id)::integer as rnk, g.via, g.edge
+      from unnest(v_g_ids, v_g_weight, v_g_via, v_g_edge) as g(id, w, via, edge)
+  ),
+  candidates as (
+    select u.id from (select kw.id from kw where kw.cov >= v_min_cov
+                      union select vec.id from vec
+                      union select gr.id from gr) u
+  ),
+  recent as (
+    select c.id, row_number() over (order by m.created_at desc, c.id)::integer as rnk
+      from candidates c join public.devai_memories m on m.id = c.id
+  ),
+  fused as (
+    select c.id, kw.rnk as kw_rnk, kw.score as kw_score, kw.cov as kw_cov, vec.rnk as vec_rnk,
+           gr.rnk as g_rnk, gr.via as g_via, gr.edge as g_edge,
+           (coalesce(v_w_kw / (v_k + kw.rnk), 0) + coalesce(v_w_vec / (v_k + vec.rnk), 0)
+             + coalesce(v_w_graph / (v_k + gr.rnk), 0) + coalesce(v_w_recent / (v_k + rc.rnk), 0))
+           / ((case when cardinality(v_kw_ids) > 0 then v_w_kw else 0 end
+               + case when cardinality(v_vec_ids) > 0 then v_w_vec else 0 end
+               + case when cardinality(v_g_ids) > 0 then v_w_graph else 0 end
+               + v_w_recent) / (v_k + 1)) as rel
+      from candidates c
+      left join kw on kw.id = c.id
+      left join vec on vec.id = c.id
+      left join gr on gr.id = c.id
+      left join recent rc on rc.id = c.id
+  ),
+  final as (
+    select f.*, m.strength as m_strength, s.sim,
+           -- A single signal keeps its own score (vector: cosine; keyword: coverage): nothing is fused.
+           least(1, case search_mode when 'vector' then coalesce(s.sim, 0)
+                                     when 'keyword' then coalesce(f.kw_cov, 0)
+                                     else f.rel end
+                    * case when m.memory_type = any (coalesce(prefer_memory_types, '{}')) then 1.25 else 1 end) as relv
+      from fused f
+      join public.devai_memories m on m.id = f.id
+      cross join lateral (
+        select case when query_embedding is not null and m.embedding is not null
+                         and m.embedding_model = match_embedding_model
+                    then 1 - (m.embedding operator(extensions.<=>) query_embedding) end as sim) s
+  ),
+  top as (
+    select x.* from final x order by x.relv * x.m_strength desc, x.id limit match_count
+  )
+  select m.id, m.content, m.memory_type, m.namespace, m.strength, m.priority, m.importance, m.pinned,
+         m.source, m.metadata, m.session_id, m.access_count, m.last_accessed_at, m.created_at, m.updated_at,
+         (select max(r.strength) from public.memory_relations r
+           where r.owner_id = m.owner_id and (r.from_id = m.id or r.to_id = m.id)),
+         case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end,
+         t.sim,
+         t.kw_rnk, t.kw_score, t.kw_cov, t.vec_rnk, t.g_rnk, t.g_via, t.g_edge, t.relv
+    from top t
+    join public.devai_memories m on m.id = t.id
+   order by t.relv * t.m_strength desc, t.id;
+end;
+$$;
+
+revoke all on function public.hybrid_search(text, extensions.vector, text[], integer, double precision, text, uuid, text,
+  integer, text[], timestamptz, timestamptz, text[], text[], text[], double precision) from public, anon;
+grant execute on function public.hybrid_search(text, extensions.vector, text[], integer, double precision, text, uuid, text,
+  integer, text[], timestamptz, timestamptz, text[], text[], text[], double precision) to authenticated, service_role;
+
+-- memory.query on the hybrid search: the agent's allowed categories (intersected with the ones
+-- requested) become a filter of every signal; filters on metadata, pinned, importance and update
+-- time apply to the candidates; categories with context 'all' bring their memories whatever the
+-- query; rag_length caps a category's share. Replaces the vector-only version.
+drop function if exists public.query_memories(extensions.vector, text[], text, text[], integer, double precision, text, uuid,
+  text, text, text, text, text, boolean, integer, integer, timestamptz, timestamptz);
+
+create or replace function public.query_memories(
+  query_text text,
+  query_embedding extensions.vector(512),
+  match_namespaces text[],
+  match_agent text,
+  match_categories text[],
+  match_count integer default 5,
+  similarity_threshold double precision default 0.7,
+  match_embedding_model text default 'text-embedding-3-small',
+  match_owner uuid default auth.uid(),
+  filter_user_id text default null,
+  filter_agent_id text default null,
+  filter_run_id text default null,
+  filter_actor_id text default null,
+  filter_role text default null,
+  filter_pinned boolean default null,
+  filter_importance_min integer default null,
+  filter_importance_max integer default null,
+  filter_updated_after timestamptz default null,
+  filter_updated_before timestamptz default null,
+  search_mode text default 'hybrid',
+  graph_depth integer default 1,
+  filter_after timestamptz default null,
+  filter_before timestamptz default null
+)
+returns table (
+  id uuid,
+  content text,
+  similarity double precision,
+  memory_type text,
+  namespace text,
+  category text,
+  category_context text,
+  strength double precision,
+  priority text,
+  importance smallint,
+  pinned boolean,
+  source text,
+  metadata jsonb,
+  session_id text,
+  access_count integer,
+  last_accessed_at timestamptz,
+  created_at timestamptz,
+  updated_at timestamptz,
+  max_relation_strength real,
+  keyword_rank integer,
+  keyword_score double precision,
+  keyword_coverage double precision,
+  vector_rank integer,
+  graph_rank integer,
+  graph_via uuid,
+  graph_edge text,
+  relevance double precision
+)
+language plpgsql
+stable
+security invoker
+set search_path = ''
+set plan_cache_mode = 'force_custom_plan'
+as $$
+#variable_conflict use_column
+declare
+  v_categories text[];
+  v_all        text[];
+  v_pool       integer;
+  v_scopes     text[];
+begin
+  if match_count is null or match_count < 1 or match_count > 200 then
+    raise exception 'match_count must be between 1 and 200, got %', match_count using errcode = '22023';
+  end if;
+  -- Only categories both requested and allowed for the agent; nothing allowed, nothing returned.
+  select coalesce(array_agg(a.category), '{}'),
+         coalesce(array_agg(a.category) filter (where c.context = 'all'), '{}')
+    into v_categories, v_all
+    from public.memory_agent_allowlists a
+    join public.memory_categories c on c.name = a.category
+   where a.agent = match_agent
+     and a.category = any (coalesce(match_categories, '{}'::text[]));
+  if cardinality(v_categories) = 0 then
+    return;
+  end if;
+  select coalesce(array_agg(rtrim(s, '/') || '/'), '{}') into v_scopes
+    from unnest(coalesce(match_namespaces, '{}'::text[])) as s
+   where s is not null and rtrim(s, '/') <> '';
+  -- Per-category caps and the filters below apply after the search: look further than match_count.
+  v_pool := least(match_count * 4, 200);
+
+  return query
+  with found as (
+    select h.*
+      from public.hybrid_search(
+             query_text => query_text, query_embedding => query_embedding, match_namespaces => match_namespaces,
+             match_count => v_pool, similarity_threshold => similarity_threshold,
+             match_embedding_model => match_embedding_model, match_owner => match_owner, search_mode => search_mode,
+             graph_depth => graph_depth, filter_after => filter_after, filter_before => filter_before,
+             filter_categories => v_categories) h
+  ),
+  everything as (
+    -- context 'all' categories: their memories regardless of the query (most important first).
+    select m.id, 0::double precision as relevance
+      from public.devai_memories m
+     where cardinality(v_all) > 0
+       and m.owner_id = match_owner and m.is_valid and m.state = 'active' and m.strength > 0.05
+       and (m.namespace || '/') ^@ any (v_scopes)
+       and (case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end) = any (v_all)
+       and not exists (select 1 from found f where f.id = m.id)
+     order by m.importance desc, m.updated_at desc, m.id
+     limit match_count
+  ),
+  candidates as (
+    select f.id, f.relevance, f.similarity, f.keyword_rank, f.keyword_score, f.keyword_coverage, f.vector_rank,
+           f.graph_rank, f.graph_via, f.graph_edge
+      from found f
+    union all
+    select e.id, e.relevance, null, null, null, null, null, null, null, null from everything e
+  ),
+  eligible as (
+    select c.*, m.strength as m_strength,
+           case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end as cat
+      from candidates c
+      join public.devai_memories m on m.id = c.id
+     where (filter_user_id is null or m.metadata ->> 'user_id' = filter_user_id)
+       and (filter_agent_id is null or m.metadata ->> 'agent_id' = filter_agent_id)
+       and (filter_run_id is null or m.metadata ->> 'run_id' = filter_run_id)
+       and (filter_actor_id is null or m.metadata ->> 'actor_id' = filter_actor_id)
+       and (filter_role is null or m.metadata ->> 'role' = filter_role)
+       and (filter_pinned is null or m.pinned = filter_pinned)
+       and (filter_importance_min is null or m.importance >= filter_importance_min)
+       and (filter_importance_max is null or m.importance <= filter_importance_max)
+       and (filter_updated_after is null or m.updated_at >= filter_updated_after)
+       and (filter_updated_before is null or m.updated_at < filter_updated_before)
+  ),
+  capped as (
+    select e.*, cfg.context as cat_context, cfg.rag_length,
+           row_number() over (partition by e.cat order by e.relevance * e.m_strength desc, e.id) as rank_in_category
+      from eligible e
+      join public.memory_categories cfg on cfg.name = e.cat
+  ),
+  top as (
+    select k.* from capped k
+     where k.rag_length is null or k.rank_in_category <= k.rag_length
+     order by k.relevance * k.m_strength desc, k.id
+     limit match_count
+  )
+  select m.id, m.content, t.similarity, m.memory_type, m.namespace, t.cat, t.cat_context,
+         m.strength, m.priority, m.importance, m.pinned, m.source, m.metadata, m.session_id,
+         m.access_count, m.last_accessed_at, m.created_at, m.updated_at,
+         (select max(r.strength) from public.memory_relations r
+           where r.owner_id = m.owner_id and (r.from_id = m.id or r.to_id = m.id)),
+         t.keyword_rank, t.keyword_score, t.keyword_coverage, t.vector_rank, t.graph_rank, t.graph_via, t.graph_edge,
+         t.relevance
+    from top t
+    join public.devai_memories m on m.id = t.id
+   order by t.relevance * t.m_strength desc, t.id;
+end;
+$$;
+
+revoke all on function public.query_memories(text, extensions.vector, text[], text, text[], integer, double precision, text, uuid,
+  text, text, text, text, text, boolean, integer, integer, timestamptz, timestamptz, text, integer, timestamptz, timestamptz)
+  from public, anon;
+grant execute on function public.query_memories(text, extensions.vector, text[], text, text[], integer, double precision, text, uuid,
+  text, text, text, text, text, boolean, integer, integer, timestamptz, timestamptz, text, integer, timestamptz, timestamptz)
+  to authenticated, service_role;

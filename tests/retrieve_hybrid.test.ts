@@ -1,0 +1,265 @@
+// Hybrid, intent-aware retrieval: intent and complexity classification, time windows, the
+// exemplar classifier for neural embedders, and the handler end to end on real Postgres (signals
+// per memory, pinned modes, time filters, bad input, the dedup neighbour lookup by keyword).
+import assert from "node:assert/strict";
+import { classifyComplexity, classifyIntentByKeywords, planSearch } from "../supabase/functions/_shared/search/intent.ts";
+import { classifyByExemplars, INTENT_EXEMPLARS } from "../supabase/functions/_shared/search/intent-exemplars.ts";
+import { resolveTime, windowFromText } from "../supabase/functions/_shared/search/time-window.ts";
+import { requestWindow } from "../supabase/functions/_shared/search/plan.ts";
+import { EMBEDDING_DIMENSIONS, type Embedder, localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
+import { createHandler } from "../supabase/functions/memory-retrieve/handler.ts";
+import { HttpError } from "../supabase/functions/_shared/http.ts";
+import { withTenant } from "../supabase/functions/_shared/db.ts";
+import { enqueueJob } from "../supabase/functions/_shared/jobs.ts";
+import { userHeaders } from "./support/auth.ts";
+import { testConfig } from "./support/config.ts";
+import { callJson, dbTest } from "./support/http.ts";
+import { newTenant, seedMemories, seedMemory, seedRelation, testSql } from "./support/seed.ts";
+import { hashVector, reply, vectorWithSimilarity } from "./fake_openai.ts";
+import { drainAll, EMBEDDING_MODEL, memoriesOf, writeEnv } from "./write_helpers.ts";
+
+// ---------------------------------------------------------------------------------------------
+// Pure parts
+
+Deno.test("intent: keyword cues, with explicit times before question words", () => {
+  const cases: [string, string][] = [
+    ["Why did we drop the ORM?", "why"],
+    ["what was the rationale for pinning Node 20", "why"],
+    ["When did we upgrade Postgres?", "when"],
+    ["what did we decide last week about caching", "when"],
+    ["which flags changed 3 days ago", "when"],
+    ["what happens when the build fails", "what"],
+    ["Who owns the billing service?", "who"],
+    ["How do I run the integration tests?", "how"],
+    ["steps to rotate the API keys", "how"],
+    ["What database does the project use?", "what"],
+    ["tabs or spaces", "general"],
+  ];
+  for (const [text, intent] of cases) assert.equal(classifyIntentByKeywords(text).intent, intent, text);
+  assert.equal(classifyIntentByKeywords("tabs or spaces").by, "default");
+  assert.equal(classifyIntentByKeywords("Why?").by, "keyword");
+});
+
+Deno.test("complexity: short single questions are simple; long or multi-part ones complex", () => {
+  assert.equal(classifyComplexity("which test runner do we use?"), "simple");
+  assert.equal(classifyComplexity("what is the difference between the staging and production deploy pipelines"), "complex");
+  assert.equal(classifyComplexity("why did the build break? and who fixed it?"), "complex");
+  assert.equal(classifyComplexity(Array.from({ length: 30 }, (_, i) => `word${i}`).join(" ")), "complex");
+  const simple = planSearch("general", "simple");
+  const complex = planSearch("general", "complex");
+  assert.ok(simple.topK < complex.topK && simple.budgetTokens < complex.budgetTokens && simple.graphDepth < complex.graphDepth);
+  assert.deepEqual(planSearch("how", "simple").preferMemoryTypes, ["procedural"]);
+  assert.ok(planSearch("when", "simple").recencyWeight > 0);
+  assert.ok(planSearch("why", "simple").graphDepth > simple.graphDepth);
+  assert.ok(planSearch("why", "simple").graphEdgeTypes!.includes("supersedes"));
+});
+
+Deno.test("time windows: every accepted form, and what is refused", () => {
+  const now = new Date("2026-11-23T15:30:00Z");
+  assert.equal(resolveTime("today", now)!.toISOString(), "2026-11-23T00:00:00.000Z");
+  assert.equal(resolveTime("yesterday", now)!.toISOString(), "2026-11-22T00:00:00.000Z");
+  assert.equal(resolveTime("last_week", now)!.toISOString(), "2026-11-16T15:30:00.000Z");
+  assert.equal(resolveTime("last_month", now)!.toISOString(), "2026-10-24T15:30:00.000Z");
+  assert.equal(resolveTime("last_3_days", now)!.toISOString(), "2026-11-20T15:30:00.000Z");
+  assert.equal(resolveTime("2026-11-01", now)!.toISOString(), "2026-11-01T00:00:00.000Z");
+  assert.equal(resolveTime("2026-11-01T09:30:00+02:00", now)!.toISOString(), "2026-11-01T07:30:00.000Z");
+  for (const bad of ["last_0_days", "last_9999_days", "2026-02-31", "0000-01-01", "tomorrowish", "10000-01-01", "2026-11-01T25:00:00Z", ""]) {
+    assert.equal(resolveTime(bad, now), undefined, bad);
+  }
+  assert.throws(() => requestWindow({ after: "soon" }, now), (e: unknown) => e instanceof HttpError && e.status === 400 && e.issues![0]!.path[0] === "after");
+  assert.throws(() => requestWindow({ after: "2026-11-20", before: "2026-11-10" }, now), (e: unknown) => e instanceof HttpError && e.status === 400);
+  assert.equal(requestWindow({ before: "yesterday" }, now)!.before!.toISOString(), "2026-11-22T00:00:00.000Z");
+
+  assert.equal(windowFromText("what did we decide last week about caching", now)!.after!.toISOString(), "2026-11-16T15:30:00.000Z");
+  assert.equal(windowFromText("the flaky test from 2 days ago", now)!.after!.toISOString(), "2026-11-20T15:30:00.000Z");
+  assert.equal(windowFromText("which database do we use", now), undefined);
+});
+
+Deno.test("intent exemplars: a neural embedder classifies cue-less queries by the nearest exemplars; the local one never", async () => {
+  // A stand-in neural embedder: one axis per intent, chosen by the exemplar lists' own words.
+  const axes: [string, RegExp][] = [["why", /reason|motivation|why|made us/i], ["when", /when|last week|recently|friday/i],
+    ["who", /who|whom|person/i], ["how", /how|steps|set up/i], ["what", /what|which/i]];
+  let calls = 0;
+  const embedder: Embedder = {
+    provider: "openai",
+    model: "stand-in-neural",
+    dimensions: EMBEDDING_DIMENSIONS,
+    embed(texts) {
+      calls++;
+      return Promise.resolve(texts.map((t) => {
+        const v = new Array(EMBEDDING_DIMENSIONS).fill(0.01);
+        axes.forEach(([, re], i) => { if (re.test(t)) v[i] = 1; });
+        return v;
+      }));
+    },
+  };
+  const unitAxis = (i: number) => Array.from({ length: EMBEDDING_DIMENSIONS }, (_, d) => (d === i ? 1 : 0.01));
+  assert.equal(await classifyByExemplars(unitAxis(3), embedder), "how");
+  assert.equal(await classifyByExemplars(unitAxis(2), embedder), "who");
+  assert.equal(await classifyByExemplars(unitAxis(400), embedder), undefined, "far from every exemplar: no intent");
+  assert.equal(calls, 1, "the exemplars are embedded once per model");
+  assert.equal(await classifyByExemplars(unitAxis(3), localEmbedder()), undefined);
+  assert.ok(Object.values(INTENT_EXEMPLARS).every((list) => list.length >= 5));
+});
+
+// ---------------------------------------------------------------------------------------------
+// Through the handler, on the real database
+
+const sql = testSql();
+const config = testConfig();
+const URL = "http://localhost/functions/v1/memory-retrieve";
+
+async function retrieve(tenant: string, body: Record<string, unknown>, embedder: Embedder = localEmbedder()) {
+  return await callJson(createHandler({ sql, config, embedder }), URL, { headers: await userHeaders(tenant), body });
+}
+
+const P = "devai/project/web";
+type Mem = { id: string; content: string; signals: Record<string, unknown>; injected: boolean };
+
+dbTest("hybrid: an identifier the vectors miss is found by keyword; every memory says which signals found it", async () => {
+  const t = newTenant();
+  const [exact] = await seedMemories(sql, t, [
+    { content: "The checkout page crashed with ERR_STRIPE_KEY_MISSING until STRIPE_SECRET was set in .env.local.", namespace: P },
+    { content: "The checkout page uses Stripe Elements for card input.", namespace: P },
+    { content: "Tailwind classes are sorted by the prettier plugin.", namespace: P },
+  ]);
+  const res = await retrieve(t, { message: "what does ERR_STRIPE_KEY_MISSING mean?", project: "web" });
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  const first = res.body.memories[0] as Mem;
+  assert.equal(first.id, exact!.id);
+  assert.equal((first.signals.keyword as { rank: number }).rank, 1);
+  assert.ok(first.injected);
+  assert.equal(res.body.search.mode, "hybrid");
+  assert.equal(res.body.search.intent, "what");
+  assert.deepEqual(Object.keys(res.body.search.weights).sort(), ["graph", "keyword", "rrf_k", "vector"]);
+  assert.ok(res.body.search.weights.keyword > res.body.search.weights.vector, "the offline embedder weighs less than keywords");
+});
+
+dbTest("hybrid: a graph hit says which memory it came through", async () => {
+  const t = newTenant();
+  const [decision, reason] = await seedMemories(sql, t, [
+    { content: "The team moved session storage from JWT cookies to Redis.", namespace: P, embedding: vectorWithSimilarity(hashVector("q"), 0.2, "a") },
+    { content: "Revoking tokens instantly was impossible, which forced the change.", namespace: P, embedding: vectorWithSimilarity(hashVector("q"), 0.0, "b") },
+  ]);
+  await seedRelation(sql, t, reason!.id, decision!.id, 0.9, "related_to");
+  const res = await retrieve(t, { message: "why session storage Redis", project: "web", graph_depth: 1 });
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  const viaGraph = (res.body.memories as Mem[]).find((m) => m.id === reason!.id);
+  assert.ok(viaGraph, "the linked memory is returned");
+  assert.deepEqual(viaGraph!.signals.graph, { rank: 1, via: decision!.id, edge: "related_to" });
+  assert.equal(res.body.search.intent, "why");
+});
+
+dbTest("modes: keyword and vector can be pinned; keyword mode makes no embedding call", async () => {
+  const t = newTenant();
+  await seedMemories(sql, t, [{ content: "Run pnpm test --filter web before merging.", namespace: P }]);
+  let calls = 0;
+  const counting: Embedder = { ...localEmbedder(), embed(texts) { calls++; return localEmbedder().embed(texts); } };
+  const kw = await retrieve(t, { message: "pnpm test filter", project: "web", mode: "keyword" }, counting);
+  assert.equal(kw.status, 200);
+  assert.equal(calls, 0);
+  assert.equal(kw.body.search.mode, "keyword");
+  assert.ok((kw.body.memories as Mem[]).every((m) => m.signals.keyword && !m.signals.vector));
+  const vec = await retrieve(t, { message: "pnpm test filter", project: "web", mode: "vector" }, counting);
+  assert.equal(calls, 1);
+  assert.ok((vec.body.memories as Mem[]).every((m) => m.signals.vector && !m.signals.keyword));
+});
+
+dbTest("time: after/before filter, relative forms against `now`, and a window read from the question", async () => {
+  const t = newTenant();
+  const [old, recent] = await seedMemories(sql, t, [
+    { content: "The team decided to cache API responses in Redis for five minutes.", namespace: P },
+    { content: "The team decided to cache API responses at the CDN edge instead.", namespace: P },
+  ]);
+  await sql`update public.devai_memories set created_at = '2026-10-01T10:00:00Z' where id = ${old!.id}`;
+  await sql`update public.devai_memories set created_at = '2026-11-20T10:00:00Z' where id = ${recent!.id}`;
+  const now = "2026-11-23T12:00:00Z";
+  const ids = (r: { body: { memories: Mem[] } }) => r.body.memories.map((m) => m.id);
+
+  const windowed = await retrieve(t, { message: "cache API responses", project: "web", after: "last_week", now });
+  assert.equal(windowed.status, 200, JSON.stringify(windowed.body));
+  assert.deepEqual(ids(windowed), [recent!.id]);
+  assert.equal(windowed.body.search.time_window.from, "request");
+
+  const before = await retrieve(t, { message: "cache API responses", project: "web", before: "2026-11-01", now });
+  assert.deepEqual(ids(before), [old!.id]);
+
+  const spoken = await retrieve(t, { message: "what did we decide last week about caching API responses", project: "web", now });
+  assert.equal(spoken.body.search.intent, "when");
+  assert.equal(spoken.body.search.time_window.from, "query_text");
+  assert.deepEqual(ids(spoken), [recent!.id]);
+});
+
+dbTest("bad input: unreadable times, after later than before, unknown mode are 400s naming the field; writes nothing", async () => {
+  const t = newTenant();
+  for (const [body, field] of [
+    [{ message: "x", after: "next tuesday" }, "after"],
+    [{ message: "x", before: "0000-01-01" }, "before"],
+    [{ message: "x", after: "2026-11-20", before: "2026-11-01" }, "after"],
+    [{ message: "x", mode: "fuzzy" }, "mode"],
+    [{ message: "x", graph_depth: 9 }, "graph_depth"],
+    [{ message: "x", intent: "where" }, "intent"],
+  ] as [Record<string, unknown>, string][]) {
+    const res = await retrieve(t, body);
+    assert.equal(res.status, 400, JSON.stringify(body));
+    assert.equal(res.body.error.issues[0].path[0], field, JSON.stringify(res.body));
+    if (body.after === "next tuesday") assert.equal(res.body.error.issues[0].code, "invalid_time");
+    if (res.body.error.issues[0].code === "invalid_time") assert.match(res.body.error.issues[0].message, /last_N_days/);
+  }
+  const [row] = await sql<{ n: number }[]>`select count(*)::int as n from public.memory_events where owner_id = ${t}`;
+  assert.equal(row!.n, 0);
+});
+
+dbTest("queries of only stop words or punctuation answer 200 (vector and graph signals), never 500", async () => {
+  const t = newTenant();
+  await seedMemories(sql, t, [{ content: "The user prefers dark mode in every editor.", namespace: "devai/user/preferences" }]);
+  for (const message of ["the of and", "???", "\" ' & | ! : * ( ) -", "-", "\"\""]) {
+    const res = await retrieve(t, { message });
+    assert.equal(res.status, 200, `${message}: ${JSON.stringify(res.body)}`);
+  }
+});
+
+dbTest("memory.query: hybrid too, with categories as a filter of every signal", async () => {
+  const t = newTenant();
+  const [withCategory] = await seedMemories(sql, t, [
+    { content: "Use TS2345 fixes: add the missing generic to useQuery.", namespace: P, metadata: { category: "knowledge" } },
+    { content: "TS2345 appears in the billing service too.", namespace: P, metadata: { category: "tone" } },
+  ]);
+  const res = await callJson(createHandler({ sql, config, embedder: localEmbedder() }), `${URL}/query`, {
+    headers: await userHeaders(t),
+    body: { agent: "researcher", query: "TS2345", project: "web", return: "full" },
+  });
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  assert.deepEqual(res.body.results.map((r: { id: string }) => r.id), [withCategory!.id]);
+  assert.ok(res.body.results[0].signals.keyword);
+  assert.equal(res.body.search.mode, "hybrid");
+});
+
+Deno.test("dedup: a near-verbatim candidate is shown to the decision even when its vector disagrees", async () => {
+  const env = await writeEnv();
+  try {
+    const tenant = newTenant();
+    const base = hashVector("base memory");
+    await seedMemory(env.sql, tenant, {
+      content: "The task-api deploys with npm run deploy from the main branch.",
+      namespace: "devai/project/taskforge",
+      embedding: base,
+      embedding_model: EMBEDDING_MODEL,
+    });
+    const text = "The task-api deploys with npm run deploy from main.";
+    env.fake.setEmbedding(text, vectorWithSimilarity(base, 0.2, "far"));
+    env.fake.onChat("NEW candidate", reply.json({ action: "NOOP", target: 0, reason: "same fact" }));
+    await withTenant(env.sql, { tenantId: tenant, actor: "test" }, (tx) =>
+      enqueueJob(tx, {
+        ownerId: tenant,
+        kind: "dedup",
+        idempotencyKey: crypto.randomUUID(),
+        payload: { origin: "api", candidates: [{ content: text, type: "semantic", namespace: "devai/project/taskforge", source: "discovery", priority: "low", importance: 3 }] },
+      }));
+    await drainAll(env.deps, tenant);
+    assert.equal(env.fake.chatRequests().length, 1, "the keyword neighbour reached the decision");
+    assert.equal((await memoriesOf(env.sql, tenant)).length, 1, "NOOP: nothing added");
+  } finally {
+    await env.close();
+  }
+});
