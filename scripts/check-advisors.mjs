@@ -6,7 +6,7 @@ import { execFileSync } from "node:child_process";
 const url = process.argv[2];
 if (!url) { console.error("usage: check-advisors.mjs <db-url>"); process.exit(2); }
 const IGNORED_LINTS = new Set(["unused_index"]);
-const OUR_SCHEMAS = new Set(["public", "memory_private", "extensions"]);
+const OUR_SCHEMAS = new Set(["public", "memory_private", "memory_search", "extensions"]);
 
 const out = execFileSync("supabase", ["db", "advisors", `--remote=${url}`, "--type", "all", "--level", "info"], {
   encoding: "utf8", stdio: ["ignore", "pipe", "pipe"],

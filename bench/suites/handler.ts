@@ -1,9 +1,11 @@
 // Suite 'handler': latency of the full memory-retrieve handler (auth → validate → embed → one
-// match_memories call as the tenant → rank → pack into the token budget → format → reinforce →
+// hybrid_search call as the tenant → rank → pack into the token budget → format → reinforce →
 // memory_events row) WITHOUT the embedding call: the injected embedder returns the precomputed
 // corpus vector for the message. Requests are made in process (createHandler(deps)(Request)), so
-// no HTTP server is in the loop; the figure is handler + database time. A failing request fails
-// the run: a benchmark of a broken handler is not a figure.
+// no HTTP server is in the loop; the figure is handler + database time. Side by side in one run:
+// the default hybrid search, the vector signal alone and the keyword signal alone (mode pinned),
+// for the biggest tenant and a small one. A failing request fails the run: a benchmark of a
+// broken handler is not a figure.
 import { SignJWT } from "jose";
 import { createSql } from "../../supabase/functions/_shared/db.ts";
 import { loadConfig } from "../../supabase/functions/_shared/env.ts";
@@ -49,7 +51,7 @@ export async function runHandler(sql: Sql, url: string, corpus: Corpus, opts: { 
   const big = corpus.tenants[0], small = corpus.tenants[Math.floor(corpus.tenants.length / 2)];
   if (!big || !small) throw new Error("no tenants");
   const vectors = new Map<string, number[]>();
-  const reqs: { tenant: string; token: string; body: string }[] = [];
+  const reqs: { tenant: string; which: "big" | "small"; token: string; message: string; project: string }[] = [];
   for (const [ti, t, project] of [[0, big, "task_forge"], [1, small, small.projects[0] ?? "docs"]] as const) {
     const token = await signUserToken(t.id);
     const seeds = await sql<{ i: number }[]>`
@@ -61,9 +63,11 @@ export async function runHandler(sql: Sql, url: string, corpus: Corpus, opts: { 
       const r = corpus.row(s.i);
       const message = `How do we handle ${r.content.split(" (note")[0]?.toLowerCase()}? [h${ti}-${j}]`;
       vectors.set(message, Array.from(corpus.query(4_000_000 + ti * 100_000 + j, r.cluster, r.sub)));
-      reqs.push({ tenant: t.id, token, body: JSON.stringify({ message, project, thread_id: "bench", budget_tokens: 2000 }) });
+      reqs.push({ tenant: t.id, which: ti === 0 ? "big" : "small", token, message, project });
     }
   }
+  const bodyFor = (r: (typeof reqs)[number], mode: string) =>
+    JSON.stringify({ message: r.message, project: r.project, thread_id: "bench", budget_tokens: 2000, top_k: 15, mode });
   const config = loadConfig(benchEnv(url));
   const pool = createSql(url, { max: 10, applicationName: "devai-bench-handler" });
   const handler = createHandler({ sql: pool, config, embedder: tableEmbedder(vectors) });
@@ -76,21 +80,34 @@ export async function runHandler(sql: Sql, url: string, corpus: Corpus, opts: { 
     if (res.status !== 200) throw new Error(`memory-retrieve answered ${res.status}: ${text.slice(0, 300)}`);
     return now() - t0;
   };
-  const out: { clients: number; summary: Summary; qps: number }[] = [];
+  const out: { mode: string; tenant: string; clients: number; summary: Summary; qps: number }[] = [];
   try {
-    for (const r of reqs.slice(0, 3)) await call(r); // warm-up (JIT, pool)
-    for (const clients of [1, 8]) {
+    for (const r of reqs.slice(0, 3)) await call({ token: r.token, body: bodyFor(r, "hybrid") }); // warm-up (JIT, pool)
+    const runs: [string, "big" | "small" | "both", number][] = [
+      ["vector", "big", 1], ["hybrid", "big", 1], ["keyword", "big", 1],
+      ["vector", "small", 1], ["hybrid", "small", 1], ["keyword", "small", 1],
+      ["vector", "both", 8], ["hybrid", "both", 8],
+    ];
+    for (const [mode, which, clients] of runs) {
       if (now() > opts.deadline) break;
-      const { ms, wallMs } = await runConcurrent(reqs, clients, (r) => call(r));
-      out.push({ clients, summary: summarize(ms), qps: round((ms.length * 1000) / wallMs, 1) });
-      log(`memory-retrieve handler, ${clients} client(s): p50 ${fmt(summarize(ms).p50)} ms`);
+      const batch = reqs.filter((r) => which === "both" || r.which === which).map((r) => ({ token: r.token, body: bodyFor(r, mode) }));
+      const { ms, wallMs } = await runConcurrent(batch, clients, (r) => call(r));
+      out.push({ mode, tenant: which, clients, summary: summarize(ms), qps: round((ms.length * 1000) / wallMs, 1) });
+      log(`memory-retrieve handler, ${mode}, ${which} tenant(s), ${clients} client(s): p50 ${fmt(summarize(ms).p50)} ms`);
     }
   } finally {
     await pool.end();
   }
+  const p95Of = (mode: string, which: string) => out.find((o) => o.mode === mode && o.tenant === which && o.clients === 1)?.summary.p95;
+  const growth = ["big", "small"].map((w) => {
+    const h = p95Of("hybrid", w), v = p95Of("vector", w);
+    return h !== undefined && v !== undefined ? `${w} tenant ${fmt(h - v)} ms` : `${w} tenant n/a`;
+  }).join(", ");
   const table = [
     `## memory-retrieve handler (in process, precomputed embedding; includes rank, pack, format, reinforce, events)`,
-    formatTable(["clients", "n", "p50 ms", "p95 ms", "p99 ms", "req/s"], out.map((o) => [String(o.clients), String(o.summary.n), fmt(o.summary.p50), fmt(o.summary.p95), fmt(o.summary.p99), fmt(o.qps, 1)])),
+    formatTable(["mode", "tenant", "clients", "n", "p50 ms", "p95 ms", "p99 ms", "req/s"],
+      out.map((o) => [o.mode, o.tenant, String(o.clients), String(o.summary.n), fmt(o.summary.p50), fmt(o.summary.p95), fmt(o.summary.p99), fmt(o.qps, 1)])),
+    `hybrid p95 minus vector-only p95 (1 client): ${growth}`,
   ].join("\n");
   return { table, latency: out, requests: reqs.length, note: "reinforcement writes (access_count, last_accessed_at) happen in each request, as in production" };
 }

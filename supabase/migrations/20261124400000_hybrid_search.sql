@@ -79,9 +79,9 @@ create index devai_memories_owner_fts on public.devai_memories using gin (owner_
 insert into public.memory_settings (name, value, description) values
   ('rrf_k', 60,
    'Reciprocal rank fusion constant: a signal contributes weight / (rrf_k + rank). Larger values flatten the difference between ranks.'),
-  ('keyword_max_terms', 12,
+  ('keyword_max_terms', 10,
    'hybrid_search uses at most this many query terms (phrases and identifiers first, then words in query order).'),
-  ('keyword_df_cap', 400,
+  ('keyword_df_cap', 50,
    'A query term''s matches in the caller''s scope are counted up to this many; a term matching more is too common to generate keyword candidates (it still adds to their score).'),
   ('keyword_min_coverage', 0.35,
    'A memory found only by keyword is returned when its BM25 score reaches this share of the best score a memory matching every query term could get.'),
@@ -233,6 +233,92 @@ $$;
 revoke all on function public.memory_scope_size(uuid, text[], integer) from public, anon;
 grant execute on function public.memory_scope_size(uuid, text[], integer) to authenticated, service_role;
 
+-- The keyword signal's index lookups. Row level security cannot use a query's own conditions as
+-- index conditions unless their operators are leakproof, and tsvector @@ tsquery is not: as the
+-- tenant, the (owner_id, fts) index could only be searched by owner_id, visiting every memory of
+-- the tenant for every term. This function runs as its owner (no RLS) with the tenant pinned
+-- explicitly, so a term is looked up through both keys and work stays bounded by the term's
+-- matches. It returns only the caller's own memory ids and counts, never content: the search
+-- reads the memories themselves under RLS. Schema memory_search is not exposed by the API.
+create schema if not exists memory_search;
+revoke all on schema memory_search from public;
+grant usage on schema memory_search to authenticated, service_role;
+
+-- Per term: its valid, active matches in the scopes ('/'-terminated prefixes), counted up to
+-- p_df_cap + 1 (term_df, in term order); candidates: the matches of the terms with at most
+-- p_df_cap of them, rarest first, until p_max_candidates; when every term is more common than
+-- the cap, the memories matching all of them, else any of them (at most p_df_cap each).
+-- A signed-in caller can only look up its own tenant: for any other p_owner it finds nothing, as
+-- row level security would answer.
+create or replace function memory_search.keyword_postings(
+  p_owner uuid, p_scopes text[], p_terms tsquery[], p_df_cap integer, p_max_candidates integer,
+  out term_df integer[], out candidates uuid[])
+language plpgsql
+stable
+security definer
+set search_path = ''
+set plan_cache_mode = 'force_custom_plan'
+as $$
+declare
+  v_uid   uuid := auth.uid();
+  v_ids   uuid[];
+  v_rare  text[];
+  v_q     tsquery;
+  v_order integer[];
+begin
+  term_df := '{}';
+  candidates := '{}';
+  if p_owner is null or (v_uid is not null and p_owner <> v_uid) then
+    return;
+  end if;
+  v_rare := '{}';
+  foreach v_q in array coalesce(p_terms, '{}') loop
+    -- Planned with the term itself (custom plan): both index keys.
+    select array_agg(x.id) into v_ids
+      from (select m.id from public.devai_memories m
+             where m.owner_id = p_owner and m.is_valid and m.state = 'active'
+               and m.fts @@ v_q
+               and (m.namespace || '/') ^@ any (p_scopes)
+             limit p_df_cap + 1) x;
+    term_df := term_df || coalesce(cardinality(v_ids), 0);
+    if coalesce(cardinality(v_ids), 0) between 1 and p_df_cap then
+      v_rare := v_rare || array[array_to_string(v_ids, ' ')];
+    else
+      v_rare := v_rare || array[''];
+    end if;
+  end loop;
+  -- Rarest terms first bring their matches in.
+  select coalesce(array_agg(o.i order by term_df[o.i], o.i), '{}') into v_order
+    from generate_subscripts(term_df, 1) o(i)
+   where term_df[o.i] between 1 and p_df_cap;
+  for i in 1 .. cardinality(v_order) loop
+    exit when cardinality(candidates) >= p_max_candidates;
+    candidates := candidates || string_to_array(v_rare[v_order[i]], ' ')::uuid[];
+  end loop;
+  if cardinality(v_order) = 0 and cardinality(term_df) > 0 and exists (select 1 from unnest(term_df) d where d > 0) then
+    select coalesce(array_agg(x.id), '{}') into candidates
+      from (select m.id from public.devai_memories m
+             where m.owner_id = p_owner and m.is_valid and m.state = 'active'
+               and m.fts @@ (select string_agg('(' || q::text || ')', ' & ')::tsquery
+                               from unnest(p_terms) with ordinality t(q, i) where term_df[t.i] > 0)
+               and (m.namespace || '/') ^@ any (p_scopes)
+             limit p_df_cap) x;
+    if cardinality(candidates) < p_df_cap then
+      select candidates || coalesce(array_agg(x.id), '{}') into candidates
+        from (select m.id from public.devai_memories m
+               where m.owner_id = p_owner and m.is_valid and m.state = 'active'
+                 and m.fts @@ (select string_agg('(' || q::text || ')', ' | ')::tsquery
+                                 from unnest(p_terms) with ordinality t(q, i) where term_df[t.i] > 0)
+                 and (m.namespace || '/') ^@ any (p_scopes)
+                 and not (m.id = any (candidates))
+               limit p_df_cap) x;
+    end if;
+  end if;
+end;
+$$;
+revoke all on function memory_search.keyword_postings(uuid, text[], tsquery[], integer, integer) from public, anon;
+grant execute on function memory_search.keyword_postings(uuid, text[], tsquery[], integer, integer) to authenticated, service_role;
+
 -- The hybrid search (see the top of this file). Returns at most match_count memories, best first
 -- by relevance × strength, each with the signals that found it. Called by memory-retrieve,
 -- memory.query (public.query_memories) and the dedup neighbour lookup, as the tenant.
@@ -316,14 +402,15 @@ declare
   v_seed_count integer;
   v_hop_decay  double precision;
   v_n          integer;
-  v_term       record;
+  v_terms_all  tsquery[];
+  v_excludes   tsquery[];
   v_ids        uuid[];
   v_df         integer;
   v_terms_q    tsquery[] := '{}';
   v_terms_idf  double precision[] := '{}';
   v_exclude    tsquery;
   v_cand       uuid[] := '{}';
-  v_any_rare   boolean := false;
+  v_dfs        integer[];
   v_idf_total  double precision := 0;
   v_pool       integer;
   -- signal lists (parallel arrays, best first)
@@ -389,51 +476,28 @@ begin
   -- Keyword signal. Each term's matches in scope, counted up to the cap (its document frequency);
   -- rare terms bring their matches in as candidates.
   if v_w_kw > 0 then
-    v_n := greatest(public.memory_scope_size(match_owner, v_bases, v_df_cap * 20), 1);
-    for v_term in select t.kind, t.query from public.memory_keyword_terms(query_text, v_max_terms) t loop
-      if v_term.kind = 'exclude' then
-        v_exclude := case when v_exclude is null then v_term.query else v_exclude || v_term.query end;
-        continue;
-      end if;
-      select array_agg(x.id) into v_ids
-        from (select m.id from public.devai_memories m
-               where m.owner_id = match_owner and m.is_valid and m.state = 'active'
-                 and m.fts @@ v_term.query
-                 and (m.namespace || '/') ^@ any (v_scopes)
-               limit v_df_cap + 1) x;
-      v_df := coalesce(cardinality(v_ids), 0);
+    v_n := greatest(public.memory_scope_size(match_owner, v_bases, v_df_cap * 5), 1);
+    select coalesce(array_agg(t.query order by t.ord) filter (where t.kind <> 'exclude'), '{}'),
+           coalesce(array_agg(t.query order by t.ord) filter (where t.kind = 'exclude'), '{}')
+      into v_terms_all, v_excludes
+      from public.memory_keyword_terms(query_text, v_max_terms) with ordinality as t(term, kind, query, ord);
+    select string_agg(q::text, ' | ')::tsquery into v_exclude from unnest(v_excludes) q;
+    -- Document frequencies (capped) and candidates, through the index (memory_search.keyword_postings).
+    select p.term_df, p.candidates into v_dfs, v_cand
+      from memory_search.keyword_postings(match_owner, v_scopes, v_terms_all, v_df_cap, v_pool * 2) p;
+    for i in 1 .. coalesce(cardinality(v_terms_all), 0) loop
+      v_df := coalesce(v_dfs[i], v_df_cap + 1);
       -- A term no memory has still counts in the best possible score (coverage's denominator):
       -- a memory that matches the common words of a question but not its rare ones is no answer.
       v_idf_total := v_idf_total + ln(1 + (greatest(v_n, v_df) - v_df + 0.5) / (v_df + 0.5));
       continue when v_df = 0;
-      v_terms_q := v_terms_q || v_term.query;
+      v_terms_q := v_terms_q || v_terms_all[i];
       v_terms_idf := v_terms_idf || ln(1 + (greatest(v_n, v_df) - v_df + 0.5) / (v_df + 0.5));
-      if v_df <= v_df_cap then
-        v_cand := v_cand || v_ids;
-        v_any_rare := true;
-      end if;
     end loop;
-    -- Every term is common: memories matching all of them, else any of them (bounded).
-    if not v_any_rare and cardinality(v_terms_q) > 0 then
-      select array_agg(x.id) into v_cand
-        from (select m.id from public.devai_memories m
-               where m.owner_id = match_owner and m.is_valid and m.state = 'active'
-                 and m.fts @@ (select string_agg(q::text, ' & ')::tsquery from unnest(v_terms_q) q)
-                 and (m.namespace || '/') ^@ any (v_scopes)
-               limit v_df_cap) x;
-      if coalesce(cardinality(v_cand), 0) < match_count then
-        select coalesce(v_cand, '{}') || coalesce(array_agg(x.id), '{}') into v_cand
-          from (select m.id from public.devai_memories m
-                 where m.owner_id = match_owner and m.is_valid and m.state = 'active'
-                   and m.fts @@ (select string_agg(q::text, ' | ')::tsquery from unnest(v_terms_q) q)
-                   and (m.namespace || '/') ^@ any (v_scopes)
-                 limit v_df_cap) x;
-      end if;
-    end if;
 
     -- BM25 over the candidates: sum of matched terms' idf, saturated and length-normalised
     -- (memories are a sentence or two, so a term's frequency in one is almost always 1).
-    if cardinality(v_cand) > 0 and v_idf_total > 0 then
+    if coalesce(cardinality(v_cand), 0) > 0 and v_idf_total > 0 then
       with cand as (
         select distinct c.id from unnest(v_cand) c(id)
       ),

@@ -3,7 +3,7 @@
 -- strength, embedding model; keyword queries never raise, whatever the text; exclusions, phrases
 -- and identifiers; the fusion's explainable columns; and memory_keyword_terms.
 begin;
-select plan(30);
+select plan(34);
 
 create temp table fixture (owner text, content text, namespace text, sim real, extra jsonb default '{}') on commit drop;
 insert into fixture (owner, content, namespace, sim, extra) values
@@ -165,6 +165,25 @@ select is_empty(
 select throws_ok($$select * from public.hybrid_search('x', null, array['devai'], 0)$$, '22023', null, 'match_count below 1 is rejected');
 select throws_ok($$select * from public.hybrid_search('x', null, array['devai'], 5, 0.7, null, search_mode => 'fuzzy')$$, '22023', null, 'an unknown mode is rejected');
 select throws_ok($$select * from public.hybrid_search('x', null, array[]::text[], 5)$$, '22023', null, 'at least one scope is required');
+
+-- The index lookups behind the keyword signal: the caller's own tenant only, never anon.
+select is(
+  (select term_df from memory_search.keyword_postings('33000000-0000-4000-8000-00000000000a',
+     array['devai/project/task_forge/'], array['''err_module_not_found'''::tsquery, '''zzz'''::tsquery], 50, 100)),
+  array[2, 0], 'keyword_postings: document frequency per term: in scope, valid and active (the invalid, forgotten and other-scope ones do not count)');
+select is(
+  (select cardinality(candidates) from memory_search.keyword_postings('33000000-0000-4000-8000-00000000000b',
+     array['devai/project/task_forge/'], array['''err_module_not_found'''::tsquery], 50, 100)),
+  0, 'keyword_postings: another tenant''s owner id finds nothing');
+select is(
+  (select term_df from memory_search.keyword_postings('33000000-0000-4000-8000-00000000000a',
+     array['devai/project/task_forge/'], array['''err_module_not_found'''::tsquery, '''team'''::tsquery], 0, 100)),
+  array[1, 1], 'keyword_postings: counts stop at the cap plus one');
+select tests.as_anon();
+select throws_ok(
+  $$select * from memory_search.keyword_postings('33000000-0000-4000-8000-00000000000a', array['devai/'], array['''x'''::tsquery], 50, 100)$$,
+  '42501', null, 'anon cannot call keyword_postings');
+select tests.authenticate_as('33000000-0000-4000-8000-00000000000a');
 
 -- The query's terms, for explanation and debugging.
 select results_eq(
