@@ -19,7 +19,7 @@ Deno.test({ name: "remember stores a user-stated, never-decaying memory with its
   const t = newTenant();
   const r = await api("POST", "/memory/remember", {
     as: t,
-    body: { content: "  Always use pnpm in this repo  ", importance: 4, metadata: { keywords: ["pnpm"], category: "tooling" }, session_id: "s-1" },
+    body: { content: "  Always use pnpm in this repo  ", importance: 4, metadata: { keywords: ["pnpm"], category: "conventions" }, session_id: "s-1" },
   });
   assert.equal(r.status, 201);
   assert.equal(r.body.created, true);
@@ -32,7 +32,7 @@ Deno.test({ name: "remember stores a user-stated, never-decaying memory with its
   assert.equal(m.importance, 4);
   assert.equal(m.session_id, "s-1");
   assert.equal(m.embedding_model, LOCAL_EMBEDDING_MODEL);
-  assert.deepEqual(m.metadata, { keywords: ["pnpm"], category: "tooling" });
+  assert.deepEqual(m.metadata, { keywords: ["pnpm"], category: "conventions" });
   assert.equal(m.embedding, undefined, "embeddings are never returned");
   const [row] = await sql`select owner_id, embedding is not null as has_vector from public.devai_memories where id = ${m.id}`;
   assert.equal(row!.owner_id, t);

@@ -18,6 +18,7 @@ import { drainQueue, type QueueingDeps } from "../_shared/drain-queue.ts";
 import { CONTEXT_MESSAGES, type ExtractJobPayload } from "../_shared/extraction.ts";
 import { ChatMessageSchema } from "../_shared/llm.ts";
 import { projectName, sessionId, threadId } from "../_shared/schemas.ts";
+import { SCOPE_NEEDS_PROJECT, scopeHasProject, writeScope } from "../_shared/scopes.ts";
 import { coveredPrefix, extractIdempotencyKey, prefixDigests, sessionKeyPrefix } from "./transcript-prefix.ts";
 
 const JobQuery = z.object({ job_id: z.uuid() });
@@ -27,8 +28,10 @@ export const ExtractRequestSchema = z.object({
   session_id: sessionId,
   messages: z.array(ChatMessageSchema).min(1, "messages must not be empty").max(5000),
   project: projectName.optional(),
+  /** Where the session's memories go without a namespace of their own; global only when asked (README "Scopes"). */
+  scope: writeScope.optional(),
   thread_id: threadId.optional(),
-}).strict();
+}).strict().refine(scopeHasProject, SCOPE_NEEDS_PROJECT);
 export type ExtractRequest = z.infer<typeof ExtractRequestSchema>;
 
 export function createHandler(deps: QueueingDeps) {
@@ -74,6 +77,7 @@ export function createHandler(deps: QueueingDeps) {
         context: body.messages.slice(Math.max(0, covered - CONTEXT_MESSAGES), covered),
         offset: covered,
         project: body.project,
+        scope: body.scope,
         thread_id: body.thread_id,
       };
       const job = await enqueueJob(tx, {

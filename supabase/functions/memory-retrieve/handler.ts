@@ -19,6 +19,8 @@ import { createSql, type Sql, toVectorLiteral, type Tx, withTenant } from "../_s
 import { createEmbedder, type Embedder, thresholdsFor } from "../_shared/embeddings.ts";
 import { type Config, loadConfig } from "../_shared/env.ts";
 import { handleErrors, HttpError, json, methodNotAllowed, parseJsonBody } from "../_shared/http.ts";
+import { listAgents, loadAllowlist } from "../_shared/memory-config.ts";
+import { projectScope } from "../_shared/schemas.ts";
 import { deltaHeaderLine, formatDeltaBullets, loadThreadDelta } from "./delta.ts";
 import { bulletText, type FormatContext } from "./format.ts";
 import { packIntoBudget, packTexts, type RelatedCandidate } from "./pack.ts";
@@ -90,7 +92,7 @@ export function createHandler(deps: RetrieveDeps): (req: Request) => Promise<Res
 
 /** The scopes one retrieval searches (seed 000 Namespace Hierarchy). */
 export function retrievalScopes(root: string, project?: string): string[] {
-  return [`${root}/global`, ...(project !== undefined ? [`${root}/project/${project}`] : []), `${root}/user`];
+  return [`${root}/global`, ...(project !== undefined ? [projectScope(root, project)] : []), `${root}/user`];
 }
 
 function serverTiming(parts: Record<string, number>): Record<string, string> {
@@ -231,10 +233,18 @@ async function runQuery(deps: RetrieveDeps, caller: Caller, req: Request): Promi
 
   // The allowlist first, in its own short read-only transaction: a refused request costs no
   // embedding call and writes nothing.
-  const allowed = await withTenant(deps.sql, caller, async (tx) =>
-    (await tx<{ category: string }[]>`
-      select category from public.memory_agent_allowlists where agent = ${body.agent} order by category`).map((r) => r.category));
-  if (allowed.length === 0) throw new HttpError(403, "unknown_agent", `agent '${body.agent}' has no memory allowlist`);
+  const { allowed, agents } = await withTenant(deps.sql, caller, async (tx) => {
+    const allowed = await loadAllowlist(tx, body.agent);
+    return { allowed, agents: allowed.length === 0 ? (await listAgents(tx)).map((a) => a.agent) : [] };
+  });
+  if (allowed.length === 0) {
+    throw new HttpError(
+      403,
+      "unknown_agent",
+      `agent '${body.agent}' has no memory allowlist; configured agents: ${agents.join(", ")} ` +
+        `(a service_role caller adds one with PUT memory/agents/${body.agent} {"categories": [...]})`,
+    );
+  }
   const asked = [...new Set([...(body.categories ?? []), ...(filters.category ? [filters.category] : [])])];
   const refused = asked.filter((c) => !allowed.includes(c));
   if (refused.length > 0) {

@@ -5,7 +5,7 @@
 // Both bodies are strict: an unknown field is a 400, so a typo (`budget` for `budget_tokens`)
 // is reported instead of silently ignored.
 import { z } from "zod";
-import { importance, memoryType, priority, projectName, threadId } from "../_shared/schemas.ts";
+import { agentName, categoryName, importance, memoryType, priority, projectName, threadId } from "../_shared/schemas.ts";
 
 /** Largest budget a caller may ask for; the block goes into a system prompt. */
 export const MAX_BUDGET_TOKENS = 32_000;
@@ -41,8 +41,7 @@ export const RetrieveRequest = z
   .strict();
 export type RetrieveRequest = z.infer<typeof RetrieveRequest>;
 
-export const agentName = z.string().regex(/^[a-z][a-z0-9_-]{0,63}$/, "lowercase letters, digits, _ or -");
-export const categoryName = z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, "lowercase letters, digits or _");
+export { agentName, categoryName };
 
 /** An ISO date or date-time; null means "no bound" (the seed's example sends null). */
 const instant = z.union([z.iso.datetime({ offset: true }), z.iso.date()]).nullable();

@@ -12,15 +12,17 @@
 //   POST /memory/{id}/forget         soft delete; purged after the grace period
 //   POST /memory/{id}/restore        undo forget (or an invalidation that was not a supersede)
 //   POST /memory/{id}/pin|confirm    protected from decay (strength 1.0); /unpin undoes it
+//   GET|PUT /memory/categories[/{name}], /memory/agents[/{agent}]   configuration (config-routes.ts)
 // Every request is one or two tenant transactions (withTenant → RLS): another tenant's id is
 // simply not found, a 404 like an unknown id, so ids cannot be probed. History is written by the
 // database triggers, never here.
 import { Hono } from "hono";
-import { authenticate } from "../_shared/auth.ts";
+import { authenticate, authenticateConfigCaller } from "../_shared/auth.ts";
 import { createSql } from "../_shared/db.ts";
 import { createEmbedder } from "../_shared/embeddings.ts";
 import { loadConfig } from "../_shared/env.ts";
 import { handleErrors, HttpError } from "../_shared/http.ts";
+import { CONFIG_PATH, createConfigApp } from "./config-routes.ts";
 import { registerLifecycleRoutes } from "./lifecycle-routes.ts";
 import { registerCollectionRoutes, registerMemoryReadRoutes } from "./read-routes.ts";
 import type { Env, MemoryDeps, RouteDeps } from "./routing.ts";
@@ -53,10 +55,15 @@ export function createHandler(deps: MemoryDeps): (req: Request) => Promise<Respo
   registerCollectionRoutes(app, routeDeps);
   registerMemoryReadRoutes(app, routeDeps);
   registerLifecycleRoutes(app, routeDeps);
+  const configApp = createConfigApp(routeDeps);
 
   return handleErrors(async (req) => {
+    const routed = normalizePath(req);
+    if (CONFIG_PATH.test(new URL(routed.url).pathname)) {
+      return await configApp.fetch(routed, { admin: await authenticateConfigCaller(req, deps.config) });
+    }
     const caller = await authenticate(req, deps.config);
-    return await app.fetch(normalizePath(req), { caller });
+    return await app.fetch(routed, { caller });
   });
 }
 

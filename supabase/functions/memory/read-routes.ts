@@ -2,6 +2,7 @@
 // explanation. Each is one tenant transaction (RLS): another tenant's id is simply not found.
 import { withTenant } from "../_shared/db.ts";
 import { json } from "../_shared/http.ts";
+import { projectScope } from "../_shared/schemas.ts";
 import { decodeCursor, encodeCursor } from "./cursor.ts";
 import { explainMemory } from "./explain.ts";
 import { memoriesToMarkdownFiles } from "./export-markdown.ts";
@@ -14,7 +15,7 @@ import { daysSince, daysUntilPrune, predictStrength } from "./weak.ts";
 
 /** The routes on fixed paths (/memory/weak, …): registered before /memory/:id so they win. */
 export function registerCollectionRoutes(app: MemoryApp, deps: RouteDeps): void {
-  const { sql, clock } = deps;
+  const { sql, config, clock } = deps;
 
   // -- list ----------------------------------------------------------------------------------
   app.get("/memory", async (c) => {
@@ -29,6 +30,7 @@ export function registerCollectionRoutes(app: MemoryApp, deps: RouteDeps): void 
           from public.devai_memories m
          where true
            ${q.namespace_prefix ? tx`and (m.namespace || '/') ^@ ${q.namespace_prefix + "/"}` : tx``}
+           ${q.project ? tx`and (m.namespace || '/') ^@ ${projectScope(config.namespaceRoot, q.project) + "/"}` : tx``}
            ${q.memory_type ? tx`and m.memory_type = ${q.memory_type}` : tx``}
            ${q.state !== "all" ? tx`and m.state = ${q.state}` : tx``}
            ${q.is_valid !== undefined ? tx`and m.is_valid = ${q.is_valid}` : tx``}

@@ -7,6 +7,8 @@ import { visibleScopes } from "../_shared/schemas.ts";
 import { memoryColumns } from "./memory-row.ts";
 import { contentHashSql, lockMemory, type MemoryApp, notFound, parseId, type RouteDeps, toMemory, who } from "./routing.ts";
 import { CorrectRequest, type Memory, RememberRequest } from "./schemas.ts";
+import { callerNamespace, defaultScope } from "../_shared/scopes.ts";
+import { assertKnownCategory } from "../_shared/categories.ts";
 
 async function findDuplicate(tx: Tx, content: string, scopes: string[]): Promise<Memory | undefined> {
   const [row] = await tx`
@@ -24,6 +26,17 @@ function assertCorrectable(old: Memory): void {
   }
   if (!old.is_valid) throw new HttpError(409, "memory_invalid", `memory ${old.id} is no longer valid; restore it first`);
   if (old.state !== "active") throw new HttpError(409, "memory_forgotten", `memory ${old.id} is forgotten; restore it first`);
+}
+
+/** Where a remembered fact goes (README "Scopes"): the caller's namespace, else its scope's default. */
+function rememberNamespace(body: RememberRequest, root: string): string {
+  if (body.namespace !== undefined) {
+    const ns = callerNamespace(body.namespace, root, body);
+    if (!ns.ok) throw new HttpError(400, "invalid_request", "invalid request body", [{ path: ["namespace"], message: ns.message }]);
+    return ns.namespace;
+  }
+  const base = defaultScope(root, body);
+  return base === `${root}/user` ? `${base}/preferences` : `${base}/notes`;
 }
 
 export function registerWriteRoutes(app: MemoryApp, deps: RouteDeps): void {
@@ -44,18 +57,15 @@ export function registerWriteRoutes(app: MemoryApp, deps: RouteDeps): void {
   // -- remember ------------------------------------------------------------------------------
   app.post("/memory/remember", async (c) => {
     const body = await parseJsonBody(c.req.raw, RememberRequest, config.maxBodyBytes);
-    const namespace = body.namespace ??
-      (body.project ? `${root}/project/${body.project}/notes` : `${root}/user/preferences`);
-    if (!namespace.startsWith(`${root}/`)) {
-      throw new HttpError(400, "invalid_request", "invalid request body", [
-        { path: ["namespace"], message: `namespace must start with '${root}/' (the configured root)` },
-      ]);
-    }
+    const namespace = rememberNamespace(body, root);
     const tenant = who(c);
     const scopes = visibleScopes(namespace, root);
     const userStated = (m: Memory) => m.source === "user_stated" && m.priority === "highest";
     // Fast path: an exact duplicate the user already stated costs no embedding call and writes nothing.
-    const existing = await withTenant(sql, tenant, (tx) => findDuplicate(tx, body.content, scopes));
+    const existing = await withTenant(sql, tenant, async (tx) => {
+      if (body.metadata?.category) await assertKnownCategory(tx, body.metadata.category, ["metadata", "category"]);
+      return await findDuplicate(tx, body.content, scopes);
+    });
     if (existing && userStated(existing)) return json({ created: false, memory: existing });
 
     const vector = await embedOne(body.content);
