@@ -322,7 +322,7 @@ Deno.test({ name: "pin and confirm protect a memory (strength 1.0), unpin releas
   assert.equal(u2.body.changed, false);
   const c2 = await api("POST", `/memory/${m.id}/confirm`, { as: t });
   assert.equal(c2.body.changed, true);
-  assert.deepEqual((await historyOf(m.id)).map((e) => e.event), ["ADD", "UPDATE", "UPDATE", "UPDATE"]);
+  assert.deepEqual((await historyOf(m.id)).map((e) => e.event), ["ADD", "PIN", "UNPIN", "CONFIRM"]);
 
   const gone = await seedMemory(sql, t, { content: "forgotten fact", namespace: "devai/global/ci", state: "soft_deleted" });
   const refused = await api("POST", `/memory/${gone.id}/pin`, { as: t });
@@ -338,7 +338,7 @@ Deno.test({ name: "history lists a memory's events newest first, with a limit; s
   await api("POST", `/memory/${m.id}/restore`, { as: t });
   const h = await api("GET", `/memory/${m.id}/history`, { as: t });
   assert.equal(h.status, 200);
-  assert.deepEqual(h.body.history.map((e: { event: string }) => e.event), ["RESTORE", "DELETE", "UPDATE", "ADD"]);
+  assert.deepEqual(h.body.history.map((e: { event: string }) => e.event), ["RESTORE", "DELETE", "PIN", "ADD"]);
   assert.equal(h.body.purged, false);
   const limited = await api("GET", `/memory/${m.id}/history?limit=2`, { as: t });
   assert.equal(limited.body.history.length, 2);

@@ -32,8 +32,8 @@ export interface TenantContext {
 export interface TenantTxOptions {
   /** Revision thread the change log bumps (delta header); default 'default'. */
   threadId?: string;
-  /** Refines the history event the triggers infer (DECAY, TTL, MERGE). */
-  event?: "DECAY" | "TTL" | "MERGE";
+  /** Refines the history event the triggers infer (DECAY, TTL, MERGE; CONFIRM for a pin the user confirms). */
+  event?: "DECAY" | "TTL" | "MERGE" | "CONFIRM";
 }
 
 /** Runs fn in one transaction as the tenant (role authenticated + claims), committing on success. */

@@ -52,7 +52,8 @@ export function registerLifecycleRoutes(app: MemoryApp, deps: RouteDeps): void {
   });
 
   // -- pin / confirm / unpin -----------------------------------------------------------------
-  const pin = async (c: Ctx) => {
+  // /confirm is /pin said by the user about the fact's truth: the same change, history CONFIRM.
+  const pin = (event?: "CONFIRM") => async (c: Ctx) => {
     const id = parseId(c);
     const body = await optionalBody(c.req.raw, LifecycleRequest, config.maxBodyBytes);
     const now = clock();
@@ -68,11 +69,11 @@ export function registerLifecycleRoutes(app: MemoryApp, deps: RouteDeps): void {
            set pinned = true, strength = 1, base_strength = 1, last_accessed_at = ${now}::timestamptz
          where id = ${id} returning ${memoryColumns(tx)}`;
       return { changed: true, memory: toMemory(row) };
-    }, { threadId: body.thread_id });
+    }, { threadId: body.thread_id, event });
     return json(result);
   };
-  app.post("/memory/:id/pin", pin);
-  app.post("/memory/:id/confirm", pin);
+  app.post("/memory/:id/pin", pin());
+  app.post("/memory/:id/confirm", pin("CONFIRM"));
 
   app.post("/memory/:id/unpin", async (c) => {
     const id = parseId(c);

@@ -180,7 +180,7 @@ export interface Memory {
 export interface HistoryEntry {
   id: string;
   memory_id: string;
-  event: "ADD" | "UPDATE" | "DELETE" | "MERGE" | "LINK" | "DECAY" | "TTL" | "RESTORE" | "PURGE";
+  event: "ADD" | "UPDATE" | "DELETE" | "MERGE" | "LINK" | "DECAY" | "TTL" | "RESTORE" | "PURGE" | "PIN" | "UNPIN" | "CONFIRM";
   old_ref: string | null;
   new_ref: string | null;
   actor: string | null;
