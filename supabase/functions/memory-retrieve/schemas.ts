@@ -95,6 +95,8 @@ export const RetrievedMemory = z.object({
   score: z.number(),
   /** True when the memory is in the block (and was reinforced); false when the budget left it out. */
   injected: z.boolean(),
+  /** True when the block shows it cut short at a word boundary (…): the best memory alone did not fit. */
+  shortened: z.literal(true).optional(),
 });
 export type RetrievedMemory = z.infer<typeof RetrievedMemory>;
 

@@ -1,7 +1,7 @@
 // The routes that store what the user states: remember (a new user-stated memory) and correct (a
 // new memory that supersedes an old one). History is written by the database triggers.
 import { type Tx, toVectorLiteral, withTenant } from "../_shared/db.ts";
-import { EmbeddingError } from "../_shared/embeddings.ts";
+import { embedForRequest } from "../_shared/embeddings.ts";
 import { HttpError, json, parseJsonBody } from "../_shared/http.ts";
 import { visibleScopes } from "../_shared/schemas.ts";
 import { memoryColumns } from "./memory-row.ts";
@@ -43,16 +43,7 @@ export function registerWriteRoutes(app: MemoryApp, deps: RouteDeps): void {
   const { sql, config, embedder } = deps;
   const root = config.namespaceRoot;
 
-  async function embedOne(text: string): Promise<number[]> {
-    try {
-      const [vector] = await embedder.embed([text]);
-      if (!vector) throw new EmbeddingError("embedding provider returned no vector");
-      return vector;
-    } catch (err) {
-      if (err instanceof EmbeddingError) throw new HttpError(503, "embedding_unavailable", err.message);
-      throw err;
-    }
-  }
+  const embedOne = (text: string) => embedForRequest(embedder, text);
 
   // -- remember ------------------------------------------------------------------------------
   app.post("/memory/remember", async (c) => {
