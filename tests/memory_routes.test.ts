@@ -129,6 +129,18 @@ Deno.test({ name: "the gateway prefix /functions/v1/memory is accepted; unknown 
   assert.equal(unknown.body.error.code, "route_not_found");
 });
 
+Deno.test({ name: "a fixed path with the wrong method is 405 with Allow, never read as a memory id", ...opts }, async () => {
+  const t = newTenant();
+  for (const [method, path, allow] of [["GET", "/memory/remember", "POST"], ["POST", "/memory/stats", "GET"], ["DELETE", "/memory/weak", "GET"], ["POST", "/memory/export", "GET"]]) {
+    const r = await api(method!, path!, { as: t, body: method === "GET" ? undefined : {} });
+    assert.equal(r.status, 405, `${method} ${path}: ${JSON.stringify(r.body)}`);
+    assert.equal(r.body.error.code, "method_not_allowed");
+    assert.equal(r.headers.get("allow"), allow);
+  }
+  // The right methods still work.
+  assert.equal((await api("GET", "/memory/stats", { as: t })).status, 200);
+});
+
 Deno.test({ name: "list filters and pages with a keyset cursor, newest first, without gaps or repeats", ...opts }, async () => {
   const t = newTenant();
   const rows = await seedMemories(

@@ -70,7 +70,8 @@ export async function embedForRequest(embedder: Embedder, text: string): Promise
 export function createEmbedder(config: Pick<Config, "embedding">): Embedder {
   const e = config.embedding;
   if (e.provider === "local") return localEmbedder();
-  return openAiEmbedder({ apiKey: e.apiKey!, baseUrl: e.baseUrl, model: e.model });
+  // Local OpenAI-compatible servers (Ollama, vLLM) accept any key; the SDK insists on one.
+  return openAiEmbedder({ apiKey: e.apiKey ?? "not-needed", baseUrl: e.baseUrl, model: e.model });
 }
 
 // ---------------------------------------------------------------------------------------------

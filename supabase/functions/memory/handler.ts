@@ -21,7 +21,7 @@ import { authenticate, authenticateConfigCaller } from "../_shared/auth.ts";
 import { createSql } from "../_shared/db.ts";
 import { createEmbedder } from "../_shared/embeddings.ts";
 import { loadConfig } from "../_shared/env.ts";
-import { handleErrors, HttpError } from "../_shared/http.ts";
+import { handleErrors, HttpError, methodNotAllowed } from "../_shared/http.ts";
 import { CONFIG_PATH, createConfigApp } from "./config-routes.ts";
 import { registerLifecycleRoutes } from "./lifecycle-routes.ts";
 import { registerCollectionRoutes, registerMemoryReadRoutes } from "./read-routes.ts";
@@ -40,6 +40,13 @@ export function defaultDeps(): MemoryDeps {
   };
 }
 
+const FIXED_PATHS: [string, string[]][] = [
+  ["/memory/remember", ["POST"]],
+  ["/memory/weak", ["GET"]],
+  ["/memory/stats", ["GET"]],
+  ["/memory/export", ["GET"]],
+];
+
 export function createHandler(deps: MemoryDeps): (req: Request) => Promise<Response> {
   const routeDeps: RouteDeps = { ...deps, clock: deps.clock ?? (() => new Date()) };
   const app = new Hono<Env>({ strict: false });
@@ -53,6 +60,12 @@ export function createHandler(deps: MemoryDeps): (req: Request) => Promise<Respo
   // Fixed paths first: /memory/stats must never be read as the id "stats".
   registerWriteRoutes(app, routeDeps);
   registerCollectionRoutes(app, routeDeps);
+  // A fixed path with another method is a 405 naming the right one, never read as a memory id.
+  for (const [path, allowed] of FIXED_PATHS) {
+    app.all(path, () => {
+      throw methodNotAllowed(allowed);
+    });
+  }
   registerMemoryReadRoutes(app, routeDeps);
   registerLifecycleRoutes(app, routeDeps);
   const configApp = createConfigApp(routeDeps);

@@ -1,11 +1,13 @@
 // Read routes: list with filters, what decays soon, stats, export, one memory, its history and its
 // explanation. Each is one tenant transaction (RLS): another tenant's id is simply not found.
 import { withTenant } from "../_shared/db.ts";
+import { corsHeaders } from "../_shared/cors.ts";
 import { json } from "../_shared/http.ts";
 import { projectScope } from "../_shared/schemas.ts";
 import { decodeCursor, encodeCursor } from "./cursor.ts";
 import { explainMemory } from "./explain.ts";
 import { memoriesToMarkdownFiles } from "./export-markdown.ts";
+import { tarArchive } from "./tar.ts";
 import { isoDates, memoryColumns } from "./memory-row.ts";
 import { type MemoryApp, notFound, parseId, parseQuery, type RouteDeps, toMemory, who } from "./routing.ts";
 import { ExportQuery, HistoryQuery, ListQuery, StatsQuery, WeakQuery } from "./schemas.ts";
@@ -108,9 +110,21 @@ export function registerCollectionRoutes(app: MemoryApp, deps: RouteDeps): void 
           from public.memory_history order by ts, id`;
       return { memories, relations: relations.map((r) => isoDates(r)), history: history.map((h) => isoDates(h)) };
     });
-    const base = { tenant_id: tenant.tenantId, exported_at: clock().toISOString() };
+    const now = clock();
+    const base = { tenant_id: tenant.tenantId, exported_at: now.toISOString() };
     if (q.format === "markdown") {
-      return json({ ...base, format: "markdown", files: memoriesToMarkdownFiles(data.memories) });
+      const files = memoriesToMarkdownFiles(data.memories);
+      // The files themselves when the client asks for an archive (`curl … | tar -x`); else JSON.
+      if (/\bapplication\/(x-)?tar\b/i.test(c.req.header("accept") ?? "")) {
+        return new Response(tarArchive(files, now), {
+          headers: {
+            ...corsHeaders,
+            "content-type": "application/x-tar",
+            "content-disposition": `attachment; filename="devai-memories-${now.toISOString().slice(0, 10)}.tar"`,
+          },
+        });
+      }
+      return json({ ...base, format: "markdown", files });
     }
     return json({
       ...base,

@@ -123,9 +123,9 @@ export const StatsQuery = z.object({ top_namespaces: intText(1, 100).default(20)
 export type StatsQuery = z.infer<typeof StatsQuery>;
 
 /**
- * GET /memory/export. json: memories (no embeddings) + relations + history. markdown: a JSON
- * object { files: [{ path, content }] }, one Markdown file with YAML front matter per memory
- * (seed 002's file store layout), so a client can write them to disk as they are.
+ * GET /memory/export. json: memories (no embeddings) + relations + history. markdown: one Markdown
+ * file with YAML front matter per memory, as a JSON object { files: [{ path, content }] } (write
+ * them to disk as they are), or, with `Accept: application/x-tar`, as a tar archive of the files.
  */
 export const ExportQuery = z
   .object({
