@@ -21,7 +21,7 @@ export const CONTEXT_MESSAGES = 6;
 export const ExtractJobPayloadSchema = z.object({
   session_id: sessionId,
   /** The messages to extract from: the part of the transcript no earlier job covered. */
-  messages: z.array(ChatMessageSchema).min(1).max(5000),
+  messages: z.array(ChatMessageSchema).min(1).max(1_000_000),
   /** Already-extracted messages just before `messages`, for context only. */
   context: z.array(ChatMessageSchema).max(CONTEXT_MESSAGES).default([]),
   /** Index of messages[0] in the session's transcript (0: the whole transcript). */

@@ -58,7 +58,10 @@ export function createHandler(deps: QueueingDeps) {
   return handleErrors(async (req) => {
     if (req.method !== "POST") throw methodNotAllowed(["POST"]);
     const caller = await authenticate(req, deps.config);
-    const body = await parseJsonBody(req, CompactRequestSchema, deps.config.maxCompactBodyBytes);
+    const body = await parseJsonBody(req, CompactRequestSchema, deps.config.maxCompactBodyBytes, {
+      tooLarge: `memory-compact takes at most ${deps.config.maxCompactBodyBytes} bytes (MAX_COMPACT_BODY_BYTES): compact earlier ` +
+        "(a lower trigger_tokens or context_window), or raise MAX_COMPACT_BODY_BYTES on the server",
+    });
     const trigger = body.trigger_tokens ??
       (body.context_window ? Math.min(DEFAULT_TRIGGER_TOKENS, Math.floor(body.context_window * 0.8)) : DEFAULT_TRIGGER_TOKENS);
     const before = countConversationTokens(body.messages);
