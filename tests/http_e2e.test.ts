@@ -1,5 +1,5 @@
 // HTTP end to end: the real local functions server (scripts/serve.ts) in-process on a free port,
-// the real database, and the client SDK (sdk/mod.ts, supabase-js functions.invoke) as an agent
+// the real database, and the client SDK (sdk/mod.ts, plain fetch) as an agent
 // would use it. Needs DATABASE_URL pointing at a migrated database.
 import assert from "node:assert/strict";
 import { createMemoryClient, MemoryApiError, type MemoryClient } from "../sdk/mod.ts";
