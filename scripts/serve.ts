@@ -323,7 +323,7 @@ export function banner(s: RunningServer, embedded?: RunningDb): string {
     lines.push(`    -H 'content-type: application/json' -d '{"content":"We deploy with blue-green releases on Fridays","project":"demo"}'`);
     lines.push(`  curl -s -X POST "$SUPABASE_URL/functions/v1/memory-retrieve" -H "Authorization: Bearer $DEVAI_TOKEN" \\`);
     lines.push(`    -H 'content-type: application/json' -d '{"message":"Which releases do we deploy on Fridays?","project":"demo"}'`);
-    lines.push(`  npm run example      # the SDK example (sdk/example.ts)`);
+    lines.push(`  npm run example:node # the SDK from Node (sdk/example.mjs); npm run example: from Deno`);
   }
   lines.push("");
   return lines.join("\n");
