@@ -1,7 +1,7 @@
 -- Pin, unpin and confirm are their own history events. They were all UPDATE, so a memory's
 -- history could not tell a user pinning a fact from someone editing it. Now:
 --   pinned false → true: PIN, or CONFIRM when the writer says memory.event = 'CONFIRM' (the
---   memory function's /confirm route: the user confirmed the fact, seed 003's confirm_fact);
+--   memory function's /confirm route: the user confirmed the fact is true);
 --   pinned true → false: UNPIN.
 -- Only when the content stays the same; a pin that comes with an edit is still UPDATE. The change
 -- log keeps event 'updated' for them (its meta.history_event says which), so readers of the

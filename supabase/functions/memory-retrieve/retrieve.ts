@@ -88,7 +88,7 @@ export async function runRetrieve(deps: RetrieveDeps, caller: Caller, req: Reque
 }
 
 /**
- * Up to 8 memories linked to the candidates (seed 001 §2), strongest edge first, for the block's
+ * Up to 8 memories linked to the candidates, strongest edge first, for the block's
  * related bullets. Same scopes as the search, so a relation can never pull in another project's
  * memory; contradicting edges are not "related"; invalid/forgotten memories are skipped.
  */

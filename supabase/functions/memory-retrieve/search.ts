@@ -30,7 +30,7 @@ export interface QueryRow extends MatchRow {
   category_context: "all" | "rag";
 }
 
-/** The scopes one retrieval searches (seed 000 Namespace Hierarchy). */
+/** The scopes one retrieval searches (README "Scopes: where a memory goes"). */
 export function retrievalScopes(root: string, project?: string): string[] {
   return [`${root}/global`, ...(project !== undefined ? [projectScope(root, project)] : []), `${root}/user`];
 }
@@ -39,7 +39,7 @@ export function serverTiming(parts: Record<string, number>): Record<string, stri
   return { "server-timing": Object.entries(parts).map(([k, v]) => `${k};dur=${v.toFixed(1)}`).join(", ") };
 }
 
-/** One memory_events row per search (seed 001 §14): node context, op search, best similarity. */
+/** One memory_events row per search: node context, op search, best similarity. */
 export async function recordSearch(
   tx: Tx,
   caller: Caller,

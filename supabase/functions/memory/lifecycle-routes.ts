@@ -63,7 +63,7 @@ export function registerLifecycleRoutes(app: MemoryApp, deps: RouteDeps): void {
         throw new HttpError(409, "memory_not_active", `memory ${id} is forgotten or no longer valid; restore it before pinning`);
       }
       if (m.pinned && m.strength === 1 && m.base_strength === 1) return { changed: false, memory: m };
-      // Pinned memories never decay (seed 003 confirm_fact: confidence 1.0, decay_rate 0).
+      // Pinned memories never decay: full strength, and decay skips them.
       const [row] = await tx`
         update public.devai_memories
            set pinned = true, strength = 1, base_strength = 1, last_accessed_at = ${now}::timestamptz
