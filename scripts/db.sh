@@ -185,13 +185,26 @@ reset() {
   migrate
 }
 
+# up: the local Postgres answers (or DATABASE_URL is set). `npm start`'s embedded PGlite database
+# listens on the same port and answers pg_isready too: it is not this server, so it is reported as such.
+status() {
+  if [[ -n "${DATABASE_URL:-}" ]]; then echo "up: $(db_url)"; return; fi
+  if ! is_up; then echo "down"; exit 1; fi
+  if command -v psql >/dev/null 2>&1 \
+     && PGCONNECT_TIMEOUT=2 psql -X -q "$(local_url postgres)" -tAc 'select version()' 2>/dev/null | grep -q PGlite; then
+    echo "down: port $PG_PORT is held by npm start's embedded PGlite database, not the local Postgres (stop that npm start, or set DEVAI_PG_PORT)"
+    exit 1
+  fi
+  echo "up: $(db_url)"
+}
+
 case "${1:-}" in
   start) start_server; ensure_database; bootstrap; migrate; say "ready: $(db_url)";;
   stop) stop_server;;
   reset) reset; say "reset done: $(db_url)";;
   migrate) bootstrap; migrate;;
   url) db_url; echo;;
-  status) if [[ -n "${DATABASE_URL:-}" ]] || is_up; then echo "up: $(db_url)"; else echo "down"; exit 1; fi;;
+  status) status;;
   psql) shift; host_psql "$(db_url)" "$@";;
   *) echo "usage: $0 start|stop|reset|migrate|url|status|psql" >&2; exit 2;;
 esac

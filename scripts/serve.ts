@@ -18,11 +18,13 @@ import { createEmbedder } from "../supabase/functions/_shared/embeddings.ts";
 import { type Config, ConfigError, loadConfig } from "../supabase/functions/_shared/env.ts";
 import { errorResponse, HttpError } from "../supabase/functions/_shared/http.ts";
 import { createLlm } from "../supabase/functions/_shared/llm.ts";
-import { type RunningDb, serveDb } from "./pglite/serve-db.ts";
+import type { RunningDb } from "./pglite/serve-db.ts";
+import { startEmbeddedDatabase } from "./serve/embedded-db.ts";
 import type { WorkerDeps } from "../supabase/functions/_shared/drain-queue.ts";
 import { startQueueWorker } from "./serve/background.ts";
 import { discoverFunctions, type FunctionEntry, loadFunction, readVerifyJwt } from "./serve/functions.ts";
 import { type Log, startMaintenanceScheduler } from "./serve/maintenance-scheduler.ts";
+import { probeProviders, type ProbeReport } from "./serve/probe.ts";
 import { LOCAL_DEMO_USER_ID, LOCAL_DEV_JWT_SECRET, type LocalTokens, localTokens } from "./serve/local_tokens.ts";
 
 export { LOCAL_DEMO_USER_ID, LOCAL_DEV_JWT_SECRET };
@@ -49,6 +51,8 @@ export interface ServerOptions {
   worker?: boolean | { intervalMs?: number; maxJobs?: number };
   /** Maintenance jobs when the database has no pg_cron; default true. */
   scheduler?: boolean;
+  /** Check the embedding and LLM providers before listening (scripts/serve/probe.ts); default true. */
+  probe?: boolean;
   /** One line per request; default true. */
   logRequests?: boolean;
   /** Where log lines go; default console.log. */
@@ -67,6 +71,8 @@ export interface RunningServer {
   tokens?: LocalTokens;
   /** True when the secret is the well-known local development one. */
   usingLocalDevSecret: boolean;
+  /** What the start-up probe found (undefined when it was skipped). */
+  probe?: ProbeReport;
   sql: Sql;
   close(): Promise<void>;
 }
@@ -140,6 +146,8 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
   }
 
   try {
+    // Refuse to start on a provider misconfiguration rather than answer 503s later.
+    const probe = opts.probe === false ? undefined : await probeProviders(config);
     const deps: WorkerDeps = { sql, config, embedder: createEmbedder(config), llm: createLlm(config) };
     const verifyJwtFor = await readVerifyJwt(configTomlPath);
     const found = await discoverFunctions(functionsDir);
@@ -244,6 +252,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
       config,
       tokens: config.jwt.secret ? await localTokens(config.jwt.secret) : undefined,
       usingLocalDevSecret,
+      probe,
       sql,
       close() {
         closing ??= (async () => {
@@ -283,8 +292,8 @@ export function banner(s: RunningServer, embedded?: RunningDb): string {
   lines.push(`  Functions URL   ${s.functionsUrl}`);
   lines.push(`  SUPABASE_URL    ${s.url}   (what clients pass to createClient / createMemoryClient)`);
   lines.push(`  Database        ${redactUrl(s.config.databaseUrl)}${embedded ? `   (embedded PGlite, data in ${embedded.dataDir})` : ""}`);
-  lines.push(`  Embeddings      ${e.provider} (${e.model})`);
-  lines.push(`  LLM             ${s.config.llm.apiKey || s.config.llm.baseUrl ? `${s.config.llm.model}${s.config.llm.baseUrl ? ` at ${s.config.llm.baseUrl}` : ""}` : "none: rule-based extraction of explicit \"remember ...\" statements"}`);
+  lines.push(`  Embeddings      ${s.probe?.embeddings ?? `${e.provider} (${e.model}), not probed`}`);
+  lines.push(`  LLM             ${s.probe?.llm ?? `${s.config.llm.apiKey || s.config.llm.baseUrl ? s.config.llm.model : "none"}, not probed`}`);
   if (s.config.jwt.secret) {
     lines.push(`  JWT secret      ${s.usingLocalDevSecret ? `${LOCAL_DEV_JWT_SECRET}  (LOCAL DEVELOPMENT ONLY; set SUPABASE_JWT_SECRET to change)` : "from SUPABASE_JWT_SECRET / JWT_SECRET"}`);
   } else {
@@ -314,31 +323,10 @@ export function banner(s: RunningServer, embedded?: RunningDb): string {
     lines.push(`    -H 'content-type: application/json' -d '{"content":"We deploy with blue-green releases on Fridays","project":"demo"}'`);
     lines.push(`  curl -s -X POST "$SUPABASE_URL/functions/v1/memory-retrieve" -H "Authorization: Bearer $DEVAI_TOKEN" \\`);
     lines.push(`    -H 'content-type: application/json' -d '{"message":"Which releases do we deploy on Fridays?","project":"demo"}'`);
-    lines.push(`  npm run example      # the SDK example (sdk/example.ts)`);
+    lines.push(`  npm run example:node # the SDK from Node (sdk/example.mjs); npm run example: from Deno`);
   }
   lines.push("");
   return lines.join("\n");
-}
-
-/**
- * `npm start`'s embedded database: PGlite (Postgres in WASM + pgvector) in this process, persisted
- * in DEVAI_PGLITE_DIR (default .devai/pglite), served on 127.0.0.1:DEVAI_PG_PORT (54322) so the
- * functions reach it through postgres.js like any Postgres, migrated by the Supabase CLI. One
- * backend: the pool is one connection and requests queue (docs/pglite.md).
- */
-async function startEmbeddedDatabase(): Promise<RunningDb> {
-  try {
-    return await serveDb({ log: (m) => console.log(`[pglite] ${m}`) });
-  } catch (err) {
-    const message = (err as Error).message;
-    if (/AddrInUse|address already in use/i.test(message) || err instanceof Deno.errors.AddrInUse) {
-      throw new ConfigError(
-        `port ${Deno.env.get("DEVAI_PG_PORT") ?? 54322} is taken (is \`npm run db:start\`'s Postgres running? \`npm run db:stop\` stops it; ` +
-          "or set DEVAI_PG_PORT, or DATABASE_URL to use that database instead)",
-      );
-    }
-    throw err;
-  }
 }
 
 if (import.meta.main) {
@@ -359,7 +347,14 @@ if (import.meta.main) {
     await embedded?.stop();
     Deno.exit(1);
   }
+  // `npm run start:postgres` started the local Postgres (scripts/db.sh) before this server; it
+  // outlives the server on purpose (other clients, the data), so say so instead of leaving it
+  // running silently.
+  const postgresNotice = Deno.args.includes("--local-postgres")
+    ? `[serve] the local Postgres keeps running at ${redactUrl(running.config.databaseUrl)} with your data; \`npm run db:stop\` stops it`
+    : undefined;
   console.log(banner(running, embedded));
+  if (postgresNotice) console.log(postgresNotice);
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) {
@@ -368,7 +363,10 @@ if (import.meta.main) {
     }
     stopping = true;
     console.log(`[serve] ${signal}: finishing in-flight requests and jobs, then exiting`);
-    running.close().then(() => embedded?.stop()).then(() => Deno.exit(0), (err) => {
+    running.close().then(() => embedded?.stop()).then(() => {
+      if (postgresNotice) console.log(postgresNotice);
+      Deno.exit(0);
+    }, (err) => {
       console.error(`[serve] shutdown failed: ${(err as Error).message}`);
       Deno.exit(1);
     });

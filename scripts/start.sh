@@ -22,7 +22,7 @@ elif [[ "${1:-}" == "--postgres" ]]; then
   bash scripts/db.sh start
   DATABASE_URL="$(bash scripts/db.sh url)"
   export DATABASE_URL
-  exec "${serve[@]}"
+  exec "${serve[@]}" --local-postgres   # says on exit that Postgres keeps running (npm run db:stop)
 else
   exec "${serve[@]}" --embedded
 fi

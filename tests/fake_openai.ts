@@ -7,6 +7,7 @@
 //   fake.setEmbedding("some text", vector);            // scripted vectors control similarity
 //   ... config.llm.baseUrl = fake.baseUrl ...
 //   fake.chatRequests().length                          // every request is recorded
+//   fake.models = ["fake-llm"]; fake.embeddingDimensions = 768   // GET /models; a model that ignores `dimensions`
 //   await fake.close();
 //
 // Scripts are tried in registration order; the first whose matcher accepts the request answers.
@@ -72,6 +73,12 @@ export class FakeOpenAI {
   private readonly hangs = new Set<() => void>();
   private server!: Deno.HttpServer<Deno.NetAddr>;
   baseUrl = "";
+  /** What GET /v1/models lists. */
+  models: string[] = ["fake-llm", "text-embedding-3-small"];
+  /** When set, a request without `Authorization: Bearer <requireKey>` gets 401, as a provider refusing a key. */
+  requireKey: string | undefined;
+  /** When set, every embedding has this many dimensions whatever the request asks (a model that ignores `dimensions`). */
+  embeddingDimensions: number | undefined;
 
   static async start(): Promise<FakeOpenAI> {
     const fake = new FakeOpenAI();
@@ -147,12 +154,18 @@ export class FakeOpenAI {
     req.headers.forEach((v, k) => (headers[k] = v));
     this.requests.push({ method: req.method, path: url.pathname, headers, body, at: Date.now() });
 
+    if (this.requireKey !== undefined && headers.authorization !== `Bearer ${this.requireKey}`) {
+      return errorJson(401, "fake OpenAI: incorrect API key provided");
+    }
     // req.signal is read only when a reply waits (reading it on every request makes Deno warn).
     if (req.method === "POST" && url.pathname === "/v1/chat/completions") return await this.chat(body as ChatRequestBody, () => req.signal);
     if (req.method === "POST" && url.pathname === "/v1/embeddings") {
       const fault = this.embeddingFaults.shift();
       if (fault) return await this.render(fault, body as ChatRequestBody, () => req.signal);
       return this.embed(body);
+    }
+    if (req.method === "GET" && url.pathname === "/v1/models") {
+      return Response.json({ object: "list", data: this.models.map((id) => ({ id, object: "model", created: 0, owned_by: "fake" })) });
     }
     return errorJson(404, `fake OpenAI: no route ${req.method} ${url.pathname}`);
   }
@@ -217,7 +230,7 @@ export class FakeOpenAI {
 
   private embed(body: { input: string | string[]; model?: string; dimensions?: number; encoding_format?: string }): Response {
     const inputs = Array.isArray(body.input) ? body.input : [body.input];
-    const dims = body.dimensions ?? 512;
+    const dims = this.embeddingDimensions ?? body.dimensions ?? 512;
     const data = inputs.map((text, index) => {
       const scripted = this.embeddings.get(String(text));
       const vec = normalise(scripted ? fit(scripted, dims) : hashVector(String(text), dims));

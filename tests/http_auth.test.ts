@@ -161,7 +161,8 @@ Deno.test("http auth: the gateway and the handlers refuse bad callers with the d
           controller.close();
         },
       });
-      assertError(await call(server, "memory-extract", { token, headers: { "content-type": "application/json" }, body: stream }), 413, "payload_too_large");
+      // (memory-dedup: memory-extract takes 8 MiB, tested in write_extract_after.test.ts)
+      assertError(await call(server, "memory-dedup", { token, headers: { "content-type": "application/json" }, body: stream }), 413, "payload_too_large");
     });
 
     await t.step("unknown function → 404 function_not_found; paths outside /functions/v1 → 404", async () => {

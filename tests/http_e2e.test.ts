@@ -1,5 +1,5 @@
 // HTTP end to end: the real local functions server (scripts/serve.ts) in-process on a free port,
-// the real database, and the client SDK (sdk/mod.ts, supabase-js functions.invoke) as an agent
+// the real database, and the client SDK (sdk/mod.ts, plain fetch) as an agent
 // would use it. Needs DATABASE_URL pointing at a migrated database.
 import assert from "node:assert/strict";
 import { createMemoryClient, MemoryApiError, type MemoryClient } from "../sdk/mod.ts";
@@ -127,7 +127,7 @@ Deno.test("http e2e: every memory route through the SDK", async () => {
     const q = await memory.query({ agent: "supervisor", query: "which tool installs packages here?", categories: ["preferences"], project });
     assert.equal(q.agent, "supervisor");
     assert.ok(Array.isArray(q.results));
-    await rejects(memory.query({ agent: "planner", query: "installs", categories: ["preferences"] }), 403, "category_not_allowed");
+    await rejects(memory.query({ agent: "tester", query: "installs", categories: ["preferences"] }), 403, "category_not_allowed");
 
     // Validation errors arrive as MemoryApiError with the zod issues.
     const bad = await rejects(memory.retrieve({ message: "x", top_k: 10_000 }), 400, "invalid_request");

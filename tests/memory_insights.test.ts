@@ -1,6 +1,10 @@
 // The memory function's read-only views: explain (supersede chain, relations, source, history,
 // decay), weak (what will decay soon), stats, and export as JSON and as Markdown files.
 import assert from "node:assert/strict";
+import { createHandler } from "../supabase/functions/memory/handler.ts";
+import { localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
+import { userHeaders } from "./support/auth.ts";
+import { testConfig } from "./support/config.ts";
 import { memoryApi } from "./support/memory-api.ts";
 import { newTenant, seedMemories, seedMemory, seedRelation, testSql } from "./support/seed.ts";
 
@@ -169,6 +173,31 @@ Deno.test({ name: "export markdown: one file per memory under <type>/<date>-<slu
   assert.match(deleted.path, /^episodic\//);
   assert.match(deleted.content, /\nstate: soft_deleted\n/);
   assert.match(deleted.content, /\npurge_at: /);
+});
+
+Deno.test({ name: "export markdown with Accept: application/x-tar: the same files as a tar archive tar -x unpacks", ...opts }, async () => {
+  const t = newTenant();
+  await seedMemories(sql, t, [
+    { content: "Releases are tagged vX.Y.Z — never moved", namespace: "devai/global/release" },
+    { content: "Deployed v2.1 after the freeze", namespace: "devai/project/web/notes", memory_type: "episodic" },
+  ]);
+  const asJson = await api("GET", "/memory/export?format=markdown", { as: t });
+  const handler = createHandler({ sql, config: testConfig(), embedder: localEmbedder() });
+  const res = await handler(new Request("http://local/memory/export?format=markdown", { headers: await userHeaders(t, { accept: "application/x-tar" }) }));
+  assert.equal(res.status, 200);
+  assert.equal(res.headers.get("content-type"), "application/x-tar");
+  assert.match(res.headers.get("content-disposition") ?? "", /^attachment; filename="devai-memories-\d{4}-\d{2}-\d{2}\.tar"$/);
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeFile(`${dir}/export.tar`, new Uint8Array(await res.arrayBuffer()));
+    const untar = await new Deno.Command("tar", { args: ["-xf", "export.tar"], cwd: dir }).output();
+    assert.ok(untar.success, new TextDecoder().decode(untar.stderr));
+    for (const f of asJson.body.files as { path: string; content: string }[]) {
+      assert.equal(await Deno.readTextFile(`${dir}/${f.path}`), f.content, f.path);
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
 
 Deno.test({ name: "close the pool", ...opts }, async () => {

@@ -19,7 +19,7 @@ Deno.test({ name: "remember stores a user-stated, never-decaying memory with its
   const t = newTenant();
   const r = await api("POST", "/memory/remember", {
     as: t,
-    body: { content: "  Always use pnpm in this repo  ", importance: 4, metadata: { keywords: ["pnpm"], category: "tooling" }, session_id: "s-1" },
+    body: { content: "  Always use pnpm in this repo  ", importance: 4, metadata: { keywords: ["pnpm"], category: "conventions" }, session_id: "s-1" },
   });
   assert.equal(r.status, 201);
   assert.equal(r.body.created, true);
@@ -32,7 +32,7 @@ Deno.test({ name: "remember stores a user-stated, never-decaying memory with its
   assert.equal(m.importance, 4);
   assert.equal(m.session_id, "s-1");
   assert.equal(m.embedding_model, LOCAL_EMBEDDING_MODEL);
-  assert.deepEqual(m.metadata, { keywords: ["pnpm"], category: "tooling" });
+  assert.deepEqual(m.metadata, { keywords: ["pnpm"], category: "conventions" });
   assert.equal(m.embedding, undefined, "embeddings are never returned");
   const [row] = await sql`select owner_id, embedding is not null as has_vector from public.devai_memories where id = ${m.id}`;
   assert.equal(row!.owner_id, t);
@@ -127,6 +127,18 @@ Deno.test({ name: "the gateway prefix /functions/v1/memory is accepted; unknown 
   const unknown = await api("GET", `/memory/${m.id}/nothing-here`, { as: t });
   assert.equal(unknown.status, 404);
   assert.equal(unknown.body.error.code, "route_not_found");
+});
+
+Deno.test({ name: "a fixed path with the wrong method is 405 with Allow, never read as a memory id", ...opts }, async () => {
+  const t = newTenant();
+  for (const [method, path, allow] of [["GET", "/memory/remember", "POST"], ["POST", "/memory/stats", "GET"], ["DELETE", "/memory/weak", "GET"], ["POST", "/memory/export", "GET"]]) {
+    const r = await api(method!, path!, { as: t, body: method === "GET" ? undefined : {} });
+    assert.equal(r.status, 405, `${method} ${path}: ${JSON.stringify(r.body)}`);
+    assert.equal(r.body.error.code, "method_not_allowed");
+    assert.equal(r.headers.get("allow"), allow);
+  }
+  // The right methods still work.
+  assert.equal((await api("GET", "/memory/stats", { as: t })).status, 200);
 });
 
 Deno.test({ name: "list filters and pages with a keyset cursor, newest first, without gaps or repeats", ...opts }, async () => {
@@ -322,7 +334,7 @@ Deno.test({ name: "pin and confirm protect a memory (strength 1.0), unpin releas
   assert.equal(u2.body.changed, false);
   const c2 = await api("POST", `/memory/${m.id}/confirm`, { as: t });
   assert.equal(c2.body.changed, true);
-  assert.deepEqual((await historyOf(m.id)).map((e) => e.event), ["ADD", "UPDATE", "UPDATE", "UPDATE"]);
+  assert.deepEqual((await historyOf(m.id)).map((e) => e.event), ["ADD", "PIN", "UNPIN", "CONFIRM"]);
 
   const gone = await seedMemory(sql, t, { content: "forgotten fact", namespace: "devai/global/ci", state: "soft_deleted" });
   const refused = await api("POST", `/memory/${gone.id}/pin`, { as: t });
@@ -338,7 +350,7 @@ Deno.test({ name: "history lists a memory's events newest first, with a limit; s
   await api("POST", `/memory/${m.id}/restore`, { as: t });
   const h = await api("GET", `/memory/${m.id}/history`, { as: t });
   assert.equal(h.status, 200);
-  assert.deepEqual(h.body.history.map((e: { event: string }) => e.event), ["RESTORE", "DELETE", "UPDATE", "ADD"]);
+  assert.deepEqual(h.body.history.map((e: { event: string }) => e.event), ["RESTORE", "DELETE", "PIN", "ADD"]);
   assert.equal(h.body.purged, false);
   const limited = await api("GET", `/memory/${m.id}/history?limit=2`, { as: t });
   assert.equal(limited.body.history.length, 2);

@@ -131,7 +131,8 @@ dbTest("reinforcement: only injected memories; one that did not fit the budget i
   const old = new Date(Date.now() - 10 * 86400_000);
   const [first, big, third] = await seedMemories(sql, t, [
     { content: "first: short fact", namespace: "devai/global/a", embedding: vectorWithSimilarity(0.95, 1), strength: 0.5, last_accessed_at: old },
-    { content: `big: ${"a very long memory that cannot fit ".repeat(40)}`, namespace: "devai/global/a", embedding: vectorWithSimilarity(0.9, 2), strength: 1, last_accessed_at: old },
+    // Not the best (0.9 × 0.3): the best memory is shortened to fit rather than left out, others are skipped.
+    { content: `big: ${"a very long memory that cannot fit ".repeat(40)}`, namespace: "devai/global/a", embedding: vectorWithSimilarity(0.9, 2), strength: 0.3, last_accessed_at: old },
     { content: "third: short", namespace: "devai/global/a", embedding: vectorWithSimilarity(0.85, 3), strength: 1, last_accessed_at: old },
   ]);
   const res = await retrieve(t, { message: "q", budget_tokens: 40 });
@@ -174,6 +175,24 @@ dbTest("budget: never exceeded for many budgets, truncation count matches", asyn
     if (res.body.truncated_count > 0 && res.body.block) {
       assert.ok(res.body.block.endsWith(`[truncated - ${res.body.truncated_count} more memories available]`));
     }
+  }
+});
+
+dbTest("budget: the top hit that alone does not fit is shown shortened (…), flagged, and leads the block", async () => {
+  const t = newTenant();
+  const [top, low] = await seedMemories(sql, t, [
+    { content: `The release train: ${"every service deploys behind a feature flag and is verified on staging first. ".repeat(3)}`, namespace: "devai/global/a", embedding: vectorWithSimilarity(0.69, 1) },
+    { content: "Flags are cleaned up monthly", namespace: "devai/global/a", embedding: vectorWithSimilarity(0.43, 2) },
+  ]);
+  for (const budget of [30, 40]) {
+    const res = await retrieve(t, { message: "q", budget_tokens: budget, threshold: 0.3 });
+    assert.equal(res.status, 200);
+    assert.ok(res.body.token_count <= budget);
+    const byId = new Map(res.body.memories.map((m: { id: string }) => [m.id, m]));
+    assert.deepEqual(byId.get(top!.id), { ...byId.get(top!.id) as object, injected: true, shortened: true });
+    // The top hit leads the block; the lower one only ever comes after it.
+    assert.match(res.body.block, /^## Relevant Memories\n\n### General Knowledge\n- The release train: every service\b[^\n]*…(\n|$)/);
+    if ((byId.get(low!.id) as { injected: boolean }).injected) assert.ok(res.body.block.endsWith("- Flags are cleaned up monthly"));
   }
 });
 

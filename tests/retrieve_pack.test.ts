@@ -83,7 +83,7 @@ Deno.test("format: sections by type/source/scope, seed order, rank order inside"
 Deno.test("pack: the final block never exceeds the budget, for every budget from 1 to the full size", () => {
   const ranked = rankMemories(Array.from({ length: 30 }, (_, i) =>
     mem(i + 1, {
-      similarity: 0.99 - i * 0.01,
+      relevance: 0.99 - i * 0.01,
       memory_type: i % 5 === 0 ? "procedural" : i % 7 === 0 ? "episodic" : "semantic",
       namespace: i % 3 === 0 ? "devai/user/preferences" : i % 4 === 0 ? "devai/global/tools" : "devai/project/taskforge/arch",
       content: `fact ${i}: ${"the quick brown fox jumps. ".repeat(1 + (i % 6))}\nsecond line ${i}`,
@@ -108,8 +108,16 @@ Deno.test("pack: the final block never exceeds the budget, for every budget from
     } else {
       assert.ok(!p.block.includes("[truncated"));
     }
-    // Every injected memory is in the block, one line each.
-    for (const m of p.injected) assert.ok(p.block.includes(`- ${m.content.replace(/\s*\n\s*/g, " ")}`));
+    // Every injected memory is in the block, one line each (the best one possibly shortened).
+    for (const m of p.injected) {
+      const line = `- ${m.content.replace(/\s*\n\s*/g, " ")}`;
+      if (p.shortened.includes(m.id)) {
+        const shown = p.block.split("\n").find((l) => l.startsWith("- ") && l.endsWith("…"));
+        assert.ok(shown && line.startsWith(shown.slice(0, -1)), `budget ${budget}: ${shown} is a start of ${line}`);
+      } else assert.ok(p.block.includes(line));
+    }
+    // The best memory leads whenever anything is injected.
+    if (p.injected.length > 0) assert.equal(p.injected[0]!.id, ranked[0]!.id, `budget ${budget}: the best memory is kept`);
     assert.ok(p.injected.length >= previousInjected - 1, "bigger budgets do not lose memories");
     previousInjected = Math.max(previousInjected, p.injected.length);
   }
@@ -135,6 +143,34 @@ Deno.test("pack: a memory that does not fit is skipped, later shorter ones still
   assert.deepEqual(p.injected.map((m) => m.content), ["short one", "short two"]);
   assert.equal(p.truncatedCount, 1);
   assert.ok(p.block.endsWith("[truncated - 1 more memories available]"));
+});
+
+Deno.test("pack: the best memory is never left out for lower ones: it is shortened at a word boundary (…) to fit", () => {
+  const best = mem(1, { content: "The billing service deploys through the blue-green pipeline every Friday afternoon after the full regression suite has passed on staging" });
+  const ranked = [best, mem(2, { content: "short lower hit" }), mem(3, { content: "another short one" }), mem(4, { content: "and a third" }), mem(5, { content: "and a fourth" })];
+  for (const budget of [30, 40]) {
+    const p = packIntoBudget({ ranked, budgetTokens: budget }, ctx);
+    assert.ok(p.tokenCount <= budget && p.tokenCount === countTokens(p.block), `budget ${budget}: ${p.tokenCount}`);
+    assert.deepEqual(p.injected.map((m) => m.id), [best.id], `budget ${budget}: only the best one, not the lower hits`);
+    assert.deepEqual(p.shortened, [best.id]);
+    const line = p.block.split("\n").find((l) => l.startsWith("- "))!;
+    assert.match(line, /^- The billing service deploys\b.*[a-z]…$/, line);
+    assert.ok(best.content.startsWith(line.slice(2, -1)), "a prefix of the memory, cut between words");
+    assert.ok(p.block.endsWith(truncationLine(4)));
+  }
+  // With room for it whole, it is not shortened.
+  const roomy = packIntoBudget({ ranked, budgetTokens: 500 }, ctx);
+  assert.deepEqual(roomy.shortened, []);
+  assert.equal(roomy.injected.length, 5);
+});
+
+Deno.test("packTexts: with shortenFirst, memory.query's best bullet is shortened rather than dropped", () => {
+  const items = ["[testing] integration tests need the staging database and a seeded tenant with three projects", "[testing] short"];
+  const p = packTexts(items, (s) => s, 12, { shortenFirst: true });
+  assert.equal(p.kept[0], items[0]);
+  assert.ok(p.texts[0]!.endsWith("…") && items[0]!.startsWith(p.texts[0]!.slice(0, -1)), p.texts[0]);
+  assert.ok(p.tokenCount <= 12);
+  assert.deepEqual(packTexts(items, (s) => s, 12).kept, [items[1]], "without it the best is skipped (full rows are never cut)");
 });
 
 Deno.test("pack: delta header first, then memories; related bullets only under injected anchors", () => {

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { testBackend } from "./support/backend.ts";
 import { userToken } from "./support/auth.ts";
 import { TEST_JWT_SECRET } from "./support/config.ts";
+import { cleanEnv, spawnWatched } from "./support/process.ts";
 
 const repo = new URL("..", import.meta.url).pathname;
 const dbPort = Number(Deno.env.get("DEVAI_TEST_START_PG_PORT") ?? 54348);
@@ -58,6 +59,16 @@ async function startService(dataDir: string): Promise<Started> {
   return { child, output: () => text };
 }
 
+/** A second `npm start` while the first runs: it must exit at once, saying what holds what. */
+async function secondStart(dataDir: string, functionsPort: number): Promise<{ code: number; output: string }> {
+  const run = spawnWatched(Deno.execPath(), ["run", "-A", "--config", "supabase/functions/deno.json", "scripts/serve.ts", "--embedded"], {
+    cwd: repo,
+    env: cleanEnv({ DEVAI_PGLITE_DIR: dataDir, DEVAI_PG_PORT: String(dbPort), FUNCTIONS_PORT: String(functionsPort), SUPABASE_JWT_SECRET: TEST_JWT_SECRET }),
+  });
+  const status = await run.exited;
+  return { code: status.code, output: run.output() };
+}
+
 async function stopService(s: Started): Promise<void> {
   s.child.kill("SIGTERM");
   const status = await s.child.status;
@@ -96,6 +107,19 @@ Deno.test({
       const retrieved = await call("memory-retrieve", token, { message: "How often are billing webhooks retried?", project: "billing" });
       assert.equal(retrieved.status, 200, JSON.stringify(retrieved.json));
       assert.ok(String(retrieved.json.block).includes(fact), String(retrieved.json.block));
+
+      // A second `npm start` names what is in its way: the first one's database folder, or its port.
+      const sameFolder = await secondStart(dataDir, fnPort + 100);
+      assert.equal(sameFolder.code, 1);
+      assert.match(sameFolder.output, /another `npm start` \(process \d+\) is using the embedded database in .*: stop it, or .*DEVAI_PG_PORT, FUNCTIONS_PORT and DEVAI_PGLITE_DIR/);
+      const otherFolder = await secondStart(`${dataDir}-second`, fnPort + 100);
+      assert.equal(otherFolder.code, 1);
+      assert.match(otherFolder.output, new RegExp(`port ${dbPort} is taken by another \`npm start\` \\(its embedded PGlite database answers there\\)`));
+      assert.doesNotMatch(otherFolder.output, /db:start/, "it does not blame the local Postgres");
+      // db:status does not mistake the embedded database for the local Postgres.
+      const status = spawnWatched("bash", ["scripts/db.sh", "status"], { cwd: repo, env: cleanEnv({ DEVAI_PG_PORT: String(dbPort) }) });
+      assert.equal((await status.exited).code, 1);
+      assert.match(status.output(), new RegExp(`down: port ${dbPort} is held by npm start's embedded PGlite database`));
 
       await stopService(service);
       service = undefined;

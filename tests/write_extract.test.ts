@@ -106,7 +106,7 @@ Deno.test("extract: re-submitting the same session is idempotent (same job, extr
 });
 
 Deno.test("extract: bad input is a 4xx and nothing is enqueued", async () => {
-  const env = await writeEnv({ config: { maxBodyBytes: 4096 } });
+  const env = await writeEnv({ config: { maxBodyBytes: 4096, maxExtractBodyBytes: 4096 } });
   try {
     const tenant = newTenant();
     const handler = createHandler({ ...env.deps, kickWorker: () => Promise.reject(new Error("must not kick")) });

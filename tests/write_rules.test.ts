@@ -1,7 +1,8 @@
 // Pure write-path logic: the writing-constraint validator (seed 001 §9), namespace scoping, caps,
 // the rule-based extractor and the dedup decision resolution (id mapping, protections).
 import assert from "node:assert/strict";
-import { type Candidate, prepareCandidates, scopeNamespace } from "../supabase/functions/_shared/candidates.ts";
+import { type Candidate, prepareCandidates } from "../supabase/functions/_shared/candidates.ts";
+import { callerNamespace, defaultScope, modelNamespace } from "../supabase/functions/_shared/scopes.ts";
 import { validateContent } from "../supabase/functions/_shared/writing-constraints.ts";
 import { extractByRules, toThirdPerson } from "../supabase/functions/_shared/rule-extractor.ts";
 import { decideWithoutLlm, type Neighbour, resolveDecision } from "../supabase/functions/_shared/dedup-decision.ts";
@@ -25,14 +26,37 @@ Deno.test("validator: trims to two sentences, rejects too long / pronouns / empt
   assert.deepEqual(validateContent("semantic", "   "), { ok: false, reason: "empty" });
 });
 
-Deno.test("namespaces: confined to global, user and the request's project", () => {
-  assert.deepEqual(scopeNamespace("project/taskforge/arch", "devai", "taskforge"), { namespace: "devai/project/taskforge/arch", rewritten: true });
-  assert.equal(scopeNamespace("devai/global/patterns", "devai").namespace, "devai/global/patterns");
-  assert.equal(scopeNamespace("devai/project/other/arch", "devai", "taskforge").namespace, "devai/project/taskforge", "no cross-project writes");
-  assert.equal(scopeNamespace("devai/../etc", "devai").namespace, "devai/global");
-  assert.equal(scopeNamespace("elsewhere/x", "devai", "p").namespace, "devai/project/p");
+Deno.test("namespaces: a model's proposal stays in user, the request's project, or global only when asked", () => {
+  const project = { project: "taskforge" };
+  assert.deepEqual(modelNamespace("project/taskforge/arch", "devai", project), { namespace: "devai/project/taskforge/arch", rewritten: false });
+  assert.deepEqual(modelNamespace("devai/user/preferences", "devai", {}), { namespace: "devai/user/preferences", rewritten: false });
+  assert.equal(modelNamespace("devai/project/other/arch", "devai", project).namespace, "devai/project/taskforge/arch", "no cross-project writes");
+  assert.equal(modelNamespace("devai/../etc", "devai", {}).namespace, "devai/user", "invalid: the request's scope");
+  assert.equal(modelNamespace("elsewhere/x", "devai", { project: "p" }).namespace, "devai/project/p");
   // The request's project spelling wins, so retrieval with the same project finds it.
-  assert.equal(scopeNamespace("project/taskforge/arch", "devai", "TaskForge").namespace, "devai/project/TaskForge/arch");
+  assert.equal(modelNamespace("project/taskforge/arch", "devai", { project: "TaskForge" }).namespace, "devai/project/TaskForge/arch");
+  // Global is not the default: without scope "global" a model's global lesson goes to the request's
+  // scope, topic kept; with it, it stays global.
+  assert.deepEqual(modelNamespace("devai/global/patterns", "devai", {}), { namespace: "devai/user/patterns", rewritten: true });
+  assert.equal(modelNamespace("devai/global/patterns", "devai", project).namespace, "devai/project/taskforge/patterns");
+  assert.deepEqual(modelNamespace("devai/global/patterns", "devai", { scope: "global" }), { namespace: "devai/global/patterns", rewritten: false });
+  assert.equal(modelNamespace("devai/project/other", "devai", {}).namespace, "devai/user", "no project named: the user scope");
+  // A repository's owner/name is one segment, `/` written as `~`.
+  assert.equal(modelNamespace("devai/project/acme~web/arch", "devai", { project: "acme/web" }).namespace, "devai/project/acme~web/arch");
+  assert.equal(modelNamespace("devai/project/acme/web", "devai", { project: "acme/web" }).namespace, "devai/project/acme~web/web");
+});
+
+Deno.test("namespaces: the caller's own namespace is kept when valid for the request, refused otherwise", () => {
+  assert.deepEqual(callerNamespace("devai/project/billing-service", "devai", {}), { ok: true, namespace: "devai/project/billing-service" });
+  assert.deepEqual(callerNamespace("project/billing-service/arch", "devai", {}), { ok: true, namespace: "devai/project/billing-service/arch" });
+  assert.deepEqual(callerNamespace("devai/global/tools", "devai", {}), { ok: true, namespace: "devai/global/tools" });
+  assert.equal(callerNamespace("devai/project/a", "devai", { project: "b" }).ok, false, "another project than the request's");
+  assert.equal(callerNamespace("devai/elsewhere/x", "devai", {}).ok, false, "not one of the three scopes");
+  assert.equal(callerNamespace("devai/project", "devai", {}).ok, false, "a project scope names its project");
+  assert.equal(callerNamespace("devai/user/../x", "devai", {}).ok, false);
+  assert.equal(defaultScope("devai", {}), "devai/user");
+  assert.equal(defaultScope("devai", { project: "@acme/web" }), "devai/project/@acme~web");
+  assert.equal(defaultScope("devai", { project: "p", scope: "global" }), "devai/global");
 });
 
 Deno.test("caps: at most 5 per chunk by priority, user-stated always kept, counted", () => {
@@ -89,10 +113,10 @@ Deno.test("rules: 'remember' statements and 'no, X not Y' corrections, third per
     { role: "user", content: "Thanks. Remember: the staging DB is read-only" },
     { role: "user", content: "No, the config is in deploy/app.yaml not app.yaml" },
     { role: "user", content: "no thanks" },
-  ], { project: "tf" });
+  ], { namespace: "devai/project/tf" });
   assert.deepEqual(out.map((x) => [x.content, x.source, x.namespace]), [
-    ["The staging DB is read-only.", "user_stated", "project/tf"],
-    ["Correction from the user: the config is in deploy/app.yaml not app.yaml.", "correction", "project/tf"],
+    ["The staging DB is read-only.", "user_stated", "devai/project/tf"],
+    ["Correction from the user: the config is in deploy/app.yaml not app.yaml.", "correction", "devai/project/tf"],
   ]);
 });
 

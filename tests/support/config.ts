@@ -33,6 +33,7 @@ export function testConfig(overrides: ConfigOverrides = {}): Config {
     extractDailyCap: 200,
     maxBodyBytes: 256 * 1024,
     maxCompactBodyBytes: 8 * 1024 * 1024,
+    maxExtractBodyBytes: 8 * 1024 * 1024,
     ...rest,
   };
 }

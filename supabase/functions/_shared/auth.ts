@@ -76,6 +76,25 @@ export async function authenticate(req: Request, config: Pick<Config, "jwt">): P
   throw new HttpError(403, "forbidden_role", `role '${String(role ?? "none")}' may not use the memory API; use a user or service_role token`);
 }
 
+/** Who changes deployment-wide configuration (agents, categories): no tenant is involved. */
+export interface ConfigCaller {
+  role: "authenticated" | "service_role";
+  actor: string;
+}
+
+/**
+ * For configuration routes: a user token (reads) or a service_role token, which here needs no
+ * tenant header because nothing it does belongs to one tenant.
+ */
+export async function authenticateConfigCaller(req: Request, config: Pick<Config, "jwt">): Promise<ConfigCaller> {
+  const claims = await verifyBearer(req, config);
+  if (claims.role === "service_role") return { role: "service_role", actor: "service_role" };
+  if (claims.role === "authenticated" && typeof claims.sub === "string" && UUID.test(claims.sub)) {
+    return { role: "authenticated", actor: `user:${claims.sub.toLowerCase()}` };
+  }
+  throw new HttpError(403, "forbidden_role", `role '${String(claims.role ?? "none")}' may not read the memory configuration`);
+}
+
 /** For worker endpoints that act across tenants: only service_role tokens pass. */
 export async function requireServiceRole(req: Request, config: Pick<Config, "jwt">): Promise<void> {
   const claims = await verifyBearer(req, config);

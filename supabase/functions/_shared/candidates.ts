@@ -11,7 +11,7 @@
 //   priority highest becomes high (counted as demoted), so model output can neither skip the caps
 //   nor become a permanent, LLM-proof memory. At most 5 per chunk (seed 001 §13), best first.
 import { z } from "zod";
-import { segment } from "./schemas.ts";
+import { modelNamespace, type WriteScope } from "./scopes.ts";
 import { emptyStats, validateContent, type ValidationStats } from "./writing-constraints.ts";
 
 export const MEMORY_TYPES = ["semantic", "episodic", "procedural"] as const;
@@ -20,8 +20,9 @@ export const PRIORITIES = ["highest", "high", "medium", "low"] as const;
 
 /**
  * What an extractor (LLM, rules or an agent) proposes. Namespace may be relative
- * ("project/x/arch") or absolute. category is free text here: prepareCandidates keeps it only when
- * it names a configured category (public.memory_categories).
+ * ("project/x/arch") or absolute; where it may point is scopes.ts's rule. category is free text
+ * here: prepareCandidates keeps a model's only when it names a configured category
+ * (public.memory_categories); memory-dedup refuses an unknown one.
  */
 export const CandidateSchema = z.object({
   content: z.string().min(1).max(2000).refine((s) => !/[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]/.test(s), "control characters are not allowed"),
@@ -54,32 +55,6 @@ export function demoteModelCandidate(c: Candidate): { candidate: Candidate; demo
   return { candidate: demoted ? { ...c, source, priority } : c, demoted };
 }
 
-/**
- * Namespaces are confined to `<root>/global/…`, `<root>/user/…` and the request's own project
- * `<root>/project/<project>/…`: a model cannot file memories under another project (no
- * cross-project contamination). Anything else is re-filed under the default scope.
- */
-export function scopeNamespace(raw: string, root: string, project?: string): { namespace: string; rewritten: boolean } {
-  const fallback = project ? `${root}/project/${project}` : `${root}/global`;
-  let ns = raw.trim().replace(/^\/+|\/+$/g, "").replace(/\/{2,}/g, "/");
-  if (!ns.toLowerCase().startsWith(`${root}/`)) ns = `${root}/${ns}`;
-  const segments = ns.split("/").map((s, i) => (i === 2 && segmentsAreProject(ns) ? s : s.toLowerCase()));
-  const clean = segments.every((s) => segment.safeParse(s).success);
-  const scope = segments[1];
-  const ok = clean && segments.length <= 6 && (
-    scope === "global" || scope === "user" ||
-    (scope === "project" && project !== undefined && segments[2]?.toLowerCase() === project.toLowerCase())
-  );
-  if (!ok) return { namespace: fallback, rewritten: true };
-  if (scope === "project") segments[2] = project!; // the request's spelling, the one retrieval searches
-  const out = segments.join("/");
-  return { namespace: out, rewritten: out !== raw };
-}
-
-function segmentsAreProject(ns: string): boolean {
-  return ns.split("/")[1]?.toLowerCase() === "project";
-}
-
 /** A batch by provenance (see the module comment). */
 export interface CandidateBatch {
   /** The user's own words (rule-based extractor). */
@@ -108,7 +83,15 @@ export interface PreparedCandidates {
  */
 export function prepareCandidates(
   batch: CandidateBatch,
-  opts: { root: string; project?: string; categories: readonly string[]; cap?: number },
+  opts: {
+    root: string;
+    project?: string;
+    scope?: WriteScope;
+    categories: readonly string[];
+    cap?: number;
+    /** "caller": namespaces the caller checked already (memory-dedup), kept as they are. Default "model". */
+    namespaces?: "model" | "caller";
+  },
 ): PreparedCandidates {
   const stats: PreparedCandidates["stats"] = {
     ...emptyStats(), over_cap: 0, namespace_rewritten: 0, duplicates_in_batch: 0, demoted: 0, category_dropped: 0,
@@ -131,8 +114,8 @@ export function prepareCandidates(
       stats.duplicates_in_batch++;
       return undefined;
     }
-    const ns = scopeNamespace(c.namespace, opts.root, opts.project);
-    if (ns.rewritten && ns.namespace !== c.namespace) stats.namespace_rewritten++;
+    const ns = opts.namespaces === "caller" ? { namespace: c.namespace, rewritten: false } : modelNamespace(c.namespace, opts.root, opts);
+    if (ns.rewritten) stats.namespace_rewritten++;
     const { category, ...rest } = c;
     const out: Candidate = { ...rest, content: v.content, namespace: ns.namespace };
     if (category && known.has(category)) out.category = category;

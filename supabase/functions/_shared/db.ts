@@ -32,8 +32,8 @@ export interface TenantContext {
 export interface TenantTxOptions {
   /** Revision thread the change log bumps (delta header); default 'default'. */
   threadId?: string;
-  /** Refines the history event the triggers infer (DECAY, TTL, MERGE). */
-  event?: "DECAY" | "TTL" | "MERGE";
+  /** Refines the history event the triggers infer (DECAY, TTL, MERGE; CONFIRM for a pin the user confirms). */
+  event?: "DECAY" | "TTL" | "MERGE" | "CONFIRM";
 }
 
 /** Runs fn in one transaction as the tenant (role authenticated + claims), committing on success. */
@@ -45,6 +45,21 @@ export async function withTenant<T>(sql: Sql, who: TenantContext, fn: (tx: Tx) =
                     set_config('memory.actor', ${who.actor}, true),
                     set_config('memory.thread_id', ${opts.threadId ?? "default"}, true),
                     set_config('memory.event', ${opts.event ?? ""}, true)`;
+    return await fn(tx);
+  });
+  return result as T;
+}
+
+/**
+ * Runs fn in one transaction as a caller that is no tenant: deployment-wide configuration (memory
+ * categories, agent allowlists), read as `authenticated` and changed as `service_role`, with the
+ * privileges and policies of that role rather than the connection's own.
+ */
+export async function withRole<T>(sql: Sql, role: "authenticated" | "service_role", actor: string, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  const result = await sql.begin(async (tx) => {
+    await tx`select set_config('role', ${role}, true),
+                    set_config('request.jwt.claims', ${JSON.stringify({ role })}, true),
+                    set_config('memory.actor', ${actor}, true)`;
     return await fn(tx);
   });
   return result as T;

@@ -57,7 +57,7 @@ export const DedupJobPayloadSchema = z.object({
   candidates: z.array(CandidateSchema).max(100),
   session_id: z.string().max(200).optional(),
   thread_id: z.string().max(200).optional(),
-  project: z.string().max(64).optional(),
+  project: z.string().max(140).optional(),
   origin: z.enum(["extract", "compact", "api"]).default("api"),
   source_job_id: z.string().optional(),
 });

@@ -6,6 +6,7 @@
 //    is configured, so the service runs (and tests run) with no provider at all.
 import OpenAI from "openai";
 import { type Config, LOCAL_EMBEDDING_MODEL } from "./env.ts";
+import { HttpError } from "./http.ts";
 
 export const EMBEDDING_DIMENSIONS = 512;
 
@@ -42,10 +43,35 @@ export function thresholdsFor(model: string, config?: Pick<Config, "retrieval" |
   };
 }
 
+/**
+ * One text's vector for a request. A provider that fails (unreachable, refusing, answering another
+ * dimension than the database stores) is the same 503 on every route that embeds (remember,
+ * correct, retrieve, memory.query), never a 500.
+ */
+export async function embedForRequest(embedder: Embedder, text: string): Promise<number[]> {
+  try {
+    const [vector] = await embedder.embed([text]);
+    if (!vector) throw new EmbeddingError("embedding provider returned no vector");
+    if (vector.length !== EMBEDDING_DIMENSIONS) {
+      throw new EmbeddingError(`model ${embedder.model} returned ${vector.length} dimensions; ${EMBEDDING_DIMENSIONS} are required`);
+    }
+    return vector;
+  } catch (err) {
+    if (!(err instanceof EmbeddingError)) throw err;
+    throw new HttpError(
+      503,
+      "embedding_unavailable",
+      `the embedding model (${embedder.provider}: ${embedder.model}) is unavailable: ${err.message}. ` +
+        "Check EMBEDDING_BASE_URL, EMBEDDING_MODEL and the key; the local server checks them at start (README \"Configuration\")",
+    );
+  }
+}
+
 export function createEmbedder(config: Pick<Config, "embedding">): Embedder {
   const e = config.embedding;
   if (e.provider === "local") return localEmbedder();
-  return openAiEmbedder({ apiKey: e.apiKey!, baseUrl: e.baseUrl, model: e.model });
+  // Local OpenAI-compatible servers (Ollama, vLLM) accept any key; the SDK insists on one.
+  return openAiEmbedder({ apiKey: e.apiKey ?? "not-needed", baseUrl: e.baseUrl, model: e.model });
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ const EnvSchema = z.object({
   JWT_SECRET: optionalText,
   SUPABASE_URL: optionalText,
   JWKS_URL: optionalText,
-  // Embeddings: OpenAI or any OpenAI-compatible server; without a key, the local hash embedder.
+  // Embeddings: OpenAI or any OpenAI-compatible server (a key or a base URL); neither: the local hash embedder.
   EMBEDDING_PROVIDER: z.enum(["openai", "local"]).optional(),
   EMBEDDING_API_KEY: optionalText,
   EMBEDDING_BASE_URL: optionalText,
@@ -40,6 +40,7 @@ const EnvSchema = z.object({
   EXTRACT_DAILY_CAP: positiveInt(200),
   MAX_BODY_BYTES: positiveInt(256 * 1024),
   MAX_COMPACT_BODY_BYTES: positiveInt(8 * 1024 * 1024),
+  MAX_EXTRACT_BODY_BYTES: positiveInt(8 * 1024 * 1024),
 });
 
 export interface Config {
@@ -55,6 +56,8 @@ export interface Config {
   extractDailyCap: number;
   maxBodyBytes: number;
   maxCompactBodyBytes: number;
+  /** memory-extract's body limit: a long session's transcript (or the part after what it sent). */
+  maxExtractBodyBytes: number;
 }
 
 export class ConfigError extends Error {
@@ -75,21 +78,12 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
   if (!secret && !jwksUrl) {
     throw new ConfigError("invalid environment: set SUPABASE_JWT_SECRET (HS256) or SUPABASE_URL/JWKS_URL (JWKS) to verify tokens");
   }
-  const embeddingKey = e.EMBEDDING_API_KEY ?? e.OPENAI_API_KEY;
-  const provider = e.EMBEDDING_PROVIDER ?? (embeddingKey ? "openai" : "local");
-  if (provider === "openai" && !embeddingKey) {
-    throw new ConfigError("invalid environment: EMBEDDING_PROVIDER=openai needs EMBEDDING_API_KEY or OPENAI_API_KEY");
-  }
+  const embedding = embeddingProvider(e, env.EMBEDDING_MODEL !== undefined);
   return {
     databaseUrl,
     dbPoolMax: e.DB_POOL_MAX,
     jwt: { secret, jwksUrl: secret ? undefined : jwksUrl },
-    embedding: {
-      provider,
-      apiKey: embeddingKey,
-      baseUrl: e.EMBEDDING_BASE_URL ?? e.OPENAI_BASE_URL,
-      model: provider === "local" ? LOCAL_EMBEDDING_MODEL : e.EMBEDDING_MODEL,
-    },
+    embedding,
     llm: {
       apiKey: e.LLM_API_KEY ?? e.OPENAI_API_KEY,
       baseUrl: e.LLM_BASE_URL ?? e.OPENAI_BASE_URL,
@@ -102,8 +96,41 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
     extractDailyCap: e.EXTRACT_DAILY_CAP,
     maxBodyBytes: e.MAX_BODY_BYTES,
     maxCompactBodyBytes: e.MAX_COMPACT_BODY_BYTES,
+    maxExtractBodyBytes: e.MAX_EXTRACT_BODY_BYTES,
   };
 }
+
+/**
+ * Which embedder the environment asks for. The same rule as the LLM: a key OR a base URL selects an
+ * OpenAI-compatible server (local servers such as Ollama need no key); neither, the local embedder.
+ * What cannot be meant is refused rather than guessed: a model named with nothing to call it, or
+ * EMBEDDING_PROVIDER=local beside settings only a server uses.
+ */
+function embeddingProvider(e: z.infer<typeof EnvSchema>, modelNamed: boolean): Config["embedding"] {
+  const apiKey = e.EMBEDDING_API_KEY ?? e.OPENAI_API_KEY;
+  const baseUrl = e.EMBEDDING_BASE_URL ?? e.OPENAI_BASE_URL;
+  const provider = e.EMBEDDING_PROVIDER ?? (apiKey || baseUrl ? "openai" : "local");
+  if (provider === "local") {
+    const serverOnly = [e.EMBEDDING_BASE_URL && "EMBEDDING_BASE_URL", e.EMBEDDING_API_KEY && "EMBEDDING_API_KEY", modelNamed && "EMBEDDING_MODEL"].filter(Boolean);
+    if (serverOnly.length > 0 && e.EMBEDDING_PROVIDER === "local") {
+      throw new ConfigError(`invalid environment: EMBEDDING_PROVIDER=local ignores ${serverOnly.join(", ")}; unset them, or EMBEDDING_PROVIDER`);
+    }
+    if (modelNamed) {
+      throw new ConfigError(
+        "invalid environment: EMBEDDING_MODEL is set but there is no server to call it: set EMBEDDING_BASE_URL " +
+          "(an OpenAI-compatible server) or EMBEDDING_API_KEY / OPENAI_API_KEY (OpenAI), or unset EMBEDDING_MODEL for the local embedder",
+      );
+    }
+    return { provider, model: LOCAL_EMBEDDING_MODEL };
+  }
+  if (!apiKey && !baseUrl) {
+    throw new ConfigError("invalid environment: EMBEDDING_PROVIDER=openai needs EMBEDDING_API_KEY or OPENAI_API_KEY (or EMBEDDING_BASE_URL for a server that needs no key)");
+  }
+  return { provider, apiKey, baseUrl, model: e.EMBEDDING_MODEL };
+}
+
+/** Every variable loadConfig reads (the README's configuration table documents each). */
+export const ENV_VARIABLES: readonly string[] = Object.keys(EnvSchema.shape);
 
 /** Model id recorded on rows embedded by the deterministic local embedder. */
 export const LOCAL_EMBEDDING_MODEL = "local-hash-512-v1";

@@ -3,6 +3,8 @@ import { z } from "zod";
 import { CandidateSchema } from "./candidates.ts";
 import { countTokens, messageText, truncateToTokens } from "./tokens.ts";
 import type { PromptMessage } from "./llm.ts";
+import { projectScope } from "./schemas.ts";
+import type { ScopeRequest } from "./scopes.ts";
 
 export const ExtractionOutputSchema = z.object({
   stored: z.array(CandidateSchema).max(20),
@@ -16,8 +18,19 @@ export function categoryInstruction(categories: readonly string[]): string {
   return `- category (optional): the one of these that fits best, or omit it: ${categories.join(", ")}.`;
 }
 
-export function extractionSystemPrompt(root: string, project?: string, categories: readonly string[] = []): string {
-  const projectScope = project ? `${root}/project/${project}/<topic>` : "(no project in this session: use global or user)";
+/**
+ * The prompt line saying where a memory may go: only the scopes the request allows (scopes.ts), so
+ * a session that names no project is never offered the global scope unless it asked for it.
+ */
+export function namespaceInstruction(root: string, req: ScopeRequest): string {
+  const options: string[] = [];
+  if (req.project !== undefined) options.push(`${projectScope(root, req.project)}/<topic> for knowledge about project ${req.project}`);
+  options.push(`${root}/user/preferences for the user's preferences`, `${root}/user/<topic> for what holds for this user in every project`);
+  if (req.scope === "global") options.push(`${root}/global/<topic> for universal lessons`);
+  return `- namespace: one of ${options.join("; ")}.`;
+}
+
+export function extractionSystemPrompt(root: string, req: ScopeRequest, categories: readonly string[] = []): string {
   return [
     "You review a finished conversation between a user and DevAI, a coding agent, and extract long-term memories.",
     "Question to answer: What from this conversation would help you do a better job next time?",
@@ -37,7 +50,7 @@ export function extractionSystemPrompt(root: string, project?: string, categorie
     "- procedural: the steps of a workflow in imperative mood, 1-2 sentences.",
     "- importance: 1 (trivia) to 5 (critical).",
     categoryInstruction(categories),
-    `- namespace: ${root}/global/<topic> for universal lessons, ${root}/user/preferences for the user's preferences, ${projectScope} for project knowledge.`,
+    namespaceInstruction(root, req),
     "- At most 5 stored memories, the most useful first. An empty list is a fine answer.",
   ].filter((line) => line !== "").join("\n");
 }
@@ -97,16 +110,16 @@ export function chunkTranscript(messages: MessageLike[], maxTokens = 60_000): st
 export function extractionMessages(
   chunk: string,
   root: string,
-  project?: string,
+  req: ScopeRequest,
   categories: readonly string[] = [],
   context?: string,
 ): PromptMessage[] {
-  const header = `Conversation${project ? ` (project: ${project})` : ""}`;
+  const header = `Conversation${req.project !== undefined ? ` (project: ${req.project})` : ""}`;
   const body = context
     ? `EARLIER IN THIS CONVERSATION (already reviewed: context only, extract nothing from it):\n\n${context}\n\n${header}, the new part to review:\n\n${chunk}`
     : `${header}:\n\n${chunk}`;
   return [
-    { role: "system", content: extractionSystemPrompt(root, project, categories) },
+    { role: "system", content: extractionSystemPrompt(root, req, categories) },
     { role: "user", content: body },
   ];
 }

@@ -12,6 +12,7 @@ import { projectName, sessionId, threadId } from "./schemas.ts";
 import { type Candidate, prepareCandidates, type PreparedCandidates } from "./candidates.ts";
 import { chunkTranscript, extractionMessages, ExtractionOutputSchema } from "./extraction-prompt.ts";
 import { extractByRules } from "./rule-extractor.ts";
+import { defaultScope, writeScope } from "./scopes.ts";
 
 /** How many already-extracted messages an incremental job carries as context. */
 export const CONTEXT_MESSAGES = 6;
@@ -20,12 +21,14 @@ export const CONTEXT_MESSAGES = 6;
 export const ExtractJobPayloadSchema = z.object({
   session_id: sessionId,
   /** The messages to extract from: the part of the transcript no earlier job covered. */
-  messages: z.array(ChatMessageSchema).min(1).max(5000),
+  messages: z.array(ChatMessageSchema).min(1).max(1_000_000),
   /** Already-extracted messages just before `messages`, for context only. */
   context: z.array(ChatMessageSchema).max(CONTEXT_MESSAGES).default([]),
   /** Index of messages[0] in the session's transcript (0: the whole transcript). */
   offset: z.number().int().min(0).default(0),
   project: projectName.optional(),
+  /** Where the session's memories go without a namespace of their own (scopes.ts). */
+  scope: writeScope.optional(),
   thread_id: threadId.optional(),
 }).strict();
 export type ExtractJobPayload = z.input<typeof ExtractJobPayloadSchema>;
@@ -41,7 +44,7 @@ export async function runExtraction(
   payload: ExtractJobPayload,
   deps: { llm?: Llm; namespaceRoot: string; categories: readonly string[]; chunkTokens?: number },
 ): Promise<ExtractionResult> {
-  const rules = extractByRules(payload.messages, { project: payload.project });
+  const rules = extractByRules(payload.messages, { namespace: defaultScope(deps.namespaceRoot, payload) });
   const fromLlm: Candidate[] = [];
   let llmCalls = 0;
   let filtered = 0;
@@ -52,7 +55,7 @@ export async function runExtraction(
   if (deps.llm) {
     for (const chunk of chunks) {
       llmCalls++;
-      const out = await deps.llm.completeJson(ExtractionOutputSchema, extractionMessages(chunk, deps.namespaceRoot, payload.project, deps.categories, context), {
+      const out = await deps.llm.completeJson(ExtractionOutputSchema, extractionMessages(chunk, deps.namespaceRoot, payload, deps.categories, context), {
         name: "memory_extraction",
       });
       usage.promptTokens += out.usage.promptTokens;
@@ -69,6 +72,7 @@ export async function runExtraction(
   const prepared = prepareCandidates({ stated: rules, proposed: perChunk }, {
     root: deps.namespaceRoot,
     project: payload.project,
+    scope: payload.scope,
     categories: deps.categories,
   });
   return {

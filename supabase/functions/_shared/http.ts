@@ -94,15 +94,15 @@ export async function parseJsonBody<T extends z.ZodType>(
   req: Request,
   schema: T,
   maxBytes: number,
-  opts: { emptyAs?: unknown } = {},
+  opts: { emptyAs?: unknown; tooLarge?: string } = {},
 ): Promise<z.infer<T>> {
   const type = req.headers.get("content-type") ?? "";
   const declared = Number(req.headers.get("content-length") ?? "NaN");
-  if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(maxBytes);
+  if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(maxBytes, opts.tooLarge);
   if (!/^application\/json\b/i.test(type) && !(opts.emptyAs !== undefined && type === "")) {
     throw new HttpError(415, "unsupported_media_type", "send the body as application/json");
   }
-  const text = await readLimited(req, maxBytes);
+  const text = await readLimited(req, maxBytes, opts.tooLarge);
   if (opts.emptyAs !== undefined && text.trim() === "") return validate(schema, opts.emptyAs, "request body");
   if (!/^application\/json\b/i.test(type)) {
     throw new HttpError(415, "unsupported_media_type", "send the body as application/json");
@@ -116,11 +116,16 @@ export async function parseJsonBody<T extends z.ZodType>(
   return validate(schema, value, "request body");
 }
 
-function tooLarge(maxBytes: number): HttpError {
-  return new HttpError(413, "payload_too_large", `body exceeds ${maxBytes} bytes`);
+/** Every 413 says what to do; a route with a better way (send less, in parts) says that instead. */
+function tooLarge(maxBytes: number, hint?: string): HttpError {
+  return new HttpError(
+    413,
+    "payload_too_large",
+    hint ?? `the body exceeds this route's ${maxBytes} bytes (MAX_BODY_BYTES): send a smaller body, or raise MAX_BODY_BYTES on the server`,
+  );
 }
 
-async function readLimited(req: Request, maxBytes: number): Promise<string> {
+async function readLimited(req: Request, maxBytes: number, hint?: string): Promise<string> {
   if (!req.body) return "";
   const reader = req.body.getReader();
   const chunks: Uint8Array[] = [];
@@ -131,7 +136,7 @@ async function readLimited(req: Request, maxBytes: number): Promise<string> {
     size += value.byteLength;
     if (size > maxBytes) {
       await reader.cancel().catch(() => {});
-      throw tooLarge(maxBytes);
+      throw tooLarge(maxBytes, hint);
     }
     chunks.push(value);
   }

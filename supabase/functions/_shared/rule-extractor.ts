@@ -51,10 +51,14 @@ function sentenceCase(text: string): string {
   return withStop[0]!.toUpperCase() + withStop.slice(1);
 }
 
-/** Candidates from explicit statements in the user's messages (namespace relative to the root). */
-export function extractByRules(messages: MessageLike[], opts: { project?: string } = {}): Candidate[] {
+/**
+ * Candidates from explicit statements in the user's messages. `namespace` is where the session's
+ * facts go (the request's scope, scopes.ts's defaultScope); the user's own preferences go to the
+ * user scope.
+ */
+export function extractByRules(messages: MessageLike[], opts: { namespace: string }): Candidate[] {
   const out: Candidate[] = [];
-  const scope = opts.project ? `project/${opts.project}` : "global";
+  const scope = opts.namespace;
   for (const m of messages) {
     if (m.role !== "user") continue;
     const text = messageText(m.content);

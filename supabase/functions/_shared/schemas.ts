@@ -9,16 +9,45 @@ export const priority = z.enum(["highest", "high", "medium", "low"]);
 export const source = z.enum(["user_stated", "error_resolution", "pattern", "discovery", "correction", "compaction", "import"]);
 export const importance = z.number().int().min(1).max(5);
 
-// A namespace segment or project name: letters, digits and . _ % + @ - (so `task_forge` and
-// `100%_done` are valid projects), never '.' or '..', never '/', whitespace or control characters.
-// `%` and `_` are harmless because scopes are matched with starts_with, never LIKE.
-const SEGMENT = /^[\p{L}\p{N}._%+@-]{1,64}$/u;
+// A namespace segment: letters, digits and . _ % + @ ~ - (so `task_forge` and `100%_done` are
+// valid), never '.' or '..', never '/', whitespace or control characters. `%` and `_` are harmless
+// because scopes are matched with starts_with, never LIKE.
+const SEGMENT = /^[\p{L}\p{N}._%+@~-]{1,140}$/u;
 export const segment = z
   .string()
-  .regex(SEGMENT, "use letters, digits and . _ % + @ - only (1-64 characters)")
+  .regex(SEGMENT, "use letters, digits and . _ % + @ ~ - only (1-140 characters)")
   .refine((s) => s !== "." && s !== "..", "'.' and '..' are not allowed");
 
-export const projectName = segment;
+// A project name is what a coding agent naturally has: a directory name (`task_forge`), a
+// repository (`acme/web`) or a package (`@acme/web`): parts of letters, digits and . _ % + @ -
+// joined by '/'. Its scope is ONE namespace segment, `/` written as `~` (a character no project
+// name may contain, so the mapping is reversible and `a/b`, `a_b` and `a~b`'s scopes never meet).
+// One segment, not nested ones: `<root>/project/acme/` must never be a prefix of `acme/web`'s scope.
+const PROJECT_PART = /^[\p{L}\p{N}._%+@-]+$/u;
+export const PROJECT_SEPARATOR = "~";
+export const projectName = z
+  .string()
+  .min(1)
+  .max(140)
+  .refine(
+    (s) => s.split("/").every((p) => PROJECT_PART.test(p) && p !== "." && p !== ".."),
+    "a project is letters, digits and . _ % + @ - in parts joined by '/' (e.g. acme/web, @acme/web), 1-140 characters, no empty, '.' or '..' part",
+  );
+
+/** The namespace segment of a project: `acme/web` → `acme~web` (see projectName). */
+export function projectSegment(project: string): string {
+  return project.replaceAll("/", PROJECT_SEPARATOR);
+}
+
+/** The project a namespace segment stands for: `acme~web` → `acme/web`. */
+export function projectFromSegment(seg: string): string {
+  return seg.replaceAll(PROJECT_SEPARATOR, "/");
+}
+
+/** `<root>/project/<segment>`: the scope of a project's memories (no trailing '/'). */
+export function projectScope(root: string, project: string): string {
+  return `${root}/project/${projectSegment(project)}`;
+}
 
 /** A full namespace: `<root>/<segment>/...`, 2-8 segments, at most 256 characters. */
 export const namespace = z
@@ -27,7 +56,7 @@ export const namespace = z
   .refine((s) => {
     const parts = s.split("/");
     return parts.length >= 2 && parts.length <= 8 && parts.every((p) => segment.safeParse(p).success);
-  }, "namespace must be 2-8 '/'-separated segments of letters, digits and . _ % + @ - (no '..', no empty segment)");
+  }, "namespace must be 2-8 '/'-separated segments of letters, digits and . _ % + @ ~ - (no '..', no empty segment)");
 
 /** Memory text as stored: trimmed, 1-4000 characters, no NUL or other control characters but newline/tab. */
 export const content = z
@@ -40,6 +69,10 @@ export const content = z
 export const threadId = z.string().regex(/^[\p{L}\p{N}._:@-]{1,200}$/u, "1-200 letters, digits and . _ : @ -");
 export const sessionId = threadId;
 
+/** Names of memory.query agents and of memory categories (public.memory_agent_allowlists / memory_categories). */
+export const agentName = z.string().regex(/^[a-z][a-z0-9_-]{0,63}$/, "lowercase letters, digits, _ or -");
+export const categoryName = z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, "lowercase letters, digits or _");
+
 /** Metadata a memory carries (seed 001 §6.1 filter keys); small and flat on purpose. */
 export const metadata = z
   .object({
@@ -48,7 +81,7 @@ export const metadata = z
     actor_id: z.string().max(200).optional(),
     user_id: z.string().max(200).optional(),
     role: z.enum(["user", "assistant", "system", "tool"]).optional(),
-    category: z.string().regex(/^[a-z][a-z0-9_]{0,63}$/).optional(),
+    category: categoryName.optional(),
     keywords: z.array(z.string().min(1).max(64)).max(20).optional(),
   })
   .strict();

@@ -29,6 +29,7 @@ import { countConversationTokens, countTokens, truncateToTokens } from "../_shar
 import { type Candidate, prepareCandidates } from "../_shared/candidates.ts";
 import { loadCategoryNames } from "../_shared/categories.ts";
 import { extractByRules } from "../_shared/rule-extractor.ts";
+import { defaultScope, SCOPE_NEEDS_PROJECT, scopeHasProject, writeScope } from "../_shared/scopes.ts";
 import { drainQueue, type QueueingDeps } from "../_shared/drain-queue.ts";
 import { MARKER, planCompaction } from "./chunk.ts";
 import { compactionMessages, CompactionOutputSchema, extractiveSummary } from "./prompt.ts";
@@ -40,8 +41,10 @@ export const CompactRequestSchema = z.object({
   trigger_tokens: z.number().int().min(1_000).max(10_000_000).optional(),
   target_chunk_tokens: z.number().int().min(500).max(1_000_000).optional(),
   project: projectName.optional(),
+  /** Where candidates without a namespace of their own go; global only when asked (README "Scopes"). */
+  scope: writeScope.optional(),
   thread_id: threadId.optional(),
-}).strict().refine((b) => !b.context_window || !b.trigger_tokens || b.trigger_tokens < b.context_window, {
+}).strict().refine(scopeHasProject, SCOPE_NEEDS_PROJECT).refine((b) => !b.context_window || !b.trigger_tokens || b.trigger_tokens < b.context_window, {
   message: "trigger_tokens must be below context_window",
   path: ["trigger_tokens"],
 });
@@ -55,7 +58,10 @@ export function createHandler(deps: QueueingDeps) {
   return handleErrors(async (req) => {
     if (req.method !== "POST") throw methodNotAllowed(["POST"]);
     const caller = await authenticate(req, deps.config);
-    const body = await parseJsonBody(req, CompactRequestSchema, deps.config.maxCompactBodyBytes);
+    const body = await parseJsonBody(req, CompactRequestSchema, deps.config.maxCompactBodyBytes, {
+      tooLarge: `memory-compact takes at most ${deps.config.maxCompactBodyBytes} bytes (MAX_COMPACT_BODY_BYTES): compact earlier ` +
+        "(a lower trigger_tokens or context_window), or raise MAX_COMPACT_BODY_BYTES on the server",
+    });
     const trigger = body.trigger_tokens ??
       (body.context_window ? Math.min(DEFAULT_TRIGGER_TOKENS, Math.floor(body.context_window * 0.8)) : DEFAULT_TRIGGER_TOKENS);
     const before = countConversationTokens(body.messages);
@@ -78,13 +84,13 @@ export function createHandler(deps: QueueingDeps) {
 
     let summary: string;
     let mode: "llm" | "extractive" = "llm";
-    const stated = extractByRules(plan.chunk, { project: body.project });
+    const stated = extractByRules(plan.chunk, { namespace: defaultScope(deps.config.namespaceRoot, body) });
     let proposed: Candidate[] = [];
     let llmError: string | undefined;
     let tokensUsed = 0;
     if (deps.llm) {
       try {
-        const out = await deps.llm.completeJson(CompactionOutputSchema, compactionMessages(plan.chunk, prior, deps.config.namespaceRoot, body.project, categories), {
+        const out = await deps.llm.completeJson(CompactionOutputSchema, compactionMessages(plan.chunk, prior, deps.config.namespaceRoot, body, categories), {
           name: "compaction",
         });
         summary = out.value.summary;
@@ -100,7 +106,7 @@ export function createHandler(deps: QueueingDeps) {
       summary = extractiveSummary(plan.chunk, prior);
     }
     if (countTokens(summary) > SUMMARY_MAX_TOKENS) summary = truncateToTokens(summary, SUMMARY_MAX_TOKENS);
-    const prepared = prepareCandidates({ stated, proposed: [proposed] }, { root: deps.config.namespaceRoot, project: body.project, categories });
+    const prepared = prepareCandidates({ stated, proposed: [proposed] }, { root: deps.config.namespaceRoot, project: body.project, scope: body.scope, categories });
 
     const marker = { role: "user" as const, content: `${MARKER}\n${summary}` };
     const messages = [...plan.head, marker, ...plan.rest];

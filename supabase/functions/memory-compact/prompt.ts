@@ -4,7 +4,8 @@ import type { PromptMessage } from "../_shared/llm.ts";
 import { countTokens, messageText } from "../_shared/tokens.ts";
 import type { ChatMessage } from "../_shared/llm.ts";
 import { CandidateSchema } from "../_shared/candidates.ts";
-import { categoryInstruction, renderMessage } from "../_shared/extraction-prompt.ts";
+import { categoryInstruction, namespaceInstruction, renderMessage } from "../_shared/extraction-prompt.ts";
+import type { ScopeRequest } from "../_shared/scopes.ts";
 
 export const COMPACTION_MARK = "You compact the oldest part of a coding agent's conversation";
 
@@ -18,7 +19,7 @@ export function compactionMessages(
   chunk: ChatMessage[],
   priorSummary: string | undefined,
   root: string,
-  project?: string,
+  req: ScopeRequest,
   categories: readonly string[] = [],
 ): PromptMessage[] {
   const transcript = chunk.map((m) => renderMessage(m, 4000)).join("\n\n");
@@ -32,7 +33,7 @@ export function compactionMessages(
         priorSummary ? "A PRIOR SUMMARY of even older context is given: produce ONE merged summary covering both (progressive compression)." : "",
         "Candidates: what from this part would help do a better job next time (corrections by the user weigh highest); at most 5; same fields and writing rules as memory extraction:",
         "semantic = third person, no pronouns, 1-2 sentences, at most 280 characters; episodic = past tense; procedural = imperative steps.",
-        `Namespaces: ${root}/global/<topic>, ${root}/user/preferences${project ? `, ${root}/project/${project}/<topic>` : ""}.`,
+        namespaceInstruction(root, req),
         categoryInstruction(categories),
       ].filter(Boolean).join("\n"),
     },

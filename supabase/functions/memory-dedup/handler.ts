@@ -1,7 +1,10 @@
 // memory-dedup: queue candidate memories for phase 2 (the worker runs dedupCandidates). For agents
-// that extract on their own (e.g. a pre-compaction flush, seed 002) and want the same dedup,
-// linking and audit as extraction. POST { candidates, session_id?, thread_id?, project? } → 202.
-// Candidates are validated (seed 001 §9) and capped before anything is queued.
+// that extract on their own (e.g. a pre-compaction flush) and want the same dedup, linking and
+// audit as extraction. POST { candidates, session_id?, thread_id?, project?, scope? } → 202.
+// Candidates are validated (writing constraints) and capped before anything is queued. A
+// candidate's namespace is the caller's word: kept when valid for the request, a 400 when not; a
+// candidate without one goes to the request's scope (README "Scopes"). A category must be one of
+// public.memory_categories (400 naming them otherwise).
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { projectName, sessionId, threadId } from "../_shared/schemas.ts";
@@ -9,16 +12,22 @@ import { authenticate } from "../_shared/auth.ts";
 import { withTenant } from "../_shared/db.ts";
 import { handleErrors, HttpError, json, methodNotAllowed, parseJsonBody } from "../_shared/http.ts";
 import { enqueueJob, runInBackground } from "../_shared/jobs.ts";
-import { CandidateSchema, prepareCandidates } from "../_shared/candidates.ts";
-import { loadCategoryNames } from "../_shared/categories.ts";
+import { type Candidate, CandidateSchema, prepareCandidates } from "../_shared/candidates.ts";
+import { loadCategoryNames, unknownCategory } from "../_shared/categories.ts";
 import { drainQueue, type QueueingDeps } from "../_shared/drain-queue.ts";
+import { callerNamespace, defaultScope, SCOPE_NEEDS_PROJECT, scopeHasProject, writeScope } from "../_shared/scopes.ts";
+import type { ErrorIssue } from "../_shared/http.ts";
 
 export const DedupRequestSchema = z.object({
-  candidates: z.array(CandidateSchema).min(1).max(20),
+  candidates: z.array(CandidateSchema.extend({
+    /** Optional here: without one, the request's scope (README "Scopes"). */
+    namespace: CandidateSchema.shape.namespace.optional(),
+  })).min(1).max(20),
   session_id: sessionId.optional(),
   thread_id: threadId.optional(),
   project: projectName.optional(),
-}).strict();
+  scope: writeScope.optional(),
+}).strict().refine(scopeHasProject, SCOPE_NEEDS_PROJECT);
 
 export function createHandler(deps: QueueingDeps) {
   const kick = deps.kickWorker ?? (() => drainQueue(deps, { maxJobs: 10 }));
@@ -26,12 +35,33 @@ export function createHandler(deps: QueueingDeps) {
     if (req.method !== "POST") throw methodNotAllowed(["POST"]);
     const caller = await authenticate(req, deps.config);
     const body = await parseJsonBody(req, DedupRequestSchema, deps.config.maxBodyBytes);
-    // An agent's candidates are model output (stated by nobody we can verify): capped, never user-stated.
+    const root = deps.config.namespaceRoot;
     const categories = await withTenant(deps.sql, caller, (tx) => loadCategoryNames(tx));
-    const prepared = prepareCandidates({ stated: [], proposed: [body.candidates] }, {
-      root: deps.config.namespaceRoot,
+    // Every problem of the batch in one 400: an unknown category names the configured ones.
+    const issues: ErrorIssue[] = [];
+    let unknown: HttpError | undefined;
+    const candidates: Candidate[] = body.candidates.map((c, i) => {
+      if (c.category && !categories.includes(c.category)) {
+        const refused = unknownCategory(c.category, categories, ["candidates", i, "category"]);
+        unknown ??= refused;
+        issues.push(...refused.issues!);
+      }
+      if (c.namespace === undefined) return { ...c, namespace: defaultScope(root, body) };
+      const ns = callerNamespace(c.namespace, root, body);
+      if (!ns.ok) issues.push({ path: ["candidates", i, "namespace"], message: ns.message, code: "invalid_namespace" });
+      return { ...c, namespace: ns.ok ? ns.namespace : c.namespace };
+    });
+    if (issues.length > 0) {
+      if (unknown && issues.every((i) => i.code === "unknown_category")) throw new HttpError(400, unknown.code, unknown.message, issues);
+      throw new HttpError(400, "invalid_request", "invalid request body", issues);
+    }
+    // An agent's candidates are model output (stated by nobody we can verify): capped, never user-stated.
+    const prepared = prepareCandidates({ stated: [], proposed: [candidates] }, {
+      root,
       project: body.project,
+      scope: body.scope,
       categories,
+      namespaces: "caller",
     });
     if (prepared.candidates.length === 0) {
       throw new HttpError(422, "no_valid_candidates", "every candidate violates the writing constraints", [

@@ -2,12 +2,15 @@
 // transaction and answers 202 at once (the agent is never blocked); the worker does the LLM work.
 // GET ?job_id= returns the job's status (RLS: only the owner sees it).
 //
-//   POST { session_id, messages (OpenAI chat format), project?, thread_id? }
-//     → 202 { job_id, status, deduplicated, new_messages }
+//   POST { session_id, messages (OpenAI chat format), after?, project?, scope?, thread_id? }
+//     → 202 { job_id, status, deduplicated, new_messages, transcript: { count, digest } }
 //       Incremental per session: messages is the transcript so far; only the messages no earlier
 //       (not dead) job of the session covers are queued, new_messages of them, with up to
 //       CONTEXT_MESSAGES before them as context (transcript-prefix.ts). The same transcript again,
 //       or one earlier jobs already cover: the covering job, deduplicated, new_messages 0.
+//       With `after` (the `transcript` of an earlier answer), messages are only what follows it: a
+//       long session never resends what it sent (409 transcript_mismatch when the session has no
+//       such transcript: resend the whole one).
 //   GET ?job_id=<uuid> → 200 { job_id, kind, status, attempts, last_error, result, ... } | 404
 import { z } from "zod";
 import { authenticate } from "../_shared/auth.ts";
@@ -18,17 +21,35 @@ import { drainQueue, type QueueingDeps } from "../_shared/drain-queue.ts";
 import { CONTEXT_MESSAGES, type ExtractJobPayload } from "../_shared/extraction.ts";
 import { ChatMessageSchema } from "../_shared/llm.ts";
 import { projectName, sessionId, threadId } from "../_shared/schemas.ts";
-import { coveredPrefix, extractIdempotencyKey, prefixDigests, sessionKeyPrefix } from "./transcript-prefix.ts";
+import { SCOPE_NEEDS_PROJECT, scopeHasProject, writeScope } from "../_shared/scopes.ts";
+import {
+  coveredPrefix,
+  type EarlierExtractJob,
+  extractIdempotencyKey,
+  knownTranscript,
+  prefixDigests,
+  sessionKeyPrefix,
+} from "./transcript-prefix.ts";
 
 const JobQuery = z.object({ job_id: z.uuid() });
 
-/** POST body: the session's transcript so far (each POST may repeat what earlier ones sent). */
+/** At most this many messages in one POST (a longer session sends the rest with `after`). */
+export const MAX_EXTRACT_MESSAGES = 20_000;
+
+/** POST body: the session's transcript so far, or (with `after`) what follows what it already sent. */
 export const ExtractRequestSchema = z.object({
   session_id: sessionId,
-  messages: z.array(ChatMessageSchema).min(1, "messages must not be empty").max(5000),
+  messages: z.array(ChatMessageSchema).min(1, "messages must not be empty").max(MAX_EXTRACT_MESSAGES),
+  /** The transcript these messages follow: the `transcript` of an earlier answer for this session. */
+  after: z.object({
+    count: z.number().int().min(1),
+    digest: z.string().regex(/^[0-9a-f]{64}$/, "the hex digest an earlier answer gave"),
+  }).strict().optional(),
   project: projectName.optional(),
+  /** Where the session's memories go without a namespace of their own; global only when asked (README "Scopes"). */
+  scope: writeScope.optional(),
   thread_id: threadId.optional(),
-}).strict();
+}).strict().refine(scopeHasProject, SCOPE_NEEDS_PROJECT);
 export type ExtractRequest = z.infer<typeof ExtractRequestSchema>;
 
 export function createHandler(deps: QueueingDeps) {
@@ -43,37 +64,41 @@ export function createHandler(deps: QueueingDeps) {
     }
     if (req.method !== "POST") throw methodNotAllowed(["GET", "POST"]);
     const caller = await authenticate(req, deps.config);
-    const body = await parseJsonBody(req, ExtractRequestSchema, deps.config.maxBodyBytes);
-    const digests = prefixDigests(body.messages);
-    const n = body.messages.length;
+    const body = await parseJsonBody(req, ExtractRequestSchema, deps.config.maxExtractBodyBytes, {
+      tooLarge: `memory-extract takes at most ${deps.config.maxExtractBodyBytes} bytes (MAX_EXTRACT_BODY_BYTES): send only the ` +
+        "messages after what this session already sent, with `after` set to the `transcript` {count, digest} of the last answer",
+    });
     const queued = await withTenant(deps.sql, caller, async (tx) => {
       // One enqueue per session at a time, so two POSTs of a growing transcript cannot both queue
       // the same new messages (whichever order they arrive in: see coveredPrefix).
       await tx`select pg_advisory_xact_lock(hashtextextended(${`devai-extract|${caller.tenantId}|${body.session_id}`}, 0))`;
-      // Jobs that will have extracted their part: done, queued or running (a dead one did not).
-      const rows = await tx<{ id: string; status: JobStatus; idempotency_key: string; start: number; messages: unknown[] }[]>`
+      const all = await tx<{ id: string; status: JobStatus; idempotency_key: string; start: number; messages: unknown[] }[]>`
         select id, status, idempotency_key, coalesce((payload ->> 'offset')::int, 0) as start,
                coalesce(payload -> 'messages', '[]'::jsonb) as messages
           from public.memory_jobs
-         where owner_id = ${caller.tenantId} and kind = 'extract' and status <> 'dead'
+         where owner_id = ${caller.tenantId} and kind = 'extract'
            and starts_with(idempotency_key, ${sessionKeyPrefix(body.session_id)})
          order by created_at, id`;
-      const { covered, lastJob } = coveredPrefix(
-        body.session_id,
-        digests,
-        rows.map((r) => ({ idempotencyKey: r.idempotency_key, offset: r.start, messages: r.messages })),
-      );
+      const jobs = (rows: readonly (typeof all)[number][]) => rows.map((r) => ({ idempotencyKey: r.idempotency_key, offset: r.start, messages: r.messages }));
+      const transcript = body.after ? [...sentBefore(body.session_id, jobs(all), body.after), ...body.messages] : body.messages;
+      const digests = prefixDigests(transcript);
+      const n = transcript.length;
+      // Jobs that will have extracted their part: done, queued or running (a dead one did not).
+      const rows = all.filter((r) => r.status !== "dead");
+      const { covered, lastJob } = coveredPrefix(body.session_id, digests, jobs(rows));
+      const tail = { count: n, digest: digests[n]! };
       // Nothing new (e.g. a shorter transcript that arrived after a longer one): the job that covers the end.
       if (covered === n) {
         const job = rows[lastJob!]!;
-        return { id: job.id, status: job.status, deduplicated: true, newMessages: 0 };
+        return { id: job.id, status: job.status, deduplicated: true, newMessages: 0, transcript: tail };
       }
       const payload: ExtractJobPayload = {
         session_id: body.session_id,
-        messages: body.messages.slice(covered),
-        context: body.messages.slice(Math.max(0, covered - CONTEXT_MESSAGES), covered),
+        messages: transcript.slice(covered) as ExtractJobPayload["messages"],
+        context: transcript.slice(Math.max(0, covered - CONTEXT_MESSAGES), covered) as ExtractJobPayload["messages"],
         offset: covered,
         project: body.project,
+        scope: body.scope,
         thread_id: body.thread_id,
       };
       const job = await enqueueJob(tx, {
@@ -84,9 +109,27 @@ export function createHandler(deps: QueueingDeps) {
       });
       // Deduplicated here: the job with this very key exists but covers nothing now (it is dead, or
       // an earlier job its part follows is); nothing new is queued until the transcript grows.
-      return { ...job, newMessages: job.deduplicated ? 0 : n - covered };
+      return { ...job, newMessages: job.deduplicated ? 0 : n - covered, transcript: tail };
     }, { threadId: body.thread_id });
     if (!queued.deduplicated) runInBackground(kick, "memory-extract worker kick");
-    return json({ job_id: queued.id, status: queued.status, deduplicated: queued.deduplicated, new_messages: queued.newMessages }, 202);
+    return json({
+      job_id: queued.id,
+      status: queued.status,
+      deduplicated: queued.deduplicated,
+      new_messages: queued.newMessages,
+      transcript: queued.transcript,
+    }, 202);
   });
+}
+
+/** The messages `after` names, or the 409 that tells the client to send the whole transcript. */
+function sentBefore(sessionId: string, jobs: EarlierExtractJob[], after: { count: number; digest: string }): unknown[] {
+  const known = knownTranscript(sessionId, jobs, after.count, after.digest);
+  if (known) return known;
+  throw new HttpError(
+    409,
+    "transcript_mismatch",
+    `session '${sessionId}' has no transcript of ${after.count} messages with that digest (it never sent one, or it is another ` +
+      "session's): resend the whole transcript, from the first message, without `after`",
+  );
 }

@@ -6,6 +6,11 @@
 // (`offset`, `messages`): the job covers this transcript's messages [offset, offset + t) when the
 // transcript agrees with the job's history before `offset` (checked against the key's digest) and
 // with its first t messages. The covered prefix is where those ranges, from message 0 on, stop.
+//
+// A client may also send only what follows a transcript the session already sent, named by its
+// length and digest (`after: {count, digest}`): knownTranscript rebuilds those messages from the
+// session's jobs (every job's part, verified against its key), so the request is then the same as
+// a post of the whole transcript.
 import { createHash } from "node:crypto";
 
 /**
@@ -97,4 +102,53 @@ export function coveredPrefix(sessionId: string, digests: readonly string[], ear
     covered = best.end;
     lastJob = best.job;
   }
+}
+
+interface Node {
+  previous: string | undefined;
+  message: unknown;
+}
+
+const nodeKey = (count: number, digest: string) => `${count}:${digest}`;
+
+/**
+ * The first `count` messages of a transcript this session sent before, whose digest is `digest`,
+ * rebuilt from the session's jobs (dead ones too: their messages were sent all the same); undefined
+ * when no job's verified history passes through that point. A job's part counts only when the
+ * chain from a known point at its offset ends at its key's digest, so a rebuilt transcript is one
+ * the client really sent.
+ */
+export function knownTranscript(sessionId: string, jobs: readonly EarlierExtractJob[], count: number, digest: string): unknown[] | undefined {
+  const prefix = sessionKeyPrefix(sessionId);
+  const nodes = new Map<string, Node>();
+  const at = new Map<number, Set<string>>([[0, new Set([EMPTY_TRANSCRIPT])]]);
+  const ordered = [...jobs].filter((j) => j.idempotencyKey.startsWith(prefix)).sort((a, b) => a.offset - b.offset);
+  for (const job of ordered) {
+    const key = /^(\d+):([0-9a-f]{64})$/.exec(job.idempotencyKey.slice(prefix.length));
+    if (!key || Number(key[1]) !== job.offset + job.messages.length) continue;
+    for (const start of at.get(job.offset) ?? []) {
+      const chain = chainFrom(start, job.messages);
+      if (chain.at(-1) !== key[2]) continue;
+      chain.forEach((d, i) => {
+        if (i === 0) return;
+        const pos = job.offset + i;
+        const k = nodeKey(pos, d);
+        if (nodes.has(k)) return;
+        nodes.set(k, { previous: nodeKey(pos - 1, chain[i - 1]!), message: job.messages[i - 1] });
+        if (!at.has(pos)) at.set(pos, new Set());
+        at.get(pos)!.add(d);
+      });
+      break;
+    }
+  }
+  if (count === 0) return digest === EMPTY_TRANSCRIPT ? [] : undefined;
+  const out: unknown[] = [];
+  let k: string | undefined = nodeKey(count, digest);
+  while (out.length < count) {
+    const node: Node | undefined = k === undefined ? undefined : nodes.get(k);
+    if (!node) return undefined;
+    out.push(node.message);
+    k = node.previous;
+  }
+  return out.reverse();
 }

@@ -1,23 +1,32 @@
-// Delta header (seed 001 §1): what changed in the tenant's memories since the revision the caller
-// last saw for its thread, as at most 3 bullets at the top of the block:
+// Delta header: what changed in the tenant's memories since the revision the caller last saw for
+// its thread (README "Threads and since_revision"), as at most 3 bullets at the top of the block,
+// each saying what is true now:
 //
 //   Memory updates since rev 4:
+//   - ↻corrected: [Semantic] Use bun for installs (replaces "Use pnpm for installs")
 //   - +created: [Tasks] Ship v1 by Sep (imp=4)
-//   - ↑updated: [Goals] Ship v1 by Sep
-//   - ↔merged: [Semantic] Combined notes about lactose intolerance
+//   - ↑pinned: [Conventions] Every commit message follows conventional commits
 //
 // The change log is written by triggers (one row per created/updated/merged/deleted/
-// soft_deleted/restored memory, with the thread's new revision); the most recent changes win.
+// soft_deleted/restored memory, with the thread's new revision); the most recent changes win. A
+// replacement (a correction, or dedup merging a memory into a new one) is one bullet with the
+// NEW text: the replaced memory's row, joined to the memory that superseded it, stands for both,
+// and the new memory's own 'created' row is left out.
 import type { Tx } from "../_shared/db.ts";
 
 export const MAX_DELTA_BULLETS = 3;
 const SUMMARY_CHARS = 120;
 
+const REPLACED_CHARS = 60;
+
 export interface ChangeRow {
   revision: number;
   event: string;
   summary: string | null;
-  meta: { category?: string | null; memory_type?: string | null; importance?: number | null } | null;
+  meta: { category?: string | null; memory_type?: string | null; importance?: number | null; history_event?: string | null } | null;
+  memory_id?: string;
+  /** For a replaced memory: the memory that replaced it, what it says and where it came from. */
+  replacement?: { id: string; content: string; source: string | null } | null;
 }
 
 const EVENT_MARK: Readonly<Record<string, string>> = {
@@ -29,27 +38,39 @@ const EVENT_MARK: Readonly<Record<string, string>> = {
   restored: "↺restored",
 };
 
+// An 'updated' change whose history event says more than "updated".
+const HISTORY_MARK: Readonly<Record<string, string>> = { PIN: "↑pinned", UNPIN: "↓unpinned", CONFIRM: "✓confirmed" };
+
 function capitalize(s: string): string {
   return s.charAt(0).toUpperCase() + s.slice(1).replace(/_/g, " ");
 }
 
-function shorten(s: string): string {
+function shorten(s: string, max = SUMMARY_CHARS): string {
   const one = s.replace(/\s+/g, " ").trim();
-  return one.length <= SUMMARY_CHARS ? one : `${one.slice(0, SUMMARY_CHARS - 1).trimEnd()}…`;
+  return one.length <= max ? one : `${one.slice(0, max - 1).trimEnd()}…`;
 }
 
 export function deltaHeaderLine(sinceRevision: number): string {
   return `Memory updates since rev ${sinceRevision}:`;
 }
 
-/** One bullet per change, newest first; at most MAX_DELTA_BULLETS. */
+/** One bullet per change, newest first; at most MAX_DELTA_BULLETS (a replacement is one bullet). */
 export function formatDeltaBullets(changes: readonly ChangeRow[]): string[] {
-  return changes.slice(0, MAX_DELTA_BULLETS).map((c) => {
-    const label = c.meta?.category ?? c.meta?.memory_type;
-    const tag = label ? `[${capitalize(label)}] ` : "";
-    const imp = c.event === "created" && typeof c.meta?.importance === "number" ? ` (imp=${c.meta.importance})` : "";
-    return `- ${EVENT_MARK[c.event] ?? c.event}: ${tag}${shorten(c.summary ?? "")}${imp}`;
-  });
+  const replacements = new Set(changes.flatMap((c) => (c.replacement ? [c.replacement.id] : [])));
+  return changes
+    .filter((c) => !(c.event === "created" && c.memory_id !== undefined && replacements.has(c.memory_id)))
+    .slice(0, MAX_DELTA_BULLETS)
+    .map((c) => {
+      const label = c.meta?.category ?? c.meta?.memory_type;
+      const tag = label ? `[${capitalize(label)}] ` : "";
+      if (c.replacement) {
+        const mark = c.replacement.source === "correction" ? "↻corrected" : EVENT_MARK.merged;
+        return `- ${mark}: ${tag}${shorten(c.replacement.content)} (replaces "${shorten(c.summary ?? "", REPLACED_CHARS)}")`;
+      }
+      const mark = (c.event === "updated" && HISTORY_MARK[c.meta?.history_event ?? ""]) || EVENT_MARK[c.event] || c.event;
+      const imp = c.event === "created" && typeof c.meta?.importance === "number" ? ` (imp=${c.meta.importance})` : "";
+      return `- ${mark}: ${tag}${shorten(c.summary ?? "")}${imp}`;
+    });
 }
 
 export interface ThreadDelta {
@@ -65,11 +86,16 @@ export async function loadThreadDelta(tx: Tx, threadId: string, sinceRevision: n
     select revision::text from public.memory_thread_revisions where thread_id = ${threadId}`;
   const revision = rev ? Number(rev.revision) : 0;
   if (sinceRevision === undefined || sinceRevision >= revision) return { revision, changes: [] };
-  const rows = await tx<{ revision: string; event: string; summary: string | null; meta: ChangeRow["meta"] }[]>`
-    select revision::text, event, summary, meta
-      from public.memory_change_log
-     where thread_id = ${threadId} and revision > ${sinceRevision}
-     order by revision desc
-     limit ${MAX_DELTA_BULLETS}`;
-  return { revision, changes: rows.map((r) => ({ revision: Number(r.revision), event: r.event, summary: r.summary, meta: r.meta })) };
+  // Twice the bullets: a replacement's two rows (created, then merged) become one bullet.
+  const rows = await tx<(Omit<ChangeRow, "revision"> & { revision: string })[]>`
+    select c.revision::text, c.event, c.summary, c.meta, c.memory_id,
+           case when n.id is null then null
+                else jsonb_build_object('id', n.id, 'content', n.content, 'source', n.source) end as replacement
+      from public.memory_change_log c
+      left join public.devai_memories o on c.event = 'merged' and o.id = c.memory_id
+      left join public.devai_memories n on n.id = o.superseded_by
+     where c.thread_id = ${threadId} and c.revision > ${sinceRevision}
+     order by c.revision desc
+     limit ${MAX_DELTA_BULLETS * 2}`;
+  return { revision, changes: rows.map((r) => ({ ...r, revision: Number(r.revision) })) };
 }

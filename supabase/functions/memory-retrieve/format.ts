@@ -20,6 +20,7 @@
 //   4. namespace in the user scope                              → User Preferences
 //   5. anything else (global facts)                             → General Knowledge
 // Sections appear in that order (project first, as in the seed), memories in rank order within.
+import { projectScope } from "../_shared/schemas.ts";
 
 export interface FormatMemory {
   id: string;
@@ -43,7 +44,7 @@ export function sectionOf(m: FormatMemory, ctx: FormatContext): SectionKey {
   if (m.memory_type === "procedural" || m.source === "pattern") return "patterns";
   if (m.source === "error_resolution" || m.memory_type === "episodic") return "fixes";
   const ns = `${m.namespace}/`;
-  if (ctx.project !== undefined && ns.startsWith(`${ctx.root}/project/${ctx.project}/`)) return "project";
+  if (ctx.project !== undefined && ns.startsWith(`${projectScope(ctx.root, ctx.project)}/`)) return "project";
   if (ns.startsWith(`${ctx.root}/user/`)) return "user";
   return "general";
 }

@@ -2,14 +2,17 @@
 // FINAL block text (heading, delta header, section titles, bullets, related bullets and the
 // truncation line) is counted with the tokenizer and never exceeds budget_tokens.
 //
-// How: greedy in priority order (delta bullets, then memories by rank, then at most MAX_RELATED
-// related bullets), using per-line token counts as an estimate so the block is not re-tokenized
-// for every candidate; then the rendered block is counted exactly and, while it is over budget,
-// the last thing added is dropped. Per-line counts overestimate slightly (BPE merges across the
-// joining newlines only ever save tokens), so the exact pass almost never has to drop anything.
-// A memory that does not fit is skipped and later, shorter ones are still tried.
+// How: the best memory first, whole, or shortened at a word boundary and marked `…` when it alone
+// does not fit (sized with exact counts of the rendered block): the block never leaves out the
+// top hit for lower ones. Then greedy in priority order (delta bullets, the other memories by
+// rank, at most MAX_RELATED related bullets), using per-line token counts as an estimate so the
+// block is not re-tokenized for every candidate; then the rendered block is counted exactly and,
+// while it is over budget, the last thing added is dropped (never the best memory). Per-line
+// counts overestimate slightly (BPE merges across the joining newlines only ever save tokens), so
+// the exact pass almost never has to drop anything. After the best one, a memory that does not
+// fit is skipped and later, shorter ones are still tried.
 import { countTokens } from "../_shared/tokens.ts";
-import { BLOCK_HEADING, type FormatContext, type FormatMemory, memoryLine, relatedLine, renderBlock, type SectionKey, sectionOf, sectionTitle, truncationLine } from "./format.ts";
+import { BLOCK_HEADING, bulletText, type FormatContext, type FormatMemory, memoryLine, relatedLine, renderBlock, type SectionKey, sectionOf, sectionTitle, truncationLine } from "./format.ts";
 
 export const MAX_RELATED = 2;
 
@@ -37,9 +40,36 @@ export interface PackResult<M extends FormatMemory> {
   truncatedCount: number;
   related: RelatedCandidate[];
   deltaBullets: string[];
+  /** Ids of injected memories the block shows shortened (only ever the best one). */
+  shortened: string[];
 }
 
-type Added<M> = { kind: "delta"; line: string } | { kind: "memory"; memory: M } | { kind: "related"; related: RelatedCandidate };
+/** A memory in the block; `text` when it is shown shortened. */
+type Added<M> = { kind: "delta"; line: string } | { kind: "memory"; memory: M; text?: string } | { kind: "related"; related: RelatedCandidate };
+
+const ELLIPSIS = "…";
+
+/**
+ * The longest start of `text` that ends at a word boundary, marked with `…`, for which
+ * `fits(shortened)` holds; undefined when not even the first word fits. A text without spaces is
+ * cut between characters instead. Binary search: one exact count per step.
+ */
+export function shortenToFit(text: string, fits: (shortened: string) => boolean): string | undefined {
+  const one = bulletText(text);
+  const words = one.split(" ");
+  const cut = words.length > 1
+    ? (k: number) => words.slice(0, k).join(" ").replace(/[\s,;:.\-–—]+$/u, "") + ELLIPSIS
+    : (k: number) => [...one].slice(0, k).join("") + ELLIPSIS;
+  let lo = 1;
+  let hi = (words.length > 1 ? words.length : [...one].length) - 1;
+  if (hi < lo || !fits(cut(lo))) return undefined;
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (fits(cut(mid))) lo = mid;
+    else hi = mid - 1;
+  }
+  return cut(lo);
+}
 
 export function packIntoBudget<M extends FormatMemory>(input: PackInput<M>, ctx: FormatContext): PackResult<M> {
   const budget = input.budgetTokens;
@@ -52,21 +82,37 @@ export function packIntoBudget<M extends FormatMemory>(input: PackInput<M>, ctx:
   const truncCost = (n: number) => (n > 0 ? lineCost(truncationLine(n)) : 0);
   const fits = (extra: number, remaining: number) => est + extra + truncCost(remaining) <= budget;
 
-  // 1. Delta header: the header line comes with the first bullet that fits.
+  // 1. The best memory, whole or shortened to what the block can hold with it alone (when not even
+  // its first word fits, it is left out like any other).
+  const [best, ...others] = input.ranked;
+  if (best) {
+    const alone = (text?: string) => assemble([{ kind: "memory", memory: best, text }], input, ctx, total).tokenCount <= budget;
+    const whole = alone();
+    const text = whole ? undefined : shortenToFit(best.content, alone);
+    if (whole || text !== undefined) {
+      const key = sectionOf(best, ctx);
+      est += lineCost(memoryLine({ content: text ?? best.content })) + lineCost(sectionTitle(key, ctx)) + 1;
+      sections.add(key);
+      injectedCount++;
+      added.push({ kind: "memory", memory: best, text });
+    }
+  }
+
+  // 2. Delta header: the header line comes with the first bullet that fits.
   const deltaBullets = input.deltaBullets ?? [];
   if (input.deltaHeader && deltaBullets.length > 0) {
     let headerPaid = false;
     for (const bullet of deltaBullets) {
       const extra = lineCost(bullet) + (headerPaid ? 0 : lineCost(input.deltaHeader) + 1);
-      if (!fits(extra, total)) continue;
+      if (!fits(extra, total - injectedCount)) continue;
       est += extra;
       headerPaid = true;
       added.push({ kind: "delta", line: bullet });
     }
   }
 
-  // 2. Memories in rank order; a section title is paid by its first memory.
-  for (const m of input.ranked) {
+  // 2b. The other memories in rank order; a section title is paid by its first memory.
+  for (const m of others) {
     const key = sectionOf(m, ctx);
     const extra = lineCost(memoryLine(m)) + (sections.has(key) ? 0 : lineCost(sectionTitle(key, ctx)) + 1);
     if (!fits(extra, total - injectedCount - 1)) continue;
@@ -90,25 +136,33 @@ export function packIntoBudget<M extends FormatMemory>(input: PackInput<M>, ctx:
     added.push({ kind: "related", related: r });
   }
 
-  // 4. Exact count of the final text; drop the last addition until it fits.
+  // 4. Exact count of the final text; drop the last addition until it fits (the best memory
+  // alone was sized to fit, so it is never dropped).
   for (;;) {
     const result = assemble(added, input, ctx, total);
     if (result.tokenCount <= budget) return result;
-    if (added.length === 0) {
-      // Not even the heading and truncation line fit: inject nothing.
-      return { block: "", tokenCount: 0, injected: [], truncatedCount: total, related: [], deltaBullets: [] };
-    }
+    if (added.length === 0) return emptyResult(total);
     added.pop();
   }
 }
 
+/** Not even the heading and the truncation line fit: inject nothing. */
+function emptyResult<M extends FormatMemory>(total: number): PackResult<M> {
+  return { block: "", tokenCount: 0, injected: [], truncatedCount: total, related: [], deltaBullets: [], shortened: [] };
+}
+
 function assemble<M extends FormatMemory>(added: readonly Added<M>[], input: PackInput<M>, ctx: FormatContext, total: number): PackResult<M> {
   const injected: M[] = [];
+  const shown: M[] = [];
+  const shortened: string[] = [];
   const related: RelatedCandidate[] = [];
   const deltaBullets: string[] = [];
   for (const a of added) {
-    if (a.kind === "memory") injected.push(a.memory);
-    else if (a.kind === "related") related.push(a.related);
+    if (a.kind === "memory") {
+      injected.push(a.memory);
+      shown.push(a.text === undefined ? a.memory : { ...a.memory, content: a.text });
+      if (a.text !== undefined) shortened.push(a.memory.id);
+    } else if (a.kind === "related") related.push(a.related);
     else deltaBullets.push(a.line);
   }
   // Related bullets whose anchor was dropped in the exact pass go with it.
@@ -119,38 +173,48 @@ function assemble<M extends FormatMemory>(added: readonly Added<M>[], input: Pac
   const truncatedCount = total - injected.length;
   const block = renderBlock(
     {
-      memories: injected,
+      memories: shown,
       related: relatedByAnchor,
       delta: deltaBullets.length > 0 && input.deltaHeader ? [input.deltaHeader, ...deltaBullets] : [],
       truncated: truncatedCount,
     },
     ctx,
   );
-  return { block, tokenCount: countTokens(block), injected, truncatedCount, related: keptRelated, deltaBullets };
+  return { block, tokenCount: countTokens(block), injected, truncatedCount, related: keptRelated, deltaBullets, shortened };
 }
 
 export interface PackedTexts<T> {
   kept: T[];
+  /** The text of each kept item, as counted (the first one shortened when `shortenFirst` had to). */
+  texts: string[];
   tokenCount: number;
   truncatedCount: number;
 }
 
 /**
  * memory.query's packing: items in rank order, each contributing one text; the texts joined by
- * newlines must fit budgetTokens exactly. Same greedy-estimate-then-exact-check as packIntoBudget.
+ * newlines must fit budgetTokens exactly. Same greedy-estimate-then-exact-check as packIntoBudget;
+ * with shortenFirst, the best item is shortened at a word boundary (…) rather than left out.
  */
-export function packTexts<T>(items: readonly T[], textOf: (item: T) => string, budgetTokens: number): PackedTexts<T> {
+export function packTexts<T>(items: readonly T[], textOf: (item: T) => string, budgetTokens: number, opts: { shortenFirst?: boolean } = {}): PackedTexts<T> {
   const kept: T[] = [];
+  const texts: string[] = [];
   let est = 0;
-  for (const item of items) {
-    const cost = countTokens(textOf(item)) + (kept.length > 0 ? 1 : 0);
-    if (est + cost > budgetTokens) continue;
+  items.forEach((item, i) => {
+    let text = textOf(item);
+    if (i === 0 && opts.shortenFirst && countTokens(text) > budgetTokens) {
+      text = shortenToFit(text, (t) => countTokens(t) <= budgetTokens) ?? text;
+    }
+    const cost = countTokens(text) + (kept.length > 0 ? 1 : 0);
+    if (est + cost > budgetTokens) return;
     est += cost;
     kept.push(item);
-  }
+    texts.push(text);
+  });
   for (;;) {
-    const tokenCount = countTokens(kept.map(textOf).join("\n"));
-    if (tokenCount <= budgetTokens) return { kept, tokenCount, truncatedCount: items.length - kept.length };
+    const tokenCount = countTokens(texts.join("\n"));
+    if (tokenCount <= budgetTokens) return { kept, texts, tokenCount, truncatedCount: items.length - kept.length };
     kept.pop();
+    texts.pop();
   }
 }

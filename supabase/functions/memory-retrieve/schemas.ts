@@ -5,7 +5,7 @@
 // Both bodies are strict: an unknown field is a 400, so a typo (`budget` for `budget_tokens`)
 // is reported instead of silently ignored.
 import { z } from "zod";
-import { importance, memoryType, priority, projectName, threadId } from "../_shared/schemas.ts";
+import { agentName, categoryName, importance, memoryType, priority, projectName, threadId } from "../_shared/schemas.ts";
 import { INTENTS } from "../_shared/search/intent.ts";
 import { SEARCH_MODES } from "../_shared/search/hybrid.ts";
 
@@ -59,8 +59,7 @@ export const RetrieveRequest = z
   .strict();
 export type RetrieveRequest = z.infer<typeof RetrieveRequest>;
 
-export const agentName = z.string().regex(/^[a-z][a-z0-9_-]{0,63}$/, "lowercase letters, digits, _ or -");
-export const categoryName = z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, "lowercase letters, digits or _");
+export { agentName, categoryName };
 
 /** An ISO date or date-time; null means "no bound" (the seed's example sends null). */
 const instant = z.union([z.iso.datetime({ offset: true }), z.iso.date()]).nullable();
@@ -140,6 +139,8 @@ export const RetrievedMemory = z.object({
   score: z.number(),
   /** True when the memory is in the block (and was reinforced); false when the budget left it out. */
   injected: z.boolean(),
+  /** True when the block shows it cut short at a word boundary (…): the best memory alone did not fit. */
+  shortened: z.literal(true).optional(),
 });
 export type RetrievedMemory = z.infer<typeof RetrievedMemory>;
 

@@ -3,6 +3,7 @@
 // Query strings arrive as text; the *Query schemas coerce them.
 import { z } from "zod";
 import {
+  categoryName,
   content,
   importance,
   memoryType,
@@ -15,6 +16,7 @@ import {
   source,
   threadId,
 } from "../_shared/schemas.ts";
+import { SCOPE_NEEDS_PROJECT, scopeHasProject, writeScope } from "../_shared/scopes.ts";
 
 /** Hard cap on list/history/weak pages: keeps one request's work and response bounded. */
 export const MAX_PAGE_LIMIT = 100;
@@ -24,9 +26,14 @@ export const MAX_HISTORY_LIMIT = 200;
 export const RememberRequest = z
   .object({
     content,
-    /** Full namespace; default `<root>/project/<project>/notes` with `project`, else `<root>/user/preferences`. */
+    /**
+     * Full namespace, in the global, user or project scope. Without it: `<root>/project/<project>/notes`
+     * with `project`, `<root>/global/notes` with `scope: "global"`, else `<root>/user/preferences`.
+     */
     namespace: namespace.optional(),
     project: projectName.optional(),
+    /** Where the memory goes without a namespace: "project" (needs project), "user" or "global". */
+    scope: writeScope.optional(),
     memory_type: memoryType.default("semantic"),
     importance: importance.optional(),
     metadata: metadata.optional(),
@@ -38,7 +45,9 @@ export const RememberRequest = z
   .refine((b) => !(b.namespace && b.project), {
     message: "give either namespace or project, not both",
     path: ["project"],
-  });
+  })
+  .refine((b) => !(b.namespace && b.scope), { message: "give either namespace or scope, not both", path: ["scope"] })
+  .refine(scopeHasProject, SCOPE_NEEDS_PROJECT);
 export type RememberRequest = z.infer<typeof RememberRequest>;
 
 /** POST /memory/{id}/correct: the user corrects a memory; the new one supersedes it. */
@@ -77,12 +86,14 @@ export const namespacePrefix = z
   .refine((s) => {
     const parts = s.split("/");
     return parts.length >= 1 && parts.length <= 8 && parts.every((p) => segment.safeParse(p).success);
-  }, "namespace_prefix must be 1-8 '/'-separated segments of letters, digits and . _ % + @ -");
+  }, "namespace_prefix must be 1-8 '/'-separated segments of letters, digits and . _ % + @ ~ -");
 
 /** GET /memory: filters and keyset pagination (created_at desc, id desc). */
 export const ListQuery = z
   .object({
     namespace_prefix: namespacePrefix.optional(),
+    /** The project's scope (`<root>/project/<project>/`); with namespace_prefix, both apply. */
+    project: projectName.optional(),
     memory_type: memoryType.optional(),
     /** Default 'active': forgotten memories are listed only when asked for ('soft_deleted' or 'all'). */
     state: z.enum(["active", "soft_deleted", "all"]).default("active"),
@@ -91,7 +102,7 @@ export const ListQuery = z
     importance_min: intText(1, 5).optional(),
     priority: priority.optional(),
     source: source.optional(),
-    category: z.string().regex(/^[a-z][a-z0-9_]{0,63}$/).optional(),
+    category: categoryName.optional(),
     limit: intText(1, MAX_PAGE_LIMIT).default(20),
     /** Opaque: the next_cursor of the previous page. */
     cursor: z.string().min(1).max(200).optional(),
@@ -112,9 +123,9 @@ export const StatsQuery = z.object({ top_namespaces: intText(1, 100).default(20)
 export type StatsQuery = z.infer<typeof StatsQuery>;
 
 /**
- * GET /memory/export. json: memories (no embeddings) + relations + history. markdown: a JSON
- * object { files: [{ path, content }] }, one Markdown file with YAML front matter per memory
- * (seed 002's file store layout), so a client can write them to disk as they are.
+ * GET /memory/export. json: memories (no embeddings) + relations + history. markdown: one Markdown
+ * file with YAML front matter per memory, as a JSON object { files: [{ path, content }] } (write
+ * them to disk as they are), or, with `Accept: application/x-tar`, as a tar archive of the files.
  */
 export const ExportQuery = z
   .object({
@@ -122,6 +133,23 @@ export const ExportQuery = z
   })
   .strict();
 export type ExportQuery = z.infer<typeof ExportQuery>;
+
+/** PUT /memory/categories/{name}: create a category, or change the fields given (service role). */
+export const CategoryUpsert = z
+  .object({
+    /** all: memory.query returns its memories without the similarity threshold; rag: by similarity (default). */
+    context: z.enum(["all", "rag"]).optional(),
+    /** At most this many memories of the category per query; null: no cap beyond top_k. */
+    rag_length: z.number().int().min(1).max(1000).nullable().optional(),
+  })
+  .strict();
+export type CategoryUpsert = z.infer<typeof CategoryUpsert>;
+
+/** PUT /memory/agents/{agent}: the categories the agent may read through memory.query (replaces its list). */
+export const AgentUpsert = z
+  .object({ categories: z.array(categoryName).min(1).max(64) })
+  .strict();
+export type AgentUpsert = z.infer<typeof AgentUpsert>;
 
 /** A memory as every route returns it (no embedding, no tsvector). */
 export interface Memory {
@@ -152,7 +180,7 @@ export interface Memory {
 export interface HistoryEntry {
   id: string;
   memory_id: string;
-  event: "ADD" | "UPDATE" | "DELETE" | "MERGE" | "LINK" | "DECAY" | "TTL" | "RESTORE" | "PURGE";
+  event: "ADD" | "UPDATE" | "DELETE" | "MERGE" | "LINK" | "DECAY" | "TTL" | "RESTORE" | "PURGE" | "PIN" | "UNPIN" | "CONFIRM";
   old_ref: string | null;
   new_ref: string | null;
   actor: string | null;

@@ -1,0 +1,227 @@
+// The devai-memory client: one method per endpoint of the edge functions, over the runtime's own
+// `fetch` (Node 20+, Deno, Bun, browsers): no supabase-js, no WebSocket, nothing to install beside
+// it. It talks to a hosted Supabase project and to the local server (`npm start`) the same way:
+// `${supabaseUrl}/functions/v1/<function>[/<path>]`.
+import { errorFromFetch, errorFromResponse, MemoryApiError } from "./errors.ts";
+import type {
+  AgentConfig,
+  CategoryConfig,
+  ChatMessage,
+  CompactInput,
+  CompactResponse,
+  CorrectInput,
+  CorrectResponse,
+  DedupInput,
+  DedupResponse,
+  Explanation,
+  ExtractInput,
+  ExtractResponse,
+  ForgetInput,
+  GetResponse,
+  HistoryParams,
+  HistoryResponse,
+  JobStatusResponse,
+  JsonExport,
+  LifecycleInput,
+  LifecycleResponse,
+  ListParams,
+  ListResponse,
+  MarkdownExport,
+  MemoryStats,
+  QueryInput,
+  QueryResponse,
+  RememberInput,
+  RememberResponse,
+  RetrieveInput,
+  RetrieveResponse,
+  StatsParams,
+  TranscriptMark,
+  WeakParams,
+  WeakResponse,
+  WriteScope,
+} from "./types.ts";
+
+/** The header a service_role caller names its tenant in. */
+export const TENANT_HEADER = "x-devai-tenant";
+export const SDK_VERSION = "0.1.0";
+
+export interface MemoryClientOptions {
+  /** Project URL, e.g. https://xyz.supabase.co, or http://127.0.0.1:54321 for `npm start`. */
+  supabaseUrl: string;
+  /**
+   * The caller's JWT (a user's access token, or a service_role key): a string, or a function
+   * returning the current one (called before every request, so refreshed tokens are picked up;
+   * with supabase-js: `async () => (await supabase.auth.getSession()).data.session?.access_token ?? null`).
+   */
+  accessToken?: string | (() => Promise<string | null | undefined> | string | null | undefined);
+  /** The project's API key (anon / publishable): sent as `apikey`, and as the bearer when there is no accessToken. */
+  supabaseKey?: string;
+  /** With a service_role token: the tenant (uuid) every call acts for. User tokens are their own tenant. */
+  tenantId?: string;
+  /** Per-request timeout in ms (default none). */
+  timeoutMs?: number;
+  /** Extra headers on every request. */
+  headers?: Record<string, string>;
+  /** A fetch implementation (default: the global one). */
+  fetch?: typeof fetch;
+}
+
+type Method = "GET" | "POST" | "PUT";
+
+function queryString(params: object | undefined): string {
+  if (!params) return "";
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) {
+    if (v === undefined || v === null) continue;
+    q.set(k, String(v));
+  }
+  const s = q.toString();
+  return s ? `?${s}` : "";
+}
+
+function segment(value: string, what: string): string {
+  if (typeof value !== "string" || value.length === 0) throw new MemoryApiError(0, "client_error", `${what} is required`);
+  return encodeURIComponent(value);
+}
+
+export function createMemoryClient(opts: MemoryClientOptions) {
+  if (!opts.supabaseUrl) throw new MemoryApiError(0, "client_error", "createMemoryClient: supabaseUrl is required");
+  if (!opts.accessToken && !opts.supabaseKey) throw new MemoryApiError(0, "client_error", "createMemoryClient: give accessToken or supabaseKey");
+  const base = `${opts.supabaseUrl.replace(/\/+$/, "")}/functions/v1/`;
+  const doFetch = opts.fetch ?? globalThis.fetch;
+  if (typeof doFetch !== "function") throw new MemoryApiError(0, "client_error", "no fetch in this runtime: pass options.fetch");
+
+  async function bearer(): Promise<string> {
+    const t = opts.accessToken;
+    const token = typeof t === "function" ? await t() : t;
+    const value = token || opts.supabaseKey;
+    if (!value) throw new MemoryApiError(0, "client_error", "no access token (the accessToken function returned none)");
+    return value;
+  }
+
+  async function send(path: string, method: Method, body: unknown, accept: string): Promise<Response> {
+    const headers: Record<string, string> = {
+      accept,
+      authorization: `Bearer ${await bearer()}`,
+      "x-client-info": `devai-memory-sdk/${SDK_VERSION}`,
+      ...(opts.supabaseKey ? { apikey: opts.supabaseKey } : {}),
+      ...(opts.tenantId ? { [TENANT_HEADER]: opts.tenantId } : {}),
+      ...(body === undefined ? {} : { "content-type": "application/json" }),
+      ...opts.headers,
+    };
+    let res: Response;
+    try {
+      res = await doFetch(base + path, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: opts.timeoutMs ? AbortSignal.timeout(opts.timeoutMs) : undefined,
+      });
+    } catch (err) {
+      throw errorFromFetch(err);
+    }
+    if (!res.ok) throw await errorFromResponse(res);
+    return res;
+  }
+
+  async function call<T>(path: string, method: Method, body?: unknown): Promise<T> {
+    const res = await send(path, method, body, "application/json");
+    return await res.json() as T;
+  }
+
+  const client = {
+    // -- memory-retrieve ---------------------------------------------------------------------
+    /** Before a turn: the `## Relevant Memories` block for the system prompt, within budget_tokens. */
+    retrieve: (body: RetrieveInput) => call<RetrieveResponse>("memory-retrieve", "POST", body),
+    /** memory.query: agent-scoped search with category allowlists and filters. */
+    query: (body: QueryInput) => call<QueryResponse>("memory-retrieve/query", "POST", body),
+
+    // -- memory ------------------------------------------------------------------------------
+    /** A user-stated fact (priority highest, never decays); an exact duplicate returns created: false. */
+    remember: (body: RememberInput) => call<RememberResponse>("memory/remember", "POST", body),
+    get: (id: string) => call<GetResponse>(`memory/${segment(id, "a memory id")}`, "GET"),
+    /** Newest first; pass next_cursor back as cursor for the next page. */
+    list: (params: ListParams = {}) => call<ListResponse>(`memory${queryString(params)}`, "GET"),
+    /** Replaces a memory: the new one supersedes it (history MERGE). */
+    correct: (id: string, body: CorrectInput) => call<CorrectResponse>(`memory/${segment(id, "a memory id")}/correct`, "POST", body),
+    /** Soft delete; purged after the grace period unless restored. */
+    forget: (id: string, body: ForgetInput = {}) => call<LifecycleResponse>(`memory/${segment(id, "a memory id")}/forget`, "POST", body),
+    restore: (id: string, body: LifecycleInput = {}) => call<LifecycleResponse>(`memory/${segment(id, "a memory id")}/restore`, "POST", body),
+    /** Pinned memories never decay (history PIN). */
+    pin: (id: string, body: LifecycleInput = {}) => call<LifecycleResponse>(`memory/${segment(id, "a memory id")}/pin`, "POST", body),
+    /** The user confirms the fact: pinned, history CONFIRM. */
+    confirm: (id: string, body: LifecycleInput = {}) => call<LifecycleResponse>(`memory/${segment(id, "a memory id")}/confirm`, "POST", body),
+    unpin: (id: string, body: LifecycleInput = {}) => call<LifecycleResponse>(`memory/${segment(id, "a memory id")}/unpin`, "POST", body),
+    history: (id: string, params: HistoryParams = {}) =>
+      call<HistoryResponse>(`memory/${segment(id, "a memory id")}/history${queryString(params)}`, "GET"),
+    /** Supersede chain, relations, source session, history summary and decay outlook. */
+    explain: (id: string) => call<Explanation>(`memory/${segment(id, "a memory id")}/explain`, "GET"),
+    /** What will decay soon. */
+    weak: (params: WeakParams = {}) => call<WeakResponse>(`memory/weak${queryString(params)}`, "GET"),
+    stats: (params: StatsParams = {}) => call<MemoryStats>(`memory/stats${queryString(params)}`, "GET"),
+    /** Everything as JSON (with relations and history), or the Markdown files in a JSON object. */
+    export: (<F extends "json" | "markdown" = "json">(format?: F) =>
+      call<F extends "markdown" ? MarkdownExport : JsonExport>(`memory/export${queryString({ format: format ?? "json" })}`, "GET")),
+    /** The Markdown files as a tar archive (write it to disk and `tar -x`). */
+    exportArchive: async (): Promise<Uint8Array> =>
+      new Uint8Array(await (await send("memory/export?format=markdown", "GET", undefined, "application/x-tar")).arrayBuffer()),
+
+    // -- configuration (listing: any caller; changing: the service role) ---------------------
+    listCategories: async () => (await call<{ categories: CategoryConfig[] }>("memory/categories", "GET")).categories,
+    /** Creates a category, or changes the fields given (service role). */
+    setCategory: (name: string, body: { context?: "all" | "rag"; rag_length?: number | null } = {}) =>
+      call<{ created: boolean; category: CategoryConfig }>(`memory/categories/${segment(name, "a category name")}`, "PUT", body),
+    listAgents: async () => (await call<{ agents: AgentConfig[] }>("memory/agents", "GET")).agents,
+    getAgent: (agent: string) => call<AgentConfig>(`memory/agents/${segment(agent, "an agent name")}`, "GET"),
+    /** Sets the categories an agent may read through query() (service role). */
+    setAgent: (agent: string, categories: string[]) =>
+      call<{ created: boolean; agent: AgentConfig }>(`memory/agents/${segment(agent, "an agent name")}`, "PUT", { categories }),
+
+    // -- write path ----------------------------------------------------------------------------
+    /**
+     * Queue extraction of the session's transcript so far (202 at once; the worker does the rest),
+     * or, with `after` (an earlier answer's `transcript`), of the messages that follow it.
+     */
+    extract: (body: ExtractInput) => call<ExtractResponse>("memory-extract", "POST", body),
+    /** Where an extraction job is: queued, running, done (with its result) or dead (with the error). */
+    jobStatus: (jobId: string) => call<JobStatusResponse>(`memory-extract${queryString({ job_id: jobId })}`, "GET"),
+    /** Context near full: summarise the oldest part of the conversation into a compacted message list. */
+    compact: (body: CompactInput) => call<CompactResponse>("memory-compact", "POST", body),
+    /** Queue your own candidate memories for dedup against what is stored (202). */
+    dedup: (body: DedupInput) => call<DedupResponse>("memory-dedup", "POST", body),
+
+    /**
+     * A session whose transcript only grows: each send(messagesSoFar) posts only the messages the
+     * server has not acknowledged yet (`after`), and the whole transcript again if the server does
+     * not know where it stands (409 transcript_mismatch). Nothing new since the last send: no
+     * request, undefined.
+     */
+    extractionSession(session: { session_id: string; project?: string; scope?: WriteScope; thread_id?: string }) {
+      let mark: TranscriptMark | undefined;
+      return {
+        get transcript(): TranscriptMark | undefined {
+          return mark;
+        },
+        async send(messagesSoFar: ChatMessage[]): Promise<ExtractResponse | undefined> {
+          if (mark && mark.count === messagesSoFar.length) return undefined;
+          const known = mark && mark.count < messagesSoFar.length ? mark : undefined;
+          let answer: ExtractResponse;
+          try {
+            answer = await client.extract({
+              ...session,
+              ...(known ? { after: known, messages: messagesSoFar.slice(known.count) } : { messages: messagesSoFar }),
+            });
+          } catch (err) {
+            if (!(known && err instanceof MemoryApiError && err.code === "transcript_mismatch")) throw err;
+            answer = await client.extract({ ...session, messages: messagesSoFar });
+          }
+          mark = answer.transcript;
+          return answer;
+        },
+      };
+    },
+  };
+  return client;
+}
+
+export type MemoryClient = ReturnType<typeof createMemoryClient>;

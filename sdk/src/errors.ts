@@ -1,0 +1,55 @@
+// Every failure of a call, as one error class: the server's { error: { code, message, issues? } },
+// or, with status 0, a network failure (the server could not be reached) or a timeout.
+
+export interface MemoryApiIssue {
+  path: (string | number)[];
+  message: string;
+  code?: string;
+}
+
+export class MemoryApiError extends Error {
+  override name = "MemoryApiError";
+  constructor(
+    /** HTTP status; 0 when the server could not be reached or did not answer in time. */
+    readonly status: number,
+    /** Machine-readable: invalid_request, missing_token, not_found, payload_too_large, network_error, timeout, ... */
+    readonly code: string,
+    message: string,
+    /** zod issues for 400 invalid_request, the field paths of other 400s. */
+    readonly issues: MemoryApiIssue[] = [],
+    /** Quote it when reporting a 500: the server logged the details under it. */
+    readonly requestId?: string,
+  ) {
+    super(message);
+  }
+}
+
+function isErrorBody(v: unknown): v is { error: { code: string; message: string; issues?: MemoryApiIssue[]; request_id?: string } } {
+  const e = (v as { error?: unknown } | null)?.error as { code?: unknown; message?: unknown } | undefined;
+  return typeof e === "object" && e !== null && typeof e.code === "string" && typeof e.message === "string";
+}
+
+/** The MemoryApiError for a non-2xx response (its body read here). */
+export async function errorFromResponse(res: Response): Promise<MemoryApiError> {
+  const requestId = res.headers.get("x-request-id") ?? undefined;
+  const text = await res.text().catch(() => "");
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    body = undefined;
+  }
+  if (isErrorBody(body)) {
+    return new MemoryApiError(res.status, body.error.code, body.error.message, body.error.issues ?? [], body.error.request_id ?? requestId);
+  }
+  return new MemoryApiError(res.status, "http_error", text.slice(0, 500) || `HTTP ${res.status}`, [], requestId);
+}
+
+/** The MemoryApiError for a fetch that failed before any response. */
+export function errorFromFetch(err: unknown): MemoryApiError {
+  if (err instanceof MemoryApiError) return err;
+  const e = err as { name?: string; message?: string; cause?: { message?: string; code?: string } };
+  if (e?.name === "TimeoutError") return new MemoryApiError(0, "timeout", "the functions server did not answer in time");
+  const cause = e?.cause?.message ?? e?.cause?.code ?? e?.message;
+  return new MemoryApiError(0, "network_error", `could not reach the functions server${cause ? `: ${cause}` : ""}`);
+}

@@ -1,0 +1,524 @@
+// Request and response types of the devai-memory edge functions, written out as plain TypeScript
+// so the package needs nothing at run time or for its types. They follow the functions' zod
+// schemas and response interfaces; a test in the repository (tests/sdk_types.test.ts) fails the
+// build when either side changes without the other.
+
+// ---------------------------------------------------------------------------------------------
+// Shared shapes
+
+export type MemoryType = "semantic" | "episodic" | "procedural";
+export type Priority = "highest" | "high" | "medium" | "low";
+export type Source = "user_stated" | "error_resolution" | "pattern" | "discovery" | "correction" | "compaction" | "import";
+/** Where a memory goes without a namespace of its own (README "Scopes"); global only when asked. */
+export type WriteScope = "project" | "user" | "global";
+
+/** Metadata a memory carries; `category` must be a configured category (listCategories). */
+export interface MemoryMetadata {
+  agent_id?: string;
+  run_id?: string;
+  actor_id?: string;
+  user_id?: string;
+  role?: "user" | "assistant" | "system" | "tool";
+  category?: string;
+  keywords?: string[];
+}
+
+/** A memory as every route returns it (no embedding). */
+export interface Memory {
+  id: string;
+  content: string;
+  memory_type: MemoryType;
+  namespace: string;
+  priority: Priority;
+  source: string | null;
+  strength: number;
+  base_strength: number;
+  access_count: number;
+  last_accessed_at: string;
+  session_id: string | null;
+  is_valid: boolean;
+  superseded_by: string | null;
+  created_at: string;
+  updated_at: string;
+  importance: number;
+  pinned: boolean;
+  state: "active" | "soft_deleted";
+  purge_at: string | null;
+  embedding_model: string | null;
+  metadata: Record<string, unknown>;
+  content_hash: string;
+}
+
+export type HistoryEvent = "ADD" | "UPDATE" | "DELETE" | "MERGE" | "LINK" | "DECAY" | "TTL" | "RESTORE" | "PURGE" | "PIN" | "UNPIN" | "CONFIRM";
+
+export interface HistoryEntry {
+  id: string;
+  memory_id: string;
+  event: HistoryEvent;
+  old_ref: string | null;
+  new_ref: string | null;
+  actor: string | null;
+  old_content: string | null;
+  new_content: string | null;
+  meta: Record<string, unknown>;
+  ts: string;
+}
+
+export interface Relation {
+  id: string;
+  from_id: string;
+  to_id: string;
+  relation_type: "related_to" | "supersedes" | "derived_from" | "contradicts";
+  strength: number;
+  created_at: string;
+}
+
+// ---------------------------------------------------------------------------------------------
+// memory-retrieve
+
+export interface RetrieveInput extends SearchControls {
+  /** The new user message. */
+  message: string;
+  /** Its scope `<root>/project/<project>/` is searched besides global and user (`acme/web` works). */
+  project?: string;
+  /** Free text about the current project, appended to the query. */
+  project_context?: string;
+  /** Default by the query's complexity (1000 simple, 3000 complex); the block never exceeds it. */
+  budget_tokens?: number;
+  /** The revision you last saw for thread_id: the block then starts with what changed since. */
+  since_revision?: number;
+  thread_id?: string;
+  top_k?: number;
+  threshold?: number;
+}
+
+/** What both retrieval modes accept to steer the hybrid search (docs/retrieval.md). */
+export interface SearchControls {
+  /** hybrid (default): keyword + vector + graph; vector or keyword alone, for debugging and evaluation. */
+  mode?: SearchMode;
+  /** ISO date/date-time, today, yesterday, last_week, last_month or last_N_days. */
+  after?: string;
+  before?: string;
+  /** The request's time for relative windows (ISO date-time); default the server's clock. */
+  now?: string;
+  intent?: Intent;
+  /** Hops over memory relations from the best hits (0-4; 0: no graph signal). */
+  graph_depth?: number;
+}
+
+export type SearchMode = "hybrid" | "vector" | "keyword";
+export type Intent = "why" | "when" | "who" | "what" | "how" | "general";
+
+/** Which signals found a memory. */
+export interface Signals {
+  keyword?: { rank: number; score: number; coverage: number };
+  vector?: { rank: number; similarity: number };
+  graph?: { rank: number; via: string; edge: string };
+}
+
+/** How the search ran: what the query was read as, and the fusion weights used. */
+export interface SearchInfo {
+  mode: SearchMode;
+  intent: Intent;
+  intent_by: "keyword" | "exemplar" | "default" | "request";
+  complexity: "simple" | "complex";
+  top_k: number;
+  budget_tokens: number;
+  graph_depth: number;
+  weights: { keyword: number; vector: number; graph: number; rrf_k: number };
+  time_window: { after: string | null; before: string | null; from: "request" | "query_text" } | null;
+}
+
+export interface RetrievedMemory {
+  id: string;
+  content: string;
+  memory_type: MemoryType;
+  namespace: string;
+  /** Cosine similarity to the query; null when the memory has no vector of the configured model. */
+  similarity: number | null;
+  /** Fused relevance (0..1) of the signals that found it; ranking multiplies it by strength. */
+  relevance: number;
+  signals: Signals;
+  strength: number;
+  score: number;
+  /** In the block (and reinforced); false when the budget left it out. */
+  injected: boolean;
+  /** The block shows it cut short at a word boundary (…): the best memory alone did not fit. */
+  shortened?: true;
+}
+
+export interface RetrieveResponse {
+  /** The `## Relevant Memories` block for the system prompt; "" when there is nothing to inject. */
+  block: string;
+  memories: RetrievedMemory[];
+  related: { id: string; anchor_id: string; content: string }[];
+  token_count: number;
+  truncated_count: number;
+  /** The thread's current revision: send it back as since_revision next turn. */
+  revision: number;
+  embedding_model: string;
+  search: SearchInfo;
+}
+
+export interface QueryFilters {
+  user_id?: string | null;
+  agent_id?: string | null;
+  run_id?: string | null;
+  actor_id?: string | null;
+  role?: "user" | "assistant" | "system" | "tool" | null;
+  category?: string | null;
+  pinned?: boolean | null;
+  importance_min?: number | null;
+  importance_max?: number | null;
+  /** ISO date or date-time. */
+  updated_after?: string | null;
+  updated_before?: string | null;
+}
+
+export interface QueryInput extends SearchControls {
+  /** An agent with an allowlist (listAgents; coder, reviewer, planner, tester, ops by default). */
+  agent: string;
+  query: string;
+  /** Default: every category the agent may read. */
+  categories?: string[];
+  filters?: QueryFilters;
+  top_k?: number;
+  /** Default "bullets". */
+  return?: "bullets" | "full";
+  budget_tokens?: number;
+  threshold?: number;
+  project?: string;
+  thread_id?: string;
+}
+
+export interface QueryBullet {
+  id: string;
+  category: string;
+  text: string;
+}
+
+export interface QueryFullResult extends Omit<RetrievedMemory, "injected" | "shortened"> {
+  category: string;
+  priority: Priority;
+  importance: number;
+  pinned: boolean;
+  source: string | null;
+  metadata: Record<string, unknown>;
+  session_id: string | null;
+  access_count: number;
+  last_accessed_at: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface QueryResponse {
+  agent: string;
+  return: "bullets" | "full";
+  results: QueryBullet[] | QueryFullResult[];
+  token_count: number;
+  truncated_count: number;
+  embedding_model: string;
+  search: SearchInfo;
+}
+
+// ---------------------------------------------------------------------------------------------
+// memory
+
+export interface RememberInput {
+  content: string;
+  /** A namespace in the global, user or project scope; or give project / scope instead. */
+  namespace?: string;
+  project?: string;
+  scope?: WriteScope;
+  memory_type?: MemoryType;
+  importance?: number;
+  metadata?: MemoryMetadata;
+  session_id?: string;
+  thread_id?: string;
+}
+
+export interface RememberResponse {
+  created: boolean;
+  memory: Memory;
+}
+
+export interface CorrectInput {
+  content: string;
+  reason?: string;
+  session_id?: string;
+  thread_id?: string;
+}
+
+export interface CorrectResponse {
+  memory: Memory;
+  superseded: Memory;
+}
+
+export interface ForgetInput {
+  reason?: string;
+  thread_id?: string;
+}
+
+export interface LifecycleInput {
+  thread_id?: string;
+}
+
+export interface LifecycleResponse {
+  /** false when the memory was already in the requested state (the call is idempotent). */
+  changed: boolean;
+  memory: Memory;
+}
+
+export interface GetResponse {
+  memory: Memory;
+}
+
+export interface ListParams {
+  namespace_prefix?: string;
+  project?: string;
+  memory_type?: MemoryType;
+  state?: "active" | "soft_deleted" | "all";
+  is_valid?: boolean | "true" | "false";
+  pinned?: boolean | "true" | "false";
+  importance_min?: number | string;
+  priority?: Priority;
+  source?: Source;
+  category?: string;
+  limit?: number | string;
+  cursor?: string;
+}
+
+export interface ListResponse {
+  memories: Memory[];
+  next_cursor: string | null;
+}
+
+export interface HistoryParams {
+  limit?: number | string;
+}
+
+export interface HistoryResponse {
+  memory_id: string;
+  /** The memory itself is gone (purged) and only its audit rows remain. */
+  purged: boolean;
+  history: HistoryEntry[];
+}
+
+export interface ChainLink {
+  depth: number;
+  memory: Memory;
+}
+
+export interface Explanation {
+  memory: Memory;
+  supersedes: ChainLink[];
+  superseded_by: ChainLink[];
+  current_id: string;
+  relations: {
+    id: string;
+    relation_type: string;
+    direction: "outgoing" | "incoming";
+    strength: number;
+    created_at: string;
+    other: Pick<Memory, "id" | "content" | "namespace" | "memory_type" | "is_valid" | "state">;
+  }[];
+  source: { source: string | null; session_id: string | null; created_at: string; actor: string | null; derived_from: string[] };
+  history: {
+    total: number;
+    by_event: Record<string, number>;
+    first_at: string | null;
+    last_at: string | null;
+    recent: { event: string; actor: string | null; ts: string }[];
+  };
+  decay: { protected: boolean; reason: "pinned" | "highest_priority" | null; predicted_strength: number; days_until_prune: number | null };
+}
+
+export interface WeakParams {
+  limit?: number | string;
+}
+
+export interface WeakResponse {
+  decay_per_day: number;
+  prune_threshold: number;
+  as_of: string;
+  memories: { memory: Memory; predicted_strength: number; days_since_access: number; days_until_prune: number | null }[];
+}
+
+export interface StatsParams {
+  top_namespaces?: number | string;
+}
+
+export interface MemoryStats {
+  total: number;
+  by_memory_type: Record<string, number>;
+  by_state: Record<string, number>;
+  by_priority: Record<string, number>;
+  by_source: Record<string, number>;
+  by_embedding_model: Record<string, number>;
+  validity: { valid: number; invalid: number; superseded: number };
+  pinned: { pinned: number; unpinned: number };
+  namespaces: { distinct: number; top: { namespace: string; count: number }[] };
+  relations: { total: number; by_type: Record<string, number> };
+  history: { total: number; by_event: Record<string, number> };
+}
+
+export interface JsonExport {
+  tenant_id: string;
+  exported_at: string;
+  format: "json";
+  counts: { memories: number; soft_deleted: number; relations: number; history: number };
+  memories: (Memory & { soft_deleted: boolean })[];
+  relations: Relation[];
+  history: HistoryEntry[];
+}
+
+export interface MarkdownFile {
+  path: string;
+  content: string;
+}
+
+export interface MarkdownExport {
+  tenant_id: string;
+  exported_at: string;
+  format: "markdown";
+  /** One Markdown file with YAML front matter per memory; write them to disk as they are. */
+  files: MarkdownFile[];
+}
+
+export interface CategoryConfig {
+  name: string;
+  context: "all" | "rag";
+  rag_length: number | null;
+  kind: "system" | "custom";
+  agents: string[];
+}
+
+export interface AgentConfig {
+  agent: string;
+  categories: string[];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Write path: memory-extract, memory-compact, memory-dedup
+
+export interface ToolCall {
+  id: string;
+  type: "function";
+  function: { name: string; arguments: string; [k: string]: unknown };
+  [k: string]: unknown;
+}
+
+type Content = string | ({ type: "text"; text: string; [k: string]: unknown } | { type: string; [k: string]: unknown })[];
+
+/** A chat message in OpenAI's format (unknown fields are kept). */
+export type ChatMessage =
+  | { role: "system" | "developer" | "user"; content: Content; name?: string; [k: string]: unknown }
+  | { role: "assistant"; content?: Content | null; name?: string; tool_calls?: ToolCall[]; [k: string]: unknown }
+  | { role: "tool"; content: Content; tool_call_id: string; [k: string]: unknown };
+
+/** Where a session's transcript stands on the server: pass it as `after` to send only what follows. */
+export interface TranscriptMark {
+  count: number;
+  digest: string;
+}
+
+export interface ExtractInput {
+  session_id: string;
+  /** The transcript so far, or (with `after`) only the messages that follow it. */
+  messages: ChatMessage[];
+  after?: TranscriptMark;
+  project?: string;
+  scope?: WriteScope;
+  thread_id?: string;
+}
+
+export type JobStatus = "queued" | "running" | "done" | "dead";
+
+export interface QueuedJobResponse {
+  job_id: string;
+  status: JobStatus;
+  /** Nothing new was enqueued; job_id is an existing job. */
+  deduplicated: boolean;
+}
+
+export interface ExtractResponse extends QueuedJobResponse {
+  new_messages: number;
+  transcript: TranscriptMark;
+}
+
+export interface JobStatusResponse {
+  job_id: string;
+  kind: "extract" | "dedup";
+  status: JobStatus;
+  attempts: number;
+  max_attempts: number;
+  last_error: string | null;
+  result: unknown;
+  created_at: string;
+  updated_at: string;
+  finished_at: string | null;
+}
+
+export interface CompactInput {
+  session_id: string;
+  messages: ChatMessage[];
+  context_window?: number;
+  trigger_tokens?: number;
+  target_chunk_tokens?: number;
+  project?: string;
+  scope?: WriteScope;
+  thread_id?: string;
+}
+
+interface CompactResultBase {
+  messages: ChatMessage[];
+  tokens_before: number;
+  tokens_after: number;
+  trigger_tokens: number;
+}
+
+export type CompactResponse =
+  | (CompactResultBase & { compacted: false })
+  | (CompactResultBase & {
+    compacted: true;
+    summary: string;
+    /** "llm", or "extractive" when no LLM is configured or it failed (llm_error says why). */
+    summary_mode: string;
+    llm_error?: string;
+    compacted_messages: number;
+    candidates_queued: number;
+    dedup_job_id: string | null;
+  });
+
+export interface Candidate {
+  content: string;
+  type: MemoryType;
+  /** Kept when valid for the request; without one, the request's scope. */
+  namespace?: string;
+  source: "user_stated" | "correction" | "error_resolution" | "pattern" | "discovery" | "compaction";
+  priority: Priority;
+  importance: number;
+  category?: string | null;
+}
+
+export interface DedupInput {
+  candidates: Candidate[];
+  session_id?: string;
+  thread_id?: string;
+  project?: string;
+  scope?: WriteScope;
+}
+
+export interface DedupResponse extends QueuedJobResponse {
+  stats: {
+    accepted: number;
+    trimmed: number;
+    rejected: number;
+    reasons: Record<string, number>;
+    over_cap: number;
+    namespace_rewritten: number;
+    duplicates_in_batch: number;
+    demoted: number;
+    category_dropped: number;
+  };
+}

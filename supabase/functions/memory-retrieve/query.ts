@@ -1,0 +1,132 @@
+// memory.query mode of memory-retrieve (POST /memory-retrieve/query): the agent's allowlist
+// (database) is checked before anything else (403 naming a disallowed category, 403 for an unknown
+// agent, naming the configured ones), then query_memories runs the hybrid search with the
+// categories as a filter of every signal and applies the other filters in SQL; bullets or full
+// rows within the budget; returned memories are reinforced and the search is recorded.
+import type { Caller } from "../_shared/auth.ts";
+import { toVectorLiteral, withTenant } from "../_shared/db.ts";
+import { resolvePlan } from "../_shared/search/plan.ts";
+import { embedForRequest, thresholdsFor } from "../_shared/embeddings.ts";
+import { HttpError, json, parseJsonBody } from "../_shared/http.ts";
+import { listAgents, loadAllowlist } from "../_shared/memory-config.ts";
+import { bulletText } from "./format.ts";
+import type { RetrieveDeps } from "./handler.ts";
+import { packTexts } from "./pack.ts";
+import { rankMemories } from "./rank.ts";
+import { reinforceMemories } from "./reinforce.ts";
+import { MAX_BUDGET_TOKENS, MAX_TOP_K, QUERY_DEFAULT_TOP_K, QueryRequest, type QueryResponse } from "./schemas.ts";
+import { explainRow, type QueryRow, recordSearch, retrievalScopes, searchInfo, serverTiming } from "./search.ts";
+
+export async function runQuery(deps: RetrieveDeps, caller: Caller, req: Request): Promise<Response> {
+  const { config, embedder } = deps;
+  const body = await parseJsonBody(req, QueryRequest, config.maxBodyBytes);
+  const filters = body.filters ?? {};
+
+  // The allowlist first, in its own short read-only transaction: a refused request costs no
+  // embedding call and writes nothing.
+  const { allowed, agents } = await withTenant(deps.sql, caller, async (tx) => {
+    const allowed = await loadAllowlist(tx, body.agent);
+    return { allowed, agents: allowed.length === 0 ? (await listAgents(tx)).map((a) => a.agent) : [] };
+  });
+  if (allowed.length === 0) {
+    throw new HttpError(
+      403,
+      "unknown_agent",
+      `agent '${body.agent}' has no memory allowlist; configured agents: ${agents.join(", ")} ` +
+        `(a service_role caller adds one with PUT memory/agents/${body.agent} {"categories": [...]})`,
+    );
+  }
+  const asked = [...new Set([...(body.categories ?? []), ...(filters.category ? [filters.category] : [])])];
+  const refused = asked.filter((c) => !allowed.includes(c));
+  if (refused.length > 0) {
+    throw new HttpError(403, "category_not_allowed", `agent '${body.agent}' may not read categor${refused.length === 1 ? "y" : "ies"}: ${refused.join(", ")}`, [
+      { path: ["categories"], message: `not in the allowlist of '${body.agent}': ${refused.join(", ")}`, code: "category_not_allowed" },
+    ]);
+  }
+  // Categories requested (default: all the agent may read), narrowed by filters.category.
+  let categories = body.categories ?? allowed;
+  if (filters.category) categories = categories.filter((c) => c === filters.category);
+
+  const topK = Math.min(body.top_k ?? QUERY_DEFAULT_TOP_K, MAX_TOP_K);
+  const threshold = body.threshold ?? thresholdsFor(embedder.model, config).retrieve;
+  const scopes = retrievalScopes(config.namespaceRoot, body.project);
+  const mode = body.mode ?? "hybrid";
+
+  const t0 = performance.now();
+  const vector = mode === "keyword" ? undefined : await embedForRequest(embedder, body.query);
+  const resolved = await resolvePlan({ ...body, text: body.query }, embedder, vector, deps.clock ?? (() => new Date()));
+  const budget = Math.min(body.budget_tokens ?? config.retrieval.budgetTokens ?? resolved.plan.budgetTokens, MAX_BUDGET_TOKENS);
+  const t1 = performance.now();
+
+  const result = await withTenant(deps.sql, caller, async (tx): Promise<QueryResponse> => {
+    const rows = categories.length === 0 ? [] : await tx<QueryRow[]>`
+      select * from public.query_memories(
+        query_text => ${body.query},
+        query_embedding => ${vector ? toVectorLiteral(vector) : null}::extensions.vector,
+        match_namespaces => ${scopes}::text[],
+        match_agent => ${body.agent},
+        match_categories => ${categories}::text[],
+        match_count => ${topK},
+        similarity_threshold => ${threshold},
+        match_embedding_model => ${embedder.model},
+        match_owner => ${caller.tenantId}::uuid,
+        filter_user_id => ${filters.user_id ?? null},
+        filter_agent_id => ${filters.agent_id ?? null},
+        filter_run_id => ${filters.run_id ?? null},
+        filter_actor_id => ${filters.actor_id ?? null},
+        filter_role => ${filters.role ?? null},
+        filter_pinned => ${filters.pinned ?? null}::boolean,
+        filter_importance_min => ${filters.importance_min ?? null}::integer,
+        filter_importance_max => ${filters.importance_max ?? null}::integer,
+        filter_updated_after => ${filters.updated_after ?? null}::timestamptz,
+        filter_updated_before => ${filters.updated_before ?? null}::timestamptz,
+        search_mode => ${mode},
+        graph_depth => ${resolved.plan.graphDepth},
+        filter_after => ${resolved.window?.after ?? null}::timestamptz,
+        filter_before => ${resolved.window?.before ?? null}::timestamptz)`;
+    const ranked = rankMemories(rows);
+    const bulletOf = (m: QueryRow) => `[${m.category}] ${bulletText(m.content)}`;
+    const packed = body.return === "bullets"
+      ? packTexts(ranked, bulletOf, budget, { shortenFirst: true })
+      : packTexts(ranked, (m) => m.content, budget);
+    await reinforceMemories(tx, packed.kept.map((m) => m.id));
+    const search = await searchInfo(tx, embedder.model, mode, resolved, topK, budget);
+    await recordSearch(tx, caller, body.thread_id ?? null, rows, categories.length === 1 ? categories[0]! : null, {
+      mode: "query",
+      search_mode: mode,
+      intent: search.intent,
+      agent: body.agent,
+      categories,
+      return: body.return,
+      candidates: rows.length,
+      returned: packed.kept.length,
+      truncated: packed.truncatedCount,
+    });
+    const results = body.return === "bullets"
+      ? packed.kept.map((m, i) => ({ id: m.id, category: m.category, text: packed.texts[i]! }))
+      : packed.kept.map((m) => ({
+        ...explainRow(m),
+        category: m.category,
+        priority: m.priority,
+        importance: m.importance,
+        pinned: m.pinned,
+        source: m.source,
+        metadata: m.metadata,
+        session_id: m.session_id,
+        access_count: m.access_count,
+        last_accessed_at: m.last_accessed_at.toISOString(),
+        created_at: m.created_at.toISOString(),
+        updated_at: m.updated_at.toISOString(),
+      }));
+    return {
+      agent: body.agent,
+      return: body.return,
+      results,
+      token_count: packed.tokenCount,
+      truncated_count: packed.truncatedCount,
+      embedding_model: embedder.model,
+      search,
+    };
+  });
+  return json(result, 200, serverTiming({ embed: t1 - t0, db: performance.now() - t1 }));
+}

@@ -1,0 +1,134 @@
+// Retrieval mode of memory-retrieve (POST /memory-retrieve): the `## Relevant Memories` block.
+//   validate → query = message + project context → embed → plan (intent, complexity, time window:
+//   _shared/search/plan.ts) → ONE hybrid_search call (keyword + vector + graph, fused) over
+//   <root>/global/, <root>/project/<project>/ (when given) and <root>/user/, as the tenant (RLS)
+//   → rank (rank.ts: relevance × strength + boosts) → pack into the budget exactly (pack.ts) →
+//   block grouped by type (format.ts) with the delta header (delta.ts) → reinforce what was
+//   injected (reinforce.ts) → one memory_events row (context/search).
+import type { Caller } from "../_shared/auth.ts";
+import { type Tx, withTenant } from "../_shared/db.ts";
+import { embedForRequest, thresholdsFor } from "../_shared/embeddings.ts";
+import { json, parseJsonBody } from "../_shared/http.ts";
+import { hybridSearch } from "../_shared/search/hybrid.ts";
+import { resolvePlan } from "../_shared/search/plan.ts";
+import { deltaHeaderLine, formatDeltaBullets, loadThreadDelta } from "./delta.ts";
+import type { FormatContext } from "./format.ts";
+import type { RetrieveDeps } from "./handler.ts";
+import { packIntoBudget, type RelatedCandidate } from "./pack.ts";
+import { rankMemories } from "./rank.ts";
+import { reinforceMemories } from "./reinforce.ts";
+import { MAX_BUDGET_TOKENS, MAX_TOP_K, RetrieveRequest, type RetrieveResponse } from "./schemas.ts";
+import { explainRow, recordSearch, retrievalScopes, searchInfo, serverTiming } from "./search.ts";
+
+export async function runRetrieve(deps: RetrieveDeps, caller: Caller, req: Request): Promise<Response> {
+  const { config, embedder } = deps;
+  const body = await parseJsonBody(req, RetrieveRequest, config.maxBodyBytes);
+  const root = config.namespaceRoot;
+  const ctx: FormatContext = { root, project: body.project };
+  const scopes = retrievalScopes(root, body.project);
+  const threshold = body.threshold ?? thresholdsFor(embedder.model, config).retrieve;
+  const threadId = body.thread_id ?? "default";
+  const mode = body.mode ?? "hybrid";
+
+  const t0 = performance.now();
+  const queryText = body.project_context ? `${body.message}\n\n${body.project_context}` : body.message;
+  const vector = mode === "keyword" ? undefined : await embedForRequest(embedder, queryText);
+  const resolved = await resolvePlan({ ...body, text: body.message }, embedder, vector, deps.clock ?? (() => new Date()));
+  const { plan } = resolved;
+  const topK = Math.min(body.top_k ?? config.retrieval.topK ?? plan.topK, MAX_TOP_K);
+  const budget = Math.min(body.budget_tokens ?? config.retrieval.budgetTokens ?? plan.budgetTokens, MAX_BUDGET_TOKENS);
+  const t1 = performance.now();
+
+  const result = await withTenant(deps.sql, caller, async (tx): Promise<RetrieveResponse> => {
+    const rows = await hybridSearch(tx, {
+      queryText,
+      vector,
+      embeddingModel: embedder.model,
+      scopes,
+      ownerId: caller.tenantId,
+      limit: topK,
+      threshold,
+      mode,
+      graphDepth: plan.graphDepth,
+      graphEdgeTypes: plan.graphEdgeTypes,
+      after: resolved.window?.after,
+      before: resolved.window?.before,
+      preferMemoryTypes: plan.preferMemoryTypes,
+      recencyWeight: plan.recencyWeight,
+    });
+    const ranked = rankMemories(rows);
+    const related = ranked.some((m) => m.max_relation_strength != null) ? await loadRelated(tx, ranked.map((m) => m.id), scopes) : [];
+    const delta = await loadThreadDelta(tx, threadId, body.since_revision);
+
+    const packed = packIntoBudget(
+      {
+        ranked,
+        budgetTokens: budget,
+        deltaHeader: body.since_revision !== undefined ? deltaHeaderLine(body.since_revision) : undefined,
+        deltaBullets: formatDeltaBullets(delta.changes),
+        related,
+      },
+      ctx,
+    );
+    const injectedIds = new Set(packed.injected.map((m) => m.id));
+    await reinforceMemories(tx, [...injectedIds]);
+    const search = await searchInfo(tx, embedder.model, mode, resolved, topK, budget);
+    await recordSearch(tx, caller, body.thread_id ?? null, rows, null, {
+      mode: "retrieve",
+      search_mode: mode,
+      intent: search.intent,
+      project: body.project ?? null,
+      candidates: rows.length,
+      injected: injectedIds.size,
+      truncated: packed.truncatedCount,
+      budget_tokens: budget,
+      token_count: packed.tokenCount,
+    });
+
+    return {
+      block: packed.block,
+      memories: ranked.map((m) => ({
+        ...explainRow(m),
+        injected: injectedIds.has(m.id),
+        ...(packed.shortened.includes(m.id) ? { shortened: true } : {}),
+      })),
+      related: packed.related,
+      token_count: packed.tokenCount,
+      truncated_count: packed.truncatedCount,
+      revision: delta.revision,
+      embedding_model: embedder.model,
+      search,
+    };
+  }, { threadId });
+  return json(result, 200, serverTiming({ embed: t1 - t0, db: performance.now() - t1 }));
+}
+
+/**
+ * Up to 8 memories linked to the candidates, strongest edge first, for the block's
+ * related bullets. Same scopes as the search, so a relation can never pull in another project's
+ * memory; contradicting edges are not "related"; invalid/forgotten memories are skipped.
+ */
+async function loadRelated(tx: Tx, ids: string[], scopes: string[]): Promise<RelatedCandidate[]> {
+  const prefixes = scopes.map((s) => `${s}/`);
+  const rows = await tx<(RelatedCandidate & { strength: number })[]>`
+    select m.id, e.anchor_id, m.content, e.strength
+      from (select r.to_id as id, r.from_id as anchor_id, r.strength
+              from public.memory_relations r
+             where r.from_id = any (${ids}::uuid[]) and r.relation_type <> 'contradicts'
+            union all
+            select r.from_id, r.to_id, r.strength
+              from public.memory_relations r
+             where r.to_id = any (${ids}::uuid[]) and r.relation_type <> 'contradicts') e
+      join public.devai_memories m on m.id = e.id
+     where m.is_valid and m.state = 'active'
+       and not (m.id = any (${ids}::uuid[]))
+       and (m.namespace || '/') ^@ any (${prefixes}::text[])
+     order by e.strength desc, m.id
+     limit 8`;
+  // The pack step walks these in order: anchors in rank order, strongest edge first.
+  const rank = new Map(ids.map((id, i) => [id, i]));
+  return rows
+    .map((r) => ({ id: r.id, anchor_id: r.anchor_id, content: r.content, strength: r.strength }))
+    .sort((a, b) => (rank.get(a.anchor_id)! - rank.get(b.anchor_id)!) || b.strength - a.strength)
+    .map(({ id, anchor_id, content }) => ({ id, anchor_id, content }));
+}

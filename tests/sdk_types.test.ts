@@ -1,0 +1,51 @@
+// The SDK's hand-written types (sdk/src/types.ts, what the npm package ships without any
+// dependency) against the functions' own zod schemas and response interfaces: each pair must be
+// assignable both ways, so a change on either side fails `deno check` (run by npm test) until the
+// other follows. The runtime part of this test is trivial; the checks are the types below.
+import assert from "node:assert/strict";
+import type { z } from "zod";
+import type * as Sdk from "../sdk/src/types.ts";
+import type * as MemorySchemas from "../supabase/functions/memory/schemas.ts";
+import type * as RetrieveSchemas from "../supabase/functions/memory-retrieve/schemas.ts";
+import type { ExtractRequestSchema } from "../supabase/functions/memory-extract/handler.ts";
+import type { CompactRequestSchema } from "../supabase/functions/memory-compact/handler.ts";
+import type { DedupRequestSchema } from "../supabase/functions/memory-dedup/handler.ts";
+import type { Explanation } from "../supabase/functions/memory/explain.ts";
+import type { MemoryStats } from "../supabase/functions/memory/stats.ts";
+import type { AgentConfig, CategoryConfig } from "../supabase/functions/_shared/memory-config.ts";
+import type { PreparedCandidates } from "../supabase/functions/_shared/candidates.ts";
+
+/** true when A and B are assignable to each other. */
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const same = <A, B>(ok: Same<A, B>) => ok;
+
+// Requests: what a client may send (z.input: defaults optional).
+same<Sdk.RetrieveInput, z.input<typeof RetrieveSchemas.RetrieveRequest>>(true);
+same<Sdk.QueryInput, z.input<typeof RetrieveSchemas.QueryRequest>>(true);
+same<Sdk.RememberInput, z.input<typeof MemorySchemas.RememberRequest>>(true);
+same<Sdk.CorrectInput, z.input<typeof MemorySchemas.CorrectRequest>>(true);
+same<Sdk.ForgetInput, z.input<typeof MemorySchemas.ForgetRequest>>(true);
+same<Sdk.LifecycleInput, z.input<typeof MemorySchemas.LifecycleRequest>>(true);
+same<NonNullable<Sdk.ExtractInput["after"]>, NonNullable<z.input<typeof ExtractRequestSchema>["after"]>>(true);
+same<Omit<Sdk.ExtractInput, "messages">, Omit<z.input<typeof ExtractRequestSchema>, "messages">>(true);
+same<Omit<Sdk.CompactInput, "messages">, Omit<z.input<typeof CompactRequestSchema>, "messages">>(true);
+same<Sdk.DedupInput, z.input<typeof DedupRequestSchema>>(true);
+same<{ context?: "all" | "rag"; rag_length?: number | null }, z.input<typeof MemorySchemas.CategoryUpsert>>(true);
+// A message the server accepts is one the SDK lets you send, and the other way round for the roles.
+same<Sdk.ChatMessage["role"], z.input<typeof ExtractRequestSchema>["messages"][number]["role"]>(true);
+
+// Responses.
+same<Sdk.Memory, MemorySchemas.Memory>(true);
+same<Sdk.HistoryEntry, MemorySchemas.HistoryEntry>(true);
+same<Sdk.Relation, MemorySchemas.Relation>(true);
+same<Sdk.RetrieveResponse, RetrieveSchemas.RetrieveResponse>(true);
+same<Sdk.QueryResponse, RetrieveSchemas.QueryResponse>(true);
+same<Sdk.Explanation, Explanation>(true);
+same<Sdk.MemoryStats, MemoryStats>(true);
+same<Sdk.CategoryConfig, CategoryConfig>(true);
+same<Sdk.AgentConfig, AgentConfig>(true);
+same<Sdk.DedupResponse["stats"], PreparedCandidates["stats"]>(true);
+
+Deno.test("sdk types: the package's types are the functions' (checked by deno check)", () => {
+  assert.ok(true);
+});

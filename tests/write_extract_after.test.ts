@@ -1,0 +1,137 @@
+// A long session can be extracted: memory-extract takes a multi-MiB transcript, and a client can
+// send only what follows what the session already sent (`after`: the `transcript` {count, digest}
+// of an earlier answer), so a growing session never resends everything. A digest the session does
+// not know is a 409 telling the client to resend; every 413 says what to do.
+import assert from "node:assert/strict";
+import { createHandler } from "../supabase/functions/memory-extract/handler.ts";
+import { knownTranscript, prefixDigests } from "../supabase/functions/memory-extract/transcript-prefix.ts";
+import { memoryApi } from "./support/memory-api.ts";
+import { userHeaders } from "./support/auth.ts";
+import { newTenant } from "./support/seed.ts";
+import { type WriteEnv, writeEnv } from "./write_helpers.ts";
+
+const msg = (i: number, text = `message ${i} of the session`) => ({ role: i % 2 ? "assistant" : "user", content: text });
+const transcript = (n: number, from = 0) => Array.from({ length: n }, (_, i) => msg(from + i));
+
+interface Answer {
+  job_id: string;
+  deduplicated: boolean;
+  new_messages: number;
+  transcript: { count: number; digest: string };
+}
+
+async function post(env: WriteEnv, tenant: string, body: Record<string, unknown>, config: Partial<WriteEnv["config"]> = {}) {
+  const handler = createHandler({ ...env.deps, config: { ...env.config, ...config }, kickWorker: () => Promise.resolve() });
+  const res = await handler(new Request("http://localhost/functions/v1/memory-extract", {
+    method: "POST",
+    headers: await userHeaders(tenant),
+    body: JSON.stringify(body),
+  }));
+  return { status: res.status, body: await res.json() };
+}
+
+async function jobs(env: WriteEnv, tenant: string) {
+  return await env.sql<{ idempotency_key: string; payload: { offset: number; messages: unknown[]; context: unknown[] } }[]>`
+    select idempotency_key, payload from public.memory_jobs where owner_id = ${tenant} and kind = 'extract' order by created_at, id`;
+}
+
+Deno.test("extract after: only the new messages are sent; the jobs are those a whole-transcript post makes", async () => {
+  const env = await writeEnv({ withLlm: false });
+  try {
+    const tenant = newTenant();
+    const first = await post(env, tenant, { session_id: "s-after", messages: transcript(4) });
+    assert.equal(first.status, 202);
+    const a = first.body as Answer;
+    assert.deepEqual(a.transcript, { count: 4, digest: prefixDigests(transcript(4))[4] });
+
+    const second = await post(env, tenant, { session_id: "s-after", after: a.transcript, messages: transcript(3, 4) });
+    assert.equal(second.status, 202, JSON.stringify(second.body));
+    const b = second.body as Answer;
+    assert.deepEqual([b.deduplicated, b.new_messages], [false, 3]);
+    assert.deepEqual(b.transcript, { count: 7, digest: prefixDigests(transcript(7))[7] });
+    const third = await post(env, tenant, { session_id: "s-after", after: b.transcript, messages: transcript(2, 7) });
+    assert.deepEqual([(third.body as Answer).new_messages, (third.body as Answer).transcript.count], [2, 9]);
+
+    const queued = await jobs(env, tenant);
+    assert.deepEqual(queued.map((j) => [j.payload.offset, j.payload.messages.length]), [[0, 4], [4, 3], [7, 2]]);
+    assert.deepEqual(queued[2]!.payload.context, transcript(7).slice(1), "the context comes from what the session sent before");
+    // The whole transcript posted now is what the jobs already cover: the same job, nothing new.
+    const whole = await post(env, tenant, { session_id: "s-after", messages: transcript(9) });
+    assert.deepEqual([(whole.body as Answer).deduplicated, (whole.body as Answer).job_id], [true, (third.body as Answer).job_id]);
+    // And a re-sent increment is the same job too.
+    const again = await post(env, tenant, { session_id: "s-after", after: a.transcript, messages: transcript(3, 4) });
+    assert.deepEqual([(again.body as Answer).deduplicated, (again.body as Answer).new_messages], [true, 0]);
+    assert.equal((await jobs(env, tenant)).length, 3);
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test("extract after: a digest the session never sent is a 409 that says to resend; nothing is queued", async () => {
+  const env = await writeEnv({ withLlm: false });
+  try {
+    const tenant = newTenant();
+    const first = (await post(env, tenant, { session_id: "s-409", messages: transcript(4) })).body as Answer;
+    const cases = [
+      { session_id: "s-409", after: { count: 4, digest: prefixDigests([...transcript(3), msg(3, "edited")])[4] } },
+      { session_id: "s-409", after: { count: 5, digest: first.transcript.digest } },
+      { session_id: "another-session", after: first.transcript },
+    ];
+    for (const c of cases) {
+      const res = await post(env, tenant, { ...c, messages: transcript(2, 4) });
+      assert.equal(res.status, 409, JSON.stringify(c));
+      assert.equal(res.body.error.code, "transcript_mismatch");
+      assert.match(res.body.error.message, /resend the whole transcript, from the first message, without `after`/);
+    }
+    assert.equal((await post(env, newTenant(), { session_id: "s-409", after: first.transcript, messages: transcript(1) })).status, 409, "another tenant's digest");
+    assert.equal((await jobs(env, tenant)).length, 1);
+    const bad = await post(env, tenant, { session_id: "s-409", after: { count: 4, digest: "xyz" }, messages: transcript(1) });
+    assert.equal(bad.status, 400);
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test("extract: a 5 MiB session is accepted; over the limit, the 413 says to send only what follows", async () => {
+  const env = await writeEnv({ withLlm: false });
+  try {
+    const tenant = newTenant();
+    const big = Array.from({ length: 1_300 }, (_, i) => msg(i, `${"tool output line ".repeat(240)}#${i}`));
+    const bytes = JSON.stringify({ session_id: "s-big", messages: big }).length;
+    assert.ok(bytes > 5 * 1024 * 1024, `${bytes} bytes`);
+    const res = await post(env, tenant, { session_id: "s-big", messages: big });
+    assert.equal(res.status, 202, JSON.stringify(res.body).slice(0, 300));
+    assert.equal((res.body as Answer).new_messages, 1_300);
+
+    const small = await post(env, tenant, { session_id: "s-big-2", messages: big.slice(0, 40) }, { maxExtractBodyBytes: 64 * 1024 });
+    assert.equal(small.status, 413);
+    assert.equal(small.body.error.code, "payload_too_large");
+    assert.match(small.body.error.message, /at most 65536 bytes \(MAX_EXTRACT_BODY_BYTES\): send only the messages after .*`after` .*`transcript` \{count, digest\}/);
+    // Every other route's 413 says what to do too.
+    const remember = await memoryApi(env.sql, { config: { maxBodyBytes: 1024 } })("POST", "/memory/remember", { as: tenant, body: { content: "x".repeat(2000) } });
+    assert.equal(remember.status, 413);
+    assert.match(remember.body.error.message, /1024 bytes \(MAX_BODY_BYTES\): send a smaller body/);
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test("knownTranscript: rebuilt through edits and dead jobs, verified against each job's key", () => {
+  const key = (n: number, messages: unknown[]) => `session:s:${n}:${prefixDigests(messages)[n]}`;
+  const full = transcript(6);
+  const edited = [...transcript(3), msg(3, "edited"), msg(4), msg(5)];
+  const jobs = [
+    { idempotencyKey: key(4, full), offset: 0, messages: full.slice(0, 4) },
+    { idempotencyKey: key(6, full), offset: 4, messages: full.slice(4) },
+    // an edit of message 3 re-extracted from there
+    { idempotencyKey: key(6, edited), offset: 3, messages: edited.slice(3) },
+  ];
+  assert.deepEqual(knownTranscript("s", jobs, 6, prefixDigests(full)[6]!), full);
+  assert.deepEqual(knownTranscript("s", jobs, 6, prefixDigests(edited)[6]!), edited);
+  assert.deepEqual(knownTranscript("s", jobs, 2, prefixDigests(full)[2]!), full.slice(0, 2));
+  assert.equal(knownTranscript("s", jobs, 7, prefixDigests(full)[6]!), undefined);
+  assert.equal(knownTranscript("other", jobs, 6, prefixDigests(full)[6]!), undefined);
+  // A job whose stored part does not lead to its key proves nothing.
+  const forged = [{ idempotencyKey: key(4, full), offset: 0, messages: [...full.slice(0, 3), msg(3, "not what was sent")] }];
+  assert.equal(knownTranscript("s", forged, 4, prefixDigests(full)[4]!), undefined);
+});
