@@ -117,15 +117,18 @@ const FIRST_OR_SECOND_PERSON = /\b(i|me|my|mine|myself|we|us|our|ours|ourselves|
 
 /**
  * A token that names something exactly: a path, a file name, an error code, a package@version,
- * an env var, a function or type name. Identifier questions must contain one that an answer has.
+ * an env var, a function or type name, or anything in `backticks`. Identifier questions must
+ * contain one that an answer has.
  */
 export function identifierTokens(text: string): string[] {
-  return (text.match(/[\p{L}\p{N}_@$:./#-]+/gu) ?? [])
+  const quoted = [...text.matchAll(/`([^`]+)`/g)].map((m) => m[1]!);
+  return quoted.concat((text.replace(/`[^`]+`/g, " ").match(/[\p{L}\p{N}_@$:./#-]+/gu) ?? [])
     .map((t) => t.replace(/^[.:#-]+|[.:,#-]+$/g, ""))
     .filter((t) =>
       /[/_@]/.test(t) || /\.[a-z]{1,5}$/i.test(t) || /^[A-Z][A-Z0-9]{2,}$/.test(t) || /\p{L}\d|\d\p{L}/u.test(t) ||
-      /[a-z][A-Z]/.test(t) || /\(\)$/.test(t)
-    );
+      /[a-z][A-Z]/.test(t) || /\(\)$/.test(t) || /^[A-Z]{2,}-\d+$/.test(t) ||
+      /^\p{L}\w*(\.\w+)+$/u.test(t) || /^\d{5,}$/.test(t) || /^[a-z0-9]+(-[a-z0-9]+){2,}$/.test(t)
+    ));
 }
 
 /** Every rule the set keeps; returns the problems found (empty: valid). */
@@ -162,7 +165,8 @@ export function validateDataset(ds: EvalDataset): string[] {
     const checked = validateContent(m.memory_type, m.content);
     if (!checked.ok) fail(`${where}: content breaks the writing constraints (${checked.reason})`);
     else if (checked.trimmed || checked.content !== m.content) fail(`${where}: content would be trimmed (more than 2 sentences or untidy whitespace)`);
-    if (FIRST_OR_SECOND_PERSON.test(m.content)) fail(`${where}: content is not in the third person`);
+    // Quoted text (an error message, a log line) may say "you"; the memory's own words may not.
+    if (FIRST_OR_SECOND_PERSON.test(m.content.replace(/"[^"]*"/g, ""))) fail(`${where}: content is not in the third person`);
     // remember answers an exact duplicate with "created: false": every text must be new to its tenant.
     const key = `${m.tenant}\u0000${m.content.toLowerCase().replace(/\s+/g, " ").trim()}`;
     if (seenContent.has(key)) fail(`${where}: same content as ${seenContent.get(key)}`);
