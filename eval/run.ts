@@ -19,6 +19,7 @@ import { signLocalToken } from "../scripts/serve/local_tokens.ts";
 import { type EvalDataset, loadDataset, validateDataset } from "./dataset.ts";
 import { backdate, type LoadedDataset, loadThroughApi } from "./load.ts";
 import { METHODS } from "./methods/index.ts";
+import { inStableOrder } from "./methods/memory-retrieve.ts";
 import { callFunction, type EvalContext, type RetrievalMethod } from "./methods/method.ts";
 import { installSupabaseHybrid } from "./methods/supabase-hybrid.ts";
 import { blockFigures, datasetSummary, type EvalReport, formatReport, methodFigures, type QuestionRecord } from "./report.ts";
@@ -64,9 +65,10 @@ async function askEveryQuestion(
   for (const [i, q] of ds.questions.entries()) {
     const t0 = performance.now();
     const res = await callFunction<RetrieveResponse>(ctx, q.tenant, "memory-retrieve", { message: q.text, project: q.project });
+    const returned = inStableOrder(res.memories);
     records[i]!.block = {
-      returned: res.memories.map((m) => idOf(m.id)),
-      injected: res.memories.filter((m) => m.injected).map((m) => idOf(m.id)),
+      returned: returned.map((m) => idOf(m.id)),
+      injected: returned.filter((m) => m.injected).map((m) => idOf(m.id)),
       token_count: res.token_count,
       ms: performance.now() - t0,
     };

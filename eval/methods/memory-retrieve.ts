@@ -6,6 +6,16 @@ import { MAX_TOP_K } from "../../supabase/functions/memory-retrieve/schemas.ts";
 import type { RetrieveResponse } from "../../supabase/functions/memory-retrieve/schemas.ts";
 import { callFunction, type RetrievalMethod } from "./method.ts";
 
+type Retrieved = RetrieveResponse["memories"][number];
+
+/**
+ * The function's order with exact ties (same score and similarity), which it breaks by uuid and
+ * so differently on every run, ordered by content instead: two runs give the same list.
+ */
+export function inStableOrder(memories: readonly Retrieved[]): Retrieved[] {
+  return [...memories].sort((a, b) => b.score - a.score || b.similarity - a.similarity || a.content.localeCompare(b.content));
+}
+
 export function memoryRetrieveMethod(name: string, description: string, extra: Record<string, unknown> = {}): RetrievalMethod {
   return {
     name,
@@ -18,7 +28,7 @@ export function memoryRetrieveMethod(name: string, description: string, extra: R
         threshold: 0,
         ...extra,
       });
-      return res.memories.map((m) => m.id);
+      return inStableOrder(res.memories).map((m) => m.id);
     },
   };
 }
