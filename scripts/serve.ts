@@ -353,8 +353,7 @@ if (import.meta.main) {
   const postgresNotice = Deno.args.includes("--local-postgres")
     ? `[serve] the local Postgres keeps running at ${redactUrl(running.config.databaseUrl)} with your data; \`npm run db:stop\` stops it`
     : undefined;
-  console.log(banner(running, embedded));
-  if (postgresNotice) console.log(postgresNotice);
+  // Signal handlers first: a Ctrl-C right after the banner must still shut down cleanly.
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) {
@@ -373,4 +372,6 @@ if (import.meta.main) {
   };
   Deno.addSignalListener("SIGINT", () => stop("SIGINT"));
   Deno.addSignalListener("SIGTERM", () => stop("SIGTERM"));
+  console.log(banner(running, embedded));
+  if (postgresNotice) console.log(postgresNotice);
 }

@@ -59,7 +59,7 @@ passed=$((passed + pgtap_total - (pgtap_failed > pgtap_total ? pgtap_total : pgt
 failed=$((failed + pgtap_failed))
 
 section "deno check"
-mapfile -t ts_files < <(git ls-files --cached --others --exclude-standard -- 'supabase/functions/**/*.ts' 'tests/**/*.ts' 'scripts/**/*.ts' 'sdk/**/*.ts' 'bench/**/*.ts')
+mapfile -t ts_files < <(git ls-files --cached --others --exclude-standard -- 'supabase/functions/**/*.ts' 'tests/**/*.ts' 'scripts/**/*.ts' 'sdk/**/*.ts' 'bench/**/*.ts' 'eval/**/*.ts')
 if [[ ${#ts_files[@]} -gt 0 ]]; then
   if deno check --quiet --config supabase/functions/deno.json "${ts_files[@]}"; then
     passed=$((passed + 1))

@@ -1,0 +1,8 @@
+// Every method the eval runs, in report order. To add one, write an adapter (see method.ts and
+// memory-retrieve.ts) and list it here.
+import { ftsSql } from "./fts-sql.ts";
+import type { RetrievalMethod } from "./method.ts";
+import { vector } from "./memory-retrieve.ts";
+import { supabaseHybrid } from "./supabase-hybrid.ts";
+
+export const METHODS: readonly RetrievalMethod[] = [vector, ftsSql, supabaseHybrid];

@@ -1,0 +1,150 @@
+// `npm run eval` (scripts/eval.sh provisions the database): retrieval quality on the dev set.
+//
+//   DATABASE_URL=<a database it may fill> deno run -A --config supabase/functions/deno.json eval/run.ts \
+//     [--methods vector,fts_sql,supabase_hybrid] [--no-block]
+//
+// 1. validates eval/data/ (the same rules as tests/eval_dataset.test.ts);
+// 2. starts the functions server in process on a free port (scripts/serve.ts) and signs a user
+//    token per tenant with the server's secret;
+// 3. loads every memory through the memory API, then backdates them (eval/load.ts);
+// 4. asks every question with every method and records the ranked lists, then once more with the
+//    default memory-retrieve call (what an agent gets: the block);
+// 5. prints the tables and writes eval/results/eval-<model>-<time>.json and eval/results/latest.json.
+// Embeddings: the offline embedder unless EMBEDDING_* / OPENAI_API_KEY configure a provider
+// (supabase/functions/_shared/env.ts); the SQL methods embed with the same one.
+import { createEmbedder } from "../supabase/functions/_shared/embeddings.ts";
+import type { RetrieveResponse } from "../supabase/functions/memory-retrieve/schemas.ts";
+import { startServer } from "../scripts/serve.ts";
+import { signLocalToken } from "../scripts/serve/local_tokens.ts";
+import { type EvalDataset, loadDataset, validateDataset } from "./dataset.ts";
+import { backdate, type LoadedDataset, loadThroughApi } from "./load.ts";
+import { METHODS } from "./methods/index.ts";
+import { inStableOrder } from "./methods/memory-retrieve.ts";
+import { callFunction, type EvalContext, type RetrievalMethod } from "./methods/method.ts";
+import { installSupabaseHybrid } from "./methods/supabase-hybrid.ts";
+import { blockFigures, datasetSummary, type EvalReport, formatReport, methodFigures, type QuestionRecord } from "./report.ts";
+
+const RESULTS_DIR = new URL("./results/", import.meta.url);
+
+function argValue(name: string): string | undefined {
+  const i = Deno.args.indexOf(`--${name}`);
+  return i >= 0 ? Deno.args[i + 1] : undefined;
+}
+
+function selectedMethods(): RetrievalMethod[] {
+  const wanted = argValue("methods")?.split(",").map((s) => s.trim()).filter(Boolean);
+  if (!wanted) return [...METHODS];
+  const unknown = wanted.filter((w) => !METHODS.some((m) => m.name === w));
+  if (unknown.length > 0) throw new Error(`unknown method(s) ${unknown.join(", ")}; known: ${METHODS.map((m) => m.name).join(", ")}`);
+  return METHODS.filter((m) => wanted.includes(m.name));
+}
+
+const log = (line: string) => console.error(`[eval] ${line}`);
+
+async function askEveryQuestion(
+  ds: EvalDataset,
+  ctx: EvalContext,
+  loaded: LoadedDataset,
+  records: QuestionRecord[],
+  methods: RetrievalMethod[],
+  withBlock: boolean,
+): Promise<void> {
+  const idOf = (uuid: string) => loaded.idOf.get(uuid) ?? `unknown:${uuid}`;
+  for (const method of methods) {
+    await backdate(ctx.sql, ds, loaded);
+    ds.questions.forEach((q, i) => records[i]!.methods[method.name] = { ranked: [], ms: NaN });
+    for (const [i, q] of ds.questions.entries()) {
+      const t0 = performance.now();
+      const ranked = await method.rank(q, ctx);
+      records[i]!.methods[method.name] = { ranked: ranked.map(idOf), ms: performance.now() - t0 };
+    }
+    log(`${method.name}: ${ds.questions.length} questions asked`);
+  }
+  if (!withBlock) return;
+  await backdate(ctx.sql, ds, loaded);
+  for (const [i, q] of ds.questions.entries()) {
+    const t0 = performance.now();
+    const res = await callFunction<RetrieveResponse>(ctx, q.tenant, "memory-retrieve", { message: q.text, project: q.project });
+    const returned = inStableOrder(res.memories);
+    records[i]!.block = {
+      returned: returned.map((m) => idOf(m.id)),
+      injected: returned.filter((m) => m.injected).map((m) => idOf(m.id)),
+      token_count: res.token_count,
+      ms: performance.now() - t0,
+    };
+  }
+  log(`default memory-retrieve call: ${ds.questions.length} questions asked`);
+}
+
+async function main(): Promise<void> {
+  const started = performance.now();
+  const startedAt = new Date().toISOString();
+  const methods = selectedMethods();
+  const withBlock = !Deno.args.includes("--no-block");
+  const ds = await loadDataset();
+  const problems = validateDataset(ds);
+  if (problems.length > 0) throw new Error(`eval/data is not valid:\n  ${problems.join("\n  ")}`);
+  const databaseUrl = Deno.env.get("DATABASE_URL");
+  if (!databaseUrl) throw new Error("set DATABASE_URL to a database the eval may fill (npm run eval provisions one)");
+
+  const server = await startServer({ port: 0, databaseUrl, worker: false, scheduler: false, logRequests: false, log });
+  try {
+    const secret = server.config.jwt.secret;
+    if (!secret) throw new Error("the eval signs its own tenant tokens: configure an HS256 secret, not JWKS_URL");
+    const tokens = new Map<string, string>();
+    for (const t of ds.tenants) tokens.set(t.name, await signLocalToken(secret, { role: "authenticated", sub: t.id, aud: "authenticated" }));
+    const tenantIds = new Map(ds.tenants.map((t) => [t.name, t.id]));
+    const embedder = createEmbedder(server.config);
+    const ctx: EvalContext = {
+      functionsUrl: server.functionsUrl,
+      sql: server.sql,
+      embedder,
+      root: server.config.namespaceRoot,
+      now: new Date(ds.now),
+      tokenOf: (t) => tokens.get(t)!,
+      tenantIdOf: (t) => tenantIds.get(t)!,
+    };
+    const [{ n } = { n: 0 }] = await server.sql<{ n: number }[]>`select count(*)::int as n from public.devai_memories`;
+    if (n > 0) throw new Error(`the eval database already holds ${n} memories: give the eval an empty, migrated database`);
+    await installSupabaseHybrid(server.sql);
+
+    log(`loading ${ds.memories.length} memories through the memory API (embedder ${embedder.model}) ...`);
+    const loaded = await loadThroughApi(ds, ctx, (done) => log(`  ${done} loaded`));
+    await backdate(server.sql, ds, loaded);
+    await server.sql`analyze public.devai_memories`;
+    log(`loaded in ${loaded.seconds.toFixed(1)} s`);
+
+    const records: QuestionRecord[] = ds.questions.map((q) => ({ id: q.id, category: q.category, answer_ids: q.answer_ids, methods: {} }));
+    await askEveryQuestion(ds, ctx, loaded, records, methods, withBlock);
+
+    const report: EvalReport = {
+      started_at: startedAt,
+      seconds: (performance.now() - started) / 1000,
+      embedding_model: embedder.model,
+      dataset: datasetSummary(ds),
+      load: { seconds: loaded.seconds, memories_per_second: ds.memories.length / loaded.seconds },
+      methods: Object.fromEntries(methods.map((m) => [m.name, methodFigures(records, m.name, m.description)])),
+      default_retrieve: withBlock ? blockFigures(records, "message + project, every other field at its default") : undefined,
+      questions: records,
+    };
+    console.log(formatReport(report));
+    await Deno.mkdir(RESULTS_DIR, { recursive: true });
+    const stamp = startedAt.replace(/[:.]/g, "-");
+    const json = JSON.stringify(report, null, 1);
+    const file = new URL(`eval-${embedder.model.replace(/[^A-Za-z0-9._-]/g, "_")}-${stamp}.json`, RESULTS_DIR);
+    await Deno.writeTextFile(file, json);
+    await Deno.writeTextFile(new URL("latest.json", RESULTS_DIR), json);
+    log(`results: ${file.pathname}`);
+  } finally {
+    await server.close();
+  }
+}
+
+if (import.meta.main) {
+  try {
+    await main();
+  } catch (err) {
+    console.error(`[eval] ${(err as Error).message}`);
+    Deno.exit(1);
+  }
+}
