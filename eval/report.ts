@@ -39,6 +39,8 @@ export interface EvalReport {
   started_at: string;
   seconds: number;
   embedding_model: string;
+  /** Search settings this run tried (eval/run.ts --set, --weights). */
+  overrides?: Record<string, string>;
   dataset: { now: string; tenants: number; projects: number; memories: number; replaced: number; questions: Record<string, number> };
   load: { seconds: number; memories_per_second: number };
   methods: Record<string, {

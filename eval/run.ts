@@ -1,7 +1,10 @@
 // `npm run eval` (scripts/eval.sh provisions the database): retrieval quality on the dev set.
 //
 //   DATABASE_URL=<a database it may fill> deno run -A --config supabase/functions/deno.json eval/run.ts \
-//     [--methods vector,fts_sql,supabase_hybrid] [--no-block]
+//     [--methods vector,fts_sql,supabase_hybrid] [--no-block] [--set rrf_k=20,keyword_min_coverage=0.4]
+//     [--weights local-hash-512-v1=1:0.35:0.5]
+// --set and --weights try other search settings (public.memory_settings; the fusion weights of an
+// embedding model as keyword:vector:graph) for this run only; the report records them.
 //
 // 1. validates eval/data/ (the same rules as tests/eval_dataset.test.ts);
 // 2. starts the functions server in process on a free port (scripts/serve.ts) and signs a user
@@ -41,6 +44,27 @@ function selectedMethods(): RetrievalMethod[] {
 
 const log = (line: string) => console.error(`[eval] ${line}`);
 
+/** --set a=1,b=2 and --weights model=k:v:g, applied to the eval database before any question. */
+async function applyOverrides(sql: EvalContext["sql"]): Promise<Record<string, string>> {
+  const applied: Record<string, string> = {};
+  for (const pair of (argValue("set") ?? "").split(",").filter(Boolean)) {
+    const [name, value] = pair.split("=");
+    const updated = await sql`update public.memory_settings set value = ${Number(value)} where name = ${name!} returning name`;
+    if (updated.length === 0) throw new Error(`--set: no setting named ${name}`);
+    applied[name!] = value!;
+  }
+  for (const pair of (argValue("weights") ?? "").split(",").filter(Boolean)) {
+    const [model, w] = pair.split("=");
+    const [k, v, g] = (w ?? "").split(":").map(Number);
+    await sql`
+      insert into public.memory_search_weights (embedding_model, keyword, vector, graph) values (${model!}, ${k!}, ${v!}, ${g!})
+      on conflict (embedding_model) do update set keyword = excluded.keyword, vector = excluded.vector, graph = excluded.graph`;
+    applied[`weights:${model}`] = w!;
+  }
+  if (Object.keys(applied).length > 0) log(`settings for this run: ${JSON.stringify(applied)}`);
+  return applied;
+}
+
 async function askEveryQuestion(
   ds: EvalDataset,
   ctx: EvalContext,
@@ -64,7 +88,7 @@ async function askEveryQuestion(
   await backdate(ctx.sql, ds, loaded);
   for (const [i, q] of ds.questions.entries()) {
     const t0 = performance.now();
-    const res = await callFunction<RetrieveResponse>(ctx, q.tenant, "memory-retrieve", { message: q.text, project: q.project });
+    const res = await callFunction<RetrieveResponse>(ctx, q.tenant, "memory-retrieve", { message: q.text, project: q.project, now: ctx.now.toISOString() });
     const returned = inStableOrder(res.memories);
     records[i]!.block = {
       returned: returned.map((m) => idOf(m.id)),
@@ -107,6 +131,7 @@ async function main(): Promise<void> {
     const [{ n } = { n: 0 }] = await server.sql<{ n: number }[]>`select count(*)::int as n from public.devai_memories`;
     if (n > 0) throw new Error(`the eval database already holds ${n} memories: give the eval an empty, migrated database`);
     await installSupabaseHybrid(server.sql);
+    const overrides = await applyOverrides(server.sql);
 
     log(`loading ${ds.memories.length} memories through the memory API (embedder ${embedder.model}) ...`);
     const loaded = await loadThroughApi(ds, ctx, (done) => log(`  ${done} loaded`));
@@ -121,10 +146,11 @@ async function main(): Promise<void> {
       started_at: startedAt,
       seconds: (performance.now() - started) / 1000,
       embedding_model: embedder.model,
+      ...(Object.keys(overrides).length > 0 ? { overrides } : {}),
       dataset: datasetSummary(ds),
       load: { seconds: loaded.seconds, memories_per_second: ds.memories.length / loaded.seconds },
       methods: Object.fromEntries(methods.map((m) => [m.name, methodFigures(records, m.name, m.description)])),
-      default_retrieve: withBlock ? blockFigures(records, "message + project, every other field at its default") : undefined,
+      default_retrieve: withBlock ? blockFigures(records, "message + project (+ the dataset's now), every other field at its default") : undefined,
       questions: records,
     };
     console.log(formatReport(report));

@@ -1,7 +1,7 @@
-// Methods served by the memory-retrieve function itself. The ranked list comes from one call with
-// the largest top_k and threshold 0, so every method is judged on the same 50 candidates at most;
-// `extra` adds request fields, e.g. a retrieval mode once the function has one:
-//   memoryRetrieveMethod("keyword", "memory-retrieve, mode keyword", { mode: "keyword" })
+// Methods served by the memory-retrieve function itself, one per search mode. The ranked list
+// comes from one call with the largest top_k and threshold 0, so every method is judged on the
+// same 50 candidates at most; `now` is the dataset's fixed now, so time words in a question
+// ("last week") mean what they meant when the set was written. `extra` adds request fields.
 import { MAX_TOP_K } from "../../supabase/functions/memory-retrieve/schemas.ts";
 import type { RetrieveResponse } from "../../supabase/functions/memory-retrieve/schemas.ts";
 import { callFunction, type RetrievalMethod } from "./method.ts";
@@ -13,7 +13,7 @@ type Retrieved = RetrieveResponse["memories"][number];
  * so differently on every run, ordered by content instead: two runs give the same list.
  */
 export function inStableOrder(memories: readonly Retrieved[]): Retrieved[] {
-  return [...memories].sort((a, b) => b.score - a.score || b.similarity - a.similarity || a.content.localeCompare(b.content));
+  return [...memories].sort((a, b) => b.score - a.score || b.relevance - a.relevance || a.content.localeCompare(b.content));
 }
 
 export function memoryRetrieveMethod(name: string, description: string, extra: Record<string, unknown> = {}): RetrievalMethod {
@@ -26,6 +26,8 @@ export function memoryRetrieveMethod(name: string, description: string, extra: R
         project: q.project,
         top_k: MAX_TOP_K,
         threshold: 0,
+        keyword_threshold: 0,
+        now: ctx.now.toISOString(),
         ...extra,
       });
       return inStableOrder(res.memories).map((m) => m.id);
@@ -33,5 +35,11 @@ export function memoryRetrieveMethod(name: string, description: string, extra: R
   };
 }
 
-/** Today's memory-retrieve: vector search (match_memories), ranked by similarity × strength + boosts. */
-export const vector = memoryRetrieveMethod("vector", "memory-retrieve as shipped (vector search, top_k 50, threshold 0)");
+/** The vector signal alone (match_memories), ranked by similarity × strength + boosts: retrieval before hybrid search. */
+export const vector = memoryRetrieveMethod("vector", "memory-retrieve, mode vector (top_k 50, thresholds 0)", { mode: "vector" });
+/** The keyword signal alone (BM25-style over fts, exact identifiers). */
+export const keyword = memoryRetrieveMethod("keyword", "memory-retrieve, mode keyword (top_k 50)", { mode: "keyword" });
+/** Keyword + vector fused, no graph hops. */
+export const hybrid = memoryRetrieveMethod("hybrid", "memory-retrieve, mode hybrid, graph_depth 0 (top_k 50, thresholds 0)", { mode: "hybrid", graph_depth: 0 });
+/** What memory-retrieve does by default: keyword + vector + graph, intent-planned. */
+export const hybridGraph = memoryRetrieveMethod("hybrid+graph", "memory-retrieve, mode hybrid with the planned graph depth (top_k 50, thresholds 0)", { mode: "hybrid" });

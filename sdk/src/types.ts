@@ -104,6 +104,8 @@ export interface SearchControls {
   intent?: Intent;
   /** Hops over memory relations from the best hits (0-4; 0: no graph signal). */
   graph_depth?: number;
+  /** Keyword floor: share of the query's best possible keyword score (0-1). */
+  keyword_threshold?: number;
 }
 
 export type SearchMode = "hybrid" | "vector" | "keyword";

@@ -83,7 +83,7 @@ insert into public.memory_settings (name, value, description) values
    'hybrid_search uses at most this many query terms (phrases and identifiers first, then words in query order).'),
   ('keyword_df_cap', 50,
    'A query term''s matches in the caller''s scope are counted up to this many; a term matching more is too common to generate keyword candidates (it still adds to their score).'),
-  ('keyword_min_coverage', 0.35,
+  ('keyword_min_coverage', 0.45,
    'A memory found only by keyword is returned when its BM25 score reaches this share of the best score a memory matching every query term could get.'),
   ('bm25_k1', 1.2, 'BM25 term-frequency saturation.'),
   ('bm25_b', 0.75, 'BM25 length normalisation (0: none, 1: full).'),
@@ -328,6 +328,8 @@ grant execute on function memory_search.keyword_postings(uuid, text[], tsquery[]
 --   filter_*         hard filters for every signal (time window on created_at, types, categories)
 --   prefer_memory_types  relevance × 1.25 for these types (the 'how' intent favours procedural)
 --   recency_weight   weight of a fourth ranked list, newest first among the candidates ('when')
+--   keyword_threshold  the keyword floor (share of the best possible score; default the setting
+--                    keyword_min_coverage); 0 with similarity_threshold 0 ranks every candidate
 -- A memory is returned when the vector found it above similarity_threshold, or its keyword score
 -- reaches keyword_min_coverage of the query's best possible score, or the graph reached it from
 -- such a memory. The same scope rules hold for every signal: the tenant (match_owner, and RLS),
@@ -349,7 +351,8 @@ create or replace function public.hybrid_search(
   filter_memory_types text[] default null,
   filter_categories text[] default null,
   prefer_memory_types text[] default null,
-  recency_weight double precision default 0
+  recency_weight double precision default 0,
+  keyword_threshold double precision default null
 )
 returns table (
   id uuid,
@@ -418,6 +421,9 @@ declare
   v_kw_score   double precision[] := '{}';
   v_kw_cov     double precision[] := '{}';
   v_vec_ids    uuid[] := '{}';
+  v_vec_sims   double precision[] := '{}';
+  v_conf       double precision;
+  v_best_cov   double precision;
   v_seeds      uuid[] := '{}';
   v_g_ids      uuid[] := '{}';
   v_g_weight   double precision[] := '{}';
@@ -456,7 +462,8 @@ begin
   v_k          := public.memory_setting('rrf_k');
   v_max_terms  := public.memory_setting('keyword_max_terms');
   v_df_cap     := public.memory_setting('keyword_df_cap');
-  v_min_cov    := public.memory_setting('keyword_min_coverage');
+  v_conf       := public.memory_setting('keyword_min_coverage');
+  v_min_cov    := coalesce(keyword_threshold, v_conf);
   v_k1         := public.memory_setting('bm25_k1');
   v_b          := public.memory_setting('bm25_b');
   v_seed_count := public.memory_setting('graph_seed_count');
@@ -539,15 +546,18 @@ begin
     end if;
   end if;
 
-  -- Vector signal: match_memories over the same scopes (exact or HNSW by scope size), filtered.
+  -- Vector signal: match_memories over the same scopes (exact or HNSW by scope size), filtered,
+  -- down to half the threshold (companions of an answer, see below).
   if v_w_vec > 0 then
-    select coalesce(array_agg(v.id order by v.similarity desc, v.id), '{}') into v_vec_ids
+    select coalesce(array_agg(v.id order by v.similarity desc, v.id), '{}'),
+           coalesce(array_agg(v.similarity order by v.similarity desc, v.id), '{}')
+      into v_vec_ids, v_vec_sims
       from (select mm.id, mm.similarity
               from public.match_memories(
                      query_embedding, v_bases[1],
                      case when filter_after is null and filter_before is null and filter_memory_types is null
                                and filter_categories is null then v_pool else least(v_pool * 4, 200) end,
-                     similarity_threshold, match_owner, match_embedding_model, v_bases[2:]) mm
+                     similarity_threshold / 2, match_owner, match_embedding_model, v_bases[2:]) mm
               join public.devai_memories m on m.id = mm.id
              where (filter_after is null or m.created_at >= filter_after)
                and (filter_before is null or m.created_at < filter_before)
@@ -559,13 +569,30 @@ begin
              limit v_pool) v;
   end if;
 
+  -- Does the query have an answer at all? Only when its best memory reaches a floor: keyword
+  -- coverage keyword_threshold, or cosine similarity_threshold. Then memories reaching half those
+  -- floors come with it (a multi-part answer's other parts match less of the question).
+  v_best_cov := coalesce((select max(c) from unnest(v_kw_cov) c), 0);
+  -- The answer to a question of many terms is usually spread over several memories, none
+  -- matching most of it: past five terms, the floor is what five of them would need.
+  v_min_cov := v_min_cov * least(1, 5.0 / greatest(cardinality(v_terms_all), 1));
+  if not ((cardinality(v_kw_ids) > 0 and v_best_cov >= v_min_cov)
+          or (cardinality(v_vec_ids) > 0 and v_vec_sims[1] > similarity_threshold)) then
+    return;
+  end if;
+  -- A keyword list whose best match covers little of the query is mostly common words: it counts
+  -- less, from nothing at a third of keyword_min_coverage to its full weight at it.
+  if search_mode = 'hybrid' and v_conf > 0 then
+    v_w_kw := v_w_kw * least(1, greatest(0, (v_best_cov - v_conf / 3) / (v_conf * 2 / 3)));
+  end if;
+
   -- Graph signal: from the best memories that pass on their own, hop over relations.
   if v_w_graph > 0 then
     select coalesce(array_agg(s.id order by s.fused desc, s.id), '{}') into v_seeds
       from (select u.id, sum(u.f) as fused
               from (select k.id, v_w_kw / (v_k + k.ord) as f
                       from unnest(v_kw_ids, v_kw_cov) with ordinality as k(id, cov, ord)
-                     where k.cov >= v_min_cov
+                     where k.cov >= v_min_cov / 2
                     union all
                     select v.id, v_w_vec / (v_k + v.ord)
                       from unnest(v_vec_ids) with ordinality as v(id, ord)) u
@@ -635,7 +662,7 @@ begin
       from unnest(v_g_ids, v_g_weight, v_g_via, v_g_edge) as g(id, w, via, edge)
   ),
   candidates as (
-    select u.id from (select kw.id from kw where kw.cov >= v_min_cov
+    select u.id from (select kw.id from kw where kw.cov >= v_min_cov / 2
                       union select vec.id from vec
                       union select gr.id from gr) u
   ),
@@ -689,9 +716,9 @@ end;
 $$;
 
 revoke all on function public.hybrid_search(text, extensions.vector, text[], integer, double precision, text, uuid, text,
-  integer, text[], timestamptz, timestamptz, text[], text[], text[], double precision) from public, anon;
+  integer, text[], timestamptz, timestamptz, text[], text[], text[], double precision, double precision) from public, anon;
 grant execute on function public.hybrid_search(text, extensions.vector, text[], integer, double precision, text, uuid, text,
-  integer, text[], timestamptz, timestamptz, text[], text[], text[], double precision) to authenticated, service_role;
+  integer, text[], timestamptz, timestamptz, text[], text[], text[], double precision, double precision) to authenticated, service_role;
 
 -- memory.query on the hybrid search: the agent's allowed categories (intersected with the ones
 -- requested) become a filter of every signal; filters on metadata, pinned, importance and update
@@ -723,7 +750,8 @@ create or replace function public.query_memories(
   search_mode text default 'hybrid',
   graph_depth integer default 1,
   filter_after timestamptz default null,
-  filter_before timestamptz default null
+  filter_before timestamptz default null,
+  keyword_threshold double precision default null
 )
 returns table (
   id uuid,
@@ -795,7 +823,7 @@ begin
              match_count => v_pool, similarity_threshold => similarity_threshold,
              match_embedding_model => match_embedding_model, match_owner => match_owner, search_mode => search_mode,
              graph_depth => graph_depth, filter_after => filter_after, filter_before => filter_before,
-             filter_categories => v_categories) h
+             filter_categories => v_categories, keyword_threshold => keyword_threshold) h
   ),
   everything as (
     -- context 'all' categories: their memories regardless of the query (most important first).
@@ -858,8 +886,8 @@ end;
 $$;
 
 revoke all on function public.query_memories(text, extensions.vector, text[], text, text[], integer, double precision, text, uuid,
-  text, text, text, text, text, boolean, integer, integer, timestamptz, timestamptz, text, integer, timestamptz, timestamptz)
-  from public, anon;
+  text, text, text, text, text, boolean, integer, integer, timestamptz, timestamptz, text, integer, timestamptz, timestamptz,
+  double precision) from public, anon;
 grant execute on function public.query_memories(text, extensions.vector, text[], text, text[], integer, double precision, text, uuid,
-  text, text, text, text, text, boolean, integer, integer, timestamptz, timestamptz, text, integer, timestamptz, timestamptz)
-  to authenticated, service_role;
+  text, text, text, text, text, boolean, integer, integer, timestamptz, timestamptz, text, integer, timestamptz, timestamptz,
+  double precision) to authenticated, service_role;

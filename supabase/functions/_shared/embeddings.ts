@@ -34,7 +34,7 @@ export interface SimilarityThresholds {
 
 export function thresholdsFor(model: string, config?: Pick<Config, "retrieval" | "dedupThreshold">): SimilarityThresholds {
   const base = model === LOCAL_EMBEDDING_MODEL
-    ? { retrieve: 0.15, dedup: 0.75, link: 0.35 }
+    ? { retrieve: 0.45, dedup: 0.75, link: 0.35 }
     : { retrieve: 0.7, dedup: 0.8, link: 0.75 };
   return {
     retrieve: config?.retrieval.threshold ?? base.retrieve,

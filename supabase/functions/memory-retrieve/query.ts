@@ -5,7 +5,7 @@
 // rows within the budget; returned memories are reinforced and the search is recorded.
 import type { Caller } from "../_shared/auth.ts";
 import { toVectorLiteral, withTenant } from "../_shared/db.ts";
-import { resolvePlan } from "../_shared/search/plan.ts";
+import { keywordText, resolvePlan } from "../_shared/search/plan.ts";
 import { embedForRequest, thresholdsFor } from "../_shared/embeddings.ts";
 import { HttpError, json, parseJsonBody } from "../_shared/http.ts";
 import { listAgents, loadAllowlist } from "../_shared/memory-config.ts";
@@ -61,7 +61,7 @@ export async function runQuery(deps: RetrieveDeps, caller: Caller, req: Request)
   const result = await withTenant(deps.sql, caller, async (tx): Promise<QueryResponse> => {
     const rows = categories.length === 0 ? [] : await tx<QueryRow[]>`
       select * from public.query_memories(
-        query_text => ${body.query},
+        query_text => ${keywordText(body.query, resolved)},
         query_embedding => ${vector ? toVectorLiteral(vector) : null}::extensions.vector,
         match_namespaces => ${scopes}::text[],
         match_agent => ${body.agent},
@@ -83,7 +83,8 @@ export async function runQuery(deps: RetrieveDeps, caller: Caller, req: Request)
         search_mode => ${mode},
         graph_depth => ${resolved.plan.graphDepth},
         filter_after => ${resolved.window?.after ?? null}::timestamptz,
-        filter_before => ${resolved.window?.before ?? null}::timestamptz)`;
+        filter_before => ${resolved.window?.before ?? null}::timestamptz,
+        keyword_threshold => ${body.keyword_threshold ?? null}::float8)`;
     const ranked = rankMemories(rows);
     const bulletOf = (m: QueryRow) => `[${m.category}] ${bulletText(m.content)}`;
     const packed = body.return === "bullets"

@@ -10,7 +10,7 @@ import { type Tx, withTenant } from "../_shared/db.ts";
 import { embedForRequest, thresholdsFor } from "../_shared/embeddings.ts";
 import { json, parseJsonBody } from "../_shared/http.ts";
 import { hybridSearch } from "../_shared/search/hybrid.ts";
-import { resolvePlan } from "../_shared/search/plan.ts";
+import { keywordText, resolvePlan } from "../_shared/search/plan.ts";
 import { deltaHeaderLine, formatDeltaBullets, loadThreadDelta } from "./delta.ts";
 import type { FormatContext } from "./format.ts";
 import type { RetrieveDeps } from "./handler.ts";
@@ -41,7 +41,7 @@ export async function runRetrieve(deps: RetrieveDeps, caller: Caller, req: Reque
 
   const result = await withTenant(deps.sql, caller, async (tx): Promise<RetrieveResponse> => {
     const rows = await hybridSearch(tx, {
-      queryText,
+      queryText: keywordText(queryText, resolved),
       vector,
       embeddingModel: embedder.model,
       scopes,
@@ -55,6 +55,7 @@ export async function runRetrieve(deps: RetrieveDeps, caller: Caller, req: Reque
       before: resolved.window?.before,
       preferMemoryTypes: plan.preferMemoryTypes,
       recencyWeight: plan.recencyWeight,
+      keywordThreshold: body.keyword_threshold,
     });
     const ranked = rankMemories(rows);
     const related = ranked.some((m) => m.max_relation_strength != null) ? await loadRelated(tx, ranked.map((m) => m.id), scopes) : [];

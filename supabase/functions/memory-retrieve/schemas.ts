@@ -37,6 +37,8 @@ const searchControls = {
   intent: z.enum(INTENTS).optional(),
   /** Hops over memory relations from the best hits (0: no graph signal); default by complexity. */
   graph_depth: z.number().int().min(0).max(4).optional(),
+  /** Keyword floor: share of the query's best possible keyword score (default the setting keyword_min_coverage). */
+  keyword_threshold: z.number().min(0).max(1).optional(),
 };
 
 export const RetrieveRequest = z

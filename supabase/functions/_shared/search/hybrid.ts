@@ -26,6 +26,8 @@ export interface HybridSearchInput {
   categories?: readonly string[];
   preferMemoryTypes?: readonly string[];
   recencyWeight?: number;
+  /** Keyword floor (share of the best possible score); default the setting keyword_min_coverage. */
+  keywordThreshold?: number;
 }
 
 /** A row of public.hybrid_search as postgres.js returns it. */
@@ -98,7 +100,8 @@ export async function hybridSearch(tx: Tx, input: HybridSearchInput): Promise<Hy
       filter_memory_types => ${input.memoryTypes ? [...input.memoryTypes] : null}::text[],
       filter_categories => ${input.categories ? [...input.categories] : null}::text[],
       prefer_memory_types => ${input.preferMemoryTypes ? [...input.preferMemoryTypes] : null}::text[],
-      recency_weight => ${input.recencyWeight ?? 0})`;
+      recency_weight => ${input.recencyWeight ?? 0},
+      keyword_threshold => ${input.keywordThreshold ?? null}::float8)`;
 }
 
 export interface FusionWeights {

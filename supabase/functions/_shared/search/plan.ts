@@ -25,6 +25,15 @@ export interface ResolvedPlan {
   now: Date;
 }
 
+/**
+ * The text the keyword signal searches: without the words that set a time window ("last week" is
+ * when, not what, so a memory needs not contain it).
+ */
+export function keywordText(text: string, resolved: Pick<ResolvedPlan, "window">): string {
+  const phrase = resolved.window?.from === "query_text" ? resolved.window.phrase : undefined;
+  return phrase ? text.replace(phrase, " ").replace(/\s+/g, " ").trim() : text;
+}
+
 function badTime(field: string, value: string): HttpError {
   return new HttpError(400, "invalid_request", "invalid request body", [
     { path: [field], message: `'${value.slice(0, 60)}' is not a time: use ${TIME_FORMS}`, code: "invalid_time" },
