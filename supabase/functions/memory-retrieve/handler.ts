@@ -126,9 +126,11 @@ async function runRetrieve(deps: RetrieveDeps, caller: Caller, req: Request): Pr
     const rows = await tx<MatchRow[]>`
       select * from public.match_memories(
         ${vector}::extensions.vector, ${scopes[0]!}, ${topK}, ${threshold},
-        ${caller.tenantId}::uuid, ${embedder.model}, ${scopes.slice(1)}::text[])`;
+        ${caller.tenantId}::uuid, ${embedder.model}, ${scopes.slice(1)}::text[], ${body.as_of ?? null}::timestamptz)`;
     const ranked = rankMemories(rows);
-    const related = ranked.some((m) => m.max_relation_strength != null) ? await loadRelated(tx, ranked.map((m) => m.id), scopes) : [];
+    const related = !body.as_of && ranked.some((m) => m.max_relation_strength != null)
+      ? await loadRelated(tx, ranked.map((m) => m.id), scopes)
+      : [];
     const delta = await loadThreadDelta(tx, threadId, body.since_revision);
 
     const packed = packIntoBudget(
@@ -142,7 +144,7 @@ async function runRetrieve(deps: RetrieveDeps, caller: Caller, req: Request): Pr
       ctx,
     );
     const injectedIds = new Set(packed.injected.map((m) => m.id));
-    await reinforceMemories(tx, [...injectedIds]);
+    if (!body.as_of) await reinforceMemories(tx, [...injectedIds]);
     await recordSearch(tx, caller, body.thread_id ?? null, rows, null, {
       mode: "retrieve",
       project: body.project ?? null,
@@ -151,6 +153,7 @@ async function runRetrieve(deps: RetrieveDeps, caller: Caller, req: Request): Pr
       truncated: packed.truncatedCount,
       budget_tokens: budget,
       token_count: packed.tokenCount,
+      as_of: body.as_of ?? null,
     });
 
     return {
@@ -275,13 +278,14 @@ async function runQuery(deps: RetrieveDeps, caller: Caller, req: Request): Promi
         filter_importance_min => ${filters.importance_min ?? null}::integer,
         filter_importance_max => ${filters.importance_max ?? null}::integer,
         filter_updated_after => ${filters.updated_after ?? null}::timestamptz,
-        filter_updated_before => ${filters.updated_before ?? null}::timestamptz)`;
+        filter_updated_before => ${filters.updated_before ?? null}::timestamptz,
+        as_of => ${body.as_of ?? null}::timestamptz)`;
     const ranked = rankMemories(rows);
     const bulletOf = (m: QueryRow) => `[${m.category}] ${bulletText(m.content)}`;
     const packed = body.return === "bullets"
       ? packTexts(ranked, bulletOf, budget)
       : packTexts(ranked, (m) => m.content, budget);
-    await reinforceMemories(tx, packed.kept.map((m) => m.id));
+    if (!body.as_of) await reinforceMemories(tx, packed.kept.map((m) => m.id));
     await recordSearch(tx, caller, body.thread_id ?? null, rows, categories.length === 1 ? categories[0]! : null, {
       mode: "query",
       agent: body.agent,

@@ -5,7 +5,7 @@
 // Both bodies are strict: an unknown field is a 400, so a typo (`budget` for `budget_tokens`)
 // is reported instead of silently ignored.
 import { z } from "zod";
-import { importance, memoryType, priority, projectName, threadId } from "../_shared/schemas.ts";
+import { asOf, importance, memoryType, priority, projectName, threadId } from "../_shared/schemas.ts";
 
 /** Largest budget a caller may ask for; the block goes into a system prompt. */
 export const MAX_BUDGET_TOKENS = 32_000;
@@ -37,6 +37,11 @@ export const RetrieveRequest = z
     top_k: topK.optional(),
     /** Cosine similarity floor; default per embedding model (thresholdsFor). */
     threshold: threshold.optional(),
+    /**
+     * Answer from what the memory held at this instant (docs/graph.md#as-of). Nothing is
+     * reinforced and no related bullets are added: that is for the live turn.
+     */
+    as_of: asOf.optional(),
   })
   .strict();
 export type RetrieveRequest = z.infer<typeof RetrieveRequest>;
@@ -82,6 +87,8 @@ export const QueryRequest = z
     threshold: threshold.optional(),
     project: projectName.optional(),
     thread_id: threadId.optional(),
+    /** Answer from what the memory held at this instant (docs/graph.md#as-of); nothing is reinforced. */
+    as_of: asOf.optional(),
   })
   .strict();
 export type QueryRequest = z.infer<typeof QueryRequest>;

@@ -16,18 +16,22 @@
 // simply not found, a 404 like an unknown id, so ids cannot be probed. History is written by the
 // database triggers, never here.
 import { Hono } from "hono";
-import type { Context } from "hono";
-import type { z } from "zod";
-import { authenticate, type Caller } from "../_shared/auth.ts";
-import { createSql, type Sql, type TenantContext, toVectorLiteral, type Tx, withTenant } from "../_shared/db.ts";
+import { authenticate } from "../_shared/auth.ts";
+import { createSql, type Sql, toVectorLiteral, type Tx, withTenant } from "../_shared/db.ts";
+import { drainQueue } from "../_shared/drain-queue.ts";
 import { createEmbedder, type Embedder, EmbeddingError } from "../_shared/embeddings.ts";
+import { linkEntitiesByRules } from "../_shared/entities.ts";
 import { type Config, loadConfig } from "../_shared/env.ts";
-import { handleErrors, HttpError, json, parseJsonBody, validate } from "../_shared/http.ts";
-import { uuid, visibleScopes } from "../_shared/schemas.ts";
+import { handleErrors, HttpError, json, parseJsonBody } from "../_shared/http.ts";
+import { createLlm, type Llm } from "../_shared/llm.ts";
+import { visibleScopes } from "../_shared/schemas.ts";
+import { asOfColumns, memoryAsOf, recordedBy } from "./as-of.ts";
 import { decodeCursor, encodeCursor } from "./cursor.ts";
 import { explainMemory } from "./explain.ts";
 import { memoriesToMarkdownFiles } from "./export-markdown.ts";
+import { registerGraphRoutes } from "./graph-routes.ts";
 import { isoDates, memoryColumns } from "./memory-row.ts";
+import { type Ctx, type Env, optionalBody, parseQuery, parseUuidParam, who } from "./request.ts";
 import {
   CorrectRequest,
   ExportQuery,
@@ -36,6 +40,7 @@ import {
   LifecycleRequest,
   ListQuery,
   type Memory,
+  MemoryQuery,
   RememberRequest,
   StatsQuery,
   WeakQuery,
@@ -48,22 +53,27 @@ export interface MemoryDeps {
   sql: Sql;
   config: Config;
   embedder: Embedder;
-  /** "Now" for decay predictions and purge dates; tests freeze it. */
+  /** Consolidation's model, for the in-process drain kickWorker starts (none: rules only). */
+  llm?: Llm;
+  /** "Now" for decay predictions, purge dates and episode times; tests freeze it. */
   clock?: () => Date;
+  /** Starts draining the queue after a route queued work (episodes' embeddings, consolidation); none: the worker's own schedule. */
+  kickWorker?: () => Promise<unknown>;
 }
 
 /** Production dependencies from the environment (index.ts; the local functions server may reuse it). */
 export function defaultDeps(): MemoryDeps {
   const config = loadConfig();
-  return {
+  const deps: MemoryDeps = {
     config,
     sql: createSql(config.databaseUrl, { max: config.dbPoolMax, applicationName: "devai-memory:memory" }),
     embedder: createEmbedder(config),
+    llm: createLlm(config),
   };
+  deps.kickWorker = () => drainQueue(deps, { maxJobs: 10 });
+  return deps;
 }
 
-type Env = { Bindings: { caller: Caller } };
-type Ctx = Context<Env>;
 type Row = Record<string, unknown>;
 
 const toMemory = (row: Row | undefined): Memory => isoDates(row!) as unknown as Memory;
@@ -75,38 +85,7 @@ function contentHashSql(q: Tx, content: string) {
   return q`encode(sha256(convert_to(lower(btrim(regexp_replace(${content}::text, ${"\\s+"}, ' ', 'g'))), 'UTF8')), 'hex')`;
 }
 
-function who(c: Ctx): TenantContext {
-  return { tenantId: c.env.caller.tenantId, actor: c.env.caller.actor };
-}
-
-function parseId(c: Ctx): string {
-  const raw = c.req.param("id") ?? "";
-  const result = uuid.safeParse(raw);
-  if (!result.success) {
-    throw new HttpError(400, "invalid_id", "memory id must be a uuid", [{ path: ["id"], message: "expected a uuid" }]);
-  }
-  return result.data.toLowerCase();
-}
-
-/** Query string → schema; a repeated parameter is ambiguous, so it is a 400 rather than a guess. */
-function parseQuery<T extends z.ZodType>(c: Ctx, schema: T): z.infer<T> {
-  const params = new URL(c.req.url).searchParams;
-  const out: Record<string, string> = {};
-  for (const [k, v] of params) {
-    if (k in out) throw new HttpError(400, "invalid_request", "invalid query string", [{ path: [k], message: "given more than once" }]);
-    out[k] = v;
-  }
-  return validate(schema, out, "query string");
-}
-
-/**
- * POST routes whose body is optional: no body, or an empty one (curl -X POST sends neither a
- * Content-Length nor a body; Deno still hands the handler an empty stream), means {}.
- */
-async function optionalBody<T extends z.ZodType>(req: Request, schema: T, maxBytes: number): Promise<z.infer<T>> {
-  if (req.body === null || req.headers.get("content-length") === "0") return validate(schema, {}, "request body");
-  return await parseJsonBody(req, schema, maxBytes, { emptyAs: {} });
-}
+const parseId = (c: Ctx) => parseUuidParam(c, "id", "memory id");
 
 function notFound(id: string): HttpError {
   return new HttpError(404, "not_found", `memory ${id} not found`);
@@ -122,6 +101,7 @@ async function findDuplicate(tx: Tx, content: string, scopes: string[]): Promise
   const [row] = await tx`
     select ${memoryColumns(tx, "m")} from public.devai_memories m
      where m.content_hash = ${contentHashSql(tx, content)} and m.is_valid and m.state = 'active'
+       and m.source is distinct from 'conversation'
        and (m.namespace || '/') ^@ any (${scopes}::text[])
      order by (m.source = 'user_stated') desc, m.created_at, m.id
      limit 1`;
@@ -160,6 +140,9 @@ export function createHandler(deps: MemoryDeps): (req: Request) => Promise<Respo
   app.notFound((c) => {
     throw new HttpError(404, "route_not_found", `no route for ${c.req.method} ${new URL(c.req.url).pathname}`);
   });
+
+  // Episodes, sessions and entities (graph-routes.ts): before /memory/:id, which would take their paths.
+  registerGraphRoutes(app, { ...deps, clock });
 
   // -- remember ------------------------------------------------------------------------------
   app.post("/memory/remember", async (c) => {
@@ -203,6 +186,7 @@ export function createHandler(deps: MemoryDeps): (req: Request) => Promise<Respo
            ${body.memory_type}, ${namespace}, 'highest', 'user_stated', 1, 1, ${body.importance ?? 3},
            ${tx.json((body.metadata ?? {}) as never)}, ${body.session_id ?? null})
         returning ${memoryColumns(tx)}`;
+      await linkEntitiesByRules(tx, [{ id: row!.id as string, content: body.content }]);
       return { created: true, memory: toMemory(row) };
     }, { threadId: body.thread_id });
     return json(result, result.created ? 201 : 200);
@@ -214,15 +198,17 @@ export function createHandler(deps: MemoryDeps): (req: Request) => Promise<Respo
     const after = q.cursor ? decodeCursor(q.cursor) : undefined;
     // The cursor's timestamp is bound as text: bound as a timestamp, postgres.js would pass it
     // through a JS Date and drop the microseconds that order rows of the same millisecond.
+    // With as_of: the memories held at that instant, as they were then (as-of.ts).
     const rows = await withTenant(sql, who(c), (tx) =>
       tx`
-        select ${memoryColumns(tx, "m")},
+        select ${memoryColumns(tx, "m")}, ${asOfColumns(tx, q.as_of)},
                to_char(m.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') as cursor_ts
           from public.devai_memories m
+          ${recordedBy(tx, q.as_of)}
          where true
            ${q.namespace_prefix ? tx`and (m.namespace || '/') ^@ ${q.namespace_prefix + "/"}` : tx``}
            ${q.memory_type ? tx`and m.memory_type = ${q.memory_type}` : tx``}
-           ${q.state !== "all" ? tx`and m.state = ${q.state}` : tx``}
+           ${q.state !== "all" && !q.as_of ? tx`and m.state = ${q.state}` : tx``}
            ${q.is_valid !== undefined ? tx`and m.is_valid = ${q.is_valid}` : tx``}
            ${q.pinned !== undefined ? tx`and m.pinned = ${q.pinned}` : tx``}
            ${q.importance_min !== undefined ? tx`and m.importance >= ${q.importance_min}` : tx``}
@@ -239,8 +225,9 @@ export function createHandler(deps: MemoryDeps): (req: Request) => Promise<Respo
       ? encodeCursor({ createdAt: last.cursor_ts as string, id: last.id as string })
       : null;
     return json({
-      memories: page.map(({ cursor_ts: _, ...m }) => toMemory(m)),
+      memories: page.map(({ cursor_ts: _, ...m }) => toMemory(memoryAsOf(m))),
       next_cursor,
+      ...(q.as_of ? { as_of: q.as_of } : {}),
     });
   });
 
@@ -254,6 +241,7 @@ export function createHandler(deps: MemoryDeps): (req: Request) => Promise<Respo
         select ${memoryColumns(tx, "m")}
           from public.devai_memories m
          where m.is_valid and m.state = 'active' and not m.pinned and m.priority <> 'highest'
+           and m.source is distinct from 'conversation'
          order by public.memory_decayed_strength(m.base_strength, m.last_accessed_at, ${now}::timestamptz, ${settings.decayBase}::float8), m.id
          limit ${q.limit}`;
       return { rows, settings };
@@ -291,7 +279,7 @@ export function createHandler(deps: MemoryDeps): (req: Request) => Promise<Respo
         select ${memoryColumns(tx, "m")} from public.devai_memories m order by m.created_at, m.id`).map(toMemory);
       if (q.format === "markdown") return { memories, relations: [], history: [] };
       const relations = await tx`
-        select id, from_id, to_id, relation_type, strength, created_at
+        select id, from_id, to_id, relation_type, strength, confidence, evidence, valid_from, valid_until, created_at
           from public.memory_relations order by created_at, id`;
       const history = await tx`
         select id, memory_id, event, old_ref, new_ref, actor, old_content, new_content, meta, ts
@@ -320,11 +308,14 @@ export function createHandler(deps: MemoryDeps): (req: Request) => Promise<Respo
   // -- one memory ----------------------------------------------------------------------------
   app.get("/memory/:id", async (c) => {
     const id = parseId(c);
+    const q = parseQuery(c, MemoryQuery);
     const [row] = await withTenant(sql, who(c), (tx) =>
-      tx`select ${memoryColumns(tx, "m")} from public.devai_memories m where m.id = ${id}`
+      tx`select ${memoryColumns(tx, "m")}, ${asOfColumns(tx, q.as_of)}
+           from public.devai_memories m ${recordedBy(tx, q.as_of, { held: false })} where m.id = ${id}`
     );
-    if (!row) throw notFound(id);
-    return json({ memory: toMemory(row) });
+    if (!row) throw q.as_of ? new HttpError(404, "not_found", `memory ${id} not found, or not recorded yet at ${q.as_of}`) : notFound(id);
+    if (!q.as_of) return json({ memory: toMemory(row) });
+    return json({ memory: toMemory(memoryAsOf(row)), as_of: q.as_of, held: row.as_of_held === true });
   });
 
   app.get("/memory/:id/history", async (c) => {
@@ -382,6 +373,7 @@ export function createHandler(deps: MemoryDeps): (req: Request) => Promise<Respo
            ${tx.json(metadata as never)}, ${body.session_id ?? null})
         returning ${memoryColumns(tx)}`;
       const memory = toMemory(created);
+      await linkEntitiesByRules(tx, [memory]);
       // The trigger records MERGE for the old memory (superseded_by set) with new_ref = the new id.
       const [superseded] = await tx`
         update public.devai_memories set superseded_by = ${memory.id}, is_valid = false

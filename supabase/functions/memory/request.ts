@@ -1,0 +1,45 @@
+// What every route of the `memory` function reads from a request: the tenant (set by auth in
+// handler.ts), query strings and optional bodies, validated the one way (a 400 with zod issues).
+import type { Context } from "hono";
+import type { z } from "zod";
+import type { Caller } from "../_shared/auth.ts";
+import type { TenantContext } from "../_shared/db.ts";
+import { HttpError, parseJsonBody, validate } from "../_shared/http.ts";
+import { uuid } from "../_shared/schemas.ts";
+
+export type Env = { Bindings: { caller: Caller } };
+export type Ctx = Context<Env>;
+
+export function who(c: Ctx): TenantContext {
+  return { tenantId: c.env.caller.tenantId, actor: c.env.caller.actor };
+}
+
+/** A path parameter that must be a uuid (lower-cased); `what` names it in the 400. */
+export function parseUuidParam(c: Ctx, name: string, what: string): string {
+  const raw = c.req.param(name) ?? "";
+  const result = uuid.safeParse(raw);
+  if (!result.success) {
+    throw new HttpError(400, "invalid_id", `${what} must be a uuid`, [{ path: [name], message: "expected a uuid" }]);
+  }
+  return result.data.toLowerCase();
+}
+
+/** Query string → schema; a repeated parameter is ambiguous, so it is a 400 rather than a guess. */
+export function parseQuery<T extends z.ZodType>(c: Ctx, schema: T): z.infer<T> {
+  const params = new URL(c.req.url).searchParams;
+  const out: Record<string, string> = {};
+  for (const [k, v] of params) {
+    if (k in out) throw new HttpError(400, "invalid_request", "invalid query string", [{ path: [k], message: "given more than once" }]);
+    out[k] = v;
+  }
+  return validate(schema, out, "query string");
+}
+
+/**
+ * POST routes whose body is optional: no body, or an empty one (curl -X POST sends neither a
+ * Content-Length nor a body; Deno still hands the handler an empty stream), means {}.
+ */
+export async function optionalBody<T extends z.ZodType>(req: Request, schema: T, maxBytes: number): Promise<z.infer<T>> {
+  if (req.body === null || req.headers.get("content-length") === "0") return validate(schema, {}, "request body");
+  return await parseJsonBody(req, schema, maxBytes, { emptyAs: {} });
+}
