@@ -1,7 +1,7 @@
 // Calls the `memory` function's handler directly (no network), the way Supabase passes the path:
 // /memory/... Shared by the tests/memory_*.test.ts files.
 import { createHandler } from "../../supabase/functions/memory/handler.ts";
-import { localEmbedder } from "../../supabase/functions/_shared/embeddings.ts";
+import { type Embedder, localEmbedder } from "../../supabase/functions/_shared/embeddings.ts";
 import type { Sql } from "../../supabase/functions/_shared/db.ts";
 import { type ConfigOverrides, testConfig } from "./config.ts";
 import { serviceHeaders, userHeaders } from "./auth.ts";
@@ -9,6 +9,8 @@ import { serviceHeaders, userHeaders } from "./auth.ts";
 export interface MemoryApiOptions {
   config?: ConfigOverrides;
   clock?: () => Date;
+  /** Default: the local embedder (episodes are embedded in the request). */
+  embedder?: Embedder;
 }
 
 export interface CallOptions {
@@ -30,7 +32,7 @@ export interface ApiResponse {
 export type MemoryApi = (method: string, path: string, opts?: CallOptions) => Promise<ApiResponse>;
 
 export function memoryApi(sql: Sql, opts: MemoryApiOptions = {}): MemoryApi {
-  const handler = createHandler({ sql, config: testConfig(opts.config), embedder: localEmbedder(), clock: opts.clock });
+  const handler = createHandler({ sql, config: testConfig(opts.config), embedder: opts.embedder ?? localEmbedder(), clock: opts.clock });
   return async (method, path, call = {}) => {
     const headers = call.headers ?? (call.as ? await userHeaders(call.as) : {});
     const init: RequestInit = { method, headers };

@@ -20,10 +20,10 @@ const FILE = new RegExp(
 // Framework names that look like files: Node.js is a tool, app.js is a file.
 const TOOLS_NAMED_LIKE_FILES = new Set(["node.js", "next.js", "vue.js", "nuxt.js", "express.js", "three.js", "d3.js", "chart.js", "nest.js", "ember.js", "backbone.js", "socket.io"]);
 const DOTFILES = /(?<![\w/.-])(\.(?:env(?:\.[\w-]+)?|gitignore|dockerignore|npmrc|nvmrc|eslintrc(?:\.\w+)?|prettierrc(?:\.\w+)?|editorconfig))(?![\w/-])/g;
-const WELL_KNOWN_FILES = /(?<![\w/.-])(Dockerfile|Makefile|Procfile|Gemfile|Rakefile|Justfile|Caddyfile|Jenkinsfile)(?![\w.-])/g;
+const WELL_KNOWN_FILES = /(?<![\w/.-])(Dockerfile|Makefile|Procfile|Gemfile|Rakefile|Justfile|Caddyfile|Jenkinsfile)(?![\w-]|\.\w)/g;
 
 // name@version, scoped or not: react@18.3.1, @types/node@20, zod@^4.1.0; npm:/jsr: specifiers too.
-const PACKAGE_VERSION = /(?<![\w/.-])(?:npm:|jsr:)?((?:@[a-z0-9][\w.-]*\/)?[a-z0-9][\w.-]*)@([\^~]?\d+(?:\.[\dx*]+){0,3}(?:-[\w.]+)?)(?![\w.])/gi;
+const PACKAGE_VERSION = /(?<![\w/.-])(?:npm:|jsr:)?((?:@[a-z0-9][\w.-]*\/)?[a-z0-9][\w.-]*)@([\^~]?\d+(?:\.[\dx*]+){0,3}(?:-[\w.]*\w)?)(?![\w]|\.\w)/gi;
 // Packages named by an install command: `npm install zod`, `pip install requests`, `cargo add serde`.
 const INSTALL = /\b(?:npm\s+(?:install|i|add)|pnpm\s+(?:add|install|i)|yarn\s+add|bun\s+add|pip3?\s+install|poetry\s+add|cargo\s+add|go\s+get|gem\s+install)((?:\s+(?:-{1,2}[\w-]+|(?:@[\w.-]+\/)?[\w.-]+(?:@[\^~]?[\w.*-]+)?))+)/gi;
 
@@ -71,7 +71,7 @@ const VERBS: Record<string, string> = {
 };
 const CODE_ONLY_PROGRAMS = ["make", "node", "python", "python3", "psql", "curl", "just", "tsc", "jest", "vitest", "pytest", "ruby", "rails", "mvn", "gradle", "dotnet", "php", "composer", "mix", "sqlite3", "redis-cli"];
 const PROSE_COMMAND = new RegExp(
-  String.raw`(?<![\w./-])(${Object.keys(VERBS).join("|")})\s+(${Object.values(VERBS).map((v) => `(?:${v})`).join("|")})(?![\w-])(?:\s+(?!-)([\w:./@-]+))?`,
+  String.raw`(?<![\w./-])(?:${Object.entries(VERBS).map(([p, v]) => `${p}\\s+(?:${v})`).join("|")})(?![\w-])(?:\s+(?!-)[\w:./@-]+)?`,
   "g",
 );
 const CODE_COMMAND = new RegExp(
@@ -140,7 +140,10 @@ export function extractEntityMentions(text: string): EntityMention[] {
     if (NOT_FUNCTIONS.has(name.toLowerCase())) continue;
     if (m[2] || CALL_SHAPED.test(name)) add(`${name}()`, "function", m[0], m.index!);
   }
-  for (const m of rest.matchAll(PROSE_COMMAND)) add(commandName(m[1]!, m[2], m[3]), "command", m[0], m.index!);
+  for (const m of rest.matchAll(PROSE_COMMAND)) {
+    const [program, verb, arg] = m[0].trim().split(/\s+/);
+    add(commandName(program!, verb, arg), "command", m[0], m.index!);
+  }
   for (const line of codeLines(text)) {
     const m = CODE_COMMAND.exec(line);
     if (!m) continue;

@@ -84,7 +84,7 @@ export async function entityProfile(tx: Tx, id: string): Promise<EntityProfile |
       from public.memory_entity_links l
       join public.devai_memories m on m.id = l.memory_id
      where l.entity_id = ${id} and m.source = 'conversation' and m.state = 'active'
-     order by m.valid_from desc, m.id desc
+     order by m.valid_from desc, (m.metadata ->> 'seq')::int desc, m.id desc
      limit ${PROFILE_ROWS}`;
   return {
     entity: isoDates(entity) as unknown as Entity,

@@ -38,7 +38,7 @@ export async function sourceEpisodes(tx: Tx, id: string): Promise<SourceEpisode[
       from public.memory_relations r
       join public.devai_memories m on m.id = r.to_id
      where r.from_id = ${id} and r.relation_type = 'derived_from'
-     order by m.valid_from, m.id
+     order by m.valid_from, (m.metadata ->> 'seq')::int, m.id
      limit ${MAX_SOURCES}`;
   return rows.map((r) => ({ ...isoDates(r), confidence: Number(r.confidence) }) as unknown as SourceEpisode);
 }
