@@ -20,10 +20,12 @@ import type {
   HistoryQuery,
   LifecycleRequest,
   LifecycleResponse,
+  EntityListQuery,
   ListQuery,
   ListResponse,
   MarkdownFile,
   Memory,
+  MemoryQuery,
   Relation,
   RememberRequest,
   RememberResponse,
@@ -32,6 +34,8 @@ import type {
 } from "../supabase/functions/memory/schemas.ts";
 import type { MemoryStats } from "../supabase/functions/memory/stats.ts";
 import type { Explanation } from "../supabase/functions/memory/explain.ts";
+import type { EntityListItem, EntityProfile } from "../supabase/functions/memory/entities.ts";
+import type { EpisodeBatchRequest, EpisodeBatchResult } from "../supabase/functions/_shared/episodes.ts";
 import type {
   QueryRequest,
   QueryResponse,
@@ -46,6 +50,7 @@ import type { JobStatus, jobView } from "../supabase/functions/_shared/jobs.ts";
 
 export type { Explanation, HistoryEntry, MarkdownFile, Memory, MemoryStats, QueryResponse, Relation, RetrieveResponse };
 export type { CorrectResponse, LifecycleResponse, ListResponse, RememberResponse };
+export type { EntityListItem, EntityProfile, EpisodeBatchResult };
 
 /** The header a service_role caller names its tenant in (supabase/functions/_shared/auth.ts). */
 export const TENANT_HEADER = "x-devai-tenant";
@@ -62,6 +67,7 @@ export type LifecycleInput = z.input<typeof LifecycleRequest>;
 export type ExtractInput = z.input<typeof ExtractRequestSchema>;
 export type CompactInput = z.input<typeof CompactRequestSchema>;
 export type DedupInput = z.input<typeof DedupRequestSchema>;
+export type EpisodesInput = z.input<typeof EpisodeBatchRequest>;
 
 /**
  * Query-string schemas take text ("true", "20"); the SDK also accepts the natural JS values
@@ -74,13 +80,33 @@ export type ListParams = QueryParams<z.input<typeof ListQuery>>;
 export type HistoryParams = QueryParams<z.input<typeof HistoryQuery>>;
 export type WeakParams = QueryParams<z.input<typeof WeakQuery>>;
 export type StatsParams = QueryParams<z.input<typeof StatsQuery>>;
+export type GetParams = QueryParams<z.input<typeof MemoryQuery>>;
+export type EntityListParams = QueryParams<z.input<typeof EntityListQuery>>;
 export type ExportFormat = NonNullable<z.input<typeof ExportQuery>["format"]>;
 
 // ---------------------------------------------------------------------------------------------
 // Response types the functions do not export as interfaces (kept in step with their handlers)
 
 export interface GetResponse {
+  /** With as_of: the memory as it was then (content, validity, supersede from its history). */
   memory: Memory;
+  as_of?: string;
+  /** With as_of: whether the memory held then (recorded, not superseded, contradicted or forgotten). */
+  held?: boolean;
+}
+
+/** 202 from POST memory/sessions/{id}/end: the session's consolidation job (one per session). */
+export interface EndSessionResponse {
+  session_id: string;
+  /** False when the session had ended before (explicitly, by a new session on its thread, or idle). */
+  ended_now: boolean;
+  job_id: string | null;
+  job_status: JobStatus | null;
+  deduplicated: boolean;
+}
+
+export interface EntityListResponse {
+  entities: EntityListItem[];
 }
 
 export interface HistoryResponse {
@@ -329,7 +355,8 @@ export function createMemoryClient(opts: MemoryClientOptions) {
     // -- memory (CRUD) -----------------------------------------------------------------------
     /** A user-stated fact (priority highest, never decays); an exact duplicate returns created: false. */
     remember: (body: RememberInput) => call<RememberResponse>("memory/remember", "POST", body),
-    get: (id: string) => call<GetResponse>(`memory/${idPath(id)}`, "GET"),
+    /** One memory; with as_of, as it was at that instant. */
+    get: (id: string, params: GetParams = {}) => call<GetResponse>(`memory/${idPath(id)}${queryString(params)}`, "GET"),
     /** Newest first; pass next_cursor back as cursor for the next page. */
     list: (params: ListParams = {}) => call<ListResponse>(`memory${queryString(params)}`, "GET"),
     /** Replaces a memory: the new one supersedes it (history MERGE). */
@@ -343,7 +370,7 @@ export function createMemoryClient(opts: MemoryClientOptions) {
     unpin: (id: string, body?: LifecycleInput) => call<LifecycleResponse>(`memory/${idPath(id)}/unpin`, "POST", body),
     history: (id: string, params: HistoryParams = {}) =>
       call<HistoryResponse>(`memory/${idPath(id)}/history${queryString(params)}`, "GET"),
-    /** Supersede chain, relations, source session, history summary and decay outlook. */
+    /** Supersede chain (with validity), typed edges, source episodes, entities, history summary and decay outlook. */
     explain: (id: string) => call<Explanation>(`memory/${idPath(id)}/explain`, "GET"),
     /** What will decay soon. */
     weak: (params: WeakParams = {}) => call<WeakResponse>(`memory/weak${queryString(params)}`, "GET"),
@@ -351,6 +378,16 @@ export function createMemoryClient(opts: MemoryClientOptions) {
     /** The tenant's memories as JSON (with relations and history) or as Markdown files. */
     export: (<F extends ExportFormat = "json">(format?: F) =>
       call<F extends "markdown" ? MarkdownExport : JsonExport>(`memory/export${queryString({ format: format ?? "json" })}`, "GET")),
+
+    // -- graph: episodes, sessions, entities ----------------------------------------------------
+    /** Every message as it happens (no LLM): a batch of up to 50, idempotent per (session, message). */
+    episodes: (body: EpisodesInput) => call<EpisodeBatchResult>("memory/episodes", "POST", body),
+    /** The session is over: its consolidation into facts is queued (once per session). */
+    endSession: (sessionId: string) => call<EndSessionResponse>(`memory/sessions/${idPath(sessionId)}/end`, "POST"),
+    /** The tenant's entities, by mentions; q matches names, aliases and summaries as plain text. */
+    entities: (params: EntityListParams = {}) => call<EntityListResponse>(`memory/entities${queryString(params)}`, "GET"),
+    /** An entity's profile, the facts that mention it (newest first) and its timeline of episodes. */
+    entity: (id: string) => call<EntityProfile>(`memory/entities/${idPath(id)}`, "GET"),
 
     // -- write path ----------------------------------------------------------------------------
     /**

@@ -65,6 +65,10 @@ Deno.test({ name: "episodes: each message becomes an episodic memory with role, 
   assert.equal(edges.length, 4);
   for (let i = 0; i < 4; i++) assert.equal(next.get(rows[i]!.id), rows[i + 1]!.id, `episode ${i} → ${i + 1}`);
 
+  const [logged] = await sql`select count(*)::int as n from public.memory_change_log where owner_id = ${t}`;
+  assert.equal(logged!.n, 0, "the conversation is not a memory update: no delta-header rows");
+  const [history] = await sql`select count(*)::int as n from public.memory_history where owner_id = ${t} and event = 'ADD'`;
+  assert.equal(history!.n, 5, "but every episode is an ADD in the history");
   const [session] = await sql`select episode_count, last_episode_id from public.memory_sessions where owner_id = ${t}`;
   assert.deepEqual({ ...session }, { episode_count: 5, last_episode_id: rows[4]!.id });
   const [entity] = await sql`select mention_count from public.memory_entities where owner_id = ${t} and canonical_name = 'src/app.ts'`;

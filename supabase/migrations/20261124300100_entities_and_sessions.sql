@@ -18,10 +18,10 @@ $$;
 revoke all on function public.memory_entity_key(text) from public, anon;
 grant execute on function public.memory_entity_key(text) to authenticated, service_role;
 
--- The tenant-qualified keys an entity is found by, '<owner>|<key>' for its canonical name and
--- each alias: one GIN lookup per name, inside the tenant (a common alias of many tenants costs
--- nothing to the others). Generated column memory_entities.lookup_keys.
-create or replace function public.memory_entity_lookup_keys(p_owner uuid, p_names text[])
+-- The tenant-qualified keys of an entity's aliases, '<owner>|<key>': one GIN lookup per name,
+-- inside the tenant (a common alias of many tenants costs nothing to the others). Derived into
+-- memory_entities.alias_keys by trigger memory_entities_derive_keys.
+create or replace function public.memory_entity_alias_keys(p_owner uuid, p_names text[])
 returns text[]
 language sql
 immutable
@@ -33,8 +33,8 @@ as $$
     from (select public.memory_entity_key(n) as k from unnest(p_names) as n) keys
    where k <> ''
 $$;
-revoke all on function public.memory_entity_lookup_keys(uuid, text[]) from public, anon;
-grant execute on function public.memory_entity_lookup_keys(uuid, text[]) to authenticated, service_role;
+revoke all on function public.memory_entity_alias_keys(uuid, text[]) from public, anon;
+grant execute on function public.memory_entity_alias_keys(uuid, text[]) to authenticated, service_role;
 
 -- Entities: canonical identities (files, packages, services, people, ...) per tenant.
 create table public.memory_entities (
@@ -52,8 +52,11 @@ create table public.memory_entities (
   attributes      jsonb not null default '{}'::jsonb,
   created_at      timestamptz not null default now(),
   updated_at      timestamptz not null default now(),
-  normalized_name text generated always as (public.memory_entity_key(canonical_name)) stored,
-  lookup_keys     text[] generated always as (public.memory_entity_lookup_keys(owner_id, aliases || canonical_name)) stored,
+  -- Derived by trigger memory_entities_derive_keys (not generated columns: Postgres recomputes
+  -- every stored generated column on every update of a table with a BEFORE UPDATE trigger, and a
+  -- mention bump is the most frequent update here).
+  normalized_name text not null,
+  alias_keys      text[] not null default '{}',
   constraint memory_entities_name_shape check (
     char_length(btrim(canonical_name)) between 1 and 200 and canonical_name !~ '[[:cntrl:]]'),
   constraint memory_entities_name_has_key check (normalized_name <> ''),
@@ -69,16 +72,39 @@ create table public.memory_entities (
   -- Lets links reference (id, owner_id), so a link can never join two tenants.
   constraint memory_entities_id_owner_key unique (id, owner_id)
 );
-create index memory_entities_lookup_keys on public.memory_entities using gin (lookup_keys);
+-- Canonical names resolve through the unique (owner_id, normalized_name) btree, aliases through
+-- this GIN index of the few entities that have any; prefix search uses the text_pattern_ops one.
+create index memory_entities_alias_keys on public.memory_entities using gin (alias_keys) where cardinality(alias_keys) > 0;
 create index memory_entities_owner_name on public.memory_entities (owner_id, normalized_name text_pattern_ops);
-create index memory_entities_to_enrich on public.memory_entities (owner_id, mention_count desc)
-  where summary is null;
+-- mention_count is in no index, so a mention bump can be a HOT update.
+create index memory_entities_to_enrich on public.memory_entities (owner_id) where summary is null;
+alter table public.memory_entities set (fillfactor = 80);
 
 comment on table public.memory_entities is
   'Entities (people, projects, files, packages, services, functions, commands, errors, ...) of one tenant, resolved by canonical name or alias, case- and punctuation-insensitively (public.memory_entity_key). See docs/graph.md#entities.';
 
+-- Derives normalized_name and alias_keys from canonical_name, aliases and owner_id; a value written
+-- directly is replaced. Called by the trigger below.
+create or replace function memory_private.derive_entity_keys()
+returns trigger
+language plpgsql
+set search_path = ''
+as $$
+begin
+  new.normalized_name := public.memory_entity_key(new.canonical_name);
+  new.alias_keys := public.memory_entity_alias_keys(new.owner_id, new.aliases);
+  return new;
+end;
+$$;
+revoke all on function memory_private.derive_entity_keys() from public;
+
+create trigger memory_entities_derive_keys
+  before insert or update of owner_id, canonical_name, aliases, normalized_name, alias_keys on public.memory_entities
+  for each row execute function memory_private.derive_entity_keys();
+
+-- updated_at moves when what an entity is changes, not when it is mentioned again.
 create trigger memory_entities_touch_updated_at
-  before update on public.memory_entities
+  before update of canonical_name, entity_type, aliases, summary, embedding, attributes on public.memory_entities
   for each row execute function memory_private.touch_updated_at();
 
 -- Which memories mention which entities.
@@ -208,11 +234,31 @@ create policy "Owners can update their sessions" on public.memory_sessions
 
 -- RPCs ------------------------------------------------------------------------------------------
 
+-- The entity a key names in tenant p_owner: the one whose canonical name has that key, else the
+-- most mentioned one with an alias of that key, else null. Two index lookups (the unique
+-- (owner_id, normalized_name) btree, the alias_keys GIN). Security invoker: RLS applies, so a
+-- caller only ever resolves among its own entities. Called by link_memory_entities.
+create or replace function public.memory_entity_resolve(p_owner uuid, p_key text)
+returns uuid
+language sql
+stable
+security invoker
+set search_path = ''
+as $$
+  select coalesce(
+    (select e.id from public.memory_entities e where e.owner_id = p_owner and e.normalized_name = p_key),
+    (select e.id from public.memory_entities e
+      where cardinality(e.alias_keys) > 0 and e.alias_keys && array[p_owner::text || '|' || p_key]
+      order by e.mention_count desc, e.id limit 1))
+$$;
+revoke all on function public.memory_entity_resolve(uuid, text) from public, anon;
+grant execute on function public.memory_entity_resolve(uuid, text) to authenticated, service_role;
+
 -- Links memories to entities, as the signed-in tenant (security invoker: RLS and the composite
 -- foreign keys apply). p_links: a JSON array (at most 500) of
 --   {"memory_id", "name", "type", "mention"?, "confidence"? (1), "source"? ('rules')}.
 -- Each name is resolved inside the tenant by its key (public.memory_entity_key) against canonical
--- names first, then aliases (the entity with most mentions wins); a name that resolves to nothing
+-- names first, then aliases (public.memory_entity_resolve); a name that resolves to nothing
 -- becomes a new entity of the given type (the first type seen wins: an entity keeps its type).
 -- A link that exists already is left as it is; each new link adds one to its entity's
 -- mention_count and moves last_seen_at. Returns the number of new links. Names without a key
@@ -246,29 +292,31 @@ begin
     from jsonb_array_elements(p_links) as l
    where public.memory_entity_key(l ->> 'name') <> '' and (l ->> 'name') !~ '[[:cntrl:]]';
 
-  -- 1. names no entity answers to become entities (a concurrent insert of the same name wins quietly)
+  -- 1. keys no entity answers to become entities (a concurrent insert of the same name wins quietly)
+  with unknown as materialized (
+    select k.key
+      from (select distinct r.key from jsonb_to_recordset(v_links) as r(key text)) k
+     where public.memory_entity_resolve(v_owner, k.key) is null
+  )
   insert into public.memory_entities (owner_id, canonical_name, entity_type)
   select distinct on (r.key) v_owner, r.name, r.type
     from jsonb_to_recordset(v_links) as r(name text, type text, confidence real, key text)
-   where not exists (select from public.memory_entities e where e.lookup_keys && array[v_owner::text || '|' || r.key])
+    join unknown u on u.key = r.key
    order by r.key, r.confidence desc, r.name
   on conflict (owner_id, normalized_name) do nothing;
 
-  -- 2. resolve every name, link, and count the new mentions
-  with resolved as (
-    select r.memory_id, r.mention, r.confidence, r.source,
-           (select e.id from public.memory_entities e
-             where e.lookup_keys && array[v_owner::text || '|' || r.key]
-             order by (e.normalized_name = r.key) desc, e.mention_count desc, e.id
-             limit 1) as entity_id
-      from jsonb_to_recordset(v_links) as r(memory_id uuid, mention text, confidence real, source text, key text)
+  -- 2. resolve each key once, link, and count the new mentions
+  with keys as materialized (
+    select k.key, public.memory_entity_resolve(v_owner, k.key) as entity_id
+      from (select distinct r.key from jsonb_to_recordset(v_links) as r(key text)) k
   ),
   linked as (
     insert into public.memory_entity_links (owner_id, memory_id, entity_id, mention, confidence, source)
-    select distinct on (x.memory_id, x.entity_id) v_owner, x.memory_id, x.entity_id, x.mention, x.confidence, x.source
-      from resolved x
-     where x.entity_id is not null
-     order by x.memory_id, x.entity_id, x.confidence desc
+    select distinct on (r.memory_id, k.entity_id) v_owner, r.memory_id, k.entity_id, r.mention, r.confidence, r.source
+      from jsonb_to_recordset(v_links) as r(memory_id uuid, mention text, confidence real, source text, key text)
+      join keys k on k.key = r.key
+     where k.entity_id is not null
+     order by r.memory_id, k.entity_id, r.confidence desc
     on conflict (memory_id, entity_id) do nothing
     returning entity_id
   ),

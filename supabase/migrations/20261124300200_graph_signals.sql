@@ -249,12 +249,21 @@ begin
   end if;
 
   return query
-  with entities as (
-    select e.id, e.canonical_name, e.entity_type,
-           case when e.normalized_name = any (v_keys) then 1.0 else 0.8 end::double precision as quality
+  with matched as (
+    select e.id, 1.0::double precision as quality
       from public.memory_entities e
-     where e.lookup_keys && (select array_agg(v_owner::text || '|' || k) from unnest(v_keys) as k)
-     order by (e.normalized_name = any (v_keys)) desc, e.mention_count desc, e.id
+     where e.owner_id = v_owner and e.normalized_name = any (v_keys)
+    union all
+    select e.id, 0.8
+      from public.memory_entities e
+     where cardinality(e.alias_keys) > 0
+       and e.alias_keys && (select array_agg(v_owner::text || '|' || k) from unnest(v_keys) as k)
+  ),
+  entities as (
+    select e.id, e.canonical_name, e.entity_type, q.quality
+      from (select m.id, max(m.quality) as quality from matched m group by m.id) q
+      join public.memory_entities e on e.id = q.id
+     order by q.quality desc, e.mention_count desc, e.id
      limit 20
   ),
   hits as (

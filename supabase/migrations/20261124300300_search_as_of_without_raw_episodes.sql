@@ -14,6 +14,21 @@
 --
 -- Everything else is 20261123000300's match_memories and 20261122003000's query_memories: the
 -- new parameter comes last, so positional calls keep working. The old signatures are dropped.
+--
+-- The HNSW index leaves raw episodes out too: it holds the rows vector search can return (as in
+-- 20261123000500), and inserting an episode's vector into it was most of the cost of storing a
+-- batch of episodes (10k-memory corpus, 2 busy cores: a batch of 10 took ~25 ms without vectors,
+-- ~60 ms with them). Episodes keep their embedding (an exact search over a session or a scope can
+-- still rank them) and their fts entry (keyword search finds them at once). The search paths below
+-- filter on the index predicate literally, so the planner proves it. Rebuilding the index takes
+-- about 30 s per 100k memories on 2 cores; writes wait meanwhile, reads do not.
+
+drop index public.devai_memories_embedding_hnsw;
+create index devai_memories_embedding_hnsw on public.devai_memories
+  using hnsw (embedding extensions.vector_cosine_ops) with (m = 16, ef_construction = 64)
+  where is_valid and state = 'active' and source is distinct from 'conversation';
+comment on index public.devai_memories_embedding_hnsw is
+  'HNSW cosine index (m=16, ef_construction=64) over the rows match_memories can return: valid, active, not raw episodes. See migrations 20261123000500 and 20261124300300.';
 
 drop function public.match_memories(extensions.vector, text, integer, double precision, uuid, text, text[]);
 drop function public.query_memories(extensions.vector, text[], text, text[], integer, double precision, text, uuid,

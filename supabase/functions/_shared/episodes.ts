@@ -5,7 +5,9 @@
 // at once (fts is derived on insert) and embedded in the same request by the local embedder, or by
 // a queued 'embed' job with a remote one. Idempotent per (session, message digest). The session's
 // row in memory_sessions is locked for the batch, so concurrent batches of one session append one
-// after the other. docs/graph.md#episodes.
+// after the other. Episodes are the conversation itself: each is an ADD in the history, but not a
+// change-log row (the delta header reports memory updates, not the turns the agent just had).
+// docs/graph.md#episodes.
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import type { Tx } from "./db.ts";
@@ -86,13 +88,14 @@ export function assertNotInFuture(batch: EpisodeBatchRequest, now: Date): void {
   if (issues.length > 0) throw new HttpError(400, "invalid_request", "invalid request body", issues);
 }
 
+/** The session's row as row_to_json gives it. */
 interface SessionRow {
   id: string;
   project: string | null;
   namespace: string;
   episode_count: number;
   last_episode_id: string | null;
-  ended_at: Date | null;
+  ended_at: string | null;
   created: boolean;
 }
 
@@ -106,25 +109,30 @@ export async function ingestEpisodes(
 ): Promise<EpisodeBatchResult> {
   const { batch, tenantId } = input;
   const namespace = episodeNamespace(input.root, batch.project);
-  // Opens the session or locks its row: the no-op update takes the row lock for this transaction.
-  const [session] = await tx<SessionRow[]>`
-    insert into public.memory_sessions as s (owner_id, session_id, thread_id, project, namespace)
-    values (${tenantId}, ${batch.session_id}, ${batch.thread_id ?? null}, ${batch.project ?? null}, ${namespace})
-    on conflict (owner_id, session_id) do update set episode_count = s.episode_count
-    returning s.id, s.project, s.namespace, s.episode_count, s.last_episode_id, s.ended_at, (s.xmax = 0) as created`;
+  const digests = batch.messages.map(episodeDigest);
+  // One round trip: open the session or lock its row (the no-op update takes the row lock for this
+  // transaction), find the messages stored already, and keep this transaction's episode inserts
+  // out of the change log ('bulk': the writer logs itself, and episodes are not logged).
+  const [opened] = await tx<{ session: SessionRow; existing: { id: string; digest: string; seq: number }[] }[]>`
+    with s as (
+      insert into public.memory_sessions as s (owner_id, session_id, thread_id, project, namespace)
+      values (${tenantId}, ${batch.session_id}, ${batch.thread_id ?? null}, ${batch.project ?? null}, ${namespace})
+      on conflict (owner_id, session_id) do update set episode_count = s.episode_count
+      returning s.id, s.project, s.namespace, s.episode_count, s.last_episode_id, s.ended_at, (s.xmax = 0) as created
+    )
+    select (select row_to_json(s) from s) as session,
+           (select coalesce(json_agg(json_build_object('id', m.id, 'digest', m.metadata ->> 'digest', 'seq', (m.metadata ->> 'seq')::int)), '[]')
+              from public.devai_memories m
+             where m.owner_id = ${tenantId} and m.session_id = ${batch.session_id} and m.source = 'conversation'
+               and m.metadata ->> 'digest' = any (${digests}::text[])) as existing,
+           set_config('memory.change_log', 'bulk', true) as change_log`;
+  const session = opened!.session;
   if (!session!.created && (session!.project ?? undefined) !== batch.project) {
     throw new HttpError(409, "session_project_mismatch",
       `session ${batch.session_id} belongs to ${session!.project ? `project ${session!.project}` : "no project"}; its episodes stay in one scope`);
   }
 
-  const digests = batch.messages.map(episodeDigest);
-  const existing = new Map(
-    (await tx<{ id: string; digest: string; seq: number }[]>`
-      select id, metadata ->> 'digest' as digest, (metadata ->> 'seq')::int as seq
-        from public.devai_memories
-       where owner_id = ${tenantId} and session_id = ${batch.session_id} and source = 'conversation'
-         and metadata ->> 'digest' = any (${digests}::text[])`).map((r) => [r.digest, r]),
-  );
+  const existing = new Map(opened!.existing.map((r) => [r.digest, r]));
   const fresh: number[] = [];
   const seenInBatch = new Set<string>();
   digests.forEach((d, i) => {

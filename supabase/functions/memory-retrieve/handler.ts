@@ -12,6 +12,9 @@
 //   then query_memories applies categories and filters in SQL; bullets or full rows within the
 //   budget; returned memories are reinforced and the search is recorded.
 //
+// With as_of (both modes) the search answers from what the memory held at that instant
+// (docs/graph.md#as-of); nothing is reinforced and no related bullets are added.
+//
 // Everything a request writes happens in its one tenant transaction, after validation, so a 4xx
 // writes nothing.
 import { authenticate, type Caller } from "../_shared/auth.ts";

@@ -53,7 +53,7 @@ export async function listEntities(tx: Tx, q: EntityListQuery): Promise<EntityLi
       select ${tx.unsafe(ENTITY_COLUMNS)},
              case when ${text}::text is null then null
                   when k.key <> '' and e.normalized_name = k.key then 'name'
-                  when k.key <> '' and e.lookup_keys && array[k.lookup] then 'alias'
+                  when k.key <> '' and cardinality(e.alias_keys) > 0 and e.alias_keys && array[k.lookup] then 'alias'
                   when k.key <> '' and starts_with(e.normalized_name, k.key) then 'prefix'
                   when k.key <> '' and strpos(e.normalized_name, k.key) > 0 then 'contains'
                   when e.summary is not null and to_tsvector('english', e.summary) @@ k.words then 'summary'

@@ -7,11 +7,13 @@
 //   GET  /memory/export              ?format=json|markdown, soft-deleted memories included and flagged
 //   GET  /memory/{id}                one memory
 //   GET  /memory/{id}/history        its audit rows, newest first
-//   GET  /memory/{id}/explain        supersede chain, relations, source, history summary, decay outlook
+//   GET  /memory/{id}/explain        supersede chain, typed edges, source episodes, entities, history, decay outlook
 //   POST /memory/{id}/correct        new memory supersedes it (+ 'supersedes' relation); 409 if already replaced
 //   POST /memory/{id}/forget         soft delete; purged after the grace period
 //   POST /memory/{id}/restore        undo forget (or an invalidation that was not a supersede)
 //   POST /memory/{id}/pin|confirm    protected from decay (strength 1.0); /unpin undoes it
+//   POST /memory/episodes, POST /memory/sessions/{id}/end, GET /memory/entities[/{id}]: graph-routes.ts
+// GET /memory and GET /memory/{id} take as_of: what was held at that instant (as-of.ts).
 // Every request is one or two tenant transactions (withTenant → RLS): another tenant's id is
 // simply not found, a 404 like an unknown id, so ids cannot be probed. History is written by the
 // database triggers, never here.
