@@ -157,6 +157,25 @@ Deno.test({ name: "consolidation without an LLM: the rules alone run, the model'
   }
 });
 
+Deno.test({ name: "consolidation: a model whose output stays invalid does not cost the rules' facts; the job is done, the failure recorded", ...opts }, async () => {
+  const env = await writeEnv();
+  try {
+    const t = newTenant();
+    env.fake.onChat(CONSOLIDATION_MARK, [reply.text("not json"), reply.text("still { not json")]);
+    const episodes = await endedSession(env, t, "s1");
+    const report = await drainAll(env.deps, t);
+    assert.deepEqual([report.done, report.dead, report.retried], [1, 0, 0], JSON.stringify(report.jobs));
+    const facts = await env.sql<{ id: string; content: string }[]>`
+      select id, content from public.devai_memories where owner_id = ${t} and source is distinct from 'conversation'`;
+    assert.deepEqual(facts.map((f) => f.content), ["@lena owns the release process."]);
+    assert.deepEqual((await derivedFrom(env, facts[0]!.id)).map((e) => e.to_id), [episodes[2]!]);
+    const [job] = (await jobsOf(env.sql, t)).filter((j) => j.kind === "consolidate");
+    assert.match((job!.result as { llm: string }).llm, /^failed: LlmOutputError/);
+  } finally {
+    await env.close();
+  }
+});
+
 Deno.test({ name: "explain shows a consolidated fact's provenance: source episodes, supersede chain with validity, entities, typed edges", ...opts }, async () => {
   const env = await writeEnv();
   try {

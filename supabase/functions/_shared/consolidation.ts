@@ -20,7 +20,7 @@ import type { WorkerDeps } from "./drain-queue.ts";
 import { type GraphEdge, insertEdges } from "./edges.ts";
 import { type EntityLink, type EntityMention, linkEntities } from "./entities.ts";
 import { completeJobInTx, type Job, PermanentJobError } from "./jobs.ts";
-import type { LlmUsage } from "./llm.ts";
+import { LlmOutputError, LlmRequestError, type LlmUsage } from "./llm.ts";
 import { extractByRules } from "./rule-extractor.ts";
 import { sessionId } from "./schemas.ts";
 import { validateContent } from "./writing-constraints.ts";
@@ -52,8 +52,13 @@ function candidateKey(c: Candidate): string | undefined {
   return v.ok ? v.content.toLowerCase() : undefined;
 }
 
-/** Rules and the model over the episodes: candidates, and where each one came from. */
-async function proposeFacts(deps: WorkerDeps, episodes: Episode[], project: string | undefined) {
+/**
+ * Rules and the model over the episodes: candidates, and where each one came from. A model that
+ * cannot help (output invalid after its repair round, a refused request, or any failure on the
+ * job's last attempt) leaves the rules' facts to be stored rather than losing them with the job;
+ * a transient failure before that is thrown, so the job is retried.
+ */
+async function proposeFacts(deps: WorkerDeps, job: Job, episodes: Episode[], project: string | undefined) {
   const provenance = new Map<string, Provenance>();
   const note = (c: Candidate, sources: number[], entities: EntityMention[], confidence: number) => {
     const key = candidateKey(c);
@@ -77,21 +82,29 @@ async function proposeFacts(deps: WorkerDeps, episodes: Episode[], project: stri
   const proposed: Candidate[][] = [];
   const usage: LlmUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0, requests: 0 };
   const categories = deps.llm ? await loadCategoryNames(deps.sql) : [];
+  let modelFailure: string | undefined;
   if (deps.llm) {
-    for (const chunk of chunkEpisodes(episodes)) {
-      const out = await deps.llm.completeJson(ConsolidationOutputSchema,
-        consolidationMessages(chunk.text, deps.config.namespaceRoot, project, categories), { name: "session_consolidation" });
-      for (const k of Object.keys(usage) as (keyof LlmUsage)[]) usage[k] += out.usage[k];
-      const candidates = out.value.stored.map(({ sources, entities, ...c }) => {
-        // Only the numbers this chunk showed: anything else is not an episode of it.
-        note(c, sources.filter((s) => s >= chunk.first && s <= chunk.last), entities.map((e) => ({ ...e, mention: e.name })), MODEL_CONFIDENCE);
-        return c;
-      });
-      proposed.push(candidates);
+    try {
+      for (const chunk of chunkEpisodes(episodes)) {
+        const out = await deps.llm.completeJson(ConsolidationOutputSchema,
+          consolidationMessages(chunk.text, deps.config.namespaceRoot, project, categories), { name: "session_consolidation" });
+        for (const k of Object.keys(usage) as (keyof LlmUsage)[]) usage[k] += out.usage[k];
+        proposed.push(out.value.stored.map(({ sources, entities, ...c }) => {
+          // Only the numbers this chunk showed: anything else is not an episode of it.
+          note(c, sources.filter((s) => s >= chunk.first && s <= chunk.last), entities.map((e) => ({ ...e, mention: e.name })), MODEL_CONFIDENCE);
+          return c;
+        }));
+      }
+    } catch (err) {
+      const lastAttempt = job.attempts >= job.max_attempts;
+      const hopeless = err instanceof LlmOutputError || (err instanceof LlmRequestError && !err.retryable);
+      if (!lastAttempt && !hopeless) throw err;
+      modelFailure = `${(err as Error).name}: ${(err as Error).message}`.slice(0, 500);
     }
   }
   const prepared = prepareCandidates({ stated, proposed }, { root: deps.config.namespaceRoot, project, categories });
-  return { prepared, provenance, usage, mode: deps.llm ? "llm+rules" as const : "rules" as const };
+  const mode = !deps.llm ? "rules" : modelFailure ? "rules (the model failed)" : "llm+rules";
+  return { prepared, provenance, usage, mode, modelFailure };
 }
 
 export async function consolidateSession(deps: WorkerDeps, job: Job, workerId: string): Promise<void> {
@@ -114,7 +127,7 @@ export async function consolidateSession(deps: WorkerDeps, job: Job, workerId: s
   const session = read.session;
   const threadId = session.thread_id ?? undefined;
 
-  const proposal = session.consolidated_at ? undefined : await proposeFacts(deps, read.episodes, session.project ?? undefined);
+  const proposal = session.consolidated_at ? undefined : await proposeFacts(deps, job, read.episodes, session.project ?? undefined);
   const candidates = proposal?.prepared.candidates ?? [];
   const vectors = candidates.length > 0 ? await deps.embedder.embed(candidates.map((c) => c.content)) : [];
 
@@ -146,7 +159,7 @@ export async function consolidateSession(deps: WorkerDeps, job: Job, workerId: s
     const linked = await linkEntities(tx, links);
     const result = {
       mode: proposal.mode,
-      llm: deps.llm ? "used" : "skipped: no LLM configured",
+      llm: !deps.llm ? "skipped: no LLM configured" : proposal.modelFailure ? `failed: ${proposal.modelFailure}` : "used",
       episodes: read.episodes.length,
       candidates: candidates.length,
       counts: report.counts,
