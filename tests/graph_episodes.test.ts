@@ -6,8 +6,12 @@ import assert from "node:assert/strict";
 import { drainQueue } from "../supabase/functions/_shared/drain-queue.ts";
 import { LOCAL_EMBEDDING_MODEL } from "../supabase/functions/_shared/env.ts";
 import { MAX_EPISODES_PER_BATCH } from "../supabase/functions/_shared/episodes.ts";
+import { createHandler as createRetrieveHandler } from "../supabase/functions/memory-retrieve/handler.ts";
+import { localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
+import { userHeaders } from "./support/auth.ts";
+import { testConfig } from "./support/config.ts";
 import { memoryApi } from "./support/memory-api.ts";
-import { newTenant, tenantWrites, testSql } from "./support/seed.ts";
+import { newTenant, seedRelation, tenantWrites, testSql } from "./support/seed.ts";
 import { EMBEDDING_MODEL, writeEnv } from "./write_helpers.ts";
 
 const sql = testSql();
@@ -194,6 +198,25 @@ Deno.test({ name: "episodes: with a remote embedder they are stored at once and 
   } finally {
     await env.close();
   }
+});
+
+Deno.test({ name: "retrieval never shows raw episodes: not as results, not as related bullets of a fact derived from them", ...opts }, async () => {
+  const t = newTenant();
+  const said = "we deploy the storefront with blue green releases every friday afternoon";
+  const ep = await post(t, { session_id: "s", project: "shop", messages: [{ role: "user", content: said }] });
+  const fact = await api("POST", "/memory/remember", { as: t, body: { content: "The storefront deploys with blue-green releases on Friday afternoons.", project: "shop" } });
+  await seedRelation(sql, t, fact.body.memory.id, ep.body.episodes[0].id, 1, "derived_from");
+  const retrieve = createRetrieveHandler({ sql, config: testConfig(), embedder: localEmbedder() });
+  const res = await retrieve(new Request("http://local/memory-retrieve", {
+    method: "POST",
+    headers: await userHeaders(t),
+    body: JSON.stringify({ message: "When do we deploy the storefront with blue green releases?", project: "shop" }),
+  }));
+  const body = await res.json();
+  assert.equal(res.status, 200);
+  assert.deepEqual(body.memories.map((m: { id: string }) => m.id), [fact.body.memory.id], "the fact, not the episode that says the same");
+  assert.deepEqual(body.related, []);
+  assert.ok(!body.block.includes(said));
 });
 
 Deno.test({ name: "close the pool", ...opts }, async () => {

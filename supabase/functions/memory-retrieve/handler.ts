@@ -184,7 +184,8 @@ async function runRetrieve(deps: RetrieveDeps, caller: Caller, req: Request): Pr
 /**
  * Up to 8 memories linked to the candidates (seed 001 §2), strongest edge first, for the block's
  * related bullets. Same scopes as the search, so a relation can never pull in another project's
- * memory; contradicting edges are not "related"; invalid/forgotten memories are skipped.
+ * memory; contradicting edges are not "related"; invalid/forgotten memories and raw episodes (a
+ * fact's derived_from sources: docs/graph.md#episodes-in-retrieval) are skipped.
  */
 async function loadRelated(tx: Tx, ids: string[], scopes: string[]): Promise<RelatedCandidate[]> {
   const prefixes = scopes.map((s) => `${s}/`);
@@ -198,7 +199,7 @@ async function loadRelated(tx: Tx, ids: string[], scopes: string[]): Promise<Rel
               from public.memory_relations r
              where r.to_id = any (${ids}::uuid[]) and r.relation_type <> 'contradicts') e
       join public.devai_memories m on m.id = e.id
-     where m.is_valid and m.state = 'active'
+     where m.is_valid and m.state = 'active' and m.source is distinct from 'conversation'
        and not (m.id = any (${ids}::uuid[]))
        and (m.namespace || '/') ^@ any (${prefixes}::text[])
      order by e.strength desc, m.id
