@@ -20,7 +20,7 @@ export function connect(url: string, max = 10, app = "devai-bench"): Sql {
   return postgres(url, { max, prepare: false, onnotice: () => {}, idle_timeout: 30, connect_timeout: 10, connection: { application_name: app } });
 }
 
-const MATCH_SIG = "public.match_memories(extensions.vector, text, integer, double precision, uuid, text, text[])";
+const MATCH_SIG = "public.match_memories(extensions.vector, text, integer, double precision, uuid, text, text[], timestamptz)";
 
 export async function installBenchSchema(sql: Sql): Promise<{ derivedFrom: string }> {
   await sql`create schema if not exists bench`;

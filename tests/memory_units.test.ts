@@ -56,6 +56,8 @@ function memory(over: Partial<Memory>): Memory {
     memory_type: "episodic",
     namespace: "devai/project/web/notes",
     priority: "medium",
+    valid_from: "2026-05-01T00:00:00.000Z",
+    valid_until: null,
     source: null,
     strength: 0.812345,
     base_strength: 1,

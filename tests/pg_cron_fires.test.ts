@@ -31,10 +31,12 @@ Deno.test({
         select jobname from cron.job where jobname like 'devai-%' and database = current_database() order by jobname`;
       assert.deepEqual(registered.map((r) => r.jobname), [
         "devai-cron-history-prune",
+        "devai-graph-maintenance",
         "devai-job-lease-sweep",
         "devai-memory-decay",
         "devai-memory-purge",
         "devai-memory-ttl",
+        "devai-session-idle-end",
       ]);
 
       // ... and the command of the sweeper job is the one we schedule at second granularity.

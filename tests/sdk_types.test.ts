@@ -14,6 +14,8 @@ import type { Explanation } from "../supabase/functions/memory/explain.ts";
 import type { MemoryStats } from "../supabase/functions/memory/stats.ts";
 import type { AgentConfig, CategoryConfig } from "../supabase/functions/_shared/memory-config.ts";
 import type { PreparedCandidates } from "../supabase/functions/_shared/candidates.ts";
+import type { EpisodeBatchRequest, EpisodeBatchResult } from "../supabase/functions/_shared/episodes.ts";
+import type { EntityListItem, EntityProfile } from "../supabase/functions/memory/entities.ts";
 
 /** true when A and B are assignable to each other. */
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
@@ -30,6 +32,8 @@ same<NonNullable<Sdk.ExtractInput["after"]>, NonNullable<z.input<typeof ExtractR
 same<Omit<Sdk.ExtractInput, "messages">, Omit<z.input<typeof ExtractRequestSchema>, "messages">>(true);
 same<Omit<Sdk.CompactInput, "messages">, Omit<z.input<typeof CompactRequestSchema>, "messages">>(true);
 same<Sdk.DedupInput, z.input<typeof DedupRequestSchema>>(true);
+same<Sdk.EpisodesInput, z.input<typeof EpisodeBatchRequest>>(true);
+same<Sdk.GetParams, z.input<typeof MemorySchemas.MemoryQuery>>(true);
 same<{ context?: "all" | "rag"; rag_length?: number | null }, z.input<typeof MemorySchemas.CategoryUpsert>>(true);
 // A message the server accepts is one the SDK lets you send, and the other way round for the roles.
 same<Sdk.ChatMessage["role"], z.input<typeof ExtractRequestSchema>["messages"][number]["role"]>(true);
@@ -44,6 +48,9 @@ same<Sdk.Explanation, Explanation>(true);
 same<Sdk.MemoryStats, MemoryStats>(true);
 same<Sdk.CategoryConfig, CategoryConfig>(true);
 same<Sdk.AgentConfig, AgentConfig>(true);
+same<Sdk.EpisodeBatchResult, EpisodeBatchResult>(true);
+same<Sdk.EntityListResponse["entities"][number], EntityListItem>(true);
+same<Sdk.EntityProfile, EntityProfile>(true);
 same<Sdk.DedupResponse["stats"], PreparedCandidates["stats"]>(true);
 
 Deno.test("sdk types: the package's types are the functions' (checked by deno check)", () => {

@@ -17,6 +17,13 @@ import type {
   ExtractInput,
   ExtractResponse,
   ForgetInput,
+  EndSessionResponse,
+  EntityListParams,
+  EntityListResponse,
+  EntityProfile,
+  EpisodeBatchResult,
+  EpisodesInput,
+  GetParams,
   GetResponse,
   HistoryParams,
   HistoryResponse,
@@ -139,7 +146,8 @@ export function createMemoryClient(opts: MemoryClientOptions) {
     // -- memory ------------------------------------------------------------------------------
     /** A user-stated fact (priority highest, never decays); an exact duplicate returns created: false. */
     remember: (body: RememberInput) => call<RememberResponse>("memory/remember", "POST", body),
-    get: (id: string) => call<GetResponse>(`memory/${segment(id, "a memory id")}`, "GET"),
+    /** One memory; with as_of, as it was at that instant and whether it held. */
+    get: (id: string, params: GetParams = {}) => call<GetResponse>(`memory/${segment(id, "a memory id")}${queryString(params)}`, "GET"),
     /** Newest first; pass next_cursor back as cursor for the next page. */
     list: (params: ListParams = {}) => call<ListResponse>(`memory${queryString(params)}`, "GET"),
     /** Replaces a memory: the new one supersedes it (history MERGE). */
@@ -156,6 +164,16 @@ export function createMemoryClient(opts: MemoryClientOptions) {
       call<HistoryResponse>(`memory/${segment(id, "a memory id")}/history${queryString(params)}`, "GET"),
     /** Supersede chain, relations, source session, history summary and decay outlook. */
     explain: (id: string) => call<Explanation>(`memory/${segment(id, "a memory id")}/explain`, "GET"),
+
+    // -- graph: episodes, sessions, entities ----------------------------------------------------
+    /** Every message as it happens (no LLM): a batch of up to 50, idempotent per (session, message). */
+    episodes: (body: EpisodesInput) => call<EpisodeBatchResult>("memory/episodes", "POST", body),
+    /** The session is over: its consolidation into facts is queued (once per session). */
+    endSession: (sessionId: string) => call<EndSessionResponse>(`memory/sessions/${segment(sessionId, "a session id")}/end`, "POST"),
+    /** The tenant's entities, by mentions; q matches names, aliases and summaries as plain text. */
+    entities: (params: EntityListParams = {}) => call<EntityListResponse>(`memory/entities${queryString(params)}`, "GET"),
+    /** An entity's profile, the facts that mention it (newest first) and its timeline of episodes. */
+    entity: (id: string) => call<EntityProfile>(`memory/entities/${segment(id, "an entity id")}`, "GET"),
     /** What will decay soon. */
     weak: (params: WeakParams = {}) => call<WeakResponse>(`memory/weak${queryString(params)}`, "GET"),
     stats: (params: StatsParams = {}) => call<MemoryStats>(`memory/stats${queryString(params)}`, "GET"),

@@ -40,6 +40,10 @@ export interface Memory {
   superseded_by: string | null;
   created_at: string;
   updated_at: string;
+  /** When the fact started to hold (an episode: when the message was sent). */
+  valid_from: string;
+  /** When it stopped holding (superseded or contradicted); null while it holds. */
+  valid_until: string | null;
   importance: number;
   pinned: boolean;
   state: "active" | "soft_deleted";
@@ -68,8 +72,12 @@ export interface Relation {
   id: string;
   from_id: string;
   to_id: string;
-  relation_type: "related_to" | "supersedes" | "derived_from" | "contradicts";
+  relation_type: "related_to" | "supersedes" | "derived_from" | "contradicts" | "temporal" | "causal" | "entity";
   strength: number;
+  confidence: number;
+  evidence: Record<string, unknown>[];
+  valid_from: string;
+  valid_until: string | null;
   created_at: string;
 }
 
@@ -271,8 +279,17 @@ export interface LifecycleResponse {
   memory: Memory;
 }
 
+export interface GetParams {
+  /** ISO date-time: the memory as it was then (content, validity, supersede from its history). */
+  as_of?: string;
+}
+
 export interface GetResponse {
+  /** With as_of: the memory as it was then. */
   memory: Memory;
+  as_of?: string;
+  /** With as_of: whether the memory held then (recorded, not superseded, contradicted or forgotten). */
+  held?: boolean;
 }
 
 export interface ListParams {
@@ -288,11 +305,14 @@ export interface ListParams {
   category?: string;
   limit?: number | string;
   cursor?: string;
+  /** ISO date-time: the memories held then, as they were (state and is_valid do not apply). */
+  as_of?: string;
 }
 
 export interface ListResponse {
   memories: Memory[];
   next_cursor: string | null;
+  as_of?: string;
 }
 
 export interface HistoryParams {
@@ -321,10 +341,23 @@ export interface Explanation {
     relation_type: string;
     direction: "outgoing" | "incoming";
     strength: number;
+    confidence: number;
+    valid_from: string;
+    valid_until: string | null;
+    evidence: Record<string, unknown>[];
     created_at: string;
     other: Pick<Memory, "id" | "content" | "namespace" | "memory_type" | "is_valid" | "state">;
   }[];
-  source: { source: string | null; session_id: string | null; created_at: string; actor: string | null; derived_from: string[] };
+  source: {
+    source: string | null;
+    session_id: string | null;
+    created_at: string;
+    actor: string | null;
+    derived_from: string[];
+    /** The episodes behind derived_from, in the order they were said. */
+    episodes: SourceEpisode[];
+  };
+  entities: LinkedEntity[];
   history: {
     total: number;
     by_event: Record<string, number>;
@@ -332,7 +365,96 @@ export interface Explanation {
     last_at: string | null;
     recent: { event: string; actor: string | null; ts: string }[];
   };
-  decay: { protected: boolean; reason: "pinned" | "highest_priority" | null; predicted_strength: number; days_until_prune: number | null };
+  decay: { protected: boolean; reason: "pinned" | "highest_priority" | "episode" | null; predicted_strength: number; days_until_prune: number | null };
+}
+
+export interface SourceEpisode {
+  id: string;
+  session_id: string | null;
+  seq: number | null;
+  role: string | null;
+  /** When the message was sent. */
+  at: string;
+  content: string;
+  state: "active" | "soft_deleted";
+  /** Confidence of the derived_from edge (rules 1, a model 0.8). */
+  confidence: number;
+}
+
+export interface LinkedEntity {
+  id: string;
+  canonical_name: string;
+  entity_type: string;
+  mention: string;
+  confidence: number;
+  source: string;
+}
+
+// ---------------------------------------------------------------------------------------------
+// graph: episodes, sessions, entities
+
+export interface EpisodesInput {
+  session_id: string;
+  /** The project whose scope the session's episodes are filed under (default: the user scope). */
+  project?: string;
+  /** A new session id on a thread ends the thread's previous open session. */
+  thread_id?: string;
+  /** 1-50 messages; `at`: when it was sent (ISO date-time; default: when it arrives). */
+  messages: { role: "user" | "assistant" | "system" | "tool"; content: string; at?: string }[];
+}
+
+export interface EpisodeBatchResult {
+  session_id: string;
+  stored: number;
+  duplicates: number;
+  episodes: { id: string; seq: number; role: string; duplicate: boolean }[];
+  /** inline: embedded in the request; queued: an embed job will (remote embedder); none: nothing new. */
+  embedding: "inline" | "queued" | "none";
+  embed_job_id: string | null;
+  /** Sessions of the same thread this batch ended (their consolidation is queued). */
+  ended_sessions: string[];
+}
+
+/** 202 from endSession: the session's consolidation job (one per session). */
+export interface EndSessionResponse {
+  session_id: string;
+  /** False when the session had ended before (explicitly, by a new session on its thread, or idle). */
+  ended_now: boolean;
+  job_id: string | null;
+  job_status: JobStatus | null;
+  deduplicated: boolean;
+}
+
+export interface Entity {
+  id: string;
+  canonical_name: string;
+  entity_type: string;
+  aliases: string[];
+  summary: string | null;
+  mention_count: number;
+  first_seen_at: string;
+  last_seen_at: string;
+  attributes: Record<string, unknown>;
+  embedding_model: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface EntityListParams {
+  /** Name, alias, name prefix or summary words; plain text, never a pattern. */
+  q?: string;
+  type?: string;
+  limit?: number | string;
+}
+
+export interface EntityListResponse {
+  entities: (Entity & { matched: "name" | "alias" | "prefix" | "contains" | "summary" | null })[];
+}
+
+export interface EntityProfile {
+  entity: Entity;
+  facts: (Memory & { mention: string; link_confidence: number; link_source: string })[];
+  timeline: { id: string; session_id: string | null; seq: number | null; role: string | null; at: string; content: string; mention: string }[];
 }
 
 export interface WeakParams {

@@ -244,14 +244,16 @@ create schema if not exists memory_search;
 revoke all on schema memory_search from public;
 grant usage on schema memory_search to authenticated, service_role;
 
--- Per term: its valid, active matches in the scopes ('/'-terminated prefixes), counted up to
--- p_df_cap + 1 (term_df, in term order); candidates: the matches of the terms with at most
+-- Per term: its valid, active matches in the scopes ('/'-terminated prefixes), raw episodes left
+-- out (docs/graph.md#episodes-in-retrieval), counted up to p_df_cap + 1 (term_df, in term order); candidates: the matches of the terms with at most
 -- p_df_cap of them, rarest first, until p_max_candidates; when every term is more common than
 -- the cap, the memories matching all of them, else any of them (at most p_df_cap each).
 -- A signed-in caller can only look up its own tenant: for any other p_owner it finds nothing, as
--- row level security would answer.
+-- row level security would answer. With p_as_of: the memories held at that instant
+-- (public.memory_at), found by a scan of the tenant's rows (the index holds today's active rows).
 create or replace function memory_search.keyword_postings(
   p_owner uuid, p_scopes text[], p_terms tsquery[], p_df_cap integer, p_max_candidates integer,
+  p_as_of timestamptz default null,
   out term_df integer[], out candidates uuid[])
 language plpgsql
 stable
@@ -274,12 +276,25 @@ begin
   v_rare := '{}';
   foreach v_q in array coalesce(p_terms, '{}') loop
     -- Planned with the term itself (custom plan): both index keys.
-    select array_agg(x.id) into v_ids
-      from (select m.id from public.devai_memories m
-             where m.owner_id = p_owner and m.is_valid and m.state = 'active'
-               and m.fts @@ v_q
-               and (m.namespace || '/') ^@ any (p_scopes)
-             limit p_df_cap + 1) x;
+    if p_as_of is null then
+      select array_agg(x.id) into v_ids
+        from (select m.id from public.devai_memories m
+               where m.owner_id = p_owner and m.is_valid and m.state = 'active'
+                 and m.fts @@ v_q
+                 and m.source is distinct from 'conversation'
+                 and (m.namespace || '/') ^@ any (p_scopes)
+               limit p_df_cap + 1) x;
+    else
+      select array_agg(x.id) into v_ids
+        from (select m.id from public.devai_memories m
+               where m.owner_id = p_owner and m.created_at <= p_as_of
+                 and (m.valid_until is null or m.valid_until > p_as_of)
+                 and m.fts @@ v_q
+                 and m.source is distinct from 'conversation'
+                 and (m.namespace || '/') ^@ any (p_scopes)
+                 and (select a.held from public.memory_at(m, p_as_of) a)
+               limit p_df_cap + 1) x;
+    end if;
     term_df := term_df || coalesce(cardinality(v_ids), 0);
     if coalesce(cardinality(v_ids), 0) between 1 and p_df_cap then
       v_rare := v_rare || array[array_to_string(v_ids, ' ')];
@@ -298,7 +313,10 @@ begin
   if cardinality(v_order) = 0 and cardinality(term_df) > 0 and exists (select 1 from unnest(term_df) d where d > 0) then
     select coalesce(array_agg(x.id), '{}') into candidates
       from (select m.id from public.devai_memories m
-             where m.owner_id = p_owner and m.is_valid and m.state = 'active'
+             where m.owner_id = p_owner
+               and (p_as_of is not null or (m.is_valid and m.state = 'active'))
+               and (p_as_of is null or (m.created_at <= p_as_of and (select a.held from public.memory_at(m, p_as_of) a)))
+               and m.source is distinct from 'conversation'
                and m.fts @@ (select string_agg('(' || q::text || ')', ' & ')::tsquery
                                from unnest(p_terms) with ordinality t(q, i) where term_df[t.i] > 0)
                and (m.namespace || '/') ^@ any (p_scopes)
@@ -306,7 +324,10 @@ begin
     if cardinality(candidates) < p_df_cap then
       select candidates || coalesce(array_agg(x.id), '{}') into candidates
         from (select m.id from public.devai_memories m
-               where m.owner_id = p_owner and m.is_valid and m.state = 'active'
+               where m.owner_id = p_owner
+                 and (p_as_of is not null or (m.is_valid and m.state = 'active'))
+                 and (p_as_of is null or (m.created_at <= p_as_of and (select a.held from public.memory_at(m, p_as_of) a)))
+                 and m.source is distinct from 'conversation'
                  and m.fts @@ (select string_agg('(' || q::text || ')', ' | ')::tsquery
                                  from unnest(p_terms) with ordinality t(q, i) where term_df[t.i] > 0)
                  and (m.namespace || '/') ^@ any (p_scopes)
@@ -316,8 +337,8 @@ begin
   end if;
 end;
 $$;
-revoke all on function memory_search.keyword_postings(uuid, text[], tsquery[], integer, integer) from public, anon;
-grant execute on function memory_search.keyword_postings(uuid, text[], tsquery[], integer, integer) to authenticated, service_role;
+revoke all on function memory_search.keyword_postings(uuid, text[], tsquery[], integer, integer, timestamptz) from public, anon;
+grant execute on function memory_search.keyword_postings(uuid, text[], tsquery[], integer, integer, timestamptz) to authenticated, service_role;
 
 -- The hybrid search (see the top of this file). Returns at most match_count memories, best first
 -- by relevance × strength, each with the signals that found it. Called by memory-retrieve,
@@ -330,6 +351,12 @@ grant execute on function memory_search.keyword_postings(uuid, text[], tsquery[]
 --   recency_weight   weight of a fourth ranked list, newest first among the candidates ('when')
 --   keyword_threshold  the keyword floor (share of the best possible score; default the setting
 --                    keyword_min_coverage); 0 with similarity_threshold 0 ranks every candidate
+--   as_of            answer from what the memory held at that instant (public.memory_at): its
+--                    content then; found by exact scans, not the indexes of today's rows
+--   entity_terms     names to look up as entities (who/what questions): their linked memories
+--                    join the graph list (public.memory_entity_lookup)
+--   graph_episodes   let the graph bring raw episodes in, at half a fact's weight (when/why
+--                    questions); the keyword and vector lists never hold them
 -- A memory is returned when the vector found it above similarity_threshold, or its keyword score
 -- reaches keyword_min_coverage of the query's best possible score, or the graph reached it from
 -- such a memory. The same scope rules hold for every signal: the tenant (match_owner, and RLS),
@@ -352,7 +379,10 @@ create or replace function public.hybrid_search(
   filter_categories text[] default null,
   prefer_memory_types text[] default null,
   recency_weight double precision default 0,
-  keyword_threshold double precision default null
+  keyword_threshold double precision default null,
+  as_of timestamptz default null,
+  entity_terms text[] default null,
+  graph_episodes boolean default false
 )
 returns table (
   id uuid,
@@ -429,10 +459,7 @@ declare
   v_g_weight   double precision[] := '{}';
   v_g_via      uuid[] := '{}';
   v_g_edge     text[] := '{}';
-  v_frontier   uuid[];
-  v_frontier_w double precision[];
-  v_hop        integer;
-  v_types      text[] := coalesce(graph_edge_types, array['related_to', 'supersedes', 'derived_from']);
+  v_types      text[] := coalesce(graph_edge_types, array['related_to', 'supersedes', 'derived_from', 'temporal', 'causal']);
 begin
   if match_count is null or match_count < 1 or match_count > 200 then
     raise exception 'match_count must be between 1 and 200, got %', match_count using errcode = '22023';
@@ -491,7 +518,7 @@ begin
     select string_agg(q::text, ' | ')::tsquery into v_exclude from unnest(v_excludes) q;
     -- Document frequencies (capped) and candidates, through the index (memory_search.keyword_postings).
     select p.term_df, p.candidates into v_dfs, v_cand
-      from memory_search.keyword_postings(match_owner, v_scopes, v_terms_all, v_df_cap, v_pool * 2) p;
+      from memory_search.keyword_postings(match_owner, v_scopes, v_terms_all, v_df_cap, v_pool * 2, as_of) p;
     for i in 1 .. coalesce(cardinality(v_terms_all), 0) loop
       v_df := coalesce(v_dfs[i], v_df_cap + 1);
       -- A term no memory has still counts in the best possible score (coverage's denominator):
@@ -515,7 +542,9 @@ begin
                  where m.fts @@ t.q) as idf_sum
           from cand c
           join public.devai_memories m on m.id = c.id
-         where m.owner_id = match_owner and m.is_valid and m.state = 'active' and m.strength > 0.05
+         where m.owner_id = match_owner
+           and (as_of is not null or (m.is_valid and m.state = 'active' and m.strength > 0.05))
+           and m.source is distinct from 'conversation'
            and (m.namespace || '/') ^@ any (v_scopes)
            and (v_exclude is null or not (m.fts @@ v_exclude))
            and (filter_after is null or m.created_at >= filter_after)
@@ -557,7 +586,7 @@ begin
                      query_embedding, v_bases[1],
                      case when filter_after is null and filter_before is null and filter_memory_types is null
                                and filter_categories is null then v_pool else least(v_pool * 4, 200) end,
-                     similarity_threshold / 2, match_owner, match_embedding_model, v_bases[2:]) mm
+                     similarity_threshold / 2, match_owner, match_embedding_model, v_bases[2:], as_of) mm
               join public.devai_memories m on m.id = mm.id
              where (filter_after is null or m.created_at >= filter_after)
                and (filter_before is null or m.created_at < filter_before)
@@ -599,50 +628,41 @@ begin
              group by u.id
              order by sum(u.f) desc, u.id
              limit v_seed_count) s;
-    v_frontier := v_seeds;
-    v_frontier_w := array_fill(1::double precision, array[cardinality(v_seeds)]);
-    for v_hop in 1 .. graph_depth loop
-      exit when cardinality(v_frontier) = 0;
-      with edges as (
-        select case when r.from_id = f.id then r.to_id else r.from_id end as id,
-               f.id as via, r.relation_type as edge,
-               f.w * r.strength * (case when v_hop = 1 then 1 else v_hop_decay end) as w
-          from unnest(v_frontier, v_frontier_w) as f(id, w)
-          join public.memory_relations r
-            on (r.from_id = f.id or r.to_id = f.id) and r.owner_id = match_owner
-         where r.relation_type = any (v_types)
-      ),
-      best as (
-        select distinct on (e.id) e.id, e.via, e.edge, e.w
-          from edges e
-          join public.devai_memories m on m.id = e.id
-         where m.owner_id = match_owner and m.is_valid and m.state = 'active' and m.strength > 0.05
-           and (m.namespace || '/') ^@ any (v_scopes)
-           and not (e.id = any (v_seeds)) and not (e.id = any (v_g_ids))
-           and (filter_after is null or m.created_at >= filter_after)
-           and (filter_before is null or m.created_at < filter_before)
-           and (filter_memory_types is null or m.memory_type = any (filter_memory_types))
-           and (filter_categories is null
-                or (case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end)
-                   = any (filter_categories))
-         order by e.id, e.w desc, e.via
-      ),
-      top as (
-        select b.* from best b order by b.w desc, b.id limit v_pool
-      )
-      select coalesce(array_agg(t.id order by t.w desc, t.id), '{}'),
-             coalesce(array_agg(t.w order by t.w desc, t.id), '{}'),
-             coalesce(array_agg(t.via order by t.w desc, t.id), '{}'),
-             coalesce(array_agg(t.edge order by t.w desc, t.id), '{}')
-        into v_frontier, v_frontier_w, v_ids, v_types
-        from top t;
-      -- v_types is reused below for the next hop's edge filter: restore it.
-      v_g_ids := v_g_ids || v_frontier;
-      v_g_weight := v_g_weight || v_frontier_w;
-      v_g_via := v_g_via || v_ids;
-      v_g_edge := v_g_edge || v_types;
-      v_types := coalesce(graph_edge_types, array['related_to', 'supersedes', 'derived_from']);
-    end loop;
+    -- public.memory_graph_neighbours: bounded BFS over typed edges valid then, inside the scopes,
+    -- both directions; entity lookup for who/what questions. Raw episodes only when asked for,
+    -- at half weight.
+    with reached as (
+      select n.id, n.via, n.edge_type as edge, n.weight as w
+        from public.memory_graph_neighbours(v_seeds, v_types, graph_depth, least(v_pool, 500), as_of, v_bases, 'both') n
+      union all
+      select e.id, e.entity_id, 'entity', e.weight
+        from public.memory_entity_lookup(entity_terms, least(v_pool, 500), as_of, v_bases) e
+       where cardinality(coalesce(entity_terms, '{}')) > 0
+    ),
+    best as (
+      select distinct on (r.id) r.id, r.via, r.edge,
+             r.w * case when m.source = 'conversation' then 0.5 else 1 end as w
+        from reached r
+        join public.devai_memories m on m.id = r.id
+       where not (r.id = any (v_seeds))
+         and (graph_episodes or m.source is distinct from 'conversation')
+         and (filter_after is null or m.created_at >= filter_after)
+         and (filter_before is null or m.created_at < filter_before)
+         and (filter_memory_types is null or m.memory_type = any (filter_memory_types))
+         and (filter_categories is null
+              or (case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end)
+                 = any (filter_categories))
+       order by r.id, r.w desc, r.via
+    ),
+    top as (
+      select b.* from best b order by b.w desc, b.id limit v_pool
+    )
+    select coalesce(array_agg(t.id order by t.w desc, t.id), '{}'),
+           coalesce(array_agg(t.w order by t.w desc, t.id), '{}'),
+           coalesce(array_agg(t.via order by t.w desc, t.id), '{}'),
+           coalesce(array_agg(t.edge order by t.w desc, t.id), '{}')
+      into v_g_ids, v_g_weight, v_g_via, v_g_edge
+      from top t;
   end if;
 
   -- Fusion: weighted reciprocal ranks, normalised by what a memory ranked first by every signal
@@ -702,7 +722,8 @@ begin
   top as (
     select x.* from final x order by x.relv * x.m_strength desc, x.id limit match_count
   )
-  select m.id, m.content, m.memory_type, m.namespace, m.strength, m.priority, m.importance, m.pinned,
+  select m.id, case when as_of is null then m.content else (select a.content from public.memory_at(m, as_of) a) end,
+         m.memory_type, m.namespace, m.strength, m.priority, m.importance, m.pinned,
          m.source, m.metadata, m.session_id, m.access_count, m.last_accessed_at, m.created_at, m.updated_at,
          (select max(r.strength) from public.memory_relations r
            where r.owner_id = m.owner_id and (r.from_id = m.id or r.to_id = m.id)),
@@ -716,16 +737,18 @@ end;
 $$;
 
 revoke all on function public.hybrid_search(text, extensions.vector, text[], integer, double precision, text, uuid, text,
-  integer, text[], timestamptz, timestamptz, text[], text[], text[], double precision, double precision) from public, anon;
+  integer, text[], timestamptz, timestamptz, text[], text[], text[], double precision, double precision, timestamptz, text[], boolean)
+  from public, anon;
 grant execute on function public.hybrid_search(text, extensions.vector, text[], integer, double precision, text, uuid, text,
-  integer, text[], timestamptz, timestamptz, text[], text[], text[], double precision, double precision) to authenticated, service_role;
+  integer, text[], timestamptz, timestamptz, text[], text[], text[], double precision, double precision, timestamptz, text[], boolean)
+  to authenticated, service_role;
 
 -- memory.query on the hybrid search: the agent's allowed categories (intersected with the ones
 -- requested) become a filter of every signal; filters on metadata, pinned, importance and update
 -- time apply to the candidates; categories with context 'all' bring their memories whatever the
 -- query; rag_length caps a category's share. Replaces the vector-only version.
 drop function if exists public.query_memories(extensions.vector, text[], text, text[], integer, double precision, text, uuid,
-  text, text, text, text, text, boolean, integer, integer, timestamptz, timestamptz);
+  text, text, text, text, text, boolean, integer, integer, timestamptz, timestamptz, timestamptz);
 
 create or replace function public.query_memories(
   query_text text,
@@ -751,7 +774,8 @@ create or replace function public.query_memories(
   graph_depth integer default 1,
   filter_after timestamptz default null,
   filter_before timestamptz default null,
-  keyword_threshold double precision default null
+  keyword_threshold double precision default null,
+  as_of timestamptz default null
 )
 returns table (
   id uuid,
@@ -823,14 +847,17 @@ begin
              match_count => v_pool, similarity_threshold => similarity_threshold,
              match_embedding_model => match_embedding_model, match_owner => match_owner, search_mode => search_mode,
              graph_depth => graph_depth, filter_after => filter_after, filter_before => filter_before,
-             filter_categories => v_categories, keyword_threshold => keyword_threshold) h
+             filter_categories => v_categories, keyword_threshold => keyword_threshold, as_of => as_of) h
   ),
   everything as (
     -- context 'all' categories: their memories regardless of the query (most important first).
     select m.id, 0::double precision as relevance
       from public.devai_memories m
      where cardinality(v_all) > 0
-       and m.owner_id = match_owner and m.is_valid and m.state = 'active' and m.strength > 0.05
+       and m.owner_id = match_owner
+       and m.source is distinct from 'conversation'
+       and (case when as_of is null then m.is_valid and m.state = 'active' and m.strength > 0.05
+                 else m.created_at <= as_of and (select a.held from public.memory_at(m, as_of) a) end)
        and (m.namespace || '/') ^@ any (v_scopes)
        and (case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end) = any (v_all)
        and not exists (select 1 from found f where f.id = m.id)
@@ -872,7 +899,8 @@ begin
      order by k.relevance * k.m_strength desc, k.id
      limit match_count
   )
-  select m.id, m.content, t.similarity, m.memory_type, m.namespace, t.cat, t.cat_context,
+  select m.id, case when as_of is null then m.content else (select a.content from public.memory_at(m, as_of) a) end,
+         t.similarity, m.memory_type, m.namespace, t.cat, t.cat_context,
          m.strength, m.priority, m.importance, m.pinned, m.source, m.metadata, m.session_id,
          m.access_count, m.last_accessed_at, m.created_at, m.updated_at,
          (select max(r.strength) from public.memory_relations r
@@ -887,7 +915,7 @@ $$;
 
 revoke all on function public.query_memories(text, extensions.vector, text[], text, text[], integer, double precision, text, uuid,
   text, text, text, text, text, boolean, integer, integer, timestamptz, timestamptz, text, integer, timestamptz, timestamptz,
-  double precision) from public, anon;
+  double precision, timestamptz) from public, anon;
 grant execute on function public.query_memories(text, extensions.vector, text[], text, text[], integer, double precision, text, uuid,
   text, text, text, text, text, boolean, integer, integer, timestamptz, timestamptz, text, integer, timestamptz, timestamptz,
-  double precision) to authenticated, service_role;
+  double precision, timestamptz) to authenticated, service_role;

@@ -9,7 +9,7 @@ import { serviceHeaders, userHeaders } from "./auth.ts";
 export interface MemoryApiOptions {
   config?: ConfigOverrides;
   clock?: () => Date;
-  /** Default: the local embedder. */
+  /** Default: the local embedder (episodes are embedded in the request). */
   embedder?: Embedder;
 }
 

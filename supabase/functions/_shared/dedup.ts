@@ -1,12 +1,13 @@
 // Phase 2 of the write path: each candidate against the tenant's memories, applied in ONE tenant
 // transaction (RLS applies: the worker acts as the job's owner).
 //
-//   1. exact content_hash match (valid, active) → NOOP, no embedding search, no LLM call
+//   1. exact content_hash match (valid, active, not a raw episode) → NOOP, no embedding search, no LLM call
 //   2. match_memories in the candidate's namespace scope, same embedding model
 //   3. no neighbour ≥ dedup threshold → ADD; else ONE LLM call → ADD / UPDATE / DELETE / NOOP
 //      (resolved server-side, see dedup-decision.ts), or a conservative rule without an LLM
 //   4. UPDATE: insert the merged memory, old.superseded_by = new, old.is_valid = false (MERGE);
-//      DELETE: old.is_valid = false (soft, audited as DELETE, reversible) and the candidate stored
+//      DELETE: old.is_valid = false (soft, audited as DELETE, reversible) and the candidate stored;
+//      either way the trigger closes the old fact's validity (valid_until, docs/graph.md)
 //   5. relations from the new memory to its top-K neighbours above the link threshold
 //      (insert … on conflict do nothing: never a duplicate edge), memory_events for every step
 //
@@ -27,12 +28,14 @@ import type { Llm, LlmUsage } from "./llm.ts";
 import { type Candidate, isProtected } from "./candidates.ts";
 import { effectiveCategory } from "./categories.ts";
 import { decideWithoutLlm, dedupMessages, DedupDecisionSchema, type Neighbour, type ResolvedAction, resolveDecision } from "./dedup-decision.ts";
+import { insertEdges } from "./edges.ts";
+import { linkEntitiesByRules } from "./entities.ts";
 
 export interface DedupContext {
   ownerId: string;
   sessionId?: string;
   threadId?: string;
-  origin: "extract" | "compact" | "api";
+  origin: "extract" | "compact" | "api" | "consolidate";
   jobId?: string;
 }
 
@@ -113,7 +116,7 @@ export async function dedupCandidates(
       select id from public.devai_memories
        where owner_id = ${ctx.ownerId}
          and content_hash = encode(sha256(convert_to(lower(btrim(regexp_replace(${c.content}::text, '\\s+', ' ', 'g'))), 'UTF8')), 'hex')
-         and is_valid and state = 'active'
+         and is_valid and state = 'active' and source is distinct from 'conversation'
          and (namespace || '/') ^@ any (${visibleScopes(c.namespace, deps.config.namespaceRoot)}::text[])
        limit 1`;
     if (dup) {
@@ -249,19 +252,12 @@ export interface Edge {
 }
 
 /**
- * Writes the edges from one memory in a single statement (seed 001 §2: ≤ 2 ms per edge). An edge
- * that already exists is skipped by the unique (from, to, type) key, never duplicated. The
- * trigger on memory_relations records a LINK history row for each new edge. Returns how many
- * edges were new.
+ * Writes the edges from one memory in a single statement (seed 001 §2: ≤ 2 ms per edge), through
+ * insertEdges (edges.ts): an edge that already exists is skipped, each new one gets a LINK history
+ * row. Returns how many edges were new.
  */
 export async function linkMemory(tx: Tx, ownerId: string, fromId: string, edges: readonly Edge[]): Promise<number> {
-  if (edges.length === 0) return 0;
-  const rows = edges.map((e) => ({ owner_id: ownerId, from_id: fromId, to_id: e.to, relation_type: e.type, strength: e.strength }));
-  const inserted = await tx`
-    insert into public.memory_relations ${tx(rows, "owner_id", "from_id", "to_id", "relation_type", "strength")}
-    on conflict (from_id, to_id, relation_type) do nothing
-    returning id`;
-  return inserted.length;
+  return await insertEdges(tx, ownerId, edges.map((e) => ({ from: fromId, to: e.to, type: e.type, strength: e.strength })));
 }
 
 async function insertMemory(tx: Tx, ctx: DedupContext, c: Candidate, content: string, vec: string, model: string): Promise<string> {
@@ -274,6 +270,7 @@ async function insertMemory(tx: Tx, ctx: DedupContext, c: Candidate, content: st
       (${ctx.ownerId}, ${content}, ${vec}::extensions.vector, ${model}, ${c.type}, ${c.namespace}, ${c.priority},
        ${c.source}, ${c.importance}, ${ctx.sessionId ?? null}, ${tx.json(metadata)})
     returning id`;
+  await linkEntitiesByRules(tx, [{ id: row!.id, content }]);
   return row!.id;
 }
 

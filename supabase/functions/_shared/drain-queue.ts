@@ -11,12 +11,13 @@ import type { Sql } from "./db.ts";
 import { withTenant } from "./db.ts";
 import type { Embedder } from "./embeddings.ts";
 import type { Config } from "./env.ts";
-import { claimJobs, completeJobInTx, enqueueJob, failJob, type Job, type JobKind, LeaseLostError } from "./jobs.ts";
+import { claimJobs, completeJobInTx, enqueueJob, failJob, type Job, type JobKind, LeaseLostError, PermanentJobError } from "./jobs.ts";
 import { type Llm, LlmOutputError, LlmRequestError } from "./llm.ts";
 import { CandidateSchema } from "./candidates.ts";
 import { loadCategoryNames } from "./categories.ts";
 import { ExtractJobPayloadSchema, runExtraction } from "./extraction.ts";
 import { dedupCandidates } from "./dedup.ts";
+import { isGraphJob, processGraphJob } from "./graph-jobs.ts";
 
 export interface WorkerDeps {
   sql: Sql;
@@ -62,10 +63,6 @@ export const DedupJobPayloadSchema = z.object({
   source_job_id: z.string().optional(),
 });
 
-class PermanentJobError extends Error {
-  override name = "PermanentJobError";
-}
-
 export function defaultWorkerId(): string {
   return `worker:${Deno.env.get("SB_EXECUTION_ID") ?? Deno.hostname?.() ?? "local"}:${crypto.randomUUID().slice(0, 8)}`;
 }
@@ -104,6 +101,7 @@ export async function drainQueue(deps: WorkerDeps, opts: DrainOptions = {}): Pro
 export async function processJob(deps: WorkerDeps, job: Job, workerId: string): Promise<void> {
   if (job.kind === "extract") return await processExtract(deps, job, workerId);
   if (job.kind === "dedup") return await processDedup(deps, job, workerId);
+  if (isGraphJob(job.kind)) return await processGraphJob(deps, job, workerId);
   throw new PermanentJobError(`unknown job kind '${job.kind}'`);
 }
 

@@ -9,7 +9,8 @@
 //   job was re-claimed) rolls its writes back instead of writing twice.
 import type { Sql, Tx } from "./db.ts";
 
-export type JobKind = "extract" | "dedup";
+/** memory_jobs.kind: the write path's extract and dedup, and the graph's jobs (graph-jobs.ts). */
+export type JobKind = "extract" | "dedup" | "embed" | "consolidate" | "enrich" | "causal";
 export type JobStatus = "queued" | "running" | "done" | "dead";
 
 export interface Job<P = Record<string, unknown>> {
@@ -96,6 +97,11 @@ export async function completeJob(sql: Sql | Tx, id: string, workerId: string, r
 
 export class LeaseLostError extends Error {
   override name = "LeaseLostError";
+}
+
+/** A job that can never succeed as it is (bad payload, unknown kind): parked as dead, not retried. */
+export class PermanentJobError extends Error {
+  override name = "PermanentJobError";
 }
 
 /**

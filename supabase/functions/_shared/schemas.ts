@@ -66,6 +66,9 @@ export const content = z
   .max(4000)
   .refine((s) => !/[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]/.test(s), "control characters are not allowed");
 
+/** An instant to answer as of (docs/graph.md#as-of): an ISO 8601 date-time with its offset. */
+export const asOf = z.iso.datetime({ offset: true });
+
 export const threadId = z.string().regex(/^[\p{L}\p{N}._:@-]{1,200}$/u, "1-200 letters, digits and . _ : @ -");
 export const sessionId = threadId;
 

@@ -84,13 +84,14 @@ export async function runQuery(deps: RetrieveDeps, caller: Caller, req: Request)
         graph_depth => ${resolved.plan.graphDepth},
         filter_after => ${resolved.window?.after ?? null}::timestamptz,
         filter_before => ${resolved.window?.before ?? null}::timestamptz,
-        keyword_threshold => ${body.keyword_threshold ?? null}::float8)`;
+        keyword_threshold => ${body.keyword_threshold ?? null}::float8,
+        as_of => ${body.as_of ?? null}::timestamptz)`;
     const ranked = rankMemories(rows);
     const bulletOf = (m: QueryRow) => `[${m.category}] ${bulletText(m.content)}`;
     const packed = body.return === "bullets"
       ? packTexts(ranked, bulletOf, budget, { shortenFirst: true })
       : packTexts(ranked, (m) => m.content, budget);
-    await reinforceMemories(tx, packed.kept.map((m) => m.id));
+    if (!body.as_of) await reinforceMemories(tx, packed.kept.map((m) => m.id));
     const search = await searchInfo(tx, embedder.model, mode, resolved, topK, budget);
     await recordSearch(tx, caller, body.thread_id ?? null, rows, categories.length === 1 ? categories[0]! : null, {
       mode: "query",
@@ -102,6 +103,7 @@ export async function runQuery(deps: RetrieveDeps, caller: Caller, req: Request)
       candidates: rows.length,
       returned: packed.kept.length,
       truncated: packed.truncatedCount,
+      as_of: body.as_of ?? null,
     });
     const results = body.return === "bullets"
       ? packed.kept.map((m, i) => ({ id: m.id, category: m.category, text: packed.texts[i]! }))

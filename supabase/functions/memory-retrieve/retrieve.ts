@@ -11,6 +11,7 @@ import { embedForRequest, thresholdsFor } from "../_shared/embeddings.ts";
 import { json, parseJsonBody } from "../_shared/http.ts";
 import { hybridSearch } from "../_shared/search/hybrid.ts";
 import { keywordText, resolvePlan } from "../_shared/search/plan.ts";
+import { entityTermsOf } from "../_shared/search/intent.ts";
 import { deltaHeaderLine, formatDeltaBullets, loadThreadDelta } from "./delta.ts";
 import type { FormatContext } from "./format.ts";
 import type { RetrieveDeps } from "./handler.ts";
@@ -56,9 +57,15 @@ export async function runRetrieve(deps: RetrieveDeps, caller: Caller, req: Reque
       preferMemoryTypes: plan.preferMemoryTypes,
       recencyWeight: plan.recencyWeight,
       keywordThreshold: body.keyword_threshold,
+      asOf: body.as_of,
+      entityTerms: plan.entityLookup ? entityTermsOf(body.message) : undefined,
+      graphEpisodes: plan.graphEpisodes,
     });
     const ranked = rankMemories(rows);
-    const related = ranked.some((m) => m.max_relation_strength != null) ? await loadRelated(tx, ranked.map((m) => m.id), scopes) : [];
+    // as_of answers from the past: no related bullets, nothing reinforced (that is for the live turn).
+    const related = !body.as_of && ranked.some((m) => m.max_relation_strength != null)
+      ? await loadRelated(tx, ranked.map((m) => m.id), scopes)
+      : [];
     const delta = await loadThreadDelta(tx, threadId, body.since_revision);
 
     const packed = packIntoBudget(
@@ -72,7 +79,7 @@ export async function runRetrieve(deps: RetrieveDeps, caller: Caller, req: Reque
       ctx,
     );
     const injectedIds = new Set(packed.injected.map((m) => m.id));
-    await reinforceMemories(tx, [...injectedIds]);
+    if (!body.as_of) await reinforceMemories(tx, [...injectedIds]);
     const search = await searchInfo(tx, embedder.model, mode, resolved, topK, budget);
     await recordSearch(tx, caller, body.thread_id ?? null, rows, null, {
       mode: "retrieve",
@@ -84,6 +91,7 @@ export async function runRetrieve(deps: RetrieveDeps, caller: Caller, req: Reque
       truncated: packed.truncatedCount,
       budget_tokens: budget,
       token_count: packed.tokenCount,
+      as_of: body.as_of ?? null,
     });
 
     return {
@@ -121,7 +129,7 @@ async function loadRelated(tx: Tx, ids: string[], scopes: string[]): Promise<Rel
               from public.memory_relations r
              where r.to_id = any (${ids}::uuid[]) and r.relation_type <> 'contradicts') e
       join public.devai_memories m on m.id = e.id
-     where m.is_valid and m.state = 'active'
+     where m.is_valid and m.state = 'active' and m.source is distinct from 'conversation'
        and not (m.id = any (${ids}::uuid[]))
        and (m.namespace || '/') ^@ any (${prefixes}::text[])
      order by e.strength desc, m.id

@@ -5,7 +5,7 @@
 // Both bodies are strict: an unknown field is a 400, so a typo (`budget` for `budget_tokens`)
 // is reported instead of silently ignored.
 import { z } from "zod";
-import { agentName, categoryName, importance, memoryType, priority, projectName, threadId } from "../_shared/schemas.ts";
+import { agentName, asOf, categoryName, importance, memoryType, priority, projectName, threadId } from "../_shared/schemas.ts";
 import { INTENTS } from "../_shared/search/intent.ts";
 import { SEARCH_MODES } from "../_shared/search/hybrid.ts";
 
@@ -39,6 +39,11 @@ const searchControls = {
   graph_depth: z.number().int().min(0).max(4).optional(),
   /** Keyword floor: share of the query's best possible keyword score (default the setting keyword_min_coverage). */
   keyword_threshold: z.number().min(0).max(1).optional(),
+  /**
+   * Answer from what the memory held at this instant (docs/graph.md#as-of). Nothing is reinforced
+   * and no related bullets are added: that is for the live turn.
+   */
+  as_of: asOf.optional(),
 };
 
 export const RetrieveRequest = z

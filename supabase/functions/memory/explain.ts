@@ -1,9 +1,12 @@
 // explain_fact (seed 003): why a memory is what it is. Its supersede chain in both directions
-// (what it replaced, what replaced it), its relations with the other memory's content, where it
-// came from (source, session, derived_from edges), its history in brief and its decay outlook.
+// (what it replaced, what replaced it; each link's memory carries its validity interval,
+// valid_from / valid_until), its typed edges with the other memory's content, where it came from
+// (source, session, the episodes of its derived_from edges: provenance.ts), the entities it
+// mentions, its history in brief and its decay outlook.
 // Every query runs in the caller's tenant transaction, so RLS limits all of it to the tenant.
 import type { Tx } from "../_shared/db.ts";
 import { memoryColumns, isoDates } from "./memory-row.ts";
+import { type LinkedEntity, linkedEntities, type SourceEpisode, sourceEpisodes } from "./provenance.ts";
 import type { Memory } from "./schemas.ts";
 import { decaySettings } from "./settings.ts";
 import { daysUntilPrune, predictStrength } from "./weak.ts";
@@ -22,6 +25,10 @@ export interface ExplainedRelation {
   relation_type: string;
   direction: "outgoing" | "incoming";
   strength: number;
+  confidence: number;
+  valid_from: string;
+  valid_until: string | null;
+  evidence: Record<string, unknown>[];
   created_at: string;
   other: Pick<Memory, "id" | "content" | "namespace" | "memory_type" | "is_valid" | "state">;
 }
@@ -40,7 +47,10 @@ export interface Explanation {
     created_at: string;
     actor: string | null;
     derived_from: string[];
+    /** The episodes behind derived_from, in the order they were said. */
+    episodes: SourceEpisode[];
   };
+  entities: LinkedEntity[];
   history: {
     total: number;
     by_event: Record<string, number>;
@@ -50,7 +60,7 @@ export interface Explanation {
   };
   decay: {
     protected: boolean;
-    reason: "pinned" | "highest_priority" | null;
+    reason: "pinned" | "highest_priority" | "episode" | null;
     predicted_strength: number;
     days_until_prune: number | null;
   };
@@ -90,7 +100,7 @@ export async function explainMemory(tx: Tx, id: string, now: Date): Promise<Expl
      order by c.depth, m.created_at desc, m.id`;
 
   const relations = await tx`
-    select r.id, r.relation_type, r.strength, r.created_at,
+    select r.id, r.relation_type, r.strength, r.confidence, r.valid_from, r.valid_until, r.evidence, r.created_at,
            case when r.from_id = ${id} then 'outgoing' else 'incoming' end as direction,
            o.id as other_id, o.content as other_content, o.namespace as other_namespace,
            o.memory_type as other_memory_type, o.is_valid as other_is_valid, o.state as other_state
@@ -118,6 +128,10 @@ export async function explainMemory(tx: Tx, id: string, now: Date): Promise<Expl
     relation_type: r.relation_type as string,
     direction: r.direction as "outgoing" | "incoming",
     strength: Number(r.strength),
+    confidence: Number(r.confidence),
+    valid_from: (r.valid_from as Date).toISOString(),
+    valid_until: r.valid_until ? (r.valid_until as Date).toISOString() : null,
+    evidence: r.evidence as Record<string, unknown>[],
     created_at: (r.created_at as Date).toISOString(),
     other: {
       id: r.other_id as string,
@@ -131,7 +145,9 @@ export async function explainMemory(tx: Tx, id: string, now: Date): Promise<Expl
 
   const firsts = byEvent.map((e) => e.first_at.getTime());
   const lasts = byEvent.map((e) => e.last_at.getTime());
-  const protectedBy = memory.pinned ? "pinned" : memory.priority === "highest" ? "highest_priority" : null;
+  // Raw episodes never decay (TTL and purge still apply: docs/graph.md#episodes).
+  const protectedBy = memory.pinned ? "pinned" : memory.priority === "highest" ? "highest_priority"
+    : memory.source === "conversation" ? "episode" : null;
   const lastAccess = new Date(memory.last_accessed_at);
   const settings = await decaySettings(tx);
 
@@ -147,7 +163,9 @@ export async function explainMemory(tx: Tx, id: string, now: Date): Promise<Expl
       created_at: memory.created_at,
       actor: added?.actor ?? null,
       derived_from: explained.filter((r) => r.relation_type === "derived_from" && r.direction === "outgoing").map((r) => r.other.id),
+      episodes: await sourceEpisodes(tx, id),
     },
+    entities: await linkedEntities(tx, id),
     history: {
       total: byEvent.reduce((s, e) => s + e.n, 0),
       by_event: Object.fromEntries(byEvent.map((e) => [e.event, e.n])),

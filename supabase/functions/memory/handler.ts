@@ -7,20 +7,25 @@
 //   GET  /memory/export              ?format=json|markdown, soft-deleted memories included and flagged
 //   GET  /memory/{id}                one memory
 //   GET  /memory/{id}/history        its audit rows, newest first
-//   GET  /memory/{id}/explain        supersede chain, relations, source, history summary, decay outlook
+//   GET  /memory/{id}/explain        supersede chain, typed edges, source episodes, entities, history, decay outlook
 //   POST /memory/{id}/correct        new memory supersedes it (+ 'supersedes' relation); 409 if already replaced
 //   POST /memory/{id}/forget         soft delete; purged after the grace period
 //   POST /memory/{id}/restore        undo forget (or an invalidation that was not a supersede)
 //   POST /memory/{id}/pin|confirm    protected from decay (strength 1.0); /unpin undoes it
 //   GET|PUT /memory/categories[/{name}], /memory/agents[/{agent}]   configuration (config-routes.ts)
+//   POST /memory/episodes, POST /memory/sessions/{id}/end, GET /memory/entities[/{id}]: graph-routes.ts
+// GET /memory and GET /memory/{id} take as_of: what was held at that instant (as-of.ts).
 // Every request is one or two tenant transactions (withTenant → RLS): another tenant's id is
 // simply not found, a 404 like an unknown id, so ids cannot be probed. History is written by the
 // database triggers, never here.
 import { Hono } from "hono";
 import { authenticate, authenticateConfigCaller } from "../_shared/auth.ts";
 import { createSql } from "../_shared/db.ts";
+import { drainQueue } from "../_shared/drain-queue.ts";
 import { createEmbedder } from "../_shared/embeddings.ts";
 import { loadConfig } from "../_shared/env.ts";
+import { createLlm } from "../_shared/llm.ts";
+import { registerGraphRoutes } from "./graph-routes.ts";
 import { handleErrors, HttpError, methodNotAllowed } from "../_shared/http.ts";
 import { CONFIG_PATH, createConfigApp } from "./config-routes.ts";
 import { registerLifecycleRoutes } from "./lifecycle-routes.ts";
@@ -33,11 +38,14 @@ export type { MemoryDeps };
 /** Production dependencies from the environment (index.ts; the local functions server may reuse it). */
 export function defaultDeps(): MemoryDeps {
   const config = loadConfig();
-  return {
+  const deps: MemoryDeps = {
     config,
     sql: createSql(config.databaseUrl, { max: config.dbPoolMax, applicationName: "devai-memory:memory" }),
     embedder: createEmbedder(config),
+    llm: createLlm(config),
   };
+  deps.kickWorker = () => drainQueue(deps, { maxJobs: 10 });
+  return deps;
 }
 
 const FIXED_PATHS: [string, string[]][] = [
@@ -57,7 +65,9 @@ export function createHandler(deps: MemoryDeps): (req: Request) => Promise<Respo
   app.notFound((c) => {
     throw new HttpError(404, "route_not_found", `no route for ${c.req.method} ${new URL(c.req.url).pathname}`);
   });
-  // Fixed paths first: /memory/stats must never be read as the id "stats".
+  // Fixed paths first: /memory/stats must never be read as the id "stats". Episodes, sessions and
+  // entities (graph-routes.ts) too: /memory/:id would take their paths.
+  registerGraphRoutes(app, routeDeps);
   registerWriteRoutes(app, routeDeps);
   registerCollectionRoutes(app, routeDeps);
   // A fixed path with another method is a 405 naming the right one, never read as a memory id.

@@ -4,13 +4,15 @@ import { withTenant } from "../_shared/db.ts";
 import { corsHeaders } from "../_shared/cors.ts";
 import { json } from "../_shared/http.ts";
 import { projectScope } from "../_shared/schemas.ts";
+import { HttpError } from "../_shared/http.ts";
+import { asOfColumns, memoryAsOf, recordedBy } from "./as-of.ts";
 import { decodeCursor, encodeCursor } from "./cursor.ts";
 import { explainMemory } from "./explain.ts";
 import { memoriesToMarkdownFiles } from "./export-markdown.ts";
 import { tarArchive } from "./tar.ts";
 import { isoDates, memoryColumns } from "./memory-row.ts";
 import { type MemoryApp, notFound, parseId, parseQuery, type RouteDeps, toMemory, who } from "./routing.ts";
-import { ExportQuery, HistoryQuery, ListQuery, StatsQuery, WeakQuery } from "./schemas.ts";
+import { ExportQuery, HistoryQuery, ListQuery, MemoryQuery, StatsQuery, WeakQuery } from "./schemas.ts";
 import { decaySettings } from "./settings.ts";
 import { memoryStats } from "./stats.ts";
 import { daysSince, daysUntilPrune, predictStrength } from "./weak.ts";
@@ -25,16 +27,18 @@ export function registerCollectionRoutes(app: MemoryApp, deps: RouteDeps): void 
     const after = q.cursor ? decodeCursor(q.cursor) : undefined;
     // The cursor's timestamp is bound as text: bound as a timestamp, postgres.js would pass it
     // through a JS Date and drop the microseconds that order rows of the same millisecond.
+    // With as_of: the memories held at that instant, as they were then (as-of.ts).
     const rows = await withTenant(sql, who(c), (tx) =>
       tx`
-        select ${memoryColumns(tx, "m")},
+        select ${memoryColumns(tx, "m")}, ${asOfColumns(tx, q.as_of)},
                to_char(m.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') as cursor_ts
           from public.devai_memories m
+          ${recordedBy(tx, q.as_of)}
          where true
            ${q.namespace_prefix ? tx`and (m.namespace || '/') ^@ ${q.namespace_prefix + "/"}` : tx``}
            ${q.project ? tx`and (m.namespace || '/') ^@ ${projectScope(config.namespaceRoot, q.project) + "/"}` : tx``}
            ${q.memory_type ? tx`and m.memory_type = ${q.memory_type}` : tx``}
-           ${q.state !== "all" ? tx`and m.state = ${q.state}` : tx``}
+           ${q.state !== "all" && !q.as_of ? tx`and m.state = ${q.state}` : tx``}
            ${q.is_valid !== undefined ? tx`and m.is_valid = ${q.is_valid}` : tx``}
            ${q.pinned !== undefined ? tx`and m.pinned = ${q.pinned}` : tx``}
            ${q.importance_min !== undefined ? tx`and m.importance >= ${q.importance_min}` : tx``}
@@ -51,8 +55,9 @@ export function registerCollectionRoutes(app: MemoryApp, deps: RouteDeps): void 
       ? encodeCursor({ createdAt: last.cursor_ts as string, id: last.id as string })
       : null;
     return json({
-      memories: page.map(({ cursor_ts: _, ...m }) => toMemory(m)),
+      memories: page.map(({ cursor_ts: _, ...m }) => toMemory(memoryAsOf(m))),
       next_cursor,
+      ...(q.as_of ? { as_of: q.as_of } : {}),
     });
   });
 
@@ -66,6 +71,7 @@ export function registerCollectionRoutes(app: MemoryApp, deps: RouteDeps): void 
         select ${memoryColumns(tx, "m")}
           from public.devai_memories m
          where m.is_valid and m.state = 'active' and not m.pinned and m.priority <> 'highest'
+           and m.source is distinct from 'conversation'
          order by public.memory_decayed_strength(m.base_strength, m.last_accessed_at, ${now}::timestamptz, ${settings.decayBase}::float8), m.id
          limit ${q.limit}`;
       return { rows, settings };
@@ -103,7 +109,7 @@ export function registerCollectionRoutes(app: MemoryApp, deps: RouteDeps): void 
         select ${memoryColumns(tx, "m")} from public.devai_memories m order by m.created_at, m.id`).map(toMemory);
       if (q.format === "markdown") return { memories, relations: [], history: [] };
       const relations = await tx`
-        select id, from_id, to_id, relation_type, strength, created_at
+        select id, from_id, to_id, relation_type, strength, confidence, evidence, valid_from, valid_until, created_at
           from public.memory_relations order by created_at, id`;
       const history = await tx`
         select id, memory_id, event, old_ref, new_ref, actor, old_content, new_content, meta, ts
@@ -149,11 +155,14 @@ export function registerMemoryReadRoutes(app: MemoryApp, deps: RouteDeps): void 
   // -- one memory ----------------------------------------------------------------------------
   app.get("/memory/:id", async (c) => {
     const id = parseId(c);
+    const q = parseQuery(c, MemoryQuery);
     const [row] = await withTenant(sql, who(c), (tx) =>
-      tx`select ${memoryColumns(tx, "m")} from public.devai_memories m where m.id = ${id}`
+      tx`select ${memoryColumns(tx, "m")}, ${asOfColumns(tx, q.as_of)}
+           from public.devai_memories m ${recordedBy(tx, q.as_of, { held: false })} where m.id = ${id}`
     );
-    if (!row) throw notFound(id);
-    return json({ memory: toMemory(row) });
+    if (!row) throw q.as_of ? new HttpError(404, "not_found", `memory ${id} not found, or not recorded yet at ${q.as_of}`) : notFound(id);
+    if (!q.as_of) return json({ memory: toMemory(row) });
+    return json({ memory: toMemory(memoryAsOf(row)), as_of: q.as_of, held: row.as_of_held === true });
   });
 
   app.get("/memory/:id/history", async (c) => {

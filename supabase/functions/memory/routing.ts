@@ -7,6 +7,7 @@ import type { Sql, TenantContext, Tx } from "../_shared/db.ts";
 import type { Embedder } from "../_shared/embeddings.ts";
 import type { Config } from "../_shared/env.ts";
 import { HttpError, parseJsonBody, validate } from "../_shared/http.ts";
+import type { Llm } from "../_shared/llm.ts";
 import { uuid } from "../_shared/schemas.ts";
 import { isoDates, memoryColumns } from "./memory-row.ts";
 import type { Memory } from "./schemas.ts";
@@ -15,8 +16,12 @@ export interface MemoryDeps {
   sql: Sql;
   config: Config;
   embedder: Embedder;
-  /** "Now" for decay predictions and purge dates; tests freeze it. */
+  /** Consolidation's model, for the in-process drain kickWorker starts (none: rules only). */
+  llm?: Llm;
+  /** "Now" for decay predictions, purge dates and episode times; tests freeze it. */
   clock?: () => Date;
+  /** Starts draining the queue after a route queued work (episodes' embeddings, consolidation); none: the worker's own schedule. */
+  kickWorker?: () => Promise<unknown>;
 }
 
 /** What the route modules get: the dependencies, with the clock always set. */
@@ -32,14 +37,17 @@ export function who(c: Ctx): TenantContext {
   return { tenantId: c.env.caller.tenantId, actor: c.env.caller.actor };
 }
 
-export function parseId(c: Ctx): string {
-  const raw = c.req.param("id") ?? "";
+/** A path parameter that must be a uuid (lower-cased); `what` names it in the 400. */
+export function parseUuidParam(c: Ctx, name: string, what: string): string {
+  const raw = c.req.param(name) ?? "";
   const result = uuid.safeParse(raw);
   if (!result.success) {
-    throw new HttpError(400, "invalid_id", "memory id must be a uuid", [{ path: ["id"], message: "expected a uuid" }]);
+    throw new HttpError(400, "invalid_id", `${what} must be a uuid`, [{ path: [name], message: "expected a uuid" }]);
   }
   return result.data.toLowerCase();
 }
+
+export const parseId = (c: Ctx) => parseUuidParam(c, "id", "memory id");
 
 /** Query string → schema; a repeated parameter is ambiguous, so it is a 400 rather than a guess. */
 export function parseQuery<T extends z.ZodType>(c: Ctx, schema: T): z.infer<T> {

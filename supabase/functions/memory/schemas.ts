@@ -3,6 +3,7 @@
 // Query strings arrive as text; the *Query schemas coerce them.
 import { z } from "zod";
 import {
+  asOf,
   categoryName,
   content,
   importance,
@@ -17,6 +18,7 @@ import {
   threadId,
 } from "../_shared/schemas.ts";
 import { SCOPE_NEEDS_PROJECT, scopeHasProject, writeScope } from "../_shared/scopes.ts";
+import { entityType } from "../_shared/entities.ts";
 
 /** Hard cap on list/history/weak pages: keeps one request's work and response bounded. */
 export const MAX_PAGE_LIMIT = 100;
@@ -106,9 +108,33 @@ export const ListQuery = z
     limit: intText(1, MAX_PAGE_LIMIT).default(20),
     /** Opaque: the next_cursor of the previous page. */
     cursor: z.string().min(1).max(200).optional(),
+    /** The memories held at this instant, as they were then (docs/graph.md#as-of). */
+    as_of: asOf.optional(),
+  })
+  .strict()
+  .refine((q) => !q.as_of || (q.is_valid === undefined && q.state === "active"), {
+    message: "as_of lists what was held at that instant: state and is_valid do not apply",
+    path: ["as_of"],
+  });
+export type ListQuery = z.infer<typeof ListQuery>;
+
+/** GET /memory/entities: the tenant's entities, optionally matching `q` (plain text, never a pattern). */
+export const EntityListQuery = z
+  .object({
+    /** Matched by name or alias key (case and punctuation ignored: exact, then prefix, then contained) or in the summary's words. */
+    q: z.string().trim().min(1).max(200).optional(),
+    type: entityType.optional(),
+    limit: intText(1, MAX_PAGE_LIMIT).default(20),
   })
   .strict();
-export type ListQuery = z.infer<typeof ListQuery>;
+export type EntityListQuery = z.infer<typeof EntityListQuery>;
+
+/** POST /memory/sessions/{session_id}/end: the body is optional and has no fields. */
+export const EndSessionRequest = z.object({}).strict();
+
+/** GET /memory/{id}: the memory now, or as it was at as_of. */
+export const MemoryQuery = z.object({ as_of: asOf.optional() }).strict();
+export type MemoryQuery = z.infer<typeof MemoryQuery>;
 
 /** GET /memory/{id}/history */
 export const HistoryQuery = z.object({ limit: intText(1, MAX_HISTORY_LIMIT).default(50) }).strict();
@@ -168,6 +194,10 @@ export interface Memory {
   superseded_by: string | null;
   created_at: string;
   updated_at: string;
+  /** When the fact started to hold (an episode: when the message was sent). */
+  valid_from: string;
+  /** When it stopped holding (superseded or contradicted); null while it holds. */
+  valid_until: string | null;
   importance: number;
   pinned: boolean;
   state: "active" | "soft_deleted";
@@ -194,8 +224,12 @@ export interface Relation {
   id: string;
   from_id: string;
   to_id: string;
-  relation_type: "related_to" | "supersedes" | "derived_from" | "contradicts";
+  relation_type: "related_to" | "supersedes" | "derived_from" | "contradicts" | "temporal" | "causal" | "entity";
   strength: number;
+  confidence: number;
+  evidence: Record<string, unknown>[];
+  valid_from: string;
+  valid_until: string | null;
   created_at: string;
 }
 

@@ -9,11 +9,13 @@ import { contentHashSql, lockMemory, type MemoryApp, notFound, parseId, type Rou
 import { CorrectRequest, type Memory, RememberRequest } from "./schemas.ts";
 import { callerNamespace, defaultScope } from "../_shared/scopes.ts";
 import { assertKnownCategory } from "../_shared/categories.ts";
+import { linkEntitiesByRules } from "../_shared/entities.ts";
 
 async function findDuplicate(tx: Tx, content: string, scopes: string[]): Promise<Memory | undefined> {
   const [row] = await tx`
     select ${memoryColumns(tx, "m")} from public.devai_memories m
      where m.content_hash = ${contentHashSql(tx, content)} and m.is_valid and m.state = 'active'
+       and m.source is distinct from 'conversation'
        and (m.namespace || '/') ^@ any (${scopes}::text[])
      order by (m.source = 'user_stated') desc, m.created_at, m.id
      limit 1`;
@@ -84,6 +86,7 @@ export function registerWriteRoutes(app: MemoryApp, deps: RouteDeps): void {
            ${body.memory_type}, ${namespace}, 'highest', 'user_stated', 1, 1, ${body.importance ?? 3},
            ${tx.json((body.metadata ?? {}) as never)}, ${body.session_id ?? null})
         returning ${memoryColumns(tx)}`;
+      await linkEntitiesByRules(tx, [{ id: row!.id as string, content: body.content }]);
       return { created: true, memory: toMemory(row) };
     }, { threadId: body.thread_id });
     return json(result, result.created ? 201 : 200);
@@ -120,6 +123,7 @@ export function registerWriteRoutes(app: MemoryApp, deps: RouteDeps): void {
            ${tx.json(metadata as never)}, ${body.session_id ?? null})
         returning ${memoryColumns(tx)}`;
       const memory = toMemory(created);
+      await linkEntitiesByRules(tx, [memory]);
       // The trigger records MERGE for the old memory (superseded_by set) with new_ref = the new id.
       const [superseded] = await tx`
         update public.devai_memories set superseded_by = ${memory.id}, is_valid = false

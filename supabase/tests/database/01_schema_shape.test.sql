@@ -56,8 +56,8 @@ select ok(exists(select from pg_indexes
 select ok(exists(select from pg_indexes
                   where schemaname = 'public' and tablename = 'devai_memories'
                     and indexdef ~ 'USING hnsw'
-                    and indexdef ~ 'WHERE \(is_valid AND \(state = ''active''::text\)\)'),
-          'the HNSW index covers valid, active rows only');
+                    and indexdef ~ 'WHERE \(is_valid AND \(state = ''active''::text\) AND \(source IS DISTINCT FROM ''conversation''::text\)\)'),
+          'the HNSW index covers valid, active rows only, raw episodes left out (20261124300300)');
 select ok(exists(select from pg_indexes
                   where schemaname = 'public' and tablename = 'devai_memories'
                     and indexdef ~ '\(owner_id, namespace text_pattern_ops\)'

@@ -28,6 +28,12 @@ export interface HybridSearchInput {
   recencyWeight?: number;
   /** Keyword floor (share of the best possible score); default the setting keyword_min_coverage. */
   keywordThreshold?: number;
+  /** Answer from what the memory held at this instant (docs/graph.md#as-of). */
+  asOf?: string;
+  /** Names to look up as entities (who/what questions). */
+  entityTerms?: readonly string[];
+  /** Let the graph bring raw episodes in, at half a fact's weight (when/why questions). */
+  graphEpisodes?: boolean;
 }
 
 /** A row of public.hybrid_search as postgres.js returns it. */
@@ -101,7 +107,10 @@ export async function hybridSearch(tx: Tx, input: HybridSearchInput): Promise<Hy
       filter_categories => ${input.categories ? [...input.categories] : null}::text[],
       prefer_memory_types => ${input.preferMemoryTypes ? [...input.preferMemoryTypes] : null}::text[],
       recency_weight => ${input.recencyWeight ?? 0},
-      keyword_threshold => ${input.keywordThreshold ?? null}::float8)`;
+      keyword_threshold => ${input.keywordThreshold ?? null}::float8,
+      as_of => ${input.asOf ?? null}::timestamptz,
+      entity_terms => ${input.entityTerms && input.entityTerms.length > 0 ? [...input.entityTerms] : null}::text[],
+      graph_episodes => ${input.graphEpisodes ?? false})`;
 }
 
 export interface FusionWeights {

@@ -71,6 +71,10 @@ export interface SearchPlan {
   preferMemoryTypes?: string[];
   /** Weight of the recency list in the fusion (0: none). */
   recencyWeight: number;
+  /** Look the query's names up as entities (who/what). */
+  entityLookup: boolean;
+  /** Let the graph bring raw episodes in (when/why: time and provenance). */
+  graphEpisodes: boolean;
 }
 
 /** Defaults by complexity (simple vs complex). */
@@ -86,19 +90,41 @@ export const WHEN_EDGE_TYPES = ["temporal", "supersedes", "related_to"];
 
 export function planSearch(intent: Intent, complexity: Complexity): SearchPlan {
   const base = COMPLEXITY_DEFAULTS[complexity];
-  const plan: SearchPlan = { intent, complexity, ...base, recencyWeight: 0 };
+  const plan: SearchPlan = { intent, complexity, ...base, recencyWeight: 0, entityLookup: false, graphEpisodes: false };
   switch (intent) {
     case "why":
       plan.graphDepth = base.graphDepth + 1;
       plan.graphEdgeTypes = WHY_EDGE_TYPES;
+      plan.graphEpisodes = true;
       break;
     case "when":
       plan.recencyWeight = 0.5;
       plan.graphEdgeTypes = WHEN_EDGE_TYPES;
+      plan.graphEpisodes = true;
+      break;
+    case "who":
+    case "what":
+      plan.entityLookup = true;
       break;
     case "how":
       plan.preferMemoryTypes = ["procedural"];
       break;
   }
   return plan;
+}
+
+/**
+ * The names in a query worth looking up as entities: identifiers (paths, package@versions,
+ * snake_case, camelCase, ERR_CODES), @handles and "quoted names". At most 20.
+ */
+export function entityTermsOf(text: string): string[] {
+  const out = new Set<string>();
+  for (const m of text.slice(0, 2000).matchAll(/"([^"]{2,80})"/g)) out.add(m[1]!.trim());
+  for (const m of text.slice(0, 2000).matchAll(/[A-Za-z0-9_@./:#$-]{3,100}/g)) {
+    const t = m[0].replace(/^[.:/#-]+|[.:/#-]+$/g, "");
+    if (t.length >= 3 && /[A-Za-z]/.test(t) && (/[_@/$#]/.test(t) || /[A-Za-z0-9]\.[A-Za-z0-9]/.test(t) || /[A-Za-z][0-9]|[0-9][A-Za-z]/.test(t) || /[a-z][A-Z]/.test(t) || /[A-Za-z0-9]-[A-Za-z0-9]/.test(t))) {
+      out.add(t);
+    }
+  }
+  return [...out].slice(0, 20);
 }

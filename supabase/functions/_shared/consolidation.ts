@@ -1,0 +1,181 @@
+// Session consolidation (a 'consolidate' job, one per session: sessions.ts): the session's episodes
+// become facts, procedures and preferences through the write path memory-extract uses, so the two
+// never disagree on what is stored:
+//   rules (the user's "remember …" and corrections, user-stated) + the LLM when configured (one call
+//   per ~60k tokens, consolidation-prompt.ts) → prepareCandidates (writing constraints, scopes, ≤ 5
+//   per chunk, model labels demoted) → dedupCandidates (exact hash, neighbours, the LLM's
+//   ADD / UPDATE / DELETE / NOOP; a superseded or contradicted fact's validity is closed)
+// and then the graph: a derived_from edge from each resulting fact (new, or the existing one a
+// NOOP found) to the episodes it came from, and the entities the model named. Without an LLM the
+// rules alone run (the model's part is skipped, not failed). The LLM and embedding calls happen
+// outside any transaction; the writes and the job's completion commit together.
+// docs/graph.md#consolidation.
+import { z } from "zod";
+import { type Candidate, prepareCandidates } from "./candidates.ts";
+import { loadCategoryNames } from "./categories.ts";
+import { chunkEpisodes, ConsolidationOutputSchema, consolidationMessages } from "./consolidation-prompt.ts";
+import { withTenant } from "./db.ts";
+import { dedupCandidates } from "./dedup.ts";
+import type { WorkerDeps } from "./drain-queue.ts";
+import { type GraphEdge, insertEdges } from "./edges.ts";
+import { type EntityLink, type EntityMention, linkEntities } from "./entities.ts";
+import { completeJobInTx, type Job, PermanentJobError } from "./jobs.ts";
+import { LlmOutputError, LlmRequestError, type LlmUsage } from "./llm.ts";
+import { defaultScope } from "./scopes.ts";
+import { extractByRules } from "./rule-extractor.ts";
+import { sessionId } from "./schemas.ts";
+import { validateContent } from "./writing-constraints.ts";
+
+export const ConsolidateJobPayloadSchema = z.object({ session_id: sessionId }).strict();
+
+/** A session longer than this is consolidated from its first episodes (a runaway loop, not a conversation). */
+export const MAX_EPISODES_PER_SESSION = 2000;
+/** A derived_from edge found by rules is certain; one a model cites is likely. */
+const RULE_CONFIDENCE = 1;
+const MODEL_CONFIDENCE = 0.8;
+
+interface Episode {
+  id: string;
+  role: string;
+  content: string;
+}
+
+interface Provenance {
+  /** Indexes into the session's episodes. */
+  sources: Set<number>;
+  entities: EntityMention[];
+  confidence: number;
+}
+
+/** The key prepareCandidates de-duplicates by: the validated content, lower-cased. */
+function candidateKey(c: Candidate): string | undefined {
+  const v = validateContent(c.type, c.content);
+  return v.ok ? v.content.toLowerCase() : undefined;
+}
+
+/**
+ * Rules and the model over the episodes: candidates, and where each one came from. A model that
+ * cannot help (output invalid after its repair round, a refused request, or any failure on the
+ * job's last attempt) leaves the rules' facts to be stored rather than losing them with the job;
+ * a transient failure before that is thrown, so the job is retried.
+ */
+async function proposeFacts(deps: WorkerDeps, job: Job, episodes: Episode[], project: string | undefined) {
+  const provenance = new Map<string, Provenance>();
+  const note = (c: Candidate, sources: number[], entities: EntityMention[], confidence: number) => {
+    const key = candidateKey(c);
+    if (!key) return;
+    const p = provenance.get(key) ?? { sources: new Set<number>(), entities: [], confidence };
+    sources.forEach((s) => p.sources.add(s));
+    p.entities.push(...entities);
+    p.confidence = Math.max(p.confidence, confidence);
+    provenance.set(key, p);
+  };
+
+  const stated: Candidate[] = [];
+  episodes.forEach((e, i) => {
+    if (e.role !== "user") return;
+    for (const c of extractByRules([e], { namespace: defaultScope(deps.config.namespaceRoot, { project }) })) {
+      stated.push(c);
+      note(c, [i], [], RULE_CONFIDENCE);
+    }
+  });
+
+  const proposed: Candidate[][] = [];
+  const usage: LlmUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0, requests: 0 };
+  const categories = deps.llm ? await loadCategoryNames(deps.sql) : [];
+  let modelFailure: string | undefined;
+  if (deps.llm) {
+    try {
+      for (const chunk of chunkEpisodes(episodes)) {
+        const out = await deps.llm.completeJson(ConsolidationOutputSchema,
+          consolidationMessages(chunk.text, deps.config.namespaceRoot, project, categories), { name: "session_consolidation" });
+        for (const k of Object.keys(usage) as (keyof LlmUsage)[]) usage[k] += out.usage[k];
+        proposed.push(out.value.stored.map(({ sources, entities, ...c }) => {
+          // Only the numbers this chunk showed: anything else is not an episode of it.
+          note(c, sources.filter((s) => s >= chunk.first && s <= chunk.last), entities.map((e) => ({ ...e, mention: e.name })), MODEL_CONFIDENCE);
+          return c;
+        }));
+      }
+    } catch (err) {
+      const lastAttempt = job.attempts >= job.max_attempts;
+      const hopeless = err instanceof LlmOutputError || (err instanceof LlmRequestError && !err.retryable);
+      if (!lastAttempt && !hopeless) throw err;
+      modelFailure = `${(err as Error).name}: ${(err as Error).message}`.slice(0, 500);
+    }
+  }
+  const prepared = prepareCandidates({ stated, proposed }, { root: deps.config.namespaceRoot, project, categories });
+  const mode = !deps.llm ? "rules" : modelFailure ? "rules (the model failed)" : "llm+rules";
+  return { prepared, provenance, usage, mode, modelFailure };
+}
+
+export async function consolidateSession(deps: WorkerDeps, job: Job, workerId: string): Promise<void> {
+  const parsed = ConsolidateJobPayloadSchema.safeParse(job.payload);
+  if (!parsed.success) throw new PermanentJobError(`invalid consolidate payload: ${parsed.error.message}`);
+  const tenant = { tenantId: job.owner_id, actor: "worker:consolidate" };
+  const read = await withTenant(deps.sql, tenant, async (tx) => {
+    const [session] = await tx<{ id: string; thread_id: string | null; project: string | null; consolidated_at: Date | null }[]>`
+      select id, thread_id, project, consolidated_at from public.memory_sessions where session_id = ${parsed.data.session_id}`;
+    const episodes = session
+      ? await tx<Episode[]>`
+          select id, metadata ->> 'role' as role, content from public.devai_memories
+           where session_id = ${parsed.data.session_id} and source = 'conversation' and state = 'active'
+           order by (metadata ->> 'seq')::int, id
+           limit ${MAX_EPISODES_PER_SESSION}`
+      : [];
+    return { session, episodes };
+  });
+  if (!read.session) throw new PermanentJobError(`session ${parsed.data.session_id} not found`);
+  const session = read.session;
+  const threadId = session.thread_id ?? undefined;
+
+  const proposal = session.consolidated_at ? undefined : await proposeFacts(deps, job, read.episodes, session.project ?? undefined);
+  const candidates = proposal?.prepared.candidates ?? [];
+  const vectors = candidates.length > 0 ? await deps.embedder.embed(candidates.map((c) => c.content)) : [];
+
+  await withTenant(deps.sql, tenant, async (tx) => {
+    if (!proposal) {
+      await completeJobInTx(tx, job.id, workerId, { already_consolidated: true });
+      return;
+    }
+    const report = await dedupCandidates(
+      tx,
+      { embedder: deps.embedder, llm: deps.llm, config: deps.config },
+      { ownerId: job.owner_id, sessionId: parsed.data.session_id, threadId, origin: "consolidate", jobId: job.id },
+      candidates,
+      vectors,
+    );
+    const evidence = [{ session_id: parsed.data.session_id, job_id: job.id }];
+    const edges: GraphEdge[] = [];
+    const links: EntityLink[] = [];
+    report.outcomes.forEach((o, i) => {
+      const factId = o.memory_id ?? (o.action === "NOOP" ? o.target_id : undefined);
+      const p = proposal.provenance.get(candidateKey(candidates[i]!) ?? "");
+      if (!factId || !p) return;
+      for (const s of p.sources) {
+        edges.push({ from: factId, to: read.episodes[s]!.id, type: "derived_from", strength: 1, confidence: p.confidence, evidence });
+      }
+      links.push(...p.entities.map((e) => ({ ...e, memoryId: factId, confidence: MODEL_CONFIDENCE, source: "llm" as const })));
+    });
+    const derived = await insertEdges(tx, job.owner_id, edges);
+    const linked = await linkEntities(tx, links);
+    const result = {
+      mode: proposal.mode,
+      llm: !deps.llm ? "skipped: no LLM configured" : proposal.modelFailure ? `failed: ${proposal.modelFailure}` : "used",
+      episodes: read.episodes.length,
+      candidates: candidates.length,
+      counts: report.counts,
+      derived_from_edges: derived,
+      entity_links: linked,
+      stats: proposal.prepared.stats,
+      usage: deps.llm ? { ...proposal.usage, dedup: report.usage } : null,
+    };
+    await tx`
+      update public.memory_sessions set consolidated_at = now(), consolidation = ${tx.json(result as never)}
+       where id = ${session.id}`;
+    await tx`
+      insert into public.memory_events (owner_id, thread_id, node, op, status, meta)
+      values (${job.owner_id}, ${threadId ?? null}, 'worker', 'extract', 'ok',
+              ${tx.json({ kind: "consolidate", job_id: job.id, session_id: parsed.data.session_id, ...result } as never)})`;
+    await completeJobInTx(tx, job.id, workerId, result);
+  }, { threadId });
+}

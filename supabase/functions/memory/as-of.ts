@@ -1,0 +1,33 @@
+// as_of for GET /memory and GET /memory/{id}: what the tenant's memory held at an instant, by the
+// one as-of rule, public.memory_at (recorded by then, validity not closed, valid and active after
+// its last change then; content, validity and supersede as they were then, from the history).
+// The list shows the memories held then; one memory is shown as it was then, with `held`.
+// docs/graph.md#as-of.
+import type { Tx } from "../_shared/db.ts";
+
+type Row = Record<string, unknown>;
+
+/** The as-of columns a query selects beside memoryColumns (null without as_of). */
+export function asOfColumns(tx: Tx, asOf: string | undefined) {
+  return asOf
+    ? tx`a.held as as_of_held, a.content as as_of_content, a.is_valid as as_of_is_valid, a.state as as_of_state,
+         a.superseded_by as as_of_superseded_by`
+    : tx`null::boolean as as_of_held`;
+}
+
+/**
+ * The join that evaluates memory m at asOf (nothing without as_of): keeps the memories held then,
+ * or with held: false every memory recorded by then.
+ */
+export function recordedBy(tx: Tx, asOf: string | undefined, opts: { held?: boolean } = {}) {
+  if (!asOf) return tx``;
+  return tx`join lateral public.memory_at(m, ${asOf}::timestamptz) a
+              on ${opts.held === false ? tx`m.created_at <= ${asOf}::timestamptz` : tx`a.held`}`;
+}
+
+/** The row as it was at as_of when the as-of columns say so; the as-of columns removed either way. */
+export function memoryAsOf(row: Row): Row {
+  const { as_of_held, as_of_content, as_of_is_valid, as_of_state, as_of_superseded_by, ...memory } = row;
+  if (as_of_held === null || as_of_held === undefined) return memory;
+  return { ...memory, content: as_of_content, is_valid: as_of_is_valid, state: as_of_state, superseded_by: as_of_superseded_by };
+}

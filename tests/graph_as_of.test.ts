@@ -1,0 +1,94 @@
+// as_of through the API: GET /memory, GET /memory/{id}, memory-retrieve and memory.query answer
+// what the tenant's memory held at an instant (a corrected fact before and after its correction),
+// and a historical answer reinforces nothing. Instants are read from the database's clock between
+// the writes, so nothing waits on wall-clock time.
+import assert from "node:assert/strict";
+import { createHandler as createRetrieveHandler } from "../supabase/functions/memory-retrieve/handler.ts";
+import { localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
+import { userHeaders } from "./support/auth.ts";
+import { testConfig } from "./support/config.ts";
+import { memoryApi } from "./support/memory-api.ts";
+import { newTenant, testSql } from "./support/seed.ts";
+
+const sql = testSql();
+const api = memoryApi(sql);
+const retrieve = createRetrieveHandler({ sql, config: testConfig(), embedder: localEmbedder() });
+const opts = { sanitizeOps: false, sanitizeResources: false };
+
+/** The database's clock now, as an ISO instant with microseconds. */
+async function dbNow(): Promise<string> {
+  const [r] = await sql<{ at: string }[]>`select to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as at`;
+  return r!.at;
+}
+
+async function post(path: string, t: string, body: unknown) {
+  const res = await retrieve(new Request(`http://local${path}`, { method: "POST", headers: await userHeaders(t), body: JSON.stringify(body) }));
+  return { status: res.status, body: await res.json() };
+}
+
+/** A fact remembered, then corrected: the instants before, between and after. */
+async function correctedFact(t: string) {
+  const before = await dbNow();
+  const old = await api("POST", "/memory/remember", {
+    as: t,
+    body: { content: "The API service runs on Node 18 in production.", project: "api", metadata: { category: "projects" } },
+  });
+  const between = await dbNow();
+  const fixed = await api("POST", `/memory/${old.body.memory.id}/correct`, { as: t, body: { content: "The API service runs on Node 20 in production." } });
+  assert.equal(fixed.status, 201);
+  const after = await dbNow();
+  return { before, between, after, oldId: old.body.memory.id as string, newId: fixed.body.memory.id as string };
+}
+
+Deno.test({ name: "as_of: GET /memory/{id} shows the memory as it was then; GET /memory lists what was held then", ...opts }, async () => {
+  const t = newTenant();
+  const f = await correctedFact(t);
+
+  const then = await api("GET", `/memory/${f.oldId}?as_of=${f.between}`, { as: t });
+  assert.equal(then.status, 200);
+  assert.deepEqual([then.body.held, then.body.memory.is_valid, then.body.memory.superseded_by], [true, true, null]);
+  const later = await api("GET", `/memory/${f.oldId}?as_of=${f.after}`, { as: t });
+  assert.deepEqual([later.body.held, later.body.memory.is_valid, later.body.memory.superseded_by], [false, false, f.newId]);
+  assert.equal((await api("GET", `/memory/${f.newId}?as_of=${f.between}`, { as: t })).status, 404, "not recorded yet then");
+  const now = await api("GET", `/memory/${f.oldId}`, { as: t });
+  assert.ok(now.body.memory.valid_until, "the corrected fact's validity is closed");
+  assert.equal(now.body.held, undefined);
+
+  const listed = async (at: string) =>
+    ((await api("GET", `/memory?namespace_prefix=devai/project/api&as_of=${at}`, { as: t })).body.memories as { id: string }[]).map((m) => m.id);
+  assert.deepEqual(await listed(f.before), []);
+  assert.deepEqual(await listed(f.between), [f.oldId]);
+  assert.deepEqual(await listed(f.after), [f.newId]);
+  assert.equal((await api("GET", `/memory?as_of=${f.after}&state=all`, { as: t })).status, 400);
+  assert.equal((await api("GET", `/memory?as_of=yesterday`, { as: t })).status, 400);
+});
+
+Deno.test({ name: "as_of: retrieve and memory.query answer from what was held then, and reinforce nothing", ...opts }, async () => {
+  const t = newTenant();
+  const f = await correctedFact(t);
+  const ask = { message: "Which Node version does the API service run in production?", project: "api" };
+
+  const then = await post("/memory-retrieve", t, { ...ask, as_of: f.between });
+  assert.equal(then.status, 200, JSON.stringify(then.body));
+  assert.deepEqual(then.body.memories.map((m: { id: string }) => m.id), [f.oldId]);
+  assert.match(then.body.block, /Node 18/);
+  const [untouched] = await sql`select access_count from public.devai_memories where id = ${f.oldId}`;
+  assert.equal(untouched!.access_count, 0, "a historical answer is not a use of the memory");
+
+  const now = await post("/memory-retrieve", t, ask);
+  assert.deepEqual(now.body.memories.map((m: { id: string }) => m.id), [f.newId]);
+  const [used] = await sql`select access_count from public.devai_memories where id = ${f.newId}`;
+  assert.equal(used!.access_count, 1);
+
+  const query = { agent: "planner", query: ask.message, project: "api", categories: ["projects"], return: "full" };
+  const q1 = await post("/memory-retrieve/query", t, { ...query, as_of: f.between });
+  assert.equal(q1.status, 200, JSON.stringify(q1.body));
+  assert.deepEqual(q1.body.results.map((r: { id: string; content: string }) => [r.id, r.content]), [[f.oldId, "The API service runs on Node 18 in production."]]);
+  const q2 = await post("/memory-retrieve/query", t, { ...query, as_of: f.after });
+  assert.deepEqual(q2.body.results.map((r: { id: string }) => r.id), [f.newId]);
+  assert.equal((await post("/memory-retrieve", t, { ...ask, as_of: "last tuesday" })).status, 400);
+});
+
+Deno.test({ name: "close the pool", ...opts }, async () => {
+  await sql.end();
+});

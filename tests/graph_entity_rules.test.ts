@@ -1,0 +1,78 @@
+// Rule-based entity extraction on realistic coding messages: what each rule finds, and the prose
+// it must not mistake for an entity (entity-rules.ts, docs/graph.md#entity-rules).
+import assert from "node:assert/strict";
+import { extractEntityMentions, MAX_MENTIONS_PER_TEXT } from "../supabase/functions/_shared/entity-rules.ts";
+
+const found = (text: string) => extractEntityMentions(text).map((e) => `${e.type}:${e.name}`);
+
+Deno.test("entity rules: a bug report names its error, file, function, package, commands, link and person", () => {
+  const text = "I'm getting `TypeError: Cannot read properties of undefined (reading 'map')` in src/components/Cart.tsx " +
+    "when calling useCart() — it started after upgrading react@18.3.1. Ran `pnpm install` and `pnpm run build`, see " +
+    "https://github.com/acme/shop/issues/42. @maria said ERR_MODULE_NOT_FOUND shows up in CI too.";
+  assert.deepEqual(found(text), [
+    "error:TypeError",
+    "file:src/components/Cart.tsx",
+    "function:useCart()",
+    "package:react",
+    "command:pnpm install",
+    "command:pnpm run build",
+    "service:github.com",
+    "person:@maria",
+    "error:ERR_MODULE_NOT_FOUND",
+  ]);
+  const react = extractEntityMentions(text).find((e) => e.name === "react")!;
+  assert.equal(react.mention, "react@18.3.1", "the version stays in the mention; the entity is the package");
+});
+
+Deno.test("entity rules: a fix names scoped packages, installs, git commands and compiler error codes", () => {
+  const text = "Fixed: the import in ./lib/cart/store.ts pointed at @types/node@20 typings. Also `npm install zod@^4.1.0 --save` " +
+    "then `git rebase -i main`. rustc said E0382 and tsc said TS2322.";
+  assert.deepEqual(found(text), [
+    "file:./lib/cart/store.ts",
+    "package:@types/node",
+    "package:zod",
+    "command:npm install",
+    "command:git rebase",
+    "error:E0382",
+    "error:TS2322",
+  ]);
+});
+
+Deno.test("entity rules: commands in code blocks and prompts, paths with line numbers, dotfiles, well-known files, tools named like files", () => {
+  const text = "```bash\n$ deno test -A tests/\n$ docker compose up -d postgres\nmake build\n```\n" +
+    "Then check supabase/migrations/20261124300000_x.sql:12. Node.js 20 is required; see .env.example and Dockerfile.";
+  assert.deepEqual(found(text), [
+    "command:deno test",
+    "command:docker compose",
+    "command:make build",
+    "file:supabase/migrations/20261124300000_x.sql",
+    "tool:Node.js",
+    "file:.env.example",
+    "file:Dockerfile",
+  ]);
+});
+
+Deno.test("entity rules: calls, errno codes and exception types in a stack-trace-like message", () => {
+  const text = "The handler calls fs.readFile() then parse_config(path) and gets ECONNREFUSED on 127.0.0.1:5432; " +
+    "Python raised ModuleNotFoundError in /srv/app/worker/main.py.";
+  assert.deepEqual(found(text), [
+    "function:fs.readFile()",
+    "function:parse_config()",
+    "error:ECONNREFUSED",
+    "error:ModuleNotFoundError",
+    "file:/srv/app/worker/main.py",
+  ]);
+});
+
+Deno.test("entity rules: plain prose, emails, versions and decorators are not entities (or people)", () => {
+  assert.deepEqual(found("Please run the tests and make sure nothing fails. We should go to the settings page, e.g. the profile(s) view."), []);
+  assert.deepEqual(found("Email me at bob@example.com about v1.2.3 of the plan; git is great and npm is fine."), []);
+  // A decorator is not a person; it is a call.
+  assert.deepEqual(found("Angular's @Component() decorator and @Injectable() are fine here."), ["function:Component()", "function:Injectable()"]);
+});
+
+Deno.test("entity rules: each entity once, and a dump is capped", () => {
+  assert.deepEqual(found("src/a.ts and src/a.ts and again src/a.ts"), ["file:src/a.ts"]);
+  const dump = Array.from({ length: 60 }, (_, i) => `src/file${i}.ts`).join("\n");
+  assert.equal(extractEntityMentions(dump).length, MAX_MENTIONS_PER_TEXT);
+});
