@@ -11,7 +11,7 @@ Deno.test("config: unset thresholds follow the embedding model's calibration, se
   assert.equal(plain.dedupThreshold, undefined);
   assert.equal(plain.embedding.model, LOCAL_EMBEDDING_MODEL);
   // The local embedder's scale, not the seed's OpenAI thresholds (0.7 would hide every match).
-  assert.equal(thresholdsFor(plain.embedding.model, plain).retrieve, 0.15);
+  assert.equal(thresholdsFor(plain.embedding.model, plain).retrieve, 0.45);
 
   const tuned = loadConfig({ ...minimal, RETRIEVAL_THRESHOLD: "0.42", DEDUP_THRESHOLD: "0.9" });
   assert.equal(tuned.retrieval.threshold, 0.42);

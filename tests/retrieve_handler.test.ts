@@ -78,7 +78,7 @@ dbTest("scoping: global + this project + user only; `_` and `%` in project names
   assert.deepEqual(nsOf(r3.body.memories.map((m: { id: string }) => m.id)), ["devai/global/tools", "devai/user/preferences"]);
 });
 
-dbTest("threshold: default per model, overridable; other embedding models never compared", async () => {
+dbTest("threshold: default per model, overridable: the best memory must reach it, others half of it; other embedding models never compared", async () => {
   const t = newTenant();
   const [low, mid, high] = await seedMemories(sql, t, [
     { content: "low 0.10", namespace: "devai/global/a", embedding: vectorWithSimilarity(0.1, 1) },
@@ -86,10 +86,12 @@ dbTest("threshold: default per model, overridable; other embedding models never 
     { content: "high 0.90", namespace: "devai/global/a", embedding: vectorWithSimilarity(0.9, 3) },
     { content: "other model 0.99", namespace: "devai/global/a", embedding: vectorWithSimilarity(0.99, 4), embedding_model: "text-embedding-3-small" },
   ]);
-  const byDefault = await retrieve(t, { message: "q" }); // local model threshold 0.15
+  const byDefault = await retrieve(t, { message: "q" }); // local model threshold 0.45: companions from 0.225
   assert.deepEqual(byDefault.body.memories.map((m: { id: string }) => m.id), [high!.id, mid!.id]);
-  const strict = await retrieve(t, { message: "q", threshold: 0.7 });
-  assert.deepEqual(strict.body.memories.map((m: { id: string }) => m.id), [high!.id]);
+  const strict = await retrieve(t, { message: "q", threshold: 0.95 });
+  assert.deepEqual(strict.body.memories, [], "the best memory is below the threshold: no answer at all");
+  const raised = await retrieve(t, { message: "q", threshold: 0.8 });
+  assert.deepEqual(raised.body.memories.map((m: { id: string }) => m.id), [high!.id, mid!.id], "0.9 answers; 0.5 comes with it (above 0.4)");
   const loose = await retrieve(t, { message: "q", threshold: 0 });
   assert.deepEqual(loose.body.memories.map((m: { id: string }) => m.id), [high!.id, mid!.id, low!.id]);
   const topOne = await retrieve(t, { message: "q", threshold: 0, top_k: 1 });

@@ -7,6 +7,7 @@ begin
   end if;
 end $$;
 drop schema if exists memory_private cascade;
+drop schema if exists memory_search cascade;
 drop schema if exists supabase_migrations cascade;
 drop schema if exists public cascade;
 create schema public;

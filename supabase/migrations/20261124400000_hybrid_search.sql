@@ -510,7 +510,9 @@ begin
   -- Keyword signal. Each term's matches in scope, counted up to the cap (its document frequency);
   -- rare terms bring their matches in as candidates.
   if v_w_kw > 0 then
-    v_n := greatest(public.memory_scope_size(match_owner, v_bases, v_df_cap * 5), 1);
+    -- The corpus size for idf, at least 1,000: a young tenant's few memories say little about how
+    -- common a word is (with 3 memories, a word in one of them would look as common as "the").
+    v_n := greatest(public.memory_scope_size(match_owner, v_bases, v_df_cap * 5), 1000);
     select coalesce(array_agg(t.query order by t.ord) filter (where t.kind <> 'exclude'), '{}'),
            coalesce(array_agg(t.query order by t.ord) filter (where t.kind = 'exclude'), '{}')
       into v_terms_all, v_excludes

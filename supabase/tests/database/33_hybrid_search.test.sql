@@ -53,7 +53,8 @@ grant select on scopes to authenticated;
 
 -- Keyword signal: scope rules.
 select set_eq(
-  $$select left(content, 20) from public.hybrid_search('ERR_MODULE_NOT_FOUND lodash', null, (select s from scopes), 20, 0.7, null)$$,
+  $$select left(content, 20) from public.hybrid_search('ERR_MODULE_NOT_FOUND lodash', null, (select s from scopes), 20, 0.7, null,
+                                                      keyword_threshold => 0.9)$$,
   array['The web build fails '],
   'keyword: only the valid, active, strong memory of this tenant and project (not taskxforge, task_forge2, tenant B, invalid, forgotten or weak ones)');
 select is_empty(
@@ -147,7 +148,8 @@ select ok(
      from public.hybrid_search('ERR_MODULE_NOT_FOUND sockets configuration', tests.embedding('{1}'), (select s from scopes), 20, 0.5, 'm')),
   'hybrid relevance is in (0, 1]');
 select set_eq(
-  $$select left(content, 20) from public.hybrid_search('ERR_MODULE_NOT_FOUND in src/lib/auth.ts', tests.embedding('{1}'), (select s from scopes), 20, 0.5, 'm')$$,
+  $$select left(content, 20) from public.hybrid_search('ERR_MODULE_NOT_FOUND in src/lib/auth.ts', tests.embedding('{1}'), (select s from scopes), 20, 0.5, 'm',
+                                                      keyword_threshold => 0.9)$$,
   array['The web build fails ', 'Vector neighbour wit'],
   'hybrid: the keyword hit and the vector hit, each found by its own signal');
 

@@ -98,11 +98,11 @@ select results_eq($$select content from public.match_memories(tests.embedding('{
 select results_eq($$select content from public.match_memories(tests.embedding('{0.2,1}'), 'devai/project/api', 5, 0.5, auth.uid(), 'm', null, '2026-01-20T00:00Z')$$,
                   $$values ('Deploys run deploy.sh.'::text)$$,
                   'an as-of search returns the content as it was then');
-select results_eq($$select content from public.query_memories(tests.embedding('{1,0.1}'), array['devai/project/api'], 'planner', array['projects'], 5, 0.5, 'm',
+select results_eq($$select content from public.query_memories('', tests.embedding('{1,0.1}'), array['devai/project/api'], 'planner', array['projects'], 5, 0.5, 'm',
                                                               as_of => '2026-02-15T00:00Z')$$,
                   $$values ('The API runs on Node 18.'::text), ('Logs go to Loki.')$$,
                   'query_memories as of February: the same answer, under the agent''s categories');
-select results_eq($$select content from public.query_memories(tests.embedding('{1,0.1}'), array['devai/project/api'], 'planner', array['projects'], 5, 0.5, 'm')$$,
+select results_eq($$select content from public.query_memories('', tests.embedding('{1,0.1}'), array['devai/project/api'], 'planner', array['projects'], 5, 0.5, 'm')$$,
                   $$values ('The API runs on Node 20.'::text)$$,
                   'query_memories now: Node 20, no episode');
 select is_empty($$select * from public.match_memories(tests.embedding('{1,0.11}'), 'devai/project/api', 5, 0.5, auth.uid(), 'm', null, '2026-03-15T00:00Z')
