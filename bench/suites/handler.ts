@@ -14,6 +14,8 @@ import type { Sql } from "../benchdb.ts";
 import type { Corpus } from "../corpus.ts";
 import { DIM, MODEL } from "../corpus.ts";
 import { fmt, formatTable, log, now, round, runConcurrent, summarize, type Summary } from "../lib.ts";
+import { toVectorLiteral, withTenant } from "../../supabase/functions/_shared/db.ts";
+import { installSupabaseHybrid } from "../../eval/methods/supabase-hybrid.ts";
 
 export interface HandlerResult {
   table: string;
@@ -98,6 +100,33 @@ export async function runHandler(sql: Sql, url: string, corpus: Corpus, opts: { 
   } finally {
     await pool.end();
   }
+  // Side by side in SQL, as the tenant: our hybrid_search and Supabase's documented hybrid_search
+  // recipe (eval/sql/supabase_hybrid_search.sql, with a tenant filter) on the same queries.
+  const sqlOut: { fn: string; tenant: string; summary: Summary }[] = [];
+  await installSupabaseHybrid(sql);
+  const sqlPool = createSql(url, { max: 2, applicationName: "devai-bench-hybrid-sql" });
+  try {
+    for (const which of ["big", "small"] as const) {
+      const batch = reqs.filter((r) => r.which === which);
+      for (const fn of ["public.hybrid_search", "supabase hybrid_search"]) {
+        if (now() > opts.deadline) break;
+        const ms: number[] = [];
+        for (const r of batch) {
+          const vec = toVectorLiteral(vectors.get(r.message)!);
+          const scopes = ["devai/global", `devai/project/${r.project}`, "devai/user"];
+          const t0 = now();
+          await withTenant(sqlPool, { tenantId: r.tenant, actor: "bench" }, (tx) =>
+            fn === "public.hybrid_search"
+              ? tx`select id from public.hybrid_search(${r.message}, ${vec}::extensions.vector, ${scopes}::text[], 15, 0.1, ${MODEL}, ${r.tenant}::uuid, graph_depth => 1)`
+              : tx`select id from eval.supabase_hybrid_search(${r.message}, ${vec}::extensions.vector, 15, ${r.tenant}::uuid, ${scopes.map((x) => x + "/")}::text[], ${MODEL})`);
+          ms.push(now() - t0);
+        }
+        sqlOut.push({ fn, tenant: which, summary: summarize(ms) });
+      }
+    }
+  } finally {
+    await sqlPool.end();
+  }
   const p95Of = (mode: string, which: string) => out.find((o) => o.mode === mode && o.tenant === which && o.clients === 1)?.summary.p95;
   const growth = ["big", "small"].map((w) => {
     const h = p95Of("hybrid", w), v = p95Of("vector", w);
@@ -108,6 +137,9 @@ export async function runHandler(sql: Sql, url: string, corpus: Corpus, opts: { 
     formatTable(["mode", "tenant", "clients", "n", "p50 ms", "p95 ms", "p99 ms", "req/s"],
       out.map((o) => [o.mode, o.tenant, String(o.clients), String(o.summary.n), fmt(o.summary.p50), fmt(o.summary.p95), fmt(o.summary.p99), fmt(o.qps, 1)])),
     `hybrid p95 minus vector-only p95 (1 client): ${growth}`,
+    ``,
+    `## hybrid search in SQL, as the tenant (one statement, 1 client): ours vs Supabase's documented recipe`,
+    formatTable(["function", "tenant", "n", "p50 ms", "p95 ms"], sqlOut.map((o) => [o.fn, o.tenant, String(o.summary.n), fmt(o.summary.p50), fmt(o.summary.p95)])),
   ].join("\n");
-  return { table, latency: out, requests: reqs.length, note: "reinforcement writes (access_count, last_accessed_at) happen in each request, as in production" };
+  return { table, latency: out, sql_latency: sqlOut, requests: reqs.length, note: "reinforcement writes (access_count, last_accessed_at) happen in each request, as in production" };
 }

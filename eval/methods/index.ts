@@ -2,7 +2,7 @@
 // memory-retrieve.ts) and list it here.
 import { ftsSql } from "./fts-sql.ts";
 import type { RetrievalMethod } from "./method.ts";
-import { hybrid, hybridGraph, keyword, vector } from "./memory-retrieve.ts";
+import { hybrid, hybridGraph, keyword, planned, vector } from "./memory-retrieve.ts";
 import { supabaseHybrid } from "./supabase-hybrid.ts";
 
-export const METHODS: readonly RetrievalMethod[] = [vector, keyword, hybrid, hybridGraph, ftsSql, supabaseHybrid];
+export const METHODS: readonly RetrievalMethod[] = [vector, keyword, hybrid, hybridGraph, planned, ftsSql, supabaseHybrid];

@@ -41,5 +41,7 @@ export const vector = memoryRetrieveMethod("vector", "memory-retrieve, mode vect
 export const keyword = memoryRetrieveMethod("keyword", "memory-retrieve, mode keyword (top_k 50)", { mode: "keyword" });
 /** Keyword + vector fused, no graph hops. */
 export const hybrid = memoryRetrieveMethod("hybrid", "memory-retrieve, mode hybrid, graph_depth 0 (top_k 50, thresholds 0)", { mode: "hybrid", graph_depth: 0 });
-/** What memory-retrieve does by default: keyword + vector + graph, intent-planned. */
-export const hybridGraph = memoryRetrieveMethod("hybrid+graph", "memory-retrieve, mode hybrid with the planned graph depth (top_k 50, thresholds 0)", { mode: "hybrid" });
+/** Keyword + vector + two graph hops (typed edges and shared entities) for every question. */
+export const hybridGraph = memoryRetrieveMethod("hybrid+graph", "memory-retrieve, mode hybrid, graph_depth 2 (top_k 50, thresholds 0)", { mode: "hybrid", graph_depth: 2 });
+/** What memory-retrieve does by default (hybrid, graph depth planned from intent and complexity). */
+export const planned = memoryRetrieveMethod("planned", "memory-retrieve, mode hybrid, everything planned (top_k 50, thresholds 0)", { mode: "hybrid" });

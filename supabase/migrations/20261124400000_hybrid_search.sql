@@ -81,7 +81,7 @@ insert into public.memory_settings (name, value, description) values
    'Reciprocal rank fusion constant: a signal contributes weight / (rrf_k + rank). Larger values flatten the difference between ranks.'),
   ('keyword_max_terms', 10,
    'hybrid_search uses at most this many query terms (phrases and identifiers first, then words in query order).'),
-  ('keyword_df_cap', 50,
+  ('keyword_df_cap', 25,
    'A query term''s matches in the caller''s scope are counted up to this many; a term matching more is too common to generate keyword candidates (it still adds to their score).'),
   ('keyword_min_coverage', 0.45,
    'A memory found only by keyword is returned when its BM25 score reaches this share of the best score a memory matching every query term could get.'),
@@ -130,7 +130,7 @@ create policy "Signed-in users can read the search weights" on public.memory_sea
 
 insert into public.memory_search_weights (embedding_model, keyword, vector, graph) values
   ('*', 1.0, 1.0, 0.5),
-  ('local-hash-512-v1', 1.0, 0.35, 0.5)
+  ('local-hash-512-v1', 1.0, 0.5, 0.5)
 on conflict (embedding_model) do nothing;
 
 -- A query's keyword terms: "quoted phrases", identifiers and English words, in that order, each
@@ -640,6 +640,18 @@ begin
       select e.id, e.entity_id, 'entity', e.weight
         from public.memory_entity_lookup(entity_terms, least(v_pool, 500), as_of, v_bases) e
        where cardinality(coalesce(entity_terms, '{}')) > 0
+      union all
+      -- One hop through the entities the best hits name (a file, a package, an error code): the
+      -- other memories naming them, weighted down by how common the entity is. Entities named by
+      -- more than keyword_df_cap memories say little and are not followed.
+      select l2.memory_id, l1.memory_id, 'entity',
+             0.5 * l1.confidence * l2.confidence / ln(2 + e.mention_count)
+        from public.memory_entity_links l1
+        join public.memory_entities e on e.id = l1.entity_id and e.mention_count <= v_df_cap
+        join public.memory_entity_links l2 on l2.entity_id = l1.entity_id and l2.memory_id <> l1.memory_id
+        join public.devai_memories m2 on m2.id = l2.memory_id
+       where l1.memory_id = any (v_seeds)
+         and public.memory_graph_visible(m2, as_of, v_scopes)
     ),
     best as (
       select distinct on (r.id) r.id, r.via, r.edge,
@@ -708,18 +720,15 @@ begin
       left join recent rc on rc.id = c.id
   ),
   final as (
-    select f.*, m.strength as m_strength, s.sim,
+    select f.*, m.strength as m_strength,
            -- A single signal keeps its own score (vector: cosine; keyword: coverage): nothing is fused.
-           least(1, case search_mode when 'vector' then coalesce(s.sim, 0)
+           least(1, case search_mode when 'vector' then coalesce(vs.sim, 0)
                                      when 'keyword' then coalesce(f.kw_cov, 0)
                                      else f.rel end
                     * case when m.memory_type = any (coalesce(prefer_memory_types, '{}')) then 1.25 else 1 end) as relv
       from fused f
       join public.devai_memories m on m.id = f.id
-      cross join lateral (
-        select case when query_embedding is not null and m.embedding is not null
-                         and m.embedding_model = match_embedding_model
-                    then 1 - (m.embedding operator(extensions.<=>) query_embedding) end as sim) s
+      left join (select v.id, v.sim from unnest(v_vec_ids, v_vec_sims) as v(id, sim)) vs on vs.id = f.id
   ),
   top as (
     select x.* from final x order by x.relv * x.m_strength desc, x.id limit match_count
@@ -730,7 +739,11 @@ begin
          (select max(r.strength) from public.memory_relations r
            where r.owner_id = m.owner_id and (r.from_id = m.id or r.to_id = m.id)),
          case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end,
-         t.sim,
+         -- Cosine similarity for every returned memory (the vector list has most of them already).
+         coalesce((select v.sim from unnest(v_vec_ids, v_vec_sims) as v(id, sim) where v.id = m.id),
+                  case when query_embedding is not null and m.embedding is not null
+                            and m.embedding_model = match_embedding_model
+                       then 1 - (m.embedding operator(extensions.<=>) query_embedding) end),
          t.kw_rnk, t.kw_score, t.kw_cov, t.vec_rnk, t.g_rnk, t.g_via, t.g_edge, t.relv
     from top t
     join public.devai_memories m on m.id = t.id

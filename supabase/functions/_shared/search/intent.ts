@@ -79,7 +79,9 @@ export interface SearchPlan {
 
 /** Defaults by complexity (simple vs complex). */
 export const COMPLEXITY_DEFAULTS: Readonly<Record<Complexity, { topK: number; budgetTokens: number; graphDepth: number }>> = {
-  simple: { topK: 5, budgetTokens: 1000, graphDepth: 1 },
+  // A simple question's answer is one memory the keyword and vector signals find directly; the
+  // graph is for answers spread over several (complex), and for why and when (planSearch).
+  simple: { topK: 5, budgetTokens: 1000, graphDepth: 0 },
   complex: { topK: 20, budgetTokens: 3000, graphDepth: 2 },
 };
 
@@ -93,11 +95,12 @@ export function planSearch(intent: Intent, complexity: Complexity): SearchPlan {
   const plan: SearchPlan = { intent, complexity, ...base, recencyWeight: 0, entityLookup: false, graphEpisodes: false };
   switch (intent) {
     case "why":
-      plan.graphDepth = base.graphDepth + 1;
+      plan.graphDepth = Math.max(base.graphDepth + 1, 2);
       plan.graphEdgeTypes = WHY_EDGE_TYPES;
       plan.graphEpisodes = true;
       break;
     case "when":
+      plan.graphDepth = Math.max(base.graphDepth, 1);
       plan.recencyWeight = 0.5;
       plan.graphEdgeTypes = WHEN_EDGE_TYPES;
       plan.graphEpisodes = true;
