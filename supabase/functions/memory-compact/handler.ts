@@ -25,7 +25,7 @@ import { withTenant } from "../_shared/db.ts";
 import { handleErrors, HttpError, json, methodNotAllowed, parseJsonBody } from "../_shared/http.ts";
 import { enqueueJob, runInBackground } from "../_shared/jobs.ts";
 import { ChatMessageSchema } from "../_shared/llm.ts";
-import { countConversationTokens, countTokens, truncateToTokens } from "../_shared/tokens.ts";
+import { countConversationTokens, countTokens, messageTokenCounter, truncateToTokens } from "../_shared/tokens.ts";
 import { type Candidate, prepareCandidates } from "../_shared/candidates.ts";
 import { loadCategoryNames } from "../_shared/categories.ts";
 import { extractByRules } from "../_shared/rule-extractor.ts";
@@ -58,7 +58,8 @@ export function createHandler(deps: QueueingDeps) {
     const body = await parseJsonBody(req, CompactRequestSchema, deps.config.maxCompactBodyBytes);
     const trigger = body.trigger_tokens ??
       (body.context_window ? Math.min(DEFAULT_TRIGGER_TOKENS, Math.floor(body.context_window * 0.8)) : DEFAULT_TRIGGER_TOKENS);
-    const before = countConversationTokens(body.messages);
+    const tokensOf = messageTokenCounter();
+    const before = countConversationTokens(body.messages, tokensOf);
     if (before <= trigger) {
       return json({ compacted: false, messages: body.messages, tokens_before: before, tokens_after: before, trigger_tokens: trigger });
     }
@@ -67,6 +68,7 @@ export function createHandler(deps: QueueingDeps) {
       triggerTokens: trigger,
       targetChunkTokens: Math.min(body.target_chunk_tokens ?? DEFAULT_CHUNK_TOKENS, trigger),
       summaryReserveTokens: SUMMARY_MAX_TOKENS + 200,
+      tokensOf,
     });
     if (!plan) throw new HttpError(422, "cannot_compact", "nothing to compact: the conversation is a system prompt and a single turn");
 
@@ -104,7 +106,7 @@ export function createHandler(deps: QueueingDeps) {
 
     const marker = { role: "user" as const, content: `${MARKER}\n${summary}` };
     const messages = [...plan.head, marker, ...plan.rest];
-    const after = countConversationTokens(messages);
+    const after = countConversationTokens(messages, tokensOf);
     const chunkHash = createHash("sha256").update(JSON.stringify(plan.chunk)).digest("hex");
 
     const queued = await withTenant(deps.sql, caller, async (tx) => {
