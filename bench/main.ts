@@ -118,6 +118,7 @@ async function main() {
   await sql.end();
   await renderCharts();
   console.log(`\n# devai-memory bench: size ${args.size} (${size} rows), ${machine.cpuModel}, ${machine.cores} cores, ${machine.memoryGb} GB; postgres ${ver.postgres}, pgvector ${ver.pgvector}, deno ${ver.deno}`);
+  console.log(`durability: synchronous_commit = ${settings.synchronous_commit}${settings.synchronous_commit === "off" ? " on the bench's own cluster (a crash may lose the last commits; the dev and test clusters run with on)" : ""}`);
   if (load) console.log(`load: COPY ${fmt(load.generateAndCopySeconds, 1)} s, index builds ${Object.entries(load.indexBuildSeconds).map(([k, v]) => `${k} ${fmt(v, 1)} s`).join(", ")}, table ${load.tableSizeMb} MB, hnsw ${load.hnswSizeMb} MB`);
   for (const p of printed) console.log("\n" + p);
   console.log(`\ntotal ${fmt((now() - started) / 1000, 0)} s`);

@@ -1,8 +1,11 @@
 // One error shape everywhere: { "error": { "code", "message", "issues"? } }. Handlers throw
-// HttpError for expected failures; handleErrors turns anything else into a logged 500 that leaks
-// no detail but carries a request id to find it in the logs.
+// HttpError for expected failures; database errors are mapped to what they mean for the caller
+// (database-errors.ts: 503 with Retry-After when the database is away, 4xx for bad values);
+// handleErrors turns anything else into a logged 500 that leaks no detail but carries a request id
+// to find it in the logs.
 import type { z } from "zod";
 import { corsHeaders } from "./cors.ts";
+import { mapDatabaseError } from "./database-errors.ts";
 
 export interface ErrorIssue {
   path: (string | number)[];
@@ -56,22 +59,6 @@ export function handleErrors(handler: (req: Request, requestId: string) => Promi
       return errorResponse(new HttpError(500, "internal_error", "unexpected error; quote the request id when reporting it"), requestId);
     }
   };
-}
-
-/** Postgres errors that are the caller's fault (constraint checks) become 4xx, never 500. */
-function mapDatabaseError(err: unknown): HttpError | undefined {
-  const code = (err as { code?: unknown })?.code;
-  if (typeof code !== "string" || !/^[0-9A-Z]{5}$/.test(code)) return undefined;
-  const detail = (err as { message?: string }).message ?? "database rejected the request";
-  if (code === "23514" || code === "22P02" || code === "22023" || code === "23502") {
-    return new HttpError(422, "unprocessable", detail);
-  }
-  // Text Postgres cannot store (U+0000, invalid escapes): the caller's input, never a 500.
-  if (code === "22P05" || code === "22021") return new HttpError(400, "invalid_request", "the request contains characters that cannot be stored");
-  if (code === "23505") return new HttpError(409, "conflict", detail);
-  if (code === "23503") return new HttpError(404, "not_found", "referenced memory not found");
-  if (code === "42501") return new HttpError(403, "forbidden", "not allowed");
-  return undefined;
 }
 
 export function zodIssues(error: z.ZodError): ErrorIssue[] {

@@ -46,7 +46,7 @@ export function defaultDeps(): RetrieveDeps {
   const config = loadConfig();
   return {
     config,
-    sql: createSql(config.databaseUrl, { max: config.dbPoolMax, applicationName: "memory-retrieve" }),
+    sql: createSql(config.databaseUrl, { max: config.dbPoolMax, applicationName: "memory-retrieve", statementTimeoutMs: config.dbStatementTimeoutMs }),
     embedder: createEmbedder(config),
   };
 }

@@ -57,7 +57,7 @@ export function defaultDeps(): MemoryDeps {
   const config = loadConfig();
   return {
     config,
-    sql: createSql(config.databaseUrl, { max: config.dbPoolMax, applicationName: "devai-memory:memory" }),
+    sql: createSql(config.databaseUrl, { max: config.dbPoolMax, applicationName: "devai-memory:memory", statementTimeoutMs: config.dbStatementTimeoutMs }),
     embedder: createEmbedder(config),
   };
 }
