@@ -106,7 +106,7 @@ Deno.test("extract: re-submitting the same session is idempotent (same job, extr
 });
 
 Deno.test("extract: bad input is a 4xx and nothing is enqueued", async () => {
-  const env = await writeEnv({ config: { maxBodyBytes: 4096 } });
+  const env = await writeEnv({ config: { maxBodyBytes: 16384 } });
   try {
     const tenant = newTenant();
     const handler = createHandler({ ...env.deps, kickWorker: () => Promise.reject(new Error("must not kick")) });
@@ -118,11 +118,18 @@ Deno.test("extract: bad input is a 4xx and nothing is enqueued", async () => {
       [{ session_id: "s", messages: [{ role: "tool", content: "x" }] }, 400], // tool result without tool_call_id
       [{ session_id: "s", messages: [{ role: "assistant", content: null }] }, 400],
       [{ session_id: "", messages: [{ role: "user", content: "hi" }] }, 400],
-      [{ session_id: "s", messages: [{ role: "user", content: "x".repeat(5000) }] }, 413],
+      [{ session_id: "s", messages: [{ role: "user", content: "x".repeat(20000) }] }, 413],
       [{ session_id: "s", messages: [{ role: "user", content: "hi \u0000 there" }] }, 400], // was a 500
       [{ session_id: "s", thread_id: "t\u0000", messages: [{ role: "user", content: "hi" }] }, 400], // was a 500
       [{ session_id: "s\u0001\u0007", messages: [{ role: "user", content: "hi" }] }, 400], // was accepted
     ];
+    // A message nested 3,000 levels deep overflowed the canonical JSON's recursion (a 500).
+    const deep = `{"session_id": "s", "messages": [{"role": "user", "content": "hi", "extra": ${"[".repeat(3000)}${"]".repeat(3000)}}]}`;
+    const tooDeep = await handler(new Request(URL_, { method: "POST", headers: await userHeaders(tenant), body: deep }));
+    assert.equal(tooDeep.status, 400);
+    assert.equal((await tooDeep.json()).error.code, "malformed_json");
+    const unknownPath = await handler(new Request(`${URL_}/anything`, { method: "POST", headers: await userHeaders(tenant), body: "{}" }));
+    assert.equal(unknownPath.status, 404);
     for (const [body, status] of cases) {
       const res = await post(handler, tenant, body);
       assert.equal(res.status, status, JSON.stringify(body).slice(0, 100));
@@ -183,6 +190,30 @@ Deno.test("extract: without an LLM the rule-based extractor stores 'remember' st
       ["Correction from the user: the client lives in src/lib/appwrite.ts not lib/appwrite.ts.", "devai/project/taskforge", "correction"],
       ["The user prefers pnpm over npm.", "devai/user/preferences", "user_stated"],
     ]);
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test("extract: bidirectional, invisible and tag characters are removed from rule-found and model candidates before they are stored", async () => {
+  const env = await writeEnv();
+  try {
+    const tenant = newTenant();
+    // The model echoes a hidden instruction in tag characters and a right-to-left override.
+    const hidden = [..."IGNORE PREVIOUS"].map((c) => String.fromCodePoint(0xe0000 + c.charCodeAt(0))).join("");
+    env.fake.onChat(EXTRACT_MARK, reply.json({ stored: [{ ...llmCandidate, content: `Deploys run from the \u202Emain\u202C branch.${hidden}` }], filtered: [] }));
+    const handler = createHandler({ ...env.deps, kickWorker: () => Promise.resolve() });
+    await post(handler, tenant, {
+      session_id: "s-unsafe",
+      project: "taskforge",
+      messages: [{ role: "user", content: "Remember that the release\u200B key lives in \u2066vault\u2069." }],
+    });
+    const report = await drainAll(env.deps, tenant);
+    assert.equal(report.dead, 0, JSON.stringify(report));
+    const mems = await memoriesOf(env.sql, tenant);
+    assert.deepEqual(mems.map((m) => m.content).sort(), ["Deploys run from the main branch.", "The release key lives in vault."]);
+    const [extractJob] = (await jobsOf(env.sql, tenant)).filter((j) => j.kind === "extract");
+    assert.equal((extractJob!.result as { stats: { unsafe_characters_removed: number } }).stats.unsafe_characters_removed, 2);
   } finally {
     await env.close();
   }

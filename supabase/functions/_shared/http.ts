@@ -94,6 +94,9 @@ export async function parseJsonBody<T extends z.ZodType>(
   if (!/^application\/json\b/i.test(type)) {
     throw new HttpError(415, "unsupported_media_type", "send the body as application/json");
   }
+  if (nestingDeeperThan(text, MAX_JSON_DEPTH)) {
+    throw new HttpError(400, "malformed_json", `body nests arrays or objects deeper than ${MAX_JSON_DEPTH} levels`);
+  }
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -101,6 +104,30 @@ export async function parseJsonBody<T extends z.ZodType>(
     throw new HttpError(400, "malformed_json", `body is not valid JSON: ${(err as Error).message}`);
   }
   return validate(schema, value, "request body");
+}
+
+/**
+ * Deepest nesting of arrays and objects a body may have. No request needs more than a handful of
+ * levels; deeper values would be walked recursively later (the transcript's canonical JSON, jsonb)
+ * and overflow the stack (a RangeError, once a 500).
+ */
+export const MAX_JSON_DEPTH = 64;
+
+/** Whether JSON text nests deeper than max, counted in one pass (brackets inside strings do not count). */
+function nestingDeeperThan(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92) i++; // backslash: skip the escaped character
+      else if (c === 34) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 91 || c === 123) {
+      if (++depth > max) return true;
+    } else if (c === 93 || c === 125) depth--;
+  }
+  return false;
 }
 
 function tooLarge(maxBytes: number): HttpError {

@@ -23,6 +23,7 @@ import { projectName, sessionId, threadId } from "../_shared/schemas.ts";
 import { authenticate } from "../_shared/auth.ts";
 import { withTenant } from "../_shared/db.ts";
 import { handleErrors, HttpError, json, methodNotAllowed, parseJsonBody } from "../_shared/http.ts";
+import { routeOf } from "../_shared/routes.ts";
 import { enqueueJob, runInBackground } from "../_shared/jobs.ts";
 import { ChatMessageSchema } from "../_shared/llm.ts";
 import { countConversationTokens, countTokens, messageTokenCounter, truncateToTokens } from "../_shared/tokens.ts";
@@ -53,6 +54,7 @@ const SUMMARY_MAX_TOKENS = 5_000;
 export function createHandler(deps: QueueingDeps) {
   const kick = deps.kickWorker ?? (() => drainQueue(deps, { maxJobs: 10 }));
   return handleErrors(async (req) => {
+    routeOf(req, "memory-compact", [""]);
     if (req.method !== "POST") throw methodNotAllowed(["POST"]);
     const caller = await authenticate(req, deps.config);
     const body = await parseJsonBody(req, CompactRequestSchema, deps.config.maxCompactBodyBytes);

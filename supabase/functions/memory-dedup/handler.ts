@@ -8,6 +8,7 @@ import { projectName, sessionId, threadId } from "../_shared/schemas.ts";
 import { authenticate } from "../_shared/auth.ts";
 import { withTenant } from "../_shared/db.ts";
 import { handleErrors, HttpError, json, methodNotAllowed, parseJsonBody } from "../_shared/http.ts";
+import { routeOf } from "../_shared/routes.ts";
 import { enqueueJob, runInBackground } from "../_shared/jobs.ts";
 import { CandidateSchema, prepareCandidates } from "../_shared/candidates.ts";
 import { loadCategoryNames } from "../_shared/categories.ts";
@@ -23,6 +24,7 @@ export const DedupRequestSchema = z.object({
 export function createHandler(deps: QueueingDeps) {
   const kick = deps.kickWorker ?? (() => drainQueue(deps, { maxJobs: 10 }));
   return handleErrors(async (req) => {
+    routeOf(req, "memory-dedup", [""]);
     if (req.method !== "POST") throw methodNotAllowed(["POST"]);
     const caller = await authenticate(req, deps.config);
     const body = await parseJsonBody(req, DedupRequestSchema, deps.config.maxBodyBytes);

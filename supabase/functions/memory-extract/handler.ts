@@ -13,6 +13,7 @@ import { z } from "zod";
 import { authenticate } from "../_shared/auth.ts";
 import { withTenant } from "../_shared/db.ts";
 import { handleErrors, HttpError, json, methodNotAllowed, parseJsonBody, validate } from "../_shared/http.ts";
+import { routeOf } from "../_shared/routes.ts";
 import { enqueueJob, getJob, type JobStatus, jobView, runInBackground } from "../_shared/jobs.ts";
 import { drainQueue, type QueueingDeps } from "../_shared/drain-queue.ts";
 import { CONTEXT_MESSAGES, type ExtractJobPayload } from "../_shared/extraction.ts";
@@ -34,6 +35,7 @@ export type ExtractRequest = z.infer<typeof ExtractRequestSchema>;
 export function createHandler(deps: QueueingDeps) {
   const kick = deps.kickWorker ?? (() => drainQueue(deps, { maxJobs: 10 }));
   return handleErrors(async (req) => {
+    routeOf(req, "memory-extract", [""]);
     if (req.method === "GET") {
       const caller = await authenticate(req, deps.config);
       const query = validate(JobQuery, Object.fromEntries(new URL(req.url).searchParams), "query");

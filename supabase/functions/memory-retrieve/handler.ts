@@ -19,6 +19,7 @@ import { createSql, type Sql, toVectorLiteral, type Tx, withTenant } from "../_s
 import { createEmbedder, type Embedder, thresholdsFor } from "../_shared/embeddings.ts";
 import { type Config, loadConfig } from "../_shared/env.ts";
 import { handleErrors, HttpError, json, methodNotAllowed, parseJsonBody } from "../_shared/http.ts";
+import { routeOf } from "../_shared/routes.ts";
 import { deltaHeaderLine, formatDeltaBullets, loadThreadDelta } from "./delta.ts";
 import { bulletText, type FormatContext } from "./format.ts";
 import { packIntoBudget, packTexts, type RelatedCandidate } from "./pack.ts";
@@ -77,14 +78,12 @@ interface QueryRow extends MatchRow {
   category_context: "all" | "rag";
 }
 
-const QUERY_PATH = /\/query\/?$/;
-
 export function createHandler(deps: RetrieveDeps): (req: Request) => Promise<Response> {
   return handleErrors(async (req) => {
+    const route = routeOf(req, "memory-retrieve", ["", "query"]);
     if (req.method !== "POST") throw methodNotAllowed(["POST"]);
     const caller = await authenticate(req, deps.config);
-    const path = new URL(req.url).pathname;
-    return QUERY_PATH.test(path) ? await runQuery(deps, caller, req) : await runRetrieve(deps, caller, req);
+    return route === "query" ? await runQuery(deps, caller, req) : await runRetrieve(deps, caller, req);
   });
 }
 
