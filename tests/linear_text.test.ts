@@ -90,7 +90,6 @@ dbTest("linear: memory-compact answers hostile bodies up to its body limit in li
   const sql = testSql(2);
   try {
     const handler = createCompact({ sql, config, embedder: localEmbedder(), kickWorker: () => Promise.resolve() });
-    const tenant = newTenant();
     const limit = ROUTE_LIMITS["memory-compact"];
     const lead = "The deploy pipeline runs the integration suite before every release of the API. ".repeat(100);
     for (const [name, pattern] of Object.entries(HOSTILE)) {
@@ -103,9 +102,10 @@ dbTest("linear: memory-compact answers hostile bodies up to its body limit in li
       await assertLinear(`memory-compact, ${name}`, limit, async (chars) => {
         call++;
         const text = fitted(pattern, chars, limit, body);
+        // A tenant per call: one tenant's heavy requests are rate-limited (20 at once).
         const res = await handler(new Request("http://localhost/functions/v1/memory-compact", {
           method: "POST",
-          headers: await userHeaders(tenant),
+          headers: await userHeaders(newTenant()),
           body: JSON.stringify(body(text)),
         }));
         const answer = await res.json();
@@ -123,13 +123,13 @@ dbTest("linear: memory-extract and its worker handle hostile transcripts up to t
   try {
     const deps = { sql, config, embedder: localEmbedder() };
     const handler = createExtract({ ...deps, kickWorker: () => Promise.resolve() });
-    const tenant = newTenant();
     const limit = ROUTE_LIMITS["memory-extract"];
     for (const [name, pattern] of Object.entries(HOSTILE)) {
       let call = 0;
       const body = (text: string) => ({ session_id: `linear-${name.length}-${call}`, messages: [{ role: "user", content: text }] });
       await assertLinear(`memory-extract + worker, ${name}`, limit, async (chars) => {
         call++;
+        const tenant = newTenant(); // one tenant's heavy requests are rate-limited (20 at once)
         const text = fitted(pattern, chars, limit, body);
         const res = await handler(new Request("http://localhost/functions/v1/memory-extract", {
           method: "POST",

@@ -10,6 +10,7 @@
 // caller gets then is a 503 with Retry-After (database-errors.ts).
 import postgres from "postgres";
 import { isDatabaseUnavailable } from "./database-errors.ts";
+import { rateLimited, takeRequestCharge } from "./rate-limit.ts";
 
 export type Sql = postgres.Sql;
 export type Tx = postgres.TransactionSql;
@@ -66,17 +67,24 @@ export interface TenantTxOptions {
 export async function withTenant<T>(sql: Sql, who: TenantContext, fn: (tx: Tx) => Promise<T>, opts: TenantTxOptions = {}): Promise<T> {
   const claims = JSON.stringify({ sub: who.tenantId, role: "authenticated" });
   const timeout = `${statementTimeouts.get(sql) ?? DEFAULT_STATEMENT_TIMEOUT_MS}ms`;
+  // A request's first tenant transaction also takes the request's rate-limit token (rate-limit.ts),
+  // in the same statement, after the claims are set (the subquery, fenced by offset 0, runs first).
+  const routeClass = who.actor.startsWith("worker") ? undefined : takeRequestCharge();
   for (let attempt = 1;; attempt++) {
     let started = false;
     try {
       const result = await sql.begin(async (tx) => {
-        await tx`select set_config('role', 'authenticated', true),
-                        set_config('request.jwt.claims', ${claims}, true),
-                        set_config('memory.actor', ${who.actor}, true),
-                        set_config('memory.thread_id', ${opts.threadId ?? "default"}, true),
-                        set_config('memory.event', ${opts.event ?? ""}, true),
-                        set_config('statement_timeout', ${timeout}, true)`;
+        const [first] = await tx<{ retry_after: number | null }[]>`
+          select ${routeClass ? tx`public.take_rate_limit_token(${routeClass}, ${who.actor === "service_role"})` : tx`null::float8`} as retry_after
+            from (select set_config('role', 'authenticated', true),
+                         set_config('request.jwt.claims', ${claims}, true),
+                         set_config('memory.actor', ${who.actor}, true),
+                         set_config('memory.thread_id', ${opts.threadId ?? "default"}, true),
+                         set_config('memory.event', ${opts.event ?? ""}, true),
+                         set_config('statement_timeout', ${timeout}, true)
+                  offset 0) tenant`;
         started = true;
+        if (routeClass && (first?.retry_after ?? 0) > 0) throw rateLimited(routeClass, first!.retry_after!);
         return await fn(tx);
       });
       return result as T;

@@ -8,6 +8,7 @@
 //   effects and completion commit together, and a worker that lost its lease (a slow worker whose
 //   job was re-claimed) rolls its writes back instead of writing twice.
 import type { Sql, Tx } from "./db.ts";
+import { outsideRequest } from "./rate-limit.ts";
 
 export type JobKind = "extract" | "dedup";
 export type JobStatus = "queued" | "running" | "done" | "dead";
@@ -165,15 +166,16 @@ declare const EdgeRuntime: { waitUntil(p: Promise<unknown>): void } | undefined;
 /**
  * Runs work after the response: EdgeRuntime.waitUntil on Supabase (keeps the isolate alive until it
  * settles), else a detached promise (local server). Failures are logged, never thrown: the job is
- * already durable and the next drain picks it up.
+ * already durable and the next drain picks it up. The work is no part of the request: it is never
+ * charged to the tenant's rate limit.
  */
 export function runInBackground(work: () => Promise<unknown>, label = "background"): void {
-  const p = (async () => {
+  const p = outsideRequest(async () => {
     try {
       await work();
     } catch (err) {
       console.error(JSON.stringify({ level: "warn", msg: `${label} failed`, error: String(err) }));
     }
-  })();
+  });
   if (typeof EdgeRuntime !== "undefined" && EdgeRuntime && typeof EdgeRuntime.waitUntil === "function") EdgeRuntime.waitUntil(p);
 }

@@ -24,6 +24,7 @@ import { authenticate } from "../_shared/auth.ts";
 import { withTenant } from "../_shared/db.ts";
 import { handleErrors, HttpError, json, methodNotAllowed, parseJsonBody } from "../_shared/http.ts";
 import { routeOf } from "../_shared/routes.ts";
+import { limitRequests } from "../_shared/rate-limit.ts";
 import { enqueueJob, runInBackground } from "../_shared/jobs.ts";
 import { ChatMessageSchema } from "../_shared/llm.ts";
 import { countConversationTokens, countTokens, messageTokenCounter, truncateToTokens } from "../_shared/tokens.ts";
@@ -53,10 +54,13 @@ const SUMMARY_MAX_TOKENS = 5_000;
 
 export function createHandler(deps: QueueingDeps) {
   const kick = deps.kickWorker ?? (() => drainQueue(deps, { maxJobs: 10 }));
-  return handleErrors(async (req) => {
+  return handleErrors(limitRequests(() => "heavy", async (req) => {
     routeOf(req, "memory-compact", [""]);
     if (req.method !== "POST") throw methodNotAllowed(["POST"]);
     const caller = await authenticate(req, deps.config);
+    // Counting an 8 MiB conversation is the heavy part, and comes before any transaction: an empty
+    // tenant transaction first charges the request to the tenant's rate limit (rate-limit.ts).
+    await withTenant(deps.sql, caller, () => Promise.resolve());
     const body = await parseJsonBody(req, CompactRequestSchema, deps.config.maxCompactBodyBytes);
     const trigger = body.trigger_tokens ??
       (body.context_window ? Math.min(DEFAULT_TRIGGER_TOKENS, Math.floor(body.context_window * 0.8)) : DEFAULT_TRIGGER_TOKENS);
@@ -147,5 +151,5 @@ export function createHandler(deps: QueueingDeps) {
       candidates_queued: queued && !queued.deduplicated ? prepared.candidates.length : 0,
       dedup_job_id: queued?.id ?? null,
     });
-  });
+  }));
 }

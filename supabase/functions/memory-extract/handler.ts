@@ -14,6 +14,7 @@ import { authenticate } from "../_shared/auth.ts";
 import { withTenant } from "../_shared/db.ts";
 import { handleErrors, HttpError, json, methodNotAllowed, parseJsonBody, validate } from "../_shared/http.ts";
 import { routeOf } from "../_shared/routes.ts";
+import { limitRequests } from "../_shared/rate-limit.ts";
 import { enqueueJob, getJob, type JobStatus, jobView, runInBackground } from "../_shared/jobs.ts";
 import { drainQueue, type QueueingDeps } from "../_shared/drain-queue.ts";
 import { CONTEXT_MESSAGES, type ExtractJobPayload } from "../_shared/extraction.ts";
@@ -34,7 +35,7 @@ export type ExtractRequest = z.infer<typeof ExtractRequestSchema>;
 
 export function createHandler(deps: QueueingDeps) {
   const kick = deps.kickWorker ?? (() => drainQueue(deps, { maxJobs: 10 }));
-  return handleErrors(async (req) => {
+  return handleErrors(limitRequests((req) => (req.method === "GET" ? "read" : "heavy"), async (req) => {
     routeOf(req, "memory-extract", [""]);
     if (req.method === "GET") {
       const caller = await authenticate(req, deps.config);
@@ -90,5 +91,5 @@ export function createHandler(deps: QueueingDeps) {
     }, { threadId: body.thread_id });
     if (!queued.deduplicated) runInBackground(kick, "memory-extract worker kick");
     return json({ job_id: queued.id, status: queued.status, deduplicated: queued.deduplicated, new_messages: queued.newMessages }, 202);
-  });
+  }));
 }

@@ -20,6 +20,7 @@ import { createEmbedder, type Embedder, thresholdsFor } from "../_shared/embeddi
 import { type Config, loadConfig } from "../_shared/env.ts";
 import { handleErrors, HttpError, json, methodNotAllowed, parseJsonBody } from "../_shared/http.ts";
 import { routeOf } from "../_shared/routes.ts";
+import { limitRequests } from "../_shared/rate-limit.ts";
 import { deltaHeaderLine, formatDeltaBullets, loadThreadDelta } from "./delta.ts";
 import { bulletText, type FormatContext } from "./format.ts";
 import { packIntoBudget, packTexts, type RelatedCandidate } from "./pack.ts";
@@ -79,12 +80,12 @@ interface QueryRow extends MatchRow {
 }
 
 export function createHandler(deps: RetrieveDeps): (req: Request) => Promise<Response> {
-  return handleErrors(async (req) => {
+  return handleErrors(limitRequests(() => "read", async (req) => {
     const route = routeOf(req, "memory-retrieve", ["", "query"]);
     if (req.method !== "POST") throw methodNotAllowed(["POST"]);
     const caller = await authenticate(req, deps.config);
     return route === "query" ? await runQuery(deps, caller, req) : await runRetrieve(deps, caller, req);
-  });
+  }));
 }
 
 /** The scopes one retrieval searches (seed 000 Namespace Hierarchy). */

@@ -23,6 +23,7 @@ import { createSql, type Sql, type TenantContext, toVectorLiteral, type Tx, with
 import { createEmbedder, type Embedder, EmbeddingError } from "../_shared/embeddings.ts";
 import { type Config, loadConfig } from "../_shared/env.ts";
 import { handleErrors, HttpError, json, parseJsonBody, validate } from "../_shared/http.ts";
+import { limitRequests } from "../_shared/rate-limit.ts";
 import { uuid, visibleScopes } from "../_shared/schemas.ts";
 import { decodeCursor, encodeCursor } from "./cursor.ts";
 import { explainMemory } from "./explain.ts";
@@ -475,10 +476,11 @@ export function createHandler(deps: MemoryDeps): (req: Request) => Promise<Respo
     return json(result);
   });
 
-  return handleErrors(async (req) => {
+  // Rate limits: reads and writes are charged to the tenant's own buckets (rate-limit.ts).
+  return handleErrors(limitRequests((req) => (req.method === "GET" ? "read" : "write"), async (req) => {
     const caller = await authenticate(req, config);
     return await app.fetch(normalizePath(req), { caller });
-  });
+  }));
 }
 
 /** The local server and some proxies keep the gateway prefix; route on /memory/... either way. */
