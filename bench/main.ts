@@ -1,7 +1,7 @@
 // `npm run bench` entry point (scripts/bench.sh provisions the database and calls this).
 //
 //   deno run -A --config supabase/functions/deno.json bench/main.ts [--size 10k|100k|1m]
-//        [--suites retrieval,lifecycle,handler,write,peer] [--seed 42] [--no-load] [--quick]
+//        [--suites retrieval,lifecycle,handler,write,hostile,peer] [--seed 42] [--no-load] [--quick]
 //
 // Writes bench/results/<suite>.json (machine, versions, settings, figures), prints a table and
 // redraws the SVG charts in bench/results/ from every results file present.
@@ -12,11 +12,12 @@ import { MODES, runRetrieval, type RetrievalResult } from "./suites/retrieval.ts
 import { runLifecycle } from "./suites/lifecycle.ts";
 import { runHandler } from "./suites/handler.ts";
 import { runWrite } from "./suites/write.ts";
+import { runHostile } from "./suites/hostile.ts";
 import { runPeer } from "./suites/peer.ts";
 import { machineInfo, writeResult } from "./report.ts";
 import { renderCharts } from "./chart.ts";
 
-const ALL_SUITES = ["retrieval", "lifecycle", "handler", "write", "peer"] as const;
+const ALL_SUITES = ["retrieval", "lifecycle", "handler", "write", "hostile", "peer"] as const;
 type SuiteName = typeof ALL_SUITES[number];
 
 interface Args {
@@ -42,7 +43,7 @@ function parseArgs(argv: string[]): Args {
     else if (k === "--no-load") a.load = false;
     else if (k === "--quick") a.quick = true;
     else if (k === "--help" || k === "-h") {
-      console.log("usage: npm run bench -- [--size 10k|100k|1m] [--suites retrieval,lifecycle,handler,write,peer] [--seed N] [--no-load] [--quick]");
+      console.log("usage: npm run bench -- [--size 10k|100k|1m] [--suites retrieval,lifecycle,handler,write,hostile,peer] [--seed N] [--no-load] [--quick]");
       Deno.exit(0);
     } else throw new Error(`unknown argument ${k}`);
   }
@@ -104,6 +105,10 @@ async function main() {
       printed.push(r.table);
     } else if (suite === "write") {
       const r = await runWrite(sql, url, corpus, { deadline, candidates: args.quick ? 20 : 100 });
+      result = r;
+      printed.push(r.table);
+    } else if (suite === "hostile") {
+      const r = await runHostile(sql, url, corpus);
       result = r;
       printed.push(r.table);
     } else if (suite === "peer") {

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { createHandler as createCompact } from "../supabase/functions/memory-compact/handler.ts";
 import { createHandler as createExtract } from "../supabase/functions/memory-extract/handler.ts";
 import { localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
-import { countTokens, SEGMENT_CHARS, tokenizerSegments, truncateToTokens } from "../supabase/functions/_shared/tokens.ts";
+import { countTokens, countTokensYielding, SEGMENT_CHARS, tokenizerSegments, truncateToTokens } from "../supabase/functions/_shared/tokens.ts";
 import { countTokens as libraryCount } from "gpt-tokenizer";
 import { bulletText } from "../supabase/functions/memory-retrieve/format.ts";
 import { splitSentences } from "../supabase/functions/_shared/writing-constraints.ts";
@@ -164,6 +164,21 @@ Deno.test("tokens: the library never merges more than SEGMENT_CHARS characters a
     }
     assert.equal(total, text.length, "segments cover the text exactly");
   }
+});
+
+Deno.test("tokens: counting 8 MiB gives the event loop back to other requests many times (memory-compact counts this way)", async () => {
+  const text = "ok\n".repeat(Math.floor(config.maxCompactBodyBytes / 3));
+  let turns = 0;
+  let counting = true;
+  const tick = () => {
+    turns++;
+    if (counting) setTimeout(tick);
+  };
+  setTimeout(tick);
+  const n = await countTokensYielding(text);
+  counting = false;
+  assert.equal(n, 5_592_404, "the count is the segmented count: ok and a line break, 2 tokens a line");
+  assert.ok(turns >= 5, `other work ran ${turns} times while 8 MiB were counted`);
 });
 
 Deno.test("tokens: counts equal the library's on prose, code, JSON, Markdown tables and mixed scripts", async () => {

@@ -117,27 +117,67 @@ export interface ChatMessageLike {
 /** OpenAI's accounting: every message costs ~4 tokens of framing plus its content and tool calls. */
 const MESSAGE_OVERHEAD_TOKENS = 4;
 
+/** The texts of a message that count: role, content, name, tool calls, tool call id. */
+function countedParts(message: ChatMessageLike): string[] {
+  const parts = [message.role, messageText(message.content)];
+  if (message.name) parts.push(message.name);
+  if (message.tool_calls) parts.push(JSON.stringify(message.tool_calls));
+  if (message.tool_call_id) parts.push(message.tool_call_id);
+  return parts;
+}
+
 export function countMessageTokens(message: ChatMessageLike): number {
-  let total = MESSAGE_OVERHEAD_TOKENS + countTokens(message.role);
-  total += countTokens(messageText(message.content));
-  if (message.name) total += countTokens(message.name);
-  if (message.tool_calls) total += countTokens(JSON.stringify(message.tool_calls));
-  if (message.tool_call_id) total += countTokens(message.tool_call_id);
-  return total;
+  return countedParts(message).reduce((sum, part) => sum + countTokens(part), MESSAGE_OVERHEAD_TOKENS);
 }
 
 export function countConversationTokens(messages: readonly ChatMessageLike[], tokensOf = countMessageTokens): number {
   return messages.reduce((sum, m) => sum + tokensOf(m), 3);
 }
 
-/** countMessageTokens that counts each message object once (a request counts its messages several times). */
-export function messageTokenCounter(): (message: ChatMessageLike) => number {
+/** Longest stretch of counting before other requests get the event loop back. */
+const SLICE_MS = 10;
+
+/**
+ * countTokens for text that may be megabytes long (a compaction body is up to 8 MiB, about a second
+ * of counting): every SLICE_MS it gives the event loop back, so the requests of other tenants on the
+ * same server are answered meanwhile instead of waiting for the whole count.
+ */
+export async function countTokensYielding(text: string): Promise<number> {
+  let total = 0;
+  let since = performance.now();
+  for (const segment of tokenizerSegments(text)) {
+    total += countPieceTokens(segment, AS_TEXT);
+    if (performance.now() - since > SLICE_MS) {
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      since = performance.now();
+    }
+  }
+  return total;
+}
+
+export interface MessageTokenCounter {
+  /** countMessageTokens, each message object counted once (a request counts its messages several times). */
+  (message: ChatMessageLike): number;
+  /** Counts the messages not counted yet, yielding the event loop as countTokensYielding does. */
+  prefill(messages: readonly ChatMessageLike[]): Promise<void>;
+}
+
+export function messageTokenCounter(): MessageTokenCounter {
   const counted = new WeakMap<ChatMessageLike, number>();
-  return (message) => {
+  const tokensOf = (message: ChatMessageLike) => {
     let n = counted.get(message);
     if (n === undefined) counted.set(message, n = countMessageTokens(message));
     return n;
   };
+  tokensOf.prefill = async (messages: readonly ChatMessageLike[]) => {
+    for (const message of messages) {
+      if (counted.has(message)) continue;
+      let n = MESSAGE_OVERHEAD_TOKENS;
+      for (const part of countedParts(message)) n += await countTokensYielding(part);
+      counted.set(message, n);
+    }
+  };
+  return tokensOf;
 }
 
 /** Text of a message's content: a string, or OpenAI's array of parts (text parts only). */

@@ -65,6 +65,7 @@ export function createHandler(deps: QueueingDeps) {
     const trigger = body.trigger_tokens ??
       (body.context_window ? Math.min(DEFAULT_TRIGGER_TOKENS, Math.floor(body.context_window * 0.8)) : DEFAULT_TRIGGER_TOKENS);
     const tokensOf = messageTokenCounter();
+    await tokensOf.prefill(body.messages); // up to 8 MiB: counted without holding up other requests
     const before = countConversationTokens(body.messages, tokensOf);
     if (before <= trigger) {
       return json({ compacted: false, messages: body.messages, tokens_before: before, tokens_after: before, trigger_tokens: trigger });
