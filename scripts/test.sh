@@ -9,6 +9,8 @@
 #   5. `deno check` of every function and test, then the Deno suite (fake LLM) twice: on the real
 #      Postgres and on embedded PGlite (what `npm start` runs by default); tests that need a real
 #      server are reported as skipped on PGlite, with the reason in their name
+# tests/db_outage.test.ts also starts, crashes and restarts a throwaway cluster of its own on
+# DEVAI_TEST_OUTAGE_PG_PORT (default 54351), and stops it when done.
 # Prints one summary line `summary: N passed, N failed, N skipped` and exits non-zero on any failure.
 # With TEST_DATABASE_URL set, uses that database instead of the local cluster (it is reset!).
 set -uo pipefail
