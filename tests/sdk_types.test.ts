@@ -5,17 +5,17 @@
 import assert from "node:assert/strict";
 import type { z } from "zod";
 import type * as Sdk from "../sdk/src/types.ts";
-import type * as MemorySchemas from "../supabase/functions/memory/schemas.ts";
-import type * as RetrieveSchemas from "../supabase/functions/memory-retrieve/schemas.ts";
+import type * as MemorySchemas from "../supabase/functions/_shared/memories/schemas.ts";
+import type * as RetrieveSchemas from "../supabase/functions/_shared/retrieval/schemas.ts";
 import type { ExtractRequestSchema } from "../supabase/functions/memory-extract/handler.ts";
 import type { CompactRequestSchema } from "../supabase/functions/memory-compact/handler.ts";
 import type { DedupRequestSchema } from "../supabase/functions/memory-dedup/handler.ts";
-import type { Explanation } from "../supabase/functions/memory/explain.ts";
-import type { MemoryStats } from "../supabase/functions/memory/stats.ts";
+import type { Explanation } from "../supabase/functions/_shared/memories/explain.ts";
+import type { MemoryStats } from "../supabase/functions/_shared/memories/stats.ts";
 import type { AgentConfig, CategoryConfig } from "../supabase/functions/_shared/memory-config.ts";
 import type { PreparedCandidates } from "../supabase/functions/_shared/candidates.ts";
 import type { EpisodeBatchRequest, EpisodeBatchResult } from "../supabase/functions/_shared/episodes.ts";
-import type { EntityListItem, EntityProfile } from "../supabase/functions/memory/entities.ts";
+import type { EntityListItem, EntityProfile } from "../supabase/functions/_shared/memories/entities.ts";
 
 /** true when A and B are assignable to each other. */
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;

@@ -1,7 +1,7 @@
 // memory_stats (seed 003): what a tenant's memory holds, by type, namespace, state, validity,
 // pinning, priority, source and embedding model, plus relation and history counts. One statement,
 // run under RLS, so the numbers are a consistent snapshot of the caller's tenant only.
-import type { Tx } from "../_shared/db.ts";
+import type { Tx } from "../db.ts";
 
 export interface MemoryStats {
   total: number;
