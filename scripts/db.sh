@@ -12,6 +12,10 @@
 #   scripts/db.sh migrate   apply pending migrations with the Supabase CLI
 #   scripts/db.sh url       print the connection URL
 #   scripts/db.sh status    say whether the server is up
+#   scripts/db.sh replica-start   start a streaming read replica of the server on DEVAI_PG_REPLICA_PORT
+#                                 (default: the server's port + 1), made with pg_basebackup the first time
+#   scripts/db.sh replica-stop    stop it (its data is kept; the next start catches up from the WAL)
+#   scripts/db.sh replica-url     print its URL (what SUPABASE_DB_READ_URL points at)
 #
 # Durability: clusters run with Postgres's defaults, fsync = on and synchronous_commit = on, so a
 # commit the service acknowledged survives a crash. A cluster made by an older version of this
@@ -32,6 +36,8 @@ PG_DB="${DEVAI_DB_NAME:-postgres}"
 PG_DATA_IN_ROOT="/srv/devai/data-$PG_PORT"  # path inside the chroot; one cluster per port
 PG_BIN_IN_ROOT="/usr/lib/postgresql/17/bin"
 PG_SYNCHRONOUS_COMMIT="${DEVAI_PG_SYNCHRONOUS_COMMIT:-on}"
+REPLICA_PORT="${DEVAI_PG_REPLICA_PORT:-$((PG_PORT + 1))}"
+REPLICA_DATA_IN_ROOT="/srv/devai/replica-$REPLICA_PORT"  # a replica of the server on $PG_PORT
 PACKAGES="postgresql-17,postgresql-17-pgvector,postgresql-17-cron,postgresql-17-pgtap,postgresql-17-plpgsql-check"
 
 say() { printf '[db] %s\n' "$*" >&2; }
@@ -98,7 +104,7 @@ init_cluster() {
 listen_addresses = '127.0.0.1'
 port = $PG_PORT
 unix_socket_directories = '/tmp'
-shared_preload_libraries = 'pg_cron'
+shared_preload_libraries = 'pg_cron,pg_stat_statements'
 cron.database_name = 'postgres'
 cron.use_background_workers = on
 max_worker_processes = 32
@@ -134,6 +140,18 @@ ensure_durability() {
   if [[ -n "$changed" ]]; then say "postgresql.conf: fsync = on, synchronous_commit = $PG_SYNCHRONOUS_COMMIT"; echo changed; fi
 }
 
+# pg_stat_statements beside pg_cron in shared_preload_libraries (Supabase loads it too; the bench
+# reads it): a cluster made before it was added gets it here. Prints "changed" when the file changed,
+# for a running server to be restarted (the setting is read at start only).
+ensure_preload() {
+  local conf="$PG_ROOT$PG_DATA_IN_ROOT/postgresql.conf"
+  [[ -f "$conf" ]] || return 0
+  if grep -qE "^shared_preload_libraries = 'pg_cron'$" "$conf"; then
+    sed -i -E "s/^shared_preload_libraries = 'pg_cron'$/shared_preload_libraries = 'pg_cron,pg_stat_statements'/" "$conf"
+    echo changed
+  fi
+}
+
 # Is the local server answering? From the host when it has psql or pg_isready (works without root),
 # else from inside the root (chroot: root only).
 is_up() {
@@ -152,11 +170,15 @@ start_server() {
   provision_root
   mount_root_fs
   init_cluster
-  local durability
+  local durability preload
   durability=$(ensure_durability)
+  preload=$(ensure_preload)
   if is_up; then
     say "already running on 127.0.0.1:$PG_PORT"
-    if [[ -n "$durability" ]]; then in_root "pg_ctl -D $PG_DATA_IN_ROOT reload >/dev/null"; fi
+    if [[ -n "$preload" ]]; then
+      say "postgresql.conf: shared_preload_libraries += pg_stat_statements; restarting"
+      in_root "pg_ctl -D $PG_DATA_IN_ROOT -m fast -w -t 60 restart -l /srv/devai/postgres-$PG_PORT.log >/dev/null"
+    elif [[ -n "$durability" ]]; then in_root "pg_ctl -D $PG_DATA_IN_ROOT reload >/dev/null"; fi
     return
   fi
   say "starting Postgres 17 on 127.0.0.1:$PG_PORT"
@@ -243,6 +265,53 @@ status() {
   echo "up: $(db_url)"
 }
 
+# A streaming read replica of the local server (what Supabase's read replicas are): pg_basebackup
+# -R the first time (standby.signal + primary_conninfo), then plain starts; it replays the server's
+# WAL and answers read-only queries. A replica of an older cluster (the server was made again by
+# initdb) is made again. Reads through it lag the server by the replay delay.
+replica_start() {
+  [[ -z "${DATABASE_URL:-}" ]] || die "DATABASE_URL is set: a replica is only made of the local server"
+  start_server
+  local dir="$PG_ROOT$REPLICA_DATA_IN_ROOT" primary_id replica_id
+  primary_id=$(host_psql "$(local_url postgres)" -tAc "select system_identifier from pg_control_system()")
+  if [[ -f "$dir/PG_VERSION" ]]; then
+    replica_id=$(in_root "pg_controldata $REPLICA_DATA_IN_ROOT" | sed -nE 's/^Database system identifier: *([0-9]+)$/\1/p')
+    if [[ "$replica_id" != "$primary_id" ]]; then
+      say "the replica on $REPLICA_PORT belongs to an older cluster: making it again"
+      in_root "pg_ctl -D $REPLICA_DATA_IN_ROOT -m immediate -w stop >/dev/null 2>&1 || true"
+      rm -rf "$dir"
+    fi
+  fi
+  if [[ ! -f "$dir/PG_VERSION" ]]; then
+    say "pg_basebackup of 127.0.0.1:$PG_PORT into a replica on $REPLICA_PORT"
+    in_root "pg_basebackup -h 127.0.0.1 -p $PG_PORT -U postgres -D $REPLICA_DATA_IN_ROOT -R -X stream -c fast >/dev/null" \
+      || die "pg_basebackup failed"
+    cat >>"$dir/postgresql.conf" <<CONF
+# devai-memory read replica of 127.0.0.1:$PG_PORT
+port = $REPLICA_PORT
+hot_standby = on
+hot_standby_feedback = on
+CONF
+  fi
+  if PGCONNECT_TIMEOUT=2 host_psql "postgresql://postgres@127.0.0.1:$REPLICA_PORT/postgres" -tAc 'select 1' >/dev/null 2>&1; then
+    say "replica already running on 127.0.0.1:$REPLICA_PORT"
+    return
+  fi
+  say "starting the replica on 127.0.0.1:$REPLICA_PORT"
+  in_root "pg_ctl -D $REPLICA_DATA_IN_ROOT -l /srv/devai/replica-$REPLICA_PORT.log -w -t 60 start >/dev/null" \
+    || { tail -n 30 "$PG_ROOT/srv/devai/replica-$REPLICA_PORT.log" >&2; die "the replica did not start"; }
+}
+
+replica_stop() {
+  if [[ -f "$PG_ROOT$REPLICA_DATA_IN_ROOT/PG_VERSION" ]] \
+     && in_root "pg_ctl -D $REPLICA_DATA_IN_ROOT status" >/dev/null 2>&1; then
+    in_root "pg_ctl -D $REPLICA_DATA_IN_ROOT -m fast -w stop >/dev/null"
+    say "replica stopped"
+  else
+    say "replica not running"
+  fi
+}
+
 case "${1:-}" in
   start) start_server; ensure_database; bootstrap; migrate; say "ready: $(db_url)";;
   stop) stop_server;;
@@ -252,5 +321,8 @@ case "${1:-}" in
   url) db_url; echo;;
   status) status;;
   psql) shift; host_psql "$(db_url)" "$@";;
-  *) echo "usage: $0 start|stop|crash|reset|migrate|url|status|psql" >&2; exit 2;;
+  replica-start) replica_start; say "replica ready: postgresql://postgres@127.0.0.1:$REPLICA_PORT/$PG_DB";;
+  replica-stop) replica_stop;;
+  replica-url) printf 'postgresql://postgres@127.0.0.1:%s/%s\n' "$REPLICA_PORT" "$PG_DB";;
+  *) echo "usage: $0 start|stop|crash|reset|migrate|url|status|psql|replica-start|replica-stop|replica-url" >&2; exit 2;;
 esac

@@ -13,7 +13,8 @@
 // supabase/functions/_shared/env.ts reads (embedding and LLM providers, limits).
 import { fileURLToPath } from "node:url";
 import { verifyBearer } from "../supabase/functions/_shared/auth.ts";
-import { createSql, type Sql } from "../supabase/functions/_shared/db.ts";
+import { poolsFor, type Sql } from "../supabase/functions/_shared/db.ts";
+import { flushSearchWrites } from "../supabase/functions/_shared/retrieval/write-behind.ts";
 import { createEmbedder } from "../supabase/functions/_shared/embeddings.ts";
 import { type Config, ConfigError, loadConfig } from "../supabase/functions/_shared/env.ts";
 import { corsHeaders } from "../supabase/functions/_shared/cors.ts";
@@ -139,20 +140,28 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError(`invalid FUNCTIONS_PORT: ${portText}`);
 
   installEdgeRuntimeShim();
-  const sql = createSql(config.databaseUrl, { max: config.dbPoolMax, applicationName: "devai-local-functions", statementTimeoutMs: config.dbStatementTimeoutMs });
+  const { sql, readSql } = poolsFor(config, "devai-local-functions");
   const stoppables: { stop(): Promise<void> }[] = [];
   let server: Deno.HttpServer<Deno.NetAddr> | undefined;
   try {
     await sql`select 1`; // fail fast (and clearly) when the database is not there
   } catch (err) {
     await sql.end({ timeout: 1 }).catch(() => {});
+    await readSql?.end({ timeout: 1 }).catch(() => {});
     throw new ConfigError(`cannot connect to the database at ${redactUrl(config.databaseUrl)}: ${(err as Error).message}`);
+  }
+  try {
+    if (readSql) await readSql`select 1`;
+  } catch (err) {
+    await sql.end({ timeout: 1 }).catch(() => {});
+    await readSql?.end({ timeout: 1 }).catch(() => {});
+    throw new ConfigError(`cannot connect to the read replica at ${redactUrl(config.databaseReadUrl!)}: ${(err as Error).message}`);
   }
 
   try {
     // Refuse to start on a provider misconfiguration rather than answer 503s later.
     const probe = opts.probe === false ? undefined : await probeProviders(config);
-    const deps: WorkerDeps = { sql, config, embedder: createEmbedder(config), llm: createLlm(config) };
+    const deps: WorkerDeps & { readSql?: Sql } = { sql, readSql, config, embedder: createEmbedder(config), llm: createLlm(config) };
     const verifyJwtFor = await readVerifyJwt(configTomlPath);
     const found = await discoverFunctions(functionsDir);
     const functions: FunctionEntry[] = [];
@@ -263,8 +272,10 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
           await Promise.allSettled(stoppables.map((s) => s.stop()));
           await running.shutdown(); // stops accepting, lets in-flight requests finish
           await Promise.allSettled([...inFlight]);
+          await flushSearchWrites(sql); // the searches' writes still waiting (the background work waits for them)
           await settleBackgroundWork();
           await sql.end({ timeout: 5 });
+          await readSql?.end({ timeout: 5 });
         })();
         return closing;
       },
@@ -273,6 +284,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     await Promise.allSettled(stoppables.map((s) => s.stop()));
     await server?.shutdown();
     await sql.end({ timeout: 1 }).catch(() => {});
+    await readSql?.end({ timeout: 1 }).catch(() => {});
     throw err;
   }
 }

@@ -9,6 +9,7 @@ import { userHeaders } from "./support/auth.ts";
 import { testConfig } from "./support/config.ts";
 import { memoryApi } from "./support/memory-api.ts";
 import { newTenant, testSql } from "./support/seed.ts";
+import { flushSearchWrites } from "../supabase/functions/_shared/retrieval/write-behind.ts";
 
 const sql = testSql();
 const api = memoryApi(sql);
@@ -72,11 +73,13 @@ Deno.test({ name: "as_of: retrieve and memory.query answer from what was held th
   assert.equal(then.status, 200, JSON.stringify(then.body));
   assert.deepEqual(then.body.memories.map((m: { id: string }) => m.id), [f.oldId]);
   assert.match(then.body.block, /Node 18/);
+  await flushSearchWrites(sql);
   const [untouched] = await sql`select access_count from public.devai_memories where id = ${f.oldId}`;
   assert.equal(untouched!.access_count, 0, "a historical answer is not a use of the memory");
 
   const now = await post("/memory-retrieve", t, ask);
   assert.deepEqual(now.body.memories.map((m: { id: string }) => m.id), [f.newId]);
+  await flushSearchWrites(sql);
   const [used] = await sql`select access_count from public.devai_memories where id = ${f.newId}`;
   assert.equal(used!.access_count, 1);
 

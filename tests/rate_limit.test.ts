@@ -1,7 +1,8 @@
 // Per-tenant rate limits through the functions: a tenant over its limit gets 429 rate_limited with
 // Retry-After and its request writes nothing; another tenant, another route class and (by
 // default) service_role are not affected; a request is charged once however many transactions it
-// runs. The limits are lowered for the test in public.memory_settings and put back after.
+// runs; a tenant's concurrent requests do not wait for each other's token. The limits are lowered
+// for the test in public.memory_settings and put back after.
 import assert from "node:assert/strict";
 import { createHandler as createCompact } from "../supabase/functions/memory-compact/handler.ts";
 import { localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
@@ -11,6 +12,10 @@ import { testConfig } from "./support/config.ts";
 import { overrideSettings } from "./support/lifecycle.ts";
 import { newTenant, testSql } from "./support/seed.ts";
 import { dbTest } from "./support/http.ts";
+import { createSql, withTenant } from "../supabase/functions/_shared/db.ts";
+import { rateLimit } from "../supabase/functions/_shared/rate-limit.ts";
+import { testDatabaseUrl } from "./support/config.ts";
+import { waitUntil } from "./support/wait.ts";
 
 async function memoriesOf(sql: ReturnType<typeof testSql>, tenant: string): Promise<number> {
   const [row] = await sql<{ n: number }[]>`select count(*)::int as n from public.devai_memories where owner_id = ${tenant}`;
@@ -72,6 +77,50 @@ dbTest("rate limits: heavy requests (memory-compact) have their own, smaller buc
     assert.equal((await api("POST", "/memory/remember", { as: tenant, body: { content: "Writes are another class." } })).status, 201);
   } finally {
     await limits.restore();
+    await sql.end();
+  }
+});
+
+dbTest("rate limits: a tenant's token is taken and committed before its request's transaction, so its concurrent requests never wait for each other", async () => {
+  const app = `devai-test-ratelimit-${crypto.randomUUID().slice(0, 8)}`;
+  const sql = createSql(testDatabaseUrl(), { max: 4, applicationName: app });
+  const tenant = { tenantId: newTenant(), actor: "user" };
+  const charged = rateLimit(() => "read");
+  const asRequest = <T>(work: () => Promise<T>) => {
+    let out!: Promise<T>;
+    // The middleware marks what runs inside it as one request of the read class.
+    void charged({ req: { raw: new Request("http://local/") } } as never, () => (out = work()).then(() => {}));
+    return out;
+  };
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  let inside!: () => void;
+  const entered = new Promise<void>((resolve) => (inside = resolve));
+  try {
+    // A first request whose transaction stays open (a slow search) after it took its token.
+    const first = asRequest(() => withTenant(sql, tenant, async (tx) => {
+      await tx`select 1`;
+      inside();
+      await held;
+    }));
+    await entered;
+    let secondDone = false;
+    const second = asRequest(() => withTenant(sql, tenant, (tx) => tx`select 1`)).then(() => (secondDone = true));
+    // Either the second request finishes, or one of this pool's backends waits on a lock (the bucket row).
+    const outcome = await waitUntil(async () => {
+      if (secondDone) return "finished";
+      const [w] = await sql<{ n: number }[]>`
+        select count(*)::int as n from pg_stat_activity where application_name = ${app} and wait_event_type = 'Lock'`;
+      return w!.n > 0 ? "waited on a lock" : undefined;
+    }, "the second request to finish or to wait", { pollMs: 10 });
+    release();
+    await Promise.all([first, second]);
+    assert.equal(outcome, "finished", "the second request of the tenant did not wait for the first one's transaction");
+    const [bucket] = await sql<{ tokens: number }[]>`
+      select tokens from memory_private.rate_limit_buckets where owner_id = ${tenant.tenantId} and route_class = 'read'`;
+    assert.ok(bucket && bucket.tokens < 300 - 1.5, `both requests were charged (tokens ${bucket?.tokens})`);
+  } finally {
+    release();
     await sql.end();
   }
 });

@@ -10,6 +10,7 @@ import { callJson, dbTest } from "./support/http.ts";
 import { newTenant, seedMemories, seedMemory, seedRelation, testSql } from "./support/seed.ts";
 import { fixedEmbedder, vectorWithSimilarity } from "./support/vectors.ts";
 import { countTokens } from "../supabase/functions/_shared/tokens.ts";
+import { flushSearchWrites } from "../supabase/functions/_shared/retrieval/write-behind.ts";
 
 const sql = testSql();
 const config = testConfig();
@@ -45,6 +46,8 @@ dbTest("vector mode ranks by similarity × strength (+ priority boost) and recor
   assert.ok(res.body.block.includes("### User Preferences\n- delta"));
   assert.ok(res.body.block.includes("### General Knowledge\n- gamma"));
 
+  // The event is written behind the answer (docs/operations.md#write-behind): write what waits.
+  await flushSearchWrites(sql);
   const events = await sql`select node, op, status, sim, meta from public.memory_events where owner_id = ${t}`;
   assert.equal(events.length, 1);
   assert.equal(events[0]!.node, "context");
@@ -124,6 +127,7 @@ dbTest("tenant isolation: another tenant's memories are never returned nor reinf
   const svc = await callJson(handler, URL, { headers: await serviceHeaders(a), body: { message: "q" } });
   assert.equal(svc.status, 200);
   assert.deepEqual(svc.body.memories.map((m: { id: string }) => m.id), [mine!.id]);
+  await flushSearchWrites(sql);
   const [row] = await sql`select access_count from public.devai_memories where id = ${theirs!.id}`;
   assert.equal(row!.access_count, 0);
 });
@@ -144,6 +148,7 @@ dbTest("reinforcement: only injected memories; one that did not fit the budget i
   assert.deepEqual(injected, { [first!.id]: true, [big!.id]: false, [third!.id]: true });
   assert.equal(res.body.truncated_count, 1);
   assert.ok(res.body.block.endsWith("[truncated - 1 more memories available]"));
+  await flushSearchWrites(sql);
   const rows = await sql<{ id: string; access_count: number; last_accessed_at: Date; strength: number }[]>`
     select id, access_count, last_accessed_at, strength from public.devai_memories where owner_id = ${t}`;
   const byId = new Map(rows.map((r) => [r.id, r]));
@@ -272,6 +277,7 @@ dbTest("no match: empty block, still one search event", async () => {
   assert.equal(res.body.block, "");
   assert.equal(res.body.token_count, 0);
   assert.deepEqual(res.body.memories, []);
+  await flushSearchWrites(sql);
   const [e] = await sql`select count(*)::int as n, max(sim) as sim from public.memory_events where owner_id = ${t}`;
   assert.equal(e!.n, 1);
   assert.equal(e!.sim, null);

@@ -4,6 +4,7 @@
 import assert from "node:assert/strict";
 import { createHandler } from "../supabase/functions/memory-retrieve/handler.ts";
 import { countTokens } from "../supabase/functions/_shared/tokens.ts";
+import { flushSearchWrites } from "../supabase/functions/_shared/retrieval/write-behind.ts";
 import { userHeaders } from "./support/auth.ts";
 import { testConfig } from "./support/config.ts";
 import { callJson, dbTest } from "./support/http.ts";
@@ -158,6 +159,7 @@ dbTest("query returns are reinforced and recorded; another tenant's memories nev
   await seedMemories(sql, b, [m("theirs", "tasks")]);
   const res = await query(a, { agent: "executor", query: "q", thread_id: "t-9" });
   assert.deepEqual(ids(res), [mine!.id]);
+  await flushSearchWrites(sql);
   const [row] = await sql`select access_count from public.devai_memories where id = ${mine!.id}`;
   assert.equal(row!.access_count, 1);
   const events = await sql`select node, op, thread_id, meta from public.memory_events where owner_id = ${a}`;
@@ -171,6 +173,7 @@ dbTest("query: only the memories returned within budget are reinforced", async (
   const seeded = await seedMemories(sql, a, [m("short one", "tasks"), m("x ".repeat(400).trim(), "tasks")]);
   const res = await query(a, { agent: "executor", query: "q", budget_tokens: 10 });
   const returned = new Set(ids(res));
+  await flushSearchWrites(sql);
   for (const s of seeded) {
     const [row] = await sql`select access_count from public.devai_memories where id = ${s!.id}`;
     assert.equal(row!.access_count, returned.has(s!.id) ? 1 : 0);

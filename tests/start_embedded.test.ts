@@ -127,12 +127,13 @@ Deno.test({
 
       service = await startService(dataDir);
       assert.doesNotMatch(service.output(), /Applying migration/, "a restart finds the migrations applied");
+      // The retrieval's reinforcement waited behind its answer; stopping the server wrote it.
+      const one = await call(`memory/${id}`, token);
+      assert.equal(one.status, 200);
+      assert.equal((one.json.memory as { access_count: number }).access_count, 1, "the retrieval before the restart was kept too");
       const again = await call("memory-retrieve", token, { message: "How often are billing webhooks retried?", project: "billing" });
       assert.equal(again.status, 200);
       assert.ok(String(again.json.block).includes(fact), "the memory survived the restart");
-      const one = await call(`memory/${id}`, token);
-      assert.equal(one.status, 200);
-      assert.equal((one.json.memory as { access_count: number }).access_count, 2, "the retrieval before the restart was kept too");
 
       // Acknowledged writes, then SIGKILL at once: PGlite writes each commit to the data folder
       // before it answers, so a killed process loses none (docs/pglite.md, durability).

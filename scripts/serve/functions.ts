@@ -9,6 +9,8 @@ import { parse as parseToml } from "smol-toml";
 /** What every function's createHandler receives (see CONVENTIONS.md: handlers take their dependencies). */
 export interface HandlerDeps {
   sql: unknown;
+  /** A read replica's pool, when SUPABASE_DB_READ_URL is set. */
+  readSql?: unknown;
   config: unknown;
   embedder: unknown;
   llm?: unknown;

@@ -11,6 +11,8 @@ export interface MemoryApiOptions {
   clock?: () => Date;
   /** Default: the local embedder (episodes are embedded in the request). */
   embedder?: Embedder;
+  /** A read replica's pool (createReadSql): the reads that may lag go there. */
+  readSql?: Sql;
 }
 
 export interface CallOptions {
@@ -32,7 +34,13 @@ export interface ApiResponse {
 export type MemoryApi = (method: string, path: string, opts?: CallOptions) => Promise<ApiResponse>;
 
 export function memoryApi(sql: Sql, opts: MemoryApiOptions = {}): MemoryApi {
-  const handler = createHandler({ sql, config: testConfig(opts.config), embedder: opts.embedder ?? localEmbedder(), clock: opts.clock });
+  const handler = createHandler({
+    sql,
+    readSql: opts.readSql,
+    config: testConfig(opts.config),
+    embedder: opts.embedder ?? localEmbedder(),
+    clock: opts.clock,
+  });
   return async (method, path, call = {}) => {
     const headers = call.headers ?? (call.as ? await userHeaders(call.as) : {});
     const init: RequestInit = { method, headers };

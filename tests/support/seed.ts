@@ -4,6 +4,7 @@
 import { createSql, type Sql, toVectorLiteral } from "../../supabase/functions/_shared/db.ts";
 import { embedLocally } from "../../supabase/functions/_shared/embeddings.ts";
 import { LOCAL_EMBEDDING_MODEL } from "../../supabase/functions/_shared/env.ts";
+import { flushSearchWrites } from "../../supabase/functions/_shared/retrieval/write-behind.ts";
 import { testDatabaseUrl } from "./config.ts";
 
 export function newTenant(): string {
@@ -87,6 +88,8 @@ export interface TenantWrites {
 }
 
 export async function tenantWrites(sql: Sql, tenantId: string): Promise<TenantWrites> {
+  // Searches' writes wait behind their answers (docs/operations.md#write-behind): count them too.
+  await flushSearchWrites(sql);
   const [row] = await sql<{ events: number; access_total: number; history: number; memories: number }[]>`
     select (select count(*)::int from public.memory_events where owner_id = ${tenantId}) as events,
            (select coalesce(sum(access_count), 0)::int from public.devai_memories where owner_id = ${tenantId}) as access_total,

@@ -10,7 +10,7 @@
 // caller gets then is a 503 with Retry-After (database-errors.ts).
 import postgres from "postgres";
 import { isDatabaseUnavailable } from "./database-errors.ts";
-import { rateLimited, takeRequestCharge } from "./rate-limit.ts";
+import { rateLimited, type RouteClass, takeRequestCharge } from "./rate-limit.ts";
 
 export type Sql = postgres.Sql;
 export type Tx = postgres.TransactionSql;
@@ -47,6 +47,48 @@ export function createSql(url: string, opts: SqlOptions = {}): Sql {
   return sql;
 }
 
+/**
+ * A pool on a read replica of `primary` (SUPABASE_DB_READ_URL): reads that may lag the primary by
+ * the replication delay (docs/operations.md#read-replicas). Whatever writes, the rate-limit token
+ * included, goes to the primary.
+ */
+export function createReadSql(url: string, primary: Sql, opts: SqlOptions = {}): Sql {
+  const replica = createSql(url, { ...opts, applicationName: `${opts.applicationName ?? "devai-memory"}-read` });
+  primaries.set(replica, primary);
+  return replica;
+}
+
+const primaries = new WeakMap<Sql, Sql>();
+
+/** What poolsFor reads from the function's configuration (env.ts's Config). */
+export interface PoolConfig {
+  databaseUrl: string;
+  databaseReadUrl?: string;
+  dbPoolMax: number;
+  dbStatementTimeoutMs: number;
+}
+
+/** A function's pools: the primary, and a read replica's when SUPABASE_DB_READ_URL is set. */
+export function poolsFor(config: PoolConfig, applicationName: string): { sql: Sql; readSql?: Sql } {
+  const opts = { max: config.dbPoolMax, applicationName, statementTimeoutMs: config.dbStatementTimeoutMs };
+  const sql = createSql(config.databaseUrl, opts);
+  return { sql, readSql: config.databaseReadUrl ? createReadSql(config.databaseReadUrl, sql, opts) : undefined };
+}
+
+/** The pool writes go to: `sql` itself, or the primary of a read replica's pool. */
+export function primaryOf(sql: Sql): Sql {
+  return primaries.get(sql) ?? sql;
+}
+
+/** Is this pool a read replica's (createReadSql)? */
+export function isReadReplica(sql: Sql): boolean {
+  return primaries.has(sql);
+}
+
+function timeoutOf(sql: Sql): string {
+  return `${statementTimeouts.get(sql) ?? DEFAULT_STATEMENT_TIMEOUT_MS}ms`;
+}
+
 export interface TenantContext {
   tenantId: string;
   actor: string;
@@ -63,35 +105,106 @@ export interface TenantTxOptions {
  * Runs fn in one transaction as the tenant (role authenticated + claims), committing on success.
  * A pooled connection that died with the database (a restart) fails at the transaction's first
  * statement, before fn ran: that transaction is tried once more, on a fresh connection.
+ *
+ * The request's rate-limit token (rate-limit.ts) is taken by a statement of its own, committed
+ * before the transaction begins, so the tenant's bucket row is locked for that statement only,
+ * never across the request: a tenant's concurrent requests do not wait for each other. That
+ * statement, BEGIN and the tenant's settings are sent together (pipelined on one connection): one
+ * round trip, as when the token was part of the first statement.
  */
 export async function withTenant<T>(sql: Sql, who: TenantContext, fn: (tx: Tx) => Promise<T>, opts: TenantTxOptions = {}): Promise<T> {
-  const claims = JSON.stringify({ sub: who.tenantId, role: "authenticated" });
-  const timeout = `${statementTimeouts.get(sql) ?? DEFAULT_STATEMENT_TIMEOUT_MS}ms`;
-  // A request's first tenant transaction also takes the request's rate-limit token (rate-limit.ts),
-  // in the same statement, after the claims are set (the subquery, fenced by offset 0, runs first).
   const routeClass = who.actor.startsWith("worker") ? undefined : takeRequestCharge();
   for (let attempt = 1;; attempt++) {
     let started = false;
+    const conn = await sql.reserve();
+    let open = false;
     try {
-      const result = await sql.begin(async (tx) => {
-        const [first] = await tx<{ retry_after: number | null }[]>`
-          select ${routeClass ? tx`public.take_rate_limit_token(${routeClass}, ${who.actor === "service_role"})` : tx`null::float8`} as retry_after
-            from (select set_config('role', 'authenticated', true),
-                         set_config('request.jwt.claims', ${claims}, true),
-                         set_config('memory.actor', ${who.actor}, true),
-                         set_config('memory.thread_id', ${opts.threadId ?? "default"}, true),
-                         set_config('memory.event', ${opts.event ?? ""}, true),
-                         set_config('statement_timeout', ${timeout}, true)
-                  offset 0) tenant`;
-        started = true;
-        if (routeClass && (first?.retry_after ?? 0) > 0) throw rateLimited(routeClass, first!.retry_after!);
-        return await fn(tx);
-      });
-      return result as T;
+      const primary = primaryOf(sql);
+      const charge = routeClass ? chargeToken(primary === sql ? conn : primary, who, routeClass) : undefined;
+      // In this order on the connection: the token's own transaction, then BEGIN and the settings.
+      const begin = conn`begin`.execute().then(() => (open = true));
+      const settings = conn`select 1 from ${tenantSettings(conn, timeoutOf(sql), who, opts)}`.execute();
+      const [charged, begun, first] = await Promise.allSettled([charge ?? Promise.resolve(0), begin, settings]);
+      if (begun.status === "rejected") throw begun.reason;
+      if (first.status === "rejected") throw first.reason;
+      started = true;
+      if (charged.status === "rejected") throw charged.reason;
+      if (routeClass && charged.value > 0) throw rateLimited(routeClass, charged.value);
+      const result = await fn(conn as unknown as Tx);
+      await conn`commit`;
+      open = false;
+      return result;
     } catch (err) {
+      if (open) await conn`rollback`.catch(() => {});
       if (started || attempt > 1 || !isDatabaseUnavailable(err)) throw err;
+    } finally {
+      conn.release();
     }
   }
+}
+
+/**
+ * Runs ONE statement as the tenant, in one round trip: `read` builds it with `tenant`, the
+ * tenant's settings as a FROM item (`select … from ${tenant}`), so role and claims hold for that
+ * statement alone (its own implicit transaction). For reads that need nothing else (retrieval:
+ * public.retrieve_for_turn); the request's rate-limit token, when not yet taken, goes in the same
+ * round trip (pipelined before it on the same connection, or on the primary when `sql` reads from
+ * a replica). Retried once on a fresh connection when the database was unavailable.
+ */
+export async function readAsTenant<T>(
+  sql: Sql,
+  who: TenantContext,
+  read: (q: Sql, tenant: TenantSettings) => Promise<T>,
+  opts: TenantTxOptions = {},
+): Promise<T> {
+  const routeClass = takeRequestCharge();
+  for (let attempt = 1;; attempt++) {
+    const conn = await sql.reserve();
+    try {
+      const primary = primaryOf(sql);
+      const charge = routeClass ? chargeToken(primary === sql ? conn : primary, who, routeClass) : undefined;
+      const [charged, answer] = await Promise.allSettled([charge ?? Promise.resolve(0), read(conn, tenantSettings(conn, timeoutOf(sql), who, opts))]);
+      if (charged.status === "rejected") throw charged.reason;
+      if (routeClass && charged.value > 0) throw rateLimited(routeClass, charged.value);
+      if (answer.status === "rejected") throw answer.reason;
+      return answer.value;
+    } catch (err) {
+      if (attempt > 1 || !isDatabaseUnavailable(err)) throw err;
+    } finally {
+      conn.release();
+    }
+  }
+}
+
+/** The tenant's settings for one statement, as a FROM item (readAsTenant). */
+export type TenantSettings = postgres.PendingQuery<postgres.Row[]>;
+
+/** The tenant's settings for a statement, as a FROM item: role, claims, actor, thread, history event, timeout. */
+function tenantSettings(q: Sql, timeout: string, who: TenantContext, opts: TenantTxOptions) {
+  const claims = JSON.stringify({ sub: who.tenantId, role: "authenticated" });
+  return q`(select set_config('role', 'authenticated', true),
+                   set_config('request.jwt.claims', ${claims}, true),
+                   set_config('memory.actor', ${who.actor}, true),
+                   set_config('memory.thread_id', ${opts.threadId ?? "default"}, true),
+                   set_config('memory.event', ${opts.event ?? ""}, true),
+                   set_config('statement_timeout', ${timeout}, true)
+             offset 0) as tenant`;
+}
+
+/**
+ * Takes one token of the tenant's bucket in a statement of its own (its own transaction: the
+ * bucket row is locked only while it runs). Its commit does not wait for the WAL flush: a crash
+ * may forget the last tokens taken, never anything else. Resolves to 0, or the seconds to wait.
+ */
+function chargeToken(q: Sql, who: TenantContext, routeClass: RouteClass): Promise<number> {
+  const claims = JSON.stringify({ sub: who.tenantId, role: "authenticated" });
+  // Sent now (execute), so it precedes what the caller sends next on the same connection.
+  return q<{ retry_after: number }[]>`
+    select public.take_rate_limit_token(${routeClass}, ${who.actor === "service_role"}) as retry_after
+      from (select set_config('role', 'authenticated', true),
+                   set_config('request.jwt.claims', ${claims}, true),
+                   set_config('synchronous_commit', 'off', true)
+            offset 0) tenant`.execute().then(([row]) => row?.retry_after ?? 0);
 }
 
 /**

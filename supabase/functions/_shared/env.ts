@@ -12,6 +12,8 @@ const EnvSchema = z.object({
   // Supabase injects SUPABASE_DB_URL into deployed functions; use the transaction pooler URL there.
   SUPABASE_DB_URL: optionalText,
   DATABASE_URL: optionalText,
+  // A read replica (Supabase read replicas): retrieval's and the memory API's reads go there.
+  SUPABASE_DB_READ_URL: optionalText,
   DB_POOL_MAX: positiveInt(10),
   DB_STATEMENT_TIMEOUT_MS: positiveInt(15_000),
   // HS256 secret (local server, legacy projects) or a JWKS endpoint (asymmetric signing keys).
@@ -37,6 +39,8 @@ const EnvSchema = z.object({
   // Unset: retrieval sizes its answer by the query's complexity (docs/retrieval.md#intent).
   RETRIEVAL_TOP_K: z.coerce.number().int().positive().optional(),
   RETRIEVAL_BUDGET_TOKENS: z.coerce.number().int().positive().optional(),
+  // Searches' reinforcement and events are written in batches this often (docs/operations.md#write-behind).
+  RETRIEVAL_WRITE_BEHIND_MS: positiveInt(200),
   DEDUP_THRESHOLD: unitInterval,
   EXTRACT_DAILY_CAP: positiveInt(200),
   MAX_BODY_BYTES: positiveInt(256 * 1024),
@@ -46,6 +50,8 @@ const EnvSchema = z.object({
 
 export interface Config {
   databaseUrl: string;
+  /** A read replica of databaseUrl, for reads that may lag it (docs/operations.md#read-replicas). */
+  databaseReadUrl?: string;
   dbPoolMax: number;
   /** Longest a statement of a request's transaction may run before the request is a 503. */
   dbStatementTimeoutMs: number;
@@ -53,8 +59,8 @@ export interface Config {
   embedding: { provider: "openai" | "local"; apiKey?: string; baseUrl?: string; model: string };
   llm: { apiKey?: string; baseUrl?: string; model: string; timeoutMs: number };
   namespaceRoot: string;
-  /** topK / budgetTokens unset: chosen per query by its complexity. */
-  retrieval: { threshold?: number; topK?: number; budgetTokens?: number };
+  /** topK / budgetTokens unset: chosen per query by its complexity. writeBehindMs: searches' writes wait at most this long. */
+  retrieval: { threshold?: number; topK?: number; budgetTokens?: number; writeBehindMs?: number };
   dedupThreshold?: number;
   extractDailyCap: number;
   maxBodyBytes: number;
@@ -84,6 +90,7 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
   const embedding = embeddingProvider(e, env.EMBEDDING_MODEL !== undefined);
   return {
     databaseUrl,
+    databaseReadUrl: e.SUPABASE_DB_READ_URL,
     dbPoolMax: e.DB_POOL_MAX,
     dbStatementTimeoutMs: e.DB_STATEMENT_TIMEOUT_MS,
     jwt: { secret, jwksUrl: secret ? undefined : jwksUrl },
@@ -95,7 +102,12 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
       timeoutMs: e.LLM_TIMEOUT_MS,
     },
     namespaceRoot: e.MEMORY_NAMESPACE_ROOT,
-    retrieval: { threshold: e.RETRIEVAL_THRESHOLD, topK: e.RETRIEVAL_TOP_K, budgetTokens: e.RETRIEVAL_BUDGET_TOKENS },
+    retrieval: {
+      threshold: e.RETRIEVAL_THRESHOLD,
+      topK: e.RETRIEVAL_TOP_K,
+      budgetTokens: e.RETRIEVAL_BUDGET_TOKENS,
+      writeBehindMs: e.RETRIEVAL_WRITE_BEHIND_MS,
+    },
     dedupThreshold: e.DEDUP_THRESHOLD,
     extractDailyCap: e.EXTRACT_DAILY_CAP,
     maxBodyBytes: e.MAX_BODY_BYTES,

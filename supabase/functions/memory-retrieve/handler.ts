@@ -10,7 +10,7 @@ import type { Context } from "hono";
 import { setMetric } from "hono/timing";
 import { createFunctionApp, fetchHandler, type FunctionEnv } from "../_shared/app.ts";
 import { type Caller, requireCaller } from "../_shared/auth.ts";
-import { createSql } from "../_shared/db.ts";
+import { poolsFor } from "../_shared/db.ts";
 import { createEmbedder } from "../_shared/embeddings.ts";
 import { loadConfig } from "../_shared/env.ts";
 import { json, methodNotAllowed, parseJsonBody } from "../_shared/http.ts";
@@ -27,11 +27,7 @@ export function defaultDeps(): RetrieveDeps {
   const config = loadConfig();
   return {
     config,
-    sql: createSql(config.databaseUrl, {
-      max: config.dbPoolMax,
-      applicationName: "memory-retrieve",
-      statementTimeoutMs: config.dbStatementTimeoutMs,
-    }),
+    ...poolsFor(config, "memory-retrieve"),
     embedder: createEmbedder(config),
   };
 }

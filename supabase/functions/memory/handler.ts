@@ -21,7 +21,7 @@
 // the database triggers, never here.
 import { createFunctionApp, fetchHandler } from "../_shared/app.ts";
 import { authenticate, authenticateConfigCaller } from "../_shared/auth.ts";
-import { createSql } from "../_shared/db.ts";
+import { poolsFor } from "../_shared/db.ts";
 import { drainQueue } from "../_shared/drain-queue.ts";
 import { createEmbedder } from "../_shared/embeddings.ts";
 import { loadConfig } from "../_shared/env.ts";
@@ -39,11 +39,7 @@ export function defaultDeps(): MemoryDeps {
   const config = loadConfig();
   const deps: MemoryDeps = {
     config,
-    sql: createSql(config.databaseUrl, {
-      max: config.dbPoolMax,
-      applicationName: "devai-memory:memory",
-      statementTimeoutMs: config.dbStatementTimeoutMs,
-    }),
+    ...poolsFor(config, "devai-memory:memory"),
     embedder: createEmbedder(config),
     llm: createLlm(config),
   };

@@ -11,9 +11,9 @@
 // soft_deleted/restored memory, with the thread's new revision); the most recent changes win. A
 // replacement (a correction, or dedup merging a memory into a new one) is one bullet with the
 // NEW text: the replaced memory's row, joined to the memory that superseded it, stands for both,
-// and the new memory's own 'created' row is left out.
-import type { Tx } from "../db.ts";
-
+// and the new memory's own 'created' row is left out. The thread's revision and its newest
+// changes come with the search (public.retrieve_for_turn: twice the bullets, as a replacement's
+// two rows become one bullet).
 export const MAX_DELTA_BULLETS = 3;
 const SUMMARY_CHARS = 120;
 
@@ -71,31 +71,4 @@ export function formatDeltaBullets(changes: readonly ChangeRow[]): string[] {
       const imp = c.event === "created" && typeof c.meta?.importance === "number" ? ` (imp=${c.meta.importance})` : "";
       return `- ${mark}: ${tag}${shorten(c.summary ?? "")}${imp}`;
     });
-}
-
-export interface ThreadDelta {
-  /** The thread's current revision (0 when nothing was ever recorded for it). */
-  revision: number;
-  /** Newest changes after since_revision, at most MAX_DELTA_BULLETS. */
-  changes: ChangeRow[];
-}
-
-/** Reads the thread's revision and its newest changes after sinceRevision, as the tenant (RLS). */
-export async function loadThreadDelta(tx: Tx, threadId: string, sinceRevision: number | undefined): Promise<ThreadDelta> {
-  const [rev] = await tx<{ revision: string }[]>`
-    select revision::text from public.memory_thread_revisions where thread_id = ${threadId}`;
-  const revision = rev ? Number(rev.revision) : 0;
-  if (sinceRevision === undefined || sinceRevision >= revision) return { revision, changes: [] };
-  // Twice the bullets: a replacement's two rows (created, then merged) become one bullet.
-  const rows = await tx<(Omit<ChangeRow, "revision"> & { revision: string })[]>`
-    select c.revision::text, c.event, c.summary, c.meta, c.memory_id,
-           case when n.id is null then null
-                else jsonb_build_object('id', n.id, 'content', n.content, 'source', n.source) end as replacement
-      from public.memory_change_log c
-      left join public.devai_memories o on c.event = 'merged' and o.id = c.memory_id
-      left join public.devai_memories n on n.id = o.superseded_by
-     where c.thread_id = ${threadId} and c.revision > ${sinceRevision}
-     order by c.revision desc
-     limit ${MAX_DELTA_BULLETS * 2}`;
-  return { revision, changes: rows.map((r) => ({ ...r, revision: Number(r.revision) })) };
 }

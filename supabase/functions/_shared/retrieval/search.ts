@@ -1,10 +1,11 @@
 // What both searches (retrieve and memory.query) share: the rows a search returns, the scopes it
-// covers, how a response explains the search and the one memory_events row each search records.
-import type { TenantContext, Tx } from "../db.ts";
+// covers, how a response explains the search and what each search writes behind its answer.
 import { projectScope } from "../schemas.ts";
-import { fusionWeights, type HybridRow, type SearchMode, signalsOf } from "../search/hybrid.ts";
+import type { FusionWeights, HybridRow, SearchMode } from "../search/hybrid.ts";
+import { signalsOf } from "../search/hybrid.ts";
 import type { ResolvedPlan } from "../search/plan.ts";
 import type { SearchInfo } from "./schemas.ts";
+import type { SearchWrite } from "./write-behind.ts";
 
 /** A row of query_memories: a hybrid search row plus the category's context mode. */
 export interface QueryRow extends HybridRow {
@@ -17,25 +18,32 @@ export function retrievalScopes(root: string, project?: string): string[] {
   return [`${root}/global`, ...(project !== undefined ? [projectScope(root, project)] : []), `${root}/user`];
 }
 
-/** One memory_events row per search: node context, op search, best similarity. */
-export async function recordSearch(
-  tx: Tx,
-  caller: TenantContext,
+/**
+ * What a search writes, queued behind its answer (write-behind.ts): the memories it used, to
+ * reinforce at the search's instant `at`, and its one memory_events row (node context, op search,
+ * the best similarity). `reinforce` is empty for a search that must not reinforce (as of an instant).
+ */
+export function searchWrite(
+  at: string,
+  reinforce: readonly string[],
   threadId: string | null,
   rows: readonly { similarity: number | null }[],
   category: string | null,
   meta: Record<string, unknown>,
-): Promise<void> {
+): SearchWrite {
   const sims = rows.flatMap((r) => (r.similarity == null ? [] : [r.similarity]));
   const best = sims.length > 0 ? Math.max(...sims) : null;
-  await tx`
-    insert into public.memory_events (owner_id, thread_id, node, op, status, category, sim, meta)
-    values (${caller.tenantId}::uuid, ${threadId}, 'context', 'search', 'ok', ${category}, ${best},
-            ${tx.json(meta as never)})`;
+  return { at, ids: [...reinforce], thread_id: threadId, category, sim: best, meta };
 }
 
 /** The search block of a response: how the query was read and searched (docs/retrieval.md#explain). */
-export async function searchInfo(tx: Tx, model: string, mode: SearchMode, resolved: ResolvedPlan, topK: number, budget: number): Promise<SearchInfo> {
+export function searchInfo(
+  weights: FusionWeights,
+  mode: SearchMode,
+  resolved: ResolvedPlan,
+  topK: number,
+  budget: number,
+): SearchInfo {
   const w = resolved.window;
   return {
     mode,
@@ -45,9 +53,19 @@ export async function searchInfo(tx: Tx, model: string, mode: SearchMode, resolv
     top_k: topK,
     budget_tokens: budget,
     graph_depth: mode === "hybrid" ? resolved.plan.graphDepth : 0,
-    weights: await fusionWeights(tx, model),
+    weights,
     time_window: w ? { after: w.after?.toISOString() ?? null, before: w.before?.toISOString() ?? null, from: w.from } : null,
   };
+}
+
+/** A search row as jsonb gives it (timestamps as text) back in the shape postgres.js gives rows. */
+export function rowFromJson<T extends HybridRow>(row: Record<string, unknown>): T {
+  return {
+    ...row,
+    last_accessed_at: new Date(row.last_accessed_at as string),
+    created_at: new Date(row.created_at as string),
+    updated_at: new Date(row.updated_at as string),
+  } as T;
 }
 
 /** The fields every returned memory shares in both modes: what it is and which signals found it. */

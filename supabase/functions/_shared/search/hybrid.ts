@@ -1,6 +1,6 @@
 // The one search every reader uses: public.hybrid_search (keyword + vector + graph, fused), called
 // in the caller's tenant transaction so RLS applies. docs/retrieval.md explains the signals.
-import type { Tx } from "../db.ts";
+import type { Sql, Tx } from "../db.ts";
 import { toVectorLiteral } from "../db.ts";
 
 export type SearchMode = "hybrid" | "vector" | "keyword";
@@ -87,10 +87,10 @@ export function signalsOf(row: Pick<HybridRow, "keyword_rank" | "keyword_score" 
 
 const round = (x: number) => Math.round(x * 10_000) / 10_000;
 
-export async function hybridSearch(tx: Tx, input: HybridSearchInput): Promise<HybridRow[]> {
+/** public.hybrid_search's named arguments for this input (public.retrieve_for_turn takes the same). */
+export function hybridSearchArgs(q: Sql, input: HybridSearchInput) {
   const vector = input.vector ? toVectorLiteral(input.vector) : null;
-  return await tx<HybridRow[]>`
-    select * from public.hybrid_search(
+  return q`
       query_text => ${input.queryText},
       query_embedding => ${vector}::extensions.vector,
       match_namespaces => ${[...input.scopes]}::text[],
@@ -110,7 +110,11 @@ export async function hybridSearch(tx: Tx, input: HybridSearchInput): Promise<Hy
       keyword_threshold => ${input.keywordThreshold ?? null}::float8,
       as_of => ${input.asOf ?? null}::timestamptz,
       entity_terms => ${input.entityTerms && input.entityTerms.length > 0 ? [...input.entityTerms] : null}::text[],
-      graph_episodes => ${input.graphEpisodes ?? false})`;
+      graph_episodes => ${input.graphEpisodes ?? false}`;
+}
+
+export async function hybridSearch(tx: Tx, input: HybridSearchInput): Promise<HybridRow[]> {
+  return await tx<HybridRow[]>`select * from public.hybrid_search(${hybridSearchArgs(tx as unknown as Sql, input)})`;
 }
 
 export interface FusionWeights {
@@ -118,15 +122,4 @@ export interface FusionWeights {
   vector: number;
   graph: number;
   rrf_k: number;
-}
-
-/** The weights hybrid_search uses for this embedding model (its own row, else '*'). */
-export async function fusionWeights(tx: Tx, model: string): Promise<FusionWeights> {
-  const [row] = await tx<{ keyword: number; vector: number; graph: number; rrf_k: string }[]>`
-    select w.keyword, w.vector, w.graph, public.memory_setting('rrf_k')::text as rrf_k
-      from public.memory_search_weights w
-     where w.embedding_model in (${model}, '*')
-     order by (w.embedding_model = '*')
-     limit 1`;
-  return { keyword: row?.keyword ?? 1, vector: row?.vector ?? 1, graph: row?.graph ?? 0.5, rrf_k: Number(row?.rrf_k ?? 60) };
 }

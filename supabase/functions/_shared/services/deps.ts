@@ -7,7 +7,10 @@ import type { Config } from "../env.ts";
 import type { Llm } from "../llm.ts";
 
 export interface MemoryDeps {
+  /** The primary: every write, and every read that must see the request's own writes. */
   sql: Sql;
+  /** A read replica's pool (SUPABASE_DB_READ_URL, createReadSql): reads that may lag the primary. */
+  readSql?: Sql;
   config: Config;
   embedder: Embedder;
   /** Consolidation's model, for the in-process drain kickWorker starts (none: rules only). */
@@ -27,10 +30,24 @@ export function withClock(deps: MemoryDeps): ServiceDeps {
 }
 
 /** What the searches (retrieve, memory.query) need: no model, no worker. */
-export type SearchDeps = Pick<MemoryDeps, "sql" | "config" | "embedder" | "clock">;
+export type SearchDeps = Pick<MemoryDeps, "sql" | "readSql" | "config" | "embedder" | "clock">;
+
+/** Where reads that may lag the primary go: the replica when there is one, else the primary. */
+export function readPoolOf(deps: Pick<MemoryDeps, "sql" | "readSql">): Sql {
+  return deps.readSql ?? deps.sql;
+}
 
 /** An operation's result and how long its parts took, in ms (the HTTP adapters send it as Server-Timing). */
 export interface Timed<T> {
   result: T;
   timing: Record<string, number>;
+}
+
+/**
+ * A read that may go to the replica, except that what the replica does not have yet (a memory the
+ * caller has just written) is looked for on the primary before the answer is "not found".
+ */
+export async function readOwnWrite<T>(deps: Pick<MemoryDeps, "sql" | "readSql">, read: (sql: Sql) => Promise<T | undefined>): Promise<T | undefined> {
+  const found = await read(readPoolOf(deps));
+  return found !== undefined || readPoolOf(deps) === deps.sql ? found : await read(deps.sql);
 }

@@ -2,8 +2,9 @@
 // (database) is checked before anything else (403 naming a disallowed category, 403 for an unknown
 // agent, naming the configured ones), then query_memories runs the hybrid search with the
 // categories as a filter of every signal and applies the other filters in SQL; bullets or full
-// rows within the budget; returned memories are reinforced and the search is recorded.
-import { type TenantContext, toVectorLiteral, withTenant } from "../db.ts";
+// rows within the budget; returned memories are reinforced and the search is recorded, behind the
+// answer (retrieval/write-behind.ts).
+import { readAsTenant, type Sql, type TenantContext, type TenantSettings, toVectorLiteral, withTenant } from "../db.ts";
 import { keywordText, resolvePlan } from "../search/plan.ts";
 import { embedForRequest, thresholdsFor } from "../embeddings.ts";
 import { HttpError } from "../http.ts";
@@ -11,7 +12,6 @@ import { listAgents, loadAllowlist } from "../memory-config.ts";
 import { bulletText } from "../retrieval/format.ts";
 import { packTexts } from "../retrieval/pack.ts";
 import { rankMemories } from "../retrieval/rank.ts";
-import { reinforceMemories } from "../retrieval/reinforce.ts";
 import {
   MAX_BUDGET_TOKENS,
   MAX_TOP_K,
@@ -19,8 +19,10 @@ import {
   type QueryRequest,
   type QueryResponse,
 } from "../retrieval/schemas.ts";
-import { explainRow, type QueryRow, recordSearch, retrievalScopes, searchInfo } from "../retrieval/search.ts";
-import type { SearchDeps, Timed } from "./deps.ts";
+import { explainRow, type QueryRow, retrievalScopes, rowFromJson, searchInfo, searchWrite } from "../retrieval/search.ts";
+import { writeBehind } from "../retrieval/write-behind.ts";
+import type { FusionWeights } from "../search/hybrid.ts";
+import { readPoolOf, type SearchDeps, type Timed } from "./deps.ts";
 
 /** What the agent may read that answers the query, as bullets or full rows; `timing` as for retrieve. */
 export async function queryMemories(
@@ -33,7 +35,7 @@ export async function queryMemories(
 
   // The allowlist first, in its own short read-only transaction: a refused request costs no
   // embedding call and writes nothing.
-  const { allowed, agents } = await withTenant(deps.sql, caller, async (tx) => {
+  const { allowed, agents } = await withTenant(readPoolOf(deps), caller, async (tx) => {
     const allowed = await loadAllowlist(tx, body.agent);
     return { allowed, agents: allowed.length === 0 ? (await listAgents(tx)).map((a) => a.agent) : [] };
   });
@@ -79,78 +81,88 @@ export async function queryMemories(
   );
   const t1 = performance.now();
 
-  const result = await withTenant(deps.sql, caller, async (tx): Promise<QueryResponse> => {
-    const rows = categories.length === 0 ? [] : await tx<QueryRow[]>`
-      select * from public.query_memories(
-        query_text => ${keywordText(body.query, resolved)},
-        query_embedding => ${vector ? toVectorLiteral(vector) : null}::extensions.vector,
-        match_namespaces => ${scopes}::text[],
-        match_agent => ${body.agent},
-        match_categories => ${categories}::text[],
-        match_count => ${topK},
-        similarity_threshold => ${threshold},
-        match_embedding_model => ${embedder.model},
-        match_owner => ${caller.tenantId}::uuid,
-        filter_user_id => ${filters.user_id ?? null},
-        filter_agent_id => ${filters.agent_id ?? null},
-        filter_run_id => ${filters.run_id ?? null},
-        filter_actor_id => ${filters.actor_id ?? null},
-        filter_role => ${filters.role ?? null},
-        filter_pinned => ${filters.pinned ?? null}::boolean,
-        filter_importance_min => ${filters.importance_min ?? null}::integer,
-        filter_importance_max => ${filters.importance_max ?? null}::integer,
-        filter_updated_after => ${filters.updated_after ?? null}::timestamptz,
-        filter_updated_before => ${filters.updated_before ?? null}::timestamptz,
-        search_mode => ${mode},
-        graph_depth => ${resolved.plan.graphDepth},
-        filter_after => ${resolved.window?.after ?? null}::timestamptz,
-        filter_before => ${resolved.window?.before ?? null}::timestamptz,
-        keyword_threshold => ${body.keyword_threshold ?? null}::float8,
-        as_of => ${body.as_of ?? null}::timestamptz)`;
-    const ranked = rankMemories(rows);
-    const bulletOf = (m: QueryRow) => `[${m.category}] ${bulletText(m.content)}`;
-    const packed = body.return === "bullets"
-      ? packTexts(ranked, bulletOf, budget, { shortenFirst: true })
-      : packTexts(ranked, (m) => m.content, budget);
-    if (!body.as_of) await reinforceMemories(tx, packed.kept.map((m) => m.id));
-    const search = await searchInfo(tx, embedder.model, mode, resolved, topK, budget);
-    await recordSearch(tx, caller, body.thread_id ?? null, rows, categories.length === 1 ? categories[0]! : null, {
-      mode: "query",
-      search_mode: mode,
-      intent: search.intent,
-      agent: body.agent,
-      categories,
-      return: body.return,
-      candidates: rows.length,
-      returned: packed.kept.length,
-      truncated: packed.truncatedCount,
-      as_of: body.as_of ?? null,
-    });
-    const results = body.return === "bullets"
-      ? packed.kept.map((m, i) => ({ id: m.id, category: m.category, text: packed.texts[i]! }))
-      : packed.kept.map((m) => ({
-        ...explainRow(m),
-        category: m.category,
-        priority: m.priority,
-        importance: m.importance,
-        pinned: m.pinned,
-        source: m.source,
-        metadata: m.metadata,
-        session_id: m.session_id,
-        access_count: m.access_count,
-        last_accessed_at: m.last_accessed_at.toISOString(),
-        created_at: m.created_at.toISOString(),
-        updated_at: m.updated_at.toISOString(),
-      }));
-    return {
-      agent: body.agent,
-      return: body.return,
-      results,
-      token_count: packed.tokenCount,
-      truncated_count: packed.truncatedCount,
-      embedding_model: embedder.model,
-      search,
-    };
-  });
+  const read = async (q: Sql, tenant: TenantSettings) => {
+    const [row] = await q<{ rows: Record<string, unknown>[] | null; weights: FusionWeights; now: Date }[]>`
+      select (select jsonb_agg(to_jsonb(r) - 'ordinality' order by r.ordinality)
+                from public.query_memories(
+                       query_text => ${keywordText(body.query, resolved)},
+                       query_embedding => ${vector ? toVectorLiteral(vector) : null}::extensions.vector,
+                       match_namespaces => ${scopes}::text[],
+                       match_agent => ${body.agent},
+                       match_categories => ${categories}::text[],
+                       match_count => ${topK},
+                       similarity_threshold => ${threshold},
+                       match_embedding_model => ${embedder.model},
+                       match_owner => ${caller.tenantId}::uuid,
+                       filter_user_id => ${filters.user_id ?? null},
+                       filter_agent_id => ${filters.agent_id ?? null},
+                       filter_run_id => ${filters.run_id ?? null},
+                       filter_actor_id => ${filters.actor_id ?? null},
+                       filter_role => ${filters.role ?? null},
+                       filter_pinned => ${filters.pinned ?? null}::boolean,
+                       filter_importance_min => ${filters.importance_min ?? null}::integer,
+                       filter_importance_max => ${filters.importance_max ?? null}::integer,
+                       filter_updated_after => ${filters.updated_after ?? null}::timestamptz,
+                       filter_updated_before => ${filters.updated_before ?? null}::timestamptz,
+                       search_mode => ${mode},
+                       graph_depth => ${resolved.plan.graphDepth},
+                       filter_after => ${resolved.window?.after ?? null}::timestamptz,
+                       filter_before => ${resolved.window?.before ?? null}::timestamptz,
+                       keyword_threshold => ${body.keyword_threshold ?? null}::float8,
+                       as_of => ${body.as_of ?? null}::timestamptz) with ordinality as r
+               where ${categories.length > 0}) as rows,
+             public.memory_search_weights_for(${embedder.model}) as weights,
+             now() as now
+        from ${tenant}`;
+    return row!;
+  };
+  // One statement, as the tenant; what it writes waits behind the answer (write-behind.ts).
+  const found = await readAsTenant(readPoolOf(deps), caller, read);
+  const rows = (found.rows ?? []).map((r) => rowFromJson<QueryRow>(r));
+  const ranked = rankMemories(rows);
+  const bulletOf = (m: QueryRow) => `[${m.category}] ${bulletText(m.content)}`;
+  const packed = body.return === "bullets"
+    ? packTexts(ranked, bulletOf, budget, { shortenFirst: true })
+    : packTexts(ranked, (m) => m.content, budget);
+  const search = searchInfo(found.weights, mode, resolved, topK, budget);
+  const category = categories.length === 1 ? categories[0]! : null;
+  const reinforce = body.as_of ? [] : packed.kept.map((m) => m.id);
+  writeBehind(deps.sql, caller, searchWrite(found.now.toISOString(), reinforce, body.thread_id ?? null, rows, category, {
+    mode: "query",
+    search_mode: mode,
+    intent: search.intent,
+    agent: body.agent,
+    categories,
+    return: body.return,
+    candidates: rows.length,
+    returned: packed.kept.length,
+    truncated: packed.truncatedCount,
+    as_of: body.as_of ?? null,
+  }), deps.config.retrieval.writeBehindMs);
+  const results = body.return === "bullets"
+    ? packed.kept.map((m, i) => ({ id: m.id, category: m.category, text: packed.texts[i]! }))
+    : packed.kept.map((m) => ({
+      ...explainRow(m),
+      category: m.category,
+      priority: m.priority,
+      importance: m.importance,
+      pinned: m.pinned,
+      source: m.source,
+      metadata: m.metadata,
+      session_id: m.session_id,
+      access_count: m.access_count,
+      last_accessed_at: m.last_accessed_at.toISOString(),
+      created_at: m.created_at.toISOString(),
+      updated_at: m.updated_at.toISOString(),
+    }));
+  const result: QueryResponse = {
+    agent: body.agent,
+    return: body.return,
+    results,
+    token_count: packed.tokenCount,
+    truncated_count: packed.truncatedCount,
+    embedding_model: embedder.model,
+    search,
+  };
   return { result, timing: { embed: t1 - t0, db: performance.now() - t1 } };
 }

@@ -1,5 +1,7 @@
 // Reading memories: list with filters, what decays soon, stats, export, one memory, its history and
 // its explanation. Each is one tenant transaction (RLS): another tenant's id is simply not found.
+// list, get, explain and export read from the read replica when one is configured (get and explain
+// look on the primary before answering "not found": docs/operations.md#read-replicas).
 import { type TenantContext, withTenant } from "../db.ts";
 import { HttpError } from "../http.ts";
 import { projectScope } from "../schemas.ts";
@@ -24,7 +26,7 @@ import type {
 import { decaySettings } from "../memories/settings.ts";
 import { type MemoryStats, memoryStats } from "../memories/stats.ts";
 import { daysSince, daysUntilPrune, predictStrength } from "../memories/weak.ts";
-import type { ServiceDeps } from "./deps.ts";
+import { readOwnWrite, readPoolOf, type ServiceDeps } from "./deps.ts";
 
 /** A page of the tenant's memories, newest first (keyset pagination: created_at desc, id desc). */
 export async function listMemories(
@@ -32,7 +34,8 @@ export async function listMemories(
   tenant: TenantContext,
   q: ListQuery,
 ): Promise<ListResponse & { as_of?: string }> {
-  const { sql, config } = deps;
+  const { config } = deps;
+  const sql = readPoolOf(deps);
   const after = q.cursor ? decodeCursor(q.cursor) : undefined;
   // The cursor's timestamp is bound as text: bound as a timestamp, postgres.js would pass it
   // through a JS Date and drop the microseconds that order rows of the same millisecond.
@@ -142,7 +145,7 @@ export type MemoryExport =
  * embeddings), relations and history; markdown: one file per memory (export-markdown.ts).
  */
 export async function exportMemories(deps: ServiceDeps, tenant: TenantContext, q: ExportQuery): Promise<MemoryExport> {
-  const data = await withTenant(deps.sql, tenant, async (tx) => {
+  const data = await withTenant(readPoolOf(deps), tenant, async (tx) => {
     const memories = (await tx`
         select ${memoryColumns(tx, "m")} from public.devai_memories m order by m.created_at, m.id`).map(toMemory);
     if (q.format === "markdown") return { memories, relations: [], history: [] };
@@ -180,13 +183,16 @@ export async function getMemory(
   id: string,
   q: MemoryQuery,
 ): Promise<MemoryAt> {
-  const [row] = await withTenant(
-    deps.sql,
-    tenant,
-    (tx) =>
-      tx`select ${memoryColumns(tx, "m")}, ${asOfColumns(tx, q.as_of)}
-           from public.devai_memories m ${recordedBy(tx, q.as_of, { held: false })} where m.id = ${id}`,
-  );
+  const row = await readOwnWrite(deps, async (sql) => {
+    const [found] = await withTenant(
+      sql,
+      tenant,
+      (tx) =>
+        tx`select ${memoryColumns(tx, "m")}, ${asOfColumns(tx, q.as_of)}
+             from public.devai_memories m ${recordedBy(tx, q.as_of, { held: false })} where m.id = ${id}`,
+    );
+    return found;
+  });
   if (!row) {
     throw q.as_of
       ? new HttpError(404, "not_found", `memory ${id} not found, or not recorded yet at ${q.as_of}`)
@@ -230,7 +236,7 @@ export async function memoryHistory(
 
 /** Why a memory is what it is: supersede chain, typed edges, source episodes, entities, decay outlook. */
 export async function explainFact(deps: ServiceDeps, tenant: TenantContext, id: string): Promise<Explanation> {
-  const explanation = await withTenant(deps.sql, tenant, (tx) => explainMemory(tx, id, deps.clock()));
+  const explanation = await readOwnWrite(deps, (sql) => withTenant(sql, tenant, (tx) => explainMemory(tx, id, deps.clock())));
   if (!explanation) throw notFound(id);
   return explanation;
 }

@@ -1,25 +1,27 @@
 // Retrieval before a turn (POST memory-retrieve, the MCP tool search_memory): the `## Relevant
 // Memories` block.
 //   validate → query = message + project context → embed → plan (intent, complexity, time window:
-//   search/plan.ts) → ONE hybrid_search call (keyword + vector + graph, fused) over
-//   <root>/global/, <root>/project/<project>/ (when given) and <root>/user/, as the tenant (RLS)
-//   → rank (retrieval/rank.ts: relevance × strength + boosts) → pack into the budget exactly
-//   (retrieval/pack.ts) → block grouped by type (retrieval/format.ts) with the delta header
-//   (retrieval/delta.ts) → reinforce what was injected (retrieval/reinforce.ts) → one
-//   memory_events row (context/search).
-import { type TenantContext, type Tx, withTenant } from "../db.ts";
+//   search/plan.ts) → ONE statement as the tenant (RLS), public.retrieve_for_turn: the hybrid
+//   search (keyword + vector + graph, fused) over <root>/global/, <root>/project/<project>/ (when
+//   given) and <root>/user/, the related memories, the thread's revision and changes, the fusion
+//   weights (docs/retrieval.md#one-call) → rank (retrieval/rank.ts: relevance × strength + boosts)
+//   → pack into the budget exactly (retrieval/pack.ts) → block grouped by type
+//   (retrieval/format.ts) with the delta header (retrieval/delta.ts) → answer. The reinforcement
+//   of what was injected and the memory_events row (context/search) are written behind the answer
+//   (retrieval/write-behind.ts, docs/operations.md#write-behind).
+import { readAsTenant, type Sql, type TenantContext } from "../db.ts";
 import { embedForRequest, thresholdsFor } from "../embeddings.ts";
-import { hybridSearch } from "../search/hybrid.ts";
+import { type FusionWeights, type HybridRow, hybridSearchArgs, type HybridSearchInput } from "../search/hybrid.ts";
 import { keywordText, resolvePlan } from "../search/plan.ts";
 import { entityTermsOf } from "../search/intent.ts";
-import { deltaHeaderLine, formatDeltaBullets, loadThreadDelta } from "../retrieval/delta.ts";
+import { type ChangeRow, deltaHeaderLine, formatDeltaBullets } from "../retrieval/delta.ts";
 import type { FormatContext } from "../retrieval/format.ts";
 import { packIntoBudget, type RelatedCandidate } from "../retrieval/pack.ts";
 import { rankMemories } from "../retrieval/rank.ts";
-import { reinforceMemories } from "../retrieval/reinforce.ts";
 import { MAX_BUDGET_TOKENS, MAX_TOP_K, type RetrieveRequest, type RetrieveResponse } from "../retrieval/schemas.ts";
-import { explainRow, recordSearch, retrievalScopes, searchInfo } from "../retrieval/search.ts";
-import type { SearchDeps, Timed } from "./deps.ts";
+import { explainRow, retrievalScopes, rowFromJson, searchInfo, searchWrite } from "../retrieval/search.ts";
+import { writeBehind } from "../retrieval/write-behind.ts";
+import { readPoolOf, type SearchDeps, type Timed } from "./deps.ts";
 
 /** The block and the memories for a turn; `timing` says how long embedding and the database took. */
 export async function retrieve(
@@ -49,48 +51,52 @@ export async function retrieve(
   const budget = Math.min(body.budget_tokens ?? config.retrieval.budgetTokens ?? plan.budgetTokens, MAX_BUDGET_TOKENS);
   const t1 = performance.now();
 
-  const result = await withTenant(deps.sql, caller, async (tx): Promise<RetrieveResponse> => {
-    const rows = await hybridSearch(tx, {
-      queryText: keywordText(queryText, resolved),
-      vector,
-      embeddingModel: embedder.model,
-      scopes,
-      ownerId: caller.tenantId,
-      limit: topK,
-      threshold,
-      mode,
-      graphDepth: plan.graphDepth,
-      graphEdgeTypes: plan.graphEdgeTypes,
-      after: resolved.window?.after,
-      before: resolved.window?.before,
-      preferMemoryTypes: plan.preferMemoryTypes,
-      recencyWeight: plan.recencyWeight,
-      keywordThreshold: body.keyword_threshold,
-      asOf: body.as_of,
-      entityTerms: plan.entityLookup ? entityTermsOf(body.message) : undefined,
-      graphEpisodes: plan.graphEpisodes,
-    });
-    const ranked = rankMemories(rows);
-    // as_of answers from the past: no related bullets, nothing reinforced (that is for the live turn).
-    const related = !body.as_of && ranked.some((m) => m.max_relation_strength != null)
-      ? await loadRelated(tx, ranked.map((m) => m.id), scopes)
-      : [];
-    const delta = await loadThreadDelta(tx, threadId, body.since_revision);
+  const input: HybridSearchInput = {
+    queryText: keywordText(queryText, resolved),
+    vector,
+    embeddingModel: embedder.model,
+    scopes,
+    ownerId: caller.tenantId,
+    limit: topK,
+    threshold,
+    mode,
+    graphDepth: plan.graphDepth,
+    graphEdgeTypes: plan.graphEdgeTypes,
+    after: resolved.window?.after,
+    before: resolved.window?.before,
+    preferMemoryTypes: plan.preferMemoryTypes,
+    recencyWeight: plan.recencyWeight,
+    keywordThreshold: body.keyword_threshold,
+    asOf: body.as_of,
+    entityTerms: plan.entityLookup ? entityTermsOf(body.message) : undefined,
+    graphEpisodes: plan.graphEpisodes,
+  };
+  const since = body.since_revision;
+  const read = (sql: Sql) => readTurn(sql, caller, input, threadId, since);
+  let turn = await read(readPoolOf(deps));
+  // A replica behind the revision the caller has already seen would hide its own writes: the
+  // primary answers instead (docs/operations.md#read-replicas).
+  if (since !== undefined && turn.revision < since && readPoolOf(deps) !== deps.sql) turn = await read(deps.sql);
 
-    const packed = packIntoBudget(
-      {
-        ranked,
-        budgetTokens: budget,
-        deltaHeader: body.since_revision !== undefined ? deltaHeaderLine(body.since_revision) : undefined,
-        deltaBullets: formatDeltaBullets(delta.changes),
-        related,
-      },
-      ctx,
-    );
-    const injectedIds = new Set(packed.injected.map((m) => m.id));
-    if (!body.as_of) await reinforceMemories(tx, [...injectedIds]);
-    const search = await searchInfo(tx, embedder.model, mode, resolved, topK, budget);
-    await recordSearch(tx, caller, body.thread_id ?? null, rows, null, {
+  const rows = turn.memories.map((r) => rowFromJson<HybridRow>(r));
+  const ranked = rankMemories(rows);
+  const packed = packIntoBudget(
+    {
+      ranked,
+      budgetTokens: budget,
+      deltaHeader: since !== undefined ? deltaHeaderLine(since) : undefined,
+      deltaBullets: formatDeltaBullets(turn.changes),
+      // as_of answers from the past: no related bullets, nothing reinforced (that is for the live turn).
+      related: relatedInRankOrder(turn.related, ranked.map((m) => m.id)),
+    },
+    ctx,
+  );
+  const injectedIds = new Set(packed.injected.map((m) => m.id));
+  const search = searchInfo(turn.weights, mode, resolved, topK, budget);
+  writeBehind(
+    deps.sql,
+    caller,
+    searchWrite(turn.now, body.as_of ? [] : [...injectedIds], body.thread_id ?? null, rows, null, {
       mode: "retrieve",
       search_mode: mode,
       intent: search.intent,
@@ -101,52 +107,55 @@ export async function retrieve(
       budget_tokens: budget,
       token_count: packed.tokenCount,
       as_of: body.as_of ?? null,
-    });
+    }),
+    deps.config.retrieval.writeBehindMs,
+  );
 
-    return {
-      block: packed.block,
-      memories: ranked.map((m) => ({
-        ...explainRow(m),
-        injected: injectedIds.has(m.id),
-        ...(packed.shortened.includes(m.id) ? { shortened: true } : {}),
-      })),
-      related: packed.related,
-      token_count: packed.tokenCount,
-      truncated_count: packed.truncatedCount,
-      revision: delta.revision,
-      embedding_model: embedder.model,
-      search,
-    };
-  }, { threadId });
+  const result: RetrieveResponse = {
+    block: packed.block,
+    memories: ranked.map((m) => ({
+      ...explainRow(m),
+      injected: injectedIds.has(m.id),
+      ...(packed.shortened.includes(m.id) ? { shortened: true } : {}),
+    })),
+    related: packed.related,
+    token_count: packed.tokenCount,
+    truncated_count: packed.truncatedCount,
+    revision: turn.revision,
+    embedding_model: embedder.model,
+    search,
+  };
   return { result, timing: { embed: t1 - t0, db: performance.now() - t1 } };
 }
 
+/** What public.retrieve_for_turn answers (docs/retrieval.md#one-call). */
+interface Turn {
+  memories: Record<string, unknown>[];
+  related: (RelatedCandidate & { strength: number })[];
+  revision: number;
+  changes: ChangeRow[];
+  weights: FusionWeights;
+  now: string;
+}
+
+/** Everything the turn reads, in one statement as the tenant (one round trip). */
+async function readTurn(sql: Sql, caller: TenantContext, input: HybridSearchInput, threadId: string, since?: number): Promise<Turn> {
+  return await readAsTenant(sql, caller, async (q, tenant) => {
+    const [row] = await q<{ turn: Turn }[]>`
+      select public.retrieve_for_turn(${hybridSearchArgs(q, input)},
+                                      thread_id => ${threadId}, since_revision => ${since ?? null}::bigint) as turn
+        from ${tenant}`;
+    return row!.turn;
+  }, { threadId });
+}
+
 /**
- * Up to 8 memories linked to the candidates, strongest edge first, for the block's
- * related bullets. Same scopes as the search, so a relation can never pull in another project's
- * memory; contradicting edges are not "related"; invalid/forgotten memories are skipped.
+ * The related memories (strongest edge first, as the search gives them) in the order the pack
+ * step walks them: anchors in rank order, strongest edge first.
  */
-async function loadRelated(tx: Tx, ids: string[], scopes: string[]): Promise<RelatedCandidate[]> {
-  const prefixes = scopes.map((s) => `${s}/`);
-  const rows = await tx<(RelatedCandidate & { strength: number })[]>`
-    select m.id, e.anchor_id, m.content, e.strength
-      from (select r.to_id as id, r.from_id as anchor_id, r.strength
-              from public.memory_relations r
-             where r.from_id = any (${ids}::uuid[]) and r.relation_type <> 'contradicts'
-            union all
-            select r.from_id, r.to_id, r.strength
-              from public.memory_relations r
-             where r.to_id = any (${ids}::uuid[]) and r.relation_type <> 'contradicts') e
-      join public.devai_memories m on m.id = e.id
-     where m.is_valid and m.state = 'active' and m.source is distinct from 'conversation'
-       and not (m.id = any (${ids}::uuid[]))
-       and (m.namespace || '/') ^@ any (${prefixes}::text[])
-     order by e.strength desc, m.id
-     limit 8`;
-  // The pack step walks these in order: anchors in rank order, strongest edge first.
+function relatedInRankOrder(related: readonly (RelatedCandidate & { strength: number })[], ids: string[]): RelatedCandidate[] {
   const rank = new Map(ids.map((id, i) => [id, i]));
-  return rows
-    .map((r) => ({ id: r.id, anchor_id: r.anchor_id, content: r.content, strength: r.strength }))
+  return [...related]
     .sort((a, b) => (rank.get(a.anchor_id)! - rank.get(b.anchor_id)!) || b.strength - a.strength)
     .map(({ id, anchor_id, content }) => ({ id, anchor_id, content }));
 }

@@ -1,0 +1,227 @@
+-- Scope ranges that hold under row level security: a narrow scope of a big tenant reads its own
+-- rows, not the tenant's (docs/retrieval.md#scope-rules, bench/README.md "narrow").
+--
+-- match_memories and memory_scope_size walk the (owner_id, namespace) index as a byte range per
+-- scope: namespace ~>=~ base and namespace ~<~ base || '0'. Called as the tenant, row level
+-- security puts its policy first, and a condition may only run before it (as an index condition)
+-- when every function in it is leakproof. The comparison operators are; `||` (textcat) is not. So
+-- the upper bound became a filter applied after the index scan, which read every index entry of
+-- the tenant from the scope's start to the end of the tenant's namespaces: the bench's "narrow"
+-- scope (109 rows of the biggest tenant at 100k, devai/project/task_forge/backend/db) read 6,243
+-- entries and 5,700 heap pages, 11 ms, against 1.7 ms for a small tenant's 77 rows. As the table
+-- owner (no RLS) the same query used both bounds. The bounds are now computed before the query
+-- (plain values, no function left in the condition), so both are index conditions under RLS too.
+--
+-- Everything else is 20261124300300's match_memories and 20261124400000's memory_scope_size.
+
+-- The similarity search of retrieval and dedup (20261123000300 and 20261124300300; the scope
+-- bounds as at the top of this file): scoped, tenant and embedding-model filtered, exact for small
+-- scopes, HNSW with iterative scans for large ones. Called by hybrid_search (retrieval, memory.query,
+-- dedup) and the benchmarks.
+create or replace function public.match_memories(
+  query_embedding extensions.vector(512),
+  match_namespace text,
+  match_count integer default 15,
+  similarity_threshold double precision default 0.7,
+  match_owner uuid default auth.uid(),
+  match_embedding_model text default 'text-embedding-3-small',
+  match_namespaces text[] default null,
+  as_of timestamptz default null
+)
+returns table (
+  id uuid,
+  content text,
+  similarity double precision,
+  memory_type text,
+  namespace text,
+  strength double precision,
+  priority text,
+  importance smallint,
+  pinned boolean,
+  source text,
+  metadata jsonb,
+  session_id text,
+  access_count integer,
+  last_accessed_at timestamptz,
+  created_at timestamptz,
+  updated_at timestamptz,
+  max_relation_strength real
+)
+language plpgsql
+stable
+security invoker
+set search_path = ''
+set hnsw.iterative_scan = 'relaxed_order'
+set hnsw.ef_search = 100
+set plan_cache_mode = 'force_custom_plan'
+as $$
+declare
+  v_bases     text[];
+  v_uppers    text[];
+  v_scopes    text[];
+  v_exact_max integer;
+  v_in_scope  integer;
+  v_sort      text;
+begin
+  if match_count is null or match_count < 1 or match_count > 200 then
+    raise exception 'match_count must be between 1 and 200, got %', match_count using errcode = '22023';
+  end if;
+  -- The scopes as namespace bases without the trailing '/', each once, none inside another (a
+  -- base whose parent is searched too adds nothing, and would count its rows twice).
+  with bases as (
+    select distinct rtrim(s, '/') as base
+      from unnest(coalesce(match_namespaces, '{}'::text[]) || match_namespace) as s
+     where s is not null and rtrim(s, '/') <> ''
+  )
+  select coalesce(array_agg(b.base order by b.base), '{}') into v_bases
+    from bases b
+   where not exists (select from bases o where o.base <> b.base and (b.base || '/') ^@ (o.base || '/'));
+  if cardinality(v_bases) = 0 then
+    raise exception 'at least one namespace scope is required' using errcode = '22023';
+  end if;
+  -- Scopes match by path segment, never LIKE: base 'devai/project/task_forge' matches itself and
+  -- 'devai/project/task_forge/...', never 'devai/project/taskxforge' nor '.../task_forge2'.
+  select array_agg(b || '/') into v_scopes from unnest(v_bases) b;
+  -- Each scope's byte range ends before base || '0' ('0' follows '/'), computed here so the index
+  -- condition holds only values (see the top of this file).
+  select array_agg(b || '0' order by o) into v_uppers from unnest(v_bases) with ordinality as u(b, o);
+  v_exact_max := public.memory_setting('exact_scan_max_rows')::integer;
+
+  -- As of an instant: what the tenant's memory held then (public.memory_at: recorded by then,
+  -- validity not closed, valid and active after its last change then; its content then). Exact:
+  -- the invalidated rows it may need are not in the HNSW index. Strength is not filtered (it is
+  -- today's, not then's).
+  if as_of is not null then
+    return query
+    with in_scope as materialized (
+      select m.id, a.content, m.embedding operator(extensions.<=>) query_embedding as distance
+        from public.devai_memories m
+       cross join lateral public.memory_at(m, as_of) a
+       where m.owner_id = match_owner
+         and m.created_at <= as_of
+         and (m.valid_until is null or m.valid_until > as_of)
+         and m.source is distinct from 'conversation'
+         and m.embedding_model = match_embedding_model
+         and m.embedding is not null
+         and (m.namespace || '/') ^@ any (v_scopes)
+         and a.held
+    ),
+    nearest as (
+      select s.id, s.content, s.distance from in_scope s order by s.distance, s.id limit match_count
+    )
+    select n.id, n.content, 1 - n.distance, m.memory_type, m.namespace, m.strength, m.priority,
+           m.importance, m.pinned, m.source, m.metadata, m.session_id, m.access_count,
+           m.last_accessed_at, m.created_at, m.updated_at,
+           (select max(r.strength) from public.memory_relations r
+             where r.owner_id = m.owner_id and (r.from_id = m.id or r.to_id = m.id))
+      from nearest n
+      join public.devai_memories m on m.id = n.id
+     where 1 - n.distance > similarity_threshold
+     order by n.distance, n.id;
+    return;
+  end if;
+
+  select count(*) into v_in_scope
+    from (select 1
+            from unnest(v_bases, v_uppers) as b(base, upper)
+           cross join lateral (
+             select 1 from public.devai_memories m
+              where m.owner_id = match_owner and m.is_valid and m.state = 'active'
+                and m.namespace operator(pg_catalog.~>=~) b.base
+                and m.namespace operator(pg_catalog.~<~) b.upper
+                and (m.namespace = b.base or m.namespace ^@ (b.base || '/'))
+              limit v_exact_max + 1) as hit
+           limit v_exact_max + 1) as counted;
+
+  -- Two statements, not one with both branches: a UNION ALL of the two paths, gated by
+  -- v_in_scope, planned badly (693 ms p50 instead of 11). The projection they share is short.
+  if v_in_scope <= v_exact_max then
+    -- Small scope: compare every vector in it (exact, recall 1).
+    return query
+    with in_scope as materialized (
+      select m.id, m.embedding operator(extensions.<=>) query_embedding as distance
+        from unnest(v_bases, v_uppers) as b(base, upper)
+        join public.devai_memories m
+          on m.owner_id = match_owner and m.is_valid and m.state = 'active'
+         and m.namespace operator(pg_catalog.~>=~) b.base
+         and m.namespace operator(pg_catalog.~<~) b.upper
+         and (m.namespace = b.base or m.namespace ^@ (b.base || '/'))
+       where m.strength > 0.05
+         and m.source is distinct from 'conversation'
+         and m.embedding_model = match_embedding_model
+         and m.embedding is not null
+    ),
+    nearest as (
+      select s.id, s.distance from in_scope s order by s.distance, s.id limit match_count
+    )
+    select n.id, m.content, 1 - n.distance, m.memory_type, m.namespace, m.strength, m.priority,
+           m.importance, m.pinned, m.source, m.metadata, m.session_id, m.access_count,
+           m.last_accessed_at, m.created_at, m.updated_at,
+           (select max(r.strength) from public.memory_relations r
+             where r.owner_id = m.owner_id and (r.from_id = m.id or r.to_id = m.id))
+      from nearest n
+      join public.devai_memories m on m.id = n.id
+     where 1 - n.distance > similarity_threshold
+     order by n.distance, n.id;
+    return;
+  end if;
+
+  -- Large scope: the HNSW index, filtered while it is walked (iterative scan, so selective filters
+  -- keep recall). Sorting is switched off for this statement only, so the planner cannot fall
+  -- back to sorting the whole scope; the rows found are re-sorted exactly below.
+  v_sort := current_setting('enable_sort');
+  perform set_config('enable_sort', 'off', true);
+  return query
+  with nearest as materialized (
+    select m.id, m.embedding operator(extensions.<=>) query_embedding as distance
+      from public.devai_memories m
+     where m.owner_id = match_owner
+       and m.is_valid
+       and m.state = 'active'
+       and m.strength > 0.05
+       and m.source is distinct from 'conversation'
+       and m.embedding_model = match_embedding_model
+       and m.embedding is not null
+       and (m.namespace || '/') ^@ any (v_scopes)
+     order by m.embedding operator(extensions.<=>) query_embedding
+     limit match_count
+  )
+  select n.id, m.content, 1 - n.distance, m.memory_type, m.namespace, m.strength, m.priority,
+         m.importance, m.pinned, m.source, m.metadata, m.session_id, m.access_count,
+         m.last_accessed_at, m.created_at, m.updated_at,
+         (select max(r.strength) from public.memory_relations r
+           where r.owner_id = m.owner_id and (r.from_id = m.id or r.to_id = m.id))
+    from nearest n
+    join public.devai_memories m on m.id = n.id
+   where 1 - n.distance > similarity_threshold
+   order by n.distance, n.id;
+  perform set_config('enable_sort', v_sort, true);
+end;
+$$;
+
+revoke all on function public.match_memories(extensions.vector, text, integer, double precision, uuid, text, text[], timestamptz) from public, anon;
+grant execute on function public.match_memories(extensions.vector, text, integer, double precision, uuid, text, text[], timestamptz)
+  to authenticated, service_role;
+
+-- How many valid, active memories of the owner lie in the scopes, counting at most p_cap + 1
+-- (20261124400000; the scope bounds as at the top of this file).
+create or replace function public.memory_scope_size(p_owner uuid, p_bases text[], p_cap integer)
+returns integer
+language sql
+stable
+security invoker
+set search_path = ''
+as $$
+  select count(*)::integer
+    from (select 1
+            from unnest(p_bases, array(select x || '0' from unnest(p_bases) with ordinality as u(x, o) order by o))
+                 as b(base, upper)
+           cross join lateral (
+             select 1 from public.devai_memories m
+              where m.owner_id = p_owner and m.is_valid and m.state = 'active'
+                and m.namespace operator(pg_catalog.~>=~) b.base
+                and m.namespace operator(pg_catalog.~<~) b.upper
+                and (m.namespace = b.base or m.namespace ^@ (b.base || '/'))
+              limit p_cap + 1) as hit
+           limit p_cap + 1) as counted
+$$;

@@ -1,0 +1,127 @@
+// What a search writes (the reinforcement of the memories it used, its memory_events row) waits
+// behind its answer and is written in batches (docs/operations.md#write-behind). A crash between
+// the answer and the batch loses exactly the searches waiting, at most MAX_WAITING_SEARCHES of
+// them, and nothing else; a clean stop writes them. The server runs in a process of its own,
+// killed or stopped by the test; every wait is for an event (output, rows), never a delay.
+import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
+import { MAX_WAITING_SEARCHES } from "../supabase/functions/_shared/retrieval/write-behind.ts";
+import { userHeaders } from "./support/auth.ts";
+import { testDatabaseUrl } from "./support/config.ts";
+import { dbTest } from "./support/http.ts";
+import { spawnWatched } from "./support/process.ts";
+import { newTenant, seedMemories, testSql } from "./support/seed.ts";
+import { waitUntil } from "./support/wait.ts";
+
+const sql = testSql(2);
+const REPO = fileURLToPath(new URL("..", import.meta.url));
+/** Longer than any test: no batch is written by the clock, only by count or shutdown. */
+const AN_HOUR_MS = 3_600_000;
+
+async function startChild() {
+  const child = spawnWatched(Deno.execPath(), ["run", "-A", "--config", "supabase/functions/deno.json", "tests/support/server_child.ts"], {
+    cwd: REPO,
+    env: {
+      PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
+      HOME: Deno.env.get("HOME") ?? "/root",
+      ...(Deno.env.get("DENO_DIR") ? { DENO_DIR: Deno.env.get("DENO_DIR")! } : {}),
+      NO_COLOR: "1",
+      DATABASE_URL: testDatabaseUrl(),
+      RETRIEVAL_WRITE_BEHIND_MS: String(AN_HOUR_MS),
+    },
+  });
+  await child.waitFor(/listening http:\S+\n/);
+  const base = /listening (http:\S+)/.exec(child.output())![1]!;
+  return { child, base };
+}
+
+async function retrieve(base: string, tenant: string, message: string): Promise<string[]> {
+  const res = await fetch(`${base}/memory-retrieve`, {
+    method: "POST",
+    headers: await userHeaders(tenant),
+    body: JSON.stringify({ message, project: "shop", mode: "keyword" }),
+  });
+  const body = await res.json();
+  assert.equal(res.status, 200, JSON.stringify(body));
+  return body.memories.filter((m: { injected: boolean }) => m.injected).map((m: { id: string }) => m.id);
+}
+
+async function written(tenant: string): Promise<{ events: number; accesses: number; memories: number }> {
+  const [row] = await sql<{ events: number; accesses: number; memories: number }[]>`
+    select (select count(*)::int from public.memory_events where owner_id = ${tenant} and op = 'search') as events,
+           (select coalesce(sum(access_count), 0)::int from public.devai_memories where owner_id = ${tenant}) as accesses,
+           (select count(*)::int from public.devai_memories where owner_id = ${tenant}) as memories`;
+  return row!;
+}
+
+const FACTS = [
+  { content: "The shop deploys with blue-green releases on Fridays", namespace: "devai/project/shop/ops" },
+  { content: "The shop's CDN is Fastly, purged after each release", namespace: "devai/project/shop/ops" },
+];
+
+dbTest("write-behind: a crash between the answers and the batch loses those searches' reinforcements and events, nothing else", async () => {
+  const tenant = newTenant();
+  await seedMemories(sql, tenant, FACTS);
+  const { child, base } = await startChild();
+  try {
+    const injected = [
+      ...await retrieve(base, tenant, "Which releases does the shop deploy on Fridays?"),
+      ...await retrieve(base, tenant, "Which CDN does the shop purge after a release?"),
+    ];
+    assert.ok(injected.length >= 2, "the searches used memories");
+    const remembered = await fetch(`${base}/memory/remember`, {
+      method: "POST",
+      headers: await userHeaders(tenant),
+      body: JSON.stringify({ content: "The shop's staging database is restored every Monday", project: "shop" }),
+    });
+    assert.equal(remembered.status, 201, "a write of another kind commits before it answers");
+    child.child.kill("SIGKILL");
+    await child.exited;
+    assert.deepEqual(await written(tenant), { events: 0, accesses: 0, memories: 3 },
+      "the two waiting searches are lost (no event, no reinforcement); every memory is there");
+  } finally {
+    try { child.child.kill("SIGKILL"); } catch { /* already gone */ }
+    await child.exited;
+  }
+});
+
+dbTest(`write-behind: at most ${MAX_WAITING_SEARCHES} searches wait; a crash after a batch loses only the searches after it`, async () => {
+  const tenant = newTenant();
+  await seedMemories(sql, tenant, FACTS);
+  const { child, base } = await startChild();
+  try {
+    let used = 0;
+    for (let i = 0; i < MAX_WAITING_SEARCHES; i++) used += (await retrieve(base, tenant, `Which CDN does the shop use? (turn ${i})`)).length;
+    // The last of those made the batch: it is written without the clock (the event: its rows).
+    await waitUntil(async () => (await written(tenant)).events === MAX_WAITING_SEARCHES || undefined, "the batch of waiting searches");
+    await retrieve(base, tenant, "Which CDN does the shop use? (one more)");
+    child.child.kill("SIGKILL");
+    await child.exited;
+    assert.deepEqual(await written(tenant), { events: MAX_WAITING_SEARCHES, accesses: used, memories: 2 },
+      "the batch is kept; only the search after it is lost");
+  } finally {
+    try { child.child.kill("SIGKILL"); } catch { /* already gone */ }
+    await child.exited;
+  }
+});
+
+dbTest("write-behind: a clean stop (SIGTERM) writes the waiting searches before the process exits", async () => {
+  const tenant = newTenant();
+  const [deploys] = await seedMemories(sql, tenant, FACTS);
+  const { child, base } = await startChild();
+  const injected = [
+    ...await retrieve(base, tenant, "Which releases does the shop deploy on Fridays?"),
+    ...await retrieve(base, tenant, "When does the shop deploy blue-green releases?"),
+  ];
+  assert.equal(injected.filter((id) => id === deploys!.id).length, 2, "both searches used the deploy fact");
+  child.child.kill("SIGTERM");
+  assert.equal((await child.exited).code, 0);
+  const after = await written(tenant);
+  assert.deepEqual([after.events, after.accesses], [2, injected.length]);
+  const [row] = await sql<{ access_count: number }[]>`select access_count from public.devai_memories where id = ${deploys!.id}`;
+  assert.equal(row!.access_count, 2, "two searches in one batch: two accesses");
+});
+
+dbTest("close the pool", async () => {
+  await sql.end();
+});
