@@ -11,6 +11,7 @@ import { fmt, formatTable, log, now } from "./lib.ts";
 import { MODES, runRetrieval, type RetrievalResult } from "./suites/retrieval.ts";
 import { runLifecycle } from "./suites/lifecycle.ts";
 import { runHandler } from "./suites/handler.ts";
+import { withReplica } from "./replica.ts";
 import { runWrite } from "./suites/write.ts";
 import { runGraph } from "./suites/graph.ts";
 import { runHostile } from "./suites/hostile.ts";
@@ -101,7 +102,7 @@ async function main() {
       result = r;
       printed.push(r.table);
     } else if (suite === "handler") {
-      const r = await runHandler(sql, url, corpus, { deadline, queries: args.quick ? 30 : 100 });
+      const r = await withReplica(url, (readUrl) => runHandler(sql, url, corpus, { deadline, queries: args.quick ? 30 : 100, readUrl }));
       result = r;
       printed.push(r.table);
     } else if (suite === "write") {

@@ -11,7 +11,9 @@
 #    measures with the durable setting the dev and test clusters use)
 # 3. installs the mem0 peer under bench/peer (npm, Node) when the peer suite is selected
 # 4. runs bench/main.ts: loads the corpus, runs the suites, writes bench/results/<suite>.json,
-#    prints the tables and redraws bench/results/*.svg
+#    prints the tables and redraws bench/results/*.svg; the handler suite also reads through a
+#    streaming replica of the cluster (scripts/db.sh replica-start on DEVAI_BENCH_REPLICA_PORT,
+#    default the cluster's port + 1), started for that suite and stopped after it
 # With BENCH_DATABASE_URL set, uses that database instead (it is reset!).
 set -euo pipefail
 
@@ -20,9 +22,12 @@ cd "$repo"
 source scripts/lib/ensure-deps.sh
 
 export DEVAI_PG_PORT="${DEVAI_BENCH_PG_PORT:-54336}"
+# The handler suite's replica rows: a streaming replica of this cluster, started for that suite only.
+export DEVAI_BENCH_REPLICA_PORT="${DEVAI_BENCH_REPLICA_PORT:-$((DEVAI_PG_PORT + 1))}"
 export DEVAI_PG_SYNCHRONOUS_COMMIT="${DEVAI_BENCH_SYNCHRONOUS_COMMIT:-off}"
 if [[ -n "${BENCH_DATABASE_URL:-}" ]]; then
   export DATABASE_URL="$BENCH_DATABASE_URL" DEVAI_ALLOW_REMOTE_RESET=1
+  unset DEVAI_BENCH_REPLICA_PORT  # no local replica of another database (BENCH_READ_DATABASE_URL names one)
 else
   unset DATABASE_URL
 fi

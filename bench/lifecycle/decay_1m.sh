@@ -31,6 +31,16 @@
 # and removes the bench rows at the end (KEEP=1 keeps them). The clock is fixed at load time (t0),
 # so the re-run compares like with like. The load and the cleanup bypass the audit triggers
 # (session_replication_role = replica); the timed runs do not. Use a scratch database.
+#
+# FIRST_NIGHT=1 loads the rows as `npm run bench`'s corpus has them instead (bench/corpus.ts: a
+# year of ages, idle times up to 120 days skewed to recent ones, base strengths 0.3-1, 2,000
+# tenants, 8% invalid, 3% soft-deleted, never decayed: rows below the threshold are still valid),
+# without embeddings, and times what that corpus's first night costs:
+#   1. memory_private.run_decay_step(5, t0 + 1 day) until done: the first night, step form (a
+#      quarter of the rows cross the threshold at once: invalidations, DECAY history rows)
+#   2. the same night's steps again: idle, nothing written
+#   3. run_decay_step(5, t0 + 2 days) until done: the steady night after
+# then goes on with TTL and purge as above (from t0 + 4 days).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 url="${DATABASE_URL:-$(bash "$here/../../scripts/db.sh" url)}"
@@ -38,7 +48,40 @@ n="${1:-1000000}"
 bench_owner_prefix="00000000-0000-4000-8000-"
 psql_() { psql -X -v ON_ERROR_STOP=1 -q "$url" "$@"; }
 
-echo "[bench] loading $n memories into $url"
+echo "[bench] loading $n memories into $url${FIRST_NIGHT:+ (first night: a year of idle times, as in the bench corpus)}"
+if [[ "${FIRST_NIGHT:-}" == 1 ]]; then
+psql_ <<SQL
+set session_replication_role = replica;
+delete from public.devai_memories where namespace like 'devai/bench-lifecycle/%';
+insert into public.devai_memories
+  (owner_id, content, memory_type, namespace, priority, source, importance, pinned,
+   strength, base_strength, access_count, last_accessed_at, created_at, metadata, is_valid, state, purge_at)
+select ('${bench_owner_prefix}' || lpad((g % 2000)::text, 12, '0'))::uuid,
+       'Bench memory ' || g || ': the project uses tool ' || (g % 977) || ' for task ' || (g % 131)
+         || ' and prefers configuration style ' || (g % 17) || ' when deploying service ' || (g % 53) || '.',
+       (array['semantic','episodic','procedural'])[1 + g % 3],
+       'devai/bench-lifecycle/project-' || (g % 50),
+       case when r.pri < 0.05 then 'highest' when r.pri < 0.25 then 'high' when r.pri < 0.8 then 'medium' else 'low' end,
+       'discovery', 1 + g % 5, r.pin < 0.02,
+       case when r.pri < 0.05 or r.pin < 0.02 then r.base else r.base * power(0.95, floor(r.idle)) end,
+       r.base, g % 40,
+       t.epoch - make_interval(secs => r.idle * 86400),
+       t.epoch - make_interval(secs => r.age * 86400), '{}'::jsonb,
+       r.inv >= 0.08,
+       case when r.del < 0.03 then 'soft_deleted' else 'active' end,
+       case when r.del < 0.03 then t.epoch + interval '30 days' end
+  from generate_series(1, $n) as g
+ cross join (select now() as epoch) as t
+ cross join lateral (select ((g::bigint * 2654435761) % 4294967296) / 4294967296.0 as u1,
+                            ((g::bigint * 40503 + 12345) % 65536) / 65536.0 as u2,
+                            ((g::bigint * 69069 + 1) % 1000003) / 1000003.0 as u3,
+                            ((g::bigint * 48271) % 2147483647) / 2147483647.0 as u4) as u
+ cross join lateral (select power(u.u1, 1.5) * 365 as age, u.u2 as pri, u.u3 as pin,
+                            0.3 + 0.7 * u.u4 as base, u.u3 * 7 % 1 as inv, u.u4 * 11 % 1 as del) as a
+ cross join lateral (select a.age, a.pri, a.pin, a.base, a.inv, a.del,
+                            least(a.age, power(u.u2 * 13 % 1, 2) * 120) as idle) as r;
+SQL
+else
 psql_ <<SQL
 set session_replication_role = replica;
 delete from public.devai_memories where namespace like 'devai/bench-lifecycle/%';
@@ -61,6 +104,7 @@ select ('${bench_owner_prefix}' || lpad((g % 100)::text, 12, '0'))::uuid,
   from generate_series(1, $n) as g,
        lateral (select (g::bigint * 7919 % (90 * 86400))::double precision as idle) as i;
 SQL
+fi
 psql_ -c "vacuum analyze public.devai_memories"
 psql_ -tAc "select 'rows: ' || count(*) || ' (valid: ' || count(*) filter (where is_valid) || ')' || ', table size: ' || pg_size_pretty(pg_table_size('public.devai_memories')) || ', with indexes: ' || pg_size_pretty(pg_total_relation_size('public.devai_memories')) from public.devai_memories"
 
@@ -72,16 +116,19 @@ run() {
   printf '[bench] %-32s %6.1f s  %s\n' "$label" "$(echo "$end - $start" | bc)" "$result"
 }
 t0=$(psql_ -tAc "select max(last_accessed_at) from public.devai_memories where namespace like 'devai/bench-lifecycle/%'")
+if [[ "${FIRST_NIGHT:-}" != 1 ]]; then
 run "run_decay (first night)" "timestamptz '$t0' + interval '1 day'"
 run "run_decay (re-run, same night)" "timestamptz '$t0' + interval '1 day'"
 run "run_decay (next night)" "timestamptz '$t0' + interval '2 days'"
+fi
 
 # One night's run of a job's step form, call after call (pg_cron waits a minute between calls).
 # $1 = job (decay | ttl), $2 = label, $3 = the night's clock; prints the counts summed over the calls.
 steps() {
   local job="$1" label="$2" at="$3" calls=0 longest=0 total=0 line ms counts finished=false
   local -A sum=()
-  psql_ -c "delete from memory_private.lifecycle_runs where job = '$job'"
+  # "keep": the same night again, with the finished run in place (each call answers idle).
+  [[ "${4:-}" == keep ]] || psql_ -c "delete from memory_private.lifecycle_runs where job = '$job'"
   while [[ "$finished" != true ]]; do
     line=$(psql_ -tA -F ' ' -c "
       select round(extract(epoch from clock_timestamp() - statement_timestamp()) * 1000),
@@ -101,7 +148,14 @@ steps() {
   printf '[bench] %-32s %d calls, longest %.1f s, all %.1f s  {%s}\n' \
     "$label" "$calls" "$(echo "$longest / 1000" | bc -l)" "$(echo "$total / 1000" | bc -l)" "${out%, }"
 }
+if [[ "${FIRST_NIGHT:-}" == 1 ]]; then
+  steps decay "run_decay_step (first night)" "timestamptz '$t0' + interval '1 day'"
+  steps decay "run_decay_step (same night again)" "timestamptz '$t0' + interval '1 day'" keep
+  steps decay "run_decay_step (the night after)" "timestamptz '$t0' + interval '2 days'"
+  [[ "${DECAY_ONLY:-}" == 1 ]] && { echo "[bench] DECAY_ONLY=1: stopping after decay (rows left in place)"; exit 0; }
+else
 steps decay "run_decay_step (night after)" "timestamptz '$t0' + interval '3 days'"
+fi
 steps ttl "run_ttl_step (the night after)" "timestamptz '$t0' + interval '4 days'"
 run "run_ttl (one-shot, next night)" "timestamptz '$t0' + interval '5 days'" run_ttl
 run "run_ttl (re-run, same night)" "timestamptz '$t0' + interval '5 days'" run_ttl

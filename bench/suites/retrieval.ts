@@ -71,6 +71,9 @@ async function buildScenarios(sql: Sql, corpus: Corpus, q: number): Promise<Scen
     { name: "small-retrieval", description: `small tenant, retrieval scopes (global + user + project ${smallProject})`, tenant: small.index, ownerId: small.id, scopes: ["devai/global", "devai/user", `devai/project/${smallProject}`] },
     { name: "big-project", description: "biggest tenant, one project scope devai/project/task_forge (LIKE would also match taskxforge, task_forge2)", tenant: 0, ownerId: big.id, scopes: ["devai/project/task_forge"] },
     { name: "narrow", description: "biggest tenant, nested namespace devai/project/task_forge/backend/db", tenant: 0, ownerId: big.id, scopes: ["devai/project/task_forge/backend/db"] },
+    // The same kind of scope, the one that sorts first among the biggest tenant's namespaces: a
+    // scope range read past its end would read nearly the whole tenant here (see the check below).
+    { name: "narrow-first", description: "biggest tenant, its nested namespace that sorts first", tenant: 0, ownerId: big.id, scopes: [await firstNestedScope(sql, big.id)] },
     { name: "tenant-wide", description: "biggest tenant, whole tenant (scope devai): the filter mem0 uses (user_id only)", tenant: 0, ownerId: big.id, scopes: ["devai"] },
   ];
   const out: Scenario[] = [];
@@ -93,6 +96,33 @@ async function buildScenarios(sql: Sql, corpus: Corpus, q: number): Promise<Scen
     out.push({ ...d, eligible, selectivityPct: round((100 * eligible) / total, 3), plan: await pathOf(sql, d.ownerId, d.scopes), queries });
   }
   return out;
+}
+
+/** The tenant's nested project namespace (devai/project/<p>/<sub>) that sorts first. */
+async function firstNestedScope(sql: Sql, ownerId: string): Promise<string> {
+  const [row] = await sql<{ namespace: string }[]>`
+    select namespace from public.devai_memories
+     where owner_id = ${ownerId} and is_valid and state = 'active' and namespace ~ '^devai/project/[^/]+/'
+     order by namespace limit 1`;
+  return row?.namespace ?? "devai/project/task_forge/backend/db";
+}
+
+/**
+ * Scopes of about the same size should cost about the same, wherever their namespaces sort: the
+ * server p50 of each small exact-path scenario of the biggest tenant against the small tenant's.
+ * Under row level security a scope bound computed with a non-leakproof function (`||`) stopped
+ * being an index condition, and a 109-row scope of the biggest tenant read everything that sorts
+ * after it (migration 20261124800100): narrow cost 7x small-retrieval, narrow-first more.
+ */
+export function sameSizeSameCost(latency: readonly LatencyRow[], scenarios: readonly { name: string; eligible: number; plan: string }[]): string {
+  const server = (name: string) => latency.find((l) => l.scenario === name && l.side === "server" && l.fn === "match_memories")?.summary.p50;
+  const base = server("small-retrieval");
+  const lines = scenarios.filter((s) => s.name.startsWith("narrow") && s.plan.startsWith("exact")).map((s) => {
+    const p50 = server(s.name);
+    const ratio = p50 !== undefined && base ? p50 / base : undefined;
+    return `${s.name} (${s.eligible} rows) ${ratio === undefined ? "n/a" : `${ratio.toFixed(1)}x`}${ratio !== undefined && ratio > 3 ? " ANOMALY: a small scope of a big tenant costs more than its size" : ""}`;
+  });
+  return `same-size scopes cost alike (server p50 vs small-retrieval's ${base?.toFixed(2) ?? "-"} ms; > 3x flags an anomaly): ${lines.join(", ") || "n/a"}`;
 }
 
 /** match_memories' own ef_search (SET on the function by 20261123000300). */
@@ -266,6 +296,7 @@ export async function runRetrieval(sql: Sql, corpus: Corpus, opts: RetrievalOpti
   notes.push(viaHnsw.length
     ? `match_memories takes the HNSW path for: ${viaHnsw.join(", ")} (scope > exact_scan_max_rows); there ef_search and iterative scans decide recall; the other scenarios are searched exactly (recall 1)`
     : "every scenario's scope is at most exact_scan_max_rows: match_memories searches them exactly (recall 1); the pinned-HNSW rows show the index path bigger scopes take");
+  notes.push(sameSizeSameCost(latency, scenarios));
   if (now() > opts.deadline) notes.push("deadline reached: some loops stopped early (see n in the summaries)");
   return {
     scenarios: scenarios.map(({ queries: _q, ...rest }) => rest), recall, latency, efSearchValues: opts.efSearch,

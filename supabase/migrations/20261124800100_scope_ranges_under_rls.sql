@@ -204,24 +204,29 @@ grant execute on function public.match_memories(extensions.vector, text, integer
   to authenticated, service_role;
 
 -- How many valid, active memories of the owner lie in the scopes, counting at most p_cap + 1
--- (20261124400000; the scope bounds as at the top of this file).
+-- (20261124400000; the scope bounds as at the top of this file). In plpgsql, so its plan is kept
+-- across calls (a SQL function's statement is planned at every call).
 create or replace function public.memory_scope_size(p_owner uuid, p_bases text[], p_cap integer)
 returns integer
-language sql
+language plpgsql
 stable
 security invoker
 set search_path = ''
+set plan_cache_mode = 'force_generic_plan'
 as $$
-  select count(*)::integer
-    from (select 1
-            from unnest(p_bases, array(select x || '0' from unnest(p_bases) with ordinality as u(x, o) order by o))
-                 as b(base, upper)
-           cross join lateral (
-             select 1 from public.devai_memories m
-              where m.owner_id = p_owner and m.is_valid and m.state = 'active'
-                and m.namespace operator(pg_catalog.~>=~) b.base
-                and m.namespace operator(pg_catalog.~<~) b.upper
-                and (m.namespace = b.base or m.namespace ^@ (b.base || '/'))
-              limit p_cap + 1) as hit
-           limit p_cap + 1) as counted
+begin
+  return (
+    select count(*)::integer
+      from (select 1
+              from unnest(p_bases, array(select x || '0' from unnest(p_bases) with ordinality as u(x, o) order by o))
+                   as b(base, upper)
+             cross join lateral (
+               select 1 from public.devai_memories m
+                where m.owner_id = p_owner and m.is_valid and m.state = 'active'
+                  and m.namespace operator(pg_catalog.~>=~) b.base
+                  and m.namespace operator(pg_catalog.~<~) b.upper
+                  and (m.namespace = b.base or m.namespace ^@ (b.base || '/'))
+                limit p_cap + 1) as hit
+             limit p_cap + 1) as counted);
+end;
 $$;
