@@ -16,6 +16,11 @@ import type { AgentConfig, CategoryConfig } from "../supabase/functions/_shared/
 import type { PreparedCandidates } from "../supabase/functions/_shared/candidates.ts";
 import type { EpisodeBatchRequest, EpisodeBatchResult } from "../supabase/functions/_shared/episodes.ts";
 import type { EntityListItem, EntityProfile } from "../supabase/functions/memory/entities.ts";
+import type * as BackgroundSchemas from "../supabase/functions/memory/background-schemas.ts";
+import type { ConsolidationReport } from "../supabase/functions/_shared/tenant-consolidation.ts";
+import type { Contradiction, ContradictionListQuery, ResolveRequest } from "../supabase/functions/_shared/contradictions.ts";
+import type { Proposal, ProposalDecision } from "../supabase/functions/_shared/proposals.ts";
+import type { CheckpointInfo, CheckpointSaveRequest } from "../supabase/functions/_shared/checkpoints.ts";
 
 /** true when A and B are assignable to each other. */
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
@@ -52,6 +57,17 @@ same<Sdk.EpisodeBatchResult, EpisodeBatchResult>(true);
 same<Sdk.EntityListResponse["entities"][number], EntityListItem>(true);
 same<Sdk.EntityProfile, EntityProfile>(true);
 same<Sdk.DedupResponse["stats"], PreparedCandidates["stats"]>(true);
+// Background intelligence.
+same<Sdk.ConsolidateInput, z.input<typeof BackgroundSchemas.ConsolidateRequest>>(true);
+same<Sdk.ReindexInput, z.input<typeof BackgroundSchemas.ReindexRequest>>(true);
+same<Sdk.ConsolidationReport, ConsolidationReport>(true);
+same<Sdk.Contradiction, Contradiction>(true);
+same<Sdk.ResolveInput, z.input<typeof ResolveRequest>>(true);
+same<Sdk.ContradictionListParams["status"], z.input<typeof ContradictionListQuery>["status"]>(true);
+same<Sdk.Proposal, Proposal>(true);
+same<Sdk.ProposalDecision, ProposalDecision>(true);
+same<Sdk.CheckpointInput, z.input<typeof CheckpointSaveRequest>>(true);
+same<Sdk.CheckpointInfo, CheckpointInfo>(true);
 
 Deno.test("sdk types: the package's types are the functions' (checked by deno check)", () => {
   assert.ok(true);

@@ -7,6 +7,8 @@
 // Shared shapes
 
 export type MemoryType = "semantic" | "episodic" | "procedural";
+/** What a stored memory may be: a writer's type, or an insight (written by the nightly insight job). */
+export type StoredMemoryType = MemoryType | "insight";
 export type Priority = "highest" | "high" | "medium" | "low";
 export type Source = "user_stated" | "error_resolution" | "pattern" | "discovery" | "correction" | "compaction" | "import";
 /** Where a memory goes without a namespace of its own (README "Scopes"); global only when asked. */
@@ -27,7 +29,7 @@ export interface MemoryMetadata {
 export interface Memory {
   id: string;
   content: string;
-  memory_type: MemoryType;
+  memory_type: StoredMemoryType;
   namespace: string;
   priority: Priority;
   source: string | null;
@@ -53,7 +55,9 @@ export interface Memory {
   content_hash: string;
 }
 
-export type HistoryEvent = "ADD" | "UPDATE" | "DELETE" | "MERGE" | "LINK" | "DECAY" | "TTL" | "RESTORE" | "PURGE" | "PIN" | "UNPIN" | "CONFIRM";
+export type HistoryEvent =
+  | "ADD" | "UPDATE" | "DELETE" | "MERGE" | "LINK" | "DECAY" | "TTL" | "RESTORE" | "PURGE" | "PIN" | "UNPIN" | "CONFIRM"
+  | "PROPOSE" | "ACCEPT" | "REJECT" | "LAPSE";
 
 export interface HistoryEntry {
   id: string;
@@ -142,7 +146,7 @@ export interface SearchInfo {
 export interface RetrievedMemory {
   id: string;
   content: string;
-  memory_type: MemoryType;
+  memory_type: StoredMemoryType;
   namespace: string;
   /** Cosine similarity to the query; null when the memory has no vector of the configured model. */
   similarity: number | null;
@@ -295,7 +299,7 @@ export interface GetResponse {
 export interface ListParams {
   namespace_prefix?: string;
   project?: string;
-  memory_type?: MemoryType;
+  memory_type?: StoredMemoryType;
   state?: "active" | "soft_deleted" | "all";
   is_valid?: boolean | "true" | "false";
   pinned?: boolean | "true" | "false";
@@ -407,12 +411,16 @@ export interface EpisodeBatchResult {
   session_id: string;
   stored: number;
   duplicates: number;
-  episodes: { id: string; seq: number; role: string; duplicate: boolean }[];
+  /** id and seq null, dropped true: the message was nothing but a secret and was not stored. */
+  episodes: { id: string | null; seq: number | null; role: string; duplicate: boolean; dropped?: true }[];
   /** inline: embedded in the request; queued: an embed job will (remote embedder); none: nothing new. */
   embedding: "inline" | "queued" | "none";
   embed_job_id: string | null;
   /** Sessions of the same thread this batch ended (their consolidation is queued). */
   ended_sessions: string[];
+  /** Secrets replaced by [REDACTED:<kind>] in the stored messages; messages dropped as nothing but a secret. */
+  redacted: number;
+  dropped: number;
 }
 
 /** 202 from endSession: the session's consolidation job (one per session). */
@@ -484,6 +492,11 @@ export interface MemoryStats {
   namespaces: { distinct: number; top: { namespace: string; count: number }[] };
   relations: { total: number; by_type: Record<string, number> };
   history: { total: number; by_event: Record<string, number> };
+  /** Valid, active memories (raw episodes aside) whose vector is not of the configured model: reindex(). */
+  embeddings: { configured_model: string; to_reindex: number };
+  redactions: { total: number; dropped: number; by_kind: Record<string, number>; by_writer: Record<string, number> };
+  contradictions: { open: number; resolved: number };
+  proposals: { pending: number };
 }
 
 export interface JsonExport {
@@ -644,5 +657,148 @@ export interface DedupResponse extends QueuedJobResponse {
     duplicates_in_batch: number;
     demoted: number;
     category_dropped: number;
+    /** Secrets replaced by [REDACTED:<kind>], by kind; candidates dropped as nothing but a secret. */
+    redacted: number;
+    secrets_dropped: number;
+    redacted_kinds: Record<string, number>;
   };
+}
+
+// ---------------------------------------------------------------------------------------------
+// background intelligence (docs/consolidation.md)
+
+export interface ConsolidateInput {
+  /** Answer what the run would do, writing nothing. */
+  dry_run?: boolean;
+}
+
+export interface ConsolidationReport {
+  dry_run: boolean;
+  run_id: string | null;
+  /** Near-verbatim duplicates merged without a model. */
+  deduped: number;
+  /** Pairs the model called the same (merged) or a refinement (the older superseded). */
+  merged: number;
+  /** Sessions summarised or compressed to one line. */
+  compressed: number;
+  /** Memories superseded long ago and never retrieved, soft-deleted (purged after the grace period). */
+  forgotten: number;
+  contradictions_found: number;
+  pairs_checked: number;
+  tokens_used: number;
+  llm: string;
+  stopped: "pairs" | "tokens" | null;
+  caps: { pairs_per_night: number; tokens_per_night: number; pairs_left: number; tokens_left: number };
+  pool: number;
+  pairs_found: number;
+  pairs_skipped: number;
+  protected_kept: number;
+}
+
+export interface ReindexInput {
+  dry_run?: boolean;
+}
+
+export interface ReindexStatus {
+  configured_model: string;
+  by_model: Record<string, number>;
+  to_reindex: number;
+  job: JobStatusResponse | null;
+  started: boolean;
+  dry_run: boolean;
+}
+
+export type ContradictionResolution = "a_wins" | "b_wins" | "both_valid" | "merged";
+
+export interface ContradictionMemory {
+  id: string;
+  content: string;
+  namespace: string;
+  memory_type: string;
+  source: string | null;
+  is_valid: boolean;
+  state: string;
+  created_at: string;
+}
+
+export interface Contradiction {
+  id: string;
+  /** open: unresolved with both memories valid; moot: one was superseded or forgotten since. */
+  status: "open" | "resolved" | "moot";
+  /** The older memory. */
+  memory_a: ContradictionMemory;
+  /** The newer memory. */
+  memory_b: ContradictionMemory;
+  detected_at: string;
+  detected_by: "consolidation" | "write";
+  reason: string | null;
+  resolution: ContradictionResolution | null;
+  resolved_at: string | null;
+  resolved_by: string | null;
+  note: string | null;
+  merged_id: string | null;
+}
+
+export interface ContradictionListParams {
+  status?: "open" | "resolved" | "all";
+  limit?: number | string;
+}
+
+export interface ResolveInput {
+  resolution: ContradictionResolution;
+  note?: string;
+  /** With resolution merged only: the statement that replaces both. */
+  content?: string;
+  thread_id?: string;
+}
+
+export type SensitiveField = "preferred_name" | "pronouns" | "city" | "language" | "employer";
+
+export interface Proposal {
+  id: string;
+  field: SensitiveField;
+  content: string;
+  memory_type: string;
+  namespace: string;
+  importance: number;
+  category: string | null;
+  status: "pending" | "accepted" | "rejected" | "lapsed";
+  origin: Record<string, unknown>;
+  created_at: string;
+  expires_at: string;
+  decided_at: string | null;
+  decided_by: string | null;
+  memory_id: string | null;
+}
+
+export interface ProposalListParams {
+  status?: "pending" | "accepted" | "rejected" | "lapsed" | "all";
+  limit?: number | string;
+}
+
+export interface ProposalDecision {
+  id: string;
+  event: "PROPOSE" | "ACCEPT" | "REJECT" | "LAPSE";
+  actor: string | null;
+  new_ref: string | null;
+  ts: string;
+}
+
+export interface CheckpointInput {
+  /** The whole state: a JSON object. */
+  state: Record<string, unknown>;
+  /** The version this state was derived from: 0 (or none) creates the thread's checkpoint. */
+  version?: number;
+}
+
+export interface CheckpointInfo {
+  thread_id: string;
+  version: number;
+  size_bytes: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface Checkpoint extends CheckpointInfo {
+  state: Record<string, unknown>;
 }

@@ -1,5 +1,5 @@
 // Memory candidates: what an extractor proposes, and how a batch of them becomes what the dedup
-// queue stores. Two provenances, kept apart by the types rather than by what a candidate claims:
+// queue stores (secrets redacted on the way: redact.ts). Two provenances, kept apart by the types rather than by what a candidate claims:
 //
 // - stated: the user's own words, found by the rule-based extractor ("remember …", "no, X not Y").
 //   These are the only candidates that may be user-stated (source user_stated/correction,
@@ -12,6 +12,7 @@
 //   nor become a permanent, LLM-proof memory. At most 5 per chunk (seed 001 §13), best first.
 import { z } from "zod";
 import { modelNamespace, type WriteScope } from "./scopes.ts";
+import { addCounts, type RedactionCounts, redactSecrets } from "./redact.ts";
 import { emptyStats, validateContent, type ValidationStats } from "./writing-constraints.ts";
 
 export const MEMORY_TYPES = ["semantic", "episodic", "procedural"] as const;
@@ -73,6 +74,10 @@ export interface PreparedCandidates {
     demoted: number;
     /** Categories that are not configured (the candidate is kept without one). */
     category_dropped: number;
+    /** Secrets replaced by [REDACTED:<kind>] (redact.ts), and candidates dropped as nothing but a secret. */
+    redacted: number;
+    secrets_dropped: number;
+    redacted_kinds: RedactionCounts;
   };
 }
 
@@ -95,13 +100,22 @@ export function prepareCandidates(
 ): PreparedCandidates {
   const stats: PreparedCandidates["stats"] = {
     ...emptyStats(), over_cap: 0, namespace_rewritten: 0, duplicates_in_batch: 0, demoted: 0, category_dropped: 0,
+    redacted: 0, secrets_dropped: 0, redacted_kinds: {},
   };
   const cap = opts.cap ?? MAX_CANDIDATES_PER_CHUNK;
   const known = new Set(opts.categories);
   const seen = new Set<string>();
 
   const clean = (c: Candidate, alsoSeen?: Set<string>): Candidate | undefined => {
-    const v = validateContent(c.type, c.content);
+    // No secret is stored or shown to the dedup model: redacted first, dropped when nothing else is left.
+    const red = redactSecrets(c.content);
+    if (red.onlySecret) {
+      stats.secrets_dropped++;
+      return undefined;
+    }
+    stats.redacted += red.total;
+    addCounts(stats.redacted_kinds, red.counts);
+    const v = validateContent(c.type, red.text);
     if (!v.ok) {
       stats.rejected++;
       stats.reasons[v.reason] = (stats.reasons[v.reason] ?? 0) + 1;

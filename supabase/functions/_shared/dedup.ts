@@ -30,6 +30,8 @@ import { effectiveCategory } from "./categories.ts";
 import { decideWithoutLlm, dedupMessages, DedupDecisionSchema, type Neighbour, type ResolvedAction, resolveDecision } from "./dedup-decision.ts";
 import { insertEdges } from "./edges.ts";
 import { linkEntitiesByRules } from "./entities.ts";
+import { queueProposal, sensitiveFieldOf } from "./proposals.ts";
+import { queueContradictionCheck } from "./contradiction-check.ts";
 
 export interface DedupContext {
   ownerId: string;
@@ -48,7 +50,8 @@ export interface DedupDeps {
 export interface CandidateOutcome {
   content: string;
   namespace: string;
-  action: "ADD" | "UPDATE" | "DELETE" | "NOOP" | "SKIPPED";
+  /** PROPOSED: a sensitive fact waiting for the user's consent (proposals.ts), not stored. */
+  action: "ADD" | "UPDATE" | "DELETE" | "NOOP" | "SKIPPED" | "PROPOSED";
   reason?: string;
   memory_id?: string;
   target_id?: string;
@@ -90,7 +93,7 @@ export async function dedupCandidates(
   const searchFloor = Math.min(thresholds.dedup, thresholds.link);
   const report: DedupReport = {
     outcomes: [],
-    counts: { ADD: 0, UPDATE: 0, DELETE: 0, NOOP: 0, SKIPPED: 0 },
+    counts: { ADD: 0, UPDATE: 0, DELETE: 0, NOOP: 0, SKIPPED: 0, PROPOSED: 0 },
     llm_calls: 0,
     usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0, requests: 0 },
   };
@@ -125,6 +128,17 @@ export async function dedupCandidates(
       outcome.target_id = dup.id;
       report.counts.NOOP++;
       await event(tx, ctx, "classify", "skipped", dup.id, c, 1, { decision: "NOOP", reason: "exact_duplicate" });
+      continue;
+    }
+
+    // A model's fact about who or where the user is waits for consent instead (docs/consolidation.md#consent).
+    const field = isProtected(c) ? undefined : sensitiveFieldOf(c.content);
+    if (field) {
+      outcome.action = "PROPOSED";
+      outcome.reason = `needs consent: ${field}`;
+      outcome.target_id = await queueProposal(tx, c, field, ctx);
+      report.counts.PROPOSED++;
+      await event(tx, ctx, "create", "skipped", null, c, null, { reason: "needs_consent", field, proposal_id: outcome.target_id });
       continue;
     }
 
@@ -240,6 +254,8 @@ export async function dedupCandidates(
     outcome.links = await linkMemory(tx, ctx.ownerId, newId, edges);
     if (outcome.links > 0) await event(tx, ctx, "link", "ok", newId, c, null, { edges: outcome.links });
   }
+  // New facts are checked against their nearest ones for contradictions, off this transaction's path.
+  if (deps.llm) await queueContradictionCheck(tx, ctx.ownerId, report.outcomes.flatMap((o) => (o.memory_id ? [o.memory_id] : [])));
   return report;
 }
 

@@ -18,6 +18,8 @@ import { loadCategoryNames } from "./categories.ts";
 import { ExtractJobPayloadSchema, runExtraction } from "./extraction.ts";
 import { dedupCandidates } from "./dedup.ts";
 import { isGraphJob, processGraphJob } from "./graph-jobs.ts";
+import { isBackgroundJob, processBackgroundJob } from "./background-jobs.ts";
+import { recordRedactions } from "./redaction-events.ts";
 
 export interface WorkerDeps {
   sql: Sql;
@@ -102,6 +104,7 @@ export async function processJob(deps: WorkerDeps, job: Job, workerId: string): 
   if (job.kind === "extract") return await processExtract(deps, job, workerId);
   if (job.kind === "dedup") return await processDedup(deps, job, workerId);
   if (isGraphJob(job.kind)) return await processGraphJob(deps, job, workerId);
+  if (isBackgroundJob(job.kind)) return await processBackgroundJob(deps, job, workerId);
   throw new PermanentJobError(`unknown job kind '${job.kind}'`);
 }
 
@@ -130,6 +133,10 @@ async function processExtract(deps: WorkerDeps, job: Job, workerId: string): Pro
       });
       dedupJobId = queued.id;
     }
+    await recordRedactions(tx, {
+      ownerId: job.owner_id, writer: "extract", node: "worker", threadId: payload.thread_id,
+      counts: extraction.stats.redacted_kinds, dropped: extraction.stats.secrets_dropped,
+    });
     await tx`
       insert into public.memory_events (owner_id, thread_id, node, op, status, meta)
       values (${job.owner_id}, ${payload.thread_id ?? null}, 'worker', 'extract', 'ok',

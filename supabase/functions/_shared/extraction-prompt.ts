@@ -4,6 +4,7 @@ import { CandidateSchema } from "./candidates.ts";
 import { countTokens, messageText, truncateToTokens } from "./tokens.ts";
 import type { PromptMessage } from "./llm.ts";
 import { projectScope } from "./schemas.ts";
+import { redactSecrets } from "./redact.ts";
 import type { ScopeRequest } from "./scopes.ts";
 
 export const ExtractionOutputSchema = z.object({
@@ -63,12 +64,15 @@ interface MessageLike {
   name?: string;
 }
 
-/** One line block per message; verbose contents cut (the prompt tells the model to drop them anyway). */
+/**
+ * One line block per message; verbose contents cut (the prompt tells the model to drop them anyway).
+ * Every transcript a model reads goes through here, so no secret reaches a model (redact.ts).
+ */
 export function renderMessage(m: MessageLike, maxTokensPerMessage = 2000): string {
-  const text = truncateWithNote(messageText(m.content), maxTokensPerMessage);
+  const text = truncateWithNote(redactSecrets(messageText(m.content)).text, maxTokensPerMessage);
   if (m.role === "assistant" && Array.isArray(m.tool_calls) && m.tool_calls.length > 0) {
     const calls = m.tool_calls.map((c: { id?: string; function?: { name?: string; arguments?: string } }) =>
-      `${c.function?.name ?? "tool"}(${truncateWithNote(c.function?.arguments ?? "", 300)}) [call ${c.id ?? "?"}]`
+      `${c.function?.name ?? "tool"}(${truncateWithNote(redactSecrets(c.function?.arguments ?? "").text, 300)}) [call ${c.id ?? "?"}]`
     ).join("; ");
     return `[assistant]${text ? ` ${text}` : ""}\n[assistant → tool calls] ${calls}`;
   }

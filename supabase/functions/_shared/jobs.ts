@@ -9,8 +9,18 @@
 //   job was re-claimed) rolls its writes back instead of writing twice.
 import type { Sql, Tx } from "./db.ts";
 
-/** memory_jobs.kind: the write path's extract and dedup, and the graph's jobs (graph-jobs.ts). */
-export type JobKind = "extract" | "dedup" | "embed" | "consolidate" | "enrich" | "causal";
+/** memory_jobs.kind: the write path's extract and dedup, the graph's jobs (graph-jobs.ts), the background ones (background-jobs.ts). */
+export type JobKind =
+  | "extract"
+  | "dedup"
+  | "embed"
+  | "consolidate"
+  | "enrich"
+  | "causal"
+  | "nightly_consolidation"
+  | "contradiction_check"
+  | "insight"
+  | "reindex";
 export type JobStatus = "queued" | "running" | "done" | "dead";
 
 export interface Job<P = Record<string, unknown>> {

@@ -5,6 +5,8 @@ import { z } from "zod";
 export const uuid = z.uuid();
 
 export const memoryType = z.enum(["semantic", "episodic", "procedural"]);
+/** What a stored memory may be: what a writer sends, or an insight (written by the insight job only). */
+export const storedMemoryType = z.enum(["semantic", "episodic", "procedural", "insight"]);
 export const priority = z.enum(["highest", "high", "medium", "low"]);
 export const source = z.enum(["user_stated", "error_resolution", "pattern", "discovery", "correction", "compaction", "import"]);
 export const importance = z.number().int().min(1).max(5);

@@ -14,6 +14,7 @@ import { handleErrors, HttpError, json, methodNotAllowed, parseJsonBody } from "
 import { enqueueJob, runInBackground } from "../_shared/jobs.ts";
 import { type Candidate, CandidateSchema, prepareCandidates } from "../_shared/candidates.ts";
 import { loadCategoryNames, unknownCategory } from "../_shared/categories.ts";
+import { recordRedactions } from "../_shared/redaction-events.ts";
 import { drainQueue, type QueueingDeps } from "../_shared/drain-queue.ts";
 import { callerNamespace, defaultScope, SCOPE_NEEDS_PROJECT, scopeHasProject, writeScope } from "../_shared/scopes.ts";
 import type { ErrorIssue } from "../_shared/http.ts";
@@ -64,18 +65,24 @@ export function createHandler(deps: QueueingDeps) {
       namespaces: "caller",
     });
     if (prepared.candidates.length === 0) {
-      throw new HttpError(422, "no_valid_candidates", "every candidate violates the writing constraints", [
-        { path: ["candidates"], message: JSON.stringify(prepared.stats.reasons) },
+      const reasons = { ...prepared.stats.reasons, ...(prepared.stats.secrets_dropped ? { only_secret: prepared.stats.secrets_dropped } : {}) };
+      throw new HttpError(422, "no_valid_candidates", "every candidate violates the writing constraints or is nothing but a secret", [
+        { path: ["candidates"], message: JSON.stringify(reasons) },
       ]);
     }
     const key = `api:${createHash("sha256").update(JSON.stringify(prepared.candidates)).digest("hex")}`;
-    const queued = await withTenant(deps.sql, caller, (tx) =>
-      enqueueJob(tx, {
+    const queued = await withTenant(deps.sql, caller, async (tx) => {
+      await recordRedactions(tx, {
+        ownerId: caller.tenantId, writer: "dedup", node: "hotpath", threadId: body.thread_id,
+        counts: prepared.stats.redacted_kinds, dropped: prepared.stats.secrets_dropped,
+      });
+      return await enqueueJob(tx, {
         ownerId: caller.tenantId,
         kind: "dedup",
         idempotencyKey: key,
         payload: { candidates: prepared.candidates, session_id: body.session_id, thread_id: body.thread_id, project: body.project, origin: "api" },
-      }));
+      });
+    });
     if (!queued.deduplicated) runInBackground(kick, "memory-dedup worker kick");
     return json({ job_id: queued.id, status: queued.status, deduplicated: queued.deduplicated, stats: prepared.stats }, 202);
   });

@@ -5,7 +5,7 @@
 // Both bodies are strict: an unknown field is a 400, so a typo (`budget` for `budget_tokens`)
 // is reported instead of silently ignored.
 import { z } from "zod";
-import { agentName, asOf, categoryName, importance, memoryType, priority, projectName, threadId } from "../_shared/schemas.ts";
+import { agentName, asOf, categoryName, importance, priority, projectName, storedMemoryType, threadId } from "../_shared/schemas.ts";
 import { INTENTS } from "../_shared/search/intent.ts";
 import { SEARCH_MODES } from "../_shared/search/hybrid.ts";
 
@@ -135,7 +135,7 @@ export type SearchInfo = z.infer<typeof SearchInfo>;
 export const RetrievedMemory = z.object({
   id: z.uuid(),
   content: z.string(),
-  memory_type: memoryType,
+  memory_type: storedMemoryType,
   namespace: z.string(),
   /** Cosine similarity to the query; null when the memory has no vector of the configured model. */
   similarity: z.number().nullable(),

@@ -37,9 +37,8 @@ export function registerGraphRoutes(app: Hono<Env>, deps: GraphRouteDeps): void 
     assertNotInFuture(batch, deps.clock());
     const tenant = who(c);
     // The local embedder costs microseconds: embed now. A remote one is a queued job, off this path.
-    const vectors = embedder.provider === "local" ? await embedder.embed(batch.messages.map((m) => m.content)) : undefined;
     const result = await withTenant(sql, tenant, (tx) =>
-      ingestEpisodes(tx, { tenantId: tenant.tenantId, root: config.namespaceRoot, batch, vectors, embeddingModel: embedder.model }),
+      ingestEpisodes(tx, { tenantId: tenant.tenantId, root: config.namespaceRoot, batch, embedder: embedder.provider === "local" ? embedder : undefined }),
       { threadId: batch.thread_id });
     if (result.embed_job_id || result.ended_sessions.length > 0) kick();
     return json(result, result.stored > 0 ? 201 : 200);

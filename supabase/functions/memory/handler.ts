@@ -14,6 +14,8 @@
 //   POST /memory/{id}/pin|confirm    protected from decay (strength 1.0); /unpin undoes it
 //   GET|PUT /memory/categories[/{name}], /memory/agents[/{agent}]   configuration (config-routes.ts)
 //   POST /memory/episodes, POST /memory/sessions/{id}/end, GET /memory/entities[/{id}]: graph-routes.ts
+//   POST /memory/consolidate|reindex, /memory/contradictions[/{id}/resolve], /memory/proposals[/{id}[/accept|reject]]:
+//   background-routes.ts; PUT|GET /memory/checkpoints/{thread_id}: checkpoint-routes.ts
 // GET /memory and GET /memory/{id} take as_of: what was held at that instant (as-of.ts).
 // Every request is one or two tenant transactions (withTenant → RLS): another tenant's id is
 // simply not found, a 404 like an unknown id, so ids cannot be probed. History is written by the
@@ -26,6 +28,8 @@ import { createEmbedder } from "../_shared/embeddings.ts";
 import { loadConfig } from "../_shared/env.ts";
 import { createLlm } from "../_shared/llm.ts";
 import { registerGraphRoutes } from "./graph-routes.ts";
+import { BACKGROUND_FIXED_PATHS, registerBackgroundRoutes } from "./background-routes.ts";
+import { registerCheckpointRoutes } from "./checkpoint-routes.ts";
 import { handleErrors, HttpError, methodNotAllowed } from "../_shared/http.ts";
 import { CONFIG_PATH, createConfigApp } from "./config-routes.ts";
 import { registerLifecycleRoutes } from "./lifecycle-routes.ts";
@@ -66,12 +70,15 @@ export function createHandler(deps: MemoryDeps): (req: Request) => Promise<Respo
     throw new HttpError(404, "route_not_found", `no route for ${c.req.method} ${new URL(c.req.url).pathname}`);
   });
   // Fixed paths first: /memory/stats must never be read as the id "stats". Episodes, sessions and
-  // entities (graph-routes.ts) too: /memory/:id would take their paths.
+  // entities (graph-routes.ts), consolidation, contradictions, proposals and checkpoints too:
+  // /memory/:id would take their paths.
   registerGraphRoutes(app, routeDeps);
+  registerBackgroundRoutes(app, routeDeps);
+  registerCheckpointRoutes(app, routeDeps);
   registerWriteRoutes(app, routeDeps);
   registerCollectionRoutes(app, routeDeps);
   // A fixed path with another method is a 405 naming the right one, never read as a memory id.
-  for (const [path, allowed] of FIXED_PATHS) {
+  for (const [path, allowed] of [...FIXED_PATHS, ...BACKGROUND_FIXED_PATHS]) {
     app.all(path, () => {
       throw methodNotAllowed(allowed);
     });

@@ -96,7 +96,7 @@ export function registerCollectionRoutes(app: MemoryApp, deps: RouteDeps): void 
   // -- stats ---------------------------------------------------------------------------------
   app.get("/memory/stats", async (c) => {
     const q = parseQuery(c, StatsQuery);
-    const stats = await withTenant(sql, who(c), (tx) => memoryStats(tx, q.top_namespaces));
+    const stats = await withTenant(sql, who(c), (tx) => memoryStats(tx, q.top_namespaces, deps.embedder.model));
     return json(stats);
   });
 

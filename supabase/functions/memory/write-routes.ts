@@ -10,6 +10,10 @@ import { CorrectRequest, type Memory, RememberRequest } from "./schemas.ts";
 import { callerNamespace, defaultScope } from "../_shared/scopes.ts";
 import { assertKnownCategory } from "../_shared/categories.ts";
 import { linkEntitiesByRules } from "../_shared/entities.ts";
+import { queueContradictionCheck } from "../_shared/contradiction-check.ts";
+import { runInBackground } from "../_shared/jobs.ts";
+import type { Redaction } from "../_shared/redact.ts";
+import { recordRedactions, redactStatement } from "../_shared/redaction-events.ts";
 
 async function findDuplicate(tx: Tx, content: string, scopes: string[]): Promise<Memory | undefined> {
   const [row] = await tx`
@@ -45,11 +49,23 @@ export function registerWriteRoutes(app: MemoryApp, deps: RouteDeps): void {
   const { sql, config, embedder } = deps;
   const root = config.namespaceRoot;
 
+  // What every stored statement is followed by: its redaction counts, and (with an LLM) the queued
+  // check against its nearest memories for contradictions (docs/consolidation.md#contradictions).
+  const afterStatement = async (tx: Tx, tenantId: string, memoryId: string, writer: string, r: Redaction, threadId?: string) => {
+    await recordRedactions(tx, { ownerId: tenantId, writer, node: "hotpath", counts: r.counts, threadId });
+    if (deps.llm) await queueContradictionCheck(tx, tenantId, [memoryId]);
+  };
+  const kickContradictionCheck = () => {
+    if (deps.llm && deps.kickWorker) runInBackground(deps.kickWorker, "contradiction check kick");
+  };
+
   const embedOne = (text: string) => embedForRequest(embedder, text);
 
   // -- remember ------------------------------------------------------------------------------
   app.post("/memory/remember", async (c) => {
-    const body = await parseJsonBody(c.req.raw, RememberRequest, config.maxBodyBytes);
+    const sent = await parseJsonBody(c.req.raw, RememberRequest, config.maxBodyBytes);
+    const redaction = redactStatement(sent.content);
+    const body = { ...sent, content: redaction.text };
     const namespace = rememberNamespace(body, root);
     const tenant = who(c);
     const scopes = visibleScopes(namespace, root);
@@ -87,15 +103,19 @@ export function registerWriteRoutes(app: MemoryApp, deps: RouteDeps): void {
            ${tx.json((body.metadata ?? {}) as never)}, ${body.session_id ?? null})
         returning ${memoryColumns(tx)}`;
       await linkEntitiesByRules(tx, [{ id: row!.id as string, content: body.content }]);
+      await afterStatement(tx, tenant.tenantId, row!.id as string, "remember", redaction, body.thread_id);
       return { created: true, memory: toMemory(row) };
     }, { threadId: body.thread_id });
+    if (result.created) kickContradictionCheck();
     return json(result, result.created ? 201 : 200);
   });
 
   // -- correct -------------------------------------------------------------------------------
   app.post("/memory/:id/correct", async (c) => {
     const id = parseId(c);
-    const body = await parseJsonBody(c.req.raw, CorrectRequest, config.maxBodyBytes);
+    const sent = await parseJsonBody(c.req.raw, CorrectRequest, config.maxBodyBytes);
+    const redaction = redactStatement(sent.content);
+    const body = { ...sent, content: redaction.text };
     const tenant = who(c);
     // Check before paying for an embedding; checked again under the row lock below.
     await withTenant(sql, tenant, async (tx) => {
@@ -124,6 +144,7 @@ export function registerWriteRoutes(app: MemoryApp, deps: RouteDeps): void {
         returning ${memoryColumns(tx)}`;
       const memory = toMemory(created);
       await linkEntitiesByRules(tx, [memory]);
+      await afterStatement(tx, tenant.tenantId, memory.id, "correct", redaction, body.thread_id);
       // The trigger records MERGE for the old memory (superseded_by set) with new_ref = the new id.
       const [superseded] = await tx`
         update public.devai_memories set superseded_by = ${memory.id}, is_valid = false
@@ -133,6 +154,7 @@ export function registerWriteRoutes(app: MemoryApp, deps: RouteDeps): void {
         values (${tenant.tenantId}, ${memory.id}, ${id}, 'supersedes', 1)`;
       return { memory, superseded: toMemory(superseded) };
     }, { threadId: body.thread_id });
+    kickContradictionCheck();
     return json(result, 201);
   });
 }
