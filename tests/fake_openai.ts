@@ -35,7 +35,8 @@ export type Reply =
   | { kind: "error"; status: number; headers?: Record<string, string>; body?: unknown }
   | { kind: "slow"; delayMs: number; then: Reply }
   | { kind: "hang" }
-  | { kind: "dynamic"; fn: (req: ChatRequestBody) => Reply };
+  | { kind: "dynamic"; fn: (req: ChatRequestBody) => Reply }
+  | { kind: "pass" };
 
 export const reply = {
   /** A chat completion whose message content is the JSON text of value. */
@@ -55,6 +56,8 @@ export const reply = {
   hang: (): Reply => ({ kind: "hang" }),
   /** Computes the reply from the request. */
   dynamic: (fn: (req: ChatRequestBody) => Reply): Reply => ({ kind: "dynamic", fn }),
+  /** In failEmbeddings: this request is answered normally (a failure after some good requests). */
+  pass: (): Reply => ({ kind: "pass" }),
 };
 
 type ChatMatcher = string | RegExp | ((req: ChatRequestBody) => boolean);
@@ -161,7 +164,7 @@ export class FakeOpenAI {
     if (req.method === "POST" && url.pathname === "/v1/chat/completions") return await this.chat(body as ChatRequestBody, () => req.signal);
     if (req.method === "POST" && url.pathname === "/v1/embeddings") {
       const fault = this.embeddingFaults.shift();
-      if (fault) return await this.render(fault, body as ChatRequestBody, () => req.signal);
+      if (fault && fault.kind !== "pass") return await this.render(fault, body as ChatRequestBody, () => req.signal);
       return this.embed(body);
     }
     if (req.method === "GET" && url.pathname === "/v1/models") {
@@ -208,6 +211,8 @@ export class FakeOpenAI {
         return errorJson(504, "fake OpenAI: hang released");
       case "dynamic":
         return await this.render(r.fn(body), body, signal);
+      case "pass":
+        return errorJson(500, "fake OpenAI: reply.pass() answers embeddings only");
     }
   }
 

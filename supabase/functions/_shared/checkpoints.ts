@@ -52,12 +52,12 @@ export async function saveCheckpoint(sql: Sql, tenant: TenantContext, thread: st
     const rows = expected === 0
       ? await tx<CheckpointInfo[]>`
           insert into public.supervisor_checkpoints (owner_id, thread_id, state, size_bytes)
-          values (${tenant.tenantId}, ${thread}, ${text}::jsonb, ${size})
+          values (${tenant.tenantId}, ${thread}, ${text}::text::jsonb, ${size})
           on conflict (owner_id, thread_id) do nothing
           returning thread_id, version::float8 as version, size_bytes, created_at, updated_at`
       : await tx<CheckpointInfo[]>`
           update public.supervisor_checkpoints
-             set state = ${text}::jsonb, size_bytes = ${size}, version = version + 1
+             set state = ${text}::text::jsonb, size_bytes = ${size}, version = version + 1
            where thread_id = ${thread} and version = ${expected}
           returning thread_id, version::float8 as version, size_bytes, created_at, updated_at`;
     if (rows[0]) return { ...iso(rows[0]), created: expected === 0 };

@@ -8,6 +8,7 @@
 import { z } from "zod";
 import type { Candidate } from "./candidates.ts";
 import { contentHashSql } from "./content-hash.ts";
+import { queueContradictionCheck } from "./contradiction-check.ts";
 import { type Sql, type TenantContext, toVectorLiteral, type Tx, withTenant } from "./db.ts";
 import { type Embedder, embedForRequest } from "./embeddings.ts";
 import { linkEntitiesByRules } from "./entities.ts";
@@ -138,7 +139,7 @@ export type ProposalAction = typeof PROPOSAL_ACTIONS[number];
  * an unknown (or another tenant's) id, 409 for a decided or expired proposal.
  */
 export async function decideProposal(
-  deps: { sql: Sql; embedder: Embedder },
+  deps: { sql: Sql; embedder: Embedder; llm?: unknown },
   tenant: TenantContext,
   id: string,
   action: ProposalAction,
@@ -165,6 +166,7 @@ export async function decideProposal(
           returning id`;
         memoryId = row!.id;
         await linkEntitiesByRules(tx, [{ id: memoryId, content: p.content }]);
+        if (deps.llm) await queueContradictionCheck(tx, tenant.tenantId, [memoryId]);
       }
     }
     const [row] = await tx<Proposal[]>`
