@@ -33,9 +33,11 @@ Deno.test({
         "devai-cron-history-prune",
         "devai-graph-maintenance",
         "devai-job-lease-sweep",
+        "devai-memory-consolidation",
         "devai-memory-decay",
         "devai-memory-purge",
         "devai-memory-ttl",
+        "devai-proposal-lapse",
         "devai-session-idle-end",
       ]);
 
