@@ -96,7 +96,8 @@ export async function runInsights(deps: WorkerDeps, job: Job, workerId: string):
        order by created_at desc, id limit ${MAX_SEMANTIC}`;
     const turns = await tx<{ role: string; content: string }[]>`
       select metadata ->> 'role' as role, content from public.devai_memories
-       where source = 'conversation' and state = 'active' order by valid_from desc, id desc limit 20`;
+       where source = 'conversation' and state = 'active'
+       order by valid_from desc, (metadata ->> 'seq')::int desc, id desc limit 20`;
     let conversation = "";
     for (const t of turns) {
       const line = `[${t.role}] ${t.content.replace(/\s+/g, " ")}\n`;
