@@ -10,16 +10,23 @@ const opts = { sanitizeOps: false, sanitizeResources: false };
 const DAY = 86_400_000;
 const key = ([a, b]: [string, string]) => [a, b].sort().join(" | ");
 
-Deno.test({ name: "caps: at most consolidation_pairs_per_night pairs a day, shared by every run of the day; the next day goes on", ...opts }, async () => {
+/**
+ * The realistic tenant under some settings, with a judge that calls everything "different" (nothing
+ * merges, so every night has the same pairs to offer), and the API at a given instant.
+ */
+async function night(settings: Record<string, number>) {
   const env = await writeEnv({ config: { embedding: LOCAL_EMBEDDING } as never });
-  const restore = await withSettings(env.sql, { consolidation_pairs_per_night: 2 });
+  const restore = await withSettings(env.sql, settings);
+  const t = newTenant();
+  await seedRealisticTenant(env.sql, t);
+  scriptJudge(env.fake, () => "different");
+  const api = (at: Date) => memoryWithLlm(env.sql, env.config, env.llm, env.embedder, () => at);
+  return { env, t, api, now: new Date(), close: async () => (await restore(), await env.close()) };
+}
+
+Deno.test({ name: "caps: at most consolidation_pairs_per_night pairs a day, shared by every run of the day; the next day goes on", ...opts }, async () => {
+  const { env, t, api, now, close } = await night({ consolidation_pairs_per_night: 2 });
   try {
-    const t = newTenant();
-    await seedRealisticTenant(env.sql, t);
-    // Everything is "different": nothing merges, so every night has the same pairs to offer.
-    scriptJudge(env.fake, () => "different");
-    const now = new Date();
-    const api = (at: Date) => memoryWithLlm(env.sql, env.config, env.llm, env.embedder, () => at);
 
     const first = await api(now)("POST", "/memory/consolidate", t, {});
     assert.equal(first.status, 200);
@@ -38,20 +45,13 @@ Deno.test({ name: "caps: at most consolidation_pairs_per_night pairs a day, shar
     const [night1, night2] = judgedPairs(env.fake);
     assert.equal(night2!.filter((p) => night1!.map(key).includes(key(p))).length, 0, "no pair is judged twice");
   } finally {
-    await restore();
-    await env.close();
+    await close();
   }
 });
 
 Deno.test({ name: "caps: a token budget too small for the next prompt stops before the call; fingerprints expire after 14 days", ...opts }, async () => {
-  const env = await writeEnv({ config: { embedding: LOCAL_EMBEDDING } as never });
-  const restore = await withSettings(env.sql, { consolidation_tokens_per_night: 50 });
+  const { env, t, api, now, close } = await night({ consolidation_tokens_per_night: 50 });
   try {
-    const t = newTenant();
-    await seedRealisticTenant(env.sql, t);
-    scriptJudge(env.fake, () => "different");
-    const now = new Date();
-    const api = (at: Date) => memoryWithLlm(env.sql, env.config, env.llm, env.embedder, () => at);
 
     const starved = await api(now)("POST", "/memory/consolidate", t, {});
     assert.equal(starved.status, 200);
@@ -70,7 +70,6 @@ Deno.test({ name: "caps: a token budget too small for the next prompt stops befo
     const after = await api(new Date(now.getTime() + 16 * DAY))("POST", "/memory/consolidate", t, {});
     assert.equal(after.body.pairs_checked, night.body.pairs_checked, "after 14 days the pairs are checked again");
   } finally {
-    await restore();
-    await env.close();
+    await close();
   }
 });

@@ -1,7 +1,7 @@
 // Which pairs of a tenant's memories the nightly consolidation looks at, without a model
 // (docs/consolidation.md#pairs):
 //
-//   pool        valid, active facts (no raw episodes, no insights): created or updated within
+//   pool        valid, active facts (no raw episodes, insights or session summaries): created or updated within
 //               consolidation_recent_hours first, then the top decile by retrievals, then
 //               importance ≥ 3, newest first; at most consolidation_pool_per_night
 //   neighbours  each pool memory's hybrid search (the one every similarity lookup uses:
@@ -24,6 +24,8 @@ import { nearVerbatim, worthJudging } from "./pair-prefilter.ts";
 import { hybridSearch } from "./search/hybrid.ts";
 
 const NEIGHBOURS_PER_MEMORY = 10;
+/** Session summaries are each one session's record, never a duplicate of another's. */
+const SESSION_SUMMARY = "session_summary";
 const FACT_TYPES = ["semantic", "episodic", "procedural"];
 
 /** The scope a namespace belongs to: `<root>/project/<p>`, `<root>/user` or `<root>/global`. */
@@ -59,7 +61,7 @@ export async function planPairs(
     with facts as (
       select m.* from public.devai_memories m
        where m.is_valid and m.state = 'active' and m.source is distinct from 'conversation'
-         and m.memory_type = any (${FACT_TYPES}::text[])
+         and m.memory_type = any (${FACT_TYPES}::text[]) and m.metadata ->> 'kind' is distinct from ${SESSION_SUMMARY}
     ),
     decile as (
       select coalesce(percentile_disc(0.9) within group (order by f.access_count), 0) as p90 from facts f
@@ -103,7 +105,7 @@ export async function planPairs(
       memoryTypes: FACT_TYPES,
     });
     for (const n of found) {
-      if (n.id === m.id) continue;
+      if (n.id === m.id || n.metadata?.kind === SESSION_SUMMARY) continue;
       const score = Math.max(n.similarity ?? 0, (n.keyword_coverage ?? 0) >= NEAR_VERBATIM_COVERAGE ? thresholds.dedup : 0);
       if (score < thresholds.consolidate) continue;
       const k = key(m.id, n.id);

@@ -1,15 +1,18 @@
 // Phase 2 of the write path: each candidate against the tenant's memories, applied in ONE tenant
 // transaction (RLS applies: the worker acts as the job's owner).
 //
-//   1. exact content_hash match (valid, active, not a raw episode) → NOOP, no embedding search, no LLM call
-//   2. match_memories in the candidate's namespace scope, same embedding model
+//   1. exact content_hash match (valid, active, not a raw episode) → NOOP, no embedding search, no LLM call;
+//      a model's fact about the user's name, pronouns, city, language or employer → PROPOSED: it
+//      waits for consent instead (proposals.ts, docs/consolidation.md#consent)
+//   2. the hybrid search in the candidate's namespace scope
 //   3. no neighbour ≥ dedup threshold → ADD; else ONE LLM call → ADD / UPDATE / DELETE / NOOP
 //      (resolved server-side, see dedup-decision.ts), or a conservative rule without an LLM
 //   4. UPDATE: insert the merged memory, old.superseded_by = new, old.is_valid = false (MERGE);
 //      DELETE: old.is_valid = false (soft, audited as DELETE, reversible) and the candidate stored;
 //      either way the trigger closes the old fact's validity (valid_until, docs/graph.md)
 //   5. relations from the new memory to its top-K neighbours above the link threshold
-//      (insert … on conflict do nothing: never a duplicate edge), memory_events for every step
+//      (insert … on conflict do nothing: never a duplicate edge), memory_events for every step;
+//      with an LLM, a queued check of the new memories for contradictions (contradiction-check.ts)
 //
 // Concurrency: before searching, the transaction takes pg_advisory_xact_lock on (owner, namespace)
 // for every namespace of the batch, in sorted order (no lock-order deadlock between workers), and
@@ -30,7 +33,7 @@ import { effectiveCategory } from "./categories.ts";
 import { decideWithoutLlm, dedupMessages, DedupDecisionSchema, type Neighbour, type ResolvedAction, resolveDecision } from "./dedup-decision.ts";
 import { insertEdges } from "./edges.ts";
 import { linkEntitiesByRules } from "./entities.ts";
-import { queueProposal, sensitiveFieldOf } from "./proposals.ts";
+import { proposeIfSensitive } from "./proposals.ts";
 import { queueContradictionCheck } from "./contradiction-check.ts";
 
 export interface DedupContext {
@@ -132,13 +135,11 @@ export async function dedupCandidates(
     }
 
     // A model's fact about who or where the user is waits for consent instead (docs/consolidation.md#consent).
-    const field = isProtected(c) ? undefined : sensitiveFieldOf(c.content);
-    if (field) {
-      outcome.action = "PROPOSED";
-      outcome.reason = `needs consent: ${field}`;
-      outcome.target_id = await queueProposal(tx, c, field, ctx);
+    const proposal = await proposeIfSensitive(tx, c, ctx);
+    if (proposal) {
+      Object.assign(outcome, { action: "PROPOSED", reason: `needs consent: ${proposal.field}`, target_id: proposal.id });
       report.counts.PROPOSED++;
-      await event(tx, ctx, "create", "skipped", null, c, null, { reason: "needs_consent", field, proposal_id: outcome.target_id });
+      await event(tx, ctx, "create", "skipped", null, c, null, { reason: "needs_consent", field: proposal.field, proposal_id: proposal.id });
       continue;
     }
 

@@ -6,7 +6,7 @@
 // (remember, correct, the rule extractor's "remember …") apply at once. Every decision is a history
 // row under the proposal's id (PROPOSE, ACCEPT, REJECT, LAPSE), written by a trigger.
 import { z } from "zod";
-import type { Candidate } from "./candidates.ts";
+import { type Candidate, isProtected } from "./candidates.ts";
 import { contentHashSql } from "./content-hash.ts";
 import { queueContradictionCheck } from "./contradiction-check.ts";
 import { type Sql, type TenantContext, toVectorLiteral, type Tx, withTenant } from "./db.ts";
@@ -70,6 +70,12 @@ export async function queueProposal(tx: Tx, c: Candidate, field: SensitiveField,
      where status = 'pending' and md5(lower(btrim(content))) = md5(lower(btrim(${c.content})))
     limit 1`;
   return row!.id;
+}
+
+/** A model's candidate that sets a sensitive field is queued (its proposal returned) instead of stored; anything else: undefined. */
+export async function proposeIfSensitive(tx: Tx, c: Candidate, ctx: ProposalOrigin): Promise<{ id: string; field: SensitiveField } | undefined> {
+  const field = isProtected(c) ? undefined : sensitiveFieldOf(c.content);
+  return field ? { id: await queueProposal(tx, c, field, ctx), field } : undefined;
 }
 
 export const ProposalStatus = z.enum(["pending", "accepted", "rejected", "lapsed", "all"]);
