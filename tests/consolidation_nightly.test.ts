@@ -151,3 +151,21 @@ Deno.test({ name: "forgetting: memories superseded over 30 days ago and never re
     await env.close();
   }
 });
+
+Deno.test({ name: "consolidation never merges two sessions' summaries, however alike: each is its session's record", ...opts }, async () => {
+  const env = await writeEnv({ config: { embedding: LOCAL_EMBEDDING } as never, withLlm: false });
+  try {
+    const t = newTenant();
+    const text = "The build of src/app.ts failed on a missing module; reinstalling with pnpm fixed it.";
+    const rows = await seedMemories(env.sql, t, ["s1", "s2"].map((s) => ({
+      content: text, namespace: "devai/project/shop/sessions", memory_type: "episodic" as const, source: "compaction",
+      metadata: { kind: "session_summary", session_id: s },
+    })));
+    const res = await memoryWithLlm(env.sql, env.config, undefined, env.embedder)("POST", "/memory/consolidate", t, {});
+    assert.equal(res.body.deduped, 0);
+    const valid = await env.sql`select id from public.devai_memories where owner_id = ${t} and is_valid`;
+    assert.equal(valid.length, rows.length);
+  } finally {
+    await env.close();
+  }
+});
