@@ -657,6 +657,8 @@ export interface DedupResponse extends QueuedJobResponse {
     duplicates_in_batch: number;
     demoted: number;
     category_dropped: number;
+    /** Candidates that had characters stored text may not hold (control, bidi, invisible), removed. */
+    unsafe_characters_removed: number;
     /** Secrets replaced by [REDACTED:<kind>], by kind; candidates dropped as nothing but a secret. */
     redacted: number;
     secrets_dropped: number;

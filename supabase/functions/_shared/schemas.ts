@@ -1,6 +1,7 @@
 // Zod schemas shared by several functions. They are the API's documentation too
 // (scripts/export-schemas.ts turns them into JSON Schema for the README).
 import { z } from "zod";
+import { firstUnsafeCharacter } from "./unsafe-characters.ts";
 
 export const uuid = z.uuid();
 
@@ -60,13 +61,19 @@ export const namespace = z
     return parts.length >= 2 && parts.length <= 8 && parts.every((p) => segment.safeParse(p).success);
   }, "namespace must be 2-8 '/'-separated segments of letters, digits and . _ % + @ ~ - (no '..', no empty segment)");
 
-/** Memory text as stored: trimmed, 1-4000 characters, no NUL or other control characters but newline/tab. */
-export const content = z
-  .string()
-  .trim()
-  .min(1)
-  .max(4000)
-  .refine((s) => !/[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]/.test(s), "control characters are not allowed");
+/**
+ * Text stored as it is sent (memory content, a correction's reason): refused when it holds a
+ * character stored text may not contain (unsafe-characters.ts), the message naming it.
+ */
+export function storableText(schema: z.ZodString) {
+  return schema.superRefine((s, ctx) => {
+    const unsafe = firstUnsafeCharacter(s);
+    if (unsafe) ctx.addIssue({ code: "custom", message: `contains ${unsafe}: stored text may not hold control, bidirectional or invisible characters` });
+  });
+}
+
+/** Memory text as stored: trimmed, 1-4000 characters, none of the characters stored text may not hold. */
+export const content = storableText(z.string().trim().min(1).max(4000));
 
 /** An instant to answer as of (docs/graph.md#as-of): an ISO 8601 date-time with its offset. */
 export const asOf = z.iso.datetime({ offset: true });

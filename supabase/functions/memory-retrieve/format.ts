@@ -21,6 +21,7 @@
 //   5. anything else (global facts)                             → General Knowledge
 // Sections appear in that order (project first, as in the seed), memories in rank order within.
 import { projectScope } from "../_shared/schemas.ts";
+import { foldLineBreaks } from "../_shared/text-scan.ts";
 
 export interface FormatMemory {
   id: string;
@@ -66,7 +67,7 @@ export function sectionTitle(key: SectionKey, ctx: FormatContext): string {
 
 /** One line per memory: newlines inside a memory would break the bullet list, so they are folded. */
 export function bulletText(content: string): string {
-  return content.replace(/\s*\n\s*/g, " ").trim();
+  return foldLineBreaks(content).trim();
 }
 
 export function memoryLine(m: { content: string }): string {

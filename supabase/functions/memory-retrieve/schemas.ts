@@ -8,6 +8,7 @@ import { z } from "zod";
 import { agentName, asOf, categoryName, importance, priority, projectName, storedMemoryType, threadId } from "../_shared/schemas.ts";
 import { INTENTS } from "../_shared/search/intent.ts";
 import { SEARCH_MODES } from "../_shared/search/hybrid.ts";
+import { CONTROL_CHARACTERS } from "../_shared/unsafe-characters.ts";
 
 /** Largest budget a caller may ask for; the block goes into a system prompt. */
 export const MAX_BUDGET_TOKENS = 32_000;
@@ -15,10 +16,10 @@ export const MAX_TOP_K = 50;
 /** memory.query's default top_k: on-demand recall wants a few bullets (seed 001 §11). */
 export const QUERY_DEFAULT_TOP_K = 5;
 
-// Free text from the conversation: newlines and tabs are fine, other control characters are not.
-const CONTROL = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]/;
+// Free text from the conversation: newlines and tabs are fine, other control characters are not
+// (the query is never stored, so right-to-left marks in it are fine).
 const text = (max: number) =>
-  z.string().trim().min(1).max(max).refine((s) => !CONTROL.test(s), "control characters are not allowed");
+  z.string().trim().min(1).max(max).refine((s) => !CONTROL_CHARACTERS.test(s), "control characters are not allowed");
 
 const budgetTokens = z.number().int().min(1).max(MAX_BUDGET_TOKENS);
 const topK = z.number().int().min(1).max(MAX_TOP_K);
@@ -68,8 +69,13 @@ export type RetrieveRequest = z.infer<typeof RetrieveRequest>;
 
 export { agentName, categoryName };
 
-/** An ISO date or date-time; null means "no bound" (the seed's example sends null). */
-const instant = z.union([z.iso.datetime({ offset: true }), z.iso.date()]).nullable();
+/**
+ * An ISO date or date-time from year 0001 on (Postgres has no year 0: "0000-01-01" was a 500);
+ * null means "no bound" (the seed's example sends null).
+ */
+const instant = z.union([z.iso.datetime({ offset: true }), z.iso.date()])
+  .refine((s) => Number(s.slice(0, 4)) >= 1, "dates start at 0001-01-01")
+  .nullable();
 const metaValue = z.string().min(1).max(200).nullable();
 
 export const QueryFilters = z

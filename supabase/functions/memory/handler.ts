@@ -31,6 +31,7 @@ import { registerGraphRoutes } from "./graph-routes.ts";
 import { BACKGROUND_FIXED_PATHS, registerBackgroundRoutes } from "./background-routes.ts";
 import { registerCheckpointRoutes } from "./checkpoint-routes.ts";
 import { handleErrors, HttpError, methodNotAllowed } from "../_shared/http.ts";
+import { limitRequests } from "../_shared/rate-limit.ts";
 import { CONFIG_PATH, createConfigApp } from "./config-routes.ts";
 import { registerLifecycleRoutes } from "./lifecycle-routes.ts";
 import { registerCollectionRoutes, registerMemoryReadRoutes } from "./read-routes.ts";
@@ -44,7 +45,7 @@ export function defaultDeps(): MemoryDeps {
   const config = loadConfig();
   const deps: MemoryDeps = {
     config,
-    sql: createSql(config.databaseUrl, { max: config.dbPoolMax, applicationName: "devai-memory:memory" }),
+    sql: createSql(config.databaseUrl, { max: config.dbPoolMax, applicationName: "devai-memory:memory", statementTimeoutMs: config.dbStatementTimeoutMs }),
     embedder: createEmbedder(config),
     llm: createLlm(config),
   };
@@ -87,14 +88,18 @@ export function createHandler(deps: MemoryDeps): (req: Request) => Promise<Respo
   registerLifecycleRoutes(app, routeDeps);
   const configApp = createConfigApp(routeDeps);
 
-  return handleErrors(async (req) => {
+  // Rate limits: reads and writes are charged to the tenant's own buckets (rate-limit.ts); a
+  // consolidation run on demand (model calls, a search per memory of its pool) is a heavy one.
+  const classOf = (req: Request) =>
+    req.method === "GET" ? "read" as const : /\/memory\/consolidate\/?$/.test(new URL(req.url).pathname) ? "heavy" as const : "write" as const;
+  return handleErrors(limitRequests(classOf, async (req) => {
     const routed = normalizePath(req);
     if (CONFIG_PATH.test(new URL(routed.url).pathname)) {
       return await configApp.fetch(routed, { admin: await authenticateConfigCaller(req, deps.config) });
     }
     const caller = await authenticate(req, deps.config);
     return await app.fetch(routed, { caller });
-  });
+  }));
 }
 
 /** The local server and some proxies keep the gateway prefix; route on /memory/... either way. */
