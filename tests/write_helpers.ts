@@ -70,7 +70,9 @@ export async function memoriesOf(sql: Sql, tenant: string) {
       from public.devai_memories where owner_id = ${tenant} order by created_at, id`;
 }
 
-export async function jobsOf(sql: Sql, tenant: string) {
+/** The tenant's jobs of the write path and the graph (as drainAll runs them), oldest first. */
+export async function jobsOf(sql: Sql, tenant: string, kinds: JobKind[] = WRITE_AND_GRAPH_KINDS) {
   return await sql<{ id: string; kind: string; status: string; attempts: number; last_error: string | null; result: unknown; idempotency_key: string }[]>`
-    select id, kind, status, attempts, last_error, result, idempotency_key from public.memory_jobs where owner_id = ${tenant} order by created_at`;
+    select id, kind, status, attempts, last_error, result, idempotency_key from public.memory_jobs
+     where owner_id = ${tenant} and kind = any (${kinds}::text[]) order by created_at`;
 }

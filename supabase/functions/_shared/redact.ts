@@ -138,7 +138,7 @@ const RULES: Rule[] = [
   // NAME=value (.env, shells, DSNs `password=…`) and name: value (YAML, JSON) for names of secrets.
   {
     kind: "secret_assignment",
-    re: /(["']?)([A-Za-z_][A-Za-z0-9_.-]{0,80})\1[ \t]{0,8}(=|:)[ \t]{0,8}(?:"([^"\n]{1,512})"|'([^'\n]{1,512})'|([^\s"'`,;)}\]]{1,512}))/g,
+    re: /(["']?)(?<![A-Za-z0-9_.-])([A-Za-z_][A-Za-z0-9_.-]{0,80})\1[ \t]{0,8}(=|:)[ \t]{0,8}(?:"([^"\n]{1,512})"|'([^'\n]{1,512})'|([^\s"'`,;)}\]]{1,512}))/g,
     group: [4, 5, 6],
     // After `=` (.env, shells, DSNs) any value; after `:` a quoted one (JSON, YAML) or one that looks random.
     accept: (s, m) => secretName(m[2]!) && !isPlaceholder(s) && (m[3] === "=" || m[6] === undefined || looksRandom(s)),
