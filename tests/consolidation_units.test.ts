@@ -9,7 +9,7 @@ import { acceptInsights } from "../supabase/functions/_shared/insights.ts";
 import { actionFor, type JudgedPair, type PairMemory } from "../supabase/functions/_shared/pair-judge.ts";
 import { lexicalOverlap, nearVerbatim, numericStep, worthJudging } from "../supabase/functions/_shared/pair-prefilter.ts";
 import { sensitiveFieldOf } from "../supabase/functions/_shared/proposals.ts";
-import { INSIGHT_WEIGHT, rankMemories } from "../supabase/functions/memory-retrieve/rank.ts";
+import { INSIGHT_WEIGHT, rankMemories } from "../supabase/functions/_shared/retrieval/rank.ts";
 
 Deno.test("prefilter: near-verbatim needs the same words in order (give or take two), numbers and negations", () => {
   assert.ok(nearVerbatim("The project uses pnpm for installs.", "The project uses pnpm for installs"));

@@ -31,7 +31,7 @@ import type { Llm, LlmUsage } from "./llm.ts";
 import { type Candidate, isProtected } from "./candidates.ts";
 import { effectiveCategory } from "./categories.ts";
 import { decideWithoutLlm, dedupMessages, DedupDecisionSchema, type Neighbour, type ResolvedAction, resolveDecision } from "./dedup-decision.ts";
-import { insertEdges } from "./edges.ts";
+import { type Edge, linkMemory } from "./edges.ts";
 import { linkEntitiesByRules } from "./entities.ts";
 import { proposeIfSensitive } from "./proposals.ts";
 import { queueContradictionCheck } from "./contradiction-check.ts";
@@ -262,21 +262,6 @@ export async function dedupCandidates(
 }
 
 const clamp01 = (x: number) => Math.max(0, Math.min(1, x));
-
-export interface Edge {
-  to: string;
-  type: "related_to" | "supersedes" | "contradicts" | "derived_from";
-  strength: number;
-}
-
-/**
- * Writes the edges from one memory in a single statement (seed 001 §2: ≤ 2 ms per edge), through
- * insertEdges (edges.ts): an edge that already exists is skipped, each new one gets a LINK history
- * row. Returns how many edges were new.
- */
-export async function linkMemory(tx: Tx, ownerId: string, fromId: string, edges: readonly Edge[]): Promise<number> {
-  return await insertEdges(tx, ownerId, edges.map((e) => ({ from: fromId, to: e.to, type: e.type, strength: e.strength })));
-}
 
 async function insertMemory(tx: Tx, ctx: DedupContext, c: Candidate, content: string, vec: string, model: string): Promise<string> {
   const metadata = { origin: ctx.origin, ...(ctx.jobId ? { job_id: ctx.jobId } : {}), ...(c.category ? { category: c.category } : {}) };

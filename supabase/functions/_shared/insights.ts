@@ -7,7 +7,7 @@
 // weighs them low (memory-retrieve/rank.ts). At most one run per tenant per insight_interval_hours
 // (24); nothing new to read, or nothing said, stores nothing. Without an LLM: skipped.
 import { z } from "zod";
-import { contentHashSql } from "./content-hash.ts";
+import { contentHashSql } from "./memories/record.ts";
 import { toVectorLiteral, withTenant } from "./db.ts";
 import type { WorkerDeps } from "./drain-queue.ts";
 import { completeJobInTx, type Job } from "./jobs.ts";

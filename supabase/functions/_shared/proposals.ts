@@ -7,7 +7,7 @@
 // row under the proposal's id (PROPOSE, ACCEPT, REJECT, LAPSE), written by a trigger.
 import { z } from "zod";
 import { type Candidate, isProtected } from "./candidates.ts";
-import { contentHashSql } from "./content-hash.ts";
+import { contentHashSql } from "./memories/record.ts";
 import { queueContradictionCheck } from "./contradiction-check.ts";
 import { type Sql, type TenantContext, toVectorLiteral, type Tx, withTenant } from "./db.ts";
 import { type Embedder, embedForRequest } from "./embeddings.ts";

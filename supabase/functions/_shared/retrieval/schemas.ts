@@ -5,10 +5,10 @@
 // Both bodies are strict: an unknown field is a 400, so a typo (`budget` for `budget_tokens`)
 // is reported instead of silently ignored.
 import { z } from "zod";
-import { agentName, asOf, categoryName, importance, priority, projectName, storedMemoryType, threadId } from "../_shared/schemas.ts";
-import { INTENTS } from "../_shared/search/intent.ts";
-import { SEARCH_MODES } from "../_shared/search/hybrid.ts";
-import { CONTROL_CHARACTERS } from "../_shared/unsafe-characters.ts";
+import { agentName, asOf, categoryName, importance, priority, projectName, storedMemoryType, threadId } from "../schemas.ts";
+import { INTENTS } from "../search/intent.ts";
+import { SEARCH_MODES } from "../search/hybrid.ts";
+import { CONTROL_CHARACTERS } from "../unsafe-characters.ts";
 
 /** Largest budget a caller may ask for; the block goes into a system prompt. */
 export const MAX_BUDGET_TOKENS = 32_000;

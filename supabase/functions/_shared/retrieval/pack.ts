@@ -11,7 +11,7 @@
 // counts overestimate slightly (BPE merges across the joining newlines only ever save tokens), so
 // the exact pass almost never has to drop anything. After the best one, a memory that does not
 // fit is skipped and later, shorter ones are still tried.
-import { countTokens } from "../_shared/tokens.ts";
+import { countTokens } from "../tokens.ts";
 import { BLOCK_HEADING, bulletText, type FormatContext, type FormatMemory, memoryLine, relatedLine, renderBlock, type SectionKey, sectionOf, sectionTitle, truncationLine } from "./format.ts";
 
 export const MAX_RELATED = 2;

@@ -3,7 +3,7 @@
 // background work has to show (docs/consolidation.md): memories not yet re-embedded with the
 // configured model, secrets the redactor replaced or dropped, open contradictions, pending
 // proposals. Run under RLS, in one transaction, so the numbers are the caller's tenant only.
-import type { Tx } from "../_shared/db.ts";
+import type { Tx } from "../db.ts";
 
 export interface MemoryStats {
   total: number;

@@ -20,8 +20,8 @@
 //   4. namespace in the user scope                              → User Preferences
 //   5. anything else (global facts)                             → General Knowledge
 // Sections appear in that order (project first, as in the seed), memories in rank order within.
-import { projectScope } from "../_shared/schemas.ts";
-import { foldLineBreaks } from "../_shared/text-scan.ts";
+import { projectScope } from "../schemas.ts";
+import { foldLineBreaks } from "../text-scan.ts";
 
 export interface FormatMemory {
   id: string;
