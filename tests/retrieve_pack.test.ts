@@ -4,7 +4,7 @@ import { countTokens } from "../supabase/functions/_shared/tokens.ts";
 import { formatDeltaBullets, deltaHeaderLine, MAX_DELTA_BULLETS } from "../supabase/functions/memory-retrieve/delta.ts";
 import { type FormatMemory, renderBlock, sectionOf, truncationLine } from "../supabase/functions/memory-retrieve/format.ts";
 import { packIntoBudget, packTexts } from "../supabase/functions/memory-retrieve/pack.ts";
-import { rankMemories, scoreMemory } from "../supabase/functions/memory-retrieve/rank.ts";
+import { rankMemories, scoreMemory } from "../supabase/functions/_shared/search/rank.ts";
 
 const ctx = { root: "devai", project: "taskforge" };
 

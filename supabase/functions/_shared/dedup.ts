@@ -29,7 +29,10 @@ import { type Candidate, isProtected } from "./candidates.ts";
 import { effectiveCategory } from "./categories.ts";
 import { decideWithoutLlm, dedupMessages, DedupDecisionSchema, type Neighbour, type ResolvedAction, resolveDecision } from "./dedup-decision.ts";
 import { insertEdges } from "./edges.ts";
-import { linkEntitiesByRules } from "./entities.ts";
+import { linkEntities, linkEntitiesByRules } from "./entities.ts";
+import { storedCompression } from "./context/compress.ts";
+import { citedFileLinks } from "./context/lineage.ts";
+import type { CodeOrigin } from "./schemas.ts";
 
 export interface DedupContext {
   ownerId: string;
@@ -37,6 +40,8 @@ export interface DedupContext {
   threadId?: string;
   origin: "extract" | "compact" | "api" | "consolidate";
   jobId?: string;
+  /** Repository, branch and commit of the request the candidates came from: each new memory's metadata. */
+  lineage?: CodeOrigin;
 }
 
 export interface DedupDeps {
@@ -261,7 +266,16 @@ export async function linkMemory(tx: Tx, ownerId: string, fromId: string, edges:
 }
 
 async function insertMemory(tx: Tx, ctx: DedupContext, c: Candidate, content: string, vec: string, model: string): Promise<string> {
-  const metadata = { origin: ctx.origin, ...(ctx.jobId ? { job_id: ctx.jobId } : {}), ...(c.category ? { category: c.category } : {}) };
+  // The model's compression forms are for the candidate's words: a merged text (UPDATE) gets the offline ones.
+  const compression = content === c.content ? storedCompression(content, c) : undefined;
+  const metadata = {
+    origin: ctx.origin,
+    ...(ctx.jobId ? { job_id: ctx.jobId } : {}),
+    ...(c.category ? { category: c.category } : {}),
+    ...ctx.lineage,
+    ...(c.files?.length ? { files: c.files } : {}),
+    ...(compression ? { compression } : {}),
+  };
   const [row] = await tx<{ id: string }[]>`
     insert into public.devai_memories
       (owner_id, content, embedding, embedding_model, memory_type, namespace, priority, source, importance,
@@ -271,6 +285,7 @@ async function insertMemory(tx: Tx, ctx: DedupContext, c: Candidate, content: st
        ${c.source}, ${c.importance}, ${ctx.sessionId ?? null}, ${tx.json(metadata)})
     returning id`;
   await linkEntitiesByRules(tx, [{ id: row!.id, content }]);
+  await linkEntities(tx, citedFileLinks(row!.id, c.files));
   return row!.id;
 }
 

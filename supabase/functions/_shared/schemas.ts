@@ -66,6 +66,11 @@ export const content = z
   .max(4000)
   .refine((s) => !/[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]/.test(s), "control characters are not allowed");
 
+/** Free text from the conversation (a message, an error): trimmed, newlines and tabs allowed, no other control characters. */
+export function freeText(max: number) {
+  return z.string().trim().min(1).max(max).refine((s) => !/[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]/.test(s), "control characters are not allowed");
+}
+
 /** An instant to answer as of (docs/graph.md#as-of): an ISO 8601 date-time with its offset. */
 export const asOf = z.iso.datetime({ offset: true });
 
@@ -76,7 +81,39 @@ export const sessionId = threadId;
 export const agentName = z.string().regex(/^[a-z][a-z0-9_-]{0,63}$/, "lowercase letters, digits, _ or -");
 export const categoryName = z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, "lowercase letters, digits or _");
 
-/** Metadata a memory carries (seed 001 §6.1 filter keys); small and flat on purpose. */
+// Code lineage (docs/context.md#code-lineage): where a memory came from in the repository.
+const CONTROL_CHARS = /[\u0000-\u001F\u007F]/;
+/** A repository as the client names it: `acme/web`, `github.com/acme/web`, a clone URL. */
+export const repoName = z.string().min(1).max(300).refine((s) => !CONTROL_CHARS.test(s) && !/\s/.test(s), "no whitespace or control characters");
+/** A git branch name, by git's own ref rules (git check-ref-format --branch). */
+export const branchName = z
+  .string()
+  .min(1)
+  .max(250)
+  .refine(
+    (s) => !/[\u0000-\u0020\u007F~^:?*[\\]/.test(s) && !s.includes("..") && !s.includes("@{") && !s.includes("//") &&
+      !/^[-/]/.test(s) && !/(\/|\.|\.lock)$/.test(s) && s !== "@",
+    "a git branch name (no spaces, ~ ^ : ? * [ \\, '..', '@{' or '//'; not starting with - or /, not ending with /, . or .lock)",
+  );
+/** A commit id: 4-64 hex digits (abbreviated or full, SHA-1 or SHA-256). */
+export const commitSha = z.string().regex(/^[0-9a-fA-F]{4,64}$/, "4-64 hex digits").transform((s) => s.toLowerCase());
+/** A file path as a coding agent reports it (relative to the repository); a leading ./ is dropped. */
+export const filePath = z
+  .string()
+  .min(1)
+  .max(500)
+  .refine((s) => !CONTROL_CHARS.test(s), "control characters are not allowed")
+  .transform((s) => s.replace(/^(\.\/)+/, ""))
+  .refine((s) => s.length > 0, "a file path");
+
+/**
+ * Where the memories of a request come from in the repository (memory-extract, memory-dedup):
+ * stored in each new memory's metadata (docs/context.md#code-lineage).
+ */
+export const codeOrigin = z.object({ repo: repoName.optional(), branch: branchName.optional(), commit: commitSha.optional() }).strict();
+export type CodeOrigin = z.infer<typeof codeOrigin>;
+
+/** Metadata a memory carries (memory.query's filter keys, plus code lineage); small and flat on purpose. */
 export const metadata = z
   .object({
     agent_id: z.string().max(200).optional(),
@@ -86,6 +123,10 @@ export const metadata = z
     role: z.enum(["user", "assistant", "system", "tool"]).optional(),
     category: categoryName.optional(),
     keywords: z.array(z.string().min(1).max(64)).max(20).optional(),
+    repo: repoName.optional(),
+    branch: branchName.optional(),
+    commit: commitSha.optional(),
+    files: z.array(filePath).max(50).optional(),
   })
   .strict();
 

@@ -20,6 +20,7 @@
 //   4. namespace in the user scope                              → User Preferences
 //   5. anything else (global facts)                             → General Knowledge
 // Sections appear in that order (project first, as in the seed), memories in rank order within.
+import { bulletText } from "../_shared/fit-text.ts";
 import { projectScope } from "../_shared/schemas.ts";
 
 export interface FormatMemory {
@@ -64,10 +65,7 @@ export function sectionTitle(key: SectionKey, ctx: FormatContext): string {
   }
 }
 
-/** One line per memory: newlines inside a memory would break the bullet list, so they are folded. */
-export function bulletText(content: string): string {
-  return content.replace(/\s*\n\s*/g, " ").trim();
-}
+export { bulletText };
 
 export function memoryLine(m: { content: string }): string {
   return `- ${bulletText(m.content)}`;

@@ -12,8 +12,9 @@ import { listAgents, loadAllowlist } from "../_shared/memory-config.ts";
 import { bulletText } from "./format.ts";
 import type { RetrieveDeps } from "./handler.ts";
 import { packTexts } from "./pack.ts";
-import { rankMemories } from "./rank.ts";
+import { rankMemories } from "../_shared/search/rank.ts";
 import { reinforceMemories } from "./reinforce.ts";
+import { applyFeedback, loadFeedback } from "../_shared/context/feedback.ts";
 import { MAX_BUDGET_TOKENS, MAX_TOP_K, QUERY_DEFAULT_TOP_K, QueryRequest, type QueryResponse } from "./schemas.ts";
 import { explainRow, type QueryRow, recordSearch, retrievalScopes, searchInfo, serverTiming } from "./search.ts";
 
@@ -86,7 +87,9 @@ export async function runQuery(deps: RetrieveDeps, caller: Caller, req: Request)
         filter_before => ${resolved.window?.before ?? null}::timestamptz,
         keyword_threshold => ${body.keyword_threshold ?? null}::float8,
         as_of => ${body.as_of ?? null}::timestamptz)`;
-    const ranked = rankMemories(rows);
+    const feedback = body.as_of ? new Map() : await loadFeedback(tx, rows.map((r) => r.id), scopes, caller.tenantId);
+    const judged = body.as_of ? { kept: rows, excluded: [] } : applyFeedback(rows, feedback, body.signals);
+    const ranked = rankMemories(judged.kept);
     const bulletOf = (m: QueryRow) => `[${m.category}] ${bulletText(m.content)}`;
     const packed = body.return === "bullets"
       ? packTexts(ranked, bulletOf, budget, { shortenFirst: true })
@@ -129,6 +132,7 @@ export async function runQuery(deps: RetrieveDeps, caller: Caller, req: Request)
       truncated_count: packed.truncatedCount,
       embedding_model: embedder.model,
       search,
+      excluded: judged.excluded,
     };
   });
   return json(result, 200, serverTiming({ embed: t1 - t0, db: performance.now() - t1 }));

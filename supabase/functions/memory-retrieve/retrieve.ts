@@ -2,7 +2,8 @@
 //   validate → query = message + project context → embed → plan (intent, complexity, time window:
 //   _shared/search/plan.ts) → ONE hybrid_search call (keyword + vector + graph, fused) over
 //   <root>/global/, <root>/project/<project>/ (when given) and <root>/user/, as the tenant (RLS)
-//   → rank (rank.ts: relevance × strength + boosts) → pack into the budget exactly (pack.ts) →
+//   → usage and code lineage (_shared/context/feedback.ts) → rank (_shared/search/rank.ts:
+//   relevance × strength × usage + boosts) → pack into the budget exactly (pack.ts) →
 //   block grouped by type (format.ts) with the delta header (delta.ts) → reinforce what was
 //   injected (reinforce.ts) → one memory_events row (context/search).
 import type { Caller } from "../_shared/auth.ts";
@@ -16,8 +17,9 @@ import { deltaHeaderLine, formatDeltaBullets, loadThreadDelta } from "./delta.ts
 import type { FormatContext } from "./format.ts";
 import type { RetrieveDeps } from "./handler.ts";
 import { packIntoBudget, type RelatedCandidate } from "./pack.ts";
-import { rankMemories } from "./rank.ts";
+import { rankMemories } from "../_shared/search/rank.ts";
 import { reinforceMemories } from "./reinforce.ts";
+import { applyFeedback, loadFeedback } from "../_shared/context/feedback.ts";
 import { MAX_BUDGET_TOKENS, MAX_TOP_K, RetrieveRequest, type RetrieveResponse } from "./schemas.ts";
 import { explainRow, recordSearch, retrievalScopes, searchInfo, serverTiming } from "./search.ts";
 
@@ -61,7 +63,10 @@ export async function runRetrieve(deps: RetrieveDeps, caller: Caller, req: Reque
       entityTerms: plan.entityLookup ? entityTermsOf(body.message) : undefined,
       graphEpisodes: plan.graphEpisodes,
     });
-    const ranked = rankMemories(rows);
+    // Usage feedback and code lineage (docs/context.md); an as_of answer is about the past: neither applies.
+    const feedback = body.as_of ? new Map() : await loadFeedback(tx, rows.map((r) => r.id), scopes, caller.tenantId);
+    const judged = body.as_of ? { kept: rows, excluded: [] } : applyFeedback(rows, feedback, body.signals);
+    const ranked = rankMemories(judged.kept);
     // as_of answers from the past: no related bullets, nothing reinforced (that is for the live turn).
     const related = !body.as_of && ranked.some((m) => m.max_relation_strength != null)
       ? await loadRelated(tx, ranked.map((m) => m.id), scopes)
@@ -107,6 +112,7 @@ export async function runRetrieve(deps: RetrieveDeps, caller: Caller, req: Reque
       revision: delta.revision,
       embedding_model: embedder.model,
       search,
+      excluded: judged.excluded,
     };
   }, { threadId });
   return json(result, 200, serverTiming({ embed: t1 - t0, db: performance.now() - t1 }));

@@ -5,9 +5,10 @@
 // Both bodies are strict: an unknown field is a 400, so a typo (`budget` for `budget_tokens`)
 // is reported instead of silently ignored.
 import { z } from "zod";
-import { agentName, asOf, categoryName, importance, memoryType, priority, projectName, threadId } from "../_shared/schemas.ts";
+import { agentName, asOf, categoryName, freeText, importance, memoryType, priority, projectName, threadId } from "../_shared/schemas.ts";
 import { INTENTS } from "../_shared/search/intent.ts";
 import { SEARCH_MODES } from "../_shared/search/hybrid.ts";
+import { LineageSignals } from "../_shared/context/schemas.ts";
 
 /** Largest budget a caller may ask for; the block goes into a system prompt. */
 export const MAX_BUDGET_TOKENS = 32_000;
@@ -15,10 +16,7 @@ export const MAX_TOP_K = 50;
 /** memory.query's default top_k: on-demand recall wants a few bullets (seed 001 §11). */
 export const QUERY_DEFAULT_TOP_K = 5;
 
-// Free text from the conversation: newlines and tabs are fine, other control characters are not.
-const CONTROL = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]/;
-const text = (max: number) =>
-  z.string().trim().min(1).max(max).refine((s) => !CONTROL.test(s), "control characters are not allowed");
+const text = freeText;
 
 const budgetTokens = z.number().int().min(1).max(MAX_BUDGET_TOKENS);
 const topK = z.number().int().min(1).max(MAX_TOP_K);
@@ -44,6 +42,12 @@ const searchControls = {
    * and no related bullets are added: that is for the live turn.
    */
   as_of: asOf.optional(),
+  /**
+   * Code lineage (docs/context.md#code-lineage): the branch checked out, what is merged into it,
+   * files deleted or renamed. Another branch's unmerged notes and memories citing a deleted or
+   * renamed file are left out (listed in `excluded`); without it the default branch is assumed.
+   */
+  signals: LineageSignals.optional(),
 };
 
 export const RetrieveRequest = z
@@ -151,6 +155,17 @@ export const RetrievedMemory = z.object({
 });
 export type RetrievedMemory = z.infer<typeof RetrievedMemory>;
 
+/** A memory left out because of code lineage (docs/context.md#code-lineage). */
+export const ExcludedMemory = z.object({
+  id: z.uuid(),
+  reason: z.enum(["unmerged_branch", "stale_file"]),
+  branch: z.string().optional(),
+  stale: z.discriminatedUnion("reason", [
+    z.object({ file: z.string(), reason: z.literal("deleted") }),
+    z.object({ file: z.string(), reason: z.literal("renamed"), to: z.string() }),
+  ]).optional(),
+});
+
 export const RelatedBullet = z.object({ id: z.uuid(), anchor_id: z.uuid(), content: z.string() });
 
 export const RetrieveResponse = z.object({
@@ -167,6 +182,8 @@ export const RetrieveResponse = z.object({
   revision: z.number().int(),
   embedding_model: z.string(),
   search: SearchInfo,
+  /** Found, but left out: another branch's unmerged notes, memories citing deleted or renamed files. */
+  excluded: z.array(ExcludedMemory),
 });
 export type RetrieveResponse = z.infer<typeof RetrieveResponse>;
 
@@ -196,5 +213,6 @@ export const QueryResponse = z.object({
   truncated_count: z.number().int(),
   embedding_model: z.string(),
   search: SearchInfo,
+  excluded: z.array(ExcludedMemory),
 });
 export type QueryResponse = z.infer<typeof QueryResponse>;

@@ -3,7 +3,6 @@
 // search records.
 import type { Caller } from "../_shared/auth.ts";
 import type { Tx } from "../_shared/db.ts";
-import { projectScope } from "../_shared/schemas.ts";
 import { fusionWeights, type HybridRow, type SearchMode, signalsOf } from "../_shared/search/hybrid.ts";
 import type { ResolvedPlan } from "../_shared/search/plan.ts";
 import type { SearchInfo } from "./schemas.ts";
@@ -14,10 +13,7 @@ export interface QueryRow extends HybridRow {
   category_context: "all" | "rag";
 }
 
-/** The scopes one retrieval searches (README "Scopes: where a memory goes"). */
-export function retrievalScopes(root: string, project?: string): string[] {
-  return [`${root}/global`, ...(project !== undefined ? [projectScope(root, project)] : []), `${root}/user`];
-}
+export { retrievalScopes } from "../_shared/scopes.ts";
 
 export function serverTiming(parts: Record<string, number>): Record<string, string> {
   return { "server-timing": Object.entries(parts).map(([k, v]) => `${k};dur=${v.toFixed(1)}`).join(", ") };

@@ -12,6 +12,7 @@
 //   POST /memory/{id}/forget         soft delete; purged after the grace period
 //   POST /memory/{id}/restore        undo forget (or an invalidation that was not a supersede)
 //   POST /memory/{id}/pin|confirm    protected from decay (strength 1.0); /unpin undoes it
+//   POST /memory/usage               which injected memories an agent used (usage-routes.ts)
 //   GET|PUT /memory/categories[/{name}], /memory/agents[/{agent}]   configuration (config-routes.ts)
 //   POST /memory/episodes, POST /memory/sessions/{id}/end, GET /memory/entities[/{id}]: graph-routes.ts
 // GET /memory and GET /memory/{id} take as_of: what was held at that instant (as-of.ts).
@@ -31,6 +32,7 @@ import { CONFIG_PATH, createConfigApp } from "./config-routes.ts";
 import { registerLifecycleRoutes } from "./lifecycle-routes.ts";
 import { registerCollectionRoutes, registerMemoryReadRoutes } from "./read-routes.ts";
 import type { Env, MemoryDeps, RouteDeps } from "./routing.ts";
+import { registerUsageRoutes } from "./usage-routes.ts";
 import { registerWriteRoutes } from "./write-routes.ts";
 
 export type { MemoryDeps };
@@ -53,6 +55,7 @@ const FIXED_PATHS: [string, string[]][] = [
   ["/memory/weak", ["GET"]],
   ["/memory/stats", ["GET"]],
   ["/memory/export", ["GET"]],
+  ["/memory/usage", ["POST"]],
 ];
 
 export function createHandler(deps: MemoryDeps): (req: Request) => Promise<Response> {
@@ -69,6 +72,7 @@ export function createHandler(deps: MemoryDeps): (req: Request) => Promise<Respo
   // entities (graph-routes.ts) too: /memory/:id would take their paths.
   registerGraphRoutes(app, routeDeps);
   registerWriteRoutes(app, routeDeps);
+  registerUsageRoutes(app, routeDeps);
   registerCollectionRoutes(app, routeDeps);
   // A fixed path with another method is a 405 naming the right one, never read as a memory id.
   for (const [path, allowed] of FIXED_PATHS) {

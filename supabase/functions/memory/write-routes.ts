@@ -9,7 +9,8 @@ import { contentHashSql, lockMemory, type MemoryApp, notFound, parseId, type Rou
 import { CorrectRequest, type Memory, RememberRequest } from "./schemas.ts";
 import { callerNamespace, defaultScope } from "../_shared/scopes.ts";
 import { assertKnownCategory } from "../_shared/categories.ts";
-import { linkEntitiesByRules } from "../_shared/entities.ts";
+import { linkEntities, linkEntitiesByRules } from "../_shared/entities.ts";
+import { citedFileLinks, filesOf } from "../_shared/context/lineage.ts";
 
 async function findDuplicate(tx: Tx, content: string, scopes: string[]): Promise<Memory | undefined> {
   const [row] = await tx`
@@ -87,6 +88,7 @@ export function registerWriteRoutes(app: MemoryApp, deps: RouteDeps): void {
            ${tx.json((body.metadata ?? {}) as never)}, ${body.session_id ?? null})
         returning ${memoryColumns(tx)}`;
       await linkEntitiesByRules(tx, [{ id: row!.id as string, content: body.content }]);
+      await linkEntities(tx, citedFileLinks(row!.id as string, body.metadata?.files));
       return { created: true, memory: toMemory(row) };
     }, { threadId: body.thread_id });
     return json(result, result.created ? 201 : 200);
@@ -124,6 +126,7 @@ export function registerWriteRoutes(app: MemoryApp, deps: RouteDeps): void {
         returning ${memoryColumns(tx)}`;
       const memory = toMemory(created);
       await linkEntitiesByRules(tx, [memory]);
+      await linkEntities(tx, citedFileLinks(memory.id, filesOf(memory.metadata)));
       // The trigger records MERGE for the old memory (superseded_by set) with new_ref = the new id.
       const [superseded] = await tx`
         update public.devai_memories set superseded_by = ${memory.id}, is_valid = false
