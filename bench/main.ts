@@ -1,7 +1,7 @@
 // `npm run bench` entry point (scripts/bench.sh provisions the database and calls this).
 //
 //   deno run -A --config supabase/functions/deno.json bench/main.ts [--size 10k|100k|1m]
-//        [--suites retrieval,lifecycle,handler,write,graph,peer] [--seed 42] [--no-load] [--quick]
+//        [--suites retrieval,lifecycle,handler,write,graph,context,peer] [--seed 42] [--no-load] [--quick]
 //
 // Writes bench/results/<suite>.json (machine, versions, settings, figures), prints a table and
 // redraws the SVG charts in bench/results/ from every results file present.
@@ -14,10 +14,11 @@ import { runHandler } from "./suites/handler.ts";
 import { runWrite } from "./suites/write.ts";
 import { runGraph } from "./suites/graph.ts";
 import { runPeer } from "./suites/peer.ts";
+import { runContext } from "./suites/context.ts";
 import { machineInfo, writeResult } from "./report.ts";
 import { renderCharts } from "./chart.ts";
 
-const ALL_SUITES = ["retrieval", "lifecycle", "handler", "write", "graph", "peer"] as const;
+const ALL_SUITES = ["retrieval", "lifecycle", "handler", "write", "graph", "context", "peer"] as const;
 type SuiteName = typeof ALL_SUITES[number];
 
 interface Args {
@@ -43,7 +44,7 @@ function parseArgs(argv: string[]): Args {
     else if (k === "--no-load") a.load = false;
     else if (k === "--quick") a.quick = true;
     else if (k === "--help" || k === "-h") {
-      console.log("usage: npm run bench -- [--size 10k|100k|1m] [--suites retrieval,lifecycle,handler,write,graph,peer] [--seed N] [--no-load] [--quick]");
+      console.log("usage: npm run bench -- [--size 10k|100k|1m] [--suites retrieval,lifecycle,handler,write,graph,context,peer] [--seed N] [--no-load] [--quick]");
       Deno.exit(0);
     } else throw new Error(`unknown argument ${k}`);
   }
@@ -109,6 +110,10 @@ async function main() {
       printed.push(r.table);
     } else if (suite === "graph") {
       const r = await runGraph(sql, url, corpus, { deadline, batches: args.quick ? 20 : 50, lookups: args.quick ? 30 : 100 });
+      result = r;
+      printed.push(r.table);
+    } else if (suite === "context") {
+      const r = await runContext(sql, url, { deadline, requests: args.quick ? 20 : 60, seed: args.seed });
       result = r;
       printed.push(r.table);
     } else if (suite === "peer") {

@@ -29,7 +29,7 @@ dbTest("predict: what a file opened, a branch or an error will need, with a conf
   assert.equal(file.status, 200, JSON.stringify(file.body));
   assert.deepEqual(file.body.predicted_memories.slice(0, 2).map((m: { id: string }) => m.id).sort(), [decision!.id, tax!.id].sort());
   assert.equal(file.body.predicted_memories[0].tier, "critical");
-  assert.ok(file.body.confidence >= 0.9, String(file.body.confidence)); // exact citations of the file, mostly
+  assert.ok(file.body.confidence > 0.5, String(file.body.confidence)); // two exact citations of the file among the five best
   assert.equal(file.body.cached, false);
   assert.deepEqual(file.body.signals, [`file:${FILE}`]);
   const error = await api.predict(t, { project: "cart", error: "Error: ERR_TOTAL_MISMATCH (server 1043, client 1042)" });

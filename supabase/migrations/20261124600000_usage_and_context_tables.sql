@@ -190,10 +190,11 @@ create index context_prefetch_computed_at on public.context_prefetch (computed_a
 create index devai_memories_owner_branch on public.devai_memories (owner_id, (metadata ->> 'branch'))
   where metadata ? 'branch' and is_valid and state = 'active';
 
--- The background tier: a project's conventions and workflows by category, the category as
--- memory.query reads it (procedural memories count as 'procedural').
+-- The background tier: a project's conventions and workflows by category (the category as
+-- memory.query reads it: procedural memories count as 'procedural'), the most important first.
 create index devai_memories_owner_category on public.devai_memories
-  (owner_id, (case when memory_type = 'procedural' then 'procedural' else metadata ->> 'category' end))
+  (owner_id, (case when memory_type = 'procedural' then 'procedural' else metadata ->> 'category' end),
+   importance desc, created_at desc)
   where is_valid and state = 'active';
 
 -- Open contradictions of a tenant (the critical tier).

@@ -47,6 +47,143 @@ $$;
 revoke all on function public.context_open_contradictions(text[], integer) from public, anon;
 grant execute on function public.context_open_contradictions(text[], integer) to authenticated, service_role;
 
+-- The lookups of context assembly (files, a directory's files, a branch, background categories,
+-- recent errors), as memory ids with the reason each was found: (kind, detail, weight) in
+-- parallel arrays, at most p_max_per_kind per kind, only valid, active memories of strength above
+-- 0.05 in the scopes ('/'-terminated prefixes), raw episodes left out. Row level security cannot
+-- use these lookups' conditions as index conditions (->> and ^@ are not leakproof), so, like
+-- memory_search.keyword_postings, this is a security-definer function that pins the tenant to the
+-- caller (auth.uid(); any other owner finds nothing) and returns only ids: the memories themselves
+-- are read under RLS by public.context_candidates. Each kind is one small statement run only when
+-- asked for, planned with its values (force_custom_plan).
+create or replace function memory_search.context_lookups(
+  p_owner uuid, p_scopes text[], p_files text[], p_modules text[], p_branch text, p_categories text[],
+  p_recent_since timestamptz, p_max_per_kind integer,
+  out ids uuid[], out kinds text[], out details text[], out weights double precision[])
+language plpgsql
+stable
+security definer
+set search_path = ''
+set plan_cache_mode = 'force_custom_plan'
+as $$
+declare
+  v_uid uuid := auth.uid();
+  v_dir text;
+  v_key text;
+  v_ids uuid[];
+  v_det text[];
+  v_w   double precision[];
+begin
+  ids := '{}'; kinds := '{}'; details := '{}'; weights := '{}';
+  if p_owner is null or (v_uid is not null and p_owner <> v_uid) then
+    return;
+  end if;
+
+  -- Memories citing the files: their file entities by key (the unique index), then the links.
+  if coalesce(cardinality(p_files), 0) > 0 then
+    select coalesce(array_agg(y.id), '{}'), coalesce(array_agg(y.path), '{}') into v_ids, v_det
+      from (select x.id, x.path
+              from (select distinct on (m.id) m.id, f.path, m.importance, m.strength
+                      from unnest(p_files) as f(path)
+                      join public.memory_entities e
+                        on e.owner_id = p_owner and e.normalized_name = public.memory_entity_key(f.path)
+                       and e.entity_type = 'file' and regexp_replace(e.canonical_name, '^(\./)+', '') = f.path
+                      join public.memory_entity_links l on l.entity_id = e.id and l.owner_id = p_owner
+                      join public.devai_memories m on m.id = l.memory_id
+                     where m.owner_id = p_owner and m.is_valid and m.state = 'active' and m.strength > 0.05
+                       and m.source is distinct from 'conversation' and (m.namespace || '/') ^@ any (p_scopes)
+                     order by m.id, f.path) x
+             order by x.importance desc, x.strength desc, x.id
+             limit p_max_per_kind) y;
+    ids := ids || v_ids; details := details || v_det;
+    kinds := kinds || array_fill('file'::text, array[cardinality(v_ids)]);
+    weights := weights || array_fill(1::double precision, array[cardinality(v_ids)]);
+  end if;
+
+  -- A directory's files: normalized_name keeps letters and digits only, so the range
+  -- [key, key || U+10FFFF) holds every name starting with the key (the text_pattern_ops index);
+  -- the canonical name then checks the directory boundary exactly. At most 200 files a directory.
+  foreach v_dir in array coalesce(p_modules, '{}'::text[]) loop
+    v_key := public.memory_entity_key(v_dir);
+    continue when v_key = '';
+    select coalesce(array_agg(x.id), '{}') into v_ids
+      from (select distinct m.id, m.importance, m.strength
+              from (select e.id from public.memory_entities e
+                     where e.owner_id = p_owner
+                       and e.normalized_name operator(pg_catalog.~>=~) v_key
+                       and e.normalized_name operator(pg_catalog.~<~) (v_key || chr(1114111))
+                       and e.entity_type = 'file'
+                       and regexp_replace(e.canonical_name, '^(\./)+', '') ^@ (v_dir || '/')
+                     limit 200) e
+              join public.memory_entity_links l on l.entity_id = e.id and l.owner_id = p_owner
+              join public.devai_memories m on m.id = l.memory_id
+             where m.owner_id = p_owner and m.is_valid and m.state = 'active' and m.strength > 0.05
+               and m.source is distinct from 'conversation' and (m.namespace || '/') ^@ any (p_scopes)
+               and not (m.id = any (ids))
+             order by m.importance desc, m.strength desc, m.id
+             limit p_max_per_kind) x;
+    ids := ids || v_ids;
+    details := details || array_fill(v_dir, array[cardinality(v_ids)]);
+    kinds := kinds || array_fill('module'::text, array[cardinality(v_ids)]);
+    weights := weights || array_fill(0.7::double precision, array[cardinality(v_ids)]);
+  end loop;
+
+  -- Recorded on the branch, newest first (devai_memories_owner_branch).
+  if p_branch is not null then
+    select coalesce(array_agg(x.id), '{}') into v_ids
+      from (select m.id from public.devai_memories m
+             where m.owner_id = p_owner and m.metadata ? 'branch' and m.is_valid and m.state = 'active'
+               and (m.metadata ->> 'branch') = p_branch
+               and m.strength > 0.05 and m.source is distinct from 'conversation' and (m.namespace || '/') ^@ any (p_scopes)
+             order by m.created_at desc, m.id
+             limit p_max_per_kind) x;
+    ids := ids || v_ids;
+    details := details || array_fill(p_branch, array[cardinality(v_ids)]);
+    kinds := kinds || array_fill('branch'::text, array[cardinality(v_ids)]);
+    weights := weights || array_fill(0.6::double precision, array[cardinality(v_ids)]);
+  end if;
+
+  -- Background: per category the most important first (devai_memories_owner_category), then the
+  -- best of them all.
+  if coalesce(cardinality(p_categories), 0) > 0 then
+    select coalesce(array_agg(x.id), '{}'), coalesce(array_agg(x.cat), '{}'), coalesce(array_agg(x.importance / 5.0), '{}')
+      into v_ids, v_det, v_w
+      from (select c.cat, b.id, b.importance
+              from unnest(p_categories) as c(cat)
+              cross join lateral (
+                select m.id, m.importance, m.created_at from public.devai_memories m
+                 where m.owner_id = p_owner and m.is_valid and m.state = 'active'
+                   and (case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end) = c.cat
+                   and m.strength > 0.05 and m.source is distinct from 'conversation' and (m.namespace || '/') ^@ any (p_scopes)
+                 order by m.importance desc, m.created_at desc
+                 limit p_max_per_kind) b
+             order by b.importance desc, b.created_at desc, b.id
+             limit p_max_per_kind) x;
+    ids := ids || v_ids; details := details || v_det; weights := weights || v_w;
+    kinds := kinds || array_fill('background'::text, array[cardinality(v_ids)]);
+  end if;
+
+  -- Error memories since p_recent_since, newest first (devai_memories_owner_created).
+  if p_recent_since is not null then
+    select coalesce(array_agg(x.id), '{}') into v_ids
+      from (select m.id from public.devai_memories m
+             where m.owner_id = p_owner and m.created_at >= p_recent_since
+               and m.is_valid and m.state = 'active' and m.strength > 0.05
+               and (case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end) = 'errors_and_fixes'
+               and (m.namespace || '/') ^@ any (p_scopes)
+             order by m.created_at desc, m.id desc
+             limit p_max_per_kind) x;
+    ids := ids || v_ids;
+    details := details || array_fill(null::text, array[cardinality(v_ids)]);
+    kinds := kinds || array_fill('recent_error'::text, array[cardinality(v_ids)]);
+    weights := weights || array_fill(0.6::double precision, array[cardinality(v_ids)]);
+  end if;
+end;
+$$;
+revoke all on function memory_search.context_lookups(uuid, text[], text[], text[], text, text[], timestamptz, integer) from public;
+grant execute on function memory_search.context_lookups(uuid, text[], text[], text[], text, text[], timestamptz, integer)
+  to authenticated, service_role;
+
 -- The memories context assembly considers besides its hybrid searches, each with the reason it
 -- was found (kind) and everything assembly needs about it, in one call as the tenant (RLS):
 --   given          the ids passed in (hits of the hybrid search, a prefetch): details only
@@ -56,13 +193,14 @@ grant execute on function public.context_open_contradictions(text[], integer) to
 --   branch         memories recorded on `branch` (metadata.branch), newest first, weight 0.6
 --   background     memories of `background_categories` (the category as memory.query reads it:
 --                  procedural memories count as 'procedural'), by importance, weight importance/5
---   recent_error   errors_and_fixes / error_resolution memories created since `recent_since`, weight 0.6
+--   recent_error   errors_and_fixes memories created since `recent_since`, newest first, weight 0.6
 --   contradiction  both sides of each open contradiction (context_open_contradictions); detail is
 --                  the other side's id, weight 1
--- Every kind obeys the search's scope rules: the tenant, '/'-bounded namespace prefixes, valid,
--- active, strength > 0.05, no raw episodes. A memory found for several reasons has several rows.
--- files: the files the memory cites (entity links and metadata.files, leading ./ removed); the
--- usage counters are memory_usage's (0 when never reported).
+-- The lookups are memory_search.context_lookups'; every row obeys the search's scope rules: the
+-- tenant, '/'-bounded namespace prefixes, valid, active, strength > 0.05, no raw episodes. A
+-- memory found for several reasons has several rows. cited_files: the files the memory cites
+-- (entity links and metadata.files, leading ./ removed); the usage counters are memory_usage's
+-- (0 when never reported).
 create or replace function public.context_candidates(
   match_namespaces text[],
   given_ids uuid[] default null,
@@ -109,6 +247,11 @@ declare
                          from unnest(coalesce(files, '{}'::text[])) f where f <> '');
   v_modules text[] := (select coalesce(array_agg(distinct rtrim(regexp_replace(d, '^(\./)+', ''), '/')), '{}')
                          from unnest(coalesce(modules, '{}'::text[])) d where rtrim(regexp_replace(d, '^(\./)+', ''), '/') <> '');
+  v_found   record;
+  v_ids     uuid[];
+  v_kinds   text[];
+  v_details text[];
+  v_weights double precision[];
 begin
   if cardinality(v_scopes) = 0 then
     raise exception 'at least one namespace scope is required' using errcode = '22023';
@@ -119,112 +262,34 @@ begin
   if coalesce(cardinality(given_ids), 0) > 500 or cardinality(v_files) > 100 or cardinality(v_modules) > 20 then
     raise exception 'at most 500 given ids, 100 files and 20 modules' using errcode = '22023';
   end if;
+  select * into v_found
+    from memory_search.context_lookups(match_owner, v_scopes, v_files, v_modules, branch, background_categories,
+                                       recent_since, max_per_kind);
+  select array_agg(g.id), array_agg('given'::text), array_agg(null::text), array_agg(0::double precision)
+    into v_ids, v_kinds, v_details, v_weights
+    from (select distinct x as id from unnest(coalesce(given_ids, '{}'::uuid[])) x) g;
+  v_ids := coalesce(v_ids, '{}') || v_found.ids;
+  v_kinds := coalesce(v_kinds, '{}') || v_found.kinds;
+  v_details := coalesce(v_details, '{}') || v_found.details;
+  v_weights := coalesce(v_weights, '{}') || v_found.weights;
+  if contradictions then
+    select v_ids || coalesce(array_agg(c.id), '{}'), v_kinds || coalesce(array_agg('contradiction'::text), '{}'),
+           v_details || coalesce(array_agg(c.other), '{}'), v_weights || coalesce(array_agg(1::double precision), '{}')
+      into v_ids, v_kinds, v_details, v_weights
+      from (select o.memory_a as id, o.memory_b::text as other from public.context_open_contradictions(match_namespaces, 10) o
+            union all
+            select o.memory_b, o.memory_a::text from public.context_open_contradictions(match_namespaces, 10) o) c;
+  end if;
 
-  -- `visible` is inlined where it is used (not materialized), so each lookup keeps its index.
+  -- Each memory by its id (the primary key), read under RLS.
   return query
-  with visible as not materialized (
-    select m.* from public.devai_memories m
-     where m.owner_id = match_owner and m.is_valid and m.state = 'active' and m.strength > 0.05
-       and m.source is distinct from 'conversation'
-       and (m.namespace || '/') ^@ any (v_scopes)
-  ),
-  given as (
-    select distinct g.id, 'given'::text as kind, null::text as detail, 0::double precision as weight
-      from unnest(coalesce(given_ids, '{}'::uuid[])) as g(id)
-  ),
-  file_entities as (
-    select e.id as entity_id, f.path
-      from unnest(v_files) as f(path)
-      join public.memory_entities e
-        on e.owner_id = match_owner and e.normalized_name = public.memory_entity_key(f.path)
-       and e.entity_type = 'file' and regexp_replace(e.canonical_name, '^(\./)+', '') = f.path
-  ),
-  file_hits as (
-    select x.id, 'file'::text, x.path, 1::double precision
-      from (select distinct on (m.id) m.id, fe.path, m.importance, m.strength
-              from file_entities fe
-              join public.memory_entity_links l on l.entity_id = fe.entity_id and l.owner_id = match_owner
-              join visible m on m.id = l.memory_id
-             order by m.id, fe.path) x
-     order by x.importance desc, x.strength desc, x.id
-     limit max_per_kind
-  ),
-  -- normalized_name keeps letters and digits only, so LIKE on its prefix needs no escaping; the
-  -- canonical name then checks the directory boundary exactly. At most 200 files per module.
-  module_entities as (
-    select e.id as entity_id, d.dir
-      from unnest(v_modules) as d(dir)
-      cross join lateral (
-        select e.id from public.memory_entities e
-         where e.owner_id = match_owner and e.entity_type = 'file'
-           and e.normalized_name like public.memory_entity_key(d.dir) || '%'
-           and regexp_replace(e.canonical_name, '^(\./)+', '') ^@ (d.dir || '/')
-         order by e.mention_count desc, e.id
-         limit 200) e
-  ),
-  module_hits as (
-    select x.id, 'module'::text, x.dir, 0.7::double precision
-      from (select distinct on (m.id) m.id, me.dir, m.importance, m.strength
-              from module_entities me
-              join public.memory_entity_links l on l.entity_id = me.entity_id and l.owner_id = match_owner
-              join visible m on m.id = l.memory_id
-             order by m.id, me.dir) x
-     where not exists (select from file_hits fh where fh.id = x.id)
-     order by x.importance desc, x.strength desc, x.id
-     limit max_per_kind
-  ),
-  branch_hits as (
-    select m.id, 'branch'::text, branch, 0.6::double precision
-      from visible m
-     where branch is not null and m.metadata ? 'branch' and (m.metadata ->> 'branch') = branch
-     order by m.created_at desc, m.id
-     limit max_per_kind
-  ),
-  background_hits as (
-    select m.id, 'background'::text,
-           case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end,
-           m.importance / 5.0::double precision
-      from visible m
-     where background_categories is not null
-       and (case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end)
-           = any (background_categories)
-     order by m.importance desc, m.strength desc, m.created_at desc, m.id
-     limit max_per_kind
-  ),
-  recent_error_hits as (
-    select m.id, 'recent_error'::text, null::text, 0.6::double precision
-      from visible m
-     where recent_since is not null and m.created_at >= recent_since
-       and (m.metadata ->> 'category' = 'errors_and_fixes' or m.source = 'error_resolution')
-     order by m.created_at desc, m.id
-     limit max_per_kind
-  ),
-  open_contradictions as (
-    select c.memory_a, c.memory_b
-      from public.context_open_contradictions(match_namespaces, 10) c
-     where contradictions
-  ),
-  contradiction_hits as (
-    select oc.memory_a, 'contradiction'::text, oc.memory_b::text, 1::double precision from open_contradictions oc
-    union all
-    select oc.memory_b, 'contradiction'::text, oc.memory_a::text, 1::double precision from open_contradictions oc
-  ),
-  refs as (
-    select * from given
-    union all select * from file_hits
-    union all select * from module_hits
-    union all select * from branch_hits
-    union all select * from background_hits
-    union all select * from recent_error_hits
-    union all select * from contradiction_hits
-  )
   select r.id, r.kind, r.detail, r.weight,
          m.content, m.memory_type, m.namespace, m.strength, m.priority, m.importance, m.pinned, m.source,
          m.metadata, m.created_at,
          case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end,
          (select max(rel.strength) from public.memory_relations rel
            where rel.owner_id = m.owner_id and (rel.from_id = m.id or rel.to_id = m.id)),
-         array(select distinct f.path
+         array(select distinct p.path
                  from (select regexp_replace(e.canonical_name, '^(\./)+', '') as path
                          from public.memory_entity_links l
                          join public.memory_entities e on e.id = l.entity_id and e.entity_type = 'file'
@@ -233,11 +298,14 @@ begin
                        select regexp_replace(x, '^(\./)+', '')
                          from jsonb_array_elements_text(
                                 case when jsonb_typeof(m.metadata -> 'files') = 'array' then m.metadata -> 'files'
-                                     else '[]'::jsonb end) as x) f
-                order by f.path),
+                                     else '[]'::jsonb end) as x) p
+                order by p.path),
          coalesce(u.retrieval_count, 0), coalesce(u.citation_count, 0), coalesce(u.ignore_count, 0)
-    from refs r
-    join visible m on m.id = r.id
+    from unnest(v_ids, v_kinds, v_details, v_weights) as r(id, kind, detail, weight)
+    cross join lateral (
+      select mm.* from public.devai_memories mm
+       where mm.id = r.id and mm.owner_id = match_owner and mm.is_valid and mm.state = 'active' and mm.strength > 0.05
+         and mm.source is distinct from 'conversation' and (mm.namespace || '/') ^@ any (v_scopes)) m
     left join public.memory_usage u on u.memory_id = m.id
    order by r.kind, r.weight desc, r.id;
 end;
@@ -247,10 +315,10 @@ revoke all on function public.context_candidates(text[], uuid[], text[], text[],
 grant execute on function public.context_candidates(text[], uuid[], text[], text[], text, text[], timestamptz, boolean, integer, uuid)
   to authenticated, service_role;
 
--- What one context/assemble leaves behind, in one call as the tenant: the memories it injected
--- are reinforced like retrieval's (public.reinforce_memories; index pointers and stale flags are
--- not injected content and are left out by the caller), what it injected into the session is
--- recorded (tier, level, tokens: read by memory/usage), and one memory_events row describes it.
+-- What one context/assemble leaves behind, in one call as the tenant: p_reinforce (the memories
+-- its signals and message selected: the critical and relevant tiers) are reinforced like
+-- retrieval's (public.reinforce_memories), what it injected into the session is recorded (tier,
+-- level, tokens: read by memory/usage), and one memory_events row describes it.
 create or replace function public.record_context_assembly(
   p_session_id text,
   p_ids uuid[],

@@ -1,12 +1,13 @@
 // context/assemble (docs/context.md): a context of at most `budget` tokens in four tiers, filled
 // from the coding signals, the message and the project's conventions, each memory at the
-// compression level its tier can afford. In one tenant transaction:
+// compression level its tier can afford. As the tenant (RLS) throughout:
 //   1. the session's cached predictions for the request's signals (prefetch.ts): fresh or stale
 //      ones stand in for their signal's lookups;
 //   2. one gather (gather.ts): the relevant search (message + the uncached signals' words), the
-//      error search, and one context_candidates call for the lookups and every candidate's details;
+//      error search and the lookups at the same time, then every candidate's details;
 //   3. lineage and staleness, tiers and ranks (select.ts); packing (pack-tiers.ts) and text (render.ts);
-//   4. record_context_assembly: injected memories reinforced, the session's injections, one event.
+//   4. record_context_assembly: the critical and relevant memories reinforced, the session's
+//      injections, one event.
 // A stale prediction is refreshed after the answer (ContextDeps.defer).
 import type { Caller } from "../auth.ts";
 import { withTenant } from "../db.ts";
@@ -16,7 +17,7 @@ import { type PackedContext, packTiers, type PlacedMemory, type TierReport } fro
 import { type CachedPrediction, type Freshness, readPrefetch } from "./prefetch.ts";
 import { refreshPrefetch } from "./predict.ts";
 import type { AssembleRequest, Signals } from "./schemas.ts";
-import { type Excluded, selectTiers } from "./select.ts";
+import { type Excluded, type Selection, selectTiers } from "./select.ts";
 import { CANDIDATES_PER_KIND, type CodingSignal, type ContextDeps, lookupsOf, recentErrorsSince, signalKey, signalSearchText } from "./signals.ts";
 import { ACTIVITY_CATEGORIES, BACKGROUND_CATEGORIES, sharesFor, type Tier } from "./tiers.ts";
 import type { LineageVerdict } from "./lineage.ts";
@@ -65,75 +66,82 @@ export function codingSignalsOf(s: Signals): CodingSignal[] {
   ];
 }
 
+/** Each placed memory with what the response says about it. */
+function describe(packed: PackedContext, selection: Selection): AssembledMemory[] {
+  return packed.placed.map((p) => {
+    const s = selection.scored.get(p.id);
+    const forms = s?.forms ?? selection.stale.find((x) => x.id === p.id)!.forms;
+    return {
+      id: p.id,
+      tier: p.tier,
+      level: p.level,
+      tokens: p.tokens,
+      ...(p.tag ? { tag: p.tag } : {}),
+      index_key: forms.index,
+      score: round(s?.score ?? 0),
+      kinds: s?.kinds ?? [],
+      lineage: s?.lineage ?? "project",
+      compression: forms.by,
+      ...(p.shortened ? { shortened: true as const } : {}),
+      ...(p.stale ? { stale: p.stale } : {}),
+    };
+  });
+}
+
 export async function assembleContext(deps: ContextDeps, caller: Caller, body: AssembleRequest): Promise<AssembleResponse> {
   const now = deps.clock();
   const signals = body.signals ?? {};
   const activity = signals.activity;
   const scopes = retrievalScopes(deps.config.namespaceRoot, body.project);
   const coding = codingSignalsOf(signals);
-  const stale: CodingSignal[] = [];
 
-  const result = await withTenant(deps.sql, caller, async (tx) => {
-    const cached = body.session_id ? await readPrefetch(tx, body.session_id, coding.map(signalKey), now) : new Map<string, CachedPrediction>();
-    const served = (s: CodingSignal) => {
-      const c = cached.get(signalKey(s));
-      return c && c.freshness !== "expired" ? c : undefined;
-    };
-    const uncached = coding.filter((s) => !served(s));
-    stale.push(...coding.filter((s) => served(s)?.freshness === "stale"));
-    const servedRefs = coding.flatMap((s) => served(s)?.refs ?? []);
+  // 1. The session's predictions for these signals.
+  const cached = body.session_id
+    ? await withTenant(deps.sql, caller, (tx) => readPrefetch(tx, body.session_id!, coding.map(signalKey), now))
+    : new Map<string, CachedPrediction>();
+  const served = (s: CodingSignal) => {
+    const c = cached.get(signalKey(s));
+    return c && c.freshness !== "expired" ? c : undefined;
+  };
+  const uncached = coding.filter((s) => !served(s));
+  const stale = coding.filter((s) => served(s)?.freshness === "stale");
+  const servedRefs = coding.flatMap((s) => served(s)?.refs ?? []);
 
-    const searchText = [body.message, ...uncached.map(signalSearchText)].filter((t): t is string => !!t).join("\n");
-    const lookups = lookupsOf(uncached, now);
-    // Open files are looked up every time (their memories go to the relevant tier); while
-    // debugging, the last day's error memories even without an error on screen.
-    const files = [...(lookups.files ?? []), ...(signals.open_files ?? [])];
-    const gathered = await gatherCandidates(tx, deps, {
-      scopes,
-      ownerId: caller.tenantId,
-      limit: CANDIDATES_PER_KIND,
-      searchText: searchText || undefined,
-      ...lookups,
-      files: files.length > 0 ? files : undefined,
-      recentSince: lookups.recentSince ?? (activity === "debugging" ? recentErrorsSince(now) : undefined),
-      backgroundCategories: [...BACKGROUND_CATEGORIES, ...ACTIVITY_CATEGORIES[activity ?? "feature"]],
-      contradictions: true,
-      givenIds: servedRefs.map((r) => r.id),
-    });
-    const refs = [...gathered.refs, ...servedRefs];
-    const selection = selectTiers({ refs, details: gathered.details, signals, activity });
-    const packed: PackedContext = packTiers({
-      budget: body.budget,
-      shares: sharesFor(activity),
-      critical: selection.critical,
-      relevant: selection.relevant,
-      background: selection.background,
-      stale: selection.stale,
-    });
+  // 2. What the uncached signals and the message find. Open files are looked up every time (their
+  // memories go to the relevant tier); while debugging, the last day's error memories even
+  // without an error on screen.
+  const searchText = [body.message, ...uncached.map(signalSearchText)].filter((t): t is string => !!t).join("\n");
+  const lookups = lookupsOf(uncached, now);
+  const files = [...(lookups.files ?? []), ...(signals.open_files ?? [])];
+  const gathered = await gatherCandidates(deps.sql, caller, deps, {
+    scopes,
+    ownerId: caller.tenantId,
+    limit: CANDIDATES_PER_KIND,
+    searchText: searchText || undefined,
+    message: body.message !== undefined,
+    ...lookups,
+    files: files.length > 0 ? files : undefined,
+    recentSince: lookups.recentSince ?? (activity === "debugging" ? recentErrorsSince(now) : undefined),
+    backgroundCategories: [...BACKGROUND_CATEGORIES, ...ACTIVITY_CATEGORIES[activity ?? "feature"]],
+    contradictions: true,
+    givenIds: servedRefs.map((r) => r.id),
+  });
 
-    const memories: AssembledMemory[] = packed.placed.map((p) => {
-      const s = selection.scored.get(p.id);
-      const forms = s?.forms ?? selection.stale.find((x) => x.id === p.id)!.forms;
-      return {
-        id: p.id,
-        tier: p.tier,
-        level: p.level,
-        tokens: p.tokens,
-        ...(p.tag ? { tag: p.tag } : {}),
-        index_key: forms.index,
-        score: round(s?.score ?? 0),
-        kinds: s?.kinds ?? [],
-        lineage: s?.lineage ?? "project",
-        compression: forms.by,
-        ...(p.shortened ? { shortened: true as const } : {}),
-        ...(p.stale ? { stale: p.stale } : {}),
-      };
-    });
-    const injected = memories.filter((m) => m.tier !== "index");
-    await tx`
+  // 3. Tiers, ranks, levels, text.
+  const selection = selectTiers({ refs: [...gathered.refs, ...servedRefs], details: gathered.details, signals, activity });
+  const packed = packTiers({ budget: body.budget, shares: sharesFor(activity), ...selection });
+  const memories = describe(packed, selection);
+  const perSignal = Object.fromEntries(coding.map((s) => [signalKey(s), cached.get(signalKey(s))?.freshness ?? "miss" as const]));
+
+  // 4. Reinforced: what the signals and the message selected. Background is standing context and
+  // an index key a pointer: neither says the memory was used.
+  const injected = memories.filter((m) => m.tier !== "index");
+  const reinforced = injected.filter((m) => m.tier === "critical" || m.tier === "relevant").map((m) => m.id);
+  await withTenant(deps.sql, caller, (tx) =>
+    tx`
       select public.record_context_assembly(
         ${body.session_id ?? null}, ${injected.map((m) => m.id)}::uuid[], ${injected.map((m) => m.tier)}::text[],
-        ${injected.map((m) => m.level)}::text[], ${injected.map((m) => m.tokens)}::int[], ${injected.map((m) => m.id)}::uuid[],
+        ${injected.map((m) => m.level)}::text[], ${injected.map((m) => m.tokens)}::int[], ${reinforced}::uuid[],
         ${body.thread_id ?? null},
         ${tx.json({
           mode: "assemble",
@@ -144,31 +152,26 @@ export async function assembleContext(deps: ContextDeps, caller: Caller, body: A
           candidates: selection.scored.size,
           injected: injected.length,
           searches: gathered.searches,
-          prefetch: Object.fromEntries(coding.map((s) => [signalKey(s), cached.get(signalKey(s))?.freshness ?? "miss"])),
-        } as never)})`;
-
-    const perSignal = Object.fromEntries(coding.map((s) => [signalKey(s), cached.get(signalKey(s))?.freshness ?? "miss" as const]));
-    const statuses = new Set(Object.values(perSignal));
-    const prefetchStatus: AssembleResponse["prefetch"]["status"] = !body.session_id || coding.length === 0
-      ? "none"
-      : statuses.size === 1 ? [...statuses][0]! : "partial";
-    return {
-      context: packed.text,
-      token_count: packed.tokenCount,
-      budget: body.budget,
-      activity: activity ?? null,
-      tiers: packed.tiers,
-      memories,
-      excluded: selection.excluded,
-      omitted: selection.scored.size - memories.filter((m) => selection.scored.has(m.id)).length,
-      prefetch: { status: prefetchStatus, signals: perSignal },
-    };
-  }, { threadId: body.thread_id });
+          prefetch: perSignal,
+        } as never)})`, { threadId: body.thread_id });
 
   // Lazy refresh: a stale prediction was served once; the next assemble gets a fresh one.
   if (body.session_id && deps.defer) {
-    const lineage = { ...signals };
-    for (const s of stale) deps.defer(refreshPrefetch(deps, caller, body.session_id, body.project, s, lineage));
+    for (const s of stale) deps.defer(refreshPrefetch(deps, caller, body.session_id, body.project, s, signals));
   }
-  return result;
+  const statuses = new Set(Object.values(perSignal));
+  return {
+    context: packed.text,
+    token_count: packed.tokenCount,
+    budget: body.budget,
+    activity: activity ?? null,
+    tiers: packed.tiers,
+    memories,
+    excluded: selection.excluded,
+    omitted: selection.scored.size - memories.filter((m) => selection.scored.has(m.id)).length,
+    prefetch: {
+      status: !body.session_id || coding.length === 0 ? "none" : statuses.size === 1 ? [...statuses][0]! : "partial",
+      signals: perSignal,
+    },
+  };
 }

@@ -83,7 +83,10 @@ function termsOf(content: string): Term[] {
   const out: Term[] = [];
   const seen = new Set<string>();
   let pos = 0;
+  let atSentenceStart = true; // the text's first token, or one after . ! ?
   for (const m of text.matchAll(TOKEN)) {
+    const sentenceStart = atSentenceStart;
+    atSentenceStart = /[.!?]$/.test(m[0]) || /^\s*[.!?]/.test(text.slice(m.index + m[0].length, m.index + m[0].length + 4));
     const raw = m[0].replace(/^[.,:/#-]+|[.,:;/#-]+$/gu, "");
     pos++;
     if (raw.length === 0 || !/[\p{L}\p{N}]/u.test(raw)) continue;
@@ -92,7 +95,6 @@ function termsOf(content: string): Term[] {
     const negation = NEGATIONS.has(lower);
     if (!negation && (STOP.has(lower) || (raw.length < 2 && !/\p{N}/u.test(raw)))) continue;
     seen.add(lower);
-    const sentenceStart = m.index === 0 || /[.!?]\s*$/.test(text.slice(0, m.index));
     const salience = negation ? 0.5
       : isIdentifier(raw) || /^\p{Lu}{2,}\p{N}*$/u.test(raw) ? 3
       : /^\p{Lu}/u.test(raw) && !sentenceStart ? 2
@@ -114,9 +116,7 @@ export function offlineSummary(content: string): string {
  * "topic: term term …": the most salient term, then the others in the order they came, at most 9
  * and at most 60% of the summary's length (so each level is shorter than the one before).
  */
-export function offlineCompressed(content: string): string {
-  const terms = termsOf(content);
-  const summary = offlineSummary(content);
+export function offlineCompressed(content: string, terms = termsOf(content), summary = offlineSummary(content)): string {
   if (terms.length === 0) return summary;
   const topic = [...terms].sort((a, b) => b.salience - a.salience || a.pos - b.pos)[0]!;
   const limit = Math.max(24, Math.floor(summary.length * 0.6));
@@ -130,8 +130,8 @@ export function offlineCompressed(content: string): string {
 }
 
 /** The two most salient terms, in text order, as one snake_case key (file paths by their name without extension). */
-export function offlineIndexKey(content: string): string {
-  const top = termsOf(content)
+export function offlineIndexKey(content: string, terms = termsOf(content)): string {
+  const top = terms
     .filter((t) => t.salience >= 1)
     .sort((a, b) => b.salience - a.salience || a.pos - b.pos)
     .slice(0, 2)
@@ -142,7 +142,9 @@ export function offlineIndexKey(content: string): string {
 }
 
 export function offlineForms(content: string): Omit<CompressionForms, "by"> {
-  return { summary: offlineSummary(content), compressed: offlineCompressed(content), index: offlineIndexKey(content) };
+  const terms = termsOf(content);
+  const summary = offlineSummary(content);
+  return { summary, compressed: offlineCompressed(content, terms, summary), index: offlineIndexKey(content, terms) };
 }
 
 const storedString = (v: unknown, max: number) => (typeof v === "string" && v.trim().length > 0 && v.length <= max ? v.trim() : undefined);

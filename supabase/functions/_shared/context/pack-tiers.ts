@@ -71,8 +71,20 @@ export interface PackedContext {
   placed: PlacedMemory[];
 }
 
-const lineCost = (line: string) => countTokens(line) + 1; // + its newline
-const sectionCost = (tier: Tier) => countTokens(TIER_TITLES[tier]) + 3; // title, its newline, the blank line before it
+// Lines recur within a packing (levels tried, upgrades, the report) and across requests (the same
+// memories): each is counted once; the cache is cleared past 20,000 lines.
+const counted = new Map<string, number>();
+function tokensOf(text: string): number {
+  let n = counted.get(text);
+  if (n === undefined) {
+    if (counted.size > 20_000) counted.clear();
+    n = countTokens(text);
+    counted.set(text, n);
+  }
+  return n;
+}
+const lineCost = (line: string) => tokensOf(line) + 1; // + its newline
+const sectionCost = (tier: Tier) => tokensOf(TIER_TITLES[tier]) + 3; // title, its newline, the blank line before it
 
 function textsAt(c: TierCandidate, level: Level): { text: string; pairText?: string } {
   return { text: textAt(c.content, c.forms, level), pairText: c.pair ? textAt(c.pair.content, c.pair.forms, level) : undefined };
@@ -145,7 +157,7 @@ function packIndex(pointers: readonly IndexPointer[], budget: number): IndexPoin
   for (const p of pointers) {
     const piece = p.stale ? staleNote(p) : p.key;
     const frame = p.stale ? (stalePaid ? 0 : lineCost(staleLine([]))) : (askPaid ? 0 : lineCost(askLine([])));
-    const cost = countTokens(piece) + 1 + frame; // + the separator
+    const cost = tokensOf(piece) + 1 + frame; // + the separator
     if (used + cost > budget) continue;
     used += cost;
     if (p.stale) stalePaid = true;
@@ -156,7 +168,7 @@ function packIndex(pointers: readonly IndexPointer[], budget: number): IndexPoin
 }
 
 export function packTiers(input: PackTiersInput): PackedContext {
-  const available = Math.max(0, input.budget - countTokens(CONTEXT_HEADING));
+  const available = Math.max(0, input.budget - tokensOf(CONTEXT_HEADING));
   const budgets = tierBudgets(available, input.shares);
   const state: RenderInput = { critical: [], relevant: [], background: [], index: [] };
   const given: Record<Tier, number> = { critical: 0, relevant: 0, background: 0, index: 0 };
@@ -201,17 +213,17 @@ function report(text: string, tokenCount: number, sections: Record<Tier, string>
   const placed: PlacedMemory[] = [];
   for (const tier of ["critical", "relevant", "background"] as const) {
     for (const l of state[tier] as readonly Line[]) {
-      const tokens = countTokens(bulletLine(l));
+      const tokens = tokensOf(bulletLine(l));
       placed.push({ id: l.id, tier, level: l.level, tokens, ...(l.tag ? { tag: l.tag } : {}), ...(l.shortened ? { shortened: true as const } : {}) });
       if (l.pairId) placed.push({ id: l.pairId, tier, level: l.level, tokens, tag: l.tag });
     }
   }
   for (const p of state.index) {
-    placed.push({ id: p.id, tier: "index", level: "index", tokens: countTokens(p.key), ...(p.stale ? { stale: p.stale } : {}) });
+    placed.push({ id: p.id, tier: "index", level: "index", tokens: tokensOf(p.key), ...(p.stale ? { stale: p.stale } : {}) });
   }
   const tiers = Object.fromEntries(TIERS.map((t) => [t, {
     budget: given[t],
-    token_count: countTokens(sections[t]),
+    token_count: tokensOf(sections[t]),
     memories: t === "index" ? state.index.length : (state[t] as readonly Line[]).reduce((n, l) => n + (l.pairId ? 2 : 1), 0),
   }])) as Record<Tier, TierReport>;
   return { text, tokenCount, tiers, placed };

@@ -3,7 +3,7 @@
 // prediction is cached per signal, and the session's next context/assemble is served from it
 // while fresh.
 import type { Caller } from "../auth.ts";
-import { type Tx, withTenant } from "../db.ts";
+import { withTenant } from "../db.ts";
 import { retrievalScopes } from "../scopes.ts";
 import { type CandidateRef, gatherCandidates, type Gathered, type MemoryDetails } from "./gather.ts";
 import { writePrefetch } from "./prefetch.ts";
@@ -35,11 +35,11 @@ export interface PredictResponse {
 
 const round = (x: number) => Math.round(x * 10_000) / 10_000;
 
-/** The candidates of one signal (a search and one context_candidates call). */
-export async function gatherSignal(tx: Tx, deps: ContextDeps, ownerId: string, scopes: string[], signal: CodingSignal, now: Date): Promise<Gathered> {
-  return await gatherCandidates(tx, deps, {
+/** The candidates of one signal (a search and the lookups). */
+export async function gatherSignal(deps: ContextDeps, caller: Caller, scopes: string[], signal: CodingSignal, now: Date): Promise<Gathered> {
+  return await gatherCandidates(deps.sql, caller, deps, {
     scopes,
-    ownerId,
+    ownerId: caller.tenantId,
     limit: CANDIDATES_PER_KIND,
     searchText: signalSearchText(signal),
     ...lookupsOf([signal], now),
@@ -56,10 +56,8 @@ export function keptRefs(g: Gathered, signals: Signals): CandidateRef[] {
 export async function refreshPrefetch(deps: ContextDeps, caller: Caller, sessionId: string, project: string | undefined, signal: CodingSignal, lineage: LineageSignals): Promise<void> {
   const now = deps.clock();
   const scopes = retrievalScopes(deps.config.namespaceRoot, project);
-  await withTenant(deps.sql, caller, async (tx) => {
-    const refs = keptRefs(await gatherSignal(tx, deps, caller.tenantId, scopes, signal, now), lineage);
-    await writePrefetch(tx, sessionId, signalKey(signal), refs, predictionConfidence(refs), now);
-  });
+  const refs = keptRefs(await gatherSignal(deps, caller, scopes, signal, now), lineage);
+  await withTenant(deps.sql, caller, (tx) => writePrefetch(tx, sessionId, signalKey(signal), refs, predictionConfidence(refs), now));
 }
 
 export async function predictContext(deps: ContextDeps, caller: Caller, body: PredictRequest): Promise<PredictResponse> {
@@ -76,15 +74,15 @@ export async function predictContext(deps: ContextDeps, caller: Caller, body: Pr
     current_file: body.file_opened,
     ...(body.error !== undefined ? { recent_errors: [body.error] } : {}),
   };
+  const gathered = await Promise.all(signals.map((signal) => gatherSignal(deps, caller, scopes, signal, now)));
   return await withTenant(deps.sql, caller, async (tx) => {
     const refs: CandidateRef[] = [];
     const details = new Map<string, MemoryDetails>();
-    for (const signal of signals) {
-      const g = await gatherSignal(tx, deps, caller.tenantId, scopes, signal, now);
+    for (const [i, g] of gathered.entries()) {
       g.details.forEach((d, id) => details.set(id, d));
       const kept = keptRefs(g, lineage);
       refs.push(...kept);
-      if (body.session_id) await writePrefetch(tx, body.session_id, signalKey(signal), kept, predictionConfidence(kept), now);
+      if (body.session_id) await writePrefetch(tx, body.session_id, signalKey(signals[i]!), kept, predictionConfidence(kept), now);
     }
     const selection = selectTiers({ refs, details, signals: lineage, activity: body.error !== undefined ? "debugging" : undefined });
     const ranked = [...selection.critical, ...selection.relevant].slice(0, body.limit);
