@@ -3,7 +3,7 @@
 -- through the context functions; A's own calls only ever touch A's rows; anon gets nothing; the
 -- prune deletes only old session records. Fixtures are written as the table owner.
 begin;
-select plan(32);
+select plan(35);
 
 insert into public.devai_memories (id, owner_id, content, memory_type, namespace, metadata) values
   ('50100000-0000-4000-8000-0000000000a1', '50000000-0000-4000-8000-00000000000a', 'A: src/app.ts keeps sessions in Redis.', 'semantic', 'devai/project/p/notes', '{"category": "decisions", "branch": "feat/x"}'),
@@ -63,6 +63,14 @@ select is_empty($$select * from public.context_candidates(array['devai/project/p
                    match_owner => '50000000-0000-4000-8000-00000000000b')$$,
                 'naming B as the owner finds nothing (RLS)');
 select is_empty($$select * from public.context_open_contradictions(array['devai/project/p'])$$, 'B''s open contradiction is not A''s');
+select is((select cardinality(ids) from memory_search.context_lookups('50000000-0000-4000-8000-00000000000b', array['devai/project/p/'],
+            array['src/app.ts'], array['src'], 'feat/x', array['conventions'], now() - interval '1 day', 30)), 0,
+          'the security-definer lookups pin the tenant: naming B as the owner finds nothing');
+select results_eq($$select unnest(ids), unnest(kinds) from memory_search.context_lookups('50000000-0000-4000-8000-00000000000a', array['devai/project/p/'],
+            array['src/app.ts'], null, 'feat/x', array['conventions'], null, 30) order by 1, 2$$,
+          $$values ('50100000-0000-4000-8000-0000000000a1'::uuid, 'branch'::text), ('50100000-0000-4000-8000-0000000000a1', 'file'),
+                   ('50100000-0000-4000-8000-0000000000a2', 'background')$$,
+          'as A, the lookups return A''s ids only (never content)');
 select throws_ok($$select * from public.context_candidates(array[]::text[])$$, '22023', 'at least one namespace scope is required', 'a scope is required');
 select throws_ok($$select * from public.context_candidates(array['devai/project/p'], max_per_kind => 0)$$, '22023', null, 'max_per_kind is bounded');
 
@@ -94,16 +102,24 @@ select throws_ok($$select * from public.memory_usage$$, '42501', 'permission den
 select throws_ok($$select * from public.context_prefetch$$, '42501', 'permission denied for table context_prefetch', 'anon cannot read the prefetch cache');
 select throws_ok($$select * from public.context_candidates(array['devai/project/p'])$$, '42501', null, 'anon cannot call context_candidates');
 select throws_ok($$select * from public.record_memory_usage('s', '{}', '{}', '{}')$$, '42501', null, 'anon cannot report usage');
+select throws_ok($$select * from memory_search.context_lookups('50000000-0000-4000-8000-00000000000a', array['devai/'], null, null, null, null, null, 30)$$,
+                 '42501', null, 'anon cannot call the lookups');
 
 -- As the table owner: B's rows are as they were; the prune deletes old session records only.
 select tests.clear_authentication();
 select results_eq($$select retrieval_count, citation_count, ignore_count from public.memory_usage where owner_id = '50000000-0000-4000-8000-00000000000b'$$,
   $$values (4, 1, 3)$$, 'B''s counters are unchanged');
 select is((select strength from public.devai_memories where id = '50100000-0000-4000-8000-0000000000b1'), 1::double precision, 'B''s memory was not reinforced');
-select is(memory_private.prune_context_sessions(now() + interval '47 hours'), '{"prefetch": 0, "injections": 0}'::jsonb,
-          'records younger than context_session_retention_hours stay');
-select is(memory_private.prune_context_sessions(now() + interval '49 hours'), '{"prefetch": 1, "injections": 2}'::jsonb,
-          'older ones are deleted: B''s prefetch row, B''s and A''s injections');
+create temporary table ours on commit drop as
+  select '50000000-0000-4000-8000-00000000000a'::uuid as owner union all select '50000000-0000-4000-8000-00000000000b';
+select memory_private.prune_context_sessions(now() + interval '47 hours');
+select results_eq($$select (select count(*) from public.context_prefetch where owner_id in (select owner from ours)),
+                           (select count(*) from public.context_injections where owner_id in (select owner from ours))$$,
+                  $$values (1::bigint, 2::bigint)$$, 'records younger than context_session_retention_hours stay');
+select memory_private.prune_context_sessions(now() + interval '49 hours');
+select results_eq($$select (select count(*) from public.context_prefetch where owner_id in (select owner from ours)),
+                           (select count(*) from public.context_injections where owner_id in (select owner from ours))$$,
+                  $$values (0::bigint, 0::bigint)$$, 'older ones are deleted: B''s prefetch row, B''s and A''s injections');
 
 select * from finish();
 rollback;
