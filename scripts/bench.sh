@@ -6,7 +6,9 @@
 #   npm run bench -- --quick                        fewer queries per figure
 # 1. installs the npm devDependencies if needed (deno, supabase CLI)
 # 2. starts/resets its OWN Postgres cluster on 127.0.0.1:${DEVAI_BENCH_PG_PORT:-54336} (never the
-#    dev or test database) and applies the migrations
+#    dev or test database) and applies the migrations; that cluster alone runs with
+#    synchronous_commit = off (bulk loads), which the output says (DEVAI_BENCH_SYNCHRONOUS_COMMIT=on
+#    measures with the durable setting the dev and test clusters use)
 # 3. installs the mem0 peer under bench/peer (npm, Node) when the peer suite is selected
 # 4. runs bench/main.ts: loads the corpus, runs the suites, writes bench/results/<suite>.json,
 #    prints the tables and redraws bench/results/*.svg
@@ -18,6 +20,7 @@ cd "$repo"
 source scripts/lib/ensure-deps.sh
 
 export DEVAI_PG_PORT="${DEVAI_BENCH_PG_PORT:-54336}"
+export DEVAI_PG_SYNCHRONOUS_COMMIT="${DEVAI_BENCH_SYNCHRONOUS_COMMIT:-off}"
 if [[ -n "${BENCH_DATABASE_URL:-}" ]]; then
   export DATABASE_URL="$BENCH_DATABASE_URL" DEVAI_ALLOW_REMOTE_RESET=1
 else

@@ -135,7 +135,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError(`invalid FUNCTIONS_PORT: ${portText}`);
 
   installEdgeRuntimeShim();
-  const sql = createSql(config.databaseUrl, { max: config.dbPoolMax, applicationName: "devai-local-functions" });
+  const sql = createSql(config.databaseUrl, { max: config.dbPoolMax, applicationName: "devai-local-functions", statementTimeoutMs: config.dbStatementTimeoutMs });
   const stoppables: { stop(): Promise<void> }[] = [];
   let server: Deno.HttpServer<Deno.NetAddr> | undefined;
   try {

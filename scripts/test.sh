@@ -9,6 +9,9 @@
 #   5. `deno check` of every function and test, then the Deno suite (fake LLM) twice: on the real
 #      Postgres and on embedded PGlite (what `npm start` runs by default); tests that need a real
 #      server are reported as skipped on PGlite, with the reason in their name
+# tests/db_outage.test.ts also starts, crashes and restarts a throwaway cluster of its own on
+# DEVAI_TEST_OUTAGE_PG_PORT (default: 22 above the test cluster's port, 54351 for the default
+# 54329, so two test runs with their own DEVAI_TEST_PG_PORT never share it), and stops it.
 # Prints one summary line `summary: N passed, N failed, N skipped` and exits non-zero on any failure.
 # With TEST_DATABASE_URL set, uses that database instead of the local cluster (it is reset!).
 set -uo pipefail
@@ -18,6 +21,7 @@ cd "$repo"
 source scripts/lib/ensure-deps.sh
 
 export DEVAI_PG_PORT="${DEVAI_TEST_PG_PORT:-54329}"
+export DEVAI_TEST_OUTAGE_PG_PORT="${DEVAI_TEST_OUTAGE_PG_PORT:-$((DEVAI_PG_PORT + 22))}"
 if [[ -n "${TEST_DATABASE_URL:-}" ]]; then
   export DATABASE_URL="$TEST_DATABASE_URL" DEVAI_ALLOW_REMOTE_RESET=1
 else

@@ -35,6 +35,7 @@ export type Reply =
   | { kind: "error"; status: number; headers?: Record<string, string>; body?: unknown }
   | { kind: "slow"; delayMs: number; then: Reply }
   | { kind: "hang" }
+  | { kind: "until"; released: Promise<unknown>; then: Reply }
   | { kind: "dynamic"; fn: (req: ChatRequestBody) => Reply };
 
 export const reply = {
@@ -53,6 +54,8 @@ export const reply = {
   slow: (delayMs: number, then: Reply): Reply => ({ kind: "slow", delayMs, then }),
   /** Never answers until the client gives up (its timeout) or the server closes. */
   hang: (): Reply => ({ kind: "hang" }),
+  /** Answers `then` once `released` settles (a test decides when a slow model answers). */
+  until: (released: Promise<unknown>, then: Reply): Reply => ({ kind: "until", released, then }),
   /** Computes the reply from the request. */
   dynamic: (fn: (req: ChatRequestBody) => Reply): Reply => ({ kind: "dynamic", fn }),
 };
@@ -71,6 +74,7 @@ export class FakeOpenAI {
   private readonly embeddings = new Map<string, number[]>();
   private readonly embeddingFaults: Reply[] = [];
   private readonly hangs = new Set<() => void>();
+  private readonly chatWaiters: { count: number; resolve: () => void }[] = [];
   private server!: Deno.HttpServer<Deno.NetAddr>;
   baseUrl = "";
   /** What GET /v1/models lists. */
@@ -130,6 +134,14 @@ export class FakeOpenAI {
     return this.requests.filter((r) => r.path.endsWith("/chat/completions"));
   }
 
+  /** Resolves once the server has received `count` chat requests in all (an event to wait on, not a delay). */
+  chatRequestsReceived(count: number): Promise<void> {
+    if (this.chatRequests().length >= count) return Promise.resolve();
+    const { promise, resolve } = Promise.withResolvers<void>();
+    this.chatWaiters.push({ count, resolve });
+    return promise;
+  }
+
   embeddingRequests(): RecordedRequest[] {
     return this.requests.filter((r) => r.path.endsWith("/embeddings"));
   }
@@ -158,7 +170,11 @@ export class FakeOpenAI {
       return errorJson(401, "fake OpenAI: incorrect API key provided");
     }
     // req.signal is read only when a reply waits (reading it on every request makes Deno warn).
-    if (req.method === "POST" && url.pathname === "/v1/chat/completions") return await this.chat(body as ChatRequestBody, () => req.signal);
+    if (req.method === "POST" && url.pathname === "/v1/chat/completions") {
+      const received = this.chatRequests().length;
+      for (const w of this.chatWaiters.filter((w) => w.count <= received)) w.resolve();
+      return await this.chat(body as ChatRequestBody, () => req.signal);
+    }
     if (req.method === "POST" && url.pathname === "/v1/embeddings") {
       const fault = this.embeddingFaults.shift();
       if (fault) return await this.render(fault, body as ChatRequestBody, () => req.signal);
@@ -206,6 +222,9 @@ export class FakeOpenAI {
       case "hang":
         await this.wait(Number.POSITIVE_INFINITY, signal);
         return errorJson(504, "fake OpenAI: hang released");
+      case "until":
+        await Promise.race([r.released, this.wait(Number.POSITIVE_INFINITY, signal)]);
+        return await this.render(r.then, body, signal);
       case "dynamic":
         return await this.render(r.fn(body), body, signal);
     }

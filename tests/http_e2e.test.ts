@@ -6,6 +6,7 @@ import { createMemoryClient, MemoryApiError, type MemoryClient } from "../sdk/mo
 import { serviceToken, userToken } from "./support/auth.ts";
 import { type RunningServer, startTestServer } from "./support/http_server.ts";
 import { newTenant } from "./support/seed.ts";
+import { waitUntil } from "./support/wait.ts";
 
 async function withServer(fn: (server: RunningServer) => Promise<void>, opts: Parameters<typeof startTestServer>[0] = {}) {
   const server = await startTestServer(opts);
@@ -151,20 +152,19 @@ Deno.test("http e2e: extract is queued (202) and the job finishes; service role 
     assert.ok(queued.job_id);
     assert.equal(queued.deduplicated, false);
 
-    let status = await memory.jobStatus(queued.job_id);
-    for (let i = 0; i < 100 && status.status !== "done" && status.status !== "dead"; i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      status = await memory.jobStatus(queued.job_id);
-    }
+    // The server's worker drains every 200 ms: wait for the job to end, then for its memory.
+    const status = await waitUntil(async () => {
+      const s = await memory.jobStatus(queued.job_id);
+      return s.status === "done" || s.status === "dead" ? s : undefined;
+    }, "the extract job to finish", { deadlineMs: 10_000 });
     assert.equal(status.status, "done", JSON.stringify(status));
 
     // The service role names the tenant; it sees what the extraction (and its dedup job) wrote.
     const service = createMemoryClient({ supabaseUrl: server.url, accessToken: await serviceToken(), tenantId: tenant });
-    let listed = await service.list();
-    for (let i = 0; i < 50 && listed.memories.length === 0; i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      listed = await service.list();
-    }
+    const listed = await waitUntil(async () => {
+      const l = await service.list();
+      return l.memories.length > 0 ? l : undefined;
+    }, "the dedup job's memory", { deadlineMs: 5_000 });
     assert.ok(listed.memories.some((m) => /staging database/i.test(m.content)), JSON.stringify(listed.memories.map((m) => m.content)));
     // A user token cannot name another tenant.
     const other = createMemoryClient({ supabaseUrl: server.url, accessToken: await userToken(tenant), tenantId: newTenant() });

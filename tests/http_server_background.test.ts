@@ -68,25 +68,47 @@ async function databaseWithoutPgCron(): Promise<{ sql: Sql; probe: string; done(
   };
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Log lines as events: resolves when `count` lines matching `pattern` have been logged. */
+function logWatcher() {
+  const lines: string[] = [];
+  const waiters: { pattern: RegExp; count: number; resolve: () => void }[] = [];
+  const matching = (pattern: RegExp) => lines.filter((l) => pattern.test(l)).length;
+  return {
+    lines,
+    log(line: string) {
+      lines.push(line);
+      for (const w of waiters.filter((w) => matching(w.pattern) >= w.count)) w.resolve();
+    },
+    /** Resolves once `more` further lines match pattern (counted from now). */
+    next(pattern: RegExp, more = 1): Promise<void> {
+      const { promise, resolve } = Promise.withResolvers<void>();
+      waiters.push({ pattern, count: matching(pattern) + more, resolve });
+      return promise;
+    },
+  };
+}
 
 Deno.test("maintenance scheduler: without pg_cron, scheduled rows run (UTC, as cron:<job>), reload picks up changes, stop stops", async () => {
   const { sql, probe, done } = await databaseWithoutPgCron();
-  const lines: string[] = [];
+  const watch = logWatcher();
+  const lines = watch.lines;
   const insertProbe = (job: string) => `insert into public.${probe} (job, actor) values ('${job}', current_setting('memory.actor', true))`;
   try {
+    // fast's run is slow on purpose (a busy query before its insert), so a reload often meets one in flight.
     await sql`
       insert into public.memory_maintenance_schedules (job_name, schedule, command, description) values
-        ('devai-probe-fast', '1 seconds', ${insertProbe("fast")}, 'test probe'),
+        ('devai-probe-fast', '1 seconds', ${`select count(*) from generate_series(1, 300000); ${insertProbe("fast")}`}, 'test probe'),
+        ('devai-probe-tick', '1 seconds', ${insertProbe("tick")}, 'test probe'),
         ('devai-probe-nightly', '0 3 * * *', ${insertProbe("nightly")}, 'test probe'),
         ('devai-probe-broken', 'not a schedule', 'select 1', 'test probe')`;
-    const scheduler = await startMaintenanceScheduler(sql, (l) => lines.push(l));
+    const firstRun = watch.next(/devai-probe-fast ok/);
+    const scheduler = await startMaintenanceScheduler(sql, (l) => watch.log(l));
     assert.ok(scheduler, lines.join("\n"));
     try {
-      await sleep(2_300);
-      const rows = await sql.unsafe<{ job: string; actor: string }[]>(`select job, actor from public.${probe}`);
+      await firstRun; // an event, not a delay: the one-second job has run
+      const rows = await sql.unsafe<{ job: string; actor: string }[]>(`select job, actor from public.${probe} where job = 'fast'`);
       assert.ok(rows.length >= 1, lines.join("\n"));
-      assert.ok(rows.every((r) => r.job === "fast" && r.actor === "cron:devai-probe-fast"), JSON.stringify(rows));
+      assert.ok(rows.every((r) => r.actor === "cron:devai-probe-fast"), JSON.stringify(rows));
       assert.ok(lines.some((l) => l.includes("devai-probe-nightly scheduled '0 3 * * *' UTC")), lines.join("\n"));
       assert.ok(lines.some((l) => l.includes("devai-probe-broken") && l.includes("skipped")), lines.join("\n"));
 
@@ -103,20 +125,57 @@ Deno.test("maintenance scheduler: without pg_cron, scheduled rows run (UTC, as c
         assert.deepEqual(runs.map((r) => r.job), ["decay", "ttl"], "the decay and TTL calls started their runs");
       }
 
-      // Removing a row unschedules it at the next reload (every minute; here at once).
+      // Removing a row unschedules it at the next reload (every minute; here at once). Right after
+      // a tick, fast's (slower) run of the same second is usually still going: reload waits for it.
+      await watch.next(/devai-probe-tick ok/);
       await sql`delete from public.memory_maintenance_schedules where job_name = 'devai-probe-fast'`;
       await scheduler.reload();
       assert.ok(lines.some((l) => l.includes("devai-probe-fast unscheduled")), lines.join("\n"));
       const fastRuns = async () =>
         (await sql.unsafe<{ n: number }[]>(`select count(*)::int as n from public.${probe} where job = 'fast'`))[0]!.n;
       const before = await fastRuns();
-      await sleep(1_300);
-      assert.equal(await fastRuns(), before, "an unscheduled job does not run again");
+      // Two more runs of the job still scheduled every second: fast would have run meanwhile.
+      await watch.next(/devai-probe-tick ok/, 2);
+      assert.equal(await fastRuns(), before, "an unscheduled job does not run again, nor does a run of it land late");
     } finally {
       await scheduler.stop();
     }
   } finally {
     await done();
+  }
+});
+
+Deno.test("queue worker: stop() returns once the drain in flight has ended", async () => {
+  const { startQueueWorker } = await import("../scripts/serve/background.ts");
+  const { writeEnv } = await import("./write_helpers.ts");
+  const { reply } = await import("./fake_openai.ts");
+  const { createHandler } = await import("../supabase/functions/memory-extract/handler.ts");
+  const { userHeaders } = await import("./support/auth.ts");
+  const env = await writeEnv();
+  const answer = Promise.withResolvers<void>();
+  try {
+    const tenant = crypto.randomUUID();
+    env.fake.onChat("What from this conversation", reply.until(answer.promise, reply.json({ stored: [], filtered: [] })));
+    const extract = createHandler({ ...env.deps, kickWorker: () => Promise.resolve() });
+    const res = await extract(new Request("http://localhost/functions/v1/memory-extract", {
+      method: "POST",
+      headers: await userHeaders(tenant),
+      body: JSON.stringify({ session_id: "s-stop", messages: [{ role: "user", content: "The build uses esbuild." }] }),
+    }));
+    const { job_id } = await res.json();
+    const worker = startQueueWorker({ deps: env.deps, intervalMs: 50, workerId: "stop-test", log: () => {}, ownerId: tenant });
+    await env.fake.chatRequestsReceived(1); // a drain is in flight, waiting for the model
+    let stopped = false;
+    const stopping = worker.stop().then(() => (stopped = true));
+    await env.sql`select 1`; // a round trip: stop() had every chance to return early
+    assert.equal(stopped, false, "stop() waits for the drain");
+    answer.resolve();
+    await stopping;
+    const [job] = await env.sql<{ status: string }[]>`select status from public.memory_jobs where id = ${job_id}`;
+    assert.equal(job!.status, "done", "the drain finished its job before stop() returned");
+  } finally {
+    answer.resolve();
+    await env.close();
   }
 });
 

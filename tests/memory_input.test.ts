@@ -120,6 +120,57 @@ Deno.test({ name: "wrong content type → 415; malformed ids → 400 on every id
   }
 });
 
+/** A cursor as the API encodes one (base64url of [created_at, id]), with any timestamp. */
+const cursorOf = (createdAt: string) =>
+  btoa(JSON.stringify([createdAt, crypto.randomUUID()])).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+
+Deno.test({ name: "a tampered cursor with an impossible timestamp is 400 invalid_cursor (was a 500 from Postgres 22008)", ...opts }, async () => {
+  for (const ts of ["2026-13-45T25:61:61.000000", "0000-01-01T00:00:00.000000", "2025-02-29T00:00:00.000000"]) {
+    await rejects(ts, 400, "invalid_cursor", (t) => api("GET", `/memory?cursor=${cursorOf(ts)}`, { as: t }));
+  }
+  const leapDay = await api("GET", `/memory?cursor=${cursorOf("2024-02-29T23:59:59.999999")}`, { as: newTenant() });
+  assert.equal(leapDay.status, 200, "a real date is fine");
+});
+
+Deno.test({ name: "a body nested deeper than 64 levels is 400 malformed_json (was a stack overflow)", ...opts }, async () => {
+  const deep = (n: number) => `${"[".repeat(n)}${"]".repeat(n)}`;
+  await rejects("depth 3000", 400, "malformed_json", (t) => api("POST", "/memory/remember", { as: t, rawBody: `{"content": "x", "extra": ${deep(3000)}}` }));
+  await rejects("depth 65", 400, "malformed_json", (t) => api("POST", "/memory/remember", { as: t, rawBody: `{"content": "x", "extra": ${deep(64)}}` }));
+  // Brackets inside strings are text, not nesting.
+  const ok = await api("POST", "/memory/remember", { as: newTenant(), body: { content: `Brackets ${"[{".repeat(200)} are text` } });
+  assert.equal(ok.status, 201);
+});
+
+Deno.test({ name: "content with a bidirectional, invisible or tag character or a lone surrogate is 400, naming it", ...opts }, async () => {
+  const cases: [string, string][] = [
+    ["right-to-left override", "Deploy with \u202Egnp\u202C today"],
+    ["first strong isolate", "Use \u2068isolated\u2069 text"],
+    ["zero-width space", "The key is ab\u200Bcd"],
+    ["tag characters", "Follow the rules\u{E0049}\u{E0047}"],
+    ["C1 control", "Bell \u0085 here"],
+  ];
+  for (const [what, content] of cases) {
+    await rejects(what, 400, "invalid_request", remember({ content }), "content");
+  }
+  const t = newTenant();
+  const r = await api("POST", "/memory/remember", { as: t, body: { content: "Deploy with \u202Egnp\u202C today" } });
+  assert.match(r.body.error.issues[0].message, /U\+202E \(a bidirectional control\) at 12/);
+  // A lone surrogate sent as a JSON escape would be stored as U+FFFD: refused instead.
+  await rejects("lone surrogate", 400, "invalid_request", (t) => api("POST", "/memory/remember", { as: t, rawBody: '{"content": "half \\ud83d of an emoji"}' }), "content");
+  await rejects("correct reason", 400, "invalid_request", (t, id) => api("POST", `/memory/${id}/correct`, { as: t, body: { content: "Fixed text", reason: "because\u202E" } }), "reason");
+});
+
+Deno.test({ name: "text that is allowed is stored exactly as sent and answered as stored: emoji with joiners, right-to-left words", ...opts }, async () => {
+  const t = newTenant();
+  for (const content of ["The team mascot is 👩‍💻 with a 🏳️‍🌈 flag", "The Hebrew product name is שלום and the Arabic one مرحبا", "Tabs\tand\nnewlines stay"]) {
+    const r = await api("POST", "/memory/remember", { as: t, body: { content } });
+    assert.equal(r.status, 201, JSON.stringify(r.body));
+    assert.equal(r.body.memory.content, content, "answered as sent");
+    const [row] = await sql<{ content: string }[]>`select content from public.devai_memories where id = ${r.body.memory.id}`;
+    assert.equal(row!.content, content, "stored as answered");
+  }
+});
+
 Deno.test({ name: "an embedding failure is a 503 and writes nothing", ...opts }, async () => {
   const { createHandler } = await import("../supabase/functions/memory/handler.ts");
   const { EmbeddingError } = await import("../supabase/functions/_shared/embeddings.ts");

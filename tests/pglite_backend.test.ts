@@ -14,6 +14,7 @@ import { join } from "node:path";
 import postgres from "postgres";
 import { type RunningDb, serveDb } from "../scripts/pglite/serve-db.ts";
 import { testBackend } from "./support/backend.ts";
+import { waitUntil } from "./support/wait.ts";
 
 const enabled = testBackend === "pglite";
 const port = Number(Deno.env.get("DEVAI_TEST_PGLITE_PORT") ?? 54345);
@@ -157,15 +158,23 @@ Deno.test({ name: "pglite: a client in a transaction holds the backend, others q
   try {
     await a`select 1`;
     await b`select 1`;
+    // Ordered by events: a is inside its transaction, then b's query is queued at the server
+    // (its stats say so), and only then does a commit.
     const order: string[] = [];
+    const began = Promise.withResolvers<void>();
+    const commit = Promise.withResolvers<void>();
     const ta = a.begin(async (t) => {
       await t`select 1`;
       order.push("a:began");
-      await new Promise((r) => setTimeout(r, 300));
+      began.resolve();
+      await commit.promise;
       order.push("a:commit");
     });
-    await new Promise((r) => setTimeout(r, 50));
+    await began.promise;
     const qb = b`select 2`.then(() => order.push("b:done"));
+    await waitUntil(() => Promise.resolve(running!.server.stats().waiting >= 1), "b's query to queue behind a's transaction");
+    assert.deepEqual(order, ["a:began"], "b waits while a's transaction is open");
+    commit.resolve();
     await Promise.all([ta, qb]);
     assert.deepEqual(order, ["a:began", "a:commit", "b:done"]);
 

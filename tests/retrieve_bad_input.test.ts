@@ -96,12 +96,23 @@ dbTest("query mode: unknown fields, bad filters, bad agent names are 400", async
     ["importance range inverted", { agent: "planner", query: "q", filters: { importance_min: 4, importance_max: 2 } }],
     ["importance out of range", { agent: "planner", query: "q", filters: { importance_min: 9 } }],
     ["updated_after not a date", { agent: "planner", query: "q", filters: { updated_after: "yesterday" } }],
+    ["updated_after in year 0 (was a 500: Postgres has no year 0)", { agent: "planner", query: "q", filters: { updated_after: "0000-01-01" } }],
+    ["updated_before in year 0", { agent: "planner", query: "q", filters: { updated_before: "0000-12-31T00:00:00Z" } }],
     ["pinned as string", { agent: "planner", query: "q", filters: { pinned: "true" } }],
     ["huge top_k", { agent: "planner", query: "q", top_k: 500 }],
     ["negative budget", { agent: "planner", query: "q", budget_tokens: -5 }],
     ["project with control char", { agent: "planner", query: "q", project: "a\u001fb" }],
   ];
   for (const [what, body] of cases) await expectRefused(what, { path: "/query", body }, 400, "invalid_request");
+  // Refused by the schema, with the field named, before the database sees the date.
+  const yearZero = await expectRefused("year 0", { path: "/query", body: { agent: "planner", query: "q", filters: { updated_after: "0000-01-01" } } }, 400);
+  assert.deepEqual(yearZero.body.error.issues.map((i: { path: string[] }) => i.path.join(".")), ["filters.updated_after"]);
+});
+
+dbTest("unknown paths are 404, never a retrieval: /queryx, /query/extra, /other", async () => {
+  for (const path of ["/queryx", "/query/extra", "/other", "x"]) {
+    await expectRefused(path, { path, body: { message: "q", agent: "planner", query: "q" } }, 404, "route_not_found");
+  }
 });
 
 dbTest("callers: no token 401, bad signature 401, expired 401, anon 403, service role without tenant 400", async () => {

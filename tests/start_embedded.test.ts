@@ -1,6 +1,7 @@
 // `npm start` with no DATABASE_URL: the real entry point (scripts/serve.ts --embedded) as a child
 // process, on embedded PGlite in a fresh data folder. A remember followed by a retrieve works over
-// HTTP, the process stops cleanly on SIGTERM, and the data is there after a restart.
+// HTTP, the process stops cleanly on SIGTERM, and the data is there after a restart; after a
+// kill -9 right behind a burst of acknowledged writes, every one of them is there too.
 // Runs in scripts/test.sh's PGlite pass (it starts its own database on DEVAI_TEST_START_PG_PORT).
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -85,7 +86,7 @@ async function call(path: string, token: string, body?: unknown): Promise<{ stat
 }
 
 Deno.test({
-  name: "npm start (embedded PGlite): remember → retrieve over HTTP, clean stop, data survives a restart",
+  name: "npm start (embedded PGlite): remember → retrieve over HTTP, clean stop, data survives a restart and a kill -9",
   ignore: testBackend !== "pglite",
   sanitizeOps: false,
   sanitizeResources: false,
@@ -132,6 +133,19 @@ Deno.test({
       const one = await call(`memory/${id}`, token);
       assert.equal(one.status, 200);
       assert.equal((one.json.memory as { access_count: number }).access_count, 2, "the retrieval before the restart was kept too");
+
+      // Acknowledged writes, then SIGKILL at once: PGlite writes each commit to the data folder
+      // before it answers, so a killed process loses none (docs/pglite.md, durability).
+      const burst = await Promise.all(Array.from({ length: 10 }, (_, i) =>
+        call("memory/remember", token, { content: `Acknowledged fact ${i} about the billing service`, project: "billing" })));
+      assert.deepEqual(burst.map((r) => r.status), Array(10).fill(201));
+      service.child.kill("SIGKILL");
+      await service.child.status;
+      service = undefined;
+      service = await startService(dataDir);
+      const listed = await call("memory?limit=100", token);
+      assert.equal(listed.status, 200);
+      assert.equal((listed.json.memories as unknown[]).length, 11, "the 10 acknowledged writes and the first memory");
     } finally {
       if (service) await stopService(service).catch(() => service!.child.kill("SIGKILL"));
       rmSync(join(dataDir, ".."), { recursive: true, force: true });

@@ -11,6 +11,7 @@ import { type ChatRequestBody, hashVector, reply, vectorWithSimilarity } from ".
 import { userHeaders } from "./support/auth.ts";
 import { newTenant, seedMemory } from "./support/seed.ts";
 import { drainAll, EMBEDDING_MODEL, memoriesOf, type WriteEnv, writeEnv } from "./write_helpers.ts";
+import { waitUntil } from "./support/wait.ts";
 
 const NS = "devai/project/taskforge";
 const DEDUP_MARK = "NEW candidate";
@@ -300,8 +301,11 @@ Deno.test("dedup crash: a worker that dies mid-job loses its lease, the job re-r
     const [zombie] = await claimJobs(env.sql, { workerId: "zombie", leaseSeconds: 1, ownerId: tenant });
     assert.equal(zombie!.id, queued.id);
     assert.equal((await drainAll(env.deps, tenant, "w2")).claimed, 0, "lease still held");
-    await new Promise((r) => setTimeout(r, 1200));
-    const report = await drainAll(env.deps, tenant, "w2");
+    // Once the lease runs out (an event w2 sees: it can claim the job), w2 runs it.
+    const report = await waitUntil(async () => {
+      const r = await drainAll(env.deps, tenant, "w2");
+      return r.claimed > 0 ? r : undefined;
+    }, "the zombie's one-second lease to expire");
     assert.equal(report.done, 1);
     const after = await memoriesOf(env.sql, tenant);
     assert.equal(after.length, 2);

@@ -60,7 +60,13 @@ interface ExtractJobRow {
   id: string;
   status: string;
   payload: { messages: unknown[]; context: unknown[]; offset: number; session_id: string };
-  result: { offset: number; messages: number; candidates: number; dedup_job_id: string | null } | null;
+  result: {
+    offset: number;
+    messages: number;
+    candidates: number;
+    rules: { dedup_job_id: string | null };
+    model: { dedup_job_id: string | null };
+  } | null;
 }
 
 async function extractJobs(env: WriteEnv, tenant: string): Promise<ExtractJobRow[]> {
@@ -104,9 +110,10 @@ Deno.test("extract incremental: a grown transcript queues only its new messages,
     // The second job extracted only what is new: its fact and its "remember" (rules never see the context).
     const jobs = await extractJobs(env, tenant);
     assert.deepEqual(jobs.map((j) => [j.status, j.result?.offset, j.result?.messages, j.result?.candidates]), [["done", 0, 4, 2], ["done", 4, 3, 2]]);
-    const [dedup2] = await env.sql<{ payload: { candidates: { content: string }[] } }[]>`
-      select payload from public.memory_jobs where id = ${jobs[1]!.result!.dedup_job_id}`;
-    assert.deepEqual(dedup2!.payload.candidates.map((c) => c.content).sort(), [
+    const queued = await env.sql<{ content: string }[]>`
+      select c ->> 'content' as content from public.memory_jobs j, jsonb_array_elements(j.payload -> 'candidates') c
+       where j.id in (${jobs[1]!.result!.rules.dedup_job_id}, ${jobs[1]!.result!.model.dedup_job_id})`;
+    assert.deepEqual(queued.map((c) => c.content).sort(), [
       "The project fact beta was recorded during the session.",
       "Releases are tagged vX.Y.Z.",
     ].sort());

@@ -21,7 +21,6 @@
 // See docs/pglite.md for what differs from a real Supabase database.
 import { PGlite } from "@electric-sql/pglite";
 import { vector } from "@electric-sql/pglite-pgvector";
-import { btree_gin } from "@electric-sql/pglite/contrib/btree_gin";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -63,8 +62,7 @@ function openPglite(dataDir: string, searchPath = SUPABASE_SEARCH_PATH): Promise
     "-c", "io_method=sync", "-c", "max_parallel_maintenance_workers=0",
   ];
   const startParams = defaults.map((p) => (p.startsWith("search_path=") ? `search_path=${searchPath}` : p));
-  // btree_gin: the (owner_id, fts) index of the keyword search (docs/retrieval.md).
-  return PGlite.create({ dataDir, extensions: { vector, btree_gin }, startParams });
+  return PGlite.create({ dataDir, extensions: { vector }, startParams });
 }
 
 function takeLock(dataDir: string): string {

@@ -5,6 +5,7 @@ import { drainQueue, type DrainReport, type WorkerDeps } from "../../supabase/fu
 import type { Log } from "./maintenance-scheduler.ts";
 
 export interface QueueWorker {
+  /** Stops the timer; resolves once the drain in flight (if any) has ended. */
   stop(): Promise<void>;
 }
 
@@ -20,6 +21,8 @@ export function startQueueWorker(opts: {
   maxJobs?: number;
   workerId: string;
   log: Log;
+  /** Only this tenant's jobs (tests). */
+  ownerId?: string;
 }): QueueWorker {
   let stopped = false;
   let running: Promise<void> | undefined;
@@ -29,7 +32,7 @@ export function startQueueWorker(opts: {
     running = (async () => {
       const started = performance.now();
       try {
-        const summary = summarize(await drainQueue(opts.deps, { maxJobs: opts.maxJobs ?? 25, workerId: opts.workerId }));
+        const summary = summarize(await drainQueue(opts.deps, { maxJobs: opts.maxJobs ?? 25, workerId: opts.workerId, ownerId: opts.ownerId }));
         if (summary) opts.log(`[worker] ${summary} (${Math.round(performance.now() - started)}ms)`);
         lastError = "";
       } catch (err) {

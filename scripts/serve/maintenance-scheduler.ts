@@ -14,10 +14,11 @@ import type { Sql } from "../../supabase/functions/_shared/db.ts";
 export type Log = (line: string) => void;
 
 export interface MaintenanceScheduler {
-  /** Re-reads the schedules now (also done every minute). */
+  /** Re-reads the schedules now (also done every minute); resolves once runs of unscheduled or changed jobs have ended. */
   reload(): Promise<void>;
   /** Runs one job now, unless it is already running; "skipped" when it is, or unknown. */
   runNow(jobName: string): Promise<"succeeded" | "failed" | "skipped">;
+  /** Stops scheduling; resolves once every run in flight has ended. */
   stop(): Promise<void>;
 }
 
@@ -87,14 +88,18 @@ export async function startMaintenanceScheduler(sql: Sql, log: Log): Promise<Mai
     return p;
   };
 
+  // A job unscheduled or changed by a reload may be running: the reload returns once that run has
+  // ended, so after reload() nothing of the old schedule lands any more.
   const reload = async () => {
     const rows = await sql<ScheduleRow[]>`
       select job_name, schedule, command from public.memory_maintenance_schedules order by job_name`;
     const seen = new Set<string>();
+    const ending: Promise<unknown>[] = [];
     for (const row of rows) {
       seen.add(row.job_name);
       const signature = `${row.schedule}\u0000${row.command}`;
       if (jobs.get(row.job_name)?.signature === signature) continue;
+      if (jobs.has(row.job_name)) ending.push(running.get(row.job_name) ?? Promise.resolve());
       jobs.get(row.job_name)?.cron.stop();
       jobs.delete(row.job_name);
       try {
@@ -109,8 +114,10 @@ export async function startMaintenanceScheduler(sql: Sql, log: Log): Promise<Mai
       if (seen.has(name)) continue;
       job.cron.stop();
       jobs.delete(name);
+      ending.push(running.get(name) ?? Promise.resolve());
       log(`[cron] ${name} unscheduled (no longer in public.memory_maintenance_schedules)`);
     }
+    await Promise.allSettled(ending);
   };
 
   await reload();

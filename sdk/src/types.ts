@@ -711,6 +711,8 @@ export interface DedupResponse extends QueuedJobResponse {
     duplicates_in_batch: number;
     demoted: number;
     category_dropped: number;
+    /** Candidates that had characters stored text may not hold (control, bidi, invisible), removed. */
+    unsafe_characters_removed: number;
   };
 }
 

@@ -9,16 +9,15 @@
 -- (OR, not websearch_to_tsquery's AND: a question's words are rarely all in its answer), minus
 -- -exclusions; matches are scored BM25-style (idf from the term's document frequency in the
 -- caller's scope, length-normalised), and the work is bounded: at most keyword_max_terms terms,
--- each term's matches counted up to keyword_df_cap rows through a (owner_id, fts) GIN index that
--- stays selective for one tenant in a big table. Terms more common than the cap still score but
+-- each term's matches counted up to keyword_df_cap rows through a GIN index over scoped lexemes
+-- (fts_scoped: each lexeme prefixed with a key of the memory's tenant and scope), so a lookup
+-- reads exactly the caller's scope in a big table. Terms more common than the cap still score but
 -- do not generate candidates.
 --
 -- Vector: public.match_memories, unchanged (exact search for small scopes, HNSW above).
 -- Graph: one or more hops over memory_relations from the best keyword/vector hits, weighted by
 -- edge strength. Fusion: sum over signals of weight / (rrf_k + rank), weights per embedding model
 -- (public.memory_search_weights), normalised to 0..1 so callers can multiply by strength.
-
-create extension if not exists btree_gin with schema extensions;
 
 -- Identifier-like tokens of a text, lower-cased: what a coding agent names exactly. A token
 -- counts when it has a letter and any of: _ @ / $ #, a dot between letters/digits (auth.ts,
@@ -46,34 +45,81 @@ $$;
 revoke all on function public.memory_identifier_lexemes(text) from public, anon;
 grant execute on function public.memory_identifier_lexemes(text) to authenticated, service_role;
 
--- The trigger that derives content_hash and fts now adds the identifier lexemes to fts.
+-- The scope a namespace belongs to for keyword lookups: <root>/project/<project> for project
+-- namespaces, else its first two segments (<root>/global, <root>/user). Retrieval searches whole
+-- scopes; a deeper scope (dedup: its candidate's namespace) is looked up through its scope and
+-- then filtered by prefix.
+create or replace function memory_private.keyword_scope(p_namespace text)
+returns text
+language sql
+immutable
+parallel safe
+set search_path = ''
+as $$
+  select case when split_part(p_namespace, '/', 2) = 'project' and split_part(p_namespace, '/', 3) <> ''
+              then split_part(p_namespace, '/', 1) || '/project/' || split_part(p_namespace, '/', 3)
+              else split_part(p_namespace, '/', 1) || '/' || split_part(p_namespace, '/', 2) end
+$$;
+revoke all on function memory_private.keyword_scope(text) from public;
+
+-- The key a tenant's scope prefixes its lexemes with in fts_scoped: 16 hex digits of
+-- md5(owner | scope). A collision between two tenants' keys costs extra reads, never a leak (the
+-- owner is checked on every row read).
+create or replace function memory_private.keyword_scope_key(p_owner uuid, p_scope text)
+returns text
+language sql
+immutable
+parallel safe
+set search_path = ''
+as $$
+  select left(md5(p_owner::text || '|' || p_scope), 16)
+$$;
+revoke all on function memory_private.keyword_scope_key(uuid, text) from public;
+
+alter table public.devai_memories add column fts_scoped tsvector not null default ''::tsvector;
+
+-- The trigger that derives content_hash and fts now adds the identifier lexemes to fts, and
+-- derives fts_scoped (fts's lexemes, each prefixed with the tenant-and-scope key) from fts.
 create or replace function memory_private.derive_content_columns()
 returns trigger
 language plpgsql
 security definer
 set search_path = ''
 as $$
+declare
+  v_key text;
 begin
   new.content_hash := memory_private.content_hash(new.content);
   new.fts := to_tsvector('english'::regconfig, new.content)
              || array_to_tsvector(public.memory_identifier_lexemes(new.content));
+  v_key := memory_private.keyword_scope_key(new.owner_id, memory_private.keyword_scope(new.namespace));
+  new.fts_scoped := array_to_tsvector(array(select v_key || ':' || l from unnest(tsvector_to_array(new.fts)) l));
   return new;
 end;
 $$;
 revoke all on function memory_private.derive_content_columns() from public;
 
--- Existing rows get the new fts (the trigger fires on an update of fts; fts changes are not
--- audited, see the history trigger's column list).
+-- Also when a memory moves to another namespace or tenant (its scope key changes).
+drop trigger devai_memories_derive_content on public.devai_memories;
+create trigger devai_memories_derive_content
+  before insert or update of content, content_hash, fts, fts_scoped, namespace, owner_id on public.devai_memories
+  for each row execute function memory_private.derive_content_columns();
+alter table public.devai_memories enable always trigger devai_memories_derive_content;
+
+-- Existing rows get the new fts and fts_scoped (the trigger fires on an update of fts; these
+-- columns are not audited, see the history trigger's column list).
 update public.devai_memories set fts = fts;
 
 comment on column public.devai_memories.fts is
   'English tsvector of content plus its identifier lexemes (public.memory_identifier_lexemes), for the keyword signal of public.hybrid_search. Derived from content by trigger devai_memories_derive_content on insert and content change; a value written directly is replaced.';
+comment on column public.devai_memories.fts_scoped is
+  'fts''s lexemes, each prefixed with a key of the memory''s tenant and scope (memory_private.keyword_scope_key), so a keyword lookup reads exactly one tenant''s scope through the GIN index. Derived by trigger devai_memories_derive_content; a value written directly is replaced.';
 
--- One tenant's keyword lookups stay selective in a big table: the GIN index leads with owner_id
--- (btree_gin), and covers only what retrieval searches (valid, active rows), like the HNSW index.
+-- The keyword lookups' index: scoped lexemes of what retrieval searches (valid, active facts,
+-- like the HNSW index). The plain fts index had no reader left.
 drop index if exists public.devai_memories_fts;
-create index devai_memories_owner_fts on public.devai_memories using gin (owner_id, fts)
-  where is_valid and state = 'active';
+create index devai_memories_fts_scoped on public.devai_memories using gin (fts_scoped)
+  where is_valid and state = 'active' and source is distinct from 'conversation';
 
 -- Tunables of the hybrid search (read at every call).
 insert into public.memory_settings (name, value, description) values
@@ -87,8 +133,7 @@ insert into public.memory_settings (name, value, description) values
    'A memory found only by keyword is returned when its BM25 score reaches this share of the best score a memory matching every query term could get.'),
   ('bm25_k1', 1.2, 'BM25 term-frequency saturation.'),
   ('bm25_b', 0.75, 'BM25 length normalisation (0: none, 1: full).'),
-  ('graph_seed_count', 5, 'hybrid_search follows memory_relations from this many of the best keyword/vector hits.'),
-  ('graph_hop_decay', 0.5, 'Weight of a graph hit: edge strength times graph_hop_decay per extra hop.')
+  ('graph_seed_count', 5, 'hybrid_search follows the graph from this many of the best keyword/vector hits.')
 on conflict (name) do nothing;
 
 alter table public.memory_settings add constraint memory_settings_hybrid_search_range check (
@@ -100,7 +145,6 @@ alter table public.memory_settings add constraint memory_settings_hybrid_search_
     when 'bm25_k1'              then value >= 0 and value <= 10
     when 'bm25_b'               then value >= 0 and value <= 1
     when 'graph_seed_count'     then value >= 1 and value <= 50 and value = trunc(value)
-    when 'graph_hop_decay'      then value > 0 and value <= 1
     else true
   end);
 
@@ -244,6 +288,24 @@ create schema if not exists memory_search;
 revoke all on schema memory_search from public;
 grant usage on schema memory_search to authenticated, service_role;
 
+-- A term's query over fts_scoped: in each scope key, the term's lexemes prefixed with that key,
+-- all of them (a phrase's words; the phrase itself is checked on fts). A lexeme never holds a
+-- quote or backslash (memory_keyword_terms strips them; the English parser splits on them).
+create or replace function memory_search.scoped_query(p_term tsquery, p_keys text[])
+returns tsquery
+language sql
+immutable
+set search_path = ''
+as $$
+  select string_agg('(' || w.words || ')', ' | ')::tsquery
+    from unnest(p_keys) as k(key)
+   cross join lateral (
+     select string_agg('''' || k.key || ':' || l.lexeme || '''', ' & ') as words
+       from (select distinct replace(m[1], '''''', '''') as lexeme
+               from regexp_matches(p_term::text, '''((?:[^'']|'''')*)''', 'g') as m) l) w
+$$;
+revoke all on function memory_search.scoped_query(tsquery, text[]) from public, anon;
+
 -- Per term: its valid, active matches in the scopes ('/'-terminated prefixes), raw episodes left
 -- out (docs/graph.md#episodes-in-retrieval), counted up to p_df_cap + 1 (term_df, in term order); candidates: the matches of the terms with at most
 -- p_df_cap of them, rarest first, until p_max_candidates; when every term is more common than
@@ -262,46 +324,59 @@ set search_path = ''
 set plan_cache_mode = 'force_custom_plan'
 as $$
 declare
-  v_uid   uuid := auth.uid();
-  v_ids   uuid[];
-  v_rare  text[];
-  v_q     tsquery;
-  v_order integer[];
+  v_uid    uuid := auth.uid();
+  v_keys   text[];
+  v_scoped boolean;
+  v_ids    uuid[];
+  v_rare   text[] := '{}';
+  v_q      tsquery;
+  v_sq     tsquery;
+  v_order  integer[];
+  v_live   tsquery[];
 begin
   term_df := '{}';
   candidates := '{}';
   if p_owner is null or (v_uid is not null and p_owner <> v_uid) then
     return;
   end if;
-  v_rare := '{}';
+  -- Whole scopes (or deeper ones) are looked up by their keys in fts_scoped; an as-of search, or
+  -- a scope above them ('devai/project'), scans the tenant's rows instead.
+  v_scoped := p_as_of is null and not exists (
+    select 1 from unnest(p_scopes) s
+     where split_part(rtrim(s, '/'), '/', 2) = ''
+        or (split_part(rtrim(s, '/'), '/', 2) = 'project' and split_part(rtrim(s, '/'), '/', 3) = ''));
+  select array_agg(distinct memory_private.keyword_scope_key(p_owner, memory_private.keyword_scope(rtrim(s, '/'))))
+    into v_keys from unnest(p_scopes) s;
+
   foreach v_q in array coalesce(p_terms, '{}') loop
-    -- Planned with the term itself (custom plan): both index keys.
-    if p_as_of is null then
+    if v_scoped then
+      v_sq := memory_search.scoped_query(v_q, v_keys);
       select array_agg(x.id) into v_ids
         from (select m.id from public.devai_memories m
-               where m.owner_id = p_owner and m.is_valid and m.state = 'active'
-                 and m.fts @@ v_q
-                 and m.source is distinct from 'conversation'
+               where m.fts_scoped @@ v_sq
+                 and m.is_valid and m.state = 'active' and m.source is distinct from 'conversation'
+                 -- The key pins the tenant already; this re-check (against a key collision) is
+                 -- written so the planner cannot add the tenant's whole owner index to the lookup.
+                 and m.owner_id::text = p_owner::text
                  and (m.namespace || '/') ^@ any (p_scopes)
+                 and m.fts @@ v_q
                limit p_df_cap + 1) x;
     else
       select array_agg(x.id) into v_ids
         from (select m.id from public.devai_memories m
-               where m.owner_id = p_owner and m.created_at <= p_as_of
-                 and (m.valid_until is null or m.valid_until > p_as_of)
-                 and m.fts @@ v_q
+               where m.owner_id = p_owner
+                 and (case when p_as_of is null then m.is_valid and m.state = 'active'
+                           else m.created_at <= p_as_of and (m.valid_until is null or m.valid_until > p_as_of)
+                                and (select a.held from public.memory_at(m, p_as_of) a) end)
                  and m.source is distinct from 'conversation'
+                 and m.fts @@ v_q
                  and (m.namespace || '/') ^@ any (p_scopes)
-                 and (select a.held from public.memory_at(m, p_as_of) a)
                limit p_df_cap + 1) x;
     end if;
     term_df := term_df || coalesce(cardinality(v_ids), 0);
-    if coalesce(cardinality(v_ids), 0) between 1 and p_df_cap then
-      v_rare := v_rare || array[array_to_string(v_ids, ' ')];
-    else
-      v_rare := v_rare || array[''];
-    end if;
+    v_rare := v_rare || case when coalesce(cardinality(v_ids), 0) between 1 and p_df_cap then array_to_string(v_ids, ' ') else '' end;
   end loop;
+
   -- Rarest terms first bring their matches in.
   select coalesce(array_agg(o.i order by term_df[o.i], o.i), '{}') into v_order
     from generate_subscripts(term_df, 1) o(i)
@@ -310,31 +385,43 @@ begin
     exit when cardinality(candidates) >= p_max_candidates;
     candidates := candidates || string_to_array(v_rare[v_order[i]], ' ')::uuid[];
   end loop;
-  if cardinality(v_order) = 0 and cardinality(term_df) > 0 and exists (select 1 from unnest(term_df) d where d > 0) then
-    select coalesce(array_agg(x.id), '{}') into candidates
-      from (select m.id from public.devai_memories m
-             where m.owner_id = p_owner
-               and (p_as_of is not null or (m.is_valid and m.state = 'active'))
-               and (p_as_of is null or (m.created_at <= p_as_of and (select a.held from public.memory_at(m, p_as_of) a)))
-               and m.source is distinct from 'conversation'
-               and m.fts @@ (select string_agg('(' || q::text || ')', ' & ')::tsquery
-                               from unnest(p_terms) with ordinality t(q, i) where term_df[t.i] > 0)
-               and (m.namespace || '/') ^@ any (p_scopes)
-             limit p_df_cap) x;
-    if cardinality(candidates) < p_df_cap then
+  if cardinality(v_order) > 0 then
+    return;
+  end if;
+
+  -- Every term that matches is common: the memories matching all of them, else any of them.
+  select coalesce(array_agg(q order by i), '{}') into v_live
+    from unnest(p_terms) with ordinality t(q, i) where term_df[t.i] > 0;
+  if cardinality(v_live) = 0 then
+    return;
+  end if;
+  for pass in 1 .. 2 loop
+    exit when cardinality(candidates) >= p_df_cap;
+    v_q := (select string_agg('(' || q::text || ')', case when pass = 1 then ' & ' else ' | ' end)::tsquery from unnest(v_live) q);
+    if v_scoped then
+      v_sq := memory_search.scoped_query(v_q, v_keys);
+      select candidates || coalesce(array_agg(x.id), '{}') into candidates
+        from (select m.id from public.devai_memories m
+               where m.fts_scoped @@ v_sq
+                 and m.is_valid and m.state = 'active' and m.source is distinct from 'conversation'
+                 and m.owner_id::text = p_owner::text
+                 and (m.namespace || '/') ^@ any (p_scopes)
+                 and m.fts @@ v_q
+                 and not (m.id = any (candidates))
+               limit p_df_cap) x;
+    else
       select candidates || coalesce(array_agg(x.id), '{}') into candidates
         from (select m.id from public.devai_memories m
                where m.owner_id = p_owner
-                 and (p_as_of is not null or (m.is_valid and m.state = 'active'))
-                 and (p_as_of is null or (m.created_at <= p_as_of and (select a.held from public.memory_at(m, p_as_of) a)))
+                 and (case when p_as_of is null then m.is_valid and m.state = 'active'
+                           else m.created_at <= p_as_of and (select a.held from public.memory_at(m, p_as_of) a) end)
                  and m.source is distinct from 'conversation'
-                 and m.fts @@ (select string_agg('(' || q::text || ')', ' | ')::tsquery
-                                 from unnest(p_terms) with ordinality t(q, i) where term_df[t.i] > 0)
+                 and m.fts @@ v_q
                  and (m.namespace || '/') ^@ any (p_scopes)
                  and not (m.id = any (candidates))
                limit p_df_cap) x;
     end if;
-  end if;
+  end loop;
 end;
 $$;
 revoke all on function memory_search.keyword_postings(uuid, text[], tsquery[], integer, integer, timestamptz) from public, anon;
@@ -433,7 +520,6 @@ declare
   v_k1         double precision;
   v_b          double precision;
   v_seed_count integer;
-  v_hop_decay  double precision;
   v_n          integer;
   v_terms_all  tsquery[];
   v_excludes   tsquery[];
@@ -446,6 +532,7 @@ declare
   v_dfs        integer[];
   v_idf_total  double precision := 0;
   v_pool       integer;
+  v_vec_pool   integer;
   -- signal lists (parallel arrays, best first)
   v_kw_ids     uuid[] := '{}';
   v_kw_score   double precision[] := '{}';
@@ -485,16 +572,19 @@ begin
   end if;
   select array_agg(b || '/') into v_scopes from unnest(v_bases) b;
 
-  -- Settings and weights.
-  v_k          := public.memory_setting('rrf_k');
-  v_max_terms  := public.memory_setting('keyword_max_terms');
-  v_df_cap     := public.memory_setting('keyword_df_cap');
-  v_conf       := public.memory_setting('keyword_min_coverage');
-  v_min_cov    := coalesce(keyword_threshold, v_conf);
-  v_k1         := public.memory_setting('bm25_k1');
-  v_b          := public.memory_setting('bm25_b');
-  v_seed_count := public.memory_setting('graph_seed_count');
-  v_hop_decay  := public.memory_setting('graph_hop_decay');
+  -- Settings (one read) and weights.
+  select max(s.value) filter (where s.name = 'rrf_k'),
+         max(s.value) filter (where s.name = 'keyword_max_terms'),
+         max(s.value) filter (where s.name = 'keyword_df_cap'),
+         max(s.value) filter (where s.name = 'keyword_min_coverage'),
+         max(s.value) filter (where s.name = 'bm25_k1'),
+         max(s.value) filter (where s.name = 'bm25_b'),
+         max(s.value) filter (where s.name = 'graph_seed_count')
+    into v_k, v_max_terms, v_df_cap, v_conf, v_k1, v_b, v_seed_count
+    from public.memory_settings s
+   where s.name in ('rrf_k', 'keyword_max_terms', 'keyword_df_cap', 'keyword_min_coverage', 'bm25_k1', 'bm25_b',
+                    'graph_seed_count');
+  v_min_cov := coalesce(keyword_threshold, v_conf);
   select w.keyword, w.vector, w.graph into v_w_kw, v_w_vec, v_w_graph
     from public.memory_search_weights w
    where w.embedding_model in (coalesce(match_embedding_model, '*'), '*')
@@ -506,6 +596,9 @@ begin
   if graph_depth = 0 then v_w_graph := 0; end if;
   if query_embedding is null or match_embedding_model is null then v_w_vec := 0; end if;
   v_pool := greatest(match_count * 3, 30);
+  -- The vector list is only as deep as the answer (at least 20): in a big scope each further
+  -- neighbour costs HNSW work under the filters, and a deep vector list adds little to the fusion.
+  v_vec_pool := greatest(match_count, 20);
 
   -- Keyword signal. Each term's matches in scope, counted up to the cap (its document frequency);
   -- rare terms bring their matches in as candidates.
@@ -587,7 +680,7 @@ begin
               from public.match_memories(
                      query_embedding, v_bases[1],
                      case when filter_after is null and filter_before is null and filter_memory_types is null
-                               and filter_categories is null then v_pool else least(v_pool * 4, 200) end,
+                               and filter_categories is null then v_vec_pool else least(v_vec_pool * 4, 200) end,
                      similarity_threshold / 2, match_owner, match_embedding_model, v_bases[2:], as_of) mm
               join public.devai_memories m on m.id = mm.id
              where (filter_after is null or m.created_at >= filter_after)
@@ -597,7 +690,7 @@ begin
                     or (case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end)
                        = any (filter_categories))
              order by mm.similarity desc, mm.id
-             limit v_pool) v;
+             limit v_vec_pool) v;
   end if;
 
   -- Does the query have an answer at all? Only when its best memory reaches a floor: keyword
@@ -700,9 +793,11 @@ begin
                       union select vec.id from vec
                       union select gr.id from gr) u
   ),
-  recent as (
+  recent as materialized (
+    -- Only when recency counts ('when' questions), and once: not a plan per candidate.
     select c.id, row_number() over (order by m.created_at desc, c.id)::integer as rnk
       from candidates c join public.devai_memories m on m.id = c.id
+     where v_w_recent > 0
   ),
   fused as (
     select c.id, kw.rnk as kw_rnk, kw.score as kw_score, kw.cov as kw_cov, vec.rnk as vec_rnk,

@@ -24,6 +24,7 @@ export function testConfig(overrides: ConfigOverrides = {}): Config {
   return {
     databaseUrl: Deno.env.get("DATABASE_URL") ?? "postgresql://postgres@127.0.0.1:54329/postgres",
     dbPoolMax: 5,
+    dbStatementTimeoutMs: 15_000,
     jwt: jwt ?? { secret: TEST_JWT_SECRET },
     embedding: { provider: "local", model: LOCAL_EMBEDDING_MODEL, ...embedding },
     llm: { model: "fake-llm", timeoutMs: 10_000, ...llm },

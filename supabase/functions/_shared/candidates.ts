@@ -15,6 +15,7 @@ import { compressionFields } from "./context/compress.ts";
 import { filePath } from "./schemas.ts";
 import { modelNamespace, type WriteScope } from "./scopes.ts";
 import { emptyStats, validateContent, type ValidationStats } from "./writing-constraints.ts";
+import { stripUnsafeCharacters } from "./unsafe-characters.ts";
 
 export const MEMORY_TYPES = ["semantic", "episodic", "procedural"] as const;
 export const SOURCES = ["user_stated", "correction", "error_resolution", "pattern", "discovery", "compaction"] as const;
@@ -27,7 +28,9 @@ export const PRIORITIES = ["highest", "high", "medium", "low"] as const;
  * (public.memory_categories); memory-dedup refuses an unknown one.
  */
 export const CandidateSchema = z.object({
-  content: z.string().min(1).max(2000).refine((s) => !/[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]/.test(s), "control characters are not allowed"),
+  // Characters stored text may not hold are removed in prepareCandidates, not refused: a model
+  // or a transcript that carries one still yields its memory (unsafe-characters.ts).
+  content: z.string().min(1).max(2000),
   type: z.enum(MEMORY_TYPES),
   namespace: z.string().min(1).max(256),
   source: z.enum(SOURCES),
@@ -79,6 +82,8 @@ export interface PreparedCandidates {
     demoted: number;
     /** Categories that are not configured (the candidate is kept without one). */
     category_dropped: number;
+    /** Candidates that had characters stored text may not hold, removed before validation. */
+    unsafe_characters_removed: number;
   };
 }
 
@@ -100,14 +105,16 @@ export function prepareCandidates(
   },
 ): PreparedCandidates {
   const stats: PreparedCandidates["stats"] = {
-    ...emptyStats(), over_cap: 0, namespace_rewritten: 0, duplicates_in_batch: 0, demoted: 0, category_dropped: 0,
+    ...emptyStats(), over_cap: 0, namespace_rewritten: 0, duplicates_in_batch: 0, demoted: 0, category_dropped: 0, unsafe_characters_removed: 0,
   };
   const cap = opts.cap ?? MAX_CANDIDATES_PER_CHUNK;
   const known = new Set(opts.categories);
   const seen = new Set<string>();
 
   const clean = (c: Candidate, alsoSeen?: Set<string>): Candidate | undefined => {
-    const v = validateContent(c.type, c.content);
+    const safe = stripUnsafeCharacters(c.content);
+    if (safe !== c.content) stats.unsafe_characters_removed++;
+    const v = validateContent(c.type, safe);
     if (!v.ok) {
       stats.rejected++;
       stats.reasons[v.reason] = (stats.reasons[v.reason] ?? 0) + 1;

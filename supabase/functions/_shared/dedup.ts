@@ -102,11 +102,12 @@ export async function dedupCandidates(
 
   await lockNamespaces(tx, ctx.ownerId, candidates.map((c) => c.namespace));
 
-  // Per-tenant daily cap on automatic writes (seed 001 §13); user-stated memories are exempt.
+  // Per-tenant daily cap on automatic writes (seed 001 §13); user-stated memories are exempt and
+  // do not use it up (they are queued in a dedup job of their own, before the model's).
   const [{ used } = { used: 0 }] = await tx<{ used: number }[]>`
     select count(*)::int as used from public.memory_events
      where owner_id = ${ctx.ownerId} and node = 'worker' and op = 'create' and status = 'ok'
-       and ts > now() - interval '1 day'`;
+       and ts > now() - interval '1 day' and not coalesce((meta ->> 'protected')::boolean, false)`;
   let remaining = Math.max(0, deps.config.extractDailyCap - used);
 
   for (let i = 0; i < candidates.length; i++) {
@@ -302,5 +303,5 @@ async function event(
   await tx`
     insert into public.memory_events (owner_id, thread_id, node, op, status, memory_id, category, sim, meta)
     values (${ctx.ownerId}, ${ctx.threadId ?? null}, 'worker', ${op}, ${status}, ${memoryId}, ${effectiveCategory(c.type, c.category)},
-            ${sim}, ${tx.json({ ...meta, origin: ctx.origin, job_id: ctx.jobId ?? null, namespace: c.namespace, memory_type: c.type } as never)})`;
+            ${sim}, ${tx.json({ ...meta, origin: ctx.origin, job_id: ctx.jobId ?? null, namespace: c.namespace, memory_type: c.type, protected: isProtected(c) } as never)})`;
 }

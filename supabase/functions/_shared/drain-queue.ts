@@ -2,7 +2,10 @@
 // maxJobs were handled. Claiming and failing use the worker's privileged connection (they cross
 // tenants); each job's effects run in a transaction AS the job's owner (RLS), and that same
 // transaction marks the job done, so a job is either fully applied and done, or not applied at all
-// (crash, error, lost lease) and claimed again later — never applied twice.
+// (crash, error, lost lease) and claimed again later — never applied twice. A claim is a short
+// lease (20 s) that a heartbeat renews while the job runs (job-lease.ts): a worker that dies gives
+// its jobs back within one lease. An extract job queues the rules' candidates before it asks the
+// model, and a failing model retries only its own part (extract-job.ts).
 //
 // Run by: the memory-worker endpoint (pg_cron + pg_net in production), the local server's timer,
 // and the background kick after each enqueue.
@@ -11,14 +14,14 @@ import type { Sql } from "./db.ts";
 import { withTenant } from "./db.ts";
 import type { Embedder } from "./embeddings.ts";
 import type { Config } from "./env.ts";
-import { claimJobs, completeJobInTx, enqueueJob, failJob, type Job, type JobKind, LeaseLostError, PermanentJobError } from "./jobs.ts";
+import { claimJobs, completeJobInTx, failJob, type Job, type JobKind, LeaseLostError, PermanentJobError } from "./jobs.ts";
 import { type Llm, LlmOutputError, LlmRequestError } from "./llm.ts";
 import { codeOrigin } from "./schemas.ts";
 import { CandidateSchema } from "./candidates.ts";
-import { loadCategoryNames } from "./categories.ts";
-import { ExtractJobPayloadSchema, runExtraction } from "./extraction.ts";
 import { dedupCandidates } from "./dedup.ts";
 import { isGraphJob, processGraphJob } from "./graph-jobs.ts";
+import { ModelPartError, processExtract } from "./extract-job.ts";
+import { DEFAULT_LEASE_SECONDS, whileHoldingLease } from "./job-lease.ts";
 
 export interface WorkerDeps {
   sql: Sql;
@@ -37,7 +40,10 @@ export interface QueueingDeps extends WorkerDeps {
 export interface DrainOptions {
   maxJobs?: number;
   workerId?: string;
+  /** How long a claim lasts without a renewal (default 20 s); renewed every third of it while the job runs. */
   leaseSeconds?: number;
+  /** Called after each lease renewal (tests count heartbeats). */
+  onLeaseRenewed?: (jobId: string, held: boolean) => void;
   /** First retry delay; doubles per attempt (fail_job). */
   backoffBaseMs?: number;
   kinds?: JobKind[];
@@ -74,11 +80,13 @@ export async function drainQueue(deps: WorkerDeps, opts: DrainOptions = {}): Pro
   const maxJobs = opts.maxJobs ?? 25;
   const report: DrainReport = { claimed: 0, done: 0, retried: 0, dead: 0, lease_lost: 0, jobs: [] };
   while (report.claimed < maxJobs) {
-    const [job] = await claimJobs(deps.sql, { workerId, limit: 1, leaseSeconds: opts.leaseSeconds ?? 300, kinds: opts.kinds, ownerId: opts.ownerId });
+    const leaseSeconds = opts.leaseSeconds ?? DEFAULT_LEASE_SECONDS;
+    const [job] = await claimJobs(deps.sql, { workerId, limit: 1, leaseSeconds, kinds: opts.kinds, ownerId: opts.ownerId });
     if (!job) break;
     report.claimed++;
     try {
-      await processJob(deps, job, workerId);
+      const onRenewed = opts.onLeaseRenewed && ((held: boolean) => opts.onLeaseRenewed!(job.id, held));
+      await whileHoldingLease(deps.sql, job.id, workerId, { leaseSeconds, onRenewed }, () => processJob(deps, job, workerId));
       report.done++;
       report.jobs.push({ id: job.id, kind: job.kind, status: "done" });
     } catch (err) {
@@ -89,7 +97,8 @@ export async function drainQueue(deps: WorkerDeps, opts: DrainOptions = {}): Pro
         continue;
       }
       const message = describeError(err);
-      const retryable = !(err instanceof PermanentJobError) && !(err instanceof LlmRequestError && !err.retryable);
+      const cause = err instanceof ModelPartError ? err.modelError : err;
+      const retryable = !(cause instanceof PermanentJobError) && !(cause instanceof LlmRequestError && !cause.retryable);
       const status = await failJob(deps.sql, job.id, workerId, message, { retryable, backoffBaseMs: opts.backoffBaseMs });
       if (status === "dead") report.dead++;
       else report.retried++;
@@ -105,48 +114,6 @@ export async function processJob(deps: WorkerDeps, job: Job, workerId: string): 
   if (job.kind === "dedup") return await processDedup(deps, job, workerId);
   if (isGraphJob(job.kind)) return await processGraphJob(deps, job, workerId);
   throw new PermanentJobError(`unknown job kind '${job.kind}'`);
-}
-
-async function processExtract(deps: WorkerDeps, job: Job, workerId: string): Promise<void> {
-  const parsed = ExtractJobPayloadSchema.safeParse(job.payload);
-  if (!parsed.success) throw new PermanentJobError(`invalid extract payload: ${parsed.error.message}`);
-  const payload = parsed.data;
-  // The LLM calls happen outside any transaction: no locks are held while the model thinks.
-  const categories = await loadCategoryNames(deps.sql);
-  const extraction = await runExtraction(payload, { llm: deps.llm, namespaceRoot: deps.config.namespaceRoot, categories });
-  await withTenant(deps.sql, { tenantId: job.owner_id, actor: "worker:extract" }, async (tx) => {
-    let dedupJobId: string | null = null;
-    if (extraction.candidates.length > 0) {
-      const queued = await enqueueJob(tx, {
-        ownerId: job.owner_id,
-        kind: "dedup",
-        idempotencyKey: `extract:${job.id}`,
-        payload: {
-          candidates: extraction.candidates,
-          session_id: payload.session_id,
-          thread_id: payload.thread_id,
-          project: payload.project,
-          origin: "extract",
-          source_job_id: job.id,
-          lineage: payload.lineage,
-        },
-      });
-      dedupJobId = queued.id;
-    }
-    await tx`
-      insert into public.memory_events (owner_id, thread_id, node, op, status, meta)
-      values (${job.owner_id}, ${payload.thread_id ?? null}, 'worker', 'extract', 'ok',
-              ${tx.json({ job_id: job.id, session_id: payload.session_id, offset: payload.offset, messages: payload.messages.length, mode: extraction.mode, candidates: extraction.candidates.length, stats: extraction.stats, tokens: extraction.usage?.totalTokens ?? 0 } as never)})`;
-    await completeJobInTx(tx, job.id, workerId, {
-      mode: extraction.mode,
-      offset: payload.offset,
-      messages: payload.messages.length,
-      candidates: extraction.candidates.length,
-      dedup_job_id: dedupJobId,
-      stats: extraction.stats,
-      usage: extraction.usage ?? null,
-    });
-  }, { threadId: payload.thread_id });
 }
 
 async function processDedup(deps: WorkerDeps, job: Job, workerId: string): Promise<void> {
@@ -167,6 +134,9 @@ async function processDedup(deps: WorkerDeps, job: Job, workerId: string): Promi
 }
 
 function describeError(err: unknown): string {
+  if (err instanceof ModelPartError && err.modelError instanceof LlmOutputError) {
+    return `${err.name}: ${err.message}; last output: ${err.modelError.raw.slice(0, 300)}`;
+  }
   if (err instanceof LlmOutputError) return `${err.name}: ${err.message}; last output: ${err.raw.slice(0, 300)}`;
   if (err instanceof Error) return `${err.name}: ${err.message}`;
   return String(err);

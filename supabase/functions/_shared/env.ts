@@ -13,6 +13,7 @@ const EnvSchema = z.object({
   SUPABASE_DB_URL: optionalText,
   DATABASE_URL: optionalText,
   DB_POOL_MAX: positiveInt(10),
+  DB_STATEMENT_TIMEOUT_MS: positiveInt(15_000),
   // HS256 secret (local server, legacy projects) or a JWKS endpoint (asymmetric signing keys).
   SUPABASE_JWT_SECRET: optionalText,
   JWT_SECRET: optionalText,
@@ -46,6 +47,8 @@ const EnvSchema = z.object({
 export interface Config {
   databaseUrl: string;
   dbPoolMax: number;
+  /** Longest a statement of a request's transaction may run before the request is a 503. */
+  dbStatementTimeoutMs: number;
   jwt: { secret?: string; jwksUrl?: string };
   embedding: { provider: "openai" | "local"; apiKey?: string; baseUrl?: string; model: string };
   llm: { apiKey?: string; baseUrl?: string; model: string; timeoutMs: number };
@@ -82,6 +85,7 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
   return {
     databaseUrl,
     dbPoolMax: e.DB_POOL_MAX,
+    dbStatementTimeoutMs: e.DB_STATEMENT_TIMEOUT_MS,
     jwt: { secret, jwksUrl: secret ? undefined : jwksUrl },
     embedding,
     llm: {

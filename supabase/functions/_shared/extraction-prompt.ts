@@ -77,10 +77,13 @@ export function renderMessage(m: MessageLike, maxTokensPerMessage = 2000): strin
   return `[${m.role}] ${text}`;
 }
 
+/**
+ * The first maxTokens tokens of text, and how much was cut. Only the kept part is tokenized, so a
+ * message of megabytes costs no more than one of maxTokens tokens.
+ */
 function truncateWithNote(text: string, maxTokens: number): string {
-  const n = countTokens(text);
-  if (n <= maxTokens) return text;
-  return `${truncateToTokens(text, maxTokens)} …[${n - maxTokens} tokens cut]`;
+  const kept = truncateToTokens(text, maxTokens);
+  return kept.length === text.length ? text : `${kept} …[${text.length - kept.length} characters cut]`;
 }
 
 /** Splits a transcript into chunks of about maxTokens, on message boundaries. */

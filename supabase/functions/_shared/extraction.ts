@@ -1,5 +1,7 @@
-// Phase 1 of the write path, run by the worker for an 'extract' job: rules + (when configured) one
-// LLM call per ~60k-token chunk → validated, scoped, capped candidates for the dedup queue.
+// Phase 1 of the write path, run by the worker for an 'extract' job, in two parts: the rules (the
+// user's own "remember …" and corrections, no model) and, when configured, one LLM call per
+// ~60k-token chunk → validated, scoped, capped candidates for the dedup queue. The worker queues
+// the rules' candidates before it asks the model (extract-job.ts), so a failing model loses none.
 //
 // Extraction is incremental per session: memory-extract queues only the messages no earlier job of
 // the session covers (`messages`, starting at `offset` in the session's transcript), plus a few
@@ -35,52 +37,65 @@ export const ExtractJobPayloadSchema = z.object({
 }).strict();
 export type ExtractJobPayload = z.input<typeof ExtractJobPayloadSchema>;
 
-export interface ExtractionResult {
-  candidates: Candidate[];
-  stats: PreparedCandidates["stats"] & { chunks: number; llm_calls: number; rule_candidates: number; llm_candidates: number; filtered_by_llm: number };
-  mode: "llm+rules" | "rules";
-  usage?: LlmUsage;
+/** The rule-based part: the user's own statements, validated and scoped; never needs a model. */
+export function extractStated(
+  payload: ExtractJobPayload,
+  opts: { namespaceRoot: string; categories: readonly string[] },
+): { found: Candidate[]; prepared: PreparedCandidates } {
+  const found = extractByRules(payload.messages, { namespace: defaultScope(opts.namespaceRoot, payload) });
+  const prepared = prepareCandidates({ stated: found, proposed: [] }, {
+    root: opts.namespaceRoot,
+    project: payload.project,
+    scope: payload.scope,
+    categories: opts.categories,
+  });
+  return { found, prepared };
 }
 
-export async function runExtraction(
+export interface ModelExtraction {
+  /** The model's candidates: capped per chunk, none repeating a stated one. */
+  candidates: Candidate[];
+  /** Of the whole batch (stated and the model's), as prepareCandidates counts them. */
+  stats: PreparedCandidates["stats"] & { chunks: number; llm_calls: number; rule_candidates: number; llm_candidates: number; filtered_by_llm: number };
+  usage: LlmUsage;
+}
+
+/**
+ * The model's part: one LLM call per ~60k-token chunk of the new messages (the context shown as
+ * context). `stated` are the rules' raw candidates, so a model paraphrase of the user's own words
+ * is dropped in favour of them. Throws what the LLM throws.
+ */
+export async function extractWithModel(
   payload: ExtractJobPayload,
-  deps: { llm?: Llm; namespaceRoot: string; categories: readonly string[]; chunkTokens?: number },
-): Promise<ExtractionResult> {
-  const rules = extractByRules(payload.messages, { namespace: defaultScope(deps.namespaceRoot, payload) });
-  const fromLlm: Candidate[] = [];
-  let llmCalls = 0;
+  stated: Candidate[],
+  deps: { llm: Llm; namespaceRoot: string; categories: readonly string[]; chunkTokens?: number },
+): Promise<ModelExtraction> {
   let filtered = 0;
+  let proposedCount = 0;
   const usage: LlmUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0, requests: 0 };
   const chunks = chunkTranscript(payload.messages, deps.chunkTokens ?? 60_000);
   const context = payload.context && payload.context.length > 0 ? chunkTranscript(payload.context, 4_000).at(-1) : undefined;
   const perChunk: Candidate[][] = [];
-  if (deps.llm) {
-    for (const chunk of chunks) {
-      llmCalls++;
-      const out = await deps.llm.completeJson(ExtractionOutputSchema, extractionMessages(chunk, deps.namespaceRoot, payload, deps.categories, context), {
-        name: "memory_extraction",
-      });
-      usage.promptTokens += out.usage.promptTokens;
-      usage.completionTokens += out.usage.completionTokens;
-      usage.totalTokens += out.usage.totalTokens;
-      usage.requests += out.usage.requests;
-      filtered += out.value.filtered.length;
-      perChunk.push(out.value.stored);
-      fromLlm.push(...out.value.stored);
-    }
+  for (const chunk of chunks) {
+    const out = await deps.llm.completeJson(ExtractionOutputSchema, extractionMessages(chunk, deps.namespaceRoot, payload, deps.categories, context), {
+      name: "memory_extraction",
+    });
+    usage.promptTokens += out.usage.promptTokens;
+    usage.completionTokens += out.usage.completionTokens;
+    usage.totalTokens += out.usage.totalTokens;
+    usage.requests += out.usage.requests;
+    filtered += out.value.filtered.length;
+    proposedCount += out.value.stored.length;
+    perChunk.push(out.value.stored);
   }
-  // Rules find the user's own words (user-stated, uncapped); each chunk's LLM proposals are capped
-  // on their own (≤ 5 per chunk) and can never be user-stated.
-  const prepared = prepareCandidates({ stated: rules, proposed: perChunk }, {
-    root: deps.namespaceRoot,
-    project: payload.project,
-    scope: payload.scope,
-    categories: deps.categories,
-  });
+  // Rules first (user-stated, uncapped), so the in-batch duplicate check keeps the user's words;
+  // each chunk's proposals are capped on their own (≤ 5 per chunk) and never user-stated.
+  const opts = { root: deps.namespaceRoot, project: payload.project, scope: payload.scope, categories: deps.categories };
+  const all = prepareCandidates({ stated, proposed: perChunk }, opts);
+  const statedKept = prepareCandidates({ stated, proposed: [] }, opts).candidates.length;
   return {
-    candidates: prepared.candidates,
-    stats: { ...prepared.stats, chunks: chunks.length, llm_calls: llmCalls, rule_candidates: rules.length, llm_candidates: fromLlm.length, filtered_by_llm: filtered },
-    mode: deps.llm ? "llm+rules" : "rules",
-    usage: deps.llm ? usage : undefined,
+    candidates: all.candidates.slice(statedKept),
+    stats: { ...all.stats, chunks: chunks.length, llm_calls: chunks.length, rule_candidates: stated.length, llm_candidates: proposedCount, filtered_by_llm: filtered },
+    usage,
   };
 }

@@ -1,10 +1,11 @@
 // Fitting text into a token budget: one line per item, shortened at a word boundary when it must
 // be. Shared by retrieval's block (memory-retrieve/pack.ts) and context assembly
 // (_shared/context/pack-tiers.ts), so both shorten the same way.
+import { foldLineBreaks } from "./text-scan.ts";
 
-/** One line per item: newlines inside a memory would break a bullet list, so they are folded. */
+/** One line per item: newlines inside a memory would break a bullet list, so they are folded (in linear time). */
 export function bulletText(content: string): string {
-  return content.replace(/\s*\n\s*/g, " ").trim();
+  return foldLineBreaks(content).trim();
 }
 
 const ELLIPSIS = "…";

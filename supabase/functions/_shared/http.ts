@@ -1,8 +1,11 @@
 // One error shape everywhere: { "error": { "code", "message", "issues"? } }. Handlers throw
-// HttpError for expected failures; handleErrors turns anything else into a logged 500 that leaks
-// no detail but carries a request id to find it in the logs.
+// HttpError for expected failures; database errors are mapped to what they mean for the caller
+// (database-errors.ts: 503 with Retry-After when the database is away, 4xx for bad values);
+// handleErrors turns anything else into a logged 500 that leaks no detail but carries a request id
+// to find it in the logs.
 import type { z } from "zod";
 import { corsHeaders } from "./cors.ts";
+import { mapDatabaseError } from "./database-errors.ts";
 
 export interface ErrorIssue {
   path: (string | number)[];
@@ -58,22 +61,6 @@ export function handleErrors(handler: (req: Request, requestId: string) => Promi
   };
 }
 
-/** Postgres errors that are the caller's fault (constraint checks) become 4xx, never 500. */
-function mapDatabaseError(err: unknown): HttpError | undefined {
-  const code = (err as { code?: unknown })?.code;
-  if (typeof code !== "string" || !/^[0-9A-Z]{5}$/.test(code)) return undefined;
-  const detail = (err as { message?: string }).message ?? "database rejected the request";
-  if (code === "23514" || code === "22P02" || code === "22023" || code === "23502") {
-    return new HttpError(422, "unprocessable", detail);
-  }
-  // Text Postgres cannot store (U+0000, invalid escapes): the caller's input, never a 500.
-  if (code === "22P05" || code === "22021") return new HttpError(400, "invalid_request", "the request contains characters that cannot be stored");
-  if (code === "23505") return new HttpError(409, "conflict", detail);
-  if (code === "23503") return new HttpError(404, "not_found", "referenced memory not found");
-  if (code === "42501") return new HttpError(403, "forbidden", "not allowed");
-  return undefined;
-}
-
 export function zodIssues(error: z.ZodError): ErrorIssue[] {
   return error.issues.map((i) => ({ path: i.path.map((p) => (typeof p === "symbol" ? String(p) : p)), message: i.message, code: i.code }));
 }
@@ -107,6 +94,9 @@ export async function parseJsonBody<T extends z.ZodType>(
   if (!/^application\/json\b/i.test(type)) {
     throw new HttpError(415, "unsupported_media_type", "send the body as application/json");
   }
+  if (nestingDeeperThan(text, MAX_JSON_DEPTH)) {
+    throw new HttpError(400, "malformed_json", `body nests arrays or objects deeper than ${MAX_JSON_DEPTH} levels`);
+  }
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -114,6 +104,30 @@ export async function parseJsonBody<T extends z.ZodType>(
     throw new HttpError(400, "malformed_json", `body is not valid JSON: ${(err as Error).message}`);
   }
   return validate(schema, value, "request body");
+}
+
+/**
+ * Deepest nesting of arrays and objects a body may have. No request needs more than a handful of
+ * levels; deeper values would be walked recursively later (the transcript's canonical JSON, jsonb)
+ * and overflow the stack (a RangeError, once a 500).
+ */
+export const MAX_JSON_DEPTH = 64;
+
+/** Whether JSON text nests deeper than max, counted in one pass (brackets inside strings do not count). */
+function nestingDeeperThan(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92) i++; // backslash: skip the escaped character
+      else if (c === 34) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 91 || c === 123) {
+      if (++depth > max) return true;
+    } else if (c === 93 || c === 125) depth--;
+  }
+  return false;
 }
 
 /** Every 413 says what to do; a route with a better way (send less, in parts) says that instead. */

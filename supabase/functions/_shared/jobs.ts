@@ -8,6 +8,7 @@
 //   effects and completion commit together, and a worker that lost its lease (a slow worker whose
 //   job was re-claimed) rolls its writes back instead of writing twice.
 import type { Sql, Tx } from "./db.ts";
+import { outsideRequest } from "./rate-limit.ts";
 
 /** memory_jobs.kind: the write path's extract and dedup, and the graph's jobs (graph-jobs.ts). */
 export type JobKind = "extract" | "dedup" | "embed" | "consolidate" | "enrich" | "causal";
@@ -104,15 +105,47 @@ export class PermanentJobError extends Error {
   override name = "PermanentJobError";
 }
 
+/** Leaves the tenant role for the rest of the transaction: SET LOCAL ROLE NONE returns to the worker's privileged role. */
+async function leaveTenantRole(tx: Tx): Promise<void> {
+  await tx`select set_config('role', 'none', true)`;
+}
+
 /**
  * Completes the job inside a tenant transaction (see module comment): leaves the tenant role for
- * the rest of the transaction (SET LOCAL ROLE NONE returns to the worker's own privileged role)
- * and throws LeaseLostError, rolling everything back, if the worker no longer holds the job.
+ * the rest of the transaction and throws LeaseLostError, rolling everything back, if the worker
+ * no longer holds the job.
  */
 export async function completeJobInTx(tx: Tx, id: string, workerId: string, result: unknown): Promise<void> {
-  await tx`select set_config('role', 'none', true)`;
+  await leaveTenantRole(tx);
   const ok = await completeJob(tx, id, workerId, result);
   if (!ok) throw new LeaseLostError(`job ${id}: lease lost before completion; effects rolled back`);
+}
+
+/**
+ * Merges `progress` into the running job's result (what its parts did so far; it outlives retries).
+ * In a tenant transaction (inTenantTx) it leaves the tenant role first and throws LeaseLostError,
+ * rolling back, when the worker no longer holds the job; else it returns whether it did.
+ */
+export async function recordJobProgress(
+  sql: Sql | Tx,
+  id: string,
+  workerId: string,
+  progress: Record<string, unknown>,
+  opts: { inTenantTx?: boolean } = {},
+): Promise<boolean> {
+  if (opts.inTenantTx) await leaveTenantRole(sql as Tx);
+  const rows = await sql<{ ok: boolean }[]>`
+    select memory_private.record_job_progress(${id}, ${workerId}, ${sql.json(progress as never)}) as ok`;
+  const ok = rows[0]?.ok === true;
+  if (!ok && opts.inTenantTx) throw new LeaseLostError(`job ${id}: lease lost; this part was rolled back`);
+  return ok;
+}
+
+/** Extends the worker's lease on a running job; false when it no longer holds the job. */
+export async function renewJobLease(sql: Sql, id: string, workerId: string, leaseSeconds: number): Promise<boolean> {
+  const rows = await sql<{ ok: boolean }[]>`
+    select memory_private.renew_job_lease(${id}, ${workerId}, ${`${leaseSeconds} seconds`}::interval) as ok`;
+  return rows[0]?.ok === true;
 }
 
 export async function failJob(
@@ -134,15 +167,16 @@ declare const EdgeRuntime: { waitUntil(p: Promise<unknown>): void } | undefined;
 /**
  * Runs work after the response: EdgeRuntime.waitUntil on Supabase (keeps the isolate alive until it
  * settles), else a detached promise (local server). Failures are logged, never thrown: the job is
- * already durable and the next drain picks it up.
+ * already durable and the next drain picks it up. The work is no part of the request: it is never
+ * charged to the tenant's rate limit.
  */
 export function runInBackground(work: () => Promise<unknown>, label = "background"): void {
-  const p = (async () => {
+  const p = outsideRequest(async () => {
     try {
       await work();
     } catch (err) {
       console.error(JSON.stringify({ level: "warn", msg: `${label} failed`, error: String(err) }));
     }
-  })();
+  });
   if (typeof EdgeRuntime !== "undefined" && EdgeRuntime && typeof EdgeRuntime.waitUntil === "function") EdgeRuntime.waitUntil(p);
 }

@@ -12,6 +12,7 @@
 import OpenAI from "openai";
 import { z } from "zod";
 import type { Config } from "./env.ts";
+import { trimEndOf } from "./text-scan.ts";
 
 // ---------------------------------------------------------------------------------------------
 // OpenAI chat message format (what the agent sends to memory-extract / memory-compact). Defined
@@ -241,7 +242,8 @@ type Parsed<T> = { ok: true; value: T } | { ok: false; error: string };
 
 /** JSON.parse + schema check; tolerates a ```json fence, which some models add despite the format. */
 export function parseAgainst<S extends z.ZodType>(schema: S, raw: string): Parsed<z.infer<S>> {
-  const text = raw.trim().replace(/^```(?:json)?\s*/i, "").replace(/\s*```$/, "");
+  let text = raw.trim().replace(/^```(?:json)?\s*/i, "");
+  if (text.endsWith("```")) text = trimEndOf(text.slice(0, -3));
   let value: unknown;
   try {
     value = JSON.parse(text);

@@ -4,17 +4,13 @@
 // rewritten to third person so they satisfy the writing constraints.
 import type { Candidate } from "./candidates.ts";
 import { messageText } from "./tokens.ts";
+import { findCorrection, findRememberStatement } from "./rule-patterns.ts";
+import { trimEndOf } from "./text-scan.ts";
 
 interface MessageLike {
   role: string;
   content?: unknown;
 }
-
-// "remember" at a sentence start (optionally after please/also/and), not in a question like
-// "do you remember…?".
-const REMEMBER = /(?:^|[.!?\n]\s*)(?:(?:please|pls|also|and|oh|ok|okay)[,\s]+)*(?:remember|keep in mind|note for (?:the )?future|don't forget|do not forget)(?:\s+that)?\s*[:,-]?\s+([^\n]+)/i;
-// A reply that starts by rejecting what the agent did and states the right value against a wrong one.
-const CORRECTION = /^\s*(?:no|nope|wrong|incorrect|actually)\b[,.!:;]?\s+([^\n]*\bnot\b[^\n]*)/i;
 
 const PREFERENCE = /\b(prefer|prefers|like|likes|hate|hates|style|always|never)\b/i;
 
@@ -45,7 +41,7 @@ export function toThirdPerson(text: string): string {
 }
 
 function sentenceCase(text: string): string {
-  const t = text.trim().replace(/\s+/g, " ").replace(/[\s,;:-]+$/, "");
+  const t = trimEndOf(text.trim().replace(/\s+/g, " "), ",;:-");
   if (!t) return t;
   const withStop = /[.!?]$/.test(t) ? t : `${t}.`;
   return withStop[0]!.toUpperCase() + withStop.slice(1);
@@ -63,9 +59,10 @@ export function extractByRules(messages: MessageLike[], opts: { namespace: strin
     if (m.role !== "user") continue;
     const text = messageText(m.content);
     if (!text) continue;
-    const remember = REMEMBER.exec(text);
-    if (remember?.[1] && !/\?\s*$/.test(remember[1])) {
-      const fact = sentenceCase(toThirdPerson(remember[1]));
+    // "remember …" (not "do you remember …?") at a sentence start; then "no, X not Y".
+    const remember = findRememberStatement(text);
+    if (remember && !trimEndOf(remember).endsWith("?")) {
+      const fact = sentenceCase(toThirdPerson(remember));
       if (fact.length > 1) {
         out.push({
           content: fact,
@@ -78,9 +75,9 @@ export function extractByRules(messages: MessageLike[], opts: { namespace: strin
       }
       continue;
     }
-    const correction = CORRECTION.exec(text);
-    if (correction?.[1]) {
-      const fixed = sentenceCase(toThirdPerson(correction[1]));
+    const correction = findCorrection(text);
+    if (correction) {
+      const fixed = sentenceCase(toThirdPerson(correction));
       out.push({
         content: `Correction from the user: ${fixed[0]!.toLowerCase()}${fixed.slice(1)}`,
         type: "semantic",

@@ -1,6 +1,7 @@
 // Zod schemas shared by several functions. They are the API's documentation too
 // (scripts/export-schemas.ts turns them into JSON Schema for the README).
 import { z } from "zod";
+import { CONTROL_CHARACTERS, firstUnsafeCharacter } from "./unsafe-characters.ts";
 
 export const uuid = z.uuid();
 
@@ -58,17 +59,26 @@ export const namespace = z
     return parts.length >= 2 && parts.length <= 8 && parts.every((p) => segment.safeParse(p).success);
   }, "namespace must be 2-8 '/'-separated segments of letters, digits and . _ % + @ ~ - (no '..', no empty segment)");
 
-/** Memory text as stored: trimmed, 1-4000 characters, no NUL or other control characters but newline/tab. */
-export const content = z
-  .string()
-  .trim()
-  .min(1)
-  .max(4000)
-  .refine((s) => !/[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]/.test(s), "control characters are not allowed");
+/**
+ * Text stored as it is sent (memory content, a correction's reason): refused when it holds a
+ * character stored text may not contain (unsafe-characters.ts), the message naming it.
+ */
+export function storableText(schema: z.ZodString) {
+  return schema.superRefine((s, ctx) => {
+    const unsafe = firstUnsafeCharacter(s);
+    if (unsafe) ctx.addIssue({ code: "custom", message: `contains ${unsafe}: stored text may not hold control, bidirectional or invisible characters` });
+  });
+}
 
-/** Free text from the conversation (a message, an error): trimmed, newlines and tabs allowed, no other control characters. */
+/** Memory text as stored: trimmed, 1-4000 characters, none of the characters stored text may not hold. */
+export const content = storableText(z.string().trim().min(1).max(4000));
+
+/**
+ * Free text from the conversation that is not stored (a query, an error on screen): trimmed, no
+ * control characters (unsafe-characters.ts; right-to-left marks are fine here).
+ */
 export function freeText(max: number) {
-  return z.string().trim().min(1).max(max).refine((s) => !/[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]/.test(s), "control characters are not allowed");
+  return z.string().trim().min(1).max(max).refine((s) => !CONTROL_CHARACTERS.test(s), "control characters are not allowed");
 }
 
 /** An instant to answer as of (docs/graph.md#as-of): an ISO 8601 date-time with its offset. */
@@ -81,15 +91,12 @@ export const sessionId = threadId;
 export const agentName = z.string().regex(/^[a-z][a-z0-9_-]{0,63}$/, "lowercase letters, digits, _ or -");
 export const categoryName = z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, "lowercase letters, digits or _");
 
-// Code lineage (docs/context.md#code-lineage): where a memory came from in the repository.
-const CONTROL_CHARS = /[\u0000-\u001F\u007F]/;
+// Code lineage (docs/context.md#code-lineage): where a memory came from in the repository. These
+// are stored (metadata, file entities), so they follow the rule for stored text.
 /** A repository as the client names it: `acme/web`, `github.com/acme/web`, a clone URL. */
-export const repoName = z.string().min(1).max(300).refine((s) => !CONTROL_CHARS.test(s) && !/\s/.test(s), "no whitespace or control characters");
+export const repoName = storableText(z.string().min(1).max(300)).refine((s) => !/\s/.test(s), "no whitespace");
 /** A git branch name, by git's own ref rules (git check-ref-format --branch). */
-export const branchName = z
-  .string()
-  .min(1)
-  .max(250)
+export const branchName = storableText(z.string().min(1).max(250))
   .refine(
     (s) => !/[\u0000-\u0020\u007F~^:?*[\\]/.test(s) && !s.includes("..") && !s.includes("@{") && !s.includes("//") &&
       !/^[-/]/.test(s) && !/(\/|\.|\.lock)$/.test(s) && s !== "@",
@@ -98,11 +105,7 @@ export const branchName = z
 /** A commit id: 4-64 hex digits (abbreviated or full, SHA-1 or SHA-256). */
 export const commitSha = z.string().regex(/^[0-9a-fA-F]{4,64}$/, "4-64 hex digits").transform((s) => s.toLowerCase());
 /** A file path as a coding agent reports it (relative to the repository); a leading ./ is dropped. */
-export const filePath = z
-  .string()
-  .min(1)
-  .max(500)
-  .refine((s) => !CONTROL_CHARS.test(s), "control characters are not allowed")
+export const filePath = storableText(z.string().min(1).max(500))
   .transform((s) => s.replace(/^(\.\/)+/, ""))
   .refine((s) => s.length > 0, "a file path");
 

@@ -1,16 +1,109 @@
 // Exact token counts with gpt-tokenizer (o200k_base, the GPT-4o family's encoding), so budgets are
 // enforced against the same numbers a model sees.
-import { countTokens as countTextTokens, decode, encode } from "gpt-tokenizer";
+//
+// In time linear in the text. The library splits text into pieces (words, number groups,
+// punctuation and whitespace runs) and byte-pair merges each piece in time quadratic in its length:
+// 100,000 spaces or one 100 KB "word" took 15-25 s, and a 4 MB run of CJK letters overflowed the
+// stack of its splitting regex. So the text goes to the library in segments of at most
+// SEGMENT_CHARS characters, each a run of whole pieces: cut where no piece spans the cut, the counts
+// are exactly the library's. Only a single piece longer than SEGMENT_CHARS (a run of 256 letters,
+// spaces or symbols with no break, which no prose or code has) is cut inside, where the count may
+// differ from the library's by a token per cut. Special-token text such as `<|endoftext|>` counts as
+// the plain text it is (it would make the library throw).
+import { countTokens as countPieceTokens, decode, encode } from "gpt-tokenizer";
+import { O200K_TOKEN_SPLIT_REGEX } from "gpt-tokenizer/encodingParams/constants";
+import { isWhitespace } from "./text-scan.ts";
+
+/** Longest text handed to the library's merge step at once. */
+export const SEGMENT_CHARS = 256;
+/** Text is first cut into windows of at most this many characters where a piece boundary is certain. */
+const WINDOW_CHARS = 4096;
+const AS_TEXT = { disallowedSpecial: new Set<string>() };
 
 export function countTokens(text: string): number {
-  return text.length === 0 ? 0 : countTextTokens(text);
+  if (text.length === 0) return 0;
+  if (text.length <= SEGMENT_CHARS) return countPieceTokens(text, AS_TEXT);
+  let total = 0;
+  for (const segment of tokenizerSegments(text)) total += countPieceTokens(segment, AS_TEXT);
+  return total;
+}
+
+/** The tokens of text (segment by segment, as countTokens counts them). */
+export function encodeText(text: string, maxTokens = Number.POSITIVE_INFINITY): number[] {
+  const out: number[] = [];
+  for (const segment of tokenizerSegments(text)) {
+    for (const t of encode(segment, AS_TEXT)) out.push(t);
+    if (out.length > maxTokens) break;
+  }
+  return out;
 }
 
 /** The longest prefix of text that fits in maxTokens tokens. */
 export function truncateToTokens(text: string, maxTokens: number): string {
   if (maxTokens <= 0) return "";
-  const tokens = encode(text);
+  const tokens = encodeText(text, maxTokens);
   return tokens.length <= maxTokens ? text : decode(tokens.slice(0, maxTokens));
+}
+
+/**
+ * The segments text is tokenized in, in order (their concatenation is text): runs of the
+ * library's pieces of at most SEGMENT_CHARS characters, cut after a piece that does not end in a
+ * space (a whitespace piece's extent depends on what follows it); a longer piece is sliced.
+ */
+export function* tokenizerSegments(text: string): Generator<string> {
+  for (const window of windows(text)) {
+    let start = 0; // of the segment being grown, in window
+    let cut = 0; // where it may end: after its last piece that does not end in a space
+    for (const piece of window.matchAll(O200K_TOKEN_SPLIT_REGEX)) {
+      const pieceEnd = piece.index! + piece[0].length;
+      if (pieceEnd - start > SEGMENT_CHARS && cut > start) {
+        yield window.slice(start, cut);
+        start = cut;
+      }
+      while (pieceEnd - start > SEGMENT_CHARS) {
+        const at = splitPoint(window, start + SEGMENT_CHARS);
+        yield window.slice(start, at);
+        start = at;
+      }
+      const last = window.charCodeAt(pieceEnd - 1);
+      if (last === 10 || !isWhitespace(last)) cut = pieceEnd;
+    }
+    if (start < window.length) yield window.slice(start);
+  }
+}
+
+/**
+ * Windows of at most WINDOW_CHARS characters that the library's splitting regex runs on (on a
+ * longer run of one kind of character it backtracks deep enough to overflow the stack). A window
+ * ends where a piece boundary does not depend on what follows: after a line break followed by a
+ * non-space, or before a space followed by an ASCII letter (" word" is always a piece of its own).
+ * Without one in reach, it ends at WINDOW_CHARS.
+ */
+function* windows(text: string): Generator<string> {
+  let start = 0;
+  while (text.length - start > WINDOW_CHARS) {
+    let cut = -1;
+    for (let i = start + WINDOW_CHARS; i > start && cut < 0; i--) if (isCertainBoundary(text, i)) cut = i;
+    if (cut < 0) cut = splitPoint(text, start + WINDOW_CHARS);
+    yield text.slice(start, cut);
+    start = cut;
+  }
+  if (start < text.length) yield text.slice(start);
+}
+
+function isCertainBoundary(text: string, i: number): boolean {
+  const before = text.charCodeAt(i - 1);
+  const at = text.charCodeAt(i);
+  if (before === 10 && !isWhitespace(at)) return true;
+  if (at !== 32 || isWhitespace(before)) return false;
+  const next = text.charCodeAt(i + 1);
+  return (next >= 65 && next <= 90) || (next >= 97 && next <= 122);
+}
+
+/** i, or i - 1 when i would split a surrogate pair. */
+function splitPoint(text: string, i: number): number {
+  const c = text.charCodeAt(i - 1);
+  return c >= 0xd800 && c <= 0xdbff ? i - 1 : i;
 }
 
 export interface ChatMessageLike {
@@ -24,17 +117,67 @@ export interface ChatMessageLike {
 /** OpenAI's accounting: every message costs ~4 tokens of framing plus its content and tool calls. */
 const MESSAGE_OVERHEAD_TOKENS = 4;
 
+/** The texts of a message that count: role, content, name, tool calls, tool call id. */
+function countedParts(message: ChatMessageLike): string[] {
+  const parts = [message.role, messageText(message.content)];
+  if (message.name) parts.push(message.name);
+  if (message.tool_calls) parts.push(JSON.stringify(message.tool_calls));
+  if (message.tool_call_id) parts.push(message.tool_call_id);
+  return parts;
+}
+
 export function countMessageTokens(message: ChatMessageLike): number {
-  let total = MESSAGE_OVERHEAD_TOKENS + countTokens(message.role);
-  total += countTokens(messageText(message.content));
-  if (message.name) total += countTokens(message.name);
-  if (message.tool_calls) total += countTokens(JSON.stringify(message.tool_calls));
-  if (message.tool_call_id) total += countTokens(message.tool_call_id);
+  return countedParts(message).reduce((sum, part) => sum + countTokens(part), MESSAGE_OVERHEAD_TOKENS);
+}
+
+export function countConversationTokens(messages: readonly ChatMessageLike[], tokensOf = countMessageTokens): number {
+  return messages.reduce((sum, m) => sum + tokensOf(m), 3);
+}
+
+/** Longest stretch of counting before other requests get the event loop back. */
+const SLICE_MS = 10;
+
+/**
+ * countTokens for text that may be megabytes long (a compaction body is up to 8 MiB, about a second
+ * of counting): every SLICE_MS it gives the event loop back, so the requests of other tenants on the
+ * same server are answered meanwhile instead of waiting for the whole count.
+ */
+export async function countTokensYielding(text: string): Promise<number> {
+  let total = 0;
+  let since = performance.now();
+  for (const segment of tokenizerSegments(text)) {
+    total += countPieceTokens(segment, AS_TEXT);
+    if (performance.now() - since > SLICE_MS) {
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      since = performance.now();
+    }
+  }
   return total;
 }
 
-export function countConversationTokens(messages: readonly ChatMessageLike[]): number {
-  return messages.reduce((sum, m) => sum + countMessageTokens(m), 3);
+export interface MessageTokenCounter {
+  /** countMessageTokens, each message object counted once (a request counts its messages several times). */
+  (message: ChatMessageLike): number;
+  /** Counts the messages not counted yet, yielding the event loop as countTokensYielding does. */
+  prefill(messages: readonly ChatMessageLike[]): Promise<void>;
+}
+
+export function messageTokenCounter(): MessageTokenCounter {
+  const counted = new WeakMap<ChatMessageLike, number>();
+  const tokensOf = (message: ChatMessageLike) => {
+    let n = counted.get(message);
+    if (n === undefined) counted.set(message, n = countMessageTokens(message));
+    return n;
+  };
+  tokensOf.prefill = async (messages: readonly ChatMessageLike[]) => {
+    for (const message of messages) {
+      if (counted.has(message)) continue;
+      let n = MESSAGE_OVERHEAD_TOKENS;
+      for (const part of countedParts(message)) n += await countTokensYielding(part);
+      counted.set(message, n);
+    }
+  };
+  return tokensOf;
 }
 
 /** Text of a message's content: a string, or OpenAI's array of parts (text parts only). */

@@ -10,7 +10,7 @@ import type { WorkerDeps } from "./drain-queue.ts";
 export function workerDepsFromEnv(applicationName: string): WorkerDeps {
   const config = loadConfig();
   return {
-    sql: createSql(config.databaseUrl, { max: config.dbPoolMax, applicationName }),
+    sql: createSql(config.databaseUrl, { max: config.dbPoolMax, applicationName, statementTimeoutMs: config.dbStatementTimeoutMs }),
     config,
     embedder: createEmbedder(config),
     llm: createLlm(config),

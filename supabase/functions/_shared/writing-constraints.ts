@@ -4,6 +4,7 @@
 // prefix survives (extra sentences dropped), else rejected; both are counted so extraction quality
 // (seed: ≥ 95% pass on first try) can be measured from job results. Used for extracted candidates
 // and for the merged text of a dedup UPDATE.
+import { isWhitespace } from "./text-scan.ts";
 
 export type MemoryType = "semantic" | "episodic" | "procedural";
 
@@ -28,20 +29,37 @@ const FIRST_SECOND_PERSON = /\b(i|me|my|mine|myself|we|us|our|ours|ourselves|you
 
 /**
  * Sentence split on ., ! or ? followed by whitespace and a capital/digit/quote, so "e.g. the",
- * "v1.2" and file names like "index.ts" do not end a sentence.
+ * "v1.2" and file names like "index.ts" do not end a sentence. A scan, not a lookahead pattern:
+ * the pattern backtracked quadratically on a long run of dots.
  */
 export function splitSentences(text: string): string[] {
   const out: string[] = [];
-  const boundary = /[.!?]+(?=\s+["'`(A-Z0-9])/g;
   let start = 0;
-  for (const m of text.matchAll(boundary)) {
-    const end = m.index! + m[0].length;
-    out.push(text.slice(start, end).trim());
-    start = end;
+  let i = 0;
+  while (i < text.length) {
+    if (!isSentenceEnd(text.charCodeAt(i))) {
+      i++;
+      continue;
+    }
+    let end = i;
+    while (end < text.length && isSentenceEnd(text.charCodeAt(end))) end++;
+    let next = end;
+    while (next < text.length && isWhitespace(text.charCodeAt(next))) next++;
+    if (next > end && next < text.length && OPENS_SENTENCE.test(text[next]!)) {
+      out.push(text.slice(start, end).trim());
+      start = end;
+    }
+    i = next > end ? next : end;
   }
   const rest = text.slice(start).trim();
   if (rest) out.push(rest);
   return out.filter((s) => s.length > 0);
+}
+
+const OPENS_SENTENCE = /^["'`(A-Z0-9]$/;
+
+function isSentenceEnd(code: number): boolean {
+  return code === 46 || code === 33 || code === 63;
 }
 
 export function normaliseContent(text: string): string {

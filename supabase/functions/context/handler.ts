@@ -13,6 +13,7 @@ import { createSql, type Sql } from "../_shared/db.ts";
 import { createEmbedder, type Embedder } from "../_shared/embeddings.ts";
 import { type Config, loadConfig } from "../_shared/env.ts";
 import { handleErrors, HttpError, json, methodNotAllowed, parseJsonBody } from "../_shared/http.ts";
+import { limitRequests } from "../_shared/rate-limit.ts";
 
 export interface ContextHandlerDeps {
   sql: Sql;
@@ -33,7 +34,7 @@ export function defaultDeps(): ContextHandlerDeps {
   const config = loadConfig();
   return {
     config,
-    sql: createSql(config.databaseUrl, { max: config.dbPoolMax, applicationName: "devai-memory:context" }),
+    sql: createSql(config.databaseUrl, { max: config.dbPoolMax, applicationName: "devai-memory:context", statementTimeoutMs: config.dbStatementTimeoutMs }),
     embedder: createEmbedder(config),
   };
 }
@@ -64,10 +65,11 @@ export function createHandler(deps: ContextHandlerDeps): (req: Request) => Promi
     });
   }
 
-  return handleErrors(async (req) => {
+  // Assembly reads (its reinforcement is retrieval's): the tenant's read bucket.
+  return handleErrors(limitRequests(() => "read", async (req) => {
     const url = new URL(req.url);
     if (url.pathname.startsWith("/functions/v1/")) url.pathname = url.pathname.slice("/functions/v1".length);
     const caller = await authenticate(req, deps.config);
     return await app.fetch(new Request(url, req), { caller });
-  });
+  }));
 }

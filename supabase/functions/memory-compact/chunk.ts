@@ -49,6 +49,8 @@ export interface PlanOptions {
   targetChunkTokens: number;
   /** Room the summary will take, so the result ends under the trigger. */
   summaryReserveTokens: number;
+  /** How a message is counted (default countMessageTokens; the handler passes a memoized one). */
+  tokensOf?: (m: ChatMessage) => number;
 }
 
 /** Undefined when nothing can be compacted (only the head and a single unit). */
@@ -66,13 +68,14 @@ export function planCompaction(messages: ChatMessage[], opts: PlanOptions): Comp
   const units = groupUnits(body);
   if (units.length < 2) return undefined;
   // Enough to get back under the trigger even when the chunk target alone would not be.
-  const markerTokens = messages.filter(isMarker).reduce((s, m) => s + countMessageTokens(m), 0);
+  const tokensOf = opts.tokensOf ?? countMessageTokens;
+  const markerTokens = messages.filter(isMarker).reduce((s, m) => s + tokensOf(m), 0);
   const need = Math.max(opts.targetChunkTokens, opts.totalTokens - markerTokens - opts.triggerTokens + opts.summaryReserveTokens);
   let taken = 0;
   let chunkTokens = 0;
   // Always keep the last unit (the turn being answered).
   while (taken < units.length - 1 && chunkTokens < need) {
-    chunkTokens += units[taken]!.reduce((s, m) => s + countMessageTokens(m), 0);
+    chunkTokens += units[taken]!.reduce((s, m) => s + tokensOf(m), 0);
     taken++;
   }
   return {

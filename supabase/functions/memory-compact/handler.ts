@@ -23,9 +23,11 @@ import { projectName, sessionId, threadId } from "../_shared/schemas.ts";
 import { authenticate } from "../_shared/auth.ts";
 import { withTenant } from "../_shared/db.ts";
 import { handleErrors, HttpError, json, methodNotAllowed, parseJsonBody } from "../_shared/http.ts";
+import { routeOf } from "../_shared/routes.ts";
+import { limitRequests } from "../_shared/rate-limit.ts";
 import { enqueueJob, runInBackground } from "../_shared/jobs.ts";
 import { ChatMessageSchema } from "../_shared/llm.ts";
-import { countConversationTokens, countTokens, truncateToTokens } from "../_shared/tokens.ts";
+import { countConversationTokens, countTokens, messageTokenCounter, truncateToTokens } from "../_shared/tokens.ts";
 import { type Candidate, prepareCandidates } from "../_shared/candidates.ts";
 import { loadCategoryNames } from "../_shared/categories.ts";
 import { extractByRules } from "../_shared/rule-extractor.ts";
@@ -55,16 +57,22 @@ const SUMMARY_MAX_TOKENS = 5_000;
 
 export function createHandler(deps: QueueingDeps) {
   const kick = deps.kickWorker ?? (() => drainQueue(deps, { maxJobs: 10 }));
-  return handleErrors(async (req) => {
+  return handleErrors(limitRequests(() => "heavy", async (req) => {
+    routeOf(req, "memory-compact", [""]);
     if (req.method !== "POST") throw methodNotAllowed(["POST"]);
     const caller = await authenticate(req, deps.config);
+    // Counting an 8 MiB conversation is the heavy part, and comes before any transaction: an empty
+    // tenant transaction first charges the request to the tenant's rate limit (rate-limit.ts).
+    await withTenant(deps.sql, caller, () => Promise.resolve());
     const body = await parseJsonBody(req, CompactRequestSchema, deps.config.maxCompactBodyBytes, {
       tooLarge: `memory-compact takes at most ${deps.config.maxCompactBodyBytes} bytes (MAX_COMPACT_BODY_BYTES): compact earlier ` +
         "(a lower trigger_tokens or context_window), or raise MAX_COMPACT_BODY_BYTES on the server",
     });
     const trigger = body.trigger_tokens ??
       (body.context_window ? Math.min(DEFAULT_TRIGGER_TOKENS, Math.floor(body.context_window * 0.8)) : DEFAULT_TRIGGER_TOKENS);
-    const before = countConversationTokens(body.messages);
+    const tokensOf = messageTokenCounter();
+    await tokensOf.prefill(body.messages); // up to 8 MiB: counted without holding up other requests
+    const before = countConversationTokens(body.messages, tokensOf);
     if (before <= trigger) {
       return json({ compacted: false, messages: body.messages, tokens_before: before, tokens_after: before, trigger_tokens: trigger });
     }
@@ -73,6 +81,7 @@ export function createHandler(deps: QueueingDeps) {
       triggerTokens: trigger,
       targetChunkTokens: Math.min(body.target_chunk_tokens ?? DEFAULT_CHUNK_TOKENS, trigger),
       summaryReserveTokens: SUMMARY_MAX_TOKENS + 200,
+      tokensOf,
     });
     if (!plan) throw new HttpError(422, "cannot_compact", "nothing to compact: the conversation is a system prompt and a single turn");
 
@@ -110,7 +119,7 @@ export function createHandler(deps: QueueingDeps) {
 
     const marker = { role: "user" as const, content: `${MARKER}\n${summary}` };
     const messages = [...plan.head, marker, ...plan.rest];
-    const after = countConversationTokens(messages);
+    const after = countConversationTokens(messages, tokensOf);
     const chunkHash = createHash("sha256").update(JSON.stringify(plan.chunk)).digest("hex");
 
     const queued = await withTenant(deps.sql, caller, async (tx) => {
@@ -149,5 +158,5 @@ export function createHandler(deps: QueueingDeps) {
       candidates_queued: queued && !queued.deduplicated ? prepared.candidates.length : 0,
       dedup_job_id: queued?.id ?? null,
     });
-  });
+  }));
 }

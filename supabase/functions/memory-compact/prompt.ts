@@ -52,7 +52,8 @@ export function extractiveSummary(chunk: ChatMessage[], priorSummary: string | u
   const lines: string[] = [];
   if (priorSummary) lines.push(`Earlier: ${priorSummary.slice(0, 4000)}`);
   for (const m of chunk) {
-    const text = messageText(m.content).replace(/\s+/g, " ").trim();
+    // The lines keep at most 300 characters: collapse only the start of a long message.
+    const text = messageText(m.content).slice(0, 4000).replace(/\s+/g, " ").trim();
     if (m.role === "user" && text) lines.push(`- User: ${text.slice(0, 300)}`);
     else if (m.role === "assistant" && m.tool_calls?.length) {
       lines.push(`- Tool calls: ${m.tool_calls.map((c) => `${c.function.name}(${c.function.arguments.slice(0, 120)})`).join(", ")}`);

@@ -11,6 +11,8 @@ import { codeOrigin, projectName, sessionId, threadId } from "../_shared/schemas
 import { authenticate } from "../_shared/auth.ts";
 import { withTenant } from "../_shared/db.ts";
 import { handleErrors, HttpError, json, methodNotAllowed, parseJsonBody } from "../_shared/http.ts";
+import { routeOf } from "../_shared/routes.ts";
+import { limitRequests } from "../_shared/rate-limit.ts";
 import { enqueueJob, runInBackground } from "../_shared/jobs.ts";
 import { type Candidate, CandidateSchema, prepareCandidates } from "../_shared/candidates.ts";
 import { loadCategoryNames, unknownCategory } from "../_shared/categories.ts";
@@ -33,7 +35,8 @@ export const DedupRequestSchema = z.object({
 
 export function createHandler(deps: QueueingDeps) {
   const kick = deps.kickWorker ?? (() => drainQueue(deps, { maxJobs: 10 }));
-  return handleErrors(async (req) => {
+  return handleErrors(limitRequests(() => "write", async (req) => {
+    routeOf(req, "memory-dedup", [""]);
     if (req.method !== "POST") throw methodNotAllowed(["POST"]);
     const caller = await authenticate(req, deps.config);
     const body = await parseJsonBody(req, DedupRequestSchema, deps.config.maxBodyBytes);
@@ -87,5 +90,5 @@ export function createHandler(deps: QueueingDeps) {
       }));
     if (!queued.deduplicated) runInBackground(kick, "memory-dedup worker kick");
     return json({ job_id: queued.id, status: queued.status, deduplicated: queued.deduplicated, stats: prepared.stats }, 202);
-  });
+  }));
 }

@@ -16,6 +16,8 @@ import { z } from "zod";
 import { authenticate } from "../_shared/auth.ts";
 import { withTenant } from "../_shared/db.ts";
 import { handleErrors, HttpError, json, methodNotAllowed, parseJsonBody, validate } from "../_shared/http.ts";
+import { routeOf } from "../_shared/routes.ts";
+import { limitRequests } from "../_shared/rate-limit.ts";
 import { enqueueJob, getJob, type JobStatus, jobView, runInBackground } from "../_shared/jobs.ts";
 import { drainQueue, type QueueingDeps } from "../_shared/drain-queue.ts";
 import { CONTEXT_MESSAGES, type ExtractJobPayload } from "../_shared/extraction.ts";
@@ -56,7 +58,8 @@ export type ExtractRequest = z.infer<typeof ExtractRequestSchema>;
 
 export function createHandler(deps: QueueingDeps) {
   const kick = deps.kickWorker ?? (() => drainQueue(deps, { maxJobs: 10 }));
-  return handleErrors(async (req) => {
+  return handleErrors(limitRequests((req) => (req.method === "GET" ? "read" : "heavy"), async (req) => {
+    routeOf(req, "memory-extract", [""]);
     if (req.method === "GET") {
       const caller = await authenticate(req, deps.config);
       const query = validate(JobQuery, Object.fromEntries(new URL(req.url).searchParams), "query");
@@ -122,7 +125,7 @@ export function createHandler(deps: QueueingDeps) {
       new_messages: queued.newMessages,
       transcript: queued.transcript,
     }, 202);
-  });
+  }));
 }
 
 /** The messages `after` names, or the 409 that tells the client to send the whole transcript. */

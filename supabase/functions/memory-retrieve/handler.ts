@@ -10,6 +10,8 @@ import { createSql, type Sql } from "../_shared/db.ts";
 import { createEmbedder, type Embedder } from "../_shared/embeddings.ts";
 import { type Config, loadConfig } from "../_shared/env.ts";
 import { handleErrors, methodNotAllowed } from "../_shared/http.ts";
+import { routeOf } from "../_shared/routes.ts";
+import { limitRequests } from "../_shared/rate-limit.ts";
 import { runQuery } from "./query.ts";
 import { runRetrieve } from "./retrieve.ts";
 
@@ -25,18 +27,17 @@ export function defaultDeps(): RetrieveDeps {
   const config = loadConfig();
   return {
     config,
-    sql: createSql(config.databaseUrl, { max: config.dbPoolMax, applicationName: "memory-retrieve" }),
+    sql: createSql(config.databaseUrl, { max: config.dbPoolMax, applicationName: "memory-retrieve", statementTimeoutMs: config.dbStatementTimeoutMs }),
     embedder: createEmbedder(config),
   };
 }
 
-const QUERY_PATH = /\/query\/?$/;
 
 export function createHandler(deps: RetrieveDeps): (req: Request) => Promise<Response> {
-  return handleErrors(async (req) => {
+  return handleErrors(limitRequests(() => "read", async (req) => {
+    const route = routeOf(req, "memory-retrieve", ["", "query"]);
     if (req.method !== "POST") throw methodNotAllowed(["POST"]);
     const caller = await authenticate(req, deps.config);
-    const path = new URL(req.url).pathname;
-    return QUERY_PATH.test(path) ? await runQuery(deps, caller, req) : await runRetrieve(deps, caller, req);
-  });
+    return route === "query" ? await runQuery(deps, caller, req) : await runRetrieve(deps, caller, req);
+  }));
 }

@@ -16,6 +16,7 @@ export const MAX_TOP_K = 50;
 /** memory.query's default top_k: on-demand recall wants a few bullets (seed 001 §11). */
 export const QUERY_DEFAULT_TOP_K = 5;
 
+// Free text from the conversation (never stored, so right-to-left marks in it are fine).
 const text = freeText;
 
 const budgetTokens = z.number().int().min(1).max(MAX_BUDGET_TOKENS);
@@ -72,8 +73,13 @@ export type RetrieveRequest = z.infer<typeof RetrieveRequest>;
 
 export { agentName, categoryName };
 
-/** An ISO date or date-time; null means "no bound" (the seed's example sends null). */
-const instant = z.union([z.iso.datetime({ offset: true }), z.iso.date()]).nullable();
+/**
+ * An ISO date or date-time from year 0001 on (Postgres has no year 0: "0000-01-01" was a 500);
+ * null means "no bound" (the seed's example sends null).
+ */
+const instant = z.union([z.iso.datetime({ offset: true }), z.iso.date()])
+  .refine((s) => Number(s.slice(0, 4)) >= 1, "dates start at 0001-01-01")
+  .nullable();
 const metaValue = z.string().min(1).max(200).nullable();
 
 export const QueryFilters = z

@@ -4,12 +4,14 @@
 import { z } from "zod";
 import { requireServiceRole } from "../_shared/auth.ts";
 import { handleErrors, json, methodNotAllowed, validate } from "../_shared/http.ts";
+import { routeOf } from "../_shared/routes.ts";
 import { drainQueue, type WorkerDeps } from "../_shared/drain-queue.ts";
 
 const DrainBody = z.object({ max_jobs: z.number().int().min(1).max(100).optional() }).strict();
 
 export function createHandler(deps: WorkerDeps) {
   return handleErrors(async (req) => {
+    routeOf(req, "memory-worker", [""]);
     if (req.method !== "POST") throw methodNotAllowed(["POST"]);
     await requireServiceRole(req, deps.config);
     const text = await req.text();

@@ -25,6 +25,15 @@ function fromBase64Url(text: string): string {
   return new TextDecoder("utf-8", { fatal: true }).decode(Uint8Array.from(bin, (c) => c.charCodeAt(0)));
 }
 
+/** The timestamp's shape, and a real date and time of year 1 or later (what Postgres accepts). */
+function isCalendarTime(ts: string): boolean {
+  if (!TS.test(ts)) return false;
+  const [y, mo, d, h, mi, se] = [0, 5, 8, 11, 14, 17].map((at, i) => Number(ts.slice(at, at + (i === 0 ? 4 : 2))));
+  const leap = y! % 4 === 0 && (y! % 100 !== 0 || y! % 400 === 0);
+  const days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][mo! - 1];
+  return y! >= 1 && days !== undefined && d! >= 1 && d! <= days && h! <= 23 && mi! <= 59 && se! <= 59;
+}
+
 export function encodeCursor(c: ListCursor): string {
   return toBase64Url(JSON.stringify([c.createdAt, c.id]));
 }
@@ -34,7 +43,7 @@ export function decodeCursor(text: string): ListCursor {
     const value: unknown = JSON.parse(fromBase64Url(text));
     if (Array.isArray(value) && value.length === 2) {
       const [createdAt, id] = value;
-      if (typeof createdAt === "string" && TS.test(createdAt) && typeof id === "string" && UUID.test(id)) {
+      if (typeof createdAt === "string" && isCalendarTime(createdAt) && typeof id === "string" && UUID.test(id)) {
         return { createdAt, id: id.toLowerCase() };
       }
     }

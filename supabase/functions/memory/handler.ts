@@ -28,6 +28,7 @@ import { loadConfig } from "../_shared/env.ts";
 import { createLlm } from "../_shared/llm.ts";
 import { registerGraphRoutes } from "./graph-routes.ts";
 import { handleErrors, HttpError, methodNotAllowed } from "../_shared/http.ts";
+import { limitRequests } from "../_shared/rate-limit.ts";
 import { CONFIG_PATH, createConfigApp } from "./config-routes.ts";
 import { registerLifecycleRoutes } from "./lifecycle-routes.ts";
 import { registerCollectionRoutes, registerMemoryReadRoutes } from "./read-routes.ts";
@@ -42,7 +43,7 @@ export function defaultDeps(): MemoryDeps {
   const config = loadConfig();
   const deps: MemoryDeps = {
     config,
-    sql: createSql(config.databaseUrl, { max: config.dbPoolMax, applicationName: "devai-memory:memory" }),
+    sql: createSql(config.databaseUrl, { max: config.dbPoolMax, applicationName: "devai-memory:memory", statementTimeoutMs: config.dbStatementTimeoutMs }),
     embedder: createEmbedder(config),
     llm: createLlm(config),
   };
@@ -84,14 +85,15 @@ export function createHandler(deps: MemoryDeps): (req: Request) => Promise<Respo
   registerLifecycleRoutes(app, routeDeps);
   const configApp = createConfigApp(routeDeps);
 
-  return handleErrors(async (req) => {
+  // Rate limits: reads and writes are charged to the tenant's own buckets (rate-limit.ts).
+  return handleErrors(limitRequests((req) => (req.method === "GET" ? "read" : "write"), async (req) => {
     const routed = normalizePath(req);
     if (CONFIG_PATH.test(new URL(routed.url).pathname)) {
       return await configApp.fetch(routed, { admin: await authenticateConfigCaller(req, deps.config) });
     }
     const caller = await authenticate(req, deps.config);
     return await app.fetch(routed, { caller });
-  });
+  }));
 }
 
 /** The local server and some proxies keep the gateway prefix; route on /memory/... either way. */

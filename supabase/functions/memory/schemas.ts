@@ -15,6 +15,7 @@ import {
   segment,
   sessionId,
   source,
+  storableText,
   threadId,
 } from "../_shared/schemas.ts";
 import { SCOPE_NEEDS_PROJECT, scopeHasProject, writeScope } from "../_shared/scopes.ts";
@@ -56,7 +57,7 @@ export type RememberRequest = z.infer<typeof RememberRequest>;
 export const CorrectRequest = z
   .object({
     content,
-    reason: z.string().trim().min(1).max(500).optional(),
+    reason: storableText(z.string().trim().min(1).max(500)).optional(),
     session_id: sessionId.optional(),
     thread_id: threadId.optional(),
   })
@@ -66,7 +67,7 @@ export type CorrectRequest = z.infer<typeof CorrectRequest>;
 /** POST /memory/{id}/forget: soft delete (purged after the grace period unless restored). */
 export const ForgetRequest = z
   .object({
-    reason: z.string().trim().min(1).max(500).optional(),
+    reason: storableText(z.string().trim().min(1).max(500)).optional(),
     thread_id: threadId.optional(),
   })
   .strict();

@@ -3,7 +3,7 @@
 -- strength, embedding model; keyword queries never raise, whatever the text; exclusions, phrases
 -- and identifiers; the fusion's explainable columns; and memory_keyword_terms.
 begin;
-select plan(34);
+select plan(37);
 
 create temp table fixture (owner text, content text, namespace text, sim real, extra jsonb default '{}') on commit drop;
 insert into fixture (owner, content, namespace, sim, extra) values
@@ -181,6 +181,21 @@ select is(
   (select term_df from memory_search.keyword_postings('33000000-0000-4000-8000-00000000000a',
      array['devai/project/task_forge/'], array['''err_module_not_found'''::tsquery, '''team'''::tsquery], 0, 100)),
   array[1, 1], 'keyword_postings: counts stop at the cap plus one');
+-- fts_scoped keys a memory's lexemes by its tenant and scope: a scope's lookup reads only it.
+select throws_ok(
+  $$select memory_private.keyword_scope_key('33000000-0000-4000-8000-00000000000b', 'devai/project/task_forge')$$,
+  '42501', null, 'a tenant cannot compute another tenant''s scope keys (memory_private is not theirs)');
+select tests.clear_authentication();
+select is(
+  (select count(*)::int from public.devai_memories m
+    where m.fts_scoped @@ memory_search.scoped_query('''err_module_not_found'''::tsquery,
+            array[memory_private.keyword_scope_key('33000000-0000-4000-8000-00000000000a', 'devai/project/task_forge')])),
+  4, 'fts_scoped: the task_forge key of tenant A finds its 4 memories naming the code (valid or not), not taskxforge, task_forge2 or tenant B');
+select is(
+  (select term_df from memory_search.keyword_postings('33000000-0000-4000-8000-00000000000a',
+     array['devai/project/'], array['''err_module_not_found'''::tsquery], 50, 100)),
+  array[4], 'a scope above the project scopes (devai/project/) is searched by scanning: every project of the tenant (task_forge twice, taskxforge, task_forge2)');
+select tests.authenticate_as('33000000-0000-4000-8000-00000000000a');
 select tests.as_anon();
 select throws_ok(
   $$select * from memory_search.keyword_postings('33000000-0000-4000-8000-00000000000a', array['devai/'], array['''x'''::tsquery], 50, 100)$$,

@@ -1,0 +1,58 @@
+// What a database error means for the caller, for the one error path (http.ts handleErrors):
+//
+// - The database cannot be reached or stopped answering (connection refused or reset, the pool's
+//   connect timeout, Postgres shutting down, starting up or crashed, out of connections, a
+//   statement past its timeout): 503 database_unavailable with Retry-After. The request wrote
+//   nothing (its transaction did not commit) and can be sent again as it is.
+// - The input broke a rule the database checks (constraints, values out of range, text it cannot
+//   store): a 4xx, never a 500. Data exceptions (SQLSTATE class 22: a timestamp past year 294276,
+//   a malformed value) are 400; constraint violations 409 / 422 / 404.
+// Anything else is not mapped here, and becomes the logged 500.
+import { HttpError } from "./http.ts";
+
+/** What a 503 asks the client to wait: Postgres restarts in about that time. */
+export const DATABASE_RETRY_AFTER_SECONDS = 2;
+
+// Connection-level failures reported by the socket (Node's codes) or by postgres.js.
+const CONNECTION_CODES = new Set([
+  "ECONNREFUSED", "ECONNRESET", "ECONNABORTED", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN",
+  "CONNECT_TIMEOUT", "CONNECTION_CLOSED", "CONNECTION_DESTROYED", "CONNECTION_ENDED",
+]);
+// SQLSTATEs of a server that is going away, coming up, full or too slow for our timeout.
+const UNAVAILABLE_STATES = new Set(["57P01", "57P02", "57P03", "53300", "57014", "25P03"]);
+
+function codeOf(err: unknown): string | undefined {
+  const code = (err as { code?: unknown })?.code;
+  return typeof code === "string" ? code : undefined;
+}
+
+/** True when err means "no database right now" rather than anything about the request. */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  const code = codeOf(err);
+  if (!code) return false;
+  return CONNECTION_CODES.has(code) || UNAVAILABLE_STATES.has(code) || /^08[0-9A-Z]{3}$/.test(code);
+}
+
+export function mapDatabaseError(err: unknown): HttpError | undefined {
+  if (isDatabaseUnavailable(err)) {
+    const timedOut = codeOf(err) === "57014" || codeOf(err) === "25P03" || codeOf(err) === "CONNECT_TIMEOUT";
+    return new HttpError(
+      503,
+      "database_unavailable",
+      timedOut ? "the database did not answer in time; nothing was written, try again" : "the database is unavailable; nothing was written, try again",
+      undefined,
+      { "retry-after": String(DATABASE_RETRY_AFTER_SECONDS) },
+    );
+  }
+  const code = codeOf(err);
+  if (!code || !/^[0-9A-Z]{5}$/.test(code)) return undefined;
+  const detail = (err as { message?: string }).message ?? "database rejected the request";
+  // Text Postgres cannot store (U+0000, invalid escapes): the caller's input, never a 500.
+  if (code === "22P05" || code === "22021") return new HttpError(400, "invalid_request", "the request contains characters that cannot be stored");
+  if (code.startsWith("22")) return new HttpError(400, "invalid_request", `a value in the request is out of range or malformed: ${detail}`);
+  if (code === "23514" || code === "23502") return new HttpError(422, "unprocessable", detail);
+  if (code === "23505") return new HttpError(409, "conflict", detail);
+  if (code === "23503") return new HttpError(404, "not_found", "referenced memory not found");
+  if (code === "42501") return new HttpError(403, "forbidden", "not allowed");
+  return undefined;
+}

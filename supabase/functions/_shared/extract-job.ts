@@ -1,0 +1,138 @@
+// The worker's 'extract' job, in two parts that fail apart:
+//
+// 1. rules: the user's own "remember …" statements and corrections (extractByRules, no model) are
+//    queued for dedup first, in their own transaction, and the job's result records it. Whatever
+//    the model does next, they are stored.
+// 2. model: one LLM call per chunk; its candidates are queued and the job completes, in one
+//    transaction. When the model fails (malformed output after its repair, a timeout, a 5xx), the
+//    job's result says so (model.status 'failed', with the error) and the job is retried as usual
+//    (backoff, then dead) for this part alone: a retry finds the rules' part recorded and does not
+//    queue it again.
+//
+// A job's status therefore reads: done (both parts), queued/dead with result.rules.status
+// 'stored' and result.model.status 'failed' (the model's part failed; the rules' candidates are
+// stored), or dead with no result (the payload itself was bad).
+import type { Sql, Tx } from "./db.ts";
+import { withTenant } from "./db.ts";
+import type { Config } from "./env.ts";
+import type { Llm } from "./llm.ts";
+import { completeJobInTx, enqueueJob, type Job, PermanentJobError, recordJobProgress } from "./jobs.ts";
+import { loadCategoryNames } from "./categories.ts";
+import type { Candidate } from "./candidates.ts";
+import { type ExtractJobPayload, ExtractJobPayloadSchema, extractStated, extractWithModel } from "./extraction.ts";
+
+export interface ExtractJobDeps {
+  sql: Sql;
+  config: Config;
+  llm?: Llm;
+}
+
+/** What the rules' part did, as recorded in the job's result. */
+interface RulesPart {
+  status: "stored";
+  candidates: number;
+  dedup_job_id: string | null;
+}
+
+/** The model's part failed; modelError is what the LLM threw (the retry decision looks at it). */
+export class ModelPartError extends Error {
+  override name = "ModelPartError";
+  constructor(readonly modelError: unknown, rules: RulesPart) {
+    super(`model part failed (the rules' ${rules.candidates} candidate(s) are stored): ${describe(modelError)}`);
+  }
+}
+
+function describe(err: unknown): string {
+  return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+}
+
+export async function processExtract(deps: ExtractJobDeps, job: Job, workerId: string): Promise<void> {
+  const parsed = ExtractJobPayloadSchema.safeParse(job.payload);
+  if (!parsed.success) throw new PermanentJobError(`invalid extract payload: ${parsed.error.message}`);
+  const payload = parsed.data;
+  // The LLM calls happen outside any transaction: no locks are held while the model thinks.
+  const categories = await loadCategoryNames(deps.sql);
+  const { found, prepared: stated } = extractStated(payload, { namespaceRoot: deps.config.namespaceRoot, categories });
+  const base = { offset: payload.offset, messages: payload.messages.length };
+
+  if (!deps.llm) {
+    await withTenant(deps.sql, tenantOf(job), async (tx) => {
+      const rules = await queueDedup(tx, job, payload, "rules", stated.candidates);
+      const stats = { ...stated.stats, llm_calls: 0, rule_candidates: found.length, llm_candidates: 0, filtered_by_llm: 0 };
+      await recordEvent(tx, job, payload, { mode: "rules", candidates: rules.candidates, stats, tokens: 0 });
+      await completeJobInTx(tx, job.id, workerId, { ...base, mode: "rules", candidates: rules.candidates, rules, model: { status: "skipped" }, stats, usage: null });
+    }, { threadId: payload.thread_id });
+    return;
+  }
+
+  const recorded = (job.result as { rules?: RulesPart } | null)?.rules;
+  const rules = recorded?.status === "stored" ? recorded : await withTenant(deps.sql, tenantOf(job), async (tx) => {
+    const part = await queueDedup(tx, job, payload, "rules", stated.candidates);
+    await recordJobProgress(tx, job.id, workerId, { ...base, rules: part, model: { status: "pending" } }, { inTenantTx: true });
+    return part;
+  }, { threadId: payload.thread_id });
+
+  let model;
+  try {
+    model = await extractWithModel(payload, found, { llm: deps.llm, namespaceRoot: deps.config.namespaceRoot, categories });
+  } catch (err) {
+    await recordJobProgress(deps.sql, job.id, workerId, { model: { status: "failed", attempt: job.attempts, error: describe(err).slice(0, 1000) } });
+    throw new ModelPartError(err, rules);
+  }
+  await withTenant(deps.sql, tenantOf(job), async (tx) => {
+    const queued = await queueDedup(tx, job, payload, "model", model.candidates);
+    const candidates = rules.candidates + queued.candidates;
+    await recordEvent(tx, job, payload, { mode: "llm+rules", candidates, stats: model.stats, tokens: model.usage.totalTokens });
+    await completeJobInTx(tx, job.id, workerId, {
+      ...base,
+      mode: "llm+rules",
+      candidates,
+      rules,
+      model: { status: "done", candidates: queued.candidates, dedup_job_id: queued.dedup_job_id },
+      stats: model.stats,
+      usage: model.usage,
+    });
+  }, { threadId: payload.thread_id });
+}
+
+function tenantOf(job: Job) {
+  return { tenantId: job.owner_id, actor: "worker:extract" };
+}
+
+/** Queues one part's candidates for dedup (idempotent per job and part). */
+async function queueDedup(
+  tx: Tx,
+  job: Job,
+  payload: ExtractJobPayload,
+  part: "rules" | "model",
+  candidates: Candidate[],
+): Promise<RulesPart> {
+  if (candidates.length === 0) return { status: "stored", candidates: 0, dedup_job_id: null };
+  const queued = await enqueueJob(tx, {
+    ownerId: job.owner_id,
+    kind: "dedup",
+    idempotencyKey: `extract:${job.id}:${part}`,
+    payload: {
+      candidates,
+      session_id: payload.session_id,
+      thread_id: payload.thread_id,
+      project: payload.project,
+      origin: "extract",
+      source_job_id: job.id,
+      ...(payload.lineage ? { lineage: payload.lineage } : {}),
+    },
+  });
+  return { status: "stored", candidates: candidates.length, dedup_job_id: queued.id };
+}
+
+async function recordEvent(
+  tx: Tx,
+  job: Job,
+  payload: ExtractJobPayload,
+  what: { mode: string; candidates: number; stats: unknown; tokens: number },
+): Promise<void> {
+  await tx`
+    insert into public.memory_events (owner_id, thread_id, node, op, status, meta)
+    values (${job.owner_id}, ${payload.thread_id ?? null}, 'worker', 'extract', 'ok',
+            ${tx.json({ job_id: job.id, session_id: payload.session_id, offset: payload.offset, messages: payload.messages.length, ...what } as never)})`;
+}

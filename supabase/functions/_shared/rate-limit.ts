@@ -1,0 +1,48 @@
+// Per-tenant rate limits (docs/operations.md#rate-limits). The limits and buckets live in the
+// database (public.take_rate_limit_token, settings in public.memory_settings), so every function
+// instance shares them. A request is charged once, in its first tenant transaction: limitRequests
+// marks the request with its route class, and withTenant (db.ts) folds the token call into that
+// transaction's first statement, so the check costs no extra round trip. Over the limit, the
+// request is a 429 rate_limited with Retry-After and its transaction writes nothing.
+import { AsyncLocalStorage } from "node:async_hooks";
+import { HttpError } from "./http.ts";
+
+export type RouteClass = "read" | "write" | "heavy";
+
+interface PendingCharge {
+  routeClass: RouteClass;
+  charged: boolean;
+}
+
+const requestCharge = new AsyncLocalStorage<PendingCharge>();
+
+/** Wraps a handler: each request it serves is charged to its tenant's bucket of its route class. */
+export function limitRequests<A extends unknown[]>(
+  routeClassOf: (req: Request) => RouteClass | undefined,
+  handler: (req: Request, ...rest: A) => Promise<Response>,
+): (req: Request, ...rest: A) => Promise<Response> {
+  return (req, ...rest) => {
+    const routeClass = routeClassOf(req);
+    return routeClass ? requestCharge.run({ routeClass, charged: false }, () => handler(req, ...rest)) : handler(req, ...rest);
+  };
+}
+
+/** The route class to charge in this transaction, once per request (undefined: nothing to charge). */
+export function takeRequestCharge(): RouteClass | undefined {
+  const pending = requestCharge.getStore();
+  if (!pending || pending.charged) return undefined;
+  pending.charged = true;
+  return pending.routeClass;
+}
+
+/** Runs work (a background drain after a 202) outside the request: it is never charged. */
+export function outsideRequest<T>(work: () => T): T {
+  return requestCharge.exit(work);
+}
+
+export function rateLimited(routeClass: RouteClass, retryAfterSeconds: number): HttpError {
+  const seconds = Math.max(1, Math.ceil(retryAfterSeconds));
+  return new HttpError(429, "rate_limited", `too many ${routeClass} requests for this tenant; retry after ${seconds} s`, undefined, {
+    "retry-after": String(seconds),
+  });
+}

@@ -1,0 +1,77 @@
+// Per-tenant rate limits through the functions: a tenant over its limit gets 429 rate_limited with
+// Retry-After and its request writes nothing; another tenant, another route class and (by
+// default) service_role are not affected; a request is charged once however many transactions it
+// runs. The limits are lowered for the test in public.memory_settings and put back after.
+import assert from "node:assert/strict";
+import { createHandler as createCompact } from "../supabase/functions/memory-compact/handler.ts";
+import { localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
+import { memoryApi } from "./support/memory-api.ts";
+import { serviceHeaders, userHeaders } from "./support/auth.ts";
+import { testConfig } from "./support/config.ts";
+import { overrideSettings } from "./support/lifecycle.ts";
+import { newTenant, testSql } from "./support/seed.ts";
+import { dbTest } from "./support/http.ts";
+
+async function memoriesOf(sql: ReturnType<typeof testSql>, tenant: string): Promise<number> {
+  const [row] = await sql<{ n: number }[]>`select count(*)::int as n from public.devai_memories where owner_id = ${tenant}`;
+  return row!.n;
+}
+
+dbTest("rate limits: a tenant over its write limit gets 429 with Retry-After and writes nothing; others go on", async () => {
+  const sql = testSql(2);
+  const limits = await overrideSettings(sql, { rate_limit_write_burst: 3, rate_limit_write_per_minute: 6 });
+  try {
+    const api = memoryApi(sql);
+    const [a, b] = [newTenant(), newTenant()];
+    // remember runs two transactions (the duplicate check, then the insert): charged once.
+    for (let i = 0; i < 3; i++) {
+      const r = await api("POST", "/memory/remember", { as: a, body: { content: `Deploy fact number ${i}.` } });
+      assert.equal(r.status, 201, JSON.stringify(r.body));
+    }
+    const refused = await api("POST", "/memory/remember", { as: a, body: { content: "One fact too many." } });
+    assert.equal(refused.status, 429, JSON.stringify(refused.body));
+    assert.equal(refused.body.error.code, "rate_limited");
+    assert.equal(refused.headers.get("retry-after"), "10", "6 a minute: a token every 10 s");
+    assert.equal(await memoriesOf(sql, a), 3, "the refused remember wrote nothing");
+
+    assert.equal((await api("POST", "/memory/remember", { as: b, body: { content: "Another tenant's fact." } })).status, 201, "another tenant is not limited");
+    assert.equal((await api("GET", "/memory?limit=1", { as: a })).status, 200, "reads have their own bucket");
+    // service_role acting for the limited tenant: not limited unless rate_limit_service_role = 1.
+    const asService = { headers: await serviceHeaders(a), body: { content: "Written by a server-side agent." } };
+    assert.equal((await api("POST", "/memory/remember", asService)).status, 201);
+    await sql`update public.memory_settings set value = 1 where name = 'rate_limit_service_role'`;
+    assert.equal((await api("POST", "/memory/remember", { ...asService, body: { content: "And another one." } })).status, 429);
+  } finally {
+    await sql`update public.memory_settings set value = 0 where name = 'rate_limit_service_role'`;
+    await limits.restore();
+    await sql.end();
+  }
+});
+
+dbTest("rate limits: heavy requests (memory-compact) have their own, smaller bucket; a refused one is a 429 before any work", async () => {
+  const sql = testSql(2);
+  const limits = await overrideSettings(sql, { rate_limit_heavy_burst: 2, rate_limit_heavy_per_minute: 1 });
+  try {
+    const handler = createCompact({ sql, config: testConfig(), embedder: localEmbedder(), kickWorker: () => Promise.resolve() });
+    const tenant = newTenant();
+    const compact = async (session: string) => {
+      const res = await handler(new Request("http://localhost/functions/v1/memory-compact", {
+        method: "POST",
+        headers: await userHeaders(tenant),
+        body: JSON.stringify({ session_id: session, messages: [{ role: "user", content: "hello" }, { role: "user", content: "again" }] }),
+      }));
+      return { status: res.status, retryAfter: res.headers.get("retry-after"), body: await res.json() };
+    };
+    assert.equal((await compact("s1")).status, 200);
+    assert.equal((await compact("s2")).status, 200);
+    const refused = await compact("s3");
+    assert.equal(refused.status, 429, JSON.stringify(refused.body));
+    assert.equal(refused.retryAfter, "60");
+    assert.match(refused.body.error.message, /too many heavy requests/);
+    const api = memoryApi(sql);
+    assert.equal((await api("POST", "/memory/remember", { as: tenant, body: { content: "Writes are another class." } })).status, 201);
+  } finally {
+    await limits.restore();
+    await sql.end();
+  }
+});

@@ -1,0 +1,125 @@
+// A model that fails never loses what the rules found: with an LLM that answers malformed JSON,
+// times out or answers 500, the user's "remember that …" statements and correction are stored
+// anyway (the rules' part is queued before the model is asked); the job retries the model's part
+// alone and its result says which part failed; a model that recovers completes the job without
+// storing the rules' part twice.
+import assert from "node:assert/strict";
+import { createHandler } from "../supabase/functions/memory-extract/handler.ts";
+import { createLlm } from "../supabase/functions/_shared/llm.ts";
+import { reply, type Reply } from "./fake_openai.ts";
+import { userHeaders } from "./support/auth.ts";
+import { newTenant } from "./support/seed.ts";
+import { drainAll, jobsOf, memoriesOf, writeEnv } from "./write_helpers.ts";
+
+const URL_ = "http://localhost/functions/v1/memory-extract";
+const EXTRACT_MARK = "What from this conversation would help you do a better job next time?";
+
+const transcript = [
+  { role: "user", content: "Remember that the staging database resets every Monday." },
+  { role: "assistant", content: "Noted." },
+  { role: "user", content: "Also, remember that releases are tagged vX.Y.Z." },
+  { role: "user", content: "Please remember: the API gateway times out after 30 seconds." },
+  { role: "user", content: "And don't forget that the CI cache lives in .cache/ci." },
+  { role: "assistant", content: "The config is in app.yaml." },
+  { role: "user", content: "No, the config is in deploy/app.yaml not app.yaml" },
+];
+
+const STATED = [
+  "Correction from the user: the config is in deploy/app.yaml not app.yaml.",
+  "Releases are tagged vX.Y.Z.",
+  "The API gateway times out after 30 seconds.",
+  "The CI cache lives in .cache/ci.",
+  "The staging database resets every Monday.",
+];
+
+interface ExtractResult {
+  rules: { status: string; candidates: number; dedup_job_id: string | null };
+  model: { status: string; error?: string; candidates?: number };
+}
+
+async function runWithModel(failing: Reply, opts: { timeoutMs?: number } = {}) {
+  // No in-call retries: each attempt of the job is one model call (plus the repair round trip).
+  const env = await writeEnv({ llm: { retry: { maxRetries: 0 } } });
+  if (opts.timeoutMs) env.deps.llm = createLlm({ llm: { ...env.config.llm, timeoutMs: opts.timeoutMs } }, { retry: { maxRetries: 0 } })!;
+  const tenant = newTenant();
+  env.fake.onChat(EXTRACT_MARK, failing);
+  const handler = createHandler({ ...env.deps, kickWorker: () => Promise.resolve() });
+  const res = await handler(new Request(URL_, {
+    method: "POST",
+    headers: await userHeaders(tenant),
+    body: JSON.stringify({ session_id: "s-model-fails", messages: transcript, project: "shop" }),
+  }));
+  assert.equal(res.status, 202);
+  const { job_id } = await res.json();
+  return { env, tenant, job_id, handler };
+}
+
+for (
+  const [what, failing, timeoutMs, error] of [
+    ["answers malformed JSON", reply.json({ memories: [] }), undefined, /LlmOutputError: LLM output invalid after one repair attempt/],
+    ["times out", reply.hang(), 150, /LlmRequestError: LLM request failed \(timeout\)/],
+    ["answers 500", reply.error(500), undefined, /LlmRequestError: LLM request failed \(HTTP 500\)/],
+  ] as const
+) {
+  Deno.test(`extract: a model that ${what} loses nothing the rules found; the job says the model's part failed`, async () => {
+    const { env, tenant, job_id, handler } = await runWithModel(failing, { timeoutMs });
+    try {
+      const report = await drainAll(env.deps, tenant);
+      assert.equal(report.dead, 1, JSON.stringify(report));
+      assert.equal(report.retried, 4, "max_attempts 5: the model's part was tried five times");
+
+      const mems = await memoriesOf(env.sql, tenant);
+      assert.deepEqual(mems.map((m) => m.content).sort(), STATED);
+      assert.ok(mems.every((m) => m.priority === "highest" && (m.source === "user_stated" || m.source === "correction")));
+
+      // One rules' dedup job for five attempts: the retries did not queue the rules' part again.
+      const jobs = await jobsOf(env.sql, tenant);
+      assert.deepEqual(jobs.map((j) => [j.kind, j.status]), [["extract", "dead"], ["dedup", "done"]]);
+
+      const status = await (await handler(new Request(`${URL_}?job_id=${job_id}`, { headers: await userHeaders(tenant) }))).json();
+      assert.equal(status.status, "dead");
+      assert.equal(status.attempts, 5);
+      assert.match(status.last_error, /^ModelPartError: model part failed \(the rules' 5 candidate\(s\) are stored\)/);
+      assert.match(status.last_error, error);
+      const result = status.result as ExtractResult;
+      assert.deepEqual(result.rules, { status: "stored", candidates: 5, dedup_job_id: jobs[1]!.id });
+      assert.equal(result.model.status, "failed");
+      assert.match(result.model.error!, error);
+    } finally {
+      await env.close();
+    }
+  });
+}
+
+Deno.test("extract: the model's part is retried alone; when the model recovers the job completes, the rules' part stored once", async () => {
+  const fact = {
+    content: "The shop deploys from the main branch.",
+    type: "semantic",
+    namespace: "devai/project/shop/deploy",
+    source: "discovery",
+    priority: "medium",
+    importance: 3,
+  };
+  const { env, tenant, job_id, handler } = await runWithModel(reply.error(500));
+  try {
+    env.fake.reset();
+    env.fake.onChat(EXTRACT_MARK, [reply.error(500), reply.error(503), reply.json({ stored: [fact], filtered: [] })]);
+    const report = await drainAll(env.deps, tenant);
+    assert.equal(report.retried, 2, JSON.stringify(report));
+    assert.equal(report.dead, 0);
+    assert.equal(env.fake.chatRequests().length, 3, "three tries of the model's part");
+
+    const jobs = await jobsOf(env.sql, tenant);
+    assert.deepEqual(jobs.map((j) => [j.kind, j.status]), [["extract", "done"], ["dedup", "done"], ["dedup", "done"]]);
+    const status = await (await handler(new Request(`${URL_}?job_id=${job_id}`, { headers: await userHeaders(tenant) }))).json();
+    assert.equal(status.status, "done");
+    assert.equal(status.result.rules.candidates, 5);
+    assert.deepEqual([status.result.model.status, status.result.model.candidates], ["done", 1]);
+    assert.equal(status.result.candidates, 6);
+
+    const mems = await memoriesOf(env.sql, tenant);
+    assert.deepEqual(mems.map((m) => m.content).sort(), [...STATED, fact.content].sort(), "each memory once");
+  } finally {
+    await env.close();
+  }
+});
