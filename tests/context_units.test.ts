@@ -55,6 +55,9 @@ Deno.test("compression: a model's forms are used for the content they were made 
   assert.equal(partial.index, "auth_refactor");
   assert.equal(partial.compressed, offlineForms(content).compressed);
   assert.equal(storedCompression(content, {}), undefined);
+  // A model's forms are stored text: the characters stored text may not hold are removed.
+  assert.equal(storedCompression(content, { summary: "Sessions \u202Ereplaced\u202C JWT" })?.summary, "Sessions replaced JWT");
+  assert.equal(storedCompression(content, { index_key: "\u200B" }), undefined);
 });
 
 Deno.test("tiers: shares sum to one; debugging widens critical to 3,000 of 8,000 and narrows background to 1,500", () => {

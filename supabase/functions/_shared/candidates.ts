@@ -37,8 +37,8 @@ export const CandidateSchema = z.object({
   priority: z.enum(PRIORITIES),
   importance: z.number().int().min(1).max(5),
   category: z.string().max(64).nullish(),
-  /** Files it is about (docs/context.md#code-lineage): stored in metadata.files and linked as file entities. */
-  files: z.array(filePath).max(50).optional(),
+  /** Files it is about (docs/context.md#code-lineage): stored in metadata.files and linked as file entities; a malformed list is dropped, not fatal. */
+  files: z.array(filePath).max(50).optional().catch(undefined),
   /** Its summary, compressed form and index key, when the model made them (docs/context.md#compression-levels). */
   ...compressionFields,
 });

@@ -8,6 +8,7 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { bulletText } from "../fit-text.ts";
+import { stripUnsafeCharacters } from "../unsafe-characters.ts";
 
 export const LEVELS = ["full", "summary", "compressed", "index"] as const;
 export type Level = typeof LEVELS[number];
@@ -32,13 +33,16 @@ export function contentDigest(content: string): string {
   return createHash("sha256").update(bulletText(content)).digest("hex").slice(0, 16);
 }
 
-/** metadata.compression for a model's forms (undefined when it gave none). */
+/** metadata.compression for a model's forms (undefined when it gave none); stored text, so the unsafe characters go. */
 export function storedCompression(content: string, f: { summary?: string; compressed?: string; index_key?: string }) {
-  if (!f.summary && !f.compressed && !f.index_key) return undefined;
+  const summary = f.summary && stripUnsafeCharacters(f.summary).trim();
+  const compressed = f.compressed && stripUnsafeCharacters(f.compressed).trim();
+  const index = f.index_key && stripUnsafeCharacters(f.index_key).trim();
+  if (!summary && !compressed && !index) return undefined;
   return {
-    ...(f.summary ? { summary: f.summary } : {}),
-    ...(f.compressed ? { compressed: f.compressed } : {}),
-    ...(f.index_key ? { index: f.index_key } : {}),
+    ...(summary ? { summary } : {}),
+    ...(compressed ? { compressed } : {}),
+    ...(index ? { index } : {}),
     by: "llm",
     for: contentDigest(content),
   };
