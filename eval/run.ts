@@ -137,6 +137,11 @@ async function main(): Promise<void> {
     const [{ n } = { n: 0 }] = await server.sql<{ n: number }[]>`select count(*)::int as n from public.devai_memories`;
     if (n > 0) throw new Error(`the eval database already holds ${n} memories: give the eval an empty, migrated database`);
     await installSupabaseHybrid(server.sql);
+    // The eval is one tenant loading thousands of memories back to back through the API: the
+    // per-tenant rate limits (docs/operations.md#rate-limits) are off in its own database.
+    await server.sql`
+      update public.memory_settings set value = 0
+       where name in ('rate_limit_read_per_minute', 'rate_limit_write_per_minute', 'rate_limit_heavy_per_minute')`;
     const overrides = await applyOverrides(server.sql);
 
     log(`loading ${ds.memories.length} memories through the memory API (embedder ${embedder.model}) ...`);

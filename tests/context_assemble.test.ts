@@ -59,7 +59,8 @@ dbTest("debugging: the error's fix and the file's decision are critical, critica
     const section = body.context.split("\n\n").find((s: string) => s.toLowerCase().startsWith(`### ${tier}`)) ?? "";
     assert.equal(body.tiers[tier].token_count, countTokens(section), tier);
   }
-  // Injected memories are reinforced; one event describes the assembly.
+  // After the answer: the critical and relevant memories are reinforced, one event describes the assembly.
+  assert.equal(await api.settle(), 1);
   const [ev] = await sql`select meta from public.memory_events where owner_id = ${t} and node = 'context'`;
   assert.equal(ev!.meta.mode, "assemble");
   assert.equal(ev!.meta.injected, body.memories.filter((m: { tier: string }) => m.tier !== "index").length);
@@ -185,5 +186,6 @@ dbTest("tenants: another tenant's memories, files and contradictions never reach
 });
 
 dbTest("close the pool", async () => {
+  await api.settle();
   await sql.end();
 });

@@ -158,5 +158,6 @@ dbTest("extraction records the session's lineage and the model's compression for
 });
 
 dbTest("close the pool", async () => {
+  await api.settle();
   await sql.end();
 });

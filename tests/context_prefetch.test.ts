@@ -68,21 +68,22 @@ dbTest("prefetch: fresh serves the next assemble without a lookup, stale is serv
   assert.equal(fresh.body.prefetch.status, "fresh");
   assert.ok(placedIds(fresh.body).includes(decision!.id));
   assert.ok(!placedIds(fresh.body).includes(later!.id), "served from the cache, not looked up");
+  assert.equal(await api.settle(), 1, "after the answer: the assembly's record, nothing to refresh while fresh");
   const [ev] = await sql`select meta from public.memory_events where owner_id = ${t} and meta ->> 'mode' = 'assemble' order by ts desc limit 1`;
   assert.equal(ev!.meta.searches, 0);
-  assert.equal(await api.settle(), 0, "nothing to refresh while fresh");
 
   clock.advance(30); // 40 s: stale
   const stale = await api.assemble(t, body);
   assert.equal(stale.body.prefetch.status, "stale");
   assert.ok(!placedIds(stale.body).includes(later!.id), "the stale prediction is served once more");
-  assert.equal(await api.settle(), 1, "and refreshed after the answer");
+  assert.equal(await api.settle(), 2, "and refreshed after the answer (with the assembly's record)");
   const [row] = await sql`select computed_at, memory_ids from public.context_prefetch where owner_id = ${t} and session_id = ${session}`;
   assert.equal(row!.computed_at.getTime(), clock.now().getTime());
   assert.ok(row!.memory_ids.includes(later!.id));
 
   clock.advance(5);
   const refreshed = await api.assemble(t, body);
+  await api.settle();
   assert.equal(refreshed.body.prefetch.status, "fresh");
   assert.ok(placedIds(refreshed.body).includes(later!.id));
 
@@ -90,11 +91,12 @@ dbTest("prefetch: fresh serves the next assemble without a lookup, stale is serv
   const old = await api.assemble(t, body);
   assert.equal(old.body.prefetch.status, "expired");
   assert.ok(placedIds(old.body).includes(later!.id));
-  assert.equal(await api.settle(), 0);
+  assert.equal(await api.settle(), 1, "the record only: nothing served, nothing to refresh");
 
   // Another session has no prediction: a miss, looked up.
   const other = await api.assemble(t, { ...body, session_id: "s-other" });
   assert.equal(other.body.prefetch.status, "miss");
+  await api.settle();
 });
 
 dbTest("close the pool", async () => {

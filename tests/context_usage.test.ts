@@ -78,6 +78,7 @@ dbTest("stats: prediction accuracy and the share of injected tokens that were ci
   const session = "s-stats";
   await api.predict(t, { project: "pay", file_opened: "src/pay/charge.ts", session_id: session });
   const assembled = await api.assemble(t, { project: "pay", session_id: session, signals: { current_file: "src/pay/charge.ts" } });
+  await api.settle(); // the session's injection record, written after the answer
   const injected = assembled.body.memories.filter((m: { tier: string }) => m.tier !== "index");
   assert.ok(injected.some((m: { id: string }) => m.id === convention!.id));
   const tokens = new Map(injected.map((m: { id: string; tokens: number }) => [m.id, m.tokens]));
@@ -132,5 +133,6 @@ dbTest("usage: bad input is a 400 naming the field and writes nothing; another t
 });
 
 dbTest("close the pool", async () => {
+  await api.settle();
   await sql.end();
 });

@@ -33,15 +33,18 @@ export interface ContextApi {
   usage(tenant: string, body: Record<string, unknown>): Promise<{ status: number; body: any }>;
   stats(tenant: string): Promise<{ status: number; body: any }>;
   retrieve(tenant: string, body: Record<string, unknown>): Promise<{ status: number; body: any }>;
-  /** Work the handler started after answering (a stale prefetch's refresh); awaiting it empties the list. */
+  /** Work the handler started after answering (the assembly's record, a stale prefetch's refresh): awaited, counted, emptied. */
   settle(): Promise<number>;
 }
 
 export function contextApi(sql: Sql, clock: () => Date = () => new Date()): ContextApi {
   const config = testConfig();
   const embedder = localEmbedder();
+  // Work the handler runs after answering; a failure is kept for settle() to throw (never unhandled).
   const deferred: Promise<unknown>[] = [];
-  const context = createContextHandler({ sql, config, embedder, clock, defer: (p) => deferred.push(p) });
+  const failures: unknown[] = [];
+  const defer = (p: Promise<unknown>) => void deferred.push(p.catch((err) => failures.push(err)));
+  const context = createContextHandler({ sql, config, embedder, clock, defer });
   const memory = createMemoryHandler({ sql, config, embedder, clock });
   const retrieve = createRetrieveHandler({ sql, config, embedder, clock });
   const post = (handler: typeof context, url: string) => async (tenant: string, body: Record<string, unknown>) =>
@@ -55,6 +58,7 @@ export function contextApi(sql: Sql, clock: () => Date = () => new Date()): Cont
     async settle() {
       const n = deferred.length;
       await Promise.all(deferred.splice(0));
+      if (failures.length > 0) throw failures.splice(0)[0];
       return n;
     },
   };

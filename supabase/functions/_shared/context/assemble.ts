@@ -6,8 +6,8 @@
 //   2. one gather (gather.ts): the relevant search (message + the uncached signals' words), the
 //      error search and the lookups at the same time, then every candidate's details;
 //   3. lineage and staleness, tiers and ranks (select.ts); packing (pack-tiers.ts) and text (render.ts);
-//   4. record_context_assembly: the critical and relevant memories reinforced, the session's
-//      injections, one event.
+//   4. record_context_assembly, after the answer: the critical and relevant memories reinforced,
+//      the session's injections, one event.
 // A stale prediction is refreshed after the answer (ContextDeps.defer).
 import type { Caller } from "../auth.ts";
 import { withTenant } from "../db.ts";
@@ -134,10 +134,12 @@ export async function assembleContext(deps: ContextDeps, caller: Caller, body: A
   const perSignal = Object.fromEntries(coding.map((s) => [signalKey(s), cached.get(signalKey(s))?.freshness ?? "miss" as const]));
 
   // 4. Reinforced: what the signals and the message selected. Background is standing context and
-  // an index key a pointer: neither says the memory was used.
+  // an index key a pointer: neither says the memory was used. Written after the answer (the
+  // context does not depend on it): a crash in between loses these reinforcements and the
+  // session's injection record, never a memory.
   const injected = memories.filter((m) => m.tier !== "index");
   const reinforced = injected.filter((m) => m.tier === "critical" || m.tier === "relevant").map((m) => m.id);
-  await withTenant(deps.sql, caller, (tx) =>
+  const record = withTenant(deps.sql, caller, (tx) =>
     tx`
       select public.record_context_assembly(
         ${body.session_id ?? null}, ${injected.map((m) => m.id)}::uuid[], ${injected.map((m) => m.tier)}::text[],
@@ -154,6 +156,8 @@ export async function assembleContext(deps: ContextDeps, caller: Caller, body: A
           searches: gathered.searches,
           prefetch: perSignal,
         } as never)})`, { threadId: body.thread_id });
+  if (deps.defer) deps.defer(record);
+  else await record;
 
   // Lazy refresh: a stale prediction was served once; the next assemble gets a fresh one.
   if (body.session_id && deps.defer) {

@@ -117,8 +117,11 @@ async function candidates(tx: Tx, input: GatherInput, given: readonly string[], 
  */
 export async function gatherCandidates(sql: Sql, caller: TenantContext, deps: GatherDeps, input: GatherInput): Promise<Gathered> {
   const threshold = thresholdsFor(deps.embedder.model, deps.config as Config).retrieve * CONTEXT_VECTOR_FLOOR_SHARE;
-  // Without a message the search text is the signals' names: their words are what to find.
-  const vector = input.searchText && input.message ? await embedForRequest(deps.embedder, input.searchText) : undefined;
+  // Without a message the search text is the signals' names: their words are what to find. The
+  // offline embedder's vectors are lexical (they mostly repeat what the keywords find,
+  // docs/retrieval.md#quality-and-speed): assembly searches by keyword alone with it.
+  const semantic = deps.embedder.provider !== "local";
+  const vector = input.searchText && input.message && semantic ? await embedForRequest(deps.embedder, input.searchText) : undefined;
   const search = (text: string, kind: "search" | "error") =>
     withTenant(sql, caller, (tx) =>
       hybridSearch(tx, {
