@@ -18,7 +18,7 @@
 // Embeddings: the offline embedder unless EMBEDDING_* / OPENAI_API_KEY configure a provider
 // (supabase/functions/_shared/env.ts); the SQL methods embed with the same one.
 import { createEmbedder } from "../supabase/functions/_shared/embeddings.ts";
-import type { RetrieveResponse } from "../supabase/functions/memory-retrieve/schemas.ts";
+import type { RetrieveResponse } from "../supabase/functions/_shared/retrieval/schemas.ts";
 import { startServer } from "../scripts/serve.ts";
 import { signLocalToken } from "../scripts/serve/local_tokens.ts";
 import { type EvalDataset, loadDataset, validateDataset } from "./dataset.ts";
@@ -79,7 +79,7 @@ async function askEveryQuestion(
   const idOf = (uuid: string) => loaded.idOf.get(uuid) ?? `unknown:${uuid}`;
   for (const method of methods) {
     await backdate(ctx.sql, ds, loaded);
-    ds.questions.forEach((q, i) => records[i]!.methods[method.name] = { ranked: [], ms: NaN });
+    ds.questions.forEach((_q, i) => records[i]!.methods[method.name] = { ranked: [], ms: NaN });
     for (const [i, q] of ds.questions.entries()) {
       const t0 = performance.now();
       const ranked = await method.rank(q, ctx);

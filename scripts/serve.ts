@@ -1,5 +1,5 @@
 // The local functions server (`npm start`): what `supabase functions serve` + the API gateway do,
-// without Docker. Serves every supabase/functions/<name>/handler.ts at
+// without Docker. Serves every supabase/functions/<name>/index.ts (its createHandler) at
 // http://127.0.0.1:54321/functions/v1/<name>[/...], handing the function a Request whose path is
 // /<name>[/...] as the gateway does, and verifying the JWT first for functions with verify_jwt
 // (supabase/config.toml [functions.<name>], default true). One postgres.js pool, embedder and LLM
@@ -16,6 +16,7 @@ import { verifyBearer } from "../supabase/functions/_shared/auth.ts";
 import { createSql, type Sql } from "../supabase/functions/_shared/db.ts";
 import { createEmbedder } from "../supabase/functions/_shared/embeddings.ts";
 import { type Config, ConfigError, loadConfig } from "../supabase/functions/_shared/env.ts";
+import { corsHeaders } from "../supabase/functions/_shared/cors.ts";
 import { errorResponse, HttpError } from "../supabase/functions/_shared/http.ts";
 import { createLlm } from "../supabase/functions/_shared/llm.ts";
 import type { RunningDb } from "./pglite/serve-db.ts";
@@ -120,8 +121,11 @@ async function settleBackgroundWork(): Promise<void> {
   for (let round = 0; round < 10 && backgroundWork.size > 0; round++) await Promise.allSettled([...backgroundWork]);
 }
 
+/** The gateway's own errors (no function answered): the one error shape, with CORS as the gateway sends it. */
 function errorJson(err: HttpError, requestId: string): Response {
-  return errorResponse(err, requestId);
+  const res = errorResponse(err, requestId);
+  for (const [k, v] of Object.entries(corsHeaders)) res.headers.set(k, v);
+  return res;
 }
 
 /** Starts the server; resolves once it listens. */
@@ -154,7 +158,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     const functions: FunctionEntry[] = [];
     for (const f of found) {
       const entry = await loadFunction(f, verifyJwtFor(f.name), deps);
-      if (entry.loadError) log(`[serve] ${entry.name}: cannot load handler.ts: ${entry.loadError} (answers 503)`);
+      if (entry.loadError) log(`[serve] ${entry.name}: cannot load index.ts: ${entry.loadError} (answers 503)`);
       functions.push(entry);
     }
     const byName = new Map(functions.map((f) => [f.name, f]));
@@ -306,7 +310,7 @@ export function banner(s: RunningServer, embedded?: RunningDb): string {
     const state = f.handler ? "" : `   NOT LOADED: ${f.loadError}`;
     lines.push(`  ${f.name.padEnd(width)}  ${`${s.functionsUrl}/${f.name}`.padEnd(s.functionsUrl.length + 1 + width)}  verify_jwt=${f.verifyJwt}${state}`);
   }
-  if (s.functions.length === 0) lines.push("  (none yet: add supabase/functions/<name>/handler.ts exporting createHandler)");
+  if (s.functions.length === 0) lines.push("  (none yet: add supabase/functions/<name>/index.ts exporting createHandler)");
   if (s.tokens) {
     lines.push("");
     lines.push("Tokens (HS256, signed with the secret above, valid until 2032):");

@@ -11,7 +11,7 @@ import { AssembleRequest } from "../supabase/functions/_shared/context/schemas.t
 import { selectTiers } from "../supabase/functions/_shared/context/select.ts";
 import type { CandidateRef, MemoryDetails } from "../supabase/functions/_shared/context/gather.ts";
 import { ACTIVITY_SHARES, DEFAULT_SHARES, sharesFor, tierBudgets, TIERS } from "../supabase/functions/_shared/context/tiers.ts";
-import { rankMemories, usageFactor } from "../supabase/functions/_shared/search/rank.ts";
+import { rankMemories, usageFactor } from "../supabase/functions/_shared/retrieval/rank.ts";
 import { countTokens } from "../supabase/functions/_shared/tokens.ts";
 
 const candidate = (id: string, content: string, extra: Partial<TierCandidate> = {}): TierCandidate => ({

@@ -11,7 +11,7 @@ import { createHandler as createExtract } from "../supabase/functions/memory-ext
 import { localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
 import { countTokens, countTokensYielding, SEGMENT_CHARS, tokenizerSegments, truncateToTokens } from "../supabase/functions/_shared/tokens.ts";
 import { countTokens as libraryCount } from "gpt-tokenizer";
-import { bulletText } from "../supabase/functions/memory-retrieve/format.ts";
+import { bulletText } from "../supabase/functions/_shared/retrieval/format.ts";
 import { splitSentences } from "../supabase/functions/_shared/writing-constraints.ts";
 import { extractByRules } from "../supabase/functions/_shared/rule-extractor.ts";
 import { findCorrection, findRememberStatement } from "../supabase/functions/_shared/rule-patterns.ts";

@@ -116,7 +116,7 @@ Deno.test({ name: "list, stats, weak and export never show another tenant's memo
 
 Deno.test({ name: "OPTIONS preflight is answered without a token", ...opts }, async () => {
   const r = await api("OPTIONS", "/memory/remember", { headers: {} });
-  assert.equal(r.status, 200);
+  assert.equal(r.status, 204); // hono/cors: No Content
   assert.ok(r.headers.get("access-control-allow-headers")?.includes("x-devai-tenant"));
 });
 

@@ -1,12 +1,12 @@
 // Pure pieces of the memory function, tested on their own: the list cursor, decay predictions,
 // the Markdown export's paths and front matter, and the purge grace setting.
 import assert from "node:assert/strict";
-import { decodeCursor, encodeCursor } from "../supabase/functions/memory/cursor.ts";
-import { daysUntilPrune, predictStrength } from "../supabase/functions/memory/weak.ts";
-import { frontMatter, memoriesToMarkdownFiles, slugify, yamlScalar } from "../supabase/functions/memory/export-markdown.ts";
-import { decaySettings, purgeGraceDays } from "../supabase/functions/memory/settings.ts";
+import { decodeCursor, encodeCursor } from "../supabase/functions/_shared/memories/cursor.ts";
+import { daysUntilPrune, predictStrength } from "../supabase/functions/_shared/memories/weak.ts";
+import { frontMatter, memoriesToMarkdownFiles, slugify, yamlScalar } from "../supabase/functions/_shared/memories/export-markdown.ts";
+import { decaySettings, purgeGraceDays } from "../supabase/functions/_shared/memories/settings.ts";
 import { HttpError } from "../supabase/functions/_shared/http.ts";
-import type { Memory } from "../supabase/functions/memory/schemas.ts";
+import type { Memory } from "../supabase/functions/_shared/memories/schemas.ts";
 import { testSql } from "./support/seed.ts";
 
 const DAY = 86_400_000;

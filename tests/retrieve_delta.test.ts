@@ -2,7 +2,7 @@
 // pin / unpin / confirm say so, and the history records PIN, UNPIN and CONFIRM events.
 import assert from "node:assert/strict";
 import { createHandler } from "../supabase/functions/memory-retrieve/handler.ts";
-import { formatDeltaBullets } from "../supabase/functions/memory-retrieve/delta.ts";
+import { formatDeltaBullets } from "../supabase/functions/_shared/retrieval/delta.ts";
 import { localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
 import { userHeaders } from "./support/auth.ts";
 import { testConfig } from "./support/config.ts";

@@ -1,10 +1,10 @@
 // Pure logic of memory-retrieve: ranking, exact budget packing, grouping, truncation line, delta.
 import assert from "node:assert/strict";
 import { countTokens } from "../supabase/functions/_shared/tokens.ts";
-import { formatDeltaBullets, deltaHeaderLine, MAX_DELTA_BULLETS } from "../supabase/functions/memory-retrieve/delta.ts";
-import { type FormatMemory, renderBlock, sectionOf, truncationLine } from "../supabase/functions/memory-retrieve/format.ts";
-import { packIntoBudget, packTexts } from "../supabase/functions/memory-retrieve/pack.ts";
-import { rankMemories, scoreMemory } from "../supabase/functions/_shared/search/rank.ts";
+import { formatDeltaBullets, deltaHeaderLine, MAX_DELTA_BULLETS } from "../supabase/functions/_shared/retrieval/delta.ts";
+import { type FormatMemory, renderBlock, sectionOf, truncationLine } from "../supabase/functions/_shared/retrieval/format.ts";
+import { packIntoBudget, packTexts } from "../supabase/functions/_shared/retrieval/pack.ts";
+import { rankMemories, scoreMemory } from "../supabase/functions/_shared/retrieval/rank.ts";
 
 const ctx = { root: "devai", project: "taskforge" };
 

@@ -2,8 +2,8 @@
 // comes from one call with the largest top_k and threshold 0, so every method is judged on the
 // same 50 candidates at most; `now` is the dataset's fixed now, so time words in a question
 // ("last week") mean what they meant when the set was written. `extra` adds request fields.
-import { MAX_TOP_K } from "../../supabase/functions/memory-retrieve/schemas.ts";
-import type { RetrieveResponse } from "../../supabase/functions/memory-retrieve/schemas.ts";
+import { MAX_TOP_K } from "../../supabase/functions/_shared/retrieval/schemas.ts";
+import type { RetrieveResponse } from "../../supabase/functions/_shared/retrieval/schemas.ts";
 import { callFunction, type RetrievalMethod } from "./method.ts";
 
 type Retrieved = RetrieveResponse["memories"][number];

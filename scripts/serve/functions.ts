@@ -1,10 +1,12 @@
-// Finds the edge functions (every supabase/functions/<name>/handler.ts, `_shared` and dot folders
-// skipped), reads each one's verify_jwt flag from supabase/config.toml, and loads its handler with
-// the shared dependencies. New functions appear without editing the server.
+// Finds the edge functions (every supabase/functions/<name>/index.ts, `_shared` and dot folders
+// skipped), reads each one's verify_jwt flag from supabase/config.toml, and loads each one's
+// index.ts (the entry point Supabase deploys and runs) with the shared dependencies: index.ts
+// exports createHandler(deps) and calls Deno.serve only when it is the main module, so importing
+// it here serves nothing by itself. New functions appear without editing the server.
 import { pathToFileURL } from "node:url";
 import { parse as parseToml } from "smol-toml";
 
-/** What every handler.ts receives (see CONVENTIONS.md: handlers take their dependencies). */
+/** What every function's createHandler receives (see CONVENTIONS.md: handlers take their dependencies). */
 export interface HandlerDeps {
   sql: unknown;
   config: unknown;
@@ -18,7 +20,8 @@ export type FetchHandler = (req: Request) => Response | Promise<Response>;
 export interface FunctionEntry {
   name: string;
   dir: string;
-  handlerPath: string;
+  /** The function's index.ts. */
+  entryPath: string;
   verifyJwt: boolean;
   handler?: FetchHandler;
   /** Why the handler could not be loaded (the server answers 503 for it, others keep working). */
@@ -31,17 +34,17 @@ export function isFunctionName(name: string): boolean {
   return FUNCTION_NAME.test(name);
 }
 
-/** Names of the folders under functionsDir that have a handler.ts, sorted. */
-export async function discoverFunctions(functionsDir: string): Promise<{ name: string; dir: string; handlerPath: string }[]> {
-  const found: { name: string; dir: string; handlerPath: string }[] = [];
+/** Names of the folders under functionsDir that have an index.ts, sorted. */
+export async function discoverFunctions(functionsDir: string): Promise<{ name: string; dir: string; entryPath: string }[]> {
+  const found: { name: string; dir: string; entryPath: string }[] = [];
   for await (const entry of Deno.readDir(functionsDir)) {
     if (!entry.isDirectory || entry.name.startsWith("_") || entry.name.startsWith(".") || !isFunctionName(entry.name)) continue;
     const dir = `${functionsDir}/${entry.name}`;
-    const handlerPath = `${dir}/handler.ts`;
+    const entryPath = `${dir}/index.ts`;
     try {
-      if ((await Deno.stat(handlerPath)).isFile) found.push({ name: entry.name, dir, handlerPath });
+      if ((await Deno.stat(entryPath)).isFile) found.push({ name: entry.name, dir, entryPath });
     } catch {
-      // A folder without handler.ts (work in progress, or an index.ts-only function) is not served.
+      // A folder without index.ts (work in progress) is not served.
     }
   }
   return found.sort((a, b) => a.name.localeCompare(b.name));
@@ -76,17 +79,17 @@ function asFetchHandler(value: unknown): FetchHandler | undefined {
   return undefined;
 }
 
-/** Imports handler.ts and calls its createHandler(deps); failures are recorded, not thrown. */
+/** Imports index.ts and calls its createHandler(deps); failures are recorded, not thrown. */
 export async function loadFunction(
-  found: { name: string; dir: string; handlerPath: string },
+  found: { name: string; dir: string; entryPath: string },
   verifyJwt: boolean,
   deps: HandlerDeps,
 ): Promise<FunctionEntry> {
   const entry: FunctionEntry = { ...found, verifyJwt };
   try {
-    const mod = await import(pathToFileURL(found.handlerPath).href) as Record<string, unknown>;
+    const mod = await import(pathToFileURL(found.entryPath).href) as Record<string, unknown>;
     const create = mod.createHandler;
-    if (typeof create !== "function") throw new Error("handler.ts does not export createHandler(deps)");
+    if (typeof create !== "function") throw new Error("index.ts does not export createHandler(deps)");
     const handler = asFetchHandler(await (create as (d: HandlerDeps) => unknown)(deps));
     if (!handler) throw new Error("createHandler(deps) did not return a (req) => Response function");
     entry.handler = handler;

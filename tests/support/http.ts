@@ -9,6 +9,7 @@ export interface CallResult<T = unknown> {
 }
 
 /** Sends a JSON body (an object is stringified; a string is sent as is, e.g. malformed JSON). */
+// deno-lint-ignore no-explicit-any -- tests read answers of many shapes; each asserts what it reads
 export async function callJson<T = any>(
   handler: Handler,
   url: string,

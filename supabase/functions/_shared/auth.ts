@@ -1,6 +1,7 @@
 // Who is calling, from the Authorization bearer token (verified with jose: HS256 secret or the
 // project's JWKS). An `authenticated` token is its own tenant; `service_role` (server-side agents,
 // workers) must name the tenant it acts for in the x-devai-tenant header; `anon` is refused.
+import type { MiddlewareHandler } from "hono";
 import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload } from "jose";
 import type { Config } from "./env.ts";
 import { HttpError } from "./http.ts";
@@ -99,4 +100,12 @@ export async function authenticateConfigCaller(req: Request, config: Pick<Config
 export async function requireServiceRole(req: Request, config: Pick<Config, "jwt">): Promise<void> {
   const claims = await verifyBearer(req, config);
   if (claims.role !== "service_role") throw new HttpError(403, "forbidden_role", "this endpoint needs a service_role token");
+}
+
+/** Middleware: the request's caller (authenticate), as the context variable `caller`. */
+export function requireCaller(config: Pick<Config, "jwt">): MiddlewareHandler<{ Variables: { caller: Caller } }> {
+  return async (c, next) => {
+    c.set("caller", await authenticate(c.req.raw, config));
+    await next();
+  };
 }

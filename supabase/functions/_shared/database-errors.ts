@@ -1,4 +1,4 @@
-// What a database error means for the caller, for the one error path (http.ts handleErrors):
+// What a database error means for the caller, for the one error path (http.ts respondToError):
 //
 // - The database cannot be reached or stopped answering (connection refused or reset, the pool's
 //   connect timeout, Postgres shutting down, starting up or crashed, out of connections, a

@@ -1,10 +1,9 @@
 // One error shape everywhere: { "error": { "code", "message", "issues"? } }. Handlers throw
 // HttpError for expected failures; database errors are mapped to what they mean for the caller
 // (database-errors.ts: 503 with Retry-After when the database is away, 4xx for bad values);
-// handleErrors turns anything else into a logged 500 that leaks no detail but carries a request id
-// to find it in the logs.
+// respondToError (every function's app.onError, app.ts) turns anything else into a logged 500 that
+// leaks no detail but carries a request id to find it in the logs.
 import type { z } from "zod";
-import { corsHeaders } from "./cors.ts";
 import { mapDatabaseError } from "./database-errors.ts";
 
 export interface ErrorIssue {
@@ -29,7 +28,7 @@ export class HttpError extends Error {
 export function json(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
   return new Response(JSON.stringify(body), {
     status,
-    headers: { ...corsHeaders, "content-type": "application/json; charset=utf-8", ...headers },
+    headers: { "content-type": "application/json; charset=utf-8", ...headers },
   });
 }
 
@@ -42,23 +41,18 @@ export function errorResponse(err: HttpError, requestId?: string): Response {
   return json(body, err.status, err.headers);
 }
 
-/** Wraps a handler: CORS preflight, request id, HttpError → 4xx, anything else → logged 500. */
-export function handleErrors(handler: (req: Request, requestId: string) => Promise<Response>) {
-  return async (req: Request): Promise<Response> => {
-    if (req.method === "OPTIONS") return new Response("ok", { headers: corsHeaders });
-    const requestId = req.headers.get("x-request-id") ?? crypto.randomUUID();
-    try {
-      const res = await handler(req, requestId);
-      res.headers.set("x-request-id", requestId);
-      return res;
-    } catch (err) {
-      if (err instanceof HttpError) return errorResponse(err, requestId);
-      const mapped = mapDatabaseError(err);
-      if (mapped) return errorResponse(mapped, requestId);
-      console.error(JSON.stringify({ level: "error", request_id: requestId, error: String(err), stack: (err as Error)?.stack }));
-      return errorResponse(new HttpError(500, "internal_error", "unexpected error; quote the request id when reporting it"), requestId);
-    }
-  };
+/** The one error responder: HttpError as it is, database errors mapped, anything else a logged 500. */
+export function respondToError(err: unknown, requestId: string): Response {
+  return errorResponse(asHttpError(err, requestId), requestId);
+}
+
+/** What an error means for the caller (the MCP tools answer it as a tool error with the same code). */
+export function asHttpError(err: unknown, requestId: string): HttpError {
+  if (err instanceof HttpError) return err;
+  const mapped = mapDatabaseError(err);
+  if (mapped) return mapped;
+  console.error(JSON.stringify({ level: "error", request_id: requestId, error: String(err), stack: (err as Error)?.stack }));
+  return new HttpError(500, "internal_error", "unexpected error; quote the request id when reporting it");
 }
 
 export function zodIssues(error: z.ZodError): ErrorIssue[] {

@@ -1,10 +1,11 @@
 // Per-tenant rate limits (docs/operations.md#rate-limits). The limits and buckets live in the
 // database (public.take_rate_limit_token, settings in public.memory_settings), so every function
-// instance shares them. A request is charged once, in its first tenant transaction: limitRequests
+// instance shares them. A request is charged once, in its first tenant transaction: rateLimit
 // marks the request with its route class, and withTenant (db.ts) folds the token call into that
 // transaction's first statement, so the check costs no extra round trip. Over the limit, the
 // request is a 429 rate_limited with Retry-After and its transaction writes nothing.
 import { AsyncLocalStorage } from "node:async_hooks";
+import type { MiddlewareHandler } from "hono";
 import { HttpError } from "./http.ts";
 
 export type RouteClass = "read" | "write" | "heavy";
@@ -16,14 +17,11 @@ interface PendingCharge {
 
 const requestCharge = new AsyncLocalStorage<PendingCharge>();
 
-/** Wraps a handler: each request it serves is charged to its tenant's bucket of its route class. */
-export function limitRequests<A extends unknown[]>(
-  routeClassOf: (req: Request) => RouteClass | undefined,
-  handler: (req: Request, ...rest: A) => Promise<Response>,
-): (req: Request, ...rest: A) => Promise<Response> {
-  return (req, ...rest) => {
-    const routeClass = routeClassOf(req);
-    return routeClass ? requestCharge.run({ routeClass, charged: false }, () => handler(req, ...rest)) : handler(req, ...rest);
+/** Middleware: each request it serves is charged to its tenant's bucket of its route class. */
+export function rateLimit(routeClassOf: (req: Request) => RouteClass | undefined): MiddlewareHandler {
+  return (c, next) => {
+    const routeClass = routeClassOf(c.req.raw);
+    return routeClass ? requestCharge.run({ routeClass, charged: false }, next) : next();
   };
 }
 

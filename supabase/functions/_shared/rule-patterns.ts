@@ -12,7 +12,6 @@
 // Keywords and fillers match in any case.
 import { isWhitespace } from "./text-scan.ts";
 
-const KEYWORDS = ["remember", "keep in mind", "note for future", "note for the future", "don't forget", "do not forget"];
 const FILLERS = ["please", "pls", "also", "and", "oh", "ok", "okay"];
 const CORRECTION_OPENERS = ["no", "nope", "wrong", "incorrect", "actually"];
 // Finds keyword candidates: literal alternatives only, so one pass over the text.

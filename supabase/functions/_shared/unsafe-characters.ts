@@ -14,7 +14,9 @@
 // agent proposes) have such characters removed. Either way the stored text is what the API answers.
 
 /** Control characters alone (also refused in text that is never stored, such as a query). */
+// deno-lint-ignore no-control-regex -- finding control characters is the point
 export const CONTROL_CHARACTERS = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]/;
+// deno-lint-ignore no-control-regex -- as above
 const UNSAFE = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F\u061C\u200B\u200E\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF\u{E0000}-\u{E007F}]/u;
 const UNSAFE_ALL = new RegExp(UNSAFE.source, "gu");
 

@@ -20,11 +20,11 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { projectName, sessionId, threadId } from "../_shared/schemas.ts";
-import { authenticate } from "../_shared/auth.ts";
+import { createFunctionApp, fetchHandler } from "../_shared/app.ts";
+import { type Caller, requireCaller } from "../_shared/auth.ts";
 import { withTenant } from "../_shared/db.ts";
-import { handleErrors, HttpError, json, methodNotAllowed, parseJsonBody } from "../_shared/http.ts";
-import { routeOf } from "../_shared/routes.ts";
-import { limitRequests } from "../_shared/rate-limit.ts";
+import { HttpError, json, methodNotAllowed, parseJsonBody } from "../_shared/http.ts";
+import { rateLimit } from "../_shared/rate-limit.ts";
 import { enqueueJob, runInBackground } from "../_shared/jobs.ts";
 import { ChatMessageSchema } from "../_shared/llm.ts";
 import { countConversationTokens, countTokens, messageTokenCounter, truncateToTokens } from "../_shared/tokens.ts";
@@ -57,14 +57,14 @@ const SUMMARY_MAX_TOKENS = 5_000;
 
 export function createHandler(deps: QueueingDeps) {
   const kick = deps.kickWorker ?? (() => drainQueue(deps, { maxJobs: 10 }));
-  return handleErrors(limitRequests(() => "heavy", async (req) => {
-    routeOf(req, "memory-compact", [""]);
-    if (req.method !== "POST") throw methodNotAllowed(["POST"]);
-    const caller = await authenticate(req, deps.config);
+  const app = createFunctionApp<{ caller: Caller }>();
+  app.use(rateLimit(() => "heavy"));
+  app.post("/memory-compact", requireCaller(deps.config), async (c) => {
+    const caller = c.get("caller");
     // Counting an 8 MiB conversation is the heavy part, and comes before any transaction: an empty
     // tenant transaction first charges the request to the tenant's rate limit (rate-limit.ts).
     await withTenant(deps.sql, caller, () => Promise.resolve());
-    const body = await parseJsonBody(req, CompactRequestSchema, deps.config.maxCompactBodyBytes, {
+    const body = await parseJsonBody(c.req.raw, CompactRequestSchema, deps.config.maxCompactBodyBytes, {
       tooLarge: `memory-compact takes at most ${deps.config.maxCompactBodyBytes} bytes (MAX_COMPACT_BODY_BYTES): compact earlier ` +
         "(a lower trigger_tokens or context_window), or raise MAX_COMPACT_BODY_BYTES on the server",
     });
@@ -158,5 +158,9 @@ export function createHandler(deps: QueueingDeps) {
       candidates_queued: queued && !queued.deduplicated ? prepared.candidates.length : 0,
       dedup_job_id: queued?.id ?? null,
     });
-  }));
+  });
+  app.all("/memory-compact", () => {
+    throw methodNotAllowed(["POST"]);
+  });
+  return fetchHandler(app);
 }

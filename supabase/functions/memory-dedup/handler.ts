@@ -8,11 +8,11 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { codeOrigin, projectName, sessionId, threadId } from "../_shared/schemas.ts";
-import { authenticate } from "../_shared/auth.ts";
+import { createFunctionApp, fetchHandler } from "../_shared/app.ts";
+import { type Caller, requireCaller } from "../_shared/auth.ts";
 import { withTenant } from "../_shared/db.ts";
-import { handleErrors, HttpError, json, methodNotAllowed, parseJsonBody } from "../_shared/http.ts";
-import { routeOf } from "../_shared/routes.ts";
-import { limitRequests } from "../_shared/rate-limit.ts";
+import { HttpError, json, methodNotAllowed, parseJsonBody } from "../_shared/http.ts";
+import { rateLimit } from "../_shared/rate-limit.ts";
 import { enqueueJob, runInBackground } from "../_shared/jobs.ts";
 import { type Candidate, CandidateSchema, prepareCandidates } from "../_shared/candidates.ts";
 import { loadCategoryNames, unknownCategory } from "../_shared/categories.ts";
@@ -35,11 +35,11 @@ export const DedupRequestSchema = z.object({
 
 export function createHandler(deps: QueueingDeps) {
   const kick = deps.kickWorker ?? (() => drainQueue(deps, { maxJobs: 10 }));
-  return handleErrors(limitRequests(() => "write", async (req) => {
-    routeOf(req, "memory-dedup", [""]);
-    if (req.method !== "POST") throw methodNotAllowed(["POST"]);
-    const caller = await authenticate(req, deps.config);
-    const body = await parseJsonBody(req, DedupRequestSchema, deps.config.maxBodyBytes);
+  const app = createFunctionApp<{ caller: Caller }>();
+  app.use(rateLimit(() => "write"));
+  app.post("/memory-dedup", requireCaller(deps.config), async (c) => {
+    const caller = c.get("caller");
+    const body = await parseJsonBody(c.req.raw, DedupRequestSchema, deps.config.maxBodyBytes);
     const root = deps.config.namespaceRoot;
     const categories = await withTenant(deps.sql, caller, (tx) => loadCategoryNames(tx));
     // Every problem of the batch in one 400: an unknown category names the configured ones.
@@ -90,5 +90,9 @@ export function createHandler(deps: QueueingDeps) {
       }));
     if (!queued.deduplicated) runInBackground(kick, "memory-dedup worker kick");
     return json({ job_id: queued.id, status: queued.status, deduplicated: queued.deduplicated, stats: prepared.stats }, 202);
-  }));
+  });
+  app.all("/memory-dedup", () => {
+    throw methodNotAllowed(["POST"]);
+  });
+  return fetchHandler(app);
 }

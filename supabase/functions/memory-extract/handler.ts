@@ -13,11 +13,11 @@
 //       such transcript: resend the whole one).
 //   GET ?job_id=<uuid> → 200 { job_id, kind, status, attempts, last_error, result, ... } | 404
 import { z } from "zod";
-import { authenticate } from "../_shared/auth.ts";
+import { createFunctionApp, fetchHandler } from "../_shared/app.ts";
+import { type Caller, requireCaller } from "../_shared/auth.ts";
 import { withTenant } from "../_shared/db.ts";
-import { handleErrors, HttpError, json, methodNotAllowed, parseJsonBody, validate } from "../_shared/http.ts";
-import { routeOf } from "../_shared/routes.ts";
-import { limitRequests } from "../_shared/rate-limit.ts";
+import { HttpError, json, methodNotAllowed, parseJsonBody, validate } from "../_shared/http.ts";
+import { rateLimit } from "../_shared/rate-limit.ts";
 import { enqueueJob, getJob, type JobStatus, jobView, runInBackground } from "../_shared/jobs.ts";
 import { drainQueue, type QueueingDeps } from "../_shared/drain-queue.ts";
 import { CONTEXT_MESSAGES, type ExtractJobPayload } from "../_shared/extraction.ts";
@@ -58,18 +58,17 @@ export type ExtractRequest = z.infer<typeof ExtractRequestSchema>;
 
 export function createHandler(deps: QueueingDeps) {
   const kick = deps.kickWorker ?? (() => drainQueue(deps, { maxJobs: 10 }));
-  return handleErrors(limitRequests((req) => (req.method === "GET" ? "read" : "heavy"), async (req) => {
-    routeOf(req, "memory-extract", [""]);
-    if (req.method === "GET") {
-      const caller = await authenticate(req, deps.config);
-      const query = validate(JobQuery, Object.fromEntries(new URL(req.url).searchParams), "query");
-      const job = await withTenant(deps.sql, caller, (tx) => getJob(tx, query.job_id));
-      if (!job) throw new HttpError(404, "not_found", "no such job");
-      return json(jobView(job));
-    }
-    if (req.method !== "POST") throw methodNotAllowed(["GET", "POST"]);
-    const caller = await authenticate(req, deps.config);
-    const body = await parseJsonBody(req, ExtractRequestSchema, deps.config.maxExtractBodyBytes, {
+  const app = createFunctionApp<{ caller: Caller }>();
+  app.use(rateLimit((req) => (req.method === "GET" ? "read" : "heavy")));
+  app.get("/memory-extract", requireCaller(deps.config), async (c) => {
+    const query = validate(JobQuery, Object.fromEntries(new URL(c.req.url).searchParams), "query");
+    const job = await withTenant(deps.sql, c.get("caller"), (tx) => getJob(tx, query.job_id));
+    if (!job) throw new HttpError(404, "not_found", "no such job");
+    return json(jobView(job));
+  });
+  app.post("/memory-extract", requireCaller(deps.config), async (c) => {
+    const caller = c.get("caller");
+    const body = await parseJsonBody(c.req.raw, ExtractRequestSchema, deps.config.maxExtractBodyBytes, {
       tooLarge: `memory-extract takes at most ${deps.config.maxExtractBodyBytes} bytes (MAX_EXTRACT_BODY_BYTES): send only the ` +
         "messages after what this session already sent, with `after` set to the `transcript` {count, digest} of the last answer",
     });
@@ -125,7 +124,11 @@ export function createHandler(deps: QueueingDeps) {
       new_messages: queued.newMessages,
       transcript: queued.transcript,
     }, 202);
-  }));
+  });
+  app.all("/memory-extract", () => {
+    throw methodNotAllowed(["GET", "POST"]);
+  });
+  return fetchHandler(app);
 }
 
 /** The messages `after` names, or the 409 that tells the client to send the whole transcript. */

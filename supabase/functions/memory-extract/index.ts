@@ -1,5 +1,10 @@
-// Wires the handler to Deno.serve with the process-wide dependencies (see handler.ts).
+// The `memory-extract` function's entry point: what `supabase functions deploy` bundles and the Edge Runtime
+// runs (Deno.serve, with the dependencies the environment describes, when this is the main
+// module). The local server (scripts/serve.ts) imports it instead and calls createHandler with the
+// dependencies it shares across functions. The routes: handler.ts.
 import { workerDepsFromEnv } from "../_shared/worker-deps.ts";
 import { createHandler } from "./handler.ts";
 
-Deno.serve(createHandler(workerDepsFromEnv("memory-extract")));
+export { createHandler };
+
+if (import.meta.main) Deno.serve(createHandler(workerDepsFromEnv("memory-extract")));

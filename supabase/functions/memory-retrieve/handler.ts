@@ -1,43 +1,67 @@
-// memory-retrieve. Two modes, chosen by path (documented in schemas.ts):
+// memory-retrieve. Two modes, chosen by path (the schemas: _shared/retrieval/schemas.ts):
 //
-// POST /memory-retrieve         retrieval before a turn: the `## Relevant Memories` block (retrieve.ts)
-// POST /memory-retrieve/query   memory.query: agent-scoped, category allowlists (query.ts)
+// POST /memory-retrieve         retrieval before a turn: the `## Relevant Memories` block
+// POST /memory-retrieve/query   memory.query: agent-scoped, category allowlists
 //
-// Everything a request writes happens in its one tenant transaction, after validation, so a 4xx
-// writes nothing.
-import { authenticate } from "../_shared/auth.ts";
-import { createSql, type Sql } from "../_shared/db.ts";
-import { createEmbedder, type Embedder } from "../_shared/embeddings.ts";
-import { type Config, loadConfig } from "../_shared/env.ts";
-import { handleErrors, methodNotAllowed } from "../_shared/http.ts";
-import { routeOf } from "../_shared/routes.ts";
-import { limitRequests } from "../_shared/rate-limit.ts";
-import { runQuery } from "./query.ts";
-import { runRetrieve } from "./retrieve.ts";
+// Both are adapters over _shared/services/ (retrieval.ts, memory-query.ts), which the MCP server
+// shares. Everything a request writes happens in its one tenant transaction, after validation, so
+// a 4xx writes nothing.
+import type { Context } from "hono";
+import { setMetric } from "hono/timing";
+import { createFunctionApp, fetchHandler, type FunctionEnv } from "../_shared/app.ts";
+import { type Caller, requireCaller } from "../_shared/auth.ts";
+import { createSql } from "../_shared/db.ts";
+import { createEmbedder } from "../_shared/embeddings.ts";
+import { loadConfig } from "../_shared/env.ts";
+import { json, methodNotAllowed, parseJsonBody } from "../_shared/http.ts";
+import { rateLimit } from "../_shared/rate-limit.ts";
+import { QueryRequest, RetrieveRequest } from "../_shared/retrieval/schemas.ts";
+import type { SearchDeps, Timed } from "../_shared/services/deps.ts";
+import { queryMemories } from "../_shared/services/memory-query.ts";
+import { retrieve } from "../_shared/services/retrieval.ts";
 
-export interface RetrieveDeps {
-  sql: Sql;
-  config: Config;
-  embedder: Embedder;
-  /** Accepted for the handlers' common dependency shape; retrieval reads time from the database. */
-  clock?: () => Date;
-}
+export type RetrieveDeps = SearchDeps;
+type Env = FunctionEnv<{ caller: Caller }>;
 
 export function defaultDeps(): RetrieveDeps {
   const config = loadConfig();
   return {
     config,
-    sql: createSql(config.databaseUrl, { max: config.dbPoolMax, applicationName: "memory-retrieve", statementTimeoutMs: config.dbStatementTimeoutMs }),
+    sql: createSql(config.databaseUrl, {
+      max: config.dbPoolMax,
+      applicationName: "memory-retrieve",
+      statementTimeoutMs: config.dbStatementTimeoutMs,
+    }),
     embedder: createEmbedder(config),
   };
 }
 
+/** The operation's result as JSON, its parts' durations as Server-Timing. */
+function timed<T>(c: Context<Env>, { result, timing }: Timed<T>): Response {
+  for (const [name, ms] of Object.entries(timing)) setMetric(c, name, ms);
+  return json(result);
+}
 
 export function createHandler(deps: RetrieveDeps): (req: Request) => Promise<Response> {
-  return handleErrors(limitRequests(() => "read", async (req) => {
-    const route = routeOf(req, "memory-retrieve", ["", "query"]);
-    if (req.method !== "POST") throw methodNotAllowed(["POST"]);
-    const caller = await authenticate(req, deps.config);
-    return route === "query" ? await runQuery(deps, caller, req) : await runRetrieve(deps, caller, req);
-  }));
+  const app = createFunctionApp<{ caller: Caller }>();
+  app.use(rateLimit(() => "read"));
+  const caller = requireCaller(deps.config);
+  const max = deps.config.maxBodyBytes;
+  app.post(
+    "/memory-retrieve",
+    caller,
+    async (c) => timed(c, await retrieve(deps, c.get("caller"), await parseJsonBody(c.req.raw, RetrieveRequest, max))),
+  );
+  app.post(
+    "/memory-retrieve/query",
+    caller,
+    async (c) =>
+      timed(c, await queryMemories(deps, c.get("caller"), await parseJsonBody(c.req.raw, QueryRequest, max))),
+  );
+  for (const path of ["/memory-retrieve", "/memory-retrieve/query"]) {
+    app.all(path, () => {
+      throw methodNotAllowed(["POST"]);
+    });
+  }
+  return fetchHandler(app);
 }

@@ -1,5 +1,9 @@
-// memory-retrieve: the `## Relevant Memories` block before each turn (POST /memory-retrieve) and
-// memory.query for scoped agents (POST /memory-retrieve/query). See handler.ts.
+// The `memory-retrieve` function's entry point: what `supabase functions deploy` bundles and the Edge Runtime
+// runs (Deno.serve, with the dependencies the environment describes, when this is the main
+// module). The local server (scripts/serve.ts) imports it instead and calls createHandler with the
+// dependencies it shares across functions. The routes: handler.ts.
 import { createHandler, defaultDeps } from "./handler.ts";
 
-Deno.serve(createHandler(defaultDeps()));
+export { createHandler };
+
+if (import.meta.main) Deno.serve(createHandler(defaultDeps()));

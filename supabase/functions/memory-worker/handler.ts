@@ -2,19 +2,18 @@
 // pg_cron through pg_net every few seconds in production; the local server calls drainQueue on a
 // timer instead. Body (optional): { max_jobs?: 1-100 }. Answers the drain report.
 import { z } from "zod";
+import { createFunctionApp, fetchHandler } from "../_shared/app.ts";
 import { requireServiceRole } from "../_shared/auth.ts";
-import { handleErrors, json, methodNotAllowed, validate } from "../_shared/http.ts";
-import { routeOf } from "../_shared/routes.ts";
+import { json, methodNotAllowed, validate } from "../_shared/http.ts";
 import { drainQueue, type WorkerDeps } from "../_shared/drain-queue.ts";
 
 const DrainBody = z.object({ max_jobs: z.number().int().min(1).max(100).optional() }).strict();
 
 export function createHandler(deps: WorkerDeps) {
-  return handleErrors(async (req) => {
-    routeOf(req, "memory-worker", [""]);
-    if (req.method !== "POST") throw methodNotAllowed(["POST"]);
-    await requireServiceRole(req, deps.config);
-    const text = await req.text();
+  const app = createFunctionApp();
+  app.post("/memory-worker", async (c) => {
+    await requireServiceRole(c.req.raw, deps.config);
+    const text = await c.req.text();
     let raw: unknown = {};
     if (text.trim()) {
       try {
@@ -27,4 +26,8 @@ export function createHandler(deps: WorkerDeps) {
     const report = await drainQueue(deps, { maxJobs: body.max_jobs ?? 25 });
     return json(report);
   });
+  app.all("/memory-worker", () => {
+    throw methodNotAllowed(["POST"]);
+  });
+  return fetchHandler(app);
 }

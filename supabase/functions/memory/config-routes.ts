@@ -6,62 +6,71 @@
 //   GET /memory/agents              every agent and its allowlist
 //   GET /memory/agents/{agent}      one agent (404 unknown)
 //   PUT /memory/agents/{agent}      set its allowlist (201 new agent, 200 changed); unknown category → 400
-import { Hono } from "hono";
-import type { ConfigCaller } from "../_shared/auth.ts";
 import { type Tx, withRole } from "../_shared/db.ts";
 import { HttpError, json, parseJsonBody, validate } from "../_shared/http.ts";
 import { listAgents, listCategories, loadAllowlist, upsertAgent, upsertCategory } from "../_shared/memory-config.ts";
 import { agentName, categoryName } from "../_shared/schemas.ts";
-import type { RouteDeps } from "./routing.ts";
-import { AgentUpsert, CategoryUpsert } from "./schemas.ts";
-
-type ConfigEnv = { Bindings: { admin: ConfigCaller } };
+import type { ConfigCaller } from "../_shared/auth.ts";
+import type { ServiceDeps } from "../_shared/services/deps.ts";
+import { AgentUpsert, CategoryUpsert } from "../_shared/memories/schemas.ts";
+import type { MemoryApp } from "./routing.ts";
 
 /** The paths this module answers (the handler authenticates them without a tenant). */
 export const CONFIG_PATH = /^\/memory\/(agents|categories)(\/|$)/;
 
 function requireServiceRole(admin: ConfigCaller): void {
   if (admin.role !== "service_role") {
-    throw new HttpError(403, "forbidden_role", "agents and categories are deployment-wide configuration: change them with the service_role key");
+    throw new HttpError(
+      403,
+      "forbidden_role",
+      "agents and categories are deployment-wide configuration: change them with the service_role key",
+    );
   }
 }
 
-export function createConfigApp(deps: RouteDeps): Hono<ConfigEnv> {
+/** Registered before the memory routes: every CONFIG_PATH is answered here, or is a 404. */
+export function registerConfigRoutes(app: MemoryApp, deps: ServiceDeps): void {
   const { sql, config } = deps;
-  const app = new Hono<ConfigEnv>({ strict: false });
-  app.onError((err) => {
-    throw err;
-  });
-  app.notFound((c) => {
-    throw new HttpError(404, "route_not_found", `no route for ${c.req.method} ${new URL(c.req.url).pathname}`);
-  });
   const read = <T>(admin: ConfigCaller, fn: (tx: Tx) => Promise<T>) => withRole(sql, admin.role, admin.actor, fn);
 
-  app.get("/memory/categories", async (c) => json({ categories: await read(c.env.admin, listCategories) }));
+  app.get("/memory/categories", async (c) => json({ categories: await read(c.get("admin"), listCategories) }));
 
   app.put("/memory/categories/:name", async (c) => {
-    requireServiceRole(c.env.admin);
+    requireServiceRole(c.get("admin"));
     const name = validate(categoryName, c.req.param("name"), "category name");
     const body = await parseJsonBody(c.req.raw, CategoryUpsert, config.maxBodyBytes);
-    const result = await withRole(sql, "service_role", c.env.admin.actor, (tx) => upsertCategory(tx, name, body));
+    const result = await withRole(sql, "service_role", c.get("admin").actor, (tx) => upsertCategory(tx, name, body));
     return json(result, result.created ? 201 : 200);
   });
 
-  app.get("/memory/agents", async (c) => json({ agents: await read(c.env.admin, listAgents) }));
+  app.get("/memory/agents", async (c) => json({ agents: await read(c.get("admin"), listAgents) }));
 
   app.get("/memory/agents/:agent", async (c) => {
     const agent = validate(agentName, c.req.param("agent"), "agent name");
-    const categories = await read(c.env.admin, (tx) => loadAllowlist(tx, agent));
+    const categories = await read(c.get("admin"), (tx) => loadAllowlist(tx, agent));
     if (categories.length === 0) throw new HttpError(404, "unknown_agent", `agent '${agent}' has no memory allowlist`);
     return json({ agent, categories });
   });
 
   app.put("/memory/agents/:agent", async (c) => {
-    requireServiceRole(c.env.admin);
+    requireServiceRole(c.get("admin"));
     const agent = validate(agentName, c.req.param("agent"), "agent name");
     const body = await parseJsonBody(c.req.raw, AgentUpsert, config.maxBodyBytes);
-    const result = await withRole(sql, "service_role", c.env.admin.actor, (tx) => upsertAgent(tx, agent, body.categories));
+    const result = await withRole(
+      sql,
+      "service_role",
+      c.get("admin").actor,
+      (tx) => upsertAgent(tx, agent, body.categories),
+    );
     return json(result, result.created ? 201 : 200);
   });
-  return app;
+
+  // Any other method or path under these is no route: never read as a memory id.
+  for (const base of ["/memory/agents", "/memory/categories"]) {
+    for (const path of [base, `${base}/*`]) {
+      app.all(path, (c) => {
+        throw new HttpError(404, "route_not_found", `no route for ${c.req.method} ${c.req.path}`);
+      });
+    }
+  }
 }

@@ -1,10 +1,10 @@
 // What retrieval (memory-retrieve and memory.query) takes from living context, so a memory is
 // judged the same way in a retrieval block as in an assembled context: the usage agents reported
-// (ranking's usage factor, search/rank.ts) and code lineage (another branch's unmerged notes
+// (ranking's usage factor, retrieval/rank.ts) and code lineage (another branch's unmerged notes
 // and memories citing deleted or renamed files are left out; the branch checked out is
 // preferred). docs/context.md#code-lineage, #usage-feedback.
 import type { Tx } from "../db.ts";
-import type { UsageCounts } from "../search/rank.ts";
+import type { UsageCounts } from "../retrieval/rank.ts";
 import { type Excluded, judgeMemory, LINEAGE_BOOST } from "./lineage.ts";
 import type { LineageSignals } from "./schemas.ts";
 

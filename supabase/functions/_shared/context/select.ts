@@ -13,9 +13,9 @@
 //   background  the conventions, workflows and the activity's categories no search found
 // (A memory citing the current file that is also an error's fix is tagged [fix].)
 // Within a tier: critical by tag (unresolved, decision, fix, file, error), then score; the others
-// by score = relevance × strength × usage + boosts (search/rank.ts), × LINEAGE_BOOST for a memory
+// by score = relevance × strength × usage + boosts (retrieval/rank.ts), × LINEAGE_BOOST for a memory
 // of the branch checked out.
-import { scoreMemory } from "../search/rank.ts";
+import { scoreMemory } from "../retrieval/rank.ts";
 import { type CompressionForms, formsOf } from "./compress.ts";
 import type { CandidateRef, MemoryDetails } from "./gather.ts";
 import { type Excluded, judgeMemory, LINEAGE_BOOST, type LineageVerdict } from "./lineage.ts";

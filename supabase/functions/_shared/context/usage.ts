@@ -2,7 +2,7 @@
 // of the memories it was given it used. Counters per memory, a stronger reinforcement for cited
 // ones, and the tenant's totals (prediction accuracy, share of injected tokens that were cited)
 // are written by public.record_memory_usage as the tenant; ranking reads the counters
-// (search/rank.ts usageFactor).
+// (retrieval/rank.ts usageFactor).
 import type { Caller } from "../auth.ts";
 import { type Sql, type Tx, withTenant } from "../db.ts";
 import { bulletText } from "../fit-text.ts";

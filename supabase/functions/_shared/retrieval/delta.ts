@@ -12,7 +12,7 @@
 // replacement (a correction, or dedup merging a memory into a new one) is one bullet with the
 // NEW text: the replaced memory's row, joined to the memory that superseded it, stands for both,
 // and the new memory's own 'created' row is left out.
-import type { Tx } from "../_shared/db.ts";
+import type { Tx } from "../db.ts";
 
 export const MAX_DELTA_BULLETS = 3;
 const SUMMARY_CHARS = 120;

@@ -17,9 +17,9 @@ import {
   source,
   storableText,
   threadId,
-} from "../_shared/schemas.ts";
-import { SCOPE_NEEDS_PROJECT, scopeHasProject, writeScope } from "../_shared/scopes.ts";
-import { entityType } from "../_shared/entities.ts";
+} from "../schemas.ts";
+import { SCOPE_NEEDS_PROJECT, scopeHasProject, writeScope } from "../scopes.ts";
+import { entityType } from "../entities.ts";
 
 /** Hard cap on list/history/weak pages: keeps one request's work and response bounded. */
 export const MAX_PAGE_LIMIT = 100;

@@ -11,8 +11,8 @@
 // counts overestimate slightly (BPE merges across the joining newlines only ever save tokens), so
 // the exact pass almost never has to drop anything. After the best one, a memory that does not
 // fit is skipped and later, shorter ones are still tried.
-import { shortenToFit } from "../_shared/fit-text.ts";
-import { countTokens } from "../_shared/tokens.ts";
+import { shortenToFit } from "../fit-text.ts";
+import { countTokens } from "../tokens.ts";
 import { BLOCK_HEADING, type FormatContext, type FormatMemory, memoryLine, relatedLine, renderBlock, type SectionKey, sectionOf, sectionTitle, truncationLine } from "./format.ts";
 
 export { shortenToFit };

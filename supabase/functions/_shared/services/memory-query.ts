@@ -1,26 +1,35 @@
-// memory.query mode of memory-retrieve (POST /memory-retrieve/query): the agent's allowlist
+// memory.query (POST memory-retrieve/query, the MCP tool query_memory): the agent's allowlist
 // (database) is checked before anything else (403 naming a disallowed category, 403 for an unknown
 // agent, naming the configured ones), then query_memories runs the hybrid search with the
 // categories as a filter of every signal and applies the other filters in SQL; bullets or full
 // rows within the budget; returned memories are reinforced and the search is recorded.
-import type { Caller } from "../_shared/auth.ts";
-import { toVectorLiteral, withTenant } from "../_shared/db.ts";
-import { keywordText, resolvePlan } from "../_shared/search/plan.ts";
-import { embedForRequest, thresholdsFor } from "../_shared/embeddings.ts";
-import { HttpError, json, parseJsonBody } from "../_shared/http.ts";
-import { listAgents, loadAllowlist } from "../_shared/memory-config.ts";
-import { bulletText } from "./format.ts";
-import type { RetrieveDeps } from "./handler.ts";
-import { packTexts } from "./pack.ts";
-import { rankMemories } from "../_shared/search/rank.ts";
-import { reinforceMemories } from "./reinforce.ts";
-import { applyFeedback, loadFeedback } from "../_shared/context/feedback.ts";
-import { MAX_BUDGET_TOKENS, MAX_TOP_K, QUERY_DEFAULT_TOP_K, QueryRequest, type QueryResponse } from "./schemas.ts";
-import { explainRow, type QueryRow, recordSearch, retrievalScopes, searchInfo, serverTiming } from "./search.ts";
+import { type TenantContext, toVectorLiteral, withTenant } from "../db.ts";
+import { keywordText, resolvePlan } from "../search/plan.ts";
+import { embedForRequest, thresholdsFor } from "../embeddings.ts";
+import { HttpError } from "../http.ts";
+import { listAgents, loadAllowlist } from "../memory-config.ts";
+import { bulletText } from "../retrieval/format.ts";
+import { packTexts } from "../retrieval/pack.ts";
+import { rankMemories } from "../retrieval/rank.ts";
+import { reinforceMemories } from "../retrieval/reinforce.ts";
+import { applyFeedback, loadFeedback } from "../context/feedback.ts";
+import {
+  MAX_BUDGET_TOKENS,
+  MAX_TOP_K,
+  QUERY_DEFAULT_TOP_K,
+  type QueryRequest,
+  type QueryResponse,
+} from "../retrieval/schemas.ts";
+import { explainRow, type QueryRow, recordSearch, retrievalScopes, searchInfo } from "../retrieval/search.ts";
+import type { SearchDeps, Timed } from "./deps.ts";
 
-export async function runQuery(deps: RetrieveDeps, caller: Caller, req: Request): Promise<Response> {
+/** What the agent may read that answers the query, as bullets or full rows; `timing` as for retrieve. */
+export async function queryMemories(
+  deps: SearchDeps,
+  caller: TenantContext,
+  body: QueryRequest,
+): Promise<Timed<QueryResponse>> {
   const { config, embedder } = deps;
-  const body = await parseJsonBody(req, QueryRequest, config.maxBodyBytes);
   const filters = body.filters ?? {};
 
   // The allowlist first, in its own short read-only transaction: a refused request costs no
@@ -40,9 +49,18 @@ export async function runQuery(deps: RetrieveDeps, caller: Caller, req: Request)
   const asked = [...new Set([...(body.categories ?? []), ...(filters.category ? [filters.category] : [])])];
   const refused = asked.filter((c) => !allowed.includes(c));
   if (refused.length > 0) {
-    throw new HttpError(403, "category_not_allowed", `agent '${body.agent}' may not read categor${refused.length === 1 ? "y" : "ies"}: ${refused.join(", ")}`, [
-      { path: ["categories"], message: `not in the allowlist of '${body.agent}': ${refused.join(", ")}`, code: "category_not_allowed" },
-    ]);
+    throw new HttpError(
+      403,
+      "category_not_allowed",
+      `agent '${body.agent}' may not read categor${refused.length === 1 ? "y" : "ies"}: ${refused.join(", ")}`,
+      [
+        {
+          path: ["categories"],
+          message: `not in the allowlist of '${body.agent}': ${refused.join(", ")}`,
+          code: "category_not_allowed",
+        },
+      ],
+    );
   }
   // Categories requested (default: all the agent may read), narrowed by filters.category.
   let categories = body.categories ?? allowed;
@@ -56,7 +74,10 @@ export async function runQuery(deps: RetrieveDeps, caller: Caller, req: Request)
   const t0 = performance.now();
   const vector = mode === "keyword" ? undefined : await embedForRequest(embedder, body.query);
   const resolved = await resolvePlan({ ...body, text: body.query }, embedder, vector, deps.clock ?? (() => new Date()));
-  const budget = Math.min(body.budget_tokens ?? config.retrieval.budgetTokens ?? resolved.plan.budgetTokens, MAX_BUDGET_TOKENS);
+  const budget = Math.min(
+    body.budget_tokens ?? config.retrieval.budgetTokens ?? resolved.plan.budgetTokens,
+    MAX_BUDGET_TOKENS,
+  );
   const t1 = performance.now();
 
   const result = await withTenant(deps.sql, caller, async (tx): Promise<QueryResponse> => {
@@ -135,5 +156,5 @@ export async function runQuery(deps: RetrieveDeps, caller: Caller, req: Request)
       excluded: judged.excluded,
     };
   });
-  return json(result, 200, serverTiming({ embed: t1 - t0, db: performance.now() - t1 }));
+  return { result, timing: { embed: t1 - t0, db: performance.now() - t1 } };
 }

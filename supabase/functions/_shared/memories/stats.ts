@@ -2,7 +2,7 @@
 // pinning, priority, source and embedding model, plus relation and history counts and the usage
 // feedback agents reported. One statement, run under RLS, so the numbers are a consistent
 // snapshot of the caller's tenant only.
-import type { Tx } from "../_shared/db.ts";
+import type { Tx } from "../db.ts";
 
 export interface MemoryStats {
   total: number;

@@ -1,7 +1,7 @@
 // Provenance for explain (GET /memory/{id}/explain): the episodes a fact was derived from
 // (derived_from edges: fact → episode) and the entities it mentions. In the caller's tenant
 // transaction, so RLS limits both to the tenant. docs/graph.md#explain.
-import type { Tx } from "../_shared/db.ts";
+import type { Tx } from "../db.ts";
 import { isoDates } from "./memory-row.ts";
 
 /** A fact rarely has more sources than this; more would be a data problem, not provenance. */

@@ -1,6 +1,6 @@
 // The columns a memory is returned with: everything but the embedding (512 floats nobody reads in
 // JSON) and the derived tsvector. One list, so every route and the export agree on the shape.
-import type { Sql, Tx } from "../_shared/db.ts";
+import type { Sql, Tx } from "../db.ts";
 
 export const MEMORY_COLUMNS = [
   "id", "content", "memory_type", "namespace", "priority", "source", "strength", "base_strength",

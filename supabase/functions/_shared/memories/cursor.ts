@@ -1,7 +1,7 @@
 // Opaque keyset cursor for GET /memory: the (created_at, id) of the last row of a page. The
 // timestamp travels as text with microseconds (a JS Date would drop them and skip or repeat rows
 // created in the same millisecond).
-import { HttpError } from "../_shared/http.ts";
+import { HttpError } from "../http.ts";
 
 const TS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

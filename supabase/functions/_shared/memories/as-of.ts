@@ -3,7 +3,7 @@
 // its last change then; content, validity and supersede as they were then, from the history).
 // The list shows the memories held then; one memory is shown as it was then, with `held`.
 // docs/graph.md#as-of.
-import type { Tx } from "../_shared/db.ts";
+import type { Tx } from "../db.ts";
 
 type Row = Record<string, unknown>;
 

@@ -5,7 +5,7 @@
 // The formula belongs to the lifecycle migration (20261122001100_lifecycle_jobs.sql,
 // public.reinforce_memories): it reads memory_settings, so decay and reinforcement stay consistent,
 // and it skips rows a nightly job holds locked, so retrieval never waits on it.
-import type { Tx } from "../_shared/db.ts";
+import type { Tx } from "../db.ts";
 
 /** Reinforces the given memories as the tenant (security invoker + RLS: only the tenant's rows). */
 export async function reinforceMemories(tx: Tx, ids: readonly string[]): Promise<void> {

@@ -20,8 +20,8 @@
 //   4. namespace in the user scope                              → User Preferences
 //   5. anything else (global facts)                             → General Knowledge
 // Sections appear in that order (project first, as in the seed), memories in rank order within.
-import { bulletText } from "../_shared/fit-text.ts";
-import { projectScope } from "../_shared/schemas.ts";
+import { bulletText } from "../fit-text.ts";
+import { projectScope } from "../schemas.ts";
 
 export interface FormatMemory {
   id: string;

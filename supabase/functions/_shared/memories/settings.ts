@@ -2,7 +2,7 @@
 // read through public.memory_setting(name) (raises if missing), so the API and the cron jobs can
 // never disagree on a threshold. Read in the tenant's transaction (the table is readable by
 // authenticated).
-import type { Tx } from "../_shared/db.ts";
+import type { Tx } from "../db.ts";
 
 export interface DecaySettings {
   decayBase: number;

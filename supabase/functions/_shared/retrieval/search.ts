@@ -1,10 +1,8 @@
-// What both modes of memory-retrieve share: the rows a search returns, the scopes it covers, how
-// a response explains the search, the Server-Timing header and the one memory_events row each
-// search records.
-import type { Caller } from "../_shared/auth.ts";
-import type { Tx } from "../_shared/db.ts";
-import { fusionWeights, type HybridRow, type SearchMode, signalsOf } from "../_shared/search/hybrid.ts";
-import type { ResolvedPlan } from "../_shared/search/plan.ts";
+// What both searches (retrieve and memory.query) share: the rows a search returns, the scopes it
+// covers, how a response explains the search and the one memory_events row each search records.
+import type { TenantContext, Tx } from "../db.ts";
+import { fusionWeights, type HybridRow, type SearchMode, signalsOf } from "../search/hybrid.ts";
+import type { ResolvedPlan } from "../search/plan.ts";
 import type { SearchInfo } from "./schemas.ts";
 
 /** A row of query_memories: a hybrid search row plus the category's context mode. */
@@ -13,16 +11,12 @@ export interface QueryRow extends HybridRow {
   category_context: "all" | "rag";
 }
 
-export { retrievalScopes } from "../_shared/scopes.ts";
-
-export function serverTiming(parts: Record<string, number>): Record<string, string> {
-  return { "server-timing": Object.entries(parts).map(([k, v]) => `${k};dur=${v.toFixed(1)}`).join(", ") };
-}
+export { retrievalScopes } from "../scopes.ts";
 
 /** One memory_events row per search: node context, op search, best similarity. */
 export async function recordSearch(
   tx: Tx,
-  caller: Caller,
+  caller: TenantContext,
   threadId: string | null,
   rows: readonly { similarity: number | null }[],
   category: string | null,

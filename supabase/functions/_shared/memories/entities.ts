@@ -3,7 +3,7 @@
 // first) and the timeline of episodes that named it. Search text is plain text: it becomes an
 // entity key (public.memory_entity_key) matched with = / starts_with / strpos and a
 // websearch_to_tsquery, never a LIKE pattern or raw tsquery syntax. docs/graph.md#entities.
-import type { Tx } from "../_shared/db.ts";
+import type { Tx } from "../db.ts";
 import { isoDates, memoryColumns } from "./memory-row.ts";
 import type { EntityListQuery, Memory } from "./schemas.ts";
 

@@ -5,10 +5,10 @@
 // Both bodies are strict: an unknown field is a 400, so a typo (`budget` for `budget_tokens`)
 // is reported instead of silently ignored.
 import { z } from "zod";
-import { agentName, asOf, categoryName, freeText, importance, memoryType, priority, projectName, threadId } from "../_shared/schemas.ts";
-import { INTENTS } from "../_shared/search/intent.ts";
-import { SEARCH_MODES } from "../_shared/search/hybrid.ts";
-import { LineageSignals } from "../_shared/context/schemas.ts";
+import { agentName, asOf, categoryName, freeText, importance, memoryType, priority, projectName, threadId } from "../schemas.ts";
+import { INTENTS } from "../search/intent.ts";
+import { SEARCH_MODES } from "../search/hybrid.ts";
+import { LineageSignals } from "../context/schemas.ts";
 
 /** Largest budget a caller may ask for; the block goes into a system prompt. */
 export const MAX_BUDGET_TOKENS = 32_000;

@@ -1,31 +1,34 @@
-// Retrieval mode of memory-retrieve (POST /memory-retrieve): the `## Relevant Memories` block.
+// Retrieval before a turn (POST memory-retrieve, the MCP tool search_memory): the `## Relevant
+// Memories` block.
 //   validate → query = message + project context → embed → plan (intent, complexity, time window:
-//   _shared/search/plan.ts) → ONE hybrid_search call (keyword + vector + graph, fused) over
+//   search/plan.ts) → ONE hybrid_search call (keyword + vector + graph, fused) over
 //   <root>/global/, <root>/project/<project>/ (when given) and <root>/user/, as the tenant (RLS)
-//   → usage and code lineage (_shared/context/feedback.ts) → rank (_shared/search/rank.ts:
-//   relevance × strength × usage + boosts) → pack into the budget exactly (pack.ts) →
-//   block grouped by type (format.ts) with the delta header (delta.ts) → reinforce what was
-//   injected (reinforce.ts) → one memory_events row (context/search).
-import type { Caller } from "../_shared/auth.ts";
-import { type Tx, withTenant } from "../_shared/db.ts";
-import { embedForRequest, thresholdsFor } from "../_shared/embeddings.ts";
-import { json, parseJsonBody } from "../_shared/http.ts";
-import { hybridSearch } from "../_shared/search/hybrid.ts";
-import { keywordText, resolvePlan } from "../_shared/search/plan.ts";
-import { entityTermsOf } from "../_shared/search/intent.ts";
-import { deltaHeaderLine, formatDeltaBullets, loadThreadDelta } from "./delta.ts";
-import type { FormatContext } from "./format.ts";
-import type { RetrieveDeps } from "./handler.ts";
-import { packIntoBudget, type RelatedCandidate } from "./pack.ts";
-import { rankMemories } from "../_shared/search/rank.ts";
-import { reinforceMemories } from "./reinforce.ts";
-import { applyFeedback, loadFeedback } from "../_shared/context/feedback.ts";
-import { MAX_BUDGET_TOKENS, MAX_TOP_K, RetrieveRequest, type RetrieveResponse } from "./schemas.ts";
-import { explainRow, recordSearch, retrievalScopes, searchInfo, serverTiming } from "./search.ts";
+//   → usage and code lineage (context/feedback.ts) → rank (retrieval/rank.ts: relevance ×
+//   strength × usage + boosts) → pack into the budget exactly (retrieval/pack.ts) → block grouped by type (retrieval/format.ts) with the delta header
+//   (retrieval/delta.ts) → reinforce what was injected (retrieval/reinforce.ts) → one
+//   memory_events row (context/search).
+import { type TenantContext, type Tx, withTenant } from "../db.ts";
+import { embedForRequest, thresholdsFor } from "../embeddings.ts";
+import { hybridSearch } from "../search/hybrid.ts";
+import { keywordText, resolvePlan } from "../search/plan.ts";
+import { entityTermsOf } from "../search/intent.ts";
+import { deltaHeaderLine, formatDeltaBullets, loadThreadDelta } from "../retrieval/delta.ts";
+import type { FormatContext } from "../retrieval/format.ts";
+import { packIntoBudget, type RelatedCandidate } from "../retrieval/pack.ts";
+import { rankMemories } from "../retrieval/rank.ts";
+import { reinforceMemories } from "../retrieval/reinforce.ts";
+import { applyFeedback, loadFeedback } from "../context/feedback.ts";
+import { MAX_BUDGET_TOKENS, MAX_TOP_K, type RetrieveRequest, type RetrieveResponse } from "../retrieval/schemas.ts";
+import { explainRow, recordSearch, retrievalScopes, searchInfo } from "../retrieval/search.ts";
+import type { SearchDeps, Timed } from "./deps.ts";
 
-export async function runRetrieve(deps: RetrieveDeps, caller: Caller, req: Request): Promise<Response> {
+/** The block and the memories for a turn; `timing` says how long embedding and the database took. */
+export async function retrieve(
+  deps: SearchDeps,
+  caller: TenantContext,
+  body: RetrieveRequest,
+): Promise<Timed<RetrieveResponse>> {
   const { config, embedder } = deps;
-  const body = await parseJsonBody(req, RetrieveRequest, config.maxBodyBytes);
   const root = config.namespaceRoot;
   const ctx: FormatContext = { root, project: body.project };
   const scopes = retrievalScopes(root, body.project);
@@ -36,7 +39,12 @@ export async function runRetrieve(deps: RetrieveDeps, caller: Caller, req: Reque
   const t0 = performance.now();
   const queryText = body.project_context ? `${body.message}\n\n${body.project_context}` : body.message;
   const vector = mode === "keyword" ? undefined : await embedForRequest(embedder, queryText);
-  const resolved = await resolvePlan({ ...body, text: body.message }, embedder, vector, deps.clock ?? (() => new Date()));
+  const resolved = await resolvePlan(
+    { ...body, text: body.message },
+    embedder,
+    vector,
+    deps.clock ?? (() => new Date()),
+  );
   const { plan } = resolved;
   const topK = Math.min(body.top_k ?? config.retrieval.topK ?? plan.topK, MAX_TOP_K);
   const budget = Math.min(body.budget_tokens ?? config.retrieval.budgetTokens ?? plan.budgetTokens, MAX_BUDGET_TOKENS);
@@ -115,7 +123,7 @@ export async function runRetrieve(deps: RetrieveDeps, caller: Caller, req: Reque
       excluded: judged.excluded,
     };
   }, { threadId });
-  return json(result, 200, serverTiming({ embed: t1 - t0, db: performance.now() - t1 }));
+  return { result, timing: { embed: t1 - t0, db: performance.now() - t1 } };
 }
 
 /**

@@ -4,7 +4,7 @@
 // (source, session, the episodes of its derived_from edges: provenance.ts), the entities it
 // mentions, its history in brief and its decay outlook.
 // Every query runs in the caller's tenant transaction, so RLS limits all of it to the tenant.
-import type { Tx } from "../_shared/db.ts";
+import type { Tx } from "../db.ts";
 import { memoryColumns, isoDates } from "./memory-row.ts";
 import { type LinkedEntity, linkedEntities, type SourceEpisode, sourceEpisodes } from "./provenance.ts";
 import type { Memory } from "./schemas.ts";

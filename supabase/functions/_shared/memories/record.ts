@@ -1,0 +1,26 @@
+// What the operations on one memory share: the row as the API's Memory, its 404, its row lock and
+// its content hash.
+import type { Tx } from "../db.ts";
+import { HttpError } from "../http.ts";
+import { isoDates, memoryColumns } from "./memory-row.ts";
+import type { Memory } from "./schemas.ts";
+
+export const toMemory = (row: Record<string, unknown> | undefined): Memory => isoDates(row!) as unknown as Memory;
+
+export function notFound(id: string): HttpError {
+  return new HttpError(404, "not_found", `memory ${id} not found`);
+}
+
+/** The memory, locked for the rest of the transaction (most writes start here); 404 when the tenant has none. */
+export async function lockMemory(tx: Tx, id: string): Promise<Memory> {
+  const [row] = await tx`select ${memoryColumns(tx, "m")} from public.devai_memories m where m.id = ${id} for update`;
+  if (!row) throw notFound(id);
+  return toMemory(row);
+}
+
+// Same normalisation as memory_private.content_hash (what the content_hash column is derived with). That
+// function is not callable by `authenticated` (its schema is private), so the expression is
+// repeated here; the regex travels as a parameter so no escaping layer can alter it.
+export function contentHashSql(q: Tx, content: string) {
+  return q`encode(sha256(convert_to(lower(btrim(regexp_replace(${content}::text, ${"\\s+"}, ' ', 'g'))), 'UTF8')), 'hex')`;
+}

@@ -1,0 +1,118 @@
+// Lifecycle of one memory: forget (soft delete) and restore, pin / confirm and unpin. Each is one
+// tenant transaction that locks the row; asking for the state a memory is already in changes
+// nothing (changed: false).
+import { type TenantContext, withTenant } from "../db.ts";
+import { HttpError } from "../http.ts";
+import { memoryColumns } from "../memories/memory-row.ts";
+import { lockMemory, toMemory } from "../memories/record.ts";
+import type { ForgetRequest, LifecycleRequest, LifecycleResponse } from "../memories/schemas.ts";
+import { purgeGraceDays } from "../memories/settings.ts";
+import type { ServiceDeps } from "./deps.ts";
+
+/** Soft delete: purged after the grace period unless restored. */
+export async function forget(
+  deps: ServiceDeps,
+  tenant: TenantContext,
+  id: string,
+  body: ForgetRequest,
+): Promise<LifecycleResponse> {
+  const now = deps.clock();
+  return await withTenant(deps.sql, tenant, async (tx) => {
+    const m = await lockMemory(tx, id);
+    if (m.state === "soft_deleted") return { changed: false, memory: m };
+    const days = await purgeGraceDays(tx);
+    const [row] = await tx`
+      update public.devai_memories
+         set state = 'soft_deleted',
+             purge_at = ${now}::timestamptz + make_interval(secs => ${days * 86400}),
+             metadata = ${body.reason ? tx`metadata || ${tx.json({ forget_reason: body.reason })}` : tx`metadata`}
+       where id = ${id} returning ${memoryColumns(tx)}`;
+    return { changed: true, memory: toMemory(row) };
+  }, { threadId: body.thread_id });
+}
+
+/** Undoes a forget (or an invalidation that was not a supersede). */
+export async function restore(
+  deps: ServiceDeps,
+  tenant: TenantContext,
+  id: string,
+  body: LifecycleRequest,
+): Promise<LifecycleResponse> {
+  const now = deps.clock();
+  return await withTenant(deps.sql, tenant, async (tx) => {
+    const m = await lockMemory(tx, id);
+    if (m.state === "active") {
+      if (m.is_valid) return { changed: false, memory: m };
+      // Re-validating a replaced memory would leave two versions of one fact: correct instead.
+      if (m.superseded_by) {
+        throw new HttpError(
+          409,
+          "already_superseded",
+          `memory ${id} was replaced by ${m.superseded_by}; it cannot be restored`,
+        );
+      }
+    }
+    // One restore semantics for the API and SQL: public.restore_memory (restore_strength setting,
+    // superseded memories stay invalid).
+    const [row] = await tx`select ${memoryColumns(tx)} from public.restore_memory(${id}::uuid, ${now}::timestamptz)`;
+    return { changed: true, memory: toMemory(row) };
+  }, { threadId: body.thread_id });
+}
+
+/**
+ * Protects a memory from decay (full strength; decay skips pinned memories). `event: "CONFIRM"` is
+ * the same change said by the user about the fact's truth (/confirm, confirm_fact): history CONFIRM.
+ */
+export async function pin(
+  deps: ServiceDeps,
+  tenant: TenantContext,
+  id: string,
+  body: LifecycleRequest,
+  event?: "CONFIRM",
+): Promise<LifecycleResponse> {
+  const now = deps.clock();
+  return await withTenant(deps.sql, tenant, async (tx) => {
+    const m = await lockMemory(tx, id);
+    if (m.state !== "active" || !m.is_valid) {
+      throw new HttpError(
+        409,
+        "memory_not_active",
+        `memory ${id} is forgotten or no longer valid; restore it before pinning`,
+      );
+    }
+    if (m.pinned && m.strength === 1 && m.base_strength === 1) return { changed: false, memory: m };
+    const [row] = await tx`
+      update public.devai_memories
+         set pinned = true, strength = 1, base_strength = 1, last_accessed_at = ${now}::timestamptz
+       where id = ${id} returning ${memoryColumns(tx)}`;
+    return { changed: true, memory: toMemory(row) };
+  }, { threadId: body.thread_id, event });
+}
+
+/** The user confirms a fact: pinned, history CONFIRM. */
+export function confirm(
+  deps: ServiceDeps,
+  tenant: TenantContext,
+  id: string,
+  body: LifecycleRequest,
+): Promise<LifecycleResponse> {
+  return pin(deps, tenant, id, body, "CONFIRM");
+}
+
+export async function unpin(
+  deps: ServiceDeps,
+  tenant: TenantContext,
+  id: string,
+  body: LifecycleRequest,
+): Promise<LifecycleResponse> {
+  const now = deps.clock();
+  return await withTenant(deps.sql, tenant, async (tx) => {
+    const m = await lockMemory(tx, id);
+    if (!m.pinned) return { changed: false, memory: m };
+    // Decay restarts from now: counting the pinned months would prune it the next night.
+    const [row] = await tx`
+      update public.devai_memories set pinned = false, last_accessed_at = ${now}::timestamptz
+       where id = ${id} returning ${memoryColumns(tx)}`;
+    return { changed: true, memory: toMemory(row) };
+  }, { threadId: body.thread_id });
+}

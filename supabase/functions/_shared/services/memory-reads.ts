@@ -1,0 +1,236 @@
+// Reading memories: list with filters, what decays soon, stats, export, one memory, its history and
+// its explanation. Each is one tenant transaction (RLS): another tenant's id is simply not found.
+import { type TenantContext, withTenant } from "../db.ts";
+import { HttpError } from "../http.ts";
+import { projectScope } from "../schemas.ts";
+import { asOfColumns, memoryAsOf, recordedBy } from "../memories/as-of.ts";
+import { decodeCursor, encodeCursor } from "../memories/cursor.ts";
+import { explainMemory, type Explanation } from "../memories/explain.ts";
+import { memoriesToMarkdownFiles } from "../memories/export-markdown.ts";
+import { isoDates, memoryColumns } from "../memories/memory-row.ts";
+import { notFound, toMemory } from "../memories/record.ts";
+import type {
+  ExportQuery,
+  HistoryEntry,
+  HistoryQuery,
+  ListQuery,
+  ListResponse,
+  MarkdownFile,
+  Memory,
+  MemoryQuery,
+  StatsQuery,
+  WeakQuery,
+} from "../memories/schemas.ts";
+import { decaySettings } from "../memories/settings.ts";
+import { type MemoryStats, memoryStats } from "../memories/stats.ts";
+import { daysSince, daysUntilPrune, predictStrength } from "../memories/weak.ts";
+import type { ServiceDeps } from "./deps.ts";
+
+/** A page of the tenant's memories, newest first (keyset pagination: created_at desc, id desc). */
+export async function listMemories(
+  deps: ServiceDeps,
+  tenant: TenantContext,
+  q: ListQuery,
+): Promise<ListResponse & { as_of?: string }> {
+  const { sql, config } = deps;
+  const after = q.cursor ? decodeCursor(q.cursor) : undefined;
+  // The cursor's timestamp is bound as text: bound as a timestamp, postgres.js would pass it
+  // through a JS Date and drop the microseconds that order rows of the same millisecond.
+  // With as_of: the memories held at that instant, as they were then (as-of.ts).
+  const rows = await withTenant(sql, tenant, (tx) =>
+    tx`
+        select ${memoryColumns(tx, "m")}, ${asOfColumns(tx, q.as_of)},
+               to_char(m.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') as cursor_ts
+          from public.devai_memories m
+          ${recordedBy(tx, q.as_of)}
+         where true
+           ${q.namespace_prefix ? tx`and (m.namespace || '/') ^@ ${q.namespace_prefix + "/"}` : tx``}
+           ${q.project ? tx`and (m.namespace || '/') ^@ ${projectScope(config.namespaceRoot, q.project) + "/"}` : tx``}
+           ${q.memory_type ? tx`and m.memory_type = ${q.memory_type}` : tx``}
+           ${q.state !== "all" && !q.as_of ? tx`and m.state = ${q.state}` : tx``}
+           ${q.is_valid !== undefined ? tx`and m.is_valid = ${q.is_valid}` : tx``}
+           ${q.pinned !== undefined ? tx`and m.pinned = ${q.pinned}` : tx``}
+           ${q.importance_min !== undefined ? tx`and m.importance >= ${q.importance_min}` : tx``}
+           ${q.priority ? tx`and m.priority = ${q.priority}` : tx``}
+           ${q.source ? tx`and m.source = ${q.source}` : tx``}
+           ${q.category ? tx`and m.metadata ->> 'category' = ${q.category}` : tx``}
+           ${
+      after
+        ? tx`and (m.created_at, m.id) < (${after.createdAt}::text::timestamp at time zone 'UTC', ${after.id}::uuid)`
+        : tx``
+    }
+         order by m.created_at desc, m.id desc
+         limit ${q.limit + 1}`);
+  const page = rows.slice(0, q.limit);
+  const last = page.at(-1);
+  const next_cursor = rows.length > q.limit && last
+    ? encodeCursor({ createdAt: last.cursor_ts as string, id: last.id as string })
+    : null;
+  return {
+    memories: page.map(({ cursor_ts: _, ...m }) => toMemory(memoryAsOf(m))),
+    next_cursor,
+    ...(q.as_of ? { as_of: q.as_of } : {}),
+  };
+}
+
+export interface WeakFact {
+  memory: Memory;
+  predicted_strength: number;
+  days_since_access: number;
+  days_until_prune: number | null;
+}
+
+export interface WeakFacts {
+  decay_per_day: number;
+  prune_threshold: number;
+  as_of: string;
+  memories: WeakFact[];
+}
+
+/** What decays soonest: valid, active memories that are not protected from decay, weakest first. */
+export async function weakFacts(deps: ServiceDeps, tenant: TenantContext, q: WeakQuery): Promise<WeakFacts> {
+  const now = deps.clock();
+  const { rows, settings } = await withTenant(deps.sql, tenant, async (tx) => {
+    const settings = await decaySettings(tx);
+    const rows = await tx`
+        select ${memoryColumns(tx, "m")}
+          from public.devai_memories m
+         where m.is_valid and m.state = 'active' and not m.pinned and m.priority <> 'highest'
+           and m.source is distinct from 'conversation'
+         order by public.memory_decayed_strength(m.base_strength, m.last_accessed_at, ${now}::timestamptz, ${settings.decayBase}::float8), m.id
+         limit ${q.limit}`;
+    return { rows, settings };
+  });
+  return {
+    decay_per_day: settings.decayBase,
+    prune_threshold: settings.pruneThreshold,
+    as_of: now.toISOString(),
+    memories: rows.map((r) => {
+      const memory = toMemory(r);
+      const last = new Date(memory.last_accessed_at);
+      return {
+        memory,
+        predicted_strength: predictStrength(memory.base_strength, last, now, settings),
+        days_since_access: daysSince(last, now),
+        days_until_prune: daysUntilPrune(memory.base_strength, last, now, settings),
+      };
+    }),
+  };
+}
+
+/** Counts by type, namespace, state, validity and pinned; relations and history. */
+export async function stats(deps: ServiceDeps, tenant: TenantContext, q: StatsQuery): Promise<MemoryStats> {
+  return await withTenant(deps.sql, tenant, (tx) => memoryStats(tx, q.top_namespaces));
+}
+
+interface ExportBase {
+  tenant_id: string;
+  exported_at: string;
+}
+export type MemoryExport =
+  | ExportBase & { format: "markdown"; files: MarkdownFile[] }
+  | ExportBase & {
+    format: "json";
+    counts: { memories: number; soft_deleted: number; relations: number; history: number };
+    memories: (Memory & { soft_deleted: boolean })[];
+    relations: Record<string, unknown>[];
+    history: Record<string, unknown>[];
+  };
+
+/**
+ * Everything the tenant has, soft-deleted memories included and flagged. json: memories (no
+ * embeddings), relations and history; markdown: one file per memory (export-markdown.ts).
+ */
+export async function exportMemories(deps: ServiceDeps, tenant: TenantContext, q: ExportQuery): Promise<MemoryExport> {
+  const data = await withTenant(deps.sql, tenant, async (tx) => {
+    const memories = (await tx`
+        select ${memoryColumns(tx, "m")} from public.devai_memories m order by m.created_at, m.id`).map(toMemory);
+    if (q.format === "markdown") return { memories, relations: [], history: [] };
+    const relations = await tx`
+        select id, from_id, to_id, relation_type, strength, confidence, evidence, valid_from, valid_until, created_at
+          from public.memory_relations order by created_at, id`;
+    const history = await tx`
+        select id, memory_id, event, old_ref, new_ref, actor, old_content, new_content, meta, ts
+          from public.memory_history order by ts, id`;
+    return { memories, relations: relations.map((r) => isoDates(r)), history: history.map((h) => isoDates(h)) };
+  });
+  const base = { tenant_id: tenant.tenantId, exported_at: deps.clock().toISOString() };
+  if (q.format === "markdown") return { ...base, format: "markdown", files: memoriesToMarkdownFiles(data.memories) };
+  return {
+    ...base,
+    format: "json",
+    counts: {
+      memories: data.memories.length,
+      soft_deleted: data.memories.filter((m) => m.state === "soft_deleted").length,
+      relations: data.relations.length,
+      history: data.history.length,
+    },
+    memories: data.memories.map((m) => ({ ...m, soft_deleted: m.state === "soft_deleted" })),
+    relations: data.relations,
+    history: data.history,
+  };
+}
+
+export type MemoryAt = { memory: Memory } | { memory: Memory; as_of: string; held: boolean };
+
+/** One memory now, or as it was at q.as_of (with whether it was held then). */
+export async function getMemory(
+  deps: ServiceDeps,
+  tenant: TenantContext,
+  id: string,
+  q: MemoryQuery,
+): Promise<MemoryAt> {
+  const [row] = await withTenant(
+    deps.sql,
+    tenant,
+    (tx) =>
+      tx`select ${memoryColumns(tx, "m")}, ${asOfColumns(tx, q.as_of)}
+           from public.devai_memories m ${recordedBy(tx, q.as_of, { held: false })} where m.id = ${id}`,
+  );
+  if (!row) {
+    throw q.as_of
+      ? new HttpError(404, "not_found", `memory ${id} not found, or not recorded yet at ${q.as_of}`)
+      : notFound(id);
+  }
+  if (!q.as_of) return { memory: toMemory(row) };
+  return { memory: toMemory(memoryAsOf(row)), as_of: q.as_of, held: row.as_of_held === true };
+}
+
+export interface MemoryHistory {
+  memory_id: string;
+  /** True when the memory itself is gone: its history rows outlive a purge. */
+  purged: boolean;
+  history: HistoryEntry[];
+}
+
+/** A memory's audit rows, newest first. */
+export async function memoryHistory(
+  deps: ServiceDeps,
+  tenant: TenantContext,
+  id: string,
+  q: HistoryQuery,
+): Promise<MemoryHistory> {
+  const result = await withTenant(deps.sql, tenant, async (tx) => {
+    const [exists] = await tx`select 1 from public.devai_memories where id = ${id}`;
+    // Rows written in one transaction share its timestamp; id only makes the order stable.
+    const history = await tx`
+        select id, memory_id, event, old_ref, new_ref, actor, old_content, new_content, meta, ts
+          from public.memory_history where memory_id = ${id}
+         order by ts desc, id desc limit ${q.limit}`;
+    return { exists: Boolean(exists), history };
+  });
+  // History outlives a purged memory, so its rows alone are enough to answer.
+  if (!result.exists && result.history.length === 0) throw notFound(id);
+  return {
+    memory_id: id,
+    purged: !result.exists,
+    history: result.history.map((h) => isoDates(h) as unknown as HistoryEntry),
+  };
+}
+
+/** Why a memory is what it is: supersede chain, typed edges, source episodes, entities, decay outlook. */
+export async function explainFact(deps: ServiceDeps, tenant: TenantContext, id: string): Promise<Explanation> {
+  const explanation = await withTenant(deps.sql, tenant, (tx) => explainMemory(tx, id, deps.clock()));
+  if (!explanation) throw notFound(id);
+  return explanation;
+}

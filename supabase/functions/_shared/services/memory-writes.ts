@@ -1,0 +1,160 @@
+// The operations that store what the user states: remember (a new user-stated memory) and correct
+// (a new memory that supersedes an old one). History is written by the database triggers.
+import { type TenantContext, toVectorLiteral, type Tx, withTenant } from "../db.ts";
+import { embedForRequest } from "../embeddings.ts";
+import { HttpError } from "../http.ts";
+import { visibleScopes } from "../schemas.ts";
+import { memoryColumns } from "../memories/memory-row.ts";
+import { contentHashSql, lockMemory, notFound, toMemory } from "../memories/record.ts";
+import type {
+  CorrectRequest,
+  CorrectResponse,
+  Memory,
+  RememberRequest,
+  RememberResponse,
+} from "../memories/schemas.ts";
+import { callerNamespace, defaultScope } from "../scopes.ts";
+import { assertKnownCategory } from "../categories.ts";
+import { linkEntities, linkEntitiesByRules } from "../entities.ts";
+import { citedFileLinks, filesOf } from "../context/lineage.ts";
+import type { ServiceDeps } from "./deps.ts";
+
+async function findDuplicate(tx: Tx, content: string, scopes: string[]): Promise<Memory | undefined> {
+  const [row] = await tx`
+    select ${memoryColumns(tx, "m")} from public.devai_memories m
+     where m.content_hash = ${contentHashSql(tx, content)} and m.is_valid and m.state = 'active'
+       and m.source is distinct from 'conversation'
+       and (m.namespace || '/') ^@ any (${scopes}::text[])
+     order by (m.source = 'user_stated') desc, m.created_at, m.id
+     limit 1`;
+  return row ? toMemory(row) : undefined;
+}
+
+function assertCorrectable(old: Memory): void {
+  if (old.superseded_by) {
+    throw new HttpError(
+      409,
+      "already_superseded",
+      `memory ${old.id} was already replaced by ${old.superseded_by}; correct that one`,
+    );
+  }
+  if (!old.is_valid) {
+    throw new HttpError(409, "memory_invalid", `memory ${old.id} is no longer valid; restore it first`);
+  }
+  if (old.state !== "active") {
+    throw new HttpError(409, "memory_forgotten", `memory ${old.id} is forgotten; restore it first`);
+  }
+}
+
+/** Where a remembered fact goes (README "Scopes"): the caller's namespace, else its scope's default. */
+function rememberNamespace(body: RememberRequest, root: string): string {
+  if (body.namespace !== undefined) {
+    const ns = callerNamespace(body.namespace, root, body);
+    if (!ns.ok) {
+      throw new HttpError(400, "invalid_request", "invalid request body", [{
+        path: ["namespace"],
+        message: ns.message,
+      }]);
+    }
+    return ns.namespace;
+  }
+  const base = defaultScope(root, body);
+  return base === `${root}/user` ? `${base}/preferences` : `${base}/notes`;
+}
+
+/** A fact the user states. An exact duplicate the user already stated is answered (created: false) and nothing is written. */
+export async function remember(
+  deps: ServiceDeps,
+  tenant: TenantContext,
+  body: RememberRequest,
+): Promise<RememberResponse> {
+  const { sql, config, embedder } = deps;
+  const namespace = rememberNamespace(body, config.namespaceRoot);
+  const scopes = visibleScopes(namespace, config.namespaceRoot);
+  const userStated = (m: Memory) => m.source === "user_stated" && m.priority === "highest";
+  // Fast path: an exact duplicate the user already stated costs no embedding call and writes nothing.
+  const existing = await withTenant(sql, tenant, async (tx) => {
+    if (body.metadata?.category) await assertKnownCategory(tx, body.metadata.category, ["metadata", "category"]);
+    return await findDuplicate(tx, body.content, scopes);
+  });
+  if (existing && userStated(existing)) return { created: false, memory: existing };
+
+  const vector = await embedForRequest(embedder, body.content);
+  return await withTenant(sql, tenant, async (tx) => {
+    // Serialises concurrent remembers of the same text in this tenant, so the re-check below
+    // cannot race with another insert of it.
+    await tx`select pg_advisory_xact_lock(hashtextextended(${tenant.tenantId} || ':' || ${
+      contentHashSql(tx, body.content)
+    }, 0))`;
+    const again = await findDuplicate(tx, body.content, scopes);
+    if (again && userStated(again)) return { created: false, memory: again };
+    if (again) {
+      // The agent learned it before; now the user states it: it becomes user-stated (never decays,
+      // shielded from the LLM). Audited as UPDATE by the trigger.
+      const [row] = await tx`
+        update public.devai_memories
+           set priority = 'highest', source = 'user_stated', strength = 1, base_strength = 1, last_accessed_at = now()
+         where id = ${again.id} returning ${memoryColumns(tx)}`;
+      return { created: false, memory: toMemory(row) };
+    }
+    const [row] = await tx`
+      insert into public.devai_memories
+        (owner_id, content, embedding, embedding_model, memory_type, namespace, priority, source,
+         strength, base_strength, importance, metadata, session_id)
+      values
+        (${tenant.tenantId}, ${body.content}, ${toVectorLiteral(vector)}::extensions.vector, ${embedder.model},
+         ${body.memory_type}, ${namespace}, 'highest', 'user_stated', 1, 1, ${body.importance ?? 3},
+         ${tx.json((body.metadata ?? {}) as never)}, ${body.session_id ?? null})
+      returning ${memoryColumns(tx)}`;
+    await linkEntitiesByRules(tx, [{ id: row!.id as string, content: body.content }]);
+    await linkEntities(tx, citedFileLinks(row!.id as string, body.metadata?.files));
+    return { created: true, memory: toMemory(row) };
+  }, { threadId: body.thread_id });
+}
+
+/** The user corrects memory `id`: a new memory supersedes it (history MERGE, validity closed). */
+export async function correct(
+  deps: ServiceDeps,
+  tenant: TenantContext,
+  id: string,
+  body: CorrectRequest,
+): Promise<CorrectResponse> {
+  const { sql, embedder } = deps;
+  // Check before paying for an embedding; checked again under the row lock below.
+  await withTenant(sql, tenant, async (tx) => {
+    const [row] = await tx`
+      select ${memoryColumns(tx, "m")}, m.content_hash = ${contentHashSql(tx, body.content)} as same_content
+        from public.devai_memories m where m.id = ${id}`;
+    if (!row) throw notFound(id);
+    assertCorrectable(toMemory(row));
+    if (row.same_content) {
+      throw new HttpError(422, "unchanged_content", "the correction says the same as the memory it corrects");
+    }
+  });
+  const vector = await embedForRequest(embedder, body.content);
+  return await withTenant(sql, tenant, async (tx) => {
+    const old = await lockMemory(tx, id);
+    assertCorrectable(old);
+    const metadata = body.reason ? { ...old.metadata, correction_reason: body.reason } : old.metadata;
+    const [created] = await tx`
+      insert into public.devai_memories
+        (owner_id, content, embedding, embedding_model, memory_type, namespace, priority, source,
+         strength, base_strength, importance, pinned, metadata, session_id)
+      values
+        (${tenant.tenantId}, ${body.content}, ${toVectorLiteral(vector)}::extensions.vector, ${embedder.model},
+         ${old.memory_type}, ${old.namespace}, 'highest', 'correction', 1, 1, ${old.importance}, ${old.pinned},
+         ${tx.json(metadata as never)}, ${body.session_id ?? null})
+      returning ${memoryColumns(tx)}`;
+    const memory = toMemory(created);
+    await linkEntitiesByRules(tx, [memory]);
+    await linkEntities(tx, citedFileLinks(memory.id, filesOf(memory.metadata)));
+    // The trigger records MERGE for the old memory (superseded_by set) with new_ref = the new id.
+    const [superseded] = await tx`
+      update public.devai_memories set superseded_by = ${memory.id}, is_valid = false
+       where id = ${id} returning ${memoryColumns(tx)}`;
+    await tx`
+      insert into public.memory_relations (owner_id, from_id, to_id, relation_type, strength)
+      values (${tenant.tenantId}, ${memory.id}, ${id}, 'supersedes', 1)`;
+    return { memory, superseded: toMemory(superseded) };
+  }, { threadId: body.thread_id });
+}
