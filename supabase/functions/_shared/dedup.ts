@@ -30,8 +30,7 @@ import { effectiveCategory } from "./categories.ts";
 import { decideWithoutLlm, dedupMessages, DedupDecisionSchema, type Neighbour, type ResolvedAction, resolveDecision } from "./dedup-decision.ts";
 import { insertEdges } from "./edges.ts";
 import { linkEntities, linkEntitiesByRules } from "./entities.ts";
-import { storedCompression } from "./context/compress.ts";
-import { citedFileLinks } from "./context/lineage.ts";
+import { citedFileLinks, contextMetadata } from "./context/lineage.ts";
 import type { CodeOrigin } from "./schemas.ts";
 
 export interface DedupContext {
@@ -40,8 +39,7 @@ export interface DedupContext {
   threadId?: string;
   origin: "extract" | "compact" | "api" | "consolidate";
   jobId?: string;
-  /** Repository, branch and commit of the request the candidates came from: each new memory's metadata. */
-  lineage?: CodeOrigin;
+  lineage?: CodeOrigin; // the request's repository, branch and commit: each new memory's metadata
 }
 
 export interface DedupDeps {
@@ -267,16 +265,8 @@ export async function linkMemory(tx: Tx, ownerId: string, fromId: string, edges:
 }
 
 async function insertMemory(tx: Tx, ctx: DedupContext, c: Candidate, content: string, vec: string, model: string): Promise<string> {
-  // The model's compression forms are for the candidate's words: a merged text (UPDATE) gets the offline ones.
-  const compression = content === c.content ? storedCompression(content, c) : undefined;
-  const metadata = {
-    origin: ctx.origin,
-    ...(ctx.jobId ? { job_id: ctx.jobId } : {}),
-    ...(c.category ? { category: c.category } : {}),
-    ...ctx.lineage,
-    ...(c.files?.length ? { files: c.files } : {}),
-    ...(compression ? { compression } : {}),
-  };
+  const base = { origin: ctx.origin, ...(ctx.jobId ? { job_id: ctx.jobId } : {}), ...(c.category ? { category: c.category } : {}) };
+  const metadata = { ...base, ...contextMetadata(c, content, ctx.lineage) };
   const [row] = await tx<{ id: string }[]>`
     insert into public.devai_memories
       (owner_id, content, embedding, embedding_model, memory_type, namespace, priority, source, importance,

@@ -3,6 +3,8 @@
 // (repo, branch, commit, files) and the client's lineage signals; retrieval and context assembly
 // both apply them, so a note is judged the same way everywhere.
 import type { EntityLink } from "../entities.ts";
+import type { CodeOrigin } from "../schemas.ts";
+import { storedCompression } from "./compress.ts";
 import type { LineageSignals } from "./schemas.ts";
 
 /** Where a memory came from, as its metadata records it. */
@@ -119,4 +121,22 @@ export function citedFileLinks(memoryId: string, files: readonly string[] | unde
   return [...new Set(files ?? [])]
     .filter((file) => file.length <= MAX_ENTITY_NAME)
     .map((file) => ({ memoryId, name: file, type: "file" as const, mention: file, source: "api" as const }));
+}
+
+/**
+ * What the write path records for living context in a new memory's metadata: the request's code
+ * lineage, the files the candidate is about, and the model's compression forms, which describe
+ * the candidate's own words (a merged text, dedup's UPDATE, gets the offline ones).
+ */
+export function contextMetadata(
+  candidate: { content: string; files?: string[]; summary?: string; compressed?: string; index_key?: string },
+  content: string,
+  lineage?: CodeOrigin,
+): Record<string, unknown> {
+  const compression = content === candidate.content ? storedCompression(content, candidate) : undefined;
+  return {
+    ...lineage,
+    ...(candidate.files?.length ? { files: candidate.files } : {}),
+    ...(compression ? { compression } : {}),
+  };
 }
