@@ -27,12 +27,15 @@ export function manualClock(start = new Date("2026-11-24T10:00:00Z")) {
   };
 }
 
+// deno-lint-ignore no-explicit-any -- tests read answers of many shapes; each asserts what it reads
+type Answer = { status: number; body: any };
+
 export interface ContextApi {
-  assemble(tenant: string, body: Record<string, unknown>): Promise<{ status: number; body: any }>;
-  predict(tenant: string, body: Record<string, unknown>): Promise<{ status: number; body: any }>;
-  usage(tenant: string, body: Record<string, unknown>): Promise<{ status: number; body: any }>;
-  stats(tenant: string): Promise<{ status: number; body: any }>;
-  retrieve(tenant: string, body: Record<string, unknown>): Promise<{ status: number; body: any }>;
+  assemble(tenant: string, body: Record<string, unknown>): Promise<Answer>;
+  predict(tenant: string, body: Record<string, unknown>): Promise<Answer>;
+  usage(tenant: string, body: Record<string, unknown>): Promise<Answer>;
+  stats(tenant: string): Promise<Answer>;
+  retrieve(tenant: string, body: Record<string, unknown>): Promise<Answer>;
   /** Work the handler started after answering (the assembly's record, a stale prefetch's refresh): awaited, counted, emptied. */
   settle(): Promise<number>;
 }
