@@ -1,9 +1,8 @@
 // Contradictions: found on write (a queued check against the new memory's nearest ones, the fake
 // LLM as judge, cached per pair) and listed and resolved through the API: a_wins, b_wins,
 // both_valid, merged, each applied and audited; bad input and other tenants' ids write nothing.
-// The open ones are what the living context reads (openContradictions).
+// The open ones are what the living context reads (public.context_open_contradictions).
 import assert from "node:assert/strict";
-import { openContradictions } from "../supabase/functions/_shared/contradictions.ts";
 import { withTenant } from "../supabase/functions/_shared/db.ts";
 import { enqueueJob } from "../supabase/functions/_shared/jobs.ts";
 import { judgedPairs, LOCAL_EMBEDDING, memoryWithLlm, scriptJudge } from "./support/consolidation.ts";
@@ -144,17 +143,24 @@ Deno.test({ name: "resolve: a bad resolution is a 400, a resolved one a 409, ano
   }
 });
 
-Deno.test({ name: "open contradictions for the living context: both memories valid and in the scopes asked; moot ones left out", ...opts }, async () => {
+Deno.test({ name: "open contradictions for the living context: both memories valid and in the scopes asked; resolved and moot ones left out", ...opts }, async () => {
   const env = await writeEnv({ config: { embedding: LOCAL_EMBEDDING } as never, withLlm: false });
   try {
     const t = newTenant();
     const { m, c } = await fourPairs(env, t);
     await env.sql`update public.devai_memories set state = 'soft_deleted', purge_at = now() + interval '30 days' where id = ${m[7]!}`;
-    const open = await withTenant(env.sql, { tenantId: t, actor: "test" }, (tx) => openContradictions(tx, { scopes: ["devai/project/shop"] }));
-    assert.deepEqual(open.map((x) => x.id).sort(), [c[0], c[1]].sort(), "project scope only, and the forgotten one is moot");
-    const all = await withTenant(env.sql, { tenantId: t, actor: "test" }, (tx) => openContradictions(tx));
-    assert.equal(all.length, 3);
-    const listed = await memoryWithLlm(env.sql, env.config, undefined, env.embedder)("GET", "/memory/contradictions?status=all", t);
+    const api = memoryWithLlm(env.sql, env.config, undefined, env.embedder);
+    assert.equal((await api("POST", `/memory/contradictions/${c[1]}/resolve`, t, { resolution: "both_valid" })).status, 200);
+    // What context/assemble's critical tier reads (public.context_open_contradictions).
+    const open = (scopes: string[]) => withTenant(env.sql, { tenantId: t, actor: "test" }, (tx) =>
+      tx<{ memory_a: string; memory_b: string }[]>`select memory_a, memory_b from public.context_open_contradictions(${scopes}::text[])`);
+    assert.deepEqual((await open(["devai/project/shop"])).map((x) => [x.memory_a, x.memory_b]), [[m[0], m[1]]],
+      "project scope only; the resolved pair and the forgotten one's (moot) are not open");
+    assert.equal((await open(["devai/project/shop", "devai/user"])).length, 2);
+    const theirs = await withTenant(env.sql, { tenantId: newTenant(), actor: "test" }, (tx) =>
+      tx`select * from public.context_open_contradictions(array['devai/project/shop'])`);
+    assert.equal(theirs.length, 0, "another tenant sees none");
+    const listed = await api("GET", "/memory/contradictions?status=all", t);
     assert.equal(listed.body.contradictions.find((x: { id: string }) => x.id === c[3])!.status, "moot");
   } finally {
     await env.close();

@@ -2,9 +2,8 @@
 // nightly consolidation and by the write-time check (contradiction-check.ts), open until the user
 // resolves them. docs/consolidation.md#contradictions.
 //
-//   listContradictions   GET memory/contradictions?status=open|resolved|all
-//   openContradictions   the open ones in some scopes, for what the agent must see first (context
-//                        assembly's critical tier reads them through this function)
+//   listContradictions   GET memory/contradictions?status=open|resolved|all (the living context's
+//                        critical tier reads the open ones through public.context_open_contradictions)
 //   resolveContradiction POST memory/contradictions/{id}/resolve:
 //                          a_wins      b is superseded by a        b_wins  a is superseded by b
 //                          both_valid  nothing changes (they can both hold)
@@ -102,20 +101,6 @@ export async function listContradictions(sql: Sql, tenant: TenantContext, q: Con
   const rows = await withTenant(sql, tenant, (tx) =>
     select(tx, q.status === "open" ? OPEN(tx) : q.status === "resolved" ? tx`c.resolution is not null` : tx`true`, q.limit));
   return rows.map(iso);
-}
-
-/**
- * The tenant's open contradictions whose two memories are both in the given scopes (namespace
- * bases, matched by '/'-bounded prefix; none: every scope), newest first, in the caller's
- * transaction (RLS). For what the agent must see before anything else: the living context's
- * critical tier.
- */
-export async function openContradictions(tx: Tx, opts: { scopes?: readonly string[]; limit?: number } = {}): Promise<Contradiction[]> {
-  const prefixes = opts.scopes?.map((s) => `${s.replace(/\/+$/, "")}/`);
-  const inScopes = prefixes
-    ? tx`and (a.namespace || '/') ^@ any (${prefixes}::text[]) and (b.namespace || '/') ^@ any (${prefixes}::text[])`
-    : tx``;
-  return (await select(tx, tx`${OPEN(tx)} ${inScopes}`, Math.min(opts.limit ?? 20, 100))).map(iso);
 }
 
 /** Records detected contradictions (a: the older memory); a pair already recorded is left alone. Returns how many are new. */

@@ -16,7 +16,8 @@ import type {
 } from "../memories/schemas.ts";
 import { callerNamespace, defaultScope } from "../scopes.ts";
 import { assertKnownCategory } from "../categories.ts";
-import { linkEntitiesByRules } from "../entities.ts";
+import { linkEntities, linkEntitiesByRules } from "../entities.ts";
+import { citedFileLinks, filesOf } from "../context/lineage.ts";
 import { queueContradictionCheck } from "../contradiction-check.ts";
 import { runInBackground } from "../jobs.ts";
 import type { Redaction } from "../redact.ts";
@@ -113,6 +114,7 @@ export async function remember(
          ${tx.json((body.metadata ?? {}) as never)}, ${body.session_id ?? null})
       returning ${memoryColumns(tx)}`;
     await linkEntitiesByRules(tx, [{ id: row!.id as string, content: body.content }]);
+    await linkEntities(tx, citedFileLinks(row!.id as string, body.metadata?.files));
     await afterStatement(deps, tx, tenant.tenantId, row!.id as string, "remember", redaction, body.thread_id);
     return { created: true, memory: toMemory(row) };
   }, { threadId: body.thread_id });
@@ -157,6 +159,7 @@ export async function correct(
       returning ${memoryColumns(tx)}`;
     const memory = toMemory(created);
     await linkEntitiesByRules(tx, [memory]);
+    await linkEntities(tx, citedFileLinks(memory.id, filesOf(memory.metadata)));
     await afterStatement(deps, tx, tenant.tenantId, memory.id, "correct", redaction, body.thread_id);
     // The trigger records MERGE for the old memory (superseded_by set) with new_ref = the new id.
     const [superseded] = await tx`
