@@ -23,7 +23,7 @@ Deno.test("config: a key selects OpenAI embeddings with the seed's thresholds", 
   const c = loadConfig({ ...minimal, OPENAI_API_KEY: "sk-test" });
   assert.equal(c.embedding.provider, "openai");
   assert.equal(c.embedding.model, "text-embedding-3-small");
-  assert.deepEqual(thresholdsFor(c.embedding.model, c), { retrieve: 0.7, dedup: 0.8, link: 0.75 });
+  assert.deepEqual(thresholdsFor(c.embedding.model, c), { retrieve: 0.7, dedup: 0.8, link: 0.75, consolidate: 0.75, verbatim: 0.95 });
 });
 
 Deno.test("config: missing or invalid settings fail fast, naming each problem", () => {

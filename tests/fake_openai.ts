@@ -36,7 +36,8 @@ export type Reply =
   | { kind: "slow"; delayMs: number; then: Reply }
   | { kind: "hang" }
   | { kind: "until"; released: Promise<unknown>; then: Reply }
-  | { kind: "dynamic"; fn: (req: ChatRequestBody) => Reply };
+  | { kind: "dynamic"; fn: (req: ChatRequestBody) => Reply }
+  | { kind: "pass" };
 
 export const reply = {
   /** A chat completion whose message content is the JSON text of value. */
@@ -58,6 +59,8 @@ export const reply = {
   until: (released: Promise<unknown>, then: Reply): Reply => ({ kind: "until", released, then }),
   /** Computes the reply from the request. */
   dynamic: (fn: (req: ChatRequestBody) => Reply): Reply => ({ kind: "dynamic", fn }),
+  /** In failEmbeddings: this request is answered normally (a failure after some good requests). */
+  pass: (): Reply => ({ kind: "pass" }),
 };
 
 type ChatMatcher = string | RegExp | ((req: ChatRequestBody) => boolean);
@@ -177,7 +180,7 @@ export class FakeOpenAI {
     }
     if (req.method === "POST" && url.pathname === "/v1/embeddings") {
       const fault = this.embeddingFaults.shift();
-      if (fault) return await this.render(fault, body as ChatRequestBody, () => req.signal);
+      if (fault && fault.kind !== "pass") return await this.render(fault, body as ChatRequestBody, () => req.signal);
       return this.embed(body);
     }
     if (req.method === "GET" && url.pathname === "/v1/models") {
@@ -227,6 +230,8 @@ export class FakeOpenAI {
         return await this.render(r.then, body, signal);
       case "dynamic":
         return await this.render(r.fn(body), body, signal);
+      case "pass":
+        return errorJson(500, "fake OpenAI: reply.pass() answers embeddings only");
     }
   }
 

@@ -110,7 +110,7 @@ Deno.test({ name: "consolidation (fake LLM): facts derived from the episodes the
     const [session] = await env.sql`select consolidated_at, consolidation from public.memory_sessions where owner_id = ${t} and session_id = 's1'`;
     assert.ok(session!.consolidated_at);
     assert.equal(session!.consolidation.mode, "llm+rules");
-    assert.deepEqual({ ...session!.consolidation.counts }, { ADD: 1, UPDATE: 1, DELETE: 0, NOOP: 0, SKIPPED: 0 });
+    assert.deepEqual({ ...session!.consolidation.counts }, { ADD: 1, UPDATE: 1, DELETE: 0, NOOP: 0, SKIPPED: 0, PROPOSED: 0 });
   } finally {
     await env.close();
   }

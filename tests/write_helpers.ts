@@ -6,6 +6,8 @@ import type { Config } from "../supabase/functions/_shared/env.ts";
 import type { Sql } from "../supabase/functions/_shared/db.ts";
 import { createLlm, type Llm, type LlmOptions } from "../supabase/functions/_shared/llm.ts";
 import { drainQueue, type DrainReport } from "../supabase/functions/_shared/drain-queue.ts";
+import type { JobKind } from "../supabase/functions/_shared/jobs.ts";
+import { GRAPH_JOB_KINDS } from "../supabase/functions/_shared/graph-jobs.ts";
 import { FakeOpenAI } from "./fake_openai.ts";
 import { testConfig } from "./support/config.ts";
 import { testSql } from "./support/seed.ts";
@@ -44,9 +46,22 @@ export async function writeEnv(opts: { llm?: LlmOptions; config?: Partial<Config
   };
 }
 
-/** Drains until nothing is claimable; retries happen at once (backoff base 0). */
-export async function drainAll(deps: WriteEnv["deps"], ownerId: string, workerId = "test-worker", maxJobs = 50): Promise<DrainReport> {
-  return await drainQueue(deps, { workerId, maxJobs, backoffBaseMs: 0, ownerId });
+/** The write path's and the graph's job kinds: what drainAll runs unless told otherwise. */
+export const WRITE_AND_GRAPH_KINDS: JobKind[] = ["extract", "dedup", ...GRAPH_JOB_KINDS];
+
+/**
+ * Drains until nothing is claimable; retries happen at once (backoff base 0). By default only the
+ * write path's and the graph's jobs: the background jobs writers queue besides (contradiction
+ * checks) stay queued for the tests of docs/consolidation.md, which pass their kinds.
+ */
+export async function drainAll(
+  deps: WriteEnv["deps"],
+  ownerId: string,
+  workerId = "test-worker",
+  maxJobs = 50,
+  kinds: JobKind[] = WRITE_AND_GRAPH_KINDS,
+): Promise<DrainReport> {
+  return await drainQueue(deps, { workerId, maxJobs, backoffBaseMs: 0, ownerId, kinds });
 }
 
 export async function memoriesOf(sql: Sql, tenant: string) {
@@ -55,7 +70,9 @@ export async function memoriesOf(sql: Sql, tenant: string) {
       from public.devai_memories where owner_id = ${tenant} order by created_at, id`;
 }
 
-export async function jobsOf(sql: Sql, tenant: string) {
+/** The tenant's jobs of the write path and the graph (as drainAll runs them), oldest first. */
+export async function jobsOf(sql: Sql, tenant: string, kinds: JobKind[] = WRITE_AND_GRAPH_KINDS) {
   return await sql<{ id: string; kind: string; status: string; attempts: number; last_error: string | null; result: unknown; idempotency_key: string }[]>`
-    select id, kind, status, attempts, last_error, result, idempotency_key from public.memory_jobs where owner_id = ${tenant} order by created_at`;
+    select id, kind, status, attempts, last_error, result, idempotency_key from public.memory_jobs
+     where owner_id = ${tenant} and kind = any (${kinds}::text[]) order by created_at`;
 }

@@ -13,7 +13,7 @@ import { loadConfig } from "../../supabase/functions/_shared/env.ts";
 import { enqueueJob } from "../../supabase/functions/_shared/jobs.ts";
 import type { Llm } from "../../supabase/functions/_shared/llm.ts";
 import { createHandler as createMemoryHandler } from "../../supabase/functions/memory/handler.ts";
-import { type Edge, linkMemory } from "../../supabase/functions/_shared/dedup.ts";
+import { type Edge, linkMemory } from "../../supabase/functions/_shared/edges.ts";
 import { drainQueue } from "../../supabase/functions/_shared/drain-queue.ts";
 import type { Sql } from "../benchdb.ts";
 import type { Corpus } from "../corpus.ts";

@@ -5,8 +5,27 @@
 import { errorFromFetch, errorFromResponse, MemoryApiError } from "./errors.ts";
 import type {
   AgentConfig,
+  AssembleInput,
+  AssembleResponse,
+  PredictInput,
+  PredictResponse,
+  UsageInput,
+  UsageResponse,
   CategoryConfig,
   ChatMessage,
+  Checkpoint,
+  CheckpointInfo,
+  CheckpointInput,
+  ConsolidateInput,
+  ConsolidationReport,
+  Contradiction,
+  ContradictionListParams,
+  Proposal,
+  ProposalDecision,
+  ProposalListParams,
+  ReindexInput,
+  ReindexStatus,
+  ResolveInput,
   CompactInput,
   CompactResponse,
   CorrectInput,
@@ -143,6 +162,14 @@ export function createMemoryClient(opts: MemoryClientOptions) {
     /** memory.query: agent-scoped search with category allowlists and filters. */
     query: (body: QueryInput) => call<QueryResponse>("memory-retrieve/query", "POST", body),
 
+    // -- context -----------------------------------------------------------------------------
+    /** A tiered context of at most `budget` tokens from the coding signals (docs/context.md). */
+    assembleContext: (body: AssembleInput = {}) => call<AssembleResponse>("context/assemble", "POST", body),
+    /** What a file opened, a branch checked out or an error will need; cached for the session. */
+    predictContext: (body: PredictInput) => call<PredictResponse>("context/predict", "POST", body),
+    /** Which of the memories the agent was given it used: ranking and memory/stats learn from it. */
+    reportUsage: (body: UsageInput) => call<UsageResponse>("memory/usage", "POST", body),
+
     // -- memory ------------------------------------------------------------------------------
     /** A user-stated fact (priority highest, never decays); an exact duplicate returns created: false. */
     remember: (body: RememberInput) => call<RememberResponse>("memory/remember", "POST", body),
@@ -183,6 +210,30 @@ export function createMemoryClient(opts: MemoryClientOptions) {
     /** The Markdown files as a tar archive (write it to disk and `tar -x`). */
     exportArchive: async (): Promise<Uint8Array> =>
       new Uint8Array(await (await send("memory/export?format=markdown", "GET", undefined, "application/x-tar")).arrayBuffer()),
+
+    // -- background intelligence: consolidation, contradictions, consent, checkpoints ----------
+    /** Tonight's consolidation, now, for the caller's tenant (bounded by the same caps); dry_run writes nothing. */
+    consolidate: (body: ConsolidateInput = {}) => call<ConsolidationReport>("memory/consolidate", "POST", body),
+    /** Re-embedding with the configured embedding model: starts it (a background job) or reports it. */
+    reindex: (body: ReindexInput = {}) => call<ReindexStatus>("memory/reindex", "POST", body),
+    /** Detected contradictions (default: the open ones). */
+    contradictions: async (params: ContradictionListParams = {}) =>
+      (await call<{ contradictions: Contradiction[] }>(`memory/contradictions${queryString(params)}`, "GET")).contradictions,
+    /** a_wins / b_wins supersede the other, both_valid keeps both, merged stores `content` in place of both. */
+    resolveContradiction: async (id: string, body: ResolveInput) =>
+      (await call<{ contradiction: Contradiction }>(`memory/contradictions/${segment(id, "a contradiction id")}/resolve`, "POST", body)).contradiction,
+    /** Sensitive facts a model proposed, waiting for consent (default: pending). */
+    proposals: async (params: ProposalListParams = {}) =>
+      (await call<{ proposals: Proposal[] }>(`memory/proposals${queryString(params)}`, "GET")).proposals,
+    /** One proposal and its decisions (PROPOSE, ACCEPT, REJECT, LAPSE). */
+    proposal: (id: string) => call<{ proposal: Proposal; history: ProposalDecision[] }>(`memory/proposals/${segment(id, "a proposal id")}`, "GET"),
+    /** The user consents: the fact becomes a memory. */
+    acceptProposal: (id: string) => call<{ proposal: Proposal; memory_id: string | null }>(`memory/proposals/${segment(id, "a proposal id")}/accept`, "POST"),
+    rejectProposal: (id: string) => call<{ proposal: Proposal; memory_id: string | null }>(`memory/proposals/${segment(id, "a proposal id")}/reject`, "POST"),
+    /** Saves the thread's state; `version` is the one you loaded (0 or none: the first save). A stale version is a 409. */
+    saveCheckpoint: (threadId: string, body: CheckpointInput) =>
+      call<CheckpointInfo>(`memory/checkpoints/${segment(threadId, "a thread id")}`, "PUT", body),
+    loadCheckpoint: (threadId: string) => call<Checkpoint>(`memory/checkpoints/${segment(threadId, "a thread id")}`, "GET"),
 
     // -- configuration (listing: any caller; changing: the service role) ---------------------
     listCategories: async () => (await call<{ categories: CategoryConfig[] }>("memory/categories", "GET")).categories,

@@ -7,6 +7,8 @@
 // Shared shapes
 
 export type MemoryType = "semantic" | "episodic" | "procedural";
+/** What a stored memory may be: a writer's type, or an insight (written by the nightly insight job). */
+export type StoredMemoryType = MemoryType | "insight";
 export type Priority = "highest" | "high" | "medium" | "low";
 export type Source = "user_stated" | "error_resolution" | "pattern" | "discovery" | "correction" | "compaction" | "import";
 /** Where a memory goes without a namespace of its own (README "Scopes"); global only when asked. */
@@ -21,13 +23,51 @@ export interface MemoryMetadata {
   role?: "user" | "assistant" | "system" | "tool";
   category?: string;
   keywords?: string[];
+  /** Code lineage: where the memory came from (docs/context.md#code-lineage). */
+  repo?: string;
+  branch?: string;
+  commit?: string;
+  /** Files it is about; context assembly finds it when one of them is open. */
+  files?: string[];
+}
+
+/** Repository, branch and commit a request's memories come from (memory-extract, memory-dedup). */
+export interface CodeOrigin {
+  repo?: string;
+  branch?: string;
+  commit?: string;
+}
+
+/** What the client knows about the repository: whose notes are facts on its branch (docs/context.md#code-lineage). */
+export interface LineageSignals {
+  repo?: string;
+  /** The branch checked out; default: the default branch. */
+  branch?: string;
+  commit?: string;
+  /** Default "main" (and "master"). */
+  default_branch?: string;
+  /** Branches merged into the current one: their memories are project knowledge here. */
+  merged_branches?: string[];
+  /** Commits in the current branch's history: memories recorded at them are merged. */
+  ancestor_commits?: string[];
+  /** A memory citing one of these is flagged stale, not injected. */
+  deleted_files?: string[];
+  renamed_files?: { from: string; to: string }[];
+}
+
+/** A memory left out because of code lineage. */
+export interface ExcludedMemory {
+  id: string;
+  reason: "unmerged_branch" | "stale_file";
+  branch?: string;
+  stale?: { file: string; reason: "deleted" } | { file: string; reason: "renamed"; to: string };
 }
 
 /** A memory as every route returns it (no embedding). */
 export interface Memory {
   id: string;
   content: string;
-  memory_type: MemoryType;
+  memory_type: StoredMemoryType;
   namespace: string;
   priority: Priority;
   source: string | null;
@@ -53,7 +93,9 @@ export interface Memory {
   content_hash: string;
 }
 
-export type HistoryEvent = "ADD" | "UPDATE" | "DELETE" | "MERGE" | "LINK" | "DECAY" | "TTL" | "RESTORE" | "PURGE" | "PIN" | "UNPIN" | "CONFIRM";
+export type HistoryEvent =
+  | "ADD" | "UPDATE" | "DELETE" | "MERGE" | "LINK" | "DECAY" | "TTL" | "RESTORE" | "PURGE" | "PIN" | "UNPIN" | "CONFIRM"
+  | "PROPOSE" | "ACCEPT" | "REJECT" | "LAPSE";
 
 export interface HistoryEntry {
   id: string;
@@ -114,6 +156,10 @@ export interface SearchControls {
   graph_depth?: number;
   /** Keyword floor: share of the query's best possible keyword score (0-1). */
   keyword_threshold?: number;
+  /** ISO date-time with offset: answer from what memory held then. */
+  as_of?: string;
+  /** Code lineage: another branch's unmerged notes and memories citing deleted files are left out (`excluded`). */
+  signals?: LineageSignals;
 }
 
 export type SearchMode = "hybrid" | "vector" | "keyword";
@@ -142,7 +188,7 @@ export interface SearchInfo {
 export interface RetrievedMemory {
   id: string;
   content: string;
-  memory_type: MemoryType;
+  memory_type: StoredMemoryType;
   namespace: string;
   /** Cosine similarity to the query; null when the memory has no vector of the configured model. */
   similarity: number | null;
@@ -168,6 +214,8 @@ export interface RetrieveResponse {
   revision: number;
   embedding_model: string;
   search: SearchInfo;
+  /** Found but left out: another branch's unmerged notes, memories citing deleted or renamed files. */
+  excluded: ExcludedMemory[];
 }
 
 export interface QueryFilters {
@@ -229,6 +277,7 @@ export interface QueryResponse {
   truncated_count: number;
   embedding_model: string;
   search: SearchInfo;
+  excluded: ExcludedMemory[];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -295,7 +344,7 @@ export interface GetResponse {
 export interface ListParams {
   namespace_prefix?: string;
   project?: string;
-  memory_type?: MemoryType;
+  memory_type?: StoredMemoryType;
   state?: "active" | "soft_deleted" | "all";
   is_valid?: boolean | "true" | "false";
   pinned?: boolean | "true" | "false";
@@ -407,12 +456,16 @@ export interface EpisodeBatchResult {
   session_id: string;
   stored: number;
   duplicates: number;
-  episodes: { id: string; seq: number; role: string; duplicate: boolean }[];
+  /** id and seq null, dropped true: the message was nothing but a secret and was not stored. */
+  episodes: { id: string | null; seq: number | null; role: string; duplicate: boolean; dropped?: true }[];
   /** inline: embedded in the request; queued: an embed job will (remote embedder); none: nothing new. */
   embedding: "inline" | "queued" | "none";
   embed_job_id: string | null;
   /** Sessions of the same thread this batch ended (their consolidation is queued). */
   ended_sessions: string[];
+  /** Secrets replaced by [REDACTED:<kind>] in the stored messages; messages dropped as nothing but a secret. */
+  redacted: number;
+  dropped: number;
 }
 
 /** 202 from endSession: the session's consolidation job (one per session). */
@@ -484,6 +537,25 @@ export interface MemoryStats {
   namespaces: { distinct: number; top: { namespace: string; count: number }[] };
   relations: { total: number; by_type: Record<string, number> };
   history: { total: number; by_event: Record<string, number> };
+  /** Usage feedback (reportUsage); shares are null until there is something to divide by. */
+  usage: {
+    reports: number;
+    retrieved: number;
+    cited: number;
+    memories_reported: number;
+    never_cited: number;
+    /** Cited memories context/predict had prefetched, over those cited in sessions with predictions. */
+    prediction_accuracy: number | null;
+    /** Tokens of cited memories over tokens of all reported ones. */
+    cited_token_share: number | null;
+    injected_tokens: number;
+    cited_tokens: number;
+  };
+  /** Valid, active memories (raw episodes aside) whose vector is not of the configured model: reindex(). */
+  embeddings: { configured_model: string; to_reindex: number };
+  redactions: { total: number; dropped: number; by_kind: Record<string, number>; by_writer: Record<string, number> };
+  contradictions: { open: number; resolved: number };
+  proposals: { pending: number };
 }
 
 export interface JsonExport {
@@ -554,6 +626,7 @@ export interface ExtractInput {
   project?: string;
   scope?: WriteScope;
   thread_id?: string;
+  lineage?: CodeOrigin;
 }
 
 export type JobStatus = "queued" | "running" | "done" | "dead";
@@ -623,6 +696,12 @@ export interface Candidate {
   priority: Priority;
   importance: number;
   category?: string | null;
+  /** Files it is about (code lineage). */
+  files?: string[];
+  /** Its compression levels (docs/context.md#compression-levels); made offline when absent. */
+  summary?: string;
+  compressed?: string;
+  index_key?: string;
 }
 
 export interface DedupInput {
@@ -631,6 +710,7 @@ export interface DedupInput {
   thread_id?: string;
   project?: string;
   scope?: WriteScope;
+  lineage?: CodeOrigin;
 }
 
 export interface DedupResponse extends QueuedJobResponse {
@@ -646,5 +726,257 @@ export interface DedupResponse extends QueuedJobResponse {
     category_dropped: number;
     /** Candidates that had characters stored text may not hold (control, bidi, invisible), removed. */
     unsafe_characters_removed: number;
+    /** Secrets replaced by [REDACTED:<kind>], by kind; candidates dropped as nothing but a secret. */
+    redacted: number;
+    secrets_dropped: number;
+    redacted_kinds: Record<string, number>;
   };
+}
+
+// ---------------------------------------------------------------------------------------------
+// context (docs/context.md)
+
+export type Activity = "debugging" | "feature" | "review" | "refactor" | "testing" | "docs" | "ops";
+export type ContextTier = "critical" | "relevant" | "background" | "index";
+export type CompressionLevel = "full" | "summary" | "compressed" | "index";
+
+/** What is on the developer's screen, plus the lineage. */
+export interface ContextSignals extends LineageSignals {
+  current_file?: string;
+  open_files?: string[];
+  /** Errors on screen, newest first (at most 10). */
+  recent_errors?: string[];
+  activity?: Activity;
+}
+
+export interface AssembleInput {
+  /** 200-32,000 tokens; default 8,000. */
+  budget?: number;
+  message?: string;
+  project?: string;
+  /** A fresh predictContext for this session is served; injections are recorded for reportUsage. */
+  session_id?: string;
+  thread_id?: string;
+  signals?: ContextSignals;
+}
+
+export interface AssembledMemory {
+  id: string;
+  tier: ContextTier;
+  level: CompressionLevel;
+  tokens: number;
+  tag?: string;
+  index_key: string;
+  score: number;
+  kinds: string[];
+  lineage: "project" | "current_branch" | "merged" | "unmerged";
+  compression: "llm" | "rules" | "mixed";
+  shortened?: true;
+  stale?: { file: string; reason: "deleted" } | { file: string; reason: "renamed"; to: string };
+}
+
+export interface TierReport {
+  budget: number;
+  token_count: number;
+  memories: number;
+}
+
+export type PrefetchStatus = "fresh" | "stale" | "expired";
+
+export interface AssembleResponse {
+  /** The context for the system prompt; never more than budget tokens. */
+  context: string;
+  token_count: number;
+  budget: number;
+  activity: string | null;
+  tiers: Record<ContextTier, TierReport>;
+  memories: AssembledMemory[];
+  excluded: ExcludedMemory[];
+  omitted: number;
+  prefetch: { status: "none" | "miss" | "partial" | PrefetchStatus; signals: Record<string, PrefetchStatus | "miss"> };
+}
+
+export interface PredictInput {
+  file_opened?: string;
+  branch?: string;
+  error?: string;
+  project?: string;
+  /** Cache the prediction for the session's next assembleContext. */
+  session_id?: string;
+  /** Default 20. */
+  limit?: number;
+  signals?: LineageSignals;
+}
+
+export interface PredictedMemory {
+  id: string;
+  tier: "critical" | "relevant";
+  tag?: string;
+  index_key: string;
+  summary: string;
+  score: number;
+  kinds: string[];
+}
+
+export interface PredictResponse {
+  predicted_memories: PredictedMemory[];
+  confidence: number;
+  signals: string[];
+  cached: boolean;
+}
+
+export interface UsageInput {
+  session_id: string;
+  /** The memories the agent was given. */
+  retrieved?: string[];
+  /** The ones it used (they count as retrieved too). */
+  cited?: string[];
+}
+
+export interface UsageResponse {
+  session_id: string;
+  recorded: number;
+  cited: number;
+  unknown: string[];
+  cited_prefetched: number;
+  predicted_session: boolean;
+}
+
+// ---------------------------------------------------------------------------------------------
+// background intelligence (docs/consolidation.md)
+
+export interface ConsolidateInput {
+  /** Answer what the run would do, writing nothing. */
+  dry_run?: boolean;
+}
+
+export interface ConsolidationReport {
+  dry_run: boolean;
+  run_id: string | null;
+  /** Near-verbatim duplicates merged without a model. */
+  deduped: number;
+  /** Pairs the model called the same (merged) or a refinement (the older superseded). */
+  merged: number;
+  /** Sessions summarised or compressed to one line. */
+  compressed: number;
+  /** Memories superseded long ago and never retrieved, soft-deleted (purged after the grace period). */
+  forgotten: number;
+  contradictions_found: number;
+  pairs_checked: number;
+  tokens_used: number;
+  llm: string;
+  stopped: "pairs" | "tokens" | null;
+  caps: { pairs_per_night: number; tokens_per_night: number; pairs_left: number; tokens_left: number };
+  pool: number;
+  pairs_found: number;
+  pairs_skipped: number;
+  protected_kept: number;
+}
+
+export interface ReindexInput {
+  dry_run?: boolean;
+}
+
+export interface ReindexStatus {
+  configured_model: string;
+  by_model: Record<string, number>;
+  to_reindex: number;
+  job: JobStatusResponse | null;
+  started: boolean;
+  dry_run: boolean;
+}
+
+export type ContradictionResolution = "a_wins" | "b_wins" | "both_valid" | "merged";
+
+export interface ContradictionMemory {
+  id: string;
+  content: string;
+  namespace: string;
+  memory_type: string;
+  source: string | null;
+  is_valid: boolean;
+  state: string;
+  created_at: string;
+}
+
+export interface Contradiction {
+  id: string;
+  /** open: unresolved with both memories valid; moot: one was superseded or forgotten since. */
+  status: "open" | "resolved" | "moot";
+  /** The older memory. */
+  memory_a: ContradictionMemory;
+  /** The newer memory. */
+  memory_b: ContradictionMemory;
+  detected_at: string;
+  detected_by: "consolidation" | "write";
+  reason: string | null;
+  resolution: ContradictionResolution | null;
+  resolved_at: string | null;
+  resolved_by: string | null;
+  note: string | null;
+  merged_id: string | null;
+}
+
+export interface ContradictionListParams {
+  status?: "open" | "resolved" | "all";
+  limit?: number | string;
+}
+
+export interface ResolveInput {
+  resolution: ContradictionResolution;
+  note?: string;
+  /** With resolution merged only: the statement that replaces both. */
+  content?: string;
+  thread_id?: string;
+}
+
+export type SensitiveField = "preferred_name" | "pronouns" | "city" | "language" | "employer";
+
+export interface Proposal {
+  id: string;
+  field: SensitiveField;
+  content: string;
+  memory_type: string;
+  namespace: string;
+  importance: number;
+  category: string | null;
+  status: "pending" | "accepted" | "rejected" | "lapsed";
+  origin: Record<string, unknown>;
+  created_at: string;
+  expires_at: string;
+  decided_at: string | null;
+  decided_by: string | null;
+  memory_id: string | null;
+}
+
+export interface ProposalListParams {
+  status?: "pending" | "accepted" | "rejected" | "lapsed" | "all";
+  limit?: number | string;
+}
+
+export interface ProposalDecision {
+  id: string;
+  event: "PROPOSE" | "ACCEPT" | "REJECT" | "LAPSE";
+  actor: string | null;
+  new_ref: string | null;
+  ts: string;
+}
+
+export interface CheckpointInput {
+  /** The whole state: a JSON object. */
+  state: Record<string, unknown>;
+  /** The version this state was derived from: 0 (or none) creates the thread's checkpoint. */
+  version?: number;
+}
+
+export interface CheckpointInfo {
+  thread_id: string;
+  version: number;
+  size_bytes: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface Checkpoint extends CheckpointInfo {
+  state: Record<string, unknown>;
 }

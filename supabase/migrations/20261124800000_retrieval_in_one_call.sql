@@ -2,12 +2,12 @@
 -- docs/operations.md#write-behind).
 --
 -- Before, memory-retrieve ran a transaction of eight or more statements, each a round trip: the
--- tenant's claims and its rate-limit token, the hybrid search, the related bullets, the thread's
--- revision, its changes, the fusion weights, the reinforcement UPDATE, the memory_events INSERT,
--- the commit (with a WAL flush, since it wrote). Now everything a retrieval reads comes back from
--- public.retrieve_for_turn, one statement that the service sends with the tenant's role and claims
--- set in the same statement; what it writes (reinforcement, the search event) is queued by the
--- server and applied in batches by public.record_retrievals.
+-- tenant's claims and its rate-limit token, the hybrid search, the usage feedback, the related
+-- bullets, the thread's revision, its changes, the fusion weights, the reinforcement UPDATE, the
+-- memory_events INSERT, the commit (with a WAL flush, since it wrote). Now everything a retrieval
+-- reads comes back from public.retrieve_for_turn, one statement that the service sends with the
+-- tenant's role and claims set in the same statement; what it writes (reinforcement, the search
+-- event) is queued by the server and applied in batches by public.record_retrievals.
 
 -- The fusion weights of an embedding model (its own row, else '*') and rrf_k, as the response's
 -- search block shows them. One definition for retrieve and memory.query.
@@ -32,6 +32,29 @@ $$;
 revoke all on function public.memory_search_weights_for(text) from public, anon;
 grant execute on function public.memory_search_weights_for(text) to authenticated, service_role;
 
+-- What agents reported about these memories and the files they cite (public.context_candidates'
+-- details), as [{"id", "cited_files", "citation_count", "ignore_count"}], for ranking's usage factor
+-- and code lineage (docs/context.md, _shared/context/feedback.ts). As the caller (RLS). Read in the
+-- same statement as the search by retrieve_for_turn and by memory.query.
+create or replace function public.memory_feedback(p_ids uuid[], p_namespaces text[], p_owner uuid default auth.uid())
+returns jsonb
+language plpgsql
+stable
+security invoker
+set search_path = ''
+as $$
+begin
+  if coalesce(cardinality(p_ids), 0) = 0 then
+    return '[]';
+  end if;
+  return (select coalesce(jsonb_agg(jsonb_build_object('id', c.id, 'cited_files', c.cited_files,
+                                                       'citation_count', c.citation_count, 'ignore_count', c.ignore_count)), '[]')
+            from public.context_candidates(match_namespaces => p_namespaces, given_ids => p_ids, match_owner => p_owner) c);
+end;
+$$;
+revoke all on function public.memory_feedback(uuid[], text[], uuid) from public, anon;
+grant execute on function public.memory_feedback(uuid[], text[], uuid) to authenticated, service_role;
+
 -- Everything one retrieval reads, as one jsonb, as the caller (security invoker: RLS applies):
 --   memories  public.hybrid_search's rows, best first (its parameters, passed through)
 --   related   up to 8 memories linked to the found ones, strongest edge first, in the same
@@ -41,6 +64,8 @@ grant execute on function public.memory_search_weights_for(text) to authenticate
 --   changes   the thread's newest changes after since_revision (at most 6: a replacement's two
 --             rows become one bullet), each with the memory that replaced it, when one did
 --   weights   the fusion weights of the embedding model (public.memory_search_weights_for)
+--   feedback  the found memories' usage counters and cited files (public.memory_feedback), for
+--             ranking's usage factor and code lineage (docs/context.md); none as of an instant
 --   now       the database's clock for this statement: the instant reinforcement records
 -- Called by the retrieval service (_shared/services/retrieval.ts) with the tenant's role and
 -- claims set in the same statement.
@@ -86,6 +111,7 @@ declare
   v_related  jsonb := '[]';
   v_revision bigint;
   v_changes  jsonb := '[]';
+  v_feedback jsonb := '[]';
 begin
   select coalesce(jsonb_agg(to_jsonb(h) - 'ordinality' order by h.ordinality), '[]'),
          coalesce(array_agg(h.id order by h.ordinality), '{}'),
@@ -100,6 +126,10 @@ begin
            filter_categories => filter_categories, prefer_memory_types => prefer_memory_types,
            recency_weight => recency_weight, keyword_threshold => keyword_threshold, as_of => as_of,
            entity_terms => entity_terms, graph_episodes => graph_episodes) with ordinality as h;
+
+  if as_of is null then
+    v_feedback := public.memory_feedback(v_ids, match_namespaces, match_owner);
+  end if;
 
   if v_linked and as_of is null then
     select coalesce(array_agg(rtrim(s, '/') || '/'), '{}') into v_prefixes
@@ -149,6 +179,7 @@ begin
     'revision', v_revision,
     'changes', v_changes,
     'weights', public.memory_search_weights_for(coalesce(match_embedding_model, '*')),
+    'feedback', v_feedback,
     'now', now());
 end;
 $$;

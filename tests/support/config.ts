@@ -35,6 +35,7 @@ export function testConfig(overrides: ConfigOverrides = {}): Config {
     maxBodyBytes: 256 * 1024,
     maxCompactBodyBytes: 8 * 1024 * 1024,
     maxExtractBodyBytes: 8 * 1024 * 1024,
+    maxCheckpointBytes: 4 * 1024 * 1024,
     ...rest,
   };
 }

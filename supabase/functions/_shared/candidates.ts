@@ -1,5 +1,5 @@
 // Memory candidates: what an extractor proposes, and how a batch of them becomes what the dedup
-// queue stores. Two provenances, kept apart by the types rather than by what a candidate claims:
+// queue stores (secrets redacted on the way: redact.ts). Two provenances, kept apart by the types rather than by what a candidate claims:
 //
 // - stated: the user's own words, found by the rule-based extractor ("remember …", "no, X not Y").
 //   These are the only candidates that may be user-stated (source user_stated/correction,
@@ -11,7 +11,10 @@
 //   priority highest becomes high (counted as demoted), so model output can neither skip the caps
 //   nor become a permanent, LLM-proof memory. At most 5 per chunk (seed 001 §13), best first.
 import { z } from "zod";
+import { compressionFields } from "./context/compress.ts";
+import { filePath } from "./schemas.ts";
 import { modelNamespace, type WriteScope } from "./scopes.ts";
+import { addCounts, type RedactionCounts, redactSecrets } from "./redact.ts";
 import { emptyStats, validateContent, type ValidationStats } from "./writing-constraints.ts";
 import { stripUnsafeCharacters } from "./unsafe-characters.ts";
 
@@ -35,6 +38,10 @@ export const CandidateSchema = z.object({
   priority: z.enum(PRIORITIES),
   importance: z.number().int().min(1).max(5),
   category: z.string().max(64).nullish(),
+  /** Files it is about (docs/context.md#code-lineage): stored in metadata.files and linked as file entities; a malformed list is dropped, not fatal. */
+  files: z.array(filePath).max(50).optional().catch(undefined),
+  /** Its summary, compressed form and index key, when the model made them (docs/context.md#compression-levels). */
+  ...compressionFields,
 });
 export type Candidate = z.infer<typeof CandidateSchema>;
 
@@ -78,6 +85,10 @@ export interface PreparedCandidates {
     category_dropped: number;
     /** Candidates that had characters stored text may not hold, removed before validation. */
     unsafe_characters_removed: number;
+    /** Secrets replaced by [REDACTED:<kind>] (redact.ts), and candidates dropped as nothing but a secret. */
+    redacted: number;
+    secrets_dropped: number;
+    redacted_kinds: RedactionCounts;
   };
 }
 
@@ -100,6 +111,7 @@ export function prepareCandidates(
 ): PreparedCandidates {
   const stats: PreparedCandidates["stats"] = {
     ...emptyStats(), over_cap: 0, namespace_rewritten: 0, duplicates_in_batch: 0, demoted: 0, category_dropped: 0, unsafe_characters_removed: 0,
+    redacted: 0, secrets_dropped: 0, redacted_kinds: {},
   };
   const cap = opts.cap ?? MAX_CANDIDATES_PER_CHUNK;
   const known = new Set(opts.categories);
@@ -108,7 +120,15 @@ export function prepareCandidates(
   const clean = (c: Candidate, alsoSeen?: Set<string>): Candidate | undefined => {
     const safe = stripUnsafeCharacters(c.content);
     if (safe !== c.content) stats.unsafe_characters_removed++;
-    const v = validateContent(c.type, safe);
+    // No secret is stored or shown to the dedup model: redacted first, dropped when nothing else is left.
+    const red = redactSecrets(safe);
+    if (red.onlySecret) {
+      stats.secrets_dropped++;
+      return undefined;
+    }
+    stats.redacted += red.total;
+    addCounts(stats.redacted_kinds, red.counts);
+    const v = validateContent(c.type, red.text);
     if (!v.ok) {
       stats.rejected++;
       stats.reasons[v.reason] = (stats.reasons[v.reason] ?? 0) + 1;

@@ -23,6 +23,7 @@ import { completeJobInTx, type Job, PermanentJobError } from "./jobs.ts";
 import { LlmOutputError, LlmRequestError, type LlmUsage } from "./llm.ts";
 import { defaultScope } from "./scopes.ts";
 import { extractByRules } from "./rule-extractor.ts";
+import { recordRedactions } from "./redaction-events.ts";
 import { sessionId } from "./schemas.ts";
 import { validateContent } from "./writing-constraints.ts";
 
@@ -172,6 +173,10 @@ export async function consolidateSession(deps: WorkerDeps, job: Job, workerId: s
     await tx`
       update public.memory_sessions set consolidated_at = now(), consolidation = ${tx.json(result as never)}
        where id = ${session.id}`;
+    await recordRedactions(tx, {
+      ownerId: job.owner_id, writer: "consolidate", node: "worker", threadId,
+      counts: proposal.prepared.stats.redacted_kinds, dropped: proposal.prepared.stats.secrets_dropped,
+    });
     await tx`
       insert into public.memory_events (owner_id, thread_id, node, op, status, meta)
       values (${job.owner_id}, ${threadId ?? null}, 'worker', 'extract', 'ok',

@@ -1,15 +1,18 @@
 // Phase 2 of the write path: each candidate against the tenant's memories, applied in ONE tenant
 // transaction (RLS applies: the worker acts as the job's owner).
 //
-//   1. exact content_hash match (valid, active, not a raw episode) → NOOP, no embedding search, no LLM call
-//   2. match_memories in the candidate's namespace scope, same embedding model
+//   1. exact content_hash match (valid, active, not a raw episode) → NOOP, no embedding search, no LLM call;
+//      a model's fact about the user's name, pronouns, city, language or employer → PROPOSED: it
+//      waits for consent instead (proposals.ts, docs/consolidation.md#consent)
+//   2. the hybrid search in the candidate's namespace scope
 //   3. no neighbour ≥ dedup threshold → ADD; else ONE LLM call → ADD / UPDATE / DELETE / NOOP
 //      (resolved server-side, see dedup-decision.ts), or a conservative rule without an LLM
 //   4. UPDATE: insert the merged memory, old.superseded_by = new, old.is_valid = false (MERGE);
 //      DELETE: old.is_valid = false (soft, audited as DELETE, reversible) and the candidate stored;
 //      either way the trigger closes the old fact's validity (valid_until, docs/graph.md)
 //   5. relations from the new memory to its top-K neighbours above the link threshold
-//      (insert … on conflict do nothing: never a duplicate edge), memory_events for every step
+//      (insert … on conflict do nothing: never a duplicate edge), memory_events for every step;
+//      with an LLM, a queued check of the new memories for contradictions (contradiction-check.ts)
 //
 // Concurrency: before searching, the transaction takes pg_advisory_xact_lock on (owner, namespace)
 // for every namespace of the batch, in sorted order (no lock-order deadlock between workers), and
@@ -28,8 +31,12 @@ import type { Llm, LlmUsage } from "./llm.ts";
 import { type Candidate, isProtected } from "./candidates.ts";
 import { effectiveCategory } from "./categories.ts";
 import { decideWithoutLlm, dedupMessages, DedupDecisionSchema, type Neighbour, type ResolvedAction, resolveDecision } from "./dedup-decision.ts";
-import { insertEdges } from "./edges.ts";
-import { linkEntitiesByRules } from "./entities.ts";
+import { type Edge, linkMemory } from "./edges.ts";
+import { linkEntities, linkEntitiesByRules } from "./entities.ts";
+import { citedFileLinks, contextMetadata } from "./context/lineage.ts";
+import type { CodeOrigin } from "./schemas.ts";
+import { proposeIfSensitive } from "./proposals.ts";
+import { queueContradictionCheck } from "./contradiction-check.ts";
 
 export interface DedupContext {
   ownerId: string;
@@ -37,6 +44,7 @@ export interface DedupContext {
   threadId?: string;
   origin: "extract" | "compact" | "api" | "consolidate";
   jobId?: string;
+  lineage?: CodeOrigin; // the request's repository, branch and commit: each new memory's metadata
 }
 
 export interface DedupDeps {
@@ -48,7 +56,8 @@ export interface DedupDeps {
 export interface CandidateOutcome {
   content: string;
   namespace: string;
-  action: "ADD" | "UPDATE" | "DELETE" | "NOOP" | "SKIPPED";
+  /** PROPOSED: a sensitive fact waiting for the user's consent (proposals.ts), not stored. */
+  action: "ADD" | "UPDATE" | "DELETE" | "NOOP" | "SKIPPED" | "PROPOSED";
   reason?: string;
   memory_id?: string;
   target_id?: string;
@@ -90,7 +99,7 @@ export async function dedupCandidates(
   const searchFloor = Math.min(thresholds.dedup, thresholds.link);
   const report: DedupReport = {
     outcomes: [],
-    counts: { ADD: 0, UPDATE: 0, DELETE: 0, NOOP: 0, SKIPPED: 0 },
+    counts: { ADD: 0, UPDATE: 0, DELETE: 0, NOOP: 0, SKIPPED: 0, PROPOSED: 0 },
     llm_calls: 0,
     usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0, requests: 0 },
   };
@@ -126,6 +135,15 @@ export async function dedupCandidates(
       outcome.target_id = dup.id;
       report.counts.NOOP++;
       await event(tx, ctx, "classify", "skipped", dup.id, c, 1, { decision: "NOOP", reason: "exact_duplicate" });
+      continue;
+    }
+
+    // A model's fact about who or where the user is waits for consent instead (docs/consolidation.md#consent).
+    const proposal = await proposeIfSensitive(tx, c, ctx);
+    if (proposal) {
+      Object.assign(outcome, { action: "PROPOSED", reason: `needs consent: ${proposal.field}`, target_id: proposal.id });
+      report.counts.PROPOSED++;
+      await event(tx, ctx, "create", "skipped", null, c, null, { reason: "needs_consent", field: proposal.field, proposal_id: proposal.id });
       continue;
     }
 
@@ -241,28 +259,16 @@ export async function dedupCandidates(
     outcome.links = await linkMemory(tx, ctx.ownerId, newId, edges);
     if (outcome.links > 0) await event(tx, ctx, "link", "ok", newId, c, null, { edges: outcome.links });
   }
+  // New facts are checked against their nearest ones for contradictions, off this transaction's path.
+  if (deps.llm) await queueContradictionCheck(tx, ctx.ownerId, report.outcomes.flatMap((o) => (o.memory_id ? [o.memory_id] : [])));
   return report;
 }
 
 const clamp01 = (x: number) => Math.max(0, Math.min(1, x));
 
-export interface Edge {
-  to: string;
-  type: "related_to" | "supersedes" | "contradicts" | "derived_from";
-  strength: number;
-}
-
-/**
- * Writes the edges from one memory in a single statement (seed 001 §2: ≤ 2 ms per edge), through
- * insertEdges (edges.ts): an edge that already exists is skipped, each new one gets a LINK history
- * row. Returns how many edges were new.
- */
-export async function linkMemory(tx: Tx, ownerId: string, fromId: string, edges: readonly Edge[]): Promise<number> {
-  return await insertEdges(tx, ownerId, edges.map((e) => ({ from: fromId, to: e.to, type: e.type, strength: e.strength })));
-}
-
 async function insertMemory(tx: Tx, ctx: DedupContext, c: Candidate, content: string, vec: string, model: string): Promise<string> {
-  const metadata = { origin: ctx.origin, ...(ctx.jobId ? { job_id: ctx.jobId } : {}), ...(c.category ? { category: c.category } : {}) };
+  const base = { origin: ctx.origin, ...(ctx.jobId ? { job_id: ctx.jobId } : {}), ...(c.category ? { category: c.category } : {}) };
+  const metadata = { ...base, ...contextMetadata(c, content, ctx.lineage) };
   const [row] = await tx<{ id: string }[]>`
     insert into public.devai_memories
       (owner_id, content, embedding, embedding_model, memory_type, namespace, priority, source, importance,
@@ -272,6 +278,7 @@ async function insertMemory(tx: Tx, ctx: DedupContext, c: Candidate, content: st
        ${c.source}, ${c.importance}, ${ctx.sessionId ?? null}, ${tx.json(metadata)})
     returning id`;
   await linkEntitiesByRules(tx, [{ id: row!.id, content }]);
+  await linkEntities(tx, citedFileLinks(row!.id, c.files));
   return row!.id;
 }
 

@@ -41,3 +41,19 @@ export async function insertEdges(tx: Tx, ownerId: string, edges: readonly Graph
     returning id`;
   return inserted.length;
 }
+
+/** An edge from the memory being written (dedup's links). */
+export interface Edge {
+  to: string;
+  type: "related_to" | "supersedes" | "contradicts" | "derived_from";
+  strength: number;
+}
+
+/**
+ * Writes the edges from one memory in a single statement (≤ 2 ms per edge, bench/README.md), through
+ * insertEdges: an edge that already exists is skipped, each new one gets a LINK history row. Returns
+ * how many edges were new.
+ */
+export async function linkMemory(tx: Tx, ownerId: string, fromId: string, edges: readonly Edge[]): Promise<number> {
+  return await insertEdges(tx, ownerId, edges.map((e) => ({ from: fromId, to: e.to, type: e.type, strength: e.strength })));
+}

@@ -30,16 +30,22 @@ export interface SimilarityThresholds {
   retrieve: number;
   dedup: number;
   link: number;
+  /** Nightly consolidation: pairs at or above this are worth a look (docs/consolidation.md#pairs). */
+  consolidate: number;
+  /** Near-verbatim duplicates: merged without a model (when the words agree too). */
+  verbatim: number;
 }
 
 export function thresholdsFor(model: string, config?: Pick<Config, "retrieval" | "dedupThreshold">): SimilarityThresholds {
   const base = model === LOCAL_EMBEDDING_MODEL
-    ? { retrieve: 0.45, dedup: 0.75, link: 0.35 }
-    : { retrieve: 0.7, dedup: 0.8, link: 0.75 };
+    ? { retrieve: 0.45, dedup: 0.75, link: 0.35, consolidate: 0.6, verbatim: 0.92 }
+    : { retrieve: 0.7, dedup: 0.8, link: 0.75, consolidate: 0.75, verbatim: 0.95 };
   return {
     retrieve: config?.retrieval.threshold ?? base.retrieve,
     dedup: config?.dedupThreshold ?? base.dedup,
     link: base.link,
+    consolidate: base.consolidate,
+    verbatim: base.verbatim,
   };
 }
 

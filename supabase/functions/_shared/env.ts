@@ -46,6 +46,7 @@ const EnvSchema = z.object({
   MAX_BODY_BYTES: positiveInt(256 * 1024),
   MAX_COMPACT_BODY_BYTES: positiveInt(8 * 1024 * 1024),
   MAX_EXTRACT_BODY_BYTES: positiveInt(8 * 1024 * 1024),
+  MAX_CHECKPOINT_BYTES: positiveInt(4 * 1024 * 1024),
 });
 
 export interface Config {
@@ -67,6 +68,8 @@ export interface Config {
   maxCompactBodyBytes: number;
   /** memory-extract's body limit: a long session's transcript (or the part after what it sent). */
   maxExtractBodyBytes: number;
+  /** PUT memory/checkpoints/{thread_id}'s body limit: an agent's whole saved state. */
+  maxCheckpointBytes: number;
 }
 
 export class ConfigError extends Error {
@@ -113,6 +116,7 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
     maxBodyBytes: e.MAX_BODY_BYTES,
     maxCompactBodyBytes: e.MAX_COMPACT_BODY_BYTES,
     maxExtractBodyBytes: e.MAX_EXTRACT_BODY_BYTES,
+    maxCheckpointBytes: e.MAX_CHECKPOINT_BYTES,
   };
 }
 

@@ -18,6 +18,9 @@ import { HttpError } from "./http.ts";
 import { enqueueJob } from "./jobs.ts";
 import { asOf, content, projectName, projectScope, sessionId, threadId } from "./schemas.ts";
 import { endSessions } from "./sessions.ts";
+import type { Embedder } from "./embeddings.ts";
+import { addCounts, type RedactionCounts, redactSecrets } from "./redact.ts";
+import { recordRedactions } from "./redaction-events.ts";
 
 export const EPISODE_ROLES = ["user", "assistant", "system", "tool"] as const;
 /** Messages per request: a turn or a few; a whole transcript goes in several batches. */
@@ -49,10 +52,12 @@ export const EpisodeBatchRequest = z
 export type EpisodeBatchRequest = z.infer<typeof EpisodeBatchRequest>;
 
 export interface StoredEpisode {
-  id: string;
-  seq: number;
+  /** null: the message was nothing but a secret and was not stored (dropped). */
+  id: string | null;
+  seq: number | null;
   role: string;
   duplicate: boolean;
+  dropped?: true;
 }
 
 export interface EpisodeBatchResult {
@@ -65,6 +70,9 @@ export interface EpisodeBatchResult {
   embed_job_id: string | null;
   /** Sessions of the same thread this batch ended (their consolidation is queued). */
   ended_sessions: string[];
+  /** Secrets replaced by [REDACTED:<kind>] in the stored messages, and messages dropped as nothing but a secret. */
+  redacted: number;
+  dropped: number;
 }
 
 /** sha256 of the message as sent (role, content, at): the same message twice is one episode. */
@@ -100,16 +108,21 @@ interface SessionRow {
 }
 
 /**
- * Stores a batch in the caller's tenant transaction. `vectors` (one per message, the local
- * embedder's) are stored with the rows; without them an 'embed' job is queued for the new rows.
+ * Stores a batch in the caller's tenant transaction. Each message is stored with its secrets
+ * redacted (redact.ts; one that is nothing but a secret is dropped); its digest is the message as
+ * sent, so a resent message is still recognised. With `embedder` (the local one: microseconds) the
+ * new rows are embedded here; without, an 'embed' job is queued for them.
  */
 export async function ingestEpisodes(
   tx: Tx,
-  input: { tenantId: string; root: string; batch: EpisodeBatchRequest; vectors?: number[][]; embeddingModel?: string },
+  input: { tenantId: string; root: string; batch: EpisodeBatchRequest; embedder?: Embedder },
 ): Promise<EpisodeBatchResult> {
-  const { batch, tenantId } = input;
+  const { tenantId } = input;
+  const digests = input.batch.messages.map(episodeDigest);
+  const redactions = input.batch.messages.map((m) => redactSecrets(m.content));
+  const counts = redactions.reduce((sum: RedactionCounts, r) => addCounts(sum, r.counts), {});
+  const batch = { ...input.batch, messages: input.batch.messages.map((m, i) => ({ ...m, content: redactions[i]!.text })) };
   const namespace = episodeNamespace(input.root, batch.project);
-  const digests = batch.messages.map(episodeDigest);
   // One round trip: open the session or lock its row (the no-op update takes the row lock for this
   // transaction), find the messages stored already, and keep this transaction's episode inserts
   // out of the change log ('bulk': the writer logs itself, and episodes are not logged).
@@ -136,7 +149,7 @@ export async function ingestEpisodes(
   const fresh: number[] = [];
   const seenInBatch = new Set<string>();
   digests.forEach((d, i) => {
-    if (!existing.has(d) && !seenInBatch.has(d)) fresh.push(i);
+    if (!existing.has(d) && !seenInBatch.has(d) && !redactions[i]!.onlySecret) fresh.push(i);
     seenInBatch.add(d);
   });
   if (fresh.length > 0 && session!.ended_at) {
@@ -144,16 +157,18 @@ export async function ingestEpisodes(
   }
 
   const ended = session!.created && batch.thread_id ? await endThreadsOtherSessions(tx, batch.thread_id, batch.session_id) : [];
+  const freshVectors = input.embedder && fresh.length > 0 ? await input.embedder.embed(fresh.map((i) => batch.messages[i]!.content)) : undefined;
+  const vectorOf = new Map(fresh.map((i, k) => [i, freshVectors?.[k]]));
   const inserted = fresh.length === 0 ? [] : await tx<{ id: string; seq: number; digest: string; valid_from: Date }[]>`
     insert into public.devai_memories
       (owner_id, content, embedding, embedding_model, memory_type, namespace, priority, source, importance,
        session_id, valid_from, metadata)
-    select ${tenantId}, x.content, x.embedding::extensions.vector, ${input.vectors ? input.embeddingModel ?? null : null},
+    select ${tenantId}, x.content, x.embedding::extensions.vector, ${freshVectors ? input.embedder!.model : null},
            'episodic', ${session!.namespace}, 'low', 'conversation', ${EPISODE_IMPORTANCE}, ${batch.session_id},
            coalesce(x.at, now()), jsonb_build_object('role', x.role, 'digest', x.digest, 'seq', ${session!.episode_count} + x.n - 1)
       from unnest(${fresh.map((i) => batch.messages[i]!.content)}::text[], ${fresh.map((i) => batch.messages[i]!.role)}::text[],
                   ${fresh.map((i) => batch.messages[i]!.at ?? null)}::timestamptz[], ${fresh.map((i) => digests[i]!)}::text[],
-                  ${fresh.map((i) => (input.vectors ? toVectorLiteral(input.vectors[i]!) : null))}::text[])
+                  ${fresh.map((i) => (vectorOf.get(i) ? toVectorLiteral(vectorOf.get(i)!) : null))}::text[])
              with ordinality as x(content, role, at, digest, embedding, n)
      order by x.n
     on conflict (owner_id, session_id, (metadata ->> 'digest')) where source = 'conversation' do nothing
@@ -176,7 +191,7 @@ export async function ingestEpisodes(
     await linkEntitiesByRules(tx, inserted.map((e) => ({ id: e.id, content: contentOf.get(e.digest)! })));
   }
 
-  const embedJob = inserted.length > 0 && !input.vectors
+  const embedJob = inserted.length > 0 && !freshVectors
     ? await enqueueJob(tx, {
       ownerId: tenantId,
       kind: "embed",
@@ -189,16 +204,21 @@ export async function ingestEpisodes(
   const episodes = batch.messages.map((m, i): StoredEpisode => {
     const mine = fresh.includes(i) ? byDigest.get(digests[i]!) : undefined;
     const other = mine ?? existing.get(digests[i]!) ?? byDigest.get(digests[i]!);
-    return { id: other!.id, seq: other!.seq, role: m.role, duplicate: !mine };
+    if (!other) return { id: null, seq: null, role: m.role, duplicate: false, dropped: true };
+    return { id: other.id, seq: other.seq, role: m.role, duplicate: !mine };
   });
+  const dropped = episodes.filter((e) => e.dropped).length;
+  await recordRedactions(tx, { ownerId: tenantId, writer: "episodes", node: "episodic", counts, dropped, threadId: batch.thread_id });
   return {
     session_id: batch.session_id,
     stored: inserted.length,
-    duplicates: batch.messages.length - inserted.length,
+    duplicates: batch.messages.length - inserted.length - episodes.filter((e) => e.dropped).length,
     episodes,
-    embedding: inserted.length === 0 ? "none" : input.vectors ? "inline" : "queued",
+    embedding: inserted.length === 0 ? "none" : freshVectors ? "inline" : "queued",
     embed_job_id: embedJob?.id ?? null,
     ended_sessions: ended,
+    redacted: redactions.reduce((n, r) => n + (r.onlySecret ? 0 : r.total), 0),
+    dropped,
   };
 }
 

@@ -18,7 +18,8 @@ import type { Config } from "./env.ts";
 import type { Llm } from "./llm.ts";
 import { completeJobInTx, enqueueJob, type Job, PermanentJobError, recordJobProgress } from "./jobs.ts";
 import { loadCategoryNames } from "./categories.ts";
-import type { Candidate } from "./candidates.ts";
+import type { Candidate, PreparedCandidates } from "./candidates.ts";
+import { recordRedactions } from "./redaction-events.ts";
 import { type ExtractJobPayload, ExtractJobPayloadSchema, extractStated, extractWithModel } from "./extraction.ts";
 
 export interface ExtractJobDeps {
@@ -119,6 +120,7 @@ async function queueDedup(
       project: payload.project,
       origin: "extract",
       source_job_id: job.id,
+      ...(payload.lineage ? { lineage: payload.lineage } : {}),
     },
   });
   return { status: "stored", candidates: candidates.length, dedup_job_id: queued.id };
@@ -128,8 +130,12 @@ async function recordEvent(
   tx: Tx,
   job: Job,
   payload: ExtractJobPayload,
-  what: { mode: string; candidates: number; stats: unknown; tokens: number },
+  what: { mode: string; candidates: number; stats: PreparedCandidates["stats"]; tokens: number },
 ): Promise<void> {
+  await recordRedactions(tx, {
+    ownerId: job.owner_id, writer: "extract", node: "worker", threadId: payload.thread_id,
+    counts: what.stats.redacted_kinds, dropped: what.stats.secrets_dropped,
+  });
   await tx`
     insert into public.memory_events (owner_id, thread_id, node, op, status, meta)
     values (${job.owner_id}, ${payload.thread_id ?? null}, 'worker', 'extract', 'ok',

@@ -4,6 +4,7 @@ import { CandidateSchema } from "./candidates.ts";
 import { countTokens, messageText, truncateToTokens } from "./tokens.ts";
 import type { PromptMessage } from "./llm.ts";
 import { projectScope } from "./schemas.ts";
+import { redactSecrets } from "./redact.ts";
 import type { ScopeRequest } from "./scopes.ts";
 
 export const ExtractionOutputSchema = z.object({
@@ -49,6 +50,7 @@ export function extractionSystemPrompt(root: string, req: ScopeRequest, categori
     "- episodic: past tense; 1-2 sentences; what was discussed, decided or done.",
     "- procedural: the steps of a workflow in imperative mood, 1-2 sentences.",
     "- importance: 1 (trivia) to 5 (critical).",
+    "- summary: the memory in at most 15 words; compressed: a few words as `topic: key→value (reason)`, e.g. `auth: JWT→sessions (token size)`; index_key: 1-3 words in snake_case naming its topic, e.g. `auth_refactor`.",
     categoryInstruction(categories),
     namespaceInstruction(root, req),
     "- At most 5 stored memories, the most useful first. An empty list is a fine answer.",
@@ -63,12 +65,15 @@ interface MessageLike {
   name?: string;
 }
 
-/** One line block per message; verbose contents cut (the prompt tells the model to drop them anyway). */
+/**
+ * One line block per message; verbose contents cut (the prompt tells the model to drop them anyway).
+ * Every transcript a model reads goes through here, so no secret reaches a model (redact.ts).
+ */
 export function renderMessage(m: MessageLike, maxTokensPerMessage = 2000): string {
-  const text = truncateWithNote(messageText(m.content), maxTokensPerMessage);
+  const text = truncateWithNote(redactSecrets(messageText(m.content)).text, maxTokensPerMessage);
   if (m.role === "assistant" && Array.isArray(m.tool_calls) && m.tool_calls.length > 0) {
     const calls = m.tool_calls.map((c: { id?: string; function?: { name?: string; arguments?: string } }) =>
-      `${c.function?.name ?? "tool"}(${truncateWithNote(c.function?.arguments ?? "", 300)}) [call ${c.id ?? "?"}]`
+      `${c.function?.name ?? "tool"}(${truncateWithNote(redactSecrets(c.function?.arguments ?? "").text, 300)}) [call ${c.id ?? "?"}]`
     ).join("; ");
     return `[assistant]${text ? ` ${text}` : ""}\n[assistant → tool calls] ${calls}`;
   }

@@ -10,8 +10,18 @@
 import type { Sql, Tx } from "./db.ts";
 import { outsideRequest } from "./rate-limit.ts";
 
-/** memory_jobs.kind: the write path's extract and dedup, and the graph's jobs (graph-jobs.ts). */
-export type JobKind = "extract" | "dedup" | "embed" | "consolidate" | "enrich" | "causal";
+/** memory_jobs.kind: the write path's extract and dedup, the graph's jobs (graph-jobs.ts), the background ones (background-jobs.ts). */
+export type JobKind =
+  | "extract"
+  | "dedup"
+  | "embed"
+  | "consolidate"
+  | "enrich"
+  | "causal"
+  | "nightly_consolidation"
+  | "contradiction_check"
+  | "insight"
+  | "reindex";
 export type JobStatus = "queued" | "running" | "done" | "dead";
 
 export interface Job<P = Record<string, unknown>> {

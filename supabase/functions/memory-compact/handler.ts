@@ -31,6 +31,8 @@ import { countConversationTokens, countTokens, messageTokenCounter, truncateToTo
 import { type Candidate, prepareCandidates } from "../_shared/candidates.ts";
 import { loadCategoryNames } from "../_shared/categories.ts";
 import { extractByRules } from "../_shared/rule-extractor.ts";
+import { addCounts, redactSecrets } from "../_shared/redact.ts";
+import { recordRedactions } from "../_shared/redaction-events.ts";
 import { defaultScope, SCOPE_NEEDS_PROJECT, scopeHasProject, writeScope } from "../_shared/scopes.ts";
 import { drainQueue, type QueueingDeps } from "../_shared/drain-queue.ts";
 import { MARKER, planCompaction } from "./chunk.ts";
@@ -115,6 +117,9 @@ export function createHandler(deps: QueueingDeps) {
       summary = extractiveSummary(plan.chunk, prior);
     }
     if (countTokens(summary) > SUMMARY_MAX_TOKENS) summary = truncateToTokens(summary, SUMMARY_MAX_TOKENS);
+    // The summary is stored (the session's layer-2 record): no secret in it (redact.ts).
+    const summaryRedaction = redactSecrets(summary);
+    summary = summaryRedaction.text;
     const prepared = prepareCandidates({ stated, proposed: [proposed] }, { root: deps.config.namespaceRoot, project: body.project, scope: body.scope, categories });
 
     const marker = { role: "user" as const, content: `${MARKER}\n${summary}` };
@@ -137,6 +142,10 @@ export function createHandler(deps: QueueingDeps) {
           payload: { candidates: prepared.candidates, session_id: body.session_id, thread_id: body.thread_id, project: body.project, origin: "compact" },
         })
         : undefined;
+      await recordRedactions(tx, {
+        ownerId: caller.tenantId, writer: "compact", node: "context", threadId: body.thread_id,
+        counts: addCounts({ ...summaryRedaction.counts }, prepared.stats.redacted_kinds), dropped: prepared.stats.secrets_dropped,
+      });
       await tx`
         insert into public.memory_events (owner_id, thread_id, node, op, status, meta)
         values (${caller.tenantId}, ${body.thread_id ?? null}, 'context', 'compact', ${mode === "llm" ? "ok" : llmError ? "error" : "skipped"},

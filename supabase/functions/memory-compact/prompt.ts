@@ -6,6 +6,7 @@ import type { ChatMessage } from "../_shared/llm.ts";
 import { CandidateSchema } from "../_shared/candidates.ts";
 import { categoryInstruction, namespaceInstruction, renderMessage } from "../_shared/extraction-prompt.ts";
 import type { ScopeRequest } from "../_shared/scopes.ts";
+import { redactSecrets } from "../_shared/redact.ts";
 
 export const COMPACTION_MARK = "You compact the oldest part of a coding agent's conversation";
 
@@ -39,7 +40,7 @@ export function compactionMessages(
     },
     {
       role: "user",
-      content: `${priorSummary ? `PRIOR SUMMARY:\n${priorSummary}\n\n` : ""}CONVERSATION TO COMPACT:\n\n${transcript}`,
+      content: `${priorSummary ? `PRIOR SUMMARY:\n${redactSecrets(priorSummary).text}\n\n` : ""}CONVERSATION TO COMPACT:\n\n${transcript}`,
     },
   ];
 }

@@ -7,7 +7,7 @@
 // public.memory_categories (400 naming them otherwise).
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import { projectName, sessionId, threadId } from "../_shared/schemas.ts";
+import { codeOrigin, projectName, sessionId, threadId } from "../_shared/schemas.ts";
 import { createFunctionApp, fetchHandler } from "../_shared/app.ts";
 import { type Caller, requireCaller } from "../_shared/auth.ts";
 import { withTenant } from "../_shared/db.ts";
@@ -16,6 +16,7 @@ import { rateLimit } from "../_shared/rate-limit.ts";
 import { enqueueJob, runInBackground } from "../_shared/jobs.ts";
 import { type Candidate, CandidateSchema, prepareCandidates } from "../_shared/candidates.ts";
 import { loadCategoryNames, unknownCategory } from "../_shared/categories.ts";
+import { recordRedactions } from "../_shared/redaction-events.ts";
 import { drainQueue, type QueueingDeps } from "../_shared/drain-queue.ts";
 import { callerNamespace, defaultScope, SCOPE_NEEDS_PROJECT, scopeHasProject, writeScope } from "../_shared/scopes.ts";
 import type { ErrorIssue } from "../_shared/http.ts";
@@ -29,6 +30,8 @@ export const DedupRequestSchema = z.object({
   thread_id: threadId.optional(),
   project: projectName.optional(),
   scope: writeScope.optional(),
+  /** Repository, branch and commit the candidates come from (docs/context.md#code-lineage). */
+  lineage: codeOrigin.optional(),
 }).strict().refine(scopeHasProject, SCOPE_NEEDS_PROJECT);
 
 export function createHandler(deps: QueueingDeps) {
@@ -67,18 +70,31 @@ export function createHandler(deps: QueueingDeps) {
       namespaces: "caller",
     });
     if (prepared.candidates.length === 0) {
-      throw new HttpError(422, "no_valid_candidates", "every candidate violates the writing constraints", [
-        { path: ["candidates"], message: JSON.stringify(prepared.stats.reasons) },
+      const reasons = { ...prepared.stats.reasons, ...(prepared.stats.secrets_dropped ? { only_secret: prepared.stats.secrets_dropped } : {}) };
+      throw new HttpError(422, "no_valid_candidates", "every candidate violates the writing constraints or is nothing but a secret", [
+        { path: ["candidates"], message: JSON.stringify(reasons) },
       ]);
     }
     const key = `api:${createHash("sha256").update(JSON.stringify(prepared.candidates)).digest("hex")}`;
-    const queued = await withTenant(deps.sql, caller, (tx) =>
-      enqueueJob(tx, {
+    const queued = await withTenant(deps.sql, caller, async (tx) => {
+      await recordRedactions(tx, {
+        ownerId: caller.tenantId, writer: "dedup", node: "hotpath", threadId: body.thread_id,
+        counts: prepared.stats.redacted_kinds, dropped: prepared.stats.secrets_dropped,
+      });
+      return await enqueueJob(tx, {
         ownerId: caller.tenantId,
         kind: "dedup",
         idempotencyKey: key,
-        payload: { candidates: prepared.candidates, session_id: body.session_id, thread_id: body.thread_id, project: body.project, origin: "api" },
-      }));
+        payload: {
+          candidates: prepared.candidates,
+          session_id: body.session_id,
+          thread_id: body.thread_id,
+          project: body.project,
+          origin: "api",
+          ...(body.lineage ? { lineage: body.lineage } : {}),
+        },
+      });
+    });
     if (!queued.deduplicated) runInBackground(kick, "memory-dedup worker kick");
     return json({ job_id: queued.id, status: queued.status, deduplicated: queued.deduplicated, stats: prepared.stats }, 202);
   });

@@ -22,7 +22,9 @@ import { enqueueJob, getJob, type JobStatus, jobView, runInBackground } from "..
 import { drainQueue, type QueueingDeps } from "../_shared/drain-queue.ts";
 import { CONTEXT_MESSAGES, type ExtractJobPayload } from "../_shared/extraction.ts";
 import { ChatMessageSchema } from "../_shared/llm.ts";
-import { projectName, sessionId, threadId } from "../_shared/schemas.ts";
+import { codeOrigin, projectName, sessionId, threadId } from "../_shared/schemas.ts";
+import { redactMessages } from "../_shared/redact.ts";
+import { recordRedactions } from "../_shared/redaction-events.ts";
 import { SCOPE_NEEDS_PROJECT, scopeHasProject, writeScope } from "../_shared/scopes.ts";
 import {
   coveredPrefix,
@@ -51,6 +53,8 @@ export const ExtractRequestSchema = z.object({
   /** Where the session's memories go without a namespace of their own; global only when asked (README "Scopes"). */
   scope: writeScope.optional(),
   thread_id: threadId.optional(),
+  /** Repository, branch and commit the session works on: recorded in the metadata of its memories (docs/context.md#code-lineage). */
+  lineage: codeOrigin.optional(),
 }).strict().refine(scopeHasProject, SCOPE_NEEDS_PROJECT);
 export type ExtractRequest = z.infer<typeof ExtractRequestSchema>;
 
@@ -66,14 +70,19 @@ export function createHandler(deps: QueueingDeps) {
   });
   app.post("/memory-extract", requireCaller(deps.config), async (c) => {
     const caller = c.get("caller");
-    const body = await parseJsonBody(c.req.raw, ExtractRequestSchema, deps.config.maxExtractBodyBytes, {
+    const sent = await parseJsonBody(c.req.raw, ExtractRequestSchema, deps.config.maxExtractBodyBytes, {
       tooLarge: `memory-extract takes at most ${deps.config.maxExtractBodyBytes} bytes (MAX_EXTRACT_BODY_BYTES): send only the ` +
         "messages after what this session already sent, with `after` set to the `transcript` {count, digest} of the last answer",
     });
+    // The queued job stores the transcript: its secrets are redacted before anything else (the
+    // digests, and what the worker and the model read, are of the redacted text).
+    const redaction = redactMessages(sent.messages);
+    const body = { ...sent, messages: redaction.messages };
     const queued = await withTenant(deps.sql, caller, async (tx) => {
       // One enqueue per session at a time, so two POSTs of a growing transcript cannot both queue
       // the same new messages (whichever order they arrive in: see coveredPrefix).
       await tx`select pg_advisory_xact_lock(hashtextextended(${`devai-extract|${caller.tenantId}|${body.session_id}`}, 0))`;
+      await recordRedactions(tx, { ownerId: caller.tenantId, writer: "extract", node: "hotpath", counts: redaction.counts, threadId: body.thread_id });
       const all = await tx<{ id: string; status: JobStatus; idempotency_key: string; start: number; messages: unknown[] }[]>`
         select id, status, idempotency_key, coalesce((payload ->> 'offset')::int, 0) as start,
                coalesce(payload -> 'messages', '[]'::jsonb) as messages
@@ -102,6 +111,7 @@ export function createHandler(deps: QueueingDeps) {
         project: body.project,
         scope: body.scope,
         thread_id: body.thread_id,
+        ...(body.lineage ? { lineage: body.lineage } : {}),
       };
       const job = await enqueueJob(tx, {
         ownerId: caller.tenantId,

@@ -12,8 +12,11 @@
 //   POST /memory/{id}/forget         soft delete; purged after the grace period
 //   POST /memory/{id}/restore        undo forget (or an invalidation that was not a supersede)
 //   POST /memory/{id}/pin|confirm    protected from decay (strength 1.0); /unpin undoes it
+//   POST /memory/usage               which of the memories it was given an agent used (docs/context.md#usage-feedback)
 //   GET|PUT /memory/categories[/{name}], /memory/agents[/{agent}]   configuration (config-routes.ts)
 //   POST /memory/episodes, POST /memory/sessions/{id}/end, GET /memory/entities[/{id}]: graph memory
+//   POST /memory/consolidate|reindex, /memory/contradictions[/{id}/resolve], /memory/proposals[/{id}[/accept|reject]],
+//   PUT|GET /memory/checkpoints/{thread_id}: the background work (background-routes.ts, docs/consolidation.md)
 // GET /memory and GET /memory/{id} take as_of: what was held at that instant.
 // The routes (routes.ts) are adapters over _shared/services/, which the MCP server (memory-mcp)
 // shares. Every request is one or two tenant transactions (withTenant → RLS): another tenant's id
@@ -28,6 +31,7 @@ import { loadConfig } from "../_shared/env.ts";
 import { createLlm } from "../_shared/llm.ts";
 import { rateLimit } from "../_shared/rate-limit.ts";
 import { type MemoryDeps, withClock } from "../_shared/services/deps.ts";
+import { registerBackgroundRoutes } from "./background-routes.ts";
 import { CONFIG_PATH, registerConfigRoutes } from "./config-routes.ts";
 import { registerMemoryRoutes } from "./routes.ts";
 import type { Env } from "./routing.ts";
@@ -49,8 +53,11 @@ export function defaultDeps(): MemoryDeps {
 
 export function createHandler(deps: MemoryDeps): (req: Request) => Promise<Response> {
   const app = createFunctionApp<Env["Variables"]>();
-  // Rate limits: reads and writes are charged to the tenant's own buckets (rate-limit.ts).
-  app.use(rateLimit((req) => (req.method === "GET" ? "read" : "write")));
+  // Rate limits: reads and writes are charged to the tenant's own buckets (rate-limit.ts); a
+  // consolidation run on demand (model calls, a search per memory of its pool) is a heavy one.
+  app.use(rateLimit((req) =>
+    req.method === "GET" ? "read" : /\/memory\/consolidate\/?$/.test(new URL(req.url).pathname) ? "heavy" : "write"
+  ));
   // Configuration is deployment-wide (no tenant); everything else acts for the caller's tenant.
   app.use(async (c, next) => {
     if (CONFIG_PATH.test(c.req.path)) c.set("admin", await authenticateConfigCaller(c.req.raw, deps.config));
@@ -59,6 +66,8 @@ export function createHandler(deps: MemoryDeps): (req: Request) => Promise<Respo
   });
   const services = withClock(deps);
   registerConfigRoutes(app, services);
+  // Before the memory routes: /memory/{id} would take their fixed paths.
+  registerBackgroundRoutes(app, services);
   registerMemoryRoutes(app, services);
   return fetchHandler(app);
 }

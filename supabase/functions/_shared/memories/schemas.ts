@@ -16,6 +16,7 @@ import {
   sessionId,
   source,
   storableText,
+  storedMemoryType,
   threadId,
 } from "../schemas.ts";
 import { SCOPE_NEEDS_PROJECT, scopeHasProject, writeScope } from "../scopes.ts";
@@ -97,7 +98,7 @@ export const ListQuery = z
     namespace_prefix: namespacePrefix.optional(),
     /** The project's scope (`<root>/project/<project>/`); with namespace_prefix, both apply. */
     project: projectName.optional(),
-    memory_type: memoryType.optional(),
+    memory_type: storedMemoryType.optional(),
     /** Default 'active': forgotten memories are listed only when asked for ('soft_deleted' or 'all'). */
     state: z.enum(["active", "soft_deleted", "all"]).default("active"),
     is_valid: booleanText.optional(),
@@ -182,7 +183,7 @@ export type AgentUpsert = z.infer<typeof AgentUpsert>;
 export interface Memory {
   id: string;
   content: string;
-  memory_type: "semantic" | "episodic" | "procedural";
+  memory_type: "semantic" | "episodic" | "procedural" | "insight";
   namespace: string;
   priority: "highest" | "high" | "medium" | "low";
   source: string | null;
@@ -211,7 +212,9 @@ export interface Memory {
 export interface HistoryEntry {
   id: string;
   memory_id: string;
-  event: "ADD" | "UPDATE" | "DELETE" | "MERGE" | "LINK" | "DECAY" | "TTL" | "RESTORE" | "PURGE" | "PIN" | "UNPIN" | "CONFIRM";
+  event:
+    | "ADD" | "UPDATE" | "DELETE" | "MERGE" | "LINK" | "DECAY" | "TTL" | "RESTORE" | "PURGE" | "PIN" | "UNPIN" | "CONFIRM"
+    | "PROPOSE" | "ACCEPT" | "REJECT" | "LAPSE";
   old_ref: string | null;
   new_ref: string | null;
   actor: string | null;

@@ -1,6 +1,5 @@
 // What both searches (retrieve and memory.query) share: the rows a search returns, the scopes it
 // covers, how a response explains the search and what each search writes behind its answer.
-import { projectScope } from "../schemas.ts";
 import type { FusionWeights, HybridRow, SearchMode } from "../search/hybrid.ts";
 import { signalsOf } from "../search/hybrid.ts";
 import type { ResolvedPlan } from "../search/plan.ts";
@@ -13,10 +12,7 @@ export interface QueryRow extends HybridRow {
   category_context: "all" | "rag";
 }
 
-/** The scopes one retrieval searches (README "Scopes: where a memory goes"). */
-export function retrievalScopes(root: string, project?: string): string[] {
-  return [`${root}/global`, ...(project !== undefined ? [projectScope(root, project)] : []), `${root}/user`];
-}
+export { retrievalScopes } from "../scopes.ts";
 
 /**
  * What a search writes, queued behind its answer (write-behind.ts): the memories it used, to

@@ -40,7 +40,7 @@ export interface HybridSearchInput {
 export interface HybridRow {
   id: string;
   content: string;
-  memory_type: "semantic" | "episodic" | "procedural";
+  memory_type: "semantic" | "episodic" | "procedural" | "insight";
   namespace: string;
   strength: number;
   priority: "highest" | "high" | "medium" | "low";

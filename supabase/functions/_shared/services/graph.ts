@@ -22,10 +22,7 @@ export async function storeEpisodes(
 ): Promise<EpisodeBatchResult> {
   const { sql, config, embedder } = deps;
   assertNotInFuture(batch, deps.clock());
-  // The local embedder costs microseconds: embed now. A remote one is a queued job, off this path.
-  const vectors = embedder.provider === "local"
-    ? await embedder.embed(batch.messages.map((m) => m.content))
-    : undefined;
+  // The local embedder costs microseconds: embed in the request. A remote one is a queued job, off this path.
   const result = await withTenant(
     sql,
     tenant,
@@ -34,8 +31,7 @@ export async function storeEpisodes(
         tenantId: tenant.tenantId,
         root: config.namespaceRoot,
         batch,
-        vectors,
-        embeddingModel: embedder.model,
+        embedder: embedder.provider === "local" ? embedder : undefined,
       }),
     { threadId: batch.thread_id },
   );

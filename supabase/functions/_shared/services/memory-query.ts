@@ -21,6 +21,7 @@ import {
 } from "../retrieval/schemas.ts";
 import { explainRow, type QueryRow, retrievalScopes, rowFromJson, searchInfo, searchWrite } from "../retrieval/search.ts";
 import { writeBehind } from "../retrieval/write-behind.ts";
+import { applyFeedback, feedbackOf, type FeedbackRow } from "../context/feedback.ts";
 import type { FusionWeights } from "../search/hybrid.ts";
 import { readPoolOf, type SearchDeps, type Timed } from "./deps.ts";
 
@@ -82,8 +83,16 @@ export async function queryMemories(
   const t1 = performance.now();
 
   const read = async (q: Sql, tenant: TenantSettings) => {
-    const [row] = await q<{ rows: Record<string, unknown>[] | null; weights: FusionWeights; now: Date }[]>`
-      select (select jsonb_agg(to_jsonb(r) - 'ordinality' order by r.ordinality)
+    // The search's rows, then (offset 0: computed once) their usage feedback, as the tenant.
+    const [row] = await q<{ rows: Record<string, unknown>[] | null; feedback: FeedbackRow[]; weights: FusionWeights; now: Date }[]>`
+      select found.rows,
+             case when ${body.as_of ?? null}::timestamptz is null
+                  then public.memory_feedback(array(select (x ->> 'id')::uuid from jsonb_array_elements(found.rows) x),
+                                              ${scopes}::text[], ${caller.tenantId}::uuid)
+                  else '[]'::jsonb end as feedback,
+             public.memory_search_weights_for(${embedder.model}) as weights,
+             now() as now
+        from (select (select jsonb_agg(to_jsonb(r) - 'ordinality' order by r.ordinality)
                 from public.query_memories(
                        query_text => ${keywordText(body.query, resolved)},
                        query_embedding => ${vector ? toVectorLiteral(vector) : null}::extensions.vector,
@@ -110,16 +119,17 @@ export async function queryMemories(
                        filter_before => ${resolved.window?.before ?? null}::timestamptz,
                        keyword_threshold => ${body.keyword_threshold ?? null}::float8,
                        as_of => ${body.as_of ?? null}::timestamptz) with ordinality as r
-               where ${categories.length > 0}) as rows,
-             public.memory_search_weights_for(${embedder.model}) as weights,
-             now() as now
-        from ${tenant}`;
+               where ${categories.length > 0}) as rows
+                from ${tenant}
+              offset 0) as found`;
     return row!;
   };
   // One statement, as the tenant; what it writes waits behind the answer (write-behind.ts).
   const found = await readAsTenant(readPoolOf(deps), caller, read);
   const rows = (found.rows ?? []).map((r) => rowFromJson<QueryRow>(r));
-  const ranked = rankMemories(rows);
+  // Usage feedback and code lineage (docs/context.md); an as_of answer is about the past: neither applies.
+  const judged = body.as_of ? { kept: rows, excluded: [] } : applyFeedback(rows, feedbackOf(found.feedback), body.signals);
+  const ranked = rankMemories(judged.kept);
   const bulletOf = (m: QueryRow) => `[${m.category}] ${bulletText(m.content)}`;
   const packed = body.return === "bullets"
     ? packTexts(ranked, bulletOf, budget, { shortenFirst: true })
@@ -163,6 +173,7 @@ export async function queryMemories(
     truncated_count: packed.truncatedCount,
     embedding_model: embedder.model,
     search,
+    excluded: judged.excluded,
   };
   return { result, timing: { embed: t1 - t0, db: performance.now() - t1 } };
 }

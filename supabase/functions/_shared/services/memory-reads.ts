@@ -123,7 +123,7 @@ export async function weakFacts(deps: ServiceDeps, tenant: TenantContext, q: Wea
 
 /** Counts by type, namespace, state, validity and pinned; relations and history. */
 export async function stats(deps: ServiceDeps, tenant: TenantContext, q: StatsQuery): Promise<MemoryStats> {
-  return await withTenant(deps.sql, tenant, (tx) => memoryStats(tx, q.top_namespaces));
+  return await withTenant(deps.sql, tenant, (tx) => memoryStats(tx, q.top_namespaces, deps.embedder.model));
 }
 
 interface ExportBase {

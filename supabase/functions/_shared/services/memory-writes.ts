@@ -1,5 +1,6 @@
 // The operations that store what the user states: remember (a new user-stated memory) and correct
-// (a new memory that supersedes an old one). History is written by the database triggers.
+// (a new memory that supersedes an old one), their secrets redacted first (a statement that is
+// nothing but a secret is a 422). History is written by the database triggers.
 import { type TenantContext, toVectorLiteral, type Tx, withTenant } from "../db.ts";
 import { embedForRequest } from "../embeddings.ts";
 import { HttpError } from "../http.ts";
@@ -15,7 +16,12 @@ import type {
 } from "../memories/schemas.ts";
 import { callerNamespace, defaultScope } from "../scopes.ts";
 import { assertKnownCategory } from "../categories.ts";
-import { linkEntitiesByRules } from "../entities.ts";
+import { linkEntities, linkEntitiesByRules } from "../entities.ts";
+import { citedFileLinks, filesOf } from "../context/lineage.ts";
+import { queueContradictionCheck } from "../contradiction-check.ts";
+import { runInBackground } from "../jobs.ts";
+import type { Redaction } from "../redact.ts";
+import { recordRedactions, redactStatement } from "../redaction-events.ts";
 import type { ServiceDeps } from "./deps.ts";
 
 async function findDuplicate(tx: Tx, content: string, scopes: string[]): Promise<Memory | undefined> {
@@ -65,9 +71,11 @@ function rememberNamespace(body: RememberRequest, root: string): string {
 export async function remember(
   deps: ServiceDeps,
   tenant: TenantContext,
-  body: RememberRequest,
+  sent: RememberRequest,
 ): Promise<RememberResponse> {
   const { sql, config, embedder } = deps;
+  const redaction = redactStatement(sent.content);
+  const body = { ...sent, content: redaction.text };
   const namespace = rememberNamespace(body, config.namespaceRoot);
   const scopes = visibleScopes(namespace, config.namespaceRoot);
   const userStated = (m: Memory) => m.source === "user_stated" && m.priority === "highest";
@@ -79,7 +87,7 @@ export async function remember(
   if (existing && userStated(existing)) return { created: false, memory: existing };
 
   const vector = await embedForRequest(embedder, body.content);
-  return await withTenant(sql, tenant, async (tx) => {
+  const result = await withTenant(sql, tenant, async (tx) => {
     // Serialises concurrent remembers of the same text in this tenant, so the re-check below
     // cannot race with another insert of it.
     await tx`select pg_advisory_xact_lock(hashtextextended(${tenant.tenantId} || ':' || ${
@@ -106,8 +114,12 @@ export async function remember(
          ${tx.json((body.metadata ?? {}) as never)}, ${body.session_id ?? null})
       returning ${memoryColumns(tx)}`;
     await linkEntitiesByRules(tx, [{ id: row!.id as string, content: body.content }]);
+    await linkEntities(tx, citedFileLinks(row!.id as string, body.metadata?.files));
+    await afterStatement(deps, tx, tenant.tenantId, row!.id as string, "remember", redaction, body.thread_id);
     return { created: true, memory: toMemory(row) };
   }, { threadId: body.thread_id });
+  if (result.created) kickContradictionCheck(deps);
+  return result;
 }
 
 /** The user corrects memory `id`: a new memory supersedes it (history MERGE, validity closed). */
@@ -115,9 +127,11 @@ export async function correct(
   deps: ServiceDeps,
   tenant: TenantContext,
   id: string,
-  body: CorrectRequest,
+  sent: CorrectRequest,
 ): Promise<CorrectResponse> {
   const { sql, embedder } = deps;
+  const redaction = redactStatement(sent.content);
+  const body = { ...sent, content: redaction.text };
   // Check before paying for an embedding; checked again under the row lock below.
   await withTenant(sql, tenant, async (tx) => {
     const [row] = await tx`
@@ -130,7 +144,7 @@ export async function correct(
     }
   });
   const vector = await embedForRequest(embedder, body.content);
-  return await withTenant(sql, tenant, async (tx) => {
+  const result = await withTenant(sql, tenant, async (tx) => {
     const old = await lockMemory(tx, id);
     assertCorrectable(old);
     const metadata = body.reason ? { ...old.metadata, correction_reason: body.reason } : old.metadata;
@@ -145,6 +159,8 @@ export async function correct(
       returning ${memoryColumns(tx)}`;
     const memory = toMemory(created);
     await linkEntitiesByRules(tx, [memory]);
+    await linkEntities(tx, citedFileLinks(memory.id, filesOf(memory.metadata)));
+    await afterStatement(deps, tx, tenant.tenantId, memory.id, "correct", redaction, body.thread_id);
     // The trigger records MERGE for the old memory (superseded_by set) with new_ref = the new id.
     const [superseded] = await tx`
       update public.devai_memories set superseded_by = ${memory.id}, is_valid = false
@@ -154,4 +170,18 @@ export async function correct(
       values (${tenant.tenantId}, ${memory.id}, ${id}, 'supersedes', 1)`;
     return { memory, superseded: toMemory(superseded) };
   }, { threadId: body.thread_id });
+  kickContradictionCheck(deps);
+  return result;
+}
+
+// What every stored statement is followed by: its redaction counts (docs/redaction.md), and with an
+// LLM the queued check against its nearest memories for contradictions
+// (docs/consolidation.md#contradictions), which the worker runs off the request's path.
+async function afterStatement(deps: ServiceDeps, tx: Tx, tenantId: string, memoryId: string, writer: string, r: Redaction, threadId?: string) {
+  await recordRedactions(tx, { ownerId: tenantId, writer, node: "hotpath", counts: r.counts, threadId });
+  if (deps.llm) await queueContradictionCheck(tx, tenantId, [memoryId]);
+}
+
+function kickContradictionCheck(deps: ServiceDeps): void {
+  if (deps.llm && deps.kickWorker) runInBackground(deps.kickWorker, "contradiction check kick");
 }

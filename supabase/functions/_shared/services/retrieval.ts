@@ -4,8 +4,9 @@
 //   search/plan.ts) → ONE statement as the tenant (RLS), public.retrieve_for_turn: the hybrid
 //   search (keyword + vector + graph, fused) over <root>/global/, <root>/project/<project>/ (when
 //   given) and <root>/user/, the related memories, the thread's revision and changes, the fusion
-//   weights (docs/retrieval.md#one-call) → rank (retrieval/rank.ts: relevance × strength + boosts)
-//   → pack into the budget exactly (retrieval/pack.ts) → block grouped by type
+//   weights, the found memories' usage and files (docs/retrieval.md#one-call) → usage and code
+//   lineage (context/feedback.ts) → rank (retrieval/rank.ts: relevance × strength × usage +
+//   boosts) → pack into the budget exactly (retrieval/pack.ts) → block grouped by type
 //   (retrieval/format.ts) with the delta header (retrieval/delta.ts) → answer. The reinforcement
 //   of what was injected and the memory_events row (context/search) are written behind the answer
 //   (retrieval/write-behind.ts, docs/operations.md#write-behind).
@@ -21,6 +22,7 @@ import { rankMemories } from "../retrieval/rank.ts";
 import { MAX_BUDGET_TOKENS, MAX_TOP_K, type RetrieveRequest, type RetrieveResponse } from "../retrieval/schemas.ts";
 import { explainRow, retrievalScopes, rowFromJson, searchInfo, searchWrite } from "../retrieval/search.ts";
 import { writeBehind } from "../retrieval/write-behind.ts";
+import { applyFeedback, feedbackOf, type FeedbackRow } from "../context/feedback.ts";
 import { readPoolOf, type SearchDeps, type Timed } from "./deps.ts";
 
 /** The block and the memories for a turn; `timing` says how long embedding and the database took. */
@@ -79,7 +81,10 @@ export async function retrieve(
   if (since !== undefined && turn.revision < since && readPoolOf(deps) !== deps.sql) turn = await read(deps.sql);
 
   const rows = turn.memories.map((r) => rowFromJson<HybridRow>(r));
-  const ranked = rankMemories(rows);
+  // Usage feedback and code lineage (docs/context.md), read in the same statement; an as_of answer
+  // is about the past: neither applies.
+  const judged = body.as_of ? { kept: rows, excluded: [] } : applyFeedback(rows, feedbackOf(turn.feedback), body.signals);
+  const ranked = rankMemories(judged.kept);
   const packed = packIntoBudget(
     {
       ranked,
@@ -124,6 +129,7 @@ export async function retrieve(
     revision: turn.revision,
     embedding_model: embedder.model,
     search,
+    excluded: judged.excluded,
   };
   return { result, timing: { embed: t1 - t0, db: performance.now() - t1 } };
 }
@@ -135,6 +141,7 @@ interface Turn {
   revision: number;
   changes: ChangeRow[];
   weights: FusionWeights;
+  feedback: FeedbackRow[];
   now: string;
 }
 
@@ -155,7 +162,7 @@ async function readTurn(sql: Sql, caller: TenantContext, input: HybridSearchInpu
  */
 function relatedInRankOrder(related: readonly (RelatedCandidate & { strength: number })[], ids: string[]): RelatedCandidate[] {
   const rank = new Map(ids.map((id, i) => [id, i]));
-  return [...related]
+  return related.filter((r) => rank.has(r.anchor_id)) // not the anchors lineage left out
     .sort((a, b) => (rank.get(a.anchor_id)! - rank.get(b.anchor_id)!) || b.strength - a.strength)
     .map(({ id, anchor_id, content }) => ({ id, anchor_id, content }));
 }

@@ -1,0 +1,183 @@
+// Contradictions between two of a tenant's memories (public.memory_contradictions): found by the
+// nightly consolidation and by the write-time check (contradiction-check.ts), open until the user
+// resolves them. docs/consolidation.md#contradictions.
+//
+//   listContradictions   GET memory/contradictions?status=open|resolved|all (the living context's
+//                        critical tier reads the open ones through public.context_open_contradictions)
+//   resolveContradiction POST memory/contradictions/{id}/resolve:
+//                          a_wins      b is superseded by a        b_wins  a is superseded by b
+//                          both_valid  nothing changes (they can both hold)
+//                          merged      `content` becomes a new memory, stated by the user, that
+//                                      supersedes both
+//                        every change a soft, audited supersede by the user (supersede.ts)
+// "Open" means unresolved with both memories still valid and active; one superseded or forgotten
+// since makes the question moot (listed as such with status=all).
+import { z } from "zod";
+import { type Sql, type TenantContext, toVectorLiteral, type Tx, withTenant } from "./db.ts";
+import { type Embedder, embedForRequest } from "./embeddings.ts";
+import { linkEntitiesByRules } from "./entities.ts";
+import { HttpError } from "./http.ts";
+import { redactStatement } from "./redaction-events.ts";
+import { content as contentSchema, threadId } from "./schemas.ts";
+import { lockMemories, supersedeMemory } from "./supersede.ts";
+
+export const RESOLUTIONS = ["a_wins", "b_wins", "both_valid", "merged"] as const;
+export type Resolution = typeof RESOLUTIONS[number];
+
+export const ContradictionListQuery = z
+  .object({
+    status: z.enum(["open", "resolved", "all"]).default("open"),
+    limit: z.string().regex(/^\d{1,3}$/, "an integer 1-100").transform(Number).pipe(z.number().int().min(1).max(100)).default(50),
+  })
+  .strict();
+export type ContradictionListQuery = z.infer<typeof ContradictionListQuery>;
+
+export const ResolveRequest = z
+  .object({
+    resolution: z.enum(RESOLUTIONS, { error: `resolution must be one of ${RESOLUTIONS.join(", ")}` }),
+    note: z.string().trim().min(1).max(1000).optional(),
+    /** merged only: the statement that replaces both. */
+    content: contentSchema.optional(),
+    thread_id: threadId.optional(),
+  })
+  .strict()
+  .refine((b) => (b.resolution === "merged") === (b.content !== undefined), {
+    message: "content is required with resolution merged (the statement that replaces both), and only then",
+    path: ["content"],
+  });
+export type ResolveRequest = z.infer<typeof ResolveRequest>;
+
+export interface ContradictionMemory {
+  id: string;
+  content: string;
+  namespace: string;
+  memory_type: string;
+  source: string | null;
+  is_valid: boolean;
+  state: string;
+  created_at: string;
+}
+
+export interface Contradiction {
+  id: string;
+  status: "open" | "resolved" | "moot";
+  memory_a: ContradictionMemory;
+  memory_b: ContradictionMemory;
+  detected_at: string;
+  detected_by: "consolidation" | "write";
+  reason: string | null;
+  resolution: Resolution | null;
+  resolved_at: string | null;
+  resolved_by: string | null;
+  note: string | null;
+  merged_id: string | null;
+}
+
+const OPEN = (tx: Tx) => tx`c.resolution is null and a.is_valid and a.state = 'active' and b.is_valid and b.state = 'active'`;
+type Fragment = ReturnType<typeof OPEN>;
+
+function select(tx: Tx, where: Fragment, limit: number) {
+  const mem = (alias: string) => tx.unsafe(
+    `json_build_object('id', ${alias}.id, 'content', ${alias}.content, 'namespace', ${alias}.namespace, 'memory_type', ${alias}.memory_type,
+                       'source', ${alias}.source, 'is_valid', ${alias}.is_valid, 'state', ${alias}.state, 'created_at', ${alias}.created_at)`,
+  );
+  return tx<Contradiction[]>`
+    select c.id,
+           case when c.resolution is not null then 'resolved'
+                when a.is_valid and a.state = 'active' and b.is_valid and b.state = 'active' then 'open'
+                else 'moot' end as status,
+           ${mem("a")} as memory_a, ${mem("b")} as memory_b,
+           c.detected_at, c.detected_by, c.reason, c.resolution, c.resolved_at, c.resolved_by, c.note, c.merged_id
+      from public.memory_contradictions c
+      join public.devai_memories a on a.id = c.memory_a
+      join public.devai_memories b on b.id = c.memory_b
+     where ${where}
+     order by c.detected_at desc, c.id
+     limit ${limit}`;
+}
+
+
+export async function listContradictions(sql: Sql, tenant: TenantContext, q: ContradictionListQuery): Promise<Contradiction[]> {
+  const rows = await withTenant(sql, tenant, (tx) =>
+    select(tx, q.status === "open" ? OPEN(tx) : q.status === "resolved" ? tx`c.resolution is not null` : tx`true`, q.limit));
+  return rows.map(iso);
+}
+
+/** Records detected contradictions (a: the older memory); a pair already recorded is left alone. Returns how many are new. */
+export async function recordContradictions(
+  tx: Tx,
+  ownerId: string,
+  found: readonly { older: string; newer: string; reason: string }[],
+  detectedBy: "consolidation" | "write",
+): Promise<number> {
+  if (found.length === 0) return 0;
+  const rows = found.map((f) => ({ owner_id: ownerId, memory_a: f.older, memory_b: f.newer, reason: f.reason.slice(0, 1000) || null }));
+  const inserted = await tx`
+    insert into public.memory_contradictions (owner_id, memory_a, memory_b, detected_by, reason)
+    select r.owner_id, r.memory_a, r.memory_b, ${detectedBy}, r.reason
+      from json_to_recordset(${tx.json(rows as never)}::json) as r(owner_id uuid, memory_a uuid, memory_b uuid, reason text)
+    on conflict (owner_id, least(memory_a, memory_b), greatest(memory_a, memory_b)) do nothing
+    returning id`;
+  return inserted.length;
+}
+
+/** Applies the user's resolution (see the module comment). 404 unknown id, 409 resolved already or a memory changed since. */
+export async function resolveContradiction(
+  deps: { sql: Sql; embedder: Embedder },
+  tenant: TenantContext,
+  id: string,
+  body: ResolveRequest,
+): Promise<Contradiction> {
+  const merged = body.resolution === "merged" ? redactStatement(body.content!) : undefined;
+  await withTenant(deps.sql, tenant, (tx) => loadOpen(tx, id));
+  const vector = merged ? await embedForRequest(deps.embedder, merged.text) : undefined;
+  const resolvedId = await withTenant(deps.sql, tenant, async (tx) => {
+    const c = await loadOpen(tx, id);
+    await lockMemories(tx, [c.memory_a, c.memory_b]);
+    const valid = await tx<{ id: string; namespace: string; memory_type: string; importance: number }[]>`
+      select id, namespace, memory_type, importance from public.devai_memories
+       where id = any (${[c.memory_a, c.memory_b]}::uuid[]) and is_valid and state = 'active'`;
+    const alive = new Set(valid.map((v) => v.id));
+    const evidence = { contradiction_id: id, resolution: body.resolution, ...(body.note ? { note: body.note } : {}) };
+    let mergedId: string | null = null;
+    if (body.resolution === "a_wins" || body.resolution === "b_wins") {
+      const [keep, drop] = body.resolution === "a_wins" ? [c.memory_a, c.memory_b] : [c.memory_b, c.memory_a];
+      if (!alive.has(keep)) throw new HttpError(409, "memory_changed", `memory ${keep} is no longer valid; restore it or resolve otherwise`);
+      if (alive.has(drop)) await supersedeMemory(tx, tenant.tenantId, keep, drop, { strength: 1, evidence });
+    } else if (body.resolution === "merged") {
+      const b = valid.find((v) => v.id === c.memory_b) ?? valid[0];
+      if (!b) throw new HttpError(409, "memory_changed", "neither memory is valid any more; there is nothing to merge");
+      const [row] = await tx<{ id: string }[]>`
+        insert into public.devai_memories
+          (owner_id, content, embedding, embedding_model, memory_type, namespace, priority, source, strength, base_strength, importance, metadata)
+        values (${tenant.tenantId}, ${merged!.text}, ${toVectorLiteral(vector!)}::extensions.vector, ${deps.embedder.model}, ${b.memory_type},
+                ${b.namespace}, 'highest', 'correction', 1, 1, ${Math.max(...valid.map((v) => v.importance))},
+                ${tx.json({ contradiction_id: id })})
+        returning id`;
+      mergedId = row!.id;
+      await linkEntitiesByRules(tx, [{ id: mergedId, content: merged!.text }]);
+      for (const drop of alive) await supersedeMemory(tx, tenant.tenantId, mergedId, drop, { strength: 1, evidence });
+    }
+    await tx`
+      update public.memory_contradictions
+         set resolution = ${body.resolution}, resolved_at = now(), resolved_by = ${tenant.actor}, note = ${body.note ?? null},
+             merged_id = ${mergedId}
+       where id = ${id}`;
+    return id;
+  }, { threadId: body.thread_id });
+  const [row] = await withTenant(deps.sql, tenant, (tx) => select(tx, tx`c.id = ${resolvedId}`, 1));
+  return iso(row!);
+}
+
+async function loadOpen(tx: Tx, id: string) {
+  const [c] = await tx<{ memory_a: string; memory_b: string; resolution: string | null }[]>`
+    select memory_a, memory_b, resolution from public.memory_contradictions where id = ${id} for update`;
+  if (!c) throw new HttpError(404, "not_found", `contradiction ${id} not found`);
+  if (c.resolution) throw new HttpError(409, "already_resolved", `contradiction ${id} was resolved already (${c.resolution})`);
+  return c;
+}
+
+function iso(c: Contradiction): Contradiction {
+  const d = (v: unknown) => (v == null ? null : v instanceof Date ? v.toISOString() : String(v));
+  return { ...c, detected_at: d(c.detected_at)!, resolved_at: d(c.resolved_at) };
+}

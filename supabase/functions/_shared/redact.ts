@@ -1,0 +1,233 @@
+// The one secret redactor. Coding sessions carry API keys, tokens, private keys and connection
+// strings; a memory must never store them, and no model is ever shown them. Every writer (rules, LLM
+// extraction, compaction, remember, correct, episodes, consolidation, insights) passes its text
+// through redactSecrets before storing it or sending it to a model: each secret becomes
+// `[REDACTED:<kind>]`, and a text that is nothing but a secret is dropped by its writer.
+// docs/redaction.md lists what is caught and what is left alone (git SHAs, UUIDs, lockfile hashes).
+//
+// Every pattern is a plain scan with bounded repetitions (no nested quantifiers), so the work is
+// linear in the text's length whatever it holds.
+
+export const SECRET_KINDS = [
+  "private_key",
+  "supabase_service_role_jwt",
+  "jwt",
+  "anthropic_key",
+  "openai_key",
+  "aws_access_key",
+  "gcp_api_key",
+  "gcp_oauth_token",
+  "github_token",
+  "stripe_key",
+  "slack_token",
+  "supabase_secret_key",
+  "password",
+  "bearer_token",
+  "url_secret",
+  "secret_assignment",
+] as const;
+export type SecretKind = typeof SECRET_KINDS[number];
+
+export type RedactionCounts = Partial<Record<SecretKind, number>>;
+
+export interface Redaction {
+  text: string;
+  /** Secrets replaced, by kind. */
+  counts: RedactionCounts;
+  total: number;
+  /** Nothing is left but the secrets (and the names they were assigned to): the writer drops the text. */
+  onlySecret: boolean;
+}
+
+export const marker = (kind: SecretKind) => `[REDACTED:${kind}]`;
+const MARKER_RE = /\[REDACTED:[a-z_]{1,40}\]/g;
+
+// A value that stands for a secret rather than being one: `<your-key>`, `${TOKEN}`, `$TOKEN`, `***`,
+// `changeme`, `process.env.X`, … (documentation and examples keep them).
+const PLACEHOLDER = /^(?:<[^>]*>|\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|%[A-Za-z_][A-Za-z0-9_]*%|\{\{[^}]*\}\}|[x*.#-]{3,}|\[REDACTED:[a-z_]+\]|(?:your|my|the)[-_ ]?\w*|changeme|change[-_]me|example\w*|secret|password|token|null|none|nil|undefined|true|false|required|optional|(?:process\.env|Deno\.env|os\.environ|env)\b.*|\w+\(.*\)?)$/i;
+
+const isPlaceholder = (value: string) => PLACEHOLDER.test(value.replace(/^["'`]|["'`]$/g, ""));
+
+/** Names whose value is a secret: `OPENAI_API_KEY`, `db_password`, `client_secret`, `GITHUB_TOKEN`, `SENTRY_DSN`. */
+const SECRET_NAME = /(?:^|[_.-])(?:secret|secrets|token|passwd|password|pwd|pass|passphrase|credentials?|dsn|auth|api[_-]?key|apikey|access[_-]?key|secret[_-]?key|private[_-]?key|signing[_-]?key|encryption[_-]?key|master[_-]?key|service[_-]?role[_-]?key|client[_-]?secret|[a-z0-9]+[_-]key)$/i;
+/** Key names that are not secrets although they end like one. */
+const PUBLIC_NAME = /public|publishable|anon|primary|foreign|sort|cache|partition|idempotency|lookup|hash|map|object|index|unique|keyboard|hotkey|monkey|turkey|donkey|_id$|length|ttl|expir|timeout|url$|uri$|path$|file$|name$|type$|header$|count$|max|min|mode$/i;
+
+function secretName(name: string): boolean {
+  return SECRET_NAME.test(name) && !PUBLIC_NAME.test(name);
+}
+
+function looksRandom(value: string): boolean {
+  // A quoted or unquoted value after `key: ` in prose is only taken for a secret when it looks
+  // like one: long enough, and mixing letters with digits or symbols.
+  const v = value.replace(/^["'`]|["'`]$/g, "");
+  return v.length >= 8 && /[A-Za-z]/.test(v) && /[0-9_+/=-]/.test(v) && !/\s/.test(v);
+}
+
+interface Rule {
+  kind: SecretKind | ((secret: string, match: string) => SecretKind);
+  re: RegExp;
+  /** The capture groups that may hold the secret, the first one set wins (the rest of the match is kept); none: the whole match. */
+  group?: number[];
+  /** Extra check on the secret (look-alikes that pass the pattern). */
+  accept?: (secret: string, match: RegExpExecArray) => boolean;
+}
+
+/** A JWT whose payload says role service_role is a Supabase service key: it bypasses row level security. */
+function jwtKind(token: string): SecretKind {
+  try {
+    const payload = token.split(".")[1]!.replace(/-/g, "+").replace(/_/g, "/");
+    const claims = JSON.parse(atob(payload + "=".repeat((4 - (payload.length % 4)) % 4)));
+    return claims?.role === "service_role" ? "supabase_service_role_jwt" : "jwt";
+  } catch {
+    return "jwt";
+  }
+}
+
+const mixedCase = (s: string) => /[a-z]/.test(s) && /[A-Z]/.test(s) && /[0-9]/.test(s);
+
+// Order matters: what is specific first, so a key inside an assignment is named by its provider.
+const RULES: Rule[] = [
+  {
+    kind: "private_key",
+    re: /-----BEGIN (?:[A-Z0-9]{1,20} ){0,4}PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END (?:[A-Z0-9]{1,20} ){0,4}PRIVATE KEY(?: BLOCK)?-----|$)/g,
+  },
+  { kind: jwtKind, re: /\beyJ[A-Za-z0-9_-]{8,4096}\.eyJ[A-Za-z0-9_-]{8,8192}\.[A-Za-z0-9_-]{8,4096}/g },
+  { kind: "anthropic_key", re: /\bsk-ant-(?:api|admin|oat|sid)[0-9]{2}-[A-Za-z0-9_-]{20,400}/g },
+  {
+    kind: "openai_key",
+    re: /\bsk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{20,400}/g,
+    // "sk-learn-compatible-estimators" is prose: a key mixes cases and digits.
+    accept: (s) => mixedCase(s.slice(3)) && !s.startsWith("sk-ant-"),
+  },
+  { kind: "aws_access_key", re: /\b(?:AKIA|ASIA|ABIA|ACCA|AROA|AIDA|ANPA|AGPA)[A-Z0-9]{16}\b/g },
+  { kind: "gcp_api_key", re: /\bAIza[0-9A-Za-z_-]{35}\b/g },
+  { kind: "gcp_oauth_token", re: /\bya29\.[0-9A-Za-z_-]{20,2048}/g },
+  { kind: "github_token", re: /\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b/g },
+  { kind: "stripe_key", re: /\b(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,247}|whsec_[A-Za-z0-9]{20,247})\b/g },
+  { kind: "slack_token", re: /\bxox[abposr]-[A-Za-z0-9-]{10,250}/g },
+  { kind: "supabase_secret_key", re: /\bsb_secret_[A-Za-z0-9_-]{16,200}/g },
+  // scheme://user:password@host: the password only.
+  {
+    kind: "password",
+    re: /\b[a-z][a-z0-9+.-]{1,20}:\/\/[^\s:@/?#'"`[\]]{1,256}:([^\s@/'"`[\]]{1,256})@/gi,
+    group: [1],
+    accept: (s) => !isPlaceholder(s),
+  },
+  // Authorization: Bearer <token>, Basic <credentials>.
+  {
+    kind: "bearer_token",
+    re: /\b(?:Bearer|Basic|Token)\s+([A-Za-z0-9._~+/-]{16,4096}=*)/g,
+    group: [1],
+    accept: (s) => /[0-9]/.test(s) && /[A-Za-z]/.test(s) && !isPlaceholder(s),
+  },
+  // ?access_token=…&api_key=… in URLs.
+  {
+    kind: "url_secret",
+    re: /[?&](?:access_token|refresh_token|id_token|token|api_key|apikey|key|secret|client_secret|password|sig|signature|auth)=([^&\s#'"`]{6,2048})/gi,
+    group: [1],
+    accept: (s) => !isPlaceholder(s),
+  },
+  // --password=…, --token … of command lines.
+  {
+    kind: (_s, m) => (/pass/i.test(m) ? "password" : "secret_assignment"),
+    re: /(?:^|\s)--?(?:password|passwd|token|api-key|apikey|secret|auth-token|access-token)(?:=|\s+)(?:"([^"\n]{1,512})"|'([^'\n]{1,512})'|([^\s'"`-][^\s'"`]{3,511}))/gi,
+    group: [1, 2, 3],
+    accept: (s) => !isPlaceholder(s),
+  },
+  // NAME=value (.env, shells, DSNs `password=…`) and name: value (YAML, JSON) for names of secrets.
+  {
+    kind: "secret_assignment",
+    re: /(["']?)(?<![A-Za-z0-9_.-])([A-Za-z_][A-Za-z0-9_.-]{0,80})\1[ \t]{0,8}(=|:)[ \t]{0,8}(?:"([^"\n]{1,512})"|'([^'\n]{1,512})'|([^\s"'`,;)}\]]{1,512}))/g,
+    group: [4, 5, 6],
+    // After `=` (.env, shells, DSNs) any value; after `:` a quoted one (JSON, YAML) or one that looks random.
+    accept: (s, m) => secretName(m[2]!) && !isPlaceholder(s) && (m[3] === "=" || m[6] === undefined || looksRandom(s)),
+  },
+];
+
+const PASSWORD_NAME = /(?:^|[_.-])(?:passwd|password|pwd|pass|passphrase)$/i;
+
+/** Replaces every secret in `text` by `[REDACTED:<kind>]`. */
+export function redactSecrets(text: string): Redaction {
+  const counts: RedactionCounts = {};
+  let total = 0;
+  let out = text;
+  for (const rule of RULES) {
+    rule.re.lastIndex = 0;
+    out = out.replace(rule.re, (...args: unknown[]) => {
+      const match = args[0] as string;
+      const groups = args.slice(1, -2) as (string | undefined)[];
+      const exec = [match, ...groups] as unknown as RegExpExecArray;
+      const secret = rule.group ? rule.group.map((g) => groups[g - 1]).find((g) => g !== undefined) : match;
+      if (!secret || secret.includes("[REDACTED:")) return match;
+      if (rule.accept && !rule.accept(secret, exec)) return match;
+      let kind = typeof rule.kind === "function" ? rule.kind(secret, match) : rule.kind;
+      if (kind === "secret_assignment" && PASSWORD_NAME.test(exec[2] ?? "")) kind = "password";
+      counts[kind] = (counts[kind] ?? 0) + 1;
+      total++;
+      if (!rule.group) return marker(kind);
+      // Keep what surrounds the secret (the name, the URL, the quotes' owner).
+      const at = match.lastIndexOf(secret);
+      return match.slice(0, at) + marker(kind) + match.slice(at + secret.length);
+    });
+  }
+  return { text: out, counts, total, onlySecret: total > 0 && nothingButSecrets(out) };
+}
+
+// What may surround a secret without saying anything: assignment keywords, the names secrets are
+// assigned to (ALL_CAPS_WITH_UNDERSCORES or a secret's name), the auth scheme words.
+const FILLER_WORDS = new Set(["export", "set", "setx", "env", "bearer", "basic", "token", "authorization", "auth", "key", "api", "secret", "password", "is", "the", "my", "here", "use", "this", "it"]);
+
+function nothingButSecrets(redacted: string): boolean {
+  const words = redacted.replace(MARKER_RE, " ").match(/[\p{L}\p{N}][\p{L}\p{N}_.-]*/gu) ?? [];
+  return words.every((w) => FILLER_WORDS.has(w.toLowerCase()) || /^[A-Z0-9]+(?:_[A-Z0-9]+)+$/.test(w) || secretName(w));
+}
+
+/** Sums counts (for a writer that redacts several texts). */
+export function addCounts(into: RedactionCounts, from: RedactionCounts): RedactionCounts {
+  for (const [k, n] of Object.entries(from) as [SecretKind, number][]) into[k] = (into[k] ?? 0) + n;
+  return into;
+}
+
+export interface ChatLike {
+  content?: unknown;
+  tool_calls?: unknown;
+  [k: string]: unknown;
+}
+
+/**
+ * A chat transcript with every text redacted (string contents, text parts, tool call arguments),
+ * everything else as it was; the counts of what was replaced. For transcripts a writer stores
+ * (memory-extract's job payload).
+ */
+export function redactMessages<M extends ChatLike>(messages: readonly M[]): { messages: M[]; counts: RedactionCounts; total: number } {
+  const counts: RedactionCounts = {};
+  let total = 0;
+  const clean = (s: string) => {
+    const r = redactSecrets(s);
+    addCounts(counts, r.counts);
+    total += r.total;
+    return r.text;
+  };
+  const out = messages.map((m) => {
+    let next: M = m;
+    if (typeof m.content === "string") next = { ...next, content: clean(m.content) };
+    else if (Array.isArray(m.content)) {
+      next = {
+        ...next,
+        content: m.content.map((p) => (p && typeof p === "object" && typeof (p as { text?: unknown }).text === "string" ? { ...p, text: clean((p as { text: string }).text) } : p)),
+      };
+    }
+    if (Array.isArray(m.tool_calls)) {
+      next = {
+        ...next,
+        tool_calls: m.tool_calls.map((c) => {
+          const args = (c as { function?: { arguments?: unknown } })?.function?.arguments;
+          return typeof args === "string" ? { ...c, function: { ...(c as { function: object }).function, arguments: clean(args) } } : c;
+        }),
+      };
+    }
+    return next;
+  });
+  return { messages: out, counts, total };
+}

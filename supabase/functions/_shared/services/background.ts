@@ -1,0 +1,90 @@
+// The background intelligence's operations of the memory API (docs/consolidation.md), for the HTTP
+// routes and the MCP tools alike: consolidation now, re-embedding, contradictions, consent
+// proposals, the agent's checkpoints. Each takes the tenant and its validated input and runs as the
+// tenant (RLS): another tenant's id is a 404, like an unknown one.
+import { type CheckpointSaveRequest, loadCheckpointJson, type SavedCheckpoint, saveCheckpoint } from "../checkpoints.ts";
+import {
+  type Contradiction,
+  type ContradictionListQuery,
+  listContradictions,
+  resolveContradiction,
+  type ResolveRequest,
+} from "../contradictions.ts";
+import type { TenantContext } from "../db.ts";
+import { HttpError } from "../http.ts";
+import { runInBackground } from "../jobs.ts";
+import type { ConsolidateRequest, ReindexRequest } from "../memories/background-schemas.ts";
+import {
+  decideProposal,
+  getProposal,
+  listProposals,
+  type Proposal,
+  type ProposalAction,
+  type ProposalDecision,
+  type ProposalListQuery,
+} from "../proposals.ts";
+import { type ReindexStatus, startReindex } from "../reindex.ts";
+import { type ConsolidationReport, consolidateTenant } from "../tenant-consolidation.ts";
+import type { ServiceDeps } from "./deps.ts";
+
+function kick(deps: ServiceDeps): void {
+  if (deps.kickWorker) runInBackground(deps.kickWorker, "memory worker kick");
+}
+
+/** Tonight's consolidation, now, for the tenant, within the day's caps; a dry run writes nothing. */
+export async function consolidate(deps: ServiceDeps, tenant: TenantContext, body: ConsolidateRequest): Promise<ConsolidationReport> {
+  const report = await consolidateTenant(deps, { ownerId: tenant.tenantId, trigger: "api", dryRun: body.dry_run, now: deps.clock() });
+  if (!body.dry_run) kick(deps);
+  return report;
+}
+
+/** The tenant's memories per embedding model, and (unless a dry run) their re-embedding queued. */
+export async function reindex(
+  deps: ServiceDeps,
+  tenant: TenantContext,
+  body: ReindexRequest,
+): Promise<ReindexStatus & { started: boolean; dry_run: boolean }> {
+  const status = await startReindex(deps, tenant, { dryRun: body.dry_run, now: deps.clock() });
+  if (status.started) kick(deps);
+  return status;
+}
+
+export async function contradictions(deps: ServiceDeps, tenant: TenantContext, q: ContradictionListQuery): Promise<Contradiction[]> {
+  return await listContradictions(deps.sql, tenant, q);
+}
+
+export async function resolve(deps: ServiceDeps, tenant: TenantContext, id: string, body: ResolveRequest): Promise<Contradiction> {
+  return await resolveContradiction(deps, tenant, id, body);
+}
+
+export async function proposals(deps: ServiceDeps, tenant: TenantContext, q: ProposalListQuery): Promise<Proposal[]> {
+  return await listProposals(deps.sql, tenant, q);
+}
+
+export async function proposal(deps: ServiceDeps, tenant: TenantContext, id: string): Promise<{ proposal: Proposal; history: ProposalDecision[] }> {
+  const found = await getProposal(deps.sql, tenant, id);
+  if (!found) throw new HttpError(404, "not_found", `proposal ${id} not found`);
+  return found;
+}
+
+export async function decide(
+  deps: ServiceDeps,
+  tenant: TenantContext,
+  id: string,
+  action: ProposalAction,
+): Promise<{ proposal: Proposal; memory_id: string | null }> {
+  const result = await decideProposal(deps, tenant, id, action);
+  if (result.memory_id && deps.llm) kick(deps);
+  return result;
+}
+
+export async function saveThreadCheckpoint(deps: ServiceDeps, tenant: TenantContext, thread: string, body: CheckpointSaveRequest): Promise<SavedCheckpoint> {
+  return await saveCheckpoint(deps.sql, tenant, thread, body);
+}
+
+/** The thread's checkpoint as JSON text (the state as stored), or a 404. */
+export async function loadThreadCheckpoint(deps: ServiceDeps, tenant: TenantContext, thread: string): Promise<{ json: string; version: number }> {
+  const found = await loadCheckpointJson(deps.sql, tenant, thread);
+  if (!found) throw new HttpError(404, "not_found", `no checkpoint for thread ${thread}`);
+  return found;
+}

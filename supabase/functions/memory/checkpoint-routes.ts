@@ -1,0 +1,42 @@
+// The agent's checkpointer (docs/consolidation.md#checkpoints), a thin adapter over
+// _shared/services/background.ts:
+//   PUT /memory/checkpoints/{thread_id}   {state, version?} → 201 created | 200 saved, {version, …};
+//                                         409 version_conflict for a stale version, 413 over MAX_CHECKPOINT_BYTES
+//   GET /memory/checkpoints/{thread_id}   → {thread_id, version, state, size_bytes, created_at, updated_at}, ETag "<version>"
+// Another tenant's thread is a 404, like an unknown one.
+import { checkpointThreadId, CheckpointSaveRequest } from "../_shared/checkpoints.ts";
+import { corsHeaders } from "../_shared/cors.ts";
+import { json, methodNotAllowed, parseJsonBody, validate } from "../_shared/http.ts";
+import { loadThreadCheckpoint, saveThreadCheckpoint } from "../_shared/services/background.ts";
+import type { ServiceDeps } from "../_shared/services/deps.ts";
+import { type Ctx, type MemoryApp, who } from "./routing.ts";
+
+const PATH = "/memory/checkpoints/:thread_id";
+const threadOf = (c: Ctx) => validate(checkpointThreadId, c.req.param("thread_id"), "thread id");
+
+export function registerCheckpointRoutes(app: MemoryApp, deps: ServiceDeps): void {
+  const max = deps.config.maxCheckpointBytes;
+
+  app.put(PATH, async (c) => {
+    const thread = threadOf(c);
+    const body = await parseJsonBody(c.req.raw, CheckpointSaveRequest, max, {
+      tooLarge: `a checkpoint is at most ${max} bytes (MAX_CHECKPOINT_BYTES): keep large artefacts out of the ` +
+        "state (store a reference), or raise MAX_CHECKPOINT_BYTES on the server",
+    });
+    const { created, ...info } = await saveThreadCheckpoint(deps, who(c), thread, body);
+    return json(info, created ? 201 : 200, { etag: `"${info.version}"` });
+  });
+
+  app.get(PATH, async (c) => {
+    const found = await loadThreadCheckpoint(deps, who(c), threadOf(c));
+    // The stored JSON as it is: a large state is never parsed and serialised again.
+    return new Response(found.json, {
+      status: 200,
+      headers: { ...corsHeaders, "content-type": "application/json; charset=utf-8", etag: `"${found.version}"` },
+    });
+  });
+
+  app.all(PATH, () => {
+    throw methodNotAllowed(["GET", "PUT"]);
+  });
+}

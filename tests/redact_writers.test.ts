@@ -1,0 +1,154 @@
+// No secret in memory, through every writer: remember and correct (redacted; nothing but a secret
+// is a 422 that writes nothing), episodes (redacted; a message that is only a secret is dropped),
+// memory-extract (the queued transcript, the model's prompt, what is stored), compaction (the
+// model's prompt and the stored summary), memory-dedup's queued candidates; and the counts in
+// memory/stats. With the fake LLM: a model never sees a secret.
+import assert from "node:assert/strict";
+import { createHandler as createCompact } from "../supabase/functions/memory-compact/handler.ts";
+import { COMPACTION_MARK } from "../supabase/functions/memory-compact/prompt.ts";
+import { createHandler as createDedup } from "../supabase/functions/memory-dedup/handler.ts";
+import { createHandler as createExtract } from "../supabase/functions/memory-extract/handler.ts";
+import { reply } from "./fake_openai.ts";
+import { userHeaders } from "./support/auth.ts";
+import { memoryApi } from "./support/memory-api.ts";
+import { newTenant, tenantWrites } from "./support/seed.ts";
+import { drainAll, writeEnv } from "./write_helpers.ts";
+
+const opts = { sanitizeOps: false, sanitizeResources: false };
+const KEY = "sk-proj-Zx8Kq2Lm5Np7Rt1Vw4Yb6Cd9Fg3Hj0Mn2Pq5St8Uv1Wx4Yz7Ab0Cd3Ef6Gh9Ij2Kl5";
+const PAT = "ghp_Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6J7k8L9";
+const DSN = "postgres://app:Sup3r-S3cret-Pw@db.internal:5432/shop";
+const EXTRACT_MARK = "What from this conversation would help you do a better job next time?";
+
+const leaked = (text: string) => [KEY, PAT, "Sup3r-S3cret-Pw"].filter((s) => text.includes(s));
+
+Deno.test({ name: "remember and correct store the redacted text; a statement that is only a secret is a 422 writing nothing", ...opts }, async () => {
+  const env = await writeEnv({ withLlm: false });
+  try {
+    const t = newTenant();
+    const api = memoryApi(env.sql);
+    const r = await api("POST", "/memory/remember", { as: t, body: { content: `The staging database is ${DSN}`, project: "shop" } });
+    assert.equal(r.status, 201);
+    assert.equal(r.body.memory.content, "The staging database is postgres://app:[REDACTED:password]@db.internal:5432/shop");
+
+    const before = await tenantWrites(env.sql, t);
+    for (const content of [KEY, `export OPENAI_API_KEY=${KEY}`]) {
+      const only = await api("POST", "/memory/remember", { as: t, body: { content } });
+      assert.deepEqual([only.status, only.body.error.code], [422, "only_secret"]);
+    }
+    assert.deepEqual(await tenantWrites(env.sql, t), before);
+
+    const c = await api("POST", `/memory/${r.body.memory.id}/correct`, { as: t, body: { content: `CI pushes with the token ${PAT}` } });
+    assert.equal(c.status, 201);
+    assert.equal(c.body.memory.content, "CI pushes with the token [REDACTED:github_token]");
+
+    const rows = await env.sql<{ content: string }[]>`select content from public.devai_memories where owner_id = ${t}`;
+    const history = await env.sql<{ new_content: string | null }[]>`select new_content from public.memory_history where owner_id = ${t}`;
+    assert.deepEqual(leaked(JSON.stringify([rows, history])), []);
+    const stats = await api("GET", "/memory/stats", { as: t });
+    assert.deepEqual(stats.body.redactions, { total: 2, dropped: 0, by_kind: { password: 1, github_token: 1 }, by_writer: { remember: 1, correct: 1 } });
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test({ name: "episodes are stored redacted; a message that is only a secret is dropped, also when sent again", ...opts }, async () => {
+  const env = await writeEnv({ withLlm: false });
+  try {
+    const t = newTenant();
+    const api = memoryApi(env.sql);
+    const body = { session_id: "s1", messages: [
+      { role: "user", content: `connect with ${DSN} please` },
+      { role: "user", content: KEY },
+      { role: "assistant", content: "Connected." },
+    ] };
+    const r = await api("POST", "/memory/episodes", { as: t, body });
+    assert.equal(r.status, 201);
+    assert.deepEqual([r.body.stored, r.body.dropped, r.body.redacted, r.body.duplicates], [2, 1, 1, 0]);
+    assert.deepEqual(r.body.episodes[1], { id: null, seq: null, role: "user", duplicate: false, dropped: true });
+    assert.deepEqual(r.body.episodes.map((e: { seq: number | null }) => e.seq), [0, null, 1]);
+    const again = await api("POST", "/memory/episodes", { as: t, body });
+    assert.deepEqual([again.status, again.body.stored, again.body.duplicates, again.body.dropped], [200, 0, 2, 1]);
+    const rows = await env.sql<{ content: string }[]>`select content from public.devai_memories where owner_id = ${t} order by (metadata ->> 'seq')::int`;
+    assert.deepEqual(rows.map((x) => x.content), ["connect with postgres://app:[REDACTED:password]@db.internal:5432/shop please", "Connected."]);
+    assert.equal((await api("GET", "/memory/stats", { as: t })).body.redactions.dropped, 2);
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test({ name: "extraction: the queued transcript, the model's prompt and the stored memories hold no secret", ...opts }, async () => {
+  const env = await writeEnv();
+  try {
+    const t = newTenant();
+    // A model that echoes secrets back: its candidates are redacted, one that is only a secret dropped.
+    env.fake.onChat(EXTRACT_MARK, reply.json({ stored: [
+      { content: `Deploys authenticate with the GitHub token ${PAT}.`, type: "semantic", namespace: "devai/project/shop/deploy", source: "discovery", priority: "high", importance: 4 },
+      { content: `OPENAI_API_KEY=${KEY}`, type: "semantic", namespace: "devai/project/shop/env", source: "discovery", priority: "high", importance: 4 },
+    ] }));
+    const handler = createExtract({ ...env.deps, kickWorker: () => Promise.resolve() });
+    const messages = [
+      { role: "user", content: `deploy with ${PAT}.\nRemember that the staging database is ${DSN}` },
+      { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "bash", arguments: JSON.stringify({ cmd: `OPENAI_API_KEY=${KEY} npm run eval` }) } }] },
+      { role: "tool", tool_call_id: "c1", content: "ok" },
+    ];
+    const res = await handler(new Request("http://local/functions/v1/memory-extract", {
+      method: "POST", headers: await userHeaders(t), body: JSON.stringify({ session_id: "s1", messages, project: "shop" }),
+    }));
+    assert.equal(res.status, 202);
+    const [job] = await env.sql`select payload from public.memory_jobs where owner_id = ${t}`;
+    assert.deepEqual(leaked(JSON.stringify(job!.payload)), [], "the queued transcript is redacted");
+
+    await drainAll(env.deps, t);
+    assert.deepEqual(leaked(JSON.stringify(env.fake.chatRequests().map((q) => q.body))), [], "the model never saw a secret");
+    const rows = await env.sql<{ content: string }[]>`select content from public.devai_memories where owner_id = ${t} order by content`;
+    assert.deepEqual(rows.map((x) => x.content), [
+      "Deploys authenticate with the GitHub token [REDACTED:github_token].",
+      "The staging database is postgres://app:[REDACTED:password]@db.internal:5432/shop.",
+    ]);
+    const [extract] = await env.sql`select result from public.memory_jobs where owner_id = ${t} and kind = 'extract'`;
+    assert.deepEqual([extract!.result.stats.redacted, extract!.result.stats.secrets_dropped], [1, 1]);
+    const stats = await memoryApi(env.sql)("GET", "/memory/stats", { as: t });
+    assert.ok(stats.body.redactions.total >= 4 && stats.body.redactions.dropped === 1, JSON.stringify(stats.body.redactions));
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test({ name: "compaction and memory-dedup: no secret to the model, in the stored summary or in a queued candidate", ...opts }, async () => {
+  const env = await writeEnv();
+  try {
+    const t = newTenant();
+    env.fake.onChat(COMPACTION_MARK, reply.json({ summary: `Set up the deploy; the token is ${PAT}.`, candidates: [] }));
+    const compact = createCompact({ ...env.deps, kickWorker: () => Promise.resolve() });
+    const messages = [
+      { role: "system", content: "You are DevAI." },
+      ...Array.from({ length: 8 }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: `step ${i}: export GH_TOKEN=${PAT} ${"and more words ".repeat(150)}` })),
+    ];
+    const res = await compact(new Request("http://local/functions/v1/memory-compact", {
+      method: "POST", headers: await userHeaders(t), body: JSON.stringify({ session_id: "s1", messages, trigger_tokens: 1000, target_chunk_tokens: 1500 }),
+    }));
+    const out = await res.json();
+    assert.equal(out.compacted, true, JSON.stringify(out).slice(0, 300));
+    assert.deepEqual(leaked(JSON.stringify(env.fake.chatRequests().map((q) => q.body.messages))), []);
+    assert.deepEqual(leaked(out.summary), []);
+    const [stored] = await env.sql`select summary from public.memory_session_summaries where owner_id = ${t}`;
+    assert.deepEqual(leaked(stored!.summary), []);
+
+    const dedup = createDedup({ ...env.deps, kickWorker: () => Promise.resolve() });
+    const queued = await dedup(new Request("http://local/functions/v1/memory-dedup", {
+      method: "POST", headers: await userHeaders(t),
+      body: JSON.stringify({ candidates: [{ content: `The CI token is ${PAT}.`, type: "semantic", source: "discovery", priority: "high", importance: 3 }] }),
+    }));
+    assert.equal(queued.status, 202);
+    const [job] = await env.sql`select payload from public.memory_jobs where owner_id = ${t} and kind = 'dedup' and idempotency_key like 'api:%'`;
+    assert.deepEqual(leaked(JSON.stringify(job!.payload)), []);
+    const onlySecret = await dedup(new Request("http://local/functions/v1/memory-dedup", {
+      method: "POST", headers: await userHeaders(t),
+      body: JSON.stringify({ candidates: [{ content: KEY, type: "semantic", source: "discovery", priority: "high", importance: 3 }] }),
+    }));
+    assert.equal(onlySecret.status, 422);
+  } finally {
+    await env.close();
+  }
+});
