@@ -3,13 +3,14 @@
 // called; what they answer is what the HTTP API answers (the same operations); another tenant's
 // token never sees a memory; no or a bad credential is a 401 with WWW-Authenticate pointing at the
 // RFC 9728 metadata; bad input is a tool error that writes nothing; an agent token selects the
-// allowlist memory.query applies.
+// allowlist memory.query applies; the tenant's rate limits apply per tool call.
 import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import { userToken } from "./support/auth.ts";
 import { functionJson, type RunningServer, startTestServer } from "./support/http_server.ts";
+import { overrideSettings } from "./support/lifecycle.ts";
 import { newTenant, tenantWrites, testSql } from "./support/seed.ts";
 
 const TOOLS = [
@@ -355,6 +356,29 @@ Deno.test("mcp: an agent token acts for its user as its agent, whose allowlist q
     } finally {
       await reviewer.close();
       await coder.close();
+    }
+  });
+});
+
+Deno.test("mcp: writing tools are charged to the tenant's write budget, reading tools to its read budget", async () => {
+  await withServer(async (server) => {
+    const sql = testSql(2);
+    const limits = await overrideSettings(sql, { rate_limit_write_burst: 2, rate_limit_write_per_minute: 6 });
+    const tenant = newTenant();
+    const client = await asUser(server, tenant);
+    try {
+      for (const n of [1, 2]) await ok(client, "remember_fact", { content: `Rate limited fact number ${n}` });
+      const refused = await toolError(client, "remember_fact", { content: "One fact too many" }, "rate_limited");
+      assert.match(refused, /retry after 10 s/);
+      const [row] = await sql<
+        { n: number }[]
+      >`select count(*)::int as n from public.devai_memories where owner_id = ${tenant}`;
+      assert.equal(row!.n, 2, "the refused call wrote nothing");
+      await ok(client, "search_memory", { message: "which facts are rate limited?" });
+    } finally {
+      await client.close();
+      await limits.restore();
+      await sql.end();
     }
   });
 });

@@ -13,7 +13,11 @@ import type { MemoryDeps } from "./services/deps.ts";
 export function workerDepsFromEnv(applicationName: string): WorkerDeps {
   const config = loadConfig();
   return {
-    sql: createSql(config.databaseUrl, { max: config.dbPoolMax, applicationName, statementTimeoutMs: config.dbStatementTimeoutMs }),
+    sql: createSql(config.databaseUrl, {
+      max: config.dbPoolMax,
+      applicationName,
+      statementTimeoutMs: config.dbStatementTimeoutMs,
+    }),
     config,
     embedder: createEmbedder(config),
     llm: createLlm(config),
