@@ -187,6 +187,9 @@ Deno.test("agent tokens: issued once, hashed, usable at once; revoked or expired
       const other = { authorization: `Bearer ${await userToken(newTenant())}` };
       assert.equal((await http(server, `memory/agent-tokens/${issued.body.id}/revoke`, other, {})).status, 404);
 
+      // An agent token is a tenant's credential: the cross-tenant worker refuses it (403, not "unknown token").
+      assert.equal((await http(server, "memory-worker", asAgent, {})).body.error.code, "forbidden_role");
+
       const revoked = await http(server, `memory/agent-tokens/${issued.body.id}/revoke`, session, {});
       assert.equal(revoked.status, 200);
       assert.equal(revoked.body.changed, true);

@@ -243,8 +243,8 @@ export async function authenticateConfigCaller(req: Request, config: AuthConfig,
 }
 
 /** For worker endpoints that act across tenants: only service_role (a secret key or service_role JWT) passes. */
-export async function requireServiceRole(req: Request, config: AuthConfig): Promise<void> {
-  const identity = await identify(req, config);
+export async function requireServiceRole(req: Request, config: AuthConfig, sql?: Sql): Promise<void> {
+  const identity = await identify(req, config, sql);
   if (identity.role !== "service_role") {
     throw new HttpError(403, "forbidden_role", "this endpoint needs a service_role token");
   }
