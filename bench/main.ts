@@ -1,7 +1,7 @@
 // `npm run bench` entry point (scripts/bench.sh provisions the database and calls this).
 //
 //   deno run -A --config supabase/functions/deno.json bench/main.ts [--size 10k|100k|1m]
-//        [--suites retrieval,lifecycle,handler,write,graph,hostile,peer] [--seed 42] [--no-load] [--quick]
+//        [--suites retrieval,lifecycle,handler,write,graph,hostile,context,peer] [--seed 42] [--no-load] [--quick]
 //
 // Writes bench/results/<suite>.json (machine, versions, settings, figures), prints a table and
 // redraws the SVG charts in bench/results/ from every results file present.
@@ -15,10 +15,11 @@ import { runWrite } from "./suites/write.ts";
 import { runGraph } from "./suites/graph.ts";
 import { runHostile } from "./suites/hostile.ts";
 import { runPeer } from "./suites/peer.ts";
+import { runContext } from "./suites/context.ts";
 import { machineInfo, writeResult } from "./report.ts";
 import { renderCharts } from "./chart.ts";
 
-const ALL_SUITES = ["retrieval", "lifecycle", "handler", "write", "graph", "hostile", "peer"] as const;
+const ALL_SUITES = ["retrieval", "lifecycle", "handler", "write", "graph", "hostile", "context", "peer"] as const;
 type SuiteName = typeof ALL_SUITES[number];
 
 interface Args {
@@ -44,7 +45,7 @@ function parseArgs(argv: string[]): Args {
     else if (k === "--no-load") a.load = false;
     else if (k === "--quick") a.quick = true;
     else if (k === "--help" || k === "-h") {
-      console.log("usage: npm run bench -- [--size 10k|100k|1m] [--suites retrieval,lifecycle,handler,write,graph,hostile,peer] [--seed N] [--no-load] [--quick]");
+      console.log("usage: npm run bench -- [--size 10k|100k|1m] [--suites retrieval,lifecycle,handler,write,graph,hostile,context,peer] [--seed N] [--no-load] [--quick]");
       Deno.exit(0);
     } else throw new Error(`unknown argument ${k}`);
   }
@@ -114,6 +115,10 @@ async function main() {
       printed.push(r.table);
     } else if (suite === "hostile") {
       const r = await runHostile(sql, url, corpus);
+      result = r;
+      printed.push(r.table);
+    } else if (suite === "context") {
+      const r = await runContext(sql, url, { deadline, requests: args.quick ? 20 : 60, seed: args.seed });
       result = r;
       printed.push(r.table);
     } else if (suite === "peer") {

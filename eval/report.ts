@@ -1,6 +1,7 @@
 // The eval's figures: computed from the per-question records, printed as tables, kept as JSON.
 import { type EvalDataset, QUESTION_CATEGORIES, type QuestionCategory } from "./dataset.ts";
 import { mean, percentile, type QualityFigures, qualityOf } from "./metrics.ts";
+import type { ScenarioFigures, ScenarioRecord } from "./scenarios.ts";
 
 export interface MethodRecord {
   /** Dataset ids, best first. */
@@ -49,6 +50,8 @@ export interface EvalReport {
     by_category: Partial<Record<QuestionCategory, QualityFigures>>;
     latency_ms: { p50: number; p95: number; n: number };
   }>;
+  /** Signal scenarios (eval/scenarios.ts): per budget, overall and per kind. */
+  signal_scenarios?: { budgets: number[]; figures: Record<string, Record<string, ScenarioFigures>>; scenarios: ScenarioRecord[] };
   default_retrieve?: {
     request: string;
     by_category: Partial<Record<QuestionCategory, BlockFigures>>;
@@ -130,6 +133,7 @@ export function datasetSummary(ds: EvalDataset): EvalReport["dataset"] {
 
 const f2 = (x: number) => (Number.isNaN(x) ? "-" : x.toFixed(2));
 const f1 = (x: number) => (Number.isNaN(x) ? "-" : x.toFixed(1));
+const pct = (x: number) => (Number.isNaN(x) ? "-" : `${(x * 100).toFixed(0)}%`);
 
 function table(header: string[], rows: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
@@ -183,6 +187,17 @@ export function formatReport(r: EvalReport): string {
     out.push(
       `no_answer: ${b.no_answer_empty.count} of ${b.no_answer_empty.of} questions (${(b.no_answer_empty.share * 100).toFixed(0)}%) returned nothing above the threshold`,
     );
+  }
+
+  const sc = r.signal_scenarios;
+  if (sc) {
+    out.push("", `signal scenarios (${sc.scenarios.length}: file open, error on screen, branch): answering memories injected by context/assemble vs plain memory-retrieve (message only) at the same budget; prefetched by context/predict from the signal alone; another branch's unmerged notes injected`);
+    out.push(table(
+      ["budget", "kind", "n", "assemble", "retrieve", "predict", "leaks assemble", "leaks retrieve", "tokens mean"],
+      sc.budgets.flatMap((b) => Object.entries(sc.figures[String(b)]!).map(([kind, x]) => [
+        String(b), kind, String(x.scenarios), pct(x.assemble), pct(x.retrieve), pct(x.predicted), String(x.assemble_leaks), String(x.retrieve_leaks), String(x.mean_tokens),
+      ])),
+    ));
   }
 
   out.push("", "latency per question, ms (as each method is called: HTTP for memory-retrieve, SQL as the tenant otherwise)");

@@ -2,7 +2,7 @@
 //
 //   DATABASE_URL=<a database it may fill> deno run -A --config supabase/functions/deno.json eval/run.ts \
 //     [--methods vector,fts_sql,supabase_hybrid] [--no-block] [--set rrf_k=20,keyword_min_coverage=0.4]
-//     [--weights local-hash-512-v1=1:0.35:0.5]
+//     [--weights local-hash-512-v1=1:0.35:0.5] [--no-scenarios] [--budgets 2000,8000]
 // --set and --weights try other search settings (public.memory_settings; the fusion weights of an
 // embedding model as keyword:vector:graph) for this run only; the report records them.
 //
@@ -12,7 +12,9 @@
 // 3. loads every memory through the memory API, then backdates them (eval/load.ts);
 // 4. asks every question with every method and records the ranked lists, then once more with the
 //    default memory-retrieve call (what an agent gets: the block);
-// 5. prints the tables and writes eval/results/eval-<model>-<time>.json and eval/results/latest.json.
+// 5. the signal scenarios (eval/scenarios.ts): branch notes loaded, then context/assemble vs plain
+//    memory-retrieve at each budget, and context/predict;
+// 6. prints the tables and writes eval/results/eval-<model>-<time>.json and eval/results/latest.json.
 // Embeddings: the offline embedder unless EMBEDDING_* / OPENAI_API_KEY configure a provider
 // (supabase/functions/_shared/env.ts); the SQL methods embed with the same one.
 import { createEmbedder } from "../supabase/functions/_shared/embeddings.ts";
@@ -25,6 +27,7 @@ import { METHODS } from "./methods/index.ts";
 import { inStableOrder } from "./methods/memory-retrieve.ts";
 import { callFunction, type EvalContext, type RetrievalMethod } from "./methods/method.ts";
 import { installSupabaseHybrid } from "./methods/supabase-hybrid.ts";
+import { loadBranchNotes, loadScenarios, runScenarios, scenarioFigures, validateScenarios } from "./scenarios.ts";
 import { blockFigures, datasetSummary, type EvalReport, formatReport, methodFigures, type QuestionRecord } from "./report.ts";
 
 const RESULTS_DIR = new URL("./results/", import.meta.url);
@@ -106,7 +109,10 @@ async function main(): Promise<void> {
   const methods = selectedMethods();
   const withBlock = !Deno.args.includes("--no-block");
   const ds = await loadDataset();
-  const problems = validateDataset(ds);
+  const withScenarios = !Deno.args.includes("--no-scenarios");
+  const budgets = (argValue("budgets") ?? "2000,8000").split(",").map(Number);
+  const { scenarios, notes } = await loadScenarios();
+  const problems = [...validateDataset(ds), ...validateScenarios(scenarios, notes, ds.memories)];
   if (problems.length > 0) throw new Error(`eval/data is not valid:\n  ${problems.join("\n  ")}`);
   const databaseUrl = Deno.env.get("DATABASE_URL");
   if (!databaseUrl) throw new Error("set DATABASE_URL to a database the eval may fill (npm run eval provisions one)");
@@ -131,6 +137,11 @@ async function main(): Promise<void> {
     const [{ n } = { n: 0 }] = await server.sql<{ n: number }[]>`select count(*)::int as n from public.devai_memories`;
     if (n > 0) throw new Error(`the eval database already holds ${n} memories: give the eval an empty, migrated database`);
     await installSupabaseHybrid(server.sql);
+    // The eval is one tenant loading thousands of memories back to back through the API: the
+    // per-tenant rate limits (docs/operations.md#rate-limits) are off in its own database.
+    await server.sql`
+      update public.memory_settings set value = 0
+       where name in ('rate_limit_read_per_minute', 'rate_limit_write_per_minute', 'rate_limit_heavy_per_minute')`;
     const overrides = await applyOverrides(server.sql);
 
     log(`loading ${ds.memories.length} memories through the memory API (embedder ${embedder.model}) ...`);
@@ -141,6 +152,15 @@ async function main(): Promise<void> {
 
     const records: QuestionRecord[] = ds.questions.map((q) => ({ id: q.id, category: q.category, answer_ids: q.answer_ids, methods: {} }));
     await askEveryQuestion(ds, ctx, loaded, records, methods, withBlock);
+    let signalScenarios: EvalReport["signal_scenarios"];
+    if (withScenarios) {
+      // After the methods: the branch notes must not change their figures.
+      await loadBranchNotes(ctx, notes, loaded);
+      await backdate(server.sql, ds, loaded);
+      const scenarioRecords = await runScenarios(ctx, loaded, scenarios, budgets);
+      signalScenarios = { budgets, figures: scenarioFigures(scenarioRecords, budgets), scenarios: scenarioRecords };
+      log(`signal scenarios: ${scenarios.length} asked at budgets ${budgets.join(", ")}`);
+    }
 
     const report: EvalReport = {
       started_at: startedAt,
@@ -151,6 +171,7 @@ async function main(): Promise<void> {
       load: { seconds: loaded.seconds, memories_per_second: ds.memories.length / loaded.seconds },
       methods: Object.fromEntries(methods.map((m) => [m.name, methodFigures(records, m.name, m.description)])),
       default_retrieve: withBlock ? blockFigures(records, "message + project (+ the dataset's now), every other field at its default") : undefined,
+      ...(signalScenarios ? { signal_scenarios: signalScenarios } : {}),
       questions: records,
     };
     console.log(formatReport(report));

@@ -639,6 +639,27 @@ CREATE FUNCTION memory_private.memory_heap_pages() RETURNS bigint
 $$;
 
 --
+-- Name: prune_context_sessions(timestamp with time zone); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.prune_context_sessions(p_now timestamp with time zone DEFAULT now()) RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+declare
+  v_cutoff     timestamptz := p_now - make_interval(secs => public.memory_setting('context_session_retention_hours')::double precision * 3600);
+  v_prefetch   bigint;
+  v_injections bigint;
+begin
+  delete from public.context_prefetch where computed_at < v_cutoff;
+  get diagnostics v_prefetch = row_count;
+  delete from public.context_injections where injected_at < v_cutoff;
+  get diagnostics v_injections = row_count;
+  return jsonb_build_object('prefetch', v_prefetch, 'injections', v_injections);
+end;
+$$;
+
+--
 -- Name: prune_cron_history(timestamp with time zone); Type: FUNCTION; Schema: memory_private; Owner: -
 --
 
@@ -1130,6 +1151,130 @@ CREATE FUNCTION memory_private.worker_request_headers(p_key text) RETURNS jsonb
 $$;
 
 --
+-- Name: context_lookups(uuid, text[], text[], text[], text, text[], timestamp with time zone, integer); Type: FUNCTION; Schema: memory_search; Owner: -
+--
+
+CREATE FUNCTION memory_search.context_lookups(p_owner uuid, p_scopes text[], p_files text[], p_modules text[], p_branch text, p_categories text[], p_recent_since timestamp with time zone, p_max_per_kind integer, OUT ids uuid[], OUT kinds text[], OUT details text[], OUT weights double precision[]) RETURNS record
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO ''
+    SET plan_cache_mode TO 'force_custom_plan'
+    AS $$
+declare
+  v_uid uuid := auth.uid();
+  v_dir text;
+  v_key text;
+  v_ids uuid[];
+  v_det text[];
+  v_w   double precision[];
+begin
+  ids := '{}'; kinds := '{}'; details := '{}'; weights := '{}';
+  if p_owner is null or (v_uid is not null and p_owner <> v_uid) then
+    return;
+  end if;
+
+  -- Memories citing the files: their file entities by key (the unique index), then the links.
+  if coalesce(cardinality(p_files), 0) > 0 then
+    select coalesce(array_agg(y.id), '{}'), coalesce(array_agg(y.path), '{}') into v_ids, v_det
+      from (select x.id, x.path
+              from (select distinct on (m.id) m.id, f.path, m.importance, m.strength
+                      from unnest(p_files) as f(path)
+                      join public.memory_entities e
+                        on e.owner_id = p_owner and e.normalized_name = public.memory_entity_key(f.path)
+                       and e.entity_type = 'file' and regexp_replace(e.canonical_name, '^(\./)+', '') = f.path
+                      join public.memory_entity_links l on l.entity_id = e.id and l.owner_id = p_owner
+                      join public.devai_memories m on m.id = l.memory_id
+                     where m.owner_id = p_owner and m.is_valid and m.state = 'active' and m.strength > 0.05
+                       and m.source is distinct from 'conversation' and (m.namespace || '/') ^@ any (p_scopes)
+                     order by m.id, f.path) x
+             order by x.importance desc, x.strength desc, x.id
+             limit p_max_per_kind) y;
+    ids := ids || v_ids; details := details || v_det;
+    kinds := kinds || array_fill('file'::text, array[cardinality(v_ids)]);
+    weights := weights || array_fill(1::double precision, array[cardinality(v_ids)]);
+  end if;
+
+  -- A directory's files: normalized_name keeps letters and digits only, so the range
+  -- [key, key || U+10FFFF) holds every name starting with the key (the text_pattern_ops index);
+  -- the canonical name then checks the directory boundary exactly. At most 200 files a directory.
+  foreach v_dir in array coalesce(p_modules, '{}'::text[]) loop
+    v_key := public.memory_entity_key(v_dir);
+    continue when v_key = '';
+    select coalesce(array_agg(x.id), '{}') into v_ids
+      from (select distinct m.id, m.importance, m.strength
+              from (select e.id from public.memory_entities e
+                     where e.owner_id = p_owner
+                       and e.normalized_name operator(pg_catalog.~>=~) v_key
+                       and e.normalized_name operator(pg_catalog.~<~) (v_key || chr(1114111))
+                       and e.entity_type = 'file'
+                       and regexp_replace(e.canonical_name, '^(\./)+', '') ^@ (v_dir || '/')
+                     limit 200) e
+              join public.memory_entity_links l on l.entity_id = e.id and l.owner_id = p_owner
+              join public.devai_memories m on m.id = l.memory_id
+             where m.owner_id = p_owner and m.is_valid and m.state = 'active' and m.strength > 0.05
+               and m.source is distinct from 'conversation' and (m.namespace || '/') ^@ any (p_scopes)
+               and not (m.id = any (ids))
+             order by m.importance desc, m.strength desc, m.id
+             limit p_max_per_kind) x;
+    ids := ids || v_ids;
+    details := details || array_fill(v_dir, array[cardinality(v_ids)]);
+    kinds := kinds || array_fill('module'::text, array[cardinality(v_ids)]);
+    weights := weights || array_fill(0.7::double precision, array[cardinality(v_ids)]);
+  end loop;
+
+  -- Recorded on the branch, newest first (devai_memories_owner_branch).
+  if p_branch is not null then
+    select coalesce(array_agg(x.id), '{}') into v_ids
+      from (select m.id from public.devai_memories m
+             where m.owner_id = p_owner and m.metadata ? 'branch' and m.is_valid and m.state = 'active'
+               and (m.metadata ->> 'branch') = p_branch
+               and m.strength > 0.05 and m.source is distinct from 'conversation' and (m.namespace || '/') ^@ any (p_scopes)
+             order by m.created_at desc, m.id
+             limit p_max_per_kind) x;
+    ids := ids || v_ids;
+    details := details || array_fill(p_branch, array[cardinality(v_ids)]);
+    kinds := kinds || array_fill('branch'::text, array[cardinality(v_ids)]);
+    weights := weights || array_fill(0.6::double precision, array[cardinality(v_ids)]);
+  end if;
+
+  -- Background: per category the most important first (devai_memories_owner_category), then the
+  -- best of them all.
+  if coalesce(cardinality(p_categories), 0) > 0 then
+    select coalesce(array_agg(x.id), '{}'), coalesce(array_agg(x.cat), '{}'), coalesce(array_agg(x.importance / 5.0), '{}')
+      into v_ids, v_det, v_w
+      from (select c.cat, b.id, b.importance
+              from unnest(p_categories) as c(cat)
+              cross join lateral (
+                select m.id, m.importance, m.created_at from public.devai_memories m
+                 where m.owner_id = p_owner and m.is_valid and m.state = 'active'
+                   and (case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end) = c.cat
+                   and m.strength > 0.05 and m.source is distinct from 'conversation' and (m.namespace || '/') ^@ any (p_scopes)
+                 order by m.importance desc, m.created_at desc
+                 limit p_max_per_kind) b
+             order by b.importance desc, b.created_at desc, b.id
+             limit p_max_per_kind) x;
+    ids := ids || v_ids; details := details || v_det; weights := weights || v_w;
+    kinds := kinds || array_fill('background'::text, array[cardinality(v_ids)]);
+  end if;
+
+  -- Error memories since p_recent_since, newest first (devai_memories_owner_created).
+  if p_recent_since is not null then
+    select coalesce(array_agg(x.id), '{}') into v_ids
+      from (select m.id from public.devai_memories m
+             where m.owner_id = p_owner and m.created_at >= p_recent_since
+               and m.is_valid and m.state = 'active' and m.strength > 0.05
+               and (case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end) = 'errors_and_fixes'
+               and (m.namespace || '/') ^@ any (p_scopes)
+             order by m.created_at desc, m.id desc
+             limit p_max_per_kind) x;
+    ids := ids || v_ids;
+    details := details || array_fill(null::text, array[cardinality(v_ids)]);
+    kinds := kinds || array_fill('recent_error'::text, array[cardinality(v_ids)]);
+    weights := weights || array_fill(0.6::double precision, array[cardinality(v_ids)]);
+  end if;
+end;
+$$;
+
+--
 -- Name: keyword_postings(uuid, text[], tsquery[], integer, integer, timestamp with time zone); Type: FUNCTION; Schema: memory_search; Owner: -
 --
 
@@ -1254,6 +1399,120 @@ CREATE FUNCTION memory_search.scoped_query(p_term tsquery, p_keys text[]) RETURN
      select string_agg('''' || k.key || ':' || l.lexeme || '''', ' & ') as words
        from (select distinct replace(m[1], '''''', '''') as lexeme
                from regexp_matches(p_term::text, '''((?:[^'']|'''')*)''', 'g') as m) l) w
+$$;
+
+--
+-- Name: context_candidates(text[], uuid[], text[], text[], text, text[], timestamp with time zone, boolean, integer, uuid); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.context_candidates(match_namespaces text[], given_ids uuid[] DEFAULT NULL::uuid[], files text[] DEFAULT NULL::text[], modules text[] DEFAULT NULL::text[], branch text DEFAULT NULL::text, background_categories text[] DEFAULT NULL::text[], recent_since timestamp with time zone DEFAULT NULL::timestamp with time zone, contradictions boolean DEFAULT false, max_per_kind integer DEFAULT 30, match_owner uuid DEFAULT auth.uid()) RETURNS TABLE(id uuid, kind text, detail text, weight double precision, content text, memory_type text, namespace text, strength double precision, priority text, importance smallint, pinned boolean, source text, metadata jsonb, created_at timestamp with time zone, category text, max_relation_strength real, cited_files text[], retrieval_count integer, citation_count integer, ignore_count integer)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO ''
+    AS $$
+#variable_conflict use_column
+declare
+  v_scopes  text[] := public.context_scope_prefixes(match_namespaces);
+  v_files   text[] := (select coalesce(array_agg(distinct regexp_replace(f, '^(\./)+', '')), '{}')
+                         from unnest(coalesce(files, '{}'::text[])) f where f <> '');
+  v_modules text[] := (select coalesce(array_agg(distinct rtrim(regexp_replace(d, '^(\./)+', ''), '/')), '{}')
+                         from unnest(coalesce(modules, '{}'::text[])) d where rtrim(regexp_replace(d, '^(\./)+', ''), '/') <> '');
+  v_found   record;
+  v_ids     uuid[];
+  v_kinds   text[];
+  v_details text[];
+  v_weights double precision[];
+begin
+  if cardinality(v_scopes) = 0 then
+    raise exception 'at least one namespace scope is required' using errcode = '22023';
+  end if;
+  if max_per_kind is null or max_per_kind < 1 or max_per_kind > 100 then
+    raise exception 'max_per_kind must be between 1 and 100, got %', max_per_kind using errcode = '22023';
+  end if;
+  if coalesce(cardinality(given_ids), 0) > 500 or cardinality(v_files) > 100 or cardinality(v_modules) > 20 then
+    raise exception 'at most 500 given ids, 100 files and 20 modules' using errcode = '22023';
+  end if;
+  select * into v_found
+    from memory_search.context_lookups(match_owner, v_scopes, v_files, v_modules, branch, background_categories,
+                                       recent_since, max_per_kind);
+  select array_agg(g.id), array_agg('given'::text), array_agg(null::text), array_agg(0::double precision)
+    into v_ids, v_kinds, v_details, v_weights
+    from (select distinct x as id from unnest(coalesce(given_ids, '{}'::uuid[])) x) g;
+  v_ids := coalesce(v_ids, '{}') || v_found.ids;
+  v_kinds := coalesce(v_kinds, '{}') || v_found.kinds;
+  v_details := coalesce(v_details, '{}') || v_found.details;
+  v_weights := coalesce(v_weights, '{}') || v_found.weights;
+  if contradictions then
+    select v_ids || coalesce(array_agg(c.id), '{}'), v_kinds || coalesce(array_agg('contradiction'::text), '{}'),
+           v_details || coalesce(array_agg(c.other), '{}'), v_weights || coalesce(array_agg(1::double precision), '{}')
+      into v_ids, v_kinds, v_details, v_weights
+      from (select o.memory_a as id, o.memory_b::text as other from public.context_open_contradictions(match_namespaces, 10) o
+            union all
+            select o.memory_b, o.memory_a::text from public.context_open_contradictions(match_namespaces, 10) o) c;
+  end if;
+
+  -- Each memory by its id (the primary key), read under RLS.
+  return query
+  select r.id, r.kind, r.detail, r.weight,
+         m.content, m.memory_type, m.namespace, m.strength, m.priority, m.importance, m.pinned, m.source,
+         m.metadata, m.created_at,
+         case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end,
+         (select max(rel.strength) from public.memory_relations rel
+           where rel.owner_id = m.owner_id and (rel.from_id = m.id or rel.to_id = m.id)),
+         array(select distinct p.path
+                 from (select regexp_replace(e.canonical_name, '^(\./)+', '') as path
+                         from public.memory_entity_links l
+                         join public.memory_entities e on e.id = l.entity_id and e.entity_type = 'file'
+                        where l.memory_id = m.id and l.owner_id = m.owner_id
+                       union all
+                       select regexp_replace(x, '^(\./)+', '')
+                         from jsonb_array_elements_text(
+                                case when jsonb_typeof(m.metadata -> 'files') = 'array' then m.metadata -> 'files'
+                                     else '[]'::jsonb end) as x) p
+                order by p.path),
+         coalesce(u.retrieval_count, 0), coalesce(u.citation_count, 0), coalesce(u.ignore_count, 0)
+    from unnest(v_ids, v_kinds, v_details, v_weights) as r(id, kind, detail, weight)
+    cross join lateral (
+      select mm.* from public.devai_memories mm
+       where mm.id = r.id and mm.owner_id = match_owner and mm.is_valid and mm.state = 'active' and mm.strength > 0.05
+         and mm.source is distinct from 'conversation' and (mm.namespace || '/') ^@ any (v_scopes)) m
+    left join public.memory_usage u on u.memory_id = m.id
+   order by r.kind, r.weight desc, r.id;
+end;
+$$;
+
+--
+-- Name: context_open_contradictions(text[], integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.context_open_contradictions(match_namespaces text[], max_count integer DEFAULT 10) RETURNS TABLE(memory_a uuid, memory_b uuid, detected_at timestamp with time zone)
+    LANGUAGE sql STABLE
+    SET search_path TO ''
+    AS $$
+  select r.to_id, r.from_id, r.created_at
+    from public.memory_relations r
+    join public.devai_memories a on a.id = r.to_id
+    join public.devai_memories b on b.id = r.from_id
+   where r.relation_type = 'contradicts'
+     and r.owner_id = (select auth.uid())
+     and (r.valid_until is null or r.valid_until > now())
+     and a.is_valid and a.state = 'active' and b.is_valid and b.state = 'active'
+     and (a.namespace || '/') ^@ any (public.context_scope_prefixes(match_namespaces))
+     and (b.namespace || '/') ^@ any (public.context_scope_prefixes(match_namespaces))
+   order by r.created_at desc, r.id
+   limit greatest(1, least(coalesce(max_count, 10), 50))
+$$;
+
+--
+-- Name: context_scope_prefixes(text[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.context_scope_prefixes(match_namespaces text[]) RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO ''
+    AS $$
+  select coalesce(array_agg(distinct rtrim(s, '/') || '/'), '{}')
+    from unnest(coalesce(match_namespaces, '{}'::text[])) as s
+   where s is not null and rtrim(s, '/') <> ''
 $$;
 
 --
@@ -2404,6 +2663,126 @@ end;
 $$;
 
 --
+-- Name: record_context_assembly(text, uuid[], text[], text[], integer[], uuid[], text, jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.record_context_assembly(p_session_id text, p_ids uuid[], p_tiers text[], p_levels text[], p_tokens integer[], p_reinforce uuid[], p_thread_id text, p_meta jsonb) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+begin
+  if coalesce(cardinality(p_reinforce), 0) > 0 then
+    perform count(*) from public.reinforce_memories(p_reinforce);
+  end if;
+  if p_session_id is not null and coalesce(cardinality(p_ids), 0) > 0 then
+    insert into public.context_injections as i (owner_id, session_id, memory_id, tier, level, tokens, injected_at)
+    select (select auth.uid()), p_session_id, t.id, t.tier, t.level, t.tokens, now()
+      from unnest(p_ids, p_tiers, p_levels, p_tokens) as t(id, tier, level, tokens)
+      join public.devai_memories m on m.id = t.id
+    on conflict (owner_id, session_id, memory_id) do update
+       set tier = excluded.tier, level = excluded.level, tokens = excluded.tokens, injected_at = excluded.injected_at;
+  end if;
+  insert into public.memory_events (owner_id, thread_id, node, op, status, meta)
+  values ((select auth.uid()), p_thread_id, 'context', 'search', 'ok', coalesce(p_meta, '{}'::jsonb));
+end;
+$$;
+
+--
+-- Name: record_memory_usage(text, uuid[], uuid[], integer[], timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.record_memory_usage(p_session_id text, p_retrieved uuid[], p_cited uuid[], p_tokens integer[], p_now timestamp with time zone DEFAULT now()) RETURNS TABLE(recorded integer, cited integer, unknown uuid[], cited_prefetched integer, predicted_session boolean)
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+#variable_conflict use_column
+declare
+  v_owner        uuid := (select auth.uid());
+  v_step         double precision := public.memory_setting('citation_reinforce_step')::double precision;
+  v_base         double precision := public.memory_setting('decay_base')::double precision;
+  v_known        uuid[];
+  v_known_cited  uuid[];
+  v_tokens       bigint;
+  v_cited_tokens bigint;
+  v_hits         integer;
+begin
+  if coalesce(cardinality(p_retrieved), 0) <> coalesce(cardinality(p_tokens), 0) then
+    raise exception 'p_tokens must have one count per retrieved id' using errcode = '22023';
+  end if;
+  with r as (
+    select distinct on (t.id) t.id, greatest(coalesce(t.tokens, 0), 0) as tokens
+      from unnest(coalesce(p_retrieved, '{}'::uuid[]), coalesce(p_tokens, '{}'::integer[])) as t(id, tokens)
+     order by t.id
+  )
+  select coalesce(array_agg(r.id order by r.id), '{}'),
+         coalesce(sum(r.tokens), 0),
+         coalesce(sum(r.tokens) filter (where r.id = any (coalesce(p_cited, '{}'::uuid[]))), 0)
+    into v_known, v_tokens, v_cited_tokens
+    from r
+    join public.devai_memories m on m.id = r.id;
+  select coalesce(array_agg(k order by k), '{}') into v_known_cited
+    from unnest(v_known) k where k = any (coalesce(p_cited, '{}'::uuid[]));
+
+  insert into public.memory_usage as u
+    (memory_id, owner_id, retrieval_count, citation_count, ignore_count, last_reported_at, last_cited_at)
+  select k, v_owner, 1, case when k = any (v_known_cited) then 1 else 0 end,
+         case when k = any (v_known_cited) then 0 else 1 end, p_now,
+         case when k = any (v_known_cited) then p_now end
+    from unnest(v_known) k
+  on conflict (memory_id) do update
+     set retrieval_count = u.retrieval_count + 1,
+         citation_count = u.citation_count + excluded.citation_count,
+         ignore_count = u.ignore_count + excluded.ignore_count,
+         last_reported_at = greatest(u.last_reported_at, excluded.last_reported_at),
+         last_cited_at = greatest(u.last_cited_at, excluded.last_cited_at);
+
+  with target as (
+    select m.id,
+           least(1.0::double precision,
+             case when m.priority = 'highest' or m.pinned then m.strength
+                  else public.memory_decayed_strength(m.base_strength, m.last_accessed_at, p_now, v_base) + v_step
+             end) as reinforced
+      from public.devai_memories m
+     where m.id = any (v_known_cited) and m.is_valid and m.state = 'active'
+     order by m.id
+       for update of m skip locked
+  )
+  update public.devai_memories m
+     set strength = t.reinforced, base_strength = t.reinforced,
+         last_accessed_at = greatest(m.last_accessed_at, p_now)
+    from target t
+   where m.id = t.id;
+
+  predicted_session := exists (select from public.context_prefetch p where p.session_id = p_session_id);
+  select count(distinct k)::int into v_hits
+    from unnest(v_known_cited) k
+   where predicted_session
+     and exists (select from public.context_prefetch p where p.session_id = p_session_id and k = any (p.memory_ids));
+
+  insert into public.memory_usage_totals as t
+    (owner_id, reports, retrieved, cited, cited_in_predicted_sessions, cited_prefetched, injected_tokens, cited_tokens, updated_at)
+  values (v_owner, 1, cardinality(v_known), cardinality(v_known_cited),
+          case when predicted_session then cardinality(v_known_cited) else 0 end, v_hits, v_tokens, v_cited_tokens, p_now)
+  on conflict (owner_id) do update
+     set reports = t.reports + 1,
+         retrieved = t.retrieved + excluded.retrieved,
+         cited = t.cited + excluded.cited,
+         cited_in_predicted_sessions = t.cited_in_predicted_sessions + excluded.cited_in_predicted_sessions,
+         cited_prefetched = t.cited_prefetched + excluded.cited_prefetched,
+         injected_tokens = t.injected_tokens + excluded.injected_tokens,
+         cited_tokens = t.cited_tokens + excluded.cited_tokens,
+         updated_at = excluded.updated_at;
+
+  recorded := cardinality(v_known);
+  cited := cardinality(v_known_cited);
+  unknown := coalesce((select array_agg(distinct x order by x) from unnest(coalesce(p_retrieved, '{}'::uuid[])) x
+                        where not (x = any (v_known))), '{}');
+  cited_prefetched := v_hits;
+  return next;
+end;
+$$;
+
+--
 -- Name: reinforce_memories(uuid[], timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -2600,6 +2979,54 @@ CREATE TABLE memory_private.rate_limit_buckets (
     refilled_at timestamp with time zone NOT NULL,
     CONSTRAINT rate_limit_buckets_route_class CHECK ((route_class = ANY (ARRAY['read'::text, 'write'::text, 'heavy'::text])))
 );
+
+--
+-- Name: context_injections; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.context_injections (
+    owner_id uuid DEFAULT auth.uid() NOT NULL,
+    session_id text NOT NULL,
+    memory_id uuid NOT NULL,
+    tier text NOT NULL,
+    level text NOT NULL,
+    tokens integer NOT NULL,
+    injected_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT context_injections_level_check CHECK ((level = ANY (ARRAY['full'::text, 'summary'::text, 'compressed'::text, 'index'::text]))),
+    CONSTRAINT context_injections_session_shape CHECK (((char_length(session_id) >= 1) AND (char_length(session_id) <= 200))),
+    CONSTRAINT context_injections_tier_check CHECK ((tier = ANY (ARRAY['critical'::text, 'relevant'::text, 'background'::text, 'index'::text]))),
+    CONSTRAINT context_injections_tokens_range CHECK (((tokens >= 0) AND (tokens <= 32000)))
+);
+
+--
+-- Name: TABLE context_injections; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.context_injections IS 'What context/assemble last injected into each session (tier, compression level, tokens); read by POST memory/usage.';
+
+--
+-- Name: context_prefetch; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.context_prefetch (
+    owner_id uuid DEFAULT auth.uid() NOT NULL,
+    session_id text NOT NULL,
+    signal_key text NOT NULL,
+    memory_ids uuid[] NOT NULL,
+    refs jsonb NOT NULL,
+    confidence real NOT NULL,
+    computed_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT context_prefetch_confidence_range CHECK (((confidence >= (0)::double precision) AND (confidence <= (1)::double precision))),
+    CONSTRAINT context_prefetch_refs_shape CHECK (((cardinality(memory_ids) <= 100) AND (jsonb_typeof(refs) = 'array'::text) AND (jsonb_array_length(refs) <= 300))),
+    CONSTRAINT context_prefetch_session_shape CHECK (((char_length(session_id) >= 1) AND (char_length(session_id) <= 200))),
+    CONSTRAINT context_prefetch_signal_key_shape CHECK (((signal_key ~ '^(file|branch|error):'::text) AND (char_length(signal_key) <= 600)))
+);
+
+--
+-- Name: TABLE context_prefetch; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.context_prefetch IS 'Per-session prefetch cache of context/predict, one row per signal (file:, branch:, error:); fresh for context_prefetch_ttl_seconds. docs/context.md#prefetch.';
 
 --
 -- Name: memory_agent_allowlists; Type: TABLE; Schema: public; Owner: -
@@ -2922,6 +3349,14 @@ CREATE TABLE public.memory_settings (
     value numeric NOT NULL,
     description text NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT memory_settings_context_range CHECK (
+CASE name
+    WHEN 'context_prefetch_ttl_seconds'::text THEN ((value >= (1)::numeric) AND (value <= (3600)::numeric))
+    WHEN 'context_prefetch_max_age_seconds'::text THEN ((value >= (1)::numeric) AND (value <= (86400)::numeric))
+    WHEN 'citation_reinforce_step'::text THEN ((value >= (0)::numeric) AND (value <= (1)::numeric))
+    WHEN 'context_session_retention_hours'::text THEN ((value >= (1)::numeric) AND (value <= (8760)::numeric))
+    ELSE true
+END),
     CONSTRAINT memory_settings_cron_history_keep_days_range CHECK (((name <> 'cron_history_keep_days'::text) OR (value >= (0)::numeric))),
     CONSTRAINT memory_settings_exact_scan_max_rows_range CHECK (((name <> 'exact_scan_max_rows'::text) OR ((value >= (0)::numeric) AND (value <= (1000000)::numeric) AND (value = trunc(value))))),
     CONSTRAINT memory_settings_graph_values_range CHECK (
@@ -2990,6 +3425,52 @@ CREATE TABLE public.memory_thread_revisions (
 );
 
 --
+-- Name: memory_usage; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.memory_usage (
+    memory_id uuid NOT NULL,
+    owner_id uuid DEFAULT auth.uid() NOT NULL,
+    retrieval_count integer DEFAULT 0 NOT NULL,
+    citation_count integer DEFAULT 0 NOT NULL,
+    ignore_count integer DEFAULT 0 NOT NULL,
+    last_reported_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_cited_at timestamp with time zone,
+    CONSTRAINT memory_usage_counts_add_up CHECK (((citation_count + ignore_count) = retrieval_count)),
+    CONSTRAINT memory_usage_counts_nonnegative CHECK (((retrieval_count >= 0) AND (citation_count >= 0) AND (ignore_count >= 0)))
+);
+
+--
+-- Name: TABLE memory_usage; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.memory_usage IS 'Per memory: how often agents reported it retrieved, cited and ignored (POST memory/usage). Ranking demotes memories injected often and never cited; docs/context.md#usage-feedback.';
+
+--
+-- Name: memory_usage_totals; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.memory_usage_totals (
+    owner_id uuid DEFAULT auth.uid() NOT NULL,
+    reports bigint DEFAULT 0 NOT NULL,
+    retrieved bigint DEFAULT 0 NOT NULL,
+    cited bigint DEFAULT 0 NOT NULL,
+    cited_in_predicted_sessions bigint DEFAULT 0 NOT NULL,
+    cited_prefetched bigint DEFAULT 0 NOT NULL,
+    injected_tokens bigint DEFAULT 0 NOT NULL,
+    cited_tokens bigint DEFAULT 0 NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT memory_usage_totals_nonnegative CHECK (((reports >= 0) AND (retrieved >= 0) AND (cited >= 0) AND (cited_in_predicted_sessions >= 0) AND (cited_prefetched >= 0) AND (injected_tokens >= 0) AND (cited_tokens >= 0))),
+    CONSTRAINT memory_usage_totals_order CHECK (((cited <= retrieved) AND (cited_prefetched <= cited_in_predicted_sessions) AND (cited_in_predicted_sessions <= cited) AND (cited_tokens <= injected_tokens)))
+);
+
+--
+-- Name: TABLE memory_usage_totals; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.memory_usage_totals IS 'Per tenant usage totals: prediction accuracy = cited_prefetched / cited_in_predicted_sessions, cited token share = cited_tokens / injected_tokens (memory/stats).';
+
+--
 -- Name: lifecycle_runs lifecycle_runs_pkey; Type: CONSTRAINT; Schema: memory_private; Owner: -
 --
 
@@ -3002,6 +3483,20 @@ ALTER TABLE ONLY memory_private.lifecycle_runs
 
 ALTER TABLE ONLY memory_private.rate_limit_buckets
     ADD CONSTRAINT rate_limit_buckets_pkey PRIMARY KEY (owner_id, route_class);
+
+--
+-- Name: context_injections context_injections_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.context_injections
+    ADD CONSTRAINT context_injections_pkey PRIMARY KEY (owner_id, session_id, memory_id);
+
+--
+-- Name: context_prefetch context_prefetch_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.context_prefetch
+    ADD CONSTRAINT context_prefetch_pkey PRIMARY KEY (owner_id, session_id, signal_key);
 
 --
 -- Name: devai_memories devai_memories_id_owner_key; Type: CONSTRAINT; Schema: public; Owner: -
@@ -3179,6 +3674,38 @@ ALTER TABLE ONLY public.memory_thread_revisions
     ADD CONSTRAINT memory_thread_revisions_pkey PRIMARY KEY (owner_id, thread_id);
 
 --
+-- Name: memory_usage memory_usage_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.memory_usage
+    ADD CONSTRAINT memory_usage_pkey PRIMARY KEY (memory_id);
+
+--
+-- Name: memory_usage_totals memory_usage_totals_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.memory_usage_totals
+    ADD CONSTRAINT memory_usage_totals_pkey PRIMARY KEY (owner_id);
+
+--
+-- Name: context_injections_injected_at; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX context_injections_injected_at ON public.context_injections USING btree (injected_at);
+
+--
+-- Name: context_injections_memory; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX context_injections_memory ON public.context_injections USING btree (memory_id, owner_id);
+
+--
+-- Name: context_prefetch_computed_at; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX context_prefetch_computed_at ON public.context_prefetch USING btree (computed_at);
+
+--
 -- Name: devai_memories_embedding_hnsw; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -3201,6 +3728,22 @@ CREATE UNIQUE INDEX devai_memories_episode_digest ON public.devai_memories USING
 --
 
 CREATE INDEX devai_memories_fts_scoped ON public.devai_memories USING gin (fts_scoped) WHERE (is_valid AND (state = 'active'::text) AND (source IS DISTINCT FROM 'conversation'::text));
+
+--
+-- Name: devai_memories_owner_branch; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX devai_memories_owner_branch ON public.devai_memories USING btree (owner_id, ((metadata ->> 'branch'::text))) WHERE ((metadata ? 'branch'::text) AND is_valid AND (state = 'active'::text));
+
+--
+-- Name: devai_memories_owner_category; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX devai_memories_owner_category ON public.devai_memories USING btree (owner_id, (
+CASE
+    WHEN (memory_type = 'procedural'::text) THEN 'procedural'::text
+    ELSE (metadata ->> 'category'::text)
+END), importance DESC, created_at DESC) WHERE (is_valid AND (state = 'active'::text));
 
 --
 -- Name: devai_memories_owner_created; Type: INDEX; Schema: public; Owner: -
@@ -3317,6 +3860,12 @@ CREATE INDEX memory_jobs_claimable ON public.memory_jobs USING btree (run_after)
 CREATE INDEX memory_jobs_running_lease ON public.memory_jobs USING btree (locked_until) WHERE (status = 'running'::text);
 
 --
+-- Name: memory_relations_contradicts; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX memory_relations_contradicts ON public.memory_relations USING btree (owner_id, created_at DESC) WHERE (relation_type = 'contradicts'::text);
+
+--
 -- Name: memory_relations_from; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -3345,6 +3894,12 @@ CREATE INDEX memory_sessions_open_by_activity ON public.memory_sessions USING bt
 --
 
 CREATE INDEX memory_sessions_open_by_thread ON public.memory_sessions USING btree (owner_id, thread_id) WHERE (ended_at IS NULL);
+
+--
+-- Name: memory_usage_memory_owner; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX memory_usage_memory_owner ON public.memory_usage USING btree (memory_id, owner_id);
 
 --
 -- Name: devai_memories devai_memories_close_validity; Type: TRIGGER; Schema: public; Owner: -
@@ -3415,6 +3970,13 @@ CREATE TRIGGER memory_session_summaries_touch_updated_at BEFORE UPDATE ON public
 CREATE TRIGGER memory_sessions_touch_updated_at BEFORE UPDATE ON public.memory_sessions FOR EACH ROW EXECUTE FUNCTION memory_private.touch_updated_at();
 
 --
+-- Name: context_injections context_injections_memory_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.context_injections
+    ADD CONSTRAINT context_injections_memory_fkey FOREIGN KEY (memory_id, owner_id) REFERENCES public.devai_memories(id, owner_id) ON DELETE CASCADE;
+
+--
 -- Name: devai_memories devai_memories_superseded_by_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -3469,6 +4031,13 @@ ALTER TABLE ONLY public.memory_relations
 
 ALTER TABLE ONLY public.memory_sessions
     ADD CONSTRAINT memory_sessions_last_episode_fkey FOREIGN KEY (last_episode_id, owner_id) REFERENCES public.devai_memories(id, owner_id) ON DELETE SET NULL (last_episode_id);
+
+--
+-- Name: memory_usage memory_usage_memory_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.memory_usage
+    ADD CONSTRAINT memory_usage_memory_fkey FOREIGN KEY (memory_id, owner_id) REFERENCES public.devai_memories(id, owner_id) ON DELETE CASCADE;
 
 --
 -- Name: lifecycle_runs Service role can read lifecycle runs; Type: POLICY; Schema: memory_private; Owner: -
@@ -3543,6 +4112,12 @@ CREATE POLICY "Owners can change their memories" ON public.devai_memories FOR UP
 CREATE POLICY "Owners can enqueue jobs" ON public.memory_jobs FOR INSERT TO authenticated WITH CHECK ((owner_id = ( SELECT auth.uid() AS uid)));
 
 --
+-- Name: context_prefetch Owners can fill their prefetch cache; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Owners can fill their prefetch cache" ON public.context_prefetch FOR INSERT TO authenticated WITH CHECK ((owner_id = ( SELECT auth.uid() AS uid)));
+
+--
 -- Name: memory_agent_tokens Owners can issue agent tokens; Type: POLICY; Schema: public; Owner: -
 --
 
@@ -3585,6 +4160,12 @@ CREATE POLICY "Owners can read their agent tokens" ON public.memory_agent_tokens
 CREATE POLICY "Owners can read their change log" ON public.memory_change_log FOR SELECT TO authenticated USING ((owner_id = ( SELECT auth.uid() AS uid)));
 
 --
+-- Name: context_injections Owners can read their context injections; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Owners can read their context injections" ON public.context_injections FOR SELECT TO authenticated USING ((owner_id = ( SELECT auth.uid() AS uid)));
+
+--
 -- Name: memory_entities Owners can read their entities; Type: POLICY; Schema: public; Owner: -
 --
 
@@ -3621,6 +4202,18 @@ CREATE POLICY "Owners can read their memories" ON public.devai_memories FOR SELE
 CREATE POLICY "Owners can read their memory history" ON public.memory_history FOR SELECT TO authenticated USING ((owner_id = ( SELECT auth.uid() AS uid)));
 
 --
+-- Name: memory_usage Owners can read their memory usage; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Owners can read their memory usage" ON public.memory_usage FOR SELECT TO authenticated USING ((owner_id = ( SELECT auth.uid() AS uid)));
+
+--
+-- Name: context_prefetch Owners can read their prefetch cache; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Owners can read their prefetch cache" ON public.context_prefetch FOR SELECT TO authenticated USING ((owner_id = ( SELECT auth.uid() AS uid)));
+
+--
 -- Name: memory_relations Owners can read their relations; Type: POLICY; Schema: public; Owner: -
 --
 
@@ -3645,16 +4238,52 @@ CREATE POLICY "Owners can read their sessions" ON public.memory_sessions FOR SEL
 CREATE POLICY "Owners can read their thread revisions" ON public.memory_thread_revisions FOR SELECT TO authenticated USING ((owner_id = ( SELECT auth.uid() AS uid)));
 
 --
+-- Name: memory_usage_totals Owners can read their usage totals; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Owners can read their usage totals" ON public.memory_usage_totals FOR SELECT TO authenticated USING ((owner_id = ( SELECT auth.uid() AS uid)));
+
+--
+-- Name: context_injections Owners can record their context injections; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Owners can record their context injections" ON public.context_injections FOR INSERT TO authenticated WITH CHECK ((owner_id = ( SELECT auth.uid() AS uid)));
+
+--
 -- Name: memory_events Owners can record their events; Type: POLICY; Schema: public; Owner: -
 --
 
 CREATE POLICY "Owners can record their events" ON public.memory_events FOR INSERT TO authenticated WITH CHECK ((owner_id = ( SELECT auth.uid() AS uid)));
 
 --
+-- Name: memory_usage Owners can record usage of their memories; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Owners can record usage of their memories" ON public.memory_usage FOR INSERT TO authenticated WITH CHECK ((owner_id = ( SELECT auth.uid() AS uid)));
+
+--
+-- Name: context_prefetch Owners can refresh their prefetch cache; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Owners can refresh their prefetch cache" ON public.context_prefetch FOR UPDATE TO authenticated USING ((owner_id = ( SELECT auth.uid() AS uid))) WITH CHECK ((owner_id = ( SELECT auth.uid() AS uid)));
+
+--
 -- Name: memory_agent_tokens Owners can revoke their agent tokens; Type: POLICY; Schema: public; Owner: -
 --
 
 CREATE POLICY "Owners can revoke their agent tokens" ON public.memory_agent_tokens FOR UPDATE TO authenticated USING ((owner_id = ( SELECT auth.uid() AS uid))) WITH CHECK (((owner_id = ( SELECT auth.uid() AS uid)) AND (revoked_at IS NOT NULL)));
+
+--
+-- Name: memory_usage_totals Owners can start their usage totals; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Owners can start their usage totals" ON public.memory_usage_totals FOR INSERT TO authenticated WITH CHECK ((owner_id = ( SELECT auth.uid() AS uid)));
+
+--
+-- Name: context_injections Owners can update their context injections; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Owners can update their context injections" ON public.context_injections FOR UPDATE TO authenticated USING ((owner_id = ( SELECT auth.uid() AS uid))) WITH CHECK ((owner_id = ( SELECT auth.uid() AS uid)));
 
 --
 -- Name: memory_entities Owners can update their entities; Type: POLICY; Schema: public; Owner: -
@@ -3673,6 +4302,18 @@ CREATE POLICY "Owners can update their session summaries" ON public.memory_sessi
 --
 
 CREATE POLICY "Owners can update their sessions" ON public.memory_sessions FOR UPDATE TO authenticated USING ((owner_id = ( SELECT auth.uid() AS uid))) WITH CHECK ((owner_id = ( SELECT auth.uid() AS uid)));
+
+--
+-- Name: memory_usage_totals Owners can update their usage totals; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Owners can update their usage totals" ON public.memory_usage_totals FOR UPDATE TO authenticated USING ((owner_id = ( SELECT auth.uid() AS uid))) WITH CHECK ((owner_id = ( SELECT auth.uid() AS uid)));
+
+--
+-- Name: memory_usage Owners can update usage of their memories; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Owners can update usage of their memories" ON public.memory_usage FOR UPDATE TO authenticated USING ((owner_id = ( SELECT auth.uid() AS uid))) WITH CHECK ((owner_id = ( SELECT auth.uid() AS uid)));
 
 --
 -- Name: memory_settings Signed-in users can read lifecycle settings; Type: POLICY; Schema: public; Owner: -
@@ -3703,6 +4344,18 @@ CREATE POLICY "Signed-in users can read the memory categories" ON public.memory_
 --
 
 CREATE POLICY "Signed-in users can read the search weights" ON public.memory_search_weights FOR SELECT TO authenticated USING (true);
+
+--
+-- Name: context_injections; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.context_injections ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: context_prefetch; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.context_prefetch ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: devai_memories; Type: ROW SECURITY; Schema: public; Owner: -
@@ -3805,6 +4458,18 @@ ALTER TABLE public.memory_settings ENABLE ROW LEVEL SECURITY;
 --
 
 ALTER TABLE public.memory_thread_revisions ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: memory_usage; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.memory_usage ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: memory_usage_totals; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.memory_usage_totals ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: SCHEMA memory_private; Type: ACL; Schema: -; Owner: -
@@ -4131,6 +4796,12 @@ REVOKE ALL ON FUNCTION memory_private.memory_heap_pages() FROM PUBLIC;
 GRANT ALL ON FUNCTION memory_private.memory_heap_pages() TO service_role;
 
 --
+-- Name: FUNCTION prune_context_sessions(p_now timestamp with time zone); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.prune_context_sessions(p_now timestamp with time zone) FROM PUBLIC;
+
+--
 -- Name: FUNCTION prune_cron_history(p_now timestamp with time zone); Type: ACL; Schema: memory_private; Owner: -
 --
 
@@ -4251,6 +4922,14 @@ GRANT ALL ON FUNCTION memory_private.use_agent_token(p_token_hash text, p_now ti
 REVOKE ALL ON FUNCTION memory_private.worker_request_headers(p_key text) FROM PUBLIC;
 
 --
+-- Name: FUNCTION context_lookups(p_owner uuid, p_scopes text[], p_files text[], p_modules text[], p_branch text, p_categories text[], p_recent_since timestamp with time zone, p_max_per_kind integer, OUT ids uuid[], OUT kinds text[], OUT details text[], OUT weights double precision[]); Type: ACL; Schema: memory_search; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_search.context_lookups(p_owner uuid, p_scopes text[], p_files text[], p_modules text[], p_branch text, p_categories text[], p_recent_since timestamp with time zone, p_max_per_kind integer, OUT ids uuid[], OUT kinds text[], OUT details text[], OUT weights double precision[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION memory_search.context_lookups(p_owner uuid, p_scopes text[], p_files text[], p_modules text[], p_branch text, p_categories text[], p_recent_since timestamp with time zone, p_max_per_kind integer, OUT ids uuid[], OUT kinds text[], OUT details text[], OUT weights double precision[]) TO authenticated;
+GRANT ALL ON FUNCTION memory_search.context_lookups(p_owner uuid, p_scopes text[], p_files text[], p_modules text[], p_branch text, p_categories text[], p_recent_since timestamp with time zone, p_max_per_kind integer, OUT ids uuid[], OUT kinds text[], OUT details text[], OUT weights double precision[]) TO service_role;
+
+--
 -- Name: FUNCTION keyword_postings(p_owner uuid, p_scopes text[], p_terms tsquery[], p_df_cap integer, p_max_candidates integer, p_as_of timestamp with time zone, OUT term_df integer[], OUT candidates uuid[]); Type: ACL; Schema: memory_search; Owner: -
 --
 
@@ -4263,6 +4942,30 @@ GRANT ALL ON FUNCTION memory_search.keyword_postings(p_owner uuid, p_scopes text
 --
 
 REVOKE ALL ON FUNCTION memory_search.scoped_query(p_term tsquery, p_keys text[]) FROM PUBLIC;
+
+--
+-- Name: FUNCTION context_candidates(match_namespaces text[], given_ids uuid[], files text[], modules text[], branch text, background_categories text[], recent_since timestamp with time zone, contradictions boolean, max_per_kind integer, match_owner uuid); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.context_candidates(match_namespaces text[], given_ids uuid[], files text[], modules text[], branch text, background_categories text[], recent_since timestamp with time zone, contradictions boolean, max_per_kind integer, match_owner uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.context_candidates(match_namespaces text[], given_ids uuid[], files text[], modules text[], branch text, background_categories text[], recent_since timestamp with time zone, contradictions boolean, max_per_kind integer, match_owner uuid) TO authenticated;
+GRANT ALL ON FUNCTION public.context_candidates(match_namespaces text[], given_ids uuid[], files text[], modules text[], branch text, background_categories text[], recent_since timestamp with time zone, contradictions boolean, max_per_kind integer, match_owner uuid) TO service_role;
+
+--
+-- Name: FUNCTION context_open_contradictions(match_namespaces text[], max_count integer); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.context_open_contradictions(match_namespaces text[], max_count integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.context_open_contradictions(match_namespaces text[], max_count integer) TO authenticated;
+GRANT ALL ON FUNCTION public.context_open_contradictions(match_namespaces text[], max_count integer) TO service_role;
+
+--
+-- Name: FUNCTION context_scope_prefixes(match_namespaces text[]); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.context_scope_prefixes(match_namespaces text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.context_scope_prefixes(match_namespaces text[]) TO authenticated;
+GRANT ALL ON FUNCTION public.context_scope_prefixes(match_namespaces text[]) TO service_role;
 
 --
 -- Name: FUNCTION end_memory_sessions(p_ids uuid[], p_reason text, p_now timestamp with time zone); Type: ACL; Schema: public; Owner: -
@@ -4417,6 +5120,22 @@ GRANT ALL ON FUNCTION public.query_memories(query_text text, query_embedding ext
 GRANT ALL ON FUNCTION public.query_memories(query_text text, query_embedding extensions.vector, match_namespaces text[], match_agent text, match_categories text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, filter_user_id text, filter_agent_id text, filter_run_id text, filter_actor_id text, filter_role text, filter_pinned boolean, filter_importance_min integer, filter_importance_max integer, filter_updated_after timestamp with time zone, filter_updated_before timestamp with time zone, search_mode text, graph_depth integer, filter_after timestamp with time zone, filter_before timestamp with time zone, keyword_threshold double precision, as_of timestamp with time zone) TO service_role;
 
 --
+-- Name: FUNCTION record_context_assembly(p_session_id text, p_ids uuid[], p_tiers text[], p_levels text[], p_tokens integer[], p_reinforce uuid[], p_thread_id text, p_meta jsonb); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.record_context_assembly(p_session_id text, p_ids uuid[], p_tiers text[], p_levels text[], p_tokens integer[], p_reinforce uuid[], p_thread_id text, p_meta jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.record_context_assembly(p_session_id text, p_ids uuid[], p_tiers text[], p_levels text[], p_tokens integer[], p_reinforce uuid[], p_thread_id text, p_meta jsonb) TO authenticated;
+GRANT ALL ON FUNCTION public.record_context_assembly(p_session_id text, p_ids uuid[], p_tiers text[], p_levels text[], p_tokens integer[], p_reinforce uuid[], p_thread_id text, p_meta jsonb) TO service_role;
+
+--
+-- Name: FUNCTION record_memory_usage(p_session_id text, p_retrieved uuid[], p_cited uuid[], p_tokens integer[], p_now timestamp with time zone); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.record_memory_usage(p_session_id text, p_retrieved uuid[], p_cited uuid[], p_tokens integer[], p_now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.record_memory_usage(p_session_id text, p_retrieved uuid[], p_cited uuid[], p_tokens integer[], p_now timestamp with time zone) TO authenticated;
+GRANT ALL ON FUNCTION public.record_memory_usage(p_session_id text, p_retrieved uuid[], p_cited uuid[], p_tokens integer[], p_now timestamp with time zone) TO service_role;
+
+--
 -- Name: FUNCTION reinforce_memories(ids uuid[], p_now timestamp with time zone); Type: ACL; Schema: public; Owner: -
 --
 
@@ -4451,6 +5170,104 @@ GRANT SELECT,INSERT,UPDATE ON TABLE memory_private.lifecycle_runs TO service_rol
 --
 
 GRANT SELECT,DELETE ON TABLE memory_private.rate_limit_buckets TO service_role;
+
+--
+-- Name: TABLE context_injections; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT ALL ON TABLE public.context_injections TO service_role;
+GRANT SELECT ON TABLE public.context_injections TO authenticated;
+
+--
+-- Name: COLUMN context_injections.owner_id; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(owner_id) ON TABLE public.context_injections TO authenticated;
+
+--
+-- Name: COLUMN context_injections.session_id; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(session_id) ON TABLE public.context_injections TO authenticated;
+
+--
+-- Name: COLUMN context_injections.memory_id; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(memory_id) ON TABLE public.context_injections TO authenticated;
+
+--
+-- Name: COLUMN context_injections.tier; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(tier),UPDATE(tier) ON TABLE public.context_injections TO authenticated;
+
+--
+-- Name: COLUMN context_injections.level; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(level),UPDATE(level) ON TABLE public.context_injections TO authenticated;
+
+--
+-- Name: COLUMN context_injections.tokens; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(tokens),UPDATE(tokens) ON TABLE public.context_injections TO authenticated;
+
+--
+-- Name: COLUMN context_injections.injected_at; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(injected_at),UPDATE(injected_at) ON TABLE public.context_injections TO authenticated;
+
+--
+-- Name: TABLE context_prefetch; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT ALL ON TABLE public.context_prefetch TO service_role;
+GRANT SELECT ON TABLE public.context_prefetch TO authenticated;
+
+--
+-- Name: COLUMN context_prefetch.owner_id; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(owner_id) ON TABLE public.context_prefetch TO authenticated;
+
+--
+-- Name: COLUMN context_prefetch.session_id; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(session_id) ON TABLE public.context_prefetch TO authenticated;
+
+--
+-- Name: COLUMN context_prefetch.signal_key; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(signal_key) ON TABLE public.context_prefetch TO authenticated;
+
+--
+-- Name: COLUMN context_prefetch.memory_ids; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(memory_ids),UPDATE(memory_ids) ON TABLE public.context_prefetch TO authenticated;
+
+--
+-- Name: COLUMN context_prefetch.refs; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(refs),UPDATE(refs) ON TABLE public.context_prefetch TO authenticated;
+
+--
+-- Name: COLUMN context_prefetch.confidence; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(confidence),UPDATE(confidence) ON TABLE public.context_prefetch TO authenticated;
+
+--
+-- Name: COLUMN context_prefetch.computed_at; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(computed_at),UPDATE(computed_at) ON TABLE public.context_prefetch TO authenticated;
 
 --
 -- Name: TABLE memory_agent_allowlists; Type: ACL; Schema: public; Owner: -
@@ -4945,6 +5762,116 @@ GRANT SELECT ON TABLE public.memory_settings TO authenticated;
 
 GRANT ALL ON TABLE public.memory_thread_revisions TO service_role;
 GRANT SELECT ON TABLE public.memory_thread_revisions TO authenticated;
+
+--
+-- Name: TABLE memory_usage; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT ALL ON TABLE public.memory_usage TO service_role;
+GRANT SELECT ON TABLE public.memory_usage TO authenticated;
+
+--
+-- Name: COLUMN memory_usage.memory_id; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(memory_id) ON TABLE public.memory_usage TO authenticated;
+
+--
+-- Name: COLUMN memory_usage.owner_id; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(owner_id) ON TABLE public.memory_usage TO authenticated;
+
+--
+-- Name: COLUMN memory_usage.retrieval_count; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(retrieval_count),UPDATE(retrieval_count) ON TABLE public.memory_usage TO authenticated;
+
+--
+-- Name: COLUMN memory_usage.citation_count; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(citation_count),UPDATE(citation_count) ON TABLE public.memory_usage TO authenticated;
+
+--
+-- Name: COLUMN memory_usage.ignore_count; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(ignore_count),UPDATE(ignore_count) ON TABLE public.memory_usage TO authenticated;
+
+--
+-- Name: COLUMN memory_usage.last_reported_at; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(last_reported_at),UPDATE(last_reported_at) ON TABLE public.memory_usage TO authenticated;
+
+--
+-- Name: COLUMN memory_usage.last_cited_at; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(last_cited_at),UPDATE(last_cited_at) ON TABLE public.memory_usage TO authenticated;
+
+--
+-- Name: TABLE memory_usage_totals; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT ALL ON TABLE public.memory_usage_totals TO service_role;
+GRANT SELECT ON TABLE public.memory_usage_totals TO authenticated;
+
+--
+-- Name: COLUMN memory_usage_totals.owner_id; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(owner_id) ON TABLE public.memory_usage_totals TO authenticated;
+
+--
+-- Name: COLUMN memory_usage_totals.reports; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(reports),UPDATE(reports) ON TABLE public.memory_usage_totals TO authenticated;
+
+--
+-- Name: COLUMN memory_usage_totals.retrieved; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(retrieved),UPDATE(retrieved) ON TABLE public.memory_usage_totals TO authenticated;
+
+--
+-- Name: COLUMN memory_usage_totals.cited; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(cited),UPDATE(cited) ON TABLE public.memory_usage_totals TO authenticated;
+
+--
+-- Name: COLUMN memory_usage_totals.cited_in_predicted_sessions; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(cited_in_predicted_sessions),UPDATE(cited_in_predicted_sessions) ON TABLE public.memory_usage_totals TO authenticated;
+
+--
+-- Name: COLUMN memory_usage_totals.cited_prefetched; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(cited_prefetched),UPDATE(cited_prefetched) ON TABLE public.memory_usage_totals TO authenticated;
+
+--
+-- Name: COLUMN memory_usage_totals.injected_tokens; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(injected_tokens),UPDATE(injected_tokens) ON TABLE public.memory_usage_totals TO authenticated;
+
+--
+-- Name: COLUMN memory_usage_totals.cited_tokens; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(cited_tokens),UPDATE(cited_tokens) ON TABLE public.memory_usage_totals TO authenticated;
+
+--
+-- Name: COLUMN memory_usage_totals.updated_at; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(updated_at),UPDATE(updated_at) ON TABLE public.memory_usage_totals TO authenticated;
 
 --
 -- Name: DEFAULT PRIVILEGES FOR SEQUENCES; Type: DEFAULT ACL; Schema: public; Owner: -

@@ -83,3 +83,20 @@ Deno.test("eval dataset: identifier tokens are paths, codes, packages and names,
   );
   assert.deepEqual(identifierTokens("How do we deploy the storefront?"), []);
 });
+
+Deno.test("eval signal scenarios: every answer and unmerged note exists and is visible from the scenario's project; each kind has its signal", async () => {
+  const { loadScenarios, validateScenarios } = await import("../eval/scenarios.ts");
+  const { scenarios, notes } = await loadScenarios();
+  assert.ok(scenarios.length >= 30, `${scenarios.length} scenarios`);
+  for (const kind of ["file", "error", "branch"]) assert.ok(scenarios.filter((s) => s.kind === kind).length >= 10, kind);
+  assert.deepEqual(validateScenarios(scenarios, notes, dataset.memories), []);
+  const broken = structuredClone(scenarios);
+  broken[0]!.answer_ids.push("acme-web-9999");
+  broken[1]!.signals = {};
+  const other = dataset.memories.find((m) => m.tenant !== broken[2]!.tenant)!;
+  broken[2]!.answer_ids.push(other.id);
+  const problems = validateScenarios(broken, notes, dataset.memories);
+  assert.ok(problems.some((p) => p.includes("unknown memory acme-web-9999")), problems.join("; "));
+  assert.ok(problems.some((p) => p.startsWith(`${broken[1]!.id}: a `)), problems.join("; "));
+  assert.ok(problems.some((p) => p.includes(`${other.id} is not visible`)), problems.join("; "));
+});

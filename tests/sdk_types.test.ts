@@ -16,6 +16,10 @@ import type { AgentConfig, CategoryConfig } from "../supabase/functions/_shared/
 import type { PreparedCandidates } from "../supabase/functions/_shared/candidates.ts";
 import type { EpisodeBatchRequest, EpisodeBatchResult } from "../supabase/functions/_shared/episodes.ts";
 import type { EntityListItem, EntityProfile } from "../supabase/functions/_shared/memories/entities.ts";
+import type * as ContextSchemas from "../supabase/functions/_shared/context/schemas.ts";
+import type { AssembleResponse } from "../supabase/functions/_shared/context/assemble.ts";
+import type { PredictResponse } from "../supabase/functions/_shared/context/predict.ts";
+import type { UsageResponse } from "../supabase/functions/_shared/context/usage.ts";
 
 /** true when A and B are assignable to each other. */
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
@@ -35,6 +39,14 @@ same<Sdk.DedupInput, z.input<typeof DedupRequestSchema>>(true);
 same<Sdk.EpisodesInput, z.input<typeof EpisodeBatchRequest>>(true);
 same<Sdk.GetParams, z.input<typeof MemorySchemas.MemoryQuery>>(true);
 same<{ context?: "all" | "rag"; rag_length?: number | null }, z.input<typeof MemorySchemas.CategoryUpsert>>(true);
+same<Sdk.AssembleInput, z.input<typeof ContextSchemas.AssembleRequest>>(true);
+same<Sdk.PredictInput, z.input<typeof ContextSchemas.PredictRequest>>(true);
+same<Sdk.UsageInput, z.input<typeof ContextSchemas.UsageRequest>>(true);
+same<Sdk.ContextSignals, z.input<typeof ContextSchemas.Signals>>(true);
+same<Sdk.LineageSignals, z.input<typeof ContextSchemas.LineageSignals>>(true);
+same<Sdk.MemoryMetadata, NonNullable<z.input<typeof MemorySchemas.RememberRequest>["metadata"]>>(true);
+same<Sdk.CodeOrigin, NonNullable<z.input<typeof ExtractRequestSchema>["lineage"]>>(true);
+same<Sdk.Candidate, z.input<typeof DedupRequestSchema>["candidates"][number]>(true);
 // A message the server accepts is one the SDK lets you send, and the other way round for the roles.
 same<Sdk.ChatMessage["role"], z.input<typeof ExtractRequestSchema>["messages"][number]["role"]>(true);
 
@@ -52,6 +64,9 @@ same<Sdk.EpisodeBatchResult, EpisodeBatchResult>(true);
 same<Sdk.EntityListResponse["entities"][number], EntityListItem>(true);
 same<Sdk.EntityProfile, EntityProfile>(true);
 same<Sdk.DedupResponse["stats"], PreparedCandidates["stats"]>(true);
+same<Sdk.AssembleResponse, AssembleResponse>(true);
+same<Sdk.PredictResponse, PredictResponse>(true);
+same<Sdk.UsageResponse, UsageResponse>(true);
 
 Deno.test("sdk types: the package's types are the functions' (checked by deno check)", () => {
   assert.ok(true);

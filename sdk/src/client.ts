@@ -5,6 +5,12 @@
 import { errorFromFetch, errorFromResponse, MemoryApiError } from "./errors.ts";
 import type {
   AgentConfig,
+  AssembleInput,
+  AssembleResponse,
+  PredictInput,
+  PredictResponse,
+  UsageInput,
+  UsageResponse,
   CategoryConfig,
   ChatMessage,
   CompactInput,
@@ -142,6 +148,14 @@ export function createMemoryClient(opts: MemoryClientOptions) {
     retrieve: (body: RetrieveInput) => call<RetrieveResponse>("memory-retrieve", "POST", body),
     /** memory.query: agent-scoped search with category allowlists and filters. */
     query: (body: QueryInput) => call<QueryResponse>("memory-retrieve/query", "POST", body),
+
+    // -- context -----------------------------------------------------------------------------
+    /** A tiered context of at most `budget` tokens from the coding signals (docs/context.md). */
+    assembleContext: (body: AssembleInput = {}) => call<AssembleResponse>("context/assemble", "POST", body),
+    /** What a file opened, a branch checked out or an error will need; cached for the session. */
+    predictContext: (body: PredictInput) => call<PredictResponse>("context/predict", "POST", body),
+    /** Which of the memories the agent was given it used: ranking and memory/stats learn from it. */
+    reportUsage: (body: UsageInput) => call<UsageResponse>("memory/usage", "POST", body),
 
     // -- memory ------------------------------------------------------------------------------
     /** A user-stated fact (priority highest, never decays); an exact duplicate returns created: false. */

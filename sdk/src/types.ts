@@ -21,6 +21,44 @@ export interface MemoryMetadata {
   role?: "user" | "assistant" | "system" | "tool";
   category?: string;
   keywords?: string[];
+  /** Code lineage: where the memory came from (docs/context.md#code-lineage). */
+  repo?: string;
+  branch?: string;
+  commit?: string;
+  /** Files it is about; context assembly finds it when one of them is open. */
+  files?: string[];
+}
+
+/** Repository, branch and commit a request's memories come from (memory-extract, memory-dedup). */
+export interface CodeOrigin {
+  repo?: string;
+  branch?: string;
+  commit?: string;
+}
+
+/** What the client knows about the repository: whose notes are facts on its branch (docs/context.md#code-lineage). */
+export interface LineageSignals {
+  repo?: string;
+  /** The branch checked out; default: the default branch. */
+  branch?: string;
+  commit?: string;
+  /** Default "main" (and "master"). */
+  default_branch?: string;
+  /** Branches merged into the current one: their memories are project knowledge here. */
+  merged_branches?: string[];
+  /** Commits in the current branch's history: memories recorded at them are merged. */
+  ancestor_commits?: string[];
+  /** A memory citing one of these is flagged stale, not injected. */
+  deleted_files?: string[];
+  renamed_files?: { from: string; to: string }[];
+}
+
+/** A memory left out because of code lineage. */
+export interface ExcludedMemory {
+  id: string;
+  reason: "unmerged_branch" | "stale_file";
+  branch?: string;
+  stale?: { file: string; reason: "deleted" } | { file: string; reason: "renamed"; to: string };
 }
 
 /** A memory as every route returns it (no embedding). */
@@ -114,6 +152,10 @@ export interface SearchControls {
   graph_depth?: number;
   /** Keyword floor: share of the query's best possible keyword score (0-1). */
   keyword_threshold?: number;
+  /** ISO date-time with offset: answer from what memory held then. */
+  as_of?: string;
+  /** Code lineage: another branch's unmerged notes and memories citing deleted files are left out (`excluded`). */
+  signals?: LineageSignals;
 }
 
 export type SearchMode = "hybrid" | "vector" | "keyword";
@@ -168,6 +210,8 @@ export interface RetrieveResponse {
   revision: number;
   embedding_model: string;
   search: SearchInfo;
+  /** Found but left out: another branch's unmerged notes, memories citing deleted or renamed files. */
+  excluded: ExcludedMemory[];
 }
 
 export interface QueryFilters {
@@ -229,6 +273,7 @@ export interface QueryResponse {
   truncated_count: number;
   embedding_model: string;
   search: SearchInfo;
+  excluded: ExcludedMemory[];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -484,6 +529,20 @@ export interface MemoryStats {
   namespaces: { distinct: number; top: { namespace: string; count: number }[] };
   relations: { total: number; by_type: Record<string, number> };
   history: { total: number; by_event: Record<string, number> };
+  /** Usage feedback (reportUsage); shares are null until there is something to divide by. */
+  usage: {
+    reports: number;
+    retrieved: number;
+    cited: number;
+    memories_reported: number;
+    never_cited: number;
+    /** Cited memories context/predict had prefetched, over those cited in sessions with predictions. */
+    prediction_accuracy: number | null;
+    /** Tokens of cited memories over tokens of all reported ones. */
+    cited_token_share: number | null;
+    injected_tokens: number;
+    cited_tokens: number;
+  };
 }
 
 export interface JsonExport {
@@ -554,6 +613,7 @@ export interface ExtractInput {
   project?: string;
   scope?: WriteScope;
   thread_id?: string;
+  lineage?: CodeOrigin;
 }
 
 export type JobStatus = "queued" | "running" | "done" | "dead";
@@ -623,6 +683,12 @@ export interface Candidate {
   priority: Priority;
   importance: number;
   category?: string | null;
+  /** Files it is about (code lineage). */
+  files?: string[];
+  /** Its compression levels (docs/context.md#compression-levels); made offline when absent. */
+  summary?: string;
+  compressed?: string;
+  index_key?: string;
 }
 
 export interface DedupInput {
@@ -631,6 +697,7 @@ export interface DedupInput {
   thread_id?: string;
   project?: string;
   scope?: WriteScope;
+  lineage?: CodeOrigin;
 }
 
 export interface DedupResponse extends QueuedJobResponse {
@@ -647,4 +714,113 @@ export interface DedupResponse extends QueuedJobResponse {
     /** Candidates that had characters stored text may not hold (control, bidi, invisible), removed. */
     unsafe_characters_removed: number;
   };
+}
+
+// ---------------------------------------------------------------------------------------------
+// context (docs/context.md)
+
+export type Activity = "debugging" | "feature" | "review" | "refactor" | "testing" | "docs" | "ops";
+export type ContextTier = "critical" | "relevant" | "background" | "index";
+export type CompressionLevel = "full" | "summary" | "compressed" | "index";
+
+/** What is on the developer's screen, plus the lineage. */
+export interface ContextSignals extends LineageSignals {
+  current_file?: string;
+  open_files?: string[];
+  /** Errors on screen, newest first (at most 10). */
+  recent_errors?: string[];
+  activity?: Activity;
+}
+
+export interface AssembleInput {
+  /** 200-32,000 tokens; default 8,000. */
+  budget?: number;
+  message?: string;
+  project?: string;
+  /** A fresh predictContext for this session is served; injections are recorded for reportUsage. */
+  session_id?: string;
+  thread_id?: string;
+  signals?: ContextSignals;
+}
+
+export interface AssembledMemory {
+  id: string;
+  tier: ContextTier;
+  level: CompressionLevel;
+  tokens: number;
+  tag?: string;
+  index_key: string;
+  score: number;
+  kinds: string[];
+  lineage: "project" | "current_branch" | "merged" | "unmerged";
+  compression: "llm" | "rules" | "mixed";
+  shortened?: true;
+  stale?: { file: string; reason: "deleted" } | { file: string; reason: "renamed"; to: string };
+}
+
+export interface TierReport {
+  budget: number;
+  token_count: number;
+  memories: number;
+}
+
+export type PrefetchStatus = "fresh" | "stale" | "expired";
+
+export interface AssembleResponse {
+  /** The context for the system prompt; never more than budget tokens. */
+  context: string;
+  token_count: number;
+  budget: number;
+  activity: string | null;
+  tiers: Record<ContextTier, TierReport>;
+  memories: AssembledMemory[];
+  excluded: ExcludedMemory[];
+  omitted: number;
+  prefetch: { status: "none" | "miss" | "partial" | PrefetchStatus; signals: Record<string, PrefetchStatus | "miss"> };
+}
+
+export interface PredictInput {
+  file_opened?: string;
+  branch?: string;
+  error?: string;
+  project?: string;
+  /** Cache the prediction for the session's next assembleContext. */
+  session_id?: string;
+  /** Default 20. */
+  limit?: number;
+  signals?: LineageSignals;
+}
+
+export interface PredictedMemory {
+  id: string;
+  tier: "critical" | "relevant";
+  tag?: string;
+  index_key: string;
+  summary: string;
+  score: number;
+  kinds: string[];
+}
+
+export interface PredictResponse {
+  predicted_memories: PredictedMemory[];
+  confidence: number;
+  signals: string[];
+  cached: boolean;
+}
+
+export interface UsageInput {
+  session_id: string;
+  /** The memories the agent was given. */
+  retrieved?: string[];
+  /** The ones it used (they count as retrieved too). */
+  cited?: string[];
+}
+
+export interface UsageResponse {
+  session_id: string;
+  recorded: number;
+  cited: number;
+  unknown: string[];
+  cited_prefetched: number;
+  predicted_session: boolean;
 }

@@ -11,6 +11,8 @@
 //   priority highest becomes high (counted as demoted), so model output can neither skip the caps
 //   nor become a permanent, LLM-proof memory. At most 5 per chunk (seed 001 §13), best first.
 import { z } from "zod";
+import { compressionFields } from "./context/compress.ts";
+import { filePath } from "./schemas.ts";
 import { modelNamespace, type WriteScope } from "./scopes.ts";
 import { emptyStats, validateContent, type ValidationStats } from "./writing-constraints.ts";
 import { stripUnsafeCharacters } from "./unsafe-characters.ts";
@@ -35,6 +37,10 @@ export const CandidateSchema = z.object({
   priority: z.enum(PRIORITIES),
   importance: z.number().int().min(1).max(5),
   category: z.string().max(64).nullish(),
+  /** Files it is about (docs/context.md#code-lineage): stored in metadata.files and linked as file entities; a malformed list is dropped, not fatal. */
+  files: z.array(filePath).max(50).optional().catch(undefined),
+  /** Its summary, compressed form and index key, when the model made them (docs/context.md#compression-levels). */
+  ...compressionFields,
 });
 export type Candidate = z.infer<typeof CandidateSchema>;
 

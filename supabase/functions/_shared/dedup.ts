@@ -29,7 +29,9 @@ import { type Candidate, isProtected } from "./candidates.ts";
 import { effectiveCategory } from "./categories.ts";
 import { decideWithoutLlm, dedupMessages, DedupDecisionSchema, type Neighbour, type ResolvedAction, resolveDecision } from "./dedup-decision.ts";
 import { insertEdges } from "./edges.ts";
-import { linkEntitiesByRules } from "./entities.ts";
+import { linkEntities, linkEntitiesByRules } from "./entities.ts";
+import { citedFileLinks, contextMetadata } from "./context/lineage.ts";
+import type { CodeOrigin } from "./schemas.ts";
 
 export interface DedupContext {
   ownerId: string;
@@ -37,6 +39,7 @@ export interface DedupContext {
   threadId?: string;
   origin: "extract" | "compact" | "api" | "consolidate";
   jobId?: string;
+  lineage?: CodeOrigin; // the request's repository, branch and commit: each new memory's metadata
 }
 
 export interface DedupDeps {
@@ -262,7 +265,8 @@ export async function linkMemory(tx: Tx, ownerId: string, fromId: string, edges:
 }
 
 async function insertMemory(tx: Tx, ctx: DedupContext, c: Candidate, content: string, vec: string, model: string): Promise<string> {
-  const metadata = { origin: ctx.origin, ...(ctx.jobId ? { job_id: ctx.jobId } : {}), ...(c.category ? { category: c.category } : {}) };
+  const base = { origin: ctx.origin, ...(ctx.jobId ? { job_id: ctx.jobId } : {}), ...(c.category ? { category: c.category } : {}) };
+  const metadata = { ...base, ...contextMetadata(c, content, ctx.lineage) };
   const [row] = await tx<{ id: string }[]>`
     insert into public.devai_memories
       (owner_id, content, embedding, embedding_model, memory_type, namespace, priority, source, importance,
@@ -272,6 +276,7 @@ async function insertMemory(tx: Tx, ctx: DedupContext, c: Candidate, content: st
        ${c.source}, ${c.importance}, ${ctx.sessionId ?? null}, ${tx.json(metadata)})
     returning id`;
   await linkEntitiesByRules(tx, [{ id: row!.id, content }]);
+  await linkEntities(tx, citedFileLinks(row!.id, c.files));
   return row!.id;
 }
 

@@ -16,6 +16,7 @@ import type { Embedder } from "./embeddings.ts";
 import type { Config } from "./env.ts";
 import { claimJobs, completeJobInTx, failJob, type Job, type JobKind, LeaseLostError, PermanentJobError } from "./jobs.ts";
 import { type Llm, LlmOutputError, LlmRequestError } from "./llm.ts";
+import { codeOrigin } from "./schemas.ts";
 import { CandidateSchema } from "./candidates.ts";
 import { dedupCandidates } from "./dedup.ts";
 import { isGraphJob, processGraphJob } from "./graph-jobs.ts";
@@ -67,6 +68,7 @@ export const DedupJobPayloadSchema = z.object({
   project: z.string().max(140).optional(),
   origin: z.enum(["extract", "compact", "api"]).default("api"),
   source_job_id: z.string().optional(),
+  lineage: codeOrigin.optional(),
 });
 
 export function defaultWorkerId(): string {
@@ -123,7 +125,7 @@ async function processDedup(deps: WorkerDeps, job: Job, workerId: string): Promi
     const report = await dedupCandidates(
       tx,
       { embedder: deps.embedder, llm: deps.llm, config: deps.config },
-      { ownerId: job.owner_id, sessionId: payload.session_id, threadId: payload.thread_id, origin: payload.origin, jobId: job.id },
+      { ownerId: job.owner_id, sessionId: payload.session_id, threadId: payload.thread_id, origin: payload.origin, jobId: job.id, lineage: payload.lineage },
       payload.candidates,
       vectors,
     );

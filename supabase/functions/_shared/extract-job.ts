@@ -119,6 +119,7 @@ async function queueDedup(
       project: payload.project,
       origin: "extract",
       source_job_id: job.id,
+      ...(payload.lineage ? { lineage: payload.lineage } : {}),
     },
   });
   return { status: "stored", candidates: candidates.length, dedup_job_id: queued.id };

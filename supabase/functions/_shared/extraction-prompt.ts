@@ -49,6 +49,7 @@ export function extractionSystemPrompt(root: string, req: ScopeRequest, categori
     "- episodic: past tense; 1-2 sentences; what was discussed, decided or done.",
     "- procedural: the steps of a workflow in imperative mood, 1-2 sentences.",
     "- importance: 1 (trivia) to 5 (critical).",
+    "- summary: the memory in at most 15 words; compressed: a few words as `topic: key→value (reason)`, e.g. `auth: JWT→sessions (token size)`; index_key: 1-3 words in snake_case naming its topic, e.g. `auth_refactor`.",
     categoryInstruction(categories),
     namespaceInstruction(root, req),
     "- At most 5 stored memories, the most useful first. An empty list is a fine answer.",

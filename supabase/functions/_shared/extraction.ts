@@ -10,7 +10,7 @@
 import { z } from "zod";
 import type { Llm, LlmUsage } from "./llm.ts";
 import { ChatMessageSchema } from "./llm.ts";
-import { projectName, sessionId, threadId } from "./schemas.ts";
+import { codeOrigin, projectName, sessionId, threadId } from "./schemas.ts";
 import { type Candidate, prepareCandidates, type PreparedCandidates } from "./candidates.ts";
 import { chunkTranscript, extractionMessages, ExtractionOutputSchema } from "./extraction-prompt.ts";
 import { extractByRules } from "./rule-extractor.ts";
@@ -32,6 +32,8 @@ export const ExtractJobPayloadSchema = z.object({
   /** Where the session's memories go without a namespace of their own (scopes.ts). */
   scope: writeScope.optional(),
   thread_id: threadId.optional(),
+  /** Repository, branch and commit the session's memories come from. */
+  lineage: codeOrigin.optional(),
 }).strict();
 export type ExtractJobPayload = z.input<typeof ExtractJobPayloadSchema>;
 

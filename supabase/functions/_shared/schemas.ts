@@ -1,7 +1,7 @@
 // Zod schemas shared by several functions. They are the API's documentation too
 // (scripts/export-schemas.ts turns them into JSON Schema for the README).
 import { z } from "zod";
-import { firstUnsafeCharacter } from "./unsafe-characters.ts";
+import { CONTROL_CHARACTERS, firstUnsafeCharacter } from "./unsafe-characters.ts";
 
 export const uuid = z.uuid();
 
@@ -73,6 +73,14 @@ export function storableText(schema: z.ZodString) {
 /** Memory text as stored: trimmed, 1-4000 characters, none of the characters stored text may not hold. */
 export const content = storableText(z.string().trim().min(1).max(4000));
 
+/**
+ * Free text from the conversation that is not stored (a query, an error on screen): trimmed, no
+ * control characters (unsafe-characters.ts; right-to-left marks are fine here).
+ */
+export function freeText(max: number) {
+  return z.string().trim().min(1).max(max).refine((s) => !CONTROL_CHARACTERS.test(s), "control characters are not allowed");
+}
+
 /** An instant to answer as of (docs/graph.md#as-of): an ISO 8601 date-time with its offset. */
 export const asOf = z.iso.datetime({ offset: true });
 
@@ -83,7 +91,32 @@ export const sessionId = threadId;
 export const agentName = z.string().regex(/^[a-z][a-z0-9_-]{0,63}$/, "lowercase letters, digits, _ or -");
 export const categoryName = z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, "lowercase letters, digits or _");
 
-/** Metadata a memory carries (seed 001 §6.1 filter keys); small and flat on purpose. */
+// Code lineage (docs/context.md#code-lineage): where a memory came from in the repository. These
+// are stored (metadata, file entities), so they follow the rule for stored text.
+/** A repository as the client names it: `acme/web`, `github.com/acme/web`, a clone URL. */
+export const repoName = storableText(z.string().min(1).max(300)).refine((s) => !/\s/.test(s), "no whitespace");
+/** A git branch name, by git's own ref rules (git check-ref-format --branch). */
+export const branchName = storableText(z.string().min(1).max(250))
+  .refine(
+    (s) => !/[\u0000-\u0020\u007F~^:?*[\\]/.test(s) && !s.includes("..") && !s.includes("@{") && !s.includes("//") &&
+      !/^[-/]/.test(s) && !/(\/|\.|\.lock)$/.test(s) && s !== "@",
+    "a git branch name (no spaces, ~ ^ : ? * [ \\, '..', '@{' or '//'; not starting with - or /, not ending with /, . or .lock)",
+  );
+/** A commit id: 4-64 hex digits (abbreviated or full, SHA-1 or SHA-256). */
+export const commitSha = z.string().regex(/^[0-9a-fA-F]{4,64}$/, "4-64 hex digits").transform((s) => s.toLowerCase());
+/** A file path as a coding agent reports it (relative to the repository); a leading ./ is dropped. */
+export const filePath = storableText(z.string().min(1).max(500))
+  .transform((s) => s.replace(/^(\.\/)+/, ""))
+  .refine((s) => s.length > 0, "a file path");
+
+/**
+ * Where the memories of a request come from in the repository (memory-extract, memory-dedup):
+ * stored in each new memory's metadata (docs/context.md#code-lineage).
+ */
+export const codeOrigin = z.object({ repo: repoName.optional(), branch: branchName.optional(), commit: commitSha.optional() }).strict();
+export type CodeOrigin = z.infer<typeof codeOrigin>;
+
+/** Metadata a memory carries (memory.query's filter keys, plus code lineage); small and flat on purpose. */
 export const metadata = z
   .object({
     agent_id: z.string().max(200).optional(),
@@ -93,6 +126,10 @@ export const metadata = z
     role: z.enum(["user", "assistant", "system", "tool"]).optional(),
     category: categoryName.optional(),
     keywords: z.array(z.string().min(1).max(64)).max(20).optional(),
+    repo: repoName.optional(),
+    branch: branchName.optional(),
+    commit: commitSha.optional(),
+    files: z.array(filePath).max(50).optional(),
   })
   .strict();
 

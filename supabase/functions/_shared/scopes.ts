@@ -98,3 +98,8 @@ export function modelNamespace(raw: string, root: string, req: ScopeRequest): { 
   const asProposed = [...segments.slice(0, topicAt), ...topic].join("/");
   return { namespace: out, rewritten: out.toLowerCase() !== asProposed.toLowerCase() };
 }
+
+/** The scopes one retrieval (or context assembly) searches: global, the project's when named, user. */
+export function retrievalScopes(root: string, project?: string): string[] {
+  return [`${root}/global`, ...(project !== undefined ? [projectScope(root, project)] : []), `${root}/user`];
+}

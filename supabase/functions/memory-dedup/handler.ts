@@ -7,7 +7,7 @@
 // public.memory_categories (400 naming them otherwise).
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import { projectName, sessionId, threadId } from "../_shared/schemas.ts";
+import { codeOrigin, projectName, sessionId, threadId } from "../_shared/schemas.ts";
 import { createFunctionApp, fetchHandler } from "../_shared/app.ts";
 import { type Caller, requireCaller } from "../_shared/auth.ts";
 import { withTenant } from "../_shared/db.ts";
@@ -29,6 +29,8 @@ export const DedupRequestSchema = z.object({
   thread_id: threadId.optional(),
   project: projectName.optional(),
   scope: writeScope.optional(),
+  /** Repository, branch and commit the candidates come from (docs/context.md#code-lineage). */
+  lineage: codeOrigin.optional(),
 }).strict().refine(scopeHasProject, SCOPE_NEEDS_PROJECT);
 
 export function createHandler(deps: QueueingDeps) {
@@ -77,7 +79,14 @@ export function createHandler(deps: QueueingDeps) {
         ownerId: caller.tenantId,
         kind: "dedup",
         idempotencyKey: key,
-        payload: { candidates: prepared.candidates, session_id: body.session_id, thread_id: body.thread_id, project: body.project, origin: "api" },
+        payload: {
+          candidates: prepared.candidates,
+          session_id: body.session_id,
+          thread_id: body.thread_id,
+          project: body.project,
+          origin: "api",
+          ...(body.lineage ? { lineage: body.lineage } : {}),
+        },
       }));
     if (!queued.deduplicated) runInBackground(kick, "memory-dedup worker kick");
     return json({ job_id: queued.id, status: queued.status, deduplicated: queued.deduplicated, stats: prepared.stats }, 202);

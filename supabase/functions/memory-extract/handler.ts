@@ -22,7 +22,7 @@ import { enqueueJob, getJob, type JobStatus, jobView, runInBackground } from "..
 import { drainQueue, type QueueingDeps } from "../_shared/drain-queue.ts";
 import { CONTEXT_MESSAGES, type ExtractJobPayload } from "../_shared/extraction.ts";
 import { ChatMessageSchema } from "../_shared/llm.ts";
-import { projectName, sessionId, threadId } from "../_shared/schemas.ts";
+import { codeOrigin, projectName, sessionId, threadId } from "../_shared/schemas.ts";
 import { SCOPE_NEEDS_PROJECT, scopeHasProject, writeScope } from "../_shared/scopes.ts";
 import {
   coveredPrefix,
@@ -51,6 +51,8 @@ export const ExtractRequestSchema = z.object({
   /** Where the session's memories go without a namespace of their own; global only when asked (README "Scopes"). */
   scope: writeScope.optional(),
   thread_id: threadId.optional(),
+  /** Repository, branch and commit the session works on: recorded in the metadata of its memories (docs/context.md#code-lineage). */
+  lineage: codeOrigin.optional(),
 }).strict().refine(scopeHasProject, SCOPE_NEEDS_PROJECT);
 export type ExtractRequest = z.infer<typeof ExtractRequestSchema>;
 
@@ -102,6 +104,7 @@ export function createHandler(deps: QueueingDeps) {
         project: body.project,
         scope: body.scope,
         thread_id: body.thread_id,
+        ...(body.lineage ? { lineage: body.lineage } : {}),
       };
       const job = await enqueueJob(tx, {
         ownerId: caller.tenantId,

@@ -12,6 +12,7 @@
 //   POST /memory/{id}/forget         soft delete; purged after the grace period
 //   POST /memory/{id}/restore        undo forget (or an invalidation that was not a supersede)
 //   POST /memory/{id}/pin|confirm    protected from decay (strength 1.0); /unpin undoes it
+//   POST /memory/usage               which of the memories it was given an agent used (docs/context.md#usage-feedback)
 //   GET|PUT /memory/categories[/{name}], /memory/agents[/{agent}]   configuration (config-routes.ts)
 //   POST /memory/episodes, POST /memory/sessions/{id}/end, GET /memory/entities[/{id}]: graph memory
 //   POST|GET /memory/agent-tokens, POST /memory/agent-tokens/{id}/revoke: agents' credentials

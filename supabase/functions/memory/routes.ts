@@ -20,6 +20,8 @@ import {
   WeakQuery,
 } from "../_shared/memories/schemas.ts";
 import { sessionId } from "../_shared/schemas.ts";
+import { UsageRequest } from "../_shared/context/schemas.ts";
+import { reportUsage } from "../_shared/context/usage.ts";
 import type { ServiceDeps } from "../_shared/services/deps.ts";
 import { issueToken, listTokens, revokeToken } from "../_shared/services/agent-tokens.ts";
 import { endSession, entities, entityInfo, storeEpisodes } from "../_shared/services/graph.ts";
@@ -43,6 +45,7 @@ const FIXED_PATHS: [string, string[]][] = [
   ["/memory/stats", ["GET"]],
   ["/memory/export", ["GET"]],
   ["/memory/agent-tokens", ["GET", "POST"]],
+  ["/memory/usage", ["POST"]],
 ];
 
 export function registerMemoryRoutes(app: MemoryApp, deps: ServiceDeps): void {
@@ -87,6 +90,9 @@ export function registerMemoryRoutes(app: MemoryApp, deps: ServiceDeps): void {
     const id = parseId(c);
     return json(await correct(deps, who(c), id, await parseJsonBody(c.req.raw, CorrectRequest, max)), 201);
   });
+
+  // What the agent used of what it was given (living context).
+  app.post("/memory/usage", async (c) => json(await reportUsage(deps, c.get("caller"), await parseJsonBody(c.req.raw, UsageRequest, max))));
 
   // The tenant's memories as a whole.
   app.get("/memory", async (c) => json(await listMemories(deps, who(c), parseQuery(c, ListQuery))));

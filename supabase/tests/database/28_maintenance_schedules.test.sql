@@ -8,14 +8,15 @@ select plan(14);
 
 select results_eq(
   $$select job_name, schedule, command from public.memory_maintenance_schedules order by job_name$$,
-  $$values ('devai-cron-history-prune'::text, '30 6 * * *'::text, 'select memory_private.prune_cron_history()'::text),
+  $$values ('devai-context-prune'::text, '45 6 * * *'::text, 'select memory_private.prune_context_sessions()'::text),
+           ('devai-cron-history-prune', '30 6 * * *', 'select memory_private.prune_cron_history()'),
            ('devai-graph-maintenance', '30 2 * * *', 'select memory_private.enqueue_graph_maintenance()'),
            ('devai-job-lease-sweep', '* * * * *', 'select memory_private.sweep_stale_job_leases()'),
            ('devai-memory-decay', '* 3 * * *', 'select memory_private.run_decay_step()'),
            ('devai-memory-purge', '* 5 * * *', 'select memory_private.run_purge_step()'),
            ('devai-memory-ttl', '* 4 * * *', 'select memory_private.run_ttl_step()'),
            ('devai-session-idle-end', '0 2 * * *', 'select memory_private.end_idle_sessions()')$$,
-  'step forms every minute of a window each: decay 03:xx, TTL 04:xx, purge 05:xx UTC; lease sweep every minute; pg_cron history prune daily 06:30; idle sessions ended 02:00, graph maintenance queued 02:30');
+  'step forms every minute of a window each: decay 03:xx, TTL 04:xx, purge 05:xx UTC; lease sweep every minute; pg_cron history prune daily 06:30; idle sessions ended 02:00, graph maintenance queued 02:30; context session records pruned 06:45');
 
 create temporary table has_cron on commit drop as
   select exists (select from pg_extension where extname = 'pg_cron') as yes;
@@ -28,17 +29,17 @@ select case when (select yes from has_cron)
   else skip('pg_cron is not installed in this database', 1) end;
 
 select case when (select yes from has_cron)
-  then is(memory_private.register_maintenance_schedules(), '{"pg_cron": true, "removed": 0, "registered": 7}'::jsonb,
-          're-running the registration upserts the same seven jobs')
+  then is(memory_private.register_maintenance_schedules(), '{"pg_cron": true, "removed": 0, "registered": 8}'::jsonb,
+          're-running the registration upserts the same eight jobs')
   else is(memory_private.register_maintenance_schedules() ->> 'pg_cron', 'false', 'without pg_cron the registration is a no-op') end;
 select memory_private.register_maintenance_schedules();
 
 select case when (select yes from has_cron)
-  then is((select count(*) from cron.job where jobname like 'devai-%' and database = current_database()), 7::bigint,
-          'after registering three times: still exactly seven devai- jobs')
+  then is((select count(*) from cron.job where jobname like 'devai-%' and database = current_database()), 8::bigint,
+          'after registering three times: still exactly eight devai- jobs')
   else skip('pg_cron is not installed in this database', 1) end;
 select case when (select yes from has_cron)
-  then is((select count(distinct jobname) from cron.job where jobname like 'devai-%' and database = current_database()), 7::bigint,
+  then is((select count(distinct jobname) from cron.job where jobname like 'devai-%' and database = current_database()), 8::bigint,
           'one job per name')
   else skip('pg_cron is not installed in this database', 1) end;
 
@@ -46,8 +47,8 @@ select case when (select yes from has_cron)
 update public.memory_maintenance_schedules set schedule = '0 4 * * *' where job_name = 'devai-memory-decay';
 delete from public.memory_maintenance_schedules where job_name = 'devai-memory-purge';
 select case when (select yes from has_cron)
-  then is(memory_private.register_maintenance_schedules() - 'pg_cron', '{"removed": 1, "registered": 6}'::jsonb,
-          'registration after editing the table: six upserted, one removed')
+  then is(memory_private.register_maintenance_schedules() - 'pg_cron', '{"removed": 1, "registered": 7}'::jsonb,
+          'registration after editing the table: seven upserted, one removed')
   else skip('pg_cron is not installed in this database', 1) end;
 select case when (select yes from has_cron)
   then is((select schedule::text from cron.job where jobname = 'devai-memory-decay'), '0 4 * * *', 'the changed schedule is in pg_cron')

@@ -1,6 +1,7 @@
 // memory_stats (seed 003): what a tenant's memory holds, by type, namespace, state, validity,
-// pinning, priority, source and embedding model, plus relation and history counts. One statement,
-// run under RLS, so the numbers are a consistent snapshot of the caller's tenant only.
+// pinning, priority, source and embedding model, plus relation and history counts and the usage
+// feedback agents reported. One statement, run under RLS, so the numbers are a consistent
+// snapshot of the caller's tenant only.
 import type { Tx } from "../db.ts";
 
 export interface MemoryStats {
@@ -15,6 +16,21 @@ export interface MemoryStats {
   namespaces: { distinct: number; top: { namespace: string; count: number }[] };
   relations: { total: number; by_type: Record<string, number> };
   history: { total: number; by_event: Record<string, number> };
+  /** Usage feedback (POST memory/usage; docs/context.md#usage-feedback). Shares are null until there is something to divide by. */
+  usage: {
+    reports: number;
+    retrieved: number;
+    cited: number;
+    /** Memories reported at least once, and those of them never cited (what ranking demotes). */
+    memories_reported: number;
+    never_cited: number;
+    /** Cited memories that context/predict had prefetched, over those cited in sessions with predictions. */
+    prediction_accuracy: number | null;
+    /** Tokens of cited memories over tokens of all reported (injected) ones. */
+    cited_token_share: number | null;
+    injected_tokens: number;
+    cited_tokens: number;
+  };
 }
 
 export async function memoryStats(tx: Tx, topNamespaces: number): Promise<MemoryStats> {
@@ -47,7 +63,18 @@ export async function memoryStats(tx: Tx, topNamespaces: number): Promise<Memory
       'history', jsonb_build_object(
           'total', (select count(*) from public.memory_history),
           'by_event', (select coalesce(jsonb_object_agg(k, n), '{}')
-                         from (select event k, count(*) n from public.memory_history group by 1) t))
+                         from (select event k, count(*) n from public.memory_history group by 1) t)),
+      'usage', (select jsonb_build_object(
+          'reports', coalesce(t.reports, 0),
+          'retrieved', coalesce(t.retrieved, 0),
+          'cited', coalesce(t.cited, 0),
+          'memories_reported', (select count(*) from public.memory_usage),
+          'never_cited', (select count(*) from public.memory_usage where citation_count = 0),
+          'prediction_accuracy', round(t.cited_prefetched::numeric / nullif(t.cited_in_predicted_sessions, 0), 4),
+          'cited_token_share', round(t.cited_tokens::numeric / nullif(t.injected_tokens, 0), 4),
+          'injected_tokens', coalesce(t.injected_tokens, 0),
+          'cited_tokens', coalesce(t.cited_tokens, 0))
+        from (select 1) one left join public.memory_usage_totals t on true)
     ) as stats`;
   return row!.stats;
 }

@@ -20,8 +20,8 @@
 //   4. namespace in the user scope                              → User Preferences
 //   5. anything else (global facts)                             → General Knowledge
 // Sections appear in that order (project first, as in the seed), memories in rank order within.
+import { bulletText } from "../fit-text.ts";
 import { projectScope } from "../schemas.ts";
-import { foldLineBreaks } from "../text-scan.ts";
 
 export interface FormatMemory {
   id: string;
@@ -65,10 +65,7 @@ export function sectionTitle(key: SectionKey, ctx: FormatContext): string {
   }
 }
 
-/** One line per memory: newlines inside a memory would break the bullet list, so they are folded. */
-export function bulletText(content: string): string {
-  return foldLineBreaks(content).trim();
-}
+export { bulletText };
 
 export function memoryLine(m: { content: string }): string {
   return `- ${bulletText(m.content)}`;

@@ -11,8 +11,11 @@
 // counts overestimate slightly (BPE merges across the joining newlines only ever save tokens), so
 // the exact pass almost never has to drop anything. After the best one, a memory that does not
 // fit is skipped and later, shorter ones are still tried.
+import { shortenToFit } from "../fit-text.ts";
 import { countTokens } from "../tokens.ts";
-import { BLOCK_HEADING, bulletText, type FormatContext, type FormatMemory, memoryLine, relatedLine, renderBlock, type SectionKey, sectionOf, sectionTitle, truncationLine } from "./format.ts";
+import { BLOCK_HEADING, type FormatContext, type FormatMemory, memoryLine, relatedLine, renderBlock, type SectionKey, sectionOf, sectionTitle, truncationLine } from "./format.ts";
+
+export { shortenToFit };
 
 export const MAX_RELATED = 2;
 
@@ -46,30 +49,6 @@ export interface PackResult<M extends FormatMemory> {
 
 /** A memory in the block; `text` when it is shown shortened. */
 type Added<M> = { kind: "delta"; line: string } | { kind: "memory"; memory: M; text?: string } | { kind: "related"; related: RelatedCandidate };
-
-const ELLIPSIS = "…";
-
-/**
- * The longest start of `text` that ends at a word boundary, marked with `…`, for which
- * `fits(shortened)` holds; undefined when not even the first word fits. A text without spaces is
- * cut between characters instead. Binary search: one exact count per step.
- */
-export function shortenToFit(text: string, fits: (shortened: string) => boolean): string | undefined {
-  const one = bulletText(text);
-  const words = one.split(" ");
-  const cut = words.length > 1
-    ? (k: number) => words.slice(0, k).join(" ").replace(/[\s,;:.\-–—]+$/u, "") + ELLIPSIS
-    : (k: number) => [...one].slice(0, k).join("") + ELLIPSIS;
-  let lo = 1;
-  let hi = (words.length > 1 ? words.length : [...one].length) - 1;
-  if (hi < lo || !fits(cut(lo))) return undefined;
-  while (lo < hi) {
-    const mid = Math.ceil((lo + hi) / 2);
-    if (fits(cut(mid))) lo = mid;
-    else hi = mid - 1;
-  }
-  return cut(lo);
-}
 
 export function packIntoBudget<M extends FormatMemory>(input: PackInput<M>, ctx: FormatContext): PackResult<M> {
   const budget = input.budgetTokens;

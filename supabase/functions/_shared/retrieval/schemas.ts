@@ -5,10 +5,10 @@
 // Both bodies are strict: an unknown field is a 400, so a typo (`budget` for `budget_tokens`)
 // is reported instead of silently ignored.
 import { z } from "zod";
-import { agentName, asOf, categoryName, importance, memoryType, priority, projectName, threadId } from "../schemas.ts";
+import { agentName, asOf, categoryName, freeText, importance, memoryType, priority, projectName, threadId } from "../schemas.ts";
 import { INTENTS } from "../search/intent.ts";
 import { SEARCH_MODES } from "../search/hybrid.ts";
-import { CONTROL_CHARACTERS } from "../unsafe-characters.ts";
+import { LineageSignals } from "../context/schemas.ts";
 
 /** Largest budget a caller may ask for; the block goes into a system prompt. */
 export const MAX_BUDGET_TOKENS = 32_000;
@@ -16,10 +16,8 @@ export const MAX_TOP_K = 50;
 /** memory.query's default top_k: on-demand recall wants a few bullets (seed 001 §11). */
 export const QUERY_DEFAULT_TOP_K = 5;
 
-// Free text from the conversation: newlines and tabs are fine, other control characters are not
-// (the query is never stored, so right-to-left marks in it are fine).
-const text = (max: number) =>
-  z.string().trim().min(1).max(max).refine((s) => !CONTROL_CHARACTERS.test(s), "control characters are not allowed");
+// Free text from the conversation (never stored, so right-to-left marks in it are fine).
+const text = freeText;
 
 const budgetTokens = z.number().int().min(1).max(MAX_BUDGET_TOKENS);
 const topK = z.number().int().min(1).max(MAX_TOP_K);
@@ -45,6 +43,12 @@ const searchControls = {
    * and no related bullets are added: that is for the live turn.
    */
   as_of: asOf.optional(),
+  /**
+   * Code lineage (docs/context.md#code-lineage): the branch checked out, what is merged into it,
+   * files deleted or renamed. Another branch's unmerged notes and memories citing a deleted or
+   * renamed file are left out (listed in `excluded`); without it the default branch is assumed.
+   */
+  signals: LineageSignals.optional(),
 };
 
 export const RetrieveRequest = z
@@ -157,6 +161,17 @@ export const RetrievedMemory = z.object({
 });
 export type RetrievedMemory = z.infer<typeof RetrievedMemory>;
 
+/** A memory left out because of code lineage (docs/context.md#code-lineage). */
+export const ExcludedMemory = z.object({
+  id: z.uuid(),
+  reason: z.enum(["unmerged_branch", "stale_file"]),
+  branch: z.string().optional(),
+  stale: z.discriminatedUnion("reason", [
+    z.object({ file: z.string(), reason: z.literal("deleted") }),
+    z.object({ file: z.string(), reason: z.literal("renamed"), to: z.string() }),
+  ]).optional(),
+});
+
 export const RelatedBullet = z.object({ id: z.uuid(), anchor_id: z.uuid(), content: z.string() });
 
 export const RetrieveResponse = z.object({
@@ -173,6 +188,8 @@ export const RetrieveResponse = z.object({
   revision: z.number().int(),
   embedding_model: z.string(),
   search: SearchInfo,
+  /** Found, but left out: another branch's unmerged notes, memories citing deleted or renamed files. */
+  excluded: z.array(ExcludedMemory),
 });
 export type RetrieveResponse = z.infer<typeof RetrieveResponse>;
 
@@ -202,5 +219,6 @@ export const QueryResponse = z.object({
   truncated_count: z.number().int(),
   embedding_model: z.string(),
   search: SearchInfo,
+  excluded: z.array(ExcludedMemory),
 });
 export type QueryResponse = z.infer<typeof QueryResponse>;

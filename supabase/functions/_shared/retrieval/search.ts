@@ -1,7 +1,6 @@
 // What both searches (retrieve and memory.query) share: the rows a search returns, the scopes it
 // covers, how a response explains the search and the one memory_events row each search records.
 import type { TenantContext, Tx } from "../db.ts";
-import { projectScope } from "../schemas.ts";
 import { fusionWeights, type HybridRow, type SearchMode, signalsOf } from "../search/hybrid.ts";
 import type { ResolvedPlan } from "../search/plan.ts";
 import type { SearchInfo } from "./schemas.ts";
@@ -12,10 +11,7 @@ export interface QueryRow extends HybridRow {
   category_context: "all" | "rag";
 }
 
-/** The scopes one retrieval searches (README "Scopes: where a memory goes"). */
-export function retrievalScopes(root: string, project?: string): string[] {
-  return [`${root}/global`, ...(project !== undefined ? [projectScope(root, project)] : []), `${root}/user`];
-}
+export { retrievalScopes } from "../scopes.ts";
 
 /** One memory_events row per search: node context, op search, best similarity. */
 export async function recordSearch(

@@ -13,6 +13,7 @@ import { bulletText } from "../retrieval/format.ts";
 import { packTexts } from "../retrieval/pack.ts";
 import { rankMemories } from "../retrieval/rank.ts";
 import { reinforceMemories } from "../retrieval/reinforce.ts";
+import { applyFeedback, loadFeedback } from "../context/feedback.ts";
 import {
   MAX_BUDGET_TOKENS,
   MAX_TOP_K,
@@ -105,7 +106,9 @@ export async function queryMemories(
         filter_before => ${resolved.window?.before ?? null}::timestamptz,
         keyword_threshold => ${body.keyword_threshold ?? null}::float8,
         as_of => ${body.as_of ?? null}::timestamptz)`;
-    const ranked = rankMemories(rows);
+    const feedback = body.as_of ? new Map() : await loadFeedback(tx, rows.map((r) => r.id), scopes, caller.tenantId);
+    const judged = body.as_of ? { kept: rows, excluded: [] } : applyFeedback(rows, feedback, body.signals);
+    const ranked = rankMemories(judged.kept);
     const bulletOf = (m: QueryRow) => `[${m.category}] ${bulletText(m.content)}`;
     const packed = body.return === "bullets"
       ? packTexts(ranked, bulletOf, budget, { shortenFirst: true })
@@ -148,6 +151,7 @@ export async function queryMemories(
       truncated_count: packed.truncatedCount,
       embedding_model: embedder.model,
       search,
+      excluded: judged.excluded,
     };
   });
   return { result, timing: { embed: t1 - t0, db: performance.now() - t1 } };

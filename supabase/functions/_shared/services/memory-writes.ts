@@ -15,7 +15,8 @@ import type {
 } from "../memories/schemas.ts";
 import { callerNamespace, defaultScope } from "../scopes.ts";
 import { assertKnownCategory } from "../categories.ts";
-import { linkEntitiesByRules } from "../entities.ts";
+import { linkEntities, linkEntitiesByRules } from "../entities.ts";
+import { citedFileLinks, filesOf } from "../context/lineage.ts";
 import type { ServiceDeps } from "./deps.ts";
 
 async function findDuplicate(tx: Tx, content: string, scopes: string[]): Promise<Memory | undefined> {
@@ -106,6 +107,7 @@ export async function remember(
          ${tx.json((body.metadata ?? {}) as never)}, ${body.session_id ?? null})
       returning ${memoryColumns(tx)}`;
     await linkEntitiesByRules(tx, [{ id: row!.id as string, content: body.content }]);
+    await linkEntities(tx, citedFileLinks(row!.id as string, body.metadata?.files));
     return { created: true, memory: toMemory(row) };
   }, { threadId: body.thread_id });
 }
@@ -145,6 +147,7 @@ export async function correct(
       returning ${memoryColumns(tx)}`;
     const memory = toMemory(created);
     await linkEntitiesByRules(tx, [memory]);
+    await linkEntities(tx, citedFileLinks(memory.id, filesOf(memory.metadata)));
     // The trigger records MERGE for the old memory (superseded_by set) with new_ref = the new id.
     const [superseded] = await tx`
       update public.devai_memories set superseded_by = ${memory.id}, is_valid = false

@@ -3,8 +3,8 @@
 //   validate → query = message + project context → embed → plan (intent, complexity, time window:
 //   search/plan.ts) → ONE hybrid_search call (keyword + vector + graph, fused) over
 //   <root>/global/, <root>/project/<project>/ (when given) and <root>/user/, as the tenant (RLS)
-//   → rank (retrieval/rank.ts: relevance × strength + boosts) → pack into the budget exactly
-//   (retrieval/pack.ts) → block grouped by type (retrieval/format.ts) with the delta header
+//   → usage and code lineage (context/feedback.ts) → rank (retrieval/rank.ts: relevance ×
+//   strength × usage + boosts) → pack into the budget exactly (retrieval/pack.ts) → block grouped by type (retrieval/format.ts) with the delta header
 //   (retrieval/delta.ts) → reinforce what was injected (retrieval/reinforce.ts) → one
 //   memory_events row (context/search).
 import { type TenantContext, type Tx, withTenant } from "../db.ts";
@@ -17,6 +17,7 @@ import type { FormatContext } from "../retrieval/format.ts";
 import { packIntoBudget, type RelatedCandidate } from "../retrieval/pack.ts";
 import { rankMemories } from "../retrieval/rank.ts";
 import { reinforceMemories } from "../retrieval/reinforce.ts";
+import { applyFeedback, loadFeedback } from "../context/feedback.ts";
 import { MAX_BUDGET_TOKENS, MAX_TOP_K, type RetrieveRequest, type RetrieveResponse } from "../retrieval/schemas.ts";
 import { explainRow, recordSearch, retrievalScopes, searchInfo } from "../retrieval/search.ts";
 import type { SearchDeps, Timed } from "./deps.ts";
@@ -70,7 +71,10 @@ export async function retrieve(
       entityTerms: plan.entityLookup ? entityTermsOf(body.message) : undefined,
       graphEpisodes: plan.graphEpisodes,
     });
-    const ranked = rankMemories(rows);
+    // Usage feedback and code lineage (docs/context.md); an as_of answer is about the past: neither applies.
+    const feedback = body.as_of ? new Map() : await loadFeedback(tx, rows.map((r) => r.id), scopes, caller.tenantId);
+    const judged = body.as_of ? { kept: rows, excluded: [] } : applyFeedback(rows, feedback, body.signals);
+    const ranked = rankMemories(judged.kept);
     // as_of answers from the past: no related bullets, nothing reinforced (that is for the live turn).
     const related = !body.as_of && ranked.some((m) => m.max_relation_strength != null)
       ? await loadRelated(tx, ranked.map((m) => m.id), scopes)
@@ -116,6 +120,7 @@ export async function retrieve(
       revision: delta.revision,
       embedding_model: embedder.model,
       search,
+      excluded: judged.excluded,
     };
   }, { threadId });
   return { result, timing: { embed: t1 - t0, db: performance.now() - t1 } };

@@ -1,0 +1,112 @@
+// context/predict (docs/context.md#prefetch): what the developer will need, from one coding signal
+// before they ask (a file opened, a branch checked out, an error on screen). With a session_id the
+// prediction is cached per signal, and the session's next context/assemble is served from it
+// while fresh.
+import type { Caller } from "../auth.ts";
+import { withTenant } from "../db.ts";
+import { retrievalScopes } from "../scopes.ts";
+import { type CandidateRef, gatherCandidates, type Gathered, type MemoryDetails } from "./gather.ts";
+import { writePrefetch } from "./prefetch.ts";
+import type { LineageSignals, PredictRequest, Signals } from "./schemas.ts";
+import { selectTiers } from "./select.ts";
+import { CANDIDATES_PER_KIND, type CodingSignal, type ContextDeps, lookupsOf, predictionConfidence, signalKey, signalSearchText } from "./signals.ts";
+
+export interface PredictedMemory {
+  id: string;
+  /** The tier assembly would put it in. */
+  tier: "critical" | "relevant";
+  tag?: string;
+  index_key: string;
+  summary: string;
+  score: number;
+  /** Why it was predicted: file, module, branch, search, error, recent_error. */
+  kinds: string[];
+}
+
+export interface PredictResponse {
+  predicted_memories: PredictedMemory[];
+  /** 0..1: the mean match strength of the best predictions (signals.ts). */
+  confidence: number;
+  /** The signals predicted for, as cache keys (file:<path>, branch:<name>, error:<digest>). */
+  signals: string[];
+  /** True when the prediction was cached for session_id. */
+  cached: boolean;
+}
+
+const round = (x: number) => Math.round(x * 10_000) / 10_000;
+
+/** The candidates of one signal (a search and the lookups). */
+export async function gatherSignal(deps: ContextDeps, caller: Caller, scopes: string[], signal: CodingSignal, now: Date): Promise<Gathered> {
+  return await gatherCandidates(deps.sql, caller, deps, {
+    scopes,
+    ownerId: caller.tenantId,
+    limit: CANDIDATES_PER_KIND,
+    searchText: signalSearchText(signal),
+    ...lookupsOf([signal], now),
+  });
+}
+
+/** A signal's gathered refs minus the memories lineage leaves out: what is cached for it. */
+export function keptRefs(g: Gathered, signals: Signals): CandidateRef[] {
+  const kept = selectTiers({ refs: g.refs, details: g.details, signals }).scored;
+  return g.refs.filter((r) => kept.has(r.id));
+}
+
+/** Recomputes and re-caches one signal's prediction (the lazy refresh of a stale prefetch). */
+export async function refreshPrefetch(deps: ContextDeps, caller: Caller, sessionId: string, project: string | undefined, signal: CodingSignal, lineage: LineageSignals): Promise<void> {
+  const now = deps.clock();
+  const scopes = retrievalScopes(deps.config.namespaceRoot, project);
+  const refs = keptRefs(await gatherSignal(deps, caller, scopes, signal, now), lineage);
+  await withTenant(deps.sql, caller, (tx) => writePrefetch(tx, sessionId, signalKey(signal), refs, predictionConfidence(refs), now));
+}
+
+export async function predictContext(deps: ContextDeps, caller: Caller, body: PredictRequest): Promise<PredictResponse> {
+  const now = deps.clock();
+  const scopes = retrievalScopes(deps.config.namespaceRoot, body.project);
+  const signals: CodingSignal[] = [
+    ...(body.file_opened !== undefined ? [{ kind: "file" as const, file: body.file_opened }] : []),
+    ...(body.branch !== undefined ? [{ kind: "branch" as const, branch: body.branch }] : []),
+    ...(body.error !== undefined ? [{ kind: "error" as const, errors: [body.error] }] : []),
+  ];
+  const lineage: Signals = {
+    ...body.signals,
+    branch: body.signals?.branch ?? body.branch,
+    current_file: body.file_opened,
+    ...(body.error !== undefined ? { recent_errors: [body.error] } : {}),
+  };
+  const gathered = await Promise.all(signals.map((signal) => gatherSignal(deps, caller, scopes, signal, now)));
+  return await withTenant(deps.sql, caller, async (tx) => {
+    const refs: CandidateRef[] = [];
+    const details = new Map<string, MemoryDetails>();
+    for (const [i, g] of gathered.entries()) {
+      g.details.forEach((d, id) => details.set(id, d));
+      const kept = keptRefs(g, lineage);
+      refs.push(...kept);
+      if (body.session_id) await writePrefetch(tx, body.session_id, signalKey(signals[i]!), kept, predictionConfidence(kept), now);
+    }
+    const selection = selectTiers({ refs, details, signals: lineage, activity: body.error !== undefined ? "debugging" : undefined });
+    const ranked = [...selection.critical, ...selection.relevant].slice(0, body.limit);
+    const predicted = ranked.map((c) => {
+      const s = selection.scored.get(c.id)!;
+      return {
+        id: c.id,
+        tier: s.tier === "critical" ? "critical" as const : "relevant" as const,
+        ...(s.tag ? { tag: s.tag } : {}),
+        index_key: s.forms.index,
+        summary: s.forms.summary,
+        score: round(s.score),
+        kinds: s.kinds,
+      };
+    });
+    await tx`
+      insert into public.memory_events (owner_id, node, op, status, meta)
+      values (${caller.tenantId}::uuid, 'context', 'search', 'ok',
+              ${tx.json({ mode: "predict", signals: signals.map((s) => s.kind), predicted: predicted.length, cached: body.session_id !== undefined, project: body.project ?? null } as never)})`;
+    return {
+      predicted_memories: predicted,
+      confidence: predictionConfidence(refs.filter((r) => predicted.some((p) => p.id === r.id))),
+      signals: signals.map(signalKey),
+      cached: body.session_id !== undefined,
+    };
+  });
+}

@@ -1,0 +1,54 @@
+// The per-session prefetch cache (docs/context.md#prefetch), in public.context_prefetch: one row
+// per signal a session predicted (a file opened, a branch checked out, an error on screen). A
+// row younger than context_prefetch_ttl_seconds (30 s) is fresh: the session's next assemble
+// takes that signal's candidates from it instead of looking them up. Older, up to
+// context_prefetch_max_age_seconds, it is stale: served once more and refreshed after the answer
+// (lazy refresh); older still, it is ignored. Ages are measured on the request's clock.
+import { createHash } from "node:crypto";
+import type { Tx } from "../db.ts";
+import type { CandidateRef } from "./gather.ts";
+
+export type SignalKey = string;
+export type Freshness = "fresh" | "stale" | "expired";
+
+export const fileKey = (file: string): SignalKey => `file:${file}`;
+export const branchKey = (branch: string): SignalKey => `branch:${branch}`;
+/** Errors are keyed by a digest of their text (one error, or several joined by newlines). */
+export const errorKey = (errors: readonly string[]): SignalKey =>
+  `error:${createHash("sha256").update(errors.map((e) => e.trim()).join("\n")).digest("hex").slice(0, 32)}`;
+
+export interface CachedPrediction {
+  key: SignalKey;
+  refs: CandidateRef[];
+  confidence: number;
+  computedAt: Date;
+  freshness: Freshness;
+}
+
+/** The session's cached predictions for these signals, with their freshness at `now`. */
+export async function readPrefetch(tx: Tx, sessionId: string, keys: readonly SignalKey[], now: Date): Promise<Map<SignalKey, CachedPrediction>> {
+  if (keys.length === 0) return new Map();
+  const rows = await tx<{ signal_key: string; refs: CandidateRef[]; confidence: number; computed_at: Date; ttl: string; max_age: string }[]>`
+    select p.signal_key, p.refs, p.confidence, p.computed_at,
+           public.memory_setting('context_prefetch_ttl_seconds')::text as ttl,
+           public.memory_setting('context_prefetch_max_age_seconds')::text as max_age
+      from public.context_prefetch p
+     where p.session_id = ${sessionId} and p.signal_key = any (${[...keys]}::text[])`;
+  return new Map(rows.map((r) => {
+    const age = (now.getTime() - r.computed_at.getTime()) / 1000;
+    const freshness: Freshness = age < Number(r.ttl) ? "fresh" : age < Number(r.max_age) ? "stale" : "expired";
+    return [r.signal_key, { key: r.signal_key, refs: r.refs, confidence: r.confidence, computedAt: r.computed_at, freshness }];
+  }));
+}
+
+/** Stores (or replaces) a session's prediction for one signal, computed at `at`. */
+export async function writePrefetch(tx: Tx, sessionId: string, key: SignalKey, refs: readonly CandidateRef[], confidence: number, at: Date): Promise<void> {
+  const ids = [...new Set(refs.map((r) => r.id))].slice(0, 100);
+  const kept = refs.filter((r) => ids.includes(r.id)).slice(0, 300);
+  await tx`
+    insert into public.context_prefetch (owner_id, session_id, signal_key, memory_ids, refs, confidence, computed_at)
+    values ((select auth.uid()), ${sessionId}, ${key}, ${ids}::uuid[], ${tx.json(kept as never)}, ${confidence}, ${at})
+    on conflict (owner_id, session_id, signal_key) do update
+       set memory_ids = excluded.memory_ids, refs = excluded.refs, confidence = excluded.confidence,
+           computed_at = excluded.computed_at`;
+}

@@ -1,0 +1,49 @@
+// POST memory/usage (docs/context.md#usage-feedback): an agent (or its integration) reports which
+// of the memories it was given it used. Counters per memory, a stronger reinforcement for cited
+// ones, and the tenant's totals (prediction accuracy, share of injected tokens that were cited)
+// are written by public.record_memory_usage as the tenant; ranking reads the counters
+// (retrieval/rank.ts usageFactor).
+import type { Caller } from "../auth.ts";
+import { type Sql, type Tx, withTenant } from "../db.ts";
+import { bulletText } from "../fit-text.ts";
+import { countTokens } from "../tokens.ts";
+import type { UsageRequest } from "./schemas.ts";
+
+export interface UsageResponse {
+  session_id: string;
+  /** Memories counted (retrieved ones of the caller's). */
+  recorded: number;
+  cited: number;
+  /** Reported ids that are no memory of the caller's: nothing was written for them. */
+  unknown: string[];
+  /** Cited memories that context/predict had prefetched for this session. */
+  cited_prefetched: number;
+  /** Whether the session had predictions (only then does the report count toward prediction accuracy). */
+  predicted_session: boolean;
+}
+
+/**
+ * Tokens each reported memory took in the session: what context/assemble recorded injecting, else
+ * its full text's (a memory from memory-retrieve or a search tool).
+ */
+async function injectedTokens(tx: Tx, sessionId: string, ids: readonly string[]): Promise<number[]> {
+  const rows = await tx<{ id: string; content: string; tokens: number | null }[]>`
+    select m.id, m.content, i.tokens
+      from public.devai_memories m
+      left join public.context_injections i on i.memory_id = m.id and i.owner_id = m.owner_id and i.session_id = ${sessionId}
+     where m.id = any (${[...ids]}::uuid[])`;
+  const byId = new Map(rows.map((r) => [r.id, r.tokens ?? countTokens(bulletText(r.content))]));
+  return ids.map((id) => byId.get(id) ?? 0);
+}
+
+export async function reportUsage(deps: { sql: Sql }, caller: Caller, body: UsageRequest): Promise<UsageResponse> {
+  const cited = [...new Set(body.cited.map((id) => id.toLowerCase()))];
+  const retrieved = [...new Set([...body.retrieved.map((id) => id.toLowerCase()), ...cited])];
+  const row = await withTenant(deps.sql, caller, async (tx) => {
+    const tokens = await injectedTokens(tx, body.session_id, retrieved);
+    const [r] = await tx<{ recorded: number; cited: number; unknown: string[]; cited_prefetched: number; predicted_session: boolean }[]>`
+      select * from public.record_memory_usage(${body.session_id}, ${retrieved}::uuid[], ${cited}::uuid[], ${tokens}::int[])`;
+    return r!;
+  });
+  return { session_id: body.session_id, ...row };
+}
