@@ -80,7 +80,7 @@ Deno.test("integrations: every MCP config reaches memory-mcp with a token it acc
       );
       try {
         const { tools } = await client.listTools();
-        assert.equal(tools.length, 12, file);
+        assert.equal(tools.length, 13, file);
       } finally {
         await client.close();
       }

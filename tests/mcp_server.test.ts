@@ -14,6 +14,7 @@ import { overrideSettings } from "./support/lifecycle.ts";
 import { newTenant, tenantWrites, testSql } from "./support/seed.ts";
 
 const TOOLS = [
+  "assemble_context",
   "confirm_fact",
   "correct_fact",
   "explain_fact",
@@ -226,6 +227,17 @@ Deno.test("mcp: every tool answers what the HTTP API answers for the same operat
       const byId = await ok(client, "get_entity_info", { id: entity.id });
       assert.deepEqual(byId.data, (await httpJson(server, `memory/entities/${entity.id}`, token)).body);
       await toolError(client, "get_entity_info", { q: "no-such-entity-anywhere" }, "not_found");
+
+      // Living context for the task: the project's command is in it, within the budget.
+      const context = await ok(client, "assemble_context", {
+        message: "how do I run the tests before pushing?",
+        project,
+        budget: 600,
+        signals: { activity: "testing" },
+      });
+      assert.ok((context.data.context as string).includes("npm run test:ci"), context.text);
+      assert.ok((context.data.token_count as number) <= 600);
+      assert.match(context.text, /of 600 tokens/);
     } finally {
       await client.close();
     }

@@ -1,6 +1,7 @@
 // What an agent reads of each tool's result: short plain text, ids included so it can act on a
 // memory next (correct_fact, confirm_fact, explain_fact …). The full result is the tool's
 // structured content, the HTTP API's answer as it is.
+import type { AssembleResponse } from "../_shared/context/assemble.ts";
 import type { EntityProfile } from "../_shared/memories/entities.ts";
 import type { Explanation } from "../_shared/memories/explain.ts";
 import type { LifecycleResponse, Memory } from "../_shared/memories/schemas.ts";
@@ -162,4 +163,11 @@ export function entityText(p: EntityProfile): string {
       : ["No fact mentions it yet."]),
     ...(p.timeline.length ? [`Named in ${p.timeline.length} message(s), the last at ${p.timeline.at(-1)!.at}.`] : []),
   ].join("\n");
+}
+
+export function contextText(r: AssembleResponse): string {
+  const tiers = Object.entries(r.tiers).filter(([, t]) => t.memories > 0).map(([name, t]) => `${name} ${t.memories}`);
+  const footer = `(${r.token_count} of ${r.budget} tokens${tiers.length ? `; ${tiers.join(", ")}` : ""}` +
+    `${r.excluded.length ? `; ${r.excluded.length} left out by lineage` : ""})`;
+  return r.context ? `${r.context}\n\n${footer}` : `Nothing in memory bears on this yet ${footer}.`;
 }

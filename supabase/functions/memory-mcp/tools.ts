@@ -5,8 +5,7 @@
 // the caller must fix (404, 409, 403 …) is a tool error with the API's error code.
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
-import type { Caller } from "../_shared/auth.ts";
-import { asHttpError, HttpError } from "../_shared/http.ts";
+import { HttpError } from "../_shared/http.ts";
 import {
   CorrectRequest,
   EntityListQuery,
@@ -20,13 +19,16 @@ import {
 import type { RouteClass } from "../_shared/rate-limit.ts";
 import { QueryRequest, RetrieveRequest } from "../_shared/retrieval/schemas.ts";
 import { uuid } from "../_shared/schemas.ts";
-import type { ServiceDeps } from "../_shared/services/deps.ts";
 import { entities, entityInfo } from "../_shared/services/graph.ts";
 import { confirm, forget, restore } from "../_shared/services/memory-lifecycle.ts";
 import { queryMemories } from "../_shared/services/memory-query.ts";
 import { explainFact, memoryHistory, stats, weakFacts } from "../_shared/services/memory-reads.ts";
 import { correct, remember } from "../_shared/services/memory-writes.ts";
 import { retrieve } from "../_shared/services/retrieval.ts";
+import { assembleContext } from "../_shared/context/assemble.ts";
+import { AssembleRequest } from "../_shared/context/schemas.ts";
+import { runInBackground } from "../_shared/jobs.ts";
+import { type Answer, answer, type ToolContext } from "./results.ts";
 import * as text from "./text.ts";
 
 export const SERVER_INFO = { name: "devai-memory", version: "0.1.0" };
@@ -55,18 +57,6 @@ const EntityInput = EntityListQuery.omit({ limit: true }).extend({ id: uuid.opti
   .refine((e) => (e.id === undefined) !== (e.q === undefined), {
     message: "give the entity's id or its name (q), one of them",
   });
-
-interface Answer {
-  text: string;
-  /** The HTTP API's answer for the same operation. */
-  structured: object;
-}
-
-export interface ToolContext {
-  deps: ServiceDeps;
-  caller: Caller;
-  requestId: string;
-}
 
 /** One MCP server per request (stateless streamable HTTP), its tools bound to the request's caller. */
 export function createMcpServer(ctx: ToolContext): McpServer {
@@ -238,27 +228,24 @@ export function createMcpServer(ctx: ToolContext): McpServer {
     return { text: text.entityText(result), structured: result };
   });
 
-  return server;
-}
+  tool("assemble_context", {
+    title: "Assemble the working context",
+    description:
+      "Living context for the task at hand: at most `budget` tokens (default 8,000) in four tiers (critical, " +
+      "relevant, background, index) from the message, the coding signals (current_file, open_files, recent_errors, " +
+      "activity) and the repository's lineage (branch, merged branches, deleted files): another branch's unmerged notes " +
+      "are never injected as fact. Each memory at the compression its tier can afford.",
+    input: AssembleRequest,
+    readOnly: true,
+  }, async (input) => {
+    // The assembly's record (reinforcement, injections) is written after the answer, as the context function does.
+    const after = {
+      ...deps,
+      defer: (work: Promise<unknown>) => runInBackground(() => work, "assemble_context record"),
+    };
+    const result = await assembleContext(after, caller, input);
+    return { text: text.contextText(result), structured: result };
+  });
 
-/** The operation's answer as a tool result, or its error as a tool error carrying the API's code. */
-async function answer(ctx: ToolContext, run: () => Promise<Answer>) {
-  try {
-    const { text, structured } = await run();
-    return { content: [{ type: "text" as const, text }], structuredContent: structured as Record<string, unknown> };
-  } catch (err) {
-    const e = asHttpError(err, ctx.requestId);
-    const error = {
-      code: e.code,
-      message: e.message,
-      status: e.status,
-      ...(e.issues ? { issues: e.issues } : {}),
-      request_id: ctx.requestId,
-    };
-    return {
-      isError: true,
-      content: [{ type: "text" as const, text: `${e.code}: ${e.message}` }],
-      structuredContent: { error },
-    };
-  }
+  return server;
 }
