@@ -50,7 +50,7 @@ export function createHandler(deps: ContextHandlerDeps): (req: Request) => Promi
   const app = createFunctionApp<{ caller: Caller }>();
   // Assembly and prediction read (their reinforcement is retrieval's): the tenant's read bucket.
   app.use(rateLimit(() => "read"));
-  const caller = requireCaller(deps.config);
+  const caller = requireCaller(deps.config, deps.sql);
   const max = deps.config.maxBodyBytes;
   app.post(
     "/context/assemble",
