@@ -27,9 +27,9 @@ import { startQueueWorker } from "./serve/background.ts";
 import { discoverFunctions, type FunctionEntry, loadFunction, readVerifyJwt } from "./serve/functions.ts";
 import { type Log, startMaintenanceScheduler } from "./serve/maintenance-scheduler.ts";
 import { probeProviders, type ProbeReport } from "./serve/probe.ts";
-import { LOCAL_DEMO_USER_ID, LOCAL_DEV_JWT_SECRET, type LocalTokens, localTokens } from "./serve/local_tokens.ts";
+import { LOCAL_DEMO_USER_ID, LOCAL_DEV_JWT_SECRET, LOCAL_DEV_SECRET_KEY, type LocalTokens, localTokens } from "./serve/local_tokens.ts";
 
-export { LOCAL_DEMO_USER_ID, LOCAL_DEV_JWT_SECRET };
+export { LOCAL_DEMO_USER_ID, LOCAL_DEV_JWT_SECRET, LOCAL_DEV_SECRET_KEY };
 
 const REPO = fileURLToPath(new URL("..", import.meta.url)).replace(/\/$/, "");
 export const DEFAULT_FUNCTIONS_PORT = 54321;
@@ -90,12 +90,16 @@ function configFromEnvironment(opts: ServerOptions): { config: Config; usingLoca
   let usingLocalDevSecret = false;
   if (opts.jwtSecret) {
     env.SUPABASE_JWT_SECRET = opts.jwtSecret;
-  } else if (!env.SUPABASE_JWT_SECRET && !env.JWT_SECRET && !env.JWKS_URL) {
-    // Local development: the gateway's secret is `supabase start`'s well-known one. SUPABASE_URL in
-    // the environment (clients set it to this very server) must not switch verification to JWKS.
+  } else if (!env.SUPABASE_JWT_SECRET && !env.JWT_SECRET && !env.JWKS_URL && !env.SUPABASE_JWKS) {
+    // Local development: the gateway's secret is `supabase start`'s well-known one.
     env.SUPABASE_JWT_SECRET = LOCAL_DEV_JWT_SECRET;
     usingLocalDevSecret = true;
   }
+  // SUPABASE_URL in the environment is what clients call: this very server, which serves no JWKS
+  // (and is the public URL MCP clients are told anyway, from the request). A JWKS is named explicitly.
+  delete env.SUPABASE_URL;
+  // Local development: the project's secret API key is the well-known local one unless set.
+  if (!env.SUPABASE_SECRET_KEYS) env.SUPABASE_SECRET_KEYS = JSON.stringify({ default: LOCAL_DEV_SECRET_KEY });
   const config = loadConfig(env);
   usingLocalDevSecret ||= config.jwt.secret === LOCAL_DEV_JWT_SECRET;
   return { config, usingLocalDevSecret };
@@ -312,8 +316,9 @@ export function banner(s: RunningServer, embedded?: RunningDb): string {
   lines.push(`  LLM             ${s.probe?.llm ?? `${s.config.llm.apiKey || s.config.llm.baseUrl ? s.config.llm.model : "none"}, not probed`}`);
   if (s.config.jwt.secret) {
     lines.push(`  JWT secret      ${s.usingLocalDevSecret ? `${LOCAL_DEV_JWT_SECRET}  (LOCAL DEVELOPMENT ONLY; set SUPABASE_JWT_SECRET to change)` : "from SUPABASE_JWT_SECRET / JWT_SECRET"}`);
-  } else {
-    lines.push(`  JWT             verified with JWKS at ${s.config.jwt.jwksUrl}`);
+  }
+  if (s.config.jwt.jwks || s.config.jwt.jwksUrl) {
+    lines.push(`  JWKS            ${s.config.jwt.jwks ? "from SUPABASE_JWKS" : s.config.jwt.jwksUrl}   (asymmetric tokens)`);
   }
   lines.push("");
   lines.push("Functions:");
@@ -331,6 +336,10 @@ export function banner(s: RunningServer, embedded?: RunningDb): string {
     lines.push(`                     (acts for the tenant named in the x-devai-tenant: <uuid> header)`);
     lines.push(`  demo user token    ${s.tokens.demoUser}`);
     lines.push(`                     (role authenticated; its own tenant ${LOCAL_DEMO_USER_ID})`);
+    if (s.config.apiKeys.secret.includes(LOCAL_DEV_SECRET_KEY)) {
+      lines.push(`  secret key         ${LOCAL_DEV_SECRET_KEY}`);
+      lines.push(`                     (Supabase's new key kind, in the apikey header: service_role, like the key above)`);
+    }
     lines.push("");
     lines.push("Try it:");
     lines.push(`  export SUPABASE_URL=${s.url}`);

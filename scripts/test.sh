@@ -4,7 +4,8 @@
 #   2. provisions/reuses the local Postgres root and starts a TEST cluster on 127.0.0.1:54329
 #      (separate from `npm start`'s 54322, so tests never touch your data), resets it and applies
 #      the migrations with the Supabase CLI
-#   3. Supabase's security/performance advisors (must report nothing for our objects)
+#   3. Supabase's security/performance advisors (must report nothing for our objects), and the
+#      committed schema snapshot (supabase/schema.sql) is what the migrations make
 #   4. pgTAP with pg_prove (what `supabase test db` runs, minus its Docker image)
 #   5. `deno check` of every function and test; each function's index.ts with its own deno.json
 #      (what deploy bundles); deno lint + deno fmt --check (with DEVAI_CHECK_FORMAT=1)
@@ -45,6 +46,15 @@ export DATABASE_URL="$db_url"
 
 section "supabase db advisors"
 if node scripts/check-advisors.mjs "$db_url"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+
+section "schema snapshot (supabase/schema.sql)"
+# The committed pg_dump of our schemas must be what the migrations make (docs/functions.md#schema-snapshot).
+bash scripts/db.sh schema-snapshot --check
+case $? in
+  0) passed=$((passed + 1));;
+  3) echo "skipped: no pg_dump for this server (see above)"; skipped=$((skipped + 1));;
+  *) failed=$((failed + 1));;
+esac
 
 section "pgTAP"
 # `supabase test db` runs pg_prove inside a Docker image, and these machines have no Docker
@@ -99,9 +109,10 @@ done
 # the recommended lint rules). Off by default while other branches are open: a whole-tree
 # `deno fmt` now would conflict with all of them. DEVAI_CHECK_FORMAT=1 runs both.
 section "deno lint and deno fmt --check"
+mapfile -t js_files < <(git ls-files --cached --others --exclude-standard -- ':(glob)integrations/**/*.mjs')
 if [[ "${DEVAI_CHECK_FORMAT:-0}" == "1" ]]; then
-  if deno lint --quiet --config supabase/functions/deno.json "${ts_files[@]}"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
-  if deno fmt --check --quiet --config supabase/functions/deno.json "${ts_files[@]}"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+  if deno lint --quiet --config supabase/functions/deno.json "${ts_files[@]}" "${js_files[@]}"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+  if deno fmt --check --quiet --config supabase/functions/deno.json "${ts_files[@]}" "${js_files[@]}"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 else
   echo "skipped (DEVAI_CHECK_FORMAT=1 runs them)"; skipped=$((skipped + 2))
 fi

@@ -77,9 +77,17 @@ Deno.test({
 
       const victim = createSql(Deno.env.get("DATABASE_URL")!, { max: 1, applicationName: `devai-test-victim-${crypto.randomUUID().slice(0, 8)}` });
       try {
-        const [backend] = await victim<{ pid: number }[]>`select pg_backend_pid() as pid`;
-        await sql`select pg_terminate_backend(${backend!.pid})`;
-        const terminated = await errorOf(() => victim.begin((tx) => tx`select 1`));
+        // Terminated inside the victim's open transaction, and waited for (the timeout form returns
+        // once the backend is gone): an idle connection closed before the next query would just be
+        // reopened by the pool, and which of the two happened would be a race.
+        const terminated = await errorOf(() =>
+          victim.begin(async (tx) => {
+            const [backend] = await tx<{ pid: number }[]>`select pg_backend_pid() as pid`;
+            const [gone] = await sql<{ ok: boolean }[]>`select pg_terminate_backend(${backend!.pid}, 10000) as ok`;
+            assert.equal(gone!.ok, true);
+            await tx`select 1`;
+          })
+        );
         const mapped = mapDatabaseError(terminated);
         assert.equal(mapped?.status, 503, `${(terminated as { code?: string }).code}: ${terminated}`);
       } finally {

@@ -138,6 +138,33 @@ Deno.test("http e2e: every memory route through the SDK", async () => {
   });
 });
 
+Deno.test("http e2e: an agent token through the SDK: issued with the session, acts for the tenant as its agent, listed without its secret, revoked → 401", async () => {
+  await withServer(async (server) => {
+    const tenant = newTenant();
+    const user = await userClient(server, tenant);
+    const issued = await user.issueAgentToken({ agent: "coder", label: "Claude Code on the laptop" });
+    assert.match(issued.token, /^dvm_/);
+    assert.ok(issued.token.startsWith(issued.token_prefix));
+
+    const agent = createMemoryClient({ supabaseUrl: server.url, accessToken: issued.token });
+    const project = `tok-${crypto.randomUUID().slice(0, 8)}`;
+    const { memory: m } = await agent.remember({ content: "The agent token's tenant keeps its fixtures in tests/fixtures", project });
+    assert.equal((await user.get(m.id)).memory.id, m.id, "the agent wrote into the user's own tenant");
+    await rejects(agent.listAgentTokens(), 403, "forbidden_credential");
+
+    const listed = await user.listAgentTokens();
+    assert.deepEqual(listed.map((t) => [t.id, t.agent, t.label]), [[issued.id, "coder", "Claude Code on the laptop"]]);
+    assert.ok(listed.every((t) => !("token" in t)), "a listing never carries a token");
+
+    const revoked = await user.revokeAgentToken(issued.id);
+    assert.equal(revoked.changed, true);
+    assert.ok(revoked.token.revoked_at);
+    assert.equal((await user.revokeAgentToken(issued.id)).changed, false);
+    await rejects(agent.get(m.id), 401, "invalid_token");
+    await rejects(user.issueAgentToken({ agent: "no-such-agent" }), 403, "unknown_agent");
+  });
+});
+
 Deno.test("http e2e: extract is queued (202) and the job finishes; service role acts for the tenant it names", async () => {
   await withServer(async (server) => {
     const tenant = newTenant();

@@ -188,6 +188,10 @@ Deno.test("tokens: counts equal the library's on prose, code, JSON, Markdown tab
     await Deno.readTextFile(new URL("../deno.lock", import.meta.url)),
     "漢字テスト 😀 naïve café — “quotes” \t\t\n\n   indented\r\n".repeat(300),
     `${"| col   | value    |\n|-------|----------|\n".repeat(200)}${"x  ".repeat(500)}`,
+    // Windows cut after a line break: never before the slashes a punctuation piece takes, and in
+    // deeply indented JSON (no space before a letter for 4,096 characters) after the indentation's line break.
+    "foo();\n// a comment here\n".repeat(600),
+    JSON.stringify({ a: Array.from({ length: 400 }, (_, i) => ({ k: `v${i}`, h: `sha512-${btoa(String(i)).repeat(8)}` })) }, null, 6),
   ];
   for (const text of texts) {
     assert.equal(countTokens(text), libraryCount(text, { disallowedSpecial: new Set() }));

@@ -25,6 +25,7 @@ import type { ConsolidationReport } from "../supabase/functions/_shared/tenant-c
 import type { Contradiction, ContradictionListQuery, ResolveRequest } from "../supabase/functions/_shared/contradictions.ts";
 import type { Proposal, ProposalDecision } from "../supabase/functions/_shared/proposals.ts";
 import type { CheckpointInfo, CheckpointSaveRequest } from "../supabase/functions/_shared/checkpoints.ts";
+import type { AgentToken } from "../supabase/functions/_shared/agent-tokens.ts";
 
 /** true when A and B are assignable to each other. */
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
@@ -83,6 +84,8 @@ same<Sdk.Proposal, Proposal>(true);
 same<Sdk.ProposalDecision, ProposalDecision>(true);
 same<Sdk.CheckpointInput, z.input<typeof CheckpointSaveRequest>>(true);
 same<Sdk.CheckpointInfo, CheckpointInfo>(true);
+same<Sdk.AgentTokenInput, z.input<typeof MemorySchemas.AgentTokenRequest>>(true);
+same<Sdk.AgentToken, AgentToken>(true);
 
 Deno.test("sdk types: the package's types are the functions' (checked by deno check)", () => {
   assert.ok(true);

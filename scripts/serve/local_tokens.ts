@@ -6,6 +6,12 @@ import { SignJWT } from "jose";
 /** `supabase start`'s well-known local JWT secret. Local development only. */
 export const LOCAL_DEV_JWT_SECRET = "super-secret-jwt-token-with-at-least-32-characters-long";
 
+/**
+ * The local project's secret API key (Supabase's new key kind: sent in the apikey header, not a
+ * JWT; acts as service_role). Local development only, like the secret above.
+ */
+export const LOCAL_DEV_SECRET_KEY = "sb_secret_devai-local-development-only_00000000";
+
 /** The tenant of the printed demo user token (an `authenticated` token is its own tenant). */
 export const LOCAL_DEMO_USER_ID = "00000000-0000-4000-8000-00000000d001";
 

@@ -4,6 +4,8 @@
 // `${supabaseUrl}/functions/v1/<function>[/<path>]`.
 import { errorFromFetch, errorFromResponse, MemoryApiError } from "./errors.ts";
 import type {
+  AgentToken,
+  AgentTokenInput,
   AgentConfig,
   AssembleInput,
   AssembleResponse,
@@ -234,6 +236,14 @@ export function createMemoryClient(opts: MemoryClientOptions) {
     saveCheckpoint: (threadId: string, body: CheckpointInput) =>
       call<CheckpointInfo>(`memory/checkpoints/${segment(threadId, "a thread id")}`, "PUT", body),
     loadCheckpoint: (threadId: string) => call<Checkpoint>(`memory/checkpoints/${segment(threadId, "a thread id")}`, "GET"),
+
+    // -- agent tokens (with the user's session or the service role, never with an agent token) --
+    /** A long-lived, revocable credential for one agent (docs/auth.md); `token` is in this answer only. */
+    issueAgentToken: (body: AgentTokenInput) => call<AgentToken & { token: string }>("memory/agent-tokens", "POST", body),
+    listAgentTokens: async () => (await call<{ tokens: AgentToken[] }>("memory/agent-tokens", "GET")).tokens,
+    /** Its next request is a 401; revoking it again changes nothing (`changed: false`). */
+    revokeAgentToken: (id: string) =>
+      call<{ changed: boolean; token: AgentToken }>(`memory/agent-tokens/${segment(id, "an agent token id")}/revoke`, "POST", {}),
 
     // -- configuration (listing: any caller; changing: the service role) ---------------------
     listCategories: async () => (await call<{ categories: CategoryConfig[] }>("memory/categories", "GET")).categories,

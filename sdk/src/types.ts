@@ -980,3 +980,24 @@ export interface CheckpointInfo {
 export interface Checkpoint extends CheckpointInfo {
   state: Record<string, unknown>;
 }
+
+export interface AgentTokenInput {
+  /** The agent it acts as (a configured agent): its memory.query allowlist applies. */
+  agent: string;
+  /** What it is for, to tell tokens apart ("Claude Code on my laptop"). */
+  label?: string;
+  /** Days until it stops working (1-3650); none: until revoked. */
+  expires_in_days?: number;
+}
+
+/** An agent token as listed: never the token itself, only its first characters. */
+export interface AgentToken {
+  id: string;
+  agent: string;
+  label: string | null;
+  token_prefix: string;
+  created_at: string;
+  expires_at: string | null;
+  last_used_at: string | null;
+  revoked_at: string | null;
+}

@@ -13,7 +13,9 @@
 -- DECAY row per memory, the same row record_memory_write writes (the same columns, the same actor,
 -- memory_private.history_snapshot for meta; a pgTAP test compares the two). The three triggers are
 -- skipped for a statement run with the transaction-local setting memory.bulk = 'on' (a condition
--- in their WHEN clauses, so not even the call is made); nothing else sets it. The change log stays
+-- in their WHEN clauses, so not even the call is made); nothing else sets it, and it counts only for
+-- the job's roles (postgres, service_role): a tenant's session (authenticated) that sets it still
+-- writes its history (a user-settable setting must not turn the audit trail off). The change log stays
 -- per tenant and batch (memory_private.log_changes_in_bulk). On the 100k corpus's first night
 -- (run_decay, one-shot): 3.5-4.5 s before, 2.9 s after.
 
@@ -29,7 +31,7 @@ create trigger devai_memories_touch_updated_at
          or old.is_valid is distinct from new.is_valid or old.superseded_by is distinct from new.superseded_by
          or old.importance is distinct from new.importance or old.pinned is distinct from new.pinned
          or old.state is distinct from new.state or old.metadata is distinct from new.metadata)
-        and current_setting('memory.bulk', true) is distinct from 'on')
+        and (current_setting('memory.bulk', true) is distinct from 'on' or current_user not in ('postgres', 'service_role')))
   execute function memory_private.touch_updated_at();
 
 drop trigger devai_memories_record_update on public.devai_memories;
@@ -42,14 +44,14 @@ create trigger devai_memories_record_update
          or old.superseded_by is distinct from new.superseded_by or old.importance is distinct from new.importance
          or old.pinned is distinct from new.pinned or old.state is distinct from new.state
          or old.metadata is distinct from new.metadata)
-        and current_setting('memory.bulk', true) is distinct from 'on')
+        and (current_setting('memory.bulk', true) is distinct from 'on' or current_user not in ('postgres', 'service_role')))
   execute function memory_private.record_memory_write();
 
 drop trigger devai_memories_close_validity on public.devai_memories;
 create trigger devai_memories_close_validity
   before update of is_valid, superseded_by on public.devai_memories
   for each row
-  when (current_setting('memory.bulk', true) is distinct from 'on')
+  when (current_setting('memory.bulk', true) is distinct from 'on' or current_user not in ('postgres', 'service_role'))
   execute function memory_private.close_fact_validity();
 
 -- 2. Decay with its invalidations in bulk --------------------------------------------------------

@@ -6,6 +6,10 @@ import { type Config, LOCAL_EMBEDDING_MODEL } from "../../supabase/functions/_sh
 /** The HS256 secret test tokens are signed with; only ever used against test databases. */
 export const TEST_JWT_SECRET = "devai-memory-test-secret-at-least-32-bytes-long";
 
+/** Supabase API keys of the test project (sent in the apikey header, not JWTs). */
+export const TEST_SECRET_KEY = "sb_secret_devai-test-secret-key_0000";
+export const TEST_PUBLISHABLE_KEY = "sb_publishable_devai-test-publishable-key_0000";
+
 export function testDatabaseUrl(): string {
   const url = Deno.env.get("DATABASE_URL");
   if (!url) throw new Error("set DATABASE_URL to a migrated test database (scripts/db.sh reset)");
@@ -26,6 +30,7 @@ export function testConfig(overrides: ConfigOverrides = {}): Config {
     dbPoolMax: 5,
     dbStatementTimeoutMs: 15_000,
     jwt: jwt ?? { secret: TEST_JWT_SECRET },
+    apiKeys: { secret: [TEST_SECRET_KEY], publishable: [TEST_PUBLISHABLE_KEY] },
     embedding: { provider: "local", model: LOCAL_EMBEDDING_MODEL, ...embedding },
     llm: { model: "fake-llm", timeoutMs: 10_000, ...llm },
     namespaceRoot: "devai",

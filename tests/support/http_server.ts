@@ -18,3 +18,19 @@ export async function startTestServer(opts: Partial<ServerOptions> = {}): Promis
     ...opts,
   });
 }
+
+/** A JSON request to one of the server's functions (`memory/remember`, …): GET without a body, POST with one. */
+export async function functionJson(
+  server: RunningServer,
+  path: string,
+  headers: Record<string, string>,
+  body?: unknown,
+  // deno-lint-ignore no-explicit-any -- tests read answers of many shapes; each asserts what it reads
+): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${server.functionsUrl}/${path}`, {
+    method: body === undefined ? "GET" : "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, body: await res.json() };
+}

@@ -1,10 +1,28 @@
-// Who is calling, from the Authorization bearer token (verified with jose: HS256 secret or the
-// project's JWKS). An `authenticated` token is its own tenant; `service_role` (server-side agents,
-// workers) must name the tenant it acts for in the x-devai-tenant header; `anon` is refused.
+// Who is calling (docs/auth.md). The credential is the Authorization bearer token, else the
+// apikey header:
+// - a JWT (a user's session, or a legacy anon / service_role key), verified with jose: HS256 with
+//   the legacy secret, asymmetric algorithms with the project's JWKS, both accepted at once;
+// - a secret API key (sb_secret_…): service_role; a publishable key (sb_publishable_…): anon.
+//   Compared in constant time with the project's keys (SUPABASE_SECRET_KEYS, …);
+// - an agent token (agent-tokens.ts): a user's tenant, as one agent.
+// An `authenticated` caller is its own tenant; `service_role` (server-side agents, workers) must
+// name the tenant it acts for in the x-devai-tenant header; `anon` is refused. The agent whose
+// memory.query allowlist applies comes from an agent token, else from the x-devai-agent header.
+import { createHash, timingSafeEqual } from "node:crypto";
 import type { MiddlewareHandler } from "hono";
-import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload } from "jose";
+import {
+  createLocalJWKSet,
+  createRemoteJWKSet,
+  decodeProtectedHeader,
+  errors as joseErrors,
+  type JWTPayload,
+  jwtVerify,
+} from "jose";
+import { AGENT_TOKEN_PREFIX, resolveAgentToken } from "./agent-tokens.ts";
+import type { Sql } from "./db.ts";
 import type { Config } from "./env.ts";
 import { HttpError } from "./http.ts";
+import { agentName } from "./schemas.ts";
 
 export interface Caller {
   role: "authenticated" | "service_role";
@@ -12,69 +30,197 @@ export interface Caller {
   tenantId: string;
   /** Written to the history as the actor of every change. */
   actor: string;
+  /** The agent whose memory.query allowlist applies: an agent token's, or the x-devai-agent header's. */
+  agent?: string;
+  /** True when the agent comes from an agent token (it cannot act as another agent). */
+  agentBound?: boolean;
 }
 
+/** Who a credential says the caller is, before any tenant is decided. */
+export interface Identity {
+  role: "anon" | "authenticated" | "service_role";
+  /** The user (a session's subject, an agent token's owner). */
+  sub?: string;
+  /** The agent an agent token was issued for. */
+  agent?: string;
+  credential: "jwt" | "secret_key" | "publishable_key" | "agent_token";
+}
+
+/** What verifying a credential needs: the keys, and the database for agent tokens. */
+export type AuthConfig = Pick<Config, "jwt" | "apiKeys">;
+
 export const TENANT_HEADER = "x-devai-tenant";
+export const AGENT_HEADER = "x-devai-agent";
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 type Verifier = (token: string) => Promise<JWTPayload>;
 const verifiers = new Map<string, Verifier>();
 
+/**
+ * The verifier for a project's keys: HS256 tokens with the secret, every other algorithm with the
+ * JWKS. The algorithm is read from the token but only picks among the keys configured for it, so
+ * an HS256 token signed with a public key (algorithm confusion) finds no key and fails.
+ */
 function verifierFor(jwt: Config["jwt"]): Verifier {
-  const key = jwt.secret ? `hs256:${jwt.secret}` : `jwks:${jwt.jwksUrl}`;
+  const key = JSON.stringify([jwt.secret ?? null, jwt.jwks ?? null, jwt.jwksUrl ?? null]);
   let verifier = verifiers.get(key);
   if (!verifier) {
-    if (jwt.secret) {
-      const secret = new TextEncoder().encode(jwt.secret);
-      verifier = async (token) => (await jwtVerify(token, secret, { algorithms: ["HS256"] })).payload;
-    } else if (jwt.jwksUrl) {
-      const jwks = createRemoteJWKSet(new URL(jwt.jwksUrl));
-      verifier = async (token) => (await jwtVerify(token, jwks)).payload;
-    } else {
-      throw new Error("no JWT verification key configured");
-    }
+    const secret = jwt.secret ? new TextEncoder().encode(jwt.secret) : undefined;
+    const jwks = jwt.jwks
+      ? createLocalJWKSet(jwt.jwks as Parameters<typeof createLocalJWKSet>[0])
+      : jwt.jwksUrl
+      ? createRemoteJWKSet(new URL(jwt.jwksUrl))
+      : undefined;
+    verifier = async (token) => {
+      const alg = decodeProtectedHeader(token).alg;
+      if (alg === "HS256") {
+        if (!secret) throw new Error("HS256 tokens are not accepted: no JWT secret is configured");
+        return (await jwtVerify(token, secret, { algorithms: ["HS256"] })).payload;
+      }
+      if (!jwks) throw new Error("asymmetric tokens are not accepted: no JWKS is configured");
+      return (await jwtVerify(token, jwks, {
+        algorithms: ["ES256", "RS256", "EdDSA", "ES384", "ES512", "RS384", "RS512", "PS256"],
+      }))
+        .payload;
+    };
     verifiers.set(key, verifier);
   }
   return verifier;
 }
 
-/** Verifies the token's signature and expiry; 401 with a precise code when it cannot. */
-export async function verifyBearer(req: Request, config: Pick<Config, "jwt">): Promise<JWTPayload> {
-  const header = req.headers.get("authorization");
-  if (!header) throw new HttpError(401, "missing_token", "send Authorization: Bearer <jwt>");
-  const match = /^Bearer\s+(\S+)$/i.exec(header);
-  if (!match?.[1]) throw new HttpError(401, "invalid_token", "Authorization must be 'Bearer <jwt>'");
+/** The JWT's claims; 401 with a precise code when it cannot be verified. */
+async function verifyJwt(token: string, config: Pick<Config, "jwt">): Promise<JWTPayload> {
   try {
-    return await verifierFor(config.jwt)(match[1]);
+    return await verifierFor(config.jwt)(token);
   } catch (err) {
     if (err instanceof joseErrors.JWTExpired) throw new HttpError(401, "token_expired", "the token has expired");
     throw new HttpError(401, "invalid_token", "the token could not be verified");
   }
 }
 
+function bearerOf(req: Request): string | undefined {
+  const header = req.headers.get("authorization");
+  if (header === null) return undefined;
+  const match = /^Bearer\s+(\S+)$/i.exec(header);
+  if (!match?.[1]) throw new HttpError(401, "invalid_token", "Authorization must be 'Bearer <token>'");
+  return match[1];
+}
+
+/** The gateway's check (verify_jwt): a valid JWT in the Authorization header, any role. */
+export async function verifyBearer(req: Request, config: Pick<Config, "jwt">): Promise<JWTPayload> {
+  const token = bearerOf(req);
+  if (!token) throw new HttpError(401, "missing_token", "send Authorization: Bearer <jwt>");
+  return await verifyJwt(token, config);
+}
+
+function digest(text: string): Buffer {
+  return createHash("sha256").update(text).digest();
+}
+
+/** Whether key is one of keys, compared in constant time (digests of equal length). */
+function isOneOf(key: string, keys: readonly string[]): boolean {
+  const mine = digest(key);
+  let found = false;
+  for (const k of keys) found = timingSafeEqual(mine, digest(k)) || found;
+  return found;
+}
+
+/** Who the request's credential says the caller is; 401 when it has none or a bad one. */
+export async function identify(req: Request, config: AuthConfig, sql?: Sql): Promise<Identity> {
+  const credential = bearerOf(req) ?? req.headers.get("apikey") ?? undefined;
+  if (!credential) {
+    throw new HttpError(
+      401,
+      "missing_token",
+      "send Authorization: Bearer <token> (a user's JWT or an agent token), or a secret key in apikey",
+    );
+  }
+  if (credential.startsWith("sb_secret_")) {
+    if (!isOneOf(credential, config.apiKeys.secret)) {
+      throw new HttpError(401, "invalid_token", "the secret key is not one of this project's");
+    }
+    return { role: "service_role", credential: "secret_key" };
+  }
+  if (credential.startsWith("sb_publishable_")) {
+    if (!isOneOf(credential, config.apiKeys.publishable)) {
+      throw new HttpError(401, "invalid_token", "the publishable key is not one of this project's");
+    }
+    return { role: "anon", credential: "publishable_key" };
+  }
+  if (credential.startsWith(AGENT_TOKEN_PREFIX)) {
+    const token = sql ? await resolveAgentToken(sql, credential) : undefined;
+    if (!token) throw new HttpError(401, "invalid_token", "the agent token is unknown, revoked or expired");
+    return { role: "authenticated", sub: token.owner_id, agent: token.agent, credential: "agent_token" };
+  }
+  const claims = await verifyJwt(credential, config);
+  if (claims.role === "authenticated" || claims.role === "service_role" || claims.role === "anon") {
+    return { role: claims.role, sub: typeof claims.sub === "string" ? claims.sub : undefined, credential: "jwt" };
+  }
+  throw new HttpError(
+    403,
+    "forbidden_role",
+    `role '${String(claims.role ?? "none")}' may not use the memory API; use a user or service_role token`,
+  );
+}
+
+/** The agent named by the x-devai-agent header, checked against the identity's own. */
+function agentOf(req: Request, identity: Identity): { agent?: string; agentBound?: boolean } {
+  const named = req.headers.get(AGENT_HEADER);
+  if (named !== null && !agentName.safeParse(named).success) {
+    throw new HttpError(
+      400,
+      "invalid_agent",
+      `${AGENT_HEADER} must be an agent name: lowercase letters, digits, _ or -`,
+    );
+  }
+  if (identity.agent) {
+    if (named !== null && named !== identity.agent) {
+      throw new HttpError(
+        403,
+        "forbidden_agent",
+        `this agent token is ${identity.agent}'s; it cannot act as '${named}'`,
+      );
+    }
+    return { agent: identity.agent, agentBound: true };
+  }
+  return named !== null ? { agent: named } : {};
+}
+
 /** The caller and tenant for a memory request; see the module comment for the rules. */
-export async function authenticate(req: Request, config: Pick<Config, "jwt">): Promise<Caller> {
-  const claims = await verifyBearer(req, config);
-  const role = claims.role;
-  if (role === "authenticated") {
-    if (typeof claims.sub !== "string" || !UUID.test(claims.sub)) {
+export async function authenticate(req: Request, config: AuthConfig, sql?: Sql): Promise<Caller> {
+  const identity = await identify(req, config, sql);
+  if (identity.role === "authenticated") {
+    if (!identity.sub || !UUID.test(identity.sub)) {
       throw new HttpError(401, "invalid_token", "an authenticated token needs a uuid subject");
     }
+    const tenantId = identity.sub.toLowerCase();
     const named = req.headers.get(TENANT_HEADER);
-    if (named && named.toLowerCase() !== claims.sub.toLowerCase()) {
+    if (named && named.toLowerCase() !== tenantId) {
       throw new HttpError(403, "forbidden_tenant", "a user token can only act for its own tenant");
     }
-    return { role, tenantId: claims.sub.toLowerCase(), actor: `user:${claims.sub.toLowerCase()}` };
+    const agent = agentOf(req, identity);
+    const actor = identity.credential === "agent_token"
+      ? `agent:${identity.agent}@user:${tenantId}`
+      : `user:${tenantId}`;
+    return { role: "authenticated", tenantId, actor, ...agent };
   }
-  if (role === "service_role") {
+  if (identity.role === "service_role") {
     const tenant = req.headers.get(TENANT_HEADER);
     if (!tenant) {
-      throw new HttpError(400, "tenant_required", `a service_role caller must name the tenant in the ${TENANT_HEADER} header`);
+      throw new HttpError(
+        400,
+        "tenant_required",
+        `a service_role caller must name the tenant in the ${TENANT_HEADER} header`,
+      );
     }
     if (!UUID.test(tenant)) throw new HttpError(400, "invalid_tenant", `${TENANT_HEADER} must be a uuid`);
-    return { role, tenantId: tenant.toLowerCase(), actor: "service_role" };
+    return { role: "service_role", tenantId: tenant.toLowerCase(), actor: "service_role", ...agentOf(req, identity) };
   }
-  throw new HttpError(403, "forbidden_role", `role '${String(role ?? "none")}' may not use the memory API; use a user or service_role token`);
+  throw new HttpError(
+    403,
+    "forbidden_role",
+    "role 'anon' may not use the memory API; use a user or service_role token",
+  );
 }
 
 /** Who changes deployment-wide configuration (agents, categories): no tenant is involved. */
@@ -84,28 +230,30 @@ export interface ConfigCaller {
 }
 
 /**
- * For configuration routes: a user token (reads) or a service_role token, which here needs no
- * tenant header because nothing it does belongs to one tenant.
+ * For configuration routes: a user (reads) or a service_role caller, which here needs no tenant
+ * header because nothing it does belongs to one tenant.
  */
-export async function authenticateConfigCaller(req: Request, config: Pick<Config, "jwt">): Promise<ConfigCaller> {
-  const claims = await verifyBearer(req, config);
-  if (claims.role === "service_role") return { role: "service_role", actor: "service_role" };
-  if (claims.role === "authenticated" && typeof claims.sub === "string" && UUID.test(claims.sub)) {
-    return { role: "authenticated", actor: `user:${claims.sub.toLowerCase()}` };
+export async function authenticateConfigCaller(req: Request, config: AuthConfig, sql?: Sql): Promise<ConfigCaller> {
+  const identity = await identify(req, config, sql);
+  if (identity.role === "service_role") return { role: "service_role", actor: "service_role" };
+  if (identity.role === "authenticated" && identity.sub && UUID.test(identity.sub)) {
+    return { role: "authenticated", actor: `user:${identity.sub.toLowerCase()}` };
   }
-  throw new HttpError(403, "forbidden_role", `role '${String(claims.role ?? "none")}' may not read the memory configuration`);
+  throw new HttpError(403, "forbidden_role", "role 'anon' may not read the memory configuration");
 }
 
-/** For worker endpoints that act across tenants: only service_role tokens pass. */
-export async function requireServiceRole(req: Request, config: Pick<Config, "jwt">): Promise<void> {
-  const claims = await verifyBearer(req, config);
-  if (claims.role !== "service_role") throw new HttpError(403, "forbidden_role", "this endpoint needs a service_role token");
+/** For worker endpoints that act across tenants: only service_role (a secret key or service_role JWT) passes. */
+export async function requireServiceRole(req: Request, config: AuthConfig, sql?: Sql): Promise<void> {
+  const identity = await identify(req, config, sql);
+  if (identity.role !== "service_role") {
+    throw new HttpError(403, "forbidden_role", "this endpoint needs a service_role token");
+  }
 }
 
 /** Middleware: the request's caller (authenticate), as the context variable `caller`. */
-export function requireCaller(config: Pick<Config, "jwt">): MiddlewareHandler<{ Variables: { caller: Caller } }> {
+export function requireCaller(config: AuthConfig, sql?: Sql): MiddlewareHandler<{ Variables: { caller: Caller } }> {
   return async (c, next) => {
-    c.set("caller", await authenticate(c.req.raw, config));
+    c.set("caller", await authenticate(c.req.raw, config, sql));
     await next();
   };
 }

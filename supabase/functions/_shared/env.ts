@@ -16,11 +16,18 @@ const EnvSchema = z.object({
   SUPABASE_DB_READ_URL: optionalText,
   DB_POOL_MAX: positiveInt(10),
   DB_STATEMENT_TIMEOUT_MS: positiveInt(15_000),
-  // HS256 secret (local server, legacy projects) or a JWKS endpoint (asymmetric signing keys).
+  // Token verification (docs/auth.md): the legacy HS256 secret and the project's JWKS, both at once.
+  // Hosted projects reserve the SUPABASE_ prefix for what they inject (SUPABASE_URL, SUPABASE_JWKS,
+  // SUPABASE_SECRET_KEYS, …): a secret you set yourself is JWT_SECRET / JWKS_URL.
   SUPABASE_JWT_SECRET: optionalText,
   JWT_SECRET: optionalText,
   SUPABASE_URL: optionalText,
   JWKS_URL: optionalText,
+  SUPABASE_JWKS: optionalText,
+  // Supabase's API keys (JSON dictionaries of name → key, injected into hosted functions):
+  // sb_secret_… keys act as service_role, sb_publishable_… keys as anon.
+  SUPABASE_SECRET_KEYS: optionalText,
+  SUPABASE_PUBLISHABLE_KEYS: optionalText,
   // Embeddings: OpenAI or any OpenAI-compatible server (a key or a base URL); neither: the local hash embedder.
   EMBEDDING_PROVIDER: z.enum(["openai", "local"]).optional(),
   EMBEDDING_API_KEY: optionalText,
@@ -56,7 +63,12 @@ export interface Config {
   dbPoolMax: number;
   /** Longest a statement of a request's transaction may run before the request is a 503. */
   dbStatementTimeoutMs: number;
-  jwt: { secret?: string; jwksUrl?: string };
+  /** HS256 secret for legacy tokens; the JWKS (inline, else fetched from jwksUrl) for asymmetric ones. */
+  jwt: { secret?: string; jwks?: JsonWebKeySet; jwksUrl?: string };
+  /** Supabase's API keys (sent in the apikey header): secret keys act as service_role. */
+  apiKeys: { secret: string[]; publishable: string[] };
+  /** The project's public URL (SUPABASE_URL): what MCP clients are told the resource and its authorization server are. */
+  publicUrl?: string;
   embedding: { provider: "openai" | "local"; apiKey?: string; baseUrl?: string; model: string };
   llm: { apiKey?: string; baseUrl?: string; model: string; timeoutMs: number };
   namespaceRoot: string;
@@ -86,9 +98,13 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
   const databaseUrl = e.SUPABASE_DB_URL ?? e.DATABASE_URL;
   if (!databaseUrl) throw new ConfigError("invalid environment: set SUPABASE_DB_URL or DATABASE_URL");
   const secret = e.SUPABASE_JWT_SECRET ?? e.JWT_SECRET;
-  const jwksUrl = e.JWKS_URL ?? (e.SUPABASE_URL ? `${e.SUPABASE_URL.replace(/\/$/, "")}/auth/v1/.well-known/jwks.json` : undefined);
-  if (!secret && !jwksUrl) {
-    throw new ConfigError("invalid environment: set SUPABASE_JWT_SECRET (HS256) or SUPABASE_URL/JWKS_URL (JWKS) to verify tokens");
+  const publicUrl = e.SUPABASE_URL?.replace(/\/+$/, "");
+  const jwksUrl = e.JWKS_URL ?? (publicUrl ? `${publicUrl}/auth/v1/.well-known/jwks.json` : undefined);
+  const jwks = e.SUPABASE_JWKS ? parseJwks(e.SUPABASE_JWKS) : undefined;
+  if (!secret && !jwksUrl && !jwks) {
+    throw new ConfigError(
+      "invalid environment: set JWT_SECRET or SUPABASE_JWT_SECRET (HS256), or SUPABASE_URL / JWKS_URL / SUPABASE_JWKS (the project's JWKS), or both, to verify tokens",
+    );
   }
   const embedding = embeddingProvider(e, env.EMBEDDING_MODEL !== undefined);
   return {
@@ -96,7 +112,12 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
     databaseReadUrl: e.SUPABASE_DB_READ_URL,
     dbPoolMax: e.DB_POOL_MAX,
     dbStatementTimeoutMs: e.DB_STATEMENT_TIMEOUT_MS,
-    jwt: { secret, jwksUrl: secret ? undefined : jwksUrl },
+    jwt: { secret, jwks, jwksUrl },
+    apiKeys: {
+      secret: apiKeysOf("SUPABASE_SECRET_KEYS", e.SUPABASE_SECRET_KEYS, "sb_secret_"),
+      publishable: apiKeysOf("SUPABASE_PUBLISHABLE_KEYS", e.SUPABASE_PUBLISHABLE_KEYS, "sb_publishable_"),
+    },
+    publicUrl,
     embedding,
     llm: {
       apiKey: e.LLM_API_KEY ?? e.OPENAI_API_KEY,
@@ -147,6 +168,34 @@ function embeddingProvider(e: z.infer<typeof EnvSchema>, modelNamed: boolean): C
     throw new ConfigError("invalid environment: EMBEDDING_PROVIDER=openai needs EMBEDDING_API_KEY or OPENAI_API_KEY (or EMBEDDING_BASE_URL for a server that needs no key)");
   }
   return { provider, apiKey, baseUrl, model: e.EMBEDDING_MODEL };
+}
+
+export interface JsonWebKeySet {
+  keys: Record<string, unknown>[];
+}
+
+function parseJwks(text: string): JsonWebKeySet {
+  try {
+    const value = JSON.parse(text) as { keys?: unknown };
+    if (Array.isArray(value?.keys) && value.keys.every((k) => k && typeof k === "object")) return value as JsonWebKeySet;
+  } catch {
+    // reported below
+  }
+  throw new ConfigError('invalid environment: SUPABASE_JWKS must be a JSON Web Key Set ({"keys": [...]})');
+}
+
+/** The keys of a JSON dictionary of name → key (as Supabase injects them), or of one key given alone. */
+function apiKeysOf(name: string, text: string | undefined, prefix: string): string[] {
+  if (!text) return [];
+  if (text.startsWith(prefix)) return [text];
+  try {
+    const value = JSON.parse(text) as unknown;
+    const keys = value && typeof value === "object" ? Object.values(value as Record<string, unknown>) : [];
+    if (keys.length > 0 && keys.every((k) => typeof k === "string" && k.startsWith(prefix))) return keys as string[];
+  } catch {
+    // reported below
+  }
+  throw new ConfigError(`invalid environment: ${name} must be a JSON object of name → ${prefix}… key (or one such key)`);
 }
 
 /** Every variable loadConfig reads (the README's configuration table documents each). */

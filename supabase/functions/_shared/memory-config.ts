@@ -5,6 +5,7 @@
 // memory function's /memory/categories and /memory/agents routes and memory.query's allowlist
 // check are adapters over these.
 import type { Tx } from "./db.ts";
+import { HttpError } from "./http.ts";
 import { loadCategoryNames, unknownCategory } from "./categories.ts";
 
 export interface CategoryConfig {
@@ -67,6 +68,19 @@ export async function loadAllowlist(tx: Tx, agent: string): Promise<string[]> {
   const rows = await tx<{ category: string }[]>`
     select category from public.memory_agent_allowlists where agent = ${agent} order by category`;
   return rows.map((r) => r.category);
+}
+
+/** The categories an agent may read; 403 unknown_agent naming the configured agents when it has none. */
+export async function requireAllowlist(tx: Tx, agent: string): Promise<string[]> {
+  const allowed = await loadAllowlist(tx, agent);
+  if (allowed.length > 0) return allowed;
+  const agents = (await listAgents(tx)).map((a) => a.agent);
+  throw new HttpError(
+    403,
+    "unknown_agent",
+    `agent '${agent}' has no memory allowlist; configured agents: ${agents.join(", ")} ` +
+      `(a service_role caller adds one with PUT memory/agents/${agent} {"categories": [...]})`,
+  );
 }
 
 /**

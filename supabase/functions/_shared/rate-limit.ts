@@ -21,8 +21,13 @@ const requestCharge = new AsyncLocalStorage<PendingCharge>();
 export function rateLimit(routeClassOf: (req: Request) => RouteClass | undefined): MiddlewareHandler {
   return (c, next) => {
     const routeClass = routeClassOf(c.req.raw);
-    return routeClass ? requestCharge.run({ routeClass, charged: false }, next) : next();
+    return routeClass ? chargedAs(routeClass, next) : next();
   };
+}
+
+/** Runs a request's work charged to the route class (for a class known only once the body is read). */
+export function chargedAs<T>(routeClass: RouteClass, work: () => T): T {
+  return requestCharge.run({ routeClass, charged: false }, work);
 }
 
 /** The route class to charge in this transaction, once per request (undefined: nothing to charge). */

@@ -100,6 +100,7 @@ export const repoName = storableText(z.string().min(1).max(300)).refine((s) => !
 /** A git branch name, by git's own ref rules (git check-ref-format --branch). */
 export const branchName = storableText(z.string().min(1).max(250))
   .refine(
+    // deno-lint-ignore no-control-regex -- git's ref rules refuse control characters
     (s) => !/[\u0000-\u0020\u007F~^:?*[\\]/.test(s) && !s.includes("..") && !s.includes("@{") && !s.includes("//") &&
       !/^[-/]/.test(s) && !/(\/|\.|\.lock)$/.test(s) && s !== "@",
     "a git branch name (no spaces, ~ ^ : ? * [ \\, '..', '@{' or '//'; not starting with - or /, not ending with /, . or .lock)",

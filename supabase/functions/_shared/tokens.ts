@@ -76,7 +76,8 @@ export function* tokenizerSegments(text: string): Generator<string> {
  * Windows of at most WINDOW_CHARS characters that the library's splitting regex runs on (on a
  * longer run of one kind of character it backtracks deep enough to overflow the stack). A window
  * ends where a piece boundary does not depend on what follows: after a line break followed by a
- * non-space, or before a space followed by an ASCII letter (" word" is always a piece of its own).
+ * non-space other than '/' or by indentation and a non-space, or before a space followed by an
+ * ASCII letter (" word" is always a piece of its own).
  * Without one in reach, it ends at WINDOW_CHARS.
  */
 function* windows(text: string): Generator<string> {
@@ -94,10 +95,25 @@ function* windows(text: string): Generator<string> {
 function isCertainBoundary(text: string, i: number): boolean {
   const before = text.charCodeAt(i - 1);
   const at = text.charCodeAt(i);
-  if (before === 10 && !isWhitespace(at)) return true;
+  // After a line break: a piece never joins what follows it, but a punctuation piece takes the
+  // slashes right after it ("();\n// note" is ");\n//" then " note"), and more line breaks join it.
+  if (before === 10) return at === 47 ? false : !isWhitespace(at) || indentThenText(text, i);
   if (at !== 32 || isWhitespace(before)) return false;
   const next = text.charCodeAt(i + 1);
   return (next >= 65 && next <= 90) || (next >= 97 && next <= 122);
+}
+
+/**
+ * Whether text at i is indentation (spaces or tabs, a short run) and then a character that is not
+ * whitespace: then a line break before i ends its piece at i (indented code and JSON have few
+ * other certain boundaries).
+ */
+function indentThenText(text: string, i: number): boolean {
+  for (let j = i; j < i + 64 && j < text.length; j++) {
+    const c = text.charCodeAt(j);
+    if (c !== 32 && c !== 9) return !isWhitespace(c);
+  }
+  return false;
 }
 
 /** i, or i - 1 when i would split a surrogate pair. */

@@ -12,6 +12,7 @@ import { createSql, type Sql } from "../_shared/db.ts";
 import { createEmbedder, type Embedder } from "../_shared/embeddings.ts";
 import { type Config, loadConfig } from "../_shared/env.ts";
 import { json, methodNotAllowed, parseJsonBody } from "../_shared/http.ts";
+import { runInBackground } from "../_shared/jobs.ts";
 import { rateLimit } from "../_shared/rate-limit.ts";
 
 export interface ContextHandlerDeps {
@@ -19,17 +20,8 @@ export interface ContextHandlerDeps {
   config: Config;
   embedder: Embedder;
   clock?: () => Date;
-  /** Work after the answer (the assembly's record, a stale prediction's refresh); default runAfterResponse. */
+  /** Work after the answer (the assembly's record, a stale prediction's refresh); default runInBackground (jobs.ts). */
   defer?: (work: Promise<unknown>) => void;
-}
-
-/** Work after the answer: EdgeRuntime.waitUntil where the runtime has it, else detached; a failure is logged. */
-function runAfterResponse(work: Promise<unknown>): void {
-  const runtime = (globalThis as { EdgeRuntime?: { waitUntil(p: Promise<unknown>): void } }).EdgeRuntime;
-  const logged = work.catch((err) =>
-    console.error(JSON.stringify({ level: "error", where: "context:after-response", error: String(err) }))
-  );
-  if (runtime) runtime.waitUntil(logged);
 }
 
 export function defaultDeps(): ContextHandlerDeps {
@@ -46,11 +38,11 @@ export function defaultDeps(): ContextHandlerDeps {
 }
 
 export function createHandler(deps: ContextHandlerDeps): (req: Request) => Promise<Response> {
-  const services: ContextDeps = { ...deps, clock: deps.clock ?? (() => new Date()), defer: deps.defer ?? runAfterResponse };
+  const services: ContextDeps = { ...deps, clock: deps.clock ?? (() => new Date()), defer: deps.defer ?? ((work) => runInBackground(() => work, "context record")) };
   const app = createFunctionApp<{ caller: Caller }>();
   // Assembly and prediction read (their reinforcement is retrieval's): the tenant's read bucket.
   app.use(rateLimit(() => "read"));
-  const caller = requireCaller(deps.config);
+  const caller = requireCaller(deps.config, deps.sql);
   const max = deps.config.maxBodyBytes;
   app.post(
     "/context/assemble",

@@ -61,7 +61,7 @@ export function createHandler(deps: QueueingDeps) {
   const kick = deps.kickWorker ?? (() => drainQueue(deps, { maxJobs: 10 }));
   const app = createFunctionApp<{ caller: Caller }>();
   app.use(rateLimit(() => "heavy"));
-  app.post("/memory-compact", requireCaller(deps.config), async (c) => {
+  app.post("/memory-compact", requireCaller(deps.config, deps.sql), async (c) => {
     const caller = c.get("caller");
     // Counting an 8 MiB conversation is the heavy part, and comes before any transaction: an empty
     // tenant transaction first charges the request to the tenant's rate limit (rate-limit.ts).

@@ -38,7 +38,7 @@ export function createHandler(deps: QueueingDeps) {
   const kick = deps.kickWorker ?? (() => drainQueue(deps, { maxJobs: 10 }));
   const app = createFunctionApp<{ caller: Caller }>();
   app.use(rateLimit(() => "write"));
-  app.post("/memory-dedup", requireCaller(deps.config), async (c) => {
+  app.post("/memory-dedup", requireCaller(deps.config, deps.sql), async (c) => {
     const caller = c.get("caller");
     const body = await parseJsonBody(c.req.raw, DedupRequestSchema, deps.config.maxBodyBytes);
     const root = deps.config.namespaceRoot;

@@ -62,13 +62,13 @@ export function createHandler(deps: QueueingDeps) {
   const kick = deps.kickWorker ?? (() => drainQueue(deps, { maxJobs: 10 }));
   const app = createFunctionApp<{ caller: Caller }>();
   app.use(rateLimit((req) => (req.method === "GET" ? "read" : "heavy")));
-  app.get("/memory-extract", requireCaller(deps.config), async (c) => {
+  app.get("/memory-extract", requireCaller(deps.config, deps.sql), async (c) => {
     const query = validate(JobQuery, Object.fromEntries(new URL(c.req.url).searchParams), "query");
     const job = await withTenant(deps.sql, c.get("caller"), (tx) => getJob(tx, query.job_id));
     if (!job) throw new HttpError(404, "not_found", "no such job");
     return json(jobView(job));
   });
-  app.post("/memory-extract", requireCaller(deps.config), async (c) => {
+  app.post("/memory-extract", requireCaller(deps.config, deps.sql), async (c) => {
     const caller = c.get("caller");
     const sent = await parseJsonBody(c.req.raw, ExtractRequestSchema, deps.config.maxExtractBodyBytes, {
       tooLarge: `memory-extract takes at most ${deps.config.maxExtractBodyBytes} bytes (MAX_EXTRACT_BODY_BYTES): send only the ` +

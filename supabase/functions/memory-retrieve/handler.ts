@@ -41,7 +41,7 @@ function timed<T>(c: Context<Env>, { result, timing }: Timed<T>): Response {
 export function createHandler(deps: RetrieveDeps): (req: Request) => Promise<Response> {
   const app = createFunctionApp<{ caller: Caller }>();
   app.use(rateLimit(() => "read"));
-  const caller = requireCaller(deps.config);
+  const caller = requireCaller(deps.config, deps.sql);
   const max = deps.config.maxBodyBytes;
   app.post(
     "/memory-retrieve",

@@ -12,7 +12,7 @@ const DrainBody = z.object({ max_jobs: z.number().int().min(1).max(100).optional
 export function createHandler(deps: WorkerDeps) {
   const app = createFunctionApp();
   app.post("/memory-worker", async (c) => {
-    await requireServiceRole(c.req.raw, deps.config);
+    await requireServiceRole(c.req.raw, deps.config, deps.sql);
     const text = await c.req.text();
     let raw: unknown = {};
     if (text.trim()) {

@@ -17,6 +17,7 @@
 //   POST /memory/episodes, POST /memory/sessions/{id}/end, GET /memory/entities[/{id}]: graph memory
 //   POST /memory/consolidate|reindex, /memory/contradictions[/{id}/resolve], /memory/proposals[/{id}[/accept|reject]],
 //   PUT|GET /memory/checkpoints/{thread_id}: the background work (background-routes.ts, docs/consolidation.md)
+//   POST|GET /memory/agent-tokens, POST /memory/agent-tokens/{id}/revoke: agents' credentials
 // GET /memory and GET /memory/{id} take as_of: what was held at that instant.
 // The routes (routes.ts) are adapters over _shared/services/, which the MCP server (memory-mcp)
 // shares. Every request is one or two tenant transactions (withTenant → RLS): another tenant's id
@@ -24,14 +25,10 @@
 // the database triggers, never here.
 import { createFunctionApp, fetchHandler } from "../_shared/app.ts";
 import { authenticate, authenticateConfigCaller } from "../_shared/auth.ts";
-import { poolsFor } from "../_shared/db.ts";
-import { drainQueue } from "../_shared/drain-queue.ts";
-import { createEmbedder } from "../_shared/embeddings.ts";
-import { loadConfig } from "../_shared/env.ts";
-import { createLlm } from "../_shared/llm.ts";
 import { rateLimit } from "../_shared/rate-limit.ts";
 import { type MemoryDeps, withClock } from "../_shared/services/deps.ts";
 import { registerBackgroundRoutes } from "./background-routes.ts";
+import { memoryDepsFromEnv } from "../_shared/worker-deps.ts";
 import { CONFIG_PATH, registerConfigRoutes } from "./config-routes.ts";
 import { registerMemoryRoutes } from "./routes.ts";
 import type { Env } from "./routing.ts";
@@ -39,17 +36,7 @@ import type { Env } from "./routing.ts";
 export type { MemoryDeps };
 
 /** Production dependencies from the environment (index.ts; the local functions server brings its own). */
-export function defaultDeps(): MemoryDeps {
-  const config = loadConfig();
-  const deps: MemoryDeps = {
-    config,
-    ...poolsFor(config, "devai-memory:memory"),
-    embedder: createEmbedder(config),
-    llm: createLlm(config),
-  };
-  deps.kickWorker = () => drainQueue(deps, { maxJobs: 10 });
-  return deps;
-}
+export const defaultDeps = (): MemoryDeps => memoryDepsFromEnv("devai-memory:memory");
 
 export function createHandler(deps: MemoryDeps): (req: Request) => Promise<Response> {
   const app = createFunctionApp<Env["Variables"]>();
@@ -60,8 +47,8 @@ export function createHandler(deps: MemoryDeps): (req: Request) => Promise<Respo
   ));
   // Configuration is deployment-wide (no tenant); everything else acts for the caller's tenant.
   app.use(async (c, next) => {
-    if (CONFIG_PATH.test(c.req.path)) c.set("admin", await authenticateConfigCaller(c.req.raw, deps.config));
-    else c.set("caller", await authenticate(c.req.raw, deps.config));
+    if (CONFIG_PATH.test(c.req.path)) c.set("admin", await authenticateConfigCaller(c.req.raw, deps.config, deps.sql));
+    else c.set("caller", await authenticate(c.req.raw, deps.config, deps.sql));
     await next();
   });
   const services = withClock(deps);

@@ -5,6 +5,7 @@ import { tarArchive } from "../_shared/memories/tar.ts";
 import { EpisodeBatchRequest } from "../_shared/episodes.ts";
 import { json, methodNotAllowed, parseJsonBody, validate } from "../_shared/http.ts";
 import {
+  AgentTokenRequest,
   CorrectRequest,
   EndSessionRequest,
   EntityListQuery,
@@ -22,6 +23,7 @@ import { sessionId } from "../_shared/schemas.ts";
 import { UsageRequest } from "../_shared/context/schemas.ts";
 import { reportUsage } from "../_shared/context/usage.ts";
 import type { ServiceDeps } from "../_shared/services/deps.ts";
+import { issueToken, listTokens, revokeToken } from "../_shared/services/agent-tokens.ts";
 import { endSession, entities, entityInfo, storeEpisodes } from "../_shared/services/graph.ts";
 import { confirm, forget, pin, restore, unpin } from "../_shared/services/memory-lifecycle.ts";
 import {
@@ -42,6 +44,7 @@ const FIXED_PATHS: [string, string[]][] = [
   ["/memory/weak", ["GET"]],
   ["/memory/stats", ["GET"]],
   ["/memory/export", ["GET"]],
+  ["/memory/agent-tokens", ["GET", "POST"]],
   ["/memory/usage", ["POST"]],
 ];
 
@@ -66,6 +69,17 @@ export function registerMemoryRoutes(app: MemoryApp, deps: ServiceDeps): void {
     "/memory/entities/:id",
     async (c) => json(await entityInfo(deps, who(c), parseUuidParam(c, "id", "entity id"))),
   );
+
+  // Agent tokens (docs/auth.md#agent-tokens).
+  app.post("/memory/agent-tokens", async (c) => {
+    return json(await issueToken(deps, c.get("caller"), await parseJsonBody(c.req.raw, AgentTokenRequest, max)), 201);
+  });
+  app.get("/memory/agent-tokens", async (c) => json({ tokens: await listTokens(deps, c.get("caller")) }));
+  app.post("/memory/agent-tokens/:id/revoke", async (c) => {
+    const id = parseUuidParam(c, "id", "agent token id");
+    await optionalBody(c.req.raw, EndSessionRequest, max);
+    return json(await revokeToken(deps, c.get("caller"), id));
+  });
 
   // What the user states.
   app.post("/memory/remember", async (c) => {

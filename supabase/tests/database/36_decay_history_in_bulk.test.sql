@@ -4,7 +4,7 @@
 -- inside that statement, so the next ordinary write is audited as before.
 begin;
 set local timezone to 'UTC';
-select plan(7);
+select plan(8);
 
 -- Twins: same fields, idle since 2026-01-01; A is invalidated by hand through the trigger (as any
 -- write is), B by the nightly job.
@@ -48,6 +48,15 @@ select is(current_setting('memory.bulk', true), '', 'the job leaves no bulk sett
 update public.devai_memories set content = 'The build uses Node 22' where id = '36000000-0000-4000-8000-00000000000b';
 select is((select count(*)::int from public.memory_history where memory_id = '36000000-0000-4000-8000-00000000000b' and event = 'UPDATE'), 1,
           'the next ordinary write is audited by the trigger again');
+
+-- The setting is the jobs' alone: a tenant's session that sets it is still audited.
+select tests.authenticate_as('36000000-0000-4000-8000-0000000000aa');
+select set_config('memory.bulk', 'on', true);
+update public.devai_memories set content = 'The build uses Node 24' where id = '36000000-0000-4000-8000-00000000000b';
+reset role;
+select set_config('memory.bulk', '', true);
+select is((select count(*)::int from public.memory_history where memory_id = '36000000-0000-4000-8000-00000000000b' and event = 'UPDATE'), 2,
+          'a tenant that sets memory.bulk itself is audited all the same');
 
 select * from finish();
 rollback;

@@ -3,6 +3,7 @@
 // Query strings arrive as text; the *Query schemas coerce them.
 import { z } from "zod";
 import {
+  agentName,
   asOf,
   categoryName,
   content,
@@ -79,8 +80,16 @@ export const LifecycleRequest = z.object({ thread_id: threadId.optional() }).str
 export type LifecycleRequest = z.infer<typeof LifecycleRequest>;
 
 const booleanText = z.enum(["true", "false"]).transform((v) => v === "true");
+// An integer from a query string (text) or from an MCP tool's JSON arguments (a number): the
+// same schema serves both (docs/mcp.md).
 const intText = (min: number, max: number) =>
-  z.string().regex(/^\d{1,9}$/, "a non-negative integer").transform(Number).pipe(z.number().int().min(min).max(max));
+  z.union([z.int(), z.string()])
+    .transform((v, ctx) => {
+      if (typeof v === "number" || /^\d{1,9}$/.test(v)) return Number(v);
+      ctx.addIssue({ code: "custom", message: "a non-negative integer" });
+      return z.NEVER;
+    })
+    .pipe(z.number().int().min(min).max(max));
 
 /** A namespace or a leading part of one, matched segment by segment (`devai/project/a` never matches `devai/project/ab`). */
 export const namespacePrefix = z
@@ -178,6 +187,19 @@ export const AgentUpsert = z
   .object({ categories: z.array(categoryName).min(1).max(64) })
   .strict();
 export type AgentUpsert = z.infer<typeof AgentUpsert>;
+
+/** POST /memory/agent-tokens: a long-lived token for one coding agent (docs/auth.md#agent-tokens). */
+export const AgentTokenRequest = z
+  .object({
+    /** The agent it acts as: its memory.query allowlist applies (a configured agent). */
+    agent: agentName,
+    /** What it is for, to tell tokens apart ("Claude Code on my laptop"). */
+    label: storableText(z.string().trim().min(1).max(200)).optional(),
+    /** Days until it stops working; none: until revoked. */
+    expires_in_days: z.number().int().min(1).max(3650).optional(),
+  })
+  .strict();
+export type AgentTokenRequest = z.infer<typeof AgentTokenRequest>;
 
 /** A memory as every route returns it (no embedding, no tsvector). */
 export interface Memory {

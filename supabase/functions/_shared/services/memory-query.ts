@@ -4,11 +4,12 @@
 // categories as a filter of every signal and applies the other filters in SQL; bullets or full
 // rows within the budget; returned memories are reinforced and the search is recorded, behind the
 // answer (retrieval/write-behind.ts).
+import type { Caller } from "../auth.ts";
 import { readAsTenant, type Sql, type TenantContext, type TenantSettings, toVectorLiteral, withTenant } from "../db.ts";
 import { keywordText, resolvePlan } from "../search/plan.ts";
 import { embedForRequest, thresholdsFor } from "../embeddings.ts";
 import { HttpError } from "../http.ts";
-import { listAgents, loadAllowlist } from "../memory-config.ts";
+import { requireAllowlist } from "../memory-config.ts";
 import { bulletText } from "../retrieval/format.ts";
 import { packTexts } from "../retrieval/pack.ts";
 import { rankMemories } from "../retrieval/rank.ts";
@@ -28,26 +29,23 @@ import { readPoolOf, type SearchDeps, type Timed } from "./deps.ts";
 /** What the agent may read that answers the query, as bullets or full rows; `timing` as for retrieve. */
 export async function queryMemories(
   deps: SearchDeps,
-  caller: TenantContext,
+  caller: TenantContext & Pick<Caller, "agent" | "agentBound">,
   body: QueryRequest,
 ): Promise<Timed<QueryResponse>> {
   const { config, embedder } = deps;
   const filters = body.filters ?? {};
 
-  // The allowlist first, in its own short read-only transaction: a refused request costs no
-  // embedding call and writes nothing.
-  const { allowed, agents } = await withTenant(readPoolOf(deps), caller, async (tx) => {
-    const allowed = await loadAllowlist(tx, body.agent);
-    return { allowed, agents: allowed.length === 0 ? (await listAgents(tx)).map((a) => a.agent) : [] };
-  });
-  if (allowed.length === 0) {
+  // An agent token reads as its own agent only (docs/auth.md#agent-tokens).
+  if (caller.agentBound && caller.agent !== body.agent) {
     throw new HttpError(
       403,
-      "unknown_agent",
-      `agent '${body.agent}' has no memory allowlist; configured agents: ${agents.join(", ")} ` +
-        `(a service_role caller adds one with PUT memory/agents/${body.agent} {"categories": [...]})`,
+      "forbidden_agent",
+      `this agent token is ${caller.agent}'s; it cannot query as '${body.agent}'`,
     );
   }
+  // The allowlist first, in its own short read-only transaction: a refused request costs no
+  // embedding call and writes nothing.
+  const allowed = await withTenant(readPoolOf(deps), caller, (tx) => requireAllowlist(tx, body.agent));
   const asked = [...new Set([...(body.categories ?? []), ...(filters.category ? [filters.category] : [])])];
   const refused = asked.filter((c) => !allowed.includes(c));
   if (refused.length > 0) {

@@ -1,0 +1,269 @@
+// deno-lint-ignore-file no-control-regex -- stripping control characters before sending is the point
+// What the three Claude Code hooks share: the settings they read from the environment, the HTTP
+// calls to the memory API, the session state they keep between runs, and the conversion of Claude
+// Code's transcript (JSONL, one line per event) into the messages the API takes. Plain Node (18 or
+// later), no dependencies: copy the folder anywhere (integrations/README.md).
+import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { homedir } from "node:os";
+import { basename, dirname, join } from "node:path";
+
+/** The hooks' settings, from the environment Claude Code starts them with. */
+export function settings(env = process.env) {
+  return {
+    url: (env.DEVAI_MEMORY_URL || "http://127.0.0.1:54321").replace(/\/+$/, ""),
+    token: env.DEVAI_AGENT_TOKEN || "",
+    project: env.DEVAI_PROJECT || undefined,
+    stateDir: env.DEVAI_MEMORY_STATE_DIR || join(homedir(), ".cache", "devai-memory", "claude-code"),
+    timeoutMs: Number(env.DEVAI_MEMORY_TIMEOUT_MS || 8000),
+    // What the transcript hooks send: episodes (every message, graph memory) and/or extract
+    // (candidate memories, deduplicated by the worker).
+    send: new Set((env.DEVAI_MEMORY_SEND || "episodes,extract").split(",").map((s) => s.trim()).filter(Boolean)),
+  };
+}
+
+/** The hook's input: the JSON object Claude Code writes to stdin. */
+export async function readHookInput(stream = process.stdin) {
+  let text = "";
+  for await (const chunk of stream) text += chunk;
+  return JSON.parse(text || "{}");
+}
+
+/** One line on stderr, for `claude --debug` and for tests: what the hook did. */
+export function report(fields) {
+  process.stderr.write(`devai-memory ${JSON.stringify(fields)}\n`);
+}
+
+export class ApiError extends Error {
+  constructor(status, body) {
+    super(`${status} ${body?.error?.code ?? ""}: ${body?.error?.message ?? JSON.stringify(body)}`);
+    this.status = status;
+    this.code = body?.error?.code;
+  }
+}
+
+/** Calls the memory API; an answer outside 2xx is an ApiError with its code. */
+export async function callApi(s, method, path, body) {
+  const res = await fetch(`${s.url}/functions/v1/${path}`, {
+    method,
+    headers: { authorization: `Bearer ${s.token}`, "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(s.timeoutMs),
+  });
+  const answer = await res.json().catch(() => ({}));
+  if (!res.ok) throw new ApiError(res.status, answer);
+  return answer;
+}
+
+/**
+ * The project the session's memories belong to: DEVAI_PROJECT, else the name of the git repository
+ * (or folder) the session runs in, in the characters a project name may hold.
+ */
+export function projectOf(s, cwd) {
+  if (s.project) return s.project;
+  if (!cwd) return undefined;
+  let dir = cwd;
+  while (!existsSync(join(dir, ".git")) && dirname(dir) !== dir) dir = dirname(dir);
+  const name = basename(existsSync(join(dir, ".git")) ? dir : cwd).replace(/[^\p{L}\p{N}._%+@-]+/gu, "-").replace(
+    /^[-.]+|[-.]+$/g,
+    "",
+  );
+  return name || undefined;
+}
+
+// --- session state ------------------------------------------------------------------------------
+
+/** What earlier runs sent for this session: episodes count, the extract transcript, the revision. */
+export async function loadState(s, sessionId) {
+  try {
+    return JSON.parse(await readFile(join(s.stateDir, `${safeName(sessionId)}.json`), "utf8"));
+  } catch {
+    return { episodes: 0, extract: null, revision: null };
+  }
+}
+
+export async function saveState(s, sessionId, state) {
+  await mkdir(s.stateDir, { recursive: true });
+  const file = join(s.stateDir, `${safeName(sessionId)}.json`);
+  await writeFile(`${file}.tmp`, JSON.stringify(state));
+  await rename(`${file}.tmp`, file); // a hook killed mid-write leaves the previous state
+}
+
+/** Forgets the session (it ended). */
+export async function clearState(s, sessionId) {
+  await rm(join(s.stateDir, `${safeName(sessionId)}.json`), { force: true });
+}
+
+function safeName(id) {
+  return String(id).replace(/[^A-Za-z0-9._-]/g, "_");
+}
+
+// --- text ---------------------------------------------------------------------------------------
+
+// Characters the memory API refuses in stored text (its one rule: docs/auth.md points at
+// supabase/functions/_shared/unsafe-characters.ts): terminal colour codes first, then controls
+// (C0 but tab and line breaks, DEL, C1), bidirectional and invisible format characters, tags.
+const ANSI = /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)/g;
+const UNSAFE =
+  /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F\u061C\u200B\u200E\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF\u{E0000}-\u{E007F}]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/gu;
+
+/** Text the API stores as sent: without the characters above, trimmed, at most `max` characters. */
+export function storable(text, max = 4000) {
+  const clean = String(text).replace(ANSI, "").replace(UNSAFE, "").trim();
+  return clean.length > max ? `${clean.slice(0, max - 1)}…` : clean;
+}
+
+// --- transcript ---------------------------------------------------------------------------------
+
+const TOOL_TEXT = 4000;
+
+/** A tool call as one line a person would write: the command for Bash, else the tool and its input. */
+function toolCallText(block) {
+  const input = block.input ?? {};
+  const detail = typeof input.command === "string" ? input.command : JSON.stringify(input);
+  return `[${block.name}] ${detail}`;
+}
+
+function resultText(content) {
+  if (typeof content === "string") return content;
+  if (Array.isArray(content)) return content.map((p) => (p?.type === "text" ? p.text : "")).filter(Boolean).join("\n");
+  return "";
+}
+
+/** The user's own words: without the reminders Claude Code adds to a prompt. */
+function userText(text) {
+  return text.replace(/<system-reminder>[\s\S]*?<\/system-reminder>/g, "").trim();
+}
+
+/**
+ * The conversation in a Claude Code transcript, in order, one message per content block:
+ * { role, text, at, toolCall?, toolCallId? }. Left out: lines that are not the conversation
+ * (summaries, system lines, file snapshots), the model's thinking, sub-agents' sidechains,
+ * Claude Code's own meta lines and slash-command output, and the summary that opens a compacted
+ * session (the model's words, not the user's). Appending lines only appends messages, so what a
+ * hook sent stays a prefix of what the next one reads.
+ */
+export function transcriptMessages(jsonl) {
+  const out = [];
+  for (const line of jsonl.split("\n")) {
+    if (!line.trim()) continue;
+    let event;
+    try {
+      event = JSON.parse(line);
+    } catch {
+      continue; // a line being written as we read
+    }
+    if (
+      (event.type !== "user" && event.type !== "assistant") || event.isSidechain || event.isMeta ||
+      event.isCompactSummary
+    ) continue;
+    const at = typeof event.timestamp === "string" ? event.timestamp : undefined;
+    const content = event.message?.content;
+    const blocks = typeof content === "string"
+      ? [{ type: "text", text: content }]
+      : Array.isArray(content)
+      ? content
+      : [];
+    for (const block of blocks) {
+      if (block?.type === "text" && typeof block.text === "string") {
+        const text = event.type === "user" ? userText(block.text) : block.text.trim();
+        if (!text || /^<(command-|local-command-)/.test(text)) continue;
+        out.push({ role: event.type, text, at });
+      } else if (block?.type === "tool_use" && event.type === "assistant") {
+        out.push({
+          role: "assistant",
+          text: toolCallText(block),
+          at,
+          toolCall: { id: block.id, name: block.name, input: block.input ?? {} },
+        });
+      } else if (block?.type === "tool_result") {
+        const text = resultText(block.content);
+        out.push({
+          role: "tool",
+          text: `${block.is_error ? "[error] " : ""}${text}`,
+          at,
+          toolCallId: block.tool_use_id,
+        });
+      }
+    }
+  }
+  return out;
+}
+
+/** The messages as memory/episodes takes them (tool output clipped; empty ones kept as a marker). */
+export function asEpisodes(messages) {
+  return messages.map((m) => ({
+    role: m.role,
+    content: storable(m.text, m.role === "tool" ? TOOL_TEXT : 4000) || "(empty)",
+    ...(m.at ? { at: m.at } : {}),
+  }));
+}
+
+/** The messages in OpenAI chat format, as memory-extract takes them. */
+export function asChat(messages) {
+  return messages.map((m) => {
+    if (m.toolCall) {
+      return {
+        role: "assistant",
+        content: null,
+        tool_calls: [{
+          id: m.toolCall.id,
+          type: "function",
+          function: { name: m.toolCall.name, arguments: JSON.stringify(m.toolCall.input) },
+        }],
+      };
+    }
+    if (m.role === "tool") {
+      return { role: "tool", tool_call_id: m.toolCallId || "unknown", content: storable(m.text, TOOL_TEXT) };
+    }
+    return { role: m.role, content: storable(m.text, 20000) };
+  });
+}
+
+/**
+ * Sends what the transcript holds beyond what earlier runs sent: new messages as episodes (in
+ * batches of 50), and to memory-extract with `after` (the transcript it acknowledged last time),
+ * so a long session never resends what it sent. Returns what it did.
+ */
+export async function sendTranscript(s, input, state) {
+  const jsonl = await readFile(input.transcript_path, "utf8");
+  const messages = transcriptMessages(jsonl);
+  const project = projectOf(s, input.cwd);
+  const done = { messages: messages.length, project: project ?? null, episodes: 0, extract: null };
+  const fresh = messages.slice(Math.min(state.episodes ?? 0, messages.length));
+
+  if (s.send.has("episodes") && fresh.length > 0) {
+    const episodes = asEpisodes(fresh);
+    for (let i = 0; i < episodes.length; i += 50) {
+      const batch = episodes.slice(i, i + 50);
+      await callApi(s, "POST", "memory/episodes", {
+        session_id: input.session_id,
+        ...(project ? { project } : {}),
+        messages: batch,
+      });
+      state.episodes = (state.episodes ?? 0) + batch.length;
+      done.episodes += batch.length;
+    }
+  }
+  if (s.send.has("extract") && messages.length > 0) {
+    const chat = asChat(messages);
+    const base = { session_id: input.session_id, ...(project ? { project } : {}) };
+    const known = state.extract && state.extract.count <= chat.length ? state.extract : null;
+    let answer;
+    try {
+      if (known && known.count === chat.length) answer = { new_messages: 0, transcript: known };
+      else {answer = await callApi(
+          s,
+          "POST",
+          "memory-extract",
+          known ? { ...base, messages: chat.slice(known.count), after: known } : { ...base, messages: chat },
+        );}
+    } catch (err) {
+      if (!(err instanceof ApiError && err.code === "transcript_mismatch")) throw err;
+      answer = await callApi(s, "POST", "memory-extract", { ...base, messages: chat }); // the server lost track: all of it
+    }
+    state.extract = answer.transcript;
+    done.extract = { new_messages: answer.new_messages, job_id: answer.job_id ?? null };
+  }
+  return done;
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env node
+// Claude Code UserPromptSubmit hook: before Claude sees the prompt, the memories relevant to it
+// (memory-retrieve: the `## Relevant Memories` block for this project) are added as context, with
+// what changed since this session's last prompt. It never blocks the prompt: when the memory is
+// unreachable or refuses the call, the prompt goes on without it (the reason is on stderr).
+import { callApi, loadState, projectOf, readHookInput, report, saveState, settings, storable } from "./lib.mjs";
+
+const s = settings();
+try {
+  const input = await readHookInput();
+  const message = storable(input.prompt ?? "", 20000);
+  if (message && s.token) {
+    const state = await loadState(s, input.session_id);
+    const project = projectOf(s, input.cwd);
+    const answer = await callApi(s, "POST", "memory-retrieve", {
+      message,
+      ...(project ? { project } : {}),
+      thread_id: `claude-code:${input.session_id}`,
+      ...(typeof state.revision === "number" ? { since_revision: state.revision } : {}),
+    });
+    await saveState(s, input.session_id, { ...state, revision: answer.revision });
+    report({
+      hook: "UserPromptSubmit",
+      project: project ?? null,
+      memories: answer.memories.length,
+      tokens: answer.token_count,
+    });
+    if (answer.block) {
+      process.stdout.write(
+        JSON.stringify({ hookSpecificOutput: { hookEventName: "UserPromptSubmit", additionalContext: answer.block } }),
+      );
+    }
+  }
+} catch (err) {
+  report({ hook: "UserPromptSubmit", error: String(err?.message ?? err) });
+}

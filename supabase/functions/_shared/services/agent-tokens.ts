@@ -1,0 +1,55 @@
+// Issuing, listing and revoking agent tokens (docs/auth.md#agent-tokens), as the tenant (RLS). A
+// token is issued by the user (a session) or a service_role caller acting for the tenant, never
+// by an agent token: an agent cannot mint or revoke credentials.
+import { type AgentToken, issueAgentToken, listAgentTokens, revokeAgentToken } from "../agent-tokens.ts";
+import type { Caller } from "../auth.ts";
+import { withTenant } from "../db.ts";
+import { HttpError } from "../http.ts";
+import type { AgentTokenRequest } from "../memories/schemas.ts";
+import { requireAllowlist } from "../memory-config.ts";
+import type { ServiceDeps } from "./deps.ts";
+
+function refuseAgentTokens(caller: Caller): void {
+  if (caller.agentBound) {
+    throw new HttpError(
+      403,
+      "forbidden_credential",
+      "agent tokens are managed with the user's own session, not with an agent token",
+    );
+  }
+}
+
+/** A new token for a configured agent; the token itself is in this answer only. */
+export async function issueToken(
+  deps: ServiceDeps,
+  caller: Caller,
+  body: AgentTokenRequest,
+): Promise<AgentToken & { token: string }> {
+  refuseAgentTokens(caller);
+  const now = deps.clock();
+  return await withTenant(deps.sql, caller, async (tx) => {
+    await requireAllowlist(tx, body.agent);
+    return await issueAgentToken(tx, caller.tenantId, {
+      agent: body.agent,
+      label: body.label,
+      expiresAt: body.expires_in_days ? new Date(now.getTime() + body.expires_in_days * 86_400_000) : undefined,
+    });
+  });
+}
+
+export async function listTokens(deps: ServiceDeps, caller: Caller): Promise<AgentToken[]> {
+  refuseAgentTokens(caller);
+  return await withTenant(deps.sql, caller, listAgentTokens);
+}
+
+/** Revokes a token at once: its next request is a 401. Revoking it again changes nothing. */
+export async function revokeToken(
+  deps: ServiceDeps,
+  caller: Caller,
+  id: string,
+): Promise<{ changed: boolean; token: AgentToken }> {
+  refuseAgentTokens(caller);
+  const result = await withTenant(deps.sql, caller, (tx) => revokeAgentToken(tx, id));
+  if (!result) throw new HttpError(404, "not_found", `agent token ${id} not found`);
+  return result;
+}

@@ -1,0 +1,62 @@
+// memory-mcp: the memory as an MCP server for coding agents (docs/mcp.md), over streamable HTTP in
+// stateless mode (the official SDK's web-standard transport; every POST is answered on its own,
+// with JSON), at /functions/v1/memory-mcp:
+//
+//   POST /memory-mcp                                          JSON-RPC: initialize, tools/list, tools/call
+//   GET  /memory-mcp/.well-known/oauth-protected-resource     RFC 9728 metadata (no credential needed)
+//   GET, DELETE /memory-mcp                                   405: no server-sent stream, no session
+//
+// The same credentials as the HTTP API (docs/auth.md); none or a bad one is a 401 with a
+// WWW-Authenticate header pointing at the metadata. The tools (tools.ts) run the operations of
+// _shared/services/, so RLS, allowlists and history are the HTTP API's.
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import { z } from "zod";
+import { createFunctionApp, fetchHandler } from "../_shared/app.ts";
+import { authenticate, type Caller } from "../_shared/auth.ts";
+import { HttpError, json, methodNotAllowed, parseJsonBody } from "../_shared/http.ts";
+import { chargedAs } from "../_shared/rate-limit.ts";
+import { type MemoryDeps, withClock } from "../_shared/services/deps.ts";
+import { memoryDepsFromEnv } from "../_shared/worker-deps.ts";
+import { FUNCTION_NAME, METADATA_PATH, protectedResourceMetadata, wwwAuthenticate } from "./protected-resource.ts";
+import { createMcpServer, routeClassOf } from "./tools.ts";
+
+/** Production dependencies from the environment (index.ts; the local functions server brings its own). */
+export const defaultDeps = (): MemoryDeps => memoryDepsFromEnv("devai-memory:memory-mcp");
+
+export function createHandler(deps: MemoryDeps): (req: Request) => Promise<Response> {
+  const services = withClock(deps);
+  const app = createFunctionApp<{ caller: Caller }>();
+
+  app.get(METADATA_PATH, (c) => json(protectedResourceMetadata(deps.config, c.req.raw)));
+
+  app.post(`/${FUNCTION_NAME}`, async (c) => {
+    let caller: Caller;
+    try {
+      caller = await authenticate(c.req.raw, deps.config, deps.sql);
+    } catch (err) {
+      // A client that can sign in learns where from the header (MCP authorization, RFC 9728).
+      if (err instanceof HttpError && err.status === 401) {
+        const header = wwwAuthenticate(deps.config, c.req.raw, err.code, err.message);
+        throw new HttpError(401, err.code, err.message, err.issues, { ...err.headers, "www-authenticate": header });
+      }
+      throw err;
+    }
+    const message = await parseJsonBody(c.req.raw, z.unknown(), deps.config.maxBodyBytes);
+    const server = createMcpServer({ deps: services, caller, requestId: c.get("requestId") });
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: true,
+    });
+    await server.connect(transport);
+    try {
+      return await chargedAs(routeClassOf(message), () => transport.handleRequest(c.req.raw, { parsedBody: message }));
+    } finally {
+      await server.close();
+    }
+  });
+
+  app.all(`/${FUNCTION_NAME}`, () => {
+    throw methodNotAllowed(["POST"]);
+  });
+  return fetchHandler(app);
+}

@@ -1,0 +1,248 @@
+// Supabase's current keys beside the legacy ones (docs/auth.md): user tokens signed with the
+// legacy HS256 secret and with the project's asymmetric key are both accepted by one
+// configuration; a new secret API key (sb_secret_…, in the apikey header, not a JWT) acts as
+// service_role, including for memory-worker (the pg_cron call); a publishable key is anon. Agent
+// tokens: issued once by the user, hashed, usable at once, revocable, expiring, never able to mint
+// more; the agent they name (or x-devai-agent) selects the memory.query allowlist.
+import assert from "node:assert/strict";
+import { exportJWK, generateKeyPair, SignJWT } from "jose";
+import { authenticate } from "../supabase/functions/_shared/auth.ts";
+import { loadConfig } from "../supabase/functions/_shared/env.ts";
+import { HttpError } from "../supabase/functions/_shared/http.ts";
+import { signToken, userToken } from "./support/auth.ts";
+import { TEST_JWT_SECRET, TEST_PUBLISHABLE_KEY, TEST_SECRET_KEY } from "./support/config.ts";
+import { functionJson as http, type RunningServer, startTestServer } from "./support/http_server.ts";
+import { newTenant, tenantWrites, testSql } from "./support/seed.ts";
+
+const request = (headers: Record<string, string>) => new Request("http://local/memory", { headers });
+
+async function rejects(p: Promise<unknown>, status: number, code: string) {
+  await assert.rejects(p, (e) => e instanceof HttpError && e.status === status && e.code === code);
+}
+
+async function projectKeys() {
+  const { publicKey, privateKey } = await generateKeyPair("ES256");
+  const jwk = { ...(await exportJWK(publicKey)), kid: "project-key-1", alg: "ES256", use: "sig" };
+  const now = Math.floor(Date.now() / 1000);
+  const sign = (claims: Record<string, unknown>, key: CryptoKey = privateKey, alg = "ES256") =>
+    new SignJWT(claims).setProtectedHeader({ alg, kid: "project-key-1" }).setIssuedAt(now - 5).setExpirationTime(
+      now + 600,
+    ).sign(key);
+  return { jwk, sign };
+}
+
+Deno.test("auth: the legacy HS256 secret and the project's JWKS verify user tokens at once", async () => {
+  const { jwk, sign } = await projectKeys();
+  const config = loadConfig({
+    DATABASE_URL: "postgresql://x@127.0.0.1:1/x",
+    JWT_SECRET: TEST_JWT_SECRET,
+    SUPABASE_JWKS: JSON.stringify({ keys: [jwk] }),
+  });
+  const tenant = newTenant();
+  const legacy = await userToken(tenant);
+  const modern = await sign({ role: "authenticated", sub: tenant });
+  for (const token of [legacy, modern]) {
+    assert.deepEqual(await authenticate(request({ authorization: `Bearer ${token}` }), config), {
+      role: "authenticated",
+      tenantId: tenant,
+      actor: `user:${tenant}`,
+    });
+  }
+  // Either kind signed with anything else fails, and so does algorithm confusion (HS256 keyed with the public key).
+  const other = await generateKeyPair("ES256");
+  const forged = [
+    await sign({ role: "service_role" }, other.privateKey),
+    await signToken({ role: "service_role", secret: "another-secret-that-is-at-least-32-bytes!!" }),
+    await new SignJWT({ role: "service_role" }).setProtectedHeader({ alg: "HS256" }).setExpirationTime("10m")
+      .sign(new TextEncoder().encode(JSON.stringify(jwk))),
+  ];
+  for (const token of forged) {
+    await rejects(authenticate(request({ authorization: `Bearer ${token}` }), config), 401, "invalid_token");
+  }
+
+  // SUPABASE_URL beside JWT_SECRET keeps both (it used to switch JWKS off).
+  const both = loadConfig({
+    DATABASE_URL: "postgresql://x@127.0.0.1:1/x",
+    JWT_SECRET: TEST_JWT_SECRET,
+    SUPABASE_URL: "https://ref.supabase.co/",
+  });
+  assert.equal(both.jwt.secret, TEST_JWT_SECRET);
+  assert.equal(both.jwt.jwksUrl, "https://ref.supabase.co/auth/v1/.well-known/jwks.json");
+  assert.equal(both.publicUrl, "https://ref.supabase.co");
+  assert.throws(() => loadConfig({ DATABASE_URL: "x", JWT_SECRET: "s", SUPABASE_JWKS: "{nope" }), /SUPABASE_JWKS/);
+});
+
+Deno.test("auth: a secret API key in apikey acts as service_role; a wrong one is 401, a publishable key is anon", async () => {
+  const config = loadConfig({
+    DATABASE_URL: "postgresql://x@127.0.0.1:1/x",
+    JWT_SECRET: TEST_JWT_SECRET,
+    SUPABASE_SECRET_KEYS: JSON.stringify({ default: TEST_SECRET_KEY, automations: "sb_secret_second-key_1111" }),
+    SUPABASE_PUBLISHABLE_KEYS: JSON.stringify({ default: TEST_PUBLISHABLE_KEY }),
+  });
+  assert.deepEqual(config.apiKeys.secret, [TEST_SECRET_KEY, "sb_secret_second-key_1111"]);
+  const tenant = newTenant();
+  for (const key of config.apiKeys.secret) {
+    for (const headers of [{ apikey: key }, { authorization: `Bearer ${key}` }] as Record<string, string>[]) {
+      assert.deepEqual(await authenticate(request({ ...headers, "x-devai-tenant": tenant }), config), {
+        role: "service_role",
+        tenantId: tenant,
+        actor: "service_role",
+      });
+    }
+  }
+  await rejects(authenticate(request({ apikey: TEST_SECRET_KEY }), config), 400, "tenant_required");
+  await rejects(
+    authenticate(request({ apikey: `${TEST_SECRET_KEY}x`, "x-devai-tenant": tenant }), config),
+    401,
+    "invalid_token",
+  );
+  await rejects(authenticate(request({ apikey: TEST_PUBLISHABLE_KEY }), config), 403, "forbidden_role");
+  await rejects(authenticate(request({ apikey: "sb_publishable_not-ours" }), config), 401, "invalid_token");
+  // supabase-js sends the publishable key in apikey and the user's session as the bearer: the session decides.
+  const session = await userToken(tenant);
+  assert.equal(
+    (await authenticate(request({ apikey: TEST_PUBLISHABLE_KEY, authorization: `Bearer ${session}` }), config))
+      .tenantId,
+    tenant,
+  );
+  await rejects(authenticate(request({}), config), 401, "missing_token");
+});
+
+async function withServer(fn: (server: RunningServer) => Promise<void>) {
+  const server = await startTestServer({
+    worker: false,
+    env: { DB_POOL_MAX: "4", SUPABASE_SECRET_KEYS: JSON.stringify({ default: TEST_SECRET_KEY }) },
+  });
+  try {
+    await fn(server);
+  } finally {
+    await server.close();
+  }
+}
+
+Deno.test("auth over HTTP: the secret key works for the memory API and for memory-worker, as pg_cron calls it", async () => {
+  await withServer(async (server) => {
+    const tenant = newTenant();
+    const asService = { apikey: TEST_SECRET_KEY, "x-devai-tenant": tenant };
+    const remembered = await http(server, "memory/remember", asService, {
+      content: "Service callers use the new secret key",
+    });
+    assert.equal(remembered.status, 201, JSON.stringify(remembered.body));
+    assert.equal((await http(server, "memory", asService)).body.memories.length, 1);
+    // The headers memory_private.worker_request_headers builds for a new key.
+    const drained = await http(server, "memory-worker", { apikey: TEST_SECRET_KEY }, {});
+    assert.equal(drained.status, 200, JSON.stringify(drained.body));
+    assert.equal((await http(server, "memory-worker", { apikey: "sb_secret_wrong" }, {})).status, 401);
+    assert.equal(
+      (await http(server, "memory-worker", { authorization: `Bearer ${await userToken(tenant)}` }, {})).status,
+      403,
+    );
+  });
+});
+
+Deno.test("agent tokens: issued once, hashed, usable at once; revoked or expired → 401; they cannot mint tokens", async () => {
+  await withServer(async (server) => {
+    const sql = testSql(2);
+    const tenant = newTenant();
+    const session = { authorization: `Bearer ${await userToken(tenant)}` };
+    try {
+      const issued = await http(server, "memory/agent-tokens", session, {
+        agent: "coder",
+        label: "Claude Code on the laptop",
+        expires_in_days: 30,
+      });
+      assert.equal(issued.status, 201, JSON.stringify(issued.body));
+      const token = issued.body.token as string;
+      assert.match(token, /^dvm_[A-Za-z0-9_-]{43}$/);
+      assert.equal(issued.body.agent, "coder");
+      const [stored] =
+        await sql`select token_hash, token_prefix from public.memory_agent_tokens where id = ${issued.body.id}`;
+      assert.notEqual(stored!.token_hash, token, "only a hash is stored");
+      assert.ok(token.startsWith(stored!.token_prefix as string));
+
+      const asAgent = { authorization: `Bearer ${token}` };
+      const remembered = await http(server, "memory/remember", asAgent, { content: "Agent tokens act for their user" });
+      assert.equal(remembered.status, 201, JSON.stringify(remembered.body));
+      assert.equal(
+        (await http(server, "memory", session)).body.memories.length,
+        1,
+        "the user sees what the agent stored",
+      );
+
+      const listed = await http(server, "memory/agent-tokens", session);
+      assert.deepEqual(listed.body.tokens.map((t: { id: string }) => t.id), [issued.body.id]);
+      assert.equal("token" in listed.body.tokens[0], false, "a list never shows a token");
+      assert.equal(typeof listed.body.tokens[0].last_used_at, "string", "its use is noted");
+
+      // An agent token manages no tokens; an unknown agent gets none; another tenant cannot revoke this one.
+      assert.equal(
+        (await http(server, "memory/agent-tokens", asAgent, { agent: "coder" })).body.error.code,
+        "forbidden_credential",
+      );
+      assert.equal((await http(server, `memory/agent-tokens/${issued.body.id}/revoke`, asAgent, {})).status, 403);
+      assert.equal(
+        (await http(server, "memory/agent-tokens", session, { agent: "no-such-agent" })).body.error.code,
+        "unknown_agent",
+      );
+      const other = { authorization: `Bearer ${await userToken(newTenant())}` };
+      assert.equal((await http(server, `memory/agent-tokens/${issued.body.id}/revoke`, other, {})).status, 404);
+
+      // An agent token is a tenant's credential: the cross-tenant worker refuses it (403, not "unknown token").
+      assert.equal((await http(server, "memory-worker", asAgent, {})).body.error.code, "forbidden_role");
+
+      const revoked = await http(server, `memory/agent-tokens/${issued.body.id}/revoke`, session, {});
+      assert.equal(revoked.status, 200);
+      assert.equal(revoked.body.changed, true);
+      assert.equal((await http(server, "memory", asAgent)).body.error.code, "invalid_token");
+      assert.equal(
+        (await http(server, `memory/agent-tokens/${issued.body.id}/revoke`, session, {})).body.changed,
+        false,
+      );
+
+      const second = await http(server, "memory/agent-tokens", session, { agent: "tester" });
+      await sql`update public.memory_agent_tokens set created_at = now() - interval '2 days', expires_at = now() - interval '1 day'
+                 where id = ${second.body.id}`;
+      const expired = await http(server, "memory", { authorization: `Bearer ${second.body.token}` });
+      assert.equal(expired.status, 401);
+      assert.equal(expired.body.error.code, "invalid_token");
+    } finally {
+      await sql.end();
+    }
+  });
+});
+
+Deno.test("agent identity: an agent token's agent is fixed; x-devai-agent names it for other callers", async () => {
+  await withServer(async (server) => {
+    const sql = testSql(2);
+    const tenant = newTenant();
+    const session = { authorization: `Bearer ${await userToken(tenant)}` };
+    try {
+      const reviewer = (await http(server, "memory/agent-tokens", session, { agent: "reviewer" })).body.token as string;
+      const before = await tenantWrites(sql, tenant);
+      const query = { agent: "coder", query: "how do we deploy?" };
+      // memory.query as another agent than the token's, by body or by header: 403, nothing written.
+      assert.equal(
+        (await http(server, "memory-retrieve/query", { authorization: `Bearer ${reviewer}` }, query)).body.error.code,
+        "forbidden_agent",
+      );
+      const asCoder = { authorization: `Bearer ${reviewer}`, "x-devai-agent": "coder" };
+      assert.equal(
+        (await http(server, "memory-retrieve/query", asCoder, { ...query, agent: "reviewer" })).body.error.code,
+        "forbidden_agent",
+      );
+      assert.equal(
+        (await http(server, "memory", { ...session, "x-devai-agent": "Not An Agent" })).body.error.code,
+        "invalid_agent",
+      );
+      assert.deepEqual(await tenantWrites(sql, tenant), before);
+      // As its own agent it reads what its allowlist allows.
+      const own = await http(server, "memory-retrieve/query", { authorization: `Bearer ${reviewer}` }, {
+        ...query,
+        agent: "reviewer",
+      });
+      assert.equal(own.status, 200, JSON.stringify(own.body));
+    } finally {
+      await sql.end();
+    }
+  });
+});

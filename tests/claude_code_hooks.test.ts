@@ -1,0 +1,195 @@
+// The Claude Code integration (integrations/claude-code/hooks/), run by `node` as Claude Code runs
+// hooks (the hook's JSON on stdin), against the real local server, on a realistic transcript
+// (tests/fixtures/claude-code/session.jsonl: prompts, thinking, tool_use and tool_result lines with
+// terminal colours, a sub-agent's sidechain, a meta line, a compaction boundary and the summary
+// that opens the compacted session). PreCompact sends what the session said so far; SessionEnd only
+// what came after, then ends the session; the memories the rules find are stored, the model's
+// summary is not taken for the user's words; UserPromptSubmit adds them to the next prompt.
+import assert from "node:assert/strict";
+import { TEST_SECRET_KEY } from "./support/config.ts";
+import { userToken } from "./support/auth.ts";
+import { functionJson as api, startTestServer } from "./support/http_server.ts";
+import { cleanEnv } from "./support/process.ts";
+import { newTenant, testSql } from "./support/seed.ts";
+
+const HOOKS = new URL("../integrations/claude-code/hooks/", import.meta.url);
+const FIXTURE = new URL("./fixtures/claude-code/session.jsonl", import.meta.url);
+const SESSION = "7d3f6c2a-1b4e-4c8f-9a51-2e6d0b9f4c17";
+
+interface HookRun {
+  code: number;
+  stdout: string;
+  /** The hook's report line (stderr): what it did. */
+  report: Record<string, unknown>;
+}
+
+async function runHook(hook: string, input: Record<string, unknown>, env: Record<string, string>): Promise<HookRun> {
+  const child = new Deno.Command("node", {
+    args: [new URL(hook, HOOKS).pathname],
+    env: cleanEnv(env),
+    clearEnv: true,
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const writer = child.stdin.getWriter();
+  await writer.write(new TextEncoder().encode(JSON.stringify(input)));
+  await writer.close();
+  const out = await child.output();
+  const stderr = new TextDecoder().decode(out.stderr);
+  const line = stderr.split("\n").find((l) => l.startsWith("devai-memory "));
+  assert.ok(line, `the hook reports what it did: ${stderr}`);
+  return {
+    code: out.code,
+    stdout: new TextDecoder().decode(out.stdout),
+    report: JSON.parse(line.slice("devai-memory ".length)),
+  };
+}
+
+Deno.test("claude code hooks: transcripts go in incrementally, their memories come back with the next prompt", async () => {
+  const server = await startTestServer({
+    worker: false,
+    env: { DB_POOL_MAX: "4", SUPABASE_SECRET_KEYS: JSON.stringify({ default: TEST_SECRET_KEY }) },
+  });
+  const sql = testSql(2);
+  const dir = await Deno.makeTempDir();
+  try {
+    const tenant = newTenant();
+    const session = { authorization: `Bearer ${await userToken(tenant)}` };
+    const issued = await api(server, "memory/agent-tokens", session, { agent: "coder", label: "Claude Code" });
+    assert.equal(issued.status, 201, JSON.stringify(issued.body));
+    // The session runs in a subfolder of the shopfront repository: the project is the repository's name.
+    const repo = `${dir}/shopfront`;
+    await Deno.mkdir(`${repo}/.git`, { recursive: true });
+    await Deno.mkdir(`${repo}/src/cart`, { recursive: true });
+    const env = {
+      DEVAI_MEMORY_URL: server.url,
+      DEVAI_AGENT_TOKEN: issued.body.token,
+      DEVAI_MEMORY_STATE_DIR: `${dir}/state`,
+    };
+    const drain = async () =>
+      assert.equal((await api(server, "memory-worker", { apikey: TEST_SECRET_KEY }, {})).status, 200);
+
+    const lines = (await Deno.readTextFile(FIXTURE)).split("\n").filter(Boolean);
+    const compactedAt = lines.findIndex((l) => l.includes('"compact_boundary"'));
+    const transcript = `${dir}/${SESSION}.jsonl`;
+    await Deno.writeTextFile(transcript, lines.slice(0, compactedAt).join("\n") + "\n");
+    const hookInput = { session_id: SESSION, transcript_path: transcript, cwd: `${repo}/src/cart` };
+
+    // PreCompact: the 14 messages of the conversation so far (thinking, sidechain and meta lines left out).
+    const pre = await runHook("pre-compact.mjs", {
+      ...hookInput,
+      hook_event_name: "PreCompact",
+      trigger: "auto",
+      custom_instructions: "",
+    }, env);
+    assert.equal(pre.code, 0);
+    assert.deepEqual(pre.report, {
+      hook: "PreCompact",
+      messages: 14,
+      project: "shopfront",
+      episodes: 14,
+      extract: { new_messages: 14, job_id: (pre.report.extract as { job_id: string }).job_id },
+    });
+    await drain();
+    const afterPre = await api(server, "memory?project=shopfront&source=user_stated", session);
+    const stated = afterPre.body.memories.map((m: { content: string }) => m.content);
+    assert.ok(stated.some((c: string) => /pnpm, not npm/.test(c)), JSON.stringify(stated));
+
+    // Claude Code compacts and the session goes on; SessionEnd sends the 6 messages after the
+    // compaction (not the summary that opens it) and ends the session.
+    await Deno.writeTextFile(transcript, lines.slice(compactedAt).join("\n") + "\n", { append: true });
+    const end = await runHook("session-end.mjs", {
+      ...hookInput,
+      hook_event_name: "SessionEnd",
+      reason: "prompt_input_exit",
+    }, env);
+    assert.equal(end.code, 0);
+    assert.equal(end.report.messages, 20, JSON.stringify(end.report));
+    assert.equal(end.report.episodes, 6);
+    assert.equal((end.report.extract as { new_messages: number }).new_messages, 6);
+    assert.ok(end.report.consolidation_job, "the session's consolidation is queued");
+    await drain();
+
+    // Each message is one episode, none twice; the second extract job starts where the first ended.
+    const [episodes] = await sql`select count(*)::int as n from public.devai_memories
+                                   where owner_id = ${tenant} and source = 'conversation' and session_id = ${SESSION}`;
+    assert.equal(episodes!.n, 20);
+    const jobs =
+      await sql`select (payload ->> 'offset')::int as offset, jsonb_array_length(payload -> 'messages') as n, status
+                             from public.memory_jobs where owner_id = ${tenant} and kind = 'extract' order by created_at`;
+    assert.deepEqual(jobs.map((j) => [j.offset, j.n, j.status]), [[0, 14, "done"], [14, 6, "done"]]);
+    const [ended] =
+      await sql`select ended_at from public.memory_sessions where owner_id = ${tenant} and session_id = ${SESSION}`;
+    assert.ok(ended?.ended_at, "the session is ended");
+    assert.equal((await Array.fromAsync(Deno.readDir(`${dir}/state`))).length, 0, "the ended session's state is gone");
+
+    const memories = (await api(server, "memory?project=shopfront&limit=100", session)).body.memories.map((
+      m: { content: string },
+    ) => m.content);
+    assert.ok(
+      memories.some((c: string) => c.includes("deploy/staging")),
+      `the correction is remembered: ${JSON.stringify(memories)}`,
+    );
+    assert.ok(
+      !memories.some((c: string) => /Mondays/.test(c)),
+      "the compaction summary is the model's words, never a user-stated memory",
+    );
+
+    // The next session's first prompt gets the block: the package manager the user named.
+    const prompt = await runHook("user-prompt-submit.mjs", {
+      session_id: "0c9e8d7f-6a5b-4c3d-8e2f-1a0b9c8d7e6f",
+      transcript_path: `${dir}/next.jsonl`,
+      cwd: repo,
+      hook_event_name: "UserPromptSubmit",
+      prompt: "Do we use npm or pnpm in this repo?",
+    }, env);
+    assert.equal(prompt.code, 0);
+    assert.ok(prompt.stdout, `the hook adds context: ${JSON.stringify(prompt.report)}`);
+    const output = JSON.parse(prompt.stdout);
+    assert.equal(output.hookSpecificOutput.hookEventName, "UserPromptSubmit");
+    assert.match(output.hookSpecificOutput.additionalContext, /^## Relevant Memories/);
+    assert.match(output.hookSpecificOutput.additionalContext, /pnpm/);
+  } finally {
+    await server.close();
+    await sql.end();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("claude code hooks: an unreachable or refusing memory never blocks the prompt", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const input = {
+      session_id: SESSION,
+      transcript_path: `${dir}/t.jsonl`,
+      cwd: dir,
+      hook_event_name: "UserPromptSubmit",
+      prompt: "hello",
+    };
+    // Port 9 (discard): nothing listens there on a test machine.
+    const down = await runHook("user-prompt-submit.mjs", input, {
+      DEVAI_MEMORY_URL: "http://127.0.0.1:9",
+      DEVAI_AGENT_TOKEN: "dvm_x",
+      DEVAI_MEMORY_STATE_DIR: dir,
+    });
+    assert.equal(down.code, 0);
+    assert.equal(down.stdout, "");
+    assert.ok(down.report.error);
+    const server = await startTestServer({ worker: false });
+    try {
+      const refused = await runHook("user-prompt-submit.mjs", input, {
+        DEVAI_MEMORY_URL: server.url,
+        DEVAI_AGENT_TOKEN: "dvm_unknown",
+        DEVAI_MEMORY_STATE_DIR: dir,
+      });
+      assert.equal(refused.code, 0);
+      assert.equal(refused.stdout, "");
+      assert.match(String(refused.report.error), /401 invalid_token/);
+    } finally {
+      await server.close();
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

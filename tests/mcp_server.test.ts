@@ -1,0 +1,396 @@
+// memory-mcp from the outside: the official MCP SDK client (streamable HTTP) against the real local
+// functions server, as a coding agent's MCP client would call it. Tools are listed and each one is
+// called; what they answer is what the HTTP API answers (the same operations); another tenant's
+// token never sees a memory; no or a bad credential is a 401 with WWW-Authenticate pointing at the
+// RFC 9728 metadata; bad input is a tool error that writes nothing; an agent token selects the
+// allowlist memory.query applies; the tenant's rate limits apply per tool call.
+import assert from "node:assert/strict";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import { userToken } from "./support/auth.ts";
+import { functionJson, type RunningServer, startTestServer } from "./support/http_server.ts";
+import { overrideSettings } from "./support/lifecycle.ts";
+import { newTenant, tenantWrites, testSql } from "./support/seed.ts";
+
+const TOOLS = [
+  "assemble_context",
+  "confirm_fact",
+  "correct_fact",
+  "explain_fact",
+  "forget_memory",
+  "get_entity_info",
+  "memory_history",
+  "memory_stats",
+  "query_memory",
+  "remember_fact",
+  "restore_memory",
+  "search_memory",
+  "weak_facts",
+];
+
+interface ToolResult {
+  content: { type: string; text: string }[];
+  structuredContent?: Record<string, unknown>;
+  isError?: boolean;
+}
+
+async function connect(server: RunningServer, headers: Record<string, string>): Promise<Client> {
+  const client = new Client({ name: "devai-memory-tests", version: "0.0.0" });
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${server.functionsUrl}/memory-mcp`), { requestInit: { headers } }),
+  );
+  return client;
+}
+
+async function asUser(server: RunningServer, tenant: string, extra: Record<string, string> = {}): Promise<Client> {
+  return await connect(server, { authorization: `Bearer ${await userToken(tenant)}`, ...extra });
+}
+
+async function call(client: Client, name: string, args: Record<string, unknown>): Promise<ToolResult> {
+  return await client.callTool({ name, arguments: args }) as ToolResult;
+}
+
+/** A successful tool result: its text and structured content. */
+async function ok(
+  client: Client,
+  name: string,
+  args: Record<string, unknown>,
+): Promise<{ text: string; data: Record<string, unknown> }> {
+  const result = await call(client, name, args);
+  assert.ok(!result.isError, `${name} failed: ${result.content[0]?.text}`);
+  assert.equal(result.content[0]?.type, "text");
+  assert.ok(result.structuredContent, `${name} has structured content`);
+  return { text: result.content[0]!.text, data: result.structuredContent };
+}
+
+/** A tool error carrying the API's error code. */
+async function toolError(client: Client, name: string, args: Record<string, unknown>, code: string): Promise<string> {
+  const result = await call(client, name, args);
+  assert.equal(result.isError, true, `${name} should fail with ${code}: ${result.content[0]?.text}`);
+  const text = result.content[0]?.text ?? "";
+  assert.match(text, new RegExp(`\\b${code}\\b`), text);
+  return text;
+}
+
+const httpJson = (server: RunningServer, path: string, token: string, body?: unknown) =>
+  functionJson(server, path, { authorization: `Bearer ${token}` }, body);
+
+async function withServer(fn: (server: RunningServer) => Promise<void>) {
+  const server = await startTestServer({ worker: false });
+  try {
+    await fn(server);
+  } finally {
+    await server.close();
+  }
+}
+
+Deno.test("mcp: tools/list names every tool, each with its strict input schema", async () => {
+  await withServer(async (server) => {
+    const client = await asUser(server, newTenant());
+    try {
+      const tools: Tool[] = (await client.listTools()).tools;
+      assert.deepEqual(tools.map((t) => t.name).sort(), TOOLS);
+      for (const t of tools) {
+        assert.ok(t.description && t.description.length > 40, `${t.name} is described`);
+        assert.equal(t.inputSchema.type, "object");
+        assert.equal(
+          (t.inputSchema as { additionalProperties?: boolean }).additionalProperties,
+          false,
+          `${t.name} refuses unknown fields`,
+        );
+      }
+      const search = tools.find((t) => t.name === "search_memory")!;
+      assert.deepEqual((search.inputSchema as { required?: string[] }).required, ["message"]);
+      assert.equal(tools.find((t) => t.name === "search_memory")!.annotations?.readOnlyHint, true);
+      assert.equal(tools.find((t) => t.name === "forget_memory")!.annotations?.destructiveHint, true);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+Deno.test("mcp: remember_fact then search_memory finds it; another tenant's token never sees it", async () => {
+  await withServer(async (server) => {
+    const sql = testSql(2);
+    const a = newTenant();
+    const b = newTenant();
+    const clientA = await asUser(server, a);
+    const clientB = await asUser(server, b);
+    try {
+      const project = `mcp-${crypto.randomUUID().slice(0, 8)}`;
+      const fact = "The storefront deploys with blue-green releases every Friday afternoon";
+      const remembered = await ok(clientA, "remember_fact", { content: fact, project });
+      const memory = remembered.data.memory as { id: string; namespace: string; content: string };
+      assert.equal(remembered.data.created, true);
+      assert.equal(memory.content, fact);
+      assert.match(remembered.text, new RegExp(`Remembered as ${memory.id}`));
+
+      const found = await ok(clientA, "search_memory", {
+        message: "When does the storefront deploy its releases?",
+        project,
+      });
+      assert.match(found.text, /## Relevant Memories/);
+      assert.ok(found.text.includes(fact), found.text);
+      const memories = found.data.memories as { id: string; injected: boolean; signals: Record<string, unknown> }[];
+      assert.ok(memories.some((m) => m.id === memory.id && m.injected && Object.keys(m.signals).length > 0));
+      assert.ok((found.data.search as { intent: string }).intent, "the search block says how it ran");
+
+      // Tenant B: the same search finds nothing, and A's id is unknown to every tool.
+      const other = await ok(clientB, "search_memory", {
+        message: "When does the storefront deploy its releases?",
+        project,
+      });
+      assert.ok(!other.text.includes(fact));
+      assert.deepEqual((other.data.memories as unknown[]).length, 0);
+      const beforeA = await tenantWrites(sql, a);
+      await toolError(clientB, "explain_fact", { id: memory.id }, "not_found");
+      await toolError(clientB, "confirm_fact", { id: memory.id }, "not_found");
+      await toolError(clientB, "forget_memory", { id: memory.id }, "not_found");
+      await toolError(clientB, "correct_fact", { id: memory.id, content: "B rewrites A's fact" }, "not_found");
+      assert.deepEqual(await tenantWrites(sql, a), beforeA, "B's calls wrote nothing of A's");
+    } finally {
+      await clientA.close();
+      await clientB.close();
+      await sql.end();
+    }
+  });
+});
+
+Deno.test("mcp: every tool answers what the HTTP API answers for the same operation", async () => {
+  await withServer(async (server) => {
+    const tenant = newTenant();
+    const token = await userToken(tenant);
+    const client = await connect(server, { authorization: `Bearer ${token}`, "x-devai-agent": "coder" });
+    try {
+      const project = `tools-${crypto.randomUUID().slice(0, 8)}`;
+      const first = await ok(client, "remember_fact", {
+        content: "Run the test suite with npm test before pushing to main",
+        project,
+        metadata: { category: "commands" },
+      });
+      const id = (first.data.memory as { id: string }).id;
+
+      const corrected = await ok(client, "correct_fact", {
+        id,
+        content: "Run the test suite with npm run test:ci before pushing",
+        reason: "CI script",
+      });
+      const newId = (corrected.data.memory as { id: string }).id;
+      assert.equal((corrected.data.superseded as { superseded_by: string }).superseded_by, newId);
+      assert.match(corrected.text, new RegExp(`replaces ${id}`));
+
+      const confirmed = await ok(client, "confirm_fact", { id: newId });
+      assert.equal((confirmed.data.memory as { pinned: boolean }).pinned, true);
+      const history = await ok(client, "memory_history", { id: newId, limit: 10 });
+      assert.ok((history.data.history as { event: string }[]).some((e) => e.event === "CONFIRM"));
+      assert.deepEqual(
+        history.data,
+        (await httpJson(server, `memory/${newId}/history?limit=10`, token)).body,
+        "same rows as GET memory/{id}/history",
+      );
+
+      const forgotten = await ok(client, "forget_memory", { id: newId, reason: "testing forget" });
+      assert.equal((forgotten.data.memory as { state: string }).state, "soft_deleted");
+      const restored = await ok(client, "restore_memory", { id: newId });
+      assert.equal((restored.data.memory as { state: string }).state, "active");
+      assert.match((await ok(client, "restore_memory", { id: newId })).text, /active already: nothing changed/);
+
+      const explained = await ok(client, "explain_fact", { id: newId });
+      assert.deepEqual((explained.data.supersedes as { memory: { id: string } }[]).map((l) => l.memory.id), [id]);
+      assert.match(explained.text, new RegExp(`Replaces \\[${id}\\]`));
+
+      const stats = await ok(client, "memory_stats", { top_namespaces: 5 });
+      assert.deepEqual(
+        stats.data,
+        (await httpJson(server, "memory/stats?top_namespaces=5", token)).body,
+        "same numbers as GET memory/stats",
+      );
+      assert.match(stats.text, /^2 memories/);
+
+      const weak = await ok(client, "weak_facts", { limit: 5 });
+      assert.ok(Array.isArray(weak.data.memories));
+
+      // memory.query as the agent the header names (coder may read commands).
+      const queried = await ok(client, "query_memory", {
+        query: "how do I run the tests before pushing?",
+        project,
+        categories: ["commands"],
+      });
+      assert.ok((queried.data.results as { id: string }[]).some((r) => r.id === newId), queried.text);
+      assert.equal(queried.data.agent, "coder");
+
+      // The entity rules linked the command the fact mentions; found by name or by id.
+      const byName = await ok(client, "get_entity_info", { q: "npm run test:ci" });
+      const entity = byName.data.entity as { id: string; canonical_name: string };
+      assert.ok((byName.data.facts as { id: string }[]).some((f) => f.id === newId), byName.text);
+      const byId = await ok(client, "get_entity_info", { id: entity.id });
+      assert.deepEqual(byId.data, (await httpJson(server, `memory/entities/${entity.id}`, token)).body);
+      await toolError(client, "get_entity_info", { q: "no-such-entity-anywhere" }, "not_found");
+
+      // Living context for the task: the project's command is in it, within the budget.
+      const context = await ok(client, "assemble_context", {
+        message: "how do I run the tests before pushing?",
+        project,
+        budget: 600,
+        signals: { activity: "testing" },
+      });
+      assert.ok((context.data.context as string).includes("npm run test:ci"), context.text);
+      assert.ok((context.data.token_count as number) <= 600);
+      assert.match(context.text, /of 600 tokens/);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+Deno.test("mcp: no token or a bad one is a 401 with WWW-Authenticate naming the RFC 9728 metadata", async () => {
+  await withServer(async (server) => {
+    const url = `${server.functionsUrl}/memory-mcp`;
+    const initialize = {
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "curl", version: "0" } },
+    };
+    const post = (headers: Record<string, string>) =>
+      fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
+        body: JSON.stringify(initialize),
+      });
+
+    const none = await post({});
+    assert.equal(none.status, 401);
+    assert.equal((await none.json()).error.code, "missing_token");
+    const challenge = none.headers.get("www-authenticate") ?? "";
+    const metadataUrl = /resource_metadata="([^"]+)"/.exec(challenge)?.[1];
+    assert.equal(metadataUrl, `${url}/.well-known/oauth-protected-resource`, challenge);
+
+    const bad = await post({ authorization: "Bearer not-a-token" });
+    assert.equal(bad.status, 401);
+    await bad.body?.cancel();
+    assert.match(bad.headers.get("www-authenticate") ?? "", /error="invalid_token"/);
+
+    const metadata = await fetch(metadataUrl!);
+    assert.equal(metadata.status, 200);
+    const doc = await metadata.json();
+    assert.equal(doc.resource, url);
+    assert.deepEqual(doc.bearer_methods_supported, ["header"]);
+
+    // The SDK client cannot connect without a credential.
+    const client = new Client({ name: "no-token", version: "0" });
+    await assert.rejects(client.connect(new StreamableHTTPClientTransport(new URL(url))));
+
+    // A stateless server has no stream to open.
+    const get = await fetch(url, {
+      headers: { authorization: `Bearer ${await userToken(newTenant())}`, accept: "text/event-stream" },
+    });
+    assert.equal(get.status, 405);
+    await get.body?.cancel();
+  });
+});
+
+Deno.test("mcp: bad input is a tool error that writes nothing", async () => {
+  await withServer(async (server) => {
+    const sql = testSql(2);
+    const tenant = newTenant();
+    const client = await asUser(server, tenant);
+    try {
+      const before = await tenantWrites(sql, tenant);
+      for (
+        const args of [
+          { content: "" },
+          { content: "ok", colour: "red" },
+          { content: "hidden\u202Etext" },
+          { content: "ok", scope: "project" },
+        ]
+      ) {
+        const result = await call(client, "remember_fact", args);
+        assert.equal(result.isError, true, JSON.stringify(args));
+      }
+      await toolError(
+        client,
+        "remember_fact",
+        { content: "A fact", metadata: { category: "no_such_category" } },
+        "unknown_category",
+      );
+      await toolError(client, "explain_fact", { id: crypto.randomUUID() }, "not_found");
+      const notUuid = await call(client, "explain_fact", { id: "not-a-uuid" });
+      assert.equal(notUuid.isError, true);
+      // No agent: query_memory says how to name one.
+      await toolError(client, "query_memory", { query: "anything" }, "agent_required");
+      assert.deepEqual(await tenantWrites(sql, tenant), before);
+    } finally {
+      await client.close();
+      await sql.end();
+    }
+  });
+});
+
+Deno.test("mcp: an agent token acts for its user as its agent, whose allowlist query_memory applies", async () => {
+  await withServer(async (server) => {
+    const tenant = newTenant();
+    const session = await userToken(tenant);
+    const issue = async (agent: string) => {
+      const res = await httpJson(server, "memory/agent-tokens", session, { agent, label: `${agent} in the tests` });
+      assert.equal(res.status, 201, JSON.stringify(res.body));
+      return res.body.token as string;
+    };
+    const reviewer = await connect(server, { authorization: `Bearer ${await issue("reviewer")}` });
+    const coder = await connect(server, { authorization: `Bearer ${await issue("coder")}` });
+    try {
+      const project = `agents-${crypto.randomUUID().slice(0, 8)}`;
+      await ok(coder, "remember_fact", {
+        content: "Deploy previews with vercel deploy --prebuilt",
+        project,
+        metadata: { category: "commands" },
+      });
+      // The reviewer's allowlist has no commands; the coder's has.
+      await toolError(reviewer, "query_memory", {
+        query: "how do we deploy previews?",
+        project,
+        categories: ["commands"],
+      }, "category_not_allowed");
+      const found = await ok(coder, "query_memory", {
+        query: "how do we deploy previews?",
+        project,
+        categories: ["commands"],
+      });
+      assert.equal((found.data.results as unknown[]).length, 1, found.text);
+      // Writes by an agent token are the user's memories, with the agent as the actor.
+      const sql = testSql(1);
+      const rows = await sql<{ actor: string }[]>`
+        select h.actor from public.memory_history h join public.devai_memories m on m.id = h.memory_id
+         where m.owner_id = ${tenant} and h.event = 'ADD'`;
+      await sql.end();
+      assert.deepEqual(rows.map((r) => r.actor), [`agent:coder@user:${tenant}`]);
+    } finally {
+      await reviewer.close();
+      await coder.close();
+    }
+  });
+});
+
+Deno.test("mcp: writing tools are charged to the tenant's write budget, reading tools to its read budget", async () => {
+  await withServer(async (server) => {
+    const sql = testSql(2);
+    const limits = await overrideSettings(sql, { rate_limit_write_burst: 2, rate_limit_write_per_minute: 6 });
+    const tenant = newTenant();
+    const client = await asUser(server, tenant);
+    try {
+      for (const n of [1, 2]) await ok(client, "remember_fact", { content: `Rate limited fact number ${n}` });
+      const refused = await toolError(client, "remember_fact", { content: "One fact too many" }, "rate_limited");
+      assert.match(refused, /retry after 10 s/);
+      const [row] = await sql<
+        { n: number }[]
+      >`select count(*)::int as n from public.devai_memories where owner_id = ${tenant}`;
+      assert.equal(row!.n, 2, "the refused call wrote nothing");
+      await ok(client, "search_memory", { message: "which facts are rate limited?" });
+    } finally {
+      await client.close();
+      await limits.restore();
+      await sql.end();
+    }
+  });
+});
