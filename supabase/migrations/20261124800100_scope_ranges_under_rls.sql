@@ -138,18 +138,25 @@ begin
   if v_in_scope <= v_exact_max then
     -- Small scope: compare every vector in it (exact, recall 1).
     return query
+    -- One lookup per scope (a lateral subquery that offset 0 keeps from being flattened into a
+    -- join): each scope's range is then an index condition. As a plain join, the generic plan
+    -- read every row of the tenant and applied the ranges as a join filter (a 109-row scope of
+    -- a 21k-row tenant: 33 ms instead of under 1; the bench's same-size check).
     with in_scope as materialized (
-      select m.id, m.embedding operator(extensions.<=>) query_embedding as distance
+      select m.id, m.distance
         from unnest(v_bases, v_uppers) as b(base, upper)
-        join public.devai_memories m
-          on m.owner_id = match_owner and m.is_valid and m.state = 'active'
-         and m.namespace operator(pg_catalog.~>=~) b.base
-         and m.namespace operator(pg_catalog.~<~) b.upper
-         and (m.namespace = b.base or m.namespace ^@ (b.base || '/'))
-       where m.strength > 0.05
-         and m.source is distinct from 'conversation'
-         and m.embedding_model = match_embedding_model
-         and m.embedding is not null
+       cross join lateral (
+         select m.id, m.embedding operator(extensions.<=>) query_embedding as distance
+           from public.devai_memories m
+          where m.owner_id = match_owner and m.is_valid and m.state = 'active'
+            and m.namespace operator(pg_catalog.~>=~) b.base
+            and m.namespace operator(pg_catalog.~<~) b.upper
+            and (m.namespace = b.base or m.namespace ^@ (b.base || '/'))
+            and m.strength > 0.05
+            and m.source is distinct from 'conversation'
+            and m.embedding_model = match_embedding_model
+            and m.embedding is not null
+         offset 0) as m
     ),
     nearest as (
       select s.id, s.distance from in_scope s order by s.distance, s.id limit match_count
