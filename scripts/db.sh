@@ -266,37 +266,32 @@ status() {
 }
 
 # A streaming read replica of the local server (what Supabase's read replicas are): pg_basebackup
-# -R the first time (standby.signal + primary_conninfo), then plain starts; it replays the server's
-# WAL and answers read-only queries. A replica of an older cluster (the server was made again by
-# initdb) is made again. Reads through it lag the server by the replay delay.
+# -R (standby.signal + primary_conninfo) at each start; it replays the server's WAL and answers
+# read-only queries. Reads through it lag the server by the replay delay.
 replica_start() {
   [[ -z "${DATABASE_URL:-}" ]] || die "DATABASE_URL is set: a replica is only made of the local server"
   start_server
-  local dir="$PG_ROOT$REPLICA_DATA_IN_ROOT" primary_id replica_id
-  primary_id=$(host_psql "$(local_url postgres)" -tAc "select system_identifier from pg_control_system()")
-  if [[ -f "$dir/PG_VERSION" ]]; then
-    replica_id=$(in_root "pg_controldata $REPLICA_DATA_IN_ROOT" | sed -nE 's/^Database system identifier: *([0-9]+)$/\1/p')
-    if [[ "$replica_id" != "$primary_id" ]]; then
-      say "the replica on $REPLICA_PORT belongs to an older cluster: making it again"
-      in_root "pg_ctl -D $REPLICA_DATA_IN_ROOT -m immediate -w stop >/dev/null 2>&1 || true"
-      rm -rf "$dir"
-    fi
+  local dir="$PG_ROOT$REPLICA_DATA_IN_ROOT"
+  if PGCONNECT_TIMEOUT=2 host_psql "postgresql://postgres@127.0.0.1:$REPLICA_PORT/postgres" -tAc 'select 1' >/dev/null 2>&1; then
+    say "replica already running on 127.0.0.1:$REPLICA_PORT"
+    return
   fi
-  if [[ ! -f "$dir/PG_VERSION" ]]; then
-    say "pg_basebackup of 127.0.0.1:$PG_PORT into a replica on $REPLICA_PORT"
-    in_root "pg_basebackup -h 127.0.0.1 -p $PG_PORT -U postgres -D $REPLICA_DATA_IN_ROOT -R -X stream -c fast >/dev/null" \
-      || die "pg_basebackup failed"
-    cat >>"$dir/postgresql.conf" <<CONF
+  # A stopped replica is made again rather than restarted: it streams without a replication slot
+  # (a slot would keep the server's WAL for a replica that may never come back), so the WAL it
+  # would resume from may be gone, and it would wait for it forever.
+  if [[ -d "$dir" ]]; then
+    in_root "pg_ctl -D $REPLICA_DATA_IN_ROOT -m immediate -w stop >/dev/null 2>&1 || true"
+    rm -rf "$dir"
+  fi
+  say "pg_basebackup of 127.0.0.1:$PG_PORT into a replica on $REPLICA_PORT"
+  in_root "pg_basebackup -h 127.0.0.1 -p $PG_PORT -U postgres -D $REPLICA_DATA_IN_ROOT -R -X stream -c fast >/dev/null" \
+    || die "pg_basebackup failed"
+  cat >>"$dir/postgresql.conf" <<CONF
 # devai-memory read replica of 127.0.0.1:$PG_PORT
 port = $REPLICA_PORT
 hot_standby = on
 hot_standby_feedback = on
 CONF
-  fi
-  if PGCONNECT_TIMEOUT=2 host_psql "postgresql://postgres@127.0.0.1:$REPLICA_PORT/postgres" -tAc 'select 1' >/dev/null 2>&1; then
-    say "replica already running on 127.0.0.1:$REPLICA_PORT"
-    return
-  fi
   say "starting the replica on 127.0.0.1:$REPLICA_PORT"
   in_root "pg_ctl -D $REPLICA_DATA_IN_ROOT -l /srv/devai/replica-$REPLICA_PORT.log -w -t 60 start >/dev/null" \
     || { tail -n 30 "$PG_ROOT/srv/devai/replica-$REPLICA_PORT.log" >&2; die "the replica did not start"; }
