@@ -174,6 +174,17 @@ export function redactSecrets(text: string): Redaction {
   return { text: out, counts, total, onlySecret: total > 0 && nothingButSecrets(out) };
 }
 
+/**
+ * A free-text field stored beside a memory's content (a model's summary, compressed form or index
+ * key, a correction's reason, a resolution's note): redacted like the content; `undefined` when
+ * nothing but a secret is left (the field is dropped, what it belongs to is kept).
+ */
+export function redactField(text: string | undefined): { text: string | undefined; counts: RedactionCounts; total: number } {
+  if (text === undefined) return { text, counts: {}, total: 0 };
+  const r = redactSecrets(text);
+  return { text: r.onlySecret ? undefined : r.text, counts: r.counts, total: r.total };
+}
+
 // What may surround a secret without saying anything: assignment keywords, the names secrets are
 // assigned to (ALL_CAPS_WITH_UNDERSCORES or a secret's name), the auth scheme words.
 const FILLER_WORDS = new Set(["export", "set", "setx", "env", "bearer", "basic", "token", "authorization", "auth", "key", "api", "secret", "password", "is", "the", "my", "here", "use", "this", "it"]);
