@@ -1688,6 +1688,30 @@ end;
 $$;
 
 --
+-- Name: finish_consolidation_run(uuid, integer, integer, jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.finish_consolidation_run(p_run_id uuid, p_pairs integer, p_tokens integer, p_result jsonb) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+  v_owner uuid := auth.uid();
+begin
+  if v_owner is null then
+    raise exception 'no tenant: request.jwt.claims has no sub' using errcode = '42501';
+  end if;
+  update public.memory_consolidation_runs
+     set finished_at = coalesce(finished_at, now()),
+         pairs_checked = pairs_checked + greatest(coalesce(p_pairs, 0), 0),
+         tokens_used = tokens_used + greatest(coalesce(p_tokens, 0), 0),
+         result = p_result
+   where id = p_run_id and owner_id = v_owner;
+  return found;
+end;
+$$;
+
+--
 -- Name: hybrid_search(text, extensions.vector, text[], integer, double precision, text, uuid, text, integer, text[], timestamp with time zone, timestamp with time zone, text[], text[], text[], double precision, double precision, timestamp with time zone, text[], boolean); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -3435,6 +3459,7 @@ CREATE TABLE public.memory_consolidation_runs (
     pairs_checked integer DEFAULT 0 NOT NULL,
     tokens_used integer DEFAULT 0 NOT NULL,
     result jsonb,
+    dry_run boolean DEFAULT false NOT NULL,
     CONSTRAINT memory_consolidation_runs_counts_nonnegative CHECK (((pairs_checked >= 0) AND (tokens_used >= 0))),
     CONSTRAINT memory_consolidation_runs_result_is_object CHECK (((result IS NULL) OR (jsonb_typeof(result) = 'object'::text))),
     CONSTRAINT memory_consolidation_runs_trigger_check CHECK ((trigger = ANY (ARRAY['nightly'::text, 'api'::text])))
@@ -5778,6 +5803,14 @@ GRANT ALL ON FUNCTION public.end_memory_sessions(p_ids uuid[], p_reason text, p_
 GRANT ALL ON FUNCTION public.end_memory_sessions(p_ids uuid[], p_reason text, p_now timestamp with time zone) TO service_role;
 
 --
+-- Name: FUNCTION finish_consolidation_run(p_run_id uuid, p_pairs integer, p_tokens integer, p_result jsonb); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.finish_consolidation_run(p_run_id uuid, p_pairs integer, p_tokens integer, p_result jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.finish_consolidation_run(p_run_id uuid, p_pairs integer, p_tokens integer, p_result jsonb) TO authenticated;
+GRANT ALL ON FUNCTION public.finish_consolidation_run(p_run_id uuid, p_pairs integer, p_tokens integer, p_result jsonb) TO service_role;
+
+--
 -- Name: FUNCTION hybrid_search(query_text text, query_embedding extensions.vector, match_namespaces text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, search_mode text, graph_depth integer, graph_edge_types text[], filter_after timestamp with time zone, filter_before timestamp with time zone, filter_memory_types text[], filter_categories text[], prefer_memory_types text[], recency_weight double precision, keyword_threshold double precision, as_of timestamp with time zone, entity_terms text[], graph_episodes boolean); Type: ACL; Schema: public; Owner: -
 --
 
@@ -6222,22 +6255,16 @@ GRANT INSERT(job_id) ON TABLE public.memory_consolidation_runs TO authenticated;
 GRANT UPDATE(finished_at) ON TABLE public.memory_consolidation_runs TO authenticated;
 
 --
--- Name: COLUMN memory_consolidation_runs.pairs_checked; Type: ACL; Schema: public; Owner: -
---
-
-GRANT UPDATE(pairs_checked) ON TABLE public.memory_consolidation_runs TO authenticated;
-
---
--- Name: COLUMN memory_consolidation_runs.tokens_used; Type: ACL; Schema: public; Owner: -
---
-
-GRANT UPDATE(tokens_used) ON TABLE public.memory_consolidation_runs TO authenticated;
-
---
 -- Name: COLUMN memory_consolidation_runs.result; Type: ACL; Schema: public; Owner: -
 --
 
 GRANT UPDATE(result) ON TABLE public.memory_consolidation_runs TO authenticated;
+
+--
+-- Name: COLUMN memory_consolidation_runs.dry_run; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(dry_run) ON TABLE public.memory_consolidation_runs TO authenticated;
 
 --
 -- Name: TABLE memory_contradictions; Type: ACL; Schema: public; Owner: -
