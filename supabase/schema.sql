@@ -1268,6 +1268,19 @@ CREATE FUNCTION memory_private.worker_request_headers(p_key text) RETURNS jsonb
 $$;
 
 --
+-- Name: caller_reads_owner(uuid); Type: FUNCTION; Schema: memory_search; Owner: -
+--
+
+CREATE FUNCTION memory_search.caller_reads_owner(p_owner uuid) RETURNS boolean
+    LANGUAGE sql STABLE
+    SET search_path TO ''
+    AS $$
+  select p_owner is not null
+     and case when auth.uid() is not null then auth.uid() = p_owner
+              else coalesce(nullif(current_setting('role', true), ''), 'none') in ('none', 'postgres', 'service_role') end
+$$;
+
+--
 -- Name: context_lookups(uuid, text[], text[], text[], text, text[], timestamp with time zone, integer); Type: FUNCTION; Schema: memory_search; Owner: -
 --
 
@@ -1277,7 +1290,6 @@ CREATE FUNCTION memory_search.context_lookups(p_owner uuid, p_scopes text[], p_f
     SET plan_cache_mode TO 'force_custom_plan'
     AS $$
 declare
-  v_uid uuid := auth.uid();
   v_dir text;
   v_key text;
   v_ids uuid[];
@@ -1285,7 +1297,7 @@ declare
   v_w   double precision[];
 begin
   ids := '{}'; kinds := '{}'; details := '{}'; weights := '{}';
-  if p_owner is null or (v_uid is not null and p_owner <> v_uid) then
+  if not memory_search.caller_reads_owner(p_owner) then
     return;
   end if;
 
@@ -1401,7 +1413,6 @@ CREATE FUNCTION memory_search.keyword_postings(p_owner uuid, p_scopes text[], p_
     SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 declare
-  v_uid    uuid := auth.uid();
   v_keys   text[];
   v_scoped boolean;
   v_ids    uuid[];
@@ -1413,7 +1424,7 @@ declare
 begin
   term_df := '{}';
   candidates := '{}';
-  if p_owner is null or (v_uid is not null and p_owner <> v_uid) then
+  if not memory_search.caller_reads_owner(p_owner) then
     return;
   end if;
   -- Whole scopes (or deeper ones) are looked up by their keys in fts_scoped; an as-of search, or
@@ -5747,6 +5758,12 @@ GRANT ALL ON FUNCTION memory_private.use_agent_token(p_token_hash text, p_now ti
 --
 
 REVOKE ALL ON FUNCTION memory_private.worker_request_headers(p_key text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION caller_reads_owner(p_owner uuid); Type: ACL; Schema: memory_search; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_search.caller_reads_owner(p_owner uuid) FROM PUBLIC;
 
 --
 -- Name: FUNCTION context_lookups(p_owner uuid, p_scopes text[], p_files text[], p_modules text[], p_branch text, p_categories text[], p_recent_since timestamp with time zone, p_max_per_kind integer, OUT ids uuid[], OUT kinds text[], OUT details text[], OUT weights double precision[]); Type: ACL; Schema: memory_search; Owner: -
