@@ -1268,6 +1268,19 @@ CREATE FUNCTION memory_private.worker_request_headers(p_key text) RETURNS jsonb
 $$;
 
 --
+-- Name: caller_reads_owner(uuid); Type: FUNCTION; Schema: memory_search; Owner: -
+--
+
+CREATE FUNCTION memory_search.caller_reads_owner(p_owner uuid) RETURNS boolean
+    LANGUAGE sql STABLE
+    SET search_path TO ''
+    AS $$
+  select p_owner is not null
+     and case when auth.uid() is not null then auth.uid() = p_owner
+              else coalesce(nullif(current_setting('role', true), ''), 'none') in ('none', 'postgres', 'service_role') end
+$$;
+
+--
 -- Name: context_lookups(uuid, text[], text[], text[], text, text[], timestamp with time zone, integer); Type: FUNCTION; Schema: memory_search; Owner: -
 --
 
@@ -1277,7 +1290,6 @@ CREATE FUNCTION memory_search.context_lookups(p_owner uuid, p_scopes text[], p_f
     SET plan_cache_mode TO 'force_custom_plan'
     AS $$
 declare
-  v_uid uuid := auth.uid();
   v_dir text;
   v_key text;
   v_ids uuid[];
@@ -1285,7 +1297,7 @@ declare
   v_w   double precision[];
 begin
   ids := '{}'; kinds := '{}'; details := '{}'; weights := '{}';
-  if p_owner is null or (v_uid is not null and p_owner <> v_uid) then
+  if not memory_search.caller_reads_owner(p_owner) then
     return;
   end if;
 
@@ -1401,7 +1413,6 @@ CREATE FUNCTION memory_search.keyword_postings(p_owner uuid, p_scopes text[], p_
     SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 declare
-  v_uid    uuid := auth.uid();
   v_keys   text[];
   v_scoped boolean;
   v_ids    uuid[];
@@ -1413,7 +1424,7 @@ declare
 begin
   term_df := '{}';
   candidates := '{}';
-  if p_owner is null or (v_uid is not null and p_owner <> v_uid) then
+  if not memory_search.caller_reads_owner(p_owner) then
     return;
   end if;
   -- Whole scopes (or deeper ones) are looked up by their keys in fts_scoped; an as-of search, or
@@ -1684,6 +1695,30 @@ begin
     from public.memory_sessions s
    where s.id = any (p_ids)
    order by s.id;
+end;
+$$;
+
+--
+-- Name: finish_consolidation_run(uuid, integer, integer, jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.finish_consolidation_run(p_run_id uuid, p_pairs integer, p_tokens integer, p_result jsonb) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+  v_owner uuid := auth.uid();
+begin
+  if v_owner is null then
+    raise exception 'no tenant: request.jwt.claims has no sub' using errcode = '42501';
+  end if;
+  update public.memory_consolidation_runs
+     set finished_at = coalesce(finished_at, now()),
+         pairs_checked = pairs_checked + greatest(coalesce(p_pairs, 0), 0),
+         tokens_used = tokens_used + greatest(coalesce(p_tokens, 0), 0),
+         result = p_result
+   where id = p_run_id and owner_id = v_owner;
+  return found;
 end;
 $$;
 
@@ -3435,6 +3470,7 @@ CREATE TABLE public.memory_consolidation_runs (
     pairs_checked integer DEFAULT 0 NOT NULL,
     tokens_used integer DEFAULT 0 NOT NULL,
     result jsonb,
+    dry_run boolean DEFAULT false NOT NULL,
     CONSTRAINT memory_consolidation_runs_counts_nonnegative CHECK (((pairs_checked >= 0) AND (tokens_used >= 0))),
     CONSTRAINT memory_consolidation_runs_result_is_object CHECK (((result IS NULL) OR (jsonb_typeof(result) = 'object'::text))),
     CONSTRAINT memory_consolidation_runs_trigger_check CHECK ((trigger = ANY (ARRAY['nightly'::text, 'api'::text])))
@@ -5724,6 +5760,12 @@ GRANT ALL ON FUNCTION memory_private.use_agent_token(p_token_hash text, p_now ti
 REVOKE ALL ON FUNCTION memory_private.worker_request_headers(p_key text) FROM PUBLIC;
 
 --
+-- Name: FUNCTION caller_reads_owner(p_owner uuid); Type: ACL; Schema: memory_search; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_search.caller_reads_owner(p_owner uuid) FROM PUBLIC;
+
+--
 -- Name: FUNCTION context_lookups(p_owner uuid, p_scopes text[], p_files text[], p_modules text[], p_branch text, p_categories text[], p_recent_since timestamp with time zone, p_max_per_kind integer, OUT ids uuid[], OUT kinds text[], OUT details text[], OUT weights double precision[]); Type: ACL; Schema: memory_search; Owner: -
 --
 
@@ -5776,6 +5818,14 @@ GRANT ALL ON FUNCTION public.context_scope_prefixes(match_namespaces text[]) TO 
 REVOKE ALL ON FUNCTION public.end_memory_sessions(p_ids uuid[], p_reason text, p_now timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.end_memory_sessions(p_ids uuid[], p_reason text, p_now timestamp with time zone) TO authenticated;
 GRANT ALL ON FUNCTION public.end_memory_sessions(p_ids uuid[], p_reason text, p_now timestamp with time zone) TO service_role;
+
+--
+-- Name: FUNCTION finish_consolidation_run(p_run_id uuid, p_pairs integer, p_tokens integer, p_result jsonb); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.finish_consolidation_run(p_run_id uuid, p_pairs integer, p_tokens integer, p_result jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.finish_consolidation_run(p_run_id uuid, p_pairs integer, p_tokens integer, p_result jsonb) TO authenticated;
+GRANT ALL ON FUNCTION public.finish_consolidation_run(p_run_id uuid, p_pairs integer, p_tokens integer, p_result jsonb) TO service_role;
 
 --
 -- Name: FUNCTION hybrid_search(query_text text, query_embedding extensions.vector, match_namespaces text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, search_mode text, graph_depth integer, graph_edge_types text[], filter_after timestamp with time zone, filter_before timestamp with time zone, filter_memory_types text[], filter_categories text[], prefer_memory_types text[], recency_weight double precision, keyword_threshold double precision, as_of timestamp with time zone, entity_terms text[], graph_episodes boolean); Type: ACL; Schema: public; Owner: -
@@ -6222,22 +6272,16 @@ GRANT INSERT(job_id) ON TABLE public.memory_consolidation_runs TO authenticated;
 GRANT UPDATE(finished_at) ON TABLE public.memory_consolidation_runs TO authenticated;
 
 --
--- Name: COLUMN memory_consolidation_runs.pairs_checked; Type: ACL; Schema: public; Owner: -
---
-
-GRANT UPDATE(pairs_checked) ON TABLE public.memory_consolidation_runs TO authenticated;
-
---
--- Name: COLUMN memory_consolidation_runs.tokens_used; Type: ACL; Schema: public; Owner: -
---
-
-GRANT UPDATE(tokens_used) ON TABLE public.memory_consolidation_runs TO authenticated;
-
---
 -- Name: COLUMN memory_consolidation_runs.result; Type: ACL; Schema: public; Owner: -
 --
 
 GRANT UPDATE(result) ON TABLE public.memory_consolidation_runs TO authenticated;
+
+--
+-- Name: COLUMN memory_consolidation_runs.dry_run; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(dry_run) ON TABLE public.memory_consolidation_runs TO authenticated;
 
 --
 -- Name: TABLE memory_contradictions; Type: ACL; Schema: public; Owner: -

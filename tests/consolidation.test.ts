@@ -82,7 +82,7 @@ Deno.test({ name: "consolidate: a realistic tenant's duplicates are reduced, the
   }
 });
 
-Deno.test({ name: "consolidate dry_run: writes nothing at all, and announces what the real run then does", ...opts }, async () => {
+Deno.test({ name: "consolidate dry_run: writes nothing but its run's record (what it spent), and announces what the real run then does", ...opts }, async () => {
   const env = await writeEnv({ config: { embedding: LOCAL_EMBEDDING } as never });
   try {
     const t = newTenant();
@@ -91,7 +91,7 @@ Deno.test({ name: "consolidate dry_run: writes nothing at all, and announces wha
     const api = memoryWithLlm(env.sql, env.config, env.llm, env.embedder);
     const snapshot = async () => {
       const [other] = await env.sql`
-        select (select count(*)::int from public.memory_consolidation_runs where owner_id = ${t}) as runs,
+        select (select count(*)::int from public.memory_consolidation_runs where owner_id = ${t} and not dry_run) as runs,
                (select count(*)::int from public.memory_pair_checks where owner_id = ${t}) as fingerprints,
                (select count(*)::int from public.memory_contradictions where owner_id = ${t}) as contradictions,
                (select count(*)::int from public.memory_relations where owner_id = ${t}) as relations,
@@ -104,8 +104,10 @@ Deno.test({ name: "consolidate dry_run: writes nothing at all, and announces wha
     const dry = await api("POST", "/memory/consolidate", t, { dry_run: true });
     assert.equal(dry.status, 200);
     assert.equal(dry.body.dry_run, true);
-    assert.equal(dry.body.run_id, null);
-    assert.deepEqual(await snapshot(), before, "a dry run writes nothing");
+    assert.deepEqual(await snapshot(), before, "a dry run writes nothing but its run's record");
+    const [record] = await env.sql`select id, dry_run, pairs_checked, tokens_used, finished_at is not null as finished from public.memory_consolidation_runs where owner_id = ${t}`;
+    assert.deepEqual(record, { id: dry.body.run_id, dry_run: true, pairs_checked: dry.body.pairs_checked, tokens_used: dry.body.tokens_used, finished: true });
+    assert.ok(dry.body.tokens_used > 0, "the dry run asked the model: its tokens count against the day's caps");
 
     const real = await api("POST", "/memory/consolidate", t, {});
     const pick = (b: Record<string, unknown>) => ({ deduped: b.deduped, merged: b.merged, contradictions_found: b.contradictions_found, pairs_checked: b.pairs_checked, forgotten: b.forgotten });
@@ -147,7 +149,7 @@ Deno.test({ name: "consolidate: one run of a tenant at a time (409); a run left 
     const busy = await api("POST", "/memory/consolidate", t, {});
     assert.equal(busy.status, 409);
     assert.equal(busy.body.error.code, "consolidation_running");
-    assert.equal((await api("POST", "/memory/consolidate", t, { dry_run: true })).status, 200, "a dry run needs no turn");
+    assert.equal((await api("POST", "/memory/consolidate", t, { dry_run: true })).status, 409, "a dry run waits its turn too");
     assert.equal((await api("POST", "/memory/consolidate", t, { dry_run: "yes" })).status, 400);
     assert.equal((await api("POST", "/memory/consolidate", t, { force: true })).status, 400);
 

@@ -12,6 +12,7 @@ import { contextApi, MEMORY_URL, ns, seedLinked } from "./support/context.ts";
 import { callJson, dbTest } from "./support/http.ts";
 import { newTenant, testSql } from "./support/seed.ts";
 import { createHandler as createMemoryHandler } from "../supabase/functions/memory/handler.ts";
+import { createHandler as createRetrieveHandler } from "../supabase/functions/memory-retrieve/handler.ts";
 import { testConfig } from "./support/config.ts";
 import { localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
 import { drainAll, writeEnv } from "./write_helpers.ts";
@@ -19,6 +20,7 @@ import { drainAll, writeEnv } from "./write_helpers.ts";
 const sql = testSql();
 const api = contextApi(sql);
 const memory = createMemoryHandler({ sql, config: testConfig(), embedder: localEmbedder() });
+const retrieveHandler = createRetrieveHandler({ sql, config: testConfig(), embedder: localEmbedder() });
 
 async function remember(tenant: string, body: Record<string, unknown>) {
   const res = await callJson(memory, `${MEMORY_URL}/remember`, { headers: await userHeaders(tenant), body });
@@ -71,6 +73,19 @@ dbTest("an unmerged branch's note is not injected on main; after the merge it is
   assert.ok(!retrieved.body.memories.some((m: { id: string }) => m.id === wip!.id));
   assert.ok(!retrieved.body.block.includes("Work in progress"));
   assert.deepEqual(retrieved.body.excluded.map((e: { id: string }) => e.id), [wip!.id]);
+  // An as_of answer is about the past, but lineage still holds (docs/retrieval.md#usage-and-code-lineage).
+  const asOf = new Date().toISOString();
+  const pastRetrieve = await api.retrieve(t, { project: "shop", message, signals: { branch: "main" }, as_of: asOf, threshold: 0, keyword_threshold: 0 });
+  assert.equal(pastRetrieve.status, 200, JSON.stringify(pastRetrieve.body));
+  assert.ok(!pastRetrieve.body.block.includes("Work in progress"), pastRetrieve.body.block);
+  assert.deepEqual(pastRetrieve.body.excluded.map((e: { id: string }) => e.id), [wip!.id]);
+  const pastQuery = await callJson(retrieveHandler, "http://localhost/functions/v1/memory-retrieve/query", {
+    headers: await userHeaders(t),
+    body: { agent: "planner", query: message, project: "shop", categories: ["decisions"], return: "full", signals: { branch: "main" }, as_of: asOf, threshold: 0 },
+  });
+  assert.equal(pastQuery.status, 200, JSON.stringify(pastQuery.body));
+  const pastIds = pastQuery.body.results.map((r: { id: string }) => r.id);
+  assert.ok(pastIds.includes(base!.id) && !pastIds.includes(wip!.id), JSON.stringify(pastQuery.body.results));
 
   // On its own branch it is preferred: the branch checked out ranks first.
   const onBranch = await api.assemble(t, { project: "shop", message, signals: { branch: "feat/retry-capture" } });

@@ -11,7 +11,7 @@ import { AssembleRequest } from "../supabase/functions/_shared/context/schemas.t
 import { selectTiers } from "../supabase/functions/_shared/context/select.ts";
 import type { CandidateRef, MemoryDetails } from "../supabase/functions/_shared/context/gather.ts";
 import { ACTIVITY_SHARES, DEFAULT_SHARES, sharesFor, tierBudgets, TIERS } from "../supabase/functions/_shared/context/tiers.ts";
-import { rankMemories, usageFactor } from "../supabase/functions/_shared/retrieval/rank.ts";
+import { INSIGHT_WEIGHT, rankMemories, scoreMemory, usageFactor } from "../supabase/functions/_shared/retrieval/rank.ts";
 import { countTokens } from "../supabase/functions/_shared/tokens.ts";
 
 const candidate = (id: string, content: string, extra: Partial<TierCandidate> = {}): TierCandidate => ({
@@ -189,6 +189,21 @@ Deno.test("selection: critical takes contradictions, the current file's decision
   assert.deepEqual(sel.background.map((c) => c.id), ["b1"]);
   assert.deepEqual(sel.excluded.map((e) => [e.id, e.reason]).sort(), [["s1", "stale_file"], ["w1", "unmerged_branch"]]);
   assert.deepEqual(sel.stale.map((s) => s.id), ["s1"]);
+});
+
+Deno.test("selection: an insight counts at INSIGHT_WEIGHT of its relevance in assembly, as in retrieval", () => {
+  const memory = (id: string, memory_type: string): MemoryDetails => ({
+    id, content: `${id}: the user reviews migrations before merging.`, memory_type, namespace: "devai/user/notes", strength: 1, priority: "medium",
+    importance: 3, pinned: false, source: null, metadata: {}, created_at: new Date(0), category: null, max_relation_strength: null,
+    cited_files: [], retrieval_count: 0, citation_count: 0, ignore_count: 0,
+  });
+  const details = new Map([["i1", memory("i1", "insight")], ["s1", memory("s1", "semantic")]]);
+  const refs: CandidateRef[] = [{ id: "i1", kind: "search", weight: 0.9 }, { id: "s1", kind: "search", weight: 0.6 }];
+  const sel = selectTiers({ refs, details, signals: {} });
+  assert.deepEqual(sel.relevant.map((c) => c.id), ["s1", "i1"], "0.9 x 0.5 ranks below 0.6");
+  const insight = sel.scored.get("i1")!;
+  const asFact = { id: "i1", relevance: 0.9, strength: 1, priority: "medium", pinned: false, max_relation_strength: null };
+  assert.equal(insight.score, scoreMemory(asFact) - 0.9 * (1 - INSIGHT_WEIGHT));
 });
 
 Deno.test("ranking: memories injected often and never cited sink, cited ones rise (usage factor)", () => {

@@ -5,6 +5,9 @@
 import assert from "node:assert/strict";
 import { createHandler as createRetrieveHandler } from "../supabase/functions/memory-retrieve/handler.ts";
 import { countTokens } from "../supabase/functions/_shared/tokens.ts";
+import { withTenant } from "../supabase/functions/_shared/db.ts";
+import { bulletText } from "../supabase/functions/_shared/fit-text.ts";
+import { injectedTokens, USAGE_TOKENIZED_BYTES } from "../supabase/functions/_shared/context/usage.ts";
 import { userHeaders } from "./support/auth.ts";
 import { testConfig } from "./support/config.ts";
 import { contextApi, ns, seedLinked } from "./support/context.ts";
@@ -104,6 +107,24 @@ dbTest("stats: prediction accuracy and the share of injected tokens that were ci
   // A fresh tenant: nothing to divide by.
   const empty = await api.stats(newTenant());
   assert.deepEqual([empty.body.usage.reports, empty.body.usage.prediction_accuracy, empty.body.usage.cited_token_share], [0, null, null]);
+});
+
+dbTest("usage: the work of a report is bounded by the request, not by the stored text (long memories' tokens are estimated)", async () => {
+  const t = newTenant();
+  // 60 memories of 8,000 characters: 480 KB of stored text behind a 3 KB request.
+  const long = await seedMemories(sql, t, Array.from({ length: 60 }, (_, i) => ({
+    content: `Note ${i}: ${"the deploy pipeline retries flaky integration suites ".repeat(160)}`.slice(0, 8_000), namespace: ns("big"), embedding: null,
+  })));
+  const ids = long.map((m) => m.id);
+  const { tokens, tokenized } = await withTenant(sql, { tenantId: t, actor: "test" }, (tx) => injectedTokens(tx, "s-big", ids));
+  assert.ok(tokenized > 0 && tokenized <= USAGE_TOKENIZED_BYTES, `${tokenized} bytes tokenized`);
+  const sorted = [...ids].sort();
+  // Counted exactly in id order while the budget lasts, then a quarter of the bytes.
+  assert.equal(tokens[ids.indexOf(sorted[0]!)], countTokens(bulletText(long.find((m) => m.id === sorted[0])!.content)));
+  assert.equal(tokens[ids.indexOf(sorted.at(-1)!)], 2_000);
+  const res = await api.usage(t, { session_id: "s-big", retrieved: ids, cited: [] });
+  assert.equal(res.status, 200);
+  assert.equal((await api.stats(t)).body.usage.injected_tokens, tokens.reduce((a, b) => a + b, 0));
 });
 
 dbTest("usage: bad input is a 400 naming the field and writes nothing; another tenant's ids are unknown and untouched", async () => {

@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { withTenant } from "../supabase/functions/_shared/db.ts";
 import { enqueueJob } from "../supabase/functions/_shared/jobs.ts";
+import { MEMORIES_PER_CHECK, queueContradictionCheck } from "../supabase/functions/_shared/contradiction-check.ts";
 import { judgedPairs, LOCAL_EMBEDDING, memoryWithLlm, scriptJudge } from "./support/consolidation.ts";
 import { newTenant, seedMemories, tenantWrites } from "./support/seed.ts";
 import { drainAll, writeEnv } from "./write_helpers.ts";
@@ -38,6 +39,22 @@ Deno.test({ name: "on write: a new memory is checked against its nearest ones of
     const calls = env.fake.chatRequests().length;
     await drainAll(env.deps, t, "test-worker", 10, ["contradiction_check"]);
     assert.equal(env.fake.chatRequests().length, calls);
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test({ name: "on write: a batch of more memories than one job checks is queued as several jobs, every memory in one", ...opts }, async () => {
+  const env = await writeEnv({ config: { embedding: LOCAL_EMBEDDING } as never, withLlm: false });
+  try {
+    const t = newTenant();
+    const ids = Array.from({ length: 2 * MEMORIES_PER_CHECK + 5 }, () => crypto.randomUUID());
+    await withTenant(env.sql, { tenantId: t, actor: "test" }, (tx) => queueContradictionCheck(tx, t, ids));
+    const jobs = await env.sql<{ payload: { memory_ids: string[] } }[]>`
+      select payload from public.memory_jobs where owner_id = ${t} and kind = 'contradiction_check'`;
+    assert.equal(jobs.length, 3);
+    assert.ok(jobs.every((j) => j.payload.memory_ids.length <= MEMORIES_PER_CHECK));
+    assert.deepEqual(jobs.flatMap((j) => j.payload.memory_ids).sort(), [...ids].sort());
   } finally {
     await env.close();
   }

@@ -127,10 +127,41 @@ Deno.test("redactor: transcripts are redacted in contents, text parts and tool c
   assert.equal(args.cmd, "export STRIPE_KEY=[REDACTED:stripe_key]");
 });
 
+// Linear on hostile input, asserted the way tests/linear_text.test.ts does: times are each text's
+// best of three runs, compared with each other, never with a wall-clock limit. A pattern that re-reads
+// a bounded window at every start (the JWT pattern did: up to 4,096 characters at every `eyJ`) is
+// quadratic only up to its cap, so growth between two sizes alone hides it; each hostile text is
+// also compared with a plain run of letters of the same length (the old JWT pattern: about 240x).
+const bestMs = (text: string) => {
+  let best = Number.POSITIVE_INFINITY;
+  for (let run = 0; run < 3; run++) {
+    const t0 = performance.now();
+    redactSecrets(text);
+    best = Math.min(best, performance.now() - t0);
+  }
+  return best;
+};
+/** A hostile text may cost at most this many times a plain run of the same length, and a fourfold size at most this many times the size before. */
+const HOSTILE_FACTOR = 20;
+const NOISE_MS = 5;
+
 Deno.test("redactor: linear on hostile input (long runs of the characters the patterns scan)", () => {
-  const hostile = ["a".repeat(200_000), "A_".repeat(100_000) + "=", "eyJ".repeat(60_000), "postgres://" + "u".repeat(100_000), "--token " + "-".repeat(100_000)];
-  for (const text of hostile) {
-    const r = redactSecrets(text);
-    assert.equal(typeof r.text, "string");
+  const hostile: Record<string, (n: number) => string> = {
+    "a run": (n) => "a".repeat(n),
+    "A_ then =": (n) => "A_".repeat(n / 2) + "=",
+    "eyJ repeated": (n) => "eyJ".repeat(n / 3),
+    "eyJ- repeated": (n) => "eyJ-".repeat(n / 4),
+    "eyJ then a run": (n) => "eyJ" + "a".repeat(n),
+    "eyJ-a. repeated": (n) => "eyJaaaaaaaaa-".repeat(n / 13) + ".",
+    "a scheme then a run": (n) => "postgres://" + "u".repeat(n),
+    "--token then dashes": (n) => "--token " + "-".repeat(n),
+  };
+  const size = 256 * 1024;
+  const plain = bestMs("a".repeat(size));
+  for (const [name, text] of Object.entries(hostile)) {
+    const small = bestMs(text(size / 4));
+    const large = bestMs(text(size));
+    assert.ok(large <= HOSTILE_FACTOR * plain + NOISE_MS, `${name}: ${large.toFixed(1)} ms against ${plain.toFixed(1)} ms for a plain run of the same length`);
+    assert.ok(large <= HOSTILE_FACTOR * small + NOISE_MS, `${name}: ${small.toFixed(1)} ms -> ${large.toFixed(1)} ms for four times the text`);
   }
 });

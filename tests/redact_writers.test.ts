@@ -11,7 +11,7 @@ import { createHandler as createExtract } from "../supabase/functions/memory-ext
 import { reply } from "./fake_openai.ts";
 import { userHeaders } from "./support/auth.ts";
 import { memoryApi } from "./support/memory-api.ts";
-import { newTenant, tenantWrites } from "./support/seed.ts";
+import { newTenant, seedMemories, tenantWrites } from "./support/seed.ts";
 import { drainAll, writeEnv } from "./write_helpers.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
@@ -148,6 +148,48 @@ Deno.test({ name: "compaction and memory-dedup: no secret to the model, in the s
       body: JSON.stringify({ candidates: [{ content: KEY, type: "semantic", source: "discovery", priority: "high", importance: 3 }] }),
     }));
     assert.equal(onlySecret.status, 422);
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test({ name: "the fields stored beside the content are redacted too: a correction's reason, a resolution's note, a candidate's summary, compressed form and index key", ...opts }, async () => {
+  const env = await writeEnv({ withLlm: false });
+  try {
+    const t = newTenant();
+    const api = memoryApi(env.sql);
+    const r = await api("POST", "/memory/remember", { as: t, body: { content: "CI pushes with a deploy key.", project: "shop" } });
+    const c = await api("POST", `/memory/${r.body.memory.id}/correct`, { as: t, body: { content: "CI pushes with a fine-grained token.", reason: `the old one was ${PAT}` } });
+    assert.equal(c.status, 201);
+    assert.equal(c.body.memory.metadata.correction_reason, "the old one was [REDACTED:github_token]");
+
+    const [a, b] = await seedMemories(env.sql, t, [
+      { content: "Node 18 in CI.", namespace: "devai/project/shop/notes" }, { content: "Node 20 in CI.", namespace: "devai/project/shop/notes" },
+    ]);
+    const [k] = await env.sql<{ id: string }[]>`
+      insert into public.memory_contradictions (owner_id, memory_a, memory_b, detected_by, reason)
+      values (${t}, ${a!.id}, ${b!.id}, 'consolidation', 'test') returning id`;
+    const resolved = await api("POST", `/memory/contradictions/${k!.id}/resolve`, { as: t, body: { resolution: "both_valid", note: `checked with ${DSN}` } });
+    assert.equal(resolved.status, 200);
+    assert.equal(resolved.body.contradiction.note, "checked with postgres://app:[REDACTED:password]@db.internal:5432/shop");
+
+    const dedup = createDedup({ ...env.deps, kickWorker: () => Promise.resolve() });
+    const queued = await dedup(new Request("http://local/functions/v1/memory-dedup", {
+      method: "POST", headers: await userHeaders(t),
+      body: JSON.stringify({ candidates: [{
+        content: "CI deploys the shop with a GitHub token.", type: "semantic", source: "discovery", priority: "high", importance: 3,
+        summary: `CI deploys with ${PAT}.`, compressed: `ci: token ${PAT}`, index_key: `ci:${PAT}`,
+      }] }),
+    }));
+    assert.equal(queued.status, 202);
+    await drainAll(env.deps, t);
+    const rows = await env.sql<{ metadata: unknown }[]>`select metadata from public.devai_memories where owner_id = ${t}`;
+    const notes = await env.sql<{ note: string | null }[]>`select note from public.memory_contradictions where owner_id = ${t}`;
+    const history = await env.sql`select * from public.memory_history where owner_id = ${t}`;
+    const jobs = await env.sql`select payload, result from public.memory_jobs where owner_id = ${t}`;
+    for (const [name, x] of Object.entries({ rows, notes, history, jobs })) assert.deepEqual(leaked(JSON.stringify(x)), [], name);
+    const compression = rows.map((x) => (x.metadata as { compression?: Record<string, string> }).compression).find(Boolean);
+    assert.deepEqual([compression?.summary, compression?.compressed, compression?.index], ["CI deploys with [REDACTED:github_token].", "ci: token [REDACTED:github_token]", undefined]);
   } finally {
     await env.close();
   }

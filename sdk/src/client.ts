@@ -214,7 +214,7 @@ export function createMemoryClient(opts: MemoryClientOptions) {
       new Uint8Array(await (await send("memory/export?format=markdown", "GET", undefined, "application/x-tar")).arrayBuffer()),
 
     // -- background intelligence: consolidation, contradictions, consent, checkpoints ----------
-    /** Tonight's consolidation, now, for the caller's tenant (bounded by the same caps); dry_run writes nothing. */
+    /** Tonight's consolidation, now, for the caller's tenant (bounded by the same caps); dry_run writes nothing but its run record, and spends the same caps. */
     consolidate: (body: ConsolidateInput = {}) => call<ConsolidationReport>("memory/consolidate", "POST", body),
     /** Re-embedding with the configured embedding model: starts it (a background job) or reports it. */
     reindex: (body: ReindexInput = {}) => call<ReindexStatus>("memory/reindex", "POST", body),

@@ -852,7 +852,8 @@ export interface ConsolidateInput {
 
 export interface ConsolidationReport {
   dry_run: boolean;
-  run_id: string | null;
+  /** The run's record (a dry run has one too: it spends the day's caps). */
+  run_id: string;
   /** Near-verbatim duplicates merged without a model. */
   deduped: number;
   /** Pairs the model called the same (merged) or a refinement (the older superseded). */

@@ -14,7 +14,7 @@ import { z } from "zod";
 import { compressionFields } from "./context/compress.ts";
 import { filePath } from "./schemas.ts";
 import { modelNamespace, type WriteScope } from "./scopes.ts";
-import { addCounts, type RedactionCounts, redactSecrets } from "./redact.ts";
+import { addCounts, type RedactionCounts, redactField, redactSecrets } from "./redact.ts";
 import { emptyStats, validateContent, type ValidationStats } from "./writing-constraints.ts";
 import { stripUnsafeCharacters } from "./unsafe-characters.ts";
 
@@ -145,6 +145,15 @@ export function prepareCandidates(
     if (ns.rewritten) stats.namespace_rewritten++;
     const { category, ...rest } = c;
     const out: Candidate = { ...rest, content: v.content, namespace: ns.namespace };
+    // The model's summary, compressed form and index key are stored and rendered too (metadata.compression).
+    for (const field of ["summary", "compressed", "index_key"] as const) {
+      const r = redactField(out[field]);
+      if (r.total === 0) continue;
+      stats.redacted += r.total;
+      addCounts(stats.redacted_kinds, r.counts);
+      // An index key is one token: with a marker in it, it is no key any more.
+      out[field] = field === "index_key" ? undefined : r.text;
+    }
     if (category && known.has(category)) out.category = category;
     else if (category) stats.category_dropped++;
     return out;

@@ -17,19 +17,24 @@ import { completeJobInTx, enqueueJob, type Job, PermanentJobError } from "./jobs
 import { judgePairs, type Pair, type PairMemory } from "./pair-judge.ts";
 import { hybridSearch } from "./search/hybrid.ts";
 
-export const ContradictionCheckPayloadSchema = z.object({ memory_ids: z.array(z.uuid()).min(1).max(20) }).strict();
+/** Memories one job checks (its payload's limit); a longer list is queued as several jobs. */
+export const MEMORIES_PER_CHECK = 20;
+
+export const ContradictionCheckPayloadSchema = z.object({ memory_ids: z.array(z.uuid()).min(1).max(MEMORIES_PER_CHECK) }).strict();
 
 /** Neighbours judged per new memory, and the job's token budget (a handful of calls at most). */
 const NEIGHBOURS_PER_MEMORY = 3;
 const TOKENS_PER_JOB = 8000;
 const PAIRS_PER_PROMPT = 8;
 
-/** Queues the check of these new memories (in the writer's transaction); a no-op for an empty list. */
+/** Queues the check of these new memories (in the writer's transaction), every one of them; a no-op for an empty list. */
 export async function queueContradictionCheck(tx: Tx, ownerId: string, memoryIds: readonly string[]): Promise<void> {
-  const ids = [...new Set(memoryIds)].sort().slice(0, 20);
-  if (ids.length === 0) return;
-  const key = `contradiction:${createHash("sha256").update(ids.join(",")).digest("hex").slice(0, 40)}`;
-  await enqueueJob(tx, { ownerId, kind: "contradiction_check", idempotencyKey: key, payload: { memory_ids: ids } });
+  const all = [...new Set(memoryIds)].sort();
+  for (let i = 0; i < all.length; i += MEMORIES_PER_CHECK) {
+    const ids = all.slice(i, i + MEMORIES_PER_CHECK);
+    const key = `contradiction:${createHash("sha256").update(ids.join(",")).digest("hex").slice(0, 40)}`;
+    await enqueueJob(tx, { ownerId, kind: "contradiction_check", idempotencyKey: key, payload: { memory_ids: ids } });
+  }
 }
 
 const asPairMemory = (m: PairMemory) => ({ ...m, created_at: new Date(m.created_at), access_count: Number(m.access_count) });

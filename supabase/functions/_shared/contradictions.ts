@@ -17,7 +17,8 @@ import { type Sql, type TenantContext, toVectorLiteral, type Tx, withTenant } fr
 import { type Embedder, embedForRequest } from "./embeddings.ts";
 import { linkEntitiesByRules } from "./entities.ts";
 import { HttpError } from "./http.ts";
-import { redactStatement } from "./redaction-events.ts";
+import { recordRedactions, redactStatement } from "./redaction-events.ts";
+import { addCounts, redactField } from "./redact.ts";
 import { content as contentSchema, threadId } from "./schemas.ts";
 import { lockMemories, supersedeMemory } from "./supersede.ts";
 
@@ -129,6 +130,8 @@ export async function resolveContradiction(
   body: ResolveRequest,
 ): Promise<Contradiction> {
   const merged = body.resolution === "merged" ? redactStatement(body.content!) : undefined;
+  // The note is stored and shown with the contradiction and in the history's evidence: redacted too.
+  const note = redactField(body.note);
   await withTenant(deps.sql, tenant, (tx) => loadOpen(tx, id));
   const vector = merged ? await embedForRequest(deps.embedder, merged.text) : undefined;
   const resolvedId = await withTenant(deps.sql, tenant, async (tx) => {
@@ -138,7 +141,7 @@ export async function resolveContradiction(
       select id, namespace, memory_type, importance from public.devai_memories
        where id = any (${[c.memory_a, c.memory_b]}::uuid[]) and is_valid and state = 'active'`;
     const alive = new Set(valid.map((v) => v.id));
-    const evidence = { contradiction_id: id, resolution: body.resolution, ...(body.note ? { note: body.note } : {}) };
+    const evidence = { contradiction_id: id, resolution: body.resolution, ...(note.text ? { note: note.text } : {}) };
     let mergedId: string | null = null;
     if (body.resolution === "a_wins" || body.resolution === "b_wins") {
       const [keep, drop] = body.resolution === "a_wins" ? [c.memory_a, c.memory_b] : [c.memory_b, c.memory_a];
@@ -160,9 +163,10 @@ export async function resolveContradiction(
     }
     await tx`
       update public.memory_contradictions
-         set resolution = ${body.resolution}, resolved_at = now(), resolved_by = ${tenant.actor}, note = ${body.note ?? null},
+         set resolution = ${body.resolution}, resolved_at = now(), resolved_by = ${tenant.actor}, note = ${note.text ?? null},
              merged_id = ${mergedId}
        where id = ${id}`;
+    await recordRedactions(tx, { ownerId: tenant.tenantId, writer: "resolve", node: "hotpath", counts: addCounts({ ...merged?.counts }, note.counts), threadId: body.thread_id });
     return id;
   }, { threadId: body.thread_id });
   const [row] = await withTenant(deps.sql, tenant, (tx) => select(tx, tx`c.id = ${resolvedId}`, 1));

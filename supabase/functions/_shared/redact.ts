@@ -5,8 +5,9 @@
 // `[REDACTED:<kind>]`, and a text that is nothing but a secret is dropped by its writer.
 // docs/redaction.md lists what is caught and what is left alone (git SHAs, UUIDs, lockfile hashes).
 //
-// Every pattern is a plain scan with bounded repetitions (no nested quantifiers), so the work is
-// linear in the text's length whatever it holds.
+// Every pattern is a plain scan with bounded repetitions (no nested quantifiers), and none re-reads a
+// long window at every place it may start (the JWT rule consumes what it scanned), so the work is
+// linear in the text's length whatever it holds (tests/redact.test.ts times hostile texts).
 
 export const SECRET_KINDS = [
   "private_key",
@@ -92,7 +93,14 @@ const RULES: Rule[] = [
     kind: "private_key",
     re: /-----BEGIN (?:[A-Z0-9]{1,20} ){0,4}PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END (?:[A-Z0-9]{1,20} ){0,4}PRIVATE KEY(?: BLOCK)?-----|$)/g,
   },
-  { kind: jwtKind, re: /\beyJ[A-Za-z0-9_-]{8,4096}\.eyJ[A-Za-z0-9_-]{8,8192}\.[A-Za-z0-9_-]{8,4096}/g },
+  // The header segment is consumed whether or not a payload and signature follow (then the match is
+  // kept as it is): a scan that failed would start again at the next `eyJ` inside the same run and
+  // re-read up to 4,096 characters each time (`eyJ-eyJ-…`: quadratic up to that cap).
+  {
+    kind: jwtKind,
+    re: /\beyJ[A-Za-z0-9_-]{8,4096}(?:\.eyJ[A-Za-z0-9_-]{8,8192}\.[A-Za-z0-9_-]{8,4096})?/g,
+    accept: (s) => s.includes("."),
+  },
   { kind: "anthropic_key", re: /\bsk-ant-(?:api|admin|oat|sid)[0-9]{2}-[A-Za-z0-9_-]{20,400}/g },
   {
     kind: "openai_key",
@@ -172,6 +180,17 @@ export function redactSecrets(text: string): Redaction {
     });
   }
   return { text: out, counts, total, onlySecret: total > 0 && nothingButSecrets(out) };
+}
+
+/**
+ * A free-text field stored beside a memory's content (a model's summary, compressed form or index
+ * key, a correction's reason, a resolution's note): redacted like the content; `undefined` when
+ * nothing but a secret is left (the field is dropped, what it belongs to is kept).
+ */
+export function redactField(text: string | undefined): { text: string | undefined; counts: RedactionCounts; total: number } {
+  if (text === undefined) return { text, counts: {}, total: 0 };
+  const r = redactSecrets(text);
+  return { text: r.onlySecret ? undefined : r.text, counts: r.counts, total: r.total };
 }
 
 // What may surround a secret without saying anything: assignment keywords, the names secrets are

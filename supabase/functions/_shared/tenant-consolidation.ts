@@ -10,12 +10,14 @@
 //   write  (one tenant transaction, actor 'consolidation')  merges, supersedes, contradictions,
 //          fingerprints, summaries, forgetting, the run's record, the next jobs (insights,
 //          re-embedding) and, for the nightly job, its completion
-// A dry run does the first two and counts what the third would do, writing nothing (no run record,
-// no fingerprint). At most one run of a tenant is under way at a time (409 consolidation_running).
+// A dry run does the first two and counts what the third would do, writing nothing but its run
+// record: it asks the model, so its pairs and tokens count against the same caps. At most one run
+// of a tenant, dry or not, is under way at a time (409 consolidation_running). A run's spending is
+// written by public.finish_consolidation_run, which only adds (the tenant role cannot update it).
 import { ageOutFingerprints, applyPairs, forgetSuperseded, simulatePairs } from "./consolidation-apply.ts";
 import { loadBackgroundSettings } from "./background-settings.ts";
 import { planPairs } from "./consolidation-pairs.ts";
-import { type Sql, type TenantContext, withTenant } from "./db.ts";
+import { type Sql, type TenantContext, type Tx, withTenant } from "./db.ts";
 import { type Embedder, thresholdsFor } from "./embeddings.ts";
 import type { Config } from "./env.ts";
 import { applyEpisodeWork, compressEpisodes, type EpisodeWork, planEpisodes } from "./episode-summaries.ts";
@@ -42,7 +44,7 @@ export interface ConsolidationOptions {
 
 export interface ConsolidationReport {
   dry_run: boolean;
-  run_id: string | null;
+  run_id: string;
   deduped: number;
   merged: number;
   compressed: number;
@@ -66,7 +68,7 @@ const utcDay = (d: Date) => d.toISOString().slice(0, 10);
 export async function consolidateTenant(deps: ConsolidationDeps, opts: ConsolidationOptions): Promise<ConsolidationReport> {
   const now = opts.now ?? new Date();
   const tenant: TenantContext = { tenantId: opts.ownerId, actor: "consolidation" };
-  const runId = opts.dryRun ? null : await openRun(deps.sql, tenant, opts);
+  const runId = await openRun(deps.sql, tenant, opts);
   const usage = emptyUsage();
   let judgedCount = 0;
   try {
@@ -124,8 +126,12 @@ export async function consolidateTenant(deps: ConsolidationDeps, opts: Consolida
     };
     if (opts.dryRun) {
       const counts = simulatePairs(pairs.verbatim, judged);
-      const forgotten = await withTenant(deps.sql, tenant, (tx) => forgetSuperseded(tx, settings, now, true));
-      return { ...report, ...counts, forgotten, compressed: (episodes?.summaries.length ?? 0) + (episodes?.compressed.length ?? 0) };
+      return await withTenant(deps.sql, tenant, async (tx) => {
+        const forgotten = await forgetSuperseded(tx, settings, now, true);
+        const done = { ...report, ...counts, forgotten, compressed: (episodes?.summaries.length ?? 0) + (episodes?.compressed.length ?? 0) };
+        await finishRun(tx, runId, done.pairs_checked, done.tokens_used, done);
+        return done;
+      });
     }
 
     return await withTenant(deps.sql, tenant, async (tx) => {
@@ -134,10 +140,7 @@ export async function consolidateTenant(deps: ConsolidationDeps, opts: Consolida
       const forgotten = await forgetSuperseded(tx, settings, now, false);
       await ageOutFingerprints(tx, settings, now);
       const done: ConsolidationReport = { ...report, ...counts, compressed, forgotten };
-      await tx`
-        update public.memory_consolidation_runs
-           set finished_at = now(), pairs_checked = ${done.pairs_checked}, tokens_used = ${done.tokens_used}, result = ${tx.json(done as never)}
-         where id = ${runId}`;
+      await finishRun(tx, runId, done.pairs_checked, done.tokens_used, done);
       const day = utcDay(now);
       if (deps.llm) await enqueueJob(tx, { ownerId: opts.ownerId, kind: "insight", idempotencyKey: `insight:${day}`, payload: { night: day } });
       if (opts.trigger === "nightly" && read.spent.other_models > 0) {
@@ -147,7 +150,7 @@ export async function consolidateTenant(deps: ConsolidationDeps, opts: Consolida
       return done;
     });
   } catch (err) {
-    if (runId) await closeFailedRun(deps.sql, tenant, runId, err, judgedCount, usage.totalTokens).catch(() => {});
+    await closeFailedRun(deps.sql, tenant, runId, err, judgedCount, usage.totalTokens).catch(() => {});
     throw err;
   }
 }
@@ -165,8 +168,8 @@ async function openRun(sql: Sql, tenant: TenantContext, opts: ConsolidationOptio
       update public.memory_consolidation_runs set finished_at = now(), result = ${tx.json({ abandoned: true })}
        where finished_at is null and started_at < now() - make_interval(mins => ${STALE_RUN_MINUTES})`;
     const [row] = await tx<{ id: string }[]>`
-      insert into public.memory_consolidation_runs (owner_id, trigger, job_id)
-      values (${opts.ownerId}, ${opts.trigger}, ${opts.job?.job.id ?? null})
+      insert into public.memory_consolidation_runs (owner_id, trigger, job_id, dry_run)
+      values (${opts.ownerId}, ${opts.trigger}, ${opts.job?.job.id ?? null}, ${opts.dryRun})
       on conflict (owner_id) where finished_at is null do nothing
       returning id`;
     if (!row) throw new HttpError(409, "consolidation_running", "a consolidation of this tenant is under way; try again when it has finished");
@@ -176,10 +179,10 @@ async function openRun(sql: Sql, tenant: TenantContext, opts: ConsolidationOptio
 
 /** A run that failed still spent what the model counted: the night's caps see it. */
 async function closeFailedRun(sql: Sql, tenant: TenantContext, runId: string, err: unknown, pairs: number, tokens: number): Promise<void> {
-  await withTenant(sql, tenant, (tx) =>
-    tx`
-      update public.memory_consolidation_runs
-         set finished_at = now(), pairs_checked = ${pairs}, tokens_used = ${tokens},
-             result = ${tx.json({ error: String((err as Error)?.message ?? err).slice(0, 500) })}
-       where id = ${runId}`);
+  await withTenant(sql, tenant, (tx) => finishRun(tx, runId, pairs, tokens, { error: String((err as Error)?.message ?? err).slice(0, 500) }));
+}
+
+/** Closes the run with what it spent (added to its counters; see the module comment). */
+async function finishRun(tx: Tx, runId: string, pairs: number, tokens: number, result: object): Promise<void> {
+  await tx`select public.finish_consolidation_run(${runId}, ${pairs}, ${tokens}, ${tx.json(result as never)})`;
 }

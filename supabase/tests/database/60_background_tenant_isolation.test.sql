@@ -40,7 +40,8 @@ select is_empty($$select * from public.memory_contradictions where id = '5020000
 select is_empty($$update public.memory_contradictions set resolution = 'a_wins', resolved_at = now() where owner_id = '50000000-0000-4000-8000-00000000000b' returning id$$, 'A resolves none of B''s contradictions');
 select is_empty($$update public.memory_proposals set status = 'accepted', decided_at = now() where owner_id = '50000000-0000-4000-8000-00000000000b' returning id$$, 'A decides none of B''s proposals');
 select is_empty($$update public.supervisor_checkpoints set state = '{"pwned": true}' where owner_id = '50000000-0000-4000-8000-00000000000b' returning id$$, 'A overwrites none of B''s checkpoints');
-select is_empty($$update public.memory_consolidation_runs set tokens_used = 0 where owner_id = '50000000-0000-4000-8000-00000000000b' returning id$$, 'A resets none of B''s runs');
+select throws_ok($$update public.memory_consolidation_runs set tokens_used = 0 where owner_id = '50000000-0000-4000-8000-00000000000b' returning id$$,
+  '42501', 'permission denied for table memory_consolidation_runs', 'A resets none of B''s runs (nor its own: 62_consolidation_spend)');
 select is_empty($$delete from public.memory_pair_checks where owner_id = '50000000-0000-4000-8000-00000000000b' returning id_a$$, 'A ages out none of B''s pair checks');
 select throws_ok($$delete from public.memory_contradictions$$, '42501', 'permission denied for table memory_contradictions', 'a tenant cannot delete contradictions');
 select throws_ok($$delete from public.memory_proposals$$, '42501', 'permission denied for table memory_proposals', 'a tenant cannot delete proposals');

@@ -102,6 +102,8 @@ export function selectTiers(input: SelectInput): Selection {
       strength: m.strength,
       priority: m.priority,
       pinned: m.pinned,
+      // Insights count at a lower weight here too, as in retrieval (retrieval/rank.ts).
+      memory_type: m.memory_type,
       max_relation_strength: m.max_relation_strength,
       usage: { citation_count: m.citation_count, ignore_count: m.ignore_count },
       factor: lineage === "current_branch" ? LINEAGE_BOOST : 1,

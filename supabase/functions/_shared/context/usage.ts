@@ -23,24 +23,43 @@ export interface UsageResponse {
 }
 
 /**
- * Tokens each reported memory took in the session: what context/assemble recorded injecting, else
- * its full text's (a memory from memory-retrieve or a search tool).
+ * Stored text one usage report tokenizes at most (UTF-8 bytes, about 32 memories of 1,000
+ * characters): the work stays bounded by the request, not by how long the reported memories are.
  */
-async function injectedTokens(tx: Tx, sessionId: string, ids: readonly string[]): Promise<number[]> {
-  const rows = await tx<{ id: string; content: string; tokens: number | null }[]>`
-    select m.id, m.content, i.tokens
-      from public.devai_memories m
-      left join public.context_injections i on i.memory_id = m.id and i.owner_id = m.owner_id and i.session_id = ${sessionId}
-     where m.id = any (${[...ids]}::uuid[])`;
-  const byId = new Map(rows.map((r) => [r.id, r.tokens ?? countTokens(bulletText(r.content))]));
-  return ids.map((id) => byId.get(id) ?? 0);
+export const USAGE_TOKENIZED_BYTES = 32_000;
+/** Beyond that budget a memory's tokens are estimated: a quarter of its UTF-8 bytes. */
+const BYTES_PER_TOKEN = 4;
+
+/**
+ * Tokens each reported memory took in the session (docs/context.md#usage-feedback): what
+ * context/assemble recorded injecting; else its full text's, counted exactly while the report's
+ * USAGE_TOKENIZED_BYTES last (in id order) and estimated from its length after that (the database
+ * sends the text only of the memories counted exactly). `tokenized` is the bytes counted exactly.
+ */
+export async function injectedTokens(tx: Tx, sessionId: string, ids: readonly string[]): Promise<{ tokens: number[]; tokenized: number }> {
+  const rows = await tx<{ id: string; content: string | null; bytes: number; tokens: number | null }[]>`
+    select id, bytes, tokens,
+           case when tokens is null and sum(bytes) filter (where tokens is null) over (order by id) <= ${USAGE_TOKENIZED_BYTES}
+                then content end as content
+      from (select m.id, m.content, octet_length(m.content) as bytes, i.tokens
+              from public.devai_memories m
+              left join public.context_injections i on i.memory_id = m.id and i.owner_id = m.owner_id and i.session_id = ${sessionId}
+             where m.id = any (${[...ids]}::uuid[])) r`;
+  let tokenized = 0;
+  const byId = new Map(rows.map((r) => {
+    if (r.tokens !== null) return [r.id, r.tokens];
+    if (r.content === null) return [r.id, Math.ceil(r.bytes / BYTES_PER_TOKEN)];
+    tokenized += r.bytes;
+    return [r.id, countTokens(bulletText(r.content))];
+  }));
+  return { tokens: ids.map((id) => byId.get(id) ?? 0), tokenized };
 }
 
 export async function reportUsage(deps: { sql: Sql }, caller: Caller, body: UsageRequest): Promise<UsageResponse> {
   const cited = [...new Set(body.cited.map((id) => id.toLowerCase()))];
   const retrieved = [...new Set([...body.retrieved.map((id) => id.toLowerCase()), ...cited])];
   const row = await withTenant(deps.sql, caller, async (tx) => {
-    const tokens = await injectedTokens(tx, body.session_id, retrieved);
+    const { tokens } = await injectedTokens(tx, body.session_id, retrieved);
     const [r] = await tx<{ recorded: number; cited: number; unknown: string[]; cited_prefetched: number; predicted_session: boolean }[]>`
       select * from public.record_memory_usage(${body.session_id}, ${retrieved}::uuid[], ${cited}::uuid[], ${tokens}::int[])`;
     return r!;

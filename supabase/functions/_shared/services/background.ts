@@ -31,7 +31,7 @@ function kick(deps: ServiceDeps): void {
   if (deps.kickWorker) runInBackground(deps.kickWorker, "memory worker kick");
 }
 
-/** Tonight's consolidation, now, for the tenant, within the day's caps; a dry run writes nothing. */
+/** Tonight's consolidation, now, for the tenant, within the day's caps; a dry run writes nothing but its run record (it spends the same caps). */
 export async function consolidate(deps: ServiceDeps, tenant: TenantContext, body: ConsolidateRequest): Promise<ConsolidationReport> {
   const report = await consolidateTenant(deps, { ownerId: tenant.tenantId, trigger: "api", dryRun: body.dry_run, now: deps.clock() });
   if (!body.dry_run) kick(deps);

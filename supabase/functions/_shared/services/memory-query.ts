@@ -125,8 +125,9 @@ export async function queryMemories(
   // One statement, as the tenant; what it writes waits behind the answer (write-behind.ts).
   const found = await readAsTenant(readPoolOf(deps), caller, read);
   const rows = (found.rows ?? []).map((r) => rowFromJson<QueryRow>(r));
-  // Usage feedback and code lineage (docs/context.md); an as_of answer is about the past: neither applies.
-  const judged = body.as_of ? { kept: rows, excluded: [] } : applyFeedback(rows, feedbackOf(found.feedback), body.signals);
+  // Usage feedback and code lineage (docs/context.md). An as_of answer is about the past: no usage
+  // counters (none are read), but lineage from each memory's metadata still applies.
+  const judged = applyFeedback(rows, feedbackOf(found.feedback), body.signals);
   const ranked = rankMemories(judged.kept);
   const bulletOf = (m: QueryRow) => `[${m.category}] ${bulletText(m.content)}`;
   const packed = body.return === "bullets"

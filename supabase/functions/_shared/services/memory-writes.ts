@@ -20,7 +20,7 @@ import { linkEntities, linkEntitiesByRules } from "../entities.ts";
 import { citedFileLinks, filesOf } from "../context/lineage.ts";
 import { queueContradictionCheck } from "../contradiction-check.ts";
 import { runInBackground } from "../jobs.ts";
-import type { Redaction } from "../redact.ts";
+import { addCounts, type Redaction, redactField } from "../redact.ts";
 import { recordRedactions, redactStatement } from "../redaction-events.ts";
 import type { ServiceDeps } from "./deps.ts";
 
@@ -130,8 +130,11 @@ export async function correct(
   sent: CorrectRequest,
 ): Promise<CorrectResponse> {
   const { sql, embedder } = deps;
-  const redaction = redactStatement(sent.content);
-  const body = { ...sent, content: redaction.text };
+  const statement = redactStatement(sent.content);
+  // The reason is stored too (metadata.correction_reason): redacted like the statement, counted with it.
+  const reason = redactField(sent.reason);
+  const redaction = { ...statement, counts: addCounts({ ...statement.counts }, reason.counts), total: statement.total + reason.total };
+  const body = { ...sent, content: statement.text, reason: reason.text };
   // Check before paying for an embedding; checked again under the row lock below.
   await withTenant(sql, tenant, async (tx) => {
     const [row] = await tx`

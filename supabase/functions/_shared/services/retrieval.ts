@@ -81,9 +81,10 @@ export async function retrieve(
   if (since !== undefined && turn.revision < since && readPoolOf(deps) !== deps.sql) turn = await read(deps.sql);
 
   const rows = turn.memories.map((r) => rowFromJson<HybridRow>(r));
-  // Usage feedback and code lineage (docs/context.md), read in the same statement; an as_of answer
-  // is about the past: neither applies.
-  const judged = body.as_of ? { kept: rows, excluded: [] } : applyFeedback(rows, feedbackOf(turn.feedback), body.signals);
+  // Usage feedback and code lineage (docs/context.md), read in the same statement. An as_of answer
+  // is about the past: today's usage counters do not rank it, but lineage (from each memory's own
+  // metadata) still keeps another branch's unmerged notes out.
+  const judged = applyFeedback(rows, body.as_of ? new Map() : feedbackOf(turn.feedback), body.signals);
   const ranked = rankMemories(judged.kept);
   const packed = packIntoBudget(
     {
