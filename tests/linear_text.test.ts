@@ -12,6 +12,7 @@ import { localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
 import { countTokens, countTokensYielding, SEGMENT_CHARS, tokenizerSegments, truncateToTokens } from "../supabase/functions/_shared/tokens.ts";
 import { countTokens as libraryCount } from "gpt-tokenizer";
 import { bulletText } from "../supabase/functions/_shared/retrieval/format.ts";
+import { offlineForms } from "../supabase/functions/_shared/context/compress.ts";
 import { splitSentences } from "../supabase/functions/_shared/writing-constraints.ts";
 import { extractByRules } from "../supabase/functions/_shared/rule-extractor.ts";
 import { findCorrection, findRememberStatement } from "../supabase/functions/_shared/rule-patterns.ts";
@@ -153,6 +154,9 @@ Deno.test("linear: the retrieval block's bullet folding and the sentence splitte
   await assertLinear("bulletText, a space run", limit, (n) => Promise.resolve(bulletText(`a${" ".repeat(n)}b`)));
   await assertLinear("splitSentences, a dot run", limit, (n) => Promise.resolve(splitSentences(`${".".repeat(n)}a`)));
   await assertLinear("rules, 'ok' fillers", limit, (n) => Promise.resolve(extractByRules([{ role: "user", content: "ok\n".repeat(n / 3) }], { namespace: "devai/user" })));
+  // Context assembly compresses every candidate offline: one long word, and a comma run inside a token.
+  await assertLinear("offline compression, one long dotted word", limit, (n) => Promise.resolve(offlineForms(`use ${"a.".repeat(n / 2)} now`)));
+  await assertLinear("offline compression, a comma run in a token", limit, (n) => Promise.resolve(offlineForms(`pin ${",".repeat(n)}a`)));
 });
 
 Deno.test("tokens: the library never merges more than SEGMENT_CHARS characters at once (work bounded per character)", () => {

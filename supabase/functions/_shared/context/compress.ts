@@ -5,6 +5,7 @@
 // and without a model: the first sentence for the summary, the salient terms (identifiers, names,
 // content words, a few "from X to Y" rewrites) for the compressed form, the two most salient
 // terms for the index key.
+import { trimEndOf } from "../text-scan.ts";
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { bulletText } from "../fit-text.ts";
@@ -79,7 +80,9 @@ function rewriteChanges(text: string): string {
   return text
     .replace(/\b(?:switch(?:ed)?|mov(?:ed|e|ing)|migrat(?:ed|e|ing)|chang(?:ed|e|ing)|went)\s+from\s+(\S+)\s+to\s+(\S+)/giu, "$1→$2")
     .replace(/\breplac(?:ed|es|e|ing)\s+(\S+)\s+(?:with|by)\s+(\S+)/giu, "$1→$2")
-    .replace(/(\S+)\s+instead\s+of\s+(\S+)/giu, "$1 over $2");
+    // (?<!\S): a match starts only at a word's start; without it every position of a long word
+    // was tried, re-reading the rest of the word each time (quadratic).
+    .replace(/(?<!\S)(\S+)\s+instead\s+of\s+(\S+)/giu, "$1 over $2");
 }
 
 function termsOf(content: string): Term[] {
@@ -91,7 +94,9 @@ function termsOf(content: string): Term[] {
   for (const m of text.matchAll(TOKEN)) {
     const sentenceStart = atSentenceStart;
     atSentenceStart = /[.!?]$/.test(m[0]) || /^\s*[.!?]/.test(text.slice(m.index + m[0].length, m.index + m[0].length + 4));
-    const raw = m[0].replace(/^[.,:/#-]+|[.,:;/#-]+$/gu, "");
+    // The trailing trim is a scan: a pattern anchored at the end re-reads a punctuation run once
+    // per position in it.
+    const raw = trimEndOf(m[0].replace(/^[.,:/#-]+/u, ""), ".,:;/#-");
     pos++;
     if (raw.length === 0 || !/[\p{L}\p{N}]/u.test(raw)) continue;
     const lower = raw.toLowerCase();
