@@ -131,7 +131,7 @@ Deno.test({ name: "the gateway prefix /functions/v1/memory is accepted; unknown 
 
 Deno.test({ name: "a fixed path with the wrong method is 405 with Allow, never read as a memory id", ...opts }, async () => {
   const t = newTenant();
-  for (const [method, path, allow] of [["GET", "/memory/remember", "POST"], ["POST", "/memory/stats", "GET"], ["DELETE", "/memory/weak", "GET"], ["POST", "/memory/export", "GET"]]) {
+  for (const [method, path, allow] of [["GET", "/memory/remember", "POST"], ["POST", "/memory/stats", "GET"], ["DELETE", "/memory/weak", "GET"], ["POST", "/memory/export", "GET"], ["GET", "/memory/episodes", "POST"]]) {
     const r = await api(method!, path!, { as: t, body: method === "GET" ? undefined : {} });
     assert.equal(r.status, 405, `${method} ${path}: ${JSON.stringify(r.body)}`);
     assert.equal(r.body.error.code, "method_not_allowed");

@@ -46,6 +46,7 @@ const FIXED_PATHS: [string, string[]][] = [
   ["/memory/export", ["GET"]],
   ["/memory/agent-tokens", ["GET", "POST"]],
   ["/memory/usage", ["POST"]],
+  ["/memory/episodes", ["POST"]],
 ];
 
 export function registerMemoryRoutes(app: MemoryApp, deps: ServiceDeps): void {
