@@ -24,6 +24,8 @@ Deno.test("validator: trims to two sentences, rejects too long / pronouns / empt
   assert.deepEqual(validateContent("semantic", "You should use our staging DB."), { ok: false, reason: "pronoun" });
   assert.equal(validateContent("episodic", "We fixed the deploy.").ok, true, "the pronoun rule is for semantic memories");
   assert.deepEqual(validateContent("semantic", "   "), { ok: false, reason: "empty" });
+  // A model's merged text with a right-to-left override and a zero-width space is stored without them.
+  assert.deepEqual(validateContent("semantic", "The API uses \u202eJWT\u200b tokens."), { ok: true, content: "The API uses JWT tokens.", trimmed: false });
 });
 
 Deno.test("namespaces: a model's proposal stays in user, the request's project, or global only when asked", () => {

@@ -5,6 +5,7 @@
 // (seed: ≥ 95% pass on first try) can be measured from job results. Used for extracted candidates
 // and for the merged text of a dedup UPDATE.
 import { isWhitespace } from "./text-scan.ts";
+import { stripUnsafeCharacters } from "./unsafe-characters.ts";
 
 export type MemoryType = "semantic" | "episodic" | "procedural";
 
@@ -67,7 +68,9 @@ export function normaliseContent(text: string): string {
 }
 
 export function validateContent(type: MemoryType, raw: string): ValidationOutcome {
-  let content = normaliseContent(raw);
+  // Every memory text a writer derives (a model's merge, a rule's sentence) passes here: the
+  // characters a caller may not send (docs/redaction.md) are removed from it the same way.
+  let content = normaliseContent(stripUnsafeCharacters(raw));
   if (!content) return { ok: false, reason: "empty" };
   let trimmed = false;
   const sentences = splitSentences(content);
