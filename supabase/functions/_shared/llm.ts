@@ -13,6 +13,7 @@ import OpenAI from "openai";
 import { z } from "zod";
 import type { Config } from "./env.ts";
 import { trimEndOf } from "./text-scan.ts";
+import { backoffDelay, classify, DEFAULT_RETRY, type RetryPolicy } from "./llm-retry.ts";
 
 // ---------------------------------------------------------------------------------------------
 // OpenAI chat message format (what the agent sends to memory-extract / memory-compact). Defined
@@ -87,7 +88,11 @@ export interface CompleteJsonOptions {
 
 export interface Llm {
   readonly model: string;
-  completeJson<S extends z.ZodType>(schema: S, messages: PromptMessage[], opts?: CompleteJsonOptions): Promise<LlmResult<z.infer<S>>>;
+  completeJson<S extends z.ZodType>(
+    schema: S,
+    messages: PromptMessage[],
+    opts?: CompleteJsonOptions,
+  ): Promise<LlmResult<z.infer<S>>>;
   /** Usage summed over every call of this client (for logs and job results). */
   readonly totalUsage: LlmUsage;
 }
@@ -103,17 +108,14 @@ export class LlmOutputError extends Error {
 /** The provider could not be reached or kept failing (after retries), or refused the request. */
 export class LlmRequestError extends Error {
   override name = "LlmRequestError";
-  constructor(message: string, readonly status: number | undefined, readonly retryable: boolean, readonly usage: LlmUsage) {
+  constructor(
+    message: string,
+    readonly status: number | undefined,
+    readonly retryable: boolean,
+    readonly usage: LlmUsage,
+  ) {
     super(message);
   }
-}
-
-export interface RetryPolicy {
-  /** Retries after the first try, for transient failures only. */
-  maxRetries: number;
-  baseDelayMs: number;
-  /** Cap for one wait, Retry-After included (a server asking for 10 minutes is not obeyed). */
-  maxDelayMs: number;
 }
 
 export interface LlmOptions {
@@ -122,8 +124,6 @@ export interface LlmOptions {
   sleep?: (ms: number) => Promise<void>;
   fetch?: typeof fetch;
 }
-
-const DEFAULT_RETRY: RetryPolicy = { maxRetries: 3, baseDelayMs: 500, maxDelayMs: 20_000 };
 
 const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -152,7 +152,11 @@ class OpenAiLlm implements Llm {
     private readonly sleep: (ms: number) => Promise<void>,
   ) {}
 
-  async completeJson<S extends z.ZodType>(schema: S, messages: PromptMessage[], opts: CompleteJsonOptions = {}): Promise<LlmResult<z.infer<S>>> {
+  async completeJson<S extends z.ZodType>(
+    schema: S,
+    messages: PromptMessage[],
+    opts: CompleteJsonOptions = {},
+  ): Promise<LlmResult<z.infer<S>>> {
     const usage: LlmUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0, requests: 0 };
     const name = opts.name ?? "result";
     const jsonSchema = z.toJSONSchema(schema, { unrepresentable: "any" });
@@ -172,12 +176,17 @@ class OpenAiLlm implements Llm {
       conversation.push({ role: "assistant", content: raw });
       conversation.push({
         role: "user",
-        content: `Your previous reply was rejected: ${outcome.error}. Reply again with only the corrected JSON object matching the schema.`,
+        content:
+          `Your previous reply was rejected: ${outcome.error}. Reply again with only the corrected JSON object matching the schema.`,
       });
       raw = await this.chat(conversation, format, name, jsonSchema, opts, usage);
       outcome = parseAgainst(schema, raw);
       if (!outcome.ok) {
-        throw new LlmOutputError(`LLM output invalid after one repair attempt: ${outcome.error}`, raw.slice(0, 2000), usage);
+        throw new LlmOutputError(
+          `LLM output invalid after one repair attempt: ${outcome.error}`,
+          raw.slice(0, 2000),
+          usage,
+        );
       }
       repaired = true;
     }
@@ -204,7 +213,10 @@ class OpenAiLlm implements Llm {
             temperature: opts.temperature ?? 0,
             ...(opts.maxTokens ? { max_tokens: opts.maxTokens } : {}),
             response_format: format === "json_schema"
-              ? { type: "json_schema", json_schema: { name, schema: jsonSchema as Record<string, unknown>, strict: false } }
+              ? {
+                type: "json_schema",
+                json_schema: { name, schema: jsonSchema as Record<string, unknown>, strict: false },
+              }
               : { type: "json_object" },
           },
           { signal: opts.signal },
@@ -229,7 +241,11 @@ class OpenAiLlm implements Llm {
   }
 }
 
-function addUsage(one: LlmUsage, total: LlmUsage, u: { prompt_tokens?: number; completion_tokens?: number; total_tokens?: number } | undefined | null) {
+function addUsage(
+  one: LlmUsage,
+  total: LlmUsage,
+  u: { prompt_tokens?: number; completion_tokens?: number; total_tokens?: number } | undefined | null,
+) {
   if (!u) return;
   for (const target of [one, total]) {
     target.promptTokens += u.prompt_tokens ?? 0;
@@ -252,47 +268,10 @@ export function parseAgainst<S extends z.ZodType>(schema: S, raw: string): Parse
   }
   const result = schema.safeParse(value);
   if (!result.success) {
-    const issues = result.error.issues.slice(0, 10).map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ");
+    const issues = result.error.issues.slice(0, 10).map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join(
+      "; ",
+    );
     return { ok: false, error: `does not match the schema (${issues})` };
   }
   return { ok: true, value: result.data };
-}
-
-interface Transient {
-  retryable: boolean;
-  status?: number;
-  kind: string;
-  retryAfterMs?: number;
-}
-
-function classify(err: unknown): Transient {
-  if (err instanceof OpenAI.APIConnectionTimeoutError) return { retryable: true, kind: "timeout" };
-  if (err instanceof OpenAI.APIUserAbortError) return { retryable: false, kind: "aborted" };
-  if (err instanceof OpenAI.APIConnectionError) return { retryable: true, kind: "connection error" };
-  if (err instanceof OpenAI.APIError) {
-    const status = err.status;
-    const retryable = status === 408 || status === 409 || status === 429 || (status !== undefined && status >= 500);
-    return { retryable, status, kind: "api error", retryAfterMs: retryAfterMs(err.headers) };
-  }
-  return { retryable: false, kind: "unexpected error" };
-}
-
-/** Retry-After in seconds or as an HTTP date, or OpenAI's retry-after-ms. */
-function retryAfterMs(headers: Headers | undefined): number | undefined {
-  if (!headers) return undefined;
-  const ms = headers.get("retry-after-ms");
-  if (ms && Number.isFinite(Number(ms))) return Math.max(0, Number(ms));
-  const ra = headers.get("retry-after");
-  if (!ra) return undefined;
-  if (Number.isFinite(Number(ra))) return Math.max(0, Number(ra) * 1000);
-  const at = Date.parse(ra);
-  return Number.isFinite(at) ? Math.max(0, at - Date.now()) : undefined;
-}
-
-/** Exponential backoff with jitter; a server's Retry-After wins when given, both capped. */
-export function backoffDelay(attempt: number, policy: RetryPolicy, retryAfter?: number): number {
-  if (retryAfter !== undefined) return Math.min(retryAfter, policy.maxDelayMs);
-  const exp = policy.baseDelayMs * 2 ** attempt;
-  const jitter = exp * 0.2 * Math.random();
-  return Math.min(exp + jitter, policy.maxDelayMs);
 }

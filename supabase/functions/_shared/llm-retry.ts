@@ -1,0 +1,53 @@
+// When the LLM client retries a failed request and how long it waits (llm.ts): transient
+// failures (429, 408, 409, 5xx, timeouts, connection resets) are retried with exponential backoff
+// and jitter; a server's Retry-After (seconds, HTTP date, or OpenAI's retry-after-ms) wins within a cap.
+import OpenAI from "openai";
+
+export interface RetryPolicy {
+  /** Retries after the first try, for transient failures only. */
+  maxRetries: number;
+  baseDelayMs: number;
+  /** Cap for one wait, Retry-After included (a server asking for 10 minutes is not obeyed). */
+  maxDelayMs: number;
+}
+
+export const DEFAULT_RETRY: RetryPolicy = { maxRetries: 3, baseDelayMs: 500, maxDelayMs: 20_000 };
+
+export interface Transient {
+  retryable: boolean;
+  status?: number;
+  kind: string;
+  retryAfterMs?: number;
+}
+
+export function classify(err: unknown): Transient {
+  if (err instanceof OpenAI.APIConnectionTimeoutError) return { retryable: true, kind: "timeout" };
+  if (err instanceof OpenAI.APIUserAbortError) return { retryable: false, kind: "aborted" };
+  if (err instanceof OpenAI.APIConnectionError) return { retryable: true, kind: "connection error" };
+  if (err instanceof OpenAI.APIError) {
+    const status = err.status;
+    const retryable = status === 408 || status === 409 || status === 429 || (status !== undefined && status >= 500);
+    return { retryable, status, kind: "api error", retryAfterMs: retryAfterMs(err.headers) };
+  }
+  return { retryable: false, kind: "unexpected error" };
+}
+
+/** Retry-After in seconds or as an HTTP date, or OpenAI's retry-after-ms. */
+function retryAfterMs(headers: Headers | undefined): number | undefined {
+  if (!headers) return undefined;
+  const ms = headers.get("retry-after-ms");
+  if (ms && Number.isFinite(Number(ms))) return Math.max(0, Number(ms));
+  const ra = headers.get("retry-after");
+  if (!ra) return undefined;
+  if (Number.isFinite(Number(ra))) return Math.max(0, Number(ra) * 1000);
+  const at = Date.parse(ra);
+  return Number.isFinite(at) ? Math.max(0, at - Date.now()) : undefined;
+}
+
+/** Exponential backoff with jitter; a server's Retry-After wins when given, both capped. */
+export function backoffDelay(attempt: number, policy: RetryPolicy, retryAfter?: number): number {
+  if (retryAfter !== undefined) return Math.min(retryAfter, policy.maxDelayMs);
+  const exp = policy.baseDelayMs * 2 ** attempt;
+  const jitter = exp * 0.2 * Math.random();
+  return Math.min(exp + jitter, policy.maxDelayMs);
+}
