@@ -12,6 +12,9 @@ import { localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
 import { countTokens, countTokensYielding, SEGMENT_CHARS, tokenizerSegments, truncateToTokens } from "../supabase/functions/_shared/tokens.ts";
 import { countTokens as libraryCount } from "gpt-tokenizer";
 import { bulletText } from "../supabase/functions/_shared/retrieval/format.ts";
+import { shortenToFit } from "../supabase/functions/_shared/fit-text.ts";
+import { offlineCompressed, offlineSummary } from "../supabase/functions/_shared/context/compress.ts";
+import { extractEntityMentions } from "../supabase/functions/_shared/entity-rules.ts";
 import { splitSentences } from "../supabase/functions/_shared/writing-constraints.ts";
 import { extractByRules } from "../supabase/functions/_shared/rule-extractor.ts";
 import { findCorrection, findRememberStatement } from "../supabase/functions/_shared/rule-patterns.ts";
@@ -153,6 +156,19 @@ Deno.test("linear: the retrieval block's bullet folding and the sentence splitte
   await assertLinear("bulletText, a space run", limit, (n) => Promise.resolve(bulletText(`a${" ".repeat(n)}b`)));
   await assertLinear("splitSentences, a dot run", limit, (n) => Promise.resolve(splitSentences(`${".".repeat(n)}a`)));
   await assertLinear("rules, 'ok' fillers", limit, (n) => Promise.resolve(extractByRules([{ role: "user", content: "ok\n".repeat(n / 3) }], { namespace: "devai/user" })));
+});
+
+Deno.test("linear: shortening, the offline summary and entity mentions on a comma run inside the text", async () => {
+  // A run of trimmable characters followed by another character: a trailing-trim pattern tried
+  // from every start in the run (what these used) is quadratic in it.
+  const limit = 1 << 20;
+  await assertLinear("shortenToFit", limit, (n) => Promise.resolve(shortenToFit(`a ${",".repeat(n)}x b c`, () => true)));
+  await assertLinear("offlineSummary", limit, (n) => Promise.resolve(offlineSummary(`${"w ".repeat(10)}${",".repeat(n)}x ${"w ".repeat(30)}`)));
+  await assertLinear("offlineCompressed", limit, (n) => Promise.resolve(offlineCompressed(`deploy ${",".repeat(n)}x now`)));
+  await assertLinear("extractEntityMentions", limit, (n) => Promise.resolve(extractEntityMentions(`see https://a.io/${",".repeat(n)}x today`)));
+  assert.equal(shortenToFit("one two, three", (s) => s.length <= 9), "one two…", "the trailing comma is trimmed before the mark");
+  assert.deepEqual(extractEntityMentions("see https://example.com/a.")[0]?.name, "example.com");
+  assert.equal(offlineCompressed("Use pnpm-8 instead of npm for installs."), "pnpm-8: npm installs");
 });
 
 Deno.test("tokens: the library never merges more than SEGMENT_CHARS characters at once (work bounded per character)", () => {

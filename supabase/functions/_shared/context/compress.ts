@@ -8,6 +8,7 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { bulletText } from "../fit-text.ts";
+import { trimEndOf } from "../text-scan.ts";
 import { stripUnsafeCharacters } from "../unsafe-characters.ts";
 
 export const LEVELS = ["full", "summary", "compressed", "index"] as const;
@@ -79,7 +80,9 @@ function rewriteChanges(text: string): string {
   return text
     .replace(/\b(?:switch(?:ed)?|mov(?:ed|e|ing)|migrat(?:ed|e|ing)|chang(?:ed|e|ing)|went)\s+from\s+(\S+)\s+to\s+(\S+)/giu, "$1→$2")
     .replace(/\breplac(?:ed|es|e|ing)\s+(\S+)\s+(?:with|by)\s+(\S+)/giu, "$1→$2")
-    .replace(/(\S+)\s+instead\s+of\s+(\S+)/giu, "$1 over $2");
+    // (?<!\S): X starts where its word does (the leftmost match anyway), so a long word is scanned
+    // once, not once from each of its characters.
+    .replace(/(?<!\S)(\S+)\s+instead\s+of\s+(\S+)/giu, "$1 over $2");
 }
 
 function termsOf(content: string): Term[] {
@@ -91,7 +94,7 @@ function termsOf(content: string): Term[] {
   for (const m of text.matchAll(TOKEN)) {
     const sentenceStart = atSentenceStart;
     atSentenceStart = /[.!?]$/.test(m[0]) || /^\s*[.!?]/.test(text.slice(m.index + m[0].length, m.index + m[0].length + 4));
-    const raw = m[0].replace(/^[.,:/#-]+|[.,:;/#-]+$/gu, "");
+    const raw = trimEndOf(m[0].replace(/^[.,:/#-]+/u, ""), ".,:;/#-");
     pos++;
     if (raw.length === 0 || !/[\p{L}\p{N}]/u.test(raw)) continue;
     const lower = raw.toLowerCase();
@@ -113,7 +116,7 @@ export function offlineSummary(content: string): string {
   const one = bulletText(content);
   const first = one.split(/(?<=[.!?])\s+(?=[\p{Lu}\p{N}`"'(\[])/u)[0] ?? one;
   const words = first.split(" ");
-  return words.length > 30 ? `${words.slice(0, 30).join(" ").replace(/[\s,;:.]+$/u, "")}…` : first;
+  return words.length > 30 ? `${trimEndOf(words.slice(0, 30).join(" "), ",;:.")}…` : first;
 }
 
 /**
