@@ -70,6 +70,10 @@ export function createHandler(deps: QueueingDeps) {
   });
   app.post("/memory-extract", requireCaller(deps.config, deps.sql), async (c) => {
     const caller = c.get("caller");
+    // Parsing and redacting a body of up to MAX_EXTRACT_BODY_BYTES is the heavy part: an empty
+    // tenant transaction first charges the request to the tenant's rate limit (rate-limit.ts), so a
+    // refused request is a 429 before its body is read.
+    await withTenant(deps.sql, caller, () => Promise.resolve());
     const sent = await parseJsonBody(c.req.raw, ExtractRequestSchema, deps.config.maxExtractBodyBytes, {
       tooLarge: `memory-extract takes at most ${deps.config.maxExtractBodyBytes} bytes (MAX_EXTRACT_BODY_BYTES): send only the ` +
         "messages after what this session already sent, with `after` set to the `transcript` {count, digest} of the last answer",
