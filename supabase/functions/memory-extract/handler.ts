@@ -24,6 +24,7 @@ import { CONTEXT_MESSAGES, type ExtractJobPayload } from "../_shared/extraction.
 import { ChatMessageSchema } from "../_shared/llm.ts";
 import { codeOrigin, projectName, sessionId, threadId } from "../_shared/schemas.ts";
 import { redactMessages } from "../_shared/redact.ts";
+import { wellFormedJson } from "../_shared/unsafe-characters.ts";
 import { recordRedactions } from "../_shared/redaction-events.ts";
 import { SCOPE_NEEDS_PROJECT, scopeHasProject, writeScope } from "../_shared/scopes.ts";
 import {
@@ -79,8 +80,9 @@ export function createHandler(deps: QueueingDeps) {
         "messages after what this session already sent, with `after` set to the `transcript` {count, digest} of the last answer",
     });
     // The queued job stores the transcript: its secrets are redacted before anything else (the
-    // digests, and what the worker and the model read, are of the redacted text).
-    const redaction = redactMessages(sent.messages);
+    // digests, and what the worker and the model read, are of the redacted text), and a lone
+    // surrogate (a tool output cut mid-emoji) becomes U+FFFD, which jsonb can store.
+    const redaction = redactMessages(wellFormedJson(sent.messages));
     const body = { ...sent, messages: redaction.messages };
     const queued = await withTenant(deps.sql, caller, async (tx) => {
       // One enqueue per session at a time, so two POSTs of a growing transcript cannot both queue
