@@ -30,6 +30,15 @@ Deno.test({ name: "checkpoints: create at version 1, save on the version read, l
   assert.deepEqual((await api("GET", "/memory/checkpoints/thread-1", { as: t })).body.state, next);
 });
 
+Deno.test({ name: "checkpoints: a lone surrogate in the state (a tool output cut mid-emoji) is saved as U+FFFD", ...opts }, async () => {
+  const t = newTenant();
+  const state = { messages: [{ role: "tool", content: "build ok \ud83d" }], ["k\udc00"]: "\ud800x", emoji: "ok 😀" };
+  const saved = await api("PUT", "/memory/checkpoints/t-surrogate", { as: t, body: { state } });
+  assert.equal(saved.status, 201, JSON.stringify(saved.body));
+  const loaded = await api("GET", "/memory/checkpoints/t-surrogate", { as: t });
+  assert.deepEqual(loaded.body.state, { messages: [{ role: "tool", content: "build ok \uFFFD" }], ["k\uFFFD"]: "\uFFFDx", emoji: "ok 😀" });
+});
+
 Deno.test({ name: "checkpoints: a stale version is a 409 that writes nothing; two writers on one version, exactly one wins", ...opts }, async () => {
   const t = newTenant();
   await api("PUT", "/memory/checkpoints/t2", { as: t, body: { state: { v: "first" } } });

@@ -12,7 +12,9 @@ import { localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
 import { countTokens, countTokensYielding, SEGMENT_CHARS, tokenizerSegments, truncateToTokens } from "../supabase/functions/_shared/tokens.ts";
 import { countTokens as libraryCount } from "gpt-tokenizer";
 import { bulletText } from "../supabase/functions/_shared/retrieval/format.ts";
-import { offlineForms } from "../supabase/functions/_shared/context/compress.ts";
+import { shortenToFit } from "../supabase/functions/_shared/fit-text.ts";
+import { offlineCompressed, offlineForms, offlineSummary } from "../supabase/functions/_shared/context/compress.ts";
+import { extractEntityMentions } from "../supabase/functions/_shared/entity-rules.ts";
 import { splitSentences } from "../supabase/functions/_shared/writing-constraints.ts";
 import { extractByRules } from "../supabase/functions/_shared/rule-extractor.ts";
 import { findCorrection, findRememberStatement } from "../supabase/functions/_shared/rule-patterns.ts";
@@ -157,6 +159,19 @@ Deno.test("linear: the retrieval block's bullet folding and the sentence splitte
   // Context assembly compresses every candidate offline: one long word, and a comma run inside a token.
   await assertLinear("offline compression, one long dotted word", limit, (n) => Promise.resolve(offlineForms(`use ${"a.".repeat(n / 2)} now`)));
   await assertLinear("offline compression, a comma run in a token", limit, (n) => Promise.resolve(offlineForms(`pin ${",".repeat(n)}a`)));
+});
+
+Deno.test("linear: shortening, the offline summary and entity mentions on a comma run inside the text", async () => {
+  // A run of trimmable characters followed by another character: a trailing-trim pattern tried
+  // from every start in the run (what these used) is quadratic in it.
+  const limit = 1 << 20;
+  await assertLinear("shortenToFit", limit, (n) => Promise.resolve(shortenToFit(`a ${",".repeat(n)}x b c`, () => true)));
+  await assertLinear("offlineSummary", limit, (n) => Promise.resolve(offlineSummary(`${"w ".repeat(10)}${",".repeat(n)}x ${"w ".repeat(30)}`)));
+  await assertLinear("offlineCompressed", limit, (n) => Promise.resolve(offlineCompressed(`deploy ${",".repeat(n)}x now`)));
+  await assertLinear("extractEntityMentions", limit, (n) => Promise.resolve(extractEntityMentions(`see https://a.io/${",".repeat(n)}x today`)));
+  assert.equal(shortenToFit("one two, three", (s) => s.length <= 9), "one two…", "the trailing comma is trimmed before the mark");
+  assert.deepEqual(extractEntityMentions("see https://example.com/a.")[0]?.name, "example.com");
+  assert.equal(offlineCompressed("Use pnpm-8 instead of npm for installs."), "pnpm-8: npm installs");
 });
 
 Deno.test("tokens: the library never merges more than SEGMENT_CHARS characters at once (work bounded per character)", () => {

@@ -160,6 +160,18 @@ Deno.test({ name: "content with a bidirectional, invisible or tag character or a
   await rejects("correct reason", 400, "invalid_request", (t, id) => api("POST", `/memory/${id}/correct`, { as: t, body: { content: "Fixed text", reason: "because\u202E" } }), "reason");
 });
 
+Deno.test({ name: "metadata fields with a bidirectional or control character are 400, naming the field", ...opts }, async () => {
+  // They are stored with the memory and written into the Markdown export's front matter.
+  for (const field of ["agent_id", "run_id", "actor_id", "user_id"]) {
+    await rejects(`metadata.${field}`, 400, "invalid_request", remember({ content: "A fact.", metadata: { [field]: "x\u202Ey" } }), `metadata.${field}`);
+  }
+  await rejects("keywords", 400, "invalid_request", remember({ content: "A fact.", metadata: { keywords: ["ok", "a\u0000b"] } }), "metadata.keywords.1");
+  const r = await api("POST", "/memory/remember", { as: newTenant(), body: { content: "A fact.", metadata: { agent_id: "x\u202Ey" } } });
+  assert.match(r.body.error.issues[0].message, /U\+202E \(a bidirectional control\) at 1/);
+  const ok = await api("POST", "/memory/remember", { as: newTenant(), body: { content: "A fact.", metadata: { agent_id: "coder-😀", keywords: ["שלום"] } } });
+  assert.equal(ok.status, 201, JSON.stringify(ok.body));
+});
+
 Deno.test({ name: "text that is allowed is stored exactly as sent and answered as stored: emoji with joiners, right-to-left words", ...opts }, async () => {
   const t = newTenant();
   for (const content of ["The team mascot is 👩‍💻 with a 🏳️‍🌈 flag", "The Hebrew product name is שלום and the Arabic one مرحبا", "Tabs\tand\nnewlines stay"]) {

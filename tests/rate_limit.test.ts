@@ -5,6 +5,7 @@
 // for the test in public.memory_settings and put back after.
 import assert from "node:assert/strict";
 import { createHandler as createCompact } from "../supabase/functions/memory-compact/handler.ts";
+import { createHandler as createExtract } from "../supabase/functions/memory-extract/handler.ts";
 import { localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
 import { memoryApi } from "./support/memory-api.ts";
 import { serviceHeaders, userHeaders } from "./support/auth.ts";
@@ -76,6 +77,46 @@ dbTest("rate limits: heavy requests (memory-compact) have their own, smaller buc
     assert.match(refused.body.error.message, /too many heavy requests/);
     const api = memoryApi(sql);
     assert.equal((await api("POST", "/memory/remember", { as: tenant, body: { content: "Writes are another class." } })).status, 201);
+  } finally {
+    await limits.restore();
+    await sql.end();
+  }
+});
+
+dbTest("rate limits: an extract request over the heavy limit is a 429 before its body is read, and writes nothing", async () => {
+  const sql = testSql(2);
+  const limits = await overrideSettings(sql, { rate_limit_heavy_burst: 1, rate_limit_heavy_per_minute: 1 });
+  try {
+    const handler = createExtract({ sql, config: testConfig(), embedder: localEmbedder(), kickWorker: () => Promise.resolve() });
+    const tenant = newTenant();
+    // The body is a stream that counts the chunks pulled from it: parsing (and redacting) would pull them.
+    let pulled = 0;
+    const bodyOf = (session: string) => {
+      const bytes = new TextEncoder().encode(JSON.stringify({ session_id: session, messages: [{ role: "user", content: "Remember that the port is 5432." }] }));
+      return new ReadableStream<Uint8Array>({
+        pull(controller) {
+          pulled++;
+          controller.enqueue(bytes);
+          controller.close();
+        },
+      }, { highWaterMark: 0 }); // pulled only when read
+    };
+    const extract = async (session: string) => {
+      const res = await handler(new Request("http://localhost/functions/v1/memory-extract", {
+        method: "POST",
+        headers: await userHeaders(tenant),
+        body: bodyOf(session),
+      }));
+      return { status: res.status, body: await res.json() };
+    };
+    assert.equal((await extract("s1")).status, 202);
+    const jobs = async () => (await sql<{ n: number }[]>`select count(*)::int as n from public.memory_jobs where owner_id = ${tenant}`)[0]!.n;
+    assert.equal(await jobs(), 1);
+    pulled = 0;
+    const refused = await extract("s2");
+    assert.equal(refused.status, 429, JSON.stringify(refused.body));
+    assert.equal(pulled, 0, "the refused request's body was never read");
+    assert.equal(await jobs(), 1, "the refused request queued nothing");
   } finally {
     await limits.restore();
     await sql.end();

@@ -219,6 +219,36 @@ Deno.test("extract: bidirectional, invisible and tag characters are removed from
   }
 });
 
+Deno.test("extract: a lone surrogate (a tool output cut mid-emoji) becomes U+FFFD; the session is still extracted", async () => {
+  const env = await writeEnv({ withLlm: false });
+  try {
+    const tenant = newTenant();
+    const handler = createHandler({ ...env.deps, kickWorker: () => Promise.resolve() });
+    const messages = [
+      { role: "user", content: "Remember that the deploy key is rotated monthly." },
+      { role: "tool", tool_call_id: "call_1", content: "build ok \ud83d" }, // a high surrogate without its pair
+      { role: "user", content: "truncated \udc00 too", note: { "k\ud800": "\udfff" } }, // in an extra field and a key as well
+    ];
+    const res = await post(handler, tenant, { session_id: "s-surrogate", messages });
+    const answer = await res.json();
+    assert.equal(res.status, 202, JSON.stringify(answer));
+    assert.equal(answer.new_messages, 3);
+    const again = await (await post(handler, tenant, { session_id: "s-surrogate", messages })).json();
+    assert.deepEqual([again.job_id, again.deduplicated], [answer.job_id, true], "the same transcript again is the same job");
+
+    const [job] = await env.sql<{ payload: { messages: { content: string; note?: Record<string, string> }[] } }[]>`
+      select payload from public.memory_jobs where id = ${answer.job_id}`;
+    assert.equal(job!.payload.messages[1]!.content, "build ok \uFFFD");
+    assert.equal(job!.payload.messages[2]!.content, "truncated \uFFFD too");
+    assert.deepEqual(job!.payload.messages[2]!.note, { "k\uFFFD": "\uFFFD" });
+    const report = await drainAll(env.deps, tenant);
+    assert.equal(report.dead + report.retried, 0, JSON.stringify(report));
+    assert.deepEqual((await memoriesOf(env.sql, tenant)).map((m) => m.content), ["The deploy key is rotated monthly."]);
+  } finally {
+    await env.close();
+  }
+});
+
 Deno.test("extract → worker → dedup → memory-retrieve returns the learned memory", async () => {
   const { createHandler: createRetrieve } = await import("../supabase/functions/memory-retrieve/handler.ts");
   const { hashVector } = await import("./fake_openai.ts");

@@ -4,7 +4,7 @@
 // not know is a 409 telling the client to resend; every 413 says what to do.
 import assert from "node:assert/strict";
 import { createHandler } from "../supabase/functions/memory-extract/handler.ts";
-import { knownTranscript, prefixDigests } from "../supabase/functions/memory-extract/transcript-prefix.ts";
+import { digestWork, knownTranscript, prefixDigests } from "../supabase/functions/memory-extract/transcript-prefix.ts";
 import { memoryApi } from "./support/memory-api.ts";
 import { userHeaders } from "./support/auth.ts";
 import { newTenant } from "./support/seed.ts";
@@ -62,6 +62,34 @@ Deno.test("extract after: only the new messages are sent; the jobs are those a w
     const again = await post(env, tenant, { session_id: "s-after", after: a.transcript, messages: transcript(3, 4) });
     assert.deepEqual([(again.body as Answer).deduplicated, (again.body as Answer).new_messages], [true, 0]);
     assert.equal((await jobs(env, tenant)).length, 3);
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test("extract after: a POST that continues the session digests only its own messages, however long the session", async () => {
+  const env = await writeEnv({ withLlm: false });
+  try {
+    const tenant = newTenant();
+    const chunk = 20;
+    let answer = (await post(env, tenant, { session_id: "s-long", messages: transcript(chunk) })).body as Answer;
+    const work: number[] = [];
+    for (let k = 1; k <= 8; k++) {
+      const before = digestWork.messages;
+      const res = await post(env, tenant, { session_id: "s-long", after: answer.transcript, messages: transcript(chunk, k * chunk) });
+      work.push(digestWork.messages - before);
+      answer = res.body as Answer;
+      assert.deepEqual([res.status, answer.new_messages], [202, chunk], JSON.stringify(res.body));
+    }
+    assert.deepEqual(work, Array(8).fill(chunk), "each POST digests its 20 messages, not the session's");
+    assert.deepEqual(answer.transcript, { count: 9 * chunk, digest: prefixDigests(transcript(9 * chunk))[9 * chunk] });
+    const queued = await jobs(env, tenant);
+    assert.deepEqual(queued.at(-1)!.payload.context, transcript(6, 8 * chunk - 6), "the context is what came just before");
+
+    // A dead job's part is extracted again: the session's jobs are read whole for that.
+    await env.sql`update public.memory_jobs set status = 'dead' where id = ${(await env.sql`select id from public.memory_jobs where owner_id = ${tenant} and (payload ->> 'offset')::int = ${chunk}`)[0]!.id}`;
+    const next = (await post(env, tenant, { session_id: "s-long", after: answer.transcript, messages: transcript(chunk, 9 * chunk) })).body as Answer;
+    assert.equal(next.new_messages, 9 * chunk, "from the dead job's first message on");
   } finally {
     await env.close();
   }

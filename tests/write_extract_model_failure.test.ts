@@ -6,10 +6,10 @@
 import assert from "node:assert/strict";
 import { createHandler } from "../supabase/functions/memory-extract/handler.ts";
 import { createLlm } from "../supabase/functions/_shared/llm.ts";
-import { reply, type Reply } from "./fake_openai.ts";
+import { hashVector, reply, type Reply, vectorWithSimilarity } from "./fake_openai.ts";
 import { userHeaders } from "./support/auth.ts";
-import { newTenant } from "./support/seed.ts";
-import { drainAll, jobsOf, memoriesOf, writeEnv } from "./write_helpers.ts";
+import { newTenant, seedMemory } from "./support/seed.ts";
+import { drainAll, EMBEDDING_MODEL, jobsOf, memoriesOf, writeEnv } from "./write_helpers.ts";
 
 const URL_ = "http://localhost/functions/v1/memory-extract";
 const EXTRACT_MARK = "What from this conversation would help you do a better job next time?";
@@ -123,3 +123,52 @@ Deno.test("extract: the model's part is retried alone; when the model recovers t
     await env.close();
   }
 });
+
+// A correction nearly always has a near neighbour (the fact it corrects), so its dedup job asks
+// the model too: when that call fails, the rule decides for the user's own words and the dedup job
+// completes, counting the failure.
+for (
+  const [what, failing, timeoutMs] of [
+    ["answers malformed JSON", reply.json({ memories: [] }), undefined],
+    ["times out", reply.hang(), 150],
+    ["answers 500", reply.error(500), undefined],
+  ] as const
+) {
+  Deno.test(`dedup: a model that ${what} still stores a correction that has a near neighbour`, async () => {
+    const env = await writeEnv({ llm: { retry: { maxRetries: 0 } } });
+    if (timeoutMs) env.deps.llm = createLlm({ llm: { ...env.config.llm, timeoutMs } }, { retry: { maxRetries: 0 } })!;
+    try {
+      const tenant = newTenant();
+      const base = hashVector("config location");
+      const old = await seedMemory(env.sql, tenant, { content: "The config is in app.yaml.", namespace: "devai/user", embedding: base, embedding_model: EMBEDDING_MODEL });
+      const correction = "Correction from the user: the config is in deploy/app.yaml not app.yaml.";
+      env.fake.setEmbedding(correction, vectorWithSimilarity(base, 0.92, "correction"));
+      env.fake.onChat(() => true, failing); // every model call: extraction and the dedup decision
+      const handler = createHandler({ ...env.deps, kickWorker: () => Promise.resolve() });
+      const res = await handler(new Request(URL_, {
+        method: "POST",
+        headers: await userHeaders(tenant),
+        body: JSON.stringify({
+          session_id: "s-neighbour",
+          messages: [{ role: "assistant", content: "The config is in app.yaml." }, { role: "user", content: "No, the config is in deploy/app.yaml not app.yaml" }],
+        }),
+      }));
+      assert.equal(res.status, 202);
+      await drainAll(env.deps, tenant);
+
+      const mems = await memoriesOf(env.sql, tenant);
+      assert.deepEqual(mems.map((m) => [m.id === old.id ? "seeded" : "new", m.content, m.source, m.is_valid]), [
+        ["seeded", "The config is in app.yaml.", null, true],
+        ["new", correction, "correction", true],
+      ]);
+      const jobs = await jobsOf(env.sql, tenant);
+      assert.deepEqual(jobs.map((j) => [j.kind, j.status]), [["extract", "dead"], ["dedup", "done"]]);
+      const dedup = jobs[1]!.result as { model_failures: number; llm_calls: number; outcomes: { action: string; reason: string }[] };
+      assert.equal(dedup.llm_calls, 1, "the decision asked the model once");
+      assert.equal(dedup.model_failures, 1);
+      assert.deepEqual(dedup.outcomes.map((o) => [o.action, o.reason]), [["ADD", "model_failed"]]);
+    } finally {
+      await env.close();
+    }
+  });
+}

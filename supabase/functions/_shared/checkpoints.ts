@@ -9,6 +9,7 @@ import { z } from "zod";
 import { type Sql, type TenantContext, withTenant } from "./db.ts";
 import { HttpError } from "./http.ts";
 import { threadId } from "./schemas.ts";
+import { wellFormedJson } from "./unsafe-characters.ts";
 
 export const checkpointThreadId = threadId;
 
@@ -45,7 +46,11 @@ const conflict = (thread: string, current: number | undefined, expected: number)
 
 /** Saves the thread's state (see the module comment); 201 semantics when it created the checkpoint. */
 export async function saveCheckpoint(sql: Sql, tenant: TenantContext, thread: string, body: CheckpointSaveRequest): Promise<SavedCheckpoint> {
-  const text = JSON.stringify(body.state);
+  // A lone surrogate is written as its \u escape, which jsonb refuses: the state is saved with
+  // U+FFFD in its place (unsafe-characters.ts). The test is on the text, so a state without one
+  // is serialised once.
+  let text = JSON.stringify(body.state);
+  if (/\\ud[89a-f]/i.test(text)) text = JSON.stringify(wellFormedJson(body.state));
   const size = new TextEncoder().encode(text).byteLength;
   const expected = body.version ?? 0;
   return await withTenant(sql, tenant, async (tx) => {

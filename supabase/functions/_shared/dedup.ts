@@ -6,7 +6,8 @@
 //      waits for consent instead (proposals.ts, docs/consolidation.md#consent)
 //   2. the hybrid search in the candidate's namespace scope
 //   3. no neighbour ≥ dedup threshold → ADD; else ONE LLM call → ADD / UPDATE / DELETE / NOOP
-//      (resolved server-side, see dedup-decision.ts), or a conservative rule without an LLM
+//      (resolved server-side, see dedup-decision.ts), or a conservative rule without an LLM (also
+//      for the user's own statement when the model fails: decideWithModel)
 //   4. UPDATE: insert the merged memory, old.superseded_by = new, old.is_valid = false (MERGE);
 //      DELETE: old.is_valid = false (soft, audited as DELETE, reversible) and the candidate stored;
 //      either way the trigger closes the old fact's validity (valid_until, docs/graph.md)
@@ -27,13 +28,11 @@ import { thresholdsFor } from "./embeddings.ts";
 import { visibleScopes } from "./schemas.ts";
 import { hybridSearch } from "./search/hybrid.ts";
 import type { Config } from "./env.ts";
-import type { Llm, LlmUsage } from "./llm.ts";
+import { type Llm, LlmOutputError, LlmRequestError, type LlmUsage } from "./llm.ts";
 import { type Candidate, isProtected } from "./candidates.ts";
-import { effectiveCategory } from "./categories.ts";
 import { decideWithoutLlm, dedupMessages, DedupDecisionSchema, type Neighbour, type ResolvedAction, resolveDecision } from "./dedup-decision.ts";
 import { type Edge, linkMemory } from "./edges.ts";
-import { linkEntities, linkEntitiesByRules } from "./entities.ts";
-import { citedFileLinks, contextMetadata } from "./context/lineage.ts";
+import { event, insertMemory } from "./dedup-writes.ts";
 import type { CodeOrigin } from "./schemas.ts";
 import { proposeIfSensitive } from "./proposals.ts";
 import { queueContradictionCheck } from "./contradiction-check.ts";
@@ -70,6 +69,8 @@ export interface DedupReport {
   outcomes: CandidateOutcome[];
   counts: Record<CandidateOutcome["action"], number>;
   llm_calls: number;
+  /** Protected candidates decided by the rule because the model failed (see decideWithModel). */
+  model_failures: number;
   usage: LlmUsage;
 }
 
@@ -101,6 +102,7 @@ export async function dedupCandidates(
     outcomes: [],
     counts: { ADD: 0, UPDATE: 0, DELETE: 0, NOOP: 0, SKIPPED: 0, PROPOSED: 0 },
     llm_calls: 0,
+    model_failures: 0,
     usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0, requests: 0 },
   };
 
@@ -201,23 +203,7 @@ export async function dedupCandidates(
     if (neighbours.length === 0) {
       action = { action: "ADD", content: c.content };
     } else if (deps.llm) {
-      report.llm_calls++;
-      const out = await deps.llm.completeJson(DedupDecisionSchema, dedupMessages(c, neighbours), { name: "dedup_decision" });
-      report.usage.promptTokens += out.usage.promptTokens;
-      report.usage.completionTokens += out.usage.completionTokens;
-      report.usage.totalTokens += out.usage.totalTokens;
-      report.usage.requests += out.usage.requests;
-      const resolution = resolveDecision(out.value, c, neighbours);
-      action = resolution.resolved;
-      outcome.override = resolution.override;
-      outcome.reason = out.value.reason;
-      await event(tx, ctx, "classify", resolution.override ? "error" : "ok", null, c, best ?? null, {
-        decision: out.value.action,
-        target: out.value.target ?? null,
-        applied: action.action,
-        override: resolution.override ?? null,
-        tokens: out.usage.totalTokens,
-      });
+      action = await decideWithModel(tx, deps.llm, ctx, c, neighbours, outcome, report);
     } else {
       action = decideWithoutLlm(c, neighbours);
       outcome.reason = "no_llm_configured";
@@ -264,36 +250,50 @@ export async function dedupCandidates(
   return report;
 }
 
-const clamp01 = (x: number) => Math.max(0, Math.min(1, x));
-
-async function insertMemory(tx: Tx, ctx: DedupContext, c: Candidate, content: string, vec: string, model: string): Promise<string> {
-  const base = { origin: ctx.origin, ...(ctx.jobId ? { job_id: ctx.jobId } : {}), ...(c.category ? { category: c.category } : {}) };
-  const metadata = { ...base, ...contextMetadata(c, content, ctx.lineage) };
-  const [row] = await tx<{ id: string }[]>`
-    insert into public.devai_memories
-      (owner_id, content, embedding, embedding_model, memory_type, namespace, priority, source, importance,
-       session_id, metadata)
-    values
-      (${ctx.ownerId}, ${content}, ${vec}::extensions.vector, ${model}, ${c.type}, ${c.namespace}, ${c.priority},
-       ${c.source}, ${c.importance}, ${ctx.sessionId ?? null}, ${tx.json(metadata)})
-    returning id`;
-  await linkEntitiesByRules(tx, [{ id: row!.id, content }]);
-  await linkEntities(tx, citedFileLinks(row!.id, c.files));
-  return row!.id;
-}
-
-async function event(
+/**
+ * One LLM call decides between the candidate and its neighbours (resolved server-side). When the
+ * model fails, a protected candidate (the user's own statement or correction) is decided by the
+ * rule used without a model and the failure is counted in the report (model_failures) and its
+ * classify event: the user's words are stored whatever the model does. Any other candidate's
+ * failure fails the job, which retries it.
+ */
+async function decideWithModel(
   tx: Tx,
+  llm: Llm,
   ctx: DedupContext,
-  op: "classify" | "search" | "create" | "merge" | "delete" | "link",
-  status: "ok" | "error" | "skipped",
-  memoryId: string | null,
   c: Candidate,
-  sim: number | null,
-  meta: Record<string, unknown>,
-): Promise<void> {
-  await tx`
-    insert into public.memory_events (owner_id, thread_id, node, op, status, memory_id, category, sim, meta)
-    values (${ctx.ownerId}, ${ctx.threadId ?? null}, 'worker', ${op}, ${status}, ${memoryId}, ${effectiveCategory(c.type, c.category)},
-            ${sim}, ${tx.json({ ...meta, origin: ctx.origin, job_id: ctx.jobId ?? null, namespace: c.namespace, memory_type: c.type, protected: isProtected(c) } as never)})`;
+  neighbours: Neighbour[],
+  outcome: CandidateOutcome,
+  report: DedupReport,
+): Promise<ResolvedAction> {
+  const best = outcome.best_similarity ?? null;
+  report.llm_calls++;
+  let out;
+  try {
+    out = await llm.completeJson(DedupDecisionSchema, dedupMessages(c, neighbours), { name: "dedup_decision" });
+  } catch (err) {
+    if (!isProtected(c) || !(err instanceof LlmRequestError || err instanceof LlmOutputError)) throw err;
+    const action = decideWithoutLlm(c, neighbours);
+    report.model_failures++;
+    outcome.reason = "model_failed";
+    await event(tx, ctx, "classify", "error", null, c, best, { decision: action.action, rule: "model_failed", error: `${err.name}: ${err.message}`.slice(0, 500) });
+    return action;
+  }
+  report.usage.promptTokens += out.usage.promptTokens;
+  report.usage.completionTokens += out.usage.completionTokens;
+  report.usage.totalTokens += out.usage.totalTokens;
+  report.usage.requests += out.usage.requests;
+  const resolution = resolveDecision(out.value, c, neighbours);
+  outcome.override = resolution.override;
+  outcome.reason = out.value.reason;
+  await event(tx, ctx, "classify", resolution.override ? "error" : "ok", null, c, best, {
+    decision: out.value.action,
+    target: out.value.target ?? null,
+    applied: resolution.resolved.action,
+    override: resolution.override ?? null,
+    tokens: out.usage.totalTokens,
+  });
+  return resolution.resolved;
 }
+
+const clamp01 = (x: number) => Math.max(0, Math.min(1, x));

@@ -4,6 +4,7 @@
 // name, concepts). Pure: text in, mentions out. What each rule finds and why it is as strict as it
 // is: docs/graph.md#entity-rules.
 import type { EntityMention } from "./entities.ts";
+import { trimEndOf } from "./text-scan.ts";
 
 /** A message naming more than this many things is a dump (a log, a file listing): keep the first ones. */
 export const MAX_MENTIONS_PER_TEXT = 24;
@@ -100,7 +101,7 @@ function commandName(program: string, verb: string | undefined, arg: string | un
 export function extractEntityMentions(text: string): EntityMention[] {
   const found: (EntityMention & { at: number })[] = [];
   const add = (name: string, type: EntityMention["type"], mention: string, at: number) => {
-    const clean = name.trim().replace(/[.,;:!?]+$/, "");
+    const clean = trimEndOf(name.trim(), ".,;:!?");
     if (clean.length < 2 || clean.length > 200) return;
     found.push({ name: clean, type, mention: mention.trim().slice(0, 200), at });
   };
@@ -108,7 +109,7 @@ export function extractEntityMentions(text: string): EntityMention[] {
   // URLs first, then blanked out, so their paths are not read as files nor their hosts as packages.
   let rest = text;
   for (const m of text.matchAll(URL_PATTERN)) {
-    const url = m[0].replace(/[.,;:!?]+$/, "");
+    const url = trimEndOf(m[0], ".,;:!?");
     try {
       add(new URL(url).hostname.replace(/^www\./, ""), "service", url, m.index!);
     } catch {

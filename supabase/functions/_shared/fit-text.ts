@@ -1,7 +1,7 @@
 // Fitting text into a token budget: one line per item, shortened at a word boundary when it must
 // be. Shared by retrieval's block (memory-retrieve/pack.ts) and context assembly
 // (_shared/context/pack-tiers.ts), so both shorten the same way.
-import { foldLineBreaks } from "./text-scan.ts";
+import { foldLineBreaks, trimEndOf } from "./text-scan.ts";
 
 /** One line per item: newlines inside a memory would break a bullet list, so they are folded (in linear time). */
 export function bulletText(content: string): string {
@@ -19,7 +19,7 @@ export function shortenToFit(text: string, fits: (shortened: string) => boolean)
   const one = bulletText(text);
   const words = one.split(" ");
   const cut = words.length > 1
-    ? (k: number) => words.slice(0, k).join(" ").replace(/[\s,;:.\-–—]+$/u, "") + ELLIPSIS
+    ? (k: number) => trimEndOf(words.slice(0, k).join(" "), ",;:.-–—") + ELLIPSIS
     : (k: number) => [...one].slice(0, k).join("") + ELLIPSIS;
   let lo = 1;
   let hi = (words.length > 1 ? words.length : [...one].length) - 1;

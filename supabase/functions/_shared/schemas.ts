@@ -122,13 +122,15 @@ export type CodeOrigin = z.infer<typeof codeOrigin>;
 /** Metadata a memory carries (memory.query's filter keys, plus code lineage); small and flat on purpose. */
 export const metadata = z
   .object({
-    agent_id: z.string().max(200).optional(),
-    run_id: z.string().max(200).optional(),
-    actor_id: z.string().max(200).optional(),
-    user_id: z.string().max(200).optional(),
+    // Stored with the memory and written into the Markdown export's front matter: the same
+    // character rule as content (a 400 naming the field and the character).
+    agent_id: storableText(z.string().max(200)).optional(),
+    run_id: storableText(z.string().max(200)).optional(),
+    actor_id: storableText(z.string().max(200)).optional(),
+    user_id: storableText(z.string().max(200)).optional(),
     role: z.enum(["user", "assistant", "system", "tool"]).optional(),
     category: categoryName.optional(),
-    keywords: z.array(z.string().min(1).max(64)).max(20).optional(),
+    keywords: z.array(storableText(z.string().min(1).max(64))).max(20).optional(),
     repo: repoName.optional(),
     branch: branchName.optional(),
     commit: commitSha.optional(),

@@ -54,3 +54,19 @@ export function stripUnsafeCharacters(text: string): string {
   const wellFormed = text.isWellFormed() ? text : text.toWellFormed().replaceAll("\uFFFD", (c, i: number) => (text[i] === c ? c : ""));
   return wellFormed.replace(UNSAFE_ALL, "");
 }
+
+/**
+ * A JSON value with every string and key well-formed (a lone surrogate becomes U+FFFD), for JSON
+ * that is kept whole rather than stored as memory text: a transcript queued for extraction, a
+ * checkpoint's state. Postgres's jsonb refuses a lone surrogate's escape, so one emoji cut in half
+ * in a tool's output would refuse the whole document. Bodies nest at most MAX_JSON_DEPTH levels
+ * (http.ts), which bounds the recursion.
+ */
+export function wellFormedJson<T>(value: T): T {
+  if (typeof value === "string") return (value.isWellFormed() ? value : value.toWellFormed()) as T;
+  if (Array.isArray(value)) return value.map(wellFormedJson) as T;
+  if (value && typeof value === "object") {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k.isWellFormed() ? k : k.toWellFormed(), wellFormedJson(v)])) as T;
+  }
+  return value;
+}

@@ -18,22 +18,17 @@ import { type Caller, requireCaller } from "../_shared/auth.ts";
 import { withTenant } from "../_shared/db.ts";
 import { HttpError, json, methodNotAllowed, parseJsonBody, validate } from "../_shared/http.ts";
 import { rateLimit } from "../_shared/rate-limit.ts";
-import { enqueueJob, getJob, type JobStatus, jobView, runInBackground } from "../_shared/jobs.ts";
+import { enqueueJob, getJob, jobView, runInBackground } from "../_shared/jobs.ts";
 import { drainQueue, type QueueingDeps } from "../_shared/drain-queue.ts";
 import { CONTEXT_MESSAGES, type ExtractJobPayload } from "../_shared/extraction.ts";
 import { ChatMessageSchema } from "../_shared/llm.ts";
 import { codeOrigin, projectName, sessionId, threadId } from "../_shared/schemas.ts";
 import { redactMessages } from "../_shared/redact.ts";
+import { wellFormedJson } from "../_shared/unsafe-characters.ts";
 import { recordRedactions } from "../_shared/redaction-events.ts";
 import { SCOPE_NEEDS_PROJECT, scopeHasProject, writeScope } from "../_shared/scopes.ts";
-import {
-  coveredPrefix,
-  type EarlierExtractJob,
-  extractIdempotencyKey,
-  knownTranscript,
-  prefixDigests,
-  sessionKeyPrefix,
-} from "./transcript-prefix.ts";
+import { continueDigests, coveredPrefix, type EarlierExtractJob, extractIdempotencyKey, knownTranscript, prefixDigests } from "./transcript-prefix.ts";
+import { continueFromJob, loadSessionJobs } from "./session-jobs.ts";
 
 const JobQuery = z.object({ job_id: z.uuid() });
 
@@ -70,44 +65,54 @@ export function createHandler(deps: QueueingDeps) {
   });
   app.post("/memory-extract", requireCaller(deps.config, deps.sql), async (c) => {
     const caller = c.get("caller");
+    // Parsing and redacting a body of up to MAX_EXTRACT_BODY_BYTES is the heavy part: an empty
+    // tenant transaction first charges the request to the tenant's rate limit (rate-limit.ts), so a
+    // refused request is a 429 before its body is read.
+    await withTenant(deps.sql, caller, () => Promise.resolve());
     const sent = await parseJsonBody(c.req.raw, ExtractRequestSchema, deps.config.maxExtractBodyBytes, {
       tooLarge: `memory-extract takes at most ${deps.config.maxExtractBodyBytes} bytes (MAX_EXTRACT_BODY_BYTES): send only the ` +
         "messages after what this session already sent, with `after` set to the `transcript` {count, digest} of the last answer",
     });
     // The queued job stores the transcript: its secrets are redacted before anything else (the
-    // digests, and what the worker and the model read, are of the redacted text).
-    const redaction = redactMessages(sent.messages);
+    // digests, and what the worker and the model read, are of the redacted text), and a lone
+    // surrogate (a tool output cut mid-emoji) becomes U+FFFD, which jsonb can store.
+    const redaction = redactMessages(wellFormedJson(sent.messages));
     const body = { ...sent, messages: redaction.messages };
     const queued = await withTenant(deps.sql, caller, async (tx) => {
       // One enqueue per session at a time, so two POSTs of a growing transcript cannot both queue
       // the same new messages (whichever order they arrive in: see coveredPrefix).
       await tx`select pg_advisory_xact_lock(hashtextextended(${`devai-extract|${caller.tenantId}|${body.session_id}`}, 0))`;
       await recordRedactions(tx, { ownerId: caller.tenantId, writer: "extract", node: "hotpath", counts: redaction.counts, threadId: body.thread_id });
-      const all = await tx<{ id: string; status: JobStatus; idempotency_key: string; start: number; messages: unknown[] }[]>`
-        select id, status, idempotency_key, coalesce((payload ->> 'offset')::int, 0) as start,
-               coalesce(payload -> 'messages', '[]'::jsonb) as messages
-          from public.memory_jobs
-         where owner_id = ${caller.tenantId} and kind = 'extract'
-           and starts_with(idempotency_key, ${sessionKeyPrefix(body.session_id)})
-         order by created_at, id`;
-      const jobs = (rows: readonly (typeof all)[number][]) => rows.map((r) => ({ idempotencyKey: r.idempotency_key, offset: r.start, messages: r.messages }));
-      const transcript = body.after ? [...sentBefore(body.session_id, jobs(all), body.after), ...body.messages] : body.messages;
-      const digests = prefixDigests(transcript);
-      const n = transcript.length;
-      // Jobs that will have extracted their part: done, queued or running (a dead one did not).
-      const rows = all.filter((r) => r.status !== "dead");
-      const { covered, lastJob } = coveredPrefix(body.session_id, digests, jobs(rows));
-      const tail = { count: n, digest: digests[n]! };
-      // Nothing new (e.g. a shorter transcript that arrived after a longer one): the job that covers the end.
-      if (covered === n) {
-        const job = rows[lastJob!]!;
-        return { id: job.id, status: job.status, deduplicated: true, newMessages: 0, transcript: tail };
+      // A POST that continues the session reads only the job it continues (session-jobs.ts);
+      // otherwise the session's jobs say how much of the whole transcript they cover.
+      const continued = body.after ? await continueFromJob(tx, caller.tenantId, body.session_id, body.after) : undefined;
+      let part: { offset: number; messages: unknown[]; context: unknown[]; count: number; digest: string };
+      if (continued) {
+        const digests = continueDigests(body.after!.digest, body.messages);
+        const count = body.after!.count + body.messages.length;
+        part = { offset: body.after!.count, messages: body.messages, context: continued.context, count, digest: digests.at(-1)! };
+      } else {
+        const all = await loadSessionJobs(tx, caller.tenantId, body.session_id);
+        const transcript = body.after ? [...sentBefore(body.session_id, all, body.after), ...body.messages] : body.messages;
+        const digests = prefixDigests(transcript);
+        const n = transcript.length;
+        // Jobs that will have extracted their part: done, queued or running (a dead one did not).
+        const rows = all.filter((r) => r.status !== "dead");
+        const { covered, lastJob } = coveredPrefix(body.session_id, digests, rows);
+        // Nothing new (e.g. a shorter transcript that arrived after a longer one): the job that covers the end.
+        if (covered === n) {
+          const job = rows[lastJob!]!;
+          return { id: job.id, status: job.status, deduplicated: true, newMessages: 0, transcript: { count: n, digest: digests[n]! } };
+        }
+        const context = transcript.slice(Math.max(0, covered - CONTEXT_MESSAGES), covered);
+        part = { offset: covered, messages: transcript.slice(covered), context, count: n, digest: digests[n]! };
       }
+      const tail = { count: part.count, digest: part.digest };
       const payload: ExtractJobPayload = {
         session_id: body.session_id,
-        messages: transcript.slice(covered) as ExtractJobPayload["messages"],
-        context: transcript.slice(Math.max(0, covered - CONTEXT_MESSAGES), covered) as ExtractJobPayload["messages"],
-        offset: covered,
+        messages: part.messages as ExtractJobPayload["messages"],
+        context: part.context as ExtractJobPayload["messages"],
+        offset: part.offset,
         project: body.project,
         scope: body.scope,
         thread_id: body.thread_id,
@@ -116,12 +121,12 @@ export function createHandler(deps: QueueingDeps) {
       const job = await enqueueJob(tx, {
         ownerId: caller.tenantId,
         kind: "extract",
-        idempotencyKey: extractIdempotencyKey(body.session_id, n, digests[n]!),
+        idempotencyKey: extractIdempotencyKey(body.session_id, part.count, part.digest),
         payload,
       });
       // Deduplicated here: the job with this very key exists but covers nothing now (it is dead, or
       // an earlier job its part follows is); nothing new is queued until the transcript grows.
-      return { ...job, newMessages: job.deduplicated ? 0 : n - covered, transcript: tail };
+      return { ...job, newMessages: job.deduplicated ? 0 : part.messages.length, transcript: tail };
     }, { threadId: body.thread_id });
     if (!queued.deduplicated) runInBackground(kick, "memory-extract worker kick");
     return json({

@@ -30,7 +30,11 @@ export function canonicalJson(value: unknown): string {
 
 const EMPTY_TRANSCRIPT = createHash("sha256").update("devai-transcript").digest("hex");
 
+/** Messages digested so far in this process: a work counter (a test compares it between requests). */
+export const digestWork = { messages: 0 };
+
 function nextDigest(previous: string, message: unknown): string {
+  digestWork.messages++;
   return createHash("sha256").update(previous).update(canonicalJson(message)).digest("hex");
 }
 
@@ -39,6 +43,11 @@ function chainFrom(start: string, messages: readonly unknown[]): string[] {
   const out = [start];
   for (const m of messages) out.push(nextDigest(out.at(-1)!, m));
   return out;
+}
+
+/** The digests of a transcript that continues one whose digest is `start`: out[k] after k more messages. */
+export function continueDigests(start: string, messages: readonly unknown[]): string[] {
+  return chainFrom(start, messages);
 }
 
 /** digests[k] identifies messages[0..k) (k = 0..n); equal prefixes, equal digests. */

@@ -5,10 +5,10 @@
 // and without a model: the first sentence for the summary, the salient terms (identifiers, names,
 // content words, a few "from X to Y" rewrites) for the compressed form, the two most salient
 // terms for the index key.
-import { trimEndOf } from "../text-scan.ts";
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { bulletText } from "../fit-text.ts";
+import { trimEndOf } from "../text-scan.ts";
 import { stripUnsafeCharacters } from "../unsafe-characters.ts";
 
 export const LEVELS = ["full", "summary", "compressed", "index"] as const;
@@ -80,8 +80,8 @@ function rewriteChanges(text: string): string {
   return text
     .replace(/\b(?:switch(?:ed)?|mov(?:ed|e|ing)|migrat(?:ed|e|ing)|chang(?:ed|e|ing)|went)\s+from\s+(\S+)\s+to\s+(\S+)/giu, "$1→$2")
     .replace(/\breplac(?:ed|es|e|ing)\s+(\S+)\s+(?:with|by)\s+(\S+)/giu, "$1→$2")
-    // (?<!\S): a match starts only at a word's start; without it every position of a long word
-    // was tried, re-reading the rest of the word each time (quadratic).
+    // (?<!\S): X starts where its word does (the leftmost match anyway), so a long word is scanned
+    // once, not once from each of its characters.
     .replace(/(?<!\S)(\S+)\s+instead\s+of\s+(\S+)/giu, "$1 over $2");
 }
 
@@ -118,7 +118,7 @@ export function offlineSummary(content: string): string {
   const one = bulletText(content);
   const first = one.split(/(?<=[.!?])\s+(?=[\p{Lu}\p{N}`"'(\[])/u)[0] ?? one;
   const words = first.split(" ");
-  return words.length > 30 ? `${words.slice(0, 30).join(" ").replace(/[\s,;:.]+$/u, "")}…` : first;
+  return words.length > 30 ? `${trimEndOf(words.slice(0, 30).join(" "), ",;:.")}…` : first;
 }
 
 /**
