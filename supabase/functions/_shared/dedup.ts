@@ -28,9 +28,10 @@ import { thresholdsFor } from "./embeddings.ts";
 import { visibleScopes } from "./schemas.ts";
 import { hybridSearch } from "./search/hybrid.ts";
 import type { Config } from "./env.ts";
-import { type Llm, LlmOutputError, LlmRequestError, type LlmUsage } from "./llm.ts";
+import type { Llm, LlmUsage } from "./llm.ts";
 import { type Candidate, isProtected } from "./candidates.ts";
-import { decideWithoutLlm, dedupMessages, DedupDecisionSchema, type Neighbour, type ResolvedAction, resolveDecision } from "./dedup-decision.ts";
+import { decideWithoutLlm, type Neighbour, type ResolvedAction } from "./dedup-decision.ts";
+import { decideWithModel } from "./dedup-model.ts";
 import { type Edge, linkMemory } from "./edges.ts";
 import { event, insertMemory } from "./dedup-writes.ts";
 import type { CodeOrigin } from "./schemas.ts";
@@ -248,52 +249,6 @@ export async function dedupCandidates(
   // New facts are checked against their nearest ones for contradictions, off this transaction's path.
   if (deps.llm) await queueContradictionCheck(tx, ctx.ownerId, report.outcomes.flatMap((o) => (o.memory_id ? [o.memory_id] : [])));
   return report;
-}
-
-/**
- * One LLM call decides between the candidate and its neighbours (resolved server-side). When the
- * model fails, a protected candidate (the user's own statement or correction) is decided by the
- * rule used without a model and the failure is counted in the report (model_failures) and its
- * classify event: the user's words are stored whatever the model does. Any other candidate's
- * failure fails the job, which retries it.
- */
-async function decideWithModel(
-  tx: Tx,
-  llm: Llm,
-  ctx: DedupContext,
-  c: Candidate,
-  neighbours: Neighbour[],
-  outcome: CandidateOutcome,
-  report: DedupReport,
-): Promise<ResolvedAction> {
-  const best = outcome.best_similarity ?? null;
-  report.llm_calls++;
-  let out;
-  try {
-    out = await llm.completeJson(DedupDecisionSchema, dedupMessages(c, neighbours), { name: "dedup_decision" });
-  } catch (err) {
-    if (!isProtected(c) || !(err instanceof LlmRequestError || err instanceof LlmOutputError)) throw err;
-    const action = decideWithoutLlm(c, neighbours);
-    report.model_failures++;
-    outcome.reason = "model_failed";
-    await event(tx, ctx, "classify", "error", null, c, best, { decision: action.action, rule: "model_failed", error: `${err.name}: ${err.message}`.slice(0, 500) });
-    return action;
-  }
-  report.usage.promptTokens += out.usage.promptTokens;
-  report.usage.completionTokens += out.usage.completionTokens;
-  report.usage.totalTokens += out.usage.totalTokens;
-  report.usage.requests += out.usage.requests;
-  const resolution = resolveDecision(out.value, c, neighbours);
-  outcome.override = resolution.override;
-  outcome.reason = out.value.reason;
-  await event(tx, ctx, "classify", resolution.override ? "error" : "ok", null, c, best, {
-    decision: out.value.action,
-    target: out.value.target ?? null,
-    applied: resolution.resolved.action,
-    override: resolution.override ?? null,
-    tokens: out.usage.totalTokens,
-  });
-  return resolution.resolved;
 }
 
 const clamp01 = (x: number) => Math.max(0, Math.min(1, x));
