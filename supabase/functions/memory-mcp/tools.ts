@@ -40,13 +40,11 @@ const INSTRUCTIONS = "Long-term memory for this user's coding work. Call search_
 /** The tools that change memories: charged to the tenant's write budget (the others: read). */
 const WRITE_TOOLS = new Set(["remember_fact", "correct_fact", "confirm_fact", "forget_memory", "restore_memory"]);
 
-/** The rate-limit class of an MCP request: write when it calls a tool that writes. */
+/** The rate-limit class of an MCP request (one message, never a batch): write when it calls a tool that writes. */
 export function routeClassOf(message: unknown): RouteClass {
-  const messages = Array.isArray(message) ? message : [message];
-  const writes = messages.some((m) => {
-    const call = m as { method?: unknown; params?: { name?: unknown } } | null;
-    return call?.method === "tools/call" && typeof call.params?.name === "string" && WRITE_TOOLS.has(call.params.name);
-  });
+  const call = message as { method?: unknown; params?: { name?: unknown } } | null;
+  const writes = call?.method === "tools/call" && typeof call.params?.name === "string" &&
+    WRITE_TOOLS.has(call.params.name);
   return writes ? "write" : "read";
 }
 
