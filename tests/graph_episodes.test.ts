@@ -107,6 +107,24 @@ Deno.test({ name: "episodes: idempotent per (session, message digest): a re-sent
   assert.deepEqual((await episodesOf(t, "s")).map((r) => r.seq), [0, 1, 2, 3]);
 });
 
+Deno.test({ name: "episodes: a dense batch links every mention of every message (more links than one linking call takes)", ...opts }, async () => {
+  const t = newTenant();
+  // 50 messages naming 24 files each: 1,200 links, more than the 500 one call of link_memory_entities takes.
+  const messages = Array.from({ length: MAX_EPISODES_PER_BATCH }, (_, i) => ({
+    role: "assistant",
+    content: Array.from({ length: 24 }, (_, j) => `m${i}/f${j}.ts`).join(" "),
+  }));
+  const res = await post(t, { session_id: "dense", messages });
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+  const perEpisode = await sql<{ seq: number; links: number }[]>`
+    select (m.metadata ->> 'seq')::int as seq, count(l.entity_id)::int as links
+      from public.devai_memories m left join public.memory_entity_links l on l.memory_id = m.id
+     where m.owner_id = ${t} and m.session_id = 'dense'
+     group by m.id order by 1`;
+  assert.equal(perEpisode.length, MAX_EPISODES_PER_BATCH);
+  assert.deepEqual(perEpisode.filter((e) => e.links !== 24), [], "every message has its 24 links");
+});
+
 Deno.test({ name: "episodes: bad input is a 4xx that writes nothing", ...opts }, async () => {
   const future = new Date(Date.now() + 10 * 60_000).toISOString();
   const cases: [string, number, string, (t: string) => ReturnType<typeof post>, string?][] = [
