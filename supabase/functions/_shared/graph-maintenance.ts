@@ -106,25 +106,35 @@ interface Pair {
 export async function inferCauses(deps: WorkerDeps, job: Job, workerId: string): Promise<void> {
   const actor = "worker:causal";
   if (!deps.llm) return await completeSkipped(deps, job, workerId, actor);
-  const pairs = await withTenant(deps.sql, tenantOf(job, actor), async (tx) => {
+  const { pairs, reached } = await withTenant(deps.sql, tenantOf(job, actor), async (tx) => {
     const cap = Number((await tx<{ cap: number }[]>`select public.memory_setting('graph_causal_pairs_per_night')::int as cap`)[0]!.cap);
-    const sessions = await tx<{ id: string; session_id: string; checked: number }[]>`
-      select id, session_id, causal_checked_seq as checked from public.memory_sessions
+    const sessions = await tx<{ id: string; session_id: string; checked: number; last: number }[]>`
+      select id, session_id, causal_checked_seq as checked, episode_count - 1 as last from public.memory_sessions
        where ended_at is not null and causal_checked_seq < episode_count - 1
        order by ended_at, id limit ${cap}`;
     const out: Pair[] = [];
+    // How far each examined session was read, pair or not: a session whose episodes have a gap (a
+    // forgotten message) yields no pair there, and must still move on, or it is picked first every
+    // night and newer sessions are never checked.
+    const reached = new Map<string, number>();
     for (const s of sessions) {
       if (out.length >= cap) break;
+      const limit = cap - out.length + 1;
       const eps = await tx<{ id: string; role: string; content: string; seq: number }[]>`
         select id, metadata ->> 'role' as role, content, (metadata ->> 'seq')::int as seq from public.devai_memories
          where session_id = ${s.session_id} and source = 'conversation' and state = 'active' and (metadata ->> 'seq')::int >= ${s.checked}
          order by (metadata ->> 'seq')::int
-         limit ${cap - out.length + 1}`;
-      for (let i = 0; i + 1 < eps.length && out.length < cap; i++) {
+         limit ${limit}`;
+      let i = 0;
+      for (; i + 1 < eps.length && out.length < cap; i++) {
         if (eps[i + 1]!.seq === eps[i]!.seq + 1) out.push({ sessionRow: s.id, from: eps[i]!, to: eps[i + 1]! });
       }
+      // Every episode left was read and paired: the session is checked to its end.
+      const readAll = eps.length < limit && i + 1 >= eps.length;
+      const last = readAll ? s.last : eps[i]?.seq ?? s.checked;
+      if (last > s.checked) reached.set(s.id, last);
     }
-    return out;
+    return { pairs: out, reached };
   });
 
   const out = pairs.length > 0 ? await deps.llm.completeJson(CausalOutputSchema, causalMessages(pairs), { name: "causal_pairs" }) : undefined;
@@ -137,13 +147,10 @@ export async function inferCauses(deps: WorkerDeps, job: Job, workerId: string):
       evidence: [{ reason: c.reason.slice(0, 500), job_id: job.id }],
     });
   }
-  // Every pair shown was checked, causal or not: the next night starts after the last one.
-  const checked = new Map<string, number>();
-  for (const p of pairs) checked.set(p.sessionRow, Math.max(checked.get(p.sessionRow) ?? 0, p.to.seq));
-
+  // Every pair shown was checked, causal or not: the next night starts after the last episode read.
   await withTenant(deps.sql, tenantOf(job, actor), async (tx) => {
     const made = await insertEdges(tx, job.owner_id, edges);
-    for (const [id, seq] of checked) {
+    for (const [id, seq] of reached) {
       await tx`update public.memory_sessions set causal_checked_seq = greatest(causal_checked_seq, ${seq}) where id = ${id}`;
     }
     await completeJobInTx(tx, job.id, workerId, { pairs: pairs.length, causal_edges: made, usage: out?.usage ?? emptyUsage() });
