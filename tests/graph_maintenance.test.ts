@@ -5,6 +5,7 @@
 // which tenants memory_private.enqueue_graph_maintenance picks is pgTAP's (42_graph_signals).
 import assert from "node:assert/strict";
 import { withTenant } from "../supabase/functions/_shared/db.ts";
+import { ENRICH_RETRY_DAYS } from "../supabase/functions/_shared/graph-maintenance.ts";
 import { enqueueJob, type JobKind } from "../supabase/functions/_shared/jobs.ts";
 import { reply } from "./fake_openai.ts";
 import { overrideSettings } from "./support/lifecycle.ts";
@@ -57,6 +58,32 @@ Deno.test({ name: "enrichment (fake LLM): entities with 3 mentions get a summary
       ["pnpm install", null, null],
       ["src/app.ts", "src/app.ts is the entry module whose build failed.", EMBEDDING_MODEL],
     ]);
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test({ name: "enrichment: an entity the model leaves out is not offered again every night, only after ENRICH_RETRY_DAYS", ...opts }, async () => {
+  const env = await writeEnv();
+  try {
+    const t = newTenant();
+    await session(env, t);
+    await env.sql`delete from public.memory_jobs where owner_id = ${t}`;
+    env.fake.onChat(ENRICH_MARK, reply.json({ summaries: [] }));
+    const offered = () => env.fake.chatRequests().filter((r) => String(r.body.messages.at(-1).content).includes("src/app.ts")).length;
+
+    await queue(env, t, "enrich", "2026-11-20");
+    assert.equal((await drainAll(env.deps, t)).done, 1);
+    assert.equal(offered(), 1);
+    await queue(env, t, "enrich", "2026-11-21");
+    assert.equal((await drainAll(env.deps, t)).done, 1);
+    assert.equal(offered(), 1, "left out last night: not offered again the next night");
+
+    await env.sql`update public.memory_entities set enrich_attempted_at = now() - make_interval(days => ${ENRICH_RETRY_DAYS + 1})
+                   where owner_id = ${t}`;
+    await queue(env, t, "enrich", "2026-11-29");
+    assert.equal((await drainAll(env.deps, t)).done, 1);
+    assert.equal(offered(), 2, "offered again once the attempt is old");
   } finally {
     await env.close();
   }

@@ -2,7 +2,8 @@
 // queues (one per tenant, kind and night), each capped per tenant per night by memory_settings:
 //   enrich  entities with ≥ entity_enrich_min_mentions mentions and no summary (at most
 //           graph_enrich_per_night): the LLM writes a summary from the memories that mention them
-//           (10 entities per call), and the entity is embedded by "name: summary"
+//           (10 entities per call), and the entity is embedded by "name: summary"; one it leaves
+//           out waits ENRICH_RETRY_DAYS before it is offered again
 //   causal  consecutive episode pairs of ended sessions not yet checked (at most
 //           graph_causal_pairs_per_night ≤ 50, one call): the pairs the LLM says are cause → effect
 //           get a causal edge, confidence 0.7, with its reason as evidence
@@ -24,6 +25,8 @@ const ENTITIES_PER_CALL = 10;
 const SNIPPETS_PER_ENTITY = 6;
 const SNIPPET_TOKENS = 200;
 const PAIR_MESSAGE_TOKENS = 300;
+/** An entity the model left out is offered again after this many days (not every night, ahead of the rest). */
+export const ENRICH_RETRY_DAYS = 7;
 
 const EnrichOutputSchema = z.object({
   summaries: z.array(z.object({ entity: z.number().int(), summary: z.string().trim().min(1).max(2000) })).max(ENTITIES_PER_CALL),
@@ -52,6 +55,7 @@ export async function enrichEntities(deps: WorkerDeps, job: Job, workerId: strin
                     order by m.valid_from desc, m.id limit ${SNIPPETS_PER_ENTITY}) as snippets
         from public.memory_entities e
        where e.summary is null and e.mention_count >= public.memory_setting('entity_enrich_min_mentions')
+         and (e.enrich_attempted_at is null or e.enrich_attempted_at < now() - make_interval(days => ${ENRICH_RETRY_DAYS}))
        order by e.mention_count desc, e.id
        limit public.memory_setting('graph_enrich_per_night')::integer`);
 
@@ -71,6 +75,10 @@ export async function enrichEntities(deps: WorkerDeps, job: Job, workerId: strin
   const vectors = ids.length > 0 ? await deps.embedder.embed(named.map((e) => `${e.canonical_name}: ${summaries.get(e.id)}`)) : [];
 
   await withTenant(deps.sql, tenantOf(job, actor), async (tx) => {
+    // Every entity offered was attempted, summarised or left out: a left-out one waits ENRICH_RETRY_DAYS.
+    if (entities.length > 0) {
+      await tx`update public.memory_entities set enrich_attempted_at = now() where id = any(${entities.map((e) => e.id)}::uuid[])`;
+    }
     const rows = named.map((e, k) => ({ id: e.id, summary: summaries.get(e.id)!, embedding: toVectorLiteral(vectors[k]!) }));
     const updated = rows.length === 0 ? [] : await tx`
       update public.memory_entities e
