@@ -103,7 +103,9 @@ Deno.test("mcp: tools/list names every tool, each with its strict input schema",
       }
       const search = tools.find((t) => t.name === "search_memory")!;
       assert.deepEqual((search.inputSchema as { required?: string[] }).required, ["message"]);
-      assert.equal(tools.find((t) => t.name === "search_memory")!.annotations?.readOnlyHint, true);
+      // Searches reinforce what they return: not read-only; explain, stats, history … are.
+      const readOnly = tools.filter((t) => t.annotations?.readOnlyHint).map((t) => t.name).sort();
+      assert.deepEqual(readOnly, ["explain_fact", "get_entity_info", "memory_history", "memory_stats", "weak_facts"]);
       assert.equal(tools.find((t) => t.name === "forget_memory")!.annotations?.destructiveHint, true);
     } finally {
       await client.close();
