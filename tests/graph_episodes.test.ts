@@ -173,6 +173,17 @@ Deno.test({
   }
 });
 
+Deno.test({ name: "episodes: an episode is a record, not a fact: correcting one is a 422 that writes nothing", ...opts }, async () => {
+  const t = newTenant();
+  const r = await post(t, { session_id: "s", messages: [{ role: "user", content: "the staging database is on port 5433" }] });
+  assert.equal(r.status, 201);
+  const before = await sessionWrites(t);
+  const refused = await api("POST", `/memory/${r.body.episodes[0].id}/correct`, { as: t, body: { content: "the staging database is on port 5434" } });
+  assert.equal(refused.status, 422, JSON.stringify(refused.body));
+  assert.equal(refused.body.error.code, "episode_not_correctable");
+  assert.deepEqual(await sessionWrites(t), before, "nothing was written");
+});
+
 Deno.test({ name: "episodes: bad input is a 4xx that writes nothing", ...opts }, async () => {
   const future = new Date(Date.now() + 10 * 60_000).toISOString();
   const cases: [string, number, string, (t: string) => ReturnType<typeof post>, string?][] = [
