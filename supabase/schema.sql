@@ -3535,6 +3535,7 @@ CREATE TABLE public.memory_entities (
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     normalized_name text NOT NULL,
     alias_keys text[] DEFAULT '{}'::text[] NOT NULL,
+    enrich_attempted_at timestamp with time zone,
     CONSTRAINT memory_entities_aliases_shape CHECK ((cardinality(aliases) <= 20)),
     CONSTRAINT memory_entities_attributes_is_object CHECK ((jsonb_typeof(attributes) = 'object'::text)),
     CONSTRAINT memory_entities_embedding_has_model CHECK (((embedding IS NULL) OR (embedding_model IS NOT NULL))),
@@ -3551,6 +3552,12 @@ WITH (fillfactor='80');
 --
 
 COMMENT ON TABLE public.memory_entities IS 'Entities (people, projects, files, packages, services, functions, commands, errors, ...) of one tenant, resolved by canonical name or alias, case- and punctuation-insensitively (public.memory_entity_key). See docs/graph.md#entities.';
+
+--
+-- Name: COLUMN memory_entities.enrich_attempted_at; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.memory_entities.enrich_attempted_at IS 'When nightly enrichment last offered this entity to the model; an entity attempted in the last 7 days is not offered again. See docs/graph.md#nightly-maintenance.';
 
 --
 -- Name: memory_entity_links; Type: TABLE; Schema: public; Owner: -
@@ -6422,6 +6429,12 @@ GRANT INSERT(mention_count),UPDATE(mention_count) ON TABLE public.memory_entitie
 --
 
 GRANT INSERT(attributes),UPDATE(attributes) ON TABLE public.memory_entities TO authenticated;
+
+--
+-- Name: COLUMN memory_entities.enrich_attempted_at; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT UPDATE(enrich_attempted_at) ON TABLE public.memory_entities TO authenticated;
 
 --
 -- Name: TABLE memory_entity_links; Type: ACL; Schema: public; Owner: -

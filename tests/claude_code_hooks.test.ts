@@ -10,6 +10,12 @@ import { TEST_SECRET_KEY } from "./support/config.ts";
 import { userToken } from "./support/auth.ts";
 import { functionJson as api, startTestServer } from "./support/http_server.ts";
 import { cleanEnv } from "./support/process.ts";
+import {
+  EPISODE_BATCH_BYTES,
+  episodeBatches,
+  EPISODES_PER_BATCH,
+  storable,
+} from "../integrations/claude-code/hooks/lib.mjs";
 import { newTenant, testSql } from "./support/seed.ts";
 
 const HOOKS = new URL("../integrations/claude-code/hooks/", import.meta.url);
@@ -150,6 +156,69 @@ Deno.test("claude code hooks: transcripts go in incrementally, their memories co
     assert.equal(output.hookSpecificOutput.hookEventName, "UserPromptSubmit");
     assert.match(output.hookSpecificOutput.additionalContext, /^## Relevant Memories/);
     assert.match(output.hookSpecificOutput.additionalContext, /pnpm/);
+  } finally {
+    await server.close();
+    await sql.end();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("claude code hooks: text is cut between characters, never inside a surrogate pair", () => {
+  const cut = storable(`${"x".repeat(3998)}😀 and more`);
+  assert.equal(cut, `${"x".repeat(3998)}…`);
+  assert.equal(storable(`${"x".repeat(3997)}😀 and more`), `${"x".repeat(3997)}😀…`);
+  assert.equal(storable("short 😀"), "short 😀");
+});
+
+Deno.test("claude code hooks: episode batches are capped in bytes as well as in messages", () => {
+  const wide = Array.from({ length: 60 }, (_, i) => ({ role: "tool", content: `${i} ${"漢".repeat(3990)}` }));
+  const batches = episodeBatches(wide);
+  assert.deepEqual(batches.flat(), wide, "every episode, in order");
+  for (const b of batches) {
+    assert.ok(b.length <= EPISODES_PER_BATCH && new TextEncoder().encode(JSON.stringify(b)).length <= EPISODE_BATCH_BYTES);
+  }
+  const small = Array.from({ length: 120 }, (_, i) => ({ role: "user", content: `message ${i}` }));
+  assert.deepEqual(episodeBatches(small).map((b) => b.length), [50, 50, 20]);
+});
+
+Deno.test("claude code hooks: a session of long, wide tool output is stored whole (no batch refused for its size or a cut character)", async () => {
+  const server = await startTestServer({ worker: false });
+  const sql = testSql(2);
+  const dir = await Deno.makeTempDir();
+  try {
+    const tenant = newTenant();
+    const issued = await api(server, "memory/agent-tokens", { authorization: `Bearer ${await userToken(tenant)}` }, { agent: "coder" });
+    assert.equal(issued.status, 201, JSON.stringify(issued.body));
+    // 60 tool results of 4,000 characters of CJK (12 KB each: 50 of them are past the 256 KiB body
+    // limit), one of them cut where an emoji's surrogate pair straddles the 4,000th character.
+    const results = Array.from({ length: 60 }, (_, i) => i === 30 ? `${"x".repeat(3998)}😀 tail` : `${i} ${"漢".repeat(4100)}`);
+    const lines = results.map((text, i) =>
+      JSON.stringify({
+        type: "user",
+        message: { role: "user", content: [{ type: "tool_result", tool_use_id: `toolu_${i}`, content: text }] },
+      })
+    );
+    const transcript = `${dir}/wide.jsonl`;
+    await Deno.writeTextFile(transcript, lines.join("\n") + "\n");
+    const run = await runHook("pre-compact.mjs", {
+      session_id: "wide-output",
+      transcript_path: transcript,
+      cwd: dir,
+      hook_event_name: "PreCompact",
+      trigger: "auto",
+    }, {
+      DEVAI_MEMORY_URL: server.url,
+      DEVAI_AGENT_TOKEN: issued.body.token,
+      DEVAI_MEMORY_STATE_DIR: `${dir}/state`,
+      DEVAI_MEMORY_SEND: "episodes",
+      DEVAI_PROJECT: "wide",
+    });
+    assert.equal(run.code, 0);
+    assert.equal(run.report.error, undefined, JSON.stringify(run.report));
+    assert.equal(run.report.episodes, 60);
+    const [stored] = await sql<{ n: number }[]>`
+      select count(*)::int as n from public.devai_memories where owner_id = ${tenant} and session_id = 'wide-output'`;
+    assert.equal(stored!.n, 60);
   } finally {
     await server.close();
     await sql.end();

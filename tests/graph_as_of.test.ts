@@ -10,6 +10,8 @@ import { testConfig } from "./support/config.ts";
 import { memoryApi } from "./support/memory-api.ts";
 import { newTenant, testSql } from "./support/seed.ts";
 import { flushSearchWrites } from "../supabase/functions/_shared/retrieval/write-behind.ts";
+import { withTenant } from "../supabase/functions/_shared/db.ts";
+import { recordedBy } from "../supabase/functions/_shared/memories/as-of.ts";
 
 const sql = testSql();
 const api = memoryApi(sql);
@@ -90,6 +92,20 @@ Deno.test({ name: "as_of: retrieve and memory.query answer from what was held th
   const q2 = await post("/memory-retrieve/query", t, { ...query, as_of: f.after });
   assert.deepEqual(q2.body.results.map((r: { id: string }) => r.id), [f.newId]);
   assert.equal((await post("/memory-retrieve", t, { ...ask, as_of: "last tuesday" })).status, 400);
+});
+
+Deno.test({ name: "as_of: the list's as-of join bounds created_at by an index condition, not row by row", ...opts }, async () => {
+  const t = newTenant();
+  const f = await correctedFact(t);
+  const plan = await withTenant(sql, { tenantId: t, actor: "test" }, async (tx) => {
+    // The table is small here: seq scans off, so the plan shows what the index can be given.
+    await tx`set local enable_seqscan = off`;
+    const rows = await tx<{ "QUERY PLAN": string }[]>`
+      explain select m.id from public.devai_memories m ${recordedBy(tx, f.between)}
+       order by m.created_at desc, m.id desc limit 2`;
+    return rows.map((r) => r["QUERY PLAN"]).join("\n");
+  });
+  assert.match(plan, /Index Cond: .*created_at <= /, plan);
 });
 
 Deno.test({ name: "close the pool", ...opts }, async () => {

@@ -5,6 +5,7 @@
 // Then explain shows the provenance.
 import assert from "node:assert/strict";
 import { type ChatRequestBody, hashVector, reply, vectorWithSimilarity } from "./fake_openai.ts";
+import { MAX_EPISODES_PER_SESSION } from "../supabase/functions/_shared/consolidation.ts";
 import { memoryApi } from "./support/memory-api.ts";
 import { newTenant, seedMemory } from "./support/seed.ts";
 import { drainAll, EMBEDDING_MODEL, jobsOf, type WriteEnv, writeEnv } from "./write_helpers.ts";
@@ -152,6 +153,31 @@ Deno.test({ name: "consolidation without an LLM: the rules alone run, the model'
     assert.deepEqual((await derivedFrom(env, facts[0]!.id)).map((e) => e.to_id), [episodes[2]!]);
     const [job] = (await jobsOf(env.sql, t)).filter((j) => j.kind === "consolidate");
     assert.equal((job!.result as { llm: string }).llm, "skipped: no LLM configured");
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test({ name: "consolidation: a session past MAX_EPISODES_PER_SESSION is read from its first episodes and the result says how many were left out", ...opts }, async () => {
+  const env = await writeEnv({ withLlm: false });
+  try {
+    const t = newTenant();
+    const api = memoryApi(env.sql);
+    const r = await api("POST", "/memory/episodes", { as: t, body: { session_id: "long", messages: [{ role: "user", content: "start" }] } });
+    assert.equal(r.status, 201);
+    // The rest of a runaway session, written directly: one past the cap.
+    await env.sql`
+      insert into public.devai_memories (owner_id, content, memory_type, namespace, priority, source, importance, session_id, metadata)
+      select m.owner_id, 'loop output ' || g, m.memory_type, m.namespace, m.priority, m.source, m.importance, m.session_id,
+             jsonb_build_object('role', 'assistant', 'digest', md5(g::text), 'seq', g)
+        from public.devai_memories m, generate_series(1, ${MAX_EPISODES_PER_SESSION}) g
+       where m.id = ${r.body.episodes[0].id}`;
+    await env.sql`update public.memory_sessions set episode_count = ${MAX_EPISODES_PER_SESSION + 1} where owner_id = ${t}`;
+    assert.equal((await api("POST", "/memory/sessions/long/end", { as: t })).status, 202);
+    assert.equal((await drainAll(env.deps, t)).done, 1);
+    const [job] = (await jobsOf(env.sql, t)).filter((j) => j.kind === "consolidate");
+    const result = job!.result as { episodes: number; episodes_left_out?: number };
+    assert.deepEqual([result.episodes, result.episodes_left_out], [MAX_EPISODES_PER_SESSION, 1]);
   } finally {
     await env.close();
   }

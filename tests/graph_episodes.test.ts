@@ -9,6 +9,7 @@ import { MAX_EPISODES_PER_BATCH } from "../supabase/functions/_shared/episodes.t
 import { createHandler as createRetrieveHandler } from "../supabase/functions/memory-retrieve/handler.ts";
 import { localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
 import { userHeaders } from "./support/auth.ts";
+import { realServerOnly } from "./support/backend.ts";
 import { testConfig } from "./support/config.ts";
 import { memoryApi } from "./support/memory-api.ts";
 import { newTenant, seedRelation, tenantWrites, testSql } from "./support/seed.ts";
@@ -105,6 +106,82 @@ Deno.test({ name: "episodes: idempotent per (session, message digest): a re-sent
   assert.equal(later.body.stored, 2);
   assert.equal(later.body.episodes[1].id, later.body.episodes[2].id);
   assert.deepEqual((await episodesOf(t, "s")).map((r) => r.seq), [0, 1, 2, 3]);
+});
+
+Deno.test({ name: "episodes: a dense batch links every mention of every message (more links than one linking call takes)", ...opts }, async () => {
+  const t = newTenant();
+  // 50 messages naming 24 files each: 1,200 links, more than the 500 one call of link_memory_entities takes.
+  const messages = Array.from({ length: MAX_EPISODES_PER_BATCH }, (_, i) => ({
+    role: "assistant",
+    content: Array.from({ length: 24 }, (_, j) => `m${i}/f${j}.ts`).join(" "),
+  }));
+  const res = await post(t, { session_id: "dense", messages });
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+  const perEpisode = await sql<{ seq: number; links: number }[]>`
+    select (m.metadata ->> 'seq')::int as seq, count(l.entity_id)::int as links
+      from public.devai_memories m left join public.memory_entity_links l on l.memory_id = m.id
+     where m.owner_id = ${t} and m.session_id = 'dense'
+     group by m.id order by 1`;
+  assert.equal(perEpisode.length, MAX_EPISODES_PER_BATCH);
+  assert.deepEqual(perEpisode.filter((e) => e.links !== 24), [], "every message has its 24 links");
+});
+
+Deno.test({
+  ...realServerOnly("episodes: a batch resent while the first send holds the session answers its ids, nothing dropped",
+    "PGlite's one backend queues every client behind the open transaction that holds the lock"),
+  ...opts,
+}, async () => {
+  const t = newTenant();
+  assert.equal((await post(t, { session_id: "s", messages: [{ role: "user", content: "opening message" }] })).status, 201);
+  const batch = { session_id: "s", messages: [{ role: "assistant", content: "ran the migration" }, { role: "user", content: "check the logs" }] };
+  const side = testSql(2);
+  try {
+    // Both sends take their snapshot, then queue behind this lock on the session row; the one that
+    // gets it first stores the batch, the other must see it despite its older snapshot.
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    let holding!: (pid: number) => void;
+    const holder = new Promise<number>((r) => (holding = r));
+    const held = side.begin(async (tx) => {
+      const [me] = await tx<{ pid: number }[]>`
+        select pg_backend_pid() as pid from public.memory_sessions where owner_id = ${t} and session_id = 's' for update`;
+      holding(me!.pid);
+      await released;
+    });
+    const pid = await holder;
+    const sends = [post(t, batch), post(t, batch)];
+    for (;;) {
+      // The first waiter waits on the holder, the second on the first (the row's lock queue).
+      const [w] = await side<{ n: number }[]>`
+        select count(*)::int as n from pg_stat_activity a
+         where a.datname = current_database() and a.pid <> ${pid}::int and cardinality(pg_blocking_pids(a.pid)) > 0
+           and a.query like '%insert into public.memory_sessions%'`;
+      if (w!.n >= 2) break;
+    }
+    release();
+    await held;
+    const answers = (await Promise.all(sends)).map((r) => r.body);
+    const ids = (b: { episodes: { id: string }[] }) => b.episodes.map((e) => e.id);
+    assert.deepEqual(answers.map((b) => [b.stored, b.duplicates, b.dropped]).sort(), [[0, 2, 0], [2, 0, 0]], JSON.stringify(answers));
+    assert.deepEqual(ids(answers[0]), ids(answers[1]));
+    assert.ok(ids(answers[0]).every((id) => id !== null));
+    assert.deepEqual((await episodesOf(t, "s")).map((r) => r.seq), [0, 1, 2], "stored once, seq without a gap");
+    const [events] = await sql`select count(*)::int as n from public.memory_events where owner_id = ${t} and op = 'redact'`;
+    assert.equal(events!.n, 0, "no message was dropped as a secret");
+  } finally {
+    await side.end();
+  }
+});
+
+Deno.test({ name: "episodes: an episode is a record, not a fact: correcting one is a 422 that writes nothing", ...opts }, async () => {
+  const t = newTenant();
+  const r = await post(t, { session_id: "s", messages: [{ role: "user", content: "the staging database is on port 5433" }] });
+  assert.equal(r.status, 201);
+  const before = await sessionWrites(t);
+  const refused = await api("POST", `/memory/${r.body.episodes[0].id}/correct`, { as: t, body: { content: "the staging database is on port 5434" } });
+  assert.equal(refused.status, 422, JSON.stringify(refused.body));
+  assert.equal(refused.body.error.code, "episode_not_correctable");
+  assert.deepEqual(await sessionWrites(t), before, "nothing was written");
 });
 
 Deno.test({ name: "episodes: bad input is a 4xx that writes nothing", ...opts }, async () => {

@@ -5,8 +5,10 @@
 // which tenants memory_private.enqueue_graph_maintenance picks is pgTAP's (42_graph_signals).
 import assert from "node:assert/strict";
 import { withTenant } from "../supabase/functions/_shared/db.ts";
+import { ENRICH_RETRY_DAYS } from "../supabase/functions/_shared/graph-maintenance.ts";
 import { enqueueJob, type JobKind } from "../supabase/functions/_shared/jobs.ts";
 import { reply } from "./fake_openai.ts";
+import { overrideSettings } from "./support/lifecycle.ts";
 import { memoryApi } from "./support/memory-api.ts";
 import { newTenant } from "./support/seed.ts";
 import { drainAll, EMBEDDING_MODEL, jobsOf, type WriteEnv, writeEnv } from "./write_helpers.ts";
@@ -61,6 +63,32 @@ Deno.test({ name: "enrichment (fake LLM): entities with 3 mentions get a summary
   }
 });
 
+Deno.test({ name: "enrichment: an entity the model leaves out is not offered again every night, only after ENRICH_RETRY_DAYS", ...opts }, async () => {
+  const env = await writeEnv();
+  try {
+    const t = newTenant();
+    await session(env, t);
+    await env.sql`delete from public.memory_jobs where owner_id = ${t}`;
+    env.fake.onChat(ENRICH_MARK, reply.json({ summaries: [] }));
+    const offered = () => env.fake.chatRequests().filter((r) => String(r.body.messages.at(-1).content).includes("src/app.ts")).length;
+
+    await queue(env, t, "enrich", "2026-11-20");
+    assert.equal((await drainAll(env.deps, t)).done, 1);
+    assert.equal(offered(), 1);
+    await queue(env, t, "enrich", "2026-11-21");
+    assert.equal((await drainAll(env.deps, t)).done, 1);
+    assert.equal(offered(), 1, "left out last night: not offered again the next night");
+
+    await env.sql`update public.memory_entities set enrich_attempted_at = now() - make_interval(days => ${ENRICH_RETRY_DAYS + 1})
+                   where owner_id = ${t}`;
+    await queue(env, t, "enrich", "2026-11-29");
+    assert.equal((await drainAll(env.deps, t)).done, 1);
+    assert.equal(offered(), 2, "offered again once the attempt is old");
+  } finally {
+    await env.close();
+  }
+});
+
 Deno.test({ name: "causal inference (fake LLM): at most 50 pairs a night, causal edges at confidence 0.7, the next night goes on", ...opts }, async () => {
   const env = await writeEnv();
   try {
@@ -90,6 +118,40 @@ Deno.test({ name: "causal inference (fake LLM): at most 50 pairs a night, causal
     const [s2] = await env.sql`select causal_checked_seq from public.memory_sessions where owner_id = ${t}`;
     assert.equal(s2!.causal_checked_seq, 59);
   } finally {
+    await env.close();
+  }
+});
+
+Deno.test({ name: "causal inference: a session with a gap (a forgotten episode) moves on, so a newer session is checked the next night", ...opts }, async () => {
+  const env = await writeEnv();
+  const limits = await overrideSettings(env.sql, { graph_causal_pairs_per_night: 1 });
+  try {
+    const t = newTenant();
+    const api = memoryApi(env.sql);
+    const send = async (session: string, contents: string[]) => {
+      const r = await api("POST", "/memory/episodes", { as: t, body: { session_id: session, messages: contents.map((content) => ({ role: "user", content })) } });
+      assert.equal(r.status, 201, JSON.stringify(r.body));
+      assert.equal((await api("POST", `/memory/sessions/${session}/end`, { as: t })).status, 202);
+      return r.body.episodes.map((e: { id: string }) => e.id) as string[];
+    };
+    const gapped = await send("gapped", ["older one", "older two (forgotten)", "older three"]);
+    assert.equal((await api("POST", `/memory/${gapped[1]}/forget`, { as: t, body: {} })).status, 200);
+    await send("newer", ["newer one", "newer two"]);
+    await env.sql`delete from public.memory_jobs where owner_id = ${t}`;
+    env.fake.onChat(CAUSAL_MARK, reply.json({ causal: [] }));
+
+    await queue(env, t, "causal", "2026-11-20");
+    assert.equal((await drainAll(env.deps, t)).done, 1);
+    await queue(env, t, "causal", "2026-11-21");
+    assert.equal((await drainAll(env.deps, t)).done, 1);
+    const prompts = env.fake.chatRequests().map((r) => String(r.body.messages.at(-1).content));
+    assert.equal(prompts.length, 1, "the gapped session had no pair to show");
+    assert.match(prompts[0]!, /A: \[user\] newer one\n {2}B: \[user\] newer two/);
+    const sessions = await env.sql<{ session_id: string; causal_checked_seq: number }[]>`
+      select session_id, causal_checked_seq from public.memory_sessions where owner_id = ${t} order by session_id`;
+    assert.deepEqual(sessions.map((s) => [s.session_id, s.causal_checked_seq]), [["gapped", 2], ["newer", 1]]);
+  } finally {
+    await limits.restore();
     await env.close();
   }
 });

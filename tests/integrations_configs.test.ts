@@ -8,6 +8,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { parse as parseToml } from "smol-toml";
 import { userToken } from "./support/auth.ts";
 import { startTestServer } from "./support/http_server.ts";
+import { WRITE_TOOLS } from "../supabase/functions/memory-mcp/tools.ts";
 import { newTenant } from "./support/seed.ts";
 
 const INTEGRATIONS = new URL("../integrations/", import.meta.url);
@@ -41,6 +42,9 @@ const CONFIGS: Record<string, () => Promise<Endpoint>> = {
   "cline/cline_mcp_settings.json": async () => {
     const s = (await json("cline/cline_mcp_settings.json")).mcpServers["devai-memory"]!;
     assert.equal(s.type, "streamableHttp");
+    // Auto-approved: tools that never change what a memory says (searches only reinforce).
+    const writing = (s.autoApprove as string[]).filter((name) => WRITE_TOOLS.has(name));
+    assert.deepEqual(writing, [], "no writing tool is auto-approved");
     return { url: s.url as string, authorization: header(s) };
   },
   "codex/config.toml": async () => {

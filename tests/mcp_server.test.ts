@@ -3,7 +3,8 @@
 // called; what they answer is what the HTTP API answers (the same operations); another tenant's
 // token never sees a memory; no or a bad credential is a 401 with WWW-Authenticate pointing at the
 // RFC 9728 metadata; bad input is a tool error that writes nothing; an agent token selects the
-// allowlist memory.query applies; the tenant's rate limits apply per tool call.
+// allowlist memory.query applies; the tenant's rate limits apply per tool call (a JSON-RPC batch is
+// refused whole).
 import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -102,7 +103,9 @@ Deno.test("mcp: tools/list names every tool, each with its strict input schema",
       }
       const search = tools.find((t) => t.name === "search_memory")!;
       assert.deepEqual((search.inputSchema as { required?: string[] }).required, ["message"]);
-      assert.equal(tools.find((t) => t.name === "search_memory")!.annotations?.readOnlyHint, true);
+      // Searches reinforce what they return: not read-only; explain, stats, history … are.
+      const readOnly = tools.filter((t) => t.annotations?.readOnlyHint).map((t) => t.name).sort();
+      assert.deepEqual(readOnly, ["explain_fact", "get_entity_info", "memory_history", "memory_stats", "weak_facts"]);
       assert.equal(tools.find((t) => t.name === "forget_memory")!.annotations?.destructiveHint, true);
     } finally {
       await client.close();
@@ -260,9 +263,11 @@ Deno.test("mcp: no token or a bad one is a 401 with WWW-Authenticate naming the 
         body: JSON.stringify(initialize),
       });
 
-    const none = await post({});
+    const none = await post({ origin: "http://localhost:3000" });
     assert.equal(none.status, 401);
     assert.equal((await none.json()).error.code, "missing_token");
+    // A browser client may read the challenge (CORS exposes it).
+    assert.match(none.headers.get("access-control-expose-headers") ?? "", /\bwww-authenticate\b/);
     const challenge = none.headers.get("www-authenticate") ?? "";
     const metadataUrl = /resource_metadata="([^"]+)"/.exec(challenge)?.[1];
     assert.equal(metadataUrl, `${url}/.well-known/oauth-protected-resource`, challenge);
@@ -288,6 +293,27 @@ Deno.test("mcp: no token or a bad one is a 401 with WWW-Authenticate naming the 
     });
     assert.equal(get.status, 405);
     await get.body?.cancel();
+  });
+});
+
+Deno.test("mcp: a browser client's preflight allows the MCP headers and the agent header", async () => {
+  await withServer(async (server) => {
+    const res = await fetch(`${server.functionsUrl}/memory-mcp`, {
+      method: "OPTIONS",
+      headers: {
+        origin: "http://localhost:3000",
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "authorization, content-type, mcp-protocol-version, mcp-session-id, x-devai-agent",
+      },
+    });
+    await res.body?.cancel();
+    assert.equal(res.status, 204);
+    const allowed = (res.headers.get("access-control-allow-headers") ?? "").split(/,\s*/);
+    for (const header of ["authorization", "content-type", "mcp-protocol-version", "mcp-session-id", "x-devai-agent"]) {
+      assert.ok(allowed.includes(header), `${header} in ${allowed.join(", ")}`);
+    }
+    const exposed = (res.headers.get("access-control-expose-headers") ?? "").split(/,\s*/);
+    for (const header of ["www-authenticate", "mcp-session-id"]) assert.ok(exposed.includes(header), exposed.join(", "));
   });
 });
 
@@ -379,6 +405,29 @@ Deno.test("mcp: writing tools are charged to the tenant's write budget, reading 
     const tenant = newTenant();
     const client = await asUser(server, tenant);
     try {
+      // A JSON-RPC batch would run all its calls for one token: it is refused whole, nothing runs.
+      const batch = [1, 2, 3].map((n) => ({
+        jsonrpc: "2.0",
+        id: n,
+        method: "tools/call",
+        params: { name: "remember_fact", arguments: { content: `Batched fact number ${n}` } },
+      }));
+      const res = await fetch(`${server.functionsUrl}/memory-mcp`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${await userToken(tenant)}`,
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+        },
+        body: JSON.stringify(batch),
+      });
+      const refusedBatch = await res.json();
+      assert.equal(res.status, 400, JSON.stringify(refusedBatch));
+      assert.equal(refusedBatch.error.code, -32600);
+      assert.match(refusedBatch.error.message, /batches are not accepted/);
+      const [none] = await sql<{ n: number }[]>`
+        select count(*)::int as n from public.devai_memories where owner_id = ${tenant}`;
+      assert.equal(none!.n, 0, "no call of the batch ran");
       for (const n of [1, 2]) await ok(client, "remember_fact", { content: `Rate limited fact number ${n}` });
       const refused = await toolError(client, "remember_fact", { content: "One fact too many" }, "rate_limited");
       assert.match(refused, /retry after 10 s/);

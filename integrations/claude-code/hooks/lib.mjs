@@ -107,10 +107,16 @@ const ANSI = /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u00
 const UNSAFE =
   /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F\u061C\u200B\u200E\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF\u{E0000}-\u{E007F}]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/gu;
 
-/** Text the API stores as sent: without the characters above, trimmed, at most `max` characters. */
+/**
+ * Text the API stores as sent: without the characters above, trimmed, at most `max` characters
+ * (UTF-16 units, as the API counts). A cut never splits a surrogate pair: half of one is a
+ * character the API refuses (400), and the batch holding it would be refused on every run.
+ */
 export function storable(text, max = 4000) {
   const clean = String(text).replace(ANSI, "").replace(UNSAFE, "").trim();
-  return clean.length > max ? `${clean.slice(0, max - 1)}…` : clean;
+  if (clean.length <= max) return clean;
+  const end = /[\uD800-\uDBFF]/.test(clean[max - 2]) ? max - 2 : max - 1;
+  return `${clean.slice(0, end)}…`;
 }
 
 // --- transcript ---------------------------------------------------------------------------------
@@ -220,10 +226,37 @@ export function asChat(messages) {
   });
 }
 
+// A batch of episodes: at most the API's 50 messages, and at most this many bytes of JSON, well
+// under the API's default body limit (256 KiB): 50 messages of 4,000 characters can be 600 KB
+// (non-Latin text, escaped quotes and backslashes), and a refused batch would be resent on every
+// run, holding back everything after it.
+export const EPISODES_PER_BATCH = 50;
+export const EPISODE_BATCH_BYTES = 192 * 1024;
+const utf8 = new TextEncoder();
+
+/** The episodes in order, cut into batches the API takes (count and bytes both capped). */
+export function episodeBatches(episodes, maxBytes = EPISODE_BATCH_BYTES) {
+  const batches = [];
+  let batch = [];
+  let bytes = 0;
+  for (const episode of episodes) {
+    const size = utf8.encode(JSON.stringify(episode)).length + 1; // its comma
+    if (batch.length > 0 && (batch.length === EPISODES_PER_BATCH || bytes + size > maxBytes)) {
+      batches.push(batch);
+      batch = [];
+      bytes = 0;
+    }
+    batch.push(episode);
+    bytes += size;
+  }
+  if (batch.length > 0) batches.push(batch);
+  return batches;
+}
+
 /**
  * Sends what the transcript holds beyond what earlier runs sent: new messages as episodes (in
- * batches of 50), and to memory-extract with `after` (the transcript it acknowledged last time),
- * so a long session never resends what it sent. Returns what it did.
+ * batches capped in count and bytes), and to memory-extract with `after` (the transcript it
+ * acknowledged last time), so a long session never resends what it sent. Returns what it did.
  */
 export async function sendTranscript(s, input, state) {
   const jsonl = await readFile(input.transcript_path, "utf8");
@@ -233,9 +266,7 @@ export async function sendTranscript(s, input, state) {
   const fresh = messages.slice(Math.min(state.episodes ?? 0, messages.length));
 
   if (s.send.has("episodes") && fresh.length > 0) {
-    const episodes = asEpisodes(fresh);
-    for (let i = 0; i < episodes.length; i += 50) {
-      const batch = episodes.slice(i, i + 50);
+    for (const batch of episodeBatches(asEpisodes(fresh))) {
       await callApi(s, "POST", "memory/episodes", {
         session_id: input.session_id,
         ...(project ? { project } : {}),

@@ -6,7 +6,7 @@ import { Hono } from "hono";
 import { cors } from "hono/cors";
 import { requestId, type RequestIdVariables } from "hono/request-id";
 import { timing, type TimingVariables } from "hono/timing";
-import { CORS_ALLOW_HEADERS, CORS_ALLOW_METHODS } from "./cors.ts";
+import { CORS_ALLOW_HEADERS, CORS_ALLOW_METHODS, CORS_EXPOSE_HEADERS } from "./cors.ts";
 import { errorResponse, HttpError, respondToError } from "./http.ts";
 
 /** What every function's context holds, plus the function's own variables (its caller, …). */
@@ -19,7 +19,12 @@ const GATEWAY_PREFIX = "/functions/v1";
 export function createFunctionApp<V extends object = Record<never, never>>(): Hono<FunctionEnv<V>> {
   const app = new Hono<FunctionEnv<V>>({ strict: false });
   // Browser clients (Studio, dashboards) call the functions cross-origin; a preflight carries no token.
-  app.use(cors({ origin: "*", allowHeaders: CORS_ALLOW_HEADERS, allowMethods: CORS_ALLOW_METHODS }));
+  app.use(cors({
+    origin: "*",
+    allowHeaders: CORS_ALLOW_HEADERS,
+    allowMethods: CORS_ALLOW_METHODS,
+    exposeHeaders: CORS_EXPOSE_HEADERS,
+  }));
   app.use(requestId({ headerName: "x-request-id" }));
   app.use(timing());
   app.onError((err, c) => respondToError(err, c.get("requestId")));

@@ -123,7 +123,11 @@ export async function consolidateSession(deps: WorkerDeps, job: Job, workerId: s
            order by (metadata ->> 'seq')::int, id
            limit ${MAX_EPISODES_PER_SESSION}`
       : [];
-    return { session, episodes };
+    // The latest episodes past the cap are not read: the result says how many (docs/graph.md#consolidation).
+    const [all] = episodes.length < MAX_EPISODES_PER_SESSION ? [{ n: episodes.length }] : await tx<{ n: number }[]>`
+      select count(*)::int as n from public.devai_memories
+       where session_id = ${parsed.data.session_id} and source = 'conversation' and state = 'active'`;
+    return { session, episodes, leftOut: all!.n - episodes.length };
   });
   if (!read.session) throw new PermanentJobError(`session ${parsed.data.session_id} not found`);
   const session = read.session;
@@ -163,6 +167,7 @@ export async function consolidateSession(deps: WorkerDeps, job: Job, workerId: s
       mode: proposal.mode,
       llm: !deps.llm ? "skipped: no LLM configured" : proposal.modelFailure ? `failed: ${proposal.modelFailure}` : "used",
       episodes: read.episodes.length,
+      ...(read.leftOut > 0 ? { episodes_left_out: read.leftOut } : {}),
       candidates: candidates.length,
       counts: report.counts,
       derived_from_edges: derived,

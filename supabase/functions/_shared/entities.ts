@@ -34,19 +34,29 @@ export interface EntityLink extends EntityMention {
   source?: "rules" | "llm" | "api";
 }
 
-/** Links memories to entities (resolving or creating them); returns how many links are new. */
+/** How many links public.link_memory_entities takes in one call (it refuses more). */
+export const LINKS_PER_CALL = 500;
+
+/**
+ * Links memories to entities (resolving or creating them); returns how many links are new. A dense
+ * batch (50 episodes of 24 mentions each) has more links than one call takes: it is sent in calls
+ * of at most LINKS_PER_CALL, every link kept.
+ */
 export async function linkEntities(tx: Tx, links: readonly EntityLink[]): Promise<number> {
-  if (links.length === 0) return 0;
-  const payload = links.slice(0, 500).map((l) => ({
-    memory_id: l.memoryId,
-    name: l.name,
-    type: l.type,
-    mention: l.mention,
-    confidence: l.confidence ?? 1,
-    source: l.source ?? "rules",
-  }));
-  const [row] = await tx<{ n: number }[]>`select public.link_memory_entities(${tx.json(payload as never)}) as n`;
-  return row?.n ?? 0;
+  let linked = 0;
+  for (let start = 0; start < links.length; start += LINKS_PER_CALL) {
+    const payload = links.slice(start, start + LINKS_PER_CALL).map((l) => ({
+      memory_id: l.memoryId,
+      name: l.name,
+      type: l.type,
+      mention: l.mention,
+      confidence: l.confidence ?? 1,
+      source: l.source ?? "rules",
+    }));
+    const [row] = await tx<{ n: number }[]>`select public.link_memory_entities(${tx.json(payload as never)}) as n`;
+    linked += row?.n ?? 0;
+  }
+  return linked;
 }
 
 /** The rule-found mentions of each memory's content, linked (one statement for all of them). */

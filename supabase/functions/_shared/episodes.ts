@@ -123,10 +123,19 @@ export async function ingestEpisodes(
   const counts = redactions.reduce((sum: RedactionCounts, r) => addCounts(sum, r.counts), {});
   const batch = { ...input.batch, messages: input.batch.messages.map((m, i) => ({ ...m, content: redactions[i]!.text })) };
   const namespace = episodeNamespace(input.root, batch.project);
+  // The messages of this batch the session holds already.
+  const stored = tx`
+    select coalesce(json_agg(json_build_object('id', m.id, 'digest', m.metadata ->> 'digest', 'seq', (m.metadata ->> 'seq')::int)), '[]')
+      from public.devai_memories m
+     where m.owner_id = ${tenantId} and m.session_id = ${batch.session_id} and m.source = 'conversation'
+       and m.metadata ->> 'digest' = any (${digests}::text[])`;
   // One round trip: open the session or lock its row (the no-op update takes the row lock for this
   // transaction), find the messages stored already, and keep this transaction's episode inserts
-  // out of the change log ('bulk': the writer logs itself, and episodes are not logged).
-  const [opened] = await tx<{ session: SessionRow; existing: { id: string; digest: string; seq: number }[] }[]>`
+  // out of the change log ('bulk': the writer logs itself, and episodes are not logged). `seen` is
+  // the session's count in the statement's snapshot, taken before any wait for the row lock.
+  const [opened] = await tx<
+    { session: SessionRow; seen: number | null; existing: { id: string; digest: string; seq: number }[] }[]
+  >`
     with s as (
       insert into public.memory_sessions as s (owner_id, session_id, thread_id, project, namespace)
       values (${tenantId}, ${batch.session_id}, ${batch.thread_id ?? null}, ${batch.project ?? null}, ${namespace})
@@ -134,12 +143,17 @@ export async function ingestEpisodes(
       returning s.id, s.project, s.namespace, s.episode_count, s.last_episode_id, s.ended_at, (s.xmax = 0) as created
     )
     select (select row_to_json(s) from s) as session,
-           (select coalesce(json_agg(json_build_object('id', m.id, 'digest', m.metadata ->> 'digest', 'seq', (m.metadata ->> 'seq')::int)), '[]')
-              from public.devai_memories m
-             where m.owner_id = ${tenantId} and m.session_id = ${batch.session_id} and m.source = 'conversation'
-               and m.metadata ->> 'digest' = any (${digests}::text[])) as existing,
+           (select episode_count from public.memory_sessions where owner_id = ${tenantId} and session_id = ${batch.session_id}) as seen,
+           (${stored}) as existing,
            set_config('memory.change_log', 'bulk', true) as change_log`;
   const session = opened!.session;
+  // A concurrent batch of the same session committed while this one waited for the lock: the
+  // snapshot missed its episodes, so read them again (else a resent message would count as new,
+  // find its row taken and be answered as dropped).
+  if (!session!.created && opened!.seen !== session!.episode_count) {
+    const [again] = await tx<{ existing: { id: string; digest: string; seq: number }[] }[]>`select (${stored}) as existing`;
+    opened!.existing = again!.existing;
+  }
   if (!session!.created && (session!.project ?? undefined) !== batch.project) {
     throw new HttpError(409, "session_project_mismatch",
       `session ${batch.session_id} belongs to ${session!.project ? `project ${session!.project}` : "no project"}; its episodes stay in one scope`);

@@ -2,7 +2,8 @@
 // queues (one per tenant, kind and night), each capped per tenant per night by memory_settings:
 //   enrich  entities with ≥ entity_enrich_min_mentions mentions and no summary (at most
 //           graph_enrich_per_night): the LLM writes a summary from the memories that mention them
-//           (10 entities per call), and the entity is embedded by "name: summary"
+//           (10 entities per call), and the entity is embedded by "name: summary"; one it leaves
+//           out waits ENRICH_RETRY_DAYS before it is offered again
 //   causal  consecutive episode pairs of ended sessions not yet checked (at most
 //           graph_causal_pairs_per_night ≤ 50, one call): the pairs the LLM says are cause → effect
 //           get a causal edge, confidence 0.7, with its reason as evidence
@@ -24,6 +25,8 @@ const ENTITIES_PER_CALL = 10;
 const SNIPPETS_PER_ENTITY = 6;
 const SNIPPET_TOKENS = 200;
 const PAIR_MESSAGE_TOKENS = 300;
+/** An entity the model left out is offered again after this many days (not every night, ahead of the rest). */
+export const ENRICH_RETRY_DAYS = 7;
 
 const EnrichOutputSchema = z.object({
   summaries: z.array(z.object({ entity: z.number().int(), summary: z.string().trim().min(1).max(2000) })).max(ENTITIES_PER_CALL),
@@ -52,6 +55,7 @@ export async function enrichEntities(deps: WorkerDeps, job: Job, workerId: strin
                     order by m.valid_from desc, m.id limit ${SNIPPETS_PER_ENTITY}) as snippets
         from public.memory_entities e
        where e.summary is null and e.mention_count >= public.memory_setting('entity_enrich_min_mentions')
+         and (e.enrich_attempted_at is null or e.enrich_attempted_at < now() - make_interval(days => ${ENRICH_RETRY_DAYS}))
        order by e.mention_count desc, e.id
        limit public.memory_setting('graph_enrich_per_night')::integer`);
 
@@ -71,6 +75,10 @@ export async function enrichEntities(deps: WorkerDeps, job: Job, workerId: strin
   const vectors = ids.length > 0 ? await deps.embedder.embed(named.map((e) => `${e.canonical_name}: ${summaries.get(e.id)}`)) : [];
 
   await withTenant(deps.sql, tenantOf(job, actor), async (tx) => {
+    // Every entity offered was attempted, summarised or left out: a left-out one waits ENRICH_RETRY_DAYS.
+    if (entities.length > 0) {
+      await tx`update public.memory_entities set enrich_attempted_at = now() where id = any(${entities.map((e) => e.id)}::uuid[])`;
+    }
     const rows = named.map((e, k) => ({ id: e.id, summary: summaries.get(e.id)!, embedding: toVectorLiteral(vectors[k]!) }));
     const updated = rows.length === 0 ? [] : await tx`
       update public.memory_entities e
@@ -106,25 +114,35 @@ interface Pair {
 export async function inferCauses(deps: WorkerDeps, job: Job, workerId: string): Promise<void> {
   const actor = "worker:causal";
   if (!deps.llm) return await completeSkipped(deps, job, workerId, actor);
-  const pairs = await withTenant(deps.sql, tenantOf(job, actor), async (tx) => {
+  const { pairs, reached } = await withTenant(deps.sql, tenantOf(job, actor), async (tx) => {
     const cap = Number((await tx<{ cap: number }[]>`select public.memory_setting('graph_causal_pairs_per_night')::int as cap`)[0]!.cap);
-    const sessions = await tx<{ id: string; session_id: string; checked: number }[]>`
-      select id, session_id, causal_checked_seq as checked from public.memory_sessions
+    const sessions = await tx<{ id: string; session_id: string; checked: number; last: number }[]>`
+      select id, session_id, causal_checked_seq as checked, episode_count - 1 as last from public.memory_sessions
        where ended_at is not null and causal_checked_seq < episode_count - 1
        order by ended_at, id limit ${cap}`;
     const out: Pair[] = [];
+    // How far each examined session was read, pair or not: a session whose episodes have a gap (a
+    // forgotten message) yields no pair there, and must still move on, or it is picked first every
+    // night and newer sessions are never checked.
+    const reached = new Map<string, number>();
     for (const s of sessions) {
       if (out.length >= cap) break;
+      const limit = cap - out.length + 1;
       const eps = await tx<{ id: string; role: string; content: string; seq: number }[]>`
         select id, metadata ->> 'role' as role, content, (metadata ->> 'seq')::int as seq from public.devai_memories
          where session_id = ${s.session_id} and source = 'conversation' and state = 'active' and (metadata ->> 'seq')::int >= ${s.checked}
          order by (metadata ->> 'seq')::int
-         limit ${cap - out.length + 1}`;
-      for (let i = 0; i + 1 < eps.length && out.length < cap; i++) {
+         limit ${limit}`;
+      let i = 0;
+      for (; i + 1 < eps.length && out.length < cap; i++) {
         if (eps[i + 1]!.seq === eps[i]!.seq + 1) out.push({ sessionRow: s.id, from: eps[i]!, to: eps[i + 1]! });
       }
+      // Every episode left was read and paired: the session is checked to its end.
+      const readAll = eps.length < limit && i + 1 >= eps.length;
+      const last = readAll ? s.last : eps[i]?.seq ?? s.checked;
+      if (last > s.checked) reached.set(s.id, last);
     }
-    return out;
+    return { pairs: out, reached };
   });
 
   const out = pairs.length > 0 ? await deps.llm.completeJson(CausalOutputSchema, causalMessages(pairs), { name: "causal_pairs" }) : undefined;
@@ -137,13 +155,10 @@ export async function inferCauses(deps: WorkerDeps, job: Job, workerId: string):
       evidence: [{ reason: c.reason.slice(0, 500), job_id: job.id }],
     });
   }
-  // Every pair shown was checked, causal or not: the next night starts after the last one.
-  const checked = new Map<string, number>();
-  for (const p of pairs) checked.set(p.sessionRow, Math.max(checked.get(p.sessionRow) ?? 0, p.to.seq));
-
+  // Every pair shown was checked, causal or not: the next night starts after the last episode read.
   await withTenant(deps.sql, tenantOf(job, actor), async (tx) => {
     const made = await insertEdges(tx, job.owner_id, edges);
-    for (const [id, seq] of checked) {
+    for (const [id, seq] of reached) {
       await tx`update public.memory_sessions set causal_checked_seq = greatest(causal_checked_seq, ${seq}) where id = ${id}`;
     }
     await completeJobInTx(tx, job.id, workerId, { pairs: pairs.length, causal_edges: made, usage: out?.usage ?? emptyUsage() });

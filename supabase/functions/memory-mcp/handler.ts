@@ -1,6 +1,6 @@
 // memory-mcp: the memory as an MCP server for coding agents (docs/mcp.md), over streamable HTTP in
-// stateless mode (the official SDK's web-standard transport; every POST is answered on its own,
-// with JSON), at /functions/v1/memory-mcp:
+// stateless mode (the official SDK's web-standard transport; every POST carries one JSON-RPC message
+// and is answered on its own, with JSON), at /functions/v1/memory-mcp:
 //
 //   POST /memory-mcp                                          JSON-RPC: initialize, tools/list, tools/call
 //   GET  /memory-mcp/.well-known/oauth-protected-resource     RFC 9728 metadata (no credential needed)
@@ -23,6 +23,16 @@ import { createMcpServer, routeClassOf } from "./tools.ts";
 /** Production dependencies from the environment (index.ts; the local functions server brings its own). */
 export const defaultDeps = (): MemoryDeps => memoryDepsFromEnv("devai-memory:memory-mcp");
 
+/** The JSON-RPC error (Invalid Request) a batch body gets: docs/mcp.md, one message per POST. */
+const BATCH_REFUSED = {
+  jsonrpc: "2.0",
+  id: null,
+  error: {
+    code: -32600,
+    message: "JSON-RPC batches are not accepted: send one message per POST (MCP 2025-06-18 has no batching)",
+  },
+};
+
 export function createHandler(deps: MemoryDeps): (req: Request) => Promise<Response> {
   const services = withClock(deps);
   const app = createFunctionApp<{ caller: Caller }>();
@@ -42,6 +52,9 @@ export function createHandler(deps: MemoryDeps): (req: Request) => Promise<Respo
       throw err;
     }
     const message = await parseJsonBody(c.req.raw, z.unknown(), deps.config.maxBodyBytes);
+    // A request is charged one rate-limit token, so it may carry one message: a JSON-RPC batch
+    // would run up to a hundred tool calls for that token (MCP 2025-06-18 dropped batching).
+    if (Array.isArray(message)) return json(BATCH_REFUSED, 400);
     const server = createMcpServer({ deps: services, caller, requestId: c.get("requestId") });
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,

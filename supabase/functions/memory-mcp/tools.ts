@@ -38,15 +38,13 @@ const INSTRUCTIONS = "Long-term memory for this user's coding work. Call search_
   "to keep; correct_fact when a memory is wrong; confirm_fact when the user confirms one. Ids in results are memory ids.";
 
 /** The tools that change memories: charged to the tenant's write budget (the others: read). */
-const WRITE_TOOLS = new Set(["remember_fact", "correct_fact", "confirm_fact", "forget_memory", "restore_memory"]);
+export const WRITE_TOOLS = new Set(["remember_fact", "correct_fact", "confirm_fact", "forget_memory", "restore_memory"]);
 
-/** The rate-limit class of an MCP request: write when it calls a tool that writes. */
+/** The rate-limit class of an MCP request (one message, never a batch): write when it calls a tool that writes. */
 export function routeClassOf(message: unknown): RouteClass {
-  const messages = Array.isArray(message) ? message : [message];
-  const writes = messages.some((m) => {
-    const call = m as { method?: unknown; params?: { name?: unknown } } | null;
-    return call?.method === "tools/call" && typeof call.params?.name === "string" && WRITE_TOOLS.has(call.params.name);
-  });
+  const call = message as { method?: unknown; params?: { name?: unknown } } | null;
+  const writes = call?.method === "tools/call" && typeof call.params?.name === "string" &&
+    WRITE_TOOLS.has(call.params.name);
   return writes ? "write" : "read";
 }
 
@@ -87,7 +85,8 @@ export function createMcpServer(ctx: ToolContext): McpServer {
       "every memory found with the signals that found it. Filters: after/before (ISO date or last_week, last_N_days …), " +
       "mode, intent, graph_depth, as_of. Memories it injects are reinforced.",
     input: RetrieveRequest,
-    readOnly: true,
+    // Not read-only: what it returns is reinforced (strength, access count).
+    readOnly: false,
   }, async (input) => {
     const { result } = await retrieve(deps, caller, input);
     return { text: text.searchText(result), structured: result };
@@ -100,7 +99,8 @@ export function createMcpServer(ctx: ToolContext): McpServer {
       "errors_and_fixes), as bullets or full rows, with metadata filters. The agent is the token's (an agent token) or " +
       "the x-devai-agent header's.",
     input: QueryRequest.omit({ agent: true }),
-    readOnly: true,
+    // Not read-only: what it returns is reinforced (strength, access count).
+    readOnly: false,
   }, async (input) => {
     if (!caller.agent) {
       throw new HttpError(
@@ -236,7 +236,8 @@ export function createMcpServer(ctx: ToolContext): McpServer {
       "activity) and the repository's lineage (branch, merged branches, deleted files): another branch's unmerged notes " +
       "are never injected as fact. Each memory at the compression its tier can afford.",
     input: AssembleRequest,
-    readOnly: true,
+    // Not read-only: what it returns is reinforced (strength, access count).
+    readOnly: false,
   }, async (input) => {
     // The assembly's record (reinforcement, injections) is written after the answer, as the context function does.
     const after = {

@@ -137,10 +137,22 @@ select is(memory_private.end_idle_sessions(), '{"ended": 0, "queued": 0}'::jsonb
 select is((select end_reason from public.memory_sessions where session_id = 's-b'), 'idle', 'B''s session ended as idle');
 
 update public.memory_entities set mention_count = 3 where id = '42200000-0000-4000-8000-000000000001';
-select is(memory_private.enqueue_graph_maintenance('2026-11-20T02:30Z'), '{"enrich": 1, "causal": 1}'::jsonb,
+-- The function queues for every tenant with work: count this file's tenants' jobs only, so the
+-- test passes on a database other tests (or users) have written to.
+create function pg_temp.graph_jobs(p_night text) returns jsonb language sql as $$
+  select coalesce(jsonb_object_agg(kind, n), '{}'::jsonb) from (
+    select kind, count(*)::int as n from public.memory_jobs
+     where owner_id in ('42000000-0000-4000-8000-00000000000a', '42000000-0000-4000-8000-00000000000b')
+       and kind in ('enrich', 'causal') and idempotency_key = kind || ':' || p_night
+     group by kind) j
+$$;
+do $$ begin perform memory_private.enqueue_graph_maintenance('2026-11-20T02:30Z'); end $$;
+select is(pg_temp.graph_jobs('2026-11-20'), '{"enrich": 1, "causal": 1}'::jsonb,
   'tonight: one enrichment job (an entity with 3 mentions, no summary), one causal job (an ended session with unchecked pairs)');
-select is(memory_private.enqueue_graph_maintenance('2026-11-20T03:00Z'), '{"enrich": 0, "causal": 0}'::jsonb, 'once per tenant per night');
-select is(memory_private.enqueue_graph_maintenance('2026-11-21T02:30Z'), '{"enrich": 1, "causal": 1}'::jsonb, 'the next night again, while the work is there');
+do $$ begin perform memory_private.enqueue_graph_maintenance('2026-11-20T03:00Z'); end $$;
+select is(pg_temp.graph_jobs('2026-11-20'), '{"enrich": 1, "causal": 1}'::jsonb, 'once per tenant per night');
+do $$ begin perform memory_private.enqueue_graph_maintenance('2026-11-21T02:30Z'); end $$;
+select is(pg_temp.graph_jobs('2026-11-21'), '{"enrich": 1, "causal": 1}'::jsonb, 'the next night again, while the work is there');
 
 select * from finish();
 rollback;

@@ -17,12 +17,15 @@ export function asOfColumns(tx: Tx, asOf: string | undefined) {
 
 /**
  * The join that evaluates memory m at asOf (nothing without as_of): keeps the memories held then,
- * or with held: false every memory recorded by then.
+ * or with held: false every memory recorded by then. memory_at is never inlined (it sets its
+ * search_path), so `held` alone is only known row by row: the plain `m.created_at <= asOf` beside
+ * it (held implies it) lets the index on (owner_id, created_at) start at asOf instead of reading
+ * every memory of the tenant recorded since.
  */
 export function recordedBy(tx: Tx, asOf: string | undefined, opts: { held?: boolean } = {}) {
   if (!asOf) return tx``;
   return tx`join lateral public.memory_at(m, ${asOf}::timestamptz) a
-              on ${opts.held === false ? tx`m.created_at <= ${asOf}::timestamptz` : tx`a.held`}`;
+              on m.created_at <= ${asOf}::timestamptz ${opts.held === false ? tx`` : tx`and a.held`}`;
 }
 
 /** The row as it was at as_of when the as-of columns say so; the as-of columns removed either way. */

@@ -36,6 +36,15 @@ async function findDuplicate(tx: Tx, content: string, scopes: string[]): Promise
 }
 
 function assertCorrectable(old: Memory): void {
+  // An episode is the record of a message as it was sent (docs/graph.md#episodes): it is never
+  // superseded, and a correction of it would be a fact filed as an episode.
+  if (old.source === "conversation") {
+    throw new HttpError(
+      422,
+      "episode_not_correctable",
+      `memory ${old.id} is an episode (a message as it was sent) and is not corrected; remember the right fact instead`,
+    );
+  }
   if (old.superseded_by) {
     throw new HttpError(
       409,
