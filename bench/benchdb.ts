@@ -17,10 +17,18 @@ import postgres from "postgres";
 export type Sql = postgres.Sql;
 
 export function connect(url: string, max = 10, app = "devai-bench"): Sql {
-  return postgres(url, { max, prepare: false, onnotice: () => {}, idle_timeout: 30, connect_timeout: 10, connection: { application_name: app } });
+  return postgres(url, {
+    max,
+    prepare: false,
+    onnotice: () => {},
+    idle_timeout: 30,
+    connect_timeout: 10,
+    connection: { application_name: app },
+  });
 }
 
-const MATCH_SIG = "public.match_memories(extensions.vector, text, integer, double precision, uuid, text, text[], timestamptz)";
+const MATCH_SIG =
+  "public.match_memories(extensions.vector, text, integer, double precision, uuid, text, text[], timestamptz)";
 
 export async function installBenchSchema(sql: Sql): Promise<{ derivedFrom: string }> {
   await sql`create schema if not exists bench`;
@@ -30,7 +38,12 @@ export async function installBenchSchema(sql: Sql): Promise<{ derivedFrom: strin
   const iterLine = /SET "?hnsw\.iterative_scan"? TO '[a-z_]+'/;
   const efLine = / *SET "?hnsw\.ef_search"? TO '\d+'\n?/;
   const pathChoice = /v_exact_max := public\.memory_setting\('exact_scan_max_rows'\)::integer;/;
-  for (const [what, re] of [["SET hnsw.iterative_scan", iterLine], ["SET hnsw.ef_search", efLine], ["the exact_scan_max_rows path choice", pathChoice]] as const) {
+  for (
+    const [what, re] of [["SET hnsw.iterative_scan", iterLine], ["SET hnsw.ef_search", efLine], [
+      "the exact_scan_max_rows path choice",
+      pathChoice,
+    ]] as const
+  ) {
     if (!re.test(def)) throw new Error(`public.match_memories no longer has ${what}: update bench/benchdb.ts`);
   }
   const variant = (name: string, iterative: string, exactMax: string) =>
@@ -88,7 +101,12 @@ export async function installBenchSchema(sql: Sql): Promise<{ derivedFrom: strin
 }
 
 /** Runs fn in a transaction as the tenant, exactly as the edge functions do (RLS applies). */
-export async function asTenant<T>(sql: Sql, tenantId: string, fn: (tx: postgres.TransactionSql) => Promise<T>, settings: Record<string, string> = {}): Promise<T> {
+export async function asTenant<T>(
+  sql: Sql,
+  tenantId: string,
+  fn: (tx: postgres.TransactionSql) => Promise<T>,
+  settings: Record<string, string> = {},
+): Promise<T> {
   const claims = JSON.stringify({ sub: tenantId, role: "authenticated" });
   const out = await sql.begin(async (tx) => {
     await tx`select set_config('role', 'authenticated', true), set_config('request.jwt.claims', ${claims}, true)`;
@@ -106,7 +124,20 @@ export async function versions(sql: Sql): Promise<{ postgres: string; pgvector: 
 }
 
 export async function serverSettings(sql: Sql): Promise<Record<string, string>> {
-  const names = ["shared_buffers", "work_mem", "maintenance_work_mem", "max_parallel_workers_per_gather", "max_parallel_maintenance_workers", "effective_cache_size", "hnsw.ef_search", "hnsw.iterative_scan", "hnsw.max_scan_tuples", "hnsw.scan_mem_multiplier", "jit", "synchronous_commit"];
+  const names = [
+    "shared_buffers",
+    "work_mem",
+    "maintenance_work_mem",
+    "max_parallel_workers_per_gather",
+    "max_parallel_maintenance_workers",
+    "effective_cache_size",
+    "hnsw.ef_search",
+    "hnsw.iterative_scan",
+    "hnsw.max_scan_tuples",
+    "hnsw.scan_mem_multiplier",
+    "jit",
+    "synchronous_commit",
+  ];
   const rows = await sql<{ name: string; setting: string }[]>`
     select n as name, coalesce(current_setting(n, true), '(unset)') as setting from unnest(${names}::text[]) as n`;
   return Object.fromEntries(rows.map((r) => [r.name, r.setting]));

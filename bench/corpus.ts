@@ -20,16 +20,77 @@ export const SIZES: Record<string, number> = { "10k": 10_000, "100k": 100_000, "
 
 /** Project names, including the ones whose `_` / `%` would make a LIKE prefix match a neighbour. */
 export const PROJECTS = [
-  "task_forge", "taskxforge", "task_forge2", "100%_done", "100xx_done", "web-app", "api_gateway",
-  "apixgateway", "billing", "infra", "mobile", "ml_pipeline", "docs", "cli", "sdk_js", "data%lake",
+  "task_forge",
+  "taskxforge",
+  "task_forge2",
+  "100%_done",
+  "100xx_done",
+  "web-app",
+  "api_gateway",
+  "apixgateway",
+  "billing",
+  "infra",
+  "mobile",
+  "ml_pipeline",
+  "docs",
+  "cli",
+  "sdk_js",
+  "data%lake",
 ] as const;
 const SUBSPACES = ["backend", "frontend", "backend/db", "ci"] as const;
 const TYPES = [["semantic", 0.55], ["episodic", 0.30], ["procedural", 0.15]] as const;
 const PRIORITIES = [["highest", 0.05], ["high", 0.20], ["medium", 0.55], ["low", 0.20]] as const;
-const SOURCES = [["user_stated", 0.15], ["error_resolution", 0.15], ["pattern", 0.2], ["discovery", 0.25], ["correction", 0.05], ["compaction", 0.15], [null, 0.05]] as const;
-const SUBJECTS = ["migrations", "the test runner", "eslint", "the build", "auth tokens", "the cache", "retries", "logging", "the CI pipeline", "feature flags", "pagination", "rate limits", "the ORM", "docker images", "env vars", "the release"];
-const VERBS = ["prefers", "always runs", "never touches", "fixed", "documented", "wraps", "pins", "splits", "renamed", "profiles"];
-const TAILS = ["before merging", "in watch mode", "with pnpm", "behind a flag", "on Fridays", "after the schema change", "for the staging env", "via the Makefile", "with strict types", "in one transaction"];
+const SOURCES = [
+  ["user_stated", 0.15],
+  ["error_resolution", 0.15],
+  ["pattern", 0.2],
+  ["discovery", 0.25],
+  ["correction", 0.05],
+  ["compaction", 0.15],
+  [null, 0.05],
+] as const;
+const SUBJECTS = [
+  "migrations",
+  "the test runner",
+  "eslint",
+  "the build",
+  "auth tokens",
+  "the cache",
+  "retries",
+  "logging",
+  "the CI pipeline",
+  "feature flags",
+  "pagination",
+  "rate limits",
+  "the ORM",
+  "docker images",
+  "env vars",
+  "the release",
+];
+const VERBS = [
+  "prefers",
+  "always runs",
+  "never touches",
+  "fixed",
+  "documented",
+  "wraps",
+  "pins",
+  "splits",
+  "renamed",
+  "profiles",
+];
+const TAILS = [
+  "before merging",
+  "in watch mode",
+  "with pnpm",
+  "behind a flag",
+  "on Fridays",
+  "after the schema change",
+  "for the staging env",
+  "via the Makefile",
+  "with strict types",
+  "in one transaction",
+];
 
 export interface Tenant {
   index: number;
@@ -161,7 +222,9 @@ export class Corpus {
   vector(rng: Rng, k: number, s: number, sigma: number): Float32Array {
     const v = new Float32Array(DIM);
     const co = k * DIM, so = (k * 8 + s) * DIM;
-    for (let i = 0; i < DIM; i++) v[i] = (this.centres[co + i] ?? 0) + 0.5 * (this.subs[so + i] ?? 0) + sigma * rng.gauss();
+    for (let i = 0; i < DIM; i++) {
+      v[i] = (this.centres[co + i] ?? 0) + 0.5 * (this.subs[so + i] ?? 0) + sigma * rng.gauss();
+    }
     return normalize(v);
   }
 
@@ -196,15 +259,39 @@ export class Corpus {
     const embedding = embeddingModel === null ? null : this.vector(rng, cluster, sub, sigma);
     const project = namespace.split("/")[2] ?? "the workspace";
     const content = memoryType === "procedural"
-      ? `To ship ${project}: run ${rng.pick(SUBJECTS)} checks ${rng.pick(TAILS)}, then ${rng.pick(VERBS)} ${rng.pick(SUBJECTS)} (note m${index})`
+      ? `To ship ${project}: run ${rng.pick(SUBJECTS)} checks ${rng.pick(TAILS)}, then ${rng.pick(VERBS)} ${
+        rng.pick(SUBJECTS)
+      } (note m${index})`
       : memoryType === "episodic"
-      ? `Session ${rng.int(9999)}: ${rng.pick(VERBS)} ${rng.pick(SUBJECTS)} in ${project} ${rng.pick(TAILS)} (note m${index})`
+      ? `Session ${rng.int(9999)}: ${rng.pick(VERBS)} ${rng.pick(SUBJECTS)} in ${project} ${
+        rng.pick(TAILS)
+      } (note m${index})`
       : `The user ${rng.pick(VERBS)} ${rng.pick(SUBJECTS)} ${rng.pick(TAILS)} in ${project} (note m${index})`;
     return {
-      index, id: rng.uuid(), tenant, ownerId: t.id, namespace, content, memoryType, priority, source,
-      strength: Math.max(0, Math.min(1, strength)), baseStrength, accessCount: rng.int(40), lastAccessedAt, createdAt,
-      sessionId: `s-${tenant}-${rng.int(500)}`, isValid, state: softDeleted ? "soft_deleted" : "active", purgeAt,
-      importance: 1 + rng.int(5), pinned, embeddingModel, embedding, cluster, sub,
+      index,
+      id: rng.uuid(),
+      tenant,
+      ownerId: t.id,
+      namespace,
+      content,
+      memoryType,
+      priority,
+      source,
+      strength: Math.max(0, Math.min(1, strength)),
+      baseStrength,
+      accessCount: rng.int(40),
+      lastAccessedAt,
+      createdAt,
+      sessionId: `s-${tenant}-${rng.int(500)}`,
+      isValid,
+      state: softDeleted ? "soft_deleted" : "active",
+      purgeAt,
+      importance: 1 + rng.int(5),
+      pinned,
+      embeddingModel,
+      embedding,
+      cluster,
+      sub,
     };
   }
 
@@ -217,9 +304,28 @@ export class Corpus {
 // ---------------------------------------------------------------- loading
 
 const COPY_COLUMNS = [
-  "id", "content", "embedding", "memory_type", "namespace", "priority", "source", "strength", "base_strength",
-  "access_count", "last_accessed_at", "session_id", "is_valid", "state", "purge_at", "created_at", "updated_at",
-  "owner_id", "importance", "pinned", "embedding_model", "metadata",
+  "id",
+  "content",
+  "embedding",
+  "memory_type",
+  "namespace",
+  "priority",
+  "source",
+  "strength",
+  "base_strength",
+  "access_count",
+  "last_accessed_at",
+  "session_id",
+  "is_valid",
+  "state",
+  "purge_at",
+  "created_at",
+  "updated_at",
+  "owner_id",
+  "importance",
+  "pinned",
+  "embedding_model",
+  "metadata",
 ];
 
 function copyText(v: string | null): string {
@@ -234,19 +340,46 @@ function vectorText(v: Float32Array): string {
 }
 
 export function copyLine(r: MemoryRow): string {
-  const metadata = JSON.stringify({ agent_id: "devai", category: r.memoryType, keywords: [r.namespace.split("/").pop()], bench_i: r.index });
+  const metadata = JSON.stringify({
+    agent_id: "devai",
+    category: r.memoryType,
+    keywords: [r.namespace.split("/").pop()],
+    bench_i: r.index,
+  });
   const cells = [
-    r.id, copyText(r.content), r.embedding ? vectorText(r.embedding) : "\\N", r.memoryType, copyText(r.namespace), r.priority,
-    r.source ?? "\\N", String(r.strength), String(r.baseStrength), String(r.accessCount), r.lastAccessedAt.toISOString(),
-    copyText(r.sessionId), r.isValid ? "t" : "f", r.state, r.purgeAt ? r.purgeAt.toISOString() : "\\N",
-    r.createdAt.toISOString(), r.createdAt.toISOString(), r.ownerId, String(r.importance), r.pinned ? "t" : "f",
-    r.embeddingModel ?? "\\N", copyText(metadata),
+    r.id,
+    copyText(r.content),
+    r.embedding ? vectorText(r.embedding) : "\\N",
+    r.memoryType,
+    copyText(r.namespace),
+    r.priority,
+    r.source ?? "\\N",
+    String(r.strength),
+    String(r.baseStrength),
+    String(r.accessCount),
+    r.lastAccessedAt.toISOString(),
+    copyText(r.sessionId),
+    r.isValid ? "t" : "f",
+    r.state,
+    r.purgeAt ? r.purgeAt.toISOString() : "\\N",
+    r.createdAt.toISOString(),
+    r.createdAt.toISOString(),
+    r.ownerId,
+    String(r.importance),
+    r.pinned ? "t" : "f",
+    r.embeddingModel ?? "\\N",
+    copyText(metadata),
   ];
   return cells.join("\t") + "\n";
 }
 
 /** Streams lines produced by lineOf(i) for i in [0, n) into a COPY ... FROM STDIN. */
-export async function copyRows(sql: postgres.Sql, copySql: string, n: number, lineOf: (i: number) => string | null): Promise<void> {
+export async function copyRows(
+  sql: postgres.Sql,
+  copySql: string,
+  n: number,
+  lineOf: (i: number) => string | null,
+): Promise<void> {
   const writable = await sql.unsafe(copySql).writable();
   const batch = 256;
   async function* lines() {
@@ -276,7 +409,11 @@ export interface LoadResult {
  */
 export async function loadCorpus(url: string, corpus: Corpus): Promise<LoadResult> {
   const postgresMod = (await import("postgres")).default;
-  const sql = postgresMod(url, { max: 1, onnotice: () => {}, connection: { session_replication_role: "replica", application_name: "devai-bench-load" } });
+  const sql = postgresMod(url, {
+    max: 1,
+    onnotice: () => {},
+    connection: { session_replication_role: "replica", application_name: "devai-bench-load" },
+  });
   try {
     await sql`truncate public.devai_memories cascade`;
     const indexes = await sql<{ indexname: string; indexdef: string }[]>`
@@ -286,7 +423,12 @@ export async function loadCorpus(url: string, corpus: Corpus): Promise<LoadResul
     for (const ix of indexes) await sql.unsafe(`drop index public.${quoteIdent(ix.indexname)}`);
     log(`loading ${corpus.size} rows with COPY (indexes dropped: ${indexes.map((i) => i.indexname).join(", ")})`);
     const t0 = now();
-    await copyRows(sql, `copy public.devai_memories (${COPY_COLUMNS.join(", ")}) from stdin`, corpus.size, (i) => copyLine(corpus.row(i)));
+    await copyRows(
+      sql,
+      `copy public.devai_memories (${COPY_COLUMNS.join(", ")}) from stdin`,
+      corpus.size,
+      (i) => copyLine(corpus.row(i)),
+    );
     const copySeconds = (now() - t0) / 1000;
     log(`COPY done in ${copySeconds.toFixed(1)} s`);
     // ~20% of memories get a related_to edge to a neighbour in their scope (relation boost input).
@@ -314,8 +456,12 @@ export async function loadCorpus(url: string, corpus: Corpus): Promise<LoadResul
              coalesce((select pg_relation_size(indexrelid)::float8 / 1048576 from pg_index i join pg_class c on c.oid = i.indexrelid
                         where i.indrelid = 'public.devai_memories'::regclass and c.relname = 'devai_memories_embedding_hnsw'), 0) as hnsw_mb`;
     return {
-      rows: corpus.size, generateAndCopySeconds: copySeconds, indexBuildSeconds, analyzeSeconds,
-      tableSizeMb: Math.round(sizes?.table_mb ?? 0), hnswSizeMb: Math.round(sizes?.hnsw_mb ?? 0),
+      rows: corpus.size,
+      generateAndCopySeconds: copySeconds,
+      indexBuildSeconds,
+      analyzeSeconds,
+      tableSizeMb: Math.round(sizes?.table_mb ?? 0),
+      hnswSizeMb: Math.round(sizes?.hnsw_mb ?? 0),
       triggersDuringLoad: "off (session_replication_role=replica: bulk import, no history rows)",
     };
   } finally {

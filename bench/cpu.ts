@@ -14,7 +14,9 @@ export interface CpuSpent {
 const TICK_MS = 10; // USER_HZ: 100 ticks a second on Linux
 
 async function backendTicks(sql: Sql, applicationNames: string[]): Promise<Map<number, number> | null> {
-  const pids = await sql<{ pid: number }[]>`select pid from pg_stat_activity where application_name = any (${applicationNames})`;
+  const pids = await sql<
+    { pid: number }[]
+  >`select pid from pg_stat_activity where application_name = any (${applicationNames})`;
   const ticks = new Map<number, number>();
   for (const { pid } of pids) {
     try {

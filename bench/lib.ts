@@ -60,7 +60,9 @@ export class Rng {
     for (let i = 0; i < 16; i++) hex.push(this.int(256).toString(16).padStart(2, "0"));
     hex[6] = "4" + (hex[6] ?? "00").slice(1);
     hex[8] = ((parseInt(hex[8] ?? "00", 16) & 0x3f) | 0x80).toString(16);
-    return `${hex.slice(0, 4).join("")}-${hex.slice(4, 6).join("")}-${hex.slice(6, 8).join("")}-${hex.slice(8, 10).join("")}-${hex.slice(10).join("")}`;
+    return `${hex.slice(0, 4).join("")}-${hex.slice(4, 6).join("")}-${hex.slice(6, 8).join("")}-${
+      hex.slice(8, 10).join("")
+    }-${hex.slice(10).join("")}`;
   }
 }
 
@@ -90,7 +92,9 @@ export function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
   let d = 0, na = 0, nb = 0;
   for (let i = 0; i < a.length; i++) {
     const x = a[i] ?? 0, y = b[i] ?? 0;
-    d += x * y; na += x * x; nb += y * y;
+    d += x * y;
+    na += x * x;
+    nb += y * y;
   }
   return d / (Math.sqrt(na) * Math.sqrt(nb) || 1);
 }
@@ -128,7 +132,15 @@ export function summarize(samples: readonly number[]): Summary {
   const s = [...samples].sort((a, b) => a - b);
   const at = (p: number) => s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))] ?? NaN;
   const mean = s.reduce((x, y) => x + y, 0) / s.length;
-  return { n: s.length, mean: round(mean), p50: round(at(50)), p95: round(at(95)), p99: round(at(99)), min: round(s[0] ?? NaN), max: round(s[s.length - 1] ?? NaN) };
+  return {
+    n: s.length,
+    mean: round(mean),
+    p50: round(at(50)),
+    p95: round(at(95)),
+    p99: round(at(99)),
+    min: round(s[0] ?? NaN),
+    max: round(s[s.length - 1] ?? NaN),
+  };
 }
 
 export function round(x: number, digits = 3): number {
@@ -146,7 +158,11 @@ export function log(msg: string): void {
 }
 
 /** Runs fn over items with `workers` concurrent loops; returns per-call ms and wall time. */
-export async function runConcurrent<T>(items: readonly T[], workers: number, fn: (item: T, worker: number) => Promise<number>): Promise<{ ms: number[]; wallMs: number }> {
+export async function runConcurrent<T>(
+  items: readonly T[],
+  workers: number,
+  fn: (item: T, worker: number) => Promise<number>,
+): Promise<{ ms: number[]; wallMs: number }> {
   const ms: number[] = [];
   let next = 0;
   const t0 = now();
@@ -169,7 +185,11 @@ export function formatTable(header: readonly string[], rows: readonly (readonly 
 /** Markdown version of the same table. */
 export function markdownTable(header: readonly string[], rows: readonly (readonly string[])[]): string {
   const esc = (c: string) => c.replace(/\|/g, "\\|");
-  return [`| ${header.map(esc).join(" | ")} |`, `|${header.map(() => "---").join("|")}|`, ...rows.map((r) => `| ${r.map(esc).join(" | ")} |`)].join("\n");
+  return [
+    `| ${header.map(esc).join(" | ")} |`,
+    `|${header.map(() => "---").join("|")}|`,
+    ...rows.map((r) => `| ${r.map(esc).join(" | ")} |`),
+  ].join("\n");
 }
 
 export function fmt(x: number | undefined | null, digits = 2): string {

@@ -10,7 +10,13 @@ import { log } from "./lib.ts";
 const REPO = fileURLToPath(new URL("..", import.meta.url));
 
 async function dbScript(command: string, env: Record<string, string>): Promise<void> {
-  const out = await new Deno.Command("bash", { args: ["scripts/db.sh", command], cwd: REPO, env: { ...env, DATABASE_URL: "" }, stdout: "piped", stderr: "piped" }).output();
+  const out = await new Deno.Command("bash", {
+    args: ["scripts/db.sh", command],
+    cwd: REPO,
+    env: { ...env, DATABASE_URL: "" },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
   if (!out.success) throw new Error(`scripts/db.sh ${command}: ${new TextDecoder().decode(out.stderr)}`);
 }
 

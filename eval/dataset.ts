@@ -6,7 +6,14 @@ import { sharedStems } from "./content-words.ts";
 
 export const DATA_DIR = new URL("./data/", import.meta.url);
 
-export const QUESTION_CATEGORIES = ["single_hop", "multi_hop", "temporal", "paraphrase", "identifier", "no_answer"] as const;
+export const QUESTION_CATEGORIES = [
+  "single_hop",
+  "multi_hop",
+  "temporal",
+  "paraphrase",
+  "identifier",
+  "no_answer",
+] as const;
 export type QuestionCategory = typeof QUESTION_CATEGORIES[number];
 
 /** The least each category must hold for its figures to mean something. */
@@ -101,7 +108,10 @@ async function readJsonLines<T>(url: URL): Promise<T[]> {
 
 /** Reads eval/data/: tenants.json, memories/*.jsonl (one file per scope) and questions/*.jsonl. */
 export async function loadDataset(dir: URL = DATA_DIR): Promise<EvalDataset> {
-  const meta = JSON.parse(await Deno.readTextFile(new URL("tenants.json", dir))) as { now: string; tenants: EvalTenant[] };
+  const meta = JSON.parse(await Deno.readTextFile(new URL("tenants.json", dir))) as {
+    now: string;
+    tenants: EvalTenant[];
+  };
   const readAll = async <T>(sub: string): Promise<T[]> => {
     const folder = new URL(`${sub}/`, dir);
     const names: string[] = [];
@@ -110,7 +120,12 @@ export async function loadDataset(dir: URL = DATA_DIR): Promise<EvalDataset> {
     for (const name of names.sort()) out.push(...await readJsonLines<T>(new URL(name, folder)));
     return out;
   };
-  return { now: meta.now, tenants: meta.tenants, memories: await readAll("memories"), questions: await readAll("questions") };
+  return {
+    now: meta.now,
+    tenants: meta.tenants,
+    memories: await readAll("memories"),
+    questions: await readAll("questions"),
+  };
 }
 
 const FIRST_OR_SECOND_PERSON = /\b(i|me|my|mine|myself|we|us|our|ours|ourselves|you|your|yours|yourself|yourselves)\b/i;
@@ -122,13 +137,15 @@ const FIRST_OR_SECOND_PERSON = /\b(i|me|my|mine|myself|we|us|our|ours|ourselves|
  */
 export function identifierTokens(text: string): string[] {
   const quoted = [...text.matchAll(/`([^`]+)`/g)].map((m) => m[1]!);
-  return quoted.concat((text.replace(/`[^`]+`/g, " ").match(/[\p{L}\p{N}_@$:./#-]+/gu) ?? [])
-    .map((t) => t.replace(/^[.:#-]+|[.:,#-]+$/g, ""))
-    .filter((t) =>
-      /[/_@]/.test(t) || /\.[a-z]{1,5}$/i.test(t) || /^[A-Z][A-Z0-9]{2,}$/.test(t) || /\p{L}\d|\d\p{L}/u.test(t) ||
-      /[a-z][A-Z]/.test(t) || /\(\)$/.test(t) || /^[A-Z]{2,}-\d+$/.test(t) ||
-      /^\p{L}\w*(\.\w+)+$/u.test(t) || /^\d{5,}$/.test(t) || /^[a-z0-9]+(-[a-z0-9]+){2,}$/.test(t)
-    ));
+  return quoted.concat(
+    (text.replace(/`[^`]+`/g, " ").match(/[\p{L}\p{N}_@$:./#-]+/gu) ?? [])
+      .map((t) => t.replace(/^[.:#-]+|[.:,#-]+$/g, ""))
+      .filter((t) =>
+        /[/_@]/.test(t) || /\.[a-z]{1,5}$/i.test(t) || /^[A-Z][A-Z0-9]{2,}$/.test(t) || /\p{L}\d|\d\p{L}/u.test(t) ||
+        /[a-z][A-Z]/.test(t) || /\(\)$/.test(t) || /^[A-Z]{2,}-\d+$/.test(t) ||
+        /^\p{L}\w*(\.\w+)+$/u.test(t) || /^\d{5,}$/.test(t) || /^[a-z0-9]+(-[a-z0-9]+){2,}$/.test(t)
+      ),
+  );
 }
 
 /** Every rule the set keeps; returns the problems found (empty: valid). */
@@ -143,7 +160,8 @@ export function validateDataset(ds: EvalDataset): string[] {
   const projectCount = ds.tenants.reduce((n, t) => n + t.projects.length, 0);
   if (ds.tenants.length < MIN_TENANTS) fail(`${ds.tenants.length} tenants, at least ${MIN_TENANTS} wanted`);
   if (projectCount < MIN_PROJECTS) fail(`${projectCount} projects, at least ${MIN_PROJECTS} wanted`);
-  const scopesOf = (tenant: string) => new Set([...(tenants.get(tenant)?.projects.map((p) => p.name) ?? []), "user", "global"]);
+  const scopesOf = (tenant: string) =>
+    new Set([...(tenants.get(tenant)?.projects.map((p) => p.name) ?? []), "user", "global"]);
 
   // Memories.
   const byId = new Map<string, EvalMemory>();
@@ -158,15 +176,23 @@ export function validateDataset(ds: EvalDataset): string[] {
     const where = `memory ${m.id}`;
     if (!/^[a-z0-9-]+-\d{4}$/.test(m.id)) fail(`${where}: id must look like <scope>-NNNN`);
     if (!tenants.has(m.tenant)) fail(`${where}: unknown tenant ${m.tenant}`);
-    else if (!scopesOf(m.tenant).has(m.scope)) fail(`${where}: scope ${m.scope} is not a project of ${m.tenant}, user or global`);
+    else if (!scopesOf(m.tenant).has(m.scope)) {
+      fail(`${where}: scope ${m.scope} is not a project of ${m.tenant}, user or global`);
+    }
     if (!["semantic", "episodic", "procedural"].includes(m.memory_type)) fail(`${where}: memory_type ${m.memory_type}`);
     if (!(MEMORY_CATEGORIES as readonly string[]).includes(m.category)) fail(`${where}: category ${m.category}`);
-    if (!Number.isInteger(m.created_days_ago) || m.created_days_ago < 0) fail(`${where}: created_days_ago ${m.created_days_ago}`);
+    if (!Number.isInteger(m.created_days_ago) || m.created_days_ago < 0) {
+      fail(`${where}: created_days_ago ${m.created_days_ago}`);
+    }
     const checked = validateContent(m.memory_type, m.content);
     if (!checked.ok) fail(`${where}: content breaks the writing constraints (${checked.reason})`);
-    else if (checked.trimmed || checked.content !== m.content) fail(`${where}: content would be trimmed (more than 2 sentences or untidy whitespace)`);
+    else if (checked.trimmed || checked.content !== m.content) {
+      fail(`${where}: content would be trimmed (more than 2 sentences or untidy whitespace)`);
+    }
     // Quoted text (an error message, a log line) may say "you"; the memory's own words may not.
-    if (FIRST_OR_SECOND_PERSON.test(m.content.replace(/"[^"]*"/g, ""))) fail(`${where}: content is not in the third person`);
+    if (FIRST_OR_SECOND_PERSON.test(m.content.replace(/"[^"]*"/g, ""))) {
+      fail(`${where}: content is not in the third person`);
+    }
     // remember answers an exact duplicate with "created: false": every text must be new to its tenant.
     const key = `${m.tenant}\u0000${m.content.toLowerCase().replace(/\s+/g, " ").trim()}`;
     if (seenContent.has(key)) fail(`${where}: same content as ${seenContent.get(key)}`);
@@ -175,7 +201,9 @@ export function validateDataset(ds: EvalDataset): string[] {
       const old = byId.get(m.replaces);
       if (!old) fail(`${where}: replaces unknown ${m.replaces}`);
       else {
-        if (old.tenant !== m.tenant || old.scope !== m.scope) fail(`${where}: replaces ${old.id} of another tenant or scope`);
+        if (old.tenant !== m.tenant || old.scope !== m.scope) {
+          fail(`${where}: replaces ${old.id} of another tenant or scope`);
+        }
         if (old.memory_type !== m.memory_type || old.category !== m.category) {
           fail(`${where}: a correction keeps the type and category of ${old.id}`);
         }
@@ -187,7 +215,9 @@ export function validateDataset(ds: EvalDataset): string[] {
   }
   for (const t of ds.tenants) {
     for (const scope of ["user", "global"]) {
-      if (!ds.memories.some((m) => m.tenant === t.name && m.scope === scope)) fail(`tenant ${t.name} has no ${scope} memories`);
+      if (!ds.memories.some((m) => m.tenant === t.name && m.scope === scope)) {
+        fail(`tenant ${t.name} has no ${scope} memories`);
+      }
     }
   }
 
@@ -203,7 +233,9 @@ export function validateDataset(ds: EvalDataset): string[] {
       continue;
     }
     counts[q.category]++;
-    if (!tenants.get(q.tenant)?.projects.some((p) => p.name === q.project)) fail(`${where}: ${q.project} is not a project of ${q.tenant}`);
+    if (!tenants.get(q.tenant)?.projects.some((p) => p.name === q.project)) {
+      fail(`${where}: ${q.project} is not a project of ${q.tenant}`);
+    }
     if (!q.text?.trim()) fail(`${where}: no text`);
     const visible = new Set([q.project, "user", "global"]);
     const answers = q.answer_ids.map((id) => byId.get(id));
@@ -211,8 +243,12 @@ export function validateDataset(ds: EvalDataset): string[] {
       const a = answers[i];
       if (!a) return fail(`${where}: answer ${id} does not exist`);
       if (a.tenant !== q.tenant) fail(`${where}: answer ${id} belongs to tenant ${a.tenant}`);
-      if (!visible.has(a.scope)) fail(`${where}: answer ${id} (scope ${a.scope}) is not visible from project ${q.project}`);
-      if (replacedBy.has(id)) fail(`${where}: answer ${id} was replaced by ${replacedBy.get(id)}; name the current memory`);
+      if (!visible.has(a.scope)) {
+        fail(`${where}: answer ${id} (scope ${a.scope}) is not visible from project ${q.project}`);
+      }
+      if (replacedBy.has(id)) {
+        fail(`${where}: answer ${id} was replaced by ${replacedBy.get(id)}; name the current memory`);
+      }
     });
     if (new Set(q.answer_ids).size !== q.answer_ids.length) fail(`${where}: an answer is listed twice`);
     if (q.category === "no_answer") {
@@ -221,15 +257,22 @@ export function validateDataset(ds: EvalDataset): string[] {
     if (q.category === "multi_hop" && q.answer_ids.length < 2) fail(`${where}: multi_hop needs at least 2 answers`);
     if (q.category === "temporal") {
       const w = q.time_window_days;
-      if (!q.time_phrase?.trim() || !w || w.length !== 2 || w[0] > w[1]) fail(`${where}: temporal needs time_phrase and time_window_days [from, to]`);
-      else {
+      if (!q.time_phrase?.trim() || !w || w.length !== 2 || w[0] > w[1]) {
+        fail(`${where}: temporal needs time_phrase and time_window_days [from, to]`);
+      } else {
         for (const a of answers) {
           if (a && (a.created_days_ago < w[0] || a.created_days_ago > w[1])) {
-            fail(`${where}: answer ${a.id} (${a.created_days_ago} days ago) is outside ${q.time_phrase} [${w[0]}, ${w[1]}]`);
+            fail(
+              `${where}: answer ${a.id} (${a.created_days_ago} days ago) is outside ${q.time_phrase} [${w[0]}, ${
+                w[1]
+              }]`,
+            );
           }
         }
       }
-    } else if (q.time_phrase !== undefined || q.time_window_days !== undefined) fail(`${where}: only temporal questions carry a time phrase`);
+    } else if (q.time_phrase !== undefined || q.time_window_days !== undefined) {
+      fail(`${where}: only temporal questions carry a time phrase`);
+    }
     if (q.category === "paraphrase") {
       for (const a of answers) {
         const shared = a ? sharedStems(q.text, a.content) : [];

@@ -26,7 +26,11 @@ export function loadOrder(memories: readonly EvalMemory[]): EvalMemory[] {
     .map(({ m }) => m);
 }
 
-export async function loadThroughApi(ds: EvalDataset, ctx: EvalContext, progress: (done: number) => void): Promise<LoadedDataset> {
+export async function loadThroughApi(
+  ds: EvalDataset,
+  ctx: EvalContext,
+  progress: (done: number) => void,
+): Promise<LoadedDataset> {
   const started = performance.now();
   const uuidOf = new Map<string, string>();
   let done = 0;
@@ -35,7 +39,10 @@ export async function loadThroughApi(ds: EvalDataset, ctx: EvalContext, progress
     if (m.replaces) {
       const old = uuidOf.get(m.replaces);
       if (!old) throw new Error(`${m.id} replaces ${m.replaces}, which is not loaded`);
-      const res = await callFunction<MemoryBody>(ctx, m.tenant, `memory/${old}/correct`, { content: m.content, reason: `replaces ${m.replaces}` });
+      const res = await callFunction<MemoryBody>(ctx, m.tenant, `memory/${old}/correct`, {
+        content: m.content,
+        reason: `replaces ${m.replaces}`,
+      });
       uuid = res.memory.id;
     } else {
       const res = await callFunction<MemoryBody>(ctx, m.tenant, "memory/remember", {
@@ -50,7 +57,11 @@ export async function loadThroughApi(ds: EvalDataset, ctx: EvalContext, progress
     uuidOf.set(m.id, uuid);
     if (++done % 250 === 0) progress(done);
   }
-  return { uuidOf, idOf: new Map([...uuidOf].map(([id, uuid]) => [uuid, id])), seconds: (performance.now() - started) / 1000 };
+  return {
+    uuidOf,
+    idOf: new Map([...uuidOf].map(([id, uuid]) => [uuid, id])),
+    seconds: (performance.now() - started) / 1000,
+  };
 }
 
 /**

@@ -48,7 +48,9 @@ export interface QualityFigures {
 }
 
 /** Mean of each metric over questions that have answers. */
-export function qualityOf(rows: readonly { ranked: readonly string[]; relevant: ReadonlySet<string> }[]): QualityFigures {
+export function qualityOf(
+  rows: readonly { ranked: readonly string[]; relevant: ReadonlySet<string> }[],
+): QualityFigures {
   const answerable = rows.filter((r) => r.relevant.size > 0);
   const avg = (f: (r: typeof answerable[number]) => number) => mean(answerable.map(f));
   return {

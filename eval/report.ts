@@ -42,7 +42,14 @@ export interface EvalReport {
   embedding_model: string;
   /** Search settings this run tried (eval/run.ts --set, --weights). */
   overrides?: Record<string, string>;
-  dataset: { now: string; tenants: number; projects: number; memories: number; replaced: number; questions: Record<string, number> };
+  dataset: {
+    now: string;
+    tenants: number;
+    projects: number;
+    memories: number;
+    replaced: number;
+    questions: Record<string, number>;
+  };
   load: { seconds: number; memories_per_second: number };
   methods: Record<string, {
     description: string;
@@ -51,7 +58,11 @@ export interface EvalReport {
     latency_ms: { p50: number; p95: number; n: number };
   }>;
   /** Signal scenarios (eval/scenarios.ts): per budget, overall and per kind. */
-  signal_scenarios?: { budgets: number[]; figures: Record<string, Record<string, ScenarioFigures>>; scenarios: ScenarioRecord[] };
+  signal_scenarios?: {
+    budgets: number[];
+    figures: Record<string, Record<string, ScenarioFigures>>;
+    scenarios: ScenarioRecord[];
+  };
   default_retrieve?: {
     request: string;
     by_category: Partial<Record<QuestionCategory, BlockFigures>>;
@@ -68,7 +79,11 @@ function latency(ms: number[]): { p50: number; p95: number; n: number } {
   return { p50: percentile(ms, 50), p95: percentile(ms, 95), n: ms.length };
 }
 
-export function methodFigures(records: QuestionRecord[], method: string, description: string): EvalReport["methods"][string] {
+export function methodFigures(
+  records: QuestionRecord[],
+  method: string,
+  description: string,
+): EvalReport["methods"][string] {
   const rows = records.filter((r) => r.methods[method]).map((r) => ({
     category: r.category,
     ranked: r.methods[method]!.ranked,
@@ -137,7 +152,8 @@ const pct = (x: number) => (Number.isNaN(x) ? "-" : `${(x * 100).toFixed(0)}%`);
 
 function table(header: string[], rows: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
   return [line(header), line(widths.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n");
 }
 
@@ -148,7 +164,11 @@ export function formatReport(r: EvalReport): string {
     `retrieval eval: ${d.memories} memories (${d.replaced} of them corrections), ${d.tenants} tenants, ${d.projects} projects; ` +
       `${Object.values(d.questions).reduce((a, b) => a + b, 0)} questions; embedder ${r.embedding_model}; now ${d.now}`,
   );
-  out.push(`loaded through the memory API in ${f1(r.load.seconds)} s (${f1(r.load.memories_per_second)} memories/s); whole run ${f1(r.seconds)} s`);
+  out.push(
+    `loaded through the memory API in ${f1(r.load.seconds)} s (${
+      f1(r.load.memories_per_second)
+    } memories/s); whole run ${f1(r.seconds)} s`,
+  );
   const names = Object.keys(r.methods);
   const cats = ANSWERABLE.filter((c) => names.some((m) => r.methods[m]!.by_category[c]));
 
@@ -156,11 +176,14 @@ export function formatReport(r: EvalReport): string {
     const first = r.methods[names[0]!];
     const ns = [first?.overall.n, ...cats.map((c) => first?.by_category[c]?.n)];
     out.push("", `${metric} by method and category (questions: ${ns.join(" / ")})`);
-    out.push(table(["method", "all", ...cats], names.map((m) => [
-      m,
-      f2(r.methods[m]!.overall[key]),
-      ...cats.map((c) => f2(r.methods[m]!.by_category[c]?.[key] ?? NaN)),
-    ])));
+    out.push(table(
+      ["method", "all", ...cats],
+      names.map((m) => [
+        m,
+        f2(r.methods[m]!.overall[key]),
+        ...cats.map((c) => f2(r.methods[m]!.by_category[c]?.[key] ?? NaN)),
+      ]),
+    ));
   }
 
   out.push("", "every metric, per method");
@@ -169,7 +192,16 @@ export function formatReport(r: EvalReport): string {
     const fig = r.methods[m]!;
     for (const [c, q] of [["all", fig.overall], ...cats.map((c) => [c, fig.by_category[c]] as const)] as const) {
       if (!q) continue;
-      rows.push([c === "all" ? m : "", c, String(q.n), f2(q.recall_at_5), f2(q.recall_at_10), f2(q.recall_at_20), f2(q.mrr), f2(q.ndcg_at_10)]);
+      rows.push([
+        c === "all" ? m : "",
+        c,
+        String(q.n),
+        f2(q.recall_at_5),
+        f2(q.recall_at_10),
+        f2(q.recall_at_20),
+        f2(q.mrr),
+        f2(q.ndcg_at_10),
+      ]);
     }
   }
   out.push(table(["method", "category", "n", "R@5", "R@10", "R@20", "MRR", "nDCG@10"], rows));
@@ -181,29 +213,59 @@ export function formatReport(r: EvalReport): string {
       ["category", "n", "answers in block", "above threshold", "in block", "tokens mean", "tokens p95"],
       QUESTION_CATEGORIES.filter((c) => b.by_category[c]).map((c) => {
         const x = b.by_category[c]!;
-        return [c, String(x.n), c === "no_answer" ? "-" : `${(x.answers_injected * 100).toFixed(0)}%`, f1(x.returned), f1(x.injected), f1(x.tokens_mean), String(x.tokens_p95)];
+        return [
+          c,
+          String(x.n),
+          c === "no_answer" ? "-" : `${(x.answers_injected * 100).toFixed(0)}%`,
+          f1(x.returned),
+          f1(x.injected),
+          f1(x.tokens_mean),
+          String(x.tokens_p95),
+        ];
       }),
     ));
     out.push(
-      `no_answer: ${b.no_answer_empty.count} of ${b.no_answer_empty.of} questions (${(b.no_answer_empty.share * 100).toFixed(0)}%) returned nothing above the threshold`,
+      `no_answer: ${b.no_answer_empty.count} of ${b.no_answer_empty.of} questions (${
+        (b.no_answer_empty.share * 100).toFixed(0)
+      }%) returned nothing above the threshold`,
     );
   }
 
   const sc = r.signal_scenarios;
   if (sc) {
-    out.push("", `signal scenarios (${sc.scenarios.length}: file open, error on screen, branch): answering memories injected by context/assemble vs plain memory-retrieve (message only) at the same budget; prefetched by context/predict from the signal alone; another branch's unmerged notes injected`);
+    out.push(
+      "",
+      `signal scenarios (${sc.scenarios.length}: file open, error on screen, branch): answering memories injected by context/assemble vs plain memory-retrieve (message only) at the same budget; prefetched by context/predict from the signal alone; another branch's unmerged notes injected`,
+    );
     out.push(table(
       ["budget", "kind", "n", "assemble", "retrieve", "predict", "leaks assemble", "leaks retrieve", "tokens mean"],
-      sc.budgets.flatMap((b) => Object.entries(sc.figures[String(b)]!).map(([kind, x]) => [
-        String(b), kind, String(x.scenarios), pct(x.assemble), pct(x.retrieve), pct(x.predicted), String(x.assemble_leaks), String(x.retrieve_leaks), String(x.mean_tokens),
-      ])),
+      sc.budgets.flatMap((b) =>
+        Object.entries(sc.figures[String(b)]!).map(([kind, x]) => [
+          String(b),
+          kind,
+          String(x.scenarios),
+          pct(x.assemble),
+          pct(x.retrieve),
+          pct(x.predicted),
+          String(x.assemble_leaks),
+          String(x.retrieve_leaks),
+          String(x.mean_tokens),
+        ])
+      ),
     ));
   }
 
-  out.push("", "latency per question, ms (as each method is called: HTTP for memory-retrieve, SQL as the tenant otherwise)");
+  out.push(
+    "",
+    "latency per question, ms (as each method is called: HTTP for memory-retrieve, SQL as the tenant otherwise)",
+  );
   out.push(table(["method", "p50", "p95", "n"], [
-    ...names.map((m) => [m, f1(r.methods[m]!.latency_ms.p50), f1(r.methods[m]!.latency_ms.p95), String(r.methods[m]!.latency_ms.n)]),
-    ...(b ? [["memory-retrieve (default call)", f1(b.latency_ms.p50), f1(b.latency_ms.p95), String(b.latency_ms.n)]] : []),
+    ...names.map((
+      m,
+    ) => [m, f1(r.methods[m]!.latency_ms.p50), f1(r.methods[m]!.latency_ms.p95), String(r.methods[m]!.latency_ms.n)]),
+    ...(b
+      ? [["memory-retrieve (default call)", f1(b.latency_ms.p50), f1(b.latency_ms.p95), String(b.latency_ms.n)]]
+      : []),
   ]));
   return out.join("\n");
 }

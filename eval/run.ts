@@ -28,7 +28,14 @@ import { inStableOrder } from "./methods/memory-retrieve.ts";
 import { callFunction, type EvalContext, type RetrievalMethod } from "./methods/method.ts";
 import { installSupabaseHybrid } from "./methods/supabase-hybrid.ts";
 import { loadBranchNotes, loadScenarios, runScenarios, scenarioFigures, validateScenarios } from "./scenarios.ts";
-import { blockFigures, datasetSummary, type EvalReport, formatReport, methodFigures, type QuestionRecord } from "./report.ts";
+import {
+  blockFigures,
+  datasetSummary,
+  type EvalReport,
+  formatReport,
+  methodFigures,
+  type QuestionRecord,
+} from "./report.ts";
 
 const RESULTS_DIR = new URL("./results/", import.meta.url);
 
@@ -41,7 +48,9 @@ function selectedMethods(): RetrievalMethod[] {
   const wanted = argValue("methods")?.split(",").map((s) => s.trim()).filter(Boolean);
   if (!wanted) return [...METHODS];
   const unknown = wanted.filter((w) => !METHODS.some((m) => m.name === w));
-  if (unknown.length > 0) throw new Error(`unknown method(s) ${unknown.join(", ")}; known: ${METHODS.map((m) => m.name).join(", ")}`);
+  if (unknown.length > 0) {
+    throw new Error(`unknown method(s) ${unknown.join(", ")}; known: ${METHODS.map((m) => m.name).join(", ")}`);
+  }
   return METHODS.filter((m) => wanted.includes(m.name));
 }
 
@@ -52,7 +61,9 @@ async function applyOverrides(sql: EvalContext["sql"]): Promise<Record<string, s
   const applied: Record<string, string> = {};
   for (const pair of (argValue("set") ?? "").split(",").filter(Boolean)) {
     const [name, value] = pair.split("=");
-    const updated = await sql`update public.memory_settings set value = ${Number(value)} where name = ${name!} returning name`;
+    const updated = await sql`update public.memory_settings set value = ${
+      Number(value)
+    } where name = ${name!} returning name`;
     if (updated.length === 0) throw new Error(`--set: no setting named ${name}`);
     applied[name!] = value!;
   }
@@ -91,7 +102,11 @@ async function askEveryQuestion(
   await backdate(ctx.sql, ds, loaded);
   for (const [i, q] of ds.questions.entries()) {
     const t0 = performance.now();
-    const res = await callFunction<RetrieveResponse>(ctx, q.tenant, "memory-retrieve", { message: q.text, project: q.project, now: ctx.now.toISOString() });
+    const res = await callFunction<RetrieveResponse>(ctx, q.tenant, "memory-retrieve", {
+      message: q.text,
+      project: q.project,
+      now: ctx.now.toISOString(),
+    });
     const returned = inStableOrder(res.memories);
     records[i]!.block = {
       returned: returned.map((m) => idOf(m.id)),
@@ -122,7 +137,9 @@ async function main(): Promise<void> {
     const secret = server.config.jwt.secret;
     if (!secret) throw new Error("the eval signs its own tenant tokens: configure an HS256 secret, not JWKS_URL");
     const tokens = new Map<string, string>();
-    for (const t of ds.tenants) tokens.set(t.name, await signLocalToken(secret, { role: "authenticated", sub: t.id, aud: "authenticated" }));
+    for (const t of ds.tenants) {
+      tokens.set(t.name, await signLocalToken(secret, { role: "authenticated", sub: t.id, aud: "authenticated" }));
+    }
     const tenantIds = new Map(ds.tenants.map((t) => [t.name, t.id]));
     const embedder = createEmbedder(server.config);
     const ctx: EvalContext = {
@@ -135,7 +152,9 @@ async function main(): Promise<void> {
       tenantIdOf: (t) => tenantIds.get(t)!,
     };
     const [{ n } = { n: 0 }] = await server.sql<{ n: number }[]>`select count(*)::int as n from public.devai_memories`;
-    if (n > 0) throw new Error(`the eval database already holds ${n} memories: give the eval an empty, migrated database`);
+    if (n > 0) {
+      throw new Error(`the eval database already holds ${n} memories: give the eval an empty, migrated database`);
+    }
     await installSupabaseHybrid(server.sql);
     // The eval is one tenant loading thousands of memories back to back through the API: the
     // per-tenant rate limits (docs/operations.md#rate-limits) are off in its own database.
@@ -150,7 +169,12 @@ async function main(): Promise<void> {
     await server.sql`analyze public.devai_memories`;
     log(`loaded in ${loaded.seconds.toFixed(1)} s`);
 
-    const records: QuestionRecord[] = ds.questions.map((q) => ({ id: q.id, category: q.category, answer_ids: q.answer_ids, methods: {} }));
+    const records: QuestionRecord[] = ds.questions.map((q) => ({
+      id: q.id,
+      category: q.category,
+      answer_ids: q.answer_ids,
+      methods: {},
+    }));
     await askEveryQuestion(ds, ctx, loaded, records, methods, withBlock);
     let signalScenarios: EvalReport["signal_scenarios"];
     if (withScenarios) {
@@ -170,7 +194,9 @@ async function main(): Promise<void> {
       dataset: datasetSummary(ds),
       load: { seconds: loaded.seconds, memories_per_second: ds.memories.length / loaded.seconds },
       methods: Object.fromEntries(methods.map((m) => [m.name, methodFigures(records, m.name, m.description)])),
-      default_retrieve: withBlock ? blockFigures(records, "message + project (+ the dataset's now), every other field at its default") : undefined,
+      default_retrieve: withBlock
+        ? blockFigures(records, "message + project (+ the dataset's now), every other field at its default")
+        : undefined,
       ...(signalScenarios ? { signal_scenarios: signalScenarios } : {}),
       questions: records,
     };

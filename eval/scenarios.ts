@@ -45,13 +45,19 @@ export async function loadScenarios(): Promise<{ scenarios: Scenario[]; notes: B
   const notes = await readJsonl<BranchNote>(new URL("branch-notes.jsonl", SCENARIOS_DIR));
   const scenarios: Scenario[] = [];
   for await (const entry of Deno.readDir(SCENARIOS_DIR)) {
-    if (entry.name.endsWith(".jsonl") && entry.name !== "branch-notes.jsonl") scenarios.push(...await readJsonl<Scenario>(new URL(entry.name, SCENARIOS_DIR)));
+    if (entry.name.endsWith(".jsonl") && entry.name !== "branch-notes.jsonl") {
+      scenarios.push(...await readJsonl<Scenario>(new URL(entry.name, SCENARIOS_DIR)));
+    }
   }
   return { scenarios: scenarios.sort((a, b) => a.id.localeCompare(b.id)), notes };
 }
 
 /** Every id exists and is the scenario's tenant's, visible from its project; each kind has its signal. */
-export function validateScenarios(scenarios: readonly Scenario[], notes: readonly BranchNote[], memories: readonly { id: string; tenant: string; scope: string }[]): string[] {
+export function validateScenarios(
+  scenarios: readonly Scenario[],
+  notes: readonly BranchNote[],
+  memories: readonly { id: string; tenant: string; scope: string }[],
+): string[] {
   const problems: string[] = [];
   const known = new Map([...memories, ...notes].map((m) => [m.id, m]));
   const seen = new Set<string>();
@@ -59,13 +65,21 @@ export function validateScenarios(scenarios: readonly Scenario[], notes: readonl
     if (seen.has(s.id)) problems.push(`${s.id}: duplicate id`);
     seen.add(s.id);
     if (!SCENARIO_KINDS.includes(s.kind)) problems.push(`${s.id}: unknown kind ${s.kind}`);
-    const signal = s.kind === "file" ? s.signals.current_file : s.kind === "error" ? s.signals.recent_errors?.[0] : s.signals.branch;
+    const signal = s.kind === "file"
+      ? s.signals.current_file
+      : s.kind === "error"
+      ? s.signals.recent_errors?.[0]
+      : s.signals.branch;
     if (!signal) problems.push(`${s.id}: a ${s.kind} scenario needs its signal`);
-    if (s.answer_ids.length === 0 && !s.unmerged_ids?.length) problems.push(`${s.id}: neither answers nor unmerged notes: it measures nothing`);
+    if (s.answer_ids.length === 0 && !s.unmerged_ids?.length) {
+      problems.push(`${s.id}: neither answers nor unmerged notes: it measures nothing`);
+    }
     for (const id of [...s.answer_ids, ...(s.unmerged_ids ?? [])]) {
       const m = known.get(id);
       if (!m) problems.push(`${s.id}: unknown memory ${id}`);
-      else if (m.tenant !== s.tenant || !["user", "global", s.project].includes(m.scope)) problems.push(`${s.id}: ${id} is not visible from ${s.tenant}/${s.project}`);
+      else if (m.tenant !== s.tenant || !["user", "global", s.project].includes(m.scope)) {
+        problems.push(`${s.id}: ${id} is not visible from ${s.tenant}/${s.project}`);
+      }
     }
   }
   const noteIds = new Set<string>();
@@ -77,7 +91,11 @@ export function validateScenarios(scenarios: readonly Scenario[], notes: readonl
 }
 
 /** Loads the branch notes through POST memory/remember with their lineage; returns id → uuid. */
-export async function loadBranchNotes(ctx: EvalContext, notes: readonly BranchNote[], loaded: LoadedDataset): Promise<void> {
+export async function loadBranchNotes(
+  ctx: EvalContext,
+  notes: readonly BranchNote[],
+  loaded: LoadedDataset,
+): Promise<void> {
   for (const n of notes) {
     const res = await callFunction<{ memory: { id: string } }>(ctx, n.tenant, "memory/remember", {
       content: n.content,
@@ -94,7 +112,10 @@ export interface ScenarioRecord {
   kind: ScenarioKind;
   answers: number;
   /** Per budget: answers injected by assemble / by plain retrieve, unmerged notes injected by each, assemble's tokens. */
-  budgets: Record<string, { assemble: number; retrieve: number; assemble_leaks: number; retrieve_leaks: number; tokens: number }>;
+  budgets: Record<
+    string,
+    { assemble: number; retrieve: number; assemble_leaks: number; retrieve_leaks: number; tokens: number }
+  >;
   /** Answers among context/predict's predictions from the signal alone. */
   predicted: number;
   prediction_confidence: number;
@@ -114,7 +135,12 @@ interface PredictAnswer {
 
 const LINEAGE_KEYS = ["branch", "merged_branches", "ancestor_commits", "default_branch"];
 
-export async function runScenarios(ctx: EvalContext, loaded: LoadedDataset, scenarios: readonly Scenario[], budgets: readonly number[]): Promise<ScenarioRecord[]> {
+export async function runScenarios(
+  ctx: EvalContext,
+  loaded: LoadedDataset,
+  scenarios: readonly Scenario[],
+  budgets: readonly number[],
+): Promise<ScenarioRecord[]> {
   const uuid = (id: string) => loaded.uuidOf.get(id)!;
   const records: ScenarioRecord[] = [];
   for (const s of scenarios) {
@@ -122,12 +148,28 @@ export async function runScenarios(ctx: EvalContext, loaded: LoadedDataset, scen
     const unmerged = new Set((s.unmerged_ids ?? []).map(uuid));
     const count = (ids: readonly string[], of: Set<string>) => ids.filter((id) => of.has(id)).length;
     const lineage = Object.fromEntries(Object.entries(s.signals).filter(([k]) => LINEAGE_KEYS.includes(k)));
-    const record: ScenarioRecord = { id: s.id, kind: s.kind, answers: answers.size, budgets: {}, predicted: 0, prediction_confidence: 0 };
+    const record: ScenarioRecord = {
+      id: s.id,
+      kind: s.kind,
+      answers: answers.size,
+      budgets: {},
+      predicted: 0,
+      prediction_confidence: 0,
+    };
     for (const budget of budgets) {
-      const a = await callFunction<AssembleAnswer>(ctx, s.tenant, "context/assemble", { budget, message: s.message, project: s.project, signals: s.signals });
+      const a = await callFunction<AssembleAnswer>(ctx, s.tenant, "context/assemble", {
+        budget,
+        message: s.message,
+        project: s.project,
+        signals: s.signals,
+      });
       const injected = a.memories.filter((m) => m.tier !== "index").map((m) => m.id);
       const r = await callFunction<RetrieveAnswer>(ctx, s.tenant, "memory-retrieve", {
-        message: s.message, project: s.project, budget_tokens: budget, top_k: 50, now: ctx.now.toISOString(),
+        message: s.message,
+        project: s.project,
+        budget_tokens: budget,
+        top_k: 50,
+        now: ctx.now.toISOString(),
       });
       const retrieved = r.memories.filter((m) => m.injected).map((m) => m.id);
       record.budgets[String(budget)] = {
@@ -138,8 +180,16 @@ export async function runScenarios(ctx: EvalContext, loaded: LoadedDataset, scen
         tokens: a.token_count,
       };
     }
-    const signal = s.kind === "file" ? { file_opened: s.signals.current_file } : s.kind === "error" ? { error: s.signals.recent_errors![0] } : { branch: s.signals.branch };
-    const p = await callFunction<PredictAnswer>(ctx, s.tenant, "context/predict", { ...signal, project: s.project, signals: lineage });
+    const signal = s.kind === "file"
+      ? { file_opened: s.signals.current_file }
+      : s.kind === "error"
+      ? { error: s.signals.recent_errors![0] }
+      : { branch: s.signals.branch };
+    const p = await callFunction<PredictAnswer>(ctx, s.tenant, "context/predict", {
+      ...signal,
+      project: s.project,
+      signals: lineage,
+    });
     record.predicted = count(p.predicted_memories.map((m) => m.id), answers);
     record.prediction_confidence = p.confidence;
     records.push(record);
@@ -162,7 +212,9 @@ export interface ScenarioFigures {
 
 function figures(records: readonly ScenarioRecord[], budget: string): ScenarioFigures {
   const answered = records.filter((r) => r.answers > 0);
-  const mean = (xs: number[]) => (xs.length > 0 ? Math.round((xs.reduce((a, b) => a + b, 0) / xs.length) * 1000) / 1000 : NaN);
+  const mean = (
+    xs: number[],
+  ) => (xs.length > 0 ? Math.round((xs.reduce((a, b) => a + b, 0) / xs.length) * 1000) / 1000 : NaN);
   return {
     scenarios: records.length,
     assemble: mean(answered.map((r) => r.budgets[budget]!.assemble / r.answers)),
@@ -175,9 +227,15 @@ function figures(records: readonly ScenarioRecord[], budget: string): ScenarioFi
 }
 
 /** Per budget: overall and per kind. */
-export function scenarioFigures(records: readonly ScenarioRecord[], budgets: readonly number[]): Record<string, Record<string, ScenarioFigures>> {
-  return Object.fromEntries(budgets.map((b) => [String(b), Object.fromEntries([
-    ["all", figures(records, String(b))],
-    ...SCENARIO_KINDS.map((k) => [k, figures(records.filter((r) => r.kind === k), String(b))]),
-  ])]));
+export function scenarioFigures(
+  records: readonly ScenarioRecord[],
+  budgets: readonly number[],
+): Record<string, Record<string, ScenarioFigures>> {
+  return Object.fromEntries(budgets.map((b) => [
+    String(b),
+    Object.fromEntries([
+      ["all", figures(records, String(b))],
+      ...SCENARIO_KINDS.map((k) => [k, figures(records.filter((r) => r.kind === k), String(b))]),
+    ]),
+  ]));
 }

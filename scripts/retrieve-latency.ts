@@ -10,7 +10,7 @@
 // event insert. Prints p50/p95/p99 of the whole handler and of its database part (server-timing).
 // Removes the tenant afterwards unless --keep.
 import { createSql, toVectorLiteral } from "../supabase/functions/_shared/db.ts";
-import { EMBEDDING_DIMENSIONS, type Embedder, embedLocally } from "../supabase/functions/_shared/embeddings.ts";
+import { type Embedder, EMBEDDING_DIMENSIONS, embedLocally } from "../supabase/functions/_shared/embeddings.ts";
 import { LOCAL_EMBEDDING_MODEL } from "../supabase/functions/_shared/env.ts";
 import { createHandler } from "../supabase/functions/memory-retrieve/handler.ts";
 import { userToken } from "../tests/support/auth.ts";
@@ -29,14 +29,42 @@ if (!url) throw new Error("set DATABASE_URL");
 const sql = createSql(url, { max: 4, applicationName: "retrieve-latency" });
 const tenant = crypto.randomUUID();
 
-const TOPICS = ["auth", "deploy", "database", "migration", "tests", "frontend", "api", "cache", "queue", "logging", "docker", "config"];
+const TOPICS = [
+  "auth",
+  "deploy",
+  "database",
+  "migration",
+  "tests",
+  "frontend",
+  "api",
+  "cache",
+  "queue",
+  "logging",
+  "docker",
+  "config",
+];
 const VERBS = ["uses", "needs", "breaks without", "is configured with", "was fixed by", "depends on"];
-const THINGS = ["JWT tokens", "a manual activation step", "the REST API", "pgvector indexes", "retry with backoff", "env variables", "the transaction pooler", "node-appwrite/file imports", "hnsw iterative scans", "a feature flag"];
+const THINGS = [
+  "JWT tokens",
+  "a manual activation step",
+  "the REST API",
+  "pgvector indexes",
+  "retry with backoff",
+  "env variables",
+  "the transaction pooler",
+  "node-appwrite/file imports",
+  "hnsw iterative scans",
+  "a feature flag",
+];
 const pick = <T>(xs: readonly T[], i: number) => xs[i % xs.length]!;
 
 function syntheticMemory(i: number) {
   const scope = i % 10;
-  const namespace = scope < 2 ? `devai/global/${pick(TOPICS, i)}` : scope < 4 ? `devai/user/preferences` : `devai/project/p${i % 20}/${pick(TOPICS, i >> 3)}`;
+  const namespace = scope < 2
+    ? `devai/global/${pick(TOPICS, i)}`
+    : scope < 4
+    ? `devai/user/preferences`
+    : `devai/project/p${i % 20}/${pick(TOPICS, i >> 3)}`;
   const content = `${pick(TOPICS, i)} in service ${i % 97} ${pick(VERBS, i >> 2)} ${pick(THINGS, i >> 4)} (note ${i})`;
   const type = i % 5 === 0 ? "procedural" : i % 3 === 0 ? "episodic" : "semantic";
   return { content, namespace, memory_type: type };
@@ -59,13 +87,18 @@ for (let start = 0; start < MEMORIES; start += BATCH) {
       strength: 0.3 + ((i * 7919) % 70) / 100,
     });
   }
-  await sql`insert into public.devai_memories ${sql(rows, "owner_id", "content", "namespace", "memory_type", "embedding", "embedding_model", "strength")}`;
+  await sql`insert into public.devai_memories ${
+    sql(rows, "owner_id", "content", "namespace", "memory_type", "embedding", "embedding_model", "strength")
+  }`;
 }
 await sql`analyze public.devai_memories`;
 console.log(`seeded in ${((performance.now() - seedStart) / 1000).toFixed(1)} s`);
 
 // Precomputed query vectors: the measured handler never waits for an embedding.
-const queries = Array.from({ length: 50 }, (_, i) => `how does ${pick(TOPICS, i * 5)} ${pick(VERBS, i)} ${pick(THINGS, i * 3)} work?`);
+const queries = Array.from(
+  { length: 50 },
+  (_, i) => `how does ${pick(TOPICS, i * 5)} ${pick(VERBS, i)} ${pick(THINGS, i * 3)} work?`,
+);
 const vectors = new Map(queries.map((q) => [q, embedLocally(q)]));
 const precomputed: Embedder = {
   provider: "local",
@@ -81,7 +114,12 @@ async function once(i: number): Promise<{ total: number; db: number }> {
   const req = new Request("http://localhost/functions/v1/memory-retrieve", {
     method: "POST",
     headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    body: JSON.stringify({ message: queries[i % queries.length], project: `p${i % 20}`, thread_id: "bench", since_revision: 0 }),
+    body: JSON.stringify({
+      message: queries[i % queries.length],
+      project: `p${i % 20}`,
+      thread_id: "bench",
+      since_revision: 0,
+    }),
   });
   const t0 = performance.now();
   const res = await handler(req);
@@ -104,7 +142,8 @@ const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
 };
-const fmt = (xs: number[]) => `p50 ${pct(xs, 50).toFixed(1)} ms  p95 ${pct(xs, 95).toFixed(1)} ms  p99 ${pct(xs, 99).toFixed(1)} ms`;
+const fmt = (xs: number[]) =>
+  `p50 ${pct(xs, 50).toFixed(1)} ms  p95 ${pct(xs, 95).toFixed(1)} ms  p99 ${pct(xs, 99).toFixed(1)} ms`;
 console.log(`memory-retrieve, ${MEMORIES} memories, ${REQUESTS} requests, no embedding call:`);
 console.log(`  handler total: ${fmt(totals)}`);
 console.log(`  database part: ${fmt(dbs)}`);

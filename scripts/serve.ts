@@ -27,7 +27,13 @@ import { startQueueWorker } from "./serve/background.ts";
 import { discoverFunctions, type FunctionEntry, loadFunction, readVerifyJwt } from "./serve/functions.ts";
 import { type Log, startMaintenanceScheduler } from "./serve/maintenance-scheduler.ts";
 import { probeProviders, type ProbeReport } from "./serve/probe.ts";
-import { LOCAL_DEMO_USER_ID, LOCAL_DEV_JWT_SECRET, LOCAL_DEV_SECRET_KEY, type LocalTokens, localTokens } from "./serve/local_tokens.ts";
+import {
+  LOCAL_DEMO_USER_ID,
+  LOCAL_DEV_JWT_SECRET,
+  LOCAL_DEV_SECRET_KEY,
+  type LocalTokens,
+  localTokens,
+} from "./serve/local_tokens.ts";
 
 export { LOCAL_DEMO_USER_ID, LOCAL_DEV_JWT_SECRET, LOCAL_DEV_SECRET_KEY };
 
@@ -152,20 +158,30 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
   } catch (err) {
     await sql.end({ timeout: 1 }).catch(() => {});
     await readSql?.end({ timeout: 1 }).catch(() => {});
-    throw new ConfigError(`cannot connect to the database at ${redactUrl(config.databaseUrl)}: ${(err as Error).message}`);
+    throw new ConfigError(
+      `cannot connect to the database at ${redactUrl(config.databaseUrl)}: ${(err as Error).message}`,
+    );
   }
   try {
     if (readSql) await readSql`select 1`;
   } catch (err) {
     await sql.end({ timeout: 1 }).catch(() => {});
     await readSql?.end({ timeout: 1 }).catch(() => {});
-    throw new ConfigError(`cannot connect to the read replica at ${redactUrl(config.databaseReadUrl!)}: ${(err as Error).message}`);
+    throw new ConfigError(
+      `cannot connect to the read replica at ${redactUrl(config.databaseReadUrl!)}: ${(err as Error).message}`,
+    );
   }
 
   try {
     // Refuse to start on a provider misconfiguration rather than answer 503s later.
     const probe = opts.probe === false ? undefined : await probeProviders(config);
-    const deps: WorkerDeps & { readSql?: Sql } = { sql, readSql, config, embedder: createEmbedder(config), llm: createLlm(config) };
+    const deps: WorkerDeps & { readSql?: Sql } = {
+      sql,
+      readSql,
+      config,
+      embedder: createEmbedder(config),
+      llm: createLlm(config),
+    };
     const verifyJwtFor = await readVerifyJwt(configTomlPath);
     const found = await discoverFunctions(functionsDir);
     const functions: FunctionEntry[] = [];
@@ -185,9 +201,15 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
       const name = path.split("/")[1] ?? "";
       const fn = byName.get(name);
       if (!fn) {
-        throw new HttpError(404, "function_not_found", name ? `no function named '${name}'` : `name a function: ${FUNCTIONS_PREFIX}/<name>`);
+        throw new HttpError(
+          404,
+          "function_not_found",
+          name ? `no function named '${name}'` : `name a function: ${FUNCTIONS_PREFIX}/<name>`,
+        );
       }
-      if (!fn.handler) throw new HttpError(503, "function_unavailable", `function '${name}' failed to load: ${fn.loadError}`);
+      if (!fn.handler) {
+        throw new HttpError(503, "function_unavailable", `function '${name}' failed to load: ${fn.loadError}`);
+      }
       // The gateway: verify_jwt functions need a valid token (any role) before they run.
       // Preflight requests carry no token; the function answers them (CORS).
       if (fn.verifyJwt && req.method !== "OPTIONS") await verifyBearer(req, config);
@@ -212,8 +234,13 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
         if (err instanceof HttpError) {
           res = errorJson(err, requestId);
         } else {
-          console.error(JSON.stringify({ level: "error", request_id: requestId, error: String(err), stack: (err as Error)?.stack }));
-          res = errorJson(new HttpError(500, "internal_error", "unexpected error; quote the request id when reporting it"), requestId);
+          console.error(
+            JSON.stringify({ level: "error", request_id: requestId, error: String(err), stack: (err as Error)?.stack }),
+          );
+          res = errorJson(
+            new HttpError(500, "internal_error", "unexpected error; quote the request id when reporting it"),
+            requestId,
+          );
         }
       }
       if (opts.logRequests !== false) {
@@ -311,23 +338,45 @@ export function banner(s: RunningServer, embedded?: RunningDb): string {
   lines.push("devai-memory local functions server");
   lines.push(`  Functions URL   ${s.functionsUrl}`);
   lines.push(`  SUPABASE_URL    ${s.url}   (what clients pass to createClient / createMemoryClient)`);
-  lines.push(`  Database        ${redactUrl(s.config.databaseUrl)}${embedded ? `   (embedded PGlite, data in ${embedded.dataDir})` : ""}`);
+  lines.push(
+    `  Database        ${redactUrl(s.config.databaseUrl)}${
+      embedded ? `   (embedded PGlite, data in ${embedded.dataDir})` : ""
+    }`,
+  );
   lines.push(`  Embeddings      ${s.probe?.embeddings ?? `${e.provider} (${e.model}), not probed`}`);
-  lines.push(`  LLM             ${s.probe?.llm ?? `${s.config.llm.apiKey || s.config.llm.baseUrl ? s.config.llm.model : "none"}, not probed`}`);
+  lines.push(
+    `  LLM             ${
+      s.probe?.llm ?? `${s.config.llm.apiKey || s.config.llm.baseUrl ? s.config.llm.model : "none"}, not probed`
+    }`,
+  );
   if (s.config.jwt.secret) {
-    lines.push(`  JWT secret      ${s.usingLocalDevSecret ? `${LOCAL_DEV_JWT_SECRET}  (LOCAL DEVELOPMENT ONLY; set SUPABASE_JWT_SECRET to change)` : "from SUPABASE_JWT_SECRET / JWT_SECRET"}`);
+    lines.push(
+      `  JWT secret      ${
+        s.usingLocalDevSecret
+          ? `${LOCAL_DEV_JWT_SECRET}  (LOCAL DEVELOPMENT ONLY; set SUPABASE_JWT_SECRET to change)`
+          : "from SUPABASE_JWT_SECRET / JWT_SECRET"
+      }`,
+    );
   }
   if (s.config.jwt.jwks || s.config.jwt.jwksUrl) {
-    lines.push(`  JWKS            ${s.config.jwt.jwks ? "from SUPABASE_JWKS" : s.config.jwt.jwksUrl}   (asymmetric tokens)`);
+    lines.push(
+      `  JWKS            ${s.config.jwt.jwks ? "from SUPABASE_JWKS" : s.config.jwt.jwksUrl}   (asymmetric tokens)`,
+    );
   }
   lines.push("");
   lines.push("Functions:");
   const width = Math.max(8, ...s.functions.map((f) => f.name.length));
   for (const f of s.functions) {
     const state = f.handler ? "" : `   NOT LOADED: ${f.loadError}`;
-    lines.push(`  ${f.name.padEnd(width)}  ${`${s.functionsUrl}/${f.name}`.padEnd(s.functionsUrl.length + 1 + width)}  verify_jwt=${f.verifyJwt}${state}`);
+    lines.push(
+      `  ${f.name.padEnd(width)}  ${
+        `${s.functionsUrl}/${f.name}`.padEnd(s.functionsUrl.length + 1 + width)
+      }  verify_jwt=${f.verifyJwt}${state}`,
+    );
   }
-  if (s.functions.length === 0) lines.push("  (none yet: add supabase/functions/<name>/index.ts exporting createHandler)");
+  if (s.functions.length === 0) {
+    lines.push("  (none yet: add supabase/functions/<name>/index.ts exporting createHandler)");
+  }
   if (s.tokens) {
     lines.push("");
     lines.push("Tokens (HS256, signed with the secret above, valid until 2032):");
@@ -338,16 +387,26 @@ export function banner(s: RunningServer, embedded?: RunningDb): string {
     lines.push(`                     (role authenticated; its own tenant ${LOCAL_DEMO_USER_ID})`);
     if (s.config.apiKeys.secret.includes(LOCAL_DEV_SECRET_KEY)) {
       lines.push(`  secret key         ${LOCAL_DEV_SECRET_KEY}`);
-      lines.push(`                     (Supabase's new key kind, in the apikey header: service_role, like the key above)`);
+      lines.push(
+        `                     (Supabase's new key kind, in the apikey header: service_role, like the key above)`,
+      );
     }
     lines.push("");
     lines.push("Try it:");
     lines.push(`  export SUPABASE_URL=${s.url}`);
     lines.push(`  export DEVAI_TOKEN=${s.tokens.demoUser}`);
-    lines.push(`  curl -s -X POST "$SUPABASE_URL/functions/v1/memory/remember" -H "Authorization: Bearer $DEVAI_TOKEN" \\`);
-    lines.push(`    -H 'content-type: application/json' -d '{"content":"We deploy with blue-green releases on Fridays","project":"demo"}'`);
-    lines.push(`  curl -s -X POST "$SUPABASE_URL/functions/v1/memory-retrieve" -H "Authorization: Bearer $DEVAI_TOKEN" \\`);
-    lines.push(`    -H 'content-type: application/json' -d '{"message":"Which releases do we deploy on Fridays?","project":"demo"}'`);
+    lines.push(
+      `  curl -s -X POST "$SUPABASE_URL/functions/v1/memory/remember" -H "Authorization: Bearer $DEVAI_TOKEN" \\`,
+    );
+    lines.push(
+      `    -H 'content-type: application/json' -d '{"content":"We deploy with blue-green releases on Fridays","project":"demo"}'`,
+    );
+    lines.push(
+      `  curl -s -X POST "$SUPABASE_URL/functions/v1/memory-retrieve" -H "Authorization: Bearer $DEVAI_TOKEN" \\`,
+    );
+    lines.push(
+      `    -H 'content-type: application/json' -d '{"message":"Which releases do we deploy on Fridays?","project":"demo"}'`,
+    );
     lines.push(`  npm run example:node # the SDK from Node (sdk/example.mjs); npm run example: from Deno`);
   }
   lines.push("");
@@ -376,7 +435,9 @@ if (import.meta.main) {
   // outlives the server on purpose (other clients, the data), so say so instead of leaving it
   // running silently.
   const postgresNotice = Deno.args.includes("--local-postgres")
-    ? `[serve] the local Postgres keeps running at ${redactUrl(running.config.databaseUrl)} with your data; \`npm run db:stop\` stops it`
+    ? `[serve] the local Postgres keeps running at ${
+      redactUrl(running.config.databaseUrl)
+    } with your data; \`npm run db:stop\` stops it`
     : undefined;
   // Signal handlers first: a Ctrl-C right after the banner must still shut down cleanly.
   let stopping = false;

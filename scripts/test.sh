@@ -8,7 +8,7 @@
 #      committed schema snapshot (supabase/schema.sql) is what the migrations make
 #   4. pgTAP with pg_prove (what `supabase test db` runs, minus its Docker image)
 #   5. `deno check` of every function and test; each function's index.ts with its own deno.json
-#      (what deploy bundles); deno lint + deno fmt --check (with DEVAI_CHECK_FORMAT=1)
+#      (what deploy bundles); deno lint + deno fmt --check (DEVAI_CHECK_FORMAT=0 skips them)
 #   6. the Deno suite (fake LLM) twice: on the real Postgres and on embedded PGlite (what
 #      `npm start` runs by default); tests that need a real server are reported as skipped on
 #      PGlite, with the reason in their name
@@ -106,15 +106,15 @@ for entry in supabase/functions/*/index.ts; do
 done
 
 # deno lint and deno fmt --check (configured in supabase/functions/deno.json: line width 120,
-# the recommended lint rules). Off by default while other branches are open: a whole-tree
-# `deno fmt` now would conflict with all of them. DEVAI_CHECK_FORMAT=1 runs both.
+# the recommended lint rules). DEVAI_CHECK_FORMAT=0 skips both (reported as two skipped), e.g.
+# on a branch that is not formatted yet.
 section "deno lint and deno fmt --check"
 mapfile -t js_files < <(git ls-files --cached --others --exclude-standard -- ':(glob)integrations/**/*.mjs')
-if [[ "${DEVAI_CHECK_FORMAT:-0}" == "1" ]]; then
+if [[ "${DEVAI_CHECK_FORMAT:-1}" == "1" ]]; then
   if deno lint --quiet --config supabase/functions/deno.json "${ts_files[@]}" "${js_files[@]}"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
   if deno fmt --check --quiet --config supabase/functions/deno.json "${ts_files[@]}" "${js_files[@]}"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 else
-  echo "skipped (DEVAI_CHECK_FORMAT=1 runs them)"; skipped=$((skipped + 2))
+  echo "skipped (DEVAI_CHECK_FORMAT=0)"; skipped=$((skipped + 2))
 fi
 
 # Runs the Deno suite on one backend; adds its counts to the totals. $1 = postgres|pglite, $2 = URL.

@@ -8,13 +8,22 @@ import { authenticate } from "../supabase/functions/_shared/auth.ts";
 import { HttpError } from "../supabase/functions/_shared/http.ts";
 import { loadConfig } from "../supabase/functions/_shared/env.ts";
 
-async function withJwksServer(fn: (jwksUrl: string, sign: (claims: Record<string, unknown>, opts?: { expiresIn?: number }) => Promise<string>, publicJwk: Record<string, unknown>) => Promise<void>) {
+async function withJwksServer(
+  fn: (
+    jwksUrl: string,
+    sign: (claims: Record<string, unknown>, opts?: { expiresIn?: number }) => Promise<string>,
+    publicJwk: Record<string, unknown>,
+  ) => Promise<void>,
+) {
   const { publicKey, privateKey } = await generateKeyPair("ES256");
   const publicJwk = { ...(await exportJWK(publicKey)), kid: "project-key-1", alg: "ES256", use: "sig" };
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, (req) =>
-    new URL(req.url).pathname === "/auth/v1/.well-known/jwks.json"
-      ? Response.json({ keys: [publicJwk] })
-      : new Response("not found", { status: 404 }));
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    (req) =>
+      new URL(req.url).pathname === "/auth/v1/.well-known/jwks.json"
+        ? Response.json({ keys: [publicJwk] })
+        : new Response("not found", { status: 404 }),
+  );
   const sign = async (claims: Record<string, unknown>, opts: { expiresIn?: number } = {}) => {
     const now = Math.floor(Date.now() / 1000);
     return await new SignJWT(claims).setProtectedHeader({ alg: "ES256", kid: "project-key-1" })
@@ -27,7 +36,8 @@ async function withJwksServer(fn: (jwksUrl: string, sign: (claims: Record<string
   }
 }
 
-const request = (token: string) => new Request("http://local/memory", { headers: { authorization: `Bearer ${token}` } });
+const request = (token: string) =>
+  new Request("http://local/memory", { headers: { authorization: `Bearer ${token}` } });
 
 async function rejects401(p: Promise<unknown>, code: string) {
   await assert.rejects(p, (e) => e instanceof HttpError && e.status === 401 && e.code === code);
@@ -46,15 +56,24 @@ Deno.test("auth (JWKS): SUPABASE_URL without a secret verifies against the proje
     // Another key pair with the same kid: the signature does not verify.
     const other = await generateKeyPair("ES256");
     const now = Math.floor(Date.now() / 1000);
-    const forged = await new SignJWT({ role: "service_role" }).setProtectedHeader({ alg: "ES256", kid: "project-key-1" })
+    const forged = await new SignJWT({ role: "service_role" }).setProtectedHeader({
+      alg: "ES256",
+      kid: "project-key-1",
+    })
       .setIssuedAt(now).setExpirationTime(now + 600).sign(other.privateKey);
     await rejects401(authenticate(request(forged), config), "invalid_token");
 
     // Algorithm confusion: HS256 with the public key's JSON as the shared secret.
-    const confused = await new SignJWT({ role: "service_role" }).setProtectedHeader({ alg: "HS256", kid: "project-key-1" })
+    const confused = await new SignJWT({ role: "service_role" }).setProtectedHeader({
+      alg: "HS256",
+      kid: "project-key-1",
+    })
       .setIssuedAt(now).setExpirationTime(now + 600).sign(new TextEncoder().encode(JSON.stringify(publicJwk)));
     await rejects401(authenticate(request(confused), config), "invalid_token");
 
-    await rejects401(authenticate(request(await sign({ role: "authenticated", sub: tenant }, { expiresIn: -60 })), config), "token_expired");
+    await rejects401(
+      authenticate(request(await sign({ role: "authenticated", sub: tenant }, { expiresIn: -60 })), config),
+      "token_expired",
+    );
   });
 });

@@ -10,36 +10,53 @@ const sql = testSql();
 const api = memoryApi(sql);
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
-Deno.test({ name: "checkpoints: create at version 1, save on the version read, load what was saved", ...opts }, async () => {
-  const t = newTenant();
-  const state = { graph: { node: "planner", step: 3 }, messages: [{ role: "user", content: "héllo ✓" }], agents: { coder: { todo: [1, 2] } } };
-  const created = await api("PUT", "/memory/checkpoints/thread-1", { as: t, body: { state } });
-  assert.equal(created.status, 201, JSON.stringify(created.body));
-  assert.equal(created.body.version, 1);
-  assert.equal(created.headers.get("etag"), '"1"');
-  assert.equal(created.body.size_bytes, new TextEncoder().encode(JSON.stringify(state)).byteLength);
+Deno.test(
+  { name: "checkpoints: create at version 1, save on the version read, load what was saved", ...opts },
+  async () => {
+    const t = newTenant();
+    const state = {
+      graph: { node: "planner", step: 3 },
+      messages: [{ role: "user", content: "héllo ✓" }],
+      agents: { coder: { todo: [1, 2] } },
+    };
+    const created = await api("PUT", "/memory/checkpoints/thread-1", { as: t, body: { state } });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    assert.equal(created.body.version, 1);
+    assert.equal(created.headers.get("etag"), '"1"');
+    assert.equal(created.body.size_bytes, new TextEncoder().encode(JSON.stringify(state)).byteLength);
 
-  const loaded = await api("GET", "/memory/checkpoints/thread-1", { as: t });
-  assert.equal(loaded.status, 200);
-  assert.deepEqual(loaded.body.state, state);
-  assert.deepEqual([loaded.body.thread_id, loaded.body.version], ["thread-1", 1]);
+    const loaded = await api("GET", "/memory/checkpoints/thread-1", { as: t });
+    assert.equal(loaded.status, 200);
+    assert.deepEqual(loaded.body.state, state);
+    assert.deepEqual([loaded.body.thread_id, loaded.body.version], ["thread-1", 1]);
 
-  const next = { ...state, graph: { node: "coder", step: 4 } };
-  const saved = await api("PUT", "/memory/checkpoints/thread-1", { as: t, body: { state: next, version: 1 } });
-  assert.deepEqual([saved.status, saved.body.version], [200, 2]);
-  assert.deepEqual((await api("GET", "/memory/checkpoints/thread-1", { as: t })).body.state, next);
-});
+    const next = { ...state, graph: { node: "coder", step: 4 } };
+    const saved = await api("PUT", "/memory/checkpoints/thread-1", { as: t, body: { state: next, version: 1 } });
+    assert.deepEqual([saved.status, saved.body.version], [200, 2]);
+    assert.deepEqual((await api("GET", "/memory/checkpoints/thread-1", { as: t })).body.state, next);
+  },
+);
 
-Deno.test({ name: "checkpoints: a lone surrogate in the state (a tool output cut mid-emoji) is saved as U+FFFD", ...opts }, async () => {
+Deno.test({
+  name: "checkpoints: a lone surrogate in the state (a tool output cut mid-emoji) is saved as U+FFFD",
+  ...opts,
+}, async () => {
   const t = newTenant();
   const state = { messages: [{ role: "tool", content: "build ok \ud83d" }], ["k\udc00"]: "\ud800x", emoji: "ok 😀" };
   const saved = await api("PUT", "/memory/checkpoints/t-surrogate", { as: t, body: { state } });
   assert.equal(saved.status, 201, JSON.stringify(saved.body));
   const loaded = await api("GET", "/memory/checkpoints/t-surrogate", { as: t });
-  assert.deepEqual(loaded.body.state, { messages: [{ role: "tool", content: "build ok \uFFFD" }], ["k\uFFFD"]: "\uFFFDx", emoji: "ok 😀" });
+  assert.deepEqual(loaded.body.state, {
+    messages: [{ role: "tool", content: "build ok \uFFFD" }],
+    ["k\uFFFD"]: "\uFFFDx",
+    emoji: "ok 😀",
+  });
 });
 
-Deno.test({ name: "checkpoints: a stale version is a 409 that writes nothing; two writers on one version, exactly one wins", ...opts }, async () => {
+Deno.test({
+  name: "checkpoints: a stale version is a 409 that writes nothing; two writers on one version, exactly one wins",
+  ...opts,
+}, async () => {
   const t = newTenant();
   await api("PUT", "/memory/checkpoints/t2", { as: t, body: { state: { v: "first" } } });
   const again = await api("PUT", "/memory/checkpoints/t2", { as: t, body: { state: { v: "blind create" } } });
@@ -49,7 +66,9 @@ Deno.test({ name: "checkpoints: a stale version is a 409 that writes nothing; tw
   assert.match(stale.body.error.message, /at version 1/);
   assert.deepEqual((await api("GET", "/memory/checkpoints/t2", { as: t })).body.state, { v: "first" });
 
-  const race = await Promise.all(["a", "b", "c"].map((w) => api("PUT", "/memory/checkpoints/t2", { as: t, body: { state: { v: w }, version: 1 } })));
+  const race = await Promise.all(
+    ["a", "b", "c"].map((w) => api("PUT", "/memory/checkpoints/t2", { as: t, body: { state: { v: w }, version: 1 } })),
+  );
   assert.deepEqual(race.map((r) => r.status).sort(), [200, 409, 409]);
   const winner = race.find((r) => r.status === 200)!;
   const now = await api("GET", "/memory/checkpoints/t2", { as: t });
@@ -57,7 +76,10 @@ Deno.test({ name: "checkpoints: a stale version is a 409 that writes nothing; tw
   assert.equal(winner.body.version, 2);
 });
 
-Deno.test({ name: "checkpoints: over the size limit 413, bad thread id or state 400, another tenant's thread 404", ...opts }, async () => {
+Deno.test({
+  name: "checkpoints: over the size limit 413, bad thread id or state 400, another tenant's thread 404",
+  ...opts,
+}, async () => {
   const [t, other] = [newTenant(), newTenant()];
   const small = memoryApi(sql, { config: { maxCheckpointBytes: 1024 } });
   const big = await small("PUT", "/memory/checkpoints/t3", { as: t, body: { state: { blob: "x".repeat(2000) } } });
@@ -72,15 +94,27 @@ Deno.test({ name: "checkpoints: over the size limit 413, bad thread id or state 
   await api("PUT", "/memory/checkpoints/shared-name", { as: t, body: { state: { mine: true } } });
   const theirs = await api("GET", "/memory/checkpoints/shared-name", { as: other });
   assert.deepEqual([theirs.status, theirs.body.error.code], [404, "not_found"]);
-  const update = await api("PUT", "/memory/checkpoints/shared-name", { as: other, body: { state: { x: 1 }, version: 1 } });
-  assert.deepEqual([update.status, update.body.error.code], [409, "version_conflict"], "another tenant's save finds no checkpoint of its own");
+  const update = await api("PUT", "/memory/checkpoints/shared-name", {
+    as: other,
+    body: { state: { x: 1 }, version: 1 },
+  });
+  assert.deepEqual(
+    [update.status, update.body.error.code],
+    [409, "version_conflict"],
+    "another tenant's save finds no checkpoint of its own",
+  );
   assert.deepEqual((await api("GET", "/memory/checkpoints/shared-name", { as: t })).body.state, { mine: true });
   assert.equal((await api("DELETE", "/memory/checkpoints/shared-name", { as: t })).status, 405);
 });
 
 Deno.test({ name: "checkpoints: a 1 MB state saves and loads intact", ...opts }, async () => {
   const t = newTenant();
-  const state = { messages: Array.from({ length: 2000 }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: `${i} ${"lorem ipsum dolor ".repeat(27)}` })) };
+  const state = {
+    messages: Array.from(
+      { length: 2000 },
+      (_, i) => ({ role: i % 2 ? "assistant" : "user", content: `${i} ${"lorem ipsum dolor ".repeat(27)}` }),
+    ),
+  };
   const size = new TextEncoder().encode(JSON.stringify(state)).byteLength;
   assert.ok(size > 1_000_000, `${size} bytes`);
   assert.equal((await api("PUT", "/memory/checkpoints/big", { as: t, body: { state } })).status, 201);

@@ -175,7 +175,9 @@ Deno.test("claude code hooks: episode batches are capped in bytes as well as in 
   const batches = episodeBatches(wide);
   assert.deepEqual(batches.flat(), wide, "every episode, in order");
   for (const b of batches) {
-    assert.ok(b.length <= EPISODES_PER_BATCH && new TextEncoder().encode(JSON.stringify(b)).length <= EPISODE_BATCH_BYTES);
+    assert.ok(
+      b.length <= EPISODES_PER_BATCH && new TextEncoder().encode(JSON.stringify(b)).length <= EPISODE_BATCH_BYTES,
+    );
   }
   const small = Array.from({ length: 120 }, (_, i) => ({ role: "user", content: `message ${i}` }));
   assert.deepEqual(episodeBatches(small).map((b) => b.length), [50, 50, 20]);
@@ -187,11 +189,16 @@ Deno.test("claude code hooks: a session of long, wide tool output is stored whol
   const dir = await Deno.makeTempDir();
   try {
     const tenant = newTenant();
-    const issued = await api(server, "memory/agent-tokens", { authorization: `Bearer ${await userToken(tenant)}` }, { agent: "coder" });
+    const issued = await api(server, "memory/agent-tokens", { authorization: `Bearer ${await userToken(tenant)}` }, {
+      agent: "coder",
+    });
     assert.equal(issued.status, 201, JSON.stringify(issued.body));
     // 60 tool results of 4,000 characters of CJK (12 KB each: 50 of them are past the 256 KiB body
     // limit), one of them cut where an emoji's surrogate pair straddles the 4,000th character.
-    const results = Array.from({ length: 60 }, (_, i) => i === 30 ? `${"x".repeat(3998)}😀 tail` : `${i} ${"漢".repeat(4100)}`);
+    const results = Array.from(
+      { length: 60 },
+      (_, i) => i === 30 ? `${"x".repeat(3998)}😀 tail` : `${i} ${"漢".repeat(4100)}`,
+    );
     const lines = results.map((text, i) =>
       JSON.stringify({
         type: "user",

@@ -18,18 +18,31 @@ const URL_ = "http://localhost/functions/v1/memory-compact";
 function syntheticConversation(turns: number): ChatMessage[] {
   const messages: ChatMessage[] = [{ role: "system", content: "You are DevAI, a coding agent." }];
   for (let t = 0; t < turns; t++) {
-    const fileDump = Array.from({ length: 170 }, (_, j) => `export const value${t}_${j} = compute(${j}, "file-${t}");`).join("\n");
+    const fileDump = Array.from({ length: 170 }, (_, j) => `export const value${t}_${j} = compute(${j}, "file-${t}");`)
+      .join("\n");
     messages.push({ role: "user", content: `Task ${t}: inspect module ${t} and fix the failing test.` });
     messages.push({
       role: "assistant",
       content: null,
       tool_calls: [
-        { id: `call_${t}_a`, type: "function", function: { name: "read_file", arguments: JSON.stringify({ path: `src/module${t}.ts` }) } },
-        { id: `call_${t}_b`, type: "function", function: { name: "bash", arguments: JSON.stringify({ cmd: `npm test -- module${t}` }) } },
+        {
+          id: `call_${t}_a`,
+          type: "function",
+          function: { name: "read_file", arguments: JSON.stringify({ path: `src/module${t}.ts` }) },
+        },
+        {
+          id: `call_${t}_b`,
+          type: "function",
+          function: { name: "bash", arguments: JSON.stringify({ cmd: `npm test -- module${t}` }) },
+        },
       ],
     });
     messages.push({ role: "tool", tool_call_id: `call_${t}_a`, content: fileDump });
-    messages.push({ role: "tool", tool_call_id: `call_${t}_b`, content: `FAIL module${t}.test.ts\n${fileDump.slice(0, 2000)}` });
+    messages.push({
+      role: "tool",
+      tool_call_id: `call_${t}_b`,
+      content: `FAIL module${t}.test.ts\n${fileDump.slice(0, 2000)}`,
+    });
     messages.push({ role: "assistant", content: `Fixed module ${t}: the import path was wrong.` });
   }
   return messages;
@@ -42,13 +55,20 @@ function assertToolPairsIntact(messages: ChatMessage[]) {
     if (m.role === "assistant" && m.tool_calls?.length) {
       const ids = m.tool_calls.map((c) => c.id);
       const following = messages.slice(i + 1, i + 1 + ids.length);
-      assert.deepEqual(following.map((f) => f.role === "tool" ? f.tool_call_id : `<${f.role}>`), ids, `results of ${ids} follow their call`);
+      assert.deepEqual(
+        following.map((f) => f.role === "tool" ? f.tool_call_id : `<${f.role}>`),
+        ids,
+        `results of ${ids} follow their call`,
+      );
     }
     if (m.role === "tool") {
       let j = i - 1;
       while (j >= 0 && messages[j]!.role === "tool") j--;
       const caller = messages[j];
-      assert.ok(caller?.role === "assistant" && caller.tool_calls?.some((c) => c.id === m.tool_call_id), `tool result ${m.tool_call_id} has its call`);
+      assert.ok(
+        caller?.role === "assistant" && caller.tool_calls?.some((c) => c.id === m.tool_call_id),
+        `tool result ${m.tool_call_id} has its call`,
+      );
     }
   }
 }
@@ -60,7 +80,12 @@ Deno.test("chunker: tool calls stay with their results, the system prompt is nev
   assert.equal(units[1]!.length, 3); // assistant + 2 tool results
   const total = countConversationTokens(msgs);
   for (const target of [100, 3000, 9000, 15000]) {
-    const plan = planCompaction(msgs, { totalTokens: total, triggerTokens: total - 10, targetChunkTokens: target, summaryReserveTokens: 0 })!;
+    const plan = planCompaction(msgs, {
+      totalTokens: total,
+      triggerTokens: total - 10,
+      targetChunkTokens: target,
+      summaryReserveTokens: 0,
+    })!;
     assert.equal(plan.head.length, 1);
     assert.equal(plan.head[0]!.role, "system");
     assert.notEqual(plan.rest[0]!.role, "tool", `target ${target}: rest never starts with an orphan tool result`);
@@ -77,17 +102,29 @@ Deno.test("compact: a 200k-token conversation is compacted under the trigger in 
     const messages = syntheticConversation(58);
     const before = countConversationTokens(messages);
     assert.ok(before > 200_000, `synthetic conversation has ${before} tokens`);
-    env.fake.onChat(COMPACTION_MARK, reply.json({
-      summary: "Modules 0-15 were fixed; each failure was a wrong import path. Next: module 14.",
-      candidates: [{ content: "Failing module tests in this repo are usually caused by wrong import paths.", type: "semantic", namespace: "devai/project/taskforge/fixes", source: "error_resolution", priority: "high", importance: 4 }],
-    }));
+    env.fake.onChat(
+      COMPACTION_MARK,
+      reply.json({
+        summary: "Modules 0-15 were fixed; each failure was a wrong import path. Next: module 14.",
+        candidates: [{
+          content: "Failing module tests in this repo are usually caused by wrong import paths.",
+          type: "semantic",
+          namespace: "devai/project/taskforge/fixes",
+          source: "error_resolution",
+          priority: "high",
+          importance: 4,
+        }],
+      }),
+    );
     let kicks = 0;
     const handler = createHandler({ ...env.deps, kickWorker: () => (kicks++, Promise.resolve()) });
-    const res = await handler(new Request(URL_, {
-      method: "POST",
-      headers: await userHeaders(tenant),
-      body: JSON.stringify({ session_id: "long-1", messages, project: "taskforge" }),
-    }));
+    const res = await handler(
+      new Request(URL_, {
+        method: "POST",
+        headers: await userHeaders(tenant),
+        body: JSON.stringify({ session_id: "long-1", messages, project: "taskforge" }),
+      }),
+    );
     assert.equal(res.status, 200);
     const out = await res.json();
     assert.equal(out.compacted, true);
@@ -109,7 +146,8 @@ Deno.test("compact: a 200k-token conversation is compacted under the trigger in 
     const results = [...prompt.matchAll(/\[tool result for (call_\d+_[ab])\]/g)].map((m) => m[1]);
     assert.deepEqual(results, calls, "the LLM saw every call with its result");
 
-    const [summary] = await env.sql`select summary, compactions from public.memory_session_summaries where owner_id = ${tenant} and session_id = 'long-1'`;
+    const [summary] = await env
+      .sql`select summary, compactions from public.memory_session_summaries where owner_id = ${tenant} and session_id = 'long-1'`;
     assert.equal(summary!.compactions, 1);
     const jobs = await jobsOf(env.sql, tenant);
     assert.equal(jobs.length, 1);
@@ -121,12 +159,26 @@ Deno.test("compact: a 200k-token conversation is compacted under the trigger in 
     env.fake.reset();
     env.fake.onChat("PRIOR SUMMARY", reply.json({ summary: "Modules 0-27 fixed (merged).", candidates: [] }));
     const grown = [...out.messages, ...syntheticConversation(20).slice(1)];
-    const res2 = await handler(new Request(URL_, { method: "POST", headers: await userHeaders(tenant), body: JSON.stringify({ session_id: "long-1", messages: grown }) }));
+    const res2 = await handler(
+      new Request(URL_, {
+        method: "POST",
+        headers: await userHeaders(tenant),
+        body: JSON.stringify({ session_id: "long-1", messages: grown }),
+      }),
+    );
     const out2 = await res2.json();
     assert.equal(out2.compacted, true);
-    assert.match(String(env.fake.chatRequests()[0]!.body.messages.at(-1).content), /PRIOR SUMMARY:\nModules 0-15 were fixed/);
-    assert.equal(out2.messages.filter((m: ChatMessage) => m.role === "user" && String(m.content).startsWith(MARKER)).length, 1, "one marker");
-    const [merged] = await env.sql`select summary, compactions from public.memory_session_summaries where owner_id = ${tenant} and session_id = 'long-1'`;
+    assert.match(
+      String(env.fake.chatRequests()[0]!.body.messages.at(-1).content),
+      /PRIOR SUMMARY:\nModules 0-15 were fixed/,
+    );
+    assert.equal(
+      out2.messages.filter((m: ChatMessage) => m.role === "user" && String(m.content).startsWith(MARKER)).length,
+      1,
+      "one marker",
+    );
+    const [merged] = await env
+      .sql`select summary, compactions from public.memory_session_summaries where owner_id = ${tenant} and session_id = 'long-1'`;
     assert.equal(merged!.summary, "Modules 0-27 fixed (merged).");
     assert.equal(merged!.compactions, 2);
   } finally {
@@ -139,7 +191,13 @@ Deno.test("compact: under the trigger the messages come back unchanged, with no 
   try {
     const handler = createHandler({ ...env.deps, kickWorker: () => Promise.resolve() });
     const messages = syntheticConversation(2);
-    const res = await handler(new Request(URL_, { method: "POST", headers: await userHeaders(newTenant()), body: JSON.stringify({ session_id: "short", messages }) }));
+    const res = await handler(
+      new Request(URL_, {
+        method: "POST",
+        headers: await userHeaders(newTenant()),
+        body: JSON.stringify({ session_id: "short", messages }),
+      }),
+    );
     const out = await res.json();
     assert.equal(out.compacted, false);
     assert.deepEqual(out.messages, messages);
@@ -154,11 +212,13 @@ Deno.test("compact: without an LLM an extractive summary still brings the contex
   try {
     const handler = createHandler({ ...env.deps, kickWorker: () => Promise.resolve() });
     const messages = syntheticConversation(12);
-    const res = await handler(new Request(URL_, {
-      method: "POST",
-      headers: await userHeaders(newTenant()),
-      body: JSON.stringify({ session_id: "nollm", messages, trigger_tokens: 30_000, target_chunk_tokens: 10_000 }),
-    }));
+    const res = await handler(
+      new Request(URL_, {
+        method: "POST",
+        headers: await userHeaders(newTenant()),
+        body: JSON.stringify({ session_id: "nollm", messages, trigger_tokens: 30_000, target_chunk_tokens: 10_000 }),
+      }),
+    );
     const out = await res.json();
     assert.equal(out.compacted, true);
     assert.equal(out.summary_mode, "extractive");
@@ -175,11 +235,13 @@ Deno.test("compact: bad input is a 4xx", async () => {
   try {
     const handler = createHandler({ ...env.deps, kickWorker: () => Promise.resolve() });
     const headers = await userHeaders(newTenant());
-    for (const body of [
-      { session_id: "x", messages: [] },
-      { session_id: "x", messages: [{ role: "assistant", tool_calls: [{ id: "1", type: "function" }] }] },
-      { session_id: "x", messages: [{ role: "user", content: "hi" }], trigger_tokens: 5 },
-    ]) {
+    for (
+      const body of [
+        { session_id: "x", messages: [] },
+        { session_id: "x", messages: [{ role: "assistant", tool_calls: [{ id: "1", type: "function" }] }] },
+        { session_id: "x", messages: [{ role: "user", content: "hi" }], trigger_tokens: 5 },
+      ]
+    ) {
       const res = await handler(new Request(URL_, { method: "POST", headers, body: JSON.stringify(body) }));
       assert.equal(res.status, 400, JSON.stringify(body));
     }

@@ -7,17 +7,27 @@
 import assert from "node:assert/strict";
 import { withTenant } from "../supabase/functions/_shared/db.ts";
 import { newTenant, tenantWrites } from "./support/seed.ts";
-import { judgedPairs, LOCAL_EMBEDDING, memoryWithLlm, scriptJudge, seedRealisticTenant } from "./support/consolidation.ts";
+import {
+  judgedPairs,
+  LOCAL_EMBEDDING,
+  memoryWithLlm,
+  scriptJudge,
+  seedRealisticTenant,
+} from "./support/consolidation.ts";
 import { writeEnv } from "./write_helpers.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
 async function validContents(sql: import("../supabase/functions/_shared/db.ts").Sql, t: string): Promise<string[]> {
   return (await sql<{ content: string }[]>`
-    select content from public.devai_memories where owner_id = ${t} and is_valid and state = 'active' order by content`).map((r) => r.content);
+    select content from public.devai_memories where owner_id = ${t} and is_valid and state = 'active' order by content`)
+    .map((r) => r.content);
 }
 
-Deno.test({ name: "consolidate: a realistic tenant's duplicates are reduced, the user's words kept, every change audited", ...opts }, async () => {
+Deno.test({
+  name: "consolidate: a realistic tenant's duplicates are reduced, the user's words kept, every change audited",
+  ...opts,
+}, async () => {
   const env = await writeEnv({ config: { embedding: LOCAL_EMBEDDING } as never });
   try {
     const t = newTenant();
@@ -42,16 +52,36 @@ Deno.test({ name: "consolidate: a realistic tenant's duplicates are reduced, the
     // 15 memories of 7 facts → 8 valid: one per fact, and both sides of the open contradiction.
     const valid = await validContents(env.sql, t);
     assert.equal(valid.length, 8, valid.join("\n"));
-    for (const kept of ["CI runs on Node 20.", "Code review needs two approvals before merge.", "The project uses pnpm for installs",
-      "The user prefers spaces over tabs.", "The user prefers tabs over spaces."]) assert.ok(valid.includes(kept), kept);
-    for (const fact of ["Deploys", "Tests", "The API server"]) assert.equal(valid.filter((c) => c.startsWith(fact)).length, 1, fact);
+    for (
+      const kept of [
+        "CI runs on Node 20.",
+        "Code review needs two approvals before merge.",
+        "The project uses pnpm for installs",
+        "The user prefers spaces over tabs.",
+        "The user prefers tabs over spaces.",
+      ]
+    ) assert.ok(valid.includes(kept), kept);
+    for (const fact of ["Deploys", "Tests", "The API server"]) {
+      assert.equal(valid.filter((c) => c.startsWith(fact)).length, 1, fact);
+    }
     // The user-stated restatement survived; the model's copies are superseded by it, softly.
-    const [pnpm] = await env.sql<{ source: string; is_valid: boolean }[]>`select source, is_valid from public.devai_memories where id = ${ids[1]!}`;
+    const [pnpm] = await env.sql<
+      { source: string; is_valid: boolean }[]
+    >`select source, is_valid from public.devai_memories where id = ${ids[1]!}`;
     assert.deepEqual({ ...pnpm }, { source: "user_stated", is_valid: true });
     const superseded = await env.sql<{ id: string; superseded_by: string | null; valid_until: Date | null }[]>`
-      select id, superseded_by, valid_until from public.devai_memories where id = any (${[ids[0]!, ids[2]!, ids[3]!]}::uuid[])`;
-    assert.ok(superseded.every((m) => m.superseded_by === ids[1] && m.valid_until), "the pnpm copies point at the user's statement, validity closed");
-    const [node18] = await env.sql<{ superseded_by: string }[]>`select superseded_by from public.devai_memories where id = ${ids[6]!}`;
+      select id, superseded_by, valid_until from public.devai_memories where id = any (${[
+      ids[0]!,
+      ids[2]!,
+      ids[3]!,
+    ]}::uuid[])`;
+    assert.ok(
+      superseded.every((m) => m.superseded_by === ids[1] && m.valid_until),
+      "the pnpm copies point at the user's statement, validity closed",
+    );
+    const [node18] = await env.sql<
+      { superseded_by: string }[]
+    >`select superseded_by from public.devai_memories where id = ${ids[6]!}`;
     assert.equal(node18!.superseded_by, ids[7]);
 
     // Audited: a MERGE by consolidation for each of the 7 memories merged away, a supersedes edge to each.
@@ -65,11 +95,16 @@ Deno.test({ name: "consolidate: a realistic tenant's duplicates are reduced, the
     // The contradiction is open, the older (user-stated) as a, the newer as b; readable by the API.
     const open = await api("GET", "/memory/contradictions?status=open", t);
     assert.equal(open.status, 200);
-    assert.deepEqual(open.body.contradictions.map((c: { memory_a: { id: string }; memory_b: { id: string }; detected_by: string }) =>
-      [c.memory_a.id, c.memory_b.id, c.detected_by]), [[ids[10], ids[11], "consolidation"]]);
+    assert.deepEqual(
+      open.body.contradictions.map((
+        c: { memory_a: { id: string }; memory_b: { id: string }; detected_by: string },
+      ) => [c.memory_a.id, c.memory_b.id, c.detected_by]),
+      [[ids[10], ids[11], "consolidation"]],
+    );
 
     // The run is recorded with what it spent; an insight run is queued for after it.
-    const [run] = await env.sql`select trigger, finished_at, pairs_checked, tokens_used from public.memory_consolidation_runs where owner_id = ${t}`;
+    const [run] = await env
+      .sql`select trigger, finished_at, pairs_checked, tokens_used from public.memory_consolidation_runs where owner_id = ${t}`;
     assert.equal(run!.trigger, "api");
     assert.ok(run!.finished_at);
     assert.equal(run!.pairs_checked, r.pairs_checked);
@@ -82,7 +117,11 @@ Deno.test({ name: "consolidate: a realistic tenant's duplicates are reduced, the
   }
 });
 
-Deno.test({ name: "consolidate dry_run: writes nothing but its run's record (what it spent), and announces what the real run then does", ...opts }, async () => {
+Deno.test({
+  name:
+    "consolidate dry_run: writes nothing but its run's record (what it spent), and announces what the real run then does",
+  ...opts,
+}, async () => {
   const env = await writeEnv({ config: { embedding: LOCAL_EMBEDDING } as never });
   try {
     const t = newTenant();
@@ -105,12 +144,25 @@ Deno.test({ name: "consolidate dry_run: writes nothing but its run's record (wha
     assert.equal(dry.status, 200);
     assert.equal(dry.body.dry_run, true);
     assert.deepEqual(await snapshot(), before, "a dry run writes nothing but its run's record");
-    const [record] = await env.sql`select id, dry_run, pairs_checked, tokens_used, finished_at is not null as finished from public.memory_consolidation_runs where owner_id = ${t}`;
-    assert.deepEqual(record, { id: dry.body.run_id, dry_run: true, pairs_checked: dry.body.pairs_checked, tokens_used: dry.body.tokens_used, finished: true });
+    const [record] = await env
+      .sql`select id, dry_run, pairs_checked, tokens_used, finished_at is not null as finished from public.memory_consolidation_runs where owner_id = ${t}`;
+    assert.deepEqual(record, {
+      id: dry.body.run_id,
+      dry_run: true,
+      pairs_checked: dry.body.pairs_checked,
+      tokens_used: dry.body.tokens_used,
+      finished: true,
+    });
     assert.ok(dry.body.tokens_used > 0, "the dry run asked the model: its tokens count against the day's caps");
 
     const real = await api("POST", "/memory/consolidate", t, {});
-    const pick = (b: Record<string, unknown>) => ({ deduped: b.deduped, merged: b.merged, contradictions_found: b.contradictions_found, pairs_checked: b.pairs_checked, forgotten: b.forgotten });
+    const pick = (b: Record<string, unknown>) => ({
+      deduped: b.deduped,
+      merged: b.merged,
+      contradictions_found: b.contradictions_found,
+      pairs_checked: b.pairs_checked,
+      forgotten: b.forgotten,
+    });
     assert.deepEqual(pick(real.body), pick(dry.body), "the dry run announced what the real run did");
     assert.notDeepEqual(await snapshot(), before);
   } finally {
@@ -118,7 +170,10 @@ Deno.test({ name: "consolidate dry_run: writes nothing but its run's record (wha
   }
 });
 
-Deno.test({ name: "consolidate without an LLM: near-verbatim duplicates still merge, the model's part is skipped cleanly", ...opts }, async () => {
+Deno.test({
+  name: "consolidate without an LLM: near-verbatim duplicates still merge, the model's part is skipped cleanly",
+  ...opts,
+}, async () => {
   const env = await writeEnv({ config: { embedding: LOCAL_EMBEDDING } as never, withLlm: false });
   try {
     const t = newTenant();
@@ -127,9 +182,17 @@ Deno.test({ name: "consolidate without an LLM: near-verbatim duplicates still me
     const res = await api("POST", "/memory/consolidate", t, {});
     assert.equal(res.status, 200);
     assert.equal(res.body.llm, "skipped: no LLM configured");
-    assert.deepEqual([res.body.deduped, res.body.merged, res.body.pairs_checked, res.body.tokens_used, res.body.contradictions_found], [2, 0, 0, 0, 0]);
+    assert.deepEqual([
+      res.body.deduped,
+      res.body.merged,
+      res.body.pairs_checked,
+      res.body.tokens_used,
+      res.body.contradictions_found,
+    ], [2, 0, 0, 0, 0]);
     assert.equal(env.fake.chatRequests().length, 0);
-    const [pnpm] = await env.sql<{ superseded_by: string }[]>`select superseded_by from public.devai_memories where id = ${ids[0]!}`;
+    const [pnpm] = await env.sql<
+      { superseded_by: string }[]
+    >`select superseded_by from public.devai_memories where id = ${ids[0]!}`;
     assert.equal(pnpm!.superseded_by, ids[1], "the model's copy merged into the user's restatement");
     const jobs = await env.sql`select 1 from public.memory_jobs where owner_id = ${t}`;
     assert.equal(jobs.length, 0, "no insight run without a model");
@@ -138,25 +201,42 @@ Deno.test({ name: "consolidate without an LLM: near-verbatim duplicates still me
   }
 });
 
-Deno.test({ name: "consolidate: one run of a tenant at a time (409); a run left over an hour by a dead worker is closed", ...opts }, async () => {
+Deno.test({
+  name: "consolidate: one run of a tenant at a time (409); a run left over an hour by a dead worker is closed",
+  ...opts,
+}, async () => {
   const env = await writeEnv({ config: { embedding: LOCAL_EMBEDDING } as never, withLlm: false });
   try {
     const t = newTenant();
     await seedRealisticTenant(env.sql, t);
     const api = memoryWithLlm(env.sql, env.config, undefined, env.embedder);
-    const [running] = await withTenant(env.sql, { tenantId: t, actor: "test" }, (tx) =>
-      tx<{ id: string }[]>`insert into public.memory_consolidation_runs (owner_id, trigger) values (${t}, 'nightly') returning id`);
+    const [running] = await withTenant(
+      env.sql,
+      { tenantId: t, actor: "test" },
+      (tx) =>
+        tx<
+          { id: string }[]
+        >`insert into public.memory_consolidation_runs (owner_id, trigger) values (${t}, 'nightly') returning id`,
+    );
     const busy = await api("POST", "/memory/consolidate", t, {});
     assert.equal(busy.status, 409);
     assert.equal(busy.body.error.code, "consolidation_running");
-    assert.equal((await api("POST", "/memory/consolidate", t, { dry_run: true })).status, 409, "a dry run waits its turn too");
+    assert.equal(
+      (await api("POST", "/memory/consolidate", t, { dry_run: true })).status,
+      409,
+      "a dry run waits its turn too",
+    );
     assert.equal((await api("POST", "/memory/consolidate", t, { dry_run: "yes" })).status, 400);
     assert.equal((await api("POST", "/memory/consolidate", t, { force: true })).status, 400);
 
-    await env.sql`update public.memory_consolidation_runs set started_at = now() - interval '2 hours' where id = ${running!.id}`;
+    await env.sql`update public.memory_consolidation_runs set started_at = now() - interval '2 hours' where id = ${
+      running!.id
+    }`;
     const res = await api("POST", "/memory/consolidate", t, {});
     assert.equal(res.status, 200);
-    const [stale] = await env.sql`select finished_at, result from public.memory_consolidation_runs where id = ${running!.id}`;
+    const [stale] = await env.sql`select finished_at, result from public.memory_consolidation_runs where id = ${
+      running!.id
+    }`;
     assert.ok(stale!.finished_at);
     assert.deepEqual(stale!.result, { abandoned: true });
   } finally {
@@ -164,7 +244,10 @@ Deno.test({ name: "consolidate: one run of a tenant at a time (409); a run left 
   }
 });
 
-Deno.test({ name: "consolidate: tenants are isolated; the judge is shown each pair once, never another tenant's memory", ...opts }, async () => {
+Deno.test({
+  name: "consolidate: tenants are isolated; the judge is shown each pair once, never another tenant's memory",
+  ...opts,
+}, async () => {
   const env = await writeEnv({ config: { embedding: LOCAL_EMBEDDING } as never });
   try {
     const [a, b] = [newTenant(), newTenant()];
@@ -173,7 +256,9 @@ Deno.test({ name: "consolidate: tenants are isolated; the judge is shown each pa
     scriptJudge(env.fake);
     const api = memoryWithLlm(env.sql, env.config, env.llm, env.embedder);
     assert.equal((await api("POST", "/memory/consolidate", a, {})).status, 200);
-    const untouched = await env.sql<{ n: number }[]>`select count(*)::int as n from public.devai_memories where owner_id = ${b} and is_valid`;
+    const untouched = await env.sql<
+      { n: number }[]
+    >`select count(*)::int as n from public.devai_memories where owner_id = ${b} and is_valid`;
     assert.equal(untouched[0]!.n, bIds.length, "tenant b's memories are untouched");
     const shown = judgedPairs(env.fake).flat().map(([o, n]) => [o, n].sort().join(" | "));
     assert.equal(new Set(shown).size, shown.length, "each pair once");

@@ -3,7 +3,14 @@
 // the pair fingerprints that keep a checked pair from being checked again for 14 days.
 import assert from "node:assert/strict";
 import { newTenant } from "./support/seed.ts";
-import { judgedPairs, LOCAL_EMBEDDING, memoryWithLlm, scriptJudge, seedRealisticTenant, withSettings } from "./support/consolidation.ts";
+import {
+  judgedPairs,
+  LOCAL_EMBEDDING,
+  memoryWithLlm,
+  scriptJudge,
+  seedRealisticTenant,
+  withSettings,
+} from "./support/consolidation.ts";
 import { writeEnv } from "./write_helpers.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
@@ -24,10 +31,12 @@ async function night(settings: Record<string, number>) {
   return { env, t, api, now: new Date(), close: async () => (await restore(), await env.close()) };
 }
 
-Deno.test({ name: "caps: at most consolidation_pairs_per_night pairs a day, shared by every run of the day; the next day goes on", ...opts }, async () => {
+Deno.test({
+  name: "caps: at most consolidation_pairs_per_night pairs a day, shared by every run of the day; the next day goes on",
+  ...opts,
+}, async () => {
   const { env, t, api, now, close } = await night({ consolidation_pairs_per_night: 2 });
   try {
-
     const first = await api(now)("POST", "/memory/consolidate", t, {});
     assert.equal(first.status, 200);
     assert.equal(first.body.pairs_checked, 2);
@@ -49,32 +58,45 @@ Deno.test({ name: "caps: at most consolidation_pairs_per_night pairs a day, shar
   }
 });
 
-Deno.test({ name: "caps: dry runs spend the same day's caps; once spent, another dry run calls no model", ...opts }, async () => {
-  const { env, t, api, now, close } = await night({ consolidation_pairs_per_night: 2 });
-  try {
-    const first = await api(now)("POST", "/memory/consolidate", t, { dry_run: true });
-    assert.deepEqual([first.status, first.body.pairs_checked, first.body.caps.pairs_left], [200, 2, 2]);
-    assert.ok(first.body.tokens_used > 0);
-    const calls = env.fake.chatRequests().length;
-    assert.equal(calls, 1);
+Deno.test(
+  { name: "caps: dry runs spend the same day's caps; once spent, another dry run calls no model", ...opts },
+  async () => {
+    const { env, t, api, now, close } = await night({ consolidation_pairs_per_night: 2 });
+    try {
+      const first = await api(now)("POST", "/memory/consolidate", t, { dry_run: true });
+      assert.deepEqual([first.status, first.body.pairs_checked, first.body.caps.pairs_left], [200, 2, 2]);
+      assert.ok(first.body.tokens_used > 0);
+      const calls = env.fake.chatRequests().length;
+      assert.equal(calls, 1);
 
-    for (let i = 0; i < 3; i++) {
-      const again = await api(now)("POST", "/memory/consolidate", t, { dry_run: true });
-      assert.deepEqual([again.status, again.body.pairs_checked, again.body.tokens_used, again.body.caps.pairs_left], [200, 0, 0, 0]);
+      for (let i = 0; i < 3; i++) {
+        const again = await api(now)("POST", "/memory/consolidate", t, { dry_run: true });
+        assert.deepEqual([again.status, again.body.pairs_checked, again.body.tokens_used, again.body.caps.pairs_left], [
+          200,
+          0,
+          0,
+          0,
+        ]);
+      }
+      assert.equal(env.fake.chatRequests().length, calls, "the day's pairs are spent: no model call");
+      const real = await api(now)("POST", "/memory/consolidate", t, {});
+      assert.deepEqual([real.body.pairs_checked, real.body.caps.tokens_left], [
+        0,
+        real.body.caps.tokens_per_night - first.body.tokens_used,
+      ]);
+      assert.equal(env.fake.chatRequests().length, calls, "nor for a real run");
+    } finally {
+      await close();
     }
-    assert.equal(env.fake.chatRequests().length, calls, "the day's pairs are spent: no model call");
-    const real = await api(now)("POST", "/memory/consolidate", t, {});
-    assert.deepEqual([real.body.pairs_checked, real.body.caps.tokens_left], [0, real.body.caps.tokens_per_night - first.body.tokens_used]);
-    assert.equal(env.fake.chatRequests().length, calls, "nor for a real run");
-  } finally {
-    await close();
-  }
-});
+  },
+);
 
-Deno.test({ name: "caps: a token budget too small for the next prompt stops before the call; fingerprints expire after 14 days", ...opts }, async () => {
+Deno.test({
+  name: "caps: a token budget too small for the next prompt stops before the call; fingerprints expire after 14 days",
+  ...opts,
+}, async () => {
   const { env, t, api, now, close } = await night({ consolidation_tokens_per_night: 50 });
   try {
-
     const starved = await api(now)("POST", "/memory/consolidate", t, {});
     assert.equal(starved.status, 200);
     assert.deepEqual([starved.body.pairs_checked, starved.body.tokens_used, starved.body.stopped], [0, 0, "tokens"]);

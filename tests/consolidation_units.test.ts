@@ -7,7 +7,12 @@ import { simulatePairs } from "../supabase/functions/_shared/consolidation-apply
 import { scopeBaseOf } from "../supabase/functions/_shared/consolidation-pairs.ts";
 import { acceptInsights } from "../supabase/functions/_shared/insights.ts";
 import { actionFor, type JudgedPair, type PairMemory } from "../supabase/functions/_shared/pair-judge.ts";
-import { lexicalOverlap, nearVerbatim, numericStep, worthJudging } from "../supabase/functions/_shared/pair-prefilter.ts";
+import {
+  lexicalOverlap,
+  nearVerbatim,
+  numericStep,
+  worthJudging,
+} from "../supabase/functions/_shared/pair-prefilter.ts";
 import { sensitiveFieldOf } from "../supabase/functions/_shared/proposals.ts";
 import { INSIGHT_WEIGHT, rankMemories } from "../supabase/functions/_shared/retrieval/rank.ts";
 
@@ -26,16 +31,35 @@ Deno.test("prefilter: a numeric step or lexical overlap makes a pair worth judgi
   assert.ok(numericStep("CI runs on Node 18.", "CI runs on Node 20."));
   assert.ok(numericStep("The API listens on port 3000.", "The API listens on port 8080."));
   assert.ok(!numericStep("CI runs on Node 18.", "CI runs on Node 18."));
-  assert.ok(lexicalOverlap("Deploys happen on Fridays with blue-green releases.", "Deployments happen every Friday using blue-green releases.") >= 0.25);
+  assert.ok(
+    lexicalOverlap(
+      "Deploys happen on Fridays with blue-green releases.",
+      "Deployments happen every Friday using blue-green releases.",
+    ) >= 0.25,
+  );
   assert.ok(worthJudging("The project uses pnpm for installs.", "The project uses npm for installs."));
   assert.ok(!worthJudging("The staging database runs Postgres 17.", "Code review needs two approvals before merge."));
 });
 
 const mem = (id: string, over: Partial<PairMemory> = {}): PairMemory => ({
-  id, content: id, memory_type: "semantic", namespace: "devai/project/shop/notes", source: "discovery", priority: "medium",
-  pinned: false, access_count: 0, created_at: new Date(Date.parse("2026-11-01") + Number(id.replace(/\D/g, "") || 0) * 86_400_000), ...over,
+  id,
+  content: id,
+  memory_type: "semantic",
+  namespace: "devai/project/shop/notes",
+  source: "discovery",
+  priority: "medium",
+  pinned: false,
+  access_count: 0,
+  created_at: new Date(Date.parse("2026-11-01") + Number(id.replace(/\D/g, "") || 0) * 86_400_000),
+  ...over,
 });
-const judged = (older: PairMemory, newer: PairMemory, verdict: JudgedPair["verdict"]): JudgedPair => ({ older, newer, score: 0.9, verdict, reason: "" });
+const judged = (older: PairMemory, newer: PairMemory, verdict: JudgedPair["verdict"]): JudgedPair => ({
+  older,
+  newer,
+  score: 0.9,
+  verdict,
+  reason: "",
+});
 
 Deno.test("guardrails: a user-stated or pinned memory is never merged away or superseded by a verdict", () => {
   const user = mem("m1", { source: "user_stated", priority: "highest" });
@@ -44,13 +68,27 @@ Deno.test("guardrails: a user-stated or pinned memory is never merged away or su
   assert.deepEqual(pick(actionFor(judged(model, user, "same"))), { action: "merge", keep: "m1", drop: "m2" });
   assert.deepEqual(pick(actionFor(judged(user, model, "verbatim"))), { action: "merge", keep: "m1", drop: "m2" });
   // Both the user's: nothing.
-  assert.deepEqual(actionFor(judged(user, mem("m3", { source: "correction", priority: "highest" }), "same")), { action: "none", why: "protected" });
+  assert.deepEqual(actionFor(judged(user, mem("m3", { source: "correction", priority: "highest" }), "same")), {
+    action: "none",
+    why: "protected",
+  });
   // A newer model fact never supersedes an older user-stated or pinned one.
   assert.deepEqual(actionFor(judged(user, model, "refines")), { action: "none", why: "protected" });
-  assert.deepEqual(actionFor(judged(mem("m4", { pinned: true }), model, "refines")), { action: "none", why: "protected" });
+  assert.deepEqual(actionFor(judged(mem("m4", { pinned: true }), model, "refines")), {
+    action: "none",
+    why: "protected",
+  });
   // Otherwise: newer refines older; the same fact keeps the more retrieved, then the older.
-  assert.deepEqual(pick(actionFor(judged(mem("m5"), mem("m6"), "refines"))), { action: "supersede", keep: "m6", drop: "m5" });
-  assert.deepEqual(pick(actionFor(judged(mem("m5"), mem("m6", { access_count: 3 }), "same"))), { action: "merge", keep: "m6", drop: "m5" });
+  assert.deepEqual(pick(actionFor(judged(mem("m5"), mem("m6"), "refines"))), {
+    action: "supersede",
+    keep: "m6",
+    drop: "m5",
+  });
+  assert.deepEqual(pick(actionFor(judged(mem("m5"), mem("m6", { access_count: 3 }), "same"))), {
+    action: "merge",
+    keep: "m6",
+    drop: "m5",
+  });
   assert.deepEqual(pick(actionFor(judged(mem("m5"), mem("m6"), "same"))), { action: "merge", keep: "m5", drop: "m6" });
   assert.equal(actionFor(judged(mem("m5"), mem("m6"), "contradiction")).action, "contradiction");
   assert.deepEqual(actionFor(judged(mem("m5"), mem("m6"), "different")), { action: "none", why: "different" });
@@ -64,7 +102,12 @@ Deno.test("dry run counting: a memory merged away by one pair is gone for the ne
   const [a, b, c] = [mem("m1"), mem("m2"), mem("m3")];
   const counts = simulatePairs(
     [{ older: a, newer: b, score: 0.97 }],
-    [judged(b, c, "same"), judged(a, c, "refines"), judged(b, c, "contradiction"), judged(mem("m7", { source: "user_stated" }), c, "refines")],
+    [
+      judged(b, c, "same"),
+      judged(a, c, "refines"),
+      judged(b, c, "contradiction"),
+      judged(mem("m7", { source: "user_stated" }), c, "refines"),
+    ],
   );
   assert.deepEqual(counts, { deduped: 1, merged: 1, contradictions_found: 0, protected_kept: 1 });
 });

@@ -21,59 +21,101 @@ const ERROR = "TypeError: Cannot read properties of undefined (reading 'user') a
 /** A small shop project: a decision about login.ts, an error fix, conventions, a workflow, architecture. */
 async function seedShop(tenant: string) {
   return await seedLinked(sql, tenant, [
-    { content: "src/auth/login.ts keeps sessions server-side in Redis; the client never decodes the JWT.", namespace: ns("shop"), metadata: { category: "decisions" } },
-    { content: "TypeError reading 'user' in src/auth/login.ts comes from an expired session: check req.session before reading user.", namespace: ns("shop"), metadata: { category: "errors_and_fixes" }, source: "error_resolution" },
-    { content: "Every TypeScript module returns Result<T, E> values instead of throwing exceptions.", namespace: ns("shop"), metadata: { category: "conventions" } },
-    { content: "Deploy the shop with pnpm test, then pnpm build, then fly deploy with the bluegreen strategy.", namespace: ns("shop", "workflows"), memory_type: "procedural" },
-    { content: "The storefront is a Next.js 14 App Router application with server actions for checkout.", namespace: ns("shop"), metadata: { category: "architecture" } },
-    { content: "Checkout posts orders to the orders service over gRPC with a five second deadline.", namespace: ns("shop"), metadata: { category: "architecture" } },
-    { content: "Pull requests need one review and a green CI run before merging into main.", namespace: ns("shop"), metadata: { category: "workflows" } },
+    {
+      content: "src/auth/login.ts keeps sessions server-side in Redis; the client never decodes the JWT.",
+      namespace: ns("shop"),
+      metadata: { category: "decisions" },
+    },
+    {
+      content:
+        "TypeError reading 'user' in src/auth/login.ts comes from an expired session: check req.session before reading user.",
+      namespace: ns("shop"),
+      metadata: { category: "errors_and_fixes" },
+      source: "error_resolution",
+    },
+    {
+      content: "Every TypeScript module returns Result<T, E> values instead of throwing exceptions.",
+      namespace: ns("shop"),
+      metadata: { category: "conventions" },
+    },
+    {
+      content: "Deploy the shop with pnpm test, then pnpm build, then fly deploy with the bluegreen strategy.",
+      namespace: ns("shop", "workflows"),
+      memory_type: "procedural",
+    },
+    {
+      content: "The storefront is a Next.js 14 App Router application with server actions for checkout.",
+      namespace: ns("shop"),
+      metadata: { category: "architecture" },
+    },
+    {
+      content: "Checkout posts orders to the orders service over gRPC with a five second deadline.",
+      namespace: ns("shop"),
+      metadata: { category: "architecture" },
+    },
+    {
+      content: "Pull requests need one review and a green CI run before merging into main.",
+      namespace: ns("shop"),
+      metadata: { category: "workflows" },
+    },
   ]);
 }
 
-dbTest("debugging: the error's fix and the file's decision are critical, critical is widened, conventions compressed", async () => {
-  const t = newTenant();
-  const [decision, fix, convention] = await seedShop(t);
-  const res = await api.assemble(t, {
-    project: "shop",
-    message: "login crashes after the session expires, why?",
-    signals: { current_file: "src/auth/login.ts", recent_errors: [ERROR], activity: "debugging" },
-  });
-  assert.equal(res.status, 200, JSON.stringify(res.body));
-  const body = res.body;
-  assert.equal(body.budget, 8000);
-  assert.ok(body.token_count <= 8000 && body.token_count === countTokens(body.context));
-  const critical = body.memories.filter((m: { tier: string }) => m.tier === "critical");
-  assert.deepEqual(critical.map((m: { id: string; tag: string }) => [m.id, m.tag]), [[decision!.id, "decision"], [fix!.id, "fix"]]);
-  assert.ok(body.context.includes(`- [decision] ${decision!.content}`), body.context);
-  assert.ok(body.context.includes(`- [fix] ${fix!.content}`));
-  // Debugging: critical gets 37.5% of what the heading leaves, background 18.75% (+ what the tiers before it left).
-  const available = 8000 - countTokens("## Working Context");
-  assert.equal(body.tiers.critical.budget, Math.floor(available * 0.375) + 1);
-  assert.equal(body.activity, "debugging");
-  // The convention is background, compressed or summarised (never beyond its summary).
-  const conv = body.memories.find((m: { id: string }) => m.id === convention!.id);
-  assert.equal(conv.tier, "background");
-  assert.ok(["compressed", "summary"].includes(conv.level));
-  for (const tier of ["critical", "relevant", "background", "index"]) {
-    const section = body.context.split("\n\n").find((s: string) => s.toLowerCase().startsWith(`### ${tier}`)) ?? "";
-    assert.equal(body.tiers[tier].token_count, countTokens(section), tier);
-  }
-  // After the answer: the critical and relevant memories are reinforced, one event describes the assembly.
-  assert.equal(await api.settle(), 1);
-  const [ev] = await sql`select meta from public.memory_events where owner_id = ${t} and node = 'context'`;
-  assert.equal(ev!.meta.mode, "assemble");
-  assert.equal(ev!.meta.injected, body.memories.filter((m: { tier: string }) => m.tier !== "index").length);
-  // The critical and relevant memories are reinforced; background is standing context, not use.
-  const access = async (id: string) => (await sql`select access_count from public.devai_memories where id = ${id}`)[0]!.access_count;
-  assert.equal(await access(decision!.id), 1);
-  assert.equal(await access(convention!.id), 0);
-});
+dbTest(
+  "debugging: the error's fix and the file's decision are critical, critical is widened, conventions compressed",
+  async () => {
+    const t = newTenant();
+    const [decision, fix, convention] = await seedShop(t);
+    const res = await api.assemble(t, {
+      project: "shop",
+      message: "login crashes after the session expires, why?",
+      signals: { current_file: "src/auth/login.ts", recent_errors: [ERROR], activity: "debugging" },
+    });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const body = res.body;
+    assert.equal(body.budget, 8000);
+    assert.ok(body.token_count <= 8000 && body.token_count === countTokens(body.context));
+    const critical = body.memories.filter((m: { tier: string }) => m.tier === "critical");
+    assert.deepEqual(critical.map((m: { id: string; tag: string }) => [m.id, m.tag]), [[decision!.id, "decision"], [
+      fix!.id,
+      "fix",
+    ]]);
+    assert.ok(body.context.includes(`- [decision] ${decision!.content}`), body.context);
+    assert.ok(body.context.includes(`- [fix] ${fix!.content}`));
+    // Debugging: critical gets 37.5% of what the heading leaves, background 18.75% (+ what the tiers before it left).
+    const available = 8000 - countTokens("## Working Context");
+    assert.equal(body.tiers.critical.budget, Math.floor(available * 0.375) + 1);
+    assert.equal(body.activity, "debugging");
+    // The convention is background, compressed or summarised (never beyond its summary).
+    const conv = body.memories.find((m: { id: string }) => m.id === convention!.id);
+    assert.equal(conv.tier, "background");
+    assert.ok(["compressed", "summary"].includes(conv.level));
+    for (const tier of ["critical", "relevant", "background", "index"]) {
+      const section = body.context.split("\n\n").find((s: string) => s.toLowerCase().startsWith(`### ${tier}`)) ?? "";
+      assert.equal(body.tiers[tier].token_count, countTokens(section), tier);
+    }
+    // After the answer: the critical and relevant memories are reinforced, one event describes the assembly.
+    assert.equal(await api.settle(), 1);
+    const [ev] = await sql`select meta from public.memory_events where owner_id = ${t} and node = 'context'`;
+    assert.equal(ev!.meta.mode, "assemble");
+    assert.equal(ev!.meta.injected, body.memories.filter((m: { tier: string }) => m.tier !== "index").length);
+    // The critical and relevant memories are reinforced; background is standing context, not use.
+    const access = async (id: string) =>
+      (await sql`select access_count from public.devai_memories where id = ${id}`)[0]!.access_count;
+    assert.equal(await access(decision!.id), 1);
+    assert.equal(await access(convention!.id), 0);
+  },
+);
 
 dbTest("feature: the default shares; architecture relevant to the message; the index points at the rest", async () => {
   const t = newTenant();
   await seedShop(t);
-  const res = await api.assemble(t, { project: "shop", budget: 300, message: "add a gift card step to checkout", signals: { activity: "feature" } });
+  const res = await api.assemble(t, {
+    project: "shop",
+    budget: 300,
+    message: "add a gift card step to checkout",
+    signals: { activity: "feature" },
+  });
   assert.equal(res.status, 200, JSON.stringify(res.body));
   const available = 300 - countTokens("## Working Context");
   assert.equal(res.body.tiers.critical.budget, Math.floor(available * 0.25) + 1);
@@ -86,31 +128,60 @@ dbTest("feature: the default shares; architecture relevant to the message; the i
   assert.ok(res.body.tiers.relevant.budget > Math.floor(available * 0.375));
 });
 
-dbTest("budgets: token_count ≤ budget from 200 to 32,000, a memory longer than its tier included; the same request renders the same text", async () => {
-  const t = newTenant();
-  await seedShop(t);
-  const giant = Array.from({ length: 60 }, (_, i) => `Step ${i}: src/auth/login.ts validates the session cookie, refreshes it when older than an hour and logs the user out otherwise.`).join(" ");
-  await seedLinked(sql, t, [{ content: giant.slice(0, 3990), namespace: ns("shop"), metadata: { category: "decisions" } }]);
-  const body = { project: "shop", message: "how does login validate sessions?", signals: { current_file: "src/auth/login.ts", activity: "debugging" } };
-  for (const budget of [200, 257, 1000, 8000, 32000]) {
-    const res = await api.assemble(t, { ...body, budget });
-    assert.equal(res.status, 200, JSON.stringify(res.body));
-    assert.ok(res.body.token_count <= budget, `budget ${budget}: ${res.body.token_count}`);
-    assert.equal(res.body.token_count, countTokens(res.body.context));
-    assert.ok(res.body.memories.some((m: { tier: string }) => m.tier === "critical"), `budget ${budget}: something critical fits`);
-  }
-  const a = await api.assemble(t, { ...body, budget: 1000 });
-  const b = await api.assemble(t, { ...body, budget: 1000 });
-  assert.equal(a.body.context, b.body.context);
-});
+dbTest(
+  "budgets: token_count ≤ budget from 200 to 32,000, a memory longer than its tier included; the same request renders the same text",
+  async () => {
+    const t = newTenant();
+    await seedShop(t);
+    const giant = Array.from(
+      { length: 60 },
+      (_, i) =>
+        `Step ${i}: src/auth/login.ts validates the session cookie, refreshes it when older than an hour and logs the user out otherwise.`,
+    ).join(" ");
+    await seedLinked(sql, t, [{
+      content: giant.slice(0, 3990),
+      namespace: ns("shop"),
+      metadata: { category: "decisions" },
+    }]);
+    const body = {
+      project: "shop",
+      message: "how does login validate sessions?",
+      signals: { current_file: "src/auth/login.ts", activity: "debugging" },
+    };
+    for (const budget of [200, 257, 1000, 8000, 32000]) {
+      const res = await api.assemble(t, { ...body, budget });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.ok(res.body.token_count <= budget, `budget ${budget}: ${res.body.token_count}`);
+      assert.equal(res.body.token_count, countTokens(res.body.context));
+      assert.ok(
+        res.body.memories.some((m: { tier: string }) => m.tier === "critical"),
+        `budget ${budget}: something critical fits`,
+      );
+    }
+    const a = await api.assemble(t, { ...body, budget: 1000 });
+    const b = await api.assemble(t, { ...body, budget: 1000 });
+    assert.equal(a.body.context, b.body.context);
+  },
+);
 
 dbTest("compression: a model's stored forms are used at their levels; open contradictions are critical", async () => {
   const t = newTenant();
-  const content = "The payments team moved card tokenisation from the monolith to the vault service because PCI audits of the monolith took weeks.";
-  const compression = { summary: "Card tokenisation moved to the vault service (PCI audits).", compressed: "payments: monolith→vault (PCI)", index: "tokenisation_vault", by: "llm", for: contentDigest(content) };
+  const content =
+    "The payments team moved card tokenisation from the monolith to the vault service because PCI audits of the monolith took weeks.";
+  const compression = {
+    summary: "Card tokenisation moved to the vault service (PCI audits).",
+    compressed: "payments: monolith→vault (PCI)",
+    index: "tokenisation_vault",
+    by: "llm",
+    for: contentDigest(content),
+  };
   const [m, a, b] = await seedLinked(sql, t, [
     { content, namespace: ns("pay"), metadata: { category: "conventions", compression } },
-    { content: "Refunds are issued within five business days.", namespace: ns("pay"), metadata: { category: "decisions" } },
+    {
+      content: "Refunds are issued within five business days.",
+      namespace: ns("pay"),
+      metadata: { category: "decisions" },
+    },
     { content: "Refunds are issued the same day.", namespace: ns("pay"), metadata: { category: "decisions" } },
   ]);
   await seedRelation(sql, t, b!.id, a!.id, 0.9, "contradicts");
@@ -118,25 +189,37 @@ dbTest("compression: a model's stored forms are used at their levels; open contr
   assert.equal(res.status, 200, JSON.stringify(res.body));
   const placed = res.body.memories.find((x: { id: string }) => x.id === m!.id);
   assert.equal(placed.compression, "llm");
-  assert.ok(res.body.context.includes(placed.level === "compressed" ? "payments: monolith→vault (PCI)" : "Card tokenisation moved to the vault service (PCI audits)."), res.body.context);
+  assert.ok(
+    res.body.context.includes(
+      placed.level === "compressed"
+        ? "payments: monolith→vault (PCI)"
+        : "Card tokenisation moved to the vault service (PCI audits).",
+    ),
+    res.body.context,
+  );
   assert.ok(res.body.context.includes("- [unresolved] "), res.body.context);
-  const unresolved = res.body.memories.filter((x: { tag?: string }) => x.tag === "unresolved").map((x: { id: string }) => x.id).sort();
+  const unresolved = res.body.memories.filter((x: { tag?: string }) => x.tag === "unresolved").map((
+    x: { id: string },
+  ) => x.id).sort();
   assert.deepEqual(unresolved, [a!.id, b!.id].sort());
 });
 
-dbTest("missing signals mean less context, not an error: no message and no signals gives background and index", async () => {
-  const t = newTenant();
-  await seedShop(t);
-  const res = await api.assemble(t, { project: "shop" });
-  assert.equal(res.status, 200, JSON.stringify(res.body));
-  assert.ok(res.body.memories.length > 0);
-  assert.ok(res.body.memories.every((m: { tier: string }) => m.tier === "background" || m.tier === "index"));
-  assert.equal(res.body.prefetch.status, "none");
-  const empty = await api.assemble(newTenant(), {});
-  assert.equal(empty.status, 200);
-  assert.equal(empty.body.context, "");
-  assert.equal(empty.body.token_count, 0);
-});
+dbTest(
+  "missing signals mean less context, not an error: no message and no signals gives background and index",
+  async () => {
+    const t = newTenant();
+    await seedShop(t);
+    const res = await api.assemble(t, { project: "shop" });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.ok(res.body.memories.length > 0);
+    assert.ok(res.body.memories.every((m: { tier: string }) => m.tier === "background" || m.tier === "index"));
+    assert.equal(res.body.prefetch.status, "none");
+    const empty = await api.assemble(newTenant(), {});
+    assert.equal(empty.status, 200);
+    assert.equal(empty.body.context, "");
+    assert.equal(empty.body.token_count, 0);
+  },
+);
 
 dbTest("bad input: a 400 naming the field, and nothing written", async () => {
   const t = newTenant();
@@ -158,10 +241,16 @@ dbTest("bad input: a 400 naming the field, and nothing written", async () => {
     const res = await api.assemble(t, { project: "shop", ...body });
     assert.equal(res.status, 400, JSON.stringify(body));
     assert.equal(res.body.error.code, "invalid_request");
-    assert.ok(res.body.error.issues.some((i: { path: (string | number)[] }) => i.path.join(".") === field), `${JSON.stringify(body)} → ${JSON.stringify(res.body.error.issues)}`);
+    assert.ok(
+      res.body.error.issues.some((i: { path: (string | number)[] }) => i.path.join(".") === field),
+      `${JSON.stringify(body)} → ${JSON.stringify(res.body.error.issues)}`,
+    );
   }
   const handler = createHandler({ sql, config: testConfig(), embedder: localEmbedder() });
-  const wrongMethod = await callJson(handler, `${CONTEXT_URL}/assemble`, { method: "GET", headers: await userHeaders(t) });
+  const wrongMethod = await callJson(handler, `${CONTEXT_URL}/assemble`, {
+    method: "GET",
+    headers: await userHeaders(t),
+  });
   assert.equal(wrongMethod.status, 405);
   const unknown = await callJson(handler, `${CONTEXT_URL}/assembel`, { headers: await userHeaders(t), body: {} });
   assert.equal(unknown.status, 404);
@@ -178,8 +267,16 @@ dbTest("tenants: another tenant's memories, files and contradictions never reach
     { content: "Other tenant: never deploy on Fridays.", namespace: ns("shop"), metadata: { category: "decisions" } },
   ]);
   await seedRelation(sql, theirs, b!.id, a!.id, 0.9, "contradicts");
-  const [own] = await seedLinked(sql, mine, [{ content: "Mine: src/auth/login.ts uses passkeys.", namespace: ns("shop"), metadata: { category: "decisions" } }]);
-  const res = await api.assemble(mine, { project: "shop", message: "login sessions deploy checkout", signals: { current_file: "src/auth/login.ts", recent_errors: [ERROR], activity: "debugging" } });
+  const [own] = await seedLinked(sql, mine, [{
+    content: "Mine: src/auth/login.ts uses passkeys.",
+    namespace: ns("shop"),
+    metadata: { category: "decisions" },
+  }]);
+  const res = await api.assemble(mine, {
+    project: "shop",
+    message: "login sessions deploy checkout",
+    signals: { current_file: "src/auth/login.ts", recent_errors: [ERROR], activity: "debugging" },
+  });
   assert.equal(res.status, 200);
   assert.deepEqual(res.body.memories.map((m: { id: string }) => m.id), [own!.id]);
   assert.ok(!res.body.context.includes("Other tenant") && !res.body.context.includes("Redis"));

@@ -28,24 +28,37 @@ async function remember(tenant: string, body: Record<string, unknown>) {
   return res.body.memory as { id: string; metadata: Record<string, unknown> };
 }
 
-const ids = (body: { memories: { id: string; tier: string }[] }) => body.memories.filter((m) => m.tier !== "index").map((m) => m.id);
+const ids = (body: { memories: { id: string; tier: string }[] }) =>
+  body.memories.filter((m) => m.tier !== "index").map((m) => m.id);
 
 dbTest("remember records repo, branch, commit and files; assembly finds the memory by its file", async () => {
   const t = newTenant();
   const m = await remember(t, {
     content: "The rate limiter keeps one token bucket per API key in Redis.",
     project: "api",
-    metadata: { category: "decisions", repo: "acme/api", branch: "main", commit: "9fceb02d0ae598e95dc970b74767f19372d61af8", files: ["./src/limits/bucket.ts"] },
+    metadata: {
+      category: "decisions",
+      repo: "acme/api",
+      branch: "main",
+      commit: "9fceb02d0ae598e95dc970b74767f19372d61af8",
+      files: ["./src/limits/bucket.ts"],
+    },
   });
   assert.deepEqual(
     [m.metadata.repo, m.metadata.branch, m.metadata.commit, m.metadata.files],
     ["acme/api", "main", "9fceb02d0ae598e95dc970b74767f19372d61af8", ["src/limits/bucket.ts"]],
   );
-  const bad = await callJson(memory, `${MEMORY_URL}/remember`, { headers: await userHeaders(t), body: { content: "x y z", metadata: { branch: "has space" } } });
+  const bad = await callJson(memory, `${MEMORY_URL}/remember`, {
+    headers: await userHeaders(t),
+    body: { content: "x y z", metadata: { branch: "has space" } },
+  });
   assert.equal(bad.status, 400);
   assert.deepEqual(bad.body.error.issues[0].path, ["metadata", "branch"]);
   // The content never names the file: the link comes from metadata.files.
-  const res = await api.assemble(t, { project: "api", signals: { current_file: "src/limits/bucket.ts", repo: "acme/api" } });
+  const res = await api.assemble(t, {
+    project: "api",
+    signals: { current_file: "src/limits/bucket.ts", repo: "acme/api" },
+  });
   assert.equal(res.status, 200, JSON.stringify(res.body));
   const placed = res.body.memories.find((x: { id: string }) => x.id === m.id);
   assert.equal(placed.tier, "critical");
@@ -55,8 +68,16 @@ dbTest("remember records repo, branch, commit and files; assembly finds the memo
 dbTest("an unmerged branch's note is not injected on main; after the merge it is project knowledge", async () => {
   const t = newTenant();
   const [wip, base] = await seedLinked(sql, t, [
-    { content: "Work in progress: the checkout retries payment capture three times with jitter.", namespace: ns("shop"), metadata: { category: "decisions", branch: "feat/retry-capture", commit: "a1b2c3d4e5f6" } },
-    { content: "The checkout captures payment once, after the order is confirmed.", namespace: ns("shop"), metadata: { category: "decisions", branch: "main" } },
+    {
+      content: "Work in progress: the checkout retries payment capture three times with jitter.",
+      namespace: ns("shop"),
+      metadata: { category: "decisions", branch: "feat/retry-capture", commit: "a1b2c3d4e5f6" },
+    },
+    {
+      content: "The checkout captures payment once, after the order is confirmed.",
+      namespace: ns("shop"),
+      metadata: { category: "decisions", branch: "main" },
+    },
   ]);
   const message = "how does checkout capture payment?";
   const onMain = await api.assemble(t, { project: "shop", message, signals: { branch: "main" } });
@@ -68,20 +89,42 @@ dbTest("an unmerged branch's note is not injected on main; after the merge it is
   const unsaid = await api.assemble(t, { project: "shop", message });
   assert.ok(!ids(unsaid.body).includes(wip!.id));
   // Retrieval applies the same rule.
-  const retrieved = await api.retrieve(t, { project: "shop", message, signals: { branch: "main" }, threshold: 0, keyword_threshold: 0 });
+  const retrieved = await api.retrieve(t, {
+    project: "shop",
+    message,
+    signals: { branch: "main" },
+    threshold: 0,
+    keyword_threshold: 0,
+  });
   assert.equal(retrieved.status, 200, JSON.stringify(retrieved.body));
   assert.ok(!retrieved.body.memories.some((m: { id: string }) => m.id === wip!.id));
   assert.ok(!retrieved.body.block.includes("Work in progress"));
   assert.deepEqual(retrieved.body.excluded.map((e: { id: string }) => e.id), [wip!.id]);
   // An as_of answer is about the past, but lineage still holds (docs/retrieval.md#usage-and-code-lineage).
   const asOf = new Date().toISOString();
-  const pastRetrieve = await api.retrieve(t, { project: "shop", message, signals: { branch: "main" }, as_of: asOf, threshold: 0, keyword_threshold: 0 });
+  const pastRetrieve = await api.retrieve(t, {
+    project: "shop",
+    message,
+    signals: { branch: "main" },
+    as_of: asOf,
+    threshold: 0,
+    keyword_threshold: 0,
+  });
   assert.equal(pastRetrieve.status, 200, JSON.stringify(pastRetrieve.body));
   assert.ok(!pastRetrieve.body.block.includes("Work in progress"), pastRetrieve.body.block);
   assert.deepEqual(pastRetrieve.body.excluded.map((e: { id: string }) => e.id), [wip!.id]);
   const pastQuery = await callJson(retrieveHandler, "http://localhost/functions/v1/memory-retrieve/query", {
     headers: await userHeaders(t),
-    body: { agent: "planner", query: message, project: "shop", categories: ["decisions"], return: "full", signals: { branch: "main" }, as_of: asOf, threshold: 0 },
+    body: {
+      agent: "planner",
+      query: message,
+      project: "shop",
+      categories: ["decisions"],
+      return: "full",
+      signals: { branch: "main" },
+      as_of: asOf,
+      threshold: 0,
+    },
   });
   assert.equal(pastQuery.status, 200, JSON.stringify(pastQuery.body));
   const pastIds = pastQuery.body.results.map((r: { id: string }) => r.id);
@@ -106,26 +149,58 @@ dbTest("an unmerged branch's note is not injected on main; after the merge it is
 dbTest("a memory citing a deleted or renamed file is flagged stale in the index, not injected as fact", async () => {
   const t = newTenant();
   const [deleted, renamed, fine] = await seedLinked(sql, t, [
-    { content: "Legacy sessions are refreshed by src/auth/refresh.ts every ten minutes.", namespace: ns("web"), metadata: { category: "architecture" } },
-    { content: "Session cookies are parsed in src/auth/cookies.ts with the signed-cookie helper.", namespace: ns("web"), metadata: { category: "architecture" } },
-    { content: "Session cookies are HttpOnly and SameSite=Lax.", namespace: ns("web"), metadata: { category: "conventions", files: ["src/auth/policy.ts"] } },
+    {
+      content: "Legacy sessions are refreshed by src/auth/refresh.ts every ten minutes.",
+      namespace: ns("web"),
+      metadata: { category: "architecture" },
+    },
+    {
+      content: "Session cookies are parsed in src/auth/cookies.ts with the signed-cookie helper.",
+      namespace: ns("web"),
+      metadata: { category: "architecture" },
+    },
+    {
+      content: "Session cookies are HttpOnly and SameSite=Lax.",
+      namespace: ns("web"),
+      metadata: { category: "conventions", files: ["src/auth/policy.ts"] },
+    },
   ]);
   const res = await api.assemble(t, {
     project: "web",
     message: "how are session cookies handled and refreshed?",
-    signals: { deleted_files: ["src/auth/refresh.ts"], renamed_files: [{ from: "src/auth/cookies.ts", to: "src/http/cookies.ts" }] },
+    signals: {
+      deleted_files: ["src/auth/refresh.ts"],
+      renamed_files: [{ from: "src/auth/cookies.ts", to: "src/http/cookies.ts" }],
+    },
   });
   assert.equal(res.status, 200, JSON.stringify(res.body));
   const byId = new Map(res.body.memories.map((m: { id: string }) => [m.id, m]));
   assert.equal((byId.get(deleted!.id) as { tier: string }).tier, "index");
-  assert.deepEqual((byId.get(renamed!.id) as { stale: unknown }).stale, { file: "src/auth/cookies.ts", reason: "renamed", to: "src/http/cookies.ts" });
+  assert.deepEqual((byId.get(renamed!.id) as { stale: unknown }).stale, {
+    file: "src/auth/cookies.ts",
+    reason: "renamed",
+    to: "src/http/cookies.ts",
+  });
   assert.notEqual((byId.get(fine!.id) as { tier: string }).tier, "index");
   assert.ok(!res.body.context.includes("every ten minutes"), res.body.context);
   const staleLine = res.body.context.split("\n").find((l: string) => l.startsWith("Stale, check before use: ")) ?? "";
-  assert.ok(staleLine.includes("(src/auth/refresh.ts deleted)") && staleLine.includes("(src/auth/cookies.ts → src/http/cookies.ts)"), res.body.context);
-  assert.deepEqual(res.body.excluded.map((e: { id: string; reason: string }) => [e.id, e.reason]).sort(), [[deleted!.id, "stale_file"], [renamed!.id, "stale_file"]].sort());
+  assert.ok(
+    staleLine.includes("(src/auth/refresh.ts deleted)") &&
+      staleLine.includes("(src/auth/cookies.ts → src/http/cookies.ts)"),
+    res.body.context,
+  );
+  assert.deepEqual(
+    res.body.excluded.map((e: { id: string; reason: string }) => [e.id, e.reason]).sort(),
+    [[deleted!.id, "stale_file"], [renamed!.id, "stale_file"]].sort(),
+  );
   // Retrieval leaves them out of its block too.
-  const retrieved = await api.retrieve(t, { project: "web", message: "session cookies refreshed", signals: { deleted_files: ["src/auth/refresh.ts"] }, threshold: 0, keyword_threshold: 0 });
+  const retrieved = await api.retrieve(t, {
+    project: "web",
+    message: "session cookies refreshed",
+    signals: { deleted_files: ["src/auth/refresh.ts"] },
+    threshold: 0,
+    keyword_threshold: 0,
+  });
   assert.ok(!retrieved.body.block.includes("every ten minutes"));
 });
 
@@ -134,23 +209,39 @@ dbTest("extraction records the session's lineage and the model's compression for
   try {
     const t = newTenant();
     const content = "The orders service retries Kafka publishes with exponential backoff capped at thirty seconds.";
-    env.fake.onChat("What from this conversation would help you do a better job next time?", reply.json({
-      stored: [{
-        content, type: "semantic", namespace: "devai/project/orders/notes", source: "discovery", priority: "medium", importance: 3,
-        files: ["internal/events/publish.go"], summary: "Kafka publishes retry with capped backoff.", compressed: "kafka: retry→backoff (≤30 s)", index_key: "kafka_retry",
-      }],
-    }));
-    const handler = createExtractHandler({ ...env.deps, kickWorker: () => Promise.resolve() });
-    const res = await handler(new Request("http://localhost/functions/v1/memory-extract", {
-      method: "POST",
-      headers: await userHeaders(t),
-      body: JSON.stringify({
-        session_id: "s-lineage",
-        project: "orders",
-        lineage: { repo: "acme/orders", branch: "feat/outbox", commit: "ABCDEF1234567" },
-        messages: [{ role: "user", content: "Why do publishes retry?" }, { role: "assistant", content: "They back off exponentially." }],
+    env.fake.onChat(
+      "What from this conversation would help you do a better job next time?",
+      reply.json({
+        stored: [{
+          content,
+          type: "semantic",
+          namespace: "devai/project/orders/notes",
+          source: "discovery",
+          priority: "medium",
+          importance: 3,
+          files: ["internal/events/publish.go"],
+          summary: "Kafka publishes retry with capped backoff.",
+          compressed: "kafka: retry→backoff (≤30 s)",
+          index_key: "kafka_retry",
+        }],
       }),
-    }));
+    );
+    const handler = createExtractHandler({ ...env.deps, kickWorker: () => Promise.resolve() });
+    const res = await handler(
+      new Request("http://localhost/functions/v1/memory-extract", {
+        method: "POST",
+        headers: await userHeaders(t),
+        body: JSON.stringify({
+          session_id: "s-lineage",
+          project: "orders",
+          lineage: { repo: "acme/orders", branch: "feat/outbox", commit: "ABCDEF1234567" },
+          messages: [{ role: "user", content: "Why do publishes retry?" }, {
+            role: "assistant",
+            content: "They back off exponentially.",
+          }],
+        }),
+      }),
+    );
     assert.equal(res.status, 202, await res.clone().text());
     await drainAll(env.deps, t);
     const [row] = await env.sql<{ metadata: Record<string, unknown>; id: string }[]>`
@@ -161,7 +252,11 @@ dbTest("extraction records the session's lineage and the model's compression for
     assert.equal(row.metadata.commit, "abcdef1234567");
     assert.deepEqual(row.metadata.files, ["internal/events/publish.go"]);
     assert.deepEqual(row.metadata.compression, {
-      summary: "Kafka publishes retry with capped backoff.", compressed: "kafka: retry→backoff (≤30 s)", index: "kafka_retry", by: "llm", for: contentDigest(content),
+      summary: "Kafka publishes retry with capped backoff.",
+      compressed: "kafka: retry→backoff (≤30 s)",
+      index: "kafka_retry",
+      by: "llm",
+      for: contentDigest(content),
     });
     const [link] = await env.sql`
       select e.canonical_name from public.memory_entity_links l join public.memory_entities e on e.id = l.entity_id

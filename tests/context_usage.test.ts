@@ -19,8 +19,11 @@ const sql = testSql();
 const api = contextApi(sql);
 
 const usageOf = async (id: string) =>
-  (await sql`select retrieval_count, citation_count, ignore_count from public.memory_usage where memory_id = ${id}`)[0] ?? null;
-const strengthOf = async (id: string) => (await sql`select strength from public.devai_memories where id = ${id}`)[0]!.strength as number;
+  (await sql`select retrieval_count, citation_count, ignore_count from public.memory_usage where memory_id = ${id}`)[
+    0
+  ] ?? null;
+const strengthOf = async (id: string) =>
+  (await sql`select strength from public.devai_memories where id = ${id}`)[0]!.strength as number;
 
 dbTest("usage: counters per memory; a cited memory is reinforced more than one merely retrieved", async () => {
   const t = newTenant();
@@ -30,7 +33,14 @@ dbTest("usage: counters per memory; a cited memory is reinforced more than one m
   ]);
   const res = await api.usage(t, { session_id: "s-1", retrieved: [a!.id, b!.id], cited: [a!.id] });
   assert.equal(res.status, 200, JSON.stringify(res.body));
-  assert.deepEqual(res.body, { session_id: "s-1", recorded: 2, cited: 1, unknown: [], cited_prefetched: 0, predicted_session: false });
+  assert.deepEqual(res.body, {
+    session_id: "s-1",
+    recorded: 2,
+    cited: 1,
+    unknown: [],
+    cited_prefetched: 0,
+    predicted_session: false,
+  });
   assert.deepEqual(await usageOf(a!.id), { retrieval_count: 1, citation_count: 1, ignore_count: 0 });
   assert.deepEqual(await usageOf(b!.id), { retrieval_count: 1, citation_count: 0, ignore_count: 1 });
   assert.ok(Math.abs(await strengthOf(a!.id) - 0.7) < 1e-9, "cited: + citation_reinforce_step");
@@ -40,53 +50,88 @@ dbTest("usage: counters per memory; a cited memory is reinforced more than one m
   assert.deepEqual(await usageOf(b!.id), { retrieval_count: 2, citation_count: 1, ignore_count: 1 });
 });
 
-dbTest("usage: a memory injected often and never cited ranks below its equal twin, in retrieval and in assembly", async () => {
-  const t = newTenant();
-  // Retrieval, vector mode: two memories exactly as similar to the query.
-  const [x, y] = await seedMemories(sql, t, [
-    { content: "Twin x: the build uses turbo.", namespace: ns("r"), embedding: vectorWithSimilarity(0.9, 1) },
-    { content: "Twin y: the build uses turbo too.", namespace: ns("r"), embedding: vectorWithSimilarity(0.9, 2) },
-  ]);
-  const retrieve = createRetrieveHandler({ sql, config: testConfig(), embedder: fixedEmbedder() });
-  const order = async () =>
-    (await callJson(retrieve, "http://localhost/functions/v1/memory-retrieve", { headers: await userHeaders(t), body: { message: "build?", project: "r", mode: "vector" } }))
-      .body.memories.map((m: { id: string }) => m.id);
-  const [first, second] = await order();
-  for (let i = 0; i < 5; i++) await api.usage(t, { session_id: `s-${i}`, retrieved: [first], cited: [] });
-  assert.deepEqual(await order(), [second, first]);
-  assert.ok([x!.id, y!.id].includes(first));
+dbTest(
+  "usage: a memory injected often and never cited ranks below its equal twin, in retrieval and in assembly",
+  async () => {
+    const t = newTenant();
+    // Retrieval, vector mode: two memories exactly as similar to the query.
+    const [x, y] = await seedMemories(sql, t, [
+      { content: "Twin x: the build uses turbo.", namespace: ns("r"), embedding: vectorWithSimilarity(0.9, 1) },
+      { content: "Twin y: the build uses turbo too.", namespace: ns("r"), embedding: vectorWithSimilarity(0.9, 2) },
+    ]);
+    const retrieve = createRetrieveHandler({ sql, config: testConfig(), embedder: fixedEmbedder() });
+    const order = async () =>
+      (await callJson(retrieve, "http://localhost/functions/v1/memory-retrieve", {
+        headers: await userHeaders(t),
+        body: { message: "build?", project: "r", mode: "vector" },
+      }))
+        .body.memories.map((m: { id: string }) => m.id);
+    const [first, second] = await order();
+    for (let i = 0; i < 5; i++) await api.usage(t, { session_id: `s-${i}`, retrieved: [first], cited: [] });
+    assert.deepEqual(await order(), [second, first]);
+    assert.ok([x!.id, y!.id].includes(first));
 
-  // Assembly: two conventions of equal weight in the background tier.
-  const u = newTenant();
-  const [c1, c2] = await seedLinked(sql, u, [
-    { content: "Branch names start with the ticket number.", namespace: ns("a"), metadata: { category: "conventions" } },
-    { content: "Commit messages use the imperative mood.", namespace: ns("a"), metadata: { category: "conventions" } },
-  ]);
-  const bgOrder = async () =>
-    (await api.assemble(u, { project: "a" })).body.memories.filter((m: { tier: string }) => m.tier === "background").map((m: { id: string }) => m.id);
-  const [top] = await bgOrder();
-  for (let i = 0; i < 5; i++) await api.usage(u, { session_id: `a-${i}`, retrieved: [top], cited: [] });
-  const after = await bgOrder();
-  assert.equal(after[1], top, `demoted: ${JSON.stringify(after)}`);
-  assert.ok([c1!.id, c2!.id].includes(top));
-});
+    // Assembly: two conventions of equal weight in the background tier.
+    const u = newTenant();
+    const [c1, c2] = await seedLinked(sql, u, [
+      {
+        content: "Branch names start with the ticket number.",
+        namespace: ns("a"),
+        metadata: { category: "conventions" },
+      },
+      {
+        content: "Commit messages use the imperative mood.",
+        namespace: ns("a"),
+        metadata: { category: "conventions" },
+      },
+    ]);
+    const bgOrder = async () =>
+      (await api.assemble(u, { project: "a" })).body.memories.filter((m: { tier: string }) => m.tier === "background")
+        .map((m: { id: string }) => m.id);
+    const [top] = await bgOrder();
+    for (let i = 0; i < 5; i++) await api.usage(u, { session_id: `a-${i}`, retrieved: [top], cited: [] });
+    const after = await bgOrder();
+    assert.equal(after[1], top, `demoted: ${JSON.stringify(after)}`);
+    assert.ok([c1!.id, c2!.id].includes(top));
+  },
+);
 
 dbTest("stats: prediction accuracy and the share of injected tokens that were cited, per tenant", async () => {
   const t = newTenant();
   const [decision, , convention] = await seedLinked(sql, t, [
-    { content: "src/pay/charge.ts charges the card only after the order is saved.", namespace: ns("pay"), metadata: { category: "decisions" } },
-    { content: "src/pay/charge.ts retries a declined card once.", namespace: ns("pay"), metadata: { category: "architecture" } },
-    { content: "Money is integer cents in every service.", namespace: ns("pay"), metadata: { category: "conventions" } },
+    {
+      content: "src/pay/charge.ts charges the card only after the order is saved.",
+      namespace: ns("pay"),
+      metadata: { category: "decisions" },
+    },
+    {
+      content: "src/pay/charge.ts retries a declined card once.",
+      namespace: ns("pay"),
+      metadata: { category: "architecture" },
+    },
+    {
+      content: "Money is integer cents in every service.",
+      namespace: ns("pay"),
+      metadata: { category: "conventions" },
+    },
   ]);
   const session = "s-stats";
   await api.predict(t, { project: "pay", file_opened: "src/pay/charge.ts", session_id: session });
-  const assembled = await api.assemble(t, { project: "pay", session_id: session, signals: { current_file: "src/pay/charge.ts" } });
+  const assembled = await api.assemble(t, {
+    project: "pay",
+    session_id: session,
+    signals: { current_file: "src/pay/charge.ts" },
+  });
   await api.settle(); // the session's injection record, written after the answer
   const injected = assembled.body.memories.filter((m: { tier: string }) => m.tier !== "index");
   assert.ok(injected.some((m: { id: string }) => m.id === convention!.id));
   const tokens = new Map(injected.map((m: { id: string; tokens: number }) => [m.id, m.tokens]));
   // Cited: the predicted decision and the convention no prediction named.
-  const res = await api.usage(t, { session_id: session, retrieved: injected.map((m: { id: string }) => m.id), cited: [decision!.id, convention!.id] });
+  const res = await api.usage(t, {
+    session_id: session,
+    retrieved: injected.map((m: { id: string }) => m.id),
+    cited: [decision!.id, convention!.id],
+  });
   assert.equal(res.body.cited_prefetched, 1);
   assert.equal(res.body.predicted_session, true);
   // A report from a session without predictions does not count toward prediction accuracy.
@@ -98,60 +143,86 @@ dbTest("stats: prediction accuracy and the share of injected tokens that were ci
   assert.equal(usage.reports, 2);
   assert.equal(usage.cited, 3);
   assert.equal(usage.prediction_accuracy, 0.5);
-  const injectedTokens = [...tokens.values()].reduce((s, n) => (s as number) + (n as number), 0) as number + countTokens("src/pay/charge.ts charges the card only after the order is saved.");
-  const citedTokens = (tokens.get(decision!.id) as number) + (tokens.get(convention!.id) as number) + countTokens("src/pay/charge.ts charges the card only after the order is saved.");
+  const injectedTokens = [...tokens.values()].reduce((s, n) => (s as number) + (n as number), 0) as number +
+    countTokens("src/pay/charge.ts charges the card only after the order is saved.");
+  const citedTokens = (tokens.get(decision!.id) as number) + (tokens.get(convention!.id) as number) +
+    countTokens("src/pay/charge.ts charges the card only after the order is saved.");
   assert.equal(usage.injected_tokens, injectedTokens);
   assert.equal(usage.cited_tokens, citedTokens);
   assert.equal(usage.cited_token_share, Math.round((citedTokens / injectedTokens) * 10_000) / 10_000);
   assert.equal(usage.memories_reported, injected.length);
   // A fresh tenant: nothing to divide by.
   const empty = await api.stats(newTenant());
-  assert.deepEqual([empty.body.usage.reports, empty.body.usage.prediction_accuracy, empty.body.usage.cited_token_share], [0, null, null]);
+  assert.deepEqual(
+    [empty.body.usage.reports, empty.body.usage.prediction_accuracy, empty.body.usage.cited_token_share],
+    [0, null, null],
+  );
 });
 
-dbTest("usage: the work of a report is bounded by the request, not by the stored text (long memories' tokens are estimated)", async () => {
-  const t = newTenant();
-  // 60 memories of 8,000 characters: 480 KB of stored text behind a 3 KB request.
-  const long = await seedMemories(sql, t, Array.from({ length: 60 }, (_, i) => ({
-    content: `Note ${i}: ${"the deploy pipeline retries flaky integration suites ".repeat(160)}`.slice(0, 8_000), namespace: ns("big"), embedding: null,
-  })));
-  const ids = long.map((m) => m.id);
-  const { tokens, tokenized } = await withTenant(sql, { tenantId: t, actor: "test" }, (tx) => injectedTokens(tx, "s-big", ids));
-  assert.ok(tokenized > 0 && tokenized <= USAGE_TOKENIZED_BYTES, `${tokenized} bytes tokenized`);
-  const sorted = [...ids].sort();
-  // Counted exactly in id order while the budget lasts, then a quarter of the bytes.
-  assert.equal(tokens[ids.indexOf(sorted[0]!)], countTokens(bulletText(long.find((m) => m.id === sorted[0])!.content)));
-  assert.equal(tokens[ids.indexOf(sorted.at(-1)!)], 2_000);
-  const res = await api.usage(t, { session_id: "s-big", retrieved: ids, cited: [] });
-  assert.equal(res.status, 200);
-  assert.equal((await api.stats(t)).body.usage.injected_tokens, tokens.reduce((a, b) => a + b, 0));
-});
+dbTest(
+  "usage: the work of a report is bounded by the request, not by the stored text (long memories' tokens are estimated)",
+  async () => {
+    const t = newTenant();
+    // 60 memories of 8,000 characters: 480 KB of stored text behind a 3 KB request.
+    const long = await seedMemories(
+      sql,
+      t,
+      Array.from({ length: 60 }, (_, i) => ({
+        content: `Note ${i}: ${"the deploy pipeline retries flaky integration suites ".repeat(160)}`.slice(0, 8_000),
+        namespace: ns("big"),
+        embedding: null,
+      })),
+    );
+    const ids = long.map((m) => m.id);
+    const { tokens, tokenized } = await withTenant(
+      sql,
+      { tenantId: t, actor: "test" },
+      (tx) => injectedTokens(tx, "s-big", ids),
+    );
+    assert.ok(tokenized > 0 && tokenized <= USAGE_TOKENIZED_BYTES, `${tokenized} bytes tokenized`);
+    const sorted = [...ids].sort();
+    // Counted exactly in id order while the budget lasts, then a quarter of the bytes.
+    assert.equal(
+      tokens[ids.indexOf(sorted[0]!)],
+      countTokens(bulletText(long.find((m) => m.id === sorted[0])!.content)),
+    );
+    assert.equal(tokens[ids.indexOf(sorted.at(-1)!)], 2_000);
+    const res = await api.usage(t, { session_id: "s-big", retrieved: ids, cited: [] });
+    assert.equal(res.status, 200);
+    assert.equal((await api.stats(t)).body.usage.injected_tokens, tokens.reduce((a, b) => a + b, 0));
+  },
+);
 
-dbTest("usage: bad input is a 400 naming the field and writes nothing; another tenant's ids are unknown and untouched", async () => {
-  const t = newTenant(), other = newTenant();
-  const [mine] = await seedMemories(sql, t, [{ content: "Mine.", namespace: ns("x") }]);
-  const [theirs] = await seedMemories(sql, other, [{ content: "Theirs.", namespace: ns("x") }]);
-  const before = await tenantWrites(sql, t);
-  for (const [body, field] of [
-    [{ retrieved: [mine!.id] }, "session_id"],
-    [{ session_id: "s", retrieved: ["not-a-uuid"] }, "retrieved.0"],
-    [{ session_id: "s" }, "retrieved"],
-    [{ session_id: "s", retrieved: [mine!.id], extra: 1 }, ""],
-  ] as const) {
-    const res = await api.usage(t, body);
-    assert.equal(res.status, 400, JSON.stringify(body));
-    assert.equal(res.body.error.issues[0].path.join("."), field);
-  }
-  assert.deepEqual(await tenantWrites(sql, t), before);
-  assert.equal(await usageOf(mine!.id), null);
+dbTest(
+  "usage: bad input is a 400 naming the field and writes nothing; another tenant's ids are unknown and untouched",
+  async () => {
+    const t = newTenant(), other = newTenant();
+    const [mine] = await seedMemories(sql, t, [{ content: "Mine.", namespace: ns("x") }]);
+    const [theirs] = await seedMemories(sql, other, [{ content: "Theirs.", namespace: ns("x") }]);
+    const before = await tenantWrites(sql, t);
+    for (
+      const [body, field] of [
+        [{ retrieved: [mine!.id] }, "session_id"],
+        [{ session_id: "s", retrieved: ["not-a-uuid"] }, "retrieved.0"],
+        [{ session_id: "s" }, "retrieved"],
+        [{ session_id: "s", retrieved: [mine!.id], extra: 1 }, ""],
+      ] as const
+    ) {
+      const res = await api.usage(t, body);
+      assert.equal(res.status, 400, JSON.stringify(body));
+      assert.equal(res.body.error.issues[0].path.join("."), field);
+    }
+    assert.deepEqual(await tenantWrites(sql, t), before);
+    assert.equal(await usageOf(mine!.id), null);
 
-  const res = await api.usage(t, { session_id: "s", retrieved: [mine!.id, theirs!.id], cited: [theirs!.id] });
-  assert.equal(res.status, 200);
-  assert.deepEqual([res.body.recorded, res.body.cited, res.body.unknown], [1, 0, [theirs!.id]]);
-  assert.equal(await usageOf(theirs!.id), null);
-  assert.equal(await strengthOf(theirs!.id), 1);
-  assert.equal((await api.stats(other)).body.usage.reports, 0);
-});
+    const res = await api.usage(t, { session_id: "s", retrieved: [mine!.id, theirs!.id], cited: [theirs!.id] });
+    assert.equal(res.status, 200);
+    assert.deepEqual([res.body.recorded, res.body.cited, res.body.unknown], [1, 0, [theirs!.id]]);
+    assert.equal(await usageOf(theirs!.id), null);
+    assert.equal(await strengthOf(theirs!.id), 1);
+    assert.equal((await api.stats(other)).body.usage.reports, 0);
+  },
+);
 
 dbTest("close the pool", async () => {
   await api.settle();

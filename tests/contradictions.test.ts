@@ -13,29 +13,56 @@ import { drainAll, writeEnv } from "./write_helpers.ts";
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const NS = "devai/project/shop/notes";
 
-Deno.test({ name: "on write: a new memory is checked against its nearest ones off the request's path; a pair is judged once", ...opts }, async () => {
+Deno.test({
+  name: "on write: a new memory is checked against its nearest ones off the request's path; a pair is judged once",
+  ...opts,
+}, async () => {
   const env = await writeEnv({ config: { embedding: LOCAL_EMBEDDING } as never });
   try {
     const t = newTenant();
     const api = memoryWithLlm(env.sql, env.config, env.llm, env.embedder);
-    scriptJudge(env.fake, (older, newer) => (/Fridays/.test(older) && /never/.test(newer) ? "contradiction" : "different"));
-    const first = await api("POST", "/memory/remember", t, { content: "The shop project deploys on Fridays.", project: "shop" });
-    const second = await api("POST", "/memory/remember", t, { content: "The shop project never deploys on Fridays.", project: "shop" });
+    scriptJudge(
+      env.fake,
+      (older, newer) => (/Fridays/.test(older) && /never/.test(newer) ? "contradiction" : "different"),
+    );
+    const first = await api("POST", "/memory/remember", t, {
+      content: "The shop project deploys on Fridays.",
+      project: "shop",
+    });
+    const second = await api("POST", "/memory/remember", t, {
+      content: "The shop project never deploys on Fridays.",
+      project: "shop",
+    });
     assert.equal(second.status, 201);
     assert.equal(env.fake.chatRequests().length, 0, "the request did not wait for a model");
-    const queued = await env.sql<{ kind: string }[]>`select kind from public.memory_jobs where owner_id = ${t} and status = 'queued'`;
+    const queued = await env.sql<
+      { kind: string }[]
+    >`select kind from public.memory_jobs where owner_id = ${t} and status = 'queued'`;
     assert.deepEqual(queued.map((j) => j.kind), ["contradiction_check", "contradiction_check"]);
 
     const report = await drainAll(env.deps, t, "test-worker", 10, ["contradiction_check"]);
     assert.deepEqual([report.done, report.dead], [2, 0], JSON.stringify(report.jobs));
     assert.equal(judgedPairs(env.fake).flat().length, 1, "the pair is judged once, from whichever side comes first");
     const open = await api("GET", "/memory/contradictions", t);
-    assert.deepEqual(open.body.contradictions.map((c: { memory_a: { id: string }; memory_b: { id: string }; detected_by: string; status: string }) =>
-      [c.memory_a.id, c.memory_b.id, c.detected_by, c.status]), [[first.body.memory.id, second.body.memory.id, "write", "open"]]);
+    assert.deepEqual(
+      open.body.contradictions.map((
+        c: { memory_a: { id: string }; memory_b: { id: string }; detected_by: string; status: string },
+      ) => [c.memory_a.id, c.memory_b.id, c.detected_by, c.status]),
+      [[first.body.memory.id, second.body.memory.id, "write", "open"]],
+    );
 
     // Asked again about the same memory: the cached verdict answers, no model call.
-    await withTenant(env.sql, { tenantId: t, actor: "test" }, (tx) =>
-      enqueueJob(tx, { ownerId: t, kind: "contradiction_check", idempotencyKey: "again", payload: { memory_ids: [second.body.memory.id] } }));
+    await withTenant(
+      env.sql,
+      { tenantId: t, actor: "test" },
+      (tx) =>
+        enqueueJob(tx, {
+          ownerId: t,
+          kind: "contradiction_check",
+          idempotencyKey: "again",
+          payload: { memory_ids: [second.body.memory.id] },
+        }),
+    );
     const calls = env.fake.chatRequests().length;
     await drainAll(env.deps, t, "test-worker", 10, ["contradiction_check"]);
     assert.equal(env.fake.chatRequests().length, calls);
@@ -44,7 +71,10 @@ Deno.test({ name: "on write: a new memory is checked against its nearest ones of
   }
 });
 
-Deno.test({ name: "on write: a batch of more memories than one job checks is queued as several jobs, every memory in one", ...opts }, async () => {
+Deno.test({
+  name: "on write: a batch of more memories than one job checks is queued as several jobs, every memory in one",
+  ...opts,
+}, async () => {
   const env = await writeEnv({ config: { embedding: LOCAL_EMBEDDING } as never, withLlm: false });
   try {
     const t = newTenant();
@@ -65,7 +95,11 @@ Deno.test({ name: "on write without an LLM: nothing is queued, the memory is sto
   try {
     const t = newTenant();
     const api = memoryWithLlm(env.sql, env.config, undefined, env.embedder);
-    assert.equal((await api("POST", "/memory/remember", t, { content: "The shop project deploys on Fridays.", project: "shop" })).status, 201);
+    assert.equal(
+      (await api("POST", "/memory/remember", t, { content: "The shop project deploys on Fridays.", project: "shop" }))
+        .status,
+      201,
+    );
     assert.equal((await env.sql`select 1 from public.memory_jobs where owner_id = ${t}`).length, 0);
   } finally {
     await env.close();
@@ -75,61 +109,115 @@ Deno.test({ name: "on write without an LLM: nothing is queued, the memory is sto
 /** Four contradicting pairs, recorded as the consolidation would. */
 async function fourPairs(env: Awaited<ReturnType<typeof writeEnv>>, t: string) {
   const m = await seedMemories(env.sql, t, [
-    { content: "Node 18 in CI.", namespace: NS }, { content: "Node 20 in CI.", namespace: NS },
-    { content: "Port 3000 in dev.", namespace: NS }, { content: "Port 8080 in dev.", namespace: NS },
-    { content: "Tabs for indentation.", namespace: "devai/user/preferences" }, { content: "Spaces for indentation.", namespace: "devai/user/preferences" },
-    { content: "Deploys on Fridays.", namespace: NS }, { content: "No deploys on Fridays.", namespace: NS },
+    { content: "Node 18 in CI.", namespace: NS },
+    { content: "Node 20 in CI.", namespace: NS },
+    { content: "Port 3000 in dev.", namespace: NS },
+    { content: "Port 8080 in dev.", namespace: NS },
+    { content: "Tabs for indentation.", namespace: "devai/user/preferences" },
+    { content: "Spaces for indentation.", namespace: "devai/user/preferences" },
+    { content: "Deploys on Fridays.", namespace: NS },
+    { content: "No deploys on Fridays.", namespace: NS },
   ]);
   const ids = await env.sql<{ id: string }[]>`
     insert into public.memory_contradictions (owner_id, memory_a, memory_b, detected_by, reason)
     select ${t}, a, b, 'consolidation', 'test'
-      from unnest(${[m[0]!.id, m[2]!.id, m[4]!.id, m[6]!.id]}::uuid[], ${[m[1]!.id, m[3]!.id, m[5]!.id, m[7]!.id]}::uuid[]) with ordinality as x(a, b, n)
+      from unnest(${[m[0]!.id, m[2]!.id, m[4]!.id, m[6]!.id]}::uuid[], ${[
+    m[1]!.id,
+    m[3]!.id,
+    m[5]!.id,
+    m[7]!.id,
+  ]}::uuid[]) with ordinality as x(a, b, n)
      order by n
     returning id`;
   return { m: m.map((x) => x.id), c: ids.map((x) => x.id) };
 }
 
-Deno.test({ name: "resolve: a_wins, b_wins, both_valid and merged each apply their outcome, audited as the user's", ...opts }, async () => {
+Deno.test({
+  name: "resolve: a_wins, b_wins, both_valid and merged each apply their outcome, audited as the user's",
+  ...opts,
+}, async () => {
   const env = await writeEnv({ config: { embedding: LOCAL_EMBEDDING } as never, withLlm: false });
   try {
     const t = newTenant();
     const { m, c } = await fourPairs(env, t);
     const api = memoryWithLlm(env.sql, env.config, undefined, env.embedder);
     const state = async (id: string) =>
-      (await env.sql<{ is_valid: boolean; superseded_by: string | null }[]>`select is_valid, superseded_by from public.devai_memories where id = ${id}`)[0]!;
+      (await env.sql<
+        { is_valid: boolean; superseded_by: string | null }[]
+      >`select is_valid, superseded_by from public.devai_memories where id = ${id}`)[0]!;
 
-    const aWins = await api("POST", `/memory/contradictions/${c[0]}/resolve`, t, { resolution: "a_wins", note: "CI stays on 18 until the upgrade" });
+    const aWins = await api("POST", `/memory/contradictions/${c[0]}/resolve`, t, {
+      resolution: "a_wins",
+      note: "CI stays on 18 until the upgrade",
+    });
     assert.equal(aWins.status, 200, JSON.stringify(aWins.body));
-    assert.deepEqual([aWins.body.contradiction.resolution, aWins.body.contradiction.status, aWins.body.contradiction.note], ["a_wins", "resolved", "CI stays on 18 until the upgrade"]);
+    assert.deepEqual([
+      aWins.body.contradiction.resolution,
+      aWins.body.contradiction.status,
+      aWins.body.contradiction.note,
+    ], ["a_wins", "resolved", "CI stays on 18 until the upgrade"]);
     assert.deepEqual(await state(m[1]!), { is_valid: false, superseded_by: m[0] });
     assert.deepEqual(await state(m[0]!), { is_valid: true, superseded_by: null });
 
-    assert.equal((await api("POST", `/memory/contradictions/${c[1]}/resolve`, t, { resolution: "b_wins" })).status, 200);
+    assert.equal(
+      (await api("POST", `/memory/contradictions/${c[1]}/resolve`, t, { resolution: "b_wins" })).status,
+      200,
+    );
     assert.deepEqual(await state(m[2]!), { is_valid: false, superseded_by: m[3] });
 
-    assert.equal((await api("POST", `/memory/contradictions/${c[2]}/resolve`, t, { resolution: "both_valid", note: "tabs in Go, spaces elsewhere" })).status, 200);
-    assert.deepEqual([await state(m[4]!), await state(m[5]!)], [{ is_valid: true, superseded_by: null }, { is_valid: true, superseded_by: null }]);
+    assert.equal(
+      (await api("POST", `/memory/contradictions/${c[2]}/resolve`, t, {
+        resolution: "both_valid",
+        note: "tabs in Go, spaces elsewhere",
+      })).status,
+      200,
+    );
+    assert.deepEqual([await state(m[4]!), await state(m[5]!)], [{ is_valid: true, superseded_by: null }, {
+      is_valid: true,
+      superseded_by: null,
+    }]);
 
-    const merged = await api("POST", `/memory/contradictions/${c[3]}/resolve`, t, { resolution: "merged", content: "Deploys happen on Fridays only before noon." });
+    const merged = await api("POST", `/memory/contradictions/${c[3]}/resolve`, t, {
+      resolution: "merged",
+      content: "Deploys happen on Fridays only before noon.",
+    });
     assert.equal(merged.status, 200, JSON.stringify(merged.body));
     const newId = merged.body.contradiction.merged_id;
     const [fresh] = await env.sql`select content, source, priority from public.devai_memories where id = ${newId}`;
-    assert.deepEqual({ ...fresh }, { content: "Deploys happen on Fridays only before noon.", source: "correction", priority: "highest" });
-    assert.deepEqual([await state(m[6]!), await state(m[7]!)], [{ is_valid: false, superseded_by: newId }, { is_valid: false, superseded_by: newId }]);
+    assert.deepEqual({ ...fresh }, {
+      content: "Deploys happen on Fridays only before noon.",
+      source: "correction",
+      priority: "highest",
+    });
+    assert.deepEqual([await state(m[6]!), await state(m[7]!)], [{ is_valid: false, superseded_by: newId }, {
+      is_valid: false,
+      superseded_by: newId,
+    }]);
 
     const history = await env.sql<{ memory_id: string; event: string; actor: string }[]>`
       select memory_id, event, actor from public.memory_history where owner_id = ${t} and event = 'MERGE' order by memory_id`;
-    assert.deepEqual(history.map((h) => [h.memory_id, h.actor]).sort(), [m[1], m[2], m[6], m[7]].map((id) => [id, `user:${t}`]).sort());
+    assert.deepEqual(
+      history.map((h) => [h.memory_id, h.actor]).sort(),
+      [m[1], m[2], m[6], m[7]].map((id) => [id, `user:${t}`]).sort(),
+    );
 
     const resolved = await api("GET", "/memory/contradictions?status=resolved", t);
-    assert.deepEqual(resolved.body.contradictions.map((x: { resolution: string }) => x.resolution).sort(), ["a_wins", "b_wins", "both_valid", "merged"]);
+    assert.deepEqual(resolved.body.contradictions.map((x: { resolution: string }) => x.resolution).sort(), [
+      "a_wins",
+      "b_wins",
+      "both_valid",
+      "merged",
+    ]);
     assert.deepEqual((await api("GET", "/memory/contradictions", t)).body.contradictions, []);
   } finally {
     await env.close();
   }
 });
 
-Deno.test({ name: "resolve: a bad resolution is a 400, a resolved one a 409, another tenant's id a 404; none writes anything", ...opts }, async () => {
+Deno.test({
+  name: "resolve: a bad resolution is a 400, a resolved one a 409, another tenant's id a 404; none writes anything",
+  ...opts,
+}, async () => {
   const env = await writeEnv({ config: { embedding: LOCAL_EMBEDDING } as never, withLlm: false });
   try {
     const [t, other] = [newTenant(), newTenant()];
@@ -149,10 +237,17 @@ Deno.test({ name: "resolve: a bad resolution is a 400, a resolved one a 409, ano
       assert.deepEqual([res.status, res.body.error.code], [status, code], JSON.stringify([body, res.body]));
     }
     assert.deepEqual(await tenantWrites(env.sql, t), before);
-    assert.deepEqual((await api("GET", "/memory/contradictions", other)).body.contradictions, [], "another tenant lists none");
+    assert.deepEqual(
+      (await api("GET", "/memory/contradictions", other)).body.contradictions,
+      [],
+      "another tenant lists none",
+    );
     assert.equal((await api("GET", "/memory/contradictions?status=closed", t)).status, 400);
 
-    assert.equal((await api("POST", `/memory/contradictions/${c[0]}/resolve`, t, { resolution: "both_valid" })).status, 200);
+    assert.equal(
+      (await api("POST", `/memory/contradictions/${c[0]}/resolve`, t, { resolution: "both_valid" })).status,
+      200,
+    );
     const twice = await api("POST", `/memory/contradictions/${c[0]}/resolve`, t, { resolution: "a_wins" });
     assert.deepEqual([twice.status, twice.body.error.code], [409, "already_resolved"]);
   } finally {
@@ -160,22 +255,45 @@ Deno.test({ name: "resolve: a bad resolution is a 400, a resolved one a 409, ano
   }
 });
 
-Deno.test({ name: "open contradictions for the living context: both memories valid and in the scopes asked; resolved and moot ones left out", ...opts }, async () => {
+Deno.test({
+  name:
+    "open contradictions for the living context: both memories valid and in the scopes asked; resolved and moot ones left out",
+  ...opts,
+}, async () => {
   const env = await writeEnv({ config: { embedding: LOCAL_EMBEDDING } as never, withLlm: false });
   try {
     const t = newTenant();
     const { m, c } = await fourPairs(env, t);
-    await env.sql`update public.devai_memories set state = 'soft_deleted', purge_at = now() + interval '30 days' where id = ${m[7]!}`;
+    await env
+      .sql`update public.devai_memories set state = 'soft_deleted', purge_at = now() + interval '30 days' where id = ${m[
+        7
+      ]!}`;
     const api = memoryWithLlm(env.sql, env.config, undefined, env.embedder);
-    assert.equal((await api("POST", `/memory/contradictions/${c[1]}/resolve`, t, { resolution: "both_valid" })).status, 200);
+    assert.equal(
+      (await api("POST", `/memory/contradictions/${c[1]}/resolve`, t, { resolution: "both_valid" })).status,
+      200,
+    );
     // What context/assemble's critical tier reads (public.context_open_contradictions).
-    const open = (scopes: string[]) => withTenant(env.sql, { tenantId: t, actor: "test" }, (tx) =>
-      tx<{ memory_a: string; memory_b: string }[]>`select memory_a, memory_b from public.context_open_contradictions(${scopes}::text[])`);
-    assert.deepEqual((await open(["devai/project/shop"])).map((x) => [x.memory_a, x.memory_b]), [[m[0], m[1]]],
-      "project scope only; the resolved pair and the forgotten one's (moot) are not open");
+    const open = (scopes: string[]) =>
+      withTenant(
+        env.sql,
+        { tenantId: t, actor: "test" },
+        (tx) =>
+          tx<
+            { memory_a: string; memory_b: string }[]
+          >`select memory_a, memory_b from public.context_open_contradictions(${scopes}::text[])`,
+      );
+    assert.deepEqual(
+      (await open(["devai/project/shop"])).map((x) => [x.memory_a, x.memory_b]),
+      [[m[0], m[1]]],
+      "project scope only; the resolved pair and the forgotten one's (moot) are not open",
+    );
     assert.equal((await open(["devai/project/shop", "devai/user"])).length, 2);
-    const theirs = await withTenant(env.sql, { tenantId: newTenant(), actor: "test" }, (tx) =>
-      tx`select * from public.context_open_contradictions(array['devai/project/shop'])`);
+    const theirs = await withTenant(
+      env.sql,
+      { tenantId: newTenant(), actor: "test" },
+      (tx) => tx`select * from public.context_open_contradictions(array['devai/project/shop'])`,
+    );
     assert.equal(theirs.length, 0, "another tenant sees none");
     const listed = await api("GET", "/memory/contradictions?status=all", t);
     assert.equal(listed.body.contradictions.find((x: { id: string }) => x.id === c[3])!.status, "moot");

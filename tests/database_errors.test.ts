@@ -20,22 +20,26 @@ async function errorOf(run: () => Promise<unknown>): Promise<unknown> {
 dbTest("database errors: data exceptions (class 22) are 400, a unique violation 409", async () => {
   const sql = testSql(1);
   try {
-    for (const [what, query] of [
-      ["year 0 (22008)", "select '0000-01-01'::timestamptz"],
-      ["integer out of range (22003)", "select 2147483648::int"],
-      ["not a uuid (22P02)", "select 'not-a-uuid'::uuid"],
-      ["division by zero (22012)", "select 1 / 0"],
-    ]) {
+    for (
+      const [what, query] of [
+        ["year 0 (22008)", "select '0000-01-01'::timestamptz"],
+        ["integer out of range (22003)", "select 2147483648::int"],
+        ["not a uuid (22P02)", "select 'not-a-uuid'::uuid"],
+        ["division by zero (22012)", "select 1 / 0"],
+      ]
+    ) {
       const mapped = mapDatabaseError(await errorOf(() => sql.unsafe(query!)));
       assert.equal(mapped?.status, 400, what);
       assert.equal(mapped?.code, "invalid_request", what);
     }
-    const unique = mapDatabaseError(await errorOf(() =>
-      sql.begin(async (tx) => {
-        await tx`create temporary table t (x int primary key) on commit drop`;
-        await tx`insert into t values (1), (1)`;
-      })
-    ));
+    const unique = mapDatabaseError(
+      await errorOf(() =>
+        sql.begin(async (tx) => {
+          await tx`create temporary table t (x int primary key) on commit drop`;
+          await tx`insert into t values (1), (1)`;
+        })
+      ),
+    );
     assert.equal(unique?.status, 409);
   } finally {
     await sql.end();
@@ -59,7 +63,10 @@ dbTest("database errors: a refused connection is 503 database_unavailable with R
 });
 
 Deno.test({
-  ...realServerOnly("database errors: a statement timeout and a terminated connection are 503", "PGlite has no statement timer and one backend to terminate"),
+  ...realServerOnly(
+    "database errors: a statement timeout and a terminated connection are 503",
+    "PGlite has no statement timer and one backend to terminate",
+  ),
   sanitizeOps: false,
   sanitizeResources: false,
   fn: async () => {
@@ -75,7 +82,10 @@ Deno.test({
       assert.equal(mapDatabaseError(slow)?.status, 503);
       assert.match(mapDatabaseError(slow)!.message, /did not answer in time/);
 
-      const victim = createSql(Deno.env.get("DATABASE_URL")!, { max: 1, applicationName: `devai-test-victim-${crypto.randomUUID().slice(0, 8)}` });
+      const victim = createSql(Deno.env.get("DATABASE_URL")!, {
+        max: 1,
+        applicationName: `devai-test-victim-${crypto.randomUUID().slice(0, 8)}`,
+      });
       try {
         // Terminated inside the victim's open transaction, and waited for (the timeout form returns
         // once the backend is gone): an idle connection closed before the next query would just be

@@ -5,7 +5,12 @@
 // under concurrent requests, so the rest of the suite keeps its database.
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
-import { createSql, RECONNECT_DELAY_MAX_SECONDS, reconnectDelaySeconds, type Sql } from "../supabase/functions/_shared/db.ts";
+import {
+  createSql,
+  RECONNECT_DELAY_MAX_SECONDS,
+  reconnectDelaySeconds,
+  type Sql,
+} from "../supabase/functions/_shared/db.ts";
 import { userHeaders } from "./support/auth.ts";
 import { realServerOnly } from "./support/backend.ts";
 import { startTestServer } from "./support/http_server.ts";
@@ -14,7 +19,9 @@ import { newTenant, seedMemories, testSql } from "./support/seed.ts";
 const REPO = fileURLToPath(new URL("..", import.meta.url));
 const PORT = Number(Deno.env.get("DEVAI_TEST_OUTAGE_PG_PORT") ?? 54351);
 const URL_ = `postgresql://postgres@127.0.0.1:${PORT}/postgres`;
-const CONF = `${Deno.env.get("DEVAI_PG_ROOT") ?? "/var/cache/devai-memory/trixie-pg17"}/srv/devai/data-${PORT}/postgresql.conf`;
+const CONF = `${
+  Deno.env.get("DEVAI_PG_ROOT") ?? "/var/cache/devai-memory/trixie-pg17"
+}/srv/devai/data-${PORT}/postgresql.conf`;
 const LOCK_DEADLINE_MS = 10_000;
 const WHY = "stops and starts a Postgres 17 cluster of its own (scripts/db.sh)";
 
@@ -35,16 +42,25 @@ async function outageServer() {
 }
 
 async function remember(base: string, tenant: string, content: string): Promise<Response> {
-  return await fetch(`${base}/memory/remember`, { method: "POST", headers: await userHeaders(tenant), body: JSON.stringify({ content }) });
+  return await fetch(`${base}/memory/remember`, {
+    method: "POST",
+    headers: await userHeaders(tenant),
+    body: JSON.stringify({ content }),
+  });
 }
 
 async function countMemories(sql: Sql, tenant: string): Promise<number> {
-  const [row] = await sql<{ n: number }[]>`select count(*)::int as n from public.devai_memories where owner_id = ${tenant}`;
+  const [row] = await sql<
+    { n: number }[]
+  >`select count(*)::int as n from public.devai_memories where owner_id = ${tenant}`;
   return row!.n;
 }
 
 Deno.test({
-  ...realServerOnly("durability: the cluster runs with synchronous_commit = on (an old cluster's setting is fixed at start); acknowledged writes survive a crash", WHY),
+  ...realServerOnly(
+    "durability: the cluster runs with synchronous_commit = on (an old cluster's setting is fixed at start); acknowledged writes survive a crash",
+    WHY,
+  ),
   sanitizeResources: false,
   sanitizeOps: false,
   fn: async () => {
@@ -55,11 +71,18 @@ Deno.test({
     let sql = createSql(URL_, { max: 1 });
     const server = await outageServer();
     try {
-      const [settings] = await sql<{ sync: string; fsync: string }[]>`select current_setting('synchronous_commit') as sync, current_setting('fsync') as fsync`;
+      const [settings] = await sql<
+        { sync: string; fsync: string }[]
+      >`select current_setting('synchronous_commit') as sync, current_setting('fsync') as fsync`;
       assert.deepEqual(settings, { sync: "on", fsync: "on" });
 
       const tenant = newTenant();
-      const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => remember(server.functionsUrl, tenant, `Durable fact number ${i} about the deploy.`)));
+      const answers = await Promise.all(
+        Array.from(
+          { length: 20 },
+          (_, i) => remember(server.functionsUrl, tenant, `Durable fact number ${i} about the deploy.`),
+        ),
+      );
       assert.deepEqual(answers.map((r) => r.status), Array(20).fill(201));
       await Promise.all(answers.map((r) => r.body?.cancel()));
       await cluster("crash"); // right after the last 201: no checkpoint, the WAL is all there is
@@ -75,24 +98,43 @@ Deno.test({
 });
 
 Deno.test({
-  ...realServerOnly("outage: requests while the database is down are 503 database_unavailable with Retry-After, write nothing, and the pool recovers", WHY),
+  ...realServerOnly(
+    "outage: requests while the database is down are 503 database_unavailable with Retry-After, write nothing, and the pool recovers",
+    WHY,
+  ),
   sanitizeResources: false,
   sanitizeOps: false,
   fn: async () => {
     await cluster("reset");
     const server = await outageServer();
     const tenant = newTenant();
-    const get = async () => await fetch(`${server.functionsUrl}/memory?limit=1`, { headers: await userHeaders(tenant) });
+    const get = async () =>
+      await fetch(`${server.functionsUrl}/memory?limit=1`, { headers: await userHeaders(tenant) });
     const retrieve = async () =>
-      await fetch(`${server.functionsUrl}/memory-retrieve`, { method: "POST", headers: await userHeaders(tenant), body: JSON.stringify({ message: "how do we deploy?" }) });
+      await fetch(`${server.functionsUrl}/memory-retrieve`, {
+        method: "POST",
+        headers: await userHeaders(tenant),
+        body: JSON.stringify({ message: "how do we deploy?" }),
+      });
     try {
-      const before = await Promise.all([get(), get(), retrieve(), remember(server.functionsUrl, tenant, "The deploy runs on Fridays.")]);
+      const before = await Promise.all([
+        get(),
+        get(),
+        retrieve(),
+        remember(server.functionsUrl, tenant, "The deploy runs on Fridays."),
+      ]);
       assert.deepEqual(before.map((r) => r.status), [200, 200, 200, 201]);
       await Promise.all(before.map((r) => r.body?.cancel()));
 
       await cluster("crash");
       // Answered while the database is still down (it is started only after they all returned).
-      const down = await Promise.all([get(), get(), retrieve(), retrieve(), remember(server.functionsUrl, tenant, "Written during the outage.")]);
+      const down = await Promise.all([
+        get(),
+        get(),
+        retrieve(),
+        retrieve(),
+        remember(server.functionsUrl, tenant, "Written during the outage."),
+      ]);
       for (const res of down) {
         const body = await res.json();
         assert.equal(res.status, 503, JSON.stringify(body));
@@ -107,8 +149,14 @@ Deno.test({
       await Promise.all(after.map((r) => r.body?.cancel()));
       const sql = createSql(URL_, { max: 1 });
       try {
-        const rows = await sql<{ content: string }[]>`select content from public.devai_memories where owner_id = ${tenant}`;
-        assert.deepEqual(rows.map((r) => r.content), ["The deploy runs on Fridays."], "the outage's remember wrote nothing");
+        const rows = await sql<
+          { content: string }[]
+        >`select content from public.devai_memories where owner_id = ${tenant}`;
+        assert.deepEqual(
+          rows.map((r) => r.content),
+          ["The deploy runs on Fridays."],
+          "the outage's remember wrote nothing",
+        );
       } finally {
         await sql.end();
       }
@@ -120,14 +168,20 @@ Deno.test({
 });
 
 Deno.test({
-  ...realServerOnly("outage: a statement past the statement timeout (here a row lock held elsewhere) is a 503, not a hung request", "needs a second connection to hold a row lock; PGlite runs one transaction at a time"),
+  ...realServerOnly(
+    "outage: a statement past the statement timeout (here a row lock held elsewhere) is a 503, not a hung request",
+    "needs a second connection to hold a row lock; PGlite runs one transaction at a time",
+  ),
   sanitizeResources: false,
   sanitizeOps: false,
   fn: async () => {
     const sql = testSql(2);
     const server = await startTestServer({ env: { DB_POOL_MAX: "2", DB_STATEMENT_TIMEOUT_MS: "300" }, worker: false });
     const tenant = newTenant();
-    const [memory] = await seedMemories(sql, tenant, [{ content: "The release train leaves on Tuesdays.", namespace: "devai/global/release" }]);
+    const [memory] = await seedMemories(sql, tenant, [{
+      content: "The release train leaves on Tuesdays.",
+      namespace: "devai/global/release",
+    }]);
     const holder = Promise.withResolvers<void>();
     const locked = Promise.withResolvers<void>();
     const holding = sql.begin(async (tx) => {
@@ -140,7 +194,10 @@ Deno.test({
     const deadline = setTimeout(() => holder.resolve(), LOCK_DEADLINE_MS);
     try {
       await locked.promise;
-      const res = await fetch(`${server.functionsUrl}/memory/${memory!.id}/forget`, { method: "POST", headers: await userHeaders(tenant) });
+      const res = await fetch(`${server.functionsUrl}/memory/${memory!.id}/forget`, {
+        method: "POST",
+        headers: await userHeaders(tenant),
+      });
       const body = await res.json();
       assert.equal(res.status, 503, JSON.stringify(body));
       assert.equal(body.error.code, "database_unavailable");
@@ -157,6 +214,8 @@ Deno.test({
 });
 
 Deno.test("outage: after any number of failed connections the pool tries again within half a second (postgres.js waits up to 20 s)", () => {
-  for (const failures of [0, 1, 3, 8, 20, 100]) assert.ok(reconnectDelaySeconds(failures) <= RECONNECT_DELAY_MAX_SECONDS);
+  for (const failures of [0, 1, 3, 8, 20, 100]) {
+    assert.ok(reconnectDelaySeconds(failures) <= RECONNECT_DELAY_MAX_SECONDS);
+  }
   assert.equal(RECONNECT_DELAY_MAX_SECONDS, 0.5);
 });

@@ -65,15 +65,21 @@ async function withTenant(fn: (sql: Sql, tenant: string) => Promise<void>) {
 }
 
 Deno.test({
-  ...realServerOnly("20 concurrent memory writes on a new thread get revisions 1..20, each exactly once", "20 connections writing at once"),
+  ...realServerOnly(
+    "20 concurrent memory writes on a new thread get revisions 1..20, each exactly once",
+    "20 connections writing at once",
+  ),
   fn: () =>
     withTenant(async (sql, tenant) => {
       const thread = `concurrency-${randomUUID()}`;
       await writeConcurrently(sql, tenant, thread, WRITERS);
 
       assert.equal(await threadRevision(sql, tenant, thread), WRITERS, "final revision of the thread");
-      assert.deepEqual(await changeLogRevisions(sql, tenant, thread), range(1, WRITERS),
-        "change log revisions are 1..20 with no duplicate and no gap");
+      assert.deepEqual(
+        await changeLogRevisions(sql, tenant, thread),
+        range(1, WRITERS),
+        "change log revisions are 1..20 with no duplicate and no gap",
+      );
       const [memories] = await sql<{ count: number }[]>`
         select count(*)::int as count from public.devai_memories where owner_id = ${tenant}`;
       assert.equal(memories?.count, WRITERS);
@@ -81,7 +87,10 @@ Deno.test({
 });
 
 Deno.test({
-  ...realServerOnly("20 concurrent memory writes on a thread that has history continue its revisions without lost updates", "20 connections writing at once"),
+  ...realServerOnly(
+    "20 concurrent memory writes on a thread that has history continue its revisions without lost updates",
+    "20 connections writing at once",
+  ),
   fn: () =>
     withTenant(async (sql, tenant) => {
       const thread = `concurrency-${randomUUID()}`;
@@ -89,7 +98,10 @@ Deno.test({
       await writeConcurrently(sql, tenant, thread, WRITERS);
 
       assert.equal(await threadRevision(sql, tenant, thread), WRITERS + 1, "final revision of the thread");
-      assert.deepEqual(await changeLogRevisions(sql, tenant, thread), range(1, WRITERS + 1),
-        "change log revisions are 1..21 with no duplicate and no gap");
+      assert.deepEqual(
+        await changeLogRevisions(sql, tenant, thread),
+        range(1, WRITERS + 1),
+        "change log revisions are 1..21 with no duplicate and no gap",
+      );
     }),
 });

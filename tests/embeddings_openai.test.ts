@@ -7,7 +7,13 @@ import { FakeOpenAI, reply } from "./fake_openai.ts";
 Deno.test("openai embedder: batches, keeps input order, sends dimensions 512", async () => {
   const fake = await FakeOpenAI.start();
   try {
-    const e = openAiEmbedder({ apiKey: "k", baseUrl: fake.baseUrl, model: "text-embedding-3-small", batchSize: 2, baseDelayMs: 1 });
+    const e = openAiEmbedder({
+      apiKey: "k",
+      baseUrl: fake.baseUrl,
+      model: "text-embedding-3-small",
+      batchSize: 2,
+      baseDelayMs: 1,
+    });
     const texts = ["a", "b", "c", "d", "e"];
     const out = await e.embed(texts);
     assert.equal(out.length, 5);

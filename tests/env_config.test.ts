@@ -23,12 +23,24 @@ Deno.test("config: a key selects OpenAI embeddings with the seed's thresholds", 
   const c = loadConfig({ ...minimal, OPENAI_API_KEY: "sk-test" });
   assert.equal(c.embedding.provider, "openai");
   assert.equal(c.embedding.model, "text-embedding-3-small");
-  assert.deepEqual(thresholdsFor(c.embedding.model, c), { retrieve: 0.7, dedup: 0.8, link: 0.75, consolidate: 0.75, verbatim: 0.95 });
+  assert.deepEqual(thresholdsFor(c.embedding.model, c), {
+    retrieve: 0.7,
+    dedup: 0.8,
+    link: 0.75,
+    consolidate: 0.75,
+    verbatim: 0.95,
+  });
 });
 
 Deno.test("config: missing or invalid settings fail fast, naming each problem", () => {
-  assert.throws(() => loadConfig({ SUPABASE_JWT_SECRET: "x" }), (e) => e instanceof ConfigError && /DATABASE_URL/.test(e.message));
-  assert.throws(() => loadConfig({ DATABASE_URL: "x" }), (e) => e instanceof ConfigError && /SUPABASE_JWT_SECRET/.test(e.message));
+  assert.throws(
+    () => loadConfig({ SUPABASE_JWT_SECRET: "x" }),
+    (e) => e instanceof ConfigError && /DATABASE_URL/.test(e.message),
+  );
+  assert.throws(
+    () => loadConfig({ DATABASE_URL: "x" }),
+    (e) => e instanceof ConfigError && /SUPABASE_JWT_SECRET/.test(e.message),
+  );
   assert.throws(
     () => loadConfig({ ...minimal, RETRIEVAL_THRESHOLD: "1.5", MEMORY_NAMESPACE_ROOT: "Bad Root" }),
     (e) => e instanceof ConfigError && /RETRIEVAL_THRESHOLD/.test(e.message) && /MEMORY_NAMESPACE_ROOT/.test(e.message),

@@ -19,7 +19,9 @@ Deno.test("eval metrics: reciprocal rank is 1 / the rank of the first relevant m
 Deno.test("eval metrics: nDCG@k is 1 for an ideal list and discounts late hits by log2(rank + 1)", () => {
   assert.equal(ndcgAt(["a", "b", "x"], relevant, 10), 1);
   assert.ok(near(ndcgAt(["x", "a"], new Set(["a"]), 10), 1 / Math.log2(3)));
-  assert.ok(near(ndcgAt(["x", "a", "b"], relevant, 10), (1 / Math.log2(3) + 1 / Math.log2(4)) / (1 + 1 / Math.log2(3))));
+  assert.ok(
+    near(ndcgAt(["x", "a", "b"], relevant, 10), (1 / Math.log2(3) + 1 / Math.log2(4)) / (1 + 1 / Math.log2(3))),
+  );
   assert.equal(ndcgAt(["x", "y", "a"], relevant, 2), 0);
 });
 

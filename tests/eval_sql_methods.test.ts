@@ -25,30 +25,43 @@ function context(tenants: Record<string, string>): EvalContext {
   };
 }
 
-const question = (text: string): EvalQuestion => ({ id: "q", tenant: "a", project: "task_forge", category: "single_hop", text, answer_ids: [] });
-
-dbTest("eval SQL methods: only the tenant's valid, active memories in global, the project and user scopes", async () => {
-  await installSupabaseHybrid(sql);
-  const [a, b] = [newTenant(), newTenant()];
-  const text = "The webhook listener port is 8787 for the relay";
-  const seeded = await seedMemories(sql, a, [
-    { content: `${text} in task_forge`, namespace: "devai/project/task_forge/notes" },
-    { content: `${text}, org-wide`, namespace: "devai/global/facts" },
-    { content: `${text}, as the user likes it`, namespace: "devai/user/preferences" },
-    { content: `${text} in taskxforge`, namespace: "devai/project/taskxforge/notes" },
-    { content: `${text} in task_forge2`, namespace: "devai/project/task_forge2/notes" },
-    { content: `${text}, superseded`, namespace: "devai/project/task_forge/notes", is_valid: false },
-    { content: `${text}, forgotten`, namespace: "devai/project/task_forge/notes", state: "soft_deleted" },
-    { content: `${text}, decayed`, namespace: "devai/project/task_forge/notes", strength: 0.01 },
-  ]);
-  await seedMemories(sql, b, [{ content: `${text} in task_forge of another tenant`, namespace: "devai/project/task_forge/notes" }]);
-  const ctx = context({ a });
-  const expected = seeded.slice(0, 3).map((m) => m.id).sort();
-  for (const method of [ftsSql, supabaseHybrid]) {
-    const ids = await method.rank(question("Which port does the webhook listener use?"), ctx);
-    assert.deepEqual([...ids].sort(), expected, method.name);
-  }
+const question = (text: string): EvalQuestion => ({
+  id: "q",
+  tenant: "a",
+  project: "task_forge",
+  category: "single_hop",
+  text,
+  answer_ids: [],
 });
+
+dbTest(
+  "eval SQL methods: only the tenant's valid, active memories in global, the project and user scopes",
+  async () => {
+    await installSupabaseHybrid(sql);
+    const [a, b] = [newTenant(), newTenant()];
+    const text = "The webhook listener port is 8787 for the relay";
+    const seeded = await seedMemories(sql, a, [
+      { content: `${text} in task_forge`, namespace: "devai/project/task_forge/notes" },
+      { content: `${text}, org-wide`, namespace: "devai/global/facts" },
+      { content: `${text}, as the user likes it`, namespace: "devai/user/preferences" },
+      { content: `${text} in taskxforge`, namespace: "devai/project/taskxforge/notes" },
+      { content: `${text} in task_forge2`, namespace: "devai/project/task_forge2/notes" },
+      { content: `${text}, superseded`, namespace: "devai/project/task_forge/notes", is_valid: false },
+      { content: `${text}, forgotten`, namespace: "devai/project/task_forge/notes", state: "soft_deleted" },
+      { content: `${text}, decayed`, namespace: "devai/project/task_forge/notes", strength: 0.01 },
+    ]);
+    await seedMemories(sql, b, [{
+      content: `${text} in task_forge of another tenant`,
+      namespace: "devai/project/task_forge/notes",
+    }]);
+    const ctx = context({ a });
+    const expected = seeded.slice(0, 3).map((m) => m.id).sort();
+    for (const method of [ftsSql, supabaseHybrid]) {
+      const ids = await method.rank(question("Which port does the webhook listener use?"), ctx);
+      assert.deepEqual([...ids].sort(), expected, method.name);
+    }
+  },
+);
 
 dbTest("eval SQL methods: fts_sql matches any informative word, Supabase's recipe needs every word", async () => {
   await installSupabaseHybrid(sql);
@@ -69,6 +82,9 @@ dbTest("eval SQL methods: fts_sql matches any informative word, Supabase's recip
 
 dbTest("eval SQL methods: a question of only stop words finds nothing by keyword and does not fail", async () => {
   const a = newTenant();
-  await seedMemories(sql, a, [{ content: "The relay listens on port 8787", namespace: "devai/project/task_forge/notes" }]);
+  await seedMemories(sql, a, [{
+    content: "The relay listens on port 8787",
+    namespace: "devai/project/task_forge/notes",
+  }]);
   assert.deepEqual(await ftsSql.rank(question("what is it?"), context({ a })), []);
 });

@@ -18,7 +18,11 @@ function post(jobs: EarlierExtractJob[], sessionId: string, messages: unknown[])
   const n = messages.length;
   const { covered } = coveredPrefix(sessionId, digests, jobs);
   if (covered === n) return { covered, queued: false };
-  jobs.push({ idempotencyKey: extractIdempotencyKey(sessionId, n, digests[n]!), offset: covered, messages: messages.slice(covered) });
+  jobs.push({
+    idempotencyKey: extractIdempotencyKey(sessionId, n, digests[n]!),
+    offset: covered,
+    messages: messages.slice(covered),
+  });
   return { covered, queued: true };
 }
 
@@ -40,12 +44,26 @@ Deno.test("prefixDigests: one digest per prefix; equal prefixes, equal digests; 
 });
 
 Deno.test("prefixDigests: key order and jsonb round trips do not change a digest; values do", () => {
-  const m = { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "bash", arguments: "{}" } }] };
-  const roundTripped = JSON.parse(JSON.stringify({ tool_calls: [{ function: { arguments: "{}", name: "bash" }, type: "function", id: "c1" }], content: null, role: "assistant" }));
+  const m = {
+    role: "assistant",
+    content: null,
+    tool_calls: [{ id: "c1", type: "function", function: { name: "bash", arguments: "{}" } }],
+  };
+  const roundTripped = JSON.parse(
+    JSON.stringify({
+      tool_calls: [{ function: { arguments: "{}", name: "bash" }, type: "function", id: "c1" }],
+      content: null,
+      role: "assistant",
+    }),
+  );
   assert.deepEqual(prefixDigests([m]), prefixDigests([roundTripped]));
   assert.equal(canonicalJson({ b: 1, a: [1, { d: undefined, c: "x" }] }), '{"a":[1,{"c":"x"}],"b":1}');
   assert.notDeepEqual(prefixDigests([m]), prefixDigests([{ ...m, content: "" }]));
-  assert.notDeepEqual(prefixDigests([msg(0, "a"), msg(1, "b")]), prefixDigests([msg(0, "ab"), msg(1, "")]), "message boundaries count");
+  assert.notDeepEqual(
+    prefixDigests([msg(0, "a"), msg(1, "b")]),
+    prefixDigests([msg(0, "ab"), msg(1, "")]),
+    "message boundaries count",
+  );
 });
 
 Deno.test("coveredPrefix: a growing transcript is covered up to the end of the jobs before it", () => {
@@ -88,12 +106,18 @@ Deno.test("coveredPrefix: another session's jobs never cover, even with the same
 
 Deno.test("coveredPrefix: session ids with ':' ('a' and 'a:4', 'a:4:1') stay apart", () => {
   // 'session:a:4:1:<digest>' starts with the prefix of 'a' and of 'a:4' and 'a:4:1' alike.
-  for (const [owner, other] of [["a", "a:4"], ["a:4", "a"], ["a:4", "a:4:1"], ["a:4:1", "a:4"], ["a", "a:4:1"]] as const) {
+  for (
+    const [owner, other] of [["a", "a:4"], ["a:4", "a"], ["a:4", "a:4:1"], ["a:4:1", "a:4"], ["a", "a:4:1"]] as const
+  ) {
     const jobs: EarlierExtractJob[] = [];
     post(jobs, owner, transcript(4));
     post(jobs, owner, transcript(6));
     for (const n of [1, 4, 6, 8]) {
-      assert.equal(coveredPrefix(other, prefixDigests(transcript(n)), jobs).covered, 0, `${owner}'s jobs covering ${other}'s ${n} messages`);
+      assert.equal(
+        coveredPrefix(other, prefixDigests(transcript(n)), jobs).covered,
+        0,
+        `${owner}'s jobs covering ${other}'s ${n} messages`,
+      );
     }
     assert.equal(coveredPrefix(owner, prefixDigests(transcript(8)), jobs).covered, 6, `${owner} covers its own`);
   }

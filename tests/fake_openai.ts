@@ -49,7 +49,13 @@ export const reply = {
     kind: "error",
     status,
     headers: opts.retryAfter !== undefined ? { "retry-after": String(opts.retryAfter) } : undefined,
-    body: { error: { message: opts.message ?? `fake error ${status}`, type: status === 429 ? "rate_limit_exceeded" : "server_error", code: null } },
+    body: {
+      error: {
+        message: opts.message ?? `fake error ${status}`,
+        type: status === 429 ? "rate_limit_exceeded" : "server_error",
+        code: null,
+      },
+    },
   }),
   /** Answers after delayMs. */
   slow: (delayMs: number, then: Reply): Reply => ({ kind: "slow", delayMs, then }),
@@ -184,7 +190,10 @@ export class FakeOpenAI {
       return this.embed(body);
     }
     if (req.method === "GET" && url.pathname === "/v1/models") {
-      return Response.json({ object: "list", data: this.models.map((id) => ({ id, object: "model", created: 0, owned_by: "fake" })) });
+      return Response.json({
+        object: "list",
+        data: this.models.map((id) => ({ id, object: "model", created: 0, owned_by: "fake" })),
+      });
     }
     return errorJson(404, `fake OpenAI: no route ${req.method} ${url.pathname}`);
   }
@@ -193,7 +202,10 @@ export class FakeOpenAI {
     const script = this.scripts.find((s) => matches(s.match, body));
     if (!script) {
       const last = body?.messages?.at(-1);
-      return errorJson(500, `fake OpenAI: no chat script matched (last message: ${String(textOf(last?.content)).slice(0, 200)})`);
+      return errorJson(
+        500,
+        `fake OpenAI: no chat script matched (last message: ${String(textOf(last?.content)).slice(0, 200)})`,
+      );
     }
     const r = script.replies[Math.min(script.next, script.replies.length - 1)]!;
     script.next++;
@@ -210,7 +222,12 @@ export class FakeOpenAI {
           object: "chat.completion",
           created: Math.floor(Date.now() / 1000),
           model: body.model ?? "fake-model",
-          choices: [{ index: 0, message: { role: "assistant", content: r.content, refusal: null }, finish_reason: "stop", logprobs: null }],
+          choices: [{
+            index: 0,
+            message: { role: "assistant", content: r.content, refusal: null },
+            finish_reason: "stop",
+            logprobs: null,
+          }],
           usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion },
         });
       }
@@ -252,7 +269,9 @@ export class FakeOpenAI {
     });
   }
 
-  private embed(body: { input: string | string[]; model?: string; dimensions?: number; encoding_format?: string }): Response {
+  private embed(
+    body: { input: string | string[]; model?: string; dimensions?: number; encoding_format?: string },
+  ): Response {
     const inputs = Array.isArray(body.input) ? body.input : [body.input];
     const dims = this.embeddingDimensions ?? body.dimensions ?? 512;
     const data = inputs.map((text, index) => {
@@ -262,7 +281,12 @@ export class FakeOpenAI {
       return { object: "embedding", index, embedding };
     });
     const tokens = inputs.reduce((n, t) => n + approxTokens(String(t)), 0);
-    return Response.json({ object: "list", data, model: body.model ?? "fake-embedding", usage: { prompt_tokens: tokens, total_tokens: tokens } });
+    return Response.json({
+      object: "list",
+      data,
+      model: body.model ?? "fake-embedding",
+      usage: { prompt_tokens: tokens, total_tokens: tokens },
+    });
   }
 }
 

@@ -33,7 +33,9 @@ Deno.test("layout: functions import only from their own folder and _shared/, nev
     for (const file of await tsFiles(own)) {
       for (const spec of relativeSpecifiers(await Deno.readTextFile(file))) {
         const target = new URL(spec, file).href;
-        if (!allowed.some((dir) => target.startsWith(dir.href))) offenders.push(`${file.href.slice(FUNCTIONS.href.length)} → ${spec}`);
+        if (!allowed.some((dir) => target.startsWith(dir.href))) {
+          offenders.push(`${file.href.slice(FUNCTIONS.href.length)} → ${spec}`);
+        }
       }
     }
   }
@@ -50,13 +52,16 @@ async function functionDirs(): Promise<string[]> {
 }
 
 Deno.test("layout: each function has index.ts and its own deno.json, pinning what supabase/functions/deno.json pins", async () => {
-  const root = JSON.parse(await Deno.readTextFile(new URL("deno.json", FUNCTIONS))) as { imports: Record<string, string> };
+  const root = JSON.parse(await Deno.readTextFile(new URL("deno.json", FUNCTIONS))) as {
+    imports: Record<string, string>;
+  };
   const problems: string[] = [];
   const names = await functionDirs();
   assert.ok(names.length >= 6, `expected the functions, found ${names.join(", ")}`);
   for (const name of names) {
     const dir = new URL(`${name}/`, FUNCTIONS);
-    const exists = async (file: string) => (await Deno.stat(new URL(file, dir)).catch(() => undefined))?.isFile === true;
+    const exists = async (file: string) =>
+      (await Deno.stat(new URL(file, dir)).catch(() => undefined))?.isFile === true;
     if (!await exists("index.ts")) problems.push(`${name}: no index.ts (the entry point deploy bundles)`);
     if (!await exists("deno.json")) {
       problems.push(`${name}: no deno.json (its import map for supabase functions deploy)`);
@@ -67,7 +72,9 @@ Deno.test("layout: each function has index.ts and its own deno.json, pinning wha
     // (the per-function import is checked for completeness by npm test's deploy check).
     for (const [specifier, target] of Object.entries(own.imports ?? {})) {
       if (root.imports[specifier] !== target) {
-        problems.push(`${name}/deno.json maps ${specifier} to ${target}; supabase/functions/deno.json: ${root.imports[specifier]}`);
+        problems.push(
+          `${name}/deno.json maps ${specifier} to ${target}; supabase/functions/deno.json: ${root.imports[specifier]}`,
+        );
       }
     }
   }

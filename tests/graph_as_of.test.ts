@@ -20,12 +20,16 @@ const opts = { sanitizeOps: false, sanitizeResources: false };
 
 /** The database's clock now, as an ISO instant with microseconds. */
 async function dbNow(): Promise<string> {
-  const [r] = await sql<{ at: string }[]>`select to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as at`;
+  const [r] = await sql<
+    { at: string }[]
+  >`select to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as at`;
   return r!.at;
 }
 
 async function post(path: string, t: string, body: unknown) {
-  const res = await retrieve(new Request(`http://local${path}`, { method: "POST", headers: await userHeaders(t), body: JSON.stringify(body) }));
+  const res = await retrieve(
+    new Request(`http://local${path}`, { method: "POST", headers: await userHeaders(t), body: JSON.stringify(body) }),
+  );
   return { status: res.status, body: await res.json() };
 }
 
@@ -34,16 +38,26 @@ async function correctedFact(t: string) {
   const before = await dbNow();
   const old = await api("POST", "/memory/remember", {
     as: t,
-    body: { content: "The API service runs on Node 18 in production.", project: "api", metadata: { category: "projects" } },
+    body: {
+      content: "The API service runs on Node 18 in production.",
+      project: "api",
+      metadata: { category: "projects" },
+    },
   });
   const between = await dbNow();
-  const fixed = await api("POST", `/memory/${old.body.memory.id}/correct`, { as: t, body: { content: "The API service runs on Node 20 in production." } });
+  const fixed = await api("POST", `/memory/${old.body.memory.id}/correct`, {
+    as: t,
+    body: { content: "The API service runs on Node 20 in production." },
+  });
   assert.equal(fixed.status, 201);
   const after = await dbNow();
   return { before, between, after, oldId: old.body.memory.id as string, newId: fixed.body.memory.id as string };
 }
 
-Deno.test({ name: "as_of: GET /memory/{id} shows the memory as it was then; GET /memory lists what was held then", ...opts }, async () => {
+Deno.test({
+  name: "as_of: GET /memory/{id} shows the memory as it was then; GET /memory lists what was held then",
+  ...opts,
+}, async () => {
   const t = newTenant();
   const f = await correctedFact(t);
 
@@ -51,14 +65,24 @@ Deno.test({ name: "as_of: GET /memory/{id} shows the memory as it was then; GET 
   assert.equal(then.status, 200);
   assert.deepEqual([then.body.held, then.body.memory.is_valid, then.body.memory.superseded_by], [true, true, null]);
   const later = await api("GET", `/memory/${f.oldId}?as_of=${f.after}`, { as: t });
-  assert.deepEqual([later.body.held, later.body.memory.is_valid, later.body.memory.superseded_by], [false, false, f.newId]);
-  assert.equal((await api("GET", `/memory/${f.newId}?as_of=${f.between}`, { as: t })).status, 404, "not recorded yet then");
+  assert.deepEqual([later.body.held, later.body.memory.is_valid, later.body.memory.superseded_by], [
+    false,
+    false,
+    f.newId,
+  ]);
+  assert.equal(
+    (await api("GET", `/memory/${f.newId}?as_of=${f.between}`, { as: t })).status,
+    404,
+    "not recorded yet then",
+  );
   const now = await api("GET", `/memory/${f.oldId}`, { as: t });
   assert.ok(now.body.memory.valid_until, "the corrected fact's validity is closed");
   assert.equal(now.body.held, undefined);
 
   const listed = async (at: string) =>
-    ((await api("GET", `/memory?namespace_prefix=devai/project/api&as_of=${at}`, { as: t })).body.memories as { id: string }[]).map((m) => m.id);
+    ((await api("GET", `/memory?namespace_prefix=devai/project/api&as_of=${at}`, { as: t })).body.memories as {
+      id: string;
+    }[]).map((m) => m.id);
   assert.deepEqual(await listed(f.before), []);
   assert.deepEqual(await listed(f.between), [f.oldId]);
   assert.deepEqual(await listed(f.after), [f.newId]);
@@ -66,47 +90,56 @@ Deno.test({ name: "as_of: GET /memory/{id} shows the memory as it was then; GET 
   assert.equal((await api("GET", `/memory?as_of=yesterday`, { as: t })).status, 400);
 });
 
-Deno.test({ name: "as_of: retrieve and memory.query answer from what was held then, and reinforce nothing", ...opts }, async () => {
-  const t = newTenant();
-  const f = await correctedFact(t);
-  const ask = { message: "Which Node version does the API service run in production?", project: "api" };
+Deno.test(
+  { name: "as_of: retrieve and memory.query answer from what was held then, and reinforce nothing", ...opts },
+  async () => {
+    const t = newTenant();
+    const f = await correctedFact(t);
+    const ask = { message: "Which Node version does the API service run in production?", project: "api" };
 
-  const then = await post("/memory-retrieve", t, { ...ask, as_of: f.between });
-  assert.equal(then.status, 200, JSON.stringify(then.body));
-  assert.deepEqual(then.body.memories.map((m: { id: string }) => m.id), [f.oldId]);
-  assert.match(then.body.block, /Node 18/);
-  await flushSearchWrites(sql);
-  const [untouched] = await sql`select access_count from public.devai_memories where id = ${f.oldId}`;
-  assert.equal(untouched!.access_count, 0, "a historical answer is not a use of the memory");
+    const then = await post("/memory-retrieve", t, { ...ask, as_of: f.between });
+    assert.equal(then.status, 200, JSON.stringify(then.body));
+    assert.deepEqual(then.body.memories.map((m: { id: string }) => m.id), [f.oldId]);
+    assert.match(then.body.block, /Node 18/);
+    await flushSearchWrites(sql);
+    const [untouched] = await sql`select access_count from public.devai_memories where id = ${f.oldId}`;
+    assert.equal(untouched!.access_count, 0, "a historical answer is not a use of the memory");
 
-  const now = await post("/memory-retrieve", t, ask);
-  assert.deepEqual(now.body.memories.map((m: { id: string }) => m.id), [f.newId]);
-  await flushSearchWrites(sql);
-  const [used] = await sql`select access_count from public.devai_memories where id = ${f.newId}`;
-  assert.equal(used!.access_count, 1);
+    const now = await post("/memory-retrieve", t, ask);
+    assert.deepEqual(now.body.memories.map((m: { id: string }) => m.id), [f.newId]);
+    await flushSearchWrites(sql);
+    const [used] = await sql`select access_count from public.devai_memories where id = ${f.newId}`;
+    assert.equal(used!.access_count, 1);
 
-  const query = { agent: "planner", query: ask.message, project: "api", categories: ["projects"], return: "full" };
-  const q1 = await post("/memory-retrieve/query", t, { ...query, as_of: f.between });
-  assert.equal(q1.status, 200, JSON.stringify(q1.body));
-  assert.deepEqual(q1.body.results.map((r: { id: string; content: string }) => [r.id, r.content]), [[f.oldId, "The API service runs on Node 18 in production."]]);
-  const q2 = await post("/memory-retrieve/query", t, { ...query, as_of: f.after });
-  assert.deepEqual(q2.body.results.map((r: { id: string }) => r.id), [f.newId]);
-  assert.equal((await post("/memory-retrieve", t, { ...ask, as_of: "last tuesday" })).status, 400);
-});
+    const query = { agent: "planner", query: ask.message, project: "api", categories: ["projects"], return: "full" };
+    const q1 = await post("/memory-retrieve/query", t, { ...query, as_of: f.between });
+    assert.equal(q1.status, 200, JSON.stringify(q1.body));
+    assert.deepEqual(q1.body.results.map((r: { id: string; content: string }) => [r.id, r.content]), [[
+      f.oldId,
+      "The API service runs on Node 18 in production.",
+    ]]);
+    const q2 = await post("/memory-retrieve/query", t, { ...query, as_of: f.after });
+    assert.deepEqual(q2.body.results.map((r: { id: string }) => r.id), [f.newId]);
+    assert.equal((await post("/memory-retrieve", t, { ...ask, as_of: "last tuesday" })).status, 400);
+  },
+);
 
-Deno.test({ name: "as_of: the list's as-of join bounds created_at by an index condition, not row by row", ...opts }, async () => {
-  const t = newTenant();
-  const f = await correctedFact(t);
-  const plan = await withTenant(sql, { tenantId: t, actor: "test" }, async (tx) => {
-    // The table is small here: seq scans off, so the plan shows what the index can be given.
-    await tx`set local enable_seqscan = off`;
-    const rows = await tx<{ "QUERY PLAN": string }[]>`
+Deno.test(
+  { name: "as_of: the list's as-of join bounds created_at by an index condition, not row by row", ...opts },
+  async () => {
+    const t = newTenant();
+    const f = await correctedFact(t);
+    const plan = await withTenant(sql, { tenantId: t, actor: "test" }, async (tx) => {
+      // The table is small here: seq scans off, so the plan shows what the index can be given.
+      await tx`set local enable_seqscan = off`;
+      const rows = await tx<{ "QUERY PLAN": string }[]>`
       explain select m.id from public.devai_memories m ${recordedBy(tx, f.between)}
        order by m.created_at desc, m.id desc limit 2`;
-    return rows.map((r) => r["QUERY PLAN"]).join("\n");
-  });
-  assert.match(plan, /Index Cond: .*created_at <= /, plan);
-});
+      return rows.map((r) => r["QUERY PLAN"]).join("\n");
+    });
+    assert.match(plan, /Index Cond: .*created_at <= /, plan);
+  },
+);
 
 Deno.test({ name: "close the pool", ...opts }, async () => {
   await sql.end();

@@ -6,7 +6,8 @@ import { extractEntityMentions, MAX_MENTIONS_PER_TEXT } from "../supabase/functi
 const found = (text: string) => extractEntityMentions(text).map((e) => `${e.type}:${e.name}`);
 
 Deno.test("entity rules: a bug report names its error, file, function, package, commands, link and person", () => {
-  const text = "I'm getting `TypeError: Cannot read properties of undefined (reading 'map')` in src/components/Cart.tsx " +
+  const text =
+    "I'm getting `TypeError: Cannot read properties of undefined (reading 'map')` in src/components/Cart.tsx " +
     "when calling useCart() — it started after upgrading react@18.3.1. Ran `pnpm install` and `pnpm run build`, see " +
     "https://github.com/acme/shop/issues/42. @maria said ERR_MODULE_NOT_FOUND shows up in CI too.";
   assert.deepEqual(found(text), [
@@ -25,7 +26,8 @@ Deno.test("entity rules: a bug report names its error, file, function, package, 
 });
 
 Deno.test("entity rules: a fix names scoped packages, installs, git commands and compiler error codes", () => {
-  const text = "Fixed: the import in ./lib/cart/store.ts pointed at @types/node@20 typings. Also `npm install zod@^4.1.0 --save` " +
+  const text =
+    "Fixed: the import in ./lib/cart/store.ts pointed at @types/node@20 typings. Also `npm install zod@^4.1.0 --save` " +
     "then `git rebase -i main`. rustc said E0382 and tsc said TS2322.";
   assert.deepEqual(found(text), [
     "file:./lib/cart/store.ts",
@@ -65,10 +67,18 @@ Deno.test("entity rules: calls, errno codes and exception types in a stack-trace
 });
 
 Deno.test("entity rules: plain prose, emails, versions and decorators are not entities (or people)", () => {
-  assert.deepEqual(found("Please run the tests and make sure nothing fails. We should go to the settings page, e.g. the profile(s) view."), []);
+  assert.deepEqual(
+    found(
+      "Please run the tests and make sure nothing fails. We should go to the settings page, e.g. the profile(s) view.",
+    ),
+    [],
+  );
   assert.deepEqual(found("Email me at bob@example.com about v1.2.3 of the plan; git is great and npm is fine."), []);
   // A decorator is not a person; it is a call.
-  assert.deepEqual(found("Angular's @Component() decorator and @Injectable() are fine here."), ["function:Component()", "function:Injectable()"]);
+  assert.deepEqual(found("Angular's @Component() decorator and @Injectable() are fine here."), [
+    "function:Component()",
+    "function:Injectable()",
+  ]);
 });
 
 Deno.test("entity rules: each entity once, and a dump is capped", () => {

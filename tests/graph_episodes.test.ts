@@ -22,7 +22,19 @@ const opts = { sanitizeOps: false, sanitizeResources: false };
 const post = (t: string, body: unknown) => api("POST", "/memory/episodes", { as: t, body });
 
 async function episodesOf(t: string, session: string) {
-  return await sql<{ id: string; content: string; role: string; seq: number; valid_from: Date; namespace: string; importance: number; embedding_model: string | null; has_vector: boolean }[]>`
+  return await sql<
+    {
+      id: string;
+      content: string;
+      role: string;
+      seq: number;
+      valid_from: Date;
+      namespace: string;
+      importance: number;
+      embedding_model: string | null;
+      has_vector: boolean;
+    }[]
+  >`
     select id, content, metadata ->> 'role' as role, (metadata ->> 'seq')::int as seq, valid_from, namespace, importance,
            embedding_model, embedding is not null as has_vector
       from public.devai_memories where owner_id = ${t} and session_id = ${session} and source = 'conversation'
@@ -38,7 +50,10 @@ async function sessionWrites(t: string) {
   return { ...(await tenantWrites(sql, t)), ...r! };
 }
 
-Deno.test({ name: "episodes: each message becomes an episodic memory with role, seq and event time, chained across batches", ...opts }, async () => {
+Deno.test({
+  name: "episodes: each message becomes an episodic memory with role, seq and event time, chained across batches",
+  ...opts,
+}, async () => {
   const t = newTenant();
   const project = `shop-${crypto.randomUUID().slice(0, 6)}`;
   const first = await post(t, {
@@ -53,16 +68,32 @@ Deno.test({ name: "episodes: each message becomes an episodic memory with role, 
   assert.equal(first.status, 201, JSON.stringify(first.body));
   assert.equal(first.body.stored, 3);
   assert.equal(first.body.embedding, "inline");
-  assert.deepEqual(first.body.episodes.map((e: { seq: number; role: string; duplicate: boolean }) => [e.seq, e.role, e.duplicate]),
-    [[0, "user", false], [1, "assistant", false], [2, "user", false]]);
+  assert.deepEqual(
+    first.body.episodes.map((e: { seq: number; role: string; duplicate: boolean }) => [e.seq, e.role, e.duplicate]),
+    [[0, "user", false], [1, "assistant", false], [2, "user", false]],
+  );
 
-  const second = await post(t, { session_id: "sess-1", project, messages: [{ role: "assistant", content: "Build passes." }, { role: "user", content: "great" }] });
+  const second = await post(t, {
+    session_id: "sess-1",
+    project,
+    messages: [{ role: "assistant", content: "Build passes." }, { role: "user", content: "great" }],
+  });
   assert.equal(second.status, 201);
   const rows = await episodesOf(t, "sess-1");
-  assert.deepEqual(rows.map((r) => [r.seq, r.role]), [[0, "user"], [1, "assistant"], [2, "user"], [3, "assistant"], [4, "user"]]);
-  assert.equal(rows[0]!.valid_from.toISOString(), "2026-11-01T10:00:00.000Z", "valid_from is when the message was sent");
+  assert.deepEqual(rows.map((r) => [r.seq, r.role]), [[0, "user"], [1, "assistant"], [2, "user"], [3, "assistant"], [
+    4,
+    "user",
+  ]]);
+  assert.equal(
+    rows[0]!.valid_from.toISOString(),
+    "2026-11-01T10:00:00.000Z",
+    "valid_from is when the message was sent",
+  );
   assert.ok(rows.every((r) => r.namespace === `devai/project/${project}/episodes` && r.importance === 2));
-  assert.ok(rows.every((r) => r.has_vector && r.embedding_model === LOCAL_EMBEDDING_MODEL), "embedded in the request by the local embedder");
+  assert.ok(
+    rows.every((r) => r.has_vector && r.embedding_model === LOCAL_EMBEDDING_MODEL),
+    "embedded in the request by the local embedder",
+  );
 
   const edges = await sql<{ from_id: string; to_id: string }[]>`
     select from_id, to_id from public.memory_relations where owner_id = ${t} and relation_type = 'temporal'`;
@@ -72,43 +103,65 @@ Deno.test({ name: "episodes: each message becomes an episodic memory with role, 
 
   const [logged] = await sql`select count(*)::int as n from public.memory_change_log where owner_id = ${t}`;
   assert.equal(logged!.n, 0, "the conversation is not a memory update: no delta-header rows");
-  const [history] = await sql`select count(*)::int as n from public.memory_history where owner_id = ${t} and event = 'ADD'`;
+  const [history] =
+    await sql`select count(*)::int as n from public.memory_history where owner_id = ${t} and event = 'ADD'`;
   assert.equal(history!.n, 5, "but every episode is an ADD in the history");
   const [session] = await sql`select episode_count, last_episode_id from public.memory_sessions where owner_id = ${t}`;
   assert.deepEqual({ ...session }, { episode_count: 5, last_episode_id: rows[4]!.id });
-  const [entity] = await sql`select mention_count from public.memory_entities where owner_id = ${t} and canonical_name = 'src/app.ts'`;
+  const [entity] =
+    await sql`select mention_count from public.memory_entities where owner_id = ${t} and canonical_name = 'src/app.ts'`;
   assert.equal(entity?.mention_count, 2, "rules linked src/app.ts to both messages naming it");
 
   // Keyword-searchable at once, as the tenant.
   const hits = await sql.begin(async (tx) => {
-    await tx`select set_config('role', 'authenticated', true), set_config('request.jwt.claims', ${JSON.stringify({ sub: t, role: "authenticated" })}, true)`;
+    await tx`select set_config('role', 'authenticated', true), set_config('request.jwt.claims', ${
+      JSON.stringify({ sub: t, role: "authenticated" })
+    }, true)`;
     return await tx`select id from public.devai_memories where fts @@ websearch_to_tsquery('english', 'TS2322')`;
   });
   assert.deepEqual(hits.map((h) => h.id), [rows[0]!.id]);
 });
 
-Deno.test({ name: "episodes: idempotent per (session, message digest): a re-sent batch writes nothing and answers the same ids", ...opts }, async () => {
+Deno.test({
+  name: "episodes: idempotent per (session, message digest): a re-sent batch writes nothing and answers the same ids",
+  ...opts,
+}, async () => {
   const t = newTenant();
-  const batch = { session_id: "s", messages: [{ role: "user", content: "deploy with kubectl apply" }, { role: "assistant", content: "done" }] };
+  const batch = {
+    session_id: "s",
+    messages: [{ role: "user", content: "deploy with kubectl apply" }, { role: "assistant", content: "done" }],
+  };
   const first = await post(t, batch);
   assert.equal(first.status, 201);
   const before = await sessionWrites(t);
   const again = await post(t, batch);
   assert.equal(again.status, 200);
   assert.deepEqual([again.body.stored, again.body.duplicates, again.body.embedding], [0, 2, "none"]);
-  assert.deepEqual(again.body.episodes.map((e: { id: string }) => e.id), first.body.episodes.map((e: { id: string }) => e.id));
+  assert.deepEqual(
+    again.body.episodes.map((e: { id: string }) => e.id),
+    first.body.episodes.map((e: { id: string }) => e.id),
+  );
   assert.ok(again.body.episodes.every((e: { duplicate: boolean }) => e.duplicate));
   const after = await sessionWrites(t);
   assert.deepEqual({ ...after, sessions: after.sessions }, before, "nothing was written");
 
   // The same words at another time are another message; the same message twice in a batch is one.
-  const later = await post(t, { session_id: "s", messages: [{ role: "assistant", content: "done", at: "2026-11-02T09:00:00Z" }, { role: "user", content: "ok" }, { role: "user", content: "ok" }] });
+  const later = await post(t, {
+    session_id: "s",
+    messages: [{ role: "assistant", content: "done", at: "2026-11-02T09:00:00Z" }, { role: "user", content: "ok" }, {
+      role: "user",
+      content: "ok",
+    }],
+  });
   assert.equal(later.body.stored, 2);
   assert.equal(later.body.episodes[1].id, later.body.episodes[2].id);
   assert.deepEqual((await episodesOf(t, "s")).map((r) => r.seq), [0, 1, 2, 3]);
 });
 
-Deno.test({ name: "episodes: a dense batch links every mention of every message (more links than one linking call takes)", ...opts }, async () => {
+Deno.test({
+  name: "episodes: a dense batch links every mention of every message (more links than one linking call takes)",
+  ...opts,
+}, async () => {
   const t = newTenant();
   // 50 messages naming 24 files each: 1,200 links, more than the 500 one call of link_memory_entities takes.
   const messages = Array.from({ length: MAX_EPISODES_PER_BATCH }, (_, i) => ({
@@ -127,13 +180,21 @@ Deno.test({ name: "episodes: a dense batch links every mention of every message 
 });
 
 Deno.test({
-  ...realServerOnly("episodes: a batch resent while the first send holds the session answers its ids, nothing dropped",
-    "PGlite's one backend queues every client behind the open transaction that holds the lock"),
+  ...realServerOnly(
+    "episodes: a batch resent while the first send holds the session answers its ids, nothing dropped",
+    "PGlite's one backend queues every client behind the open transaction that holds the lock",
+  ),
   ...opts,
 }, async () => {
   const t = newTenant();
-  assert.equal((await post(t, { session_id: "s", messages: [{ role: "user", content: "opening message" }] })).status, 201);
-  const batch = { session_id: "s", messages: [{ role: "assistant", content: "ran the migration" }, { role: "user", content: "check the logs" }] };
+  assert.equal(
+    (await post(t, { session_id: "s", messages: [{ role: "user", content: "opening message" }] })).status,
+    201,
+  );
+  const batch = {
+    session_id: "s",
+    messages: [{ role: "assistant", content: "ran the migration" }, { role: "user", content: "check the logs" }],
+  };
   const side = testSql(2);
   try {
     // Both sends take their snapshot, then queue behind this lock on the session row; the one that
@@ -162,23 +223,37 @@ Deno.test({
     await held;
     const answers = (await Promise.all(sends)).map((r) => r.body);
     const ids = (b: { episodes: { id: string }[] }) => b.episodes.map((e) => e.id);
-    assert.deepEqual(answers.map((b) => [b.stored, b.duplicates, b.dropped]).sort(), [[0, 2, 0], [2, 0, 0]], JSON.stringify(answers));
+    assert.deepEqual(
+      answers.map((b) => [b.stored, b.duplicates, b.dropped]).sort(),
+      [[0, 2, 0], [2, 0, 0]],
+      JSON.stringify(answers),
+    );
     assert.deepEqual(ids(answers[0]), ids(answers[1]));
     assert.ok(ids(answers[0]).every((id) => id !== null));
     assert.deepEqual((await episodesOf(t, "s")).map((r) => r.seq), [0, 1, 2], "stored once, seq without a gap");
-    const [events] = await sql`select count(*)::int as n from public.memory_events where owner_id = ${t} and op = 'redact'`;
+    const [events] =
+      await sql`select count(*)::int as n from public.memory_events where owner_id = ${t} and op = 'redact'`;
     assert.equal(events!.n, 0, "no message was dropped as a secret");
   } finally {
     await side.end();
   }
 });
 
-Deno.test({ name: "episodes: an episode is a record, not a fact: correcting one is a 422 that writes nothing", ...opts }, async () => {
+Deno.test({
+  name: "episodes: an episode is a record, not a fact: correcting one is a 422 that writes nothing",
+  ...opts,
+}, async () => {
   const t = newTenant();
-  const r = await post(t, { session_id: "s", messages: [{ role: "user", content: "the staging database is on port 5433" }] });
+  const r = await post(t, {
+    session_id: "s",
+    messages: [{ role: "user", content: "the staging database is on port 5433" }],
+  });
   assert.equal(r.status, 201);
   const before = await sessionWrites(t);
-  const refused = await api("POST", `/memory/${r.body.episodes[0].id}/correct`, { as: t, body: { content: "the staging database is on port 5434" } });
+  const refused = await api("POST", `/memory/${r.body.episodes[0].id}/correct`, {
+    as: t,
+    body: { content: "the staging database is on port 5434" },
+  });
   assert.equal(refused.status, 422, JSON.stringify(refused.body));
   assert.equal(refused.body.error.code, "episode_not_correctable");
   assert.deepEqual(await sessionWrites(t), before, "nothing was written");
@@ -187,20 +262,64 @@ Deno.test({ name: "episodes: an episode is a record, not a fact: correcting one 
 Deno.test({ name: "episodes: bad input is a 4xx that writes nothing", ...opts }, async () => {
   const future = new Date(Date.now() + 10 * 60_000).toISOString();
   const cases: [string, number, string, (t: string) => ReturnType<typeof post>, string?][] = [
-    ["unknown role", 400, "invalid_request", (t) => post(t, { session_id: "s", messages: [{ role: "robot", content: "hi" }] }), "messages.0.role"],
-    ["empty content", 400, "invalid_request", (t) => post(t, { session_id: "s", messages: [{ role: "user", content: "   " }] }), "messages.0.content"],
-    ["control characters", 400, "invalid_request", (t) => post(t, { session_id: "s", messages: [{ role: "user", content: "a\u0007b" }] }), "messages.0.content"],
-    ["too many messages", 400, "invalid_request", (t) => post(t, {
-      session_id: "s",
-      messages: Array.from({ length: MAX_EPISODES_PER_BATCH + 1 }, (_, i) => ({ role: "user", content: `m${i}` })),
-    }), "messages"],
-    ["at in the future", 400, "invalid_request", (t) => post(t, { session_id: "s", messages: [{ role: "user", content: "ok" }, { role: "user", content: "later", at: future }] }), "messages.1.at"],
-    ["unknown field", 400, "invalid_request", (t) => post(t, { session_id: "s", messages: [{ role: "user", content: "x" }], colour: "red" })],
-    ["bad session id", 400, "invalid_request", (t) => post(t, { session_id: "a b", messages: [{ role: "user", content: "x" }] }), "session_id"],
-    ["body over the limit", 413, "payload_too_large", (t) => api("POST", "/memory/episodes", {
-      as: t,
-      rawBody: JSON.stringify({ session_id: "s", messages: Array.from({ length: 10 }, () => ({ role: "user", content: "x".repeat(3000) })) }),
-    })],
+    [
+      "unknown role",
+      400,
+      "invalid_request",
+      (t) => post(t, { session_id: "s", messages: [{ role: "robot", content: "hi" }] }),
+      "messages.0.role",
+    ],
+    [
+      "empty content",
+      400,
+      "invalid_request",
+      (t) => post(t, { session_id: "s", messages: [{ role: "user", content: "   " }] }),
+      "messages.0.content",
+    ],
+    [
+      "control characters",
+      400,
+      "invalid_request",
+      (t) => post(t, { session_id: "s", messages: [{ role: "user", content: "a\u0007b" }] }),
+      "messages.0.content",
+    ],
+    ["too many messages", 400, "invalid_request", (t) =>
+      post(t, {
+        session_id: "s",
+        messages: Array.from({ length: MAX_EPISODES_PER_BATCH + 1 }, (_, i) => ({ role: "user", content: `m${i}` })),
+      }), "messages"],
+    [
+      "at in the future",
+      400,
+      "invalid_request",
+      (t) =>
+        post(t, {
+          session_id: "s",
+          messages: [{ role: "user", content: "ok" }, { role: "user", content: "later", at: future }],
+        }),
+      "messages.1.at",
+    ],
+    [
+      "unknown field",
+      400,
+      "invalid_request",
+      (t) => post(t, { session_id: "s", messages: [{ role: "user", content: "x" }], colour: "red" }),
+    ],
+    [
+      "bad session id",
+      400,
+      "invalid_request",
+      (t) => post(t, { session_id: "a b", messages: [{ role: "user", content: "x" }] }),
+      "session_id",
+    ],
+    ["body over the limit", 413, "payload_too_large", (t) =>
+      api("POST", "/memory/episodes", {
+        as: t,
+        rawBody: JSON.stringify({
+          session_id: "s",
+          messages: Array.from({ length: 10 }, () => ({ role: "user", content: "x".repeat(3000) })),
+        }),
+      })],
   ];
   for (const [name, status, code, request, path] of cases) {
     const t = newTenant();
@@ -208,15 +327,26 @@ Deno.test({ name: "episodes: bad input is a 4xx that writes nothing", ...opts },
     const r = await request(t);
     assert.equal(r.status, status, `${name}: ${JSON.stringify(r.body)}`);
     assert.equal(r.body.error.code, code, name);
-    if (path) assert.ok(r.body.error.issues.some((i: { path: unknown[] }) => i.path.join(".") === path), `${name}: ${JSON.stringify(r.body.error.issues)}`);
+    if (path) {
+      assert.ok(
+        r.body.error.issues.some((i: { path: unknown[] }) => i.path.join(".") === path),
+        `${name}: ${JSON.stringify(r.body.error.issues)}`,
+      );
+    }
     assert.deepEqual(await sessionWrites(t), before, `${name}: nothing written`);
   }
   const t = newTenant();
-  const skew = await post(t, { session_id: "s", messages: [{ role: "user", content: "clock drift", at: new Date(Date.now() + 60_000).toISOString() }] });
+  const skew = await post(t, {
+    session_id: "s",
+    messages: [{ role: "user", content: "clock drift", at: new Date(Date.now() + 60_000).toISOString() }],
+  });
   assert.equal(skew.status, 201, "a minute ahead is clock drift, not the future");
 });
 
-Deno.test({ name: "episodes: an ended session takes no new message (409) but answers a re-send; its project is fixed (409)", ...opts }, async () => {
+Deno.test({
+  name: "episodes: an ended session takes no new message (409) but answers a re-send; its project is fixed (409)",
+  ...opts,
+}, async () => {
   const t = newTenant();
   const batch = { session_id: "s", project: "web", messages: [{ role: "user", content: "first" }] };
   assert.equal((await post(t, batch)).status, 201);
@@ -237,10 +367,17 @@ Deno.test({ name: "episodes: an ended session takes no new message (409) but ans
   assert.deepEqual(await sessionWrites(t), before);
 });
 
-Deno.test({ name: "sessions: ending a session queues one consolidation job, however often and by whichever path", ...opts }, async () => {
+Deno.test({
+  name: "sessions: ending a session queues one consolidation job, however often and by whichever path",
+  ...opts,
+}, async () => {
   const t = newTenant();
   await post(t, { session_id: "s1", thread_id: "thread-a", messages: [{ role: "user", content: "hello" }] });
-  const next = await post(t, { session_id: "s2", thread_id: "thread-a", messages: [{ role: "user", content: "new session, same thread" }] });
+  const next = await post(t, {
+    session_id: "s2",
+    thread_id: "thread-a",
+    messages: [{ role: "user", content: "new session, same thread" }],
+  });
   assert.deepEqual(next.body.ended_sessions, ["s1"], "a new session id on the thread ended the previous one");
   const explicit = await api("POST", "/memory/sessions/s1/end", { as: t });
   assert.equal(explicit.status, 202);
@@ -249,21 +386,35 @@ Deno.test({ name: "sessions: ending a session queues one consolidation job, howe
   await post(t, { session_id: "s2", thread_id: "thread-a", messages: [{ role: "user", content: "more" }] });
   const jobs = await sql`select idempotency_key from public.memory_jobs where owner_id = ${t} and kind = 'consolidate'`;
   assert.deepEqual(jobs.map((j) => j.idempotency_key), ["consolidate:s1"]);
-  const [s1] = await sql`select end_reason, consolidation_job_id from public.memory_sessions where owner_id = ${t} and session_id = 's1'`;
+  const [s1] =
+    await sql`select end_reason, consolidation_job_id from public.memory_sessions where owner_id = ${t} and session_id = 's1'`;
   assert.equal(s1!.end_reason, "new_session");
   assert.equal(s1!.consolidation_job_id, explicit.body.job_id);
 
   assert.equal((await api("POST", "/memory/sessions/nope/end", { as: t })).status, 404);
-  assert.equal((await api("POST", "/memory/sessions/s2/end", { as: newTenant() })).status, 404, "another tenant's session is unknown");
+  assert.equal(
+    (await api("POST", "/memory/sessions/s2/end", { as: newTenant() })).status,
+    404,
+    "another tenant's session is unknown",
+  );
   assert.equal((await api("POST", "/memory/sessions/a%20b/end", { as: t })).status, 400);
 });
 
-Deno.test({ name: "episodes: with a remote embedder they are stored at once and a queued embed job embeds them", ...opts }, async () => {
+Deno.test({
+  name: "episodes: with a remote embedder they are stored at once and a queued embed job embeds them",
+  ...opts,
+}, async () => {
   const env = await writeEnv();
   try {
     const remote = memoryApi(sql, { embedder: env.embedder });
     const t = newTenant();
-    const r = await remote("POST", "/memory/episodes", { as: t, body: { session_id: "s", messages: [{ role: "user", content: "use pnpm" }, { role: "assistant", content: "ok, pnpm it is" }] } });
+    const r = await remote("POST", "/memory/episodes", {
+      as: t,
+      body: {
+        session_id: "s",
+        messages: [{ role: "user", content: "use pnpm" }, { role: "assistant", content: "ok, pnpm it is" }],
+      },
+    });
     assert.equal(r.status, 201);
     assert.equal(r.body.embedding, "queued");
     assert.equal(env.fake.embeddingRequests().length, 0, "no embedding call on the request path");
@@ -277,21 +428,33 @@ Deno.test({ name: "episodes: with a remote embedder they are stored at once and 
   }
 });
 
-Deno.test({ name: "retrieval never shows raw episodes: not as results, not as related bullets of a fact derived from them", ...opts }, async () => {
+Deno.test({
+  name: "retrieval never shows raw episodes: not as results, not as related bullets of a fact derived from them",
+  ...opts,
+}, async () => {
   const t = newTenant();
   const said = "we deploy the storefront with blue green releases every friday afternoon";
   const ep = await post(t, { session_id: "s", project: "shop", messages: [{ role: "user", content: said }] });
-  const fact = await api("POST", "/memory/remember", { as: t, body: { content: "The storefront deploys with blue-green releases on Friday afternoons.", project: "shop" } });
+  const fact = await api("POST", "/memory/remember", {
+    as: t,
+    body: { content: "The storefront deploys with blue-green releases on Friday afternoons.", project: "shop" },
+  });
   await seedRelation(sql, t, fact.body.memory.id, ep.body.episodes[0].id, 1, "derived_from");
   const retrieve = createRetrieveHandler({ sql, config: testConfig(), embedder: localEmbedder() });
-  const res = await retrieve(new Request("http://local/memory-retrieve", {
-    method: "POST",
-    headers: await userHeaders(t),
-    body: JSON.stringify({ message: "When do we deploy the storefront with blue green releases?", project: "shop" }),
-  }));
+  const res = await retrieve(
+    new Request("http://local/memory-retrieve", {
+      method: "POST",
+      headers: await userHeaders(t),
+      body: JSON.stringify({ message: "When do we deploy the storefront with blue green releases?", project: "shop" }),
+    }),
+  );
   const body = await res.json();
   assert.equal(res.status, 200);
-  assert.deepEqual(body.memories.map((m: { id: string }) => m.id), [fact.body.memory.id], "the fact, not the episode that says the same");
+  assert.deepEqual(
+    body.memories.map((m: { id: string }) => m.id),
+    [fact.body.memory.id],
+    "the fact, not the episode that says the same",
+  );
   assert.deepEqual(body.related, []);
   assert.ok(!body.block.includes(said));
 });

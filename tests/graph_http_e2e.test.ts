@@ -24,21 +24,34 @@ Deno.test("http e2e: episodes → entities → end session → consolidated fact
       ],
     });
     assert.deepEqual([stored.stored, stored.embedding], [2, "inline"]);
-    const again = await memory.episodes({ session_id: "e2e-1", project: "shop", messages: [{ role: "user", content: "remember that the shop deploys with `pnpm run release`" }] });
+    const again = await memory.episodes({
+      session_id: "e2e-1",
+      project: "shop",
+      messages: [{ role: "user", content: "remember that the shop deploys with `pnpm run release`" }],
+    });
     assert.deepEqual([again.stored, again.duplicates], [0, 1]);
 
     const { entities } = await memory.entities({ q: "pnpm run release" });
-    assert.deepEqual(entities.map((e) => [e.canonical_name, e.entity_type, e.mention_count]), [["pnpm run release", "command", 2]]);
+    assert.deepEqual(entities.map((e) => [e.canonical_name, e.entity_type, e.mention_count]), [[
+      "pnpm run release",
+      "command",
+      2,
+    ]]);
     const profile = await memory.entity(entities[0]!.id);
     assert.equal(profile.timeline.length, 2);
 
     const ended = await memory.endSession("e2e-1");
     assert.equal(ended.ended_now, true);
     // The worker's drain, here rather than on the server's timer: the consolidation job runs (rules only).
-    const report = await drainQueue({ sql: server.sql, config: server.config, embedder: localEmbedder() }, { ownerId: t, backoffBaseMs: 0 });
+    const report = await drainQueue({ sql: server.sql, config: server.config, embedder: localEmbedder() }, {
+      ownerId: t,
+      backoffBaseMs: 0,
+    });
     assert.deepEqual([report.done, report.dead], [1, 0], JSON.stringify(report.jobs));
 
-    const [fact] = await sql<{ id: string }[]>`select id from public.devai_memories where owner_id = ${t} and source = 'user_stated'`;
+    const [fact] = await sql<
+      { id: string }[]
+    >`select id from public.devai_memories where owner_id = ${t} and source = 'user_stated'`;
     const explained = await memory.explain(fact!.id);
     assert.deepEqual(explained.source.episodes.map((e) => e.id), [stored.episodes[0]!.id]);
 

@@ -18,8 +18,11 @@ const ENRICH_MARK = "For each numbered entity";
 const CAUSAL_MARK = "Each numbered pair is two consecutive messages";
 
 async function queue(env: WriteEnv, t: string, kind: JobKind, night: string) {
-  await withTenant(env.sql, { tenantId: t, actor: "test" }, (tx) =>
-    enqueueJob(tx, { ownerId: t, kind, idempotencyKey: `${kind}:${night}`, payload: { night } }));
+  await withTenant(
+    env.sql,
+    { tenantId: t, actor: "test" },
+    (tx) => enqueueJob(tx, { ownerId: t, kind, idempotencyKey: `${kind}:${night}`, payload: { night } }),
+  );
 }
 
 /** A session whose messages name src/app.ts three times and pnpm once; `count` messages in all, ended. */
@@ -31,7 +34,10 @@ async function session(env: WriteEnv, t: string, count = 4): Promise<string[]> {
   }));
   const ids: string[] = [];
   for (let i = 0; i < messages.length; i += 50) {
-    const r = await api("POST", "/memory/episodes", { as: t, body: { session_id: "s", messages: messages.slice(i, i + 50) } });
+    const r = await api("POST", "/memory/episodes", {
+      as: t,
+      body: { session_id: "s", messages: messages.slice(i, i + 50) },
+    });
     assert.equal(r.status, 201);
     ids.push(...r.body.episodes.map((e: { id: string }) => e.id));
   }
@@ -39,13 +45,24 @@ async function session(env: WriteEnv, t: string, count = 4): Promise<string[]> {
   return ids;
 }
 
-Deno.test({ name: "enrichment (fake LLM): entities with 3 mentions get a summary and an embedding; the rest wait", ...opts }, async () => {
+Deno.test({
+  name: "enrichment (fake LLM): entities with 3 mentions get a summary and an embedding; the rest wait",
+  ...opts,
+}, async () => {
   const env = await writeEnv();
   try {
     const t = newTenant();
     await session(env, t);
     await env.sql`delete from public.memory_jobs where owner_id = ${t}`; // the session's consolidation is another test's
-    env.fake.onChat(ENRICH_MARK, reply.json({ summaries: [{ entity: 0, summary: "src/app.ts is the entry module whose build failed." }, { entity: 5, summary: "no such entity" }] }));
+    env.fake.onChat(
+      ENRICH_MARK,
+      reply.json({
+        summaries: [{ entity: 0, summary: "src/app.ts is the entry module whose build failed." }, {
+          entity: 5,
+          summary: "no such entity",
+        }],
+      }),
+    );
     await queue(env, t, "enrich", "2026-11-20");
     const report = await drainAll(env.deps, t);
     assert.deepEqual([report.done, report.dead], [1, 0]);
@@ -63,14 +80,18 @@ Deno.test({ name: "enrichment (fake LLM): entities with 3 mentions get a summary
   }
 });
 
-Deno.test({ name: "enrichment: an entity the model leaves out is not offered again every night, only after ENRICH_RETRY_DAYS", ...opts }, async () => {
+Deno.test({
+  name: "enrichment: an entity the model leaves out is not offered again every night, only after ENRICH_RETRY_DAYS",
+  ...opts,
+}, async () => {
   const env = await writeEnv();
   try {
     const t = newTenant();
     await session(env, t);
     await env.sql`delete from public.memory_jobs where owner_id = ${t}`;
     env.fake.onChat(ENRICH_MARK, reply.json({ summaries: [] }));
-    const offered = () => env.fake.chatRequests().filter((r) => String(r.body.messages.at(-1).content).includes("src/app.ts")).length;
+    const offered = () =>
+      env.fake.chatRequests().filter((r) => String(r.body.messages.at(-1).content).includes("src/app.ts")).length;
 
     await queue(env, t, "enrich", "2026-11-20");
     assert.equal((await drainAll(env.deps, t)).done, 1);
@@ -79,7 +100,9 @@ Deno.test({ name: "enrichment: an entity the model leaves out is not offered aga
     assert.equal((await drainAll(env.deps, t)).done, 1);
     assert.equal(offered(), 1, "left out last night: not offered again the next night");
 
-    await env.sql`update public.memory_entities set enrich_attempted_at = now() - make_interval(days => ${ENRICH_RETRY_DAYS + 1})
+    await env.sql`update public.memory_entities set enrich_attempted_at = now() - make_interval(days => ${
+      ENRICH_RETRY_DAYS + 1
+    })
                    where owner_id = ${t}`;
     await queue(env, t, "enrich", "2026-11-29");
     assert.equal((await drainAll(env.deps, t)).done, 1);
@@ -89,25 +112,40 @@ Deno.test({ name: "enrichment: an entity the model leaves out is not offered aga
   }
 });
 
-Deno.test({ name: "causal inference (fake LLM): at most 50 pairs a night, causal edges at confidence 0.7, the next night goes on", ...opts }, async () => {
+Deno.test({
+  name: "causal inference (fake LLM): at most 50 pairs a night, causal edges at confidence 0.7, the next night goes on",
+  ...opts,
+}, async () => {
   const env = await writeEnv();
   try {
     const t = newTenant();
     const ids = await session(env, t, 60);
     await env.sql`delete from public.memory_jobs where owner_id = ${t}`;
     env.fake.onChat(CAUSAL_MARK, [
-      reply.json({ causal: [{ pair: 2, reason: "the build failure led to the fix" }, { pair: 77, reason: "a pair it was never shown" }] }),
+      reply.json({
+        causal: [{ pair: 2, reason: "the build failure led to the fix" }, {
+          pair: 77,
+          reason: "a pair it was never shown",
+        }],
+      }),
       reply.json({ causal: [] }),
     ]);
     await queue(env, t, "causal", "2026-11-20");
     assert.equal((await drainAll(env.deps, t)).done, 1);
     const first = String(env.fake.chatRequests()[0]!.body.messages.at(-1).content);
     assert.ok(first.includes("[49]") && !first.includes("[50]"), "one call of at most 50 pairs");
-    assert.match(first, /\[2\]\n {2}A: \[user\] step 2: src\/app\.ts fails to build\n {2}B: \[assistant\] fixed it with `pnpm install`/);
-    const edges = await env.sql<{ from_id: string; to_id: string; confidence: number; evidence: { reason: string }[] }[]>`
+    assert.match(
+      first,
+      /\[2\]\n {2}A: \[user\] step 2: src\/app\.ts fails to build\n {2}B: \[assistant\] fixed it with `pnpm install`/,
+    );
+    const edges = await env.sql<
+      { from_id: string; to_id: string; confidence: number; evidence: { reason: string }[] }[]
+    >`
       select from_id, to_id, confidence, evidence from public.memory_relations where owner_id = ${t} and relation_type = 'causal'`;
-    assert.deepEqual(edges.map((e) => [e.from_id, e.to_id, Math.round(e.confidence * 10) / 10, e.evidence[0]!.reason]),
-      [[ids[2], ids[3], 0.7, "the build failure led to the fix"]]);
+    assert.deepEqual(
+      edges.map((e) => [e.from_id, e.to_id, Math.round(e.confidence * 10) / 10, e.evidence[0]!.reason]),
+      [[ids[2], ids[3], 0.7, "the build failure led to the fix"]],
+    );
     const [s1] = await env.sql`select causal_checked_seq from public.memory_sessions where owner_id = ${t}`;
     assert.equal(s1!.causal_checked_seq, 50);
 
@@ -122,14 +160,21 @@ Deno.test({ name: "causal inference (fake LLM): at most 50 pairs a night, causal
   }
 });
 
-Deno.test({ name: "causal inference: a session with a gap (a forgotten episode) moves on, so a newer session is checked the next night", ...opts }, async () => {
+Deno.test({
+  name:
+    "causal inference: a session with a gap (a forgotten episode) moves on, so a newer session is checked the next night",
+  ...opts,
+}, async () => {
   const env = await writeEnv();
   const limits = await overrideSettings(env.sql, { graph_causal_pairs_per_night: 1 });
   try {
     const t = newTenant();
     const api = memoryApi(env.sql);
     const send = async (session: string, contents: string[]) => {
-      const r = await api("POST", "/memory/episodes", { as: t, body: { session_id: session, messages: contents.map((content) => ({ role: "user", content })) } });
+      const r = await api("POST", "/memory/episodes", {
+        as: t,
+        body: { session_id: session, messages: contents.map((content) => ({ role: "user", content })) },
+      });
       assert.equal(r.status, 201, JSON.stringify(r.body));
       assert.equal((await api("POST", `/memory/sessions/${session}/end`, { as: t })).status, 202);
       return r.body.episodes.map((e: { id: string }) => e.id) as string[];
@@ -156,24 +201,29 @@ Deno.test({ name: "causal inference: a session with a gap (a forgotten episode) 
   }
 });
 
-Deno.test({ name: "graph maintenance without an LLM: both jobs complete as skipped and change nothing", ...opts }, async () => {
-  const env = await writeEnv({ withLlm: false });
-  try {
-    const t = newTenant();
-    await session(env, t);
-    await env.sql`delete from public.memory_jobs where owner_id = ${t}`;
-    await queue(env, t, "enrich", "2026-11-20");
-    await queue(env, t, "causal", "2026-11-20");
-    const report = await drainAll(env.deps, t);
-    assert.deepEqual([report.done, report.dead, report.retried], [2, 0, 0]);
-    assert.ok((await jobsOf(env.sql, t)).every((j) => (j.result as { skipped?: string }).skipped === "no LLM configured"));
-    assert.equal(env.fake.chatRequests().length, 0);
-    const [state] = await env.sql`
+Deno.test(
+  { name: "graph maintenance without an LLM: both jobs complete as skipped and change nothing", ...opts },
+  async () => {
+    const env = await writeEnv({ withLlm: false });
+    try {
+      const t = newTenant();
+      await session(env, t);
+      await env.sql`delete from public.memory_jobs where owner_id = ${t}`;
+      await queue(env, t, "enrich", "2026-11-20");
+      await queue(env, t, "causal", "2026-11-20");
+      const report = await drainAll(env.deps, t);
+      assert.deepEqual([report.done, report.dead, report.retried], [2, 0, 0]);
+      assert.ok(
+        (await jobsOf(env.sql, t)).every((j) => (j.result as { skipped?: string }).skipped === "no LLM configured"),
+      );
+      assert.equal(env.fake.chatRequests().length, 0);
+      const [state] = await env.sql`
       select (select count(*)::int from public.memory_entities where owner_id = ${t} and summary is not null) as summaries,
              (select count(*)::int from public.memory_relations where owner_id = ${t} and relation_type = 'causal') as causal,
              (select causal_checked_seq from public.memory_sessions where owner_id = ${t}) as checked`;
-    assert.deepEqual({ ...state }, { summaries: 0, causal: 0, checked: 0 }, "the work waits for a night with an LLM");
-  } finally {
-    await env.close();
-  }
-});
+      assert.deepEqual({ ...state }, { summaries: 0, causal: 0, checked: 0 }, "the work waits for a night with an LLM");
+    } finally {
+      await env.close();
+    }
+  },
+);

@@ -11,13 +11,19 @@ import { newTenant, seedMemory, tenantWrites, testSql } from "./support/seed.ts"
 const MEMORY_ROUTES = ["memory", "memory-retrieve", "memory-extract"] as const;
 
 interface ErrorBody {
-  error: { code: string; message: string; issues?: { path: (string | number)[]; message: string }[]; request_id?: string };
+  error: {
+    code: string;
+    message: string;
+    issues?: { path: (string | number)[]; message: string }[];
+    request_id?: string;
+  };
 }
 
 async function call(
   server: RunningServer,
   path: string,
-  init: { method?: string; token?: string; headers?: Record<string, string>; body?: BodyInit | null; json?: unknown } = {},
+  init: { method?: string; token?: string; headers?: Record<string, string>; body?: BodyInit | null; json?: unknown } =
+    {},
 ): Promise<{ status: number; body: unknown; headers: Headers }> {
   const headers: Record<string, string> = { ...init.headers };
   if (init.token) headers.authorization = `Bearer ${init.token}`;
@@ -26,7 +32,11 @@ async function call(
     body = JSON.stringify(init.json);
     headers["content-type"] ??= "application/json";
   }
-  const res = await fetch(`${server.functionsUrl}/${path}`, { method: init.method ?? (body ? "POST" : "GET"), headers, body });
+  const res = await fetch(`${server.functionsUrl}/${path}`, {
+    method: init.method ?? (body ? "POST" : "GET"),
+    headers,
+    body,
+  });
   const text = await res.text();
   let parsed: unknown = text;
   try {
@@ -38,7 +48,11 @@ async function call(
 }
 
 /** The one error shape, with the expected status and code. */
-function assertError(res: { status: number; body: unknown; headers: Headers }, status: number, code: string): ErrorBody["error"] {
+function assertError(
+  res: { status: number; body: unknown; headers: Headers },
+  status: number,
+  code: string,
+): ErrorBody["error"] {
   assert.equal(res.status, status, JSON.stringify(res.body));
   const body = res.body as ErrorBody;
   assert.equal(typeof body?.error, "object", `not the error shape: ${JSON.stringify(res.body)}`);
@@ -57,7 +71,10 @@ Deno.test("http auth: the gateway and the handlers refuse bad callers with the d
   try {
     const tenantA = newTenant();
     const tenantB = newTenant();
-    const memoryOfB = await seedMemory(sql, tenantB, { content: "Tenant B keeps its secrets in Vault", namespace: "devai/user/preferences" });
+    const memoryOfB = await seedMemory(sql, tenantB, {
+      content: "Tenant B keeps its secrets in Vault",
+      namespace: "devai/user/preferences",
+    });
     const before = { a: await tenantWrites(sql, tenantA), b: await tenantWrites(sql, tenantB) };
 
     await t.step("no token → 401 missing_token, before the handler runs", async () => {
@@ -70,16 +87,27 @@ Deno.test("http auth: the gateway and the handlers refuse bad callers with the d
     });
 
     await t.step("not a bearer token → 401 invalid_token", async () => {
-      assertError(await call(server, "memory", { headers: { authorization: "Basic dXNlcjpwYXNz" } }), 401, "invalid_token");
+      assertError(
+        await call(server, "memory", { headers: { authorization: "Basic dXNlcjpwYXNz" } }),
+        401,
+        "invalid_token",
+      );
       assertError(await call(server, "memory", { token: "not-a-jwt" }), 401, "invalid_token");
     });
 
     await t.step("bad signature → 401 invalid_token", async () => {
-      const forged = await signToken({ role: "authenticated", sub: tenantA, secret: "another-secret-that-is-at-least-32-bytes!!" });
+      const forged = await signToken({
+        role: "authenticated",
+        sub: tenantA,
+        secret: "another-secret-that-is-at-least-32-bytes!!",
+      });
       assertError(await call(server, "memory-retrieve", { token: forged, json: retrieveBody }), 401, "invalid_token");
       // A valid token with its payload swapped (signature no longer matches).
       const [h, , s] = (await userToken(tenantA)).split(".");
-      const payload = btoa(JSON.stringify({ role: "service_role", exp: 4_000_000_000 })).replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_");
+      const payload = btoa(JSON.stringify({ role: "service_role", exp: 4_000_000_000 })).replace(/=+$/, "").replace(
+        /\+/g,
+        "-",
+      ).replace(/\//g, "_");
       assertError(await call(server, "memory", { token: `${h}.${payload}.${s}` }), 401, "invalid_token");
       // alg none is never accepted.
       const none = `${btoa(JSON.stringify({ alg: "none", typ: "JWT" })).replace(/=+$/, "")}.${payload}.`;
@@ -98,7 +126,11 @@ Deno.test("http auth: the gateway and the handlers refuse bad callers with the d
         assertError(await call(server, name, { token: anon, json: retrieveBody }), 403, "forbidden_role");
       }
       assertError(await call(server, "memory-worker", { token: anon, json: {} }), 403, "forbidden_role");
-      assertError(await call(server, "memory-worker", { token: await userToken(tenantA), json: {} }), 403, "forbidden_role");
+      assertError(
+        await call(server, "memory-worker", { token: await userToken(tenantA), json: {} }),
+        403,
+        "forbidden_role",
+      );
     });
 
     await t.step("tenant A's token on B's memory id → 404, like an unknown id", async () => {
@@ -109,9 +141,17 @@ Deno.test("http auth: the gateway and the handlers refuse bad callers with the d
       assertError(await call(server, `memory/${id}/explain`, { token: tokenA }), 404, "not_found");
       assertError(await call(server, `memory/${id}/forget`, { token: tokenA, json: {} }), 404, "not_found");
       assertError(await call(server, `memory/${id}/pin`, { token: tokenA, json: {} }), 404, "not_found");
-      assertError(await call(server, `memory/${id}/correct`, { token: tokenA, json: { content: "Tenant B uses plain files" } }), 404, "not_found");
+      assertError(
+        await call(server, `memory/${id}/correct`, { token: tokenA, json: { content: "Tenant B uses plain files" } }),
+        404,
+        "not_found",
+      );
       // An id that exists nowhere answers exactly the same.
-      const unknown = assertError(await call(server, `memory/${crypto.randomUUID()}`, { token: tokenA }), 404, "not_found");
+      const unknown = assertError(
+        await call(server, `memory/${crypto.randomUUID()}`, { token: tokenA }),
+        404,
+        "not_found",
+      );
       assert.ok(unknown);
       // B's memory is untouched and A's list does not show it.
       const [row] = await sql`select state, pinned, is_valid from public.devai_memories where id = ${id}`;
@@ -120,39 +160,85 @@ Deno.test("http auth: the gateway and the handlers refuse bad callers with the d
       assert.equal(listA.status, 200);
       assert.deepEqual((listA.body as { memories: unknown[] }).memories, []);
       // A user token naming another tenant in the header is refused.
-      assertError(await call(server, "memory", { token: tokenA, headers: { "x-devai-tenant": tenantB } }), 403, "forbidden_tenant");
+      assertError(
+        await call(server, "memory", { token: tokenA, headers: { "x-devai-tenant": tenantB } }),
+        403,
+        "forbidden_tenant",
+      );
     });
 
-    await t.step("service role without a tenant → 400 tenant_required; with a bad one → 400 invalid_tenant", async () => {
-      const service = await serviceToken();
-      for (const name of MEMORY_ROUTES) {
-        assertError(await call(server, name, { token: service, json: retrieveBody }), 400, "tenant_required");
-      }
-      assertError(await call(server, "memory", { token: service, headers: { "x-devai-tenant": "../etc" } }), 400, "invalid_tenant");
-      const ok = await call(server, `memory/${memoryOfB.id}`, { token: service, headers: { "x-devai-tenant": tenantB } });
-      assert.equal(ok.status, 200, "service role acting for B reads B's memory");
-    });
+    await t.step(
+      "service role without a tenant → 400 tenant_required; with a bad one → 400 invalid_tenant",
+      async () => {
+        const service = await serviceToken();
+        for (const name of MEMORY_ROUTES) {
+          assertError(await call(server, name, { token: service, json: retrieveBody }), 400, "tenant_required");
+        }
+        assertError(
+          await call(server, "memory", { token: service, headers: { "x-devai-tenant": "../etc" } }),
+          400,
+          "invalid_tenant",
+        );
+        const ok = await call(server, `memory/${memoryOfB.id}`, {
+          token: service,
+          headers: { "x-devai-tenant": tenantB },
+        });
+        assert.equal(ok.status, 200, "service role acting for B reads B's memory");
+      },
+    );
 
     await t.step("malformed JSON → 400 malformed_json; wrong types → 400 invalid_request with zod issues", async () => {
       const token = await userToken(tenantA);
       const headers = { "content-type": "application/json" };
-      assertError(await call(server, "memory-retrieve", { token, headers, body: '{"message": "hi",' }), 400, "malformed_json");
+      assertError(
+        await call(server, "memory-retrieve", { token, headers, body: '{"message": "hi",' }),
+        400,
+        "malformed_json",
+      );
       assertError(await call(server, "memory/remember", { token, headers, body: "{not json}" }), 400, "malformed_json");
       assertError(await call(server, "memory-extract", { token, headers, body: "[1, 2" }), 400, "malformed_json");
-      const wrong = assertError(await call(server, "memory-retrieve", { token, json: { message: 42, budget_tokens: -5 } }), 400, "invalid_request");
+      const wrong = assertError(
+        await call(server, "memory-retrieve", { token, json: { message: 42, budget_tokens: -5 } }),
+        400,
+        "invalid_request",
+      );
       const paths = (wrong.issues ?? []).map((i) => i.path.join("."));
       assert.ok(paths.includes("message") && paths.includes("budget_tokens"), JSON.stringify(wrong.issues));
-      assertError(await call(server, "memory-retrieve", { token, json: { message: "hi", top_k: 1_000_000 } }), 400, "invalid_request");
-      assertError(await call(server, "memory/remember", { token, json: { content: "x", namespace: "devai/../etc" } }), 400, "invalid_request");
-      assertError(await call(server, "memory/remember", { token, json: { content: "x", namespace: "devai/user/a\u0007b" } }), 400, "invalid_request");
-      assertError(await call(server, "memory-retrieve", { token, body: "message=hi", headers: { "content-type": "text/plain" } }), 415, "unsupported_media_type");
+      assertError(
+        await call(server, "memory-retrieve", { token, json: { message: "hi", top_k: 1_000_000 } }),
+        400,
+        "invalid_request",
+      );
+      assertError(
+        await call(server, "memory/remember", { token, json: { content: "x", namespace: "devai/../etc" } }),
+        400,
+        "invalid_request",
+      );
+      assertError(
+        await call(server, "memory/remember", { token, json: { content: "x", namespace: "devai/user/a\u0007b" } }),
+        400,
+        "invalid_request",
+      );
+      assertError(
+        await call(server, "memory-retrieve", { token, body: "message=hi", headers: { "content-type": "text/plain" } }),
+        415,
+        "unsupported_media_type",
+      );
     });
 
     await t.step("oversize body → 413 payload_too_large (declared length and chunked stream)", async () => {
       const token = await userToken(tenantA);
       const big = JSON.stringify({ message: "x".repeat(server.config.maxBodyBytes + 10) });
-      assertError(await call(server, "memory-retrieve", { token, headers: { "content-type": "application/json" }, body: big }), 413, "payload_too_large");
-      assertError(await call(server, "memory/remember", { token, headers: { "content-type": "application/json" }, body: big }), 413, "payload_too_large");
+      assertError(
+        await call(server, "memory-retrieve", { token, headers: { "content-type": "application/json" }, body: big }),
+        413,
+        "payload_too_large",
+      );
+      assertError(
+        await call(server, "memory/remember", { token, headers: { "content-type": "application/json" }, body: big }),
+        413,
+        "payload_too_large",
+      );
       // No Content-Length: the limit is enforced while streaming.
       const bytes = new TextEncoder().encode(big);
       const stream = new ReadableStream<Uint8Array>({
@@ -162,7 +248,11 @@ Deno.test("http auth: the gateway and the handlers refuse bad callers with the d
         },
       });
       // (memory-dedup: memory-extract takes 8 MiB, tested in write_extract_after.test.ts)
-      assertError(await call(server, "memory-dedup", { token, headers: { "content-type": "application/json" }, body: stream }), 413, "payload_too_large");
+      assertError(
+        await call(server, "memory-dedup", { token, headers: { "content-type": "application/json" }, body: stream }),
+        413,
+        "payload_too_large",
+      );
     });
 
     await t.step("unknown function → 404 function_not_found; paths outside /functions/v1 → 404", async () => {
@@ -210,19 +300,37 @@ Deno.test("http auth: the gateway and the handlers refuse bad callers with the d
 Deno.test("http auth: verify_jwt comes from supabase/config.toml, default true", async () => {
   const real = await readVerifyJwt(new URL("../supabase/config.toml", import.meta.url).pathname);
   // Ours take secret API keys and agent tokens, which the platform's JWT check refuses: our own auth checks them.
-  for (const name of ["memory", "memory-retrieve", "memory-extract", "memory-compact", "memory-dedup", "memory-worker", "context", "memory-mcp"]) {
+  for (
+    const name of [
+      "memory",
+      "memory-retrieve",
+      "memory-extract",
+      "memory-compact",
+      "memory-dedup",
+      "memory-worker",
+      "context",
+      "memory-mcp",
+    ]
+  ) {
     assert.equal(real(name), false, name);
   }
   assert.equal(real("not-declared"), true);
   const dir = await Deno.makeTempDir();
   try {
     const path = `${dir}/config.toml`;
-    await Deno.writeTextFile(path, '[functions.public-hook]\nverify_jwt = false\n\n[functions."quoted-name"]\nverify_jwt = true\n');
+    await Deno.writeTextFile(
+      path,
+      '[functions.public-hook]\nverify_jwt = false\n\n[functions."quoted-name"]\nverify_jwt = true\n',
+    );
     const parsed = await readVerifyJwt(path);
     assert.equal(parsed("public-hook"), false);
     assert.equal(parsed("quoted-name"), true);
     assert.equal(parsed("other"), true);
-    assert.equal((await readVerifyJwt(`${dir}/missing.toml`))("memory"), true, "no config.toml: every function verifies");
+    assert.equal(
+      (await readVerifyJwt(`${dir}/missing.toml`))("memory"),
+      true,
+      "no config.toml: every function verifies",
+    );
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

@@ -8,7 +8,10 @@ import { type RunningServer, startTestServer } from "./support/http_server.ts";
 import { newTenant } from "./support/seed.ts";
 import { waitUntil } from "./support/wait.ts";
 
-async function withServer(fn: (server: RunningServer) => Promise<void>, opts: Parameters<typeof startTestServer>[0] = {}) {
+async function withServer(
+  fn: (server: RunningServer) => Promise<void>,
+  opts: Parameters<typeof startTestServer>[0] = {},
+) {
   const server = await startTestServer(opts);
   try {
     await fn(server);
@@ -68,7 +71,10 @@ Deno.test("http e2e: remember → retrieve returns it → list → forget → re
     assert.ok(!after.memories.some((m) => m.id === id), "a forgotten memory is not retrieved");
     assert.ok(!after.block.includes(fact));
     assert.equal((await memory.list({ namespace_prefix: `devai/project/${project}` })).memories.length, 0);
-    assert.equal((await memory.list({ namespace_prefix: `devai/project/${project}`, state: "soft_deleted" })).memories.length, 1);
+    assert.equal(
+      (await memory.list({ namespace_prefix: `devai/project/${project}`, state: "soft_deleted" })).memories.length,
+      1,
+    );
 
     const restored = await memory.restore(id);
     assert.equal(restored.memory.state, "active");
@@ -89,7 +95,10 @@ Deno.test("http e2e: every memory route through the SDK", async () => {
 
     assert.equal((await memory.get(m.id)).memory.id, m.id);
 
-    const corrected = await memory.correct(m.id, { content: "Use bun for installs in this repository", reason: "switched" });
+    const corrected = await memory.correct(m.id, {
+      content: "Use bun for installs in this repository",
+      reason: "switched",
+    });
     assert.equal(corrected.superseded.id, m.id);
     assert.equal(corrected.superseded.superseded_by, corrected.memory.id);
     assert.equal(corrected.superseded.is_valid, false);
@@ -125,10 +134,19 @@ Deno.test("http e2e: every memory route through the SDK", async () => {
     assert.ok(asMarkdown.files.every((f) => f.content.startsWith("---\n")));
 
     // memory.query with the agent allowlist kept in the database (seed 001 §5).
-    const q = await memory.query({ agent: "supervisor", query: "which tool installs packages here?", categories: ["preferences"], project });
+    const q = await memory.query({
+      agent: "supervisor",
+      query: "which tool installs packages here?",
+      categories: ["preferences"],
+      project,
+    });
     assert.equal(q.agent, "supervisor");
     assert.ok(Array.isArray(q.results));
-    await rejects(memory.query({ agent: "tester", query: "installs", categories: ["preferences"] }), 403, "category_not_allowed");
+    await rejects(
+      memory.query({ agent: "tester", query: "installs", categories: ["preferences"] }),
+      403,
+      "category_not_allowed",
+    );
 
     // Validation errors arrive as MemoryApiError with the zod issues.
     const bad = await rejects(memory.retrieve({ message: "x", top_k: 10_000 }), 400, "invalid_request");
@@ -148,7 +166,10 @@ Deno.test("http e2e: an agent token through the SDK: issued with the session, ac
 
     const agent = createMemoryClient({ supabaseUrl: server.url, accessToken: issued.token });
     const project = `tok-${crypto.randomUUID().slice(0, 8)}`;
-    const { memory: m } = await agent.remember({ content: "The agent token's tenant keeps its fixtures in tests/fixtures", project });
+    const { memory: m } = await agent.remember({
+      content: "The agent token's tenant keeps its fixtures in tests/fixtures",
+      project,
+    });
     assert.equal((await user.get(m.id)).memory.id, m.id, "the agent wrote into the user's own tenant");
     await rejects(agent.listAgentTokens(), 403, "forbidden_credential");
 
@@ -180,21 +201,40 @@ Deno.test("http e2e: extract is queued (202) and the job finishes; service role 
     assert.equal(queued.deduplicated, false);
 
     // The server's worker drains every 200 ms: wait for the job to end, then for its memory.
-    const status = await waitUntil(async () => {
-      const s = await memory.jobStatus(queued.job_id);
-      return s.status === "done" || s.status === "dead" ? s : undefined;
-    }, "the extract job to finish", { deadlineMs: 10_000 });
+    const status = await waitUntil(
+      async () => {
+        const s = await memory.jobStatus(queued.job_id);
+        return s.status === "done" || s.status === "dead" ? s : undefined;
+      },
+      "the extract job to finish",
+      { deadlineMs: 10_000 },
+    );
     assert.equal(status.status, "done", JSON.stringify(status));
 
     // The service role names the tenant; it sees what the extraction (and its dedup job) wrote.
-    const service = createMemoryClient({ supabaseUrl: server.url, accessToken: await serviceToken(), tenantId: tenant });
-    const listed = await waitUntil(async () => {
-      const l = await service.list();
-      return l.memories.length > 0 ? l : undefined;
-    }, "the dedup job's memory", { deadlineMs: 5_000 });
-    assert.ok(listed.memories.some((m) => /staging database/i.test(m.content)), JSON.stringify(listed.memories.map((m) => m.content)));
+    const service = createMemoryClient({
+      supabaseUrl: server.url,
+      accessToken: await serviceToken(),
+      tenantId: tenant,
+    });
+    const listed = await waitUntil(
+      async () => {
+        const l = await service.list();
+        return l.memories.length > 0 ? l : undefined;
+      },
+      "the dedup job's memory",
+      { deadlineMs: 5_000 },
+    );
+    assert.ok(
+      listed.memories.some((m) => /staging database/i.test(m.content)),
+      JSON.stringify(listed.memories.map((m) => m.content)),
+    );
     // A user token cannot name another tenant.
-    const other = createMemoryClient({ supabaseUrl: server.url, accessToken: await userToken(tenant), tenantId: newTenant() });
+    const other = createMemoryClient({
+      supabaseUrl: server.url,
+      accessToken: await userToken(tenant),
+      tenantId: newTenant(),
+    });
     await rejects(other.list(), 403, "forbidden_tenant");
   }, { worker: { intervalMs: 200 } });
 });
@@ -203,7 +243,10 @@ Deno.test("http e2e: an unreachable server is a MemoryApiError with status 0", a
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = (listener.addr as Deno.NetAddr).port;
   listener.close();
-  const memory = createMemoryClient({ supabaseUrl: `http://127.0.0.1:${port}`, accessToken: await userToken(newTenant()) });
+  const memory = createMemoryClient({
+    supabaseUrl: `http://127.0.0.1:${port}`,
+    accessToken: await userToken(newTenant()),
+  });
   await rejects(memory.stats(), 0, "network_error");
 });
 

@@ -22,10 +22,17 @@ Deno.test("maintenance scheduler: pg_cron schedules become croner patterns", () 
 Deno.test("maintenance scheduler: an hour window ('* 3 * * *', the nightly step jobs) fires every minute of that hour, every day", () => {
   const cron = new Cron(toCronerPattern("* 3 * * *"), { timezone: "UTC", paused: true });
   try {
-    assert.deepEqual(cron.nextRuns(3, new Date("2026-03-01T02:59:30Z")).map((d) => d.toISOString()),
-      ["2026-03-01T03:00:00.000Z", "2026-03-01T03:01:00.000Z", "2026-03-01T03:02:00.000Z"]);
+    assert.deepEqual(cron.nextRuns(3, new Date("2026-03-01T02:59:30Z")).map((d) => d.toISOString()), [
+      "2026-03-01T03:00:00.000Z",
+      "2026-03-01T03:01:00.000Z",
+      "2026-03-01T03:02:00.000Z",
+    ]);
     assert.equal(cron.nextRun(new Date("2026-03-01T03:58:30Z"))?.toISOString(), "2026-03-01T03:59:00.000Z");
-    assert.equal(cron.nextRun(new Date("2026-03-01T03:59:30Z"))?.toISOString(), "2026-03-02T03:00:00.000Z", "then not before the next night");
+    assert.equal(
+      cron.nextRun(new Date("2026-03-01T03:59:30Z"))?.toISOString(),
+      "2026-03-02T03:00:00.000Z",
+      "then not before the next night",
+    );
   } finally {
     cron.stop();
   }
@@ -92,12 +99,15 @@ Deno.test("maintenance scheduler: without pg_cron, scheduled rows run (UTC, as c
   const { sql, probe, done } = await databaseWithoutPgCron();
   const watch = logWatcher();
   const lines = watch.lines;
-  const insertProbe = (job: string) => `insert into public.${probe} (job, actor) values ('${job}', current_setting('memory.actor', true))`;
+  const insertProbe = (job: string) =>
+    `insert into public.${probe} (job, actor) values ('${job}', current_setting('memory.actor', true))`;
   try {
     // fast's run is slow on purpose (a busy query before its insert), so a reload often meets one in flight.
     await sql`
       insert into public.memory_maintenance_schedules (job_name, schedule, command, description) values
-        ('devai-probe-fast', '1 seconds', ${`select count(*) from generate_series(1, 300000); ${insertProbe("fast")}`}, 'test probe'),
+        ('devai-probe-fast', '1 seconds', ${`select count(*) from generate_series(1, 300000); ${
+      insertProbe("fast")
+    }`}, 'test probe'),
         ('devai-probe-tick', '1 seconds', ${insertProbe("tick")}, 'test probe'),
         ('devai-probe-nightly', '0 3 * * *', ${insertProbe("nightly")}, 'test probe'),
         ('devai-probe-broken', 'not a schedule', 'select 1', 'test probe')`;
@@ -106,7 +116,9 @@ Deno.test("maintenance scheduler: without pg_cron, scheduled rows run (UTC, as c
     assert.ok(scheduler, lines.join("\n"));
     try {
       await firstRun; // an event, not a delay: the one-second job has run
-      const rows = await sql.unsafe<{ job: string; actor: string }[]>(`select job, actor from public.${probe} where job = 'fast'`);
+      const rows = await sql.unsafe<{ job: string; actor: string }[]>(
+        `select job, actor from public.${probe} where job = 'fast'`,
+      );
       assert.ok(rows.length >= 1, lines.join("\n"));
       assert.ok(rows.every((r) => r.actor === "cron:devai-probe-fast"), JSON.stringify(rows));
       assert.ok(lines.some((l) => l.includes("devai-probe-nightly scheduled '0 3 * * *' UTC")), lines.join("\n"));
@@ -155,15 +167,29 @@ Deno.test("queue worker: stop() returns once the drain in flight has ended", asy
   const answer = Promise.withResolvers<void>();
   try {
     const tenant = crypto.randomUUID();
-    env.fake.onChat("What from this conversation", reply.until(answer.promise, reply.json({ stored: [], filtered: [] })));
+    env.fake.onChat(
+      "What from this conversation",
+      reply.until(answer.promise, reply.json({ stored: [], filtered: [] })),
+    );
     const extract = createHandler({ ...env.deps, kickWorker: () => Promise.resolve() });
-    const res = await extract(new Request("http://localhost/functions/v1/memory-extract", {
-      method: "POST",
-      headers: await userHeaders(tenant),
-      body: JSON.stringify({ session_id: "s-stop", messages: [{ role: "user", content: "The build uses esbuild." }] }),
-    }));
+    const res = await extract(
+      new Request("http://localhost/functions/v1/memory-extract", {
+        method: "POST",
+        headers: await userHeaders(tenant),
+        body: JSON.stringify({
+          session_id: "s-stop",
+          messages: [{ role: "user", content: "The build uses esbuild." }],
+        }),
+      }),
+    );
     const { job_id } = await res.json();
-    const worker = startQueueWorker({ deps: env.deps, intervalMs: 50, workerId: "stop-test", log: () => {}, ownerId: tenant });
+    const worker = startQueueWorker({
+      deps: env.deps,
+      intervalMs: 50,
+      workerId: "stop-test",
+      log: () => {},
+      ownerId: tenant,
+    });
     await env.fake.chatRequestsReceived(1); // a drain is in flight, waiting for the model
     let stopped = false;
     const stopping = worker.stop().then(() => (stopped = true));
@@ -180,7 +206,10 @@ Deno.test("queue worker: stop() returns once the drain in flight has ended", asy
 });
 
 Deno.test({
-  ...realServerOnly("maintenance scheduler: where pg_cron is installed, the server leaves the jobs to the database", "PGlite has no pg_cron"),
+  ...realServerOnly(
+    "maintenance scheduler: where pg_cron is installed, the server leaves the jobs to the database",
+    "PGlite has no pg_cron",
+  ),
   fn: async () => {
     const sql = createSql(testDatabaseUrl(), { max: 1 });
     try {

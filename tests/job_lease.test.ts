@@ -17,15 +17,27 @@ import { waitUntil } from "./support/wait.ts";
 import { drainAll, memoriesOf, type WriteEnv, writeEnv } from "./write_helpers.ts";
 
 const EXTRACT_MARK = "What from this conversation would help you do a better job next time?";
-const fact = { content: "The shop deploys from the main branch.", type: "semantic", namespace: "devai/global/deploy", source: "discovery", priority: "medium", importance: 3 };
+const fact = {
+  content: "The shop deploys from the main branch.",
+  type: "semantic",
+  namespace: "devai/global/deploy",
+  source: "discovery",
+  priority: "medium",
+  importance: 3,
+};
 
 async function queueExtract(env: WriteEnv, tenant: string): Promise<string> {
   const handler = createHandler({ ...env.deps, kickWorker: () => Promise.resolve() });
-  const res = await handler(new Request("http://localhost/functions/v1/memory-extract", {
-    method: "POST",
-    headers: await userHeaders(tenant),
-    body: JSON.stringify({ session_id: "s-lease", messages: [{ role: "user", content: "Remember that the shop's CDN is Fastly." }] }),
-  }));
+  const res = await handler(
+    new Request("http://localhost/functions/v1/memory-extract", {
+      method: "POST",
+      headers: await userHeaders(tenant),
+      body: JSON.stringify({
+        session_id: "s-lease",
+        messages: [{ role: "user", content: "Remember that the shop's CDN is Fastly." }],
+      }),
+    }),
+  );
   assert.equal(res.status, 202);
   return (await res.json()).job_id;
 }
@@ -54,7 +66,10 @@ Deno.test("lease: a drain leases a job for at most 20 s, so a dead worker's job 
     const held = await lease(env, jobId);
     assert.equal(held.locked_by, "default-lease");
     assert.ok(DEFAULT_LEASE_SECONDS <= 20);
-    assert.ok(held.seconds_left > 0 && held.seconds_left <= DEFAULT_LEASE_SECONDS + 1, `lease ends in ${held.seconds_left} s`);
+    assert.ok(
+      held.seconds_left > 0 && held.seconds_left <= DEFAULT_LEASE_SECONDS + 1,
+      `lease ends in ${held.seconds_left} s`,
+    );
     answer();
     assert.equal((await drain).done, 1);
   } finally {
@@ -81,7 +96,14 @@ Deno.test("lease: a slow model call keeps its job: the heartbeat renews the leas
     for (let i = 0; i < 4; i++) {
       // After each renewal (an event), another worker finds nothing to claim.
       await waitUntil(() => Promise.resolve(renewals.length > i), `lease renewal ${i + 1}`, { deadlineMs: 10_000 });
-      claimedBy.push(...(await claimJobs(env.sql, { workerId: "other-worker", kinds: ["extract"], ownerId: tenant, leaseSeconds: 1 })).map((j) => j.id));
+      claimedBy.push(
+        ...(await claimJobs(env.sql, {
+          workerId: "other-worker",
+          kinds: ["extract"],
+          ownerId: tenant,
+          leaseSeconds: 1,
+        })).map((j) => j.id),
+      );
     }
     assert.ok(renewals.length >= 4);
     assert.deepEqual(claimedBy, [], "the job stayed with its worker");
@@ -105,8 +127,20 @@ Deno.test("lease: a worker killed mid-job gives its job back within one lease; t
     const leaseSeconds = 2;
     env.fake.onChat(EXTRACT_MARK, reply.hang());
     child = new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", "--config", fileURLToPath(new URL("../supabase/functions/deno.json", import.meta.url)), fileURLToPath(new URL("./support/worker_child.ts", import.meta.url))],
-      env: { DATABASE_URL: testDatabaseUrl(), FAKE_LLM_URL: env.fake.baseUrl, TENANT: tenant, WORKER_ID: "doomed-worker", LEASE_SECONDS: String(leaseSeconds) },
+      args: [
+        "run",
+        "-A",
+        "--config",
+        fileURLToPath(new URL("../supabase/functions/deno.json", import.meta.url)),
+        fileURLToPath(new URL("./support/worker_child.ts", import.meta.url)),
+      ],
+      env: {
+        DATABASE_URL: testDatabaseUrl(),
+        FAKE_LLM_URL: env.fake.baseUrl,
+        TENANT: tenant,
+        WORKER_ID: "doomed-worker",
+        LEASE_SECONDS: String(leaseSeconds),
+      },
       stdout: "null",
       stderr: "null",
     }).spawn();
@@ -133,7 +167,10 @@ Deno.test("lease: a worker killed mid-job gives its job back within one lease; t
     const report = await drainAll(env.deps, tenant);
     assert.deepEqual([report.done, report.dead], [2, 0], JSON.stringify(report)); // the rules' and the model's dedup jobs
     const mems = await memoriesOf(env.sql, tenant);
-    assert.deepEqual(mems.map((m) => m.content).sort(), ["The shop deploys from the main branch.", "The shop's CDN is Fastly."], "each memory once");
+    assert.deepEqual(mems.map((m) => m.content).sort(), [
+      "The shop deploys from the main branch.",
+      "The shop's CDN is Fastly.",
+    ], "each memory once");
   } finally {
     child?.kill("SIGKILL");
     await child?.status;

@@ -13,8 +13,12 @@ import { jobsOf, writeEnv } from "./write_helpers.ts";
 const sql = testSql(6);
 
 async function enqueue(tenant: string, key: string, maxAttempts = 5) {
-  return await withTenant(sql, { tenantId: tenant, actor: "test" }, (tx) =>
-    enqueueJob(tx, { ownerId: tenant, kind: "dedup", idempotencyKey: key, payload: { candidates: [] }, maxAttempts }));
+  return await withTenant(
+    sql,
+    { tenantId: tenant, actor: "test" },
+    (tx) =>
+      enqueueJob(tx, { ownerId: tenant, kind: "dedup", idempotencyKey: key, payload: { candidates: [] }, maxAttempts }),
+  );
 }
 
 Deno.test("jobs: enqueue is idempotent per (owner, kind, key) and RLS-scoped", async () => {
@@ -27,16 +31,31 @@ Deno.test("jobs: enqueue is idempotent per (owner, kind, key) and RLS-scoped", a
   const other = await enqueue(newTenant(), "k1");
   assert.notEqual(other.id, a.id, "keys are per tenant");
   // A tenant cannot enqueue for someone else, nor insert a pre-claimed job.
-  await assert.rejects(withTenant(sql, { tenantId: tenant, actor: "test" }, (tx) =>
-    enqueueJob(tx, { ownerId: newTenant(), kind: "dedup", idempotencyKey: "x", payload: {} })), /row-level security/);
-  await assert.rejects(withTenant(sql, { tenantId: tenant, actor: "test" }, (tx) =>
-    tx`insert into public.memory_jobs (owner_id, kind, idempotency_key, status) values (${tenant}, 'dedup', 'y', 'running')`), /permission denied/);
+  await assert.rejects(
+    withTenant(
+      sql,
+      { tenantId: tenant, actor: "test" },
+      (tx) => enqueueJob(tx, { ownerId: newTenant(), kind: "dedup", idempotencyKey: "x", payload: {} }),
+    ),
+    /row-level security/,
+  );
+  await assert.rejects(
+    withTenant(
+      sql,
+      { tenantId: tenant, actor: "test" },
+      (tx) =>
+        tx`insert into public.memory_jobs (owner_id, kind, idempotency_key, status) values (${tenant}, 'dedup', 'y', 'running')`,
+    ),
+    /permission denied/,
+  );
 });
 
 Deno.test("jobs: concurrent claimers never get the same job (FOR UPDATE SKIP LOCKED)", async () => {
   const tenant = newTenant();
   for (let i = 0; i < 12; i++) await enqueue(tenant, `c${i}`);
-  const claims = await Promise.all(Array.from({ length: 6 }, (_, w) => claimJobs(sql, { workerId: `w${w}`, limit: 3, ownerId: tenant })));
+  const claims = await Promise.all(
+    Array.from({ length: 6 }, (_, w) => claimJobs(sql, { workerId: `w${w}`, limit: 3, ownerId: tenant })),
+  );
   const ids = claims.flat().map((j) => j.id);
   assert.equal(ids.length, 12);
   assert.equal(new Set(ids).size, 12);
@@ -49,7 +68,10 @@ Deno.test("jobs: concurrent claimers never get the same job (FOR UPDATE SKIP LOC
 });
 
 Deno.test({
-  ...realServerOnly("jobs: a claim held open by a worker neither blocks nor is shared with the next claimer (SKIP LOCKED)", "two transactions open at once"),
+  ...realServerOnly(
+    "jobs: a claim held open by a worker neither blocks nor is shared with the next claimer (SKIP LOCKED)",
+    "two transactions open at once",
+  ),
 }, async () => {
   const tenant = newTenant();
   await enqueue(tenant, "held-1");
@@ -101,7 +123,8 @@ Deno.test("jobs: failures back off exponentially, then the job is dead with the 
     const [job] = await claimJobs(sql, { workerId: "w", ownerId: tenant });
     assert.equal(job!.attempts, attempt);
     const status = await failJob(sql, id, "w", `boom ${attempt}`, { backoffBaseMs: 10_000 });
-    const [row] = await sql`select status, extract(epoch from run_after - now())::float8 as delay, last_error from public.memory_jobs where id = ${id}`;
+    const [row] =
+      await sql`select status, extract(epoch from run_after - now())::float8 as delay, last_error from public.memory_jobs where id = ${id}`;
     assert.equal(status, row!.status);
     if (attempt < 3) {
       assert.equal(row!.status, "queued");
@@ -120,15 +143,25 @@ Deno.test("jobs: a worker facing a rate-limited LLM retries in-call, then backs 
   try {
     const tenant = newTenant();
     env.fake.onChat("What from this conversation", reply.error(429, { retryAfter: 0 }));
-    await withTenant(env.sql, { tenantId: tenant, actor: "test" }, (tx) =>
-      enqueueJob(tx, { ownerId: tenant, kind: "extract", idempotencyKey: "rl", payload: { session_id: "s", messages: [{ role: "user", content: "Use pnpm." }] } }));
+    await withTenant(
+      env.sql,
+      { tenantId: tenant, actor: "test" },
+      (tx) =>
+        enqueueJob(tx, {
+          ownerId: tenant,
+          kind: "extract",
+          idempotencyKey: "rl",
+          payload: { session_id: "s", messages: [{ role: "user", content: "Use pnpm." }] },
+        }),
+    );
     const report = await drainQueue(env.deps, { workerId: "w", ownerId: tenant, backoffBaseMs: 60_000 });
     assert.equal(report.retried, 1);
     assert.equal(env.fake.chatRequests().length, 3, "1 try + 2 in-call retries");
     const [job] = await jobsOf(env.sql, tenant);
     assert.equal(job!.status, "queued");
     assert.match(job!.last_error!, /HTTP 429/);
-    const [row] = await env.sql`select run_after > now() + interval '50 seconds' as later from public.memory_jobs where id = ${job!.id}`;
+    const [row] = await env
+      .sql`select run_after > now() + interval '50 seconds' as later from public.memory_jobs where id = ${job!.id}`;
     assert.ok(row!.later, "backed off");
     // Once the provider recovers, the job completes.
     env.fake.reset();

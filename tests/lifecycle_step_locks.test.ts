@@ -33,7 +33,11 @@ function only<T>(rows: readonly T[]): T {
 const pause = () => new Promise((resolve) => setTimeout(resolve, 10));
 
 /** A transaction that runs `work`, then stays open until release(); its backend pid is known. */
-async function openTransaction<T>(sql: Sql, work: (tx: postgres.TransactionSql) => Promise<T>, end: "commit" | "rollback") {
+async function openTransaction<T>(
+  sql: Sql,
+  work: (tx: postgres.TransactionSql) => Promise<T>,
+  end: "commit" | "rollback",
+) {
   const opened = Promise.withResolvers<{ pid: number; value: T }>();
   const release = Promise.withResolvers<void>();
   const done = sql.begin(async (tx) => {
@@ -88,7 +92,10 @@ function startTenantWrite(sql: Sql, tenant: string, restoreId?: string): Started
 
 /** A step call made while another step's transaction is open. */
 function startStep(sql: Sql): Started<StepResult> {
-  return startTransaction(sql, async (tx) => only(await tx<{ r: StepResult }[]>`select memory_private.run_decay_step(1) as r`).r);
+  return startTransaction(
+    sql,
+    async (tx) => only(await tx<{ r: StepResult }[]>`select memory_private.run_decay_step(1) as r`).r,
+  );
 }
 
 /** Waits until the transaction has either finished ("done") or is waiting on a lock: then the
@@ -113,7 +120,10 @@ async function concurrentStep(sql: Sql, admin: Sql): Promise<StepResult> {
 }
 
 Deno.test({
-  ...realServerOnly("decay steps: a tenant's write waits for the step that locked its rows, not for the rest of the run", "several transactions open at once"),
+  ...realServerOnly(
+    "decay steps: a tenant's write waits for the step that locked its rows, not for the rest of the run",
+    "several transactions open at once",
+  ),
   sanitizeResources: false,
   sanitizeOps: false,
   fn: async () => {
@@ -130,15 +140,21 @@ Deno.test({
     try {
       await sql`delete from memory_private.lifecycle_runs where job = 'decay'`;
 
-      const { id: weakId } = only(await sql<{ id: string }[]>`
+      const { id: weakId } = only(
+        await sql<{ id: string }[]>`
         insert into public.devai_memories (owner_id, content, memory_type, namespace, base_strength, strength, last_accessed_at)
         values (${tenant}, 'idle for 100 days: decay invalidates it', 'semantic', 'devai/global', 1.0, 1.0, now() - interval '100 days')
-        returning id`);
-      const { page: weakPage } = only(await sql<{ page: number }[]>`
-        select (ctid::text::point)[0]::int as page from public.devai_memories where id = ${weakId}`);
+        returning id`,
+      );
+      const { page: weakPage } = only(
+        await sql<{ page: number }[]>`
+        select (ctid::text::point)[0]::int as page from public.devai_memories where id = ${weakId}`,
+      );
       const tablePages = async () =>
-        only(await sql<{ pages: number }[]>`
-          select (pg_relation_size('public.devai_memories') / current_setting('block_size')::bigint)::int as pages`).pages;
+        only(
+          await sql<{ pages: number }[]>`
+          select (pg_relation_size('public.devai_memories') / current_setting('block_size')::bigint)::int as pages`,
+        ).pages;
       for (let i = 0; i < 200 && (await tablePages()) <= weakPage + 2; i++) {
         await sql`
           insert into public.devai_memories (owner_id, content, memory_type, namespace)
@@ -148,8 +164,11 @@ Deno.test({
 
       // Step 1 starts the run and decays pages 0..weakPage, which invalidates the tenant's
       // memory; its transaction stays open.
-      const step1 = await openTransaction(sql, async (tx) =>
-        only(await tx<{ r: StepResult }[]>`select memory_private.run_decay_step(${weakPage + 1}) as r`).r, "commit");
+      const step1 = await openTransaction(
+        sql,
+        async (tx) => only(await tx<{ r: StepResult }[]>`select memory_private.run_decay_step(${weakPage + 1}) as r`).r,
+        "commit",
+      );
       open.push(step1);
       assert.equal(step1.value.action, "started");
       assert.equal(step1.value.run.next_page, weakPage + 1);
@@ -163,31 +182,47 @@ Deno.test({
       // The tenant writes: it waits for step 1 ...
       const write1 = startTenantWrite(sql, tenant, weakId);
       const blockers1 = await doneOrBlockedBy(admin, write1);
-      assert.ok(Array.isArray(blockers1) && blockers1.includes(step1.pid),
-        `the tenant's write waits for the step that invalidated its memory (blocked by ${JSON.stringify(blockers1)}, step ${step1.pid})`);
+      assert.ok(
+        Array.isArray(blockers1) && blockers1.includes(step1.pid),
+        `the tenant's write waits for the step that invalidated its memory (blocked by ${
+          JSON.stringify(blockers1)
+        }, step ${step1.pid})`,
+      );
       // ... and goes through when step 1 commits, while the run still has pages to do.
       await step1.release();
       await write1.done;
-      const progress = only(await sql<{ next_page: number; total_pages: number; finished: boolean }[]>`
+      const progress = only(
+        await sql<{ next_page: number; total_pages: number; finished: boolean }[]>`
         select next_page::int, total_pages::int, finished_at is not null as finished
-          from memory_private.lifecycle_runs where job = 'decay'`);
+          from memory_private.lifecycle_runs where job = 'decay'`,
+      );
       assert.deepEqual(progress, { next_page: weakPage + 1, total_pages: progress.total_pages, finished: false });
       assert.ok(progress.next_page < progress.total_pages, "the write went through with the run not done");
       const [restored] = await sql<{ is_valid: boolean; decay_events: number }[]>`
         select m.is_valid, (select count(*)::int from public.memory_history h where h.memory_id = m.id and h.event = 'DECAY') as decay_events
           from public.devai_memories m where m.id = ${weakId}`;
-      assert.deepEqual(restored, { is_valid: true, decay_events: 1 }, "step 1's DECAY event, then the tenant's restore");
+      assert.deepEqual(
+        restored,
+        { is_valid: true, decay_events: 1 },
+        "step 1's DECAY event, then the tenant's restore",
+      );
 
       // Step 2 (open) decays the next page, where the tenant has nothing the step locks.
-      const step2 = await openTransaction(sql, async (tx) =>
-        only(await tx<{ r: StepResult }[]>`select memory_private.run_decay_step(1) as r`).r, "commit");
+      const step2 = await openTransaction(
+        sql,
+        async (tx) => only(await tx<{ r: StepResult }[]>`select memory_private.run_decay_step(1) as r`).r,
+        "commit",
+      );
       open.push(step2);
       assert.equal(step2.value.action, "continued");
       assert.equal(step2.value.batches, 1);
       assert.equal(step2.value.run.next_page, weakPage + 2);
       // The tenant's next write finishes while step 2 is still open.
-      assert.equal(await doneOrBlockedBy(admin, startTenantWrite(sql, tenant)), "done",
-        "a write during a step that locked nothing of the tenant's does not wait");
+      assert.equal(
+        await doneOrBlockedBy(admin, startTenantWrite(sql, tenant)),
+        "done",
+        "a write during a step that locked nothing of the tenant's does not wait",
+      );
       const continuing = await concurrentStep(sql, admin);
       assert.equal(continuing.action, "busy", "a second caller during a step is told busy, without waiting");
       assert.equal(continuing.run.next_page, weakPage + 1, "... and sees the progress of the last committed step");
@@ -195,8 +230,9 @@ Deno.test({
 
       // The rest of the run, then the run is done.
       let last: StepResult;
-      do last = only(await sql<{ r: StepResult }[]>`select memory_private.run_decay_step(1000) as r`).r;
-      while (!last.run.finished);
+      do last = only(await sql<{ r: StepResult }[]>`select memory_private.run_decay_step(1000) as r`).r; while (
+        !last.run.finished
+      );
       assert.equal(last.run.next_page, last.run.total_pages);
 
       // Control: the one-shot form does the whole table in one transaction, and the write of a
@@ -204,15 +240,23 @@ Deno.test({
       await sql`
         insert into public.devai_memories (owner_id, content, memory_type, namespace, base_strength, strength, last_accessed_at)
         values (${control}, 'idle for 100 days: the one-shot decay invalidates it', 'semantic', 'devai/global', 1.0, 1.0, now() - interval '100 days')`;
-      const oneShot = await openTransaction(sql, async (tx) =>
-        only(await tx<{ r: { invalidated: number; pages: number } }[]>`select memory_private.run_decay() as r`).r, "rollback");
+      const oneShot = await openTransaction(
+        sql,
+        async (tx) =>
+          only(await tx<{ r: { invalidated: number; pages: number } }[]>`select memory_private.run_decay() as r`).r,
+        "rollback",
+      );
       open.push(oneShot);
       assert.ok(oneShot.value.invalidated >= 1);
       assert.equal(oneShot.value.pages, await tablePages(), "the one-shot transaction covered every page");
       const write3 = startTenantWrite(sql, control);
       const blockers3 = await doneOrBlockedBy(admin, write3);
-      assert.ok(Array.isArray(blockers3) && blockers3.includes(oneShot.pid),
-        `while run_decay's transaction is open, the invalidated tenant's write waits for it (blocked by ${JSON.stringify(blockers3)})`);
+      assert.ok(
+        Array.isArray(blockers3) && blockers3.includes(oneShot.pid),
+        `while run_decay's transaction is open, the invalidated tenant's write waits for it (blocked by ${
+          JSON.stringify(blockers3)
+        })`,
+      );
       await oneShot.release();
       await write3.done;
     } finally {

@@ -12,7 +12,11 @@ import { testDatabaseUrl } from "./support/config.ts";
 import { overrideSettings, pauseCronJobs, removeTenantData } from "./support/lifecycle.ts";
 
 type Sql = ReturnType<typeof postgres>;
-type StepResult = { action: string; batches: number; run: { next_page: number; total_pages: number; finished: boolean } };
+type StepResult = {
+  action: string;
+  batches: number;
+  run: { next_page: number; total_pages: number; finished: boolean };
+};
 
 /** Runs a scheduled command once, in its own transaction, as pg_cron does; returns its jsonb. */
 async function runScheduled<T>(sql: Sql, command: string): Promise<T> {
@@ -80,16 +84,25 @@ Deno.test({
       const decay = await runUntilDone(sql, command("devai-memory-decay"));
       assert.ok(decay.length >= 2, `decay took several calls: ${decay.join(", ")}`);
       assert.deepEqual(decay, ["started", ...decay.slice(1).map(() => "continued")]);
-      assert.equal((await runScheduled<StepResult>(sql, command("devai-memory-decay"))).action, "idle", "decay: one run a night");
+      assert.equal(
+        (await runScheduled<StepResult>(sql, command("devai-memory-decay"))).action,
+        "idle",
+        "decay: one run a night",
+      );
 
       const ttl = await runUntilDone(sql, command("devai-memory-ttl"));
       assert.ok(ttl.length >= 2, `TTL took several calls: ${ttl.join(", ")}`);
       assert.deepEqual(ttl, ["started", ...ttl.slice(1).map(() => "continued")]);
-      assert.equal((await runScheduled<StepResult>(sql, command("devai-memory-ttl"))).action, "idle", "TTL: one run a night");
+      assert.equal(
+        (await runScheduled<StepResult>(sql, command("devai-memory-ttl"))).action,
+        "idle",
+        "TTL: one run a night",
+      );
 
       const purges: { purged: number; batches: number; remaining: number }[] = [];
-      do purges.push(await runScheduled(sql, command("devai-memory-purge")));
-      while (purges.at(-1)!.remaining > 0 && purges.length < 10_000);
+      do purges.push(await runScheduled(sql, command("devai-memory-purge"))); while (
+        purges.at(-1)!.remaining > 0 && purges.length < 10_000
+      );
       assert.ok(purges.length >= 2, "purge took several calls (5 batches of one row each)");
       assert.ok(purges.every((p) => p.batches <= 5));
 
@@ -106,7 +119,9 @@ Deno.test({
       const [left] = await sql<{ n: number }[]>`
         select count(*)::int as n from public.devai_memories where owner_id = ${tenant} and content like 'due %'`;
       assert.equal(left?.n, 0, "every due memory was purged");
-      const [unimportant] = await sql<{ state: string }[]>`select state from public.devai_memories where id = ${id("idle, unimportant")}`;
+      const [unimportant] = await sql<{ state: string }[]>`select state from public.devai_memories where id = ${
+        id("idle, unimportant")
+      }`;
       assert.equal(unimportant?.state, "soft_deleted");
     } finally {
       await settings.restore();

@@ -9,7 +9,13 @@ import assert from "node:assert/strict";
 import { createHandler as createCompact } from "../supabase/functions/memory-compact/handler.ts";
 import { createHandler as createExtract } from "../supabase/functions/memory-extract/handler.ts";
 import { localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
-import { countTokens, countTokensYielding, SEGMENT_CHARS, tokenizerSegments, truncateToTokens } from "../supabase/functions/_shared/tokens.ts";
+import {
+  countTokens,
+  countTokensYielding,
+  SEGMENT_CHARS,
+  tokenizerSegments,
+  truncateToTokens,
+} from "../supabase/functions/_shared/tokens.ts";
 import { countTokens as libraryCount } from "gpt-tokenizer";
 import { bulletText } from "../supabase/functions/_shared/retrieval/format.ts";
 import { shortenToFit } from "../supabase/functions/_shared/fit-text.ts";
@@ -61,7 +67,11 @@ async function withinOnce(bound: number, fn: (run: number) => Promise<unknown>):
  * that grows more than GROWTH times in each of three tries. `work(chars)` builds its own body from a text length and may
  * shrink it to stay under the limit.
  */
-async function assertLinear(label: string, limitBytes: number, work: (chars: number) => Promise<unknown>): Promise<string> {
+async function assertLinear(
+  label: string,
+  limitBytes: number,
+  work: (chars: number) => Promise<unknown>,
+): Promise<string> {
   const steps: string[] = [];
   let previous = Number.POSITIVE_INFINITY;
   for (let div = 1024; div >= 1; div /= 4) {
@@ -75,7 +85,12 @@ async function assertLinear(label: string, limitBytes: number, work: (chars: num
 }
 
 /** The longest text of this pattern whose request body (built by `body`) fits in limitBytes. */
-function fitted(pattern: (n: number) => string, chars: number, limitBytes: number, body: (text: string) => unknown): string {
+function fitted(
+  pattern: (n: number) => string,
+  chars: number,
+  limitBytes: number,
+  body: (text: string) => unknown,
+): string {
   let n = chars;
   let text = pattern(n);
   while (bodyBytes(body(text)) > limitBytes && n > 16) {
@@ -99,18 +114,23 @@ dbTest("linear: memory-compact answers hostile bodies up to its body limit in li
       let call = 0;
       const body = (text: string) => ({
         session_id: `linear-${call}`,
-        messages: [{ role: "user", content: lead }, { role: "user", content: text }, { role: "user", content: "What next?" }],
+        messages: [{ role: "user", content: lead }, { role: "user", content: text }, {
+          role: "user",
+          content: "What next?",
+        }],
         trigger_tokens: 1000,
       });
       await assertLinear(`memory-compact, ${name}`, limit, async (chars) => {
         call++;
         const text = fitted(pattern, chars, limit, body);
         // A tenant per call: one tenant's heavy requests are rate-limited (20 at once).
-        const res = await handler(new Request("http://localhost/functions/v1/memory-compact", {
-          method: "POST",
-          headers: await userHeaders(newTenant()),
-          body: JSON.stringify(body(text)),
-        }));
+        const res = await handler(
+          new Request("http://localhost/functions/v1/memory-compact", {
+            method: "POST",
+            headers: await userHeaders(newTenant()),
+            body: JSON.stringify(body(text)),
+          }),
+        );
         const answer = await res.json();
         assert.equal(res.status, 200, JSON.stringify(answer).slice(0, 300));
         assert.equal(answer.compacted, true);
@@ -121,55 +141,96 @@ dbTest("linear: memory-compact answers hostile bodies up to its body limit in li
   }
 });
 
-dbTest("linear: memory-extract and its worker handle hostile transcripts up to the body limit in linear time", async () => {
-  const sql = testSql(2);
-  try {
-    const deps = { sql, config, embedder: localEmbedder() };
-    const handler = createExtract({ ...deps, kickWorker: () => Promise.resolve() });
-    const limit = ROUTE_LIMITS["memory-extract"];
-    for (const [name, pattern] of Object.entries(HOSTILE)) {
-      let call = 0;
-      const body = (text: string) => ({ session_id: `linear-${name.length}-${call}`, messages: [{ role: "user", content: text }] });
-      await assertLinear(`memory-extract + worker, ${name}`, limit, async (chars) => {
-        call++;
-        const tenant = newTenant(); // one tenant's heavy requests are rate-limited (20 at once)
-        const text = fitted(pattern, chars, limit, body);
-        const res = await handler(new Request("http://localhost/functions/v1/memory-extract", {
-          method: "POST",
-          headers: await userHeaders(tenant),
-          body: JSON.stringify(body(text)),
-        }));
-        assert.equal(res.status, 202, await res.text());
-        const report = await drainQueue(deps, { ownerId: tenant, workerId: "linear-test", maxJobs: 5 });
-        assert.equal(report.dead + report.retried, 0, JSON.stringify(report));
-        assert.ok(report.done >= 1, JSON.stringify(report));
-      });
+dbTest(
+  "linear: memory-extract and its worker handle hostile transcripts up to the body limit in linear time",
+  async () => {
+    const sql = testSql(2);
+    try {
+      const deps = { sql, config, embedder: localEmbedder() };
+      const handler = createExtract({ ...deps, kickWorker: () => Promise.resolve() });
+      const limit = ROUTE_LIMITS["memory-extract"];
+      for (const [name, pattern] of Object.entries(HOSTILE)) {
+        let call = 0;
+        const body = (text: string) => ({
+          session_id: `linear-${name.length}-${call}`,
+          messages: [{ role: "user", content: text }],
+        });
+        await assertLinear(`memory-extract + worker, ${name}`, limit, async (chars) => {
+          call++;
+          const tenant = newTenant(); // one tenant's heavy requests are rate-limited (20 at once)
+          const text = fitted(pattern, chars, limit, body);
+          const res = await handler(
+            new Request("http://localhost/functions/v1/memory-extract", {
+              method: "POST",
+              headers: await userHeaders(tenant),
+              body: JSON.stringify(body(text)),
+            }),
+          );
+          assert.equal(res.status, 202, await res.text());
+          const report = await drainQueue(deps, { ownerId: tenant, workerId: "linear-test", maxJobs: 5 });
+          assert.equal(report.dead + report.retried, 0, JSON.stringify(report));
+          assert.ok(report.done >= 1, JSON.stringify(report));
+        });
+      }
+    } finally {
+      await sql.end();
     }
-  } finally {
-    await sql.end();
-  }
-});
+  },
+);
 
 Deno.test("linear: the retrieval block's bullet folding and the sentence splitter on hostile text", async () => {
   // Stored content is at most 4,000 characters; these run far beyond it to show the shape.
   const limit = 1 << 20;
   await assertLinear("bulletText, a space run", limit, (n) => Promise.resolve(bulletText(`a${" ".repeat(n)}b`)));
   await assertLinear("splitSentences, a dot run", limit, (n) => Promise.resolve(splitSentences(`${".".repeat(n)}a`)));
-  await assertLinear("rules, 'ok' fillers", limit, (n) => Promise.resolve(extractByRules([{ role: "user", content: "ok\n".repeat(n / 3) }], { namespace: "devai/user" })));
+  await assertLinear(
+    "rules, 'ok' fillers",
+    limit,
+    (n) =>
+      Promise.resolve(extractByRules([{ role: "user", content: "ok\n".repeat(n / 3) }], { namespace: "devai/user" })),
+  );
   // Context assembly compresses every candidate offline: one long word, and a comma run inside a token.
-  await assertLinear("offline compression, one long dotted word", limit, (n) => Promise.resolve(offlineForms(`use ${"a.".repeat(n / 2)} now`)));
-  await assertLinear("offline compression, a comma run in a token", limit, (n) => Promise.resolve(offlineForms(`pin ${",".repeat(n)}a`)));
+  await assertLinear(
+    "offline compression, one long dotted word",
+    limit,
+    (n) => Promise.resolve(offlineForms(`use ${"a.".repeat(n / 2)} now`)),
+  );
+  await assertLinear(
+    "offline compression, a comma run in a token",
+    limit,
+    (n) => Promise.resolve(offlineForms(`pin ${",".repeat(n)}a`)),
+  );
 });
 
 Deno.test("linear: shortening, the offline summary and entity mentions on a comma run inside the text", async () => {
   // A run of trimmable characters followed by another character: a trailing-trim pattern tried
   // from every start in the run (what these used) is quadratic in it.
   const limit = 1 << 20;
-  await assertLinear("shortenToFit", limit, (n) => Promise.resolve(shortenToFit(`a ${",".repeat(n)}x b c`, () => true)));
-  await assertLinear("offlineSummary", limit, (n) => Promise.resolve(offlineSummary(`${"w ".repeat(10)}${",".repeat(n)}x ${"w ".repeat(30)}`)));
-  await assertLinear("offlineCompressed", limit, (n) => Promise.resolve(offlineCompressed(`deploy ${",".repeat(n)}x now`)));
-  await assertLinear("extractEntityMentions", limit, (n) => Promise.resolve(extractEntityMentions(`see https://a.io/${",".repeat(n)}x today`)));
-  assert.equal(shortenToFit("one two, three", (s) => s.length <= 9), "one two…", "the trailing comma is trimmed before the mark");
+  await assertLinear(
+    "shortenToFit",
+    limit,
+    (n) => Promise.resolve(shortenToFit(`a ${",".repeat(n)}x b c`, () => true)),
+  );
+  await assertLinear(
+    "offlineSummary",
+    limit,
+    (n) => Promise.resolve(offlineSummary(`${"w ".repeat(10)}${",".repeat(n)}x ${"w ".repeat(30)}`)),
+  );
+  await assertLinear(
+    "offlineCompressed",
+    limit,
+    (n) => Promise.resolve(offlineCompressed(`deploy ${",".repeat(n)}x now`)),
+  );
+  await assertLinear(
+    "extractEntityMentions",
+    limit,
+    (n) => Promise.resolve(extractEntityMentions(`see https://a.io/${",".repeat(n)}x today`)),
+  );
+  assert.equal(
+    shortenToFit("one two, three", (s) => s.length <= 9),
+    "one two…",
+    "the trailing comma is trimmed before the mark",
+  );
   assert.deepEqual(extractEntityMentions("see https://example.com/a.")[0]?.name, "example.com");
   assert.equal(offlineCompressed("Use pnpm-8 instead of npm for installs."), "pnpm-8: npm installs");
 });
@@ -210,7 +271,11 @@ Deno.test("tokens: counts equal the library's on prose, code, JSON, Markdown tab
     // Windows cut after a line break: never before the slashes a punctuation piece takes, and in
     // deeply indented JSON (no space before a letter for 4,096 characters) after the indentation's line break.
     "foo();\n// a comment here\n".repeat(600),
-    JSON.stringify({ a: Array.from({ length: 400 }, (_, i) => ({ k: `v${i}`, h: `sha512-${btoa(String(i)).repeat(8)}` })) }, null, 6),
+    JSON.stringify(
+      { a: Array.from({ length: 400 }, (_, i) => ({ k: `v${i}`, h: `sha512-${btoa(String(i)).repeat(8)}` })) },
+      null,
+      6,
+    ),
   ];
   for (const text of texts) {
     assert.equal(countTokens(text), libraryCount(text, { disallowedSpecial: new Set() }));
@@ -218,18 +283,66 @@ Deno.test("tokens: counts equal the library's on prose, code, JSON, Markdown tab
     assert.ok(text.startsWith(cut) && countTokens(cut) <= 700);
   }
   // Special-token text is plain text: the library would throw on it.
-  assert.equal(countTokens("the <|endoftext|> marker"), libraryCount("the <|endoftext|> marker", { disallowedSpecial: new Set() }));
+  assert.equal(
+    countTokens("the <|endoftext|> marker"),
+    libraryCount("the <|endoftext|> marker", { disallowedSpecial: new Set() }),
+  );
 });
 
 // The scanners that replaced the backtracking patterns find what the patterns found.
-const OLD_REMEMBER = /(?:^|[.!?\n]\s*)(?:(?:please|pls|also|and|oh|ok|okay)[,\s]+)*(?:remember|keep in mind|note for (?:the )?future|don't forget|do not forget)(?:\s+that)?\s*[:,-]?\s+([^\n]+)/i;
+const OLD_REMEMBER =
+  /(?:^|[.!?\n]\s*)(?:(?:please|pls|also|and|oh|ok|okay)[,\s]+)*(?:remember|keep in mind|note for (?:the )?future|don't forget|do not forget)(?:\s+that)?\s*[:,-]?\s+([^\n]+)/i;
 const OLD_CORRECTION = /^\s*(?:no|nope|wrong|incorrect|actually)\b[,.!:;]?\s+([^\n]*\bnot\b[^\n]*)/i;
 const OLD_SENTENCE_END = /[.!?]+(?=\s+["'`(A-Z0-9])/g;
 
 Deno.test("rules: the scanners agree with the patterns they replace on 20,000 random short messages", () => {
-  const words = ["remember", "Remember", "REMEMBER that", "that", "thatcher", "keep in mind", "note for the future", "don't forget", "do not forget",
-    "please", "pls", "also", "and", "oh", "ok", "okay", "book", "no", "nope", "No", "wrong", "actually", "not", "knot", "x", "the db", "?", ".", "!",
-    ",", ":", "-", ";", " ", " ", "  ", "\n", "\t", "\r\n", "\u00a0", "A", "1", "\"", "e.g.", "v1.2"];
+  const words = [
+    "remember",
+    "Remember",
+    "REMEMBER that",
+    "that",
+    "thatcher",
+    "keep in mind",
+    "note for the future",
+    "don't forget",
+    "do not forget",
+    "please",
+    "pls",
+    "also",
+    "and",
+    "oh",
+    "ok",
+    "okay",
+    "book",
+    "no",
+    "nope",
+    "No",
+    "wrong",
+    "actually",
+    "not",
+    "knot",
+    "x",
+    "the db",
+    "?",
+    ".",
+    "!",
+    ",",
+    ":",
+    "-",
+    ";",
+    " ",
+    " ",
+    "  ",
+    "\n",
+    "\t",
+    "\r\n",
+    "\u00a0",
+    "A",
+    "1",
+    '"',
+    "e.g.",
+    "v1.2",
+  ];
   let seed = 7;
   const next = (n: number) => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) % n;
   const norm = (s: string | undefined) => (s === undefined || s.trim() === "" ? undefined : s.trim());

@@ -303,7 +303,8 @@ Deno.test("mcp: a browser client's preflight allows the MCP headers and the agen
       headers: {
         origin: "http://localhost:3000",
         "access-control-request-method": "POST",
-        "access-control-request-headers": "authorization, content-type, mcp-protocol-version, mcp-session-id, x-devai-agent",
+        "access-control-request-headers":
+          "authorization, content-type, mcp-protocol-version, mcp-session-id, x-devai-agent",
       },
     });
     await res.body?.cancel();
@@ -313,7 +314,9 @@ Deno.test("mcp: a browser client's preflight allows the MCP headers and the agen
       assert.ok(allowed.includes(header), `${header} in ${allowed.join(", ")}`);
     }
     const exposed = (res.headers.get("access-control-expose-headers") ?? "").split(/,\s*/);
-    for (const header of ["www-authenticate", "mcp-session-id"]) assert.ok(exposed.includes(header), exposed.join(", "));
+    for (const header of ["www-authenticate", "mcp-session-id"]) {
+      assert.ok(exposed.includes(header), exposed.join(", "));
+    }
   });
 });
 

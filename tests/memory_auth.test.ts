@@ -20,11 +20,17 @@ Deno.test({ name: "no token → 401 missing_token", ...opts }, async () => {
 Deno.test({ name: "bad signature and expired tokens → 401, and nothing is written", ...opts }, async () => {
   const t = newTenant();
   const forged = await userToken(t, { secret: "some-other-secret-that-is-32-bytes-long!!" });
-  const r = await api("POST", "/memory/remember", { headers: { authorization: `Bearer ${forged}`, ...json }, body: { content: "x" } });
+  const r = await api("POST", "/memory/remember", {
+    headers: { authorization: `Bearer ${forged}`, ...json },
+    body: { content: "x" },
+  });
   assert.equal(r.status, 401);
   assert.equal(r.body.error.code, "invalid_token");
   const expired = await userToken(t, { expiresIn: -60 });
-  const e = await api("POST", "/memory/remember", { headers: { authorization: `Bearer ${expired}`, ...json }, body: { content: "x" } });
+  const e = await api("POST", "/memory/remember", {
+    headers: { authorization: `Bearer ${expired}`, ...json },
+    body: { content: "x" },
+  });
   assert.equal(e.status, 401);
   assert.equal(e.body.error.code, "token_expired");
   const garbage = await api("GET", "/memory", { headers: { authorization: "Bearer not.a.jwt" } });
@@ -36,64 +42,83 @@ Deno.test({ name: "anon token → 403; a token without a role → 403", ...opts 
   const r = await api("GET", "/memory", { headers: { authorization: `Bearer ${await anonToken()}` } });
   assert.equal(r.status, 403);
   assert.equal(r.body.error.code, "forbidden_role");
-  const none = await api("GET", "/memory", { headers: { authorization: `Bearer ${await signToken({ sub: newTenant() })}` } });
+  const none = await api("GET", "/memory", {
+    headers: { authorization: `Bearer ${await signToken({ sub: newTenant() })}` },
+  });
   assert.equal(none.status, 403);
 });
 
-Deno.test({ name: "service_role without x-devai-tenant → 400 tenant_required; with a non-uuid → 400", ...opts }, async () => {
-  const token = await serviceToken();
-  const r = await api("POST", "/memory/remember", { headers: { authorization: `Bearer ${token}`, ...json }, body: { content: "x" } });
-  assert.equal(r.status, 400);
-  assert.equal(r.body.error.code, "tenant_required");
-  const bad = await api("GET", "/memory", { headers: { authorization: `Bearer ${token}`, [TENANT_HEADER]: "tenant-a" } });
-  assert.equal(bad.status, 400);
-  assert.equal(bad.body.error.code, "invalid_tenant");
-});
+Deno.test(
+  { name: "service_role without x-devai-tenant → 400 tenant_required; with a non-uuid → 400", ...opts },
+  async () => {
+    const token = await serviceToken();
+    const r = await api("POST", "/memory/remember", {
+      headers: { authorization: `Bearer ${token}`, ...json },
+      body: { content: "x" },
+    });
+    assert.equal(r.status, 400);
+    assert.equal(r.body.error.code, "tenant_required");
+    const bad = await api("GET", "/memory", {
+      headers: { authorization: `Bearer ${token}`, [TENANT_HEADER]: "tenant-a" },
+    });
+    assert.equal(bad.status, 400);
+    assert.equal(bad.body.error.code, "invalid_tenant");
+  },
+);
 
 Deno.test({ name: "a user token naming another tenant in x-devai-tenant → 403", ...opts }, async () => {
   const a = newTenant();
-  const r = await api("GET", "/memory", { headers: { authorization: `Bearer ${await userToken(a)}`, [TENANT_HEADER]: newTenant() } });
+  const r = await api("GET", "/memory", {
+    headers: { authorization: `Bearer ${await userToken(a)}`, [TENANT_HEADER]: newTenant() },
+  });
   assert.equal(r.status, 403);
   assert.equal(r.body.error.code, "forbidden_tenant");
 });
 
-Deno.test({ name: "tenant A on tenant B's memory id → 404 on every route, and B's data is unchanged", ...opts }, async () => {
-  const a = newTenant();
-  const b = newTenant();
-  const bm = await seedMemory(sql, b, { content: "B's secret deploy key location", namespace: "devai/user/secrets" });
-  const bGone = await seedMemory(sql, b, { content: "B's forgotten fact", namespace: "devai/user/secrets", state: "soft_deleted" });
-  const snapshot = async () => ({
-    writes: await tenantWrites(sql, b),
-    rows: await sql`select id, content, state, is_valid, pinned, superseded_by, purge_at, strength, updated_at
+Deno.test(
+  { name: "tenant A on tenant B's memory id → 404 on every route, and B's data is unchanged", ...opts },
+  async () => {
+    const a = newTenant();
+    const b = newTenant();
+    const bm = await seedMemory(sql, b, { content: "B's secret deploy key location", namespace: "devai/user/secrets" });
+    const bGone = await seedMemory(sql, b, {
+      content: "B's forgotten fact",
+      namespace: "devai/user/secrets",
+      state: "soft_deleted",
+    });
+    const snapshot = async () => ({
+      writes: await tenantWrites(sql, b),
+      rows: await sql`select id, content, state, is_valid, pinned, superseded_by, purge_at, strength, updated_at
                       from public.devai_memories where owner_id = ${b} order by id`,
-  });
-  const before = await snapshot();
+    });
+    const before = await snapshot();
 
-  const calls: [string, string, unknown?][] = [
-    ["GET", `/memory/${bm.id}`],
-    ["GET", `/memory/${bm.id}/history`],
-    ["GET", `/memory/${bm.id}/explain`],
-    ["POST", `/memory/${bm.id}/correct`, { content: "A overwrites B" }],
-    ["POST", `/memory/${bm.id}/forget`],
-    ["POST", `/memory/${bGone.id}/restore`],
-    ["POST", `/memory/${bm.id}/pin`],
-    ["POST", `/memory/${bm.id}/confirm`],
-    ["POST", `/memory/${bm.id}/unpin`],
-  ];
-  for (const [method, path, body] of calls) {
-    const r = await api(method, path, { as: a, body });
-    assert.equal(r.status, 404, `${method} ${path} gave ${r.status}`);
-    assert.equal(r.body.error.code, "not_found");
-    assert.doesNotMatch(JSON.stringify(r.body), /secret|forgotten/);
-  }
-  // The same through service_role acting for A.
-  const svc = { authorization: `Bearer ${await serviceToken()}`, [TENANT_HEADER]: a, ...json };
-  assert.equal((await api("GET", `/memory/${bm.id}`, { headers: svc })).status, 404);
-  assert.equal((await api("POST", `/memory/${bm.id}/forget`, { headers: svc })).status, 404);
+    const calls: [string, string, unknown?][] = [
+      ["GET", `/memory/${bm.id}`],
+      ["GET", `/memory/${bm.id}/history`],
+      ["GET", `/memory/${bm.id}/explain`],
+      ["POST", `/memory/${bm.id}/correct`, { content: "A overwrites B" }],
+      ["POST", `/memory/${bm.id}/forget`],
+      ["POST", `/memory/${bGone.id}/restore`],
+      ["POST", `/memory/${bm.id}/pin`],
+      ["POST", `/memory/${bm.id}/confirm`],
+      ["POST", `/memory/${bm.id}/unpin`],
+    ];
+    for (const [method, path, body] of calls) {
+      const r = await api(method, path, { as: a, body });
+      assert.equal(r.status, 404, `${method} ${path} gave ${r.status}`);
+      assert.equal(r.body.error.code, "not_found");
+      assert.doesNotMatch(JSON.stringify(r.body), /secret|forgotten/);
+    }
+    // The same through service_role acting for A.
+    const svc = { authorization: `Bearer ${await serviceToken()}`, [TENANT_HEADER]: a, ...json };
+    assert.equal((await api("GET", `/memory/${bm.id}`, { headers: svc })).status, 404);
+    assert.equal((await api("POST", `/memory/${bm.id}/forget`, { headers: svc })).status, 404);
 
-  assert.deepEqual(await snapshot(), before);
-  assert.equal((await tenantWrites(sql, a)).memories, 0, "A's failed correct wrote nothing for A either");
-});
+    assert.deepEqual(await snapshot(), before);
+    assert.equal((await tenantWrites(sql, a)).memories, 0, "A's failed correct wrote nothing for A either");
+  },
+);
 
 Deno.test({ name: "list, stats, weak and export never show another tenant's memories", ...opts }, async () => {
   const a = newTenant();

@@ -15,44 +15,69 @@ const NOW = new Date();
 const api = memoryApi(sql, { clock: () => NOW });
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
-Deno.test({ name: "explain shows the supersede chain both ways, relations with content, source and history", ...opts }, async () => {
-  const t = newTenant();
-  const v1 = await seedMemory(sql, t, { content: "Node 16 in CI", namespace: "devai/project/web/notes", session_id: "sess-1" });
-  const v2 = (await api("POST", `/memory/${v1.id}/correct`, { as: t, body: { content: "Node 18 in CI", session_id: "sess-2" } })).body.memory;
-  const v3 = (await api("POST", `/memory/${v2.id}/correct`, { as: t, body: { content: "Node 22 in CI" } })).body.memory;
-  const episode = await seedMemory(sql, t, { content: "Upgraded CI image", namespace: "devai/project/web/notes", memory_type: "episodic" });
-  await seedRelation(sql, t, v2.id, episode.id, 0.8, "derived_from");
+Deno.test(
+  { name: "explain shows the supersede chain both ways, relations with content, source and history", ...opts },
+  async () => {
+    const t = newTenant();
+    const v1 = await seedMemory(sql, t, {
+      content: "Node 16 in CI",
+      namespace: "devai/project/web/notes",
+      session_id: "sess-1",
+    });
+    const v2 = (await api("POST", `/memory/${v1.id}/correct`, {
+      as: t,
+      body: { content: "Node 18 in CI", session_id: "sess-2" },
+    })).body.memory;
+    const v3 =
+      (await api("POST", `/memory/${v2.id}/correct`, { as: t, body: { content: "Node 22 in CI" } })).body.memory;
+    const episode = await seedMemory(sql, t, {
+      content: "Upgraded CI image",
+      namespace: "devai/project/web/notes",
+      memory_type: "episodic",
+    });
+    await seedRelation(sql, t, v2.id, episode.id, 0.8, "derived_from");
 
-  const e = await api("GET", `/memory/${v2.id}/explain`, { as: t });
-  assert.equal(e.status, 200);
-  assert.equal(e.body.memory.id, v2.id);
-  assert.deepEqual(e.body.supersedes.map((l: { depth: number; memory: { id: string } }) => [l.depth, l.memory.id]), [[1, v1.id]]);
-  assert.deepEqual(e.body.superseded_by.map((l: { depth: number; memory: { id: string } }) => [l.depth, l.memory.id]), [[1, v3.id]]);
-  assert.equal(e.body.current_id, v3.id);
-  const rels = e.body.relations.map((r: { relation_type: string; direction: string; other: { id: string; content: string } }) =>
-    `${r.relation_type}:${r.direction}:${r.other.content}`
-  ).sort();
-  assert.deepEqual(rels, ["derived_from:outgoing:Upgraded CI image", "supersedes:incoming:Node 22 in CI", "supersedes:outgoing:Node 16 in CI"]);
-  assert.equal(e.body.source.session_id, "sess-2");
-  assert.equal(e.body.source.source, "correction");
-  assert.equal(e.body.source.actor, `user:${t}`);
-  assert.deepEqual(e.body.source.derived_from, [episode.id]);
-  assert.equal(e.body.history.by_event.ADD, 1);
-  assert.equal(e.body.history.by_event.MERGE, 1);
-  assert.equal(e.body.history.by_event.LINK, 2, "its supersedes edge to v1 and its derived_from edge");
-  assert.equal(e.body.history.total, 4);
-  assert.equal(e.body.decay.protected, true);
-  assert.equal(e.body.decay.reason, "highest_priority");
+    const e = await api("GET", `/memory/${v2.id}/explain`, { as: t });
+    assert.equal(e.status, 200);
+    assert.equal(e.body.memory.id, v2.id);
+    assert.deepEqual(e.body.supersedes.map((l: { depth: number; memory: { id: string } }) => [l.depth, l.memory.id]), [[
+      1,
+      v1.id,
+    ]]);
+    assert.deepEqual(
+      e.body.superseded_by.map((l: { depth: number; memory: { id: string } }) => [l.depth, l.memory.id]),
+      [[1, v3.id]],
+    );
+    assert.equal(e.body.current_id, v3.id);
+    const rels = e.body.relations.map((
+      r: { relation_type: string; direction: string; other: { id: string; content: string } },
+    ) => `${r.relation_type}:${r.direction}:${r.other.content}`).sort();
+    assert.deepEqual(rels, [
+      "derived_from:outgoing:Upgraded CI image",
+      "supersedes:incoming:Node 22 in CI",
+      "supersedes:outgoing:Node 16 in CI",
+    ]);
+    assert.equal(e.body.source.session_id, "sess-2");
+    assert.equal(e.body.source.source, "correction");
+    assert.equal(e.body.source.actor, `user:${t}`);
+    assert.deepEqual(e.body.source.derived_from, [episode.id]);
+    assert.equal(e.body.history.by_event.ADD, 1);
+    assert.equal(e.body.history.by_event.MERGE, 1);
+    assert.equal(e.body.history.by_event.LINK, 2, "its supersedes edge to v1 and its derived_from edge");
+    assert.equal(e.body.history.total, 4);
+    assert.equal(e.body.decay.protected, true);
+    assert.equal(e.body.decay.reason, "highest_priority");
 
-  // From the oldest version: the whole chain forward, nothing behind.
-  const first = await api("GET", `/memory/${v1.id}/explain`, { as: t });
-  assert.deepEqual(first.body.superseded_by.map((l: { memory: { id: string } }) => l.memory.id), [v2.id, v3.id]);
-  assert.deepEqual(first.body.supersedes, []);
-  assert.equal(first.body.current_id, v3.id);
-  const last = await api("GET", `/memory/${v3.id}/explain`, { as: t });
-  assert.deepEqual(last.body.supersedes.map((l: { memory: { id: string } }) => l.memory.id), [v2.id, v1.id]);
-  assert.equal((await api("GET", `/memory/${crypto.randomUUID()}/explain`, { as: t })).status, 404);
-});
+    // From the oldest version: the whole chain forward, nothing behind.
+    const first = await api("GET", `/memory/${v1.id}/explain`, { as: t });
+    assert.deepEqual(first.body.superseded_by.map((l: { memory: { id: string } }) => l.memory.id), [v2.id, v3.id]);
+    assert.deepEqual(first.body.supersedes, []);
+    assert.equal(first.body.current_id, v3.id);
+    const last = await api("GET", `/memory/${v3.id}/explain`, { as: t });
+    assert.deepEqual(last.body.supersedes.map((l: { memory: { id: string } }) => l.memory.id), [v2.id, v1.id]);
+    assert.equal((await api("GET", `/memory/${crypto.randomUUID()}/explain`, { as: t })).status, 404);
+  },
+);
 
 Deno.test({ name: "explain predicts decay for an unprotected memory", ...opts }, async () => {
   const t = newTenant();
@@ -69,7 +94,10 @@ Deno.test({ name: "explain predicts decay for an unprotected memory", ...opts },
   assert.ok(Math.abs(e.body.decay.days_until_prune - expectedDays) < 1e-6);
 });
 
-Deno.test({ name: "weak lists the valid, active, unprotected memories that decay first, with days until prune", ...opts }, async () => {
+Deno.test({
+  name: "weak lists the valid, active, unprotected memories that decay first, with days until prune",
+  ...opts,
+}, async () => {
   const t = newTenant();
   const ago = (days: number) => new Date(NOW.getTime() - days * DAY);
   const ns = "devai/global/x";
@@ -84,7 +112,11 @@ Deno.test({ name: "weak lists the valid, active, unprotected memories that decay
   ]);
   const w = await api("GET", "/memory/weak?limit=10", { as: t });
   assert.equal(w.status, 200);
-  assert.deepEqual(w.body.memories.map((x: { memory: { id: string } }) => x.memory.id), [fading!.id, older!.id, fresh!.id]);
+  assert.deepEqual(w.body.memories.map((x: { memory: { id: string } }) => x.memory.id), [
+    fading!.id,
+    older!.id,
+    fresh!.id,
+  ]);
   const top = w.body.memories[0];
   assert.ok(Math.abs(top.predicted_strength - 0.5 * 0.95 ** 30) < 1e-6);
   assert.ok(Math.abs(top.days_since_access - 30) < 1e-6);
@@ -93,89 +125,115 @@ Deno.test({ name: "weak lists the valid, active, unprotected memories that decay
   const one = await api("GET", "/memory/weak?limit=1", { as: t });
   assert.equal(one.body.memories.length, 1);
   // Past the threshold already: 0 days left, never negative.
-  const dead = await seedMemory(sql, t, { content: "long gone", namespace: ns, strength: 0.3, last_accessed_at: ago(400) });
+  const dead = await seedMemory(sql, t, {
+    content: "long gone",
+    namespace: ns,
+    strength: 0.3,
+    last_accessed_at: ago(400),
+  });
   const again = await api("GET", "/memory/weak?limit=1", { as: t });
   assert.equal(again.body.memories[0].memory.id, dead.id);
   assert.equal(again.body.memories[0].days_until_prune, 0);
 });
 
-Deno.test({ name: "stats counts by type, namespace, state, validity, pinned, relations and history", ...opts }, async () => {
-  const t = newTenant();
-  const [a, b] = await seedMemories(sql, t, [
-    { content: "s1", namespace: "devai/project/p/notes", memory_type: "semantic", pinned: true },
-    { content: "s2", namespace: "devai/project/p/notes", memory_type: "semantic" },
-    { content: "e1", namespace: "devai/user/preferences", memory_type: "episodic", state: "soft_deleted" },
-    { content: "p1", namespace: "devai/global/x", memory_type: "procedural", is_valid: false },
-  ]);
-  await seedRelation(sql, t, a!.id, b!.id, 0.5);
-  const s = await api("GET", "/memory/stats?top_namespaces=2", { as: t });
-  assert.equal(s.status, 200);
-  assert.equal(s.body.total, 4);
-  assert.deepEqual(s.body.by_memory_type, { semantic: 2, episodic: 1, procedural: 1 });
-  assert.deepEqual(s.body.by_state, { active: 3, soft_deleted: 1 });
-  assert.deepEqual(s.body.validity, { valid: 3, invalid: 1, superseded: 0 });
-  assert.deepEqual(s.body.pinned, { pinned: 1, unpinned: 3 });
-  assert.equal(s.body.namespaces.distinct, 3);
-  assert.equal(s.body.namespaces.top.length, 2);
-  assert.deepEqual(s.body.namespaces.top[0], { namespace: "devai/project/p/notes", count: 2 });
-  assert.deepEqual(s.body.relations, { total: 1, by_type: { related_to: 1 } });
-  assert.equal(s.body.history.by_event.ADD, 4);
-  assert.equal(s.body.history.by_event.LINK, 1);
-  assert.equal(s.body.history.total, 5);
-});
+Deno.test(
+  { name: "stats counts by type, namespace, state, validity, pinned, relations and history", ...opts },
+  async () => {
+    const t = newTenant();
+    const [a, b] = await seedMemories(sql, t, [
+      { content: "s1", namespace: "devai/project/p/notes", memory_type: "semantic", pinned: true },
+      { content: "s2", namespace: "devai/project/p/notes", memory_type: "semantic" },
+      { content: "e1", namespace: "devai/user/preferences", memory_type: "episodic", state: "soft_deleted" },
+      { content: "p1", namespace: "devai/global/x", memory_type: "procedural", is_valid: false },
+    ]);
+    await seedRelation(sql, t, a!.id, b!.id, 0.5);
+    const s = await api("GET", "/memory/stats?top_namespaces=2", { as: t });
+    assert.equal(s.status, 200);
+    assert.equal(s.body.total, 4);
+    assert.deepEqual(s.body.by_memory_type, { semantic: 2, episodic: 1, procedural: 1 });
+    assert.deepEqual(s.body.by_state, { active: 3, soft_deleted: 1 });
+    assert.deepEqual(s.body.validity, { valid: 3, invalid: 1, superseded: 0 });
+    assert.deepEqual(s.body.pinned, { pinned: 1, unpinned: 3 });
+    assert.equal(s.body.namespaces.distinct, 3);
+    assert.equal(s.body.namespaces.top.length, 2);
+    assert.deepEqual(s.body.namespaces.top[0], { namespace: "devai/project/p/notes", count: 2 });
+    assert.deepEqual(s.body.relations, { total: 1, by_type: { related_to: 1 } });
+    assert.equal(s.body.history.by_event.ADD, 4);
+    assert.equal(s.body.history.by_event.LINK, 1);
+    assert.equal(s.body.history.total, 5);
+  },
+);
 
-Deno.test({ name: "export json: every memory (soft-deleted flagged, no embeddings) + relations + history", ...opts }, async () => {
-  const t = newTenant();
-  const [keep, gone] = await seedMemories(sql, t, [
-    { content: "kept", namespace: "devai/global/x" },
-    { content: "gone", namespace: "devai/global/x" },
-  ]);
-  await api("POST", `/memory/${gone!.id}/forget`, { as: t });
-  await seedRelation(sql, t, keep!.id, gone!.id, 0.9);
-  const e = await api("GET", "/memory/export", { as: t });
-  assert.equal(e.status, 200);
-  assert.equal(e.body.format, "json");
-  assert.equal(e.body.tenant_id, t);
-  assert.deepEqual(e.body.counts, { memories: 2, soft_deleted: 1, relations: 1, history: 4 });
-  const byId = new Map(e.body.memories.map((m: { id: string }) => [m.id, m]));
-  assert.equal((byId.get(gone!.id) as { soft_deleted: boolean }).soft_deleted, true);
-  assert.equal((byId.get(gone!.id) as { state: string }).state, "soft_deleted");
-  assert.equal((byId.get(keep!.id) as { soft_deleted: boolean }).soft_deleted, false);
-  for (const m of e.body.memories) assert.ok(!("embedding" in m) && !("fts" in m));
-  assert.deepEqual(e.body.history.map((h: { event: string }) => h.event).sort(), ["ADD", "ADD", "DELETE", "LINK"]);
-});
+Deno.test(
+  { name: "export json: every memory (soft-deleted flagged, no embeddings) + relations + history", ...opts },
+  async () => {
+    const t = newTenant();
+    const [keep, gone] = await seedMemories(sql, t, [
+      { content: "kept", namespace: "devai/global/x" },
+      { content: "gone", namespace: "devai/global/x" },
+    ]);
+    await api("POST", `/memory/${gone!.id}/forget`, { as: t });
+    await seedRelation(sql, t, keep!.id, gone!.id, 0.9);
+    const e = await api("GET", "/memory/export", { as: t });
+    assert.equal(e.status, 200);
+    assert.equal(e.body.format, "json");
+    assert.equal(e.body.tenant_id, t);
+    assert.deepEqual(e.body.counts, { memories: 2, soft_deleted: 1, relations: 1, history: 4 });
+    const byId = new Map(e.body.memories.map((m: { id: string }) => [m.id, m]));
+    assert.equal((byId.get(gone!.id) as { soft_deleted: boolean }).soft_deleted, true);
+    assert.equal((byId.get(gone!.id) as { state: string }).state, "soft_deleted");
+    assert.equal((byId.get(keep!.id) as { soft_deleted: boolean }).soft_deleted, false);
+    for (const m of e.body.memories) assert.ok(!("embedding" in m) && !("fts" in m));
+    assert.deepEqual(e.body.history.map((h: { event: string }) => h.event).sort(), ["ADD", "ADD", "DELETE", "LINK"]);
+  },
+);
 
-Deno.test({ name: "export markdown: one file per memory under <type>/<date>-<slug>.md with front matter", ...opts }, async () => {
-  const t = newTenant();
-  const [a, , c] = await seedMemories(sql, t, [
-    { content: "The API uses JWT tokens: 24h expiry", namespace: "devai/global/api", metadata: { keywords: ["api", "jwt"], category: "fact" } },
-    { content: "The API uses JWT tokens; 24h expiry!", namespace: "devai/global/api" },
-    { content: "Deployed v2.1", namespace: "devai/project/web/notes", memory_type: "episodic", state: "soft_deleted" },
-  ]);
-  const e = await api("GET", "/memory/export?format=markdown", { as: t });
-  assert.equal(e.status, 200);
-  assert.equal(e.body.format, "markdown");
-  assert.equal(e.body.files.length, 3);
-  const paths = e.body.files.map((f: { path: string }) => f.path);
-  assert.equal(new Set(paths).size, 3, "same date + slug still gives distinct paths");
-  const date = new Date().toISOString().slice(0, 10);
-  for (const p of paths) assert.match(p, new RegExp(`^(semantic|episodic)/${date}-[a-z0-9-]+(-[0-9a-f]{8})?\\.md$`));
-  const jwt = e.body.files.find((f: { content: string }) => f.content.includes(`id: ${a!.id}`));
-  assert.ok(jwt, "file of the first memory");
-  assert.match(jwt.path, /^semantic\/\d{4}-\d{2}-\d{2}-the-api-uses-jwt-tokens-24h-expiry(-[0-9a-f]{8})?\.md$/);
-  assert.match(jwt.content, /^---\n/);
-  assert.match(jwt.content, /\nnamespace: devai\/global\/api\n/);
-  assert.match(jwt.content, /\nkeywords: \[api, jwt\]\n/);
-  assert.match(jwt.content, /\ncategory: fact\n/);
-  assert.match(jwt.content, /\ncreated_at: \d{4}-\d{2}-\d{2}T[\d:.]+Z\n/);
-  assert.match(jwt.content, /\n---\n\nThe API uses JWT tokens: 24h expiry\n$/);
-  const deleted = e.body.files.find((f: { content: string }) => f.content.includes(`id: ${c!.id}`));
-  assert.match(deleted.path, /^episodic\//);
-  assert.match(deleted.content, /\nstate: soft_deleted\n/);
-  assert.match(deleted.content, /\npurge_at: /);
-});
+Deno.test(
+  { name: "export markdown: one file per memory under <type>/<date>-<slug>.md with front matter", ...opts },
+  async () => {
+    const t = newTenant();
+    const [a, , c] = await seedMemories(sql, t, [
+      {
+        content: "The API uses JWT tokens: 24h expiry",
+        namespace: "devai/global/api",
+        metadata: { keywords: ["api", "jwt"], category: "fact" },
+      },
+      { content: "The API uses JWT tokens; 24h expiry!", namespace: "devai/global/api" },
+      {
+        content: "Deployed v2.1",
+        namespace: "devai/project/web/notes",
+        memory_type: "episodic",
+        state: "soft_deleted",
+      },
+    ]);
+    const e = await api("GET", "/memory/export?format=markdown", { as: t });
+    assert.equal(e.status, 200);
+    assert.equal(e.body.format, "markdown");
+    assert.equal(e.body.files.length, 3);
+    const paths = e.body.files.map((f: { path: string }) => f.path);
+    assert.equal(new Set(paths).size, 3, "same date + slug still gives distinct paths");
+    const date = new Date().toISOString().slice(0, 10);
+    for (const p of paths) assert.match(p, new RegExp(`^(semantic|episodic)/${date}-[a-z0-9-]+(-[0-9a-f]{8})?\\.md$`));
+    const jwt = e.body.files.find((f: { content: string }) => f.content.includes(`id: ${a!.id}`));
+    assert.ok(jwt, "file of the first memory");
+    assert.match(jwt.path, /^semantic\/\d{4}-\d{2}-\d{2}-the-api-uses-jwt-tokens-24h-expiry(-[0-9a-f]{8})?\.md$/);
+    assert.match(jwt.content, /^---\n/);
+    assert.match(jwt.content, /\nnamespace: devai\/global\/api\n/);
+    assert.match(jwt.content, /\nkeywords: \[api, jwt\]\n/);
+    assert.match(jwt.content, /\ncategory: fact\n/);
+    assert.match(jwt.content, /\ncreated_at: \d{4}-\d{2}-\d{2}T[\d:.]+Z\n/);
+    assert.match(jwt.content, /\n---\n\nThe API uses JWT tokens: 24h expiry\n$/);
+    const deleted = e.body.files.find((f: { content: string }) => f.content.includes(`id: ${c!.id}`));
+    assert.match(deleted.path, /^episodic\//);
+    assert.match(deleted.content, /\nstate: soft_deleted\n/);
+    assert.match(deleted.content, /\npurge_at: /);
+  },
+);
 
-Deno.test({ name: "export markdown with Accept: application/x-tar: the same files as a tar archive tar -x unpacks", ...opts }, async () => {
+Deno.test({
+  name: "export markdown with Accept: application/x-tar: the same files as a tar archive tar -x unpacks",
+  ...opts,
+}, async () => {
   const t = newTenant();
   await seedMemories(sql, t, [
     { content: "Releases are tagged vX.Y.Z — never moved", namespace: "devai/global/release" },
@@ -183,10 +241,17 @@ Deno.test({ name: "export markdown with Accept: application/x-tar: the same file
   ]);
   const asJson = await api("GET", "/memory/export?format=markdown", { as: t });
   const handler = createHandler({ sql, config: testConfig(), embedder: localEmbedder() });
-  const res = await handler(new Request("http://local/memory/export?format=markdown", { headers: await userHeaders(t, { accept: "application/x-tar" }) }));
+  const res = await handler(
+    new Request("http://local/memory/export?format=markdown", {
+      headers: await userHeaders(t, { accept: "application/x-tar" }),
+    }),
+  );
   assert.equal(res.status, 200);
   assert.equal(res.headers.get("content-type"), "application/x-tar");
-  assert.match(res.headers.get("content-disposition") ?? "", /^attachment; filename="devai-memories-\d{4}-\d{2}-\d{2}\.tar"$/);
+  assert.match(
+    res.headers.get("content-disposition") ?? "",
+    /^attachment; filename="devai-memories-\d{4}-\d{2}-\d{2}\.tar"$/,
+  );
   const dir = await Deno.makeTempDir();
   try {
     await Deno.writeFile(`${dir}/export.tar`, new Uint8Array(await res.arrayBuffer()));

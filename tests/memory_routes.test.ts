@@ -11,79 +11,117 @@ const api = memoryApi(sql);
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const DAY = 86_400_000;
 
-async function historyOf(id: string): Promise<{ event: string; actor: string; new_ref: string | null; meta: Record<string, unknown> }[]> {
+async function historyOf(
+  id: string,
+): Promise<{ event: string; actor: string; new_ref: string | null; meta: Record<string, unknown> }[]> {
   return await sql`select event, actor, new_ref, meta from public.memory_history where memory_id = ${id} order by ts, event`;
 }
 
-Deno.test({ name: "remember stores a user-stated, never-decaying memory with its embedding model (201)", ...opts }, async () => {
-  const t = newTenant();
-  const r = await api("POST", "/memory/remember", {
-    as: t,
-    body: { content: "  Always use pnpm in this repo  ", importance: 4, metadata: { keywords: ["pnpm"], category: "conventions" }, session_id: "s-1" },
-  });
-  assert.equal(r.status, 201);
-  assert.equal(r.body.created, true);
-  const m = r.body.memory;
-  assert.equal(m.content, "Always use pnpm in this repo");
-  assert.equal(m.namespace, "devai/user/preferences");
-  assert.equal(m.memory_type, "semantic");
-  assert.equal(m.priority, "highest");
-  assert.equal(m.source, "user_stated");
-  assert.equal(m.importance, 4);
-  assert.equal(m.session_id, "s-1");
-  assert.equal(m.embedding_model, LOCAL_EMBEDDING_MODEL);
-  assert.deepEqual(m.metadata, { keywords: ["pnpm"], category: "conventions" });
-  assert.equal(m.embedding, undefined, "embeddings are never returned");
-  const [row] = await sql`select owner_id, embedding is not null as has_vector from public.devai_memories where id = ${m.id}`;
-  assert.equal(row!.owner_id, t);
-  assert.equal(row!.has_vector, true);
-  const h = await historyOf(m.id);
-  assert.deepEqual(h.map((e) => e.event), ["ADD"]);
-  assert.equal(h[0]!.actor, `user:${t}`);
-});
+Deno.test(
+  { name: "remember stores a user-stated, never-decaying memory with its embedding model (201)", ...opts },
+  async () => {
+    const t = newTenant();
+    const r = await api("POST", "/memory/remember", {
+      as: t,
+      body: {
+        content: "  Always use pnpm in this repo  ",
+        importance: 4,
+        metadata: { keywords: ["pnpm"], category: "conventions" },
+        session_id: "s-1",
+      },
+    });
+    assert.equal(r.status, 201);
+    assert.equal(r.body.created, true);
+    const m = r.body.memory;
+    assert.equal(m.content, "Always use pnpm in this repo");
+    assert.equal(m.namespace, "devai/user/preferences");
+    assert.equal(m.memory_type, "semantic");
+    assert.equal(m.priority, "highest");
+    assert.equal(m.source, "user_stated");
+    assert.equal(m.importance, 4);
+    assert.equal(m.session_id, "s-1");
+    assert.equal(m.embedding_model, LOCAL_EMBEDDING_MODEL);
+    assert.deepEqual(m.metadata, { keywords: ["pnpm"], category: "conventions" });
+    assert.equal(m.embedding, undefined, "embeddings are never returned");
+    const [row] =
+      await sql`select owner_id, embedding is not null as has_vector from public.devai_memories where id = ${m.id}`;
+    assert.equal(row!.owner_id, t);
+    assert.equal(row!.has_vector, true);
+    const h = await historyOf(m.id);
+    assert.deepEqual(h.map((e) => e.event), ["ADD"]);
+    assert.equal(h[0]!.actor, `user:${t}`);
+  },
+);
 
-Deno.test({ name: "remember builds the project namespace and honours an explicit one and the thread", ...opts }, async () => {
-  const t = newTenant();
-  const a = await api("POST", "/memory/remember", { as: t, body: { content: "Tests run with deno", project: "task_forge" } });
-  assert.equal(a.status, 201);
-  assert.equal(a.body.memory.namespace, "devai/project/task_forge/notes");
-  const b = await api("POST", "/memory/remember", {
-    as: t,
-    body: { content: "Use snake_case for SQL", namespace: "devai/global/style", memory_type: "procedural", thread_id: "thread-7" },
-  });
-  assert.equal(b.status, 201);
-  assert.equal(b.body.memory.namespace, "devai/global/style");
-  assert.equal(b.body.memory.memory_type, "procedural");
-  const [rev] = await sql`select revision from public.memory_thread_revisions where owner_id = ${t} and thread_id = 'thread-7'`;
-  assert.equal(Number(rev!.revision), 1);
-});
+Deno.test(
+  { name: "remember builds the project namespace and honours an explicit one and the thread", ...opts },
+  async () => {
+    const t = newTenant();
+    const a = await api("POST", "/memory/remember", {
+      as: t,
+      body: { content: "Tests run with deno", project: "task_forge" },
+    });
+    assert.equal(a.status, 201);
+    assert.equal(a.body.memory.namespace, "devai/project/task_forge/notes");
+    const b = await api("POST", "/memory/remember", {
+      as: t,
+      body: {
+        content: "Use snake_case for SQL",
+        namespace: "devai/global/style",
+        memory_type: "procedural",
+        thread_id: "thread-7",
+      },
+    });
+    assert.equal(b.status, 201);
+    assert.equal(b.body.memory.namespace, "devai/global/style");
+    assert.equal(b.body.memory.memory_type, "procedural");
+    const [rev] =
+      await sql`select revision from public.memory_thread_revisions where owner_id = ${t} and thread_id = 'thread-7'`;
+    assert.equal(Number(rev!.revision), 1);
+  },
+);
 
-Deno.test({ name: "remember of an exact duplicate (case/whitespace-insensitive) is a 200 no-op", ...opts }, async () => {
-  const t = newTenant();
-  const first = await api("POST", "/memory/remember", { as: t, body: { content: "The API uses JWT tokens" } });
-  assert.equal(first.status, 201);
-  const before = await tenantWrites(sql, t);
-  const again = await api("POST", "/memory/remember", { as: t, body: { content: "the api   uses JWT tokens", namespace: "devai/global/x" } });
-  assert.equal(again.status, 200);
-  assert.equal(again.body.created, false);
-  assert.equal(again.body.memory.id, first.body.memory.id);
-  assert.deepEqual(await tenantWrites(sql, t), before);
-  // Another tenant's identical text is not a duplicate.
-  const other = await api("POST", "/memory/remember", { as: newTenant(), body: { content: "The API uses JWT tokens" } });
-  assert.equal(other.status, 201);
-});
+Deno.test(
+  { name: "remember of an exact duplicate (case/whitespace-insensitive) is a 200 no-op", ...opts },
+  async () => {
+    const t = newTenant();
+    const first = await api("POST", "/memory/remember", { as: t, body: { content: "The API uses JWT tokens" } });
+    assert.equal(first.status, 201);
+    const before = await tenantWrites(sql, t);
+    const again = await api("POST", "/memory/remember", {
+      as: t,
+      body: { content: "the api   uses JWT tokens", namespace: "devai/global/x" },
+    });
+    assert.equal(again.status, 200);
+    assert.equal(again.body.created, false);
+    assert.equal(again.body.memory.id, first.body.memory.id);
+    assert.deepEqual(await tenantWrites(sql, t), before);
+    // Another tenant's identical text is not a duplicate.
+    const other = await api("POST", "/memory/remember", {
+      as: newTenant(),
+      body: { content: "The API uses JWT tokens" },
+    });
+    assert.equal(other.status, 201);
+  },
+);
 
-Deno.test({ name: "remember after the original was forgotten or superseded creates a new memory", ...opts }, async () => {
-  const t = newTenant();
-  await seedMemory(sql, t, { content: "Port is 5432", namespace: "devai/user/preferences", state: "soft_deleted" });
-  const r = await api("POST", "/memory/remember", { as: t, body: { content: "Port is 5432" } });
-  assert.equal(r.status, 201);
-});
+Deno.test(
+  { name: "remember after the original was forgotten or superseded creates a new memory", ...opts },
+  async () => {
+    const t = newTenant();
+    await seedMemory(sql, t, { content: "Port is 5432", namespace: "devai/user/preferences", state: "soft_deleted" });
+    const r = await api("POST", "/memory/remember", { as: t, body: { content: "Port is 5432" } });
+    assert.equal(r.status, 201);
+  },
+);
 
 Deno.test({ name: "concurrent remembers of the same text store it once", ...opts }, async () => {
   const t = newTenant();
   const results = await Promise.all(
-    Array.from({ length: 5 }, () => api("POST", "/memory/remember", { as: t, body: { content: "Deploys happen on Fridays" } })),
+    Array.from(
+      { length: 5 },
+      () => api("POST", "/memory/remember", { as: t, body: { content: "Deploys happen on Fridays" } }),
+    ),
   );
   assert.equal(results.filter((r) => r.status === 201).length, 1);
   assert.equal(results.filter((r) => r.status === 200).length, 4);
@@ -93,7 +131,10 @@ Deno.test({ name: "concurrent remembers of the same text store it once", ...opts
 
 Deno.test({ name: "service_role acting for a tenant writes that tenant's memory", ...opts }, async () => {
   const t = newTenant();
-  const r = await api("POST", "/memory/remember", { headers: await serviceHeaders(t), body: { content: "Service wrote this" } });
+  const r = await api("POST", "/memory/remember", {
+    headers: await serviceHeaders(t),
+    body: { content: "Service wrote this" },
+  });
   assert.equal(r.status, 201);
   const [row] = await sql`select owner_id from public.devai_memories where id = ${r.body.memory.id}`;
   assert.equal(row!.owner_id, t);
@@ -105,7 +146,11 @@ Deno.test({ name: "service_role acting for a tenant writes that tenant's memory"
 
 Deno.test({ name: "get returns one memory, 404 for an unknown id, 400 for a malformed one", ...opts }, async () => {
   const t = newTenant();
-  const m = await seedMemory(sql, t, { content: "Uses Postgres 17", namespace: "devai/global/db", state: "soft_deleted" });
+  const m = await seedMemory(sql, t, {
+    content: "Uses Postgres 17",
+    namespace: "devai/global/db",
+    state: "soft_deleted",
+  });
   const r = await api("GET", `/memory/${m.id}`, { as: t });
   assert.equal(r.status, 200);
   assert.equal(r.body.memory.id, m.id);
@@ -119,79 +164,100 @@ Deno.test({ name: "get returns one memory, 404 for an unknown id, 400 for a malf
   assert.equal(bad.body.error.code, "invalid_id");
 });
 
-Deno.test({ name: "the gateway prefix /functions/v1/memory is accepted; unknown routes are 404", ...opts }, async () => {
-  const t = newTenant();
-  const m = await seedMemory(sql, t, { content: "Prefixed path", namespace: "devai/global/x" });
-  const r = await api("GET", `/functions/v1/memory/${m.id}`, { as: t });
-  assert.equal(r.status, 200);
-  const unknown = await api("GET", `/memory/${m.id}/nothing-here`, { as: t });
-  assert.equal(unknown.status, 404);
-  assert.equal(unknown.body.error.code, "route_not_found");
-});
-
-Deno.test({ name: "a fixed path with the wrong method is 405 with Allow, never read as a memory id", ...opts }, async () => {
-  const t = newTenant();
-  for (const [method, path, allow] of [["GET", "/memory/remember", "POST"], ["POST", "/memory/stats", "GET"], ["DELETE", "/memory/weak", "GET"], ["POST", "/memory/export", "GET"], ["GET", "/memory/episodes", "POST"]]) {
-    const r = await api(method!, path!, { as: t, body: method === "GET" ? undefined : {} });
-    assert.equal(r.status, 405, `${method} ${path}: ${JSON.stringify(r.body)}`);
-    assert.equal(r.body.error.code, "method_not_allowed");
-    assert.equal(r.headers.get("allow"), allow);
-  }
-  // The right methods still work.
-  assert.equal((await api("GET", "/memory/stats", { as: t })).status, 200);
-});
-
-Deno.test({ name: "list filters and pages with a keyset cursor, newest first, without gaps or repeats", ...opts }, async () => {
-  const t = newTenant();
-  const rows = await seedMemories(
-    sql,
-    t,
-    Array.from({ length: 7 }, (_, i) => ({
-      content: `project fact ${i}`,
-      namespace: i % 2 === 0 ? "devai/project/task_forge" : "devai/project/task_forge2",
-      importance: (i % 5) + 1,
-      pinned: i === 3,
-      metadata: i < 2 ? { category: "decision" } : {},
-    })),
-  );
-  // Same created_at for every row seeded in one transaction: the id breaks the tie.
-  await seedMemory(sql, t, { content: "forgotten", namespace: "devai/project/task_forge", state: "soft_deleted" });
-  await seedMemory(sql, t, { content: "invalid", namespace: "devai/project/task_forge", is_valid: false });
-
-  const seen: string[] = [];
-  let cursor: string | null = null;
-  let pages = 0;
-  do {
-    const path = `/memory?limit=3${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`;
-    const r = await api("GET", path, { as: t });
+Deno.test(
+  { name: "the gateway prefix /functions/v1/memory is accepted; unknown routes are 404", ...opts },
+  async () => {
+    const t = newTenant();
+    const m = await seedMemory(sql, t, { content: "Prefixed path", namespace: "devai/global/x" });
+    const r = await api("GET", `/functions/v1/memory/${m.id}`, { as: t });
     assert.equal(r.status, 200);
-    assert.ok(r.body.memories.length <= 3);
-    seen.push(...r.body.memories.map((m: { id: string }) => m.id));
-    cursor = r.body.next_cursor;
-    pages++;
-  } while (cursor && pages < 10);
-  assert.equal(pages, 3);
-  assert.equal(seen.length, 8, "7 seeded + the invalid one; the forgotten one is hidden by default");
-  assert.equal(new Set(seen).size, 8);
+    const unknown = await api("GET", `/memory/${m.id}/nothing-here`, { as: t });
+    assert.equal(unknown.status, 404);
+    assert.equal(unknown.body.error.code, "route_not_found");
+  },
+);
 
-  const ids = (r: { body: { memories: { id: string }[] } }) => r.body.memories.map((m) => m.id).sort();
-  const scoped = await api("GET", "/memory?namespace_prefix=devai/project/task_forge&is_valid=true", { as: t });
-  assert.deepEqual(ids(scoped), rows.filter((_, i) => i % 2 === 0).map((m) => m.id).sort(), "task_forge must not match task_forge2");
-  const pinned = await api("GET", "/memory?pinned=true", { as: t });
-  assert.deepEqual(ids(pinned), [rows[3]!.id]);
-  const important = await api("GET", "/memory?importance_min=4&is_valid=true", { as: t });
-  assert.deepEqual(ids(important), rows.filter((r) => (r.importance ?? 0) >= 4).map((m) => m.id).sort());
-  const category = await api("GET", "/memory?category=decision", { as: t });
-  assert.deepEqual(ids(category), [rows[0]!.id, rows[1]!.id].sort());
-  const forgotten = await api("GET", "/memory?state=soft_deleted", { as: t });
-  assert.equal(forgotten.body.memories.length, 1);
-  assert.equal(forgotten.body.memories[0].content, "forgotten");
-  const all = await api("GET", "/memory?state=all&limit=100", { as: t });
-  assert.equal(all.body.memories.length, 9);
-  assert.equal(all.body.next_cursor, null);
-  const byType = await api("GET", "/memory?memory_type=procedural", { as: t });
-  assert.equal(byType.body.memories.length, 0);
-});
+Deno.test(
+  { name: "a fixed path with the wrong method is 405 with Allow, never read as a memory id", ...opts },
+  async () => {
+    const t = newTenant();
+    for (
+      const [method, path, allow] of [
+        ["GET", "/memory/remember", "POST"],
+        ["POST", "/memory/stats", "GET"],
+        ["DELETE", "/memory/weak", "GET"],
+        ["POST", "/memory/export", "GET"],
+        ["GET", "/memory/episodes", "POST"],
+      ]
+    ) {
+      const r = await api(method!, path!, { as: t, body: method === "GET" ? undefined : {} });
+      assert.equal(r.status, 405, `${method} ${path}: ${JSON.stringify(r.body)}`);
+      assert.equal(r.body.error.code, "method_not_allowed");
+      assert.equal(r.headers.get("allow"), allow);
+    }
+    // The right methods still work.
+    assert.equal((await api("GET", "/memory/stats", { as: t })).status, 200);
+  },
+);
+
+Deno.test(
+  { name: "list filters and pages with a keyset cursor, newest first, without gaps or repeats", ...opts },
+  async () => {
+    const t = newTenant();
+    const rows = await seedMemories(
+      sql,
+      t,
+      Array.from({ length: 7 }, (_, i) => ({
+        content: `project fact ${i}`,
+        namespace: i % 2 === 0 ? "devai/project/task_forge" : "devai/project/task_forge2",
+        importance: (i % 5) + 1,
+        pinned: i === 3,
+        metadata: i < 2 ? { category: "decision" } : {},
+      })),
+    );
+    // Same created_at for every row seeded in one transaction: the id breaks the tie.
+    await seedMemory(sql, t, { content: "forgotten", namespace: "devai/project/task_forge", state: "soft_deleted" });
+    await seedMemory(sql, t, { content: "invalid", namespace: "devai/project/task_forge", is_valid: false });
+
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const path = `/memory?limit=3${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`;
+      const r = await api("GET", path, { as: t });
+      assert.equal(r.status, 200);
+      assert.ok(r.body.memories.length <= 3);
+      seen.push(...r.body.memories.map((m: { id: string }) => m.id));
+      cursor = r.body.next_cursor;
+      pages++;
+    } while (cursor && pages < 10);
+    assert.equal(pages, 3);
+    assert.equal(seen.length, 8, "7 seeded + the invalid one; the forgotten one is hidden by default");
+    assert.equal(new Set(seen).size, 8);
+
+    const ids = (r: { body: { memories: { id: string }[] } }) => r.body.memories.map((m) => m.id).sort();
+    const scoped = await api("GET", "/memory?namespace_prefix=devai/project/task_forge&is_valid=true", { as: t });
+    assert.deepEqual(
+      ids(scoped),
+      rows.filter((_, i) => i % 2 === 0).map((m) => m.id).sort(),
+      "task_forge must not match task_forge2",
+    );
+    const pinned = await api("GET", "/memory?pinned=true", { as: t });
+    assert.deepEqual(ids(pinned), [rows[3]!.id]);
+    const important = await api("GET", "/memory?importance_min=4&is_valid=true", { as: t });
+    assert.deepEqual(ids(important), rows.filter((r) => (r.importance ?? 0) >= 4).map((m) => m.id).sort());
+    const category = await api("GET", "/memory?category=decision", { as: t });
+    assert.deepEqual(ids(category), [rows[0]!.id, rows[1]!.id].sort());
+    const forgotten = await api("GET", "/memory?state=soft_deleted", { as: t });
+    assert.equal(forgotten.body.memories.length, 1);
+    assert.equal(forgotten.body.memories[0].content, "forgotten");
+    const all = await api("GET", "/memory?state=all&limit=100", { as: t });
+    assert.equal(all.body.memories.length, 9);
+    assert.equal(all.body.next_cursor, null);
+    const byType = await api("GET", "/memory?memory_type=procedural", { as: t });
+    assert.equal(byType.body.memories.length, 0);
+  },
+);
 
 Deno.test({ name: "list rejects a forged cursor and a limit above 100", ...opts }, async () => {
   const t = newTenant();
@@ -203,7 +269,10 @@ Deno.test({ name: "list rejects a forged cursor and a limit above 100", ...opts 
   assert.equal(big.body.error.issues[0].path[0], "limit");
 });
 
-Deno.test({ name: "correct creates a superseding memory: MERGE on the old, ADD + LINK on the new, a supersedes relation", ...opts }, async () => {
+Deno.test({
+  name: "correct creates a superseding memory: MERGE on the old, ADD + LINK on the new, a supersedes relation",
+  ...opts,
+}, async () => {
   const t = newTenant();
   const old = await seedMemory(sql, t, {
     content: "Use npm for installs",
@@ -245,26 +314,44 @@ Deno.test({ name: "correct creates a superseding memory: MERGE on the old, ADD +
   assert.equal(again.status, 409);
   assert.equal(again.body.error.code, "already_superseded");
   assert.deepEqual(await tenantWrites(sql, t), before);
-  const chained = await api("POST", `/memory/${created.id}/correct`, { as: t, body: { content: "Use bun for installs" } });
+  const chained = await api("POST", `/memory/${created.id}/correct`, {
+    as: t,
+    body: { content: "Use bun for installs" },
+  });
   assert.equal(chained.status, 201);
 });
 
-Deno.test({ name: "correct: 404 unknown, 409 for invalid or forgotten memories, 422 for unchanged content", ...opts }, async () => {
-  const t = newTenant();
-  const invalid = await seedMemory(sql, t, { content: "stale", namespace: "devai/global/x", is_valid: false });
-  const forgotten = await seedMemory(sql, t, { content: "gone", namespace: "devai/global/x", state: "soft_deleted" });
-  const live = await seedMemory(sql, t, { content: "Lint with biome", namespace: "devai/global/x" });
-  const before = await tenantWrites(sql, t);
-  assert.equal((await api("POST", `/memory/${crypto.randomUUID()}/correct`, { as: t, body: { content: "x" } })).status, 404);
-  assert.equal((await api("POST", `/memory/${invalid.id}/correct`, { as: t, body: { content: "fresh" } })).status, 409);
-  assert.equal((await api("POST", `/memory/${forgotten.id}/correct`, { as: t, body: { content: "back" } })).status, 409);
-  const same = await api("POST", `/memory/${live.id}/correct`, { as: t, body: { content: "lint WITH   biome" } });
-  assert.equal(same.status, 422);
-  assert.equal(same.body.error.code, "unchanged_content");
-  assert.deepEqual(await tenantWrites(sql, t), before);
-});
+Deno.test(
+  { name: "correct: 404 unknown, 409 for invalid or forgotten memories, 422 for unchanged content", ...opts },
+  async () => {
+    const t = newTenant();
+    const invalid = await seedMemory(sql, t, { content: "stale", namespace: "devai/global/x", is_valid: false });
+    const forgotten = await seedMemory(sql, t, { content: "gone", namespace: "devai/global/x", state: "soft_deleted" });
+    const live = await seedMemory(sql, t, { content: "Lint with biome", namespace: "devai/global/x" });
+    const before = await tenantWrites(sql, t);
+    assert.equal(
+      (await api("POST", `/memory/${crypto.randomUUID()}/correct`, { as: t, body: { content: "x" } })).status,
+      404,
+    );
+    assert.equal(
+      (await api("POST", `/memory/${invalid.id}/correct`, { as: t, body: { content: "fresh" } })).status,
+      409,
+    );
+    assert.equal(
+      (await api("POST", `/memory/${forgotten.id}/correct`, { as: t, body: { content: "back" } })).status,
+      409,
+    );
+    const same = await api("POST", `/memory/${live.id}/correct`, { as: t, body: { content: "lint WITH   biome" } });
+    assert.equal(same.status, 422);
+    assert.equal(same.body.error.code, "unchanged_content");
+    assert.deepEqual(await tenantWrites(sql, t), before);
+  },
+);
 
-Deno.test({ name: "forget soft-deletes with purge_at = now + 30 days (DELETE), restore brings it back (RESTORE)", ...opts }, async () => {
+Deno.test({
+  name: "forget soft-deletes with purge_at = now + 30 days (DELETE), restore brings it back (RESTORE)",
+  ...opts,
+}, async () => {
   const t = newTenant();
   const m = await seedMemory(sql, t, { content: "Old build command", namespace: "devai/global/x", strength: 0.03 });
   const start = Date.now();
@@ -274,7 +361,10 @@ Deno.test({ name: "forget soft-deletes with purge_at = now + 30 days (DELETE), r
   assert.equal(f.body.memory.state, "soft_deleted");
   assert.equal(f.body.memory.metadata.forget_reason, "obsolete");
   const purgeAt = new Date(f.body.memory.purge_at).getTime();
-  assert.ok(Math.abs(purgeAt - (start + 30 * DAY)) < 60_000, `purge_at ${f.body.memory.purge_at} is not ~30 days ahead`);
+  assert.ok(
+    Math.abs(purgeAt - (start + 30 * DAY)) < 60_000,
+    `purge_at ${f.body.memory.purge_at} is not ~30 days ahead`,
+  );
   // Forgetting twice is idempotent and writes nothing.
   const before = await tenantWrites(sql, t);
   const twice = await api("POST", `/memory/${m.id}/forget`, { as: t });
@@ -297,7 +387,11 @@ Deno.test({ name: "forget soft-deletes with purge_at = now + 30 days (DELETE), r
 
 Deno.test({ name: "restore re-validates an invalidated memory but never a superseded one", ...opts }, async () => {
   const t = newTenant();
-  const invalid = await seedMemory(sql, t, { content: "dropped by dedup", namespace: "devai/global/x", is_valid: false });
+  const invalid = await seedMemory(sql, t, {
+    content: "dropped by dedup",
+    namespace: "devai/global/x",
+    is_valid: false,
+  });
   const r = await api("POST", `/memory/${invalid.id}/restore`, { as: t });
   assert.equal(r.status, 200);
   assert.equal(r.body.memory.is_valid, true);
@@ -316,78 +410,112 @@ Deno.test({ name: "restore re-validates an invalidated memory but never a supers
   assert.equal(back.body.memory.superseded_by, c.body.memory.id);
 });
 
-Deno.test({ name: "pin and confirm protect a memory (strength 1.0), unpin releases it; history UPDATE", ...opts }, async () => {
+Deno.test(
+  { name: "pin and confirm protect a memory (strength 1.0), unpin releases it; history UPDATE", ...opts },
+  async () => {
+    const t = newTenant();
+    const m = await seedMemory(sql, t, {
+      content: "CI runs on GitHub Actions",
+      namespace: "devai/global/ci",
+      strength: 0.4,
+    });
+    const p = await api("POST", `/memory/${m.id}/pin`, { as: t });
+    assert.equal(p.status, 200);
+    assert.equal(p.body.changed, true);
+    assert.equal(p.body.memory.pinned, true);
+    assert.equal(p.body.memory.strength, 1);
+    assert.equal(p.body.memory.base_strength, 1);
+    const c = await api("POST", `/memory/${m.id}/confirm`, { as: t, body: {} });
+    assert.equal(c.status, 200);
+    assert.equal(c.body.changed, false, "confirm is pin: already pinned");
+    const u = await api("POST", `/memory/${m.id}/unpin`, { as: t });
+    assert.equal(u.body.memory.pinned, false);
+    const u2 = await api("POST", `/memory/${m.id}/unpin`, { as: t });
+    assert.equal(u2.body.changed, false);
+    const c2 = await api("POST", `/memory/${m.id}/confirm`, { as: t });
+    assert.equal(c2.body.changed, true);
+    assert.deepEqual((await historyOf(m.id)).map((e) => e.event), ["ADD", "PIN", "UNPIN", "CONFIRM"]);
+
+    const gone = await seedMemory(sql, t, {
+      content: "forgotten fact",
+      namespace: "devai/global/ci",
+      state: "soft_deleted",
+    });
+    const refused = await api("POST", `/memory/${gone.id}/pin`, { as: t });
+    assert.equal(refused.status, 409);
+    assert.equal(refused.body.error.code, "memory_not_active");
+  },
+);
+
+Deno.test(
+  { name: "history lists a memory's events newest first, with a limit; survives a purge", ...opts },
+  async () => {
+    const t = newTenant();
+    const m = await seedMemory(sql, t, { content: "Timeline fact", namespace: "devai/global/x" });
+    await api("POST", `/memory/${m.id}/pin`, { as: t });
+    await api("POST", `/memory/${m.id}/forget`, { as: t });
+    await api("POST", `/memory/${m.id}/restore`, { as: t });
+    const h = await api("GET", `/memory/${m.id}/history`, { as: t });
+    assert.equal(h.status, 200);
+    assert.deepEqual(h.body.history.map((e: { event: string }) => e.event), ["RESTORE", "DELETE", "PIN", "ADD"]);
+    assert.equal(h.body.purged, false);
+    const limited = await api("GET", `/memory/${m.id}/history?limit=2`, { as: t });
+    assert.equal(limited.body.history.length, 2);
+    assert.equal((await api("GET", `/memory/${m.id}/history?limit=0`, { as: t })).status, 400);
+
+    // The purge job deletes rows as a privileged role; the audit trail stays readable.
+    await sql`delete from public.devai_memories where id = ${m.id}`;
+    const after = await api("GET", `/memory/${m.id}/history`, { as: t });
+    assert.equal(after.status, 200);
+    assert.equal(after.body.purged, true);
+    assert.equal(after.body.history[0].event, "PURGE");
+    assert.equal((await api("GET", `/memory/${crypto.randomUUID()}/history`, { as: t })).status, 404);
+  },
+);
+
+Deno.test(
+  { name: "forget's purge date follows purge_grace_days in public.memory_settings, like the TTL job", ...opts },
+  async () => {
+    const t = newTenant();
+    const m = await seedMemory(sql, t, { content: "grace check", namespace: "devai/global/x" });
+    const [before] = await sql<
+      { value: string }[]
+    >`select value::text from public.memory_settings where name = 'purge_grace_days'`;
+    await sql`update public.memory_settings set value = 7.5 where name = 'purge_grace_days'`;
+    try {
+      const f = await api("POST", `/memory/${m.id}/forget`, { as: t });
+      assert.equal(f.status, 200);
+      const expected = Date.now() + 7.5 * DAY;
+      assert.ok(Math.abs(new Date(f.body.memory.purge_at).getTime() - expected) < 60_000, f.body.memory.purge_at);
+    } finally {
+      await sql`update public.memory_settings set value = ${before!.value}::numeric where name = 'purge_grace_days'`;
+    }
+  },
+);
+
+Deno.test({
+  name: "remember: a duplicate in another project does not hide it; a learned duplicate becomes user-stated",
+  ...opts,
+}, async () => {
   const t = newTenant();
-  const m = await seedMemory(sql, t, { content: "CI runs on GitHub Actions", namespace: "devai/global/ci", strength: 0.4 });
-  const p = await api("POST", `/memory/${m.id}/pin`, { as: t });
-  assert.equal(p.status, 200);
-  assert.equal(p.body.changed, true);
-  assert.equal(p.body.memory.pinned, true);
-  assert.equal(p.body.memory.strength, 1);
-  assert.equal(p.body.memory.base_strength, 1);
-  const c = await api("POST", `/memory/${m.id}/confirm`, { as: t, body: {} });
-  assert.equal(c.status, 200);
-  assert.equal(c.body.changed, false, "confirm is pin: already pinned");
-  const u = await api("POST", `/memory/${m.id}/unpin`, { as: t });
-  assert.equal(u.body.memory.pinned, false);
-  const u2 = await api("POST", `/memory/${m.id}/unpin`, { as: t });
-  assert.equal(u2.body.changed, false);
-  const c2 = await api("POST", `/memory/${m.id}/confirm`, { as: t });
-  assert.equal(c2.body.changed, true);
-  assert.deepEqual((await historyOf(m.id)).map((e) => e.event), ["ADD", "PIN", "UNPIN", "CONFIRM"]);
-
-  const gone = await seedMemory(sql, t, { content: "forgotten fact", namespace: "devai/global/ci", state: "soft_deleted" });
-  const refused = await api("POST", `/memory/${gone.id}/pin`, { as: t });
-  assert.equal(refused.status, 409);
-  assert.equal(refused.body.error.code, "memory_not_active");
-});
-
-Deno.test({ name: "history lists a memory's events newest first, with a limit; survives a purge", ...opts }, async () => {
-  const t = newTenant();
-  const m = await seedMemory(sql, t, { content: "Timeline fact", namespace: "devai/global/x" });
-  await api("POST", `/memory/${m.id}/pin`, { as: t });
-  await api("POST", `/memory/${m.id}/forget`, { as: t });
-  await api("POST", `/memory/${m.id}/restore`, { as: t });
-  const h = await api("GET", `/memory/${m.id}/history`, { as: t });
-  assert.equal(h.status, 200);
-  assert.deepEqual(h.body.history.map((e: { event: string }) => e.event), ["RESTORE", "DELETE", "PIN", "ADD"]);
-  assert.equal(h.body.purged, false);
-  const limited = await api("GET", `/memory/${m.id}/history?limit=2`, { as: t });
-  assert.equal(limited.body.history.length, 2);
-  assert.equal((await api("GET", `/memory/${m.id}/history?limit=0`, { as: t })).status, 400);
-
-  // The purge job deletes rows as a privileged role; the audit trail stays readable.
-  await sql`delete from public.devai_memories where id = ${m.id}`;
-  const after = await api("GET", `/memory/${m.id}/history`, { as: t });
-  assert.equal(after.status, 200);
-  assert.equal(after.body.purged, true);
-  assert.equal(after.body.history[0].event, "PURGE");
-  assert.equal((await api("GET", `/memory/${crypto.randomUUID()}/history`, { as: t })).status, 404);
-});
-
-Deno.test({ name: "forget's purge date follows purge_grace_days in public.memory_settings, like the TTL job", ...opts }, async () => {
-  const t = newTenant();
-  const m = await seedMemory(sql, t, { content: "grace check", namespace: "devai/global/x" });
-  const [before] = await sql<{ value: string }[]>`select value::text from public.memory_settings where name = 'purge_grace_days'`;
-  await sql`update public.memory_settings set value = 7.5 where name = 'purge_grace_days'`;
-  try {
-    const f = await api("POST", `/memory/${m.id}/forget`, { as: t });
-    assert.equal(f.status, 200);
-    const expected = Date.now() + 7.5 * DAY;
-    assert.ok(Math.abs(new Date(f.body.memory.purge_at).getTime() - expected) < 60_000, f.body.memory.purge_at);
-  } finally {
-    await sql`update public.memory_settings set value = ${before!.value}::numeric where name = 'purge_grace_days'`;
-  }
-});
-
-Deno.test({ name: "remember: a duplicate in another project does not hide it; a learned duplicate becomes user-stated", ...opts }, async () => {
-  const t = newTenant();
-  const a = await api("POST", "/memory/remember", { as: t, body: { content: "Deploys use pnpm run deploy.", project: "alpha" } });
-  const b = await api("POST", "/memory/remember", { as: t, body: { content: "Deploys use pnpm run deploy.", project: "beta" } });
+  const a = await api("POST", "/memory/remember", {
+    as: t,
+    body: { content: "Deploys use pnpm run deploy.", project: "alpha" },
+  });
+  const b = await api("POST", "/memory/remember", {
+    as: t,
+    body: { content: "Deploys use pnpm run deploy.", project: "beta" },
+  });
   assert.equal(b.status, 201);
   assert.notEqual(b.body.memory.id, a.body.memory.id);
   assert.equal(b.body.memory.namespace, "devai/project/beta/notes");
-  const learned = await seedMemory(sql, t, { content: "The build uses make.", namespace: "devai/user/preferences", priority: "low", source: "discovery", strength: 0.4 });
+  const learned = await seedMemory(sql, t, {
+    content: "The build uses make.",
+    namespace: "devai/user/preferences",
+    priority: "low",
+    source: "discovery",
+    strength: 0.4,
+  });
   const r = await api("POST", "/memory/remember", { as: t, body: { content: "The build uses make." } });
   assert.equal(r.body.created, false);
   assert.equal(r.body.memory.id, learned.id);
@@ -396,7 +524,10 @@ Deno.test({ name: "remember: a duplicate in another project does not hide it; a 
   assert.equal(r.body.memory.strength, 1);
 });
 
-Deno.test({ name: "optional-body routes accept a POST with no body at all (curl -X POST: empty stream, no length, no type)", ...opts }, async () => {
+Deno.test({
+  name: "optional-body routes accept a POST with no body at all (curl -X POST: empty stream, no length, no type)",
+  ...opts,
+}, async () => {
   const t = newTenant();
   const m = await seedMemory(sql, t, { content: "bodyless forget", namespace: "devai/global/x" });
   const { userHeaders } = await import("./support/auth.ts");
@@ -408,7 +539,9 @@ Deno.test({ name: "optional-body routes accept a POST with no body at all (curl 
     const { testConfig } = await import("./support/config.ts");
     const { localEmbedder } = await import("../supabase/functions/_shared/embeddings.ts");
     const handler = createHandler({ sql, config: testConfig(), embedder: localEmbedder() });
-    const res = await handler(new Request(`http://local/memory/${m.id}/${route}`, { method: "POST", headers, body: empty() }));
+    const res = await handler(
+      new Request(`http://local/memory/${m.id}/${route}`, { method: "POST", headers, body: empty() }),
+    );
     assert.equal(res.status, 200, `${route}: ${await res.text()}`);
   }
 });

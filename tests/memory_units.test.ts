@@ -3,7 +3,12 @@
 import assert from "node:assert/strict";
 import { decodeCursor, encodeCursor } from "../supabase/functions/_shared/memories/cursor.ts";
 import { daysUntilPrune, predictStrength } from "../supabase/functions/_shared/memories/weak.ts";
-import { frontMatter, memoriesToMarkdownFiles, slugify, yamlScalar } from "../supabase/functions/_shared/memories/export-markdown.ts";
+import {
+  frontMatter,
+  memoriesToMarkdownFiles,
+  slugify,
+  yamlScalar,
+} from "../supabase/functions/_shared/memories/export-markdown.ts";
 import { decaySettings, purgeGraceDays } from "../supabase/functions/_shared/memories/settings.ts";
 import { HttpError } from "../supabase/functions/_shared/http.ts";
 import type { Memory } from "../supabase/functions/_shared/memories/schemas.ts";
@@ -15,8 +20,19 @@ Deno.test("cursor round-trips with microseconds and rejects anything else with a
   const c = { createdAt: "2026-01-02T03:04:05.123456", id: "0b5c2a8e-4d0f-4c1e-9a51-6a2f3c8d9e10" };
   assert.deepEqual(decodeCursor(encodeCursor(c)), c);
   assert.match(encodeCursor(c), /^[A-Za-z0-9_-]+$/, "url-safe");
-  for (const bad of ["", "!!!", btoa("[1,2]"), btoa(JSON.stringify(["2026-01-02", c.id])), btoa(JSON.stringify([c.createdAt, "x"]))]) {
-    assert.throws(() => decodeCursor(bad), (e: unknown) => e instanceof HttpError && e.status === 400 && e.code === "invalid_cursor");
+  for (
+    const bad of [
+      "",
+      "!!!",
+      btoa("[1,2]"),
+      btoa(JSON.stringify(["2026-01-02", c.id])),
+      btoa(JSON.stringify([c.createdAt, "x"])),
+    ]
+  ) {
+    assert.throws(
+      () => decodeCursor(bad),
+      (e: unknown) => e instanceof HttpError && e.status === 400 && e.code === "invalid_cursor",
+    );
   }
 });
 
@@ -25,7 +41,11 @@ Deno.test("decay predictions use the settings and whole days, like public.memory
   const now = new Date("2026-06-01T00:00:00Z");
   const tenDaysAgo = new Date(now.getTime() - 10.9 * DAY);
   assert.ok(Math.abs(predictStrength(1, tenDaysAgo, now, cfg) - 0.95 ** 10) < 1e-12, "10.9 days decay as 10");
-  assert.equal(predictStrength(0.7, new Date(now.getTime() + DAY), now, cfg), 0.7, "a future access time counts as now");
+  assert.equal(
+    predictStrength(0.7, new Date(now.getTime() + DAY), now, cfg),
+    0.7,
+    "a future access time counts as now",
+  );
   assert.ok(Math.abs(predictStrength(1, tenDaysAgo, now, { ...cfg, decayBase: 0.9 }) - 0.9 ** 10) < 1e-12);
   assert.equal(daysUntilPrune(1, now, now, cfg), 59);
   assert.equal(daysUntilPrune(1, tenDaysAgo, now, cfg), 49);
@@ -81,8 +101,18 @@ function memory(over: Partial<Memory>): Memory {
 
 Deno.test("markdown files: seed 002 layout, front matter fields, stable unique paths", () => {
   const a = memory({ metadata: { keywords: ["deploy", "v2"], category: "event" } });
-  const b = memory({ id: "99999999-2222-4333-8444-555555555555", content: "Deployed v2.1!", created_at: "2024-01-20T11:00:00.000Z" });
-  const gone = memory({ id: "aaaaaaaa-2222-4333-8444-555555555555", content: "Old note", memory_type: "semantic", state: "soft_deleted", purge_at: "2024-02-20T00:00:00.000Z" });
+  const b = memory({
+    id: "99999999-2222-4333-8444-555555555555",
+    content: "Deployed v2.1!",
+    created_at: "2024-01-20T11:00:00.000Z",
+  });
+  const gone = memory({
+    id: "aaaaaaaa-2222-4333-8444-555555555555",
+    content: "Old note",
+    memory_type: "semantic",
+    state: "soft_deleted",
+    purge_at: "2024-02-20T00:00:00.000Z",
+  });
   const files = memoriesToMarkdownFiles([b, gone, a]);
   assert.deepEqual(files.map((f) => f.path), [
     "episodic/2024-01-20-deployed-v2-1.md",
@@ -91,7 +121,10 @@ Deno.test("markdown files: seed 002 layout, front matter fields, stable unique p
   ]);
   assert.deepEqual(memoriesToMarkdownFiles([a, gone, b]), files, "order of input does not change paths");
   const fm = frontMatter(a);
-  assert.match(fm, /^---\nid: 11111111-2222-4333-8444-555555555555\nnamespace: devai\/project\/web\/notes\nmemory_type: episodic\n/);
+  assert.match(
+    fm,
+    /^---\nid: 11111111-2222-4333-8444-555555555555\nnamespace: devai\/project\/web\/notes\nmemory_type: episodic\n/,
+  );
   assert.match(fm, /\nkeywords: \[deploy, v2\]\n/);
   assert.match(fm, /\ncategory: event\n/);
   assert.match(fm, /\nstrength: 0.8123\n---\n$/);
@@ -100,20 +133,26 @@ Deno.test("markdown files: seed 002 layout, front matter fields, stable unique p
   assert.ok(files[0]!.content.endsWith("---\n\nDeployed v2.1\n"));
 });
 
-
-Deno.test({ name: "purge grace and decay settings come from public.memory_settings (name, value)", sanitizeOps: false, sanitizeResources: false }, async () => {
+Deno.test({
+  name: "purge grace and decay settings come from public.memory_settings (name, value)",
+  sanitizeOps: false,
+  sanitizeResources: false,
+}, async () => {
   const sql = testSql(1);
   const rollback = new Error("rollback");
   try {
-    await assert.rejects(sql.begin(async (tx) => {
-      await tx`update public.memory_settings set value = 7.5 where name = 'purge_grace_days'`;
-      await tx`update public.memory_settings set value = 0.9 where name = 'decay_base'`;
-      const asTenant = JSON.stringify({ sub: crypto.randomUUID(), role: "authenticated" });
-      await tx`select set_config('role', 'authenticated', true), set_config('request.jwt.claims', ${asTenant}, true)`;
-      assert.equal(await purgeGraceDays(tx), 7.5);
-      assert.deepEqual(await decaySettings(tx), { decayBase: 0.9, pruneThreshold: 0.05 });
-      throw rollback;
-    }), (e: unknown) => e === rollback);
+    await assert.rejects(
+      sql.begin(async (tx) => {
+        await tx`update public.memory_settings set value = 7.5 where name = 'purge_grace_days'`;
+        await tx`update public.memory_settings set value = 0.9 where name = 'decay_base'`;
+        const asTenant = JSON.stringify({ sub: crypto.randomUUID(), role: "authenticated" });
+        await tx`select set_config('role', 'authenticated', true), set_config('request.jwt.claims', ${asTenant}, true)`;
+        assert.equal(await purgeGraceDays(tx), 7.5);
+        assert.deepEqual(await decaySettings(tx), { decayBase: 0.9, pruneThreshold: 0.05 });
+        throw rollback;
+      }),
+      (e: unknown) => e === rollback,
+    );
   } finally {
     await sql.end();
   }

@@ -49,7 +49,9 @@ Deno.test({
 
       await sql`
         insert into public.memory_jobs (id, owner_id, kind, status, idempotency_key, attempts, max_attempts, locked_until, locked_by)
-        values (${jobId}, ${ownerId}, 'extract', 'running', ${"pg-cron-fires-" + jobId}, 1, 5, now() - interval '1 minute', 'dead-worker')`;
+        values (${jobId}, ${ownerId}, 'extract', 'running', ${
+        "pg-cron-fires-" + jobId
+      }, 1, 5, now() - interval '1 minute', 'dead-worker')`;
 
       const [scheduled] = await sql<{ jobid: number }[]>`
         select cron.schedule(${cronJobName}, '1 seconds', ${sweeper.command}) as jobid`;
@@ -113,7 +115,9 @@ Deno.test({
 
       await sql`delete from memory_private.lifecycle_runs where job = 'decay'`;
       const { command } = registered[0]!;
-      const [scheduled] = await sql<{ jobid: number }[]>`select cron.schedule(${cronJobName}, '1 seconds', ${command}) as jobid`;
+      const [scheduled] = await sql<
+        { jobid: number }[]
+      >`select cron.schedule(${cronJobName}, '1 seconds', ${command}) as jobid`;
       assert.ok(scheduled && scheduled.jobid > 0, "cron.schedule returned a job id");
       cronJobId = scheduled.jobid;
 
@@ -121,7 +125,9 @@ Deno.test({
       let run: { clock: Date; steps: number } | undefined;
       let succeeded = 0;
       while ((!run || succeeded === 0) && Date.now() < deadline) {
-        [run] = await sql<{ clock: Date; steps: number }[]>`select clock, steps from memory_private.lifecycle_runs where job = 'decay'`;
+        [run] = await sql<
+          { clock: Date; steps: number }[]
+        >`select clock, steps from memory_private.lifecycle_runs where job = 'decay'`;
         const [row] = await sql<{ n: number }[]>`
           select count(*)::int as n from cron.job_run_details where jobid = ${cronJobId} and status = 'succeeded'`;
         succeeded = row?.n ?? 0;

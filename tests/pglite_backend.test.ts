@@ -50,163 +50,236 @@ async function start() {
   return running;
 }
 
-Deno.test({ name: "pglite: server starts, bootstrap and migrations applied by the Supabase CLI", ...opts, fn: async () => {
-  dataDir = join(mkdtempSync(join(tmpdir(), "devai-pglite-test-")), "data");
-  const r = await start();
-  const sql = postgres(r.url, { max: 1, onnotice: () => {} });
-  try {
-    const [v] = await sql`select current_setting('server_version') as pg, (select extversion from pg_extension where extname = 'vector') as vec,
-                                 current_setting('search_path') as sp`;
-    assert.match(v!.pg, /^1[78]\./);
-    assert.match(v!.vec, /^0\.8\./);
-    assert.equal(v!.sp, '"$user", public, extensions');
-    const migs = await sql`select version from supabase_migrations.schema_migrations order by version`;
-    assert.ok(migs.length >= 5, "migrations recorded in supabase_migrations.schema_migrations");
-    const roles = await sql`select rolname from pg_roles where rolname in ('anon', 'authenticated', 'service_role') order by 1`;
-    assert.deepEqual(roles.map((x) => x.rolname), ["anon", "authenticated", "service_role"]);
-  } finally {
-    await sql.end();
-  }
-}});
-
-Deno.test({ name: "pglite: tenant writes under RLS, match_memories finds it, the other tenant sees nothing", ...opts, fn: async () => {
-  const sql = postgres(running!.url, { max: 2, prepare: false, onnotice: () => {} });
-  try {
-    const id = await asTenant(sql, tenantA, async (tx) => {
-      const [row] = await tx`insert into public.devai_memories (content, memory_type, namespace, embedding, embedding_model)
-                             values ('Use pnpm, not npm, in the web repo', 'semantic', 'devai/project/web', ${vec(7)}::extensions.vector, ${MODEL})
-                             returning id, owner_id`;
-      assert.equal(row!.owner_id, tenantA, "owner_id defaults to auth.uid()");
-      return row!.id as string;
-    });
-    const hits = await asTenant(sql, tenantA, (tx) =>
-      tx`select id, similarity from public.match_memories(${vec(7, 0.01)}::extensions.vector, 'devai/project/web', 5, 0.5)`);
-    assert.equal(hits.length, 1);
-    assert.equal(hits[0]!.id, id);
-    assert.ok(hits[0]!.similarity > 0.9);
-
-    await asTenant(sql, tenantB, async (tx) => {
-      await tx`insert into public.devai_memories (content, memory_type, namespace, embedding, embedding_model)
-               values ('Tenant B secret', 'semantic', 'devai/project/web', ${vec(7)}::extensions.vector, ${MODEL})`;
-      const { n } = (await tx`select count(*)::int as n from public.devai_memories`)[0]!;
-      assert.equal(n, 1, "B sees only its own row");
-      const own = await tx`select id from public.match_memories(${vec(7)}::extensions.vector, 'devai/project/web', 5, 0.5)`;
-      assert.equal(own.length, 1);
-      assert.notEqual(own[0]!.id, id);
-      const probe = await tx`select id from public.match_memories(${vec(7)}::extensions.vector, 'devai/project/web', 5, 0.5, ${tenantA}::uuid)`;
-      assert.equal(probe.length, 0, "naming tenant A as match_owner does not cross RLS");
-      // (in a savepoint: the error would otherwise abort the whole transaction)
-      await assert.rejects(tx.savepoint((sp) => sp`update public.devai_memories set owner_id = ${tenantA}::uuid`), /permission denied/);
-    });
-    // The claims and role were transaction-local: a plain query runs as postgres again.
-    const [who] = await sql`select current_user as u, auth.uid() as uid`;
-    assert.equal(who!.u, "postgres");
-    assert.equal(who!.uid, null);
-    const { h } = (await sql`select count(*)::int as h from public.memory_history where memory_id = ${id}::uuid and event = 'ADD'`)[0]!;
-    assert.equal(h, 1, "history trigger wrote the ADD");
-  } finally {
-    await sql.end();
-  }
-}});
-
-Deno.test({ name: "pglite: a pool of 10 with parallel queries and transactions gets every answer right", ...opts, fn: async () => {
-  for (const prepare of [false, true]) {
-    const sql = postgres(running!.url, { max: 10, prepare, onnotice: () => {} });
+Deno.test({
+  name: "pglite: server starts, bootstrap and migrations applied by the Supabase CLI",
+  ...opts,
+  fn: async () => {
+    dataDir = join(mkdtempSync(join(tmpdir(), "devai-pglite-test-")), "data");
+    const r = await start();
+    const sql = postgres(r.url, { max: 1, onnotice: () => {} });
     try {
-      // Parallel extended-protocol queries, half of them failing: no answer may land on the wrong
-      // query (the stock pglite-socket multiplexer mixed them up: 30/60 wrong).
-      const results = await Promise.allSettled(Array.from({ length: 60 }, (_, i) =>
-        i % 2 ? sql`select 1 / ${i % 3}::int as x, ${i}::int as i` : sql`select ${String(i)}::text as i, 'abc' as s`));
-      results.forEach((r, i) => {
-        const shouldFail = i % 2 === 1 && i % 3 === 0;
-        if (shouldFail) assert.equal(r.status, "rejected", `query ${i} should fail`);
-        else {
-          assert.equal(r.status, "fulfilled", `query ${i}: ${r.status === "rejected" ? r.reason : ""}`);
-          assert.equal(String((r as PromiseFulfilledResult<postgres.RowList<postgres.Row[]>>).value[0]!.i), String(i));
-        }
-      });
-      // Parallel tenant transactions, some rolled back: each sees only its own tenant, commits
-      // exactly the ones that did not throw.
-      const ns = `devai/project/pool-${prepare}`;
-      const tx = await Promise.allSettled(Array.from({ length: 20 }, (_, i) =>
-        asTenant(sql, i % 2 ? tenantA : tenantB, async (t) => {
-          await t`insert into public.devai_memories (content, memory_type, namespace) values (${`pool ${prepare} ${i}`}, 'episodic', ${ns})`;
-          await new Promise((r) => setTimeout(r, 5));
-          const { mine } = (await t`select count(*)::int as mine from public.devai_memories where content = ${`pool ${prepare} ${i}`}`)[0]!;
-          if (i % 5 === 0) throw new Error("rollback");
-          return mine;
-        })));
-      const bad = tx.filter((r, i) => (i % 5 === 0) !== (r.status === "rejected") || (r.status === "rejected" && !/rollback/.test(String(r.reason))));
-      assert.deepEqual(bad, [], "only the transactions that threw are rolled back");
-      assert.equal(tx.filter((r) => r.status === "fulfilled" && r.value === 1).length, 16, JSON.stringify(tx.slice(0, 3)));
-      const { n } = (await sql`select count(*)::int as n from public.devai_memories where namespace = ${ns}`)[0]!;
-      assert.equal(n, 16);
+      const [v] =
+        await sql`select current_setting('server_version') as pg, (select extversion from pg_extension where extname = 'vector') as vec,
+                                 current_setting('search_path') as sp`;
+      assert.match(v!.pg, /^1[78]\./);
+      assert.match(v!.vec, /^0\.8\./);
+      assert.equal(v!.sp, '"$user", public, extensions');
+      const migs = await sql`select version from supabase_migrations.schema_migrations order by version`;
+      assert.ok(migs.length >= 5, "migrations recorded in supabase_migrations.schema_migrations");
+      const roles =
+        await sql`select rolname from pg_roles where rolname in ('anon', 'authenticated', 'service_role') order by 1`;
+      assert.deepEqual(roles.map((x) => x.rolname), ["anon", "authenticated", "service_role"]);
     } finally {
       await sql.end();
     }
-  }
-  const { stmts } = (await (async () => {
-    const s = postgres(running!.url, { max: 1, prepare: false, onnotice: () => {} }); // names none itself
-    try { return await s`select count(*)::int as stmts from pg_prepared_statements where name ~ '^c[0-9]+_'`; } finally { await s.end(); }
-  })())[0]!;
-  assert.equal(stmts, 0, "prepared statements of closed connections are deallocated");
-}});
+  },
+});
 
-Deno.test({ name: "pglite: a client in a transaction holds the backend, others queue until it commits", ...opts, fn: async () => {
-  const a = postgres(running!.url, { max: 1, onnotice: () => {} });
-  const b = postgres(running!.url, { max: 1, onnotice: () => {} });
-  try {
-    await a`select 1`;
-    await b`select 1`;
-    // Ordered by events: a is inside its transaction, then b's query is queued at the server
-    // (its stats say so), and only then does a commit.
-    const order: string[] = [];
-    const began = Promise.withResolvers<void>();
-    const commit = Promise.withResolvers<void>();
-    const ta = a.begin(async (t) => {
-      await t`select 1`;
-      order.push("a:began");
-      began.resolve();
-      await commit.promise;
-      order.push("a:commit");
-    });
-    await began.promise;
-    const qb = b`select 2`.then(() => order.push("b:done"));
-    await waitUntil(() => Promise.resolve(running!.server.stats().waiting >= 1), "b's query to queue behind a's transaction");
-    assert.deepEqual(order, ["a:began"], "b waits while a's transaction is open");
-    commit.resolve();
-    await Promise.all([ta, qb]);
-    assert.deepEqual(order, ["a:began", "a:commit", "b:done"]);
+Deno.test({
+  name: "pglite: tenant writes under RLS, match_memories finds it, the other tenant sees nothing",
+  ...opts,
+  fn: async () => {
+    const sql = postgres(running!.url, { max: 2, prepare: false, onnotice: () => {} });
+    try {
+      const id = await asTenant(sql, tenantA, async (tx) => {
+        const [row] =
+          await tx`insert into public.devai_memories (content, memory_type, namespace, embedding, embedding_model)
+                             values ('Use pnpm, not npm, in the web repo', 'semantic', 'devai/project/web', ${
+            vec(7)
+          }::extensions.vector, ${MODEL})
+                             returning id, owner_id`;
+        assert.equal(row!.owner_id, tenantA, "owner_id defaults to auth.uid()");
+        return row!.id as string;
+      });
+      const hits = await asTenant(
+        sql,
+        tenantA,
+        (tx) =>
+          tx`select id, similarity from public.match_memories(${
+            vec(7, 0.01)
+          }::extensions.vector, 'devai/project/web', 5, 0.5)`,
+      );
+      assert.equal(hits.length, 1);
+      assert.equal(hits[0]!.id, id);
+      assert.ok(hits[0]!.similarity > 0.9);
 
-    // Idle in transaction past the timeout (2 s here): the client is cut off, its work rolled back.
-    const c = postgres(running!.url, { max: 1, onnotice: () => {} });
-    const stuck = c.begin(async (t) => {
-      await t`create table public.pglite_idle_probe (x int)`;
-      await new Promise((r) => setTimeout(r, 3_000));
-      await t`select 1`;
-    });
-    await assert.rejects(stuck);
-    await c.end().catch(() => {});
-    const { t } = (await b`select to_regclass('public.pglite_idle_probe')::text as t`)[0]!;
-    assert.equal(t, null);
-  } finally {
-    await a.end();
-    await b.end();
-  }
-}});
+      await asTenant(sql, tenantB, async (tx) => {
+        await tx`insert into public.devai_memories (content, memory_type, namespace, embedding, embedding_model)
+               values ('Tenant B secret', 'semantic', 'devai/project/web', ${vec(7)}::extensions.vector, ${MODEL})`;
+        const { n } = (await tx`select count(*)::int as n from public.devai_memories`)[0]!;
+        assert.equal(n, 1, "B sees only its own row");
+        const own = await tx`select id from public.match_memories(${
+          vec(7)
+        }::extensions.vector, 'devai/project/web', 5, 0.5)`;
+        assert.equal(own.length, 1);
+        assert.notEqual(own[0]!.id, id);
+        const probe = await tx`select id from public.match_memories(${
+          vec(7)
+        }::extensions.vector, 'devai/project/web', 5, 0.5, ${tenantA}::uuid)`;
+        assert.equal(probe.length, 0, "naming tenant A as match_owner does not cross RLS");
+        // (in a savepoint: the error would otherwise abort the whole transaction)
+        await assert.rejects(
+          tx.savepoint((sp) => sp`update public.devai_memories set owner_id = ${tenantA}::uuid`),
+          /permission denied/,
+        );
+      });
+      // The claims and role were transaction-local: a plain query runs as postgres again.
+      const [who] = await sql`select current_user as u, auth.uid() as uid`;
+      assert.equal(who!.u, "postgres");
+      assert.equal(who!.uid, null);
+      const { h } =
+        (await sql`select count(*)::int as h from public.memory_history where memory_id = ${id}::uuid and event = 'ADD'`)[
+          0
+        ]!;
+      assert.equal(h, 1, "history trigger wrote the ADD");
+    } finally {
+      await sql.end();
+    }
+  },
+});
 
-Deno.test({ name: "pglite: data survives a restart", ...opts, fn: async () => {
-  await running!.stop();
-  const r = await start();
-  const sql = postgres(r.url, { max: 1, onnotice: () => {} });
-  try {
-    const rows = await asTenant(sql, tenantA, (tx) =>
-      tx`select content from public.match_memories(${vec(7)}::extensions.vector, 'devai/project/web', 5, 0.5)`);
-    assert.equal(rows.length, 1);
-    assert.equal(rows[0]!.content, "Use pnpm, not npm, in the web repo");
-  } finally {
-    await sql.end();
-    await r.stop();
-    rmSync(join(dataDir, ".."), { recursive: true, force: true });
-  }
-}});
+Deno.test({
+  name: "pglite: a pool of 10 with parallel queries and transactions gets every answer right",
+  ...opts,
+  fn: async () => {
+    for (const prepare of [false, true]) {
+      const sql = postgres(running!.url, { max: 10, prepare, onnotice: () => {} });
+      try {
+        // Parallel extended-protocol queries, half of them failing: no answer may land on the wrong
+        // query (the stock pglite-socket multiplexer mixed them up: 30/60 wrong).
+        const results = await Promise.allSettled(
+          Array.from(
+            { length: 60 },
+            (_, i) =>
+              i % 2
+                ? sql`select 1 / ${i % 3}::int as x, ${i}::int as i`
+                : sql`select ${String(i)}::text as i, 'abc' as s`,
+          ),
+        );
+        results.forEach((r, i) => {
+          const shouldFail = i % 2 === 1 && i % 3 === 0;
+          if (shouldFail) assert.equal(r.status, "rejected", `query ${i} should fail`);
+          else {
+            assert.equal(r.status, "fulfilled", `query ${i}: ${r.status === "rejected" ? r.reason : ""}`);
+            assert.equal(
+              String((r as PromiseFulfilledResult<postgres.RowList<postgres.Row[]>>).value[0]!.i),
+              String(i),
+            );
+          }
+        });
+        // Parallel tenant transactions, some rolled back: each sees only its own tenant, commits
+        // exactly the ones that did not throw.
+        const ns = `devai/project/pool-${prepare}`;
+        const tx = await Promise.allSettled(
+          Array.from({ length: 20 }, (_, i) =>
+            asTenant(sql, i % 2 ? tenantA : tenantB, async (t) => {
+              await t`insert into public.devai_memories (content, memory_type, namespace) values (${`pool ${prepare} ${i}`}, 'episodic', ${ns})`;
+              await new Promise((r) => setTimeout(r, 5));
+              const { mine } =
+                (await t`select count(*)::int as mine from public.devai_memories where content = ${`pool ${prepare} ${i}`}`)[
+                  0
+                ]!;
+              if (i % 5 === 0) throw new Error("rollback");
+              return mine;
+            })),
+        );
+        const bad = tx.filter((r, i) =>
+          (i % 5 === 0) !== (r.status === "rejected") || (r.status === "rejected" && !/rollback/.test(String(r.reason)))
+        );
+        assert.deepEqual(bad, [], "only the transactions that threw are rolled back");
+        assert.equal(
+          tx.filter((r) => r.status === "fulfilled" && r.value === 1).length,
+          16,
+          JSON.stringify(tx.slice(0, 3)),
+        );
+        const { n } = (await sql`select count(*)::int as n from public.devai_memories where namespace = ${ns}`)[0]!;
+        assert.equal(n, 16);
+      } finally {
+        await sql.end();
+      }
+    }
+    const { stmts } = (await (async () => {
+      const s = postgres(running!.url, { max: 1, prepare: false, onnotice: () => {} }); // names none itself
+      try {
+        return await s`select count(*)::int as stmts from pg_prepared_statements where name ~ '^c[0-9]+_'`;
+      } finally {
+        await s.end();
+      }
+    })())[0]!;
+    assert.equal(stmts, 0, "prepared statements of closed connections are deallocated");
+  },
+});
+
+Deno.test({
+  name: "pglite: a client in a transaction holds the backend, others queue until it commits",
+  ...opts,
+  fn: async () => {
+    const a = postgres(running!.url, { max: 1, onnotice: () => {} });
+    const b = postgres(running!.url, { max: 1, onnotice: () => {} });
+    try {
+      await a`select 1`;
+      await b`select 1`;
+      // Ordered by events: a is inside its transaction, then b's query is queued at the server
+      // (its stats say so), and only then does a commit.
+      const order: string[] = [];
+      const began = Promise.withResolvers<void>();
+      const commit = Promise.withResolvers<void>();
+      const ta = a.begin(async (t) => {
+        await t`select 1`;
+        order.push("a:began");
+        began.resolve();
+        await commit.promise;
+        order.push("a:commit");
+      });
+      await began.promise;
+      const qb = b`select 2`.then(() => order.push("b:done"));
+      await waitUntil(
+        () => Promise.resolve(running!.server.stats().waiting >= 1),
+        "b's query to queue behind a's transaction",
+      );
+      assert.deepEqual(order, ["a:began"], "b waits while a's transaction is open");
+      commit.resolve();
+      await Promise.all([ta, qb]);
+      assert.deepEqual(order, ["a:began", "a:commit", "b:done"]);
+
+      // Idle in transaction past the timeout (2 s here): the client is cut off, its work rolled back.
+      const c = postgres(running!.url, { max: 1, onnotice: () => {} });
+      const stuck = c.begin(async (t) => {
+        await t`create table public.pglite_idle_probe (x int)`;
+        await new Promise((r) => setTimeout(r, 3_000));
+        await t`select 1`;
+      });
+      await assert.rejects(stuck);
+      await c.end().catch(() => {});
+      const { t } = (await b`select to_regclass('public.pglite_idle_probe')::text as t`)[0]!;
+      assert.equal(t, null);
+    } finally {
+      await a.end();
+      await b.end();
+    }
+  },
+});
+
+Deno.test({
+  name: "pglite: data survives a restart",
+  ...opts,
+  fn: async () => {
+    await running!.stop();
+    const r = await start();
+    const sql = postgres(r.url, { max: 1, onnotice: () => {} });
+    try {
+      const rows = await asTenant(
+        sql,
+        tenantA,
+        (tx) =>
+          tx`select content from public.match_memories(${vec(7)}::extensions.vector, 'devai/project/web', 5, 0.5)`,
+      );
+      assert.equal(rows.length, 1);
+      assert.equal(rows[0]!.content, "Use pnpm, not npm, in the web repo");
+    } finally {
+      await sql.end();
+      await r.stop();
+      rmSync(join(dataDir, ".."), { recursive: true, force: true });
+    }
+  },
+});

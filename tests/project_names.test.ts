@@ -4,7 +4,12 @@
 import assert from "node:assert/strict";
 import { createHandler as createRetrieve } from "../supabase/functions/memory-retrieve/handler.ts";
 import { localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
-import { projectFromSegment, projectName, projectScope, projectSegment } from "../supabase/functions/_shared/schemas.ts";
+import {
+  projectFromSegment,
+  projectName,
+  projectScope,
+  projectSegment,
+} from "../supabase/functions/_shared/schemas.ts";
 import { userHeaders } from "./support/auth.ts";
 import { testConfig } from "./support/config.ts";
 import { memoryApi } from "./support/memory-api.ts";
@@ -16,7 +21,9 @@ const retrieve = createRetrieve({ sql, config: testConfig(), embedder: localEmbe
 const opts = { sanitizeResources: false, sanitizeOps: false };
 
 Deno.test("project names: owner/name and @scope/name map to one segment and back; the mapping never merges two names", () => {
-  for (const name of ["acme/web", "@acme/web", "a/b", "a_b", "a%b", "task_forge", "gitlab/group/sub/repo", "100%_done"]) {
+  for (
+    const name of ["acme/web", "@acme/web", "a/b", "a_b", "a%b", "task_forge", "gitlab/group/sub/repo", "100%_done"]
+  ) {
     assert.ok(projectName.safeParse(name).success, name);
     assert.equal(projectFromSegment(projectSegment(name)), name);
   }
@@ -28,39 +35,57 @@ Deno.test("project names: owner/name and @scope/name map to one segment and back
   }
 });
 
-Deno.test({ name: "project names: a/b, a_b and a%b each retrieve and list only their own memories", ...opts }, async () => {
-  const t = newTenant();
-  const names = ["a/b", "a_b", "a%b", "a"];
-  const ids = new Map<string, string>();
-  for (const project of names) {
-    const r = await api("POST", "/memory/remember", { as: t, body: { content: `The deploy key of project ${project} rotates monthly`, project } });
-    assert.equal(r.status, 201, JSON.stringify(r.body));
-    assert.equal(r.body.memory.namespace, `${projectScope("devai", project)}/notes`);
-    ids.set(project, r.body.memory.id);
-  }
-  for (const project of names) {
-    const res = await retrieve(new Request("http://localhost/functions/v1/memory-retrieve", {
-      method: "POST",
-      headers: await userHeaders(t),
-      body: JSON.stringify({ message: "When does the deploy key rotate?", project, threshold: 0 }),
-    }));
-    assert.equal(res.status, 200);
-    const body = await res.json();
-    const found = body.memories.filter((m: { namespace: string }) => m.namespace.startsWith("devai/project/")).map((m: { id: string }) => m.id);
-    assert.deepEqual(found, [ids.get(project)], `project ${project}: ${JSON.stringify(body.memories.map((m: { namespace: string }) => m.namespace))}`);
-    assert.ok(body.block.includes(`### Project Knowledge (${project})`), body.block);
+Deno.test(
+  { name: "project names: a/b, a_b and a%b each retrieve and list only their own memories", ...opts },
+  async () => {
+    const t = newTenant();
+    const names = ["a/b", "a_b", "a%b", "a"];
+    const ids = new Map<string, string>();
+    for (const project of names) {
+      const r = await api("POST", "/memory/remember", {
+        as: t,
+        body: { content: `The deploy key of project ${project} rotates monthly`, project },
+      });
+      assert.equal(r.status, 201, JSON.stringify(r.body));
+      assert.equal(r.body.memory.namespace, `${projectScope("devai", project)}/notes`);
+      ids.set(project, r.body.memory.id);
+    }
+    for (const project of names) {
+      const res = await retrieve(
+        new Request("http://localhost/functions/v1/memory-retrieve", {
+          method: "POST",
+          headers: await userHeaders(t),
+          body: JSON.stringify({ message: "When does the deploy key rotate?", project, threshold: 0 }),
+        }),
+      );
+      assert.equal(res.status, 200);
+      const body = await res.json();
+      const found = body.memories.filter((m: { namespace: string }) => m.namespace.startsWith("devai/project/")).map((
+        m: { id: string },
+      ) => m.id);
+      assert.deepEqual(
+        found,
+        [ids.get(project)],
+        `project ${project}: ${JSON.stringify(body.memories.map((m: { namespace: string }) => m.namespace))}`,
+      );
+      assert.ok(body.block.includes(`### Project Knowledge (${project})`), body.block);
 
-    const listed = await api("GET", `/memory?project=${encodeURIComponent(project)}`, { as: t });
-    assert.equal(listed.status, 200);
-    assert.deepEqual(listed.body.memories.map((m: { id: string }) => m.id), [ids.get(project)], `list ?project=${project}`);
-  }
-  // project and namespace_prefix together: both apply.
-  const both = await api("GET", `/memory?project=a%2Fb&namespace_prefix=devai/project/a_b`, { as: t });
-  assert.deepEqual(both.body.memories, []);
-  const bad = await api("GET", "/memory?project=a~b", { as: t });
-  assert.equal(bad.status, 400);
-  assert.deepEqual(bad.body.error.issues[0].path, ["project"]);
-});
+      const listed = await api("GET", `/memory?project=${encodeURIComponent(project)}`, { as: t });
+      assert.equal(listed.status, 200);
+      assert.deepEqual(
+        listed.body.memories.map((m: { id: string }) => m.id),
+        [ids.get(project)],
+        `list ?project=${project}`,
+      );
+    }
+    // project and namespace_prefix together: both apply.
+    const both = await api("GET", `/memory?project=a%2Fb&namespace_prefix=devai/project/a_b`, { as: t });
+    assert.deepEqual(both.body.memories, []);
+    const bad = await api("GET", "/memory?project=a~b", { as: t });
+    assert.equal(bad.status, 400);
+    assert.deepEqual(bad.body.error.issues[0].path, ["project"]);
+  },
+);
 
 Deno.test({ name: "project names: close the pool", ...opts }, async () => {
   await sql.end();

@@ -12,23 +12,46 @@ import { drainAll, writeEnv } from "./write_helpers.ts";
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
 const candidate = (content: string) => ({
-  content, type: "semantic", namespace: "devai/user/profile", source: "discovery", priority: "medium", importance: 3,
+  content,
+  type: "semantic",
+  namespace: "devai/user/profile",
+  source: "discovery",
+  priority: "medium",
+  importance: 3,
 });
 
 /** A dedup job of model candidates (what extraction, compaction and consolidation queue). */
 async function proposeByModel(env: Awaited<ReturnType<typeof writeEnv>>, t: string, contents: string[], key = "model") {
-  await withTenant(env.sql, { tenantId: t, actor: "test" }, (tx) =>
-    enqueueJob(tx, { ownerId: t, kind: "dedup", idempotencyKey: key, payload: { candidates: contents.map(candidate), origin: "extract" } }));
+  await withTenant(
+    env.sql,
+    { tenantId: t, actor: "test" },
+    (tx) =>
+      enqueueJob(tx, {
+        ownerId: t,
+        kind: "dedup",
+        idempotencyKey: key,
+        payload: { candidates: contents.map(candidate), origin: "extract" },
+      }),
+  );
   const report = await drainAll(env.deps, t);
   assert.deepEqual([report.done, report.dead], [1, 0], JSON.stringify(report.jobs));
 }
 
-Deno.test({ name: "consent: a model's sensitive facts wait as proposals; the rest is stored; accept stores it, reject does not", ...opts }, async () => {
+Deno.test({
+  name: "consent: a model's sensitive facts wait as proposals; the rest is stored; accept stores it, reject does not",
+  ...opts,
+}, async () => {
   const env = await writeEnv({ config: { embedding: LOCAL_EMBEDDING } as never, withLlm: false });
   try {
     const t = newTenant();
-    await proposeByModel(env, t, ["The user prefers to be called Ana.", "The user lives in Porto.", "The user prefers pnpm over npm."]);
-    const stored = await env.sql<{ content: string }[]>`select content from public.devai_memories where owner_id = ${t}`;
+    await proposeByModel(env, t, [
+      "The user prefers to be called Ana.",
+      "The user lives in Porto.",
+      "The user prefers pnpm over npm.",
+    ]);
+    const stored = await env.sql<
+      { content: string }[]
+    >`select content from public.devai_memories where owner_id = ${t}`;
     assert.deepEqual(stored.map((s) => s.content), ["The user prefers pnpm over npm."]);
     const [job] = await env.sql`select result from public.memory_jobs where owner_id = ${t}`;
     assert.equal(job!.result.counts.PROPOSED, 2);
@@ -44,18 +67,34 @@ Deno.test({ name: "consent: a model's sensitive facts wait as proposals; the res
 
     const accepted = await api("POST", `/memory/proposals/${name.id}/accept`, t);
     assert.equal(accepted.status, 200, JSON.stringify(accepted.body));
-    const [memory] = await env.sql`select content, namespace, metadata from public.devai_memories where id = ${accepted.body.memory_id}`;
-    assert.deepEqual([memory!.content, memory!.namespace, memory!.metadata.consent.proposal_id], ["The user prefers to be called Ana.", "devai/user/profile", name.id]);
+    const [memory] = await env
+      .sql`select content, namespace, metadata from public.devai_memories where id = ${accepted.body.memory_id}`;
+    assert.deepEqual([memory!.content, memory!.namespace, memory!.metadata.consent.proposal_id], [
+      "The user prefers to be called Ana.",
+      "devai/user/profile",
+      name.id,
+    ]);
 
     const rejected = await api("POST", `/memory/proposals/${city.id}/reject`, t);
-    assert.deepEqual([rejected.status, rejected.body.proposal.status, rejected.body.memory_id], [200, "rejected", null]);
-    assert.equal((await env.sql`select 1 from public.devai_memories where owner_id = ${t} and content like '%Porto%'`).length, 0);
+    assert.deepEqual([rejected.status, rejected.body.proposal.status, rejected.body.memory_id], [
+      200,
+      "rejected",
+      null,
+    ]);
+    assert.equal(
+      (await env.sql`select 1 from public.devai_memories where owner_id = ${t} and content like '%Porto%'`).length,
+      0,
+    );
 
     // Every decision is in the history, under the proposal's id.
     const one = await api("GET", `/memory/proposals/${name.id}`, t);
-    assert.deepEqual(one.body.history.map((h: { event: string; actor: string }) => [h.event, h.actor]), [["PROPOSE", "worker:dedup"], ["ACCEPT", `user:${t}`]]);
+    assert.deepEqual(one.body.history.map((h: { event: string; actor: string }) => [h.event, h.actor]), [[
+      "PROPOSE",
+      "worker:dedup",
+    ], ["ACCEPT", `user:${t}`]]);
     assert.equal(one.body.history[1].new_ref, accepted.body.memory_id);
-    const [rejectRow] = await env.sql`select event from public.memory_history where memory_id = ${city.id} order by ts desc limit 1`;
+    const [rejectRow] = await env
+      .sql`select event from public.memory_history where memory_id = ${city.id} order by ts desc limit 1`;
     assert.equal(rejectRow!.event, "REJECT");
 
     // Decided once: deciding again is a 409; the same fact proposed again while pending is one proposal.
@@ -68,7 +107,10 @@ Deno.test({ name: "consent: a model's sensitive facts wait as proposals; the res
   }
 });
 
-Deno.test({ name: "consent: unanswered proposals lapse after 7 days (LAPSE in the history); an expired one cannot be accepted", ...opts }, async () => {
+Deno.test({
+  name: "consent: unanswered proposals lapse after 7 days (LAPSE in the history); an expired one cannot be accepted",
+  ...opts,
+}, async () => {
   const env = await writeEnv({ config: { embedding: LOCAL_EMBEDDING } as never, withLlm: false });
   try {
     const t = newTenant();
@@ -84,7 +126,8 @@ Deno.test({ name: "consent: unanswered proposals lapse after 7 days (LAPSE in th
     const rows = await env.sql<{ id: string; status: string; decided_by: string }[]>`
       select id, status, decided_by from public.memory_proposals where owner_id = ${t} order by status`;
     assert.deepEqual(rows.map((r) => [r.id, r.status]).sort(), [[a.id, "lapsed"], [b.id, "pending"]].sort());
-    const [h] = await env.sql`select event, actor from public.memory_history where memory_id = ${a.id} order by ts desc limit 1`;
+    const [h] = await env
+      .sql`select event, actor from public.memory_history where memory_id = ${a.id} order by ts desc limit 1`;
     assert.deepEqual({ ...h }, { event: "LAPSE", actor: "cron:proposals" });
     // Seven days on, the other one lapses too.
     await env.sql`select memory_private.lapse_proposals(now() + interval '8 days')`;
@@ -94,7 +137,11 @@ Deno.test({ name: "consent: unanswered proposals lapse after 7 days (LAPSE in th
   }
 });
 
-Deno.test({ name: "consent: the user's own statement applies at once; unknown actions 400, other tenants' proposals 404, nothing written", ...opts }, async () => {
+Deno.test({
+  name:
+    "consent: the user's own statement applies at once; unknown actions 400, other tenants' proposals 404, nothing written",
+  ...opts,
+}, async () => {
   const env = await writeEnv({ config: { embedding: LOCAL_EMBEDDING } as never, withLlm: false });
   try {
     const [t, other] = [newTenant(), newTenant()];

@@ -20,108 +20,153 @@ import { realServerOnly } from "./support/backend.ts";
 import { waitUntil } from "./support/wait.ts";
 
 async function memoriesOf(sql: ReturnType<typeof testSql>, tenant: string): Promise<number> {
-  const [row] = await sql<{ n: number }[]>`select count(*)::int as n from public.devai_memories where owner_id = ${tenant}`;
+  const [row] = await sql<
+    { n: number }[]
+  >`select count(*)::int as n from public.devai_memories where owner_id = ${tenant}`;
   return row!.n;
 }
 
-dbTest("rate limits: a tenant over its write limit gets 429 with Retry-After and writes nothing; others go on", async () => {
-  const sql = testSql(2);
-  const limits = await overrideSettings(sql, { rate_limit_write_burst: 3, rate_limit_write_per_minute: 6 });
-  try {
-    const api = memoryApi(sql);
-    const [a, b] = [newTenant(), newTenant()];
-    // remember runs two transactions (the duplicate check, then the insert): charged once.
-    for (let i = 0; i < 3; i++) {
-      const r = await api("POST", "/memory/remember", { as: a, body: { content: `Deploy fact number ${i}.` } });
-      assert.equal(r.status, 201, JSON.stringify(r.body));
+dbTest(
+  "rate limits: a tenant over its write limit gets 429 with Retry-After and writes nothing; others go on",
+  async () => {
+    const sql = testSql(2);
+    const limits = await overrideSettings(sql, { rate_limit_write_burst: 3, rate_limit_write_per_minute: 6 });
+    try {
+      const api = memoryApi(sql);
+      const [a, b] = [newTenant(), newTenant()];
+      // remember runs two transactions (the duplicate check, then the insert): charged once.
+      for (let i = 0; i < 3; i++) {
+        const r = await api("POST", "/memory/remember", { as: a, body: { content: `Deploy fact number ${i}.` } });
+        assert.equal(r.status, 201, JSON.stringify(r.body));
+      }
+      const refused = await api("POST", "/memory/remember", { as: a, body: { content: "One fact too many." } });
+      assert.equal(refused.status, 429, JSON.stringify(refused.body));
+      assert.equal(refused.body.error.code, "rate_limited");
+      assert.equal(refused.headers.get("retry-after"), "10", "6 a minute: a token every 10 s");
+      assert.equal(await memoriesOf(sql, a), 3, "the refused remember wrote nothing");
+
+      assert.equal(
+        (await api("POST", "/memory/remember", { as: b, body: { content: "Another tenant's fact." } })).status,
+        201,
+        "another tenant is not limited",
+      );
+      assert.equal((await api("GET", "/memory?limit=1", { as: a })).status, 200, "reads have their own bucket");
+      // service_role acting for the limited tenant: not limited unless rate_limit_service_role = 1.
+      const asService = { headers: await serviceHeaders(a), body: { content: "Written by a server-side agent." } };
+      assert.equal((await api("POST", "/memory/remember", asService)).status, 201);
+      await sql`update public.memory_settings set value = 1 where name = 'rate_limit_service_role'`;
+      assert.equal(
+        (await api("POST", "/memory/remember", { ...asService, body: { content: "And another one." } })).status,
+        429,
+      );
+    } finally {
+      await sql`update public.memory_settings set value = 0 where name = 'rate_limit_service_role'`;
+      await limits.restore();
+      await sql.end();
     }
-    const refused = await api("POST", "/memory/remember", { as: a, body: { content: "One fact too many." } });
-    assert.equal(refused.status, 429, JSON.stringify(refused.body));
-    assert.equal(refused.body.error.code, "rate_limited");
-    assert.equal(refused.headers.get("retry-after"), "10", "6 a minute: a token every 10 s");
-    assert.equal(await memoriesOf(sql, a), 3, "the refused remember wrote nothing");
+  },
+);
 
-    assert.equal((await api("POST", "/memory/remember", { as: b, body: { content: "Another tenant's fact." } })).status, 201, "another tenant is not limited");
-    assert.equal((await api("GET", "/memory?limit=1", { as: a })).status, 200, "reads have their own bucket");
-    // service_role acting for the limited tenant: not limited unless rate_limit_service_role = 1.
-    const asService = { headers: await serviceHeaders(a), body: { content: "Written by a server-side agent." } };
-    assert.equal((await api("POST", "/memory/remember", asService)).status, 201);
-    await sql`update public.memory_settings set value = 1 where name = 'rate_limit_service_role'`;
-    assert.equal((await api("POST", "/memory/remember", { ...asService, body: { content: "And another one." } })).status, 429);
-  } finally {
-    await sql`update public.memory_settings set value = 0 where name = 'rate_limit_service_role'`;
-    await limits.restore();
-    await sql.end();
-  }
-});
+dbTest(
+  "rate limits: heavy requests (memory-compact) have their own, smaller bucket; a refused one is a 429 before any work",
+  async () => {
+    const sql = testSql(2);
+    const limits = await overrideSettings(sql, { rate_limit_heavy_burst: 2, rate_limit_heavy_per_minute: 1 });
+    try {
+      const handler = createCompact({
+        sql,
+        config: testConfig(),
+        embedder: localEmbedder(),
+        kickWorker: () => Promise.resolve(),
+      });
+      const tenant = newTenant();
+      const compact = async (session: string) => {
+        const res = await handler(
+          new Request("http://localhost/functions/v1/memory-compact", {
+            method: "POST",
+            headers: await userHeaders(tenant),
+            body: JSON.stringify({
+              session_id: session,
+              messages: [{ role: "user", content: "hello" }, { role: "user", content: "again" }],
+            }),
+          }),
+        );
+        return { status: res.status, retryAfter: res.headers.get("retry-after"), body: await res.json() };
+      };
+      assert.equal((await compact("s1")).status, 200);
+      assert.equal((await compact("s2")).status, 200);
+      const refused = await compact("s3");
+      assert.equal(refused.status, 429, JSON.stringify(refused.body));
+      assert.equal(refused.retryAfter, "60");
+      assert.match(refused.body.error.message, /too many heavy requests/);
+      const api = memoryApi(sql);
+      assert.equal(
+        (await api("POST", "/memory/remember", { as: tenant, body: { content: "Writes are another class." } })).status,
+        201,
+      );
+    } finally {
+      await limits.restore();
+      await sql.end();
+    }
+  },
+);
 
-dbTest("rate limits: heavy requests (memory-compact) have their own, smaller bucket; a refused one is a 429 before any work", async () => {
-  const sql = testSql(2);
-  const limits = await overrideSettings(sql, { rate_limit_heavy_burst: 2, rate_limit_heavy_per_minute: 1 });
-  try {
-    const handler = createCompact({ sql, config: testConfig(), embedder: localEmbedder(), kickWorker: () => Promise.resolve() });
-    const tenant = newTenant();
-    const compact = async (session: string) => {
-      const res = await handler(new Request("http://localhost/functions/v1/memory-compact", {
-        method: "POST",
-        headers: await userHeaders(tenant),
-        body: JSON.stringify({ session_id: session, messages: [{ role: "user", content: "hello" }, { role: "user", content: "again" }] }),
-      }));
-      return { status: res.status, retryAfter: res.headers.get("retry-after"), body: await res.json() };
-    };
-    assert.equal((await compact("s1")).status, 200);
-    assert.equal((await compact("s2")).status, 200);
-    const refused = await compact("s3");
-    assert.equal(refused.status, 429, JSON.stringify(refused.body));
-    assert.equal(refused.retryAfter, "60");
-    assert.match(refused.body.error.message, /too many heavy requests/);
-    const api = memoryApi(sql);
-    assert.equal((await api("POST", "/memory/remember", { as: tenant, body: { content: "Writes are another class." } })).status, 201);
-  } finally {
-    await limits.restore();
-    await sql.end();
-  }
-});
-
-dbTest("rate limits: an extract request over the heavy limit is a 429 before its body is read, and writes nothing", async () => {
-  const sql = testSql(2);
-  const limits = await overrideSettings(sql, { rate_limit_heavy_burst: 1, rate_limit_heavy_per_minute: 1 });
-  try {
-    const handler = createExtract({ sql, config: testConfig(), embedder: localEmbedder(), kickWorker: () => Promise.resolve() });
-    const tenant = newTenant();
-    // The body is a stream that counts the chunks pulled from it: parsing (and redacting) would pull them.
-    let pulled = 0;
-    const bodyOf = (session: string) => {
-      const bytes = new TextEncoder().encode(JSON.stringify({ session_id: session, messages: [{ role: "user", content: "Remember that the port is 5432." }] }));
-      return new ReadableStream<Uint8Array>({
-        pull(controller) {
-          pulled++;
-          controller.enqueue(bytes);
-          controller.close();
-        },
-      }, { highWaterMark: 0 }); // pulled only when read
-    };
-    const extract = async (session: string) => {
-      const res = await handler(new Request("http://localhost/functions/v1/memory-extract", {
-        method: "POST",
-        headers: await userHeaders(tenant),
-        body: bodyOf(session),
-      }));
-      return { status: res.status, body: await res.json() };
-    };
-    assert.equal((await extract("s1")).status, 202);
-    const jobs = async () => (await sql<{ n: number }[]>`select count(*)::int as n from public.memory_jobs where owner_id = ${tenant}`)[0]!.n;
-    assert.equal(await jobs(), 1);
-    pulled = 0;
-    const refused = await extract("s2");
-    assert.equal(refused.status, 429, JSON.stringify(refused.body));
-    assert.equal(pulled, 0, "the refused request's body was never read");
-    assert.equal(await jobs(), 1, "the refused request queued nothing");
-  } finally {
-    await limits.restore();
-    await sql.end();
-  }
-});
+dbTest(
+  "rate limits: an extract request over the heavy limit is a 429 before its body is read, and writes nothing",
+  async () => {
+    const sql = testSql(2);
+    const limits = await overrideSettings(sql, { rate_limit_heavy_burst: 1, rate_limit_heavy_per_minute: 1 });
+    try {
+      const handler = createExtract({
+        sql,
+        config: testConfig(),
+        embedder: localEmbedder(),
+        kickWorker: () => Promise.resolve(),
+      });
+      const tenant = newTenant();
+      // The body is a stream that counts the chunks pulled from it: parsing (and redacting) would pull them.
+      let pulled = 0;
+      const bodyOf = (session: string) => {
+        const bytes = new TextEncoder().encode(
+          JSON.stringify({
+            session_id: session,
+            messages: [{ role: "user", content: "Remember that the port is 5432." }],
+          }),
+        );
+        return new ReadableStream<Uint8Array>({
+          pull(controller) {
+            pulled++;
+            controller.enqueue(bytes);
+            controller.close();
+          },
+        }, { highWaterMark: 0 }); // pulled only when read
+      };
+      const extract = async (session: string) => {
+        const res = await handler(
+          new Request("http://localhost/functions/v1/memory-extract", {
+            method: "POST",
+            headers: await userHeaders(tenant),
+            body: bodyOf(session),
+          }),
+        );
+        return { status: res.status, body: await res.json() };
+      };
+      assert.equal((await extract("s1")).status, 202);
+      const jobs = async () =>
+        (await sql<{ n: number }[]>`select count(*)::int as n from public.memory_jobs where owner_id = ${tenant}`)[0]!
+          .n;
+      assert.equal(await jobs(), 1);
+      pulled = 0;
+      const refused = await extract("s2");
+      assert.equal(refused.status, 429, JSON.stringify(refused.body));
+      assert.equal(pulled, 0, "the refused request's body was never read");
+      assert.equal(await jobs(), 1, "the refused request queued nothing");
+    } finally {
+      await limits.restore();
+      await sql.end();
+    }
+  },
+);
 
 Deno.test({
   ...realServerOnly(
@@ -149,21 +194,27 @@ Deno.test({
   const entered = new Promise<void>((resolve) => (inside = resolve));
   try {
     // A first request whose transaction stays open (a slow search) after it took its token.
-    const first = asRequest(() => withTenant(sql, tenant, async (tx) => {
-      await tx`select 1`;
-      inside();
-      await held;
-    }));
+    const first = asRequest(() =>
+      withTenant(sql, tenant, async (tx) => {
+        await tx`select 1`;
+        inside();
+        await held;
+      })
+    );
     await entered;
     let secondDone = false;
     const second = asRequest(() => withTenant(sql, tenant, (tx) => tx`select 1`)).then(() => (secondDone = true));
     // Either the second request finishes, or one of this pool's backends waits on a lock (the bucket row).
-    const outcome = await waitUntil(async () => {
-      if (secondDone) return "finished";
-      const [w] = await sql<{ n: number }[]>`
+    const outcome = await waitUntil(
+      async () => {
+        if (secondDone) return "finished";
+        const [w] = await sql<{ n: number }[]>`
         select count(*)::int as n from pg_stat_activity where application_name = ${app} and wait_event_type = 'Lock'`;
-      return w!.n > 0 ? "waited on a lock" : undefined;
-    }, "the second request to finish or to wait", { pollMs: 10 });
+        return w!.n > 0 ? "waited on a lock" : undefined;
+      },
+      "the second request to finish or to wait",
+      { pollMs: 10 },
+    );
     release();
     await Promise.all([first, second]);
     assert.equal(outcome, "finished", "the second request of the tenant did not wait for the first one's transaction");

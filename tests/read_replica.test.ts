@@ -39,14 +39,21 @@ async function replica(command: "replica-start" | "replica-stop"): Promise<void>
 /** Waits until the replica has replayed everything the primary has written so far. */
 async function caughtUp(primary: Sql, standby: Sql): Promise<void> {
   const [p] = await primary<{ lsn: string }[]>`select pg_current_wal_lsn()::text as lsn`;
-  await waitUntil(async () => {
-    const [r] = await standby<{ done: boolean }[]>`select pg_last_wal_replay_lsn() >= ${p!.lsn}::pg_lsn as done`;
-    return r!.done || undefined;
-  }, "the replica to replay the primary's WAL", { pollMs: 20 });
+  await waitUntil(
+    async () => {
+      const [r] = await standby<{ done: boolean }[]>`select pg_last_wal_replay_lsn() >= ${p!.lsn}::pg_lsn as done`;
+      return r!.done || undefined;
+    },
+    "the replica to replay the primary's WAL",
+    { pollMs: 20 },
+  );
 }
 
 Deno.test({
-  ...realServerOnly("read replica: retrieval, memory.query and list read the replica; writes and read-your-writes go to the primary", WHY),
+  ...realServerOnly(
+    "read replica: retrieval, memory.query and list read the replica; writes and read-your-writes go to the primary",
+    WHY,
+  ),
   sanitizeResources: false,
   sanitizeOps: false,
   fn: async () => {
@@ -58,7 +65,11 @@ Deno.test({
       assert.equal(role!.recovering, true, "the read pool is a standby");
       const tenant = newTenant();
       const [old] = await seedMemories(primary, tenant, [
-        { content: "The billing service retries webhooks five times", namespace: "devai/project/billing/ops", metadata: { category: "architecture" } },
+        {
+          content: "The billing service retries webhooks five times",
+          namespace: "devai/project/billing/ops",
+          metadata: { category: "architecture" },
+        },
       ]);
       await caughtUp(primary, standby);
       await standby`select pg_wal_replay_pause()`;
@@ -67,22 +78,46 @@ Deno.test({
       const api = memoryApi(primary, { readSql: standby });
       const written = await api("POST", "/memory/remember", {
         as: tenant,
-        body: { content: "The billing service retries webhooks with exponential backoff", project: "billing", metadata: { category: "architecture" } },
+        body: {
+          content: "The billing service retries webhooks with exponential backoff",
+          project: "billing",
+          metadata: { category: "architecture" },
+        },
       });
       assert.equal(written.status, 201, JSON.stringify(written.body));
       const fresh = written.body.memory.id as string;
 
-      const retrieve = createHandler({ sql: primary, readSql: standby, config: testConfig(), embedder: localEmbedder() });
+      const retrieve = createHandler({
+        sql: primary,
+        readSql: standby,
+        config: testConfig(),
+        embedder: localEmbedder(),
+      });
       const ask = async (body: Record<string, unknown>) =>
-        await callJson(retrieve, "http://local/functions/v1/memory-retrieve", { headers: await userHeaders(tenant), body });
-      const onReplica = await ask({ message: "How does the billing service retry webhooks?", project: "billing", threshold: 0, keyword_threshold: 0 });
+        await callJson(retrieve, "http://local/functions/v1/memory-retrieve", {
+          headers: await userHeaders(tenant),
+          body,
+        });
+      const onReplica = await ask({
+        message: "How does the billing service retry webhooks?",
+        project: "billing",
+        threshold: 0,
+        keyword_threshold: 0,
+      });
       assert.equal(onReplica.status, 200, JSON.stringify(onReplica.body));
       const seen = onReplica.body.memories.map((m: { id: string }) => m.id);
       assert.deepEqual(seen, [old!.id], "the replica answered: it has not replayed the new memory");
 
       const query = await callJson(retrieve, "http://local/functions/v1/memory-retrieve/query", {
         headers: await userHeaders(tenant),
-        body: { agent: "coder", query: "billing webhooks retries", project: "billing", threshold: 0, keyword_threshold: 0, return: "full" },
+        body: {
+          agent: "coder",
+          query: "billing webhooks retries",
+          project: "billing",
+          threshold: 0,
+          keyword_threshold: 0,
+          return: "full",
+        },
       });
       assert.equal(query.status, 200, JSON.stringify(query.body));
       assert.deepEqual(query.body.results.map((r: { id: string }) => r.id), [old!.id], "memory.query read the replica");
@@ -95,13 +130,21 @@ Deno.test({
       // The caller has seen the primary's revision (from remember's thread): the replica is behind it.
       const [rev] = await primary<{ revision: number }[]>`
         select revision::int from public.memory_thread_revisions where owner_id = ${tenant} and thread_id = 'default'`;
-      const ahead = await ask({ message: "How does the billing service retry webhooks?", project: "billing", since_revision: rev!.revision, threshold: 0, keyword_threshold: 0 });
+      const ahead = await ask({
+        message: "How does the billing service retry webhooks?",
+        project: "billing",
+        since_revision: rev!.revision,
+        threshold: 0,
+        keyword_threshold: 0,
+      });
       assert.equal(ahead.body.revision, rev!.revision, "answered by the primary");
       assert.ok(ahead.body.memories.some((m: { id: string }) => m.id === fresh));
 
       // What the reads wrote went to the primary: the reinforcements and the read tokens.
       await flushSearchWrites(primary);
-      const [acc] = await primary<{ n: number }[]>`select access_count as n from public.devai_memories where id = ${old!.id}`;
+      const [acc] = await primary<{ n: number }[]>`select access_count as n from public.devai_memories where id = ${
+        old!.id
+      }`;
       assert.ok(acc!.n >= 1, "the memory the replica returned was reinforced on the primary");
       const [bucket] = await primary<{ n: number }[]>`
         select count(*)::int as n from memory_private.rate_limit_buckets where owner_id = ${tenant} and route_class = 'read'`;
@@ -109,7 +152,12 @@ Deno.test({
 
       await standby`select pg_wal_replay_resume()`;
       await caughtUp(primary, standby);
-      const later = await ask({ message: "How does the billing service retry webhooks?", project: "billing", threshold: 0, keyword_threshold: 0 });
+      const later = await ask({
+        message: "How does the billing service retry webhooks?",
+        project: "billing",
+        threshold: 0,
+        keyword_threshold: 0,
+      });
       assert.ok(later.body.memories.some((m: { id: string }) => m.id === fresh), "once replayed, the replica has it");
     } finally {
       await standby`select pg_wal_replay_resume()`.catch(() => {});

@@ -6,9 +6,11 @@ import assert from "node:assert/strict";
 import { redactMessages, redactSecrets } from "../supabase/functions/_shared/redact.ts";
 
 // Shapes of real credentials, made up character by character (none of them is a live key).
-const OPENAI = "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAB7CdE0FgH3IjK6LmN9oPq2RsT5uVw8XyZ1aBc4DeF7gHi0JkL3mNo6PqR9sTu2VwX5yZa8BcD1eFg4HiJ";
+const OPENAI =
+  "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAB7CdE0FgH3IjK6LmN9oPq2RsT5uVw8XyZ1aBc4DeF7gHi0JkL3mNo6PqR9sTu2VwX5yZa8BcD1eFg4HiJ";
 const OPENAI_LEGACY = "sk-4fT7hJ2kL9mN3pQ6rS8tV1wX5yZ0aB2cD4eF6gH8iJ0kL2mN";
-const ANTHROPIC = "sk-ant-api03-Qw3rTy6uIo9pAs2dFg5hJk8lZx1cVb4nMq7wEr0tYu3iOp6aSd9fGh2jKl5zXc8vBn1mQw4eRt7yUi0oPa3sDf6gHj9kLz2xCv5bNm8-AAAAAA";
+const ANTHROPIC =
+  "sk-ant-api03-Qw3rTy6uIo9pAs2dFg5hJk8lZx1cVb4nMq7wEr0tYu3iOp6aSd9fGh2jKl5zXc8vBn1mQw4eRt7yUi0oPa3sDf6gHj9kLz2xCv5bNm8-AAAAAA";
 const AWS_ID = "AKIAIOSFODNN7EXAMPLE";
 const GCP = "AIzaSyD3fG6hJ9kL2mN5pQ8rS1tV4wX7yZ0aB3c";
 const GITHUB = "ghp_aB3dE6gH9jK2mN5pQ8rS1tV4wX7yZ0cF3hJ6k";
@@ -16,8 +18,15 @@ const GITHUB_PAT = "github_pat_11ABCDEFG0aBcDeFgHiJkL_mNoPqRsTuVwXyZ0123456789aB
 const STRIPE = "sk_live_51HqLyjWDarjtT1zdp7dcXwBZR5MjzKxYkTqfGh8mB3nV6cX9zL2kJ4hG7fD1sA0";
 const SUPABASE_SECRET = "sb_secret_N7UND0UgjKTVK-Uodkm0Hg_xSvEMPvz";
 const b64url = (o: unknown) => btoa(JSON.stringify(o)).replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_");
-const jwt = (claims: Record<string, unknown>) => `${b64url({ alg: "HS256", typ: "JWT" })}.${b64url(claims)}.${"Xq3-vB9_kLm2nPq5rSt8uVw1xYz4AbC7dEf0gHi3jKl"}`;
-const SERVICE_ROLE_JWT = jwt({ iss: "supabase", ref: "abcdefghijklmnop", role: "service_role", iat: 1700000000, exp: 2000000000 });
+const jwt = (claims: Record<string, unknown>) =>
+  `${b64url({ alg: "HS256", typ: "JWT" })}.${b64url(claims)}.${"Xq3-vB9_kLm2nPq5rSt8uVw1xYz4AbC7dEf0gHi3jKl"}`;
+const SERVICE_ROLE_JWT = jwt({
+  iss: "supabase",
+  ref: "abcdefghijklmnop",
+  role: "service_role",
+  iat: 1700000000,
+  exp: 2000000000,
+});
 const USER_JWT = jwt({ sub: "5f0c3a7e-1b2d-4c8e-9f10-2a3b4c5d6e7f", role: "authenticated", exp: 2000000000 });
 const PRIVATE_KEY = [
   "-----BEGIN RSA PRIVATE KEY-----",
@@ -28,29 +37,70 @@ const PRIVATE_KEY = [
 
 // only: the line is nothing but the secret (and its name), which a writer drops.
 const LEAKS: { text: string; kinds: string[]; kept?: RegExp; only?: true }[] = [
-  { text: `Set OPENAI_API_KEY=${OPENAI} in .env.local before running the eval`, kinds: ["openai_key"], kept: /Set OPENAI_API_KEY=\[REDACTED:openai_key\] in \.env\.local before running/ },
+  {
+    text: `Set OPENAI_API_KEY=${OPENAI} in .env.local before running the eval`,
+    kinds: ["openai_key"],
+    kept: /Set OPENAI_API_KEY=\[REDACTED:openai_key\] in \.env\.local before running/,
+  },
   { text: `The old key ${OPENAI_LEGACY} was rotated on Monday`, kinds: ["openai_key"] },
-  { text: `curl https://api.anthropic.com/v1/messages -H "x-api-key: ${ANTHROPIC}"`, kinds: ["anthropic_key"], kept: /api\.anthropic\.com\/v1\/messages/ },
+  {
+    text: `curl https://api.anthropic.com/v1/messages -H "x-api-key: ${ANTHROPIC}"`,
+    kinds: ["anthropic_key"],
+    kept: /api\.anthropic\.com\/v1\/messages/,
+  },
   { text: `aws configure set aws_access_key_id ${AWS_ID}`, kinds: ["aws_access_key"] },
-  { text: "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", kinds: ["secret_assignment"], kept: /^aws_secret_access_key = \[REDACTED:secret_assignment\]$/, only: true },
+  {
+    text: "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    kinds: ["secret_assignment"],
+    kept: /^aws_secret_access_key = \[REDACTED:secret_assignment\]$/,
+    only: true,
+  },
   { text: `Maps load with key=${GCP} in the script tag`, kinds: ["gcp_api_key"] },
-  { text: "The token ya29.a0AfB_byC3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5zA7bC9 expires in an hour", kinds: ["gcp_oauth_token"] },
-  { text: `git clone https://${GITHUB}@github.com/acme/shop.git`, kinds: ["github_token"], kept: /github\.com\/acme\/shop\.git/ },
+  {
+    text: "The token ya29.a0AfB_byC3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5zA7bC9 expires in an hour",
+    kinds: ["gcp_oauth_token"],
+  },
+  {
+    text: `git clone https://${GITHUB}@github.com/acme/shop.git`,
+    kinds: ["github_token"],
+    kept: /github\.com\/acme\/shop\.git/,
+  },
   { text: `export GH_TOKEN=${GITHUB_PAT}`, kinds: ["github_token"], only: true },
   { text: `Payments use STRIPE_SECRET_KEY="${STRIPE}" on production`, kinds: ["stripe_key"] },
   { text: `The webhook secret is whsec_5Kq8Zt2Yw9Xv3Bn6Mc1Lp4Jh7Gf0Ds`, kinds: ["stripe_key"] },
   { text: `SUPABASE_SECRET_KEY=${SUPABASE_SECRET}`, kinds: ["supabase_secret_key"], only: true },
   { text: `The worker calls the API with the service key ${SERVICE_ROLE_JWT}`, kinds: ["supabase_service_role_jwt"] },
   { text: `Authorization: Bearer ${USER_JWT}`, kinds: ["jwt"], only: true },
-  { text: "Authorization: Bearer 7f3kQ9xLm2Pz8vR4tYw6Nb1Jc5Hd0Gs3", kinds: ["bearer_token"], kept: /^Authorization: Bearer \[REDACTED:bearer_token\]$/, only: true },
-  { text: "The staging database is postgres://app_user:S3cr3t!Pass@db.staging.internal:5432/shop", kinds: ["password"], kept: /postgres:\/\/app_user:\[REDACTED:password\]@db\.staging\.internal:5432\/shop/ },
-  { text: "Server=tcp:sql.acme.net,1433;Database=shop;User ID=app;Password=Tr0ub4dor&3;Encrypt=true", kinds: ["password"], kept: /Password=\[REDACTED:password\];Encrypt=true/ },
+  {
+    text: "Authorization: Bearer 7f3kQ9xLm2Pz8vR4tYw6Nb1Jc5Hd0Gs3",
+    kinds: ["bearer_token"],
+    kept: /^Authorization: Bearer \[REDACTED:bearer_token\]$/,
+    only: true,
+  },
+  {
+    text: "The staging database is postgres://app_user:S3cr3t!Pass@db.staging.internal:5432/shop",
+    kinds: ["password"],
+    kept: /postgres:\/\/app_user:\[REDACTED:password\]@db\.staging\.internal:5432\/shop/,
+  },
+  {
+    text: "Server=tcp:sql.acme.net,1433;Database=shop;User ID=app;Password=Tr0ub4dor&3;Encrypt=true",
+    kinds: ["password"],
+    kept: /Password=\[REDACTED:password\];Encrypt=true/,
+  },
   { text: "psql 'host=db port=5432 dbname=shop user=app password=hunter2'", kinds: ["password"] },
   { text: "DATABASE_PASSWORD=correct-horse-battery-staple", kinds: ["password"], only: true },
   { text: 'config.json has "client_secret": "8Q~vXk2Lm9Np4Rt7Yw1Zb3Cd6Fg"', kinds: ["secret_assignment"] },
   { text: "redis-cli -a s3cr3tP4ss --password=s3cr3tP4ss ping", kinds: ["password"] },
-  { text: "GET https://api.acme.com/v2/orders?limit=10&access_token=a8F3kL9mP2qR7tX4", kinds: ["url_secret"], kept: /limit=10&access_token=\[REDACTED:url_secret\]/ },
-  { text: `Deploy key:\n${PRIVATE_KEY}\nstored in the vault`, kinds: ["private_key"], kept: /Deploy key:\n\[REDACTED:private_key\]\nstored in the vault/ },
+  {
+    text: "GET https://api.acme.com/v2/orders?limit=10&access_token=a8F3kL9mP2qR7tX4",
+    kinds: ["url_secret"],
+    kept: /limit=10&access_token=\[REDACTED:url_secret\]/,
+  },
+  {
+    text: `Deploy key:\n${PRIVATE_KEY}\nstored in the vault`,
+    kinds: ["private_key"],
+    kept: /Deploy key:\n\[REDACTED:private_key\]\nstored in the vault/,
+  },
   { text: "xoxb-2048-4096-AbCdEfGhIjKlMnOpQrStUvWx is the Slack bot token", kinds: ["slack_token"] },
 ];
 
@@ -58,7 +108,7 @@ const LOOK_ALIKES = [
   "Fixed in commit 3f2a9c1d7e8b4a6f0c5d2e9b1a7f3c8d4e6b2a0f on main",
   "The tenant 5f0c3a7e-1b2d-4c8e-9f10-2a3b4c5d6e7f owns the failing job",
   '"integrity": "sha512-9wLyvv7cs3KqZ5gLvNBBYw4R1W9yMFQDnQ0NCpIrW+HzQ7kXyX6C4P0mWtKLJqiY6Fz9yR6cRrS1vR2HfWnWQw=="',
-  "resolved \"https://registry.yarnpkg.com/zod/-/zod-4.6.7.tgz#a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0\"",
+  'resolved "https://registry.yarnpkg.com/zod/-/zod-4.6.7.tgz#a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0"',
   'checksum = "9d5a8c6e2f1b4a7d3c0e9f8b7a6d5c4e3f2a1b0c9d8e7f6a5b4c3d2e1f0a9b8c"',
   "github.com/google/uuid v1.6.0 h1:NIvaJDMOsjHA8n1jAhLSgzrAzy1Hgr+hNrb57e+94F0=",
   "The image is data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==",
@@ -84,13 +134,35 @@ Deno.test("redactor: realistic leaks become [REDACTED:<kind>], what surrounds th
     const r = redactSecrets(leak.text);
     assert.deepEqual(Object.keys(r.counts).sort(), [...leak.kinds].sort(), `${leak.text} → ${r.text}`);
     for (const kind of leak.kinds) assert.match(r.text, new RegExp(`\\[REDACTED:${kind}\\]`));
-    assert.ok(!/[A-Za-z0-9]{32,}/.test(r.text.replace(/\[REDACTED:[a-z_]+\]/g, "")) || leak.kinds.includes("private_key"), `no long secret left: ${r.text}`);
+    assert.ok(
+      !/[A-Za-z0-9]{32,}/.test(r.text.replace(/\[REDACTED:[a-z_]+\]/g, "")) || leak.kinds.includes("private_key"),
+      `no long secret left: ${r.text}`,
+    );
     if (leak.kept) assert.match(r.text, leak.kept);
     assert.equal(r.onlySecret, leak.only === true, leak.text);
   }
   // Every secret of the corpus is gone from the output, character for character.
-  for (const secret of [OPENAI, OPENAI_LEGACY, ANTHROPIC, AWS_ID, GCP, GITHUB, GITHUB_PAT, STRIPE, SUPABASE_SECRET, SERVICE_ROLE_JWT, USER_JWT, "S3cr3t!Pass", "hunter2", "Tr0ub4dor&3"]) {
-    for (const leak of LEAKS) assert.ok(!redactSecrets(leak.text).text.includes(secret), `${secret} survived in ${leak.text}`);
+  for (
+    const secret of [
+      OPENAI,
+      OPENAI_LEGACY,
+      ANTHROPIC,
+      AWS_ID,
+      GCP,
+      GITHUB,
+      GITHUB_PAT,
+      STRIPE,
+      SUPABASE_SECRET,
+      SERVICE_ROLE_JWT,
+      USER_JWT,
+      "S3cr3t!Pass",
+      "hunter2",
+      "Tr0ub4dor&3",
+    ]
+  ) {
+    for (const leak of LEAKS) {
+      assert.ok(!redactSecrets(leak.text).text.includes(secret), `${secret} survived in ${leak.text}`);
+    }
   }
 });
 
@@ -103,7 +175,16 @@ Deno.test("redactor: look-alikes survive untouched (SHAs, UUIDs, lockfile hashes
 });
 
 Deno.test("redactor: a text that is nothing but a secret is flagged for dropping; redaction is idempotent", () => {
-  for (const only of [OPENAI, `export OPENAI_API_KEY=${OPENAI}`, `GITHUB_TOKEN=${GITHUB}`, PRIVATE_KEY, `Bearer ${USER_JWT}`, `use this key: ${STRIPE}`]) {
+  for (
+    const only of [
+      OPENAI,
+      `export OPENAI_API_KEY=${OPENAI}`,
+      `GITHUB_TOKEN=${GITHUB}`,
+      PRIVATE_KEY,
+      `Bearer ${USER_JWT}`,
+      `use this key: ${STRIPE}`,
+    ]
+  ) {
     const r = redactSecrets(only);
     assert.ok(r.total > 0 && r.onlySecret, `${only} → ${r.text}`);
   }
@@ -116,14 +197,33 @@ Deno.test("redactor: a text that is nothing but a secret is flagged for dropping
 Deno.test("redactor: transcripts are redacted in contents, text parts and tool call arguments; the rest is kept", () => {
   const { messages, counts, total } = redactMessages([
     { role: "user", content: `my key is ${OPENAI}` },
-    { role: "user", content: [{ type: "text", text: `token ${GITHUB}` }, { type: "image_url", image_url: { url: "https://x/y.png" } }] },
-    { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "bash", arguments: JSON.stringify({ cmd: `export STRIPE_KEY=${STRIPE}` }) } }] },
+    {
+      role: "user",
+      content: [{ type: "text", text: `token ${GITHUB}` }, {
+        type: "image_url",
+        image_url: { url: "https://x/y.png" },
+      }],
+    },
+    {
+      role: "assistant",
+      content: null,
+      tool_calls: [{
+        id: "c1",
+        type: "function",
+        function: { name: "bash", arguments: JSON.stringify({ cmd: `export STRIPE_KEY=${STRIPE}` }) },
+      }],
+    },
   ]);
   assert.equal(total, 3);
   assert.deepEqual(counts, { openai_key: 1, github_token: 1, stripe_key: 1 });
   assert.equal(messages[0]!.content, "my key is [REDACTED:openai_key]");
-  assert.deepEqual(messages[1]!.content, [{ type: "text", text: "token [REDACTED:github_token]" }, { type: "image_url", image_url: { url: "https://x/y.png" } }]);
-  const args = JSON.parse((messages[2] as { tool_calls: { function: { arguments: string } }[] }).tool_calls[0]!.function.arguments);
+  assert.deepEqual(messages[1]!.content, [{ type: "text", text: "token [REDACTED:github_token]" }, {
+    type: "image_url",
+    image_url: { url: "https://x/y.png" },
+  }]);
+  const args = JSON.parse(
+    (messages[2] as { tool_calls: { function: { arguments: string } }[] }).tool_calls[0]!.function.arguments,
+  );
   assert.equal(args.cmd, "export STRIPE_KEY=[REDACTED:stripe_key]");
 });
 
@@ -161,7 +261,13 @@ Deno.test("redactor: linear on hostile input (long runs of the characters the pa
   for (const [name, text] of Object.entries(hostile)) {
     const small = bestMs(text(size / 4));
     const large = bestMs(text(size));
-    assert.ok(large <= HOSTILE_FACTOR * plain + NOISE_MS, `${name}: ${large.toFixed(1)} ms against ${plain.toFixed(1)} ms for a plain run of the same length`);
-    assert.ok(large <= HOSTILE_FACTOR * small + NOISE_MS, `${name}: ${small.toFixed(1)} ms -> ${large.toFixed(1)} ms for four times the text`);
+    assert.ok(
+      large <= HOSTILE_FACTOR * plain + NOISE_MS,
+      `${name}: ${large.toFixed(1)} ms against ${plain.toFixed(1)} ms for a plain run of the same length`,
+    );
+    assert.ok(
+      large <= HOSTILE_FACTOR * small + NOISE_MS,
+      `${name}: ${small.toFixed(1)} ms -> ${large.toFixed(1)} ms for four times the text`,
+    );
   }
 });

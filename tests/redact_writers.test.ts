@@ -22,14 +22,23 @@ const EXTRACT_MARK = "What from this conversation would help you do a better job
 
 const leaked = (text: string) => [KEY, PAT, "Sup3r-S3cret-Pw"].filter((s) => text.includes(s));
 
-Deno.test({ name: "remember and correct store the redacted text; a statement that is only a secret is a 422 writing nothing", ...opts }, async () => {
+Deno.test({
+  name: "remember and correct store the redacted text; a statement that is only a secret is a 422 writing nothing",
+  ...opts,
+}, async () => {
   const env = await writeEnv({ withLlm: false });
   try {
     const t = newTenant();
     const api = memoryApi(env.sql);
-    const r = await api("POST", "/memory/remember", { as: t, body: { content: `The staging database is ${DSN}`, project: "shop" } });
+    const r = await api("POST", "/memory/remember", {
+      as: t,
+      body: { content: `The staging database is ${DSN}`, project: "shop" },
+    });
     assert.equal(r.status, 201);
-    assert.equal(r.body.memory.content, "The staging database is postgres://app:[REDACTED:password]@db.internal:5432/shop");
+    assert.equal(
+      r.body.memory.content,
+      "The staging database is postgres://app:[REDACTED:password]@db.internal:5432/shop",
+    );
 
     const before = await tenantWrites(env.sql, t);
     for (const content of [KEY, `export OPENAI_API_KEY=${KEY}`]) {
@@ -38,30 +47,46 @@ Deno.test({ name: "remember and correct store the redacted text; a statement tha
     }
     assert.deepEqual(await tenantWrites(env.sql, t), before);
 
-    const c = await api("POST", `/memory/${r.body.memory.id}/correct`, { as: t, body: { content: `CI pushes with the token ${PAT}` } });
+    const c = await api("POST", `/memory/${r.body.memory.id}/correct`, {
+      as: t,
+      body: { content: `CI pushes with the token ${PAT}` },
+    });
     assert.equal(c.status, 201);
     assert.equal(c.body.memory.content, "CI pushes with the token [REDACTED:github_token]");
 
     const rows = await env.sql<{ content: string }[]>`select content from public.devai_memories where owner_id = ${t}`;
-    const history = await env.sql<{ new_content: string | null }[]>`select new_content from public.memory_history where owner_id = ${t}`;
+    const history = await env.sql<
+      { new_content: string | null }[]
+    >`select new_content from public.memory_history where owner_id = ${t}`;
     assert.deepEqual(leaked(JSON.stringify([rows, history])), []);
     const stats = await api("GET", "/memory/stats", { as: t });
-    assert.deepEqual(stats.body.redactions, { total: 2, dropped: 0, by_kind: { password: 1, github_token: 1 }, by_writer: { remember: 1, correct: 1 } });
+    assert.deepEqual(stats.body.redactions, {
+      total: 2,
+      dropped: 0,
+      by_kind: { password: 1, github_token: 1 },
+      by_writer: { remember: 1, correct: 1 },
+    });
   } finally {
     await env.close();
   }
 });
 
-Deno.test({ name: "episodes are stored redacted; a message that is only a secret is dropped, also when sent again", ...opts }, async () => {
+Deno.test({
+  name: "episodes are stored redacted; a message that is only a secret is dropped, also when sent again",
+  ...opts,
+}, async () => {
   const env = await writeEnv({ withLlm: false });
   try {
     const t = newTenant();
     const api = memoryApi(env.sql);
-    const body = { session_id: "s1", messages: [
-      { role: "user", content: `connect with ${DSN} please` },
-      { role: "user", content: KEY },
-      { role: "assistant", content: "Connected." },
-    ] };
+    const body = {
+      session_id: "s1",
+      messages: [
+        { role: "user", content: `connect with ${DSN} please` },
+        { role: "user", content: KEY },
+        { role: "assistant", content: "Connected." },
+      ],
+    };
     const r = await api("POST", "/memory/episodes", { as: t, body });
     assert.equal(r.status, 201);
     assert.deepEqual([r.body.stored, r.body.dropped, r.body.redacted, r.body.duplicates], [2, 1, 1, 0]);
@@ -69,39 +94,84 @@ Deno.test({ name: "episodes are stored redacted; a message that is only a secret
     assert.deepEqual(r.body.episodes.map((e: { seq: number | null }) => e.seq), [0, null, 1]);
     const again = await api("POST", "/memory/episodes", { as: t, body });
     assert.deepEqual([again.status, again.body.stored, again.body.duplicates, again.body.dropped], [200, 0, 2, 1]);
-    const rows = await env.sql<{ content: string }[]>`select content from public.devai_memories where owner_id = ${t} order by (metadata ->> 'seq')::int`;
-    assert.deepEqual(rows.map((x) => x.content), ["connect with postgres://app:[REDACTED:password]@db.internal:5432/shop please", "Connected."]);
+    const rows = await env.sql<
+      { content: string }[]
+    >`select content from public.devai_memories where owner_id = ${t} order by (metadata ->> 'seq')::int`;
+    assert.deepEqual(rows.map((x) => x.content), [
+      "connect with postgres://app:[REDACTED:password]@db.internal:5432/shop please",
+      "Connected.",
+    ]);
     assert.equal((await api("GET", "/memory/stats", { as: t })).body.redactions.dropped, 2);
   } finally {
     await env.close();
   }
 });
 
-Deno.test({ name: "extraction: the queued transcript, the model's prompt and the stored memories hold no secret", ...opts }, async () => {
+Deno.test({
+  name: "extraction: the queued transcript, the model's prompt and the stored memories hold no secret",
+  ...opts,
+}, async () => {
   const env = await writeEnv();
   try {
     const t = newTenant();
     // A model that echoes secrets back: its candidates are redacted, one that is only a secret dropped.
-    env.fake.onChat(EXTRACT_MARK, reply.json({ stored: [
-      { content: `Deploys authenticate with the GitHub token ${PAT}.`, type: "semantic", namespace: "devai/project/shop/deploy", source: "discovery", priority: "high", importance: 4 },
-      { content: `OPENAI_API_KEY=${KEY}`, type: "semantic", namespace: "devai/project/shop/env", source: "discovery", priority: "high", importance: 4 },
-    ] }));
+    env.fake.onChat(
+      EXTRACT_MARK,
+      reply.json({
+        stored: [
+          {
+            content: `Deploys authenticate with the GitHub token ${PAT}.`,
+            type: "semantic",
+            namespace: "devai/project/shop/deploy",
+            source: "discovery",
+            priority: "high",
+            importance: 4,
+          },
+          {
+            content: `OPENAI_API_KEY=${KEY}`,
+            type: "semantic",
+            namespace: "devai/project/shop/env",
+            source: "discovery",
+            priority: "high",
+            importance: 4,
+          },
+        ],
+      }),
+    );
     const handler = createExtract({ ...env.deps, kickWorker: () => Promise.resolve() });
     const messages = [
       { role: "user", content: `deploy with ${PAT}.\nRemember that the staging database is ${DSN}` },
-      { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "bash", arguments: JSON.stringify({ cmd: `OPENAI_API_KEY=${KEY} npm run eval` }) } }] },
+      {
+        role: "assistant",
+        content: null,
+        tool_calls: [{
+          id: "c1",
+          type: "function",
+          function: { name: "bash", arguments: JSON.stringify({ cmd: `OPENAI_API_KEY=${KEY} npm run eval` }) },
+        }],
+      },
       { role: "tool", tool_call_id: "c1", content: "ok" },
     ];
-    const res = await handler(new Request("http://local/functions/v1/memory-extract", {
-      method: "POST", headers: await userHeaders(t), body: JSON.stringify({ session_id: "s1", messages, project: "shop" }),
-    }));
+    const res = await handler(
+      new Request("http://local/functions/v1/memory-extract", {
+        method: "POST",
+        headers: await userHeaders(t),
+        body: JSON.stringify({ session_id: "s1", messages, project: "shop" }),
+      }),
+    );
     assert.equal(res.status, 202);
     const [job] = await env.sql`select payload from public.memory_jobs where owner_id = ${t}`;
     assert.deepEqual(leaked(JSON.stringify(job!.payload)), [], "the queued transcript is redacted");
 
     await drainAll(env.deps, t);
-    assert.deepEqual(leaked(JSON.stringify(env.fake.chatRequests().map((q) => q.body))), [], "the model never saw a secret");
-    const rows = await env.sql<{ content: string }[]>`select content from public.devai_memories where owner_id = ${t} order by content`;
+    assert.deepEqual(
+      leaked(JSON.stringify(env.fake.chatRequests().map((q) => q.body))),
+      [],
+      "the model never saw a secret",
+    );
+    const rows = await env.sql<
+      { content: string }[]
+    >`select content from public.devai_memories where owner_id = ${t} order by content`;
     assert.deepEqual(rows.map((x) => x.content), [
       "Deploys authenticate with the GitHub token [REDACTED:github_token].",
       "The staging database is postgres://app:[REDACTED:password]@db.internal:5432/shop.",
@@ -109,25 +179,44 @@ Deno.test({ name: "extraction: the queued transcript, the model's prompt and the
     const [extract] = await env.sql`select result from public.memory_jobs where owner_id = ${t} and kind = 'extract'`;
     assert.deepEqual([extract!.result.stats.redacted, extract!.result.stats.secrets_dropped], [1, 1]);
     const stats = await memoryApi(env.sql)("GET", "/memory/stats", { as: t });
-    assert.ok(stats.body.redactions.total >= 4 && stats.body.redactions.dropped === 1, JSON.stringify(stats.body.redactions));
+    assert.ok(
+      stats.body.redactions.total >= 4 && stats.body.redactions.dropped === 1,
+      JSON.stringify(stats.body.redactions),
+    );
   } finally {
     await env.close();
   }
 });
 
-Deno.test({ name: "compaction and memory-dedup: no secret to the model, in the stored summary or in a queued candidate", ...opts }, async () => {
+Deno.test({
+  name: "compaction and memory-dedup: no secret to the model, in the stored summary or in a queued candidate",
+  ...opts,
+}, async () => {
   const env = await writeEnv();
   try {
     const t = newTenant();
-    env.fake.onChat(COMPACTION_MARK, reply.json({ summary: `Set up the deploy; the token is ${PAT}.`, candidates: [] }));
+    env.fake.onChat(
+      COMPACTION_MARK,
+      reply.json({ summary: `Set up the deploy; the token is ${PAT}.`, candidates: [] }),
+    );
     const compact = createCompact({ ...env.deps, kickWorker: () => Promise.resolve() });
     const messages = [
       { role: "system", content: "You are DevAI." },
-      ...Array.from({ length: 8 }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: `step ${i}: export GH_TOKEN=${PAT} ${"and more words ".repeat(150)}` })),
+      ...Array.from(
+        { length: 8 },
+        (_, i) => ({
+          role: i % 2 ? "assistant" : "user",
+          content: `step ${i}: export GH_TOKEN=${PAT} ${"and more words ".repeat(150)}`,
+        }),
+      ),
     ];
-    const res = await compact(new Request("http://local/functions/v1/memory-compact", {
-      method: "POST", headers: await userHeaders(t), body: JSON.stringify({ session_id: "s1", messages, trigger_tokens: 1000, target_chunk_tokens: 1500 }),
-    }));
+    const res = await compact(
+      new Request("http://local/functions/v1/memory-compact", {
+        method: "POST",
+        headers: await userHeaders(t),
+        body: JSON.stringify({ session_id: "s1", messages, trigger_tokens: 1000, target_chunk_tokens: 1500 }),
+      }),
+    );
     const out = await res.json();
     assert.equal(out.compacted, true, JSON.stringify(out).slice(0, 300));
     assert.deepEqual(leaked(JSON.stringify(env.fake.chatRequests().map((q) => q.body.messages))), []);
@@ -136,60 +225,117 @@ Deno.test({ name: "compaction and memory-dedup: no secret to the model, in the s
     assert.deepEqual(leaked(stored!.summary), []);
 
     const dedup = createDedup({ ...env.deps, kickWorker: () => Promise.resolve() });
-    const queued = await dedup(new Request("http://local/functions/v1/memory-dedup", {
-      method: "POST", headers: await userHeaders(t),
-      body: JSON.stringify({ candidates: [{ content: `The CI token is ${PAT}.`, type: "semantic", source: "discovery", priority: "high", importance: 3 }] }),
-    }));
+    const queued = await dedup(
+      new Request("http://local/functions/v1/memory-dedup", {
+        method: "POST",
+        headers: await userHeaders(t),
+        body: JSON.stringify({
+          candidates: [{
+            content: `The CI token is ${PAT}.`,
+            type: "semantic",
+            source: "discovery",
+            priority: "high",
+            importance: 3,
+          }],
+        }),
+      }),
+    );
     assert.equal(queued.status, 202);
-    const [job] = await env.sql`select payload from public.memory_jobs where owner_id = ${t} and kind = 'dedup' and idempotency_key like 'api:%'`;
+    const [job] = await env
+      .sql`select payload from public.memory_jobs where owner_id = ${t} and kind = 'dedup' and idempotency_key like 'api:%'`;
     assert.deepEqual(leaked(JSON.stringify(job!.payload)), []);
-    const onlySecret = await dedup(new Request("http://local/functions/v1/memory-dedup", {
-      method: "POST", headers: await userHeaders(t),
-      body: JSON.stringify({ candidates: [{ content: KEY, type: "semantic", source: "discovery", priority: "high", importance: 3 }] }),
-    }));
+    const onlySecret = await dedup(
+      new Request("http://local/functions/v1/memory-dedup", {
+        method: "POST",
+        headers: await userHeaders(t),
+        body: JSON.stringify({
+          candidates: [{ content: KEY, type: "semantic", source: "discovery", priority: "high", importance: 3 }],
+        }),
+      }),
+    );
     assert.equal(onlySecret.status, 422);
   } finally {
     await env.close();
   }
 });
 
-Deno.test({ name: "the fields stored beside the content are redacted too: a correction's reason, a resolution's note, a candidate's summary, compressed form and index key", ...opts }, async () => {
+Deno.test({
+  name:
+    "the fields stored beside the content are redacted too: a correction's reason, a resolution's note, a candidate's summary, compressed form and index key",
+  ...opts,
+}, async () => {
   const env = await writeEnv({ withLlm: false });
   try {
     const t = newTenant();
     const api = memoryApi(env.sql);
-    const r = await api("POST", "/memory/remember", { as: t, body: { content: "CI pushes with a deploy key.", project: "shop" } });
-    const c = await api("POST", `/memory/${r.body.memory.id}/correct`, { as: t, body: { content: "CI pushes with a fine-grained token.", reason: `the old one was ${PAT}` } });
+    const r = await api("POST", "/memory/remember", {
+      as: t,
+      body: { content: "CI pushes with a deploy key.", project: "shop" },
+    });
+    const c = await api("POST", `/memory/${r.body.memory.id}/correct`, {
+      as: t,
+      body: { content: "CI pushes with a fine-grained token.", reason: `the old one was ${PAT}` },
+    });
     assert.equal(c.status, 201);
     assert.equal(c.body.memory.metadata.correction_reason, "the old one was [REDACTED:github_token]");
 
     const [a, b] = await seedMemories(env.sql, t, [
-      { content: "Node 18 in CI.", namespace: "devai/project/shop/notes" }, { content: "Node 20 in CI.", namespace: "devai/project/shop/notes" },
+      { content: "Node 18 in CI.", namespace: "devai/project/shop/notes" },
+      { content: "Node 20 in CI.", namespace: "devai/project/shop/notes" },
     ]);
     const [k] = await env.sql<{ id: string }[]>`
       insert into public.memory_contradictions (owner_id, memory_a, memory_b, detected_by, reason)
       values (${t}, ${a!.id}, ${b!.id}, 'consolidation', 'test') returning id`;
-    const resolved = await api("POST", `/memory/contradictions/${k!.id}/resolve`, { as: t, body: { resolution: "both_valid", note: `checked with ${DSN}` } });
+    const resolved = await api("POST", `/memory/contradictions/${k!.id}/resolve`, {
+      as: t,
+      body: { resolution: "both_valid", note: `checked with ${DSN}` },
+    });
     assert.equal(resolved.status, 200);
-    assert.equal(resolved.body.contradiction.note, "checked with postgres://app:[REDACTED:password]@db.internal:5432/shop");
+    assert.equal(
+      resolved.body.contradiction.note,
+      "checked with postgres://app:[REDACTED:password]@db.internal:5432/shop",
+    );
 
     const dedup = createDedup({ ...env.deps, kickWorker: () => Promise.resolve() });
-    const queued = await dedup(new Request("http://local/functions/v1/memory-dedup", {
-      method: "POST", headers: await userHeaders(t),
-      body: JSON.stringify({ candidates: [{
-        content: "CI deploys the shop with a GitHub token.", type: "semantic", source: "discovery", priority: "high", importance: 3,
-        summary: `CI deploys with ${PAT}.`, compressed: `ci: token ${PAT}`, index_key: `ci:${PAT}`,
-      }] }),
-    }));
+    const queued = await dedup(
+      new Request("http://local/functions/v1/memory-dedup", {
+        method: "POST",
+        headers: await userHeaders(t),
+        body: JSON.stringify({
+          candidates: [{
+            content: "CI deploys the shop with a GitHub token.",
+            type: "semantic",
+            source: "discovery",
+            priority: "high",
+            importance: 3,
+            summary: `CI deploys with ${PAT}.`,
+            compressed: `ci: token ${PAT}`,
+            index_key: `ci:${PAT}`,
+          }],
+        }),
+      }),
+    );
     assert.equal(queued.status, 202);
     await drainAll(env.deps, t);
-    const rows = await env.sql<{ metadata: unknown }[]>`select metadata from public.devai_memories where owner_id = ${t}`;
-    const notes = await env.sql<{ note: string | null }[]>`select note from public.memory_contradictions where owner_id = ${t}`;
+    const rows = await env.sql<
+      { metadata: unknown }[]
+    >`select metadata from public.devai_memories where owner_id = ${t}`;
+    const notes = await env.sql<
+      { note: string | null }[]
+    >`select note from public.memory_contradictions where owner_id = ${t}`;
     const history = await env.sql`select * from public.memory_history where owner_id = ${t}`;
     const jobs = await env.sql`select payload, result from public.memory_jobs where owner_id = ${t}`;
-    for (const [name, x] of Object.entries({ rows, notes, history, jobs })) assert.deepEqual(leaked(JSON.stringify(x)), [], name);
-    const compression = rows.map((x) => (x.metadata as { compression?: Record<string, string> }).compression).find(Boolean);
-    assert.deepEqual([compression?.summary, compression?.compressed, compression?.index], ["CI deploys with [REDACTED:github_token].", "ci: token [REDACTED:github_token]", undefined]);
+    for (const [name, x] of Object.entries({ rows, notes, history, jobs })) {
+      assert.deepEqual(leaked(JSON.stringify(x)), [], name);
+    }
+    const compression = rows.map((x) => (x.metadata as { compression?: Record<string, string> }).compression).find(
+      Boolean,
+    );
+    assert.deepEqual([compression?.summary, compression?.compressed, compression?.index], [
+      "CI deploys with [REDACTED:github_token].",
+      "ci: token [REDACTED:github_token]",
+      undefined,
+    ]);
   } finally {
     await env.close();
   }

@@ -17,7 +17,12 @@ const tenant = newTenant();
 let ready: Promise<unknown> | undefined;
 function seedOnce() {
   ready ??= seedMemories(sql, tenant, [
-    { content: "a fact", namespace: "devai/global/a", embedding: vectorWithSimilarity(0.9, 1), metadata: { category: "tasks" } },
+    {
+      content: "a fact",
+      namespace: "devai/global/a",
+      embedding: vectorWithSimilarity(0.9, 1),
+      metadata: { category: "tasks" },
+    },
     { content: "a project fact", namespace: "devai/project/p/a", embedding: vectorWithSimilarity(0.9, 2) },
   ]);
   return ready;
@@ -49,7 +54,10 @@ async function expectRefused(
 dbTest("malformed JSON, wrong content type, wrong method", async () => {
   await expectRefused("malformed json", { body: '{"message": "hi",' }, 400, "malformed_json");
   await expectRefused("empty body", { body: "" }, 400, "malformed_json");
-  await expectRefused("text/plain", { body: "{}", headers: { ...(await userHeaders(tenant)), "content-type": "text/plain" } }, 415);
+  await expectRefused("text/plain", {
+    body: "{}",
+    headers: { ...(await userHeaders(tenant)), "content-type": "text/plain" },
+  }, 415);
   await expectRefused("GET", { method: "GET", headers: { authorization: `Bearer ${await userToken(tenant)}` } }, 405);
 });
 
@@ -96,7 +104,11 @@ dbTest("query mode: unknown fields, bad filters, bad agent names are 400", async
     ["importance range inverted", { agent: "planner", query: "q", filters: { importance_min: 4, importance_max: 2 } }],
     ["importance out of range", { agent: "planner", query: "q", filters: { importance_min: 9 } }],
     ["updated_after not a date", { agent: "planner", query: "q", filters: { updated_after: "yesterday" } }],
-    ["updated_after in year 0 (was a 500: Postgres has no year 0)", { agent: "planner", query: "q", filters: { updated_after: "0000-01-01" } }],
+    ["updated_after in year 0 (was a 500: Postgres has no year 0)", {
+      agent: "planner",
+      query: "q",
+      filters: { updated_after: "0000-01-01" },
+    }],
     ["updated_before in year 0", { agent: "planner", query: "q", filters: { updated_before: "0000-12-31T00:00:00Z" } }],
     ["pinned as string", { agent: "planner", query: "q", filters: { pinned: "true" } }],
     ["huge top_k", { agent: "planner", query: "q", top_k: 500 }],
@@ -105,8 +117,13 @@ dbTest("query mode: unknown fields, bad filters, bad agent names are 400", async
   ];
   for (const [what, body] of cases) await expectRefused(what, { path: "/query", body }, 400, "invalid_request");
   // Refused by the schema, with the field named, before the database sees the date.
-  const yearZero = await expectRefused("year 0", { path: "/query", body: { agent: "planner", query: "q", filters: { updated_after: "0000-01-01" } } }, 400);
-  assert.deepEqual(yearZero.body.error.issues.map((i: { path: string[] }) => i.path.join(".")), ["filters.updated_after"]);
+  const yearZero = await expectRefused("year 0", {
+    path: "/query",
+    body: { agent: "planner", query: "q", filters: { updated_after: "0000-01-01" } },
+  }, 400);
+  assert.deepEqual(yearZero.body.error.issues.map((i: { path: string[] }) => i.path.join(".")), [
+    "filters.updated_after",
+  ]);
 });
 
 dbTest("unknown paths are 404, never a retrieval: /queryx, /query/extra, /other", async () => {
@@ -119,10 +136,35 @@ dbTest("callers: no token 401, bad signature 401, expired 401, anon 403, service
   const body = { message: "q" };
   const json = { "content-type": "application/json" };
   await expectRefused("no token", { body, headers: json }, 401, "missing_token");
-  await expectRefused("bad signature", { body, headers: { ...json, authorization: `Bearer ${await signToken({ role: "authenticated", sub: tenant, secret: "another-secret-another-secret-another" })}` } }, 401, "invalid_token");
-  await expectRefused("expired", { body, headers: { ...json, authorization: `Bearer ${await userToken(tenant, { expiresIn: -60 })}` } }, 401, "token_expired");
+  await expectRefused(
+    "bad signature",
+    {
+      body,
+      headers: {
+        ...json,
+        authorization: `Bearer ${await signToken({
+          role: "authenticated",
+          sub: tenant,
+          secret: "another-secret-another-secret-another",
+        })}`,
+      },
+    },
+    401,
+    "invalid_token",
+  );
+  await expectRefused(
+    "expired",
+    { body, headers: { ...json, authorization: `Bearer ${await userToken(tenant, { expiresIn: -60 })}` } },
+    401,
+    "token_expired",
+  );
   await expectRefused("anon", { body, headers: { ...json, authorization: `Bearer ${await anonToken()}` } }, 403);
-  await expectRefused("service role, no tenant", { body, headers: { ...json, authorization: `Bearer ${await serviceToken()}` } }, 400, "tenant_required");
+  await expectRefused(
+    "service role, no tenant",
+    { body, headers: { ...json, authorization: `Bearer ${await serviceToken()}` } },
+    400,
+    "tenant_required",
+  );
   await expectRefused("user token naming another tenant", {
     body,
     headers: { ...json, authorization: `Bearer ${await userToken(newTenant())}`, [TENANT_HEADER]: tenant },

@@ -2,11 +2,15 @@
 // exemplar classifier for neural embedders, and the handler end to end on real Postgres (signals
 // per memory, pinned modes, time filters, bad input, the dedup neighbour lookup by keyword).
 import assert from "node:assert/strict";
-import { classifyComplexity, classifyIntentByKeywords, planSearch } from "../supabase/functions/_shared/search/intent.ts";
+import {
+  classifyComplexity,
+  classifyIntentByKeywords,
+  planSearch,
+} from "../supabase/functions/_shared/search/intent.ts";
 import { classifyByExemplars, INTENT_EXEMPLARS } from "../supabase/functions/_shared/search/intent-exemplars.ts";
 import { resolveTime, windowFromText } from "../supabase/functions/_shared/search/time-window.ts";
 import { requestWindow } from "../supabase/functions/_shared/search/plan.ts";
-import { EMBEDDING_DIMENSIONS, type Embedder, localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
+import { type Embedder, EMBEDDING_DIMENSIONS, localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
 import { createHandler } from "../supabase/functions/memory-retrieve/handler.ts";
 import { HttpError } from "../supabase/functions/_shared/http.ts";
 import { withTenant } from "../supabase/functions/_shared/db.ts";
@@ -42,12 +46,17 @@ Deno.test("intent: keyword cues, with explicit times before question words", () 
 
 Deno.test("complexity: short single questions are simple; long or multi-part ones complex", () => {
   assert.equal(classifyComplexity("which test runner do we use?"), "simple");
-  assert.equal(classifyComplexity("what is the difference between the staging and production deploy pipelines"), "complex");
+  assert.equal(
+    classifyComplexity("what is the difference between the staging and production deploy pipelines"),
+    "complex",
+  );
   assert.equal(classifyComplexity("why did the build break? and who fixed it?"), "complex");
   assert.equal(classifyComplexity(Array.from({ length: 30 }, (_, i) => `word${i}`).join(" ")), "complex");
   const simple = planSearch("general", "simple");
   const complex = planSearch("general", "complex");
-  assert.ok(simple.topK < complex.topK && simple.budgetTokens < complex.budgetTokens && simple.graphDepth < complex.graphDepth);
+  assert.ok(
+    simple.topK < complex.topK && simple.budgetTokens < complex.budgetTokens && simple.graphDepth < complex.graphDepth,
+  );
   assert.deepEqual(planSearch("how", "simple").preferMemoryTypes, ["procedural"]);
   assert.ok(planSearch("when", "simple").recencyWeight > 0);
   assert.ok(planSearch("why", "simple").graphDepth > simple.graphDepth);
@@ -63,22 +72,47 @@ Deno.test("time windows: every accepted form, and what is refused", () => {
   assert.equal(resolveTime("last_3_days", now)!.toISOString(), "2026-11-20T15:30:00.000Z");
   assert.equal(resolveTime("2026-11-01", now)!.toISOString(), "2026-11-01T00:00:00.000Z");
   assert.equal(resolveTime("2026-11-01T09:30:00+02:00", now)!.toISOString(), "2026-11-01T07:30:00.000Z");
-  for (const bad of ["last_0_days", "last_9999_days", "2026-02-31", "0000-01-01", "tomorrowish", "10000-01-01", "2026-11-01T25:00:00Z", ""]) {
+  for (
+    const bad of [
+      "last_0_days",
+      "last_9999_days",
+      "2026-02-31",
+      "0000-01-01",
+      "tomorrowish",
+      "10000-01-01",
+      "2026-11-01T25:00:00Z",
+      "",
+    ]
+  ) {
     assert.equal(resolveTime(bad, now), undefined, bad);
   }
-  assert.throws(() => requestWindow({ after: "soon" }, now), (e: unknown) => e instanceof HttpError && e.status === 400 && e.issues![0]!.path[0] === "after");
-  assert.throws(() => requestWindow({ after: "2026-11-20", before: "2026-11-10" }, now), (e: unknown) => e instanceof HttpError && e.status === 400);
+  assert.throws(
+    () => requestWindow({ after: "soon" }, now),
+    (e: unknown) => e instanceof HttpError && e.status === 400 && e.issues![0]!.path[0] === "after",
+  );
+  assert.throws(
+    () => requestWindow({ after: "2026-11-20", before: "2026-11-10" }, now),
+    (e: unknown) => e instanceof HttpError && e.status === 400,
+  );
   assert.equal(requestWindow({ before: "yesterday" }, now)!.before!.toISOString(), "2026-11-22T00:00:00.000Z");
 
-  assert.equal(windowFromText("what did we decide last week about caching", now)!.after!.toISOString(), "2026-11-16T15:30:00.000Z");
+  assert.equal(
+    windowFromText("what did we decide last week about caching", now)!.after!.toISOString(),
+    "2026-11-16T15:30:00.000Z",
+  );
   assert.equal(windowFromText("the flaky test from 2 days ago", now)!.after!.toISOString(), "2026-11-20T15:30:00.000Z");
   assert.equal(windowFromText("which database do we use", now), undefined);
 });
 
 Deno.test("intent exemplars: a neural embedder classifies cue-less queries by the nearest exemplars; the local one never", async () => {
   // A stand-in neural embedder: one axis per intent, chosen by the exemplar lists' own words.
-  const axes: [string, RegExp][] = [["why", /reason|motivation|why|made us/i], ["when", /when|last week|recently|friday/i],
-    ["who", /who|whom|person/i], ["how", /how|steps|set up/i], ["what", /what|which/i]];
+  const axes: [string, RegExp][] = [
+    ["why", /reason|motivation|why|made us/i],
+    ["when", /when|last week|recently|friday/i],
+    ["who", /who|whom|person/i],
+    ["how", /how|steps|set up/i],
+    ["what", /what|which/i],
+  ];
   let calls = 0;
   const embedder: Embedder = {
     provider: "openai",
@@ -88,7 +122,9 @@ Deno.test("intent exemplars: a neural embedder classifies cue-less queries by th
       calls++;
       return Promise.resolve(texts.map((t) => {
         const v = new Array(EMBEDDING_DIMENSIONS).fill(0.01);
-        axes.forEach(([, re], i) => { if (re.test(t)) v[i] = 1; });
+        axes.forEach(([, re], i) => {
+          if (re.test(t)) v[i] = 1;
+        });
         return v;
       }));
     },
@@ -116,30 +152,47 @@ async function retrieve(tenant: string, body: Record<string, unknown>, embedder:
 const P = "devai/project/web";
 type Mem = { id: string; content: string; signals: Record<string, unknown>; injected: boolean };
 
-dbTest("hybrid: an identifier the vectors miss is found by keyword; every memory says which signals found it", async () => {
-  const t = newTenant();
-  const [exact] = await seedMemories(sql, t, [
-    { content: "The checkout page crashed with ERR_STRIPE_KEY_MISSING until STRIPE_SECRET was set in .env.local.", namespace: P },
-    { content: "The checkout page uses Stripe Elements for card input.", namespace: P },
-    { content: "Tailwind classes are sorted by the prettier plugin.", namespace: P },
-  ]);
-  const res = await retrieve(t, { message: "what does ERR_STRIPE_KEY_MISSING mean?", project: "web" });
-  assert.equal(res.status, 200, JSON.stringify(res.body));
-  const first = res.body.memories[0] as Mem;
-  assert.equal(first.id, exact!.id);
-  assert.equal((first.signals.keyword as { rank: number }).rank, 1);
-  assert.ok(first.injected);
-  assert.equal(res.body.search.mode, "hybrid");
-  assert.equal(res.body.search.intent, "what");
-  assert.deepEqual(Object.keys(res.body.search.weights).sort(), ["graph", "keyword", "rrf_k", "vector"]);
-  assert.ok(res.body.search.weights.keyword > res.body.search.weights.vector, "the offline embedder weighs less than keywords");
-});
+dbTest(
+  "hybrid: an identifier the vectors miss is found by keyword; every memory says which signals found it",
+  async () => {
+    const t = newTenant();
+    const [exact] = await seedMemories(sql, t, [
+      {
+        content: "The checkout page crashed with ERR_STRIPE_KEY_MISSING until STRIPE_SECRET was set in .env.local.",
+        namespace: P,
+      },
+      { content: "The checkout page uses Stripe Elements for card input.", namespace: P },
+      { content: "Tailwind classes are sorted by the prettier plugin.", namespace: P },
+    ]);
+    const res = await retrieve(t, { message: "what does ERR_STRIPE_KEY_MISSING mean?", project: "web" });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const first = res.body.memories[0] as Mem;
+    assert.equal(first.id, exact!.id);
+    assert.equal((first.signals.keyword as { rank: number }).rank, 1);
+    assert.ok(first.injected);
+    assert.equal(res.body.search.mode, "hybrid");
+    assert.equal(res.body.search.intent, "what");
+    assert.deepEqual(Object.keys(res.body.search.weights).sort(), ["graph", "keyword", "rrf_k", "vector"]);
+    assert.ok(
+      res.body.search.weights.keyword > res.body.search.weights.vector,
+      "the offline embedder weighs less than keywords",
+    );
+  },
+);
 
 dbTest("hybrid: a graph hit says which memory it came through", async () => {
   const t = newTenant();
   const [decision, reason] = await seedMemories(sql, t, [
-    { content: "The team moved session storage from JWT cookies to Redis.", namespace: P, embedding: vectorWithSimilarity(hashVector("q"), 0.2, "a") },
-    { content: "Revoking tokens instantly was impossible, which forced the change.", namespace: P, embedding: vectorWithSimilarity(hashVector("q"), 0.0, "b") },
+    {
+      content: "The team moved session storage from JWT cookies to Redis.",
+      namespace: P,
+      embedding: vectorWithSimilarity(hashVector("q"), 0.2, "a"),
+    },
+    {
+      content: "Revoking tokens instantly was impossible, which forced the change.",
+      namespace: P,
+      embedding: vectorWithSimilarity(hashVector("q"), 0.0, "b"),
+    },
   ]);
   await seedRelation(sql, t, reason!.id, decision!.id, 0.9, "related_to");
   const res = await retrieve(t, { message: "why session storage Redis", project: "web", graph_depth: 1 });
@@ -154,7 +207,13 @@ dbTest("modes: keyword and vector can be pinned; keyword mode makes no embedding
   const t = newTenant();
   await seedMemories(sql, t, [{ content: "Run pnpm test --filter web before merging.", namespace: P }]);
   let calls = 0;
-  const counting: Embedder = { ...localEmbedder(), embed(texts) { calls++; return localEmbedder().embed(texts); } };
+  const counting: Embedder = {
+    ...localEmbedder(),
+    embed(texts) {
+      calls++;
+      return localEmbedder().embed(texts);
+    },
+  };
   const kw = await retrieve(t, { message: "pnpm test filter", project: "web", mode: "keyword" }, counting);
   assert.equal(kw.status, 200);
   assert.equal(calls, 0);
@@ -184,36 +243,53 @@ dbTest("time: after/before filter, relative forms against `now`, and a window re
   const before = await retrieve(t, { message: "cache API responses", project: "web", before: "2026-11-01", now });
   assert.deepEqual(ids(before), [old!.id]);
 
-  const spoken = await retrieve(t, { message: "what did we decide last week about caching API responses", project: "web", now });
+  const spoken = await retrieve(t, {
+    message: "what did we decide last week about caching API responses",
+    project: "web",
+    now,
+  });
   assert.equal(spoken.body.search.intent, "when");
   assert.equal(spoken.body.search.time_window.from, "query_text");
   assert.deepEqual(ids(spoken), [recent!.id]);
 });
 
-dbTest("bad input: unreadable times, after later than before, unknown mode are 400s naming the field; writes nothing", async () => {
-  const t = newTenant();
-  for (const [body, field] of [
-    [{ message: "x", after: "next tuesday" }, "after"],
-    [{ message: "x", before: "0000-01-01" }, "before"],
-    [{ message: "x", after: "2026-11-20", before: "2026-11-01" }, "after"],
-    [{ message: "x", mode: "fuzzy" }, "mode"],
-    [{ message: "x", graph_depth: 9 }, "graph_depth"],
-    [{ message: "x", intent: "where" }, "intent"],
-  ] as [Record<string, unknown>, string][]) {
-    const res = await retrieve(t, body);
-    assert.equal(res.status, 400, JSON.stringify(body));
-    assert.equal(res.body.error.issues[0].path[0], field, JSON.stringify(res.body));
-    if (body.after === "next tuesday") assert.equal(res.body.error.issues[0].code, "invalid_time");
-    if (res.body.error.issues[0].code === "invalid_time") assert.match(res.body.error.issues[0].message, /last_N_days/);
-  }
-  const [row] = await sql<{ n: number }[]>`select count(*)::int as n from public.memory_events where owner_id = ${t}`;
-  assert.equal(row!.n, 0);
-});
+dbTest(
+  "bad input: unreadable times, after later than before, unknown mode are 400s naming the field; writes nothing",
+  async () => {
+    const t = newTenant();
+    for (
+      const [body, field] of [
+        [{ message: "x", after: "next tuesday" }, "after"],
+        [{ message: "x", before: "0000-01-01" }, "before"],
+        [{ message: "x", after: "2026-11-20", before: "2026-11-01" }, "after"],
+        [{ message: "x", mode: "fuzzy" }, "mode"],
+        [{ message: "x", graph_depth: 9 }, "graph_depth"],
+        [{ message: "x", intent: "where" }, "intent"],
+      ] as [Record<string, unknown>, string][]
+    ) {
+      const res = await retrieve(t, body);
+      assert.equal(res.status, 400, JSON.stringify(body));
+      assert.equal(res.body.error.issues[0].path[0], field, JSON.stringify(res.body));
+      if (body.after === "next tuesday") assert.equal(res.body.error.issues[0].code, "invalid_time");
+      if (res.body.error.issues[0].code === "invalid_time") {
+        assert.match(
+          res.body.error.issues[0].message,
+          /last_N_days/,
+        );
+      }
+    }
+    const [row] = await sql<{ n: number }[]>`select count(*)::int as n from public.memory_events where owner_id = ${t}`;
+    assert.equal(row!.n, 0);
+  },
+);
 
 dbTest("queries of only stop words or punctuation answer 200 (vector and graph signals), never 500", async () => {
   const t = newTenant();
-  await seedMemories(sql, t, [{ content: "The user prefers dark mode in every editor.", namespace: "devai/user/preferences" }]);
-  for (const message of ["the of and", "???", "\" ' & | ! : * ( ) -", "-", "\"\""]) {
+  await seedMemories(sql, t, [{
+    content: "The user prefers dark mode in every editor.",
+    namespace: "devai/user/preferences",
+  }]);
+  for (const message of ["the of and", "???", "\" ' & | ! : * ( ) -", "-", '""']) {
     const res = await retrieve(t, { message });
     assert.equal(res.status, 200, `${message}: ${JSON.stringify(res.body)}`);
   }
@@ -222,7 +298,11 @@ dbTest("queries of only stop words or punctuation answer 200 (vector and graph s
 dbTest("memory.query: hybrid too, with categories as a filter of every signal", async () => {
   const t = newTenant();
   const [withCategory] = await seedMemories(sql, t, [
-    { content: "Use TS2345 fixes: add the missing generic to useQuery.", namespace: P, metadata: { category: "knowledge" } },
+    {
+      content: "Use TS2345 fixes: add the missing generic to useQuery.",
+      namespace: P,
+      metadata: { category: "knowledge" },
+    },
     { content: "TS2345 appears in the billing service too.", namespace: P, metadata: { category: "tone" } },
   ]);
   const res = await callJson(createHandler({ sql, config, embedder: localEmbedder() }), `${URL}/query`, {
@@ -254,7 +334,17 @@ Deno.test("dedup: a near-verbatim candidate is shown to the decision even when i
         ownerId: tenant,
         kind: "dedup",
         idempotencyKey: crypto.randomUUID(),
-        payload: { origin: "api", candidates: [{ content: text, type: "semantic", namespace: "devai/project/taskforge", source: "discovery", priority: "low", importance: 3 }] },
+        payload: {
+          origin: "api",
+          candidates: [{
+            content: text,
+            type: "semantic",
+            namespace: "devai/project/taskforge",
+            source: "discovery",
+            priority: "low",
+            importance: 3,
+          }],
+        },
       }));
     await drainAll(env.deps, tenant);
     assert.equal(env.fake.chatRequests().length, 1, "the keyword neighbour reached the decision");

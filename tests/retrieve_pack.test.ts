@@ -1,8 +1,17 @@
 // Pure logic of memory-retrieve: ranking, exact budget packing, grouping, truncation line, delta.
 import assert from "node:assert/strict";
 import { countTokens } from "../supabase/functions/_shared/tokens.ts";
-import { formatDeltaBullets, deltaHeaderLine, MAX_DELTA_BULLETS } from "../supabase/functions/_shared/retrieval/delta.ts";
-import { type FormatMemory, renderBlock, sectionOf, truncationLine } from "../supabase/functions/_shared/retrieval/format.ts";
+import {
+  deltaHeaderLine,
+  formatDeltaBullets,
+  MAX_DELTA_BULLETS,
+} from "../supabase/functions/_shared/retrieval/delta.ts";
+import {
+  type FormatMemory,
+  renderBlock,
+  sectionOf,
+  truncationLine,
+} from "../supabase/functions/_shared/retrieval/format.ts";
 import { packIntoBudget, packTexts } from "../supabase/functions/_shared/retrieval/pack.ts";
 import { rankMemories, scoreMemory } from "../supabase/functions/_shared/retrieval/rank.ts";
 
@@ -32,7 +41,14 @@ Deno.test("rank: relevance × strength dominates, boosts only break near-ties", 
   ]);
   assert.deepEqual(ranked.map((m) => m.id.slice(-1)), ["4", "3", "2", "5", "1"]);
   // A weak match never overtakes a clearly better one, whatever its boosts.
-  const weak = scoreMemory({ id: "a", relevance: 0.7, strength: 1, priority: "highest", pinned: true, max_relation_strength: 1 });
+  const weak = scoreMemory({
+    id: "a",
+    relevance: 0.7,
+    strength: 1,
+    priority: "highest",
+    pinned: true,
+    max_relation_strength: 1,
+  });
   const strong = scoreMemory({ id: "b", relevance: 0.9, strength: 1, priority: "low" });
   assert.ok(strong > weak);
 });
@@ -85,7 +101,11 @@ Deno.test("pack: the final block never exceeds the budget, for every budget from
     mem(i + 1, {
       relevance: 0.99 - i * 0.01,
       memory_type: i % 5 === 0 ? "procedural" : i % 7 === 0 ? "episodic" : "semantic",
-      namespace: i % 3 === 0 ? "devai/user/preferences" : i % 4 === 0 ? "devai/global/tools" : "devai/project/taskforge/arch",
+      namespace: i % 3 === 0
+        ? "devai/user/preferences"
+        : i % 4 === 0
+        ? "devai/global/tools"
+        : "devai/project/taskforge/arch",
       content: `fact ${i}: ${"the quick brown fox jumps. ".repeat(1 + (i % 6))}\nsecond line ${i}`,
     })));
   const full = packIntoBudget({ ranked, budgetTokens: 32_000 }, ctx);
@@ -104,7 +124,10 @@ Deno.test("pack: the final block never exceeds the budget, for every budget from
     assert.equal(p.tokenCount, countTokens(p.block), "token_count is the exact count of the block");
     assert.equal(p.truncatedCount, 30 - p.injected.length);
     if (p.truncatedCount > 0 && p.block !== "") {
-      assert.ok(p.block.endsWith(truncationLine(p.truncatedCount)), `budget ${budget}: truncation line with N=${p.truncatedCount}`);
+      assert.ok(
+        p.block.endsWith(truncationLine(p.truncatedCount)),
+        `budget ${budget}: truncation line with N=${p.truncatedCount}`,
+      );
     } else {
       assert.ok(!p.block.includes("[truncated"));
     }
@@ -117,7 +140,9 @@ Deno.test("pack: the final block never exceeds the budget, for every budget from
       } else assert.ok(p.block.includes(line));
     }
     // The best memory leads whenever anything is injected.
-    if (p.injected.length > 0) assert.equal(p.injected[0]!.id, ranked[0]!.id, `budget ${budget}: the best memory is kept`);
+    if (p.injected.length > 0) {
+      assert.equal(p.injected[0]!.id, ranked[0]!.id, `budget ${budget}: the best memory is kept`);
+    }
     assert.ok(p.injected.length >= previousInjected - 1, "bigger budgets do not lose memories");
     previousInjected = Math.max(previousInjected, p.injected.length);
   }
@@ -146,8 +171,17 @@ Deno.test("pack: a memory that does not fit is skipped, later shorter ones still
 });
 
 Deno.test("pack: the best memory is never left out for lower ones: it is shortened at a word boundary (…) to fit", () => {
-  const best = mem(1, { content: "The billing service deploys through the blue-green pipeline every Friday afternoon after the full regression suite has passed on staging" });
-  const ranked = [best, mem(2, { content: "short lower hit" }), mem(3, { content: "another short one" }), mem(4, { content: "and a third" }), mem(5, { content: "and a fourth" })];
+  const best = mem(1, {
+    content:
+      "The billing service deploys through the blue-green pipeline every Friday afternoon after the full regression suite has passed on staging",
+  });
+  const ranked = [
+    best,
+    mem(2, { content: "short lower hit" }),
+    mem(3, { content: "another short one" }),
+    mem(4, { content: "and a third" }),
+    mem(5, { content: "and a fourth" }),
+  ];
   for (const budget of [30, 40]) {
     const p = packIntoBudget({ ranked, budgetTokens: budget }, ctx);
     assert.ok(p.tokenCount <= budget && p.tokenCount === countTokens(p.block), `budget ${budget}: ${p.tokenCount}`);
@@ -165,12 +199,19 @@ Deno.test("pack: the best memory is never left out for lower ones: it is shorten
 });
 
 Deno.test("packTexts: with shortenFirst, memory.query's best bullet is shortened rather than dropped", () => {
-  const items = ["[testing] integration tests need the staging database and a seeded tenant with three projects", "[testing] short"];
+  const items = [
+    "[testing] integration tests need the staging database and a seeded tenant with three projects",
+    "[testing] short",
+  ];
   const p = packTexts(items, (s) => s, 12, { shortenFirst: true });
   assert.equal(p.kept[0], items[0]);
   assert.ok(p.texts[0]!.endsWith("…") && items[0]!.startsWith(p.texts[0]!.slice(0, -1)), p.texts[0]);
   assert.ok(p.tokenCount <= 12);
-  assert.deepEqual(packTexts(items, (s) => s, 12).kept, [items[1]], "without it the best is skipped (full rows are never cut)");
+  assert.deepEqual(
+    packTexts(items, (s) => s, 12).kept,
+    [items[1]],
+    "without it the best is skipped (full rows are never cut)",
+  );
 });
 
 Deno.test("pack: delta header first, then memories; related bullets only under injected anchors", () => {
@@ -218,7 +259,12 @@ Deno.test("delta: at most 3 bullets in the seed's format", () => {
   const bullets = formatDeltaBullets([
     { revision: 9, event: "created", summary: "Preferred name is Ana", meta: { category: "personal", importance: 2 } },
     { revision: 8, event: "updated", summary: "Ship v1 by Sep", meta: { category: "goals" } },
-    { revision: 7, event: "merged", summary: "Combined 2 notes about lactose intolerance", meta: { memory_type: "semantic" } },
+    {
+      revision: 7,
+      event: "merged",
+      summary: "Combined 2 notes about lactose intolerance",
+      meta: { memory_type: "semantic" },
+    },
     { revision: 6, event: "soft_deleted", summary: "old", meta: null },
   ]);
   assert.equal(bullets.length, MAX_DELTA_BULLETS);

@@ -88,7 +88,11 @@ dbTest("procedural memories only for agents allowed 'procedural' (planner, execu
   assert.equal(supProc.status, 403);
   assert.match(supProc.body.error.message, /procedural/);
   const exec = await query(t, { agent: "executor", query: "deploy", categories: ["procedural"] });
-  assert.deepEqual(exec.body.results, [{ id: proc!.id, category: "procedural", text: "[procedural] 1. run migrations 2. deploy 3. activate" }]);
+  assert.deepEqual(exec.body.results, [{
+    id: proc!.id,
+    category: "procedural",
+    text: "[procedural] 1. run migrations 2. deploy 3. activate",
+  }]);
   const planner = await query(t, { agent: "planner", query: "deploy" });
   assert.deepEqual(ids(planner), [proc!.id, task!.id].sort());
 });
@@ -97,9 +101,22 @@ dbTest("filters are applied in SQL: metadata keys, pinned, importance range, upd
   const t = newTenant();
   const day = 86400_000;
   const [a, b, c, d] = await seedMemories(sql, t, [
-    m("a", "tasks", { metadata: { agent_id: "ag1", run_id: "r1", actor_id: "x1", user_id: "u1", role: "user" }, importance: 1, pinned: true, updated_at: new Date(Date.now() - 30 * day) }),
-    m("b", "tasks", { metadata: { agent_id: "ag2", run_id: "r1", actor_id: "x2", user_id: "u1", role: "assistant" }, importance: 3, updated_at: new Date(Date.now() - 10 * day) }),
-    m("c", "tasks", { metadata: { agent_id: "ag2", run_id: "r2", actor_id: "x2", user_id: "u2", role: "assistant" }, importance: 5, updated_at: new Date(Date.now() - 1 * day) }),
+    m("a", "tasks", {
+      metadata: { agent_id: "ag1", run_id: "r1", actor_id: "x1", user_id: "u1", role: "user" },
+      importance: 1,
+      pinned: true,
+      updated_at: new Date(Date.now() - 30 * day),
+    }),
+    m("b", "tasks", {
+      metadata: { agent_id: "ag2", run_id: "r1", actor_id: "x2", user_id: "u1", role: "assistant" },
+      importance: 3,
+      updated_at: new Date(Date.now() - 10 * day),
+    }),
+    m("c", "tasks", {
+      metadata: { agent_id: "ag2", run_id: "r2", actor_id: "x2", user_id: "u2", role: "assistant" },
+      importance: 5,
+      updated_at: new Date(Date.now() - 1 * day),
+    }),
     m("d", "goals", { metadata: { agent_id: "ag1" }, importance: 4 }),
   ]);
   const q = (filters: Record<string, unknown>, categories = ["tasks", "goals"]) =>
@@ -112,26 +129,64 @@ dbTest("filters are applied in SQL: metadata keys, pinned, importance range, upd
   assert.deepEqual(ids(await q({ pinned: true })), [a!.id]);
   assert.deepEqual(ids(await q({ pinned: false })), [b!.id, c!.id, d!.id].sort());
   assert.deepEqual(ids(await q({ importance_min: 3, importance_max: 4 })), [b!.id, d!.id].sort());
-  assert.deepEqual(ids(await q({ updated_after: new Date(Date.now() - 20 * day).toISOString(), updated_before: new Date(Date.now() - 5 * day).toISOString() })), [b!.id]);
+  assert.deepEqual(
+    ids(
+      await q({
+        updated_after: new Date(Date.now() - 20 * day).toISOString(),
+        updated_before: new Date(Date.now() - 5 * day).toISOString(),
+      }),
+    ),
+    [b!.id],
+  );
   assert.deepEqual(ids(await q({ category: "goals" })), [d!.id]);
-  assert.deepEqual(ids(await q({ agent_id: "ag1", updated_before: null, importance_min: null })), [a!.id, d!.id].sort(), "null = no filter");
+  assert.deepEqual(
+    ids(await q({ agent_id: "ag1", updated_before: null, importance_min: null })),
+    [a!.id, d!.id].sort(),
+    "null = no filter",
+  );
   assert.deepEqual(ids(await q({ agent_id: "nobody" })), []);
 });
 
 dbTest("return 'full' gives rows with metadata; bullets respect the budget exactly", async () => {
   const t = newTenant();
-  await seedMemories(sql, t, Array.from({ length: 12 }, (_, i) => m(`task number ${i}: ${"detail ".repeat(i + 1)}`, "tasks", { metadata: { agent_id: "ag" } })));
+  await seedMemories(
+    sql,
+    t,
+    Array.from(
+      { length: 12 },
+      (_, i) => m(`task number ${i}: ${"detail ".repeat(i + 1)}`, "tasks", { metadata: { agent_id: "ag" } }),
+    ),
+  );
   const full = await query(t, { agent: "planner", query: "q", categories: ["tasks"], return: "full", top_k: 2 });
   assert.equal(full.status, 200);
   assert.equal(full.body.results.length, 2);
   const r = full.body.results[0];
   assert.equal(r.category, "tasks");
   assert.equal(r.metadata.agent_id, "ag");
-  for (const key of ["content", "memory_type", "namespace", "similarity", "strength", "score", "importance", "pinned", "created_at", "updated_at"]) {
+  for (
+    const key of [
+      "content",
+      "memory_type",
+      "namespace",
+      "similarity",
+      "strength",
+      "score",
+      "importance",
+      "pinned",
+      "created_at",
+      "updated_at",
+    ]
+  ) {
     assert.ok(key in r, key);
   }
   for (const budget of [1, 5, 12, 40, 90]) {
-    const res = await query(t, { agent: "planner", query: "q", categories: ["tasks"], top_k: 12, budget_tokens: budget });
+    const res = await query(t, {
+      agent: "planner",
+      query: "q",
+      categories: ["tasks"],
+      top_k: 12,
+      budget_tokens: budget,
+    });
     assert.equal(res.status, 200);
     const text = res.body.results.map((x: { text: string }) => x.text).join("\n");
     assert.ok(countTokens(text) <= budget, `budget ${budget}`);
@@ -143,9 +198,24 @@ dbTest("return 'full' gives rows with metadata; bullets respect the budget exact
 dbTest("threshold drops low-similarity results; context 'all' categories (profile) bypass it", async () => {
   const t = newTenant();
   const [hi, , prof] = await seedMemories(sql, t, [
-    { content: "close", namespace: "devai/global/n", metadata: { category: "tasks" }, embedding: vectorWithSimilarity(0.9, 1) },
-    { content: "far", namespace: "devai/global/n", metadata: { category: "tasks" }, embedding: vectorWithSimilarity(0.3, 2) },
-    { content: "name is Ana", namespace: "devai/user/profile", metadata: { category: "profile" }, embedding: vectorWithSimilarity(0.05, 3) },
+    {
+      content: "close",
+      namespace: "devai/global/n",
+      metadata: { category: "tasks" },
+      embedding: vectorWithSimilarity(0.9, 1),
+    },
+    {
+      content: "far",
+      namespace: "devai/global/n",
+      metadata: { category: "tasks" },
+      embedding: vectorWithSimilarity(0.3, 2),
+    },
+    {
+      content: "name is Ana",
+      namespace: "devai/user/profile",
+      metadata: { category: "profile" },
+      embedding: vectorWithSimilarity(0.05, 3),
+    },
   ]);
   const res = await query(t, { agent: "supervisor", query: "q", threshold: 0.65 });
   assert.equal(res.status, 200);

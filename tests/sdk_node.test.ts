@@ -21,33 +21,60 @@ async function run(cmd: string, args: string[], cwd: string, env: Record<string,
 }
 
 Deno.test({
-  name: "sdk: npm pack → npm install of the tarball → a typed Node program remembers, retrieves and extracts against the server",
+  name:
+    "sdk: npm pack → npm install of the tarball → a typed Node program remembers, retrieves and extracts against the server",
   ignore: testBackend !== "postgres",
   sanitizeResources: false,
   sanitizeOps: false,
   fn: async () => {
-    const npm = { npm_config_loglevel: "error", npm_config_fund: "false", npm_config_audit: "false", npm_config_update_notifier: "false" };
+    const npm = {
+      npm_config_loglevel: "error",
+      npm_config_fund: "false",
+      npm_config_audit: "false",
+      npm_config_update_notifier: "false",
+    };
     await run("npm", ["ci"], sdkDir, npm);
     const work = await Deno.makeTempDir({ prefix: "devai-sdk-consumer-" });
     const server = await startTestServer({ worker: false });
     try {
-      const packed = JSON.parse((await run("npm", ["pack", "--json", "--pack-destination", work], sdkDir, npm)).replace(/^[^[]*/s, ""));
+      const packed = JSON.parse(
+        (await run("npm", ["pack", "--json", "--pack-destination", work], sdkDir, npm)).replace(/^[^[]*/s, ""),
+      );
       const tarball = `${work}/${packed[0].filename}`;
       const files: string[] = packed[0].files.map((f: { path: string }) => f.path);
-      for (const f of ["package.json", "README.md", "dist/index.js", "dist/index.d.ts"]) assert.ok(files.includes(f), `${f} in ${files}`);
+      for (const f of ["package.json", "README.md", "dist/index.js", "dist/index.d.ts"]) {
+        assert.ok(files.includes(f), `${f} in ${files}`);
+      }
       assert.ok(!files.some((f) => f.startsWith("src/") || f.includes("node_modules")), "only the built package ships");
 
       const app = `${work}/app`;
       await Deno.mkdir(app);
-      await Deno.writeTextFile(`${app}/package.json`, JSON.stringify({ name: "consumer", private: true, type: "module" }));
+      await Deno.writeTextFile(
+        `${app}/package.json`,
+        JSON.stringify({ name: "consumer", private: true, type: "module" }),
+      );
       await run("npm", ["install", "--offline", tarball], app, npm);
       await Deno.copyFile(consumer, `${app}/consumer.mts`);
-      await Deno.writeTextFile(`${app}/tsconfig.json`, JSON.stringify({
-        compilerOptions: { target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", lib: ["ES2022", "DOM"], strict: true, types: [], skipLibCheck: false },
-        files: ["consumer.mts", "node-globals.d.ts"],
-      }));
+      await Deno.writeTextFile(
+        `${app}/tsconfig.json`,
+        JSON.stringify({
+          compilerOptions: {
+            target: "ES2022",
+            module: "NodeNext",
+            moduleResolution: "NodeNext",
+            lib: ["ES2022", "DOM"],
+            strict: true,
+            types: [],
+            skipLibCheck: false,
+          },
+          files: ["consumer.mts", "node-globals.d.ts"],
+        }),
+      );
       // The consumer reads process.env; @types/node is not installed, so declare just that.
-      await Deno.writeTextFile(`${app}/node-globals.d.ts`, "declare const process: { env: Record<string, string | undefined>; version: string };\n");
+      await Deno.writeTextFile(
+        `${app}/node-globals.d.ts`,
+        "declare const process: { env: Record<string, string | undefined>; version: string };\n",
+      );
       await run(`${sdkDir}node_modules/.bin/tsc`, ["-p", "tsconfig.json"], app);
 
       const tenant = newTenant();
@@ -61,7 +88,10 @@ Deno.test({
       assert.equal(seen.created, true);
       assert.equal(seen.namespace, "devai/project/acme~web/notes");
       assert.deepEqual(seen.injected, [seen.saved_id]);
-      assert.match(seen.block, /### Project Knowledge \(acme\/web\)\n- The acme web app deploys with blue-green releases every Friday/);
+      assert.match(
+        seen.block,
+        /### Project Knowledge \(acme\/web\)\n- The acme web app deploys with blue-green releases every Friday/,
+      );
       assert.deepEqual(seen.listed, [seen.saved_id]);
       assert.deepEqual(seen.refused, { status: 400, code: "invalid_request", paths: ["top_k"] });
       assert.deepEqual(seen.first, { new_messages: 2, count: 2 });
@@ -76,7 +106,10 @@ Deno.test({
         DEVAI_TOKEN: await userToken(newTenant()),
       });
       assert.match(example, /remembered: [0-9a-f-]{36}/);
-      assert.match(example, /### Project Knowledge \(acme\/demo-shop\)\n- The demo-shop project deploys with blue-green releases/);
+      assert.match(
+        example,
+        /### Project Knowledge \(acme\/demo-shop\)\n- The demo-shop project deploys with blue-green releases/,
+      );
     } finally {
       await server.close();
       await Deno.remove(work, { recursive: true });

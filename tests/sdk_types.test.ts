@@ -22,7 +22,11 @@ import type { PredictResponse } from "../supabase/functions/_shared/context/pred
 import type { UsageResponse } from "../supabase/functions/_shared/context/usage.ts";
 import type * as BackgroundSchemas from "../supabase/functions/_shared/memories/background-schemas.ts";
 import type { ConsolidationReport } from "../supabase/functions/_shared/tenant-consolidation.ts";
-import type { Contradiction, ContradictionListQuery, ResolveRequest } from "../supabase/functions/_shared/contradictions.ts";
+import type {
+  Contradiction,
+  ContradictionListQuery,
+  ResolveRequest,
+} from "../supabase/functions/_shared/contradictions.ts";
 import type { Proposal, ProposalDecision } from "../supabase/functions/_shared/proposals.ts";
 import type { CheckpointInfo, CheckpointSaveRequest } from "../supabase/functions/_shared/checkpoints.ts";
 import type { AgentToken } from "../supabase/functions/_shared/agent-tokens.ts";

@@ -62,9 +62,21 @@ async function startService(dataDir: string): Promise<Started> {
 
 /** A second `npm start` while the first runs: it must exit at once, saying what holds what. */
 async function secondStart(dataDir: string, functionsPort: number): Promise<{ code: number; output: string }> {
-  const run = spawnWatched(Deno.execPath(), ["run", "-A", "--config", "supabase/functions/deno.json", "scripts/serve.ts", "--embedded"], {
+  const run = spawnWatched(Deno.execPath(), [
+    "run",
+    "-A",
+    "--config",
+    "supabase/functions/deno.json",
+    "scripts/serve.ts",
+    "--embedded",
+  ], {
     cwd: repo,
-    env: cleanEnv({ DEVAI_PGLITE_DIR: dataDir, DEVAI_PG_PORT: String(dbPort), FUNCTIONS_PORT: String(functionsPort), SUPABASE_JWT_SECRET: TEST_JWT_SECRET }),
+    env: cleanEnv({
+      DEVAI_PGLITE_DIR: dataDir,
+      DEVAI_PG_PORT: String(dbPort),
+      FUNCTIONS_PORT: String(functionsPort),
+      SUPABASE_JWT_SECRET: TEST_JWT_SECRET,
+    }),
   });
   const status = await run.exited;
   return { code: status.code, output: run.output() };
@@ -76,10 +88,17 @@ async function stopService(s: Started): Promise<void> {
   assert.equal(status.code, 0, `clean exit on SIGTERM:\n${s.output()}`);
 }
 
-async function call(path: string, token: string, body?: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
+async function call(
+  path: string,
+  token: string,
+  body?: unknown,
+): Promise<{ status: number; json: Record<string, unknown> }> {
   const res = await fetch(`http://127.0.0.1:${fnPort}/functions/v1/${path}`, {
     method: body === undefined ? "GET" : "POST",
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body === undefined ? {} : { "content-type": "application/json" }),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   return { status: res.status, json: await res.json() };
@@ -99,26 +118,42 @@ Deno.test({
     try {
       service = await startService(dataDir);
       assert.match(service.output(), /embedded PGlite, data in /);
-      assert.match(service.output(), /Applying migration 20261122000200_memory_tables\.sql/, "first start migrates with the Supabase CLI");
+      assert.match(
+        service.output(),
+        /Applying migration 20261122000200_memory_tables\.sql/,
+        "first start migrates with the Supabase CLI",
+      );
 
       const remembered = await call("memory/remember", token, { content: fact, project: "billing" });
       assert.equal(remembered.status, 201, JSON.stringify(remembered.json));
       const id = (remembered.json.memory as { id: string }).id;
 
-      const retrieved = await call("memory-retrieve", token, { message: "How often are billing webhooks retried?", project: "billing" });
+      const retrieved = await call("memory-retrieve", token, {
+        message: "How often are billing webhooks retried?",
+        project: "billing",
+      });
       assert.equal(retrieved.status, 200, JSON.stringify(retrieved.json));
       assert.ok(String(retrieved.json.block).includes(fact), String(retrieved.json.block));
 
       // A second `npm start` names what is in its way: the first one's database folder, or its port.
       const sameFolder = await secondStart(dataDir, fnPort + 100);
       assert.equal(sameFolder.code, 1);
-      assert.match(sameFolder.output, /another `npm start` \(process \d+\) is using the embedded database in .*: stop it, or .*DEVAI_PG_PORT, FUNCTIONS_PORT and DEVAI_PGLITE_DIR/);
+      assert.match(
+        sameFolder.output,
+        /another `npm start` \(process \d+\) is using the embedded database in .*: stop it, or .*DEVAI_PG_PORT, FUNCTIONS_PORT and DEVAI_PGLITE_DIR/,
+      );
       const otherFolder = await secondStart(`${dataDir}-second`, fnPort + 100);
       assert.equal(otherFolder.code, 1);
-      assert.match(otherFolder.output, new RegExp(`port ${dbPort} is taken by another \`npm start\` \\(its embedded PGlite database answers there\\)`));
+      assert.match(
+        otherFolder.output,
+        new RegExp(`port ${dbPort} is taken by another \`npm start\` \\(its embedded PGlite database answers there\\)`),
+      );
       assert.doesNotMatch(otherFolder.output, /db:start/, "it does not blame the local Postgres");
       // db:status does not mistake the embedded database for the local Postgres.
-      const status = spawnWatched("bash", ["scripts/db.sh", "status"], { cwd: repo, env: cleanEnv({ DEVAI_PG_PORT: String(dbPort) }) });
+      const status = spawnWatched("bash", ["scripts/db.sh", "status"], {
+        cwd: repo,
+        env: cleanEnv({ DEVAI_PG_PORT: String(dbPort) }),
+      });
       assert.equal((await status.exited).code, 1);
       assert.match(status.output(), new RegExp(`down: port ${dbPort} is held by npm start's embedded PGlite database`));
 
@@ -130,15 +165,27 @@ Deno.test({
       // The retrieval's reinforcement waited behind its answer; stopping the server wrote it.
       const one = await call(`memory/${id}`, token);
       assert.equal(one.status, 200);
-      assert.equal((one.json.memory as { access_count: number }).access_count, 1, "the retrieval before the restart was kept too");
-      const again = await call("memory-retrieve", token, { message: "How often are billing webhooks retried?", project: "billing" });
+      assert.equal(
+        (one.json.memory as { access_count: number }).access_count,
+        1,
+        "the retrieval before the restart was kept too",
+      );
+      const again = await call("memory-retrieve", token, {
+        message: "How often are billing webhooks retried?",
+        project: "billing",
+      });
       assert.equal(again.status, 200);
       assert.ok(String(again.json.block).includes(fact), "the memory survived the restart");
 
       // Acknowledged writes, then SIGKILL at once: PGlite writes each commit to the data folder
       // before it answers, so a killed process loses none (docs/pglite.md, durability).
-      const burst = await Promise.all(Array.from({ length: 10 }, (_, i) =>
-        call("memory/remember", token, { content: `Acknowledged fact ${i} about the billing service`, project: "billing" })));
+      const burst = await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          call("memory/remember", token, {
+            content: `Acknowledged fact ${i} about the billing service`,
+            project: "billing",
+          })),
+      );
       assert.deepEqual(burst.map((r) => r.status), Array(10).fill(201));
       service.child.kill("SIGKILL");
       await service.child.status;

@@ -14,13 +14,26 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
   fn: async () => {
-    const server = spawnWatched(Deno.execPath(), ["run", "-A", "--config", "supabase/functions/deno.json", "scripts/serve.ts", "--local-postgres"], {
+    const server = spawnWatched(Deno.execPath(), [
+      "run",
+      "-A",
+      "--config",
+      "supabase/functions/deno.json",
+      "scripts/serve.ts",
+      "--local-postgres",
+    ], {
       cwd: repo,
-      env: cleanEnv({ DATABASE_URL: testDatabaseUrl(), FUNCTIONS_PORT: "0", SUPABASE_JWT_SECRET: TEST_JWT_SECRET, DB_POOL_MAX: "2" }),
+      env: cleanEnv({
+        DATABASE_URL: testDatabaseUrl(),
+        FUNCTIONS_PORT: "0",
+        SUPABASE_JWT_SECRET: TEST_JWT_SECRET,
+        DB_POOL_MAX: "2",
+      }),
     });
     try {
       await server.waitFor("Functions URL");
-      const notice = /the local Postgres keeps running at postgresql:\/\/\S+ with your data; `npm run db:stop` stops it/g;
+      const notice =
+        /the local Postgres keeps running at postgresql:\/\/\S+ with your data; `npm run db:stop` stops it/g;
       await server.waitFor(notice);
       server.child.kill("SIGINT");
       const status = await server.exited;

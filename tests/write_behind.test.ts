@@ -19,7 +19,13 @@ const REPO = fileURLToPath(new URL("..", import.meta.url));
 const AN_HOUR_MS = 3_600_000;
 
 async function startChild() {
-  const child = spawnWatched(Deno.execPath(), ["run", "-A", "--config", "supabase/functions/deno.json", "tests/support/server_child.ts"], {
+  const child = spawnWatched(Deno.execPath(), [
+    "run",
+    "-A",
+    "--config",
+    "supabase/functions/deno.json",
+    "tests/support/server_child.ts",
+  ], {
     cwd: REPO,
     env: {
       PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin",
@@ -59,51 +65,72 @@ const FACTS = [
   { content: "The shop's CDN is Fastly, purged after each release", namespace: "devai/project/shop/ops" },
 ];
 
-dbTest("write-behind: a crash between the answers and the batch loses those searches' reinforcements and events, nothing else", async () => {
-  const tenant = newTenant();
-  await seedMemories(sql, tenant, FACTS);
-  const { child, base } = await startChild();
-  try {
-    const injected = [
-      ...await retrieve(base, tenant, "Which releases does the shop deploy on Fridays?"),
-      ...await retrieve(base, tenant, "Which CDN does the shop purge after a release?"),
-    ];
-    assert.ok(injected.length >= 2, "the searches used memories");
-    const remembered = await fetch(`${base}/memory/remember`, {
-      method: "POST",
-      headers: await userHeaders(tenant),
-      body: JSON.stringify({ content: "The shop's staging database is restored every Monday", project: "shop" }),
-    });
-    assert.equal(remembered.status, 201, "a write of another kind commits before it answers");
-    child.child.kill("SIGKILL");
-    await child.exited;
-    assert.deepEqual(await written(tenant), { events: 0, accesses: 0, memories: 3 },
-      "the two waiting searches are lost (no event, no reinforcement); every memory is there");
-  } finally {
-    try { child.child.kill("SIGKILL"); } catch { /* already gone */ }
-    await child.exited;
-  }
-});
+dbTest(
+  "write-behind: a crash between the answers and the batch loses those searches' reinforcements and events, nothing else",
+  async () => {
+    const tenant = newTenant();
+    await seedMemories(sql, tenant, FACTS);
+    const { child, base } = await startChild();
+    try {
+      const injected = [
+        ...await retrieve(base, tenant, "Which releases does the shop deploy on Fridays?"),
+        ...await retrieve(base, tenant, "Which CDN does the shop purge after a release?"),
+      ];
+      assert.ok(injected.length >= 2, "the searches used memories");
+      const remembered = await fetch(`${base}/memory/remember`, {
+        method: "POST",
+        headers: await userHeaders(tenant),
+        body: JSON.stringify({ content: "The shop's staging database is restored every Monday", project: "shop" }),
+      });
+      assert.equal(remembered.status, 201, "a write of another kind commits before it answers");
+      child.child.kill("SIGKILL");
+      await child.exited;
+      assert.deepEqual(
+        await written(tenant),
+        { events: 0, accesses: 0, memories: 3 },
+        "the two waiting searches are lost (no event, no reinforcement); every memory is there",
+      );
+    } finally {
+      try {
+        child.child.kill("SIGKILL");
+      } catch { /* already gone */ }
+      await child.exited;
+    }
+  },
+);
 
-dbTest(`write-behind: at most ${MAX_WAITING_SEARCHES} searches wait; a crash after a batch loses only the searches after it`, async () => {
-  const tenant = newTenant();
-  await seedMemories(sql, tenant, FACTS);
-  const { child, base } = await startChild();
-  try {
-    let used = 0;
-    for (let i = 0; i < MAX_WAITING_SEARCHES; i++) used += (await retrieve(base, tenant, `Which CDN does the shop use? (turn ${i})`)).length;
-    // The last of those made the batch: it is written without the clock (the event: its rows).
-    await waitUntil(async () => (await written(tenant)).events === MAX_WAITING_SEARCHES || undefined, "the batch of waiting searches");
-    await retrieve(base, tenant, "Which CDN does the shop use? (one more)");
-    child.child.kill("SIGKILL");
-    await child.exited;
-    assert.deepEqual(await written(tenant), { events: MAX_WAITING_SEARCHES, accesses: used, memories: 2 },
-      "the batch is kept; only the search after it is lost");
-  } finally {
-    try { child.child.kill("SIGKILL"); } catch { /* already gone */ }
-    await child.exited;
-  }
-});
+dbTest(
+  `write-behind: at most ${MAX_WAITING_SEARCHES} searches wait; a crash after a batch loses only the searches after it`,
+  async () => {
+    const tenant = newTenant();
+    await seedMemories(sql, tenant, FACTS);
+    const { child, base } = await startChild();
+    try {
+      let used = 0;
+      for (let i = 0; i < MAX_WAITING_SEARCHES; i++) {
+        used += (await retrieve(base, tenant, `Which CDN does the shop use? (turn ${i})`)).length;
+      }
+      // The last of those made the batch: it is written without the clock (the event: its rows).
+      await waitUntil(
+        async () => (await written(tenant)).events === MAX_WAITING_SEARCHES || undefined,
+        "the batch of waiting searches",
+      );
+      await retrieve(base, tenant, "Which CDN does the shop use? (one more)");
+      child.child.kill("SIGKILL");
+      await child.exited;
+      assert.deepEqual(
+        await written(tenant),
+        { events: MAX_WAITING_SEARCHES, accesses: used, memories: 2 },
+        "the batch is kept; only the search after it is lost",
+      );
+    } finally {
+      try {
+        child.child.kill("SIGKILL");
+      } catch { /* already gone */ }
+      await child.exited;
+    }
+  },
+);
 
 dbTest("write-behind: a clean stop (SIGTERM) writes the waiting searches before the process exits", async () => {
   const tenant = newTenant();
@@ -118,7 +145,9 @@ dbTest("write-behind: a clean stop (SIGTERM) writes the waiting searches before 
   assert.equal((await child.exited).code, 0);
   const after = await written(tenant);
   assert.deepEqual([after.events, after.accesses], [2, injected.length]);
-  const [row] = await sql<{ access_count: number }[]>`select access_count from public.devai_memories where id = ${deploys!.id}`;
+  const [row] = await sql<{ access_count: number }[]>`select access_count from public.devai_memories where id = ${
+    deploys!.id
+  }`;
   assert.equal(row!.access_count, 2, "two searches in one batch: two accesses");
 });
 

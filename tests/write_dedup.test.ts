@@ -22,8 +22,12 @@ function candidate(content: string, extra: Partial<Candidate> = {}): Candidate {
 }
 
 async function enqueue(env: WriteEnv, tenant: string, candidates: Candidate[], key = crypto.randomUUID()) {
-  return await withTenant(env.sql, { tenantId: tenant, actor: "test" }, (tx) =>
-    enqueueJob(tx, { ownerId: tenant, kind: "dedup", idempotencyKey: key, payload: { candidates, origin: "api" } }));
+  return await withTenant(
+    env.sql,
+    { tenantId: tenant, actor: "test" },
+    (tx) =>
+      enqueueJob(tx, { ownerId: tenant, kind: "dedup", idempotencyKey: key, payload: { candidates, origin: "api" } }),
+  );
 }
 
 async function seedBase(env: WriteEnv, tenant: string, extra: Record<string, unknown> = {}) {
@@ -93,7 +97,8 @@ Deno.test("dedup: ADD with a neighbour links the new memory (related_to), shown 
     const mems = await memoriesOf(env.sql, tenant);
     assert.equal(mems.length, 2);
     const added = mems.find((m) => m.content === text)!;
-    const rels = await env.sql`select from_id, to_id, relation_type, strength from public.memory_relations where owner_id = ${tenant}`;
+    const rels = await env
+      .sql`select from_id, to_id, relation_type, strength from public.memory_relations where owner_id = ${tenant}`;
     assert.equal(rels.length, 1);
     assert.equal(rels[0]!.from_id, added.id);
     assert.equal(rels[0]!.to_id, old.id);
@@ -111,7 +116,15 @@ Deno.test("dedup: UPDATE stores the merged memory and supersedes the old one (ME
     const old = await seedBase(env, tenant);
     const text = "The task-api deploys with pnpm run deploy.";
     env.fake.setEmbedding(text, vectorWithSimilarity(base, 0.92, "upd"));
-    env.fake.onChat(DEDUP_MARK, reply.json({ action: "UPDATE", target: 0, content: "The task-api deploys with pnpm run deploy (npm is no longer used).", reason: "refines" }));
+    env.fake.onChat(
+      DEDUP_MARK,
+      reply.json({
+        action: "UPDATE",
+        target: 0,
+        content: "The task-api deploys with pnpm run deploy (npm is no longer used).",
+        reason: "refines",
+      }),
+    );
     await enqueue(env, tenant, [candidate(text)]);
     await drainAll(env.deps, tenant);
     const mems = await memoriesOf(env.sql, tenant);
@@ -121,15 +134,22 @@ Deno.test("dedup: UPDATE stores the merged memory and supersedes the old one (ME
     assert.equal(newRow.content, "The task-api deploys with pnpm run deploy (npm is no longer used).");
     assert.equal(oldRow.is_valid, false);
     assert.equal(oldRow.superseded_by, newRow.id);
-    const [h] = await env.sql`select event, actor, new_ref from public.memory_history where memory_id = ${old.id} and event <> 'ADD'`;
+    const [h] = await env
+      .sql`select event, actor, new_ref from public.memory_history where memory_id = ${old.id} and event <> 'ADD'`;
     assert.equal(h!.event, "MERGE");
     assert.equal(h!.actor, "worker:dedup");
     assert.equal(h!.new_ref, newRow.id);
-    const rels = await env.sql`select relation_type from public.memory_relations where from_id = ${newRow.id} and to_id = ${old.id}`;
+    const rels = await env
+      .sql`select relation_type from public.memory_relations where from_id = ${newRow.id} and to_id = ${old.id}`;
     assert.deepEqual(rels.map((r) => r.relation_type), ["supersedes"]);
-    const ops = (await env.sql`select op from public.memory_events where owner_id = ${tenant} order by ts`).map((r) => r.op);
-    for (const op of ["search", "classify", "create", "merge", "link"]) assert.ok(ops.includes(op), `${op} event in ${ops}`);
-    const log = await env.sql`select event from public.memory_change_log where owner_id = ${tenant} and memory_id = ${old.id} and event = 'merged'`;
+    const ops = (await env.sql`select op from public.memory_events where owner_id = ${tenant} order by ts`).map((r) =>
+      r.op
+    );
+    for (const op of ["search", "classify", "create", "merge", "link"]) {
+      assert.ok(ops.includes(op), `${op} event in ${ops}`);
+    }
+    const log = await env
+      .sql`select event from public.memory_change_log where owner_id = ${tenant} and memory_id = ${old.id} and event = 'merged'`;
     assert.equal(log.length, 1);
   } finally {
     await env.close();
@@ -194,7 +214,8 @@ Deno.test("dedup: a decision naming an id outside the neighbour set is rejected 
     const mems = await memoriesOf(env.sql, tenant);
     assert.equal(mems.length, 2);
     assert.ok(mems.find((m) => m.id === old.id)!.is_valid, "nothing deleted");
-    const [ev] = await env.sql`select status, meta from public.memory_events where owner_id = ${tenant} and op = 'classify'`;
+    const [ev] = await env
+      .sql`select status, meta from public.memory_events where owner_id = ${tenant} and op = 'classify'`;
     assert.equal(ev!.status, "error");
     assert.equal(ev!.meta.override, "unknown_target");
   } finally {
@@ -230,13 +251,32 @@ Deno.test("dedup: the memory-dedup endpoint validates candidates and queues a jo
     const tenant = newTenant();
     const handler = createHandler({ ...env.deps, kickWorker: () => Promise.resolve() });
     const url = "http://localhost/functions/v1/memory-dedup";
-    const bad = await handler(new Request(url, { method: "POST", headers: await userHeaders(tenant), body: JSON.stringify({ candidates: [] }) }));
+    const bad = await handler(
+      new Request(url, {
+        method: "POST",
+        headers: await userHeaders(tenant),
+        body: JSON.stringify({ candidates: [] }),
+      }),
+    );
     assert.equal(bad.status, 400);
-    const pronoun = await handler(new Request(url, { method: "POST", headers: await userHeaders(tenant), body: JSON.stringify({ candidates: [candidate("I think we should use pnpm.")] }) }));
+    const pronoun = await handler(
+      new Request(url, {
+        method: "POST",
+        headers: await userHeaders(tenant),
+        body: JSON.stringify({ candidates: [candidate("I think we should use pnpm.")] }),
+      }),
+    );
     assert.equal(pronoun.status, 422);
-    const [{ n } = { n: -1 }] = await env.sql`select count(*)::int as n from public.memory_jobs where owner_id = ${tenant}`;
+    const [{ n } = { n: -1 }] = await env
+      .sql`select count(*)::int as n from public.memory_jobs where owner_id = ${tenant}`;
     assert.equal(n, 0);
-    const ok = await handler(new Request(url, { method: "POST", headers: await userHeaders(tenant), body: JSON.stringify({ candidates: [candidate("The task-api uses Hono.")], project: "taskforge" }) }));
+    const ok = await handler(
+      new Request(url, {
+        method: "POST",
+        headers: await userHeaders(tenant),
+        body: JSON.stringify({ candidates: [candidate("The task-api uses Hono.")], project: "taskforge" }),
+      }),
+    );
     assert.equal(ok.status, 202);
     await drainAll(env.deps, tenant);
     assert.equal((await memoriesOf(env.sql, tenant)).length, 1);
@@ -260,7 +300,10 @@ Deno.test("dedup concurrency: two workers with overlapping candidates add nothin
     const v2 = vectorWithSimilarity(v1, 0.97, "c2");
     env.fake.setEmbedding(c1, v1).setEmbedding(c2, v2);
     // Slow decisions keep both transactions open at the same time.
-    env.fake.onChat(DEDUP_MARK, reply.dynamic((req) => reply.slow(150, reply.json({ action: "UPDATE", target: 0, content: candidateIn(req) }))));
+    env.fake.onChat(
+      DEDUP_MARK,
+      reply.dynamic((req) => reply.slow(150, reply.json({ action: "UPDATE", target: 0, content: candidateIn(req) }))),
+    );
     await enqueue(env, tenant, [candidate(c1), candidate(shared)]);
     await enqueue(env, tenant, [candidate(c2), candidate(shared)]);
 
@@ -294,7 +337,10 @@ Deno.test("dedup crash: a worker that dies mid-job loses its lease, the job re-r
     const text = "The task-api deploys with bun run deploy.";
     env.fake.setEmbedding(text, vectorWithSimilarity(base, 0.9, "crash"));
     // Always UPDATE [0] with a merged text: a second application would supersede the merged memory.
-    env.fake.onChat(DEDUP_MARK, reply.dynamic((req) => reply.json({ action: "UPDATE", target: 0, content: `Merged: ${candidateIn(req)}` })));
+    env.fake.onChat(
+      DEDUP_MARK,
+      reply.dynamic((req) => reply.json({ action: "UPDATE", target: 0, content: `Merged: ${candidateIn(req)}` })),
+    );
     const queued = await enqueue(env, tenant, [candidate(text)]);
 
     // The "crashed" worker claims with a 1 s lease and never finishes in time.
@@ -328,12 +374,20 @@ Deno.test("dedup: an exact duplicate in ANOTHER project is not a NOOP (it is inv
   try {
     const tenant = newTenant();
     const text = "The deploy script is make ship.";
-    await seedMemory(env.sql, tenant, { content: text, namespace: "devai/project/alpha/deploy", embedding: base, embedding_model: EMBEDDING_MODEL });
+    await seedMemory(env.sql, tenant, {
+      content: text,
+      namespace: "devai/project/alpha/deploy",
+      embedding: base,
+      embedding_model: EMBEDDING_MODEL,
+    });
     env.fake.setEmbedding(text, base);
     await enqueue(env, tenant, [candidate(text, { namespace: "devai/project/beta/deploy" })]);
     await drainAll(env.deps, tenant);
     const mems = await memoriesOf(env.sql, tenant);
-    assert.ok(mems.some((m) => m.namespace === "devai/project/beta/deploy" && m.content === text), JSON.stringify(mems));
+    assert.ok(
+      mems.some((m) => m.namespace === "devai/project/beta/deploy" && m.content === text),
+      JSON.stringify(mems),
+    );
   } finally {
     await env.close();
   }
@@ -348,14 +402,19 @@ Deno.test("dedup: a target index beyond the neighbours shown (a weaker search hi
     const cand = vectorWithSimilarity(base, 0.9, "cand");
     env.fake.setEmbedding(text, cand);
     const weak = await seedMemory(env.sql, tenant, {
-      content: "The task-api logs to stdout.", namespace: NS, embedding_model: EMBEDDING_MODEL,
+      content: "The task-api logs to stdout.",
+      namespace: NS,
+      embedding_model: EMBEDDING_MODEL,
       embedding: vectorWithSimilarity(cand, 0.78, "weak-neighbour"), // link range, below the 0.8 shown to the LLM
     });
     // The candidate is ≥ 0.8 to [0] only; the weak memory is a link-range hit (not shown) at index 1 of the search.
-    env.fake.onChat(DEDUP_MARK, reply.dynamic((req) => {
-      const listed = String(req.messages.at(-1)?.content ?? "").match(/^\[\d+\]/gm) ?? [];
-      return reply.json({ action: "DELETE", target: listed.length }); // first index NOT shown
-    }));
+    env.fake.onChat(
+      DEDUP_MARK,
+      reply.dynamic((req) => {
+        const listed = String(req.messages.at(-1)?.content ?? "").match(/^\[\d+\]/gm) ?? [];
+        return reply.json({ action: "DELETE", target: listed.length }); // first index NOT shown
+      }),
+    );
     await enqueue(env, tenant, [candidate(text)]);
     await drainAll(env.deps, tenant);
     const mems = await memoriesOf(env.sql, tenant);
@@ -391,7 +450,11 @@ Deno.test("dedup: the per-tenant daily cap skips automatic writes (user-stated e
     const tenant = newTenant();
     const texts = ["The cache uses redis.", "The queue uses pg.", "The user wants tabs."];
     texts.forEach((t, i) => env.fake.setEmbedding(t, hashVector(`cap-${i}`)));
-    await enqueue(env, tenant, [candidate(texts[0]!), candidate(texts[1]!), candidate(texts[2]!, { source: "user_stated", priority: "highest" })]);
+    await enqueue(env, tenant, [
+      candidate(texts[0]!),
+      candidate(texts[1]!),
+      candidate(texts[2]!, { source: "user_stated", priority: "highest" }),
+    ]);
     await drainAll(env.deps, tenant);
     const stored = (await memoriesOf(env.sql, tenant)).map((m) => m.content).sort();
     assert.deepEqual(stored, [texts[0], texts[2]].sort());

@@ -14,7 +14,15 @@ const EXTRACT_MARK = "What from this conversation would help you do a better job
 const transcript = [
   { role: "system", content: "You are DevAI." },
   { role: "user", content: "Deploy the task-api function please." },
-  { role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: { name: "bash", arguments: "{\"cmd\":\"appwrite push --force\"}" } }] },
+  {
+    role: "assistant",
+    content: null,
+    tool_calls: [{
+      id: "call_1",
+      type: "function",
+      function: { name: "bash", arguments: '{"cmd":"appwrite push --force"}' },
+    }],
+  },
   { role: "tool", tool_call_id: "call_1", content: "Deployed, but inactive." },
   { role: "assistant", content: "Pushed; activating via PATCH." },
   { role: "user", content: "Remember that the task-api uses JWT auth." },
@@ -29,15 +37,25 @@ const llmCandidate = {
   importance: 4,
 };
 
-async function post(handler: (r: Request) => Promise<Response>, tenant: string, body: unknown, headers: Record<string, string> = {}) {
-  return await handler(new Request(URL_, { method: "POST", headers: await userHeaders(tenant, headers), body: JSON.stringify(body) }));
+async function post(
+  handler: (r: Request) => Promise<Response>,
+  tenant: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+) {
+  return await handler(
+    new Request(URL_, { method: "POST", headers: await userHeaders(tenant, headers), body: JSON.stringify(body) }),
+  );
 }
 
 Deno.test("extract: POST answers 202 with a durable job; the worker turns it into deduplicated, audited memories", async () => {
   const env = await writeEnv();
   try {
     const tenant = newTenant();
-    env.fake.onChat(EXTRACT_MARK, reply.json({ stored: [llmCandidate], filtered: [{ content: "hello", reason: "greeting" }] }));
+    env.fake.onChat(
+      EXTRACT_MARK,
+      reply.json({ stored: [llmCandidate], filtered: [{ content: "hello", reason: "greeting" }] }),
+    );
     let kicks = 0;
     const handler = createHandler({ ...env.deps, kickWorker: () => (kicks++, Promise.resolve()) });
     const res = await post(handler, tenant, { session_id: "s-1", messages: transcript, project: "taskforge" });
@@ -61,10 +79,14 @@ Deno.test("extract: POST answers 202 with a durable job; the worker turns it int
     assert.equal(stated.priority, "highest");
     assert.equal(stated.namespace, "devai/project/taskforge");
     // Every write is in the history with the worker as actor.
-    const history = await env.sql<{ event: string; actor: string }[]>`select event, actor from public.memory_history where owner_id = ${tenant}`;
+    const history = await env.sql<
+      { event: string; actor: string }[]
+    >`select event, actor from public.memory_history where owner_id = ${tenant}`;
     assert.ok(history.filter((h) => h.event === "ADD").length >= 2);
     assert.ok(history.every((h) => h.actor === "worker:dedup"), JSON.stringify(history));
-    const events = await env.sql<{ op: string; node: string }[]>`select op, node from public.memory_events where owner_id = ${tenant}`;
+    const events = await env.sql<
+      { op: string; node: string }[]
+    >`select op, node from public.memory_events where owner_id = ${tenant}`;
     assert.ok(events.some((e) => e.op === "extract"));
     assert.equal(events.filter((e) => e.op === "create").length, 2);
 
@@ -74,7 +96,9 @@ Deno.test("extract: POST answers 202 with a durable job; the worker turns it int
     const status = await get.json();
     assert.equal(status.status, "done");
     assert.equal(status.result.candidates, 2);
-    const other = await handler(new Request(`${URL_}?job_id=${body.job_id}`, { headers: await userHeaders(newTenant()) }));
+    const other = await handler(
+      new Request(`${URL_}?job_id=${body.job_id}`, { headers: await userHeaders(newTenant()) }),
+    );
     assert.equal(other.status, 404);
   } finally {
     await env.close();
@@ -87,7 +111,8 @@ Deno.test("extract: re-submitting the same session is idempotent (same job, extr
     const tenant = newTenant();
     env.fake.onChat(EXTRACT_MARK, reply.json({ stored: [llmCandidate], filtered: [] }));
     const handler = createHandler({ ...env.deps, kickWorker: () => Promise.resolve() });
-    const first = await (await post(handler, tenant, { session_id: "s-2", messages: transcript, project: "taskforge" })).json();
+    const first = await (await post(handler, tenant, { session_id: "s-2", messages: transcript, project: "taskforge" }))
+      .json();
     const again = await post(handler, tenant, { session_id: "s-2", messages: transcript, project: "taskforge" });
     assert.equal(again.status, 202);
     const second = await again.json();
@@ -95,7 +120,8 @@ Deno.test("extract: re-submitting the same session is idempotent (same job, extr
     assert.equal(second.deduplicated, true);
     await drainAll(env.deps, tenant);
     // Also after completion: the same POST does not queue anything new.
-    const third = await (await post(handler, tenant, { session_id: "s-2", messages: transcript, project: "taskforge" })).json();
+    const third = await (await post(handler, tenant, { session_id: "s-2", messages: transcript, project: "taskforge" }))
+      .json();
     assert.equal(third.job_id, first.job_id);
     assert.equal(third.status, "done");
     assert.equal(env.fake.chatRequests().length, 1, "extraction ran once");
@@ -124,11 +150,17 @@ Deno.test("extract: bad input is a 4xx and nothing is enqueued", async () => {
       [{ session_id: "s\u0001\u0007", messages: [{ role: "user", content: "hi" }] }, 400], // was accepted
     ];
     // A message nested 3,000 levels deep overflowed the canonical JSON's recursion (a 500).
-    const deep = `{"session_id": "s", "messages": [{"role": "user", "content": "hi", "extra": ${"[".repeat(3000)}${"]".repeat(3000)}}]}`;
-    const tooDeep = await handler(new Request(URL_, { method: "POST", headers: await userHeaders(tenant), body: deep }));
+    const deep = `{"session_id": "s", "messages": [{"role": "user", "content": "hi", "extra": ${"[".repeat(3000)}${
+      "]".repeat(3000)
+    }}]}`;
+    const tooDeep = await handler(
+      new Request(URL_, { method: "POST", headers: await userHeaders(tenant), body: deep }),
+    );
     assert.equal(tooDeep.status, 400);
     assert.equal((await tooDeep.json()).error.code, "malformed_json");
-    const unknownPath = await handler(new Request(`${URL_}/anything`, { method: "POST", headers: await userHeaders(tenant), body: "{}" }));
+    const unknownPath = await handler(
+      new Request(`${URL_}/anything`, { method: "POST", headers: await userHeaders(tenant), body: "{}" }),
+    );
     assert.equal(unknownPath.status, 404);
     for (const [body, status] of cases) {
       const res = await post(handler, tenant, body);
@@ -137,11 +169,25 @@ Deno.test("extract: bad input is a 4xx and nothing is enqueued", async () => {
       assert.ok(err.error?.code, "one error shape");
       if (status === 400) assert.ok(Array.isArray(err.error.issues) || err.error.code === "malformed_json");
     }
-    const malformed = await handler(new Request(URL_, { method: "POST", headers: await userHeaders(tenant), body: "{not json" }));
+    const malformed = await handler(
+      new Request(URL_, { method: "POST", headers: await userHeaders(tenant), body: "{not json" }),
+    );
     assert.equal(malformed.status, 400);
-    const wrongType = await handler(new Request(URL_, { method: "POST", headers: { ...(await userHeaders(tenant)), "content-type": "text/plain" }, body: "{}" }));
+    const wrongType = await handler(
+      new Request(URL_, {
+        method: "POST",
+        headers: { ...(await userHeaders(tenant)), "content-type": "text/plain" },
+        body: "{}",
+      }),
+    );
     assert.equal(wrongType.status, 415);
-    const noAuth = await handler(new Request(URL_, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ session_id: "s", messages: [{ role: "user", content: "hi" }] }) }));
+    const noAuth = await handler(
+      new Request(URL_, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ session_id: "s", messages: [{ role: "user", content: "hi" }] }),
+      }),
+    );
     assert.equal(noAuth.status, 401);
     assert.equal((await jobsOf(env.sql, tenant)).length, 0);
   } finally {
@@ -153,7 +199,10 @@ Deno.test("extract: invalid JSON from the LLM is repaired once and the job succe
   const env = await writeEnv();
   try {
     const tenant = newTenant();
-    env.fake.onChat(EXTRACT_MARK, [reply.text("Sure! Here are the memories: {stored: ["), reply.json({ stored: [llmCandidate], filtered: [] })]);
+    env.fake.onChat(EXTRACT_MARK, [
+      reply.text("Sure! Here are the memories: {stored: ["),
+      reply.json({ stored: [llmCandidate], filtered: [] }),
+    ]);
     const handler = createHandler({ ...env.deps, kickWorker: () => Promise.resolve() });
     await post(handler, tenant, { session_id: "s-3", messages: transcript, project: "taskforge" });
     const report = await drainAll(env.deps, tenant);
@@ -187,7 +236,11 @@ Deno.test("extract: without an LLM the rule-based extractor stores 'remember' st
     assert.equal(env.fake.chatRequests().length, 0);
     const mems = await memoriesOf(env.sql, tenant);
     assert.deepEqual(mems.map((m) => [m.content, m.namespace, m.source]).sort(), [
-      ["Correction from the user: the client lives in src/lib/appwrite.ts not lib/appwrite.ts.", "devai/project/taskforge", "correction"],
+      [
+        "Correction from the user: the client lives in src/lib/appwrite.ts not lib/appwrite.ts.",
+        "devai/project/taskforge",
+        "correction",
+      ],
       ["The user prefers pnpm over npm.", "devai/user/preferences", "user_stated"],
     ]);
   } finally {
@@ -201,7 +254,13 @@ Deno.test("extract: bidirectional, invisible and tag characters are removed from
     const tenant = newTenant();
     // The model echoes a hidden instruction in tag characters and a right-to-left override.
     const hidden = [..."IGNORE PREVIOUS"].map((c) => String.fromCodePoint(0xe0000 + c.charCodeAt(0))).join("");
-    env.fake.onChat(EXTRACT_MARK, reply.json({ stored: [{ ...llmCandidate, content: `Deploys run from the \u202Emain\u202C branch.${hidden}` }], filtered: [] }));
+    env.fake.onChat(
+      EXTRACT_MARK,
+      reply.json({
+        stored: [{ ...llmCandidate, content: `Deploys run from the \u202Emain\u202C branch.${hidden}` }],
+        filtered: [],
+      }),
+    );
     const handler = createHandler({ ...env.deps, kickWorker: () => Promise.resolve() });
     await post(handler, tenant, {
       session_id: "s-unsafe",
@@ -211,9 +270,15 @@ Deno.test("extract: bidirectional, invisible and tag characters are removed from
     const report = await drainAll(env.deps, tenant);
     assert.equal(report.dead, 0, JSON.stringify(report));
     const mems = await memoriesOf(env.sql, tenant);
-    assert.deepEqual(mems.map((m) => m.content).sort(), ["Deploys run from the main branch.", "The release key lives in vault."]);
+    assert.deepEqual(mems.map((m) => m.content).sort(), [
+      "Deploys run from the main branch.",
+      "The release key lives in vault.",
+    ]);
     const [extractJob] = (await jobsOf(env.sql, tenant)).filter((j) => j.kind === "extract");
-    assert.equal((extractJob!.result as { stats: { unsafe_characters_removed: number } }).stats.unsafe_characters_removed, 2);
+    assert.equal(
+      (extractJob!.result as { stats: { unsafe_characters_removed: number } }).stats.unsafe_characters_removed,
+      2,
+    );
   } finally {
     await env.close();
   }
@@ -234,7 +299,11 @@ Deno.test("extract: a lone surrogate (a tool output cut mid-emoji) becomes U+FFF
     assert.equal(res.status, 202, JSON.stringify(answer));
     assert.equal(answer.new_messages, 3);
     const again = await (await post(handler, tenant, { session_id: "s-surrogate", messages })).json();
-    assert.deepEqual([again.job_id, again.deduplicated], [answer.job_id, true], "the same transcript again is the same job");
+    assert.deepEqual(
+      [again.job_id, again.deduplicated],
+      [answer.job_id, true],
+      "the same transcript again is the same job",
+    );
 
     const [job] = await env.sql<{ payload: { messages: { content: string; note?: Record<string, string> }[] } }[]>`
       select payload from public.memory_jobs where id = ${answer.job_id}`;
@@ -260,14 +329,19 @@ Deno.test("extract → worker → dedup → memory-retrieve returns the learned 
     const v = hashVector("appwrite activation");
     env.fake.setEmbedding(llmCandidate.content, v).setEmbedding(question, v);
     const extract = createHandler({ ...env.deps, kickWorker: () => Promise.resolve() });
-    assert.equal((await post(extract, tenant, { session_id: "s-e2e", messages: transcript, project: "taskforge" })).status, 202);
+    assert.equal(
+      (await post(extract, tenant, { session_id: "s-e2e", messages: transcript, project: "taskforge" })).status,
+      202,
+    );
     await drainAll(env.deps, tenant);
     const retrieve = createRetrieve(env.deps);
-    const res = await retrieve(new Request("http://localhost/functions/v1/memory-retrieve", {
-      method: "POST",
-      headers: await userHeaders(tenant),
-      body: JSON.stringify({ message: question, project: "taskforge" }),
-    }));
+    const res = await retrieve(
+      new Request("http://localhost/functions/v1/memory-retrieve", {
+        method: "POST",
+        headers: await userHeaders(tenant),
+        body: JSON.stringify({ message: question, project: "taskforge" }),
+      }),
+    );
     assert.equal(res.status, 200);
     const text = JSON.stringify(await res.json());
     assert.ok(text.includes("manual deployment activation via REST API PATCH"), text.slice(0, 500));
@@ -280,7 +354,12 @@ Deno.test("extract: the LLM's candidates are capped at 5 per chunk, not 5 × chu
   const { extractWithModel } = await import("../supabase/functions/_shared/extraction.ts");
   const env = await writeEnv();
   try {
-    const fact = (i: number) => ({ ...llmCandidate, content: `The build step ${i} runs in CI.`, priority: "medium", importance: 3 });
+    const fact = (i: number) => ({
+      ...llmCandidate,
+      content: `The build step ${i} runs in CI.`,
+      priority: "medium",
+      importance: 3,
+    });
     // Two chunks: the first answers with 8 candidates, the second with none.
     env.fake.onChat("CHUNK-ONE", reply.json({ stored: Array.from({ length: 8 }, (_, i) => fact(i)), filtered: [] }));
     env.fake.onChat("CHUNK-TWO", reply.json({ stored: [], filtered: [] }));
@@ -288,7 +367,12 @@ Deno.test("extract: the LLM's candidates are capped at 5 per chunk, not 5 × chu
       { role: "user" as const, content: `CHUNK-ONE ${"build output ".repeat(200)}` },
       { role: "user" as const, content: `CHUNK-TWO ${"more output ".repeat(200)}` },
     ];
-    const out = await extractWithModel({ session_id: "s-cap", messages }, [], { llm: env.llm, namespaceRoot: "devai", categories: [], chunkTokens: 500 });
+    const out = await extractWithModel({ session_id: "s-cap", messages }, [], {
+      llm: env.llm,
+      namespaceRoot: "devai",
+      categories: [],
+      chunkTokens: 500,
+    });
     assert.equal(out.stats.chunks, 2);
     assert.equal(env.fake.chatRequests().length, 2);
     assert.equal(out.candidates.length, 5);
@@ -323,8 +407,14 @@ Deno.test("extract: LLM candidates labelled user_stated/highest are demoted: cap
     assert.equal(stats.demoted, 7);
     assert.equal(stats.over_cap, 2, "7 model claims, at most 5 from the chunk");
     const mems = await memoriesOf(env.sql, tenant);
-    const stated = mems.filter((m) => m.source === "user_stated" || m.source === "correction" || m.priority === "highest");
-    assert.deepEqual(stated.map((m) => m.content), ["The task-api uses JWT auth."], "only the user's own words are user-stated");
+    const stated = mems.filter((m) =>
+      m.source === "user_stated" || m.source === "correction" || m.priority === "highest"
+    );
+    assert.deepEqual(
+      stated.map((m) => m.content),
+      ["The task-api uses JWT auth."],
+      "only the user's own words are user-stated",
+    );
     const fromModel = mems.filter((m) => m.content.startsWith("The deploy target"));
     assert.equal(fromModel.length, 2, "the per-tenant daily cap (2) applies to model claims");
     assert.ok(fromModel.every((m) => m.priority === "high" && m.source === "discovery"), JSON.stringify(fromModel));
@@ -339,14 +429,27 @@ Deno.test("extract → dedup → memory.query: an extracted memory's category ma
   const env = await writeEnv();
   try {
     const tenant = newTenant();
-    const task = { ...llmCandidate, content: "The next task is migrating the task-api to Hono.", type: "semantic", category: "tasks" };
-    const unknown = { ...llmCandidate, content: "The task-api bundle is built with esbuild.", type: "semantic", category: "made_up" };
+    const task = {
+      ...llmCandidate,
+      content: "The next task is migrating the task-api to Hono.",
+      type: "semantic",
+      category: "tasks",
+    };
+    const unknown = {
+      ...llmCandidate,
+      content: "The task-api bundle is built with esbuild.",
+      type: "semantic",
+      category: "made_up",
+    };
     env.fake.onChat(EXTRACT_MARK, reply.json({ stored: [task, unknown], filtered: [] }));
     const question = "What is the next task for the task-api?";
     const v = hashVector("next task");
     env.fake.setEmbedding(task.content, v).setEmbedding(question, v);
     const extract = createHandler({ ...env.deps, kickWorker: () => Promise.resolve() });
-    assert.equal((await post(extract, tenant, { session_id: "s-cat", messages: transcript, project: "taskforge" })).status, 202);
+    assert.equal(
+      (await post(extract, tenant, { session_id: "s-cat", messages: transcript, project: "taskforge" })).status,
+      202,
+    );
     await drainAll(env.deps, tenant);
 
     // The prompt offered the configured categories.
@@ -361,20 +464,26 @@ Deno.test("extract → dedup → memory.query: an extracted memory's category ma
       ["The task-api bundle is built with esbuild.", null],
       ["The task-api uses JWT auth.", null],
     ]);
-    const created = await env.sql`select category from public.memory_events where owner_id = ${tenant} and op = 'create' and category = 'tasks'`;
+    const created = await env
+      .sql`select category from public.memory_events where owner_id = ${tenant} and op = 'create' and category = 'tasks'`;
     assert.equal(created.length, 1, "the event records the real category");
 
     const retrieve = createRetrieve(env.deps);
     const ask = async (agent: string) =>
-      await retrieve(new Request("http://localhost/functions/v1/memory-retrieve/query", {
-        method: "POST",
-        headers: await userHeaders(tenant),
-        body: JSON.stringify({ agent, query: question, project: "taskforge" }),
-      }));
+      await retrieve(
+        new Request("http://localhost/functions/v1/memory-retrieve/query", {
+          method: "POST",
+          headers: await userHeaders(tenant),
+          body: JSON.stringify({ agent, query: question, project: "taskforge" }),
+        }),
+      );
     const planner = await ask("planner"); // allowlist: goals, tasks, projects, procedural
     assert.equal(planner.status, 200);
     const body = await planner.json();
-    assert.deepEqual(body.results.map((r: { category: string; text: string }) => [r.category, r.text]), [["tasks", `[tasks] ${task.content}`]]);
+    assert.deepEqual(body.results.map((r: { category: string; text: string }) => [r.category, r.text]), [[
+      "tasks",
+      `[tasks] ${task.content}`,
+    ]]);
     const stylist = await (await ask("stylist")).json(); // preferences, tone, style: not tasks
     assert.deepEqual(stylist.results, []);
   } finally {

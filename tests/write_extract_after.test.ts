@@ -10,7 +10,10 @@ import { userHeaders } from "./support/auth.ts";
 import { newTenant } from "./support/seed.ts";
 import { type WriteEnv, writeEnv } from "./write_helpers.ts";
 
-const msg = (i: number, text = `message ${i} of the session`) => ({ role: i % 2 ? "assistant" : "user", content: text });
+const msg = (i: number, text = `message ${i} of the session`) => ({
+  role: i % 2 ? "assistant" : "user",
+  content: text,
+});
 const transcript = (n: number, from = 0) => Array.from({ length: n }, (_, i) => msg(from + i));
 
 interface Answer {
@@ -20,18 +23,31 @@ interface Answer {
   transcript: { count: number; digest: string };
 }
 
-async function post(env: WriteEnv, tenant: string, body: Record<string, unknown>, config: Partial<WriteEnv["config"]> = {}) {
-  const handler = createHandler({ ...env.deps, config: { ...env.config, ...config }, kickWorker: () => Promise.resolve() });
-  const res = await handler(new Request("http://localhost/functions/v1/memory-extract", {
-    method: "POST",
-    headers: await userHeaders(tenant),
-    body: JSON.stringify(body),
-  }));
+async function post(
+  env: WriteEnv,
+  tenant: string,
+  body: Record<string, unknown>,
+  config: Partial<WriteEnv["config"]> = {},
+) {
+  const handler = createHandler({
+    ...env.deps,
+    config: { ...env.config, ...config },
+    kickWorker: () => Promise.resolve(),
+  });
+  const res = await handler(
+    new Request("http://localhost/functions/v1/memory-extract", {
+      method: "POST",
+      headers: await userHeaders(tenant),
+      body: JSON.stringify(body),
+    }),
+  );
   return { status: res.status, body: await res.json() };
 }
 
 async function jobs(env: WriteEnv, tenant: string) {
-  return await env.sql<{ idempotency_key: string; payload: { offset: number; messages: unknown[]; context: unknown[] } }[]>`
+  return await env.sql<
+    { idempotency_key: string; payload: { offset: number; messages: unknown[]; context: unknown[] } }[]
+  >`
     select idempotency_key, payload from public.memory_jobs where owner_id = ${tenant} and kind = 'extract' order by created_at, id`;
 }
 
@@ -54,10 +70,17 @@ Deno.test("extract after: only the new messages are sent; the jobs are those a w
 
     const queued = await jobs(env, tenant);
     assert.deepEqual(queued.map((j) => [j.payload.offset, j.payload.messages.length]), [[0, 4], [4, 3], [7, 2]]);
-    assert.deepEqual(queued[2]!.payload.context, transcript(7).slice(1), "the context comes from what the session sent before");
+    assert.deepEqual(
+      queued[2]!.payload.context,
+      transcript(7).slice(1),
+      "the context comes from what the session sent before",
+    );
     // The whole transcript posted now is what the jobs already cover: the same job, nothing new.
     const whole = await post(env, tenant, { session_id: "s-after", messages: transcript(9) });
-    assert.deepEqual([(whole.body as Answer).deduplicated, (whole.body as Answer).job_id], [true, (third.body as Answer).job_id]);
+    assert.deepEqual([(whole.body as Answer).deduplicated, (whole.body as Answer).job_id], [
+      true,
+      (third.body as Answer).job_id,
+    ]);
     // And a re-sent increment is the same job too.
     const again = await post(env, tenant, { session_id: "s-after", after: a.transcript, messages: transcript(3, 4) });
     assert.deepEqual([(again.body as Answer).deduplicated, (again.body as Answer).new_messages], [true, 0]);
@@ -76,7 +99,11 @@ Deno.test("extract after: a POST that continues the session digests only its own
     const work: number[] = [];
     for (let k = 1; k <= 8; k++) {
       const before = digestWork.messages;
-      const res = await post(env, tenant, { session_id: "s-long", after: answer.transcript, messages: transcript(chunk, k * chunk) });
+      const res = await post(env, tenant, {
+        session_id: "s-long",
+        after: answer.transcript,
+        messages: transcript(chunk, k * chunk),
+      });
       work.push(digestWork.messages - before);
       answer = res.body as Answer;
       assert.deepEqual([res.status, answer.new_messages], [202, chunk], JSON.stringify(res.body));
@@ -84,11 +111,24 @@ Deno.test("extract after: a POST that continues the session digests only its own
     assert.deepEqual(work, Array(8).fill(chunk), "each POST digests its 20 messages, not the session's");
     assert.deepEqual(answer.transcript, { count: 9 * chunk, digest: prefixDigests(transcript(9 * chunk))[9 * chunk] });
     const queued = await jobs(env, tenant);
-    assert.deepEqual(queued.at(-1)!.payload.context, transcript(6, 8 * chunk - 6), "the context is what came just before");
+    assert.deepEqual(
+      queued.at(-1)!.payload.context,
+      transcript(6, 8 * chunk - 6),
+      "the context is what came just before",
+    );
 
     // A dead job's part is extracted again: the session's jobs are read whole for that.
-    await env.sql`update public.memory_jobs set status = 'dead' where id = ${(await env.sql`select id from public.memory_jobs where owner_id = ${tenant} and (payload ->> 'offset')::int = ${chunk}`)[0]!.id}`;
-    const next = (await post(env, tenant, { session_id: "s-long", after: answer.transcript, messages: transcript(chunk, 9 * chunk) })).body as Answer;
+    await env.sql`update public.memory_jobs set status = 'dead' where id = ${
+      (await env
+        .sql`select id from public.memory_jobs where owner_id = ${tenant} and (payload ->> 'offset')::int = ${chunk}`)[
+          0
+        ]!.id
+    }`;
+    const next = (await post(env, tenant, {
+      session_id: "s-long",
+      after: answer.transcript,
+      messages: transcript(chunk, 9 * chunk),
+    })).body as Answer;
     assert.equal(next.new_messages, 9 * chunk, "from the dead job's first message on");
   } finally {
     await env.close();
@@ -111,9 +151,17 @@ Deno.test("extract after: a digest the session never sent is a 409 that says to 
       assert.equal(res.body.error.code, "transcript_mismatch");
       assert.match(res.body.error.message, /resend the whole transcript, from the first message, without `after`/);
     }
-    assert.equal((await post(env, newTenant(), { session_id: "s-409", after: first.transcript, messages: transcript(1) })).status, 409, "another tenant's digest");
+    assert.equal(
+      (await post(env, newTenant(), { session_id: "s-409", after: first.transcript, messages: transcript(1) })).status,
+      409,
+      "another tenant's digest",
+    );
     assert.equal((await jobs(env, tenant)).length, 1);
-    const bad = await post(env, tenant, { session_id: "s-409", after: { count: 4, digest: "xyz" }, messages: transcript(1) });
+    const bad = await post(env, tenant, {
+      session_id: "s-409",
+      after: { count: 4, digest: "xyz" },
+      messages: transcript(1),
+    });
     assert.equal(bad.status, 400);
   } finally {
     await env.close();
@@ -131,12 +179,20 @@ Deno.test("extract: a 5 MiB session is accepted; over the limit, the 413 says to
     assert.equal(res.status, 202, JSON.stringify(res.body).slice(0, 300));
     assert.equal((res.body as Answer).new_messages, 1_300);
 
-    const small = await post(env, tenant, { session_id: "s-big-2", messages: big.slice(0, 40) }, { maxExtractBodyBytes: 64 * 1024 });
+    const small = await post(env, tenant, { session_id: "s-big-2", messages: big.slice(0, 40) }, {
+      maxExtractBodyBytes: 64 * 1024,
+    });
     assert.equal(small.status, 413);
     assert.equal(small.body.error.code, "payload_too_large");
-    assert.match(small.body.error.message, /at most 65536 bytes \(MAX_EXTRACT_BODY_BYTES\): send only the messages after .*`after` .*`transcript` \{count, digest\}/);
+    assert.match(
+      small.body.error.message,
+      /at most 65536 bytes \(MAX_EXTRACT_BODY_BYTES\): send only the messages after .*`after` .*`transcript` \{count, digest\}/,
+    );
     // Every other route's 413 says what to do too.
-    const remember = await memoryApi(env.sql, { config: { maxBodyBytes: 1024 } })("POST", "/memory/remember", { as: tenant, body: { content: "x".repeat(2000) } });
+    const remember = await memoryApi(env.sql, { config: { maxBodyBytes: 1024 } })("POST", "/memory/remember", {
+      as: tenant,
+      body: { content: "x".repeat(2000) },
+    });
     assert.equal(remember.status, 413);
     assert.match(remember.body.error.message, /1024 bytes \(MAX_BODY_BYTES\): send a smaller body/);
   } finally {
@@ -160,6 +216,10 @@ Deno.test("knownTranscript: rebuilt through edits and dead jobs, verified agains
   assert.equal(knownTranscript("s", jobs, 7, prefixDigests(full)[6]!), undefined);
   assert.equal(knownTranscript("other", jobs, 6, prefixDigests(full)[6]!), undefined);
   // A job whose stored part does not lead to its key proves nothing.
-  const forged = [{ idempotencyKey: key(4, full), offset: 0, messages: [...full.slice(0, 3), msg(3, "not what was sent")] }];
+  const forged = [{
+    idempotencyKey: key(4, full),
+    offset: 0,
+    messages: [...full.slice(0, 3), msg(3, "not what was sent")],
+  }];
   assert.equal(knownTranscript("s", forged, 4, prefixDigests(full)[4]!), undefined);
 });

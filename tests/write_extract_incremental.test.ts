@@ -18,7 +18,11 @@ const transcript = [
   { role: "user", content: "Remember that the staging database resets every Monday." },
   { role: "assistant", content: "Noted. FACT-alpha: the task-api is deployed with appwrite push." },
   { role: "user", content: "Run the tests please." },
-  { role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: { name: "bash", arguments: "{\"cmd\":\"npm test\"}" } }] },
+  {
+    role: "assistant",
+    content: null,
+    tool_calls: [{ id: "call_1", type: "function", function: { name: "bash", arguments: '{"cmd":"npm test"}' } }],
+  },
   { role: "tool", tool_call_id: "call_1", content: "FACT-beta: 12 tests passed with vitest." },
   { role: "user", content: "Remember that releases are tagged vX.Y.Z." },
   { role: "assistant", content: "Tagged v1.4.0." },
@@ -49,7 +53,13 @@ function factCandidates(req: ChatRequestBody) {
 
 async function post(env: WriteEnv, tenant: string, body: Record<string, unknown>, kicks?: { n: number }) {
   const handler = createHandler({ ...env.deps, kickWorker: () => (kicks && kicks.n++, Promise.resolve()) });
-  const res = await handler(new Request(URL_, { method: "POST", headers: await userHeaders(tenant), body: JSON.stringify({ project: "taskforge", ...body }) }));
+  const res = await handler(
+    new Request(URL_, {
+      method: "POST",
+      headers: await userHeaders(tenant),
+      body: JSON.stringify({ project: "taskforge", ...body }),
+    }),
+  );
   assert.equal(res.status, 202);
   // (`transcript`, what a client passes as `after` next time, is tested in write_extract_after.test.ts)
   const { transcript: _, ...answer } = await res.json();
@@ -90,7 +100,11 @@ Deno.test("extract incremental: a grown transcript queues only its new messages,
     assert.equal(kicks.n, 1);
 
     const [job1, job2] = await extractJobs(env, tenant);
-    assert.deepEqual([job1!.payload.offset, job1!.payload.messages, job1!.payload.context], [0, transcript.slice(0, 4), []]);
+    assert.deepEqual([job1!.payload.offset, job1!.payload.messages, job1!.payload.context], [
+      0,
+      transcript.slice(0, 4),
+      [],
+    ]);
     assert.equal(job2!.id, second.job_id);
     assert.equal(job2!.payload.offset, 4);
     assert.deepEqual(job2!.payload.messages, transcript.slice(4));
@@ -104,26 +118,41 @@ Deno.test("extract incremental: a grown transcript queues only its new messages,
     const [context, newPart] = prompts[1]!.split(NEW_PART_MARK) as [string, string];
     assert.ok(context.includes(CONTEXT_MARK), prompts[1]);
     assert.ok(context.includes("FACT-alpha") && context.includes("staging database resets"), context);
-    assert.ok(newPart.includes("FACT-beta") && newPart.includes("releases are tagged vX.Y.Z") && newPart.includes("Tagged v1.4.0."), newPart);
+    assert.ok(
+      newPart.includes("FACT-beta") && newPart.includes("releases are tagged vX.Y.Z") &&
+        newPart.includes("Tagged v1.4.0."),
+      newPart,
+    );
     assert.ok(!newPart.includes("FACT-alpha") && !newPart.includes("staging database"), newPart);
 
     // The second job extracted only what is new: its fact and its "remember" (rules never see the context).
     const jobs = await extractJobs(env, tenant);
-    assert.deepEqual(jobs.map((j) => [j.status, j.result?.offset, j.result?.messages, j.result?.candidates]), [["done", 0, 4, 2], ["done", 4, 3, 2]]);
+    assert.deepEqual(jobs.map((j) => [j.status, j.result?.offset, j.result?.messages, j.result?.candidates]), [[
+      "done",
+      0,
+      4,
+      2,
+    ], ["done", 4, 3, 2]]);
     const queued = await env.sql<{ content: string }[]>`
       select c ->> 'content' as content from public.memory_jobs j, jsonb_array_elements(j.payload -> 'candidates') c
        where j.id in (${jobs[1]!.result!.rules.dedup_job_id}, ${jobs[1]!.result!.model.dedup_job_id})`;
-    assert.deepEqual(queued.map((c) => c.content).sort(), [
-      "The project fact beta was recorded during the session.",
-      "Releases are tagged vX.Y.Z.",
-    ].sort());
+    assert.deepEqual(
+      queued.map((c) => c.content).sort(),
+      [
+        "The project fact beta was recorded during the session.",
+        "Releases are tagged vX.Y.Z.",
+      ].sort(),
+    );
     const mems = await memoriesOf(env.sql, tenant);
-    assert.deepEqual(mems.map((m) => m.content).sort(), [
-      "The project fact alpha was recorded during the session.",
-      "The project fact beta was recorded during the session.",
-      "The staging database resets every Monday.",
-      "Releases are tagged vX.Y.Z.",
-    ].sort());
+    assert.deepEqual(
+      mems.map((m) => m.content).sort(),
+      [
+        "The project fact alpha was recorded during the session.",
+        "The project fact beta was recorded during the session.",
+        "The staging database resets every Monday.",
+        "Releases are tagged vX.Y.Z.",
+      ].sort(),
+    );
   } finally {
     await env.close();
   }
@@ -168,7 +197,11 @@ Deno.test("extract incremental: a dead earlier job does not cover its messages",
     const grown = await post(env, tenant, { session_id: "s-dead", messages: transcript.slice(0, 5) });
     assert.deepEqual([grown.deduplicated, grown.new_messages], [false, 5]);
     let jobs = await extractJobs(env, tenant);
-    assert.deepEqual([jobs[1]!.payload.offset, jobs[1]!.payload.messages, jobs[1]!.payload.context], [0, transcript.slice(0, 5), []]);
+    assert.deepEqual([jobs[1]!.payload.offset, jobs[1]!.payload.messages, jobs[1]!.payload.context], [
+      0,
+      transcript.slice(0, 5),
+      [],
+    ]);
 
     // A later job whose earlier part died covers nothing either: its part follows a gap.
     const more = await post(env, tenant, { session_id: "s-dead", messages: transcript.slice(0, 6) });
@@ -177,7 +210,12 @@ Deno.test("extract incremental: a dead earlier job does not cover its messages",
     const all = await post(env, tenant, { session_id: "s-dead", messages: transcript });
     assert.deepEqual([all.deduplicated, all.new_messages], [false, 7]);
     jobs = await extractJobs(env, tenant);
-    assert.deepEqual(jobs.map((j) => [j.status, j.payload.offset, j.payload.messages.length]), [["dead", 0, 3], ["dead", 0, 5], ["queued", 5, 1], ["queued", 0, 7]]);
+    assert.deepEqual(jobs.map((j) => [j.status, j.payload.offset, j.payload.messages.length]), [
+      ["dead", 0, 3],
+      ["dead", 0, 5],
+      ["queued", 5, 1],
+      ["queued", 0, 7],
+    ]);
 
     // Now the last job covers the first three messages too.
     const covered = await post(env, tenant, { session_id: "s-dead", messages: transcript.slice(0, 3) });
@@ -197,7 +235,11 @@ Deno.test("extract incremental: an edited history is extracted again from the fi
     const res = await post(env, tenant, { session_id: "s-edit", messages: edited });
     assert.deepEqual([res.deduplicated, res.new_messages], [false, 5]);
     const job = (await extractJobs(env, tenant)).find((j) => j.id === res.job_id)!;
-    assert.deepEqual([job.payload.offset, job.payload.messages, job.payload.context], [2, edited.slice(2), edited.slice(0, 2)]);
+    assert.deepEqual([job.payload.offset, job.payload.messages, job.payload.context], [
+      2,
+      edited.slice(2),
+      edited.slice(0, 2),
+    ]);
     // The first message changed: the whole transcript is new.
     const rewritten = transcript.map((m, i) => (i === 0 ? { role: "user", content: "Hello." } : m));
     assert.equal((await post(env, tenant, { session_id: "s-edit", messages: rewritten })).new_messages, 7);
@@ -231,11 +273,17 @@ Deno.test("extract incremental: concurrent POSTs of a growing transcript queue e
       const session = `s-race-${round}`;
       await post(env, tenant, { session_id: session, messages: transcript.slice(0, 2) });
       // Lengths 3..7, twice each, in an order that differs per round: late short ones included.
-      const lengths = [3, 4, 5, 6, 7, 3, 4, 5, 6, 7].sort((a, b) => ((a * 7 + round * 3) % 10) - ((b * 7 + round * 3) % 10));
-      const answers = await Promise.all(lengths.map((n) => post(env, tenant, { session_id: session, messages: transcript.slice(0, n) })));
+      const lengths = [3, 4, 5, 6, 7, 3, 4, 5, 6, 7].sort((a, b) =>
+        ((a * 7 + round * 3) % 10) - ((b * 7 + round * 3) % 10)
+      );
+      const answers = await Promise.all(
+        lengths.map((n) => post(env, tenant, { session_id: session, messages: transcript.slice(0, n) })),
+      );
       assert.equal(answers.reduce((s, a) => s + a.new_messages, 0), 5, JSON.stringify(answers));
       // The queued parts tile messages 0..7 exactly: no gap, no overlap.
-      const parts = (await extractJobs(env, tenant)).map((j) => [j.payload.offset, j.payload.offset + j.payload.messages.length] as const)
+      const parts = (await extractJobs(env, tenant)).map((j) =>
+        [j.payload.offset, j.payload.offset + j.payload.messages.length] as const
+      )
         .sort((a, b) => a[0] - b[0]);
       let end = 0;
       for (const [from, to] of parts) {

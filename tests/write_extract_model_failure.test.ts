@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { createHandler } from "../supabase/functions/memory-extract/handler.ts";
 import { createLlm } from "../supabase/functions/_shared/llm.ts";
-import { hashVector, reply, type Reply, vectorWithSimilarity } from "./fake_openai.ts";
+import { hashVector, type Reply, reply, vectorWithSimilarity } from "./fake_openai.ts";
 import { userHeaders } from "./support/auth.ts";
 import { newTenant, seedMemory } from "./support/seed.ts";
 import { drainAll, EMBEDDING_MODEL, jobsOf, memoriesOf, writeEnv } from "./write_helpers.ts";
@@ -40,15 +40,19 @@ interface ExtractResult {
 async function runWithModel(failing: Reply, opts: { timeoutMs?: number } = {}) {
   // No in-call retries: each attempt of the job is one model call (plus the repair round trip).
   const env = await writeEnv({ llm: { retry: { maxRetries: 0 } } });
-  if (opts.timeoutMs) env.deps.llm = createLlm({ llm: { ...env.config.llm, timeoutMs: opts.timeoutMs } }, { retry: { maxRetries: 0 } })!;
+  if (opts.timeoutMs) {
+    env.deps.llm = createLlm({ llm: { ...env.config.llm, timeoutMs: opts.timeoutMs } }, { retry: { maxRetries: 0 } })!;
+  }
   const tenant = newTenant();
   env.fake.onChat(EXTRACT_MARK, failing);
   const handler = createHandler({ ...env.deps, kickWorker: () => Promise.resolve() });
-  const res = await handler(new Request(URL_, {
-    method: "POST",
-    headers: await userHeaders(tenant),
-    body: JSON.stringify({ session_id: "s-model-fails", messages: transcript, project: "shop" }),
-  }));
+  const res = await handler(
+    new Request(URL_, {
+      method: "POST",
+      headers: await userHeaders(tenant),
+      body: JSON.stringify({ session_id: "s-model-fails", messages: transcript, project: "shop" }),
+    }),
+  );
   assert.equal(res.status, 202);
   const { job_id } = await res.json();
   return { env, tenant, job_id, handler };
@@ -56,7 +60,12 @@ async function runWithModel(failing: Reply, opts: { timeoutMs?: number } = {}) {
 
 for (
   const [what, failing, timeoutMs, error] of [
-    ["answers malformed JSON", reply.json({ memories: [] }), undefined, /LlmOutputError: LLM output invalid after one repair attempt/],
+    [
+      "answers malformed JSON",
+      reply.json({ memories: [] }),
+      undefined,
+      /LlmOutputError: LLM output invalid after one repair attempt/,
+    ],
     ["times out", reply.hang(), 150, /LlmRequestError: LLM request failed \(timeout\)/],
     ["answers 500", reply.error(500), undefined, /LlmRequestError: LLM request failed \(HTTP 500\)/],
   ] as const
@@ -70,13 +79,16 @@ for (
 
       const mems = await memoriesOf(env.sql, tenant);
       assert.deepEqual(mems.map((m) => m.content).sort(), STATED);
-      assert.ok(mems.every((m) => m.priority === "highest" && (m.source === "user_stated" || m.source === "correction")));
+      assert.ok(
+        mems.every((m) => m.priority === "highest" && (m.source === "user_stated" || m.source === "correction")),
+      );
 
       // One rules' dedup job for five attempts: the retries did not queue the rules' part again.
       const jobs = await jobsOf(env.sql, tenant);
       assert.deepEqual(jobs.map((j) => [j.kind, j.status]), [["extract", "dead"], ["dedup", "done"]]);
 
-      const status = await (await handler(new Request(`${URL_}?job_id=${job_id}`, { headers: await userHeaders(tenant) }))).json();
+      const status =
+        await (await handler(new Request(`${URL_}?job_id=${job_id}`, { headers: await userHeaders(tenant) }))).json();
       assert.equal(status.status, "dead");
       assert.equal(status.attempts, 5);
       assert.match(status.last_error, /^ModelPartError: model part failed \(the rules' 5 candidate\(s\) are stored\)/);
@@ -111,7 +123,8 @@ Deno.test("extract: the model's part is retried alone; when the model recovers t
 
     const jobs = await jobsOf(env.sql, tenant);
     assert.deepEqual(jobs.map((j) => [j.kind, j.status]), [["extract", "done"], ["dedup", "done"], ["dedup", "done"]]);
-    const status = await (await handler(new Request(`${URL_}?job_id=${job_id}`, { headers: await userHeaders(tenant) }))).json();
+    const status =
+      await (await handler(new Request(`${URL_}?job_id=${job_id}`, { headers: await userHeaders(tenant) }))).json();
     assert.equal(status.status, "done");
     assert.equal(status.result.rules.candidates, 5);
     assert.deepEqual([status.result.model.status, status.result.model.candidates], ["done", 1]);
@@ -140,19 +153,29 @@ for (
     try {
       const tenant = newTenant();
       const base = hashVector("config location");
-      const old = await seedMemory(env.sql, tenant, { content: "The config is in app.yaml.", namespace: "devai/user", embedding: base, embedding_model: EMBEDDING_MODEL });
+      const old = await seedMemory(env.sql, tenant, {
+        content: "The config is in app.yaml.",
+        namespace: "devai/user",
+        embedding: base,
+        embedding_model: EMBEDDING_MODEL,
+      });
       const correction = "Correction from the user: the config is in deploy/app.yaml not app.yaml.";
       env.fake.setEmbedding(correction, vectorWithSimilarity(base, 0.92, "correction"));
       env.fake.onChat(() => true, failing); // every model call: extraction and the dedup decision
       const handler = createHandler({ ...env.deps, kickWorker: () => Promise.resolve() });
-      const res = await handler(new Request(URL_, {
-        method: "POST",
-        headers: await userHeaders(tenant),
-        body: JSON.stringify({
-          session_id: "s-neighbour",
-          messages: [{ role: "assistant", content: "The config is in app.yaml." }, { role: "user", content: "No, the config is in deploy/app.yaml not app.yaml" }],
+      const res = await handler(
+        new Request(URL_, {
+          method: "POST",
+          headers: await userHeaders(tenant),
+          body: JSON.stringify({
+            session_id: "s-neighbour",
+            messages: [{ role: "assistant", content: "The config is in app.yaml." }, {
+              role: "user",
+              content: "No, the config is in deploy/app.yaml not app.yaml",
+            }],
+          }),
         }),
-      }));
+      );
       assert.equal(res.status, 202);
       await drainAll(env.deps, tenant);
 
@@ -163,7 +186,11 @@ for (
       ]);
       const jobs = await jobsOf(env.sql, tenant);
       assert.deepEqual(jobs.map((j) => [j.kind, j.status]), [["extract", "dead"], ["dedup", "done"]]);
-      const dedup = jobs[1]!.result as { model_failures: number; llm_calls: number; outcomes: { action: string; reason: string }[] };
+      const dedup = jobs[1]!.result as {
+        model_failures: number;
+        llm_calls: number;
+        outcomes: { action: string; reason: string }[];
+      };
       assert.equal(dedup.llm_calls, 1, "the decision asked the model once");
       assert.equal(dedup.model_failures, 1);
       assert.deepEqual(dedup.outcomes.map((o) => [o.action, o.reason]), [["ADD", "model_failed"]]);

@@ -24,7 +24,9 @@ export interface WriteEnv {
   close(): Promise<void>;
 }
 
-export async function writeEnv(opts: { llm?: LlmOptions; config?: Partial<Config>; withLlm?: boolean } = {}): Promise<WriteEnv> {
+export async function writeEnv(
+  opts: { llm?: LlmOptions; config?: Partial<Config>; withLlm?: boolean } = {},
+): Promise<WriteEnv> {
   const fake = await FakeOpenAI.start();
   const sql = testSql(8);
   const config: Config = {
@@ -38,7 +40,12 @@ export async function writeEnv(opts: { llm?: LlmOptions; config?: Partial<Config
   const llm = createLlm(config, { retry: { baseDelayMs: 5, maxDelayMs: 200 }, ...opts.llm })!;
   const deps = { sql, config, embedder, llm: opts.withLlm === false ? undefined : llm };
   return {
-    fake, sql, config, embedder, llm, deps,
+    fake,
+    sql,
+    config,
+    embedder,
+    llm,
+    deps,
     async close() {
       await fake.close();
       await sql.end();
@@ -65,14 +72,35 @@ export async function drainAll(
 }
 
 export async function memoriesOf(sql: Sql, tenant: string) {
-  return await sql<{ id: string; content: string; namespace: string; is_valid: boolean; superseded_by: string | null; source: string | null; priority: string; memory_type: string }[]>`
+  return await sql<
+    {
+      id: string;
+      content: string;
+      namespace: string;
+      is_valid: boolean;
+      superseded_by: string | null;
+      source: string | null;
+      priority: string;
+      memory_type: string;
+    }[]
+  >`
     select id, content, namespace, is_valid, superseded_by, source, priority, memory_type
       from public.devai_memories where owner_id = ${tenant} order by created_at, id`;
 }
 
 /** The tenant's jobs of the write path and the graph (as drainAll runs them), oldest first. */
 export async function jobsOf(sql: Sql, tenant: string, kinds: JobKind[] = WRITE_AND_GRAPH_KINDS) {
-  return await sql<{ id: string; kind: string; status: string; attempts: number; last_error: string | null; result: unknown; idempotency_key: string }[]>`
+  return await sql<
+    {
+      id: string;
+      kind: string;
+      status: string;
+      attempts: number;
+      last_error: string | null;
+      result: unknown;
+      idempotency_key: string;
+    }[]
+  >`
     select id, kind, status, attempts, last_error, result, idempotency_key from public.memory_jobs
      where owner_id = ${tenant} and kind = any (${kinds}::text[]) order by created_at`;
 }

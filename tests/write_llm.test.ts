@@ -27,11 +27,20 @@ Deno.test("llm: no key and no base URL → no LLM (rule-based paths take over)",
 Deno.test("llm: valid JSON is parsed and validated; usage is recorded; JSON mode and schema are sent", async () => {
   const { fake, llm } = await setup();
   try {
-    fake.onChat("six times seven", { kind: "content", content: "{\"answer\":42}", usage: { prompt_tokens: 30, completion_tokens: 5 } });
+    fake.onChat("six times seven", {
+      kind: "content",
+      content: '{"answer":42}',
+      usage: { prompt_tokens: 30, completion_tokens: 5 },
+    });
     const out = await llm.completeJson(Schema, ask);
     assert.deepEqual(out.value, { answer: 42 });
     assert.equal(out.repaired, false);
-    assert.deepEqual({ p: out.usage.promptTokens, c: out.usage.completionTokens, t: out.usage.totalTokens, r: out.usage.requests }, { p: 30, c: 5, t: 35, r: 1 });
+    assert.deepEqual({
+      p: out.usage.promptTokens,
+      c: out.usage.completionTokens,
+      t: out.usage.totalTokens,
+      r: out.usage.requests,
+    }, { p: 30, c: 5, t: 35, r: 1 });
     assert.equal(llm.totalUsage.totalTokens, 35);
     const body = fake.chatRequests()[0]!.body;
     assert.equal(body.model, "fake-llm");
@@ -76,7 +85,11 @@ Deno.test("llm: schema mismatch twice → LlmOutputError (no endless repairs)", 
 Deno.test("llm: 429 is retried after the server's Retry-After, then succeeds", async () => {
   const { fake, llm, waits } = await setup();
   try {
-    fake.onChat("six times seven", [reply.error(429, { retryAfter: 1 }), reply.error(429, { retryAfter: 1 }), reply.json({ answer: 42 })]);
+    fake.onChat("six times seven", [
+      reply.error(429, { retryAfter: 1 }),
+      reply.error(429, { retryAfter: 1 }),
+      reply.json({ answer: 42 }),
+    ]);
     const started = Date.now();
     const out = await llm.completeJson(Schema, ask);
     assert.deepEqual(out.value, { answer: 42 });
@@ -92,7 +105,12 @@ Deno.test("llm: 429 is retried after the server's Retry-After, then succeeds", a
 Deno.test("llm: Retry-After beyond the cap is capped; 5xx backs off exponentially; gives up with LlmRequestError", async () => {
   const { fake, llm, waits } = await setup({ maxRetries: 3, baseDelayMs: 20, maxDelayMs: 100 });
   try {
-    fake.onChat("six times seven", [reply.error(429, { retryAfter: 3600 }), reply.error(500), reply.error(503), reply.error(502)]);
+    fake.onChat("six times seven", [
+      reply.error(429, { retryAfter: 3600 }),
+      reply.error(500),
+      reply.error(503),
+      reply.error(502),
+    ]);
     const err = await llm.completeJson(Schema, ask).catch((e) => e);
     assert.ok(err instanceof LlmRequestError);
     assert.equal(err.status, 502);

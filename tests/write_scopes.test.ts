@@ -18,11 +18,13 @@ const EXTRACT_MARK = "What from this conversation would help you do a better job
 const noKick = () => Promise.resolve();
 
 async function post(handler: (r: Request) => Promise<Response>, fn: string, tenant: string, body: unknown) {
-  const res = await handler(new Request(`http://localhost/functions/v1/${fn}`, {
-    method: "POST",
-    headers: await userHeaders(tenant),
-    body: JSON.stringify(body),
-  }));
+  const res = await handler(
+    new Request(`http://localhost/functions/v1/${fn}`, {
+      method: "POST",
+      headers: await userHeaders(tenant),
+      body: JSON.stringify(body),
+    }),
+  );
   return { status: res.status, body: await res.json() };
 }
 
@@ -43,11 +45,18 @@ Deno.test("scopes: the rule-based extractor files a project-less session's facts
     ];
     for (const [extra, expected] of cases) {
       const tenant = newTenant();
-      const res = await post(extract, "memory-extract", tenant, { session_id: "s-rules", messages: correction, ...extra });
+      const res = await post(extract, "memory-extract", tenant, {
+        session_id: "s-rules",
+        messages: correction,
+        ...extra,
+      });
       assert.equal(res.status, 202, JSON.stringify(res.body));
       await drainAll(env.deps, tenant);
       const mems = await memoriesOf(env.sql, tenant);
-      assert.deepEqual(mems.map((m) => [m.content, m.namespace]), [["Correction from the user: use pnpm not npm.", expected]], JSON.stringify(extra));
+      assert.deepEqual(mems.map((m) => [m.content, m.namespace]), [[
+        "Correction from the user: use pnpm not npm.",
+        expected,
+      ]], JSON.stringify(extra));
     }
   } finally {
     await env.close();
@@ -57,8 +66,19 @@ Deno.test("scopes: the rule-based extractor files a project-less session's facts
 Deno.test("scopes: LLM extraction re-files a model's global lesson under the request's scope unless scope is global", async () => {
   const env = await writeEnv();
   try {
-    const lesson = { content: "The build caches node_modules between CI runs.", type: "semantic", namespace: "devai/global/build", source: "discovery", priority: "medium", importance: 3 };
-    const elsewhere = { ...lesson, content: "The billing service retries webhooks three times.", namespace: "devai/project/billing/ops" };
+    const lesson = {
+      content: "The build caches node_modules between CI runs.",
+      type: "semantic",
+      namespace: "devai/global/build",
+      source: "discovery",
+      priority: "medium",
+      importance: 3,
+    };
+    const elsewhere = {
+      ...lesson,
+      content: "The billing service retries webhooks three times.",
+      namespace: "devai/project/billing/ops",
+    };
     env.fake.onChat(EXTRACT_MARK, reply.json({ stored: [lesson, elsewhere], filtered: [] }));
     const extract = createExtract({ ...env.deps, kickWorker: noKick });
     const messages = [{ role: "user", content: "Why is CI fast now?" }, { role: "assistant", content: "The cache." }];
@@ -69,9 +89,16 @@ Deno.test("scopes: LLM extraction re-files a model's global lesson under the req
     ];
     for (const [extra, expected] of cases) {
       const tenant = newTenant();
-      assert.equal((await post(extract, "memory-extract", tenant, { session_id: "s-llm", messages, ...extra })).status, 202);
+      assert.equal(
+        (await post(extract, "memory-extract", tenant, { session_id: "s-llm", messages, ...extra })).status,
+        202,
+      );
       await drainAll(env.deps, tenant);
-      assert.deepEqual((await memoriesOf(env.sql, tenant)).map((m) => m.namespace).sort(), expected, JSON.stringify(extra));
+      assert.deepEqual(
+        (await memoriesOf(env.sql, tenant)).map((m) => m.namespace).sort(),
+        expected,
+        JSON.stringify(extra),
+      );
     }
     // The model is offered global only when the request allows it.
     const prompts = env.fake.chatRequests().map((r) => JSON.stringify(r.body.messages));
@@ -85,13 +112,26 @@ Deno.test("scopes: LLM extraction re-files a model's global lesson under the req
 Deno.test("scopes: compaction of a project-less session keeps its facts out of the global scope", async () => {
   const env = await writeEnv();
   try {
-    env.fake.onChat(COMPACTION_MARK, reply.json({
-      summary: "The user set up the repository and chose pnpm.",
-      candidates: [{ content: "The repository lints with biome.", type: "semantic", namespace: "devai/global/lint", source: "discovery", priority: "medium", importance: 3 }],
-    }));
+    env.fake.onChat(
+      COMPACTION_MARK,
+      reply.json({
+        summary: "The user set up the repository and chose pnpm.",
+        candidates: [{
+          content: "The repository lints with biome.",
+          type: "semantic",
+          namespace: "devai/global/lint",
+          source: "discovery",
+          priority: "medium",
+          importance: 3,
+        }],
+      }),
+    );
     const compact = createCompact({ ...env.deps, kickWorker: noKick });
     const tenant = newTenant();
-    const filler = Array.from({ length: 12 }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: `Step ${i} of the setup. `.repeat(60) }));
+    const filler = Array.from(
+      { length: 12 },
+      (_, i) => ({ role: i % 2 ? "assistant" : "user", content: `Step ${i} of the setup. `.repeat(60) }),
+    );
     const res = await post(compact, "memory-compact", tenant, {
       session_id: "s-compact",
       messages: [...correction, ...filler],
@@ -119,8 +159,16 @@ Deno.test("scopes: memory-dedup keeps the caller's namespace, files the rest in 
     const base = { type: "semantic", source: "discovery", priority: "medium", importance: 3 };
     const ok = await post(dedup, "memory-dedup", tenant, {
       candidates: [
-        { ...base, content: "The billing service bills on the first of the month.", namespace: "devai/project/billing-service" },
-        { ...base, content: "The billing service stores invoices as PDF files.", namespace: "devai/project/billing-service/storage" },
+        {
+          ...base,
+          content: "The billing service bills on the first of the month.",
+          namespace: "devai/project/billing-service",
+        },
+        {
+          ...base,
+          content: "The billing service stores invoices as PDF files.",
+          namespace: "devai/project/billing-service/storage",
+        },
         { ...base, content: "Invoices are numbered per calendar year.", category: "decisions" },
       ],
     });
@@ -134,7 +182,13 @@ Deno.test("scopes: memory-dedup keeps the caller's namespace, files the rest in 
     ]);
 
     const global = newTenant();
-    assert.equal((await post(dedup, "memory-dedup", global, { scope: "global", candidates: [{ ...base, content: "Semantic versioning is used for every package." }] })).status, 202);
+    assert.equal(
+      (await post(dedup, "memory-dedup", global, {
+        scope: "global",
+        candidates: [{ ...base, content: "Semantic versioning is used for every package." }],
+      })).status,
+      202,
+    );
     await drainAll(env.deps, global);
     assert.deepEqual((await memoriesOf(env.sql, global)).map((m) => m.namespace), ["devai/global"]);
 
@@ -148,10 +202,16 @@ Deno.test("scopes: memory-dedup keeps the caller's namespace, files the rest in 
       ],
     });
     assert.equal(wrong.status, 400);
-    assert.deepEqual(wrong.body.error.issues.map((i: { path: unknown[] }) => i.path.join(".")), ["candidates.0.namespace", "candidates.1.namespace"]);
+    assert.deepEqual(wrong.body.error.issues.map((i: { path: unknown[] }) => i.path.join(".")), [
+      "candidates.0.namespace",
+      "candidates.1.namespace",
+    ]);
     assert.match(wrong.body.error.issues[0].message, /request's project is 'shop'/);
     assert.equal((await tenantWrites(env.sql, refused)).memories, 0);
-    assert.equal((await env.sql`select count(*)::int as n from public.memory_jobs where owner_id = ${refused}`)[0]!.n, 0);
+    assert.equal(
+      (await env.sql`select count(*)::int as n from public.memory_jobs where owner_id = ${refused}`)[0]!.n,
+      0,
+    );
   } finally {
     await env.close();
   }
@@ -163,10 +223,23 @@ Deno.test("scopes: remember goes to the user scope by default, the project's wit
     const api = memoryApi(env.sql);
     const t = newTenant();
     const remember = async (body: Record<string, unknown>) => await api("POST", "/memory/remember", { as: t, body });
-    assert.equal((await remember({ content: "Tabs are preferred over spaces" })).body.memory.namespace, "devai/user/preferences");
-    assert.equal((await remember({ content: "The web app deploys on Vercel", project: "acme/web" })).body.memory.namespace, "devai/project/acme~web/notes");
-    assert.equal((await remember({ content: "UTC is used for every timestamp", scope: "global" })).body.memory.namespace, "devai/global/notes");
-    assert.equal((await remember({ content: "Kept where it was named", namespace: "devai/project/billing/notes" })).body.memory.namespace, "devai/project/billing/notes");
+    assert.equal(
+      (await remember({ content: "Tabs are preferred over spaces" })).body.memory.namespace,
+      "devai/user/preferences",
+    );
+    assert.equal(
+      (await remember({ content: "The web app deploys on Vercel", project: "acme/web" })).body.memory.namespace,
+      "devai/project/acme~web/notes",
+    );
+    assert.equal(
+      (await remember({ content: "UTC is used for every timestamp", scope: "global" })).body.memory.namespace,
+      "devai/global/notes",
+    );
+    assert.equal(
+      (await remember({ content: "Kept where it was named", namespace: "devai/project/billing/notes" })).body.memory
+        .namespace,
+      "devai/project/billing/notes",
+    );
     const outside = await remember({ content: "Nowhere to be retrieved", namespace: "devai/elsewhere/x" });
     assert.equal(outside.status, 400);
     assert.deepEqual(outside.body.error.issues[0].path, ["namespace"]);
@@ -184,10 +257,17 @@ Deno.test("scopes: a project-less session's correction reaches another project a
   try {
     const tenant = newTenant();
     const extract = createExtract({ ...env.deps, kickWorker: noKick });
-    assert.equal((await post(extract, "memory-extract", tenant, { session_id: "s-x", messages: correction })).status, 202);
+    assert.equal(
+      (await post(extract, "memory-extract", tenant, { session_id: "s-x", messages: correction })).status,
+      202,
+    );
     await drainAll(env.deps, tenant);
     const retrieve = createRetrieve({ ...env.deps, embedder: env.embedder });
-    const res = await post(retrieve, "memory-retrieve", tenant, { message: "Should I use pnpm or npm to install?", project: "shop", threshold: 0 });
+    const res = await post(retrieve, "memory-retrieve", tenant, {
+      message: "Should I use pnpm or npm to install?",
+      project: "shop",
+      threshold: 0,
+    });
     assert.equal(res.status, 200, JSON.stringify(res.body));
     assert.match(res.body.block, /### User Preferences\n- Correction from the user: use pnpm not npm\./);
     assert.ok(!res.body.block.includes("General Knowledge"), res.body.block);

@@ -9,7 +9,14 @@ import { createHandler } from "../../supabase/functions/context/handler.ts";
 import { createSql } from "../../supabase/functions/_shared/db.ts";
 import { localEmbedder } from "../../supabase/functions/_shared/embeddings.ts";
 import { loadConfig } from "../../supabase/functions/_shared/env.ts";
-import { CONTEXT_PROJECT, CONTEXT_TENANT, ERRORS, loadContextTenant, mergedBranches, randomFile } from "../context-corpus.ts";
+import {
+  CONTEXT_PROJECT,
+  CONTEXT_TENANT,
+  ERRORS,
+  loadContextTenant,
+  mergedBranches,
+  randomFile,
+} from "../context-corpus.ts";
 import type { Sql } from "../benchdb.ts";
 import { fmt, formatTable, log, now, Rng, summarize, type Summary } from "../lib.ts";
 import { benchEnv, signUserToken } from "./handler.ts";
@@ -33,7 +40,13 @@ const KINDS: Kind[] = [
       const err = rng.pick(ERRORS);
       return {
         message: `why does ${file} fail with ${err} after the last deploy?`,
-        signals: { current_file: file, recent_errors: [`${err}: request failed\n    at handle (${file}:42:17)`], activity: "debugging", branch: "main", merged_branches: MERGED },
+        signals: {
+          current_file: file,
+          recent_errors: [`${err}: request failed\n    at handle (${file}:42:17)`],
+          activity: "debugging",
+          branch: "main",
+          merged_branches: MERGED,
+        },
       };
     },
   },
@@ -52,7 +65,10 @@ const KINDS: Kind[] = [
     name: "review on a feature branch",
     body: (rng) => {
       const { area } = randomFile(rng);
-      return { message: `review the change to the ${area} rate limiter`, signals: { activity: "review", branch: `feat/${area}-3` } };
+      return {
+        message: `review the change to the ${area} rate limiter`,
+        signals: { activity: "review", branch: `feat/${area}-3` },
+      };
     },
   },
 ];
@@ -62,7 +78,11 @@ export interface ContextResult {
   [k: string]: unknown;
 }
 
-export async function runContext(sql: Sql, url: string, opts: { deadline: number; requests: number; seed: number }): Promise<ContextResult> {
+export async function runContext(
+  sql: Sql,
+  url: string,
+  opts: { deadline: number; requests: number; seed: number },
+): Promise<ContextResult> {
   log(`context: loading the ${CONTEXT_MEMORIES}-memory tenant (offline embedder, entity links)`);
   const load = await loadContextTenant(sql, CONTEXT_MEMORIES, opts.seed);
   const { EMBEDDING_API_KEY: _key, EMBEDDING_MODEL: _model, OPENAI_API_KEY: _openai, ...env } = benchEnv(url);
@@ -73,33 +93,56 @@ export async function runContext(sql: Sql, url: string, opts: { deadline: number
   const token = await signUserToken(CONTEXT_TENANT);
   const call = async (path: string, body: Record<string, unknown>) => {
     const t0 = now();
-    const res = await handler(new Request(`http://bench.local/functions/v1/context/${path}`, {
-      method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body),
-    }));
+    const res = await handler(
+      new Request(`http://bench.local/functions/v1/context/${path}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      }),
+    );
     const json = await res.json();
     const ms = now() - t0;
-    if (res.status !== 200) throw new Error(`context/${path} answered ${res.status}: ${JSON.stringify(json).slice(0, 300)}`);
+    if (res.status !== 200) {
+      throw new Error(`context/${path} answered ${res.status}: ${JSON.stringify(json).slice(0, 300)}`);
+    }
     return { ms, json };
   };
 
-  const rows: { kind: string; summary: Summary; tokens: number; maxTokens: number; memories: number; tiers: string }[] = [];
+  const rows: { kind: string; summary: Summary; tokens: number; maxTokens: number; memories: number; tiers: string }[] =
+    [];
   // One tenant's requests back to back: its read rate limit is off for the suite (restored after).
-  const [limit] = await sql<{ value: string }[]>`select value::text from public.memory_settings where name = 'rate_limit_read_per_minute'`;
+  const [limit] = await sql<
+    { value: string }[]
+  >`select value::text from public.memory_settings where name = 'rate_limit_read_per_minute'`;
   await sql`update public.memory_settings set value = 0 where name = 'rate_limit_read_per_minute'`;
   try {
     const rng = new Rng(opts.seed, 4242);
-    for (let i = 0; i < 5; i++) await call("assemble", { project: CONTEXT_PROJECT, budget: CONTEXT_BUDGET, ...KINDS[i % KINDS.length]!.body(rng, i) });
+    for (let i = 0; i < 5; i++) {
+      await call("assemble", {
+        project: CONTEXT_PROJECT,
+        budget: CONTEXT_BUDGET,
+        ...KINDS[i % KINDS.length]!.body(rng, i),
+      });
+    }
     const all: number[] = [];
     for (const kind of KINDS) {
       const ms: number[] = [], tokens: number[] = [], memories: number[] = [];
       const tierTokens = { critical: 0, relevant: 0, background: 0, index: 0 };
       for (let i = 0; i < opts.requests && now() < opts.deadline; i++) {
-        const { ms: t, json } = await call("assemble", { project: CONTEXT_PROJECT, budget: CONTEXT_BUDGET, ...kind.body(rng, i) });
-        if (json.token_count > CONTEXT_BUDGET) throw new Error(`token_count ${json.token_count} over the budget ${CONTEXT_BUDGET}`);
+        const { ms: t, json } = await call("assemble", {
+          project: CONTEXT_PROJECT,
+          budget: CONTEXT_BUDGET,
+          ...kind.body(rng, i),
+        });
+        if (json.token_count > CONTEXT_BUDGET) {
+          throw new Error(`token_count ${json.token_count} over the budget ${CONTEXT_BUDGET}`);
+        }
         ms.push(t);
         tokens.push(json.token_count);
         memories.push(json.memories.length);
-        for (const k of Object.keys(tierTokens) as (keyof typeof tierTokens)[]) tierTokens[k] += json.tiers[k].token_count;
+        for (const k of Object.keys(tierTokens) as (keyof typeof tierTokens)[]) {
+          tierTokens[k] += json.tiers[k].token_count;
+        }
       }
       all.push(...ms);
       const n = Math.max(ms.length, 1);
@@ -121,8 +164,15 @@ export async function runContext(sql: Sql, url: string, opts: { deadline: number
       const { file } = randomFile(rng);
       const session = `bench-${opts.seed}-${i}`;
       predictMs.push((await call("predict", { project: CONTEXT_PROJECT, file_opened: file, session_id: session })).ms);
-      const served = await call("assemble", { project: CONTEXT_PROJECT, budget: CONTEXT_BUDGET, session_id: session, signals: { current_file: file } });
-      if (served.json.prefetch.status !== "fresh") throw new Error(`expected a fresh prefetch, got ${served.json.prefetch.status}`);
+      const served = await call("assemble", {
+        project: CONTEXT_PROJECT,
+        budget: CONTEXT_BUDGET,
+        session_id: session,
+        signals: { current_file: file },
+      });
+      if (served.json.prefetch.status !== "fresh") {
+        throw new Error(`expected a fresh prefetch, got ${served.json.prefetch.status}`);
+      }
       servedMs.push(served.ms);
     }
     await Promise.all(deferred.splice(0));
@@ -130,16 +180,57 @@ export async function runContext(sql: Sql, url: string, opts: { deadline: number
     const p95 = summarize(all).p95;
     const table = [
       `## context/assemble at budget ${CONTEXT_BUDGET} on a ${CONTEXT_MEMORIES}-memory tenant (in process, offline embedder; server-side ms)`,
-      formatTable(["request", "n", "p50 ms", "p95 ms", "p99 ms", "tokens (mean)", "tokens (max)", "memories", "critical / relevant / background / index tokens"],
-        rows.map((r) => [r.kind, String(r.summary.n), fmt(r.summary.p50), fmt(r.summary.p95), fmt(r.summary.p99),
-          Number.isNaN(r.tokens) ? "" : String(r.tokens), Number.isNaN(r.maxTokens) ? "" : String(r.maxTokens), Number.isNaN(r.memories) ? "" : String(r.memories), r.tiers])),
-      `context/predict (file opened): n ${predict.n}, p50 ${fmt(predict.p50)} ms, p95 ${fmt(predict.p95)} ms; the session's next assemble from the fresh prediction: p50 ${fmt(served.p50)} ms, p95 ${fmt(served.p95)} ms`,
-      `target: p95 ≤ ${TARGET_P95_MS} ms → ${fmt(p95)} ms: ${p95 <= TARGET_P95_MS ? "met" : "NOT met"}; token_count ≤ ${CONTEXT_BUDGET} in every answer: met`,
+      formatTable(
+        [
+          "request",
+          "n",
+          "p50 ms",
+          "p95 ms",
+          "p99 ms",
+          "tokens (mean)",
+          "tokens (max)",
+          "memories",
+          "critical / relevant / background / index tokens",
+        ],
+        rows.map((
+          r,
+        ) => [
+          r.kind,
+          String(r.summary.n),
+          fmt(r.summary.p50),
+          fmt(r.summary.p95),
+          fmt(r.summary.p99),
+          Number.isNaN(r.tokens) ? "" : String(r.tokens),
+          Number.isNaN(r.maxTokens) ? "" : String(r.maxTokens),
+          Number.isNaN(r.memories) ? "" : String(r.memories),
+          r.tiers,
+        ]),
+      ),
+      `context/predict (file opened): n ${predict.n}, p50 ${fmt(predict.p50)} ms, p95 ${
+        fmt(predict.p95)
+      } ms; the session's next assemble from the fresh prediction: p50 ${fmt(served.p50)} ms, p95 ${
+        fmt(served.p95)
+      } ms`,
+      `target: p95 ≤ ${TARGET_P95_MS} ms → ${fmt(p95)} ms: ${
+        p95 <= TARGET_P95_MS ? "met" : "NOT met"
+      }; token_count ≤ ${CONTEXT_BUDGET} in every answer: met`,
       load.loaded > 0 ? `tenant loaded in ${fmt(load.seconds, 1)} s` : `tenant already loaded`,
     ].join("\n");
-    return { table, assemble: rows, predict, served_from_prefetch: served, p95_ms: p95, target_p95_ms: TARGET_P95_MS, budget: CONTEXT_BUDGET, memories: CONTEXT_MEMORIES, load };
+    return {
+      table,
+      assemble: rows,
+      predict,
+      served_from_prefetch: served,
+      p95_ms: p95,
+      target_p95_ms: TARGET_P95_MS,
+      budget: CONTEXT_BUDGET,
+      memories: CONTEXT_MEMORIES,
+      load,
+    };
   } finally {
     await pool.end();
-    if (limit) await sql`update public.memory_settings set value = ${limit.value}::numeric where name = 'rate_limit_read_per_minute'`;
+    if (limit) {
+      await sql`update public.memory_settings set value = ${limit.value}::numeric where name = 'rate_limit_read_per_minute'`;
+    }
   }
 }

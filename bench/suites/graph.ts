@@ -40,8 +40,12 @@ const TEMPLATES = [
 ];
 
 /** Lays an entity graph over the corpus, once (1 entity per 10 memories per tenant, 1-3 skewed links per memory). */
-async function ensureEntityGraph(sql: Sql): Promise<{ seconds: number; entities: number; links: number; created: boolean }> {
-  const [have] = await sql<{ n: number }[]>`select count(*)::int as n from public.memory_entities where canonical_name like 'bench-entity-%'`;
+async function ensureEntityGraph(
+  sql: Sql,
+): Promise<{ seconds: number; entities: number; links: number; created: boolean }> {
+  const [have] = await sql<
+    { n: number }[]
+  >`select count(*)::int as n from public.memory_entities where canonical_name like 'bench-entity-%'`;
   const t0 = now();
   if ((have?.n ?? 0) === 0) {
     await sql`
@@ -73,15 +77,31 @@ async function ensureEntityGraph(sql: Sql): Promise<{ seconds: number; entities:
   }
   const [counts] = await sql<{ entities: number; links: number }[]>`
     select (select count(*)::int from public.memory_entities) as entities, (select count(*)::int from public.memory_entity_links) as links`;
-  return { seconds: round((now() - t0) / 1000, 1), entities: counts!.entities, links: counts!.links, created: (have?.n ?? 0) === 0 };
+  return {
+    seconds: round((now() - t0) / 1000, 1),
+    entities: counts!.entities,
+    links: counts!.links,
+    created: (have?.n ?? 0) === 0,
+  };
 }
 
 /** Batches of 10 messages for the biggest tenant through the handler; the first 3 warm up. */
-async function timeEpisodeBatches(url: string, tenantId: string, remote: boolean, batches: number, deadline: number): Promise<Summary> {
+async function timeEpisodeBatches(
+  url: string,
+  tenantId: string,
+  remote: boolean,
+  batches: number,
+  deadline: number,
+): Promise<Summary> {
   const config = loadConfig(benchEnv(url));
   const pool = createSql(url, { max: 4, applicationName: "devai-bench-graph" });
   const embedder = remote
-    ? { provider: "openai" as const, model: MODEL, dimensions: DIM, embed: () => Promise.reject(new Error("no embedding call on the episode path")) }
+    ? {
+      provider: "openai" as const,
+      model: MODEL,
+      dimensions: DIM,
+      embed: () => Promise.reject(new Error("no embedding call on the episode path")),
+    }
     : localEmbedder();
   const handler = createMemoryHandler({ sql: pool, config, embedder });
   const token = await signUserToken(tenantId);
@@ -95,9 +115,13 @@ async function timeEpisodeBatches(url: string, tenantId: string, remote: boolean
       }));
       const body = JSON.stringify({ session_id: `${run}-s${Math.floor(b / 5)}`, project: "task_forge", messages });
       const t0 = now();
-      const res = await handler(new Request("http://bench.local/memory/episodes", {
-        method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body,
-      }));
+      const res = await handler(
+        new Request("http://bench.local/memory/episodes", {
+          method: "POST",
+          headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+          body,
+        }),
+      );
       const text = await res.text();
       if (res.status !== 201) throw new Error(`episodes answered ${res.status}: ${text.slice(0, 300)}`);
       if (b >= 3) ms.push(now() - t0);
@@ -109,7 +133,12 @@ async function timeEpisodeBatches(url: string, tenantId: string, remote: boolean
 }
 
 /** Calls of fn as the tenant (RLS on, as the edge functions run), ms each; rows of the last call. */
-async function timeAsTenant(pool: Sql, tenantId: string, n: number, fn: (tx: Tx, i: number) => PromiseLike<readonly unknown[]>) {
+async function timeAsTenant(
+  pool: Sql,
+  tenantId: string,
+  n: number,
+  fn: (tx: Tx, i: number) => PromiseLike<readonly unknown[]>,
+) {
   const ms: number[] = [];
   let rows = 0;
   for (let i = 0; i < n + 3; i++) {
@@ -123,7 +152,12 @@ async function timeAsTenant(pool: Sql, tenantId: string, n: number, fn: (tx: Tx,
   return { summary: summarize(ms), rows };
 }
 
-export async function runGraph(sql: Sql, url: string, corpus: Corpus, opts: { deadline: number; batches: number; lookups: number }): Promise<GraphResult> {
+export async function runGraph(
+  sql: Sql,
+  url: string,
+  corpus: Corpus,
+  opts: { deadline: number; batches: number; lookups: number },
+): Promise<GraphResult> {
   const big = corpus.tenants[0];
   if (!big) throw new Error("no tenants");
   const result: Record<string, unknown> = {};
@@ -131,13 +165,25 @@ export async function runGraph(sql: Sql, url: string, corpus: Corpus, opts: { de
 
   const graph = await ensureEntityGraph(sql);
   result.entityGraph = graph;
-  log(`entity graph: ${graph.entities} entities, ${graph.links} links${graph.created ? ` (written in ${graph.seconds} s)` : ""}`);
+  log(
+    `entity graph: ${graph.entities} entities, ${graph.links} links${
+      graph.created ? ` (written in ${graph.seconds} s)` : ""
+    }`,
+  );
 
   for (const remote of [false, true]) {
     const s = await timeEpisodeBatches(url, big.id, remote, opts.batches, opts.deadline);
     result[remote ? "episodesRemote" : "episodesLocal"] = s;
-    rows.push([`POST /memory/episodes, batch of ${BATCH} (${remote ? "remote embedder: embed job queued" : "local embedder: embedded in the request"})`,
-      String(s.n), fmt(s.p50), fmt(s.p95), fmt(s.p99), "target p95 < 50 ms"]);
+    rows.push([
+      `POST /memory/episodes, batch of ${BATCH} (${
+        remote ? "remote embedder: embed job queued" : "local embedder: embedded in the request"
+      })`,
+      String(s.n),
+      fmt(s.p50),
+      fmt(s.p95),
+      fmt(s.p99),
+      "target p95 < 50 ms",
+    ]);
     log(`episodes (${remote ? "remote" : "local"}) p50 ${fmt(s.p50)} ms p95 ${fmt(s.p95)} ms`);
   }
 
@@ -150,18 +196,35 @@ export async function runGraph(sql: Sql, url: string, corpus: Corpus, opts: { de
              (select mention_count from e order by mention_count desc, canonical_name limit 1) as popular_links,
              (select canonical_name from e order by mention_count, canonical_name limit 1) as rare,
              (select mention_count from e order by mention_count, canonical_name limit 1) as rare_links`;
-    if (!tenant?.popular || !tenant.rare) throw new Error("the entity graph has no popular or no rare entity for the biggest tenant");
+    if (!tenant?.popular || !tenant.rare) {
+      throw new Error("the entity graph has no popular or no rare entity for the biggest tenant");
+    }
     const cases: [string, (i: number) => string[]][] = [
       [`popular entity (${tenant!.popular_links} links)`, () => [tenant!.popular.toUpperCase()]],
-      [`rare entity (${tenant!.rare_links} link${tenant!.rare_links === 1 ? "" : "s"})`, () => [tenant!.rare.replaceAll("-", " ")]],
+      [
+        `rare entity (${tenant!.rare_links} link${tenant!.rare_links === 1 ? "" : "s"})`,
+        () => [tenant!.rare.replaceAll("-", " ")],
+      ],
       ["3 terms: popular, rare, unknown", (i) => [tenant!.popular, tenant!.rare, `no-such-entity-${i}`]],
       ["unknown term", (i) => [`no-such-entity-${i}`]],
     ];
     const lookups: Record<string, unknown> = {};
     for (const [name, terms] of cases) {
-      const r = await timeAsTenant(pool, big.id, opts.lookups, (tx, i) => tx`select * from public.memory_entity_lookup(${terms(i)}::text[], 50)`);
+      const r = await timeAsTenant(
+        pool,
+        big.id,
+        opts.lookups,
+        (tx, i) => tx`select * from public.memory_entity_lookup(${terms(i)}::text[], 50)`,
+      );
       lookups[name] = r;
-      rows.push([`memory_entity_lookup: ${name}, max_nodes 50`, String(r.summary.n), fmt(r.summary.p50), fmt(r.summary.p95), fmt(r.summary.p99), `${r.rows} rows`]);
+      rows.push([
+        `memory_entity_lookup: ${name}, max_nodes 50`,
+        String(r.summary.n),
+        fmt(r.summary.p50),
+        fmt(r.summary.p95),
+        fmt(r.summary.p99),
+        `${r.rows} rows`,
+      ]);
     }
     result.lookup = lookups;
 
@@ -169,10 +232,24 @@ export async function runGraph(sql: Sql, url: string, corpus: Corpus, opts: { de
       select r.from_id as id from public.memory_relations r where r.owner_id = ${big.id} and r.relation_type = 'related_to'
        order by md5(r.from_id::text) limit ${opts.lookups}`;
     if (seeds.length > 0) {
-      const r = await timeAsTenant(pool, big.id, Math.min(opts.lookups, seeds.length), (tx, i) =>
-        tx`select * from public.memory_graph_neighbours(array[${seeds[i % seeds.length]!.id}::uuid], null, 3, 50, null, null, 'both')`);
+      const r = await timeAsTenant(
+        pool,
+        big.id,
+        Math.min(opts.lookups, seeds.length),
+        (tx, i) =>
+          tx`select * from public.memory_graph_neighbours(array[${
+            seeds[i % seeds.length]!.id
+          }::uuid], null, 3, 50, null, null, 'both')`,
+      );
       result.bfs = r;
-      rows.push(["memory_graph_neighbours: all types, both ways, depth 3, max_nodes 50", String(r.summary.n), fmt(r.summary.p50), fmt(r.summary.p95), fmt(r.summary.p99), `${r.rows} rows (last call)`]);
+      rows.push([
+        "memory_graph_neighbours: all types, both ways, depth 3, max_nodes 50",
+        String(r.summary.n),
+        fmt(r.summary.p50),
+        fmt(r.summary.p95),
+        fmt(r.summary.p99),
+        `${r.rows} rows (last call)`,
+      ]);
     }
   } finally {
     await pool.end();

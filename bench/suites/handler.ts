@@ -35,7 +35,15 @@ export async function signUserToken(tenantId: string): Promise<string> {
 }
 
 export function benchEnv(url: string): Record<string, string> {
-  return { DATABASE_URL: url, SUPABASE_JWT_SECRET: JWT_SECRET, EMBEDDING_PROVIDER: "openai", EMBEDDING_API_KEY: "unused-bench", EMBEDDING_MODEL: MODEL, OPENAI_API_KEY: "unused-bench", DB_POOL_MAX: "10" };
+  return {
+    DATABASE_URL: url,
+    SUPABASE_JWT_SECRET: JWT_SECRET,
+    EMBEDDING_PROVIDER: "openai",
+    EMBEDDING_API_KEY: "unused-bench",
+    EMBEDDING_MODEL: MODEL,
+    OPENAI_API_KEY: "unused-bench",
+    DB_POOL_MAX: "10",
+  };
 }
 
 /** An embedder that answers from a table of precomputed vectors (no network, no model). */
@@ -44,11 +52,12 @@ export function tableEmbedder(vectors: Map<string, number[]>) {
     provider: "openai" as const,
     model: MODEL,
     dimensions: DIM,
-    embed: (texts: string[]) => Promise.resolve(texts.map((t) => {
-      const v = vectors.get(t);
-      if (!v) throw new Error(`bench embedder: no vector for ${JSON.stringify(t.slice(0, 60))}`);
-      return v;
-    })),
+    embed: (texts: string[]) =>
+      Promise.resolve(texts.map((t) => {
+        const v = vectors.get(t);
+        if (!v) throw new Error(`bench embedder: no vector for ${JSON.stringify(t.slice(0, 60))}`);
+        return v;
+      })),
   };
 }
 
@@ -73,25 +82,52 @@ function handlerTargets(
   for (const which of ["big", "small"]) {
     const h = run("hybrid", which, 1), v = run("vector", which, 1), server = hybridServer(which);
     const ratio = h && server ? h.summary.p50 / server.p50 : undefined;
-    lines.push(`${which} tenant, 1 client: handler p50 ${fmt(h?.summary.p50)} ms = ${fmt(ratio)}x hybrid_search's server p50 ${fmt(server?.p50)} ms (target <= 2x): ${mark(ratio === undefined ? undefined : ratio <= 2)}`);
-    lines.push(`${which} tenant, 1 client: handler p95 ${fmt(h?.summary.p95)} ms (target <= 15 ms): ${mark(h ? h.summary.p95 <= 15 : undefined)}`);
+    lines.push(
+      `${which} tenant, 1 client: handler p50 ${fmt(h?.summary.p50)} ms = ${fmt(ratio)}x hybrid_search's server p50 ${
+        fmt(server?.p50)
+      } ms (target <= 2x): ${mark(ratio === undefined ? undefined : ratio <= 2)}`,
+    );
+    lines.push(
+      `${which} tenant, 1 client: handler p95 ${fmt(h?.summary.p95)} ms (target <= 15 ms): ${
+        mark(h ? h.summary.p95 <= 15 : undefined)
+      }`,
+    );
     const growth = h && v ? h.summary.p95 - v.summary.p95 : undefined;
-    lines.push(`${which} tenant, 1 client: hybrid p95 - vector-only p95 = ${fmt(growth)} ms (target <= 5 ms): ${mark(growth === undefined ? undefined : growth <= 5)}`);
+    lines.push(
+      `${which} tenant, 1 client: hybrid p95 - vector-only p95 = ${fmt(growth)} ms (target <= 5 ms): ${
+        mark(growth === undefined ? undefined : growth <= 5)
+      }`,
+    );
   }
   for (const via of ["primary", "replica"]) {
     const one = run("hybrid", "both", 1, via), eight = run("hybrid", "both", 8, via);
     if (!one || !eight) continue;
     const x = eight.qps / one.qps;
-    lines.push(`hybrid, 8 clients (reads on the ${via}): ${fmt(eight.qps, 1)} req/s = ${fmt(x)}x one client's ${fmt(one.qps, 1)} (target >= 2.5x): ${mark(x >= 2.5)}; p95 ${fmt(eight.summary.p95)} ms (target <= 60 ms): ${mark(eight.summary.p95 <= 60)}`);
+    lines.push(
+      `hybrid, 8 clients (reads on the ${via}): ${fmt(eight.qps, 1)} req/s = ${fmt(x)}x one client's ${
+        fmt(one.qps, 1)
+      } (target >= 2.5x): ${mark(x >= 2.5)}; p95 ${fmt(eight.summary.p95)} ms (target <= 60 ms): ${
+        mark(eight.summary.p95 <= 60)
+      }`,
+    );
     if (one.postgresCpuMs !== null) {
       const cpu = one.denoCpuMs + one.postgresCpuMs;
-      lines.push(`  one client spends ${fmt(cpu)} ms of CPU per request in ${fmt(one.summary.p50)} ms p50: at most ${fmt(2000 / cpu, 0)} req/s on 2 cores, ${fmt(2000 / cpu / one.qps)}x one client`);
+      lines.push(
+        `  one client spends ${fmt(cpu)} ms of CPU per request in ${fmt(one.summary.p50)} ms p50: at most ${
+          fmt(2000 / cpu, 0)
+        } req/s on 2 cores, ${fmt(2000 / cpu / one.qps)}x one client`,
+      );
     }
   }
   return lines;
 }
 
-export async function runHandler(sql: Sql, url: string, corpus: Corpus, opts: { deadline: number; queries: number; readUrl?: string }): Promise<HandlerResult> {
+export async function runHandler(
+  sql: Sql,
+  url: string,
+  corpus: Corpus,
+  opts: { deadline: number; queries: number; readUrl?: string },
+): Promise<HandlerResult> {
   // Queries: messages for the biggest tenant (project task_forge) and a small one.
   const big = corpus.tenants[0], small = corpus.tenants[Math.floor(corpus.tenants.length / 2)];
   if (!big || !small) throw new Error("no tenants");
@@ -102,7 +138,9 @@ export async function runHandler(sql: Sql, url: string, corpus: Corpus, opts: { 
     const seeds = await sql<{ i: number }[]>`
       select (metadata->>'bench_i')::int as i from public.devai_memories
        where owner_id = ${t.id} and is_valid and state = 'active' and embedding_model = ${MODEL}
-         and (namespace like 'devai/global%' or namespace like 'devai/user%' or namespace like ${"devai/project/" + project.replace(/[\\%_]/g, "\\$&") + "%"})
+         and (namespace like 'devai/global%' or namespace like 'devai/user%' or namespace like ${
+      "devai/project/" + project.replace(/[\\%_]/g, "\\$&") + "%"
+    })
        order by md5(id::text || 'handler') limit ${Math.ceil(opts.queries / 2)}`;
     for (const [j, s] of seeds.entries()) {
       const r = corpus.row(s.i);
@@ -112,21 +150,36 @@ export async function runHandler(sql: Sql, url: string, corpus: Corpus, opts: { 
     }
   }
   const bodyFor = (r: (typeof reqs)[number], mode: string) =>
-    JSON.stringify({ message: r.message, project: r.project, thread_id: "bench", budget_tokens: 2000, top_k: 15, mode });
+    JSON.stringify({
+      message: r.message,
+      project: r.project,
+      thread_id: "bench",
+      budget_tokens: 2000,
+      top_k: 15,
+      mode,
+    });
   const config = loadConfig(benchEnv(url));
   const app = "devai-bench-handler";
   const pool = createSql(url, { max: 10, applicationName: app });
   const readPool = opts.readUrl ? createReadSql(opts.readUrl, pool, { max: 10, applicationName: app }) : undefined;
   const handlers = {
     primary: createHandler({ sql: pool, config, embedder: tableEmbedder(vectors) }),
-    replica: readPool ? createHandler({ sql: pool, readSql: readPool, config, embedder: tableEmbedder(vectors) }) : undefined,
+    replica: readPool
+      ? createHandler({ sql: pool, readSql: readPool, config, embedder: tableEmbedder(vectors) })
+      : undefined,
   };
-  const replicaAdmin = opts.readUrl ? createSql(opts.readUrl, { max: 1, applicationName: "devai-bench-meter" }) : undefined;
+  const replicaAdmin = opts.readUrl
+    ? createSql(opts.readUrl, { max: 1, applicationName: "devai-bench-meter" })
+    : undefined;
   const call = async (r: { token: string; body: string }, via: "primary" | "replica" = "primary") => {
     const t0 = now();
-    const res = await handlers[via]!(new Request("http://bench.local/functions/v1/memory-retrieve", {
-      method: "POST", headers: { authorization: `Bearer ${r.token}`, "content-type": "application/json" }, body: r.body,
-    }));
+    const res = await handlers[via]!(
+      new Request("http://bench.local/functions/v1/memory-retrieve", {
+        method: "POST",
+        headers: { authorization: `Bearer ${r.token}`, "content-type": "application/json" },
+        body: r.body,
+      }),
+    );
     const text = await res.text();
     if (res.status !== 200) throw new Error(`memory-retrieve answered ${res.status}: ${text.slice(0, 300)}`);
     return now() - t0;
@@ -136,26 +189,48 @@ export async function runHandler(sql: Sql, url: string, corpus: Corpus, opts: { 
     for (const r of reqs.slice(0, 3)) await call({ token: r.token, body: bodyFor(r, "hybrid") }); // warm-up (JIT, pool)
     type Run = [string, "big" | "small" | "both", number, "primary" | "replica"];
     const runs: Run[] = [
-      ["vector", "big", 1, "primary"], ["hybrid", "big", 1, "primary"], ["keyword", "big", 1, "primary"],
-      ["vector", "small", 1, "primary"], ["hybrid", "small", 1, "primary"], ["keyword", "small", 1, "primary"],
-      ["vector", "both", 1, "primary"], ["hybrid", "both", 1, "primary"],
-      ["vector", "both", 8, "primary"], ["hybrid", "both", 8, "primary"],
+      ["vector", "big", 1, "primary"],
+      ["hybrid", "big", 1, "primary"],
+      ["keyword", "big", 1, "primary"],
+      ["vector", "small", 1, "primary"],
+      ["hybrid", "small", 1, "primary"],
+      ["keyword", "small", 1, "primary"],
+      ["vector", "both", 1, "primary"],
+      ["hybrid", "both", 1, "primary"],
+      ["vector", "both", 8, "primary"],
+      ["hybrid", "both", 8, "primary"],
       ...(readPool ? [["hybrid", "both", 1, "replica"], ["hybrid", "both", 8, "replica"]] as Run[] : []),
     ];
     for (const [mode, which, clients, via] of runs) {
       if (now() > opts.deadline) break;
-      const batch = reqs.filter((r) => which === "both" || r.which === which).map((r) => ({ token: r.token, body: bodyFor(r, mode) }));
+      const batch = reqs.filter((r) => which === "both" || r.which === which).map((r) => ({
+        token: r.token,
+        body: bodyFor(r, mode),
+      }));
       await flushSearchWrites(pool); // the previous run's writes are not this one's work
-      const spent = await cpuMeter([[sql, [app]], ...(replicaAdmin ? [[replicaAdmin, [app + "-read"]] as [Sql, string[]]] : [])]);
+      const spent = await cpuMeter([
+        [sql, [app]],
+        ...(replicaAdmin ? [[replicaAdmin, [app + "-read"]] as [Sql, string[]]] : []),
+      ]);
       const { ms, wallMs } = await runConcurrent(batch, clients, (r) => call(r, via));
       await flushSearchWrites(pool); // what the run left waiting is its work: written in its window
       const cpu = await spent();
       const n = ms.length;
       out.push({
-        mode, tenant: which, clients, via, summary: summarize(ms), qps: round((n * 1000) / wallMs, 1),
-        denoCpuMs: round(cpu.denoMs / n, 2), postgresCpuMs: cpu.postgresMs === null ? null : round(cpu.postgresMs / n, 2),
+        mode,
+        tenant: which,
+        clients,
+        via,
+        summary: summarize(ms),
+        qps: round((n * 1000) / wallMs, 1),
+        denoCpuMs: round(cpu.denoMs / n, 2),
+        postgresCpuMs: cpu.postgresMs === null ? null : round(cpu.postgresMs / n, 2),
       });
-      log(`memory-retrieve handler, ${mode}, ${which} tenant(s), ${clients} client(s)${via === "replica" ? ", reads on the replica" : ""}: p50 ${fmt(summarize(ms).p50)} ms`);
+      log(
+        `memory-retrieve handler, ${mode}, ${which} tenant(s), ${clients} client(s)${
+          via === "replica" ? ", reads on the replica" : ""
+        }: p50 ${fmt(summarize(ms).p50)} ms`,
+      );
     }
   } finally {
     await pool.end();
@@ -178,12 +253,22 @@ export async function runHandler(sql: Sql, url: string, corpus: Corpus, opts: { 
           const vec = toVectorLiteral(vectors.get(r.message)!);
           const scopes = ["devai/global", `devai/project/${r.project}`, "devai/user"];
           const t0 = now();
-          const [row] = await withTenant(sqlPool, { tenantId: r.tenant, actor: "bench" }, (tx) =>
-            fn === "public.hybrid_search"
-              ? tx<{ ms: number }[]>`select (select count(*) from public.hybrid_search(${r.message}, ${vec}::extensions.vector, ${scopes}::text[], 15, 0.1, ${MODEL}, ${r.tenant}::uuid, graph_depth => 1)) as n,
+          const [row] = await withTenant(
+            sqlPool,
+            { tenantId: r.tenant, actor: "bench" },
+            (tx) =>
+              fn === "public.hybrid_search"
+                ? tx<
+                  { ms: number }[]
+                >`select (select count(*) from public.hybrid_search(${r.message}, ${vec}::extensions.vector, ${scopes}::text[], 15, 0.1, ${MODEL}, ${r.tenant}::uuid, graph_depth => 1)) as n,
                                             extract(epoch from clock_timestamp() - statement_timestamp()) * 1000 as ms`
-              : tx<{ ms: number }[]>`select (select count(*) from eval.supabase_hybrid_search(${r.message}, ${vec}::extensions.vector, 15, ${r.tenant}::uuid, ${scopes.map((x) => x + "/")}::text[], ${MODEL})) as n,
-                                            extract(epoch from clock_timestamp() - statement_timestamp()) * 1000 as ms`);
+                : tx<
+                  { ms: number }[]
+                >`select (select count(*) from eval.supabase_hybrid_search(${r.message}, ${vec}::extensions.vector, 15, ${r.tenant}::uuid, ${
+                  scopes.map((x) => x + "/")
+                }::text[], ${MODEL})) as n,
+                                            extract(epoch from clock_timestamp() - statement_timestamp()) * 1000 as ms`,
+          );
           ms.push(now() - t0);
           server.push(Number(row!.ms));
         }
@@ -197,17 +282,67 @@ export async function runHandler(sql: Sql, url: string, corpus: Corpus, opts: { 
     out.find((o) => o.mode === mode && o.tenant === which && o.clients === clients && o.via === via);
   const table = [
     `## memory-retrieve handler (in process, precomputed embedding; includes rank, pack, format; reinforcement and the search event written behind, in each run's window; CPU per request: this process and the pool's Postgres backends)`,
-    formatTable(["mode", "tenant", "clients", "reads", "n", "p50 ms", "p95 ms", "p99 ms", "req/s", "cpu ms/req deno", "cpu ms/req pg", "2-core ceiling req/s"],
-      out.map((o) => [o.mode, o.tenant, String(o.clients), o.via, String(o.summary.n), fmt(o.summary.p50), fmt(o.summary.p95), fmt(o.summary.p99), fmt(o.qps, 1),
-        fmt(o.denoCpuMs), o.postgresCpuMs === null ? "-" : fmt(o.postgresCpuMs),
-        o.postgresCpuMs === null ? "-" : fmt(2000 / (o.denoCpuMs + o.postgresCpuMs), 0)])),
+    formatTable(
+      [
+        "mode",
+        "tenant",
+        "clients",
+        "reads",
+        "n",
+        "p50 ms",
+        "p95 ms",
+        "p99 ms",
+        "req/s",
+        "cpu ms/req deno",
+        "cpu ms/req pg",
+        "2-core ceiling req/s",
+      ],
+      out.map((
+        o,
+      ) => [
+        o.mode,
+        o.tenant,
+        String(o.clients),
+        o.via,
+        String(o.summary.n),
+        fmt(o.summary.p50),
+        fmt(o.summary.p95),
+        fmt(o.summary.p99),
+        fmt(o.qps, 1),
+        fmt(o.denoCpuMs),
+        o.postgresCpuMs === null ? "-" : fmt(o.postgresCpuMs),
+        o.postgresCpuMs === null ? "-" : fmt(2000 / (o.denoCpuMs + o.postgresCpuMs), 0),
+      ]),
+    ),
     ``,
     `## hybrid search in SQL, as the tenant (one statement, 1 client): ours vs Supabase's documented recipe; server = inside the statement`,
-    formatTable(["function", "tenant", "n", "p50 ms", "p95 ms", "server p50 ms", "server p95 ms"],
-      sqlOut.map((o) => [o.fn, o.tenant, String(o.summary.n), fmt(o.summary.p50), fmt(o.summary.p95), fmt(o.server.p50), fmt(o.server.p95)])),
+    formatTable(
+      ["function", "tenant", "n", "p50 ms", "p95 ms", "server p50 ms", "server p95 ms"],
+      sqlOut.map((
+        o,
+      ) => [
+        o.fn,
+        o.tenant,
+        String(o.summary.n),
+        fmt(o.summary.p50),
+        fmt(o.summary.p95),
+        fmt(o.server.p50),
+        fmt(o.server.p95),
+      ]),
+    ),
     ``,
     `## targets (issue: retrieval at the database's own speed)`,
-    ...handlerTargets(run, (which) => sqlOut.find((o) => o.fn === "public.hybrid_search" && o.tenant === which)?.server),
+    ...handlerTargets(
+      run,
+      (which) => sqlOut.find((o) => o.fn === "public.hybrid_search" && o.tenant === which)?.server,
+    ),
   ].join("\n");
-  return { table, latency: out, sql_latency: sqlOut, requests: reqs.length, note: "reinforcement and the search event are written behind the answers (write-behind), flushed inside each run's window" };
+  return {
+    table,
+    latency: out,
+    sql_latency: sqlOut,
+    requests: reqs.length,
+    note:
+      "reinforcement and the search event are written behind the answers (write-behind), flushed inside each run's window",
+  };
 }

@@ -24,21 +24,45 @@ interface Hostile {
   text: (chars: number) => string;
 }
 
-const ORDINARY = "The deploy pipeline runs the integration suite before each release; failures page the on-call engineer. ";
+const ORDINARY =
+  "The deploy pipeline runs the integration suite before each release; failures page the on-call engineer. ";
 const HOSTILE: Hostile[] = [
-  { name: "compact: \"ok\\n\" repeated", route: "memory-compact", text: (n) => "ok\n".repeat(Math.floor(n / 3)) },
-  { name: "compact: comma run after 'remember that'", route: "memory-compact", text: (n) => `remember that the port is 5432${",".repeat(n)}x` },
-  { name: "compact: ordinary conversation", route: "memory-compact", text: (n) => ORDINARY.repeat(Math.floor(n / ORDINARY.length)) },
-  { name: "extract + worker: \"ok\\n\" repeated", route: "memory-extract", text: (n) => "ok\n".repeat(Math.floor(n / 3)) },
-  { name: "extract + worker: comma run after 'remember that'", route: "memory-extract", text: (n) => `remember that the port is 5432${",".repeat(n)}x` },
+  { name: 'compact: "ok\\n" repeated', route: "memory-compact", text: (n) => "ok\n".repeat(Math.floor(n / 3)) },
+  {
+    name: "compact: comma run after 'remember that'",
+    route: "memory-compact",
+    text: (n) => `remember that the port is 5432${",".repeat(n)}x`,
+  },
+  {
+    name: "compact: ordinary conversation",
+    route: "memory-compact",
+    text: (n) => ORDINARY.repeat(Math.floor(n / ORDINARY.length)),
+  },
+  {
+    name: 'extract + worker: "ok\\n" repeated',
+    route: "memory-extract",
+    text: (n) => "ok\n".repeat(Math.floor(n / 3)),
+  },
+  {
+    name: "extract + worker: comma run after 'remember that'",
+    route: "memory-extract",
+    text: (n) => `remember that the port is 5432${",".repeat(n)}x`,
+  },
 ];
 
 /** A body of one user message (plus a last turn for compaction) that fits in maxBytes. */
 function bodyFor(h: Hostile, maxBytes: number, session: string): string {
   let chars = maxBytes;
   for (;;) {
-    const messages = [{ role: "user", content: h.text(chars) }, ...(h.route === "memory-compact" ? [{ role: "user", content: "What next?" }] : [])];
-    const body = JSON.stringify(h.route === "memory-compact" ? { session_id: session, messages, trigger_tokens: 1000 } : { session_id: session, messages });
+    const messages = [
+      { role: "user", content: h.text(chars) },
+      ...(h.route === "memory-compact" ? [{ role: "user", content: "What next?" }] : []),
+    ];
+    const body = JSON.stringify(
+      h.route === "memory-compact"
+        ? { session_id: session, messages, trigger_tokens: 1000 }
+        : { session_id: session, messages },
+    );
     if (new TextEncoder().encode(body).length <= maxBytes) return body;
     chars = Math.floor(chars * 0.95);
   }
@@ -61,7 +85,9 @@ export async function runHostile(sql: Sql, url: string, corpus: Corpus): Promise
   const probeToken = await signUserToken(other.id);
   const probe = async () => {
     const t0 = now();
-    const res = await fetch(`${server.functionsUrl}/memory?limit=1`, { headers: { authorization: `Bearer ${probeToken}` } });
+    const res = await fetch(`${server.functionsUrl}/memory?limit=1`, {
+      headers: { authorization: `Bearer ${probeToken}` },
+    });
     await res.text();
     if (res.status !== 200) throw new Error(`GET memory answered ${res.status}`);
     return now() - t0;
@@ -75,14 +101,18 @@ export async function runHostile(sql: Sql, url: string, corpus: Corpus): Promise
     return ms;
   };
 
-  const rows: { name: string; bodyKb: number; requestMs: number; status: number; during: Summary; probes: number }[] = [];
+  const rows: { name: string; bodyKb: number; requestMs: number; status: number; during: Summary; probes: number }[] =
+    [];
   let baseline: Summary;
   try {
     for (let i = 0; i < 10; i++) await probe(); // warm-up
     const base: number[] = [];
     for (let i = 0; i < 50; i++) base.push(await probe());
     baseline = summarize(base);
-    const limits = { "memory-compact": server.config.maxCompactBodyBytes, "memory-extract": server.config.maxExtractBodyBytes };
+    const limits = {
+      "memory-compact": server.config.maxCompactBodyBytes,
+      "memory-extract": server.config.maxExtractBodyBytes,
+    };
     const cases = [
       ...HOSTILE.map((h) => ({ h, bytes: limits[h.route] })),
       { h: HOSTILE[2]!, bytes: 100 * 1024 },
@@ -102,7 +132,9 @@ export async function runHostile(sql: Sql, url: string, corpus: Corpus): Promise
         if (h.route === "memory-extract" && res.status === 202) {
           // The worker drain the 202 kicked runs in this process: wait for the job to end.
           for (;;) {
-            const [job] = await sql<{ status: string }[]>`select status from public.memory_jobs where id = ${answer.job_id}`;
+            const [job] = await sql<
+              { status: string }[]
+            >`select status from public.memory_jobs where id = ${answer.job_id}`;
             if (job && (job.status === "done" || job.status === "dead")) break;
             await new Promise((resolve) => setTimeout(resolve, 20));
           }
@@ -112,17 +144,41 @@ export async function runHostile(sql: Sql, url: string, corpus: Corpus): Promise
       const during = await probeWhile(work);
       const outcome = await work;
       const name = bytes === limits[h.route] ? h.name : `${h.name}, 100 KB`;
-      rows.push({ name, bodyKb: round(new TextEncoder().encode(body).length / 1024, 0), requestMs: round(outcome.ms, 1), status: outcome.status, during: summarize(during), probes: during.length });
-      log(`${name}: ${fmt(outcome.ms, 0)} ms (${outcome.status}); other tenant's GET max ${fmt(summarize(during).max)} ms`);
+      rows.push({
+        name,
+        bodyKb: round(new TextEncoder().encode(body).length / 1024, 0),
+        requestMs: round(outcome.ms, 1),
+        status: outcome.status,
+        during: summarize(during),
+        probes: during.length,
+      });
+      log(
+        `${name}: ${fmt(outcome.ms, 0)} ms (${outcome.status}); other tenant's GET max ${
+          fmt(summarize(during).max)
+        } ms`,
+      );
     }
   } finally {
     await server.close();
   }
   const table = [
-    `## hostile requests: another tenant's latency (GET memory?limit=1, one after the other, same local server) while one tenant's request runs; baseline p50/p95/max ${fmt(baseline!.p50)}/${fmt(baseline!.p95)}/${fmt(baseline!.max)} ms`,
+    `## hostile requests: another tenant's latency (GET memory?limit=1, one after the other, same local server) while one tenant's request runs; baseline p50/p95/max ${
+      fmt(baseline!.p50)
+    }/${fmt(baseline!.p95)}/${fmt(baseline!.max)} ms`,
     formatTable(
       ["request", "body KB", "status", "request ms", "other tenant p50 ms", "p95 ms", "max ms", "probes"],
-      rows.map((r) => [r.name, String(r.bodyKb), String(r.status), fmt(r.requestMs, 1), fmt(r.during.p50), fmt(r.during.p95), fmt(r.during.max), String(r.probes)]),
+      rows.map((
+        r,
+      ) => [
+        r.name,
+        String(r.bodyKb),
+        String(r.status),
+        fmt(r.requestMs, 1),
+        fmt(r.during.p50),
+        fmt(r.during.p95),
+        fmt(r.during.max),
+        String(r.probes),
+      ]),
     ),
   ].join("\n");
   return { table, baseline: baseline!, rows };

@@ -106,7 +106,9 @@ async function stepNight(sql: Sql, step: (typeof STEP_JOBS)[number]): Promise<Om
     });
     calls.push(call);
     if (!step.job || !call.r.run || call.r.run.finished) break;
-    if (call.r.action !== (i === 0 ? "started" : "continued")) throw new Error(`${step.fn}: unexpected ${JSON.stringify(call.r)}`);
+    if (call.r.action !== (i === 0 ? "started" : "continued")) {
+      throw new Error(`${step.fn}: unexpected ${JSON.stringify(call.r)}`);
+    }
     progress = { next_page: call.r.run.next_page, total_pages: call.r.run.total_pages };
   }
   if (step.job) await sql`delete from memory_private.lifecycle_runs where job = ${step.job}`;
@@ -124,8 +126,14 @@ async function stepNight(sql: Sql, step: (typeof STEP_JOBS)[number]): Promise<Om
 /** The probe columns of a table row: retrieve and write p50/p95/max during (before), probes. */
 function probeCells(p: ProbeFigures): string[] {
   const cell = (during: Summary, before: Summary) =>
-    `${fmt(during.p50)}/${fmt(during.p95)}/${fmt(during.max)} (${fmt(before.p50)}/${fmt(before.p95)}/${fmt(before.max)})`;
-  return [cell(p.duringJob.retrieve, p.baseline.retrieve), cell(p.duringJob.write, p.baseline.write), String(p.duringJob.retrieve.n)];
+    `${fmt(during.p50)}/${fmt(during.p95)}/${fmt(during.max)} (${fmt(before.p50)}/${fmt(before.p95)}/${
+      fmt(before.max)
+    })`;
+  return [
+    cell(p.duringJob.retrieve, p.baseline.retrieve),
+    cell(p.duringJob.write, p.baseline.write),
+    String(p.duringJob.retrieve.n),
+  ];
 }
 
 export async function runLifecycle(sql: Sql, url: string, corpus: Corpus): Promise<LifecycleResult> {
@@ -141,20 +149,22 @@ export async function runLifecycle(sql: Sql, url: string, corpus: Corpus): Promi
   const probes = connect(url, 2, "devai-bench-lifecycle-probe");
   let written = 0;
 
-  const retrieveOnce = () => asTenant(probes, tenant.id, async (tx) => {
-    const t0 = now();
-    const found = await tx<{ id: string }[]>`
+  const retrieveOnce = () =>
+    asTenant(probes, tenant.id, async (tx) => {
+      const t0 = now();
+      const found = await tx<{ id: string }[]>`
       select id from public.match_memories(${vec}::extensions.vector, 'devai/global', 15, 0.7, ${tenant.id}::uuid, ${MODEL},
                                            ${["devai/project/task_forge", "devai/user"]}::text[])`;
-    await tx`select count(*) from public.reinforce_memories(${found.map((f) => f.id)}::uuid[])`;
-    return now() - t0;
-  });
-  const writeOnce = () => asTenant(probes, tenant.id, async (tx) => {
-    const t0 = now();
-    await tx`insert into public.devai_memories (owner_id, content, memory_type, namespace)
+      await tx`select count(*) from public.reinforce_memories(${found.map((f) => f.id)}::uuid[])`;
+      return now() - t0;
+    });
+  const writeOnce = () =>
+    asTenant(probes, tenant.id, async (tx) => {
+      const t0 = now();
+      await tx`insert into public.devai_memories (owner_id, content, memory_type, namespace)
              values (${tenant.id}, ${`${PROBE_MARK} ${written++}`}, 'episodic', 'devai/project/task_forge')`;
-    return now() - t0;
-  });
+      return now() - t0;
+    });
   const probeWhile = async (running: () => boolean, min: number) => {
     const retrieve: number[] = [], write: number[] = [];
     for (let i = 0; running() || i < min; i++) {
@@ -191,15 +201,32 @@ export async function runLifecycle(sql: Sql, url: string, corpus: Corpus): Promi
           await tx.unsafe(`select ${fn}() as r`);
           const t2 = now();
           const [h1] = await tx<{ n: number }[]>`select count(*)::int as n from public.memory_history`;
-          return { fn, firstRunMs: round(t1 - t0, 1), secondRunMs: round(t2 - t1, 1), result: r1?.r, historyRowsWritten: (h1?.n ?? 0) - (h0?.n ?? 0) };
-        }));
+          return {
+            fn,
+            firstRunMs: round(t1 - t0, 1),
+            secondRunMs: round(t2 - t1, 1),
+            result: r1?.r,
+            historyRowsWritten: (h1?.n ?? 0) - (h0?.n ?? 0),
+          };
+        })
+      );
       jobs.push({ ...figures, probe });
-      log(`${fn}: ${figures.firstRunMs} ms (re-run ${figures.secondRunMs} ms); retrieve p95 ${fmt(probe.duringJob.retrieve.p95)} ms during the job (${fmt(probe.baseline.retrieve.p95)} before), write max ${fmt(probe.duringJob.write.max)} ms`);
+      log(
+        `${fn}: ${figures.firstRunMs} ms (re-run ${figures.secondRunMs} ms); retrieve p95 ${
+          fmt(probe.duringJob.retrieve.p95)
+        } ms during the job (${fmt(probe.baseline.retrieve.p95)} before), write max ${
+          fmt(probe.duringJob.write.max)
+        } ms`,
+      );
     }
     for (const step of STEP_JOBS) {
       const { figures, probe } = await probeAround(() => stepNight(sql, step));
       steps.push({ ...figures, probe });
-      log(`${step.fn}: ${figures.calls} calls, longest ${figures.longestCallMs} ms, all ${figures.allCallsMs} ms; write max ${fmt(probe.duringJob.write.max)} ms during the calls`);
+      log(
+        `${step.fn}: ${figures.calls} calls, longest ${figures.longestCallMs} ms, all ${figures.allCallsMs} ms; write max ${
+          fmt(probe.duringJob.write.max)
+        } ms during the calls`,
+      );
     }
   } finally {
     await sql`delete from public.devai_memories where owner_id = ${tenant.id} and content like ${PROBE_MARK + " %"}`;
@@ -209,7 +236,15 @@ export async function runLifecycle(sql: Sql, url: string, corpus: Corpus): Promi
   const table = [
     "## lifecycle jobs (each run twice in one rolled-back transaction; probes = the biggest tenant's requests while the first run is under way)",
     formatTable(
-      ["job", "1st run ms", "re-run ms", "history rows", "retrieve p50/p95/max ms during (before)", "write p50/p95/max ms during (before)", "probes"],
+      [
+        "job",
+        "1st run ms",
+        "re-run ms",
+        "history rows",
+        "retrieve p50/p95/max ms during (before)",
+        "write p50/p95/max ms during (before)",
+        "probes",
+      ],
       jobs.map((j) => [
         j.fn,
         fmt(j.firstRunMs, 1),
@@ -221,7 +256,17 @@ export async function runLifecycle(sql: Sql, url: string, corpus: Corpus): Promi
     "",
     "## lifecycle jobs, step form (what pg_cron runs: 5 batches per call; one night's calls back to back, each rolled back, progress carried over; probes as above)",
     formatTable(
-      ["job", "calls", "longest call ms", "all calls ms", "result", "history rows", "retrieve p50/p95/max ms during (before)", "write p50/p95/max ms during (before)", "probes"],
+      [
+        "job",
+        "calls",
+        "longest call ms",
+        "all calls ms",
+        "result",
+        "history rows",
+        "retrieve p50/p95/max ms during (before)",
+        "write p50/p95/max ms during (before)",
+        "probes",
+      ],
       steps.map((j) => [
         j.fn,
         String(j.calls),

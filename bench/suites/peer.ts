@@ -42,15 +42,26 @@ function recallOf(got: string[][], truth: string[][]): number {
   return round(r / (truth.length || 1), 4);
 }
 
-export async function runPeer(sql: Sql, url: string, corpus: Corpus, opts: { deadline: number; queries: number; adds: number }): Promise<PeerResult> {
+export async function runPeer(
+  sql: Sql,
+  url: string,
+  corpus: Corpus,
+  opts: { deadline: number; queries: number; adds: number },
+): Promise<PeerResult> {
   try {
     await Deno.stat(`${PEER_DIR}node_modules/mem0ai/package.json`);
   } catch {
-    return { skipped: "bench/peer/node_modules/mem0ai is missing (scripts/bench.sh installs it with npm; no registry access?)", table: "" };
+    return {
+      skipped: "bench/peer/node_modules/mem0ai is missing (scripts/bench.sh installs it with npm; no registry access?)",
+      table: "",
+    };
   }
-  const nodeOk = await new Deno.Command("node", { args: ["--version"], stdout: "piped", stderr: "null" }).output().then((o) => o.success).catch(() => false);
+  const nodeOk = await new Deno.Command("node", { args: ["--version"], stdout: "piped", stderr: "null" }).output().then(
+    (o) => o.success,
+  ).catch(() => false);
   if (!nodeOk) return { skipped: "node is not installed: mem0 runs under Node", table: "" };
-  const mem0Version = JSON.parse(await Deno.readTextFile(`${PEER_DIR}node_modules/mem0ai/package.json`)).version as string;
+  const mem0Version = JSON.parse(await Deno.readTextFile(`${PEER_DIR}node_modules/mem0ai/package.json`))
+    .version as string;
 
   // 1. A separate database with mem0's table, loaded from our corpus.
   await sql.unsafe(`drop database if exists mem0_bench with (force)`);
@@ -64,7 +75,9 @@ export async function runPeer(sql: Sql, url: string, corpus: Corpus, opts: { dea
   try {
     await psql`create extension if not exists vector`;
     // mem0ai 3.x PGVector.createCol DDL, verbatim.
-    await psql.unsafe(`create table if not exists memories (id uuid primary key, vector vector(${DIM}), payload jsonb)`);
+    await psql.unsafe(
+      `create table if not exists memories (id uuid primary key, vector vector(${DIM}), payload jsonb)`,
+    );
     const t0 = now();
     const src = await copySql.unsafe(`copy (
       select id, embedding::text,
@@ -86,10 +99,16 @@ export async function runPeer(sql: Sql, url: string, corpus: Corpus, opts: { dea
     peerRows = c?.n ?? 0;
     // The access path of mem0's vector search (its SQL text, for the biggest tenant).
     const [probe] = await psql<{ v: string }[]>`select vector::text as v from memories limit 1`;
-    const plan = await psql.unsafe(`explain SELECT id, vector <=> $1::vector AS distance, payload FROM "memories" WHERE payload->>'user_id' = $3 ORDER BY distance LIMIT $2`,
-      [probe?.v ?? "", 60, corpus.tenants[0]?.id ?? ""]) as { "QUERY PLAN": string }[];
+    const plan = await psql.unsafe(
+      `explain SELECT id, vector <=> $1::vector AS distance, payload FROM "memories" WHERE payload->>'user_id' = $3 ORDER BY distance LIMIT $2`,
+      [probe?.v ?? "", 60, corpus.tenants[0]?.id ?? ""],
+    ) as { "QUERY PLAN": string }[];
     const text = plan.map((r) => r["QUERY PLAN"]).join("\n");
-    mem0Plan = text.includes("memories_hnsw_idx") ? "hnsw index scan, post-filter on user_id (no iterative scan)" : text.includes("Seq Scan") ? "seq scan + exact sort (planner skips the HNSW index)" : "other";
+    mem0Plan = text.includes("memories_hnsw_idx")
+      ? "hnsw index scan, post-filter on user_id (no iterative scan)"
+      : text.includes("Seq Scan")
+      ? "seq scan + exact sort (planner skips the HNSW index)"
+      : "other";
   } finally {
     await psql.end();
     await copySql.end({ timeout: 5 });
@@ -111,23 +130,48 @@ export async function runPeer(sql: Sql, url: string, corpus: Corpus, opts: { dea
       const v = corpus.query(2_000_000 + ti * 100_000 + j, r.cluster, r.sub);
       const vec = vectorLiteral(v);
       // Ground truth: exact top 15 above 0.1 (mem0's default search threshold, also used for ours below).
-      const truth = await sql.unsafe(`select id from bench.match_memories_exact($1::extensions.vector, 'devai', 15, 0.1, $2::uuid, $3, null)`, [vec, t.id, MODEL]);
-      queries.push({ userId: t.id, text: `what do we know about ${r.content.split(" (note")[0]?.toLowerCase()} q${ti}-${j}`, vector: Array.from(v), vec, truth: truth.map((x) => String(x.id)) });
+      const truth = await sql.unsafe(
+        `select id from bench.match_memories_exact($1::extensions.vector, 'devai', 15, 0.1, $2::uuid, $3, null)`,
+        [vec, t.id, MODEL],
+      );
+      queries.push({
+        userId: t.id,
+        text: `what do we know about ${r.content.split(" (note")[0]?.toLowerCase()} q${ti}-${j}`,
+        vector: Array.from(v),
+        vec,
+        truth: truth.map((x) => String(x.id)),
+      });
     }
     for (let j = 0; j < Math.ceil(opts.adds / 2); j++) {
       const r = corpus.row((j * 7919 + ti) % corpus.size);
       const v = corpus.query(3_000_000 + ti * 100_000 + j, r.cluster, r.sub);
-      adds.push({ userId: t.id, text: `the user now prefers running ${r.content.split(" (note")[0]?.toLowerCase()} (add ${ti}-${j})`, vector: Array.from(v), vec: vectorLiteral(v) });
+      adds.push({
+        userId: t.id,
+        text: `the user now prefers running ${r.content.split(" (note")[0]?.toLowerCase()} (add ${ti}-${j})`,
+        vector: Array.from(v),
+        vec: vectorLiteral(v),
+      });
     }
   }
 
   // 3. mem0 under Node.
   const inputFile = await Deno.makeTempFile({ suffix: ".json" });
   const home = await Deno.makeTempDir();
-  await Deno.writeTextFile(inputFile, JSON.stringify({ url: peerUrl, dim: DIM, queries: queries.map(({ vec: _v, truth: _t, ...q }) => q), adds: adds.map(({ vec: _v, ...a }) => a) }));
+  await Deno.writeTextFile(
+    inputFile,
+    JSON.stringify({
+      url: peerUrl,
+      dim: DIM,
+      queries: queries.map(({ vec: _v, truth: _t, ...q }) => q),
+      adds: adds.map(({ vec: _v, ...a }) => a),
+    }),
+  );
   log(`running mem0ai ${mem0Version} under Node: ${queries.length} searches, ${adds.length} adds`);
   const proc = await new Deno.Command("node", {
-    args: [`${PEER_DIR}mem0_bench.mjs`, inputFile], cwd: PEER_DIR, stdout: "piped", stderr: "piped",
+    args: [`${PEER_DIR}mem0_bench.mjs`, inputFile],
+    cwd: PEER_DIR,
+    stdout: "piped",
+    stderr: "piped",
     env: { MEM0_TELEMETRY: "false", HOME: home, OPENAI_API_KEY: "unused" },
     signal: AbortSignal.timeout(Math.max(60_000, opts.deadline - now() + 120_000)),
   }).output();
@@ -141,11 +185,21 @@ export async function runPeer(sql: Sql, url: string, corpus: Corpus, opts: { dea
   const oursSearch: number[] = [], oursIds: string[][] = [], naiveSearch: number[] = [], naiveIds: string[][] = [];
   for (const q of queries) {
     const t0 = now();
-    const rows = await asTenant(sql, q.userId, (tx) => tx`select * from public.match_memories(${q.vec}::extensions.vector, 'devai', 15, 0.1, ${q.userId}::uuid, ${MODEL}, null)`);
+    const rows = await asTenant(
+      sql,
+      q.userId,
+      (tx) =>
+        tx`select * from public.match_memories(${q.vec}::extensions.vector, 'devai', 15, 0.1, ${q.userId}::uuid, ${MODEL}, null)`,
+    );
     oursSearch.push(now() - t0);
     oursIds.push(rows.map((r) => String(r.id)));
     const t1 = now();
-    const nrows = await asTenant(sql, q.userId, (tx) => tx`select * from bench.match_memories_naive(${q.vec}::extensions.vector, 'devai', 15, 0.1, ${q.userId}::uuid)`);
+    const nrows = await asTenant(
+      sql,
+      q.userId,
+      (tx) =>
+        tx`select * from bench.match_memories_naive(${q.vec}::extensions.vector, 'devai', 15, 0.1, ${q.userId}::uuid)`,
+    );
     naiveSearch.push(now() - t1);
     naiveIds.push(nrows.map((r) => String(r.id)));
   }
@@ -166,16 +220,29 @@ export async function runPeer(sql: Sql, url: string, corpus: Corpus, opts: { dea
   {
     const pool = createSql(url, { max: 4, applicationName: "devai-bench-peer" });
     const known = new Map(adds.map((a) => [`${a.text} [remember]`, a.vector]));
-    const handler = createMemoryHandler({ sql: pool, config: loadConfig(benchEnv(url)), embedder: {
-      provider: "openai", model: MODEL, dimensions: DIM, embed: (t: string[]) => Promise.resolve(t.map((x) => known.get(x) ?? [])),
-    } });
+    const handler = createMemoryHandler({
+      sql: pool,
+      config: loadConfig(benchEnv(url)),
+      embedder: {
+        provider: "openai",
+        model: MODEL,
+        dimensions: DIM,
+        embed: (t: string[]) => Promise.resolve(t.map((x) => known.get(x) ?? [])),
+      },
+    });
     try {
       const tokens = new Map<string, string>();
       for (const a of adds) {
         const token = tokens.get(a.userId) ?? await signUserToken(a.userId);
         tokens.set(a.userId, token);
         const t0 = now();
-        const res = await handler(new Request("http://bench.local/memory/remember", { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify({ content: `${a.text} [remember]` }) }));
+        const res = await handler(
+          new Request("http://bench.local/memory/remember", {
+            method: "POST",
+            headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+            body: JSON.stringify({ content: `${a.text} [remember]` }),
+          }),
+        );
         const body = await res.text();
         if (res.status !== 201) throw new Error(`remember answered ${res.status}: ${body.slice(0, 300)}`);
         oursRemember.push(now() - t0);
@@ -188,11 +255,19 @@ export async function runPeer(sql: Sql, url: string, corpus: Corpus, opts: { dea
 
   const truth = queries.map((q) => q.truth);
   const s = {
-    mem0Search: summarize(m.search), mem0RawVectorSearch: summarize(m.rawSearch), mem0Add: summarize(m.add),
-    oursSearch: summarize(oursSearch), naiveSearch: summarize(naiveSearch), oursAddSqlPath: summarize(oursAdd), oursRememberHandler: summarize(oursRemember),
+    mem0Search: summarize(m.search),
+    mem0RawVectorSearch: summarize(m.rawSearch),
+    mem0Add: summarize(m.add),
+    oursSearch: summarize(oursSearch),
+    naiveSearch: summarize(naiveSearch),
+    oursAddSqlPath: summarize(oursAdd),
+    oursRememberHandler: summarize(oursRemember),
   };
   const recall = {
-    mem0Search: recallOf(m.searchIds, truth), mem0RawVectorSearch: recallOf(m.rawIds, truth), ours: recallOf(oursIds, truth), naive: recallOf(naiveIds, truth),
+    mem0Search: recallOf(m.searchIds, truth),
+    mem0RawVectorSearch: recallOf(m.rawIds, truth),
+    ours: recallOf(oursIds, truth),
+    naive: recallOf(naiveIds, truth),
   };
   const rowsReturned = {
     mem0RawVectorSearch: round(m.rawIds.reduce((x, y) => x + y.length, 0) / (m.rawIds.length || 1), 2),
@@ -202,9 +277,13 @@ export async function runPeer(sql: Sql, url: string, corpus: Corpus, opts: { dea
   const ratio = (a: Summary, b: Summary) => round(a.p50 / b.p50, 2);
   // The two tenants have very different costs (a p50 over both lands between them): split them.
   const isBig = queries.map((q) => q.userId === big.id);
-  const part = (xs: number[], want: boolean) => summarize(m.errors.length && xs.length !== queries.length ? [] : xs.filter((_, i) => isBig[i] === want));
+  const part = (xs: number[], want: boolean) =>
+    summarize(m.errors.length && xs.length !== queries.length ? [] : xs.filter((_, i) => isBig[i] === want));
   const byTenant = Object.fromEntries(([["big", true], ["small", false]] as const).map(([k, want]) => [k, {
-    ours: part(oursSearch, want), naive: part(naiveSearch, want), mem0Search: part(m.search, want), mem0RawVectorSearch: part(m.rawSearch, want),
+    ours: part(oursSearch, want),
+    naive: part(naiveSearch, want),
+    mem0Search: part(m.search, want),
+    mem0RawVectorSearch: part(m.rawSearch, want),
   }]));
   const ratios = {
     searchP50_mem0_over_ours: ratio(s.mem0Search, s.oursSearch),
@@ -213,31 +292,80 @@ export async function runPeer(sql: Sql, url: string, corpus: Corpus, opts: { dea
     addP50_mem0_over_oursRememberHandler: s.oursRememberHandler.n ? ratio(s.mem0Add, s.oursRememberHandler) : null,
     naiveSearchP50_over_ours: ratio(s.naiveSearch, s.oursSearch),
   };
-  const row = (name: string, x: Summary, rec: number | string, rows: number | string, r: string) => [name, String(x.n), fmt(x.p50), fmt(x.p95), fmt(x.p99), String(rec), String(rows), r];
+  const row = (
+    name: string,
+    x: Summary,
+    rec: number | string,
+    rows: number | string,
+    r: string,
+  ) => [name, String(x.n), fmt(x.p50), fmt(x.p95), fmt(x.p99), String(rec), String(rows), r];
   const table = [
     `## peer @ ${corpus.size} rows: mem0ai ${mem0Version} (Node, pgvector store, hnsw) vs ours; filter = one tenant (user_id); fake LLM/embedder in process`,
     formatTable(["operation", "n", "p50 ms", "p95 ms", "p99 ms", "recall@15", "rows", "p50 ratio to ours"], [
       row("ours: match_memories (tenant tx)", s.oursSearch, recall.ours, rowsReturned.ours, "1.00"),
       row("mem0: Memory.search (hybrid)", s.mem0Search, recall.mem0Search, "-", fmt(ratios.searchP50_mem0_over_ours)),
-      row("mem0: vectorStore.search only", s.mem0RawVectorSearch, recall.mem0RawVectorSearch, rowsReturned.mem0RawVectorSearch, fmt(ratios.rawVectorSearchP50_mem0_over_ours)),
-      row("seed naive match_memories", s.naiveSearch, recall.naive, rowsReturned.naive, fmt(ratios.naiveSearchP50_over_ours)),
+      row(
+        "mem0: vectorStore.search only",
+        s.mem0RawVectorSearch,
+        recall.mem0RawVectorSearch,
+        rowsReturned.mem0RawVectorSearch,
+        fmt(ratios.rawVectorSearchP50_mem0_over_ours),
+      ),
+      row(
+        "seed naive match_memories",
+        s.naiveSearch,
+        recall.naive,
+        rowsReturned.naive,
+        fmt(ratios.naiveSearchP50_over_ours),
+      ),
       row("ours: remember (SQL path: neighbours + insert + audit triggers)", s.oursAddSqlPath, "-", "-", "1.00"),
-      row("ours: POST /memory/remember handler (in process)", s.oursRememberHandler, "-", "-", fmt(s.oursRememberHandler.p50 / s.oursAddSqlPath.p50)),
-      row("mem0: Memory.add (infer, fake LLM)", s.mem0Add, "-", "-", `${fmt(ratios.addP50_mem0_over_ours)} (vs handler ${fmt(ratios.addP50_mem0_over_oursRememberHandler ?? NaN)})`),
+      row(
+        "ours: POST /memory/remember handler (in process)",
+        s.oursRememberHandler,
+        "-",
+        "-",
+        fmt(s.oursRememberHandler.p50 / s.oursAddSqlPath.p50),
+      ),
+      row(
+        "mem0: Memory.add (infer, fake LLM)",
+        s.mem0Add,
+        "-",
+        "-",
+        `${fmt(ratios.addP50_mem0_over_ours)} (vs handler ${fmt(ratios.addP50_mem0_over_oursRememberHandler ?? NaN)})`,
+      ),
     ]),
-    `\nsearch p50 by tenant (ms; ratio to ours in brackets): biggest tenant ${byTenant.big?.ours.n ?? 0} queries (${big.id.slice(0, 8)}), small tenant ${byTenant.small?.ours.n ?? 0} queries`,
-    formatTable(["operation", "big tenant p50", "small tenant p50"], ([["ours: match_memories", "ours"], ["mem0: Memory.search", "mem0Search"], ["mem0: vectorStore.search", "mem0RawVectorSearch"], ["seed naive", "naive"]] as const).map(([label, key]) => [
-      label, ...(["big", "small"] as const).map((g) => {
-        const x = byTenant[g]?.[key], o = byTenant[g]?.ours;
-        return x && o ? `${fmt(x.p50)} (${fmt(x.p50 / o.p50)}x)` : "-";
-      }),
-    ])),
+    `\nsearch p50 by tenant (ms; ratio to ours in brackets): biggest tenant ${byTenant.big?.ours.n ?? 0} queries (${
+      big.id.slice(0, 8)
+    }), small tenant ${byTenant.small?.ours.n ?? 0} queries`,
+    formatTable(
+      ["operation", "big tenant p50", "small tenant p50"],
+      ([["ours: match_memories", "ours"], ["mem0: Memory.search", "mem0Search"], [
+        "mem0: vectorStore.search",
+        "mem0RawVectorSearch",
+      ], ["seed naive", "naive"]] as const).map(([label, key]) => [
+        label,
+        ...(["big", "small"] as const).map((g) => {
+          const x = byTenant[g]?.[key], o = byTenant[g]?.ours;
+          return x && o ? `${fmt(x.p50)} (${fmt(x.p50 / o.p50)}x)` : "-";
+        }),
+      ]),
+    ),
     `mem0 vector search access path (biggest tenant): ${mem0Plan}`,
     m.errors.length ? `mem0 errors: ${m.errors.slice(0, 3).join(" | ")}` : "",
   ].filter(Boolean).join("\n");
   return {
-    table, mem0Version, peerRows, mem0Plan, peerLoadSeconds: round(loadSeconds, 1), peerIndexSeconds: round(indexSeconds, 1),
-    summaries: s, byTenant, recall, rowsReturned, ratios, mem0Errors: m.errors.slice(0, 10),
+    table,
+    mem0Version,
+    peerRows,
+    mem0Plan,
+    peerLoadSeconds: round(loadSeconds, 1),
+    peerIndexSeconds: round(indexSeconds, 1),
+    summaries: s,
+    byTenant,
+    recall,
+    rowsReturned,
+    ratios,
+    mem0Errors: m.errors.slice(0, 10),
     unequal: [
       "mem0 keeps no validity/state/strength/model columns: its table holds only the rows our search can return (same candidate set), scoped by payload->>'user_id' (no index on it) instead of owner_id + namespace.",
       "mem0 uses one pg Client per Memory (queries serialize); ours a pool. Single-client figures only.",

@@ -51,7 +51,13 @@ export interface RetrievalResult {
   recall: RecallPoint[];
   latency: LatencyRow[];
   efSearchValues: number[];
-  recommendation: { efSearch: number | null; shipped: number; shippedSuffices: boolean; rule: string; evidence: string };
+  recommendation: {
+    efSearch: number | null;
+    shipped: number;
+    shippedSuffices: boolean;
+    rule: string;
+    evidence: string;
+  };
   notes: string[];
 }
 
@@ -67,14 +73,51 @@ async function buildScenarios(sql: Sql, corpus: Corpus, q: number): Promise<Scen
   if (!big || !small) throw new Error("corpus has no tenants");
   const smallProject = small.projects[0] ?? "docs";
   const defs: Omit<Scenario, "eligible" | "selectivityPct" | "queries" | "plan">[] = [
-    { name: "big-retrieval", description: "biggest tenant, retrieval scopes (global + user + project task_forge)", tenant: 0, ownerId: big.id, scopes: ["devai/global", "devai/user", "devai/project/task_forge"] },
-    { name: "small-retrieval", description: `small tenant, retrieval scopes (global + user + project ${smallProject})`, tenant: small.index, ownerId: small.id, scopes: ["devai/global", "devai/user", `devai/project/${smallProject}`] },
-    { name: "big-project", description: "biggest tenant, one project scope devai/project/task_forge (LIKE would also match taskxforge, task_forge2)", tenant: 0, ownerId: big.id, scopes: ["devai/project/task_forge"] },
-    { name: "narrow", description: "biggest tenant, nested namespace devai/project/task_forge/backend/db", tenant: 0, ownerId: big.id, scopes: ["devai/project/task_forge/backend/db"] },
+    {
+      name: "big-retrieval",
+      description: "biggest tenant, retrieval scopes (global + user + project task_forge)",
+      tenant: 0,
+      ownerId: big.id,
+      scopes: ["devai/global", "devai/user", "devai/project/task_forge"],
+    },
+    {
+      name: "small-retrieval",
+      description: `small tenant, retrieval scopes (global + user + project ${smallProject})`,
+      tenant: small.index,
+      ownerId: small.id,
+      scopes: ["devai/global", "devai/user", `devai/project/${smallProject}`],
+    },
+    {
+      name: "big-project",
+      description:
+        "biggest tenant, one project scope devai/project/task_forge (LIKE would also match taskxforge, task_forge2)",
+      tenant: 0,
+      ownerId: big.id,
+      scopes: ["devai/project/task_forge"],
+    },
+    {
+      name: "narrow",
+      description: "biggest tenant, nested namespace devai/project/task_forge/backend/db",
+      tenant: 0,
+      ownerId: big.id,
+      scopes: ["devai/project/task_forge/backend/db"],
+    },
     // The same kind of scope, the one that sorts first among the biggest tenant's namespaces: a
     // scope range read past its end would read nearly the whole tenant here (see the check below).
-    { name: "narrow-first", description: "biggest tenant, its nested namespace that sorts first", tenant: 0, ownerId: big.id, scopes: [await firstNestedScope(sql, big.id)] },
-    { name: "tenant-wide", description: "biggest tenant, whole tenant (scope devai): the filter mem0 uses (user_id only)", tenant: 0, ownerId: big.id, scopes: ["devai"] },
+    {
+      name: "narrow-first",
+      description: "biggest tenant, its nested namespace that sorts first",
+      tenant: 0,
+      ownerId: big.id,
+      scopes: [await firstNestedScope(sql, big.id)],
+    },
+    {
+      name: "tenant-wide",
+      description: "biggest tenant, whole tenant (scope devai): the filter mem0 uses (user_id only)",
+      tenant: 0,
+      ownerId: big.id,
+      scopes: ["devai"],
+    },
   ];
   const out: Scenario[] = [];
   for (const d of defs) {
@@ -93,7 +136,13 @@ async function buildScenarios(sql: Sql, corpus: Corpus, q: number): Promise<Scen
       return vectorLiteral(corpus.query(1_000_000 + j * 7919 + d.tenant, r.cluster, r.sub));
     });
     const eligible = c?.n ?? 0;
-    out.push({ ...d, eligible, selectivityPct: round((100 * eligible) / total, 3), plan: await pathOf(sql, d.ownerId, d.scopes), queries });
+    out.push({
+      ...d,
+      eligible,
+      selectivityPct: round((100 * eligible) / total, 3),
+      plan: await pathOf(sql, d.ownerId, d.scopes),
+      queries,
+    });
   }
   return out;
 }
@@ -114,15 +163,23 @@ async function firstNestedScope(sql: Sql, ownerId: string): Promise<string> {
  * being an index condition, and a 109-row scope of the biggest tenant read everything that sorts
  * after it (migration 20261124800100): narrow cost 7x small-retrieval, narrow-first more.
  */
-export function sameSizeSameCost(latency: readonly LatencyRow[], scenarios: readonly { name: string; eligible: number; plan: string }[]): string {
-  const server = (name: string) => latency.find((l) => l.scenario === name && l.side === "server" && l.fn === "match_memories")?.summary.p50;
+export function sameSizeSameCost(
+  latency: readonly LatencyRow[],
+  scenarios: readonly { name: string; eligible: number; plan: string }[],
+): string {
+  const server = (name: string) =>
+    latency.find((l) => l.scenario === name && l.side === "server" && l.fn === "match_memories")?.summary.p50;
   const base = server("small-retrieval");
   const lines = scenarios.filter((s) => s.name.startsWith("narrow") && s.plan.startsWith("exact")).map((s) => {
     const p50 = server(s.name);
     const ratio = p50 !== undefined && base ? p50 / base : undefined;
-    return `${s.name} (${s.eligible} rows) ${ratio === undefined ? "n/a" : `${ratio.toFixed(1)}x`}${ratio !== undefined && ratio > 3 ? " ANOMALY: a small scope of a big tenant costs more than its size" : ""}`;
+    return `${s.name} (${s.eligible} rows) ${ratio === undefined ? "n/a" : `${ratio.toFixed(1)}x`}${
+      ratio !== undefined && ratio > 3 ? " ANOMALY: a small scope of a big tenant costs more than its size" : ""
+    }`;
   });
-  return `same-size scopes cost alike (server p50 vs small-retrieval's ${base?.toFixed(2) ?? "-"} ms; > 3x flags an anomaly): ${lines.join(", ") || "n/a"}`;
+  return `same-size scopes cost alike (server p50 vs small-retrieval's ${
+    base?.toFixed(2) ?? "-"
+  } ms; > 3x flags an anomaly): ${lines.join(", ") || "n/a"}`;
 }
 
 /** match_memories' own ef_search (SET on the function by 20261123000300). */
@@ -138,17 +195,36 @@ async function pathOf(sql: Sql, ownerId: string, scopes: string[]): Promise<stri
   return r && r.n <= r.max ? `exact (${r.n} in scope <= ${r.max})` : `hnsw + iterative scan (${r?.n} in scope)`;
 }
 
-interface Hit { id: string; similarity: number; namespace: string }
+interface Hit {
+  id: string;
+  similarity: number;
+  namespace: string;
+}
 
-async function callVariant(sql: Sql, fn: string, sc: Scenario, vec: string, ef: number | null): Promise<{ hits: Hit[]; ms: number }> {
+async function callVariant(
+  sql: Sql,
+  fn: string,
+  sc: Scenario,
+  vec: string,
+  ef: number | null,
+): Promise<{ hits: Hit[]; ms: number }> {
   return await sql.begin(async (tx) => {
     if (ef !== null) await tx.unsafe(`set local hnsw.ef_search = ${Math.floor(ef)}`);
     const t0 = now();
     const rows = fn === "naive"
-      ? await tx.unsafe(`select id, similarity, namespace from bench.match_memories_naive($1::extensions.vector, $2, 15, -1, $3::uuid)`, [vec, sc.scopes[0] ?? "devai", sc.ownerId])
-      : await tx.unsafe(`select id, similarity, namespace from ${fn}($1::extensions.vector, $2, 15, -1, $3::uuid, $4, $5::text[])`, [vec, sc.scopes[0] ?? "devai", sc.ownerId, MODEL, pgTextArray(sc.scopes)]);
+      ? await tx.unsafe(
+        `select id, similarity, namespace from bench.match_memories_naive($1::extensions.vector, $2, 15, -1, $3::uuid)`,
+        [vec, sc.scopes[0] ?? "devai", sc.ownerId],
+      )
+      : await tx.unsafe(
+        `select id, similarity, namespace from ${fn}($1::extensions.vector, $2, 15, -1, $3::uuid, $4, $5::text[])`,
+        [vec, sc.scopes[0] ?? "devai", sc.ownerId, MODEL, pgTextArray(sc.scopes)],
+      );
     const ms = now() - t0;
-    return { hits: rows.map((r) => ({ id: String(r.id), similarity: Number(r.similarity), namespace: String(r.namespace) })), ms };
+    return {
+      hits: rows.map((r) => ({ id: String(r.id), similarity: Number(r.similarity), namespace: String(r.namespace) })),
+      ms,
+    };
   }) as { hits: Hit[]; ms: number };
 }
 
@@ -167,13 +243,19 @@ export interface RetrievalOptions {
 export async function runRetrieval(sql: Sql, corpus: Corpus, opts: RetrievalOptions): Promise<RetrievalResult> {
   const notes: string[] = [];
   const scenarios = await buildScenarios(sql, corpus, Math.max(opts.recallQueries, opts.latencyQueries));
-  for (const s of scenarios) log(`scenario ${s.name}: ${s.eligible} eligible rows (${s.selectivityPct}% of corpus), ${s.queries.length} queries`);
+  for (const s of scenarios) {
+    log(
+      `scenario ${s.name}: ${s.eligible} eligible rows (${s.selectivityPct}% of corpus), ${s.queries.length} queries`,
+    );
+  }
 
   // Ground truth: exact top-15 over every eligible row (no index scans).
   const exact = new Map<string, Hit[][]>();
   for (const sc of scenarios) {
     const list: Hit[][] = [];
-    for (const vec of sc.queries.slice(0, opts.recallQueries)) list.push((await callVariant(sql, "bench.match_memories_exact", sc, vec, null)).hits);
+    for (const vec of sc.queries.slice(0, opts.recallQueries)) {
+      list.push((await callVariant(sql, "bench.match_memories_exact", sc, vec, null)).hits);
+    }
     exact.set(sc.name, list);
   }
 
@@ -203,8 +285,14 @@ export async function runRetrieval(sql: Sql, corpus: Corpus, opts: RetrievalOpti
     const n = ms.length;
     recall.push({
       queries: n,
-      scenario: sc.name, mode, efSearch: ef, recallAt15: round(r15 / n, 4), recallAt15AboveThreshold: round(nThr ? rThr / nThr : 1, 4),
-      meanRowsReturned: round(rows / n, 2), meanExactRows: round(exactRows / n, 2), clientMsP50: summarize(ms).p50,
+      scenario: sc.name,
+      mode,
+      efSearch: ef,
+      recallAt15: round(r15 / n, 4),
+      recallAt15AboveThreshold: round(nThr ? rThr / nThr : 1, 4),
+      meanRowsReturned: round(rows / n, 2),
+      meanExactRows: round(exactRows / n, 2),
+      clientMsP50: summarize(ms).p50,
       ...(mode === "naive (seed)" ? { foreignScopeRows: foreign } : {}),
     });
   };
@@ -228,13 +316,20 @@ export async function runRetrieval(sql: Sql, corpus: Corpus, opts: RetrievalOpti
     const scopes = pgTextArray(sc.scopes);
     for (const vec of qs) {
       if (now() > opts.deadline) break;
-      client.push(await asTenant(sql, sc.ownerId, async (tx) => {
-        const t0 = now();
-        await tx`select * from public.match_memories(${vec}::extensions.vector, ${sc.scopes[0] ?? "devai"}, 15, ${opts.threshold}, ${sc.ownerId}::uuid, ${MODEL}, ${scopes}::text[])`;
-        return now() - t0;
-      }));
-      const [s] = await asTenant(sql, sc.ownerId, (tx) => tx<{ ms: number }[]>`
-        select ms from bench.timed_match('ours', ${vec}::extensions.vector, ${sc.scopes[0] ?? "devai"}, 15, ${opts.threshold}, ${sc.ownerId}::uuid, ${scopes}::text[])`);
+      client.push(
+        await asTenant(sql, sc.ownerId, async (tx) => {
+          const t0 = now();
+          await tx`select * from public.match_memories(${vec}::extensions.vector, ${
+            sc.scopes[0] ?? "devai"
+          }, 15, ${opts.threshold}, ${sc.ownerId}::uuid, ${MODEL}, ${scopes}::text[])`;
+          return now() - t0;
+        }),
+      );
+      const [s] = await asTenant(sql, sc.ownerId, (tx) =>
+        tx<{ ms: number }[]>`
+        select ms from bench.timed_match('ours', ${vec}::extensions.vector, ${
+          sc.scopes[0] ?? "devai"
+        }, 15, ${opts.threshold}, ${sc.ownerId}::uuid, ${scopes}::text[])`);
       server.push(Number(s?.ms ?? NaN));
     }
     latency.push({ scenario: sc.name, fn: "match_memories", clients: 1, side: "client", summary: summarize(client) });
@@ -243,13 +338,20 @@ export async function runRetrieval(sql: Sql, corpus: Corpus, opts: RetrievalOpti
       const nc: number[] = [], ns: number[] = [];
       for (const vec of qs) {
         if (now() > opts.deadline) break;
-        nc.push(await asTenant(sql, sc.ownerId, async (tx) => {
-          const t0 = now();
-          await tx`select * from bench.match_memories_naive(${vec}::extensions.vector, ${sc.scopes[0] ?? "devai"}, 15, ${opts.threshold}, ${sc.ownerId}::uuid)`;
-          return now() - t0;
-        }));
-        const [s] = await asTenant(sql, sc.ownerId, (tx) => tx<{ ms: number }[]>`
-          select ms from bench.timed_match('naive', ${vec}::extensions.vector, ${sc.scopes[0] ?? "devai"}, 15, ${opts.threshold}, ${sc.ownerId}::uuid, null)`);
+        nc.push(
+          await asTenant(sql, sc.ownerId, async (tx) => {
+            const t0 = now();
+            await tx`select * from bench.match_memories_naive(${vec}::extensions.vector, ${
+              sc.scopes[0] ?? "devai"
+            }, 15, ${opts.threshold}, ${sc.ownerId}::uuid)`;
+            return now() - t0;
+          }),
+        );
+        const [s] = await asTenant(sql, sc.ownerId, (tx) =>
+          tx<{ ms: number }[]>`
+          select ms from bench.timed_match('naive', ${vec}::extensions.vector, ${
+            sc.scopes[0] ?? "devai"
+          }, 15, ${opts.threshold}, ${sc.ownerId}::uuid, null)`);
         ns.push(Number(s?.ms ?? NaN));
       }
       latency.push({ scenario: sc.name, fn: "naive (seed)", clients: 1, side: "client", summary: summarize(nc) });
@@ -262,18 +364,30 @@ export async function runRetrieval(sql: Sql, corpus: Corpus, opts: RetrievalOpti
   for (let i = mix.length - 1; i > 0; i--) {
     const j = (i * 7919) % (i + 1);
     const a = mix[i], b = mix[j];
-    if (a && b) { mix[i] = b; mix[j] = a; }
+    if (a && b) {
+      mix[i] = b;
+      mix[j] = a;
+    }
   }
   for (const clients of [1, 8]) {
     if (now() > opts.deadline) break;
     const { ms, wallMs } = await runConcurrent(mix, clients, async ({ sc, vec }) => {
       return await asTenant(sql, sc.ownerId, async (tx) => {
         const t0 = now();
-        await tx`select * from public.match_memories(${vec}::extensions.vector, ${sc.scopes[0] ?? "devai"}, 15, ${opts.threshold}, ${sc.ownerId}::uuid, ${MODEL}, ${pgTextArray(sc.scopes)}::text[])`;
+        await tx`select * from public.match_memories(${vec}::extensions.vector, ${
+          sc.scopes[0] ?? "devai"
+        }, 15, ${opts.threshold}, ${sc.ownerId}::uuid, ${MODEL}, ${pgTextArray(sc.scopes)}::text[])`;
         return now() - t0;
       });
     });
-    latency.push({ scenario: "mix", fn: "match_memories", clients, side: "client", summary: summarize(ms), qps: round((ms.length * 1000) / wallMs, 1) });
+    latency.push({
+      scenario: "mix",
+      fn: "match_memories",
+      clients,
+      side: "client",
+      summary: summarize(ms),
+      qps: round((ms.length * 1000) / wallMs, 1),
+    });
     log(`mix with ${clients} clients: ${fmt((ms.length * 1000) / wallMs, 1)} q/s`);
   }
 
@@ -285,21 +399,50 @@ export async function runRetrieval(sql: Sql, corpus: Corpus, opts: RetrievalOpti
   // ef_search: see small-retrieval / narrow).
   const considered = scenarios.filter((sc) => sc.selectivityPct >= 1).map((sc) => sc.name);
   for (const ef of opts.efSearch) {
-    const pts = recall.filter((r) => r.mode === "hnsw, relaxed_order" && r.efSearch === ef && considered.includes(r.scenario));
-    if (pts.length === considered.length && pts.every((p) => p.recallAt15 >= target)) { chosen = ef; break; }
+    const pts = recall.filter((r) =>
+      r.mode === "hnsw, relaxed_order" && r.efSearch === ef && considered.includes(r.scenario)
+    );
+    if (pts.length === considered.length && pts.every((p) => p.recallAt15 >= target)) {
+      chosen = ef;
+      break;
+    }
   }
-  const at = (ef: number | null) => recall.filter((r) => r.mode === "hnsw, relaxed_order" && r.efSearch === ef).map((r) => `${r.scenario} ${r.recallAt15}${considered.includes(r.scenario) ? "" : " (not counted)"}`).join(", ");
+  const at = (ef: number | null) =>
+    recall.filter((r) => r.mode === "hnsw, relaxed_order" && r.efSearch === ef).map((r) =>
+      `${r.scenario} ${r.recallAt15}${considered.includes(r.scenario) ? "" : " (not counted)"}`
+    ).join(", ");
   const evidence = chosen === null
-    ? `no tested ef_search reaches recall@15 >= ${target} in every scenario; at the largest (${opts.efSearch[opts.efSearch.length - 1]}): ${at(opts.efSearch[opts.efSearch.length - 1] ?? null)}`
-    : `HNSW path with relaxed_order at ef_search=${chosen}: ${at(chosen)}; at ${SHIPPED_EF_SEARCH} (what match_memories sets): ${at(SHIPPED_EF_SEARCH)}`;
+    ? `no tested ef_search reaches recall@15 >= ${target} in every scenario; at the largest (${
+      opts.efSearch[opts.efSearch.length - 1]
+    }): ${at(opts.efSearch[opts.efSearch.length - 1] ?? null)}`
+    : `HNSW path with relaxed_order at ef_search=${chosen}: ${
+      at(chosen)
+    }; at ${SHIPPED_EF_SEARCH} (what match_memories sets): ${at(SHIPPED_EF_SEARCH)}`;
   const viaHnsw = scenarios.filter((s) => s.plan.startsWith("hnsw")).map((s) => s.name);
-  notes.push(viaHnsw.length
-    ? `match_memories takes the HNSW path for: ${viaHnsw.join(", ")} (scope > exact_scan_max_rows); there ef_search and iterative scans decide recall; the other scenarios are searched exactly (recall 1)`
-    : "every scenario's scope is at most exact_scan_max_rows: match_memories searches them exactly (recall 1); the pinned-HNSW rows show the index path bigger scopes take");
+  notes.push(
+    viaHnsw.length
+      ? `match_memories takes the HNSW path for: ${
+        viaHnsw.join(", ")
+      } (scope > exact_scan_max_rows); there ef_search and iterative scans decide recall; the other scenarios are searched exactly (recall 1)`
+      : "every scenario's scope is at most exact_scan_max_rows: match_memories searches them exactly (recall 1); the pinned-HNSW rows show the index path bigger scopes take",
+  );
   notes.push(sameSizeSameCost(latency, scenarios));
   if (now() > opts.deadline) notes.push("deadline reached: some loops stopped early (see n in the summaries)");
   return {
-    scenarios: scenarios.map(({ queries: _q, ...rest }) => rest), recall, latency, efSearchValues: opts.efSearch,
-    recommendation: { efSearch: chosen, shipped: SHIPPED_EF_SEARCH, shippedSuffices: chosen !== null && chosen <= SHIPPED_EF_SEARCH, rule: `smallest tested hnsw.ef_search at which the HNSW path with relaxed_order keeps recall@15 >= ${target} in every scenario whose scope holds >= 1% of the corpus (${considered.join(", ")})`, evidence }, notes,
+    scenarios: scenarios.map(({ queries: _q, ...rest }) => rest),
+    recall,
+    latency,
+    efSearchValues: opts.efSearch,
+    recommendation: {
+      efSearch: chosen,
+      shipped: SHIPPED_EF_SEARCH,
+      shippedSuffices: chosen !== null && chosen <= SHIPPED_EF_SEARCH,
+      rule:
+        `smallest tested hnsw.ef_search at which the HNSW path with relaxed_order keeps recall@15 >= ${target} in every scenario whose scope holds >= 1% of the corpus (${
+          considered.join(", ")
+        })`,
+      evidence,
+    },
+    notes,
   };
 }

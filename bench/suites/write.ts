@@ -32,7 +32,8 @@ function embedderFrom(vectors: Map<string, number[]>) {
     provider: "openai" as const,
     model: MODEL,
     dimensions: DIM,
-    embed: (texts: string[]) => Promise.resolve(texts.map((t) => vectors.get(t) ?? Array.from(rawVectorFor(hashString(t))))),
+    embed: (texts: string[]) =>
+      Promise.resolve(texts.map((t) => vectors.get(t) ?? Array.from(rawVectorFor(hashString(t))))),
   };
 }
 
@@ -50,15 +51,27 @@ function instantLlm() {
       const k = n++ % 4;
       const last = messages[messages.length - 1]?.content ?? "";
       const cand = /NEW candidate \([^)]*\): (.*?)\n/s.exec(last)?.[1] ?? "merged memory";
-      const raw = k === 3 ? { action: "NOOP", target: 0, reason: "bench" }
-        : k === 2 ? { action: "UPDATE", target: 0, content: `${cand} (merged)`, reason: "bench" }
+      const raw = k === 3
+        ? { action: "NOOP", target: 0, reason: "bench" }
+        : k === 2
+        ? { action: "UPDATE", target: 0, content: `${cand} (merged)`, reason: "bench" }
         : { action: "ADD", target: null, reason: "bench" };
-      return Promise.resolve({ value: schema.parse(raw) as z.infer<S>, usage: { ...usage, requests: 1 }, model: "bench-instant", repaired: false });
+      return Promise.resolve({
+        value: schema.parse(raw) as z.infer<S>,
+        usage: { ...usage, requests: 1 },
+        model: "bench-instant",
+        repaired: false,
+      });
     },
   };
 }
 
-export async function runWrite(sql: Sql, url: string, corpus: Corpus, opts: { deadline: number; candidates: number }): Promise<WriteResult> {
+export async function runWrite(
+  sql: Sql,
+  url: string,
+  corpus: Corpus,
+  opts: { deadline: number; candidates: number },
+): Promise<WriteResult> {
   const big = corpus.tenants[0];
   if (!big) throw new Error("no tenants");
   const config = loadConfig(benchEnv(url));
@@ -82,17 +95,29 @@ export async function runWrite(sql: Sql, url: string, corpus: Corpus, opts: { de
       const content = `Remember: ${r.content.split(" (note")[0]} [bench remember ${j}]`;
       vectors.set(content, Array.from(corpus.query(5_000_000 + j, r.cluster, r.sub)));
       const t0 = now();
-      const res = await handler(new Request("http://bench.local/memory/remember", {
-        method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-        body: JSON.stringify({ content, project: "task_forge" }),
-      }));
+      const res = await handler(
+        new Request("http://bench.local/memory/remember", {
+          method: "POST",
+          headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+          body: JSON.stringify({ content, project: "task_forge" }),
+        }),
+      );
       const body = await res.text();
-      if (res.status !== 201 && res.status !== 200) throw new Error(`remember answered ${res.status}: ${body.slice(0, 300)}`);
+      if (res.status !== 201 && res.status !== 200) {
+        throw new Error(`remember answered ${res.status}: ${body.slice(0, 300)}`);
+      }
       if (j >= 3) rememberMs.push(now() - t0); // the first 3 warm up
     }
     const rs = summarize(rememberMs);
     result.remember = rs;
-    rows.push(["remember (POST /memory/remember, in process)", String(rs.n), fmt(rs.p50), fmt(rs.p95), fmt(rs.p99), "target < 50 ms p50"]);
+    rows.push([
+      "remember (POST /memory/remember, in process)",
+      String(rs.n),
+      fmt(rs.p50),
+      fmt(rs.p95),
+      fmt(rs.p99),
+      "target < 50 ms p50",
+    ]);
     log(`remember p50 ${fmt(rs.p50)} ms`);
 
     // 2. dedup throughput: jobs of 5 candidates near existing memories (similarity ~0.85-0.95).
@@ -100,26 +125,65 @@ export async function runWrite(sql: Sql, url: string, corpus: Corpus, opts: { de
       const r = corpus.row(s.i);
       const content = `${r.content.split(" (note")[0]} (candidate ${j})`;
       vectors.set(content, Array.from(corpus.query(6_000_000 + j, r.cluster, r.sub)));
-      return { content, type: "semantic" as const, namespace: "devai/project/task_forge", source: "discovery" as const, priority: "medium" as const, importance: 3 };
+      return {
+        content,
+        type: "semantic" as const,
+        namespace: "devai/project/task_forge",
+        source: "discovery" as const,
+        priority: "medium" as const,
+        importance: 3,
+      };
     });
     const batches: typeof candidates[] = [];
     for (let i = 0; i < candidates.length; i += 5) batches.push(candidates.slice(i, i + 5));
     const runId = `bench-${Date.now()}`;
     for (const [k, b] of batches.entries()) {
-      await withTenant(pool, { tenantId: big.id, actor: "bench" }, (tx) =>
-        enqueueJob(tx, { ownerId: big.id, kind: "dedup", idempotencyKey: `${runId}-${k}`, payload: { candidates: b, origin: "api" } }));
+      await withTenant(
+        pool,
+        { tenantId: big.id, actor: "bench" },
+        (tx) =>
+          enqueueJob(tx, {
+            ownerId: big.id,
+            kind: "dedup",
+            idempotencyKey: `${runId}-${k}`,
+            payload: { candidates: b, origin: "api" },
+          }),
+      );
     }
     const llm = instantLlm();
     const t0 = now();
-    const report = await drainQueue({ sql: pool, config, embedder: embedderFrom(vectors), llm: llm as unknown as Llm }, { workerId: "bench-worker", maxJobs: batches.length + 5, backoffBaseMs: 0, ownerId: big.id });
+    const report = await drainQueue(
+      { sql: pool, config, embedder: embedderFrom(vectors), llm: llm as unknown as Llm },
+      { workerId: "bench-worker", maxJobs: batches.length + 5, backoffBaseMs: 0, ownerId: big.id },
+    );
     const drainMs = now() - t0;
-    if (report.dead > 0) throw new Error(`dedup: ${report.dead} job(s) dead: ${JSON.stringify(report.jobs.filter((j) => j.status === "dead").slice(0, 2))}`);
+    if (report.dead > 0) {
+      throw new Error(
+        `dedup: ${report.dead} job(s) dead: ${
+          JSON.stringify(report.jobs.filter((j) => j.status === "dead").slice(0, 2))
+        }`,
+      );
+    }
     const perCandidate = drainMs / (candidates.length || 1);
     result.dedup = {
-      candidates: candidates.length, jobs: batches.length, report: { claimed: report.claimed, done: report.done, retried: report.retried, dead: report.dead },
-      drainMs: round(drainMs, 1), candidatesPerSecond: round((candidates.length * 1000) / drainMs, 1), msPerCandidate: round(perCandidate, 2), llmCalls: llm.totalUsage.requests,
+      candidates: candidates.length,
+      jobs: batches.length,
+      report: { claimed: report.claimed, done: report.done, retried: report.retried, dead: report.dead },
+      drainMs: round(drainMs, 1),
+      candidatesPerSecond: round((candidates.length * 1000) / drainMs, 1),
+      msPerCandidate: round(perCandidate, 2),
+      llmCalls: llm.totalUsage.requests,
     };
-    rows.push(["dedup worker: per candidate (fake LLM, 5 per job)", String(candidates.length), fmt(perCandidate), "", "", `${fmt((candidates.length * 1000) / drainMs, 1)} cand/s, ${llm.totalUsage.requests} LLM calls, ${report.dead} dead jobs`]);
+    rows.push([
+      "dedup worker: per candidate (fake LLM, 5 per job)",
+      String(candidates.length),
+      fmt(perCandidate),
+      "",
+      "",
+      `${
+        fmt((candidates.length * 1000) / drainMs, 1)
+      } cand/s, ${llm.totalUsage.requests} LLM calls, ${report.dead} dead jobs`,
+    ]);
     log(`dedup: ${candidates.length} candidates in ${fmt(drainMs, 0)} ms`);
 
     // 3. linking alone: each new memory's edges to its 4 nearest neighbours, written by linkMemory
@@ -152,11 +216,21 @@ export async function runWrite(sql: Sql, url: string, corpus: Corpus, opts: { de
     });
     const le = summarize(perEdge);
     result.link = { statements: le.n, edges: edgesWritten, msPerEdge: le };
-    rows.push(["linkMemory: ms per edge (4 edges per statement, LINK history by trigger)", String(edgesWritten), fmt(le.p50), fmt(le.p95), fmt(le.p99), "seed target <= 2 ms/edge"]);
+    rows.push([
+      "linkMemory: ms per edge (4 edges per statement, LINK history by trigger)",
+      String(edgesWritten),
+      fmt(le.p50),
+      fmt(le.p95),
+      fmt(le.p99),
+      "seed target <= 2 ms/edge",
+    ]);
     log(`link: ${edgesWritten} edges, p50 ${fmt(le.p50)} ms/edge`);
   } finally {
     await pool.end();
   }
-  const table = [`## write path (in process, fake LLM answering instantly, precomputed embeddings)`, formatTable(["operation", "n", "p50 ms", "p95 ms", "p99 ms", "note"], rows)].join("\n");
+  const table = [
+    `## write path (in process, fake LLM answering instantly, precomputed embeddings)`,
+    formatTable(["operation", "n", "p50 ms", "p95 ms", "p99 ms", "note"], rows),
+  ].join("\n");
   return { table, ...result };
 }

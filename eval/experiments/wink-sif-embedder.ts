@@ -54,7 +54,11 @@ function embed(text: string): number[] {
   return normalise([...hashed, ...semantic]);
 }
 
-const server = Deno.serve({ hostname: "127.0.0.1", port: Number(Deno.env.get("EMBEDDER_PORT") ?? 0), onListen: (a) => console.log(`listening on http://127.0.0.1:${a.port}`) }, async (req) => {
+const server = Deno.serve({
+  hostname: "127.0.0.1",
+  port: Number(Deno.env.get("EMBEDDER_PORT") ?? 0),
+  onListen: (a) => console.log(`listening on http://127.0.0.1:${a.port}`),
+}, async (req) => {
   if (new URL(req.url).pathname !== "/v1/embeddings") return new Response("not found", { status: 404 });
   const body = await req.json() as { input: string | string[]; model: string };
   const inputs = Array.isArray(body.input) ? body.input : [body.input];

@@ -5,4 +5,12 @@ import type { RetrievalMethod } from "./method.ts";
 import { hybrid, hybridGraph, keyword, planned, vector } from "./memory-retrieve.ts";
 import { supabaseHybrid } from "./supabase-hybrid.ts";
 
-export const METHODS: readonly RetrievalMethod[] = [vector, keyword, hybrid, hybridGraph, planned, ftsSql, supabaseHybrid];
+export const METHODS: readonly RetrievalMethod[] = [
+  vector,
+  keyword,
+  hybrid,
+  hybridGraph,
+  planned,
+  ftsSql,
+  supabaseHybrid,
+];

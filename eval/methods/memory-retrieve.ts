@@ -13,10 +13,16 @@ type Retrieved = RetrieveResponse["memories"][number];
  * so differently on every run, ordered by content instead: two runs give the same list.
  */
 export function inStableOrder(memories: readonly Retrieved[]): Retrieved[] {
-  return [...memories].sort((a, b) => b.score - a.score || b.relevance - a.relevance || a.content.localeCompare(b.content));
+  return [...memories].sort((a, b) =>
+    b.score - a.score || b.relevance - a.relevance || a.content.localeCompare(b.content)
+  );
 }
 
-export function memoryRetrieveMethod(name: string, description: string, extra: Record<string, unknown> = {}): RetrievalMethod {
+export function memoryRetrieveMethod(
+  name: string,
+  description: string,
+  extra: Record<string, unknown> = {},
+): RetrievalMethod {
   return {
     name,
     description,
@@ -36,12 +42,26 @@ export function memoryRetrieveMethod(name: string, description: string, extra: R
 }
 
 /** The vector signal alone (match_memories), ranked by similarity × strength + boosts: retrieval before hybrid search. */
-export const vector = memoryRetrieveMethod("vector", "memory-retrieve, mode vector (top_k 50, thresholds 0)", { mode: "vector" });
+export const vector = memoryRetrieveMethod("vector", "memory-retrieve, mode vector (top_k 50, thresholds 0)", {
+  mode: "vector",
+});
 /** The keyword signal alone (BM25-style over fts, exact identifiers). */
 export const keyword = memoryRetrieveMethod("keyword", "memory-retrieve, mode keyword (top_k 50)", { mode: "keyword" });
 /** Keyword + vector fused, no graph hops. */
-export const hybrid = memoryRetrieveMethod("hybrid", "memory-retrieve, mode hybrid, graph_depth 0 (top_k 50, thresholds 0)", { mode: "hybrid", graph_depth: 0 });
+export const hybrid = memoryRetrieveMethod(
+  "hybrid",
+  "memory-retrieve, mode hybrid, graph_depth 0 (top_k 50, thresholds 0)",
+  { mode: "hybrid", graph_depth: 0 },
+);
 /** Keyword + vector + two graph hops (typed edges and shared entities) for every question. */
-export const hybridGraph = memoryRetrieveMethod("hybrid+graph", "memory-retrieve, mode hybrid, graph_depth 2 (top_k 50, thresholds 0)", { mode: "hybrid", graph_depth: 2 });
+export const hybridGraph = memoryRetrieveMethod(
+  "hybrid+graph",
+  "memory-retrieve, mode hybrid, graph_depth 2 (top_k 50, thresholds 0)",
+  { mode: "hybrid", graph_depth: 2 },
+);
 /** What memory-retrieve does by default (hybrid, graph depth planned from intent and complexity). */
-export const planned = memoryRetrieveMethod("planned", "memory-retrieve, mode hybrid, everything planned (top_k 50, thresholds 0)", { mode: "hybrid" });
+export const planned = memoryRetrieveMethod(
+  "planned",
+  "memory-retrieve, mode hybrid, everything planned (top_k 50, thresholds 0)",
+  { mode: "hybrid" },
+);

@@ -15,9 +15,17 @@ export async function pendingMigrations(db: PGlite, dir: string) {
   await db.exec(`
     create schema if not exists supabase_migrations;
     create table if not exists supabase_migrations.schema_migrations (version text not null primary key, statements text[], name text);`);
-  const applied = new Set((await db.query<{ version: string }>("select version from supabase_migrations.schema_migrations")).rows.map((r) => r.version));
+  const applied = new Set(
+    (await db.query<{ version: string }>("select version from supabase_migrations.schema_migrations")).rows.map((r) =>
+      r.version
+    ),
+  );
   const files = (await readdir(dir)).filter((f) => FILE.test(f)).sort();
-  return files.filter((f) => !applied.has(FILE.exec(f)![1]!)).map((f) => ({ file: join(dir, f), version: FILE.exec(f)![1]!, name: FILE.exec(f)![2]! }));
+  return files.filter((f) => !applied.has(FILE.exec(f)![1]!)).map((f) => ({
+    file: join(dir, f),
+    version: FILE.exec(f)![1]!,
+    name: FILE.exec(f)![2]!,
+  }));
 }
 
 export async function applyMigrations(db: PGlite, dir: string, log: (m: string) => void): Promise<number> {
@@ -28,7 +36,10 @@ export async function applyMigrations(db: PGlite, dir: string, log: (m: string) 
     await db.exec("begin");
     try {
       await db.exec(text);
-      await db.query("insert into supabase_migrations.schema_migrations (version, name, statements) values ($1, $2, $3)", [m.version, m.name, [text]]);
+      await db.query(
+        "insert into supabase_migrations.schema_migrations (version, name, statements) values ($1, $2, $3)",
+        [m.version, m.name, [text]],
+      );
       await db.exec("commit");
     } catch (err) {
       await db.exec("rollback").catch(() => {});

@@ -57,9 +57,26 @@ export const SUPABASE_SEARCH_PATH = '"$user", public, extensions';
 
 function openPglite(dataDir: string, searchPath = SUPABASE_SEARCH_PATH): Promise<PGlite> {
   const defaults: string[] = (PGlite as unknown as { defaultStartParams?: string[] }).defaultStartParams ?? [
-    "--single", "-F", "-O", "-j", "-c", "search_path=public", "-c", "exit_on_error=false", "-c", "log_checkpoints=false",
-    "-c", "max_worker_processes=0", "-c", "max_parallel_workers=0", "-c", "max_parallel_workers_per_gather=0",
-    "-c", "io_method=sync", "-c", "max_parallel_maintenance_workers=0",
+    "--single",
+    "-F",
+    "-O",
+    "-j",
+    "-c",
+    "search_path=public",
+    "-c",
+    "exit_on_error=false",
+    "-c",
+    "log_checkpoints=false",
+    "-c",
+    "max_worker_processes=0",
+    "-c",
+    "max_parallel_workers=0",
+    "-c",
+    "max_parallel_workers_per_gather=0",
+    "-c",
+    "io_method=sync",
+    "-c",
+    "max_parallel_maintenance_workers=0",
   ];
   const startParams = defaults.map((p) => (p.startsWith("search_path=") ? `search_path=${searchPath}` : p));
   return PGlite.create({ dataDir, extensions: { vector }, startParams });
@@ -76,7 +93,11 @@ function takeLock(dataDir: string): string {
         alive = true;
       } catch { /* not running */ }
     }
-    if (alive) throw new Error(`${dataDir} is in use by process ${pid} (lock ${lock}); PGlite cannot share a data folder between processes`);
+    if (alive) {
+      throw new Error(
+        `${dataDir} is in use by process ${pid} (lock ${lock}); PGlite cannot share a data folder between processes`,
+      );
+    }
   }
   writeFileSync(lock, String(process.pid));
   return lock;
@@ -95,7 +116,9 @@ async function runCli(url: string, log: (m: string) => void): Promise<void> {
   // The CLI reports progress on stderr and its closing line on stdout: keep that order in the log.
   const text = new TextDecoder().decode(out.stderr) + new TextDecoder().decode(out.stdout);
   for (const line of text.split("\n")) {
-    if (/^(Applying migration|Remote database is up to date|Finished)/.test(line.trim())) log(`supabase: ${line.trim()}`);
+    if (/^(Applying migration|Remote database is up to date|Finished)/.test(line.trim())) {
+      log(`supabase: ${line.trim()}`);
+    }
   }
   if (!out.success) throw new Error(`supabase db push failed (exit ${out.code}):\n${text}`);
 }
@@ -135,7 +158,8 @@ export async function serveDb(opts: ServeOptions = {}): Promise<RunningDb> {
     host: "127.0.0.1",
     port,
     maxConnections: opts.maxConnections ?? Number(process.env.DEVAI_PGLITE_MAX_CONN ?? 100),
-    idleInTransactionTimeoutMs: opts.idleInTransactionTimeoutMs ?? Number(process.env.DEVAI_PGLITE_IDLE_TX_MS ?? 60_000),
+    idleInTransactionTimeoutMs: opts.idleInTransactionTimeoutMs ??
+      Number(process.env.DEVAI_PGLITE_IDLE_TX_MS ?? 60_000),
     log,
   });
   await server.start();
@@ -151,7 +175,10 @@ export async function serveDb(opts: ServeOptions = {}): Promise<RunningDb> {
     if (migrator === "cli") {
       await runCli(url, log);
     } else if (migrator === "builtin") {
-      const n = await server.exclusive("migrate", (d) => applyMigrations(d, join(repoRoot, "supabase/migrations"), log));
+      const n = await server.exclusive(
+        "migrate",
+        (d) => applyMigrations(d, join(repoRoot, "supabase/migrations"), log),
+      );
       log(`applied ${n} migration(s) (builtin migrator)`);
     }
   } catch (err) {

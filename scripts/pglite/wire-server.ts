@@ -92,7 +92,10 @@ function message(type: string, body: Buffer): Buffer {
 
 function errorResponse(severity: "ERROR" | "FATAL", code: string, text: string): Buffer {
   const field = (t: string, v: string) => Buffer.concat([Buffer.from(t + v, "utf8"), Buffer.from([0])]);
-  return message("E", Buffer.concat([field("S", severity), field("V", severity), field("C", code), field("M", text), Buffer.from([0])]));
+  return message(
+    "E",
+    Buffer.concat([field("S", severity), field("V", severity), field("C", code), field("M", text), Buffer.from([0])]),
+  );
 }
 
 class Connection {
@@ -216,7 +219,9 @@ class Connection {
     const ms = this.server.idleInTransactionTimeoutMs;
     if (!ms) return;
     this.#idleTimer = setTimeout(() => {
-      this.server.log(`client #${this.id}: idle in transaction for ${ms} ms, terminating (its transaction is rolled back)`);
+      this.server.log(
+        `client #${this.id}: idle in transaction for ${ms} ms, terminating (its transaction is rolled back)`,
+      );
       if (!this.socket.destroyed) {
         this.socket.write(errorResponse("FATAL", "25P03", "terminating connection due to idle-in-transaction timeout"));
         this.socket.end();

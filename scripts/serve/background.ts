@@ -32,7 +32,9 @@ export function startQueueWorker(opts: {
     running = (async () => {
       const started = performance.now();
       try {
-        const summary = summarize(await drainQueue(opts.deps, { maxJobs: opts.maxJobs ?? 25, workerId: opts.workerId, ownerId: opts.ownerId }));
+        const summary = summarize(
+          await drainQueue(opts.deps, { maxJobs: opts.maxJobs ?? 25, workerId: opts.workerId, ownerId: opts.ownerId }),
+        );
         if (summary) opts.log(`[worker] ${summary} (${Math.round(performance.now() - started)}ms)`);
         lastError = "";
       } catch (err) {

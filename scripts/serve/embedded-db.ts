@@ -14,7 +14,10 @@ export type PortHolder = "pglite" | "postgres" | "other";
 
 /** What answers on 127.0.0.1:port: our embedded PGlite, a Postgres server, or something else. */
 export async function portHolder(port: number): Promise<PortHolder> {
-  const sql = createSql(`postgresql://postgres@127.0.0.1:${port}/postgres`, { max: 1, applicationName: "devai-port-check" });
+  const sql = createSql(`postgresql://postgres@127.0.0.1:${port}/postgres`, {
+    max: 1,
+    applicationName: "devai-port-check",
+  });
   try {
     const [row] = await sql<{ v: string }[]>`select version() as v`;
     return /PGlite/.test(row?.v ?? "") ? "pglite" : "postgres";
@@ -25,7 +28,8 @@ export async function portHolder(port: number): Promise<PortHolder> {
   }
 }
 
-const SIDE_BY_SIDE = "to run a second server beside it, give it its own DEVAI_PG_PORT, FUNCTIONS_PORT and DEVAI_PGLITE_DIR";
+const SIDE_BY_SIDE =
+  "to run a second server beside it, give it its own DEVAI_PG_PORT, FUNCTIONS_PORT and DEVAI_PGLITE_DIR";
 
 export function portTakenMessage(port: number, holder: PortHolder): string {
   switch (holder) {
@@ -51,7 +55,11 @@ export async function startEmbeddedDatabase(): Promise<RunningDb> {
     }
     const inUse = /^(.*) is in use by process (\d+)/.exec(message);
     if (inUse) {
-      throw new ConfigError(`another \`npm start\` (process ${inUse[2]}) is using the embedded database in ${inUse[1]}: stop it, or ${SIDE_BY_SIDE}`);
+      throw new ConfigError(
+        `another \`npm start\` (process ${inUse[2]}) is using the embedded database in ${
+          inUse[1]
+        }: stop it, or ${SIDE_BY_SIDE}`,
+      );
     }
     throw err;
   }

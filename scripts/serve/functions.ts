@@ -37,10 +37,14 @@ export function isFunctionName(name: string): boolean {
 }
 
 /** Names of the folders under functionsDir that have an index.ts, sorted. */
-export async function discoverFunctions(functionsDir: string): Promise<{ name: string; dir: string; entryPath: string }[]> {
+export async function discoverFunctions(
+  functionsDir: string,
+): Promise<{ name: string; dir: string; entryPath: string }[]> {
   const found: { name: string; dir: string; entryPath: string }[] = [];
   for await (const entry of Deno.readDir(functionsDir)) {
-    if (!entry.isDirectory || entry.name.startsWith("_") || entry.name.startsWith(".") || !isFunctionName(entry.name)) continue;
+    if (!entry.isDirectory || entry.name.startsWith("_") || entry.name.startsWith(".") || !isFunctionName(entry.name)) {
+      continue;
+    }
     const dir = `${functionsDir}/${entry.name}`;
     const entryPath = `${dir}/index.ts`;
     try {
@@ -62,7 +66,9 @@ export async function readVerifyJwt(configTomlPath: string): Promise<(name: stri
     const doc = parseToml(await Deno.readTextFile(configTomlPath)) as Record<string, unknown>;
     if (doc.functions && typeof doc.functions === "object") functions = doc.functions as Record<string, unknown>;
   } catch (err) {
-    if (!(err instanceof Deno.errors.NotFound)) throw new Error(`cannot read ${configTomlPath}: ${(err as Error).message}`);
+    if (!(err instanceof Deno.errors.NotFound)) {
+      throw new Error(`cannot read ${configTomlPath}: ${(err as Error).message}`);
+    }
   }
   return (name) => {
     const section = functions[name];

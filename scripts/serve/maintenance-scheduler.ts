@@ -103,7 +103,11 @@ export async function startMaintenanceScheduler(sql: Sql, log: Log): Promise<Mai
       jobs.get(row.job_name)?.cron.stop();
       jobs.delete(row.job_name);
       try {
-        const cron = new Cron(toCronerPattern(row.schedule), { name: row.job_name, timezone: "UTC" }, () => void run(row));
+        const cron = new Cron(
+          toCronerPattern(row.schedule),
+          { name: row.job_name, timezone: "UTC" },
+          () => void run(row),
+        );
         jobs.set(row.job_name, { signature, cron });
         log(`[cron] ${row.job_name} scheduled '${row.schedule}' UTC (no pg_cron in this database)`);
       } catch (err) {
@@ -121,7 +125,10 @@ export async function startMaintenanceScheduler(sql: Sql, log: Log): Promise<Mai
   };
 
   await reload();
-  const timer = setInterval(() => void reload().catch((err) => log(`[cron] reload failed: ${(err as Error).message}`)), RELOAD_MS);
+  const timer = setInterval(
+    () => void reload().catch((err) => log(`[cron] reload failed: ${(err as Error).message}`)),
+    RELOAD_MS,
+  );
 
   return {
     reload,

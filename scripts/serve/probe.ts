@@ -24,7 +24,9 @@ function where(baseUrl: string | undefined): string {
 
 export async function probeEmbedder(config: Pick<Config, "embedding">): Promise<string> {
   const e = config.embedding;
-  if (e.provider === "local") return `local (${e.model}): deterministic hashed n-grams, ${EMBEDDING_DIMENSIONS} dimensions, no provider`;
+  if (e.provider === "local") {
+    return `local (${e.model}): deterministic hashed n-grams, ${EMBEDDING_DIMENSIONS} dimensions, no provider`;
+  }
   const embedder = openAiEmbedder({
     apiKey: e.apiKey ?? "not-needed",
     baseUrl: e.baseUrl,
@@ -44,15 +46,26 @@ export async function probeEmbedder(config: Pick<Config, "embedding">): Promise<
     );
   }
   if (dims !== EMBEDDING_DIMENSIONS) {
-    throw new ConfigError(`embeddings: ${e.model} at ${where(e.baseUrl)} returned ${dims} dimensions; the database stores ${EMBEDDING_DIMENSIONS}`);
+    throw new ConfigError(
+      `embeddings: ${e.model} at ${
+        where(e.baseUrl)
+      } returned ${dims} dimensions; the database stores ${EMBEDDING_DIMENSIONS}`,
+    );
   }
-  return `${e.model} at ${where(e.baseUrl)}: ${dims} dimensions, answered in ${Math.round(performance.now() - started)} ms`;
+  return `${e.model} at ${where(e.baseUrl)}: ${dims} dimensions, answered in ${
+    Math.round(performance.now() - started)
+  } ms`;
 }
 
 export async function probeLlm(config: Pick<Config, "llm">): Promise<string> {
   const { apiKey, baseUrl, model } = config.llm;
-  if (!apiKey && !baseUrl) return "none: rule-based extraction of explicit \"remember ...\" statements and corrections";
-  const client = new OpenAI({ apiKey: apiKey ?? "not-needed", baseURL: baseUrl, maxRetries: 0, timeout: PROBE_TIMEOUT_MS });
+  if (!apiKey && !baseUrl) return 'none: rule-based extraction of explicit "remember ..." statements and corrections';
+  const client = new OpenAI({
+    apiKey: apiKey ?? "not-needed",
+    baseURL: baseUrl,
+    maxRetries: 0,
+    timeout: PROBE_TIMEOUT_MS,
+  });
   const at = `${model} at ${where(baseUrl)}`;
   let served: string[];
   try {
@@ -65,7 +78,9 @@ export async function probeLlm(config: Pick<Config, "llm">): Promise<string> {
     }
     if (status !== undefined && status < 500) return `${at}: reachable (it does not list its models: HTTP ${status})`;
     throw new ConfigError(
-      `LLM: ${at} is unreachable: ${(err as Error).message} (check LLM_BASE_URL / OPENAI_BASE_URL; unset LLM_BASE_URL and the keys to run without an LLM)`,
+      `LLM: ${at} is unreachable: ${
+        (err as Error).message
+      } (check LLM_BASE_URL / OPENAI_BASE_URL; unset LLM_BASE_URL and the keys to run without an LLM)`,
     );
   }
   if (served.includes(model) || served.includes(`${model}:latest`)) return `${at}: reachable, model listed`;

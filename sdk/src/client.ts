@@ -4,46 +4,36 @@
 // `${supabaseUrl}/functions/v1/<function>[/<path>]`.
 import { errorFromFetch, errorFromResponse, MemoryApiError } from "./errors.ts";
 import type {
+  AgentConfig,
   AgentToken,
   AgentTokenInput,
-  AgentConfig,
   AssembleInput,
   AssembleResponse,
-  PredictInput,
-  PredictResponse,
-  UsageInput,
-  UsageResponse,
   CategoryConfig,
   ChatMessage,
   Checkpoint,
   CheckpointInfo,
   CheckpointInput,
+  CompactInput,
+  CompactResponse,
   ConsolidateInput,
   ConsolidationReport,
   Contradiction,
   ContradictionListParams,
-  Proposal,
-  ProposalDecision,
-  ProposalListParams,
-  ReindexInput,
-  ReindexStatus,
-  ResolveInput,
-  CompactInput,
-  CompactResponse,
   CorrectInput,
   CorrectResponse,
   DedupInput,
   DedupResponse,
-  Explanation,
-  ExtractInput,
-  ExtractResponse,
-  ForgetInput,
   EndSessionResponse,
   EntityListParams,
   EntityListResponse,
   EntityProfile,
   EpisodeBatchResult,
   EpisodesInput,
+  Explanation,
+  ExtractInput,
+  ExtractResponse,
+  ForgetInput,
   GetParams,
   GetResponse,
   HistoryParams,
@@ -56,14 +46,24 @@ import type {
   ListResponse,
   MarkdownExport,
   MemoryStats,
+  PredictInput,
+  PredictResponse,
+  Proposal,
+  ProposalDecision,
+  ProposalListParams,
   QueryInput,
   QueryResponse,
+  ReindexInput,
+  ReindexStatus,
   RememberInput,
   RememberResponse,
+  ResolveInput,
   RetrieveInput,
   RetrieveResponse,
   StatsParams,
   TranscriptMark,
+  UsageInput,
+  UsageResponse,
   WeakParams,
   WeakResponse,
   WriteScope,
@@ -108,16 +108,22 @@ function queryString(params: object | undefined): string {
 }
 
 function segment(value: string, what: string): string {
-  if (typeof value !== "string" || value.length === 0) throw new MemoryApiError(0, "client_error", `${what} is required`);
+  if (typeof value !== "string" || value.length === 0) {
+    throw new MemoryApiError(0, "client_error", `${what} is required`);
+  }
   return encodeURIComponent(value);
 }
 
 export function createMemoryClient(opts: MemoryClientOptions) {
   if (!opts.supabaseUrl) throw new MemoryApiError(0, "client_error", "createMemoryClient: supabaseUrl is required");
-  if (!opts.accessToken && !opts.supabaseKey) throw new MemoryApiError(0, "client_error", "createMemoryClient: give accessToken or supabaseKey");
+  if (!opts.accessToken && !opts.supabaseKey) {
+    throw new MemoryApiError(0, "client_error", "createMemoryClient: give accessToken or supabaseKey");
+  }
   const base = `${opts.supabaseUrl.replace(/\/+$/, "")}/functions/v1/`;
   const doFetch = opts.fetch ?? globalThis.fetch;
-  if (typeof doFetch !== "function") throw new MemoryApiError(0, "client_error", "no fetch in this runtime: pass options.fetch");
+  if (typeof doFetch !== "function") {
+    throw new MemoryApiError(0, "client_error", "no fetch in this runtime: pass options.fetch");
+  }
 
   async function bearer(): Promise<string> {
     const t = opts.accessToken;
@@ -176,19 +182,26 @@ export function createMemoryClient(opts: MemoryClientOptions) {
     /** A user-stated fact (priority highest, never decays); an exact duplicate returns created: false. */
     remember: (body: RememberInput) => call<RememberResponse>("memory/remember", "POST", body),
     /** One memory; with as_of, as it was at that instant and whether it held. */
-    get: (id: string, params: GetParams = {}) => call<GetResponse>(`memory/${segment(id, "a memory id")}${queryString(params)}`, "GET"),
+    get: (id: string, params: GetParams = {}) =>
+      call<GetResponse>(`memory/${segment(id, "a memory id")}${queryString(params)}`, "GET"),
     /** Newest first; pass next_cursor back as cursor for the next page. */
     list: (params: ListParams = {}) => call<ListResponse>(`memory${queryString(params)}`, "GET"),
     /** Replaces a memory: the new one supersedes it (history MERGE). */
-    correct: (id: string, body: CorrectInput) => call<CorrectResponse>(`memory/${segment(id, "a memory id")}/correct`, "POST", body),
+    correct: (id: string, body: CorrectInput) =>
+      call<CorrectResponse>(`memory/${segment(id, "a memory id")}/correct`, "POST", body),
     /** Soft delete; purged after the grace period unless restored. */
-    forget: (id: string, body: ForgetInput = {}) => call<LifecycleResponse>(`memory/${segment(id, "a memory id")}/forget`, "POST", body),
-    restore: (id: string, body: LifecycleInput = {}) => call<LifecycleResponse>(`memory/${segment(id, "a memory id")}/restore`, "POST", body),
+    forget: (id: string, body: ForgetInput = {}) =>
+      call<LifecycleResponse>(`memory/${segment(id, "a memory id")}/forget`, "POST", body),
+    restore: (id: string, body: LifecycleInput = {}) =>
+      call<LifecycleResponse>(`memory/${segment(id, "a memory id")}/restore`, "POST", body),
     /** Pinned memories never decay (history PIN). */
-    pin: (id: string, body: LifecycleInput = {}) => call<LifecycleResponse>(`memory/${segment(id, "a memory id")}/pin`, "POST", body),
+    pin: (id: string, body: LifecycleInput = {}) =>
+      call<LifecycleResponse>(`memory/${segment(id, "a memory id")}/pin`, "POST", body),
     /** The user confirms the fact: pinned, history CONFIRM. */
-    confirm: (id: string, body: LifecycleInput = {}) => call<LifecycleResponse>(`memory/${segment(id, "a memory id")}/confirm`, "POST", body),
-    unpin: (id: string, body: LifecycleInput = {}) => call<LifecycleResponse>(`memory/${segment(id, "a memory id")}/unpin`, "POST", body),
+    confirm: (id: string, body: LifecycleInput = {}) =>
+      call<LifecycleResponse>(`memory/${segment(id, "a memory id")}/confirm`, "POST", body),
+    unpin: (id: string, body: LifecycleInput = {}) =>
+      call<LifecycleResponse>(`memory/${segment(id, "a memory id")}/unpin`, "POST", body),
     history: (id: string, params: HistoryParams = {}) =>
       call<HistoryResponse>(`memory/${segment(id, "a memory id")}/history${queryString(params)}`, "GET"),
     /** Supersede chain, relations, source session, history summary and decay outlook. */
@@ -198,20 +211,27 @@ export function createMemoryClient(opts: MemoryClientOptions) {
     /** Every message as it happens (no LLM): a batch of up to 50, idempotent per (session, message). */
     episodes: (body: EpisodesInput) => call<EpisodeBatchResult>("memory/episodes", "POST", body),
     /** The session is over: its consolidation into facts is queued (once per session). */
-    endSession: (sessionId: string) => call<EndSessionResponse>(`memory/sessions/${segment(sessionId, "a session id")}/end`, "POST"),
+    endSession: (sessionId: string) =>
+      call<EndSessionResponse>(`memory/sessions/${segment(sessionId, "a session id")}/end`, "POST"),
     /** The tenant's entities, by mentions; q matches names, aliases and summaries as plain text. */
-    entities: (params: EntityListParams = {}) => call<EntityListResponse>(`memory/entities${queryString(params)}`, "GET"),
+    entities: (params: EntityListParams = {}) =>
+      call<EntityListResponse>(`memory/entities${queryString(params)}`, "GET"),
     /** An entity's profile, the facts that mention it (newest first) and its timeline of episodes. */
     entity: (id: string) => call<EntityProfile>(`memory/entities/${segment(id, "an entity id")}`, "GET"),
     /** What will decay soon. */
     weak: (params: WeakParams = {}) => call<WeakResponse>(`memory/weak${queryString(params)}`, "GET"),
     stats: (params: StatsParams = {}) => call<MemoryStats>(`memory/stats${queryString(params)}`, "GET"),
     /** Everything as JSON (with relations and history), or the Markdown files in a JSON object. */
-    export: (<F extends "json" | "markdown" = "json">(format?: F) =>
-      call<F extends "markdown" ? MarkdownExport : JsonExport>(`memory/export${queryString({ format: format ?? "json" })}`, "GET")),
+    export: <F extends "json" | "markdown" = "json">(format?: F) =>
+      call<F extends "markdown" ? MarkdownExport : JsonExport>(
+        `memory/export${queryString({ format: format ?? "json" })}`,
+        "GET",
+      ),
     /** The Markdown files as a tar archive (write it to disk and `tar -x`). */
     exportArchive: async (): Promise<Uint8Array> =>
-      new Uint8Array(await (await send("memory/export?format=markdown", "GET", undefined, "application/x-tar")).arrayBuffer()),
+      new Uint8Array(
+        await (await send("memory/export?format=markdown", "GET", undefined, "application/x-tar")).arrayBuffer(),
+      ),
 
     // -- background intelligence: consolidation, contradictions, consent, checkpoints ----------
     /** Tonight's consolidation, now, for the caller's tenant (bounded by the same caps); dry_run writes nothing but its run record, and spends the same caps. */
@@ -220,41 +240,70 @@ export function createMemoryClient(opts: MemoryClientOptions) {
     reindex: (body: ReindexInput = {}) => call<ReindexStatus>("memory/reindex", "POST", body),
     /** Detected contradictions (default: the open ones). */
     contradictions: async (params: ContradictionListParams = {}) =>
-      (await call<{ contradictions: Contradiction[] }>(`memory/contradictions${queryString(params)}`, "GET")).contradictions,
+      (await call<{ contradictions: Contradiction[] }>(`memory/contradictions${queryString(params)}`, "GET"))
+        .contradictions,
     /** a_wins / b_wins supersede the other, both_valid keeps both, merged stores `content` in place of both. */
     resolveContradiction: async (id: string, body: ResolveInput) =>
-      (await call<{ contradiction: Contradiction }>(`memory/contradictions/${segment(id, "a contradiction id")}/resolve`, "POST", body)).contradiction,
+      (await call<{ contradiction: Contradiction }>(
+        `memory/contradictions/${segment(id, "a contradiction id")}/resolve`,
+        "POST",
+        body,
+      )).contradiction,
     /** Sensitive facts a model proposed, waiting for consent (default: pending). */
     proposals: async (params: ProposalListParams = {}) =>
       (await call<{ proposals: Proposal[] }>(`memory/proposals${queryString(params)}`, "GET")).proposals,
     /** One proposal and its decisions (PROPOSE, ACCEPT, REJECT, LAPSE). */
-    proposal: (id: string) => call<{ proposal: Proposal; history: ProposalDecision[] }>(`memory/proposals/${segment(id, "a proposal id")}`, "GET"),
+    proposal: (id: string) =>
+      call<{ proposal: Proposal; history: ProposalDecision[] }>(
+        `memory/proposals/${segment(id, "a proposal id")}`,
+        "GET",
+      ),
     /** The user consents: the fact becomes a memory. */
-    acceptProposal: (id: string) => call<{ proposal: Proposal; memory_id: string | null }>(`memory/proposals/${segment(id, "a proposal id")}/accept`, "POST"),
-    rejectProposal: (id: string) => call<{ proposal: Proposal; memory_id: string | null }>(`memory/proposals/${segment(id, "a proposal id")}/reject`, "POST"),
+    acceptProposal: (id: string) =>
+      call<{ proposal: Proposal; memory_id: string | null }>(
+        `memory/proposals/${segment(id, "a proposal id")}/accept`,
+        "POST",
+      ),
+    rejectProposal: (id: string) =>
+      call<{ proposal: Proposal; memory_id: string | null }>(
+        `memory/proposals/${segment(id, "a proposal id")}/reject`,
+        "POST",
+      ),
     /** Saves the thread's state; `version` is the one you loaded (0 or none: the first save). A stale version is a 409. */
     saveCheckpoint: (threadId: string, body: CheckpointInput) =>
       call<CheckpointInfo>(`memory/checkpoints/${segment(threadId, "a thread id")}`, "PUT", body),
-    loadCheckpoint: (threadId: string) => call<Checkpoint>(`memory/checkpoints/${segment(threadId, "a thread id")}`, "GET"),
+    loadCheckpoint: (threadId: string) =>
+      call<Checkpoint>(`memory/checkpoints/${segment(threadId, "a thread id")}`, "GET"),
 
     // -- agent tokens (with the user's session or the service role, never with an agent token) --
     /** A long-lived, revocable credential for one agent (docs/auth.md); `token` is in this answer only. */
-    issueAgentToken: (body: AgentTokenInput) => call<AgentToken & { token: string }>("memory/agent-tokens", "POST", body),
+    issueAgentToken: (body: AgentTokenInput) =>
+      call<AgentToken & { token: string }>("memory/agent-tokens", "POST", body),
     listAgentTokens: async () => (await call<{ tokens: AgentToken[] }>("memory/agent-tokens", "GET")).tokens,
     /** Its next request is a 401; revoking it again changes nothing (`changed: false`). */
     revokeAgentToken: (id: string) =>
-      call<{ changed: boolean; token: AgentToken }>(`memory/agent-tokens/${segment(id, "an agent token id")}/revoke`, "POST", {}),
+      call<{ changed: boolean; token: AgentToken }>(
+        `memory/agent-tokens/${segment(id, "an agent token id")}/revoke`,
+        "POST",
+        {},
+      ),
 
     // -- configuration (listing: any caller; changing: the service role) ---------------------
     listCategories: async () => (await call<{ categories: CategoryConfig[] }>("memory/categories", "GET")).categories,
     /** Creates a category, or changes the fields given (service role). */
     setCategory: (name: string, body: { context?: "all" | "rag"; rag_length?: number | null } = {}) =>
-      call<{ created: boolean; category: CategoryConfig }>(`memory/categories/${segment(name, "a category name")}`, "PUT", body),
+      call<{ created: boolean; category: CategoryConfig }>(
+        `memory/categories/${segment(name, "a category name")}`,
+        "PUT",
+        body,
+      ),
     listAgents: async () => (await call<{ agents: AgentConfig[] }>("memory/agents", "GET")).agents,
     getAgent: (agent: string) => call<AgentConfig>(`memory/agents/${segment(agent, "an agent name")}`, "GET"),
     /** Sets the categories an agent may read through query() (service role). */
     setAgent: (agent: string, categories: string[]) =>
-      call<{ created: boolean; agent: AgentConfig }>(`memory/agents/${segment(agent, "an agent name")}`, "PUT", { categories }),
+      call<{ created: boolean; agent: AgentConfig }>(`memory/agents/${segment(agent, "an agent name")}`, "PUT", {
+        categories,
+      }),
 
     // -- write path ----------------------------------------------------------------------------
     /**

@@ -24,7 +24,9 @@ export class MemoryApiError extends Error {
   }
 }
 
-function isErrorBody(v: unknown): v is { error: { code: string; message: string; issues?: MemoryApiIssue[]; request_id?: string } } {
+function isErrorBody(
+  v: unknown,
+): v is { error: { code: string; message: string; issues?: MemoryApiIssue[]; request_id?: string } } {
   const e = (v as { error?: unknown } | null)?.error as { code?: unknown; message?: unknown } | undefined;
   return typeof e === "object" && e !== null && typeof e.code === "string" && typeof e.message === "string";
 }
@@ -40,7 +42,13 @@ export async function errorFromResponse(res: Response): Promise<MemoryApiError> 
     body = undefined;
   }
   if (isErrorBody(body)) {
-    return new MemoryApiError(res.status, body.error.code, body.error.message, body.error.issues ?? [], body.error.request_id ?? requestId);
+    return new MemoryApiError(
+      res.status,
+      body.error.code,
+      body.error.message,
+      body.error.issues ?? [],
+      body.error.request_id ?? requestId,
+    );
   }
   return new MemoryApiError(res.status, "http_error", text.slice(0, 500) || `HTTP ${res.status}`, [], requestId);
 }
@@ -49,7 +57,9 @@ export async function errorFromResponse(res: Response): Promise<MemoryApiError> 
 export function errorFromFetch(err: unknown): MemoryApiError {
   if (err instanceof MemoryApiError) return err;
   const e = err as { name?: string; message?: string; cause?: { message?: string; code?: string } };
-  if (e?.name === "TimeoutError") return new MemoryApiError(0, "timeout", "the functions server did not answer in time");
+  if (e?.name === "TimeoutError") {
+    return new MemoryApiError(0, "timeout", "the functions server did not answer in time");
+  }
   const cause = e?.cause?.message ?? e?.cause?.code ?? e?.message;
   return new MemoryApiError(0, "network_error", `could not reach the functions server${cause ? `: ${cause}` : ""}`);
 }

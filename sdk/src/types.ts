@@ -10,7 +10,14 @@ export type MemoryType = "semantic" | "episodic" | "procedural";
 /** What a stored memory may be: a writer's type, or an insight (written by the nightly insight job). */
 export type StoredMemoryType = MemoryType | "insight";
 export type Priority = "highest" | "high" | "medium" | "low";
-export type Source = "user_stated" | "error_resolution" | "pattern" | "discovery" | "correction" | "compaction" | "import";
+export type Source =
+  | "user_stated"
+  | "error_resolution"
+  | "pattern"
+  | "discovery"
+  | "correction"
+  | "compaction"
+  | "import";
 /** Where a memory goes without a namespace of its own (README "Scopes"); global only when asked. */
 export type WriteScope = "project" | "user" | "global";
 
@@ -94,8 +101,22 @@ export interface Memory {
 }
 
 export type HistoryEvent =
-  | "ADD" | "UPDATE" | "DELETE" | "MERGE" | "LINK" | "DECAY" | "TTL" | "RESTORE" | "PURGE" | "PIN" | "UNPIN" | "CONFIRM"
-  | "PROPOSE" | "ACCEPT" | "REJECT" | "LAPSE";
+  | "ADD"
+  | "UPDATE"
+  | "DELETE"
+  | "MERGE"
+  | "LINK"
+  | "DECAY"
+  | "TTL"
+  | "RESTORE"
+  | "PURGE"
+  | "PIN"
+  | "UNPIN"
+  | "CONFIRM"
+  | "PROPOSE"
+  | "ACCEPT"
+  | "REJECT"
+  | "LAPSE";
 
 export interface HistoryEntry {
   id: string;
@@ -414,7 +435,12 @@ export interface Explanation {
     last_at: string | null;
     recent: { event: string; actor: string | null; ts: string }[];
   };
-  decay: { protected: boolean; reason: "pinned" | "highest_priority" | "episode" | null; predicted_strength: number; days_until_prune: number | null };
+  decay: {
+    protected: boolean;
+    reason: "pinned" | "highest_priority" | "episode" | null;
+    predicted_strength: number;
+    days_until_prune: number | null;
+  };
 }
 
 export interface SourceEpisode {
@@ -507,7 +533,15 @@ export interface EntityListResponse {
 export interface EntityProfile {
   entity: Entity;
   facts: (Memory & { mention: string; link_confidence: number; link_source: string })[];
-  timeline: { id: string; session_id: string | null; seq: number | null; role: string | null; at: string; content: string; mention: string }[];
+  timeline: {
+    id: string;
+    session_id: string | null;
+    seq: number | null;
+    role: string | null;
+    at: string;
+    content: string;
+    mention: string;
+  }[];
 }
 
 export interface WeakParams {
@@ -518,7 +552,12 @@ export interface WeakResponse {
   decay_per_day: number;
   prune_threshold: number;
   as_of: string;
-  memories: { memory: Memory; predicted_strength: number; days_since_access: number; days_until_prune: number | null }[];
+  memories: {
+    memory: Memory;
+    predicted_strength: number;
+    days_since_access: number;
+    days_until_prune: number | null;
+  }[];
 }
 
 export interface StatsParams {
@@ -604,7 +643,9 @@ export interface ToolCall {
   [k: string]: unknown;
 }
 
-type Content = string | ({ type: "text"; text: string; [k: string]: unknown } | { type: string; [k: string]: unknown })[];
+type Content =
+  | string
+  | ({ type: "text"; text: string; [k: string]: unknown } | { type: string; [k: string]: unknown })[];
 
 /** A chat message in OpenAI's format (unknown fields are kept). */
 export type ChatMessage =

@@ -39,11 +39,22 @@ export function anonToken(opts: Omit<TokenOptions, "role"> = {}): Promise<string
 }
 
 /** Headers for a JSON request as a tenant's user token. */
-export async function userHeaders(tenantId: string, extra: Record<string, string> = {}): Promise<Record<string, string>> {
+export async function userHeaders(
+  tenantId: string,
+  extra: Record<string, string> = {},
+): Promise<Record<string, string>> {
   return { authorization: `Bearer ${await userToken(tenantId)}`, "content-type": "application/json", ...extra };
 }
 
 /** Headers for a JSON request as service_role acting for a tenant. */
-export async function serviceHeaders(tenantId: string, extra: Record<string, string> = {}): Promise<Record<string, string>> {
-  return { authorization: `Bearer ${await serviceToken()}`, [TENANT_HEADER]: tenantId, "content-type": "application/json", ...extra };
+export async function serviceHeaders(
+  tenantId: string,
+  extra: Record<string, string> = {},
+): Promise<Record<string, string>> {
+  return {
+    authorization: `Bearer ${await serviceToken()}`,
+    [TENANT_HEADER]: tenantId,
+    "content-type": "application/json",
+    ...extra,
+  };
 }

@@ -38,11 +38,16 @@ export const REALISTIC: [string, number, boolean][] = [
 /** Seeds the realistic tenant (local embedder vectors, learned on the days given); ids in REALISTIC's order. */
 export async function seedRealisticTenant(sql: Sql, tenant: string, now = new Date()): Promise<string[]> {
   const rows: SeedMemory[] = REALISTIC.map(([content, , stated]) => ({
-    content, namespace: NS, source: stated ? "user_stated" : "discovery", priority: stated ? "highest" : "medium",
+    content,
+    namespace: NS,
+    source: stated ? "user_stated" : "discovery",
+    priority: stated ? "highest" : "medium",
   }));
   const seeded = await seedMemories(sql, tenant, rows);
   for (const [i, m] of seeded.entries()) {
-    await sql`update public.devai_memories set created_at = ${new Date(now.getTime() - REALISTIC[i]![1] * DAY)} where id = ${m.id}`;
+    await sql`update public.devai_memories set created_at = ${new Date(
+      now.getTime() - REALISTIC[i]![1] * DAY,
+    )} where id = ${m.id}`;
   }
   return seeded.map((m) => m.id);
 }
@@ -65,21 +70,38 @@ const strip = (s: string) => s.replace(/ \(stated by the user\)$/, "");
 
 /** Scripts the fake LLM's pair judge with `verdict` (default: the realistic tenant's). */
 export function scriptJudge(fake: FakeOpenAI, verdict = realisticVerdict): void {
-  fake.onChat(PAIR_JUDGE_MARK, reply.dynamic((req) =>
-    reply.json({ verdicts: pairsOf(req).map(([older, newer], pair) => ({ pair, verdict: verdict(older, newer), reason: "test judge" })) })
-  ));
+  fake.onChat(
+    PAIR_JUDGE_MARK,
+    reply.dynamic((req) =>
+      reply.json({
+        verdicts: pairsOf(req).map(([older, newer], pair) => ({
+          pair,
+          verdict: verdict(older, newer),
+          reason: "test judge",
+        })),
+      })
+    ),
+  );
 }
 
 /** The judge requests the fake saw, as their pairs. */
 export function judgedPairs(fake: FakeOpenAI): [string, string][][] {
-  return fake.chatRequests().filter((r) => JSON.stringify(r.body.messages).includes(PAIR_JUDGE_MARK)).map((r) => pairsOf(r.body));
+  return fake.chatRequests().filter((r) => JSON.stringify(r.body.messages).includes(PAIR_JUDGE_MARK)).map((r) =>
+    pairsOf(r.body)
+  );
 }
 
 /** The memory function with an LLM and the local embedder (what `npm start` runs with a model configured). */
 export function memoryWithLlm(sql: Sql, config: Config, llm: Llm | undefined, embedder: Embedder, clock?: () => Date) {
   const handler = createHandler({ sql, config, embedder, llm, clock });
   return async (method: string, path: string, as: string, body?: unknown) => {
-    const res = await handler(new Request(`http://local${path}`, { method, headers: await userHeaders(as), body: body === undefined ? undefined : JSON.stringify(body) }));
+    const res = await handler(
+      new Request(`http://local${path}`, {
+        method,
+        headers: await userHeaders(as),
+        body: body === undefined ? undefined : JSON.stringify(body),
+      }),
+    );
     const text = await res.text();
     // deno-lint-ignore no-explicit-any
     return { status: res.status, body: text ? JSON.parse(text) as any : null };
@@ -90,9 +112,15 @@ export const LOCAL_EMBEDDING = { provider: "local" as const, model: LOCAL_EMBEDD
 
 /** Sets memory settings for one test and gives back a function that restores them. */
 export async function withSettings(sql: Sql, values: Record<string, number>): Promise<() => Promise<void>> {
-  const before = await sql<{ name: string; value: string }[]>`select name, value::text from public.memory_settings where name = any (${Object.keys(values)}::text[])`;
-  for (const [name, value] of Object.entries(values)) await sql`update public.memory_settings set value = ${value} where name = ${name}`;
+  const before = await sql<
+    { name: string; value: string }[]
+  >`select name, value::text from public.memory_settings where name = any (${Object.keys(values)}::text[])`;
+  for (const [name, value] of Object.entries(values)) {
+    await sql`update public.memory_settings set value = ${value} where name = ${name}`;
+  }
   return async () => {
-    for (const b of before) await sql`update public.memory_settings set value = ${b.value}::numeric where name = ${b.name}`;
+    for (const b of before) {
+      await sql`update public.memory_settings set value = ${b.value}::numeric where name = ${b.name}`;
+    }
   };
 }

@@ -11,7 +11,7 @@ import { linkEntities, linkEntitiesByRules } from "../../supabase/functions/_sha
 import { userHeaders } from "./auth.ts";
 import { testConfig } from "./config.ts";
 import { callJson } from "./http.ts";
-import { type SeededMemory, type SeedMemory, seedMemories } from "./seed.ts";
+import { type SeededMemory, seedMemories, type SeedMemory } from "./seed.ts";
 
 export const CONTEXT_URL = "http://localhost/functions/v1/context";
 export const MEMORY_URL = "http://localhost/functions/v1/memory";
@@ -57,7 +57,8 @@ export function contextApi(sql: Sql, clock: () => Date = () => new Date()): Cont
     predict: post(context, `${CONTEXT_URL}/predict`),
     usage: post(memory, `${MEMORY_URL}/usage`),
     retrieve: post(retrieve, "http://localhost/functions/v1/memory-retrieve"),
-    stats: async (tenant) => await callJson(memory, `${MEMORY_URL}/stats`, { method: "GET", headers: await userHeaders(tenant) }),
+    stats: async (tenant) =>
+      await callJson(memory, `${MEMORY_URL}/stats`, { method: "GET", headers: await userHeaders(tenant) }),
     async settle() {
       const n = deferred.length;
       await Promise.all(deferred.splice(0));

@@ -15,7 +15,11 @@ export async function callJson<T = any>(
   url: string,
   opts: { method?: string; headers?: Record<string, string>; body?: unknown } = {},
 ): Promise<CallResult<T>> {
-  const body = opts.body === undefined ? undefined : typeof opts.body === "string" ? opts.body : JSON.stringify(opts.body);
+  const body = opts.body === undefined
+    ? undefined
+    : typeof opts.body === "string"
+    ? opts.body
+    : JSON.stringify(opts.body);
   const res = await handler(new Request(url, { method: opts.method ?? "POST", headers: opts.headers, body }));
   const text = await res.text();
   let parsed: unknown = text;

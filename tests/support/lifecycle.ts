@@ -9,7 +9,9 @@ type Sql = ReturnType<typeof postgres>;
 /** Deactivates the named pg_cron jobs of this database, if pg_cron is installed; resume() turns
  * them back on. */
 export async function pauseCronJobs(sql: Sql, jobNames: string[]): Promise<{ resume(): Promise<void> }> {
-  const [state] = await sql<{ cron: boolean }[]>`select exists (select from pg_extension where extname = 'pg_cron') as cron`;
+  const [state] = await sql<
+    { cron: boolean }[]
+  >`select exists (select from pg_extension where extname = 'pg_cron') as cron`;
   const setActive = async (active: boolean) => {
     if (!state?.cron) return;
     await sql`select cron.alter_job(jobid, active => ${active}) from cron.job
@@ -20,7 +22,10 @@ export async function pauseCronJobs(sql: Sql, jobNames: string[]): Promise<{ res
 }
 
 /** Sets public.memory_settings values for a test; restore() puts the previous values back. */
-export async function overrideSettings(sql: Sql, values: Record<string, number>): Promise<{ restore(): Promise<void> }> {
+export async function overrideSettings(
+  sql: Sql,
+  values: Record<string, number>,
+): Promise<{ restore(): Promise<void> }> {
   const names = Object.keys(values);
   const before = await sql<{ name: string; value: string }[]>`
     select name, value::text from public.memory_settings where name = any(${names})`;

@@ -8,7 +8,11 @@ export interface Watched {
   exited: Promise<Deno.CommandStatus>;
 }
 
-export function spawnWatched(command: string, args: string[], opts: { cwd?: string; env: Record<string, string> }): Watched {
+export function spawnWatched(
+  command: string,
+  args: string[],
+  opts: { cwd?: string; env: Record<string, string> },
+): Watched {
   const child = new Deno.Command(command, {
     args,
     cwd: opts.cwd,
@@ -39,7 +43,9 @@ export function spawnWatched(command: string, args: string[], opts: { cwd?: stri
   const pumped = Promise.all([pump(child.stdout), pump(child.stderr)]);
   const exited = pumped.then(() => child.status).then((status) => {
     ended = status;
-    for (const w of waiters.splice(0)) w.reject(new Error(`the process exited (${status.code}) before printing ${w.match}:\n${text}`));
+    for (const w of waiters.splice(0)) {
+      w.reject(new Error(`the process exited (${status.code}) before printing ${w.match}:\n${text}`));
+    }
     return status;
   });
   return {

@@ -42,7 +42,12 @@ export interface SeededMemory extends SeedMemory {
 }
 
 /** Inserts memories for a tenant; `threadId` is the revision thread the change log records. */
-export async function seedMemories(sql: Sql, tenantId: string, rows: SeedMemory[], threadId = "default"): Promise<SeededMemory[]> {
+export async function seedMemories(
+  sql: Sql,
+  tenantId: string,
+  rows: SeedMemory[],
+  threadId = "default",
+): Promise<SeededMemory[]> {
   const out: SeededMemory[] = [];
   await sql.begin(async (tx) => {
     await tx`select set_config('memory.actor', 'test:seed', true), set_config('memory.thread_id', ${threadId}, true)`;
@@ -69,12 +74,24 @@ export async function seedMemories(sql: Sql, tenantId: string, rows: SeedMemory[
   return out;
 }
 
-export async function seedMemory(sql: Sql, tenantId: string, row: SeedMemory, threadId = "default"): Promise<SeededMemory> {
+export async function seedMemory(
+  sql: Sql,
+  tenantId: string,
+  row: SeedMemory,
+  threadId = "default",
+): Promise<SeededMemory> {
   return (await seedMemories(sql, tenantId, [row], threadId))[0]!;
 }
 
 /** Links two memories of a tenant (memory_relations), e.g. for the relation boost. */
-export async function seedRelation(sql: Sql, tenantId: string, fromId: string, toId: string, strength: number, relationType = "related_to"): Promise<void> {
+export async function seedRelation(
+  sql: Sql,
+  tenantId: string,
+  fromId: string,
+  toId: string,
+  strength: number,
+  relationType = "related_to",
+): Promise<void> {
   await sql`insert into public.memory_relations (owner_id, from_id, to_id, relation_type, strength)
             values (${tenantId}, ${fromId}, ${toId}, ${relationType}, ${strength})`;
 }

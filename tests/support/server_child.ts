@@ -5,7 +5,10 @@
 import { startServer } from "../../scripts/serve.ts";
 import { TEST_JWT_SECRET } from "./config.ts";
 
-const env = (name: string) => Deno.env.get(name) ?? (() => { throw new Error(`${name} is not set`); })();
+const env = (name: string) =>
+  Deno.env.get(name) ?? (() => {
+    throw new Error(`${name} is not set`);
+  })();
 const server = await startServer({
   port: 0,
   databaseUrl: env("DATABASE_URL"),

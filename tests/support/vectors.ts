@@ -2,7 +2,7 @@
 // without depending on what the local embedder makes of a sentence. The query is the unit vector
 // on axis 0; a memory with similarity s is s·e0 + sqrt(1-s²)·e_axis (axis ≥ 1, pick different axes
 // so memories are not similar to each other more than needed).
-import { EMBEDDING_DIMENSIONS, type Embedder } from "../../supabase/functions/_shared/embeddings.ts";
+import { type Embedder, EMBEDDING_DIMENSIONS } from "../../supabase/functions/_shared/embeddings.ts";
 import { LOCAL_EMBEDDING_MODEL } from "../../supabase/functions/_shared/env.ts";
 
 export function queryVector(): number[] {
@@ -20,7 +20,10 @@ export function vectorWithSimilarity(similarity: number, axis = 1): number[] {
 }
 
 /** An embedder that returns the same vector for every text (default: queryVector()), counting calls. */
-export function fixedEmbedder(vector: number[] = queryVector(), model = LOCAL_EMBEDDING_MODEL): Embedder & { calls: number } {
+export function fixedEmbedder(
+  vector: number[] = queryVector(),
+  model = LOCAL_EMBEDDING_MODEL,
+): Embedder & { calls: number } {
   const e = {
     provider: "local" as const,
     model,

@@ -7,8 +7,13 @@ import { localEmbedder } from "../../supabase/functions/_shared/embeddings.ts";
 import { createLlm } from "../../supabase/functions/_shared/llm.ts";
 import { testConfig } from "./config.ts";
 
-const env = (name: string) => Deno.env.get(name) ?? (() => { throw new Error(`${name} is not set`); })();
-const config = testConfig({ llm: { apiKey: "test-key", baseUrl: env("FAKE_LLM_URL"), model: "fake-llm", timeoutMs: 600_000 } });
+const env = (name: string) =>
+  Deno.env.get(name) ?? (() => {
+    throw new Error(`${name} is not set`);
+  })();
+const config = testConfig({
+  llm: { apiKey: "test-key", baseUrl: env("FAKE_LLM_URL"), model: "fake-llm", timeoutMs: 600_000 },
+});
 const sql = createSql(env("DATABASE_URL"), { max: 2, applicationName: "devai-test-worker-child" });
 await drainQueue({ sql, config, embedder: localEmbedder(), llm: createLlm(config, { retry: { maxRetries: 0 } }) }, {
   ownerId: env("TENANT"),

@@ -15,7 +15,12 @@ import { type Job, type JobKind, PermanentJobError } from "./jobs.ts";
 import { runReindex } from "./reindex.ts";
 import { consolidateTenant } from "./tenant-consolidation.ts";
 
-export const BACKGROUND_JOB_KINDS = ["nightly_consolidation", "contradiction_check", "insight", "reindex"] as const satisfies readonly JobKind[];
+export const BACKGROUND_JOB_KINDS = [
+  "nightly_consolidation",
+  "contradiction_check",
+  "insight",
+  "reindex",
+] as const satisfies readonly JobKind[];
 
 export function isBackgroundJob(kind: string): boolean {
   return (BACKGROUND_JOB_KINDS as readonly string[]).includes(kind);
@@ -27,8 +32,16 @@ const ReindexPayloadSchema = z.object({ model: z.string().min(1).max(200).nullab
 export async function processBackgroundJob(deps: WorkerDeps, job: Job, workerId: string): Promise<void> {
   switch (job.kind) {
     case "nightly_consolidation":
-      if (!NightPayloadSchema.safeParse(job.payload).success) throw new PermanentJobError("invalid nightly_consolidation payload");
-      await consolidateTenant(deps, { ownerId: job.owner_id, trigger: "nightly", dryRun: false, job: { job, workerId }, now: deps.clock?.() });
+      if (!NightPayloadSchema.safeParse(job.payload).success) {
+        throw new PermanentJobError("invalid nightly_consolidation payload");
+      }
+      await consolidateTenant(deps, {
+        ownerId: job.owner_id,
+        trigger: "nightly",
+        dryRun: false,
+        job: { job, workerId },
+        now: deps.clock?.(),
+      });
       return;
     case "contradiction_check":
       return await checkNewMemories(deps, job, workerId);

@@ -14,7 +14,7 @@ import { z } from "zod";
 import { compressionFields } from "./context/compress.ts";
 import { filePath } from "./schemas.ts";
 import { modelNamespace, type WriteScope } from "./scopes.ts";
-import { addCounts, type RedactionCounts, redactField, redactSecrets } from "./redact.ts";
+import { addCounts, redactField, type RedactionCounts, redactSecrets } from "./redact.ts";
 import { emptyStats, validateContent, type ValidationStats } from "./writing-constraints.ts";
 import { stripUnsafeCharacters } from "./unsafe-characters.ts";
 
@@ -110,8 +110,16 @@ export function prepareCandidates(
   },
 ): PreparedCandidates {
   const stats: PreparedCandidates["stats"] = {
-    ...emptyStats(), over_cap: 0, namespace_rewritten: 0, duplicates_in_batch: 0, demoted: 0, category_dropped: 0, unsafe_characters_removed: 0,
-    redacted: 0, secrets_dropped: 0, redacted_kinds: {},
+    ...emptyStats(),
+    over_cap: 0,
+    namespace_rewritten: 0,
+    duplicates_in_batch: 0,
+    demoted: 0,
+    category_dropped: 0,
+    unsafe_characters_removed: 0,
+    redacted: 0,
+    secrets_dropped: 0,
+    redacted_kinds: {},
   };
   const cap = opts.cap ?? MAX_CANDIDATES_PER_CHUNK;
   const known = new Set(opts.categories);
@@ -141,7 +149,9 @@ export function prepareCandidates(
       stats.duplicates_in_batch++;
       return undefined;
     }
-    const ns = opts.namespaces === "caller" ? { namespace: c.namespace, rewritten: false } : modelNamespace(c.namespace, opts.root, opts);
+    const ns = opts.namespaces === "caller"
+      ? { namespace: c.namespace, rewritten: false }
+      : modelNamespace(c.namespace, opts.root, opts);
     if (ns.rewritten) stats.namespace_rewritten++;
     const { category, ...rest } = c;
     const out: Candidate = { ...rest, content: v.content, namespace: ns.namespace };
@@ -179,7 +189,9 @@ export function prepareCandidates(
     }
     const ordered = valid
       .map((c, i) => ({ c, i }))
-      .sort((a, b) => PRIORITY_RANK[a.c.priority] - PRIORITY_RANK[b.c.priority] || b.c.importance - a.c.importance || a.i - b.i)
+      .sort((a, b) =>
+        PRIORITY_RANK[a.c.priority] - PRIORITY_RANK[b.c.priority] || b.c.importance - a.c.importance || a.i - b.i
+      )
       .map((x) => x.c);
     for (const c of ordered.slice(0, cap)) seen.add(c.content.toLowerCase()); // only what is kept shadows later chunks
     kept.push(...ordered.slice(0, cap));

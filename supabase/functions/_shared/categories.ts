@@ -12,11 +12,17 @@ export async function loadCategoryNames(q: Sql | Tx): Promise<string[]> {
 }
 
 /** The 400 for a category that is not configured: it names the ones that are. */
-export function unknownCategory(name: string, known: readonly string[], path: (string | number)[] = ["category"]): HttpError {
+export function unknownCategory(
+  name: string,
+  known: readonly string[],
+  path: (string | number)[] = ["category"],
+): HttpError {
   return new HttpError(
     400,
     "unknown_category",
-    `unknown category '${name}'; configured categories: ${known.join(", ")} (GET memory/categories lists them, PUT memory/categories/<name> adds one)`,
+    `unknown category '${name}'; configured categories: ${
+      known.join(", ")
+    } (GET memory/categories lists them, PUT memory/categories/<name> adds one)`,
     [{ path, message: `not one of: ${known.join(", ")}`, code: "unknown_category" }],
   );
 }

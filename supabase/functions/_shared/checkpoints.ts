@@ -45,7 +45,12 @@ const conflict = (thread: string, current: number | undefined, expected: number)
   );
 
 /** Saves the thread's state (see the module comment); 201 semantics when it created the checkpoint. */
-export async function saveCheckpoint(sql: Sql, tenant: TenantContext, thread: string, body: CheckpointSaveRequest): Promise<SavedCheckpoint> {
+export async function saveCheckpoint(
+  sql: Sql,
+  tenant: TenantContext,
+  thread: string,
+  body: CheckpointSaveRequest,
+): Promise<SavedCheckpoint> {
   // A lone surrogate is written as its \u escape, which jsonb refuses: the state is saved with
   // U+FFFD in its place (unsafe-characters.ts). The test is on the text, so a state without one
   // is serialised once.
@@ -73,7 +78,11 @@ export async function saveCheckpoint(sql: Sql, tenant: TenantContext, thread: st
 }
 
 /** The thread's checkpoint as a JSON document (the state spliced in as stored), or undefined. */
-export async function loadCheckpointJson(sql: Sql, tenant: TenantContext, thread: string): Promise<{ json: string; version: number } | undefined> {
+export async function loadCheckpointJson(
+  sql: Sql,
+  tenant: TenantContext,
+  thread: string,
+): Promise<{ json: string; version: number } | undefined> {
   const [row] = await withTenant(sql, tenant, (tx) =>
     tx<{ head: string; state: string; version: number }[]>`
       select json_build_object('thread_id', thread_id, 'version', version, 'size_bytes', size_bytes,
@@ -86,5 +95,11 @@ export async function loadCheckpointJson(sql: Sql, tenant: TenantContext, thread
 
 function iso(r: CheckpointInfo): CheckpointInfo {
   const d = (v: unknown) => (v instanceof Date ? v.toISOString() : String(v));
-  return { thread_id: r.thread_id, version: Number(r.version), size_bytes: r.size_bytes, created_at: d(r.created_at), updated_at: d(r.updated_at) };
+  return {
+    thread_id: r.thread_id,
+    version: Number(r.version),
+    size_bytes: r.size_bytes,
+    created_at: d(r.created_at),
+    updated_at: d(r.updated_at),
+  };
 }

@@ -68,7 +68,12 @@ export async function applyPairs(
       contradictions.push({ older: a.older.id, newer: a.newer.id, reason: p.reason });
       continue;
     }
-    const evidence = { by: "consolidation", verdict: p.verdict, run_id: input.runId, ...(p.reason ? { reason: p.reason } : {}) };
+    const evidence = {
+      by: "consolidation",
+      verdict: p.verdict,
+      run_id: input.runId,
+      ...(p.reason ? { reason: p.reason } : {}),
+    };
     if (await supersedeMemory(tx, input.ownerId, a.keep.id, a.drop.id, { strength: p.score, evidence })) {
       if (p.verdict === "verbatim") counts.deduped++;
       else counts.merged++;
@@ -77,9 +82,14 @@ export async function applyPairs(
   // A contradiction is only worth a person's time while both memories still hold.
   const alive = contradictions.length === 0 ? new Set<string>() : new Set((await tx<{ id: string }[]>`
     select id from public.devai_memories
-     where id = any (${contradictions.flatMap((c) => [c.older, c.newer])}::uuid[]) and is_valid and state = 'active'`).map((r) => r.id));
+     where id = any (${contradictions.flatMap((c) => [c.older, c.newer])}::uuid[]) and is_valid and state = 'active'`)
+    .map((r) => r.id));
   counts.contradictions_found = await recordContradictions(
-    tx, input.ownerId, contradictions.filter((c) => alive.has(c.older) && alive.has(c.newer)), "consolidation");
+    tx,
+    input.ownerId,
+    contradictions.filter((c) => alive.has(c.older) && alive.has(c.newer)),
+    "consolidation",
+  );
   await recordFingerprints(tx, input.ownerId, all);
   return counts;
 }
@@ -101,7 +111,9 @@ async function recordFingerprints(tx: Tx, ownerId: string, pairs: readonly Judge
 export async function ageOutFingerprints(tx: Tx, settings: BackgroundSettings, now: Date): Promise<void> {
   await tx`
     delete from public.memory_pair_checks
-     where kind = 'consolidation' and checked_at < ${now}::timestamptz - make_interval(secs => ${settings.fingerprintDays * 86400})`;
+     where kind = 'consolidation' and checked_at < ${now}::timestamptz - make_interval(secs => ${
+    settings.fingerprintDays * 86400
+  })`;
 }
 
 const FORGET_PER_RUN = 1000;
@@ -112,7 +124,12 @@ const FORGET_PER_RUN = 1000;
  * event by consolidation); never the user's own statements or pinned ones. Returns how many (a dry
  * run counts them).
  */
-export async function forgetSuperseded(tx: Tx, settings: BackgroundSettings, now: Date, dryRun: boolean): Promise<number> {
+export async function forgetSuperseded(
+  tx: Tx,
+  settings: BackgroundSettings,
+  now: Date,
+  dryRun: boolean,
+): Promise<number> {
   const due = tx`
     select m.id from public.devai_memories m
      where m.superseded_by is not null and not m.is_valid and m.state = 'active' and m.access_count = 0
@@ -124,7 +141,9 @@ export async function forgetSuperseded(tx: Tx, settings: BackgroundSettings, now
   await tx`select set_config('memory.event', 'TTL', true)`;
   const forgotten = await tx`
     update public.devai_memories
-       set state = 'soft_deleted', purge_at = ${now}::timestamptz + make_interval(secs => ${settings.purgeGraceDays * 86400})
+       set state = 'soft_deleted', purge_at = ${now}::timestamptz + make_interval(secs => ${
+    settings.purgeGraceDays * 86400
+  })
      where id in (${due})
     returning id`;
   await tx`select set_config('memory.event', '', true)`;

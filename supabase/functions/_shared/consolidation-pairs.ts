@@ -84,7 +84,9 @@ export async function planPairs(
     select coalesce((select jsonb_object_agg(c.id_a || '|' || c.id_b, c.score)
                        from public.memory_pair_checks c
                       where c.kind = 'consolidation'
-                        and c.checked_at >= ${now}::timestamptz - make_interval(secs => ${settings.fingerprintDays * 86400})), '{}') as fingerprints,
+                        and c.checked_at >= ${now}::timestamptz - make_interval(secs => ${
+    settings.fingerprintDays * 86400
+  })), '{}') as fingerprints,
            coalesce((select array_agg(least(x.memory_a, x.memory_b) || '|' || greatest(x.memory_a, x.memory_b))
                        from public.memory_contradictions x), '{}') as contradicted`;
   const contradicted = new Set(known!.contradicted);
@@ -106,14 +108,24 @@ export async function planPairs(
     });
     for (const n of found) {
       if (n.id === m.id || n.metadata?.kind === SESSION_SUMMARY) continue;
-      const score = Math.max(n.similarity ?? 0, (n.keyword_coverage ?? 0) >= NEAR_VERBATIM_COVERAGE ? thresholds.dedup : 0);
+      const score = Math.max(
+        n.similarity ?? 0,
+        (n.keyword_coverage ?? 0) >= NEAR_VERBATIM_COVERAGE ? thresholds.dedup : 0,
+      );
       if (score < thresholds.consolidate) continue;
       const k = key(m.id, n.id);
       if (seen.has(k)) continue;
       seen.add(k);
       const other: PairMemory & { touched_at: Date } = {
-        id: n.id, content: n.content, memory_type: n.memory_type, namespace: n.namespace, source: n.source,
-        priority: n.priority, pinned: n.pinned, access_count: n.access_count, created_at: new Date(n.created_at),
+        id: n.id,
+        content: n.content,
+        memory_type: n.memory_type,
+        namespace: n.namespace,
+        source: n.source,
+        priority: n.priority,
+        pinned: n.pinned,
+        access_count: n.access_count,
+        created_at: new Date(n.created_at),
         touched_at: new Date(Math.max(+new Date(n.created_at), +new Date(n.updated_at), +new Date(n.last_accessed_at))),
       };
       const me = { ...m, created_at: new Date(m.created_at), touched_at: new Date(m.touched_at) };
@@ -135,11 +147,23 @@ export async function planPairs(
     return a.action === "merge" ? [a.drop.id] : [];
   }));
   plan.judge = plan.judge.filter((p) => !mergedAway.has(p.older.id) && !mergedAway.has(p.newer.id));
-  plan.judge.sort((a, b) => b.score - a.score || key(a.older.id, a.newer.id).localeCompare(key(b.older.id, b.newer.id)));
+  plan.judge.sort((a, b) =>
+    b.score - a.score || key(a.older.id, a.newer.id).localeCompare(key(b.older.id, b.newer.id))
+  );
   return plan;
 }
 
 function strip(m: PairMemory & { embedding?: unknown; touched_at?: unknown }): PairMemory {
   const { id, content, memory_type, namespace, source, priority, pinned, access_count, created_at } = m;
-  return { id, content, memory_type, namespace, source, priority, pinned, access_count: Number(access_count), created_at };
+  return {
+    id,
+    content,
+    memory_type,
+    namespace,
+    source,
+    priority,
+    pinned,
+    access_count: Number(access_count),
+    created_at,
+  };
 }

@@ -25,7 +25,10 @@ export interface EpisodeText {
 }
 
 /** Numbered episodes in chunks of about maxTokens; each chunk knows the numbers it shows. */
-export function chunkEpisodes(episodes: readonly EpisodeText[], maxTokens = 60_000): { text: string; first: number; last: number }[] {
+export function chunkEpisodes(
+  episodes: readonly EpisodeText[],
+  maxTokens = 60_000,
+): { text: string; first: number; last: number }[] {
   const chunks: { text: string; first: number; last: number }[] = [];
   let lines: string[] = [];
   let size = 0;
@@ -46,7 +49,12 @@ export function chunkEpisodes(episodes: readonly EpisodeText[], maxTokens = 60_0
   return chunks;
 }
 
-export function consolidationMessages(chunk: string, root: string, project?: string, categories: readonly string[] = []): PromptMessage[] {
+export function consolidationMessages(
+  chunk: string,
+  root: string,
+  project?: string,
+  categories: readonly string[] = [],
+): PromptMessage[] {
   return [
     {
       role: "system",

@@ -13,7 +13,7 @@
 import { z } from "zod";
 import { type Candidate, prepareCandidates } from "./candidates.ts";
 import { loadCategoryNames } from "./categories.ts";
-import { chunkEpisodes, ConsolidationOutputSchema, consolidationMessages } from "./consolidation-prompt.ts";
+import { chunkEpisodes, consolidationMessages, ConsolidationOutputSchema } from "./consolidation-prompt.ts";
 import { withTenant } from "./db.ts";
 import { dedupCandidates } from "./dedup.ts";
 import type { WorkerDeps } from "./drain-queue.ts";
@@ -88,12 +88,20 @@ async function proposeFacts(deps: WorkerDeps, job: Job, episodes: Episode[], pro
   if (deps.llm) {
     try {
       for (const chunk of chunkEpisodes(episodes)) {
-        const out = await deps.llm.completeJson(ConsolidationOutputSchema,
-          consolidationMessages(chunk.text, deps.config.namespaceRoot, project, categories), { name: "session_consolidation" });
+        const out = await deps.llm.completeJson(
+          ConsolidationOutputSchema,
+          consolidationMessages(chunk.text, deps.config.namespaceRoot, project, categories),
+          { name: "session_consolidation" },
+        );
         for (const k of Object.keys(usage) as (keyof LlmUsage)[]) usage[k] += out.usage[k];
         proposed.push(out.value.stored.map(({ sources, entities, ...c }) => {
           // Only the numbers this chunk showed: anything else is not an episode of it.
-          note(c, sources.filter((s) => s >= chunk.first && s <= chunk.last), entities.map((e) => ({ ...e, mention: e.name })), MODEL_CONFIDENCE);
+          note(
+            c,
+            sources.filter((s) => s >= chunk.first && s <= chunk.last),
+            entities.map((e) => ({ ...e, mention: e.name })),
+            MODEL_CONFIDENCE,
+          );
           return c;
         }));
       }
@@ -114,7 +122,9 @@ export async function consolidateSession(deps: WorkerDeps, job: Job, workerId: s
   if (!parsed.success) throw new PermanentJobError(`invalid consolidate payload: ${parsed.error.message}`);
   const tenant = { tenantId: job.owner_id, actor: "worker:consolidate" };
   const read = await withTenant(deps.sql, tenant, async (tx) => {
-    const [session] = await tx<{ id: string; thread_id: string | null; project: string | null; consolidated_at: Date | null }[]>`
+    const [session] = await tx<
+      { id: string; thread_id: string | null; project: string | null; consolidated_at: Date | null }[]
+    >`
       select id, thread_id, project, consolidated_at from public.memory_sessions where session_id = ${parsed.data.session_id}`;
     const episodes = session
       ? await tx<Episode[]>`
@@ -133,7 +143,9 @@ export async function consolidateSession(deps: WorkerDeps, job: Job, workerId: s
   const session = read.session;
   const threadId = session.thread_id ?? undefined;
 
-  const proposal = session.consolidated_at ? undefined : await proposeFacts(deps, job, read.episodes, session.project ?? undefined);
+  const proposal = session.consolidated_at
+    ? undefined
+    : await proposeFacts(deps, job, read.episodes, session.project ?? undefined);
   const candidates = proposal?.prepared.candidates ?? [];
   const vectors = candidates.length > 0 ? await deps.embedder.embed(candidates.map((c) => c.content)) : [];
 
@@ -157,15 +169,28 @@ export async function consolidateSession(deps: WorkerDeps, job: Job, workerId: s
       const p = proposal.provenance.get(candidateKey(candidates[i]!) ?? "");
       if (!factId || !p) return;
       for (const s of p.sources) {
-        edges.push({ from: factId, to: read.episodes[s]!.id, type: "derived_from", strength: 1, confidence: p.confidence, evidence });
+        edges.push({
+          from: factId,
+          to: read.episodes[s]!.id,
+          type: "derived_from",
+          strength: 1,
+          confidence: p.confidence,
+          evidence,
+        });
       }
-      links.push(...p.entities.map((e) => ({ ...e, memoryId: factId, confidence: MODEL_CONFIDENCE, source: "llm" as const })));
+      links.push(
+        ...p.entities.map((e) => ({ ...e, memoryId: factId, confidence: MODEL_CONFIDENCE, source: "llm" as const })),
+      );
     });
     const derived = await insertEdges(tx, job.owner_id, edges);
     const linked = await linkEntities(tx, links);
     const result = {
       mode: proposal.mode,
-      llm: !deps.llm ? "skipped: no LLM configured" : proposal.modelFailure ? `failed: ${proposal.modelFailure}` : "used",
+      llm: !deps.llm
+        ? "skipped: no LLM configured"
+        : proposal.modelFailure
+        ? `failed: ${proposal.modelFailure}`
+        : "used",
       episodes: read.episodes.length,
       ...(read.leftOut > 0 ? { episodes_left_out: read.leftOut } : {}),
       candidates: candidates.length,
@@ -179,13 +204,19 @@ export async function consolidateSession(deps: WorkerDeps, job: Job, workerId: s
       update public.memory_sessions set consolidated_at = now(), consolidation = ${tx.json(result as never)}
        where id = ${session.id}`;
     await recordRedactions(tx, {
-      ownerId: job.owner_id, writer: "consolidate", node: "worker", threadId,
-      counts: proposal.prepared.stats.redacted_kinds, dropped: proposal.prepared.stats.secrets_dropped,
+      ownerId: job.owner_id,
+      writer: "consolidate",
+      node: "worker",
+      threadId,
+      counts: proposal.prepared.stats.redacted_kinds,
+      dropped: proposal.prepared.stats.secrets_dropped,
     });
     await tx`
       insert into public.memory_events (owner_id, thread_id, node, op, status, meta)
       values (${job.owner_id}, ${threadId ?? null}, 'worker', 'extract', 'ok',
-              ${tx.json({ kind: "consolidate", job_id: job.id, session_id: parsed.data.session_id, ...result } as never)})`;
+              ${
+      tx.json({ kind: "consolidate", job_id: job.id, session_id: parsed.data.session_id, ...result } as never)
+    })`;
     await completeJobInTx(tx, job.id, workerId, result);
   }, { threadId });
 }

@@ -10,7 +10,7 @@ import { createHash } from "node:crypto";
 import { z } from "zod";
 import { recordContradictions } from "./contradictions.ts";
 import { scopeBaseOf } from "./consolidation-pairs.ts";
-import { withTenant, type Tx } from "./db.ts";
+import { type Tx, withTenant } from "./db.ts";
 import type { WorkerDeps } from "./drain-queue.ts";
 import { thresholdsFor } from "./embeddings.ts";
 import { completeJobInTx, enqueueJob, type Job, PermanentJobError } from "./jobs.ts";
@@ -20,7 +20,9 @@ import { hybridSearch } from "./search/hybrid.ts";
 /** Memories one job checks (its payload's limit); a longer list is queued as several jobs. */
 export const MEMORIES_PER_CHECK = 20;
 
-export const ContradictionCheckPayloadSchema = z.object({ memory_ids: z.array(z.uuid()).min(1).max(MEMORIES_PER_CHECK) }).strict();
+export const ContradictionCheckPayloadSchema = z.object({
+  memory_ids: z.array(z.uuid()).min(1).max(MEMORIES_PER_CHECK),
+}).strict();
 
 /** Neighbours judged per new memory, and the job's token budget (a handful of calls at most). */
 const NEIGHBOURS_PER_MEMORY = 3;
@@ -37,14 +39,22 @@ export async function queueContradictionCheck(tx: Tx, ownerId: string, memoryIds
   }
 }
 
-const asPairMemory = (m: PairMemory) => ({ ...m, created_at: new Date(m.created_at), access_count: Number(m.access_count) });
+const asPairMemory = (m: PairMemory) => ({
+  ...m,
+  created_at: new Date(m.created_at),
+  access_count: Number(m.access_count),
+});
 
 export async function checkNewMemories(deps: WorkerDeps, job: Job, workerId: string): Promise<void> {
   const parsed = ContradictionCheckPayloadSchema.safeParse(job.payload);
   if (!parsed.success) throw new PermanentJobError(`invalid contradiction_check payload: ${parsed.error.message}`);
   const tenant = { tenantId: job.owner_id, actor: "worker:contradiction" };
   if (!deps.llm) {
-    return await withTenant(deps.sql, tenant, (tx) => completeJobInTx(tx, job.id, workerId, { skipped: "no LLM configured" }));
+    return await withTenant(
+      deps.sql,
+      tenant,
+      (tx) => completeJobInTx(tx, job.id, workerId, { skipped: "no LLM configured" }),
+    );
   }
   const thresholds = thresholdsFor(deps.embedder.model, deps.config);
   const pairs = await withTenant(deps.sql, tenant, async (tx) => {
@@ -71,14 +81,18 @@ export async function checkNewMemories(deps: WorkerDeps, job: Job, workerId: str
       const ids = found.map((n) => [m.id, n.id].sort() as [string, string]);
       const judged = await tx<{ a: string; b: string }[]>`
         select id_a as a, id_b as b from public.memory_pair_checks
-         where kind = 'contradiction' and (id_a, id_b) in (select * from unnest(${ids.map((p) => p[0])}::uuid[], ${ids.map((p) => p[1])}::uuid[]))
+         where kind = 'contradiction' and (id_a, id_b) in (select * from unnest(${ids.map((p) => p[0])}::uuid[], ${
+        ids.map((p) => p[1])
+      }::uuid[]))
         union
         select least(memory_a, memory_b), greatest(memory_a, memory_b) from public.memory_contradictions
          where memory_a = ${m.id} or memory_b = ${m.id}`;
       const done = new Set(judged.map((j) => `${j.a}|${j.b}`));
       for (const n of found) {
         const [a, b] = [m.id, n.id].sort();
-        if (done.has(`${a}|${b}`) || out.some((p) => [p.older.id, p.newer.id].sort().join("|") === `${a}|${b}`)) continue;
+        if (done.has(`${a}|${b}`) || out.some((p) => [p.older.id, p.newer.id].sort().join("|") === `${a}|${b}`)) {
+          continue;
+        }
         const other: PairMemory = { ...n, created_at: new Date(n.created_at), access_count: Number(n.access_count) };
         const mine = asPairMemory(m);
         const [older, newer] = other.created_at.getTime() <= mine.created_at.getTime() ? [other, mine] : [mine, other];
@@ -88,7 +102,9 @@ export async function checkNewMemories(deps: WorkerDeps, job: Job, workerId: str
     return out;
   });
 
-  const outcome = pairs.length > 0 ? await judgePairs(deps.llm, pairs, { pairsPerPrompt: PAIRS_PER_PROMPT, tokens: TOKENS_PER_JOB }) : undefined;
+  const outcome = pairs.length > 0
+    ? await judgePairs(deps.llm, pairs, { pairsPerPrompt: PAIRS_PER_PROMPT, tokens: TOKENS_PER_JOB })
+    : undefined;
   const judged = outcome?.judged ?? [];
   await withTenant(deps.sql, tenant, async (tx) => {
     const rows = judged.map((p) => {
@@ -99,10 +115,16 @@ export async function checkNewMemories(deps: WorkerDeps, job: Job, workerId: str
       await tx`
         insert into public.memory_pair_checks (owner_id, kind, id_a, id_b, score, verdict)
         select ${job.owner_id}, 'contradiction', r.id_a, r.id_b, r.score, r.verdict
-          from json_to_recordset(${tx.json(rows as never)}::json) as r(id_a uuid, id_b uuid, score numeric, verdict text)
+          from json_to_recordset(${
+        tx.json(rows as never)
+      }::json) as r(id_a uuid, id_b uuid, score numeric, verdict text)
         on conflict (owner_id, kind, id_a, id_b) do update set score = excluded.score, verdict = excluded.verdict, checked_at = now()`;
     }
-    const found = judged.filter((p) => p.verdict === "contradiction").map((p) => ({ older: p.older.id, newer: p.newer.id, reason: p.reason }));
+    const found = judged.filter((p) => p.verdict === "contradiction").map((p) => ({
+      older: p.older.id,
+      newer: p.newer.id,
+      reason: p.reason,
+    }));
     const recorded = await recordContradictions(tx, job.owner_id, found, "write");
     await completeJobInTx(tx, job.id, workerId, {
       memories: parsed.data.memory_ids.length,

@@ -28,7 +28,8 @@ export type Resolution = typeof RESOLUTIONS[number];
 export const ContradictionListQuery = z
   .object({
     status: z.enum(["open", "resolved", "all"]).default("open"),
-    limit: z.string().regex(/^\d{1,3}$/, "an integer 1-100").transform(Number).pipe(z.number().int().min(1).max(100)).default(50),
+    limit: z.string().regex(/^\d{1,3}$/, "an integer 1-100").transform(Number).pipe(z.number().int().min(1).max(100))
+      .default(50),
   })
   .strict();
 export type ContradictionListQuery = z.infer<typeof ContradictionListQuery>;
@@ -74,14 +75,16 @@ export interface Contradiction {
   merged_id: string | null;
 }
 
-const OPEN = (tx: Tx) => tx`c.resolution is null and a.is_valid and a.state = 'active' and b.is_valid and b.state = 'active'`;
+const OPEN = (tx: Tx) =>
+  tx`c.resolution is null and a.is_valid and a.state = 'active' and b.is_valid and b.state = 'active'`;
 type Fragment = ReturnType<typeof OPEN>;
 
 function select(tx: Tx, where: Fragment, limit: number) {
-  const mem = (alias: string) => tx.unsafe(
-    `json_build_object('id', ${alias}.id, 'content', ${alias}.content, 'namespace', ${alias}.namespace, 'memory_type', ${alias}.memory_type,
+  const mem = (alias: string) =>
+    tx.unsafe(
+      `json_build_object('id', ${alias}.id, 'content', ${alias}.content, 'namespace', ${alias}.namespace, 'memory_type', ${alias}.memory_type,
                        'source', ${alias}.source, 'is_valid', ${alias}.is_valid, 'state', ${alias}.state, 'created_at', ${alias}.created_at)`,
-  );
+    );
   return tx<Contradiction[]>`
     select c.id,
            case when c.resolution is not null then 'resolved'
@@ -97,10 +100,21 @@ function select(tx: Tx, where: Fragment, limit: number) {
      limit ${limit}`;
 }
 
-
-export async function listContradictions(sql: Sql, tenant: TenantContext, q: ContradictionListQuery): Promise<Contradiction[]> {
-  const rows = await withTenant(sql, tenant, (tx) =>
-    select(tx, q.status === "open" ? OPEN(tx) : q.status === "resolved" ? tx`c.resolution is not null` : tx`true`, q.limit));
+export async function listContradictions(
+  sql: Sql,
+  tenant: TenantContext,
+  q: ContradictionListQuery,
+): Promise<Contradiction[]> {
+  const rows = await withTenant(
+    sql,
+    tenant,
+    (tx) =>
+      select(
+        tx,
+        q.status === "open" ? OPEN(tx) : q.status === "resolved" ? tx`c.resolution is not null` : tx`true`,
+        q.limit,
+      ),
+  );
   return rows.map(iso);
 }
 
@@ -112,11 +126,18 @@ export async function recordContradictions(
   detectedBy: "consolidation" | "write",
 ): Promise<number> {
   if (found.length === 0) return 0;
-  const rows = found.map((f) => ({ owner_id: ownerId, memory_a: f.older, memory_b: f.newer, reason: f.reason.slice(0, 1000) || null }));
+  const rows = found.map((f) => ({
+    owner_id: ownerId,
+    memory_a: f.older,
+    memory_b: f.newer,
+    reason: f.reason.slice(0, 1000) || null,
+  }));
   const inserted = await tx`
     insert into public.memory_contradictions (owner_id, memory_a, memory_b, detected_by, reason)
     select r.owner_id, r.memory_a, r.memory_b, ${detectedBy}, r.reason
-      from json_to_recordset(${tx.json(rows as never)}::json) as r(owner_id uuid, memory_a uuid, memory_b uuid, reason text)
+      from json_to_recordset(${
+    tx.json(rows as never)
+  }::json) as r(owner_id uuid, memory_a uuid, memory_b uuid, reason text)
     on conflict (owner_id, least(memory_a, memory_b), greatest(memory_a, memory_b)) do nothing
     returning id`;
   return inserted.length;
@@ -145,7 +166,13 @@ export async function resolveContradiction(
     let mergedId: string | null = null;
     if (body.resolution === "a_wins" || body.resolution === "b_wins") {
       const [keep, drop] = body.resolution === "a_wins" ? [c.memory_a, c.memory_b] : [c.memory_b, c.memory_a];
-      if (!alive.has(keep)) throw new HttpError(409, "memory_changed", `memory ${keep} is no longer valid; restore it or resolve otherwise`);
+      if (!alive.has(keep)) {
+        throw new HttpError(
+          409,
+          "memory_changed",
+          `memory ${keep} is no longer valid; restore it or resolve otherwise`,
+        );
+      }
       if (alive.has(drop)) await supersedeMemory(tx, tenant.tenantId, keep, drop, { strength: 1, evidence });
     } else if (body.resolution === "merged") {
       const b = valid.find((v) => v.id === c.memory_b) ?? valid[0];
@@ -153,7 +180,9 @@ export async function resolveContradiction(
       const [row] = await tx<{ id: string }[]>`
         insert into public.devai_memories
           (owner_id, content, embedding, embedding_model, memory_type, namespace, priority, source, strength, base_strength, importance, metadata)
-        values (${tenant.tenantId}, ${merged!.text}, ${toVectorLiteral(vector!)}::extensions.vector, ${deps.embedder.model}, ${b.memory_type},
+        values (${tenant.tenantId}, ${merged!.text}, ${
+        toVectorLiteral(vector!)
+      }::extensions.vector, ${deps.embedder.model}, ${b.memory_type},
                 ${b.namespace}, 'highest', 'correction', 1, 1, ${Math.max(...valid.map((v) => v.importance))},
                 ${tx.json({ contradiction_id: id })})
         returning id`;
@@ -163,10 +192,18 @@ export async function resolveContradiction(
     }
     await tx`
       update public.memory_contradictions
-         set resolution = ${body.resolution}, resolved_at = now(), resolved_by = ${tenant.actor}, note = ${note.text ?? null},
+         set resolution = ${body.resolution}, resolved_at = now(), resolved_by = ${tenant.actor}, note = ${
+      note.text ?? null
+    },
              merged_id = ${mergedId}
        where id = ${id}`;
-    await recordRedactions(tx, { ownerId: tenant.tenantId, writer: "resolve", node: "hotpath", counts: addCounts({ ...merged?.counts }, note.counts), threadId: body.thread_id });
+    await recordRedactions(tx, {
+      ownerId: tenant.tenantId,
+      writer: "resolve",
+      node: "hotpath",
+      counts: addCounts({ ...merged?.counts }, note.counts),
+      threadId: body.thread_id,
+    });
     return id;
   }, { threadId: body.thread_id });
   const [row] = await withTenant(deps.sql, tenant, (tx) => select(tx, tx`c.id = ${resolvedId}`, 1));
@@ -177,7 +214,9 @@ async function loadOpen(tx: Tx, id: string) {
   const [c] = await tx<{ memory_a: string; memory_b: string; resolution: string | null }[]>`
     select memory_a, memory_b, resolution from public.memory_contradictions where id = ${id} for update`;
   if (!c) throw new HttpError(404, "not_found", `contradiction ${id} not found`);
-  if (c.resolution) throw new HttpError(409, "already_resolved", `contradiction ${id} was resolved already (${c.resolution})`);
+  if (c.resolution) {
+    throw new HttpError(409, "already_resolved", `contradiction ${id} was resolved already (${c.resolution})`);
+  }
   return c;
 }
 

@@ -15,8 +15,19 @@ export const DATABASE_RETRY_AFTER_SECONDS = 2;
 
 // Connection-level failures reported by the socket (Node's codes) or by postgres.js.
 const CONNECTION_CODES = new Set([
-  "ECONNREFUSED", "ECONNRESET", "ECONNABORTED", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN",
-  "CONNECT_TIMEOUT", "CONNECTION_CLOSED", "CONNECTION_DESTROYED", "CONNECTION_ENDED",
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ECONNABORTED",
+  "EPIPE",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "CONNECT_TIMEOUT",
+  "CONNECTION_CLOSED",
+  "CONNECTION_DESTROYED",
+  "CONNECTION_ENDED",
 ]);
 // SQLSTATEs of a server that is going away, coming up, full or too slow for our timeout.
 const UNAVAILABLE_STATES = new Set(["57P01", "57P02", "57P03", "53300", "57014", "25P03"]);
@@ -39,7 +50,9 @@ export function mapDatabaseError(err: unknown): HttpError | undefined {
     return new HttpError(
       503,
       "database_unavailable",
-      timedOut ? "the database did not answer in time; nothing was written, try again" : "the database is unavailable; nothing was written, try again",
+      timedOut
+        ? "the database did not answer in time; nothing was written, try again"
+        : "the database is unavailable; nothing was written, try again",
       undefined,
       { "retry-after": String(DATABASE_RETRY_AFTER_SECONDS) },
     );
@@ -48,8 +61,12 @@ export function mapDatabaseError(err: unknown): HttpError | undefined {
   if (!code || !/^[0-9A-Z]{5}$/.test(code)) return undefined;
   const detail = (err as { message?: string }).message ?? "database rejected the request";
   // Text Postgres cannot store (U+0000, invalid escapes): the caller's input, never a 500.
-  if (code === "22P05" || code === "22021") return new HttpError(400, "invalid_request", "the request contains characters that cannot be stored");
-  if (code.startsWith("22")) return new HttpError(400, "invalid_request", `a value in the request is out of range or malformed: ${detail}`);
+  if (code === "22P05" || code === "22021") {
+    return new HttpError(400, "invalid_request", "the request contains characters that cannot be stored");
+  }
+  if (code.startsWith("22")) {
+    return new HttpError(400, "invalid_request", `a value in the request is out of range or malformed: ${detail}`);
+  }
   if (code === "23514" || code === "23502") return new HttpError(422, "unprocessable", detail);
   if (code === "23505") return new HttpError(409, "conflict", detail);
   if (code === "23503") return new HttpError(404, "not_found", "referenced memory not found");

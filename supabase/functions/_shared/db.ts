@@ -112,7 +112,12 @@ export interface TenantTxOptions {
  * statement, BEGIN and the tenant's settings are sent together (pipelined on one connection): one
  * round trip, as when the token was part of the first statement.
  */
-export async function withTenant<T>(sql: Sql, who: TenantContext, fn: (tx: Tx) => Promise<T>, opts: TenantTxOptions = {}): Promise<T> {
+export async function withTenant<T>(
+  sql: Sql,
+  who: TenantContext,
+  fn: (tx: Tx) => Promise<T>,
+  opts: TenantTxOptions = {},
+): Promise<T> {
   const routeClass = who.actor.startsWith("worker") ? undefined : takeRequestCharge();
   for (let attempt = 1;; attempt++) {
     let started = false;
@@ -163,7 +168,10 @@ export async function readAsTenant<T>(
     try {
       const primary = primaryOf(sql);
       const charge = routeClass ? chargeToken(primary === sql ? conn : primary, who, routeClass) : undefined;
-      const [charged, answer] = await Promise.allSettled([charge ?? Promise.resolve(0), read(conn, tenantSettings(conn, timeoutOf(sql), who, opts))]);
+      const [charged, answer] = await Promise.allSettled([
+        charge ?? Promise.resolve(0),
+        read(conn, tenantSettings(conn, timeoutOf(sql), who, opts)),
+      ]);
       if (charged.status === "rejected") throw charged.reason;
       if (routeClass && charged.value > 0) throw rateLimited(routeClass, charged.value);
       if (answer.status === "rejected") throw answer.reason;
@@ -212,7 +220,12 @@ function chargeToken(q: Sql, who: TenantContext, routeClass: RouteClass): Promis
  * categories, agent allowlists), read as `authenticated` and changed as `service_role`, with the
  * privileges and policies of that role rather than the connection's own.
  */
-export async function withRole<T>(sql: Sql, role: "authenticated" | "service_role", actor: string, fn: (tx: Tx) => Promise<T>): Promise<T> {
+export async function withRole<T>(
+  sql: Sql,
+  role: "authenticated" | "service_role",
+  actor: string,
+  fn: (tx: Tx) => Promise<T>,
+): Promise<T> {
   const result = await sql.begin(async (tx) => {
     await tx`select set_config('role', ${role}, true),
                     set_config('request.jwt.claims', ${JSON.stringify({ role })}, true),

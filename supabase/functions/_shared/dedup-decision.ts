@@ -43,13 +43,22 @@ export type ResolvedAction =
 export interface Resolution {
   resolved: ResolvedAction;
   /** Why the server did not follow the LLM literally (for events/job results), if it did not. */
-  override?: "unknown_target" | "missing_target" | "protected_target" | "user_stated_always_stored" | "invalid_merged_content";
+  override?:
+    | "unknown_target"
+    | "missing_target"
+    | "protected_target"
+    | "user_stated_always_stored"
+    | "invalid_merged_content";
   decision: DedupDecision;
 }
 
 export function dedupMessages(candidate: Candidate, neighbours: Neighbour[]): PromptMessage[] {
   const listed = neighbours
-    .map((n, i) => `[${i}] (similarity ${n.similarity.toFixed(3)}, ${n.memory_type}${isProtected(n) ? ", stated by the user" : ""}) ${n.content}`)
+    .map((n, i) =>
+      `[${i}] (similarity ${n.similarity.toFixed(3)}, ${n.memory_type}${
+        isProtected(n) ? ", stated by the user" : ""
+      }) ${n.content}`
+    )
     .join("\n");
   return [
     {
@@ -66,16 +75,23 @@ export function dedupMessages(candidate: Candidate, neighbours: Neighbour[]): Pr
     },
     {
       role: "user",
-      content: `NEW candidate (${candidate.type}, source ${candidate.source}): ${candidate.content}\n\nEXISTING memories:\n${listed}`,
+      content:
+        `NEW candidate (${candidate.type}, source ${candidate.source}): ${candidate.content}\n\nEXISTING memories:\n${listed}`,
     },
   ];
 }
 
 export function resolveDecision(decision: DedupDecision, candidate: Candidate, neighbours: Neighbour[]): Resolution {
   const protectedCandidate = isProtected(candidate);
-  const add = (override?: Resolution["override"]): Resolution => ({ resolved: { action: "ADD", content: candidate.content }, override, decision });
+  const add = (override?: Resolution["override"]): Resolution => ({
+    resolved: { action: "ADD", content: candidate.content },
+    override,
+    decision,
+  });
   const t = decision.target;
-  const target = typeof t === "number" && Number.isInteger(t) && t >= 0 && t < neighbours.length ? neighbours[t] : undefined;
+  const target = typeof t === "number" && Number.isInteger(t) && t >= 0 && t < neighbours.length
+    ? neighbours[t]
+    : undefined;
   const namedBadTarget = t !== undefined && t !== null && !target;
 
   switch (decision.action) {
@@ -90,8 +106,12 @@ export function resolveDecision(decision: DedupDecision, candidate: Candidate, n
       if (namedBadTarget) return add("unknown_target");
       if (!target) return add("missing_target");
       if (isProtected(target)) return add("protected_target");
-      if (decision.action === "DELETE") return { resolved: { action: "DELETE", targetId: target.id, content: candidate.content }, decision };
-      if (protectedCandidate) return { resolved: { action: "UPDATE", targetId: target.id, content: candidate.content }, decision };
+      if (decision.action === "DELETE") {
+        return { resolved: { action: "DELETE", targetId: target.id, content: candidate.content }, decision };
+      }
+      if (protectedCandidate) {
+        return { resolved: { action: "UPDATE", targetId: target.id, content: candidate.content }, decision };
+      }
       const merged = decision.content ? validateContent(candidate.type, decision.content) : undefined;
       if (!merged?.ok) {
         return {

@@ -3,7 +3,14 @@
 import type { Tx } from "./db.ts";
 import { type Llm, LlmOutputError, LlmRequestError } from "./llm.ts";
 import { type Candidate, isProtected } from "./candidates.ts";
-import { decideWithoutLlm, dedupMessages, DedupDecisionSchema, type Neighbour, type ResolvedAction, resolveDecision } from "./dedup-decision.ts";
+import {
+  decideWithoutLlm,
+  DedupDecisionSchema,
+  dedupMessages,
+  type Neighbour,
+  type ResolvedAction,
+  resolveDecision,
+} from "./dedup-decision.ts";
 import { event } from "./dedup-writes.ts";
 import type { CandidateOutcome, DedupContext, DedupReport } from "./dedup.ts";
 
@@ -33,7 +40,11 @@ export async function decideWithModel(
     const action = decideWithoutLlm(c, neighbours);
     report.model_failures++;
     outcome.reason = "model_failed";
-    await event(tx, ctx, "classify", "error", null, c, best, { decision: action.action, rule: "model_failed", error: `${err.name}: ${err.message}`.slice(0, 500) });
+    await event(tx, ctx, "classify", "error", null, c, best, {
+      decision: action.action,
+      rule: "model_failed",
+      error: `${err.name}: ${err.message}`.slice(0, 500),
+    });
     return action;
   }
   report.usage.promptTokens += out.usage.promptTokens;

@@ -7,8 +7,19 @@ import { linkEntities, linkEntitiesByRules } from "./entities.ts";
 import { citedFileLinks, contextMetadata } from "./context/lineage.ts";
 import type { DedupContext } from "./dedup.ts";
 
-export async function insertMemory(tx: Tx, ctx: DedupContext, c: Candidate, content: string, vec: string, model: string): Promise<string> {
-  const base = { origin: ctx.origin, ...(ctx.jobId ? { job_id: ctx.jobId } : {}), ...(c.category ? { category: c.category } : {}) };
+export async function insertMemory(
+  tx: Tx,
+  ctx: DedupContext,
+  c: Candidate,
+  content: string,
+  vec: string,
+  model: string,
+): Promise<string> {
+  const base = {
+    origin: ctx.origin,
+    ...(ctx.jobId ? { job_id: ctx.jobId } : {}),
+    ...(c.category ? { category: c.category } : {}),
+  };
   const metadata = { ...base, ...contextMetadata(c, content, ctx.lineage) };
   const [row] = await tx<{ id: string }[]>`
     insert into public.devai_memories
@@ -35,6 +46,19 @@ export async function event(
 ): Promise<void> {
   await tx`
     insert into public.memory_events (owner_id, thread_id, node, op, status, memory_id, category, sim, meta)
-    values (${ctx.ownerId}, ${ctx.threadId ?? null}, 'worker', ${op}, ${status}, ${memoryId}, ${effectiveCategory(c.type, c.category)},
-            ${sim}, ${tx.json({ ...meta, origin: ctx.origin, job_id: ctx.jobId ?? null, namespace: c.namespace, memory_type: c.type, protected: isProtected(c) } as never)})`;
+    values (${ctx.ownerId}, ${ctx.threadId ?? null}, 'worker', ${op}, ${status}, ${memoryId}, ${
+    effectiveCategory(c.type, c.category)
+  },
+            ${sim}, ${
+    tx.json(
+      {
+        ...meta,
+        origin: ctx.origin,
+        job_id: ctx.jobId ?? null,
+        namespace: c.namespace,
+        memory_type: c.type,
+        protected: isProtected(c),
+      } as never,
+    )
+  })`;
 }

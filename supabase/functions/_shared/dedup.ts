@@ -144,9 +144,17 @@ export async function dedupCandidates(
     // A model's fact about who or where the user is waits for consent instead (docs/consolidation.md#consent).
     const proposal = await proposeIfSensitive(tx, c, ctx);
     if (proposal) {
-      Object.assign(outcome, { action: "PROPOSED", reason: `needs consent: ${proposal.field}`, target_id: proposal.id });
+      Object.assign(outcome, {
+        action: "PROPOSED",
+        reason: `needs consent: ${proposal.field}`,
+        target_id: proposal.id,
+      });
       report.counts.PROPOSED++;
-      await event(tx, ctx, "create", "skipped", null, c, null, { reason: "needs_consent", field: proposal.field, proposal_id: proposal.id });
+      await event(tx, ctx, "create", "skipped", null, c, null, {
+        reason: "needs_consent",
+        field: proposal.field,
+        proposal_id: proposal.id,
+      });
       continue;
     }
 
@@ -154,7 +162,10 @@ export async function dedupCandidates(
       outcome.action = "SKIPPED";
       outcome.reason = "daily_cap";
       report.counts.SKIPPED++;
-      await event(tx, ctx, "create", "skipped", null, c, null, { reason: "daily_cap", cap: deps.config.extractDailyCap });
+      await event(tx, ctx, "create", "skipped", null, c, null, {
+        reason: "daily_cap",
+        cap: deps.config.extractDailyCap,
+      });
       continue;
     }
 
@@ -173,7 +184,10 @@ export async function dedupCandidates(
     })).map((n) => ({
       id: n.id,
       content: n.content,
-      similarity: Math.max(n.similarity ?? 0, (n.keyword_coverage ?? 0) >= NEAR_VERBATIM_COVERAGE ? thresholds.dedup : 0),
+      similarity: Math.max(
+        n.similarity ?? 0,
+        (n.keyword_coverage ?? 0) >= NEAR_VERBATIM_COVERAGE ? thresholds.dedup : 0,
+      ),
       memory_type: n.memory_type,
       namespace: n.namespace,
       source: n.source,
@@ -188,7 +202,9 @@ export async function dedupCandidates(
     const nearIds = found.filter((n) => n.similarity >= thresholds.dedup).slice(0, NEIGHBOURS_SHOWN).map((n) => n.id);
     let neighbours: Neighbour[] = [];
     if (nearIds.length > 0) {
-      const locked = await tx<{ id: string; content: string; source: string | null; priority: string; pinned: boolean }[]>`
+      const locked = await tx<
+        { id: string; content: string; source: string | null; priority: string; pinned: boolean }[]
+      >`
         select id, content, source, priority, pinned from public.devai_memories
          where id = any(${nearIds}::uuid[]) and is_valid and state = 'active'
          order by id
@@ -237,7 +253,11 @@ export async function dedupCandidates(
     const edges: Edge[] = [];
     if (action.action === "UPDATE" || action.action === "DELETE") {
       const sim = found.find((n) => n.id === action.targetId)?.similarity ?? thresholds.dedup;
-      edges.push({ to: action.targetId, type: action.action === "UPDATE" ? "supersedes" : "contradicts", strength: clamp01(sim) });
+      edges.push({
+        to: action.targetId,
+        type: action.action === "UPDATE" ? "supersedes" : "contradicts",
+        strength: clamp01(sim),
+      });
     }
     const targetId = action.action === "UPDATE" || action.action === "DELETE" ? action.targetId : undefined;
     for (const n of found.filter((n) => n.similarity >= thresholds.link && n.id !== targetId).slice(0, LINK_TOP_K)) {
@@ -247,7 +267,9 @@ export async function dedupCandidates(
     if (outcome.links > 0) await event(tx, ctx, "link", "ok", newId, c, null, { edges: outcome.links });
   }
   // New facts are checked against their nearest ones for contradictions, off this transaction's path.
-  if (deps.llm) await queueContradictionCheck(tx, ctx.ownerId, report.outcomes.flatMap((o) => (o.memory_id ? [o.memory_id] : [])));
+  if (deps.llm) {
+    await queueContradictionCheck(tx, ctx.ownerId, report.outcomes.flatMap((o) => (o.memory_id ? [o.memory_id] : [])));
+  }
   return report;
 }
 

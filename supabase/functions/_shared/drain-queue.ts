@@ -14,7 +14,15 @@ import type { Sql } from "./db.ts";
 import { withTenant } from "./db.ts";
 import type { Embedder } from "./embeddings.ts";
 import type { Config } from "./env.ts";
-import { claimJobs, completeJobInTx, failJob, type Job, type JobKind, LeaseLostError, PermanentJobError } from "./jobs.ts";
+import {
+  claimJobs,
+  completeJobInTx,
+  failJob,
+  type Job,
+  type JobKind,
+  LeaseLostError,
+  PermanentJobError,
+} from "./jobs.ts";
 import { type Llm, LlmOutputError, LlmRequestError } from "./llm.ts";
 import { codeOrigin } from "./schemas.ts";
 import { CandidateSchema } from "./candidates.ts";
@@ -82,12 +90,24 @@ export async function drainQueue(deps: WorkerDeps, opts: DrainOptions = {}): Pro
   const report: DrainReport = { claimed: 0, done: 0, retried: 0, dead: 0, lease_lost: 0, jobs: [] };
   while (report.claimed < maxJobs) {
     const leaseSeconds = opts.leaseSeconds ?? DEFAULT_LEASE_SECONDS;
-    const [job] = await claimJobs(deps.sql, { workerId, limit: 1, leaseSeconds, kinds: opts.kinds, ownerId: opts.ownerId });
+    const [job] = await claimJobs(deps.sql, {
+      workerId,
+      limit: 1,
+      leaseSeconds,
+      kinds: opts.kinds,
+      ownerId: opts.ownerId,
+    });
     if (!job) break;
     report.claimed++;
     try {
       const onRenewed = opts.onLeaseRenewed && ((held: boolean) => opts.onLeaseRenewed!(job.id, held));
-      await whileHoldingLease(deps.sql, job.id, workerId, { leaseSeconds, onRenewed }, () => processJob(deps, job, workerId));
+      await whileHoldingLease(
+        deps.sql,
+        job.id,
+        workerId,
+        { leaseSeconds, onRenewed },
+        () => processJob(deps, job, workerId),
+      );
       report.done++;
       report.jobs.push({ id: job.id, kind: job.kind, status: "done" });
     } catch (err) {
@@ -99,8 +119,12 @@ export async function drainQueue(deps: WorkerDeps, opts: DrainOptions = {}): Pro
       }
       const message = describeError(err);
       const cause = err instanceof ModelPartError ? err.modelError : err;
-      const retryable = !(cause instanceof PermanentJobError) && !(cause instanceof LlmRequestError && !cause.retryable);
-      const status = await failJob(deps.sql, job.id, workerId, message, { retryable, backoffBaseMs: opts.backoffBaseMs });
+      const retryable = !(cause instanceof PermanentJobError) &&
+        !(cause instanceof LlmRequestError && !cause.retryable);
+      const status = await failJob(deps.sql, job.id, workerId, message, {
+        retryable,
+        backoffBaseMs: opts.backoffBaseMs,
+      });
       if (status === "dead") report.dead++;
       else report.retried++;
       report.jobs.push({ id: job.id, kind: job.kind, status: status ?? "lease_lost", error: message });
@@ -122,12 +146,21 @@ async function processDedup(deps: WorkerDeps, job: Job, workerId: string): Promi
   const parsed = DedupJobPayloadSchema.safeParse(job.payload);
   if (!parsed.success) throw new PermanentJobError(`invalid dedup payload: ${parsed.error.message}`);
   const payload = parsed.data;
-  const vectors = payload.candidates.length > 0 ? await deps.embedder.embed(payload.candidates.map((c) => c.content)) : [];
+  const vectors = payload.candidates.length > 0
+    ? await deps.embedder.embed(payload.candidates.map((c) => c.content))
+    : [];
   await withTenant(deps.sql, { tenantId: job.owner_id, actor: "worker:dedup" }, async (tx) => {
     const report = await dedupCandidates(
       tx,
       { embedder: deps.embedder, llm: deps.llm, config: deps.config },
-      { ownerId: job.owner_id, sessionId: payload.session_id, threadId: payload.thread_id, origin: payload.origin, jobId: job.id, lineage: payload.lineage },
+      {
+        ownerId: job.owner_id,
+        sessionId: payload.session_id,
+        threadId: payload.thread_id,
+        origin: payload.origin,
+        jobId: job.id,
+        lineage: payload.lineage,
+      },
       payload.candidates,
       vectors,
     );
@@ -150,6 +183,8 @@ async function recordFailure(deps: WorkerDeps, job: Job, status: string, message
     await tx`
       insert into public.memory_events (owner_id, node, op, status, meta)
       values (${job.owner_id}, 'worker', ${job.kind === "extract" ? "extract" : "merge"}, 'error',
-              ${tx.json({ job_id: job.id, job_status: status, attempts: job.attempts, error: message.slice(0, 1000) } as never)})`;
+              ${
+      tx.json({ job_id: job.id, job_status: status, attempts: job.attempts, error: message.slice(0, 1000) } as never)
+    })`;
   });
 }

@@ -5,7 +5,15 @@
 // new edge. Directions and meanings: docs/graph.md#edges.
 import type { Tx } from "./db.ts";
 
-export const RELATION_TYPES = ["related_to", "supersedes", "derived_from", "contradicts", "temporal", "causal", "entity"] as const;
+export const RELATION_TYPES = [
+  "related_to",
+  "supersedes",
+  "derived_from",
+  "contradicts",
+  "temporal",
+  "causal",
+  "entity",
+] as const;
 export type RelationType = typeof RELATION_TYPES[number];
 
 export interface GraphEdge {
@@ -55,5 +63,9 @@ export interface Edge {
  * how many edges were new.
  */
 export async function linkMemory(tx: Tx, ownerId: string, fromId: string, edges: readonly Edge[]): Promise<number> {
-  return await insertEdges(tx, ownerId, edges.map((e) => ({ from: fromId, to: e.to, type: e.type, strength: e.strength })));
+  return await insertEdges(
+    tx,
+    ownerId,
+    edges.map((e) => ({ from: fromId, to: e.to, type: e.type, strength: e.strength })),
+  );
 }

@@ -36,7 +36,10 @@ export interface SimilarityThresholds {
   verbatim: number;
 }
 
-export function thresholdsFor(model: string, config?: Pick<Config, "retrieval" | "dedupThreshold">): SimilarityThresholds {
+export function thresholdsFor(
+  model: string,
+  config?: Pick<Config, "retrieval" | "dedupThreshold">,
+): SimilarityThresholds {
   const base = model === LOCAL_EMBEDDING_MODEL
     ? { retrieve: 0.45, dedup: 0.75, link: 0.35, consolidate: 0.6, verbatim: 0.92 }
     : { retrieve: 0.7, dedup: 0.8, link: 0.75, consolidate: 0.75, verbatim: 0.95 };
@@ -59,7 +62,9 @@ export async function embedForRequest(embedder: Embedder, text: string): Promise
     const [vector] = await embedder.embed([text]);
     if (!vector) throw new EmbeddingError("embedding provider returned no vector");
     if (vector.length !== EMBEDDING_DIMENSIONS) {
-      throw new EmbeddingError(`model ${embedder.model} returned ${vector.length} dimensions; ${EMBEDDING_DIMENSIONS} are required`);
+      throw new EmbeddingError(
+        `model ${embedder.model} returned ${vector.length} dimensions; ${EMBEDDING_DIMENSIONS} are required`,
+      );
     }
     return vector;
   } catch (err) {
@@ -68,7 +73,7 @@ export async function embedForRequest(embedder: Embedder, text: string): Promise
       503,
       "embedding_unavailable",
       `the embedding model (${embedder.provider}: ${embedder.model}) is unavailable: ${err.message}. ` +
-        "Check EMBEDDING_BASE_URL, EMBEDDING_MODEL and the key; the local server checks them at start (README \"Configuration\")",
+        'Check EMBEDDING_BASE_URL, EMBEDDING_MODEL and the key; the local server checks them at start (README "Configuration")',
     );
   }
 }
@@ -171,13 +176,18 @@ function retryAfterMs(err: unknown): number | undefined {
 
 export function openAiEmbedder(opts: OpenAiEmbedderOptions): Embedder {
   // The SDK's own retries are off so that ours are the only ones (and tests can count attempts).
-  const client = new OpenAI({ apiKey: opts.apiKey, baseURL: opts.baseUrl, maxRetries: 0, timeout: opts.timeoutMs ?? 30_000 });
+  const client = new OpenAI({
+    apiKey: opts.apiKey,
+    baseURL: opts.baseUrl,
+    maxRetries: 0,
+    timeout: opts.timeoutMs ?? 30_000,
+  });
   const batchSize = opts.batchSize ?? 100;
   const maxAttempts = opts.maxAttempts ?? 4;
   const baseDelay = opts.baseDelayMs ?? 250;
 
   async function embedBatch(batch: string[]): Promise<number[][]> {
-    for (let attempt = 1; ; attempt++) {
+    for (let attempt = 1;; attempt++) {
       try {
         const res = await client.embeddings.create({
           model: opts.model,
@@ -191,7 +201,9 @@ export function openAiEmbedder(opts: OpenAiEmbedderOptions): Embedder {
         }
         for (const v of vectors) {
           if (v.length !== EMBEDDING_DIMENSIONS) {
-            throw new EmbeddingError(`model ${opts.model} returned ${v.length} dimensions; 512 are required (does the server support 'dimensions'?)`);
+            throw new EmbeddingError(
+              `model ${opts.model} returned ${v.length} dimensions; 512 are required (does the server support 'dimensions'?)`,
+            );
           }
         }
         return vectors;

@@ -9,8 +9,18 @@ import { extractEntityMentions } from "./entity-rules.ts";
 
 /** Seed 003's entity types, then the coding ones. The database's memory_entities_type_check has the same list. */
 export const ENTITY_TYPES = [
-  "person", "project", "organization", "place", "concept", "tool",
-  "file", "package", "service", "function", "command", "error",
+  "person",
+  "project",
+  "organization",
+  "place",
+  "concept",
+  "tool",
+  "file",
+  "package",
+  "service",
+  "function",
+  "command",
+  "error",
 ] as const;
 export type EntityType = typeof ENTITY_TYPES[number];
 export const entityType = z.enum(ENTITY_TYPES);
@@ -60,7 +70,10 @@ export async function linkEntities(tx: Tx, links: readonly EntityLink[]): Promis
 }
 
 /** The rule-found mentions of each memory's content, linked (one statement for all of them). */
-export async function linkEntitiesByRules(tx: Tx, memories: readonly { id: string; content: string }[]): Promise<number> {
+export async function linkEntitiesByRules(
+  tx: Tx,
+  memories: readonly { id: string; content: string }[],
+): Promise<number> {
   const links: EntityLink[] = memories.flatMap((m) =>
     extractEntityMentions(m.content).map((e) => ({ ...e, memoryId: m.id, source: "rules" as const }))
   );

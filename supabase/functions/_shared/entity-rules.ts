@@ -14,19 +14,37 @@ const FILE_EXTENSIONS =
   "css|scss|sass|less|html|vue|svelte|swift|m|mm|ini|cfg|conf|xml|gradle|tf|proto|graphql|gql|prisma|env|txt|csv|ipynb|dart|ex|exs|erl|lua|r|scala|clj";
 // A path with a known extension (optionally a :line suffix), or a ./ ../ ~/ or / rooted path of two or more segments.
 const FILE = new RegExp(
-  String.raw`(?<![\w@/.:-])((?:\.{1,2}/|~/|/)?(?:[\w@.+-]+/)*[\w.+-]*[\w-]\.(?:${FILE_EXTENSIONS}))(?::\d+(?::\d+)?)?(?![\w/-])` +
+  String
+    .raw`(?<![\w@/.:-])((?:\.{1,2}/|~/|/)?(?:[\w@.+-]+/)*[\w.+-]*[\w-]\.(?:${FILE_EXTENSIONS}))(?::\d+(?::\d+)?)?(?![\w/-])` +
     String.raw`|(?<![\w@/.:-])((?:\.{1,2}/|~/)(?:[\w@.+-]+/)+[\w@.+-]+|/(?:[\w@.+-]+/){2,}[\w@.+-]*)`,
   "g",
 );
 // Framework names that look like files: Node.js is a tool, app.js is a file.
-const TOOLS_NAMED_LIKE_FILES = new Set(["node.js", "next.js", "vue.js", "nuxt.js", "express.js", "three.js", "d3.js", "chart.js", "nest.js", "ember.js", "backbone.js", "socket.io"]);
-const DOTFILES = /(?<![\w/.-])(\.(?:env(?:\.[\w-]+)?|gitignore|dockerignore|npmrc|nvmrc|eslintrc(?:\.\w+)?|prettierrc(?:\.\w+)?|editorconfig))(?![\w/-])/g;
-const WELL_KNOWN_FILES = /(?<![\w/.-])(Dockerfile|Makefile|Procfile|Gemfile|Rakefile|Justfile|Caddyfile|Jenkinsfile)(?![\w-]|\.\w)/g;
+const TOOLS_NAMED_LIKE_FILES = new Set([
+  "node.js",
+  "next.js",
+  "vue.js",
+  "nuxt.js",
+  "express.js",
+  "three.js",
+  "d3.js",
+  "chart.js",
+  "nest.js",
+  "ember.js",
+  "backbone.js",
+  "socket.io",
+]);
+const DOTFILES =
+  /(?<![\w/.-])(\.(?:env(?:\.[\w-]+)?|gitignore|dockerignore|npmrc|nvmrc|eslintrc(?:\.\w+)?|prettierrc(?:\.\w+)?|editorconfig))(?![\w/-])/g;
+const WELL_KNOWN_FILES =
+  /(?<![\w/.-])(Dockerfile|Makefile|Procfile|Gemfile|Rakefile|Justfile|Caddyfile|Jenkinsfile)(?![\w-]|\.\w)/g;
 
 // name@version, scoped or not: react@18.3.1, @types/node@20, zod@^4.1.0; npm:/jsr: specifiers too.
-const PACKAGE_VERSION = /(?<![\w/.-])(?:npm:|jsr:)?((?:@[a-z0-9][\w.-]*\/)?[a-z0-9][\w.-]*)@([\^~]?\d+(?:\.[\dx*]+){0,3}(?:-[\w.]*\w)?)(?![\w]|\.\w)/gi;
+const PACKAGE_VERSION =
+  /(?<![\w/.-])(?:npm:|jsr:)?((?:@[a-z0-9][\w.-]*\/)?[a-z0-9][\w.-]*)@([\^~]?\d+(?:\.[\dx*]+){0,3}(?:-[\w.]*\w)?)(?![\w]|\.\w)/gi;
 // Packages named by an install command: `npm install zod`, `pip install requests`, `cargo add serde`.
-const INSTALL = /\b(?:npm\s+(?:install|i|add)|pnpm\s+(?:add|install|i)|yarn\s+add|bun\s+add|pip3?\s+install|poetry\s+add|cargo\s+add|go\s+get|gem\s+install)((?:\s+(?:-{1,2}[\w-]+|(?:@[\w.-]+\/)?[\w.-]+(?:@[\^~]?[\w.*-]+)?))+)/gi;
+const INSTALL =
+  /\b(?:npm\s+(?:install|i|add)|pnpm\s+(?:add|install|i)|yarn\s+add|bun\s+add|pip3?\s+install|poetry\s+add|cargo\s+add|go\s+get|gem\s+install)((?:\s+(?:-{1,2}[\w-]+|(?:@[\w.-]+\/)?[\w.-]+(?:@[\^~]?[\w.*-]+)?))+)/gi;
 
 // Error codes and error types.
 const ERRORS = [
@@ -50,7 +68,8 @@ const HANDLE = /(?<![\w@/.])@([A-Za-z][\w-]{1,38})(?![\w@/.(-])/g;
 // Commands: a known program and its subcommand. Unambiguous programs are recognised anywhere with
 // one of their own verbs; in code (backticks, fenced blocks, `$ ` prompts) any known program counts.
 const VERBS: Record<string, string> = {
-  git: "add|commit|push|pull|rebase|merge|checkout|clone|status|log|diff|stash|reset|cherry-pick|bisect|fetch|branch|tag|switch|restore|revert|blame|worktree|submodule|remote|init|show",
+  git:
+    "add|commit|push|pull|rebase|merge|checkout|clone|status|log|diff|stash|reset|cherry-pick|bisect|fetch|branch|tag|switch|restore|revert|blame|worktree|submodule|remote|init|show",
   npm: "install|i|ci|add|remove|uninstall|run|test|publish|update|exec|audit|link|init|start|pack|outdated|dedupe",
   pnpm: "install|i|add|remove|run|test|publish|update|exec|dlx|store|why|build|dev|start",
   yarn: "install|add|remove|run|test|publish|upgrade|why|build|dev|start|workspace",
@@ -70,13 +89,39 @@ const VERBS: Record<string, string> = {
   go: "build|test|run|mod|get|vet|fmt|install|generate|work",
   brew: "install|uninstall|upgrade|update|services",
 };
-const CODE_ONLY_PROGRAMS = ["make", "node", "python", "python3", "psql", "curl", "just", "tsc", "jest", "vitest", "pytest", "ruby", "rails", "mvn", "gradle", "dotnet", "php", "composer", "mix", "sqlite3", "redis-cli"];
+const CODE_ONLY_PROGRAMS = [
+  "make",
+  "node",
+  "python",
+  "python3",
+  "psql",
+  "curl",
+  "just",
+  "tsc",
+  "jest",
+  "vitest",
+  "pytest",
+  "ruby",
+  "rails",
+  "mvn",
+  "gradle",
+  "dotnet",
+  "php",
+  "composer",
+  "mix",
+  "sqlite3",
+  "redis-cli",
+];
 const PROSE_COMMAND = new RegExp(
-  String.raw`(?<![\w./-])(?:${Object.entries(VERBS).map(([p, v]) => `${p}\\s+(?:${v})`).join("|")})(?![\w-])(?:\s+(?!-)[\w:./@-]+)?`,
+  String.raw`(?<![\w./-])(?:${
+    Object.entries(VERBS).map(([p, v]) => `${p}\\s+(?:${v})`).join("|")
+  })(?![\w-])(?:\s+(?!-)[\w:./@-]+)?`,
   "g",
 );
 const CODE_COMMAND = new RegExp(
-  String.raw`^\s*(?:\$\s+)?(sudo\s+)?(${[...Object.keys(VERBS), ...CODE_ONLY_PROGRAMS].map((p) => p.replace("-", "\\-")).join("|")})(?:\s+(?!-)([\w:./@-]+))?(?:\s+(?!-)([\w:./@-]+))?`,
+  String.raw`^\s*(?:\$\s+)?(sudo\s+)?(${
+    [...Object.keys(VERBS), ...CODE_ONLY_PROGRAMS].map((p) => p.replace("-", "\\-")).join("|")
+  })(?:\s+(?!-)([\w:./@-]+))?(?:\s+(?!-)([\w:./@-]+))?`,
 );
 const RUN_VERBS = new Set(["run", "task", "exec", "dlx", "x", "workspace"]);
 

@@ -41,7 +41,9 @@ const EnvSchema = z.object({
   LLM_MODEL: z.string().trim().min(1).default("gpt-4o-mini"),
   LLM_TIMEOUT_MS: positiveInt(60_000),
   // Memory behaviour.
-  MEMORY_NAMESPACE_ROOT: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,39}$/, "lowercase letters, digits, _ or -").default("devai"),
+  MEMORY_NAMESPACE_ROOT: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,39}$/, "lowercase letters, digits, _ or -").default(
+    "devai",
+  ),
   RETRIEVAL_THRESHOLD: unitInterval,
   // Unset: retrieval sizes its answer by the query's complexity (docs/retrieval.md#intent).
   RETRIEVAL_TOP_K: z.coerce.number().int().positive().optional(),
@@ -152,9 +154,17 @@ function embeddingProvider(e: z.infer<typeof EnvSchema>, modelNamed: boolean): C
   const baseUrl = e.EMBEDDING_BASE_URL ?? e.OPENAI_BASE_URL;
   const provider = e.EMBEDDING_PROVIDER ?? (apiKey || baseUrl ? "openai" : "local");
   if (provider === "local") {
-    const serverOnly = [e.EMBEDDING_BASE_URL && "EMBEDDING_BASE_URL", e.EMBEDDING_API_KEY && "EMBEDDING_API_KEY", modelNamed && "EMBEDDING_MODEL"].filter(Boolean);
+    const serverOnly = [
+      e.EMBEDDING_BASE_URL && "EMBEDDING_BASE_URL",
+      e.EMBEDDING_API_KEY && "EMBEDDING_API_KEY",
+      modelNamed && "EMBEDDING_MODEL",
+    ].filter(Boolean);
     if (serverOnly.length > 0 && e.EMBEDDING_PROVIDER === "local") {
-      throw new ConfigError(`invalid environment: EMBEDDING_PROVIDER=local ignores ${serverOnly.join(", ")}; unset them, or EMBEDDING_PROVIDER`);
+      throw new ConfigError(
+        `invalid environment: EMBEDDING_PROVIDER=local ignores ${
+          serverOnly.join(", ")
+        }; unset them, or EMBEDDING_PROVIDER`,
+      );
     }
     if (modelNamed) {
       throw new ConfigError(
@@ -165,7 +175,9 @@ function embeddingProvider(e: z.infer<typeof EnvSchema>, modelNamed: boolean): C
     return { provider, model: LOCAL_EMBEDDING_MODEL };
   }
   if (!apiKey && !baseUrl) {
-    throw new ConfigError("invalid environment: EMBEDDING_PROVIDER=openai needs EMBEDDING_API_KEY or OPENAI_API_KEY (or EMBEDDING_BASE_URL for a server that needs no key)");
+    throw new ConfigError(
+      "invalid environment: EMBEDDING_PROVIDER=openai needs EMBEDDING_API_KEY or OPENAI_API_KEY (or EMBEDDING_BASE_URL for a server that needs no key)",
+    );
   }
   return { provider, apiKey, baseUrl, model: e.EMBEDDING_MODEL };
 }
@@ -177,7 +189,9 @@ export interface JsonWebKeySet {
 function parseJwks(text: string): JsonWebKeySet {
   try {
     const value = JSON.parse(text) as { keys?: unknown };
-    if (Array.isArray(value?.keys) && value.keys.every((k) => k && typeof k === "object")) return value as JsonWebKeySet;
+    if (Array.isArray(value?.keys) && value.keys.every((k) => k && typeof k === "object")) {
+      return value as JsonWebKeySet;
+    }
   } catch {
     // reported below
   }
@@ -195,7 +209,9 @@ function apiKeysOf(name: string, text: string | undefined, prefix: string): stri
   } catch {
     // reported below
   }
-  throw new ConfigError(`invalid environment: ${name} must be a JSON object of name → ${prefix}… key (or one such key)`);
+  throw new ConfigError(
+    `invalid environment: ${name} must be a JSON object of name → ${prefix}… key (or one such key)`,
+  );
 }
 
 /** Every variable loadConfig reads (the README's configuration table documents each). */

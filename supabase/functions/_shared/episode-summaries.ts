@@ -23,8 +23,12 @@ const MESSAGE_TOKENS = 200;
 const DERIVED_FROM_EPISODES = 20;
 const SUMMARY_CONFIDENCE = 0.8;
 
-const SummarySchema = z.object({ sessions: z.array(z.object({ session: z.number().int(), summary: z.string().trim().min(1).max(600) })).max(20) });
-const CompressSchema = z.object({ sessions: z.array(z.object({ session: z.number().int(), compressed: z.string().trim().min(1).max(200) })).max(20) });
+const SummarySchema = z.object({
+  sessions: z.array(z.object({ session: z.number().int(), summary: z.string().trim().min(1).max(600) })).max(20),
+});
+const CompressSchema = z.object({
+  sessions: z.array(z.object({ session: z.number().int(), compressed: z.string().trim().min(1).max(200) })).max(20),
+});
 
 interface SessionToSummarise {
   id: string;
@@ -55,7 +59,9 @@ export interface EpisodeWork {
 /** The sessions tonight's run may compress, oldest end first (read in the tenant's transaction). */
 export async function planEpisodes(tx: Tx, settings: BackgroundSettings, now: Date): Promise<EpisodePlan> {
   const cap = settings.episodeSessionsPerNight;
-  const summarise = cap === 0 ? [] : await tx<(Omit<SessionToSummarise, "transcript"> & { messages: { role: string; content: string }[] })[]>`
+  const summarise = cap === 0
+    ? []
+    : await tx<(Omit<SessionToSummarise, "transcript"> & { messages: { role: string; content: string }[] })[]>`
     select s.id, s.session_id, s.namespace, s.first_event_at,
            array(select m.id from public.devai_memories m
                   where m.session_id = s.session_id and m.source = 'conversation' and m.state = 'active'
@@ -78,7 +84,10 @@ export async function planEpisodes(tx: Tx, settings: BackgroundSettings, now: Da
      order by s.ended_at, s.id
      limit ${left}`;
   return {
-    summarise: summarise.filter((s) => s.messages.length > 0).map(({ messages, ...s }) => ({ ...s, transcript: transcriptOf(messages) })),
+    summarise: summarise.filter((s) => s.messages.length > 0).map(({ messages, ...s }) => ({
+      ...s,
+      transcript: transcriptOf(messages),
+    })),
     compress,
   };
 }
@@ -109,7 +118,8 @@ function summaryMessages(sessions: readonly SessionToSummarise[]): PromptMessage
   return [
     {
       role: "system",
-      content: `${SESSION_SUMMARY_MARK} in 1-3 sentences of past tense (at most 400 characters): what was worked on, decided, ` +
+      content:
+        `${SESSION_SUMMARY_MARK} in 1-3 sentences of past tense (at most 400 characters): what was worked on, decided, ` +
         "broken and fixed. Third person (the user, the agent), no pronouns for either. Refer to sessions only by their number in `session`.",
     },
     { role: "user", content: sessions.map((s, i) => `[${i}]\n${s.transcript}`).join("\n\n") },
@@ -145,12 +155,16 @@ export async function compressEpisodes(
   for (let i = 0; i < plan.summarise.length; i += SESSIONS_PER_SUMMARY_CALL) {
     const batch = plan.summarise.slice(i, i + SESSIONS_PER_SUMMARY_CALL);
     const messages = summaryMessages(batch);
-    if (!fits(messages, 150 * batch.length)) return { ...work, summaries: await withVectors(summaries, embed), stopped: "tokens" };
+    if (!fits(messages, 150 * batch.length)) {
+      return { ...work, summaries: await withVectors(summaries, embed), stopped: "tokens" };
+    }
     const out = await llm.completeJson(SummarySchema, messages, { name: "session_summaries" });
     add(out.usage);
     for (const s of out.value.sessions) {
       const session = batch[s.session];
-      if (session && !summaries.some((x) => x.session.id === session.id)) summaries.push({ session, summary: clean(s.summary).slice(0, 600) });
+      if (session && !summaries.some((x) => x.session.id === session.id)) {
+        summaries.push({ session, summary: clean(s.summary).slice(0, 600) });
+      }
     }
   }
   work.summaries = await withVectors(summaries, embed);
@@ -162,20 +176,31 @@ export async function compressEpisodes(
     add(out.usage);
     for (const s of out.value.sessions) {
       const session = batch[s.session];
-      if (session && !work.compressed.some((x) => x.id === session.id)) work.compressed.push({ id: session.id, compressed: clean(s.compressed).slice(0, 200) });
+      if (session && !work.compressed.some((x) => x.id === session.id)) {
+        work.compressed.push({ id: session.id, compressed: clean(s.compressed).slice(0, 200) });
+      }
     }
   }
   return work;
 }
 
-async function withVectors(summaries: { session: SessionToSummarise; summary: string }[], embed: (texts: string[]) => Promise<number[][]>) {
+async function withVectors(
+  summaries: { session: SessionToSummarise; summary: string }[],
+  embed: (texts: string[]) => Promise<number[][]>,
+) {
   const kept = summaries.filter((s) => s.summary.length > 0);
   const vectors = kept.length > 0 ? await embed(kept.map((s) => s.summary)) : [];
   return kept.map((s, i) => ({ ...s, vector: vectors[i]! }));
 }
 
 /** Stores the night's summaries and one-liners (in the write transaction, as the tenant). */
-export async function applyEpisodeWork(tx: Tx, ownerId: string, model: string, work: EpisodeWork, runId: string): Promise<number> {
+export async function applyEpisodeWork(
+  tx: Tx,
+  ownerId: string,
+  model: string,
+  work: EpisodeWork,
+  runId: string,
+): Promise<number> {
   let done = 0;
   for (const { session, summary, vector } of work.summaries) {
     const namespace = session.namespace.replace(/\/episodes$/, "") + "/sessions";
@@ -183,16 +208,29 @@ export async function applyEpisodeWork(tx: Tx, ownerId: string, model: string, w
       with s as (select id from public.memory_sessions where id = ${session.id} and summary is null for update)
       insert into public.devai_memories
         (owner_id, content, embedding, embedding_model, memory_type, namespace, priority, source, importance, session_id, valid_from, metadata)
-      select ${ownerId}, ${summary}, ${toVectorLiteral(vector)}::extensions.vector, ${model}, 'episodic', ${namespace}, 'low', 'compaction', 2,
+      select ${ownerId}, ${summary}, ${
+      toVectorLiteral(vector)
+    }::extensions.vector, ${model}, 'episodic', ${namespace}, 'low', 'compaction', 2,
              ${session.session_id}, coalesce(${session.first_event_at}::timestamptz, now()),
              ${tx.json({ kind: "session_summary", session_id: session.session_id, run_id: runId })}
         from s
       returning id`;
     if (!row) continue;
-    await tx`update public.memory_sessions set summary = ${summary.slice(0, 2000)}, summary_memory_id = ${row.id}, summarised_at = now() where id = ${session.id}`;
-    await insertEdges(tx, ownerId, session.episode_ids.map((e) => ({
-      from: row.id, to: e, type: "derived_from" as const, strength: 1, confidence: SUMMARY_CONFIDENCE, evidence: [{ run_id: runId }],
-    })));
+    await tx`update public.memory_sessions set summary = ${
+      summary.slice(0, 2000)
+    }, summary_memory_id = ${row.id}, summarised_at = now() where id = ${session.id}`;
+    await insertEdges(
+      tx,
+      ownerId,
+      session.episode_ids.map((e) => ({
+        from: row.id,
+        to: e,
+        type: "derived_from" as const,
+        strength: 1,
+        confidence: SUMMARY_CONFIDENCE,
+        evidence: [{ run_id: runId }],
+      })),
+    );
     done++;
   }
   for (const c of work.compressed) {

@@ -121,7 +121,10 @@ export async function ingestEpisodes(
   const digests = input.batch.messages.map(episodeDigest);
   const redactions = input.batch.messages.map((m) => redactSecrets(m.content));
   const counts = redactions.reduce((sum: RedactionCounts, r) => addCounts(sum, r.counts), {});
-  const batch = { ...input.batch, messages: input.batch.messages.map((m, i) => ({ ...m, content: redactions[i]!.text })) };
+  const batch = {
+    ...input.batch,
+    messages: input.batch.messages.map((m, i) => ({ ...m, content: redactions[i]!.text })),
+  };
   const namespace = episodeNamespace(input.root, batch.project);
   // The messages of this batch the session holds already.
   const stored = tx`
@@ -151,12 +154,19 @@ export async function ingestEpisodes(
   // snapshot missed its episodes, so read them again (else a resent message would count as new,
   // find its row taken and be answered as dropped).
   if (!session!.created && opened!.seen !== session!.episode_count) {
-    const [again] = await tx<{ existing: { id: string; digest: string; seq: number }[] }[]>`select (${stored}) as existing`;
+    const [again] = await tx<
+      { existing: { id: string; digest: string; seq: number }[] }[]
+    >`select (${stored}) as existing`;
     opened!.existing = again!.existing;
   }
   if (!session!.created && (session!.project ?? undefined) !== batch.project) {
-    throw new HttpError(409, "session_project_mismatch",
-      `session ${batch.session_id} belongs to ${session!.project ? `project ${session!.project}` : "no project"}; its episodes stay in one scope`);
+    throw new HttpError(
+      409,
+      "session_project_mismatch",
+      `session ${batch.session_id} belongs to ${
+        session!.project ? `project ${session!.project}` : "no project"
+      }; its episodes stay in one scope`,
+    );
   }
 
   const existing = new Map(opened!.existing.map((r) => [r.digest, r]));
@@ -167,11 +177,19 @@ export async function ingestEpisodes(
     seenInBatch.add(d);
   });
   if (fresh.length > 0 && session!.ended_at) {
-    throw new HttpError(409, "session_ended", `session ${batch.session_id} has ended; send new messages under a new session id`);
+    throw new HttpError(
+      409,
+      "session_ended",
+      `session ${batch.session_id} has ended; send new messages under a new session id`,
+    );
   }
 
-  const ended = session!.created && batch.thread_id ? await endThreadsOtherSessions(tx, batch.thread_id, batch.session_id) : [];
-  const freshVectors = input.embedder && fresh.length > 0 ? await input.embedder.embed(fresh.map((i) => batch.messages[i]!.content)) : undefined;
+  const ended = session!.created && batch.thread_id
+    ? await endThreadsOtherSessions(tx, batch.thread_id, batch.session_id)
+    : [];
+  const freshVectors = input.embedder && fresh.length > 0
+    ? await input.embedder.embed(fresh.map((i) => batch.messages[i]!.content))
+    : undefined;
   const vectorOf = new Map(fresh.map((i, k) => [i, freshVectors?.[k]]));
   const inserted = fresh.length === 0 ? [] : await tx<{ id: string; seq: number; digest: string; valid_from: Date }[]>`
     insert into public.devai_memories
@@ -179,9 +197,15 @@ export async function ingestEpisodes(
        session_id, valid_from, metadata)
     select ${tenantId}, x.content, x.embedding::extensions.vector, ${freshVectors ? input.embedder!.model : null},
            'episodic', ${session!.namespace}, 'low', 'conversation', ${EPISODE_IMPORTANCE}, ${batch.session_id},
-           coalesce(x.at, now()), jsonb_build_object('role', x.role, 'digest', x.digest, 'seq', ${session!.episode_count} + x.n - 1)
-      from unnest(${fresh.map((i) => batch.messages[i]!.content)}::text[], ${fresh.map((i) => batch.messages[i]!.role)}::text[],
-                  ${fresh.map((i) => batch.messages[i]!.at ?? null)}::timestamptz[], ${fresh.map((i) => digests[i]!)}::text[],
+           coalesce(x.at, now()), jsonb_build_object('role', x.role, 'digest', x.digest, 'seq', ${
+    session!.episode_count
+  } + x.n - 1)
+      from unnest(${fresh.map((i) => batch.messages[i]!.content)}::text[], ${
+    fresh.map((i) => batch.messages[i]!.role)
+  }::text[],
+                  ${fresh.map((i) => batch.messages[i]!.at ?? null)}::timestamptz[], ${
+    fresh.map((i) => digests[i]!)
+  }::text[],
                   ${fresh.map((i) => (vectorOf.get(i) ? toVectorLiteral(vectorOf.get(i)!) : null))}::text[])
              with ordinality as x(content, role, at, digest, embedding, n)
      order by x.n
@@ -192,7 +216,11 @@ export async function ingestEpisodes(
   if (inserted.length > 0) {
     // The chain: the session's previous episode → each new one, in the order sent.
     const chain = [session!.last_episode_id, ...inserted.map((e) => e.id)].filter((id): id is string => id !== null);
-    await insertEdges(tx, tenantId, chain.slice(1).map((to, i) => ({ from: chain[i]!, to, type: "temporal", strength: 1 })));
+    await insertEdges(
+      tx,
+      tenantId,
+      chain.slice(1).map((to, i) => ({ from: chain[i]!, to, type: "temporal", strength: 1 })),
+    );
     const times = inserted.map((e) => e.valid_from);
     await tx`
       update public.memory_sessions
@@ -222,7 +250,14 @@ export async function ingestEpisodes(
     return { id: other.id, seq: other.seq, role: m.role, duplicate: !mine };
   });
   const dropped = episodes.filter((e) => e.dropped).length;
-  await recordRedactions(tx, { ownerId: tenantId, writer: "episodes", node: "episodic", counts, dropped, threadId: batch.thread_id });
+  await recordRedactions(tx, {
+    ownerId: tenantId,
+    writer: "episodes",
+    node: "episodic",
+    counts,
+    dropped,
+    threadId: batch.thread_id,
+  });
   return {
     session_id: batch.session_id,
     stored: inserted.length,

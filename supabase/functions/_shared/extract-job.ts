@@ -59,9 +59,23 @@ export async function processExtract(deps: ExtractJobDeps, job: Job, workerId: s
   if (!deps.llm) {
     await withTenant(deps.sql, tenantOf(job), async (tx) => {
       const rules = await queueDedup(tx, job, payload, "rules", stated.candidates);
-      const stats = { ...stated.stats, llm_calls: 0, rule_candidates: found.length, llm_candidates: 0, filtered_by_llm: 0 };
+      const stats = {
+        ...stated.stats,
+        llm_calls: 0,
+        rule_candidates: found.length,
+        llm_candidates: 0,
+        filtered_by_llm: 0,
+      };
       await recordEvent(tx, job, payload, { mode: "rules", candidates: rules.candidates, stats, tokens: 0 });
-      await completeJobInTx(tx, job.id, workerId, { ...base, mode: "rules", candidates: rules.candidates, rules, model: { status: "skipped" }, stats, usage: null });
+      await completeJobInTx(tx, job.id, workerId, {
+        ...base,
+        mode: "rules",
+        candidates: rules.candidates,
+        rules,
+        model: { status: "skipped" },
+        stats,
+        usage: null,
+      });
     }, { threadId: payload.thread_id });
     return;
   }
@@ -69,21 +83,34 @@ export async function processExtract(deps: ExtractJobDeps, job: Job, workerId: s
   const recorded = (job.result as { rules?: RulesPart } | null)?.rules;
   const rules = recorded?.status === "stored" ? recorded : await withTenant(deps.sql, tenantOf(job), async (tx) => {
     const part = await queueDedup(tx, job, payload, "rules", stated.candidates);
-    await recordJobProgress(tx, job.id, workerId, { ...base, rules: part, model: { status: "pending" } }, { inTenantTx: true });
+    await recordJobProgress(tx, job.id, workerId, { ...base, rules: part, model: { status: "pending" } }, {
+      inTenantTx: true,
+    });
     return part;
   }, { threadId: payload.thread_id });
 
   let model;
   try {
-    model = await extractWithModel(payload, found, { llm: deps.llm, namespaceRoot: deps.config.namespaceRoot, categories });
+    model = await extractWithModel(payload, found, {
+      llm: deps.llm,
+      namespaceRoot: deps.config.namespaceRoot,
+      categories,
+    });
   } catch (err) {
-    await recordJobProgress(deps.sql, job.id, workerId, { model: { status: "failed", attempt: job.attempts, error: describe(err).slice(0, 1000) } });
+    await recordJobProgress(deps.sql, job.id, workerId, {
+      model: { status: "failed", attempt: job.attempts, error: describe(err).slice(0, 1000) },
+    });
     throw new ModelPartError(err, rules);
   }
   await withTenant(deps.sql, tenantOf(job), async (tx) => {
     const queued = await queueDedup(tx, job, payload, "model", model.candidates);
     const candidates = rules.candidates + queued.candidates;
-    await recordEvent(tx, job, payload, { mode: "llm+rules", candidates, stats: model.stats, tokens: model.usage.totalTokens });
+    await recordEvent(tx, job, payload, {
+      mode: "llm+rules",
+      candidates,
+      stats: model.stats,
+      tokens: model.usage.totalTokens,
+    });
     await completeJobInTx(tx, job.id, workerId, {
       ...base,
       mode: "llm+rules",
@@ -133,11 +160,25 @@ async function recordEvent(
   what: { mode: string; candidates: number; stats: PreparedCandidates["stats"]; tokens: number },
 ): Promise<void> {
   await recordRedactions(tx, {
-    ownerId: job.owner_id, writer: "extract", node: "worker", threadId: payload.thread_id,
-    counts: what.stats.redacted_kinds, dropped: what.stats.secrets_dropped,
+    ownerId: job.owner_id,
+    writer: "extract",
+    node: "worker",
+    threadId: payload.thread_id,
+    counts: what.stats.redacted_kinds,
+    dropped: what.stats.secrets_dropped,
   });
   await tx`
     insert into public.memory_events (owner_id, thread_id, node, op, status, meta)
     values (${job.owner_id}, ${payload.thread_id ?? null}, 'worker', 'extract', 'ok',
-            ${tx.json({ job_id: job.id, session_id: payload.session_id, offset: payload.offset, messages: payload.messages.length, ...what } as never)})`;
+            ${
+    tx.json(
+      {
+        job_id: job.id,
+        session_id: payload.session_id,
+        offset: payload.offset,
+        messages: payload.messages.length,
+        ...what,
+      } as never,
+    )
+  })`;
 }

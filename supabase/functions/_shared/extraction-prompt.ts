@@ -25,8 +25,13 @@ export function categoryInstruction(categories: readonly string[]): string {
  */
 export function namespaceInstruction(root: string, req: ScopeRequest): string {
   const options: string[] = [];
-  if (req.project !== undefined) options.push(`${projectScope(root, req.project)}/<topic> for knowledge about project ${req.project}`);
-  options.push(`${root}/user/preferences for the user's preferences`, `${root}/user/<topic> for what holds for this user in every project`);
+  if (req.project !== undefined) {
+    options.push(`${projectScope(root, req.project)}/<topic> for knowledge about project ${req.project}`);
+  }
+  options.push(
+    `${root}/user/preferences for the user's preferences`,
+    `${root}/user/<topic> for what holds for this user in every project`,
+  );
   if (req.scope === "global") options.push(`${root}/global/<topic> for universal lessons`);
   return `- namespace: one of ${options.join("; ")}.`;
 }
@@ -37,7 +42,7 @@ export function extractionSystemPrompt(root: string, req: ScopeRequest, categori
     "Question to answer: What from this conversation would help you do a better job next time?",
     "",
     "Priority levels (weight user corrections HIGHEST):",
-    "1. highest: user-stated (\"remember this\", corrections made mid-task such as \"no, that path is X not Y\"). source: user_stated or correction. Always store.",
+    '1. highest: user-stated ("remember this", corrections made mid-task such as "no, that path is X not Y"). source: user_stated or correction. Always store.',
     "2. high: error-to-resolution pairs (something failed, then got fixed). source: error_resolution.",
     "3. medium: successful patterns (multi-step tool chains that completed cleanly). source: pattern.",
     "4. low: discovered facts (project structure, file locations, config details). source: discovery.",
@@ -73,7 +78,9 @@ export function renderMessage(m: MessageLike, maxTokensPerMessage = 2000): strin
   const text = truncateWithNote(redactSecrets(messageText(m.content)).text, maxTokensPerMessage);
   if (m.role === "assistant" && Array.isArray(m.tool_calls) && m.tool_calls.length > 0) {
     const calls = m.tool_calls.map((c: { id?: string; function?: { name?: string; arguments?: string } }) =>
-      `${c.function?.name ?? "tool"}(${truncateWithNote(redactSecrets(c.function?.arguments ?? "").text, 300)}) [call ${c.id ?? "?"}]`
+      `${c.function?.name ?? "tool"}(${truncateWithNote(redactSecrets(c.function?.arguments ?? "").text, 300)}) [call ${
+        c.id ?? "?"
+      }]`
     ).join("; ");
     return `[assistant]${text ? ` ${text}` : ""}\n[assistant → tool calls] ${calls}`;
   }

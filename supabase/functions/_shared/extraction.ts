@@ -56,7 +56,13 @@ export interface ModelExtraction {
   /** The model's candidates: capped per chunk, none repeating a stated one. */
   candidates: Candidate[];
   /** Of the whole batch (stated and the model's), as prepareCandidates counts them. */
-  stats: PreparedCandidates["stats"] & { chunks: number; llm_calls: number; rule_candidates: number; llm_candidates: number; filtered_by_llm: number };
+  stats: PreparedCandidates["stats"] & {
+    chunks: number;
+    llm_calls: number;
+    rule_candidates: number;
+    llm_candidates: number;
+    filtered_by_llm: number;
+  };
   usage: LlmUsage;
 }
 
@@ -74,12 +80,18 @@ export async function extractWithModel(
   let proposedCount = 0;
   const usage: LlmUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0, requests: 0 };
   const chunks = chunkTranscript(payload.messages, deps.chunkTokens ?? 60_000);
-  const context = payload.context && payload.context.length > 0 ? chunkTranscript(payload.context, 4_000).at(-1) : undefined;
+  const context = payload.context && payload.context.length > 0
+    ? chunkTranscript(payload.context, 4_000).at(-1)
+    : undefined;
   const perChunk: Candidate[][] = [];
   for (const chunk of chunks) {
-    const out = await deps.llm.completeJson(ExtractionOutputSchema, extractionMessages(chunk, deps.namespaceRoot, payload, deps.categories, context), {
-      name: "memory_extraction",
-    });
+    const out = await deps.llm.completeJson(
+      ExtractionOutputSchema,
+      extractionMessages(chunk, deps.namespaceRoot, payload, deps.categories, context),
+      {
+        name: "memory_extraction",
+      },
+    );
     usage.promptTokens += out.usage.promptTokens;
     usage.completionTokens += out.usage.completionTokens;
     usage.totalTokens += out.usage.totalTokens;
@@ -90,12 +102,24 @@ export async function extractWithModel(
   }
   // Rules first (user-stated, uncapped), so the in-batch duplicate check keeps the user's words;
   // each chunk's proposals are capped on their own (≤ 5 per chunk) and never user-stated.
-  const opts = { root: deps.namespaceRoot, project: payload.project, scope: payload.scope, categories: deps.categories };
+  const opts = {
+    root: deps.namespaceRoot,
+    project: payload.project,
+    scope: payload.scope,
+    categories: deps.categories,
+  };
   const all = prepareCandidates({ stated, proposed: perChunk }, opts);
   const statedKept = prepareCandidates({ stated, proposed: [] }, opts).candidates.length;
   return {
     candidates: all.candidates.slice(statedKept),
-    stats: { ...all.stats, chunks: chunks.length, llm_calls: chunks.length, rule_candidates: stated.length, llm_candidates: proposedCount, filtered_by_llm: filtered },
+    stats: {
+      ...all.stats,
+      chunks: chunks.length,
+      llm_calls: chunks.length,
+      rule_candidates: stated.length,
+      llm_candidates: proposedCount,
+      filtered_by_llm: filtered,
+    },
     usage,
   };
 }

@@ -49,7 +49,11 @@ async function embedMemories(deps: WorkerDeps, job: Job, workerId: string): Prom
        order by id`);
   const vectors = rows.length > 0 ? await deps.embedder.embed(rows.map((r) => r.content)) : [];
   await withTenant(deps.sql, tenant, async (tx) => {
-    const values = rows.map((r, i) => ({ id: r.id, content_hash: r.content_hash, embedding: toVectorLiteral(vectors[i]!) }));
+    const values = rows.map((r, i) => ({
+      id: r.id,
+      content_hash: r.content_hash,
+      embedding: toVectorLiteral(vectors[i]!),
+    }));
     const updated = values.length === 0 ? [] : await tx`
       update public.devai_memories m
          set embedding = v.embedding::extensions.vector, embedding_model = ${deps.embedder.model}

@@ -29,7 +29,9 @@ const PAIR_MESSAGE_TOKENS = 300;
 export const ENRICH_RETRY_DAYS = 7;
 
 const EnrichOutputSchema = z.object({
-  summaries: z.array(z.object({ entity: z.number().int(), summary: z.string().trim().min(1).max(2000) })).max(ENTITIES_PER_CALL),
+  summaries: z.array(z.object({ entity: z.number().int(), summary: z.string().trim().min(1).max(2000) })).max(
+    ENTITIES_PER_CALL,
+  ),
 });
 const CausalOutputSchema = z.object({
   causal: z.array(z.object({ pair: z.number().int(), reason: z.string().max(1000).default("") })).max(50),
@@ -37,18 +39,26 @@ const CausalOutputSchema = z.object({
 
 const tenantOf = (job: Job, actor: string): TenantContext => ({ tenantId: job.owner_id, actor });
 const emptyUsage = (): LlmUsage => ({ promptTokens: 0, completionTokens: 0, totalTokens: 0, requests: 0 });
-const addUsage = (sum: LlmUsage, u: LlmUsage) => (Object.keys(sum) as (keyof LlmUsage)[]).forEach((k) => (sum[k] += u[k]));
+const addUsage = (sum: LlmUsage, u: LlmUsage) =>
+  (Object.keys(sum) as (keyof LlmUsage)[]).forEach((k) => (sum[k] += u[k]));
 
 /** Completes a maintenance job that has nothing to do here (no LLM configured). */
 async function completeSkipped(deps: WorkerDeps, job: Job, workerId: string, actor: string): Promise<void> {
-  await withTenant(deps.sql, tenantOf(job, actor), (tx) => completeJobInTx(tx, job.id, workerId, { skipped: "no LLM configured" }));
+  await withTenant(
+    deps.sql,
+    tenantOf(job, actor),
+    (tx) => completeJobInTx(tx, job.id, workerId, { skipped: "no LLM configured" }),
+  );
 }
 
 export async function enrichEntities(deps: WorkerDeps, job: Job, workerId: string): Promise<void> {
   const actor = "worker:enrich";
   if (!deps.llm) return await completeSkipped(deps, job, workerId, actor);
-  const entities = await withTenant(deps.sql, tenantOf(job, actor), (tx) =>
-    tx<{ id: string; canonical_name: string; entity_type: string; snippets: string[] }[]>`
+  const entities = await withTenant(
+    deps.sql,
+    tenantOf(job, actor),
+    (tx) =>
+      tx<{ id: string; canonical_name: string; entity_type: string; snippets: string[] }[]>`
       select e.id, e.canonical_name, e.entity_type,
              array(select m.content from public.memory_entity_links l join public.devai_memories m on m.id = l.memory_id
                     where l.entity_id = e.id and m.state = 'active'
@@ -57,7 +67,8 @@ export async function enrichEntities(deps: WorkerDeps, job: Job, workerId: strin
        where e.summary is null and e.mention_count >= public.memory_setting('entity_enrich_min_mentions')
          and (e.enrich_attempted_at is null or e.enrich_attempted_at < now() - make_interval(days => ${ENRICH_RETRY_DAYS}))
        order by e.mention_count desc, e.id
-       limit public.memory_setting('graph_enrich_per_night')::integer`);
+       limit public.memory_setting('graph_enrich_per_night')::integer`,
+  );
 
   const usage = emptyUsage();
   const summaries = new Map<string, string>();
@@ -72,14 +83,22 @@ export async function enrichEntities(deps: WorkerDeps, job: Job, workerId: strin
   }
   const ids = [...summaries.keys()];
   const named = entities.filter((e) => summaries.has(e.id));
-  const vectors = ids.length > 0 ? await deps.embedder.embed(named.map((e) => `${e.canonical_name}: ${summaries.get(e.id)}`)) : [];
+  const vectors = ids.length > 0
+    ? await deps.embedder.embed(named.map((e) => `${e.canonical_name}: ${summaries.get(e.id)}`))
+    : [];
 
   await withTenant(deps.sql, tenantOf(job, actor), async (tx) => {
     // Every entity offered was attempted, summarised or left out: a left-out one waits ENRICH_RETRY_DAYS.
     if (entities.length > 0) {
-      await tx`update public.memory_entities set enrich_attempted_at = now() where id = any(${entities.map((e) => e.id)}::uuid[])`;
+      await tx`update public.memory_entities set enrich_attempted_at = now() where id = any(${
+        entities.map((e) => e.id)
+      }::uuid[])`;
     }
-    const rows = named.map((e, k) => ({ id: e.id, summary: summaries.get(e.id)!, embedding: toVectorLiteral(vectors[k]!) }));
+    const rows = named.map((e, k) => ({
+      id: e.id,
+      summary: summaries.get(e.id)!,
+      embedding: toVectorLiteral(vectors[k]!),
+    }));
     const updated = rows.length === 0 ? [] : await tx`
       update public.memory_entities e
          set summary = r.summary, embedding = r.embedding::extensions.vector, embedding_model = ${deps.embedder.model}
@@ -92,12 +111,14 @@ export async function enrichEntities(deps: WorkerDeps, job: Job, workerId: strin
 
 function enrichMessages(batch: { canonical_name: string; entity_type: string; snippets: string[] }[]): PromptMessage[] {
   const listed = batch.map((e, i) =>
-    `[${i}] ${e.canonical_name} (${e.entity_type})\n` + e.snippets.map((s) => `  - ${truncateToTokens(s, SNIPPET_TOKENS)}`).join("\n")
+    `[${i}] ${e.canonical_name} (${e.entity_type})\n` +
+    e.snippets.map((s) => `  - ${truncateToTokens(s, SNIPPET_TOKENS)}`).join("\n")
   ).join("\n\n");
   return [
     {
       role: "system",
-      content: "You maintain the long-term memory of a coding agent. For each numbered entity, write a neutral, third-person " +
+      content:
+        "You maintain the long-term memory of a coding agent. For each numbered entity, write a neutral, third-person " +
         "summary of 1-3 sentences (at most 400 characters) of what it is and how it matters in this user's work, using only " +
         "the memories listed under it. Refer to entities only by their number in `entity`. Leave out an entity the memories say nothing about.",
     },
@@ -115,7 +136,9 @@ export async function inferCauses(deps: WorkerDeps, job: Job, workerId: string):
   const actor = "worker:causal";
   if (!deps.llm) return await completeSkipped(deps, job, workerId, actor);
   const { pairs, reached } = await withTenant(deps.sql, tenantOf(job, actor), async (tx) => {
-    const cap = Number((await tx<{ cap: number }[]>`select public.memory_setting('graph_causal_pairs_per_night')::int as cap`)[0]!.cap);
+    const cap = Number(
+      (await tx<{ cap: number }[]>`select public.memory_setting('graph_causal_pairs_per_night')::int as cap`)[0]!.cap,
+    );
     const sessions = await tx<{ id: string; session_id: string; checked: number; last: number }[]>`
       select id, session_id, causal_checked_seq as checked, episode_count - 1 as last from public.memory_sessions
        where ended_at is not null and causal_checked_seq < episode_count - 1
@@ -145,13 +168,19 @@ export async function inferCauses(deps: WorkerDeps, job: Job, workerId: string):
     return { pairs: out, reached };
   });
 
-  const out = pairs.length > 0 ? await deps.llm.completeJson(CausalOutputSchema, causalMessages(pairs), { name: "causal_pairs" }) : undefined;
+  const out = pairs.length > 0
+    ? await deps.llm.completeJson(CausalOutputSchema, causalMessages(pairs), { name: "causal_pairs" })
+    : undefined;
   const edges: GraphEdge[] = [];
   for (const c of out?.value.causal ?? []) {
     const pair = pairs[c.pair];
     if (!pair || edges.some((e) => e.from === pair.from.id && e.to === pair.to.id)) continue;
     edges.push({
-      from: pair.from.id, to: pair.to.id, type: "causal", strength: 1, confidence: CAUSAL_CONFIDENCE,
+      from: pair.from.id,
+      to: pair.to.id,
+      type: "causal",
+      strength: 1,
+      confidence: CAUSAL_CONFIDENCE,
       evidence: [{ reason: c.reason.slice(0, 500), job_id: job.id }],
     });
   }
@@ -161,7 +190,11 @@ export async function inferCauses(deps: WorkerDeps, job: Job, workerId: string):
     for (const [id, seq] of reached) {
       await tx`update public.memory_sessions set causal_checked_seq = greatest(causal_checked_seq, ${seq}) where id = ${id}`;
     }
-    await completeJobInTx(tx, job.id, workerId, { pairs: pairs.length, causal_edges: made, usage: out?.usage ?? emptyUsage() });
+    await completeJobInTx(tx, job.id, workerId, {
+      pairs: pairs.length,
+      causal_edges: made,
+      usage: out?.usage ?? emptyUsage(),
+    });
   });
 }
 
@@ -171,7 +204,8 @@ function causalMessages(pairs: Pair[]): PromptMessage[] {
   return [
     {
       role: "system",
-      content: "You analyse a coding agent's conversations. Each numbered pair is two consecutive messages, A then B. " +
+      content:
+        "You analyse a coding agent's conversations. Each numbered pair is two consecutive messages, A then B. " +
         "List the pairs where A caused or directly led to B (an error that led to a fix, a request that led to an action, " +
         "a command whose output decided the next step), each with its number in `pair` and a short reason. " +
         "Leave out pairs that merely follow each other. An empty list is a fine answer.",

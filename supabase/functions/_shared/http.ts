@@ -51,12 +51,18 @@ export function asHttpError(err: unknown, requestId: string): HttpError {
   if (err instanceof HttpError) return err;
   const mapped = mapDatabaseError(err);
   if (mapped) return mapped;
-  console.error(JSON.stringify({ level: "error", request_id: requestId, error: String(err), stack: (err as Error)?.stack }));
+  console.error(
+    JSON.stringify({ level: "error", request_id: requestId, error: String(err), stack: (err as Error)?.stack }),
+  );
   return new HttpError(500, "internal_error", "unexpected error; quote the request id when reporting it");
 }
 
 export function zodIssues(error: z.ZodError): ErrorIssue[] {
-  return error.issues.map((i) => ({ path: i.path.map((p) => (typeof p === "symbol" ? String(p) : p)), message: i.message, code: i.code }));
+  return error.issues.map((i) => ({
+    path: i.path.map((p) => (typeof p === "symbol" ? String(p) : p)),
+    message: i.message,
+    code: i.code,
+  }));
 }
 
 /** Validates a value against a schema, throwing the 400 every handler uses. */
@@ -129,7 +135,8 @@ function tooLarge(maxBytes: number, hint?: string): HttpError {
   return new HttpError(
     413,
     "payload_too_large",
-    hint ?? `the body exceeds this route's ${maxBytes} bytes (MAX_BODY_BYTES): send a smaller body, or raise MAX_BODY_BYTES on the server`,
+    hint ??
+      `the body exceeds this route's ${maxBytes} bytes (MAX_BODY_BYTES): send a smaller body, or raise MAX_BODY_BYTES on the server`,
   );
 }
 
@@ -162,5 +169,7 @@ async function readLimited(req: Request, maxBytes: number, hint?: string): Promi
 }
 
 export function methodNotAllowed(allowed: string[]): HttpError {
-  return new HttpError(405, "method_not_allowed", `use ${allowed.join(" or ")}`, undefined, { allow: allowed.join(", ") });
+  return new HttpError(405, "method_not_allowed", `use ${allowed.join(" or ")}`, undefined, {
+    allow: allowed.join(", "),
+  });
 }

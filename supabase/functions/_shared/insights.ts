@@ -37,19 +37,26 @@ export interface InsightInputs {
 }
 
 export function insightMessages(inputs: InsightInputs): PromptMessage[] {
-  const part = (title: string, lines: string[]) => (lines.length > 0 ? `${title}:\n${lines.map((l) => `- ${l}`).join("\n")}` : "");
+  const part = (
+    title: string,
+    lines: string[],
+  ) => (lines.length > 0 ? `${title}:\n${lines.map((l) => `- ${l}`).join("\n")}` : "");
   return [
     {
       role: "system",
-      content: `You keep the long-term memory of a coding agent and note ${INSIGHT_MARK} with it: trust, working style, ` +
+      content:
+        `You keep the long-term memory of a coding agent and note ${INSIGHT_MARK} with it: trust, working style, ` +
         "preferences that change, friction. Give 1-3 insights, each a single third-person statement of at most 280 characters " +
-        "about \"the user\" (call the agent \"the agent\"; never I, we, you, he, she or they for either), with a few tags. " +
+        'about "the user" (call the agent "the agent"; never I, we, you, he, she or they for either), with a few tags. ' +
         "Only what the material shows; an empty list is a fine answer.",
     },
     {
       role: "user",
-      content: [part("Recent activity", inputs.activity), part("New facts", inputs.semantic),
-        inputs.conversation ? `Recent conversation:\n${inputs.conversation}` : ""].filter(Boolean).join("\n\n"),
+      content: [
+        part("Recent activity", inputs.activity),
+        part("New facts", inputs.semantic),
+        inputs.conversation ? `Recent conversation:\n${inputs.conversation}` : "",
+      ].filter(Boolean).join("\n\n"),
     },
   ];
 }
@@ -59,13 +66,18 @@ export function insightMessages(inputs: InsightInputs): PromptMessage[] {
 const AMBIGUOUS_PRONOUN = /\b(he|him|his|she|her|hers|they|them|their|theirs)\b/i;
 
 /** The insights that may be stored: valid, redacted, not a secret, third person without pronouns. */
-export function acceptInsights(out: z.infer<typeof InsightOutputSchema>): { kept: { content: string; tags: string[] }[]; rejected: number } {
+export function acceptInsights(
+  out: z.infer<typeof InsightOutputSchema>,
+): { kept: { content: string; tags: string[] }[]; rejected: number } {
   const kept: { content: string; tags: string[] }[] = [];
   let rejected = 0;
   for (const i of out.insights) {
     const red = redactSecrets(i.summary);
     const v = validateContent("semantic", red.text);
-    if (red.onlySecret || !v.ok || AMBIGUOUS_PRONOUN.test(v.content) || kept.some((k) => k.content.toLowerCase() === v.content.toLowerCase())) {
+    if (
+      red.onlySecret || !v.ok || AMBIGUOUS_PRONOUN.test(v.content) ||
+      kept.some((k) => k.content.toLowerCase() === v.content.toLowerCase())
+    ) {
       rejected++;
       continue;
     }
@@ -76,7 +88,8 @@ export function acceptInsights(out: z.infer<typeof InsightOutputSchema>): { kept
 
 export async function runInsights(deps: WorkerDeps, job: Job, workerId: string): Promise<void> {
   const tenant = { tenantId: job.owner_id, actor: "worker:insight" };
-  const complete = (result: Record<string, unknown>) => withTenant(deps.sql, tenant, (tx) => completeJobInTx(tx, job.id, workerId, result));
+  const complete = (result: Record<string, unknown>) =>
+    withTenant(deps.sql, tenant, (tx) => completeJobInTx(tx, job.id, workerId, result));
   if (!deps.llm) return await complete({ skipped: "no LLM configured" });
 
   const read = await withTenant(deps.sql, tenant, async (tx) => {
@@ -107,12 +120,22 @@ export async function runInsights(deps: WorkerDeps, job: Job, workerId: string):
       }
       conversation = line + conversation;
     }
-    return { activity: activity.map((a) => a.line), semantic: semantic.map((s) => s.content), conversation: conversation.trim() };
+    return {
+      activity: activity.map((a) => a.line),
+      semantic: semantic.map((s) => s.content),
+      conversation: conversation.trim(),
+    };
   });
   if (!read) return await complete({ skipped: "an insight run happened within insight_interval_hours" });
-  if (read.activity.length + read.semantic.length === 0 && !read.conversation) return await complete({ skipped: "nothing new to read" });
+  if (read.activity.length + read.semantic.length === 0 && !read.conversation) {
+    return await complete({ skipped: "nothing new to read" });
+  }
 
-  const out = await deps.llm.completeJson(InsightOutputSchema, insightMessages(read), { name: "insights", temperature: 0, maxTokens: MAX_TOKENS });
+  const out = await deps.llm.completeJson(InsightOutputSchema, insightMessages(read), {
+    name: "insights",
+    temperature: 0,
+    maxTokens: MAX_TOKENS,
+  });
   const { kept, rejected } = acceptInsights(out.value);
   const vectors = kept.length > 0 ? await deps.embedder.embed(kept.map((k) => k.content)) : [];
   await withTenant(deps.sql, tenant, async (tx) => {
@@ -120,18 +143,26 @@ export async function runInsights(deps: WorkerDeps, job: Job, workerId: string):
     for (const [i, k] of kept.entries()) {
       const [dup] = await tx`
         select 1 from public.devai_memories
-         where memory_type = 'insight' and is_valid and state = 'active' and content_hash = ${contentHashSql(tx, k.content)} limit 1`;
+         where memory_type = 'insight' and is_valid and state = 'active' and content_hash = ${
+        contentHashSql(tx, k.content)
+      } limit 1`;
       if (dup) continue;
       await tx`
         insert into public.devai_memories
           (owner_id, content, embedding, embedding_model, memory_type, namespace, priority, source, importance, pinned, metadata)
-        values (${job.owner_id}, ${k.content}, ${toVectorLiteral(vectors[i]!)}::extensions.vector, ${deps.embedder.model}, 'insight',
+        values (${job.owner_id}, ${k.content}, ${
+        toVectorLiteral(vectors[i]!)
+      }::extensions.vector, ${deps.embedder.model}, 'insight',
                 ${`${deps.config.namespaceRoot}/user/insights`}, 'low', 'discovery', ${INSIGHT_IMPORTANCE}, false,
                 ${tx.json({ category: INSIGHT_CATEGORY, tags: k.tags, job_id: job.id })})`;
       stored++;
     }
     await completeJobInTx(tx, job.id, workerId, {
-      inputs: { activity: read.activity.length, semantic: read.semantic.length, conversation_chars: read.conversation.length },
+      inputs: {
+        activity: read.activity.length,
+        semantic: read.semantic.length,
+        conversation_chars: read.conversation.length,
+      },
       insights: stored,
       rejected,
       usage: out.usage,

@@ -16,7 +16,13 @@ export interface LeaseOptions {
 }
 
 /** Runs work while renewing the job's lease every third of it; the renewals stop when work ends. */
-export async function whileHoldingLease<T>(sql: Sql, jobId: string, workerId: string, opts: LeaseOptions, work: () => Promise<T>): Promise<T> {
+export async function whileHoldingLease<T>(
+  sql: Sql,
+  jobId: string,
+  workerId: string,
+  opts: LeaseOptions,
+  work: () => Promise<T>,
+): Promise<T> {
   let renewal: Promise<void> | undefined;
   let warned = false;
   const timer = setInterval(() => {
@@ -24,7 +30,11 @@ export async function whileHoldingLease<T>(sql: Sql, jobId: string, workerId: st
     renewal = renewJobLease(sql, jobId, workerId, opts.leaseSeconds)
       .then((held) => opts.onRenewed?.(held))
       .catch((err) => {
-        if (!warned) console.error(JSON.stringify({ level: "warn", msg: "job lease renewal failed", job_id: jobId, error: String(err) }));
+        if (!warned) {
+          console.error(
+            JSON.stringify({ level: "warn", msg: "job lease renewal failed", job_id: jobId, error: String(err) }),
+          );
+        }
         warned = true;
       })
       .finally(() => (renewal = undefined));

@@ -57,7 +57,9 @@ export async function enqueueJob(
 ): Promise<EnqueueResult> {
   const inserted = await tx<{ id: string; status: JobStatus }[]>`
     insert into public.memory_jobs (owner_id, kind, payload, idempotency_key, max_attempts)
-    values (${job.ownerId}, ${job.kind}, ${tx.json(job.payload as never)}, ${job.idempotencyKey}, ${job.maxAttempts ?? 5})
+    values (${job.ownerId}, ${job.kind}, ${tx.json(job.payload as never)}, ${job.idempotencyKey}, ${
+    job.maxAttempts ?? 5
+  })
     on conflict (owner_id, kind, idempotency_key) do nothing
     returning id, status`;
   if (inserted[0]) return { id: inserted[0].id, status: inserted[0].status, deduplicated: false };
@@ -96,7 +98,9 @@ export async function claimJobs(
 ): Promise<Job[]> {
   const lease = `${opts.leaseSeconds ?? 300} seconds`;
   return await sql<Job[]>`
-    select * from memory_private.claim_jobs(${opts.workerId}, ${opts.limit ?? 1}, ${lease}::interval, ${opts.kinds ?? null}::text[], ${opts.ownerId ?? null}::uuid)`;
+    select * from memory_private.claim_jobs(${opts.workerId}, ${opts.limit ?? 1}, ${lease}::interval, ${
+    opts.kinds ?? null
+  }::text[], ${opts.ownerId ?? null}::uuid)`;
 }
 
 /** Completes on the privileged connection (for jobs with no tenant writes). */
@@ -168,7 +172,9 @@ export async function failJob(
   const base = `${(opts.backoffBaseMs ?? 10_000) / 1000} seconds`;
   const max = `${(opts.backoffMaxMs ?? 3_600_000) / 1000} seconds`;
   const rows = await sql<{ status: JobStatus | null }[]>`
-    select memory_private.fail_job(${id}, ${workerId}, ${error}, ${opts.retryable ?? true}, ${base}::interval, ${max}::interval) as status`;
+    select memory_private.fail_job(${id}, ${workerId}, ${error}, ${
+    opts.retryable ?? true
+  }, ${base}::interval, ${max}::interval) as status`;
   return rows[0]?.status ?? undefined;
 }
 
@@ -188,5 +194,7 @@ export function runInBackground(work: () => Promise<unknown>, label = "backgroun
       console.error(JSON.stringify({ level: "warn", msg: `${label} failed`, error: String(err) }));
     }
   });
-  if (typeof EdgeRuntime !== "undefined" && EdgeRuntime && typeof EdgeRuntime.waitUntil === "function") EdgeRuntime.waitUntil(p);
+  if (typeof EdgeRuntime !== "undefined" && EdgeRuntime && typeof EdgeRuntime.waitUntil === "function") {
+    EdgeRuntime.waitUntil(p);
+  }
 }

@@ -49,7 +49,9 @@ export async function upsertCategory(
     values (${name}, ${change.context ?? "rag"}, ${change.rag_length ?? null})
     on conflict (name) do update
       set context = coalesce(${change.context ?? null}::text, c.context),
-          rag_length = case when ${change.rag_length !== undefined} then ${change.rag_length ?? null}::integer else c.rag_length end
+          rag_length = case when ${change.rag_length !== undefined} then ${
+    change.rag_length ?? null
+  }::integer else c.rag_length end
     returning (xmax = 0) as created`;
   const category = (await listCategories(tx)).find((c) => c.name === name)!;
   return { created: row!.created, category };
@@ -87,7 +89,11 @@ export async function requireAllowlist(tx: Tx, agent: string): Promise<string[]>
  * Sets an agent's allowlist to exactly `categories` (an unknown category is a 400 naming the
  * configured ones, and nothing changes). Returns the new list and whether the agent is new.
  */
-export async function upsertAgent(tx: Tx, agent: string, categories: readonly string[]): Promise<{ created: boolean; agent: AgentConfig }> {
+export async function upsertAgent(
+  tx: Tx,
+  agent: string,
+  categories: readonly string[],
+): Promise<{ created: boolean; agent: AgentConfig }> {
   const known = await loadCategoryNames(tx);
   categories.forEach((c, i) => {
     if (!known.includes(c)) throw unknownCategory(c, known, ["categories", i]);

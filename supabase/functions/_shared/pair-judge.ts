@@ -48,7 +48,10 @@ export interface JudgedPair extends Pair {
 }
 
 export function pairJudgeMessages(pairs: readonly Pair[]): PromptMessage[] {
-  const show = (m: PairMemory) => `${truncateToTokens(m.content.replace(/\s+/g, " "), MEMORY_TOKENS)}${isProtected(m) ? " (stated by the user)" : ""}`;
+  const show = (m: PairMemory) =>
+    `${truncateToTokens(m.content.replace(/\s+/g, " "), MEMORY_TOKENS)}${
+      isProtected(m) ? " (stated by the user)" : ""
+    }`;
   const listed = pairs.map((p, i) => `[${i}]\n  OLDER: ${show(p.older)}\n  NEWER: ${show(p.newer)}`).join("\n\n");
   return [
     {
@@ -94,7 +97,9 @@ export async function judgePairs(llm: Llm, pairs: readonly Pair[], budget: Judge
     const out = await llm.completeJson(PairVerdictSchema, messages, { name: "pair_verdicts", temperature: 0 });
     for (const k of Object.keys(usage) as (keyof LlmUsage)[]) usage[k] += out.usage[k];
     const byPair = new Map<number, { verdict: Verdict; reason: string }>();
-    for (const v of out.value.verdicts) if (v.pair >= 0 && v.pair < batch.length && !byPair.has(v.pair)) byPair.set(v.pair, v);
+    for (const v of out.value.verdicts) {
+      if (v.pair >= 0 && v.pair < batch.length && !byPair.has(v.pair)) byPair.set(v.pair, v);
+    }
     batch.forEach((p, n) => {
       const v = byPair.get(n);
       judged.push({ ...p, verdict: v?.verdict ?? "different", reason: (v?.reason ?? "").slice(0, 500) });
@@ -126,7 +131,9 @@ export function actionFor(p: JudgedPair): PairAction {
       return isProtected(drop) ? { action: "none", why: "protected" } : { action: "merge", keep, drop };
     }
     case "refines":
-      return isProtected(p.older) ? { action: "none", why: "protected" } : { action: "supersede", keep: p.newer, drop: p.older };
+      return isProtected(p.older)
+        ? { action: "none", why: "protected" }
+        : { action: "supersede", keep: p.newer, drop: p.older };
     case "contradiction":
       return { action: "contradiction", older: p.older, newer: p.newer };
     case "different":

@@ -15,7 +15,25 @@ const STOP = new Set(
     "should so than that the their them then there these this those to was were will with would which who when where " +
     "what how also just only very user users team project").split(" "),
 );
-const NEGATIONS = new Set(["not", "no", "never", "none", "nothing", "without", "instead", "dont", "doesnt", "isnt", "cannot", "cant", "wont", "shouldnt", "avoid", "stop", "stopped"]);
+const NEGATIONS = new Set([
+  "not",
+  "no",
+  "never",
+  "none",
+  "nothing",
+  "without",
+  "instead",
+  "dont",
+  "doesnt",
+  "isnt",
+  "cannot",
+  "cant",
+  "wont",
+  "shouldnt",
+  "avoid",
+  "stop",
+  "stopped",
+]);
 
 const NUMBER = /^\d+(?:[.,]\d+)*$/;
 

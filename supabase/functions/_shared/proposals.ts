@@ -20,15 +20,26 @@ export type SensitiveField = typeof SENSITIVE_FIELDS[number];
 // Who the fact is about: the user (as the writing constraints have it, "the user …"), or a person
 // named at the start ("Ana lives in Porto"). "The API server is located in eu-west-1" is not.
 const ABOUT_THE_USER = /\b(?:the )?(?:user|developer|engineer|owner|maintainer|author)(?:'s)?\b/i;
-const NAMED_PERSON = /^(?!(?:The|This|That|These|Those|It|Its|A|An|Our|Each|Every|All|Some|When|If|CI|API)\b)[A-Z][a-z]{1,20}(?: [A-Z][a-z]{1,20})? (?:lives|is based|is located|moved|relocated|works|is employed|speaks|prefers|goes by|uses)\b/;
-const LANGUAGES = "English|German|French|Spanish|Portuguese|Italian|Dutch|Polish|Swedish|Norwegian|Danish|Finnish|Czech|Greek|Turkish|Russian|Ukrainian|Arabic|Hebrew|Hindi|Bengali|Urdu|Chinese|Mandarin|Cantonese|Japanese|Korean|Vietnamese|Thai|Indonesian|Malay|Romanian|Hungarian";
+const NAMED_PERSON =
+  /^(?!(?:The|This|That|These|Those|It|Its|A|An|Our|Each|Every|All|Some|When|If|CI|API)\b)[A-Z][a-z]{1,20}(?: [A-Z][a-z]{1,20})? (?:lives|is based|is located|moved|relocated|works|is employed|speaks|prefers|goes by|uses)\b/;
+const LANGUAGES =
+  "English|German|French|Spanish|Portuguese|Italian|Dutch|Polish|Swedish|Norwegian|Danish|Finnish|Czech|Greek|Turkish|Russian|Ukrainian|Arabic|Hebrew|Hindi|Bengali|Urdu|Chinese|Mandarin|Cantonese|Japanese|Korean|Vietnamese|Thai|Indonesian|Malay|Romanian|Hungarian";
 
 const FIELD_PATTERNS: [SensitiveField, RegExp][] = [
   ["pronouns", /\bpronouns?\b|\b(?:he\/him|she\/her|they\/them|ze\/zir|xe\/xem)\b/i],
-  ["preferred_name", /\b(?:prefers? to be (?:called|addressed as)|likes? to be called|wants? to be called|goes by|preferred name|nickname is|(?:first |full |real )?name is)\b/i],
+  [
+    "preferred_name",
+    /\b(?:prefers? to be (?:called|addressed as)|likes? to be called|wants? to be called|goes by|preferred name|nickname is|(?:first |full |real )?name is)\b/i,
+  ],
   ["employer", /\b(?:works? (?:at|for)|is employed (?:at|by)|employer is|(?:job|position|role) at|joined [A-Z])/],
-  ["city", /\b(?:lives|living|is based|is located|resides|moved|relocated|relocating|is moving) (?:in|to)\b|\b(?:hometown|home town|home city)\b/i],
-  ["language", new RegExp(`\\b(?:speaks?|native language|mother tongue|first language)\\b|\\b(?:in|into) (?:${LANGUAGES})\\b`)],
+  [
+    "city",
+    /\b(?:lives|living|is based|is located|resides|moved|relocated|relocating|is moving) (?:in|to)\b|\b(?:hometown|home town|home city)\b/i,
+  ],
+  [
+    "language",
+    new RegExp(`\\b(?:speaks?|native language|mother tongue|first language)\\b|\\b(?:in|into) (?:${LANGUAGES})\\b`),
+  ],
 ];
 
 /** The sensitive field a statement sets, if it is about the user (see above); else undefined. */
@@ -58,7 +69,9 @@ export async function queueProposal(tx: Tx, c: Candidate, field: SensitiveField,
       insert into public.memory_proposals
         (owner_id, field, content, memory_type, namespace, importance, priority, source, category, session_id, thread_id, origin, expires_at)
       values (${ctx.ownerId}, ${field}, ${c.content}, ${c.type}, ${c.namespace}, ${c.importance},
-              ${c.priority === "highest" ? "high" : c.priority}, ${c.source}, ${c.category ?? null}, ${ctx.sessionId ?? null},
+              ${c.priority === "highest" ? "high" : c.priority}, ${c.source}, ${c.category ?? null}, ${
+    ctx.sessionId ?? null
+  },
               ${ctx.threadId ?? null}, ${tx.json(origin)},
               now() + make_interval(secs => public.memory_setting('proposal_days')::float8 * 86400))
       on conflict (owner_id, md5(lower(btrim(content)))) where status = 'pending' do nothing
@@ -73,7 +86,11 @@ export async function queueProposal(tx: Tx, c: Candidate, field: SensitiveField,
 }
 
 /** A model's candidate that sets a sensitive field is queued (its proposal returned) instead of stored; anything else: undefined. */
-export async function proposeIfSensitive(tx: Tx, c: Candidate, ctx: ProposalOrigin): Promise<{ id: string; field: SensitiveField } | undefined> {
+export async function proposeIfSensitive(
+  tx: Tx,
+  c: Candidate,
+  ctx: ProposalOrigin,
+): Promise<{ id: string; field: SensitiveField } | undefined> {
   const field = isProtected(c) ? undefined : sensitiveFieldOf(c.content);
   return field ? { id: await queueProposal(tx, c, field, ctx), field } : undefined;
 }
@@ -83,7 +100,8 @@ export const ProposalStatus = z.enum(["pending", "accepted", "rejected", "lapsed
 export const ProposalListQuery = z
   .object({
     status: ProposalStatus.default("pending"),
-    limit: z.string().regex(/^\d{1,3}$/, "an integer 1-100").transform(Number).pipe(z.number().int().min(1).max(100)).default(50),
+    limit: z.string().regex(/^\d{1,3}$/, "an integer 1-100").transform(Number).pipe(z.number().int().min(1).max(100))
+      .default(50),
   })
   .strict();
 export type ProposalListQuery = z.infer<typeof ProposalListQuery>;
@@ -105,7 +123,8 @@ export interface Proposal {
   memory_id: string | null;
 }
 
-const PROPOSAL_COLUMNS = "id, field, content, memory_type, namespace, importance, category, status, origin, created_at, expires_at, decided_at, decided_by, memory_id";
+const PROPOSAL_COLUMNS =
+  "id, field, content, memory_type, namespace, importance, category, status, origin, created_at, expires_at, decided_at, decided_by, memory_id";
 
 export async function listProposals(sql: Sql, tenant: TenantContext, q: ProposalListQuery): Promise<Proposal[]> {
   const rows = await withTenant(sql, tenant, (tx) =>
@@ -126,9 +145,15 @@ export interface ProposalDecision {
 }
 
 /** One proposal with its decisions (history rows, oldest first), or undefined (unknown, or another tenant's). */
-export async function getProposal(sql: Sql, tenant: TenantContext, id: string): Promise<{ proposal: Proposal; history: ProposalDecision[] } | undefined> {
+export async function getProposal(
+  sql: Sql,
+  tenant: TenantContext,
+  id: string,
+): Promise<{ proposal: Proposal; history: ProposalDecision[] } | undefined> {
   return await withTenant(sql, tenant, async (tx) => {
-    const [p] = await tx<Proposal[]>`select ${tx.unsafe(PROPOSAL_COLUMNS)} from public.memory_proposals where id = ${id}`;
+    const [p] = await tx<Proposal[]>`select ${
+      tx.unsafe(PROPOSAL_COLUMNS)
+    } from public.memory_proposals where id = ${id}`;
     if (!p) return undefined;
     const history = await tx<ProposalDecision[]>`
       select id, event, actor, new_ref, ts from public.memory_history where memory_id = ${id} order by ts, id`;
@@ -162,11 +187,16 @@ export async function decideProposal(
            and is_valid and state = 'active' and namespace = ${p.namespace} limit 1`;
       if (same) memoryId = same.id;
       else {
-        const metadata = { consent: { proposal_id: p.id, field: p.field }, ...(p.category ? { category: p.category } : {}) };
+        const metadata = {
+          consent: { proposal_id: p.id, field: p.field },
+          ...(p.category ? { category: p.category } : {}),
+        };
         const [row] = await tx<{ id: string }[]>`
           insert into public.devai_memories
             (owner_id, content, embedding, embedding_model, memory_type, namespace, priority, source, importance, session_id, metadata)
-          select ${tenant.tenantId}, p.content, ${toVectorLiteral(vector)}::extensions.vector, ${deps.embedder.model}, p.memory_type,
+          select ${tenant.tenantId}, p.content, ${
+          toVectorLiteral(vector)
+        }::extensions.vector, ${deps.embedder.model}, p.memory_type,
                  p.namespace, p.priority, p.source, p.importance, p.session_id, ${tx.json(metadata as never)}
             from public.memory_proposals p where p.id = ${id}
           returning id`;
@@ -177,7 +207,9 @@ export async function decideProposal(
     }
     const [row] = await tx<Proposal[]>`
       update public.memory_proposals
-         set status = ${action === "accept" ? "accepted" : "rejected"}, decided_at = now(), decided_by = ${tenant.actor}, memory_id = ${memoryId}
+         set status = ${
+      action === "accept" ? "accepted" : "rejected"
+    }, decided_at = now(), decided_by = ${tenant.actor}, memory_id = ${memoryId}
        where id = ${id}
       returning ${tx.unsafe(PROPOSAL_COLUMNS)}`;
     return { proposal: isoProposal(row!), memory_id: memoryId };
@@ -192,15 +224,32 @@ async function lockPending(tx: Tx, id: string, lock: boolean) {
         select *, expires_at <= now() as expired from public.memory_proposals where id = ${id}`;
   if (!p) throw new HttpError(404, "not_found", `proposal ${id} not found`);
   if (p.status !== "pending") throw new HttpError(409, "proposal_decided", `proposal ${id} is ${p.status} already`);
-  if (p.expired) throw new HttpError(409, "proposal_expired", `proposal ${id} expired at ${new Date(p.expires_at).toISOString()}; it lapses unanswered`);
+  if (p.expired) {
+    throw new HttpError(
+      409,
+      "proposal_expired",
+      `proposal ${id} expired at ${new Date(p.expires_at).toISOString()}; it lapses unanswered`,
+    );
+  }
   return p;
 }
 
 function isoProposal(p: Proposal): Proposal {
   const d = (v: unknown) => (v == null ? null : v instanceof Date ? v.toISOString() : String(v));
   return {
-    id: p.id, field: p.field, content: p.content, memory_type: p.memory_type, namespace: p.namespace, importance: Number(p.importance),
-    category: p.category, status: p.status, origin: p.origin, created_at: d(p.created_at)!, expires_at: d(p.expires_at)!,
-    decided_at: d(p.decided_at), decided_by: p.decided_by, memory_id: p.memory_id,
+    id: p.id,
+    field: p.field,
+    content: p.content,
+    memory_type: p.memory_type,
+    namespace: p.namespace,
+    importance: Number(p.importance),
+    category: p.category,
+    status: p.status,
+    origin: p.origin,
+    created_at: d(p.created_at)!,
+    expires_at: d(p.expires_at)!,
+    decided_at: d(p.decided_at),
+    decided_by: p.decided_by,
+    memory_id: p.memory_id,
   };
 }

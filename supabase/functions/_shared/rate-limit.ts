@@ -45,7 +45,13 @@ export function outsideRequest<T>(work: () => T): T {
 
 export function rateLimited(routeClass: RouteClass, retryAfterSeconds: number): HttpError {
   const seconds = Math.max(1, Math.ceil(retryAfterSeconds));
-  return new HttpError(429, "rate_limited", `too many ${routeClass} requests for this tenant; retry after ${seconds} s`, undefined, {
-    "retry-after": String(seconds),
-  });
+  return new HttpError(
+    429,
+    "rate_limited",
+    `too many ${routeClass} requests for this tenant; retry after ${seconds} s`,
+    undefined,
+    {
+      "retry-after": String(seconds),
+    },
+  );
 }

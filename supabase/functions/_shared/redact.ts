@@ -45,14 +45,17 @@ const MARKER_RE = /\[REDACTED:[a-z_]{1,40}\]/g;
 
 // A value that stands for a secret rather than being one: `<your-key>`, `${TOKEN}`, `$TOKEN`, `***`,
 // `changeme`, `process.env.X`, … (documentation and examples keep them).
-const PLACEHOLDER = /^(?:<[^>]*>|\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|%[A-Za-z_][A-Za-z0-9_]*%|\{\{[^}]*\}\}|[x*.#-]{3,}|\[REDACTED:[a-z_]+\]|(?:your|my|the)[-_ ]?\w*|changeme|change[-_]me|example\w*|secret|password|token|null|none|nil|undefined|true|false|required|optional|(?:process\.env|Deno\.env|os\.environ|env)\b.*|\w+\(.*\)?)$/i;
+const PLACEHOLDER =
+  /^(?:<[^>]*>|\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|%[A-Za-z_][A-Za-z0-9_]*%|\{\{[^}]*\}\}|[x*.#-]{3,}|\[REDACTED:[a-z_]+\]|(?:your|my|the)[-_ ]?\w*|changeme|change[-_]me|example\w*|secret|password|token|null|none|nil|undefined|true|false|required|optional|(?:process\.env|Deno\.env|os\.environ|env)\b.*|\w+\(.*\)?)$/i;
 
 const isPlaceholder = (value: string) => PLACEHOLDER.test(value.replace(/^["'`]|["'`]$/g, ""));
 
 /** Names whose value is a secret: `OPENAI_API_KEY`, `db_password`, `client_secret`, `GITHUB_TOKEN`, `SENTRY_DSN`. */
-const SECRET_NAME = /(?:^|[_.-])(?:secret|secrets|token|passwd|password|pwd|pass|passphrase|credentials?|dsn|auth|api[_-]?key|apikey|access[_-]?key|secret[_-]?key|private[_-]?key|signing[_-]?key|encryption[_-]?key|master[_-]?key|service[_-]?role[_-]?key|client[_-]?secret|[a-z0-9]+[_-]key)$/i;
+const SECRET_NAME =
+  /(?:^|[_.-])(?:secret|secrets|token|passwd|password|pwd|pass|passphrase|credentials?|dsn|auth|api[_-]?key|apikey|access[_-]?key|secret[_-]?key|private[_-]?key|signing[_-]?key|encryption[_-]?key|master[_-]?key|service[_-]?role[_-]?key|client[_-]?secret|[a-z0-9]+[_-]key)$/i;
 /** Key names that are not secrets although they end like one. */
-const PUBLIC_NAME = /public|publishable|anon|primary|foreign|sort|cache|partition|idempotency|lookup|hash|map|object|index|unique|keyboard|hotkey|monkey|turkey|donkey|_id$|length|ttl|expir|timeout|url$|uri$|path$|file$|name$|type$|header$|count$|max|min|mode$/i;
+const PUBLIC_NAME =
+  /public|publishable|anon|primary|foreign|sort|cache|partition|idempotency|lookup|hash|map|object|index|unique|keyboard|hotkey|monkey|turkey|donkey|_id$|length|ttl|expir|timeout|url$|uri$|path$|file$|name$|type$|header$|count$|max|min|mode$/i;
 
 function secretName(name: string): boolean {
   return SECRET_NAME.test(name) && !PUBLIC_NAME.test(name);
@@ -91,7 +94,8 @@ const mixedCase = (s: string) => /[a-z]/.test(s) && /[A-Z]/.test(s) && /[0-9]/.t
 const RULES: Rule[] = [
   {
     kind: "private_key",
-    re: /-----BEGIN (?:[A-Z0-9]{1,20} ){0,4}PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END (?:[A-Z0-9]{1,20} ){0,4}PRIVATE KEY(?: BLOCK)?-----|$)/g,
+    re:
+      /-----BEGIN (?:[A-Z0-9]{1,20} ){0,4}PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END (?:[A-Z0-9]{1,20} ){0,4}PRIVATE KEY(?: BLOCK)?-----|$)/g,
   },
   // The header segment is consumed whether or not a payload and signature follow (then the match is
   // kept as it is): a scan that failed would start again at the next `eyJ` inside the same run and
@@ -132,21 +136,24 @@ const RULES: Rule[] = [
   // ?access_token=…&api_key=… in URLs.
   {
     kind: "url_secret",
-    re: /[?&](?:access_token|refresh_token|id_token|token|api_key|apikey|key|secret|client_secret|password|sig|signature|auth)=([^&\s#'"`]{6,2048})/gi,
+    re:
+      /[?&](?:access_token|refresh_token|id_token|token|api_key|apikey|key|secret|client_secret|password|sig|signature|auth)=([^&\s#'"`]{6,2048})/gi,
     group: [1],
     accept: (s) => !isPlaceholder(s),
   },
   // --password=…, --token … of command lines.
   {
     kind: (_s, m) => (/pass/i.test(m) ? "password" : "secret_assignment"),
-    re: /(?:^|\s)--?(?:password|passwd|token|api-key|apikey|secret|auth-token|access-token)(?:=|\s+)(?:"([^"\n]{1,512})"|'([^'\n]{1,512})'|([^\s'"`-][^\s'"`]{3,511}))/gi,
+    re:
+      /(?:^|\s)--?(?:password|passwd|token|api-key|apikey|secret|auth-token|access-token)(?:=|\s+)(?:"([^"\n]{1,512})"|'([^'\n]{1,512})'|([^\s'"`-][^\s'"`]{3,511}))/gi,
     group: [1, 2, 3],
     accept: (s) => !isPlaceholder(s),
   },
   // NAME=value (.env, shells, DSNs `password=…`) and name: value (YAML, JSON) for names of secrets.
   {
     kind: "secret_assignment",
-    re: /(["']?)(?<![A-Za-z0-9_.-])([A-Za-z_][A-Za-z0-9_.-]{0,80})\1[ \t]{0,8}(=|:)[ \t]{0,8}(?:"([^"\n]{1,512})"|'([^'\n]{1,512})'|([^\s"'`,;)}\]]{1,512}))/g,
+    re:
+      /(["']?)(?<![A-Za-z0-9_.-])([A-Za-z_][A-Za-z0-9_.-]{0,80})\1[ \t]{0,8}(=|:)[ \t]{0,8}(?:"([^"\n]{1,512})"|'([^'\n]{1,512})'|([^\s"'`,;)}\]]{1,512}))/g,
     group: [4, 5, 6],
     // After `=` (.env, shells, DSNs) any value; after `:` a quoted one (JSON, YAML) or one that looks random.
     accept: (s, m) => secretName(m[2]!) && !isPlaceholder(s) && (m[3] === "=" || m[6] === undefined || looksRandom(s)),
@@ -187,7 +194,9 @@ export function redactSecrets(text: string): Redaction {
  * key, a correction's reason, a resolution's note): redacted like the content; `undefined` when
  * nothing but a secret is left (the field is dropped, what it belongs to is kept).
  */
-export function redactField(text: string | undefined): { text: string | undefined; counts: RedactionCounts; total: number } {
+export function redactField(
+  text: string | undefined,
+): { text: string | undefined; counts: RedactionCounts; total: number } {
   if (text === undefined) return { text, counts: {}, total: 0 };
   const r = redactSecrets(text);
   return { text: r.onlySecret ? undefined : r.text, counts: r.counts, total: r.total };
@@ -195,7 +204,28 @@ export function redactField(text: string | undefined): { text: string | undefine
 
 // What may surround a secret without saying anything: assignment keywords, the names secrets are
 // assigned to (ALL_CAPS_WITH_UNDERSCORES or a secret's name), the auth scheme words.
-const FILLER_WORDS = new Set(["export", "set", "setx", "env", "bearer", "basic", "token", "authorization", "auth", "key", "api", "secret", "password", "is", "the", "my", "here", "use", "this", "it"]);
+const FILLER_WORDS = new Set([
+  "export",
+  "set",
+  "setx",
+  "env",
+  "bearer",
+  "basic",
+  "token",
+  "authorization",
+  "auth",
+  "key",
+  "api",
+  "secret",
+  "password",
+  "is",
+  "the",
+  "my",
+  "here",
+  "use",
+  "this",
+  "it",
+]);
 
 function nothingButSecrets(redacted: string): boolean {
   const words = redacted.replace(MARKER_RE, " ").match(/[\p{L}\p{N}][\p{L}\p{N}_.-]*/gu) ?? [];
@@ -219,7 +249,9 @@ export interface ChatLike {
  * everything else as it was; the counts of what was replaced. For transcripts a writer stores
  * (memory-extract's job payload).
  */
-export function redactMessages<M extends ChatLike>(messages: readonly M[]): { messages: M[]; counts: RedactionCounts; total: number } {
+export function redactMessages<M extends ChatLike>(
+  messages: readonly M[],
+): { messages: M[]; counts: RedactionCounts; total: number } {
   const counts: RedactionCounts = {};
   let total = 0;
   const clean = (s: string) => {
@@ -234,7 +266,12 @@ export function redactMessages<M extends ChatLike>(messages: readonly M[]): { me
     else if (Array.isArray(m.content)) {
       next = {
         ...next,
-        content: m.content.map((p) => (p && typeof p === "object" && typeof (p as { text?: unknown }).text === "string" ? { ...p, text: clean((p as { text: string }).text) } : p)),
+        content: m.content.map((
+          p,
+        ) => (p && typeof p === "object" && typeof (p as { text?: unknown }).text === "string"
+          ? { ...p, text: clean((p as { text: string }).text) }
+          : p)
+        ),
       };
     }
     if (Array.isArray(m.tool_calls)) {
@@ -242,7 +279,9 @@ export function redactMessages<M extends ChatLike>(messages: readonly M[]): { me
         ...next,
         tool_calls: m.tool_calls.map((c) => {
           const args = (c as { function?: { arguments?: unknown } })?.function?.arguments;
-          return typeof args === "string" ? { ...c, function: { ...(c as { function: object }).function, arguments: clean(args) } } : c;
+          return typeof args === "string"
+            ? { ...c, function: { ...(c as { function: object }).function, arguments: clean(args) } }
+            : c;
         }),
       };
     }

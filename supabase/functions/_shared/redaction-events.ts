@@ -33,7 +33,11 @@ export async function recordRedactions(tx: Tx, r: RedactionRecord): Promise<void
 export function redactStatement(content: string): Redaction {
   const r = redactSecrets(content);
   if (r.onlySecret) {
-    throw new HttpError(422, "only_secret", "the content is nothing but a secret (a key, token or password); memory never stores secrets, so nothing was written");
+    throw new HttpError(
+      422,
+      "only_secret",
+      "the content is nothing but a secret (a key, token or password); memory never stores secrets, so nothing was written",
+    );
   }
   return r;
 }

@@ -29,7 +29,9 @@ export async function reindexStatus(tx: Tx, model: string): Promise<ReindexStatu
     select coalesce(embedding_model, 'none') as model, count(*)::int as n from public.devai_memories
      where is_valid and state = 'active' and source is distinct from 'conversation' and embedding is not null
      group by 1 order by 1`;
-  const [stale] = await tx<{ n: number }[]>`select count(*)::int as n from public.devai_memories where ${STALE(tx, model)}`;
+  const [stale] = await tx<{ n: number }[]>`select count(*)::int as n from public.devai_memories where ${
+    STALE(tx, model)
+  }`;
   const [job] = await tx`select * from public.memory_jobs where kind = 'reindex' order by created_at desc, id limit 1`;
   return {
     configured_model: model,
@@ -54,7 +56,12 @@ export async function startReindex(
     const busy = status.job && (status.job.status === "queued" || status.job.status === "running");
     if (opts.dryRun || busy || status.to_reindex === 0) return { ...status, started: false, dry_run: opts.dryRun };
     const day = (opts.now ?? new Date()).toISOString().slice(0, 10);
-    const queued = await enqueueJob(tx, { ownerId: tenant.tenantId, kind: "reindex", idempotencyKey: `reindex:${day}`, payload: { model: deps.embedder.model } });
+    const queued = await enqueueJob(tx, {
+      ownerId: tenant.tenantId,
+      kind: "reindex",
+      idempotencyKey: `reindex:${day}`,
+      payload: { model: deps.embedder.model },
+    });
     const [job] = await tx`select * from public.memory_jobs where id = ${queued.id}`;
     return { ...status, job: jobView(job as unknown as Job), started: !queued.deduplicated, dry_run: false };
   });
@@ -80,7 +87,11 @@ export async function runReindex(deps: WorkerDeps, job: Job, workerId: string): 
     if (rows.length === 0) break;
     const vectors = await deps.embedder.embed(rows.map((r) => r.content));
     const updated = await withTenant(deps.sql, tenant, async (tx) => {
-      const values = rows.map((r, i) => ({ id: r.id, content_hash: r.content_hash, embedding: toVectorLiteral(vectors[i]!) }));
+      const values = rows.map((r, i) => ({
+        id: r.id,
+        content_hash: r.content_hash,
+        embedding: toVectorLiteral(vectors[i]!),
+      }));
       const done = await tx`
         update public.devai_memories m
            set embedding = v.embedding::extensions.vector, embedding_model = ${model}
@@ -89,7 +100,9 @@ export async function runReindex(deps: WorkerDeps, job: Job, workerId: string): 
         returning m.id`;
       await tx`
         insert into public.memory_events (owner_id, node, op, status, meta)
-        values (${job.owner_id}, 'worker', 'update', 'ok', ${tx.json({ kind: "reindex", count: rows.length, updated: done.length, model, job_id: job.id })})`;
+        values (${job.owner_id}, 'worker', 'update', 'ok', ${
+        tx.json({ kind: "reindex", count: rows.length, updated: done.length, model, job_id: job.id })
+      })`;
       return done.length;
     });
     reindexed += updated;
@@ -97,7 +110,15 @@ export async function runReindex(deps: WorkerDeps, job: Job, workerId: string): 
     batches++;
   }
   await withTenant(deps.sql, tenant, async (tx) => {
-    const [left] = await tx<{ n: number }[]>`select count(*)::int as n from public.devai_memories where ${STALE(tx, model)}`;
-    await completeJobInTx(tx, job.id, workerId, { model, reindexed, batches, remaining: left!.n, capped: budget === 0 && left!.n > 0 });
+    const [left] = await tx<{ n: number }[]>`select count(*)::int as n from public.devai_memories where ${
+      STALE(tx, model)
+    }`;
+    await completeJobInTx(tx, job.id, workerId, {
+      model,
+      reindexed,
+      batches,
+      remaining: left!.n,
+      capped: budget === 0 && left!.n > 0,
+    });
   });
 }

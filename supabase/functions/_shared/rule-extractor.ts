@@ -34,8 +34,10 @@ export function toThirdPerson(text: string): string {
     .replace(/\b(you|yourself|yourselves)\b/gi, "the agent")
     .replace(/\b(your|yours)\b/gi, "the agent's");
   // Verb agreement after the substituted subject ("the user prefer" → "the user prefers").
-  t = t.replace(/\b(the user|the agent) (prefer|want|like|use|need|hate|expect|work|deploy|run|deploys|want)\b(?!s)/gi,
-    (_m, subj: string, verb: string) => `${subj} ${verb.endsWith("s") ? verb : verb + "s"}`);
+  t = t.replace(
+    /\b(the user|the agent) (prefer|want|like|use|need|hate|expect|work|deploy|run|deploys|want)\b(?!s)/gi,
+    (_m, subj: string, verb: string) => `${subj} ${verb.endsWith("s") ? verb : verb + "s"}`,
+  );
   t = t.replace(/\bthe agent are\b/gi, "the agent is");
   return t;
 }

@@ -112,7 +112,9 @@ export function findCorrection(text: string): string | undefined {
 function containsWord(line: string, word: string): boolean {
   const lower = line.toLowerCase();
   for (let at = lower.indexOf(word); at >= 0; at = lower.indexOf(word, at + 1)) {
-    if ((at === 0 || !isWordChar(lower.charCodeAt(at - 1))) && !isWordChar(lower.charCodeAt(at + word.length))) return true;
+    if ((at === 0 || !isWordChar(lower.charCodeAt(at - 1))) && !isWordChar(lower.charCodeAt(at + word.length))) {
+      return true;
+    }
   }
   return false;
 }

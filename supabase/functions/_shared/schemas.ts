@@ -9,7 +9,15 @@ export const memoryType = z.enum(["semantic", "episodic", "procedural"]);
 /** What a stored memory may be: what a writer sends, or an insight (written by the insight job only). */
 export const storedMemoryType = z.enum(["semantic", "episodic", "procedural", "insight"]);
 export const priority = z.enum(["highest", "high", "medium", "low"]);
-export const source = z.enum(["user_stated", "error_resolution", "pattern", "discovery", "correction", "compaction", "import"]);
+export const source = z.enum([
+  "user_stated",
+  "error_resolution",
+  "pattern",
+  "discovery",
+  "correction",
+  "compaction",
+  "import",
+]);
 export const importance = z.number().int().min(1).max(5);
 
 // A namespace segment: letters, digits and . _ % + @ ~ - (so `task_forge` and `100%_done` are
@@ -68,7 +76,12 @@ export const namespace = z
 export function storableText(schema: z.ZodString) {
   return schema.superRefine((s, ctx) => {
     const unsafe = firstUnsafeCharacter(s);
-    if (unsafe) ctx.addIssue({ code: "custom", message: `contains ${unsafe}: stored text may not hold control, bidirectional or invisible characters` });
+    if (unsafe) {
+      ctx.addIssue({
+        code: "custom",
+        message: `contains ${unsafe}: stored text may not hold control, bidirectional or invisible characters`,
+      });
+    }
   });
 }
 
@@ -80,7 +93,10 @@ export const content = storableText(z.string().trim().min(1).max(4000));
  * control characters (unsafe-characters.ts; right-to-left marks are fine here).
  */
 export function freeText(max: number) {
-  return z.string().trim().min(1).max(max).refine((s) => !CONTROL_CHARACTERS.test(s), "control characters are not allowed");
+  return z.string().trim().min(1).max(max).refine(
+    (s) => !CONTROL_CHARACTERS.test(s),
+    "control characters are not allowed",
+  );
 }
 
 /** An instant to answer as of (docs/graph.md#as-of): an ISO 8601 date-time with its offset. */
@@ -100,8 +116,9 @@ export const repoName = storableText(z.string().min(1).max(300)).refine((s) => !
 /** A git branch name, by git's own ref rules (git check-ref-format --branch). */
 export const branchName = storableText(z.string().min(1).max(250))
   .refine(
-    // deno-lint-ignore no-control-regex -- git's ref rules refuse control characters
-    (s) => !/[\u0000-\u0020\u007F~^:?*[\\]/.test(s) && !s.includes("..") && !s.includes("@{") && !s.includes("//") &&
+    (s) =>
+      // deno-lint-ignore no-control-regex -- git's ref rules refuse control characters
+      !/[\u0000-\u0020\u007F~^:?*[\\]/.test(s) && !s.includes("..") && !s.includes("@{") && !s.includes("//") &&
       !/^[-/]/.test(s) && !/(\/|\.|\.lock)$/.test(s) && s !== "@",
     "a git branch name (no spaces, ~ ^ : ? * [ \\, '..', '@{' or '//'; not starting with - or /, not ending with /, . or .lock)",
   );
@@ -116,7 +133,11 @@ export const filePath = storableText(z.string().min(1).max(500))
  * Where the memories of a request come from in the repository (memory-extract, memory-dedup):
  * stored in each new memory's metadata (docs/context.md#code-lineage).
  */
-export const codeOrigin = z.object({ repo: repoName.optional(), branch: branchName.optional(), commit: commitSha.optional() }).strict();
+export const codeOrigin = z.object({
+  repo: repoName.optional(),
+  branch: branchName.optional(),
+  commit: commitSha.optional(),
+}).strict();
 export type CodeOrigin = z.infer<typeof codeOrigin>;
 
 /** Metadata a memory carries (memory.query's filter keys, plus code lineage); small and flat on purpose. */

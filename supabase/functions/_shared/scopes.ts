@@ -68,16 +68,26 @@ export type CallerNamespace = { ok: true; namespace: string } | { ok: false; mes
 export function callerNamespace(raw: string, root: string, req: ScopeRequest): CallerNamespace {
   const parsed = parseNamespace(raw, root, 8);
   if (!parsed) {
-    return { ok: false, message: `namespace must be ${root}/global/…, ${root}/user/… or ${root}/project/<project>/… (2-8 valid segments)` };
+    return {
+      ok: false,
+      message: `namespace must be ${root}/global/…, ${root}/user/… or ${root}/project/<project>/… (2-8 valid segments)`,
+    };
   }
   if (parsed.scope === "project" && req.project !== undefined && parsed.segments[2] !== projectSegment(req.project)) {
-    return { ok: false, message: `namespace is in project '${parsed.segments[2]}' but the request's project is '${req.project}'` };
+    return {
+      ok: false,
+      message: `namespace is in project '${parsed.segments[2]}' but the request's project is '${req.project}'`,
+    };
   }
   return { ok: true, namespace: parsed.segments.join("/") };
 }
 
 /** Rules 2 and 3 for a namespace a model proposed; `rewritten` when it is moved elsewhere. */
-export function modelNamespace(raw: string, root: string, req: ScopeRequest): { namespace: string; rewritten: boolean } {
+export function modelNamespace(
+  raw: string,
+  root: string,
+  req: ScopeRequest,
+): { namespace: string; rewritten: boolean } {
   const fallback = defaultScope(root, req);
   const parsed = parseNamespace(raw, root, 6);
   if (!parsed) return { namespace: fallback, rewritten: true };

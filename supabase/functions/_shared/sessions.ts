@@ -15,7 +15,12 @@ export interface EndedSession {
 }
 
 /** Ends the tenant's sessions with these row ids (RLS: the caller's only) and queues their consolidation. */
-export async function endSessions(tx: Tx, ids: readonly string[], reason: EndReason, now?: Date): Promise<EndedSession[]> {
+export async function endSessions(
+  tx: Tx,
+  ids: readonly string[],
+  reason: EndReason,
+  now?: Date,
+): Promise<EndedSession[]> {
   if (ids.length === 0) return [];
   return await tx<EndedSession[]>`
     select id, session_id, job_id, ended_now

@@ -17,7 +17,13 @@ export interface SupersedeOptions {
  * Marks `dropId` as superseded by `keepId`. Both must still be valid and active and `dropId` not
  * superseded yet (the caller holds their row locks): returns false, changing nothing, otherwise.
  */
-export async function supersedeMemory(tx: Tx, ownerId: string, keepId: string, dropId: string, opts: SupersedeOptions): Promise<boolean> {
+export async function supersedeMemory(
+  tx: Tx,
+  ownerId: string,
+  keepId: string,
+  dropId: string,
+  opts: SupersedeOptions,
+): Promise<boolean> {
   const [done] = await tx<{ id: string }[]>`
     update public.devai_memories d
        set superseded_by = ${keepId}, is_valid = false

@@ -24,7 +24,7 @@ import { applyEpisodeWork, compressEpisodes, type EpisodeWork, planEpisodes } fr
 import { HttpError } from "./http.ts";
 import { completeJobInTx, enqueueJob, type Job } from "./jobs.ts";
 import { type Llm, LlmOutputError, LlmRequestError, type LlmUsage } from "./llm.ts";
-import { judgePairs, type JudgedPair } from "./pair-judge.ts";
+import { type JudgedPair, judgePairs } from "./pair-judge.ts";
 
 export interface ConsolidationDeps {
   sql: Sql;
@@ -65,7 +65,10 @@ export interface ConsolidationReport {
 const emptyUsage = (): LlmUsage => ({ promptTokens: 0, completionTokens: 0, totalTokens: 0, requests: 0 });
 const utcDay = (d: Date) => d.toISOString().slice(0, 10);
 
-export async function consolidateTenant(deps: ConsolidationDeps, opts: ConsolidationOptions): Promise<ConsolidationReport> {
+export async function consolidateTenant(
+  deps: ConsolidationDeps,
+  opts: ConsolidationOptions,
+): Promise<ConsolidationReport> {
   const now = opts.now ?? new Date();
   const tenant: TenantContext = { tenantId: opts.ownerId, actor: "consolidation" };
   const runId = await openRun(deps.sql, tenant, opts);
@@ -81,7 +84,13 @@ export async function consolidateTenant(deps: ConsolidationDeps, opts: Consolida
                    and embedding_model is distinct from ${deps.embedder.model}) as other_models
           from public.memory_consolidation_runs
          where started_at >= ${`${utcDay(now)}T00:00:00Z`}::timestamptz and id is distinct from ${runId}::uuid`;
-      const pairs = await planPairs(tx, { ownerId: opts.ownerId, model: deps.embedder.model, thresholds: thresholdsFor(deps.embedder.model, deps.config as Config), settings, now });
+      const pairs = await planPairs(tx, {
+        ownerId: opts.ownerId,
+        model: deps.embedder.model,
+        thresholds: thresholdsFor(deps.embedder.model, deps.config as Config),
+        settings,
+        now,
+      });
       const episodes = deps.llm ? await planEpisodes(tx, settings, now) : { summarise: [], compress: [] };
       return { settings, spent: spent!, pairs, episodes };
     });
@@ -96,14 +105,22 @@ export async function consolidateTenant(deps: ConsolidationDeps, opts: Consolida
     if (deps.llm) {
       try {
         if (pairs.judge.length > 0 && pairsLeft > 0) {
-          const out = await judgePairs(deps.llm, pairs.judge.slice(0, pairsLeft), { pairsPerPrompt: settings.pairsPerPrompt, tokens: tokensLeft });
+          const out = await judgePairs(deps.llm, pairs.judge.slice(0, pairsLeft), {
+            pairsPerPrompt: settings.pairsPerPrompt,
+            tokens: tokensLeft,
+          });
           judged = out.judged;
           judgedCount = judged.length;
           addUsage(usage, out.usage);
           if (out.stopped) stopped = "tokens";
         }
         if (read.episodes.summarise.length + read.episodes.compress.length > 0) {
-          episodes = await compressEpisodes(deps.llm, (t) => deps.embedder.embed(t), read.episodes, tokensLeft - usage.totalTokens);
+          episodes = await compressEpisodes(
+            deps.llm,
+            (t) => deps.embedder.embed(t),
+            read.episodes,
+            tokensLeft - usage.totalTokens,
+          );
           addUsage(usage, episodes.usage);
           if (episodes.stopped) stopped = "tokens";
         }
@@ -119,16 +136,38 @@ export async function consolidateTenant(deps: ConsolidationDeps, opts: Consolida
     }
 
     const report: ConsolidationReport = {
-      dry_run: opts.dryRun, run_id: runId, deduped: 0, merged: 0, compressed: 0, forgotten: 0, contradictions_found: 0,
-      pairs_checked: judged.length, tokens_used: usage.totalTokens, llm, stopped,
-      caps: { pairs_per_night: settings.pairsPerNight, tokens_per_night: settings.tokensPerNight, pairs_left: pairsLeft, tokens_left: tokensLeft },
-      pool: pairs.pool, pairs_found: pairs.verbatim.length + pairs.judge.length, pairs_skipped: pairs.skipped, protected_kept: 0,
+      dry_run: opts.dryRun,
+      run_id: runId,
+      deduped: 0,
+      merged: 0,
+      compressed: 0,
+      forgotten: 0,
+      contradictions_found: 0,
+      pairs_checked: judged.length,
+      tokens_used: usage.totalTokens,
+      llm,
+      stopped,
+      caps: {
+        pairs_per_night: settings.pairsPerNight,
+        tokens_per_night: settings.tokensPerNight,
+        pairs_left: pairsLeft,
+        tokens_left: tokensLeft,
+      },
+      pool: pairs.pool,
+      pairs_found: pairs.verbatim.length + pairs.judge.length,
+      pairs_skipped: pairs.skipped,
+      protected_kept: 0,
     };
     if (opts.dryRun) {
       const counts = simulatePairs(pairs.verbatim, judged);
       return await withTenant(deps.sql, tenant, async (tx) => {
         const forgotten = await forgetSuperseded(tx, settings, now, true);
-        const done = { ...report, ...counts, forgotten, compressed: (episodes?.summaries.length ?? 0) + (episodes?.compressed.length ?? 0) };
+        const done = {
+          ...report,
+          ...counts,
+          forgotten,
+          compressed: (episodes?.summaries.length ?? 0) + (episodes?.compressed.length ?? 0),
+        };
         await finishRun(tx, runId, done.pairs_checked, done.tokens_used, done);
         return done;
       });
@@ -142,9 +181,21 @@ export async function consolidateTenant(deps: ConsolidationDeps, opts: Consolida
       const done: ConsolidationReport = { ...report, ...counts, compressed, forgotten };
       await finishRun(tx, runId, done.pairs_checked, done.tokens_used, done);
       const day = utcDay(now);
-      if (deps.llm) await enqueueJob(tx, { ownerId: opts.ownerId, kind: "insight", idempotencyKey: `insight:${day}`, payload: { night: day } });
+      if (deps.llm) {
+        await enqueueJob(tx, {
+          ownerId: opts.ownerId,
+          kind: "insight",
+          idempotencyKey: `insight:${day}`,
+          payload: { night: day },
+        });
+      }
       if (opts.trigger === "nightly" && read.spent.other_models > 0) {
-        await enqueueJob(tx, { ownerId: opts.ownerId, kind: "reindex", idempotencyKey: `reindex:${day}`, payload: { model: deps.embedder.model } });
+        await enqueueJob(tx, {
+          ownerId: opts.ownerId,
+          kind: "reindex",
+          idempotencyKey: `reindex:${day}`,
+          payload: { model: deps.embedder.model },
+        });
       }
       if (opts.job) await completeJobInTx(tx, opts.job.job.id, opts.job.workerId, done);
       return done;
@@ -172,14 +223,31 @@ async function openRun(sql: Sql, tenant: TenantContext, opts: ConsolidationOptio
       values (${opts.ownerId}, ${opts.trigger}, ${opts.job?.job.id ?? null}, ${opts.dryRun})
       on conflict (owner_id) where finished_at is null do nothing
       returning id`;
-    if (!row) throw new HttpError(409, "consolidation_running", "a consolidation of this tenant is under way; try again when it has finished");
+    if (!row) {
+      throw new HttpError(
+        409,
+        "consolidation_running",
+        "a consolidation of this tenant is under way; try again when it has finished",
+      );
+    }
     return row.id;
   });
 }
 
 /** A run that failed still spent what the model counted: the night's caps see it. */
-async function closeFailedRun(sql: Sql, tenant: TenantContext, runId: string, err: unknown, pairs: number, tokens: number): Promise<void> {
-  await withTenant(sql, tenant, (tx) => finishRun(tx, runId, pairs, tokens, { error: String((err as Error)?.message ?? err).slice(0, 500) }));
+async function closeFailedRun(
+  sql: Sql,
+  tenant: TenantContext,
+  runId: string,
+  err: unknown,
+  pairs: number,
+  tokens: number,
+): Promise<void> {
+  await withTenant(
+    sql,
+    tenant,
+    (tx) => finishRun(tx, runId, pairs, tokens, { error: String((err as Error)?.message ?? err).slice(0, 500) }),
+  );
 }
 
 /** Closes the run with what it spent (added to its counters; see the module comment). */

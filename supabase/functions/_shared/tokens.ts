@@ -201,7 +201,12 @@ export function messageText(content: unknown): string {
   if (typeof content === "string") return content;
   if (Array.isArray(content)) {
     return content
-      .map((p) => (p && typeof p === "object" && typeof (p as { text?: unknown }).text === "string" ? (p as { text: string }).text : ""))
+      .map((
+        p,
+      ) => (p && typeof p === "object" && typeof (p as { text?: unknown }).text === "string"
+        ? (p as { text: string }).text
+        : "")
+      )
       .join("\n");
   }
   return "";

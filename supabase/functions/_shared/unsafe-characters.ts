@@ -16,8 +16,9 @@
 /** Control characters alone (also refused in text that is never stored, such as a query). */
 // deno-lint-ignore no-control-regex -- finding control characters is the point
 export const CONTROL_CHARACTERS = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]/;
-// deno-lint-ignore no-control-regex -- as above
-const UNSAFE = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F\u061C\u200B\u200E\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF\u{E0000}-\u{E007F}]/u;
+const UNSAFE =
+  // deno-lint-ignore no-control-regex -- as above
+  /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F\u061C\u200B\u200E\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF\u{E0000}-\u{E007F}]/u;
 const UNSAFE_ALL = new RegExp(UNSAFE.source, "gu");
 
 function kindOf(code: number): string {
@@ -51,7 +52,9 @@ export function firstUnsafeCharacter(text: string): string | undefined {
 
 /** text without the characters the rule refuses (lone surrogates included). */
 export function stripUnsafeCharacters(text: string): string {
-  const wellFormed = text.isWellFormed() ? text : text.toWellFormed().replaceAll("\uFFFD", (c, i: number) => (text[i] === c ? c : ""));
+  const wellFormed = text.isWellFormed()
+    ? text
+    : text.toWellFormed().replaceAll("\uFFFD", (c, i: number) => (text[i] === c ? c : ""));
   return wellFormed.replace(UNSAFE_ALL, "");
 }
 
@@ -66,7 +69,9 @@ export function wellFormedJson<T>(value: T): T {
   if (typeof value === "string") return (value.isWellFormed() ? value : value.toWellFormed()) as T;
   if (Array.isArray(value)) return value.map(wellFormedJson) as T;
   if (value && typeof value === "object") {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k.isWellFormed() ? k : k.toWellFormed(), wellFormedJson(v)])) as T;
+    return Object.fromEntries(
+      Object.entries(value).map(([k, v]) => [k.isWellFormed() ? k : k.toWellFormed(), wellFormedJson(v)]),
+    ) as T;
   }
   return value;
 }

@@ -31,7 +31,12 @@ export function workerDepsFromEnv(applicationName: string): WorkerDeps {
  */
 export function memoryDepsFromEnv(applicationName: string): MemoryDeps {
   const config = loadConfig();
-  const deps: MemoryDeps = { config, ...poolsFor(config, applicationName), embedder: createEmbedder(config), llm: createLlm(config) };
+  const deps: MemoryDeps = {
+    config,
+    ...poolsFor(config, applicationName),
+    embedder: createEmbedder(config),
+    llm: createLlm(config),
+  };
   deps.kickWorker = () => drainQueue(deps, { maxJobs: 10 });
   return deps;
 }

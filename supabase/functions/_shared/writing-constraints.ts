@@ -26,7 +26,8 @@ export type ValidationOutcome =
 
 // First/second person only: third-person pronouns are fine in "The user prefers…" style facts,
 // while "I", "we", "you" make a memory meaningless out of its conversation.
-const FIRST_SECOND_PERSON = /\b(i|me|my|mine|myself|we|us|our|ours|ourselves|you|your|yours|yourself|yourselves)\b|\b(i'm|i've|i'd|i'll|we're|we've|you're|you've|you'll)\b/i;
+const FIRST_SECOND_PERSON =
+  /\b(i|me|my|mine|myself|we|us|our|ours|ourselves|you|your|yours|yourself|yourselves)\b|\b(i'm|i've|i'd|i'll|we're|we've|you're|you've|you'll)\b/i;
 
 /**
  * Sentence split on ., ! or ? followed by whitespace and a capital/digit/quote, so "e.g. the",

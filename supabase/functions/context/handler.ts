@@ -38,7 +38,11 @@ export function defaultDeps(): ContextHandlerDeps {
 }
 
 export function createHandler(deps: ContextHandlerDeps): (req: Request) => Promise<Response> {
-  const services: ContextDeps = { ...deps, clock: deps.clock ?? (() => new Date()), defer: deps.defer ?? ((work) => runInBackground(() => work, "context record")) };
+  const services: ContextDeps = {
+    ...deps,
+    clock: deps.clock ?? (() => new Date()),
+    defer: deps.defer ?? ((work) => runInBackground(() => work, "context record")),
+  };
   const app = createFunctionApp<{ caller: Caller }>();
   // Assembly and prediction read (their reinforcement is retrieval's): the tenant's read bucket.
   app.use(rateLimit(() => "read"));
@@ -47,12 +51,14 @@ export function createHandler(deps: ContextHandlerDeps): (req: Request) => Promi
   app.post(
     "/context/assemble",
     caller,
-    async (c) => json(await assembleContext(services, c.get("caller"), await parseJsonBody(c.req.raw, AssembleRequest, max))),
+    async (c) =>
+      json(await assembleContext(services, c.get("caller"), await parseJsonBody(c.req.raw, AssembleRequest, max))),
   );
   app.post(
     "/context/predict",
     caller,
-    async (c) => json(await predictContext(services, c.get("caller"), await parseJsonBody(c.req.raw, PredictRequest, max))),
+    async (c) =>
+      json(await predictContext(services, c.get("caller"), await parseJsonBody(c.req.raw, PredictRequest, max))),
   );
   for (const path of ["/context/assemble", "/context/predict"]) {
     app.all(path, () => {

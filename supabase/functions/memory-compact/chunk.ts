@@ -57,7 +57,9 @@ export interface PlanOptions {
 export function planCompaction(messages: ChatMessage[], opts: PlanOptions): CompactionPlan | undefined {
   let i = 0;
   const head: ChatMessage[] = [];
-  while (i < messages.length && (messages[i]!.role === "system" || messages[i]!.role === "developer")) head.push(messages[i++]!);
+  while (i < messages.length && (messages[i]!.role === "system" || messages[i]!.role === "developer")) {
+    head.push(messages[i++]!);
+  }
   const markers: string[] = [];
   const body: ChatMessage[] = [];
   for (; i < messages.length; i++) {
@@ -70,7 +72,10 @@ export function planCompaction(messages: ChatMessage[], opts: PlanOptions): Comp
   // Enough to get back under the trigger even when the chunk target alone would not be.
   const tokensOf = opts.tokensOf ?? countMessageTokens;
   const markerTokens = messages.filter(isMarker).reduce((s, m) => s + tokensOf(m), 0);
-  const need = Math.max(opts.targetChunkTokens, opts.totalTokens - markerTokens - opts.triggerTokens + opts.summaryReserveTokens);
+  const need = Math.max(
+    opts.targetChunkTokens,
+    opts.totalTokens - markerTokens - opts.triggerTokens + opts.summaryReserveTokens,
+  );
   let taken = 0;
   let chunkTokens = 0;
   // Always keep the last unit (the turn being answered).

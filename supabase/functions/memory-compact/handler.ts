@@ -48,10 +48,13 @@ export const CompactRequestSchema = z.object({
   /** Where candidates without a namespace of their own go; global only when asked (README "Scopes"). */
   scope: writeScope.optional(),
   thread_id: threadId.optional(),
-}).strict().refine(scopeHasProject, SCOPE_NEEDS_PROJECT).refine((b) => !b.context_window || !b.trigger_tokens || b.trigger_tokens < b.context_window, {
-  message: "trigger_tokens must be below context_window",
-  path: ["trigger_tokens"],
-});
+}).strict().refine(scopeHasProject, SCOPE_NEEDS_PROJECT).refine(
+  (b) => !b.context_window || !b.trigger_tokens || b.trigger_tokens < b.context_window,
+  {
+    message: "trigger_tokens must be below context_window",
+    path: ["trigger_tokens"],
+  },
+);
 
 export const DEFAULT_TRIGGER_TOKENS = 160_000;
 export const DEFAULT_CHUNK_TOKENS = 60_000;
@@ -67,16 +70,25 @@ export function createHandler(deps: QueueingDeps) {
     // tenant transaction first charges the request to the tenant's rate limit (rate-limit.ts).
     await withTenant(deps.sql, caller, () => Promise.resolve());
     const body = await parseJsonBody(c.req.raw, CompactRequestSchema, deps.config.maxCompactBodyBytes, {
-      tooLarge: `memory-compact takes at most ${deps.config.maxCompactBodyBytes} bytes (MAX_COMPACT_BODY_BYTES): compact earlier ` +
+      tooLarge:
+        `memory-compact takes at most ${deps.config.maxCompactBodyBytes} bytes (MAX_COMPACT_BODY_BYTES): compact earlier ` +
         "(a lower trigger_tokens or context_window), or raise MAX_COMPACT_BODY_BYTES on the server",
     });
     const trigger = body.trigger_tokens ??
-      (body.context_window ? Math.min(DEFAULT_TRIGGER_TOKENS, Math.floor(body.context_window * 0.8)) : DEFAULT_TRIGGER_TOKENS);
+      (body.context_window
+        ? Math.min(DEFAULT_TRIGGER_TOKENS, Math.floor(body.context_window * 0.8))
+        : DEFAULT_TRIGGER_TOKENS);
     const tokensOf = messageTokenCounter();
     await tokensOf.prefill(body.messages); // up to 8 MiB: counted without holding up other requests
     const before = countConversationTokens(body.messages, tokensOf);
     if (before <= trigger) {
-      return json({ compacted: false, messages: body.messages, tokens_before: before, tokens_after: before, trigger_tokens: trigger });
+      return json({
+        compacted: false,
+        messages: body.messages,
+        tokens_before: before,
+        tokens_after: before,
+        trigger_tokens: trigger,
+      });
     }
     const plan = planCompaction(body.messages, {
       totalTokens: before,
@@ -85,10 +97,18 @@ export function createHandler(deps: QueueingDeps) {
       summaryReserveTokens: SUMMARY_MAX_TOKENS + 200,
       tokensOf,
     });
-    if (!plan) throw new HttpError(422, "cannot_compact", "nothing to compact: the conversation is a system prompt and a single turn");
+    if (!plan) {
+      throw new HttpError(
+        422,
+        "cannot_compact",
+        "nothing to compact: the conversation is a system prompt and a single turn",
+      );
+    }
 
     const { stored, categories } = await withTenant(deps.sql, caller, async (tx) => ({
-      stored: await tx<{ summary: string }[]>`select summary from public.memory_session_summaries where owner_id = ${caller.tenantId} and session_id = ${body.session_id}`,
+      stored: await tx<
+        { summary: string }[]
+      >`select summary from public.memory_session_summaries where owner_id = ${caller.tenantId} and session_id = ${body.session_id}`,
       categories: await loadCategoryNames(tx),
     }));
     const prior = stored[0]?.summary ?? plan.inlinePriorSummary;
@@ -101,9 +121,13 @@ export function createHandler(deps: QueueingDeps) {
     let tokensUsed = 0;
     if (deps.llm) {
       try {
-        const out = await deps.llm.completeJson(CompactionOutputSchema, compactionMessages(plan.chunk, prior, deps.config.namespaceRoot, body, categories), {
-          name: "compaction",
-        });
+        const out = await deps.llm.completeJson(
+          CompactionOutputSchema,
+          compactionMessages(plan.chunk, prior, deps.config.namespaceRoot, body, categories),
+          {
+            name: "compaction",
+          },
+        );
         summary = out.value.summary;
         proposed = out.value.candidates;
         tokensUsed = out.usage.totalTokens;
@@ -120,7 +144,12 @@ export function createHandler(deps: QueueingDeps) {
     // The summary is stored (the session's layer-2 record): no secret in it (redact.ts).
     const summaryRedaction = redactSecrets(summary);
     summary = summaryRedaction.text;
-    const prepared = prepareCandidates({ stated, proposed: [proposed] }, { root: deps.config.namespaceRoot, project: body.project, scope: body.scope, categories });
+    const prepared = prepareCandidates({ stated, proposed: [proposed] }, {
+      root: deps.config.namespaceRoot,
+      project: body.project,
+      scope: body.scope,
+      categories,
+    });
 
     const marker = { role: "user" as const, content: `${MARKER}\n${summary}` };
     const messages = [...plan.head, marker, ...plan.rest];
@@ -139,17 +168,43 @@ export function createHandler(deps: QueueingDeps) {
           ownerId: caller.tenantId,
           kind: "dedup",
           idempotencyKey: `compact:${body.session_id}:${chunkHash}`,
-          payload: { candidates: prepared.candidates, session_id: body.session_id, thread_id: body.thread_id, project: body.project, origin: "compact" },
+          payload: {
+            candidates: prepared.candidates,
+            session_id: body.session_id,
+            thread_id: body.thread_id,
+            project: body.project,
+            origin: "compact",
+          },
         })
         : undefined;
       await recordRedactions(tx, {
-        ownerId: caller.tenantId, writer: "compact", node: "context", threadId: body.thread_id,
-        counts: addCounts({ ...summaryRedaction.counts }, prepared.stats.redacted_kinds), dropped: prepared.stats.secrets_dropped,
+        ownerId: caller.tenantId,
+        writer: "compact",
+        node: "context",
+        threadId: body.thread_id,
+        counts: addCounts({ ...summaryRedaction.counts }, prepared.stats.redacted_kinds),
+        dropped: prepared.stats.secrets_dropped,
       });
       await tx`
         insert into public.memory_events (owner_id, thread_id, node, op, status, meta)
-        values (${caller.tenantId}, ${body.thread_id ?? null}, 'context', 'compact', ${mode === "llm" ? "ok" : llmError ? "error" : "skipped"},
-                ${tx.json({ session_id: body.session_id, mode, tokens_before: before, tokens_after: after, chunk_tokens: plan.chunkTokens, compacted_messages: plan.chunk.length, candidates: prepared.candidates.length, llm_tokens: tokensUsed, llm_error: llmError ?? null } as never)})`;
+        values (${caller.tenantId}, ${body.thread_id ?? null}, 'context', 'compact', ${
+        mode === "llm" ? "ok" : llmError ? "error" : "skipped"
+      },
+                ${
+        tx.json(
+          {
+            session_id: body.session_id,
+            mode,
+            tokens_before: before,
+            tokens_after: after,
+            chunk_tokens: plan.chunkTokens,
+            compacted_messages: plan.chunk.length,
+            candidates: prepared.candidates.length,
+            llm_tokens: tokensUsed,
+            llm_error: llmError ?? null,
+          } as never,
+        )
+      })`;
       return job;
     }, { threadId: body.thread_id });
     if (queued && !queued.deduplicated) runInBackground(kick, "memory-compact worker kick");

@@ -31,7 +31,9 @@ export function compactionMessages(
         `${COMPACTION_MARK} into a summary that replaces it, and extract long-term memories from it.`,
         "Summary (about 3,000-5,000 tokens) keeps: key decisions made and why; tool calls that succeeded or failed and their outcomes; unresolved questions and pending tasks; the current state of work (what is done, what is next).",
         "Summary drops: full file contents from read calls, verbose bash/tool output, repeated failed attempts (keep only the final working version).",
-        priorSummary ? "A PRIOR SUMMARY of even older context is given: produce ONE merged summary covering both (progressive compression)." : "",
+        priorSummary
+          ? "A PRIOR SUMMARY of even older context is given: produce ONE merged summary covering both (progressive compression)."
+          : "",
         "Candidates: what from this part would help do a better job next time (corrections by the user weigh highest); at most 5; same fields and writing rules as memory extraction:",
         "semantic = third person, no pronouns, 1-2 sentences, at most 280 characters; episodic = past tense; procedural = imperative steps.",
         namespaceInstruction(root, req),
@@ -40,7 +42,9 @@ export function compactionMessages(
     },
     {
       role: "user",
-      content: `${priorSummary ? `PRIOR SUMMARY:\n${redactSecrets(priorSummary).text}\n\n` : ""}CONVERSATION TO COMPACT:\n\n${transcript}`,
+      content: `${
+        priorSummary ? `PRIOR SUMMARY:\n${redactSecrets(priorSummary).text}\n\n` : ""
+      }CONVERSATION TO COMPACT:\n\n${transcript}`,
     },
   ];
 }
@@ -57,11 +61,17 @@ export function extractiveSummary(chunk: ChatMessage[], priorSummary: string | u
     const text = messageText(m.content).slice(0, 4000).replace(/\s+/g, " ").trim();
     if (m.role === "user" && text) lines.push(`- User: ${text.slice(0, 300)}`);
     else if (m.role === "assistant" && m.tool_calls?.length) {
-      lines.push(`- Tool calls: ${m.tool_calls.map((c) => `${c.function.name}(${c.function.arguments.slice(0, 120)})`).join(", ")}`);
+      lines.push(
+        `- Tool calls: ${
+          m.tool_calls.map((c) => `${c.function.name}(${c.function.arguments.slice(0, 120)})`).join(", ")
+        }`,
+      );
     } else if (m.role === "tool" && text) lines.push(`  → ${text.slice(0, 160)}`);
     else if (m.role === "assistant" && text) lines.push(`- Assistant: ${text.slice(0, 200)}`);
   }
-  const out: string[] = ["Extractive summary (no LLM available): requests, tool calls and outcomes of the compacted part."];
+  const out: string[] = [
+    "Extractive summary (no LLM available): requests, tool calls and outcomes of the compacted part.",
+  ];
   let used = countTokens(out[0]!);
   // Keep the most recent lines when over budget: they describe the current state of work.
   const kept: string[] = [];

@@ -58,7 +58,9 @@ export function createHandler(deps: QueueingDeps) {
       return { ...c, namespace: ns.ok ? ns.namespace : c.namespace };
     });
     if (issues.length > 0) {
-      if (unknown && issues.every((i) => i.code === "unknown_category")) throw new HttpError(400, unknown.code, unknown.message, issues);
+      if (unknown && issues.every((i) => i.code === "unknown_category")) {
+        throw new HttpError(400, unknown.code, unknown.message, issues);
+      }
       throw new HttpError(400, "invalid_request", "invalid request body", issues);
     }
     // An agent's candidates are model output (stated by nobody we can verify): capped, never user-stated.
@@ -70,16 +72,28 @@ export function createHandler(deps: QueueingDeps) {
       namespaces: "caller",
     });
     if (prepared.candidates.length === 0) {
-      const reasons = { ...prepared.stats.reasons, ...(prepared.stats.secrets_dropped ? { only_secret: prepared.stats.secrets_dropped } : {}) };
-      throw new HttpError(422, "no_valid_candidates", "every candidate violates the writing constraints or is nothing but a secret", [
-        { path: ["candidates"], message: JSON.stringify(reasons) },
-      ]);
+      const reasons = {
+        ...prepared.stats.reasons,
+        ...(prepared.stats.secrets_dropped ? { only_secret: prepared.stats.secrets_dropped } : {}),
+      };
+      throw new HttpError(
+        422,
+        "no_valid_candidates",
+        "every candidate violates the writing constraints or is nothing but a secret",
+        [
+          { path: ["candidates"], message: JSON.stringify(reasons) },
+        ],
+      );
     }
     const key = `api:${createHash("sha256").update(JSON.stringify(prepared.candidates)).digest("hex")}`;
     const queued = await withTenant(deps.sql, caller, async (tx) => {
       await recordRedactions(tx, {
-        ownerId: caller.tenantId, writer: "dedup", node: "hotpath", threadId: body.thread_id,
-        counts: prepared.stats.redacted_kinds, dropped: prepared.stats.secrets_dropped,
+        ownerId: caller.tenantId,
+        writer: "dedup",
+        node: "hotpath",
+        threadId: body.thread_id,
+        counts: prepared.stats.redacted_kinds,
+        dropped: prepared.stats.secrets_dropped,
       });
       return await enqueueJob(tx, {
         ownerId: caller.tenantId,
@@ -96,7 +110,10 @@ export function createHandler(deps: QueueingDeps) {
       });
     });
     if (!queued.deduplicated) runInBackground(kick, "memory-dedup worker kick");
-    return json({ job_id: queued.id, status: queued.status, deduplicated: queued.deduplicated, stats: prepared.stats }, 202);
+    return json(
+      { job_id: queued.id, status: queued.status, deduplicated: queued.deduplicated, stats: prepared.stats },
+      202,
+    );
   });
   app.all("/memory-dedup", () => {
     throw methodNotAllowed(["POST"]);

@@ -27,7 +27,14 @@ import { redactMessages } from "../_shared/redact.ts";
 import { wellFormedJson } from "../_shared/unsafe-characters.ts";
 import { recordRedactions } from "../_shared/redaction-events.ts";
 import { SCOPE_NEEDS_PROJECT, scopeHasProject, writeScope } from "../_shared/scopes.ts";
-import { continueDigests, coveredPrefix, type EarlierExtractJob, extractIdempotencyKey, knownTranscript, prefixDigests } from "./transcript-prefix.ts";
+import {
+  continueDigests,
+  coveredPrefix,
+  type EarlierExtractJob,
+  extractIdempotencyKey,
+  knownTranscript,
+  prefixDigests,
+} from "./transcript-prefix.ts";
 import { continueFromJob, loadSessionJobs } from "./session-jobs.ts";
 
 const JobQuery = z.object({ job_id: z.uuid() });
@@ -70,7 +77,8 @@ export function createHandler(deps: QueueingDeps) {
     // refused request is a 429 before its body is read.
     await withTenant(deps.sql, caller, () => Promise.resolve());
     const sent = await parseJsonBody(c.req.raw, ExtractRequestSchema, deps.config.maxExtractBodyBytes, {
-      tooLarge: `memory-extract takes at most ${deps.config.maxExtractBodyBytes} bytes (MAX_EXTRACT_BODY_BYTES): send only the ` +
+      tooLarge:
+        `memory-extract takes at most ${deps.config.maxExtractBodyBytes} bytes (MAX_EXTRACT_BODY_BYTES): send only the ` +
         "messages after what this session already sent, with `after` set to the `transcript` {count, digest} of the last answer",
     });
     // The queued job stores the transcript: its secrets are redacted before anything else (the
@@ -82,18 +90,34 @@ export function createHandler(deps: QueueingDeps) {
       // One enqueue per session at a time, so two POSTs of a growing transcript cannot both queue
       // the same new messages (whichever order they arrive in: see coveredPrefix).
       await tx`select pg_advisory_xact_lock(hashtextextended(${`devai-extract|${caller.tenantId}|${body.session_id}`}, 0))`;
-      await recordRedactions(tx, { ownerId: caller.tenantId, writer: "extract", node: "hotpath", counts: redaction.counts, threadId: body.thread_id });
+      await recordRedactions(tx, {
+        ownerId: caller.tenantId,
+        writer: "extract",
+        node: "hotpath",
+        counts: redaction.counts,
+        threadId: body.thread_id,
+      });
       // A POST that continues the session reads only the job it continues (session-jobs.ts);
       // otherwise the session's jobs say how much of the whole transcript they cover.
-      const continued = body.after ? await continueFromJob(tx, caller.tenantId, body.session_id, body.after) : undefined;
+      const continued = body.after
+        ? await continueFromJob(tx, caller.tenantId, body.session_id, body.after)
+        : undefined;
       let part: { offset: number; messages: unknown[]; context: unknown[]; count: number; digest: string };
       if (continued) {
         const digests = continueDigests(body.after!.digest, body.messages);
         const count = body.after!.count + body.messages.length;
-        part = { offset: body.after!.count, messages: body.messages, context: continued.context, count, digest: digests.at(-1)! };
+        part = {
+          offset: body.after!.count,
+          messages: body.messages,
+          context: continued.context,
+          count,
+          digest: digests.at(-1)!,
+        };
       } else {
         const all = await loadSessionJobs(tx, caller.tenantId, body.session_id);
-        const transcript = body.after ? [...sentBefore(body.session_id, all, body.after), ...body.messages] : body.messages;
+        const transcript = body.after
+          ? [...sentBefore(body.session_id, all, body.after), ...body.messages]
+          : body.messages;
         const digests = prefixDigests(transcript);
         const n = transcript.length;
         // Jobs that will have extracted their part: done, queued or running (a dead one did not).
@@ -102,7 +126,13 @@ export function createHandler(deps: QueueingDeps) {
         // Nothing new (e.g. a shorter transcript that arrived after a longer one): the job that covers the end.
         if (covered === n) {
           const job = rows[lastJob!]!;
-          return { id: job.id, status: job.status, deduplicated: true, newMessages: 0, transcript: { count: n, digest: digests[n]! } };
+          return {
+            id: job.id,
+            status: job.status,
+            deduplicated: true,
+            newMessages: 0,
+            transcript: { count: n, digest: digests[n]! },
+          };
         }
         const context = transcript.slice(Math.max(0, covered - CONTEXT_MESSAGES), covered);
         part = { offset: covered, messages: transcript.slice(covered), context, count: n, digest: digests[n]! };

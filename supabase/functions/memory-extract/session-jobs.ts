@@ -21,23 +21,38 @@ export interface SessionJob extends EarlierExtractJob {
 
 /** Every extract job of the session (other sessions' keys that share the prefix are told apart later), oldest first. */
 export async function loadSessionJobs(tx: Tx, ownerId: string, sessionId: string): Promise<SessionJob[]> {
-  const rows = await tx<{ id: string; status: JobStatus; idempotency_key: string; start: number; messages: unknown[] }[]>`
+  const rows = await tx<
+    { id: string; status: JobStatus; idempotency_key: string; start: number; messages: unknown[] }[]
+  >`
     select id, status, idempotency_key, coalesce((payload ->> 'offset')::int, 0) as start,
            coalesce(payload -> 'messages', '[]'::jsonb) as messages
       from public.memory_jobs
      where owner_id = ${ownerId} and kind = 'extract'
        and starts_with(idempotency_key, ${sessionKeyPrefix(sessionId)})
      order by created_at, id`;
-  return rows.map((r) => ({ id: r.id, status: r.status, idempotencyKey: r.idempotency_key, offset: r.start, messages: r.messages }));
+  return rows.map((r) => ({
+    id: r.id,
+    status: r.status,
+    idempotencyKey: r.idempotency_key,
+    offset: r.start,
+    messages: r.messages,
+  }));
 }
 
 /** The messages before `after.count` the next job shows as context, when the POST simply continues the session (see above). */
-export async function continueFromJob(tx: Tx, ownerId: string, sessionId: string, after: { count: number; digest: string }): Promise<{ context: unknown[] } | undefined> {
+export async function continueFromJob(
+  tx: Tx,
+  ownerId: string,
+  sessionId: string,
+  after: { count: number; digest: string },
+): Promise<{ context: unknown[] } | undefined> {
   const prefix = sessionKeyPrefix(sessionId);
   // Keys only (no payload is read): this session's keys end in <count>:<digest>.
   const [session] = await tx<{ dead: number; later: number }[]>`
     select count(*) filter (where status = 'dead')::int as dead,
-           count(*) filter (where split_part(substr(idempotency_key, ${prefix.length + 1}), ':', 1)::numeric > ${after.count})::int as later
+           count(*) filter (where split_part(substr(idempotency_key, ${
+    prefix.length + 1
+  }), ':', 1)::numeric > ${after.count})::int as later
       from public.memory_jobs
      where owner_id = ${ownerId} and kind = 'extract' and starts_with(idempotency_key, ${prefix})
        and substr(idempotency_key, ${prefix.length + 1}) ~ '^[0-9]+:[0-9a-f]{64}$'`;

@@ -86,7 +86,11 @@ export interface Coverage {
  * cover (see the module comment). Jobs of other sessions, even with the same text, and jobs whose
  * history before their offset differs from this transcript cover nothing.
  */
-export function coveredPrefix(sessionId: string, digests: readonly string[], earlier: readonly EarlierExtractJob[]): Coverage {
+export function coveredPrefix(
+  sessionId: string,
+  digests: readonly string[],
+  earlier: readonly EarlierExtractJob[],
+): Coverage {
   const n = digests.length - 1;
   const prefix = sessionKeyPrefix(sessionId);
   const ranges: { start: number; end: number; job: number }[] = [];
@@ -127,7 +131,12 @@ const nodeKey = (count: number, digest: string) => `${count}:${digest}`;
  * chain from a known point at its offset ends at its key's digest, so a rebuilt transcript is one
  * the client really sent.
  */
-export function knownTranscript(sessionId: string, jobs: readonly EarlierExtractJob[], count: number, digest: string): unknown[] | undefined {
+export function knownTranscript(
+  sessionId: string,
+  jobs: readonly EarlierExtractJob[],
+  count: number,
+  digest: string,
+): unknown[] | undefined {
   const prefix = sessionKeyPrefix(sessionId);
   const nodes = new Map<string, Node>();
   const at = new Map<number, Set<string>>([[0, new Set([EMPTY_TRANSCRIPT])]]);

@@ -38,7 +38,13 @@ const INSTRUCTIONS = "Long-term memory for this user's coding work. Call search_
   "to keep; correct_fact when a memory is wrong; confirm_fact when the user confirms one. Ids in results are memory ids.";
 
 /** The tools that change memories: charged to the tenant's write budget (the others: read). */
-export const WRITE_TOOLS = new Set(["remember_fact", "correct_fact", "confirm_fact", "forget_memory", "restore_memory"]);
+export const WRITE_TOOLS = new Set([
+  "remember_fact",
+  "correct_fact",
+  "confirm_fact",
+  "forget_memory",
+  "restore_memory",
+]);
 
 /** The rate-limit class of an MCP request (one message, never a batch): write when it calls a tool that writes. */
 export function routeClassOf(message: unknown): RouteClass {

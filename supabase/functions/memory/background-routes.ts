@@ -13,7 +13,15 @@ import { ContradictionListQuery, ResolveRequest } from "../_shared/contradiction
 import { HttpError, json, methodNotAllowed, parseJsonBody } from "../_shared/http.ts";
 import { ConsolidateRequest, ProposalDecisionRequest, ReindexRequest } from "../_shared/memories/background-schemas.ts";
 import { PROPOSAL_ACTIONS, type ProposalAction, ProposalListQuery } from "../_shared/proposals.ts";
-import { consolidate, contradictions, decide, proposal, proposals, reindex, resolve } from "../_shared/services/background.ts";
+import {
+  consolidate,
+  contradictions,
+  decide,
+  proposal,
+  proposals,
+  reindex,
+  resolve,
+} from "../_shared/services/background.ts";
 import type { ServiceDeps } from "../_shared/services/deps.ts";
 import { registerCheckpointRoutes } from "./checkpoint-routes.ts";
 import { type MemoryApp, optionalBody, parseQuery, parseUuidParam, who } from "./routing.ts";
@@ -29,7 +37,10 @@ const FIXED_PATHS: [string, string[]][] = [
 export function registerBackgroundRoutes(app: MemoryApp, deps: ServiceDeps): void {
   const max = deps.config.maxBodyBytes;
 
-  app.post("/memory/consolidate", async (c) => json(await consolidate(deps, who(c), await optionalBody(c.req.raw, ConsolidateRequest, max))));
+  app.post(
+    "/memory/consolidate",
+    async (c) => json(await consolidate(deps, who(c), await optionalBody(c.req.raw, ConsolidateRequest, max))),
+  );
   app.post("/memory/reindex", async (c) => {
     const status = await reindex(deps, who(c), await optionalBody(c.req.raw, ReindexRequest, max));
     return json(status, status.started ? 202 : 200);
@@ -41,21 +52,31 @@ export function registerBackgroundRoutes(app: MemoryApp, deps: ServiceDeps): voi
   });
   app.post("/memory/contradictions/:id/resolve", async (c) => {
     const id = parseUuidParam(c, "id", "contradiction id");
-    return json({ contradiction: await resolve(deps, who(c), id, await parseJsonBody(c.req.raw, ResolveRequest, max)) });
+    return json({
+      contradiction: await resolve(deps, who(c), id, await parseJsonBody(c.req.raw, ResolveRequest, max)),
+    });
   });
 
   app.get("/memory/proposals", async (c) => {
     const q = parseQuery(c, ProposalListQuery);
     return json({ status: q.status, proposals: await proposals(deps, who(c), q) });
   });
-  app.get("/memory/proposals/:id", async (c) => json(await proposal(deps, who(c), parseUuidParam(c, "id", "proposal id"))));
+  app.get(
+    "/memory/proposals/:id",
+    async (c) => json(await proposal(deps, who(c), parseUuidParam(c, "id", "proposal id"))),
+  );
   app.post("/memory/proposals/:id/:action", async (c) => {
     const id = parseUuidParam(c, "id", "proposal id");
     const action = c.req.param("action");
     if (!(PROPOSAL_ACTIONS as readonly string[]).includes(action)) {
-      throw new HttpError(400, "invalid_action", `unknown proposal action '${action}': use ${PROPOSAL_ACTIONS.join(" or ")}`, [
-        { path: ["action"], message: `one of ${PROPOSAL_ACTIONS.join(", ")}` },
-      ]);
+      throw new HttpError(
+        400,
+        "invalid_action",
+        `unknown proposal action '${action}': use ${PROPOSAL_ACTIONS.join(" or ")}`,
+        [
+          { path: ["action"], message: `one of ${PROPOSAL_ACTIONS.join(", ")}` },
+        ],
+      );
     }
     await optionalBody(c.req.raw, ProposalDecisionRequest, max);
     return json(await decide(deps, who(c), id, action as ProposalAction));

@@ -4,7 +4,7 @@
 //                                         409 version_conflict for a stale version, 413 over MAX_CHECKPOINT_BYTES
 //   GET /memory/checkpoints/{thread_id}   → {thread_id, version, state, size_bytes, created_at, updated_at}, ETag "<version>"
 // Another tenant's thread is a 404, like an unknown one.
-import { checkpointThreadId, CheckpointSaveRequest } from "../_shared/checkpoints.ts";
+import { CheckpointSaveRequest, checkpointThreadId } from "../_shared/checkpoints.ts";
 import { corsHeaders } from "../_shared/cors.ts";
 import { json, methodNotAllowed, parseJsonBody, validate } from "../_shared/http.ts";
 import { loadThreadCheckpoint, saveThreadCheckpoint } from "../_shared/services/background.ts";

@@ -42,9 +42,11 @@ export function createHandler(deps: MemoryDeps): (req: Request) => Promise<Respo
   const app = createFunctionApp<Env["Variables"]>();
   // Rate limits: reads and writes are charged to the tenant's own buckets (rate-limit.ts); a
   // consolidation run on demand (model calls, a search per memory of its pool) is a heavy one.
-  app.use(rateLimit((req) =>
-    req.method === "GET" ? "read" : /\/memory\/consolidate\/?$/.test(new URL(req.url).pathname) ? "heavy" : "write"
-  ));
+  app.use(
+    rateLimit((req) =>
+      req.method === "GET" ? "read" : /\/memory\/consolidate\/?$/.test(new URL(req.url).pathname) ? "heavy" : "write"
+    ),
+  );
   // Configuration is deployment-wide (no tenant); everything else acts for the caller's tenant.
   app.use(async (c, next) => {
     if (CONFIG_PATH.test(c.req.path)) c.set("admin", await authenticateConfigCaller(c.req.raw, deps.config, deps.sql));

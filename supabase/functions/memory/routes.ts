@@ -93,7 +93,10 @@ export function registerMemoryRoutes(app: MemoryApp, deps: ServiceDeps): void {
   });
 
   // What the agent used of what it was given (living context).
-  app.post("/memory/usage", async (c) => json(await reportUsage(deps, c.get("caller"), await parseJsonBody(c.req.raw, UsageRequest, max))));
+  app.post(
+    "/memory/usage",
+    async (c) => json(await reportUsage(deps, c.get("caller"), await parseJsonBody(c.req.raw, UsageRequest, max))),
+  );
 
   // The tenant's memories as a whole.
   app.get("/memory", async (c) => json(await listMemories(deps, who(c), parseQuery(c, ListQuery))));

@@ -18,7 +18,15 @@ import { type CachedPrediction, type Freshness, readPrefetch } from "./prefetch.
 import { refreshPrefetch } from "./predict.ts";
 import type { AssembleRequest, Signals } from "./schemas.ts";
 import { type Excluded, type Selection, selectTiers } from "./select.ts";
-import { CANDIDATES_PER_KIND, type CodingSignal, type ContextDeps, lookupsOf, recentErrorsSince, signalKey, signalSearchText } from "./signals.ts";
+import {
+  CANDIDATES_PER_KIND,
+  type CodingSignal,
+  type ContextDeps,
+  lookupsOf,
+  recentErrorsSince,
+  signalKey,
+  signalSearchText,
+} from "./signals.ts";
 import { ACTIVITY_CATEGORIES, BACKGROUND_CATEGORIES, sharesFor, type Tier } from "./tiers.ts";
 import type { LineageVerdict } from "./lineage.ts";
 import type { Level } from "./compress.ts";
@@ -88,7 +96,11 @@ function describe(packed: PackedContext, selection: Selection): AssembledMemory[
   });
 }
 
-export async function assembleContext(deps: ContextDeps, caller: Caller, body: AssembleRequest): Promise<AssembleResponse> {
+export async function assembleContext(
+  deps: ContextDeps,
+  caller: Caller,
+  body: AssembleRequest,
+): Promise<AssembleResponse> {
   const now = deps.clock();
   const signals = body.signals ?? {};
   const activity = signals.activity;
@@ -128,10 +140,17 @@ export async function assembleContext(deps: ContextDeps, caller: Caller, body: A
   });
 
   // 3. Tiers, ranks, levels, text.
-  const selection = selectTiers({ refs: [...gathered.refs, ...servedRefs], details: gathered.details, signals, activity });
+  const selection = selectTiers({
+    refs: [...gathered.refs, ...servedRefs],
+    details: gathered.details,
+    signals,
+    activity,
+  });
   const packed = packTiers({ budget: body.budget, shares: sharesFor(activity), ...selection });
   const memories = describe(packed, selection);
-  const perSignal = Object.fromEntries(coding.map((s) => [signalKey(s), cached.get(signalKey(s))?.freshness ?? "miss" as const]));
+  const perSignal = Object.fromEntries(
+    coding.map((s) => [signalKey(s), cached.get(signalKey(s))?.freshness ?? "miss" as const]),
+  );
 
   // 4. Reinforced: what the signals and the message selected. Background is standing context and
   // an index key a pointer: neither says the memory was used. Written after the answer (the
@@ -145,17 +164,19 @@ export async function assembleContext(deps: ContextDeps, caller: Caller, body: A
         ${body.session_id ?? null}, ${injected.map((m) => m.id)}::uuid[], ${injected.map((m) => m.tier)}::text[],
         ${injected.map((m) => m.level)}::text[], ${injected.map((m) => m.tokens)}::int[], ${reinforced}::uuid[],
         ${body.thread_id ?? null},
-        ${tx.json({
-          mode: "assemble",
-          project: body.project ?? null,
-          activity: activity ?? null,
-          budget: body.budget,
-          token_count: packed.tokenCount,
-          candidates: selection.scored.size,
-          injected: injected.length,
-          searches: gathered.searches,
-          prefetch: perSignal,
-        } as never)})`, { threadId: body.thread_id });
+        ${
+      tx.json({
+        mode: "assemble",
+        project: body.project ?? null,
+        activity: activity ?? null,
+        budget: body.budget,
+        token_count: packed.tokenCount,
+        candidates: selection.scored.size,
+        injected: injected.length,
+        searches: gathered.searches,
+        prefetch: perSignal,
+      } as never)
+    })`, { threadId: body.thread_id });
   if (deps.defer) deps.defer(record);
   else await record;
 

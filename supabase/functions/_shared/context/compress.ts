@@ -65,7 +65,8 @@ const TOKEN = /[\p{L}\p{N}_@./:#$+<>,→-]+/gu;
 /** An identifier as the keyword search reads one (file paths, codes, versions, snake/camelCase, dotted names). */
 function isIdentifier(t: string): boolean {
   return /\p{L}/u.test(t) && t.length >= 3 &&
-    (/[_@/$#<>]/.test(t) || /[\p{L}\p{N}]\.[\p{L}\p{N}]/u.test(t) || /\p{L}\p{N}|\p{N}\p{L}/u.test(t) || /\p{Ll}\p{Lu}/u.test(t) ||
+    (/[_@/$#<>]/.test(t) || /[\p{L}\p{N}]\.[\p{L}\p{N}]/u.test(t) || /\p{L}\p{N}|\p{N}\p{L}/u.test(t) ||
+      /\p{Ll}\p{Lu}/u.test(t) ||
       /[\p{L}\p{N}]-[\p{L}\p{N}]/u.test(t) || /→/.test(t));
 }
 
@@ -78,7 +79,10 @@ interface Term {
 /** "moved from X to Y", "replaced X with Y" → "X→Y"; "X instead of Y" → "X over Y". */
 function rewriteChanges(text: string): string {
   return text
-    .replace(/\b(?:switch(?:ed)?|mov(?:ed|e|ing)|migrat(?:ed|e|ing)|chang(?:ed|e|ing)|went)\s+from\s+(\S+)\s+to\s+(\S+)/giu, "$1→$2")
+    .replace(
+      /\b(?:switch(?:ed)?|mov(?:ed|e|ing)|migrat(?:ed|e|ing)|chang(?:ed|e|ing)|went)\s+from\s+(\S+)\s+to\s+(\S+)/giu,
+      "$1→$2",
+    )
     .replace(/\breplac(?:ed|es|e|ing)\s+(\S+)\s+(?:with|by)\s+(\S+)/giu, "$1→$2")
     // (?<!\S): X starts where its word does (the leftmost match anyway), so a long word is scanned
     // once, not once from each of its characters.
@@ -93,7 +97,8 @@ function termsOf(content: string): Term[] {
   let atSentenceStart = true; // the text's first token, or one after . ! ?
   for (const m of text.matchAll(TOKEN)) {
     const sentenceStart = atSentenceStart;
-    atSentenceStart = /[.!?]$/.test(m[0]) || /^\s*[.!?]/.test(text.slice(m.index + m[0].length, m.index + m[0].length + 4));
+    atSentenceStart = /[.!?]$/.test(m[0]) ||
+      /^\s*[.!?]/.test(text.slice(m.index + m[0].length, m.index + m[0].length + 4));
     // The trailing trim is a scan: a pattern anchored at the end re-reads a punctuation run once
     // per position in it.
     const raw = trimEndOf(m[0].replace(/^[.,:/#-]+/u, ""), ".,:;/#-");
@@ -104,9 +109,12 @@ function termsOf(content: string): Term[] {
     const negation = NEGATIONS.has(lower);
     if (!negation && (STOP.has(lower) || (raw.length < 2 && !/\p{N}/u.test(raw)))) continue;
     seen.add(lower);
-    const salience = negation ? 0.5
-      : isIdentifier(raw) || /^\p{Lu}{2,}\p{N}*$/u.test(raw) ? 3
-      : /^\p{Lu}/u.test(raw) && !sentenceStart ? 2
+    const salience = negation
+      ? 0.5
+      : isIdentifier(raw) || /^\p{Lu}{2,}\p{N}*$/u.test(raw)
+      ? 3
+      : /^\p{Lu}/u.test(raw) && !sentenceStart
+      ? 2
       : 1;
     out.push({ text: raw, pos, salience });
   }
@@ -125,7 +133,11 @@ export function offlineSummary(content: string): string {
  * "topic: term term …": the most salient term, then the others in the order they came, at most 9
  * and at most 60% of the summary's length (so each level is shorter than the one before).
  */
-export function offlineCompressed(content: string, terms = termsOf(content), summary = offlineSummary(content)): string {
+export function offlineCompressed(
+  content: string,
+  terms = termsOf(content),
+  summary = offlineSummary(content),
+): string {
   if (terms.length === 0) return summary;
   const topic = [...terms].sort((a, b) => b.salience - a.salience || a.pos - b.pos)[0]!;
   const limit = Math.max(24, Math.floor(summary.length * 0.6));
@@ -145,8 +157,13 @@ export function offlineIndexKey(content: string, terms = termsOf(content)): stri
     .sort((a, b) => b.salience - a.salience || a.pos - b.pos)
     .slice(0, 2)
     .sort((a, b) => a.pos - b.pos);
-  const part = (t: string) => (t.includes("/") ? (t.split("/").filter(Boolean).at(-1) ?? t).replace(/\.\p{L}{1,5}$/u, "") : t);
-  const key = top.map((t) => part(t.text)).join("_").toLowerCase().replace(/[^\p{L}\p{N}]+/gu, "_").replace(/^_+|_+$/g, "");
+  const part = (
+    t: string,
+  ) => (t.includes("/") ? (t.split("/").filter(Boolean).at(-1) ?? t).replace(/\.\p{L}{1,5}$/u, "") : t);
+  const key = top.map((t) => part(t.text)).join("_").toLowerCase().replace(/[^\p{L}\p{N}]+/gu, "_").replace(
+    /^_+|_+$/g,
+    "",
+  );
   return (key || "note").slice(0, 40).replace(/_+$/, "");
 }
 
@@ -156,7 +173,10 @@ export function offlineForms(content: string): Omit<CompressionForms, "by"> {
   return { summary, compressed: offlineCompressed(content, terms, summary), index: offlineIndexKey(content, terms) };
 }
 
-const storedString = (v: unknown, max: number) => (typeof v === "string" && v.trim().length > 0 && v.length <= max ? v.trim() : undefined);
+const storedString = (
+  v: unknown,
+  max: number,
+) => (typeof v === "string" && v.trim().length > 0 && v.length <= max ? v.trim() : undefined);
 
 /** A memory's forms: the model's (metadata.compression, when made for this content), else the offline compressor's. */
 export function formsOf(content: string, metadata: Record<string, unknown> | null | undefined): CompressionForms {

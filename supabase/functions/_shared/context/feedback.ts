@@ -16,7 +16,11 @@ export type FeedbackRow = Feedback & { id: string; cited_files: string[] | null 
 
 /** The rows by memory id. */
 export function feedbackOf(rows: readonly FeedbackRow[]): Map<string, Feedback> {
-  return new Map(rows.map((r) => [r.id, { cited_files: r.cited_files ?? [], citation_count: r.citation_count, ignore_count: r.ignore_count }]));
+  return new Map(
+    rows.map((
+      r,
+    ) => [r.id, { cited_files: r.cited_files ?? [], citation_count: r.citation_count, ignore_count: r.ignore_count }]),
+  );
 }
 
 /**

@@ -9,7 +9,15 @@ import type { Config } from "../env.ts";
 import { hybridSearch } from "../search/hybrid.ts";
 
 /** Why a memory is a candidate (several refs when found for several reasons). */
-export type CandidateKind = "search" | "error" | "file" | "module" | "branch" | "background" | "recent_error" | "contradiction";
+export type CandidateKind =
+  | "search"
+  | "error"
+  | "file"
+  | "module"
+  | "branch"
+  | "background"
+  | "recent_error"
+  | "contradiction";
 
 export interface CandidateRef {
   id: string;
@@ -96,7 +104,12 @@ export const CONTEXT_VECTOR_FLOOR_SHARE = 0.75;
 
 type CandidateRow = MemoryDetails & { kind: CandidateKind | "given"; detail: string | null; weight: number };
 
-async function candidates(tx: Tx, input: GatherInput, given: readonly string[], lookups: boolean): Promise<CandidateRow[]> {
+async function candidates(
+  tx: Tx,
+  input: GatherInput,
+  given: readonly string[],
+  lookups: boolean,
+): Promise<CandidateRow[]> {
   return await tx<CandidateRow[]>`
     select * from public.context_candidates(
       match_namespaces => ${input.scopes}::text[],
@@ -104,7 +117,9 @@ async function candidates(tx: Tx, input: GatherInput, given: readonly string[], 
       files => ${lookups && input.files?.length ? input.files : null}::text[],
       modules => ${lookups && input.modules?.length ? input.modules : null}::text[],
       branch => ${lookups ? input.branch ?? null : null}::text,
-      background_categories => ${lookups && input.backgroundCategories?.length ? [...input.backgroundCategories] : null}::text[],
+      background_categories => ${
+    lookups && input.backgroundCategories?.length ? [...input.backgroundCategories] : null
+  }::text[],
       recent_since => ${lookups ? input.recentSince ?? null : null}::timestamptz,
       contradictions => ${lookups && (input.contradictions ?? false)},
       max_per_kind => ${input.limit},
@@ -115,13 +130,20 @@ async function candidates(tx: Tx, input: GatherInput, given: readonly string[], 
  * The searches and the lookups are independent reads: each runs in its own tenant transaction,
  * at the same time, then the details of the search hits the lookups did not bring are read.
  */
-export async function gatherCandidates(sql: Sql, caller: TenantContext, deps: GatherDeps, input: GatherInput): Promise<Gathered> {
+export async function gatherCandidates(
+  sql: Sql,
+  caller: TenantContext,
+  deps: GatherDeps,
+  input: GatherInput,
+): Promise<Gathered> {
   const threshold = thresholdsFor(deps.embedder.model, deps.config as Config).retrieve * CONTEXT_VECTOR_FLOOR_SHARE;
   // Without a message the search text is the signals' names: their words are what to find. The
   // offline embedder's vectors are lexical (they mostly repeat what the keywords find,
   // docs/retrieval.md#quality-and-speed): assembly searches by keyword alone with it.
   const semantic = deps.embedder.provider !== "local";
-  const vector = input.searchText && input.message && semantic ? await embedForRequest(deps.embedder, input.searchText) : undefined;
+  const vector = input.searchText && input.message && semantic
+    ? await embedForRequest(deps.embedder, input.searchText)
+    : undefined;
   const search = (text: string, kind: "search" | "error") =>
     withTenant(sql, caller, (tx) =>
       hybridSearch(tx, {
@@ -143,7 +165,12 @@ export async function gatherCandidates(sql: Sql, caller: TenantContext, deps: Ga
   ]);
   const refs: CandidateRef[] = [
     ...hits.map((r) => ({ id: r.id, kind: "search" as const, weight: r.relevance })),
-    ...errorHits.map((r) => ({ id: r.id, kind: "error" as const, weight: r.relevance, coverage: r.keyword_coverage ?? 0 })),
+    ...errorHits.map((r) => ({
+      id: r.id,
+      kind: "error" as const,
+      weight: r.relevance,
+      coverage: r.keyword_coverage ?? 0,
+    })),
   ];
   const details = new Map<string, MemoryDetails>();
   const take = (rows: readonly CandidateRow[]) => {
@@ -157,5 +184,9 @@ export async function gatherCandidates(sql: Sql, caller: TenantContext, deps: Ga
   const missing = [...new Set(refs.map((r) => r.id))].filter((id) => !details.has(id));
   if (missing.length > 0) take(await withTenant(sql, caller, (tx) => candidates(tx, input, missing, false)));
   // A search hit that is no longer visible (context_candidates applies the scope rules again) is dropped.
-  return { refs: refs.filter((r) => details.has(r.id)), details, searches: (input.searchText ? 1 : 0) + (input.errorText ? 1 : 0) };
+  return {
+    refs: refs.filter((r) => details.has(r.id)),
+    details,
+    searches: (input.searchText ? 1 : 0) + (input.errorText ? 1 : 0),
+  };
 }

@@ -39,7 +39,8 @@ export function lineageOf(metadata: Record<string, unknown> | null | undefined):
 /** `https://github.com/Acme/Web.git`, `git@github.com:acme/web` and `acme/web` are one repository. */
 export function sameRepo(a: string, b: string): boolean {
   const norm = (r: string) =>
-    r.toLowerCase().replace(/^[a-z+]+:\/\//, "").replace(/^[^@/]+@/, "").replace(/\.git$/, "").replace(":", "/").replace(/\/+$/, "");
+    r.toLowerCase().replace(/^[a-z+]+:\/\//, "").replace(/^[^@/]+@/, "").replace(/\.git$/, "").replace(":", "/")
+      .replace(/\/+$/, "");
   const x = norm(a), y = norm(b);
   return x === y || x.endsWith(`/${y}`) || y.endsWith(`/${x}`);
 }
@@ -62,7 +63,9 @@ export function judgeLineage(memory: MemoryLineage, signals: LineageSignals = {}
   }
   if (defaults.includes(memory.branch)) return "project";
   if (signals.merged_branches?.includes(memory.branch)) return "merged";
-  if (memory.commit && signals.ancestor_commits && commitMerged(memory.commit, signals.ancestor_commits)) return "merged";
+  if (memory.commit && signals.ancestor_commits && commitMerged(memory.commit, signals.ancestor_commits)) {
+    return "merged";
+  }
   return "unmerged";
 }
 
@@ -110,7 +113,9 @@ export function judgeMemory(
 /** The files a memory's metadata cites (metadata.files), leading ./ dropped. */
 export function filesOf(metadata: Record<string, unknown> | null | undefined): string[] {
   const files = metadata?.files;
-  return Array.isArray(files) ? files.filter((f): f is string => typeof f === "string").map((f) => f.replace(/^(\.\/)+/, "")).filter(Boolean) : [];
+  return Array.isArray(files)
+    ? files.filter((f): f is string => typeof f === "string").map((f) => f.replace(/^(\.\/)+/, "")).filter(Boolean)
+    : [];
 }
 
 /** Entity names are at most this long (memory_entities); a longer path stays in metadata.files only. */

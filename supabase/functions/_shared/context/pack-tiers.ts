@@ -18,7 +18,19 @@ import { shortenToFit } from "../fit-text.ts";
 import { countTokens } from "../tokens.ts";
 import { type CompressionForms, type Level, LEVELS, textAt } from "./compress.ts";
 import type { StaleCitation } from "./lineage.ts";
-import { askLine, bulletLine, CONTEXT_HEADING, type CriticalTag, type IndexPointer, type PlacedLine, type RenderInput, renderContext, staleLine, staleNote, TIER_TITLES } from "./render.ts";
+import {
+  askLine,
+  bulletLine,
+  CONTEXT_HEADING,
+  type CriticalTag,
+  type IndexPointer,
+  type PlacedLine,
+  renderContext,
+  type RenderInput,
+  staleLine,
+  staleNote,
+  TIER_TITLES,
+} from "./render.ts";
 import { type Tier, TIER_LEVELS, tierBudgets, TIERS, type TierShares } from "./tiers.ts";
 
 export interface TierCandidate {
@@ -87,13 +99,21 @@ const lineCost = (line: string) => tokensOf(line) + 1; // + its newline
 const sectionCost = (tier: Tier) => tokensOf(TIER_TITLES[tier]) + 3; // title, its newline, the blank line before it
 
 function textsAt(c: TierCandidate, level: Level): { text: string; pairText?: string } {
-  return { text: textAt(c.content, c.forms, level), pairText: c.pair ? textAt(c.pair.content, c.pair.forms, level) : undefined };
+  return {
+    text: textAt(c.content, c.forms, level),
+    pairText: c.pair ? textAt(c.pair.content, c.pair.forms, level) : undefined,
+  };
 }
 
 type Line = PlacedLine & { shortened?: true };
 
 /** Steps 1 and 2 of the module comment for one fact tier; returns the lines and the estimated tokens used. */
-function packFactTier(tier: Exclude<Tier, "index">, candidates: readonly TierCandidate[], budget: number, seen: Set<string>) {
+function packFactTier(
+  tier: Exclude<Tier, "index">,
+  candidates: readonly TierCandidate[],
+  budget: number,
+  seen: Set<string>,
+) {
   const { preferred, richest } = TIER_LEVELS[tier];
   const first = LEVELS.indexOf(preferred), top = LEVELS.indexOf(richest), last = LEVELS.indexOf("compressed");
   const lines: { line: Line; candidate: TierCandidate; cost: number }[] = [];
@@ -119,7 +139,10 @@ function packFactTier(tier: Exclude<Tier, "index">, candidates: readonly TierCan
     }
     if (!placed && lines.length === 0 && !c.pair) {
       // A memory longer than the whole tier: its preferred text, cut at a word boundary.
-      const text = shortenToFit(textAt(c.content, c.forms, preferred), (t) => used + lineCost(bulletLine({ tag: c.tag, text: t })) <= budget);
+      const text = shortenToFit(
+        textAt(c.content, c.forms, preferred),
+        (t) => used + lineCost(bulletLine({ tag: c.tag, text: t })) <= budget,
+      );
       if (text !== undefined) {
         const line: Line = { id: c.id, tag: c.tag, level: preferred, text, shortened: true };
         const cost = lineCost(bulletLine(line));
@@ -209,22 +232,43 @@ export function packTiers(input: PackTiersInput): PackedContext {
   }
 }
 
-function report(text: string, tokenCount: number, sections: Record<Tier, string>, state: RenderInput, given: Record<Tier, number>): PackedContext {
+function report(
+  text: string,
+  tokenCount: number,
+  sections: Record<Tier, string>,
+  state: RenderInput,
+  given: Record<Tier, number>,
+): PackedContext {
   const placed: PlacedMemory[] = [];
   for (const tier of ["critical", "relevant", "background"] as const) {
     for (const l of state[tier] as readonly Line[]) {
       const tokens = tokensOf(bulletLine(l));
-      placed.push({ id: l.id, tier, level: l.level, tokens, ...(l.tag ? { tag: l.tag } : {}), ...(l.shortened ? { shortened: true as const } : {}) });
+      placed.push({
+        id: l.id,
+        tier,
+        level: l.level,
+        tokens,
+        ...(l.tag ? { tag: l.tag } : {}),
+        ...(l.shortened ? { shortened: true as const } : {}),
+      });
       if (l.pairId) placed.push({ id: l.pairId, tier, level: l.level, tokens, tag: l.tag });
     }
   }
   for (const p of state.index) {
-    placed.push({ id: p.id, tier: "index", level: "index", tokens: tokensOf(p.key), ...(p.stale ? { stale: p.stale } : {}) });
+    placed.push({
+      id: p.id,
+      tier: "index",
+      level: "index",
+      tokens: tokensOf(p.key),
+      ...(p.stale ? { stale: p.stale } : {}),
+    });
   }
   const tiers = Object.fromEntries(TIERS.map((t) => [t, {
     budget: given[t],
     token_count: tokensOf(sections[t]),
-    memories: t === "index" ? state.index.length : (state[t] as readonly Line[]).reduce((n, l) => n + (l.pairId ? 2 : 1), 0),
+    memories: t === "index"
+      ? state.index.length
+      : (state[t] as readonly Line[]).reduce((n, l) => n + (l.pairId ? 2 : 1), 0),
   }])) as Record<Tier, TierReport>;
   return { text, tokenCount, tiers, placed };
 }

@@ -9,7 +9,15 @@ import { type CandidateRef, gatherCandidates, type Gathered, type MemoryDetails 
 import { writePrefetch } from "./prefetch.ts";
 import type { LineageSignals, PredictRequest, Signals } from "./schemas.ts";
 import { selectTiers } from "./select.ts";
-import { CANDIDATES_PER_KIND, type CodingSignal, type ContextDeps, lookupsOf, predictionConfidence, signalKey, signalSearchText } from "./signals.ts";
+import {
+  CANDIDATES_PER_KIND,
+  type CodingSignal,
+  type ContextDeps,
+  lookupsOf,
+  predictionConfidence,
+  signalKey,
+  signalSearchText,
+} from "./signals.ts";
 
 export interface PredictedMemory {
   id: string;
@@ -36,7 +44,13 @@ export interface PredictResponse {
 const round = (x: number) => Math.round(x * 10_000) / 10_000;
 
 /** The candidates of one signal (a search and the lookups). */
-export async function gatherSignal(deps: ContextDeps, caller: Caller, scopes: string[], signal: CodingSignal, now: Date): Promise<Gathered> {
+export async function gatherSignal(
+  deps: ContextDeps,
+  caller: Caller,
+  scopes: string[],
+  signal: CodingSignal,
+  now: Date,
+): Promise<Gathered> {
   return await gatherCandidates(deps.sql, caller, deps, {
     scopes,
     ownerId: caller.tenantId,
@@ -53,14 +67,29 @@ export function keptRefs(g: Gathered, signals: Signals): CandidateRef[] {
 }
 
 /** Recomputes and re-caches one signal's prediction (the lazy refresh of a stale prefetch). */
-export async function refreshPrefetch(deps: ContextDeps, caller: Caller, sessionId: string, project: string | undefined, signal: CodingSignal, lineage: LineageSignals): Promise<void> {
+export async function refreshPrefetch(
+  deps: ContextDeps,
+  caller: Caller,
+  sessionId: string,
+  project: string | undefined,
+  signal: CodingSignal,
+  lineage: LineageSignals,
+): Promise<void> {
   const now = deps.clock();
   const scopes = retrievalScopes(deps.config.namespaceRoot, project);
   const refs = keptRefs(await gatherSignal(deps, caller, scopes, signal, now), lineage);
-  await withTenant(deps.sql, caller, (tx) => writePrefetch(tx, sessionId, signalKey(signal), refs, predictionConfidence(refs), now));
+  await withTenant(
+    deps.sql,
+    caller,
+    (tx) => writePrefetch(tx, sessionId, signalKey(signal), refs, predictionConfidence(refs), now),
+  );
 }
 
-export async function predictContext(deps: ContextDeps, caller: Caller, body: PredictRequest): Promise<PredictResponse> {
+export async function predictContext(
+  deps: ContextDeps,
+  caller: Caller,
+  body: PredictRequest,
+): Promise<PredictResponse> {
   const now = deps.clock();
   const scopes = retrievalScopes(deps.config.namespaceRoot, body.project);
   const signals: CodingSignal[] = [
@@ -82,9 +111,16 @@ export async function predictContext(deps: ContextDeps, caller: Caller, body: Pr
       g.details.forEach((d, id) => details.set(id, d));
       const kept = keptRefs(g, lineage);
       refs.push(...kept);
-      if (body.session_id) await writePrefetch(tx, body.session_id, signalKey(signals[i]!), kept, predictionConfidence(kept), now);
+      if (body.session_id) {
+        await writePrefetch(tx, body.session_id, signalKey(signals[i]!), kept, predictionConfidence(kept), now);
+      }
     }
-    const selection = selectTiers({ refs, details, signals: lineage, activity: body.error !== undefined ? "debugging" : undefined });
+    const selection = selectTiers({
+      refs,
+      details,
+      signals: lineage,
+      activity: body.error !== undefined ? "debugging" : undefined,
+    });
     const ranked = [...selection.critical, ...selection.relevant].slice(0, body.limit);
     const predicted = ranked.map((c) => {
       const s = selection.scored.get(c.id)!;
@@ -101,7 +137,15 @@ export async function predictContext(deps: ContextDeps, caller: Caller, body: Pr
     await tx`
       insert into public.memory_events (owner_id, node, op, status, meta)
       values (${caller.tenantId}::uuid, 'context', 'search', 'ok',
-              ${tx.json({ mode: "predict", signals: signals.map((s) => s.kind), predicted: predicted.length, cached: body.session_id !== undefined, project: body.project ?? null } as never)})`;
+              ${
+      tx.json({
+        mode: "predict",
+        signals: signals.map((s) => s.kind),
+        predicted: predicted.length,
+        cached: body.session_id !== undefined,
+        project: body.project ?? null,
+      } as never)
+    })`;
     return {
       predicted_memories: predicted,
       confidence: predictionConfidence(refs.filter((r) => predicted.some((p) => p.id === r.id))),

@@ -26,9 +26,16 @@ export interface CachedPrediction {
 }
 
 /** The session's cached predictions for these signals, with their freshness at `now`. */
-export async function readPrefetch(tx: Tx, sessionId: string, keys: readonly SignalKey[], now: Date): Promise<Map<SignalKey, CachedPrediction>> {
+export async function readPrefetch(
+  tx: Tx,
+  sessionId: string,
+  keys: readonly SignalKey[],
+  now: Date,
+): Promise<Map<SignalKey, CachedPrediction>> {
   if (keys.length === 0) return new Map();
-  const rows = await tx<{ signal_key: string; refs: CandidateRef[]; confidence: number; computed_at: Date; ttl: string; max_age: string }[]>`
+  const rows = await tx<
+    { signal_key: string; refs: CandidateRef[]; confidence: number; computed_at: Date; ttl: string; max_age: string }[]
+  >`
     select p.signal_key, p.refs, p.confidence, p.computed_at,
            public.memory_setting('context_prefetch_ttl_seconds')::text as ttl,
            public.memory_setting('context_prefetch_max_age_seconds')::text as max_age
@@ -37,12 +44,25 @@ export async function readPrefetch(tx: Tx, sessionId: string, keys: readonly Sig
   return new Map(rows.map((r) => {
     const age = (now.getTime() - r.computed_at.getTime()) / 1000;
     const freshness: Freshness = age < Number(r.ttl) ? "fresh" : age < Number(r.max_age) ? "stale" : "expired";
-    return [r.signal_key, { key: r.signal_key, refs: r.refs, confidence: r.confidence, computedAt: r.computed_at, freshness }];
+    return [r.signal_key, {
+      key: r.signal_key,
+      refs: r.refs,
+      confidence: r.confidence,
+      computedAt: r.computed_at,
+      freshness,
+    }];
   }));
 }
 
 /** Stores (or replaces) a session's prediction for one signal, computed at `at`. */
-export async function writePrefetch(tx: Tx, sessionId: string, key: SignalKey, refs: readonly CandidateRef[], confidence: number, at: Date): Promise<void> {
+export async function writePrefetch(
+  tx: Tx,
+  sessionId: string,
+  key: SignalKey,
+  refs: readonly CandidateRef[],
+  confidence: number,
+  at: Date,
+): Promise<void> {
   const ids = [...new Set(refs.map((r) => r.id))].slice(0, 100);
   const kept = refs.filter((r) => ids.includes(r.id)).slice(0, 300);
   await tx`

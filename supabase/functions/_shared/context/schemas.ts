@@ -2,7 +2,17 @@
 // memory/usage, and the coding signals they share with memory-retrieve. Every object is strict:
 // an unknown field is a 400 naming it, like a value of the wrong shape.
 import { z } from "zod";
-import { branchName, commitSha, filePath, freeText, projectName, repoName, sessionId, threadId, uuid } from "../schemas.ts";
+import {
+  branchName,
+  commitSha,
+  filePath,
+  freeText,
+  projectName,
+  repoName,
+  sessionId,
+  threadId,
+  uuid,
+} from "../schemas.ts";
 
 /** What the developer is doing; it rebalances the tiers (tiers.ts). */
 export const ACTIVITIES = ["debugging", "feature", "review", "refactor", "testing", "docs", "ops"] as const;
@@ -95,5 +105,8 @@ export const UsageRequest = z
     cited: z.array(uuid).max(500).default([]),
   })
   .strict()
-  .refine((b) => b.retrieved.length + b.cited.length > 0, { message: "report at least one memory", path: ["retrieved"] });
+  .refine((b) => b.retrieved.length + b.cited.length > 0, {
+    message: "report at least one memory",
+    path: ["retrieved"],
+  });
 export type UsageRequest = z.infer<typeof UsageRequest>;

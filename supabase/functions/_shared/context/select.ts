@@ -61,7 +61,12 @@ export interface SelectInput {
   activity?: Activity;
 }
 
-function criticalTag(m: MemoryDetails, refs: readonly CandidateRef[], signals: Signals, activity?: Activity): CriticalTag | undefined {
+function criticalTag(
+  m: MemoryDetails,
+  refs: readonly CandidateRef[],
+  signals: Signals,
+  activity?: Activity,
+): CriticalTag | undefined {
   if (refs.some((r) => r.kind === "contradiction")) return "unresolved";
   const current = signals.current_file;
   const citesCurrent = current !== undefined && refs.some((r) => r.kind === "file" && r.detail === current);
@@ -74,7 +79,8 @@ function criticalTag(m: MemoryDetails, refs: readonly CandidateRef[], signals: S
   return undefined;
 }
 
-const byScore = (a: ScoredCandidate, b: ScoredCandidate) => b.score - a.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+const byScore = (a: ScoredCandidate, b: ScoredCandidate) =>
+  b.score - a.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 
 export function selectTiers(input: SelectInput): Selection {
   const byId = new Map<string, CandidateRef[]>();
@@ -135,7 +141,10 @@ export function selectTiers(input: SelectInput): Selection {
   const all = [...scored.values()];
   // A contradiction is one bullet with both sides: listed once, under the side that sorts first.
   const critical = all
-    .filter((s) => s.tier === "critical" && !(s.tag === "unresolved" && s.pairId !== undefined && scored.has(s.pairId) && s.pairId < s.id))
+    .filter((s) =>
+      s.tier === "critical" &&
+      !(s.tag === "unresolved" && s.pairId !== undefined && scored.has(s.pairId) && s.pairId < s.id)
+    )
     .sort((a, b) => TAG_ORDER.indexOf(a.tag!) - TAG_ORDER.indexOf(b.tag!) || byScore(a, b));
   return {
     critical: critical.map(toCandidate),

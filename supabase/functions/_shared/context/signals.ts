@@ -52,7 +52,10 @@ export function signalSearchText(s: CodingSignal): string | undefined {
 }
 
 /** The lookups of some signals, merged into one gather (beside what the caller adds: message, background). */
-export function lookupsOf(signals: readonly CodingSignal[], now: Date): Pick<GatherInput, "files" | "modules" | "branch" | "errorText" | "recentSince"> {
+export function lookupsOf(
+  signals: readonly CodingSignal[],
+  now: Date,
+): Pick<GatherInput, "files" | "modules" | "branch" | "errorText" | "recentSince"> {
   const out: ReturnType<typeof lookupsOf> = {};
   for (const s of signals) {
     if (s.kind === "file") {

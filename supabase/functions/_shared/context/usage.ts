@@ -36,7 +36,11 @@ const BYTES_PER_TOKEN = 4;
  * USAGE_TOKENIZED_BYTES last (in id order) and estimated from its length after that (the database
  * sends the text only of the memories counted exactly). `tokenized` is the bytes counted exactly.
  */
-export async function injectedTokens(tx: Tx, sessionId: string, ids: readonly string[]): Promise<{ tokens: number[]; tokenized: number }> {
+export async function injectedTokens(
+  tx: Tx,
+  sessionId: string,
+  ids: readonly string[],
+): Promise<{ tokens: number[]; tokenized: number }> {
   const rows = await tx<{ id: string; content: string | null; bytes: number; tokens: number | null }[]>`
     select id, bytes, tokens,
            case when tokens is null and sum(bytes) filter (where tokens is null) over (order by id) <= ${USAGE_TOKENIZED_BYTES}
@@ -60,7 +64,9 @@ export async function reportUsage(deps: { sql: Sql }, caller: Caller, body: Usag
   const retrieved = [...new Set([...body.retrieved.map((id) => id.toLowerCase()), ...cited])];
   const row = await withTenant(deps.sql, caller, async (tx) => {
     const { tokens } = await injectedTokens(tx, body.session_id, retrieved);
-    const [r] = await tx<{ recorded: number; cited: number; unknown: string[]; cited_prefetched: number; predicted_session: boolean }[]>`
+    const [r] = await tx<
+      { recorded: number; cited: number; unknown: string[]; cited_prefetched: number; predicted_session: boolean }[]
+    >`
       select * from public.record_memory_usage(${body.session_id}, ${retrieved}::uuid[], ${cited}::uuid[], ${tokens}::int[])`;
     return r!;
   });

@@ -32,5 +32,11 @@ export function recordedBy(tx: Tx, asOf: string | undefined, opts: { held?: bool
 export function memoryAsOf(row: Row): Row {
   const { as_of_held, as_of_content, as_of_is_valid, as_of_state, as_of_superseded_by, ...memory } = row;
   if (as_of_held === null || as_of_held === undefined) return memory;
-  return { ...memory, content: as_of_content, is_valid: as_of_is_valid, state: as_of_state, superseded_by: as_of_superseded_by };
+  return {
+    ...memory,
+    content: as_of_content,
+    is_valid: as_of_is_valid,
+    state: as_of_state,
+    superseded_by: as_of_superseded_by,
+  };
 }

@@ -35,7 +35,15 @@ export interface EntityProfile {
   /** Valid, active memories (not episodes) that mention it, newest first (valid_from). */
   facts: (Memory & { mention: string; link_confidence: number; link_source: string })[];
   /** Episodes that named it, oldest first (the latest PROFILE_ROWS). */
-  timeline: { id: string; session_id: string | null; seq: number | null; role: string | null; at: string; content: string; mention: string }[];
+  timeline: {
+    id: string;
+    session_id: string | null;
+    seq: number | null;
+    role: string | null;
+    at: string;
+    content: string;
+    mention: string;
+  }[];
 }
 
 const ENTITY_COLUMNS = `e.id, e.canonical_name, e.entity_type, e.aliases, e.summary, e.mention_count, e.first_seen_at,

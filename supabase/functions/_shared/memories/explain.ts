@@ -5,8 +5,8 @@
 // mentions, its history in brief and its decay outlook.
 // Every query runs in the caller's tenant transaction, so RLS limits all of it to the tenant.
 import type { Tx } from "../db.ts";
-import { memoryColumns, isoDates } from "./memory-row.ts";
-import { type LinkedEntity, linkedEntities, type SourceEpisode, sourceEpisodes } from "./provenance.ts";
+import { isoDates, memoryColumns } from "./memory-row.ts";
+import { linkedEntities, type LinkedEntity, type SourceEpisode, sourceEpisodes } from "./provenance.ts";
 import type { Memory } from "./schemas.ts";
 import { decaySettings } from "./settings.ts";
 import { daysUntilPrune, predictStrength } from "./weak.ts";
@@ -146,8 +146,13 @@ export async function explainMemory(tx: Tx, id: string, now: Date): Promise<Expl
   const firsts = byEvent.map((e) => e.first_at.getTime());
   const lasts = byEvent.map((e) => e.last_at.getTime());
   // Raw episodes never decay (TTL and purge still apply: docs/graph.md#episodes).
-  const protectedBy = memory.pinned ? "pinned" : memory.priority === "highest" ? "highest_priority"
-    : memory.source === "conversation" ? "episode" : null;
+  const protectedBy = memory.pinned
+    ? "pinned"
+    : memory.priority === "highest"
+    ? "highest_priority"
+    : memory.source === "conversation"
+    ? "episode"
+    : null;
   const lastAccess = new Date(memory.last_accessed_at);
   const settings = await decaySettings(tx);
 
@@ -162,7 +167,9 @@ export async function explainMemory(tx: Tx, id: string, now: Date): Promise<Expl
       session_id: memory.session_id,
       created_at: memory.created_at,
       actor: added?.actor ?? null,
-      derived_from: explained.filter((r) => r.relation_type === "derived_from" && r.direction === "outgoing").map((r) => r.other.id),
+      derived_from: explained.filter((r) => r.relation_type === "derived_from" && r.direction === "outgoing").map((r) =>
+        r.other.id
+      ),
       episodes: await sourceEpisodes(tx, id),
     },
     entities: await linkedEntities(tx, id),
@@ -176,7 +183,9 @@ export async function explainMemory(tx: Tx, id: string, now: Date): Promise<Expl
     decay: {
       protected: protectedBy !== null,
       reason: protectedBy,
-      predicted_strength: protectedBy ? memory.strength : predictStrength(memory.base_strength, lastAccess, now, settings),
+      predicted_strength: protectedBy
+        ? memory.strength
+        : predictStrength(memory.base_strength, lastAccess, now, settings),
       days_until_prune: protectedBy ? null : daysUntilPrune(memory.base_strength, lastAccess, now, settings),
     },
   };

@@ -3,10 +3,30 @@
 import type { Sql, Tx } from "../db.ts";
 
 export const MEMORY_COLUMNS = [
-  "id", "content", "memory_type", "namespace", "priority", "source", "strength", "base_strength",
-  "access_count", "last_accessed_at", "session_id", "is_valid", "superseded_by", "created_at",
-  "updated_at", "importance", "pinned", "state", "purge_at", "embedding_model", "metadata", "content_hash",
-  "valid_from", "valid_until",
+  "id",
+  "content",
+  "memory_type",
+  "namespace",
+  "priority",
+  "source",
+  "strength",
+  "base_strength",
+  "access_count",
+  "last_accessed_at",
+  "session_id",
+  "is_valid",
+  "superseded_by",
+  "created_at",
+  "updated_at",
+  "importance",
+  "pinned",
+  "state",
+  "purge_at",
+  "embedding_model",
+  "metadata",
+  "content_hash",
+  "valid_from",
+  "valid_until",
 ] as const;
 
 /** `m.id, m.content, …` (or unqualified, for RETURNING) as a query fragment. */

@@ -235,8 +235,22 @@ export interface HistoryEntry {
   id: string;
   memory_id: string;
   event:
-    | "ADD" | "UPDATE" | "DELETE" | "MERGE" | "LINK" | "DECAY" | "TTL" | "RESTORE" | "PURGE" | "PIN" | "UNPIN" | "CONFIRM"
-    | "PROPOSE" | "ACCEPT" | "REJECT" | "LAPSE";
+    | "ADD"
+    | "UPDATE"
+    | "DELETE"
+    | "MERGE"
+    | "LINK"
+    | "DECAY"
+    | "TTL"
+    | "RESTORE"
+    | "PURGE"
+    | "PIN"
+    | "UNPIN"
+    | "CONFIRM"
+    | "PROPOSE"
+    | "ACCEPT"
+    | "REJECT"
+    | "LAPSE";
   old_ref: string | null;
   new_ref: string | null;
   actor: string | null;

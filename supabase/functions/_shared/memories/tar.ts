@@ -20,7 +20,9 @@ function splitPath(path: string): { name: string; prefix: string } {
   const cut = path.lastIndexOf("/", path.length - 1);
   const name = path.slice(cut + 1);
   const prefix = path.slice(0, cut);
-  if (cut < 0 || encoder.encode(name).length > 100 || encoder.encode(prefix).length > 155) throw new Error(`path too long for tar: ${path}`);
+  if (cut < 0 || encoder.encode(name).length > 100 || encoder.encode(prefix).length > 155) {
+    throw new Error(`path too long for tar: ${path}`);
+  }
   return { name, prefix };
 }
 

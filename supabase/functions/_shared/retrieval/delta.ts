@@ -23,7 +23,12 @@ export interface ChangeRow {
   revision: number;
   event: string;
   summary: string | null;
-  meta: { category?: string | null; memory_type?: string | null; importance?: number | null; history_event?: string | null } | null;
+  meta: {
+    category?: string | null;
+    memory_type?: string | null;
+    importance?: number | null;
+    history_event?: string | null;
+  } | null;
   memory_id?: string;
   /** For a replaced memory: the memory that replaced it, what it says and where it came from. */
   replacement?: { id: string; content: string; source: string | null } | null;
@@ -65,9 +70,12 @@ export function formatDeltaBullets(changes: readonly ChangeRow[]): string[] {
       const tag = label ? `[${capitalize(label)}] ` : "";
       if (c.replacement) {
         const mark = c.replacement.source === "correction" ? "↻corrected" : EVENT_MARK.merged;
-        return `- ${mark}: ${tag}${shorten(c.replacement.content)} (replaces "${shorten(c.summary ?? "", REPLACED_CHARS)}")`;
+        return `- ${mark}: ${tag}${shorten(c.replacement.content)} (replaces "${
+          shorten(c.summary ?? "", REPLACED_CHARS)
+        }")`;
       }
-      const mark = (c.event === "updated" && HISTORY_MARK[c.meta?.history_event ?? ""]) || EVENT_MARK[c.event] || c.event;
+      const mark = (c.event === "updated" && HISTORY_MARK[c.meta?.history_event ?? ""]) || EVENT_MARK[c.event] ||
+        c.event;
       const imp = c.event === "created" && typeof c.meta?.importance === "number" ? ` (imp=${c.meta.importance})` : "";
       return `- ${mark}: ${tag}${shorten(c.summary ?? "")}${imp}`;
     });

@@ -13,7 +13,18 @@
 // fit is skipped and later, shorter ones are still tried.
 import { shortenToFit } from "../fit-text.ts";
 import { countTokens } from "../tokens.ts";
-import { BLOCK_HEADING, type FormatContext, type FormatMemory, memoryLine, relatedLine, renderBlock, type SectionKey, sectionOf, sectionTitle, truncationLine } from "./format.ts";
+import {
+  BLOCK_HEADING,
+  type FormatContext,
+  type FormatMemory,
+  memoryLine,
+  relatedLine,
+  renderBlock,
+  type SectionKey,
+  sectionOf,
+  sectionTitle,
+  truncationLine,
+} from "./format.ts";
 
 export { shortenToFit };
 
@@ -48,7 +59,10 @@ export interface PackResult<M extends FormatMemory> {
 }
 
 /** A memory in the block; `text` when it is shown shortened. */
-type Added<M> = { kind: "delta"; line: string } | { kind: "memory"; memory: M; text?: string } | { kind: "related"; related: RelatedCandidate };
+type Added<M> = { kind: "delta"; line: string } | { kind: "memory"; memory: M; text?: string } | {
+  kind: "related";
+  related: RelatedCandidate;
+};
 
 export function packIntoBudget<M extends FormatMemory>(input: PackInput<M>, ctx: FormatContext): PackResult<M> {
   const budget = input.budgetTokens;
@@ -65,7 +79,8 @@ export function packIntoBudget<M extends FormatMemory>(input: PackInput<M>, ctx:
   // its first word fits, it is left out like any other).
   const [best, ...others] = input.ranked;
   if (best) {
-    const alone = (text?: string) => assemble([{ kind: "memory", memory: best, text }], input, ctx, total).tokenCount <= budget;
+    const alone = (text?: string) =>
+      assemble([{ kind: "memory", memory: best, text }], input, ctx, total).tokenCount <= budget;
     const whole = alone();
     const text = whole ? undefined : shortenToFit(best.content, alone);
     if (whole || text !== undefined) {
@@ -127,10 +142,23 @@ export function packIntoBudget<M extends FormatMemory>(input: PackInput<M>, ctx:
 
 /** Not even the heading and the truncation line fit: inject nothing. */
 function emptyResult<M extends FormatMemory>(total: number): PackResult<M> {
-  return { block: "", tokenCount: 0, injected: [], truncatedCount: total, related: [], deltaBullets: [], shortened: [] };
+  return {
+    block: "",
+    tokenCount: 0,
+    injected: [],
+    truncatedCount: total,
+    related: [],
+    deltaBullets: [],
+    shortened: [],
+  };
 }
 
-function assemble<M extends FormatMemory>(added: readonly Added<M>[], input: PackInput<M>, ctx: FormatContext, total: number): PackResult<M> {
+function assemble<M extends FormatMemory>(
+  added: readonly Added<M>[],
+  input: PackInput<M>,
+  ctx: FormatContext,
+  total: number,
+): PackResult<M> {
   const injected: M[] = [];
   const shown: M[] = [];
   const shortened: string[] = [];
@@ -148,7 +176,9 @@ function assemble<M extends FormatMemory>(added: readonly Added<M>[], input: Pac
   const injectedIds = new Set(injected.map((m) => m.id));
   const keptRelated = related.filter((r) => injectedIds.has(r.anchor_id));
   const relatedByAnchor = new Map<string, string[]>();
-  for (const r of keptRelated) relatedByAnchor.set(r.anchor_id, [...(relatedByAnchor.get(r.anchor_id) ?? []), r.content]);
+  for (const r of keptRelated) {
+    relatedByAnchor.set(r.anchor_id, [...(relatedByAnchor.get(r.anchor_id) ?? []), r.content]);
+  }
   const truncatedCount = total - injected.length;
   const block = renderBlock(
     {
@@ -159,7 +189,15 @@ function assemble<M extends FormatMemory>(added: readonly Added<M>[], input: Pac
     },
     ctx,
   );
-  return { block, tokenCount: countTokens(block), injected, truncatedCount, related: keptRelated, deltaBullets, shortened };
+  return {
+    block,
+    tokenCount: countTokens(block),
+    injected,
+    truncatedCount,
+    related: keptRelated,
+    deltaBullets,
+    shortened,
+  };
 }
 
 export interface PackedTexts<T> {
@@ -175,7 +213,12 @@ export interface PackedTexts<T> {
  * newlines must fit budgetTokens exactly. Same greedy-estimate-then-exact-check as packIntoBudget;
  * with shortenFirst, the best item is shortened at a word boundary (…) rather than left out.
  */
-export function packTexts<T>(items: readonly T[], textOf: (item: T) => string, budgetTokens: number, opts: { shortenFirst?: boolean } = {}): PackedTexts<T> {
+export function packTexts<T>(
+  items: readonly T[],
+  textOf: (item: T) => string,
+  budgetTokens: number,
+  opts: { shortenFirst?: boolean } = {},
+): PackedTexts<T> {
   const kept: T[] = [];
   const texts: string[] = [];
   let est = 0;

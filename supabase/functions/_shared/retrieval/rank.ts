@@ -52,7 +52,8 @@ export function usageFactor(usage?: UsageCounts): number {
 }
 
 export function scoreMemory(m: RankInput): number {
-  const base = m.relevance * m.strength * usageFactor(m.usage) * (m.factor ?? 1) * (m.memory_type === "insight" ? INSIGHT_WEIGHT : 1);
+  const base = m.relevance * m.strength * usageFactor(m.usage) * (m.factor ?? 1) *
+    (m.memory_type === "insight" ? INSIGHT_WEIGHT : 1);
   const priority = PRIORITY_BOOST[m.priority] ?? 0;
   const relation = RELATION_WEIGHT * Math.min(1, Math.max(0, m.max_relation_strength ?? 0));
   return base + priority + relation + (m.pinned ? PINNED_BOOST : 0);

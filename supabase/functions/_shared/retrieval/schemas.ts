@@ -5,7 +5,17 @@
 // Both bodies are strict: an unknown field is a 400, so a typo (`budget` for `budget_tokens`)
 // is reported instead of silently ignored.
 import { z } from "zod";
-import { agentName, asOf, categoryName, freeText, importance, priority, projectName, storedMemoryType, threadId } from "../schemas.ts";
+import {
+  agentName,
+  asOf,
+  categoryName,
+  freeText,
+  importance,
+  priority,
+  projectName,
+  storedMemoryType,
+  threadId,
+} from "../schemas.ts";
 import { INTENTS } from "../search/intent.ts";
 import { SEARCH_MODES } from "../search/hybrid.ts";
 import { LineageSignals } from "../context/schemas.ts";
@@ -138,7 +148,11 @@ export const SearchInfo = z.object({
   budget_tokens: z.number().int(),
   graph_depth: z.number().int(),
   weights: z.object({ keyword: z.number(), vector: z.number(), graph: z.number(), rrf_k: z.number() }),
-  time_window: z.object({ after: z.string().nullable(), before: z.string().nullable(), from: z.enum(["request", "query_text"]) }).nullable(),
+  time_window: z.object({
+    after: z.string().nullable(),
+    before: z.string().nullable(),
+    from: z.enum(["request", "query_text"]),
+  }).nullable(),
 });
 export type SearchInfo = z.infer<typeof SearchInfo>;
 

@@ -50,7 +50,9 @@ export function searchInfo(
     budget_tokens: budget,
     graph_depth: mode === "hybrid" ? resolved.plan.graphDepth : 0,
     weights,
-    time_window: w ? { after: w.after?.toISOString() ?? null, before: w.before?.toISOString() ?? null, from: w.from } : null,
+    time_window: w
+      ? { after: w.after?.toISOString() ?? null, before: w.before?.toISOString() ?? null, from: w.from }
+      : null,
   };
 }
 

@@ -82,13 +82,17 @@ class WriteBehind {
     try {
       conn = await this.sql.reserve();
       const q = conn;
-      const results = await Promise.allSettled(batch.map(({ who, items }) => q`
+      const results = await Promise.allSettled(batch.map(({ who, items }) =>
+        q`
         select public.record_retrievals(${q.json(items as never)}::jsonb)
           from (select set_config('role', 'authenticated', true),
-                       set_config('request.jwt.claims', ${JSON.stringify({ sub: who.tenantId, role: "authenticated" })}, true),
+                       set_config('request.jwt.claims', ${
+          JSON.stringify({ sub: who.tenantId, role: "authenticated" })
+        }, true),
                        set_config('memory.actor', ${who.actor}, true),
                        set_config('synchronous_commit', 'off', true)
-                offset 0) tenant`));
+                offset 0) tenant`
+      ));
       results.forEach((r, i) => {
         if (r.status === "rejected") this.#failed(batch[i]!, r.reason);
       });

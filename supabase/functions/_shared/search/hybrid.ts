@@ -75,13 +75,31 @@ export interface Signals {
   graph?: { rank: number; via: string; edge: string };
 }
 
-export function signalsOf(row: Pick<HybridRow, "keyword_rank" | "keyword_score" | "keyword_coverage" | "vector_rank" | "similarity" | "graph_rank" | "graph_via" | "graph_edge">): Signals {
+export function signalsOf(
+  row: Pick<
+    HybridRow,
+    | "keyword_rank"
+    | "keyword_score"
+    | "keyword_coverage"
+    | "vector_rank"
+    | "similarity"
+    | "graph_rank"
+    | "graph_via"
+    | "graph_edge"
+  >,
+): Signals {
   const out: Signals = {};
   if (row.keyword_rank != null) {
-    out.keyword = { rank: row.keyword_rank, score: round(row.keyword_score ?? 0), coverage: round(row.keyword_coverage ?? 0) };
+    out.keyword = {
+      rank: row.keyword_rank,
+      score: round(row.keyword_score ?? 0),
+      coverage: round(row.keyword_coverage ?? 0),
+    };
   }
   if (row.vector_rank != null) out.vector = { rank: row.vector_rank, similarity: round(row.similarity ?? 0) };
-  if (row.graph_rank != null && row.graph_via) out.graph = { rank: row.graph_rank, via: row.graph_via, edge: row.graph_edge ?? "related_to" };
+  if (row.graph_rank != null && row.graph_via) {
+    out.graph = { rank: row.graph_rank, via: row.graph_via, edge: row.graph_edge ?? "related_to" };
+  }
   return out;
 }
 

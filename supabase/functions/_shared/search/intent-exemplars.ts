@@ -78,7 +78,10 @@ function centroidsFor(embedder: Embedder): Promise<Centroids> {
 }
 
 /** The nearest intent for an (L2-normalised) query vector, or undefined when none is clear. */
-export async function classifyByExemplars(queryVector: readonly number[], embedder: Embedder): Promise<Exclude<Intent, "general"> | undefined> {
+export async function classifyByExemplars(
+  queryVector: readonly number[],
+  embedder: Embedder,
+): Promise<Exclude<Intent, "general"> | undefined> {
   if (embedder.provider === "local") return undefined;
   const centroids = await centroidsFor(embedder);
   const q = normalise([...queryVector]);

@@ -24,10 +24,22 @@ export const INTENTS: readonly Intent[] = ["why", "when", "who", "what", "how", 
  */
 export const INTENT_CUES: readonly (readonly [Exclude<Intent, "general">, RegExp])[] = [
   ["when", /^\s*(?:when|since when|what (?:date|day|time))\b/i],
-  ["when", /\b(?:yesterday|today|this (?:week|month)|last (?:week|month|year|time|\d{1,4} days?)|past (?:week|month|\d{1,4} days?)|\d{1,4} (?:days?|weeks?|months?) ago|recently|most recent|latest|earlier this (?:week|month))\b/i],
-  ["why", /^\s*why\b|\b(?:why (?:did|do|does|is|was|are|were)|reason(?:s|ing)? (?:for|behind|why)|rationale|what caused|root cause|motivation for|because of what)\b/i],
-  ["who", /^\s*(?:who|whom|whose)\b|\b(?:who (?:owns|wrote|maintains|is responsible|decided|approved)|owner of|maintainer of|point of contact)\b/i],
-  ["how", /^\s*how (?:do|does|did|can|should|to|would)\b|\b(?:how to|steps? (?:to|for)|procedure for|workflow for|what (?:command|commands) |which command|run the|set up|setup for|instructions for)\b/i],
+  [
+    "when",
+    /\b(?:yesterday|today|this (?:week|month)|last (?:week|month|year|time|\d{1,4} days?)|past (?:week|month|\d{1,4} days?)|\d{1,4} (?:days?|weeks?|months?) ago|recently|most recent|latest|earlier this (?:week|month))\b/i,
+  ],
+  [
+    "why",
+    /^\s*why\b|\b(?:why (?:did|do|does|is|was|are|were)|reason(?:s|ing)? (?:for|behind|why)|rationale|what caused|root cause|motivation for|because of what)\b/i,
+  ],
+  [
+    "who",
+    /^\s*(?:who|whom|whose)\b|\b(?:who (?:owns|wrote|maintains|is responsible|decided|approved)|owner of|maintainer of|point of contact)\b/i,
+  ],
+  [
+    "how",
+    /^\s*how (?:do|does|did|can|should|to|would)\b|\b(?:how to|steps? (?:to|for)|procedure for|workflow for|what (?:command|commands) |which command|run the|set up|setup for|instructions for)\b/i,
+  ],
   ["what", /^\s*(?:what|which)\b|\b(?:what is|what are|what's|definition of|meaning of)\b/i],
 ];
 
@@ -50,7 +62,8 @@ export function classifyIntentByKeywords(text: string): IntentResult {
 
 export type Complexity = "simple" | "complex";
 
-const MULTI_PART = /\b(?:and (?:also|then|why|how|when|what|which|who)|as well as|compare|comparison|difference between|relationship between|history of|all (?:the )?(?:decisions|changes|errors|places)|step by step|end to end)\b/i;
+const MULTI_PART =
+  /\b(?:and (?:also|then|why|how|when|what|which|who)|as well as|compare|comparison|difference between|relationship between|history of|all (?:the )?(?:decisions|changes|errors|places)|step by step|end to end)\b/i;
 
 /** Long or multi-part questions are complex (and multi-hop ones usually are). */
 export function classifyComplexity(text: string): Complexity {
@@ -78,7 +91,9 @@ export interface SearchPlan {
 }
 
 /** Defaults by complexity (simple vs complex). */
-export const COMPLEXITY_DEFAULTS: Readonly<Record<Complexity, { topK: number; budgetTokens: number; graphDepth: number }>> = {
+export const COMPLEXITY_DEFAULTS: Readonly<
+  Record<Complexity, { topK: number; budgetTokens: number; graphDepth: number }>
+> = {
   // A simple question's answer is one memory the keyword and vector signals find directly; the
   // graph is for answers spread over several (complex), and for why and when (planSearch).
   simple: { topK: 5, budgetTokens: 1000, graphDepth: 0 },
@@ -125,7 +140,11 @@ export function entityTermsOf(text: string): string[] {
   for (const m of text.slice(0, 2000).matchAll(/"([^"]{2,80})"/g)) out.add(m[1]!.trim());
   for (const m of text.slice(0, 2000).matchAll(/[A-Za-z0-9_@./:#$-]{3,100}/g)) {
     const t = m[0].replace(/^[.:/#-]+|[.:/#-]+$/g, "");
-    if (t.length >= 3 && /[A-Za-z]/.test(t) && (/[_@/$#]/.test(t) || /[A-Za-z0-9]\.[A-Za-z0-9]/.test(t) || /[A-Za-z][0-9]|[0-9][A-Za-z]/.test(t) || /[a-z][A-Z]/.test(t) || /[A-Za-z0-9]-[A-Za-z0-9]/.test(t))) {
+    if (
+      t.length >= 3 && /[A-Za-z]/.test(t) &&
+      (/[_@/$#]/.test(t) || /[A-Za-z0-9]\.[A-Za-z0-9]/.test(t) || /[A-Za-z][0-9]|[0-9][A-Za-z]/.test(t) ||
+        /[a-z][A-Z]/.test(t) || /[A-Za-z0-9]-[A-Za-z0-9]/.test(t))
+    ) {
       out.add(t);
     }
   }

@@ -3,7 +3,15 @@
 // read requests the same way.
 import type { Embedder } from "../embeddings.ts";
 import { HttpError } from "../http.ts";
-import { classifyComplexity, classifyIntentByKeywords, type Complexity, type Intent, type IntentResult, planSearch, type SearchPlan } from "./intent.ts";
+import {
+  classifyComplexity,
+  classifyIntentByKeywords,
+  type Complexity,
+  type Intent,
+  type IntentResult,
+  planSearch,
+  type SearchPlan,
+} from "./intent.ts";
 import { classifyByExemplars } from "./intent-exemplars.ts";
 import { resolveTime, TIME_FORMS, type TimeWindow, windowFromText } from "./time-window.ts";
 
@@ -49,7 +57,11 @@ export function requestWindow(req: Pick<PlanRequest, "after" | "before">, now: D
   if (req.before !== undefined && !before) throw badTime("before", req.before);
   if (after && before && after.getTime() > before.getTime()) {
     throw new HttpError(400, "invalid_request", "invalid request body", [
-      { path: ["after"], message: `after (${after.toISOString()}) is later than before (${before.toISOString()})`, code: "invalid_window" },
+      {
+        path: ["after"],
+        message: `after (${after.toISOString()}) is later than before (${before.toISOString()})`,
+        code: "invalid_window",
+      },
     ]);
   }
   return { after, before, from: "request" };
@@ -59,7 +71,12 @@ export function requestWindow(req: Pick<PlanRequest, "after" | "before">, now: D
  * Classifies the query (keyword cues; nearest exemplars for a neural embedder when no cue fires)
  * and plans the search. The vector is the query's embedding, already computed for the search.
  */
-export async function resolvePlan(req: PlanRequest, embedder: Embedder, vector: readonly number[] | undefined, clock: () => Date): Promise<ResolvedPlan> {
+export async function resolvePlan(
+  req: PlanRequest,
+  embedder: Embedder,
+  vector: readonly number[] | undefined,
+  clock: () => Date,
+): Promise<ResolvedPlan> {
   const now = req.now ? new Date(req.now) : clock();
   const window = requestWindow(req, now);
   let intent: IntentResult;

@@ -14,7 +14,8 @@ const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?(?
 const LAST_N_DAYS = /^last_(\d{1,4})_days$/;
 
 /** The forms accepted, for error messages. */
-export const TIME_FORMS = "an ISO date (2026-11-01) or date-time (2026-11-01T09:30:00Z), today, yesterday, last_week, last_month or last_N_days (N from 1 to 3650)";
+export const TIME_FORMS =
+  "an ISO date (2026-11-01) or date-time (2026-11-01T09:30:00Z), today, yesterday, last_week, last_month or last_N_days (N from 1 to 3650)";
 
 /** Postgres timestamptz range, and a sane one for memories. */
 const MIN_TIME = Date.UTC(1970, 0, 1);
@@ -37,7 +38,10 @@ export function resolveTime(value: string, now: Date): Date | undefined {
   } else if (ISO_DATE.test(value.trim()) || ISO_DATE_TIME.test(value.trim())) {
     const parsed = Date.parse(ISO_DATE.test(value.trim()) ? `${value.trim()}T00:00:00Z` : value.trim());
     // Date.parse rolls 2026-02-31 over to March: only dates that round-trip are real.
-    if (Number.isFinite(parsed) && (!ISO_DATE.test(value.trim()) || new Date(parsed).toISOString().startsWith(value.trim()))) ms = parsed;
+    if (
+      Number.isFinite(parsed) &&
+      (!ISO_DATE.test(value.trim()) || new Date(parsed).toISOString().startsWith(value.trim()))
+    ) ms = parsed;
   }
   if (ms === undefined || !Number.isFinite(ms) || ms < MIN_TIME || ms > MAX_TIME) return undefined;
   return new Date(ms);

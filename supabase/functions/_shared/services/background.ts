@@ -2,7 +2,12 @@
 // routes and the MCP tools alike: consolidation now, re-embedding, contradictions, consent
 // proposals, the agent's checkpoints. Each takes the tenant and its validated input and runs as the
 // tenant (RLS): another tenant's id is a 404, like an unknown one.
-import { type CheckpointSaveRequest, loadCheckpointJson, type SavedCheckpoint, saveCheckpoint } from "../checkpoints.ts";
+import {
+  type CheckpointSaveRequest,
+  loadCheckpointJson,
+  saveCheckpoint,
+  type SavedCheckpoint,
+} from "../checkpoints.ts";
 import {
   type Contradiction,
   type ContradictionListQuery,
@@ -24,7 +29,7 @@ import {
   type ProposalListQuery,
 } from "../proposals.ts";
 import { type ReindexStatus, startReindex } from "../reindex.ts";
-import { type ConsolidationReport, consolidateTenant } from "../tenant-consolidation.ts";
+import { consolidateTenant, type ConsolidationReport } from "../tenant-consolidation.ts";
 import type { ServiceDeps } from "./deps.ts";
 
 function kick(deps: ServiceDeps): void {
@@ -32,8 +37,17 @@ function kick(deps: ServiceDeps): void {
 }
 
 /** Tonight's consolidation, now, for the tenant, within the day's caps; a dry run writes nothing but its run record (it spends the same caps). */
-export async function consolidate(deps: ServiceDeps, tenant: TenantContext, body: ConsolidateRequest): Promise<ConsolidationReport> {
-  const report = await consolidateTenant(deps, { ownerId: tenant.tenantId, trigger: "api", dryRun: body.dry_run, now: deps.clock() });
+export async function consolidate(
+  deps: ServiceDeps,
+  tenant: TenantContext,
+  body: ConsolidateRequest,
+): Promise<ConsolidationReport> {
+  const report = await consolidateTenant(deps, {
+    ownerId: tenant.tenantId,
+    trigger: "api",
+    dryRun: body.dry_run,
+    now: deps.clock(),
+  });
   if (!body.dry_run) kick(deps);
   return report;
 }
@@ -49,11 +63,20 @@ export async function reindex(
   return status;
 }
 
-export async function contradictions(deps: ServiceDeps, tenant: TenantContext, q: ContradictionListQuery): Promise<Contradiction[]> {
+export async function contradictions(
+  deps: ServiceDeps,
+  tenant: TenantContext,
+  q: ContradictionListQuery,
+): Promise<Contradiction[]> {
   return await listContradictions(deps.sql, tenant, q);
 }
 
-export async function resolve(deps: ServiceDeps, tenant: TenantContext, id: string, body: ResolveRequest): Promise<Contradiction> {
+export async function resolve(
+  deps: ServiceDeps,
+  tenant: TenantContext,
+  id: string,
+  body: ResolveRequest,
+): Promise<Contradiction> {
   return await resolveContradiction(deps, tenant, id, body);
 }
 
@@ -61,7 +84,11 @@ export async function proposals(deps: ServiceDeps, tenant: TenantContext, q: Pro
   return await listProposals(deps.sql, tenant, q);
 }
 
-export async function proposal(deps: ServiceDeps, tenant: TenantContext, id: string): Promise<{ proposal: Proposal; history: ProposalDecision[] }> {
+export async function proposal(
+  deps: ServiceDeps,
+  tenant: TenantContext,
+  id: string,
+): Promise<{ proposal: Proposal; history: ProposalDecision[] }> {
   const found = await getProposal(deps.sql, tenant, id);
   if (!found) throw new HttpError(404, "not_found", `proposal ${id} not found`);
   return found;
@@ -78,12 +105,21 @@ export async function decide(
   return result;
 }
 
-export async function saveThreadCheckpoint(deps: ServiceDeps, tenant: TenantContext, thread: string, body: CheckpointSaveRequest): Promise<SavedCheckpoint> {
+export async function saveThreadCheckpoint(
+  deps: ServiceDeps,
+  tenant: TenantContext,
+  thread: string,
+  body: CheckpointSaveRequest,
+): Promise<SavedCheckpoint> {
   return await saveCheckpoint(deps.sql, tenant, thread, body);
 }
 
 /** The thread's checkpoint as JSON text (the state as stored), or a 404. */
-export async function loadThreadCheckpoint(deps: ServiceDeps, tenant: TenantContext, thread: string): Promise<{ json: string; version: number }> {
+export async function loadThreadCheckpoint(
+  deps: ServiceDeps,
+  tenant: TenantContext,
+  thread: string,
+): Promise<{ json: string; version: number }> {
   const found = await loadCheckpointJson(deps.sql, tenant, thread);
   if (!found) throw new HttpError(404, "not_found", `no checkpoint for thread ${thread}`);
   return found;

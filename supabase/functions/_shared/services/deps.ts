@@ -47,7 +47,10 @@ export interface Timed<T> {
  * A read that may go to the replica, except that what the replica does not have yet (a memory the
  * caller has just written) is looked for on the primary before the answer is "not found".
  */
-export async function readOwnWrite<T>(deps: Pick<MemoryDeps, "sql" | "readSql">, read: (sql: Sql) => Promise<T | undefined>): Promise<T | undefined> {
+export async function readOwnWrite<T>(
+  deps: Pick<MemoryDeps, "sql" | "readSql">,
+  read: (sql: Sql) => Promise<T | undefined>,
+): Promise<T | undefined> {
   const found = await read(readPoolOf(deps));
   return found !== undefined || readPoolOf(deps) === deps.sql ? found : await read(deps.sql);
 }

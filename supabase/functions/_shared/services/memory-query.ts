@@ -20,7 +20,14 @@ import {
   type QueryRequest,
   type QueryResponse,
 } from "../retrieval/schemas.ts";
-import { explainRow, type QueryRow, retrievalScopes, rowFromJson, searchInfo, searchWrite } from "../retrieval/search.ts";
+import {
+  explainRow,
+  type QueryRow,
+  retrievalScopes,
+  rowFromJson,
+  searchInfo,
+  searchWrite,
+} from "../retrieval/search.ts";
 import { writeBehind } from "../retrieval/write-behind.ts";
 import { applyFeedback, feedbackOf, type FeedbackRow } from "../context/feedback.ts";
 import type { FusionWeights } from "../search/hybrid.ts";
@@ -82,7 +89,9 @@ export async function queryMemories(
 
   const read = async (q: Sql, tenant: TenantSettings) => {
     // The search's rows, then (offset 0: computed once) their usage feedback, as the tenant.
-    const [row] = await q<{ rows: Record<string, unknown>[] | null; feedback: FeedbackRow[]; weights: FusionWeights; now: Date }[]>`
+    const [row] = await q<
+      { rows: Record<string, unknown>[] | null; feedback: FeedbackRow[]; weights: FusionWeights; now: Date }[]
+    >`
       select found.rows,
              case when ${body.as_of ?? null}::timestamptz is null
                   then public.memory_feedback(array(select (x ->> 'id')::uuid from jsonb_array_elements(found.rows) x),
@@ -136,18 +145,23 @@ export async function queryMemories(
   const search = searchInfo(found.weights, mode, resolved, topK, budget);
   const category = categories.length === 1 ? categories[0]! : null;
   const reinforce = body.as_of ? [] : packed.kept.map((m) => m.id);
-  writeBehind(deps.sql, caller, searchWrite(found.now.toISOString(), reinforce, body.thread_id ?? null, rows, category, {
-    mode: "query",
-    search_mode: mode,
-    intent: search.intent,
-    agent: body.agent,
-    categories,
-    return: body.return,
-    candidates: rows.length,
-    returned: packed.kept.length,
-    truncated: packed.truncatedCount,
-    as_of: body.as_of ?? null,
-  }), deps.config.retrieval.writeBehindMs);
+  writeBehind(
+    deps.sql,
+    caller,
+    searchWrite(found.now.toISOString(), reinforce, body.thread_id ?? null, rows, category, {
+      mode: "query",
+      search_mode: mode,
+      intent: search.intent,
+      agent: body.agent,
+      categories,
+      return: body.return,
+      candidates: rows.length,
+      returned: packed.kept.length,
+      truncated: packed.truncatedCount,
+      as_of: body.as_of ?? null,
+    }),
+    deps.config.retrieval.writeBehindMs,
+  );
   const results = body.return === "bullets"
     ? packed.kept.map((m, i) => ({ id: m.id, category: m.category, text: packed.texts[i]! }))
     : packed.kept.map((m) => ({

@@ -236,7 +236,10 @@ export async function memoryHistory(
 
 /** Why a memory is what it is: supersede chain, typed edges, source episodes, entities, decay outlook. */
 export async function explainFact(deps: ServiceDeps, tenant: TenantContext, id: string): Promise<Explanation> {
-  const explanation = await readOwnWrite(deps, (sql) => withTenant(sql, tenant, (tx) => explainMemory(tx, id, deps.clock())));
+  const explanation = await readOwnWrite(
+    deps,
+    (sql) => withTenant(sql, tenant, (tx) => explainMemory(tx, id, deps.clock())),
+  );
   if (!explanation) throw notFound(id);
   return explanation;
 }

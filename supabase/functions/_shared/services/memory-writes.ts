@@ -20,7 +20,7 @@ import { linkEntities, linkEntitiesByRules } from "../entities.ts";
 import { citedFileLinks, filesOf } from "../context/lineage.ts";
 import { queueContradictionCheck } from "../contradiction-check.ts";
 import { runInBackground } from "../jobs.ts";
-import { addCounts, type Redaction, redactField } from "../redact.ts";
+import { addCounts, redactField, type Redaction } from "../redact.ts";
 import { recordRedactions, redactStatement } from "../redaction-events.ts";
 import type { ServiceDeps } from "./deps.ts";
 
@@ -142,7 +142,11 @@ export async function correct(
   const statement = redactStatement(sent.content);
   // The reason is stored too (metadata.correction_reason): redacted like the statement, counted with it.
   const reason = redactField(sent.reason);
-  const redaction = { ...statement, counts: addCounts({ ...statement.counts }, reason.counts), total: statement.total + reason.total };
+  const redaction = {
+    ...statement,
+    counts: addCounts({ ...statement.counts }, reason.counts),
+    total: statement.total + reason.total,
+  };
   const body = { ...sent, content: statement.text, reason: reason.text };
   // Check before paying for an embedding; checked again under the row lock below.
   await withTenant(sql, tenant, async (tx) => {
@@ -189,7 +193,15 @@ export async function correct(
 // What every stored statement is followed by: its redaction counts (docs/redaction.md), and with an
 // LLM the queued check against its nearest memories for contradictions
 // (docs/consolidation.md#contradictions), which the worker runs off the request's path.
-async function afterStatement(deps: ServiceDeps, tx: Tx, tenantId: string, memoryId: string, writer: string, r: Redaction, threadId?: string) {
+async function afterStatement(
+  deps: ServiceDeps,
+  tx: Tx,
+  tenantId: string,
+  memoryId: string,
+  writer: string,
+  r: Redaction,
+  threadId?: string,
+) {
   await recordRedactions(tx, { ownerId: tenantId, writer, node: "hotpath", counts: r.counts, threadId });
   if (deps.llm) await queueContradictionCheck(tx, tenantId, [memoryId]);
 }

@@ -147,7 +147,13 @@ interface Turn {
 }
 
 /** Everything the turn reads, in one statement as the tenant (one round trip). */
-async function readTurn(sql: Sql, caller: TenantContext, input: HybridSearchInput, threadId: string, since?: number): Promise<Turn> {
+async function readTurn(
+  sql: Sql,
+  caller: TenantContext,
+  input: HybridSearchInput,
+  threadId: string,
+  since?: number,
+): Promise<Turn> {
   return await readAsTenant(sql, caller, async (q, tenant) => {
     const [row] = await q<{ turn: Turn }[]>`
       select public.retrieve_for_turn(${hybridSearchArgs(q, input)},
@@ -161,7 +167,10 @@ async function readTurn(sql: Sql, caller: TenantContext, input: HybridSearchInpu
  * The related memories (strongest edge first, as the search gives them) in the order the pack
  * step walks them: anchors in rank order, strongest edge first.
  */
-function relatedInRankOrder(related: readonly (RelatedCandidate & { strength: number })[], ids: string[]): RelatedCandidate[] {
+function relatedInRankOrder(
+  related: readonly (RelatedCandidate & { strength: number })[],
+  ids: string[],
+): RelatedCandidate[] {
   const rank = new Map(ids.map((id, i) => [id, i]));
   return related.filter((r) => rank.has(r.anchor_id)) // not the anchors lineage left out
     .sort((a, b) => (rank.get(a.anchor_id)! - rank.get(b.anchor_id)!) || b.strength - a.strength)
