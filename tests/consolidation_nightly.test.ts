@@ -111,7 +111,7 @@ Deno.test({
         sessions: [{
           session: 0,
           summary:
-            "The build of src/app.ts failed on a missing module; reinstalling with pnpm fixed it and a test was asked for.",
+            "The build of src/app.ts failed on a missing module;\u202e reinstalling with pnpm fixed it and a test was asked for.",
         }],
       }),
     );
@@ -139,6 +139,7 @@ Deno.test({
       ["s-week", true, null],
     ]);
     const week = sessions.find((s) => s.session_id === "s-week")!;
+    assert.ok(!week.summary!.includes("\u202e"), "the model's right-to-left override is not stored");
     const [memory] = await env
       .sql`select memory_type, source, namespace, metadata, content from public.devai_memories where id = ${week.summary_memory_id}`;
     assert.deepEqual([memory!.memory_type, memory!.source, memory!.namespace, memory!.metadata.kind], [

@@ -45,8 +45,11 @@ async function session(env: WriteEnv, t: string, count = 4): Promise<string[]> {
   return ids;
 }
 
+const GITHUB_TOKEN = "ghp_aB3dE6gH9jK2mN5pQ8rS1tV4wX7yZ0cF3hJ6k";
+
 Deno.test({
-  name: "enrichment (fake LLM): entities with 3 mentions get a summary and an embedding; the rest wait",
+  name:
+    "enrichment (fake LLM): entities with 3 mentions get a summary and an embedding; the rest wait; no secret or unsafe character is stored",
   ...opts,
 }, async () => {
   const env = await writeEnv();
@@ -57,7 +60,11 @@ Deno.test({
     env.fake.onChat(
       ENRICH_MARK,
       reply.json({
-        summaries: [{ entity: 0, summary: "src/app.ts is the entry module whose build failed." }, {
+        // A model's summary with a secret and a right-to-left override: stored without either.
+        summaries: [{
+          entity: 0,
+          summary: `src/app.ts is the entry module\u202e whose build failed (token ${GITHUB_TOKEN}).`,
+        }, {
           entity: 5,
           summary: "no such entity",
         }],
@@ -73,7 +80,11 @@ Deno.test({
       select canonical_name, summary, embedding_model from public.memory_entities where owner_id = ${t} order by canonical_name`;
     assert.deepEqual(rows.map((r) => [r.canonical_name, r.summary, r.embedding_model]), [
       ["pnpm install", null, null],
-      ["src/app.ts", "src/app.ts is the entry module whose build failed.", EMBEDDING_MODEL],
+      [
+        "src/app.ts",
+        "src/app.ts is the entry module whose build failed (token [REDACTED:github_token]).",
+        EMBEDDING_MODEL,
+      ],
     ]);
   } finally {
     await env.close();

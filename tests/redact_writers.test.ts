@@ -197,7 +197,7 @@ Deno.test({
     const t = newTenant();
     env.fake.onChat(
       COMPACTION_MARK,
-      reply.json({ summary: `Set up the deploy; the token is ${PAT}.`, candidates: [] }),
+      reply.json({ summary: `Set up the deploy\u202e; the token is ${PAT}.`, candidates: [] }),
     );
     const compact = createCompact({ ...env.deps, kickWorker: () => Promise.resolve() });
     const messages = [
@@ -223,6 +223,7 @@ Deno.test({
     assert.deepEqual(leaked(out.summary), []);
     const [stored] = await env.sql`select summary from public.memory_session_summaries where owner_id = ${t}`;
     assert.deepEqual(leaked(stored!.summary), []);
+    assert.ok(!String(stored!.summary).includes("\u202e"), "the model's right-to-left override is not stored");
 
     const dedup = createDedup({ ...env.deps, kickWorker: () => Promise.resolve() });
     const queued = await dedup(

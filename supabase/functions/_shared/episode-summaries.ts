@@ -12,6 +12,7 @@ import { insertEdges } from "./edges.ts";
 import { renderMessage } from "./extraction-prompt.ts";
 import type { Llm, LlmUsage, PromptMessage } from "./llm.ts";
 import { redactSecrets } from "./redact.ts";
+import { stripUnsafeCharacters } from "./unsafe-characters.ts";
 import { countTokens } from "./tokens.ts";
 
 export const SESSION_SUMMARY_MARK = "Summarise each numbered session of a coding agent";
@@ -137,7 +138,9 @@ function compressMessages(sessions: readonly SessionToCompress[]): PromptMessage
   ];
 }
 
-const clean = (text: string) => redactSecrets(text.replace(/\s+/g, " ").trim()).text;
+// A model's summary is stored and read back into prompts: no secret, none of the characters stored
+// text may not hold (unsafe-characters.ts).
+const clean = (text: string) => redactSecrets(stripUnsafeCharacters(text).replace(/\s+/g, " ").trim()).text;
 
 /** The model's part (outside any transaction): summaries and one-liners within the token budget. */
 export async function compressEpisodes(

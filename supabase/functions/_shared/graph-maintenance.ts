@@ -19,6 +19,8 @@ import { renderMessage } from "./extraction-prompt.ts";
 import { completeJobInTx, type Job } from "./jobs.ts";
 import type { LlmUsage, PromptMessage } from "./llm.ts";
 import { truncateToTokens } from "./tokens.ts";
+import { redactSecrets } from "./redact.ts";
+import { stripUnsafeCharacters } from "./unsafe-characters.ts";
 
 export const CAUSAL_CONFIDENCE = 0.7;
 const ENTITIES_PER_CALL = 10;
@@ -78,7 +80,11 @@ export async function enrichEntities(deps: WorkerDeps, job: Job, workerId: strin
     addUsage(usage, out.usage);
     for (const s of out.value.summaries) {
       const entity = batch[s.entity];
-      if (entity && !summaries.has(entity.id)) summaries.set(entity.id, s.summary.slice(0, 2000));
+      // A model's summary is stored and read back into prompts: no secret, none of the characters
+      // stored text may not hold (redact.ts, unsafe-characters.ts).
+      if (entity && !summaries.has(entity.id)) {
+        summaries.set(entity.id, redactSecrets(stripUnsafeCharacters(s.summary)).text.slice(0, 2000));
+      }
     }
   }
   const ids = [...summaries.keys()];

@@ -33,6 +33,7 @@ import { loadCategoryNames } from "../_shared/categories.ts";
 import { extractByRules } from "../_shared/rule-extractor.ts";
 import { addCounts, redactSecrets } from "../_shared/redact.ts";
 import { recordRedactions } from "../_shared/redaction-events.ts";
+import { stripUnsafeCharacters } from "../_shared/unsafe-characters.ts";
 import { defaultScope, SCOPE_NEEDS_PROJECT, scopeHasProject, writeScope } from "../_shared/scopes.ts";
 import { drainQueue, type QueueingDeps } from "../_shared/drain-queue.ts";
 import { MARKER, planCompaction } from "./chunk.ts";
@@ -141,8 +142,9 @@ export function createHandler(deps: QueueingDeps) {
       summary = extractiveSummary(plan.chunk, prior);
     }
     if (countTokens(summary) > SUMMARY_MAX_TOKENS) summary = truncateToTokens(summary, SUMMARY_MAX_TOKENS);
-    // The summary is stored (the session's layer-2 record): no secret in it (redact.ts).
-    const summaryRedaction = redactSecrets(summary);
+    // The summary is stored (the session's layer-2 record): no secret in it (redact.ts), and none of
+    // the characters stored text may not hold (unsafe-characters.ts; a model wrote it).
+    const summaryRedaction = redactSecrets(stripUnsafeCharacters(summary));
     summary = summaryRedaction.text;
     const prepared = prepareCandidates({ stated, proposed: [proposed] }, {
       root: deps.config.namespaceRoot,
