@@ -190,14 +190,17 @@ Deno.test("linear: the retrieval block's bullet folding and the sentence splitte
       Promise.resolve(extractByRules([{ role: "user", content: "ok\n".repeat(n / 3) }], { namespace: "devai/user" })),
   );
   // Context assembly compresses every candidate offline: one long word, and a comma run inside a token.
+  // Stored content is at most 4,000 characters: 256 KiB shows the shape (the quadratic pattern took
+  // 400 ms at 16 KiB), without the 1 MiB step whose single huge string times with GC noise.
+  const stored = 1 << 18;
   await assertLinear(
     "offline compression, one long dotted word",
-    limit,
+    stored,
     (n) => Promise.resolve(offlineForms(`use ${"a.".repeat(n / 2)} now`)),
   );
   await assertLinear(
     "offline compression, a comma run in a token",
-    limit,
+    stored,
     (n) => Promise.resolve(offlineForms(`pin ${",".repeat(n)}a`)),
   );
 });
