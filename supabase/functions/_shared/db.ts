@@ -80,11 +80,6 @@ export function primaryOf(sql: Sql): Sql {
   return primaries.get(sql) ?? sql;
 }
 
-/** Is this pool a read replica's (createReadSql)? */
-export function isReadReplica(sql: Sql): boolean {
-  return primaries.has(sql);
-}
-
 function timeoutOf(sql: Sql): string {
   return `${statementTimeouts.get(sql) ?? DEFAULT_STATEMENT_TIMEOUT_MS}ms`;
 }

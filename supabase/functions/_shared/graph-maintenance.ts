@@ -133,7 +133,6 @@ function enrichMessages(batch: { canonical_name: string; entity_type: string; sn
 }
 
 interface Pair {
-  sessionRow: string;
   from: { id: string; role: string; content: string; seq: number };
   to: { id: string; role: string; content: string; seq: number };
 }
@@ -164,7 +163,7 @@ export async function inferCauses(deps: WorkerDeps, job: Job, workerId: string):
          limit ${limit}`;
       let i = 0;
       for (; i + 1 < eps.length && out.length < cap; i++) {
-        if (eps[i + 1]!.seq === eps[i]!.seq + 1) out.push({ sessionRow: s.id, from: eps[i]!, to: eps[i + 1]! });
+        if (eps[i + 1]!.seq === eps[i]!.seq + 1) out.push({ from: eps[i]!, to: eps[i + 1]! });
       }
       // Every episode left was read and paired: the session is checked to its end.
       const readAll = eps.length < limit && i + 1 >= eps.length;

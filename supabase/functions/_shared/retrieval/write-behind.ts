@@ -60,10 +60,6 @@ class WriteBehind {
     }
   }
 
-  get waiting(): number {
-    return this.#count;
-  }
-
   /** Writes everything waiting now; resolves when it (and any batch before it) is written. */
   flush(): Promise<void> {
     if (this.#timer !== undefined) clearTimeout(this.#timer);
@@ -141,9 +137,4 @@ export function writeBehind(sql: Sql, who: TenantContext, item: SearchWrite, del
 /** Writes every search waiting on this pool now (tests, a server's shutdown). */
 export async function flushSearchWrites(sql: Sql): Promise<void> {
   await queues.get(sql)?.flush();
-}
-
-/** How many searches wait to be written on this pool. */
-export function waitingSearchWrites(sql: Sql): number {
-  return queues.get(sql)?.waiting ?? 0;
 }

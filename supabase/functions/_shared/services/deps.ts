@@ -24,9 +24,14 @@ export interface MemoryDeps {
 /** What the operations get: the dependencies, with the clock always set. */
 export type ServiceDeps = MemoryDeps & { clock: () => Date };
 
-/** The dependencies with the clock set (the real one unless the caller froze it). */
+/** The clock an operation reads: the real one unless the caller froze it. */
+export function clockOf(deps: { clock?: () => Date }): () => Date {
+  return deps.clock ?? (() => new Date());
+}
+
+/** The dependencies with the clock set (clockOf). */
 export function withClock(deps: MemoryDeps): ServiceDeps {
-  return { ...deps, clock: deps.clock ?? (() => new Date()) };
+  return { ...deps, clock: clockOf(deps) };
 }
 
 /** What the searches (retrieve, memory.query) need: no model, no worker. */

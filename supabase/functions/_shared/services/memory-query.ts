@@ -31,7 +31,7 @@ import {
 import { writeBehind } from "../retrieval/write-behind.ts";
 import { applyFeedback, feedbackOf, type FeedbackRow } from "../context/feedback.ts";
 import type { FusionWeights } from "../search/hybrid.ts";
-import { readPoolOf, type SearchDeps, type Timed } from "./deps.ts";
+import { clockOf, readPoolOf, type SearchDeps, type Timed } from "./deps.ts";
 
 /** What the agent may read that answers the query, as bullets or full rows; `timing` as for retrieve. */
 export async function queryMemories(
@@ -80,7 +80,7 @@ export async function queryMemories(
 
   const t0 = performance.now();
   const vector = mode === "keyword" ? undefined : await embedForRequest(embedder, body.query);
-  const resolved = await resolvePlan({ ...body, text: body.query }, embedder, vector, deps.clock ?? (() => new Date()));
+  const resolved = await resolvePlan({ ...body, text: body.query }, embedder, vector, clockOf(deps));
   const budget = Math.min(
     body.budget_tokens ?? config.retrieval.budgetTokens ?? resolved.plan.budgetTokens,
     MAX_BUDGET_TOKENS,

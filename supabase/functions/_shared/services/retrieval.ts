@@ -23,7 +23,7 @@ import { MAX_BUDGET_TOKENS, MAX_TOP_K, type RetrieveRequest, type RetrieveRespon
 import { explainRow, retrievalScopes, rowFromJson, searchInfo, searchWrite } from "../retrieval/search.ts";
 import { writeBehind } from "../retrieval/write-behind.ts";
 import { applyFeedback, feedbackOf, type FeedbackRow } from "../context/feedback.ts";
-import { readPoolOf, type SearchDeps, type Timed } from "./deps.ts";
+import { clockOf, readPoolOf, type SearchDeps, type Timed } from "./deps.ts";
 
 /** The block and the memories for a turn; `timing` says how long embedding and the database took. */
 export async function retrieve(
@@ -46,7 +46,7 @@ export async function retrieve(
     { ...body, text: body.message },
     embedder,
     vector,
-    deps.clock ?? (() => new Date()),
+    clockOf(deps),
   );
   const { plan } = resolved;
   const topK = Math.min(body.top_k ?? config.retrieval.topK ?? plan.topK, MAX_TOP_K);
@@ -82,9 +82,9 @@ export async function retrieve(
 
   const rows = turn.memories.map((r) => rowFromJson<HybridRow>(r));
   // Usage feedback and code lineage (docs/context.md), read in the same statement. An as_of answer
-  // is about the past: today's usage counters do not rank it, but lineage (from each memory's own
-  // metadata) still keeps another branch's unmerged notes out.
-  const judged = applyFeedback(rows, body.as_of ? new Map() : feedbackOf(turn.feedback), body.signals);
+  // is about the past: retrieve_for_turn sends no usage counters for it, but lineage (from each
+  // memory's own metadata) still keeps another branch's unmerged notes out.
+  const judged = applyFeedback(rows, feedbackOf(turn.feedback), body.signals);
   const ranked = rankMemories(judged.kept);
   const packed = packIntoBudget(
     {
