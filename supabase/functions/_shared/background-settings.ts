@@ -1,5 +1,6 @@
-// The settings the background jobs read (public.memory_settings, through public.memory_setting,
-// which raises if one is missing): read at every run, so a change takes effect at the next one.
+// The settings consolidation reads (public.memory_settings, through public.memory_setting, which
+// raises if one is missing): read at every run, so a change takes effect at the next one. The
+// insight, proposal and reindex jobs read theirs in their own SQL.
 // docs/consolidation.md#settings.
 import type { Tx } from "./db.ts";
 
@@ -15,10 +16,6 @@ export interface BackgroundSettings {
   episodeSummaryDays: number;
   episodeCompressDays: number;
   episodeSessionsPerNight: number;
-  insightIntervalHours: number;
-  proposalDays: number;
-  reindexPerNight: number;
-  reindexBatchSize: number;
   purgeGraceDays: number;
 }
 
@@ -34,10 +31,6 @@ const NAMES: Record<keyof BackgroundSettings, string> = {
   episodeSummaryDays: "episode_summary_days",
   episodeCompressDays: "episode_compress_days",
   episodeSessionsPerNight: "episode_sessions_per_night",
-  insightIntervalHours: "insight_interval_hours",
-  proposalDays: "proposal_days",
-  reindexPerNight: "reindex_per_night",
-  reindexBatchSize: "reindex_batch_size",
   purgeGraceDays: "purge_grace_days",
 };
 

@@ -20,7 +20,7 @@ import type { WorkerDeps } from "./drain-queue.ts";
 import { type GraphEdge, insertEdges } from "./edges.ts";
 import { type EntityLink, type EntityMention, linkEntities } from "./entities.ts";
 import { completeJobInTx, type Job, PermanentJobError } from "./jobs.ts";
-import { LlmOutputError, LlmRequestError, type LlmUsage } from "./llm.ts";
+import { addUsage, emptyUsage, LlmOutputError, LlmRequestError } from "./llm.ts";
 import { defaultScope } from "./scopes.ts";
 import { extractByRules } from "./rule-extractor.ts";
 import { recordRedactions } from "./redaction-events.ts";
@@ -82,7 +82,7 @@ async function proposeFacts(deps: WorkerDeps, job: Job, episodes: Episode[], pro
   });
 
   const proposed: Candidate[][] = [];
-  const usage: LlmUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0, requests: 0 };
+  const usage = emptyUsage();
   const categories = deps.llm ? await loadCategoryNames(deps.sql) : [];
   let modelFailure: string | undefined;
   if (deps.llm) {
@@ -93,7 +93,7 @@ async function proposeFacts(deps: WorkerDeps, job: Job, episodes: Episode[], pro
           consolidationMessages(chunk.text, deps.config.namespaceRoot, project, categories),
           { name: "session_consolidation" },
         );
-        for (const k of Object.keys(usage) as (keyof LlmUsage)[]) usage[k] += out.usage[k];
+        addUsage(usage, out.usage);
         proposed.push(out.value.stored.map(({ sources, entities, ...c }) => {
           // Only the numbers this chunk showed: anything else is not an episode of it.
           note(

@@ -65,6 +65,7 @@ export async function checkNewMemories(deps: WorkerDeps, job: Job, workerId: str
        where id = any (${parsed.data.memory_ids}::uuid[]) and is_valid and state = 'active' and source is distinct from 'conversation'
        order by id`;
     const out: Pair[] = [];
+    const queued = new Set<string>(); // a pair found from both of its memories is judged once
     for (const m of fresh) {
       const found = (await hybridSearch(tx, {
         queryText: m.content,
@@ -90,10 +91,9 @@ export async function checkNewMemories(deps: WorkerDeps, job: Job, workerId: str
       const done = new Set(judged.map((j) => `${j.a}|${j.b}`));
       for (const n of found) {
         const [a, b] = [m.id, n.id].sort();
-        if (done.has(`${a}|${b}`) || out.some((p) => [p.older.id, p.newer.id].sort().join("|") === `${a}|${b}`)) {
-          continue;
-        }
-        const other: PairMemory = { ...n, created_at: new Date(n.created_at), access_count: Number(n.access_count) };
+        if (done.has(`${a}|${b}`) || queued.has(`${a}|${b}`)) continue;
+        queued.add(`${a}|${b}`);
+        const other = asPairMemory(n);
         const mine = asPairMemory(m);
         const [older, newer] = other.created_at.getTime() <= mine.created_at.getTime() ? [other, mine] : [mine, other];
         out.push({ older, newer, score: Math.min(1, Math.max(0, n.similarity ?? thresholds.consolidate)) });

@@ -1,7 +1,7 @@
 // The model's dedup decision for one candidate, and what happens when the model fails (dedup.ts
 // calls it when a near neighbour exists).
 import type { Tx } from "./db.ts";
-import { type Llm, LlmOutputError, LlmRequestError } from "./llm.ts";
+import { addUsage, type Llm, LlmOutputError, LlmRequestError } from "./llm.ts";
 import { type Candidate, isProtected } from "./candidates.ts";
 import {
   decideWithoutLlm,
@@ -47,10 +47,7 @@ export async function decideWithModel(
     });
     return action;
   }
-  report.usage.promptTokens += out.usage.promptTokens;
-  report.usage.completionTokens += out.usage.completionTokens;
-  report.usage.totalTokens += out.usage.totalTokens;
-  report.usage.requests += out.usage.requests;
+  addUsage(report.usage, out.usage);
   const resolution = resolveDecision(out.value, c, neighbours);
   outcome.override = resolution.override;
   outcome.reason = out.value.reason;

@@ -10,7 +10,7 @@ import type { BackgroundSettings } from "./background-settings.ts";
 import { toVectorLiteral, type Tx } from "./db.ts";
 import { insertEdges } from "./edges.ts";
 import { renderMessage } from "./extraction-prompt.ts";
-import type { Llm, LlmUsage, PromptMessage } from "./llm.ts";
+import { addUsage, emptyUsage, type Llm, type LlmUsage, type PromptMessage } from "./llm.ts";
 import { redactSecrets } from "./redact.ts";
 import { stripUnsafeCharacters } from "./unsafe-characters.ts";
 import { countTokens } from "./tokens.ts";
@@ -149,8 +149,7 @@ export async function compressEpisodes(
   plan: EpisodePlan,
   tokenBudget: number,
 ): Promise<EpisodeWork> {
-  const usage: LlmUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0, requests: 0 };
-  const add = (u: LlmUsage) => (Object.keys(usage) as (keyof LlmUsage)[]).forEach((k) => (usage[k] += u[k]));
+  const usage = emptyUsage();
   const fits = (messages: PromptMessage[], answer: number) =>
     usage.totalTokens + messages.reduce((n, m) => n + countTokens(m.content), 0) + answer <= tokenBudget;
   const work: EpisodeWork = { summaries: [], compressed: [], usage };
@@ -162,7 +161,7 @@ export async function compressEpisodes(
       return { ...work, summaries: await withVectors(summaries, embed), stopped: "tokens" };
     }
     const out = await llm.completeJson(SummarySchema, messages, { name: "session_summaries" });
-    add(out.usage);
+    addUsage(usage, out.usage);
     for (const s of out.value.sessions) {
       const session = batch[s.session];
       if (session && !summaries.some((x) => x.session.id === session.id)) {
@@ -176,7 +175,7 @@ export async function compressEpisodes(
     const messages = compressMessages(batch);
     if (!fits(messages, 40 * batch.length)) return { ...work, stopped: "tokens" };
     const out = await llm.completeJson(CompressSchema, messages, { name: "session_one_liners" });
-    add(out.usage);
+    addUsage(usage, out.usage);
     for (const s of out.value.sessions) {
       const session = batch[s.session];
       if (session && !work.compressed.some((x) => x.id === session.id)) {

@@ -17,7 +17,7 @@ import { type GraphEdge, insertEdges } from "./edges.ts";
 import { toVectorLiteral } from "./db.ts";
 import { renderMessage } from "./extraction-prompt.ts";
 import { completeJobInTx, type Job } from "./jobs.ts";
-import type { LlmUsage, PromptMessage } from "./llm.ts";
+import { addUsage, emptyUsage, type PromptMessage } from "./llm.ts";
 import { truncateToTokens } from "./tokens.ts";
 import { redactSecrets } from "./redact.ts";
 import { stripUnsafeCharacters } from "./unsafe-characters.ts";
@@ -40,9 +40,6 @@ const CausalOutputSchema = z.object({
 });
 
 const tenantOf = (job: Job, actor: string): TenantContext => ({ tenantId: job.owner_id, actor });
-const emptyUsage = (): LlmUsage => ({ promptTokens: 0, completionTokens: 0, totalTokens: 0, requests: 0 });
-const addUsage = (sum: LlmUsage, u: LlmUsage) =>
-  (Object.keys(sum) as (keyof LlmUsage)[]).forEach((k) => (sum[k] += u[k]));
 
 /** Completes a maintenance job that has nothing to do here (no LLM configured). */
 async function completeSkipped(deps: WorkerDeps, job: Job, workerId: string, actor: string): Promise<void> {

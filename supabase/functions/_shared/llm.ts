@@ -64,6 +64,16 @@ export interface LlmUsage {
   requests: number;
 }
 
+/** A zero usage, to add calls to (addUsage). */
+export function emptyUsage(): LlmUsage {
+  return { promptTokens: 0, completionTokens: 0, totalTokens: 0, requests: 0 };
+}
+
+/** Adds one call's (or one job's) usage to a running sum. */
+export function addUsage(sum: LlmUsage, u: LlmUsage): void {
+  for (const k of Object.keys(sum) as (keyof LlmUsage)[]) sum[k] += u[k];
+}
+
 export interface LlmResult<T> {
   value: T;
   usage: LlmUsage;
@@ -221,7 +231,7 @@ class OpenAiLlm implements Llm {
           },
           { signal: opts.signal },
         );
-        addUsage(usage, this.totalUsage, completion.usage);
+        addApiUsage(usage, this.totalUsage, completion.usage);
         const content = completion.choices?.[0]?.message?.content;
         return typeof content === "string" ? content : "";
       } catch (err) {
@@ -241,7 +251,7 @@ class OpenAiLlm implements Llm {
   }
 }
 
-function addUsage(
+function addApiUsage(
   one: LlmUsage,
   total: LlmUsage,
   u: { prompt_tokens?: number; completion_tokens?: number; total_tokens?: number } | undefined | null,

@@ -6,7 +6,7 @@
 // audited supersede (docs/consolidation.md#pairs).
 import { z } from "zod";
 import { isProtected } from "./candidates.ts";
-import type { Llm, LlmUsage, PromptMessage } from "./llm.ts";
+import { addUsage, emptyUsage, type Llm, type LlmUsage, type PromptMessage } from "./llm.ts";
 import { countTokens, truncateToTokens } from "./tokens.ts";
 
 export const PAIR_JUDGE_MARK = "Each numbered pair shows an OLDER and a NEWER memory";
@@ -87,7 +87,7 @@ export interface JudgeOutcome {
  * answer counts as different.
  */
 export async function judgePairs(llm: Llm, pairs: readonly Pair[], budget: JudgeBudget): Promise<JudgeOutcome> {
-  const usage: LlmUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0, requests: 0 };
+  const usage = emptyUsage();
   const judged: JudgedPair[] = [];
   for (let i = 0; i < pairs.length; i += budget.pairsPerPrompt) {
     const batch = pairs.slice(i, i + budget.pairsPerPrompt);
@@ -95,7 +95,7 @@ export async function judgePairs(llm: Llm, pairs: readonly Pair[], budget: Judge
     const estimate = messages.reduce((n, m) => n + countTokens(m.content), 0) + TOKENS_PER_VERDICT * batch.length;
     if (usage.totalTokens + estimate > budget.tokens) return { judged, usage, stopped: "tokens" };
     const out = await llm.completeJson(PairVerdictSchema, messages, { name: "pair_verdicts", temperature: 0 });
-    for (const k of Object.keys(usage) as (keyof LlmUsage)[]) usage[k] += out.usage[k];
+    addUsage(usage, out.usage);
     const byPair = new Map<number, { verdict: Verdict; reason: string }>();
     for (const v of out.value.verdicts) {
       if (v.pair >= 0 && v.pair < batch.length && !byPair.has(v.pair)) byPair.set(v.pair, v);

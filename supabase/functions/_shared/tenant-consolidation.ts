@@ -23,7 +23,7 @@ import type { Config } from "./env.ts";
 import { applyEpisodeWork, compressEpisodes, type EpisodeWork, planEpisodes } from "./episode-summaries.ts";
 import { HttpError } from "./http.ts";
 import { completeJobInTx, enqueueJob, type Job } from "./jobs.ts";
-import { type Llm, LlmOutputError, LlmRequestError, type LlmUsage } from "./llm.ts";
+import { addUsage, emptyUsage, type Llm, LlmOutputError, LlmRequestError } from "./llm.ts";
 import { type JudgedPair, judgePairs } from "./pair-judge.ts";
 
 export interface ConsolidationDeps {
@@ -62,7 +62,6 @@ export interface ConsolidationReport {
   protected_kept: number;
 }
 
-const emptyUsage = (): LlmUsage => ({ promptTokens: 0, completionTokens: 0, totalTokens: 0, requests: 0 });
 const utcDay = (d: Date) => d.toISOString().slice(0, 10);
 
 export async function consolidateTenant(
@@ -204,10 +203,6 @@ export async function consolidateTenant(
     await closeFailedRun(deps.sql, tenant, runId, err, judgedCount, usage.totalTokens).catch(() => {});
     throw err;
   }
-}
-
-function addUsage(sum: LlmUsage, u: LlmUsage): void {
-  for (const k of Object.keys(sum) as (keyof LlmUsage)[]) sum[k] += u[k];
 }
 
 /** A run left under way for over an hour died with its worker: it is closed so the tenant can run again. */
