@@ -211,6 +211,19 @@ function chargeToken(q: Sql, who: TenantContext, routeClass: RouteClass): Promis
 }
 
 /**
+ * Charges the request to the tenant's rate limit now, before any work (a 429 when refused): for
+ * requests whose heavy part (reading and parsing a body of megabytes) comes before their first
+ * tenant statement. One statement on one connection, no transaction around it; the request's
+ * later transactions are not charged again.
+ */
+export async function chargeRequest(sql: Sql, who: TenantContext): Promise<void> {
+  const routeClass = takeRequestCharge();
+  if (!routeClass) return;
+  const retryAfter = await chargeToken(primaryOf(sql), who, routeClass);
+  if (retryAfter > 0) throw rateLimited(routeClass, retryAfter);
+}
+
+/**
  * Runs fn in one transaction as a caller that is no tenant: deployment-wide configuration (memory
  * categories, agent allowlists), read as `authenticated` and changed as `service_role`, with the
  * privileges and policies of that role rather than the connection's own.

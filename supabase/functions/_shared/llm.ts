@@ -48,6 +48,9 @@ export const ChatMessageSchema = z.discriminatedUnion("role", [
 ]);
 export type ChatMessage = z.infer<typeof ChatMessageSchema>;
 
+/** The most messages one request may send (memory-extract, memory-compact). */
+export const MAX_MESSAGES_PER_REQUEST = 20_000;
+
 /** The messages this module sends: plain text turns. */
 export interface PromptMessage {
   role: "system" | "user" | "assistant";

@@ -6,6 +6,7 @@ import type { Candidate } from "./candidates.ts";
 import { messageText } from "./tokens.ts";
 import { findCorrection, findRememberStatement } from "./rule-patterns.ts";
 import { trimEndOf } from "./text-scan.ts";
+import { normaliseContent } from "./writing-constraints.ts";
 
 interface MessageLike {
   role: string;
@@ -43,7 +44,7 @@ export function toThirdPerson(text: string): string {
 }
 
 function sentenceCase(text: string): string {
-  const t = trimEndOf(text.trim().replace(/\s+/g, " "), ",;:-");
+  const t = trimEndOf(normaliseContent(text), ",;:-");
   if (!t) return t;
   const withStop = /[.!?]$/.test(t) ? t : `${t}.`;
   return withStop[0]!.toUpperCase() + withStop.slice(1);

@@ -22,11 +22,11 @@ import { z } from "zod";
 import { projectName, sessionId, threadId } from "../_shared/schemas.ts";
 import { createFunctionApp, fetchHandler } from "../_shared/app.ts";
 import { type Caller, requireCaller } from "../_shared/auth.ts";
-import { withTenant } from "../_shared/db.ts";
+import { chargeRequest, withTenant } from "../_shared/db.ts";
 import { HttpError, json, methodNotAllowed, parseJsonBody } from "../_shared/http.ts";
 import { rateLimit } from "../_shared/rate-limit.ts";
 import { enqueueJob, runInBackground } from "../_shared/jobs.ts";
-import { ChatMessageSchema } from "../_shared/llm.ts";
+import { ChatMessageSchema, MAX_MESSAGES_PER_REQUEST } from "../_shared/llm.ts";
 import { countConversationTokens, countTokens, messageTokenCounter, truncateToTokens } from "../_shared/tokens.ts";
 import { type Candidate, prepareCandidates } from "../_shared/candidates.ts";
 import { loadCategoryNames } from "../_shared/categories.ts";
@@ -41,7 +41,7 @@ import { compactionMessages, CompactionOutputSchema, extractiveSummary } from ".
 
 export const CompactRequestSchema = z.object({
   session_id: sessionId,
-  messages: z.array(ChatMessageSchema).min(1, "messages must not be empty").max(20_000),
+  messages: z.array(ChatMessageSchema).min(1, "messages must not be empty").max(MAX_MESSAGES_PER_REQUEST),
   context_window: z.number().int().min(1_000).max(10_000_000).optional(),
   trigger_tokens: z.number().int().min(1_000).max(10_000_000).optional(),
   target_chunk_tokens: z.number().int().min(500).max(1_000_000).optional(),
@@ -67,9 +67,9 @@ export function createHandler(deps: QueueingDeps) {
   app.use(rateLimit(() => "heavy"));
   app.post("/memory-compact", requireCaller(deps.config, deps.sql), async (c) => {
     const caller = c.get("caller");
-    // Counting an 8 MiB conversation is the heavy part, and comes before any transaction: an empty
-    // tenant transaction first charges the request to the tenant's rate limit (rate-limit.ts).
-    await withTenant(deps.sql, caller, () => Promise.resolve());
+    // Counting an 8 MiB conversation is the heavy part, and comes before any transaction: the
+    // request is charged to the tenant's rate limit first (rate-limit.ts).
+    await chargeRequest(deps.sql, caller);
     const body = await parseJsonBody(c.req.raw, CompactRequestSchema, deps.config.maxCompactBodyBytes, {
       tooLarge:
         `memory-compact takes at most ${deps.config.maxCompactBodyBytes} bytes (MAX_COMPACT_BODY_BYTES): compact earlier ` +

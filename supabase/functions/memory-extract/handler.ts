@@ -15,13 +15,13 @@
 import { z } from "zod";
 import { createFunctionApp, fetchHandler } from "../_shared/app.ts";
 import { type Caller, requireCaller } from "../_shared/auth.ts";
-import { withTenant } from "../_shared/db.ts";
+import { chargeRequest, withTenant } from "../_shared/db.ts";
 import { HttpError, json, methodNotAllowed, parseJsonBody, validate } from "../_shared/http.ts";
 import { rateLimit } from "../_shared/rate-limit.ts";
 import { enqueueJob, getJob, jobView, runInBackground } from "../_shared/jobs.ts";
 import { drainQueue, type QueueingDeps } from "../_shared/drain-queue.ts";
 import { CONTEXT_MESSAGES, type ExtractJobPayload } from "../_shared/extraction.ts";
-import { ChatMessageSchema } from "../_shared/llm.ts";
+import { ChatMessageSchema, MAX_MESSAGES_PER_REQUEST } from "../_shared/llm.ts";
 import { codeOrigin, projectName, sessionId, threadId } from "../_shared/schemas.ts";
 import { redactMessages } from "../_shared/redact.ts";
 import { wellFormedJson } from "../_shared/unsafe-characters.ts";
@@ -39,13 +39,10 @@ import { continueFromJob, loadSessionJobs } from "./session-jobs.ts";
 
 const JobQuery = z.object({ job_id: z.uuid() });
 
-/** At most this many messages in one POST (a longer session sends the rest with `after`). */
-export const MAX_EXTRACT_MESSAGES = 20_000;
-
-/** POST body: the session's transcript so far, or (with `after`) what follows what it already sent. */
+/** POST body (at most MAX_MESSAGES_PER_REQUEST messages; a longer session sends the rest with `after`): the session's transcript so far, or (with `after`) what follows what it already sent. */
 export const ExtractRequestSchema = z.object({
   session_id: sessionId,
-  messages: z.array(ChatMessageSchema).min(1, "messages must not be empty").max(MAX_EXTRACT_MESSAGES),
+  messages: z.array(ChatMessageSchema).min(1, "messages must not be empty").max(MAX_MESSAGES_PER_REQUEST),
   /** The transcript these messages follow: the `transcript` of an earlier answer for this session. */
   after: z.object({
     count: z.number().int().min(1),
@@ -72,10 +69,9 @@ export function createHandler(deps: QueueingDeps) {
   });
   app.post("/memory-extract", requireCaller(deps.config, deps.sql), async (c) => {
     const caller = c.get("caller");
-    // Parsing and redacting a body of up to MAX_EXTRACT_BODY_BYTES is the heavy part: an empty
-    // tenant transaction first charges the request to the tenant's rate limit (rate-limit.ts), so a
-    // refused request is a 429 before its body is read.
-    await withTenant(deps.sql, caller, () => Promise.resolve());
+    // Parsing and redacting a body of up to MAX_EXTRACT_BODY_BYTES is the heavy part: the request
+    // is charged to the tenant's rate limit first, so a refused one is a 429 before its body is read.
+    await chargeRequest(deps.sql, caller);
     const sent = await parseJsonBody(c.req.raw, ExtractRequestSchema, deps.config.maxExtractBodyBytes, {
       tooLarge:
         `memory-extract takes at most ${deps.config.maxExtractBodyBytes} bytes (MAX_EXTRACT_BODY_BYTES): send only the ` +
