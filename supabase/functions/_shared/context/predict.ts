@@ -9,6 +9,7 @@ import { type CandidateRef, gatherCandidates, type Gathered, type MemoryDetails 
 import { writePrefetch } from "./prefetch.ts";
 import type { LineageSignals, PredictRequest, Signals } from "./schemas.ts";
 import { selectTiers } from "./select.ts";
+import { judgeMemory } from "./lineage.ts";
 import {
   CANDIDATES_PER_KIND,
   type CodingSignal,
@@ -62,8 +63,11 @@ export async function gatherSignal(
 
 /** A signal's gathered refs minus the memories lineage leaves out: what is cached for it. */
 export function keptRefs(g: Gathered, signals: Signals): CandidateRef[] {
-  const kept = selectTiers({ refs: g.refs, details: g.details, signals }).scored;
-  return g.refs.filter((r) => kept.has(r.id));
+  // The check selectTiers makes per memory, without scoring and compressing every candidate.
+  return g.refs.filter((r) => {
+    const d = g.details.get(r.id);
+    return d !== undefined && !judgeMemory(r.id, d.metadata, d.cited_files, signals).excluded;
+  });
 }
 
 /** Recomputes and re-caches one signal's prediction (the lazy refresh of a stale prefetch). */
