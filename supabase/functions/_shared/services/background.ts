@@ -17,7 +17,6 @@ import {
 } from "../contradictions.ts";
 import type { TenantContext } from "../db.ts";
 import { HttpError } from "../http.ts";
-import { runInBackground } from "../jobs.ts";
 import type { ConsolidateRequest, ReindexRequest } from "../memories/background-schemas.ts";
 import {
   decideProposal,
@@ -30,11 +29,7 @@ import {
 } from "../proposals.ts";
 import { type ReindexStatus, startReindex } from "../reindex.ts";
 import { consolidateTenant, type ConsolidationReport } from "../tenant-consolidation.ts";
-import type { ServiceDeps } from "./deps.ts";
-
-function kick(deps: ServiceDeps): void {
-  if (deps.kickWorker) runInBackground(deps.kickWorker, "memory worker kick");
-}
+import { kickWorker, type ServiceDeps } from "./deps.ts";
 
 /** Tonight's consolidation, now, for the tenant, within the day's caps; a dry run writes nothing but its run record (it spends the same caps). */
 export async function consolidate(
@@ -48,7 +43,7 @@ export async function consolidate(
     dryRun: body.dry_run,
     now: deps.clock(),
   });
-  if (!body.dry_run) kick(deps);
+  if (!body.dry_run) kickWorker(deps);
   return report;
 }
 
@@ -59,7 +54,7 @@ export async function reindex(
   body: ReindexRequest,
 ): Promise<ReindexStatus & { started: boolean; dry_run: boolean }> {
   const status = await startReindex(deps, tenant, { dryRun: body.dry_run, now: deps.clock() });
-  if (status.started) kick(deps);
+  if (status.started) kickWorker(deps);
   return status;
 }
 
@@ -101,7 +96,7 @@ export async function decide(
   action: ProposalAction,
 ): Promise<{ proposal: Proposal; memory_id: string | null }> {
   const result = await decideProposal(deps, tenant, id, action);
-  if (result.memory_id && deps.llm) kick(deps);
+  if (result.memory_id && deps.llm) kickWorker(deps);
   return result;
 }
 

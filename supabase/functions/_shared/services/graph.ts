@@ -4,15 +4,11 @@
 import { type TenantContext, withTenant } from "../db.ts";
 import { assertNotInFuture, type EpisodeBatchRequest, type EpisodeBatchResult, ingestEpisodes } from "../episodes.ts";
 import { HttpError } from "../http.ts";
-import { getJob, runInBackground } from "../jobs.ts";
+import { getJob } from "../jobs.ts";
 import { type EntityListItem, type EntityProfile, entityProfile, listEntities } from "../memories/entities.ts";
 import type { EntityListQuery } from "../memories/schemas.ts";
 import { endSessions } from "../sessions.ts";
-import type { ServiceDeps } from "./deps.ts";
-
-function kick(deps: ServiceDeps): void {
-  if (deps.kickWorker) runInBackground(deps.kickWorker, "memory worker kick");
-}
+import { kickWorker, type ServiceDeps } from "./deps.ts";
 
 /** Stores messages as episodes; embeddings inline (local embedder) or as a queued job. */
 export async function storeEpisodes(
@@ -35,7 +31,7 @@ export async function storeEpisodes(
       }),
     { threadId: batch.thread_id },
   );
-  if (result.embed_job_id || result.ended_sessions.length > 0) kick(deps);
+  if (result.embed_job_id || result.ended_sessions.length > 0) kickWorker(deps);
   return result;
 }
 
@@ -62,7 +58,7 @@ export async function endSession(deps: ServiceDeps, tenant: TenantContext, id: s
       deduplicated: !(ended?.ended_now ?? false),
     };
   });
-  if (result.ended_now) kick(deps);
+  if (result.ended_now) kickWorker(deps);
   return result;
 }
 

@@ -19,10 +19,9 @@ import { assertKnownCategory } from "../categories.ts";
 import { linkEntities, linkEntitiesByRules } from "../entities.ts";
 import { citedFileLinks, filesOf } from "../context/lineage.ts";
 import { queueContradictionCheck } from "../contradiction-check.ts";
-import { runInBackground } from "../jobs.ts";
 import { addCounts, redactField, type Redaction } from "../redact.ts";
 import { recordRedactions, redactStatement } from "../redaction-events.ts";
-import type { ServiceDeps } from "./deps.ts";
+import { kickWorker, type ServiceDeps } from "./deps.ts";
 
 async function findDuplicate(tx: Tx, content: string, scopes: string[]): Promise<Memory | undefined> {
   const [row] = await tx`
@@ -207,5 +206,5 @@ async function afterStatement(
 }
 
 function kickContradictionCheck(deps: ServiceDeps): void {
-  if (deps.llm && deps.kickWorker) runInBackground(deps.kickWorker, "contradiction check kick");
+  if (deps.llm) kickWorker(deps, "contradiction check kick");
 }
