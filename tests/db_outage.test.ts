@@ -11,6 +11,7 @@ import {
   reconnectDelaySeconds,
   type Sql,
 } from "../supabase/functions/_shared/db.ts";
+import { flushSearchWrites, writeBehind } from "../supabase/functions/_shared/retrieval/write-behind.ts";
 import { userHeaders } from "./support/auth.ts";
 import { realServerOnly } from "./support/backend.ts";
 import { startTestServer } from "./support/http_server.ts";
@@ -208,6 +209,60 @@ Deno.test({
       holder.resolve();
       await holding;
       await server.close();
+      await sql.end();
+    }
+  },
+});
+
+Deno.test({
+  ...realServerOnly(
+    "outage: searches' write-behind batch that meets the database down is written once it is back; one that fails for another reason is dropped and does not hold the tenant's next batch",
+    WHY,
+  ),
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    await cluster("reset");
+    const sql = createSql(URL_, { max: 2 });
+    try {
+      const tenant = newTenant();
+      const who = { tenantId: tenant, actor: "user" };
+      const [memory] = await seedMemories(sql, tenant, [{
+        content: "The nightly export runs at 02:00 UTC.",
+        namespace: "devai/global/ops",
+      }]);
+      const [{ at }] = await sql<{ at: string }[]>`select now()::text as at`;
+      const search = (when: string) => ({
+        at: when,
+        ids: [memory!.id],
+        thread_id: null,
+        category: null,
+        sim: 0.9,
+        meta: { test: "outage" },
+      });
+      const written = async () => {
+        const [row] = await sql<{ accesses: number; events: number }[]>`
+          select (select access_count from public.devai_memories where id = ${memory!.id}) as accesses,
+                 (select count(*)::int from public.memory_events where owner_id = ${tenant} and op = 'search') as events`;
+        return row!;
+      };
+
+      // Only a flush writes (the clock's delay is an hour).
+      writeBehind(sql, who, search(at), 3_600_000);
+      await cluster("stop");
+      await flushSearchWrites(sql); // refused: kept for the next batch
+      await cluster("start");
+      await flushSearchWrites(sql);
+      assert.deepEqual(await written(), { accesses: 1, events: 1 });
+
+      // A search whose statement fails with the database up (here an instant Postgres cannot
+      // read) is dropped: kept, it would fail again with the tenant's next search in one statement.
+      writeBehind(sql, who, search("not an instant"));
+      await flushSearchWrites(sql);
+      writeBehind(sql, who, search(at));
+      await flushSearchWrites(sql);
+      assert.deepEqual(await written(), { accesses: 2, events: 2 });
+    } finally {
       await sql.end();
     }
   },

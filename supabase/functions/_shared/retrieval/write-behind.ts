@@ -10,7 +10,9 @@
 // What a crash can lose: the searches still waiting (at most the last 200 ms of them, or
 // MAX_WAITING_SEARCHES), and a batch committed in the last moments before the crash: their
 // reinforcements (access_count, last_accessed_at, strength) and their search events. Never a
-// memory, never a write of any other kind: those commit before their request answers.
+// memory, never a write of any other kind: those commit before their request answers. While the
+// database is unavailable, batches wait for the next one (up to MAX_RETAINED_SEARCHES).
+import { isDatabaseUnavailable } from "../database-errors.ts";
 import type { Sql, TenantContext } from "../db.ts";
 
 /** One search's writes: the memories it used (reinforced at `at`) and its event. */
@@ -99,10 +101,17 @@ class WriteBehind {
     }
   }
 
-  /** A batch that could not be written waits for the next one, unless too much is waiting already. */
+  /**
+   * A tenant's writes that could not be written wait for the next batch when the database was
+   * unavailable, unless too much is waiting already. Any other failure would fail again (and take
+   * the tenant's later searches down with it, one statement per tenant): they are dropped.
+   */
   #failed(entry: { who: TenantContext; items: SearchWrite[] }, err: unknown): void {
     const code = (err as { code?: string }).code;
-    if (code === "CONNECTION_ENDED" || this.#count + entry.items.length > MAX_RETAINED_SEARCHES) {
+    if (
+      code === "CONNECTION_ENDED" || !isDatabaseUnavailable(err) ||
+      this.#count + entry.items.length > MAX_RETAINED_SEARCHES
+    ) {
       console.error(`write-behind: ${entry.items.length} search write(s) of a tenant dropped: ${String(err)}`);
       return;
     }
