@@ -116,16 +116,6 @@ export async function asTenant<T>(
   return out as T;
 }
 
-/**
- * The tenant's role and claims as a FROM item, for a read sent as one statement the way the
- * service sends its reads (`readAsTenant` in _shared/db.ts): `select … from ${tenantItem(...)}`.
- */
-export function tenantItem(sql: Sql, tenantId: string) {
-  const claims = JSON.stringify({ sub: tenantId, role: "authenticated" });
-  return sql`(select set_config('role', 'authenticated', true),
-                     set_config('request.jwt.claims', ${claims}, true) offset 0) as tenant`;
-}
-
 export async function versions(sql: Sql): Promise<{ postgres: string; pgvector: string }> {
   const [r] = await sql<{ pg: string; vector: string | null }[]>`
     select current_setting('server_version') as pg,

@@ -9,10 +9,10 @@ import { pipeline } from "node:stream/promises";
 import { fileURLToPath } from "node:url";
 import type { Corpus } from "../corpus.ts";
 import { DIM, MODEL } from "../corpus.ts";
-import { asTenant, connect, type Sql, tenantItem } from "../benchdb.ts";
+import { asTenant, connect, type Sql } from "../benchdb.ts";
 import { fmt, formatTable, log, now, round, summarize, type Summary, vectorLiteral } from "../lib.ts";
 import { benchEnv, signUserToken } from "./handler.ts";
-import { createSql } from "../../supabase/functions/_shared/db.ts";
+import { createSql, tenantItem } from "../../supabase/functions/_shared/db.ts";
 import { loadConfig } from "../../supabase/functions/_shared/env.ts";
 import { createHandler as createMemoryHandler } from "../../supabase/functions/memory/handler.ts";
 

@@ -184,14 +184,26 @@ export type TenantSettings = postgres.PendingQuery<postgres.Row[]>;
 
 /** The tenant's settings for a statement, as a FROM item: role, claims, actor, thread, history event, timeout. */
 function tenantSettings(q: Sql, timeout: string, who: TenantContext, opts: TenantTxOptions) {
-  const claims = JSON.stringify({ sub: who.tenantId, role: "authenticated" });
-  return q`(select set_config('role', 'authenticated', true),
-                   set_config('request.jwt.claims', ${claims}, true),
-                   set_config('memory.actor', ${who.actor}, true),
-                   set_config('memory.thread_id', ${opts.threadId ?? "default"}, true),
-                   set_config('memory.event', ${opts.event ?? ""}, true),
-                   set_config('statement_timeout', ${timeout}, true)
-             offset 0) as tenant`;
+  return tenantItem(q, who.tenantId, {
+    "memory.actor": who.actor,
+    "memory.thread_id": opts.threadId ?? "default",
+    "memory.event": opts.event ?? "",
+    statement_timeout: timeout,
+  });
+}
+
+/**
+ * One statement's settings as a FROM item (`select … from ${tenantItem(q, tenant)}`): role
+ * authenticated, the tenant's claims and `more`, each local to the statement's own transaction and
+ * set before the rest of the statement runs. The one place a statement becomes the tenant's:
+ * reads (readAsTenant), the rate-limit token, the write-behind batches.
+ */
+export function tenantItem(q: Sql, tenantId: string, more: Record<string, string> = {}) {
+  const names = ["role", "request.jwt.claims", ...Object.keys(more)];
+  const values = ["authenticated", JSON.stringify({ sub: tenantId, role: "authenticated" }), ...Object.values(more)];
+  return q`(select count(set_config(s.name, s.value, true))
+              from unnest(${names}::text[], ${values}::text[]) as s(name, value)
+            offset 0) as tenant`;
 }
 
 /**
@@ -200,14 +212,12 @@ function tenantSettings(q: Sql, timeout: string, who: TenantContext, opts: Tenan
  * may forget the last tokens taken, never anything else. Resolves to 0, or the seconds to wait.
  */
 function chargeToken(q: Sql, who: TenantContext, routeClass: RouteClass): Promise<number> {
-  const claims = JSON.stringify({ sub: who.tenantId, role: "authenticated" });
   // Sent now (execute), so it precedes what the caller sends next on the same connection.
   return q<{ retry_after: number }[]>`
     select public.take_rate_limit_token(${routeClass}, ${who.actor === "service_role"}) as retry_after
-      from (select set_config('role', 'authenticated', true),
-                   set_config('request.jwt.claims', ${claims}, true),
-                   set_config('synchronous_commit', 'off', true)
-            offset 0) tenant`.execute().then(([row]) => row?.retry_after ?? 0);
+      from ${tenantItem(q, who.tenantId, { synchronous_commit: "off" })}`.execute().then(([row]) =>
+    row?.retry_after ?? 0
+  );
 }
 
 /**

@@ -13,7 +13,7 @@
 // memory, never a write of any other kind: those commit before their request answers. While the
 // database is unavailable, batches wait for the next one (up to MAX_RETAINED_SEARCHES).
 import { isDatabaseUnavailable } from "../database-errors.ts";
-import type { Sql, TenantContext } from "../db.ts";
+import { type Sql, type TenantContext, tenantItem } from "../db.ts";
 
 /** One search's writes: the memories it used (reinforced at `at`) and its event. */
 export interface SearchWrite {
@@ -83,13 +83,7 @@ class WriteBehind {
       const results = await Promise.allSettled(batch.map(({ who, items }) =>
         q`
         select public.record_retrievals(${q.json(items as never)}::jsonb)
-          from (select set_config('role', 'authenticated', true),
-                       set_config('request.jwt.claims', ${
-          JSON.stringify({ sub: who.tenantId, role: "authenticated" })
-        }, true),
-                       set_config('memory.actor', ${who.actor}, true),
-                       set_config('synchronous_commit', 'off', true)
-                offset 0) tenant`
+          from ${tenantItem(q, who.tenantId, { "memory.actor": who.actor, synchronous_commit: "off" })}`
       ));
       results.forEach((r, i) => {
         if (r.status === "rejected") this.#failed(batch[i]!, r.reason);
