@@ -6,7 +6,10 @@
 import assert from "node:assert/strict";
 import { createHandler as createCompact } from "../supabase/functions/memory-compact/handler.ts";
 import { createHandler as createExtract } from "../supabase/functions/memory-extract/handler.ts";
-import { localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
+import { localEmbedder, openAiEmbedder } from "../supabase/functions/_shared/embeddings.ts";
+import { createHandler as createContext } from "../supabase/functions/context/handler.ts";
+import { createHandler as createRetrieve } from "../supabase/functions/memory-retrieve/handler.ts";
+import { FakeOpenAI } from "./fake_openai.ts";
 import { memoryApi } from "./support/memory-api.ts";
 import { serviceHeaders, userHeaders } from "./support/auth.ts";
 import { testConfig } from "./support/config.ts";
@@ -62,6 +65,42 @@ dbTest(
     } finally {
       await sql`update public.memory_settings set value = 0 where name = 'rate_limit_service_role'`;
       await limits.restore();
+      await sql.end();
+    }
+  },
+);
+
+dbTest(
+  "rate limits: a search refused by its limit calls no remote embedder (retrieve, context/assemble): the token comes first",
+  async () => {
+    const sql = testSql(2);
+    const fake = await FakeOpenAI.start();
+    const limits = await overrideSettings(sql, { rate_limit_read_burst: 1, rate_limit_read_per_minute: 1 });
+    try {
+      const embedder = openAiEmbedder({ apiKey: "k", baseUrl: fake.baseUrl, model: "text-embedding-3-small" });
+      const deps = { sql, config: testConfig(), embedder };
+      const [retrieve, context] = [createRetrieve(deps), createContext(deps)];
+      const tenant = newTenant();
+      const post = async (handler: (r: Request) => Promise<Response>, path: string, body: unknown) =>
+        (await handler(
+          new Request(`http://localhost/functions/v1${path}`, {
+            method: "POST",
+            headers: await userHeaders(tenant),
+            body: JSON.stringify(body),
+          }),
+        )).status;
+
+      assert.equal(await post(retrieve, "/memory-retrieve", { message: "How do we deploy the API?" }), 200);
+      assert.equal(fake.embeddingRequests().length, 1, "an allowed retrieval embeds its query");
+      assert.equal(await post(retrieve, "/memory-retrieve", { message: "And the worker?" }), 429);
+      assert.equal(
+        await post(context, "/context/assemble", { message: "Fix the failing deploy.", project: "shop" }),
+        429,
+      );
+      assert.equal(fake.embeddingRequests().length, 1, "the refused requests called no embedder");
+    } finally {
+      await limits.restore();
+      await fake.close();
       await sql.end();
     }
   },

@@ -5,6 +5,7 @@
 //  - Local: deterministic hashed word + character n-grams, 512-d, L2-normalised. Used when no key
 //    is configured, so the service runs (and tests run) with no provider at all.
 import OpenAI from "openai";
+import { chargeRequest, type Sql, type TenantContext } from "./db.ts";
 import { type Config, LOCAL_EMBEDDING_MODEL } from "./env.ts";
 import { HttpError } from "./http.ts";
 
@@ -76,6 +77,21 @@ export async function embedForRequest(embedder: Embedder, text: string): Promise
         'Check EMBEDDING_BASE_URL, EMBEDDING_MODEL and the key; the local server checks them at start (README "Configuration")',
     );
   }
+}
+
+/**
+ * A request's vector (embedForRequest) before its first statement. A remote embedder is paid per
+ * call: the request's rate-limit token is taken first, so a refused request costs no embedding.
+ * The local embedder is free, and its requests take the token with their first statement as
+ * before (no round trip added).
+ */
+export async function embedForCaller(
+  deps: { sql: Sql; embedder: Embedder },
+  caller: TenantContext,
+  text: string,
+): Promise<number[]> {
+  if (deps.embedder.provider !== "local") await chargeRequest(deps.sql, caller);
+  return await embedForRequest(deps.embedder, text);
 }
 
 export function createEmbedder(config: Pick<Config, "embedding">): Embedder {

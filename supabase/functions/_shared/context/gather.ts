@@ -4,7 +4,7 @@
 // recorded on the branch, of the background categories, recent errors, open contradictions, and
 // the details of everything found. docs/context.md.
 import { type Sql, type TenantContext, type Tx, withTenant } from "../db.ts";
-import { type Embedder, embedForRequest, thresholdsFor } from "../embeddings.ts";
+import { type Embedder, embedForCaller, thresholdsFor } from "../embeddings.ts";
 import type { Config } from "../env.ts";
 import { hybridSearch } from "../search/hybrid.ts";
 
@@ -142,7 +142,7 @@ export async function gatherCandidates(
   // docs/retrieval.md#quality-and-speed): assembly searches by keyword alone with it.
   const semantic = deps.embedder.provider !== "local";
   const vector = input.searchText && input.message && semantic
-    ? await embedForRequest(deps.embedder, input.searchText)
+    ? await embedForCaller({ sql, embedder: deps.embedder }, caller, input.searchText)
     : undefined;
   const search = (text: string, kind: "search" | "error") =>
     withTenant(sql, caller, (tx) =>

@@ -7,7 +7,7 @@
 import type { Caller } from "../auth.ts";
 import { readAsTenant, type Sql, type TenantContext, type TenantSettings, toVectorLiteral, withTenant } from "../db.ts";
 import { keywordText, resolvePlan } from "../search/plan.ts";
-import { embedForRequest, thresholdsFor } from "../embeddings.ts";
+import { embedForCaller, thresholdsFor } from "../embeddings.ts";
 import { HttpError } from "../http.ts";
 import { requireAllowlist } from "../memory-config.ts";
 import { bulletText } from "../retrieval/format.ts";
@@ -79,7 +79,7 @@ export async function queryMemories(
   const mode = body.mode ?? "hybrid";
 
   const t0 = performance.now();
-  const vector = mode === "keyword" ? undefined : await embedForRequest(embedder, body.query);
+  const vector = mode === "keyword" ? undefined : await embedForCaller(deps, caller, body.query);
   const resolved = await resolvePlan({ ...body, text: body.query }, embedder, vector, clockOf(deps));
   const budget = Math.min(
     body.budget_tokens ?? config.retrieval.budgetTokens ?? resolved.plan.budgetTokens,

@@ -11,7 +11,7 @@
 //   of what was injected and the memory_events row (context/search) are written behind the answer
 //   (retrieval/write-behind.ts, docs/operations.md#write-behind).
 import { readAsTenant, type Sql, type TenantContext } from "../db.ts";
-import { embedForRequest, thresholdsFor } from "../embeddings.ts";
+import { embedForCaller, thresholdsFor } from "../embeddings.ts";
 import { type FusionWeights, type HybridRow, hybridSearchArgs, type HybridSearchInput } from "../search/hybrid.ts";
 import { keywordText, resolvePlan } from "../search/plan.ts";
 import { entityTermsOf } from "../search/intent.ts";
@@ -41,7 +41,7 @@ export async function retrieve(
 
   const t0 = performance.now();
   const queryText = body.project_context ? `${body.message}\n\n${body.project_context}` : body.message;
-  const vector = mode === "keyword" ? undefined : await embedForRequest(embedder, queryText);
+  const vector = mode === "keyword" ? undefined : await embedForCaller(deps, caller, queryText);
   const resolved = await resolvePlan(
     { ...body, text: body.message },
     embedder,
