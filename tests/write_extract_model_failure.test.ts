@@ -199,3 +199,54 @@ for (
     }
   });
 }
+
+Deno.test("extract: a retry of the model's part asks only the chunks the failed attempt had not had answered", async () => {
+  // 80 messages of ~1,000 tokens: two chunks of at most 60k tokens.
+  const sentence = "the deploy pipeline built the service, ran its checks and published the image. ";
+  const long = Array.from({ length: 80 }, (_, i) => ({
+    role: i % 2 === 0 ? "user" : "assistant",
+    content: `Step ${i}: ${sentence.repeat(60)}`,
+  }));
+  const fact = (content: string) => ({
+    content,
+    type: "semantic",
+    namespace: "devai/project/shop/deploy",
+    source: "discovery",
+    priority: "medium",
+    importance: 3,
+  });
+  const env = await writeEnv({ llm: { retry: { maxRetries: 0 } } });
+  try {
+    const tenant = newTenant();
+    env.fake.onChat(EXTRACT_MARK, [
+      reply.json({ stored: [fact("The deploy pipeline publishes an image per build.")], filtered: [] }),
+      reply.error(500),
+      reply.json({ stored: [fact("Every deploy runs the service's checks first.")], filtered: [] }),
+    ]);
+    const handler = createHandler({ ...env.deps, kickWorker: () => Promise.resolve() });
+    const res = await handler(
+      new Request(URL_, {
+        method: "POST",
+        headers: await userHeaders(tenant),
+        body: JSON.stringify({ session_id: "s-chunks", messages: long, project: "shop" }),
+      }),
+    );
+    assert.equal(res.status, 202, await res.clone().text());
+    const { job_id } = await res.json();
+    const report = await drainAll(env.deps, tenant);
+    assert.equal(report.retried, 1, JSON.stringify(report));
+    assert.equal(env.fake.chatRequests().length, 3, "chunk 1, chunk 2 (failed), then chunk 2 again: not chunk 1");
+
+    const status =
+      await (await handler(new Request(`${URL_}?job_id=${job_id}`, { headers: await userHeaders(tenant) }))).json();
+    assert.equal(status.status, "done");
+    assert.deepEqual([status.result.stats.chunks, status.result.stats.chunks_resumed], [2, 1]);
+    const mems = await memoriesOf(env.sql, tenant);
+    assert.deepEqual(mems.map((m) => m.content).sort(), [
+      "Every deploy runs the service's checks first.",
+      "The deploy pipeline publishes an image per build.",
+    ]);
+  } finally {
+    await env.close();
+  }
+});

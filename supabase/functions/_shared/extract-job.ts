@@ -7,7 +7,8 @@
 //    transaction. When the model fails (malformed output after its repair, a timeout, a 5xx), the
 //    job's result says so (model.status 'failed', with the error) and the job is retried as usual
 //    (backoff, then dead) for this part alone: a retry finds the rules' part recorded and does not
-//    queue it again.
+//    queue it again, and the chunks the model had answered (model.chunks, recorded after each
+//    answer) and does not ask them again.
 //
 // A job's status therefore reads: done (both parts), queued/dead with result.rules.status
 // 'stored' and result.model.status 'failed' (the model's part failed; the rules' candidates are
@@ -89,16 +90,23 @@ export async function processExtract(deps: ExtractJobDeps, job: Job, workerId: s
     return part;
   }, { threadId: payload.thread_id });
 
+  // The chunks an earlier attempt had answered are not asked again: each answer is recorded.
+  let chunks = (job.result as { model?: { chunks?: unknown } } | null)?.model?.chunks;
   let model;
   try {
     model = await extractWithModel(payload, found, {
       llm: deps.llm,
       namespaceRoot: deps.config.namespaceRoot,
       categories,
+      resume: chunks,
+      onChunk: (progress) => {
+        chunks = progress;
+        return recordJobProgress(deps.sql, job.id, workerId, { model: { status: "running", chunks: progress } });
+      },
     });
   } catch (err) {
     await recordJobProgress(deps.sql, job.id, workerId, {
-      model: { status: "failed", attempt: job.attempts, error: describe(err).slice(0, 1000) },
+      model: { status: "failed", attempt: job.attempts, error: describe(err).slice(0, 1000), chunks },
     });
     throw new ModelPartError(err, rules);
   }

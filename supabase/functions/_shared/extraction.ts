@@ -8,11 +8,15 @@
 // messages before them as `context`. The model reads the context to understand the new part but is
 // told to extract nothing from it; the rule-based extractor never sees it.
 import { z } from "zod";
-import type { Llm, LlmUsage } from "./llm.ts";
-import { ChatMessageSchema } from "./llm.ts";
+import { addUsage, ChatMessageSchema, emptyUsage, type Llm, type LlmUsage } from "./llm.ts";
 import { codeOrigin, projectName, sessionId, threadId } from "./schemas.ts";
 import { type Candidate, prepareCandidates, type PreparedCandidates } from "./candidates.ts";
-import { chunkTranscript, extractionMessages, ExtractionOutputSchema } from "./extraction-prompt.ts";
+import {
+  chunkTranscript,
+  extractionMessages,
+  type ExtractionOutput,
+  ExtractionOutputSchema,
+} from "./extraction-prompt.ts";
 import { extractByRules } from "./rule-extractor.ts";
 import { defaultScope, writeScope } from "./scopes.ts";
 
@@ -59,6 +63,8 @@ export interface ModelExtraction {
   stats: PreparedCandidates["stats"] & {
     chunks: number;
     llm_calls: number;
+    /** Chunks an earlier attempt of the job had answered (not asked again). */
+    chunks_resumed: number;
     rule_candidates: number;
     llm_candidates: number;
     filtered_by_llm: number;
@@ -67,24 +73,59 @@ export interface ModelExtraction {
 }
 
 /**
+ * The model's chunks answered so far: what a retry of the job starts from (extract-job.ts keeps it
+ * in the job's result), so a model that fails at the 30th chunk of 35 costs the 5 left, not 35.
+ */
+export interface ChunkProgress {
+  /** How many chunks the messages make (a retry of the same job makes the same chunks). */
+  chunks: number;
+  /** Each answered chunk's proposals, in chunk order. */
+  proposed: ExtractionOutput["stored"][];
+  filtered: number;
+  usage: LlmUsage;
+}
+
+const ChunkProgressSchema = z.object({
+  chunks: z.number().int().min(1),
+  proposed: z.array(ExtractionOutputSchema.shape.stored),
+  filtered: z.number().int().min(0),
+  usage: z.object({
+    promptTokens: z.number(),
+    completionTokens: z.number(),
+    totalTokens: z.number(),
+    requests: z.number(),
+  }),
+});
+
+/**
  * The model's part: one LLM call per ~60k-token chunk of the new messages (the context shown as
  * context). `stated` are the rules' raw candidates, so a model paraphrase of the user's own words
- * is dropped in favour of them. Throws what the LLM throws.
+ * is dropped in favour of them. Chunks `resume` holds are not asked again; `onChunk` hears the
+ * progress after each answer. Throws what the LLM throws.
  */
 export async function extractWithModel(
   payload: ExtractJobPayload,
   stated: Candidate[],
-  deps: { llm: Llm; namespaceRoot: string; categories: readonly string[]; chunkTokens?: number },
+  deps: {
+    llm: Llm;
+    namespaceRoot: string;
+    categories: readonly string[];
+    chunkTokens?: number;
+    resume?: unknown;
+    onChunk?: (progress: ChunkProgress) => Promise<unknown>;
+  },
 ): Promise<ModelExtraction> {
-  let filtered = 0;
-  let proposedCount = 0;
-  const usage: LlmUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0, requests: 0 };
   const chunks = chunkTranscript(payload.messages, deps.chunkTokens ?? 60_000);
   const context = payload.context && payload.context.length > 0
     ? chunkTranscript(payload.context, 4_000).at(-1)
     : undefined;
-  const perChunk: Candidate[][] = [];
-  for (const chunk of chunks) {
+  const resumed = ChunkProgressSchema.safeParse(deps.resume);
+  const progress: ChunkProgress = resumed.success && resumed.data.chunks === chunks.length &&
+      resumed.data.proposed.length <= chunks.length
+    ? resumed.data
+    : { chunks: chunks.length, proposed: [], filtered: 0, usage: emptyUsage() };
+  const chunksResumed = progress.proposed.length;
+  for (const chunk of chunks.slice(chunksResumed)) {
     const out = await deps.llm.completeJson(
       ExtractionOutputSchema,
       extractionMessages(chunk, deps.namespaceRoot, payload, deps.categories, context),
@@ -92,14 +133,14 @@ export async function extractWithModel(
         name: "memory_extraction",
       },
     );
-    usage.promptTokens += out.usage.promptTokens;
-    usage.completionTokens += out.usage.completionTokens;
-    usage.totalTokens += out.usage.totalTokens;
-    usage.requests += out.usage.requests;
-    filtered += out.value.filtered.length;
-    proposedCount += out.value.stored.length;
-    perChunk.push(out.value.stored);
+    addUsage(progress.usage, out.usage);
+    progress.filtered += out.value.filtered.length;
+    progress.proposed.push(out.value.stored);
+    await deps.onChunk?.(progress);
   }
+  const perChunk: Candidate[][] = progress.proposed;
+  const proposedCount = perChunk.reduce((n, c) => n + c.length, 0);
+  const { usage, filtered } = progress;
   // Rules first (user-stated, uncapped), so the in-batch duplicate check keeps the user's words;
   // each chunk's proposals are capped on their own (≤ 5 per chunk) and never user-stated.
   const opts = {
@@ -116,6 +157,7 @@ export async function extractWithModel(
       ...all.stats,
       chunks: chunks.length,
       llm_calls: chunks.length,
+      chunks_resumed: chunksResumed,
       rule_candidates: stated.length,
       llm_candidates: proposedCount,
       filtered_by_llm: filtered,
