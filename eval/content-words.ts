@@ -7,7 +7,7 @@ import snowball from "snowball-stemmers";
 const stemmer = snowball.newStemmer("english");
 
 /** Postgres 17's tsearch_data/english.stop, verbatim. */
-const ENGLISH_STOP_WORDS = new Set(
+export const ENGLISH_STOP_WORDS = new Set(
   ("i me my myself we our ours ourselves you your yours yourself yourselves he him his himself she her hers herself it " +
     "its itself they them their theirs themselves what which who whom this that these those am is are was were be been " +
     "being have has had having do does did doing a an the and but if or because as until while of at by for with about " +

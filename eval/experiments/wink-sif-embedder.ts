@@ -1,6 +1,6 @@
 // An experiment, not part of the service: an offline embedder that adds real word semantics to the
 // hashed n-grams, served as an OpenAI-compatible /v1/embeddings endpoint so `npm run eval` measures
-// it like any configured provider (eval/experiments/README.md has the figures and the decision).
+// it like any configured provider (eval/README.md, "A semantic offline embedder", has the figures and the decision).
 //
 //   vector(512) = normalise( [ hashed n-grams folded to 412 dims ] · cos(α)  ⧺  [ SIF(100) ] · sin(α) )
 //
@@ -11,8 +11,8 @@
 // into $DEVAI_CACHE_DIR (default ~/.cache/devai-memory) by eval/experiments/wink-sif.sh.
 //
 //   deno run -A --v8-flags=--max-old-space-size=4096 eval/experiments/wink-sif-embedder.ts <path of the package JSON>
-// Prints `listening on http://127.0.0.1:<port>` (port 0: a free one, or EMBEDDER_PORT).
 import { embedLocally } from "../../supabase/functions/_shared/embeddings.ts";
+import { serveEmbeddings } from "./embedder-server.ts";
 
 const HASHED = 412;
 const SEMANTIC = 100;
@@ -54,19 +54,4 @@ function embed(text: string): number[] {
   return normalise([...hashed, ...semantic]);
 }
 
-const server = Deno.serve({
-  hostname: "127.0.0.1",
-  port: Number(Deno.env.get("EMBEDDER_PORT") ?? 0),
-  onListen: (a) => console.log(`listening on http://127.0.0.1:${a.port}`),
-}, async (req) => {
-  if (new URL(req.url).pathname !== "/v1/embeddings") return new Response("not found", { status: 404 });
-  const body = await req.json() as { input: string | string[]; model: string };
-  const inputs = Array.isArray(body.input) ? body.input : [body.input];
-  return Response.json({
-    object: "list",
-    model: body.model,
-    data: inputs.map((t, index) => ({ object: "embedding", index, embedding: embed(t) })),
-    usage: { prompt_tokens: 0, total_tokens: 0 },
-  });
-});
-await server.finished;
+await serveEmbeddings(embed);

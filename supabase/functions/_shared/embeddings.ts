@@ -114,7 +114,7 @@ function fnv1a(text: string): number {
   return h >>> 0;
 }
 
-function addFeature(vec: Float64Array, feature: string, weight: number): void {
+export function addFeature(vec: Float64Array, feature: string, weight: number): void {
   const h = fnv1a(feature);
   // One bit of the hash picks the sign, so unrelated features cancel out on average.
   vec[h % EMBEDDING_DIMENSIONS]! += (h & 0x80000000) === 0 ? weight : -weight;
