@@ -17,6 +17,8 @@ export interface LoadedDataset {
   /** uuid → dataset id */
   idOf: Map<string, string>;
   seconds: number;
+  /** Each memory as loaded and backdated, by uuid (restoreLoaded puts it back). */
+  loadedState?: Map<string, LoadedRow>;
 }
 
 /** Oldest first; on the same day, in file order. A correction is always younger than what it replaces. */
@@ -69,8 +71,8 @@ export async function loadThroughApi(
  * (plus the memory's position in the load order in seconds, so no two share an instant);
  * last_accessed_at the same; updated_at the time of the correction that replaced it, if any.
  * These columns fire neither the history nor the updated_at trigger. Run again before each
- * method, because retrieval reinforces what it injects and so moves last_accessed_at to the
- * wall clock.
+ * method, because retrieval reinforces what it injects: it moves last_accessed_at to the wall
+ * clock and raises strength and access_count, which are put back to what the load left.
  */
 export async function backdate(sql: Sql, ds: EvalDataset, loaded: LoadedDataset): Promise<number> {
   const now = Date.parse(ds.now);
@@ -90,5 +92,44 @@ export async function backdate(sql: Sql, ds: EvalDataset, loaded: LoadedDataset)
        set created_at = d.created_at, last_accessed_at = d.created_at, updated_at = d.updated_at
       from unnest(${ids}::uuid[], ${created}::timestamptz[], ${updated}::timestamptz[]) as d(id, created_at, updated_at)
      where m.id = d.id`;
+  // Retrieval reinforces what it injects (strength, access count, last access at the wall clock):
+  // each method starts from the state the load left, so no method's figures depend on the
+  // methods asked before it (restoreLoaded).
+  if (!loaded.loadedState) {
+    const rows = await sql<LoadedRow[]>`
+      select id::text, strength, base_strength, access_count, last_accessed_at::text
+        from public.devai_memories where id = any(${ids}::uuid[])`;
+    loaded.loadedState = new Map(rows.map((r) => [r.id, r]));
+  } else {
+    await restoreLoaded(sql, loaded, ids);
+  }
   return result.count;
+}
+
+interface LoadedRow {
+  id: string;
+  strength: number;
+  base_strength: number;
+  access_count: number;
+  last_accessed_at: string;
+}
+
+/**
+ * Puts memories back as the load (and backdate) left them: strength, base strength, access count
+ * and last access. The eval asks every question of the memory as loaded: the reinforcement a
+ * question's retrieval writes (at the wall clock, so two runs would differ) is undone before the
+ * next one. Ids the load did not make (the branch notes) are left alone.
+ */
+export async function restoreLoaded(sql: Sql, loaded: LoadedDataset, uuids: readonly string[]): Promise<void> {
+  const rows = uuids.map((u) => loaded.loadedState?.get(u)).filter((r): r is LoadedRow => r !== undefined);
+  if (rows.length === 0) return;
+  await sql`
+    update public.devai_memories m
+       set strength = d.strength, base_strength = d.base_strength, access_count = d.access_count,
+           last_accessed_at = d.last_accessed_at
+      from unnest(${rows.map((r) => r.id)}::uuid[], ${rows.map((r) => r.strength)}::float8[],
+                  ${rows.map((r) => r.base_strength)}::float8[], ${rows.map((r) => r.access_count)}::int[],
+                  ${rows.map((r) => r.last_accessed_at)}::timestamptz[])
+           as d(id, strength, base_strength, access_count, last_accessed_at)
+     where m.id = d.id`;
 }

@@ -20,9 +20,10 @@
 import { createEmbedder } from "../supabase/functions/_shared/embeddings.ts";
 import type { RetrieveResponse } from "../supabase/functions/_shared/retrieval/schemas.ts";
 import { startServer } from "../scripts/serve.ts";
+import { flushSearchWrites } from "../supabase/functions/_shared/retrieval/write-behind.ts";
 import { signLocalToken } from "../scripts/serve/local_tokens.ts";
 import { type EvalDataset, loadDataset, validateDataset } from "./dataset.ts";
-import { backdate, type LoadedDataset, loadThroughApi } from "./load.ts";
+import { backdate, type LoadedDataset, loadThroughApi, restoreLoaded } from "./load.ts";
 import { METHODS } from "./methods/index.ts";
 import { inStableOrder } from "./methods/memory-retrieve.ts";
 import { callFunction, type EvalContext, type RetrievalMethod } from "./methods/method.ts";
@@ -95,6 +96,7 @@ async function askEveryQuestion(
       const t0 = performance.now();
       const ranked = await method.rank(q, ctx);
       records[i]!.methods[method.name] = { ranked: ranked.map(idOf), ms: performance.now() - t0 };
+      await undoReinforcement(ctx, loaded, ranked);
     }
     log(`${method.name}: ${ds.questions.length} questions asked`);
   }
@@ -114,8 +116,19 @@ async function askEveryQuestion(
       token_count: res.token_count,
       ms: performance.now() - t0,
     };
+    await undoReinforcement(ctx, loaded, res.memories.map((m) => m.id));
   }
   log(`default memory-retrieve call: ${ds.questions.length} questions asked`);
+}
+
+/**
+ * Every question is asked of the memory as loaded: the reinforcement its retrieval wrote behind
+ * the answer (docs/operations.md#write-behind; at the wall clock, so two runs would rank later
+ * questions differently) is written now, by the in-process server's pool, and undone.
+ */
+async function undoReinforcement(ctx: EvalContext, loaded: LoadedDataset, uuids: readonly string[]): Promise<void> {
+  await flushSearchWrites(ctx.sql);
+  await restoreLoaded(ctx.sql, loaded, uuids);
 }
 
 async function main(): Promise<void> {
