@@ -1941,11 +1941,13 @@ begin
     select coalesce(array_agg(s.id order by s.fused desc, s.id), '{}') into v_seeds
       from (select u.id, sum(u.f) as fused
               from (select k.id, v_w_kw / (v_k + k.ord) as f
-                      from unnest(v_kw_ids, v_kw_cov) with ordinality as k(id, cov, ord)
+                      from (select x.id, x.cov, rank() over (order by x.score desc) as ord
+                              from unnest(v_kw_ids, v_kw_score, v_kw_cov) as x(id, score, cov)) k
                      where k.cov >= v_min_cov / 2
                     union all
                     select v.id, v_w_vec / (v_k + v.ord)
-                      from unnest(v_vec_ids) with ordinality as v(id, ord)) u
+                      from (select y.id, rank() over (order by y.sim desc) as ord
+                              from unnest(v_vec_ids, v_vec_sims) as y(id, sim)) v) u
              group by u.id
              order by sum(u.f) desc, u.id
              limit v_seed_count) s;
@@ -2004,14 +2006,14 @@ begin
   -- that signal's own score instead.
   return query
   with kw as (
-    select k.id, k.ord::integer as rnk, k.score, k.cov
-      from unnest(v_kw_ids, v_kw_score, v_kw_cov) with ordinality as k(id, score, cov, ord)
+    select k.id, (rank() over (order by k.score desc))::integer as rnk, k.score, k.cov
+      from unnest(v_kw_ids, v_kw_score, v_kw_cov) as k(id, score, cov)
   ),
   vec as (
-    select v.id, v.ord::integer as rnk from unnest(v_vec_ids) with ordinality as v(id, ord)
+    select v.id, (rank() over (order by v.sim desc))::integer as rnk from unnest(v_vec_ids, v_vec_sims) as v(id, sim)
   ),
   gr as (
-    select g.id, row_number() over (order by g.w desc, g.id)::integer as rnk, g.via, g.edge
+    select g.id, (rank() over (order by g.w desc))::integer as rnk, g.via, g.edge
       from unnest(v_g_ids, v_g_weight, v_g_via, v_g_edge) as g(id, w, via, edge)
   ),
   candidates as (
@@ -2041,7 +2043,7 @@ begin
       left join recent rc on rc.id = c.id
   ),
   final as (
-    select f.*, m.strength as m_strength,
+    select f.*, m.strength as m_strength, m.created_at as m_created,
            -- A single signal keeps its own score (vector: cosine; keyword: coverage): nothing is fused.
            least(1, case search_mode when 'vector' then coalesce(vs.sim, 0)
                                      when 'keyword' then coalesce(f.kw_cov, 0)
@@ -2052,7 +2054,7 @@ begin
       left join (select v.id, v.sim from unnest(v_vec_ids, v_vec_sims) as v(id, sim)) vs on vs.id = f.id
   ),
   top as (
-    select x.* from final x order by x.relv * x.m_strength desc, x.id limit match_count
+    select x.* from final x order by x.relv * x.m_strength desc, x.m_created desc, x.id limit match_count
   )
   select m.id, case when as_of is null then m.content else (select a.content from public.memory_at(m, as_of) a) end,
          m.memory_type, m.namespace, m.strength, m.priority, m.importance, m.pinned,
@@ -2068,7 +2070,7 @@ begin
          t.kw_rnk, t.kw_score, t.kw_cov, t.vec_rnk, t.g_rnk, t.g_via, t.g_edge, t.relv
     from top t
     join public.devai_memories m on m.id = t.id
-   order by t.relv * t.m_strength desc, t.id;
+   order by t.relv * t.m_strength desc, t.m_created desc, t.id;
 end;
 $$;
 

@@ -384,3 +384,16 @@ Deno.test("request: budgets 200-32,000, known activities and well-shaped signals
   assert.deepEqual(issues({ signals: { cursor: 3 } }), ["signals"]);
   assert.equal(AssembleRequest.parse({ signals: { current_file: "./src/a.ts" } }).signals?.current_file, "src/a.ts");
 });
+
+Deno.test("ranking: an exact tie goes to the newer memory, whatever the ids (the same memories rank alike in any database)", () => {
+  const alike = { relevance: 0.5, strength: 0.8, priority: "medium" };
+  const older = { ...alike, id: "00000000-0000-4000-8000-000000000001", created_at: new Date("2026-11-01T00:00:00Z") };
+  const newer = { ...alike, id: "ffffffff-0000-4000-8000-000000000001", created_at: new Date("2026-11-02T00:00:00Z") };
+  assert.deepEqual(rankMemories([older, newer]).map((m) => m.id), [newer.id, older.id]);
+  assert.deepEqual(rankMemories([newer, older]).map((m) => m.id), [newer.id, older.id]);
+  // Without a time, the id decides, as before.
+  assert.deepEqual(
+    rankMemories([{ ...alike, id: "b" }, { ...alike, id: "a" }]).map((m) => m.id),
+    ["a", "b"],
+  );
+});

@@ -40,6 +40,8 @@ export interface RankInput {
   usage?: UsageCounts;
   /** A caller's multiplier of relevance × strength (code lineage: the branch checked out). */
   factor?: number;
+  /** Breaks exact ties: the newer memory first. */
+  created_at?: Date | string;
 }
 
 /** The usage factor of the module comment: 1 without reports, 0.5..1.25 with them. */
@@ -59,9 +61,16 @@ export function scoreMemory(m: RankInput): number {
   return base + priority + relation + (m.pinned ? PINNED_BOOST : 0);
 }
 
-/** Highest score first; ties by relevance, then id, so the order is deterministic. */
+/**
+ * Highest score first; ties by relevance, then the newer memory, then id, so the order is
+ * deterministic and the same wherever the same memories are stored (ids differ between databases).
+ */
 export function rankMemories<T extends RankInput>(memories: readonly T[]): (T & { score: number })[] {
+  const time = (m: T) => (m.created_at === undefined ? 0 : new Date(m.created_at).getTime()) || 0;
+  const newer = (a: T, b: T) => time(b) - time(a);
   return memories
     .map((m) => ({ ...m, score: scoreMemory(m) }))
-    .sort((a, b) => b.score - a.score || b.relevance - a.relevance || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    .sort((a, b) =>
+      b.score - a.score || b.relevance - a.relevance || newer(a, b) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+    );
 }
