@@ -231,7 +231,8 @@ Deno.test({
         content: "The nightly export runs at 02:00 UTC.",
         namespace: "devai/global/ops",
       }]);
-      const [{ at }] = await sql<{ at: string }[]>`select now()::text as at`;
+      const [row] = await sql<{ at: string }[]>`select now()::text as at`;
+      const at = row!.at;
       const search = (when: string) => ({
         at: when,
         ids: [memory!.id],
