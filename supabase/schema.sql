@@ -2699,6 +2699,23 @@ end;
 $$;
 
 --
+-- Name: memory_reinforced_strength(double precision, double precision, integer, timestamp with time zone, timestamp with time zone, boolean, double precision, double precision, double precision, double precision); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.memory_reinforced_strength(p_strength double precision, p_base_strength double precision, p_access_count integer, p_last_accessed_at timestamp with time zone, p_at timestamp with time zone, p_exempt boolean, p_decay_base double precision, p_step double precision, p_log_weight double precision, p_log_scale double precision) RETURNS double precision
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO ''
+    AS $$
+begin
+  return least(1.0::double precision,
+    case when p_exempt then p_strength
+         else public.memory_decayed_strength(p_base_strength, p_last_accessed_at, p_at, p_decay_base)
+    end
+    + p_step + p_log_weight * ln(1 + (p_access_count + 1) / p_log_scale));
+end;
+$$;
+
+--
 -- Name: memory_scope_prefixes(text[]); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -3048,26 +3065,67 @@ CREATE FUNCTION public.record_retrievals(p_items jsonb) RETURNS integer
     SET search_path TO ''
     AS $$
 declare
-  v_item  jsonb;
-  v_at    timestamptz;
-  v_ids   uuid[];
-  v_count integer := 0;
-  v_n     integer;
+  v_item       jsonb;
+  v_count      integer := 0;
+  v_decay_base double precision;
+  v_step       double precision;
+  v_log_weight double precision;
+  v_log_scale  double precision;
+  v_memory     record;
+  v_row        record;
+  v_at         timestamptz;
+  v_strength   double precision;
+  v_base       double precision;
+  v_accesses   integer;
+  v_last       timestamptz;
 begin
   if jsonb_typeof(p_items) is distinct from 'array' then
     raise exception 'record_retrievals takes a jsonb array of searches' using errcode = '22023';
   end if;
+  v_decay_base := public.memory_setting('decay_base')::double precision;
+  v_step := public.memory_setting('reinforce_step')::double precision;
+  v_log_weight := public.memory_setting('reinforce_log_weight')::double precision;
+  v_log_scale := public.memory_setting('reinforce_log_scale')::double precision;
+
+  -- Each memory once, with the instants of the searches that used it, in the batch's order.
+  for v_memory in
+    select u.id, array_agg(u.at order by u.item) as ats
+      from (select distinct s.item, s.at, x.id::uuid as id
+              from (select i.ord as item, coalesce((i.v ->> 'at')::timestamptz, now()) as at, i.v
+                      from jsonb_array_elements(p_items) with ordinality as i(v, ord)) s
+             cross join lateral jsonb_array_elements_text(coalesce(s.v -> 'ids', '[]')) as x(id)) u
+     group by u.id
+     order by u.id
+  loop
+    select m.priority, m.pinned, m.strength, m.base_strength, m.access_count, m.last_accessed_at into v_row
+      from public.devai_memories m
+     where m.id = v_memory.id and m.is_valid and m.state = 'active'
+       for update of m skip locked;
+    continue when not found;
+    v_strength := v_row.strength;
+    v_base := v_row.base_strength;
+    v_accesses := v_row.access_count;
+    v_last := v_row.last_accessed_at;
+    -- One access per search that used the memory, in turn.
+    foreach v_at in array v_memory.ats loop
+      v_strength := public.memory_reinforced_strength(v_strength, v_base, v_accesses, v_last, v_at,
+                                                      v_row.priority = 'highest' or v_row.pinned,
+                                                      v_decay_base, v_step, v_log_weight, v_log_scale);
+      v_base := v_strength;
+      v_accesses := v_accesses + 1;
+      v_last := greatest(v_last, v_at);
+      v_count := v_count + 1;
+    end loop;
+    update public.devai_memories m
+       set access_count = v_accesses, last_accessed_at = v_last, strength = v_strength, base_strength = v_base
+     where m.id = v_memory.id;
+  end loop;
+
   for v_item in select i from jsonb_array_elements(p_items) as i loop
-    v_at := coalesce((v_item ->> 'at')::timestamptz, now());
-    v_ids := array(select jsonb_array_elements_text(coalesce(v_item -> 'ids', '[]'))::uuid);
-    if cardinality(v_ids) > 0 then
-      select count(*) into v_n from public.reinforce_memories(v_ids, v_at);
-      v_count := v_count + v_n;
-    end if;
     if v_item ? 'meta' then
       insert into public.memory_events (owner_id, thread_id, node, op, status, category, sim, meta, ts)
       values (auth.uid(), v_item ->> 'thread_id', 'context', 'search', 'ok', v_item ->> 'category',
-              (v_item ->> 'sim')::real, v_item -> 'meta', v_at);
+              (v_item ->> 'sim')::real, v_item -> 'meta', coalesce((v_item ->> 'at')::timestamptz, now()));
     end if;
   end loop;
   return v_count;
@@ -3093,11 +3151,9 @@ begin
   ),
   target as (
     select m.id,
-           least(1.0::double precision,
-             case when m.priority = 'highest' or m.pinned then m.strength
-                  else public.memory_decayed_strength(m.base_strength, m.last_accessed_at, reinforce_memories.p_now, cfg.decay_base)
-             end
-             + cfg.step + cfg.log_weight * ln(1 + (m.access_count + 1) / cfg.log_scale)) as reinforced
+           public.memory_reinforced_strength(m.strength, m.base_strength, m.access_count, m.last_accessed_at,
+                                             reinforce_memories.p_now, m.priority = 'highest' or m.pinned,
+                                             cfg.decay_base, cfg.step, cfg.log_weight, cfg.log_scale) as reinforced
       from (select distinct u.id from unnest(reinforce_memories.ids) as u(id)) as u
       join public.devai_memories m on m.id = u.id
      cross join cfg
@@ -5988,6 +6044,14 @@ GRANT ALL ON FUNCTION public.memory_identifier_lexemes(p_text text) TO service_r
 REVOKE ALL ON FUNCTION public.memory_keyword_terms(query_text text, max_terms integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.memory_keyword_terms(query_text text, max_terms integer) TO authenticated;
 GRANT ALL ON FUNCTION public.memory_keyword_terms(query_text text, max_terms integer) TO service_role;
+
+--
+-- Name: FUNCTION memory_reinforced_strength(p_strength double precision, p_base_strength double precision, p_access_count integer, p_last_accessed_at timestamp with time zone, p_at timestamp with time zone, p_exempt boolean, p_decay_base double precision, p_step double precision, p_log_weight double precision, p_log_scale double precision); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.memory_reinforced_strength(p_strength double precision, p_base_strength double precision, p_access_count integer, p_last_accessed_at timestamp with time zone, p_at timestamp with time zone, p_exempt boolean, p_decay_base double precision, p_step double precision, p_log_weight double precision, p_log_scale double precision) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.memory_reinforced_strength(p_strength double precision, p_base_strength double precision, p_access_count integer, p_last_accessed_at timestamp with time zone, p_at timestamp with time zone, p_exempt boolean, p_decay_base double precision, p_step double precision, p_log_weight double precision, p_log_scale double precision) TO authenticated;
+GRANT ALL ON FUNCTION public.memory_reinforced_strength(p_strength double precision, p_base_strength double precision, p_access_count integer, p_last_accessed_at timestamp with time zone, p_at timestamp with time zone, p_exempt boolean, p_decay_base double precision, p_step double precision, p_log_weight double precision, p_log_scale double precision) TO service_role;
 
 --
 -- Name: FUNCTION memory_scope_prefixes(p_scopes text[]); Type: ACL; Schema: public; Owner: -

@@ -163,8 +163,8 @@ end;
 $$;
 
 -- Strength after the idle days since the last access: base × decay_base ^ whole idle days,
--- capped where the power would underflow (docs/operations.md). Called per row by
--- public.reinforce_memories and public.restore_memory.
+-- capped where the power would underflow (docs/operations.md). Called per row by the
+-- reinforcement (public.reinforce_memories) and public.restore_memory.
 create or replace function public.memory_decayed_strength(
   p_base_strength double precision, p_last_accessed_at timestamptz, p_now timestamptz, p_decay_base double precision)
 returns double precision
@@ -177,50 +177,6 @@ begin
   return p_base_strength * power(p_decay_base, least(
     greatest(0::double precision, floor(date_part('epoch', p_now - p_last_accessed_at) / 86400)),
     case when p_decay_base >= 1 then 0::double precision else floor(-300 / ln(p_decay_base)) end));
-end;
-$$;
-
--- Reinforces the memories a retrieval injected (docs/retrieval.md): strength decayed to p_now,
--- plus a step and a log-scaled bonus for access_count; rows another transaction holds (a nightly
--- job) are skipped. Called by public.record_retrievals (the write-behind flush) for each search.
-create or replace function public.reinforce_memories(ids uuid[], p_now timestamptz default now())
-returns table (id uuid, strength double precision, access_count integer, last_accessed_at timestamptz)
-language plpgsql
-rows 20
-set search_path = ''
-as $$
-#variable_conflict use_column
-begin
-  return query
-  with cfg as (
-    select public.memory_setting('decay_base')::double precision as decay_base,
-           public.memory_setting('reinforce_step')::double precision as step,
-           public.memory_setting('reinforce_log_weight')::double precision as log_weight,
-           public.memory_setting('reinforce_log_scale')::double precision as log_scale
-  ),
-  target as (
-    select m.id,
-           least(1.0::double precision,
-             case when m.priority = 'highest' or m.pinned then m.strength
-                  else public.memory_decayed_strength(m.base_strength, m.last_accessed_at, reinforce_memories.p_now, cfg.decay_base)
-             end
-             + cfg.step + cfg.log_weight * ln(1 + (m.access_count + 1) / cfg.log_scale)) as reinforced
-      from (select distinct u.id from unnest(reinforce_memories.ids) as u(id)) as u
-      join public.devai_memories m on m.id = u.id
-     cross join cfg
-     where m.is_valid
-       and m.state = 'active'
-     order by m.id
-       for update of m skip locked
-  )
-  update public.devai_memories m
-     set access_count = m.access_count + 1,
-         last_accessed_at = greatest(m.last_accessed_at, reinforce_memories.p_now),
-         strength = t.reinforced,
-         base_strength = t.reinforced
-    from target t
-   where m.id = t.id
-  returning m.id, m.strength, m.access_count, m.last_accessed_at;
 end;
 $$;
 
