@@ -631,12 +631,14 @@ $$;
 --
 
 CREATE FUNCTION memory_private.keyword_scope(p_namespace text) RETURNS text
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     SET search_path TO ''
     AS $$
-  select case when split_part(p_namespace, '/', 2) = 'project' and split_part(p_namespace, '/', 3) <> ''
+begin
+  return case when split_part(p_namespace, '/', 2) = 'project' and split_part(p_namespace, '/', 3) <> ''
               then split_part(p_namespace, '/', 1) || '/project/' || split_part(p_namespace, '/', 3)
-              else split_part(p_namespace, '/', 1) || '/' || split_part(p_namespace, '/', 2) end
+              else split_part(p_namespace, '/', 1) || '/' || split_part(p_namespace, '/', 2) end;
+end;
 $$;
 
 --
@@ -644,10 +646,12 @@ $$;
 --
 
 CREATE FUNCTION memory_private.keyword_scope_key(p_owner uuid, p_scope text) RETURNS text
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     SET search_path TO ''
     AS $$
-  select left(md5(p_owner::text || '|' || p_scope), 16)
+begin
+  return left(md5(p_owner::text || '|' || p_scope), 16);
+end;
 $$;
 
 --
@@ -1272,12 +1276,14 @@ $$;
 --
 
 CREATE FUNCTION memory_search.caller_reads_owner(p_owner uuid) RETURNS boolean
-    LANGUAGE sql STABLE
+    LANGUAGE plpgsql STABLE
     SET search_path TO ''
     AS $$
-  select p_owner is not null
+begin
+  return p_owner is not null
      and case when auth.uid() is not null then auth.uid() = p_owner
-              else coalesce(nullif(current_setting('role', true), ''), 'none') in ('none', 'postgres', 'service_role') end
+              else coalesce(nullif(current_setting('role', true), ''), 'none') in ('none', 'postgres', 'service_role') end;
+end;
 $$;
 
 --
@@ -1518,15 +1524,18 @@ $$;
 --
 
 CREATE FUNCTION memory_search.scoped_query(p_term tsquery, p_keys text[]) RETURNS tsquery
-    LANGUAGE sql IMMUTABLE
+    LANGUAGE plpgsql IMMUTABLE
     SET search_path TO ''
     AS $$
-  select string_agg('(' || w.words || ')', ' | ')::tsquery
-    from unnest(p_keys) as k(key)
-   cross join lateral (
-     select string_agg('''' || k.key || ':' || l.lexeme || '''', ' & ') as words
-       from (select distinct replace(m[1], '''''', '''') as lexeme
-               from regexp_matches(p_term::text, '''((?:[^'']|'''')*)''', 'g') as m) l) w
+begin
+  return (
+    select string_agg('(' || w.words || ')', ' | ')::tsquery
+      from unnest(p_keys) as k(key)
+     cross join lateral (
+       select string_agg('''' || k.key || ':' || l.lexeme || '''', ' & ') as words
+         from (select distinct replace(m[1], '''''', '''') as lexeme
+                 from regexp_matches(p_term::text, '''((?:[^'']|'''')*)''', 'g') as m) l) w);
+end;
 $$;
 
 --
@@ -1613,9 +1622,12 @@ $$;
 --
 
 CREATE FUNCTION public.context_open_contradictions(match_namespaces text[], max_count integer DEFAULT 10) RETURNS TABLE(memory_a uuid, memory_b uuid, detected_at timestamp with time zone)
-    LANGUAGE sql STABLE
+    LANGUAGE plpgsql STABLE
     SET search_path TO ''
     AS $$
+#variable_conflict use_column
+begin
+  return query
   select x.memory_a, x.memory_b, x.detected_at
     from (select distinct on (least(p.memory_a, p.memory_b), greatest(p.memory_a, p.memory_b))
                  p.memory_a, p.memory_b, p.detected_at
@@ -1639,7 +1651,8 @@ CREATE FUNCTION public.context_open_contradictions(match_namespaces text[], max_
              and (b.namespace || '/') ^@ any (public.context_scope_prefixes(match_namespaces))
            order by least(p.memory_a, p.memory_b), greatest(p.memory_a, p.memory_b), p.pref, p.detected_at desc) x
    order by x.detected_at desc, x.memory_a
-   limit greatest(1, least(coalesce(max_count, 10), 50))
+   limit greatest(1, least(coalesce(max_count, 10), 50));
+end;
 $$;
 
 --
@@ -1647,12 +1660,15 @@ $$;
 --
 
 CREATE FUNCTION public.context_scope_prefixes(match_namespaces text[]) RETURNS text[]
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     SET search_path TO ''
     AS $$
-  select coalesce(array_agg(distinct rtrim(s, '/') || '/'), '{}')
-    from unnest(coalesce(match_namespaces, '{}'::text[])) as s
-   where s is not null and rtrim(s, '/') <> ''
+begin
+  return (
+    select coalesce(array_agg(distinct rtrim(s, '/') || '/'), '{}')
+      from unnest(coalesce(match_namespaces, '{}'::text[])) as s
+     where s is not null and rtrim(s, '/') <> '');
+end;
 $$;
 
 --
@@ -2311,9 +2327,12 @@ $$;
 --
 
 CREATE FUNCTION public.memory_at(m public.devai_memories, p_at timestamp with time zone) RETURNS TABLE(held boolean, content text, is_valid boolean, state text, superseded_by uuid)
-    LANGUAGE sql STABLE ROWS 1
+    LANGUAGE plpgsql STABLE ROWS 1
     SET search_path TO ''
     AS $$
+#variable_conflict use_column
+begin
+  return query
   select m.created_at <= p_at
            and (m.valid_until is null or m.valid_until > p_at)
            and coalesce(h.is_valid, m.is_valid)
@@ -2329,7 +2348,8 @@ CREATE FUNCTION public.memory_at(m public.devai_memories, p_at timestamp with ti
         from public.memory_history x
        where x.memory_id = m.id and x.ts <= p_at and x.meta ? 'state'
        order by x.ts desc, x.id desc
-       limit 1) h on true
+       limit 1) h on true;
+end;
 $$;
 
 --
@@ -2337,12 +2357,14 @@ $$;
 --
 
 CREATE FUNCTION public.memory_decayed_strength(p_base_strength double precision, p_last_accessed_at timestamp with time zone, p_now timestamp with time zone, p_decay_base double precision) RETURNS double precision
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     SET search_path TO ''
     AS $$
-  select p_base_strength * power(p_decay_base, least(
+begin
+  return p_base_strength * power(p_decay_base, least(
     greatest(0::double precision, floor(date_part('epoch', p_now - p_last_accessed_at) / 86400)),
-    case when p_decay_base >= 1 then 0::double precision else floor(-300 / ln(p_decay_base)) end))
+    case when p_decay_base >= 1 then 0::double precision else floor(-300 / ln(p_decay_base)) end));
+end;
 $$;
 
 --
@@ -2363,10 +2385,12 @@ $$;
 --
 
 CREATE FUNCTION public.memory_entity_key(p_name text) RETURNS text
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     SET search_path TO ''
     AS $$
-  select regexp_replace(lower(normalize(coalesce(p_name, ''), nfkc)), '[^[:alnum:]+#]+', '', 'g')
+begin
+  return regexp_replace(lower(normalize(coalesce(p_name, ''), nfkc)), '[^[:alnum:]+#]+', '', 'g');
+end;
 $$;
 
 --
@@ -2570,12 +2594,18 @@ $$;
 --
 
 CREATE FUNCTION public.memory_graph_visible(m public.devai_memories, p_at timestamp with time zone, p_prefixes text[]) RETURNS boolean
-    LANGUAGE sql STABLE
+    LANGUAGE plpgsql STABLE
     SET search_path TO ''
     AS $$
-  select (p_prefixes is null or (m.namespace || '/') ^@ any (p_prefixes))
-     and case when p_at is null then m.is_valid and m.state = 'active'
-              else (select a.held from public.memory_at(m, p_at) a) end
+begin
+  if not (p_prefixes is null or (m.namespace || '/') ^@ any (p_prefixes)) then
+    return false;
+  end if;
+  if p_at is null then
+    return m.is_valid and m.state = 'active';
+  end if;
+  return (select a.held from public.memory_at(m, p_at) a);
+end;
 $$;
 
 --
@@ -2583,19 +2613,22 @@ $$;
 --
 
 CREATE FUNCTION public.memory_identifier_lexemes(p_text text) RETURNS text[]
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     SET search_path TO ''
     AS $_$
-  select coalesce(array_agg(distinct lower(t.tok) order by lower(t.tok)), '{}')
-    from (select btrim(m[1], '.:/-#') as tok
-            from regexp_matches(coalesce(p_text, ''), '([A-Za-z0-9_@./:#$-]+)', 'g') as m) as t
-   where char_length(t.tok) between 3 and 100
-     and t.tok ~ '[A-Za-z]'
-     and (t.tok ~ '[_@/$#]'
-          or t.tok ~ '[A-Za-z0-9]\.[A-Za-z0-9]'
-          or t.tok ~ '[A-Za-z][0-9]|[0-9][A-Za-z]'
-          or t.tok ~ '[a-z][A-Z]'
-          or t.tok ~ '[A-Za-z0-9]-[A-Za-z0-9]')
+begin
+  return (
+    select coalesce(array_agg(distinct lower(t.tok) order by lower(t.tok)), '{}')
+      from (select btrim(m[1], '.:/-#') as tok
+              from regexp_matches(coalesce(p_text, ''), '([A-Za-z0-9_@./:#$-]+)', 'g') as m) as t
+     where char_length(t.tok) between 3 and 100
+       and t.tok ~ '[A-Za-z]'
+       and (t.tok ~ '[_@/$#]'
+            or t.tok ~ '[A-Za-z0-9]\.[A-Za-z0-9]'
+            or t.tok ~ '[A-Za-z][0-9]|[0-9][A-Za-z]'
+            or t.tok ~ '[a-z][A-Z]'
+            or t.tok ~ '[A-Za-z0-9]-[A-Za-z0-9]'));
+end;
 $_$;
 
 --
@@ -2668,17 +2701,37 @@ end;
 $$;
 
 --
+-- Name: memory_reinforced_strength(double precision, double precision, integer, timestamp with time zone, timestamp with time zone, boolean, double precision, double precision, double precision, double precision); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.memory_reinforced_strength(p_strength double precision, p_base_strength double precision, p_access_count integer, p_last_accessed_at timestamp with time zone, p_at timestamp with time zone, p_exempt boolean, p_decay_base double precision, p_step double precision, p_log_weight double precision, p_log_scale double precision) RETURNS double precision
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO ''
+    AS $$
+begin
+  return least(1.0::double precision,
+    case when p_exempt then p_strength
+         else public.memory_decayed_strength(p_base_strength, p_last_accessed_at, p_at, p_decay_base)
+    end
+    + p_step + p_log_weight * ln(1 + (p_access_count + 1) / p_log_scale));
+end;
+$$;
+
+--
 -- Name: memory_scope_prefixes(text[]); Type: FUNCTION; Schema: public; Owner: -
 --
 
 CREATE FUNCTION public.memory_scope_prefixes(p_scopes text[]) RETURNS text[]
-    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     SET search_path TO ''
     AS $$
-  select case when cardinality(p) = 0 then null else p end
-    from (select coalesce(array_agg(distinct rtrim(s, '/') || '/'), '{}') as p
-            from unnest(coalesce(p_scopes, '{}'::text[])) as s
-           where s is not null and rtrim(s, '/') <> '') as x
+begin
+  return (
+    select case when cardinality(p) = 0 then null else p end
+      from (select coalesce(array_agg(distinct rtrim(s, '/') || '/'), '{}') as p
+              from unnest(coalesce(p_scopes, '{}'::text[])) as s
+             where s is not null and rtrim(s, '/') <> '') as x);
+end;
 $$;
 
 --
@@ -2712,19 +2765,22 @@ $$;
 --
 
 CREATE FUNCTION public.memory_search_weights_for(p_model text) RETURNS jsonb
-    LANGUAGE sql STABLE
+    LANGUAGE plpgsql STABLE
     SET search_path TO ''
     AS $$
-  select jsonb_build_object(
-           'keyword', coalesce(w.keyword, 1), 'vector', coalesce(w.vector, 1), 'graph', coalesce(w.graph, 0.5),
-           'rrf_k', coalesce((select s.value from public.memory_settings s where s.name = 'rrf_k'), 60))
-    from (select 1) as one
-    left join lateral (
-      select x.keyword, x.vector, x.graph
-        from public.memory_search_weights x
-       where x.embedding_model in (p_model, '*')
-       order by (x.embedding_model = '*')
-       limit 1) w on true
+begin
+  return (
+    select jsonb_build_object(
+             'keyword', coalesce(w.keyword, 1), 'vector', coalesce(w.vector, 1), 'graph', coalesce(w.graph, 0.5),
+             'rrf_k', coalesce((select s.value from public.memory_settings s where s.name = 'rrf_k'), 60))
+      from (select 1) as one
+      left join lateral (
+        select x.keyword, x.vector, x.graph
+          from public.memory_search_weights x
+         where x.embedding_model in (p_model, '*')
+         order by (x.embedding_model = '*')
+         limit 1) w on true);
+end;
 $$;
 
 --
@@ -3011,26 +3067,67 @@ CREATE FUNCTION public.record_retrievals(p_items jsonb) RETURNS integer
     SET search_path TO ''
     AS $$
 declare
-  v_item  jsonb;
-  v_at    timestamptz;
-  v_ids   uuid[];
-  v_count integer := 0;
-  v_n     integer;
+  v_item       jsonb;
+  v_count      integer := 0;
+  v_decay_base double precision;
+  v_step       double precision;
+  v_log_weight double precision;
+  v_log_scale  double precision;
+  v_memory     record;
+  v_row        record;
+  v_at         timestamptz;
+  v_strength   double precision;
+  v_base       double precision;
+  v_accesses   integer;
+  v_last       timestamptz;
 begin
   if jsonb_typeof(p_items) is distinct from 'array' then
     raise exception 'record_retrievals takes a jsonb array of searches' using errcode = '22023';
   end if;
+  v_decay_base := public.memory_setting('decay_base')::double precision;
+  v_step := public.memory_setting('reinforce_step')::double precision;
+  v_log_weight := public.memory_setting('reinforce_log_weight')::double precision;
+  v_log_scale := public.memory_setting('reinforce_log_scale')::double precision;
+
+  -- Each memory once, with the instants of the searches that used it, in the batch's order.
+  for v_memory in
+    select u.id, array_agg(u.at order by u.item) as ats
+      from (select distinct s.item, s.at, x.id::uuid as id
+              from (select i.ord as item, coalesce((i.v ->> 'at')::timestamptz, now()) as at, i.v
+                      from jsonb_array_elements(p_items) with ordinality as i(v, ord)) s
+             cross join lateral jsonb_array_elements_text(coalesce(s.v -> 'ids', '[]')) as x(id)) u
+     group by u.id
+     order by u.id
+  loop
+    select m.priority, m.pinned, m.strength, m.base_strength, m.access_count, m.last_accessed_at into v_row
+      from public.devai_memories m
+     where m.id = v_memory.id and m.is_valid and m.state = 'active'
+       for update of m skip locked;
+    continue when not found;
+    v_strength := v_row.strength;
+    v_base := v_row.base_strength;
+    v_accesses := v_row.access_count;
+    v_last := v_row.last_accessed_at;
+    -- One access per search that used the memory, in turn.
+    foreach v_at in array v_memory.ats loop
+      v_strength := public.memory_reinforced_strength(v_strength, v_base, v_accesses, v_last, v_at,
+                                                      v_row.priority = 'highest' or v_row.pinned,
+                                                      v_decay_base, v_step, v_log_weight, v_log_scale);
+      v_base := v_strength;
+      v_accesses := v_accesses + 1;
+      v_last := greatest(v_last, v_at);
+      v_count := v_count + 1;
+    end loop;
+    update public.devai_memories m
+       set access_count = v_accesses, last_accessed_at = v_last, strength = v_strength, base_strength = v_base
+     where m.id = v_memory.id;
+  end loop;
+
   for v_item in select i from jsonb_array_elements(p_items) as i loop
-    v_at := coalesce((v_item ->> 'at')::timestamptz, now());
-    v_ids := array(select jsonb_array_elements_text(coalesce(v_item -> 'ids', '[]'))::uuid);
-    if cardinality(v_ids) > 0 then
-      select count(*) into v_n from public.reinforce_memories(v_ids, v_at);
-      v_count := v_count + v_n;
-    end if;
     if v_item ? 'meta' then
       insert into public.memory_events (owner_id, thread_id, node, op, status, category, sim, meta, ts)
       values (auth.uid(), v_item ->> 'thread_id', 'context', 'search', 'ok', v_item ->> 'category',
-              (v_item ->> 'sim')::real, v_item -> 'meta', v_at);
+              (v_item ->> 'sim')::real, v_item -> 'meta', coalesce((v_item ->> 'at')::timestamptz, now()));
     end if;
   end loop;
   return v_count;
@@ -3042,9 +3139,12 @@ $$;
 --
 
 CREATE FUNCTION public.reinforce_memories(ids uuid[], p_now timestamp with time zone DEFAULT now()) RETURNS TABLE(id uuid, strength double precision, access_count integer, last_accessed_at timestamp with time zone)
-    LANGUAGE sql ROWS 20
+    LANGUAGE plpgsql ROWS 20
     SET search_path TO ''
     AS $$
+#variable_conflict use_column
+begin
+  return query
   with cfg as (
     select public.memory_setting('decay_base')::double precision as decay_base,
            public.memory_setting('reinforce_step')::double precision as step,
@@ -3053,11 +3153,9 @@ CREATE FUNCTION public.reinforce_memories(ids uuid[], p_now timestamp with time 
   ),
   target as (
     select m.id,
-           least(1.0::double precision,
-             case when m.priority = 'highest' or m.pinned then m.strength
-                  else public.memory_decayed_strength(m.base_strength, m.last_accessed_at, reinforce_memories.p_now, cfg.decay_base)
-             end
-             + cfg.step + cfg.log_weight * ln(1 + (m.access_count + 1) / cfg.log_scale)) as reinforced
+           public.memory_reinforced_strength(m.strength, m.base_strength, m.access_count, m.last_accessed_at,
+                                             reinforce_memories.p_now, m.priority = 'highest' or m.pinned,
+                                             cfg.decay_base, cfg.step, cfg.log_weight, cfg.log_scale) as reinforced
       from (select distinct u.id from unnest(reinforce_memories.ids) as u(id)) as u
       join public.devai_memories m on m.id = u.id
      cross join cfg
@@ -3073,7 +3171,8 @@ CREATE FUNCTION public.reinforce_memories(ids uuid[], p_now timestamp with time 
          base_strength = t.reinforced
     from target t
    where m.id = t.id
-  returning m.id, m.strength, m.access_count, m.last_accessed_at
+  returning m.id, m.strength, m.access_count, m.last_accessed_at;
+end;
 $$;
 
 --
@@ -5947,6 +6046,14 @@ GRANT ALL ON FUNCTION public.memory_identifier_lexemes(p_text text) TO service_r
 REVOKE ALL ON FUNCTION public.memory_keyword_terms(query_text text, max_terms integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.memory_keyword_terms(query_text text, max_terms integer) TO authenticated;
 GRANT ALL ON FUNCTION public.memory_keyword_terms(query_text text, max_terms integer) TO service_role;
+
+--
+-- Name: FUNCTION memory_reinforced_strength(p_strength double precision, p_base_strength double precision, p_access_count integer, p_last_accessed_at timestamp with time zone, p_at timestamp with time zone, p_exempt boolean, p_decay_base double precision, p_step double precision, p_log_weight double precision, p_log_scale double precision); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.memory_reinforced_strength(p_strength double precision, p_base_strength double precision, p_access_count integer, p_last_accessed_at timestamp with time zone, p_at timestamp with time zone, p_exempt boolean, p_decay_base double precision, p_step double precision, p_log_weight double precision, p_log_scale double precision) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.memory_reinforced_strength(p_strength double precision, p_base_strength double precision, p_access_count integer, p_last_accessed_at timestamp with time zone, p_at timestamp with time zone, p_exempt boolean, p_decay_base double precision, p_step double precision, p_log_weight double precision, p_log_scale double precision) TO authenticated;
+GRANT ALL ON FUNCTION public.memory_reinforced_strength(p_strength double precision, p_base_strength double precision, p_access_count integer, p_last_accessed_at timestamp with time zone, p_at timestamp with time zone, p_exempt boolean, p_decay_base double precision, p_step double precision, p_log_weight double precision, p_log_scale double precision) TO service_role;
 
 --
 -- Name: FUNCTION memory_scope_prefixes(p_scopes text[]); Type: ACL; Schema: public; Owner: -
