@@ -1493,7 +1493,12 @@ begin
     exit when cardinality(candidates) >= p_df_cap;
     v_q := (select string_agg('(' || q::text || ')', case when pass = 1 then ' & ' else ' | ' end)::tsquery from unnest(v_live) q);
     if v_scoped then
-      v_sq := memory_search.scoped_query(v_q, v_keys);
+      -- Each term's lexemes by scope key, the terms joined as v_q joins them: the key form of one
+      -- query of several terms would require every lexeme of every term (an AND, in the any-term
+      -- pass too).
+      v_sq := (select string_agg('(' || memory_search.scoped_query(q, v_keys)::text || ')',
+                                 case when pass = 1 then ' & ' else ' | ' end)::tsquery
+                 from unnest(v_live) q);
       select candidates || coalesce(array_agg(x.id), '{}') into candidates
         from (select m.id from public.devai_memories m
                where m.fts_scoped @@ v_sq

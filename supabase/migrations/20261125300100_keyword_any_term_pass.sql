@@ -1,0 +1,119 @@
+-- Keyword search's any-term pass finds any term again. When every query term that matches is
+-- common (more than keyword_df_cap memories each), memory_search.keyword_postings takes the
+-- memories matching all of them, then, if fewer than the cap, those matching any of them. The
+-- scoped lookup of the second pass was built from the OR of the terms by scoped_query, which ANDs
+-- every lexeme it is given (right for one term: a phrase's words; wrong for several): so the
+-- any-term pass found only what the all-terms pass had found. Each term is now made scoped on its
+-- own and the terms joined as the pass joins them. Body otherwise as 20261124900100.
+create or replace function memory_search.keyword_postings(p_owner uuid, p_scopes text[], p_terms tsquery[], p_df_cap integer, p_max_candidates integer, p_as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, OUT term_df integer[], OUT candidates uuid[])
+ RETURNS record
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO ''
+ SET plan_cache_mode TO 'force_generic_plan'
+AS $function$
+declare
+  v_keys   text[];
+  v_scoped boolean;
+  v_ids    uuid[];
+  v_rare   text[] := '{}';
+  v_q      tsquery;
+  v_sq     tsquery;
+  v_order  integer[];
+  v_live   tsquery[];
+begin
+  term_df := '{}';
+  candidates := '{}';
+  if not memory_search.caller_reads_owner(p_owner) then
+    return;
+  end if;
+  -- Whole scopes (or deeper ones) are looked up by their keys in fts_scoped; an as-of search, or
+  -- a scope above them ('devai/project'), scans the tenant's rows instead.
+  v_scoped := p_as_of is null and not exists (
+    select 1 from unnest(p_scopes) s
+     where split_part(rtrim(s, '/'), '/', 2) = ''
+        or (split_part(rtrim(s, '/'), '/', 2) = 'project' and split_part(rtrim(s, '/'), '/', 3) = ''));
+  select array_agg(distinct memory_private.keyword_scope_key(p_owner, memory_private.keyword_scope(rtrim(s, '/'))))
+    into v_keys from unnest(p_scopes) s;
+
+  foreach v_q in array coalesce(p_terms, '{}') loop
+    if v_scoped then
+      v_sq := memory_search.scoped_query(v_q, v_keys);
+      select array_agg(x.id) into v_ids
+        from (select m.id from public.devai_memories m
+               where m.fts_scoped @@ v_sq
+                 and m.is_valid and m.state = 'active' and m.source is distinct from 'conversation'
+                 -- The key pins the tenant already; this re-check (against a key collision) is
+                 -- written so the planner cannot add the tenant's whole owner index to the lookup.
+                 and m.owner_id::text = p_owner::text
+                 and (m.namespace || '/') ^@ any (p_scopes)
+                 and m.fts @@ v_q
+               limit p_df_cap + 1) x;
+    else
+      select array_agg(x.id) into v_ids
+        from (select m.id from public.devai_memories m
+               where m.owner_id = p_owner
+                 and (case when p_as_of is null then m.is_valid and m.state = 'active'
+                           else m.created_at <= p_as_of and (m.valid_until is null or m.valid_until > p_as_of)
+                                and (select a.held from public.memory_at(m, p_as_of) a) end)
+                 and m.source is distinct from 'conversation'
+                 and m.fts @@ v_q
+                 and (m.namespace || '/') ^@ any (p_scopes)
+               limit p_df_cap + 1) x;
+    end if;
+    term_df := term_df || coalesce(cardinality(v_ids), 0);
+    v_rare := v_rare || case when coalesce(cardinality(v_ids), 0) between 1 and p_df_cap then array_to_string(v_ids, ' ') else '' end;
+  end loop;
+
+  -- Rarest terms first bring their matches in.
+  select coalesce(array_agg(o.i order by term_df[o.i], o.i), '{}') into v_order
+    from generate_subscripts(term_df, 1) o(i)
+   where term_df[o.i] between 1 and p_df_cap;
+  for i in 1 .. cardinality(v_order) loop
+    exit when cardinality(candidates) >= p_max_candidates;
+    candidates := candidates || string_to_array(v_rare[v_order[i]], ' ')::uuid[];
+  end loop;
+  if cardinality(v_order) > 0 then
+    return;
+  end if;
+
+  -- Every term that matches is common: the memories matching all of them, else any of them.
+  select coalesce(array_agg(q order by i), '{}') into v_live
+    from unnest(p_terms) with ordinality t(q, i) where term_df[t.i] > 0;
+  if cardinality(v_live) = 0 then
+    return;
+  end if;
+  for pass in 1 .. 2 loop
+    exit when cardinality(candidates) >= p_df_cap;
+    v_q := (select string_agg('(' || q::text || ')', case when pass = 1 then ' & ' else ' | ' end)::tsquery from unnest(v_live) q);
+    if v_scoped then
+      -- Each term's lexemes by scope key, the terms joined as v_q joins them: the key form of one
+      -- query of several terms would require every lexeme of every term (an AND, in the any-term
+      -- pass too).
+      v_sq := (select string_agg('(' || memory_search.scoped_query(q, v_keys)::text || ')',
+                                 case when pass = 1 then ' & ' else ' | ' end)::tsquery
+                 from unnest(v_live) q);
+      select candidates || coalesce(array_agg(x.id), '{}') into candidates
+        from (select m.id from public.devai_memories m
+               where m.fts_scoped @@ v_sq
+                 and m.is_valid and m.state = 'active' and m.source is distinct from 'conversation'
+                 and m.owner_id::text = p_owner::text
+                 and (m.namespace || '/') ^@ any (p_scopes)
+                 and m.fts @@ v_q
+                 and not (m.id = any (candidates))
+               limit p_df_cap) x;
+    else
+      select candidates || coalesce(array_agg(x.id), '{}') into candidates
+        from (select m.id from public.devai_memories m
+               where m.owner_id = p_owner
+                 and (case when p_as_of is null then m.is_valid and m.state = 'active'
+                           else m.created_at <= p_as_of and (select a.held from public.memory_at(m, p_as_of) a) end)
+                 and m.source is distinct from 'conversation'
+                 and m.fts @@ v_q
+                 and (m.namespace || '/') ^@ any (p_scopes)
+                 and not (m.id = any (candidates))
+               limit p_df_cap) x;
+    end if;
+  end loop;
+end;
+$function$;
