@@ -1852,7 +1852,10 @@ begin
   if v_w_kw > 0 then
     -- The corpus size for idf, at least 1,000: a young tenant's few memories say little about how
     -- common a word is (with 3 memories, a word in one of them would look as common as "the").
-    v_n := greatest(public.memory_scope_size(match_owner, v_bases, v_df_cap * 5), 1000);
+    -- The scope is counted only to keyword_df_cap * 5 + 1: below 1,000 (the default cap, 25,
+    -- counts to 126) the count cannot change the figure, and is not made.
+    v_n := case when v_df_cap * 5 + 1 <= 1000 then 1000
+                else greatest(public.memory_scope_size(match_owner, v_bases, v_df_cap * 5), 1000) end;
     select coalesce(array_agg(t.query order by t.ord) filter (where t.kind <> 'exclude'), '{}'),
            coalesce(array_agg(t.query order by t.ord) filter (where t.kind = 'exclude'), '{}')
       into v_terms_all, v_excludes

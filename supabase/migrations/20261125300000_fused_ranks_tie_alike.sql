@@ -6,8 +6,9 @@
 -- different ranking for half its questions from one load to the next). Each signal's rank is now
 -- its competition rank (rank(): equal scores, equal rank), in the fusion and in the choice of the
 -- graph's seeds; memories that end exactly alike are cut and ordered newer first, then by id (as
--- retrieval's own ranking, _shared/retrieval/rank.ts). Body otherwise unchanged (as 20261124400000,
--- with 20261124800200's settings).
+-- retrieval's own ranking, _shared/retrieval/rank.ts). And the corpus size for idf is not counted
+-- when the count could not change it (it is counted to keyword_df_cap * 5 + 1 and floored at
+-- 1,000). Body otherwise unchanged (as 20261124400000, with 20261124800200's settings).
 create or replace function public.hybrid_search(query_text text, query_embedding extensions.vector DEFAULT NULL::extensions.vector, match_namespaces text[] DEFAULT NULL::text[], match_count integer DEFAULT 15, similarity_threshold double precision DEFAULT 0.7, match_embedding_model text DEFAULT NULL::text, match_owner uuid DEFAULT auth.uid(), search_mode text DEFAULT 'hybrid'::text, graph_depth integer DEFAULT 1, graph_edge_types text[] DEFAULT NULL::text[], filter_after timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_before timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_memory_types text[] DEFAULT NULL::text[], filter_categories text[] DEFAULT NULL::text[], prefer_memory_types text[] DEFAULT NULL::text[], recency_weight double precision DEFAULT 0, keyword_threshold double precision DEFAULT NULL::double precision, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, entity_terms text[] DEFAULT NULL::text[], graph_episodes boolean DEFAULT false)
  RETURNS TABLE(id uuid, content text, memory_type text, namespace text, strength double precision, priority text, importance smallint, pinned boolean, source text, metadata jsonb, session_id text, access_count integer, last_accessed_at timestamp with time zone, created_at timestamp with time zone, updated_at timestamp with time zone, max_relation_strength real, category text, similarity double precision, keyword_rank integer, keyword_score double precision, keyword_coverage double precision, vector_rank integer, graph_rank integer, graph_via uuid, graph_edge text, relevance double precision)
  LANGUAGE plpgsql
@@ -115,7 +116,10 @@ begin
   if v_w_kw > 0 then
     -- The corpus size for idf, at least 1,000: a young tenant's few memories say little about how
     -- common a word is (with 3 memories, a word in one of them would look as common as "the").
-    v_n := greatest(public.memory_scope_size(match_owner, v_bases, v_df_cap * 5), 1000);
+    -- The scope is counted only to keyword_df_cap * 5 + 1: below 1,000 (the default cap, 25,
+    -- counts to 126) the count cannot change the figure, and is not made.
+    v_n := case when v_df_cap * 5 + 1 <= 1000 then 1000
+                else greatest(public.memory_scope_size(match_owner, v_bases, v_df_cap * 5), 1000) end;
     select coalesce(array_agg(t.query order by t.ord) filter (where t.kind <> 'exclude'), '{}'),
            coalesce(array_agg(t.query order by t.ord) filter (where t.kind = 'exclude'), '{}')
       into v_terms_all, v_excludes
