@@ -1489,38 +1489,32 @@ begin
   if cardinality(v_live) = 0 then
     return;
   end if;
-  for pass in 1 .. 2 loop
-    exit when cardinality(candidates) >= p_df_cap;
-    v_q := (select string_agg('(' || q::text || ')', case when pass = 1 then ' & ' else ' | ' end)::tsquery from unnest(v_live) q);
-    if v_scoped then
-      -- Each term's lexemes by scope key, the terms joined as v_q joins them: the key form of one
-      -- query of several terms would require every lexeme of every term (an AND, in the any-term
-      -- pass too).
-      v_sq := (select string_agg('(' || memory_search.scoped_query(q, v_keys)::text || ')',
-                                 case when pass = 1 then ' & ' else ' | ' end)::tsquery
-                 from unnest(v_live) q);
-      select candidates || coalesce(array_agg(x.id), '{}') into candidates
-        from (select m.id from public.devai_memories m
-               where m.fts_scoped @@ v_sq
-                 and m.is_valid and m.state = 'active' and m.source is distinct from 'conversation'
-                 and m.owner_id::text = p_owner::text
-                 and (m.namespace || '/') ^@ any (p_scopes)
-                 and m.fts @@ v_q
-                 and not (m.id = any (candidates))
-               limit p_df_cap) x;
-    else
-      select candidates || coalesce(array_agg(x.id), '{}') into candidates
-        from (select m.id from public.devai_memories m
-               where m.owner_id = p_owner
-                 and (case when p_as_of is null then m.is_valid and m.state = 'active'
-                           else m.created_at <= p_as_of and (select a.held from public.memory_at(m, p_as_of) a) end)
-                 and m.source is distinct from 'conversation'
-                 and m.fts @@ v_q
-                 and (m.namespace || '/') ^@ any (p_scopes)
-                 and not (m.id = any (candidates))
-               limit p_df_cap) x;
-    end if;
-  end loop;
+  -- The memories matching all of them, at most the cap. Not those matching any of them: a
+  -- common word's matches, taken in no particular order, are noise, and finding them cost a
+  -- bitmap of every memory holding any of the words (the vector signal covers what the words
+  -- alone do not pin down).
+  v_q := (select string_agg('(' || q::text || ')', ' & ')::tsquery from unnest(v_live) q);
+  if v_scoped then
+    v_sq := memory_search.scoped_query(v_q, v_keys);
+    select coalesce(array_agg(x.id), '{}') into candidates
+      from (select m.id from public.devai_memories m
+             where m.fts_scoped @@ v_sq
+               and m.is_valid and m.state = 'active' and m.source is distinct from 'conversation'
+               and m.owner_id::text = p_owner::text
+               and (m.namespace || '/') ^@ any (p_scopes)
+               and m.fts @@ v_q
+             limit p_df_cap) x;
+  else
+    select coalesce(array_agg(x.id), '{}') into candidates
+      from (select m.id from public.devai_memories m
+             where m.owner_id = p_owner
+               and (case when p_as_of is null then m.is_valid and m.state = 'active'
+                         else m.created_at <= p_as_of and (select a.held from public.memory_at(m, p_as_of) a) end)
+               and m.source is distinct from 'conversation'
+               and m.fts @@ v_q
+               and (m.namespace || '/') ^@ any (p_scopes)
+             limit p_df_cap) x;
+  end if;
 end;
 $$;
 

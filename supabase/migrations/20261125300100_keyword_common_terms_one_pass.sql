@@ -1,10 +1,11 @@
--- Keyword search's any-term pass finds any term again. When every query term that matches is
--- common (more than keyword_df_cap memories each), memory_search.keyword_postings takes the
--- memories matching all of them, then, if fewer than the cap, those matching any of them. The
--- scoped lookup of the second pass was built from the OR of the terms by scoped_query, which ANDs
--- every lexeme it is given (right for one term: a phrase's words; wrong for several): so the
--- any-term pass found only what the all-terms pass had found. Each term is now made scoped on its
--- own and the terms joined as the pass joins them. Body otherwise as 20261124900100.
+-- Keyword search when every query term that matches is common (more than keyword_df_cap memories
+-- each): memory_search.keyword_postings took the memories matching all of them, then, while fewer
+-- than the cap, "those matching any of them". In the scoped lookup that second pass was built by
+-- scoped_query, which ANDs every lexeme it is given, so it found nothing new and only cost a
+-- second index scan; outside it (an as-of or tenant-wide search) it brought up to the cap of
+-- memories holding any common word, in no particular order. The second pass is gone: the
+-- candidates are the memories matching every term (the same as before in the scoped lookup, one
+-- index scan fewer). Body otherwise as 20261124900100.
 create or replace function memory_search.keyword_postings(p_owner uuid, p_scopes text[], p_terms tsquery[], p_df_cap integer, p_max_candidates integer, p_as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, OUT term_df integer[], OUT candidates uuid[])
  RETURNS record
  LANGUAGE plpgsql
@@ -83,37 +84,31 @@ begin
   if cardinality(v_live) = 0 then
     return;
   end if;
-  for pass in 1 .. 2 loop
-    exit when cardinality(candidates) >= p_df_cap;
-    v_q := (select string_agg('(' || q::text || ')', case when pass = 1 then ' & ' else ' | ' end)::tsquery from unnest(v_live) q);
-    if v_scoped then
-      -- Each term's lexemes by scope key, the terms joined as v_q joins them: the key form of one
-      -- query of several terms would require every lexeme of every term (an AND, in the any-term
-      -- pass too).
-      v_sq := (select string_agg('(' || memory_search.scoped_query(q, v_keys)::text || ')',
-                                 case when pass = 1 then ' & ' else ' | ' end)::tsquery
-                 from unnest(v_live) q);
-      select candidates || coalesce(array_agg(x.id), '{}') into candidates
-        from (select m.id from public.devai_memories m
-               where m.fts_scoped @@ v_sq
-                 and m.is_valid and m.state = 'active' and m.source is distinct from 'conversation'
-                 and m.owner_id::text = p_owner::text
-                 and (m.namespace || '/') ^@ any (p_scopes)
-                 and m.fts @@ v_q
-                 and not (m.id = any (candidates))
-               limit p_df_cap) x;
-    else
-      select candidates || coalesce(array_agg(x.id), '{}') into candidates
-        from (select m.id from public.devai_memories m
-               where m.owner_id = p_owner
-                 and (case when p_as_of is null then m.is_valid and m.state = 'active'
-                           else m.created_at <= p_as_of and (select a.held from public.memory_at(m, p_as_of) a) end)
-                 and m.source is distinct from 'conversation'
-                 and m.fts @@ v_q
-                 and (m.namespace || '/') ^@ any (p_scopes)
-                 and not (m.id = any (candidates))
-               limit p_df_cap) x;
-    end if;
-  end loop;
+  -- The memories matching all of them, at most the cap. Not those matching any of them: a
+  -- common word's matches, taken in no particular order, are noise, and finding them cost a
+  -- bitmap of every memory holding any of the words (the vector signal covers what the words
+  -- alone do not pin down).
+  v_q := (select string_agg('(' || q::text || ')', ' & ')::tsquery from unnest(v_live) q);
+  if v_scoped then
+    v_sq := memory_search.scoped_query(v_q, v_keys);
+    select coalesce(array_agg(x.id), '{}') into candidates
+      from (select m.id from public.devai_memories m
+             where m.fts_scoped @@ v_sq
+               and m.is_valid and m.state = 'active' and m.source is distinct from 'conversation'
+               and m.owner_id::text = p_owner::text
+               and (m.namespace || '/') ^@ any (p_scopes)
+               and m.fts @@ v_q
+             limit p_df_cap) x;
+  else
+    select coalesce(array_agg(x.id), '{}') into candidates
+      from (select m.id from public.devai_memories m
+             where m.owner_id = p_owner
+               and (case when p_as_of is null then m.is_valid and m.state = 'active'
+                         else m.created_at <= p_as_of and (select a.held from public.memory_at(m, p_as_of) a) end)
+               and m.source is distinct from 'conversation'
+               and m.fts @@ v_q
+               and (m.namespace || '/') ^@ any (p_scopes)
+             limit p_df_cap) x;
+  end if;
 end;
 $function$;

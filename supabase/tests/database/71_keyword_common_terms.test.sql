@@ -1,0 +1,42 @@
+-- Keyword search when every query term is common (more than keyword_df_cap memories each): the
+-- candidates are the memories matching all the terms, never an arbitrary handful of those holding
+-- any one of them, in a project's scopes (the scoped lookup) as in a tenant-wide one.
+begin;
+select plan(4);
+
+insert into public.devai_memories (owner_id, content, memory_type, namespace, embedding, embedding_model)
+select '71000000-0000-4000-8000-00000000000d'::uuid, format('Note %s mentions %s only.', i, w), 'semantic',
+       'devai/project/common', tests.embedding(array[0.5, 0.5]::real[]), 'm'
+  from generate_series(1, 4) i, unnest(array['alpha', 'beta']) w
+union all
+select '71000000-0000-4000-8000-00000000000d'::uuid, 'Note 1 mentions alpha and beta.', 'semantic',
+       'devai/project/common', tests.embedding(array[0.5, 0.5]::real[]), 'm';
+
+select tests.authenticate_as('71000000-0000-4000-8000-00000000000d');
+
+create temp table postings on commit drop as
+select s.scope, p.term_df, p.candidates
+  from unnest(array['devai/project/common/', 'devai/']) as s(scope)
+ cross join lateral memory_search.keyword_postings('71000000-0000-4000-8000-00000000000d', array[s.scope],
+                                                   array['alpha'::tsquery, 'beta'::tsquery], 2, 50) p;
+grant select on postings to authenticated;
+
+select is((select term_df from postings where scope = 'devai/project/common/'), array[3, 3],
+          'both terms are common (counted to the cap + 1)');
+select set_eq(
+  $$select m.content from public.devai_memories m, postings p
+     where p.scope = 'devai/project/common/' and m.id = any (p.candidates)$$,
+  array['Note 1 mentions alpha and beta.'],
+  'project scope: the memory matching both terms, none matching one (though under the cap)');
+select set_eq(
+  $$select m.content from public.devai_memories m, postings p
+     where p.scope = 'devai/' and m.id = any (p.candidates)$$,
+  array['Note 1 mentions alpha and beta.'],
+  'tenant-wide: the same');
+select is(
+  (select cardinality(p.candidates) from memory_search.keyword_postings('71000000-0000-4000-8000-00000000000d',
+     array['devai/project/common/'], array['alpha'::tsquery, 'gamma'::tsquery], 2, 50) p),
+  2, 'a term matching nothing (gamma) does not empty the list: the common term brings its matches, up to the cap');
+
+select * from finish();
+rollback;
