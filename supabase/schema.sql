@@ -1433,14 +1433,40 @@ begin
   if not memory_search.caller_reads_owner(p_owner) then
     return;
   end if;
-  -- Whole scopes (or deeper ones) are looked up by their keys in fts_scoped; an as-of search, or
-  -- a scope above them ('devai/project'), scans the tenant's rows instead.
+  -- Whole scopes (or deeper ones) are looked up by their keys in fts_scoped. A scope above them
+  -- (the tenant's whole memory, 'devai', or every project, 'devai/project') is looked up by the
+  -- keys of the namespaces it holds, found by walking the tenant's namespace index from one
+  -- distinct namespace to the next (one index probe each; at most 256 namespaces); past that, or
+  -- as of an instant, the tenant's rows are scanned.
   v_scoped := p_as_of is null and not exists (
     select 1 from unnest(p_scopes) s
      where split_part(rtrim(s, '/'), '/', 2) = ''
         or (split_part(rtrim(s, '/'), '/', 2) = 'project' and split_part(rtrim(s, '/'), '/', 3) = ''));
-  select array_agg(distinct memory_private.keyword_scope_key(p_owner, memory_private.keyword_scope(rtrim(s, '/'))))
-    into v_keys from unnest(p_scopes) s;
+  if v_scoped then
+    select array_agg(distinct memory_private.keyword_scope_key(p_owner, memory_private.keyword_scope(rtrim(s, '/'))))
+      into v_keys from unnest(p_scopes) s;
+  elsif p_as_of is null then
+    with recursive walk (ns, n) as (
+      (select m.namespace, 1 from public.devai_memories m
+        where m.owner_id = p_owner and m.is_valid and m.state = 'active'
+        order by m.namespace using operator(pg_catalog.~<~) limit 1)
+      union all
+      select (select m.namespace from public.devai_memories m
+               where m.owner_id = p_owner and m.is_valid and m.state = 'active'
+                 and m.namespace operator(pg_catalog.~>~) w.ns
+               order by m.namespace using operator(pg_catalog.~<~) limit 1),
+             w.n + 1
+        from walk w
+       where w.ns is not null and w.n <= 256
+    )
+    select coalesce(array_agg(distinct memory_private.keyword_scope_key(p_owner, memory_private.keyword_scope(w.ns)))
+                      filter (where (w.ns || '/') ^@ any (p_scopes)), '{}'),
+           not bool_or(w.n > 256 and w.ns is not null)
+      into v_keys, v_scoped
+      from walk w
+     where w.ns is not null;
+    v_scoped := coalesce(v_scoped, true);
+  end if;
 
   foreach v_q in array coalesce(p_terms, '{}') loop
     if v_scoped then

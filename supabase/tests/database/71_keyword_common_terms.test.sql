@@ -2,7 +2,7 @@
 -- candidates are the memories matching all the terms, never an arbitrary handful of those holding
 -- any one of them, in a project's scopes (the scoped lookup) as in a tenant-wide one.
 begin;
-select plan(4);
+select plan(6);
 
 insert into public.devai_memories (owner_id, content, memory_type, namespace, embedding, embedding_model)
 select '71000000-0000-4000-8000-00000000000d'::uuid, format('Note %s mentions %s only.', i, w), 'semantic',
@@ -37,6 +37,35 @@ select is(
   (select cardinality(p.candidates) from memory_search.keyword_postings('71000000-0000-4000-8000-00000000000d',
      array['devai/project/common/'], array['alpha'::tsquery, 'gamma'::tsquery], 2, 50) p),
   2, 'a term matching nothing (gamma) does not empty the list: the common term brings its matches, up to the cap');
+
+-- A scope above the keyed ones (here the tenant's whole memory) is looked up by its namespaces'
+-- keys: a rare word's one memory is found without reading the tenant's other rows.
+reset role;
+insert into public.devai_memories (owner_id, content, memory_type, namespace, embedding, embedding_model)
+select '71000000-0000-4000-8000-00000000000d'::uuid, format('Filler %s about nothing special.', i), 'semantic',
+       format('devai/project/p%s', i % 3), tests.embedding(array[0.5, 0.5]::real[]), 'm'
+  from generate_series(1, 300) i
+union all
+select '71000000-0000-4000-8000-00000000000d'::uuid, 'The zanzibar flag turns the cache off.', 'semantic',
+       'devai/project/p1', tests.embedding(array[0.5, 0.5]::real[]), 'm';
+analyze public.devai_memories;
+create temp table reads_before on commit drop as
+select coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0) as n
+  from pg_stat_xact_user_tables where relid = 'public.devai_memories'::regclass;
+select tests.authenticate_as('71000000-0000-4000-8000-00000000000d');
+create temp table wide on commit drop as
+select p.candidates from memory_search.keyword_postings('71000000-0000-4000-8000-00000000000d', array['devai/'],
+                                                         array['zanzibar'::tsquery], 25, 50) p;
+reset role;
+create temp table reads_after on commit drop as
+select coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0) as n
+  from pg_stat_xact_user_tables where relid = 'public.devai_memories'::regclass;
+select set_eq(
+  $$select m.content from public.devai_memories m, wide w where m.id = any (w.candidates)$$,
+  array['The zanzibar flag turns the cache off.'],
+  'tenant-wide: the rare word''s memory');
+select cmp_ok((select n from reads_after) - (select n from reads_before), '<', 50::bigint,
+  'tenant-wide: found through the keyword index, not by reading the tenant''s 309 rows');
 
 select * from finish();
 rollback;
