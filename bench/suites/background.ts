@@ -16,7 +16,7 @@ import type { z } from "zod";
 import { createSql, toVectorLiteral } from "../../supabase/functions/_shared/db.ts";
 import { localEmbedder } from "../../supabase/functions/_shared/embeddings.ts";
 import { loadConfig } from "../../supabase/functions/_shared/env.ts";
-import type { Llm, LlmUsage, PromptMessage } from "../../supabase/functions/_shared/llm.ts";
+import { emptyUsage, type Llm, type LlmUsage, type PromptMessage } from "../../supabase/functions/_shared/llm.ts";
 import { PAIR_JUDGE_MARK } from "../../supabase/functions/_shared/pair-judge.ts";
 import { consolidateTenant } from "../../supabase/functions/_shared/tenant-consolidation.ts";
 import { countTokens } from "../../supabase/functions/_shared/tokens.ts";
@@ -101,7 +101,7 @@ export function realisticTenant(seed: number, size = 10_000): Fact[] {
 
 /** The fake model: a verdict per pair from the texts (same service: same, a new version, or a "no longer"), tokens counted. */
 function fakeJudge(): Llm & { calls: number } {
-  const total: LlmUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0, requests: 0 };
+  const total: LlmUsage = emptyUsage();
   const service = (s: string) => /The (\S+) service|the (\S+) service/.exec(s)?.slice(1).find(Boolean);
   const judge = {
     model: "bench-fake-judge",

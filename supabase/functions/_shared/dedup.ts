@@ -28,7 +28,7 @@ import { thresholdsFor } from "./embeddings.ts";
 import { visibleScopes } from "./schemas.ts";
 import { hybridSearch } from "./search/hybrid.ts";
 import type { Config } from "./env.ts";
-import type { Llm, LlmUsage } from "./llm.ts";
+import { emptyUsage, type Llm, type LlmUsage } from "./llm.ts";
 import { type Candidate, isProtected } from "./candidates.ts";
 import { decideWithoutLlm, type Neighbour, type ResolvedAction } from "./dedup-decision.ts";
 import { decideWithModel } from "./dedup-model.ts";
@@ -104,7 +104,7 @@ export async function dedupCandidates(
     counts: { ADD: 0, UPDATE: 0, DELETE: 0, NOOP: 0, SKIPPED: 0, PROPOSED: 0 },
     llm_calls: 0,
     model_failures: 0,
-    usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0, requests: 0 },
+    usage: emptyUsage(),
   };
 
   await lockNamespaces(tx, ctx.ownerId, candidates.map((c) => c.namespace));

@@ -156,7 +156,7 @@ export function createLlm(config: Pick<Config, "llm">, opts: LlmOptions = {}): L
 }
 
 class OpenAiLlm implements Llm {
-  readonly totalUsage: LlmUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0, requests: 0 };
+  readonly totalUsage: LlmUsage = emptyUsage();
 
   constructor(
     private readonly client: OpenAI,
@@ -170,7 +170,7 @@ class OpenAiLlm implements Llm {
     messages: PromptMessage[],
     opts: CompleteJsonOptions = {},
   ): Promise<LlmResult<z.infer<S>>> {
-    const usage: LlmUsage = { promptTokens: 0, completionTokens: 0, totalTokens: 0, requests: 0 };
+    const usage: LlmUsage = emptyUsage();
     const name = opts.name ?? "result";
     const jsonSchema = z.toJSONSchema(schema, { unrepresentable: "any" });
     const format = opts.responseFormat ?? "json_object";
