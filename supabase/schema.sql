@@ -4423,7 +4423,7 @@ CREATE UNIQUE INDEX devai_memories_episode_digest ON public.devai_memories USING
 -- Name: devai_memories_fts_scoped; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX devai_memories_fts_scoped ON public.devai_memories USING gin (fts_scoped) WHERE (is_valid AND (state = 'active'::text) AND (source IS DISTINCT FROM 'conversation'::text));
+CREATE INDEX devai_memories_fts_scoped ON public.devai_memories USING gin (fts_scoped) WITH (fastupdate=off) WHERE (is_valid AND (state = 'active'::text) AND (source IS DISTINCT FROM 'conversation'::text));
 
 --
 -- Name: devai_memories_owner_branch; Type: INDEX; Schema: public; Owner: -
@@ -4535,7 +4535,7 @@ CREATE UNIQUE INDEX memory_contradictions_pair ON public.memory_contradictions U
 -- Name: memory_entities_alias_keys; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX memory_entities_alias_keys ON public.memory_entities USING gin (alias_keys) WHERE (cardinality(alias_keys) > 0);
+CREATE INDEX memory_entities_alias_keys ON public.memory_entities USING gin (alias_keys) WITH (fastupdate=off) WHERE (cardinality(alias_keys) > 0);
 
 --
 -- Name: memory_entities_owner_name; Type: INDEX; Schema: public; Owner: -
