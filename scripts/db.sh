@@ -286,11 +286,17 @@ replica_start() {
   say "pg_basebackup of 127.0.0.1:$PG_PORT into a replica on $REPLICA_PORT"
   in_root "pg_basebackup -h 127.0.0.1 -p $PG_PORT -U postgres -D $REPLICA_DATA_IN_ROOT -R -X stream -c fast >/dev/null" \
     || die "pg_basebackup failed"
+  # hot_standby_feedback off: with it on, the server keeps every row version the replica's last
+  # reported snapshot might see (~20 transactions behind here), so a memory reinforced twice in
+  # that window cannot be pruned, its next update is not HOT and inserts into every index (the
+  # HNSW graph too, about a millisecond each): 36% of the write-behind's updates at 100k, against
+  # none without (docs/operations.md#read-replicas). Retrieval's reads last milliseconds; a
+  # replica query that conflicts with replay only delays it (max_standby_streaming_delay, 30 s).
   cat >>"$dir/postgresql.conf" <<CONF
 # devai-memory read replica of 127.0.0.1:$PG_PORT
 port = $REPLICA_PORT
 hot_standby = on
-hot_standby_feedback = on
+hot_standby_feedback = off
 CONF
   say "starting the replica on 127.0.0.1:$REPLICA_PORT"
   in_root "pg_ctl -D $REPLICA_DATA_IN_ROOT -l /srv/devai/replica-$REPLICA_PORT.log -w -t 60 start >/dev/null" \
