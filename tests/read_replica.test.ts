@@ -63,6 +63,9 @@ Deno.test({
     try {
       const [role] = await standby<{ recovering: boolean }[]>`select pg_is_in_recovery() as recovering`;
       assert.equal(role!.recovering, true, "the read pool is a standby");
+      // Its snapshots do not hold back pruning on the primary: reinforcements stay HOT updates.
+      const [feedback] = await standby<{ hot_standby_feedback: string }[]>`show hot_standby_feedback`;
+      assert.equal(feedback!.hot_standby_feedback, "off", "the replica sends no hot standby feedback");
       const tenant = newTenant();
       const [old] = await seedMemories(primary, tenant, [
         {
