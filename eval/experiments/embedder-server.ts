@@ -2,7 +2,7 @@
 // `npm run eval` measures them like any configured provider (EMBEDDING_BASE_URL). Listens on
 // EMBEDDER_PORT (default 0: a free port) and prints `listening on http://127.0.0.1:<port>`, which
 // eval/experiments/embedder-eval.sh waits for.
-export async function serveEmbeddings(embed: (text: string) => number[]): Promise<void> {
+export async function serveEmbeddings(embed: (text: string) => number[] | Promise<number[]>): Promise<void> {
   const server = Deno.serve({
     hostname: "127.0.0.1",
     port: Number(Deno.env.get("EMBEDDER_PORT") ?? 0),
@@ -14,7 +14,9 @@ export async function serveEmbeddings(embed: (text: string) => number[]): Promis
     return Response.json({
       object: "list",
       model: body.model,
-      data: inputs.map((t, index) => ({ object: "embedding", index, embedding: embed(t) })),
+      data: await Promise.all(
+        inputs.map(async (t, index) => ({ object: "embedding", index, embedding: await embed(t) })),
+      ),
       usage: { prompt_tokens: 0, total_tokens: 0 },
     });
   });
