@@ -284,6 +284,36 @@ Deno.test("extract: bidirectional, invisible and tag characters are removed from
   }
 });
 
+Deno.test("extract: a model answer holding NUL or half an emoji is recorded, extracted and stored clean", async () => {
+  const env = await writeEnv();
+  try {
+    const tenant = newTenant();
+    // jsonb refuses both: the job's progress record (the model's answers, kept so a retry resumes)
+    // must not fail on them, or every retry of the job fails the same way until it is dead.
+    env.fake.onChat(
+      EXTRACT_MARK,
+      reply.json({
+        stored: [{ ...llmCandidate, content: "Deploys run from the main\u0000 branch.\ud83d" }],
+        filtered: [],
+      }),
+    );
+    const handler = createHandler({ ...env.deps, kickWorker: () => Promise.resolve() });
+    await post(handler, tenant, {
+      session_id: "s-nul",
+      project: "taskforge",
+      messages: [{ role: "user", content: "Where do deploys run from?" }],
+    });
+    const report = await drainAll(env.deps, tenant);
+    assert.equal(report.dead, 0, JSON.stringify(report));
+    const mems = await memoriesOf(env.sql, tenant);
+    assert.deepEqual(mems.map((m) => m.content), ["Deploys run from the main branch."]);
+    const [extractJob] = (await jobsOf(env.sql, tenant)).filter((j) => j.kind === "extract");
+    assert.equal(extractJob!.status, "done");
+  } finally {
+    await env.close();
+  }
+});
+
 Deno.test("extract: a lone surrogate (a tool output cut mid-emoji) becomes U+FFFD; the session is still extracted", async () => {
   const env = await writeEnv({ withLlm: false });
   try {

@@ -9,6 +9,7 @@
 //   job was re-claimed) rolls its writes back instead of writing twice.
 import type { Sql, Tx } from "./db.ts";
 import { outsideRequest } from "./rate-limit.ts";
+import { storableJson } from "./unsafe-characters.ts";
 
 /** memory_jobs.kind: the write path's extract and dedup, the graph's jobs (graph-jobs.ts), the background ones (background-jobs.ts). */
 export type JobKind =
@@ -149,7 +150,7 @@ export async function recordJobProgress(
 ): Promise<boolean> {
   if (opts.inTenantTx) await leaveTenantRole(sql as Tx);
   const rows = await sql<{ ok: boolean }[]>`
-    select memory_private.record_job_progress(${id}, ${workerId}, ${sql.json(progress as never)}) as ok`;
+    select memory_private.record_job_progress(${id}, ${workerId}, ${sql.json(storableJson(progress) as never)}) as ok`;
   const ok = rows[0]?.ok === true;
   if (!ok && opts.inTenantTx) throw new LeaseLostError(`job ${id}: lease lost; this part was rolled back`);
   return ok;

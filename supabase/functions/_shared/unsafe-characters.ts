@@ -66,12 +66,24 @@ export function stripUnsafeCharacters(text: string): string {
  * (http.ts), which bounds the recursion.
  */
 export function wellFormedJson<T>(value: T): T {
-  if (typeof value === "string") return (value.isWellFormed() ? value : value.toWellFormed()) as T;
-  if (Array.isArray(value)) return value.map(wellFormedJson) as T;
+  return mapJsonStrings(value, (s) => s.isWellFormed() ? s : s.toWellFormed());
+}
+
+/**
+ * value as jsonb can hold it: well-formed (as wellFormedJson) and without NUL, which jsonb refuses
+ * (22P05). For what the service records about its own work (a job's progress holds a model's raw
+ * answers, which may carry either), never for what a caller sent: that is refused with a 400.
+ */
+export function storableJson<T>(value: T): T {
+  return mapJsonStrings(value, (s) => (s.isWellFormed() ? s : s.toWellFormed()).replaceAll("\u0000", ""));
+}
+
+/** Every string of a JSON value, keys included, through f. */
+function mapJsonStrings<T>(value: T, f: (s: string) => string): T {
+  if (typeof value === "string") return f(value) as T;
+  if (Array.isArray(value)) return value.map((v) => mapJsonStrings(v, f)) as T;
   if (value && typeof value === "object") {
-    return Object.fromEntries(
-      Object.entries(value).map(([k, v]) => [k.isWellFormed() ? k : k.toWellFormed(), wellFormedJson(v)]),
-    ) as T;
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [f(k), mapJsonStrings(v, f)])) as T;
   }
   return value;
 }
