@@ -3,7 +3,7 @@
 -- exact ties are cut and ordered newer first, then by id: the same memories stored in another
 -- database (other uuids) rank the same.
 begin;
-select plan(5);
+select plan(6);
 
 -- Two memories matching the query's terms alike (same words matched, same length) with the same
 -- vector; the older one has the smaller id, so an order by id would put it first.
@@ -44,6 +44,25 @@ select results_eq(
                                                 array['devai/project/tie'], 1, 0.1, 'm', graph_depth => 0) h$$,
   array['70000000-0000-4000-8000-000000000002'],
   'a cut through an exact tie keeps the newer memory');
+
+-- The same with the ids the other way round (the newer memory has the smaller id): together with
+-- the pair above, no order by id, ascending or descending, passes both.
+reset role;
+insert into public.devai_memories
+  (id, owner_id, content, memory_type, namespace, embedding, embedding_model, strength, created_at)
+values
+  ('70000000-0000-4000-8000-000000000004', '70000000-0000-4000-8000-00000000000c',
+   'Rotate the signing keys with the vault cli alpha.', 'semantic', 'devai/project/tie2',
+   tests.embedding(array[0.8, 0.6]::real[]), 'm', 1.0, now() - interval '1 day'),
+  ('70000000-0000-4000-8000-000000000005', '70000000-0000-4000-8000-00000000000c',
+   'Rotate the signing keys with the vault cli omega.', 'semantic', 'devai/project/tie2',
+   tests.embedding(array[0.8, 0.6]::real[]), 'm', 1.0, now() - interval '2 days');
+select tests.authenticate_as('70000000-0000-4000-8000-00000000000c');
+select results_eq(
+  $$select h.id::text from public.hybrid_search('rotate signing keys vault cli', tests.embedding(array[0.8, 0.6]::real[]),
+                                                array['devai/project/tie2'], 10, 0.1, 'm', graph_depth => 0) h$$,
+  array['70000000-0000-4000-8000-000000000004', '70000000-0000-4000-8000-000000000005'],
+  'an exact tie is ordered newer first when the newer has the smaller id too');
 
 select * from finish();
 rollback;

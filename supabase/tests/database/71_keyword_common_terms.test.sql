@@ -2,7 +2,7 @@
 -- candidates are the memories matching all the terms, never an arbitrary handful of those holding
 -- any one of them, in a project's scopes (the scoped lookup) as in a tenant-wide one.
 begin;
-select plan(6);
+select plan(8);
 
 insert into public.devai_memories (owner_id, content, memory_type, namespace, embedding, embedding_model)
 select '71000000-0000-4000-8000-00000000000d'::uuid, format('Note %s mentions %s only.', i, w), 'semantic',
@@ -66,6 +66,28 @@ select set_eq(
   'tenant-wide: the rare word''s memory');
 select cmp_ok((select n from reads_after) - (select n from reads_before), '<', 50::bigint,
   'tenant-wide: found through the keyword index, not by reading the tenant''s 309 rows');
+
+-- Every project's memory (all projects, 'devai/project'): walked by the same namespace keys; a
+-- memory outside the projects (the user's scope) holding the word is not one of them.
+reset role;
+insert into public.devai_memories (owner_id, content, memory_type, namespace, embedding, embedding_model)
+values ('71000000-0000-4000-8000-00000000000d'::uuid, 'My zanzibar notes stay private.', 'semantic',
+        'devai/user/preferences', tests.embedding(array[0.5, 0.5]::real[]), 'm');
+select tests.authenticate_as('71000000-0000-4000-8000-00000000000d');
+select set_eq(
+  $$select m.content from public.devai_memories m,
+          memory_search.keyword_postings('71000000-0000-4000-8000-00000000000d', array['devai/project/'],
+                                         array['zanzibar'::tsquery], 25, 50) p
+     where m.id = any (p.candidates)$$,
+  array['The zanzibar flag turns the cache off.'],
+  'all projects: the project''s memory, not the user scope''s');
+select set_eq(
+  $$select m.content from public.devai_memories m,
+          memory_search.keyword_postings('71000000-0000-4000-8000-00000000000d', array['devai/'],
+                                         array['zanzibar'::tsquery], 25, 50) p
+     where m.id = any (p.candidates)$$,
+  array['The zanzibar flag turns the cache off.', 'My zanzibar notes stay private.'],
+  'tenant-wide: both');
 
 select * from finish();
 rollback;
