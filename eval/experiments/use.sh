@@ -21,8 +21,12 @@ fi
 log="$(mktemp)"
 node eval/experiments/use-embedder.mjs "$cache" >"$log" 2>&1 &
 use_pid=$!
-trap 'kill $use_pid 2>/dev/null; rm -f "$log"' EXIT
 for _ in $(seq 1 60); do grep -q listening "$log" && break; kill -0 $use_pid 2>/dev/null || { cat "$log" >&2; exit 1; }; sleep 1; done
 use_url="$(sed -nE 's/.*listening on (http[^ ]+).*/\1/p' "$log")"
+# Stopped here, not by a trap: eval_with_embedder sets its own EXIT trap, which would replace ours.
+status=0
 eval_with_embedder "use-hash-512-v1" \
-  deno run -A --config supabase/functions/deno.json eval/experiments/use-hash-embedder.ts "$use_url" -- "$@"
+  deno run -A --config supabase/functions/deno.json eval/experiments/use-hash-embedder.ts "$use_url" -- "$@" || status=$?
+kill $use_pid 2>/dev/null || true
+rm -f "$log"
+exit $status
