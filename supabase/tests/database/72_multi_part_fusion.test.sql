@@ -25,12 +25,12 @@ select ('72000000-0000-4000-8000-00000000000' || i)::uuid, '72000000-0000-4000-8
 select tests.authenticate_as('72000000-0000-4000-8000-00000000000c');
 
 create temp table fused on commit drop as
-select c.complexity, h.id, h.keyword_rank, h.vector_rank, row_number() over (partition by c.complexity) as pos
+select c.complexity, h.id, h.keyword_rank, h.vector_rank, h.ordinality as pos
   from (values ('simple'), ('complex')) as c(complexity),
        lateral public.hybrid_search(
          'How was invoice rounding drift fixed with cents, and which alert watches spending?',
          tests.embedding(array[1, 0]::real[]), array['devai/project/mp'], 10, 0.1, 'local-hash-512-v1',
-         graph_depth => 0, query_complexity => c.complexity) h;
+         graph_depth => 0, query_complexity => c.complexity) with ordinality as h;
 
 select is((select keyword_rank from fused where complexity = 'complex' and id = '72000000-0000-4000-8000-0000000000a1'),
           1, 'the keyword signal ranks the answer first');
