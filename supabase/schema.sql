@@ -1764,10 +1764,10 @@ end;
 $$;
 
 --
--- Name: hybrid_search(text, extensions.vector, text[], integer, double precision, text, uuid, text, integer, text[], timestamp with time zone, timestamp with time zone, text[], text[], text[], double precision, double precision, timestamp with time zone, text[], boolean); Type: FUNCTION; Schema: public; Owner: -
+-- Name: hybrid_search(text, extensions.vector, text[], integer, double precision, text, uuid, text, integer, text[], timestamp with time zone, timestamp with time zone, text[], text[], text[], double precision, double precision, timestamp with time zone, text[], boolean, text); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.hybrid_search(query_text text, query_embedding extensions.vector DEFAULT NULL::extensions.vector, match_namespaces text[] DEFAULT NULL::text[], match_count integer DEFAULT 15, similarity_threshold double precision DEFAULT 0.7, match_embedding_model text DEFAULT NULL::text, match_owner uuid DEFAULT auth.uid(), search_mode text DEFAULT 'hybrid'::text, graph_depth integer DEFAULT 1, graph_edge_types text[] DEFAULT NULL::text[], filter_after timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_before timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_memory_types text[] DEFAULT NULL::text[], filter_categories text[] DEFAULT NULL::text[], prefer_memory_types text[] DEFAULT NULL::text[], recency_weight double precision DEFAULT 0, keyword_threshold double precision DEFAULT NULL::double precision, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, entity_terms text[] DEFAULT NULL::text[], graph_episodes boolean DEFAULT false) RETURNS TABLE(id uuid, content text, memory_type text, namespace text, strength double precision, priority text, importance smallint, pinned boolean, source text, metadata jsonb, session_id text, access_count integer, last_accessed_at timestamp with time zone, created_at timestamp with time zone, updated_at timestamp with time zone, max_relation_strength real, category text, similarity double precision, keyword_rank integer, keyword_score double precision, keyword_coverage double precision, vector_rank integer, graph_rank integer, graph_via uuid, graph_edge text, relevance double precision)
+CREATE FUNCTION public.hybrid_search(query_text text, query_embedding extensions.vector DEFAULT NULL::extensions.vector, match_namespaces text[] DEFAULT NULL::text[], match_count integer DEFAULT 15, similarity_threshold double precision DEFAULT 0.7, match_embedding_model text DEFAULT NULL::text, match_owner uuid DEFAULT auth.uid(), search_mode text DEFAULT 'hybrid'::text, graph_depth integer DEFAULT 1, graph_edge_types text[] DEFAULT NULL::text[], filter_after timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_before timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_memory_types text[] DEFAULT NULL::text[], filter_categories text[] DEFAULT NULL::text[], prefer_memory_types text[] DEFAULT NULL::text[], recency_weight double precision DEFAULT 0, keyword_threshold double precision DEFAULT NULL::double precision, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, entity_terms text[] DEFAULT NULL::text[], graph_episodes boolean DEFAULT false, query_complexity text DEFAULT NULL::text) RETURNS TABLE(id uuid, content text, memory_type text, namespace text, strength double precision, priority text, importance smallint, pinned boolean, source text, metadata jsonb, session_id text, access_count integer, last_accessed_at timestamp with time zone, created_at timestamp with time zone, updated_at timestamp with time zone, max_relation_strength real, category text, similarity double precision, keyword_rank integer, keyword_score double precision, keyword_coverage double precision, vector_rank integer, graph_rank integer, graph_via uuid, graph_edge text, relevance double precision)
     LANGUAGE plpgsql STABLE ROWS 20
     SET search_path TO ''
     SET plan_cache_mode TO 'force_generic_plan'
@@ -1787,6 +1787,9 @@ declare
   v_k1         double precision;
   v_b          double precision;
   v_seed_count integer;
+  v_share      double precision;
+  v_kw_share   double precision[] := '{}';
+  v_vec_share  double precision[] := '{}';
   v_n          integer;
   v_terms_all  tsquery[];
   v_excludes   tsquery[];
@@ -1824,6 +1827,9 @@ begin
   if graph_depth is null or graph_depth < 0 or graph_depth > 4 then
     raise exception 'graph_depth must be between 0 and 4, got %', graph_depth using errcode = '22023';
   end if;
+  if query_complexity is not null and query_complexity not in ('simple', 'complex') then
+    raise exception 'query_complexity must be simple or complex, got %', query_complexity using errcode = '22023';
+  end if;
 
   -- Scopes as in match_memories: bases without the trailing '/', each once, none inside another.
   with bases as (
@@ -1846,11 +1852,14 @@ begin
          max(s.value) filter (where s.name = 'keyword_min_coverage'),
          max(s.value) filter (where s.name = 'bm25_k1'),
          max(s.value) filter (where s.name = 'bm25_b'),
-         max(s.value) filter (where s.name = 'graph_seed_count')
-    into v_k, v_max_terms, v_df_cap, v_conf, v_k1, v_b, v_seed_count
+         max(s.value) filter (where s.name = 'graph_seed_count'),
+         max(s.value) filter (where s.name = case when query_complexity = 'complex' then 'fusion_score_share_complex'
+                                                    else 'fusion_score_share' end)
+    into v_k, v_max_terms, v_df_cap, v_conf, v_k1, v_b, v_seed_count, v_share
     from public.memory_settings s
    where s.name in ('rrf_k', 'keyword_max_terms', 'keyword_df_cap', 'keyword_min_coverage', 'bm25_k1', 'bm25_b',
-                    'graph_seed_count');
+                    'graph_seed_count', 'fusion_score_share', 'fusion_score_share_complex');
+  v_share := least(1, greatest(0, coalesce(v_share, 0)));
   v_min_cov := coalesce(keyword_threshold, v_conf);
   select w.keyword, w.vector, w.graph into v_w_kw, v_w_vec, v_w_graph
     from public.memory_search_weights w
@@ -1980,18 +1989,34 @@ begin
     v_w_kw := v_w_kw * least(1, greatest(0, (v_best_cov - v_conf / 3) / (v_conf * 2 / 3)));
   end if;
 
+  -- Each memory's share of the keyword and vector lists (1 for a list's first, parallel to the
+  -- lists): its reciprocal rank (rrf_k + 1) / (rrf_k + rank), blended with its score as a share of
+  -- the list's best by fusion_score_share (fusion_score_share_complex for a complex question: by
+  -- rank alone, a memory answering one part of it, that one list ranks 3rd and the other does not
+  -- hold, loses to memories both rank 10th-30th; docs/retrieval.md#fusion). Ranks are competition
+  -- ranks: memories a signal scores alike get the same share.
+  select coalesce(array_agg((1 - v_share) * (v_k + 1) / (v_k + x.rnk) + v_share * x.score / v_kw_score[1]
+                            order by x.ord), '{}')
+    into v_kw_share
+    from (select y.score, y.ord, rank() over (order by y.score desc) as rnk
+            from unnest(v_kw_score) with ordinality as y(score, ord)) x;
+  select coalesce(array_agg((1 - v_share) * (v_k + 1) / (v_k + x.rnk)
+                            + v_share * case when v_vec_sims[1] > 0 then greatest(x.sim, 0) / v_vec_sims[1] else 0 end
+                            order by x.ord), '{}')
+    into v_vec_share
+    from (select y.sim, y.ord, rank() over (order by y.sim desc) as rnk
+            from unnest(v_vec_sims) with ordinality as y(sim, ord)) x;
+
   -- Graph signal: from the best memories that pass on their own, hop over relations.
   if v_w_graph > 0 then
     select coalesce(array_agg(s.id order by s.fused desc, s.id), '{}') into v_seeds
       from (select u.id, sum(u.f) as fused
-              from (select k.id, v_w_kw / (v_k + k.ord) as f
-                      from (select x.id, x.cov, rank() over (order by x.score desc) as ord
-                              from unnest(v_kw_ids, v_kw_score, v_kw_cov) as x(id, score, cov)) k
+              from (select k.id, v_w_kw * k.sh as f
+                      from unnest(v_kw_ids, v_kw_cov, v_kw_share) as k(id, cov, sh)
                      where k.cov >= v_min_cov / 2
                     union all
-                    select v.id, v_w_vec / (v_k + v.ord)
-                      from (select y.id, rank() over (order by y.sim desc) as ord
-                              from unnest(v_vec_ids, v_vec_sims) as y(id, sim)) v) u
+                    select v.id, v_w_vec * v.sh
+                      from unnest(v_vec_ids, v_vec_share) as v(id, sh)) u
              group by u.id
              order by sum(u.f) desc, u.id
              limit v_seed_count) s;
@@ -2044,17 +2069,19 @@ begin
       from top t;
   end if;
 
-  -- Fusion: weighted reciprocal ranks, normalised by what a memory ranked first by every signal
-  -- that found anything would get (so a query with no keyword hit is not capped by the keyword
+  -- Fusion: weighted shares of each list (keyword and vector: rank blended with score, above;
+  -- graph and recency: reciprocal rank), normalised by what a memory first in every list that
+  -- found anything would get (so a query with no keyword hit is not capped by the keyword
   -- weight), times 1.25 for a preferred type (capped at 1). A pinned single-signal mode ranks by
   -- that signal's own score instead.
   return query
   with kw as (
-    select k.id, (rank() over (order by k.score desc))::integer as rnk, k.score, k.cov
-      from unnest(v_kw_ids, v_kw_score, v_kw_cov) as k(id, score, cov)
+    select k.id, (rank() over (order by k.score desc))::integer as rnk, k.score, k.cov, k.sh
+      from unnest(v_kw_ids, v_kw_score, v_kw_cov, v_kw_share) as k(id, score, cov, sh)
   ),
   vec as (
-    select v.id, (rank() over (order by v.sim desc))::integer as rnk from unnest(v_vec_ids, v_vec_sims) as v(id, sim)
+    select v.id, (rank() over (order by v.sim desc))::integer as rnk, v.sh
+      from unnest(v_vec_ids, v_vec_sims, v_vec_share) as v(id, sim, sh)
   ),
   gr as (
     select g.id, (rank() over (order by g.w desc))::integer as rnk, g.via, g.edge
@@ -2074,12 +2101,12 @@ begin
   fused as (
     select c.id, kw.rnk as kw_rnk, kw.score as kw_score, kw.cov as kw_cov, vec.rnk as vec_rnk,
            gr.rnk as g_rnk, gr.via as g_via, gr.edge as g_edge,
-           (coalesce(v_w_kw / (v_k + kw.rnk), 0) + coalesce(v_w_vec / (v_k + vec.rnk), 0)
-             + coalesce(v_w_graph / (v_k + gr.rnk), 0) + coalesce(v_w_recent / (v_k + rc.rnk), 0))
-           / ((case when cardinality(v_kw_ids) > 0 then v_w_kw else 0 end
-               + case when cardinality(v_vec_ids) > 0 then v_w_vec else 0 end
-               + case when cardinality(v_g_ids) > 0 then v_w_graph else 0 end
-               + v_w_recent) / (v_k + 1)) as rel
+           (coalesce(v_w_kw * kw.sh, 0) + coalesce(v_w_vec * vec.sh, 0)
+             + coalesce(v_w_graph * (v_k + 1) / (v_k + gr.rnk), 0) + coalesce(v_w_recent * (v_k + 1) / (v_k + rc.rnk), 0))
+           / (case when cardinality(v_kw_ids) > 0 then v_w_kw else 0 end
+              + case when cardinality(v_vec_ids) > 0 then v_w_vec else 0 end
+              + case when cardinality(v_g_ids) > 0 then v_w_graph else 0 end
+              + v_w_recent) as rel
       from candidates c
       left join kw on kw.id = c.id
       left join vec on vec.id = c.id
@@ -3247,10 +3274,10 @@ CREATE FUNCTION public.restore_memory(id uuid, p_now timestamp with time zone DE
 $$;
 
 --
--- Name: retrieve_for_turn(text, extensions.vector, text[], integer, double precision, text, uuid, text, integer, text[], timestamp with time zone, timestamp with time zone, text[], text[], text[], double precision, double precision, timestamp with time zone, text[], boolean, text, bigint); Type: FUNCTION; Schema: public; Owner: -
+-- Name: retrieve_for_turn(text, extensions.vector, text[], integer, double precision, text, uuid, text, integer, text[], timestamp with time zone, timestamp with time zone, text[], text[], text[], double precision, double precision, timestamp with time zone, text[], boolean, text, bigint, text); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.retrieve_for_turn(query_text text, query_embedding extensions.vector DEFAULT NULL::extensions.vector, match_namespaces text[] DEFAULT NULL::text[], match_count integer DEFAULT 15, similarity_threshold double precision DEFAULT 0.7, match_embedding_model text DEFAULT NULL::text, match_owner uuid DEFAULT auth.uid(), search_mode text DEFAULT 'hybrid'::text, graph_depth integer DEFAULT 1, graph_edge_types text[] DEFAULT NULL::text[], filter_after timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_before timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_memory_types text[] DEFAULT NULL::text[], filter_categories text[] DEFAULT NULL::text[], prefer_memory_types text[] DEFAULT NULL::text[], recency_weight double precision DEFAULT 0, keyword_threshold double precision DEFAULT NULL::double precision, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, entity_terms text[] DEFAULT NULL::text[], graph_episodes boolean DEFAULT false, thread_id text DEFAULT 'default'::text, since_revision bigint DEFAULT NULL::bigint) RETURNS jsonb
+CREATE FUNCTION public.retrieve_for_turn(query_text text, query_embedding extensions.vector DEFAULT NULL::extensions.vector, match_namespaces text[] DEFAULT NULL::text[], match_count integer DEFAULT 15, similarity_threshold double precision DEFAULT 0.7, match_embedding_model text DEFAULT NULL::text, match_owner uuid DEFAULT auth.uid(), search_mode text DEFAULT 'hybrid'::text, graph_depth integer DEFAULT 1, graph_edge_types text[] DEFAULT NULL::text[], filter_after timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_before timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_memory_types text[] DEFAULT NULL::text[], filter_categories text[] DEFAULT NULL::text[], prefer_memory_types text[] DEFAULT NULL::text[], recency_weight double precision DEFAULT 0, keyword_threshold double precision DEFAULT NULL::double precision, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, entity_terms text[] DEFAULT NULL::text[], graph_episodes boolean DEFAULT false, thread_id text DEFAULT 'default'::text, since_revision bigint DEFAULT NULL::bigint, query_complexity text DEFAULT NULL::text) RETURNS jsonb
     LANGUAGE plpgsql STABLE
     SET search_path TO ''
     SET plan_cache_mode TO 'force_generic_plan'
@@ -3278,7 +3305,8 @@ begin
            filter_before => filter_before, filter_memory_types => filter_memory_types,
            filter_categories => filter_categories, prefer_memory_types => prefer_memory_types,
            recency_weight => recency_weight, keyword_threshold => keyword_threshold, as_of => as_of,
-           entity_terms => entity_terms, graph_episodes => graph_episodes) with ordinality as h;
+           entity_terms => entity_terms, graph_episodes => graph_episodes,
+           query_complexity => query_complexity) with ordinality as h;
 
   if as_of is null then
     v_feedback := public.memory_feedback(v_ids, match_namespaces, match_owner);
@@ -3988,6 +4016,7 @@ CASE name
 END),
     CONSTRAINT memory_settings_cron_history_keep_days_range CHECK (((name <> 'cron_history_keep_days'::text) OR (value >= (0)::numeric))),
     CONSTRAINT memory_settings_exact_scan_max_rows_range CHECK (((name <> 'exact_scan_max_rows'::text) OR ((value >= (0)::numeric) AND (value <= (1000000)::numeric) AND (value = trunc(value))))),
+    CONSTRAINT memory_settings_fusion_score_share_range CHECK (((name <> ALL (ARRAY['fusion_score_share'::text, 'fusion_score_share_complex'::text])) OR ((value >= (0)::numeric) AND (value <= (1)::numeric)))),
     CONSTRAINT memory_settings_graph_values_range CHECK (
 CASE name
     WHEN 'session_idle_minutes'::text THEN (value >= (1)::numeric)
@@ -5964,12 +5993,12 @@ GRANT ALL ON FUNCTION public.finish_consolidation_run(p_run_id uuid, p_pairs int
 GRANT ALL ON FUNCTION public.finish_consolidation_run(p_run_id uuid, p_pairs integer, p_tokens integer, p_result jsonb) TO service_role;
 
 --
--- Name: FUNCTION hybrid_search(query_text text, query_embedding extensions.vector, match_namespaces text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, search_mode text, graph_depth integer, graph_edge_types text[], filter_after timestamp with time zone, filter_before timestamp with time zone, filter_memory_types text[], filter_categories text[], prefer_memory_types text[], recency_weight double precision, keyword_threshold double precision, as_of timestamp with time zone, entity_terms text[], graph_episodes boolean); Type: ACL; Schema: public; Owner: -
+-- Name: FUNCTION hybrid_search(query_text text, query_embedding extensions.vector, match_namespaces text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, search_mode text, graph_depth integer, graph_edge_types text[], filter_after timestamp with time zone, filter_before timestamp with time zone, filter_memory_types text[], filter_categories text[], prefer_memory_types text[], recency_weight double precision, keyword_threshold double precision, as_of timestamp with time zone, entity_terms text[], graph_episodes boolean, query_complexity text); Type: ACL; Schema: public; Owner: -
 --
 
-REVOKE ALL ON FUNCTION public.hybrid_search(query_text text, query_embedding extensions.vector, match_namespaces text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, search_mode text, graph_depth integer, graph_edge_types text[], filter_after timestamp with time zone, filter_before timestamp with time zone, filter_memory_types text[], filter_categories text[], prefer_memory_types text[], recency_weight double precision, keyword_threshold double precision, as_of timestamp with time zone, entity_terms text[], graph_episodes boolean) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.hybrid_search(query_text text, query_embedding extensions.vector, match_namespaces text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, search_mode text, graph_depth integer, graph_edge_types text[], filter_after timestamp with time zone, filter_before timestamp with time zone, filter_memory_types text[], filter_categories text[], prefer_memory_types text[], recency_weight double precision, keyword_threshold double precision, as_of timestamp with time zone, entity_terms text[], graph_episodes boolean) TO authenticated;
-GRANT ALL ON FUNCTION public.hybrid_search(query_text text, query_embedding extensions.vector, match_namespaces text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, search_mode text, graph_depth integer, graph_edge_types text[], filter_after timestamp with time zone, filter_before timestamp with time zone, filter_memory_types text[], filter_categories text[], prefer_memory_types text[], recency_weight double precision, keyword_threshold double precision, as_of timestamp with time zone, entity_terms text[], graph_episodes boolean) TO service_role;
+REVOKE ALL ON FUNCTION public.hybrid_search(query_text text, query_embedding extensions.vector, match_namespaces text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, search_mode text, graph_depth integer, graph_edge_types text[], filter_after timestamp with time zone, filter_before timestamp with time zone, filter_memory_types text[], filter_categories text[], prefer_memory_types text[], recency_weight double precision, keyword_threshold double precision, as_of timestamp with time zone, entity_terms text[], graph_episodes boolean, query_complexity text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.hybrid_search(query_text text, query_embedding extensions.vector, match_namespaces text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, search_mode text, graph_depth integer, graph_edge_types text[], filter_after timestamp with time zone, filter_before timestamp with time zone, filter_memory_types text[], filter_categories text[], prefer_memory_types text[], recency_weight double precision, keyword_threshold double precision, as_of timestamp with time zone, entity_terms text[], graph_episodes boolean, query_complexity text) TO authenticated;
+GRANT ALL ON FUNCTION public.hybrid_search(query_text text, query_embedding extensions.vector, match_namespaces text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, search_mode text, graph_depth integer, graph_edge_types text[], filter_after timestamp with time zone, filter_before timestamp with time zone, filter_memory_types text[], filter_categories text[], prefer_memory_types text[], recency_weight double precision, keyword_threshold double precision, as_of timestamp with time zone, entity_terms text[], graph_episodes boolean, query_complexity text) TO service_role;
 
 --
 -- Name: FUNCTION link_memory_entities(p_links jsonb); Type: ACL; Schema: public; Owner: -
@@ -6172,12 +6201,12 @@ GRANT ALL ON FUNCTION public.restore_memory(id uuid, p_now timestamp with time z
 GRANT ALL ON FUNCTION public.restore_memory(id uuid, p_now timestamp with time zone) TO service_role;
 
 --
--- Name: FUNCTION retrieve_for_turn(query_text text, query_embedding extensions.vector, match_namespaces text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, search_mode text, graph_depth integer, graph_edge_types text[], filter_after timestamp with time zone, filter_before timestamp with time zone, filter_memory_types text[], filter_categories text[], prefer_memory_types text[], recency_weight double precision, keyword_threshold double precision, as_of timestamp with time zone, entity_terms text[], graph_episodes boolean, thread_id text, since_revision bigint); Type: ACL; Schema: public; Owner: -
+-- Name: FUNCTION retrieve_for_turn(query_text text, query_embedding extensions.vector, match_namespaces text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, search_mode text, graph_depth integer, graph_edge_types text[], filter_after timestamp with time zone, filter_before timestamp with time zone, filter_memory_types text[], filter_categories text[], prefer_memory_types text[], recency_weight double precision, keyword_threshold double precision, as_of timestamp with time zone, entity_terms text[], graph_episodes boolean, thread_id text, since_revision bigint, query_complexity text); Type: ACL; Schema: public; Owner: -
 --
 
-REVOKE ALL ON FUNCTION public.retrieve_for_turn(query_text text, query_embedding extensions.vector, match_namespaces text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, search_mode text, graph_depth integer, graph_edge_types text[], filter_after timestamp with time zone, filter_before timestamp with time zone, filter_memory_types text[], filter_categories text[], prefer_memory_types text[], recency_weight double precision, keyword_threshold double precision, as_of timestamp with time zone, entity_terms text[], graph_episodes boolean, thread_id text, since_revision bigint) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.retrieve_for_turn(query_text text, query_embedding extensions.vector, match_namespaces text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, search_mode text, graph_depth integer, graph_edge_types text[], filter_after timestamp with time zone, filter_before timestamp with time zone, filter_memory_types text[], filter_categories text[], prefer_memory_types text[], recency_weight double precision, keyword_threshold double precision, as_of timestamp with time zone, entity_terms text[], graph_episodes boolean, thread_id text, since_revision bigint) TO authenticated;
-GRANT ALL ON FUNCTION public.retrieve_for_turn(query_text text, query_embedding extensions.vector, match_namespaces text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, search_mode text, graph_depth integer, graph_edge_types text[], filter_after timestamp with time zone, filter_before timestamp with time zone, filter_memory_types text[], filter_categories text[], prefer_memory_types text[], recency_weight double precision, keyword_threshold double precision, as_of timestamp with time zone, entity_terms text[], graph_episodes boolean, thread_id text, since_revision bigint) TO service_role;
+REVOKE ALL ON FUNCTION public.retrieve_for_turn(query_text text, query_embedding extensions.vector, match_namespaces text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, search_mode text, graph_depth integer, graph_edge_types text[], filter_after timestamp with time zone, filter_before timestamp with time zone, filter_memory_types text[], filter_categories text[], prefer_memory_types text[], recency_weight double precision, keyword_threshold double precision, as_of timestamp with time zone, entity_terms text[], graph_episodes boolean, thread_id text, since_revision bigint, query_complexity text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.retrieve_for_turn(query_text text, query_embedding extensions.vector, match_namespaces text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, search_mode text, graph_depth integer, graph_edge_types text[], filter_after timestamp with time zone, filter_before timestamp with time zone, filter_memory_types text[], filter_categories text[], prefer_memory_types text[], recency_weight double precision, keyword_threshold double precision, as_of timestamp with time zone, entity_terms text[], graph_episodes boolean, thread_id text, since_revision bigint, query_complexity text) TO authenticated;
+GRANT ALL ON FUNCTION public.retrieve_for_turn(query_text text, query_embedding extensions.vector, match_namespaces text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, search_mode text, graph_depth integer, graph_edge_types text[], filter_after timestamp with time zone, filter_before timestamp with time zone, filter_memory_types text[], filter_categories text[], prefer_memory_types text[], recency_weight double precision, keyword_threshold double precision, as_of timestamp with time zone, entity_terms text[], graph_episodes boolean, thread_id text, since_revision bigint, query_complexity text) TO service_role;
 
 --
 -- Name: FUNCTION take_rate_limit_token(p_route_class text, p_service_role boolean); Type: ACL; Schema: public; Owner: -

@@ -2,6 +2,7 @@
 // in the caller's tenant transaction so RLS applies. docs/retrieval.md explains the signals.
 import type { Sql, Tx } from "../db.ts";
 import { toVectorLiteral } from "../db.ts";
+import type { Complexity } from "./intent.ts";
 
 export type SearchMode = "hybrid" | "vector" | "keyword";
 export const SEARCH_MODES: readonly SearchMode[] = ["hybrid", "vector", "keyword"];
@@ -34,6 +35,8 @@ export interface HybridSearchInput {
   entityTerms?: readonly string[];
   /** Let the graph bring raw episodes in, at half a fact's weight (when/why questions). */
   graphEpisodes?: boolean;
+  /** How the planner read the question: a complex (multi-part) one is fused by scores (docs/retrieval.md#fusion). */
+  complexity?: Complexity;
 }
 
 /** A row of public.hybrid_search as postgres.js returns it. */
@@ -128,7 +131,8 @@ export function hybridSearchArgs(q: Sql, input: HybridSearchInput) {
       keyword_threshold => ${input.keywordThreshold ?? null}::float8,
       as_of => ${input.asOf ?? null}::timestamptz,
       entity_terms => ${input.entityTerms && input.entityTerms.length > 0 ? [...input.entityTerms] : null}::text[],
-      graph_episodes => ${input.graphEpisodes ?? false}`;
+      graph_episodes => ${input.graphEpisodes ?? false},
+      query_complexity => ${input.complexity ?? null}::text`;
 }
 
 export async function hybridSearch(tx: Tx, input: HybridSearchInput): Promise<HybridRow[]> {

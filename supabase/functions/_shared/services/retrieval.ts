@@ -72,6 +72,7 @@ export async function retrieve(
     asOf: body.as_of,
     entityTerms: plan.entityLookup ? entityTermsOf(body.message) : undefined,
     graphEpisodes: plan.graphEpisodes,
+    complexity: resolved.complexity,
   };
   const since = body.since_revision;
   const read = (sql: Sql) => readTurn(sql, caller, input, threadId, since);

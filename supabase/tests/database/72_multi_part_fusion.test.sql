@@ -1,0 +1,50 @@
+-- hybrid_search, complex (multi-part) questions: the keyword and vector lists are fused by score
+-- (fusion_score_share_complex), so a memory the keyword signal ranks first with most of the
+-- question's words stays in the fused top 3 when the vector list holds five memories closer to the
+-- question's embedding that each match one of its words. Fused by rank alone (a simple question,
+-- fusion_score_share 0), those five rank above it: each is in both lists, it is in one.
+-- docs/retrieval.md#fusion.
+begin;
+select plan(6);
+
+-- The answer to one part: the question's rare words, a vector unlike the question's.
+insert into public.devai_memories
+  (id, owner_id, content, memory_type, namespace, embedding, embedding_model, strength, created_at)
+values
+  ('72000000-0000-4000-8000-0000000000a1', '72000000-0000-4000-8000-00000000000c',
+   'Invoice rounding drift was fixed by storing cents as integers.', 'semantic', 'devai/project/mp',
+   tests.embedding(array[0, 1]::real[]), 'local-hash-512-v1', 1.0, now() - interval '5 days');
+-- Five memories near the question's vector, each sharing one ordinary word of it.
+insert into public.devai_memories
+  (id, owner_id, content, memory_type, namespace, embedding, embedding_model, strength, created_at)
+select ('72000000-0000-4000-8000-00000000000' || i)::uuid, '72000000-0000-4000-8000-00000000000c',
+       format('The team %s the weekly report on Monday number %s.', w, i), 'semantic', 'devai/project/mp',
+       tests.embedding(array[1, 0.05 * i]::real[]), 'local-hash-512-v1', 1.0, now() - interval '1 day'
+  from unnest(array['fixed', 'watched', 'alerted', 'kept spending on', 'drifted from']) with ordinality as t(w, i);
+
+select tests.authenticate_as('72000000-0000-4000-8000-00000000000c');
+
+create temp table fused on commit drop as
+select c.complexity, h.id, h.keyword_rank, h.vector_rank, h.ordinality as pos
+  from (values ('simple'), ('complex')) as c(complexity),
+       lateral public.hybrid_search(
+         'How was invoice rounding drift fixed with cents, and which alert watches spending?',
+         tests.embedding(array[1, 0]::real[]), array['devai/project/mp'], 10, 0.1, 'local-hash-512-v1',
+         graph_depth => 0, query_complexity => c.complexity) with ordinality as h;
+
+select is((select keyword_rank from fused where complexity = 'complex' and id = '72000000-0000-4000-8000-0000000000a1'),
+          1, 'the keyword signal ranks the answer first');
+select is((select vector_rank from fused where complexity = 'complex' and id = '72000000-0000-4000-8000-0000000000a1'),
+          null, 'the vector list does not hold it');
+select is((select count(*)::int from fused where complexity = 'complex' and vector_rank is not null and keyword_rank is not null),
+          5, 'five memories are in both lists');
+select ok((select pos from fused where complexity = 'complex' and id = '72000000-0000-4000-8000-0000000000a1') <= 3,
+          'complex question (fused by score): the keyword list''s strong first stays in the top 3');
+select ok((select pos from fused where complexity = 'simple' and id = '72000000-0000-4000-8000-0000000000a1') > 5,
+          'simple question (fused by rank): the five memories in both lists rank above it');
+select throws_ok(
+  $$select * from public.hybrid_search('invoice', null, array['devai/project/mp'], 5, query_complexity => 'multi')$$,
+  '22023', 'query_complexity must be simple or complex, got multi', 'an unknown complexity is refused');
+
+select * from finish();
+rollback;
