@@ -116,6 +116,21 @@ export async function asTenant<T>(
   return out as T;
 }
 
+/**
+ * Runs fn with one of public.memory_settings at value, restored after. A suite that sends one
+ * tenant's requests back to back turns that tenant's read rate limit off this way
+ * (rate_limit_read_per_minute 0): at 10k rows they outrun its burst and would be answered 429.
+ */
+export async function withSetting<T>(sql: Sql, name: string, value: number, fn: () => Promise<T>): Promise<T> {
+  const [before] = await sql<{ value: string }[]>`select value::text from public.memory_settings where name = ${name}`;
+  await sql`update public.memory_settings set value = ${value} where name = ${name}`;
+  try {
+    return await fn();
+  } finally {
+    if (before) await sql`update public.memory_settings set value = ${before.value}::numeric where name = ${name}`;
+  }
+}
+
 export async function versions(sql: Sql): Promise<{ postgres: string; pgvector: string }> {
   const [r] = await sql<{ pg: string; vector: string | null }[]>`
     select current_setting('server_version') as pg,

@@ -6,7 +6,7 @@
 // Writes bench/results/<suite>.json (machine, versions, settings, figures), prints a table and
 // redraws the SVG charts in bench/results/ from every results file present.
 import { Corpus, loadCorpus, SIZES } from "./corpus.ts";
-import { connect, installBenchSchema, serverSettings, versions } from "./benchdb.ts";
+import { connect, installBenchSchema, serverSettings, versions, withSetting } from "./benchdb.ts";
 import { fmt, formatTable, log, now } from "./lib.ts";
 import { MODES, type RetrievalResult, runRetrieval } from "./suites/retrieval.ts";
 import { runLifecycle } from "./suites/lifecycle.ts";
@@ -143,7 +143,13 @@ async function main() {
     } else if (suite === "handler") {
       const r = await withReplica(
         url,
-        (readUrl) => runHandler(sql, url, corpus, { deadline, queries: args.quick ? 30 : 100, readUrl }),
+        (readUrl) =>
+          withSetting(
+            sql,
+            "rate_limit_read_per_minute",
+            0,
+            () => runHandler(sql, url, corpus, { deadline, queries: args.quick ? 30 : 100, readUrl }),
+          ),
       );
       result = r;
       printed.push(r.table);
@@ -172,7 +178,12 @@ async function main() {
       result = r;
       printed.push(r.table);
     } else if (suite === "context") {
-      const r = await runContext(sql, url, { deadline, requests: args.quick ? 20 : 60, seed: args.seed });
+      const r = await withSetting(
+        sql,
+        "rate_limit_read_per_minute",
+        0,
+        () => runContext(sql, url, { deadline, requests: args.quick ? 20 : 60, seed: args.seed }),
+      );
       result = r;
       printed.push(r.table);
     } else if (suite === "peer") {
