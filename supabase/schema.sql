@@ -3122,19 +3122,22 @@ CREATE FUNCTION public.record_retrievals(p_items jsonb) RETURNS integer
     SET search_path TO ''
     AS $$
 declare
-  v_item       jsonb;
   v_count      integer := 0;
   v_decay_base double precision;
   v_step       double precision;
   v_log_weight double precision;
   v_log_scale  double precision;
   v_memory     record;
-  v_row        record;
   v_at         timestamptz;
   v_strength   double precision;
   v_base       double precision;
   v_accesses   integer;
   v_last       timestamptz;
+  -- what the UPDATE writes, one element per memory
+  v_ids        uuid[] := '{}';
+  v_new_count  integer[] := '{}';
+  v_new_last   timestamptz[] := '{}';
+  v_new_str    double precision[] := '{}';
 begin
   if jsonb_typeof(p_items) is distinct from 'array' then
     raise exception 'record_retrievals takes a jsonb array of searches' using errcode = '22023';
@@ -3144,47 +3147,58 @@ begin
   v_log_weight := public.memory_setting('reinforce_log_weight')::double precision;
   v_log_scale := public.memory_setting('reinforce_log_scale')::double precision;
 
-  -- Each memory once, with the instants of the searches that used it, in the batch's order.
+  -- Each memory once, with the instants of the searches that used it in the batch's order, read
+  -- and locked in one statement (in id order, as public.reinforce_memories locks; a row another
+  -- transaction holds, such as a nightly job's, is skipped, not waited for).
   for v_memory in
-    select u.id, array_agg(u.at order by u.item) as ats
-      from (select distinct s.item, s.at, x.id::uuid as id
-              from (select i.ord as item, coalesce((i.v ->> 'at')::timestamptz, now()) as at, i.v
-                      from jsonb_array_elements(p_items) with ordinality as i(v, ord)) s
-             cross join lateral jsonb_array_elements_text(coalesce(s.v -> 'ids', '[]')) as x(id)) u
-     group by u.id
-     order by u.id
+    with uses as (
+      select u.id, array_agg(u.at order by u.item) as ats
+        from (select distinct s.item, s.at, x.id::uuid as id
+                from (select i.ord as item, coalesce((i.v ->> 'at')::timestamptz, now()) as at, i.v
+                        from jsonb_array_elements(p_items) with ordinality as i(v, ord)) s
+               cross join lateral jsonb_array_elements_text(coalesce(s.v -> 'ids', '[]')) as x(id)) u
+       group by u.id
+    )
+    select m.id, m.priority, m.pinned, m.strength, m.base_strength, m.access_count, m.last_accessed_at, uses.ats
+      from uses
+      join public.devai_memories m on m.id = uses.id
+     where m.is_valid and m.state = 'active'
+     order by m.id
+       for update of m skip locked
   loop
-    select m.priority, m.pinned, m.strength, m.base_strength, m.access_count, m.last_accessed_at into v_row
-      from public.devai_memories m
-     where m.id = v_memory.id and m.is_valid and m.state = 'active'
-       for update of m skip locked;
-    continue when not found;
-    v_strength := v_row.strength;
-    v_base := v_row.base_strength;
-    v_accesses := v_row.access_count;
-    v_last := v_row.last_accessed_at;
+    v_strength := v_memory.strength;
+    v_base := v_memory.base_strength;
+    v_accesses := v_memory.access_count;
+    v_last := v_memory.last_accessed_at;
     -- One access per search that used the memory, in turn.
     foreach v_at in array v_memory.ats loop
       v_strength := public.memory_reinforced_strength(v_strength, v_base, v_accesses, v_last, v_at,
-                                                      v_row.priority = 'highest' or v_row.pinned,
+                                                      v_memory.priority = 'highest' or v_memory.pinned,
                                                       v_decay_base, v_step, v_log_weight, v_log_scale);
       v_base := v_strength;
       v_accesses := v_accesses + 1;
       v_last := greatest(v_last, v_at);
       v_count := v_count + 1;
     end loop;
-    update public.devai_memories m
-       set access_count = v_accesses, last_accessed_at = v_last, strength = v_strength, base_strength = v_base
-     where m.id = v_memory.id;
+    v_ids := v_ids || v_memory.id;
+    v_new_count := v_new_count || v_accesses;
+    v_new_last := v_new_last || v_last;
+    v_new_str := v_new_str || v_strength;
   end loop;
 
-  for v_item in select i from jsonb_array_elements(p_items) as i loop
-    if v_item ? 'meta' then
-      insert into public.memory_events (owner_id, thread_id, node, op, status, category, sim, meta, ts)
-      values (auth.uid(), v_item ->> 'thread_id', 'context', 'search', 'ok', v_item ->> 'category',
-              (v_item ->> 'sim')::real, v_item -> 'meta', coalesce((v_item ->> 'at')::timestamptz, now()));
-    end if;
-  end loop;
+  -- One row version per memory, all in one statement (each row is locked above).
+  update public.devai_memories m
+     set access_count = u.access_count, last_accessed_at = u.last_accessed_at,
+         strength = u.strength, base_strength = u.strength
+    from unnest(v_ids, v_new_count, v_new_last, v_new_str) as u(id, access_count, last_accessed_at, strength)
+   where m.id = u.id;
+
+  insert into public.memory_events (owner_id, thread_id, node, op, status, category, sim, meta, ts)
+  select auth.uid(), i.v ->> 'thread_id', 'context', 'search', 'ok', i.v ->> 'category',
+         (i.v ->> 'sim')::real, i.v -> 'meta', coalesce((i.v ->> 'at')::timestamptz, now())
+    from jsonb_array_elements(p_items) with ordinality as i(v, ord)
+   where i.v ? 'meta'
+   order by i.ord;
   return v_count;
 end;
 $$;

@@ -5,9 +5,11 @@
 // killed or stopped by the test; every wait is for an event (output, rows), never a delay.
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
+import { tenantItem } from "../supabase/functions/_shared/db.ts";
 import { MAX_WAITING_SEARCHES } from "../supabase/functions/_shared/retrieval/write-behind.ts";
 import { userHeaders } from "./support/auth.ts";
 import { testDatabaseUrl } from "./support/config.ts";
+import { realServerOnly } from "./support/backend.ts";
 import { dbTest } from "./support/http.ts";
 import { spawnWatched } from "./support/process.ts";
 import { newTenant, seedMemories, testSql } from "./support/seed.ts";
@@ -149,6 +151,41 @@ dbTest("write-behind: a clean stop (SIGTERM) writes the waiting searches before 
     deploys!.id
   }`;
   assert.equal(row!.access_count, 2, "two searches in one batch: two accesses");
+});
+
+Deno.test({
+  ...realServerOnly(
+    "write-behind: a batch skips a memory another transaction holds, without waiting for it, and applies the rest and every event",
+    "two transactions open at once",
+  ),
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    const tenant = newTenant();
+    const [held, free] = await seedMemories(sql, tenant, FACTS);
+    const at = new Date("2026-03-02T10:00:00Z").toISOString();
+    const items = [
+      { at, ids: [held!.id, free!.id], thread_id: "t1", category: null, sim: 0.8, meta: { mode: "retrieve" } },
+      { at, ids: [free!.id], thread_id: "t1", category: null, sim: null, meta: { mode: "query" } },
+    ];
+    // One connection holds the first memory (as a nightly job would) while the other applies the
+    // batch: were the batch to wait for that row, it would fail on its lock timeout.
+    const applied = await sql.begin(async (tx) => {
+      await tx`select 1 from public.devai_memories where id = ${held!.id} for update`;
+      const [row] = await sql<{ n: number }[]>`
+        select public.record_retrievals(${sql.json(items as never)}::jsonb) as n from ${
+        tenantItem(sql, tenant, { lock_timeout: "5s" })
+      }`;
+      return row!.n;
+    });
+    assert.equal(applied, 2, "the free memory's two reinforcements, none of the held one's");
+    const rows = await sql<{ id: string; access_count: number }[]>`
+      select id, access_count from public.devai_memories where owner_id = ${tenant}`;
+    const accesses = new Map(rows.map((r) => [r.id, r.access_count]));
+    assert.equal(accesses.get(held!.id), 0);
+    assert.equal(accesses.get(free!.id), 2);
+    assert.equal((await written(tenant)).events, 2, "both searches' events are written");
+  },
 });
 
 dbTest("close the pool", async () => {
