@@ -2884,10 +2884,10 @@ end;
 $$;
 
 --
--- Name: query_memories(text, extensions.vector, text[], text, text[], integer, double precision, text, uuid, text, text, text, text, text, boolean, integer, integer, timestamp with time zone, timestamp with time zone, text, integer, timestamp with time zone, timestamp with time zone, double precision, timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
+-- Name: query_memories(text, extensions.vector, text[], text, text[], integer, double precision, text, uuid, text, text, text, text, text, boolean, integer, integer, timestamp with time zone, timestamp with time zone, text, integer, timestamp with time zone, timestamp with time zone, double precision, timestamp with time zone, text); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.query_memories(query_text text, query_embedding extensions.vector, match_namespaces text[], match_agent text, match_categories text[], match_count integer DEFAULT 5, similarity_threshold double precision DEFAULT 0.7, match_embedding_model text DEFAULT 'text-embedding-3-small'::text, match_owner uuid DEFAULT auth.uid(), filter_user_id text DEFAULT NULL::text, filter_agent_id text DEFAULT NULL::text, filter_run_id text DEFAULT NULL::text, filter_actor_id text DEFAULT NULL::text, filter_role text DEFAULT NULL::text, filter_pinned boolean DEFAULT NULL::boolean, filter_importance_min integer DEFAULT NULL::integer, filter_importance_max integer DEFAULT NULL::integer, filter_updated_after timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_updated_before timestamp with time zone DEFAULT NULL::timestamp with time zone, search_mode text DEFAULT 'hybrid'::text, graph_depth integer DEFAULT 1, filter_after timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_before timestamp with time zone DEFAULT NULL::timestamp with time zone, keyword_threshold double precision DEFAULT NULL::double precision, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS TABLE(id uuid, content text, similarity double precision, memory_type text, namespace text, category text, category_context text, strength double precision, priority text, importance smallint, pinned boolean, source text, metadata jsonb, session_id text, access_count integer, last_accessed_at timestamp with time zone, created_at timestamp with time zone, updated_at timestamp with time zone, max_relation_strength real, keyword_rank integer, keyword_score double precision, keyword_coverage double precision, vector_rank integer, graph_rank integer, graph_via uuid, graph_edge text, relevance double precision)
+CREATE FUNCTION public.query_memories(query_text text, query_embedding extensions.vector, match_namespaces text[], match_agent text, match_categories text[], match_count integer DEFAULT 5, similarity_threshold double precision DEFAULT 0.7, match_embedding_model text DEFAULT 'text-embedding-3-small'::text, match_owner uuid DEFAULT auth.uid(), filter_user_id text DEFAULT NULL::text, filter_agent_id text DEFAULT NULL::text, filter_run_id text DEFAULT NULL::text, filter_actor_id text DEFAULT NULL::text, filter_role text DEFAULT NULL::text, filter_pinned boolean DEFAULT NULL::boolean, filter_importance_min integer DEFAULT NULL::integer, filter_importance_max integer DEFAULT NULL::integer, filter_updated_after timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_updated_before timestamp with time zone DEFAULT NULL::timestamp with time zone, search_mode text DEFAULT 'hybrid'::text, graph_depth integer DEFAULT 1, filter_after timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_before timestamp with time zone DEFAULT NULL::timestamp with time zone, keyword_threshold double precision DEFAULT NULL::double precision, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, query_complexity text DEFAULT NULL::text) RETURNS TABLE(id uuid, content text, similarity double precision, memory_type text, namespace text, category text, category_context text, strength double precision, priority text, importance smallint, pinned boolean, source text, metadata jsonb, session_id text, access_count integer, last_accessed_at timestamp with time zone, created_at timestamp with time zone, updated_at timestamp with time zone, max_relation_strength real, keyword_rank integer, keyword_score double precision, keyword_coverage double precision, vector_rank integer, graph_rank integer, graph_via uuid, graph_edge text, relevance double precision)
     LANGUAGE plpgsql STABLE ROWS 20
     SET search_path TO ''
     SET plan_cache_mode TO 'force_custom_plan'
@@ -2927,7 +2927,8 @@ begin
              match_count => v_pool, similarity_threshold => similarity_threshold,
              match_embedding_model => match_embedding_model, match_owner => match_owner, search_mode => search_mode,
              graph_depth => graph_depth, filter_after => filter_after, filter_before => filter_before,
-             filter_categories => v_categories, keyword_threshold => keyword_threshold, as_of => as_of) h
+             filter_categories => v_categories, keyword_threshold => keyword_threshold, as_of => as_of,
+             query_complexity => query_complexity) h
   ),
   everything as (
     -- context 'all' categories: their memories regardless of the query (most important first).
@@ -2952,7 +2953,7 @@ begin
     select e.id, e.relevance, null, null, null, null, null, null, null, null from everything e
   ),
   eligible as (
-    select c.*, m.strength as m_strength,
+    select c.*, m.strength as m_strength, m.created_at as m_created,
            case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end as cat
       from candidates c
       join public.devai_memories m on m.id = c.id
@@ -2969,14 +2970,14 @@ begin
   ),
   capped as (
     select e.*, cfg.context as cat_context, cfg.rag_length,
-           row_number() over (partition by e.cat order by e.relevance * e.m_strength desc, e.id) as rank_in_category
+           row_number() over (partition by e.cat order by e.relevance * e.m_strength desc, e.m_created desc, e.id) as rank_in_category
       from eligible e
       join public.memory_categories cfg on cfg.name = e.cat
   ),
   top as (
     select k.* from capped k
      where k.rag_length is null or k.rank_in_category <= k.rag_length
-     order by k.relevance * k.m_strength desc, k.id
+     order by k.relevance * k.m_strength desc, k.m_created desc, k.id
      limit match_count
   )
   select m.id, case when as_of is null then m.content else (select a.content from public.memory_at(m, as_of) a) end,
@@ -2989,7 +2990,7 @@ begin
          t.relevance
     from top t
     join public.devai_memories m on m.id = t.id
-   order by t.relevance * t.m_strength desc, t.id;
+   order by t.relevance * t.m_strength desc, t.m_created desc, t.id;
 end;
 $$;
 
@@ -6167,12 +6168,12 @@ GRANT ALL ON FUNCTION public.memory_temporal_chain(seed_id uuid, direction text,
 GRANT ALL ON FUNCTION public.memory_temporal_chain(seed_id uuid, direction text, max_nodes integer, as_of timestamp with time zone, match_namespaces text[]) TO service_role;
 
 --
--- Name: FUNCTION query_memories(query_text text, query_embedding extensions.vector, match_namespaces text[], match_agent text, match_categories text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, filter_user_id text, filter_agent_id text, filter_run_id text, filter_actor_id text, filter_role text, filter_pinned boolean, filter_importance_min integer, filter_importance_max integer, filter_updated_after timestamp with time zone, filter_updated_before timestamp with time zone, search_mode text, graph_depth integer, filter_after timestamp with time zone, filter_before timestamp with time zone, keyword_threshold double precision, as_of timestamp with time zone); Type: ACL; Schema: public; Owner: -
+-- Name: FUNCTION query_memories(query_text text, query_embedding extensions.vector, match_namespaces text[], match_agent text, match_categories text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, filter_user_id text, filter_agent_id text, filter_run_id text, filter_actor_id text, filter_role text, filter_pinned boolean, filter_importance_min integer, filter_importance_max integer, filter_updated_after timestamp with time zone, filter_updated_before timestamp with time zone, search_mode text, graph_depth integer, filter_after timestamp with time zone, filter_before timestamp with time zone, keyword_threshold double precision, as_of timestamp with time zone, query_complexity text); Type: ACL; Schema: public; Owner: -
 --
 
-REVOKE ALL ON FUNCTION public.query_memories(query_text text, query_embedding extensions.vector, match_namespaces text[], match_agent text, match_categories text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, filter_user_id text, filter_agent_id text, filter_run_id text, filter_actor_id text, filter_role text, filter_pinned boolean, filter_importance_min integer, filter_importance_max integer, filter_updated_after timestamp with time zone, filter_updated_before timestamp with time zone, search_mode text, graph_depth integer, filter_after timestamp with time zone, filter_before timestamp with time zone, keyword_threshold double precision, as_of timestamp with time zone) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.query_memories(query_text text, query_embedding extensions.vector, match_namespaces text[], match_agent text, match_categories text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, filter_user_id text, filter_agent_id text, filter_run_id text, filter_actor_id text, filter_role text, filter_pinned boolean, filter_importance_min integer, filter_importance_max integer, filter_updated_after timestamp with time zone, filter_updated_before timestamp with time zone, search_mode text, graph_depth integer, filter_after timestamp with time zone, filter_before timestamp with time zone, keyword_threshold double precision, as_of timestamp with time zone) TO authenticated;
-GRANT ALL ON FUNCTION public.query_memories(query_text text, query_embedding extensions.vector, match_namespaces text[], match_agent text, match_categories text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, filter_user_id text, filter_agent_id text, filter_run_id text, filter_actor_id text, filter_role text, filter_pinned boolean, filter_importance_min integer, filter_importance_max integer, filter_updated_after timestamp with time zone, filter_updated_before timestamp with time zone, search_mode text, graph_depth integer, filter_after timestamp with time zone, filter_before timestamp with time zone, keyword_threshold double precision, as_of timestamp with time zone) TO service_role;
+REVOKE ALL ON FUNCTION public.query_memories(query_text text, query_embedding extensions.vector, match_namespaces text[], match_agent text, match_categories text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, filter_user_id text, filter_agent_id text, filter_run_id text, filter_actor_id text, filter_role text, filter_pinned boolean, filter_importance_min integer, filter_importance_max integer, filter_updated_after timestamp with time zone, filter_updated_before timestamp with time zone, search_mode text, graph_depth integer, filter_after timestamp with time zone, filter_before timestamp with time zone, keyword_threshold double precision, as_of timestamp with time zone, query_complexity text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.query_memories(query_text text, query_embedding extensions.vector, match_namespaces text[], match_agent text, match_categories text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, filter_user_id text, filter_agent_id text, filter_run_id text, filter_actor_id text, filter_role text, filter_pinned boolean, filter_importance_min integer, filter_importance_max integer, filter_updated_after timestamp with time zone, filter_updated_before timestamp with time zone, search_mode text, graph_depth integer, filter_after timestamp with time zone, filter_before timestamp with time zone, keyword_threshold double precision, as_of timestamp with time zone, query_complexity text) TO authenticated;
+GRANT ALL ON FUNCTION public.query_memories(query_text text, query_embedding extensions.vector, match_namespaces text[], match_agent text, match_categories text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, filter_user_id text, filter_agent_id text, filter_run_id text, filter_actor_id text, filter_role text, filter_pinned boolean, filter_importance_min integer, filter_importance_max integer, filter_updated_after timestamp with time zone, filter_updated_before timestamp with time zone, search_mode text, graph_depth integer, filter_after timestamp with time zone, filter_before timestamp with time zone, keyword_threshold double precision, as_of timestamp with time zone, query_complexity text) TO service_role;
 
 --
 -- Name: FUNCTION record_context_assembly(p_session_id text, p_ids uuid[], p_tiers text[], p_levels text[], p_tokens integer[], p_reinforce uuid[], p_thread_id text, p_meta jsonb); Type: ACL; Schema: public; Owner: -

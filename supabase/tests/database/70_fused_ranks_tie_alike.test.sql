@@ -1,9 +1,10 @@
 -- hybrid_search: memories that each signal scores exactly alike get the same rank in it (a
 -- competition rank, not their position in a list ordered by id), so the same fused relevance;
 -- exact ties are cut and ordered newer first, then by id: the same memories stored in another
--- database (other uuids) rank the same.
+-- database (other uuids) rank the same. memory.query (public.query_memories) keeps and orders
+-- them the same way.
 begin;
-select plan(6);
+select plan(8);
 
 -- Two memories matching the query's terms alike (same words matched, same length) with the same
 -- vector; the older one has the smaller id, so an order by id would put it first.
@@ -63,6 +64,24 @@ select results_eq(
                                                 array['devai/project/tie2'], 10, 0.1, 'm', graph_depth => 0) h$$,
   array['70000000-0000-4000-8000-000000000004', '70000000-0000-4000-8000-000000000005'],
   'an exact tie is ordered newer first when the newer has the smaller id too');
+
+-- memory.query over the same pairs (a category its agent may read).
+reset role;
+update public.devai_memories set metadata = '{"category": "decisions"}'
+ where owner_id = '70000000-0000-4000-8000-00000000000c';
+select tests.authenticate_as('70000000-0000-4000-8000-00000000000c');
+select results_eq(
+  $$select q.id::text from public.query_memories('deploy billing api helm chart', tests.embedding(array[0.8, 0.6]::real[]),
+                                                 array['devai/project/tie'], 'coder', array['decisions'], 2, 0.1, 'm',
+                                                 graph_depth => 0) q$$,
+  array['70000000-0000-4000-8000-000000000002', '70000000-0000-4000-8000-000000000001'],
+  'memory.query: an exact tie is ordered newer first');
+select results_eq(
+  $$select q.id::text from public.query_memories('rotate signing keys vault cli', tests.embedding(array[0.8, 0.6]::real[]),
+                                                 array['devai/project/tie2'], 'coder', array['decisions'], 1, 0.1, 'm',
+                                                 graph_depth => 0) q$$,
+  array['70000000-0000-4000-8000-000000000004'],
+  'memory.query: a cut through an exact tie keeps the newer memory when it has the smaller id too');
 
 select * from finish();
 rollback;

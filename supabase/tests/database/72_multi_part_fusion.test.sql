@@ -3,23 +3,26 @@
 -- question's words stays in the fused top 3 when the vector list holds five memories closer to the
 -- question's embedding that each match one of its words. Fused by rank alone (a simple question,
 -- fusion_score_share 0), those five rank above it: each is in both lists, it is in one.
+-- memory.query (public.query_memories) passes the complexity on: the same two orders.
 -- docs/retrieval.md#fusion.
 begin;
-select plan(6);
+select plan(8);
 
 -- The answer to one part: the question's rare words, a vector unlike the question's.
 insert into public.devai_memories
-  (id, owner_id, content, memory_type, namespace, embedding, embedding_model, strength, created_at)
+  (id, owner_id, content, memory_type, namespace, embedding, embedding_model, strength, created_at, metadata)
 values
   ('72000000-0000-4000-8000-0000000000a1', '72000000-0000-4000-8000-00000000000c',
    'Invoice rounding drift was fixed by storing cents as integers.', 'semantic', 'devai/project/mp',
-   tests.embedding(array[0, 1]::real[]), 'local-hash-512-v1', 1.0, now() - interval '5 days');
+   tests.embedding(array[0, 1]::real[]), 'local-hash-512-v1', 1.0, now() - interval '5 days',
+   '{"category": "decisions"}');
 -- Five memories near the question's vector, each sharing one ordinary word of it.
 insert into public.devai_memories
-  (id, owner_id, content, memory_type, namespace, embedding, embedding_model, strength, created_at)
+  (id, owner_id, content, memory_type, namespace, embedding, embedding_model, strength, created_at, metadata)
 select ('72000000-0000-4000-8000-00000000000' || i)::uuid, '72000000-0000-4000-8000-00000000000c',
        format('The team %s the weekly report on Monday number %s.', w, i), 'semantic', 'devai/project/mp',
-       tests.embedding(array[1, 0.05 * i]::real[]), 'local-hash-512-v1', 1.0, now() - interval '1 day'
+       tests.embedding(array[1, 0.05 * i]::real[]), 'local-hash-512-v1', 1.0, now() - interval '1 day',
+       '{"category": "decisions"}'
   from unnest(array['fixed', 'watched', 'alerted', 'kept spending on', 'drifted from']) with ordinality as t(w, i);
 
 select tests.authenticate_as('72000000-0000-4000-8000-00000000000c');
@@ -42,6 +45,17 @@ select ok((select pos from fused where complexity = 'complex' and id = '72000000
           'complex question (fused by score): the keyword list''s strong first stays in the top 3');
 select ok((select pos from fused where complexity = 'simple' and id = '72000000-0000-4000-8000-0000000000a1') > 5,
           'simple question (fused by rank): the five memories in both lists rank above it');
+create temp table queried on commit drop as
+select c.complexity, q.id, q.ordinality as pos
+  from (values ('simple'), ('complex')) as c(complexity),
+       lateral public.query_memories(
+         'How was invoice rounding drift fixed with cents, and which alert watches spending?',
+         tests.embedding(array[1, 0]::real[]), array['devai/project/mp'], 'coder', array['decisions'], 10, 0.1,
+         'local-hash-512-v1', graph_depth => 0, query_complexity => c.complexity) with ordinality as q;
+select ok((select pos from queried where complexity = 'complex' and id = '72000000-0000-4000-8000-0000000000a1') <= 3,
+          'memory.query, complex question: the keyword list''s strong first stays in the top 3');
+select ok((select pos from queried where complexity = 'simple' and id = '72000000-0000-4000-8000-0000000000a1') > 5,
+          'memory.query, simple question: fused by rank, below the five');
 select throws_ok(
   $$select * from public.hybrid_search('invoice', null, array['devai/project/mp'], 5, query_complexity => 'multi')$$,
   '22023', 'query_complexity must be simple or complex, got multi', 'an unknown complexity is refused');

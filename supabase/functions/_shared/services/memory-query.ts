@@ -125,7 +125,8 @@ export async function queryMemories(
                        filter_after => ${resolved.window?.after ?? null}::timestamptz,
                        filter_before => ${resolved.window?.before ?? null}::timestamptz,
                        keyword_threshold => ${body.keyword_threshold ?? null}::float8,
-                       as_of => ${body.as_of ?? null}::timestamptz) with ordinality as r
+                       as_of => ${body.as_of ?? null}::timestamptz,
+                       query_complexity => ${resolved.complexity}::text) with ordinality as r
                where ${categories.length > 0}) as rows
                 from ${tenant}
               offset 0) as found`;
