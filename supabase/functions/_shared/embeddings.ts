@@ -4,15 +4,17 @@
 //    retried with backoff on 429/5xx/timeouts.
 //  - Local: deterministic hashed word + character n-grams, 512-d, L2-normalised. Used when no key
 //    is configured, so the service runs (and tests run) with no provider at all.
+//  - Supabase: gte-small in the Edge Runtime (supabase-ai-embedder.ts), no provider or key.
 import OpenAI from "openai";
 import { chargeRequest, type Sql, type TenantContext } from "./db.ts";
-import { type Config, LOCAL_EMBEDDING_MODEL } from "./env.ts";
+import { type Config, LOCAL_EMBEDDING_MODEL, SUPABASE_EMBEDDING_MODEL } from "./env.ts";
 import { HttpError } from "./http.ts";
+import { supabaseAiEmbedder } from "./supabase-ai-embedder.ts";
 
 export const EMBEDDING_DIMENSIONS = 512;
 
 export interface Embedder {
-  provider: "openai" | "local";
+  provider: "openai" | "local" | "supabase";
   model: string;
   dimensions: number;
   embed(texts: string[]): Promise<number[][]>;
@@ -25,7 +27,10 @@ export class EmbeddingError extends Error {
 /**
  * Cosine scales differ by model: hashed n-grams of related sentences score far lower than a neural
  * model's vectors. The seed's thresholds (retrieve 0.7, dedup 0.8) are for OpenAI models; the local
- * embedder gets thresholds calibrated on its own scale. Config overrides both.
+ * embedder gets thresholds calibrated on its own scale. gte-small scores even unrelated sentences
+ * around 0.7-0.75, so its floors sit higher (retrieve 0.8, as Supabase's own gte-small search
+ * example; the others above it in the same order as OpenAI's), not calibrated on this project's
+ * evaluation, which cannot run the model (docs/retrieval.md#embedders). Config overrides them all.
  */
 export interface SimilarityThresholds {
   retrieve: number;
@@ -43,6 +48,8 @@ export function thresholdsFor(
 ): SimilarityThresholds {
   const base = model === LOCAL_EMBEDDING_MODEL
     ? { retrieve: 0.45, dedup: 0.75, link: 0.35, consolidate: 0.6, verbatim: 0.92 }
+    : model === SUPABASE_EMBEDDING_MODEL
+    ? { retrieve: 0.8, dedup: 0.9, link: 0.85, consolidate: 0.86, verbatim: 0.97 }
     : { retrieve: 0.7, dedup: 0.8, link: 0.75, consolidate: 0.75, verbatim: 0.95 };
   return {
     retrieve: config?.retrieval.threshold ?? base.retrieve,
@@ -97,6 +104,7 @@ export async function embedForCaller(
 export function createEmbedder(config: Pick<Config, "embedding">): Embedder {
   const e = config.embedding;
   if (e.provider === "local") return localEmbedder();
+  if (e.provider === "supabase") return supabaseAiEmbedder();
   // Local OpenAI-compatible servers (Ollama, vLLM) accept any key; the SDK insists on one.
   return openAiEmbedder({ apiKey: e.apiKey ?? "not-needed", baseUrl: e.baseUrl, model: e.model });
 }

@@ -29,7 +29,7 @@ const EnvSchema = z.object({
   SUPABASE_SECRET_KEYS: optionalText,
   SUPABASE_PUBLISHABLE_KEYS: optionalText,
   // Embeddings: OpenAI or any OpenAI-compatible server (a key or a base URL); neither: the local hash embedder.
-  EMBEDDING_PROVIDER: z.enum(["openai", "local"]).optional(),
+  EMBEDDING_PROVIDER: z.enum(["openai", "local", "supabase"]).optional(),
   EMBEDDING_API_KEY: optionalText,
   EMBEDDING_BASE_URL: optionalText,
   EMBEDDING_MODEL: z.string().trim().min(1).default("text-embedding-3-small"),
@@ -71,7 +71,7 @@ export interface Config {
   apiKeys: { secret: string[]; publishable: string[] };
   /** The project's public URL (SUPABASE_URL): what MCP clients are told the resource and its authorization server are. */
   publicUrl?: string;
-  embedding: { provider: "openai" | "local"; apiKey?: string; baseUrl?: string; model: string };
+  embedding: { provider: "openai" | "local" | "supabase"; apiKey?: string; baseUrl?: string; model: string };
   llm: { apiKey?: string; baseUrl?: string; model: string; timeoutMs: number };
   namespaceRoot: string;
   /** topK / budgetTokens unset: chosen per query by its complexity. writeBehindMs: searches' writes wait at most this long. */
@@ -153,6 +153,24 @@ function embeddingProvider(e: z.infer<typeof EnvSchema>, modelNamed: boolean): C
   const apiKey = e.EMBEDDING_API_KEY ?? e.OPENAI_API_KEY;
   const baseUrl = e.EMBEDDING_BASE_URL ?? e.OPENAI_BASE_URL;
   const provider = e.EMBEDDING_PROVIDER ?? (apiKey || baseUrl ? "openai" : "local");
+  if (provider === "supabase") {
+    const serverOnly = [e.EMBEDDING_BASE_URL && "EMBEDDING_BASE_URL", e.EMBEDDING_API_KEY && "EMBEDDING_API_KEY"]
+      .filter(Boolean);
+    if (serverOnly.length > 0) {
+      throw new ConfigError(
+        `invalid environment: EMBEDDING_PROVIDER=supabase runs gte-small in the Edge Runtime and ignores ${
+          serverOnly.join(", ")
+        }; unset them, or EMBEDDING_PROVIDER`,
+      );
+    }
+    if (modelNamed && e.EMBEDDING_MODEL !== SUPABASE_EMBEDDING_MODEL) {
+      throw new ConfigError(
+        `invalid environment: EMBEDDING_PROVIDER=supabase runs ${SUPABASE_EMBEDDING_MODEL}, the one model Supabase.ai serves; ` +
+          `EMBEDDING_MODEL=${e.EMBEDDING_MODEL} cannot be (unset it)`,
+      );
+    }
+    return { provider, model: SUPABASE_EMBEDDING_MODEL };
+  }
   if (provider === "local") {
     const serverOnly = [
       e.EMBEDDING_BASE_URL && "EMBEDDING_BASE_URL",
@@ -219,3 +237,5 @@ export const ENV_VARIABLES: readonly string[] = Object.keys(EnvSchema.shape);
 
 /** Model id recorded on rows embedded by the deterministic local embedder. */
 export const LOCAL_EMBEDDING_MODEL = "local-hash-512-v1";
+/** The model of EMBEDDING_PROVIDER=supabase (supabase-ai-embedder.ts). */
+export const SUPABASE_EMBEDDING_MODEL = "gte-small";
