@@ -1620,17 +1620,7 @@ begin
          case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end,
          (select max(rel.strength) from public.memory_relations rel
            where rel.owner_id = m.owner_id and (rel.from_id = m.id or rel.to_id = m.id)),
-         array(select distinct p.path
-                 from (select regexp_replace(e.canonical_name, '^(\./)+', '') as path
-                         from public.memory_entity_links l
-                         join public.memory_entities e on e.id = l.entity_id and e.entity_type = 'file'
-                        where l.memory_id = m.id and l.owner_id = m.owner_id
-                       union all
-                       select regexp_replace(x, '^(\./)+', '')
-                         from jsonb_array_elements_text(
-                                case when jsonb_typeof(m.metadata -> 'files') = 'array' then m.metadata -> 'files'
-                                     else '[]'::jsonb end) as x) p
-                order by p.path),
+         public.memory_cited_files(m.id, m.owner_id, m.metadata),
          coalesce(u.retrieval_count, 0), coalesce(u.citation_count, 0), coalesce(u.ignore_count, 0)
     from unnest(v_ids, v_kinds, v_details, v_weights) as r(id, kind, detail, weight)
     cross join lateral (
@@ -2408,6 +2398,29 @@ end;
 $$;
 
 --
+-- Name: memory_cited_files(uuid, uuid, jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.memory_cited_files(p_memory_id uuid, p_owner uuid, p_metadata jsonb) RETURNS text[]
+    LANGUAGE plpgsql STABLE
+    SET search_path TO ''
+    AS $$
+begin
+  return (
+  select coalesce(array_agg(distinct p.path order by p.path), '{}')
+    from (select regexp_replace(e.canonical_name, '^(\./)+', '') as path
+            from public.memory_entity_links l
+            join public.memory_entities e on e.id = l.entity_id and e.entity_type = 'file'
+           where l.memory_id = p_memory_id and l.owner_id = p_owner
+          union all
+          select regexp_replace(x, '^(\./)+', '')
+            from jsonb_array_elements_text(
+                   case when jsonb_typeof(p_metadata -> 'files') = 'array' then p_metadata -> 'files'
+                        else '[]'::jsonb end) as x) p);
+end;
+$$;
+
+--
 -- Name: memory_decayed_strength(double precision, timestamp with time zone, timestamp with time zone, double precision); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -2535,13 +2548,19 @@ CREATE FUNCTION public.memory_feedback(p_ids uuid[], p_namespaces text[], p_owne
     LANGUAGE plpgsql STABLE
     SET search_path TO ''
     AS $$
+declare
+  v_scopes text[] := public.context_scope_prefixes(p_namespaces);
 begin
-  if coalesce(cardinality(p_ids), 0) = 0 then
-    return '[]';
-  end if;
-  return (select coalesce(jsonb_agg(jsonb_build_object('id', c.id, 'cited_files', c.cited_files,
-                                                       'citation_count', c.citation_count, 'ignore_count', c.ignore_count)), '[]')
-            from public.context_candidates(match_namespaces => p_namespaces, given_ids => p_ids, match_owner => p_owner) c);
+  return (
+  select coalesce(jsonb_agg(jsonb_build_object(
+           'id', m.id, 'cited_files', public.memory_cited_files(m.id, m.owner_id, m.metadata),
+           'citation_count', coalesce(u.citation_count, 0), 'ignore_count', coalesce(u.ignore_count, 0))), '[]')
+    from (select distinct x.id from unnest(p_ids) as x(id)) i
+    join public.devai_memories m on m.id = i.id
+    left join public.memory_usage u on u.memory_id = m.id
+   where m.owner_id = p_owner and m.is_valid and m.state = 'active' and m.strength > 0.05
+     and m.source is distinct from 'conversation'
+     and (m.namespace || '/') ^@ any (v_scopes));
 end;
 $$;
 
@@ -6038,6 +6057,14 @@ GRANT ALL ON FUNCTION public.match_memories(query_embedding extensions.vector, m
 REVOKE ALL ON FUNCTION public.memory_at(m public.devai_memories, p_at timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.memory_at(m public.devai_memories, p_at timestamp with time zone) TO authenticated;
 GRANT ALL ON FUNCTION public.memory_at(m public.devai_memories, p_at timestamp with time zone) TO service_role;
+
+--
+-- Name: FUNCTION memory_cited_files(p_memory_id uuid, p_owner uuid, p_metadata jsonb); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.memory_cited_files(p_memory_id uuid, p_owner uuid, p_metadata jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.memory_cited_files(p_memory_id uuid, p_owner uuid, p_metadata jsonb) TO authenticated;
+GRANT ALL ON FUNCTION public.memory_cited_files(p_memory_id uuid, p_owner uuid, p_metadata jsonb) TO service_role;
 
 --
 -- Name: FUNCTION memory_decayed_strength(p_base_strength double precision, p_last_accessed_at timestamp with time zone, p_now timestamp with time zone, p_decay_base double precision); Type: ACL; Schema: public; Owner: -

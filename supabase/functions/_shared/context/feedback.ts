@@ -11,7 +11,7 @@ export interface Feedback extends UsageCounts {
   cited_files: string[];
 }
 
-/** A memory's usage counters and cited files as the searches' statements give them (public.context_candidates). */
+/** A memory's usage counters and cited files as the searches' statements give them (public.memory_feedback). */
 export type FeedbackRow = Feedback & { id: string; cited_files: string[] | null };
 
 /** The rows by memory id. */
