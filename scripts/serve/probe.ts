@@ -7,12 +7,7 @@
 // A failure that can only be a misconfiguration (unreachable, refused key, wrong dimension,
 // unknown embedding model) throws ConfigError: the server refuses to start and says why.
 import OpenAI from "openai";
-import {
-  type Embedder,
-  EMBEDDING_DIMENSIONS,
-  embedForRequest,
-  openAiEmbedder,
-} from "../../supabase/functions/_shared/embeddings.ts";
+import { type Embedder, EMBEDDING_DIMENSIONS, openAiEmbedder } from "../../supabase/functions/_shared/embeddings.ts";
 import { supabaseAiEmbedder } from "../../supabase/functions/_shared/supabase-ai-embedder.ts";
 import { type Config, ConfigError } from "../../supabase/functions/_shared/env.ts";
 
