@@ -148,7 +148,13 @@ async function main() {
             sql,
             "rate_limit_read_per_minute",
             0,
-            () => runHandler(sql, url, corpus, { deadline, queries: args.quick ? 30 : 100, readUrl }),
+            () =>
+              runHandler(sql, url, corpus, {
+                deadline,
+                queries: args.quick ? 30 : 100,
+                readUrl,
+                rounds: args.quick ? 1 : 4,
+              }),
           ),
       );
       result = r;

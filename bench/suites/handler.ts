@@ -126,7 +126,7 @@ export async function runHandler(
   sql: Sql,
   url: string,
   corpus: Corpus,
-  opts: { deadline: number; queries: number; readUrl?: string },
+  opts: { deadline: number; queries: number; readUrl?: string; rounds?: number },
 ): Promise<HandlerResult> {
   // Queries: messages for the biggest tenant (project task_forge) and a small one.
   const big = corpus.tenants[0], small = corpus.tenants[Math.floor(corpus.tenants.length / 2)];
@@ -203,10 +203,13 @@ export async function runHandler(
     ];
     for (const [mode, which, clients, via] of runs) {
       if (now() > opts.deadline) break;
-      const batch = reqs.filter((r) => which === "both" || r.which === which).map((r) => ({
+      // Each run asks its messages `rounds` times over: a p95 of 50 samples is the third slowest
+      // and moved by several ms from run to run.
+      const once = reqs.filter((r) => which === "both" || r.which === which).map((r) => ({
         token: r.token,
         body: bodyFor(r, mode),
       }));
+      const batch = Array.from({ length: opts.rounds ?? 1 }, () => once).flat();
       await flushSearchWrites(pool); // the previous run's writes are not this one's work
       const spent = await cpuMeter([
         [sql, [app]],
@@ -245,8 +248,13 @@ export async function runHandler(
   const sqlPool = createSql(url, { max: 2, applicationName: "devai-bench-hybrid-sql" });
   try {
     for (const which of ["big", "small"] as const) {
-      const batch = reqs.filter((r) => r.which === which);
+      const once = reqs.filter((r) => r.which === which);
       for (const fn of ["public.hybrid_search", "supabase hybrid_search"]) {
+        // Ours as many times over as the handler's runs (its p50 is what they are held to); the
+        // recipe once (the big tenant's queries take half a second each).
+        const batch = fn === "public.hybrid_search"
+          ? Array.from({ length: opts.rounds ?? 1 }, () => once).flat()
+          : once;
         if (now() > opts.deadline) break;
         const ms: number[] = [], server: number[] = [];
         for (const r of batch) {
