@@ -2,41 +2,48 @@
 -- retrieve_for_turn and memory.query called public.memory_feedback for the ids their search
 -- returned, and memory_feedback called public.context_candidates: its file, module, branch and
 -- category lookups (empty, but planned and run), its scope and argument checks, its relation
--- subquery, per call. On the 10k bench's handler suite (pg_stat_statements, track = all) that was
--- 0.79 ms of the 6.8 ms retrieve_for_turn took, for at most 20 ids whose usage is one primary-key
--- probe each; 0.56 ms with this file (the same suite). memory_feedback now reads memory_usage and
--- the cited files for those ids directly,
--- under the same visibility rules (the tenant, valid, active, strength > 0.05, no raw episodes,
--- '/'-bounded scopes). The cited files (entity links to file entities and metadata.files, leading
--- ./ removed) are public.memory_cited_files, which context_candidates uses too; context_candidates
--- is otherwise as 20261124600100.
+-- subquery, per call. On the 100k bench's handler suite (pg_stat_statements, track = all) that was
+-- 0.80 ms of the 9.4 ms retrieve_for_turn took, for at most 20 ids whose usage is one primary-key
+-- probe each; 0.33 ms with this file (9.4 -> 8.7 ms for retrieve_for_turn). memory_feedback now
+-- reads memory_usage and the cited files for those ids directly, under the same visibility rules
+-- (the tenant, valid, active, strength > 0.05, no raw episodes, '/'-bounded scopes). The cited
+-- files (entity links to file entities and metadata.files, leading ./ removed) are read for all
+-- the ids in one statement by public.memory_cited_files, which context_candidates uses too;
+-- context_candidates is otherwise as 20261124600100.
 
--- The files a memory cites: its links to file entities and its metadata.files, leading ./
--- removed, each once, sorted. Code lineage compares them with the files an agent reports deleted
--- or renamed (docs/context.md#code-lineage).
-create or replace function public.memory_cited_files(p_memory_id uuid, p_owner uuid, p_metadata jsonb)
-returns text[]
+-- The files each of these memories cites: its links to file entities and its metadata.files,
+-- leading ./ removed, each once, sorted; a memory that cites none has no row. Code lineage
+-- compares them with the files an agent reports deleted or renamed (docs/context.md#code-lineage).
+-- One statement for all the ids (the same read per memory cost a statement each).
+create or replace function public.memory_cited_files(p_ids uuid[], p_owner uuid)
+returns table (memory_id uuid, files text[])
 language plpgsql
 stable
 security invoker
 set search_path = ''
+rows 20
 as $$
 begin
-  return (
-  select coalesce(array_agg(distinct p.path order by p.path), '{}')
-    from (select regexp_replace(e.canonical_name, '^(\./)+', '') as path
-            from public.memory_entity_links l
+  return query
+  select c.id, array_agg(distinct c.path order by c.path)
+    -- Each id probes its rows by key (an id = any (ids) beside the owner let the planner read
+    -- the tenant's whole owner index instead: 2 ms a call for the bench's biggest tenant).
+    from (select l.memory_id as id, regexp_replace(e.canonical_name, '^(\./)+', '') as path
+            from (select distinct u.id from unnest(p_ids) as u(id)) i
+            join public.memory_entity_links l on l.memory_id = i.id and l.owner_id = p_owner
             join public.memory_entities e on e.id = l.entity_id and e.entity_type = 'file'
-           where l.memory_id = p_memory_id and l.owner_id = p_owner
           union all
-          select regexp_replace(x, '^(\./)+', '')
-            from jsonb_array_elements_text(
-                   case when jsonb_typeof(p_metadata -> 'files') = 'array' then p_metadata -> 'files'
-                        else '[]'::jsonb end) as x) p);
+          select m.id, regexp_replace(x, '^(\./)+', '')
+            from (select distinct u.id from unnest(p_ids) as u(id)) i
+            join public.devai_memories m on m.id = i.id and m.owner_id = p_owner
+           cross join lateral jsonb_array_elements_text(
+                  case when jsonb_typeof(m.metadata -> 'files') = 'array' then m.metadata -> 'files'
+                       else '[]'::jsonb end) as x) c
+   group by c.id;
 end;
 $$;
-revoke all on function public.memory_cited_files(uuid, uuid, jsonb) from public, anon;
-grant execute on function public.memory_cited_files(uuid, uuid, jsonb) to authenticated, service_role;
+revoke all on function public.memory_cited_files(uuid[], uuid) from public, anon;
+grant execute on function public.memory_cited_files(uuid[], uuid) to authenticated, service_role;
 
 -- What agents reported about these memories and the files they cite, as [{"id", "cited_files",
 -- "citation_count", "ignore_count"}], for ranking's usage factor and code lineage (docs/context.md,
@@ -54,11 +61,12 @@ declare
 begin
   return (
   select coalesce(jsonb_agg(jsonb_build_object(
-           'id', m.id, 'cited_files', public.memory_cited_files(m.id, m.owner_id, m.metadata),
+           'id', m.id, 'cited_files', coalesce(f.files, '{}'),
            'citation_count', coalesce(u.citation_count, 0), 'ignore_count', coalesce(u.ignore_count, 0))), '[]')
     from (select distinct x.id from unnest(p_ids) as x(id)) i
     join public.devai_memories m on m.id = i.id
     left join public.memory_usage u on u.memory_id = m.id
+    left join public.memory_cited_files(p_ids, p_owner) f on f.memory_id = m.id
    where m.owner_id = p_owner and m.is_valid and m.state = 'active' and m.strength > 0.05
      and m.source is distinct from 'conversation'
      and (m.namespace || '/') ^@ any (v_scopes));
@@ -153,7 +161,7 @@ begin
          case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end,
          (select max(rel.strength) from public.memory_relations rel
            where rel.owner_id = m.owner_id and (rel.from_id = m.id or rel.to_id = m.id)),
-         public.memory_cited_files(m.id, m.owner_id, m.metadata),
+         coalesce((select f.files from public.memory_cited_files(array[m.id], m.owner_id) f), '{}'),
          coalesce(u.retrieval_count, 0), coalesce(u.citation_count, 0), coalesce(u.ignore_count, 0)
     from unnest(v_ids, v_kinds, v_details, v_weights) as r(id, kind, detail, weight)
     cross join lateral (
