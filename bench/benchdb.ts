@@ -2,8 +2,9 @@
 //
 // The variants of match_memories are derived from the deployed function's own definition
 // (pg_get_functiondef), so they follow the migration when it changes. match_memories picks its
-// path itself: an exact search when the scope holds at most exact_scan_max_rows memories, else
-// HNSW with iterative scans (20261123000300). The variants pin the path and drop the function's
+// path itself: an exact search when the scope holds at most public.memory_exact_scan_limit
+// memories (exact_scan_max_rows, or more in a big table: 20261125760300), else HNSW with iterative
+// scans. The variants pin the path and drop the function's
 // own SET hnsw.ef_search, so the suite's ef_search sweep applies to them:
 //   bench.match_memories_hnsw_off / _hnsw_relaxed   always the HNSW path, iterative scan off /
 //                                   relaxed_order
@@ -37,10 +38,10 @@ export async function installBenchSchema(sql: Sql): Promise<{ derivedFrom: strin
   if (!def) throw new Error("public.match_memories not found: run the migrations first");
   const iterLine = /SET "?hnsw\.iterative_scan"? TO '[a-z_]+'/;
   const efLine = / *SET "?hnsw\.ef_search"? TO '\d+'\n?/;
-  const pathChoice = /v_exact_max := public\.memory_setting\('exact_scan_max_rows'\)::integer;/;
+  const pathChoice = /v_exact_max := public\.memory_exact_scan_limit\(match_count\);/;
   for (
     const [what, re] of [["SET hnsw.iterative_scan", iterLine], ["SET hnsw.ef_search", efLine], [
-      "the exact_scan_max_rows path choice",
+      "the exact-scan path choice (memory_exact_scan_limit)",
       pathChoice,
     ]] as const
   ) {

@@ -2246,7 +2246,7 @@ begin
   -- Each scope's byte range ends before base || '0' ('0' follows '/'), computed here so the index
   -- condition holds only values (see the top of this file).
   select array_agg(b || '0' order by o) into v_uppers from unnest(v_bases) with ordinality as u(b, o);
-  v_exact_max := public.memory_setting('exact_scan_max_rows')::integer;
+  v_exact_max := public.memory_exact_scan_limit(match_count);
 
   -- As of an instant: what the tenant's memory held then (public.memory_at: recorded by then,
   -- validity not closed, valid and active after its last change then; its content then). Exact:
@@ -2543,6 +2543,23 @@ CREATE FUNCTION public.memory_entity_resolve(p_owner uuid, p_key text) RETURNS u
     (select e.id from public.memory_entities e
       where cardinality(e.alias_keys) > 0 and e.alias_keys && array[p_owner::text || '|' || p_key]
       order by e.mention_count desc, e.id limit 1))
+$$;
+
+--
+-- Name: memory_exact_scan_limit(integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.memory_exact_scan_limit(p_match_count integer) RETURNS integer
+    LANGUAGE plpgsql STABLE
+    SET search_path TO ''
+    AS $$
+begin
+  return greatest(
+    public.memory_setting('exact_scan_max_rows')::integer,
+    floor(sqrt(public.memory_setting('exact_scan_cost_ratio') * greatest(p_match_count, 1)
+               * coalesce((select greatest(c.reltuples, 0) from pg_catalog.pg_class c
+                            where c.oid = to_regclass('public.devai_memories_embedding_hnsw')), 0)))::integer);
+end;
 $$;
 
 --
@@ -4055,6 +4072,7 @@ CASE name
     ELSE true
 END),
     CONSTRAINT memory_settings_cron_history_keep_days_range CHECK (((name <> 'cron_history_keep_days'::text) OR (value >= (0)::numeric))),
+    CONSTRAINT memory_settings_exact_scan_cost_ratio_range CHECK (((name <> 'exact_scan_cost_ratio'::text) OR ((value >= (0)::numeric) AND (value <= (1000)::numeric)))),
     CONSTRAINT memory_settings_exact_scan_max_rows_range CHECK (((name <> 'exact_scan_max_rows'::text) OR ((value >= (0)::numeric) AND (value <= (1000000)::numeric) AND (value = trunc(value))))),
     CONSTRAINT memory_settings_fusion_score_share_range CHECK (((name <> ALL (ARRAY['fusion_score_share'::text, 'fusion_score_share_complex'::text])) OR ((value >= (0)::numeric) AND (value <= (1)::numeric)))),
     CONSTRAINT memory_settings_graph_values_range CHECK (
@@ -6111,6 +6129,14 @@ GRANT ALL ON FUNCTION public.memory_entity_lookup(terms text[], max_nodes intege
 REVOKE ALL ON FUNCTION public.memory_entity_resolve(p_owner uuid, p_key text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.memory_entity_resolve(p_owner uuid, p_key text) TO authenticated;
 GRANT ALL ON FUNCTION public.memory_entity_resolve(p_owner uuid, p_key text) TO service_role;
+
+--
+-- Name: FUNCTION memory_exact_scan_limit(p_match_count integer); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.memory_exact_scan_limit(p_match_count integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.memory_exact_scan_limit(p_match_count integer) TO authenticated;
+GRANT ALL ON FUNCTION public.memory_exact_scan_limit(p_match_count integer) TO service_role;
 
 --
 -- Name: FUNCTION memory_feedback(p_ids uuid[], p_namespaces text[], p_owner uuid); Type: ACL; Schema: public; Owner: -

@@ -420,7 +420,7 @@ export async function runPeer(
       "mem0's history store is disabled (default needs better-sqlite3); ours writes history, change log and revision rows in triggers on every insert.",
       "mem0's textLemmatized was filled with lower(content) at load (no stemming) for pre-loaded rows; rows added during the run use mem0's own lemmatizer.",
       "Ours is timed around one statement that sets role + claims and searches (how the service reads: readAsTenant), and again around a whole tenant transaction (begin, set role + claims, query, commit: 4 round trips); mem0 around its method call.",
-      "mem0 runs pgvector's default ef_search (40) without iterative index scans; match_memories sets ef_search 100 with iterative scans on its HNSW path, and searches scopes of at most exact_scan_max_rows memories exactly.",
+      "mem0 runs pgvector's default ef_search (40) without iterative index scans; match_memories sets ef_search 100 with iterative scans on its HNSW path, and searches scopes of at most public.memory_exact_scan_limit memories exactly (exact_scan_max_rows, or more in a big table).",
     ],
   };
 }

@@ -15,7 +15,7 @@ export interface Scenario {
   /** Eligible rows (valid, active, strength > 0.05, same model) in scope. */
   eligible: number;
   selectivityPct: number;
-  /** The path match_memories takes for this scope: exact (scope ≤ exact_scan_max_rows) or HNSW. */
+  /** The path match_memories takes for this scope: exact (scope ≤ public.memory_exact_scan_limit) or HNSW. */
   plan: string;
   queries: string[];
 }
@@ -188,7 +188,7 @@ export const SHIPPED_EF_SEARCH = 100;
 /** The path match_memories takes for these scopes: it counts the scope as the function does. */
 async function pathOf(sql: Sql, ownerId: string, scopes: string[]): Promise<string> {
   const [r] = await sql<{ n: number; max: number }[]>`
-    select count(*)::int as n, (select value::int from public.memory_settings where name = 'exact_scan_max_rows') as max
+    select count(*)::int as n, public.memory_exact_scan_limit(15) as max
       from public.devai_memories
      where owner_id = ${ownerId} and is_valid and state = 'active'
        and (namespace || '/') ^@ any(${pgTextArray(scopes.map((s) => s + "/"))}::text[])`;
@@ -423,8 +423,8 @@ export async function runRetrieval(sql: Sql, corpus: Corpus, opts: RetrievalOpti
     viaHnsw.length
       ? `match_memories takes the HNSW path for: ${
         viaHnsw.join(", ")
-      } (scope > exact_scan_max_rows); there ef_search and iterative scans decide recall; the other scenarios are searched exactly (recall 1)`
-      : "every scenario's scope is at most exact_scan_max_rows: match_memories searches them exactly (recall 1); the pinned-HNSW rows show the index path bigger scopes take",
+      } (scope > public.memory_exact_scan_limit: exact_scan_max_rows, or more in a big table); there ef_search and iterative scans decide recall; the other scenarios are searched exactly (recall 1)`
+      : "every scenario's scope is at most public.memory_exact_scan_limit: match_memories searches them exactly (recall 1); the pinned-HNSW rows show the index path bigger scopes take",
   );
   notes.push(sameSizeSameCost(latency, scenarios));
   if (now() > opts.deadline) notes.push("deadline reached: some loops stopped early (see n in the summaries)");

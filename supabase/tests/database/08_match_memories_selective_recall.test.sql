@@ -20,8 +20,9 @@ create temporary table exact_result on commit drop as
     similarity_threshold => 0, match_owner => '08000000-0000-4000-8000-00000000000a');
 select is((select count(*)::int from exact_result), 5, 'a 5-memory scope is searched exactly: all 5 found');
 
--- Force the HNSW path: every scope counts as large.
-update public.memory_settings set value = 0 where name = 'exact_scan_max_rows';
+-- Force the HNSW path: every scope counts as large (no floor, and no exact search for a small
+-- share of the index either).
+update public.memory_settings set value = 0 where name in ('exact_scan_max_rows', 'exact_scan_cost_ratio');
 
 select tests.authenticate_as('08000000-0000-4000-8000-00000000000a');
 select is((select count(*)::int from public.match_memories(tests.embedding('{1}'), 'devai/project/target', match_count => 5, similarity_threshold => 0)), 5,
