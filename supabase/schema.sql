@@ -2246,7 +2246,7 @@ begin
   -- Each scope's byte range ends before base || '0' ('0' follows '/'), computed here so the index
   -- condition holds only values (see the top of this file).
   select array_agg(b || '0' order by o) into v_uppers from unnest(v_bases) with ordinality as u(b, o);
-  v_exact_max := public.memory_exact_scan_limit(match_count);
+  v_exact_max := public.memory_exact_scan_limit(match_count, match_owner);
 
   -- As of an instant: what the tenant's memory held then (public.memory_at: recorded by then,
   -- validity not closed, valid and active after its last change then; its content then). Exact:
@@ -2339,6 +2339,12 @@ begin
   -- back to sorting the whole scope; the rows found are re-sorted exactly below.
   v_sort := current_setting('enable_sort');
   perform set_config('enable_sort', 'off', true);
+  -- A tenant with its own index: the planner can use that partial index only in a plan made for
+  -- this owner, so this statement is planned for this call (the function's SET clause restores
+  -- plan_cache_mode when it returns).
+  if public.memory_vector_index_of(match_owner) is distinct from to_regclass('public.devai_memories_embedding_hnsw') then
+    perform set_config('plan_cache_mode', 'force_custom_plan', true);
+  end if;
   return query
   with nearest as materialized (
     select m.id, m.embedding operator(extensions.<=>) query_embedding as distance
@@ -2437,6 +2443,30 @@ begin
   return p_base_strength * power(p_decay_base, least(
     greatest(0::double precision, floor(date_part('epoch', p_now - p_last_accessed_at) / 86400)),
     case when p_decay_base >= 1 then 0::double precision else floor(-300 / ln(p_decay_base)) end));
+end;
+$$;
+
+--
+-- Name: memory_dedicated_vector_index_sql(uuid, boolean); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.memory_dedicated_vector_index_sql(p_owner uuid, p_drop boolean DEFAULT false) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+declare
+  v_name text := 'devai_memories_hnsw_owner_' || replace(p_owner::text, '-', '');
+begin
+  if p_owner is null then
+    raise exception 'a tenant id is required' using errcode = '22023';
+  end if;
+  if p_drop then
+    return format('drop index concurrently if exists public.%I', v_name);
+  end if;
+  return format('create index concurrently if not exists %I on public.devai_memories '
+                || 'using hnsw (embedding extensions.vector_cosine_ops) with (m = 16, ef_construction = 64) '
+                || 'where owner_id = %L::uuid and is_valid and state = ''active'' '
+                || 'and source is distinct from ''conversation''', v_name, p_owner);
 end;
 $$;
 
@@ -2546,10 +2576,10 @@ CREATE FUNCTION public.memory_entity_resolve(p_owner uuid, p_key text) RETURNS u
 $$;
 
 --
--- Name: memory_exact_scan_limit(integer); Type: FUNCTION; Schema: public; Owner: -
+-- Name: memory_exact_scan_limit(integer, uuid); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.memory_exact_scan_limit(p_match_count integer) RETURNS integer
+CREATE FUNCTION public.memory_exact_scan_limit(p_match_count integer, p_owner uuid DEFAULT NULL::uuid) RETURNS integer
     LANGUAGE plpgsql STABLE
     SET search_path TO ''
     AS $$
@@ -2558,7 +2588,7 @@ begin
     public.memory_setting('exact_scan_max_rows')::integer,
     floor(sqrt(public.memory_setting('exact_scan_cost_ratio') * greatest(p_match_count, 1)
                * coalesce((select greatest(c.reltuples, 0) from pg_catalog.pg_class c
-                            where c.oid = to_regclass('public.devai_memories_embedding_hnsw')), 0)))::integer);
+                            where c.oid = public.memory_vector_index_of(p_owner)), 0)))::integer);
 end;
 $$;
 
@@ -2922,6 +2952,20 @@ begin
                                                      as_of, match_namespaces, d.dir) n
     join public.devai_memories m on m.id = n.id
    order by d.dir, case when d.dir = 'backward' then -n.depth else n.depth end;
+end;
+$$;
+
+--
+-- Name: memory_vector_index_of(uuid); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.memory_vector_index_of(p_owner uuid) RETURNS regclass
+    LANGUAGE plpgsql STABLE
+    SET search_path TO ''
+    AS $$
+begin
+  return coalesce(to_regclass('public.devai_memories_hnsw_owner_' || replace(p_owner::text, '-', '')),
+                  to_regclass('public.devai_memories_embedding_hnsw'));
 end;
 $$;
 
@@ -6099,6 +6143,13 @@ GRANT ALL ON FUNCTION public.memory_decayed_strength(p_base_strength double prec
 GRANT ALL ON FUNCTION public.memory_decayed_strength(p_base_strength double precision, p_last_accessed_at timestamp with time zone, p_now timestamp with time zone, p_decay_base double precision) TO service_role;
 
 --
+-- Name: FUNCTION memory_dedicated_vector_index_sql(p_owner uuid, p_drop boolean); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.memory_dedicated_vector_index_sql(p_owner uuid, p_drop boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.memory_dedicated_vector_index_sql(p_owner uuid, p_drop boolean) TO service_role;
+
+--
 -- Name: FUNCTION memory_entity_alias_keys(p_owner uuid, p_names text[]); Type: ACL; Schema: public; Owner: -
 --
 
@@ -6131,12 +6182,12 @@ GRANT ALL ON FUNCTION public.memory_entity_resolve(p_owner uuid, p_key text) TO 
 GRANT ALL ON FUNCTION public.memory_entity_resolve(p_owner uuid, p_key text) TO service_role;
 
 --
--- Name: FUNCTION memory_exact_scan_limit(p_match_count integer); Type: ACL; Schema: public; Owner: -
+-- Name: FUNCTION memory_exact_scan_limit(p_match_count integer, p_owner uuid); Type: ACL; Schema: public; Owner: -
 --
 
-REVOKE ALL ON FUNCTION public.memory_exact_scan_limit(p_match_count integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.memory_exact_scan_limit(p_match_count integer) TO authenticated;
-GRANT ALL ON FUNCTION public.memory_exact_scan_limit(p_match_count integer) TO service_role;
+REVOKE ALL ON FUNCTION public.memory_exact_scan_limit(p_match_count integer, p_owner uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.memory_exact_scan_limit(p_match_count integer, p_owner uuid) TO authenticated;
+GRANT ALL ON FUNCTION public.memory_exact_scan_limit(p_match_count integer, p_owner uuid) TO service_role;
 
 --
 -- Name: FUNCTION memory_feedback(p_ids uuid[], p_namespaces text[], p_owner uuid); Type: ACL; Schema: public; Owner: -
@@ -6225,6 +6276,14 @@ GRANT ALL ON FUNCTION public.memory_setting(p_name text) TO service_role;
 REVOKE ALL ON FUNCTION public.memory_temporal_chain(seed_id uuid, direction text, max_nodes integer, as_of timestamp with time zone, match_namespaces text[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.memory_temporal_chain(seed_id uuid, direction text, max_nodes integer, as_of timestamp with time zone, match_namespaces text[]) TO authenticated;
 GRANT ALL ON FUNCTION public.memory_temporal_chain(seed_id uuid, direction text, max_nodes integer, as_of timestamp with time zone, match_namespaces text[]) TO service_role;
+
+--
+-- Name: FUNCTION memory_vector_index_of(p_owner uuid); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.memory_vector_index_of(p_owner uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.memory_vector_index_of(p_owner uuid) TO authenticated;
+GRANT ALL ON FUNCTION public.memory_vector_index_of(p_owner uuid) TO service_role;
 
 --
 -- Name: FUNCTION query_memories(query_text text, query_embedding extensions.vector, match_namespaces text[], match_agent text, match_categories text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, filter_user_id text, filter_agent_id text, filter_run_id text, filter_actor_id text, filter_role text, filter_pinned boolean, filter_importance_min integer, filter_importance_max integer, filter_updated_after timestamp with time zone, filter_updated_before timestamp with time zone, search_mode text, graph_depth integer, filter_after timestamp with time zone, filter_before timestamp with time zone, keyword_threshold double precision, as_of timestamp with time zone, query_complexity text); Type: ACL; Schema: public; Owner: -
