@@ -88,9 +88,10 @@ export async function embedForRequest(embedder: Embedder, text: string): Promise
 
 /**
  * A request's vector (embedForRequest) before its first statement. A remote embedder is paid per
- * call: the request's rate-limit token is taken first, so a refused request costs no embedding.
- * The local embedder is free, and its requests take the token with their first statement as
- * before (no round trip added).
+ * call, and gte-small in the Edge Runtime costs the function tens of ms of CPU: the request's
+ * rate-limit token is taken first, so a refused request costs no embedding. The local embedder
+ * costs microseconds, and its requests take the token with their first statement as before (no
+ * round trip added).
  */
 export async function embedForCaller(
   deps: { sql: Sql; embedder: Embedder },
