@@ -38,7 +38,7 @@ export async function installBenchSchema(sql: Sql): Promise<{ derivedFrom: strin
   if (!def) throw new Error("public.match_memories not found: run the migrations first");
   const iterLine = /SET "?hnsw\.iterative_scan"? TO '[a-z_]+'/;
   const efLine = / *SET "?hnsw\.ef_search"? TO '\d+'\n?/;
-  const pathChoice = /v_exact_max := public\.memory_exact_scan_limit\(match_count, match_owner\);/;
+  const pathChoice = /v_exact_max := public\.memory_exact_scan_limit\(match_count, v_index\);/;
   for (
     const [what, re] of [["SET hnsw.iterative_scan", iterLine], ["SET hnsw.ef_search", efLine], [
       "the exact-scan path choice (memory_exact_scan_limit)",

@@ -1620,7 +1620,7 @@ begin
          case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end,
          (select max(rel.strength) from public.memory_relations rel
            where rel.owner_id = m.owner_id and (rel.from_id = m.id or rel.to_id = m.id)),
-         coalesce((select f.files from public.memory_cited_files(array[m.id], m.owner_id) f), '{}'),
+         coalesce(f.files, '{}'),
          coalesce(u.retrieval_count, 0), coalesce(u.citation_count, 0), coalesce(u.ignore_count, 0)
     from unnest(v_ids, v_kinds, v_details, v_weights) as r(id, kind, detail, weight)
     cross join lateral (
@@ -1628,6 +1628,7 @@ begin
        where mm.id = r.id and mm.owner_id = match_owner and mm.is_valid and mm.state = 'active' and mm.strength > 0.05
          and mm.source is distinct from 'conversation' and (mm.namespace || '/') ^@ any (v_scopes)) m
     left join public.memory_usage u on u.memory_id = m.id
+    left join public.memory_cited_files(v_ids, match_owner) f on f.memory_id = m.id
    order by r.kind, r.weight desc, r.id;
 end;
 $$;
@@ -2221,6 +2222,7 @@ declare
   v_uppers    text[];
   v_scopes    text[];
   v_exact_max integer;
+  v_index     regclass;
   v_in_scope  integer;
   v_sort      text;
 begin
@@ -2246,7 +2248,8 @@ begin
   -- Each scope's byte range ends before base || '0' ('0' follows '/'), computed here so the index
   -- condition holds only values (see the top of this file).
   select array_agg(b || '0' order by o) into v_uppers from unnest(v_bases) with ordinality as u(b, o);
-  v_exact_max := public.memory_exact_scan_limit(match_count, match_owner);
+  v_index := public.memory_vector_index_of(match_owner);
+  v_exact_max := public.memory_exact_scan_limit(match_count, v_index);
 
   -- As of an instant: what the tenant's memory held then (public.memory_at: recorded by then,
   -- validity not closed, valid and active after its last change then; its content then). Exact:
@@ -2342,7 +2345,7 @@ begin
   -- A tenant with its own index: the planner can use that partial index only in a plan made for
   -- this owner, so this statement is planned for this call (the function's SET clause restores
   -- plan_cache_mode when it returns).
-  if public.memory_vector_index_of(match_owner) is distinct from to_regclass('public.devai_memories_embedding_hnsw') then
+  if v_index is distinct from to_regclass('public.devai_memories_embedding_hnsw') then
     perform set_config('plan_cache_mode', 'force_custom_plan', true);
   end if;
   return query
@@ -2576,10 +2579,10 @@ CREATE FUNCTION public.memory_entity_resolve(p_owner uuid, p_key text) RETURNS u
 $$;
 
 --
--- Name: memory_exact_scan_limit(integer, uuid); Type: FUNCTION; Schema: public; Owner: -
+-- Name: memory_exact_scan_limit(integer, regclass); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.memory_exact_scan_limit(p_match_count integer, p_owner uuid DEFAULT NULL::uuid) RETURNS integer
+CREATE FUNCTION public.memory_exact_scan_limit(p_match_count integer, p_index regclass DEFAULT to_regclass('public.devai_memories_embedding_hnsw'::text)) RETURNS integer
     LANGUAGE plpgsql STABLE
     SET search_path TO ''
     AS $$
@@ -2588,7 +2591,7 @@ begin
     public.memory_setting('exact_scan_max_rows')::integer,
     floor(sqrt(public.memory_setting('exact_scan_cost_ratio') * greatest(p_match_count, 1)
                * coalesce((select greatest(c.reltuples, 0) from pg_catalog.pg_class c
-                            where c.oid = public.memory_vector_index_of(p_owner)), 0)))::integer);
+                            where c.oid = p_index), 0)))::integer);
 end;
 $$;
 
@@ -6182,12 +6185,12 @@ GRANT ALL ON FUNCTION public.memory_entity_resolve(p_owner uuid, p_key text) TO 
 GRANT ALL ON FUNCTION public.memory_entity_resolve(p_owner uuid, p_key text) TO service_role;
 
 --
--- Name: FUNCTION memory_exact_scan_limit(p_match_count integer, p_owner uuid); Type: ACL; Schema: public; Owner: -
+-- Name: FUNCTION memory_exact_scan_limit(p_match_count integer, p_index regclass); Type: ACL; Schema: public; Owner: -
 --
 
-REVOKE ALL ON FUNCTION public.memory_exact_scan_limit(p_match_count integer, p_owner uuid) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.memory_exact_scan_limit(p_match_count integer, p_owner uuid) TO authenticated;
-GRANT ALL ON FUNCTION public.memory_exact_scan_limit(p_match_count integer, p_owner uuid) TO service_role;
+REVOKE ALL ON FUNCTION public.memory_exact_scan_limit(p_match_count integer, p_index regclass) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.memory_exact_scan_limit(p_match_count integer, p_index regclass) TO authenticated;
+GRANT ALL ON FUNCTION public.memory_exact_scan_limit(p_match_count integer, p_index regclass) TO service_role;
 
 --
 -- Name: FUNCTION memory_feedback(p_ids uuid[], p_namespaces text[], p_owner uuid); Type: ACL; Schema: public; Owner: -

@@ -188,7 +188,7 @@ export const SHIPPED_EF_SEARCH = 100;
 /** The path match_memories takes for these scopes: it counts the scope as the function does. */
 async function pathOf(sql: Sql, ownerId: string, scopes: string[]): Promise<string> {
   const [r] = await sql<{ n: number; max: number }[]>`
-    select count(*)::int as n, public.memory_exact_scan_limit(15, ${ownerId}::uuid) as max
+    select count(*)::int as n, public.memory_exact_scan_limit(15, public.memory_vector_index_of(${ownerId}::uuid)) as max
       from public.devai_memories
      where owner_id = ${ownerId} and is_valid and state = 'active'
        and (namespace || '/') ^@ any(${pgTextArray(scopes.map((s) => s + "/"))}::text[])`;

@@ -7,7 +7,7 @@
 // A failure that can only be a misconfiguration (unreachable, refused key, wrong dimension,
 // unknown embedding model) throws ConfigError: the server refuses to start and says why.
 import OpenAI from "openai";
-import { type Embedder, EMBEDDING_DIMENSIONS, openAiEmbedder } from "../../supabase/functions/_shared/embeddings.ts";
+import { EMBEDDING_DIMENSIONS, openAiEmbedder } from "../../supabase/functions/_shared/embeddings.ts";
 import { supabaseAiEmbedder } from "../../supabase/functions/_shared/supabase-ai-embedder.ts";
 import { type Config, ConfigError } from "../../supabase/functions/_shared/env.ts";
 
@@ -28,8 +28,8 @@ export async function probeEmbedder(config: Pick<Config, "embedding">): Promise<
   if (e.provider === "local") {
     return `local (${e.model}): deterministic hashed n-grams, ${EMBEDDING_DIMENSIONS} dimensions, no provider`;
   }
-  // Refused here with its reason unless this process is an Edge Runtime (it never is under Deno).
-  if (e.provider === "supabase") return probeSupabaseAi(supabaseAiEmbedder());
+  // Refused here with its reason: only the Edge Runtime has Supabase.ai, and this server is Deno.
+  if (e.provider === "supabase") return `${supabaseAiEmbedder().model} in the Edge Runtime (Supabase.ai)`;
   const embedder = openAiEmbedder({
     apiKey: e.apiKey ?? "not-needed",
     baseUrl: e.baseUrl,
@@ -56,21 +56,6 @@ export async function probeEmbedder(config: Pick<Config, "embedding">): Promise<
     );
   }
   return `${e.model} at ${where(e.baseUrl)}: ${dims} dimensions, answered in ${
-    Math.round(performance.now() - started)
-  } ms`;
-}
-
-/** One text through the Edge Runtime's gte-small: it answers, with 512 dimensions once padded. */
-async function probeSupabaseAi(embedder: Embedder): Promise<string> {
-  const started = performance.now();
-  try {
-    await embedder.embed(["devai-memory start-up probe"]);
-  } catch (err) {
-    throw new ConfigError(
-      `embeddings: ${embedder.model} in the Edge Runtime failed the start-up probe: ${(err as Error).message}`,
-    );
-  }
-  return `${embedder.model} in the Edge Runtime (Supabase.ai): ${EMBEDDING_DIMENSIONS} dimensions (384 padded), answered in ${
     Math.round(performance.now() - started)
   } ms`;
 }

@@ -8,8 +8,8 @@
 -- reads memory_usage and the cited files for those ids directly, under the same visibility rules
 -- (the tenant, valid, active, strength > 0.05, no raw episodes, '/'-bounded scopes). The cited
 -- files (entity links to file entities and metadata.files, leading ./ removed) are read for all
--- the ids in one statement by public.memory_cited_files, which context_candidates uses too;
--- context_candidates is otherwise as 20261124600100.
+-- the ids in one statement by public.memory_cited_files, which context_candidates uses too (for
+-- all its candidates at once); context_candidates is otherwise as 20261124600100.
 
 -- The files each of these memories cites: its links to file entities and its metadata.files,
 -- leading ./ removed, each once, sorted; a memory that cites none has no row. Code lineage
@@ -161,7 +161,7 @@ begin
          case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end,
          (select max(rel.strength) from public.memory_relations rel
            where rel.owner_id = m.owner_id and (rel.from_id = m.id or rel.to_id = m.id)),
-         coalesce((select f.files from public.memory_cited_files(array[m.id], m.owner_id) f), '{}'),
+         coalesce(f.files, '{}'),
          coalesce(u.retrieval_count, 0), coalesce(u.citation_count, 0), coalesce(u.ignore_count, 0)
     from unnest(v_ids, v_kinds, v_details, v_weights) as r(id, kind, detail, weight)
     cross join lateral (
@@ -169,6 +169,7 @@ begin
        where mm.id = r.id and mm.owner_id = match_owner and mm.is_valid and mm.state = 'active' and mm.strength > 0.05
          and mm.source is distinct from 'conversation' and (mm.namespace || '/') ^@ any (v_scopes)) m
     left join public.memory_usage u on u.memory_id = m.id
+    left join public.memory_cited_files(v_ids, match_owner) f on f.memory_id = m.id
    order by r.kind, r.weight desc, r.id;
 end;
 $$;

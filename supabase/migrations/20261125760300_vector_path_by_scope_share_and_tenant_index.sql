@@ -52,9 +52,10 @@ revoke all on function public.memory_vector_index_of(uuid) from public, anon;
 grant execute on function public.memory_vector_index_of(uuid) to authenticated, service_role;
 
 -- The most memories in scope match_memories compares exactly for a search of match_count:
--- exact_scan_max_rows, or √(exact_scan_cost_ratio · match_count · memories in the index the
--- tenant's search would walk) when that is more.
-create or replace function public.memory_exact_scan_limit(p_match_count integer, p_owner uuid default null)
+-- exact_scan_max_rows, or √(exact_scan_cost_ratio · match_count · memories in p_index, the index
+-- the search would walk: public.memory_vector_index_of) when that is more.
+create or replace function public.memory_exact_scan_limit(
+  p_match_count integer, p_index regclass default to_regclass('public.devai_memories_embedding_hnsw'))
 returns integer
 language plpgsql
 stable
@@ -65,11 +66,11 @@ begin
     public.memory_setting('exact_scan_max_rows')::integer,
     floor(sqrt(public.memory_setting('exact_scan_cost_ratio') * greatest(p_match_count, 1)
                * coalesce((select greatest(c.reltuples, 0) from pg_catalog.pg_class c
-                            where c.oid = public.memory_vector_index_of(p_owner)), 0)))::integer);
+                            where c.oid = p_index), 0)))::integer);
 end;
 $$;
-revoke all on function public.memory_exact_scan_limit(integer, uuid) from public, anon;
-grant execute on function public.memory_exact_scan_limit(integer, uuid) to authenticated, service_role;
+revoke all on function public.memory_exact_scan_limit(integer, regclass) from public, anon;
+grant execute on function public.memory_exact_scan_limit(integer, regclass) to authenticated, service_role;
 
 -- The statement that builds a tenant's own HNSW index (p_drop: the one that drops it), for the
 -- operator to run outside a transaction (CONCURRENTLY: the tenants' writes go on while it builds).
@@ -142,6 +143,7 @@ declare
   v_uppers    text[];
   v_scopes    text[];
   v_exact_max integer;
+  v_index     regclass;
   v_in_scope  integer;
   v_sort      text;
 begin
@@ -167,7 +169,8 @@ begin
   -- Each scope's byte range ends before base || '0' ('0' follows '/'), computed here so the index
   -- condition holds only values (see the top of this file).
   select array_agg(b || '0' order by o) into v_uppers from unnest(v_bases) with ordinality as u(b, o);
-  v_exact_max := public.memory_exact_scan_limit(match_count, match_owner);
+  v_index := public.memory_vector_index_of(match_owner);
+  v_exact_max := public.memory_exact_scan_limit(match_count, v_index);
 
   -- As of an instant: what the tenant's memory held then (public.memory_at: recorded by then,
   -- validity not closed, valid and active after its last change then; its content then). Exact:
@@ -263,7 +266,7 @@ begin
   -- A tenant with its own index: the planner can use that partial index only in a plan made for
   -- this owner, so this statement is planned for this call (the function's SET clause restores
   -- plan_cache_mode when it returns).
-  if public.memory_vector_index_of(match_owner) is distinct from to_regclass('public.devai_memories_embedding_hnsw') then
+  if v_index is distinct from to_regclass('public.devai_memories_embedding_hnsw') then
     perform set_config('plan_cache_mode', 'force_custom_plan', true);
   end if;
   return query

@@ -3,7 +3,7 @@
 -- through the context functions; A's own calls only ever touch A's rows; anon gets nothing; the
 -- prune deletes only old session records. Fixtures are written as the table owner.
 begin;
-select plan(35);
+select plan(38);
 
 insert into public.devai_memories (id, owner_id, content, memory_type, namespace, metadata) values
   ('50100000-0000-4000-8000-0000000000a1', '50000000-0000-4000-8000-00000000000a', 'A: src/app.ts keeps sessions in Redis.', 'semantic', 'devai/project/p/notes', '{"category": "decisions", "branch": "feat/x"}'),
@@ -63,6 +63,17 @@ select is_empty($$select * from public.context_candidates(array['devai/project/p
                    match_owner => '50000000-0000-4000-8000-00000000000b')$$,
                 'naming B as the owner finds nothing (RLS)');
 select is_empty($$select * from public.context_open_contradictions(array['devai/project/p'])$$, 'B''s open contradiction is not A''s');
+-- The search's usage feedback and the cited files it reads: B's ids and files are out of A's reach.
+select is(public.memory_feedback(array['50100000-0000-4000-8000-0000000000b1'::uuid], array['devai/project/p'],
+                                 '50000000-0000-4000-8000-00000000000b'), '[]'::jsonb,
+          'memory_feedback as A: naming B''s memory and B as the owner gives nothing (RLS)');
+select is_empty($$select * from public.memory_cited_files(array['50100000-0000-4000-8000-0000000000b1'::uuid],
+                   '50000000-0000-4000-8000-00000000000b')$$, 'memory_cited_files as A: B''s file links are not read');
+select results_eq($$select memory_id, files from public.memory_cited_files(
+                     array['50100000-0000-4000-8000-0000000000a1'::uuid, '50100000-0000-4000-8000-0000000000b1'],
+                     '50000000-0000-4000-8000-00000000000a')$$,
+                  $$values ('50100000-0000-4000-8000-0000000000a1'::uuid, array['src/app.ts'])$$,
+                  'A''s own memory''s file, and nothing of B''s given beside it');
 select is((select cardinality(ids) from memory_search.context_lookups('50000000-0000-4000-8000-00000000000b', array['devai/project/p/'],
             array['src/app.ts'], array['src'], 'feat/x', array['conventions'], now() - interval '1 day', 30)), 0,
           'the security-definer lookups pin the tenant: naming B as the owner finds nothing');
