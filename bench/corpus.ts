@@ -450,6 +450,8 @@ export async function loadCorpus(url: string, corpus: Corpus): Promise<LoadResul
     }
     const t2 = now();
     await sql`vacuum analyze public.devai_memories`;
+    // What the devai-keyword-statistics job (every 15 minutes) would do after this ANALYZE.
+    await sql`select memory_private.refresh_keyword_common_terms()`;
     const analyzeSeconds = (now() - t2) / 1000;
     const [sizes] = await sql<{ table_mb: number; hnsw_mb: number }[]>`
       select pg_total_relation_size('public.devai_memories')::float8 / 1048576 as table_mb,

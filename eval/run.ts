@@ -180,6 +180,7 @@ async function main(): Promise<void> {
     const loaded = await loadThroughApi(ds, ctx, (done) => log(`  ${done} loaded`));
     await backdate(server.sql, ds, loaded);
     await server.sql`analyze public.devai_memories`;
+    await server.sql`select memory_private.refresh_keyword_common_terms()`; // the devai-keyword-statistics job's work
     log(`loaded in ${loaded.seconds.toFixed(1)} s`);
 
     const records: QuestionRecord[] = ds.questions.map((q) => ({

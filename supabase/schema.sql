@@ -915,6 +915,63 @@ end;
 $$;
 
 --
+-- Name: refresh_keyword_common_terms(); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.refresh_keyword_common_terms() RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+  v_min     double precision;
+  v_rows    double precision;
+  v_added   integer;
+  v_removed integer;
+  v_changed integer;
+begin
+  select max(s.value) filter (where s.name = 'keyword_common_estimate_factor')
+         * max(s.value) filter (where s.name = 'keyword_df_cap')
+    into v_min
+    from public.memory_settings s
+   where s.name in ('keyword_common_estimate_factor', 'keyword_df_cap');
+  -- The index's own row count: the memories it holds, which the frequencies are shares of.
+  select c.reltuples into v_rows from pg_catalog.pg_class c where c.oid = 'public.devai_memories_fts_scoped'::regclass;
+  with estimated as (
+    select e.term, max(e.freq * v_rows)::integer as estimated_rows
+      from pg_catalog.pg_stats s
+     cross join lateral unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) as e(term, freq)
+     where s.schemaname = 'public' and s.tablename = 'devai_memories_fts_scoped'
+       and coalesce(v_min, 0) > 0 and coalesce(v_rows, -1) > 0
+       and e.term is not null and e.freq * v_rows >= v_min
+     group by e.term
+  ),
+  removed as (
+    delete from memory_private.keyword_common_terms t
+     where not exists (select from estimated e where e.term = t.term)
+    returning 1
+  ),
+  upserted as (
+    insert into memory_private.keyword_common_terms as t (term, estimated_rows)
+    select e.term, e.estimated_rows from estimated e
+    on conflict (term) do update set estimated_rows = excluded.estimated_rows
+     where t.estimated_rows is distinct from excluded.estimated_rows
+    returning (xmax = 0) as added
+  )
+  select (select count(*) from removed), count(*) filter (where u.added), count(*) filter (where not u.added)
+    into v_removed, v_added, v_changed
+    from upserted u;
+  return jsonb_build_object('terms', (select count(*) from memory_private.keyword_common_terms),
+                            'added', v_added, 'removed', v_removed, 'changed', v_changed);
+end;
+$$;
+
+--
+-- Name: FUNCTION refresh_keyword_common_terms(); Type: COMMENT; Schema: memory_private; Owner: -
+--
+
+COMMENT ON FUNCTION memory_private.refresh_keyword_common_terms() IS 'Copies the keyword terms the statistics estimate as common (keyword_common_estimate_factor x keyword_df_cap memories of a scope) into memory_private.keyword_common_terms; pg_cron every 15 minutes (devai-keyword-statistics).';
+
+--
 -- Name: register_maintenance_schedules(); Type: FUNCTION; Schema: memory_private; Owner: -
 --
 
@@ -1417,7 +1474,7 @@ CREATE FUNCTION memory_search.keyword_postings(p_owner uuid, p_scopes text[], p_
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO ''
     SET plan_cache_mode TO 'force_generic_plan'
-    AS $$
+    AS $_$
 declare
   v_keys   text[];
   v_scoped boolean;
@@ -1427,6 +1484,9 @@ declare
   v_sq     tsquery;
   v_order  integer[];
   v_live   tsquery[];
+  v_whole  boolean;
+  v_factor numeric;
+  v_common text[] := '{}';
 begin
   term_df := '{}';
   candidates := '{}';
@@ -1443,8 +1503,9 @@ begin
      where split_part(rtrim(s, '/'), '/', 2) = ''
         or (split_part(rtrim(s, '/'), '/', 2) = 'project' and split_part(rtrim(s, '/'), '/', 3) = ''));
   if v_scoped then
-    select array_agg(distinct memory_private.keyword_scope_key(p_owner, memory_private.keyword_scope(rtrim(s, '/'))))
-      into v_keys from unnest(p_scopes) s;
+    select array_agg(distinct memory_private.keyword_scope_key(p_owner, memory_private.keyword_scope(rtrim(s, '/')))),
+           bool_and(memory_private.keyword_scope(rtrim(s, '/')) = rtrim(s, '/'))
+      into v_keys, v_whole from unnest(p_scopes) s;
   elsif p_as_of is null then
     with recursive walk (ns, n) as (
       (select m.namespace, 1 from public.devai_memories m
@@ -1466,14 +1527,39 @@ begin
       from walk w
      where w.ns is not null;
     v_scoped := coalesce(v_scoped, true);
+    v_whole := true;
+  end if;
+
+  -- A one-word term the statistics estimate in keyword_common_estimate_factor x the cap of one of
+  -- these scopes' memories or more (memory_private.keyword_common_terms) is common without being
+  -- counted: counting it builds a bitmap of all its matches to learn only that there are more than
+  -- the cap. Only for whole scopes: the statistics are per scope key.
+  if v_scoped and v_whole then
+    select s.value into v_factor from public.memory_settings s where s.name = 'keyword_common_estimate_factor';
+    if v_factor > 0 then
+      select coalesce(array_agg(distinct l.lexeme), '{}') into v_common
+        from (select replace(m[1], '''''', '''') as lexeme
+                from unnest(p_terms) t(q)
+               cross join lateral regexp_match(t.q::text, '^''((?:[^'']|'''')*)''$') m
+               where m is not null) l
+       where exists (select from unnest(v_keys) k(key)
+                      join memory_private.keyword_common_terms c on c.term = k.key || ':' || l.lexeme
+                     where c.estimated_rows >= v_factor * p_df_cap);
+    end if;
   end if;
 
   foreach v_q in array coalesce(p_terms, '{}') loop
+    if cardinality(v_common) > 0
+       and replace((regexp_match(v_q::text, '^''((?:[^'']|'''')*)''$'))[1], '''''', '''') = any (v_common) then
+      term_df := term_df || (p_df_cap + 1);
+      v_rare := v_rare || ''::text;
+      continue;
+    end if;
     if v_scoped then
       v_sq := memory_search.scoped_query(v_q, v_keys);
       select array_agg(x.id) into v_ids
         from (select m.id from public.devai_memories m
-               where m.fts_scoped @@ v_sq
+               where pg_catalog.strip(m.fts_scoped) @@ v_sq
                  and m.is_valid and m.state = 'active' and m.source is distinct from 'conversation'
                  -- The key pins the tenant already; this re-check (against a key collision) is
                  -- written so the planner cannot add the tenant's whole owner index to the lookup.
@@ -1524,7 +1610,7 @@ begin
     v_sq := memory_search.scoped_query(v_q, v_keys);
     select coalesce(array_agg(x.id), '{}') into candidates
       from (select m.id from public.devai_memories m
-             where m.fts_scoped @@ v_sq
+             where pg_catalog.strip(m.fts_scoped) @@ v_sq
                and m.is_valid and m.state = 'active' and m.source is distinct from 'conversation'
                and m.owner_id::text = p_owner::text
                and (m.namespace || '/') ^@ any (p_scopes)
@@ -1542,7 +1628,7 @@ begin
              limit p_df_cap) x;
   end if;
 end;
-$$;
+$_$;
 
 --
 -- Name: scoped_query(tsquery, text[]); Type: FUNCTION; Schema: memory_search; Owner: -
@@ -3519,6 +3605,21 @@ end;
 $$;
 
 --
+-- Name: keyword_common_terms; Type: TABLE; Schema: memory_private; Owner: -
+--
+
+CREATE TABLE memory_private.keyword_common_terms (
+    term text NOT NULL,
+    estimated_rows integer NOT NULL
+);
+
+--
+-- Name: TABLE keyword_common_terms; Type: COMMENT; Schema: memory_private; Owner: -
+--
+
+COMMENT ON TABLE memory_private.keyword_common_terms IS 'Keyword terms ("<scope key>:<lexeme>") the statistics of devai_memories_fts_scoped estimate in at least keyword_common_estimate_factor x keyword_df_cap memories; refreshed by memory_private.refresh_keyword_common_terms(). docs/retrieval.md#keyword.';
+
+--
 -- Name: lifecycle_runs; Type: TABLE; Schema: memory_private; Owner: -
 --
 
@@ -4141,6 +4242,7 @@ CASE name
     WHEN 'graph_seed_count'::text THEN ((value >= (1)::numeric) AND (value <= (50)::numeric) AND (value = trunc(value)))
     ELSE true
 END),
+    CONSTRAINT memory_settings_keyword_common_estimate_factor_range CHECK (((name <> 'keyword_common_estimate_factor'::text) OR ((value >= (0)::numeric) AND (value <= (1000)::numeric)))),
     CONSTRAINT memory_settings_name_shape CHECK ((name ~ '^[a-z][a-z0-9_]{0,62}$'::text)),
     CONSTRAINT memory_settings_rate_limit_range CHECK (((name !~~ 'rate\_limit\_%'::text) OR
 CASE
@@ -4257,6 +4359,13 @@ CREATE TABLE public.supervisor_checkpoints (
 --
 
 COMMENT ON TABLE public.supervisor_checkpoints IS 'The agent''s checkpoints: one JSON state per (tenant, thread), with a version for optimistic concurrency. See docs/consolidation.md#checkpoints.';
+
+--
+-- Name: keyword_common_terms keyword_common_terms_pkey; Type: CONSTRAINT; Schema: memory_private; Owner: -
+--
+
+ALTER TABLE ONLY memory_private.keyword_common_terms
+    ADD CONSTRAINT keyword_common_terms_pkey PRIMARY KEY (term);
 
 --
 -- Name: lifecycle_runs lifecycle_runs_pkey; Type: CONSTRAINT; Schema: memory_private; Owner: -
@@ -4557,7 +4666,7 @@ CREATE UNIQUE INDEX devai_memories_episode_digest ON public.devai_memories USING
 -- Name: devai_memories_fts_scoped; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX devai_memories_fts_scoped ON public.devai_memories USING gin (fts_scoped) WITH (fastupdate=off) WHERE (is_valid AND (state = 'active'::text) AND (source IS DISTINCT FROM 'conversation'::text));
+CREATE INDEX devai_memories_fts_scoped ON public.devai_memories USING gin (strip(fts_scoped)) WITH (fastupdate=off) WHERE (is_valid AND (state = 'active'::text) AND (source IS DISTINCT FROM 'conversation'::text));
 
 --
 -- Name: devai_memories_owner_branch; Type: INDEX; Schema: public; Owner: -
@@ -5013,6 +5122,12 @@ CREATE POLICY "Service role can read lifecycle runs" ON memory_private.lifecycle
 CREATE POLICY "Service role can read rate-limit buckets" ON memory_private.rate_limit_buckets FOR SELECT TO service_role USING (true);
 
 --
+-- Name: keyword_common_terms Service role can read the common keyword terms; Type: POLICY; Schema: memory_private; Owner: -
+--
+
+CREATE POLICY "Service role can read the common keyword terms" ON memory_private.keyword_common_terms FOR SELECT TO service_role USING (true);
+
+--
 -- Name: lifecycle_runs Service role can record lifecycle progress; Type: POLICY; Schema: memory_private; Owner: -
 --
 
@@ -5029,6 +5144,12 @@ CREATE POLICY "Service role can reset rate-limit buckets" ON memory_private.rate
 --
 
 CREATE POLICY "Service role can start lifecycle runs" ON memory_private.lifecycle_runs FOR INSERT TO service_role WITH CHECK (true);
+
+--
+-- Name: keyword_common_terms; Type: ROW SECURITY; Schema: memory_private; Owner: -
+--
+
+ALTER TABLE memory_private.keyword_common_terms ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: lifecycle_runs; Type: ROW SECURITY; Schema: memory_private; Owner: -
@@ -5935,6 +6056,13 @@ REVOKE ALL ON FUNCTION memory_private.record_proposal_write() FROM PUBLIC;
 REVOKE ALL ON FUNCTION memory_private.record_relation_write() FROM PUBLIC;
 
 --
+-- Name: FUNCTION refresh_keyword_common_terms(); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.refresh_keyword_common_terms() FROM PUBLIC;
+GRANT ALL ON FUNCTION memory_private.refresh_keyword_common_terms() TO service_role;
+
+--
 -- Name: FUNCTION register_maintenance_schedules(); Type: ACL; Schema: memory_private; Owner: -
 --
 
@@ -6351,6 +6479,12 @@ GRANT ALL ON FUNCTION public.retrieve_for_turn(query_text text, query_embedding 
 REVOKE ALL ON FUNCTION public.take_rate_limit_token(p_route_class text, p_service_role boolean) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.take_rate_limit_token(p_route_class text, p_service_role boolean) TO authenticated;
 GRANT ALL ON FUNCTION public.take_rate_limit_token(p_route_class text, p_service_role boolean) TO service_role;
+
+--
+-- Name: TABLE keyword_common_terms; Type: ACL; Schema: memory_private; Owner: -
+--
+
+GRANT SELECT ON TABLE memory_private.keyword_common_terms TO service_role;
 
 --
 -- Name: TABLE lifecycle_runs; Type: ACL; Schema: memory_private; Owner: -

@@ -65,9 +65,9 @@ select ok(exists(select from pg_indexes
           'index on owner + namespace prefix, partial on valid active rows');
 select ok(exists(select from pg_indexes
                   where schemaname = 'public' and tablename = 'devai_memories'
-                    and indexdef ~ 'USING gin \(fts_scoped\)'
+                    and indexdef ~ 'USING gin \(strip\(fts_scoped\)\)'
                     and indexdef ~ 'WHERE \(is_valid AND \(state = ''active''::text\)'),
-          'GIN index on fts_scoped (tenant-and-scope-keyed lexemes) for the keyword signal, partial on valid active rows');
+          'GIN index on strip(fts_scoped) (tenant-and-scope-keyed lexemes; an expression, so ANALYZE keeps their frequencies) for the keyword signal, partial on valid active rows');
 select ok(exists(select from pg_indexes
                   where schemaname = 'public' and tablename = 'memory_relations'
                     and indexdef ~ '^CREATE UNIQUE INDEX .* \(from_id, to_id, relation_type\)'),
