@@ -120,6 +120,7 @@ declare
   v_live   tsquery[];
   v_whole  boolean;
   v_factor numeric;
+  v_lexemes text[];
   v_common text[] := '{}';
 begin
   term_df := '{}';
@@ -171,20 +172,23 @@ begin
   if v_scoped and v_whole then
     select s.value into v_factor from public.memory_settings s where s.name = 'keyword_common_estimate_factor';
     if v_factor > 0 then
-      select coalesce(array_agg(distinct l.lexeme), '{}') into v_common
-        from (select replace(m[1], '''''', '''') as lexeme
-                from unnest(p_terms) t(q)
-               cross join lateral regexp_match(t.q::text, '^''((?:[^'']|'''')*)''$') m
-               where m is not null) l
-       where exists (select from unnest(v_keys) k(key)
-                      join memory_private.keyword_common_terms c on c.term = k.key || ':' || l.lexeme
-                     where c.estimated_rows >= v_factor * p_df_cap);
+      -- Each one-word term's lexeme (null for a phrase or a prefix), then one primary-key probe per
+      -- lexeme and key ('<key>:<lexeme>'; a key has no ':').
+      select array_agg(replace(m[1], '''''', '''') order by t.i) into v_lexemes
+        from unnest(p_terms) with ordinality t(q, i)
+        left join lateral regexp_match(t.q::text, '^''((?:[^'']|'''')*)''$') m on true;
+      select coalesce(array_agg(distinct substr(c.term, strpos(c.term, ':') + 1)), '{}') into v_common
+        from memory_private.keyword_common_terms c
+       where c.term = any (array(select k.key || ':' || l.lexeme
+                                   from unnest(v_lexemes) l(lexeme) cross join unnest(v_keys) k(key)
+                                  where l.lexeme is not null))
+         and c.estimated_rows >= v_factor * p_df_cap;
     end if;
   end if;
 
-  foreach v_q in array coalesce(p_terms, '{}') loop
-    if cardinality(v_common) > 0
-       and replace((regexp_match(v_q::text, '^''((?:[^'']|'''')*)''$'))[1], '''''', '''') = any (v_common) then
+  for i in 1 .. coalesce(cardinality(p_terms), 0) loop
+    v_q := p_terms[i];
+    if v_lexemes[i] = any (v_common) then
       term_df := term_df || (p_df_cap + 1);
       v_rare := v_rare || ''::text;
       continue;
