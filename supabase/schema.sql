@@ -139,7 +139,7 @@ CREATE TABLE public.memory_jobs (
     finished_at timestamp with time zone,
     CONSTRAINT memory_jobs_attempts_range CHECK (((attempts >= 0) AND ((max_attempts >= 1) AND (max_attempts <= 50)))),
     CONSTRAINT memory_jobs_idempotency_key_shape CHECK (((char_length(idempotency_key) >= 1) AND (char_length(idempotency_key) <= 300))),
-    CONSTRAINT memory_jobs_kind_check CHECK ((kind = ANY (ARRAY['extract'::text, 'dedup'::text, 'embed'::text, 'consolidate'::text, 'enrich'::text, 'causal'::text, 'nightly_consolidation'::text, 'contradiction_check'::text, 'insight'::text, 'reindex'::text]))),
+    CONSTRAINT memory_jobs_kind_check CHECK ((kind = ANY (ARRAY['extract'::text, 'dedup'::text, 'embed'::text, 'consolidate'::text, 'enrich'::text, 'causal'::text, 'nightly_consolidation'::text, 'contradiction_check'::text, 'insight'::text, 'reindex'::text, 'vector_index'::text]))),
     CONSTRAINT memory_jobs_status_check CHECK ((status = ANY (ARRAY['queued'::text, 'running'::text, 'done'::text, 'dead'::text])))
 );
 
@@ -493,6 +493,76 @@ begin
   return jsonb_build_object('consolidation', v_consolidation, 'reindex', v_reindex);
 end;
 $$;
+
+--
+-- Name: enqueue_vector_index_jobs(timestamp with time zone, integer); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.enqueue_vector_index_jobs(p_now timestamp with time zone DEFAULT now(), p_min_rows integer DEFAULT NULL::integer) RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $_$
+declare
+  v_min    integer;
+  v_shared double precision;
+  v_day    text := to_char(p_now at time zone 'UTC', 'YYYY-MM-DD');
+  v_build  integer := 0;
+  v_drop   integer := 0;
+begin
+  -- p_min_rows: the threshold for this call only (tests); null reads the setting.
+  v_min := coalesce(p_min_rows, (select s.value::integer from public.memory_settings s
+                                  where s.name = 'dedicated_vector_index_min_rows'));
+  if coalesce(v_min, 0) <= 0 then
+    return jsonb_build_object('build', 0, 'drop', 0, 'off', true);
+  end if;
+  select c.reltuples into v_shared from pg_catalog.pg_class c where c.oid = 'public.devai_memories_embedding_hnsw'::regclass;
+
+  with sized as (
+    -- Active memories per tenant, from the owner + namespace index (valid, active rows only).
+    select m.owner_id, count(*) as n
+      from public.devai_memories m
+     where m.is_valid and m.state = 'active'
+     group by m.owner_id
+  ),
+  indexed as (
+    -- The tenants' own indexes (valid or not) and their tenants, from the index names.
+    select c.relname as name, i.indisvalid as valid,
+           regexp_replace(substr(c.relname, length('devai_memories_hnsw_owner_') + 1),
+                          '^(.{8})(.{4})(.{4})(.{4})(.{12})$', '\1-\2-\3-\4-\5')::uuid as owner_id
+      from pg_catalog.pg_class c
+      join pg_catalog.pg_index i on i.indexrelid = c.oid
+     where i.indrelid = 'public.devai_memories'::regclass
+       and c.relname ~ '^devai_memories_hnsw_owner_[0-9a-f]{32}$'
+  ),
+  builds as (
+    insert into public.memory_jobs (owner_id, kind, payload, idempotency_key)
+    select s.owner_id, 'vector_index', jsonb_build_object('action', 'build'), 'vector_index:build:' || v_day
+      from sized s
+     where s.n >= v_min
+       and (v_shared is null or v_shared <= 0 or s.n <= v_shared / 2)
+       and not exists (select from indexed x where x.owner_id = s.owner_id and x.valid)
+    on conflict (owner_id, kind, idempotency_key) do nothing
+    returning 1
+  ),
+  drops as (
+    insert into public.memory_jobs (owner_id, kind, payload, idempotency_key)
+    select x.owner_id, 'vector_index', jsonb_build_object('action', 'drop'), 'vector_index:drop:' || v_day
+      from indexed x
+      left join sized s on s.owner_id = x.owner_id
+     where coalesce(s.n, 0) < v_min / 2
+    on conflict (owner_id, kind, idempotency_key) do nothing
+    returning 1
+  )
+  select (select count(*) from builds), (select count(*) from drops) into v_build, v_drop;
+  return jsonb_build_object('build', v_build, 'drop', v_drop);
+end;
+$_$;
+
+--
+-- Name: FUNCTION enqueue_vector_index_jobs(p_now timestamp with time zone, p_min_rows integer); Type: COMMENT; Schema: memory_private; Owner: -
+--
+
+COMMENT ON FUNCTION memory_private.enqueue_vector_index_jobs(p_now timestamp with time zone, p_min_rows integer) IS 'Queues vector_index jobs: a build for each tenant with dedicated_vector_index_min_rows active memories or more (and at most half of the shared index) without a valid index of its own, a drop for each tenant index whose tenant has fewer than half of that; one per tenant, action and day. pg_cron hourly (devai-vector-indexes).';
 
 --
 -- Name: fail_job(uuid, text, text, boolean, interval, interval); Type: FUNCTION; Schema: memory_private; Owner: -
@@ -3057,7 +3127,10 @@ CREATE FUNCTION public.memory_vector_index_of(p_owner uuid) RETURNS regclass
     SET search_path TO ''
     AS $$
 begin
-  return coalesce(to_regclass('public.devai_memories_hnsw_owner_' || replace(p_owner::text, '-', '')),
+  return coalesce((select i.indexrelid::regclass
+                     from pg_catalog.pg_index i
+                    where i.indexrelid = to_regclass('public.devai_memories_hnsw_owner_' || replace(p_owner::text, '-', ''))
+                      and i.indisvalid),
                   to_regclass('public.devai_memories_embedding_hnsw'));
 end;
 $$;
@@ -4224,6 +4297,7 @@ CASE name
     ELSE true
 END),
     CONSTRAINT memory_settings_cron_history_keep_days_range CHECK (((name <> 'cron_history_keep_days'::text) OR (value >= (0)::numeric))),
+    CONSTRAINT memory_settings_dedicated_vector_index_min_rows_range CHECK (((name <> 'dedicated_vector_index_min_rows'::text) OR ((value >= (0)::numeric) AND (value = trunc(value))))),
     CONSTRAINT memory_settings_exact_scan_cost_ratio_range CHECK (((name <> 'exact_scan_cost_ratio'::text) OR ((value >= (0)::numeric) AND (value <= (1000)::numeric)))),
     CONSTRAINT memory_settings_exact_scan_max_rows_range CHECK (((name <> 'exact_scan_max_rows'::text) OR ((value >= (0)::numeric) AND (value <= (1000000)::numeric) AND (value = trunc(value))))),
     CONSTRAINT memory_settings_fusion_score_share_range CHECK (((name <> ALL (ARRAY['fusion_score_share'::text, 'fusion_score_share_complex'::text])) OR ((value >= (0)::numeric) AND (value <= (1)::numeric)))),
@@ -5841,6 +5915,13 @@ GRANT ALL ON FUNCTION memory_private.enqueue_graph_maintenance(p_now timestamp w
 
 REVOKE ALL ON FUNCTION memory_private.enqueue_nightly_consolidation(p_now timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION memory_private.enqueue_nightly_consolidation(p_now timestamp with time zone) TO service_role;
+
+--
+-- Name: FUNCTION enqueue_vector_index_jobs(p_now timestamp with time zone, p_min_rows integer); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.enqueue_vector_index_jobs(p_now timestamp with time zone, p_min_rows integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION memory_private.enqueue_vector_index_jobs(p_now timestamp with time zone, p_min_rows integer) TO service_role;
 
 --
 -- Name: FUNCTION fail_job(p_id uuid, p_worker text, p_error text, p_retryable boolean, p_backoff_base interval, p_backoff_max interval); Type: ACL; Schema: memory_private; Owner: -

@@ -1,12 +1,14 @@
 // A big tenant's own HNSW index (docs/operations.md#a-dedicated-vector-index-for-a-big-tenant):
 // public.memory_dedicated_vector_index_sql gives the statement, run here as the operator runs it
-// (outside a transaction: CONCURRENTLY); then that tenant's searches walk its index, return what
+// and as the worker runs a queued vector_index job (outside a transaction: CONCURRENTLY); then that tenant's searches walk its index, return what
 // the exact search returns, and another tenant's never touch it nor see its rows. Which index a
 // search walked is read from each index's scan counter for the transaction
 // (pg_stat_get_xact_numscans, before and after), never from timing.
 import assert from "node:assert/strict";
 import { tenantItem, toVectorLiteral } from "../supabase/functions/_shared/db.ts";
-import { embedLocally } from "../supabase/functions/_shared/embeddings.ts";
+import { drainQueue } from "../supabase/functions/_shared/drain-queue.ts";
+import { createEmbedder, embedLocally } from "../supabase/functions/_shared/embeddings.ts";
+import { testConfig } from "./support/config.ts";
 import { realServerOnly } from "./support/backend.ts";
 import { newTenant, seedMemories, testSql } from "./support/seed.ts";
 
@@ -110,6 +112,55 @@ Deno.test({
     assert.equal(gone!.n, 0, "the drop statement removes it");
     const after = await search(big, "atlas", "billing", name);
     assert.ok(after.shared > 0, "and the tenant's searches walk the shared index again");
+  },
+});
+
+Deno.test({
+  ...realServerOnly(
+    "dedicated vector index, automatic: the worker builds a queued tenant's index, keeps it on a second build, replaces an invalid leftover and drops it on a drop job",
+    "CREATE INDEX CONCURRENTLY beside the suite's other connections",
+  ),
+  ...opts,
+  fn: async () => {
+    const big = newTenant();
+    await seedMemories(sql, big, memories(60, "orbit"));
+    const name = `devai_memories_hnsw_owner_${big.replaceAll("-", "")}`;
+    const config = testConfig();
+    const deps = { sql, config, embedder: createEmbedder(config) };
+    // One job as memory_private.enqueue_vector_index_jobs queues it (pgTAP 75 covers which
+    // tenants it picks), drained by the worker as it drains the queue.
+    const run = async (action: "build" | "drop") => {
+      await sql`
+        insert into public.memory_jobs (owner_id, kind, payload, idempotency_key)
+        values (${big}, 'vector_index', ${sql.json({ action })}, ${`test:${action}:${crypto.randomUUID()}`})`;
+      const report = await drainQueue(deps, { ownerId: big, kinds: ["vector_index"], backoffBaseMs: 0 });
+      assert.deepEqual(report.jobs.map((j) => [j.kind, j.status, j.error]), [["vector_index", "done", undefined]]);
+    };
+    const state = async () =>
+      (await sql<{ valid: boolean | null; used: string }[]>`
+        select (select i.indisvalid from pg_index i where i.indexrelid = to_regclass(${`public.${name}`})) as valid,
+               public.memory_vector_index_of(${big}::uuid)::text as used`)[0]!;
+    try {
+      await run("build");
+      assert.deepEqual(await state(), { valid: true, used: name }, "built, valid, and the tenant's");
+      const walk = await search(big, "orbit", "What do the notes say about queues?", name);
+      assert.ok(walk.own > 0 && walk.shared === 0, `its searches walk it: ${JSON.stringify(walk)}`);
+
+      await run("build");
+      assert.deepEqual(await state(), { valid: true, used: name }, "a second build changes nothing");
+
+      // What a failed concurrent build leaves: an invalid index, which the searches ignore and
+      // IF NOT EXISTS would keep forever.
+      await sql`update pg_index set indisvalid = false where indexrelid = to_regclass(${`public.${name}`})`;
+      assert.deepEqual(await state(), { valid: false, used: "devai_memories_embedding_hnsw" }, "invalid: not used");
+      await run("build");
+      assert.deepEqual(await state(), { valid: true, used: name }, "the build replaced it with a valid one");
+
+      await run("drop");
+      assert.deepEqual(await state(), { valid: null, used: "devai_memories_embedding_hnsw" }, "dropped");
+    } finally {
+      await sql.unsafe(`drop index concurrently if exists public.${name}`);
+    }
   },
 });
 

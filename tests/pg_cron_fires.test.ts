@@ -41,6 +41,7 @@ Deno.test({
         "devai-memory-ttl",
         "devai-proposal-lapse",
         "devai-session-idle-end",
+        "devai-vector-indexes",
       ]);
 
       // ... and the command of the sweeper job is the one we schedule at second granularity.

@@ -18,6 +18,7 @@ import { DIM, MODEL } from "../corpus.ts";
 import { fmt, formatTable, log, now, round, runConcurrent, summarize, type Summary } from "../lib.ts";
 import { createReadSql, toVectorLiteral, withTenant } from "../../supabase/functions/_shared/db.ts";
 import { flushSearchWrites } from "../../supabase/functions/_shared/retrieval/write-behind.ts";
+import { drainQueue } from "../../supabase/functions/_shared/drain-queue.ts";
 import { cpuMeter } from "../cpu.ts";
 import { installSupabaseHybrid } from "../../eval/methods/supabase-hybrid.ts";
 
@@ -258,13 +259,24 @@ export async function runHandler(
       await measure(mode, which, clients, via);
     }
     // The biggest tenant again with an HNSW index of its own (docs/operations.md#a-dedicated-
-    // vector-index-for-a-big-tenant), built concurrently as an operator would, dropped after.
+    // vector-index-for-a-big-tenant), queued as the hourly job queues it (the threshold set to the
+    // tenant's size, so at every corpus size it is the one) and built by the worker, dropped after.
     if (now() <= opts.deadline) {
-      const [own] = await sql<{ build: string; drop: string }[]>`
-        select public.memory_dedicated_vector_index_sql(${big.id}::uuid) as build,
-               public.memory_dedicated_vector_index_sql(${big.id}::uuid, true) as drop`;
+      await sql`delete from public.memory_jobs where kind = 'vector_index' and owner_id = ${big.id}::uuid`; // an earlier run's, same day
+      const [own] = await sql<{ drop: string; queued: { build: number } }[]>`
+        select public.memory_dedicated_vector_index_sql(${big.id}::uuid, true) as drop,
+               memory_private.enqueue_vector_index_jobs(now(), (
+                 select count(*)::int from public.devai_memories
+                  where owner_id = ${big.id}::uuid and is_valid and state = 'active')) as queued`;
+      if (own!.queued.build < 1) {
+        throw new Error(`no index build was queued for the biggest tenant: ${JSON.stringify(own)}`);
+      }
       const t0 = now();
-      await sql.unsafe(own!.build);
+      const built = await drainQueue({ sql: pool, config, embedder: tableEmbedder(vectors) }, {
+        ownerId: big.id,
+        kinds: ["vector_index"],
+      });
+      if (built.done !== 1) throw new Error(`the worker did not build the index: ${JSON.stringify(built.jobs)}`);
       ownIndexBuildMs = now() - t0;
       await sql`analyze public.devai_memories`;
       try {
@@ -381,7 +393,7 @@ export async function runHandler(
       (which) => sqlOut.find((o) => o.fn === "public.hybrid_search" && o.tenant === which)?.server,
     ),
     ...(ownIndexBuildMs === undefined ? [] : [
-      `the biggest tenant's own index: built concurrently in ${
+      `the biggest tenant's own index: queued and built by the worker (CREATE INDEX CONCURRENTLY) in ${
         fmt(ownIndexBuildMs / 1000, 1)
       } s, dropped after its rows`,
     ]),

@@ -31,6 +31,7 @@ import { isGraphJob, processGraphJob } from "./graph-jobs.ts";
 import { ModelPartError, processExtract } from "./extract-job.ts";
 import { DEFAULT_LEASE_SECONDS, whileHoldingLease } from "./job-lease.ts";
 import { isBackgroundJob, processBackgroundJob } from "./background-jobs.ts";
+import { processVectorIndexJob } from "./vector-index-job.ts";
 
 export interface WorkerDeps {
   sql: Sql;
@@ -139,6 +140,7 @@ export async function processJob(deps: WorkerDeps, job: Job, workerId: string): 
   if (job.kind === "dedup") return await processDedup(deps, job, workerId);
   if (isGraphJob(job.kind)) return await processGraphJob(deps, job, workerId);
   if (isBackgroundJob(job.kind)) return await processBackgroundJob(deps, job, workerId);
+  if (job.kind === "vector_index") return await processVectorIndexJob(deps, job, workerId);
   throw new PermanentJobError(`unknown job kind '${job.kind}'`);
 }
 

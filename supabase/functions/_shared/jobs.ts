@@ -11,7 +11,7 @@ import type { Sql, Tx } from "./db.ts";
 import { outsideRequest } from "./rate-limit.ts";
 import { storableJson } from "./unsafe-characters.ts";
 
-/** memory_jobs.kind: the write path's extract and dedup, the graph's jobs (graph-jobs.ts), the background ones (background-jobs.ts). */
+/** memory_jobs.kind: the write path's extract and dedup, the graph's jobs (graph-jobs.ts), the background ones (background-jobs.ts), a tenant's own vector index (vector-index-job.ts). */
 export type JobKind =
   | "extract"
   | "dedup"
@@ -22,7 +22,8 @@ export type JobKind =
   | "nightly_consolidation"
   | "contradiction_check"
   | "insight"
-  | "reindex";
+  | "reindex"
+  | "vector_index";
 export type JobStatus = "queued" | "running" | "done" | "dead";
 
 export interface Job<P = Record<string, unknown>> {
