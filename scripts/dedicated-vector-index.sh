@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# A big tenant's own HNSW index (docs/operations.md#a-dedicated-vector-index-for-a-big-tenant):
+# A big tenant's own HNSW index (docs/operations.md#a-dedicated-vector-index-for-a-big-tenant), by
+# hand: the hourly devai-vector-indexes job and the queue worker build and drop them on their own;
+# this is for a database whose worker does not run, or a tenant under the threshold:
 #   bash scripts/dedicated-vector-index.sh <tenant uuid>          build it (CREATE INDEX CONCURRENTLY:
 #                                                                 every tenant's writes go on meanwhile)
 #   bash scripts/dedicated-vector-index.sh <tenant uuid> --drop   drop it (DROP INDEX CONCURRENTLY)

@@ -99,7 +99,7 @@ function handlerTargets(
     lines.push(
       `${which} tenant, 1 client: handler p95 ${fmt(h?.summary.p95)} ms (target <= 15 ms): ${
         mark(h ? h.summary.p95 <= 15 : undefined)
-      }`,
+      }${which === "big" ? " (on the shared index, as before the hourly job builds the tenant its own)" : ""}`,
     );
     const growth = h && v ? h.summary.p95 - v.summary.p95 : undefined;
     lines.push(
@@ -111,9 +111,11 @@ function handlerTargets(
   const own = run("hybrid", OWN_INDEX, 1), ownVector = run("vector", OWN_INDEX, 1);
   if (own) {
     lines.push(
-      `big tenant with its own index, 1 client: handler p95 ${fmt(own.summary.p95)} ms (target <= 15 ms): ${
-        mark(own.summary.p95 <= 15)
-      }; p50 ${fmt(own.summary.p50)} ms; vector-only p95 ${fmt(ownVector?.summary.p95)} ms`,
+      `big tenant with its own index (what a deployment has within the hour), 1 client: handler p95 ${
+        fmt(own.summary.p95)
+      } ms (target <= 15 ms): ${mark(own.summary.p95 <= 15)}; p50 ${fmt(own.summary.p50)} ms; vector-only p95 ${
+        fmt(ownVector?.summary.p95)
+      } ms`,
     );
   }
   for (const via of ["primary", "replica"]) {
