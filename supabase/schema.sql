@@ -501,68 +501,38 @@ $$;
 CREATE FUNCTION memory_private.enqueue_vector_index_jobs(p_now timestamp with time zone DEFAULT now(), p_min_rows integer DEFAULT NULL::integer) RETURNS jsonb
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
-    AS $_$
+    AS $$
 declare
-  v_min    integer;
-  v_shared double precision;
-  v_day    text := to_char(p_now at time zone 'UTC', 'YYYY-MM-DD');
-  v_build  integer := 0;
-  v_drop   integer := 0;
+  v_min   integer := coalesce(p_min_rows, (select s.value::integer from public.memory_settings s
+                                            where s.name = 'dedicated_vector_index_min_rows'));
+  v_day   text := to_char(p_now at time zone 'UTC', 'YYYY-MM-DD');
+  v_build integer;
+  v_drop  integer;
 begin
-  -- p_min_rows: the threshold for this call only (tests); null reads the setting.
-  v_min := coalesce(p_min_rows, (select s.value::integer from public.memory_settings s
-                                  where s.name = 'dedicated_vector_index_min_rows'));
   if coalesce(v_min, 0) <= 0 then
     return jsonb_build_object('build', 0, 'drop', 0, 'off', true);
   end if;
-  select c.reltuples into v_shared from pg_catalog.pg_class c where c.oid = 'public.devai_memories_embedding_hnsw'::regclass;
-
-  with sized as (
-    -- Active memories per tenant, from the owner + namespace index (valid, active rows only).
-    select m.owner_id, count(*) as n
-      from public.devai_memories m
-     where m.is_valid and m.state = 'active'
-     group by m.owner_id
-  ),
-  indexed as (
-    -- The tenants' own indexes (valid or not) and their tenants, from the index names.
-    select c.relname as name, i.indisvalid as valid,
-           regexp_replace(substr(c.relname, length('devai_memories_hnsw_owner_') + 1),
-                          '^(.{8})(.{4})(.{4})(.{4})(.{12})$', '\1-\2-\3-\4-\5')::uuid as owner_id
-      from pg_catalog.pg_class c
-      join pg_catalog.pg_index i on i.indexrelid = c.oid
-     where i.indrelid = 'public.devai_memories'::regclass
-       and c.relname ~ '^devai_memories_hnsw_owner_[0-9a-f]{32}$'
-  ),
-  builds as (
+  -- The threshold goes with the job: the worker checks the plan again with it.
+  with queued as (
     insert into public.memory_jobs (owner_id, kind, payload, idempotency_key)
-    select s.owner_id, 'vector_index', jsonb_build_object('action', 'build'), 'vector_index:build:' || v_day
-      from sized s
-     where s.n >= v_min
-       and (v_shared is null or v_shared <= 0 or s.n <= v_shared / 2)
-       and not exists (select from indexed x where x.owner_id = s.owner_id and x.valid)
+    select p.owner_id, 'vector_index', jsonb_build_object('action', p.action, 'min_rows', v_min),
+           'vector_index:' || p.action || ':' || v_day
+      from memory_private.vector_index_plan(v_min) p
     on conflict (owner_id, kind, idempotency_key) do nothing
-    returning 1
-  ),
-  drops as (
-    insert into public.memory_jobs (owner_id, kind, payload, idempotency_key)
-    select x.owner_id, 'vector_index', jsonb_build_object('action', 'drop'), 'vector_index:drop:' || v_day
-      from indexed x
-      left join sized s on s.owner_id = x.owner_id
-     where coalesce(s.n, 0) < v_min / 2
-    on conflict (owner_id, kind, idempotency_key) do nothing
-    returning 1
+    returning payload ->> 'action' as action
   )
-  select (select count(*) from builds), (select count(*) from drops) into v_build, v_drop;
+  select count(*) filter (where q.action = 'build'), count(*) filter (where q.action = 'drop')
+    into v_build, v_drop
+    from queued q;
   return jsonb_build_object('build', v_build, 'drop', v_drop);
 end;
-$_$;
+$$;
 
 --
 -- Name: FUNCTION enqueue_vector_index_jobs(p_now timestamp with time zone, p_min_rows integer); Type: COMMENT; Schema: memory_private; Owner: -
 --
 
-COMMENT ON FUNCTION memory_private.enqueue_vector_index_jobs(p_now timestamp with time zone, p_min_rows integer) IS 'Queues vector_index jobs: a build for each tenant with dedicated_vector_index_min_rows active memories or more (and at most half of the shared index) without a valid index of its own, a drop for each tenant index whose tenant has fewer than half of that; one per tenant, action and day. pg_cron hourly (devai-vector-indexes).';
+COMMENT ON FUNCTION memory_private.enqueue_vector_index_jobs(p_now timestamp with time zone, p_min_rows integer) IS 'Queues a vector_index job for each row of memory_private.vector_index_plan (a build for each tenant with dedicated_vector_index_min_rows active memories or more, at most half of them all, without a valid index of its own; a drop for each tenant index whose tenant has fewer than half of that, or that a failed build left invalid); one per tenant, action and day. pg_cron hourly (devai-vector-indexes).';
 
 --
 -- Name: fail_job(uuid, text, text, boolean, interval, interval); Type: FUNCTION; Schema: memory_private; Owner: -
@@ -1004,14 +974,18 @@ begin
     into v_min
     from public.memory_settings s
    where s.name in ('keyword_common_estimate_factor', 'keyword_df_cap');
-  -- The index's own row count: the memories it holds, which the frequencies are shares of.
-  select c.reltuples into v_rows from pg_catalog.pg_class c where c.oid = 'public.devai_memories_fts_scoped'::regclass;
+  -- The memories the index holds, which the frequencies are shares of: counted, because the
+  -- index's pg_class.reltuples is the whole table's after a VACUUM (a GIN index reports the heap's
+  -- live rows, partial or not).
+  select count(*) into v_rows
+    from public.devai_memories m
+   where m.is_valid and m.state = 'active' and m.source is distinct from 'conversation';
   with estimated as (
     select e.term, max(e.freq * v_rows)::integer as estimated_rows
       from pg_catalog.pg_stats s
      cross join lateral unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) as e(term, freq)
      where s.schemaname = 'public' and s.tablename = 'devai_memories_fts_scoped'
-       and coalesce(v_min, 0) > 0 and coalesce(v_rows, -1) > 0
+       and coalesce(v_min, 0) > 0 and v_rows > 0
        and e.term is not null and e.freq * v_rows >= v_min
      group by e.term
   ),
@@ -1385,6 +1359,60 @@ end;
 $$;
 
 --
+-- Name: vector_index_plan(integer); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.vector_index_plan(p_min_rows integer DEFAULT NULL::integer) RETURNS TABLE(owner_id uuid, action text)
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO ''
+    AS $_$
+declare
+  v_min integer;
+begin
+  -- p_min_rows: the threshold for this call (tests, the bench); null reads the setting.
+  v_min := coalesce(p_min_rows, (select s.value::integer from public.memory_settings s
+                                  where s.name = 'dedicated_vector_index_min_rows'));
+  if coalesce(v_min, 0) <= 0 then
+    return;
+  end if;
+  return query
+  with sized as (
+    -- What the shared HNSW index holds, per tenant (its predicate).
+    select m.owner_id, count(*) as n
+      from public.devai_memories m
+     where m.is_valid and m.state = 'active' and m.source is distinct from 'conversation'
+     group by m.owner_id
+  ),
+  wanted as (
+    select z.owner_id, z.n, z.n >= v_min and z.n <= (select sum(a.n) from sized a) / 2 as qualifies
+      from sized z
+  ),
+  indexed as (
+    -- The tenants' own indexes, their state and their tenants (from the names).
+    select i.indisvalid as valid,
+           exists (select from pg_catalog.pg_stat_progress_create_index p where p.index_relid = c.oid) as building,
+           regexp_replace(substr(c.relname, length('devai_memories_hnsw_owner_') + 1),
+                          '^(.{8})(.{4})(.{4})(.{4})(.{12})$', '\1-\2-\3-\4-\5')::uuid as owner_id
+      from pg_catalog.pg_class c
+      join pg_catalog.pg_index i on i.indexrelid = c.oid
+     where i.indrelid = 'public.devai_memories'::regclass
+       and c.relname ~ '^devai_memories_hnsw_owner_[0-9a-f]{32}$'
+  )
+  select w.owner_id, 'build'::text
+    from wanted w
+   where w.qualifies
+     and not exists (select from indexed x where x.owner_id = w.owner_id and x.valid)
+  union all
+  -- Under half the threshold; or invalid (a failed build), not being built and not to be rebuilt.
+  select x.owner_id, 'drop'::text
+    from indexed x
+    left join wanted w on w.owner_id = x.owner_id
+   where coalesce(w.n, 0) < v_min / 2
+      or (not x.valid and not x.building and not coalesce(w.qualifies, false));
+end;
+$_$;
+
+--
 -- Name: worker_request_headers(text); Type: FUNCTION; Schema: memory_private; Owner: -
 --
 
@@ -1573,10 +1601,15 @@ begin
     select 1 from unnest(p_scopes) s
      where split_part(rtrim(s, '/'), '/', 2) = ''
         or (split_part(rtrim(s, '/'), '/', 2) = 'project' and split_part(rtrim(s, '/'), '/', 3) = ''));
+  -- Do the keys stand for whole scopes? Not when a scope is below its key's (devai/project/p/ci
+  -- under devai/project/p): the statistics are per key.
+  select bool_and(split_part(rtrim(s, '/'), '/', 2) = ''
+                  or (split_part(rtrim(s, '/'), '/', 2) = 'project' and split_part(rtrim(s, '/'), '/', 3) = '')
+                  or memory_private.keyword_scope(rtrim(s, '/')) = rtrim(s, '/'))
+    into v_whole from unnest(p_scopes) s;
   if v_scoped then
-    select array_agg(distinct memory_private.keyword_scope_key(p_owner, memory_private.keyword_scope(rtrim(s, '/')))),
-           bool_and(memory_private.keyword_scope(rtrim(s, '/')) = rtrim(s, '/'))
-      into v_keys, v_whole from unnest(p_scopes) s;
+    select array_agg(distinct memory_private.keyword_scope_key(p_owner, memory_private.keyword_scope(rtrim(s, '/'))))
+      into v_keys from unnest(p_scopes) s;
   elsif p_as_of is null then
     with recursive walk (ns, n) as (
       (select m.namespace, 1 from public.devai_memories m
@@ -1598,7 +1631,6 @@ begin
       from walk w
      where w.ns is not null;
     v_scoped := coalesce(v_scoped, true);
-    v_whole := true;
   end if;
 
   -- A one-word term the statistics estimate in keyword_common_estimate_factor x the cap of one of
@@ -5281,7 +5313,7 @@ CREATE POLICY "Owners can decide their proposals" ON public.memory_proposals FOR
 -- Name: memory_jobs Owners can enqueue jobs; Type: POLICY; Schema: public; Owner: -
 --
 
-CREATE POLICY "Owners can enqueue jobs" ON public.memory_jobs FOR INSERT TO authenticated WITH CHECK ((owner_id = ( SELECT auth.uid() AS uid)));
+CREATE POLICY "Owners can enqueue jobs" ON public.memory_jobs FOR INSERT TO authenticated WITH CHECK (((owner_id = ( SELECT auth.uid() AS uid)) AND (kind <> 'vector_index'::text)));
 
 --
 -- Name: context_prefetch Owners can fill their prefetch cache; Type: POLICY; Schema: public; Owner: -
@@ -6235,6 +6267,13 @@ GRANT ALL ON FUNCTION memory_private.ttl_page_range(p_now timestamp with time zo
 
 REVOKE ALL ON FUNCTION memory_private.use_agent_token(p_token_hash text, p_now timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION memory_private.use_agent_token(p_token_hash text, p_now timestamp with time zone) TO service_role;
+
+--
+-- Name: FUNCTION vector_index_plan(p_min_rows integer); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.vector_index_plan(p_min_rows integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION memory_private.vector_index_plan(p_min_rows integer) TO service_role;
 
 --
 -- Name: FUNCTION worker_request_headers(p_key text); Type: ACL; Schema: memory_private; Owner: -

@@ -117,46 +117,57 @@ Deno.test({
 
 Deno.test({
   ...realServerOnly(
-    "dedicated vector index, automatic: the worker builds a queued tenant's index, keeps it on a second build, replaces an invalid leftover and drops it on a drop job",
+    "dedicated vector index, automatic: the worker builds a queued tenant's index, keeps it on a second build, replaces an invalid leftover, drops it on a drop job, and does nothing the plan no longer wants",
     "CREATE INDEX CONCURRENTLY beside the suite's other connections",
   ),
   ...opts,
   fn: async () => {
-    const big = newTenant();
+    const big = newTenant(), neighbour = newTenant();
     await seedMemories(sql, big, memories(60, "orbit"));
+    await seedMemories(sql, neighbour, memories(60, "orbit")); // so that big is at most half of them all
     const name = `devai_memories_hnsw_owner_${big.replaceAll("-", "")}`;
     const config = testConfig();
     const deps = { sql, config, embedder: createEmbedder(config) };
     // One job as memory_private.enqueue_vector_index_jobs queues it (pgTAP 75 covers which
-    // tenants it picks), drained by the worker as it drains the queue.
-    const run = async (action: "build" | "drop") => {
-      await sql`
+    // tenants it picks), drained by the worker as it drains the queue; its result.
+    const run = async (action: "build" | "drop", minRows: number) => {
+      const [job] = await sql<{ id: string }[]>`
         insert into public.memory_jobs (owner_id, kind, payload, idempotency_key)
-        values (${big}, 'vector_index', ${sql.json({ action })}, ${`test:${action}:${crypto.randomUUID()}`})`;
+        values (${big}, 'vector_index', ${sql.json({ action, min_rows: minRows })},
+                ${`test:${action}:${crypto.randomUUID()}`})
+        returning id`;
       const report = await drainQueue(deps, { ownerId: big, kinds: ["vector_index"], backoffBaseMs: 0 });
       assert.deepEqual(report.jobs.map((j) => [j.kind, j.status, j.error]), [["vector_index", "done", undefined]]);
+      return (await sql<{ result: Record<string, unknown> }[]>`
+        select result from public.memory_jobs where id = ${job!.id}`)[0]!.result;
     };
     const state = async () =>
       (await sql<{ valid: boolean | null; used: string }[]>`
         select (select i.indisvalid from pg_index i where i.indexrelid = to_regclass(${`public.${name}`})) as valid,
                public.memory_vector_index_of(${big}::uuid)::text as used`)[0]!;
     try {
-      await run("build");
+      // A build the plan no longer wants (the tenant under a threshold of 1,000) does nothing.
+      assert.deepEqual(await run("build", 1000), { action: "build", skipped: "no longer planned for this tenant" });
+      assert.deepEqual(await state(), { valid: null, used: "devai_memories_embedding_hnsw" }, "no index");
+
+      assert.deepEqual(await run("build", 50), { action: "build", valid: true });
       assert.deepEqual(await state(), { valid: true, used: name }, "built, valid, and the tenant's");
       const walk = await search(big, "orbit", "What do the notes say about queues?", name);
       assert.ok(walk.own > 0 && walk.shared === 0, `its searches walk it: ${JSON.stringify(walk)}`);
 
-      await run("build");
+      assert.deepEqual(await run("build", 50), { action: "build", skipped: "no longer planned for this tenant" });
       assert.deepEqual(await state(), { valid: true, used: name }, "a second build changes nothing");
 
       // What a failed concurrent build leaves: an invalid index, which the searches ignore and
       // IF NOT EXISTS would keep forever.
       await sql`update pg_index set indisvalid = false where indexrelid = to_regclass(${`public.${name}`})`;
       assert.deepEqual(await state(), { valid: false, used: "devai_memories_embedding_hnsw" }, "invalid: not used");
-      await run("build");
+      assert.deepEqual(await run("build", 50), { action: "build", valid: true });
       assert.deepEqual(await state(), { valid: true, used: name }, "the build replaced it with a valid one");
 
-      await run("drop");
+      assert.deepEqual(await run("drop", 50), { action: "drop", skipped: "no longer planned for this tenant" });
+      assert.equal((await state()).valid, true, "a drop the plan does not want (60 memories, threshold 50) keeps it");
+      assert.deepEqual(await run("drop", 1000), { action: "drop", valid: null });
       assert.deepEqual(await state(), { valid: null, used: "devai_memories_embedding_hnsw" }, "dropped");
     } finally {
       await sql.unsafe(`drop index concurrently if exists public.${name}`);

@@ -10,14 +10,16 @@
 -- * the keyword index is on pg_catalog.strip(fts_scoped) (the same lexemes: fts_scoped has no
 --   positions), an expression, so ANALYZE gathers per-"key:lexeme" frequencies over exactly the
 --   valid, active, non-episode memories the lookups count;
--- * memory_private.refresh_keyword_common_terms() copies the elements estimated in at least
---   keyword_common_estimate_factor x keyword_df_cap memories (4 x 25 = 100: well clear of the
---   cap, whatever the sampling error) into memory_private.keyword_common_terms; reading
+-- * memory_private.refresh_keyword_common_terms() copies the elements estimated (frequency x the
+--   memories the index holds, counted) in at least keyword_common_estimate_factor x keyword_df_cap
+--   memories (4 x 25 = 100: well clear of the cap, whatever the sampling error) into
+--   memory_private.keyword_common_terms; reading
 --   pg_stats itself costs 0.4 ms a search, the table 0.02. pg_cron runs it every 15 minutes
 --   (devai-keyword-statistics), after ANALYZE and autovacuum move the statistics;
 -- * keyword_postings takes a single-lexeme term found there for any of the caller's scope keys as
---   counted past the cap, without the lookup. Only for whole keyed scopes: a request for
---   devai/project/p/backend is counted, the statistics are for devai/project/p.
+--   counted past the cap, without the lookup. Only when every scope asked is a whole keyed scope
+--   or above them: a request for devai/project/p/backend is counted, the statistics are for
+--   devai/project/p.
 --
 -- Same answers when the statistics are right (the figure they replace is "more than the cap");
 -- a stale entry (a scope that lost most of a word's memories since the last ANALYZE) makes that
@@ -67,14 +69,18 @@ begin
     into v_min
     from public.memory_settings s
    where s.name in ('keyword_common_estimate_factor', 'keyword_df_cap');
-  -- The index's own row count: the memories it holds, which the frequencies are shares of.
-  select c.reltuples into v_rows from pg_catalog.pg_class c where c.oid = 'public.devai_memories_fts_scoped'::regclass;
+  -- The memories the index holds, which the frequencies are shares of: counted, because the
+  -- index's pg_class.reltuples is the whole table's after a VACUUM (a GIN index reports the heap's
+  -- live rows, partial or not).
+  select count(*) into v_rows
+    from public.devai_memories m
+   where m.is_valid and m.state = 'active' and m.source is distinct from 'conversation';
   with estimated as (
     select e.term, max(e.freq * v_rows)::integer as estimated_rows
       from pg_catalog.pg_stats s
      cross join lateral unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) as e(term, freq)
      where s.schemaname = 'public' and s.tablename = 'devai_memories_fts_scoped'
-       and coalesce(v_min, 0) > 0 and coalesce(v_rows, -1) > 0
+       and coalesce(v_min, 0) > 0 and v_rows > 0
        and e.term is not null and e.freq * v_rows >= v_min
      group by e.term
   ),
@@ -137,10 +143,15 @@ begin
     select 1 from unnest(p_scopes) s
      where split_part(rtrim(s, '/'), '/', 2) = ''
         or (split_part(rtrim(s, '/'), '/', 2) = 'project' and split_part(rtrim(s, '/'), '/', 3) = ''));
+  -- Do the keys stand for whole scopes? Not when a scope is below its key's (devai/project/p/ci
+  -- under devai/project/p): the statistics are per key.
+  select bool_and(split_part(rtrim(s, '/'), '/', 2) = ''
+                  or (split_part(rtrim(s, '/'), '/', 2) = 'project' and split_part(rtrim(s, '/'), '/', 3) = '')
+                  or memory_private.keyword_scope(rtrim(s, '/')) = rtrim(s, '/'))
+    into v_whole from unnest(p_scopes) s;
   if v_scoped then
-    select array_agg(distinct memory_private.keyword_scope_key(p_owner, memory_private.keyword_scope(rtrim(s, '/')))),
-           bool_and(memory_private.keyword_scope(rtrim(s, '/')) = rtrim(s, '/'))
-      into v_keys, v_whole from unnest(p_scopes) s;
+    select array_agg(distinct memory_private.keyword_scope_key(p_owner, memory_private.keyword_scope(rtrim(s, '/'))))
+      into v_keys from unnest(p_scopes) s;
   elsif p_as_of is null then
     with recursive walk (ns, n) as (
       (select m.namespace, 1 from public.devai_memories m
@@ -162,7 +173,6 @@ begin
       from walk w
      where w.ns is not null;
     v_scoped := coalesce(v_scoped, true);
-    v_whole := true;
   end if;
 
   -- A one-word term the statistics estimate in keyword_common_estimate_factor x the cap of one of

@@ -6,12 +6,15 @@
 // while it builds. The statements are idempotent (IF NOT EXISTS, IF EXISTS), so a job run twice
 // (a lost lease, a retry) changes nothing the first run did not. A concurrent build that fails
 // leaves an invalid index behind, which the searches ignore (public.memory_vector_index_of) and
-// which would make IF NOT EXISTS skip every later build: a build drops it first.
+// which would make IF NOT EXISTS skip every later build: a build drops it first. Before acting the
+// job asks memory_private.vector_index_plan again, with the threshold it was queued with: a job
+// that waited while its tenant changed, or finds another session building the index, completes
+// without a statement (and without spending an attempt).
 import { z } from "zod";
 import type { WorkerDeps } from "./drain-queue.ts";
 import { completeJob, type Job, LeaseLostError, PermanentJobError } from "./jobs.ts";
 
-const PayloadSchema = z.object({ action: z.enum(["build", "drop"]) }).strict();
+const PayloadSchema = z.object({ action: z.enum(["build", "drop"]), min_rows: z.number().int().positive() }).strict();
 
 interface IndexState {
   build: string;
@@ -25,22 +28,27 @@ interface IndexState {
 export async function processVectorIndexJob(deps: WorkerDeps, job: Job, workerId: string): Promise<void> {
   const parsed = PayloadSchema.safeParse(job.payload);
   if (!parsed.success) throw new PermanentJobError(`invalid vector_index payload: ${parsed.error.message}`);
-  const { action } = parsed.data;
+  const { action, min_rows: minRows } = parsed.data;
+  const complete = async (result: Record<string, unknown>) => {
+    const ok = await completeJob(deps.sql, job.id, workerId, { action, ...result });
+    if (!ok) {
+      throw new LeaseLostError(`job ${job.id}: lease lost before completion (the index statement is idempotent)`);
+    }
+  };
+  const [planned] = await deps.sql<{ action: string }[]>`
+    select p.action from memory_private.vector_index_plan(${minRows}::int) p where p.owner_id = ${job.owner_id}::uuid`;
+  if (planned?.action !== action) return await complete({ skipped: "no longer planned for this tenant" });
   const before = await indexState(deps, job.owner_id);
+  if (before.building) return await complete({ skipped: "being built by another session" });
   if (action === "drop") {
     await deps.sql.unsafe(before.drop);
-  } else if (before.valid !== true) {
-    if (before.valid === false) {
-      // Another worker's build of it still running: this job's work is being done.
-      if (before.building) throw new Error("the tenant's index is being built by another session; retried later");
-      await deps.sql.unsafe(before.drop);
-    }
+  } else {
+    if (before.valid === false) await deps.sql.unsafe(before.drop); // a failed build's leftover
     await deps.sql.unsafe(before.build);
   }
   const after = await indexState(deps, job.owner_id);
   if (action === "build" && after.valid !== true) throw new Error("the tenant's index was not valid after its build");
-  const ok = await completeJob(deps.sql, job.id, workerId, { action, valid: after.valid });
-  if (!ok) throw new LeaseLostError(`job ${job.id}: lease lost before completion (the index statement is idempotent)`);
+  await complete({ valid: after.valid });
 }
 
 async function indexState(deps: WorkerDeps, ownerId: string): Promise<IndexState> {

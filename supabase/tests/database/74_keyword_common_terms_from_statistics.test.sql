@@ -3,7 +3,7 @@
 -- lookup is skipped (the keyword index is scanned once less), the answer is the counted one, and
 -- only for the tenant and whole scope the statistics describe.
 begin;
-select plan(14);
+select plan(16);
 
 -- Tenant A: 160 memories saying 'deploy' in one project, one with a rare word, two in a sub-scope;
 -- tenant B: three saying 'deploy' in a project of the same name.
@@ -36,31 +36,35 @@ select ok(not exists (select from memory_private.keyword_common_terms c
 -- One lookup: (scope, terms, cap) -> document frequencies, candidates and the keyword index scans it made.
 create temp table lookups (label text, term_df integer[], candidates uuid[], scans bigint) on commit drop;
 grant all on lookups to authenticated;
-create function pg_temp.lookup(p_label text, p_owner uuid, p_scope text, p_terms tsquery[], p_cap integer)
+create function pg_temp.lookup(p_label text, p_owner uuid, p_scopes text[], p_terms tsquery[], p_cap integer)
 returns void language plpgsql as $$
 declare v_before bigint := pg_stat_get_xact_numscans('public.devai_memories_fts_scoped'::regclass);
 begin
   insert into lookups
   select p_label, p.term_df, p.candidates,
          pg_stat_get_xact_numscans('public.devai_memories_fts_scoped'::regclass) - v_before
-    from memory_search.keyword_postings(p_owner, array[p_scope], p_terms, p_cap, 50) p;
+    from memory_search.keyword_postings(p_owner, p_scopes, p_terms, p_cap, 50) p;
 end $$;
-grant execute on function pg_temp.lookup(text, uuid, text, tsquery[], integer) to authenticated;
+grant execute on function pg_temp.lookup(text, uuid, text[], tsquery[], integer) to authenticated;
 
 select tests.authenticate_as('74000000-0000-4000-8000-00000000000a');
-select pg_temp.lookup('cached', '74000000-0000-4000-8000-00000000000a', 'devai/project/stats/',
+select pg_temp.lookup('cached', '74000000-0000-4000-8000-00000000000a', array['devai/project/stats/'],
                       array['deploy'::tsquery, 'zanzibar'::tsquery], 25);
-select pg_temp.lookup('sub-scope', '74000000-0000-4000-8000-00000000000a', 'devai/project/stats/sub/',
+select pg_temp.lookup('sub-scope', '74000000-0000-4000-8000-00000000000a', array['devai/project/stats/sub/'],
                       array['deploy'::tsquery], 25);
-select pg_temp.lookup('big cap', '74000000-0000-4000-8000-00000000000a', 'devai/project/stats/',
-                      array['deploy'::tsquery], 100);
+select pg_temp.lookup('big cap', '74000000-0000-4000-8000-00000000000a', array['devai/project/stats/'],
+                      array['deploy'::tsquery], 200);
+select pg_temp.lookup('every project', '74000000-0000-4000-8000-00000000000a', array['devai/project/'],
+                      array['deploy'::tsquery], 25);
+select pg_temp.lookup('mixed', '74000000-0000-4000-8000-00000000000a', array['devai/project/', 'devai/global/x/'],
+                      array['deploy'::tsquery], 25);
 reset role;
 update public.memory_settings set value = 0 where name = 'keyword_common_estimate_factor';
 select tests.authenticate_as('74000000-0000-4000-8000-00000000000a');
-select pg_temp.lookup('counted', '74000000-0000-4000-8000-00000000000a', 'devai/project/stats/',
+select pg_temp.lookup('counted', '74000000-0000-4000-8000-00000000000a', array['devai/project/stats/'],
                       array['deploy'::tsquery, 'zanzibar'::tsquery], 25);
 select tests.authenticate_as('74000000-0000-4000-8000-00000000000b');
-select pg_temp.lookup('tenant B', '74000000-0000-4000-8000-00000000000b', 'devai/project/stats/',
+select pg_temp.lookup('tenant B', '74000000-0000-4000-8000-00000000000b', array['devai/project/stats/'],
                       array['deploy'::tsquery], 25);
 reset role;
 update public.memory_settings set value = 4 where name = 'keyword_common_estimate_factor';
@@ -76,8 +80,13 @@ select is((select candidates from lookups where label = 'cached'), (select candi
           'the same candidates (the rare term''s memory)');
 select is((select term_df from lookups where label = 'sub-scope'), array[2],
           'a scope below the keyed one is counted: the statistics are for the whole project');
-select is((select term_df from lookups where label = 'big cap'), array[101],
-          'a caller''s cap above the estimate / factor: counted (to 101)');
+select is((select array[term_df[1], scans::int] from lookups where label = 'big cap'), array[163, 1],
+          'a caller''s cap above the estimate / factor (200 x 4 > 161): counted, all 163');
+-- (A question of common words only then reads the memories matching all of them: one scan.)
+select is((select array[term_df[1], scans::int] from lookups where label = 'every project'), array[26, 1],
+          'a scope above the keys (every project): its keys are whole scopes, the term not counted (one scan: the all-common candidates)');
+select is((select array[term_df[1], scans::int] from lookups where label = 'mixed'), array[26, 2],
+          'with a scope below its key (devai/global/x) beside it: counted (two scans)');
 select is((select term_df from lookups where label = 'tenant B'), array[3],
           'tenant B''s deploy counted in its own scope (3), tenant A''s statistics do not reach it');
 
