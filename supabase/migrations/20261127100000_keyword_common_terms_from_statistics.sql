@@ -27,9 +27,10 @@
 -- 200 calls of four task_forge questions: keyword_postings 2.74 -> 0.5-0.8 ms; every one of the
 -- 1,000 cached terms held at least 73 memories.
 --
--- Applying it rebuilds the keyword index in the migration's transaction: writes to devai_memories
--- wait for the build (0.9 s at the bench's 100k memories), reads do not; then one ANALYZE (a sample
--- of 30,000 rows whatever the table's size: 0.6 s).
+-- Applying it rebuilds the keyword index in the migration's transaction, and dropping the old one
+-- locks devai_memories until that transaction ends: reads and writes wait for the build (0.9 s at
+-- the bench's 100k memories) and one ANALYZE (a sample of 30,000 rows whatever the table's size:
+-- 0.6 s).
 
 insert into public.memory_settings (name, value, description) values
   ('keyword_common_estimate_factor', 4,
