@@ -450,9 +450,9 @@ export async function loadCorpus(url: string, corpus: Corpus): Promise<LoadResul
     }
     const t2 = now();
     await sql`vacuum analyze public.devai_memories`;
+    const analyzeSeconds = (now() - t2) / 1000;
     // What the devai-keyword-statistics job (every 15 minutes) would do after this ANALYZE.
     await sql`select memory_private.refresh_keyword_common_terms()`;
-    const analyzeSeconds = (now() - t2) / 1000;
     const [sizes] = await sql<{ table_mb: number; hnsw_mb: number }[]>`
       select pg_total_relation_size('public.devai_memories')::float8 / 1048576 as table_mb,
              coalesce((select pg_relation_size(indexrelid)::float8 / 1048576 from pg_index i join pg_class c on c.oid = i.indexrelid

@@ -503,8 +503,8 @@ CREATE FUNCTION memory_private.enqueue_vector_index_jobs(p_now timestamp with ti
     SET search_path TO ''
     AS $$
 declare
-  v_min   integer := coalesce(p_min_rows, (select s.value::integer from public.memory_settings s
-                                            where s.name = 'dedicated_vector_index_min_rows'));
+  -- p_min_rows: the threshold for this call (tests, the bench); null reads the setting.
+  v_min   integer := coalesce(p_min_rows, public.memory_setting('dedicated_vector_index_min_rows')::integer);
   v_day   text := to_char(p_now at time zone 'UTC', 'YYYY-MM-DD');
   v_build integer;
   v_drop  integer;
@@ -969,25 +969,22 @@ declare
   v_removed integer;
   v_changed integer;
 begin
-  select max(s.value) filter (where s.name = 'keyword_common_estimate_factor')
-         * max(s.value) filter (where s.name = 'keyword_df_cap')
-    into v_min
-    from public.memory_settings s
-   where s.name in ('keyword_common_estimate_factor', 'keyword_df_cap');
-  -- The memories the index holds, which the frequencies are shares of: counted, because the
-  -- index's pg_class.reltuples is the whole table's after a VACUUM (a GIN index reports the heap's
-  -- live rows, partial or not).
-  select count(*) into v_rows
-    from public.devai_memories m
-   where m.is_valid and m.state = 'active' and m.source is distinct from 'conversation';
+  v_min := public.memory_setting('keyword_common_estimate_factor') * public.memory_setting('keyword_df_cap');
+  -- The memories the index holds, which the frequencies are shares of: counted (not when the
+  -- factor is 0: the table is emptied), because the index's pg_class.reltuples is the whole
+  -- table's after a VACUUM (a GIN index reports the heap's live rows, partial or not).
+  if v_min > 0 then
+    select count(*) into v_rows
+      from public.devai_memories m
+     where m.is_valid and m.state = 'active' and m.source is distinct from 'conversation';
+  end if;
   with estimated as (
-    select e.term, max(e.freq * v_rows)::integer as estimated_rows
+    select e.term, (e.freq * v_rows)::integer as estimated_rows
       from pg_catalog.pg_stats s
      cross join lateral unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) as e(term, freq)
      where s.schemaname = 'public' and s.tablename = 'devai_memories_fts_scoped'
-       and coalesce(v_min, 0) > 0 and v_rows > 0
+       and v_min > 0 and v_rows > 0
        and e.term is not null and e.freq * v_rows >= v_min
-     group by e.term
   ),
   removed as (
     delete from memory_private.keyword_common_terms t
@@ -1362,16 +1359,14 @@ $$;
 -- Name: vector_index_plan(integer); Type: FUNCTION; Schema: memory_private; Owner: -
 --
 
-CREATE FUNCTION memory_private.vector_index_plan(p_min_rows integer DEFAULT NULL::integer) RETURNS TABLE(owner_id uuid, action text)
+CREATE FUNCTION memory_private.vector_index_plan(p_min_rows integer) RETURNS TABLE(owner_id uuid, action text)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO ''
     AS $_$
 declare
-  v_min integer;
+  -- The threshold: the caller's (the queueing reads the setting; a job carries what it was queued with).
+  v_min integer := p_min_rows;
 begin
-  -- p_min_rows: the threshold for this call (tests, the bench); null reads the setting.
-  v_min := coalesce(p_min_rows, (select s.value::integer from public.memory_settings s
-                                  where s.name = 'dedicated_vector_index_min_rows'));
   if coalesce(v_min, 0) <= 0 then
     return;
   end if;
@@ -1582,6 +1577,7 @@ declare
   v_sq     tsquery;
   v_order  integer[];
   v_live   tsquery[];
+  v_above  boolean;
   v_whole  boolean;
   v_factor numeric;
   v_lexemes text[];
@@ -1597,16 +1593,16 @@ begin
   -- keys of the namespaces it holds, found by walking the tenant's namespace index from one
   -- distinct namespace to the next (one index probe each; at most 256 namespaces); past that, or
   -- as of an instant, the tenant's rows are scanned.
-  v_scoped := p_as_of is null and not exists (
-    select 1 from unnest(p_scopes) s
-     where split_part(rtrim(s, '/'), '/', 2) = ''
-        or (split_part(rtrim(s, '/'), '/', 2) = 'project' and split_part(rtrim(s, '/'), '/', 3) = ''));
-  -- Do the keys stand for whole scopes? Not when a scope is below its key's (devai/project/p/ci
-  -- under devai/project/p): the statistics are per key.
-  select bool_and(split_part(rtrim(s, '/'), '/', 2) = ''
-                  or (split_part(rtrim(s, '/'), '/', 2) = 'project' and split_part(rtrim(s, '/'), '/', 3) = '')
-                  or memory_private.keyword_scope(rtrim(s, '/')) = rtrim(s, '/'))
-    into v_whole from unnest(p_scopes) s;
+  -- Per scope, once: above the keyed ones, or a whole keyed scope. The statistics used below are
+  -- per key, so they stand for a request only when no scope asked is below its key's
+  -- (devai/project/p/ci under devai/project/p).
+  select bool_or(x.above), bool_and(x.above or memory_private.keyword_scope(x.base) = x.base)
+    into v_above, v_whole
+    from (select rtrim(s, '/') as base,
+                 split_part(rtrim(s, '/'), '/', 2) = ''
+                 or (split_part(rtrim(s, '/'), '/', 2) = 'project' and split_part(rtrim(s, '/'), '/', 3) = '') as above
+            from unnest(p_scopes) s) x;
+  v_scoped := p_as_of is null and not coalesce(v_above, false);
   if v_scoped then
     select array_agg(distinct memory_private.keyword_scope_key(p_owner, memory_private.keyword_scope(rtrim(s, '/'))))
       into v_keys from unnest(p_scopes) s;
@@ -1638,7 +1634,7 @@ begin
   -- counted: counting it builds a bitmap of all its matches to learn only that there are more than
   -- the cap. Only for whole scopes: the statistics are per scope key.
   if v_scoped and v_whole then
-    select s.value into v_factor from public.memory_settings s where s.name = 'keyword_common_estimate_factor';
+    v_factor := public.memory_setting('keyword_common_estimate_factor');
     if v_factor > 0 then
       -- Each one-word term's lexeme (null for a phrase or a prefix), then one primary-key probe per
       -- lexeme and key ('<key>:<lexeme>'; a key has no ':').

@@ -269,7 +269,8 @@ export async function runHandler(
         select public.memory_dedicated_vector_index_sql(${big.id}::uuid, true) as drop,
                memory_private.enqueue_vector_index_jobs(now(), (
                  select count(*)::int from public.devai_memories
-                  where owner_id = ${big.id}::uuid and is_valid and state = 'active')) as queued`;
+                  where owner_id = ${big.id}::uuid and is_valid and state = 'active'
+                    and source is distinct from 'conversation')) as queued`;
       if (own!.queued.build < 1) {
         throw new Error(`no index build was queued for the biggest tenant: ${JSON.stringify(own)}`);
       }

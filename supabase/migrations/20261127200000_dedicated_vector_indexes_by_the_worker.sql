@@ -56,7 +56,7 @@ create policy "Owners can enqueue jobs" on public.memory_jobs
 -- The one statement of the rules: which tenants want an index built, which indexes should go. The
 -- hourly job queues what it returns; the worker asks it again before it builds or drops (a job may
 -- have waited while the tenant changed).
-create or replace function memory_private.vector_index_plan(p_min_rows integer default null)
+create or replace function memory_private.vector_index_plan(p_min_rows integer)
 returns table (owner_id uuid, action text)
 language plpgsql
 stable
@@ -64,11 +64,9 @@ security definer
 set search_path = ''
 as $$
 declare
-  v_min integer;
+  -- The threshold: the caller's (the queueing reads the setting; a job carries what it was queued with).
+  v_min integer := p_min_rows;
 begin
-  -- p_min_rows: the threshold for this call (tests, the bench); null reads the setting.
-  v_min := coalesce(p_min_rows, (select s.value::integer from public.memory_settings s
-                                  where s.name = 'dedicated_vector_index_min_rows'));
   if coalesce(v_min, 0) <= 0 then
     return;
   end if;
@@ -118,8 +116,8 @@ security definer
 set search_path = ''
 as $$
 declare
-  v_min   integer := coalesce(p_min_rows, (select s.value::integer from public.memory_settings s
-                                            where s.name = 'dedicated_vector_index_min_rows'));
+  -- p_min_rows: the threshold for this call (tests, the bench); null reads the setting.
+  v_min   integer := coalesce(p_min_rows, public.memory_setting('dedicated_vector_index_min_rows')::integer);
   v_day   text := to_char(p_now at time zone 'UTC', 'YYYY-MM-DD');
   v_build integer;
   v_drop  integer;

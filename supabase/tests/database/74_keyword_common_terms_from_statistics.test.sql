@@ -23,12 +23,15 @@ select '74000000-0000-4000-8000-00000000000b'::uuid, format('Other deploy %s is 
        'devai/project/stats', tests.embedding(array[0.5, 0.5]::real[]), 'm'
   from generate_series(1, 3) i;
 analyze public.devai_memories;
+-- What a VACUUM leaves in the keyword index's row count: the whole table's live rows (a GIN index
+-- reports the heap's, partial or not). The estimates must not follow it.
+update pg_catalog.pg_class set reltuples = 1000000 where oid = 'public.devai_memories_fts_scoped'::regclass;
 
 select is((memory_private.refresh_keyword_common_terms() ->> 'terms')::int > 0, true,
           'the refresh copies the terms the statistics estimate as common');
-select ok((select c.estimated_rows >= 100 from memory_private.keyword_common_terms c
+select ok((select c.estimated_rows between 100 and 300 from memory_private.keyword_common_terms c
             where c.term = memory_private.keyword_scope_key('74000000-0000-4000-8000-00000000000a', 'devai/project/stats') || ':deploy'),
-          'tenant A''s deploy in its project: estimated in 100 memories or more (4 x the cap of 25)');
+          'tenant A''s deploy in its project: estimated in 100 memories or more (4 x the cap of 25), from the memories counted, not the index''s row count');
 select ok(not exists (select from memory_private.keyword_common_terms c
                        where c.term = memory_private.keyword_scope_key('74000000-0000-4000-8000-00000000000b', 'devai/project/stats') || ':deploy'),
           'tenant B''s three are not common: its key is its own');
