@@ -9,7 +9,8 @@
 // with reads on a streaming replica when the bench started one (BENCH_READ_DATABASE_URL). A
 // failing request fails the run: a benchmark of a broken handler is not a figure.
 import { SignJWT } from "jose";
-import { createSql } from "../../supabase/functions/_shared/db.ts";
+import { createSql, poolOptions } from "../../supabase/functions/_shared/db.ts";
+import { preparesStatements } from "../../supabase/functions/_shared/db-prepare.ts";
 import { loadConfig } from "../../supabase/functions/_shared/env.ts";
 import { createHandler } from "../../supabase/functions/memory-retrieve/handler.ts";
 import type { Sql } from "../benchdb.ts";
@@ -44,6 +45,9 @@ export function benchEnv(url: string): Record<string, string> {
     EMBEDDING_MODEL: MODEL,
     OPENAI_API_KEY: "unused-bench",
     DB_POOL_MAX: "10",
+    // The handler pool prepares its statements as a deployment on this URL would (auto, db.ts);
+    // DB_PREPARE=off measures a deployment behind a transaction pooler.
+    DB_PREPARE: Deno.env.get("DB_PREPARE") ?? "auto",
   };
 }
 
@@ -179,8 +183,9 @@ export async function runHandler(
     });
   const config = loadConfig(benchEnv(url));
   const app = "devai-bench-handler";
-  const pool = createSql(url, { max: 10, applicationName: app });
-  const readPool = opts.readUrl ? createReadSql(opts.readUrl, pool, { max: 10, applicationName: app }) : undefined;
+  const pool = createSql(url, poolOptions(config, app));
+  const readPool = opts.readUrl ? createReadSql(opts.readUrl, pool, poolOptions(config, app)) : undefined;
+  const prepared = preparesStatements(url, config.dbPrepare);
   const handlers = {
     primary: createHandler({ sql: pool, config, embedder: tableEmbedder(vectors) }),
     replica: readPool
@@ -340,7 +345,9 @@ export async function runHandler(
   const run = (mode: string, which: string, clients: number, via = "primary") =>
     out.find((o) => o.mode === mode && o.tenant === which && o.clients === clients && o.via === via);
   const table = [
-    `## memory-retrieve handler (in process, precomputed embedding; includes rank, pack, format; reinforcement and the search event written behind, in each run's window; CPU per request: this process and the pool's Postgres backends)`,
+    `## memory-retrieve handler (in process, precomputed embedding; includes rank, pack, format; reinforcement and the search event written behind, in each run's window; CPU per request: this process and the pool's Postgres backends; statements ${
+      prepared ? "prepared" : "not prepared"
+    }, DB_PREPARE=${config.dbPrepare})`,
     formatTable(
       [
         "mode",

@@ -29,6 +29,7 @@ export function testConfig(overrides: ConfigOverrides = {}): Config {
     databaseUrl: Deno.env.get("DATABASE_URL") ?? "postgresql://postgres@127.0.0.1:54329/postgres",
     dbPoolMax: 5,
     dbStatementTimeoutMs: 15_000,
+    dbPrepare: "auto",
     jwt: jwt ?? { secret: TEST_JWT_SECRET },
     apiKeys: { secret: [TEST_SECRET_KEY], publishable: [TEST_PUBLISHABLE_KEY] },
     embedding: { provider: "local", model: LOCAL_EMBEDDING_MODEL, ...embedding },

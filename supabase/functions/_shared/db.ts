@@ -1,7 +1,8 @@
 // Database access with postgres.js. Every tenant request runs in ONE transaction that switches to
 // role `authenticated` and sets the tenant's JWT claims, so row level security (not WHERE clauses)
-// keeps tenants apart: a query bug cannot cross tenants. prepare:false keeps it working behind
-// Supabase's transaction pooler (SUPABASE_DB_URL).
+// keeps tenants apart: a query bug cannot cross tenants. Statements are prepared (parsed once per
+// connection, each later run one round trip) unless the URL leads to a transaction pooler, which
+// cannot keep them (preparesStatements; DB_PREPARE).
 //
 // Time is bounded: a connection attempt gives up after CONNECT_TIMEOUT_SECONDS, every statement of
 // a tenant transaction after the pool's statement timeout (set per transaction, so it holds behind
@@ -10,6 +11,7 @@
 // caller gets then is a 503 with Retry-After (database-errors.ts).
 import postgres from "postgres";
 import { isDatabaseUnavailable } from "./database-errors.ts";
+import { type PrepareSetting, preparesStatements } from "./db-prepare.ts";
 import { rateLimited, type RouteClass, takeRequestCharge } from "./rate-limit.ts";
 
 export type Sql = postgres.Sql;
@@ -21,6 +23,8 @@ export interface SqlOptions {
   applicationName?: string;
   /** Longest a statement of a tenant transaction may run (default 15 s; DB_STATEMENT_TIMEOUT_MS). */
   statementTimeoutMs?: number;
+  /** Whether statements are prepared (DB_PREPARE; default auto: preparesStatements). */
+  prepare?: PrepareSetting;
 }
 
 export const CONNECT_TIMEOUT_SECONDS = 5;
@@ -36,7 +40,7 @@ const statementTimeouts = new WeakMap<Sql, number>();
 export function createSql(url: string, opts: SqlOptions = {}): Sql {
   const sql = postgres(url, {
     max: opts.max ?? 10,
-    prepare: false,
+    prepare: preparesStatements(url, opts.prepare),
     idle_timeout: 20,
     connect_timeout: CONNECT_TIMEOUT_SECONDS,
     backoff: reconnectDelaySeconds,
@@ -66,11 +70,22 @@ export interface PoolConfig {
   databaseReadUrl?: string;
   dbPoolMax: number;
   dbStatementTimeoutMs: number;
+  dbPrepare?: PrepareSetting;
+}
+
+/** A pool's options from the function's configuration. */
+export function poolOptions(config: PoolConfig, applicationName: string): SqlOptions {
+  return {
+    max: config.dbPoolMax,
+    applicationName,
+    statementTimeoutMs: config.dbStatementTimeoutMs,
+    prepare: config.dbPrepare,
+  };
 }
 
 /** A function's pools: the primary, and a read replica's when SUPABASE_DB_READ_URL is set. */
 export function poolsFor(config: PoolConfig, applicationName: string): { sql: Sql; readSql?: Sql } {
-  const opts = { max: config.dbPoolMax, applicationName, statementTimeoutMs: config.dbStatementTimeoutMs };
+  const opts = poolOptions(config, applicationName);
   const sql = createSql(config.databaseUrl, opts);
   return { sql, readSql: config.databaseReadUrl ? createReadSql(config.databaseReadUrl, sql, opts) : undefined };
 }

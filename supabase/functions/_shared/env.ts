@@ -1,6 +1,7 @@
 // Reads and validates the environment once, failing fast with every problem named. Handlers take
 // the resulting Config as a dependency, so tests build one from a plain object.
 import { z } from "zod";
+import type { PrepareSetting } from "./db-prepare.ts";
 
 const optionalText = z.string().trim().min(1).optional();
 const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
@@ -16,6 +17,8 @@ const EnvSchema = z.object({
   SUPABASE_DB_READ_URL: optionalText,
   DB_POOL_MAX: positiveInt(10),
   DB_STATEMENT_TIMEOUT_MS: positiveInt(15_000),
+  // Prepared statements: auto (by the URL: not behind a transaction pooler), on or off (db.ts).
+  DB_PREPARE: z.enum(["auto", "on", "off"]).default("auto"),
   // Token verification (docs/auth.md): the legacy HS256 secret and the project's JWKS, both at once.
   // Hosted projects reserve the SUPABASE_ prefix for what they inject (SUPABASE_URL, SUPABASE_JWKS,
   // SUPABASE_SECRET_KEYS, …): a secret you set yourself is JWT_SECRET / JWKS_URL.
@@ -65,6 +68,8 @@ export interface Config {
   dbPoolMax: number;
   /** Longest a statement of a request's transaction may run before the request is a 503. */
   dbStatementTimeoutMs: number;
+  /** Whether statements are prepared (DB_PREPARE; db.ts's preparesStatements). */
+  dbPrepare: PrepareSetting;
   /** HS256 secret for legacy tokens; the JWKS (inline, else fetched from jwksUrl) for asymmetric ones. */
   jwt: { secret?: string; jwks?: JsonWebKeySet; jwksUrl?: string };
   /** Supabase's API keys (sent in the apikey header): secret keys act as service_role. */
@@ -114,6 +119,7 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
     databaseReadUrl: e.SUPABASE_DB_READ_URL,
     dbPoolMax: e.DB_POOL_MAX,
     dbStatementTimeoutMs: e.DB_STATEMENT_TIMEOUT_MS,
+    dbPrepare: e.DB_PREPARE,
     jwt: { secret, jwks, jwksUrl },
     apiKeys: {
       secret: apiKeysOf("SUPABASE_SECRET_KEYS", e.SUPABASE_SECRET_KEYS, "sb_secret_"),

@@ -2,7 +2,7 @@
 // index.ts: those that write memories (memory-extract, memory-dedup, memory-compact,
 // memory-worker), and the memory API's (memory, memory-mcp), which also drain the queue after
 // they queued work.
-import { createSql, poolsFor } from "./db.ts";
+import { createSql, poolOptions, poolsFor } from "./db.ts";
 import { createEmbedder } from "./embeddings.ts";
 import { loadConfig } from "./env.ts";
 import { createLlm } from "./llm.ts";
@@ -13,11 +13,7 @@ import type { MemoryDeps } from "./services/deps.ts";
 export function workerDepsFromEnv(applicationName: string): WorkerDeps {
   const config = loadConfig();
   return {
-    sql: createSql(config.databaseUrl, {
-      max: config.dbPoolMax,
-      applicationName,
-      statementTimeoutMs: config.dbStatementTimeoutMs,
-    }),
+    sql: createSql(config.databaseUrl, poolOptions(config, applicationName)),
     config,
     embedder: createEmbedder(config),
     llm: createLlm(config),

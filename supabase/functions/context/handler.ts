@@ -8,7 +8,7 @@ import { assembleContext } from "../_shared/context/assemble.ts";
 import { predictContext } from "../_shared/context/predict.ts";
 import { AssembleRequest, PredictRequest } from "../_shared/context/schemas.ts";
 import type { ContextDeps } from "../_shared/context/signals.ts";
-import { createSql, type Sql } from "../_shared/db.ts";
+import { createSql, poolOptions, type Sql } from "../_shared/db.ts";
 import { createEmbedder, type Embedder } from "../_shared/embeddings.ts";
 import { type Config, loadConfig } from "../_shared/env.ts";
 import { json, methodNotAllowed, parseJsonBody } from "../_shared/http.ts";
@@ -28,11 +28,7 @@ export function defaultDeps(): ContextHandlerDeps {
   const config = loadConfig();
   return {
     config,
-    sql: createSql(config.databaseUrl, {
-      max: config.dbPoolMax,
-      applicationName: "devai-memory:context",
-      statementTimeoutMs: config.dbStatementTimeoutMs,
-    }),
+    sql: createSql(config.databaseUrl, poolOptions(config, "devai-memory:context")),
     embedder: createEmbedder(config),
   };
 }
