@@ -16,6 +16,11 @@
 #                                 (default: the server's port + 1), made with pg_basebackup the first time
 #   scripts/db.sh replica-stop    stop it (its data is kept; the next start catches up from the WAL)
 #   scripts/db.sh replica-url     print its URL (what SUPABASE_DB_READ_URL points at)
+#   scripts/db.sh pooler-start    start PgBouncer in transaction mode in front of the server, on
+#                                 DEVAI_PG_POOLER_PORT (default: the server's port + 2), keeping no
+#                                 prepared statements, as Supabase's transaction pooler (port 6543)
+#   scripts/db.sh pooler-stop     stop it
+#   scripts/db.sh pooler-url      print its URL
 #
 # Durability: clusters run with Postgres's defaults, fsync = on and synchronous_commit = on, so a
 # commit the service acknowledged survives a crash. A cluster made by an older version of this
@@ -38,7 +43,8 @@ PG_BIN_IN_ROOT="/usr/lib/postgresql/17/bin"
 PG_SYNCHRONOUS_COMMIT="${DEVAI_PG_SYNCHRONOUS_COMMIT:-on}"
 REPLICA_PORT="${DEVAI_PG_REPLICA_PORT:-$((PG_PORT + 1))}"
 REPLICA_DATA_IN_ROOT="/srv/devai/replica-$REPLICA_PORT"  # a replica of the server on $PG_PORT
-PACKAGES="postgresql-17,postgresql-17-pgvector,postgresql-17-cron,postgresql-17-pgtap,postgresql-17-plpgsql-check"
+POOLER_PORT="${DEVAI_PG_POOLER_PORT:-$((PG_PORT + 2))}"
+PACKAGES="postgresql-17,postgresql-17-pgvector,postgresql-17-cron,postgresql-17-pgtap,postgresql-17-plpgsql-check,pgbouncer"
 
 say() { printf '[db] %s\n' "$*" >&2; }
 die() { printf '[db] error: %s\n' "$*" >&2; exit 1; }
@@ -313,6 +319,70 @@ replica_stop() {
   fi
 }
 
+# A transaction pooler in front of the server, as a deployment reaches Postgres through
+# Supabase's (Supavisor, port 6543): each transaction (each statement outside one) gets whichever
+# server connection is free, and no prepared statement is kept (max_prepared_statements = 0), so a
+# client must send its statements unnamed (DB_PREPARE=off; docs/operations.md#prepared-statements).
+pooler_answers() { # psql without host_psql's PGOPTIONS: PgBouncer refuses startup options
+  command -v psql >/dev/null 2>&1 || ensure_host_psql
+  PGCONNECT_TIMEOUT=2 psql -X -q -tAc 'select 1' "postgresql://postgres@127.0.0.1:$POOLER_PORT/postgres" >/dev/null 2>&1
+}
+
+pooler_start() {
+  [[ -z "${DATABASE_URL:-}" ]] || die "DATABASE_URL is set: the pooler fronts the local server only"
+  start_server
+  if [[ ! -x "$PG_ROOT/usr/sbin/pgbouncer" ]]; then # a root built before pgbouncer was in PACKAGES
+    say "installing pgbouncer into $PG_ROOT"
+    chroot "$PG_ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
+      sh -c 'apt-get update -qq && apt-get install -y -qq --no-install-recommends pgbouncer' >/dev/null \
+      || die "could not install pgbouncer into the root"
+  fi
+  if pooler_answers; then
+    say "pooler already running on 127.0.0.1:$POOLER_PORT"
+    return
+  fi
+  local conf="/srv/devai/pgbouncer-$POOLER_PORT"
+  printf '"postgres" ""\n' >"$PG_ROOT$conf.users"
+  cat >"$PG_ROOT$conf.ini" <<CONF
+; devai-memory: a transaction pooler in front of 127.0.0.1:$PG_PORT
+[databases]
+* = host=127.0.0.1 port=$PG_PORT
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $POOLER_PORT
+unix_socket_dir =
+auth_type = trust
+auth_file = $conf.users
+pool_mode = transaction
+max_prepared_statements = 0
+default_pool_size = 4
+max_client_conn = 200
+ignore_startup_parameters = extra_float_digits
+pidfile = $conf.pid
+logfile = $conf.log
+CONF
+  chroot "$PG_ROOT" chown postgres:postgres "$conf.ini" "$conf.users"
+  say "starting pgbouncer (transaction mode) on 127.0.0.1:$POOLER_PORT in front of $PG_PORT"
+  in_root "/usr/sbin/pgbouncer -d $conf.ini" || { tail -n 20 "$PG_ROOT$conf.log" >&2 2>/dev/null; die "pgbouncer did not start"; }
+  for _ in $(seq 1 50); do
+    pooler_answers && return
+    sleep 0.1
+  done
+  tail -n 20 "$PG_ROOT$conf.log" >&2 2>/dev/null
+  die "pgbouncer does not answer on 127.0.0.1:$POOLER_PORT"
+}
+
+pooler_stop() {
+  local pidfile="$PG_ROOT/srv/devai/pgbouncer-$POOLER_PORT.pid" pid
+  if [[ -f "$pidfile" ]] && pid=$(cat "$pidfile") && kill -0 "$pid" 2>/dev/null; then
+    kill -INT "$pid"
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    say "pooler stopped"
+  else
+    say "pooler not running"
+  fi
+}
+
 # The schema snapshot (supabase/schema.sql, docs/schema.md): pg_dump --schema-only of our schemas
 # after all migrations, normalised (no version lines, no per-run \restrict keys, no owners), so
 # what is live is one file readers can search. pg_dump must be at least the server's major: the
@@ -374,6 +444,9 @@ case "${1:-}" in
   replica-start) replica_start; say "replica ready: postgresql://postgres@127.0.0.1:$REPLICA_PORT/$PG_DB";;
   replica-stop) replica_stop;;
   replica-url) printf 'postgresql://postgres@127.0.0.1:%s/%s\n' "$REPLICA_PORT" "$PG_DB";;
+  pooler-start) pooler_start; say "pooler ready: postgresql://postgres@127.0.0.1:$POOLER_PORT/$PG_DB";;
+  pooler-stop) pooler_stop;;
+  pooler-url) printf 'postgresql://postgres@127.0.0.1:%s/%s\n' "$POOLER_PORT" "$PG_DB";;
   schema-snapshot) shift; schema_snapshot "$@";;
-  *) echo "usage: $0 start|stop|crash|reset|migrate|url|status|psql|schema-snapshot [--check]|replica-start|replica-stop|replica-url" >&2; exit 2;;
+  *) echo "usage: $0 start|stop|crash|reset|migrate|url|status|psql|schema-snapshot [--check]|replica-start|replica-stop|replica-url|pooler-start|pooler-stop|pooler-url" >&2; exit 2;;
 esac

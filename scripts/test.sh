@@ -16,7 +16,9 @@
 # DEVAI_TEST_OUTAGE_PG_PORT (default: 22 above the test cluster's port, 54351 for the default
 # 54329, so two test runs with their own DEVAI_TEST_PG_PORT never share it), and stops it.
 # tests/read_replica.test.ts starts a streaming replica of the test cluster (scripts/db.sh
-# replica-start) on DEVAI_TEST_REPLICA_PG_PORT (default: 23 above the test cluster's port), and stops it.
+# replica-start) on DEVAI_TEST_REPLICA_PG_PORT (default: 23 above the test cluster's port), and stops it;
+# tests/transaction_pooler.test.ts starts PgBouncer in front of it (scripts/db.sh pooler-start) on
+# DEVAI_TEST_POOLER_PG_PORT (default: 24 above), and stops it.
 # Prints one summary line `summary: N passed, N failed, N skipped` and exits non-zero on any failure.
 # With TEST_DATABASE_URL set, uses that database instead of the local cluster (it is reset!).
 set -uo pipefail
@@ -28,6 +30,7 @@ source scripts/lib/ensure-deps.sh
 export DEVAI_PG_PORT="${DEVAI_TEST_PG_PORT:-54329}"
 export DEVAI_TEST_OUTAGE_PG_PORT="${DEVAI_TEST_OUTAGE_PG_PORT:-$((DEVAI_PG_PORT + 22))}"
 export DEVAI_TEST_REPLICA_PG_PORT="${DEVAI_TEST_REPLICA_PG_PORT:-$((DEVAI_PG_PORT + 23))}"
+export DEVAI_TEST_POOLER_PG_PORT="${DEVAI_TEST_POOLER_PG_PORT:-$((DEVAI_PG_PORT + 24))}"
 if [[ -n "${TEST_DATABASE_URL:-}" ]]; then
   export DATABASE_URL="$TEST_DATABASE_URL" DEVAI_ALLOW_REMOTE_RESET=1
 else

@@ -18,7 +18,6 @@ Deno.test("DB_PREPARE auto: prepared on a direct connection or this machine, nev
   const unprepared = [
     "postgresql://postgres.abcdefghij:pw@aws-0-eu-west-1.pooler.supabase.com:6543/postgres", // Supavisor, transaction mode
     "postgresql://app:pw@127.0.0.1:6432/app", // PgBouncer's port, even on this machine
-    "postgresql://app:pw@db.example.com:5432/app?pgbouncer=true",
     "postgresql://app:pw@db.example.com:7777/app", // a port it cannot vouch for
     "not a url",
   ];

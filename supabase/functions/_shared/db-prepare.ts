@@ -17,8 +17,9 @@ const TRANSACTION_POOLER_PORTS = new Set(["6543", "6432"]);
  * two round trips each (Supabase's documentation: direct connections and Supavisor's session mode
  * support prepared statements, its transaction mode does not). `auto` prepares on a direct
  * connection or session-mode pooler (port 5432) and on a database on this machine, and not on a
- * transaction pooler's port (6543, 6432), a URL saying `pgbouncer=true`, or any other port, where
- * being wrong would fail requests (DB_PREPARE=on says so for those).
+ * transaction pooler's port (6543, 6432) or any other port, where being wrong would fail
+ * requests (DB_PREPARE=on says so for those; DB_PREPARE=off for a pooler on this machine on another
+ * port).
  */
 export function preparesStatements(url: string, setting: PrepareSetting = "auto"): boolean {
   if (setting !== "auto") return setting === "on";
@@ -29,7 +30,7 @@ export function preparesStatements(url: string, setting: PrepareSetting = "auto"
     return false;
   }
   const port = parsed.port || "5432";
-  if (TRANSACTION_POOLER_PORTS.has(port) || parsed.searchParams.get("pgbouncer") === "true") return false;
+  if (TRANSACTION_POOLER_PORTS.has(port)) return false;
   const host = parsed.hostname.replace(/^\[|\]$/g, "");
   return port === "5432" || host === "localhost" || host === "::1" || host.startsWith("127.");
 }
