@@ -4,7 +4,6 @@
 // their own (scripts/db.sh on DEVAI_TEST_OUTAGE_PG_PORT, default 54351), which they stop and start
 // under concurrent requests, so the rest of the suite keeps its database.
 import assert from "node:assert/strict";
-import { fileURLToPath } from "node:url";
 import {
   createSql,
   RECONNECT_DELAY_MAX_SECONDS,
@@ -14,10 +13,10 @@ import {
 import { flushSearchWrites, writeBehind } from "../supabase/functions/_shared/retrieval/write-behind.ts";
 import { userHeaders } from "./support/auth.ts";
 import { realServerOnly } from "./support/backend.ts";
+import { dbScript } from "./support/db-script.ts";
 import { startTestServer } from "./support/http_server.ts";
 import { newTenant, seedMemories, testSql } from "./support/seed.ts";
 
-const REPO = fileURLToPath(new URL("..", import.meta.url));
 const PORT = Number(Deno.env.get("DEVAI_TEST_OUTAGE_PG_PORT") ?? 54351);
 const URL_ = `postgresql://postgres@127.0.0.1:${PORT}/postgres`;
 const CONF = `${
@@ -28,14 +27,7 @@ const WHY = "stops and starts a Postgres 17 cluster of its own (scripts/db.sh)";
 
 /** scripts/db.sh <command> on the throwaway cluster (never DATABASE_URL). */
 async function cluster(command: "reset" | "start" | "stop" | "crash"): Promise<void> {
-  const out = await new Deno.Command("bash", {
-    args: ["scripts/db.sh", command],
-    cwd: REPO,
-    env: { DEVAI_PG_PORT: String(PORT), DATABASE_URL: "" },
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  assert.ok(out.success, `db.sh ${command}: ${new TextDecoder().decode(out.stderr)}`);
+  await dbScript(command, { DEVAI_PG_PORT: String(PORT) });
 }
 
 async function outageServer() {

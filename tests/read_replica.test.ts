@@ -7,33 +7,25 @@
 // a get of the new memory finds it on the primary, and a retrieval asking for a revision the
 // replica has not reached is answered by the primary.
 import assert from "node:assert/strict";
-import { fileURLToPath } from "node:url";
 import { createHandler } from "../supabase/functions/memory-retrieve/handler.ts";
 import { createReadSql, type Sql } from "../supabase/functions/_shared/db.ts";
 import { localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
 import { flushSearchWrites } from "../supabase/functions/_shared/retrieval/write-behind.ts";
 import { userHeaders } from "./support/auth.ts";
 import { realServerOnly } from "./support/backend.ts";
+import { dbScript } from "./support/db-script.ts";
 import { testConfig, testDatabaseUrl } from "./support/config.ts";
 import { callJson } from "./support/http.ts";
 import { memoryApi } from "./support/memory-api.ts";
 import { newTenant, seedMemories, testSql } from "./support/seed.ts";
 import { waitUntil } from "./support/wait.ts";
 
-const REPO = fileURLToPath(new URL("..", import.meta.url));
 const PRIMARY_PORT = Number(new URL(testDatabaseUrl()).port || 5432);
 const REPLICA_PORT = Number(Deno.env.get("DEVAI_TEST_REPLICA_PG_PORT") ?? PRIMARY_PORT + 23);
 const WHY = "starts a streaming replica of the test cluster (scripts/db.sh replica-start)";
 
 async function replica(command: "replica-start" | "replica-stop"): Promise<void> {
-  const out = await new Deno.Command("bash", {
-    args: ["scripts/db.sh", command],
-    cwd: REPO,
-    env: { DEVAI_PG_PORT: String(PRIMARY_PORT), DEVAI_PG_REPLICA_PORT: String(REPLICA_PORT), DATABASE_URL: "" },
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  assert.ok(out.success, `db.sh ${command}: ${new TextDecoder().decode(out.stderr)}`);
+  await dbScript(command, { DEVAI_PG_PORT: String(PRIMARY_PORT), DEVAI_PG_REPLICA_PORT: String(REPLICA_PORT) });
 }
 
 /** Waits until the replica has replayed everything the primary has written so far. */

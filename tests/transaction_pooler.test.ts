@@ -7,32 +7,24 @@
 // whichever server connection the pooler hands it, nothing of another tenant's is left there), and
 // what retrieval writes behind its answer reaches the database.
 import assert from "node:assert/strict";
-import { fileURLToPath } from "node:url";
 import { createSql } from "../supabase/functions/_shared/db.ts";
 import { localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
 import { flushSearchWrites } from "../supabase/functions/_shared/retrieval/write-behind.ts";
 import { createHandler } from "../supabase/functions/memory-retrieve/handler.ts";
 import { userHeaders } from "./support/auth.ts";
 import { realServerOnly } from "./support/backend.ts";
+import { dbScript } from "./support/db-script.ts";
 import { testConfig, testDatabaseUrl } from "./support/config.ts";
 import { callJson } from "./support/http.ts";
 import { memoryApi } from "./support/memory-api.ts";
 import { newTenant, testSql } from "./support/seed.ts";
 
-const REPO = fileURLToPath(new URL("..", import.meta.url));
 const SERVER_PORT = Number(new URL(testDatabaseUrl()).port || 5432);
 const POOLER_PORT = Number(Deno.env.get("DEVAI_TEST_POOLER_PG_PORT") ?? SERVER_PORT + 24);
 const WHY = "starts PgBouncer in front of the test cluster (scripts/db.sh pooler-start)";
 
 async function pooler(command: "pooler-start" | "pooler-stop"): Promise<void> {
-  const out = await new Deno.Command("bash", {
-    args: ["scripts/db.sh", command],
-    cwd: REPO,
-    env: { DEVAI_PG_PORT: String(SERVER_PORT), DEVAI_PG_POOLER_PORT: String(POOLER_PORT), DATABASE_URL: "" },
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  assert.ok(out.success, `db.sh ${command}: ${new TextDecoder().decode(out.stderr)}`);
+  await dbScript(command, { DEVAI_PG_PORT: String(SERVER_PORT), DEVAI_PG_POOLER_PORT: String(POOLER_PORT) });
 }
 
 const PROJECTS = ["billing", "search"] as const;
