@@ -17,7 +17,7 @@ const EnvSchema = z.object({
   SUPABASE_DB_READ_URL: optionalText,
   DB_POOL_MAX: positiveInt(10),
   DB_STATEMENT_TIMEOUT_MS: positiveInt(15_000),
-  // Prepared statements: auto (by the URL: not behind a transaction pooler), on or off (db.ts).
+  // Prepared statements: auto (by the URL: not behind a transaction pooler), on or off (db-prepare.ts).
   DB_PREPARE: z.enum(["auto", "on", "off"]).default("auto"),
   // Token verification (docs/auth.md): the legacy HS256 secret and the project's JWKS, both at once.
   // Hosted projects reserve the SUPABASE_ prefix for what they inject (SUPABASE_URL, SUPABASE_JWKS,
@@ -68,7 +68,7 @@ export interface Config {
   dbPoolMax: number;
   /** Longest a statement of a request's transaction may run before the request is a 503. */
   dbStatementTimeoutMs: number;
-  /** Whether statements are prepared (DB_PREPARE; db.ts's preparesStatements). */
+  /** Whether statements are prepared (DB_PREPARE; db-prepare.ts). */
   dbPrepare: PrepareSetting;
   /** HS256 secret for legacy tokens; the JWKS (inline, else fetched from jwksUrl) for asymmetric ones. */
   jwt: { secret?: string; jwks?: JsonWebKeySet; jwksUrl?: string };
