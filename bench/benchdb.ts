@@ -158,3 +158,21 @@ export async function serverSettings(sql: Sql): Promise<Record<string, string>> 
     select n as name, coalesce(current_setting(n, true), '(unset)') as setting from unnest(${names}::text[]) as n`;
   return Object.fromEntries(rows.map((r) => [r.name, r.setting]));
 }
+
+/**
+ * Pauses the schedules the migrations set up (pg_cron's devai-* jobs) for the bench's run: the
+ * nightly steps run every minute of their hour (decay at 03:00, TTL at 04:00, purge at 05:00 UTC),
+ * so a run in those hours shared the CPU with them and a purge hour removed the corpus's expired
+ * memories under it. The lifecycle suite calls the jobs' functions itself. Resolves to a function
+ * that resumes exactly the jobs it paused.
+ */
+export async function pauseScheduledJobs(sql: Sql): Promise<() => Promise<void>> {
+  const [cron] = await sql<{ present: boolean }[]>`select to_regclass('cron.job') is not null as present`;
+  if (!cron?.present) return () => Promise.resolve();
+  const paused = await sql<{ jobid: number }[]>`
+    update cron.job set active = false where active and jobname like 'devai-%' returning jobid`;
+  const ids = paused.map((j) => j.jobid);
+  return async () => {
+    if (ids.length > 0) await sql`update cron.job set active = true where jobid = any (${ids}::bigint[])`;
+  };
+}

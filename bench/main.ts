@@ -6,7 +6,7 @@
 // Writes bench/results/<suite>.json (machine, versions, settings, figures), prints a table and
 // redraws the SVG charts in bench/results/ from every results file present.
 import { Corpus, loadCorpus, SIZES } from "./corpus.ts";
-import { connect, installBenchSchema, serverSettings, versions, withSetting } from "./benchdb.ts";
+import { connect, installBenchSchema, pauseScheduledJobs, serverSettings, versions, withSetting } from "./benchdb.ts";
 import { fmt, formatTable, log, now } from "./lib.ts";
 import { MODES, type RetrievalResult, runRetrieval } from "./suites/retrieval.ts";
 import { runLifecycle } from "./suites/lifecycle.ts";
@@ -75,6 +75,9 @@ function parseArgs(argv: string[]): Args {
   return a;
 }
 
+/** Resumes the schedules the run paused (benchdb.ts's pauseScheduledJobs), also when it fails. */
+let resumeJobs: (() => Promise<void>) | undefined;
+
 async function main() {
   const args = parseArgs(Deno.args);
   const url = Deno.env.get("DATABASE_URL");
@@ -86,6 +89,7 @@ async function main() {
   const started = now();
   let deadline = started + 60 * 60_000;
   const sql = connect(url, 10);
+  resumeJobs = await pauseScheduledJobs(sql);
   const machine = await machineInfo();
   const ver = { ...(await versions(sql)), deno: Deno.version.deno, v8: Deno.version.v8 };
   const corpus = new Corpus(size, args.seed, Date.parse("2026-11-22T00:00:00Z"));
@@ -210,6 +214,8 @@ async function main() {
     });
     log(`wrote ${file}`);
   }
+  await resumeJobs();
+  resumeJobs = undefined;
   await sql.end();
   await renderCharts();
   console.log(
@@ -315,6 +321,7 @@ if (import.meta.main) {
     await main();
   } catch (e) {
     console.error(e instanceof Error ? e.stack ?? e.message : e);
+    await resumeJobs?.().catch(() => {});
     Deno.exit(1);
   }
 }

@@ -2395,6 +2395,35 @@ end;
 $$;
 
 --
+-- Name: lock_retrieved_memories(jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.lock_retrieved_memories(p_items jsonb) RETURNS TABLE(id uuid, priority text, pinned boolean, strength double precision, base_strength double precision, access_count integer, last_accessed_at timestamp with time zone, ats timestamp with time zone[])
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+begin
+  -- plpgsql, not sql: its plan is kept for the session (supabase/tests/database/64).
+  return query
+  with uses as (
+    select u.id, array_agg(u.at order by u.item) as ats
+      from (select distinct s.item, s.at, x.id::uuid as id
+              from (select i.ord as item, coalesce((i.v ->> 'at')::timestamptz, now()) as at, i.v
+                      from jsonb_array_elements(p_items) with ordinality as i(v, ord)) s
+             cross join lateral jsonb_array_elements_text(coalesce(s.v -> 'ids', '[]')) as x(id)) u
+     group by u.id
+  )
+  select m.id, m.priority, m.pinned, m.strength, m.base_strength, m.access_count, m.last_accessed_at, uses.ats
+    from (select * from uses order by uses.id) uses
+   cross join lateral (
+         select m.id, m.priority, m.pinned, m.strength, m.base_strength, m.access_count, m.last_accessed_at
+           from public.devai_memories m
+          where m.id = uses.id and m.is_valid and m.state = 'active'
+            for update of m skip locked) m;
+end;
+$$;
+
+--
 -- Name: match_memories(extensions.vector, text, integer, double precision, uuid, text, text[], timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -3429,23 +3458,8 @@ begin
   v_log_scale := public.memory_setting('reinforce_log_scale')::double precision;
 
   -- Each memory once, with the instants of the searches that used it in the batch's order, read
-  -- and locked in one statement (in id order, as public.reinforce_memories locks; a row another
-  -- transaction holds, such as a nightly job's, is skipped, not waited for).
-  for v_memory in
-    with uses as (
-      select u.id, array_agg(u.at order by u.item) as ats
-        from (select distinct s.item, s.at, x.id::uuid as id
-                from (select i.ord as item, coalesce((i.v ->> 'at')::timestamptz, now()) as at, i.v
-                        from jsonb_array_elements(p_items) with ordinality as i(v, ord)) s
-               cross join lateral jsonb_array_elements_text(coalesce(s.v -> 'ids', '[]')) as x(id)) u
-       group by u.id
-    )
-    select m.id, m.priority, m.pinned, m.strength, m.base_strength, m.access_count, m.last_accessed_at, uses.ats
-      from uses
-      join public.devai_memories m on m.id = uses.id
-     where m.is_valid and m.state = 'active'
-     order by m.id
-       for update of m skip locked
+  -- and locked in one statement, each by its id (public.lock_retrieved_memories).
+  for v_memory in select * from public.lock_retrieved_memories(p_items)
   loop
     v_strength := v_memory.strength;
     v_base := v_memory.base_strength;
@@ -6360,6 +6374,14 @@ GRANT ALL ON FUNCTION public.hybrid_search(query_text text, query_embedding exte
 REVOKE ALL ON FUNCTION public.link_memory_entities(p_links jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.link_memory_entities(p_links jsonb) TO authenticated;
 GRANT ALL ON FUNCTION public.link_memory_entities(p_links jsonb) TO service_role;
+
+--
+-- Name: FUNCTION lock_retrieved_memories(p_items jsonb); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.lock_retrieved_memories(p_items jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.lock_retrieved_memories(p_items jsonb) TO authenticated;
+GRANT ALL ON FUNCTION public.lock_retrieved_memories(p_items jsonb) TO service_role;
 
 --
 -- Name: FUNCTION match_memories(query_embedding extensions.vector, match_namespace text, match_count integer, similarity_threshold double precision, match_owner uuid, match_embedding_model text, match_namespaces text[], as_of timestamp with time zone); Type: ACL; Schema: public; Owner: -
