@@ -2399,7 +2399,7 @@ $$;
 --
 
 CREATE FUNCTION public.lock_retrieved_memories(p_items jsonb) RETURNS TABLE(id uuid, priority text, pinned boolean, strength double precision, base_strength double precision, access_count integer, last_accessed_at timestamp with time zone, ats timestamp with time zone[])
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql ROWS 20
     SET search_path TO ''
     AS $$
 begin
@@ -3509,24 +3509,20 @@ CREATE FUNCTION public.reinforce_memories(ids uuid[], p_now timestamp with time 
 #variable_conflict use_column
 begin
   return query
-  with cfg as (
+  with cfg as materialized ( -- once (inlined, the settings were read again for every memory)
     select public.memory_setting('decay_base')::double precision as decay_base,
            public.memory_setting('reinforce_step')::double precision as step,
            public.memory_setting('reinforce_log_weight')::double precision as log_weight,
            public.memory_setting('reinforce_log_scale')::double precision as log_scale
   ),
   target as (
-    select m.id,
-           public.memory_reinforced_strength(m.strength, m.base_strength, m.access_count, m.last_accessed_at,
-                                             reinforce_memories.p_now, m.priority = 'highest' or m.pinned,
+    select l.id,
+           public.memory_reinforced_strength(l.strength, l.base_strength, l.access_count, l.last_accessed_at,
+                                             reinforce_memories.p_now, l.priority = 'highest' or l.pinned,
                                              cfg.decay_base, cfg.step, cfg.log_weight, cfg.log_scale) as reinforced
-      from (select distinct u.id from unnest(reinforce_memories.ids) as u(id)) as u
-      join public.devai_memories m on m.id = u.id
+      from public.lock_retrieved_memories(jsonb_build_array(jsonb_build_object(
+             'at', reinforce_memories.p_now, 'ids', coalesce(to_jsonb(reinforce_memories.ids), '[]'::jsonb)))) l
      cross join cfg
-     where m.is_valid
-       and m.state = 'active'
-     order by m.id
-       for update of m skip locked
   )
   update public.devai_memories m
      set access_count = m.access_count + 1,
