@@ -1733,6 +1733,20 @@ end;
 $_$;
 
 --
+-- Name: reinforcement_rows(uuid[], integer[], timestamp with time zone[], double precision[]); Type: FUNCTION; Schema: memory_search; Owner: -
+--
+
+CREATE FUNCTION memory_search.reinforcement_rows(p_ids uuid[], p_counts integer[], p_lasts timestamp with time zone[], p_strengths double precision[]) RETURNS TABLE(id uuid, access_count integer, last_accessed_at timestamp with time zone, strength double precision)
+    LANGUAGE plpgsql IMMUTABLE ROWS 1
+    SET search_path TO ''
+    AS $$
+begin
+  -- plpgsql: an sql function would be inlined into the UPDATE, and its row estimate with it.
+  return query select * from unnest(p_ids, p_counts, p_lasts, p_strengths);
+end;
+$$;
+
+--
 -- Name: scoped_query(tsquery, text[]); Type: FUNCTION; Schema: memory_search; Owner: -
 --
 
@@ -1814,7 +1828,8 @@ begin
     cross join lateral (
       select mm.* from public.devai_memories mm
        where mm.id = r.id and mm.owner_id = match_owner and mm.is_valid and mm.state = 'active' and mm.strength > 0.05
-         and mm.source is distinct from 'conversation' and (mm.namespace || '/') ^@ any (v_scopes)) m
+         and mm.source is distinct from 'conversation' and (mm.namespace || '/') ^@ any (v_scopes)
+      offset 0) m
     left join public.memory_usage u on u.memory_id = m.id
     left join public.memory_cited_files(v_ids, match_owner) f on f.memory_id = m.id
    order by r.kind, r.weight desc, r.id;
@@ -2094,7 +2109,7 @@ begin
                   from unnest(v_terms_q, v_terms_idf) as t(q, idf)
                  where m.fts @@ t.q) as idf_sum
           from cand c
-          join public.devai_memories m on m.id = c.id
+          cross join lateral (select m.* from public.devai_memories m where m.id = c.id offset 0) m
          where m.owner_id = match_owner
            and (as_of is not null or (m.is_valid and m.state = 'active' and m.strength > 0.05))
            and m.source is distinct from 'conversation'
@@ -2218,15 +2233,15 @@ begin
         from public.memory_entity_links l1
         join public.memory_entities e on e.id = l1.entity_id and e.mention_count <= v_df_cap
         join public.memory_entity_links l2 on l2.entity_id = l1.entity_id and l2.memory_id <> l1.memory_id
-        join public.devai_memories m2 on m2.id = l2.memory_id
+        cross join lateral (select m2 from public.devai_memories m2 where m2.id = l2.memory_id offset 0) v2
        where l1.memory_id = any (v_seeds)
-         and public.memory_graph_visible(m2, as_of, v_scopes)
+         and public.memory_graph_visible(v2.m2, as_of, v_scopes)
     ),
     best as (
       select distinct on (r.id) r.id, r.via, r.edge,
              r.w * case when m.source = 'conversation' then 0.5 else 1 end as w
         from reached r
-        join public.devai_memories m on m.id = r.id
+        cross join lateral (select m.* from public.devai_memories m where m.id = r.id offset 0) m
        where not (r.id = any (v_seeds))
          and (graph_episodes or m.source is distinct from 'conversation')
          and (filter_after is null or m.created_at >= filter_after)
@@ -2274,7 +2289,8 @@ begin
   recent as materialized (
     -- Only when recency counts ('when' questions), and once: not a plan per candidate.
     select c.id, row_number() over (order by m.created_at desc, c.id)::integer as rnk
-      from candidates c join public.devai_memories m on m.id = c.id
+      from candidates c
+      cross join lateral (select m.created_at from public.devai_memories m where m.id = c.id offset 0) m
      where v_w_recent > 0
   ),
   fused as (
@@ -2300,13 +2316,14 @@ begin
                                      else f.rel end
                     * case when m.memory_type = any (coalesce(prefer_memory_types, '{}')) then 1.25 else 1 end) as relv
       from fused f
-      join public.devai_memories m on m.id = f.id
+      cross join lateral (select m.strength, m.created_at, m.memory_type
+                            from public.devai_memories m where m.id = f.id offset 0) m
       left join (select v.id, v.sim from unnest(v_vec_ids, v_vec_sims) as v(id, sim)) vs on vs.id = f.id
   ),
   top as (
     select x.* from final x order by x.relv * x.m_strength desc, x.m_created desc, x.id limit match_count
   )
-  select m.id, case when as_of is null then m.content else (select a.content from public.memory_at(m, as_of) a) end,
+  select m.id, case when as_of is null then m.content else (select a.content from public.memory_at(m.mrow, as_of) a) end,
          m.memory_type, m.namespace, m.strength, m.priority, m.importance, m.pinned,
          m.source, m.metadata, m.session_id, m.access_count, m.last_accessed_at, m.created_at, m.updated_at,
          (select max(r.strength) from public.memory_relations r
@@ -2319,7 +2336,7 @@ begin
                        then 1 - (m.embedding operator(extensions.<=>) query_embedding) end),
          t.kw_rnk, t.kw_score, t.kw_cov, t.vec_rnk, t.g_rnk, t.g_via, t.g_edge, t.relv
     from top t
-    join public.devai_memories m on m.id = t.id
+    cross join lateral (select m.*, m as mrow from public.devai_memories m where m.id = t.id offset 0) m
    order by t.relv * t.m_strength desc, t.m_created desc, t.id;
 end;
 $$;
@@ -2399,7 +2416,7 @@ $$;
 --
 
 CREATE FUNCTION public.lock_retrieved_memories(p_items jsonb) RETURNS TABLE(id uuid, priority text, pinned boolean, strength double precision, base_strength double precision, access_count integer, last_accessed_at timestamp with time zone, ats timestamp with time zone[])
-    LANGUAGE plpgsql ROWS 20
+    LANGUAGE plpgsql ROWS 1
     SET search_path TO ''
     AS $$
 begin
@@ -2643,7 +2660,8 @@ begin
           union all
           select m.id, regexp_replace(x, '^(\./)+', '')
             from (select distinct u.id from unnest(p_ids) as u(id)) i
-            join public.devai_memories m on m.id = i.id and m.owner_id = p_owner
+            cross join lateral (select m.id, m.metadata from public.devai_memories m
+                                 where m.id = i.id and m.owner_id = p_owner offset 0) m
            cross join lateral jsonb_array_elements_text(
                   case when jsonb_typeof(m.metadata -> 'files') = 'array' then m.metadata -> 'files'
                        else '[]'::jsonb end) as x) c
@@ -2828,7 +2846,7 @@ begin
            'id', m.id, 'cited_files', coalesce(f.files, '{}'),
            'citation_count', coalesce(u.citation_count, 0), 'ignore_count', coalesce(u.ignore_count, 0))), '[]')
     from (select distinct x.id from unnest(p_ids) as x(id)) i
-    join public.devai_memories m on m.id = i.id
+    cross join lateral (select m.* from public.devai_memories m where m.id = i.id offset 0) m
     left join public.memory_usage u on u.memory_id = m.id
     left join public.memory_cited_files(p_ids, p_owner) f on f.memory_id = m.id
    where m.owner_id = p_owner and m.is_valid and m.state = 'active' and m.strength > 0.05
@@ -3265,7 +3283,7 @@ begin
     select c.*, m.strength as m_strength, m.created_at as m_created,
            case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end as cat
       from candidates c
-      join public.devai_memories m on m.id = c.id
+      cross join lateral (select m.* from public.devai_memories m where m.id = c.id offset 0) m
      where (filter_user_id is null or m.metadata ->> 'user_id' = filter_user_id)
        and (filter_agent_id is null or m.metadata ->> 'agent_id' = filter_agent_id)
        and (filter_run_id is null or m.metadata ->> 'run_id' = filter_run_id)
@@ -3289,7 +3307,7 @@ begin
      order by k.relevance * k.m_strength desc, k.m_created desc, k.id
      limit match_count
   )
-  select m.id, case when as_of is null then m.content else (select a.content from public.memory_at(m, as_of) a) end,
+  select m.id, case when as_of is null then m.content else (select a.content from public.memory_at(m.mrow, as_of) a) end,
          t.similarity, m.memory_type, m.namespace, t.cat, t.cat_context,
          m.strength, m.priority, m.importance, m.pinned, m.source, m.metadata, m.session_id,
          m.access_count, m.last_accessed_at, m.created_at, m.updated_at,
@@ -3298,7 +3316,7 @@ begin
          t.keyword_rank, t.keyword_score, t.keyword_coverage, t.vector_rank, t.graph_rank, t.graph_via, t.graph_edge,
          t.relevance
     from top t
-    join public.devai_memories m on m.id = t.id
+    cross join lateral (select m.*, m as mrow from public.devai_memories m where m.id = t.id offset 0) m
    order by t.relevance * t.m_strength desc, t.m_created desc, t.id;
 end;
 $$;
@@ -3319,7 +3337,7 @@ begin
     insert into public.context_injections as i (owner_id, session_id, memory_id, tier, level, tokens, injected_at)
     select (select auth.uid()), p_session_id, t.id, t.tier, t.level, t.tokens, now()
       from unnest(p_ids, p_tiers, p_levels, p_tokens) as t(id, tier, level, tokens)
-      join public.devai_memories m on m.id = t.id
+      cross join lateral (select from public.devai_memories m where m.id = t.id offset 0) m
     on conflict (owner_id, session_id, memory_id) do update
        set tier = excluded.tier, level = excluded.level, tokens = excluded.tokens, injected_at = excluded.injected_at;
   end if;
@@ -3360,7 +3378,7 @@ begin
          coalesce(sum(r.tokens) filter (where r.id = any (coalesce(p_cited, '{}'::uuid[]))), 0)
     into v_known, v_tokens, v_cited_tokens
     from r
-    join public.devai_memories m on m.id = r.id;
+    cross join lateral (select from public.devai_memories m where m.id = r.id offset 0) m;
   select coalesce(array_agg(k order by k), '{}') into v_known_cited
     from unnest(v_known) k where k = any (coalesce(p_cited, '{}'::uuid[]));
 
@@ -3378,15 +3396,13 @@ begin
          last_cited_at = greatest(u.last_cited_at, excluded.last_cited_at);
 
   with target as (
-    select m.id,
+    select l.id,
            least(1.0::double precision,
-             case when m.priority = 'highest' or m.pinned then m.strength
-                  else public.memory_decayed_strength(m.base_strength, m.last_accessed_at, p_now, v_base) + v_step
+             case when l.priority = 'highest' or l.pinned then l.strength
+                  else public.memory_decayed_strength(l.base_strength, l.last_accessed_at, p_now, v_base) + v_step
              end) as reinforced
-      from public.devai_memories m
-     where m.id = any (v_known_cited) and m.is_valid and m.state = 'active'
-     order by m.id
-       for update of m skip locked
+      from public.lock_retrieved_memories(
+             jsonb_build_array(jsonb_build_object('at', p_now, 'ids', to_jsonb(v_known_cited)))) l
   )
   update public.devai_memories m
      set strength = t.reinforced, base_strength = t.reinforced,
@@ -3481,11 +3497,12 @@ begin
     v_new_str := v_new_str || v_strength;
   end loop;
 
-  -- One row version per memory, all in one statement (each row is locked above).
+  -- One row version per memory, all in one statement (each row is locked above), each found by its
+  -- id (memory_search.reinforcement_rows).
   update public.devai_memories m
      set access_count = u.access_count, last_accessed_at = u.last_accessed_at,
          strength = u.strength, base_strength = u.strength
-    from unnest(v_ids, v_new_count, v_new_last, v_new_str) as u(id, access_count, last_accessed_at, strength)
+    from memory_search.reinforcement_rows(v_ids, v_new_count, v_new_last, v_new_str) u
    where m.id = u.id;
 
   insert into public.memory_events (owner_id, thread_id, node, op, status, category, sim, meta, ts)
@@ -3631,7 +3648,7 @@ begin
                     select r.from_id, r.to_id, r.strength
                       from public.memory_relations r
                      where r.to_id = any (v_ids) and r.relation_type <> 'contradicts') e
-              join public.devai_memories m on m.id = e.id
+              cross join lateral (select m.* from public.devai_memories m where m.id = e.id offset 0) m
              where m.is_valid and m.state = 'active' and m.source is distinct from 'conversation'
                and not (m.id = any (v_ids))
                and (m.namespace || '/') ^@ any (v_prefixes)
@@ -3655,8 +3672,10 @@ begin
              where c.owner_id = match_owner and c.thread_id = thread_id and c.revision > since_revision
              order by c.revision desc
              limit 6) c
-      left join public.devai_memories o on c.event = 'merged' and o.id = c.memory_id
-      left join public.devai_memories n on n.id = o.superseded_by;
+      left join lateral (select o.superseded_by from public.devai_memories o
+                          where c.event = 'merged' and o.id = c.memory_id offset 0) o on true
+      left join lateral (select n.id, n.content, n.source from public.devai_memories n
+                          where n.id = o.superseded_by offset 0) n on true;
   end if;
 
   return jsonb_build_object(
@@ -6308,6 +6327,14 @@ GRANT ALL ON FUNCTION memory_search.context_lookups(p_owner uuid, p_scopes text[
 REVOKE ALL ON FUNCTION memory_search.keyword_postings(p_owner uuid, p_scopes text[], p_terms tsquery[], p_df_cap integer, p_max_candidates integer, p_as_of timestamp with time zone, OUT term_df integer[], OUT candidates uuid[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION memory_search.keyword_postings(p_owner uuid, p_scopes text[], p_terms tsquery[], p_df_cap integer, p_max_candidates integer, p_as_of timestamp with time zone, OUT term_df integer[], OUT candidates uuid[]) TO authenticated;
 GRANT ALL ON FUNCTION memory_search.keyword_postings(p_owner uuid, p_scopes text[], p_terms tsquery[], p_df_cap integer, p_max_candidates integer, p_as_of timestamp with time zone, OUT term_df integer[], OUT candidates uuid[]) TO service_role;
+
+--
+-- Name: FUNCTION reinforcement_rows(p_ids uuid[], p_counts integer[], p_lasts timestamp with time zone[], p_strengths double precision[]); Type: ACL; Schema: memory_search; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_search.reinforcement_rows(p_ids uuid[], p_counts integer[], p_lasts timestamp with time zone[], p_strengths double precision[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION memory_search.reinforcement_rows(p_ids uuid[], p_counts integer[], p_lasts timestamp with time zone[], p_strengths double precision[]) TO authenticated;
+GRANT ALL ON FUNCTION memory_search.reinforcement_rows(p_ids uuid[], p_counts integer[], p_lasts timestamp with time zone[], p_strengths double precision[]) TO service_role;
 
 --
 -- Name: FUNCTION scoped_query(p_term tsquery, p_keys text[]); Type: ACL; Schema: memory_search; Owner: -

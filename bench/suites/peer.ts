@@ -12,7 +12,7 @@ import { DIM, MODEL } from "../corpus.ts";
 import { asTenant, connect, type Sql } from "../benchdb.ts";
 import { fmt, formatTable, log, now, round, summarize, type Summary, vectorLiteral } from "../lib.ts";
 import { benchEnv, signUserToken } from "./handler.ts";
-import { createSql, tenantItem } from "../../supabase/functions/_shared/db.ts";
+import { createSql, poolOptions, tenantItem } from "../../supabase/functions/_shared/db.ts";
 import { loadConfig } from "../../supabase/functions/_shared/env.ts";
 import { createHandler as createMemoryHandler } from "../../supabase/functions/memory/handler.ts";
 
@@ -185,20 +185,24 @@ export async function runPeer(
   // Also as the service reads (one statement carrying role and claims: readAsTenant), the vector
   // search alone and the hybrid search (keyword + vector + one graph hop), the latter being what
   // mem0's Memory.search (vector + full text + entities) compares with.
+  // "As the service reads" goes through a pool configured as the service's (poolOptions: statements
+  // prepared where DB_PREPARE decides so, as it does by default for this local database).
+  const serviceConfig = loadConfig(benchEnv(url));
+  const servicePool = createSql(url, { ...poolOptions(serviceConfig, "devai-bench-peer"), max: 4 });
   const oursSearch: number[] = [], oursIds: string[][] = [], naiveSearch: number[] = [], naiveIds: string[][] = [];
   const oursOne: number[] = [], oursOneIds: string[][] = [], oursHybrid: number[] = [];
   for (const q of queries) {
     const t2 = now();
-    const one = await sql<{ id: string }[]>`
+    const one = await servicePool<{ id: string }[]>`
       select (public.match_memories(${q.vec}::extensions.vector, 'devai', 15, 0.1, ${q.userId}::uuid, ${MODEL}, null)).id
-        from ${tenantItem(sql, q.userId)}`;
+        from ${tenantItem(servicePool, q.userId)}`;
     oursOne.push(now() - t2);
     oursOneIds.push(one.map((r) => String(r.id)));
     const t3 = now();
-    await sql`
+    await servicePool`
       select (public.hybrid_search(${q.text}, ${q.vec}::extensions.vector, array['devai'], 15, 0.1, ${MODEL},
                                    ${q.userId}::uuid, graph_depth => 1)).id
-        from ${tenantItem(sql, q.userId)}`;
+        from ${tenantItem(servicePool, q.userId)}`;
     oursHybrid.push(now() - t3);
     const t0 = now();
     const rows = await asTenant(
@@ -233,12 +237,11 @@ export async function runPeer(
   }
   // The real remember endpoint (memory function handler, in process).
   const oursRemember: number[] = [];
-  {
-    const pool = createSql(url, { max: 4, applicationName: "devai-bench-peer" });
+  try {
     const known = new Map(adds.map((a) => [`${a.text} [remember]`, a.vector]));
     const handler = createMemoryHandler({
-      sql: pool,
-      config: loadConfig(benchEnv(url)),
+      sql: servicePool,
+      config: serviceConfig,
       embedder: {
         provider: "openai",
         model: MODEL,
@@ -246,7 +249,7 @@ export async function runPeer(
         embed: (t: string[]) => Promise.resolve(t.map((x) => known.get(x) ?? [])),
       },
     });
-    try {
+    {
       const tokens = new Map<string, string>();
       for (const a of adds) {
         const token = tokens.get(a.userId) ?? await signUserToken(a.userId);
@@ -263,9 +266,9 @@ export async function runPeer(
         if (res.status !== 201) throw new Error(`remember answered ${res.status}: ${body.slice(0, 300)}`);
         oursRemember.push(now() - t0);
       }
-    } finally {
-      await pool.end();
     }
+  } finally {
+    await servicePool.end();
   }
   await sql`delete from public.devai_memories where content like 'the user now prefers running %(add %'`;
 

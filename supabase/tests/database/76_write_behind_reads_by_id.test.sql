@@ -3,8 +3,8 @@
 -- the tenant: under RLS their joins with the tenant's memories could be planned as a scan of all of
 -- them (on the 100k bench, 17,804 memories read to lock 200: 36 ms a batch; migration
 -- 20261128000000). Counted here as the rows this transaction's scans of the table fetched, for a
--- tenant of 3,000 memories, while reading. (Their UPDATEs join the locked rows by id, and under RLS
--- no form of that join is safe from the same misjudgement: docs/operations.md, write-behind.)
+-- tenant of 3,000 memories, while reading. (Their UPDATEs, and the reads and writes of the whole
+-- batch, are counted in 77_reads_by_id_whatever_the_tenant_sizes.)
 begin;
 select plan(4);
 
