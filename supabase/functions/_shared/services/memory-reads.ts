@@ -4,8 +4,8 @@
 // look on the primary before answering "not found": docs/operations.md#read-replicas).
 import { type TenantContext, withTenant } from "../db.ts";
 import { HttpError } from "../http.ts";
-import { projectScope } from "../schemas.ts";
 import { asOfColumns, memoryAsOf, recordedBy } from "../memories/as-of.ts";
+import { listPage } from "../memories/list-page.ts";
 import { decodeCursor, encodeCursor } from "../memories/cursor.ts";
 import { explainMemory, type Explanation } from "../memories/explain.ts";
 import { memoriesToMarkdownFiles } from "../memories/export-markdown.ts";
@@ -37,33 +37,7 @@ export async function listMemories(
   const { config } = deps;
   const sql = readPoolOf(deps);
   const after = q.cursor ? decodeCursor(q.cursor) : undefined;
-  // The cursor's timestamp is bound as text: bound as a timestamp, postgres.js would pass it
-  // through a JS Date and drop the microseconds that order rows of the same millisecond.
-  // With as_of: the memories held at that instant, as they were then (as-of.ts).
-  const rows = await withTenant(sql, tenant, (tx) =>
-    tx`
-        select ${memoryColumns(tx, "m")}, ${asOfColumns(tx, q.as_of)},
-               to_char(m.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') as cursor_ts
-          from public.devai_memories m
-          ${recordedBy(tx, q.as_of)}
-         where true
-           ${q.namespace_prefix ? tx`and (m.namespace || '/') ^@ ${q.namespace_prefix + "/"}` : tx``}
-           ${q.project ? tx`and (m.namespace || '/') ^@ ${projectScope(config.namespaceRoot, q.project) + "/"}` : tx``}
-           ${q.memory_type ? tx`and m.memory_type = ${q.memory_type}` : tx``}
-           ${q.state !== "all" && !q.as_of ? tx`and m.state = ${q.state}` : tx``}
-           ${q.is_valid !== undefined ? tx`and m.is_valid = ${q.is_valid}` : tx``}
-           ${q.pinned !== undefined ? tx`and m.pinned = ${q.pinned}` : tx``}
-           ${q.importance_min !== undefined ? tx`and m.importance >= ${q.importance_min}` : tx``}
-           ${q.priority ? tx`and m.priority = ${q.priority}` : tx``}
-           ${q.source ? tx`and m.source = ${q.source}` : tx``}
-           ${q.category ? tx`and m.metadata ->> 'category' = ${q.category}` : tx``}
-           ${
-      after
-        ? tx`and (m.created_at, m.id) < (${after.createdAt}::text::timestamp at time zone 'UTC', ${after.id}::uuid)`
-        : tx``
-    }
-         order by m.created_at desc, m.id desc
-         limit ${q.limit + 1}`);
+  const rows = await withTenant(sql, tenant, (tx) => listPage(tx, config.namespaceRoot, q, after));
   const page = rows.slice(0, q.limit);
   const last = page.at(-1);
   const next_cursor = rows.length > q.limit && last
