@@ -13,7 +13,7 @@ import { asTenant, connect, type Sql } from "../benchdb.ts";
 import { fmt, formatTable, log, now, round, summarize, type Summary, vectorLiteral } from "../lib.ts";
 import { benchEnv, signUserToken } from "./handler.ts";
 import { createSql, poolOptions, tenantItem } from "../../supabase/functions/_shared/db.ts";
-import { loadConfig } from "../../supabase/functions/_shared/env.ts";
+import { type Config, loadConfig } from "../../supabase/functions/_shared/env.ts";
 import { createHandler as createMemoryHandler } from "../../supabase/functions/memory/handler.ts";
 
 export interface PeerResult {
@@ -191,82 +191,53 @@ export async function runPeer(
   const servicePool = createSql(url, { ...poolOptions(serviceConfig, "devai-bench-peer"), max: 4 });
   const oursSearch: number[] = [], oursIds: string[][] = [], naiveSearch: number[] = [], naiveIds: string[][] = [];
   const oursOne: number[] = [], oursOneIds: string[][] = [], oursHybrid: number[] = [];
-  for (const q of queries) {
-    const t2 = now();
-    const one = await servicePool<{ id: string }[]>`
-      select (public.match_memories(${q.vec}::extensions.vector, 'devai', 15, 0.1, ${q.userId}::uuid, ${MODEL}, null)).id
-        from ${tenantItem(servicePool, q.userId)}`;
-    oursOne.push(now() - t2);
-    oursOneIds.push(one.map((r) => String(r.id)));
-    const t3 = now();
-    await servicePool`
-      select (public.hybrid_search(${q.text}, ${q.vec}::extensions.vector, array['devai'], 15, 0.1, ${MODEL},
-                                   ${q.userId}::uuid, graph_depth => 1)).id
-        from ${tenantItem(servicePool, q.userId)}`;
-    oursHybrid.push(now() - t3);
-    const t0 = now();
-    const rows = await asTenant(
-      sql,
-      q.userId,
-      (tx) =>
-        tx`select * from public.match_memories(${q.vec}::extensions.vector, 'devai', 15, 0.1, ${q.userId}::uuid, ${MODEL}, null)`,
-    );
-    oursSearch.push(now() - t0);
-    oursIds.push(rows.map((r) => String(r.id)));
-    const t1 = now();
-    const nrows = await asTenant(
-      sql,
-      q.userId,
-      (tx) =>
-        tx`select * from bench.match_memories_naive(${q.vec}::extensions.vector, 'devai', 15, 0.1, ${q.userId}::uuid)`,
-    );
-    naiveSearch.push(now() - t1);
-    naiveIds.push(nrows.map((r) => String(r.id)));
-  }
-  const oursAdd: number[] = [];
-  for (const a of adds) {
-    const t0 = now();
-    await asTenant(sql, a.userId, async (tx) => {
-      // The remember path at SQL level: neighbours at the dedup threshold, then the insert (history,
-      // change log and revision written by triggers).
-      await tx`select id from public.match_memories(${a.vec}::extensions.vector, 'devai', 10, 0.8, ${a.userId}::uuid, ${MODEL}, null)`;
-      await tx`insert into public.devai_memories (content, embedding, memory_type, namespace, priority, source, owner_id, embedding_model)
-               values (${a.text}, ${a.vec}::extensions.vector, 'semantic', 'devai/user', 'medium', 'user_stated', ${a.userId}::uuid, ${MODEL})`;
-    });
-    oursAdd.push(now() - t0);
-  }
-  // The real remember endpoint (memory function handler, in process).
-  const oursRemember: number[] = [];
+  const oursAdd: number[] = [], oursRemember: number[] = [];
   try {
-    const known = new Map(adds.map((a) => [`${a.text} [remember]`, a.vector]));
-    const handler = createMemoryHandler({
-      sql: servicePool,
-      config: serviceConfig,
-      embedder: {
-        provider: "openai",
-        model: MODEL,
-        dimensions: DIM,
-        embed: (t: string[]) => Promise.resolve(t.map((x) => known.get(x) ?? [])),
-      },
-    });
-    {
-      const tokens = new Map<string, string>();
-      for (const a of adds) {
-        const token = tokens.get(a.userId) ?? await signUserToken(a.userId);
-        tokens.set(a.userId, token);
-        const t0 = now();
-        const res = await handler(
-          new Request("http://bench.local/memory/remember", {
-            method: "POST",
-            headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-            body: JSON.stringify({ content: `${a.text} [remember]` }),
-          }),
-        );
-        const body = await res.text();
-        if (res.status !== 201) throw new Error(`remember answered ${res.status}: ${body.slice(0, 300)}`);
-        oursRemember.push(now() - t0);
-      }
+    for (const q of queries) {
+      const t2 = now();
+      const one = await servicePool<{ id: string }[]>`
+        select (public.match_memories(${q.vec}::extensions.vector, 'devai', 15, 0.1, ${q.userId}::uuid, ${MODEL}, null)).id
+          from ${tenantItem(servicePool, q.userId)}`;
+      oursOne.push(now() - t2);
+      oursOneIds.push(one.map((r) => String(r.id)));
+      const t3 = now();
+      await servicePool`
+        select (public.hybrid_search(${q.text}, ${q.vec}::extensions.vector, array['devai'], 15, 0.1, ${MODEL},
+                                     ${q.userId}::uuid, graph_depth => 1)).id
+          from ${tenantItem(servicePool, q.userId)}`;
+      oursHybrid.push(now() - t3);
+      const t0 = now();
+      const rows = await asTenant(
+        sql,
+        q.userId,
+        (tx) =>
+          tx`select * from public.match_memories(${q.vec}::extensions.vector, 'devai', 15, 0.1, ${q.userId}::uuid, ${MODEL}, null)`,
+      );
+      oursSearch.push(now() - t0);
+      oursIds.push(rows.map((r) => String(r.id)));
+      const t1 = now();
+      const nrows = await asTenant(
+        sql,
+        q.userId,
+        (tx) =>
+          tx`select * from bench.match_memories_naive(${q.vec}::extensions.vector, 'devai', 15, 0.1, ${q.userId}::uuid)`,
+      );
+      naiveSearch.push(now() - t1);
+      naiveIds.push(nrows.map((r) => String(r.id)));
     }
+    for (const a of adds) {
+      const t0 = now();
+      await asTenant(sql, a.userId, async (tx) => {
+        // The remember path at SQL level: neighbours at the dedup threshold, then the insert (history,
+        // change log and revision written by triggers).
+        await tx`select id from public.match_memories(${a.vec}::extensions.vector, 'devai', 10, 0.8, ${a.userId}::uuid, ${MODEL}, null)`;
+        await tx`insert into public.devai_memories (content, embedding, memory_type, namespace, priority, source, owner_id, embedding_model)
+                 values (${a.text}, ${a.vec}::extensions.vector, 'semantic', 'devai/user', 'medium', 'user_stated', ${a.userId}::uuid, ${MODEL})`;
+      });
+      oursAdd.push(now() - t0);
+    }
+    // The real remember endpoint (memory function handler, in process).
+    oursRemember.push(...await timeRememberHandler(servicePool, serviceConfig, adds));
   } finally {
     await servicePool.end();
   }
@@ -426,4 +397,41 @@ export async function runPeer(
       "mem0 runs pgvector's default ef_search (40) without iterative index scans; match_memories sets ef_search 100 with iterative scans on its HNSW path, and searches scopes of at most public.memory_exact_scan_limit memories exactly (exact_scan_max_rows, or more in a big table).",
     ],
   };
+}
+
+/** POST /memory/remember through the memory function's handler (in process), each add timed. */
+async function timeRememberHandler(
+  pool: Sql,
+  config: Config,
+  adds: { userId: string; text: string; vector: number[] }[],
+): Promise<number[]> {
+  const known = new Map(adds.map((a) => [`${a.text} [remember]`, a.vector]));
+  const handler = createMemoryHandler({
+    sql: pool,
+    config,
+    embedder: {
+      provider: "openai",
+      model: MODEL,
+      dimensions: DIM,
+      embed: (t: string[]) => Promise.resolve(t.map((x) => known.get(x) ?? [])),
+    },
+  });
+  const tokens = new Map<string, string>();
+  const times: number[] = [];
+  for (const a of adds) {
+    const token = tokens.get(a.userId) ?? await signUserToken(a.userId);
+    tokens.set(a.userId, token);
+    const t0 = now();
+    const res = await handler(
+      new Request("http://bench.local/memory/remember", {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: JSON.stringify({ content: `${a.text} [remember]` }),
+      }),
+    );
+    const body = await res.text();
+    if (res.status !== 201) throw new Error(`remember answered ${res.status}: ${body.slice(0, 300)}`);
+    times.push(now() - t0);
+  }
+  return times;
 }

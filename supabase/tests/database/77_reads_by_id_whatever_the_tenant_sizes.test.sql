@@ -7,7 +7,7 @@
 -- the transaction's scans of the table fetched, call by call, for a tenant of 3,000 memories among
 -- 300 tenants of one memory each.
 begin;
-select plan(16);
+select plan(17);
 
 insert into public.devai_memories (id, owner_id, content, memory_type, namespace, metadata, strength, base_strength)
 select ('77000000-0000-4000-8000-' || lpad(g::text, 12, '0'))::uuid, '77000000-0000-4000-8000-0000000000aa',
@@ -24,6 +24,16 @@ insert into public.memory_relations (owner_id, from_id, to_id, relation_type, st
 select '77000000-0000-4000-8000-0000000000aa', ('77000000-0000-4000-8000-' || lpad(g::text, 12, '0'))::uuid,
        ('77000000-0000-4000-8000-' || lpad((g + 1)::text, 12, '0'))::uuid, 'related_to', 0.9
   from generate_series(1, 2999) g;
+-- And 150 file entities, each named by 20 of its memories: the graph signal's entity hop reaches
+-- the other memories naming what a hit names.
+insert into public.memory_entities (id, owner_id, canonical_name, normalized_name, entity_type, mention_count)
+select ('77000000-0000-4000-8000-' || lpad((200000 + e)::text, 12, '0'))::uuid, '77000000-0000-4000-8000-0000000000aa',
+       'src/module_' || e || '.ts', 'src/module_' || e || '.ts', 'file', 20
+  from generate_series(0, 149) e;
+insert into public.memory_entity_links (owner_id, memory_id, entity_id, mention)
+select '77000000-0000-4000-8000-0000000000aa', ('77000000-0000-4000-8000-' || lpad(g::text, 12, '0'))::uuid,
+       ('77000000-0000-4000-8000-' || lpad((200000 + g % 150)::text, 12, '0'))::uuid, 'src/module_' || (g % 150) || '.ts'
+  from generate_series(1, 3000) g;
 analyze public.devai_memories;
 analyze public.memory_relations;
 -- As in 76: in a big table a scan of the tenant would be read through the owner index, not as part
@@ -65,13 +75,16 @@ select tests.authenticate_as('77000000-0000-4000-8000-0000000000aa');
 -- and the cited ones locked and written once each: about 600 rows for 200, against 3,000 for a read
 -- of the tenant, hence the bounds of 1,000 below where something is written.
 
--- A retrieval: the keyword signal (three of the tenant's memories match), two graph hops from them,
--- recency, usage feedback and cited files, related bullets, the delta.
+-- A retrieval: the keyword signal (three of the tenant's memories match), two graph hops from them
+-- (relations and entities), recency, usage feedback and cited files, related bullets, the delta.
 create temporary table turn on commit drop as
 select public.retrieve_for_turn('1234 2345 777', null, array['devai/'], 15, 0, null, graph_depth => 2,
                                 recency_weight => 1, keyword_threshold => 0, since_revision => 0) as r;
 select is(jsonb_array_length((select r -> 'memories' from turn)), 15, 'the retrieval answers: its hits and their graph neighbours');
 select ok(jsonb_array_length((select r -> 'related' from turn)) > 0, 'with related bullets over the relations');
+select ok(exists (select from public.hybrid_search('1234 2345 777', null, array['devai/'], 50, 0, null, graph_depth => 2,
+                                                   keyword_threshold => 0) h where h.graph_edge = 'entity'),
+          'and memories the graph reached through the entities its hits name');
 select cmp_ok(pg_temp.fetched_by('retrieve_for_turn',
   $$select public.retrieve_for_turn('1234 2345 777', null, array['devai/'], 15, 0, null, graph_depth => 2,
                                     recency_weight => 1, keyword_threshold => 0, since_revision => 0)$$),
