@@ -184,7 +184,9 @@ async function main() {
       result = r;
       printed.push(r.table);
     } else if (suite === "hostile") {
-      const r = await runHostile(sql, url, corpus);
+      // Its probe tenant sends GETs back to back (faster than the read limit's burst since
+      // statements are prepared); the hostile requests keep their heavy limit.
+      const r = await withSetting(sql, "rate_limit_read_per_minute", 0, () => runHostile(sql, url, corpus));
       result = r;
       printed.push(r.table);
     } else if (suite === "context") {
