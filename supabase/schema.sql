@@ -2063,12 +2063,21 @@ begin
   v_w_kw := coalesce(v_w_kw, 1); v_w_vec := coalesce(v_w_vec, 1); v_w_graph := coalesce(v_w_graph, 0.5);
   if search_mode = 'vector' then v_w_kw := 0; v_w_graph := 0; v_w_recent := 0; end if;
   if search_mode = 'keyword' then v_w_vec := 0; v_w_graph := 0; v_w_recent := 0; end if;
-  if graph_depth = 0 then v_w_graph := 0; end if;
+  -- Without hops the graph signal is only the lookup of the names a who/what question asks about.
+  if graph_depth = 0 and cardinality(coalesce(entity_terms, '{}')) = 0 then v_w_graph := 0; end if;
   if query_embedding is null or match_embedding_model is null then v_w_vec := 0; end if;
   v_pool := greatest(match_count * 3, 30);
   -- The vector list is only as deep as the answer (at least 20): in a big scope each further
   -- neighbour costs HNSW work under the filters, and a deep vector list adds little to the fusion.
   v_vec_pool := greatest(match_count, 20);
+
+  -- The query's terms, and its exclusions (-word, -"a phrase"): a memory matching an exclusion is
+  -- left out whichever signal finds it (the keyword, vector and graph lists alike).
+  select coalesce(array_agg(t.query order by t.ord) filter (where t.kind <> 'exclude'), '{}'),
+         coalesce(array_agg(t.query order by t.ord) filter (where t.kind = 'exclude'), '{}')
+    into v_terms_all, v_excludes
+    from public.memory_keyword_terms(query_text, v_max_terms) with ordinality as t(term, kind, query, ord);
+  select string_agg(q::text, ' | ')::tsquery into v_exclude from unnest(v_excludes) q;
 
   -- Keyword signal. Each term's matches in scope, counted up to the cap (its document frequency);
   -- rare terms bring their matches in as candidates.
@@ -2079,11 +2088,6 @@ begin
     -- counts to 126) the count cannot change the figure, and is not made.
     v_n := case when v_df_cap * 5 + 1 <= 1000 then 1000
                 else greatest(public.memory_scope_size(match_owner, v_bases, v_df_cap * 5), 1000) end;
-    select coalesce(array_agg(t.query order by t.ord) filter (where t.kind <> 'exclude'), '{}'),
-           coalesce(array_agg(t.query order by t.ord) filter (where t.kind = 'exclude'), '{}')
-      into v_terms_all, v_excludes
-      from public.memory_keyword_terms(query_text, v_max_terms) with ordinality as t(term, kind, query, ord);
-    select string_agg(q::text, ' | ')::tsquery into v_exclude from unnest(v_excludes) q;
     -- Document frequencies (capped) and candidates, through the index (memory_search.keyword_postings).
     select p.term_df, p.candidates into v_dfs, v_cand
       from memory_search.keyword_postings(match_owner, v_scopes, v_terms_all, v_df_cap, v_pool * 2, as_of) p;
@@ -2156,7 +2160,8 @@ begin
                                and filter_categories is null then v_vec_pool else least(v_vec_pool * 4, 200) end,
                      similarity_threshold / 2, match_owner, match_embedding_model, v_bases[2:], as_of) mm
               join public.devai_memories m on m.id = mm.id
-             where (filter_after is null or m.created_at >= filter_after)
+             where (v_exclude is null or not (m.fts @@ v_exclude))
+               and (filter_after is null or m.created_at >= filter_after)
                and (filter_before is null or m.created_at < filter_before)
                and (filter_memory_types is null or m.memory_type = any (filter_memory_types))
                and (filter_categories is null
@@ -2218,10 +2223,12 @@ begin
     -- both directions; entity lookup for who/what questions. Raw episodes only when asked for,
     -- at half weight.
     with reached as (
-      select n.id, n.via, n.edge_type as edge, n.weight as w
-        from public.memory_graph_neighbours(v_seeds, v_types, graph_depth, least(v_pool, 500), as_of, v_bases, 'both') n
+      select n.id, n.via, n.edge_type as edge, n.weight as w, false as lookup
+        from public.memory_graph_neighbours(v_seeds, v_types, greatest(graph_depth, 1), least(v_pool, 500), as_of,
+                                            v_bases, 'both') n
+       where graph_depth > 0
       union all
-      select e.id, e.entity_id, 'entity', e.weight
+      select e.id, e.entity_id, 'entity', e.weight, true
         from public.memory_entity_lookup(entity_terms, least(v_pool, 500), as_of, v_bases) e
        where cardinality(coalesce(entity_terms, '{}')) > 0
       union all
@@ -2229,12 +2236,13 @@ begin
       -- other memories naming them, weighted down by how common the entity is. Entities named by
       -- more than keyword_df_cap memories say little and are not followed.
       select l2.memory_id, l1.memory_id, 'entity',
-             0.5 * l1.confidence * l2.confidence / ln(2 + e.mention_count)
+             0.5 * l1.confidence * l2.confidence / ln(2 + e.mention_count), false
         from public.memory_entity_links l1
         join public.memory_entities e on e.id = l1.entity_id and e.mention_count <= v_df_cap
         join public.memory_entity_links l2 on l2.entity_id = l1.entity_id and l2.memory_id <> l1.memory_id
         cross join lateral (select m2 from public.devai_memories m2 where m2.id = l2.memory_id offset 0) v2
-       where l1.memory_id = any (v_seeds)
+       where graph_depth > 0
+         and l1.memory_id = any (v_seeds)
          and public.memory_graph_visible(v2.m2, as_of, v_scopes)
     ),
     best as (
@@ -2242,8 +2250,11 @@ begin
              r.w * case when m.source = 'conversation' then 0.5 else 1 end as w
         from reached r
         cross join lateral (select m.* from public.devai_memories m where m.id = r.id offset 0) m
-       where not (r.id = any (v_seeds))
+       -- A hop back to a best hit adds nothing; a name the question asks about counts for a best
+       -- hit too (the lookup is a direct match, not a hop from it).
+       where (r.lookup or not (r.id = any (v_seeds)))
          and (graph_episodes or m.source is distinct from 'conversation')
+         and (v_exclude is null or not (m.fts @@ v_exclude))
          and (filter_after is null or m.created_at >= filter_after)
          and (filter_before is null or m.created_at < filter_before)
          and (filter_memory_types is null or m.memory_type = any (filter_memory_types))
@@ -2326,8 +2337,11 @@ begin
   select m.id, case when as_of is null then m.content else (select a.content from public.memory_at(m.mrow, as_of) a) end,
          m.memory_type, m.namespace, m.strength, m.priority, m.importance, m.pinned,
          m.source, m.metadata, m.session_id, m.access_count, m.last_accessed_at, m.created_at, m.updated_at,
+         -- The strongest edge valid now (as of as_of): an ended relation boosts nothing.
          (select max(r.strength) from public.memory_relations r
-           where r.owner_id = m.owner_id and (r.from_id = m.id or r.to_id = m.id)),
+           where r.owner_id = m.owner_id and (r.from_id = m.id or r.to_id = m.id)
+             and r.created_at <= coalesce(as_of, now()) and r.valid_from <= coalesce(as_of, now())
+             and (r.valid_until is null or r.valid_until > coalesce(as_of, now()))),
          case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end,
          -- Cosine similarity for every returned memory (the vector list has most of them already).
          coalesce((select v.sim from unnest(v_vec_ids, v_vec_sims) as v(id, sim) where v.id = m.id),
@@ -3211,10 +3225,10 @@ end;
 $$;
 
 --
--- Name: query_memories(text, extensions.vector, text[], text, text[], integer, double precision, text, uuid, text, text, text, text, text, boolean, integer, integer, timestamp with time zone, timestamp with time zone, text, integer, timestamp with time zone, timestamp with time zone, double precision, timestamp with time zone, text); Type: FUNCTION; Schema: public; Owner: -
+-- Name: query_memories(text, extensions.vector, text[], text, text[], integer, double precision, text, uuid, text, text, text, text, text, boolean, integer, integer, timestamp with time zone, timestamp with time zone, text, integer, timestamp with time zone, timestamp with time zone, double precision, timestamp with time zone, text, text[], text[], double precision, text[], boolean); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.query_memories(query_text text, query_embedding extensions.vector, match_namespaces text[], match_agent text, match_categories text[], match_count integer DEFAULT 5, similarity_threshold double precision DEFAULT 0.7, match_embedding_model text DEFAULT 'text-embedding-3-small'::text, match_owner uuid DEFAULT auth.uid(), filter_user_id text DEFAULT NULL::text, filter_agent_id text DEFAULT NULL::text, filter_run_id text DEFAULT NULL::text, filter_actor_id text DEFAULT NULL::text, filter_role text DEFAULT NULL::text, filter_pinned boolean DEFAULT NULL::boolean, filter_importance_min integer DEFAULT NULL::integer, filter_importance_max integer DEFAULT NULL::integer, filter_updated_after timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_updated_before timestamp with time zone DEFAULT NULL::timestamp with time zone, search_mode text DEFAULT 'hybrid'::text, graph_depth integer DEFAULT 1, filter_after timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_before timestamp with time zone DEFAULT NULL::timestamp with time zone, keyword_threshold double precision DEFAULT NULL::double precision, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, query_complexity text DEFAULT NULL::text) RETURNS TABLE(id uuid, content text, similarity double precision, memory_type text, namespace text, category text, category_context text, strength double precision, priority text, importance smallint, pinned boolean, source text, metadata jsonb, session_id text, access_count integer, last_accessed_at timestamp with time zone, created_at timestamp with time zone, updated_at timestamp with time zone, max_relation_strength real, keyword_rank integer, keyword_score double precision, keyword_coverage double precision, vector_rank integer, graph_rank integer, graph_via uuid, graph_edge text, relevance double precision)
+CREATE FUNCTION public.query_memories(query_text text, query_embedding extensions.vector, match_namespaces text[], match_agent text, match_categories text[], match_count integer DEFAULT 5, similarity_threshold double precision DEFAULT 0.7, match_embedding_model text DEFAULT 'text-embedding-3-small'::text, match_owner uuid DEFAULT auth.uid(), filter_user_id text DEFAULT NULL::text, filter_agent_id text DEFAULT NULL::text, filter_run_id text DEFAULT NULL::text, filter_actor_id text DEFAULT NULL::text, filter_role text DEFAULT NULL::text, filter_pinned boolean DEFAULT NULL::boolean, filter_importance_min integer DEFAULT NULL::integer, filter_importance_max integer DEFAULT NULL::integer, filter_updated_after timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_updated_before timestamp with time zone DEFAULT NULL::timestamp with time zone, search_mode text DEFAULT 'hybrid'::text, graph_depth integer DEFAULT 1, filter_after timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_before timestamp with time zone DEFAULT NULL::timestamp with time zone, keyword_threshold double precision DEFAULT NULL::double precision, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, query_complexity text DEFAULT NULL::text, graph_edge_types text[] DEFAULT NULL::text[], prefer_memory_types text[] DEFAULT NULL::text[], recency_weight double precision DEFAULT 0, entity_terms text[] DEFAULT NULL::text[], graph_episodes boolean DEFAULT false) RETURNS TABLE(id uuid, content text, similarity double precision, memory_type text, namespace text, category text, category_context text, strength double precision, priority text, importance smallint, pinned boolean, source text, metadata jsonb, session_id text, access_count integer, last_accessed_at timestamp with time zone, created_at timestamp with time zone, updated_at timestamp with time zone, max_relation_strength real, keyword_rank integer, keyword_score double precision, keyword_coverage double precision, vector_rank integer, graph_rank integer, graph_via uuid, graph_edge text, relevance double precision)
     LANGUAGE plpgsql STABLE ROWS 20
     SET search_path TO ''
     SET plan_cache_mode TO 'force_custom_plan'
@@ -3225,6 +3239,7 @@ declare
   v_all        text[];
   v_pool       integer;
   v_scopes     text[];
+  v_exclude    tsquery;
 begin
   if match_count is null or match_count < 1 or match_count > 200 then
     raise exception 'match_count must be between 1 and 200, got %', match_count using errcode = '22023';
@@ -3243,6 +3258,8 @@ begin
   select coalesce(array_agg(rtrim(s, '/') || '/'), '{}') into v_scopes
     from unnest(coalesce(match_namespaces, '{}'::text[])) as s
    where s is not null and rtrim(s, '/') <> '';
+  select string_agg(t.query::text, ' | ')::tsquery into v_exclude
+    from public.memory_keyword_terms(query_text) t where t.kind = 'exclude';
   -- Per-category caps and the filters below apply after the search: look further than match_count.
   v_pool := least(match_count * 4, 200);
 
@@ -3255,7 +3272,9 @@ begin
              match_embedding_model => match_embedding_model, match_owner => match_owner, search_mode => search_mode,
              graph_depth => graph_depth, filter_after => filter_after, filter_before => filter_before,
              filter_categories => v_categories, keyword_threshold => keyword_threshold, as_of => as_of,
-             query_complexity => query_complexity) h
+             query_complexity => query_complexity, graph_edge_types => graph_edge_types,
+             prefer_memory_types => prefer_memory_types, recency_weight => recency_weight,
+             entity_terms => entity_terms, graph_episodes => graph_episodes) h
   ),
   everything as (
     -- context 'all' categories: their memories regardless of the query (most important first).
@@ -3268,6 +3287,10 @@ begin
                  else m.created_at <= as_of and (select a.held from public.memory_at(m, as_of) a) end)
        and (m.namespace || '/') ^@ any (v_scopes)
        and (case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end) = any (v_all)
+       -- The time window and the exclusions hold for them as for what the search found.
+       and (filter_after is null or m.created_at >= filter_after)
+       and (filter_before is null or m.created_at < filter_before)
+       and (v_exclude is null or not (m.fts @@ v_exclude))
        and not exists (select 1 from found f where f.id = m.id)
      order by m.importance desc, m.updated_at desc, m.id
      limit match_count
@@ -3311,8 +3334,11 @@ begin
          t.similarity, m.memory_type, m.namespace, t.cat, t.cat_context,
          m.strength, m.priority, m.importance, m.pinned, m.source, m.metadata, m.session_id,
          m.access_count, m.last_accessed_at, m.created_at, m.updated_at,
+         -- The strongest edge valid now (as of as_of): an ended relation boosts nothing.
          (select max(r.strength) from public.memory_relations r
-           where r.owner_id = m.owner_id and (r.from_id = m.id or r.to_id = m.id)),
+           where r.owner_id = m.owner_id and (r.from_id = m.id or r.to_id = m.id)
+             and r.created_at <= coalesce(as_of, now()) and r.valid_from <= coalesce(as_of, now())
+             and (r.valid_until is null or r.valid_until > coalesce(as_of, now()))),
          t.keyword_rank, t.keyword_score, t.keyword_coverage, t.vector_rank, t.graph_rank, t.graph_via, t.graph_edge,
          t.relevance
     from top t
@@ -3614,6 +3640,7 @@ declare
   v_revision bigint;
   v_changes  jsonb := '[]';
   v_feedback jsonb := '[]';
+  v_exclude  tsquery;
 begin
   select coalesce(jsonb_agg(to_jsonb(h) - 'ordinality' order by h.ordinality), '[]'),
          coalesce(array_agg(h.id order by h.ordinality), '{}'),
@@ -3637,6 +3664,8 @@ begin
   if v_linked and as_of is null then
     select coalesce(array_agg(rtrim(s, '/') || '/'), '{}') into v_prefixes
       from unnest(match_namespaces) s where s is not null and rtrim(s, '/') <> '';
+    select string_agg(t.query::text, ' | ')::tsquery into v_exclude
+      from public.memory_keyword_terms(query_text) t where t.kind = 'exclude';
     select coalesce(jsonb_agg(jsonb_build_object('id', x.id, 'anchor_id', x.anchor_id, 'content', x.content,
                                                  'strength', x.strength) order by x.strength desc, x.id), '[]')
       into v_related
@@ -3644,14 +3673,24 @@ begin
               from (select r.to_id as id, r.from_id as anchor_id, r.strength
                       from public.memory_relations r
                      where r.from_id = any (v_ids) and r.relation_type <> 'contradicts'
+                       and r.valid_from <= now() and (r.valid_until is null or r.valid_until > now())
                     union all
                     select r.from_id, r.to_id, r.strength
                       from public.memory_relations r
-                     where r.to_id = any (v_ids) and r.relation_type <> 'contradicts') e
+                     where r.to_id = any (v_ids) and r.relation_type <> 'contradicts'
+                       and r.valid_from <= now() and (r.valid_until is null or r.valid_until > now())) e
               cross join lateral (select m.* from public.devai_memories m where m.id = e.id offset 0) m
              where m.is_valid and m.state = 'active' and m.source is distinct from 'conversation'
                and not (m.id = any (v_ids))
                and (m.namespace || '/') ^@ any (v_prefixes)
+               -- What the search was asked to keep, the related bullets keep too.
+               and (filter_after is null or m.created_at >= filter_after)
+               and (filter_before is null or m.created_at < filter_before)
+               and (filter_memory_types is null or m.memory_type = any (filter_memory_types))
+               and (filter_categories is null
+                    or (case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end)
+                       = any (filter_categories))
+               and (v_exclude is null or not (m.fts @@ v_exclude))
              order by e.strength desc, m.id
              limit 8) x;
   end if;
@@ -6582,12 +6621,12 @@ GRANT ALL ON FUNCTION public.memory_vector_index_of(p_owner uuid) TO authenticat
 GRANT ALL ON FUNCTION public.memory_vector_index_of(p_owner uuid) TO service_role;
 
 --
--- Name: FUNCTION query_memories(query_text text, query_embedding extensions.vector, match_namespaces text[], match_agent text, match_categories text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, filter_user_id text, filter_agent_id text, filter_run_id text, filter_actor_id text, filter_role text, filter_pinned boolean, filter_importance_min integer, filter_importance_max integer, filter_updated_after timestamp with time zone, filter_updated_before timestamp with time zone, search_mode text, graph_depth integer, filter_after timestamp with time zone, filter_before timestamp with time zone, keyword_threshold double precision, as_of timestamp with time zone, query_complexity text); Type: ACL; Schema: public; Owner: -
+-- Name: FUNCTION query_memories(query_text text, query_embedding extensions.vector, match_namespaces text[], match_agent text, match_categories text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, filter_user_id text, filter_agent_id text, filter_run_id text, filter_actor_id text, filter_role text, filter_pinned boolean, filter_importance_min integer, filter_importance_max integer, filter_updated_after timestamp with time zone, filter_updated_before timestamp with time zone, search_mode text, graph_depth integer, filter_after timestamp with time zone, filter_before timestamp with time zone, keyword_threshold double precision, as_of timestamp with time zone, query_complexity text, graph_edge_types text[], prefer_memory_types text[], recency_weight double precision, entity_terms text[], graph_episodes boolean); Type: ACL; Schema: public; Owner: -
 --
 
-REVOKE ALL ON FUNCTION public.query_memories(query_text text, query_embedding extensions.vector, match_namespaces text[], match_agent text, match_categories text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, filter_user_id text, filter_agent_id text, filter_run_id text, filter_actor_id text, filter_role text, filter_pinned boolean, filter_importance_min integer, filter_importance_max integer, filter_updated_after timestamp with time zone, filter_updated_before timestamp with time zone, search_mode text, graph_depth integer, filter_after timestamp with time zone, filter_before timestamp with time zone, keyword_threshold double precision, as_of timestamp with time zone, query_complexity text) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.query_memories(query_text text, query_embedding extensions.vector, match_namespaces text[], match_agent text, match_categories text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, filter_user_id text, filter_agent_id text, filter_run_id text, filter_actor_id text, filter_role text, filter_pinned boolean, filter_importance_min integer, filter_importance_max integer, filter_updated_after timestamp with time zone, filter_updated_before timestamp with time zone, search_mode text, graph_depth integer, filter_after timestamp with time zone, filter_before timestamp with time zone, keyword_threshold double precision, as_of timestamp with time zone, query_complexity text) TO authenticated;
-GRANT ALL ON FUNCTION public.query_memories(query_text text, query_embedding extensions.vector, match_namespaces text[], match_agent text, match_categories text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, filter_user_id text, filter_agent_id text, filter_run_id text, filter_actor_id text, filter_role text, filter_pinned boolean, filter_importance_min integer, filter_importance_max integer, filter_updated_after timestamp with time zone, filter_updated_before timestamp with time zone, search_mode text, graph_depth integer, filter_after timestamp with time zone, filter_before timestamp with time zone, keyword_threshold double precision, as_of timestamp with time zone, query_complexity text) TO service_role;
+REVOKE ALL ON FUNCTION public.query_memories(query_text text, query_embedding extensions.vector, match_namespaces text[], match_agent text, match_categories text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, filter_user_id text, filter_agent_id text, filter_run_id text, filter_actor_id text, filter_role text, filter_pinned boolean, filter_importance_min integer, filter_importance_max integer, filter_updated_after timestamp with time zone, filter_updated_before timestamp with time zone, search_mode text, graph_depth integer, filter_after timestamp with time zone, filter_before timestamp with time zone, keyword_threshold double precision, as_of timestamp with time zone, query_complexity text, graph_edge_types text[], prefer_memory_types text[], recency_weight double precision, entity_terms text[], graph_episodes boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.query_memories(query_text text, query_embedding extensions.vector, match_namespaces text[], match_agent text, match_categories text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, filter_user_id text, filter_agent_id text, filter_run_id text, filter_actor_id text, filter_role text, filter_pinned boolean, filter_importance_min integer, filter_importance_max integer, filter_updated_after timestamp with time zone, filter_updated_before timestamp with time zone, search_mode text, graph_depth integer, filter_after timestamp with time zone, filter_before timestamp with time zone, keyword_threshold double precision, as_of timestamp with time zone, query_complexity text, graph_edge_types text[], prefer_memory_types text[], recency_weight double precision, entity_terms text[], graph_episodes boolean) TO authenticated;
+GRANT ALL ON FUNCTION public.query_memories(query_text text, query_embedding extensions.vector, match_namespaces text[], match_agent text, match_categories text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, filter_user_id text, filter_agent_id text, filter_run_id text, filter_actor_id text, filter_role text, filter_pinned boolean, filter_importance_min integer, filter_importance_max integer, filter_updated_after timestamp with time zone, filter_updated_before timestamp with time zone, search_mode text, graph_depth integer, filter_after timestamp with time zone, filter_before timestamp with time zone, keyword_threshold double precision, as_of timestamp with time zone, query_complexity text, graph_edge_types text[], prefer_memory_types text[], recency_weight double precision, entity_terms text[], graph_episodes boolean) TO service_role;
 
 --
 -- Name: FUNCTION record_context_assembly(p_session_id text, p_ids uuid[], p_tiers text[], p_levels text[], p_tokens integer[], p_reinforce uuid[], p_thread_id text, p_meta jsonb); Type: ACL; Schema: public; Owner: -

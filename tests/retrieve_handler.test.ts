@@ -274,6 +274,9 @@ dbTest("budget: never exceeded for many budgets, truncation count matches", asyn
     assert.equal(res.body.token_count, countTokens(res.body.block));
     const injected = res.body.memories.filter((m: { injected: boolean }) => m.injected).length;
     assert.equal(res.body.truncated_count, 20 - injected);
+    // A budget too small for the best memory's first words gets no block at all, not a heading
+    // over "N more memories available".
+    if (injected === 0) assert.equal(res.body.block, "", `budget ${budget}`);
     if (res.body.truncated_count > 0 && res.body.block) {
       assert.ok(res.body.block.endsWith(`[truncated - ${res.body.truncated_count} more memories available]`));
     }

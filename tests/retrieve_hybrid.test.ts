@@ -9,7 +9,8 @@ import {
 } from "../supabase/functions/_shared/search/intent.ts";
 import { classifyByExemplars, INTENT_EXEMPLARS } from "../supabase/functions/_shared/search/intent-exemplars.ts";
 import { resolveTime, windowFromText } from "../supabase/functions/_shared/search/time-window.ts";
-import { requestWindow } from "../supabase/functions/_shared/search/plan.ts";
+import { embeddingText, requestWindow } from "../supabase/functions/_shared/search/plan.ts";
+import { asOfInstant } from "../supabase/functions/_shared/memories/as-of.ts";
 import { type Embedder, EMBEDDING_DIMENSIONS, localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
 import { createHandler } from "../supabase/functions/memory-retrieve/handler.ts";
 import { HttpError } from "../supabase/functions/_shared/http.ts";
@@ -141,6 +142,56 @@ Deno.test("intent exemplars: a neural embedder classifies cue-less queries by th
 // ---------------------------------------------------------------------------------------------
 // Through the handler, on the real database
 
+Deno.test("time words inside a name are not times: the path keeps its words and the question its intent", () => {
+  const now = new Date("2026-11-23T15:30:00Z");
+  for (
+    const text of [
+      "src/reports/yesterday.ts",
+      "what does src/reports/today.ts compute",
+      "the yesterday_totals job",
+      "ping @today",
+      "open latest.json",
+      "reports-today failed",
+    ]
+  ) {
+    assert.notEqual(classifyIntentByKeywords(text).intent, "when", text);
+    assert.equal(windowFromText(text, now), undefined, text);
+  }
+  assert.equal(windowFromText("what broke today.", now)!.after!.toISOString(), "2026-11-23T00:00:00.000Z");
+  assert.equal(windowFromText("(yesterday) the deploy failed", now)!.after!.toISOString(), "2026-11-22T00:00:00.000Z");
+  assert.equal(classifyIntentByKeywords("what changed in src/app.ts yesterday?").intent, "when");
+});
+
+Deno.test("time values: impossible days and clock times are refused; the documented range is accepted whole", () => {
+  const now = new Date("2026-11-23T15:30:00Z");
+  for (
+    const bad of [
+      "2026-02-31T10:00:00Z",
+      "2026-11-01T24:00:00Z",
+      "2026-11-01T10:60:00Z",
+      "2026-11-01T10:00:61Z",
+      "2026-11-01T10:00:00+24:00",
+      "2025-02-29",
+      "1969-12-31",
+    ]
+  ) {
+    assert.equal(resolveTime(bad, now), undefined, bad);
+  }
+  assert.equal(resolveTime("2024-02-29T23:59:59Z", now)!.toISOString(), "2024-02-29T23:59:59.000Z");
+  assert.equal(resolveTime("9999-12-31T12:00:00Z", now)!.toISOString(), "9999-12-31T12:00:00.000Z");
+  assert.equal(resolveTime("1970-01-01", now)!.toISOString(), "1970-01-01T00:00:00.000Z");
+});
+
+Deno.test("exclusions are not embedded; as_of covers the millisecond the API reports", () => {
+  assert.equal(embeddingText("ERR_SOCKET_TIMEOUT -proxy"), "ERR_SOCKET_TIMEOUT");
+  assert.equal(embeddingText('deploy -"fly deploy" staging'), "deploy staging");
+  assert.equal(embeddingText("docker-compose up - now"), "docker-compose up - now");
+  assert.equal(embeddingText("-proxy"), "-proxy", "a query of exclusions only is embedded as it is");
+  assert.equal(asOfInstant("2026-11-27T07:31:18.194Z"), "2026-11-27T07:31:18.194999Z");
+  assert.equal(asOfInstant("2026-11-27T09:31:18+02:00"), "2026-11-27T07:31:18.000999Z");
+  assert.equal(asOfInstant("2026-11-27T07:31:18.194155Z"), "2026-11-27T07:31:18.194155Z");
+});
+
 const sql = testSql();
 const config = testConfig();
 const URL = "http://localhost/functions/v1/memory-retrieve";
@@ -265,13 +316,21 @@ dbTest(
         [{ message: "x", mode: "fuzzy" }, "mode"],
         [{ message: "x", graph_depth: 9 }, "graph_depth"],
         [{ message: "x", intent: "where" }, "intent"],
+        [{ message: "x", after: "" }, "after"],
+        [{ message: "x", after: "2026-02-31T10:00:00Z" }, "after"],
+        [{ message: "x", after: "yesterday", now: "0001-01-01T00:00:00Z" }, "now"],
+        [{ message: "x", as_of: "9999-12-31T23:59:59-14:00" }, "as_of"],
       ] as [Record<string, unknown>, string][]
     ) {
       const res = await retrieve(t, body);
       assert.equal(res.status, 400, JSON.stringify(body));
       assert.equal(res.body.error.issues[0].path[0], field, JSON.stringify(res.body));
       if (body.after === "next tuesday") assert.equal(res.body.error.issues[0].code, "invalid_time");
-      if (res.body.error.issues[0].code === "invalid_time") {
+      if (field === "after" && body.before === undefined) {
+        assert.match(res.body.error.issues[0].message, /ISO date .* last_N_days/, JSON.stringify(res.body));
+      }
+      if (field === "now" || field === "as_of") assert.match(res.body.error.issues[0].message, /9999-12-31/);
+      if (res.body.error.issues[0].code === "invalid_time" && field !== "now") {
         assert.match(
           res.body.error.issues[0].message,
           /last_N_days/,
@@ -313,6 +372,147 @@ dbTest("memory.query: hybrid too, with categories as a filter of every signal", 
   assert.deepEqual(res.body.results.map((r: { id: string }) => r.id), [withCategory!.id]);
   assert.ok(res.body.results[0].signals.keyword);
   assert.equal(res.body.search.mode, "hybrid");
+});
+
+dbTest(
+  "exclusions: -word keeps a memory out whichever signal finds it, and the excluded word is not embedded",
+  async () => {
+    const t = newTenant();
+    const [proxy, retry] = await seedMemories(sql, t, [
+      { content: "ERR_SOCKET_TIMEOUT comes from the upstream proxy closing idle sockets.", namespace: P },
+      { content: "ERR_SOCKET_TIMEOUT goes away when the client retries with backoff.", namespace: P },
+    ]);
+    const embedded: string[] = [];
+    const recording: Embedder = {
+      ...localEmbedder(),
+      embed(texts) {
+        embedded.push(...texts);
+        return localEmbedder().embed(texts);
+      },
+    };
+    for (const mode of ["hybrid", "vector"]) {
+      const res = await retrieve(
+        t,
+        { message: "ERR_SOCKET_TIMEOUT -proxy", project: "web", mode, threshold: 0 },
+        recording,
+      );
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      const ids = (res.body.memories as Mem[]).map((m) => m.id);
+      assert.ok(!ids.includes(proxy!.id), `${mode}: the excluded memory is left out`);
+      assert.ok(ids.includes(retry!.id), `${mode}: the other one stays`);
+    }
+    assert.ok(embedded.length > 0 && embedded.every((text) => !text.includes("proxy")), JSON.stringify(embedded));
+  },
+);
+
+dbTest("search.weights: the weights the fusion used, not the nominal ones", async () => {
+  const t = newTenant();
+  await seedMemories(sql, t, [{ content: "Run pnpm test --filter web before merging.", namespace: P }]);
+  const weights = async (body: Record<string, unknown>) =>
+    (await retrieve(t, { project: "web", ...body })).body.search.weights as {
+      keyword: number;
+      vector: number;
+      graph: number;
+    };
+  const kw = await weights({ message: "pnpm test filter", mode: "keyword" });
+  assert.ok(kw.keyword > 0 && kw.vector === 0 && kw.graph === 0, JSON.stringify(kw));
+  const vec = await weights({ message: "pnpm test filter", mode: "vector" });
+  assert.ok(vec.vector > 0 && vec.keyword === 0 && vec.graph === 0, JSON.stringify(vec));
+  const simple = await weights({ message: "pnpm test filter" });
+  assert.equal(simple.graph, 0, "a simple question without names to look up has no graph signal");
+  const why = await weights({ message: "why do we filter pnpm tests?" });
+  assert.ok(why.graph > 0, "a why question hops");
+});
+
+dbTest("who/what: a simple question looks its names up as entities, without graph hops", async () => {
+  const t = newTenant();
+  const [owner] = await seedMemories(sql, t, [
+    { content: "Dana reviews every change to the users API.", namespace: P },
+    { content: "Tailwind classes are sorted by the prettier plugin.", namespace: P },
+  ]);
+  const [entity] = await sql<{ id: string }[]>`
+    insert into public.memory_entities (owner_id, canonical_name, entity_type)
+    values (${t}, 'src/api/users.ts', 'file') returning id`;
+  await sql`insert into public.memory_entity_links (owner_id, memory_id, entity_id, mention)
+            values (${t}, ${owner!.id}, ${entity!.id}, 'src/api/users.ts')`;
+  const res = await retrieve(t, { message: "who owns src/api/users.ts", project: "web", threshold: 0 });
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  assert.equal(res.body.search.intent, "who");
+  assert.equal(res.body.search.graph_depth, 0);
+  const found = (res.body.memories as Mem[]).find((m) => m.id === owner!.id);
+  assert.deepEqual(found?.signals.graph, { rank: 1, via: entity!.id, edge: "entity" }, JSON.stringify(res.body));
+  assert.ok(res.body.search.weights.graph > 0);
+});
+
+dbTest(
+  "memory.query: context-all memories keep the time window; the intent steers it as it steers retrieval",
+  async () => {
+    const t = newTenant();
+    const [convention, procedure] = await seedMemories(sql, t, [
+      { content: "Every service logs JSON to stdout.", namespace: P, metadata: { category: "conventions" } },
+      { content: "To release: tag the commit and push the tag.", namespace: P, memory_type: "procedural" },
+      {
+        content: "Releases happen on Thursdays after the release review.",
+        namespace: P,
+        metadata: { category: "workflows" },
+      },
+    ]);
+    await sql`update public.devai_memories set created_at = '2020-01-01' where id = ${convention!.id}`;
+    const handler = createHandler({ sql, config, embedder: localEmbedder() });
+    const ask = async (body: Record<string, unknown>) =>
+      callJson(handler, `${URL}/query`, {
+        headers: await userHeaders(t),
+        body: { agent: "coder", project: "web", ...body },
+      });
+    const all = await ask({ query: "release", return: "full" });
+    assert.ok(
+      all.body.results.some((r: { id: string }) => r.id === convention!.id),
+      "a convention comes whatever the question",
+    );
+    const windowed = await ask({ query: "release", return: "full", after: "2026-01-01" });
+    assert.equal(windowed.status, 200, JSON.stringify(windowed.body));
+    assert.ok(
+      !windowed.body.results.some((r: { id: string }) => r.id === convention!.id),
+      JSON.stringify(windowed.body),
+    );
+
+    // "how" prefers procedures: memory.query's relevance for the procedure is retrieval's.
+    const how = await ask({ query: "how do we release", return: "full", mode: "vector", threshold: 0 });
+    assert.equal(how.body.search.intent, "how");
+    const viaRetrieve = await retrieve(t, {
+      message: "how do we release",
+      project: "web",
+      mode: "vector",
+      threshold: 0,
+    });
+    const relevanceOf = (rows: { id: string; relevance: number }[]) =>
+      rows.find((r) => r.id === procedure!.id)!.relevance;
+    assert.equal(relevanceOf(how.body.results), relevanceOf(viaRetrieve.body.memories));
+  },
+);
+
+dbTest("as_of: the created_at the API reports (to the millisecond) is a time the memory is there", async () => {
+  const t = newTenant();
+  // A memory whose created_at is not a whole millisecond (the API's times are): seeded again in
+  // the rare case that it is, so the test always has the gap to fail on.
+  let m: { id: string } | undefined, row: { created: string; micros: number } | undefined;
+  for (let i = 0; i < 20 && !(row && row.micros > 0); i++) {
+    [m] = await seedMemories(sql, t, [{
+      content: `The gateway retries idempotent requests twice (${i}).`,
+      namespace: P,
+    }]);
+    [row] = await sql<{ created: string; micros: number }[]>`
+      select to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as created,
+             extract(microseconds from created_at)::int % 1000 as micros
+        from public.devai_memories where id = ${m!.id}`;
+  }
+  assert.ok(row!.micros > 0);
+  const res = await retrieve(t, { message: "gateway retries", project: "web", as_of: row!.created, threshold: 0 });
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  assert.ok(
+    (res.body.memories as Mem[]).some((x) => x.id === m!.id),
+    `as of ${row!.created} (+${row!.micros} us): ${JSON.stringify(res.body)}`,
+  );
 });
 
 Deno.test("dedup: a near-verbatim candidate is shown to the decision even when its vector disagrees", async () => {

@@ -99,8 +99,14 @@ export function freeText(max: number) {
   );
 }
 
-/** An instant to answer as of (docs/graph.md#as-of): an ISO 8601 date-time with its offset. */
-export const asOf = z.iso.datetime({ offset: true });
+/**
+ * An instant to answer as of (docs/graph.md#as-of): an ISO 8601 date-time with its offset, from
+ * 0001-01-01 to 9999-12-31 in UTC (later, or earlier, cannot be written back as an ISO time).
+ */
+export const asOf = z.iso.datetime({ offset: true }).refine((s) => {
+  const ms = Date.parse(s);
+  return ms >= Date.parse("0001-01-01T00:00:00Z") && ms <= Date.parse("9999-12-31T23:59:59.999Z");
+}, "as_of must be from 0001-01-01 to 9999-12-31 (UTC)");
 
 export const threadId = z.string().regex(/^[\p{L}\p{N}._:@-]{1,200}$/u, "1-200 letters, digits and . _ : @ -");
 export const sessionId = threadId;

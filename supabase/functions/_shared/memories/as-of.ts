@@ -7,6 +7,18 @@ import type { Tx } from "../db.ts";
 
 type Row = Record<string, unknown>;
 
+/**
+ * The instant an as_of names, to the microsecond Postgres keeps. The API gives times to the
+ * millisecond (a memory created at 07:31:18.194155 reads 07:31:18.194Z), so an as_of given to the
+ * millisecond or coarser covers the whole of that millisecond: as of the created_at the API
+ * reported, that memory is there. Sent as text (`::text::timestamptz`): postgres.js would turn a
+ * timestamptz parameter into a JavaScript Date, which keeps milliseconds only.
+ */
+export function asOfInstant(asOf: string): string {
+  const digits = /:\d{2}\.(\d+)/.exec(asOf)?.[1]?.length ?? 0;
+  return digits > 3 ? asOf : new Date(Date.parse(asOf)).toISOString().replace(/Z$/, "999Z");
+}
+
 /** The as-of columns a query selects beside memoryColumns (null without as_of). */
 export function asOfColumns(tx: Tx, asOf: string | undefined) {
   return asOf
@@ -24,8 +36,9 @@ export function asOfColumns(tx: Tx, asOf: string | undefined) {
  */
 export function recordedBy(tx: Tx, asOf: string | undefined, opts: { held?: boolean } = {}) {
   if (!asOf) return tx``;
-  return tx`join lateral public.memory_at(m, ${asOf}::timestamptz) a
-              on m.created_at <= ${asOf}::timestamptz ${opts.held === false ? tx`` : tx`and a.held`}`;
+  const at = asOfInstant(asOf);
+  return tx`join lateral public.memory_at(m, ${at}::text::timestamptz) a
+              on m.created_at <= ${at}::text::timestamptz ${opts.held === false ? tx`` : tx`and a.held`}`;
 }
 
 /** The row as it was at as_of when the as-of columns say so; the as-of columns removed either way. */

@@ -130,6 +130,10 @@ export function packIntoBudget<M extends FormatMemory>(input: PackInput<M>, ctx:
     added.push({ kind: "related", related: r });
   }
 
+  // Not even the best memory's first words fit: a heading over "N more memories available"
+  // would spend the budget on nothing the agent can use.
+  if (added.length === 0) return emptyResult(total);
+
   // 4. Exact count of the final text; drop the last addition until it fits (the best memory
   // alone was sized to fit, so it is never dropped).
   for (;;) {
@@ -140,7 +144,7 @@ export function packIntoBudget<M extends FormatMemory>(input: PackInput<M>, ctx:
   }
 }
 
-/** Not even the heading and the truncation line fit: inject nothing. */
+/** Nothing fits beside the heading and the truncation line: the block is empty. */
 function emptyResult<M extends FormatMemory>(total: number): PackResult<M> {
   return {
     block: "",

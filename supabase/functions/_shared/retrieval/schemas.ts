@@ -18,6 +18,7 @@ import {
 } from "../schemas.ts";
 import { INTENTS } from "../search/intent.ts";
 import { SEARCH_MODES } from "../search/hybrid.ts";
+import { TIME_FORMS } from "../search/time-window.ts";
 import { LineageSignals } from "../context/schemas.ts";
 
 /** Largest budget a caller may ask for; the block goes into a system prompt. */
@@ -33,13 +34,16 @@ const budgetTokens = z.number().int().min(1).max(MAX_BUDGET_TOKENS);
 const topK = z.number().int().min(1).max(MAX_TOP_K);
 const threshold = z.number().min(0).max(1);
 
+/** A time for after / before, resolved by search/plan.ts; an empty or overlong one names the forms too. */
+const timeValue = z.string().min(1, `use ${TIME_FORMS}`).max(40, `use ${TIME_FORMS}`);
+
 /** What both retrieval modes accept to steer the hybrid search (docs/retrieval.md). */
 const searchControls = {
   /** hybrid (default): keyword + vector + graph; vector or keyword alone, for debugging and evaluation. */
   mode: z.enum(SEARCH_MODES).optional(),
   /** Time window: ISO date/date-time, today, yesterday, last_week, last_month, last_N_days (resolved against now). */
-  after: z.string().min(1).max(40).optional(),
-  before: z.string().min(1).max(40).optional(),
+  after: timeValue.optional(),
+  before: timeValue.optional(),
   /** The request's time for relative windows (default: the server's clock); an ISO date-time. */
   now: z.iso.datetime({ offset: true }).optional(),
   /** Overrides the intent the query is classified as. */
@@ -87,7 +91,9 @@ export { agentName, categoryName };
  * An ISO date or date-time from year 0001 on (Postgres has no year 0: "0000-01-01" was a 500);
  * null means "no bound" (the seed's example sends null).
  */
-const instant = z.union([z.iso.datetime({ offset: true }), z.iso.date()])
+const instant = z.union([z.iso.datetime({ offset: true }), z.iso.date()], {
+  error: "an ISO date (2026-11-01) or date-time with its offset (2026-11-01T09:30:00Z)",
+})
   .refine((s) => Number(s.slice(0, 4)) >= 1, "dates start at 0001-01-01")
   .nullable();
 const metaValue = z.string().min(1).max(200).nullable();

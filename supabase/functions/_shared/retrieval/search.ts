@@ -39,8 +39,12 @@ export function searchInfo(
   resolved: ResolvedPlan,
   topK: number,
   budget: number,
+  entityLookup: boolean,
 ): SearchInfo {
   const w = resolved.window;
+  // The weights the fusion used (public.hybrid_search): a pinned mode's other signals, and the
+  // graph with neither hops nor names to look up, weigh nothing.
+  const graph = mode === "hybrid" && (resolved.plan.graphDepth > 0 || entityLookup);
   return {
     mode,
     intent: resolved.intent.intent,
@@ -49,7 +53,12 @@ export function searchInfo(
     top_k: topK,
     budget_tokens: budget,
     graph_depth: mode === "hybrid" ? resolved.plan.graphDepth : 0,
-    weights,
+    weights: {
+      ...weights,
+      keyword: mode === "vector" ? 0 : weights.keyword,
+      vector: mode === "keyword" ? 0 : weights.vector,
+      graph: graph ? weights.graph : 0,
+    },
     time_window: w
       ? { after: w.after?.toISOString() ?? null, before: w.before?.toISOString() ?? null, from: w.from }
       : null,

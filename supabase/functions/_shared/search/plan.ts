@@ -13,7 +13,7 @@ import {
   type SearchPlan,
 } from "./intent.ts";
 import { classifyByExemplars } from "./intent-exemplars.ts";
-import { resolveTime, TIME_FORMS, type TimeWindow, windowFromText } from "./time-window.ts";
+import { inTimeRange, resolveTime, TIME_FORMS, type TimeWindow, windowFromText } from "./time-window.ts";
 
 export interface PlanRequest {
   text: string;
@@ -40,6 +40,17 @@ export interface ResolvedPlan {
 export function keywordText(text: string, resolved: Pick<ResolvedPlan, "window">): string {
   const phrase = resolved.window?.from === "query_text" ? resolved.window.phrase : undefined;
   return phrase ? text.replace(phrase, " ").replace(/\s+/g, " ").trim() : text;
+}
+
+/**
+ * The text embedded for the vector signal: without the words the query excludes (`-proxy`,
+ * `-"fly deploy"`, read as public.memory_keyword_terms reads them), which would otherwise pull
+ * the memories they name closer. The search drops every memory matching an exclusion, whichever
+ * signal found it.
+ */
+export function embeddingText(text: string): string {
+  const kept = text.replace(/(^|\s)-"[^"]*"/g, " ").replace(/(^|\s)-[^\s"]+/g, " ").replace(/\s+/g, " ").trim();
+  return kept === "" ? text : kept;
 }
 
 function badTime(field: string, value: string): HttpError {
@@ -78,6 +89,12 @@ export async function resolvePlan(
   clock: () => Date,
 ): Promise<ResolvedPlan> {
   const now = req.now ? new Date(req.now) : clock();
+  if (req.now && !inTimeRange(now)) {
+    // Relative times are resolved against it: out of range, none of them could be.
+    throw new HttpError(400, "invalid_request", "invalid request body", [
+      { path: ["now"], message: "now must be a date-time from 1970-01-01 to 9999-12-31", code: "invalid_time" },
+    ]);
+  }
   const window = requestWindow(req, now);
   let intent: IntentResult;
   if (req.intent) {

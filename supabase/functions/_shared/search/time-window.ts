@@ -15,17 +15,40 @@ const LAST_N_DAYS = /^last_(\d{1,4})_days$/;
 
 /** The forms accepted, for error messages. */
 export const TIME_FORMS =
-  "an ISO date (2026-11-01) or date-time (2026-11-01T09:30:00Z), today, yesterday, last_week, last_month or last_N_days (N from 1 to 3650)";
+  "an ISO date (2026-11-01) or date-time (2026-11-01T09:30:00Z) from 1970-01-01 to 9999-12-31, today, yesterday, last_week, last_month or last_N_days (N from 1 to 3650)";
 
-/** Postgres timestamptz range, and a sane one for memories. */
+/** The times a window may name: within Postgres' range, and a sane one for memories. */
 const MIN_TIME = Date.UTC(1970, 0, 1);
-const MAX_TIME = Date.UTC(9999, 11, 31);
+const MAX_TIME = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+
+/** Whether an instant is in the range windows are resolved in (TIME_FORMS). */
+export function inTimeRange(at: Date): boolean {
+  const ms = at.getTime();
+  return Number.isFinite(ms) && ms >= MIN_TIME && ms <= MAX_TIME;
+}
 
 const midnight = (t: number) => Math.floor(t / DAY_MS) * DAY_MS;
 
+const WALL_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,6})?)?(?:Z|[+-](\d{2}):(\d{2})))?$/;
+
+/**
+ * Whether an ISO date or date-time names a real calendar day and clock time. Date.parse rolls
+ * 2026-02-31 over to March 3 and 24:00 over to the next day: those are not times, they are typos.
+ */
+function realWallTime(value: string): boolean {
+  const m = WALL_TIME.exec(value);
+  if (!m) return false;
+  const [y, mo, d, h, mi, s, oh, om] = m.slice(1).map((x) => (x === undefined ? 0 : Number(x)));
+  const wall = new Date(Date.UTC(2000, mo! - 1, d!, h, mi, s));
+  wall.setUTCFullYear(y!, mo! - 1, d!);
+  return wall.getUTCFullYear() === y && wall.getUTCMonth() === mo! - 1 && wall.getUTCDate() === d &&
+    wall.getUTCHours() === h && wall.getUTCMinutes() === mi && wall.getUTCSeconds() === s && oh! <= 23 && om! <= 59;
+}
+
 /** The instant a time value names, or undefined when it is not one of TIME_FORMS. */
 export function resolveTime(value: string, now: Date): Date | undefined {
-  const v = value.trim().toLowerCase();
+  const raw = value.trim();
+  const v = raw.toLowerCase();
   const t = now.getTime();
   let ms: number | undefined;
   if (v === "today") ms = midnight(t);
@@ -35,15 +58,10 @@ export function resolveTime(value: string, now: Date): Date | undefined {
   else if (LAST_N_DAYS.test(v)) {
     const n = Number(LAST_N_DAYS.exec(v)![1]);
     if (n >= 1 && n <= 3650) ms = t - n * DAY_MS;
-  } else if (ISO_DATE.test(value.trim()) || ISO_DATE_TIME.test(value.trim())) {
-    const parsed = Date.parse(ISO_DATE.test(value.trim()) ? `${value.trim()}T00:00:00Z` : value.trim());
-    // Date.parse rolls 2026-02-31 over to March: only dates that round-trip are real.
-    if (
-      Number.isFinite(parsed) &&
-      (!ISO_DATE.test(value.trim()) || new Date(parsed).toISOString().startsWith(value.trim()))
-    ) ms = parsed;
+  } else if ((ISO_DATE.test(raw) || ISO_DATE_TIME.test(raw)) && realWallTime(raw)) {
+    ms = Date.parse(ISO_DATE.test(raw) ? `${raw}T00:00:00Z` : raw);
   }
-  if (ms === undefined || !Number.isFinite(ms) || ms < MIN_TIME || ms > MAX_TIME) return undefined;
+  if (ms === undefined || !inTimeRange(new Date(ms))) return undefined;
   return new Date(ms);
 }
 
@@ -56,15 +74,25 @@ export interface TimeWindow {
   phrase?: string;
 }
 
+/**
+ * Time words count only as words of the sentence, never inside a name: "src/reports/today.ts",
+ * "yesterday_totals" or "@today" are what the query looks for, not when. JavaScript's \b treats
+ * "/" and "." as boundaries, so the edges are spelled out: no letter, digit, _ . / \ - or @ before,
+ * and none of those after, except a full stop that ends the sentence.
+ */
+export const WORD_START = String.raw`(?<![\p{L}\p{N}_./\\@-])`;
+export const WORD_END = String.raw`(?![\p{L}\p{N}_/\\@-]|\.[\p{L}\p{N}_])`;
+const timeWords = (body: string) => new RegExp(`${WORD_START}(?:${body})${WORD_END}`, "iu");
+
 const TEXT_WINDOWS: readonly [RegExp, (m: RegExpExecArray, now: number) => number][] = [
-  [/\byesterday\b/i, (_m, t) => midnight(t) - DAY_MS],
-  [/\btoday\b/i, (_m, t) => midnight(t)],
-  [/\b(?:last|past|this) week\b/i, (_m, t) => t - 7 * DAY_MS],
-  [/\b(?:last|past|this) month\b/i, (_m, t) => t - 30 * DAY_MS],
-  [/\b(?:last|past) year\b/i, (_m, t) => t - 365 * DAY_MS],
-  [/\b(?:last|past) (\d{1,4}) days?\b/i, (m, t) => t - Number(m[1]) * DAY_MS],
-  [/\b(\d{1,4}) days? ago\b/i, (m, t) => t - (Number(m[1]) + 1) * DAY_MS],
-  [/\b(\d{1,3}) weeks? ago\b/i, (m, t) => t - (Number(m[1]) + 1) * 7 * DAY_MS],
+  [timeWords("yesterday"), (_m, t) => midnight(t) - DAY_MS],
+  [timeWords("today"), (_m, t) => midnight(t)],
+  [timeWords("(?:last|past|this) week"), (_m, t) => t - 7 * DAY_MS],
+  [timeWords("(?:last|past|this) month"), (_m, t) => t - 30 * DAY_MS],
+  [timeWords("(?:last|past) year"), (_m, t) => t - 365 * DAY_MS],
+  [timeWords("(?:last|past) (\\d{1,4}) days?"), (m, t) => t - Number(m[1]) * DAY_MS],
+  [timeWords("(\\d{1,4}) days? ago"), (m, t) => t - (Number(m[1]) + 1) * DAY_MS],
+  [timeWords("(\\d{1,3}) weeks? ago"), (m, t) => t - (Number(m[1]) + 1) * 7 * DAY_MS],
 ];
 
 /** A window from time words in the query ("last week", "3 days ago"), or undefined. */

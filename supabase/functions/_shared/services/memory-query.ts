@@ -6,7 +6,8 @@
 // answer (retrieval/write-behind.ts).
 import type { Caller } from "../auth.ts";
 import { readAsTenant, type Sql, type TenantContext, type TenantSettings, toVectorLiteral, withTenant } from "../db.ts";
-import { keywordText, resolvePlan } from "../search/plan.ts";
+import { embeddingText, keywordText, resolvePlan } from "../search/plan.ts";
+import { entityTermsOf } from "../search/intent.ts";
 import { embedForCaller, thresholdsFor } from "../embeddings.ts";
 import { HttpError } from "../http.ts";
 import { requireAllowlist } from "../memory-config.ts";
@@ -32,6 +33,7 @@ import { writeBehind } from "../retrieval/write-behind.ts";
 import { applyFeedback, feedbackOf, type FeedbackRow } from "../context/feedback.ts";
 import type { FusionWeights } from "../search/hybrid.ts";
 import { clockOf, readPoolOf, type SearchDeps, type Timed } from "./deps.ts";
+import { asOfInstant } from "../memories/as-of.ts";
 
 /** What the agent may read that answers the query, as bullets or full rows; `timing` as for retrieve. */
 export async function queryMemories(
@@ -79,7 +81,7 @@ export async function queryMemories(
   const mode = body.mode ?? "hybrid";
 
   const t0 = performance.now();
-  const vector = mode === "keyword" ? undefined : await embedForCaller(deps, caller, body.query);
+  const vector = mode === "keyword" ? undefined : await embedForCaller(deps, caller, embeddingText(body.query));
   const resolved = await resolvePlan({ ...body, text: body.query }, embedder, vector, clockOf(deps));
   const budget = Math.min(
     body.budget_tokens ?? config.retrieval.budgetTokens ?? resolved.plan.budgetTokens,
@@ -87,13 +89,18 @@ export async function queryMemories(
   );
   const t1 = performance.now();
 
+  const asOf = body.as_of ? asOfInstant(body.as_of) : null;
+  // The intent steers memory.query as it steers memory-retrieve (search/intent.ts planSearch).
+  const plan = resolved.plan;
+  const names = plan.entityLookup ? entityTermsOf(body.query) : [];
+  const entityTerms = names.length > 0 ? names : null;
   const read = async (q: Sql, tenant: TenantSettings) => {
     // The search's rows, then (offset 0: computed once) their usage feedback, as the tenant.
     const [row] = await q<
       { rows: Record<string, unknown>[] | null; feedback: FeedbackRow[]; weights: FusionWeights; now: Date }[]
     >`
       select found.rows,
-             case when ${body.as_of ?? null}::timestamptz is null
+             case when ${asOf}::text::timestamptz is null
                   then public.memory_feedback(array(select (x ->> 'id')::uuid from jsonb_array_elements(found.rows) x),
                                               ${scopes}::text[], ${caller.tenantId}::uuid)
                   else '[]'::jsonb end as feedback,
@@ -121,12 +128,17 @@ export async function queryMemories(
                        filter_updated_after => ${filters.updated_after ?? null}::timestamptz,
                        filter_updated_before => ${filters.updated_before ?? null}::timestamptz,
                        search_mode => ${mode},
-                       graph_depth => ${resolved.plan.graphDepth},
+                       graph_depth => ${plan.graphDepth},
                        filter_after => ${resolved.window?.after ?? null}::timestamptz,
                        filter_before => ${resolved.window?.before ?? null}::timestamptz,
                        keyword_threshold => ${body.keyword_threshold ?? null}::float8,
-                       as_of => ${body.as_of ?? null}::timestamptz,
-                       query_complexity => ${resolved.complexity}::text) with ordinality as r
+                       as_of => ${asOf}::text::timestamptz,
+                       query_complexity => ${resolved.complexity}::text,
+                       graph_edge_types => ${plan.graphEdgeTypes ?? null}::text[],
+                       prefer_memory_types => ${plan.preferMemoryTypes ?? null}::text[],
+                       recency_weight => ${plan.recencyWeight},
+                       entity_terms => ${entityTerms}::text[],
+                       graph_episodes => ${plan.graphEpisodes}) with ordinality as r
                where ${categories.length > 0}) as rows
                 from ${tenant}
               offset 0) as found`;
@@ -143,7 +155,7 @@ export async function queryMemories(
   const packed = body.return === "bullets"
     ? packTexts(ranked, bulletOf, budget, { shortenFirst: true })
     : packTexts(ranked, (m) => m.content, budget);
-  const search = searchInfo(found.weights, mode, resolved, topK, budget);
+  const search = searchInfo(found.weights, mode, resolved, topK, budget, entityTerms !== null);
   const category = categories.length === 1 ? categories[0]! : null;
   const reinforce = body.as_of ? [] : packed.kept.map((m) => m.id);
   writeBehind(

@@ -13,7 +13,7 @@
 import { readAsTenant, type Sql, type TenantContext } from "../db.ts";
 import { embedForCaller, thresholdsFor } from "../embeddings.ts";
 import { type FusionWeights, type HybridRow, hybridSearchArgs, type HybridSearchInput } from "../search/hybrid.ts";
-import { keywordText, resolvePlan } from "../search/plan.ts";
+import { embeddingText, keywordText, resolvePlan } from "../search/plan.ts";
 import { entityTermsOf } from "../search/intent.ts";
 import { type ChangeRow, deltaHeaderLine, formatDeltaBullets } from "../retrieval/delta.ts";
 import type { FormatContext } from "../retrieval/format.ts";
@@ -41,7 +41,7 @@ export async function retrieve(
 
   const t0 = performance.now();
   const queryText = body.project_context ? `${body.message}\n\n${body.project_context}` : body.message;
-  const vector = mode === "keyword" ? undefined : await embedForCaller(deps, caller, queryText);
+  const vector = mode === "keyword" ? undefined : await embedForCaller(deps, caller, embeddingText(queryText));
   const resolved = await resolvePlan(
     { ...body, text: body.message },
     embedder,
@@ -99,7 +99,7 @@ export async function retrieve(
     ctx,
   );
   const injectedIds = new Set(packed.injected.map((m) => m.id));
-  const search = searchInfo(turn.weights, mode, resolved, topK, budget);
+  const search = searchInfo(turn.weights, mode, resolved, topK, budget, (input.entityTerms?.length ?? 0) > 0);
   writeBehind(
     deps.sql,
     caller,
