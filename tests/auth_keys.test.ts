@@ -69,7 +69,11 @@ Deno.test("auth: the legacy HS256 secret and the project's JWKS verify user toke
   assert.equal(both.jwt.secret, TEST_JWT_SECRET);
   assert.equal(both.jwt.jwksUrl, "https://ref.supabase.co/auth/v1/.well-known/jwks.json");
   assert.equal(both.publicUrl, "https://ref.supabase.co");
-  assert.throws(() => loadConfig({ DATABASE_URL: "x", JWT_SECRET: "s", SUPABASE_JWKS: "{nope" }), /SUPABASE_JWKS/);
+  assert.throws(
+    () =>
+      loadConfig({ DATABASE_URL: "postgresql://postgres@127.0.0.1/postgres", JWT_SECRET: "s", SUPABASE_JWKS: "{nope" }),
+    /SUPABASE_JWKS/,
+  );
 });
 
 Deno.test("auth: a secret API key in apikey acts as service_role; a wrong one is 401, a publishable key is anon", async () => {

@@ -38,7 +38,7 @@ Deno.test("config: missing or invalid settings fail fast, naming each problem", 
     (e) => e instanceof ConfigError && /DATABASE_URL/.test(e.message),
   );
   assert.throws(
-    () => loadConfig({ DATABASE_URL: "x" }),
+    () => loadConfig({ DATABASE_URL: "postgresql://postgres@127.0.0.1:5432/postgres" }),
     (e) => e instanceof ConfigError && /SUPABASE_JWT_SECRET/.test(e.message),
   );
   assert.throws(
@@ -46,4 +46,17 @@ Deno.test("config: missing or invalid settings fail fast, naming each problem", 
     (e) => e instanceof ConfigError && /RETRIEVAL_THRESHOLD/.test(e.message) && /MEMORY_NAMESPACE_ROOT/.test(e.message),
   );
   assert.throws(() => loadConfig({ ...minimal, EMBEDDING_PROVIDER: "openai" }), /needs EMBEDDING_API_KEY/);
+  // A malformed database URL is named, never shown: it may hold a password.
+  for (
+    const url of ["postgresql://reader:s3cr3t-pass@127.0.0.1:abc/postgres", "https://reader:s3cr3t-pass@db.example"]
+  ) {
+    assert.throws(
+      () => loadConfig({ ...minimal, SUPABASE_DB_READ_URL: url }),
+      (e) => e instanceof ConfigError && /SUPABASE_DB_READ_URL/.test(e.message) && !e.message.includes("s3cr3t"),
+    );
+  }
+  assert.equal(
+    loadConfig({ ...minimal, SUPABASE_DB_READ_URL: "postgres://reader:pw@127.0.0.1:6543/postgres" }).databaseReadUrl,
+    "postgres://reader:pw@127.0.0.1:6543/postgres",
+  );
 });

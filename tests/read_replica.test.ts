@@ -66,6 +66,10 @@ Deno.test({
           metadata: { category: "architecture" },
         },
       ]);
+      // An agent of this test's own, allowed architecture and decisions.
+      const agent = `replica-${crypto.randomUUID().slice(0, 8)}`;
+      await primary`insert into public.memory_agent_allowlists (agent, category)
+                    values (${agent}, 'architecture'), (${agent}, 'decisions')`;
       await caughtUp(primary, standby);
       await standby`select pg_wal_replay_pause()`;
 
@@ -117,6 +121,16 @@ Deno.test({
       assert.equal(query.status, 200, JSON.stringify(query.body));
       assert.deepEqual(query.body.results.map((r: { id: string }) => r.id), [old!.id], "memory.query read the replica");
 
+      // A category taken away from the agent is refused at once, though the replica has not
+      // replayed the change: the allowlist is read on the primary.
+      await primary`delete from public.memory_agent_allowlists where agent = ${agent} and category = 'architecture'`;
+      const revoked = await callJson(retrieve, "http://local/functions/v1/memory-retrieve/query", {
+        headers: await userHeaders(tenant),
+        body: { agent, query: "billing webhooks retries", categories: ["architecture"], project: "billing" },
+      });
+      assert.equal(revoked.status, 403, JSON.stringify(revoked.body));
+      assert.equal(revoked.body.error.code, "category_not_allowed");
+
       const listed = await api("GET", "/memory?project=billing", { as: tenant });
       assert.deepEqual(listed.body.memories.map((m: { id: string }) => m.id), [old!.id], "list read the replica");
       const got = await api("GET", `/memory/${fresh}`, { as: tenant });
@@ -155,6 +169,7 @@ Deno.test({
       });
       assert.ok(later.body.memories.some((m: { id: string }) => m.id === fresh), "once replayed, the replica has it");
     } finally {
+      await primary`delete from public.memory_agent_allowlists where agent like 'replica-%'`.catch(() => {});
       await standby`select pg_wal_replay_resume()`.catch(() => {});
       await standby.end();
       await primary.end();

@@ -5,8 +5,14 @@
 // killed or stopped by the test; every wait is for an event (output, rows), never a delay.
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
-import { tenantItem } from "../supabase/functions/_shared/db.ts";
-import { MAX_WAITING_SEARCHES } from "../supabase/functions/_shared/retrieval/write-behind.ts";
+import { createSql, tenantItem } from "../supabase/functions/_shared/db.ts";
+import {
+  flushSearchWrites,
+  heldSearchWrites,
+  MAX_RETAINED_SEARCHES,
+  MAX_WAITING_SEARCHES,
+  writeBehind,
+} from "../supabase/functions/_shared/retrieval/write-behind.ts";
 import { userHeaders } from "./support/auth.ts";
 import { testDatabaseUrl } from "./support/config.ts";
 import { realServerOnly } from "./support/backend.ts";
@@ -185,6 +191,60 @@ Deno.test({
     assert.equal(accesses.get(held!.id), 0);
     assert.equal(accesses.get(free!.id), 2);
     assert.equal((await written(tenant)).events, 2, "both searches' events are written");
+  },
+});
+
+Deno.test({
+  ...realServerOnly(
+    "write-behind: while batches cannot be written, at most MAX_RETAINED_SEARCHES searches wait; the oldest are dropped",
+    "a second connection holds a lock the batch waits for",
+  ),
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    const tenant = newTenant();
+    const who = { tenantId: tenant, actor: "test" };
+    const pool = createSql(testDatabaseUrl(), { max: 2, statementTimeoutMs: 60_000 });
+    let n = 0;
+    const item = () => ({
+      at: new Date().toISOString(),
+      ids: [],
+      thread_id: null,
+      category: null,
+      sim: null,
+      meta: { mode: "retrieve", n: n++ },
+    });
+    try {
+      await sql.begin(async (tx) => {
+        // The search events' table, locked as a long maintenance statement would: the first batch
+        // (MAX_WAITING_SEARCHES searches, flushed by count) waits on it.
+        await tx`lock table public.memory_events in exclusive mode`;
+        for (let i = 0; i < MAX_WAITING_SEARCHES; i++) writeBehind(pool, who, item(), AN_HOUR_MS);
+        await waitUntil(async () => {
+          const [r] = await sql<{ n: number }[]>`
+            select count(*)::int as n from pg_locks where relation = 'public.memory_events'::regclass and not granted`;
+          return r!.n > 0 || undefined;
+        }, "the first batch to wait for the lock");
+        // Meanwhile searches keep coming: more than the bound.
+        const more = MAX_RETAINED_SEARCHES + 3 * MAX_WAITING_SEARCHES;
+        for (let i = 0; i < more; i++) writeBehind(pool, who, item(), AN_HOUR_MS);
+        assert.equal(heldSearchWrites(pool), MAX_RETAINED_SEARCHES, "what a crash now would lose is bounded");
+      });
+      await flushSearchWrites(pool);
+      assert.equal(heldSearchWrites(pool), 0);
+      assert.equal(
+        (await written(tenant)).events,
+        MAX_WAITING_SEARCHES + MAX_RETAINED_SEARCHES,
+        "the batch that waited, and the newest MAX_RETAINED_SEARCHES",
+      );
+      const [kept] = await sql<{ first: number; last: number }[]>`
+        select min((meta ->> 'n')::int) filter (where (meta ->> 'n')::int >= ${MAX_WAITING_SEARCHES}) as first,
+               max((meta ->> 'n')::int) as last
+          from public.memory_events where owner_id = ${tenant} and op = 'search'`;
+      assert.deepEqual([kept!.first, kept!.last], [n - MAX_RETAINED_SEARCHES, n - 1], "the oldest were dropped");
+    } finally {
+      await pool.end();
+    }
   },
 });
 

@@ -29,8 +29,10 @@ const CONNECTION_CODES = new Set([
   "CONNECTION_DESTROYED",
   "CONNECTION_ENDED",
 ]);
-// SQLSTATEs of a server that is going away, coming up, full or too slow for our timeout.
-const UNAVAILABLE_STATES = new Set(["57P01", "57P02", "57P03", "53300", "57014", "25P03"]);
+// SQLSTATEs of a server that is going away, coming up, full or too slow for our timeout; 40001 is
+// also how a read replica cancels a read that conflicts with what it replays (ours never run
+// serializable transactions, where it would mean something else).
+const UNAVAILABLE_STATES = new Set(["57P01", "57P02", "57P03", "53300", "57014", "25P03", "40001"]);
 
 function codeOf(err: unknown): string | undefined {
   const code = (err as { code?: unknown })?.code;
@@ -44,9 +46,15 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   return CONNECTION_CODES.has(code) || UNAVAILABLE_STATES.has(code) || /^08[0-9A-Z]{3}$/.test(code);
 }
 
+/** True when a statement ran past its timeout (the server is there, the work was too slow). */
+export function isStatementTimeout(err: unknown): boolean {
+  const code = codeOf(err);
+  return code === "57014" || code === "25P03";
+}
+
 export function mapDatabaseError(err: unknown): HttpError | undefined {
   if (isDatabaseUnavailable(err)) {
-    const timedOut = codeOf(err) === "57014" || codeOf(err) === "25P03" || codeOf(err) === "CONNECT_TIMEOUT";
+    const timedOut = isStatementTimeout(err) || codeOf(err) === "CONNECT_TIMEOUT";
     return new HttpError(
       503,
       "database_unavailable",

@@ -11,6 +11,7 @@
 // caller gets then is a 503 with Retry-After (database-errors.ts).
 import postgres from "postgres";
 import { isDatabaseUnavailable } from "./database-errors.ts";
+import { readOnReplica, replicaDeadlineMs } from "./db-replica.ts";
 import { type PrepareSetting, preparesStatements } from "./db-prepare.ts";
 import { rateLimited, type RouteClass, takeRequestCharge } from "./rate-limit.ts";
 
@@ -95,7 +96,8 @@ export function primaryOf(sql: Sql): Sql {
   return primaries.get(sql) ?? sql;
 }
 
-function timeoutOf(sql: Sql): string {
+/** The pool's statement timeout, as Postgres reads it ("15000ms"). */
+export function timeoutOf(sql: Sql): string {
   return `${statementTimeouts.get(sql) ?? DEFAULT_STATEMENT_TIMEOUT_MS}ms`;
 }
 
@@ -129,6 +131,16 @@ export async function withTenant<T>(
   opts: TenantTxOptions = {},
 ): Promise<T> {
   const routeClass = who.actor.startsWith("worker") ? undefined : takeRequestCharge();
+  return await routed(sql, who, routeClass, (pool, rc) => tenantTransaction(pool, who, fn, opts, rc));
+}
+
+async function tenantTransaction<T>(
+  sql: Sql,
+  who: TenantContext,
+  fn: (tx: Tx) => Promise<T>,
+  opts: TenantTxOptions,
+  routeClass: RouteClass | undefined,
+): Promise<T> {
   for (let attempt = 1;; attempt++) {
     let started = false;
     const conn = await sql.reserve();
@@ -173,6 +185,16 @@ export async function readAsTenant<T>(
   opts: TenantTxOptions = {},
 ): Promise<T> {
   const routeClass = takeRequestCharge();
+  return await routed(sql, who, routeClass, (pool, rc) => tenantRead(pool, who, read, opts, rc));
+}
+
+async function tenantRead<T>(
+  sql: Sql,
+  who: TenantContext,
+  read: (q: Sql, tenant: TenantSettings) => Promise<T>,
+  opts: TenantTxOptions,
+  routeClass: RouteClass | undefined,
+): Promise<T> {
   for (let attempt = 1;; attempt++) {
     const conn = await sql.reserve();
     try {
@@ -192,6 +214,22 @@ export async function readAsTenant<T>(
       conn.release();
     }
   }
+}
+
+/** `run` on `sql`; on a replica's pool, with the primary standing in when it cannot answer (db-replica.ts). */
+function routed<T>(
+  sql: Sql,
+  who: TenantContext,
+  routeClass: RouteClass | undefined,
+  run: (pool: Sql, routeClass: RouteClass | undefined) => Promise<T>,
+): Promise<T> {
+  const primary = primaryOf(sql);
+  if (primary === sql) return run(sql, routeClass);
+  const deadline = replicaDeadlineMs(
+    statementTimeouts.get(sql) ?? DEFAULT_STATEMENT_TIMEOUT_MS,
+    CONNECT_TIMEOUT_SECONDS,
+  );
+  return readOnReplica(sql, primary, deadline, routeClass, (rc) => chargeToken(primary, who, rc), run);
 }
 
 /** The tenant's settings for one statement, as a FROM item (readAsTenant). */
@@ -246,26 +284,6 @@ export async function chargeRequest(sql: Sql, who: TenantContext): Promise<void>
   if (!routeClass) return;
   const retryAfter = await chargeToken(primaryOf(sql), who, routeClass);
   if (retryAfter > 0) throw rateLimited(routeClass, retryAfter);
-}
-
-/**
- * Runs fn in one transaction as a caller that is no tenant: deployment-wide configuration (memory
- * categories, agent allowlists), read as `authenticated` and changed as `service_role`, with the
- * privileges and policies of that role rather than the connection's own.
- */
-export async function withRole<T>(
-  sql: Sql,
-  role: "authenticated" | "service_role",
-  actor: string,
-  fn: (tx: Tx) => Promise<T>,
-): Promise<T> {
-  const result = await sql.begin(async (tx) => {
-    await tx`select set_config('role', ${role}, true),
-                    set_config('request.jwt.claims', ${JSON.stringify({ role })}, true),
-                    set_config('memory.actor', ${actor}, true)`;
-    return await fn(tx);
-  });
-  return result as T;
 }
 
 /** pgvector's text form, sent as a parameter and cast with ::extensions.vector in SQL. */

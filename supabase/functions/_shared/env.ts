@@ -4,6 +4,14 @@ import { z } from "zod";
 import type { PrepareSetting } from "./db-prepare.ts";
 
 const optionalText = z.string().trim().min(1).optional();
+// A database URL. The message never repeats the value: it may hold a password.
+const postgresUrl = z.string().trim().min(1).refine((v) => {
+  try {
+    return ["postgres:", "postgresql:"].includes(new URL(v).protocol);
+  } catch {
+    return false;
+  }
+}, "must be a postgres:// or postgresql:// URL (the value is not shown: it may hold a password)").optional();
 const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
 // No default: an unset threshold means "the embedding model's own calibration" (thresholdsFor).
 // (zod 4 applies .default() even under .optional(), so a default here would pin every model to it.)
@@ -11,10 +19,10 @@ const unitInterval = z.coerce.number().min(0).max(1).optional();
 
 const EnvSchema = z.object({
   // Supabase injects SUPABASE_DB_URL into deployed functions; use the transaction pooler URL there.
-  SUPABASE_DB_URL: optionalText,
-  DATABASE_URL: optionalText,
+  SUPABASE_DB_URL: postgresUrl,
+  DATABASE_URL: postgresUrl,
   // A read replica (Supabase read replicas): retrieval's and the memory API's reads go there.
-  SUPABASE_DB_READ_URL: optionalText,
+  SUPABASE_DB_READ_URL: postgresUrl,
   DB_POOL_MAX: positiveInt(10),
   DB_STATEMENT_TIMEOUT_MS: positiveInt(15_000),
   // Prepared statements: auto (by the URL: not behind a transaction pooler), on or off (db-prepare.ts).

@@ -6,7 +6,8 @@
 //   GET /memory/agents              every agent and its allowlist
 //   GET /memory/agents/{agent}      one agent (404 unknown)
 //   PUT /memory/agents/{agent}      set its allowlist (201 new agent, 200 changed); unknown category → 400
-import { type Tx, withRole } from "../_shared/db.ts";
+import type { Tx } from "../_shared/db.ts";
+import { withRole } from "../_shared/db-role.ts";
 import { HttpError, json, parseJsonBody, validate } from "../_shared/http.ts";
 import { listAgents, listCategories, loadAllowlist, upsertAgent, upsertCategory } from "../_shared/memory-config.ts";
 import { agentName, categoryName } from "../_shared/schemas.ts";

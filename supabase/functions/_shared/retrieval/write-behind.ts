@@ -7,13 +7,16 @@
 // limits it to the tenant's own memories), all pipelined on one connection of the primary, each
 // committed without waiting for the WAL flush.
 //
-// What a crash can lose: the searches still waiting (at most the last 200 ms of them, or
-// MAX_WAITING_SEARCHES), and a batch committed in the last moments before the crash: their
-// reinforcements (access_count, last_accessed_at, strength) and their search events. Never a
-// memory, never a write of any other kind: those commit before their request answers. While the
-// database is unavailable, batches wait for the next one (up to MAX_RETAINED_SEARCHES).
+// What a crash can lose: the searches not yet written, and a batch committed in the last moments
+// before the crash: their reinforcements (access_count, last_accessed_at, strength) and their
+// search events. Never a memory, never a write of any other kind: those commit before their
+// request answers. While the database answers, that is the last 200 ms of searches or
+// MAX_WAITING_SEARCHES, plus the batch being written. While it does not (down, or a batch waiting
+// on a lock up to the pool's statement timeout), searches keep coming and wait: never more than
+// MAX_RETAINED_SEARCHES, the oldest dropped (and logged) past that, so a long outage costs bounded
+// memory and a crash then loses at most that many.
 import { isDatabaseUnavailable } from "../database-errors.ts";
-import { type Sql, type TenantContext, tenantItem } from "../db.ts";
+import { type Sql, type TenantContext, tenantItem, timeoutOf } from "../db.ts";
 
 /** One search's writes: the memories it used (reinforced at `at`) and its event. */
 export interface SearchWrite {
@@ -30,16 +33,26 @@ export interface SearchWrite {
 
 export const DEFAULT_WRITE_BEHIND_MS = 200;
 export const MAX_WAITING_SEARCHES = 100;
-/** Past this many, searches that could not be written (database down) are dropped, oldest first. */
-const MAX_RETAINED_SEARCHES = 10_000;
+/** Past this many searches not yet written (database down or slow), the oldest are dropped. */
+export const MAX_RETAINED_SEARCHES = 10_000;
+/** The longest a server's shutdown waits for the last batch. */
+export const SHUTDOWN_FLUSH_MS = 10_000;
+
+type Entry = { who: TenantContext; items: SearchWrite[] };
 
 interface EdgeRuntimeLike {
   waitUntil(p: Promise<unknown>): void;
 }
 
 class WriteBehind {
-  #waiting = new Map<string, { who: TenantContext; items: SearchWrite[] }>();
+  #waiting = new Map<string, Entry>();
   #count = 0;
+  /** Batches flushed but not yet written, oldest first (the one being written is not here). */
+  #queued: Entry[][] = [];
+  /** Searches waiting or queued: what a crash would lose, bounded by MAX_RETAINED_SEARCHES. */
+  #held = 0;
+  #dropped = 0;
+  #droppedLoggedAt = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
   /** Resolves the promise the Edge Runtime waits on for the batch now scheduled. */
   #scheduled: ((written: Promise<void>) => void) | undefined;
@@ -47,13 +60,21 @@ class WriteBehind {
 
   constructor(readonly sql: Sql, readonly delayMs: number) {}
 
-  add(who: TenantContext, item: SearchWrite): void {
+  get held(): number {
+    return this.#held;
+  }
+
+  add(who: TenantContext, item: SearchWrite, retry = false): void {
     const key = `${who.tenantId}\u0000${who.actor}`;
     const entry = this.#waiting.get(key) ?? { who, items: [] };
     entry.items.push(item);
     this.#waiting.set(key, entry);
     this.#count++;
-    if (this.#count >= MAX_WAITING_SEARCHES) void this.flush();
+    this.#held++;
+    if (this.#held > MAX_RETAINED_SEARCHES) this.#dropOldest(this.#held - MAX_RETAINED_SEARCHES);
+    // Searches kept after a failed batch wait for the timer: a database that is down is not
+    // asked again back to back.
+    if (this.#count >= MAX_WAITING_SEARCHES && !retry) void this.flush();
     else if (this.#timer === undefined) {
       this.#timer = setTimeout(() => void this.flush(), this.delayMs);
       // On Supabase's Edge Runtime, the worker is kept alive until the batch is written.
@@ -69,21 +90,62 @@ class WriteBehind {
     const batch = [...this.#waiting.values()];
     this.#waiting = new Map();
     this.#count = 0;
-    this.#flushing = this.#flushing.then(() => batch.length > 0 ? this.#write(batch) : undefined);
+    if (batch.length > 0) {
+      this.#queued.push(batch);
+      this.#flushing = this.#flushing.then(() => this.#writeNext());
+    }
     this.#scheduled?.(this.#flushing);
     this.#scheduled = undefined;
     return this.#flushing;
   }
 
-  async #write(batch: { who: TenantContext; items: SearchWrite[] }[]): Promise<void> {
-    let conn: Sql | undefined;
+  /** Drops the n oldest searches not yet written: queued batches first, then the waiting ones. */
+  #dropOldest(n: number): void {
+    let dropped = 0;
+    const from = (entries: Entry[]) => {
+      for (const entry of entries) {
+        const k = Math.min(n - dropped, entry.items.length);
+        entry.items.splice(0, k);
+        dropped += k;
+        if (dropped === n) return;
+      }
+    };
+    for (const batch of this.#queued) if (dropped < n) from(batch);
+    if (dropped < n) from([...this.#waiting.values()]);
+    this.#count = [...this.#waiting.values()].reduce((sum, e) => sum + e.items.length, 0);
+    this.#held -= dropped;
+    // One line per second at most: past the bound, every new search drops one.
+    this.#dropped += dropped;
+    if (Date.now() - this.#droppedLoggedAt >= 1000) {
+      console.error(
+        `write-behind: ${this.#dropped} search write(s) dropped, oldest first: more than ${MAX_RETAINED_SEARCHES} not yet written`,
+      );
+      this.#dropped = 0;
+      this.#droppedLoggedAt = Date.now();
+    }
+  }
+
+  async #writeNext(): Promise<void> {
+    const batch = this.#queued.shift()?.filter((entry) => entry.items.length > 0) ?? [];
+    const size = batch.reduce((sum, e) => sum + e.items.length, 0);
+    this.#held -= size;
+    if (size === 0) return;
+    let conn: (Sql & { release?: () => void }) | undefined;
     try {
       conn = await this.sql.reserve();
       const q = conn;
+      // Bounded like any request's statement: a batch stuck behind a lock fails at the pool's
+      // timeout and waits for the next batch, instead of holding every later one.
       const results = await Promise.allSettled(batch.map(({ who, items }) =>
         q`
         select public.record_retrievals(${q.json(items as never)}::jsonb)
-          from ${tenantItem(q, who.tenantId, { "memory.actor": who.actor, synchronous_commit: "off" })}`
+          from ${
+          tenantItem(q, who.tenantId, {
+            "memory.actor": who.actor,
+            synchronous_commit: "off",
+            statement_timeout: timeoutOf(this.sql),
+          })
+        }`
       ));
       results.forEach((r, i) => {
         if (r.status === "rejected") this.#failed(batch[i]!, r.reason);
@@ -91,7 +153,7 @@ class WriteBehind {
     } catch (err) {
       for (const entry of batch) this.#failed(entry, err);
     } finally {
-      (conn as (Sql & { release?: () => void }) | undefined)?.release?.();
+      conn?.release?.();
     }
   }
 
@@ -100,17 +162,14 @@ class WriteBehind {
    * unavailable, unless too much is waiting already. Any other failure would fail again (and take
    * the tenant's later searches down with it, one statement per tenant): they are dropped.
    */
-  #failed(entry: { who: TenantContext; items: SearchWrite[] }, err: unknown): void {
+  #failed(entry: Entry, err: unknown): void {
     const code = (err as { code?: string }).code;
-    if (
-      code === "CONNECTION_ENDED" || !isDatabaseUnavailable(err) ||
-      this.#count + entry.items.length > MAX_RETAINED_SEARCHES
-    ) {
+    if (code === "CONNECTION_ENDED" || !isDatabaseUnavailable(err)) {
       console.error(`write-behind: ${entry.items.length} search write(s) of a tenant dropped: ${String(err)}`);
       return;
     }
     console.error(`write-behind: ${entry.items.length} search write(s) kept for the next batch: ${String(err)}`);
-    for (const item of entry.items) this.add(entry.who, item);
+    for (const item of entry.items) this.add(entry.who, item, true);
   }
 }
 
@@ -125,7 +184,13 @@ function queueOf(sql: Sql, delayMs: number): WriteBehind {
     const end = sql.end.bind(sql);
     const flushing = queue;
     sql.end = (async (opts?: { timeout?: number }) => {
-      await flushing.flush();
+      // At most SHUTDOWN_FLUSH_MS: a database that does not answer does not hold the shutdown.
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([
+        flushing.flush(),
+        new Promise<void>((resolve) => (timer = setTimeout(resolve, SHUTDOWN_FLUSH_MS))),
+      ]);
+      clearTimeout(timer);
       return await end(opts);
     }) as typeof sql.end;
   }
@@ -135,6 +200,11 @@ function queueOf(sql: Sql, delayMs: number): WriteBehind {
 /** Queues a search's writes on the pool that writes (the primary). */
 export function writeBehind(sql: Sql, who: TenantContext, item: SearchWrite, delayMs = DEFAULT_WRITE_BEHIND_MS): void {
   queueOf(sql, delayMs).add(who, item);
+}
+
+/** Searches of this pool not yet written (waiting or queued behind the batch being written). */
+export function heldSearchWrites(sql: Sql): number {
+  return queues.get(sql)?.held ?? 0;
 }
 
 /** Writes every search waiting on this pool now (tests, a server's shutdown). */

@@ -53,8 +53,10 @@ export async function queryMemories(
     );
   }
   // The allowlist first, in its own short read-only transaction: a refused request costs no
-  // embedding call and writes nothing.
-  const allowed = await withTenant(readPoolOf(deps), caller, (tx) => requireAllowlist(tx, body.agent));
+  // embedding call and writes nothing. Read on the primary, never a replica: a category taken
+  // away from an agent is refused from the moment the change commits, not once a replica has
+  // replayed it (the search on the replica can only narrow what this allows).
+  const allowed = await withTenant(deps.sql, caller, (tx) => requireAllowlist(tx, body.agent));
   const asked = [...new Set([...(body.categories ?? []), ...(filters.category ? [filters.category] : [])])];
   const refused = asked.filter((c) => !allowed.includes(c));
   if (refused.length > 0) {
