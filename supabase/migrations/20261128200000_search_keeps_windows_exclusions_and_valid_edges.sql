@@ -142,12 +142,16 @@ begin
   v_vec_pool := greatest(match_count, 20);
 
   -- The query's terms, and its exclusions (-word, -"a phrase"): a memory matching an exclusion is
-  -- left out whichever signal finds it (the keyword, vector and graph lists alike).
-  select coalesce(array_agg(t.query order by t.ord) filter (where t.kind <> 'exclude'), '{}'),
-         coalesce(array_agg(t.query order by t.ord) filter (where t.kind = 'exclude'), '{}')
-    into v_terms_all, v_excludes
-    from public.memory_keyword_terms(query_text, v_max_terms) with ordinality as t(term, kind, query, ord);
-  select string_agg(q::text, ' | ')::tsquery into v_exclude from unnest(v_excludes) q;
+  -- left out whichever signal finds it (the keyword, vector and graph lists alike). Without the
+  -- keyword signal, the terms are read only when the text has an exclusion (reading them costs
+  -- about as much as a small scope's vector search).
+  if v_w_kw > 0 or query_text ~ '(^|\s)-[^\s]' then
+    select coalesce(array_agg(t.query order by t.ord) filter (where t.kind <> 'exclude'), '{}'),
+           coalesce(array_agg(t.query order by t.ord) filter (where t.kind = 'exclude'), '{}')
+      into v_terms_all, v_excludes
+      from public.memory_keyword_terms(query_text, v_max_terms) with ordinality as t(term, kind, query, ord);
+    select string_agg(q::text, ' | ')::tsquery into v_exclude from unnest(v_excludes) q;
+  end if;
 
   -- Keyword signal. Each term's matches in scope, counted up to the cap (its document frequency);
   -- rare terms bring their matches in as candidates.
@@ -468,8 +472,10 @@ begin
   if v_linked and as_of is null then
     select coalesce(array_agg(rtrim(s, '/') || '/'), '{}') into v_prefixes
       from unnest(match_namespaces) s where s is not null and rtrim(s, '/') <> '';
-    select string_agg(t.query::text, ' | ')::tsquery into v_exclude
-      from public.memory_keyword_terms(query_text) t where t.kind = 'exclude';
+    if query_text ~ '(^|\s)-[^\s]' then
+      select string_agg(t.query::text, ' | ')::tsquery into v_exclude
+        from public.memory_keyword_terms(query_text) t where t.kind = 'exclude';
+    end if;
     select coalesce(jsonb_agg(jsonb_build_object('id', x.id, 'anchor_id', x.anchor_id, 'content', x.content,
                                                  'strength', x.strength) order by x.strength desc, x.id), '[]')
       into v_related
@@ -633,8 +639,10 @@ begin
   select coalesce(array_agg(rtrim(s, '/') || '/'), '{}') into v_scopes
     from unnest(coalesce(match_namespaces, '{}'::text[])) as s
    where s is not null and rtrim(s, '/') <> '';
-  select string_agg(t.query::text, ' | ')::tsquery into v_exclude
-    from public.memory_keyword_terms(query_text) t where t.kind = 'exclude';
+  if query_text ~ '(^|\s)-[^\s]' then
+    select string_agg(t.query::text, ' | ')::tsquery into v_exclude
+      from public.memory_keyword_terms(query_text) t where t.kind = 'exclude';
+  end if;
   -- Per-category caps and the filters below apply after the search: look further than match_count.
   v_pool := least(match_count * 4, 200);
 
