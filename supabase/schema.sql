@@ -2075,7 +2075,7 @@ begin
   -- left out whichever signal finds it (the keyword, vector and graph lists alike). Without the
   -- keyword signal, the terms are read only when the text has an exclusion (reading them costs
   -- about as much as a small scope's vector search).
-  if v_w_kw > 0 or query_text ~ '(^|\s)-[^\s]' then
+  if v_w_kw > 0 or query_text ~ '(^|\s)-("|[[:alpha:]][^\s"])' then
     select coalesce(array_agg(t.query order by t.ord) filter (where t.kind <> 'exclude'), '{}'),
            coalesce(array_agg(t.query order by t.ord) filter (where t.kind = 'exclude'), '{}')
       into v_terms_all, v_excludes
@@ -2161,7 +2161,8 @@ begin
               from public.match_memories(
                      query_embedding, v_bases[1],
                      case when filter_after is null and filter_before is null and filter_memory_types is null
-                               and filter_categories is null then v_vec_pool else least(v_vec_pool * 4, 200) end,
+                               and filter_categories is null and v_exclude is null
+                          then v_vec_pool else least(v_vec_pool * 4, 200) end,
                      similarity_threshold / 2, match_owner, match_embedding_model, v_bases[2:], as_of) mm
               join public.devai_memories m on m.id = mm.id
              where (v_exclude is null or not (m.fts @@ v_exclude))
@@ -3036,11 +3037,11 @@ begin
     if numnode(v_q) > 0 then term := v_part; kind := 'exclude'; query := v_q; return next; end if;
   end loop;
   v_text := regexp_replace(v_text, '(^|\s)-"[^"]*"', ' ', 'g');
-  for v_part in select m[1] from regexp_matches(v_text, '(?:^|\s)-([^\s"]+)', 'g') as m loop
+  for v_part in select m[1] from regexp_matches(v_text, '(?:^|\s)-([[:alpha:]][^\s"]+)', 'g') as m loop
     v_q := plainto_tsquery('english'::regconfig, v_part);
     if numnode(v_q) > 0 then term := v_part; kind := 'exclude'; query := v_q; return next; end if;
   end loop;
-  v_text := regexp_replace(v_text, '(^|\s)-[^\s"]+', ' ', 'g');
+  v_text := regexp_replace(v_text, '(^|\s)-[[:alpha:]][^\s"]+', ' ', 'g');
 
   -- Phrases.
   for v_part in select m[1] from regexp_matches(v_text, '"([^"]*)"', 'g') as m loop
@@ -3262,7 +3263,7 @@ begin
   select coalesce(array_agg(rtrim(s, '/') || '/'), '{}') into v_scopes
     from unnest(coalesce(match_namespaces, '{}'::text[])) as s
    where s is not null and rtrim(s, '/') <> '';
-  if query_text ~ '(^|\s)-[^\s]' then
+  if query_text ~ '(^|\s)-("|[[:alpha:]][^\s"])' then
     select string_agg(t.query::text, ' | ')::tsquery into v_exclude
       from public.memory_keyword_terms(query_text) t where t.kind = 'exclude';
   end if;
@@ -3670,7 +3671,7 @@ begin
   if v_linked and as_of is null then
     select coalesce(array_agg(rtrim(s, '/') || '/'), '{}') into v_prefixes
       from unnest(match_namespaces) s where s is not null and rtrim(s, '/') <> '';
-    if query_text ~ '(^|\s)-[^\s]' then
+    if query_text ~ '(^|\s)-("|[[:alpha:]][^\s"])' then
       select string_agg(t.query::text, ' | ')::tsquery into v_exclude
         from public.memory_keyword_terms(query_text) t where t.kind = 'exclude';
     end if;

@@ -55,8 +55,7 @@ Deno.test("config: missing or invalid settings fail fast, naming each problem", 
       (e) => e instanceof ConfigError && /SUPABASE_DB_READ_URL/.test(e.message) && !e.message.includes("s3cr3t"),
     );
   }
-  assert.equal(
-    loadConfig({ ...minimal, SUPABASE_DB_READ_URL: "postgres://reader:pw@127.0.0.1:6543/postgres" }).databaseReadUrl,
-    "postgres://reader:pw@127.0.0.1:6543/postgres",
-  );
+  for (const url of ["postgres://reader:pw@127.0.0.1:6543/postgres", "postgres://u:p@db1:5432,db2:5433/postgres"]) {
+    assert.equal(loadConfig({ ...minimal, SUPABASE_DB_READ_URL: url }).databaseReadUrl, url);
+  }
 });

@@ -9,7 +9,12 @@ import {
 } from "../supabase/functions/_shared/search/intent.ts";
 import { classifyByExemplars, INTENT_EXEMPLARS } from "../supabase/functions/_shared/search/intent-exemplars.ts";
 import { resolveTime, windowFromText } from "../supabase/functions/_shared/search/time-window.ts";
-import { embeddingText, requestWindow } from "../supabase/functions/_shared/search/plan.ts";
+import {
+  embeddingText,
+  keywordText,
+  requestWindow,
+  withoutExclusions,
+} from "../supabase/functions/_shared/search/plan.ts";
 import { asOfInstant } from "../supabase/functions/_shared/memories/as-of.ts";
 import { type Embedder, EMBEDDING_DIMENSIONS, localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
 import { createHandler } from "../supabase/functions/memory-retrieve/handler.ts";
@@ -183,11 +188,31 @@ Deno.test("time values: impossible days and clock times are refused; the documen
   assert.equal(resolveTime("1970-01-01", now)!.toISOString(), "1970-01-01T00:00:00.000Z");
 });
 
+Deno.test("time words: the keyword text loses the words that set the window, not the same letters in a name", () => {
+  const now = new Date("2026-11-23T15:30:00Z");
+  const text = "src/reports/today.ts fails since today";
+  const window = windowFromText(text, now);
+  assert.equal(window!.index, text.lastIndexOf("today"));
+  assert.equal(keywordText(text, { window }), "src/reports/today.ts fails since");
+  // Inside an exclusion a time word is what to leave out, not when.
+  const excluded = 'what failed -"deploy today"';
+  assert.equal(withoutExclusions(excluded).length, excluded.length);
+  assert.equal(windowFromText(withoutExclusions(excluded), now), undefined);
+  assert.notEqual(classifyIntentByKeywords(withoutExclusions(excluded)).intent, "when");
+});
+
 Deno.test("exclusions are not embedded; as_of covers the millisecond the API reports", () => {
   assert.equal(embeddingText("ERR_SOCKET_TIMEOUT -proxy"), "ERR_SOCKET_TIMEOUT");
   assert.equal(embeddingText('deploy -"fly deploy" staging'), "deploy staging");
   assert.equal(embeddingText("docker-compose up - now"), "docker-compose up - now");
   assert.equal(embeddingText("-proxy"), "-proxy", "a query of exclusions only is embedded as it is");
+  // A pasted command's flags and negative numbers are no exclusions (public.memory_keyword_terms).
+  assert.equal(embeddingText("git log -n 5 --oneline; exit -1"), "git log -n 5 --oneline; exit -1");
+  assert.match(
+    embeddingText("a\u00a0-b c"),
+    /-b c/,
+    "after a no-break space (no blank to Postgres either), -b is kept",
+  );
   assert.equal(asOfInstant("2026-11-27T07:31:18.194Z"), "2026-11-27T07:31:18.194999Z");
   assert.equal(asOfInstant("2026-11-27T09:31:18+02:00"), "2026-11-27T07:31:18.000999Z");
   assert.equal(asOfInstant("2026-11-27T07:31:18.194155Z"), "2026-11-27T07:31:18.194155Z");

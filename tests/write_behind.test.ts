@@ -234,14 +234,52 @@ Deno.test({
       assert.equal(heldSearchWrites(pool), 0);
       assert.equal(
         (await written(tenant)).events,
-        MAX_WAITING_SEARCHES + MAX_RETAINED_SEARCHES,
-        "the batch that waited, and the newest MAX_RETAINED_SEARCHES",
+        MAX_RETAINED_SEARCHES,
+        "the batch that waited, and the newest of the rest: MAX_RETAINED_SEARCHES in all",
       );
       const [kept] = await sql<{ first: number; last: number }[]>`
         select min((meta ->> 'n')::int) filter (where (meta ->> 'n')::int >= ${MAX_WAITING_SEARCHES}) as first,
                max((meta ->> 'n')::int) as last
           from public.memory_events where owner_id = ${tenant} and op = 'search'`;
-      assert.deepEqual([kept!.first, kept!.last], [n - MAX_RETAINED_SEARCHES, n - 1], "the oldest were dropped");
+      assert.deepEqual(
+        [kept!.first, kept!.last],
+        [n - (MAX_RETAINED_SEARCHES - MAX_WAITING_SEARCHES), n - 1],
+        "the oldest were dropped",
+      );
+    } finally {
+      await pool.end();
+    }
+  },
+});
+
+Deno.test({
+  ...realServerOnly(
+    "write-behind: a batch stuck behind a lock gives up at the pool's statement timeout and is written once the lock goes",
+    "a second connection holds a lock the batch waits for",
+  ),
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    const tenant = newTenant();
+    const who = { tenantId: tenant, actor: "test" };
+    const pool = createSql(testDatabaseUrl(), { max: 2, statementTimeoutMs: 200 });
+    const item = { at: new Date().toISOString(), ids: [], thread_id: null, category: null, sim: null, meta: {} };
+    try {
+      await sql.begin(async (tx) => {
+        await tx`lock table public.memory_events in exclusive mode`;
+        for (let i = 0; i < MAX_WAITING_SEARCHES; i++) writeBehind(pool, who, item, AN_HOUR_MS);
+        const waiting = async () => {
+          const [r] = await sql<{ n: number }[]>`
+            select count(*)::int as n from pg_locks where relation = 'public.memory_events'::regclass and not granted`;
+          return r!.n;
+        };
+        await waitUntil(async () => (await waiting()) > 0 || undefined, "the batch to wait for the lock");
+        // Still locked: the batch stops waiting by itself (its timeout), and its searches wait again.
+        await waitUntil(async () => (await waiting()) === 0 || undefined, "the batch to give up at its timeout");
+        assert.equal(heldSearchWrites(pool), MAX_WAITING_SEARCHES, "kept for the next batch, none lost");
+      });
+      await flushSearchWrites(pool);
+      assert.equal((await written(tenant)).events, MAX_WAITING_SEARCHES);
     } finally {
       await pool.end();
     }

@@ -21,12 +21,85 @@
 --                   lookup alone (no hop from the best hits, no entity hop). And a memory the lookup
 --                   finds counts for the graph signal even when it is one of the best hits the hops
 --                   start from (a hop back to those adds nothing; a direct match on a name does).
+--   what excludes   with exclusions now holding for every signal, a word counts as one only when
+--                   a letter and at least one more character follow the `-` (public.
+--                   memory_keyword_terms): `-proxy` and `-"a phrase"` exclude, a CLI flag
+--                   (`--config`, `-n`) or a negative number (`-1`) in a pasted command does not.
 --   memory.query    query_memories takes the intent's steering as hybrid_search does
 --                   (graph_edge_types, prefer_memory_types, recency_weight, entity_terms,
 --                   graph_episodes), so memory.query applies the intent it reports.
 --
 -- Bodies otherwise as 20261128100000 (hybrid_search, retrieve_for_turn, query_memories). pgTAP
 -- 78_search_keeps_what_it_was_asked_to; docs/retrieval.md (time filters, exclusions, intent).
+
+-- public.memory_keyword_terms: body as 20261124400000 but for the exclusion pattern.
+create or replace function public.memory_keyword_terms(query_text text, max_terms integer default 12)
+returns table (term text, kind text, query tsquery)
+language plpgsql
+stable
+parallel safe
+set search_path = ''
+as $$
+declare
+  v_text   text := left(coalesce(query_text, ''), 20000);
+  v_seen   text[] := '{}';
+  v_count  integer := 0;
+  v_part   text;
+  v_q      tsquery;
+  v_lex    text;
+begin
+  -- Exclusions first (they are removed from the text before the rest is read).
+  for v_part in select m[1] from regexp_matches(v_text, '(?:^|\s)-"([^"]*)"', 'g') as m loop
+    v_q := phraseto_tsquery('english'::regconfig, v_part);
+    if numnode(v_q) > 0 then term := v_part; kind := 'exclude'; query := v_q; return next; end if;
+  end loop;
+  v_text := regexp_replace(v_text, '(^|\s)-"[^"]*"', ' ', 'g');
+  for v_part in select m[1] from regexp_matches(v_text, '(?:^|\s)-([[:alpha:]][^\s"]+)', 'g') as m loop
+    v_q := plainto_tsquery('english'::regconfig, v_part);
+    if numnode(v_q) > 0 then term := v_part; kind := 'exclude'; query := v_q; return next; end if;
+  end loop;
+  v_text := regexp_replace(v_text, '(^|\s)-[[:alpha:]][^\s"]+', ' ', 'g');
+
+  -- Phrases.
+  for v_part in select m[1] from regexp_matches(v_text, '"([^"]*)"', 'g') as m loop
+    exit when v_count >= max_terms;
+    v_q := phraseto_tsquery('english'::regconfig, v_part);
+    if numnode(v_q) > 0 and not (v_q::text = any (v_seen)) then
+      v_seen := v_seen || v_q::text; v_count := v_count + 1;
+      term := v_part; kind := 'phrase'; query := v_q; return next;
+    end if;
+  end loop;
+  v_text := regexp_replace(v_text, '"[^"]*"', ' ', 'g');
+
+  -- Identifiers: exact lexemes (quoted, so their punctuation is not tsquery syntax).
+  foreach v_lex in array public.memory_identifier_lexemes(v_text) loop
+    exit when v_count >= max_terms;
+    v_lex := replace(replace(v_lex, '''', ''), '\', '');
+    continue when v_lex = '';
+    v_q := ('''' || v_lex || '''')::tsquery;
+    if not (v_q::text = any (v_seen)) then
+      v_seen := v_seen || v_q::text; v_count := v_count + 1;
+      term := v_lex; kind := 'identifier'; query := v_q; return next;
+    end if;
+  end loop;
+
+  -- Words: the English lexemes, in the order they appear in the query.
+  for v_lex in
+    select l.lexeme
+      from unnest(to_tsvector('english'::regconfig, v_text)) as l
+     order by l.positions[1], l.lexeme
+  loop
+    exit when v_count >= max_terms;
+    v_lex := replace(replace(v_lex, '''', ''), '\', '');
+    continue when v_lex = '';
+    v_q := ('''' || v_lex || '''')::tsquery;
+    if not (v_q::text = any (v_seen)) then
+      v_seen := v_seen || v_q::text; v_count := v_count + 1;
+      term := v_lex; kind := 'word'; query := v_q; return next;
+    end if;
+  end loop;
+end;
+$$;
 
 -- public.hybrid_search
 CREATE OR REPLACE FUNCTION public.hybrid_search(query_text text, query_embedding extensions.vector DEFAULT NULL::extensions.vector, match_namespaces text[] DEFAULT NULL::text[], match_count integer DEFAULT 15, similarity_threshold double precision DEFAULT 0.7, match_embedding_model text DEFAULT NULL::text, match_owner uuid DEFAULT auth.uid(), search_mode text DEFAULT 'hybrid'::text, graph_depth integer DEFAULT 1, graph_edge_types text[] DEFAULT NULL::text[], filter_after timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_before timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_memory_types text[] DEFAULT NULL::text[], filter_categories text[] DEFAULT NULL::text[], prefer_memory_types text[] DEFAULT NULL::text[], recency_weight double precision DEFAULT 0, keyword_threshold double precision DEFAULT NULL::double precision, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, entity_terms text[] DEFAULT NULL::text[], graph_episodes boolean DEFAULT false, query_complexity text DEFAULT NULL::text)
@@ -145,7 +218,7 @@ begin
   -- left out whichever signal finds it (the keyword, vector and graph lists alike). Without the
   -- keyword signal, the terms are read only when the text has an exclusion (reading them costs
   -- about as much as a small scope's vector search).
-  if v_w_kw > 0 or query_text ~ '(^|\s)-[^\s]' then
+  if v_w_kw > 0 or query_text ~ '(^|\s)-("|[[:alpha:]][^\s"])' then
     select coalesce(array_agg(t.query order by t.ord) filter (where t.kind <> 'exclude'), '{}'),
            coalesce(array_agg(t.query order by t.ord) filter (where t.kind = 'exclude'), '{}')
       into v_terms_all, v_excludes
@@ -231,7 +304,8 @@ begin
               from public.match_memories(
                      query_embedding, v_bases[1],
                      case when filter_after is null and filter_before is null and filter_memory_types is null
-                               and filter_categories is null then v_vec_pool else least(v_vec_pool * 4, 200) end,
+                               and filter_categories is null and v_exclude is null
+                          then v_vec_pool else least(v_vec_pool * 4, 200) end,
                      similarity_threshold / 2, match_owner, match_embedding_model, v_bases[2:], as_of) mm
               join public.devai_memories m on m.id = mm.id
              where (v_exclude is null or not (m.fts @@ v_exclude))
@@ -472,7 +546,7 @@ begin
   if v_linked and as_of is null then
     select coalesce(array_agg(rtrim(s, '/') || '/'), '{}') into v_prefixes
       from unnest(match_namespaces) s where s is not null and rtrim(s, '/') <> '';
-    if query_text ~ '(^|\s)-[^\s]' then
+    if query_text ~ '(^|\s)-("|[[:alpha:]][^\s"])' then
       select string_agg(t.query::text, ' | ')::tsquery into v_exclude
         from public.memory_keyword_terms(query_text) t where t.kind = 'exclude';
     end if;
@@ -639,7 +713,7 @@ begin
   select coalesce(array_agg(rtrim(s, '/') || '/'), '{}') into v_scopes
     from unnest(coalesce(match_namespaces, '{}'::text[])) as s
    where s is not null and rtrim(s, '/') <> '';
-  if query_text ~ '(^|\s)-[^\s]' then
+  if query_text ~ '(^|\s)-("|[[:alpha:]][^\s"])' then
     select string_agg(t.query::text, ' | ')::tsquery into v_exclude
       from public.memory_keyword_terms(query_text) t where t.kind = 'exclude';
   end if;

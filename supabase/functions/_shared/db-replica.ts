@@ -3,16 +3,19 @@
 // session ended or the read cancelled by a replay conflict (40001), or no answer at all within the
 // deadline (a hung or partitioned server: a statement timeout is the server's to enforce, so only
 // the client can end that wait). The read then runs again on the primary (reads only: nothing was
-// written), and for REPLICA_PAUSE_MS every read goes to the primary before the replica is tried
-// again. A read that is merely slow on the replica (its statement timeout) is not repeated on the
-// primary. The request's rate-limit token is taken on the primary, once, alongside the read.
-import { isDatabaseUnavailable, isStatementTimeout } from "./database-errors.ts";
+// written), and for REPLICA_PAUSE_MS every read goes to the primary; then one read tries the
+// replica again while the others stay on the primary until it answers. A read that is merely slow
+// on the replica (its statement timeout) is not repeated on the primary. The request's rate-limit
+// token is taken on the primary, once, alongside the read.
+import { isDatabaseUnavailable } from "./database-errors.ts";
 import { rateLimited, type RouteClass } from "./rate-limit.ts";
 
 /** How long reads skip a replica that could not answer. */
 export const REPLICA_PAUSE_MS = 30_000;
 
 const pausedUntil = new WeakMap<object, number>();
+/** Replicas a read is trying again after a pause: one read probes, the others stay on the primary. */
+const probing = new WeakSet<object>();
 
 /**
  * The longest a replica read may go without an answer: two statements at the pool's timeout and a
@@ -36,16 +39,23 @@ export async function readOnReplica<P extends object, T>(
   charge: (routeClass: RouteClass) => Promise<number>,
   run: (pool: P, routeClass: RouteClass | undefined) => Promise<T>,
 ): Promise<T> {
-  if ((pausedUntil.get(replica) ?? 0) > Date.now()) return await run(primary, routeClass);
+  const until = pausedUntil.get(replica);
+  if (until !== undefined && (until > Date.now() || probing.has(replica))) return await run(primary, routeClass);
+  if (until !== undefined) probing.add(replica); // this read probes the replica again
   const [charged, answer] = await Promise.allSettled([
     routeClass ? charge(routeClass) : Promise.resolve(0),
     withinDeadline(run(replica, undefined), deadlineMs),
   ]);
+  probing.delete(replica);
   if (charged.status === "rejected") throw charged.reason;
   if (routeClass && charged.value > 0) throw rateLimited(routeClass, charged.value);
-  if (answer.status === "fulfilled") return answer.value;
-  const err = answer.reason;
-  if (!(err instanceof ReplicaDeadline) && (!isDatabaseUnavailable(err) || isStatementTimeout(err))) throw err;
+  const err = answer.status === "rejected" ? answer.reason : undefined;
+  const slow = (err as { code?: unknown } | undefined)?.code === "57014"; // its statement timeout
+  if (answer.status === "fulfilled" || (!(err instanceof ReplicaDeadline) && (!isDatabaseUnavailable(err) || slow))) {
+    pausedUntil.delete(replica); // it answered (a result, or an error about the read itself)
+    if (answer.status === "fulfilled") return answer.value;
+    throw err;
+  }
   pausedUntil.set(replica, Date.now() + REPLICA_PAUSE_MS);
   console.error(`read replica: ${String(err)}; reads go to the primary for ${REPLICA_PAUSE_MS / 1000} s`);
   return await run(primary, undefined);

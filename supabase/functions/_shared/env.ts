@@ -5,7 +5,9 @@ import type { PrepareSetting } from "./db-prepare.ts";
 
 const optionalText = z.string().trim().min(1).optional();
 // A database URL. The message never repeats the value: it may hold a password.
+// Several hosts (host1:5432,host2:5433, which postgres.js tries in turn) are no WHATWG URL.
 const postgresUrl = z.string().trim().min(1).refine((v) => {
+  if (/^postgres(?:ql)?:\/\/[^/?#]*,[^/?#]*(?:[/?#]|$)/.test(v)) return true;
   try {
     return ["postgres:", "postgresql:"].includes(new URL(v).protocol);
   } catch {

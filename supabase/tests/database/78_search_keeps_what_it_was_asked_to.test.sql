@@ -6,7 +6,7 @@
 -- lookup runs without graph hops; query_memories takes the intent's steering (preferred types).
 -- docs/retrieval.md.
 begin;
-select plan(14);
+select plan(16);
 
 insert into public.devai_memories
   (id, owner_id, content, memory_type, namespace, embedding, embedding_model, strength, created_at, metadata)
@@ -126,6 +126,14 @@ select is((select q.id::text from public.query_memories('how do we release', tes
              search_mode => 'vector', prefer_memory_types => array['procedural']) q
            order by q.relevance desc, q.id limit 1),
           '78000000-0000-4000-8000-0000000000d1', 'memory.query: a preferred memory type is boosted');
+
+-- What counts as an exclusion: a word of two or more characters starting with a letter, or a
+-- quoted phrase; a CLI flag or a negative number in a pasted command does not.
+select is((select array_agg(term order by term) from public.memory_keyword_terms(
+             'git log -n 5 --oneline; exit code -1 -proxy -"fly deploy"') where kind = 'exclude'),
+          array['fly deploy', 'proxy'], 'exclusions: -word and -"phrase", never --flag, -n or -1');
+select ok((select bool_or(term = 'config') from public.memory_keyword_terms('deno task --config deno.json') where kind = 'word'),
+          'a flag''s word stays a term of the query');
 
 select * from finish();
 rollback;

@@ -53,6 +53,8 @@ class WriteBehind {
   #held = 0;
   #dropped = 0;
   #droppedLoggedAt = 0;
+  /** After a batch the database could not take, the next waits for the timer (no back-to-back retries). */
+  #retryAfter = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
   /** Resolves the promise the Edge Runtime waits on for the batch now scheduled. */
   #scheduled: ((written: Promise<void>) => void) | undefined;
@@ -64,17 +66,22 @@ class WriteBehind {
     return this.#held;
   }
 
-  add(who: TenantContext, item: SearchWrite, retry = false): void {
+  add(who: TenantContext, item: SearchWrite): void {
     const key = `${who.tenantId}\u0000${who.actor}`;
     const entry = this.#waiting.get(key) ?? { who, items: [] };
     entry.items.push(item);
     this.#waiting.set(key, entry);
-    this.#count++;
-    this.#held++;
+    this.#waited(1);
+  }
+
+  /** Counts n more waiting searches: drops the oldest past the bound, flushes by count or timer. */
+  #waited(n: number): void {
+    this.#count += n;
+    this.#held += n;
     if (this.#held > MAX_RETAINED_SEARCHES) this.#dropOldest(this.#held - MAX_RETAINED_SEARCHES);
-    // Searches kept after a failed batch wait for the timer: a database that is down is not
-    // asked again back to back.
-    if (this.#count >= MAX_WAITING_SEARCHES && !retry) void this.flush();
+    // After a batch the database could not take, the next one waits for the timer: a database
+    // that is down is not asked again back to back.
+    if (this.#count >= MAX_WAITING_SEARCHES && Date.now() >= this.#retryAfter) void this.flush();
     else if (this.#timer === undefined) {
       this.#timer = setTimeout(() => void this.flush(), this.delayMs);
       // On Supabase's Edge Runtime, the worker is kept alive until the batch is written.
@@ -87,13 +94,27 @@ class WriteBehind {
   flush(): Promise<void> {
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#timer = undefined;
-    const batch = [...this.#waiting.values()];
-    this.#waiting = new Map();
-    this.#count = 0;
-    if (batch.length > 0) {
+    // In batches of at most MAX_WAITING_SEARCHES searches (what waited through an outage is
+    // written a batch at a time, and stays droppable while it waits).
+    let batch: Entry[] = [], size = 0;
+    const queue = () => {
       this.#queued.push(batch);
       this.#flushing = this.#flushing.then(() => this.#writeNext());
+      batch = [];
+      size = 0;
+    };
+    for (const entry of this.#waiting.values()) {
+      for (let from = 0; from < entry.items.length;) {
+        const items = entry.items.slice(from, from + MAX_WAITING_SEARCHES - size);
+        batch.push({ who: entry.who, items });
+        size += items.length;
+        from += items.length;
+        if (size >= MAX_WAITING_SEARCHES) queue();
+      }
     }
+    if (size > 0) queue();
+    this.#waiting = new Map();
+    this.#count = 0;
     this.#scheduled?.(this.#flushing);
     this.#scheduled = undefined;
     return this.#flushing;
@@ -128,33 +149,44 @@ class WriteBehind {
   async #writeNext(): Promise<void> {
     const batch = this.#queued.shift()?.filter((entry) => entry.items.length > 0) ?? [];
     const size = batch.reduce((sum, e) => sum + e.items.length, 0);
-    this.#held -= size;
     if (size === 0) return;
+    const failures: [Entry, unknown][] = [];
     let conn: (Sql & { release?: () => void }) | undefined;
     try {
       conn = await this.sql.reserve();
       const q = conn;
       // Bounded like any request's statement: a batch stuck behind a lock fails at the pool's
-      // timeout and waits for the next batch, instead of holding every later one.
-      const results = await Promise.allSettled(batch.map(({ who, items }) =>
-        q`
-        select public.record_retrievals(${q.json(items as never)}::jsonb)
-          from ${
-          tenantItem(q, who.tenantId, {
-            "memory.actor": who.actor,
-            synchronous_commit: "off",
-            statement_timeout: timeoutOf(this.sql),
-          })
-        }`
-      ));
+      // timeout and waits for the next batch, instead of holding every later one. The timeout is
+      // set before the statement it bounds (inside it, it would come after its timer started):
+      // each tenant's statement is a transaction of its own, all pipelined on the connection.
+      // With no parameter: postgres.js holds a statement with parameters back until the server has
+      // described them, and sends what follows first. (timeoutOf is the pool's integer setting.)
+      const timeout = `set local statement_timeout = '${timeoutOf(this.sql)}'`;
+      const results = await Promise.allSettled(batch.map(async ({ who, items }) => {
+        const steps = await Promise.allSettled([
+          q`begin`.execute(),
+          q.unsafe(timeout).execute(),
+          q`
+            select public.record_retrievals(${q.json(items as never)}::jsonb)
+              from ${tenantItem(q, who.tenantId, { "memory.actor": who.actor, synchronous_commit: "off" })}`
+            .execute(),
+          q`commit`.execute(),
+        ]);
+        const failed = steps.find((r) => r.status === "rejected") as PromiseRejectedResult | undefined;
+        if (failed) throw failed.reason;
+      }));
       results.forEach((r, i) => {
-        if (r.status === "rejected") this.#failed(batch[i]!, r.reason);
+        if (r.status === "rejected") failures.push([batch[i]!, r.reason]);
       });
     } catch (err) {
-      for (const entry of batch) this.#failed(entry, err);
+      for (const entry of batch) failures.push([entry, err]);
     } finally {
       conn?.release?.();
     }
+    // Held until written or given up (the batch being written counts toward the bound too); what
+    // is kept for the next batch is counted again as it goes back.
+    this.#held -= size;
+    for (const [entry, err] of failures) this.#failed(entry, err);
   }
 
   /**
@@ -169,7 +201,13 @@ class WriteBehind {
       return;
     }
     console.error(`write-behind: ${entry.items.length} search write(s) kept for the next batch: ${String(err)}`);
-    for (const item of entry.items) this.add(entry.who, item, true);
+    this.#retryAfter = Date.now() + this.delayMs;
+    // Back at the front: they are older than anything waiting, and dropped first past the bound.
+    const key = `${entry.who.tenantId}\u0000${entry.who.actor}`;
+    const waiting = this.#waiting.get(key);
+    const rest = [...this.#waiting].filter(([k]) => k !== key);
+    this.#waiting = new Map([[key, { who: entry.who, items: [...entry.items, ...(waiting?.items ?? [])] }], ...rest]);
+    this.#waited(entry.items.length);
   }
 }
 

@@ -38,8 +38,10 @@ export interface ResolvedPlan {
  * when, not what, so a memory needs not contain it).
  */
 export function keywordText(text: string, resolved: Pick<ResolvedPlan, "window">): string {
-  const phrase = resolved.window?.from === "query_text" ? resolved.window.phrase : undefined;
-  return phrase ? text.replace(phrase, " ").replace(/\s+/g, " ").trim() : text;
+  const w = resolved.window;
+  if (w?.from !== "query_text" || w.phrase === undefined || w.index === undefined) return text;
+  // At the place the words were read (the same words inside a name earlier on stay).
+  return `${text.slice(0, w.index)} ${text.slice(w.index + w.phrase.length)}`.replace(/\s+/g, " ").trim();
 }
 
 /**
@@ -49,8 +51,19 @@ export function keywordText(text: string, resolved: Pick<ResolvedPlan, "window">
  * signal found it.
  */
 export function embeddingText(text: string): string {
-  const kept = text.replace(/(^|\s)-"[^"]*"/g, " ").replace(/(^|\s)-[^\s"]+/g, " ").replace(/\s+/g, " ").trim();
+  const kept = text.replace(EXCLUSION, "$1").replace(/\s+/g, " ").trim();
   return kept === "" ? text : kept;
+}
+
+// An exclusion as public.memory_keyword_terms reads it: after the start or a blank (Postgres' \s:
+// space, tab, newline, vertical tab, form feed, carriage return), `-"a phrase"`, or `-` and a word
+// of at least two characters starting with a letter (a CLI flag `--config`, `-n` or a number
+// `-1` is no exclusion).
+const EXCLUSION = /(^|[ \t\n\v\f\r])-(?:"[^"]*"|\p{L}[^ \t\n\v\f\r"]+)/gu;
+
+/** The text with its exclusions blanked out, same length: no time word or cue is read inside one. */
+export function withoutExclusions(text: string): string {
+  return text.replace(EXCLUSION, (m, blank: string) => blank + " ".repeat(m.length - blank.length));
 }
 
 function badTime(field: string, value: string): HttpError {
@@ -100,7 +113,7 @@ export async function resolvePlan(
   if (req.intent) {
     intent = { intent: req.intent, by: "request" };
   } else {
-    intent = classifyIntentByKeywords(req.text);
+    intent = classifyIntentByKeywords(withoutExclusions(req.text));
     if (intent.by === "default" && vector) {
       const nearest = await classifyByExemplars(vector, embedder).catch(() => undefined);
       if (nearest) intent = { intent: nearest, by: "exemplar" };
@@ -110,6 +123,6 @@ export async function resolvePlan(
   const plan = planSearch(intent.intent, complexity);
   if (req.graph_depth !== undefined) plan.graphDepth = req.graph_depth;
   plan.graphDepth = Math.min(plan.graphDepth, 4);
-  const textWindow = !window && intent.intent === "when" ? windowFromText(req.text, now) : undefined;
+  const textWindow = !window && intent.intent === "when" ? windowFromText(withoutExclusions(req.text), now) : undefined;
   return { plan, intent, complexity, window: window ?? textWindow, now };
 }

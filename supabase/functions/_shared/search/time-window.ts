@@ -70,8 +70,9 @@ export interface TimeWindow {
   before?: Date;
   /** Where the window came from. */
   from: "request" | "query_text";
-  /** For query_text windows: the words that set it. */
+  /** For query_text windows: the words that set it, and where they start in the text. */
   phrase?: string;
+  index?: number;
 }
 
 /**
@@ -103,7 +104,7 @@ export function windowFromText(text: string, now: Date): TimeWindow | undefined 
     if (!m) continue;
     const after = start(m, now.getTime());
     if (!Number.isFinite(after) || after < MIN_TIME) return undefined;
-    return { after: new Date(after), from: "query_text", phrase: m[0] };
+    return { after: new Date(after), from: "query_text", phrase: m[0], index: m.index };
   }
   return undefined;
 }
