@@ -3,7 +3,7 @@
 // its last change then; content, validity and supersede as they were then, from the history).
 // The list shows the memories held then; one memory is shown as it was then, with `held`.
 // docs/graph.md#as-of.
-import type { Tx } from "../db.ts";
+import type { Sql, Tx } from "../db.ts";
 
 type Row = Record<string, unknown>;
 
@@ -17,6 +17,11 @@ type Row = Record<string, unknown>;
 export function asOfInstant(asOf: string): string {
   const digits = /:\d{2}\.(\d+)/.exec(asOf)?.[1]?.length ?? 0;
   return digits > 3 ? asOf : new Date(Date.parse(asOf)).toISOString().replace(/Z$/, "999Z");
+}
+
+/** as_of as a query value (asOfInstant, sent as text), or null; the one place it is cast. */
+export function asOfValue(q: Tx | Sql, asOf: string | null | undefined) {
+  return q`${asOf ? asOfInstant(asOf) : null}::text::timestamptz`;
 }
 
 /** The as-of columns a query selects beside memoryColumns (null without as_of). */
@@ -36,9 +41,8 @@ export function asOfColumns(tx: Tx, asOf: string | undefined) {
  */
 export function recordedBy(tx: Tx, asOf: string | undefined, opts: { held?: boolean } = {}) {
   if (!asOf) return tx``;
-  const at = asOfInstant(asOf);
-  return tx`join lateral public.memory_at(m, ${at}::text::timestamptz) a
-              on m.created_at <= ${at}::text::timestamptz ${opts.held === false ? tx`` : tx`and a.held`}`;
+  return tx`join lateral public.memory_at(m, ${asOfValue(tx, asOf)}) a
+              on m.created_at <= ${asOfValue(tx, asOf)} ${opts.held === false ? tx`` : tx`and a.held`}`;
 }
 
 /** The row as it was at as_of when the as-of columns say so; the as-of columns removed either way. */

@@ -39,12 +39,11 @@ export function searchInfo(
   resolved: ResolvedPlan,
   topK: number,
   budget: number,
-  entityLookup: boolean,
 ): SearchInfo {
   const w = resolved.window;
   // The weights the fusion used (public.hybrid_search): a pinned mode's other signals, and the
   // graph with neither hops nor names to look up, weigh nothing.
-  const graph = mode === "hybrid" && (resolved.plan.graphDepth > 0 || entityLookup);
+  const graph = mode === "hybrid" && (resolved.plan.graphDepth > 0 || resolved.entityTerms.length > 0);
   return {
     mode,
     intent: resolved.intent.intent,

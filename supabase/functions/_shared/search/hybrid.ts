@@ -2,7 +2,7 @@
 // in the caller's tenant transaction so RLS applies. docs/retrieval.md explains the signals.
 import type { Sql, Tx } from "../db.ts";
 import { toVectorLiteral } from "../db.ts";
-import { asOfInstant } from "../memories/as-of.ts";
+import { asOfValue } from "../memories/as-of.ts";
 import type { Complexity } from "./intent.ts";
 
 export type SearchMode = "hybrid" | "vector" | "keyword";
@@ -130,7 +130,7 @@ export function hybridSearchArgs(q: Sql, input: HybridSearchInput) {
       prefer_memory_types => ${input.preferMemoryTypes ? [...input.preferMemoryTypes] : null}::text[],
       recency_weight => ${input.recencyWeight ?? 0},
       keyword_threshold => ${input.keywordThreshold ?? null}::float8,
-      as_of => ${input.asOf ? asOfInstant(input.asOf) : null}::text::timestamptz,
+      as_of => ${asOfValue(q, input.asOf)},
       entity_terms => ${input.entityTerms && input.entityTerms.length > 0 ? [...input.entityTerms] : null}::text[],
       graph_episodes => ${input.graphEpisodes ?? false},
       query_complexity => ${input.complexity ?? null}::text`;

@@ -7,6 +7,7 @@ import {
   classifyComplexity,
   classifyIntentByKeywords,
   type Complexity,
+  entityTermsOf,
   type Intent,
   type IntentResult,
   planSearch,
@@ -27,6 +28,8 @@ export interface PlanRequest {
 
 export interface ResolvedPlan {
   plan: SearchPlan;
+  /** The names the query asks about, looked up as entities (who/what); empty otherwise. */
+  entityTerms: string[];
   intent: IntentResult;
   complexity: Complexity;
   window?: TimeWindow;
@@ -124,5 +127,6 @@ export async function resolvePlan(
   if (req.graph_depth !== undefined) plan.graphDepth = req.graph_depth;
   plan.graphDepth = Math.min(plan.graphDepth, 4);
   const textWindow = !window && intent.intent === "when" ? windowFromText(withoutExclusions(req.text), now) : undefined;
-  return { plan, intent, complexity, window: window ?? textWindow, now };
+  const entityTerms = plan.entityLookup ? entityTermsOf(req.text) : [];
+  return { plan, entityTerms, intent, complexity, window: window ?? textWindow, now };
 }

@@ -7,7 +7,6 @@
 import type { Caller } from "../auth.ts";
 import { readAsTenant, type Sql, type TenantContext, type TenantSettings, toVectorLiteral, withTenant } from "../db.ts";
 import { embeddingText, keywordText, resolvePlan } from "../search/plan.ts";
-import { entityTermsOf } from "../search/intent.ts";
 import { embedForCaller, thresholdsFor } from "../embeddings.ts";
 import { HttpError } from "../http.ts";
 import { requireAllowlist } from "../memory-config.ts";
@@ -33,7 +32,7 @@ import { writeBehind } from "../retrieval/write-behind.ts";
 import { applyFeedback, feedbackOf, type FeedbackRow } from "../context/feedback.ts";
 import type { FusionWeights } from "../search/hybrid.ts";
 import { clockOf, readPoolOf, type SearchDeps, type Timed } from "./deps.ts";
-import { asOfInstant } from "../memories/as-of.ts";
+import { asOfValue } from "../memories/as-of.ts";
 
 /** What the agent may read that answers the query, as bullets or full rows; `timing` as for retrieve. */
 export async function queryMemories(
@@ -91,18 +90,15 @@ export async function queryMemories(
   );
   const t1 = performance.now();
 
-  const asOf = body.as_of ? asOfInstant(body.as_of) : null;
   // The intent steers memory.query as it steers memory-retrieve (search/intent.ts planSearch).
   const plan = resolved.plan;
-  const names = plan.entityLookup ? entityTermsOf(body.query) : [];
-  const entityTerms = names.length > 0 ? names : null;
   const read = async (q: Sql, tenant: TenantSettings) => {
     // The search's rows, then (offset 0: computed once) their usage feedback, as the tenant.
     const [row] = await q<
       { rows: Record<string, unknown>[] | null; feedback: FeedbackRow[]; weights: FusionWeights; now: Date }[]
     >`
       select found.rows,
-             case when ${asOf}::text::timestamptz is null
+             case when ${asOfValue(q, body.as_of)} is null
                   then public.memory_feedback(array(select (x ->> 'id')::uuid from jsonb_array_elements(found.rows) x),
                                               ${scopes}::text[], ${caller.tenantId}::uuid)
                   else '[]'::jsonb end as feedback,
@@ -134,12 +130,12 @@ export async function queryMemories(
                        filter_after => ${resolved.window?.after ?? null}::timestamptz,
                        filter_before => ${resolved.window?.before ?? null}::timestamptz,
                        keyword_threshold => ${body.keyword_threshold ?? null}::float8,
-                       as_of => ${asOf}::text::timestamptz,
+                       as_of => ${asOfValue(q, body.as_of)},
                        query_complexity => ${resolved.complexity}::text,
                        graph_edge_types => ${plan.graphEdgeTypes ?? null}::text[],
                        prefer_memory_types => ${plan.preferMemoryTypes ?? null}::text[],
                        recency_weight => ${plan.recencyWeight},
-                       entity_terms => ${entityTerms}::text[],
+                       entity_terms => ${resolved.entityTerms.length > 0 ? resolved.entityTerms : null}::text[],
                        graph_episodes => ${plan.graphEpisodes}) with ordinality as r
                where ${categories.length > 0}) as rows
                 from ${tenant}
@@ -157,7 +153,7 @@ export async function queryMemories(
   const packed = body.return === "bullets"
     ? packTexts(ranked, bulletOf, budget, { shortenFirst: true })
     : packTexts(ranked, (m) => m.content, budget);
-  const search = searchInfo(found.weights, mode, resolved, topK, budget, entityTerms !== null);
+  const search = searchInfo(found.weights, mode, resolved, topK, budget);
   const category = categories.length === 1 ? categories[0]! : null;
   const reinforce = body.as_of ? [] : packed.kept.map((m) => m.id);
   writeBehind(

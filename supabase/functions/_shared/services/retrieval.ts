@@ -14,7 +14,6 @@ import { readAsTenant, type Sql, type TenantContext } from "../db.ts";
 import { embedForCaller, thresholdsFor } from "../embeddings.ts";
 import { type FusionWeights, type HybridRow, hybridSearchArgs, type HybridSearchInput } from "../search/hybrid.ts";
 import { embeddingText, keywordText, resolvePlan } from "../search/plan.ts";
-import { entityTermsOf } from "../search/intent.ts";
 import { type ChangeRow, deltaHeaderLine, formatDeltaBullets } from "../retrieval/delta.ts";
 import type { FormatContext } from "../retrieval/format.ts";
 import { packIntoBudget, type RelatedCandidate } from "../retrieval/pack.ts";
@@ -70,7 +69,7 @@ export async function retrieve(
     recencyWeight: plan.recencyWeight,
     keywordThreshold: body.keyword_threshold,
     asOf: body.as_of,
-    entityTerms: plan.entityLookup ? entityTermsOf(body.message) : undefined,
+    entityTerms: resolved.entityTerms,
     graphEpisodes: plan.graphEpisodes,
     complexity: resolved.complexity,
   };
@@ -99,7 +98,7 @@ export async function retrieve(
     ctx,
   );
   const injectedIds = new Set(packed.injected.map((m) => m.id));
-  const search = searchInfo(turn.weights, mode, resolved, topK, budget, (input.entityTerms?.length ?? 0) > 0);
+  const search = searchInfo(turn.weights, mode, resolved, topK, budget);
   writeBehind(
     deps.sql,
     caller,
