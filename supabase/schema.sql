@@ -2259,6 +2259,7 @@ begin
        -- hit too (the lookup is a direct match, not a hop from it).
        where (r.lookup or not (r.id = any (v_seeds)))
          and (graph_episodes or m.source is distinct from 'conversation')
+         and (as_of is not null or m.strength > 0.05) -- faded: out of every signal
          and (v_exclude is null or not (m.fts @@ v_exclude))
          and (filter_after is null or m.created_at >= filter_after)
          and (filter_before is null or m.created_at < filter_before)
@@ -3689,7 +3690,7 @@ begin
                      where r.to_id = any (v_ids) and r.relation_type <> 'contradicts'
                        and r.valid_from <= now() and (r.valid_until is null or r.valid_until > now())) e
               cross join lateral (select m.* from public.devai_memories m where m.id = e.id offset 0) m
-             where m.is_valid and m.state = 'active' and m.source is distinct from 'conversation'
+             where m.is_valid and m.state = 'active' and m.strength > 0.05 and m.source is distinct from 'conversation'
                and not (m.id = any (v_ids))
                and (m.namespace || '/') ^@ any (v_prefixes)
                -- What the search was asked to keep, the related bullets keep too.

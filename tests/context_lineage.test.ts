@@ -202,6 +202,22 @@ dbTest("a memory citing a deleted or renamed file is flagged stale in the index,
     keyword_threshold: 0,
   });
   assert.ok(!retrieved.body.block.includes("every ten minutes"));
+  // An as_of answer reads no usage rows (they describe today): the files a memory's metadata cites
+  // still leave it out.
+  const past = await api.retrieve(t, {
+    project: "web",
+    message: "session cookies HttpOnly SameSite",
+    signals: { deleted_files: ["src/auth/policy.ts"] },
+    as_of: new Date().toISOString(),
+    threshold: 0,
+    keyword_threshold: 0,
+  });
+  assert.equal(past.status, 200, JSON.stringify(past.body));
+  assert.ok(!past.body.block.includes("HttpOnly"), past.body.block);
+  assert.deepEqual(past.body.excluded.map((e: { id: string; reason: string }) => [e.id, e.reason]), [[
+    fine!.id,
+    "stale_file",
+  ]]);
 });
 
 dbTest("extraction records the session's lineage and the model's compression forms with each memory", async () => {

@@ -2,7 +2,7 @@
 // the real database: values Postgres refuses are 400, rule violations 4xx, and a database that is
 // away or too slow is 503 with Retry-After. Nothing here is a 500.
 import assert from "node:assert/strict";
-import { createSql } from "../supabase/functions/_shared/db.ts";
+import { createSql, readAsTenant } from "../supabase/functions/_shared/db.ts";
 import { DATABASE_RETRY_AFTER_SECONDS, mapDatabaseError } from "../supabase/functions/_shared/database-errors.ts";
 import { realServerOnly } from "./support/backend.ts";
 import { testSql } from "./support/seed.ts";
@@ -105,6 +105,44 @@ Deno.test({
       }
     } finally {
       await sql.end();
+    }
+  },
+});
+
+Deno.test({
+  ...realServerOnly(
+    "database errors: a one-statement read as the tenant is cancelled past the pool's statement timeout (503), and its connection serves the next read",
+    "PGlite's socket server takes no cancel requests",
+  ),
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    // One connection: the read after the cancelled one runs on the same server session.
+    const pool = createSql(Deno.env.get("DATABASE_URL")!, { max: 1, statementTimeoutMs: 100 });
+    const who = { tenantId: crypto.randomUUID(), actor: "user" };
+    // Counts the read's runs: a read past its timeout is not run a second time.
+    const runs = `public.test_read_runs_${crypto.randomUUID().replaceAll("-", "")}`;
+    await pool.unsafe(`create sequence ${runs}; grant usage on sequence ${runs} to authenticated`);
+    try {
+      // The timeout set inside the statement (its tenant settings) is armed too late to stop it:
+      // without the cancel this read answers after 30 s and errorOf fails.
+      const slow = await errorOf(() =>
+        readAsTenant(pool, who, (q, tenant) => q`select nextval(${runs}::regclass), pg_sleep(30) from ${tenant}`)
+      );
+      assert.equal((slow as { code?: string }).code, "57014", String(slow));
+      assert.equal(mapDatabaseError(slow)?.status, 503);
+      const [counted] = await pool.unsafe(`select last_value::int as n from ${runs}`);
+      assert.equal(counted!.n, 1, "run once: a statement past its timeout is not tried again");
+
+      const [row] = await readAsTenant(
+        pool,
+        who,
+        (q, tenant) => q<{ uid: string }[]>`select auth.uid()::text as uid from ${tenant}`,
+      );
+      assert.equal(row?.uid, who.tenantId, "the next read runs, as the tenant");
+    } finally {
+      await pool.unsafe(`drop sequence if exists ${runs}`);
+      await pool.end();
     }
   },
 });

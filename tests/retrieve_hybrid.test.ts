@@ -400,6 +400,40 @@ dbTest("memory.query: hybrid too, with categories as a filter of every signal", 
   assert.equal(res.body.search.mode, "hybrid");
 });
 
+dbTest("RETRIEVAL_TOP_K: a fixed size for memory-retrieve and memory.query alike; a request's top_k wins", async () => {
+  const t = newTenant();
+  await seedMemories(
+    sql,
+    t,
+    ["first", "second", "third"].map((n) => ({
+      content: `ERR_LOCKFILE_DRIFT: the ${n} fix pins the npm version in CI.`,
+      namespace: P,
+      metadata: { category: "knowledge" },
+    })),
+  );
+  const fixed = createHandler({
+    sql,
+    config: { ...config, retrieval: { ...config.retrieval, topK: 2 } },
+    embedder: localEmbedder(),
+  });
+  const headers = await userHeaders(t);
+  const retrieved = await callJson(fixed, URL, {
+    headers,
+    body: { project: "web", message: "ERR_LOCKFILE_DRIFT", threshold: 0, keyword_threshold: 0 },
+  });
+  assert.equal(retrieved.status, 200, JSON.stringify(retrieved.body));
+  assert.equal(retrieved.body.memories.length, 2, JSON.stringify(retrieved.body.memories));
+  const query = (body: Record<string, unknown>) =>
+    callJson(fixed, `${URL}/query`, {
+      headers,
+      body: { agent: "researcher", query: "ERR_LOCKFILE_DRIFT", project: "web", return: "full", threshold: 0, ...body },
+    });
+  const queried = await query({});
+  assert.equal(queried.status, 200, JSON.stringify(queried.body));
+  assert.equal(queried.body.results.length, 2, JSON.stringify(queried.body.results));
+  assert.equal((await query({ top_k: 3 })).body.results.length, 3, "the request's top_k wins");
+});
+
 dbTest(
   "exclusions: -word keeps a memory out whichever signal finds it, and the excluded word is not embedded",
   async () => {

@@ -68,6 +68,14 @@ async function written(tenant: string): Promise<{ events: number; accesses: numb
   return row!;
 }
 
+/** When the statement waiting for memory_events' lock (a batch) started; undefined when none waits. */
+async function eventsLockWaiter(): Promise<Date | undefined> {
+  const [r] = await sql<{ started: Date }[]>`
+    select a.query_start as started from pg_locks l join pg_stat_activity a using (pid)
+     where l.relation = 'public.memory_events'::regclass and not l.granted`;
+  return r?.started;
+}
+
 const FACTS = [
   { content: "The shop deploys with blue-green releases on Fridays", namespace: "devai/project/shop/ops" },
   { content: "The shop's CDN is Fastly, purged after each release", namespace: "devai/project/shop/ops" },
@@ -220,11 +228,7 @@ Deno.test({
         // (MAX_WAITING_SEARCHES searches, flushed by count) waits on it.
         await tx`lock table public.memory_events in exclusive mode`;
         for (let i = 0; i < MAX_WAITING_SEARCHES; i++) writeBehind(pool, who, item(), AN_HOUR_MS);
-        await waitUntil(async () => {
-          const [r] = await sql<{ n: number }[]>`
-            select count(*)::int as n from pg_locks where relation = 'public.memory_events'::regclass and not granted`;
-          return r!.n > 0 || undefined;
-        }, "the first batch to wait for the lock");
+        await waitUntil(eventsLockWaiter, "the first batch to wait for the lock");
         // Meanwhile searches keep coming: more than the bound.
         const more = MAX_RETAINED_SEARCHES + 3 * MAX_WAITING_SEARCHES;
         for (let i = 0; i < more; i++) writeBehind(pool, who, item(), AN_HOUR_MS);
@@ -268,18 +272,46 @@ Deno.test({
       await sql.begin(async (tx) => {
         await tx`lock table public.memory_events in exclusive mode`;
         for (let i = 0; i < MAX_WAITING_SEARCHES; i++) writeBehind(pool, who, item, AN_HOUR_MS);
-        const waiting = async () => {
-          const [r] = await sql<{ n: number }[]>`
-            select count(*)::int as n from pg_locks where relation = 'public.memory_events'::regclass and not granted`;
-          return r!.n;
-        };
-        await waitUntil(async () => (await waiting()) > 0 || undefined, "the batch to wait for the lock");
+        await waitUntil(eventsLockWaiter, "the batch to wait for the lock");
         // Still locked: the batch stops waiting by itself (its timeout), and its searches wait again.
-        await waitUntil(async () => (await waiting()) === 0 || undefined, "the batch to give up at its timeout");
+        await waitUntil(async () => !(await eventsLockWaiter()), "the batch to give up at its timeout");
         assert.equal(heldSearchWrites(pool), MAX_WAITING_SEARCHES, "kept for the next batch, none lost");
       });
       await flushSearchWrites(pool);
       assert.equal((await written(tenant)).events, MAX_WAITING_SEARCHES);
+    } finally {
+      await pool.end();
+    }
+  },
+});
+
+Deno.test({
+  ...realServerOnly(
+    "write-behind: searches kept after a failed batch are written by the timer, with no new search and no flush",
+    "a second connection holds a lock the batch waits for",
+  ),
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    const tenant = newTenant();
+    const who = { tenantId: tenant, actor: "test" };
+    // A short delay: the kept searches are tried again by the timer, while the lock holds and after.
+    const pool = createSql(testDatabaseUrl(), { max: 2, statementTimeoutMs: 200 });
+    const item = { at: new Date().toISOString(), ids: [], thread_id: null, category: null, sim: null, meta: {} };
+    try {
+      await sql.begin(async (tx) => {
+        await tx`lock table public.memory_events in exclusive mode`;
+        for (let i = 0; i < 3; i++) writeBehind(pool, who, item, 50);
+        // Each try is a statement of its own, started later.
+        const first = await waitUntil(eventsLockWaiter, "the first batch to wait for the lock");
+        await waitUntil(
+          async () => ((await eventsLockWaiter())?.getTime() ?? 0) > first.getTime(),
+          "the timer to try the kept searches again (the first try gave up at its timeout)",
+        );
+      });
+      // Nothing else happens here: only the timer can write them now.
+      await waitUntil(async () => (await written(tenant)).events === 3, "the kept searches written");
+      await waitUntil(() => Promise.resolve(heldSearchWrites(pool) === 0), "nothing held once written");
     } finally {
       await pool.end();
     }

@@ -19,7 +19,9 @@ const probing = new WeakSet<object>();
 
 /**
  * The longest a replica read may go without an answer: two statements at the pool's timeout and a
- * connection attempt (35 s by default). A live server ends a statement at its timeout itself.
+ * connection attempt (35 s by default). A live server ends a statement at its timeout (a
+ * one-statement read, at the cancel db-read-timeout.ts sends): only one that does not answer at all
+ * reaches this deadline.
  */
 export function replicaDeadlineMs(statementTimeoutMs: number, connectTimeoutSeconds: number): number {
   return 2 * statementTimeoutMs + connectTimeoutSeconds * 1000;

@@ -6,12 +6,14 @@
 //
 // Time is bounded: a connection attempt gives up after CONNECT_TIMEOUT_SECONDS, every statement of
 // a tenant transaction after the pool's statement timeout (set per transaction, so it holds behind
-// the pooler too), and a connection that failed is retried after at most half a second (postgres.js
-// backs off up to 20 s, which kept requests waiting long after the database was back). What the
-// caller gets then is a 503 with Retry-After (database-errors.ts).
+// the pooler too; a one-statement read is cancelled from here after it: db-read-timeout.ts), and a
+// connection that failed is retried after at most half a second (postgres.js backs off up to 20 s,
+// which kept requests waiting long after the database was back). What the caller gets then is a
+// 503 with Retry-After (database-errors.ts).
 import postgres from "postgres";
-import { isDatabaseUnavailable } from "./database-errors.ts";
+import { isDatabaseUnavailable, isStatementTimeout } from "./database-errors.ts";
 import { readOnReplica, replicaDeadlineMs } from "./db-replica.ts";
+import { cancelledAfter } from "./db-read-timeout.ts";
 import { type PrepareSetting, preparesStatements } from "./db-prepare.ts";
 import { rateLimited, type RouteClass, takeRequestCharge } from "./rate-limit.ts";
 
@@ -98,7 +100,11 @@ export function primaryOf(sql: Sql): Sql {
 
 /** The pool's statement timeout, as Postgres reads it ("15000ms"). */
 export function timeoutOf(sql: Sql): string {
-  return `${statementTimeouts.get(sql) ?? DEFAULT_STATEMENT_TIMEOUT_MS}ms`;
+  return `${timeoutMsOf(sql)}ms`;
+}
+
+function timeoutMsOf(sql: Sql): number {
+  return statementTimeouts.get(sql) ?? DEFAULT_STATEMENT_TIMEOUT_MS;
 }
 
 export interface TenantContext {
@@ -176,40 +182,43 @@ async function tenantTransaction<T>(
  * statement alone (its own implicit transaction). For reads that need nothing else (retrieval:
  * public.retrieve_for_turn); the request's rate-limit token, when not yet taken, goes in the same
  * round trip (pipelined before it on the same connection, or on the primary when `sql` reads from
- * a replica). Retried once on a fresh connection when the database was unavailable.
+ * a replica). Past the pool's statement timeout the read is cancelled (db-read-timeout.ts).
+ * Retried once on a fresh connection when the database was unavailable.
  */
-export async function readAsTenant<T>(
+export async function readAsTenant<T extends readonly (object | undefined)[]>(
   sql: Sql,
   who: TenantContext,
-  read: (q: Sql, tenant: TenantSettings) => Promise<T>,
+  read: (q: Sql, tenant: TenantSettings) => postgres.PendingQuery<T>,
   opts: TenantTxOptions = {},
 ): Promise<T> {
   const routeClass = takeRequestCharge();
   return await routed(sql, who, routeClass, (pool, rc) => tenantRead(pool, who, read, opts, rc));
 }
 
-async function tenantRead<T>(
+async function tenantRead<T extends readonly (object | undefined)[]>(
   sql: Sql,
   who: TenantContext,
-  read: (q: Sql, tenant: TenantSettings) => Promise<T>,
+  read: (q: Sql, tenant: TenantSettings) => postgres.PendingQuery<T>,
   opts: TenantTxOptions,
   routeClass: RouteClass | undefined,
 ): Promise<T> {
-  for (let attempt = 1;; attempt++) {
+  for (let attempt = 1, toCharge = routeClass;; attempt++) {
     const conn = await sql.reserve();
     try {
       const primary = primaryOf(sql);
-      const charge = routeClass ? chargeToken(primary === sql ? conn : primary, who, routeClass) : undefined;
+      const charge = toCharge ? chargeToken(primary === sql ? conn : primary, who, toCharge) : undefined;
       const [charged, answer] = await Promise.allSettled([
         charge ?? Promise.resolve(0),
-        read(conn, tenantSettings(conn, timeoutOf(sql), who, opts)),
+        cancelledAfter(conn, read(conn, tenantSettings(conn, timeoutOf(sql), who, opts)), timeoutMsOf(sql)),
       ]);
       if (charged.status === "rejected") throw charged.reason;
-      if (routeClass && charged.value > 0) throw rateLimited(routeClass, charged.value);
+      if (toCharge && charged.value > 0) throw rateLimited(toCharge, charged.value);
+      toCharge = undefined; // taken: a retry is not charged again
       if (answer.status === "rejected") throw answer.reason;
       return answer.value;
     } catch (err) {
-      if (attempt > 1 || !isDatabaseUnavailable(err)) throw err;
+      // Tried again for a connection that died with the database, not for a read past its timeout.
+      if (attempt > 1 || isStatementTimeout(err) || !isDatabaseUnavailable(err)) throw err;
     } finally {
       conn.release();
     }
@@ -225,17 +234,14 @@ function routed<T>(
 ): Promise<T> {
   const primary = primaryOf(sql);
   if (primary === sql) return run(sql, routeClass);
-  const deadline = replicaDeadlineMs(
-    statementTimeouts.get(sql) ?? DEFAULT_STATEMENT_TIMEOUT_MS,
-    CONNECT_TIMEOUT_SECONDS,
-  );
+  const deadline = replicaDeadlineMs(timeoutMsOf(sql), CONNECT_TIMEOUT_SECONDS);
   return readOnReplica(sql, primary, deadline, routeClass, (rc) => chargeToken(primary, who, rc), run);
 }
 
 /** The tenant's settings for one statement, as a FROM item (readAsTenant). */
 export type TenantSettings = postgres.PendingQuery<postgres.Row[]>;
 
-/** The tenant's settings for a statement, as a FROM item: role, claims, actor, thread, history event, timeout. */
+/** The tenant's settings as a FROM item: role, claims, actor, thread, event, later statements' timeout. */
 function tenantSettings(q: Sql, timeout: string, who: TenantContext, opts: TenantTxOptions) {
   return tenantItem(q, who.tenantId, {
     "memory.actor": who.actor,

@@ -4,7 +4,7 @@
 // and memories citing deleted or renamed files are left out; the branch checked out is
 // preferred). docs/context.md#code-lineage, #usage-feedback.
 import type { UsageCounts } from "../retrieval/rank.ts";
-import { type Excluded, judgeMemory, LINEAGE_BOOST } from "./lineage.ts";
+import { type Excluded, filesOf, judgeMemory, LINEAGE_BOOST } from "./lineage.ts";
 import type { LineageSignals } from "./schemas.ts";
 
 export interface Feedback extends UsageCounts {
@@ -25,8 +25,8 @@ export function feedbackOf(rows: readonly FeedbackRow[]): Map<string, Feedback> 
 
 /**
  * Rows minus what lineage leaves out, each with its usage counts and lineage factor for ranking.
- * A row without feedback (not visible to context_candidates' live rules, e.g. answered as_of) is
- * kept as it is.
+ * A row without feedback (not visible to context_candidates' live rules, e.g. answered as_of) has
+ * no usage counts, and is judged by the files its own metadata cites.
  */
 export function applyFeedback<T extends { id: string; metadata: Record<string, unknown> }>(
   rows: readonly T[],
@@ -37,7 +37,7 @@ export function applyFeedback<T extends { id: string; metadata: Record<string, u
   const excluded: Excluded[] = [];
   for (const row of rows) {
     const f = feedback.get(row.id);
-    const judged = judgeMemory(row.id, row.metadata, f?.cited_files ?? [], signals);
+    const judged = judgeMemory(row.id, row.metadata, f?.cited_files ?? filesOf(row.metadata), signals);
     if (judged.excluded) {
       excluded.push(judged.excluded);
       continue;

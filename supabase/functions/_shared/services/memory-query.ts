@@ -76,7 +76,7 @@ export async function queryMemories(
   let categories = body.categories ?? allowed;
   if (filters.category) categories = categories.filter((c) => c === filters.category);
 
-  const topK = Math.min(body.top_k ?? QUERY_DEFAULT_TOP_K, MAX_TOP_K);
+  const topK = Math.min(body.top_k ?? config.retrieval.topK ?? QUERY_DEFAULT_TOP_K, MAX_TOP_K);
   const threshold = body.threshold ?? thresholdsFor(embedder.model, config).retrieve;
   const scopes = retrievalScopes(config.namespaceRoot, body.project);
   const mode = body.mode ?? "hybrid";
@@ -92,9 +92,9 @@ export async function queryMemories(
 
   // The intent steers memory.query as it steers memory-retrieve (search/intent.ts planSearch).
   const plan = resolved.plan;
-  const read = async (q: Sql, tenant: TenantSettings) => {
+  const read = (q: Sql, tenant: TenantSettings) =>
     // The search's rows, then (offset 0: computed once) their usage feedback, as the tenant.
-    const [row] = await q<
+    q<
       { rows: Record<string, unknown>[] | null; feedback: FeedbackRow[]; weights: FusionWeights; now: Date }[]
     >`
       select found.rows,
@@ -140,10 +140,8 @@ export async function queryMemories(
                where ${categories.length > 0}) as rows
                 from ${tenant}
               offset 0) as found`;
-    return row!;
-  };
   // One statement, as the tenant; what it writes waits behind the answer (write-behind.ts).
-  const found = await readAsTenant(readPoolOf(deps), caller, read);
+  const found = (await readAsTenant(readPoolOf(deps), caller, read))[0]!;
   const rows = (found.rows ?? []).map((r) => rowFromJson<QueryRow>(r));
   // Usage feedback and code lineage (docs/context.md). An as_of answer is about the past: no usage
   // counters (none are read), but lineage from each memory's metadata still applies.

@@ -154,13 +154,12 @@ async function readTurn(
   threadId: string,
   since?: number,
 ): Promise<Turn> {
-  return await readAsTenant(sql, caller, async (q, tenant) => {
-    const [row] = await q<{ turn: Turn }[]>`
+  const [row] = await readAsTenant(sql, caller, (q, tenant) =>
+    q<{ turn: Turn }[]>`
       select public.retrieve_for_turn(${hybridSearchArgs(q, input)},
                                       thread_id => ${threadId}, since_revision => ${since ?? null}::bigint) as turn
-        from ${tenant}`;
-    return row!.turn;
-  }, { threadId });
+        from ${tenant}`, { threadId });
+  return row!.turn;
 }
 
 /**
