@@ -3498,6 +3498,7 @@ declare
   v_new_count  integer[] := '{}';
   v_new_last   timestamptz[] := '{}';
   v_new_str    double precision[] := '{}';
+  v_items      jsonb;
 begin
   if jsonb_typeof(p_items) is distinct from 'array' then
     raise exception 'record_retrievals takes a jsonb array of searches' using errcode = '22023';
@@ -3507,9 +3508,27 @@ begin
   v_log_weight := public.memory_setting('reinforce_log_weight')::double precision;
   v_log_scale := public.memory_setting('reinforce_log_scale')::double precision;
 
+  -- Each search's event first, under the search's id when it has one; then the searches to apply:
+  -- those without an id, and those whose event is new (one already there was written by this
+  -- batch's earlier try, whose commit's reply was lost).
+  with written as (
+    insert into public.memory_events (id, owner_id, thread_id, node, op, status, category, sim, meta, ts)
+    select coalesce((i.v ->> 'id')::uuid, gen_random_uuid()), auth.uid(), i.v ->> 'thread_id', 'context',
+           'search', 'ok', i.v ->> 'category', (i.v ->> 'sim')::real, coalesce(i.v -> 'meta', '{}'),
+           coalesce((i.v ->> 'at')::timestamptz, now())
+      from jsonb_array_elements(p_items) with ordinality as i(v, ord)
+     where i.v ? 'meta' or i.v ? 'id'
+     order by i.ord
+    on conflict (id) do nothing
+    returning id
+  )
+  select coalesce(jsonb_agg(i.v order by i.ord), '[]') into v_items
+    from jsonb_array_elements(p_items) with ordinality as i(v, ord)
+   where not (i.v ? 'id') or (i.v ->> 'id')::uuid in (select w.id from written w);
+
   -- Each memory once, with the instants of the searches that used it in the batch's order, read
   -- and locked in one statement, each by its id (public.lock_retrieved_memories).
-  for v_memory in select * from public.lock_retrieved_memories(p_items)
+  for v_memory in select * from public.lock_retrieved_memories(v_items)
   loop
     v_strength := v_memory.strength;
     v_base := v_memory.base_strength;
@@ -3539,12 +3558,6 @@ begin
     from memory_search.reinforcement_rows(v_ids, v_new_count, v_new_last, v_new_str) u
    where m.id = u.id;
 
-  insert into public.memory_events (owner_id, thread_id, node, op, status, category, sim, meta, ts)
-  select auth.uid(), i.v ->> 'thread_id', 'context', 'search', 'ok', i.v ->> 'category',
-         (i.v ->> 'sim')::real, i.v -> 'meta', coalesce((i.v ->> 'at')::timestamptz, now())
-    from jsonb_array_elements(p_items) with ordinality as i(v, ord)
-   where i.v ? 'meta'
-   order by i.ord;
   return v_count;
 end;
 $$;
@@ -7135,6 +7148,12 @@ GRANT INSERT(source) ON TABLE public.memory_entity_links TO authenticated;
 
 GRANT ALL ON TABLE public.memory_events TO service_role;
 GRANT SELECT ON TABLE public.memory_events TO authenticated;
+
+--
+-- Name: COLUMN memory_events.id; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(id) ON TABLE public.memory_events TO authenticated;
 
 --
 -- Name: COLUMN memory_events.owner_id; Type: ACL; Schema: public; Owner: -

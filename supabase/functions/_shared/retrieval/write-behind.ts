@@ -14,7 +14,9 @@
 // MAX_WAITING_SEARCHES, plus the batch being written. While it does not (down, or a batch waiting
 // on a lock up to the pool's statement timeout), searches keep coming and wait: never more than
 // MAX_RETAINED_SEARCHES, the oldest dropped (and logged) past that, so a long outage costs bounded
-// memory and a crash then loses at most that many.
+// memory and a crash then loses at most that many. Nothing is written twice: a batch sent again
+// after its commit's reply was lost finds its searches' events (each search has an id) and
+// applies none of them again.
 import { isDatabaseUnavailable } from "../database-errors.ts";
 import { type Sql, type TenantContext, tenantItem, timeoutOf } from "../db.ts";
 
@@ -29,6 +31,11 @@ export interface SearchWrite {
   /** Best similarity among the search's candidates. */
   sim: number | null;
   meta: Record<string, unknown>;
+  /**
+   * The search's id, given when it is queued: its event's id, by which public.record_retrievals
+   * applies it once though a batch whose commit's reply was lost is sent again.
+   */
+  id?: string;
 }
 
 export const DEFAULT_WRITE_BEHIND_MS = 200;
@@ -69,7 +76,7 @@ class WriteBehind {
   add(who: TenantContext, item: SearchWrite): void {
     const key = `${who.tenantId}\u0000${who.actor}`;
     const entry = this.#waiting.get(key) ?? { who, items: [] };
-    entry.items.push(item);
+    entry.items.push({ ...item, id: item.id ?? crypto.randomUUID() });
     this.#waiting.set(key, entry);
     this.#waited(1);
   }
