@@ -3523,8 +3523,10 @@ begin
     returning id
   )
   select coalesce(jsonb_agg(i.v order by i.ord), '[]') into v_items
-    from jsonb_array_elements(p_items) with ordinality as i(v, ord)
-   where not (i.v ? 'id') or (i.v ->> 'id')::uuid in (select w.id from written w);
+    from (select j.v, j.ord, row_number() over (partition by j.v ->> 'id' order by j.ord) as nth
+            from jsonb_array_elements(p_items) with ordinality as j(v, ord)) i
+   where i.v ->> 'id' is null
+      or (i.nth = 1 and (i.v ->> 'id')::uuid in (select w.id from written w)); -- a repeated id: once
 
   -- Each memory once, with the instants of the searches that used it in the batch's order, read
   -- and locked in one statement, each by its id (public.lock_retrieved_memories).

@@ -111,14 +111,14 @@ Deno.test({
 
 Deno.test({
   ...realServerOnly(
-    "database errors: a one-statement read as the tenant is cancelled past the pool's statement timeout (503), and its connection serves the next read",
+    "database errors: a one-statement read as the tenant is cancelled past the pool's statement timeout (503), not run again, and its connection serves the next read",
     "PGlite's socket server takes no cancel requests",
   ),
   sanitizeOps: false,
   sanitizeResources: false,
   fn: async () => {
     // One connection: the read after the cancelled one runs on the same server session.
-    const pool = createSql(Deno.env.get("DATABASE_URL")!, { max: 1, statementTimeoutMs: 100 });
+    const pool = createSql(Deno.env.get("DATABASE_URL")!, { max: 1, statementTimeoutMs: 1_000 });
     const who = { tenantId: crypto.randomUUID(), actor: "user" };
     // Counts the read's runs: a read past its timeout is not run a second time.
     const runs = `public.test_read_runs_${crypto.randomUUID().replaceAll("-", "")}`;
@@ -143,6 +143,42 @@ Deno.test({
     } finally {
       await pool.unsafe(`drop sequence if exists ${runs}`);
       await pool.end();
+    }
+  },
+});
+
+Deno.test({
+  ...realServerOnly(
+    "database errors: a cancel request that cannot connect leaves the read to finish and the process up",
+    "the read runs on a real server, through a proxy",
+  ),
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    // A proxy that takes one connection and then refuses every other: the pool's one connection
+    // goes through, the cancel request's connection is refused. postgres.js's own query.cancel()
+    // left that refusal as an unhandled rejection, which ends a Deno process.
+    const server = new URL(Deno.env.get("DATABASE_URL")!);
+    const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const proxied = (async () => {
+      const client = await listener.accept();
+      listener.close();
+      const upstream = await Deno.connect({ hostname: server.hostname, port: Number(server.port || 5432) });
+      await Promise.allSettled([client.readable.pipeTo(upstream.writable), upstream.readable.pipeTo(client.writable)]);
+    })();
+    const url = new URL(server);
+    url.port = String((listener.addr as Deno.NetAddr).port);
+    const pool = createSql(url.toString(), { max: 1, statementTimeoutMs: 200 });
+    try {
+      const [row] = await readAsTenant(
+        pool,
+        { tenantId: crypto.randomUUID(), actor: "user" },
+        (q, tenant) => q<{ done: boolean }[]>`select true as done from ${tenant}, pg_sleep(1.5)`,
+      );
+      assert.equal(row?.done, true, "not cancelled (the request could not connect): the read answers");
+    } finally {
+      await pool.end();
+      await proxied;
     }
   },
 });

@@ -72,7 +72,7 @@ async function written(tenant: string): Promise<{ events: number; accesses: numb
 async function eventsLockWaiter(): Promise<Date | undefined> {
   const [r] = await sql<{ started: Date }[]>`
     select a.query_start as started from pg_locks l join pg_stat_activity a using (pid)
-     where l.relation = 'public.memory_events'::regclass and not l.granted`;
+     where l.relation = 'public.memory_events'::regclass and not l.granted and a.datname = current_database()`;
   return r?.started;
 }
 

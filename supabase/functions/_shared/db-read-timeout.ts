@@ -7,33 +7,59 @@
 // statement past its timeout does (SQLSTATE 57014: database-errors.ts answers 503).
 import type postgres from "postgres";
 
-/** How long a connection whose read outran a late cancel waits for that cancel before serving others. */
-export const LATE_CANCEL_GRACE_SECONDS = 0.1;
+/** Between two cancel requests for a read still running: one may land while the session waits. */
+export const RECANCEL_MS = 1_000;
+/** The longest the session waits for a cancel request to be done (one that cannot connect). */
+export const CANCEL_WAIT_MS = 5_000;
 
 /**
  * `query`, cancelled when it has not answered within `ms`. `conn` is the connection it runs on,
- * reserved by the caller until this settles: a cancel names a server session, not a statement, so
- * one that arrives after the read ended would cancel whatever the session runs next. When the read
- * ended otherwise than by the cancel (it answered as the timer fired), the session waits a moment
- * for the cancel, here, before anything else runs on it.
+ * reserved by the caller until this settles. A cancel names a server session, not a statement:
+ * one still on its way when the read ends would cancel whatever the session runs next, so this
+ * settles only once every cancel request sent is done (Postgres has then signalled the session,
+ * and a session waiting for its next statement ignores the signal). A cancel that lands between two
+ * messages of the read (a statement not prepared is parsed and described first, then run; a pooler
+ * may still be waiting for a server) is ignored too, so one is sent again each RECANCEL_MS while
+ * the read runs.
  */
 export async function cancelledAfter<T extends readonly (object | undefined)[]>(
-  conn: postgres.Sql,
   query: postgres.PendingQuery<T>,
   ms: number,
 ): Promise<T> {
-  let fired = false;
-  const timer = setTimeout(() => {
-    fired = true;
-    query.cancel();
-  }, ms);
+  let settled = false;
+  const sent: Promise<void>[] = [];
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const cancel = () => {
+    const request = cancelRequest(query);
+    sent.push(request);
+    void request.then(() => {
+      if (!settled) timer = setTimeout(cancel, RECANCEL_MS);
+    });
+  };
+  timer = setTimeout(cancel, ms);
   try {
     return await query;
-  } catch (err) {
-    if (fired && (err as { code?: unknown })?.code === "57014") fired = false; // the cancel ended it
-    throw err;
   } finally {
+    settled = true;
     clearTimeout(timer);
-    if (fired) await conn`select pg_sleep(${LATE_CANCEL_GRACE_SECONDS})`.catch(() => {});
+    if (sent.length > 0) await withinMs(Promise.all(sent), CANCEL_WAIT_MS);
   }
+}
+
+/**
+ * Sends a cancel request for `query`; resolves when it is done, whatever came of it. postgres.js's
+ * query.cancel() discards the promise of the request it sends (it returns null), and that promise
+ * rejects when the request cannot connect: unhandled, the rejection would end the process. The
+ * pool's canceller, which query.cancel() calls, is called here instead, and hands it over.
+ */
+function cancelRequest(query: object): Promise<void> {
+  const canceller = (query as unknown as { canceller?: (q: unknown) => Promise<void> }).canceller;
+  if (typeof canceller !== "function") return Promise.resolve();
+  return canceller(query).then(() => {}, () => {});
+}
+
+function withinMs(work: Promise<unknown>, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  return Promise.race([work, new Promise((resolve) => (timer = setTimeout(resolve, ms)))])
+    .then(() => clearTimeout(timer));
 }

@@ -209,7 +209,7 @@ async function tenantRead<T extends readonly (object | undefined)[]>(
       const charge = toCharge ? chargeToken(primary === sql ? conn : primary, who, toCharge) : undefined;
       const [charged, answer] = await Promise.allSettled([
         charge ?? Promise.resolve(0),
-        cancelledAfter(conn, read(conn, tenantSettings(conn, timeoutOf(sql), who, opts)), timeoutMsOf(sql)),
+        cancelledAfter(read(conn, tenantSettings(conn, timeoutOf(sql), who, opts)), timeoutMsOf(sql)),
       ]);
       if (charged.status === "rejected") throw charged.reason;
       if (toCharge && charged.value > 0) throw rateLimited(toCharge, charged.value);
