@@ -7,6 +7,7 @@ import { DATABASE_RETRY_AFTER_SECONDS, mapDatabaseError } from "../supabase/func
 import { realServerOnly } from "./support/backend.ts";
 import { testSql } from "./support/seed.ts";
 import { dbTest } from "./support/http.ts";
+import { assertSlowReadCancelled } from "./support/slow-read.ts";
 
 async function errorOf(run: () => Promise<unknown>): Promise<unknown> {
   try {
@@ -119,30 +120,13 @@ Deno.test({
   fn: async () => {
     // One connection: the read after the cancelled one runs on the same server session.
     const pool = createSql(Deno.env.get("DATABASE_URL")!, { max: 1, statementTimeoutMs: 1_000 });
-    const who = { tenantId: crypto.randomUUID(), actor: "user" };
-    // Counts the read's runs: a read past its timeout is not run a second time.
-    const runs = `public.test_read_runs_${crypto.randomUUID().replaceAll("-", "")}`;
-    await pool.unsafe(`create sequence ${runs}; grant usage on sequence ${runs} to authenticated`);
+    const admin = testSql(1);
     try {
-      // The timeout set inside the statement (its tenant settings) is armed too late to stop it:
-      // without the cancel this read answers after 30 s and errorOf fails.
-      const slow = await errorOf(() =>
-        readAsTenant(pool, who, (q, tenant) => q`select nextval(${runs}::regclass), pg_sleep(30) from ${tenant}`)
-      );
-      assert.equal((slow as { code?: string }).code, "57014", String(slow));
+      const slow = await assertSlowReadCancelled(pool, admin);
       assert.equal(mapDatabaseError(slow)?.status, 503);
-      const [counted] = await pool.unsafe(`select last_value::int as n from ${runs}`);
-      assert.equal(counted!.n, 1, "run once: a statement past its timeout is not tried again");
-
-      const [row] = await readAsTenant(
-        pool,
-        who,
-        (q, tenant) => q<{ uid: string }[]>`select auth.uid()::text as uid from ${tenant}`,
-      );
-      assert.equal(row?.uid, who.tenantId, "the next read runs, as the tenant");
     } finally {
-      await pool.unsafe(`drop sequence if exists ${runs}`);
       await pool.end();
+      await admin.end();
     }
   },
 });

@@ -18,6 +18,7 @@ import { testConfig, testDatabaseUrl } from "./support/config.ts";
 import { callJson } from "./support/http.ts";
 import { memoryApi } from "./support/memory-api.ts";
 import { newTenant, testSql } from "./support/seed.ts";
+import { assertSlowReadCancelled } from "./support/slow-read.ts";
 
 const SERVER_PORT = Number(new URL(testDatabaseUrl()).port || 5432);
 const POOLER_PORT = Number(Deno.env.get("DEVAI_TEST_POOLER_PG_PORT") ?? SERVER_PORT + 24);
@@ -111,6 +112,32 @@ Deno.test({
           select access_count::int as n from public.devai_memories where id = ${t.ids[0]!}`;
         assert.ok(row!.n >= 4, `${t.project}: its webhook memory was reinforced by its four retrievals`);
       }
+    } finally {
+      await pooled.end();
+      await direct.end();
+      await pooler("pooler-stop");
+    }
+  },
+});
+
+Deno.test({
+  ...realServerOnly(
+    "transaction pooler: a read past the pool's statement timeout is cancelled through PgBouncer (503), once, and the pool reads again",
+    WHY,
+  ),
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    await pooler("pooler-start");
+    const direct = testSql(1);
+    const pooled = createSql(`postgresql://postgres@127.0.0.1:${POOLER_PORT}/postgres`, {
+      max: 1,
+      prepare: "off",
+      statementTimeoutMs: 1_000,
+    });
+    try {
+      // The cancel request goes to the pooler, which passes it to the server running the read.
+      await assertSlowReadCancelled(pooled, direct);
     } finally {
       await pooled.end();
       await direct.end();
