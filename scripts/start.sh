@@ -15,7 +15,7 @@ source scripts/lib/ensure-deps.sh
 
 serve=(deno run -A --config supabase/functions/deno.json scripts/serve.ts)
 if [[ -n "${DATABASE_URL:-}${SUPABASE_DB_URL:-}" ]]; then
-  export DATABASE_URL="${DATABASE_URL:-$SUPABASE_DB_URL}"
+  export DATABASE_URL="${SUPABASE_DB_URL:-$DATABASE_URL}"  # the one the functions use (env.ts: SUPABASE_DB_URL first)
   bash scripts/db.sh start   # checks the connection, bootstraps plain Postgres, applies migrations
   exec "${serve[@]}"
 elif [[ "${1:-}" == "--postgres" ]]; then

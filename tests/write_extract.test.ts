@@ -100,6 +100,12 @@ Deno.test("extract: POST answers 202 with a durable job; the worker turns it int
       new Request(`${URL_}?job_id=${body.job_id}`, { headers: await userHeaders(newTenant()) }),
     );
     assert.equal(other.status, 404);
+    // Unknown query parameters are refused, as everywhere.
+    const extra = await handler(
+      new Request(`${URL_}?job_id=${body.job_id}&verbose=1`, { headers: await userHeaders(tenant) }),
+    );
+    assert.equal(extra.status, 400);
+    assert.equal((await extra.json()).error.code, "invalid_request");
   } finally {
     await env.close();
   }

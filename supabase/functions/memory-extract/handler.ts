@@ -37,7 +37,7 @@ import {
 } from "./transcript-prefix.ts";
 import { continueFromJob, loadSessionJobs } from "./session-jobs.ts";
 
-const JobQuery = z.object({ job_id: z.uuid() });
+const JobQuery = z.object({ job_id: z.uuid() }).strict();
 
 /** POST body (at most MAX_MESSAGES_PER_REQUEST messages; a longer session sends the rest with `after`): the session's transcript so far, or (with `after`) what follows what it already sent. */
 export const ExtractRequestSchema = z.object({
