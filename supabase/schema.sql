@@ -3517,13 +3517,13 @@ begin
            'search', 'ok', i.v ->> 'category', (i.v ->> 'sim')::real, coalesce(i.v -> 'meta', '{}'),
            coalesce((i.v ->> 'at')::timestamptz, now())
       from jsonb_array_elements(p_items) with ordinality as i(v, ord)
-     where i.v ? 'meta' or i.v ? 'id'
+     where i.v ? 'meta' or jsonb_typeof(i.v -> 'id') = 'string'
      order by i.ord
     on conflict (id) do nothing
     returning id
   )
   select coalesce(jsonb_agg(i.v order by i.ord), '[]') into v_items
-    from (select j.v, j.ord, row_number() over (partition by j.v ->> 'id' order by j.ord) as nth
+    from (select j.v, j.ord, row_number() over (partition by (j.v ->> 'id')::uuid order by j.ord) as nth
             from jsonb_array_elements(p_items) with ordinality as j(v, ord)) i
    where i.v ->> 'id' is null
       or (i.nth = 1 and (i.v ->> 'id')::uuid in (select w.id from written w)); -- a repeated id: once

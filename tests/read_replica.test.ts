@@ -123,11 +123,15 @@ Deno.test({
 
       // A category taken away from the agent is refused at once, though the replica has not
       // replayed the change: the allowlist is read on the primary.
+      const asAgent = async () =>
+        callJson(retrieve, "http://local/functions/v1/memory-retrieve/query", {
+          headers: await userHeaders(tenant),
+          body: { agent, query: "billing webhooks retries", categories: ["architecture"], project: "billing" },
+        });
+      const allowed = await asAgent();
+      assert.equal(allowed.status, 200, `before: allowed. ${JSON.stringify(allowed.body)}`);
       await primary`delete from public.memory_agent_allowlists where agent = ${agent} and category = 'architecture'`;
-      const revoked = await callJson(retrieve, "http://local/functions/v1/memory-retrieve/query", {
-        headers: await userHeaders(tenant),
-        body: { agent, query: "billing webhooks retries", categories: ["architecture"], project: "billing" },
-      });
+      const revoked = await asAgent();
       assert.equal(revoked.status, 403, JSON.stringify(revoked.body));
       assert.equal(revoked.body.error.code, "category_not_allowed");
 

@@ -81,3 +81,34 @@ Deno.test("read replica: a probe that fails pauses it again, and that read runs 
     console.error = error;
   }
 });
+
+Deno.test("read replica: what the replica's error decides (timeout, replay conflict, a bad read)", async () => {
+  const error = console.error;
+  console.error = () => {};
+  try {
+    const fails = (code: string) => () => Promise.reject(Object.assign(new Error(code), { code }));
+    // Past its statement timeout: a 503 as on the primary, not run there again, the replica kept.
+    let s = setup();
+    s.setReplica(fails("57014"));
+    await assert.rejects(s.read(), (e: { code?: string }) => e.code === "57014");
+    assert.deepEqual(s.ran.splice(0), ["replica"], "a slow read is not repeated on the primary");
+    s.setReplica(() => Promise.resolve("replica"));
+    assert.equal(await s.read(), "replica", "and the replica is not paused");
+    // Cancelled for a replay conflict (40001): the primary answers, and the replica is paused.
+    s = setup();
+    s.setReplica(fails("40001"));
+    assert.equal(await s.read(), "primary");
+    assert.deepEqual(s.ran.splice(0), ["replica", "primary"]);
+    assert.equal(await s.read(), "primary");
+    assert.deepEqual(s.ran.splice(0), ["primary"], "paused");
+    // An error about the read itself (bad input): the caller's, not the replica's.
+    s = setup();
+    s.setReplica(fails("22P02"));
+    await assert.rejects(s.read(), (e: { code?: string }) => e.code === "22P02");
+    s.setReplica(() => Promise.resolve("replica"));
+    assert.equal(await s.read(), "replica");
+    assert.deepEqual(s.ran.splice(0), ["replica", "replica"], "never on the primary, never paused");
+  } finally {
+    console.error = error;
+  }
+});

@@ -13,6 +13,7 @@ import {
   embeddingText,
   keywordText,
   requestWindow,
+  resolvePlan,
   withoutExclusions,
 } from "../supabase/functions/_shared/search/plan.ts";
 import { asOfInstant } from "../supabase/functions/_shared/memories/as-of.ts";
@@ -186,9 +187,10 @@ Deno.test("time values: impossible days and clock times are refused; the documen
   assert.equal(resolveTime("2024-02-29T23:59:59Z", now)!.toISOString(), "2024-02-29T23:59:59.000Z");
   assert.equal(resolveTime("9999-12-31T12:00:00Z", now)!.toISOString(), "9999-12-31T12:00:00.000Z");
   assert.equal(resolveTime("1970-01-01", now)!.toISOString(), "1970-01-01T00:00:00.000Z");
+  assert.equal(resolveTime("2026-11-01T10:00:00.123456+05:30", now)!.toISOString(), "2026-11-01T04:30:00.123Z");
 });
 
-Deno.test("time words: the keyword text loses the words that set the window, not the same letters in a name", () => {
+Deno.test("time words: the keyword text loses the words that set the window, not the same letters in a name", async () => {
   const now = new Date("2026-11-23T15:30:00Z");
   const text = "src/reports/today.ts fails since today";
   const window = windowFromText(text, now);
@@ -199,6 +201,14 @@ Deno.test("time words: the keyword text loses the words that set the window, not
   assert.equal(withoutExclusions(excluded).length, excluded.length);
   assert.equal(windowFromText(withoutExclusions(excluded), now), undefined);
   assert.notEqual(classifyIntentByKeywords(withoutExclusions(excluded)).intent, "when");
+  // The plan reads them so: no window, no `when`; the same words outside an exclusion set both.
+  const plan = (text: string) => resolvePlan({ text }, localEmbedder(), undefined, () => now);
+  const inside = await plan(excluded);
+  assert.equal(inside.window, undefined);
+  assert.notEqual(inside.intent.intent, "when");
+  const outside = await plan("what failed deploy today");
+  assert.equal(outside.window?.from, "query_text");
+  assert.equal(outside.intent.intent, "when");
 });
 
 Deno.test("exclusions are not embedded; as_of covers the millisecond the API reports", () => {
@@ -208,10 +218,11 @@ Deno.test("exclusions are not embedded; as_of covers the millisecond the API rep
   assert.equal(embeddingText("-proxy"), "-proxy", "a query of exclusions only is embedded as it is");
   // A pasted command's flags and negative numbers are no exclusions (public.memory_keyword_terms).
   assert.equal(embeddingText("git log -n 5 --oneline; exit -1"), "git log -n 5 --oneline; exit -1");
-  assert.match(
-    embeddingText("a\u00a0-b c"),
-    /-b c/,
-    "after a no-break space (no blank to Postgres either), -b is kept",
+  assert.equal(embeddingText("a -bb c"), "a c");
+  assert.equal(
+    embeddingText("a\u00a0-bb c"),
+    "a -bb c",
+    "after a no-break space (no blank to Postgres either), -bb is kept",
   );
   assert.equal(asOfInstant("2026-11-27T07:31:18.194Z"), "2026-11-27T07:31:18.194999Z");
   assert.equal(asOfInstant("2026-11-27T09:31:18+02:00"), "2026-11-27T07:31:18.000999Z");

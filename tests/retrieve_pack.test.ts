@@ -275,3 +275,21 @@ Deno.test("delta: at most 3 bullets in the seed's format", () => {
   ]);
   assert.equal(deltaHeaderLine(4), "Memory updates since rev 4:");
 });
+
+Deno.test("pack: a budget with room for the heading and the truncation line, not for the best memory's first words, gives an empty block", () => {
+  const ranked = rankMemories(
+    [1, 2, 3].map((i) =>
+      mem(i, { relevance: 1 - i / 10, content: `${"Interdisciplinary ".repeat(3)}considerations ${i}` })
+    ),
+  );
+  let empties = 0;
+  for (let budget = 1; budget <= 200; budget++) {
+    const p = packIntoBudget({ ranked, budgetTokens: budget }, ctx);
+    if (p.injected.length > 0) break;
+    // Nothing injected: no heading over "[truncated - 3 more memories available]" either.
+    assert.equal(p.block, "", `budget ${budget}`);
+    assert.equal(p.truncatedCount, 3);
+    empties++;
+  }
+  assert.ok(empties > 0 && empties < 200, "some budgets fit nothing, a larger one fits the best memory");
+});

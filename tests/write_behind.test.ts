@@ -323,6 +323,38 @@ Deno.test({
   },
 });
 
+dbTest(
+  "write-behind: a tenant's searches the database refuses are dropped; the other tenants' in the batch are written",
+  async () => {
+    const [bad, good] = [newTenant(), newTenant()];
+    const pool = createSql(testDatabaseUrl(), { max: 2 });
+    const item = (ids: string[]) => ({
+      at: new Date().toISOString(),
+      ids,
+      thread_id: null,
+      category: null,
+      sim: null,
+      meta: {},
+    });
+    const error = console.error;
+    const logged: string[] = [];
+    console.error = (line: string) => logged.push(line);
+    try {
+      // Not a uuid: record_retrievals refuses that tenant's statement (22P02), which would fail again.
+      writeBehind(pool, { tenantId: bad, actor: "test" }, item(["not-a-uuid"]), AN_HOUR_MS);
+      writeBehind(pool, { tenantId: good, actor: "test" }, item([]), AN_HOUR_MS);
+      await flushSearchWrites(pool);
+      assert.equal((await written(good)).events, 1, "the other tenant's search is written");
+      assert.equal((await written(bad)).events, 0);
+      assert.equal(heldSearchWrites(pool), 0, "the refused one is not kept to fail again");
+      assert.ok(logged.some((l) => /1 search write\(s\) of a tenant dropped/.test(l)), logged.join("\n"));
+    } finally {
+      console.error = error;
+      await pool.end();
+    }
+  },
+);
+
 dbTest("close the pool", async () => {
   await sql.end();
 });

@@ -7,7 +7,7 @@
 // replica again while the others stay on the primary until it answers. A read that is merely slow
 // on the replica (its statement timeout) is not repeated on the primary. The request's rate-limit
 // token is taken on the primary, once, alongside the read.
-import { isDatabaseUnavailable } from "./database-errors.ts";
+import { isDatabaseUnavailable, isStatementTimeout } from "./database-errors.ts";
 import { rateLimited, type RouteClass } from "./rate-limit.ts";
 
 /** How long reads skip a replica that could not answer. */
@@ -52,7 +52,7 @@ export async function readOnReplica<P extends object, T>(
   if (charged.status === "rejected") throw charged.reason;
   if (routeClass && charged.value > 0) throw rateLimited(routeClass, charged.value);
   const err = answer.status === "rejected" ? answer.reason : undefined;
-  const slow = (err as { code?: unknown } | undefined)?.code === "57014"; // its statement timeout
+  const slow = isStatementTimeout(err);
   if (answer.status === "fulfilled" || (!(err instanceof ReplicaDeadline) && (!isDatabaseUnavailable(err) || slow))) {
     pausedUntil.delete(replica); // it answered (a result, or an error about the read itself)
     if (answer.status === "fulfilled") return answer.value;

@@ -156,7 +156,7 @@ async function tenantTransaction<T>(
       const charge = routeClass ? chargeToken(primary === sql ? conn : primary, who, routeClass) : undefined;
       // In this order on the connection: the token's own transaction, then BEGIN and the settings.
       const begin = conn`begin`.execute().then(() => (open = true));
-      const settings = conn`select 1 from ${tenantSettings(conn, timeoutOf(sql), who, opts)}`.execute();
+      const settings = conn`select 1 from ${tenantSettings(conn, who, opts, timeoutOf(sql))}`.execute();
       const [charged, begun, first] = await Promise.allSettled([charge ?? Promise.resolve(0), begin, settings]);
       if (begun.status === "rejected") throw begun.reason;
       if (first.status === "rejected") throw first.reason;
@@ -209,7 +209,7 @@ async function tenantRead<T extends readonly (object | undefined)[]>(
       const charge = toCharge ? chargeToken(primary === sql ? conn : primary, who, toCharge) : undefined;
       const [charged, answer] = await Promise.allSettled([
         charge ?? Promise.resolve(0),
-        cancelledAfter(read(conn, tenantSettings(conn, timeoutOf(sql), who, opts)), timeoutMsOf(sql)),
+        cancelledAfter(read(conn, tenantSettings(conn, who, opts)), timeoutMsOf(sql)),
       ]);
       if (charged.status === "rejected") throw charged.reason;
       if (toCharge && charged.value > 0) throw rateLimited(toCharge, charged.value);
@@ -241,13 +241,13 @@ function routed<T>(
 /** The tenant's settings for one statement, as a FROM item (readAsTenant). */
 export type TenantSettings = postgres.PendingQuery<postgres.Row[]>;
 
-/** The tenant's settings as a FROM item: role, claims, actor, thread, event, later statements' timeout. */
-function tenantSettings(q: Sql, timeout: string, who: TenantContext, opts: TenantTxOptions) {
+/** The tenant's settings as a FROM item; `timeout`: a transaction's (a read is bounded by cancelledAfter). */
+function tenantSettings(q: Sql, who: TenantContext, opts: TenantTxOptions, timeout?: string) {
   return tenantItem(q, who.tenantId, {
     "memory.actor": who.actor,
     "memory.thread_id": opts.threadId ?? "default",
     "memory.event": opts.event ?? "",
-    statement_timeout: timeout,
+    ...(timeout ? { statement_timeout: timeout } : {}),
   });
 }
 

@@ -4,7 +4,7 @@
 -- without an id is applied each time, as before. docs/operations.md#write-behind-reinforcement-and-search-events.
 begin;
 set local timezone to 'UTC';
-select plan(9);
+select plan(10);
 
 insert into public.devai_memories (id, owner_id, content, memory_type, namespace, base_strength, strength, access_count, last_accessed_at) values
   ('80000000-0000-4000-8000-000000000001', '80000000-0000-4000-8000-0000000000aa', 'The shop deploys on Fridays', 'semantic', 'devai/project/shop', 0.6, 0.6, 2, '2026-01-01 00:00+00'),
@@ -46,17 +46,21 @@ select is(public.record_retrievals(jsonb_build_array(
             jsonb_build_object('at', '2026-01-05 00:00+00', 'ids', jsonb_build_array('80000000-0000-4000-8000-000000000002')))),
           2, 'searches without an id: applied each time');
 
--- An id given twice in one batch: applied once; a null id: as no id.
+-- An id given twice in one batch (in either case): applied once; a null id: as no id (no event without meta).
 select is(public.record_retrievals(jsonb_build_array(
             jsonb_build_object('id', '80100000-0000-4000-8000-000000000004', 'at', '2026-01-06 00:00+00',
                                'ids', jsonb_build_array('80000000-0000-4000-8000-000000000002'), 'meta', '{}'::jsonb),
             jsonb_build_object('id', '80100000-0000-4000-8000-000000000004', 'at', '2026-01-06 00:00+00',
+                               'ids', jsonb_build_array('80000000-0000-4000-8000-000000000002'), 'meta', '{}'::jsonb),
+            jsonb_build_object('id', upper('80100000-0000-4000-8000-000000000004'), 'at', '2026-01-06 00:00+00',
                                'ids', jsonb_build_array('80000000-0000-4000-8000-000000000002'), 'meta', '{}'::jsonb))),
           1, 'an id twice in one batch: applied once');
 select is(public.record_retrievals(jsonb_build_array(
             jsonb_build_object('id', null, 'at', '2026-01-07 00:00+00',
-                               'ids', jsonb_build_array('80000000-0000-4000-8000-000000000002'), 'meta', '{}'::jsonb))),
+                               'ids', jsonb_build_array('80000000-0000-4000-8000-000000000002')))),
           1, 'a null id: applied, as without one');
+select is((select count(*)::int from public.memory_events where owner_id = '80000000-0000-4000-8000-0000000000aa' and op = 'search'),
+          4, 'events: one per search with meta or an id, none for the searches without either');
 
 select * from finish();
 rollback;

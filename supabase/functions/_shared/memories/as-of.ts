@@ -41,8 +41,9 @@ export function asOfColumns(tx: Tx, asOf: string | undefined) {
  */
 export function recordedBy(tx: Tx, asOf: string | undefined, opts: { held?: boolean } = {}) {
   if (!asOf) return tx``;
-  return tx`join lateral public.memory_at(m, ${asOfValue(tx, asOf)}) a
-              on m.created_at <= ${asOfValue(tx, asOf)} ${opts.held === false ? tx`` : tx`and a.held`}`;
+  const at = asOfValue(tx, asOf);
+  return tx`join lateral public.memory_at(m, ${at}) a
+              on m.created_at <= ${at} ${opts.held === false ? tx`` : tx`and a.held`}`;
 }
 
 /** The row as it was at as_of when the as-of columns say so; the as-of columns removed either way. */

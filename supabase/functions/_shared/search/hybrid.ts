@@ -109,6 +109,40 @@ export function signalsOf(
 
 const round = (x: number) => Math.round(x * 10_000) / 10_000;
 
+/** What the search plan and the request steer: the same for every search (search/plan.ts steeringOf). */
+export type SearchSteering = Pick<
+  HybridSearchInput,
+  | "mode"
+  | "graphDepth"
+  | "graphEdgeTypes"
+  | "after"
+  | "before"
+  | "preferMemoryTypes"
+  | "recencyWeight"
+  | "keywordThreshold"
+  | "asOf"
+  | "entityTerms"
+  | "graphEpisodes"
+  | "complexity"
+>;
+
+/** The steering's named arguments, which public.hybrid_search and public.query_memories both take. */
+export function steeringArgs(q: Sql, s: SearchSteering) {
+  return q`
+      search_mode => ${s.mode ?? "hybrid"},
+      graph_depth => ${s.graphDepth ?? 1},
+      graph_edge_types => ${s.graphEdgeTypes ? [...s.graphEdgeTypes] : null}::text[],
+      filter_after => ${s.after ?? null}::timestamptz,
+      filter_before => ${s.before ?? null}::timestamptz,
+      prefer_memory_types => ${s.preferMemoryTypes ? [...s.preferMemoryTypes] : null}::text[],
+      recency_weight => ${s.recencyWeight ?? 0},
+      keyword_threshold => ${s.keywordThreshold ?? null}::float8,
+      as_of => ${asOfValue(q, s.asOf)},
+      entity_terms => ${s.entityTerms && s.entityTerms.length > 0 ? [...s.entityTerms] : null}::text[],
+      graph_episodes => ${s.graphEpisodes ?? false},
+      query_complexity => ${s.complexity ?? null}::text`;
+}
+
 /** public.hybrid_search's named arguments for this input (public.retrieve_for_turn takes the same). */
 export function hybridSearchArgs(q: Sql, input: HybridSearchInput) {
   const vector = input.vector ? toVectorLiteral(input.vector) : null;
@@ -120,20 +154,9 @@ export function hybridSearchArgs(q: Sql, input: HybridSearchInput) {
       similarity_threshold => ${input.threshold},
       match_embedding_model => ${input.embeddingModel},
       match_owner => ${input.ownerId}::uuid,
-      search_mode => ${input.mode ?? "hybrid"},
-      graph_depth => ${input.graphDepth ?? 1},
-      graph_edge_types => ${input.graphEdgeTypes ? [...input.graphEdgeTypes] : null}::text[],
-      filter_after => ${input.after ?? null}::timestamptz,
-      filter_before => ${input.before ?? null}::timestamptz,
       filter_memory_types => ${input.memoryTypes ? [...input.memoryTypes] : null}::text[],
       filter_categories => ${input.categories ? [...input.categories] : null}::text[],
-      prefer_memory_types => ${input.preferMemoryTypes ? [...input.preferMemoryTypes] : null}::text[],
-      recency_weight => ${input.recencyWeight ?? 0},
-      keyword_threshold => ${input.keywordThreshold ?? null}::float8,
-      as_of => ${asOfValue(q, input.asOf)},
-      entity_terms => ${input.entityTerms && input.entityTerms.length > 0 ? [...input.entityTerms] : null}::text[],
-      graph_episodes => ${input.graphEpisodes ?? false},
-      query_complexity => ${input.complexity ?? null}::text`;
+      ${steeringArgs(q, input)}`;
 }
 
 export async function hybridSearch(tx: Tx, input: HybridSearchInput): Promise<HybridRow[]> {

@@ -14,6 +14,7 @@ import {
   type SearchPlan,
 } from "./intent.ts";
 import { classifyByExemplars } from "./intent-exemplars.ts";
+import type { SearchMode, SearchSteering } from "./hybrid.ts";
 import { inTimeRange, resolveTime, TIME_FORMS, type TimeWindow, windowFromText } from "./time-window.ts";
 
 export interface PlanRequest {
@@ -45,6 +46,28 @@ export function keywordText(text: string, resolved: Pick<ResolvedPlan, "window">
   if (w?.from !== "query_text" || w.phrase === undefined || w.index === undefined) return text;
   // At the place the words were read (the same words inside a name earlier on stay).
   return `${text.slice(0, w.index)} ${text.slice(w.index + w.phrase.length)}`.replace(/\s+/g, " ").trim();
+}
+
+/** What the resolved plan and the request steer in the search: alike for memory-retrieve and memory.query. */
+export function steeringOf(
+  resolved: ResolvedPlan,
+  req: { mode?: SearchMode; keyword_threshold?: number; as_of?: string },
+): SearchSteering {
+  const { plan } = resolved;
+  return {
+    mode: req.mode ?? "hybrid",
+    graphDepth: plan.graphDepth,
+    graphEdgeTypes: plan.graphEdgeTypes,
+    after: resolved.window?.after,
+    before: resolved.window?.before,
+    preferMemoryTypes: plan.preferMemoryTypes,
+    recencyWeight: plan.recencyWeight,
+    keywordThreshold: req.keyword_threshold,
+    asOf: req.as_of,
+    entityTerms: resolved.entityTerms,
+    graphEpisodes: plan.graphEpisodes,
+    complexity: resolved.complexity,
+  };
 }
 
 /**
@@ -112,11 +135,13 @@ export async function resolvePlan(
     ]);
   }
   const window = requestWindow(req, now);
+  // Time words and cues are read outside the exclusions (`-"last week"` sets no window).
+  const sentence = withoutExclusions(req.text);
   let intent: IntentResult;
   if (req.intent) {
     intent = { intent: req.intent, by: "request" };
   } else {
-    intent = classifyIntentByKeywords(withoutExclusions(req.text));
+    intent = classifyIntentByKeywords(sentence);
     if (intent.by === "default" && vector) {
       const nearest = await classifyByExemplars(vector, embedder).catch(() => undefined);
       if (nearest) intent = { intent: nearest, by: "exemplar" };
@@ -126,7 +151,7 @@ export async function resolvePlan(
   const plan = planSearch(intent.intent, complexity);
   if (req.graph_depth !== undefined) plan.graphDepth = req.graph_depth;
   plan.graphDepth = Math.min(plan.graphDepth, 4);
-  const textWindow = !window && intent.intent === "when" ? windowFromText(withoutExclusions(req.text), now) : undefined;
+  const textWindow = !window && intent.intent === "when" ? windowFromText(sentence, now) : undefined;
   const entityTerms = plan.entityLookup ? entityTermsOf(req.text) : [];
   return { plan, entityTerms, intent, complexity, window: window ?? textWindow, now };
 }

@@ -6,7 +6,7 @@
 // answer (retrieval/write-behind.ts).
 import type { Caller } from "../auth.ts";
 import { readAsTenant, type Sql, type TenantContext, type TenantSettings, toVectorLiteral, withTenant } from "../db.ts";
-import { embeddingText, keywordText, resolvePlan } from "../search/plan.ts";
+import { embeddingText, keywordText, resolvePlan, steeringOf } from "../search/plan.ts";
 import { embedForCaller, thresholdsFor } from "../embeddings.ts";
 import { HttpError } from "../http.ts";
 import { requireAllowlist } from "../memory-config.ts";
@@ -30,7 +30,7 @@ import {
 } from "../retrieval/search.ts";
 import { writeBehind } from "../retrieval/write-behind.ts";
 import { applyFeedback, feedbackOf, type FeedbackRow } from "../context/feedback.ts";
-import type { FusionWeights } from "../search/hybrid.ts";
+import { type FusionWeights, steeringArgs } from "../search/hybrid.ts";
 import { clockOf, readPoolOf, type SearchDeps, type Timed } from "./deps.ts";
 import { asOfValue } from "../memories/as-of.ts";
 
@@ -91,7 +91,7 @@ export async function queryMemories(
   const t1 = performance.now();
 
   // The intent steers memory.query as it steers memory-retrieve (search/intent.ts planSearch).
-  const plan = resolved.plan;
+  const steering = steeringOf(resolved, body);
   const read = (q: Sql, tenant: TenantSettings) =>
     // The search's rows, then (offset 0: computed once) their usage feedback, as the tenant.
     q<
@@ -125,18 +125,7 @@ export async function queryMemories(
                        filter_importance_max => ${filters.importance_max ?? null}::integer,
                        filter_updated_after => ${filters.updated_after ?? null}::timestamptz,
                        filter_updated_before => ${filters.updated_before ?? null}::timestamptz,
-                       search_mode => ${mode},
-                       graph_depth => ${plan.graphDepth},
-                       filter_after => ${resolved.window?.after ?? null}::timestamptz,
-                       filter_before => ${resolved.window?.before ?? null}::timestamptz,
-                       keyword_threshold => ${body.keyword_threshold ?? null}::float8,
-                       as_of => ${asOfValue(q, body.as_of)},
-                       query_complexity => ${resolved.complexity}::text,
-                       graph_edge_types => ${plan.graphEdgeTypes ?? null}::text[],
-                       prefer_memory_types => ${plan.preferMemoryTypes ?? null}::text[],
-                       recency_weight => ${plan.recencyWeight},
-                       entity_terms => ${resolved.entityTerms.length > 0 ? resolved.entityTerms : null}::text[],
-                       graph_episodes => ${plan.graphEpisodes}) with ordinality as r
+                       ${steeringArgs(q, steering)}) with ordinality as r
                where ${categories.length > 0}) as rows
                 from ${tenant}
               offset 0) as found`;

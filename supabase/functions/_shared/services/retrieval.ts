@@ -13,7 +13,7 @@
 import { readAsTenant, type Sql, type TenantContext } from "../db.ts";
 import { embedForCaller, thresholdsFor } from "../embeddings.ts";
 import { type FusionWeights, type HybridRow, hybridSearchArgs, type HybridSearchInput } from "../search/hybrid.ts";
-import { embeddingText, keywordText, resolvePlan } from "../search/plan.ts";
+import { embeddingText, keywordText, resolvePlan, steeringOf } from "../search/plan.ts";
 import { type ChangeRow, deltaHeaderLine, formatDeltaBullets } from "../retrieval/delta.ts";
 import type { FormatContext } from "../retrieval/format.ts";
 import { packIntoBudget, type RelatedCandidate } from "../retrieval/pack.ts";
@@ -60,18 +60,7 @@ export async function retrieve(
     ownerId: caller.tenantId,
     limit: topK,
     threshold,
-    mode,
-    graphDepth: plan.graphDepth,
-    graphEdgeTypes: plan.graphEdgeTypes,
-    after: resolved.window?.after,
-    before: resolved.window?.before,
-    preferMemoryTypes: plan.preferMemoryTypes,
-    recencyWeight: plan.recencyWeight,
-    keywordThreshold: body.keyword_threshold,
-    asOf: body.as_of,
-    entityTerms: resolved.entityTerms,
-    graphEpisodes: plan.graphEpisodes,
-    complexity: resolved.complexity,
+    ...steeringOf(resolved, body),
   };
   const since = body.since_revision;
   const read = (sql: Sql) => readTurn(sql, caller, input, threadId, since);
