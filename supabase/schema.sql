@@ -1821,7 +1821,8 @@ begin
          m.metadata, m.created_at,
          case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end,
          (select max(rel.strength) from public.memory_relations rel
-           where rel.owner_id = m.owner_id and (rel.from_id = m.id or rel.to_id = m.id)),
+           where rel.owner_id = m.owner_id and (rel.from_id = m.id or rel.to_id = m.id)
+             and rel.valid_from <= now() and (rel.valid_until is null or rel.valid_until > now())),
          coalesce(f.files, '{}'),
          coalesce(u.retrieval_count, 0), coalesce(u.citation_count, 0), coalesce(u.ignore_count, 0)
     from unnest(v_ids, v_kinds, v_details, v_weights) as r(id, kind, detail, weight)
@@ -2531,7 +2532,9 @@ begin
            m.importance, m.pinned, m.source, m.metadata, m.session_id, m.access_count,
            m.last_accessed_at, m.created_at, m.updated_at,
            (select max(r.strength) from public.memory_relations r
-             where r.owner_id = m.owner_id and (r.from_id = m.id or r.to_id = m.id))
+             where r.owner_id = m.owner_id and (r.from_id = m.id or r.to_id = m.id)
+               and r.created_at <= as_of and r.valid_from <= as_of
+               and (r.valid_until is null or r.valid_until > as_of))
       from nearest n
       join public.devai_memories m on m.id = n.id
      where 1 - n.distance > similarity_threshold
@@ -2583,7 +2586,8 @@ begin
            m.importance, m.pinned, m.source, m.metadata, m.session_id, m.access_count,
            m.last_accessed_at, m.created_at, m.updated_at,
            (select max(r.strength) from public.memory_relations r
-             where r.owner_id = m.owner_id and (r.from_id = m.id or r.to_id = m.id))
+             where r.owner_id = m.owner_id and (r.from_id = m.id or r.to_id = m.id)
+               and r.valid_from <= now() and (r.valid_until is null or r.valid_until > now()))
       from nearest n
       join public.devai_memories m on m.id = n.id
      where 1 - n.distance > similarity_threshold
@@ -2621,7 +2625,8 @@ begin
          m.importance, m.pinned, m.source, m.metadata, m.session_id, m.access_count,
          m.last_accessed_at, m.created_at, m.updated_at,
          (select max(r.strength) from public.memory_relations r
-           where r.owner_id = m.owner_id and (r.from_id = m.id or r.to_id = m.id))
+           where r.owner_id = m.owner_id and (r.from_id = m.id or r.to_id = m.id)
+             and r.valid_from <= now() and (r.valid_until is null or r.valid_until > now()))
     from nearest n
     join public.devai_memories m on m.id = n.id
    where 1 - n.distance > similarity_threshold
