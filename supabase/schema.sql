@@ -1546,7 +1546,7 @@ begin
     select coalesce(array_agg(x.id), '{}') into v_ids
       from (select m.id from public.devai_memories m
              where m.owner_id = p_owner and m.created_at >= p_recent_since
-               and m.is_valid and m.state = 'active' and m.strength > 0.05
+               and m.is_valid and m.state = 'active' and m.strength > 0.05 and m.source is distinct from 'conversation'
                and (case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end) = 'errors_and_fixes'
                and (m.namespace || '/') ^@ any (p_scopes)
              order by m.created_at desc, m.id desc
@@ -1747,6 +1747,36 @@ end;
 $$;
 
 --
+-- Name: relation_strength(uuid, uuid, timestamp with time zone, text[]); Type: FUNCTION; Schema: memory_search; Owner: -
+--
+
+CREATE FUNCTION memory_search.relation_strength(p_owner uuid, p_id uuid, p_at timestamp with time zone, p_scopes text[]) RETURNS real
+    LANGUAGE plpgsql STABLE
+    SET search_path TO ''
+    AS $$
+begin
+  -- The strongest edge valid at p_at (now when null) to a memory the same search could see then:
+  -- held, in scope and, now, above the retrieval floor. A contradiction corroborates nothing. The
+  -- edges are tried strongest first and the first whose other end is visible answers, so a memory
+  -- with many edges costs one read of them and, mostly, one visibility check. (plpgsql: a SQL
+  -- function with a SET clause would be planned again in every statement that calls it.)
+  return (
+    select e.strength
+      from (select r.strength, case when r.from_id = p_id then r.to_id else r.from_id end as other
+              from public.memory_relations r
+             where r.owner_id = p_owner and (r.from_id = p_id or r.to_id = p_id)
+               and r.relation_type <> 'contradicts'
+               and r.created_at <= coalesce(p_at, now()) and r.valid_from <= coalesce(p_at, now())
+               and (r.valid_until is null or r.valid_until > coalesce(p_at, now()))
+             order by r.strength desc
+            offset 0) e
+     cross join lateral (select o from public.devai_memories o where o.id = e.other and o.owner_id = p_owner offset 0) x
+     where public.memory_graph_visible(x.o, p_at, p_scopes)
+     limit 1);
+end;
+$$;
+
+--
 -- Name: scoped_query(tsquery, text[]); Type: FUNCTION; Schema: memory_search; Owner: -
 --
 
@@ -1809,9 +1839,9 @@ begin
     select v_ids || coalesce(array_agg(c.id), '{}'), v_kinds || coalesce(array_agg('contradiction'::text), '{}'),
            v_details || coalesce(array_agg(c.other), '{}'), v_weights || coalesce(array_agg(1::double precision), '{}')
       into v_ids, v_kinds, v_details, v_weights
-      from (select o.memory_a as id, o.memory_b::text as other from public.context_open_contradictions(match_namespaces, 10) o
+      from (select o.memory_a as id, o.memory_b::text as other from public.context_open_contradictions(match_namespaces, 10, match_owner) o
             union all
-            select o.memory_b, o.memory_a::text from public.context_open_contradictions(match_namespaces, 10) o) c;
+            select o.memory_b, o.memory_a::text from public.context_open_contradictions(match_namespaces, 10, match_owner) o) c;
   end if;
 
   -- Each memory by its id (the primary key), read under RLS.
@@ -1820,9 +1850,7 @@ begin
          m.content, m.memory_type, m.namespace, m.strength, m.priority, m.importance, m.pinned, m.source,
          m.metadata, m.created_at,
          case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end,
-         (select max(rel.strength) from public.memory_relations rel
-           where rel.owner_id = m.owner_id and (rel.from_id = m.id or rel.to_id = m.id)
-             and rel.valid_from <= now() and (rel.valid_until is null or rel.valid_until > now())),
+         memory_search.relation_strength(m.owner_id, m.id, null, v_scopes),
          coalesce(f.files, '{}'),
          coalesce(u.retrieval_count, 0), coalesce(u.citation_count, 0), coalesce(u.ignore_count, 0)
     from unnest(v_ids, v_kinds, v_details, v_weights) as r(id, kind, detail, weight)
@@ -1838,10 +1866,10 @@ end;
 $$;
 
 --
--- Name: context_open_contradictions(text[], integer); Type: FUNCTION; Schema: public; Owner: -
+-- Name: context_open_contradictions(text[], integer, uuid); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.context_open_contradictions(match_namespaces text[], max_count integer DEFAULT 10) RETURNS TABLE(memory_a uuid, memory_b uuid, detected_at timestamp with time zone)
+CREATE FUNCTION public.context_open_contradictions(match_namespaces text[], max_count integer DEFAULT 10, match_owner uuid DEFAULT auth.uid()) RETURNS TABLE(memory_a uuid, memory_b uuid, detected_at timestamp with time zone)
     LANGUAGE plpgsql STABLE
     SET search_path TO ''
     AS $$
@@ -1853,20 +1881,21 @@ begin
                  p.memory_a, p.memory_b, p.detected_at
             from (select c.memory_a, c.memory_b, c.detected_at, 0 as pref
                     from public.memory_contradictions c
-                   where c.resolution is null and c.owner_id = (select auth.uid())
+                   where c.resolution is null and c.owner_id = match_owner
                   union all
                   select r.to_id, r.from_id, r.created_at, 1
                     from public.memory_relations r
                    where r.relation_type = 'contradicts'
-                     and r.owner_id = (select auth.uid())
-                     and (r.valid_until is null or r.valid_until > now())
+                     and r.owner_id = match_owner
+                     and r.valid_from <= now() and (r.valid_until is null or r.valid_until > now())
                      and not exists (select 1 from public.memory_contradictions d
                                       where d.resolution is not null and d.owner_id = r.owner_id
                                         and least(d.memory_a, d.memory_b) = least(r.from_id, r.to_id)
                                         and greatest(d.memory_a, d.memory_b) = greatest(r.from_id, r.to_id))) p
             join public.devai_memories a on a.id = p.memory_a
             join public.devai_memories b on b.id = p.memory_b
-           where a.is_valid and a.state = 'active' and b.is_valid and b.state = 'active'
+           where a.is_valid and a.state = 'active' and a.strength > 0.05 and a.source is distinct from 'conversation'
+             and b.is_valid and b.state = 'active' and b.strength > 0.05 and b.source is distinct from 'conversation'
              and (a.namespace || '/') ^@ any (public.context_scope_prefixes(match_namespaces))
              and (b.namespace || '/') ^@ any (public.context_scope_prefixes(match_namespaces))
            order by least(p.memory_a, p.memory_b), greatest(p.memory_a, p.memory_b), p.pref, p.detected_at desc) x
@@ -2235,7 +2264,7 @@ begin
        where graph_depth > 0
       union all
       select e.id, e.entity_id, 'entity', e.weight, true
-        from public.memory_entity_lookup(entity_terms, least(v_pool, 500), as_of, v_bases) e
+        from public.memory_entity_lookup(entity_terms, least(v_pool, 500), as_of, v_bases, match_owner) e
        where cardinality(coalesce(entity_terms, '{}')) > 0
       union all
       -- One hop through the entities the best hits name (a file, a package, an error code): the
@@ -2344,11 +2373,7 @@ begin
   select m.id, case when as_of is null then m.content else (select a.content from public.memory_at(m.mrow, as_of) a) end,
          m.memory_type, m.namespace, m.strength, m.priority, m.importance, m.pinned,
          m.source, m.metadata, m.session_id, m.access_count, m.last_accessed_at, m.created_at, m.updated_at,
-         -- The strongest edge valid now (as of as_of): an ended relation boosts nothing.
-         (select max(r.strength) from public.memory_relations r
-           where r.owner_id = m.owner_id and (r.from_id = m.id or r.to_id = m.id)
-             and r.created_at <= coalesce(as_of, now()) and r.valid_from <= coalesce(as_of, now())
-             and (r.valid_until is null or r.valid_until > coalesce(as_of, now()))),
+         memory_search.relation_strength(m.owner_id, m.id, as_of, v_scopes),
          case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end,
          -- Cosine similarity for every returned memory (the vector list has most of them already).
          coalesce((select v.sim from unnest(v_vec_ids, v_vec_sims) as v(id, sim) where v.id = m.id),
@@ -2531,10 +2556,7 @@ begin
     select n.id, n.content, 1 - n.distance, m.memory_type, m.namespace, m.strength, m.priority,
            m.importance, m.pinned, m.source, m.metadata, m.session_id, m.access_count,
            m.last_accessed_at, m.created_at, m.updated_at,
-           (select max(r.strength) from public.memory_relations r
-             where r.owner_id = m.owner_id and (r.from_id = m.id or r.to_id = m.id)
-               and r.created_at <= as_of and r.valid_from <= as_of
-               and (r.valid_until is null or r.valid_until > as_of))
+           memory_search.relation_strength(m.owner_id, m.id, as_of, v_scopes)
       from nearest n
       join public.devai_memories m on m.id = n.id
      where 1 - n.distance > similarity_threshold
@@ -2585,9 +2607,7 @@ begin
     select n.id, m.content, 1 - n.distance, m.memory_type, m.namespace, m.strength, m.priority,
            m.importance, m.pinned, m.source, m.metadata, m.session_id, m.access_count,
            m.last_accessed_at, m.created_at, m.updated_at,
-           (select max(r.strength) from public.memory_relations r
-             where r.owner_id = m.owner_id and (r.from_id = m.id or r.to_id = m.id)
-               and r.valid_from <= now() and (r.valid_until is null or r.valid_until > now()))
+           memory_search.relation_strength(m.owner_id, m.id, null, v_scopes)
       from nearest n
       join public.devai_memories m on m.id = n.id
      where 1 - n.distance > similarity_threshold
@@ -2624,9 +2644,7 @@ begin
   select n.id, m.content, 1 - n.distance, m.memory_type, m.namespace, m.strength, m.priority,
          m.importance, m.pinned, m.source, m.metadata, m.session_id, m.access_count,
          m.last_accessed_at, m.created_at, m.updated_at,
-         (select max(r.strength) from public.memory_relations r
-           where r.owner_id = m.owner_id and (r.from_id = m.id or r.to_id = m.id)
-             and r.valid_from <= now() and (r.valid_until is null or r.valid_until > now()))
+         memory_search.relation_strength(m.owner_id, m.id, null, v_scopes)
     from nearest n
     join public.devai_memories m on m.id = n.id
    where 1 - n.distance > similarity_threshold
@@ -2760,15 +2778,15 @@ end;
 $$;
 
 --
--- Name: memory_entity_lookup(text[], integer, timestamp with time zone, text[]); Type: FUNCTION; Schema: public; Owner: -
+-- Name: memory_entity_lookup(text[], integer, timestamp with time zone, text[], uuid); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.memory_entity_lookup(terms text[], max_nodes integer DEFAULT 50, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, match_namespaces text[] DEFAULT NULL::text[]) RETURNS TABLE(id uuid, entity_id uuid, entity_name text, entity_type text, weight double precision, event_at timestamp with time zone)
+CREATE FUNCTION public.memory_entity_lookup(terms text[], max_nodes integer DEFAULT 50, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, match_namespaces text[] DEFAULT NULL::text[], match_owner uuid DEFAULT auth.uid()) RETURNS TABLE(id uuid, entity_id uuid, entity_name text, entity_type text, weight double precision, event_at timestamp with time zone)
     LANGUAGE plpgsql STABLE ROWS 50
     SET search_path TO ''
     AS $$
 declare
-  v_owner    uuid := auth.uid();
+  v_owner    uuid := match_owner;
   v_prefixes text[] := public.memory_scope_prefixes(match_namespaces);
   v_keys     text[];
 begin
@@ -2992,7 +3010,7 @@ begin
     return false;
   end if;
   if p_at is null then
-    return m.is_valid and m.state = 'active';
+    return m.is_valid and m.state = 'active' and m.strength > 0.05;
   end if;
   return (select a.held from public.memory_at(m, p_at) a);
 end;
@@ -3347,11 +3365,7 @@ begin
          t.similarity, m.memory_type, m.namespace, t.cat, t.cat_context,
          m.strength, m.priority, m.importance, m.pinned, m.source, m.metadata, m.session_id,
          m.access_count, m.last_accessed_at, m.created_at, m.updated_at,
-         -- The strongest edge valid now (as of as_of): an ended relation boosts nothing.
-         (select max(r.strength) from public.memory_relations r
-           where r.owner_id = m.owner_id and (r.from_id = m.id or r.to_id = m.id)
-             and r.created_at <= coalesce(as_of, now()) and r.valid_from <= coalesce(as_of, now())
-             and (r.valid_until is null or r.valid_until > coalesce(as_of, now()))),
+         memory_search.relation_strength(m.owner_id, m.id, as_of, v_scopes),
          t.keyword_rank, t.keyword_score, t.keyword_coverage, t.vector_rank, t.graph_rank, t.graph_via, t.graph_edge,
          t.relevance
     from top t
@@ -6406,6 +6420,14 @@ GRANT ALL ON FUNCTION memory_search.reinforcement_rows(p_ids uuid[], p_counts in
 GRANT ALL ON FUNCTION memory_search.reinforcement_rows(p_ids uuid[], p_counts integer[], p_lasts timestamp with time zone[], p_strengths double precision[]) TO service_role;
 
 --
+-- Name: FUNCTION relation_strength(p_owner uuid, p_id uuid, p_at timestamp with time zone, p_scopes text[]); Type: ACL; Schema: memory_search; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_search.relation_strength(p_owner uuid, p_id uuid, p_at timestamp with time zone, p_scopes text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION memory_search.relation_strength(p_owner uuid, p_id uuid, p_at timestamp with time zone, p_scopes text[]) TO authenticated;
+GRANT ALL ON FUNCTION memory_search.relation_strength(p_owner uuid, p_id uuid, p_at timestamp with time zone, p_scopes text[]) TO service_role;
+
+--
 -- Name: FUNCTION scoped_query(p_term tsquery, p_keys text[]); Type: ACL; Schema: memory_search; Owner: -
 --
 
@@ -6420,12 +6442,12 @@ GRANT ALL ON FUNCTION public.context_candidates(match_namespaces text[], given_i
 GRANT ALL ON FUNCTION public.context_candidates(match_namespaces text[], given_ids uuid[], files text[], modules text[], branch text, background_categories text[], recent_since timestamp with time zone, contradictions boolean, max_per_kind integer, match_owner uuid) TO service_role;
 
 --
--- Name: FUNCTION context_open_contradictions(match_namespaces text[], max_count integer); Type: ACL; Schema: public; Owner: -
+-- Name: FUNCTION context_open_contradictions(match_namespaces text[], max_count integer, match_owner uuid); Type: ACL; Schema: public; Owner: -
 --
 
-REVOKE ALL ON FUNCTION public.context_open_contradictions(match_namespaces text[], max_count integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.context_open_contradictions(match_namespaces text[], max_count integer) TO authenticated;
-GRANT ALL ON FUNCTION public.context_open_contradictions(match_namespaces text[], max_count integer) TO service_role;
+REVOKE ALL ON FUNCTION public.context_open_contradictions(match_namespaces text[], max_count integer, match_owner uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.context_open_contradictions(match_namespaces text[], max_count integer, match_owner uuid) TO authenticated;
+GRANT ALL ON FUNCTION public.context_open_contradictions(match_namespaces text[], max_count integer, match_owner uuid) TO service_role;
 
 --
 -- Name: FUNCTION context_scope_prefixes(match_namespaces text[]); Type: ACL; Schema: public; Owner: -
@@ -6531,12 +6553,12 @@ GRANT ALL ON FUNCTION public.memory_entity_key(p_name text) TO authenticated;
 GRANT ALL ON FUNCTION public.memory_entity_key(p_name text) TO service_role;
 
 --
--- Name: FUNCTION memory_entity_lookup(terms text[], max_nodes integer, as_of timestamp with time zone, match_namespaces text[]); Type: ACL; Schema: public; Owner: -
+-- Name: FUNCTION memory_entity_lookup(terms text[], max_nodes integer, as_of timestamp with time zone, match_namespaces text[], match_owner uuid); Type: ACL; Schema: public; Owner: -
 --
 
-REVOKE ALL ON FUNCTION public.memory_entity_lookup(terms text[], max_nodes integer, as_of timestamp with time zone, match_namespaces text[]) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.memory_entity_lookup(terms text[], max_nodes integer, as_of timestamp with time zone, match_namespaces text[]) TO authenticated;
-GRANT ALL ON FUNCTION public.memory_entity_lookup(terms text[], max_nodes integer, as_of timestamp with time zone, match_namespaces text[]) TO service_role;
+REVOKE ALL ON FUNCTION public.memory_entity_lookup(terms text[], max_nodes integer, as_of timestamp with time zone, match_namespaces text[], match_owner uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.memory_entity_lookup(terms text[], max_nodes integer, as_of timestamp with time zone, match_namespaces text[], match_owner uuid) TO authenticated;
+GRANT ALL ON FUNCTION public.memory_entity_lookup(terms text[], max_nodes integer, as_of timestamp with time zone, match_namespaces text[], match_owner uuid) TO service_role;
 
 --
 -- Name: FUNCTION memory_entity_resolve(p_owner uuid, p_key text); Type: ACL; Schema: public; Owner: -
