@@ -3048,7 +3048,9 @@ CREATE FUNCTION public.memory_keyword_terms(query_text text, max_terms integer D
     SET search_path TO ''
     AS $$
 declare
-  v_text   text := left(coalesce(query_text, ''), 20000);
+  -- The longest text a search is given: a retrieval's message (20,000 characters), two newlines
+  -- and its project_context (4,000). Read whole, so an exclusion at its end still excludes.
+  v_text   text := left(coalesce(query_text, ''), 24002);
   v_seen   text[] := '{}';
   v_count  integer := 0;
   v_part   text;

@@ -188,6 +188,11 @@ Deno.test(
         ["DELETE", "/memory/weak", "GET"],
         ["POST", "/memory/export", "GET"],
         ["GET", "/memory/episodes", "POST"],
+        ["POST", "/memory", "GET"],
+        ["DELETE", "/memory", "GET"],
+        ["PUT", "/memory/entities", "GET"],
+        ["POST", "/memory/agents", "GET"],
+        ["POST", "/memory/categories", "GET"],
       ]
     ) {
       const r = await api(method!, path!, { as: t, body: method === "GET" ? undefined : {} });
@@ -197,6 +202,32 @@ Deno.test(
     }
     // The right methods still work.
     assert.equal((await api("GET", "/memory/stats", { as: t })).status, 200);
+    assert.equal((await api("GET", "/memory", { as: t })).status, 200);
+    // A name or id path with another method is still no route.
+    assert.equal((await api("DELETE", "/memory/agents/planner", { as: t })).status, 404);
+  },
+);
+
+Deno.test(
+  { name: "a GET route without parameters refuses any: an explain as_of is a 400, not today's answer", ...opts },
+  async () => {
+    const t = newTenant();
+    const m = await seedMemory(sql, t, { content: "deploys go out on Fridays", namespace: "devai/project/web" });
+    const ok = await api("GET", `/memory/${m.id}/explain`, { as: t });
+    assert.equal(ok.status, 200, JSON.stringify(ok.body));
+    for (
+      const path of [
+        `/memory/${m.id}/explain?as_of=0001-01-01T00:00:00Z`,
+        `/memory/entities/${crypto.randomUUID()}?limit=abc`,
+        "/memory/agent-tokens?foo=bar",
+        "/memory/agents?x=1",
+        "/memory/categories?x=1",
+      ]
+    ) {
+      const r = await api("GET", path, { as: t });
+      assert.equal(r.status, 400, `${path}: ${JSON.stringify(r.body)}`);
+      assert.equal(r.body.error.code, "invalid_request", path);
+    }
   },
 );
 

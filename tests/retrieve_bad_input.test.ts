@@ -110,6 +110,16 @@ dbTest("query mode: unknown fields, bad filters, bad agent names are 400", async
       filters: { updated_after: "0000-01-01" },
     }],
     ["updated_before in year 0", { agent: "planner", query: "q", filters: { updated_before: "0000-12-31T00:00:00Z" } }],
+    ["updated_before past 9999-12-31 UTC (an offset carries it into year 10000)", {
+      agent: "planner",
+      query: "q",
+      filters: { updated_before: "9999-12-31T23:59:59-14:00" },
+    }],
+    ["updated_after later than updated_before", {
+      agent: "planner",
+      query: "q",
+      filters: { updated_after: "2026-11-02", updated_before: "2026-11-01T00:00:00Z" },
+    }],
     ["pinned as string", { agent: "planner", query: "q", filters: { pinned: "true" } }],
     ["huge top_k", { agent: "planner", query: "q", top_k: 500 }],
     ["negative budget", { agent: "planner", query: "q", budget_tokens: -5 }],

@@ -476,6 +476,26 @@ dbTest(
   },
 );
 
+dbTest(
+  "an exclusion at the end of the longest retrieval text (a 20,000-character message, then project_context) holds",
+  async () => {
+    const t = newTenant();
+    const [blue, other] = await seedMemories(sql, t, [
+      { content: "We deploy with blue-green releases on Fridays.", namespace: P },
+      { content: "We deploy the docs site on Fridays too.", namespace: P },
+    ]);
+    const question = "Which releases do we deploy on Fridays?";
+    const message = question + " ".repeat(20_000 - question.length - 2) + "ok";
+    for (const [what, body] of [["short", { message: question }], ["longest", { message }]] as const) {
+      const res = await retrieve(t, { ...body, project: "web", project_context: "-blue", threshold: 0 });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      const ids = (res.body.memories as Mem[]).map((m) => m.id);
+      assert.ok(!ids.includes(blue!.id), `${what} message: the excluded memory is left out`);
+      assert.ok(ids.includes(other!.id), `${what} message: the other one stays`);
+    }
+  },
+);
+
 dbTest("search.weights: the weights the fusion used, not the nominal ones", async () => {
   const t = newTenant();
   await seedMemories(sql, t, [{ content: "Run pnpm test --filter web before merging.", namespace: P }]);

@@ -106,6 +106,14 @@ Deno.test("extract: POST answers 202 with a durable job; the worker turns it int
     );
     assert.equal(extra.status, 400);
     assert.equal((await extra.json()).error.code, "invalid_request");
+    // A job_id given twice is refused, whichever comes first (the last one used to win).
+    const twice = await handler(
+      new Request(`${URL_}?job_id=${crypto.randomUUID()}&job_id=${body.job_id}`, {
+        headers: await userHeaders(tenant),
+      }),
+    );
+    assert.equal(twice.status, 400);
+    assert.equal((await twice.json()).error.issues[0].message, "given more than once");
   } finally {
     await env.close();
   }

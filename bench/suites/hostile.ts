@@ -50,6 +50,57 @@ const HOSTILE: Hostile[] = [
   },
 ];
 
+/** How many retrievals the burst sends at once, and how many `-word` exclusions each carries. */
+export const BURST_REQUESTS = 60;
+const BURST_EXCLUSIONS = 2_000;
+
+/**
+ * One tenant's burst of the costliest retrievals the limits allow (within its rate limit: 60 of a
+ * burst of 300): thousands of exclusions, `as_of` (an exact scan of the tenant), graph depth 4,
+ * top_k 50, no thresholds, all at once. Before each tenant had its share of the pool
+ * (_shared/tenant-share.ts), another tenant's request waited behind the whole burst.
+ */
+async function burst(
+  corpus: Corpus,
+  functionsUrl: string,
+  probeWhile: (until: Promise<unknown>) => Promise<number[]>,
+) {
+  const tenant = corpus.tenants[1] ?? corpus.tenants[0]!;
+  const token = await signUserToken(tenant.id);
+  const words = Array.from({ length: BURST_EXCLUSIONS }, (_, i) => `-x${i.toString(36)}`).join(" ");
+  const body = JSON.stringify({
+    message: `deploy build release ${words}`,
+    as_of: "2030-01-01T00:00:00Z",
+    threshold: 0,
+    keyword_threshold: 0,
+    top_k: 50,
+    graph_depth: 4,
+  });
+  const t0 = now();
+  const work = Promise.all(Array.from({ length: BURST_REQUESTS }, async () => {
+    const res = await fetch(`${functionsUrl}/memory-retrieve`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body,
+    });
+    await res.text();
+    return res.status;
+  }));
+  const during = await probeWhile(work);
+  const statuses = await work;
+  const ms = now() - t0;
+  const name = `memory-retrieve: ${BURST_REQUESTS} at once, ${BURST_EXCLUSIONS} exclusions, as_of, graph depth 4`;
+  log(`${name}: ${fmt(ms, 0)} ms; other tenant's GET max ${fmt(summarize(during).max)} ms`);
+  return {
+    name,
+    bodyKb: round(new TextEncoder().encode(body).length / 1024, 0),
+    requestMs: round(ms, 1),
+    status: statuses.every((s) => s === 200) ? 200 : statuses.find((s) => s !== 200)!,
+    during: summarize(during),
+    probes: during.length,
+  };
+}
+
 /** A body of one user message (plus a last turn for compaction) that fits in maxBytes. */
 function bodyFor(h: Hostile, maxBytes: number, session: string): string {
   let chars = maxBytes;
@@ -166,6 +217,7 @@ export async function runHostile(sql: Sql, url: string, corpus: Corpus): Promise
         } ms`,
       );
     }
+    rows.push(await burst(corpus, server.functionsUrl, probeWhile));
   } finally {
     await server.close();
   }

@@ -9,103 +9,32 @@
 // the pooler too; a one-statement read is cancelled from here after it: db-read-timeout.ts), and a
 // connection that failed is retried after at most half a second (postgres.js backs off up to 20 s,
 // which kept requests waiting long after the database was back). What the caller gets then is a
-// 503 with Retry-After (database-errors.ts).
+// 503 with Retry-After (database-errors.ts). The pools themselves are made in db-pool.ts; one
+// tenant's work holds at most half a pool's connections at a time (tenant-share.ts).
 import postgres from "postgres";
 import { isDatabaseUnavailable, isStatementTimeout } from "./database-errors.ts";
 import { readOnReplica, replicaDeadlineMs } from "./db-replica.ts";
 import { cancelledAfter } from "./db-read-timeout.ts";
-import { type PrepareSetting, preparesStatements } from "./db-prepare.ts";
 import { rateLimited, type RouteClass, takeRequestCharge } from "./rate-limit.ts";
+import { tenantShares } from "./tenant-share.ts";
+import { CONNECT_TIMEOUT_SECONDS, primaryOf, type Sql, timeoutMsOf, timeoutOf } from "./db-pool.ts";
+export {
+  CONNECT_TIMEOUT_SECONDS,
+  createReadSql,
+  createSql,
+  DEFAULT_STATEMENT_TIMEOUT_MS,
+  type PoolConfig,
+  poolOptions,
+  poolsFor,
+  primaryOf,
+  RECONNECT_DELAY_MAX_SECONDS,
+  reconnectDelaySeconds,
+  type Sql,
+  type SqlOptions,
+  timeoutOf,
+} from "./db-pool.ts";
 
-export type Sql = postgres.Sql;
 export type Tx = postgres.TransactionSql;
-
-export interface SqlOptions {
-  max?: number;
-  /** Used in pg_stat_activity, to tell functions and workers apart. */
-  applicationName?: string;
-  /** Longest a statement of a tenant transaction may run (default 15 s; DB_STATEMENT_TIMEOUT_MS). */
-  statementTimeoutMs?: number;
-  /** Whether statements are prepared (DB_PREPARE; default auto: preparesStatements). */
-  prepare?: PrepareSetting;
-}
-
-export const CONNECT_TIMEOUT_SECONDS = 5;
-export const DEFAULT_STATEMENT_TIMEOUT_MS = 15_000;
-export const RECONNECT_DELAY_MAX_SECONDS = 0.5;
-
-/** Seconds postgres.js waits before reconnecting after `failures` failed connections in a row. */
-export function reconnectDelaySeconds(failures: number): number {
-  return Math.min(0.05 * 2 ** failures, RECONNECT_DELAY_MAX_SECONDS);
-}
-const statementTimeouts = new WeakMap<Sql, number>();
-
-export function createSql(url: string, opts: SqlOptions = {}): Sql {
-  const sql = postgres(url, {
-    max: opts.max ?? 10,
-    prepare: preparesStatements(url, opts.prepare),
-    idle_timeout: 20,
-    connect_timeout: CONNECT_TIMEOUT_SECONDS,
-    backoff: reconnectDelaySeconds,
-    onnotice: () => {},
-    connection: { application_name: opts.applicationName ?? "devai-memory" },
-  });
-  statementTimeouts.set(sql, opts.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS);
-  return sql;
-}
-
-/**
- * A pool on a read replica of `primary` (SUPABASE_DB_READ_URL): reads that may lag the primary by
- * the replication delay (docs/operations.md#read-replicas). Whatever writes, the rate-limit token
- * included, goes to the primary.
- */
-export function createReadSql(url: string, primary: Sql, opts: SqlOptions = {}): Sql {
-  const replica = createSql(url, { ...opts, applicationName: `${opts.applicationName ?? "devai-memory"}-read` });
-  primaries.set(replica, primary);
-  return replica;
-}
-
-const primaries = new WeakMap<Sql, Sql>();
-
-/** What poolsFor reads from the function's configuration (env.ts's Config). */
-export interface PoolConfig {
-  databaseUrl: string;
-  databaseReadUrl?: string;
-  dbPoolMax: number;
-  dbStatementTimeoutMs: number;
-  dbPrepare?: PrepareSetting;
-}
-
-/** A pool's options from the function's configuration. */
-export function poolOptions(config: PoolConfig, applicationName: string): SqlOptions {
-  return {
-    max: config.dbPoolMax,
-    applicationName,
-    statementTimeoutMs: config.dbStatementTimeoutMs,
-    prepare: config.dbPrepare,
-  };
-}
-
-/** A function's pools: the primary, and a read replica's when SUPABASE_DB_READ_URL is set. */
-export function poolsFor(config: PoolConfig, applicationName: string): { sql: Sql; readSql?: Sql } {
-  const opts = poolOptions(config, applicationName);
-  const sql = createSql(config.databaseUrl, opts);
-  return { sql, readSql: config.databaseReadUrl ? createReadSql(config.databaseReadUrl, sql, opts) : undefined };
-}
-
-/** The pool writes go to: `sql` itself, or the primary of a read replica's pool. */
-export function primaryOf(sql: Sql): Sql {
-  return primaries.get(sql) ?? sql;
-}
-
-/** The pool's statement timeout, as Postgres reads it ("15000ms"). */
-export function timeoutOf(sql: Sql): string {
-  return `${timeoutMsOf(sql)}ms`;
-}
-
-function timeoutMsOf(sql: Sql): number {
-  return statementTimeouts.get(sql) ?? DEFAULT_STATEMENT_TIMEOUT_MS;
-}
 
 export interface TenantContext {
   tenantId: string;
@@ -225,7 +154,10 @@ async function tenantRead<T extends readonly (object | undefined)[]>(
   }
 }
 
-/** `run` on `sql`; on a replica's pool, with the primary standing in when it cannot answer (db-replica.ts). */
+/**
+ * `run` on `sql`, within the tenant's share of the pool (tenant-share.ts); on a replica's pool,
+ * with the primary standing in when it cannot answer (db-replica.ts).
+ */
 function routed<T>(
   sql: Sql,
   who: TenantContext,
@@ -233,9 +165,14 @@ function routed<T>(
   run: (pool: Sql, routeClass: RouteClass | undefined) => Promise<T>,
 ): Promise<T> {
   const primary = primaryOf(sql);
-  if (primary === sql) return run(sql, routeClass);
   const deadline = replicaDeadlineMs(timeoutMsOf(sql), CONNECT_TIMEOUT_SECONDS);
-  return readOnReplica(sql, primary, deadline, routeClass, (rc) => chargeToken(primary, who, rc), run);
+  return tenantShares(sql).run(
+    who.tenantId,
+    () =>
+      primary === sql
+        ? run(sql, routeClass)
+        : readOnReplica(sql, primary, deadline, routeClass, (rc) => chargeToken(primary, who, rc), run),
+  );
 }
 
 /** The tenant's settings for one statement, as a FROM item (readAsTenant). */

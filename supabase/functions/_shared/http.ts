@@ -73,6 +73,24 @@ export function validate<T extends z.ZodType>(schema: T, value: unknown, what = 
 }
 
 /**
+ * Validates a URL's query string; a parameter given twice is a 400 (which one was meant is not
+ * ours to guess).
+ */
+export function parseQueryString<T extends z.ZodType>(url: string, schema: T): z.infer<T> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of new URL(url).searchParams) {
+    if (k in out) {
+      throw new HttpError(400, "invalid_request", "invalid query string", [{
+        path: [k],
+        message: "given more than once",
+      }]);
+    }
+    out[k] = v;
+  }
+  return validate(schema, out, "query string");
+}
+
+/**
  * Reads a JSON body with a hard size limit (checked on the declared length and while streaming, so
  * a lying Content-Length cannot get past it), then validates it. 415 wrong type, 413 too big,
  * 400 malformed JSON or schema violations (with zod issues).

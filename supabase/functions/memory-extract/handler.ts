@@ -16,7 +16,7 @@ import { z } from "zod";
 import { createFunctionApp, fetchHandler } from "../_shared/app.ts";
 import { type Caller, requireCaller } from "../_shared/auth.ts";
 import { chargeRequest, withTenant } from "../_shared/db.ts";
-import { HttpError, json, methodNotAllowed, parseJsonBody, validate } from "../_shared/http.ts";
+import { HttpError, json, methodNotAllowed, parseJsonBody, parseQueryString } from "../_shared/http.ts";
 import { rateLimit } from "../_shared/rate-limit.ts";
 import { enqueueJob, getJob, jobView, runInBackground } from "../_shared/jobs.ts";
 import { drainQueue, type QueueingDeps } from "../_shared/drain-queue.ts";
@@ -62,7 +62,7 @@ export function createHandler(deps: QueueingDeps) {
   const app = createFunctionApp<{ caller: Caller }>();
   app.use(rateLimit((req) => (req.method === "GET" ? "read" : "heavy")));
   app.get("/memory-extract", requireCaller(deps.config, deps.sql), async (c) => {
-    const query = validate(JobQuery, Object.fromEntries(new URL(c.req.url).searchParams), "query");
+    const query = parseQueryString(c.req.url, JobQuery);
     const job = await withTenant(deps.sql, c.get("caller"), (tx) => getJob(tx, query.job_id));
     if (!job) throw new HttpError(404, "not_found", "no such job");
     return json(jobView(job));

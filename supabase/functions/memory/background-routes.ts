@@ -24,7 +24,7 @@ import {
 } from "../_shared/services/background.ts";
 import type { ServiceDeps } from "../_shared/services/deps.ts";
 import { registerCheckpointRoutes } from "./checkpoint-routes.ts";
-import { type MemoryApp, optionalBody, parseQuery, parseUuidParam, who } from "./routing.ts";
+import { type MemoryApp, noQuery, optionalBody, parseQuery, parseUuidParam, who } from "./routing.ts";
 
 /** Paths with one method: another method is a 405 naming it, never read as a memory id. */
 const FIXED_PATHS: [string, string[]][] = [
@@ -63,7 +63,11 @@ export function registerBackgroundRoutes(app: MemoryApp, deps: ServiceDeps): voi
   });
   app.get(
     "/memory/proposals/:id",
-    async (c) => json(await proposal(deps, who(c), parseUuidParam(c, "id", "proposal id"))),
+    async (c) => {
+      const id = parseUuidParam(c, "id", "proposal id");
+      noQuery(c);
+      return json(await proposal(deps, who(c), id));
+    },
   );
   app.post("/memory/proposals/:id/:action", async (c) => {
     const id = parseUuidParam(c, "id", "proposal id");

@@ -9,7 +9,7 @@ import { corsHeaders } from "../_shared/cors.ts";
 import { json, methodNotAllowed, parseJsonBody, validate } from "../_shared/http.ts";
 import { loadThreadCheckpoint, saveThreadCheckpoint } from "../_shared/services/background.ts";
 import type { ServiceDeps } from "../_shared/services/deps.ts";
-import { type Ctx, type MemoryApp, who } from "./routing.ts";
+import { type Ctx, type MemoryApp, noQuery, who } from "./routing.ts";
 
 const PATH = "/memory/checkpoints/:thread_id";
 const threadOf = (c: Ctx) => validate(checkpointThreadId, c.req.param("thread_id"), "thread id");
@@ -28,7 +28,9 @@ export function registerCheckpointRoutes(app: MemoryApp, deps: ServiceDeps): voi
   });
 
   app.get(PATH, async (c) => {
-    const found = await loadThreadCheckpoint(deps, who(c), threadOf(c));
+    const thread = threadOf(c);
+    noQuery(c);
+    const found = await loadThreadCheckpoint(deps, who(c), thread);
     // The stored JSON as it is: a large state is never parsed and serialised again.
     return new Response(found.json, {
       status: 200,

@@ -8,13 +8,13 @@
 //   PUT /memory/agents/{agent}      set its allowlist (201 new agent, 200 changed); unknown category → 400
 import type { Tx } from "../_shared/db.ts";
 import { withRole } from "../_shared/db-role.ts";
-import { HttpError, json, parseJsonBody, validate } from "../_shared/http.ts";
+import { HttpError, json, methodNotAllowed, parseJsonBody, validate } from "../_shared/http.ts";
 import { listAgents, listCategories, loadAllowlist, upsertAgent, upsertCategory } from "../_shared/memory-config.ts";
 import { agentName, categoryName } from "../_shared/schemas.ts";
 import type { ConfigCaller } from "../_shared/auth.ts";
 import type { ServiceDeps } from "../_shared/services/deps.ts";
 import { AgentUpsert, CategoryUpsert } from "../_shared/memories/schemas.ts";
-import type { MemoryApp } from "./routing.ts";
+import { type MemoryApp, noQuery } from "./routing.ts";
 
 /** The paths this module answers (the handler authenticates them without a tenant). */
 export const CONFIG_PATH = /^\/memory\/(agents|categories)(\/|$)/;
@@ -34,7 +34,10 @@ export function registerConfigRoutes(app: MemoryApp, deps: ServiceDeps): void {
   const { sql, config } = deps;
   const read = <T>(admin: ConfigCaller, fn: (tx: Tx) => Promise<T>) => withRole(sql, admin.role, admin.actor, fn);
 
-  app.get("/memory/categories", async (c) => json({ categories: await read(c.get("admin"), listCategories) }));
+  app.get("/memory/categories", async (c) => {
+    noQuery(c);
+    return json({ categories: await read(c.get("admin"), listCategories) });
+  });
 
   app.put("/memory/categories/:name", async (c) => {
     requireServiceRole(c.get("admin"));
@@ -44,10 +47,14 @@ export function registerConfigRoutes(app: MemoryApp, deps: ServiceDeps): void {
     return json(result, result.created ? 201 : 200);
   });
 
-  app.get("/memory/agents", async (c) => json({ agents: await read(c.get("admin"), listAgents) }));
+  app.get("/memory/agents", async (c) => {
+    noQuery(c);
+    return json({ agents: await read(c.get("admin"), listAgents) });
+  });
 
   app.get("/memory/agents/:agent", async (c) => {
     const agent = validate(agentName, c.req.param("agent"), "agent name");
+    noQuery(c);
     const categories = await read(c.get("admin"), (tx) => loadAllowlist(tx, agent));
     if (categories.length === 0) throw new HttpError(404, "unknown_agent", `agent '${agent}' has no memory allowlist`);
     return json({ agent, categories });
@@ -66,12 +73,14 @@ export function registerConfigRoutes(app: MemoryApp, deps: ServiceDeps): void {
     return json(result, result.created ? 201 : 200);
   });
 
-  // Any other method or path under these is no route: never read as a memory id.
+  // Another method on the lists is a 405; any other method or path under them is no route, never
+  // read as a memory id.
   for (const base of ["/memory/agents", "/memory/categories"]) {
-    for (const path of [base, `${base}/*`]) {
-      app.all(path, (c) => {
-        throw new HttpError(404, "route_not_found", `no route for ${c.req.method} ${c.req.path}`);
-      });
-    }
+    app.all(base, () => {
+      throw methodNotAllowed(["GET"]);
+    });
+    app.all(`${base}/*`, (c) => {
+      throw new HttpError(404, "route_not_found", `no route for ${c.req.method} ${c.req.path}`);
+    });
   }
 }

@@ -36,10 +36,12 @@ import {
   weakFacts,
 } from "../_shared/services/memory-reads.ts";
 import { correct, remember } from "../_shared/services/memory-writes.ts";
-import { type MemoryApp, optionalBody, parseId, parseQuery, parseUuidParam, who } from "./routing.ts";
+import { type MemoryApp, noQuery, optionalBody, parseId, parseQuery, parseUuidParam, who } from "./routing.ts";
 
 /** Paths with one method: another method is a 405 naming it, never read as a memory id. */
 const FIXED_PATHS: [string, string[]][] = [
+  ["/memory", ["GET"]],
+  ["/memory/entities", ["GET"]],
   ["/memory/remember", ["POST"]],
   ["/memory/weak", ["GET"]],
   ["/memory/stats", ["GET"]],
@@ -68,14 +70,21 @@ export function registerMemoryRoutes(app: MemoryApp, deps: ServiceDeps): void {
   );
   app.get(
     "/memory/entities/:id",
-    async (c) => json(await entityInfo(deps, who(c), parseUuidParam(c, "id", "entity id"))),
+    async (c) => {
+      const id = parseUuidParam(c, "id", "entity id");
+      noQuery(c);
+      return json(await entityInfo(deps, who(c), id));
+    },
   );
 
   // Agent tokens (docs/auth.md#agent-tokens).
   app.post("/memory/agent-tokens", async (c) => {
     return json(await issueToken(deps, c.get("caller"), await parseJsonBody(c.req.raw, AgentTokenRequest, max)), 201);
   });
-  app.get("/memory/agent-tokens", async (c) => json({ tokens: await listTokens(deps, c.get("caller")) }));
+  app.get("/memory/agent-tokens", async (c) => {
+    noQuery(c);
+    return json({ tokens: await listTokens(deps, c.get("caller")) });
+  });
   app.post("/memory/agent-tokens/:id/revoke", async (c) => {
     const id = parseUuidParam(c, "id", "agent token id");
     await optionalBody(c.req.raw, EndSessionRequest, max);
@@ -130,7 +139,11 @@ export function registerMemoryRoutes(app: MemoryApp, deps: ServiceDeps): void {
     const id = parseId(c);
     return json(await memoryHistory(deps, who(c), id, parseQuery(c, HistoryQuery)));
   });
-  app.get("/memory/:id/explain", async (c) => json(await explainFact(deps, who(c), parseId(c))));
+  app.get("/memory/:id/explain", async (c) => {
+    const id = parseId(c);
+    noQuery(c);
+    return json(await explainFact(deps, who(c), id));
+  });
   app.post("/memory/:id/forget", async (c) => {
     const id = parseId(c);
     return json(await forget(deps, who(c), id, await optionalBody(c.req.raw, ForgetRequest, max)));

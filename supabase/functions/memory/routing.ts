@@ -5,8 +5,9 @@ import type { z } from "zod";
 import type { FunctionEnv } from "../_shared/app.ts";
 import type { Caller, ConfigCaller } from "../_shared/auth.ts";
 import type { TenantContext } from "../_shared/db.ts";
-import { HttpError, parseJsonBody, validate } from "../_shared/http.ts";
+import { HttpError, parseJsonBody, parseQueryString, validate } from "../_shared/http.ts";
 import { uuid } from "../_shared/schemas.ts";
+import { NoQuery } from "../_shared/memories/schemas.ts";
 
 /** A memory route's caller (its tenant), or for the configuration routes the admin, set by handler.ts. */
 export type Env = FunctionEnv<{ caller: Caller; admin: ConfigCaller }>;
@@ -32,18 +33,12 @@ export const parseId = (c: Ctx) => parseUuidParam(c, "id", "memory id");
 
 /** Query string → schema; a repeated parameter is ambiguous, so it is a 400 rather than a guess. */
 export function parseQuery<T extends z.ZodType>(c: Ctx, schema: T): z.infer<T> {
-  const params = new URL(c.req.url).searchParams;
-  const out: Record<string, string> = {};
-  for (const [k, v] of params) {
-    if (k in out) {
-      throw new HttpError(400, "invalid_request", "invalid query string", [{
-        path: [k],
-        message: "given more than once",
-      }]);
-    }
-    out[k] = v;
-  }
-  return validate(schema, out, "query string");
+  return parseQueryString(c.req.url, schema);
+}
+
+/** A GET route that takes no parameter refuses any (400), as the others refuse unknown ones. */
+export function noQuery(c: { req: { url: string } }): void {
+  parseQueryString(c.req.url, NoQuery);
 }
 
 /**

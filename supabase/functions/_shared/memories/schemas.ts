@@ -148,6 +148,8 @@ export const MemoryQuery = z.object({ as_of: asOf.optional() }).strict();
 export type MemoryQuery = z.infer<typeof MemoryQuery>;
 
 /** GET /memory/{id}/history */
+/** For GET routes without parameters: a parameter there (an explain `as_of`) would be silently ignored. */
+export const NoQuery = z.object({}).strict();
 export const HistoryQuery = z.object({ limit: intText(1, MAX_HISTORY_LIMIT).default(50) }).strict();
 export type HistoryQuery = z.infer<typeof HistoryQuery>;
 

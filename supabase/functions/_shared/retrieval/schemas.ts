@@ -88,13 +88,15 @@ export type RetrieveRequest = z.infer<typeof RetrieveRequest>;
 export { agentName, categoryName };
 
 /**
- * An ISO date or date-time from year 0001 on (Postgres has no year 0: "0000-01-01" was a 500);
+ * An ISO date or date-time from 0001-01-01 to 9999-12-31 UTC (Postgres has no year 0, and an offset
+ * that carries 9999-12-31 into year 10000 was refused with "time zone displacement out of range");
  * null means "no bound" (the seed's example sends null).
  */
 const instant = z.union([z.iso.datetime({ offset: true }), z.iso.date()], {
   error: "an ISO date (2026-11-01) or date-time with its offset (2026-11-01T09:30:00Z)",
 })
   .refine((s) => Number(s.slice(0, 4)) >= 1, "dates start at 0001-01-01")
+  .refine((s) => Date.parse(s) < Date.UTC(10_000, 0, 1), "dates end at 9999-12-31 UTC")
   .nullable();
 const metaValue = z.string().min(1).max(200).nullable();
 
@@ -116,6 +118,10 @@ export const QueryFilters = z
   .refine((f) => f.importance_min == null || f.importance_max == null || f.importance_min <= f.importance_max, {
     message: "importance_min must not exceed importance_max",
     path: ["importance_min"],
+  })
+  .refine((f) => !f.updated_after || !f.updated_before || Date.parse(f.updated_after) <= Date.parse(f.updated_before), {
+    message: "updated_after must not be later than updated_before",
+    path: ["updated_after"],
   });
 export type QueryFilters = z.infer<typeof QueryFilters>;
 

@@ -1,0 +1,97 @@
+// The pools: a pool per database URL, with the options every connection needs (connect timeout,
+// reconnect backoff, prepared statements or not, the statement timeout its tenant work is held
+// to) and, for a read replica's pool, the primary its writes go to. db.ts runs tenant work on them.
+import postgres from "postgres";
+import { type PrepareSetting, preparesStatements } from "./db-prepare.ts";
+import { tenantShares } from "./tenant-share.ts";
+
+export type Sql = postgres.Sql;
+
+export interface SqlOptions {
+  max?: number;
+  /** Used in pg_stat_activity, to tell functions and workers apart. */
+  applicationName?: string;
+  /** Longest a statement of a tenant transaction may run (default 15 s; DB_STATEMENT_TIMEOUT_MS). */
+  statementTimeoutMs?: number;
+  /** Whether statements are prepared (DB_PREPARE; default auto: preparesStatements). */
+  prepare?: PrepareSetting;
+}
+
+export const CONNECT_TIMEOUT_SECONDS = 5;
+export const DEFAULT_STATEMENT_TIMEOUT_MS = 15_000;
+export const RECONNECT_DELAY_MAX_SECONDS = 0.5;
+
+/** Seconds postgres.js waits before reconnecting after `failures` failed connections in a row. */
+export function reconnectDelaySeconds(failures: number): number {
+  return Math.min(0.05 * 2 ** failures, RECONNECT_DELAY_MAX_SECONDS);
+}
+const statementTimeouts = new WeakMap<Sql, number>();
+
+export function createSql(url: string, opts: SqlOptions = {}): Sql {
+  const max = opts.max ?? 10;
+  const sql = postgres(url, {
+    max,
+    prepare: preparesStatements(url, opts.prepare),
+    idle_timeout: 20,
+    connect_timeout: CONNECT_TIMEOUT_SECONDS,
+    backoff: reconnectDelaySeconds,
+    onnotice: () => {},
+    connection: { application_name: opts.applicationName ?? "devai-memory" },
+  });
+  statementTimeouts.set(sql, opts.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS);
+  tenantShares(sql, max);
+  return sql;
+}
+
+/**
+ * A pool on a read replica of `primary` (SUPABASE_DB_READ_URL): reads that may lag the primary by
+ * the replication delay (docs/operations.md#read-replicas). Whatever writes, the rate-limit token
+ * included, goes to the primary.
+ */
+export function createReadSql(url: string, primary: Sql, opts: SqlOptions = {}): Sql {
+  const replica = createSql(url, { ...opts, applicationName: `${opts.applicationName ?? "devai-memory"}-read` });
+  primaries.set(replica, primary);
+  return replica;
+}
+
+const primaries = new WeakMap<Sql, Sql>();
+
+/** What poolsFor reads from the function's configuration (env.ts's Config). */
+export interface PoolConfig {
+  databaseUrl: string;
+  databaseReadUrl?: string;
+  dbPoolMax: number;
+  dbStatementTimeoutMs: number;
+  dbPrepare?: PrepareSetting;
+}
+
+/** A pool's options from the function's configuration. */
+export function poolOptions(config: PoolConfig, applicationName: string): SqlOptions {
+  return {
+    max: config.dbPoolMax,
+    applicationName,
+    statementTimeoutMs: config.dbStatementTimeoutMs,
+    prepare: config.dbPrepare,
+  };
+}
+
+/** A function's pools: the primary, and a read replica's when SUPABASE_DB_READ_URL is set. */
+export function poolsFor(config: PoolConfig, applicationName: string): { sql: Sql; readSql?: Sql } {
+  const opts = poolOptions(config, applicationName);
+  const sql = createSql(config.databaseUrl, opts);
+  return { sql, readSql: config.databaseReadUrl ? createReadSql(config.databaseReadUrl, sql, opts) : undefined };
+}
+
+/** The pool writes go to: `sql` itself, or the primary of a read replica's pool. */
+export function primaryOf(sql: Sql): Sql {
+  return primaries.get(sql) ?? sql;
+}
+
+/** The pool's statement timeout, as Postgres reads it ("15000ms"). */
+export function timeoutOf(sql: Sql): string {
+  return `${timeoutMsOf(sql)}ms`;
+}
+
+export function timeoutMsOf(sql: Sql): number {
+  return statementTimeouts.get(sql) ?? DEFAULT_STATEMENT_TIMEOUT_MS;
+}
