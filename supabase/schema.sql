@@ -1756,23 +1756,35 @@ CREATE FUNCTION memory_search.relation_strength(p_owner uuid, p_id uuid, p_at ti
     AS $$
 begin
   -- The strongest edge valid at p_at (now when null) to a memory the same search could see then:
-  -- held, in scope and, now, above the retrieval floor. A contradiction corroborates nothing. The
-  -- edges are tried strongest first and the first whose other end is visible answers, so a memory
-  -- with many edges costs one read of them and, mostly, one visibility check. (plpgsql: a SQL
-  -- function with a SET clause would be planned again in every statement that calls it.)
+  -- held, in scope, not a raw episode (a fact's derived_from edge to the conversation it came from
+  -- is provenance, not corroboration) and, now, above the retrieval floor. A contradiction
+  -- corroborates nothing. An aggregate, not a sort: callers run with sorting switched off
+  -- (match_memories' index walk), where a sort is costed so high that the statement would be
+  -- JIT-compiled at every call. (plpgsql: a SQL function with a SET clause would be planned again
+  -- in every statement that calls it.)
+  if p_at is null then
+    return (
+      select max(r.strength)
+        from public.memory_relations r
+        join public.devai_memories o on o.id = case when r.from_id = p_id then r.to_id else r.from_id end
+       where r.owner_id = p_owner and (r.from_id = p_id or r.to_id = p_id)
+         and r.relation_type <> 'contradicts'
+         and r.valid_from <= now() and (r.valid_until is null or r.valid_until > now())
+         and o.owner_id = p_owner and o.is_valid and o.state = 'active' and o.strength > 0.05
+         and o.source is distinct from 'conversation'
+         and (p_scopes is null or (o.namespace || '/') ^@ any (p_scopes)));
+  end if;
   return (
-    select e.strength
-      from (select r.strength, case when r.from_id = p_id then r.to_id else r.from_id end as other
-              from public.memory_relations r
-             where r.owner_id = p_owner and (r.from_id = p_id or r.to_id = p_id)
-               and r.relation_type <> 'contradicts'
-               and r.created_at <= coalesce(p_at, now()) and r.valid_from <= coalesce(p_at, now())
-               and (r.valid_until is null or r.valid_until > coalesce(p_at, now()))
-             order by r.strength desc
-            offset 0) e
-     cross join lateral (select o from public.devai_memories o where o.id = e.other and o.owner_id = p_owner offset 0) x
-     where public.memory_graph_visible(x.o, p_at, p_scopes)
-     limit 1);
+    select max(r.strength)
+      from public.memory_relations r
+     cross join lateral (select o from public.devai_memories o
+                          where o.id = case when r.from_id = p_id then r.to_id else r.from_id end
+                            and o.owner_id = p_owner offset 0) x
+     where r.owner_id = p_owner and (r.from_id = p_id or r.to_id = p_id)
+       and r.relation_type <> 'contradicts'
+       and r.created_at <= p_at and r.valid_from <= p_at and (r.valid_until is null or r.valid_until > p_at)
+       and (x.o).source is distinct from 'conversation'
+       and public.memory_graph_visible(x.o, p_at, p_scopes));
 end;
 $$;
 
@@ -5095,6 +5107,12 @@ CREATE INDEX memory_relations_contradicts ON public.memory_relations USING btree
 --
 
 CREATE INDEX memory_relations_from ON public.memory_relations USING btree (from_id, owner_id);
+
+--
+-- Name: memory_relations_owner_created; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX memory_relations_owner_created ON public.memory_relations USING btree (owner_id, created_at, id);
 
 --
 -- Name: memory_relations_to; Type: INDEX; Schema: public; Owner: -

@@ -3,6 +3,7 @@
 import assert from "node:assert/strict";
 import { createHandler } from "../supabase/functions/memory/handler.ts";
 import { localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
+import { EXPORT_PAGE_ROWS } from "../supabase/functions/_shared/services/memory-export.ts";
 import { userHeaders } from "./support/auth.ts";
 import { testConfig } from "./support/config.ts";
 import { memoryApi } from "./support/memory-api.ts";
@@ -260,6 +261,84 @@ Deno.test({
     for (const f of asJson.body.files as { path: string; content: string }[]) {
       assert.equal(await Deno.readTextFile(`${dir}/${f.path}`), f.content, f.path);
     }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test({
+  name: "export streams page by page: 1,200 memories, 600 relations and their history, each once, in order; " +
+    "a memory written while the export is read is in it",
+  ...opts,
+}, async () => {
+  const t = newTenant();
+  const n = EXPORT_PAGE_ROWS * 2 + 200;
+  const seeded = await seedMemories(
+    sql,
+    t,
+    Array.from({ length: n }, (_, i) => ({
+      content: `export fact ${i}`,
+      namespace: "devai/project/web",
+      state: i % 100 === 0 ? "soft_deleted" as const : "active" as const,
+    })),
+  );
+  await sql`
+    insert into public.memory_relations (owner_id, from_id, to_id, relation_type, strength)
+    select ${t}::uuid, f, t, 'related_to', 0.5
+      from unnest(${seeded.slice(0, 600).map((m) => m!.id)}::uuid[], ${
+    seeded.slice(1, 601).map((m) => m!.id)
+  }::uuid[]) as e(f, t)`;
+  const handler = createHandler({ sql, config: testConfig(), embedder: localEmbedder() });
+  const exportOf = async (format: string, accept = "application/json") =>
+    await handler(
+      new Request(`http://local/memory/export?format=${format}`, { headers: await userHeaders(t, { accept }) }),
+    );
+
+  // Read the first chunk (the first page), then write a memory, then read the rest.
+  const decoder = new TextDecoder();
+  const res = await exportOf("json");
+  assert.equal(res.status, 200);
+  const reader = res.body!.getReader();
+  const parts: Uint8Array[] = [(await reader.read()).value!];
+  const late = await seedMemory(sql, t, { content: "written during the export", namespace: "devai/project/web" });
+  for (let r = await reader.read(); !r.done; r = await reader.read()) parts.push(r.value);
+  const text = parts.map((p) => decoder.decode(p, { stream: true })).join("") + decoder.decode();
+  const body = JSON.parse(text);
+  assert.ok(parts.length > 3, `streamed in chunks: ${parts.length}`);
+  const ids = body.memories.map((m: { id: string }) => m.id);
+  assert.equal(new Set(ids).size, ids.length, "each memory once");
+  assert.deepEqual(new Set(ids), new Set([...seeded.map((m) => m!.id), late.id]), "every memory, the late one too");
+  const keys = body.memories.map((m: { created_at: string; id: string }) => `${m.created_at}|${m.id}`);
+  assert.deepEqual(keys, [...keys].sort(), "in creation order");
+  assert.deepEqual(body.counts, {
+    memories: n + 1,
+    soft_deleted: n / 100,
+    relations: 600,
+    history: body.history.length,
+  });
+  assert.ok(body.history.length >= n + 1, `a history row per memory at least: ${body.history.length}`);
+  assert.equal(
+    new Set(body.history.map((h: { id: string }) => h.id)).size,
+    body.history.length,
+    "each history row once",
+  );
+  assert.equal(new Set(body.relations.map((r: { id: string }) => r.id)).size, 600);
+
+  // Markdown, as JSON and as a tar archive: a file per memory, paths unique across pages.
+  const md = await (await exportOf("markdown")).json();
+  assert.equal(md.files.length, n + 1);
+  assert.equal(new Set(md.files.map((f: { path: string }) => f.path)).size, n + 1);
+  const tar = new Uint8Array(await (await exportOf("markdown", "application/x-tar")).arrayBuffer());
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeFile(`${dir}/export.tar`, tar);
+    const list = await new Deno.Command("tar", { args: ["-tf", "export.tar"], cwd: dir }).output();
+    assert.ok(list.success, new TextDecoder().decode(list.stderr));
+    assert.deepEqual(
+      new TextDecoder().decode(list.stdout).trim().split("\n"),
+      md.files.map((f: { path: string }) => f.path),
+      "the same files, in the same order",
+    );
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

@@ -228,6 +228,10 @@ Deno.test(
       assert.equal(r.status, 400, `${path}: ${JSON.stringify(r.body)}`);
       assert.equal(r.body.error.code, "invalid_request", path);
     }
+    // A parameter named like an Object property is an unknown one, not one "given more than once".
+    const inherited = await api("GET", "/memory?constructor=1", { as: t });
+    assert.equal(inherited.status, 400);
+    assert.notEqual(inherited.body.error.issues[0].message, "given more than once", JSON.stringify(inherited.body));
   },
 );
 

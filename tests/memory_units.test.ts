@@ -5,7 +5,8 @@ import { decodeCursor, encodeCursor } from "../supabase/functions/_shared/memori
 import { daysUntilPrune, predictStrength } from "../supabase/functions/_shared/memories/weak.ts";
 import {
   frontMatter,
-  memoriesToMarkdownFiles,
+  MarkdownPaths,
+  memoryToMarkdown,
   slugify,
   yamlScalar,
 } from "../supabase/functions/_shared/memories/export-markdown.ts";
@@ -113,13 +114,18 @@ Deno.test("markdown files: seed 002 layout, front matter fields, stable unique p
     state: "soft_deleted",
     purge_at: "2024-02-20T00:00:00.000Z",
   });
-  const files = memoriesToMarkdownFiles([b, gone, a]);
-  assert.deepEqual(files.map((f) => f.path), [
+  // In creation order (created_at, id), as the export reads them.
+  const inOrder = [a, gone, b].sort((x, y) => x.created_at.localeCompare(y.created_at) || x.id.localeCompare(y.id));
+  const pathsOf = () => {
+    const paths = new MarkdownPaths();
+    return inOrder.map((m) => paths.pathFor(m));
+  };
+  assert.deepEqual(pathsOf(), [
     "episodic/2024-01-20-deployed-v2-1.md",
     "semantic/2024-01-20-old-note.md",
     "episodic/2024-01-20-deployed-v2-1-99999999.md",
   ]);
-  assert.deepEqual(memoriesToMarkdownFiles([a, gone, b]), files, "order of input does not change paths");
+  assert.deepEqual(pathsOf(), pathsOf(), "the same memories get the same paths every export");
   const fm = frontMatter(a);
   assert.match(
     fm,
@@ -129,8 +135,8 @@ Deno.test("markdown files: seed 002 layout, front matter fields, stable unique p
   assert.match(fm, /\ncategory: event\n/);
   assert.match(fm, /\nstrength: 0.8123\n---\n$/);
   assert.doesNotMatch(fm, /purge_at|superseded_by|session_id/, "absent optional fields are left out");
-  assert.match(files[1]!.content, /\nstate: soft_deleted\n[\s\S]*\npurge_at: 2024-02-20T00:00:00.000Z\n/);
-  assert.ok(files[0]!.content.endsWith("---\n\nDeployed v2.1\n"));
+  assert.match(memoryToMarkdown(gone), /\nstate: soft_deleted\n[\s\S]*\npurge_at: 2024-02-20T00:00:00.000Z\n/);
+  assert.ok(memoryToMarkdown(a).endsWith("---\n\nDeployed v2.1\n"));
 });
 
 Deno.test({

@@ -1,10 +1,10 @@
-// One tenant's share of a pool (_shared/tenant-share.ts): a tenant's burst of slow requests holds
-// at most half the pool's connections, so another tenant's request is answered while the burst
-// still waits; the tenant's own requests run in the order they came; a call made inside one that
-// holds the share goes straight through (it must not wait for its own caller).
+// A pool's connections shared fairly between tenants (_shared/tenant-share.ts): one tenant alone
+// takes all but one connection; another tenant's request gets the one left while a burst waits;
+// when a call ends, the waiting tenant with the fewest calls running goes next; a call made inside
+// one already admitted for the same tenant goes straight through (it must not wait for its caller).
 import assert from "node:assert/strict";
 import { createSql, readAsTenant, withTenant } from "../supabase/functions/_shared/db.ts";
-import { TenantShares, tenantShares } from "../supabase/functions/_shared/tenant-share.ts";
+import { outsideShares, TenantShares, tenantShares } from "../supabase/functions/_shared/tenant-share.ts";
 import { realServerOnly } from "./support/backend.ts";
 import { testDatabaseUrl } from "./support/config.ts";
 import { newTenant, testSql } from "./support/seed.ts";
@@ -19,93 +19,115 @@ function gate(): { opened: Promise<void>; open: () => void } {
   return { opened, open };
 }
 
-Deno.test("tenant share: at most `limit` calls of a tenant run at once, the rest in the order they came", async () => {
-  const shares = new TenantShares(2);
-  const started: number[] = [];
-  const gates = [0, 1, 2, 3].map(() => gate());
-  const calls = gates.map((g, i) =>
-    shares.run("a", async () => {
-      started.push(i);
+Deno.test("tenant shares: a tenant takes all but one connection; when one ends, the waiting tenant with the fewest running goes next", async () => {
+  const shares = new TenantShares(3);
+  assert.equal(shares.perTenant, 2);
+  const started: string[] = [];
+  const gates = new Map<string, ReturnType<typeof gate>>();
+  const call = (tenant: string, name: string) => {
+    const g = gate();
+    gates.set(name, g);
+    return shares.run(tenant, async () => {
+      started.push(name);
       await g.opened;
-      return i;
-    })
-  );
+      return name;
+    });
+  };
+  const calls = [call("a", "a1"), call("a", "a2"), call("a", "a3"), call("a", "a4")];
   await settle();
-  assert.deepEqual(started, [0, 1], "two run, two wait");
+  assert.deepEqual(started, ["a1", "a2"], "a alone: all but one connection");
   assert.deepEqual(shares.load("a"), { active: 2, waiting: 2 });
-  // Another tenant is not held back by a's queue.
-  assert.equal(await shares.run("b", () => Promise.resolve("b")), "b");
-  gates[1]!.open();
-  assert.equal(await calls[1], 1);
+  calls.push(call("b", "b1"));
   await settle();
-  assert.deepEqual(started, [0, 1, 2], "the first waiting call takes the freed slot");
-  gates[0]!.open();
-  gates[2]!.open();
-  gates[3]!.open();
-  assert.deepEqual(await Promise.all(calls), [0, 1, 2, 3]);
-  assert.deepEqual(started, [0, 1, 2, 3]);
-  assert.deepEqual(shares.load("a"), { active: 0, waiting: 0 }, "nothing held after");
+  assert.deepEqual(started, ["a1", "a2", "b1"], "b takes the connection left");
+  calls.push(call("c", "c1"));
+  await settle();
+  assert.deepEqual(shares.load("c"), { active: 0, waiting: 1 }, "the pool is full: c waits");
+  gates.get("a1")!.open();
+  await settle();
+  assert.deepEqual(started.slice(3), ["c1"], "a1's connection goes to c (none running), not to a's older calls");
+  gates.get("b1")!.open();
+  await settle();
+  assert.deepEqual(started.slice(4), ["a3"], "then a's next call, in the order a sent them");
+  for (const g of gates.values()) g.open();
+  await settle();
+  for (const g of gates.values()) g.open();
+  assert.deepEqual((await Promise.all(calls)).sort(), ["a1", "a2", "a3", "a4", "b1", "c1"]);
+  assert.deepEqual(started.slice(5), ["a4"]);
+  for (const t of ["a", "b", "c"]) assert.deepEqual(shares.load(t), { active: 0, waiting: 0 }, `nothing held by ${t}`);
 });
 
-Deno.test("tenant share: a failed call gives its slot back; a nested call of the same tenant does not wait", async () => {
+Deno.test("tenant shares: a failed call gives its place back; a nested call of the same tenant does not wait", async () => {
   const shares = new TenantShares(1);
   await assert.rejects(shares.run("a", () => Promise.reject(new Error("boom"))), /boom/);
   assert.deepEqual(shares.load("a"), { active: 0, waiting: 0 });
-  // With one slot, a call inside the one holding it would wait forever if it queued.
+  // With one connection, a call inside the one holding it would wait forever if it queued.
   const inner = await shares.run("a", () => shares.run("a", () => Promise.resolve("inner")));
   assert.equal(inner, "inner");
-  // Another pool's shares are its own: a call on it waits for its own slot.
+  // Another pool's shares are its own: a call on it waits for its own turn.
   const other = new TenantShares(1);
   const g = gate();
   const holding = other.run("a", () => g.opened);
   let nestedRan = false;
   const nested = shares.run("a", () => other.run("a", () => Promise.resolve(nestedRan = true)));
   await settle();
-  assert.equal(nestedRan, false, "a share of this pool does not stand for a share of another");
+  assert.equal(nestedRan, false, "admitted on this pool is not admitted on another");
   g.open();
   await holding;
   await nested;
   assert.equal(nestedRan, true);
+  // Background work started inside a call takes its own turn (it outlives the call).
+  let background: Promise<string> | undefined;
+  await shares.run("a", async () => {
+    background = outsideShares(() => shares.run("a", () => Promise.resolve("background")));
+    await settle();
+    assert.deepEqual(shares.load("a"), { active: 1, waiting: 1 }, "the background call waits its turn");
+  });
+  assert.equal(await background, "background", "and runs once the call that started it has ended");
 });
 
-Deno.test("tenant share: half the pool, at least one connection", () => {
-  assert.equal(tenantShares({}, 10).limit, 5);
-  assert.equal(tenantShares({}, 3).limit, 1);
-  assert.equal(tenantShares({}, 1).limit, 1);
-  assert.equal(tenantShares({}).limit, 1, "a pool createSql did not make");
+Deno.test("tenant shares: a pool's capacity is its size (createSql registers it); one connection for a pool it did not make", () => {
+  assert.equal(tenantShares({}, 10).perTenant, 9);
+  assert.equal(tenantShares({}, 1).perTenant, 1);
+  assert.equal(tenantShares({}).capacity, 1);
+  const pool = createSql(testDatabaseUrl(), { max: 7 });
+  assert.equal(tenantShares(pool).capacity, 7);
+  void pool.end();
 });
 
 Deno.test({
   ...realServerOnly(
-    "tenant share: another tenant's read is answered while a tenant's burst of slow reads waits",
+    "tenant shares: another tenant's read is answered while a tenant's burst of reads and transactions waits",
     "the burst waits on an advisory lock another session holds",
   ),
   sanitizeResources: false,
   sanitizeOps: false,
   fn: async () => {
     const admin = testSql(2);
-    const pool = createSql(testDatabaseUrl(), { max: 2, applicationName: "devai-memory-tests-share" });
+    const pool = createSql(testDatabaseUrl(), { max: 3, applicationName: "devai-memory-tests-share" });
     const busy = { tenantId: newTenant(), actor: "user" };
     const other = { tenantId: newTenant(), actor: "user" };
     const lockKey = Math.floor(Math.random() * 2 ** 31);
     const locker = await admin.reserve();
     try {
       await locker`select pg_advisory_lock(${lockKey})`;
-      // Four reads of one tenant, each waiting for the lock: with a pool of two, one runs (its
-      // share), three wait in the share's queue, and a connection stays free.
-      const burst = [0, 1, 2, 3].map(() =>
-        readAsTenant(pool, busy, (q, tenant) => q`select pg_advisory_xact_lock_shared(${lockKey}) from ${tenant}`)
+      // Two reads and two transactions of one tenant, each waiting for the lock: with a pool of
+      // three, two run, two wait for their turn, and a connection stays free.
+      const burst = [0, 1, 2, 3].map((i) =>
+        i % 2 === 0
+          ? readAsTenant(pool, busy, (q, tenant) => q`select pg_advisory_xact_lock_shared(${lockKey}) from ${tenant}`)
+          : withTenant(pool, busy, (tx) => tx`select pg_advisory_xact_lock_shared(${lockKey})`)
       );
-      // Until the database shows the running one waiting for the lock.
+      // Until the database shows the running ones waiting for the lock.
       for (;;) {
         const [row] = await admin<{ n: number }[]>`
           select count(*)::int as n from pg_locks
            where locktype = 'advisory' and not granted and objid = ${lockKey}`;
-        if (row!.n >= 1) break;
+        if (row!.n >= 2) break;
         await new Promise((resolve) => setTimeout(resolve, 10));
       }
-      assert.deepEqual(tenantShares(pool).load(busy.tenantId), { active: 1, waiting: 3 });
-      // The other tenant is answered now, with the burst still waiting. (Without the share, both
+      assert.deepEqual(tenantShares(pool).load(busy.tenantId), { active: 2, waiting: 2 });
+      // The other tenant is answered now, with the burst still waiting. (In one queue, all three
       // connections would be the burst's and this read would wait for the lock: the race's other
       // side fails the test instead of hanging it.)
       let timer: ReturnType<typeof setTimeout> | undefined;
@@ -116,11 +138,11 @@ Deno.test({
       ]);
       clearTimeout(timer);
       assert.equal(answered, other.tenantId);
-      assert.equal(tenantShares(pool).load(busy.tenantId).waiting, 3, "the burst was still waiting");
+      assert.equal(tenantShares(pool).load(busy.tenantId).waiting, 2, "the burst was still waiting");
       await locker`select pg_advisory_unlock(${lockKey})`;
       await Promise.all(burst);
       assert.deepEqual(tenantShares(pool).load(busy.tenantId), { active: 0, waiting: 0 });
-      // A transaction's reads of its own tenant run inside its share.
+      // A transaction's reads of its own tenant run inside its admission.
       const inside = await withTenant(
         pool,
         busy,

@@ -9,8 +9,8 @@
 // the pooler too; a one-statement read is cancelled from here after it: db-read-timeout.ts), and a
 // connection that failed is retried after at most half a second (postgres.js backs off up to 20 s,
 // which kept requests waiting long after the database was back). What the caller gets then is a
-// 503 with Retry-After (database-errors.ts). The pools themselves are made in db-pool.ts; one
-// tenant's work holds at most half a pool's connections at a time (tenant-share.ts).
+// 503 with Retry-After (database-errors.ts). The pools themselves are made in db-pool.ts; their
+// connections are shared fairly between tenants (tenant-share.ts).
 import postgres from "postgres";
 import { isDatabaseUnavailable, isStatementTimeout } from "./database-errors.ts";
 import { readOnReplica, replicaDeadlineMs } from "./db-replica.ts";
@@ -155,8 +155,8 @@ async function tenantRead<T extends readonly (object | undefined)[]>(
 }
 
 /**
- * `run` on `sql`, within the tenant's share of the pool (tenant-share.ts); on a replica's pool,
- * with the primary standing in when it cannot answer (db-replica.ts).
+ * `run` on the pool it runs on, admitted by that pool's tenant shares (tenant-share.ts); on a
+ * replica's pool, with the primary standing in when it cannot answer (db-replica.ts).
  */
 function routed<T>(
   sql: Sql,
@@ -164,14 +164,17 @@ function routed<T>(
   routeClass: RouteClass | undefined,
   run: (pool: Sql, routeClass: RouteClass | undefined) => Promise<T>,
 ): Promise<T> {
+  const admitted = (pool: Sql, work: () => Promise<T>) => tenantShares(pool).run(who.tenantId, work);
   const primary = primaryOf(sql);
+  if (primary === sql) return admitted(sql, () => run(sql, routeClass));
+  // Admitted on the replica before its deadline starts (a wait for admission is no fault of the
+  // replica's); the primary standing in admits its read too.
   const deadline = replicaDeadlineMs(timeoutMsOf(sql), CONNECT_TIMEOUT_SECONDS);
-  return tenantShares(sql).run(
-    who.tenantId,
-    () =>
-      primary === sql
-        ? run(sql, routeClass)
-        : readOnReplica(sql, primary, deadline, routeClass, (rc) => chargeToken(primary, who, rc), run),
+  const onPool = (pool: Sql, rc: RouteClass | undefined) =>
+    pool === sql ? run(pool, rc) : admitted(pool, () => run(pool, rc));
+  return admitted(
+    sql,
+    () => readOnReplica(sql, primary, deadline, routeClass, (rc) => chargeToken(primary, who, rc), onPool),
   );
 }
 

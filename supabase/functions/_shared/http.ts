@@ -79,7 +79,7 @@ export function validate<T extends z.ZodType>(schema: T, value: unknown, what = 
 export function parseQueryString<T extends z.ZodType>(url: string, schema: T): z.infer<T> {
   const out: Record<string, string> = {};
   for (const [k, v] of new URL(url).searchParams) {
-    if (k in out) {
+    if (Object.hasOwn(out, k)) {
       throw new HttpError(400, "invalid_request", "invalid query string", [{
         path: [k],
         message: "given more than once",

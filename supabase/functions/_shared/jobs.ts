@@ -7,6 +7,7 @@
 // - completeJobInTx is called at the END of the tenant transaction that applied the job's effects:
 //   effects and completion commit together, and a worker that lost its lease (a slow worker whose
 //   job was re-claimed) rolls its writes back instead of writing twice.
+import { outsideShares } from "./tenant-share.ts";
 import type { Sql, Tx } from "./db.ts";
 import { outsideRequest } from "./rate-limit.ts";
 import { storableJson } from "./unsafe-characters.ts";
@@ -189,13 +190,16 @@ declare const EdgeRuntime: { waitUntil(p: Promise<unknown>): void } | undefined;
  * charged to the tenant's rate limit.
  */
 export function runInBackground(work: () => Promise<unknown>, label = "background"): void {
-  const p = outsideRequest(async () => {
-    try {
-      await work();
-    } catch (err) {
-      console.error(JSON.stringify({ level: "warn", msg: `${label} failed`, error: String(err) }));
-    }
-  });
+  // Outside the request and outside any pool admission it holds (tenant-share.ts): it outlives them.
+  const p = outsideShares(() =>
+    outsideRequest(async () => {
+      try {
+        await work();
+      } catch (err) {
+        console.error(JSON.stringify({ level: "warn", msg: `${label} failed`, error: String(err) }));
+      }
+    })
+  );
   if (typeof EdgeRuntime !== "undefined" && EdgeRuntime && typeof EdgeRuntime.waitUntil === "function") {
     EdgeRuntime.waitUntil(p);
   }

@@ -1,32 +1,42 @@
-// One tenant's share of a pool. postgres.js serves waiting queries in one queue, first come first
-// served: a tenant sending many costly reads at once (each within its rate limit) took every
-// connection, and another tenant's cheap read waited behind all of them, seconds under a burst of
-// sixty. So at most half a pool's connections (at least one) work for one tenant at a time; its
-// further requests wait their turn here, in order, and the rest of the pool stays free for the
-// other tenants. A call made inside one that already holds the tenant's share of this pool (a read
-// inside a transaction's work) goes straight through: it must not wait for its own caller.
+// A pool's connections, shared fairly between tenants. postgres.js serves waiting queries from one
+// queue, first come first served: a tenant sending many costly reads at once (each within its rate
+// limit) took every connection, and another tenant's cheap read waited behind the whole burst,
+// 0.7 s behind sixty. So the tenant work a pool runs is admitted here first:
+// * at most `capacity` calls at once (the pool's connections), and at most `capacity - 1` of one
+//   tenant (at least one): a connection is always left for another tenant's request;
+// * when a call ends and calls are waiting, the next admitted is the waiting call of the tenant
+//   with the fewest calls running (ties: the tenant that has waited longest), not the oldest call:
+//   a burst waits behind itself, never in front of the others.
+// Nothing is held back while there is room, so one tenant alone (a self-hosted install) still has
+// all but one connection. A call made inside one already admitted for the same tenant and pool (a
+// read inside a transaction's work) goes straight through: it must not wait for its own caller.
 import { AsyncLocalStorage } from "node:async_hooks";
 
-interface Share {
+interface Tenant {
   active: number;
   waiting: (() => void)[];
 }
 
-/** The (pool, tenant) shares the current async context holds. */
+/** The (pool, tenant) admissions the current async context holds. */
 const held = new AsyncLocalStorage<ReadonlySet<string>>();
 
 export class TenantShares {
-  readonly #shares = new Map<string, Share>();
+  readonly perTenant: number;
+  readonly #tenants = new Map<string, Tenant>();
+  /** Tenants with waiting calls, longest waiting first. */
+  readonly #turns: string[] = [];
   readonly #key = crypto.randomUUID();
+  #active = 0;
 
-  /** At most `limit` calls of one tenant run at a time. */
-  constructor(readonly limit: number) {}
+  constructor(readonly capacity: number) {
+    this.perTenant = Math.max(1, capacity - 1);
+  }
 
   async run<T>(tenant: string, work: () => Promise<T>): Promise<T> {
     const key = `${this.#key}/${tenant}`;
     const mine = held.getStore();
     if (mine?.has(key)) return await work();
-    await this.#acquire(tenant);
+    await this.#admit(tenant);
     try {
       return await held.run(new Set([...(mine ?? []), key]), work);
     } finally {
@@ -36,37 +46,62 @@ export class TenantShares {
 
   /** How many of the tenant's calls run and how many wait (for tests and diagnostics). */
   load(tenant: string): { active: number; waiting: number } {
-    const share = this.#shares.get(tenant);
-    return { active: share?.active ?? 0, waiting: share?.waiting.length ?? 0 };
+    const t = this.#tenants.get(tenant);
+    return { active: t?.active ?? 0, waiting: t?.waiting.length ?? 0 };
   }
 
-  #acquire(tenant: string): Promise<void> {
-    const share = this.#shares.get(tenant) ?? { active: 0, waiting: [] };
-    this.#shares.set(tenant, share);
-    if (share.active < this.limit) {
-      share.active++;
+  #admit(tenant: string): Promise<void> {
+    let t = this.#tenants.get(tenant);
+    if (!t) this.#tenants.set(tenant, t = { active: 0, waiting: [] });
+    if (t.waiting.length === 0 && this.#active < this.capacity && t.active < this.perTenant) {
+      t.active++;
+      this.#active++;
       return Promise.resolve();
     }
-    return new Promise((resolve) => share.waiting.push(resolve));
+    if (t.waiting.length === 0) this.#turns.push(tenant);
+    return new Promise((resolve) => t.waiting.push(resolve));
   }
 
-  /** Hands the slot to the tenant's next waiting call, or gives it back. */
   #release(tenant: string): void {
-    const share = this.#shares.get(tenant)!;
-    const next = share.waiting.shift();
-    if (next) return next();
-    if (--share.active === 0) this.#shares.delete(tenant);
+    const t = this.#tenants.get(tenant)!;
+    t.active--;
+    this.#active--;
+    this.#dispatch();
+    if (t.active === 0 && t.waiting.length === 0) this.#tenants.delete(tenant);
+  }
+
+  /** Admits waiting calls while there is room: each time the tenant with the fewest running. */
+  #dispatch(): void {
+    while (this.#active < this.capacity) {
+      let pick = -1;
+      for (let i = 0; i < this.#turns.length; i++) {
+        const t = this.#tenants.get(this.#turns[i]!)!;
+        if (t.active < this.perTenant && (pick < 0 || t.active < this.#tenants.get(this.#turns[pick]!)!.active)) {
+          pick = i;
+        }
+      }
+      if (pick < 0) return;
+      const name = this.#turns[pick]!;
+      const t = this.#tenants.get(name)!;
+      const next = t.waiting.shift()!;
+      if (t.waiting.length === 0) this.#turns.splice(pick, 1);
+      t.active++;
+      this.#active++;
+      next();
+    }
   }
 }
 
 const byPool = new WeakMap<object, TenantShares>();
 
-/**
- * A pool's tenant shares: half its `poolMax` connections for one tenant, at least one (createSql
- * registers each pool; a pool it did not make gets one connection per tenant).
- */
+/** A pool's tenant shares, for a pool of `poolMax` connections (createSql registers each pool). */
 export function tenantShares(pool: object, poolMax = 1): TenantShares {
   let shares = byPool.get(pool);
-  if (!shares) byPool.set(pool, shares = new TenantShares(Math.max(1, Math.floor(poolMax / 2))));
+  if (!shares) byPool.set(pool, shares = new TenantShares(poolMax));
   return shares;
+}
+
+/** Runs work outside every admission (background work started inside a call must take its own). */
+export function outsideShares<T>(work: () => T): T {
+  return held.exit(work);
 }

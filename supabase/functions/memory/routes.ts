@@ -1,7 +1,6 @@
 // The memory routes: thin adapters that read the request (path, query, body: validated here) and
 // answer what the operation in _shared/services/ returns. Registered in this order on purpose:
 // fixed paths (/memory/stats, /memory/episodes, …) before /memory/{id}, which would take them.
-import { tarArchive } from "../_shared/memories/tar.ts";
 import { EpisodeBatchRequest } from "../_shared/episodes.ts";
 import { json, methodNotAllowed, parseJsonBody, validate } from "../_shared/http.ts";
 import {
@@ -28,7 +27,6 @@ import { endSession, entities, entityInfo, storeEpisodes } from "../_shared/serv
 import { confirm, forget, pin, restore, unpin } from "../_shared/services/memory-lifecycle.ts";
 import {
   explainFact,
-  exportMemories,
   getMemory,
   listMemories,
   memoryHistory,
@@ -36,6 +34,7 @@ import {
   weakFacts,
 } from "../_shared/services/memory-reads.ts";
 import { correct, remember } from "../_shared/services/memory-writes.ts";
+import { exportResponse } from "../_shared/services/memory-export.ts";
 import { type MemoryApp, noQuery, optionalBody, parseId, parseQuery, parseUuidParam, who } from "./routing.ts";
 
 /** Paths with one method: another method is a 405 naming it, never read as a memory id. */
@@ -112,17 +111,9 @@ export function registerMemoryRoutes(app: MemoryApp, deps: ServiceDeps): void {
   app.get("/memory/weak", async (c) => json(await weakFacts(deps, who(c), parseQuery(c, WeakQuery))));
   app.get("/memory/stats", async (c) => json(await stats(deps, who(c), parseQuery(c, StatsQuery))));
   app.get("/memory/export", async (c) => {
-    const exported = await exportMemories(deps, who(c), parseQuery(c, ExportQuery));
+    const q = parseQuery(c, ExportQuery);
     // The files themselves when the client asks for an archive (`curl … | tar -x`); else JSON.
-    if (exported.format === "markdown" && /\bapplication\/(x-)?tar\b/i.test(c.req.header("accept") ?? "")) {
-      return new Response(tarArchive(exported.files, new Date(exported.exported_at)), {
-        headers: {
-          "content-type": "application/x-tar",
-          "content-disposition": `attachment; filename="devai-memories-${exported.exported_at.slice(0, 10)}.tar"`,
-        },
-      });
-    }
-    return json(exported);
+    return await exportResponse(deps, who(c), q, /\bapplication\/(x-)?tar\b/i.test(c.req.header("accept") ?? ""));
   });
   for (const [path, allowed] of FIXED_PATHS) {
     app.all(path, () => {

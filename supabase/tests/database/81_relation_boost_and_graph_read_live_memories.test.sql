@@ -1,6 +1,6 @@
 -- The relation boost and the graph count only what the same search could see (migration
 -- 20261128500000; docs/retrieval.md). max_relation_strength is the strongest edge valid now (as of
--- as_of: valid then), not `contradicts`, to a memory that is held, in scope and above the
+-- as_of: valid then), not `contradicts`, to a memory that is held, in scope, not a raw episode and above the
 -- retrieval floor, in hybrid_search, query_memories, match_memories (exact and HNSW paths) and
 -- context_candidates alike; a graph hop does not pass through a faded memory; the entity lookup
 -- and the open contradictions read the tenant they are given; the critical tier and the
@@ -16,13 +16,14 @@ select ('81000000-0000-4000-8000-0000000000' || k)::uuid, '81000000-0000-4000-80
        now() - interval '3 days', '{"category": "decisions"}'
   from (values ('a1', 0.0, 'devai/project/ex'), ('a2', 0.1, 'devai/project/ex'), ('a3', 0.2, 'devai/project/ex'),
                ('a4', 0.3, 'devai/project/ex'), ('a5', 0.4, 'devai/project/ex'), ('a6', 0.5, 'devai/project/ex'),
-               ('a7', 0.6, 'devai/project/ex'),
+               ('a7', 0.6, 'devai/project/ex'), ('a8', 0.7, 'devai/project/ex'),
                ('b1', 8, 'devai/project/ex'), ('b2', 9, 'devai/project/other'), ('b3', 10, 'devai/project/ex'),
                ('b4', 11, 'devai/project/ex'), ('b5', 12, 'devai/project/ex'), ('b6', 13, 'devai/project/ex'),
-               ('b7', 14, 'devai/project/ex')) as x(k, v, ns);
+               ('b7', 14, 'devai/project/ex'), ('b8', 15, 'devai/project/ex')) as x(k, v, ns);
 -- a1: an edge that ended an hour ago. a2: to another project. a3: to a faded memory. a4: a
 -- contradiction. a5: to a soft-deleted memory. a6: a live edge (0.5) beside the ended one (0.9) to
--- b6 and a 0.9 one to a superseded fact. a7: an edge made an hour ago (0.7).
+-- b6 and a 0.9 one to a superseded fact. a7: an edge made an hour ago (0.7). a8: derived from a
+-- raw episode (provenance, not corroboration).
 insert into public.memory_relations (owner_id, from_id, to_id, relation_type, strength, created_at, valid_from, valid_until)
 select '81000000-0000-4000-8000-00000000000c', ('81000000-0000-4000-8000-0000000000' || f)::uuid,
        ('81000000-0000-4000-8000-0000000000' || t)::uuid, ty, s,
@@ -32,8 +33,12 @@ select '81000000-0000-4000-8000-00000000000c', ('81000000-0000-4000-8000-0000000
                ('a3', 'b3', 'related_to', 0.9, false, 48), ('b4', 'a4', 'contradicts', 0.9, false, 48),
                ('a5', 'b5', 'related_to', 0.9, false, 48), ('a6', 'b7', 'related_to', 0.5, false, 48),
                ('a6', 'b1', 'related_to', 0.9, true, 48), ('a6', 'b6', 'supersedes', 0.9, false, 48),
-               ('a7', 'b7', 'related_to', 0.7, false, 1)) as e(f, t, ty, s, ended, since);
+               ('a7', 'b7', 'related_to', 0.7, false, 1), ('a8', 'b8', 'derived_from', 1.0, false, 48))
+         as e(f, t, ty, s, ended, since);
 update public.devai_memories set strength = 0.05 where id = '81000000-0000-4000-8000-0000000000b3';
+update public.devai_memories set source = 'conversation', memory_type = 'episodic', session_id = 's81',
+       metadata = '{"role": "user", "digest": "d81", "seq": 0}'
+ where id = '81000000-0000-4000-8000-0000000000b8';
 update public.devai_memories set state = 'soft_deleted', purge_at = now() + interval '30 days'
  where id = '81000000-0000-4000-8000-0000000000b5';
 update public.devai_memories set is_valid = false, superseded_by = '81000000-0000-4000-8000-0000000000a6'
@@ -53,7 +58,7 @@ create function pg_temp.hnsw_scans() returns bigint language sql as $$
   select pg_stat_get_xact_numscans('public.devai_memories_embedding_hnsw'::regclass)
 $$;
 create temp table want (k text, boost real) on commit drop;
-insert into want values ('a1', -1), ('a2', -1), ('a3', -1), ('a4', -1), ('a5', -1), ('a6', 0.5), ('a7', 0.7);
+insert into want values ('a1', -1), ('a2', -1), ('a3', -1), ('a4', -1), ('a5', -1), ('a6', 0.5), ('a7', 0.7), ('a8', -1);
 grant select on want to authenticated;
 
 select tests.authenticate_as('81000000-0000-4000-8000-00000000000c');
@@ -72,7 +77,7 @@ select 'context_candidates', pg_temp.boosts((select jsonb_agg(to_jsonb(c)) from 
 create temp table exact_scans on commit drop as select pg_temp.hnsw_scans() as n;
 
 select is((select b from found where fn = 'hybrid_search'), (select jsonb_object_agg(k, boost) from want),
-          'hybrid_search: no boost from an ended edge, another project, a faded, deleted or superseded memory or a contradiction; live edges count');
+          'hybrid_search: no boost from an ended edge, another project, a faded, deleted or superseded memory, a raw episode or a contradiction; live edges count');
 select is((select b from found where fn = 'query_memories'), (select jsonb_object_agg(k, boost) from want),
           'query_memories: the same');
 select is((select b from found where fn = 'match_memories (exact)'), (select jsonb_object_agg(k, boost) from want),

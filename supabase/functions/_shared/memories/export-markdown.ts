@@ -3,7 +3,7 @@
 // { path, content } pairs so a client writes them to disk unchanged; nothing is lost against the
 // JSON export except embeddings and history (front matter keeps every field a person filters by).
 // Soft-deleted memories are included, flagged `state: soft_deleted` with their `purge_at`.
-import type { MarkdownFile, Memory } from "./schemas.ts";
+import type { Memory } from "./schemas.ts";
 
 const MAX_SLUG = 48;
 
@@ -79,18 +79,19 @@ export function memoryToMarkdown(m: Memory): string {
 }
 
 /**
- * Files in creation order. Paths are unique: a second memory with the same date and slug gets the
- * first 8 characters of its id appended, so re-exporting the same data gives the same paths.
+ * Paths for memories given in creation order (created_at, id), unique: a second memory with the
+ * same date and slug gets the first 8 characters of its id appended, so re-exporting the same data
+ * gives the same paths.
  */
-export function memoriesToMarkdownFiles(memories: readonly Memory[]): MarkdownFile[] {
-  const sorted = [...memories].sort((a, b) => a.created_at.localeCompare(b.created_at) || a.id.localeCompare(b.id));
-  const used = new Set<string>();
-  return sorted.map((m) => {
+export class MarkdownPaths {
+  readonly #used = new Set<string>();
+
+  pathFor(m: Memory): string {
     const base = `${m.memory_type}/${m.created_at.slice(0, 10)}-${slugify(m.content)}`;
     let path = `${base}.md`;
-    if (used.has(path)) path = `${base}-${m.id.slice(0, 8)}.md`;
-    for (let n = 2; used.has(path); n++) path = `${base}-${m.id.slice(0, 8)}-${n}.md`;
-    used.add(path);
-    return { path, content: memoryToMarkdown(m) };
-  });
+    if (this.#used.has(path)) path = `${base}-${m.id.slice(0, 8)}.md`;
+    for (let n = 2; this.#used.has(path); n++) path = `${base}-${m.id.slice(0, 8)}-${n}.md`;
+    this.#used.add(path);
+    return path;
+  }
 }

@@ -1,5 +1,6 @@
 // A ustar (POSIX tar) archive of text files, for the Markdown export: `tar -x` on any system turns
-// the answer into the files, without a JSON step. Regular files only, mode 0644, one mtime.
+// the answer into the files, without a JSON step. Regular files only, mode 0644, one mtime. Written
+// an entry at a time (the export streams them: services/memory-export.ts).
 const BLOCK = 512;
 const encoder = new TextEncoder();
 
@@ -26,34 +27,30 @@ function splitPath(path: string): { name: string; prefix: string } {
   return { name, prefix };
 }
 
-export function tarArchive(files: readonly { path: string; content: string }[], mtime: Date): Uint8Array<ArrayBuffer> {
-  const parts: Uint8Array[] = [];
-  const seconds = Math.floor(mtime.getTime() / 1000);
-  for (const f of files) {
-    const body = encoder.encode(f.content);
-    const header = new Uint8Array(BLOCK);
-    const { name, prefix } = splitPath(f.path);
-    field(header, 0, 100, name);
-    field(header, 100, 8, octal(0o644, 8));
-    field(header, 108, 8, octal(0, 8));
-    field(header, 116, 8, octal(0, 8));
-    field(header, 124, 12, octal(body.length, 12));
-    field(header, 136, 12, octal(seconds, 12));
-    field(header, 148, 8, "        "); // the checksum counts its own field as spaces
-    field(header, 156, 1, "0");
-    field(header, 257, 6, "ustar\0");
-    field(header, 263, 2, "00");
-    field(header, 345, 155, prefix);
-    const sum = header.reduce((s, b) => s + b, 0);
-    field(header, 148, 8, `${sum.toString(8).padStart(6, "0")}\0 `);
-    parts.push(header, body, new Uint8Array((BLOCK - (body.length % BLOCK)) % BLOCK));
-  }
-  parts.push(new Uint8Array(BLOCK * 2)); // end of archive
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let offset = 0;
-  for (const p of parts) {
-    out.set(p, offset);
-    offset += p.length;
-  }
-  return out;
+/** One file's header and content, padded to whole blocks. */
+export function tarEntry(f: { path: string; content: string }, mtime: Date): Uint8Array {
+  const body = encoder.encode(f.content);
+  const entry = new Uint8Array(BLOCK + Math.ceil(body.length / BLOCK) * BLOCK);
+  const header = entry.subarray(0, BLOCK);
+  const { name, prefix } = splitPath(f.path);
+  field(header, 0, 100, name);
+  field(header, 100, 8, octal(0o644, 8));
+  field(header, 108, 8, octal(0, 8));
+  field(header, 116, 8, octal(0, 8));
+  field(header, 124, 12, octal(body.length, 12));
+  field(header, 136, 12, octal(Math.floor(mtime.getTime() / 1000), 12));
+  field(header, 148, 8, "        "); // the checksum counts its own field as spaces
+  field(header, 156, 1, "0");
+  field(header, 257, 6, "ustar\0");
+  field(header, 263, 2, "00");
+  field(header, 345, 155, prefix);
+  const sum = header.reduce((s, b) => s + b, 0);
+  field(header, 148, 8, `${sum.toString(8).padStart(6, "0")}\0 `);
+  entry.set(body, BLOCK);
+  return entry;
+}
+
+/** The end of an archive: two zero blocks. */
+export function tarEnd(): Uint8Array {
+  return new Uint8Array(BLOCK * 2);
 }

@@ -1,23 +1,21 @@
-// Reading memories: list with filters, what decays soon, stats, export, one memory, its history and
-// its explanation. Each is one tenant transaction (RLS): another tenant's id is simply not found.
-// list, get, explain and export read from the read replica when one is configured (get and explain
-// look on the primary before answering "not found": docs/operations.md#read-replicas).
+// Reading memories: list with filters, what decays soon, stats, one memory, its history and its
+// explanation (the export streams: memory-export.ts). Each is one tenant transaction (RLS):
+// another tenant's id is simply not found. list, get and explain read from the read replica when
+// one is configured (get and explain look on the primary before answering "not found":
+// docs/operations.md#read-replicas).
 import { type TenantContext, withTenant } from "../db.ts";
 import { HttpError } from "../http.ts";
 import { asOfColumns, memoryAsOf, recordedBy } from "../memories/as-of.ts";
 import { listPage } from "../memories/list-page.ts";
 import { decodeCursor, encodeCursor } from "../memories/cursor.ts";
 import { explainMemory, type Explanation } from "../memories/explain.ts";
-import { memoriesToMarkdownFiles } from "../memories/export-markdown.ts";
 import { isoDates, memoryColumns } from "../memories/memory-row.ts";
 import { notFound, toMemory } from "../memories/record.ts";
 import type {
-  ExportQuery,
   HistoryEntry,
   HistoryQuery,
   ListQuery,
   ListResponse,
-  MarkdownFile,
   Memory,
   MemoryQuery,
   StatsQuery,
@@ -98,54 +96,6 @@ export async function weakFacts(deps: ServiceDeps, tenant: TenantContext, q: Wea
 /** Counts by type, namespace, state, validity and pinned; relations and history. */
 export async function stats(deps: ServiceDeps, tenant: TenantContext, q: StatsQuery): Promise<MemoryStats> {
   return await withTenant(deps.sql, tenant, (tx) => memoryStats(tx, q.top_namespaces, deps.embedder.model));
-}
-
-interface ExportBase {
-  tenant_id: string;
-  exported_at: string;
-}
-export type MemoryExport =
-  | ExportBase & { format: "markdown"; files: MarkdownFile[] }
-  | ExportBase & {
-    format: "json";
-    counts: { memories: number; soft_deleted: number; relations: number; history: number };
-    memories: (Memory & { soft_deleted: boolean })[];
-    relations: Record<string, unknown>[];
-    history: Record<string, unknown>[];
-  };
-
-/**
- * Everything the tenant has, soft-deleted memories included and flagged. json: memories (no
- * embeddings), relations and history; markdown: one file per memory (export-markdown.ts).
- */
-export async function exportMemories(deps: ServiceDeps, tenant: TenantContext, q: ExportQuery): Promise<MemoryExport> {
-  const data = await withTenant(readPoolOf(deps), tenant, async (tx) => {
-    const memories = (await tx`
-        select ${memoryColumns(tx, "m")} from public.devai_memories m order by m.created_at, m.id`).map(toMemory);
-    if (q.format === "markdown") return { memories, relations: [], history: [] };
-    const relations = await tx`
-        select id, from_id, to_id, relation_type, strength, confidence, evidence, valid_from, valid_until, created_at
-          from public.memory_relations order by created_at, id`;
-    const history = await tx`
-        select id, memory_id, event, old_ref, new_ref, actor, old_content, new_content, meta, ts
-          from public.memory_history order by ts, id`;
-    return { memories, relations: relations.map((r) => isoDates(r)), history: history.map((h) => isoDates(h)) };
-  });
-  const base = { tenant_id: tenant.tenantId, exported_at: deps.clock().toISOString() };
-  if (q.format === "markdown") return { ...base, format: "markdown", files: memoriesToMarkdownFiles(data.memories) };
-  return {
-    ...base,
-    format: "json",
-    counts: {
-      memories: data.memories.length,
-      soft_deleted: data.memories.filter((m) => m.state === "soft_deleted").length,
-      relations: data.relations.length,
-      history: data.history.length,
-    },
-    memories: data.memories.map((m) => ({ ...m, soft_deleted: m.state === "soft_deleted" })),
-    relations: data.relations,
-    history: data.history,
-  };
 }
 
 export type MemoryAt = { memory: Memory } | { memory: Memory; as_of: string; held: boolean };
