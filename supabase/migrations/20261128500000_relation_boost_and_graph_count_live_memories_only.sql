@@ -7,10 +7,10 @@
 --   context_candidates still counted edges that had ended (hybrid_search and query_memories read
 --   the edges valid now since 20261128200000), and none looked at the other end: an edge to a
 --   deleted, superseded, faded or out-of-scope memory raised a memory's rank as if it were
---   corroborated, and so did a `contradicts` edge. It is now one function,
---   memory_search.relation_strength: edges valid then (now, or as of as_of), not `contradicts`,
---   to a memory held then, in the request's scope, not a raw episode and, now, above the
---   retrieval floor.
+--   corroborated, and so did a `contradicts` edge. It is now one function, called once per search
+--   for all its memories, memory_search.relation_strengths: edges valid then (now, or as of
+--   as_of), not `contradicts`, to a memory held then, in the request's scope, not a raw episode
+--   and, now, above the retrieval floor.
 -- * A graph hop could pass through a faded memory (strength at or below 0.05) to reach another:
 --   public.memory_graph_visible, which every hop and the entity lookup apply, now reads "visible
 --   now" as valid, active and above the floor (as_of reads what was held then, as before).
@@ -44,48 +44,60 @@ begin
 end;
 $function$;
 
--- memory_search.relation_strength: the relation boost, in one place.
-create function memory_search.relation_strength(p_owner uuid, p_id uuid, p_at timestamptz, p_scopes text[])
-returns real
+-- memory_search.relation_strengths: the relation boost, in one place.
+create function memory_search.relation_strengths(p_owner uuid, p_ids uuid[], p_at timestamptz, p_scopes text[])
+returns table (id uuid, strength real)
 language plpgsql
 stable
 set search_path = ''
 as $$
+#variable_conflict use_column
 begin
-  -- The strongest edge valid at p_at (now when null) to a memory the same search could see then:
-  -- held, in scope, not a raw episode (a fact's derived_from edge to the conversation it came from
-  -- is provenance, not corroboration) and, now, above the retrieval floor. A contradiction
-  -- corroborates nothing. An aggregate, not a sort: callers run with sorting switched off
+  -- For each memory, the strongest edge valid at p_at (now when null) to a memory the same search
+  -- could see then: held, in scope, not a raw episode (a fact's derived_from edge to the
+  -- conversation it came from is provenance, not corroboration) and, now, above the retrieval
+  -- floor. A contradiction corroborates nothing. One call for a search's memories (a call per
+  -- memory cost a plpgsql call each, 20-200 of them per retrieval counting the vector list); per
+  -- memory an aggregate over its edges, never a sort: callers run with sorting switched off
   -- (match_memories' index walk), where a sort is costed so high that the statement would be
-  -- JIT-compiled at every call. (plpgsql: a SQL function with a SET clause would be planned again
-  -- in every statement that calls it.)
+  -- JIT-compiled at every call.
   if p_at is null then
-    return (
-      select max(r.strength)
-        from public.memory_relations r
-        join public.devai_memories o on o.id = case when r.from_id = p_id then r.to_id else r.from_id end
-       where r.owner_id = p_owner and (r.from_id = p_id or r.to_id = p_id)
-         and r.relation_type <> 'contradicts'
-         and r.valid_from <= now() and (r.valid_until is null or r.valid_until > now())
-         and o.owner_id = p_owner and o.is_valid and o.state = 'active' and o.strength > 0.05
-         and o.source is distinct from 'conversation'
-         and (p_scopes is null or (o.namespace || '/') ^@ any (p_scopes)));
+    return query
+    select x.id,
+           (select max(e.strength)
+              from (select r.strength, r.to_id as other from public.memory_relations r
+                     where r.from_id = x.id and r.owner_id = p_owner and r.relation_type <> 'contradicts'
+                       and r.valid_from <= now() and (r.valid_until is null or r.valid_until > now())
+                    union all
+                    select r.strength, r.from_id from public.memory_relations r
+                     where r.to_id = x.id and r.owner_id = p_owner and r.relation_type <> 'contradicts'
+                       and r.valid_from <= now() and (r.valid_until is null or r.valid_until > now())) e
+              join public.devai_memories o on o.id = e.other
+             where o.owner_id = p_owner and o.is_valid and o.state = 'active' and o.strength > 0.05
+               and o.source is distinct from 'conversation'
+               and (p_scopes is null or (o.namespace || '/') ^@ any (p_scopes)))
+      from (select distinct u as id from unnest(p_ids) as u) x;
+    return;
   end if;
-  return (
-    select max(r.strength)
-      from public.memory_relations r
-     cross join lateral (select o from public.devai_memories o
-                          where o.id = case when r.from_id = p_id then r.to_id else r.from_id end
-                            and o.owner_id = p_owner offset 0) x
-     where r.owner_id = p_owner and (r.from_id = p_id or r.to_id = p_id)
-       and r.relation_type <> 'contradicts'
-       and r.created_at <= p_at and r.valid_from <= p_at and (r.valid_until is null or r.valid_until > p_at)
-       and (x.o).source is distinct from 'conversation'
-       and public.memory_graph_visible(x.o, p_at, p_scopes));
+  return query
+  select x.id,
+         (select max(e.strength)
+            from (select r.strength, r.to_id as other from public.memory_relations r
+                   where r.from_id = x.id and r.owner_id = p_owner and r.relation_type <> 'contradicts'
+                     and r.created_at <= p_at and r.valid_from <= p_at and (r.valid_until is null or r.valid_until > p_at)
+                  union all
+                  select r.strength, r.from_id from public.memory_relations r
+                   where r.to_id = x.id and r.owner_id = p_owner and r.relation_type <> 'contradicts'
+                     and r.created_at <= p_at and r.valid_from <= p_at and (r.valid_until is null or r.valid_until > p_at)) e
+            cross join lateral (select o from public.devai_memories o
+                                 where o.id = e.other and o.owner_id = p_owner offset 0) v
+           where (v.o).source is distinct from 'conversation'
+             and public.memory_graph_visible(v.o, p_at, p_scopes))
+    from (select distinct u as id from unnest(p_ids) as u) x;
 end;
 $$;
-revoke all on function memory_search.relation_strength(uuid, uuid, timestamptz, text[]) from public, anon;
-grant execute on function memory_search.relation_strength(uuid, uuid, timestamptz, text[]) to authenticated, service_role;
+revoke all on function memory_search.relation_strengths(uuid, uuid[], timestamptz, text[]) from public, anon;
+grant execute on function memory_search.relation_strengths(uuid, uuid[], timestamptz, text[]) to authenticated, service_role;
 
 -- public.memory_entity_lookup and public.context_open_contradictions: the tenant they are given.
 drop function public.memory_entity_lookup(text[], integer, timestamptz, text[]);
@@ -700,7 +712,7 @@ begin
   select m.id, case when as_of is null then m.content else (select a.content from public.memory_at(m.mrow, as_of) a) end,
          m.memory_type, m.namespace, m.strength, m.priority, m.importance, m.pinned,
          m.source, m.metadata, m.session_id, m.access_count, m.last_accessed_at, m.created_at, m.updated_at,
-         memory_search.relation_strength(m.owner_id, m.id, as_of, v_scopes),
+         rs.strength,
          case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end,
          -- Cosine similarity for every returned memory (the vector list has most of them already).
          coalesce((select v.sim from unnest(v_vec_ids, v_vec_sims) as v(id, sim) where v.id = m.id),
@@ -710,6 +722,8 @@ begin
          t.kw_rnk, t.kw_score, t.kw_cov, t.vec_rnk, t.g_rnk, t.g_via, t.g_edge, t.relv
     from top t
     cross join lateral (select m.*, m as mrow from public.devai_memories m where m.id = t.id offset 0) m
+    left join memory_search.relation_strengths(match_owner, array(select t2.id from top t2), as_of, v_scopes) rs
+      on rs.id = t.id
    order by t.relv * t.m_strength desc, t.m_created desc, t.id;
 end;
 $function$;
@@ -825,11 +839,13 @@ begin
          t.similarity, m.memory_type, m.namespace, t.cat, t.cat_context,
          m.strength, m.priority, m.importance, m.pinned, m.source, m.metadata, m.session_id,
          m.access_count, m.last_accessed_at, m.created_at, m.updated_at,
-         memory_search.relation_strength(m.owner_id, m.id, as_of, v_scopes),
+         rs.strength,
          t.keyword_rank, t.keyword_score, t.keyword_coverage, t.vector_rank, t.graph_rank, t.graph_via, t.graph_edge,
          t.relevance
     from top t
     cross join lateral (select m.*, m as mrow from public.devai_memories m where m.id = t.id offset 0) m
+    left join memory_search.relation_strengths(match_owner, array(select t2.id from top t2), as_of, v_scopes) rs
+      on rs.id = t.id
    order by t.relevance * t.m_strength desc, t.m_created desc, t.id;
 end;
 $function$;
@@ -903,9 +919,11 @@ begin
     select n.id, n.content, 1 - n.distance, m.memory_type, m.namespace, m.strength, m.priority,
            m.importance, m.pinned, m.source, m.metadata, m.session_id, m.access_count,
            m.last_accessed_at, m.created_at, m.updated_at,
-           memory_search.relation_strength(m.owner_id, m.id, as_of, v_scopes)
+           rs.strength
       from nearest n
       join public.devai_memories m on m.id = n.id
+      left join memory_search.relation_strengths(match_owner, array(select n2.id from nearest n2), as_of, v_scopes) rs
+        on rs.id = n.id
      where 1 - n.distance > similarity_threshold
      order by n.distance, n.id;
     return;
@@ -954,9 +972,11 @@ begin
     select n.id, m.content, 1 - n.distance, m.memory_type, m.namespace, m.strength, m.priority,
            m.importance, m.pinned, m.source, m.metadata, m.session_id, m.access_count,
            m.last_accessed_at, m.created_at, m.updated_at,
-           memory_search.relation_strength(m.owner_id, m.id, null, v_scopes)
+           rs.strength
       from nearest n
       join public.devai_memories m on m.id = n.id
+      left join memory_search.relation_strengths(match_owner, array(select n2.id from nearest n2), null, v_scopes) rs
+        on rs.id = n.id
      where 1 - n.distance > similarity_threshold
      order by n.distance, n.id;
     return;
@@ -991,9 +1011,11 @@ begin
   select n.id, m.content, 1 - n.distance, m.memory_type, m.namespace, m.strength, m.priority,
          m.importance, m.pinned, m.source, m.metadata, m.session_id, m.access_count,
          m.last_accessed_at, m.created_at, m.updated_at,
-         memory_search.relation_strength(m.owner_id, m.id, null, v_scopes)
+         rs.strength
     from nearest n
     join public.devai_memories m on m.id = n.id
+    left join memory_search.relation_strengths(match_owner, array(select n2.id from nearest n2), null, v_scopes) rs
+      on rs.id = n.id
    where 1 - n.distance > similarity_threshold
    order by n.distance, n.id;
   perform set_config('enable_sort', v_sort, true);
@@ -1054,7 +1076,7 @@ begin
          m.content, m.memory_type, m.namespace, m.strength, m.priority, m.importance, m.pinned, m.source,
          m.metadata, m.created_at,
          case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end,
-         memory_search.relation_strength(m.owner_id, m.id, null, v_scopes),
+         rs.strength,
          coalesce(f.files, '{}'),
          coalesce(u.retrieval_count, 0), coalesce(u.citation_count, 0), coalesce(u.ignore_count, 0)
     from unnest(v_ids, v_kinds, v_details, v_weights) as r(id, kind, detail, weight)
@@ -1065,6 +1087,7 @@ begin
       offset 0) m
     left join public.memory_usage u on u.memory_id = m.id
     left join public.memory_cited_files(v_ids, match_owner) f on f.memory_id = m.id
+    left join memory_search.relation_strengths(match_owner, v_ids, null, v_scopes) rs on rs.id = m.id
    order by r.kind, r.weight desc, r.id;
 end;
 $function$;

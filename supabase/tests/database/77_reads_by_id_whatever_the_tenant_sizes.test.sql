@@ -98,7 +98,7 @@ select cmp_ok(pg_temp.fetched_by('query_memories',
 select is((select count(*) from public.context_candidates(array['devai/'], given_ids => pg_temp.ids(200, 11))),
           200::bigint, 'context candidates: the 200 given memories');
 -- The 200 memories, and the other end of each one's two edges (the relation boost counts an edge
--- only to a memory the search could see: memory_search.relation_strength, migration 20261128500000).
+-- only to a memory the search could see: memory_search.relation_strengths, migration 20261128500000).
 select cmp_ok(pg_temp.fetched_by('context_candidates',
   $$select count(*) from public.context_candidates(array['devai/'], given_ids => pg_temp.ids(200, 11))$$),
   '<', 1000::bigint, 'context candidates reads the given memories and their edges'' other ends by their ids');

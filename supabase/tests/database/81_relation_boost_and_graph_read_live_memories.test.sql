@@ -192,7 +192,7 @@ select is((select count(*)::int from public.context_open_contradictions(array['d
 select tests.clear_authentication();
 
 -- The helper is not for anon.
-select ok(not has_function_privilege('anon', 'memory_search.relation_strength(uuid, uuid, timestamptz, text[])', 'execute'),
+select ok(not has_function_privilege('anon', 'memory_search.relation_strengths(uuid, uuid[], timestamptz, text[])', 'execute'),
           'anon cannot run the relation strength helper');
 
 select * from finish();
