@@ -4,7 +4,13 @@
 // one already admitted for the same tenant goes straight through (it must not wait for its caller).
 import assert from "node:assert/strict";
 import { createSql, readAsTenant, withTenant } from "../supabase/functions/_shared/db.ts";
-import { outsideShares, TenantShares, tenantShares } from "../supabase/functions/_shared/tenant-share.ts";
+import {
+  AdmissionTimeout,
+  outsideShares,
+  TenantShares,
+  tenantShares,
+} from "../supabase/functions/_shared/tenant-share.ts";
+import { mapDatabaseError } from "../supabase/functions/_shared/database-errors.ts";
 import { realServerOnly } from "./support/backend.ts";
 import { testDatabaseUrl } from "./support/config.ts";
 import { newTenant, testSql } from "./support/seed.ts";
@@ -84,6 +90,24 @@ Deno.test("tenant shares: a failed call gives its place back; a nested call of t
     assert.deepEqual(shares.load("a"), { active: 1, waiting: 1 }, "the background call waits its turn");
   });
   assert.equal(await background, "background", "and runs once the call that started it has ended");
+});
+
+Deno.test("tenant shares: a call waits at most its limit, then leaves the queue as a 503 (nothing else changes)", async () => {
+  const shares = new TenantShares(1);
+  const g = gate();
+  const holding = shares.run("a", () => g.opened);
+  const late = shares.run("a", () => Promise.resolve("never"), 20);
+  const next = shares.run("b", () => Promise.resolve("b"));
+  await assert.rejects(late, (err: unknown) => err instanceof AdmissionTimeout && err.waitedMs === 20);
+  assert.deepEqual(shares.load("a"), { active: 1, waiting: 0 }, "the timed-out call left the queue");
+  const mapped = mapDatabaseError(new AdmissionTimeout(20));
+  assert.equal(mapped?.status, 503);
+  assert.equal(mapped?.code, "database_unavailable");
+  assert.ok(mapped?.headers?.["retry-after"]);
+  g.open();
+  await holding;
+  assert.equal(await next, "b", "the tenant waiting behind it is admitted as before");
+  assert.deepEqual(shares.load("b"), { active: 0, waiting: 0 });
 });
 
 Deno.test("tenant shares: a pool's capacity is its size (createSql registers it); one connection for a pool it did not make", () => {

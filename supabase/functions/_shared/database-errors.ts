@@ -8,6 +8,7 @@
 //   store): a 4xx, never a 500. Data exceptions (SQLSTATE class 22: a timestamp past year 294276,
 //   a malformed value) are 400; constraint violations 409 / 422 / 404.
 // Anything else is not mapped here, and becomes the logged 500.
+import { AdmissionTimeout } from "./tenant-share.ts";
 import { HttpError } from "./http.ts";
 
 /** What a 503 asks the client to wait: Postgres restarts in about that time. */
@@ -53,6 +54,15 @@ export function isStatementTimeout(err: unknown): boolean {
 }
 
 export function mapDatabaseError(err: unknown): HttpError | undefined {
+  if (err instanceof AdmissionTimeout) {
+    return new HttpError(
+      503,
+      "database_unavailable",
+      "too many of this tenant's requests are waiting for the database; nothing was written, try again",
+      undefined,
+      { "retry-after": String(DATABASE_RETRY_AFTER_SECONDS) },
+    );
+  }
   if (isDatabaseUnavailable(err)) {
     const timedOut = isStatementTimeout(err) || codeOf(err) === "CONNECT_TIMEOUT";
     return new HttpError(

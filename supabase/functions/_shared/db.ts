@@ -164,7 +164,7 @@ function routed<T>(
   routeClass: RouteClass | undefined,
   run: (pool: Sql, routeClass: RouteClass | undefined) => Promise<T>,
 ): Promise<T> {
-  const admitted = (pool: Sql, work: () => Promise<T>) => tenantShares(pool).run(who.tenantId, work);
+  const admitted = (pool: Sql, work: () => Promise<T>) => tenantShares(pool).run(who.tenantId, work, timeoutMsOf(pool));
   const primary = primaryOf(sql);
   if (primary === sql) return admitted(sql, () => run(sql, routeClass));
   // Admitted on the replica before its deadline starts (a wait for admission is no fault of the

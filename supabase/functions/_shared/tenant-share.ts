@@ -10,11 +10,22 @@
 // Nothing is held back while there is room, so one tenant alone (a self-hosted install) still has
 // all but one connection. A call made inside one already admitted for the same tenant and pool (a
 // read inside a transaction's work) goes straight through: it must not wait for its own caller.
+// A call waits at most `maxWaitMs` (the pool's statement timeout): then it leaves the queue and
+// fails as AdmissionTimeout, a 503 like a statement past its timeout (database-errors.ts), so a
+// client that gave up does not leave its request to run long after.
 import { AsyncLocalStorage } from "node:async_hooks";
 
 interface Tenant {
   active: number;
   waiting: (() => void)[];
+}
+
+/** A call that waited its pool's statement timeout without being admitted. */
+export class AdmissionTimeout extends Error {
+  constructor(readonly waitedMs: number) {
+    super(`waited ${waitedMs} ms for a database connection behind this tenant's other requests`);
+    this.name = "AdmissionTimeout";
+  }
 }
 
 /** The (pool, tenant) admissions the current async context holds. */
@@ -32,11 +43,11 @@ export class TenantShares {
     this.perTenant = Math.max(1, capacity - 1);
   }
 
-  async run<T>(tenant: string, work: () => Promise<T>): Promise<T> {
+  async run<T>(tenant: string, work: () => Promise<T>, maxWaitMs = Infinity): Promise<T> {
     const key = `${this.#key}/${tenant}`;
     const mine = held.getStore();
     if (mine?.has(key)) return await work();
-    await this.#admit(tenant);
+    await this.#admit(tenant, maxWaitMs);
     try {
       return await held.run(new Set([...(mine ?? []), key]), work);
     } finally {
@@ -50,7 +61,7 @@ export class TenantShares {
     return { active: t?.active ?? 0, waiting: t?.waiting.length ?? 0 };
   }
 
-  #admit(tenant: string): Promise<void> {
+  #admit(tenant: string, maxWaitMs: number): Promise<void> {
     let t = this.#tenants.get(tenant);
     if (!t) this.#tenants.set(tenant, t = { active: 0, waiting: [] });
     if (t.waiting.length === 0 && this.#active < this.capacity && t.active < this.perTenant) {
@@ -59,7 +70,25 @@ export class TenantShares {
       return Promise.resolve();
     }
     if (t.waiting.length === 0) this.#turns.push(tenant);
-    return new Promise((resolve) => t.waiting.push(resolve));
+    const queue = t;
+    return new Promise((resolve, reject) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const admitted = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      queue.waiting.push(admitted);
+      if (Number.isFinite(maxWaitMs)) {
+        timer = setTimeout(() => {
+          queue.waiting.splice(queue.waiting.indexOf(admitted), 1);
+          if (queue.waiting.length === 0) {
+            this.#turns.splice(this.#turns.indexOf(tenant), 1);
+            if (queue.active === 0) this.#tenants.delete(tenant);
+          }
+          reject(new AdmissionTimeout(maxWaitMs));
+        }, maxWaitMs);
+      }
+    });
   }
 
   #release(tenant: string): void {
