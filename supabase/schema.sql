@@ -5078,10 +5078,10 @@ CREATE INDEX memory_events_owner_ts ON public.memory_events USING btree (owner_i
 CREATE INDEX memory_history_memory_ts ON public.memory_history USING btree (memory_id, ts DESC);
 
 --
--- Name: memory_history_owner_ts; Type: INDEX; Schema: public; Owner: -
+-- Name: memory_history_owner_ts_id; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX memory_history_owner_ts ON public.memory_history USING btree (owner_id, ts DESC);
+CREATE INDEX memory_history_owner_ts_id ON public.memory_history USING btree (owner_id, ts, id);
 
 --
 -- Name: memory_jobs_claimable; Type: INDEX; Schema: public; Owner: -

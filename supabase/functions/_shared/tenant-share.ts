@@ -10,6 +10,8 @@
 // Nothing is held back while there is room, so one tenant alone (a self-hosted install) still has
 // all but one connection. A call made inside one already admitted for the same tenant and pool (a
 // read inside a transaction's work) goes straight through: it must not wait for its own caller.
+// (It still needs a connection of its own: were every connection held by a transaction waiting for
+// such a read, the pool would wait forever, with or without admission. No service nests so.)
 // A call waits at most `maxWaitMs` (the pool's statement timeout): then it leaves the queue and
 // fails as AdmissionTimeout, a 503 like a statement past its timeout (database-errors.ts), so a
 // client that gave up does not leave its request to run long after.

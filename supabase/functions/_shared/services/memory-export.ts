@@ -176,10 +176,18 @@ export async function exportResponse(
   let first: string | Uint8Array | undefined = (await chunks.next()).value ?? undefined;
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
-      const value = first ?? (await chunks.next()).value;
-      first = undefined;
-      if (value === undefined) return controller.close();
-      controller.enqueue(typeof value === "string" ? encoder.encode(value) : value);
+      try {
+        const value = first ?? (await chunks.next()).value;
+        first = undefined;
+        if (value === undefined) return controller.close();
+        controller.enqueue(typeof value === "string" ? encoder.encode(value) : value);
+      } catch (err) {
+        // The status is sent: the client sees the body end early. Logged, so it is not silent here.
+        console.error(
+          JSON.stringify({ level: "error", msg: "export aborted after its first page", error: String(err) }),
+        );
+        controller.error(err);
+      }
     },
     async cancel() {
       await chunks.return(undefined);
