@@ -2218,7 +2218,8 @@ begin
                      case when filter_after is null and filter_before is null and filter_memory_types is null
                                and filter_categories is null and v_exclude is null
                           then v_vec_pool else least(v_vec_pool * 4, 200) end,
-                     similarity_threshold / 2, match_owner, match_embedding_model, v_bases[2:], as_of) mm
+                     similarity_threshold / 2, match_owner, match_embedding_model, v_bases[2:], as_of,
+                     with_relations => false) mm
               join public.devai_memories m on m.id = mm.id
              where (v_exclude is null or not (m.fts @@ v_exclude))
                and (filter_after is null or m.created_at >= filter_after)
@@ -2514,10 +2515,10 @@ end;
 $$;
 
 --
--- Name: match_memories(extensions.vector, text, integer, double precision, uuid, text, text[], timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
+-- Name: match_memories(extensions.vector, text, integer, double precision, uuid, text, text[], timestamp with time zone, boolean); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.match_memories(query_embedding extensions.vector, match_namespace text, match_count integer DEFAULT 15, similarity_threshold double precision DEFAULT 0.7, match_owner uuid DEFAULT auth.uid(), match_embedding_model text DEFAULT 'text-embedding-3-small'::text, match_namespaces text[] DEFAULT NULL::text[], as_of timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS TABLE(id uuid, content text, similarity double precision, memory_type text, namespace text, strength double precision, priority text, importance smallint, pinned boolean, source text, metadata jsonb, session_id text, access_count integer, last_accessed_at timestamp with time zone, created_at timestamp with time zone, updated_at timestamp with time zone, max_relation_strength real)
+CREATE FUNCTION public.match_memories(query_embedding extensions.vector, match_namespace text, match_count integer DEFAULT 15, similarity_threshold double precision DEFAULT 0.7, match_owner uuid DEFAULT auth.uid(), match_embedding_model text DEFAULT 'text-embedding-3-small'::text, match_namespaces text[] DEFAULT NULL::text[], as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, with_relations boolean DEFAULT true) RETURNS TABLE(id uuid, content text, similarity double precision, memory_type text, namespace text, strength double precision, priority text, importance smallint, pinned boolean, source text, metadata jsonb, session_id text, access_count integer, last_accessed_at timestamp with time zone, created_at timestamp with time zone, updated_at timestamp with time zone, max_relation_strength real)
     LANGUAGE plpgsql STABLE ROWS 20
     SET search_path TO ''
     SET "hnsw.iterative_scan" TO 'relaxed_order'
@@ -2586,7 +2587,7 @@ begin
            rs.strength
       from nearest n
       join public.devai_memories m on m.id = n.id
-      left join memory_search.relation_strengths(match_owner, array(select n2.id from nearest n2), as_of, v_scopes) rs
+      left join memory_search.relation_strengths(match_owner, case when with_relations then array(select n2.id from nearest n2) end, as_of, v_scopes) rs
         on rs.id = n.id
      where 1 - n.distance > similarity_threshold
      order by n.distance, n.id;
@@ -2639,7 +2640,7 @@ begin
            rs.strength
       from nearest n
       join public.devai_memories m on m.id = n.id
-      left join memory_search.relation_strengths(match_owner, array(select n2.id from nearest n2), null, v_scopes) rs
+      left join memory_search.relation_strengths(match_owner, case when with_relations then array(select n2.id from nearest n2) end, null, v_scopes) rs
         on rs.id = n.id
      where 1 - n.distance > similarity_threshold
      order by n.distance, n.id;
@@ -2678,7 +2679,7 @@ begin
          rs.strength
     from nearest n
     join public.devai_memories m on m.id = n.id
-    left join memory_search.relation_strengths(match_owner, array(select n2.id from nearest n2), null, v_scopes) rs
+    left join memory_search.relation_strengths(match_owner, case when with_relations then array(select n2.id from nearest n2) end, null, v_scopes) rs
       on rs.id = n.id
    where 1 - n.distance > similarity_threshold
    order by n.distance, n.id;
@@ -6541,12 +6542,12 @@ GRANT ALL ON FUNCTION public.lock_retrieved_memories(p_items jsonb) TO authentic
 GRANT ALL ON FUNCTION public.lock_retrieved_memories(p_items jsonb) TO service_role;
 
 --
--- Name: FUNCTION match_memories(query_embedding extensions.vector, match_namespace text, match_count integer, similarity_threshold double precision, match_owner uuid, match_embedding_model text, match_namespaces text[], as_of timestamp with time zone); Type: ACL; Schema: public; Owner: -
+-- Name: FUNCTION match_memories(query_embedding extensions.vector, match_namespace text, match_count integer, similarity_threshold double precision, match_owner uuid, match_embedding_model text, match_namespaces text[], as_of timestamp with time zone, with_relations boolean); Type: ACL; Schema: public; Owner: -
 --
 
-REVOKE ALL ON FUNCTION public.match_memories(query_embedding extensions.vector, match_namespace text, match_count integer, similarity_threshold double precision, match_owner uuid, match_embedding_model text, match_namespaces text[], as_of timestamp with time zone) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.match_memories(query_embedding extensions.vector, match_namespace text, match_count integer, similarity_threshold double precision, match_owner uuid, match_embedding_model text, match_namespaces text[], as_of timestamp with time zone) TO authenticated;
-GRANT ALL ON FUNCTION public.match_memories(query_embedding extensions.vector, match_namespace text, match_count integer, similarity_threshold double precision, match_owner uuid, match_embedding_model text, match_namespaces text[], as_of timestamp with time zone) TO service_role;
+REVOKE ALL ON FUNCTION public.match_memories(query_embedding extensions.vector, match_namespace text, match_count integer, similarity_threshold double precision, match_owner uuid, match_embedding_model text, match_namespaces text[], as_of timestamp with time zone, with_relations boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.match_memories(query_embedding extensions.vector, match_namespace text, match_count integer, similarity_threshold double precision, match_owner uuid, match_embedding_model text, match_namespaces text[], as_of timestamp with time zone, with_relations boolean) TO authenticated;
+GRANT ALL ON FUNCTION public.match_memories(query_embedding extensions.vector, match_namespace text, match_count integer, similarity_threshold double precision, match_owner uuid, match_embedding_model text, match_namespaces text[], as_of timestamp with time zone, with_relations boolean) TO service_role;
 
 --
 -- Name: FUNCTION memory_at(m public.devai_memories, p_at timestamp with time zone); Type: ACL; Schema: public; Owner: -

@@ -277,7 +277,8 @@ Deno.test({
     sql,
     t,
     Array.from({ length: n }, (_, i) => ({
-      content: `export fact ${i}`,
+      // i and i + 600 say the same, a page or two apart: their Markdown paths must still differ.
+      content: `export fact ${i % 600}`,
       namespace: "devai/project/web",
       state: i % 100 === 0 ? "soft_deleted" as const : "active" as const,
     })),

@@ -231,7 +231,7 @@ Deno.test(
     // A parameter named like an Object property is an unknown one, not one "given more than once".
     const inherited = await api("GET", "/memory?constructor=1", { as: t });
     assert.equal(inherited.status, 400);
-    assert.notEqual(inherited.body.error.issues[0].message, "given more than once", JSON.stringify(inherited.body));
+    assert.equal(inherited.body.error.issues[0].code, "unrecognized_keys", JSON.stringify(inherited.body));
   },
 );
 

@@ -486,10 +486,16 @@ dbTest(
     ]);
     const question = "Which releases do we deploy on Fridays?";
     const message = question + " ".repeat(20_000 - question.length - 2) + "ok";
-    for (const [what, body] of [["short", { message: question }], ["longest", { message }]] as const) {
-      const res = await retrieve(t, { ...body, project: "web", project_context: "-blue", threshold: 0 });
+    // Both texts at their limits: the exclusion is the last word of 24,002 characters.
+    const context = (exclusion: string) => "Project notes." + " ".repeat(4_000 - 14 - exclusion.length) + exclusion;
+    const idsFor = async (body: Record<string, unknown>) => {
+      const res = await retrieve(t, { ...body, project: "web", threshold: 0 });
       assert.equal(res.status, 200, JSON.stringify(res.body));
-      const ids = (res.body.memories as Mem[]).map((m) => m.id);
+      return (res.body.memories as Mem[]).map((m) => m.id);
+    };
+    assert.ok((await idsFor({ message, project_context: context("blue") })).includes(blue!.id), "found without it");
+    for (const [what, text] of [["short", question], ["longest", message]] as const) {
+      const ids = await idsFor({ message: text, project_context: context("-blue") });
       assert.ok(!ids.includes(blue!.id), `${what} message: the excluded memory is left out`);
       assert.ok(ids.includes(other!.id), `${what} message: the other one stays`);
     }

@@ -14,6 +14,7 @@ import { mapDatabaseError } from "../supabase/functions/_shared/database-errors.
 import { realServerOnly } from "./support/backend.ts";
 import { testDatabaseUrl } from "./support/config.ts";
 import { newTenant, testSql } from "./support/seed.ts";
+import { waitUntil } from "./support/wait.ts";
 
 /** Lets every pending callback run (microtasks and timers due now). */
 const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
@@ -104,10 +105,46 @@ Deno.test("tenant shares: a call waits at most its limit, then leaves the queue 
   assert.equal(mapped?.status, 503);
   assert.equal(mapped?.code, "database_unavailable");
   assert.ok(mapped?.headers?.["retry-after"]);
+  // A call whose holder ends before its limit is admitted, not refused.
+  const patient = shares.run("a", () => Promise.resolve("patient"), 60_000);
+  await settle();
+  assert.deepEqual(shares.load("a"), { active: 1, waiting: 1 });
   g.open();
   await holding;
+  assert.equal(await patient, "patient");
   assert.equal(await next, "b", "the tenant waiting behind it is admitted as before");
   assert.deepEqual(shares.load("b"), { active: 0, waiting: 0 });
+});
+
+Deno.test({
+  name:
+    "tenant shares: withTenant and readAsTenant wait for admission at most the pool's statement timeout, then a 503",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    const pool = createSql(testDatabaseUrl(), { max: 1, statementTimeoutMs: 300 });
+    const who = { tenantId: newTenant(), actor: "user" };
+    const g = gate();
+    try {
+      // The one connection's admission is held by a transaction waiting on nothing in the database.
+      const holding = withTenant(pool, who, () => g.opened);
+      await waitUntil(async () => tenantShares(pool).load(who.tenantId).active === 1, "the transaction admitted");
+      const err = await readAsTenant(pool, who, (q, tenant) => q`select 1 from ${tenant}`).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      assert.ok(err instanceof AdmissionTimeout, String(err));
+      assert.equal((err as AdmissionTimeout).waitedMs, 300, "the pool's statement timeout");
+      assert.equal(mapDatabaseError(err)?.status, 503);
+      g.open();
+      await holding;
+      const [row] = await readAsTenant(pool, who, (q, tenant) => q<{ n: number }[]>`select 1 as n from ${tenant}`);
+      assert.equal(row?.n, 1, "admitted once the transaction has ended");
+    } finally {
+      g.open();
+      await pool.end();
+    }
+  },
 });
 
 Deno.test("tenant shares: a pool's capacity is its size (createSql registers it); one connection for a pool it did not make", () => {
@@ -143,13 +180,16 @@ Deno.test({
           : withTenant(pool, busy, (tx) => tx`select pg_advisory_xact_lock_shared(${lockKey})`)
       );
       // Until the database shows the running ones waiting for the lock.
-      for (;;) {
-        const [row] = await admin<{ n: number }[]>`
+      await waitUntil(
+        async () => {
+          const [row] = await admin<{ n: number }[]>`
           select count(*)::int as n from pg_locks
            where locktype = 'advisory' and not granted and objid = ${lockKey}`;
-        if (row!.n >= 2) break;
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
+          return row!.n >= 2;
+        },
+        "two of the burst waiting for the lock",
+        { pollMs: 10 },
+      );
       assert.deepEqual(tenantShares(pool).load(busy.tenantId), { active: 2, waiting: 2 });
       // The other tenant is answered now, with the burst still waiting. (In one queue, all three
       // connections would be the burst's and this read would wait for the lock: the race's other

@@ -10,7 +10,8 @@
 --   corroborated, and so did a `contradicts` edge. It is now one function, called once per search
 --   for all its memories, memory_search.relation_strengths: edges valid then (now, or as of
 --   as_of), not `contradicts`, to a memory held then, in the request's scope, not a raw episode
---   and, now, above the retrieval floor.
+--   and, now, above the retrieval floor. match_memories takes with_relations (default true):
+--   hybrid_search's vector list passes false, as it uses ids and similarities only.
 -- * A graph hop could pass through a faded memory (strength at or below 0.05) to reach another:
 --   public.memory_graph_visible, which every hop and the entity lookup apply, now reads "visible
 --   now" as valid, active and above the floor (as_of reads what was held then, as before).
@@ -532,7 +533,8 @@ begin
                      case when filter_after is null and filter_before is null and filter_memory_types is null
                                and filter_categories is null and v_exclude is null
                           then v_vec_pool else least(v_vec_pool * 4, 200) end,
-                     similarity_threshold / 2, match_owner, match_embedding_model, v_bases[2:], as_of) mm
+                     similarity_threshold / 2, match_owner, match_embedding_model, v_bases[2:], as_of,
+                     with_relations => false) mm
               join public.devai_memories m on m.id = mm.id
              where (v_exclude is null or not (m.fts @@ v_exclude))
                and (filter_after is null or m.created_at >= filter_after)
@@ -850,8 +852,10 @@ begin
 end;
 $function$;
 
--- public.match_memories
-CREATE OR REPLACE FUNCTION public.match_memories(query_embedding extensions.vector, match_namespace text, match_count integer DEFAULT 15, similarity_threshold double precision DEFAULT 0.7, match_owner uuid DEFAULT auth.uid(), match_embedding_model text DEFAULT 'text-embedding-3-small'::text, match_namespaces text[] DEFAULT NULL::text[], as_of timestamp with time zone DEFAULT NULL::timestamp with time zone)
+-- public.match_memories: with_relations false leaves max_relation_strength null (hybrid_search's
+-- vector list uses ids and similarities only, and ranks what it returns with its own call).
+drop function public.match_memories(extensions.vector, text, integer, double precision, uuid, text, text[], timestamptz);
+CREATE FUNCTION public.match_memories(query_embedding extensions.vector, match_namespace text, match_count integer DEFAULT 15, similarity_threshold double precision DEFAULT 0.7, match_owner uuid DEFAULT auth.uid(), match_embedding_model text DEFAULT 'text-embedding-3-small'::text, match_namespaces text[] DEFAULT NULL::text[], as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, with_relations boolean DEFAULT true)
  RETURNS TABLE(id uuid, content text, similarity double precision, memory_type text, namespace text, strength double precision, priority text, importance smallint, pinned boolean, source text, metadata jsonb, session_id text, access_count integer, last_accessed_at timestamp with time zone, created_at timestamp with time zone, updated_at timestamp with time zone, max_relation_strength real)
  LANGUAGE plpgsql
  STABLE ROWS 20
@@ -922,7 +926,7 @@ begin
            rs.strength
       from nearest n
       join public.devai_memories m on m.id = n.id
-      left join memory_search.relation_strengths(match_owner, array(select n2.id from nearest n2), as_of, v_scopes) rs
+      left join memory_search.relation_strengths(match_owner, case when with_relations then array(select n2.id from nearest n2) end, as_of, v_scopes) rs
         on rs.id = n.id
      where 1 - n.distance > similarity_threshold
      order by n.distance, n.id;
@@ -975,7 +979,7 @@ begin
            rs.strength
       from nearest n
       join public.devai_memories m on m.id = n.id
-      left join memory_search.relation_strengths(match_owner, array(select n2.id from nearest n2), null, v_scopes) rs
+      left join memory_search.relation_strengths(match_owner, case when with_relations then array(select n2.id from nearest n2) end, null, v_scopes) rs
         on rs.id = n.id
      where 1 - n.distance > similarity_threshold
      order by n.distance, n.id;
@@ -1014,13 +1018,16 @@ begin
          rs.strength
     from nearest n
     join public.devai_memories m on m.id = n.id
-    left join memory_search.relation_strengths(match_owner, array(select n2.id from nearest n2), null, v_scopes) rs
+    left join memory_search.relation_strengths(match_owner, case when with_relations then array(select n2.id from nearest n2) end, null, v_scopes) rs
       on rs.id = n.id
    where 1 - n.distance > similarity_threshold
    order by n.distance, n.id;
   perform set_config('enable_sort', v_sort, true);
 end;
 $function$;
+
+revoke all on function public.match_memories(extensions.vector, text, integer, double precision, uuid, text, text[], timestamptz, boolean) from public, anon;
+grant execute on function public.match_memories(extensions.vector, text, integer, double precision, uuid, text, text[], timestamptz, boolean) to authenticated, service_role;
 
 -- public.context_candidates
 CREATE OR REPLACE FUNCTION public.context_candidates(match_namespaces text[], given_ids uuid[] DEFAULT NULL::uuid[], files text[] DEFAULT NULL::text[], modules text[] DEFAULT NULL::text[], branch text DEFAULT NULL::text, background_categories text[] DEFAULT NULL::text[], recent_since timestamp with time zone DEFAULT NULL::timestamp with time zone, contradictions boolean DEFAULT false, max_per_kind integer DEFAULT 30, match_owner uuid DEFAULT auth.uid())

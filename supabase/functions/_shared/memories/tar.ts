@@ -1,6 +1,8 @@
 // A ustar (POSIX tar) archive of text files, for the Markdown export: `tar -x` on any system turns
 // the answer into the files, without a JSON step. Regular files only, mode 0644, one mtime. Written
 // an entry at a time (the export streams them: services/memory-export.ts).
+import type { MarkdownFile } from "./schemas.ts";
+
 const BLOCK = 512;
 const encoder = new TextEncoder();
 
@@ -28,7 +30,7 @@ function splitPath(path: string): { name: string; prefix: string } {
 }
 
 /** One file's header and content, padded to whole blocks. */
-export function tarEntry(f: { path: string; content: string }, mtime: Date): Uint8Array {
+export function tarEntry(f: MarkdownFile, mtime: Date): Uint8Array {
   const body = encoder.encode(f.content);
   const entry = new Uint8Array(BLOCK + Math.ceil(body.length / BLOCK) * BLOCK);
   const header = entry.subarray(0, BLOCK);

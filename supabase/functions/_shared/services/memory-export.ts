@@ -16,7 +16,7 @@ import { type Sql, type TenantContext, type Tx, withTenant } from "../db.ts";
 import { isoDates, memoryColumns } from "../memories/memory-row.ts";
 import { toMemory } from "../memories/record.ts";
 import { MarkdownPaths, memoryToMarkdown } from "../memories/export-markdown.ts";
-import type { ExportQuery } from "../memories/schemas.ts";
+import type { ExportQuery, MarkdownFile } from "../memories/schemas.ts";
 import { tarEnd, tarEntry } from "../memories/tar.ts";
 import { readPoolOf, type ServiceDeps } from "./deps.ts";
 
@@ -126,7 +126,7 @@ async function* jsonChunks(sql: Sql, tenant: TenantContext, head: Row): AsyncGen
 }
 
 /** The Markdown files in creation order, a page at a time (paths unique across pages). */
-async function* markdownFiles(sql: Sql, tenant: TenantContext): AsyncGenerator<{ path: string; content: string }[]> {
+async function* markdownFiles(sql: Sql, tenant: TenantContext): AsyncGenerator<MarkdownFile[]> {
   const paths = new MarkdownPaths();
   for await (const rows of rowsOf(sql, tenant, "memories")) {
     yield rows.map((row) => {
@@ -143,10 +143,7 @@ async function* markdownJsonChunks(sql: Sql, tenant: TenantContext, head: Row): 
 
 async function* tarChunks(sql: Sql, tenant: TenantContext, mtime: Date): AsyncGenerator<Uint8Array> {
   for await (const files of markdownFiles(sql, tenant)) {
-    const entries = files.map((f) => tarEntry(f, mtime));
-    const out = new Uint8Array(entries.reduce((n, e) => n + e.length, 0));
-    entries.reduce((offset, e) => (out.set(e, offset), offset + e.length), 0);
-    yield out;
+    for (const f of files) yield tarEntry(f, mtime);
   }
   yield tarEnd();
 }
