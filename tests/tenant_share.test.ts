@@ -128,7 +128,10 @@ Deno.test({
     try {
       // The one connection's admission is held by a transaction waiting on nothing in the database.
       const holding = withTenant(pool, who, () => g.opened);
-      await waitUntil(async () => tenantShares(pool).load(who.tenantId).active === 1, "the transaction admitted");
+      await waitUntil(
+        () => Promise.resolve(tenantShares(pool).load(who.tenantId).active === 1),
+        "the transaction admitted",
+      );
       const err = await readAsTenant(pool, who, (q, tenant) => q`select 1 from ${tenant}`).then(
         () => undefined,
         (e: unknown) => e,
