@@ -1733,6 +1733,26 @@ end;
 $_$;
 
 --
+-- Name: passes_filters(tsvector, timestamp with time zone, text, jsonb, tsquery, timestamp with time zone, timestamp with time zone, text[], text[]); Type: FUNCTION; Schema: memory_search; Owner: -
+--
+
+CREATE FUNCTION memory_search.passes_filters(p_fts tsvector, p_created_at timestamp with time zone, p_memory_type text, p_metadata jsonb, p_exclude tsquery, p_after timestamp with time zone, p_before timestamp with time zone, p_types text[], p_categories text[]) RETURNS boolean
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO ''
+    AS $$
+begin
+  return (p_exclude is null or not (p_fts @@ p_exclude))
+     and (p_after is null or p_created_at >= p_after)
+     and (p_before is null or p_created_at < p_before)
+     and (p_types is null or p_memory_type = any (p_types))
+     -- A procedural memory's category is 'procedural' (as every search reports it).
+     and (p_categories is null
+          or (case when p_memory_type = 'procedural' then 'procedural' else p_metadata ->> 'category' end)
+             = any (p_categories));
+end;
+$$;
+
+--
 -- Name: reinforcement_rows(uuid[], integer[], timestamp with time zone[], double precision[]); Type: FUNCTION; Schema: memory_search; Owner: -
 --
 
@@ -2047,6 +2067,7 @@ declare
   v_terms_q    tsquery[] := '{}';
   v_terms_idf  double precision[] := '{}';
   v_exclude    tsquery;
+  v_filtered   boolean;
   v_cand       uuid[] := '{}';
   v_dfs        integer[];
   v_idf_total  double precision := 0;
@@ -2137,6 +2158,8 @@ begin
       from public.memory_keyword_terms(query_text, v_max_terms) with ordinality as t(term, kind, query, ord);
     select string_agg(q::text, ' | ')::tsquery into v_exclude from unnest(v_excludes) q;
   end if;
+  v_filtered := filter_after is not null or filter_before is not null or filter_memory_types is not null
+                or filter_categories is not null or v_exclude is not null;
 
   -- Keyword signal. Each term's matches in scope, counted up to the cap (its document frequency);
   -- rare terms bring their matches in as candidates.
@@ -2177,13 +2200,8 @@ begin
            and (as_of is not null or (m.is_valid and m.state = 'active' and m.strength > 0.05))
            and m.source is distinct from 'conversation'
            and (m.namespace || '/') ^@ any (v_scopes)
-           and (v_exclude is null or not (m.fts @@ v_exclude))
-           and (filter_after is null or m.created_at >= filter_after)
-           and (filter_before is null or m.created_at < filter_before)
-           and (filter_memory_types is null or m.memory_type = any (filter_memory_types))
-           and (filter_categories is null
-                or (case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end)
-                   = any (filter_categories))
+           and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, v_exclude,
+                                                               filter_after, filter_before, filter_memory_types, filter_categories))
       ),
       scored as (
         select x.id,
@@ -2206,30 +2224,17 @@ begin
     end if;
   end if;
 
-  -- Vector signal: match_memories over the same scopes (exact or HNSW by scope size), filtered,
-  -- down to half the threshold (companions of an answer, see below).
+  -- Vector signal: match_memories over the same scopes (exact or HNSW by scope size), the filters
+  -- applied while it searches, down to half the threshold (companions of an answer, see below).
   if v_w_vec > 0 then
     select coalesce(array_agg(v.id order by v.similarity desc, v.id), '{}'),
            coalesce(array_agg(v.similarity order by v.similarity desc, v.id), '{}')
       into v_vec_ids, v_vec_sims
-      from (select mm.id, mm.similarity
-              from public.match_memories(
-                     query_embedding, v_bases[1],
-                     case when filter_after is null and filter_before is null and filter_memory_types is null
-                               and filter_categories is null and v_exclude is null
-                          then v_vec_pool else least(v_vec_pool * 4, 200) end,
-                     similarity_threshold / 2, match_owner, match_embedding_model, v_bases[2:], as_of,
-                     with_relations => false) mm
-              join public.devai_memories m on m.id = mm.id
-             where (v_exclude is null or not (m.fts @@ v_exclude))
-               and (filter_after is null or m.created_at >= filter_after)
-               and (filter_before is null or m.created_at < filter_before)
-               and (filter_memory_types is null or m.memory_type = any (filter_memory_types))
-               and (filter_categories is null
-                    or (case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end)
-                       = any (filter_categories))
-             order by mm.similarity desc, mm.id
-             limit v_vec_pool) v;
+      from public.match_memories(
+             query_embedding, v_bases[1], v_vec_pool, similarity_threshold / 2, match_owner, match_embedding_model,
+             v_bases[2:], as_of, with_relations => false, filter_after => filter_after, filter_before => filter_before,
+             filter_memory_types => filter_memory_types, filter_categories => filter_categories,
+             filter_exclude => v_exclude) v;
   end if;
 
   -- Does the query have an answer at all? Only when its best memory reaches a floor: keyword
@@ -2316,13 +2321,8 @@ begin
        where (r.lookup or not (r.id = any (v_seeds)))
          and (graph_episodes or m.source is distinct from 'conversation')
          and (as_of is not null or m.strength > 0.05) -- faded: out of every signal
-         and (v_exclude is null or not (m.fts @@ v_exclude))
-         and (filter_after is null or m.created_at >= filter_after)
-         and (filter_before is null or m.created_at < filter_before)
-         and (filter_memory_types is null or m.memory_type = any (filter_memory_types))
-         and (filter_categories is null
-              or (case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end)
-                 = any (filter_categories))
+         and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, v_exclude,
+                                                             filter_after, filter_before, filter_memory_types, filter_categories))
        order by r.id, r.w desc, r.via
     ),
     top as (
@@ -2515,10 +2515,10 @@ end;
 $$;
 
 --
--- Name: match_memories(extensions.vector, text, integer, double precision, uuid, text, text[], timestamp with time zone, boolean); Type: FUNCTION; Schema: public; Owner: -
+-- Name: match_memories(extensions.vector, text, integer, double precision, uuid, text, text[], timestamp with time zone, boolean, timestamp with time zone, timestamp with time zone, text[], text[], tsquery); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.match_memories(query_embedding extensions.vector, match_namespace text, match_count integer DEFAULT 15, similarity_threshold double precision DEFAULT 0.7, match_owner uuid DEFAULT auth.uid(), match_embedding_model text DEFAULT 'text-embedding-3-small'::text, match_namespaces text[] DEFAULT NULL::text[], as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, with_relations boolean DEFAULT true) RETURNS TABLE(id uuid, content text, similarity double precision, memory_type text, namespace text, strength double precision, priority text, importance smallint, pinned boolean, source text, metadata jsonb, session_id text, access_count integer, last_accessed_at timestamp with time zone, created_at timestamp with time zone, updated_at timestamp with time zone, max_relation_strength real)
+CREATE FUNCTION public.match_memories(query_embedding extensions.vector, match_namespace text, match_count integer DEFAULT 15, similarity_threshold double precision DEFAULT 0.7, match_owner uuid DEFAULT auth.uid(), match_embedding_model text DEFAULT 'text-embedding-3-small'::text, match_namespaces text[] DEFAULT NULL::text[], as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, with_relations boolean DEFAULT true, filter_after timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_before timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_memory_types text[] DEFAULT NULL::text[], filter_categories text[] DEFAULT NULL::text[], filter_exclude tsquery DEFAULT NULL::tsquery) RETURNS TABLE(id uuid, content text, similarity double precision, memory_type text, namespace text, strength double precision, priority text, importance smallint, pinned boolean, source text, metadata jsonb, session_id text, access_count integer, last_accessed_at timestamp with time zone, created_at timestamp with time zone, updated_at timestamp with time zone, max_relation_strength real)
     LANGUAGE plpgsql STABLE ROWS 20
     SET search_path TO ''
     SET "hnsw.iterative_scan" TO 'relaxed_order'
@@ -2533,6 +2533,11 @@ declare
   v_index     regclass;
   v_in_scope  integer;
   v_sort      text;
+  -- The request's filters (time window, types, categories, exclusions) hold inside each path, so
+  -- a strict filter gets its match_count nearest memories that pass it, not what passes among
+  -- the nearest of all.
+  v_filtered  boolean := filter_after is not null or filter_before is not null or filter_memory_types is not null
+                         or filter_categories is not null or filter_exclude is not null;
 begin
   if match_count is null or match_count < 1 or match_count > 200 then
     raise exception 'match_count must be between 1 and 200, got %', match_count using errcode = '22023';
@@ -2577,6 +2582,8 @@ begin
          and m.embedding is not null
          and (m.namespace || '/') ^@ any (v_scopes)
          and a.held
+         and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, filter_exclude,
+                                                             filter_after, filter_before, filter_memory_types, filter_categories))
     ),
     nearest as (
       select s.id, s.content, s.distance from in_scope s order by s.distance, s.id limit match_count
@@ -2629,6 +2636,8 @@ begin
             and m.source is distinct from 'conversation'
             and m.embedding_model = match_embedding_model
             and m.embedding is not null
+            and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, filter_exclude,
+                                                                filter_after, filter_before, filter_memory_types, filter_categories))
          offset 0) as m
     ),
     nearest as (
@@ -2670,6 +2679,8 @@ begin
        and m.embedding_model = match_embedding_model
        and m.embedding is not null
        and (m.namespace || '/') ^@ any (v_scopes)
+       and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, filter_exclude,
+                                                           filter_after, filter_before, filter_memory_types, filter_categories))
      order by m.embedding operator(extensions.<=>) query_embedding
      limit match_count
   )
@@ -3353,11 +3364,9 @@ begin
        and (case when as_of is null then m.is_valid and m.state = 'active' and m.strength > 0.05
                  else m.created_at <= as_of and (select a.held from public.memory_at(m, as_of) a) end)
        and (m.namespace || '/') ^@ any (v_scopes)
-       and (case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end) = any (v_all)
-       -- The time window and the exclusions hold for them as for what the search found.
-       and (filter_after is null or m.created_at >= filter_after)
-       and (filter_before is null or m.created_at < filter_before)
-       and (v_exclude is null or not (m.fts @@ v_exclude))
+       -- Their categories; the time window and the exclusions hold for them as for what the search found.
+       and memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, v_exclude, filter_after,
+                                        filter_before, null, v_all)
        and not exists (select 1 from found f where f.id = m.id)
      order by m.importance desc, m.updated_at desc, m.id
      limit match_count
@@ -6456,6 +6465,14 @@ GRANT ALL ON FUNCTION memory_search.keyword_postings(p_owner uuid, p_scopes text
 GRANT ALL ON FUNCTION memory_search.keyword_postings(p_owner uuid, p_scopes text[], p_terms tsquery[], p_df_cap integer, p_max_candidates integer, p_as_of timestamp with time zone, OUT term_df integer[], OUT candidates uuid[]) TO service_role;
 
 --
+-- Name: FUNCTION passes_filters(p_fts tsvector, p_created_at timestamp with time zone, p_memory_type text, p_metadata jsonb, p_exclude tsquery, p_after timestamp with time zone, p_before timestamp with time zone, p_types text[], p_categories text[]); Type: ACL; Schema: memory_search; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_search.passes_filters(p_fts tsvector, p_created_at timestamp with time zone, p_memory_type text, p_metadata jsonb, p_exclude tsquery, p_after timestamp with time zone, p_before timestamp with time zone, p_types text[], p_categories text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION memory_search.passes_filters(p_fts tsvector, p_created_at timestamp with time zone, p_memory_type text, p_metadata jsonb, p_exclude tsquery, p_after timestamp with time zone, p_before timestamp with time zone, p_types text[], p_categories text[]) TO authenticated;
+GRANT ALL ON FUNCTION memory_search.passes_filters(p_fts tsvector, p_created_at timestamp with time zone, p_memory_type text, p_metadata jsonb, p_exclude tsquery, p_after timestamp with time zone, p_before timestamp with time zone, p_types text[], p_categories text[]) TO service_role;
+
+--
 -- Name: FUNCTION reinforcement_rows(p_ids uuid[], p_counts integer[], p_lasts timestamp with time zone[], p_strengths double precision[]); Type: ACL; Schema: memory_search; Owner: -
 --
 
@@ -6542,12 +6559,12 @@ GRANT ALL ON FUNCTION public.lock_retrieved_memories(p_items jsonb) TO authentic
 GRANT ALL ON FUNCTION public.lock_retrieved_memories(p_items jsonb) TO service_role;
 
 --
--- Name: FUNCTION match_memories(query_embedding extensions.vector, match_namespace text, match_count integer, similarity_threshold double precision, match_owner uuid, match_embedding_model text, match_namespaces text[], as_of timestamp with time zone, with_relations boolean); Type: ACL; Schema: public; Owner: -
+-- Name: FUNCTION match_memories(query_embedding extensions.vector, match_namespace text, match_count integer, similarity_threshold double precision, match_owner uuid, match_embedding_model text, match_namespaces text[], as_of timestamp with time zone, with_relations boolean, filter_after timestamp with time zone, filter_before timestamp with time zone, filter_memory_types text[], filter_categories text[], filter_exclude tsquery); Type: ACL; Schema: public; Owner: -
 --
 
-REVOKE ALL ON FUNCTION public.match_memories(query_embedding extensions.vector, match_namespace text, match_count integer, similarity_threshold double precision, match_owner uuid, match_embedding_model text, match_namespaces text[], as_of timestamp with time zone, with_relations boolean) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.match_memories(query_embedding extensions.vector, match_namespace text, match_count integer, similarity_threshold double precision, match_owner uuid, match_embedding_model text, match_namespaces text[], as_of timestamp with time zone, with_relations boolean) TO authenticated;
-GRANT ALL ON FUNCTION public.match_memories(query_embedding extensions.vector, match_namespace text, match_count integer, similarity_threshold double precision, match_owner uuid, match_embedding_model text, match_namespaces text[], as_of timestamp with time zone, with_relations boolean) TO service_role;
+REVOKE ALL ON FUNCTION public.match_memories(query_embedding extensions.vector, match_namespace text, match_count integer, similarity_threshold double precision, match_owner uuid, match_embedding_model text, match_namespaces text[], as_of timestamp with time zone, with_relations boolean, filter_after timestamp with time zone, filter_before timestamp with time zone, filter_memory_types text[], filter_categories text[], filter_exclude tsquery) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.match_memories(query_embedding extensions.vector, match_namespace text, match_count integer, similarity_threshold double precision, match_owner uuid, match_embedding_model text, match_namespaces text[], as_of timestamp with time zone, with_relations boolean, filter_after timestamp with time zone, filter_before timestamp with time zone, filter_memory_types text[], filter_categories text[], filter_exclude tsquery) TO authenticated;
+GRANT ALL ON FUNCTION public.match_memories(query_embedding extensions.vector, match_namespace text, match_count integer, similarity_threshold double precision, match_owner uuid, match_embedding_model text, match_namespaces text[], as_of timestamp with time zone, with_relations boolean, filter_after timestamp with time zone, filter_before timestamp with time zone, filter_memory_types text[], filter_categories text[], filter_exclude tsquery) TO service_role;
 
 --
 -- Name: FUNCTION memory_at(m public.devai_memories, p_at timestamp with time zone); Type: ACL; Schema: public; Owner: -

@@ -1,0 +1,92 @@
+-- The vector list is filtered while it is searched (migration 20261128600000): a strict filter
+-- (time window, memory type, category, exclusion) gets the nearest memories that pass it, on the
+-- exact, HNSW and as-of paths, even when hundreds of nearer memories fail it. Before, hybrid_search
+-- took the nearest 80 of all and filtered them: its vector list was empty here.
+-- docs/retrieval.md#vector.
+begin;
+select plan(12);
+
+-- 300 recent memories near the question, and three old ones farther than all of them (one
+-- procedural, one a decision, one naming a proxy), next to the farthest recent ones (a memory far
+-- from every other one can be unreachable in an HNSW graph: pgvector's, not the search's, limit).
+insert into public.devai_memories
+  (owner_id, content, memory_type, namespace, embedding, embedding_model, created_at, metadata)
+select '83000000-0000-4000-8000-00000000000c', 'recent note ' || g, 'semantic', 'devai/project/vf',
+       tests.embedding(array[1, g / 100.0]::real[]), 'local-hash-512-v1', now() - interval '1 day', '{"category": "workflows"}'
+  from generate_series(1, 300) g;
+insert into public.devai_memories
+  (id, owner_id, content, memory_type, namespace, embedding, embedding_model, created_at, metadata)
+values
+  ('83000000-0000-4000-8000-0000000000a1', '83000000-0000-4000-8000-00000000000c', 'To rotate keys: run the rotate script.',
+   'procedural', 'devai/project/vf', tests.embedding(array[1, 3.2]::real[]), 'local-hash-512-v1', '2020-03-01', '{}'),
+  ('83000000-0000-4000-8000-0000000000a2', '83000000-0000-4000-8000-00000000000c', 'We chose Postgres over Mongo.',
+   'semantic', 'devai/project/vf', tests.embedding(array[1, 3.3]::real[]), 'local-hash-512-v1', '2020-03-02',
+   '{"category": "decisions"}'),
+  ('83000000-0000-4000-8000-0000000000a3', '83000000-0000-4000-8000-00000000000c', 'The proxy was retired.',
+   'semantic', 'devai/project/vf', tests.embedding(array[1, 3.4]::real[]), 'local-hash-512-v1', '2020-03-03',
+   '{"category": "decisions"}');
+analyze public.devai_memories;
+
+select tests.authenticate_as('83000000-0000-4000-8000-00000000000c');
+
+-- Exact path (the scope is small enough by default).
+select is((select count(*)::int from public.hybrid_search('rotate', tests.embedding('{1}'), array['devai/project/vf'], 5, 0,
+             'local-hash-512-v1', search_mode => 'vector', filter_before => '2021-01-01')),
+          3, 'exact path: a time window 300 nearer memories fail still fills the vector list');
+select set_eq($$select id from public.hybrid_search('rotate', tests.embedding('{1}'), array['devai/project/vf'], 5, 0,
+                 'local-hash-512-v1', search_mode => 'vector', filter_memory_types => array['procedural'])$$,
+              $$values ('83000000-0000-4000-8000-0000000000a1'::uuid)$$,
+              'exact path: a memory type');
+select set_eq($$select id from public.match_memories(tests.embedding('{1}'), 'devai/project/vf', 5, 0,
+                 match_embedding_model => 'local-hash-512-v1', filter_categories => array['decisions'])$$,
+              $$values ('83000000-0000-4000-8000-0000000000a2'::uuid), ('83000000-0000-4000-8000-0000000000a3'::uuid)$$,
+              'exact path: a category');
+select set_eq($$select id from public.match_memories(tests.embedding('{1}'), 'devai/project/vf', 5, 0,
+                 match_embedding_model => 'local-hash-512-v1', filter_categories => array['decisions'],
+                 filter_exclude => 'proxi'::tsquery)$$,
+              $$values ('83000000-0000-4000-8000-0000000000a2'::uuid)$$,
+              'exact path: an exclusion');
+select set_eq($$select id from public.match_memories(tests.embedding('{1}'), 'devai/project/vf', 5, 0,
+                 match_embedding_model => 'local-hash-512-v1', filter_categories => array['procedural'])$$,
+              $$values ('83000000-0000-4000-8000-0000000000a1'::uuid)$$,
+              'a procedural memory''s category is procedural');
+select is((select count(*)::int from public.match_memories(tests.embedding('{1}'), 'devai/project/vf', 5, 0,
+             match_embedding_model => 'local-hash-512-v1')),
+          5, 'without filters, the nearest five of all (control)');
+
+-- HNSW path: every scope counts as large.
+select tests.clear_authentication();
+update public.memory_settings set value = 0 where name in ('exact_scan_max_rows', 'exact_scan_cost_ratio');
+select tests.authenticate_as('83000000-0000-4000-8000-00000000000c');
+select is((select count(*)::int from public.hybrid_search('rotate', tests.embedding('{1}'), array['devai/project/vf'], 5, 0,
+             'local-hash-512-v1', search_mode => 'vector', filter_before => '2021-01-01')),
+          3, 'HNSW path: a time window 300 nearer memories fail still fills the vector list');
+select set_eq($$select id from public.match_memories(tests.embedding('{1}'), 'devai/project/vf', 5, 0,
+                 match_embedding_model => 'local-hash-512-v1', filter_memory_types => array['procedural'])$$,
+              $$values ('83000000-0000-4000-8000-0000000000a1'::uuid)$$,
+              'HNSW path: a memory type');
+select is((select count(*)::int from public.match_memories(tests.embedding('{1}'), 'devai/project/vf', 5, 0,
+             match_embedding_model => 'local-hash-512-v1', filter_exclude => 'recent'::tsquery)),
+          3, 'HNSW path: an exclusion the 300 nearer memories match leaves the three others');
+
+-- As of an instant (always exact, over what was held then).
+select is((select count(*)::int from public.hybrid_search('rotate', tests.embedding('{1}'), array['devai/project/vf'], 5, 0,
+             'local-hash-512-v1', search_mode => 'vector', filter_memory_types => array['procedural'],
+             as_of => now())),
+          1, 'as-of path: the type filter holds inside the search');
+
+-- Hybrid: the keyword list and the vector list agree on the window.
+select set_eq($$select id from public.hybrid_search('rotate keys', tests.embedding('{1}'), array['devai/project/vf'], 5, 0,
+                 'local-hash-512-v1', graph_depth => 0, filter_before => '2021-01-01')$$,
+              $$values ('83000000-0000-4000-8000-0000000000a1'::uuid), ('83000000-0000-4000-8000-0000000000a2'::uuid),
+                       ('83000000-0000-4000-8000-0000000000a3'::uuid)$$,
+              'hybrid: only the window''s memories, the keyword hit among them');
+select tests.clear_authentication();
+
+-- The filters are one function; the search calls it only when a filter is given.
+select is(memory_search.passes_filters(to_tsvector('simple', 'a b'), '2020-01-01', 'procedural', '{"category": "x"}',
+                                       null, null, null, null, array['procedural']),
+          true, 'passes_filters: a procedural memory is in category procedural whatever its metadata says');
+
+select * from finish();
+rollback;
