@@ -94,7 +94,12 @@ for (
       assert.match(status.last_error, /^ModelPartError: model part failed \(the rules' 5 candidate\(s\) are stored\)/);
       assert.match(status.last_error, error);
       const result = status.result as ExtractResult;
-      assert.deepEqual(result.rules, { status: "stored", candidates: 5, dedup_job_id: jobs[1]!.id });
+      assert.deepEqual(result.rules, {
+        status: "stored",
+        candidates: 5,
+        dedup_job_id: jobs[1]!.id,
+        dedup_job_ids: [jobs[1]!.id],
+      });
       assert.equal(result.model.status, "failed");
       assert.match(result.model.error!, error);
     } finally {

@@ -725,7 +725,10 @@ export type CompactResponse =
     llm_error?: string;
     compacted_messages: number;
     candidates_queued: number;
+    /** The first dedup job (null without candidates). */
     dedup_job_id: string | null;
+    /** Every dedup job queued, 100 candidates each. */
+    dedup_job_ids: string[];
   });
 
 export interface Candidate {

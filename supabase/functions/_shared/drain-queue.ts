@@ -27,6 +27,7 @@ import { type Llm, LlmOutputError, LlmRequestError } from "./llm.ts";
 import { codeOrigin } from "./schemas.ts";
 import { CandidateSchema } from "./candidates.ts";
 import { dedupCandidates } from "./dedup.ts";
+import { DEDUP_BATCH } from "./dedup-jobs.ts";
 import { isGraphJob, processGraphJob } from "./graph-jobs.ts";
 import { ModelPartError, processExtract } from "./extract-job.ts";
 import { DEFAULT_LEASE_SECONDS, whileHoldingLease } from "./job-lease.ts";
@@ -72,7 +73,7 @@ export interface DrainReport {
 
 /** Payload of a 'dedup' job (from extraction, compaction or the memory-dedup endpoint). */
 export const DedupJobPayloadSchema = z.object({
-  candidates: z.array(CandidateSchema).max(100),
+  candidates: z.array(CandidateSchema).max(DEDUP_BATCH),
   session_id: z.string().max(200).optional(),
   thread_id: z.string().max(200).optional(),
   project: z.string().max(140).optional(),

@@ -17,7 +17,8 @@ import type { Sql, Tx } from "./db.ts";
 import { withTenant } from "./db.ts";
 import type { Config } from "./env.ts";
 import type { Llm } from "./llm.ts";
-import { completeJobInTx, enqueueJob, type Job, PermanentJobError, recordJobProgress } from "./jobs.ts";
+import { completeJobInTx, type Job, PermanentJobError, recordJobProgress } from "./jobs.ts";
+import { enqueueDedupJobs } from "./dedup-jobs.ts";
 import { loadCategoryNames } from "./categories.ts";
 import type { Candidate, PreparedCandidates } from "./candidates.ts";
 import { recordRedactions } from "./redaction-events.ts";
@@ -33,7 +34,9 @@ export interface ExtractJobDeps {
 interface RulesPart {
   status: "stored";
   candidates: number;
+  /** The first dedup job (null without candidates); dedup_job_ids has them all, 100 candidates each. */
   dedup_job_id: string | null;
+  dedup_job_ids: string[];
 }
 
 /** The model's part failed; modelError is what the LLM threw (the retry decision looks at it). */
@@ -124,7 +127,12 @@ export async function processExtract(deps: ExtractJobDeps, job: Job, workerId: s
       mode: "llm+rules",
       candidates,
       rules,
-      model: { status: "done", candidates: queued.candidates, dedup_job_id: queued.dedup_job_id },
+      model: {
+        status: "done",
+        candidates: queued.candidates,
+        dedup_job_id: queued.dedup_job_id,
+        dedup_job_ids: queued.dedup_job_ids,
+      },
       stats: model.stats,
       usage: model.usage,
     });
@@ -143,13 +151,11 @@ async function queueDedup(
   part: "rules" | "model",
   candidates: Candidate[],
 ): Promise<RulesPart> {
-  if (candidates.length === 0) return { status: "stored", candidates: 0, dedup_job_id: null };
-  const queued = await enqueueJob(tx, {
+  const queued = await enqueueDedupJobs(tx, {
     ownerId: job.owner_id,
-    kind: "dedup",
     idempotencyKey: `extract:${job.id}:${part}`,
+    candidates,
     payload: {
-      candidates,
       session_id: payload.session_id,
       thread_id: payload.thread_id,
       project: payload.project,
@@ -158,7 +164,12 @@ async function queueDedup(
       ...(payload.lineage ? { lineage: payload.lineage } : {}),
     },
   });
-  return { status: "stored", candidates: candidates.length, dedup_job_id: queued.id };
+  return {
+    status: "stored",
+    candidates: candidates.length,
+    dedup_job_id: queued.jobIds[0] ?? null,
+    dedup_job_ids: queued.jobIds,
+  };
 }
 
 async function recordEvent(

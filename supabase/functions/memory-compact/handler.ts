@@ -5,7 +5,7 @@
 //          project?, thread_id? }
 //   → 200 { compacted: false, messages, tokens_before, tokens_after }            under the trigger
 //   → 200 { compacted: true, messages, summary, summary_mode, tokens_before, tokens_after,
-//           compacted_messages, candidates_queued, dedup_job_id }
+//           compacted_messages, candidates_queued, dedup_job_id, dedup_job_ids (100 candidates a job) }
 //
 // Over the trigger: the oldest ~60k tokens (never splitting a tool call from its results, never the
 // system prompt) plus the session's prior summary go to ONE LLM call returning the merged summary
@@ -25,7 +25,8 @@ import { type Caller, requireCaller } from "../_shared/auth.ts";
 import { chargeRequest, withTenant } from "../_shared/db.ts";
 import { HttpError, json, methodNotAllowed, parseJsonBody } from "../_shared/http.ts";
 import { rateLimit } from "../_shared/rate-limit.ts";
-import { enqueueJob, runInBackground } from "../_shared/jobs.ts";
+import { runInBackground } from "../_shared/jobs.ts";
+import { enqueueDedupJobs } from "../_shared/dedup-jobs.ts";
 import { ChatMessageSchema, MAX_MESSAGES_PER_REQUEST } from "../_shared/llm.ts";
 import { countConversationTokens, countTokens, messageTokenCounter, truncateToTokens } from "../_shared/tokens.ts";
 import { type Candidate, prepareCandidates } from "../_shared/candidates.ts";
@@ -165,20 +166,12 @@ export function createHandler(deps: QueueingDeps) {
         on conflict (owner_id, session_id) do update
           set summary = excluded.summary, token_count = excluded.token_count,
               compactions = public.memory_session_summaries.compactions + 1`;
-      const job = prepared.candidates.length > 0
-        ? await enqueueJob(tx, {
-          ownerId: caller.tenantId,
-          kind: "dedup",
-          idempotencyKey: `compact:${body.session_id}:${chunkHash}`,
-          payload: {
-            candidates: prepared.candidates,
-            session_id: body.session_id,
-            thread_id: body.thread_id,
-            project: body.project,
-            origin: "compact",
-          },
-        })
-        : undefined;
+      const jobs = await enqueueDedupJobs(tx, {
+        ownerId: caller.tenantId,
+        idempotencyKey: `compact:${body.session_id}:${chunkHash}`,
+        candidates: prepared.candidates,
+        payload: { session_id: body.session_id, thread_id: body.thread_id, project: body.project, origin: "compact" },
+      });
       await recordRedactions(tx, {
         ownerId: caller.tenantId,
         writer: "compact",
@@ -207,9 +200,9 @@ export function createHandler(deps: QueueingDeps) {
           } as never,
         )
       })`;
-      return job;
+      return jobs;
     }, { threadId: body.thread_id });
-    if (queued && !queued.deduplicated) runInBackground(kick, "memory-compact worker kick");
+    if (queued.queued > 0) runInBackground(kick, "memory-compact worker kick");
 
     return json({
       compacted: true,
@@ -221,8 +214,9 @@ export function createHandler(deps: QueueingDeps) {
       tokens_after: after,
       trigger_tokens: trigger,
       compacted_messages: plan.chunk.length,
-      candidates_queued: queued && !queued.deduplicated ? prepared.candidates.length : 0,
-      dedup_job_id: queued?.id ?? null,
+      candidates_queued: queued.queued,
+      dedup_job_id: queued.jobIds[0] ?? null,
+      dedup_job_ids: queued.jobIds,
     });
   });
   app.all("/memory-compact", () => {
