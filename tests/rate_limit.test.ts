@@ -207,6 +207,36 @@ dbTest(
   },
 );
 
+dbTest(
+  "rate limits: on-demand consolidation is a heavy request however its path is spelled (percent-encoded too)",
+  async () => {
+    const sql = testSql(2);
+    const limits = await overrideSettings(sql, { rate_limit_heavy_burst: 2, rate_limit_heavy_per_minute: 1 });
+    try {
+      const api = memoryApi(sql);
+      const tenant = newTenant();
+      const consolidate = (path: string) => api("POST", path, { as: tenant, body: { dry_run: true } });
+      assert.equal((await consolidate("/memory/consolidate")).status, 200);
+      // The router decodes the path: this is the consolidate route, and the heavy bucket's last token.
+      assert.equal((await consolidate("/memory/consolid%61te")).status, 200);
+      for (const path of ["/memory/consolid%61te", "/memory/%63onsolidate", "/memory/consolidate/"]) {
+        const refused = await consolidate(path);
+        assert.equal(refused.status, 429, `${path}: ${JSON.stringify(refused.body)}`);
+        assert.match(refused.body.error.message, /too many heavy requests/);
+      }
+      assert.equal(
+        (await api("POST", "/memory/remember", { as: tenant, body: { content: "A write still goes through." } }))
+          .status,
+        201,
+        "the write bucket was not the one charged",
+      );
+    } finally {
+      await limits.restore();
+      await sql.end();
+    }
+  },
+);
+
 Deno.test({
   ...realServerOnly(
     "rate limits: a tenant's token is taken and committed before its request's transaction, so its concurrent requests never wait for each other",
@@ -222,7 +252,10 @@ Deno.test({
   const asRequest = <T>(work: () => Promise<T>) => {
     let out!: Promise<T>;
     // The middleware marks what runs inside it as one request of the read class.
-    void charged({ req: { raw: new Request("http://local/") } } as never, () => (out = work()).then(() => {}));
+    void charged(
+      { req: { raw: new Request("http://local/"), path: "/" } } as never,
+      () => (out = work()).then(() => {}),
+    );
     return out;
   };
   // A token a minute: what the two requests took is still missing from the bucket at the end.

@@ -17,10 +17,14 @@ interface PendingCharge {
 
 const requestCharge = new AsyncLocalStorage<PendingCharge>();
 
-/** Middleware: each request it serves is charged to its tenant's bucket of its route class. */
-export function rateLimit(routeClassOf: (req: Request) => RouteClass | undefined): MiddlewareHandler {
+/**
+ * Middleware: each request it serves is charged to its tenant's bucket of its route class. The
+ * class is decided on the path the router matches (percent-decoded, c.req.path), never the raw
+ * URL: `/memory/consolid%61te` reaches the consolidate route, and was charged as a write.
+ */
+export function rateLimit(routeClassOf: (req: Request, path: string) => RouteClass | undefined): MiddlewareHandler {
   return (c, next) => {
-    const routeClass = routeClassOf(c.req.raw);
+    const routeClass = routeClassOf(c.req.raw, c.req.path);
     return routeClass ? chargedAs(routeClass, next) : next();
   };
 }

@@ -43,8 +43,8 @@ export function createHandler(deps: MemoryDeps): (req: Request) => Promise<Respo
   // Rate limits: reads and writes are charged to the tenant's own buckets (rate-limit.ts); a
   // consolidation run on demand (model calls, a search per memory of its pool) is a heavy one.
   app.use(
-    rateLimit((req) =>
-      req.method === "GET" ? "read" : /\/memory\/consolidate\/?$/.test(new URL(req.url).pathname) ? "heavy" : "write"
+    rateLimit((req, path) =>
+      req.method === "GET" ? "read" : /\/memory\/consolidate\/?$/.test(path) ? "heavy" : "write"
     ),
   );
   // Configuration is deployment-wide (no tenant); everything else acts for the caller's tenant.
