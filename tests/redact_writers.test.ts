@@ -108,6 +108,65 @@ Deno.test({
 });
 
 Deno.test({
+  name:
+    "extraction and compaction: a secret in any field of a message (name, added fields, any part, tool call ids and names) is neither stored nor shown to the model",
+  ...opts,
+}, async () => {
+  const env = await writeEnv();
+  try {
+    const t = newTenant();
+    env.fake.onChat(EXTRACT_MARK, reply.json({ stored: [] }));
+    env.fake.onChat(COMPACTION_MARK, reply.json({ summary: "A short session.", memories: [] }));
+    // Found by an outside attack: only contents and tool call arguments were redacted.
+    const messages = [
+      { role: "user", content: "my token is in the name", name: `n-${PAT}`, note: PAT, [PAT]: 1 },
+      {
+        role: "user",
+        content: [{ type: "refusal", refusal: PAT }, { type: "image_url", image_url: { url: `https://x:${PAT}@h/` } }],
+      },
+      {
+        role: "assistant",
+        content: null,
+        tool_calls: [{ id: PAT, type: "function", function: { name: PAT, arguments: "{}", extra: PAT } }],
+      },
+      { role: "tool", content: "ok", tool_call_id: PAT },
+      { role: "user", content: "Remember that deploys run from the main branch." },
+    ];
+    const post = async (fn: "memory-extract" | "memory-compact", body: object) => {
+      const handler = fn === "memory-extract"
+        ? createExtract({ ...env.deps, kickWorker: () => Promise.resolve() })
+        : createCompact({ ...env.deps, kickWorker: () => Promise.resolve() });
+      return await handler(
+        new Request(`http://local/functions/v1/${fn}`, {
+          method: "POST",
+          headers: await userHeaders(t),
+          body: JSON.stringify(body),
+        }),
+      );
+    };
+    assert.equal((await post("memory-extract", { session_id: "s-fields", messages })).status, 202);
+    const [job] = await env.sql`select payload from public.memory_jobs where owner_id = ${t} and kind = 'extract'`;
+    const stored = JSON.stringify(job!.payload);
+    assert.deepEqual(leaked(stored), [], "the queued transcript is redacted, every field of it");
+    assert.ok(stored.includes("[REDACTED:github_token]"));
+    await drainAll(env.deps, t);
+
+    const compacted = await post("memory-compact", {
+      session_id: "s-fields",
+      messages: [...messages, ...Array.from({ length: 40 }, () => ({ role: "assistant", content: "ok ".repeat(60) }))],
+      trigger_tokens: 1_000,
+      target_chunk_tokens: 500_000,
+    });
+    assert.equal((await compacted.json()).compacted, true);
+    const prompts = env.fake.chatRequests().map((q) => JSON.stringify(q.body));
+    assert.equal(prompts.length, 2, "one extraction and one compaction call");
+    assert.deepEqual(leaked(prompts.join("\n")), [], "the model never saw the token, in no field");
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test({
   name: "extraction: the queued transcript, the model's prompt and the stored memories hold no secret",
   ...opts,
 }, async () => {

@@ -75,16 +75,19 @@ interface MessageLike {
  * Every transcript a model reads goes through here, so no secret reaches a model (redact.ts).
  */
 export function renderMessage(m: MessageLike, maxTokensPerMessage = 2000): string {
-  const text = truncateWithNote(redactSecrets(messageText(m.content)).text, maxTokensPerMessage);
+  // Every caller-given string shown to the model is redacted, ids and names too (compaction renders
+  // the request's messages as sent).
+  const clean = (s: string) => redactSecrets(s).text;
+  const text = truncateWithNote(clean(messageText(m.content)), maxTokensPerMessage);
   if (m.role === "assistant" && Array.isArray(m.tool_calls) && m.tool_calls.length > 0) {
     const calls = m.tool_calls.map((c: { id?: string; function?: { name?: string; arguments?: string } }) =>
-      `${c.function?.name ?? "tool"}(${truncateWithNote(redactSecrets(c.function?.arguments ?? "").text, 300)}) [call ${
-        c.id ?? "?"
+      `${clean(c.function?.name ?? "tool")}(${truncateWithNote(clean(c.function?.arguments ?? ""), 300)}) [call ${
+        clean(c.id ?? "?")
       }]`
     ).join("; ");
     return `[assistant]${text ? ` ${text}` : ""}\n[assistant → tool calls] ${calls}`;
   }
-  if (m.role === "tool") return `[tool result for ${m.tool_call_id ?? "?"}] ${text}`;
+  if (m.role === "tool") return `[tool result for ${clean(m.tool_call_id ?? "?")}] ${text}`;
   return `[${m.role}] ${text}`;
 }
 

@@ -9,6 +9,8 @@
 // long window at every place it may start (the JWT rule consumes what it scanned), so the work is
 // linear in the text's length whatever it holds (tests/redact.test.ts times hostile texts).
 
+import { mapJsonStrings } from "./unsafe-characters.ts";
+
 export const SECRET_KINDS = [
   "private_key",
   "supabase_service_role_jwt",
@@ -245,9 +247,12 @@ export interface ChatLike {
 }
 
 /**
- * A chat transcript with every text redacted (string contents, text parts, tool call arguments),
- * everything else as it was; the counts of what was replaced. For transcripts a writer stores
- * (memory-extract's job payload).
+ * A chat transcript with every string redacted, at any depth and keys included: contents, parts of
+ * any type (text, refusal, an image's URL), tool calls' ids, names and arguments, a tool result's
+ * tool_call_id, a message's name and whatever fields the format adds (messages are loose
+ * objects). Only contents and tool call arguments were redacted before, and a token in a message's
+ * `name` or a tool call's `id` was stored in the job's payload as sent. The counts of what was
+ * replaced. For transcripts a writer stores (memory-extract's job payload).
  */
 export function redactMessages<M extends ChatLike>(
   messages: readonly M[],
@@ -260,32 +265,6 @@ export function redactMessages<M extends ChatLike>(
     total += r.total;
     return r.text;
   };
-  const out = messages.map((m) => {
-    let next: M = m;
-    if (typeof m.content === "string") next = { ...next, content: clean(m.content) };
-    else if (Array.isArray(m.content)) {
-      next = {
-        ...next,
-        content: m.content.map((
-          p,
-        ) => (p && typeof p === "object" && typeof (p as { text?: unknown }).text === "string"
-          ? { ...p, text: clean((p as { text: string }).text) }
-          : p)
-        ),
-      };
-    }
-    if (Array.isArray(m.tool_calls)) {
-      next = {
-        ...next,
-        tool_calls: m.tool_calls.map((c) => {
-          const args = (c as { function?: { arguments?: unknown } })?.function?.arguments;
-          return typeof args === "string"
-            ? { ...c, function: { ...(c as { function: object }).function, arguments: clean(args) } }
-            : c;
-        }),
-      };
-    }
-    return next;
-  });
+  const out = messages.map((m) => mapJsonStrings(m, clean));
   return { messages: out, counts, total };
 }

@@ -79,7 +79,7 @@ export function storableJson<T>(value: T): T {
 }
 
 /** Every string of a JSON value, keys included, through f. */
-function mapJsonStrings<T>(value: T, f: (s: string) => string): T {
+export function mapJsonStrings<T>(value: T, f: (s: string) => string): T {
   if (typeof value === "string") return f(value) as T;
   if (Array.isArray(value)) return value.map((v) => mapJsonStrings(v, f)) as T;
   if (value && typeof value === "object") {
