@@ -29,7 +29,7 @@ export function connect(url: string, max = 10, app = "devai-bench"): Sql {
 }
 
 const MATCH_SIG =
-  "public.match_memories(extensions.vector, text, integer, double precision, uuid, text, text[], timestamptz, boolean, timestamptz, timestamptz, text[], text[], tsquery)";
+  "public.match_memories(extensions.vector, text, integer, double precision, uuid, text, text[], timestamptz, boolean, timestamptz, timestamptz, text[], text[], tsquery, jsonb)";
 
 export async function installBenchSchema(sql: Sql): Promise<{ derivedFrom: string }> {
   await sql`create schema if not exists bench`;

@@ -1733,22 +1733,35 @@ end;
 $_$;
 
 --
--- Name: passes_filters(tsvector, timestamp with time zone, text, jsonb, tsquery, timestamp with time zone, timestamp with time zone, text[], text[]); Type: FUNCTION; Schema: memory_search; Owner: -
+-- Name: passes_filters(tsvector, timestamp with time zone, text, jsonb, boolean, smallint, timestamp with time zone, tsquery, timestamp with time zone, timestamp with time zone, text[], text[], jsonb); Type: FUNCTION; Schema: memory_search; Owner: -
 --
 
-CREATE FUNCTION memory_search.passes_filters(p_fts tsvector, p_created_at timestamp with time zone, p_memory_type text, p_metadata jsonb, p_exclude tsquery, p_after timestamp with time zone, p_before timestamp with time zone, p_types text[], p_categories text[]) RETURNS boolean
-    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+CREATE FUNCTION memory_search.passes_filters(p_fts tsvector, p_created_at timestamp with time zone, p_memory_type text, p_metadata jsonb, p_pinned boolean, p_importance smallint, p_updated_at timestamp with time zone, p_exclude tsquery, p_after timestamp with time zone, p_before timestamp with time zone, p_types text[], p_categories text[], p_fields jsonb) RETURNS boolean
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
     SET search_path TO ''
     AS $$
 begin
-  return (p_exclude is null or not (p_fts @@ p_exclude))
-     and (p_after is null or p_created_at >= p_after)
-     and (p_before is null or p_created_at < p_before)
-     and (p_types is null or p_memory_type = any (p_types))
-     -- A procedural memory's category is 'procedural' (as every search reports it).
-     and (p_categories is null
-          or (case when p_memory_type = 'procedural' then 'procedural' else p_metadata ->> 'category' end)
-             = any (p_categories));
+  if not ((p_exclude is null or not (p_fts @@ p_exclude))
+          and (p_after is null or p_created_at >= p_after)
+          and (p_before is null or p_created_at < p_before)
+          and (p_types is null or p_memory_type = any (p_types))
+          -- A procedural memory's category is 'procedural' (as every search reports it).
+          and (p_categories is null
+               or (case when p_memory_type = 'procedural' then 'procedural' else p_metadata ->> 'category' end)
+                  = any (p_categories))) then
+    return false;
+  end if;
+  return p_fields is null
+      or ((p_fields ->> 'user_id' is null or p_metadata ->> 'user_id' = p_fields ->> 'user_id')
+          and (p_fields ->> 'agent_id' is null or p_metadata ->> 'agent_id' = p_fields ->> 'agent_id')
+          and (p_fields ->> 'run_id' is null or p_metadata ->> 'run_id' = p_fields ->> 'run_id')
+          and (p_fields ->> 'actor_id' is null or p_metadata ->> 'actor_id' = p_fields ->> 'actor_id')
+          and (p_fields ->> 'role' is null or p_metadata ->> 'role' = p_fields ->> 'role')
+          and (p_fields ->> 'pinned' is null or p_pinned = (p_fields ->> 'pinned')::boolean)
+          and (p_fields ->> 'importance_min' is null or p_importance >= (p_fields ->> 'importance_min')::integer)
+          and (p_fields ->> 'importance_max' is null or p_importance <= (p_fields ->> 'importance_max')::integer)
+          and (p_fields ->> 'updated_after' is null or p_updated_at >= (p_fields ->> 'updated_after')::timestamptz)
+          and (p_fields ->> 'updated_before' is null or p_updated_at < (p_fields ->> 'updated_before')::timestamptz));
 end;
 $$;
 
@@ -2033,10 +2046,10 @@ end;
 $$;
 
 --
--- Name: hybrid_search(text, extensions.vector, text[], integer, double precision, text, uuid, text, integer, text[], timestamp with time zone, timestamp with time zone, text[], text[], text[], double precision, double precision, timestamp with time zone, text[], boolean, text); Type: FUNCTION; Schema: public; Owner: -
+-- Name: hybrid_search(text, extensions.vector, text[], integer, double precision, text, uuid, text, integer, text[], timestamp with time zone, timestamp with time zone, text[], text[], text[], double precision, double precision, timestamp with time zone, text[], boolean, text, jsonb); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.hybrid_search(query_text text, query_embedding extensions.vector DEFAULT NULL::extensions.vector, match_namespaces text[] DEFAULT NULL::text[], match_count integer DEFAULT 15, similarity_threshold double precision DEFAULT 0.7, match_embedding_model text DEFAULT NULL::text, match_owner uuid DEFAULT auth.uid(), search_mode text DEFAULT 'hybrid'::text, graph_depth integer DEFAULT 1, graph_edge_types text[] DEFAULT NULL::text[], filter_after timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_before timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_memory_types text[] DEFAULT NULL::text[], filter_categories text[] DEFAULT NULL::text[], prefer_memory_types text[] DEFAULT NULL::text[], recency_weight double precision DEFAULT 0, keyword_threshold double precision DEFAULT NULL::double precision, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, entity_terms text[] DEFAULT NULL::text[], graph_episodes boolean DEFAULT false, query_complexity text DEFAULT NULL::text) RETURNS TABLE(id uuid, content text, memory_type text, namespace text, strength double precision, priority text, importance smallint, pinned boolean, source text, metadata jsonb, session_id text, access_count integer, last_accessed_at timestamp with time zone, created_at timestamp with time zone, updated_at timestamp with time zone, max_relation_strength real, category text, similarity double precision, keyword_rank integer, keyword_score double precision, keyword_coverage double precision, vector_rank integer, graph_rank integer, graph_via uuid, graph_edge text, relevance double precision)
+CREATE FUNCTION public.hybrid_search(query_text text, query_embedding extensions.vector DEFAULT NULL::extensions.vector, match_namespaces text[] DEFAULT NULL::text[], match_count integer DEFAULT 15, similarity_threshold double precision DEFAULT 0.7, match_embedding_model text DEFAULT NULL::text, match_owner uuid DEFAULT auth.uid(), search_mode text DEFAULT 'hybrid'::text, graph_depth integer DEFAULT 1, graph_edge_types text[] DEFAULT NULL::text[], filter_after timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_before timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_memory_types text[] DEFAULT NULL::text[], filter_categories text[] DEFAULT NULL::text[], prefer_memory_types text[] DEFAULT NULL::text[], recency_weight double precision DEFAULT 0, keyword_threshold double precision DEFAULT NULL::double precision, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, entity_terms text[] DEFAULT NULL::text[], graph_episodes boolean DEFAULT false, query_complexity text DEFAULT NULL::text, filter_fields jsonb DEFAULT NULL::jsonb) RETURNS TABLE(id uuid, content text, memory_type text, namespace text, strength double precision, priority text, importance smallint, pinned boolean, source text, metadata jsonb, session_id text, access_count integer, last_accessed_at timestamp with time zone, created_at timestamp with time zone, updated_at timestamp with time zone, max_relation_strength real, category text, similarity double precision, keyword_rank integer, keyword_score double precision, keyword_coverage double precision, vector_rank integer, graph_rank integer, graph_via uuid, graph_edge text, relevance double precision)
     LANGUAGE plpgsql STABLE ROWS 20
     SET search_path TO ''
     SET plan_cache_mode TO 'force_generic_plan'
@@ -2159,7 +2172,7 @@ begin
     select string_agg(q::text, ' | ')::tsquery into v_exclude from unnest(v_excludes) q;
   end if;
   v_filtered := filter_after is not null or filter_before is not null or filter_memory_types is not null
-                or filter_categories is not null or v_exclude is not null;
+                or filter_categories is not null or v_exclude is not null or filter_fields is not null;
 
   -- Keyword signal. Each term's matches in scope, counted up to the cap (its document frequency);
   -- rare terms bring their matches in as candidates.
@@ -2200,8 +2213,8 @@ begin
            and (as_of is not null or (m.is_valid and m.state = 'active' and m.strength > 0.05))
            and m.source is distinct from 'conversation'
            and (m.namespace || '/') ^@ any (v_scopes)
-           and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, v_exclude,
-                                                               filter_after, filter_before, filter_memory_types, filter_categories))
+           and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned, m.importance, m.updated_at,
+                                                               v_exclude, filter_after, filter_before, filter_memory_types, filter_categories, filter_fields))
       ),
       scored as (
         select x.id,
@@ -2234,7 +2247,7 @@ begin
              query_embedding, v_bases[1], v_vec_pool, similarity_threshold / 2, match_owner, match_embedding_model,
              v_bases[2:], as_of, with_relations => false, filter_after => filter_after, filter_before => filter_before,
              filter_memory_types => filter_memory_types, filter_categories => filter_categories,
-             filter_exclude => v_exclude) v;
+             filter_exclude => v_exclude, filter_fields => filter_fields) v;
   end if;
 
   -- Does the query have an answer at all? Only when its best memory reaches a floor: keyword
@@ -2321,8 +2334,8 @@ begin
        where (r.lookup or not (r.id = any (v_seeds)))
          and (graph_episodes or m.source is distinct from 'conversation')
          and (as_of is not null or m.strength > 0.05) -- faded: out of every signal
-         and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, v_exclude,
-                                                             filter_after, filter_before, filter_memory_types, filter_categories))
+         and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned, m.importance, m.updated_at,
+                                                             v_exclude, filter_after, filter_before, filter_memory_types, filter_categories, filter_fields))
        order by r.id, r.w desc, r.via
     ),
     top as (
@@ -2515,10 +2528,10 @@ end;
 $$;
 
 --
--- Name: match_memories(extensions.vector, text, integer, double precision, uuid, text, text[], timestamp with time zone, boolean, timestamp with time zone, timestamp with time zone, text[], text[], tsquery); Type: FUNCTION; Schema: public; Owner: -
+-- Name: match_memories(extensions.vector, text, integer, double precision, uuid, text, text[], timestamp with time zone, boolean, timestamp with time zone, timestamp with time zone, text[], text[], tsquery, jsonb); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.match_memories(query_embedding extensions.vector, match_namespace text, match_count integer DEFAULT 15, similarity_threshold double precision DEFAULT 0.7, match_owner uuid DEFAULT auth.uid(), match_embedding_model text DEFAULT 'text-embedding-3-small'::text, match_namespaces text[] DEFAULT NULL::text[], as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, with_relations boolean DEFAULT true, filter_after timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_before timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_memory_types text[] DEFAULT NULL::text[], filter_categories text[] DEFAULT NULL::text[], filter_exclude tsquery DEFAULT NULL::tsquery) RETURNS TABLE(id uuid, content text, similarity double precision, memory_type text, namespace text, strength double precision, priority text, importance smallint, pinned boolean, source text, metadata jsonb, session_id text, access_count integer, last_accessed_at timestamp with time zone, created_at timestamp with time zone, updated_at timestamp with time zone, max_relation_strength real)
+CREATE FUNCTION public.match_memories(query_embedding extensions.vector, match_namespace text, match_count integer DEFAULT 15, similarity_threshold double precision DEFAULT 0.7, match_owner uuid DEFAULT auth.uid(), match_embedding_model text DEFAULT 'text-embedding-3-small'::text, match_namespaces text[] DEFAULT NULL::text[], as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, with_relations boolean DEFAULT true, filter_after timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_before timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_memory_types text[] DEFAULT NULL::text[], filter_categories text[] DEFAULT NULL::text[], filter_exclude tsquery DEFAULT NULL::tsquery, filter_fields jsonb DEFAULT NULL::jsonb) RETURNS TABLE(id uuid, content text, similarity double precision, memory_type text, namespace text, strength double precision, priority text, importance smallint, pinned boolean, source text, metadata jsonb, session_id text, access_count integer, last_accessed_at timestamp with time zone, created_at timestamp with time zone, updated_at timestamp with time zone, max_relation_strength real)
     LANGUAGE plpgsql STABLE ROWS 20
     SET search_path TO ''
     SET "hnsw.iterative_scan" TO 'relaxed_order'
@@ -2537,7 +2550,7 @@ declare
   -- a strict filter gets its match_count nearest memories that pass it, not what passes among
   -- the nearest of all.
   v_filtered  boolean := filter_after is not null or filter_before is not null or filter_memory_types is not null
-                         or filter_categories is not null or filter_exclude is not null;
+                         or filter_categories is not null or filter_exclude is not null or filter_fields is not null;
 begin
   if match_count is null or match_count < 1 or match_count > 200 then
     raise exception 'match_count must be between 1 and 200, got %', match_count using errcode = '22023';
@@ -2582,8 +2595,8 @@ begin
          and m.embedding is not null
          and (m.namespace || '/') ^@ any (v_scopes)
          and a.held
-         and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, filter_exclude,
-                                                             filter_after, filter_before, filter_memory_types, filter_categories))
+         and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned, m.importance, m.updated_at,
+                                                             filter_exclude, filter_after, filter_before, filter_memory_types, filter_categories, filter_fields))
     ),
     nearest as (
       select s.id, s.content, s.distance from in_scope s order by s.distance, s.id limit match_count
@@ -2636,8 +2649,8 @@ begin
             and m.source is distinct from 'conversation'
             and m.embedding_model = match_embedding_model
             and m.embedding is not null
-            and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, filter_exclude,
-                                                                filter_after, filter_before, filter_memory_types, filter_categories))
+            and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned, m.importance, m.updated_at,
+                                                                filter_exclude, filter_after, filter_before, filter_memory_types, filter_categories, filter_fields))
          offset 0) as m
     ),
     nearest as (
@@ -2679,8 +2692,8 @@ begin
        and m.embedding_model = match_embedding_model
        and m.embedding is not null
        and (m.namespace || '/') ^@ any (v_scopes)
-       and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, filter_exclude,
-                                                           filter_after, filter_before, filter_memory_types, filter_categories))
+       and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned, m.importance, m.updated_at,
+                                                           filter_exclude, filter_after, filter_before, filter_memory_types, filter_categories, filter_fields))
      order by m.embedding operator(extensions.<=>) query_embedding
      limit match_count
   )
@@ -3316,6 +3329,14 @@ declare
   v_pool       integer;
   v_scopes     text[];
   v_exclude    tsquery;
+  -- The field filters, for the search to apply as it searches (each list, and the context-all
+  -- memories): applied after it, a filter on one user of a shared project found what passed
+  -- among the best 20 (4 x match_count) of every user's memories, often nothing.
+  v_fields     jsonb := nullif(jsonb_strip_nulls(jsonb_build_object(
+                   'user_id', filter_user_id, 'agent_id', filter_agent_id, 'run_id', filter_run_id,
+                   'actor_id', filter_actor_id, 'role', filter_role, 'pinned', filter_pinned,
+                   'importance_min', filter_importance_min, 'importance_max', filter_importance_max,
+                   'updated_after', filter_updated_after, 'updated_before', filter_updated_before)), '{}'::jsonb);
 begin
   if match_count is null or match_count < 1 or match_count > 200 then
     raise exception 'match_count must be between 1 and 200, got %', match_count using errcode = '22023';
@@ -3338,7 +3359,7 @@ begin
     select string_agg(t.query::text, ' | ')::tsquery into v_exclude
       from public.memory_keyword_terms(query_text) t where t.kind = 'exclude';
   end if;
-  -- Per-category caps and the filters below apply after the search: look further than match_count.
+  -- Per-category caps apply after the search: look further than match_count.
   v_pool := least(match_count * 4, 200);
 
   return query
@@ -3352,7 +3373,7 @@ begin
              filter_categories => v_categories, keyword_threshold => keyword_threshold, as_of => as_of,
              query_complexity => query_complexity, graph_edge_types => graph_edge_types,
              prefer_memory_types => prefer_memory_types, recency_weight => recency_weight,
-             entity_terms => entity_terms, graph_episodes => graph_episodes) h
+             entity_terms => entity_terms, graph_episodes => graph_episodes, filter_fields => v_fields) h
   ),
   everything as (
     -- context 'all' categories: their memories regardless of the query (most important first).
@@ -3364,9 +3385,10 @@ begin
        and (case when as_of is null then m.is_valid and m.state = 'active' and m.strength > 0.05
                  else m.created_at <= as_of and (select a.held from public.memory_at(m, as_of) a) end)
        and (m.namespace || '/') ^@ any (v_scopes)
-       -- Their categories; the time window and the exclusions hold for them as for what the search found.
-       and memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, v_exclude, filter_after,
-                                        filter_before, null, v_all)
+       -- Their categories; the time window, the exclusions and the field filters hold for them as for
+       -- what the search found.
+       and memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned, m.importance,
+                                        m.updated_at, v_exclude, filter_after, filter_before, null, v_all, v_fields)
        and not exists (select 1 from found f where f.id = m.id)
      order by m.importance desc, m.updated_at desc, m.id
      limit match_count
@@ -3383,16 +3405,6 @@ begin
            case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end as cat
       from candidates c
       cross join lateral (select m.* from public.devai_memories m where m.id = c.id offset 0) m
-     where (filter_user_id is null or m.metadata ->> 'user_id' = filter_user_id)
-       and (filter_agent_id is null or m.metadata ->> 'agent_id' = filter_agent_id)
-       and (filter_run_id is null or m.metadata ->> 'run_id' = filter_run_id)
-       and (filter_actor_id is null or m.metadata ->> 'actor_id' = filter_actor_id)
-       and (filter_role is null or m.metadata ->> 'role' = filter_role)
-       and (filter_pinned is null or m.pinned = filter_pinned)
-       and (filter_importance_min is null or m.importance >= filter_importance_min)
-       and (filter_importance_max is null or m.importance <= filter_importance_max)
-       and (filter_updated_after is null or m.updated_at >= filter_updated_after)
-       and (filter_updated_before is null or m.updated_at < filter_updated_before)
   ),
   capped as (
     select e.*, cfg.context as cat_context, cfg.rag_length,
@@ -6465,12 +6477,12 @@ GRANT ALL ON FUNCTION memory_search.keyword_postings(p_owner uuid, p_scopes text
 GRANT ALL ON FUNCTION memory_search.keyword_postings(p_owner uuid, p_scopes text[], p_terms tsquery[], p_df_cap integer, p_max_candidates integer, p_as_of timestamp with time zone, OUT term_df integer[], OUT candidates uuid[]) TO service_role;
 
 --
--- Name: FUNCTION passes_filters(p_fts tsvector, p_created_at timestamp with time zone, p_memory_type text, p_metadata jsonb, p_exclude tsquery, p_after timestamp with time zone, p_before timestamp with time zone, p_types text[], p_categories text[]); Type: ACL; Schema: memory_search; Owner: -
+-- Name: FUNCTION passes_filters(p_fts tsvector, p_created_at timestamp with time zone, p_memory_type text, p_metadata jsonb, p_pinned boolean, p_importance smallint, p_updated_at timestamp with time zone, p_exclude tsquery, p_after timestamp with time zone, p_before timestamp with time zone, p_types text[], p_categories text[], p_fields jsonb); Type: ACL; Schema: memory_search; Owner: -
 --
 
-REVOKE ALL ON FUNCTION memory_search.passes_filters(p_fts tsvector, p_created_at timestamp with time zone, p_memory_type text, p_metadata jsonb, p_exclude tsquery, p_after timestamp with time zone, p_before timestamp with time zone, p_types text[], p_categories text[]) FROM PUBLIC;
-GRANT ALL ON FUNCTION memory_search.passes_filters(p_fts tsvector, p_created_at timestamp with time zone, p_memory_type text, p_metadata jsonb, p_exclude tsquery, p_after timestamp with time zone, p_before timestamp with time zone, p_types text[], p_categories text[]) TO authenticated;
-GRANT ALL ON FUNCTION memory_search.passes_filters(p_fts tsvector, p_created_at timestamp with time zone, p_memory_type text, p_metadata jsonb, p_exclude tsquery, p_after timestamp with time zone, p_before timestamp with time zone, p_types text[], p_categories text[]) TO service_role;
+REVOKE ALL ON FUNCTION memory_search.passes_filters(p_fts tsvector, p_created_at timestamp with time zone, p_memory_type text, p_metadata jsonb, p_pinned boolean, p_importance smallint, p_updated_at timestamp with time zone, p_exclude tsquery, p_after timestamp with time zone, p_before timestamp with time zone, p_types text[], p_categories text[], p_fields jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION memory_search.passes_filters(p_fts tsvector, p_created_at timestamp with time zone, p_memory_type text, p_metadata jsonb, p_pinned boolean, p_importance smallint, p_updated_at timestamp with time zone, p_exclude tsquery, p_after timestamp with time zone, p_before timestamp with time zone, p_types text[], p_categories text[], p_fields jsonb) TO authenticated;
+GRANT ALL ON FUNCTION memory_search.passes_filters(p_fts tsvector, p_created_at timestamp with time zone, p_memory_type text, p_metadata jsonb, p_pinned boolean, p_importance smallint, p_updated_at timestamp with time zone, p_exclude tsquery, p_after timestamp with time zone, p_before timestamp with time zone, p_types text[], p_categories text[], p_fields jsonb) TO service_role;
 
 --
 -- Name: FUNCTION reinforcement_rows(p_ids uuid[], p_counts integer[], p_lasts timestamp with time zone[], p_strengths double precision[]); Type: ACL; Schema: memory_search; Owner: -
@@ -6535,12 +6547,12 @@ GRANT ALL ON FUNCTION public.finish_consolidation_run(p_run_id uuid, p_pairs int
 GRANT ALL ON FUNCTION public.finish_consolidation_run(p_run_id uuid, p_pairs integer, p_tokens integer, p_result jsonb) TO service_role;
 
 --
--- Name: FUNCTION hybrid_search(query_text text, query_embedding extensions.vector, match_namespaces text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, search_mode text, graph_depth integer, graph_edge_types text[], filter_after timestamp with time zone, filter_before timestamp with time zone, filter_memory_types text[], filter_categories text[], prefer_memory_types text[], recency_weight double precision, keyword_threshold double precision, as_of timestamp with time zone, entity_terms text[], graph_episodes boolean, query_complexity text); Type: ACL; Schema: public; Owner: -
+-- Name: FUNCTION hybrid_search(query_text text, query_embedding extensions.vector, match_namespaces text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, search_mode text, graph_depth integer, graph_edge_types text[], filter_after timestamp with time zone, filter_before timestamp with time zone, filter_memory_types text[], filter_categories text[], prefer_memory_types text[], recency_weight double precision, keyword_threshold double precision, as_of timestamp with time zone, entity_terms text[], graph_episodes boolean, query_complexity text, filter_fields jsonb); Type: ACL; Schema: public; Owner: -
 --
 
-REVOKE ALL ON FUNCTION public.hybrid_search(query_text text, query_embedding extensions.vector, match_namespaces text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, search_mode text, graph_depth integer, graph_edge_types text[], filter_after timestamp with time zone, filter_before timestamp with time zone, filter_memory_types text[], filter_categories text[], prefer_memory_types text[], recency_weight double precision, keyword_threshold double precision, as_of timestamp with time zone, entity_terms text[], graph_episodes boolean, query_complexity text) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.hybrid_search(query_text text, query_embedding extensions.vector, match_namespaces text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, search_mode text, graph_depth integer, graph_edge_types text[], filter_after timestamp with time zone, filter_before timestamp with time zone, filter_memory_types text[], filter_categories text[], prefer_memory_types text[], recency_weight double precision, keyword_threshold double precision, as_of timestamp with time zone, entity_terms text[], graph_episodes boolean, query_complexity text) TO authenticated;
-GRANT ALL ON FUNCTION public.hybrid_search(query_text text, query_embedding extensions.vector, match_namespaces text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, search_mode text, graph_depth integer, graph_edge_types text[], filter_after timestamp with time zone, filter_before timestamp with time zone, filter_memory_types text[], filter_categories text[], prefer_memory_types text[], recency_weight double precision, keyword_threshold double precision, as_of timestamp with time zone, entity_terms text[], graph_episodes boolean, query_complexity text) TO service_role;
+REVOKE ALL ON FUNCTION public.hybrid_search(query_text text, query_embedding extensions.vector, match_namespaces text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, search_mode text, graph_depth integer, graph_edge_types text[], filter_after timestamp with time zone, filter_before timestamp with time zone, filter_memory_types text[], filter_categories text[], prefer_memory_types text[], recency_weight double precision, keyword_threshold double precision, as_of timestamp with time zone, entity_terms text[], graph_episodes boolean, query_complexity text, filter_fields jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.hybrid_search(query_text text, query_embedding extensions.vector, match_namespaces text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, search_mode text, graph_depth integer, graph_edge_types text[], filter_after timestamp with time zone, filter_before timestamp with time zone, filter_memory_types text[], filter_categories text[], prefer_memory_types text[], recency_weight double precision, keyword_threshold double precision, as_of timestamp with time zone, entity_terms text[], graph_episodes boolean, query_complexity text, filter_fields jsonb) TO authenticated;
+GRANT ALL ON FUNCTION public.hybrid_search(query_text text, query_embedding extensions.vector, match_namespaces text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, search_mode text, graph_depth integer, graph_edge_types text[], filter_after timestamp with time zone, filter_before timestamp with time zone, filter_memory_types text[], filter_categories text[], prefer_memory_types text[], recency_weight double precision, keyword_threshold double precision, as_of timestamp with time zone, entity_terms text[], graph_episodes boolean, query_complexity text, filter_fields jsonb) TO service_role;
 
 --
 -- Name: FUNCTION link_memory_entities(p_links jsonb); Type: ACL; Schema: public; Owner: -
@@ -6559,12 +6571,12 @@ GRANT ALL ON FUNCTION public.lock_retrieved_memories(p_items jsonb) TO authentic
 GRANT ALL ON FUNCTION public.lock_retrieved_memories(p_items jsonb) TO service_role;
 
 --
--- Name: FUNCTION match_memories(query_embedding extensions.vector, match_namespace text, match_count integer, similarity_threshold double precision, match_owner uuid, match_embedding_model text, match_namespaces text[], as_of timestamp with time zone, with_relations boolean, filter_after timestamp with time zone, filter_before timestamp with time zone, filter_memory_types text[], filter_categories text[], filter_exclude tsquery); Type: ACL; Schema: public; Owner: -
+-- Name: FUNCTION match_memories(query_embedding extensions.vector, match_namespace text, match_count integer, similarity_threshold double precision, match_owner uuid, match_embedding_model text, match_namespaces text[], as_of timestamp with time zone, with_relations boolean, filter_after timestamp with time zone, filter_before timestamp with time zone, filter_memory_types text[], filter_categories text[], filter_exclude tsquery, filter_fields jsonb); Type: ACL; Schema: public; Owner: -
 --
 
-REVOKE ALL ON FUNCTION public.match_memories(query_embedding extensions.vector, match_namespace text, match_count integer, similarity_threshold double precision, match_owner uuid, match_embedding_model text, match_namespaces text[], as_of timestamp with time zone, with_relations boolean, filter_after timestamp with time zone, filter_before timestamp with time zone, filter_memory_types text[], filter_categories text[], filter_exclude tsquery) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.match_memories(query_embedding extensions.vector, match_namespace text, match_count integer, similarity_threshold double precision, match_owner uuid, match_embedding_model text, match_namespaces text[], as_of timestamp with time zone, with_relations boolean, filter_after timestamp with time zone, filter_before timestamp with time zone, filter_memory_types text[], filter_categories text[], filter_exclude tsquery) TO authenticated;
-GRANT ALL ON FUNCTION public.match_memories(query_embedding extensions.vector, match_namespace text, match_count integer, similarity_threshold double precision, match_owner uuid, match_embedding_model text, match_namespaces text[], as_of timestamp with time zone, with_relations boolean, filter_after timestamp with time zone, filter_before timestamp with time zone, filter_memory_types text[], filter_categories text[], filter_exclude tsquery) TO service_role;
+REVOKE ALL ON FUNCTION public.match_memories(query_embedding extensions.vector, match_namespace text, match_count integer, similarity_threshold double precision, match_owner uuid, match_embedding_model text, match_namespaces text[], as_of timestamp with time zone, with_relations boolean, filter_after timestamp with time zone, filter_before timestamp with time zone, filter_memory_types text[], filter_categories text[], filter_exclude tsquery, filter_fields jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.match_memories(query_embedding extensions.vector, match_namespace text, match_count integer, similarity_threshold double precision, match_owner uuid, match_embedding_model text, match_namespaces text[], as_of timestamp with time zone, with_relations boolean, filter_after timestamp with time zone, filter_before timestamp with time zone, filter_memory_types text[], filter_categories text[], filter_exclude tsquery, filter_fields jsonb) TO authenticated;
+GRANT ALL ON FUNCTION public.match_memories(query_embedding extensions.vector, match_namespace text, match_count integer, similarity_threshold double precision, match_owner uuid, match_embedding_model text, match_namespaces text[], as_of timestamp with time zone, with_relations boolean, filter_after timestamp with time zone, filter_before timestamp with time zone, filter_memory_types text[], filter_categories text[], filter_exclude tsquery, filter_fields jsonb) TO service_role;
 
 --
 -- Name: FUNCTION memory_at(m public.devai_memories, p_at timestamp with time zone); Type: ACL; Schema: public; Owner: -

@@ -12,38 +12,60 @@
 --   lists, its vector list, query_memories' context-'all' categories). They are one function now,
 --   memory_search.passes_filters, called only when the request has a filter (a plpgsql call per
 --   row is a few microseconds; a retrieval without filters pays nothing).
+-- * memory.query's field filters (user_id, agent_id, run_id, actor_id, role, pinned, importance,
+--   updated_at) were applied to what hybrid_search returned, the best 4 x match_count of all (20
+--   by default): in a project several users share, a filter on one user found what passed among
+--   everyone's best, often nothing. query_memories now passes them as filter_fields (jsonb), which
+--   hybrid_search and match_memories apply in every list through memory_search.passes_filters.
 --
 -- Bodies otherwise as in 20261128500000. Test: supabase/tests/database/83_vector_list_filtered_while_searched.test.sql.
 
 -- memory_search.passes_filters: the request's filters for one memory (null: no such filter).
+-- p_fields holds memory.query's field filters (user_id, agent_id, run_id, actor_id, role: the
+-- metadata value as text; pinned; importance_min/max; updated_after/before), null without any.
 -- plpgsql like the search's other helpers (a SQL function with a SET clause is planned again in
--- every statement that calls it; docs/retrieval.md#speed).
+-- every statement that calls it; docs/retrieval.md#speed); stable, as it reads timestamps from text.
 create function memory_search.passes_filters(p_fts tsvector, p_created_at timestamptz, p_memory_type text,
-                                             p_metadata jsonb, p_exclude tsquery, p_after timestamptz,
-                                             p_before timestamptz, p_types text[], p_categories text[])
+                                             p_metadata jsonb, p_pinned boolean, p_importance smallint,
+                                             p_updated_at timestamptz, p_exclude tsquery, p_after timestamptz,
+                                             p_before timestamptz, p_types text[], p_categories text[],
+                                             p_fields jsonb)
 returns boolean
 language plpgsql
-immutable
+stable
 parallel safe
 set search_path = ''
 as $$
 begin
-  return (p_exclude is null or not (p_fts @@ p_exclude))
-     and (p_after is null or p_created_at >= p_after)
-     and (p_before is null or p_created_at < p_before)
-     and (p_types is null or p_memory_type = any (p_types))
-     -- A procedural memory's category is 'procedural' (as every search reports it).
-     and (p_categories is null
-          or (case when p_memory_type = 'procedural' then 'procedural' else p_metadata ->> 'category' end)
-             = any (p_categories));
+  if not ((p_exclude is null or not (p_fts @@ p_exclude))
+          and (p_after is null or p_created_at >= p_after)
+          and (p_before is null or p_created_at < p_before)
+          and (p_types is null or p_memory_type = any (p_types))
+          -- A procedural memory's category is 'procedural' (as every search reports it).
+          and (p_categories is null
+               or (case when p_memory_type = 'procedural' then 'procedural' else p_metadata ->> 'category' end)
+                  = any (p_categories))) then
+    return false;
+  end if;
+  return p_fields is null
+      or ((p_fields ->> 'user_id' is null or p_metadata ->> 'user_id' = p_fields ->> 'user_id')
+          and (p_fields ->> 'agent_id' is null or p_metadata ->> 'agent_id' = p_fields ->> 'agent_id')
+          and (p_fields ->> 'run_id' is null or p_metadata ->> 'run_id' = p_fields ->> 'run_id')
+          and (p_fields ->> 'actor_id' is null or p_metadata ->> 'actor_id' = p_fields ->> 'actor_id')
+          and (p_fields ->> 'role' is null or p_metadata ->> 'role' = p_fields ->> 'role')
+          and (p_fields ->> 'pinned' is null or p_pinned = (p_fields ->> 'pinned')::boolean)
+          and (p_fields ->> 'importance_min' is null or p_importance >= (p_fields ->> 'importance_min')::integer)
+          and (p_fields ->> 'importance_max' is null or p_importance <= (p_fields ->> 'importance_max')::integer)
+          and (p_fields ->> 'updated_after' is null or p_updated_at >= (p_fields ->> 'updated_after')::timestamptz)
+          and (p_fields ->> 'updated_before' is null or p_updated_at < (p_fields ->> 'updated_before')::timestamptz));
 end;
 $$;
-revoke all on function memory_search.passes_filters(tsvector, timestamptz, text, jsonb, tsquery, timestamptz, timestamptz, text[], text[]) from public, anon;
-grant execute on function memory_search.passes_filters(tsvector, timestamptz, text, jsonb, tsquery, timestamptz, timestamptz, text[], text[]) to authenticated, service_role;
+revoke all on function memory_search.passes_filters(tsvector, timestamptz, text, jsonb, boolean, smallint, timestamptz, tsquery, timestamptz, timestamptz, text[], text[], jsonb) from public, anon;
+grant execute on function memory_search.passes_filters(tsvector, timestamptz, text, jsonb, boolean, smallint, timestamptz, tsquery, timestamptz, timestamptz, text[], text[], jsonb) to authenticated, service_role;
 
 -- public.match_memories: the filters, applied in each path.
 drop function public.match_memories(extensions.vector, text, integer, double precision, uuid, text, text[], timestamptz, boolean);
-CREATE FUNCTION public.match_memories(query_embedding extensions.vector, match_namespace text, match_count integer DEFAULT 15, similarity_threshold double precision DEFAULT 0.7, match_owner uuid DEFAULT auth.uid(), match_embedding_model text DEFAULT 'text-embedding-3-small'::text, match_namespaces text[] DEFAULT NULL::text[], as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, with_relations boolean DEFAULT true, filter_after timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_before timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_memory_types text[] DEFAULT NULL::text[], filter_categories text[] DEFAULT NULL::text[], filter_exclude tsquery DEFAULT NULL::tsquery)
+CREATE FUNCTION public.match_memories(query_embedding extensions.vector, match_namespace text, match_count integer DEFAULT 15, similarity_threshold double precision DEFAULT 0.7, match_owner uuid DEFAULT auth.uid(), match_embedding_model text DEFAULT 'text-embedding-3-small'::text, match_namespaces text[] DEFAULT NULL::text[], as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, with_relations boolean DEFAULT true, filter_after timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_before timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_memory_types text[] DEFAULT NULL::text[], filter_categories text[] DEFAULT NULL::text[], filter_exclude tsquery DEFAULT NULL::tsquery, filter_fields jsonb DEFAULT NULL::jsonb)
  RETURNS TABLE(id uuid, content text, similarity double precision, memory_type text, namespace text, strength double precision, priority text, importance smallint, pinned boolean, source text, metadata jsonb, session_id text, access_count integer, last_accessed_at timestamp with time zone, created_at timestamp with time zone, updated_at timestamp with time zone, max_relation_strength real)
  LANGUAGE plpgsql
  STABLE ROWS 20
@@ -64,7 +86,7 @@ declare
   -- a strict filter gets its match_count nearest memories that pass it, not what passes among
   -- the nearest of all.
   v_filtered  boolean := filter_after is not null or filter_before is not null or filter_memory_types is not null
-                         or filter_categories is not null or filter_exclude is not null;
+                         or filter_categories is not null or filter_exclude is not null or filter_fields is not null;
 begin
   if match_count is null or match_count < 1 or match_count > 200 then
     raise exception 'match_count must be between 1 and 200, got %', match_count using errcode = '22023';
@@ -109,8 +131,8 @@ begin
          and m.embedding is not null
          and (m.namespace || '/') ^@ any (v_scopes)
          and a.held
-         and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, filter_exclude,
-                                                             filter_after, filter_before, filter_memory_types, filter_categories))
+         and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned, m.importance, m.updated_at,
+                                                             filter_exclude, filter_after, filter_before, filter_memory_types, filter_categories, filter_fields))
     ),
     nearest as (
       select s.id, s.content, s.distance from in_scope s order by s.distance, s.id limit match_count
@@ -163,8 +185,8 @@ begin
             and m.source is distinct from 'conversation'
             and m.embedding_model = match_embedding_model
             and m.embedding is not null
-            and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, filter_exclude,
-                                                                filter_after, filter_before, filter_memory_types, filter_categories))
+            and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned, m.importance, m.updated_at,
+                                                                filter_exclude, filter_after, filter_before, filter_memory_types, filter_categories, filter_fields))
          offset 0) as m
     ),
     nearest as (
@@ -206,8 +228,8 @@ begin
        and m.embedding_model = match_embedding_model
        and m.embedding is not null
        and (m.namespace || '/') ^@ any (v_scopes)
-       and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, filter_exclude,
-                                                           filter_after, filter_before, filter_memory_types, filter_categories))
+       and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned, m.importance, m.updated_at,
+                                                           filter_exclude, filter_after, filter_before, filter_memory_types, filter_categories, filter_fields))
      order by m.embedding operator(extensions.<=>) query_embedding
      limit match_count
   )
@@ -225,12 +247,13 @@ begin
 end;
 $function$;
 
-revoke all on function public.match_memories(extensions.vector, text, integer, double precision, uuid, text, text[], timestamptz, boolean, timestamptz, timestamptz, text[], text[], tsquery) from public, anon;
-grant execute on function public.match_memories(extensions.vector, text, integer, double precision, uuid, text, text[], timestamptz, boolean, timestamptz, timestamptz, text[], text[], tsquery) to authenticated, service_role;
+revoke all on function public.match_memories(extensions.vector, text, integer, double precision, uuid, text, text[], timestamptz, boolean, timestamptz, timestamptz, text[], text[], tsquery, jsonb) from public, anon;
+grant execute on function public.match_memories(extensions.vector, text, integer, double precision, uuid, text, text[], timestamptz, boolean, timestamptz, timestamptz, text[], text[], tsquery, jsonb) to authenticated, service_role;
 
 -- public.hybrid_search: the vector list filtered by match_memories; the keyword and graph lists by
--- memory_search.passes_filters.
-CREATE OR REPLACE FUNCTION public.hybrid_search(query_text text, query_embedding extensions.vector DEFAULT NULL::extensions.vector, match_namespaces text[] DEFAULT NULL::text[], match_count integer DEFAULT 15, similarity_threshold double precision DEFAULT 0.7, match_embedding_model text DEFAULT NULL::text, match_owner uuid DEFAULT auth.uid(), search_mode text DEFAULT 'hybrid'::text, graph_depth integer DEFAULT 1, graph_edge_types text[] DEFAULT NULL::text[], filter_after timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_before timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_memory_types text[] DEFAULT NULL::text[], filter_categories text[] DEFAULT NULL::text[], prefer_memory_types text[] DEFAULT NULL::text[], recency_weight double precision DEFAULT 0, keyword_threshold double precision DEFAULT NULL::double precision, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, entity_terms text[] DEFAULT NULL::text[], graph_episodes boolean DEFAULT false, query_complexity text DEFAULT NULL::text)
+-- memory_search.passes_filters; filter_fields (memory.query's field filters) for every list.
+drop function public.hybrid_search(text, extensions.vector, text[], integer, double precision, text, uuid, text, integer, text[], timestamptz, timestamptz, text[], text[], text[], double precision, double precision, timestamptz, text[], boolean, text);
+CREATE FUNCTION public.hybrid_search(query_text text, query_embedding extensions.vector DEFAULT NULL::extensions.vector, match_namespaces text[] DEFAULT NULL::text[], match_count integer DEFAULT 15, similarity_threshold double precision DEFAULT 0.7, match_embedding_model text DEFAULT NULL::text, match_owner uuid DEFAULT auth.uid(), search_mode text DEFAULT 'hybrid'::text, graph_depth integer DEFAULT 1, graph_edge_types text[] DEFAULT NULL::text[], filter_after timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_before timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_memory_types text[] DEFAULT NULL::text[], filter_categories text[] DEFAULT NULL::text[], prefer_memory_types text[] DEFAULT NULL::text[], recency_weight double precision DEFAULT 0, keyword_threshold double precision DEFAULT NULL::double precision, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, entity_terms text[] DEFAULT NULL::text[], graph_episodes boolean DEFAULT false, query_complexity text DEFAULT NULL::text, filter_fields jsonb DEFAULT NULL::jsonb)
  RETURNS TABLE(id uuid, content text, memory_type text, namespace text, strength double precision, priority text, importance smallint, pinned boolean, source text, metadata jsonb, session_id text, access_count integer, last_accessed_at timestamp with time zone, created_at timestamp with time zone, updated_at timestamp with time zone, max_relation_strength real, category text, similarity double precision, keyword_rank integer, keyword_score double precision, keyword_coverage double precision, vector_rank integer, graph_rank integer, graph_via uuid, graph_edge text, relevance double precision)
  LANGUAGE plpgsql
  STABLE ROWS 20
@@ -355,7 +378,7 @@ begin
     select string_agg(q::text, ' | ')::tsquery into v_exclude from unnest(v_excludes) q;
   end if;
   v_filtered := filter_after is not null or filter_before is not null or filter_memory_types is not null
-                or filter_categories is not null or v_exclude is not null;
+                or filter_categories is not null or v_exclude is not null or filter_fields is not null;
 
   -- Keyword signal. Each term's matches in scope, counted up to the cap (its document frequency);
   -- rare terms bring their matches in as candidates.
@@ -396,8 +419,8 @@ begin
            and (as_of is not null or (m.is_valid and m.state = 'active' and m.strength > 0.05))
            and m.source is distinct from 'conversation'
            and (m.namespace || '/') ^@ any (v_scopes)
-           and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, v_exclude,
-                                                               filter_after, filter_before, filter_memory_types, filter_categories))
+           and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned, m.importance, m.updated_at,
+                                                               v_exclude, filter_after, filter_before, filter_memory_types, filter_categories, filter_fields))
       ),
       scored as (
         select x.id,
@@ -430,7 +453,7 @@ begin
              query_embedding, v_bases[1], v_vec_pool, similarity_threshold / 2, match_owner, match_embedding_model,
              v_bases[2:], as_of, with_relations => false, filter_after => filter_after, filter_before => filter_before,
              filter_memory_types => filter_memory_types, filter_categories => filter_categories,
-             filter_exclude => v_exclude) v;
+             filter_exclude => v_exclude, filter_fields => filter_fields) v;
   end if;
 
   -- Does the query have an answer at all? Only when its best memory reaches a floor: keyword
@@ -517,8 +540,8 @@ begin
        where (r.lookup or not (r.id = any (v_seeds)))
          and (graph_episodes or m.source is distinct from 'conversation')
          and (as_of is not null or m.strength > 0.05) -- faded: out of every signal
-         and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, v_exclude,
-                                                             filter_after, filter_before, filter_memory_types, filter_categories))
+         and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned, m.importance, m.updated_at,
+                                                             v_exclude, filter_after, filter_before, filter_memory_types, filter_categories, filter_fields))
        order by r.id, r.w desc, r.via
     ),
     top as (
@@ -611,7 +634,14 @@ begin
 end;
 $function$;
 
--- public.query_memories: the context-'all' categories' memories filtered by memory_search.passes_filters.
+revoke all on function public.hybrid_search(text, extensions.vector, text[], integer, double precision, text, uuid, text,
+  integer, text[], timestamptz, timestamptz, text[], text[], text[], double precision, double precision, timestamptz, text[], boolean, text, jsonb) from public, anon;
+grant execute on function public.hybrid_search(text, extensions.vector, text[], integer, double precision, text, uuid, text,
+  integer, text[], timestamptz, timestamptz, text[], text[], text[], double precision, double precision, timestamptz, text[], boolean, text, jsonb) to authenticated, service_role;
+
+-- public.query_memories: its field filters (user_id, agent_id, run_id, actor_id, role, pinned, importance,
+-- updated_at) go to hybrid_search as filter_fields instead of being applied to its answer; the
+-- context-'all' categories' memories filtered by memory_search.passes_filters.
 CREATE OR REPLACE FUNCTION public.query_memories(query_text text, query_embedding extensions.vector, match_namespaces text[], match_agent text, match_categories text[], match_count integer DEFAULT 5, similarity_threshold double precision DEFAULT 0.7, match_embedding_model text DEFAULT 'text-embedding-3-small'::text, match_owner uuid DEFAULT auth.uid(), filter_user_id text DEFAULT NULL::text, filter_agent_id text DEFAULT NULL::text, filter_run_id text DEFAULT NULL::text, filter_actor_id text DEFAULT NULL::text, filter_role text DEFAULT NULL::text, filter_pinned boolean DEFAULT NULL::boolean, filter_importance_min integer DEFAULT NULL::integer, filter_importance_max integer DEFAULT NULL::integer, filter_updated_after timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_updated_before timestamp with time zone DEFAULT NULL::timestamp with time zone, search_mode text DEFAULT 'hybrid'::text, graph_depth integer DEFAULT 1, filter_after timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_before timestamp with time zone DEFAULT NULL::timestamp with time zone, keyword_threshold double precision DEFAULT NULL::double precision, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, query_complexity text DEFAULT NULL::text, graph_edge_types text[] DEFAULT NULL::text[], prefer_memory_types text[] DEFAULT NULL::text[], recency_weight double precision DEFAULT 0, entity_terms text[] DEFAULT NULL::text[], graph_episodes boolean DEFAULT false)
  RETURNS TABLE(id uuid, content text, similarity double precision, memory_type text, namespace text, category text, category_context text, strength double precision, priority text, importance smallint, pinned boolean, source text, metadata jsonb, session_id text, access_count integer, last_accessed_at timestamp with time zone, created_at timestamp with time zone, updated_at timestamp with time zone, max_relation_strength real, keyword_rank integer, keyword_score double precision, keyword_coverage double precision, vector_rank integer, graph_rank integer, graph_via uuid, graph_edge text, relevance double precision)
  LANGUAGE plpgsql
@@ -626,6 +656,14 @@ declare
   v_pool       integer;
   v_scopes     text[];
   v_exclude    tsquery;
+  -- The field filters, for the search to apply as it searches (each list, and the context-all
+  -- memories): applied after it, a filter on one user of a shared project found what passed
+  -- among the best 20 (4 x match_count) of every user's memories, often nothing.
+  v_fields     jsonb := nullif(jsonb_strip_nulls(jsonb_build_object(
+                   'user_id', filter_user_id, 'agent_id', filter_agent_id, 'run_id', filter_run_id,
+                   'actor_id', filter_actor_id, 'role', filter_role, 'pinned', filter_pinned,
+                   'importance_min', filter_importance_min, 'importance_max', filter_importance_max,
+                   'updated_after', filter_updated_after, 'updated_before', filter_updated_before)), '{}'::jsonb);
 begin
   if match_count is null or match_count < 1 or match_count > 200 then
     raise exception 'match_count must be between 1 and 200, got %', match_count using errcode = '22023';
@@ -648,7 +686,7 @@ begin
     select string_agg(t.query::text, ' | ')::tsquery into v_exclude
       from public.memory_keyword_terms(query_text) t where t.kind = 'exclude';
   end if;
-  -- Per-category caps and the filters below apply after the search: look further than match_count.
+  -- Per-category caps apply after the search: look further than match_count.
   v_pool := least(match_count * 4, 200);
 
   return query
@@ -662,7 +700,7 @@ begin
              filter_categories => v_categories, keyword_threshold => keyword_threshold, as_of => as_of,
              query_complexity => query_complexity, graph_edge_types => graph_edge_types,
              prefer_memory_types => prefer_memory_types, recency_weight => recency_weight,
-             entity_terms => entity_terms, graph_episodes => graph_episodes) h
+             entity_terms => entity_terms, graph_episodes => graph_episodes, filter_fields => v_fields) h
   ),
   everything as (
     -- context 'all' categories: their memories regardless of the query (most important first).
@@ -674,9 +712,10 @@ begin
        and (case when as_of is null then m.is_valid and m.state = 'active' and m.strength > 0.05
                  else m.created_at <= as_of and (select a.held from public.memory_at(m, as_of) a) end)
        and (m.namespace || '/') ^@ any (v_scopes)
-       -- Their categories; the time window and the exclusions hold for them as for what the search found.
-       and memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, v_exclude, filter_after,
-                                        filter_before, null, v_all)
+       -- Their categories; the time window, the exclusions and the field filters hold for them as for
+       -- what the search found.
+       and memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned, m.importance,
+                                        m.updated_at, v_exclude, filter_after, filter_before, null, v_all, v_fields)
        and not exists (select 1 from found f where f.id = m.id)
      order by m.importance desc, m.updated_at desc, m.id
      limit match_count
@@ -693,16 +732,6 @@ begin
            case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end as cat
       from candidates c
       cross join lateral (select m.* from public.devai_memories m where m.id = c.id offset 0) m
-     where (filter_user_id is null or m.metadata ->> 'user_id' = filter_user_id)
-       and (filter_agent_id is null or m.metadata ->> 'agent_id' = filter_agent_id)
-       and (filter_run_id is null or m.metadata ->> 'run_id' = filter_run_id)
-       and (filter_actor_id is null or m.metadata ->> 'actor_id' = filter_actor_id)
-       and (filter_role is null or m.metadata ->> 'role' = filter_role)
-       and (filter_pinned is null or m.pinned = filter_pinned)
-       and (filter_importance_min is null or m.importance >= filter_importance_min)
-       and (filter_importance_max is null or m.importance <= filter_importance_max)
-       and (filter_updated_after is null or m.updated_at >= filter_updated_after)
-       and (filter_updated_before is null or m.updated_at < filter_updated_before)
   ),
   capped as (
     select e.*, cfg.context as cat_context, cfg.rag_length,

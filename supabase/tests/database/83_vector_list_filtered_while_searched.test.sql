@@ -4,26 +4,28 @@
 -- took the nearest 80 of all and filtered them: its vector list was empty here.
 -- docs/retrieval.md#vector.
 begin;
-select plan(12);
+select plan(16);
 
--- 300 recent memories near the question, and three old ones farther than all of them (one
--- procedural, one a decision, one naming a proxy), next to the farthest recent ones (a memory far
--- from every other one can be unreachable in an HNSW graph: pgvector's, not the search's, limit).
+-- 300 recent memories near the question (cosine 0.51-1), and three old ones farther than all of
+-- them (0.29; one procedural, one a decision, one naming a proxy), next to the farthest recent
+-- ones. The vectors spread over four dimensions: on vectors along one arc, a fresh HNSW graph
+-- left the far end unreachable (pgvector's graph, not the search's filter).
 insert into public.devai_memories
   (owner_id, content, memory_type, namespace, embedding, embedding_model, created_at, metadata)
 select '83000000-0000-4000-8000-00000000000c', 'recent note ' || g, 'semantic', 'devai/project/vf',
-       tests.embedding(array[1, g / 100.0]::real[]), 'local-hash-512-v1', now() - interval '1 day', '{"category": "workflows"}'
+       tests.embedding(array[1, (g % 7) / 10.0, (g % 11) / 10.0, (g % 13) / 10.0]::real[]), 'local-hash-512-v1',
+       now() - interval '1 day', '{"category": "workflows"}'
   from generate_series(1, 300) g;
 insert into public.devai_memories
   (id, owner_id, content, memory_type, namespace, embedding, embedding_model, created_at, metadata)
 values
   ('83000000-0000-4000-8000-0000000000a1', '83000000-0000-4000-8000-00000000000c', 'To rotate keys: run the rotate script.',
-   'procedural', 'devai/project/vf', tests.embedding(array[1, 3.2]::real[]), 'local-hash-512-v1', '2020-03-01', '{}'),
+   'procedural', 'devai/project/vf', tests.embedding(array[0.3, 0.6, 0.5, 0.6]::real[]), 'local-hash-512-v1', '2020-03-01', '{}'),
   ('83000000-0000-4000-8000-0000000000a2', '83000000-0000-4000-8000-00000000000c', 'We chose Postgres over Mongo.',
-   'semantic', 'devai/project/vf', tests.embedding(array[1, 3.3]::real[]), 'local-hash-512-v1', '2020-03-02',
+   'semantic', 'devai/project/vf', tests.embedding(array[0.3, 0.6, 0.6, 0.5]::real[]), 'local-hash-512-v1', '2020-03-02',
    '{"category": "decisions"}'),
   ('83000000-0000-4000-8000-0000000000a3', '83000000-0000-4000-8000-00000000000c', 'The proxy was retired.',
-   'semantic', 'devai/project/vf', tests.embedding(array[1, 3.4]::real[]), 'local-hash-512-v1', '2020-03-03',
+   'semantic', 'devai/project/vf', tests.embedding(array[0.3, 0.5, 0.6, 0.6]::real[]), 'local-hash-512-v1', '2020-03-03',
    '{"category": "decisions"}');
 analyze public.devai_memories;
 
@@ -85,8 +87,39 @@ select tests.clear_authentication();
 
 -- The filters are one function; the search calls it only when a filter is given.
 select is(memory_search.passes_filters(to_tsvector('simple', 'a b'), '2020-01-01', 'procedural', '{"category": "x"}',
-                                       null, null, null, null, array['procedural']),
+                                       false, 3::smallint, '2020-01-01', null, null, null, null, array['procedural'], null),
           true, 'passes_filters: a procedural memory is in category procedural whatever its metadata says');
+
+-- memory.query's field filters are applied while searching too: one user's three memories of a
+-- project sixty of another user's memories fill first.
+insert into public.devai_memories
+  (owner_id, content, memory_type, namespace, embedding, embedding_model, metadata, importance, pinned)
+select '83000000-0000-4000-8000-00000000000d', 'note of user b ' || g, 'semantic', 'devai/project/shared',
+       tests.embedding(array[1, g / 100.0]::real[]), 'local-hash-512-v1',
+       '{"category": "knowledge", "user_id": "u-b"}', 3, false
+  from generate_series(1, 60) g;
+insert into public.devai_memories
+  (owner_id, content, memory_type, namespace, embedding, embedding_model, metadata, importance, pinned)
+select '83000000-0000-4000-8000-00000000000d', 'note of user a ' || g, 'semantic', 'devai/project/shared',
+       tests.embedding(array[1, 0.7 + g / 100.0]::real[]), 'local-hash-512-v1',
+       '{"category": "knowledge", "user_id": "u-a"}', case when g = 1 then 5 else 2 end, g = 2
+  from generate_series(1, 3) g;
+select tests.authenticate_as('83000000-0000-4000-8000-00000000000d');
+select is((select count(*)::int from public.query_memories('note', tests.embedding('{1}'), array['devai/project/shared'],
+             'researcher', array['knowledge'], 5, 0, 'local-hash-512-v1', filter_user_id => 'u-a')),
+          3, 'memory.query: user_id finds that user''s memories past sixty better ones of another user');
+select is((select count(*)::int from public.query_memories('note', tests.embedding('{1}'), array['devai/project/shared'],
+             'researcher', array['knowledge'], 5, 0, 'local-hash-512-v1', filter_importance_min => 5)),
+          1, 'memory.query: importance_min the same way');
+select is((select count(*)::int from public.query_memories('note', tests.embedding('{1}'), array['devai/project/shared'],
+             'researcher', array['knowledge'], 5, 0, 'local-hash-512-v1', filter_pinned => true,
+             filter_user_id => 'u-a')),
+          1, 'memory.query: pinned and user_id together');
+select is((select count(*)::int from public.query_memories('note', tests.embedding('{1}'), array['devai/project/shared'],
+             'researcher', array['knowledge'], 5, 0, 'local-hash-512-v1', filter_user_id => 'u-b',
+             filter_updated_before => now() - interval '1 day')),
+          0, 'memory.query: updated_before the same way (control: nothing was updated before yesterday)');
+select tests.clear_authentication();
 
 select * from finish();
 rollback;
