@@ -2,7 +2,7 @@
 // stateless mode (the official SDK's web-standard transport; every POST carries one JSON-RPC message
 // and is answered on its own, with JSON), at /functions/v1/memory-mcp:
 //
-//   POST /memory-mcp                                          JSON-RPC: initialize, tools/list, tools/call
+//   POST /memory-mcp                                          JSON-RPC: initialize, ping, tools/list, tools/call
 //   GET  /memory-mcp/.well-known/oauth-protected-resource     RFC 9728 metadata (no credential needed)
 //   GET, DELETE /memory-mcp                                   405: no server-sent stream, no session
 //
@@ -10,6 +10,7 @@
 // WWW-Authenticate header pointing at the metadata. The tools (tools.ts) run the operations of
 // _shared/services/, so RLS, allowlists and history are the HTTP API's.
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import { ErrorCode } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { createFunctionApp, fetchHandler } from "../_shared/app.ts";
 import { authenticate, type Caller } from "../_shared/auth.ts";
@@ -17,21 +18,12 @@ import { HttpError, json, methodNotAllowed, parseJsonBody } from "../_shared/htt
 import { chargedAs } from "../_shared/rate-limit.ts";
 import { type MemoryDeps, withClock } from "../_shared/services/deps.ts";
 import { memoryDepsFromEnv } from "../_shared/worker-deps.ts";
+import { rpcError, screenMessage } from "./messages.ts";
 import { FUNCTION_NAME, METADATA_PATH, protectedResourceMetadata, wwwAuthenticate } from "./protected-resource.ts";
 import { createMcpServer, routeClassOf } from "./tools.ts";
 
 /** Production dependencies from the environment (index.ts; the local functions server brings its own). */
 export const defaultDeps = (): MemoryDeps => memoryDepsFromEnv("devai-memory:memory-mcp");
-
-/** The JSON-RPC error (Invalid Request) a batch body gets: docs/mcp.md, one message per POST. */
-const BATCH_REFUSED = {
-  jsonrpc: "2.0",
-  id: null,
-  error: {
-    code: -32600,
-    message: "JSON-RPC batches are not accepted: send one message per POST (MCP 2025-06-18 has no batching)",
-  },
-};
 
 export function createHandler(deps: MemoryDeps): (req: Request) => Promise<Response> {
   const services = withClock(deps);
@@ -51,10 +43,20 @@ export function createHandler(deps: MemoryDeps): (req: Request) => Promise<Respo
       }
       throw err;
     }
-    const message = await parseJsonBody(c.req.raw, z.unknown(), deps.config.maxBodyBytes);
-    // A request is charged one rate-limit token, so it may carry one message: a JSON-RPC batch
-    // would run up to a hundred tool calls for that token (MCP 2025-06-18 dropped batching).
-    if (Array.isArray(message)) return json(BATCH_REFUSED, 400);
+    let message: unknown;
+    try {
+      message = await parseJsonBody(c.req.raw, z.unknown(), deps.config.maxBodyBytes);
+    } catch (err) {
+      // Text that is no JSON is JSON-RPC's Parse error (-32700); 413 and 415 stay HTTP's.
+      if (err instanceof HttpError && err.code === "malformed_json") {
+        return rpcError(null, ErrorCode.ParseError, `Parse error: ${err.message}`);
+      }
+      throw err;
+    }
+    // What the SDK would answer wrongly (a batch, a request without an id, bad params or arguments)
+    // is answered here, and nothing runs: messages.ts.
+    const screened = screenMessage(message, c.get("requestId"));
+    if (screened) return screened;
     const server = createMcpServer({ deps: services, caller, requestId: c.get("requestId") });
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,

@@ -22,18 +22,30 @@ export async function answer(ctx: ToolContext, run: () => Promise<Answer>) {
     const { text, structured } = await run();
     return { content: [{ type: "text" as const, text }], structuredContent: structured as Record<string, unknown> };
   } catch (err) {
-    const e = asHttpError(err, ctx.requestId);
-    const error = {
-      code: e.code,
-      message: e.message,
-      status: e.status,
-      ...(e.issues ? { issues: e.issues } : {}),
-      request_id: ctx.requestId,
-    };
-    return {
-      isError: true,
-      content: [{ type: "text" as const, text: `${e.code}: ${e.message}` }],
-      structuredContent: { error },
-    };
+    return toolError(err, ctx.requestId);
   }
+}
+
+/**
+ * An error as a tool error (docs/mcp.md): text that starts with the API's error code, and the HTTP
+ * API's error as structured content. The text names each issue too: many clients show the model the
+ * text only, and it is what the model must fix (a tool's bad arguments come here: messages.ts).
+ */
+export function toolError(err: unknown, requestId: string) {
+  const e = asHttpError(err, requestId);
+  const error = {
+    code: e.code,
+    message: e.message,
+    status: e.status,
+    ...(e.issues ? { issues: e.issues } : {}),
+    request_id: requestId,
+  };
+  const issues = e.issues?.length
+    ? `: ${e.issues.map((i) => `${i.path.join(".") || "(arguments)"}: ${i.message}`).join("; ")}`
+    : "";
+  return {
+    isError: true,
+    content: [{ type: "text" as const, text: `${e.code}: ${e.message}${issues}` }],
+    structuredContent: { error },
+  };
 }

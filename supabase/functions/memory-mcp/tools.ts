@@ -55,33 +55,54 @@ export function routeClassOf(message: unknown): RouteClass {
 }
 
 const memoryId = { id: uuid.describe("the memory's id, as search_memory and remember_fact show it") };
-/** The input of tools on one memory: the route's body plus the id its path carries. */
-const IdInput = z.object(memoryId).strict();
 const EntityInput = EntityListQuery.omit({ limit: true }).extend({ id: uuid.optional().describe("the entity's id") })
   .refine((e) => (e.id === undefined) !== (e.q === undefined), {
     message: "give the entity's id or its name (q), one of them",
   });
+
+/**
+ * Each tool's input: the HTTP API's schema for the operation, the id added where its route takes
+ * one in the path. tools/list shows it; messages.ts checks a call's arguments against it before
+ * the SDK does, so a bad argument is the API's 400 as a tool error.
+ */
+export const TOOL_INPUTS = {
+  search_memory: RetrieveRequest,
+  query_memory: QueryRequest.omit({ agent: true }),
+  remember_fact: RememberRequest,
+  correct_fact: CorrectRequest.extend(memoryId),
+  confirm_fact: LifecycleRequest.extend(memoryId),
+  forget_memory: ForgetRequest.extend(memoryId),
+  restore_memory: LifecycleRequest.extend(memoryId),
+  explain_fact: z.object(memoryId).strict(),
+  memory_stats: StatsQuery,
+  weak_facts: WeakQuery,
+  memory_history: HistoryQuery.extend(memoryId),
+  get_entity_info: EntityInput,
+  assemble_context: AssembleRequest,
+} satisfies Record<string, z.ZodType>;
+
+export type ToolName = keyof typeof TOOL_INPUTS;
 
 /** One MCP server per request (stateless streamable HTTP), its tools bound to the request's caller. */
 export function createMcpServer(ctx: ToolContext): McpServer {
   const server = new McpServer(SERVER_INFO, { instructions: INSTRUCTIONS });
   const { deps, caller } = ctx;
 
-  const tool = <S extends z.ZodType>(
-    name: string,
-    config: { title: string; description: string; input: S; readOnly?: boolean; destructive?: boolean },
-    run: (input: z.infer<S>) => Promise<Answer>,
+  const tool = <N extends ToolName>(
+    name: N,
+    config: { title: string; description: string; readOnly?: boolean; destructive?: boolean },
+    run: (input: z.infer<(typeof TOOL_INPUTS)[N]>) => Promise<Answer>,
   ) =>
     server.registerTool(name, {
       title: config.title,
       description: config.description,
-      inputSchema: config.input,
+      inputSchema: TOOL_INPUTS[name],
       annotations: {
         readOnlyHint: config.readOnly ?? false,
         destructiveHint: config.destructive ?? false,
         openWorldHint: false,
       },
-    }, (async (input: z.infer<S>) => await answer(ctx, () => run(input))) as never);
+    }, (async (input: z.infer<(typeof TOOL_INPUTS)[N]>) => await answer(ctx, () => run(input))) as never);
 
   tool("search_memory", {
     title: "Search memory",
@@ -90,7 +111,6 @@ export function createMcpServer(ctx: ToolContext): McpServer {
       "global, user and the project's memories. Returns the `## Relevant Memories` block packed into budget_tokens and " +
       "every memory found with the signals that found it. Filters: after/before (ISO date or last_week, last_N_days …), " +
       "mode, intent, graph_depth, as_of. Memories it injects are reinforced.",
-    input: RetrieveRequest,
     // Not read-only: what it returns is reinforced (strength, access count).
     readOnly: false,
   }, async (input) => {
@@ -104,7 +124,6 @@ export function createMcpServer(ctx: ToolContext): McpServer {
       "memory.query: the memories this agent's allowlist lets it read (categories such as conventions, commands, " +
       "errors_and_fixes), as bullets or full rows, with metadata filters. The agent is the token's (an agent token) or " +
       "the x-devai-agent header's.",
-    input: QueryRequest.omit({ agent: true }),
     // Not read-only: what it returns is reinforced (strength, access count).
     readOnly: false,
   }, async (input) => {
@@ -124,7 +143,6 @@ export function createMcpServer(ctx: ToolContext): McpServer {
     description:
       "Stores what the user states as a memory (highest priority, never decays). With project it goes to that " +
       "project's scope; scope 'global' for every project; else the user's scope. An exact duplicate writes nothing.",
-    input: RememberRequest,
   }, async (input) => {
     const result = await remember(deps, caller, input);
     return { text: text.rememberText(result), structured: result };
@@ -135,7 +153,6 @@ export function createMcpServer(ctx: ToolContext): McpServer {
     description:
       "Replaces memory `id` with the corrected content: a new memory supersedes it (the old one stays in the " +
       "history, its validity closed).",
-    input: CorrectRequest.extend(memoryId),
   }, async ({ id, ...body }) => {
     const result = await correct(deps, caller, id, body);
     return { text: text.correctText(result), structured: result };
@@ -144,7 +161,6 @@ export function createMcpServer(ctx: ToolContext): McpServer {
   tool("confirm_fact", {
     title: "Confirm a fact",
     description: "The user confirms memory `id` is true: it is pinned at full strength and never decays.",
-    input: LifecycleRequest.extend(memoryId),
   }, async ({ id, ...body }) => {
     const result = await confirm(deps, caller, id, body);
     return { text: text.confirmText(result), structured: result };
@@ -154,7 +170,6 @@ export function createMcpServer(ctx: ToolContext): McpServer {
     title: "Forget a memory",
     description: "Soft-deletes memory `id`: it leaves retrieval at once and is purged after the grace period unless " +
       "restore_memory brings it back.",
-    input: ForgetRequest.extend(memoryId),
     destructive: true,
   }, async ({ id, ...body }) => {
     const result = await forget(deps, caller, id, body);
@@ -164,7 +179,6 @@ export function createMcpServer(ctx: ToolContext): McpServer {
   tool("restore_memory", {
     title: "Restore a memory",
     description: "Brings back memory `id` after forget_memory (or after it decayed away), at restored strength.",
-    input: LifecycleRequest.extend(memoryId),
   }, async ({ id, ...body }) => {
     const result = await restore(deps, caller, id, body);
     return { text: text.restoreText(result), structured: result };
@@ -175,7 +189,6 @@ export function createMcpServer(ctx: ToolContext): McpServer {
     description:
       "Why memory `id` is what it is: the messages it was derived from, what it replaced and what replaced it, " +
       "the entities it mentions, its edges, history and decay outlook.",
-    input: IdInput,
     readOnly: true,
   }, async ({ id }) => {
     const result = await explainFact(deps, caller, id);
@@ -186,7 +199,6 @@ export function createMcpServer(ctx: ToolContext): McpServer {
     title: "Memory statistics",
     description:
       "Counts of the user's memories by type, state, validity, priority, source and namespace; relations and history.",
-    input: StatsQuery,
     readOnly: true,
   }, async (input) => {
     const result = await stats(deps, caller, input);
@@ -198,7 +210,6 @@ export function createMcpServer(ctx: ToolContext): McpServer {
     description:
       "The memories that decay soonest (not pinned, not user-stated), weakest first, with when each will be " +
       "pruned: candidates to confirm_fact or to let go.",
-    input: WeakQuery,
     readOnly: true,
   }, async (input) => {
     const result = await weakFacts(deps, caller, input);
@@ -209,7 +220,6 @@ export function createMcpServer(ctx: ToolContext): McpServer {
     title: "Memory history",
     description:
       "The audit trail of memory `id`, newest first: every change with its event and actor (it outlives a purge).",
-    input: HistoryQuery.extend(memoryId),
     readOnly: true,
   }, async ({ id, ...query }) => {
     const result = await memoryHistory(deps, caller, id, query);
@@ -221,7 +231,6 @@ export function createMcpServer(ctx: ToolContext): McpServer {
     description:
       "What memory knows of an entity (a file, package, service, command, error, person …) by id or by name " +
       "(q: name, alias or prefix; type narrows it): its summary, the facts that mention it, the messages that named it.",
-    input: EntityInput,
     readOnly: true,
   }, async (input) => {
     let id = input.id;
@@ -241,7 +250,6 @@ export function createMcpServer(ctx: ToolContext): McpServer {
       "relevant, background, index) from the message, the coding signals (current_file, open_files, recent_errors, " +
       "activity) and the repository's lineage (branch, merged branches, deleted files): another branch's unmerged notes " +
       "are never injected as fact. Each memory at the compression its tier can afford.",
-    input: AssembleRequest,
     // Not read-only: what it returns is reinforced (strength, access count).
     readOnly: false,
   }, async (input) => {

@@ -1,0 +1,118 @@
+// What memory-mcp answers itself, before the SDK's transport and server see a POST's message: the
+// cases the SDK (1.32.2) gets wrong, answered as JSON-RPC 2.0 and docs/mcp.md#errors say.
+//
+//   - a batch (an array): refused whole, -32600; a request is charged one rate-limit token.
+//   - JSON that is no JSON-RPC message ({}, 42, "id": null, "params": null): -32600 Invalid
+//     Request (the SDK says -32700 Parse error, which is for text that is not JSON).
+//   - a request method (tools/call, initialize, ping …) without an id: -32600. The SDK takes it as
+//     a notification, answers 202 Accepted and runs nothing, so a client would think it had written.
+//   - params the SDK's request schema refuses (tools/call without params, arguments null or a
+//     string): -32602 Invalid params with what to send (the SDK says -32603 with a zod dump); so is
+//     a tools/call naming no tool, as MCP says (the SDK made it a tool error).
+//   - a tool's arguments its input schema refuses: the HTTP API's 400 as a tool error (results.ts),
+//     where the SDK answers a bare "MCP error -32602: Input validation error" text.
+// A refused message is never run. What passes goes to the SDK, whose own checks then pass too.
+import {
+  CallToolRequestSchema,
+  ClientRequestSchema,
+  ErrorCode,
+  InitializeRequestSchema,
+  JSONRPCMessageSchema,
+  ListToolsRequestSchema,
+  PingRequestSchema,
+} from "@modelcontextprotocol/sdk/types.js";
+import { json, validate } from "../_shared/http.ts";
+import { toolError } from "./results.ts";
+import { TOOL_INPUTS } from "./tools.ts";
+
+type RequestId = string | number;
+
+/** What this file needs of the SDK's request schemas (zod, of the SDK's own zod). */
+interface RequestSchema {
+  safeParse(value: unknown): { success: boolean; error?: { issues: { path: PropertyKey[]; message: string }[] } };
+}
+
+/** Every request MCP defines for a client: each is answered, so each needs an id. */
+const REQUEST_METHODS = new Set<string>(
+  ClientRequestSchema.options.map((s: { shape: { method: { value: string } } }) => s.shape.method.value),
+);
+
+/**
+ * The requests this server answers, with the schema the SDK parses each with: initialize and ping
+ * (the SDK's Server), tools/list and tools/call (McpServer, tools.ts). Any other method is the SDK's
+ * -32601 Method not found, whatever its params.
+ */
+const ANSWERED = new Map<string, RequestSchema>(
+  [InitializeRequestSchema, PingRequestSchema, ListToolsRequestSchema, CallToolRequestSchema]
+    .map((s) => [s.shape.method.value, s]),
+);
+
+const NOT_JSON_RPC = "Invalid Request: the body is JSON but no JSON-RPC 2.0 message: an object with jsonrpc " +
+  '"2.0", a method, params (an object) if any, and an id (a string or an integer) if it is a request';
+
+/**
+ * A JSON-RPC error response. To a request with an id it is the request's answer, HTTP 200 as the SDK
+ * answers its own (-32601 …): the client reads it as the request's error. To a message with no id
+ * to answer it is id null (JSON-RPC 2.0 §5) and a 400: MCP's streamable HTTP refuses input it does
+ * not accept with an HTTP error status.
+ */
+export function rpcError(id: RequestId | null, code: ErrorCode, message: string): Response {
+  return json({ jsonrpc: "2.0", id, error: { code, message } }, id === null ? 400 : 200);
+}
+
+/** The answer memory-mcp gives a message itself, or undefined: the SDK answers it. */
+export function screenMessage(message: unknown, requestId: string): Response | undefined {
+  if (Array.isArray(message)) {
+    return rpcError(
+      null,
+      ErrorCode.InvalidRequest,
+      "JSON-RPC batches are not accepted: send one message per POST (MCP 2025-06-18 has no batching)",
+    );
+  }
+  if (!JSONRPCMessageSchema.safeParse(message).success) return rpcError(null, ErrorCode.InvalidRequest, NOT_JSON_RPC);
+  const m = message as { id?: RequestId; method?: string; params?: Record<string, unknown> };
+  if (m.method === undefined) return undefined; // a response to a server request: the SDK's
+  if (m.id === undefined) {
+    if (!REQUEST_METHODS.has(m.method)) return undefined; // a notification: 202
+    return rpcError(
+      null,
+      ErrorCode.InvalidRequest,
+      `Invalid Request: ${m.method} is a request and needs an id (a string or an integer); without one it ` +
+        "would be a notification, which is never answered: nothing was run",
+    );
+  }
+  const schema = ANSWERED.get(m.method);
+  if (!schema) return undefined;
+  const invalid = (m.method === "tools/call" ? invalidToolCall(m.params) : undefined) ??
+    schemaProblems(schema, message);
+  if (invalid) return rpcError(m.id, ErrorCode.InvalidParams, `Invalid params of ${m.method}: ${invalid}`);
+  if (m.method !== "tools/call") return undefined;
+  const { name, arguments: args } = m.params as { name: keyof typeof TOOL_INPUTS; arguments?: unknown };
+  try {
+    // The SDK passes missing arguments as {}; so do we.
+    validate(TOOL_INPUTS[name], args ?? {}, `arguments of ${name}`);
+    return undefined;
+  } catch (err) {
+    return json({ jsonrpc: "2.0", id: m.id, result: toolError(err, requestId) });
+  }
+}
+
+/** Where a message misses its method's schema, one "path: problem" per issue (not the SDK's zod dump). */
+function schemaProblems(schema: RequestSchema, message: unknown): string | undefined {
+  const { success, error } = schema.safeParse(message);
+  if (success || !error) return undefined;
+  return error.issues.map((i) => `${i.path.map(String).join(".")}: ${i.message}`).join("; ");
+}
+
+/** What is wrong with a tools/call's params, in words a client's author can act on. */
+function invalidToolCall(params: Record<string, unknown> | undefined): string | undefined {
+  if (params === undefined) return "tools/call needs params: {name: the tool's name, arguments: an object}";
+  const { name, arguments: args } = params;
+  if (typeof name !== "string") return "params.name must be the tool's name, a string";
+  if (!Object.hasOwn(TOOL_INPUTS, name)) return `no tool is named '${name}': tools/list names them`;
+  if (args !== undefined && (typeof args !== "object" || args === null || Array.isArray(args))) {
+    const kind = args === null ? "null" : Array.isArray(args) ? "an array" : `a ${typeof args}`;
+    return `params.arguments must be an object of ${name}'s arguments (or left out), not ${kind}`;
+  }
+  return undefined;
+}
