@@ -1,13 +1,17 @@
 // The memory function's read-only views: explain (supersede chain, relations, source, history,
-// decay), weak (what will decay soon), stats, and export as JSON and as Markdown files.
+// decay), weak (what will decay soon), stats, and export as JSON and as Markdown files (streamed: a
+// page that fails after the first ends the body early, and is logged).
 import assert from "node:assert/strict";
 import { createHandler } from "../supabase/functions/memory/handler.ts";
+import { createSql, withTenant } from "../supabase/functions/_shared/db.ts";
 import { localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
 import { EXPORT_PAGE_ROWS } from "../supabase/functions/_shared/services/memory-export.ts";
+import { AdmissionTimeout, tenantShares } from "../supabase/functions/_shared/tenant-share.ts";
 import { userHeaders } from "./support/auth.ts";
-import { testConfig } from "./support/config.ts";
+import { testConfig, testDatabaseUrl } from "./support/config.ts";
 import { memoryApi } from "./support/memory-api.ts";
 import { newTenant, seedMemories, seedMemory, seedRelation, testSql } from "./support/seed.ts";
+import { waitUntil } from "./support/wait.ts";
 
 const sql = testSql();
 const DAY = 86_400_000;
@@ -342,6 +346,56 @@ Deno.test({
     );
   } finally {
     await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test({
+  name: "export: a page that fails after the first was sent ends the body early, and the failure is logged",
+  ...opts,
+}, async () => {
+  const t = newTenant();
+  const [m] = await seedMemories(sql, t, [{ content: "Exports stream a page at a time", namespace: "devai/global" }]);
+  // The export's own pool: two connections (the tenant's share is one call), its calls wait at most
+  // 300 ms for admission. Once the response is made (the first page read), the tenant's share is
+  // taken by a transaction that waits on nothing in the database: the next page, the relations,
+  // waits past that and fails.
+  const pool = createSql(testDatabaseUrl(), { max: 2, statementTimeoutMs: 300 });
+  const handler = createHandler({ sql: pool, config: testConfig(), embedder: localEmbedder() });
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let holding: Promise<unknown> | undefined;
+  let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+  const error = console.error;
+  const logged: string[] = [];
+  console.error = (line: string) => logged.push(line);
+  try {
+    const res = await handler(new Request("http://local/memory/export", { headers: await userHeaders(t) }));
+    assert.equal(res.status, 200, "the first page was read: the status is sent");
+    holding = withTenant(pool, { tenantId: t, actor: "user" }, () => released);
+    await waitUntil(() => Promise.resolve(tenantShares(pool).load(t).active === 1), "the tenant's share taken");
+    // The client reads until the body ends or fails.
+    reader = res.body!.getReader();
+    const decoder = new TextDecoder();
+    let text = "";
+    const failure = await (async () => {
+      for (let r = await reader.read(); !r.done; r = await reader.read()) text += decoder.decode(r.value);
+    })().then(() => undefined, (err: unknown) => err);
+    assert.ok(failure instanceof AdmissionTimeout, `the body ends with the page's error, not cleanly: ${failure}`);
+    assert.match(text, /^\{"tenant_id":.*"memories":\[\{.*\]$/, "the head and the memories: the first page");
+    assert.ok(text.includes(m!.id));
+    assert.throws(() => JSON.parse(text), SyntaxError, "what the client has is a truncated document");
+    const aborts = logged.map((l) => JSON.parse(l)).filter((l) => l.msg === "export aborted after its first page");
+    assert.equal(aborts.length, 1, logged.join("\n"));
+    assert.equal(aborts[0].level, "error");
+    assert.match(aborts[0].error, /AdmissionTimeout/);
+  } finally {
+    console.error = error;
+    // A page still being read ends (its wait for admission times out) before the share is freed
+    // and the pool ended: postgres.js's end waits on a connection a call holds reserved.
+    await reader?.cancel().catch(() => {});
+    release();
+    await holding?.catch(() => {});
+    await pool.end();
   }
 });
 

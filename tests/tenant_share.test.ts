@@ -1,19 +1,24 @@
 // A pool's connections shared fairly between tenants (_shared/tenant-share.ts): one tenant alone
 // takes all but one connection; another tenant's request gets the one left while a burst waits;
 // when a call ends, the waiting tenant with the fewest calls running goes next; a call made inside
-// one already admitted for the same tenant goes straight through (it must not wait for its caller).
+// one already admitted for the same tenant goes straight through (it must not wait for its caller),
+// background work started inside a call does not (it takes its own turn), and the primary standing
+// in for a replica that cannot answer admits that read on its own pool's shares. A call that waits
+// past the pool's statement timeout is a 503 to the HTTP client, with nothing written.
 import assert from "node:assert/strict";
-import { createSql, readAsTenant, withTenant } from "../supabase/functions/_shared/db.ts";
+import { createReadSql, createSql, readAsTenant, withTenant } from "../supabase/functions/_shared/db.ts";
+import { runInBackground } from "../supabase/functions/_shared/jobs.ts";
 import {
   AdmissionTimeout,
   outsideShares,
   TenantShares,
   tenantShares,
 } from "../supabase/functions/_shared/tenant-share.ts";
-import { mapDatabaseError } from "../supabase/functions/_shared/database-errors.ts";
+import { DATABASE_RETRY_AFTER_SECONDS, mapDatabaseError } from "../supabase/functions/_shared/database-errors.ts";
 import { realServerOnly } from "./support/backend.ts";
 import { testDatabaseUrl } from "./support/config.ts";
-import { newTenant, testSql } from "./support/seed.ts";
+import { memoryApi } from "./support/memory-api.ts";
+import { newTenant, tenantWrites, testSql } from "./support/seed.ts";
 import { waitUntil } from "./support/wait.ts";
 
 /** Lets every pending callback run (microtasks and timers due now). */
@@ -219,6 +224,170 @@ Deno.test({
       assert.equal(inside[0]?.uid, busy.tenantId);
     } finally {
       locker.release();
+      await pool.end();
+      await admin.end();
+    }
+  },
+});
+
+/** A loopback port nothing listens on (a read replica that refuses connections). */
+function refusedPort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  return port;
+}
+
+Deno.test({
+  name: "tenant shares: the primary standing in for a replica that cannot answer admits the read on its own pool's " +
+    "shares: with the tenant's share of the primary taken, the read waits there until one is free",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    // Two connections each: one tenant's share is one call on either pool.
+    const primary = createSql(testDatabaseUrl(), { max: 2 });
+    const replica = createReadSql(`postgresql://postgres@127.0.0.1:${refusedPort()}/postgres`, primary, { max: 2 });
+    const who = { tenantId: newTenant(), actor: "user" };
+    const g = gate();
+    const holding = withTenant(primary, who, () => g.opened);
+    let read: Promise<string | undefined> | undefined;
+    const error = console.error;
+    const logged: string[] = [];
+    console.error = (line: string) => logged.push(line);
+    try {
+      await waitUntil(
+        () => Promise.resolve(tenantShares(primary).load(who.tenantId).active === 1),
+        "the transaction admitted on the primary",
+      );
+      let answered = false;
+      read = readAsTenant(
+        replica,
+        who,
+        (q, tenant) => q<{ uid: string }[]>`select auth.uid()::text as uid from ${tenant}`,
+      )
+        .then(([row]) => {
+          answered = true;
+          return row?.uid;
+        });
+      // Until the read has gone to the primary and waits there, or was answered (which fails below).
+      await waitUntil(
+        () => Promise.resolve(answered || tenantShares(primary).load(who.tenantId).waiting === 1),
+        "the read waiting for the primary's shares",
+        { pollMs: 10 },
+      );
+      assert.equal(answered, false, "the read on the primary did not run through the tenant's full share");
+      assert.ok(logged.some((l) => /read replica: .*reads go to the primary/.test(l)), logged.join("\n"));
+      assert.deepEqual(tenantShares(primary).load(who.tenantId), { active: 1, waiting: 1 });
+      // On the replica's shares it holds the one turn it took before the replica was tried, and
+      // waits for nothing there: its wait is the primary's.
+      assert.deepEqual(tenantShares(replica).load(who.tenantId), { active: 1, waiting: 0 });
+      g.open();
+      await holding;
+      assert.equal(await read, who.tenantId, "admitted once the transaction ended, and answered by the primary");
+      for (const pool of [primary, replica]) {
+        assert.deepEqual(tenantShares(pool).load(who.tenantId), { active: 0, waiting: 0 });
+      }
+    } finally {
+      console.error = error;
+      g.open();
+      // Settled before the pools end (postgres.js's end waits on a connection a call holds reserved).
+      await holding.catch(() => {});
+      await read?.catch(() => {});
+      await replica.end({ timeout: 1 });
+      await primary.end();
+    }
+  },
+});
+
+Deno.test({
+  name: "tenant shares: runInBackground leaves the admission of the call that starts it: with the tenant at its " +
+    "share, the background work waits its turn and runs once the call has ended",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    // Two connections: the tenant's share is one call, and a connection stays free, so background
+    // work that ran through as a nested call would run at once (and fail the test, not hang it).
+    const pool = createSql(testDatabaseUrl(), { max: 2 });
+    const who = { tenantId: newTenant(), actor: "user" };
+    let ranWhileCalled = false;
+    let called = false;
+    let settled!: (uid: string | undefined) => void, failed!: (err: unknown) => void;
+    const background = new Promise<string | undefined>((resolve, reject) => ((settled = resolve), (failed = reject)));
+    try {
+      await withTenant(pool, who, async () => {
+        called = true;
+        runInBackground(
+          () =>
+            withTenant(pool, who, async (tx) => {
+              ranWhileCalled = called;
+              const [row] = await tx<{ uid: string }[]>`select auth.uid()::text as uid`;
+              return row?.uid;
+            }).then(settled, failed),
+          "tenant share test",
+        );
+        await waitUntil(
+          () => Promise.resolve(ranWhileCalled || tenantShares(pool).load(who.tenantId).waiting === 1),
+          "the background work waiting for its turn",
+          { pollMs: 10 },
+        );
+        assert.equal(ranWhileCalled, false, "the background work did not run inside the call's admission");
+        assert.deepEqual(tenantShares(pool).load(who.tenantId), { active: 1, waiting: 1 });
+        called = false;
+      });
+      assert.equal(await background, who.tenantId, "it ran as the tenant once the call had ended");
+      assert.equal(ranWhileCalled, false, "when it ran, the call that started it had ended");
+      assert.deepEqual(tenantShares(pool).load(who.tenantId), { active: 0, waiting: 0 });
+    } finally {
+      await background.catch(() => {});
+      await pool.end();
+    }
+  },
+});
+
+Deno.test({
+  name: "tenant shares: a route whose call waits past the pool's statement timeout answers 503 database_unavailable " +
+    "with Retry-After, and writes nothing (no memory, no history, no rate-limit token)",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    // Two connections: the tenant's share is one call, and a connection stays free (a request that
+    // ran anyway would be answered, and fail the test, not wait for one).
+    const pool = createSql(testDatabaseUrl(), { max: 2, statementTimeoutMs: 300 });
+    const admin = testSql(1);
+    const api = memoryApi(pool, { config: { dbPoolMax: 2, dbStatementTimeoutMs: 300 } });
+    const tenant = newTenant();
+    const g = gate();
+    const remember = () =>
+      api("POST", "/memory/remember", { as: tenant, body: { content: "Deploys freeze on Fridays" } });
+    const buckets = async () => {
+      const [row] = await admin<{ n: number }[]>`
+        select count(*)::int as n from memory_private.rate_limit_buckets where owner_id = ${tenant}`;
+      return row!.n;
+    };
+    // The tenant's share is held by a transaction waiting on nothing in the database.
+    const holding = withTenant(pool, { tenantId: tenant, actor: "user" }, () => g.opened);
+    try {
+      await waitUntil(
+        () => Promise.resolve(tenantShares(pool).load(tenant).active === 1),
+        "the transaction admitted",
+      );
+      const refused = await remember();
+      assert.equal(refused.status, 503, JSON.stringify(refused.body));
+      assert.equal(refused.body.error.code, "database_unavailable");
+      assert.equal(refused.headers.get("retry-after"), String(DATABASE_RETRY_AFTER_SECONDS));
+      assert.deepEqual(tenantShares(pool).load(tenant), { active: 1, waiting: 0 }, "it left the queue");
+      g.open();
+      await holding;
+      assert.deepEqual(await tenantWrites(admin, tenant), { events: 0, accessTotal: 0, history: 0, memories: 0 });
+      assert.equal(await buckets(), 0, "no rate-limit token taken");
+      // The same request now: written and charged, where the counts above would have seen it.
+      const stored = await remember();
+      assert.equal(stored.status, 201, JSON.stringify(stored.body));
+      assert.equal((await tenantWrites(admin, tenant)).memories, 1);
+      assert.equal(await buckets(), 1);
+    } finally {
+      g.open();
+      await holding.catch(() => {});
       await pool.end();
       await admin.end();
     }
