@@ -5,6 +5,8 @@
 import assert from "node:assert/strict";
 import { createHandler as createExtract } from "../supabase/functions/memory-extract/handler.ts";
 import { createHandler as createCompact } from "../supabase/functions/memory-compact/handler.ts";
+import { enqueueDedupJobs } from "../supabase/functions/_shared/dedup-jobs.ts";
+import { withTenant } from "../supabase/functions/_shared/db.ts";
 import { userHeaders } from "./support/auth.ts";
 import { newTenant } from "./support/seed.ts";
 import { drainAll, jobsOf, memoriesOf, writeEnv } from "./write_helpers.ts";
@@ -92,6 +94,35 @@ Deno.test("compact: 150 stated facts in the compacted chunk go in two dedup jobs
     assert.equal(again.candidates_queued, 0, "the same chunk again: its jobs exist");
     assert.deepEqual(again.dedup_job_ids, out.dedup_job_ids);
     assert.equal((await jobsOf(env.sql, tenant, ["dedup"])).length, 2);
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test("dedup batches: a call with a key already used queues nothing, whatever its candidates; the jobs come back in order", async () => {
+  const env = await writeEnv({ withLlm: false });
+  const tenant = newTenant();
+  try {
+    const candidates = (n: number) =>
+      Array.from({ length: n }, (_, i) => ({ content: statement(i), type: "semantic", namespace: "devai/user" }));
+    const enqueue = (n: number) =>
+      withTenant(
+        env.sql,
+        { tenantId: tenant, actor: "user" },
+        (tx) =>
+          enqueueDedupJobs(tx, {
+            ownerId: tenant,
+            idempotencyKey: "compact:s:h",
+            payload: {},
+            candidates: candidates(n),
+          }),
+      );
+    const first = await enqueue(210);
+    assert.equal(first.jobIds.length, 3);
+    assert.equal(first.queued, 210);
+    // A repeat whose model found fewer, or more, candidates: the first call's jobs, nothing new.
+    for (const n of [90, 350]) assert.deepEqual(await enqueue(n), { jobIds: first.jobIds, queued: 0 });
+    assert.equal((await jobsOf(env.sql, tenant, ["dedup"])).length, 3);
   } finally {
     await env.close();
   }

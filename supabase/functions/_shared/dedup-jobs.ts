@@ -12,14 +12,16 @@ export const DEDUP_BATCH = 100;
 export interface QueuedDedup {
   /** The jobs, in the candidates' order (empty without candidates). */
   jobIds: string[];
-  /** Candidates in jobs queued by this call (not in jobs an earlier call with the same key queued). */
+  /** Candidates in jobs this call queued (0 when an earlier call with the same key had). */
   queued: number;
 }
 
 /**
  * Queues `candidates` as dedup jobs of at most DEDUP_BATCH, in `tx`. The first job takes
- * `idempotencyKey`, the next ones `<key>:batch<n>`: calling again with the same key and candidates
- * (a retried extraction, a repeated compaction) queues nothing new.
+ * `idempotencyKey`, the next ones `<key>:batch<n>`. When the first key is taken already (a retried
+ * extraction, a repeated compaction), nothing is queued and the jobs queued then are returned:
+ * the whole call is deduplicated, as one job used to be, even when a model answered the repeat
+ * with more candidates than the first time.
  */
 export async function enqueueDedupJobs<C>(
   tx: Tx,
@@ -34,8 +36,20 @@ export async function enqueueDedupJobs<C>(
       idempotencyKey: n === 0 ? job.idempotencyKey : `${job.idempotencyKey}:batch${n}`,
       payload: { ...job.payload, candidates },
     });
+    if (n === 0 && queued.deduplicated) return { jobIds: await queuedBefore(tx, job), queued: 0 };
     out.jobIds.push(queued.id);
-    if (!queued.deduplicated) out.queued += candidates.length;
+    out.queued += candidates.length;
   }
   return out;
+}
+
+/** The jobs an earlier call with this key queued, in their batches' order. */
+async function queuedBefore(tx: Tx, job: { ownerId: string; idempotencyKey: string }): Promise<string[]> {
+  const rows = await tx<{ id: string; batch: number }[]>`
+    select id, coalesce(nullif(substr(idempotency_key, length(${job.idempotencyKey}) + 7), '')::integer, 0) as batch
+      from public.memory_jobs
+     where owner_id = ${job.ownerId} and kind = 'dedup'
+       and (idempotency_key = ${job.idempotencyKey} or idempotency_key ^@ ${`${job.idempotencyKey}:batch`})
+     order by batch`;
+  return rows.map((r) => r.id);
 }

@@ -4,7 +4,7 @@
 -- took the nearest 80 of all and filtered them: its vector list was empty here.
 -- docs/retrieval.md#vector.
 begin;
-select plan(16);
+select plan(22);
 
 -- 300 recent memories near the question (cosine 0.51-1), and three old ones farther than all of
 -- them (0.29; one procedural, one a decision, one naming a proxy), next to the farthest recent
@@ -71,6 +71,25 @@ select is((select count(*)::int from public.match_memories(tests.embedding('{1}'
              match_embedding_model => 'local-hash-512-v1', filter_exclude => 'recent'::tsquery)),
           3, 'HNSW path: an exclusion the 300 nearer memories match leaves the three others');
 
+-- A large scope but a small time window: compared exactly, read by the window's range (counted:
+-- the HNSW index is not walked for it, and is for the same scope without the window).
+select tests.clear_authentication();
+update public.memory_settings set value = 10 where name = 'exact_scan_max_rows';
+create temporary table hnsw_scans (n bigint) on commit drop;
+grant all on hnsw_scans to authenticated;
+select tests.authenticate_as('83000000-0000-4000-8000-00000000000c');
+insert into hnsw_scans select pg_stat_get_xact_numscans('public.devai_memories_embedding_hnsw'::regclass);
+select is((select count(*)::int from public.match_memories(tests.embedding('{1}'), 'devai/project/vf', 5, 0,
+             match_embedding_model => 'local-hash-512-v1', filter_before => '2021-01-01')),
+          3, 'a window of three memories in a scope of 303: the three');
+select is(pg_stat_get_xact_numscans('public.devai_memories_embedding_hnsw'::regclass) - (select n from hnsw_scans), 0::bigint,
+          'read by the window''s range: no HNSW walk');
+select is((select count(*)::int from public.match_memories(tests.embedding('{1}'), 'devai/project/vf', 5, 0,
+             match_embedding_model => 'local-hash-512-v1', filter_after => '2021-01-01')),
+          5, 'a window of 300, more than the limit of 10: five');
+select cmp_ok(pg_stat_get_xact_numscans('public.devai_memories_embedding_hnsw'::regclass) - (select n from hnsw_scans),
+              '>', 0::bigint, 'that one walks the HNSW index (control)');
+
 -- As of an instant (always exact, over what was held then).
 select is((select count(*)::int from public.hybrid_search('rotate', tests.embedding('{1}'), array['devai/project/vf'], 5, 0,
              'local-hash-512-v1', search_mode => 'vector', filter_memory_types => array['procedural'],
@@ -104,7 +123,19 @@ select '83000000-0000-4000-8000-00000000000d', 'note of user a ' || g, 'semantic
        tests.embedding(array[1, 0.7 + g / 100.0]::real[]), 'local-hash-512-v1',
        '{"category": "knowledge", "user_id": "u-a"}', case when g = 1 then 5 else 2 end, g = 2
   from generate_series(1, 3) g;
+-- Memories without a category, nearer than all: a categories filter never takes them.
+insert into public.devai_memories (owner_id, content, memory_type, namespace, embedding, embedding_model, metadata)
+select '83000000-0000-4000-8000-00000000000d', 'uncategorised note ' || g, 'semantic', 'devai/project/shared',
+       tests.embedding(array[1, g / 1000.0]::real[]), 'local-hash-512-v1', '{}'
+  from generate_series(1, 30) g;
 select tests.authenticate_as('83000000-0000-4000-8000-00000000000d');
+select is((select count(*)::int from public.hybrid_search('note', tests.embedding('{1}'), array['devai/project/shared'], 20, 0,
+             'local-hash-512-v1', filter_categories => array['knowledge'])
+            where metadata ->> 'category' is null),
+          0, 'hybrid: a categories filter leaves out the memories with no category');
+select is((select count(*)::int from public.query_memories('quasar', tests.embedding('{1}'), array['devai/project/shared'],
+             'researcher', array['knowledge'], 5, 0, 'local-hash-512-v1')),
+          5, 'memory.query: five knowledge memories by vector alone, thirty uncategorised ones nearer notwithstanding');
 select is((select count(*)::int from public.query_memories('note', tests.embedding('{1}'), array['devai/project/shared'],
              'researcher', array['knowledge'], 5, 0, 'local-hash-512-v1', filter_user_id => 'u-a')),
           3, 'memory.query: user_id finds that user''s memories past sixty better ones of another user');
