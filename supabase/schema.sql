@@ -535,6 +535,20 @@ $$;
 COMMENT ON FUNCTION memory_private.enqueue_vector_index_jobs(p_now timestamp with time zone, p_min_rows integer) IS 'Queues a vector_index job for each row of memory_private.vector_index_plan (a build for each tenant with dedicated_vector_index_min_rows active memories or more, at most half of them all, without a valid index of its own; a drop for each tenant index whose tenant has fewer than half of that, or that a failed build left invalid); one per tenant, action and day. pg_cron hourly (devai-vector-indexes).';
 
 --
+-- Name: extract_part_follows_job(); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.extract_part_follows_job() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+begin
+  update public.memory_extract_parts set dead = true where job_id = new.id;
+  return null;
+end;
+$$;
+
+--
 -- Name: fail_job(uuid, text, text, boolean, interval, interval); Type: FUNCTION; Schema: memory_private; Owner: -
 --
 
@@ -3515,6 +3529,54 @@ end;
 $$;
 
 --
+-- Name: record_extract_part(uuid, integer, bytea, bytea[], integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.record_extract_part(p_job uuid, p_start integer, p_start_digest bytea, p_digests bytea[], p_tail_messages integer) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $_$
+declare
+  v_owner uuid;
+  v_kind text;
+  v_key text;
+  v_mine boolean;
+  v_payload jsonb;
+  v_session text;
+  v_seen jsonb;
+  v_count integer := coalesce(cardinality(p_digests), 0);
+begin
+  select j.owner_id, j.kind, j.idempotency_key, j.xmin = pg_current_xact_id()::xid, j.payload
+    into v_owner, v_kind, v_key, v_mine, v_payload
+    from public.memory_jobs j where j.id = p_job;
+  if v_owner is null or v_owner is distinct from auth.uid() or v_kind <> 'extract' or not v_mine then
+    raise exception 'record_extract_part: job % is not an extract job this transaction queued', p_job
+      using errcode = '42501';
+  end if;
+  -- Taken out of the payload once: an expression on v_payload in the marks' insert would read the
+  -- whole payload again for every mark (450 ms for 2,000 marks of a 2 MB payload).
+  v_session := v_payload ->> 'session_id';
+  if v_count = 0 or p_start is distinct from (v_payload ->> 'offset')::integer
+     or v_count is distinct from jsonb_array_length(v_payload -> 'messages')
+     or v_key is distinct from format('session:%s:%s:%s', v_session, p_start + v_count,
+                        encode(p_digests[v_count], 'hex')) then
+    raise exception 'record_extract_part: the part does not match job %''s key and payload', p_job
+      using errcode = '22023';
+  end if;
+  v_seen := coalesce(v_payload -> 'context', '[]'::jsonb) || (v_payload -> 'messages');
+  insert into public.memory_extract_parts (job_id, owner_id, session_id, start_position, start_digest, end_position,
+                                           tail, payload_bytes)
+  values (p_job, v_owner, v_session, p_start, p_start_digest, p_start + v_count,
+          jsonb_path_query_array(v_seen, '$[$from to last]',
+                                 jsonb_build_object('from', greatest(0, jsonb_array_length(v_seen) - p_tail_messages))),
+          octet_length(v_payload::text));
+  insert into public.memory_extract_marks (job_id, position, owner_id, session_id, digest)
+  select p_job, p_start + d.i::integer, v_owner, v_session, d.digest
+    from unnest(p_digests) with ordinality as d(digest, i);
+end;
+$_$;
+
+--
 -- Name: record_memory_usage(text, uuid[], uuid[], integer[], timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -4298,6 +4360,49 @@ CREATE TABLE public.memory_events (
 );
 
 --
+-- Name: memory_extract_marks; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.memory_extract_marks (
+    job_id uuid NOT NULL,
+    "position" integer NOT NULL,
+    owner_id uuid NOT NULL,
+    session_id text NOT NULL,
+    digest bytea NOT NULL,
+    CONSTRAINT memory_extract_marks_digest CHECK ((octet_length(digest) = 32))
+);
+
+--
+-- Name: TABLE memory_extract_marks; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.memory_extract_marks IS 'The session''s transcript digest after each message of an extract part (position = messages so far): what memory-extract looks a POST''s digests up in (docs/extraction.md).';
+
+--
+-- Name: memory_extract_parts; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.memory_extract_parts (
+    job_id uuid NOT NULL,
+    owner_id uuid NOT NULL,
+    session_id text NOT NULL,
+    start_position integer NOT NULL,
+    start_digest bytea NOT NULL,
+    end_position integer NOT NULL,
+    tail jsonb NOT NULL,
+    payload_bytes integer NOT NULL,
+    dead boolean DEFAULT false NOT NULL,
+    CONSTRAINT memory_extract_parts_digest CHECK ((octet_length(start_digest) = 32)),
+    CONSTRAINT memory_extract_parts_range CHECK (((start_position >= 0) AND (end_position > start_position)))
+);
+
+--
+-- Name: TABLE memory_extract_parts; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.memory_extract_parts IS 'Per extract job queued by memory-extract: its part [start_position, end_position) of the session''s transcript, the transcript digest at its start, its tail (the next part''s context), dead when the job died (docs/extraction.md).';
+
+--
 -- Name: memory_history; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -4827,6 +4932,20 @@ ALTER TABLE ONLY public.memory_events
     ADD CONSTRAINT memory_events_pkey PRIMARY KEY (id);
 
 --
+-- Name: memory_extract_marks memory_extract_marks_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.memory_extract_marks
+    ADD CONSTRAINT memory_extract_marks_pkey PRIMARY KEY (job_id, "position");
+
+--
+-- Name: memory_extract_parts memory_extract_parts_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.memory_extract_parts
+    ADD CONSTRAINT memory_extract_parts_pkey PRIMARY KEY (job_id);
+
+--
 -- Name: memory_history memory_history_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -5150,6 +5269,18 @@ CREATE INDEX memory_events_node_ts ON public.memory_events USING btree (node, ts
 CREATE INDEX memory_events_owner_ts ON public.memory_events USING btree (owner_id, ts DESC);
 
 --
+-- Name: memory_extract_marks_by_digest; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX memory_extract_marks_by_digest ON public.memory_extract_marks USING btree (digest, owner_id, session_id);
+
+--
+-- Name: memory_extract_parts_dead; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX memory_extract_parts_dead ON public.memory_extract_parts USING btree (owner_id, session_id, start_position) WHERE dead;
+
+--
 -- Name: memory_history_memory_ts; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -5314,6 +5445,12 @@ CREATE TRIGGER memory_entities_derive_keys BEFORE INSERT OR UPDATE OF owner_id, 
 CREATE TRIGGER memory_entities_touch_updated_at BEFORE UPDATE OF canonical_name, entity_type, aliases, summary, embedding, attributes ON public.memory_entities FOR EACH ROW EXECUTE FUNCTION memory_private.touch_updated_at();
 
 --
+-- Name: memory_jobs memory_jobs_extract_part_dies; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER memory_jobs_extract_part_dies AFTER UPDATE OF status ON public.memory_jobs FOR EACH ROW WHEN (((new.kind = 'extract'::text) AND (new.status = 'dead'::text) AND (old.status IS DISTINCT FROM 'dead'::text))) EXECUTE FUNCTION memory_private.extract_part_follows_job();
+
+--
 -- Name: memory_proposals memory_proposals_record_decision; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -5405,6 +5542,20 @@ ALTER TABLE ONLY public.memory_entity_links
 
 ALTER TABLE ONLY public.memory_entity_links
     ADD CONSTRAINT memory_entity_links_memory_fkey FOREIGN KEY (memory_id, owner_id) REFERENCES public.devai_memories(id, owner_id) ON DELETE CASCADE;
+
+--
+-- Name: memory_extract_marks memory_extract_marks_job_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.memory_extract_marks
+    ADD CONSTRAINT memory_extract_marks_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.memory_extract_parts(job_id) ON DELETE CASCADE;
+
+--
+-- Name: memory_extract_parts memory_extract_parts_job_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.memory_extract_parts
+    ADD CONSTRAINT memory_extract_parts_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.memory_jobs(id) ON DELETE CASCADE;
 
 --
 -- Name: memory_proposals memory_proposals_memory_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
@@ -5645,6 +5796,18 @@ CREATE POLICY "Owners can read their entity links" ON public.memory_entity_links
 --
 
 CREATE POLICY "Owners can read their events" ON public.memory_events FOR SELECT TO authenticated USING ((owner_id = ( SELECT auth.uid() AS uid)));
+
+--
+-- Name: memory_extract_marks Owners can read their extract marks; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Owners can read their extract marks" ON public.memory_extract_marks FOR SELECT TO authenticated USING ((owner_id = ( SELECT auth.uid() AS uid)));
+
+--
+-- Name: memory_extract_parts Owners can read their extract parts; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Owners can read their extract parts" ON public.memory_extract_parts FOR SELECT TO authenticated USING ((owner_id = ( SELECT auth.uid() AS uid)));
 
 --
 -- Name: memory_jobs Owners can read their jobs; Type: POLICY; Schema: public; Owner: -
@@ -5935,6 +6098,18 @@ ALTER TABLE public.memory_entity_links ENABLE ROW LEVEL SECURITY;
 ALTER TABLE public.memory_events ENABLE ROW LEVEL SECURITY;
 
 --
+-- Name: memory_extract_marks; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.memory_extract_marks ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: memory_extract_parts; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.memory_extract_parts ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: memory_history; Type: ROW SECURITY; Schema: public; Owner: -
 --
 
@@ -6183,6 +6358,12 @@ GRANT ALL ON FUNCTION memory_private.enqueue_nightly_consolidation(p_now timesta
 
 REVOKE ALL ON FUNCTION memory_private.enqueue_vector_index_jobs(p_now timestamp with time zone, p_min_rows integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION memory_private.enqueue_vector_index_jobs(p_now timestamp with time zone, p_min_rows integer) TO service_role;
+
+--
+-- Name: FUNCTION extract_part_follows_job(); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.extract_part_follows_job() FROM PUBLIC;
 
 --
 -- Name: FUNCTION fail_job(p_id uuid, p_worker text, p_error text, p_retryable boolean, p_backoff_base interval, p_backoff_max interval); Type: ACL; Schema: memory_private; Owner: -
@@ -6818,6 +6999,14 @@ GRANT ALL ON FUNCTION public.record_context_assembly(p_session_id text, p_ids uu
 GRANT ALL ON FUNCTION public.record_context_assembly(p_session_id text, p_ids uuid[], p_tiers text[], p_levels text[], p_tokens integer[], p_reinforce uuid[], p_thread_id text, p_meta jsonb) TO service_role;
 
 --
+-- Name: FUNCTION record_extract_part(p_job uuid, p_start integer, p_start_digest bytea, p_digests bytea[], p_tail_messages integer); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.record_extract_part(p_job uuid, p_start integer, p_start_digest bytea, p_digests bytea[], p_tail_messages integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.record_extract_part(p_job uuid, p_start integer, p_start_digest bytea, p_digests bytea[], p_tail_messages integer) TO authenticated;
+GRANT ALL ON FUNCTION public.record_extract_part(p_job uuid, p_start integer, p_start_digest bytea, p_digests bytea[], p_tail_messages integer) TO service_role;
+
+--
 -- Name: FUNCTION record_memory_usage(p_session_id text, p_retrieved uuid[], p_cited uuid[], p_tokens integer[], p_now timestamp with time zone); Type: ACL; Schema: public; Owner: -
 --
 
@@ -7372,6 +7561,20 @@ GRANT INSERT(meta) ON TABLE public.memory_events TO authenticated;
 --
 
 GRANT INSERT(ts) ON TABLE public.memory_events TO authenticated;
+
+--
+-- Name: TABLE memory_extract_marks; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT ALL ON TABLE public.memory_extract_marks TO service_role;
+GRANT SELECT ON TABLE public.memory_extract_marks TO authenticated;
+
+--
+-- Name: TABLE memory_extract_parts; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT ALL ON TABLE public.memory_extract_parts TO service_role;
+GRANT SELECT ON TABLE public.memory_extract_parts TO authenticated;
 
 --
 -- Name: TABLE memory_history; Type: ACL; Schema: public; Owner: -

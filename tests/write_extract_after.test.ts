@@ -4,7 +4,7 @@
 // not know is a 409 telling the client to resend; every 413 says what to do.
 import assert from "node:assert/strict";
 import { createHandler } from "../supabase/functions/memory-extract/handler.ts";
-import { digestWork, knownTranscript, prefixDigests } from "../supabase/functions/memory-extract/transcript-prefix.ts";
+import { digestWork, prefixDigests } from "../supabase/functions/memory-extract/transcript-prefix.ts";
 import { memoryApi } from "./support/memory-api.ts";
 import { userHeaders } from "./support/auth.ts";
 import { newTenant } from "./support/seed.ts";
@@ -117,7 +117,8 @@ Deno.test("extract after: a POST that continues the session digests only its own
       "the context is what came just before",
     );
 
-    // A dead job's part is extracted again: the session's jobs are read whole for that.
+    // A dead job's part is extracted again: its messages and those after it are read back from the
+    // parts on the way to `after`.
     await env.sql`update public.memory_jobs set status = 'dead' where id = ${
       (await env
         .sql`select id from public.memory_jobs where owner_id = ${tenant} and (payload ->> 'offset')::int = ${chunk}`)[
@@ -200,26 +201,91 @@ Deno.test("extract: a 5 MiB session is accepted; over the limit, the 413 says to
   }
 });
 
-Deno.test("knownTranscript: rebuilt through edits and dead jobs, verified against each job's key", () => {
-  const key = (n: number, messages: unknown[]) => `session:s:${n}:${prefixDigests(messages)[n]}`;
-  const full = transcript(6);
-  const edited = [...transcript(3), msg(3, "edited"), msg(4), msg(5)];
-  const jobs = [
-    { idempotencyKey: key(4, full), offset: 0, messages: full.slice(0, 4) },
-    { idempotencyKey: key(6, full), offset: 4, messages: full.slice(4) },
-    // an edit of message 3 re-extracted from there
-    { idempotencyKey: key(6, edited), offset: 3, messages: edited.slice(3) },
-  ];
-  assert.deepEqual(knownTranscript("s", jobs, 6, prefixDigests(full)[6]!), full);
-  assert.deepEqual(knownTranscript("s", jobs, 6, prefixDigests(edited)[6]!), edited);
-  assert.deepEqual(knownTranscript("s", jobs, 2, prefixDigests(full)[2]!), full.slice(0, 2));
-  assert.equal(knownTranscript("s", jobs, 7, prefixDigests(full)[6]!), undefined);
-  assert.equal(knownTranscript("other", jobs, 6, prefixDigests(full)[6]!), undefined);
-  // A job whose stored part does not lead to its key proves nothing.
-  const forged = [{
-    idempotencyKey: key(4, full),
-    offset: 0,
-    messages: [...full.slice(0, 3), msg(3, "not what was sent")],
-  }];
-  assert.equal(knownTranscript("s", forged, 4, prefixDigests(full)[4]!), undefined);
+Deno.test("extract after: every point the session sent is known, through edits and dead jobs; the context is what preceded it", async () => {
+  const env = await writeEnv({ withLlm: false });
+  try {
+    const tenant = newTenant();
+    const s = "s-points";
+    const full = transcript(6);
+    const edited = [...transcript(3), msg(3, "edited"), msg(4), msg(5)];
+    const point = (messages: unknown[], n: number) => ({ count: n, digest: prefixDigests(messages)[n]! });
+    await post(env, tenant, { session_id: s, messages: full.slice(0, 4) }); // part [0, 4)
+    await post(env, tenant, { session_id: s, messages: full }); // part [4, 6)
+    const edit = (await post(env, tenant, { session_id: s, messages: edited })).body as Answer; // part [3, 6)
+    assert.equal(edit.new_messages, 3);
+    const lastJob = async () => (await jobs(env, tenant)).at(-1)!.payload;
+
+    // The end of a part, on either branch: its tail is the context.
+    let res = await post(env, tenant, { session_id: s, after: point(full, 6), messages: [msg(6, "next")] });
+    assert.deepEqual([res.status, (res.body as Answer).new_messages], [202, 1]);
+    assert.deepEqual((await lastJob()).context, full);
+    res = await post(env, tenant, { session_id: s, after: point(edited, 6), messages: [msg(6, "on the edit")] });
+    assert.deepEqual([res.status, (res.body as Answer).new_messages], [202, 1]);
+    assert.deepEqual((await lastJob()).context, edited);
+    // Inside a part (a shorter transcript's answer): the context comes from that part's messages.
+    res = await post(env, tenant, { session_id: s, after: point(full, 2), messages: [msg(2, "a branch")] });
+    assert.deepEqual([res.status, (res.body as Answer).new_messages], [202, 1]);
+    assert.deepEqual([(await lastJob()).offset, (await lastJob()).context], [2, full.slice(0, 2)]);
+
+    // A dead part's points stay known (its messages were sent all the same), and what it held is
+    // queued again from its first message.
+    await env.sql`update public.memory_jobs set status = 'dead'
+                   where owner_id = ${tenant} and (payload ->> 'offset')::int = 0`;
+    res = await post(env, tenant, { session_id: s, after: point(full, 6), messages: transcript(2, 6) });
+    assert.deepEqual([res.status, (res.body as Answer).new_messages], [202, 8]);
+    assert.deepEqual([(await lastJob()).offset, (await lastJob()).messages], [0, transcript(8)]);
+
+    for (const after of [{ count: 7, digest: point(full, 6).digest }, point(transcript(6, 1), 6)]) {
+      assert.equal((await post(env, tenant, { session_id: s, after, messages: [msg(9)] })).status, 409);
+    }
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test("extract after: a job a tenant inserts itself (REST) names no point and covers nothing; only memory-extract records parts", async () => {
+  const env = await writeEnv({ withLlm: false });
+  try {
+    const tenant = newTenant();
+    const messages = transcript(3);
+    const digests = prefixDigests(messages);
+    const payload = { session_id: "s-rest", messages, context: [], offset: 0 };
+    const asTenant = async <T>(fn: (tx: typeof env.sql) => Promise<T>) =>
+      await env.sql.begin(async (tx) => {
+        await tx`select set_config('request.jwt.claims', ${
+          JSON.stringify({ sub: tenant, role: "authenticated" })
+        }, true)`;
+        await tx`set local role authenticated`;
+        return await fn(tx as unknown as typeof env.sql);
+      });
+    const [job] = await asTenant((tx) =>
+      tx<{ id: string }[]>`insert into public.memory_jobs (owner_id, kind, payload, idempotency_key)
+        values (${tenant}, 'extract', ${tx.json(payload)}, ${`session:s-rest:3:${digests[3]}`}) returning id`
+    );
+    // Its part cannot be recorded from another transaction, nor planted in the tables.
+    await assert.rejects(
+      asTenant((tx) =>
+        tx`select public.record_extract_part(${job!.id}, 0, decode(${digests[0]!}, 'hex'),
+             array[decode(${digests[1]!}, 'hex'), decode(${digests[2]!}, 'hex'), decode(${digests[3]!}, 'hex')], 6)`
+      ),
+      /not an extract job this transaction queued/,
+    );
+    await assert.rejects(
+      asTenant((tx) =>
+        tx`insert into public.memory_extract_marks (job_id, position, owner_id, session_id, digest)
+             values (${job!.id}, 3, ${tenant}, 's-rest', decode(${digests[3]!}, 'hex'))`
+      ),
+      /permission denied/,
+    );
+    const after = await post(env, tenant, {
+      session_id: "s-rest",
+      after: { count: 3, digest: digests[3] },
+      messages: [msg(3)],
+    });
+    assert.equal(after.status, 409);
+    const whole = await post(env, tenant, { session_id: "s-rest", messages: transcript(4) });
+    assert.deepEqual([whole.status, (whole.body as Answer).new_messages], [202, 4]);
+  } finally {
+    await env.close();
+  }
 });

@@ -6,7 +6,7 @@
 //     → 202 { job_id, status, deduplicated, new_messages, transcript: { count, digest } }
 //       Incremental per session: messages is the transcript so far; only the messages no earlier
 //       (not dead) job of the session covers are queued, new_messages of them, with up to
-//       CONTEXT_MESSAGES before them as context (transcript-prefix.ts). The same transcript again,
+//       CONTEXT_MESSAGES before them as context (next-part.ts). The same transcript again,
 //       or one earlier jobs already cover: the covering job, deduplicated, new_messages 0.
 //       With `after` (the `transcript` of an earlier answer), messages are only what follows it: a
 //       long session never resends what it sent (409 transcript_mismatch when the session has no
@@ -20,22 +20,16 @@ import { HttpError, json, methodNotAllowed, parseJsonBody, parseQueryString } fr
 import { rateLimit } from "../_shared/rate-limit.ts";
 import { enqueueJob, getJob, jobView, runInBackground } from "../_shared/jobs.ts";
 import { drainQueue, type QueueingDeps } from "../_shared/drain-queue.ts";
-import { CONTEXT_MESSAGES, type ExtractJobPayload } from "../_shared/extraction.ts";
+import type { ExtractJobPayload } from "../_shared/extraction.ts";
 import { ChatMessageSchema, MAX_MESSAGES_PER_REQUEST } from "../_shared/llm.ts";
 import { codeOrigin, projectName, sessionId, threadId } from "../_shared/schemas.ts";
 import { redactMessages } from "../_shared/redact.ts";
 import { wellFormedJson } from "../_shared/unsafe-characters.ts";
 import { recordRedactions } from "../_shared/redaction-events.ts";
 import { SCOPE_NEEDS_PROJECT, scopeHasProject, writeScope } from "../_shared/scopes.ts";
-import {
-  continueDigests,
-  coveredPrefix,
-  type EarlierExtractJob,
-  extractIdempotencyKey,
-  knownTranscript,
-  prefixDigests,
-} from "./transcript-prefix.ts";
-import { continueFromJob, loadSessionJobs } from "./session-jobs.ts";
+import { extractIdempotencyKey } from "./transcript-prefix.ts";
+import { partAfter, partOfWhole } from "./next-part.ts";
+import { recordPart } from "./session-parts.ts";
 
 const JobQuery = z.object({ job_id: z.uuid() }).strict();
 
@@ -84,7 +78,7 @@ export function createHandler(deps: QueueingDeps) {
     const body = { ...sent, messages: redaction.messages };
     const queued = await withTenant(deps.sql, caller, async (tx) => {
       // One enqueue per session at a time, so two POSTs of a growing transcript cannot both queue
-      // the same new messages (whichever order they arrive in: see coveredPrefix).
+      // the same new messages (whichever order they arrive in: see next-part.ts).
       await tx`select pg_advisory_xact_lock(hashtextextended(${`devai-extract|${caller.tenantId}|${body.session_id}`}, 0))`;
       await recordRedactions(tx, {
         ownerId: caller.tenantId,
@@ -93,46 +87,24 @@ export function createHandler(deps: QueueingDeps) {
         counts: redaction.counts,
         threadId: body.thread_id,
       });
-      // A POST that continues the session reads only the job it continues (session-jobs.ts);
-      // otherwise the session's jobs say how much of the whole transcript they cover.
-      const continued = body.after
-        ? await continueFromJob(tx, caller.tenantId, body.session_id, body.after)
-        : undefined;
-      let part: { offset: number; messages: unknown[]; context: unknown[]; count: number; digest: string };
-      if (continued) {
-        const digests = continueDigests(body.after!.digest, body.messages);
-        const count = body.after!.count + body.messages.length;
-        part = {
-          offset: body.after!.count,
-          messages: body.messages,
-          context: continued.context,
-          count,
-          digest: digests.at(-1)!,
+      // What earlier parts of the session cover is looked up by digest (next-part.ts): a POST
+      // reads what its own messages need, not the session (docs/extraction.md).
+      const session = { tx, ownerId: caller.tenantId, sessionId: body.session_id };
+      const plan = body.after
+        ? await partAfter(session, body.after, body.messages, deps.config.maxExtractBodyBytes)
+        : await partOfWhole(session, body.messages);
+      if (!plan) throw transcriptMismatch(body.session_id, body.after!);
+      // Nothing new (e.g. a shorter transcript that arrived after a longer one): the job that covers the end.
+      if (plan.covered) {
+        return {
+          id: plan.job.id,
+          status: plan.job.status,
+          deduplicated: true,
+          newMessages: 0,
+          transcript: { count: plan.count, digest: plan.digest },
         };
-      } else {
-        const all = await loadSessionJobs(tx, caller.tenantId, body.session_id);
-        const transcript = body.after
-          ? [...sentBefore(body.session_id, all, body.after), ...body.messages]
-          : body.messages;
-        const digests = prefixDigests(transcript);
-        const n = transcript.length;
-        // Jobs that will have extracted their part: done, queued or running (a dead one did not).
-        const rows = all.filter((r) => r.status !== "dead");
-        const { covered, lastJob } = coveredPrefix(body.session_id, digests, rows);
-        // Nothing new (e.g. a shorter transcript that arrived after a longer one): the job that covers the end.
-        if (covered === n) {
-          const job = rows[lastJob!]!;
-          return {
-            id: job.id,
-            status: job.status,
-            deduplicated: true,
-            newMessages: 0,
-            transcript: { count: n, digest: digests[n]! },
-          };
-        }
-        const context = transcript.slice(Math.max(0, covered - CONTEXT_MESSAGES), covered);
-        part = { offset: covered, messages: transcript.slice(covered), context, count: n, digest: digests[n]! };
       }
+      const part = plan.part;
       const tail = { count: part.count, digest: part.digest };
       const payload: ExtractJobPayload = {
         session_id: body.session_id,
@@ -150,8 +122,11 @@ export function createHandler(deps: QueueingDeps) {
         idempotencyKey: extractIdempotencyKey(body.session_id, part.count, part.digest),
         payload,
       });
-      // Deduplicated here: the job with this very key exists but covers nothing now (it is dead, or
-      // an earlier job its part follows is); nothing new is queued until the transcript grows.
+      // Its part and marks, once, by this transaction (what later POSTs look up).
+      if (!job.deduplicated) await recordPart(tx, job.id, part.start, part.digests);
+      // Deduplicated here: the job with this very key exists but covers nothing now (it is dead, an
+      // earlier job its part follows is, or it has no part: queued before parts were recorded, or
+      // inserted through the REST API); nothing new is queued until the transcript grows.
       return { ...job, newMessages: job.deduplicated ? 0 : part.messages.length, transcript: tail };
     }, { threadId: body.thread_id });
     if (!queued.deduplicated) runInBackground(kick, "memory-extract worker kick");
@@ -169,11 +144,9 @@ export function createHandler(deps: QueueingDeps) {
   return fetchHandler(app);
 }
 
-/** The messages `after` names, or the 409 that tells the client to send the whole transcript. */
-function sentBefore(sessionId: string, jobs: EarlierExtractJob[], after: { count: number; digest: string }): unknown[] {
-  const known = knownTranscript(sessionId, jobs, after.count, after.digest);
-  if (known) return known;
-  throw new HttpError(
+/** The 409 that tells the client to send the whole transcript: the session never sent `after`. */
+function transcriptMismatch(sessionId: string, after: { count: number; digest: string }): HttpError {
+  return new HttpError(
     409,
     "transcript_mismatch",
     `session '${sessionId}' has no transcript of ${after.count} messages with that digest (it never sent one, or it is another ` +

@@ -1,0 +1,159 @@
+// Which part of a POSTed transcript memory-extract queues (docs/extraction.md): the messages from
+// the first one no live earlier part of the session covers, with up to CONTEXT_MESSAGES before
+// them as context; or, when they cover it all, the job that covers its end.
+//
+// A whole transcript brings every message it is about: its digests are probed, one lookup each.
+// With `after`, the messages only follow a point the session sent before, and what precedes that
+// point is found by walking back the parts on its path (session-parts.ts), part by part, to one
+// whose whole history is covered: the part `after` ends, unless a job of the session died. Dead
+// parts on the way are extracted again from their first uncovered message, read from the parts'
+// payloads, when that is at most MAX_MESSAGES_PER_REQUEST messages in at most maxRebuildBytes of
+// payloads and the walk takes at most MAX_PATH_PARTS parts; beyond that, what precedes `after` is
+// taken as covered (a whole-transcript POST still extracts it again).
+import { CONTEXT_MESSAGES } from "../_shared/extraction.ts";
+import type { Tx } from "../_shared/db.ts";
+import type { JobStatus } from "../_shared/jobs.ts";
+import { MAX_MESSAGES_PER_REQUEST } from "../_shared/llm.ts";
+import { continueDigests, prefixDigests } from "./transcript-prefix.ts";
+import {
+  coveredFrom,
+  coveringJob,
+  firstUncovered,
+  messagesBefore,
+  partSlices,
+  type PartThrough,
+  partThrough,
+  type TranscriptPoint,
+} from "./session-parts.ts";
+
+/** How many parts a POST with `after` walks back at most to learn what precedes it. */
+export const MAX_PATH_PARTS = 32;
+
+/** The part to queue: transcript messages [offset, count), the digests that key and mark it. */
+export interface NextPart {
+  offset: number;
+  messages: unknown[];
+  context: unknown[];
+  /** The transcript's digest at `offset`, then after each message of the part (the last: at `count`). */
+  start: TranscriptPoint;
+  digests: string[];
+  count: number;
+  digest: string;
+}
+
+export type PartPlan =
+  | { covered: true; job: { id: string; status: JobStatus }; count: number; digest: string }
+  | { covered: false; part: NextPart };
+
+interface Session {
+  tx: Tx;
+  ownerId: string;
+  sessionId: string;
+}
+
+/** What a POST of the whole transcript queues. */
+export async function partOfWhole(s: Session, messages: unknown[]): Promise<PartPlan> {
+  const digests = prefixDigests(messages);
+  const covered = await coveredFrom(s.tx, s.ownerId, s.sessionId, 0, digests.slice(1));
+  return await planFrom(s, { from: 0, messages, digests }, covered, []);
+}
+
+/** What a POST of the messages after `after` queues; undefined when the session never sent `after`. */
+export async function partAfter(
+  s: Session,
+  after: TranscriptPoint,
+  messages: unknown[],
+  maxRebuildBytes: number,
+): Promise<PartPlan | undefined> {
+  const path = await pathBack(s, after);
+  if (path.length === 0) return undefined;
+  const again = await extractedAgain(s, after, path, maxRebuildBytes);
+  const digests = continueDigests(after.digest, messages);
+  if (again) {
+    const known = { from: again.gap.count, messages: [...again.messages, ...messages] };
+    return await planFrom(s, { ...known, digests: [...again.digests, ...digests.slice(1)] }, known.from, again.before);
+  }
+  const covered = await coveredFrom(s.tx, s.ownerId, s.sessionId, after.count, digests.slice(1));
+  const want = Math.min(after.count, CONTEXT_MESSAGES - (covered - after.count));
+  const before = covered === after.count + messages.length
+    ? []
+    : await messagesBefore(s.tx, s.ownerId, s.sessionId, after, want);
+  return await planFrom(s, { from: after.count, messages, digests }, covered, before);
+}
+
+/**
+ * The plan once `covered` is known, from the transcript's messages [from, n) and its digests at
+ * from..n; `before` holds the messages just before `from` the context may need.
+ */
+async function planFrom(
+  s: Session,
+  known: { from: number; messages: unknown[]; digests: string[] },
+  covered: number,
+  before: unknown[],
+): Promise<PartPlan> {
+  const count = known.from + known.messages.length;
+  const digest = known.digests.at(-1)!;
+  if (covered === count) {
+    return { covered: true, job: await coveringJob(s.tx, s.ownerId, s.sessionId, { count, digest }), count, digest };
+  }
+  const i = covered - known.from;
+  return {
+    covered: false,
+    part: {
+      offset: covered,
+      messages: known.messages.slice(i),
+      context: [...before, ...known.messages.slice(0, i)].slice(-CONTEXT_MESSAGES),
+      start: { count: covered, digest: known.digests[i]! },
+      digests: known.digests.slice(i + 1),
+      count,
+      digest,
+    },
+  };
+}
+
+/** The parts on the path to `point`, newest first, back to one whose history is covered (or position 0). */
+async function pathBack(s: Session, point: TranscriptPoint): Promise<(PartThrough & { upTo: number })[]> {
+  const path: (PartThrough & { upTo: number })[] = [];
+  let at: TranscriptPoint | undefined = point;
+  while (at && path.length < MAX_PATH_PARTS) {
+    const part = await partThrough(s.tx, s.ownerId, s.sessionId, at);
+    if (!part) break;
+    path.push({ ...part, upTo: at.count });
+    at = part.historyCovered || part.start === 0 ? undefined : { count: part.start, digest: part.startDigest };
+  }
+  return path;
+}
+
+/**
+ * When a dead part lies on the path to `after`: the messages from its first uncovered one up to
+ * `after` (to queue again) with the digests from the gap to `after`, the gap's point and the
+ * messages before it (context). Undefined when none does, or when the walk or the rebuild would
+ * pass the bounds in the module comment.
+ */
+async function extractedAgain(
+  s: Session,
+  after: TranscriptPoint,
+  path: (PartThrough & { upTo: number })[],
+  maxRebuildBytes: number,
+): Promise<{ gap: TranscriptPoint; messages: unknown[]; digests: string[]; before: unknown[] } | undefined> {
+  const last = path.at(-1)!;
+  const complete = last.historyCovered || last.start === 0;
+  const oldestDead = path.findLastIndex((p) => p.dead);
+  if (!complete || oldestDead < 0) return undefined;
+  const read = path.slice(0, oldestDead + 1).reverse();
+  const dead = read[0]!;
+  if (read.reduce((n, p) => n + p.payloadBytes, 0) > maxRebuildBytes) return undefined;
+  const gap = await firstUncovered(s.tx, s.ownerId, s.sessionId, dead, dead.upTo);
+  if (after.count - gap.count > MAX_MESSAGES_PER_REQUEST) return undefined;
+  const from = Math.max(0, gap.count - CONTEXT_MESSAGES);
+  const slices = await partSlices(
+    s.tx,
+    read.map((p, i) => ({ jobId: p.jobId, from: i === 0 ? from : p.start, to: p.upTo })),
+  );
+  const seen = slices.flat();
+  const messages = seen.slice(gap.count - from);
+  const digests = continueDigests(gap.digest, messages);
+  // The rebuilt messages lead from the gap to `after`, or the parts do not say what was sent.
+  if (digests.at(-1) !== after.digest) return undefined;
+  return { gap, messages, digests, before: seen.slice(0, gap.count - from) };
+}

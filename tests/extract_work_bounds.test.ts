@@ -1,0 +1,229 @@
+// What a memory-extract POST does grows with the POST, not with what the session stored
+// (docs/extraction.md#what-a-post-reads). Shown by counting the work, not timing it: the messages
+// digested (digestWork) and the stored state asked for (storedReads: index lookups, stored
+// messages read), for sessions that differ only in how much they stored before.
+import assert from "node:assert/strict";
+import {
+  coveredFrom,
+  coveringJob,
+  messagesBefore,
+  partThrough,
+  storedReads,
+} from "../supabase/functions/memory-extract/session-parts.ts";
+import { digestWork, prefixDigests } from "../supabase/functions/memory-extract/transcript-prefix.ts";
+import { MAX_PATH_PARTS } from "../supabase/functions/memory-extract/next-part.ts";
+import { newTenant } from "./support/seed.ts";
+import {
+  chatMessage as msg,
+  chatTranscript as transcript,
+  type ExtractAnswer,
+  extractJobs,
+  postExtract,
+} from "./support/extract.ts";
+import { type WriteEnv, writeEnv } from "./write_helpers.ts";
+
+/** The work one call does: messages digested, lookups and stored messages read. */
+async function workOf<T>(fn: () => Promise<T>): Promise<{ result: T; digests: number; lookups: number; read: number }> {
+  const before = { digests: digestWork.messages, lookups: storedReads.lookups, read: storedReads.messages };
+  const result = await fn();
+  return {
+    result,
+    digests: digestWork.messages - before.digests,
+    lookups: storedReads.lookups - before.lookups,
+    read: storedReads.messages - before.read,
+  };
+}
+
+/** A POST as service_role for the tenant (no rate limit: these sessions are many POSTs long), answered 202. */
+async function accepted(env: WriteEnv, tenant: string, body: Record<string, unknown>, config = {}) {
+  const res = await postExtract(env, tenant, body, config, "service");
+  assert.equal(res.status, 202, JSON.stringify(res.body).slice(0, 300));
+  return res.body;
+}
+
+Deno.test("extract after: naming a point many jobs share costs the POST's own messages, not K² × L (attack 32 A)", async () => {
+  const env = await writeEnv({ withLlm: false });
+  try {
+    const L = 30;
+    const work = [];
+    for (const K of [2, 12]) {
+      // K one-message jobs that differ at message 1 (all at offset 1), each continued by L messages.
+      const tenant = newTenant();
+      const s = "s-shared-offset";
+      const p = { role: "user", content: "p" };
+      const e = (i: number) => ({ role: "assistant", content: `e${i}` });
+      const points: ExtractAnswer["transcript"][] = [];
+      for (let i = 0; i < K; i++) {
+        points.push((await accepted(env, tenant, { session_id: s, messages: [p, e(i)] })).transcript);
+      }
+      for (let i = 0; i < K; i++) {
+        await accepted(env, tenant, { session_id: s, messages: [p, e(i), ...transcript(L, 100 * i)] });
+      }
+      const tiny = await workOf(() =>
+        accepted(env, tenant, { session_id: s, after: points[K - 1], messages: [msg(0, "tiny")] })
+      );
+      assert.equal(tiny.result.new_messages, 1);
+      const job = (await extractJobs(env, tenant)).at(-1)!.payload;
+      assert.deepEqual([job.offset, job.context], [2, [p, e(K - 1)]], "the context is what `after` names");
+      work.push({ K, digests: tiny.digests, lookups: tiny.lookups, read: tiny.read });
+    }
+    // The old rebuild chained each continuation from every start at its offset: K × K × L digests.
+    assert.deepEqual(work.map((w) => w.digests), [1, 1], JSON.stringify(work));
+    assert.equal(work[0]!.lookups, work[1]!.lookups, JSON.stringify(work));
+    assert.equal(work[0]!.read, work[1]!.read, JSON.stringify(work));
+    assert.ok(work[1]!.lookups <= 3 && work[1]!.read <= 2, JSON.stringify(work));
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test("extract: a small POST to a session that stored a lot reads and digests its own message only (attack 32 B)", async () => {
+  const env = await writeEnv({ withLlm: false });
+  try {
+    const N = 300;
+    const work = [];
+    const big = [];
+    for (const K of [1, 6]) {
+      const tenant = newTenant();
+      // K whole transcripts of N messages, each different from message 0 on: K × N messages stored.
+      for (let k = 0; k < K; k++) {
+        const post = await workOf(() =>
+          accepted(env, tenant, { session_id: "s-amp", messages: [msg(0, `variant ${k}`), ...transcript(N - 1, 1)] })
+        );
+        assert.equal(post.result.new_messages, N);
+        big.push(post);
+      }
+      const tiny = await workOf(() => accepted(env, tenant, { session_id: "s-amp", messages: [msg(0, "tiny")] }));
+      assert.equal(tiny.result.new_messages, 1);
+      work.push({ K, digests: tiny.digests, lookups: tiny.lookups, read: tiny.read });
+    }
+    // The old POST loaded every job of the session and digested its messages again: 1 + K × N.
+    assert.deepEqual(work.map((w) => w.digests), [1, 1], JSON.stringify(work));
+    assert.deepEqual(work.map((w) => [w.lookups, w.read]), [[1, 0], [1, 0]], JSON.stringify(work));
+    // A whole transcript's work is its own size, however many came before: one digest and one lookup a message.
+    assert.deepEqual(big.map((b) => b.digests), Array(7).fill(N));
+    assert.deepEqual(big.map((b) => [b.lookups, b.read]), Array(7).fill([N, 0]));
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test("extract after: behind a dead job, the walk back stops after MAX_PATH_PARTS parts; past it what precedes `after` counts as covered", async () => {
+  const env = await writeEnv({ withLlm: false });
+  try {
+    for (const parts of [5, MAX_PATH_PARTS + 8]) {
+      const tenant = newTenant();
+      let answer = await accepted(env, tenant, { session_id: "s-walk", messages: transcript(2) });
+      for (let i = 0; i < parts; i++) {
+        answer = await accepted(env, tenant, {
+          session_id: "s-walk",
+          after: answer.transcript,
+          messages: transcript(1, 2 + i),
+        });
+      }
+      const [first] = await extractJobs(env, tenant);
+      await env.sql`update public.memory_jobs set status = 'dead' where id = ${first!.id}`;
+      const next = await workOf(() =>
+        accepted(env, tenant, { session_id: "s-walk", after: answer.transcript, messages: transcript(1, 2 + parts) })
+      );
+      if (parts < MAX_PATH_PARTS) {
+        // Walked back to the dead job: extracted again from its first message.
+        assert.equal(next.result.new_messages, parts + 3);
+        assert.deepEqual((await extractJobs(env, tenant)).at(-1)!.payload.messages, transcript(parts + 3));
+      } else {
+        // The walk gave up: only the new message, and the work stays bounded.
+        assert.equal(next.result.new_messages, 1);
+        assert.ok(next.lookups <= MAX_PATH_PARTS + 2, `${next.lookups} lookups`);
+        assert.deepEqual([next.digests, next.read], [1, 6]);
+        // A whole transcript still queues the dead job's messages again.
+        const whole = await accepted(env, tenant, { session_id: "s-walk", messages: transcript(parts + 4) });
+        assert.equal(whole.new_messages, parts + 4);
+      }
+    }
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test("extract after: a dead part is read back only within MAX_EXTRACT_BODY_BYTES of payloads; keys jsonb reorders still verify", async () => {
+  const env = await writeEnv({ withLlm: false });
+  try {
+    // A tool message whose keys jsonb stores in another order (by length): the rebuilt part must
+    // digest as it was sent.
+    const tool = { tool_call_id: "call_1", role: "tool", content: `${"a tool's output ".repeat(100)}` };
+    const start = [msg(0), {
+      role: "assistant",
+      content: null,
+      tool_calls: [{ id: "call_1", type: "function", function: { name: "bash", arguments: "{}" } }],
+    }, tool];
+    for (const maxExtractBodyBytes of [1_000_000, 1_500]) {
+      const tenant = newTenant();
+      const first = await accepted(env, tenant, { session_id: "s-bytes", messages: start });
+      const second = await accepted(env, tenant, {
+        session_id: "s-bytes",
+        after: first.transcript,
+        messages: transcript(2, 3),
+      });
+      const [dead] = await extractJobs(env, tenant);
+      await env.sql`update public.memory_jobs set status = 'dead' where id = ${dead!.id}`;
+      const next = await workOf(() =>
+        accepted(env, tenant, { session_id: "s-bytes", after: second.transcript, messages: transcript(1, 5) }, {
+          maxExtractBodyBytes,
+        })
+      );
+      const job = (await extractJobs(env, tenant)).at(-1)!.payload;
+      if (maxExtractBodyBytes > 1_500) {
+        assert.deepEqual([next.result.new_messages, job.offset, job.messages], [6, 0, [...start, ...transcript(3, 3)]]);
+        assert.equal(next.digests, 6, "the rebuilt part is digested again, to check it leads to `after`");
+      } else {
+        assert.deepEqual([next.result.new_messages, job.offset, next.digests], [1, 5, 1]);
+      }
+    }
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test("extract: the database reads a bounded number of rows per digest looked up, however many marks the session holds", async () => {
+  const env = await writeEnv({ withLlm: false });
+  try {
+    const N = 300;
+    const rows = [];
+    for (const K of [1, 6]) {
+      const tenant = newTenant();
+      const variant = (k: number) => [msg(0, `variant ${k}`), ...transcript(N - 1, 1)];
+      for (let k = 0; k < K; k++) await accepted(env, tenant, { session_id: "s-rows", messages: variant(k) });
+      const last = prefixDigests(variant(K - 1));
+      // What the lookups read, counted by Postgres itself: the rows and index entries of the extract
+      // tables and the jobs this transaction's statements fetched (pg_stat_get_xact_*, local to it).
+      rows.push(
+        await env.sql.begin(async (tx) => {
+          await tx`select set_config('request.jwt.claims', ${
+            JSON.stringify({ sub: tenant, role: "authenticated" })
+          }, true)`;
+          await tx`set local role authenticated`;
+          const read = async () =>
+            Number(
+              (await tx<{ n: string }[]>`
+                select sum(pg_stat_get_xact_tuples_returned(c.oid) + pg_stat_get_xact_tuples_fetched(c.oid))::text as n
+                  from pg_class c where c.relname like 'memory_extract_%' or c.relname like 'memory_jobs%'`)[0]!.n,
+            );
+          const before = await read();
+          const t = tx as unknown as Parameters<typeof coveredFrom>[0];
+          assert.equal(await coveredFrom(t, tenant, "s-rows", 0, prefixDigests([msg(0, "tiny")]).slice(1)), 0);
+          assert.equal(await coveredFrom(t, tenant, "s-rows", 0, last.slice(1, 11)), 10);
+          const end = { count: N, digest: last[N]! };
+          assert.equal((await partThrough(t, tenant, "s-rows", end))?.end, N);
+          assert.equal((await coveringJob(t, tenant, "s-rows", end)).status, "queued");
+          assert.deepEqual(await messagesBefore(t, tenant, "s-rows", end, 6), variant(K - 1).slice(-6));
+          return { K, rows: (await read()) - before };
+        }),
+      );
+    }
+    assert.equal(rows[0]!.rows, rows[1]!.rows, JSON.stringify(rows));
+    // Each lookup: an index entry and its row, for the mark and for its part (and job): 14 lookups.
+    assert.ok(rows[1]!.rows <= 6 * 14, JSON.stringify(rows));
+  } finally {
+    await env.close();
+  }
+});

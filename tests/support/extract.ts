@@ -1,0 +1,51 @@
+// memory-extract from a test: a POST through the handler (no worker kick), as the tenant's user or
+// as service_role acting for it (not rate limited: for tests that post many times), and the
+// tenant's extract jobs as stored, oldest first.
+import { createHandler } from "../../supabase/functions/memory-extract/handler.ts";
+import type { WriteEnv } from "../write_helpers.ts";
+import { serviceHeaders, userHeaders } from "./auth.ts";
+
+export interface ExtractAnswer {
+  job_id: string;
+  status: string;
+  deduplicated: boolean;
+  new_messages: number;
+  transcript: { count: number; digest: string };
+}
+
+export const chatMessage = (i: number, text = `message ${i} of the session`) => ({
+  role: i % 2 ? "assistant" : "user",
+  content: text,
+});
+/** Messages from..from+n of a session whose messages are all chatMessage(i). */
+export const chatTranscript = (n: number, from = 0) => Array.from({ length: n }, (_, i) => chatMessage(from + i));
+
+export async function postExtract(
+  env: WriteEnv,
+  tenant: string,
+  body: Record<string, unknown>,
+  config: Partial<WriteEnv["config"]> = {},
+  as: "user" | "service" = "user",
+): Promise<{ status: number; body: ExtractAnswer & { error?: { code: string; message: string } } }> {
+  const handler = createHandler({
+    ...env.deps,
+    config: { ...env.config, ...config },
+    kickWorker: () => Promise.resolve(),
+  });
+  const res = await handler(
+    new Request("http://localhost/functions/v1/memory-extract", {
+      method: "POST",
+      headers: await (as === "user" ? userHeaders : serviceHeaders)(tenant),
+      body: JSON.stringify(body),
+    }),
+  );
+  return { status: res.status, body: await res.json() };
+}
+
+export async function extractJobs(env: WriteEnv, tenant: string) {
+  return await env.sql<
+    { id: string; status: string; payload: { offset: number; messages: unknown[]; context: unknown[] } }[]
+  >`
+    select id, status, payload from public.memory_jobs
+     where owner_id = ${tenant} and kind = 'extract' order by created_at, id`;
+}
