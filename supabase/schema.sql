@@ -836,6 +836,37 @@ end;
 $_$;
 
 --
+-- Name: prune_finished_jobs(timestamp with time zone, integer); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.prune_finished_jobs(p_now timestamp with time zone DEFAULT now(), p_limit integer DEFAULT 500) RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+declare
+  v_cutoff  timestamptz := p_now - make_interval(secs => public.memory_setting('job_keep_days')::double precision * 86400);
+  v_deleted integer;
+begin
+  if p_limit is null or p_limit < 1 then
+    raise exception 'p_limit must be at least 1, got %', p_limit using errcode = '22023';
+  end if;
+  with due as (
+    select j.id from public.memory_jobs j
+     where j.status in ('done', 'dead') and j.finished_at < v_cutoff
+     order by j.finished_at
+     limit p_limit
+       for update skip locked
+  )
+  delete from public.memory_jobs j using due where j.id = due.id;
+  get diagnostics v_deleted = row_count;
+  return jsonb_build_object(
+    'deleted', v_deleted,
+    'remaining', exists (select from public.memory_jobs j
+                          where j.status in ('done', 'dead') and j.finished_at < v_cutoff));
+end;
+$$;
+
+--
 -- Name: record_job_progress(uuid, text, jsonb); Type: FUNCTION; Schema: memory_private; Owner: -
 --
 
@@ -4680,6 +4711,7 @@ CASE name
     WHEN 'graph_seed_count'::text THEN ((value >= (1)::numeric) AND (value <= (50)::numeric) AND (value = trunc(value)))
     ELSE true
 END),
+    CONSTRAINT memory_settings_job_keep_days_range CHECK (((name <> 'job_keep_days'::text) OR (value >= (0)::numeric))),
     CONSTRAINT memory_settings_keyword_common_estimate_factor_range CHECK (((name <> 'keyword_common_estimate_factor'::text) OR ((value >= (0)::numeric) AND (value <= (1000)::numeric)))),
     CONSTRAINT memory_settings_name_shape CHECK ((name ~ '^[a-z][a-z0-9_]{0,62}$'::text)),
     CONSTRAINT memory_settings_rate_limit_range CHECK (((name !~~ 'rate\_limit\_%'::text) OR
@@ -5297,6 +5329,12 @@ CREATE INDEX memory_history_owner_ts_id ON public.memory_history USING btree (ow
 --
 
 CREATE INDEX memory_jobs_claimable ON public.memory_jobs USING btree (run_after) WHERE (status = 'queued'::text);
+
+--
+-- Name: memory_jobs_finished; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX memory_jobs_finished ON public.memory_jobs USING btree (finished_at) WHERE (status = ANY (ARRAY['done'::text, 'dead'::text]));
 
 --
 -- Name: memory_jobs_running_lease; Type: INDEX; Schema: public; Owner: -
@@ -6556,6 +6594,12 @@ REVOKE ALL ON FUNCTION memory_private.prune_context_sessions(p_now timestamp wit
 --
 
 REVOKE ALL ON FUNCTION memory_private.prune_cron_history(p_now timestamp with time zone) FROM PUBLIC;
+
+--
+-- Name: FUNCTION prune_finished_jobs(p_now timestamp with time zone, p_limit integer); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.prune_finished_jobs(p_now timestamp with time zone, p_limit integer) FROM PUBLIC;
 
 --
 -- Name: FUNCTION record_job_progress(p_id uuid, p_worker text, p_progress jsonb); Type: ACL; Schema: memory_private; Owner: -

@@ -12,6 +12,7 @@ select results_eq(
            ('devai-cron-history-prune', '30 6 * * *', 'select memory_private.prune_cron_history()'),
            ('devai-graph-maintenance', '30 2 * * *', 'select memory_private.enqueue_graph_maintenance()'),
            ('devai-job-lease-sweep', '* * * * *', 'select memory_private.sweep_stale_job_leases()'),
+           ('devai-job-prune', '* * * * *', 'select memory_private.prune_finished_jobs()'),
            ('devai-keyword-statistics', '*/15 * * * *', 'select memory_private.refresh_keyword_common_terms()'),
            ('devai-memory-consolidation', '45 2 * * *', 'select memory_private.enqueue_nightly_consolidation()'),
            ('devai-memory-decay', '* 3 * * *', 'select memory_private.run_decay_step()'),
@@ -20,7 +21,7 @@ select results_eq(
            ('devai-proposal-lapse', '15 2 * * *', 'select memory_private.lapse_proposals()'),
            ('devai-session-idle-end', '0 2 * * *', 'select memory_private.end_idle_sessions()'),
            ('devai-vector-indexes', '40 * * * *', 'select memory_private.enqueue_vector_index_jobs()')$$,
-  'step forms every minute of a window each: decay 03:xx, TTL 04:xx, purge 05:xx UTC; lease sweep every minute; keyword statistics every 15 minutes; pg_cron history prune daily 06:30; idle sessions ended 02:00, proposals lapsed 02:15, graph maintenance queued 02:30, consolidation 02:45; context session records pruned 06:45; tenants'' own vector indexes queued hourly at :40');
+  'step forms every minute of a window each: decay 03:xx, TTL 04:xx, purge 05:xx UTC; lease sweep and finished-job prune every minute; keyword statistics every 15 minutes; pg_cron history prune daily 06:30; idle sessions ended 02:00, proposals lapsed 02:15, graph maintenance queued 02:30, consolidation 02:45; context session records pruned 06:45; tenants'' own vector indexes queued hourly at :40');
 
 create temporary table has_cron on commit drop as
   select exists (select from pg_extension where extname = 'pg_cron') as yes;
@@ -33,17 +34,17 @@ select case when (select yes from has_cron)
   else skip('pg_cron is not installed in this database', 1) end;
 
 select case when (select yes from has_cron)
-  then is(memory_private.register_maintenance_schedules(), '{"pg_cron": true, "removed": 0, "registered": 12}'::jsonb,
-          're-running the registration upserts the same twelve jobs')
+  then is(memory_private.register_maintenance_schedules(), '{"pg_cron": true, "removed": 0, "registered": 13}'::jsonb,
+          're-running the registration upserts the same thirteen jobs')
   else is(memory_private.register_maintenance_schedules() ->> 'pg_cron', 'false', 'without pg_cron the registration is a no-op') end;
 select memory_private.register_maintenance_schedules();
 
 select case when (select yes from has_cron)
-  then is((select count(*) from cron.job where jobname like 'devai-%' and database = current_database()), 12::bigint,
-          'after registering three times: still exactly twelve devai- jobs')
+  then is((select count(*) from cron.job where jobname like 'devai-%' and database = current_database()), 13::bigint,
+          'after registering three times: still exactly thirteen devai- jobs')
   else skip('pg_cron is not installed in this database', 1) end;
 select case when (select yes from has_cron)
-  then is((select count(distinct jobname) from cron.job where jobname like 'devai-%' and database = current_database()), 12::bigint,
+  then is((select count(distinct jobname) from cron.job where jobname like 'devai-%' and database = current_database()), 13::bigint,
           'one job per name')
   else skip('pg_cron is not installed in this database', 1) end;
 
@@ -51,8 +52,8 @@ select case when (select yes from has_cron)
 update public.memory_maintenance_schedules set schedule = '0 4 * * *' where job_name = 'devai-memory-decay';
 delete from public.memory_maintenance_schedules where job_name = 'devai-memory-purge';
 select case when (select yes from has_cron)
-  then is(memory_private.register_maintenance_schedules() - 'pg_cron', '{"removed": 1, "registered": 11}'::jsonb,
-          'registration after editing the table: eleven upserted, one removed')
+  then is(memory_private.register_maintenance_schedules() - 'pg_cron', '{"removed": 1, "registered": 12}'::jsonb,
+          'registration after editing the table: twelve upserted, one removed')
   else skip('pg_cron is not installed in this database', 1) end;
 select case when (select yes from has_cron)
   then is((select schedule::text from cron.job where jobname = 'devai-memory-decay'), '0 4 * * *', 'the changed schedule is in pg_cron')
