@@ -34,6 +34,7 @@ Deno.test({
         "devai-cron-history-prune",
         "devai-graph-maintenance",
         "devai-job-lease-sweep",
+        "devai-job-prune",
         "devai-keyword-statistics",
         "devai-memory-consolidation",
         "devai-memory-decay",
