@@ -845,7 +845,9 @@ CREATE FUNCTION memory_private.prune_finished_jobs(p_now timestamp with time zon
     AS $$
 declare
   v_cutoff  timestamptz := p_now - make_interval(secs => public.memory_setting('job_keep_days')::double precision * 86400);
+  v_events  timestamptz := p_now - make_interval(secs => public.memory_setting('event_keep_days')::double precision * 86400);
   v_deleted integer;
+  v_events_deleted integer;
 begin
   if p_limit is null or p_limit < 1 then
     raise exception 'p_limit must be at least 1, got %', p_limit using errcode = '22023';
@@ -859,10 +861,20 @@ begin
   )
   delete from public.memory_jobs j using due where j.id = due.id;
   get diagnostics v_deleted = row_count;
+  with due as (
+    select e.id from public.memory_events e
+     where e.op <> 'redact' and e.ts < v_events
+     order by e.ts
+     limit p_limit * 10
+  )
+  delete from public.memory_events e using due where e.id = due.id;
+  get diagnostics v_events_deleted = row_count;
   return jsonb_build_object(
     'deleted', v_deleted,
+    'events_deleted', v_events_deleted,
     'remaining', exists (select from public.memory_jobs j
-                          where j.status in ('done', 'dead') and j.finished_at < v_cutoff));
+                          where j.status in ('done', 'dead') and j.finished_at < v_cutoff)
+                 or exists (select from public.memory_events e where e.op <> 'redact' and e.ts < v_events));
 end;
 $$;
 
@@ -4689,6 +4701,7 @@ CASE name
 END),
     CONSTRAINT memory_settings_cron_history_keep_days_range CHECK (((name <> 'cron_history_keep_days'::text) OR (value >= (0)::numeric))),
     CONSTRAINT memory_settings_dedicated_vector_index_min_rows_range CHECK (((name <> 'dedicated_vector_index_min_rows'::text) OR ((value >= (0)::numeric) AND (value = trunc(value))))),
+    CONSTRAINT memory_settings_event_keep_days_range CHECK (((name <> 'event_keep_days'::text) OR (value >= (1)::numeric))),
     CONSTRAINT memory_settings_exact_scan_cost_ratio_range CHECK (((name <> 'exact_scan_cost_ratio'::text) OR ((value >= (0)::numeric) AND (value <= (1000)::numeric)))),
     CONSTRAINT memory_settings_exact_scan_max_rows_range CHECK (((name <> 'exact_scan_max_rows'::text) OR ((value >= (0)::numeric) AND (value <= (1000000)::numeric) AND (value = trunc(value))))),
     CONSTRAINT memory_settings_fusion_score_share_range CHECK (((name <> ALL (ARRAY['fusion_score_share'::text, 'fusion_score_share_complex'::text])) OR ((value >= (0)::numeric) AND (value <= (1)::numeric)))),
@@ -5299,6 +5312,12 @@ CREATE INDEX memory_events_node_ts ON public.memory_events USING btree (node, ts
 --
 
 CREATE INDEX memory_events_owner_ts ON public.memory_events USING btree (owner_id, ts DESC);
+
+--
+-- Name: memory_events_prunable; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX memory_events_prunable ON public.memory_events USING btree (ts) WHERE (op <> 'redact'::text);
 
 --
 -- Name: memory_extract_marks_by_digest; Type: INDEX; Schema: public; Owner: -
