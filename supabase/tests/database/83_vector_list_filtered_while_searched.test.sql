@@ -110,7 +110,11 @@ select is(memory_search.passes_filters(to_tsvector('simple', 'a b'), '2020-01-01
           true, 'passes_filters: a procedural memory is in category procedural whatever its metadata says');
 
 -- memory.query's field filters are applied while searching too: one user's three memories of a
--- project sixty of another user's memories fill first.
+-- project sixty of another user's memories fill first. On the exact path (the settings back to
+-- their defaults): these vectors lie along one arc, where a fresh HNSW graph may leave some
+-- unreachable, and the HNSW path's filtering is tested above.
+update public.memory_settings set value = 1000 where name = 'exact_scan_max_rows';
+update public.memory_settings set value = 3 where name = 'exact_scan_cost_ratio';
 insert into public.devai_memories
   (owner_id, content, memory_type, namespace, embedding, embedding_model, metadata, importance, pinned)
 select '83000000-0000-4000-8000-00000000000d', 'note of user b ' || g, 'semantic', 'devai/project/shared',
