@@ -543,7 +543,7 @@ CREATE FUNCTION memory_private.extract_part_follows_job() RETURNS trigger
     SET search_path TO ''
     AS $$
 begin
-  update public.memory_extract_parts set dead = true where job_id = new.id;
+  update public.memory_extract_parts set dead = true, died_by = pg_current_xact_id() where job_id = new.id;
   return null;
 end;
 $$;
@@ -3572,10 +3572,10 @@ end;
 $$;
 
 --
--- Name: record_extract_part(uuid, integer, bytea, bytea[], integer); Type: FUNCTION; Schema: public; Owner: -
+-- Name: record_extract_part(uuid, integer, bytea, bytea[], integer, pg_snapshot); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.record_extract_part(p_job uuid, p_start integer, p_start_digest bytea, p_digests bytea[], p_tail_messages integer) RETURNS void
+CREATE FUNCTION public.record_extract_part(p_job uuid, p_start integer, p_start_digest bytea, p_digests bytea[], p_tail_messages integer, p_covered_as_of pg_snapshot) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
     AS $_$
@@ -3587,6 +3587,7 @@ declare
   v_payload jsonb;
   v_session text;
   v_seen jsonb;
+  v_prefix bytea;
   v_count integer := coalesce(cardinality(p_digests), 0);
 begin
   select j.owner_id, j.kind, j.idempotency_key, j.xmin = pg_current_xact_id()::xid, j.payload
@@ -3602,19 +3603,23 @@ begin
   if v_count = 0 or p_start is distinct from (v_payload ->> 'offset')::integer
      or v_count is distinct from jsonb_array_length(v_payload -> 'messages')
      or v_key is distinct from format('session:%s:%s:%s', v_session, p_start + v_count,
-                        encode(p_digests[v_count], 'hex')) then
+                        encode(p_digests[v_count], 'hex'))
+     or p_covered_as_of is null or pg_snapshot_xmax(p_covered_as_of) > pg_current_xact_id() then
     raise exception 'record_extract_part: the part does not match job %''s key and payload', p_job
       using errcode = '22023';
   end if;
   v_seen := coalesce(v_payload -> 'context', '[]'::jsonb) || (v_payload -> 'messages');
   insert into public.memory_extract_parts (job_id, owner_id, session_id, start_position, start_digest, end_position,
-                                           tail, payload_bytes)
+                                           tail, payload_bytes, covered_as_of)
   values (p_job, v_owner, v_session, p_start, p_start_digest, p_start + v_count,
           jsonb_path_query_array(v_seen, '$[$from to last]',
                                  jsonb_build_object('from', greatest(0, jsonb_array_length(v_seen) - p_tail_messages))),
-          octet_length(v_payload::text));
-  insert into public.memory_extract_marks (job_id, position, owner_id, session_id, digest)
-  select p_job, p_start + d.i::integer, v_owner, v_session, d.digest
+          octet_length(v_payload::text), p_covered_as_of);
+  -- The marks' keys (the comment on memory_extract_marks): the same bytes memory-extract's
+  -- markKey (session-parts.ts) hashes.
+  v_prefix := convert_to(format('devai-mark|%s|%s|', v_owner, v_session), 'UTF8');
+  insert into public.memory_extract_marks (job_id, position, key)
+  select p_job, p_start + d.i::integer, substring(sha256(v_prefix || d.digest) from 1 for 16)
     from unnest(p_digests) with ordinality as d(digest, i);
 end;
 $_$;
@@ -4409,17 +4414,15 @@ CREATE TABLE public.memory_events (
 CREATE TABLE public.memory_extract_marks (
     job_id uuid NOT NULL,
     "position" integer NOT NULL,
-    owner_id uuid NOT NULL,
-    session_id text NOT NULL,
-    digest bytea NOT NULL,
-    CONSTRAINT memory_extract_marks_digest CHECK ((octet_length(digest) = 32))
+    key bytea NOT NULL,
+    CONSTRAINT memory_extract_marks_key CHECK ((octet_length(key) = 16))
 );
 
 --
 -- Name: TABLE memory_extract_marks; Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON TABLE public.memory_extract_marks IS 'The session''s transcript digest after each message of an extract part (position = messages so far): what memory-extract looks a POST''s digests up in (docs/extraction.md).';
+COMMENT ON TABLE public.memory_extract_marks IS 'After each message of an extract part (position = messages so far): a key naming the tenant, the session and the transcript''s digest there. What memory-extract looks a POST''s digests up in (docs/extraction.md).';
 
 --
 -- Name: memory_extract_parts; Type: TABLE; Schema: public; Owner: -
@@ -4434,7 +4437,10 @@ CREATE TABLE public.memory_extract_parts (
     end_position integer NOT NULL,
     tail jsonb NOT NULL,
     payload_bytes integer NOT NULL,
+    covered_as_of pg_snapshot NOT NULL,
     dead boolean DEFAULT false NOT NULL,
+    died_by xid8,
+    CONSTRAINT memory_extract_parts_died CHECK ((dead = (died_by IS NOT NULL))),
     CONSTRAINT memory_extract_parts_digest CHECK ((octet_length(start_digest) = 32)),
     CONSTRAINT memory_extract_parts_range CHECK (((start_position >= 0) AND (end_position > start_position)))
 );
@@ -4977,13 +4983,6 @@ ALTER TABLE ONLY public.memory_events
     ADD CONSTRAINT memory_events_pkey PRIMARY KEY (id);
 
 --
--- Name: memory_extract_marks memory_extract_marks_pkey; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.memory_extract_marks
-    ADD CONSTRAINT memory_extract_marks_pkey PRIMARY KEY (job_id, "position");
-
---
 -- Name: memory_extract_parts memory_extract_parts_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -5320,16 +5319,22 @@ CREATE INDEX memory_events_owner_ts ON public.memory_events USING btree (owner_i
 CREATE INDEX memory_events_prunable ON public.memory_events USING btree (ts) WHERE (op <> 'redact'::text);
 
 --
--- Name: memory_extract_marks_by_digest; Type: INDEX; Schema: public; Owner: -
+-- Name: memory_extract_marks_by_job; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX memory_extract_marks_by_digest ON public.memory_extract_marks USING btree (digest, owner_id, session_id);
+CREATE INDEX memory_extract_marks_by_job ON public.memory_extract_marks USING btree (job_id);
+
+--
+-- Name: memory_extract_marks_by_key; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX memory_extract_marks_by_key ON public.memory_extract_marks USING hash (key);
 
 --
 -- Name: memory_extract_parts_dead; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX memory_extract_parts_dead ON public.memory_extract_parts USING btree (owner_id, session_id, start_position) WHERE dead;
+CREATE INDEX memory_extract_parts_dead ON public.memory_extract_parts USING btree (owner_id, session_id, died_by) WHERE dead;
 
 --
 -- Name: memory_history_memory_ts; Type: INDEX; Schema: public; Owner: -
@@ -5858,7 +5863,9 @@ CREATE POLICY "Owners can read their events" ON public.memory_events FOR SELECT 
 -- Name: memory_extract_marks Owners can read their extract marks; Type: POLICY; Schema: public; Owner: -
 --
 
-CREATE POLICY "Owners can read their extract marks" ON public.memory_extract_marks FOR SELECT TO authenticated USING ((owner_id = ( SELECT auth.uid() AS uid)));
+CREATE POLICY "Owners can read their extract marks" ON public.memory_extract_marks FOR SELECT TO authenticated USING ((EXISTS ( SELECT 1
+   FROM public.memory_extract_parts p
+  WHERE ((p.job_id = memory_extract_marks.job_id) AND (p.owner_id = ( SELECT auth.uid() AS uid))))));
 
 --
 -- Name: memory_extract_parts Owners can read their extract parts; Type: POLICY; Schema: public; Owner: -
@@ -7062,12 +7069,12 @@ GRANT ALL ON FUNCTION public.record_context_assembly(p_session_id text, p_ids uu
 GRANT ALL ON FUNCTION public.record_context_assembly(p_session_id text, p_ids uuid[], p_tiers text[], p_levels text[], p_tokens integer[], p_reinforce uuid[], p_thread_id text, p_meta jsonb) TO service_role;
 
 --
--- Name: FUNCTION record_extract_part(p_job uuid, p_start integer, p_start_digest bytea, p_digests bytea[], p_tail_messages integer); Type: ACL; Schema: public; Owner: -
+-- Name: FUNCTION record_extract_part(p_job uuid, p_start integer, p_start_digest bytea, p_digests bytea[], p_tail_messages integer, p_covered_as_of pg_snapshot); Type: ACL; Schema: public; Owner: -
 --
 
-REVOKE ALL ON FUNCTION public.record_extract_part(p_job uuid, p_start integer, p_start_digest bytea, p_digests bytea[], p_tail_messages integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.record_extract_part(p_job uuid, p_start integer, p_start_digest bytea, p_digests bytea[], p_tail_messages integer) TO authenticated;
-GRANT ALL ON FUNCTION public.record_extract_part(p_job uuid, p_start integer, p_start_digest bytea, p_digests bytea[], p_tail_messages integer) TO service_role;
+REVOKE ALL ON FUNCTION public.record_extract_part(p_job uuid, p_start integer, p_start_digest bytea, p_digests bytea[], p_tail_messages integer, p_covered_as_of pg_snapshot) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.record_extract_part(p_job uuid, p_start integer, p_start_digest bytea, p_digests bytea[], p_tail_messages integer, p_covered_as_of pg_snapshot) TO authenticated;
+GRANT ALL ON FUNCTION public.record_extract_part(p_job uuid, p_start integer, p_start_digest bytea, p_digests bytea[], p_tail_messages integer, p_covered_as_of pg_snapshot) TO service_role;
 
 --
 -- Name: FUNCTION record_memory_usage(p_session_id text, p_retrieved uuid[], p_cited uuid[], p_tokens integer[], p_now timestamp with time zone); Type: ACL; Schema: public; Owner: -

@@ -108,7 +108,12 @@ Deno.test("extract: a small POST to a session that stored a lot reads and digest
   }
 });
 
-Deno.test("extract after: behind a dead job, the walk back stops after MAX_PATH_PARTS parts; past it what precedes `after` counts as covered", async () => {
+/** A POST as service_role for the tenant, whatever its status. */
+async function posted(env: WriteEnv, tenant: string, body: Record<string, unknown>, config = {}) {
+  return await postExtract(env, tenant, body, config, "service");
+}
+
+Deno.test("extract after: behind a dead job, the walk back stops after MAX_PATH_PARTS parts; past it the POST says so (409) and queues nothing", async () => {
   const env = await writeEnv({ withLlm: false });
   try {
     for (const parts of [5, MAX_PATH_PARTS + 8]) {
@@ -123,21 +128,27 @@ Deno.test("extract after: behind a dead job, the walk back stops after MAX_PATH_
       }
       const [first] = await extractJobs(env, tenant);
       await env.sql`update public.memory_jobs set status = 'dead' where id = ${first!.id}`;
-      const next = await workOf(() =>
-        accepted(env, tenant, { session_id: "s-walk", after: answer.transcript, messages: transcript(1, 2 + parts) })
-      );
+      const body = { session_id: "s-walk", after: answer.transcript, messages: transcript(1, 2 + parts) };
+      const next = await workOf(() => posted(env, tenant, body));
       if (parts < MAX_PATH_PARTS) {
         // Walked back to the dead job: extracted again from its first message.
-        assert.equal(next.result.new_messages, parts + 3);
+        assert.equal(next.result.body.new_messages, parts + 3);
         assert.deepEqual((await extractJobs(env, tenant)).at(-1)!.payload.messages, transcript(parts + 3));
       } else {
-        // The walk gave up: only the new message, and the work stays bounded.
-        assert.equal(next.result.new_messages, 1);
+        // The walk gave up: the dead job's messages are not skipped, the client is told to resend
+        // the whole transcript; the work stays bounded and nothing is queued.
+        assert.deepEqual([next.result.status, next.result.body.error?.code], [409, "transcript_mismatch"]);
+        assert.match(next.result.body.error!.message, /died.*resend the whole transcript/);
         assert.ok(next.lookups <= MAX_PATH_PARTS + 2, `${next.lookups} lookups`);
-        assert.deepEqual([next.digests, next.read], [1, 6]);
-        // A whole transcript still queues the dead job's messages again.
-        const whole = await accepted(env, tenant, { session_id: "s-walk", messages: transcript(parts + 4) });
-        assert.equal(whole.new_messages, parts + 4);
+        assert.deepEqual([next.digests, next.read], [0, 0]);
+        assert.equal((await extractJobs(env, tenant)).length, parts + 1);
+        // The whole transcript queues the dead job's messages again; `after` works again from there.
+        const whole = await accepted(env, tenant, { session_id: "s-walk", messages: transcript(parts + 3) });
+        assert.equal(whole.new_messages, parts + 3);
+        const more = await workOf(() =>
+          accepted(env, tenant, { session_id: "s-walk", after: whole.transcript, messages: transcript(1, parts + 3) })
+        );
+        assert.deepEqual([more.result.new_messages, more.lookups], [1, 3], "one part walked back");
       }
     }
   } finally {
@@ -145,7 +156,33 @@ Deno.test("extract after: behind a dead job, the walk back stops after MAX_PATH_
   }
 });
 
-Deno.test("extract after: a dead part is read back only within MAX_EXTRACT_BODY_BYTES of payloads; keys jsonb reorders still verify", async () => {
+Deno.test("extract after: a death re-queued does not count any more; 40 parts later a new death is queued again (attack 32 re-run, 1)", async () => {
+  const env = await writeEnv({ withLlm: false });
+  try {
+    const tenant = newTenant();
+    const kill = async (id: string) => await env.sql`update public.memory_jobs set status = 'dead' where id = ${id}`;
+    let answer = await accepted(env, tenant, { session_id: "s-poison", messages: transcript(2) });
+    await kill(answer.job_id); // an early death, queued again by the next POST
+    answer = await accepted(env, tenant, { session_id: "s-poison", after: answer.transcript, messages: [msg(2)] });
+    assert.equal(answer.new_messages, 3);
+    let n = 3;
+    for (let k = 0; k < MAX_PATH_PARTS + 8; k++) {
+      answer = await accepted(env, tenant, { session_id: "s-poison", after: answer.transcript, messages: [msg(n++)] });
+    }
+    await kill(answer.job_id); // the last part [n - 1, n) dies
+    const next = await workOf(() =>
+      accepted(env, tenant, { session_id: "s-poison", after: answer.transcript, messages: [msg(n)] })
+    );
+    // Its message is queued again with the new one; the walk stopped at the part before it.
+    assert.equal(next.result.new_messages, 2);
+    assert.deepEqual((await extractJobs(env, tenant)).at(-1)!.payload.messages, [msg(n - 1), msg(n)]);
+    assert.ok(next.lookups <= 8, `${next.lookups} lookups`);
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test("extract after: a dead part is read back only within MAX_EXTRACT_BODY_BYTES of payloads (else 409); keys jsonb reorders still verify", async () => {
   const env = await writeEnv({ withLlm: false });
   try {
     // A tool message whose keys jsonb stores in another order (by length): the rebuilt part must
@@ -167,16 +204,24 @@ Deno.test("extract after: a dead part is read back only within MAX_EXTRACT_BODY_
       const [dead] = await extractJobs(env, tenant);
       await env.sql`update public.memory_jobs set status = 'dead' where id = ${dead!.id}`;
       const next = await workOf(() =>
-        accepted(env, tenant, { session_id: "s-bytes", after: second.transcript, messages: transcript(1, 5) }, {
+        posted(env, tenant, { session_id: "s-bytes", after: second.transcript, messages: transcript(1, 5) }, {
           maxExtractBodyBytes,
         })
       );
       const job = (await extractJobs(env, tenant)).at(-1)!.payload;
       if (maxExtractBodyBytes > 1_500) {
-        assert.deepEqual([next.result.new_messages, job.offset, job.messages], [6, 0, [...start, ...transcript(3, 3)]]);
+        assert.deepEqual([next.result.body.new_messages, job.offset, job.messages], [6, 0, [
+          ...start,
+          ...transcript(3, 3),
+        ]]);
         assert.equal(next.digests, 6, "the rebuilt part is digested again, to check it leads to `after`");
       } else {
-        assert.deepEqual([next.result.new_messages, job.offset, next.digests], [1, 5, 1]);
+        assert.deepEqual([next.result.status, next.result.body.error?.code, next.digests], [
+          409,
+          "transcript_mismatch",
+          1,
+        ]);
+        assert.equal((await extractJobs(env, tenant)).length, 2, "nothing queued");
       }
     }
   } finally {

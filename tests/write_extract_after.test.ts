@@ -266,14 +266,15 @@ Deno.test("extract after: a job a tenant inserts itself (REST) names no point an
     await assert.rejects(
       asTenant((tx) =>
         tx`select public.record_extract_part(${job!.id}, 0, decode(${digests[0]!}, 'hex'),
-             array[decode(${digests[1]!}, 'hex'), decode(${digests[2]!}, 'hex'), decode(${digests[3]!}, 'hex')], 6)`
+             array[decode(${digests[1]!}, 'hex'), decode(${digests[2]!}, 'hex'), decode(${digests[3]!}, 'hex')], 6,
+             pg_current_snapshot())`
       ),
       /not an extract job this transaction queued/,
     );
     await assert.rejects(
       asTenant((tx) =>
-        tx`insert into public.memory_extract_marks (job_id, position, owner_id, session_id, digest)
-             values (${job!.id}, 3, ${tenant}, 's-rest', decode(${digests[3]!}, 'hex'))`
+        tx`insert into public.memory_extract_marks (job_id, position, key)
+             values (${job!.id}, 3, decode(${digests[3]!.slice(0, 32)}, 'hex'))`
       ),
       /permission denied/,
     );

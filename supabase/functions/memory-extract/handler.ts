@@ -10,7 +10,7 @@
 //       or one earlier jobs already cover: the covering job, deduplicated, new_messages 0.
 //       With `after` (the `transcript` of an earlier answer), messages are only what follows it: a
 //       long session never resends what it sent (409 transcript_mismatch when the session has no
-//       such transcript: resend the whole one).
+//       such transcript, or when a dead job's messages lie too far behind it: resend the whole one).
 //   GET ?job_id=<uuid> → 200 { job_id, kind, status, attempts, last_error, result, ... } | 404
 import { z } from "zod";
 import { createFunctionApp, fetchHandler } from "../_shared/app.ts";
@@ -29,7 +29,7 @@ import { recordRedactions } from "../_shared/redaction-events.ts";
 import { SCOPE_NEEDS_PROJECT, scopeHasProject, writeScope } from "../_shared/scopes.ts";
 import { extractIdempotencyKey } from "./transcript-prefix.ts";
 import { partAfter, partOfWhole } from "./next-part.ts";
-import { recordPart } from "./session-parts.ts";
+import { coverageSnapshot, recordPart } from "./session-parts.ts";
 
 const JobQuery = z.object({ job_id: z.uuid() }).strict();
 
@@ -90,10 +90,14 @@ export function createHandler(deps: QueueingDeps) {
       // What earlier parts of the session cover is looked up by digest (next-part.ts): a POST
       // reads what its own messages need, not the session (docs/extraction.md).
       const session = { tx, ownerId: caller.tenantId, sessionId: body.session_id };
+      // Taken before coverage is read: a job that dies in a transaction it does not see may have
+      // covered what this POST takes as covered (recorded with the part: session-parts.ts partThrough).
+      const coveredAsOf = await coverageSnapshot(tx);
       const plan = body.after
         ? await partAfter(session, body.after, body.messages, deps.config.maxExtractBodyBytes)
         : await partOfWhole(session, body.messages);
       if (!plan) throw transcriptMismatch(body.session_id, body.after!);
+      if ("historyUnknown" in plan) throw historyUnknown(body.session_id);
       // Nothing new (e.g. a shorter transcript that arrived after a longer one): the job that covers the end.
       if (plan.covered) {
         return {
@@ -116,6 +120,8 @@ export function createHandler(deps: QueueingDeps) {
         thread_id: body.thread_id,
         ...(body.lineage ? { lineage: body.lineage } : {}),
       };
+      // Not inside a savepoint: record_extract_part takes the job as this transaction's by its xmin,
+      // which a subtransaction's insert does not have (it refuses, and the POST fails: a 500).
       const job = await enqueueJob(tx, {
         ownerId: caller.tenantId,
         kind: "extract",
@@ -123,7 +129,7 @@ export function createHandler(deps: QueueingDeps) {
         payload,
       });
       // Its part and marks, once, by this transaction (what later POSTs look up).
-      if (!job.deduplicated) await recordPart(tx, job.id, part.start, part.digests);
+      if (!job.deduplicated) await recordPart(tx, job.id, part.start, part.digests, coveredAsOf);
       // Deduplicated here: the job with this very key exists but covers nothing now (it is dead, an
       // earlier job its part follows is, or it has no part: queued before parts were recorded, or
       // inserted through the REST API); nothing new is queued until the transcript grows.
@@ -151,5 +157,18 @@ function transcriptMismatch(sessionId: string, after: { count: number; digest: s
     "transcript_mismatch",
     `session '${sessionId}' has no transcript of ${after.count} messages with that digest (it never sent one, or it is another ` +
       "session's): resend the whole transcript, from the first message, without `after`",
+  );
+}
+
+/**
+ * The 409 for a POST with `after` behind a dead job whose messages it cannot read back or reach
+ * (docs/extraction.md#after-sending-only-what-follows): the whole transcript queues them again.
+ */
+function historyUnknown(sessionId: string): HttpError {
+  return new HttpError(
+    409,
+    "transcript_mismatch",
+    `session '${sessionId}': an earlier extract job of this session died, and what it held is too far back ` +
+      "to be read from `after`: resend the whole transcript, from the first message, without `after`",
   );
 }

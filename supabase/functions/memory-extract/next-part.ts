@@ -5,11 +5,12 @@
 // A whole transcript brings every message it is about: its digests are probed, one lookup each.
 // With `after`, the messages only follow a point the session sent before, and what precedes that
 // point is found by walking back the parts on its path (session-parts.ts), part by part, to one
-// whose whole history is covered: the part `after` ends, unless a job of the session died. Dead
-// parts on the way are extracted again from their first uncovered message, read from the parts'
-// payloads, when that is at most MAX_MESSAGES_PER_REQUEST messages in at most maxRebuildBytes of
-// payloads and the walk takes at most MAX_PATH_PARTS parts; beyond that, what precedes `after` is
-// taken as covered (a whole-transcript POST still extracts it again).
+// whose whole history is covered: the part `after` ends, unless a job of the session died since
+// it was queued. Dead parts on the way are extracted again from their first uncovered message,
+// read from the parts' payloads, when that is at most MAX_MESSAGES_PER_REQUEST messages in at most
+// maxRebuildBytes of payloads and the walk takes at most MAX_PATH_PARTS parts. Beyond that, what
+// precedes `after` is not known to be covered, and the POST says so (`historyUnknown`: the handler
+// answers 409, resend the whole transcript) rather than queue its own messages and skip the dead.
 import { CONTEXT_MESSAGES } from "../_shared/extraction.ts";
 import type { Tx } from "../_shared/db.ts";
 import type { JobStatus } from "../_shared/jobs.ts";
@@ -18,7 +19,6 @@ import { continueDigests, prefixDigests } from "./transcript-prefix.ts";
 import {
   coveredFrom,
   coveringJob,
-  firstUncovered,
   messagesBefore,
   partSlices,
   type PartThrough,
@@ -45,6 +45,11 @@ export type PartPlan =
   | { covered: true; job: { id: string; status: JobStatus }; count: number; digest: string }
   | { covered: false; part: NextPart };
 
+/** Why a POST with `after` cannot tell what precedes it is covered: its walk or its read-back passed a bound. */
+export interface HistoryUnknown {
+  historyUnknown: "walk" | "read back";
+}
+
 interface Session {
   tx: Tx;
   ownerId: string;
@@ -58,20 +63,28 @@ export async function partOfWhole(s: Session, messages: unknown[]): Promise<Part
   return await planFrom(s, { from: 0, messages, digests }, covered, []);
 }
 
-/** What a POST of the messages after `after` queues; undefined when the session never sent `after`. */
+/**
+ * What a POST of the messages after `after` queues; undefined when the session never sent `after`,
+ * HistoryUnknown when what precedes it cannot be established within the bounds.
+ */
 export async function partAfter(
   s: Session,
   after: TranscriptPoint,
   messages: unknown[],
   maxRebuildBytes: number,
-): Promise<PartPlan | undefined> {
+): Promise<PartPlan | HistoryUnknown | undefined> {
   const path = await pathBack(s, after);
   if (path.length === 0) return undefined;
-  const again = await extractedAgain(s, after, path, maxRebuildBytes);
+  const last = path.at(-1)!;
+  if (!last.historyCovered && last.start !== 0) return { historyUnknown: "walk" };
   const digests = continueDigests(after.digest, messages);
-  if (again) {
-    const known = { from: again.gap.count, messages: [...again.messages, ...messages] };
-    return await planFrom(s, { ...known, digests: [...again.digests, ...digests.slice(1)] }, known.from, again.before);
+  if (path.some((p) => p.dead)) {
+    const again = await readBack(s, after, path, maxRebuildBytes);
+    if (!again) return { historyUnknown: "read back" };
+    const known = { from: again.from, messages: [...again.messages, ...messages] };
+    const all = [...again.digests, ...digests.slice(1)];
+    const covered = await coveredFrom(s.tx, s.ownerId, s.sessionId, known.from, all.slice(1));
+    return await planFrom(s, { ...known, digests: all }, covered, again.before);
   }
   const covered = await coveredFrom(s.tx, s.ownerId, s.sessionId, after.count, digests.slice(1));
   const want = Math.min(after.count, CONTEXT_MESSAGES - (covered - after.count));
@@ -125,35 +138,30 @@ async function pathBack(s: Session, point: TranscriptPoint): Promise<(PartThroug
 }
 
 /**
- * When a dead part lies on the path to `after`: the messages from its first uncovered one up to
- * `after` (to queue again) with the digests from the gap to `after`, the gap's point and the
- * messages before it (context). Undefined when none does, or when the walk or the rebuild would
- * pass the bounds in the module comment.
+ * When a dead part lies on the path to `after`: the messages from the oldest dead part's first one
+ * up to `after`, read back from the parts' payloads, with the transcript's digests from there (to
+ * find what live parts cover of them again, and to check they lead to `after`) and the messages
+ * before it (context). Undefined when the read-back would pass the bounds in the module comment.
  */
-async function extractedAgain(
+async function readBack(
   s: Session,
   after: TranscriptPoint,
   path: (PartThrough & { upTo: number })[],
   maxRebuildBytes: number,
-): Promise<{ gap: TranscriptPoint; messages: unknown[]; digests: string[]; before: unknown[] } | undefined> {
-  const last = path.at(-1)!;
-  const complete = last.historyCovered || last.start === 0;
-  const oldestDead = path.findLastIndex((p) => p.dead);
-  if (!complete || oldestDead < 0) return undefined;
-  const read = path.slice(0, oldestDead + 1).reverse();
+): Promise<{ from: number; messages: unknown[]; digests: string[]; before: unknown[] } | undefined> {
+  const read = path.slice(0, path.findLastIndex((p) => p.dead) + 1).reverse();
   const dead = read[0]!;
   if (read.reduce((n, p) => n + p.payloadBytes, 0) > maxRebuildBytes) return undefined;
-  const gap = await firstUncovered(s.tx, s.ownerId, s.sessionId, dead, dead.upTo);
-  if (after.count - gap.count > MAX_MESSAGES_PER_REQUEST) return undefined;
-  const from = Math.max(0, gap.count - CONTEXT_MESSAGES);
+  if (after.count - dead.start > MAX_MESSAGES_PER_REQUEST) return undefined;
+  const from = Math.max(0, dead.start - CONTEXT_MESSAGES);
   const slices = await partSlices(
     s.tx,
     read.map((p, i) => ({ jobId: p.jobId, from: i === 0 ? from : p.start, to: p.upTo })),
   );
   const seen = slices.flat();
-  const messages = seen.slice(gap.count - from);
-  const digests = continueDigests(gap.digest, messages);
-  // The rebuilt messages lead from the gap to `after`, or the parts do not say what was sent.
+  const messages = seen.slice(dead.start - from);
+  const digests = continueDigests(dead.startDigest, messages);
+  // The messages read back lead from the dead part's start to `after`, or the parts do not say what was sent.
   if (digests.at(-1) !== after.digest) return undefined;
-  return { gap, messages, digests, before: seen.slice(0, gap.count - from) };
+  return { from: dead.start, messages, digests, before: seen.slice(0, dead.start - from) };
 }

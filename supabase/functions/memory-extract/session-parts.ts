@@ -1,22 +1,27 @@
 // What memory-extract reads and writes of a session's earlier extract jobs: each job's part of the
 // transcript (memory_extract_parts) and the transcript's digest after each of its messages
 // (memory_extract_marks), recorded by the transaction that queued it (migration
-// 20261128610000_extract_transcript_marks.sql). Every read is an index lookup by digest or by job,
+// 20261128610000_extract_transcript_marks.sql). Every read is an index lookup by key or by job,
 // never a scan of the session, so what a POST reads grows with the POST (docs/extraction.md).
 //
-// The queries say how each table is reached, not only what they want: marks by their digest index
-// (the only index they have that names a session), parts and jobs by primary key in a LATERAL
+// The queries say how each table is reached, not only what they want: marks by their key index
+// (the key names the session), parts and jobs by primary key in a LATERAL
 // subquery with LIMIT (which Postgres runs once per row, never as a join it may reorder). Written
 // as plain joins, a planner misled by the statistics of young tables read every part in the
 // database, and the marks of each, for every digest looked up (1,800 rows per probe, measured).
-// Digests reach the marks as bytea values, never as decode(...) in a condition: row level security
+// Keys reach the marks as bytea values, never as decode(...) in a condition: row level security
 // keeps a condition with a function that is not leakproof out of the index (the probe then read
-// all of the session's marks).
+// all of the session's marks). A mark's position is compared as `position + 0`: the key names the
+// position already (a digest names its count), and a plain `position = n` let the planner AND the
+// key's index with a scan of the primary key for that position in every part of every tenant.
 //
 // A part is live while its job is not dead (queued, running or done: it has extracted, or will
 // extract, its messages). A position of a transcript is covered when a live part has a mark with
-// the transcript's digest there: that part holds the same history up to it.
+// the transcript's digest there: that part holds the same history up to it. Marks hold a key, not
+// the digest: markKey names the tenant and session with it, so a lookup reads this session's marks
+// only (the migration's comment on memory_extract_marks); the part is checked all the same.
 import { Buffer } from "node:buffer";
+import { createHash } from "node:crypto";
 import type { Tx } from "../_shared/db.ts";
 import type { JobStatus } from "../_shared/jobs.ts";
 import { CONTEXT_MESSAGES } from "../_shared/extraction.ts";
@@ -27,8 +32,32 @@ import { CONTEXT_MESSAGES } from "../_shared/extraction.ts";
  */
 export const storedReads = { lookups: 0, messages: 0 };
 
-/** A digest as the bytea the marks hold (a parameter, so the condition on it can use the index). */
+/** A digest as a bytea (a parameter, so the condition on it can use the index). */
 const bytes = (hex: string) => Buffer.from(hex, "hex");
+
+/** A session, as the marks' keys name it. */
+export interface SessionKey {
+  ownerId: string;
+  sessionId: string;
+}
+
+/**
+ * The key of the mark after a transcript whose digest is `digest` (hex) in the session: the first 16
+ * bytes of sha256('devai-mark|<owner>|<session>|' ‖ digest), as record_extract_part computes it.
+ */
+export function markKey(s: SessionKey, digest: string): Buffer {
+  return createHash("sha256").update(`devai-mark|${s.ownerId.toLowerCase()}|${s.sessionId}|`).update(bytes(digest))
+    .digest().subarray(0, 16);
+}
+
+/**
+ * The snapshot a POST takes before it reads coverage (recorded with its part, compared with later
+ * deaths: partThrough's historyCovered).
+ */
+export async function coverageSnapshot(tx: Tx): Promise<string> {
+  const [row] = await tx<{ snapshot: string }[]>`select pg_current_snapshot()::text as snapshot`;
+  return row!.snapshot;
+}
 
 /** A point of a session's transcript: its first `count` messages, whose digest is `digest` (hex). */
 export interface TranscriptPoint {
@@ -61,16 +90,17 @@ export async function coveredFrom(
   digests: readonly string[],
 ): Promise<number> {
   storedReads.lookups += digests.length;
+  const keys = digests.map((d) => markKey({ ownerId, sessionId }, d).toString("hex"));
   // The first digest nothing live covers ends it (the lookups run in the digests' order).
   const [gap] = await tx<{ i: number }[]>`
     select k.i::int as i
-      from unnest(array(select decode(d.hex, 'hex') from unnest(${digests as string[]}::text[]) with ordinality as d(hex, i)
-                         order by d.i)) with ordinality as k(digest, i)
+      from unnest(array(select decode(d.hex, 'hex') from unnest(${keys}::text[]) with ordinality as d(hex, i)
+                         order by d.i)) with ordinality as k(key, i)
       left join lateral (
              select 1 as live from public.memory_extract_marks m
-              where m.digest = k.digest and m.owner_id = ${ownerId} and m.session_id = ${sessionId}
-                and m.position = ${from} + k.i
-                and not (select p.dead from public.memory_extract_parts p where p.job_id = m.job_id)
+              cross join lateral (select * from public.memory_extract_parts p where p.job_id = m.job_id limit 1) as p
+              where m.key = k.key and m.position + 0 = ${from} + k.i
+                and p.owner_id = ${ownerId} and p.session_id = ${sessionId} and not p.dead
               limit 1) as hit on true
      where hit.live is null
      order by k.i
@@ -91,15 +121,21 @@ export async function coveringJob(
       from public.memory_extract_marks m
      cross join lateral (select * from public.memory_extract_parts p where p.job_id = m.job_id limit 1) as p
      cross join lateral (select * from public.memory_jobs j where j.id = m.job_id limit 1) as j
-     where m.digest = ${bytes(point.digest)} and m.owner_id = ${ownerId} and m.session_id = ${sessionId}
-       and m.position = ${point.count} and not p.dead
+     where m.key = ${markKey({ ownerId, sessionId }, point.digest)} and m.position + 0 = ${point.count}
+       and p.owner_id = ${ownerId} and p.session_id = ${sessionId} and not p.dead
      order by p.start_position, j.created_at, j.id
      limit 1`;
   if (!job) throw new Error(`coveringJob: no live part covers ${point.count} messages`);
   return job;
 }
 
-/** The part the point lies in, a live one before a dead one and the one starting first; undefined when the session never sent it. */
+/**
+ * The part the point lies in, a live one before a dead one and the one starting first; undefined
+ * when the session never sent it. Its history is covered when it is live and no part of the session
+ * that starts before it was killed by a transaction the POST that queued it did not see: that POST
+ * found everything before it covered, and only such a death can have undone it (a death it saw, it
+ * took into account). One lookup, and the session's parts that died since the part was queued.
+ */
 export async function partThrough(
   tx: Tx,
   ownerId: string,
@@ -113,48 +149,16 @@ export async function partThrough(
            not p.dead and not exists (
              select 1 from public.memory_extract_parts d
               where d.owner_id = ${ownerId} and d.session_id = ${sessionId} and d.dead
+                and d.died_by >= pg_snapshot_xmin(p.covered_as_of)
+                and not pg_visible_in_snapshot(d.died_by, p.covered_as_of)
                 and d.start_position < p.start_position) as "historyCovered"
       from public.memory_extract_marks m
      cross join lateral (select * from public.memory_extract_parts p where p.job_id = m.job_id limit 1) as p
-     where m.digest = ${bytes(point.digest)} and m.owner_id = ${ownerId} and m.session_id = ${sessionId}
-       and m.position = ${point.count}
+     where m.key = ${markKey({ ownerId, sessionId }, point.digest)} and m.position + 0 = ${point.count}
+       and p.owner_id = ${ownerId} and p.session_id = ${sessionId}
      order by p.dead, p.start_position, p.job_id
      limit 1`;
   return part;
-}
-
-/**
- * The first position in (part.start, upTo] of the part's path that no live part covers (the part is
- * dead), with the transcript's digest one message before it: where extraction starts again.
- */
-export async function firstUncovered(
-  tx: Tx,
-  ownerId: string,
-  sessionId: string,
-  part: PartThrough,
-  upTo: number,
-): Promise<TranscriptPoint> {
-  storedReads.lookups += upTo - part.start + 1;
-  const [gap] = await tx<{ position: number }[]>`
-    select m.position
-      from public.memory_extract_marks m
-      left join lateral (
-             select 1 as live from public.memory_extract_marks l
-              where l.digest = m.digest and l.owner_id = ${ownerId} and l.session_id = ${sessionId}
-                and l.position = m.position
-                and not (select p.dead from public.memory_extract_parts p where p.job_id = l.job_id)
-              limit 1) as hit on true
-     where m.job_id = ${part.jobId} and m.position > ${part.start} and m.position <= ${upTo} and hit.live is null
-     order by m.position
-     limit 1`;
-  // The part is dead, so nothing live has its mark at upTo: a gap is always found.
-  if (!gap) throw new Error(`firstUncovered: part ${part.jobId} is covered up to ${upTo}`);
-  const count = gap.position - 1;
-  if (count === part.start) return { count, digest: part.startDigest };
-  const [before] = await tx<{ digest: string }[]>`
-    select encode(digest, 'hex') as digest from public.memory_extract_marks
-     where job_id = ${part.jobId} and position = ${count}`;
-  return { count, digest: before!.digest };
 }
 
 /**
@@ -174,8 +178,8 @@ export async function messagesBefore(
     select p.job_id, case when p.end_position = ${point.count} then p.tail end as tail
       from public.memory_extract_marks m
      cross join lateral (select * from public.memory_extract_parts p where p.job_id = m.job_id limit 1) as p
-     where m.digest = ${bytes(point.digest)} and m.owner_id = ${ownerId} and m.session_id = ${sessionId}
-       and m.position = ${point.count}
+     where m.key = ${markKey({ ownerId, sessionId }, point.digest)} and m.position + 0 = ${point.count}
+       and p.owner_id = ${ownerId} and p.session_id = ${sessionId}
      order by p.end_position = ${point.count} desc, p.job_id
      limit 1`;
   if (!part) throw new Error(`messagesBefore: no part through ${point.count} messages`);
@@ -219,17 +223,21 @@ export async function partSlices(
   return out;
 }
 
-/** Records the part of the job this transaction has just queued: its start and the digest after each of its messages. */
+/**
+ * Records the part of the job this transaction has just queued: its start, the digest after each
+ * of its messages (record_extract_part keys them) and the snapshot the POST read coverage with.
+ */
 export async function recordPart(
   tx: Tx,
   jobId: string,
   start: TranscriptPoint,
   digests: readonly string[],
+  coveredAsOf: string,
 ): Promise<void> {
   await tx`
     select public.record_extract_part(
              ${jobId}, ${start.count}, decode(${start.digest}, 'hex'),
              (select array_agg(decode(d.hex, 'hex') order by d.i)
                 from unnest(${digests as string[]}::text[]) with ordinality as d(hex, i)),
-             ${CONTEXT_MESSAGES})`;
+             ${CONTEXT_MESSAGES}, ${coveredAsOf}::pg_snapshot)`;
 }
