@@ -30,7 +30,12 @@ Deno.test("extract marks: at most 140 bytes a message, table and indexes, whatev
     const n = 20_000; // the POST a review measured: 749 KB of tiny messages
     const short = await bytesPerMark(env, "s", n);
     const long = await bytesPerMark(env, `s${"x".repeat(199)}`, n);
-    assert.equal(long, short, "the session id is not stored in the marks");
+    // A stored 200-character id would add about 200 bytes a mark; the hash index's buckets fill a
+    // little differently with other keys (138.0 against 138.4 bytes seen), so not to the byte.
+    assert.ok(
+      Math.abs(long - short) < 4,
+      `the session id is not stored in the marks: ${short} and ${long} bytes a mark`,
+    );
     assert.ok(long <= 140, `${long} bytes a mark`);
   } finally {
     await env.close();

@@ -45,7 +45,10 @@ select set_eq($$select op, ts > now() - interval '90 days' from public.memory_ev
               'kept: the redaction event however old (stats sum them), and the one of 89 days');
 
 update public.memory_settings set value = 0 where name = 'job_keep_days';
-select is((memory_private.prune_finished_jobs() ->> 'deleted')::int, 1, 'job_keep_days 0: every finished job is due');
+select memory_private.prune_finished_jobs();
+select set_eq($$select id from public.memory_jobs where owner_id = '85000000-0000-4000-8000-00000000000c'$$,
+              $$values ('85000000-0000-4000-8000-0000000000b2'::uuid), ('85000000-0000-4000-8000-0000000000b3'::uuid)$$,
+              'job_keep_days 0: every finished job is due, the one done 29 days ago too');
 select throws_ok($$select memory_private.prune_finished_jobs(p_limit => 0)$$, '22023', null, 'a limit below 1 is refused');
 
 -- What refers to a job goes with it (an extract job's transcript part and marks).
