@@ -3,46 +3,16 @@
 // of an earlier answer), so a growing session never resends everything. A digest the session does
 // not know is a 409 telling the client to resend; every 413 says what to do.
 import assert from "node:assert/strict";
-import { createHandler } from "../supabase/functions/memory-extract/handler.ts";
 import { digestWork, prefixDigests } from "../supabase/functions/memory-extract/transcript-prefix.ts";
 import { memoryApi } from "./support/memory-api.ts";
-import { userHeaders } from "./support/auth.ts";
+import {
+  chatMessage as msg,
+  chatTranscript as transcript,
+  type ExtractAnswer as Answer,
+  postExtract as post,
+} from "./support/extract.ts";
 import { newTenant } from "./support/seed.ts";
 import { type WriteEnv, writeEnv } from "./write_helpers.ts";
-
-const msg = (i: number, text = `message ${i} of the session`) => ({
-  role: i % 2 ? "assistant" : "user",
-  content: text,
-});
-const transcript = (n: number, from = 0) => Array.from({ length: n }, (_, i) => msg(from + i));
-
-interface Answer {
-  job_id: string;
-  deduplicated: boolean;
-  new_messages: number;
-  transcript: { count: number; digest: string };
-}
-
-async function post(
-  env: WriteEnv,
-  tenant: string,
-  body: Record<string, unknown>,
-  config: Partial<WriteEnv["config"]> = {},
-) {
-  const handler = createHandler({
-    ...env.deps,
-    config: { ...env.config, ...config },
-    kickWorker: () => Promise.resolve(),
-  });
-  const res = await handler(
-    new Request("http://localhost/functions/v1/memory-extract", {
-      method: "POST",
-      headers: await userHeaders(tenant),
-      body: JSON.stringify(body),
-    }),
-  );
-  return { status: res.status, body: await res.json() };
-}
 
 async function jobs(env: WriteEnv, tenant: string) {
   return await env.sql<
@@ -149,8 +119,11 @@ Deno.test("extract after: a digest the session never sent is a 409 that says to 
     for (const c of cases) {
       const res = await post(env, tenant, { ...c, messages: transcript(2, 4) });
       assert.equal(res.status, 409, JSON.stringify(c));
-      assert.equal(res.body.error.code, "transcript_mismatch");
-      assert.match(res.body.error.message, /resend the whole transcript, from the first message, without `after`/);
+      assert.equal(res.body.error?.code, "transcript_mismatch");
+      assert.match(
+        res.body.error?.message ?? "",
+        /resend the whole transcript, from the first message, without `after`/,
+      );
     }
     assert.equal(
       (await post(env, newTenant(), { session_id: "s-409", after: first.transcript, messages: transcript(1) })).status,
@@ -184,9 +157,9 @@ Deno.test("extract: a 5 MiB session is accepted; over the limit, the 413 says to
       maxExtractBodyBytes: 64 * 1024,
     });
     assert.equal(small.status, 413);
-    assert.equal(small.body.error.code, "payload_too_large");
+    assert.equal(small.body.error?.code, "payload_too_large");
     assert.match(
-      small.body.error.message,
+      small.body.error?.message ?? "",
       /at most 65536 bytes \(MAX_EXTRACT_BODY_BYTES\): send only the messages after .*`after` .*`transcript` \{count, digest\}/,
     );
     // Every other route's 413 says what to do too.
