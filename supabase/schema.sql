@@ -4983,6 +4983,13 @@ ALTER TABLE ONLY public.memory_events
     ADD CONSTRAINT memory_events_pkey PRIMARY KEY (id);
 
 --
+-- Name: memory_extract_marks memory_extract_marks_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.memory_extract_marks
+    ADD CONSTRAINT memory_extract_marks_pkey PRIMARY KEY (job_id, "position");
+
+--
 -- Name: memory_extract_parts memory_extract_parts_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -5317,12 +5324,6 @@ CREATE INDEX memory_events_owner_ts ON public.memory_events USING btree (owner_i
 --
 
 CREATE INDEX memory_events_prunable ON public.memory_events USING btree (ts) WHERE (op <> 'redact'::text);
-
---
--- Name: memory_extract_marks_by_job; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX memory_extract_marks_by_job ON public.memory_extract_marks USING btree (job_id);
 
 --
 -- Name: memory_extract_marks_by_key; Type: INDEX; Schema: public; Owner: -

@@ -47,6 +47,14 @@ update public.devai_memories set state = 'soft_deleted', purge_at = now() + inte
 update public.devai_memories set is_valid = false, superseded_by = '81000000-0000-4000-8000-0000000000a6'
  where id = '81000000-0000-4000-8000-0000000000b6';
 
+-- The tenant's own HNSW index (what the worker builds for a big tenant), so the index walk below
+-- reads this file's sixteen memories only: in the shared index, among the entries earlier files
+-- left (rolled back, not vacuumed), a walk sometimes missed one of them.
+create index devai_memories_hnsw_owner_8100000000004000800000000000000c on public.devai_memories
+  using hnsw (embedding extensions.vector_cosine_ops) with (m = 16, ef_construction = 64)
+  where owner_id = '81000000-0000-4000-8000-00000000000c'::uuid and is_valid and state = 'active'
+    and source is distinct from 'conversation';
+
 -- Each hit's relation strength (-1: none), as one function returns it.
 create function pg_temp.boosts(p_rows jsonb) returns jsonb language sql as $$
   select jsonb_object_agg(right(r ->> 'id', 2), coalesce((r ->> 'max_relation_strength')::real, -1))
@@ -59,6 +67,7 @@ create function pg_temp.match(p_as_of timestamptz default null) returns jsonb la
 $$;
 create function pg_temp.hnsw_scans() returns bigint language sql as $$
   select pg_stat_get_xact_numscans('public.devai_memories_embedding_hnsw'::regclass)
+         + pg_stat_get_xact_numscans('public.devai_memories_hnsw_owner_8100000000004000800000000000000c'::regclass)
 $$;
 create temp table want (k text, boost real) on commit drop;
 insert into want values ('a1', -1), ('a2', -1), ('a3', -1), ('a4', -1), ('a5', -1), ('a6', 0.5), ('a7', 0.7), ('a8', -1);
