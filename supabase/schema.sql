@@ -1617,15 +1617,19 @@ end;
 $$;
 
 --
--- Name: keyword_postings(uuid, text[], tsquery[], integer, integer, timestamp with time zone); Type: FUNCTION; Schema: memory_search; Owner: -
+-- Name: keyword_postings(uuid, text[], tsquery[], integer, integer, timestamp with time zone, tsquery, timestamp with time zone, timestamp with time zone, text[], text[], jsonb); Type: FUNCTION; Schema: memory_search; Owner: -
 --
 
-CREATE FUNCTION memory_search.keyword_postings(p_owner uuid, p_scopes text[], p_terms tsquery[], p_df_cap integer, p_max_candidates integer, p_as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, OUT term_df integer[], OUT candidates uuid[]) RETURNS record
+CREATE FUNCTION memory_search.keyword_postings(p_owner uuid, p_scopes text[], p_terms tsquery[], p_df_cap integer, p_max_candidates integer, p_as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, p_exclude tsquery DEFAULT NULL::tsquery, p_after timestamp with time zone DEFAULT NULL::timestamp with time zone, p_before timestamp with time zone DEFAULT NULL::timestamp with time zone, p_types text[] DEFAULT NULL::text[], p_categories text[] DEFAULT NULL::text[], p_fields jsonb DEFAULT NULL::jsonb, OUT term_df integer[], OUT candidates uuid[]) RETURNS record
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO ''
     SET plan_cache_mode TO 'force_generic_plan'
     AS $_$
 declare
+  -- The request's filters: the candidates taken when every term is common pass them (the rare
+  -- terms' matches are all taken, and filtered by the caller).
+  v_filtered boolean := p_exclude is not null or p_after is not null or p_before is not null or p_types is not null
+                        or p_categories is not null or p_fields is not null;
   v_keys   text[];
   v_scoped boolean;
   v_ids    uuid[];
@@ -1760,7 +1764,8 @@ begin
   if cardinality(v_live) = 0 then
     return;
   end if;
-  -- The memories matching all of them, at most the cap. Not those matching any of them: a
+  -- The memories matching all of them (and the request's filters), at most the cap. Not those
+  -- matching any of them: a
   -- common word's matches, taken in no particular order, are noise, and finding them cost a
   -- bitmap of every memory holding any of the words (the vector signal covers what the words
   -- alone do not pin down).
@@ -1774,6 +1779,9 @@ begin
                and m.owner_id::text = p_owner::text
                and (m.namespace || '/') ^@ any (p_scopes)
                and m.fts @@ v_q
+               and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned,
+                                                                   m.importance, m.updated_at, p_exclude, p_after, p_before,
+                                                                   p_types, p_categories, p_fields))
              limit p_df_cap) x;
   else
     select coalesce(array_agg(x.id), '{}') into candidates
@@ -1784,6 +1792,9 @@ begin
                and m.source is distinct from 'conversation'
                and m.fts @@ v_q
                and (m.namespace || '/') ^@ any (p_scopes)
+               and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned,
+                                                                   m.importance, m.updated_at, p_exclude, p_after, p_before,
+                                                                   p_types, p_categories, p_fields))
              limit p_df_cap) x;
   end if;
 end;
@@ -2247,7 +2258,9 @@ begin
                 else greatest(public.memory_scope_size(match_owner, v_bases, v_df_cap * 5), 1000) end;
     -- Document frequencies (capped) and candidates, through the index (memory_search.keyword_postings).
     select p.term_df, p.candidates into v_dfs, v_cand
-      from memory_search.keyword_postings(match_owner, v_scopes, v_terms_all, v_df_cap, v_pool * 2, as_of) p;
+      from memory_search.keyword_postings(match_owner, v_scopes, v_terms_all, v_df_cap, v_pool * 2, as_of, v_exclude,
+                                          filter_after, filter_before, filter_memory_types, filter_categories,
+                                          filter_fields) p;
     for i in 1 .. coalesce(cardinality(v_terms_all), 0) loop
       v_df := coalesce(v_dfs[i], v_df_cap + 1);
       -- A term no memory has still counts in the best possible score (coverage's denominator):
@@ -6777,12 +6790,12 @@ GRANT ALL ON FUNCTION memory_search.context_lookups(p_owner uuid, p_scopes text[
 GRANT ALL ON FUNCTION memory_search.context_lookups(p_owner uuid, p_scopes text[], p_files text[], p_modules text[], p_branch text, p_categories text[], p_recent_since timestamp with time zone, p_max_per_kind integer, OUT ids uuid[], OUT kinds text[], OUT details text[], OUT weights double precision[]) TO service_role;
 
 --
--- Name: FUNCTION keyword_postings(p_owner uuid, p_scopes text[], p_terms tsquery[], p_df_cap integer, p_max_candidates integer, p_as_of timestamp with time zone, OUT term_df integer[], OUT candidates uuid[]); Type: ACL; Schema: memory_search; Owner: -
+-- Name: FUNCTION keyword_postings(p_owner uuid, p_scopes text[], p_terms tsquery[], p_df_cap integer, p_max_candidates integer, p_as_of timestamp with time zone, p_exclude tsquery, p_after timestamp with time zone, p_before timestamp with time zone, p_types text[], p_categories text[], p_fields jsonb, OUT term_df integer[], OUT candidates uuid[]); Type: ACL; Schema: memory_search; Owner: -
 --
 
-REVOKE ALL ON FUNCTION memory_search.keyword_postings(p_owner uuid, p_scopes text[], p_terms tsquery[], p_df_cap integer, p_max_candidates integer, p_as_of timestamp with time zone, OUT term_df integer[], OUT candidates uuid[]) FROM PUBLIC;
-GRANT ALL ON FUNCTION memory_search.keyword_postings(p_owner uuid, p_scopes text[], p_terms tsquery[], p_df_cap integer, p_max_candidates integer, p_as_of timestamp with time zone, OUT term_df integer[], OUT candidates uuid[]) TO authenticated;
-GRANT ALL ON FUNCTION memory_search.keyword_postings(p_owner uuid, p_scopes text[], p_terms tsquery[], p_df_cap integer, p_max_candidates integer, p_as_of timestamp with time zone, OUT term_df integer[], OUT candidates uuid[]) TO service_role;
+REVOKE ALL ON FUNCTION memory_search.keyword_postings(p_owner uuid, p_scopes text[], p_terms tsquery[], p_df_cap integer, p_max_candidates integer, p_as_of timestamp with time zone, p_exclude tsquery, p_after timestamp with time zone, p_before timestamp with time zone, p_types text[], p_categories text[], p_fields jsonb, OUT term_df integer[], OUT candidates uuid[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION memory_search.keyword_postings(p_owner uuid, p_scopes text[], p_terms tsquery[], p_df_cap integer, p_max_candidates integer, p_as_of timestamp with time zone, p_exclude tsquery, p_after timestamp with time zone, p_before timestamp with time zone, p_types text[], p_categories text[], p_fields jsonb, OUT term_df integer[], OUT candidates uuid[]) TO authenticated;
+GRANT ALL ON FUNCTION memory_search.keyword_postings(p_owner uuid, p_scopes text[], p_terms tsquery[], p_df_cap integer, p_max_candidates integer, p_as_of timestamp with time zone, p_exclude tsquery, p_after timestamp with time zone, p_before timestamp with time zone, p_types text[], p_categories text[], p_fields jsonb, OUT term_df integer[], OUT candidates uuid[]) TO service_role;
 
 --
 -- Name: FUNCTION passes_filters(p_fts tsvector, p_created_at timestamp with time zone, p_memory_type text, p_metadata jsonb, p_pinned boolean, p_importance smallint, p_updated_at timestamp with time zone, p_exclude tsquery, p_after timestamp with time zone, p_before timestamp with time zone, p_types text[], p_categories text[], p_fields jsonb); Type: ACL; Schema: memory_search; Owner: -

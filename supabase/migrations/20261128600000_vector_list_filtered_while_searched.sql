@@ -14,6 +14,8 @@
 --   lists, its vector list, query_memories' context-'all' categories). They are one function now,
 --   memory_search.passes_filters, called only when the request has a filter (a plpgsql call per
 --   row is a few microseconds; a retrieval without filters pays nothing).
+-- * The keyword list's candidates, when every term is common, were the first keyword_df_cap
+--   memories matching them all, filtered after: memory_search.keyword_postings takes the filters.
 -- * memory.query's field filters (user_id, agent_id, run_id, actor_id, role, pinned, importance,
 --   updated_at) were applied to what hybrid_search returned, the best 4 x match_count of all (20
 --   by default): in a project several users share, a filter on one user found what passed among
@@ -69,6 +71,196 @@ end;
 $$;
 revoke all on function memory_search.passes_filters(tsvector, timestamptz, text, jsonb, boolean, smallint, timestamptz, tsquery, timestamptz, timestamptz, text[], text[], jsonb) from public, anon;
 grant execute on function memory_search.passes_filters(tsvector, timestamptz, text, jsonb, boolean, smallint, timestamptz, tsquery, timestamptz, timestamptz, text[], text[], jsonb) to authenticated, service_role;
+
+-- memory_search.keyword_postings: when every term of the question is common, the candidates (at
+-- most keyword_df_cap, in no set order) are taken among the memories passing the request's
+-- filters. They were taken among all and filtered after: a strict window over a common word
+-- found 0 of the 20 memories that matched it in the window (found by an outside attack). Body
+-- otherwise as in 20261127100000.
+drop function memory_search.keyword_postings(uuid, text[], tsquery[], integer, integer, timestamptz);
+CREATE FUNCTION memory_search.keyword_postings(p_owner uuid, p_scopes text[], p_terms tsquery[], p_df_cap integer, p_max_candidates integer, p_as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, p_exclude tsquery DEFAULT NULL::tsquery, p_after timestamp with time zone DEFAULT NULL::timestamp with time zone, p_before timestamp with time zone DEFAULT NULL::timestamp with time zone, p_types text[] DEFAULT NULL::text[], p_categories text[] DEFAULT NULL::text[], p_fields jsonb DEFAULT NULL::jsonb, OUT term_df integer[], OUT candidates uuid[])
+ RETURNS record
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO ''
+ SET plan_cache_mode TO 'force_generic_plan'
+AS $function$
+declare
+  -- The request's filters: the candidates taken when every term is common pass them (the rare
+  -- terms' matches are all taken, and filtered by the caller).
+  v_filtered boolean := p_exclude is not null or p_after is not null or p_before is not null or p_types is not null
+                        or p_categories is not null or p_fields is not null;
+  v_keys   text[];
+  v_scoped boolean;
+  v_ids    uuid[];
+  v_rare   text[] := '{}';
+  v_q      tsquery;
+  v_sq     tsquery;
+  v_order  integer[];
+  v_live   tsquery[];
+  v_above  boolean;
+  v_whole  boolean;
+  v_factor numeric;
+  v_lexemes text[];
+  v_common text[] := '{}';
+begin
+  term_df := '{}';
+  candidates := '{}';
+  if not memory_search.caller_reads_owner(p_owner) then
+    return;
+  end if;
+  -- Whole scopes (or deeper ones) are looked up by their keys in fts_scoped. A scope above them
+  -- (the tenant's whole memory, 'devai', or every project, 'devai/project') is looked up by the
+  -- keys of the namespaces it holds, found by walking the tenant's namespace index from one
+  -- distinct namespace to the next (one index probe each; at most 256 namespaces); past that, or
+  -- as of an instant, the tenant's rows are scanned.
+  -- Per scope, once: above the keyed ones, or a whole keyed scope. The statistics used below are
+  -- per key, so they stand for a request only when no scope asked is below its key's
+  -- (devai/project/p/ci under devai/project/p).
+  select bool_or(x.above), bool_and(x.above or memory_private.keyword_scope(x.base) = x.base)
+    into v_above, v_whole
+    from (select rtrim(s, '/') as base,
+                 split_part(rtrim(s, '/'), '/', 2) = ''
+                 or (split_part(rtrim(s, '/'), '/', 2) = 'project' and split_part(rtrim(s, '/'), '/', 3) = '') as above
+            from unnest(p_scopes) s) x;
+  v_scoped := p_as_of is null and not coalesce(v_above, false);
+  if v_scoped then
+    select array_agg(distinct memory_private.keyword_scope_key(p_owner, memory_private.keyword_scope(rtrim(s, '/'))))
+      into v_keys from unnest(p_scopes) s;
+  elsif p_as_of is null then
+    with recursive walk (ns, n) as (
+      (select m.namespace, 1 from public.devai_memories m
+        where m.owner_id = p_owner and m.is_valid and m.state = 'active'
+        order by m.namespace using operator(pg_catalog.~<~) limit 1)
+      union all
+      select (select m.namespace from public.devai_memories m
+               where m.owner_id = p_owner and m.is_valid and m.state = 'active'
+                 and m.namespace operator(pg_catalog.~>~) w.ns
+               order by m.namespace using operator(pg_catalog.~<~) limit 1),
+             w.n + 1
+        from walk w
+       where w.ns is not null and w.n <= 256
+    )
+    select coalesce(array_agg(distinct memory_private.keyword_scope_key(p_owner, memory_private.keyword_scope(w.ns)))
+                      filter (where (w.ns || '/') ^@ any (p_scopes)), '{}'),
+           not bool_or(w.n > 256 and w.ns is not null)
+      into v_keys, v_scoped
+      from walk w
+     where w.ns is not null;
+    v_scoped := coalesce(v_scoped, true);
+  end if;
+
+  -- A one-word term the statistics estimate in keyword_common_estimate_factor x the cap of one of
+  -- these scopes' memories or more (memory_private.keyword_common_terms) is common without being
+  -- counted: counting it builds a bitmap of all its matches to learn only that there are more than
+  -- the cap. Only for whole scopes: the statistics are per scope key.
+  if v_scoped and v_whole then
+    v_factor := public.memory_setting('keyword_common_estimate_factor');
+    if v_factor > 0 then
+      -- Each one-word term's lexeme (null for a phrase or a prefix), then one primary-key probe per
+      -- lexeme and key ('<key>:<lexeme>'; a key has no ':').
+      select array_agg(replace(m[1], '''''', '''') order by t.i) into v_lexemes
+        from unnest(p_terms) with ordinality t(q, i)
+        left join lateral regexp_match(t.q::text, '^''((?:[^'']|'''')*)''$') m on true;
+      select coalesce(array_agg(distinct substr(c.term, strpos(c.term, ':') + 1)), '{}') into v_common
+        from memory_private.keyword_common_terms c
+       where c.term = any (array(select k.key || ':' || l.lexeme
+                                   from unnest(v_lexemes) l(lexeme) cross join unnest(v_keys) k(key)
+                                  where l.lexeme is not null))
+         and c.estimated_rows >= v_factor * p_df_cap;
+    end if;
+  end if;
+
+  for i in 1 .. coalesce(cardinality(p_terms), 0) loop
+    v_q := p_terms[i];
+    if v_lexemes[i] = any (v_common) then
+      term_df := term_df || (p_df_cap + 1);
+      v_rare := v_rare || ''::text;
+      continue;
+    end if;
+    if v_scoped then
+      v_sq := memory_search.scoped_query(v_q, v_keys);
+      select array_agg(x.id) into v_ids
+        from (select m.id from public.devai_memories m
+               where pg_catalog.strip(m.fts_scoped) @@ v_sq
+                 and m.is_valid and m.state = 'active' and m.source is distinct from 'conversation'
+                 -- The key pins the tenant already; this re-check (against a key collision) is
+                 -- written so the planner cannot add the tenant's whole owner index to the lookup.
+                 and m.owner_id::text = p_owner::text
+                 and (m.namespace || '/') ^@ any (p_scopes)
+                 and m.fts @@ v_q
+               limit p_df_cap + 1) x;
+    else
+      select array_agg(x.id) into v_ids
+        from (select m.id from public.devai_memories m
+               where m.owner_id = p_owner
+                 and (case when p_as_of is null then m.is_valid and m.state = 'active'
+                           else m.created_at <= p_as_of and (m.valid_until is null or m.valid_until > p_as_of)
+                                and (select a.held from public.memory_at(m, p_as_of) a) end)
+                 and m.source is distinct from 'conversation'
+                 and m.fts @@ v_q
+                 and (m.namespace || '/') ^@ any (p_scopes)
+               limit p_df_cap + 1) x;
+    end if;
+    term_df := term_df || coalesce(cardinality(v_ids), 0);
+    v_rare := v_rare || case when coalesce(cardinality(v_ids), 0) between 1 and p_df_cap then array_to_string(v_ids, ' ') else '' end;
+  end loop;
+
+  -- Rarest terms first bring their matches in.
+  select coalesce(array_agg(o.i order by term_df[o.i], o.i), '{}') into v_order
+    from generate_subscripts(term_df, 1) o(i)
+   where term_df[o.i] between 1 and p_df_cap;
+  for i in 1 .. cardinality(v_order) loop
+    exit when cardinality(candidates) >= p_max_candidates;
+    candidates := candidates || string_to_array(v_rare[v_order[i]], ' ')::uuid[];
+  end loop;
+  if cardinality(v_order) > 0 then
+    return;
+  end if;
+
+  -- Every term that matches is common: the memories matching all of them, else any of them.
+  select coalesce(array_agg(q order by i), '{}') into v_live
+    from unnest(p_terms) with ordinality t(q, i) where term_df[t.i] > 0;
+  if cardinality(v_live) = 0 then
+    return;
+  end if;
+  -- The memories matching all of them (and the request's filters), at most the cap. Not those
+  -- matching any of them: a
+  -- common word's matches, taken in no particular order, are noise, and finding them cost a
+  -- bitmap of every memory holding any of the words (the vector signal covers what the words
+  -- alone do not pin down).
+  v_q := (select string_agg('(' || q::text || ')', ' & ')::tsquery from unnest(v_live) q);
+  if v_scoped then
+    v_sq := memory_search.scoped_query(v_q, v_keys);
+    select coalesce(array_agg(x.id), '{}') into candidates
+      from (select m.id from public.devai_memories m
+             where pg_catalog.strip(m.fts_scoped) @@ v_sq
+               and m.is_valid and m.state = 'active' and m.source is distinct from 'conversation'
+               and m.owner_id::text = p_owner::text
+               and (m.namespace || '/') ^@ any (p_scopes)
+               and m.fts @@ v_q
+               and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned,
+                                                                   m.importance, m.updated_at, p_exclude, p_after, p_before,
+                                                                   p_types, p_categories, p_fields))
+             limit p_df_cap) x;
+  else
+    select coalesce(array_agg(x.id), '{}') into candidates
+      from (select m.id from public.devai_memories m
+             where m.owner_id = p_owner
+               and (case when p_as_of is null then m.is_valid and m.state = 'active'
+                         else m.created_at <= p_as_of and (select a.held from public.memory_at(m, p_as_of) a) end)
+               and m.source is distinct from 'conversation'
+               and m.fts @@ v_q
+               and (m.namespace || '/') ^@ any (p_scopes)
+               and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned,
+                                                                   m.importance, m.updated_at, p_exclude, p_after, p_before,
+                                                                   p_types, p_categories, p_fields))
+             limit p_df_cap) x;
+  end if;
+end;
+$function$;
+revoke all on function memory_search.keyword_postings(uuid, text[], tsquery[], integer, integer, timestamptz, tsquery, timestamptz, timestamptz, text[], text[], jsonb) from public, anon;
+grant execute on function memory_search.keyword_postings(uuid, text[], tsquery[], integer, integer, timestamptz, tsquery, timestamptz, timestamptz, text[], text[], jsonb) to authenticated, service_role;
 
 -- public.match_memories: the filters, applied in each path.
 drop function public.match_memories(extensions.vector, text, integer, double precision, uuid, text, text[], timestamptz, boolean);
@@ -449,7 +641,9 @@ begin
                 else greatest(public.memory_scope_size(match_owner, v_bases, v_df_cap * 5), 1000) end;
     -- Document frequencies (capped) and candidates, through the index (memory_search.keyword_postings).
     select p.term_df, p.candidates into v_dfs, v_cand
-      from memory_search.keyword_postings(match_owner, v_scopes, v_terms_all, v_df_cap, v_pool * 2, as_of) p;
+      from memory_search.keyword_postings(match_owner, v_scopes, v_terms_all, v_df_cap, v_pool * 2, as_of, v_exclude,
+                                          filter_after, filter_before, filter_memory_types, filter_categories,
+                                          filter_fields) p;
     for i in 1 .. coalesce(cardinality(v_terms_all), 0) loop
       v_df := coalesce(v_dfs[i], v_df_cap + 1);
       -- A term no memory has still counts in the best possible score (coverage's denominator):

@@ -4,7 +4,7 @@
 -- took the nearest 80 of all and filtered them: its vector list was empty here.
 -- docs/retrieval.md#vector.
 begin;
-select plan(22);
+select plan(24);
 
 -- 300 recent memories near the question (cosine 0.51-1), and three old ones farther than all of
 -- them (0.29; one procedural, one a decision, one naming a proxy), next to the farthest recent
@@ -154,6 +154,23 @@ select is((select count(*)::int from public.query_memories('note', tests.embeddi
              'researcher', array['knowledge'], 5, 0, 'local-hash-512-v1', filter_user_id => 'u-b',
              filter_updated_before => now() - interval '1 day')),
           0, 'memory.query: updated_before the same way (control: nothing was updated before yesterday)');
+select tests.clear_authentication();
+
+-- The keyword list too: a word more than keyword_df_cap (25) memories hold is common, and its
+-- candidates were the first 25 memories holding it, filtered after (here the 20 old ones first:
+-- 5 of the window's 20 found).
+insert into public.devai_memories (owner_id, content, memory_type, namespace, embedding_model, created_at)
+select '83000000-0000-4000-8000-00000000000e', 'legacy billing rule ' || g, 'semantic', 'devai/project/kw',
+       'local-hash-512-v1', case when g <= 20 then timestamptz '2020-01-01' + g * interval '1 day' else now() - interval '1 day' end
+  from generate_series(1, 40) g;
+select tests.authenticate_as('83000000-0000-4000-8000-00000000000e');
+select is((select count(*)::int from public.hybrid_search('legacy', null, array['devai/project/kw'], 20, 0,
+             'local-hash-512-v1', search_mode => 'keyword', filter_after => '2021-01-01', keyword_threshold => 0)),
+          20, 'keyword: a common word in a window: all twenty of the window''s memories holding it');
+select is((select count(*)::int from public.hybrid_search('legacy', null, array['devai/project/kw'], 20, 0,
+             'local-hash-512-v1', search_mode => 'keyword', filter_after => '2021-01-01', keyword_threshold => 0)
+            where created_at < '2021-01-01'),
+          0, 'and none from before it');
 select tests.clear_authentication();
 
 select * from finish();
