@@ -3230,7 +3230,7 @@ $_$;
 CREATE FUNCTION public.memory_keyword_terms(query_text text, max_terms integer DEFAULT 12) RETURNS TABLE(term text, kind text, query tsquery)
     LANGUAGE plpgsql STABLE PARALLEL SAFE
     SET search_path TO ''
-    AS $$
+    AS $_$
 declare
   -- The longest text a search is given: a retrieval's message (20,000 characters), two newlines
   -- and its project_context (4,000). Read whole, so an exclusion at its end still excludes.
@@ -3241,12 +3241,13 @@ declare
   v_q      tsquery;
   v_lex    text;
 begin
-  -- Exclusions first (they are removed from the text before the rest is read).
-  for v_part in select m[1] from regexp_matches(v_text, '(?:^|\s)-"([^"]*)"', 'g') as m loop
+  -- Exclusions first (they are removed from the text before the rest is read). A quote left open
+  -- runs to the end of the text, as websearch_to_tsquery reads it.
+  for v_part in select m[1] from regexp_matches(v_text, '(?:^|\s)-"([^"]*)(?:"|$)', 'g') as m loop
     v_q := phraseto_tsquery('english'::regconfig, v_part);
     if numnode(v_q) > 0 then term := v_part; kind := 'exclude'; query := v_q; return next; end if;
   end loop;
-  v_text := regexp_replace(v_text, '(^|\s)-"[^"]*"', ' ', 'g');
+  v_text := regexp_replace(v_text, '(^|\s)-"[^"]*("|$)', ' ', 'g');
   for v_part in select m[1] from regexp_matches(v_text, '(?:^|\s)-([[:alpha:]][^\s"]+)', 'g') as m loop
     v_q := plainto_tsquery('english'::regconfig, v_part);
     if numnode(v_q) > 0 then term := v_part; kind := 'exclude'; query := v_q; return next; end if;
@@ -3292,7 +3293,7 @@ begin
     end if;
   end loop;
 end;
-$$;
+$_$;
 
 --
 -- Name: memory_reinforced_strength(double precision, double precision, integer, timestamp with time zone, timestamp with time zone, boolean, double precision, double precision, double precision, double precision); Type: FUNCTION; Schema: public; Owner: -

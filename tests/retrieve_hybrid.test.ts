@@ -213,6 +213,8 @@ Deno.test("time words: the keyword text loses the words that set the window, not
 
 Deno.test("exclusions are not embedded; as_of covers the millisecond the API reports", () => {
   assert.equal(embeddingText("ERR_SOCKET_TIMEOUT -proxy"), "ERR_SOCKET_TIMEOUT");
+  // A quote left open runs to the end, as memory_keyword_terms reads it.
+  assert.equal(embeddingText('billing -"widget gizmo'), "billing");
   assert.equal(embeddingText('deploy -"fly deploy" staging'), "deploy staging");
   assert.equal(embeddingText("docker-compose up - now"), "docker-compose up - now");
   assert.equal(embeddingText("-proxy"), "-proxy", "a query of exclusions only is embedded as it is");

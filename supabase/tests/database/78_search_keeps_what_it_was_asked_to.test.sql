@@ -6,7 +6,7 @@
 -- lookup runs without graph hops; query_memories takes the intent's steering (preferred types).
 -- docs/retrieval.md.
 begin;
-select plan(18);
+select plan(19);
 
 insert into public.devai_memories
   (id, owner_id, content, memory_type, namespace, embedding, embedding_model, strength, created_at, metadata)
@@ -146,6 +146,10 @@ select is((select array_agg(term order by term) from public.memory_keyword_terms
           array['fly deploy', 'proxy'], 'exclusions: -word and -"phrase", never --flag, -n or -1');
 select ok((select bool_or(term = 'config') from public.memory_keyword_terms('deno task --config deno.json') where kind = 'word'),
           'a flag''s word stays a term of the query');
+-- A quote left open excludes to the end of the text, as websearch_to_tsquery reads it (migration
+-- 20261128630000); it was read as two words to find.
+select is((select array_agg(kind || ':' || term order by kind, term) from public.memory_keyword_terms('billing -"widget gizmo')),
+          array['exclude:widget gizmo', 'word:bill'], 'an open quote: the phrase to the end is excluded');
 
 select * from finish();
 rollback;

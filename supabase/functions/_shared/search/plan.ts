@@ -82,10 +82,10 @@ export function embeddingText(text: string): string {
 }
 
 // An exclusion as public.memory_keyword_terms reads it: after the start or a blank (Postgres' \s:
-// space, tab, newline, vertical tab, form feed, carriage return), `-"a phrase"`, or `-` and a word
-// of at least two characters starting with a letter (a CLI flag `--config`, `-n` or a number
-// `-1` is no exclusion).
-const EXCLUSION = /(^|[ \t\n\v\f\r])-(?:"[^"]*"|\p{L}[^ \t\n\v\f\r"]+)/gu;
+// space, tab, newline, vertical tab, form feed, carriage return), `-"a phrase"` (a quote left open
+// runs to the end), or `-` and a word of at least two characters starting with a letter (a CLI flag
+// `--config`, `-n` or a number `-1` is no exclusion).
+const EXCLUSION = /(^|[ \t\n\v\f\r])-(?:"[^"]*(?:"|$)|\p{L}[^ \t\n\v\f\r"]+)/gu;
 
 /** The text with its exclusions blanked out, same length: no time word or cue is read inside one. */
 export function withoutExclusions(text: string): string {
