@@ -359,17 +359,25 @@ dbTest(
         [{ message: "x", after: "2026-02-31T10:00:00Z" }, "after"],
         [{ message: "x", after: "yesterday", now: "0001-01-01T00:00:00Z" }, "now"],
         [{ message: "x", as_of: "9999-12-31T23:59:59-14:00" }, "as_of"],
+        [{ message: "x", after: "last_week", now: "1970-01-05T00:00:00Z" }, "after"],
       ] as [Record<string, unknown>, string][]
     ) {
       const res = await retrieve(t, body);
       assert.equal(res.status, 400, JSON.stringify(body));
       assert.equal(res.body.error.issues[0].path[0], field, JSON.stringify(res.body));
       if (body.after === "next tuesday") assert.equal(res.body.error.issues[0].code, "invalid_time");
-      if (field === "after" && body.before === undefined) {
+      if (field === "after" && body.before === undefined && body.now === undefined) {
         assert.match(res.body.error.issues[0].message, /ISO date .* last_N_days/, JSON.stringify(res.body));
       }
+      // A form it reads, whose instant falls outside the range from this `now`: said so.
+      if (body.now === "1970-01-05T00:00:00Z") {
+        assert.match(
+          res.body.error.issues[0].message,
+          /'last_week' resolves, from now \(1970-01-05T00:00:00.000Z\), outside/,
+        );
+      }
       if (field === "now" || field === "as_of") assert.match(res.body.error.issues[0].message, /9999-12-31/);
-      if (res.body.error.issues[0].code === "invalid_time" && field !== "now") {
+      if (res.body.error.issues[0].code === "invalid_time" && field !== "now" && body.now === undefined) {
         assert.match(
           res.body.error.issues[0].message,
           /last_N_days/,

@@ -145,6 +145,10 @@ dbTest("filters are applied in SQL: metadata keys, pinned, importance range, upd
     "null = no filter",
   );
   assert.deepEqual(ids(await q({ agent_id: "nobody" })), []);
+  // A value Postgres cannot hold is a 400 naming the filter (it was the database's error, naming none).
+  const nul = await q({ user_id: "u1\u0000" });
+  assert.equal(nul.status, 400);
+  assert.deepEqual(nul.body.error.issues[0].path, ["filters", "user_id"], JSON.stringify(nul.body));
 });
 
 dbTest("return 'full' gives rows with metadata; bullets respect the budget exactly", async () => {

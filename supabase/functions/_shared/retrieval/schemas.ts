@@ -98,7 +98,10 @@ const instant = z.union([z.iso.datetime({ offset: true }), z.iso.date()], {
   .refine((s) => Number(s.slice(0, 4)) >= 1, "dates start at 0001-01-01")
   .refine((s) => Date.parse(s) < Date.UTC(10_000, 0, 1), "dates end at 9999-12-31 UTC")
   .nullable();
-const metaValue = z.string().min(1).max(200).nullable();
+// U+0000 is no text Postgres holds: named here (a 400 naming the filter), not left to the
+// database's error, which names no field.
+const metaValue = z.string().min(1).max(200).refine((s) => !s.includes("\u0000"), "NUL (U+0000) is not allowed")
+  .nullable();
 
 export const QueryFilters = z
   .object({

@@ -92,9 +92,17 @@ export function withoutExclusions(text: string): string {
   return text.replace(EXCLUSION, (m, blank: string) => blank + " ".repeat(m.length - blank.length));
 }
 
-function badTime(field: string, value: string): HttpError {
+/** A `now` every relative form resolves within the range from: one that fails there is no time at all. */
+const ORDINARY_NOW = new Date("2000-01-01T00:00:00Z");
+
+function badTime(field: string, value: string, now: Date): HttpError {
+  // A form the service reads, resolved outside the range from this request's `now` (last_week of
+  // 1970-01-05), says so rather than that it is no time.
+  const message = resolveTime(value, ORDINARY_NOW)
+    ? `'${value.slice(0, 60)}' resolves, from now (${now.toISOString()}), outside 1970-01-01 to 9999-12-31`
+    : `'${value.slice(0, 60)}' is not a time: use ${TIME_FORMS}`;
   return new HttpError(400, "invalid_request", "invalid request body", [
-    { path: [field], message: `'${value.slice(0, 60)}' is not a time: use ${TIME_FORMS}`, code: "invalid_time" },
+    { path: [field], message, code: "invalid_time" },
   ]);
 }
 
@@ -102,9 +110,9 @@ function badTime(field: string, value: string): HttpError {
 export function requestWindow(req: Pick<PlanRequest, "after" | "before">, now: Date): TimeWindow | undefined {
   if (req.after === undefined && req.before === undefined) return undefined;
   const after = req.after !== undefined ? resolveTime(req.after, now) : undefined;
-  if (req.after !== undefined && !after) throw badTime("after", req.after);
+  if (req.after !== undefined && !after) throw badTime("after", req.after, now);
   const before = req.before !== undefined ? resolveTime(req.before, now) : undefined;
-  if (req.before !== undefined && !before) throw badTime("before", req.before);
+  if (req.before !== undefined && !before) throw badTime("before", req.before, now);
   if (after && before && after.getTime() > before.getTime()) {
     throw new HttpError(400, "invalid_request", "invalid request body", [
       {
