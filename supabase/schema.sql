@@ -854,7 +854,7 @@ begin
   end if;
   with due as (
     select j.id from public.memory_jobs j
-     where j.status in ('done', 'dead') and j.finished_at < v_cutoff
+     where j.status in ('done', 'dead') and j.kind <> 'extract' and j.finished_at < v_cutoff
      order by j.finished_at
      limit p_limit
        for update skip locked
@@ -873,7 +873,7 @@ begin
     'deleted', v_deleted,
     'events_deleted', v_events_deleted,
     'remaining', exists (select from public.memory_jobs j
-                          where j.status in ('done', 'dead') and j.finished_at < v_cutoff)
+                          where j.status in ('done', 'dead') and j.kind <> 'extract' and j.finished_at < v_cutoff)
                  or exists (select from public.memory_events e where e.op <> 'redact' and e.ts < v_events));
 end;
 $$;
@@ -1755,12 +1755,24 @@ begin
     candidates := candidates || string_to_array(v_rare[v_order[i]], ' ')::uuid[];
   end loop;
   if cardinality(v_order) > 0 then
-    return;
+    -- With a filter, the rare terms' matches may all fail it (a rare word of the question only
+    -- older memories hold, under a window): then the common terms' memories that pass it are the
+    -- candidates, below, as if the rare terms matched nothing.
+    if not v_filtered or exists (
+         select from public.devai_memories m
+          where m.id = any (candidates)
+            and memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned, m.importance,
+                                             m.updated_at, p_exclude, p_after, p_before, p_types, p_categories,
+                                             p_fields)) then
+      return;
+    end if;
+    candidates := '{}';
   end if;
 
-  -- Every term that matches is common: the memories matching all of them, else any of them.
+  -- Every term that matches is common (or, under a filter, every rare term's matches fail it): the
+  -- memories matching all the common ones.
   select coalesce(array_agg(q order by i), '{}') into v_live
-    from unnest(p_terms) with ordinality t(q, i) where term_df[t.i] > 0;
+    from unnest(p_terms) with ordinality t(q, i) where term_df[t.i] > p_df_cap;
   if cardinality(v_live) = 0 then
     return;
   end if;
@@ -4744,7 +4756,7 @@ CASE name
     WHEN 'graph_seed_count'::text THEN ((value >= (1)::numeric) AND (value <= (50)::numeric) AND (value = trunc(value)))
     ELSE true
 END),
-    CONSTRAINT memory_settings_job_keep_days_range CHECK (((name <> 'job_keep_days'::text) OR (value >= (0)::numeric))),
+    CONSTRAINT memory_settings_job_keep_days_range CHECK (((name <> 'job_keep_days'::text) OR (value >= (1)::numeric))),
     CONSTRAINT memory_settings_keyword_common_estimate_factor_range CHECK (((name <> 'keyword_common_estimate_factor'::text) OR ((value >= (0)::numeric) AND (value <= (1000)::numeric)))),
     CONSTRAINT memory_settings_name_shape CHECK ((name ~ '^[a-z][a-z0-9_]{0,62}$'::text)),
     CONSTRAINT memory_settings_rate_limit_range CHECK (((name !~~ 'rate\_limit\_%'::text) OR
@@ -5373,7 +5385,7 @@ CREATE INDEX memory_jobs_claimable ON public.memory_jobs USING btree (run_after)
 -- Name: memory_jobs_finished; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX memory_jobs_finished ON public.memory_jobs USING btree (finished_at) WHERE (status = ANY (ARRAY['done'::text, 'dead'::text]));
+CREATE INDEX memory_jobs_finished ON public.memory_jobs USING btree (finished_at) WHERE ((status = ANY (ARRAY['done'::text, 'dead'::text])) AND (kind <> 'extract'::text));
 
 --
 -- Name: memory_jobs_running_lease; Type: INDEX; Schema: public; Owner: -

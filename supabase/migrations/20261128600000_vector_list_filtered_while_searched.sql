@@ -75,8 +75,9 @@ grant execute on function memory_search.passes_filters(tsvector, timestamptz, te
 -- memory_search.keyword_postings: when every term of the question is common, the candidates (at
 -- most keyword_df_cap, in no set order) are taken among the memories passing the request's
 -- filters. They were taken among all and filtered after: a strict window over a common word
--- found 0 of the 20 memories that matched it in the window (found by an outside attack). Body
--- otherwise as in 20261127100000.
+-- found 0 of the 20 memories that matched it in the window (found by an outside attack). The same
+-- when the rare terms' matches all fail the filters (found by a review: `legacy zebra` under a
+-- window, zebra only in older memories, found nothing). Body otherwise as in 20261127100000.
 drop function memory_search.keyword_postings(uuid, text[], tsquery[], integer, integer, timestamptz);
 CREATE FUNCTION memory_search.keyword_postings(p_owner uuid, p_scopes text[], p_terms tsquery[], p_df_cap integer, p_max_candidates integer, p_as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, p_exclude tsquery DEFAULT NULL::tsquery, p_after timestamp with time zone DEFAULT NULL::timestamp with time zone, p_before timestamp with time zone DEFAULT NULL::timestamp with time zone, p_types text[] DEFAULT NULL::text[], p_categories text[] DEFAULT NULL::text[], p_fields jsonb DEFAULT NULL::jsonb, OUT term_df integer[], OUT candidates uuid[])
  RETURNS record
@@ -215,12 +216,24 @@ begin
     candidates := candidates || string_to_array(v_rare[v_order[i]], ' ')::uuid[];
   end loop;
   if cardinality(v_order) > 0 then
-    return;
+    -- With a filter, the rare terms' matches may all fail it (a rare word of the question only
+    -- older memories hold, under a window): then the common terms' memories that pass it are the
+    -- candidates, below, as if the rare terms matched nothing.
+    if not v_filtered or exists (
+         select from public.devai_memories m
+          where m.id = any (candidates)
+            and memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned, m.importance,
+                                             m.updated_at, p_exclude, p_after, p_before, p_types, p_categories,
+                                             p_fields)) then
+      return;
+    end if;
+    candidates := '{}';
   end if;
 
-  -- Every term that matches is common: the memories matching all of them, else any of them.
+  -- Every term that matches is common (or, under a filter, every rare term's matches fail it): the
+  -- memories matching all the common ones.
   select coalesce(array_agg(q order by i), '{}') into v_live
-    from unnest(p_terms) with ordinality t(q, i) where term_df[t.i] > 0;
+    from unnest(p_terms) with ordinality t(q, i) where term_df[t.i] > p_df_cap;
   if cardinality(v_live) = 0 then
     return;
   end if;

@@ -1,12 +1,14 @@
--- Finished jobs are deleted after job_keep_days (30), events after event_keep_days (90).
+-- Finished jobs are deleted after job_keep_days (30), but extract jobs; events after
+-- event_keep_days (90).
 --
--- Nothing deleted memory_jobs rows before: a done or dead job kept its payload forever, and an
--- extract job's payload is the transcript part it was sent (up to 8 MiB), so a busy agent's queue
--- table grew by its whole conversation history.
--- A job done or dead for longer than that has told its worker and its caller what it had to
--- (GET memory-extract?job_id answers 404 for it afterwards); an extract job's transcript part and
--- marks go with it (on delete cascade), so a session idle that long is extracted again from the
--- first message its next POST sends that no remaining job covers (dedup finds what it holds).
+-- Nothing deleted memory_jobs rows before: every done or dead job kept its payload and result
+-- forever (a dedup job its candidates, a graph, background or index job its work). A job done or
+-- dead for longer than that has told its worker and its caller what it had to. Extract jobs stay:
+-- their transcript parts and marks (20261128610000) are what extraction's coverage reads, and a
+-- review showed what deleting them did: an active session's first job pruned, its next POST
+-- extracted the whole transcript again, every 30 days; a dead job pruned, a later POST with
+-- `after` skipped its messages for good. Their payloads (the transcript parts) are the queue's
+-- growth left (docs/extraction.md).
 --
 -- devai-job-prune runs every minute, deleting at most 500 jobs a call (a short transaction each:
 -- up to 720,000 a day), oldest first; queued and running jobs are never touched.
@@ -18,11 +20,11 @@
 
 insert into public.memory_settings (name, value, description) values
   ('job_keep_days', 30,
-   'memory_jobs done or dead for longer than this many days are deleted by devai-job-prune (an extract job''s transcript part and marks with it); queued and running jobs are kept.')
+   'memory_jobs done or dead for longer than this many days are deleted by devai-job-prune, but extract jobs (their transcript parts are what extraction''s coverage reads); queued and running jobs are kept.')
 on conflict (name) do nothing;
 alter table public.memory_settings
   add constraint memory_settings_job_keep_days_range
-  check (name <> 'job_keep_days' or value >= 0);
+  check (name <> 'job_keep_days' or value >= 1);
 
 insert into public.memory_settings (name, value, description) values
   ('event_keep_days', 90,
@@ -33,10 +35,10 @@ alter table public.memory_settings
   check (name <> 'event_keep_days' or value >= 1);
 
 -- The prunes' scans: finished jobs by the time they finished; events by time, redactions left out.
-create index memory_jobs_finished on public.memory_jobs (finished_at) where status in ('done', 'dead');
+create index memory_jobs_finished on public.memory_jobs (finished_at) where status in ('done', 'dead') and kind <> 'extract';
 create index memory_events_prunable on public.memory_events (ts) where op <> 'redact';
 
--- Deletes at most p_limit jobs that finished (done or dead) more than job_keep_days before p_now,
+-- Deletes at most p_limit jobs but extract ones that finished (done or dead) more than job_keep_days before p_now,
 -- oldest first, skipping any a concurrent transaction holds, and at most 10 x p_limit events older
 -- than event_keep_days (not the redaction events). Returns {"deleted": jobs, "events_deleted": n,
 -- "remaining": true|false} (remaining: more of either are due; the next call takes them). By hand:
@@ -59,7 +61,7 @@ begin
   end if;
   with due as (
     select j.id from public.memory_jobs j
-     where j.status in ('done', 'dead') and j.finished_at < v_cutoff
+     where j.status in ('done', 'dead') and j.kind <> 'extract' and j.finished_at < v_cutoff
      order by j.finished_at
      limit p_limit
        for update skip locked
@@ -78,7 +80,7 @@ begin
     'deleted', v_deleted,
     'events_deleted', v_events_deleted,
     'remaining', exists (select from public.memory_jobs j
-                          where j.status in ('done', 'dead') and j.finished_at < v_cutoff)
+                          where j.status in ('done', 'dead') and j.kind <> 'extract' and j.finished_at < v_cutoff)
                  or exists (select from public.memory_events e where e.op <> 'redact' and e.ts < v_events));
 end;
 $$;
@@ -86,7 +88,7 @@ revoke all on function memory_private.prune_finished_jobs(timestamptz, integer) 
 
 insert into public.memory_maintenance_schedules (job_name, schedule, command, description) values
   ('devai-job-prune', '* * * * *', 'select memory_private.prune_finished_jobs()',
-   'Deletes memory_jobs done or dead for more than job_keep_days (30), at most 500 a call, and memory_events older than event_keep_days (90) but the redaction events, at most 5,000 a call; every minute.')
+   'Deletes memory_jobs (but extract jobs) done or dead for more than job_keep_days (30), at most 500 a call, and memory_events older than event_keep_days (90) but the redaction events, at most 5,000 a call; every minute.')
 on conflict (job_name) do update
   set schedule = excluded.schedule, command = excluded.command, description = excluded.description;
 

@@ -4,7 +4,7 @@
 -- took the nearest 80 of all and filtered them: its vector list was empty here.
 -- docs/retrieval.md#vector.
 begin;
-select plan(24);
+select plan(25);
 
 -- 300 recent memories near the question (cosine 0.51-1), and three old ones farther than all of
 -- them (0.29; one procedural, one a decision, one naming a proxy), next to the farthest recent
@@ -171,6 +171,17 @@ select is((select count(*)::int from public.hybrid_search('legacy', null, array[
              'local-hash-512-v1', search_mode => 'keyword', filter_after => '2021-01-01', keyword_threshold => 0)
             where created_at < '2021-01-01'),
           0, 'and none from before it');
+-- A rare word only older memories hold, beside the common one: its matches fail the window, and
+-- the common word's memories in the window are the candidates.
+select tests.clear_authentication();
+insert into public.devai_memories (owner_id, content, memory_type, namespace, embedding_model, created_at)
+select '83000000-0000-4000-8000-00000000000e', 'zebra crossing ' || g, 'semantic', 'devai/project/kw',
+       'local-hash-512-v1', timestamptz '2020-06-01' + g * interval '1 day'
+  from generate_series(1, 2) g;
+select tests.authenticate_as('83000000-0000-4000-8000-00000000000e');
+select is((select count(*)::int from public.hybrid_search('legacy zebra', null, array['devai/project/kw'], 20, 0,
+             'local-hash-512-v1', search_mode => 'keyword', filter_after => '2021-01-01', keyword_threshold => 0)),
+          20, 'keyword: a rare word whose memories all fail the window leaves the common word''s to find');
 select tests.clear_authentication();
 
 select * from finish();

@@ -16,6 +16,7 @@ import {
   storedMemoryType,
   threadId,
 } from "../schemas.ts";
+import { CONTROL_CHARACTERS } from "../unsafe-characters.ts";
 import { INTENTS } from "../search/intent.ts";
 import { SEARCH_MODES } from "../search/hybrid.ts";
 import { TIME_FORMS } from "../search/time-window.ts";
@@ -98,9 +99,12 @@ const instant = z.union([z.iso.datetime({ offset: true }), z.iso.date()], {
   .refine((s) => Number(s.slice(0, 4)) >= 1, "dates start at 0001-01-01")
   .refine((s) => Date.parse(s) < Date.UTC(10_000, 0, 1), "dates end at 9999-12-31 UTC")
   .nullable();
-// U+0000 is no text Postgres holds: named here (a 400 naming the filter), not left to the
-// database's error, which names no field.
-const metaValue = z.string().min(1).max(200).refine((s) => !s.includes("\u0000"), "NUL (U+0000) is not allowed")
+// The one control-character rule (unsafe-characters.ts), as for the query: a 400 naming the filter
+// (U+0000 reached the database, whose error named no field).
+const metaValue = z.string().min(1).max(200).refine(
+  (s) => !CONTROL_CHARACTERS.test(s),
+  "control characters are not allowed",
+)
   .nullable();
 
 export const QueryFilters = z
