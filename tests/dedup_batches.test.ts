@@ -3,11 +3,11 @@
 // one job took them all, the worker refused a payload past 100 candidates, and all were lost while
 // the extraction said "stored" (found by an outside attack: 101 statements, 0 memories).
 import assert from "node:assert/strict";
-import { createHandler as createExtract } from "../supabase/functions/memory-extract/handler.ts";
 import { createHandler as createCompact } from "../supabase/functions/memory-compact/handler.ts";
 import { enqueueDedupJobs } from "../supabase/functions/_shared/dedup-jobs.ts";
 import { withTenant } from "../supabase/functions/_shared/db.ts";
 import { userHeaders } from "./support/auth.ts";
+import { postExtract } from "./support/extract.ts";
 import { newTenant } from "./support/seed.ts";
 import { drainAll, jobsOf, memoriesOf, writeEnv } from "./write_helpers.ts";
 
@@ -23,15 +23,8 @@ Deno.test("extract: 250 stated facts are queued in three dedup jobs and every on
   const env = await writeEnv({ withLlm: false });
   const tenant = newTenant();
   try {
-    const handler = createExtract({ ...env.deps, kickWorker: () => Promise.resolve() });
     const messages = Array.from({ length: 250 }, (_, n) => ({ role: "user", content: statement(n) }));
-    const res = await handler(
-      new Request("http://localhost/functions/v1/memory-extract", {
-        method: "POST",
-        headers: await userHeaders(tenant),
-        body: JSON.stringify({ session_id: "s-many", messages }),
-      }),
-    );
+    const res = await postExtract(env, tenant, { session_id: "s-many", messages });
     assert.equal(res.status, 202);
     await drainAll(env.deps, tenant);
 

@@ -45,8 +45,15 @@ Deno.test("prefixDigests: key order and jsonb round trips do not change a digest
   );
 });
 
-Deno.test("continueDigests: a transcript's digests continue from any of its points", () => {
+Deno.test("continueDigests: a transcript's digests continue from any of its points; the digests are stable", () => {
   const all = prefixDigests(transcript(7));
   assert.deepEqual(continueDigests(all[3]!, transcript(7).slice(3)), all.slice(3));
   assert.deepEqual(continueDigests(all[7]!, []), [all[7]]);
+  // Stored marks and job keys hold these digests: a change of the function (canonical JSON, the
+  // hash, the chaining) would orphan every session's recorded parts, so the values are pinned.
+  assert.deepEqual(continueDigests("8da9400e666b6eaba84fa080f33960eb869c2e7ae958f2f39bd902f92b82e953", [msg(1)]), [
+    "8da9400e666b6eaba84fa080f33960eb869c2e7ae958f2f39bd902f92b82e953",
+    "604fea7d0907d4116a9b4433b253d52f96198ca158d5699422d2489a6c6b6bf2",
+  ]);
+  assert.equal(prefixDigests([])[0], "2a17cd9f8c11076484cf12cfbc17262d660745b0df162159013250c218f9c403");
 });

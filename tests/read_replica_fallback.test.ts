@@ -10,20 +10,13 @@ import { mapDatabaseError } from "../supabase/functions/_shared/database-errors.
 import { localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
 import { userHeaders } from "./support/auth.ts";
 import { testConfig } from "./support/config.ts";
-import { callJson, dbTest } from "./support/http.ts";
+import { callJson, dbTest, refusedPort } from "./support/http.ts";
 import { newTenant, seedMemories, testSql } from "./support/seed.ts";
 
 const primary = testSql(3);
 const ignoredAtEnd: (() => void)[] = [];
 
 /** A loopback port nothing listens on. */
-function refusedPort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
-}
-
 /**
  * A "replica" that completes the startup handshake (authentication ok, ready for query) and then
  * reads every query without ever answering it. Returns its port and how many connections it took.

@@ -20,6 +20,7 @@ import { testDatabaseUrl } from "./support/config.ts";
 import { memoryApi } from "./support/memory-api.ts";
 import { newTenant, tenantWrites, testSql } from "./support/seed.ts";
 import { waitUntil } from "./support/wait.ts";
+import { refusedPort } from "./support/http.ts";
 
 /** Lets every pending callback run (microtasks and timers due now). */
 const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
@@ -231,13 +232,6 @@ Deno.test({
 });
 
 /** A loopback port nothing listens on (a read replica that refuses connections). */
-function refusedPort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
-}
-
 Deno.test({
   name: "tenant shares: the primary standing in for a replica that cannot answer admits the read on its own pool's " +
     "shares: with the tenant's share of the primary taken, the read waits there until one is free",

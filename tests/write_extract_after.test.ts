@@ -9,17 +9,11 @@ import {
   chatMessage as msg,
   chatTranscript as transcript,
   type ExtractAnswer as Answer,
+  extractJobs,
   postExtract as post,
 } from "./support/extract.ts";
 import { newTenant } from "./support/seed.ts";
-import { type WriteEnv, writeEnv } from "./write_helpers.ts";
-
-async function jobs(env: WriteEnv, tenant: string) {
-  return await env.sql<
-    { idempotency_key: string; payload: { offset: number; messages: unknown[]; context: unknown[] } }[]
-  >`
-    select idempotency_key, payload from public.memory_jobs where owner_id = ${tenant} and kind = 'extract' order by created_at, id`;
-}
+import { writeEnv } from "./write_helpers.ts";
 
 Deno.test("extract after: only the new messages are sent; the jobs are those a whole-transcript post makes", async () => {
   const env = await writeEnv({ withLlm: false });
@@ -38,7 +32,7 @@ Deno.test("extract after: only the new messages are sent; the jobs are those a w
     const third = await post(env, tenant, { session_id: "s-after", after: b.transcript, messages: transcript(2, 7) });
     assert.deepEqual([(third.body as Answer).new_messages, (third.body as Answer).transcript.count], [2, 9]);
 
-    const queued = await jobs(env, tenant);
+    const queued = await extractJobs(env, tenant);
     assert.deepEqual(queued.map((j) => [j.payload.offset, j.payload.messages.length]), [[0, 4], [4, 3], [7, 2]]);
     assert.deepEqual(
       queued[2]!.payload.context,
@@ -54,7 +48,7 @@ Deno.test("extract after: only the new messages are sent; the jobs are those a w
     // And a re-sent increment is the same job too.
     const again = await post(env, tenant, { session_id: "s-after", after: a.transcript, messages: transcript(3, 4) });
     assert.deepEqual([(again.body as Answer).deduplicated, (again.body as Answer).new_messages], [true, 0]);
-    assert.equal((await jobs(env, tenant)).length, 3);
+    assert.equal((await extractJobs(env, tenant)).length, 3);
   } finally {
     await env.close();
   }
@@ -80,7 +74,7 @@ Deno.test("extract after: a POST that continues the session digests only its own
     }
     assert.deepEqual(work, Array(8).fill(chunk), "each POST digests its 20 messages, not the session's");
     assert.deepEqual(answer.transcript, { count: 9 * chunk, digest: prefixDigests(transcript(9 * chunk))[9 * chunk] });
-    const queued = await jobs(env, tenant);
+    const queued = await extractJobs(env, tenant);
     assert.deepEqual(
       queued.at(-1)!.payload.context,
       transcript(6, 8 * chunk - 6),
@@ -130,7 +124,7 @@ Deno.test("extract after: a digest the session never sent is a 409 that says to 
       409,
       "another tenant's digest",
     );
-    assert.equal((await jobs(env, tenant)).length, 1);
+    assert.equal((await extractJobs(env, tenant)).length, 1);
     const bad = await post(env, tenant, {
       session_id: "s-409",
       after: { count: 4, digest: "xyz" },
@@ -186,7 +180,7 @@ Deno.test("extract after: every point the session sent is known, through edits a
     await post(env, tenant, { session_id: s, messages: full }); // part [4, 6)
     const edit = (await post(env, tenant, { session_id: s, messages: edited })).body as Answer; // part [3, 6)
     assert.equal(edit.new_messages, 3);
-    const lastJob = async () => (await jobs(env, tenant)).at(-1)!.payload;
+    const lastJob = async () => (await extractJobs(env, tenant)).at(-1)!.payload;
 
     // The end of a part, on either branch: its tail is the context.
     let res = await post(env, tenant, { session_id: s, after: point(full, 6), messages: [msg(6, "next")] });

@@ -33,3 +33,11 @@ export async function callJson<T = any>(
 export function dbTest(name: string, fn: () => Promise<void>): void {
   Deno.test({ name, fn, sanitizeResources: false, sanitizeOps: false });
 }
+
+/** A loopback port nothing listens on (taken, then released): a connection to it is refused. */
+export function refusedPort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  return port;
+}

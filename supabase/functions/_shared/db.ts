@@ -19,18 +19,13 @@ import { rateLimited, type RouteClass, takeRequestCharge } from "./rate-limit.ts
 import { tenantShares } from "./tenant-share.ts";
 import { CONNECT_TIMEOUT_SECONDS, primaryOf, type Sql, timeoutMsOf, timeoutOf } from "./db-pool.ts";
 export {
-  CONNECT_TIMEOUT_SECONDS,
   createReadSql,
   createSql,
-  DEFAULT_STATEMENT_TIMEOUT_MS,
-  type PoolConfig,
   poolOptions,
   poolsFor,
-  primaryOf,
   RECONNECT_DELAY_MAX_SECONDS,
   reconnectDelaySeconds,
   type Sql,
-  type SqlOptions,
   timeoutOf,
 } from "./db-pool.ts";
 

@@ -93,10 +93,12 @@ export const content = storableText(z.string().trim().min(1).max(4000));
  * control characters (unsafe-characters.ts; right-to-left marks are fine here).
  */
 export function freeText(max: number) {
-  return z.string().trim().min(1).max(max).refine(
-    (s) => !CONTROL_CHARACTERS.test(s),
-    "control characters are not allowed",
-  );
+  return withoutControlCharacters(z.string().trim().min(1).max(max));
+}
+
+/** The one control-character rule (unsafe-characters.ts) on a string schema: a 400 naming the field. */
+export function withoutControlCharacters<T extends z.ZodType<string>>(schema: T) {
+  return schema.refine((s) => !CONTROL_CHARACTERS.test(s), "control characters are not allowed");
 }
 
 /**

@@ -47,7 +47,7 @@ export type PartPlan =
 
 /** Why a POST with `after` cannot tell what precedes it is covered: its walk or its read-back passed a bound. */
 export interface HistoryUnknown {
-  historyUnknown: "walk" | "read back";
+  historyUnknown: true;
 }
 
 interface Session {
@@ -76,11 +76,11 @@ export async function partAfter(
   const path = await pathBack(s, after);
   if (path.length === 0) return undefined;
   const last = path.at(-1)!;
-  if (!last.historyCovered && last.start !== 0) return { historyUnknown: "walk" };
+  if (!last.historyCovered && last.start !== 0) return { historyUnknown: true };
   const digests = continueDigests(after.digest, messages);
   if (path.some((p) => p.dead)) {
     const again = await readBack(s, after, path, maxRebuildBytes);
-    if (!again) return { historyUnknown: "read back" };
+    if (!again) return { historyUnknown: true };
     const known = { from: again.from, messages: [...again.messages, ...messages] };
     const all = [...again.digests, ...digests.slice(1)];
     const covered = await coveredFrom(s.tx, s.ownerId, s.sessionId, known.from, all.slice(1));

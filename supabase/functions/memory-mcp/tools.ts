@@ -81,7 +81,7 @@ export const TOOL_INPUTS = {
   assemble_context: AssembleRequest,
 } satisfies Record<string, z.ZodType>;
 
-export type ToolName = keyof typeof TOOL_INPUTS;
+type ToolName = keyof typeof TOOL_INPUTS;
 
 /** One MCP server per request (stateless streamable HTTP), its tools bound to the request's caller. */
 export function createMcpServer(ctx: ToolContext): McpServer {

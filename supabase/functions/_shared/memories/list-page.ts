@@ -21,13 +21,7 @@ export async function listPage(
   q: ListQuery,
   after: ListCursor | undefined,
 ): Promise<Record<string, unknown>[]> {
-  // Sent before the page's statement, on the same connection and without waiting for its answer:
-  // in effect when the page is planned, at no round trip of its own. Postgres 17 switches a plan
-  // node off by adding a huge cost to it; were a sort ever planned anyway, that cost would also
-  // trigger JIT compilation (100+ ms), so JIT is off for the page too.
-  const inIndexOrder = tx`
-    select set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true),
-           set_config('jit', 'off', true)`.execute();
+  const inOrder = inIndexOrder(tx);
   // The cursor's timestamp is bound as text: bound as a timestamp, postgres.js would pass it
   // through a JS Date and drop the microseconds that order rows of the same millisecond.
   // With as_of: the memories held at that instant, as they were then (as-of.ts).
@@ -54,6 +48,19 @@ export async function listPage(
   }
          order by m.created_at desc, m.id desc
          limit ${q.limit + 1}`.execute();
-  await inIndexOrder;
+  await inOrder;
   return await rows;
+}
+
+/**
+ * A page read in the order of the tenant's index, never a sort of all its rows (list pages, the
+ * export's pages). Sent before the page's statement, on the same connection and without waiting
+ * for its answer: in effect when the page is planned, at no round trip of its own. Postgres 17
+ * switches a plan node off by adding a huge cost to it; were a sort ever planned anyway, that cost
+ * would also trigger JIT compilation (100+ ms), so JIT is off for the page too.
+ */
+export function inIndexOrder(tx: Tx): Promise<unknown> {
+  return tx`
+    select set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true),
+           set_config('jit', 'off', true)`.execute();
 }

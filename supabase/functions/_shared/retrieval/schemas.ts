@@ -15,8 +15,8 @@ import {
   projectName,
   storedMemoryType,
   threadId,
+  withoutControlCharacters,
 } from "../schemas.ts";
-import { CONTROL_CHARACTERS } from "../unsafe-characters.ts";
 import { INTENTS } from "../search/intent.ts";
 import { SEARCH_MODES } from "../search/hybrid.ts";
 import { TIME_FORMS } from "../search/time-window.ts";
@@ -99,13 +99,9 @@ const instant = z.union([z.iso.datetime({ offset: true }), z.iso.date()], {
   .refine((s) => Number(s.slice(0, 4)) >= 1, "dates start at 0001-01-01")
   .refine((s) => Date.parse(s) < Date.UTC(10_000, 0, 1), "dates end at 9999-12-31 UTC")
   .nullable();
-// The one control-character rule (unsafe-characters.ts), as for the query: a 400 naming the filter
-// (U+0000 reached the database, whose error named no field).
-const metaValue = z.string().min(1).max(200).refine(
-  (s) => !CONTROL_CHARACTERS.test(s),
-  "control characters are not allowed",
-)
-  .nullable();
+// Control characters refused as in the query (U+0000 reached the database, whose error named no
+// field); not trimmed: a filter matches the stored value exactly.
+const metaValue = withoutControlCharacters(z.string().min(1).max(200)).nullable();
 
 export const QueryFilters = z
   .object({

@@ -16,6 +16,7 @@ import { type Sql, type TenantContext, type Tx, withTenant } from "../db.ts";
 import { isoDates, memoryColumns } from "../memories/memory-row.ts";
 import { toMemory } from "../memories/record.ts";
 import { MarkdownPaths, memoryToMarkdown } from "../memories/export-markdown.ts";
+import { inIndexOrder } from "../memories/list-page.ts";
 import type { ExportQuery, MarkdownFile } from "../memories/schemas.ts";
 import { tarEnd, tarEntry } from "../memories/tar.ts";
 import { readPoolOf, type ServiceDeps } from "./deps.ts";
@@ -68,12 +69,8 @@ async function* rowsOf(sql: Sql, tenant: TenantContext, table: Table): AsyncGene
   let after = START;
   for (;;) {
     const rows = await withTenant(sql, tenant, async (tx) => {
-      // In the order of the tenant's index, never a sort of all its rows per page (as list-page.ts):
-      // sent before the page, on the same connection, without a round trip of its own.
-      const [, page] = await Promise.all([
-        tx`select set_config('enable_sort', 'off', true), set_config('jit', 'off', true)`.execute(),
-        pageQuery(tx, table, after),
-      ]);
+      // In the order of the tenant's index, never a sort of all its rows per page.
+      const [, page] = await Promise.all([inIndexOrder(tx), pageQuery(tx, table, after)]);
       return page;
     });
     if (rows.length === 0) return;
