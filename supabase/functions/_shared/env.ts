@@ -2,6 +2,7 @@
 // the resulting Config as a dependency, so tests build one from a plain object.
 import { z } from "zod";
 import type { PrepareSetting } from "./db-prepare.ts";
+import { issuesText } from "./issue-text.ts";
 
 const optionalText = z.string().trim().min(1).optional();
 // A database URL. The message never repeats the value: it may hold a password.
@@ -108,7 +109,7 @@ export class ConfigError extends Error {
 export function loadConfig(env: Record<string, string | undefined> = Deno.env.toObject()): Config {
   const parsed = EnvSchema.safeParse(env);
   if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ");
+    const problems = issuesText(parsed.error.issues);
     throw new ConfigError(`invalid environment: ${problems}`);
   }
   const e = parsed.data;

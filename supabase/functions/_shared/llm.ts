@@ -13,6 +13,7 @@ import OpenAI from "openai";
 import { z } from "zod";
 import type { Config } from "./env.ts";
 import { trimEndOf } from "./text-scan.ts";
+import { issuesText } from "./issue-text.ts";
 import { backoffDelay, classify, DEFAULT_RETRY, type RetryPolicy } from "./llm-retry.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -281,10 +282,7 @@ export function parseAgainst<S extends z.ZodType>(schema: S, raw: string): Parse
   }
   const result = schema.safeParse(value);
   if (!result.success) {
-    const issues = result.error.issues.slice(0, 10).map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join(
-      "; ",
-    );
-    return { ok: false, error: `does not match the schema (${issues})` };
+    return { ok: false, error: `does not match the schema (${issuesText(result.error.issues, "(root)", 10)})` };
   }
   return { ok: true, value: result.data };
 }

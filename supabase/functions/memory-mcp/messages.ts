@@ -22,6 +22,7 @@ import {
   PingRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { json, validate } from "../_shared/http.ts";
+import { issuesText } from "../_shared/issue-text.ts";
 import { toolError } from "./results.ts";
 import { TOOL_INPUTS } from "./tools.ts";
 
@@ -101,7 +102,7 @@ export function screenMessage(message: unknown, requestId: string): Response | u
 function schemaProblems(schema: RequestSchema, message: unknown): string | undefined {
   const { success, error } = schema.safeParse(message);
   if (success || !error) return undefined;
-  return error.issues.map((i) => `${i.path.map(String).join(".")}: ${i.message}`).join("; ");
+  return issuesText(error.issues, "(message)");
 }
 
 /** What is wrong with a tools/call's params, in words a client's author can act on. */

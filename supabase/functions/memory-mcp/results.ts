@@ -2,6 +2,7 @@
 // structured content, or, for what the caller must fix, a tool error carrying the API's error code.
 import type { Caller } from "../_shared/auth.ts";
 import { asHttpError } from "../_shared/http.ts";
+import { issuesText } from "../_shared/issue-text.ts";
 import type { ServiceDeps } from "../_shared/services/deps.ts";
 
 export interface Answer {
@@ -40,9 +41,7 @@ export function toolError(err: unknown, requestId: string) {
     ...(e.issues ? { issues: e.issues } : {}),
     request_id: requestId,
   };
-  const issues = e.issues?.length
-    ? `: ${e.issues.map((i) => `${i.path.join(".") || "(arguments)"}: ${i.message}`).join("; ")}`
-    : "";
+  const issues = e.issues?.length ? `: ${issuesText(e.issues, "(arguments)")}` : "";
   return {
     isError: true,
     content: [{ type: "text" as const, text: `${e.code}: ${e.message}${issues}` }],
