@@ -400,3 +400,52 @@ Deno.test({
     await env.close();
   }
 });
+
+Deno.test({
+  name: "ids and metadata are stored as sent, so one holding a secret is a 400 naming the field, writing nothing",
+  ...opts,
+}, async () => {
+  const env = await writeEnv({ withLlm: false });
+  try {
+    const t = newTenant();
+    const api = memoryApi(env.sql);
+    const before = await tenantWrites(env.sql, t);
+    const cases: [Record<string, unknown>, string][] = [
+      [{ session_id: PAT }, "session_id"],
+      [{ thread_id: `run-${PAT}` }, "thread_id"],
+      [{ metadata: { keywords: ["deploy", KEY.slice(0, 48)] } }, "metadata.keywords.1"],
+      [{ metadata: { agent_id: PAT } }, "metadata.agent_id"],
+      [{ metadata: { repo: "https://ci:Sup3r-S3cret-Pw@github.com/acme/shop.git" } }, "metadata.repo"],
+    ];
+    for (const [extra, field] of cases) {
+      const r = await api("POST", "/memory/remember", {
+        as: t,
+        body: { content: "CI deploys the shop on every tag.", project: "shop", ...extra },
+      });
+      assert.equal(r.status, 400, field);
+      const issue = r.body.error.issues.find((i: { path: unknown[] }) => i.path.join(".") === field);
+      assert.match(issue?.message ?? "", /holds a secret \((github_token|openai_key|password)\)/, field);
+    }
+    const extract = createExtract({ ...env.deps, kickWorker: () => Promise.resolve() });
+    const res = await extract(
+      new Request("http://local/functions/v1/memory-extract", {
+        method: "POST",
+        headers: await userHeaders(t),
+        body: JSON.stringify({
+          session_id: PAT,
+          messages: [{ role: "user", content: "remember: CI deploys on tags" }],
+        }),
+      }),
+    );
+    assert.equal(res.status, 400);
+    assert.match(JSON.stringify(await res.json()), /session_id.*holds a secret \(github_token\)/);
+    assert.deepEqual(await tenantWrites(env.sql, t), before);
+    const ok = await api("POST", "/memory/remember", {
+      as: t,
+      body: { content: "CI deploys the shop on every tag.", project: "shop", session_id: "sess-2026-11-27.a" },
+    });
+    assert.equal(ok.status, 201, "an ordinary id passes");
+  } finally {
+    await env.close();
+  }
+});

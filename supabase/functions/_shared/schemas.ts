@@ -1,6 +1,7 @@
 // Zod schemas shared by several functions. They are the API's documentation too
 // (scripts/export-schemas.ts turns them into JSON Schema for the README).
 import { z } from "zod";
+import { redactSecrets } from "./redact.ts";
 import { CONTROL_CHARACTERS, firstUnsafeCharacter } from "./unsafe-characters.ts";
 
 export const uuid = z.uuid();
@@ -85,6 +86,23 @@ export function storableText(schema: z.ZodString) {
   });
 }
 
+/**
+ * Text stored and shown exactly as sent, never redacted (ids, metadata, code lineage): a secret in
+ * it would be kept as is (docs/redaction.md), so it is refused, the message naming its kind. Content
+ * is redacted instead: a memory keeps its meaning with a marker, an id or a keyword would not.
+ */
+export function withoutSecrets<T extends z.ZodType<string>>(schema: T) {
+  return schema.superRefine((s, ctx) => {
+    const { counts, total } = redactSecrets(s);
+    if (total > 0) {
+      ctx.addIssue({
+        code: "custom",
+        message: `holds a secret (${Object.keys(counts).join(", ")}): this field is stored as sent, never redacted`,
+      });
+    }
+  });
+}
+
 /** Memory text as stored: trimmed, 1-4000 characters, none of the characters stored text may not hold. */
 export const content = storableText(z.string().trim().min(1).max(4000));
 
@@ -110,7 +128,9 @@ export const asOf = z.iso.datetime({ offset: true }).refine((s) => {
   return ms >= Date.parse("0001-01-01T00:00:00Z") && ms <= Date.parse("9999-12-31T23:59:59.999Z");
 }, "as_of must be from 0001-01-01 to 9999-12-31 (UTC)");
 
-export const threadId = z.string().regex(/^[\p{L}\p{N}._:@-]{1,200}$/u, "1-200 letters, digits and . _ : @ -");
+export const threadId = withoutSecrets(
+  z.string().regex(/^[\p{L}\p{N}._:@-]{1,200}$/u, "1-200 letters, digits and . _ : @ -"),
+);
 export const sessionId = threadId;
 
 /** Names of memory.query agents and of memory categories (public.memory_agent_allowlists / memory_categories). */
@@ -120,7 +140,9 @@ export const categoryName = z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, "lowercas
 // Code lineage (docs/context.md#code-lineage): where a memory came from in the repository. These
 // are stored (metadata, file entities), so they follow the rule for stored text.
 /** A repository as the client names it: `acme/web`, `github.com/acme/web`, a clone URL. */
-export const repoName = storableText(z.string().min(1).max(300)).refine((s) => !/\s/.test(s), "no whitespace");
+export const repoName = withoutSecrets(
+  storableText(z.string().min(1).max(300)).refine((s) => !/\s/.test(s), "no whitespace"),
+);
 /** A git branch name, by git's own ref rules (git check-ref-format --branch). */
 export const branchName = storableText(z.string().min(1).max(250))
   .refine(
@@ -153,13 +175,13 @@ export const metadata = z
   .object({
     // Stored with the memory and written into the Markdown export's front matter: the same
     // character rule as content (a 400 naming the field and the character).
-    agent_id: storableText(z.string().max(200)).optional(),
-    run_id: storableText(z.string().max(200)).optional(),
-    actor_id: storableText(z.string().max(200)).optional(),
-    user_id: storableText(z.string().max(200)).optional(),
+    agent_id: withoutSecrets(storableText(z.string().max(200))).optional(),
+    run_id: withoutSecrets(storableText(z.string().max(200))).optional(),
+    actor_id: withoutSecrets(storableText(z.string().max(200))).optional(),
+    user_id: withoutSecrets(storableText(z.string().max(200))).optional(),
     role: z.enum(["user", "assistant", "system", "tool"]).optional(),
     category: categoryName.optional(),
-    keywords: z.array(storableText(z.string().min(1).max(64))).max(20).optional(),
+    keywords: z.array(withoutSecrets(storableText(z.string().min(1).max(64)))).max(20).optional(),
     repo: repoName.optional(),
     branch: branchName.optional(),
     commit: commitSha.optional(),
