@@ -33,7 +33,14 @@ Deno.test(
     const next = { ...state, graph: { node: "coder", step: 4 } };
     const saved = await api("PUT", "/memory/checkpoints/thread-1", { as: t, body: { state: next, version: 1 } });
     assert.deepEqual([saved.status, saved.body.version], [200, 2]);
-    assert.deepEqual((await api("GET", "/memory/checkpoints/thread-1", { as: t })).body.state, next);
+    const reloaded = await api("GET", "/memory/checkpoints/thread-1", { as: t });
+    assert.deepEqual(reloaded.body.state, next);
+    // A load's times are the save's, written the same way (ISO 8601, UTC, milliseconds), so a
+    // client can compare the strings.
+    assert.deepEqual(
+      [reloaded.body.created_at, reloaded.body.updated_at],
+      [created.body.created_at, saved.body.updated_at],
+    );
   },
 );
 

@@ -77,6 +77,8 @@ export async function saveCheckpoint(
   });
 }
 
+const ISO_MS = 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"';
+
 /** The thread's checkpoint as a JSON document (the state spliced in as stored), or undefined. */
 export async function loadCheckpointJson(
   sql: Sql,
@@ -86,7 +88,9 @@ export async function loadCheckpointJson(
   const [row] = await withTenant(sql, tenant, (tx) =>
     tx<{ head: string; state: string; version: number }[]>`
       select json_build_object('thread_id', thread_id, 'version', version, 'size_bytes', size_bytes,
-                               'created_at', created_at, 'updated_at', updated_at)::text as head,
+                               -- as a save answers them (toISOString): UTC, milliseconds, Z
+                               'created_at', to_char(created_at at time zone 'UTC', ${ISO_MS}),
+                               'updated_at', to_char(updated_at at time zone 'UTC', ${ISO_MS}))::text as head,
              state::text as state, version::float8 as version
         from public.supervisor_checkpoints where thread_id = ${thread}`);
   if (!row) return undefined;
