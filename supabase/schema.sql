@@ -3244,27 +3244,35 @@ CREATE FUNCTION public.memory_keyword_terms(query_text text, max_terms integer D
     SET search_path TO ''
     AS $_$
 declare
-  -- The longest text a search is given: a retrieval's message (20,000 characters), two newlines
-  -- and its project_context (4,000). Read whole, so an exclusion at its end still excludes.
-  v_text   text := left(coalesce(query_text, ''), 24002);
+  -- The longest text a search is given: a retrieval's message (20,000 characters), the quote
+  -- closing an exclusion it left open, two newlines and its project_context (4,000)
+  -- (exclusions.ts retrievalText). Read whole, so an exclusion at the message's end still excludes.
+  v_text   text := left(coalesce(query_text, ''), 24003);
   v_seen   text[] := '{}';
   v_count  integer := 0;
   v_part   text;
   v_q      tsquery;
   v_lex    text;
+  v_run    text;
+  v_piece  text[];
 begin
-  -- Exclusions first (they are removed from the text before the rest is read). A quote left open
-  -- runs to the end of the text, as websearch_to_tsquery reads it.
-  for v_part in select m[1] from regexp_matches(v_text, '(?:^|\s)-"([^"]*)(?:"|$)', 'g') as m loop
-    v_q := phraseto_tsquery('english'::regconfig, v_part);
-    if numnode(v_q) > 0 then term := v_part; kind := 'exclude'; query := v_q; return next; end if;
+  -- Exclusions first (they are removed from the text before the rest is read), read as
+  -- _shared/search/exclusions.ts reads them (the same two patterns; docs/retrieval.md#exclusions):
+  -- once, left to right; a `-` at the start, after a blank (Unicode White_Space, listed: not the
+  -- locale's \s) or right after an exclusion's closing quote starts one; `-"a phrase"` (a quote
+  -- left open runs to the end) or `-word` (a first character that is no blank and no ASCII but a
+  -- letter, then up to the next blank or quote).
+  for v_run in select m[2] from regexp_matches(v_text, $re$(^|[\u0009-\u000d\u0020\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000])((?:-"[^"]*")*-(?:"[^"]*(?:"|$)|[^\u0001-\u0040\u005b-\u0060\u007b-\u007f\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\u0009-\u000d\u0020\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"]+))$re$, 'g') as m loop
+    for v_piece in select regexp_matches(v_run, $re$-(?:"([^"]*)(?:"|$)|([^\u0001-\u0040\u005b-\u0060\u007b-\u007f\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\u0009-\u000d\u0020\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"]+))$re$, 'g') loop
+      if v_piece[1] is not null then
+        v_q := phraseto_tsquery('english'::regconfig, v_piece[1]); term := v_piece[1];
+      else
+        v_q := plainto_tsquery('english'::regconfig, v_piece[2]); term := v_piece[2];
+      end if;
+      if numnode(v_q) > 0 then kind := 'exclude'; query := v_q; return next; end if;
+    end loop;
   end loop;
-  v_text := regexp_replace(v_text, '(^|\s)-"[^"]*("|$)', ' ', 'g');
-  for v_part in select m[1] from regexp_matches(v_text, '(?:^|\s)-([[:alpha:]][^\s"]+)', 'g') as m loop
-    v_q := plainto_tsquery('english'::regconfig, v_part);
-    if numnode(v_q) > 0 then term := v_part; kind := 'exclude'; query := v_q; return next; end if;
-  end loop;
-  v_text := regexp_replace(v_text, '(^|\s)-[[:alpha:]][^\s"]+', ' ', 'g');
+  v_text := regexp_replace(v_text, $re$(^|[\u0009-\u000d\u0020\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000])((?:-"[^"]*")*-(?:"[^"]*(?:"|$)|[^\u0001-\u0040\u005b-\u0060\u007b-\u007f\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\u0009-\u000d\u0020\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"]+))$re$, ' ', 'g');
 
   -- Phrases.
   for v_part in select m[1] from regexp_matches(v_text, '"([^"]*)"', 'g') as m loop

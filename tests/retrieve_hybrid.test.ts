@@ -9,13 +9,8 @@ import {
 } from "../supabase/functions/_shared/search/intent.ts";
 import { classifyByExemplars, INTENT_EXEMPLARS } from "../supabase/functions/_shared/search/intent-exemplars.ts";
 import { resolveTime, windowFromText } from "../supabase/functions/_shared/search/time-window.ts";
-import {
-  embeddingText,
-  keywordText,
-  requestWindow,
-  resolvePlan,
-  withoutExclusions,
-} from "../supabase/functions/_shared/search/plan.ts";
+import { keywordText, requestWindow, resolvePlan } from "../supabase/functions/_shared/search/plan.ts";
+import { embeddingText, withoutExclusions } from "../supabase/functions/_shared/search/exclusions.ts";
 import { asOfInstant } from "../supabase/functions/_shared/memories/as-of.ts";
 import { type Embedder, EMBEDDING_DIMENSIONS, localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
 import { createHandler } from "../supabase/functions/memory-retrieve/handler.ts";
@@ -221,11 +216,8 @@ Deno.test("exclusions are not embedded; as_of covers the millisecond the API rep
   // A pasted command's flags and negative numbers are no exclusions (public.memory_keyword_terms).
   assert.equal(embeddingText("git log -n 5 --oneline; exit -1"), "git log -n 5 --oneline; exit -1");
   assert.equal(embeddingText("a -bb c"), "a c");
-  assert.equal(
-    embeddingText("a\u00a0-bb c"),
-    "a -bb c",
-    "after a no-break space (no blank to Postgres either), -bb is kept",
-  );
+  assert.equal(embeddingText("a\u00a0-bb c"), "a c", "a no-break space is a blank (Unicode White_Space)");
+  assert.equal(embeddingText('-"foo"-bar baz'), "baz", "an exclusion right after another's closing quote");
   assert.equal(asOfInstant("2026-11-27T07:31:18.194Z"), "2026-11-27T07:31:18.194999Z");
   assert.equal(asOfInstant("2026-11-27T09:31:18+02:00"), "2026-11-27T07:31:18.000999Z");
   assert.equal(asOfInstant("2026-11-27T07:31:18.194155Z"), "2026-11-27T07:31:18.194155Z");
@@ -487,7 +479,7 @@ dbTest(
 );
 
 dbTest(
-  "an exclusion at the end of the longest retrieval text (a 20,000-character message, then project_context) holds",
+  "exclusions are the message's: one at the end of the longest message holds; project_context's, and a quote the message leaves open, reach no further",
   async () => {
     const t = newTenant();
     const [blue, other] = await seedMemories(sql, t, [
@@ -495,20 +487,31 @@ dbTest(
       { content: "We deploy the docs site on Fridays too.", namespace: P },
     ]);
     const question = "Which releases do we deploy on Fridays?";
-    const message = question + " ".repeat(20_000 - question.length - 2) + "ok";
-    // Both texts at their limits: the exclusion is the last word of 24,002 characters.
-    const context = (exclusion: string) => "Project notes." + " ".repeat(4_000 - 14 - exclusion.length) + exclusion;
+    const longest = (tail: string) => question + " ".repeat(20_000 - question.length - tail.length) + tail;
+    const context = (words: string) => "Project notes." + " ".repeat(4_000 - 14 - words.length) + words;
     const idsFor = async (body: Record<string, unknown>) => {
       const res = await retrieve(t, { ...body, project: "web", threshold: 0 });
       assert.equal(res.status, 200, JSON.stringify(res.body));
       return (res.body.memories as Mem[]).map((m) => m.id);
     };
-    assert.ok((await idsFor({ message, project_context: context("blue") })).includes(blue!.id), "found without it");
-    for (const [what, text] of [["short", question], ["longest", message]] as const) {
-      const ids = await idsFor({ message: text, project_context: context("-blue") });
-      assert.ok(!ids.includes(blue!.id), `${what} message: the excluded memory is left out`);
-      assert.ok(ids.includes(other!.id), `${what} message: the other one stays`);
+    // Both texts at their limits: the exclusion is the message's last word.
+    const excluded = await idsFor({ message: longest(" -blue"), project_context: context("docs site") });
+    assert.ok(!excluded.includes(blue!.id), "the message's exclusion leaves the memory out");
+    assert.ok(excluded.includes(other!.id), "the other one stays");
+    // The context is what the caller works on: its `-blue` leaves nothing out.
+    for (const message of [question, longest("ok")]) {
+      const ids = await idsFor({ message, project_context: context("-blue") });
+      assert.ok(ids.includes(blue!.id), "project_context's -blue excludes nothing");
     }
+    // A quote left open in the message excludes its phrase, not the context after it.
+    const open = await idsFor({
+      message: 'Which releases do we deploy on Fridays? -"green',
+      project_context: "docs site",
+    });
+    assert.ok(!open.includes(blue!.id), "the open phrase is left out");
+    assert.ok(open.includes(other!.id), "the other one stays");
+    const stray = await idsFor({ message: 'Which releases do we deploy on Fridays? -"', project_context: "docs site" });
+    assert.ok(stray.includes(other!.id), "a stray -\" at the message's end leaves out nothing the context names");
   },
 );
 

@@ -15,6 +15,7 @@ import {
 } from "./intent.ts";
 import { classifyByExemplars } from "./intent-exemplars.ts";
 import type { SearchMode, SearchSteering } from "./hybrid.ts";
+import { withoutExclusions } from "./exclusions.ts";
 import { inTimeRange, resolveTime, TIME_FORMS, type TimeWindow, windowFromText } from "./time-window.ts";
 
 export interface PlanRequest {
@@ -68,28 +69,6 @@ export function steeringOf(
     graphEpisodes: plan.graphEpisodes,
     complexity: resolved.complexity,
   };
-}
-
-/**
- * The text embedded for the vector signal: without the words the query excludes (`-proxy`,
- * `-"fly deploy"`, read as public.memory_keyword_terms reads them), which would otherwise pull
- * the memories they name closer. The search drops every memory matching an exclusion, whichever
- * signal found it.
- */
-export function embeddingText(text: string): string {
-  const kept = text.replace(EXCLUSION, "$1").replace(/\s+/g, " ").trim();
-  return kept === "" ? text : kept;
-}
-
-// An exclusion as public.memory_keyword_terms reads it: after the start or a blank (Postgres' \s:
-// space, tab, newline, vertical tab, form feed, carriage return), `-"a phrase"` (a quote left open
-// runs to the end), or `-` and a word of at least two characters starting with a letter (a CLI flag
-// `--config`, `-n` or a number `-1` is no exclusion).
-const EXCLUSION = /(^|[ \t\n\v\f\r])-(?:"[^"]*(?:"|$)|\p{L}[^ \t\n\v\f\r"]+)/gu;
-
-/** The text with its exclusions blanked out, same length: no time word or cue is read inside one. */
-export function withoutExclusions(text: string): string {
-  return text.replace(EXCLUSION, (m, blank: string) => blank + " ".repeat(m.length - blank.length));
 }
 
 /** A `now` every relative form resolves within the range from: one that fails there is no time at all. */

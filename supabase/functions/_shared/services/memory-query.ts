@@ -6,7 +6,8 @@
 // answer (retrieval/write-behind.ts).
 import type { Caller } from "../auth.ts";
 import { readAsTenant, type Sql, type TenantContext, type TenantSettings, toVectorLiteral, withTenant } from "../db.ts";
-import { embeddingText, keywordText, resolvePlan, steeringOf } from "../search/plan.ts";
+import { embeddingText } from "../search/exclusions.ts";
+import { keywordText, resolvePlan, steeringOf } from "../search/plan.ts";
 import { embedForCaller, thresholdsFor } from "../embeddings.ts";
 import { HttpError } from "../http.ts";
 import { requireAllowlist } from "../memory-config.ts";

@@ -1,6 +1,6 @@
 // Retrieval before a turn (POST memory-retrieve, the MCP tool search_memory): the `## Relevant
 // Memories` block.
-//   validate → query = message + project context → embed → plan (intent, complexity, time window:
+//   validate → query = message + project context (search/exclusions.ts) → embed → plan (intent, complexity, time window:
 //   search/plan.ts) → ONE statement as the tenant (RLS), public.retrieve_for_turn: the hybrid
 //   search (keyword + vector + graph, fused) over <root>/global/, <root>/project/<project>/ (when
 //   given) and <root>/user/, the related memories, the thread's revision and changes, the fusion
@@ -13,7 +13,8 @@
 import { readAsTenant, type Sql, type TenantContext } from "../db.ts";
 import { embedForCaller, thresholdsFor } from "../embeddings.ts";
 import { type FusionWeights, type HybridRow, hybridSearchArgs, type HybridSearchInput } from "../search/hybrid.ts";
-import { embeddingText, keywordText, resolvePlan, steeringOf } from "../search/plan.ts";
+import { embeddingText, retrievalText } from "../search/exclusions.ts";
+import { keywordText, resolvePlan, steeringOf } from "../search/plan.ts";
 import { type ChangeRow, deltaHeaderLine, formatDeltaBullets } from "../retrieval/delta.ts";
 import type { FormatContext } from "../retrieval/format.ts";
 import { packIntoBudget, type RelatedCandidate } from "../retrieval/pack.ts";
@@ -39,7 +40,8 @@ export async function retrieve(
   const mode = body.mode ?? "hybrid";
 
   const t0 = performance.now();
-  const queryText = body.project_context ? `${body.message}\n\n${body.project_context}` : body.message;
+  // The exclusions are the message's alone (docs/retrieval.md#exclusions).
+  const queryText = retrievalText(body.message, body.project_context);
   const vector = mode === "keyword" ? undefined : await embedForCaller(deps, caller, embeddingText(queryText));
   const resolved = await resolvePlan(
     { ...body, text: body.message },

@@ -1,0 +1,72 @@
+// How a query's `-exclusions` are read (docs/retrieval.md#exclusions). public.memory_keyword_terms
+// (migration 20261128740000) reads them with the same two patterns, character for character, so
+// the memories the search leaves out and the text embedded for it agree; tests/exclusions.test.ts
+// runs one table of inputs through both readers.
+//
+// The rule: the text is read once, left to right. A `-` at the start of the text, after a blank
+// or right after an exclusion's closing quote starts an exclusion: `-"a phrase"` (a quote left
+// open runs to the end of the text) or `-word`, a word being a first character that is no blank
+// and no ASCII other than a letter, then at least one more character up to the next blank or
+// quote (so a CLI flag `--config`, `-n`, a number `-1` is no exclusion). Blanks are Unicode's
+// White_Space characters, listed, not a locale's `\s`. `-"foo"-bar` leaves out both.
+
+// The two patterns, written out as the SQL writes them: a run of exclusions, each right after the
+// one before, after the start or a blank ($1, the run $2), and one exclusion of a run ($1 a
+// phrase, $2 a word). Blanks: Unicode's White_Space. A word's first character: no blank, no
+// quote, no ASCII digit or punctuation.
+const RUN_PATTERN =
+  "(^|[\\u0009-\\u000d\\u0020\\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000])" +
+  '((?:-"[^"]*")*-(?:"[^"]*(?:"|$)' +
+  "|[^\\u0001-\\u0040\\u005b-\\u0060\\u007b-\\u007f\\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]" +
+  '[^\\u0009-\\u000d\\u0020\\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000"]+))';
+const PIECE_PATTERN = '-(?:"([^"]*)(?:"|$)' +
+  "|([^\\u0001-\\u0040\\u005b-\\u0060\\u007b-\\u007f\\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]" +
+  '[^\\u0009-\\u000d\\u0020\\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000"]+))';
+const RUN = new RegExp(RUN_PATTERN, "gu");
+const PIECES = new RegExp(PIECE_PATTERN, "gu");
+
+/** The exclusions of a text, in order: each phrase's or word's text, as the search reads them. */
+export function exclusionsOf(text: string): string[] {
+  const out: string[] = [];
+  for (const run of text.matchAll(RUN)) {
+    for (const p of (run[2] ?? "").matchAll(PIECES)) out.push(p[1] ?? p[2] ?? "");
+  }
+  return out;
+}
+
+/** The text with its exclusions blanked out, same length: no time word or cue is read inside one. */
+export function withoutExclusions(text: string): string {
+  return text.replace(RUN, (m, blank: string) => blank + " ".repeat(m.length - blank.length));
+}
+
+/**
+ * The text embedded for the vector signal: without the words the query excludes (`-proxy`,
+ * `-"fly deploy"`), which would otherwise pull the memories they name closer. The search drops
+ * every memory matching an exclusion, whichever signal found it.
+ */
+export function embeddingText(text: string): string {
+  const kept = text.replace(RUN, "$1").replace(/\s+/g, " ").trim();
+  return kept === "" ? text : kept;
+}
+
+/**
+ * What a retrieval searches: its message, then its project_context. Exclusions are the message's
+ * alone: a quote the message leaves open (`-"widget`) is closed at the message's end instead of
+ * running through the context, and the context's own `-` that would start one (`java -jar`, a
+ * pasted `-"note"`) is read as a blank (the context says what the caller works on, not what it
+ * asks to leave out).
+ */
+export function retrievalText(message: string, projectContext: string | undefined): string {
+  if (!projectContext) return message;
+  const last = [...message.matchAll(RUN)].at(-1);
+  const open = last !== undefined && last.index + last[0].length === message.length && /-"[^"]*$/.test(last[0]);
+  // Each pass turns every run's leading dashes into blanks; a phrase's words, once no longer
+  // inside an exclusion, are read again, so until none is left.
+  let context = projectContext;
+  for (let next = neutral(context); next !== context; next = neutral(context)) context = next;
+  return `${message}${open ? '"' : ""}\n\n${context}`;
+}
+
+function neutral(text: string): string {
+  return text.replace(RUN, (run) => run.replace(PIECES, (piece) => ` ${piece.slice(1)}`));
+}
