@@ -2400,7 +2400,9 @@ begin
       union all
       -- One hop through the entities the best hits name (a file, a package, an error code): the
       -- other memories naming them, weighted down by how common the entity is. Entities named by
-      -- more than keyword_df_cap memories say little and are not followed.
+      -- more than keyword_df_cap memories say little and are not followed. An edge of type
+      -- 'entity': a graph_edge_types list that does not name it leaves the hop out (why/when
+      -- questions follow only the edges their answer lives on; docs/retrieval.md#graph).
       select l2.memory_id, l1.memory_id, 'entity',
              0.5 * l1.confidence * l2.confidence / ln(2 + e.mention_count), false
         from public.memory_entity_links l1
@@ -2408,6 +2410,7 @@ begin
         join public.memory_entity_links l2 on l2.entity_id = l1.entity_id and l2.memory_id <> l1.memory_id
         cross join lateral (select m2 from public.devai_memories m2 where m2.id = l2.memory_id offset 0) v2
        where graph_depth > 0
+         and (graph_edge_types is null or 'entity' = any (graph_edge_types))
          and l1.memory_id = any (v_seeds)
          and public.memory_graph_visible(v2.m2, as_of, v_scopes)
     ),

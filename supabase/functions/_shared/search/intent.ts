@@ -106,9 +106,12 @@ export const COMPLEXITY_DEFAULTS: Readonly<
   complex: { topK: 20, budgetTokens: 3000, graphDepth: 2 },
 };
 
-/** Edges a reason lives on: what replaced what, what a fact was derived from, causes. */
+/**
+ * Edges a reason lives on: what replaced what, what a fact was derived from, causes. Not `entity`:
+ * a memory naming the same file is no reason (hybrid_search leaves that hop out for this list).
+ */
 export const WHY_EDGE_TYPES = ["supersedes", "derived_from", "causal", "related_to"];
-/** Edges along time. */
+/** Edges along time (not `entity`, as above). */
 export const WHEN_EDGE_TYPES = ["temporal", "supersedes", "related_to"];
 
 export function planSearch(intent: Intent, complexity: Complexity): SearchPlan {
