@@ -107,6 +107,22 @@ dbTest(
   },
 );
 
+dbTest("an error on screen is searched for what it says: its `-verbose` is no exclusion", async () => {
+  const t = newTenant();
+  const [fix] = await seedLinked(sql, t, [
+    {
+      content: "The CLI's unknown option error for verbose: pass --verbose, not the single-dash form.",
+      namespace: ns("shop"),
+    },
+  ]);
+  const res = await api.assemble(t, {
+    project: "shop",
+    signals: { recent_errors: ["error: unknown option -verbose"], activity: "feature" },
+  });
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  assert.ok(res.body.memories.some((m: { id: string }) => m.id === fix!.id), JSON.stringify(res.body.memories));
+});
+
 dbTest("feature: the default shares; architecture relevant to the message; the index points at the rest", async () => {
   const t = newTenant();
   await seedShop(t);

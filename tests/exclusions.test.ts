@@ -3,7 +3,7 @@
 // where time words are read) and public.memory_keyword_terms (what the search leaves out), so the
 // two cannot drift apart again; and retrievalText, which keeps project_context out of them.
 import assert from "node:assert/strict";
-import { exclusionsOf, retrievalText } from "../supabase/functions/_shared/search/exclusions.ts";
+import { exclusionsOf, literalText, retrievalText } from "../supabase/functions/_shared/search/exclusions.ts";
 import { dbTest } from "./support/http.ts";
 import { testSql } from "./support/seed.ts";
 
@@ -67,7 +67,15 @@ Deno.test("exclusions: project_context adds none, and a quote the message leaves
   assert.ok(text.startsWith('deploy -"widget"\n\n'), JSON.stringify(text));
   assert.ok(text.includes("gizmo billing"), "the context's words are searched");
   // A context whose phrases, once no exclusion, would start one are read until none is left.
-  assert.deepEqual(exclusionsOf(retrievalText("q", '-"a -b" -"c"-d')), []);
+  assert.deepEqual(exclusionsOf(retrievalText("q", '-"a -bc" -"c"-de')), []);
   assert.equal(retrievalText("q -x", undefined), "q -x");
   assert.equal(retrievalText('q -"a"', "ctx"), 'q -"a"\n\nctx', "a closed quote gets no second one");
+});
+
+Deno.test("exclusions: a literal text holds none, and keeps its words", () => {
+  for (const [input] of TABLE) assert.deepEqual(exclusionsOf(literalText(input)), [], JSON.stringify(input));
+  assert.equal(literalText("java -jar app.jar"), "java  jar app.jar");
+  // The phrase's -bc, once no longer inside an exclusion, would start one: read again.
+  assert.equal(literalText('-"a -bc" -"c"-de'), ' "a  bc"  "c" de');
+  assert.equal(literalText("git log -n 5"), "git log -n 5", "what is no exclusion stays as it is");
 });

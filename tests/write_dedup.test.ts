@@ -109,6 +109,25 @@ Deno.test("dedup: ADD with a neighbour links the new memory (related_to), shown 
   }
 });
 
+Deno.test("dedup: a candidate's `-word` is what it says, not an exclusion: the neighbour naming it is found", async () => {
+  const env = await writeEnv();
+  try {
+    const tenant = newTenant();
+    await seedBase(env, tenant, { content: "The task-api starts with java -jar api.jar." });
+    const text = "The task-api runs as java -jar api.jar on port 8080.";
+    env.fake.setEmbedding(text, vectorWithSimilarity(base, 0.9, "jar"));
+    env.fake.onChat(DEDUP_MARK, reply.json({ action: "ADD", reason: "new detail" }));
+    await enqueue(env, tenant, [candidate(text)]);
+    await drainAll(env.deps, tenant);
+    // Read as a query, `-jar` left out every memory naming jar: no neighbour, no LLM call.
+    const prompts = env.fake.chatRequests().map((r) => String(r.body.messages.at(-1).content));
+    assert.equal(prompts.length, 1, "the neighbour is shown to the LLM");
+    assert.match(prompts[0]!, /\[0\] \(similarity 0\.9\d*, semantic\) The task-api starts with java -jar api\.jar\./);
+  } finally {
+    await env.close();
+  }
+});
+
 Deno.test("dedup: UPDATE stores the merged memory and supersedes the old one (MERGE in the history)", async () => {
   const env = await writeEnv();
   try {

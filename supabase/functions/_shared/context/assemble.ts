@@ -12,6 +12,7 @@
 import type { Caller } from "../auth.ts";
 import { withTenant } from "../db.ts";
 import { retrievalScopes } from "../scopes.ts";
+import { retrievalText } from "../search/exclusions.ts";
 import { gatherCandidates } from "./gather.ts";
 import { type PackedContext, packTiers, type PlacedMemory, type TierReport } from "./pack-tiers.ts";
 import { type CachedPrediction, type Freshness, readPrefetch } from "./prefetch.ts";
@@ -122,7 +123,9 @@ export async function assembleContext(
   // 2. What the uncached signals and the message find. Open files are looked up every time (their
   // memories go to the relevant tier); while debugging, the last day's error memories even
   // without an error on screen.
-  const searchText = [body.message, ...uncached.map(signalSearchText)].filter((t): t is string => !!t).join("\n");
+  // The exclusions are the message's alone (docs/retrieval.md#exclusions): the signals' names follow it.
+  const names = uncached.map(signalSearchText).filter((t): t is string => !!t).join("\n");
+  const searchText = body.message ? retrievalText(body.message, names || undefined, "\n") : names;
   const lookups = lookupsOf(uncached, now);
   const files = [...(lookups.files ?? []), ...(signals.open_files ?? [])];
   const gathered = await gatherCandidates(deps.sql, caller, deps, {

@@ -7,6 +7,7 @@ import { type Sql, type TenantContext, type Tx, withTenant } from "../db.ts";
 import { type Embedder, embedForCaller, thresholdsFor } from "../embeddings.ts";
 import type { Config } from "../env.ts";
 import { hybridSearch } from "../search/hybrid.ts";
+import { literalText } from "../search/exclusions.ts";
 
 /** Why a memory is a candidate (several refs when found for several reasons). */
 export type CandidateKind =
@@ -160,7 +161,8 @@ export async function gatherCandidates(
       }));
   const [hits, errorHits, looked] = await Promise.all([
     input.searchText ? search(input.searchText, "search") : [],
-    input.errorText ? search(input.errorText, "error") : [],
+    // An error on screen is searched for what it says (`unknown option -verbose`): no exclusion.
+    input.errorText ? search(literalText(input.errorText), "error") : [],
     withTenant(sql, caller, (tx) => candidates(tx, input, input.givenIds ?? [], true)),
   ]);
   const refs: CandidateRef[] = [

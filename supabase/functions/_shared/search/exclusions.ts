@@ -50,23 +50,32 @@ export function embeddingText(text: string): string {
 }
 
 /**
- * What a retrieval searches: its message, then its project_context. Exclusions are the message's
- * alone: a quote the message leaves open (`-"widget`) is closed at the message's end instead of
- * running through the context, and the context's own `-` that would start one (`java -jar`, a
- * pasted `-"note"`) is read as a blank (the context says what the caller works on, not what it
- * asks to leave out).
+ * What a message searches with its context after it (a retrieval's project_context, living
+ * context's file and branch names). Exclusions are the message's alone: a quote the message leaves
+ * open (`-"widget`) is closed at the message's end instead of running through the context, and the
+ * context is read literally (it says what the caller works on, not what it asks to leave out).
  */
-export function retrievalText(message: string, projectContext: string | undefined): string {
+export function retrievalText(message: string, projectContext: string | undefined, separator = "\n\n"): string {
   if (!projectContext) return message;
   const last = [...message.matchAll(RUN)].at(-1);
   const open = last !== undefined && last.index + last[0].length === message.length && /-"[^"]*$/.test(last[0]);
-  // Each pass turns every run's leading dashes into blanks; a phrase's words, once no longer
-  // inside an exclusion, are read again, so until none is left.
-  let context = projectContext;
-  for (let next = neutral(context); next !== context; next = neutral(context)) context = next;
-  return `${message}${open ? '"' : ""}\n\n${context}`;
+  return `${message}${open ? '"' : ""}${separator}${literalText(projectContext)}`;
 }
 
-function neutral(text: string): string {
+/**
+ * A text searched for what it says, with no exclusion in it: each `-` that would start one is read
+ * as a blank (`java -jar` finds `jar`). For what no user typed as a query: a memory's content
+ * searched for its neighbours (dedup, contradictions, consolidation), an error on screen, a
+ * retrieval's project_context.
+ */
+export function literalText(text: string): string {
+  // Each pass blanks every run's leading dashes; a phrase's words, once no longer inside an
+  // exclusion, are read again, so until none is left.
+  let out = text;
+  for (let next = blankDashes(out); next !== out; next = blankDashes(out)) out = next;
+  return out;
+}
+
+function blankDashes(text: string): string {
   return text.replace(RUN, (run) => run.replace(PIECES, (piece) => ` ${piece.slice(1)}`));
 }
