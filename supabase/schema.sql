@@ -137,11 +137,19 @@ CREATE TABLE public.memory_jobs (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     finished_at timestamp with time zone,
+    payload_cleared_at timestamp with time zone,
     CONSTRAINT memory_jobs_attempts_range CHECK (((attempts >= 0) AND ((max_attempts >= 1) AND (max_attempts <= 50)))),
     CONSTRAINT memory_jobs_idempotency_key_shape CHECK (((char_length(idempotency_key) >= 1) AND (char_length(idempotency_key) <= 300))),
     CONSTRAINT memory_jobs_kind_check CHECK ((kind = ANY (ARRAY['extract'::text, 'dedup'::text, 'embed'::text, 'consolidate'::text, 'enrich'::text, 'causal'::text, 'nightly_consolidation'::text, 'contradiction_check'::text, 'insight'::text, 'reindex'::text, 'vector_index'::text]))),
+    CONSTRAINT memory_jobs_payload_cleared_finished CHECK (((payload_cleared_at IS NULL) OR ((kind = 'extract'::text) AND (status = ANY (ARRAY['done'::text, 'dead'::text]))))),
     CONSTRAINT memory_jobs_status_check CHECK ((status = ANY (ARRAY['queued'::text, 'running'::text, 'done'::text, 'dead'::text])))
 );
+
+--
+-- Name: COLUMN memory_jobs.payload_cleared_at; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.memory_jobs.payload_cleared_at IS 'When devai-job-prune cleared this finished extract job''s transcript (payload messages and context), job_keep_days after it finished; its result, part and marks stay (docs/extraction.md).';
 
 --
 -- Name: claim_jobs(text, integer, interval, text[], uuid); Type: FUNCTION; Schema: memory_private; Owner: -
@@ -847,6 +855,7 @@ declare
   v_cutoff  timestamptz := p_now - make_interval(secs => public.memory_setting('job_keep_days')::double precision * 86400);
   v_events  timestamptz := p_now - make_interval(secs => public.memory_setting('event_keep_days')::double precision * 86400);
   v_deleted integer;
+  v_cleared integer;
   v_events_deleted integer;
 begin
   if p_limit is null or p_limit < 1 then
@@ -862,6 +871,18 @@ begin
   delete from public.memory_jobs j using due where j.id = due.id;
   get diagnostics v_deleted = row_count;
   with due as (
+    select j.id from public.memory_jobs j
+     where j.status in ('done', 'dead') and j.kind = 'extract' and j.payload_cleared_at is null
+       and j.finished_at < v_cutoff
+     order by j.finished_at
+     limit p_limit
+       for update skip locked
+  )
+  update public.memory_jobs j
+     set payload = j.payload - 'messages' - 'context', payload_cleared_at = p_now
+    from due where j.id = due.id;
+  get diagnostics v_cleared = row_count;
+  with due as (
     select e.id from public.memory_events e
      where e.op <> 'redact' and e.ts < v_events
      order by e.ts
@@ -871,9 +892,13 @@ begin
   get diagnostics v_events_deleted = row_count;
   return jsonb_build_object(
     'deleted', v_deleted,
+    'payloads_cleared', v_cleared,
     'events_deleted', v_events_deleted,
     'remaining', exists (select from public.memory_jobs j
                           where j.status in ('done', 'dead') and j.kind <> 'extract' and j.finished_at < v_cutoff)
+                 or exists (select from public.memory_jobs j
+                             where j.status in ('done', 'dead') and j.kind = 'extract' and j.payload_cleared_at is null
+                               and j.finished_at < v_cutoff)
                  or exists (select from public.memory_events e where e.op <> 'redact' and e.ts < v_events));
 end;
 $$;
@@ -5391,6 +5416,12 @@ CREATE INDEX memory_history_owner_ts_id ON public.memory_history USING btree (ow
 --
 
 CREATE INDEX memory_jobs_claimable ON public.memory_jobs USING btree (run_after) WHERE (status = 'queued'::text);
+
+--
+-- Name: memory_jobs_extract_payload_due; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX memory_jobs_extract_payload_due ON public.memory_jobs USING btree (finished_at) WHERE ((status = ANY (ARRAY['done'::text, 'dead'::text])) AND (kind = 'extract'::text) AND (payload_cleared_at IS NULL));
 
 --
 -- Name: memory_jobs_finished; Type: INDEX; Schema: public; Owner: -

@@ -52,6 +52,8 @@ function describe(err: unknown): string {
 }
 
 export async function processExtract(deps: ExtractJobDeps, job: Job, workerId: string): Promise<void> {
+  // A job whose transcript was cleared (payload_cleared_at) is never claimed: only finished jobs are
+  // cleared, and memory_jobs_payload_cleared_finished keeps them finished (migration 20261128730000).
   const parsed = ExtractJobPayloadSchema.safeParse(job.payload);
   if (!parsed.success) throw new PermanentJobError(`invalid extract payload: ${parsed.error.message}`);
   const payload = parsed.data;

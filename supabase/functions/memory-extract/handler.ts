@@ -10,7 +10,8 @@
 //       or one earlier jobs already cover: the covering job, deduplicated, new_messages 0.
 //       With `after` (the `transcript` of an earlier answer), messages are only what follows it: a
 //       long session never resends what it sent (409 transcript_mismatch when the session has no
-//       such transcript, or when a dead job's messages lie too far behind it: resend the whole one).
+//       such transcript, when a dead job's messages lie too far behind it, or when the earlier
+//       messages it needs were cleared with their finished job's payload: resend the whole one).
 //   GET ?job_id=<uuid> → 200 { job_id, kind, status, attempts, last_error, result, ... } | 404
 import { z } from "zod";
 import { createFunctionApp, fetchHandler } from "../_shared/app.ts";
@@ -98,6 +99,7 @@ export function createHandler(deps: QueueingDeps) {
         : await partOfWhole(session, body.messages);
       if (!plan) throw transcriptMismatch(body.session_id, body.after!);
       if ("historyUnknown" in plan) throw historyUnknown(body.session_id);
+      if ("payloadCleared" in plan) throw payloadCleared(body.session_id);
       // Nothing new (e.g. a shorter transcript that arrived after a longer one): the job that covers the end.
       if (plan.covered) {
         return {
@@ -170,5 +172,21 @@ function historyUnknown(sessionId: string): HttpError {
     "transcript_mismatch",
     `session '${sessionId}': an earlier extract job of this session died, and what it held is too far back ` +
       "to be read from `after`: resend the whole transcript, from the first message, without `after`",
+  );
+}
+
+/**
+ * The 409 for a POST with `after` that needs messages of an earlier job whose transcript has been
+ * cleared (finished more than job_keep_days ago: docs/extraction.md#where-coverage-is-kept): the
+ * context of a point inside its part, or a dead job's messages to queue again. The whole
+ * transcript needs no stored messages.
+ */
+function payloadCleared(sessionId: string): HttpError {
+  return new HttpError(
+    409,
+    "transcript_mismatch",
+    `session '${sessionId}': \`after\` needs messages of an earlier extract job of this session that are no longer ` +
+      "stored (a finished job's transcript is cleared job_keep_days after it finished): resend the whole transcript, " +
+      "from the first message, without `after`",
   );
 }

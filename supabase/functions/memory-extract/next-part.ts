@@ -11,6 +11,9 @@
 // maxRebuildBytes of payloads and the walk takes at most MAX_PATH_PARTS parts. Beyond that, what
 // precedes `after` is not known to be covered, and the POST says so (`historyUnknown`: the handler
 // answers 409, resend the whole transcript) rather than queue its own messages and skip the dead.
+// The same when a payload it must read has been cleared (`payloadCleared`: a finished job's
+// transcript is cleared job_keep_days after it finished): the context of an `after` inside a part,
+// or a dead part's messages. A whole transcript reads no payload: it brings its messages.
 import { CONTEXT_MESSAGES } from "../_shared/extraction.ts";
 import type { Tx } from "../_shared/db.ts";
 import type { JobStatus } from "../_shared/jobs.ts";
@@ -50,6 +53,12 @@ export interface HistoryUnknown {
   historyUnknown: true;
 }
 
+/** Why a POST with `after` cannot be planned: a payload it must read has been cleared (session-parts.ts partSlices). */
+export interface PayloadCleared {
+  payloadCleared: true;
+}
+const payloadCleared: PayloadCleared = { payloadCleared: true };
+
 interface Session {
   tx: Tx;
   ownerId: string;
@@ -65,14 +74,15 @@ export async function partOfWhole(s: Session, messages: unknown[]): Promise<Part
 
 /**
  * What a POST of the messages after `after` queues; undefined when the session never sent `after`,
- * HistoryUnknown when what precedes it cannot be established within the bounds.
+ * HistoryUnknown when what precedes it cannot be established within the bounds, PayloadCleared
+ * when the messages it needs from an earlier part are no longer stored.
  */
 export async function partAfter(
   s: Session,
   after: TranscriptPoint,
   messages: unknown[],
   maxRebuildBytes: number,
-): Promise<PartPlan | HistoryUnknown | undefined> {
+): Promise<PartPlan | HistoryUnknown | PayloadCleared | undefined> {
   const path = await pathBack(s, after);
   if (path.length === 0) return undefined;
   const last = path.at(-1)!;
@@ -81,6 +91,7 @@ export async function partAfter(
   if (path.some((p) => p.dead)) {
     const again = await readBack(s, after, path, maxRebuildBytes);
     if (!again) return { historyUnknown: true };
+    if ("payloadCleared" in again) return again;
     const known = { from: again.from, messages: [...again.messages, ...messages] };
     const all = [...again.digests, ...digests.slice(1)];
     const covered = await coveredFrom(s.tx, s.ownerId, s.sessionId, known.from, all.slice(1));
@@ -91,6 +102,7 @@ export async function partAfter(
   const before = covered === after.count + messages.length
     ? []
     : await messagesBefore(s.tx, s.ownerId, s.sessionId, after, want);
+  if (!before) return payloadCleared;
   return await planFrom(s, { from: after.count, messages, digests }, covered, before);
 }
 
@@ -141,14 +153,15 @@ async function pathBack(s: Session, point: TranscriptPoint): Promise<(PartThroug
  * When a dead part lies on the path to `after`: the messages from the oldest dead part's first one
  * up to `after`, read back from the parts' payloads, with the transcript's digests from there (to
  * find what live parts cover of them again, and to check they lead to `after`) and the messages
- * before it (context). Undefined when the read-back would pass the bounds in the module comment.
+ * before it (context). Undefined when the read-back would pass the bounds in the module comment,
+ * PayloadCleared when a payload it reads has been cleared.
  */
 async function readBack(
   s: Session,
   after: TranscriptPoint,
   path: (PartThrough & { upTo: number })[],
   maxRebuildBytes: number,
-): Promise<{ from: number; messages: unknown[]; digests: string[]; before: unknown[] } | undefined> {
+): Promise<{ from: number; messages: unknown[]; digests: string[]; before: unknown[] } | PayloadCleared | undefined> {
   const read = path.slice(0, path.findLastIndex((p) => p.dead) + 1).reverse();
   const dead = read[0]!;
   if (read.reduce((n, p) => n + p.payloadBytes, 0) > maxRebuildBytes) return undefined;
@@ -158,6 +171,7 @@ async function readBack(
     s.tx,
     read.map((p, i) => ({ jobId: p.jobId, from: i === 0 ? from : p.start, to: p.upTo })),
   );
+  if (!slices) return payloadCleared;
   const seen = slices.flat();
   const messages = seen.slice(dead.start - from);
   const digests = continueDigests(dead.startDigest, messages);

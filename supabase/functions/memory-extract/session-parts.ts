@@ -163,7 +163,8 @@ export async function partThrough(
 
 /**
  * The `want` messages (at most CONTEXT_MESSAGES) just before the point: the tail of a part ending
- * there, else a slice of the part the point lies in (which reads that one part's payload).
+ * there, else a slice of the part the point lies in (which reads that one part's payload);
+ * undefined when that payload has been cleared (partSlices).
  */
 export async function messagesBefore(
   tx: Tx,
@@ -171,7 +172,7 @@ export async function messagesBefore(
   sessionId: string,
   point: TranscriptPoint,
   want: number,
-): Promise<unknown[]> {
+): Promise<unknown[] | undefined> {
   if (want <= 0) return [];
   storedReads.lookups++;
   const [part] = await tx<{ job_id: string; tail: unknown[] | null }[]>`
@@ -188,22 +189,26 @@ export async function messagesBefore(
     storedReads.messages += tail.length;
     return tail;
   }
-  const [slice] = await partSlices(tx, [{ jobId: part.job_id, from: point.count - want, to: point.count }]);
-  return slice!;
+  return (await partSlices(tx, [{ jobId: part.job_id, from: point.count - want, to: point.count }]))?.[0];
 }
 
 /**
  * Messages [from, to) of the session's transcript out of each part's payload (its context, then
  * its part): from may reach back into the context, at most CONTEXT_MESSAGES before the part.
+ * Undefined when any of those payloads has been cleared (payload_cleared_at: devai-job-prune
+ * clears a finished job's transcript job_keep_days after it finished, keeping its part and marks;
+ * migration 20261128730000): what the part held can no longer be read, only resent.
  */
 export async function partSlices(
   tx: Tx,
   slices: readonly { jobId: string; from: number; to: number }[],
-): Promise<unknown[][]> {
+): Promise<unknown[][] | undefined> {
   storedReads.lookups += slices.length;
   // offset 0: each part's payload is read once per slice, not once per expression naming it.
-  const rows = await tx<{ messages: unknown[] }[]>`
-    select case when s.t > s.f
+  const rows = await tx<{ messages: unknown[] | null; cleared: boolean }[]>`
+    select j.payload_cleared_at is not null as cleared,
+           case when j.payload_cleared_at is not null then null
+                when s.t > s.f
                 then jsonb_path_query_array(v.seen, '$[$from to $to]', jsonb_build_object(
                        'from', s.f - p.start_position + v.context_length,
                        'to', s.t - 1 - p.start_position + v.context_length))
@@ -218,7 +223,8 @@ export async function partSlices(
        select c.context || c.messages as seen, jsonb_array_length(c.context) as context_length offset 0) as v
      order by s.i`;
   if (rows.length !== slices.length) throw new Error("partSlices: a part is gone");
-  const out = rows.map((r) => r.messages);
+  if (rows.some((r) => r.cleared)) return undefined;
+  const out = rows.map((r) => r.messages!);
   storedReads.messages += out.reduce((n, m) => n + m.length, 0);
   return out;
 }

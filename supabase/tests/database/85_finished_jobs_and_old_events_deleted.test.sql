@@ -1,6 +1,7 @@
 -- Finished jobs are deleted job_keep_days (30) after they finished, at most p_limit a call, oldest
--- first; queued and running jobs never, nor extract jobs (their parts are extraction's coverage). Events older than event_keep_days (90) too, but the
--- redaction events (migration 20261128620000; docs/operations.md).
+-- first; queued and running jobs never, nor extract jobs (their parts are extraction's coverage: their
+-- transcripts are cleared instead, file 86). Events older than event_keep_days (90) too, but the
+-- redaction events (migrations 20261128620000, 20261128730000; docs/operations.md).
 begin;
 select plan(12);
 
@@ -20,26 +21,26 @@ insert into public.memory_jobs (id, owner_id, kind, status, idempotency_key, cre
   ('85000000-0000-4000-8000-0000000000b3', '85000000-0000-4000-8000-00000000000c', 'dedup', 'running', 'k6',
    now() - interval '100 days', null);
 
-select is(memory_private.prune_finished_jobs(p_limit => 2), '{"deleted": 2, "events_deleted": 0, "remaining": true}'::jsonb,
+select is(memory_private.prune_finished_jobs(p_limit => 2), '{"deleted": 2, "payloads_cleared": 1, "events_deleted": 0, "remaining": true}'::jsonb,
           'two due of three a call of two: more remain');
 select set_eq($$select id from public.memory_jobs where owner_id = '85000000-0000-4000-8000-00000000000c'
                  and id::text like '%a_'$$,
               $$values ('85000000-0000-4000-8000-0000000000a3'::uuid)$$,
               'oldest first: the job finished 30 days and an hour ago is the one left');
-select is(memory_private.prune_finished_jobs(p_limit => 2), '{"deleted": 1, "events_deleted": 0, "remaining": false}'::jsonb,
+select is(memory_private.prune_finished_jobs(p_limit => 2), '{"deleted": 1, "payloads_cleared": 0, "events_deleted": 0, "remaining": false}'::jsonb,
           'the next call takes it');
 select set_eq($$select id from public.memory_jobs where owner_id = '85000000-0000-4000-8000-00000000000c'$$,
               $$values ('85000000-0000-4000-8000-0000000000b1'::uuid), ('85000000-0000-4000-8000-0000000000b2'::uuid),
                        ('85000000-0000-4000-8000-0000000000b3'::uuid), ('85000000-0000-4000-8000-0000000000b4'::uuid)$$,
-              'kept: done 29 days ago, queued and running however old, an extract job however old');
-select is(memory_private.prune_finished_jobs(), '{"deleted": 0, "events_deleted": 0, "remaining": false}'::jsonb,
+              'kept: done 29 days ago, queued and running however old, an extract job however old (its transcript cleared)');
+select is(memory_private.prune_finished_jobs(), '{"deleted": 0, "payloads_cleared": 0, "events_deleted": 0, "remaining": false}'::jsonb,
           'nothing more is due');
 
 insert into public.memory_events (owner_id, node, op, status, ts) values
   ('85000000-0000-4000-8000-00000000000c', 'hotpath', 'search', 'ok', now() - interval '91 days'),
   ('85000000-0000-4000-8000-00000000000c', 'hotpath', 'redact', 'ok', now() - interval '400 days'),
   ('85000000-0000-4000-8000-00000000000c', 'hotpath', 'search', 'ok', now() - interval '89 days');
-select is(memory_private.prune_finished_jobs() - 'remaining', '{"deleted": 0, "events_deleted": 1}'::jsonb,
+select is(memory_private.prune_finished_jobs() - 'remaining', '{"deleted": 0, "payloads_cleared": 0, "events_deleted": 1}'::jsonb,
           'one event past 90 days');
 select set_eq($$select op, ts > now() - interval '90 days' from public.memory_events
                  where owner_id = '85000000-0000-4000-8000-00000000000c'$$,
