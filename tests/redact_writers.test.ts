@@ -449,3 +449,37 @@ Deno.test({
     await env.close();
   }
 });
+
+Deno.test({
+  name: "a forget's reason is redacted (memory, history and export), and dropped when it is only a secret",
+  ...opts,
+}, async () => {
+  const env = await writeEnv({ withLlm: false });
+  try {
+    const t = newTenant();
+    const api = memoryApi(env.sql);
+    const ids: string[] = [];
+    for (const content of ["CI pushes with a deploy key.", "CI caches node_modules."]) {
+      ids.push((await api("POST", "/memory/remember", { as: t, body: { content, project: "shop" } })).body.memory.id);
+    }
+    const f = await api("POST", `/memory/${ids[0]}/forget`, { as: t, body: { reason: `it leaked ${PAT}` } });
+    assert.equal(f.status, 200);
+    assert.equal(f.body.memory.metadata.forget_reason, "it leaked [REDACTED:github_token]");
+    const only = await api("POST", `/memory/${ids[1]}/forget`, { as: t, body: { reason: KEY } });
+    assert.deepEqual([only.status, only.body.memory.state, only.body.memory.metadata], [200, "soft_deleted", {}]);
+
+    const history = await env.sql`select meta from public.memory_history where owner_id = ${t}`;
+    const exported = await api("GET", "/memory/export", { as: t });
+    assert.deepEqual(leaked(JSON.stringify([history, exported.body])), []);
+    const stats = await api("GET", "/memory/stats", { as: t });
+    // Two secrets replaced, one reason dropped as nothing but a secret.
+    assert.deepEqual(stats.body.redactions, {
+      total: 2,
+      dropped: 1,
+      by_kind: { github_token: 1, openai_key: 1 },
+      by_writer: { forget: 3 },
+    });
+  } finally {
+    await env.close();
+  }
+});

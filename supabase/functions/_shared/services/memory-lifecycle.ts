@@ -7,9 +7,15 @@ import { memoryColumns } from "../memories/memory-row.ts";
 import { lockMemory, toMemory } from "../memories/record.ts";
 import type { ForgetRequest, LifecycleRequest, LifecycleResponse } from "../memories/schemas.ts";
 import { purgeGraceDays } from "../memories/settings.ts";
+import { redactField } from "../redact.ts";
+import { recordRedactions } from "../redaction-events.ts";
 import type { ServiceDeps } from "./deps.ts";
 
-/** Soft delete: purged after the grace period unless restored. */
+/**
+ * Soft delete: purged after the grace period unless restored. The reason is stored
+ * (metadata.forget_reason, and in the history row, which outlives the purge): redacted like a
+ * correction's reason (docs/redaction.md), dropped when it is nothing but a secret.
+ */
 export async function forget(
   deps: ServiceDeps,
   tenant: TenantContext,
@@ -17,6 +23,7 @@ export async function forget(
   body: ForgetRequest,
 ): Promise<LifecycleResponse> {
   const now = deps.clock();
+  const reason = redactField(body.reason);
   return await withTenant(deps.sql, tenant, async (tx) => {
     const m = await lockMemory(tx, id);
     if (m.state === "soft_deleted") return { changed: false, memory: m };
@@ -25,8 +32,16 @@ export async function forget(
       update public.devai_memories
          set state = 'soft_deleted',
              purge_at = ${now}::timestamptz + make_interval(secs => ${days * 86400}),
-             metadata = ${body.reason ? tx`metadata || ${tx.json({ forget_reason: body.reason })}` : tx`metadata`}
+             metadata = ${reason.text ? tx`metadata || ${tx.json({ forget_reason: reason.text })}` : tx`metadata`}
        where id = ${id} returning ${memoryColumns(tx)}`;
+    await recordRedactions(tx, {
+      ownerId: tenant.tenantId,
+      writer: "forget",
+      node: "hotpath",
+      counts: reason.counts,
+      dropped: body.reason !== undefined && reason.text === undefined ? 1 : 0,
+      threadId: body.thread_id,
+    });
     return { changed: true, memory: toMemory(row) };
   }, { threadId: body.thread_id });
 }
