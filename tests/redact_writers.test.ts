@@ -483,3 +483,43 @@ Deno.test({
     await env.close();
   }
 });
+
+Deno.test({
+  name:
+    "a remembered memory's metadata is redacted too: ids, keywords and repo; a value that is only a secret is dropped",
+  ...opts,
+}, async () => {
+  const env = await writeEnv({ withLlm: false });
+  try {
+    const t = newTenant();
+    const api = memoryApi(env.sql);
+    const r = await api("POST", "/memory/remember", {
+      as: t,
+      body: {
+        content: "CI pushes tags after the release build.",
+        project: "shop",
+        metadata: {
+          agent_id: KEY,
+          run_id: `run with ${PAT}`,
+          keywords: ["ci", PAT],
+          repo: `https://x-access-token:${PAT}@github.com/acme/shop`,
+          commit: "a1b2c3d4",
+        },
+      },
+    });
+    assert.equal(r.status, 201);
+    assert.deepEqual(r.body.memory.metadata, {
+      run_id: "run with [REDACTED:github_token]",
+      keywords: ["ci"],
+      repo: "https://x-access-token:[REDACTED:github_token]@github.com/acme/shop",
+      commit: "a1b2c3d4",
+    });
+    const history = await env.sql`select meta from public.memory_history where owner_id = ${t}`;
+    const exported = await api("GET", "/memory/export", { as: t });
+    assert.deepEqual(leaked(JSON.stringify([history, exported.body])), []);
+    const stats = await api("GET", "/memory/stats", { as: t });
+    assert.deepEqual(stats.body.redactions.by_kind, { github_token: 3, openai_key: 1 });
+  } finally {
+    await env.close();
+  }
+});

@@ -4,7 +4,7 @@
 // nothing but a secret. memory/stats sums them (docs/redaction.md).
 import type { Tx } from "./db.ts";
 import { HttpError } from "./http.ts";
-import { type Redaction, type RedactionCounts, redactSecrets } from "./redact.ts";
+import { addCounts, redactField, type Redaction, type RedactionCounts, redactSecrets } from "./redact.ts";
 
 export interface RedactionRecord {
   ownerId: string;
@@ -40,4 +40,42 @@ export function redactStatement(content: string): Redaction {
     );
   }
   return r;
+}
+
+/**
+ * The free text of a stated memory's metadata (its agent, run, actor and user ids, keywords, repo,
+ * branch and files: stored, in the history row, exported, shown) redacted like the statement it
+ * comes with. A value that is nothing but a secret is dropped (a keyword from its list), the memory
+ * kept. The category, role and commit are names and hex digits, left as they are.
+ */
+export function redactMetadata<M extends Record<string, unknown>>(
+  metadata: M | undefined,
+): { metadata: M | undefined; counts: RedactionCounts; total: number } {
+  const counts: RedactionCounts = {};
+  let total = 0;
+  const clean = (value: string): string | undefined => {
+    const r = redactField(value);
+    addCounts(counts, r.counts);
+    total += r.total;
+    return r.text;
+  };
+  if (!metadata) return { metadata, counts, total };
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(metadata)) {
+    if (key === "category" || key === "role" || key === "commit") out[key] = value;
+    else if (typeof value === "string") {
+      const text = clean(value);
+      if (text !== undefined) out[key] = text;
+    } else if (Array.isArray(value)) {
+      out[key] = value.flatMap((v) => typeof v === "string" ? clean(v) ?? [] : [v]);
+    } else out[key] = value;
+  }
+  return { metadata: out as M, counts, total };
+}
+
+/** A statement's redaction with the fields stored beside it counted in (one memory_events row for the write). */
+export function countedWith(statement: Redaction, ...fields: { counts: RedactionCounts; total: number }[]): Redaction {
+  const counts = { ...statement.counts };
+  for (const f of fields) addCounts(counts, f.counts);
+  return { ...statement, counts, total: fields.reduce((n, f) => n + f.total, statement.total) };
 }

@@ -19,8 +19,8 @@ import { assertKnownCategory } from "../categories.ts";
 import { linkEntities, linkEntitiesByRules } from "../entities.ts";
 import { citedFileLinks, filesOf } from "../context/lineage.ts";
 import { queueContradictionCheck } from "../contradiction-check.ts";
-import { addCounts, redactField, type Redaction } from "../redact.ts";
-import { recordRedactions, redactStatement } from "../redaction-events.ts";
+import { redactField, type Redaction } from "../redact.ts";
+import { countedWith, recordRedactions, redactMetadata, redactStatement } from "../redaction-events.ts";
 import { kickWorker, type ServiceDeps } from "./deps.ts";
 
 async function findDuplicate(tx: Tx, content: string, scopes: string[]): Promise<Memory | undefined> {
@@ -82,8 +82,11 @@ export async function remember(
   sent: RememberRequest,
 ): Promise<RememberResponse> {
   const { sql, config, embedder } = deps;
-  const redaction = redactStatement(sent.content);
-  const body = { ...sent, content: redaction.text };
+  const statement = redactStatement(sent.content);
+  // Its metadata's free text (ids, keywords, repo, files) is stored too: redacted, counted with it.
+  const meta = redactMetadata(sent.metadata);
+  const redaction = countedWith(statement, meta);
+  const body = { ...sent, content: statement.text, metadata: meta.metadata };
   const namespace = rememberNamespace(body, config.namespaceRoot);
   const scopes = visibleScopes(namespace, config.namespaceRoot);
   const userStated = (m: Memory) => m.source === "user_stated" && m.priority === "highest";
@@ -141,11 +144,7 @@ export async function correct(
   const statement = redactStatement(sent.content);
   // The reason is stored too (metadata.correction_reason): redacted like the statement, counted with it.
   const reason = redactField(sent.reason);
-  const redaction = {
-    ...statement,
-    counts: addCounts({ ...statement.counts }, reason.counts),
-    total: statement.total + reason.total,
-  };
+  const redaction = countedWith(statement, reason);
   const body = { ...sent, content: statement.text, reason: reason.text };
   // Check before paying for an embedding; checked again under the row lock below.
   await withTenant(sql, tenant, async (tx) => {
