@@ -357,7 +357,11 @@ Deno.test({
 });
 
 Deno.test(
-  { name: "correct: 404 unknown, 409 for invalid or forgotten memories, 422 for unchanged content", ...opts },
+  {
+    name:
+      "correct: 404 unknown, 409 for invalid or forgotten memories, 422 for unchanged content (spacing aside; case is a change)",
+    ...opts,
+  },
   async () => {
     const t = newTenant();
     const invalid = await seedMemory(sql, t, { content: "stale", namespace: "devai/global/x", is_valid: false });
@@ -376,10 +380,15 @@ Deno.test(
       (await api("POST", `/memory/${forgotten.id}/correct`, { as: t, body: { content: "back" } })).status,
       409,
     );
-    const same = await api("POST", `/memory/${live.id}/correct`, { as: t, body: { content: "lint WITH   biome" } });
+    const same = await api("POST", `/memory/${live.id}/correct`, { as: t, body: { content: "Lint  with   biome" } });
     assert.equal(same.status, 422);
     assert.equal(same.body.error.code, "unchanged_content");
     assert.deepEqual(await tenantWrites(sql, t), before);
+    // Letter case is a correction: paths, env values and identifiers are case-sensitive.
+    const cased = await api("POST", `/memory/${live.id}/correct`, { as: t, body: { content: "Lint with Biome" } });
+    assert.equal(cased.status, 201);
+    assert.equal(cased.body.memory.content, "Lint with Biome");
+    assert.equal(cased.body.superseded.superseded_by, cased.body.memory.id);
   },
 );
 

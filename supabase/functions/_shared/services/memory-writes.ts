@@ -34,6 +34,9 @@ async function findDuplicate(tx: Tx, content: string, scopes: string[]): Promise
   return row ? toMemory(row) : undefined;
 }
 
+/** Runs of whitespace, as a query parameter: written in the SQL template, `\s` would lose its backslash. */
+const SPACES = "\\s+";
+
 function assertCorrectable(old: Memory): void {
   // An episode is the record of a message as it was sent (docs/graph.md#episodes): it is never
   // superseded, and a correction of it would be a fact filed as an episode.
@@ -146,10 +149,13 @@ export async function correct(
   const reason = redactField(sent.reason);
   const redaction = countedWith(statement, reason);
   const body = { ...sent, content: statement.text, reason: reason.text };
-  // Check before paying for an embedding; checked again under the row lock below.
+  // Check before paying for an embedding; checked again under the row lock below. "The same" is
+  // the same text but for spacing: letter case is a correction here (a path, an env value, an
+  // identifier), though the duplicate check (content_hash) ignores it.
   await withTenant(sql, tenant, async (tx) => {
     const [row] = await tx`
-      select ${memoryColumns(tx, "m")}, m.content_hash = ${contentHashSql(tx, body.content)} as same_content
+      select ${memoryColumns(tx, "m")},
+             regexp_replace(m.content, ${SPACES}, ' ', 'g') = regexp_replace(${body.content}, ${SPACES}, ' ', 'g') as same_content
         from public.devai_memories m where m.id = ${id}`;
     if (!row) throw notFound(id);
     assertCorrectable(toMemory(row));
