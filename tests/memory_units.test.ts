@@ -134,6 +134,34 @@ Deno.test("markdown files: seed 002 layout, front matter fields, stable unique p
   assert.match(fm, /\ncategory: event\n/);
   assert.match(fm, /\nstrength: 0.8123\n---\n$/);
   assert.doesNotMatch(fm, /purge_at|superseded_by|session_id/, "absent optional fields are left out");
+  // memory.query's metadata filters and the code lineage are kept too (README: the Markdown export
+  // writes agent_id, run_id, actor_id, user_id and keywords into front matter).
+  const lineage = frontMatter(memory({
+    metadata: {
+      agent_id: "coder",
+      run_id: "run-7",
+      actor_id: "ana",
+      user_id: "u-1",
+      role: "user",
+      repo: "acme/web",
+      branch: "feat/gift-cards",
+      commit: "a1b2c3d",
+      files: ["src/auth/session.ts", "app/checkout/actions.ts"],
+    },
+  }));
+  for (
+    const line of [
+      "agent_id: coder",
+      "run_id: run-7",
+      "actor_id: ana",
+      "user_id: u-1",
+      "role: user",
+      "repo: acme/web",
+      "branch: feat/gift-cards",
+      "commit: a1b2c3d",
+      "files: [src/auth/session.ts, app/checkout/actions.ts]",
+    ]
+  ) assert.ok(lineage.includes(`\n${line}\n`), line);
   assert.match(memoryToMarkdown(gone), /\nstate: soft_deleted\n[\s\S]*\npurge_at: 2024-02-20T00:00:00.000Z\n/);
   assert.ok(memoryToMarkdown(a).endsWith("---\n\nDeployed v2.1\n"));
 });

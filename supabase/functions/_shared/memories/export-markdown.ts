@@ -1,7 +1,8 @@
 // Markdown export (seed 002's file store): one file per memory at
 // `<memory_type>/<YYYY-MM-DD>-<slug>.md`, YAML front matter then the content. Returned as
 // { path, content } pairs so a client writes them to disk unchanged; nothing is lost against the
-// JSON export except embeddings and history (front matter keeps every field a person filters by).
+// JSON export except embeddings, relations and history (front matter keeps every field a person
+// filters by, memory.query's metadata filters and the code lineage included).
 // Soft-deleted memories are included, flagged `state: soft_deleted` with their `purge_at`.
 import type { Memory } from "./schemas.ts";
 
@@ -67,9 +68,17 @@ export function frontMatter(m: Memory): string {
     ["superseded_by", m.superseded_by],
     ["session_id", m.session_id],
     ["agent_id", meta.agent_id],
+    ["run_id", meta.run_id],
+    ["actor_id", meta.actor_id],
+    ["user_id", meta.user_id],
+    ["role", meta.role],
+    ["repo", meta.repo],
+    ["branch", meta.branch],
+    ["commit", meta.commit],
     ["embedding_model", m.embedding_model],
   ];
   for (const [k, v] of optional) if (v !== null && v !== undefined) fields.push([k, yamlScalar(v)]);
+  if (Array.isArray(meta.files) && meta.files.length > 0) fields.push(["files", yamlList(meta.files)]);
   fields.push(["strength", yamlScalar(Number(m.strength.toFixed(4)))]);
   return `---\n${fields.map(([k, v]) => `${k}: ${v}`).join("\n")}\n---\n`;
 }
