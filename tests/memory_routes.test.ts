@@ -354,6 +354,8 @@ Deno.test({
     body: { content: "Use bun for installs" },
   });
   assert.equal(chained.status, 201);
+  // It keeps the metadata it replaces, but the earlier correction's reason was not its reason.
+  assert.deepEqual(chained.body.memory.metadata, { keywords: ["npm"] });
 });
 
 Deno.test(

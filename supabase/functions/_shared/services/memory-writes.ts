@@ -167,7 +167,9 @@ export async function correct(
   const result = await withTenant(sql, tenant, async (tx) => {
     const old = await lockMemory(tx, id);
     assertCorrectable(old);
-    const metadata = body.reason ? { ...old.metadata, correction_reason: body.reason } : old.metadata;
+    // The old memory's metadata carries on, but not its own correction's reason: this one's, or none.
+    const { correction_reason: _, ...kept } = old.metadata;
+    const metadata = body.reason ? { ...kept, correction_reason: body.reason } : kept;
     const [created] = await tx`
       insert into public.devai_memories
         (owner_id, content, embedding, embedding_model, memory_type, namespace, priority, source,
