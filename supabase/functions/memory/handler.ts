@@ -1,6 +1,6 @@
 // The `memory` function: what a person or the agent calls to manage memories.
 // Routes (Supabase passes the path as /memory/...; /functions/v1/memory/... is accepted too):
-//   POST /memory/remember            user-stated fact: priority highest, never decays; exact duplicate → 200, no write
+//   POST /memory/remember            user-stated fact: priority highest, never decays; a duplicate (case, spacing aside) → 200, held as it is
 //   GET  /memory                     list with filters, keyset pagination (created_at desc, id desc)
 //   GET  /memory/weak                what will decay soon (weak_facts)
 //   GET  /memory/stats               counts by type/namespace/state/validity/pinned, relations, history
