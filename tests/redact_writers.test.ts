@@ -523,3 +523,21 @@ Deno.test({
     await env.close();
   }
 });
+
+Deno.test({ name: "an agent token's label is stored redacted", ...opts }, async () => {
+  const env = await writeEnv({ withLlm: false });
+  try {
+    const t = newTenant();
+    const api = memoryApi(env.sql);
+    const issued = await api("POST", "/memory/agent-tokens", {
+      as: t,
+      body: { agent: "coder", label: `laptop, pushes with ${PAT}` },
+    });
+    assert.equal(issued.status, 201);
+    assert.equal(issued.body.label, "laptop, pushes with [REDACTED:github_token]");
+    const listed = await api("GET", "/memory/agent-tokens", { as: t });
+    assert.deepEqual(leaked(JSON.stringify(listed.body)), []);
+  } finally {
+    await env.close();
+  }
+});

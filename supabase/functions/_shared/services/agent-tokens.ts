@@ -7,6 +7,8 @@ import { withTenant } from "../db.ts";
 import { HttpError } from "../http.ts";
 import type { AgentTokenRequest } from "../memories/schemas.ts";
 import { requireAllowlist } from "../memory-config.ts";
+import { redactField } from "../redact.ts";
+import { recordRedactions } from "../redaction-events.ts";
 import type { ServiceDeps } from "./deps.ts";
 
 function refuseAgentTokens(caller: Caller): void {
@@ -27,11 +29,19 @@ export async function issueToken(
 ): Promise<AgentToken & { token: string }> {
   refuseAgentTokens(caller);
   const now = deps.clock();
+  // The label is stored and listed: a secret pasted into it is redacted (docs/redaction.md).
+  const label = redactField(body.label);
   return await withTenant(deps.sql, caller, async (tx) => {
     await requireAllowlist(tx, body.agent);
+    await recordRedactions(tx, {
+      ownerId: caller.tenantId,
+      writer: "agent-token",
+      node: "hotpath",
+      counts: label.counts,
+    });
     return await issueAgentToken(tx, caller.tenantId, {
       agent: body.agent,
-      label: body.label,
+      label: label.text,
       expiresAt: body.expires_in_days ? new Date(now.getTime() + body.expires_in_days * 86_400_000) : undefined,
     });
   });
