@@ -689,6 +689,29 @@ end;
 $$;
 
 --
+-- Name: history_ts_in_write_order(); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.history_ts_in_write_order() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+declare
+  v_last timestamptz;
+begin
+  select h.ts into v_last
+    from public.memory_history h
+   where h.memory_id = new.memory_id
+   order by h.ts desc
+   limit 1;
+  if v_last > new.ts then
+    new.ts := v_last + interval '1 microsecond';
+  end if;
+  return new;
+end;
+$$;
+
+--
 -- Name: keyword_scope(text); Type: FUNCTION; Schema: memory_private; Owner: -
 --
 
@@ -5576,6 +5599,12 @@ CREATE TRIGGER memory_entities_derive_keys BEFORE INSERT OR UPDATE OF owner_id, 
 CREATE TRIGGER memory_entities_touch_updated_at BEFORE UPDATE OF canonical_name, entity_type, aliases, summary, embedding, attributes ON public.memory_entities FOR EACH ROW EXECUTE FUNCTION memory_private.touch_updated_at();
 
 --
+-- Name: memory_history memory_history_ts_in_write_order; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER memory_history_ts_in_write_order BEFORE INSERT ON public.memory_history FOR EACH ROW EXECUTE FUNCTION memory_private.history_ts_in_write_order();
+
+--
 -- Name: memory_jobs memory_jobs_extract_part_dies; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -6644,6 +6673,12 @@ GRANT INSERT(valid_from) ON TABLE public.devai_memories TO authenticated;
 
 REVOKE ALL ON FUNCTION memory_private.history_snapshot(m public.devai_memories) FROM PUBLIC;
 GRANT ALL ON FUNCTION memory_private.history_snapshot(m public.devai_memories) TO service_role;
+
+--
+-- Name: FUNCTION history_ts_in_write_order(); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.history_ts_in_write_order() FROM PUBLIC;
 
 --
 -- Name: FUNCTION keyword_scope(p_namespace text); Type: ACL; Schema: memory_private; Owner: -
