@@ -402,7 +402,7 @@ Deno.test({
 });
 
 Deno.test({
-  name: "ids and metadata are stored as sent, so one holding a secret is a 400 naming the field, writing nothing",
+  name: "session and thread ids are stored as sent, so one holding a secret is a 400 naming the field, writing nothing",
   ...opts,
 }, async () => {
   const env = await writeEnv({ withLlm: false });
@@ -413,9 +413,6 @@ Deno.test({
     const cases: [Record<string, unknown>, string][] = [
       [{ session_id: PAT }, "session_id"],
       [{ thread_id: `run-${PAT}` }, "thread_id"],
-      [{ metadata: { keywords: ["deploy", KEY.slice(0, 48)] } }, "metadata.keywords.1"],
-      [{ metadata: { agent_id: PAT } }, "metadata.agent_id"],
-      [{ metadata: { repo: "https://ci:Sup3r-S3cret-Pw@github.com/acme/shop.git" } }, "metadata.repo"],
     ];
     for (const [extra, field] of cases) {
       const r = await api("POST", "/memory/remember", {
@@ -424,7 +421,7 @@ Deno.test({
       });
       assert.equal(r.status, 400, field);
       const issue = r.body.error.issues.find((i: { path: unknown[] }) => i.path.join(".") === field);
-      assert.match(issue?.message ?? "", /holds a secret \((github_token|openai_key|password)\)/, field);
+      assert.match(issue?.message ?? "", /holds a secret \(github_token\)/, field);
     }
     const extract = createExtract({ ...env.deps, kickWorker: () => Promise.resolve() });
     const res = await extract(
@@ -486,7 +483,7 @@ Deno.test({
 
 Deno.test({
   name:
-    "a remembered memory's metadata is redacted too: ids, keywords and repo; a value that is only a secret is dropped",
+    "a remembered memory's metadata is redacted too: ids and keywords (a value that is only a secret is dropped); a clone URL loses its credentials",
   ...opts,
 }, async () => {
   const env = await writeEnv({ withLlm: false });
@@ -511,14 +508,14 @@ Deno.test({
     assert.deepEqual(r.body.memory.metadata, {
       run_id: "run with [REDACTED:github_token]",
       keywords: ["ci"],
-      repo: "https://x-access-token:[REDACTED:github_token]@github.com/acme/shop",
+      repo: "https://github.com/acme/shop",
       commit: "a1b2c3d4",
     });
     const history = await env.sql`select meta from public.memory_history where owner_id = ${t}`;
     const exported = await api("GET", "/memory/export", { as: t });
     assert.deepEqual(leaked(JSON.stringify([history, exported.body])), []);
     const stats = await api("GET", "/memory/stats", { as: t });
-    assert.deepEqual(stats.body.redactions.by_kind, { github_token: 3, openai_key: 1 });
+    assert.deepEqual(stats.body.redactions.by_kind, { github_token: 2, openai_key: 1 });
   } finally {
     await env.close();
   }

@@ -87,9 +87,9 @@ export function storableText(schema: z.ZodString) {
 }
 
 /**
- * Text stored and shown exactly as sent, never redacted (ids, metadata, code lineage): a secret in
- * it would be kept as is (docs/redaction.md), so it is refused, the message naming its kind. Content
- * is redacted instead: a memory keeps its meaning with a marker, an id or a keyword would not.
+ * An id that keys what is stored (a session's episodes and extract jobs, a thread's events): kept
+ * exactly as sent, since a marker would make it another id, so one holding a secret is refused,
+ * the message naming its kind (docs/redaction.md). Text is redacted instead (redact.ts).
  */
 export function withoutSecrets<T extends z.ZodType<string>>(schema: T) {
   return schema.superRefine((s, ctx) => {
@@ -139,10 +139,15 @@ export const categoryName = z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, "lowercas
 
 // Code lineage (docs/context.md#code-lineage): where a memory came from in the repository. These
 // are stored (metadata, file entities), so they follow the rule for stored text.
-/** A repository as the client names it: `acme/web`, `github.com/acme/web`, a clone URL. */
-export const repoName = withoutSecrets(
-  storableText(z.string().min(1).max(300)).refine((s) => !/\s/.test(s), "no whitespace"),
-);
+/**
+ * A repository as the client names it: `acme/web`, `github.com/acme/web`, a clone URL. A clone
+ * URL's user and password (`https://x-access-token:ghs_…@github.com/acme/web`, what `git remote
+ * get-url` prints for a checkout made with a token) are no part of which repository it is
+ * (context/lineage.ts sameRepo ignores them): they are dropped, so no credential is stored.
+ */
+export const repoName = storableText(z.string().min(1).max(300))
+  .refine((s) => !/\s/.test(s), "no whitespace")
+  .transform((s) => s.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^@/]*@/i, "$1"));
 /** A git branch name, by git's own ref rules (git check-ref-format --branch). */
 export const branchName = storableText(z.string().min(1).max(250))
   .refine(
@@ -175,13 +180,13 @@ export const metadata = z
   .object({
     // Stored with the memory and written into the Markdown export's front matter: the same
     // character rule as content (a 400 naming the field and the character).
-    agent_id: withoutSecrets(storableText(z.string().max(200))).optional(),
-    run_id: withoutSecrets(storableText(z.string().max(200))).optional(),
-    actor_id: withoutSecrets(storableText(z.string().max(200))).optional(),
-    user_id: withoutSecrets(storableText(z.string().max(200))).optional(),
+    agent_id: storableText(z.string().max(200)).optional(),
+    run_id: storableText(z.string().max(200)).optional(),
+    actor_id: storableText(z.string().max(200)).optional(),
+    user_id: storableText(z.string().max(200)).optional(),
     role: z.enum(["user", "assistant", "system", "tool"]).optional(),
     category: categoryName.optional(),
-    keywords: z.array(withoutSecrets(storableText(z.string().min(1).max(64)))).max(20).optional(),
+    keywords: z.array(storableText(z.string().min(1).max(64))).max(20).optional(),
     repo: repoName.optional(),
     branch: branchName.optional(),
     commit: commitSha.optional(),
