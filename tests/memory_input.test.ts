@@ -1,7 +1,7 @@
 // Bad input to the memory function: each case gets the documented 4xx in the one error shape
 // ({ error: { code, message, issues? } }) and writes nothing (no memory, no history, no relation).
 import assert from "node:assert/strict";
-import { memoryApi } from "./support/memory-api.ts";
+import { type ApiResponse, memoryApi } from "./support/memory-api.ts";
 import { userHeaders } from "./support/auth.ts";
 import { newTenant, seedMemory, tenantWrites, testSql } from "./support/seed.ts";
 
@@ -255,6 +255,50 @@ Deno.test({ name: "wrong content type → 415; malformed ids → 400 on every id
   for (const route of ["", "/history", "/explain"]) {
     await rejects(`GET${route}`, 400, "invalid_id", (t) => api("GET", `/memory/not-a-uuid${route}`, { as: t }));
   }
+});
+
+Deno.test({
+  name: "a compressed body (content-encoding gzip, br, …) is 415 naming identity on every body route, nothing written",
+  ...opts,
+}, async () => {
+  const gzip = async (value: unknown) =>
+    new Uint8Array(
+      await new Response(
+        new Blob([JSON.stringify(value)]).stream().pipeThrough(new CompressionStream("gzip")),
+      ).arrayBuffer(),
+    );
+  const sent = async (t: string, path: string, body: unknown, coding: string, method = "POST") =>
+    await api(method, path, {
+      headers: { ...(await userHeaders(t)), "content-encoding": coding },
+      rawBody: await gzip(body),
+    });
+  const cases: [string, (t: string, id: string) => Promise<ApiResponse>][] = [
+    ["remember gzip", (t) => sent(t, "/memory/remember", { content: "Compressed statement" }, "gzip")],
+    ["remember GZIP, br", (t) => sent(t, "/memory/remember", { content: "Compressed statement" }, "GZIP, br")],
+    ["correct", (t, id) => sent(t, `/memory/${id}/correct`, { content: "Compressed correction" }, "gzip")],
+    ["forget (optional body)", (t, id) => sent(t, `/memory/${id}/forget`, { reason: "gone" }, "deflate")],
+    ["checkpoint", (t) => sent(t, "/memory/checkpoints/th", { state: { a: 1 } }, "gzip", "PUT")],
+  ];
+  const tenants: string[] = [];
+  for (const [name, request] of cases) {
+    let answer: ApiResponse | undefined;
+    await rejects(name, 415, "unsupported_media_type", async (t, id) => {
+      tenants.push(t);
+      const r = await request(t, id);
+      answer = r;
+      return r;
+    });
+    assert.match(answer!.body.error.message, /content-encoding .* not accepted.*identity/, name);
+    assert.equal(answer!.headers.get("accept-encoding"), "identity", name);
+  }
+  const [saved] =
+    await sql`select count(*)::int as n from public.supervisor_checkpoints where owner_id = any(${tenants})`;
+  assert.equal(saved!.n, 0, "no checkpoint written");
+  const plain = await api("POST", "/memory/remember", {
+    headers: { ...(await userHeaders(newTenant())), "content-encoding": "identity" },
+    rawBody: JSON.stringify({ content: "An uncompressed statement" }),
+  });
+  assert.equal(plain.status, 201, "identity is the body as sent");
 });
 
 /** A cursor as the API encodes one (base64url of [created_at, id]), with any timestamp. */

@@ -20,8 +20,8 @@ export interface CallOptions {
   as?: string;
   headers?: Record<string, string>;
   body?: unknown;
-  /** Raw body text, sent as-is (malformed JSON, oversize payloads). */
-  rawBody?: string;
+  /** Raw body, sent as-is (malformed JSON, oversize payloads, compressed bytes). */
+  rawBody?: string | Uint8Array<ArrayBuffer>;
 }
 
 export interface ApiResponse {

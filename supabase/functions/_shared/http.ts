@@ -92,8 +92,8 @@ export function parseQueryString<T extends z.ZodType>(url: string, schema: T): z
 
 /**
  * Reads a JSON body with a hard size limit (checked on the declared length and while streaming, so
- * a lying Content-Length cannot get past it), then validates it. 415 wrong type, 413 too big,
- * 400 malformed JSON or schema violations (with zod issues).
+ * a lying Content-Length cannot get past it), then validates it. 415 wrong type or a compressed
+ * body, 413 too big, 400 malformed JSON or schema violations (with zod issues).
  */
 export async function parseJsonBody<T extends z.ZodType>(
   req: Request,
@@ -101,6 +101,7 @@ export async function parseJsonBody<T extends z.ZodType>(
   maxBytes: number,
   opts: { emptyAs?: unknown; tooLarge?: string } = {},
 ): Promise<z.infer<T>> {
+  refuseContentEncoding(req);
   const type = req.headers.get("content-type") ?? "";
   const declared = Number(req.headers.get("content-length") ?? "NaN");
   if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(maxBytes, opts.tooLarge);
@@ -122,6 +123,24 @@ export async function parseJsonBody<T extends z.ZodType>(
     throw new HttpError(400, "malformed_json", `body is not valid JSON: ${(err as Error).message}`);
   }
   return validate(schema, value, "request body");
+}
+
+/**
+ * Bodies are read as sent, never decompressed: a gzip (or any other coded) body was read as its
+ * compressed bytes and refused as "not valid UTF-8", which said nothing of the cause. One rule for
+ * every route, before anything is read: only `identity` (or no Content-Encoding) is accepted, a
+ * 415 names it (and so does its Accept-Encoding header, as RFC 9110 asks).
+ */
+function refuseContentEncoding(req: Request): void {
+  const coding = (req.headers.get("content-encoding") ?? "").trim().toLowerCase().slice(0, 40);
+  if (coding === "" || coding === "identity") return;
+  throw new HttpError(
+    415,
+    "unsupported_media_type",
+    `content-encoding ${coding} is not accepted: send the body uncompressed (no content-encoding, or identity)`,
+    undefined,
+    { "accept-encoding": "identity" },
+  );
 }
 
 /**
