@@ -5423,10 +5423,10 @@ CREATE INDEX memory_extract_marks_by_key ON public.memory_extract_marks USING ha
 CREATE INDEX memory_extract_parts_dead ON public.memory_extract_parts USING btree (owner_id, session_id, died_by) WHERE dead;
 
 --
--- Name: memory_history_memory_ts; Type: INDEX; Schema: public; Owner: -
+-- Name: memory_history_memory_ts_id; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX memory_history_memory_ts ON public.memory_history USING btree (memory_id, ts DESC);
+CREATE INDEX memory_history_memory_ts_id ON public.memory_history USING btree (memory_id, ts DESC, id DESC);
 
 --
 -- Name: memory_history_owner_ts_id; Type: INDEX; Schema: public; Owner: -

@@ -56,7 +56,7 @@ Deno.test("list: a page of a big tenant among small ones reads the page, newest 
   );
   assert.ok(first.fetched < 400, `a page of 100 fetched ${first.fetched} rows of a tenant of 3,000`);
 
-  const cursor = encodeCursor({ createdAt: String(first.rows[99]!.cursor_ts), id: String(first.rows[99]!.id) });
+  const cursor = encodeCursor({ ts: String(first.rows[99]!.cursor_ts), id: String(first.rows[99]!.id) });
   const second = await page({ limit: "100" }, cursor);
   assert.equal(second.rows[0]!.content, "Page test memory number 101");
   assert.ok(second.fetched < 400, `the next page fetched ${second.fetched} rows`);

@@ -520,6 +520,52 @@ Deno.test(
 );
 
 Deno.test(
+  { name: "history pages with a cursor: every row once, newest first, rows of one transaction split", ...opts },
+  async () => {
+    const t = newTenant();
+    const m = await seedMemory(sql, t, { content: "A much-edited fact", namespace: "devai/global/x" });
+    // 250 rows in one transaction (one ts: only the id orders them), then more in later ones: more
+    // than one page of the largest limit (200).
+    await sql`
+      insert into public.memory_history (owner_id, memory_id, event, actor, meta)
+      select ${t}, ${m.id}, 'CONFIRM', 'user', jsonb_build_object('n', n) from generate_series(1, 250) n`;
+    for (let i = 0; i < 3; i++) await api("POST", `/memory/${m.id}/${i % 2 ? "unpin" : "pin"}`, { as: t });
+    const all = (await sql`select id from public.memory_history where memory_id = ${m.id} order by ts desc, id desc`)
+      .map((r) => r.id as string);
+    assert.equal(all.length, 254);
+
+    const first = await api("GET", `/memory/${m.id}/history`, { as: t });
+    assert.deepEqual(Object.keys(first.body).sort(), ["history", "memory_id", "next_cursor", "purged"]);
+    assert.equal(first.body.history.length, 50, "the default limit, as before");
+    for (const limit of [7, 200]) {
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const page: { status: number; body: { history: { id: string }[]; next_cursor: string | null } } = await api(
+          "GET",
+          `/memory/${m.id}/history?limit=${limit}${cursor ? `&cursor=${cursor}` : ""}`,
+          { as: t },
+        );
+        assert.equal(page.status, 200, JSON.stringify(page.body));
+        assert.ok(page.body.history.length <= limit);
+        seen.push(...page.body.history.map((e) => e.id));
+        cursor = page.body.next_cursor;
+      } while (cursor);
+      assert.deepEqual(seen, all, `limit ${limit}: every row once, newest first`);
+    }
+    const last = await api("GET", `/memory/${m.id}/history?limit=254`, { as: t });
+    assert.equal(last.status, 400, "limit is at most 200");
+    const whole = await api("GET", `/memory/${m.id}/history?limit=200&cursor=${first.body.next_cursor}`, { as: t });
+    assert.deepEqual(whole.body.history.map((e: { id: string }) => e.id), all.slice(50, 250));
+
+    for (const forged of ["not-a-cursor", btoa(JSON.stringify(["2026-02-30T00:00:00.000000", m.id]))]) {
+      const r = await api("GET", `/memory/${m.id}/history?cursor=${forged}`, { as: t });
+      assert.deepEqual([r.status, r.body.error.code], [400, "invalid_cursor"], forged);
+    }
+  },
+);
+
+Deno.test(
   { name: "forget's purge date follows purge_grace_days in public.memory_settings, like the TTL job", ...opts },
   async () => {
     const t = newTenant();

@@ -18,7 +18,7 @@ import { testSql } from "./support/seed.ts";
 const DAY = 86_400_000;
 
 Deno.test("cursor round-trips with microseconds and rejects anything else with a 400", () => {
-  const c = { createdAt: "2026-01-02T03:04:05.123456", id: "0b5c2a8e-4d0f-4c1e-9a51-6a2f3c8d9e10" };
+  const c = { ts: "2026-01-02T03:04:05.123456", id: "0b5c2a8e-4d0f-4c1e-9a51-6a2f3c8d9e10" };
   assert.deepEqual(decodeCursor(encodeCursor(c)), c);
   assert.match(encodeCursor(c), /^[A-Za-z0-9_-]+$/, "url-safe");
   for (
@@ -27,7 +27,7 @@ Deno.test("cursor round-trips with microseconds and rejects anything else with a
       "!!!",
       btoa("[1,2]"),
       btoa(JSON.stringify(["2026-01-02", c.id])),
-      btoa(JSON.stringify([c.createdAt, "x"])),
+      btoa(JSON.stringify([c.ts, "x"])),
     ]
   ) {
     assert.throws(

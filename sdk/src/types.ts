@@ -387,6 +387,8 @@ export interface ListResponse {
 
 export interface HistoryParams {
   limit?: number | string;
+  /** The previous page's next_cursor (opaque). */
+  cursor?: string;
 }
 
 export interface HistoryResponse {
@@ -394,6 +396,8 @@ export interface HistoryResponse {
   /** The memory itself is gone (purged) and only its audit rows remain. */
   purged: boolean;
   history: HistoryEntry[];
+  /** Pass as `cursor` for the next (older) page; null on the last page. */
+  next_cursor: string | null;
 }
 
 export interface ChainLink {

@@ -147,6 +147,7 @@ export function historyText(h: MemoryHistory): string {
     ...h.history.map((e) =>
       `- ${e.ts} ${e.event}${e.actor ? ` by ${e.actor}` : ""}${e.new_content ? `: ${clip(e.new_content, 160)}` : ""}`
     ),
+    ...(h.next_cursor ? [`Older events: call again with cursor "${h.next_cursor}".`] : []),
   ]
     .join("\n");
 }

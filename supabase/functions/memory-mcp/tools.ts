@@ -219,7 +219,8 @@ export function createMcpServer(ctx: ToolContext): McpServer {
   tool("memory_history", {
     title: "Memory history",
     description:
-      "The audit trail of memory `id`, newest first: every change with its event and actor (it outlives a purge).",
+      "The audit trail of memory `id`, newest first: every change with its event and actor (it outlives a purge). " +
+      "A page at a time: pass the answer's next_cursor as `cursor` for older events.",
     readOnly: true,
   }, async ({ id, ...query }) => {
     const result = await memoryHistory(deps, caller, id, query);

@@ -1,14 +1,15 @@
-// Opaque keyset cursor for GET /memory: the (created_at, id) of the last row of a page. The
-// timestamp travels as text with microseconds (a JS Date would drop them and skip or repeat rows
-// created in the same millisecond).
+// Opaque keyset cursor of the pages that run newest first on (timestamp, id): GET /memory
+// (created_at, id) and GET /memory/{id}/history (ts, id: a transaction's rows share its ts, the
+// id orders them). The last row's key of a page; the timestamp travels as text with microseconds
+// (a JS Date would drop them and skip or repeat rows of the same millisecond).
 import { HttpError } from "../http.ts";
 
 const TS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export interface ListCursor {
-  /** created_at in UTC, `YYYY-MM-DDTHH:MM:SS.ffffff`. */
-  createdAt: string;
+  /** The row's timestamp (created_at, a history row's ts) in UTC, `YYYY-MM-DDTHH:MM:SS.ffffff`. */
+  ts: string;
   id: string;
 }
 
@@ -35,16 +36,16 @@ function isCalendarTime(ts: string): boolean {
 }
 
 export function encodeCursor(c: ListCursor): string {
-  return toBase64Url(JSON.stringify([c.createdAt, c.id]));
+  return toBase64Url(JSON.stringify([c.ts, c.id]));
 }
 
 export function decodeCursor(text: string): ListCursor {
   try {
     const value: unknown = JSON.parse(fromBase64Url(text));
     if (Array.isArray(value) && value.length === 2) {
-      const [createdAt, id] = value;
-      if (typeof createdAt === "string" && isCalendarTime(createdAt) && typeof id === "string" && UUID.test(id)) {
-        return { createdAt, id: id.toLowerCase() };
+      const [ts, id] = value;
+      if (typeof ts === "string" && isCalendarTime(ts) && typeof id === "string" && UUID.test(id)) {
+        return { ts, id: id.toLowerCase() };
       }
     }
   } catch {

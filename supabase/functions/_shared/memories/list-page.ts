@@ -42,9 +42,7 @@ export async function listPage(
            ${q.source ? tx`and m.source = ${q.source}` : tx``}
            ${q.category ? tx`and m.metadata ->> 'category' = ${q.category}` : tx``}
            ${
-    after
-      ? tx`and (m.created_at, m.id) < (${after.createdAt}::text::timestamp at time zone 'UTC', ${after.id}::uuid)`
-      : tx``
+    after ? tx`and (m.created_at, m.id) < (${after.ts}::text::timestamp at time zone 'UTC', ${after.id}::uuid)` : tx``
   }
          order by m.created_at desc, m.id desc
          limit ${q.limit + 1}`.execute();

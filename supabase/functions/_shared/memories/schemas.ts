@@ -80,6 +80,8 @@ export const LifecycleRequest = z.object({ thread_id: threadId.optional() }).str
 export type LifecycleRequest = z.infer<typeof LifecycleRequest>;
 
 const booleanText = z.enum(["true", "false"]).transform((v) => v === "true");
+/** Opaque: the next_cursor of the previous page (cursor.ts). */
+const pageCursor = z.string().min(1).max(200).optional();
 // An integer from a query string (text) or from an MCP tool's JSON arguments (a number): the
 // same schema serves both (docs/mcp.md).
 const intText = (min: number, max: number) =>
@@ -117,8 +119,7 @@ export const ListQuery = z
     source: source.optional(),
     category: categoryName.optional(),
     limit: intText(1, MAX_PAGE_LIMIT).default(20),
-    /** Opaque: the next_cursor of the previous page. */
-    cursor: z.string().min(1).max(200).optional(),
+    cursor: pageCursor,
     /** The memories held at this instant, as they were then (docs/graph.md#as-of). */
     as_of: asOf.optional(),
   })
@@ -147,10 +148,10 @@ export const EndSessionRequest = z.object({}).strict();
 export const MemoryQuery = z.object({ as_of: asOf.optional() }).strict();
 export type MemoryQuery = z.infer<typeof MemoryQuery>;
 
-/** GET /memory/{id}/history */
 /** For GET routes without parameters: a parameter there (an explain `as_of`) would be silently ignored. */
 export const NoQuery = z.object({}).strict();
-export const HistoryQuery = z.object({ limit: intText(1, MAX_HISTORY_LIMIT).default(50) }).strict();
+/** GET /memory/{id}/history: a page of its audit rows, newest first; cursor as ListQuery's. */
+export const HistoryQuery = z.object({ limit: intText(1, MAX_HISTORY_LIMIT).default(50), cursor: pageCursor }).strict();
 export type HistoryQuery = z.infer<typeof HistoryQuery>;
 
 /** GET /memory/weak */

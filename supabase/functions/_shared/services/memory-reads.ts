@@ -39,7 +39,7 @@ export async function listMemories(
   const page = rows.slice(0, q.limit);
   const last = page.at(-1);
   const next_cursor = rows.length > q.limit && last
-    ? encodeCursor({ createdAt: last.cursor_ts as string, id: last.id as string })
+    ? encodeCursor({ ts: last.cursor_ts as string, id: last.id as string })
     : null;
   return {
     memories: page.map(({ cursor_ts: _, ...m }) => toMemory(memoryAsOf(m))),
@@ -131,30 +131,44 @@ export interface MemoryHistory {
   /** True when the memory itself is gone: its history rows outlive a purge. */
   purged: boolean;
   history: HistoryEntry[];
+  /** Pass as `cursor` for the next (older) page; null on the last page. */
+  next_cursor: string | null;
 }
 
-/** A memory's audit rows, newest first. */
+/**
+ * A page of a memory's audit rows, newest first (keyset pagination: ts desc, id desc, in the order
+ * of the (memory_id, ts desc, id desc) index). Rows written in one transaction share its ts: the id
+ * orders them, so a page boundary among them skips and repeats none.
+ */
 export async function memoryHistory(
   deps: ServiceDeps,
   tenant: TenantContext,
   id: string,
   q: HistoryQuery,
 ): Promise<MemoryHistory> {
+  const after = q.cursor ? decodeCursor(q.cursor) : undefined;
   const result = await withTenant(deps.sql, tenant, async (tx) => {
     const [exists] = await tx`select 1 from public.devai_memories where id = ${id}`;
-    // Rows written in one transaction share its timestamp; id only makes the order stable.
+    // The cursor's ts is bound as text, never through a JS Date (which drops microseconds).
     const history = await tx`
-        select id, memory_id, event, old_ref, new_ref, actor, old_content, new_content, meta, ts
+        select id, memory_id, event, old_ref, new_ref, actor, old_content, new_content, meta, ts,
+               to_char(ts at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') as cursor_ts
           from public.memory_history where memory_id = ${id}
-         order by ts desc, id desc limit ${q.limit}`;
+           ${after ? tx`and (ts, id) < (${after.ts}::text::timestamp at time zone 'UTC', ${after.id}::uuid)` : tx``}
+         order by ts desc, id desc limit ${q.limit + 1}`;
     return { exists: Boolean(exists), history };
   });
   // History outlives a purged memory, so its rows alone are enough to answer.
   if (!result.exists && result.history.length === 0) throw notFound(id);
+  const page = result.history.slice(0, q.limit);
+  const last = page.at(-1);
   return {
     memory_id: id,
     purged: !result.exists,
-    history: result.history.map((h) => isoDates(h) as unknown as HistoryEntry),
+    history: page.map(({ cursor_ts: _, ...h }) => isoDates(h) as unknown as HistoryEntry),
+    next_cursor: result.history.length > q.limit && last
+      ? encodeCursor({ ts: last.cursor_ts as string, id: last.id as string })
+      : null,
   };
 }
 
