@@ -100,6 +100,29 @@ function memory(over: Partial<Memory>): Memory {
   };
 }
 
+Deno.test("markdown paths stay unique and the set of used paths holds one date's, not the tenant's", () => {
+  // 3 days x 400 memories in creation order, every one of a day with the same slug (the worst case
+  // for collisions) and some of them with the slug a collision's suffix makes.
+  const paths = new MarkdownPaths();
+  const seen = new Set<string>();
+  let largest = 0;
+  for (const day of ["2024-01-20", "2024-01-21", "2024-01-22"]) {
+    for (let i = 0; i < 400; i++) {
+      const id = `${(i % 2 ? "abcdef01" : i.toString(16).padStart(8, "0"))}-2222-4333-8444-${day.slice(-2)}${
+        String(i).padStart(10, "0")
+      }`;
+      const content = i % 50 === 49 ? "Same note abcdef01" : "Same note";
+      const path = paths.pathFor(memory({ id, content, created_at: `${day}T10:00:00.000Z` }));
+      assert.ok(!seen.has(path), `${path} given twice`);
+      seen.add(path);
+      largest = Math.max(largest, paths.size);
+    }
+  }
+  assert.equal(seen.size, 1200);
+  assert.equal(largest, 400, "at most one date's paths are held (it was every path: 1200)");
+  assert.ok(seen.has("episodic/2024-01-21-same-note.md"), "the first of a date keeps the plain path");
+});
+
 Deno.test("markdown files: seed 002 layout, front matter fields, stable unique paths", () => {
   const a = memory({ metadata: { keywords: ["deploy", "v2"], category: "event" } });
   const b = memory({

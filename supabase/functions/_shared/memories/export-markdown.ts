@@ -91,12 +91,28 @@ export function memoryToMarkdown(m: Memory): string {
  * Paths for memories given in creation order (created_at, id), unique: a second memory with the
  * same date and slug gets the first 8 characters of its id appended, so re-exporting the same data
  * gives the same paths.
+ *
+ * Only paths of one date can collide (the date is in every path), and in creation order a date's
+ * memories come together, so the paths used are kept for the current date only and forgotten when
+ * it changes: the set holds one UTC day's memories, never the tenant's (it held every path, so an
+ * export's memory grew with the tenant, against the README's bounded memory for any tenant).
  */
 export class MarkdownPaths {
   readonly #used = new Set<string>();
+  #date = "";
+
+  /** How many paths are held now (at most the current date's). */
+  get size(): number {
+    return this.#used.size;
+  }
 
   pathFor(m: Memory): string {
-    const base = `${m.memory_type}/${m.created_at.slice(0, 10)}-${slugify(m.content)}`;
+    const date = m.created_at.slice(0, 10);
+    if (date !== this.#date) {
+      this.#used.clear();
+      this.#date = date;
+    }
+    const base = `${m.memory_type}/${date}-${slugify(m.content)}`;
     let path = `${base}.md`;
     if (this.#used.has(path)) path = `${base}-${m.id.slice(0, 8)}.md`;
     for (let n = 2; this.#used.has(path); n++) path = `${base}-${m.id.slice(0, 8)}-${n}.md`;
