@@ -114,6 +114,53 @@ Deno.test({
   assert.equal((await api("DELETE", "/memory/checkpoints/shared-name", { as: t })).status, 405);
 });
 
+Deno.test({
+  name: "checkpoints: every string of the state is redacted at any depth, keys included, counted as writer checkpoint",
+  ...opts,
+}, async () => {
+  const t = newTenant();
+  const pat = "ghp_Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6J7k8L9";
+  const key = "sk-proj-Zx8Kq2Lm5Np7Rt1Vw4Yb6Cd9Fg3Hj0Mn2Pq5St8Uv1Wx4Yz7Ab0Cd3Ef6Gh9Ij2Kl5";
+  const state = {
+    graph: { node: "coder", step: 2 },
+    messages: [
+      { role: "user", content: `push with ${pat}` },
+      { role: "tool", content: [{ type: "text", text: `OPENAI_API_KEY=${key}` }] },
+    ],
+    agents: {
+      coder: { tokens: { [pat]: "the key was a map key" }, deep: [[[`db postgres://app:Sup3r-S3cret-Pw@db:5432/x`]]] },
+    },
+  };
+  const saved = await api("PUT", "/memory/checkpoints/t-secrets", { as: t, body: { state } });
+  assert.equal(saved.status, 201, JSON.stringify(saved.body));
+  const loaded = await api("GET", "/memory/checkpoints/t-secrets", { as: t });
+  const [stored] = await sql`select state::text as s from public.supervisor_checkpoints where owner_id = ${t}`;
+  for (const text of [JSON.stringify(loaded.body), stored!.s as string]) {
+    assert.deepEqual([pat, key, "Sup3r-S3cret-Pw"].filter((s) => text.includes(s)), [], "no secret stored or loaded");
+  }
+  assert.deepEqual(loaded.body.state.graph, state.graph, "what holds no secret is as saved");
+  assert.equal(loaded.body.state.messages[0].content, "push with [REDACTED:github_token]");
+  assert.equal(loaded.body.state.messages[1].content[0].text, "OPENAI_API_KEY=[REDACTED:openai_key]");
+  assert.deepEqual(Object.keys(loaded.body.state.agents.coder.tokens), ["[REDACTED:github_token]"]);
+  assert.equal(saved.body.size_bytes, new TextEncoder().encode(JSON.stringify(loaded.body.state)).byteLength);
+
+  // Versioning is unchanged: the next save names version 1; a stale one is a 409 that counts nothing.
+  const next = await api("PUT", "/memory/checkpoints/t-secrets", {
+    as: t,
+    body: { state: { ...loaded.body.state, note: `again ${pat}` }, version: 1 },
+  });
+  assert.deepEqual([next.status, next.body.version], [200, 2]);
+  const stale = await api("PUT", "/memory/checkpoints/t-secrets", { as: t, body: { state: { k: key }, version: 1 } });
+  assert.equal(stale.status, 409);
+  const stats = await api("GET", "/memory/stats", { as: t });
+  assert.deepEqual(stats.body.redactions, {
+    total: 5,
+    dropped: 0,
+    by_kind: { github_token: 3, openai_key: 1, password: 1 },
+    by_writer: { checkpoint: 5 },
+  });
+});
+
 Deno.test({ name: "checkpoints: a 1 MB state saves and loads intact", ...opts }, async () => {
   const t = newTenant();
   const state = {

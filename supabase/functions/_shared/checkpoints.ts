@@ -4,10 +4,14 @@
 // other version is refused (409) and writes nothing, so two agents of one thread never overwrite
 // each other silently. The state travels as JSON text end to end (never parsed and re-serialised
 // on a load), which keeps a 1 MB checkpoint's save and load well under 100 ms
-// (docs/consolidation.md#checkpoints, bench/README.md).
+// (docs/consolidation.md#checkpoints, bench/README.md). Every string of the state, at any depth, is
+// redacted before it is stored, like a transcript (docs/redaction.md): a checkpoint holds the
+// conversation and tool outputs, and was the one writer that stored their secrets as sent.
 import { z } from "zod";
 import { type Sql, type TenantContext, withTenant } from "./db.ts";
 import { HttpError } from "./http.ts";
+import { redactJson } from "./redact.ts";
+import { recordRedactions } from "./redaction-events.ts";
 import { threadId } from "./schemas.ts";
 import { wellFormedJson } from "./unsafe-characters.ts";
 
@@ -51,11 +55,14 @@ export async function saveCheckpoint(
   thread: string,
   body: CheckpointSaveRequest,
 ): Promise<SavedCheckpoint> {
+  // Secrets become their markers; the version and what a load returns are the stored (redacted)
+  // state's, so a save's compare-and-set is unchanged (it compares versions, never states).
+  const { value: state, counts } = redactJson(body.state);
   // A lone surrogate is written as its \u escape, which jsonb refuses: the state is saved with
   // U+FFFD in its place (unsafe-characters.ts). The test is on the text, so a state without one
   // is serialised once.
-  let text = JSON.stringify(body.state);
-  if (/\\ud[89a-f]/i.test(text)) text = JSON.stringify(wellFormedJson(body.state));
+  let text = JSON.stringify(state);
+  if (/\\ud[89a-f]/i.test(text)) text = JSON.stringify(wellFormedJson(state));
   const size = new TextEncoder().encode(text).byteLength;
   const expected = body.version ?? 0;
   return await withTenant(sql, tenant, async (tx) => {
@@ -70,7 +77,11 @@ export async function saveCheckpoint(
              set state = ${text}::text::jsonb, size_bytes = ${size}, version = version + 1
            where thread_id = ${thread} and version = ${expected}
           returning thread_id, version::float8 as version, size_bytes, created_at, updated_at`;
-    if (rows[0]) return { ...iso(rows[0]), created: expected === 0 };
+    if (rows[0]) {
+      // Counted only with a save that wrote (a 409 rolls the count back with the rest).
+      await recordRedactions(tx, { ownerId: tenant.tenantId, writer: "checkpoint", node: "hotpath", counts });
+      return { ...iso(rows[0]), created: expected === 0 };
+    }
     const [current] = await tx<{ version: number }[]>`
       select version::float8 as version from public.supervisor_checkpoints where thread_id = ${thread}`;
     throw conflict(thread, current?.version, expected);

@@ -257,14 +257,23 @@ export interface ChatLike {
 export function redactMessages<M extends ChatLike>(
   messages: readonly M[],
 ): { messages: M[]; counts: RedactionCounts; total: number } {
+  const { value, counts, total } = redactJson(messages as M[]);
+  return { messages: value, counts, total };
+}
+
+/**
+ * A JSON value with every string redacted, at any depth and keys included (a key that held a secret
+ * becomes its marker: two such keys of one object that become the same keep the last's value), and
+ * the counts of what was replaced. Transcripts (redactMessages) and a checkpoint's state.
+ */
+export function redactJson<T>(value: T): { value: T; counts: RedactionCounts; total: number } {
   const counts: RedactionCounts = {};
   let total = 0;
-  const clean = (s: string) => {
+  const out = mapJsonStrings(value, (s) => {
     const r = redactSecrets(s);
     addCounts(counts, r.counts);
     total += r.total;
     return r.text;
-  };
-  const out = messages.map((m) => mapJsonStrings(m, clean));
-  return { messages: out, counts, total };
+  });
+  return { value: out, counts, total };
 }
