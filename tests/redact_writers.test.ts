@@ -437,11 +437,14 @@ Deno.test({
     assert.equal(res.status, 400);
     assert.match(JSON.stringify(await res.json()), /session_id.*holds a secret \(github_token\)/);
     assert.deepEqual(await tenantWrites(env.sql, t), before);
-    const ok = await api("POST", "/memory/remember", {
-      as: t,
-      body: { content: "CI deploys the shop on every tag.", project: "shop", session_id: "sess-2026-11-27.a" },
-    });
-    assert.equal(ok.status, 201, "an ordinary id passes");
+    // An id is read for secrets by their own shape only: `name:value` there is a naming scheme.
+    for (const id of ["sess-2026-11-27.a", "auth:login-bug-123", "token:refresh-fix-7", "pwd:reset-flow-v2"]) {
+      const ok = await api("POST", "/memory/remember", {
+        as: t,
+        body: { content: `CI deploys the shop on every tag (${id}).`, project: "shop", session_id: id, thread_id: id },
+      });
+      assert.equal(ok.status, 201, `an ordinary id passes: ${id}`);
+    }
   } finally {
     await env.close();
   }
@@ -483,7 +486,7 @@ Deno.test({
 
 Deno.test({
   name:
-    "a remembered memory's metadata is redacted too: ids and keywords (a value that is only a secret is dropped); a clone URL loses its credentials",
+    "a remembered memory's metadata is redacted too: ids by their shape, keywords as text (a value that is only a secret is dropped, and counted); a clone URL loses its credentials",
   ...opts,
 }, async () => {
   const env = await writeEnv({ withLlm: false });
@@ -498,8 +501,10 @@ Deno.test({
         metadata: {
           agent_id: KEY,
           run_id: `run with ${PAT}`,
-          keywords: ["ci", PAT],
-          repo: `https://x-access-token:${PAT}@github.com/acme/shop`,
+          user_id: "auth:login-bug-123",
+          keywords: ["ci", PAT, "token: abc12345-x"],
+          repo: `https://x-access-token:p@ss@github.com/acme/shop`,
+          branch: "fix/auth=token-abc123",
           commit: "a1b2c3d4",
         },
       },
@@ -507,15 +512,19 @@ Deno.test({
     assert.equal(r.status, 201);
     assert.deepEqual(r.body.memory.metadata, {
       run_id: "run with [REDACTED:github_token]",
+      user_id: "auth:login-bug-123",
       keywords: ["ci"],
       repo: "https://github.com/acme/shop",
+      branch: "fix/auth=token-abc123",
       commit: "a1b2c3d4",
     });
     const history = await env.sql`select meta from public.memory_history where owner_id = ${t}`;
     const exported = await api("GET", "/memory/export", { as: t });
     assert.deepEqual(leaked(JSON.stringify([history, exported.body])), []);
     const stats = await api("GET", "/memory/stats", { as: t });
-    assert.deepEqual(stats.body.redactions.by_kind, { github_token: 2, openai_key: 1 });
+    // Ids, the repo and the branch are read as ids, keywords as text (a `token: …` keyword is one).
+    assert.deepEqual(stats.body.redactions.by_kind, { github_token: 2, openai_key: 1, secret_assignment: 1 });
+    assert.equal(stats.body.redactions.dropped, 3, "the agent id and two keywords, nothing but a secret");
   } finally {
     await env.close();
   }

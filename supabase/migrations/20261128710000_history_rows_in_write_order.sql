@@ -5,8 +5,9 @@
 -- concurrent pin / forget / restore calls on one memory (found by an outside attack) left it
 -- forgotten while its newest history row and GET memory/{id}?as_of=<now> said it was active.
 -- Now a row whose ts is earlier than the memory's newest row is given the instant just after
--- that row, so history is in the order the changes were made. Rows of one transaction keep
--- sharing its timestamp (an equal ts is left alone).
+-- that row, so history is in the order the changes were made. Rows of one transaction share its
+-- timestamp (an equal ts is left alone) unless one was moved: its later rows of that memory then
+-- follow the moved one, a microsecond apart.
 
 -- Before each memory_history row: keeps a memory's rows in write order (see above). One index
 -- probe (memory_history_memory_ts) per row.

@@ -202,6 +202,7 @@ export async function resolveContradiction(
       writer: "resolve",
       node: "hotpath",
       counts: addCounts({ ...merged?.counts }, note.counts),
+      dropped: note.dropped,
       threadId: body.thread_id,
     });
     return id;

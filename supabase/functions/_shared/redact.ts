@@ -77,6 +77,8 @@ interface Rule {
   group?: number[];
   /** Extra check on the secret (look-alikes that pass the pattern). */
   accept?: (secret: string, match: RegExpExecArray) => boolean;
+  /** A secret known by what names it (`token: …`, `Bearer …`, `--password …`), not by its own shape. */
+  byName?: true;
 }
 
 /** A JWT whose payload says role service_role is a Supabase service key: it bypasses row level security. */
@@ -134,6 +136,7 @@ const RULES: Rule[] = [
     re: /\b(?:Bearer|Basic|Token)\s+([A-Za-z0-9._~+/-]{16,4096}=*)/g,
     group: [1],
     accept: (s) => /[0-9]/.test(s) && /[A-Za-z]/.test(s) && !isPlaceholder(s),
+    byName: true,
   },
   // ?access_token=…&api_key=… in URLs.
   {
@@ -150,6 +153,7 @@ const RULES: Rule[] = [
       /(?:^|\s)--?(?:password|passwd|token|api-key|apikey|secret|auth-token|access-token)(?:=|\s+)(?:"([^"\n]{1,512})"|'([^'\n]{1,512})'|([^\s'"`-][^\s'"`]{3,511}))/gi,
     group: [1, 2, 3],
     accept: (s) => !isPlaceholder(s),
+    byName: true,
   },
   // NAME=value (.env, shells, DSNs `password=…`) and name: value (YAML, JSON) for names of secrets.
   {
@@ -159,17 +163,26 @@ const RULES: Rule[] = [
     group: [4, 5, 6],
     // After `=` (.env, shells, DSNs) any value; after `:` a quoted one (JSON, YAML) or one that looks random.
     accept: (s, m) => secretName(m[2]!) && !isPlaceholder(s) && (m[3] === "=" || m[6] === undefined || looksRandom(s)),
+    byName: true,
   },
 ];
 
 const PASSWORD_NAME = /(?:^|[_.-])(?:passwd|password|pwd|pass|passphrase)$/i;
 
+/**
+ * How a text is read: `text` (prose, config, transcripts: every rule) or `id` (an identifier: only
+ * secrets known by their own shape, a key's prefix, a JWT, a URL's password). In an id, `name:value`
+ * is a naming scheme, not an assignment: `auth:login-bug-123` is a thread, `token:refresh-fix-7` a run.
+ */
+export type ReadAs = "text" | "id";
+
 /** Replaces every secret in `text` by `[REDACTED:<kind>]`. */
-export function redactSecrets(text: string): Redaction {
+export function redactSecrets(text: string, as: ReadAs = "text"): Redaction {
   const counts: RedactionCounts = {};
   let total = 0;
   let out = text;
   for (const rule of RULES) {
+    if (as === "id" && rule.byName) continue;
     rule.re.lastIndex = 0;
     out = out.replace(rule.re, (...args: unknown[]) => {
       const match = args[0] as string;
@@ -196,12 +209,19 @@ export function redactSecrets(text: string): Redaction {
  * key, a correction's reason, a resolution's note): redacted like the content; `undefined` when
  * nothing but a secret is left (the field is dropped, what it belongs to is kept).
  */
-export function redactField(
-  text: string | undefined,
-): { text: string | undefined; counts: RedactionCounts; total: number } {
-  if (text === undefined) return { text, counts: {}, total: 0 };
-  const r = redactSecrets(text);
-  return { text: r.onlySecret ? undefined : r.text, counts: r.counts, total: r.total };
+export function redactField(text: string | undefined, as: ReadAs = "text"): FieldRedaction {
+  if (text === undefined) return { text, counts: {}, total: 0, dropped: 0 };
+  const r = redactSecrets(text, as);
+  return { text: r.onlySecret ? undefined : r.text, counts: r.counts, total: r.total, dropped: r.onlySecret ? 1 : 0 };
+}
+
+/** A field's redaction: its text (undefined when dropped), the secrets replaced, whether it was dropped. */
+export interface FieldRedaction {
+  text: string | undefined;
+  counts: RedactionCounts;
+  total: number;
+  /** 1 when the field was nothing but a secret and is dropped. */
+  dropped: number;
 }
 
 // What may surround a secret without saying anything: assignment keywords, the names secrets are

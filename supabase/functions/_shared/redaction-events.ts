@@ -4,7 +4,7 @@
 // nothing but a secret. memory/stats sums them (docs/redaction.md).
 import type { Tx } from "./db.ts";
 import { HttpError } from "./http.ts";
-import { addCounts, redactField, type Redaction, type RedactionCounts, redactSecrets } from "./redact.ts";
+import { addCounts, type ReadAs, redactField, type Redaction, type RedactionCounts, redactSecrets } from "./redact.ts";
 
 export interface RedactionRecord {
   ownerId: string;
@@ -45,37 +45,51 @@ export function redactStatement(content: string): Redaction {
 /**
  * The free text of a stated memory's metadata (its agent, run, actor and user ids, keywords, repo,
  * branch and files: stored, in the history row, exported, shown) redacted like the statement it
- * comes with. A value that is nothing but a secret is dropped (a keyword from its list), the memory
- * kept. The category, role and commit are names and hex digits, left as they are.
+ * comes with. Ids, the repo and the branch are read as ids (redact.ts ReadAs: `auth:login-bug-123`
+ * is an agent's name, not an assignment); keywords and files as text. A value that is nothing but a
+ * secret is dropped (a keyword from its list), the memory kept, and counted as dropped. The
+ * category, role and commit are names and hex digits, left as they are.
  */
 export function redactMetadata<M extends Record<string, unknown>>(
   metadata: M | undefined,
-): { metadata: M | undefined; counts: RedactionCounts; total: number } {
-  const counts: RedactionCounts = {};
-  let total = 0;
-  const clean = (value: string): string | undefined => {
-    const r = redactField(value);
-    addCounts(counts, r.counts);
-    total += r.total;
+): { metadata: M | undefined; counts: RedactionCounts; total: number; dropped: number } {
+  const done = { counts: {} as RedactionCounts, total: 0, dropped: 0 };
+  const clean = (value: string, as: ReadAs): string | undefined => {
+    const r = redactField(value, as);
+    addCounts(done.counts, r.counts);
+    done.total += r.total;
+    done.dropped += r.dropped;
     return r.text;
   };
-  if (!metadata) return { metadata, counts, total };
+  if (!metadata) return { metadata, ...done };
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(metadata)) {
+    const as: ReadAs = key === "keywords" || key === "files" ? "text" : "id";
     if (key === "category" || key === "role" || key === "commit") out[key] = value;
     else if (typeof value === "string") {
-      const text = clean(value);
+      const text = clean(value, as);
       if (text !== undefined) out[key] = text;
     } else if (Array.isArray(value)) {
-      out[key] = value.flatMap((v) => typeof v === "string" ? clean(v) ?? [] : [v]);
+      out[key] = value.flatMap((v) => typeof v === "string" ? clean(v, as) ?? [] : [v]);
     } else out[key] = value;
   }
-  return { metadata: out as M, counts, total };
+  return { metadata: out as M, ...done };
 }
 
-/** A statement's redaction with the fields stored beside it counted in (one memory_events row for the write). */
-export function countedWith(statement: Redaction, ...fields: { counts: RedactionCounts; total: number }[]): Redaction {
+/**
+ * A statement's redaction with the fields stored beside it counted in (one memory_events row for
+ * the write), and how many of those fields were dropped as nothing but a secret.
+ */
+export function countedWith(
+  statement: Redaction,
+  ...fields: { counts: RedactionCounts; total: number; dropped: number }[]
+): Redaction & { dropped: number } {
   const counts = { ...statement.counts };
   for (const f of fields) addCounts(counts, f.counts);
-  return { ...statement, counts, total: fields.reduce((n, f) => n + f.total, statement.total) };
+  return {
+    ...statement,
+    counts,
+    total: fields.reduce((n, f) => n + f.total, statement.total),
+    dropped: fields.reduce((n, f) => n + f.dropped, 0),
+  };
 }

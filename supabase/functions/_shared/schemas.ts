@@ -1,5 +1,5 @@
-// Zod schemas shared by several functions. They are the API's documentation too
-// (scripts/export-schemas.ts turns them into JSON Schema for the README).
+// Zod schemas shared by several functions. They are the API's documentation too: the MCP tools'
+// input schemas are these (the SDK turns them into JSON Schema for tools/list).
 import { z } from "zod";
 import { redactSecrets } from "./redact.ts";
 import { CONTROL_CHARACTERS, firstUnsafeCharacter } from "./unsafe-characters.ts";
@@ -93,7 +93,7 @@ export function storableText(schema: z.ZodString) {
  */
 export function withoutSecrets<T extends z.ZodType<string>>(schema: T) {
   return schema.superRefine((s, ctx) => {
-    const { counts, total } = redactSecrets(s);
+    const { counts, total } = redactSecrets(s, "id");
     if (total > 0) {
       ctx.addIssue({
         code: "custom",
@@ -147,7 +147,7 @@ export const categoryName = z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, "lowercas
  */
 export const repoName = storableText(z.string().min(1).max(300))
   .refine((s) => !/\s/.test(s), "no whitespace")
-  .transform((s) => s.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^@/]*@/i, "$1"));
+  .transform((s) => s.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#]*@/i, "$1"));
 /** A git branch name, by git's own ref rules (git check-ref-format --branch). */
 export const branchName = storableText(z.string().min(1).max(250))
   .refine(

@@ -22,5 +22,14 @@ export async function lockMemory(tx: Tx, id: string): Promise<Memory> {
 // function is not callable by `authenticated` (its schema is private), so the expression is
 // repeated here; the regex travels as a parameter so no escaping layer can alter it.
 export function contentHashSql(q: Tx, content: string) {
-  return q`encode(sha256(convert_to(lower(btrim(regexp_replace(${content}::text, ${"\\s+"}, ' ', 'g'))), 'UTF8')), 'hex')`;
+  return q`encode(sha256(convert_to(lower(${spacedSql(q, content)}), 'UTF8')), 'hex')`;
+}
+
+/**
+ * A text with its runs of whitespace as one space, trimmed: how the duplicate check (with letter
+ * case ignored too) and correct's "says the same" compare texts. `\s` is a query parameter: written
+ * in the SQL template, it would lose its backslash.
+ */
+export function spacedSql(q: Tx, text: string | ReturnType<Tx["unsafe"]>) {
+  return q`btrim(regexp_replace(${text}::text, ${"\\s+"}, ' ', 'g'))`;
 }

@@ -38,6 +38,7 @@ export async function issueToken(
       writer: "agent-token",
       node: "hotpath",
       counts: label.counts,
+      dropped: label.dropped,
     });
     return await issueAgentToken(tx, caller.tenantId, {
       agent: body.agent,

@@ -39,7 +39,7 @@ export async function forget(
       writer: "forget",
       node: "hotpath",
       counts: reason.counts,
-      dropped: body.reason !== undefined && reason.text === undefined ? 1 : 0,
+      dropped: reason.dropped,
       threadId: body.thread_id,
     });
     return { changed: true, memory: toMemory(row) };

@@ -6,7 +6,7 @@ import { embedForRequest } from "../embeddings.ts";
 import { HttpError } from "../http.ts";
 import { visibleScopes } from "../schemas.ts";
 import { memoryColumns } from "../memories/memory-row.ts";
-import { contentHashSql, lockMemory, notFound, toMemory } from "../memories/record.ts";
+import { contentHashSql, lockMemory, notFound, spacedSql, toMemory } from "../memories/record.ts";
 import type {
   CorrectRequest,
   CorrectResponse,
@@ -33,9 +33,6 @@ async function findDuplicate(tx: Tx, content: string, scopes: string[]): Promise
      limit 1`;
   return row ? toMemory(row) : undefined;
 }
-
-/** Runs of whitespace, as a query parameter: written in the SQL template, `\s` would lose its backslash. */
-const SPACES = "\\s+";
 
 function assertCorrectable(old: Memory): void {
   // An episode is the record of a message as it was sent (docs/graph.md#episodes): it is never
@@ -149,13 +146,13 @@ export async function correct(
   const reason = redactField(sent.reason);
   const redaction = countedWith(statement, reason);
   const body = { ...sent, content: statement.text, reason: reason.text };
-  // Check before paying for an embedding; checked again under the row lock below. "The same" is
-  // the same text but for spacing: letter case is a correction here (a path, an env value, an
-  // identifier), though the duplicate check (content_hash) ignores it.
+  // Checked before paying for an embedding (the row lock below checks only that it is still
+  // correctable). "The same" is the same text but for spacing: letter case is a correction here (a
+  // path, an env value, an identifier), though the duplicate check (content_hash) ignores it.
   await withTenant(sql, tenant, async (tx) => {
     const [row] = await tx`
       select ${memoryColumns(tx, "m")},
-             regexp_replace(m.content, ${SPACES}, ' ', 'g') = regexp_replace(${body.content}, ${SPACES}, ' ', 'g') as same_content
+             ${spacedSql(tx, tx.unsafe("m.content"))} = ${spacedSql(tx, body.content)} as same_content
         from public.devai_memories m where m.id = ${id}`;
     if (!row) throw notFound(id);
     assertCorrectable(toMemory(row));
@@ -205,10 +202,17 @@ async function afterStatement(
   tenantId: string,
   memoryId: string,
   writer: string,
-  r: Redaction,
+  r: Redaction & { dropped: number },
   threadId?: string,
 ) {
-  await recordRedactions(tx, { ownerId: tenantId, writer, node: "hotpath", counts: r.counts, threadId });
+  await recordRedactions(tx, {
+    ownerId: tenantId,
+    writer,
+    node: "hotpath",
+    counts: r.counts,
+    dropped: r.dropped,
+    threadId,
+  });
   if (deps.llm) await queueContradictionCheck(tx, tenantId, [memoryId]);
 }
 
