@@ -1665,6 +1665,49 @@ end;
 $$;
 
 --
+-- Name: entity_matches(uuid, text, text, integer); Type: FUNCTION; Schema: memory_search; Owner: -
+--
+
+CREATE FUNCTION memory_search.entity_matches(p_owner uuid, p_q text, p_type text, p_limit integer) RETURNS TABLE(id uuid, matched text)
+    LANGUAGE sql STABLE SECURITY DEFINER ROWS 100
+    SET search_path TO ''
+    AS $$
+  with k as materialized (
+    select public.memory_entity_key(p_q) as key,
+           p_owner::text || '|' || public.memory_entity_key(p_q) as lookup,
+           public.memory_entity_name_query(p_owner, public.memory_entity_key(p_q)) as names,
+           pg_catalog.websearch_to_tsquery('english'::regconfig, p_q) as words,
+           public.memory_entity_summary_query(p_owner, pg_catalog.websearch_to_tsquery('english'::regconfig, p_q)) as summaries
+     where memory_search.caller_reads_owner(p_owner)
+  ),
+  found as (
+    (select e.id, e.mention_count,
+            case when e.normalized_name = k.key then 1 when starts_with(e.normalized_name, k.key) then 3 else 4 end as rank
+       from k, public.memory_entities e
+      where public.memory_entity_search_terms(e.owner_id, e.normalized_name, e.summary) @@ k.names
+        and strpos(e.normalized_name, k.key) > 0 and (p_type is null or e.entity_type = p_type)
+      order by 3, 2 desc, 1 limit p_limit)
+    union all
+    (select e.id, e.mention_count, 2
+       from k, public.memory_entities e
+      where cardinality(e.alias_keys) > 0 and e.alias_keys && array[k.lookup] and k.key <> ''
+        and (p_type is null or e.entity_type = p_type)
+      order by 2 desc, 1 limit p_limit)
+    union all
+    (select e.id, e.mention_count, 5
+       from k, public.memory_entities e
+      where public.memory_entity_search_terms(e.owner_id, e.normalized_name, e.summary) @@ k.summaries
+        and e.summary is not null and (p_type is null or e.entity_type = p_type)
+      order by 2 desc, 1 limit p_limit)
+  )
+  select f.id, (array['name', 'alias', 'prefix', 'contains', 'summary'])[min(f.rank)]
+    from found f
+   group by f.id
+   order by min(f.rank), max(f.mention_count) desc, f.id
+   limit p_limit
+$$;
+
+--
 -- Name: keyword_postings(uuid, text[], tsquery[], integer, integer, timestamp with time zone, tsquery, timestamp with time zone, timestamp with time zone, text[], text[], jsonb); Type: FUNCTION; Schema: memory_search; Owner: -
 --
 
@@ -3089,6 +3132,33 @@ end;
 $$;
 
 --
+-- Name: memory_entity_name_grams(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.memory_entity_name_grams(p_key text) RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO ''
+    AS $$
+  select coalesce(array_agg(distinct pg_catalog.substr(p_key, i, n)), '{}')
+    from generate_series(1, 3) as n
+   cross join lateral generate_series(1, pg_catalog.char_length(coalesce(p_key, '')) - n + 1) as i
+$$;
+
+--
+-- Name: memory_entity_name_query(uuid, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.memory_entity_name_query(p_owner uuid, p_key text) RETURNS tsquery
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO ''
+    AS $$
+  select pg_catalog.string_agg('''' || p_owner::text || ':n:' || g || '''', ' & ')::tsquery
+    from (select distinct pg_catalog.substr(p_key, i, 3) as g
+            from generate_series(1, greatest(pg_catalog.char_length(p_key) - 2, 1)) as i) as grams
+   where coalesce(p_key, '') <> ''
+$$;
+
+--
 -- Name: memory_entity_resolve(uuid, text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -3101,6 +3171,44 @@ CREATE FUNCTION public.memory_entity_resolve(p_owner uuid, p_key text) RETURNS u
     (select e.id from public.memory_entities e
       where cardinality(e.alias_keys) > 0 and e.alias_keys && array[p_owner::text || '|' || p_key]
       order by e.mention_count desc, e.id limit 1))
+$$;
+
+--
+-- Name: memory_entity_scoped_lexemes(text, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.memory_entity_scoped_lexemes(p_text text, p_prefix text) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO ''
+    AS $$
+  select pg_catalog.regexp_replace(p_text, '''((?:[^'']|'''')*)''', '''' || p_prefix || '\1''', 'g')
+$$;
+
+--
+-- Name: memory_entity_search_terms(uuid, text, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.memory_entity_search_terms(p_owner uuid, p_key text, p_summary text) RETURNS tsvector
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO ''
+    AS $$
+  select public.memory_entity_scoped_lexemes(
+           pg_catalog.to_tsvector('english'::regconfig, coalesce(p_summary, ''))::text, p_owner::text || ':s:')::tsvector
+         || pg_catalog.array_to_tsvector(array[p_owner::text]
+              || array(select p_owner::text || ':n:' || g from unnest(public.memory_entity_name_grams(p_key)) as g))
+$$;
+
+--
+-- Name: memory_entity_summary_query(uuid, tsquery); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.memory_entity_summary_query(p_owner uuid, p_words tsquery) RETURNS tsquery
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO ''
+    AS $$
+  select ('''' || p_owner::text || ''' & ('
+          || public.memory_entity_scoped_lexemes(p_words::text, p_owner::text || ':s:') || ')')::tsquery
+   where pg_catalog.numnode(p_words) > 0
 $$;
 
 --
@@ -5375,6 +5483,12 @@ CREATE INDEX memory_entities_alias_keys ON public.memory_entities USING gin (ali
 CREATE INDEX memory_entities_owner_name ON public.memory_entities USING btree (owner_id, normalized_name text_pattern_ops);
 
 --
+-- Name: memory_entities_search_terms; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX memory_entities_search_terms ON public.memory_entities USING gin (public.memory_entity_search_terms(owner_id, normalized_name, summary)) WITH (fastupdate=off);
+
+--
 -- Name: memory_entities_to_enrich; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -6880,6 +6994,14 @@ GRANT ALL ON FUNCTION memory_search.context_lookups(p_owner uuid, p_scopes text[
 GRANT ALL ON FUNCTION memory_search.context_lookups(p_owner uuid, p_scopes text[], p_files text[], p_modules text[], p_branch text, p_categories text[], p_recent_since timestamp with time zone, p_max_per_kind integer, OUT ids uuid[], OUT kinds text[], OUT details text[], OUT weights double precision[]) TO service_role;
 
 --
+-- Name: FUNCTION entity_matches(p_owner uuid, p_q text, p_type text, p_limit integer); Type: ACL; Schema: memory_search; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_search.entity_matches(p_owner uuid, p_q text, p_type text, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION memory_search.entity_matches(p_owner uuid, p_q text, p_type text, p_limit integer) TO authenticated;
+GRANT ALL ON FUNCTION memory_search.entity_matches(p_owner uuid, p_q text, p_type text, p_limit integer) TO service_role;
+
+--
 -- Name: FUNCTION keyword_postings(p_owner uuid, p_scopes text[], p_terms tsquery[], p_df_cap integer, p_max_candidates integer, p_as_of timestamp with time zone, p_exclude tsquery, p_after timestamp with time zone, p_before timestamp with time zone, p_types text[], p_categories text[], p_fields jsonb, OUT term_df integer[], OUT candidates uuid[]); Type: ACL; Schema: memory_search; Owner: -
 --
 
@@ -7045,12 +7167,52 @@ GRANT ALL ON FUNCTION public.memory_entity_lookup(terms text[], max_nodes intege
 GRANT ALL ON FUNCTION public.memory_entity_lookup(terms text[], max_nodes integer, as_of timestamp with time zone, match_namespaces text[], match_owner uuid) TO service_role;
 
 --
+-- Name: FUNCTION memory_entity_name_grams(p_key text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.memory_entity_name_grams(p_key text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.memory_entity_name_grams(p_key text) TO authenticated;
+GRANT ALL ON FUNCTION public.memory_entity_name_grams(p_key text) TO service_role;
+
+--
+-- Name: FUNCTION memory_entity_name_query(p_owner uuid, p_key text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.memory_entity_name_query(p_owner uuid, p_key text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.memory_entity_name_query(p_owner uuid, p_key text) TO authenticated;
+GRANT ALL ON FUNCTION public.memory_entity_name_query(p_owner uuid, p_key text) TO service_role;
+
+--
 -- Name: FUNCTION memory_entity_resolve(p_owner uuid, p_key text); Type: ACL; Schema: public; Owner: -
 --
 
 REVOKE ALL ON FUNCTION public.memory_entity_resolve(p_owner uuid, p_key text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.memory_entity_resolve(p_owner uuid, p_key text) TO authenticated;
 GRANT ALL ON FUNCTION public.memory_entity_resolve(p_owner uuid, p_key text) TO service_role;
+
+--
+-- Name: FUNCTION memory_entity_scoped_lexemes(p_text text, p_prefix text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.memory_entity_scoped_lexemes(p_text text, p_prefix text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.memory_entity_scoped_lexemes(p_text text, p_prefix text) TO authenticated;
+GRANT ALL ON FUNCTION public.memory_entity_scoped_lexemes(p_text text, p_prefix text) TO service_role;
+
+--
+-- Name: FUNCTION memory_entity_search_terms(p_owner uuid, p_key text, p_summary text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.memory_entity_search_terms(p_owner uuid, p_key text, p_summary text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.memory_entity_search_terms(p_owner uuid, p_key text, p_summary text) TO authenticated;
+GRANT ALL ON FUNCTION public.memory_entity_search_terms(p_owner uuid, p_key text, p_summary text) TO service_role;
+
+--
+-- Name: FUNCTION memory_entity_summary_query(p_owner uuid, p_words tsquery); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.memory_entity_summary_query(p_owner uuid, p_words tsquery) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.memory_entity_summary_query(p_owner uuid, p_words tsquery) TO authenticated;
+GRANT ALL ON FUNCTION public.memory_entity_summary_query(p_owner uuid, p_words tsquery) TO service_role;
 
 --
 -- Name: FUNCTION memory_exact_scan_limit(p_match_count integer, p_index regclass); Type: ACL; Schema: public; Owner: -

@@ -1,8 +1,9 @@
 // GET /memory/entities and GET /memory/entities/{id}: the tenant's entities (RLS), found by name,
 // alias or summary words, and one entity's profile: what it is, the facts that mention it (newest
 // first) and the timeline of episodes that named it. Search text is plain text: it becomes an
-// entity key (public.memory_entity_key) matched with = / starts_with / strpos and a
-// websearch_to_tsquery, never a LIKE pattern or raw tsquery syntax. docs/graph.md#entities.
+// entity key (public.memory_entity_key) and a websearch_to_tsquery, looked up through the
+// tenant's own index entries (memory_search.entity_matches), never a LIKE pattern or raw tsquery
+// syntax. docs/graph.md#entities.
 import type { Tx } from "../db.ts";
 import { isoDates, memoryColumns } from "./memory-row.ts";
 import type { EntityListQuery, Memory } from "./schemas.ts";
@@ -49,30 +50,28 @@ export interface EntityProfile {
 const ENTITY_COLUMNS = `e.id, e.canonical_name, e.entity_type, e.aliases, e.summary, e.mention_count, e.first_seen_at,
   e.last_seen_at, e.attributes, e.embedding_model, e.created_at, e.updated_at`;
 
+/**
+ * The tenant's entities by mentions, or those q matches, best match first. With q, candidates come
+ * from the tenant's own entries of the name grams and summary lexemes q has (GIN index
+ * memory_entities_search_terms) and the alias index, never from a read of every entity; how each
+ * matched is decided on its own columns. docs/graph.md#entities.
+ */
 export async function listEntities(tx: Tx, q: EntityListQuery): Promise<EntityListItem[]> {
-  const text = q.q ?? null;
+  const type = q.type ?? null;
+  if (q.q === undefined) {
+    const rows = await tx`
+      select ${tx.unsafe(ENTITY_COLUMNS)}, null as matched
+        from public.memory_entities e
+       where ${type}::text is null or e.entity_type = ${type}
+       order by e.mention_count desc, e.id
+       limit ${q.limit}`;
+    return rows.map((r) => isoDates(r) as unknown as EntityListItem);
+  }
   const rows = await tx`
-    with k as (
-      select public.memory_entity_key(${text ?? ""}) as key,
-             websearch_to_tsquery('english', ${text ?? ""}) as words,
-             auth.uid()::text || '|' || public.memory_entity_key(${text ?? ""}) as lookup
-    ),
-    found as (
-      select ${tx.unsafe(ENTITY_COLUMNS)},
-             case when ${text}::text is null then null
-                  when k.key <> '' and e.normalized_name = k.key then 'name'
-                  when k.key <> '' and cardinality(e.alias_keys) > 0 and e.alias_keys && array[k.lookup] then 'alias'
-                  when k.key <> '' and starts_with(e.normalized_name, k.key) then 'prefix'
-                  when k.key <> '' and strpos(e.normalized_name, k.key) > 0 then 'contains'
-                  when e.summary is not null and to_tsvector('english', e.summary) @@ k.words then 'summary'
-             end as matched
-        from public.memory_entities e cross join k
-       where ${q.type ?? null}::text is null or e.entity_type = ${q.type ?? null}
-    )
-    select * from found f
-     where ${text}::text is null or f.matched is not null
-     order by array_position(array['name', 'alias', 'prefix', 'contains', 'summary'], f.matched), f.mention_count desc, f.id
-     limit ${q.limit}`;
+    select ${tx.unsafe(ENTITY_COLUMNS)}, m.matched
+      from memory_search.entity_matches(auth.uid(), ${q.q}, ${type}, ${q.limit}) with ordinality as m (id, matched, n)
+      join public.memory_entities e on e.id = m.id
+     order by m.n`;
   return rows.map((r) => isoDates(r) as unknown as EntityListItem);
 }
 
