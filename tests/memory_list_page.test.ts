@@ -41,7 +41,7 @@ async function page(query: Record<string, string>, cursor?: string) {
     // whole table, and this stands in for that.
     await tx`select set_config('enable_seqscan', 'off', true)`;
     const before = await fetched();
-    const rows = await listPage(tx, root, q, q.cursor ? decodeCursor(q.cursor) : undefined);
+    const { rows } = await listPage(tx, root, q, q.cursor ? decodeCursor(q.cursor) : undefined);
     return { rows, fetched: (await fetched()) - before };
   });
 }

@@ -6,7 +6,7 @@
 import { type TenantContext, withTenant } from "../db.ts";
 import { HttpError } from "../http.ts";
 import { asOfColumns, memoryAsOf, recordedBy } from "../memories/as-of.ts";
-import { listPage } from "../memories/list-page.ts";
+import { listPage, nextCursor } from "../memories/list-page.ts";
 import { decodeCursor, encodeCursor } from "../memories/cursor.ts";
 import { explainMemory, type Explanation } from "../memories/explain.ts";
 import { isoDates, memoryColumns } from "../memories/memory-row.ts";
@@ -35,12 +35,10 @@ export async function listMemories(
   const { config } = deps;
   const sql = readPoolOf(deps);
   const after = q.cursor ? decodeCursor(q.cursor) : undefined;
-  const rows = await withTenant(sql, tenant, (tx) => listPage(tx, config.namespaceRoot, q, after));
-  const page = rows.slice(0, q.limit);
-  const last = page.at(-1);
-  const next_cursor = rows.length > q.limit && last
-    ? encodeCursor({ ts: last.cursor_ts as string, id: last.id as string })
-    : null;
+  const listed = await withTenant(sql, tenant, (tx) => listPage(tx, config.namespaceRoot, q, after));
+  const page = listed.rows.slice(0, q.limit);
+  const next = nextCursor(listed, q.limit);
+  const next_cursor = next ? encodeCursor(next) : null;
   return {
     memories: page.map(({ cursor_ts: _, ...m }) => toMemory(memoryAsOf(m))),
     next_cursor,
