@@ -161,6 +161,31 @@ Deno.test({
   });
 });
 
+Deno.test({
+  name: "checkpoints: keys that become one key once stored are a 400 naming the object, nothing written",
+  ...opts,
+}, async () => {
+  const t = newTenant();
+  const a = "ghp_Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6J7k8L9";
+  const b = "ghp_Z9x8C7v6B5n4M3l2K1j0H9g8F7d6S5a4P3o2I1";
+  const cases: [string, Record<string, unknown>, (string | number)[]][] = [
+    // Two tokens of one kind keying a map: both become [REDACTED:github_token].
+    ["two-tokens", { agents: [{ quota: { [a]: { used: 10 }, [b]: { used: 99 } } }] }, ["state", "agents", 0, "quota"]],
+    // A state loaded back (its marker key) with a new token added.
+    ["marker-and-token", { m: { "[REDACTED:github_token]": "loaded", [a]: "new" } }, ["state", "m"]],
+    // Two keys cut mid-emoji: both become k + U+FFFD.
+    ["surrogates", Object.fromEntries([["k\udc00", 1], ["k\udc01", 2]]), ["state"]],
+  ];
+  for (const [thread, state, path] of cases) {
+    const saved = await api("PUT", `/memory/checkpoints/${thread}`, { as: t, body: { state } });
+    assert.deepEqual([saved.status, saved.body.error?.code], [400, "invalid_request"], JSON.stringify(saved.body));
+    assert.deepEqual(saved.body.error.issues.map((i: { path: unknown }) => i.path), [path], thread);
+    assert.equal((await api("GET", `/memory/checkpoints/${thread}`, { as: t })).status, 404, thread);
+  }
+  const [n] = await sql`select count(*)::int as n from public.memory_events where owner_id = ${t} and op = 'redact'`;
+  assert.equal(n!.n, 0, "a refused save counts no redaction");
+});
+
 Deno.test({ name: "checkpoints: a 1 MB state saves and loads intact", ...opts }, async () => {
   const t = newTenant();
   const state = {

@@ -3,7 +3,8 @@
 // headers) and of look-alikes that must survive untouched (git SHAs, UUIDs, lockfile integrity
 // hashes, base64 in prose, placeholders in docs). Pure: no database.
 import assert from "node:assert/strict";
-import { redactMessages, redactSecrets } from "../supabase/functions/_shared/redact.ts";
+import { redactMessages } from "../supabase/functions/_shared/redact-json.ts";
+import { redactSecrets } from "../supabase/functions/_shared/redact.ts";
 
 // Shapes of real credentials, made up character by character (none of them is a live key).
 const OPENAI =

@@ -10,10 +10,9 @@
 import { z } from "zod";
 import { type Sql, type TenantContext, withTenant } from "./db.ts";
 import { HttpError } from "./http.ts";
-import { redactJson } from "./redact.ts";
+import { type KeyCollision, redactJson } from "./redact-json.ts";
 import { recordRedactions } from "./redaction-events.ts";
 import { threadId } from "./schemas.ts";
-import { wellFormedJson } from "./unsafe-characters.ts";
 
 export const checkpointThreadId = threadId;
 
@@ -48,6 +47,21 @@ const conflict = (thread: string, current: number | undefined, expected: number)
       : `thread ${thread} is at version ${current}, not ${expected}: another writer saved since; load it, merge, and save with version ${current}`,
   );
 
+// Two keys of one object that become one once stored (two tokens of one kind, a token and the
+// marker an earlier load returned, or two keys cut mid-emoji): storing them would keep one value and lose the other without a
+// word, so the save is refused, nothing written.
+const keysCollide = (collisions: KeyCollision[]) =>
+  new HttpError(
+    400,
+    "invalid_request",
+    "state has keys that become the same key once stored (a secret redacted, a lone surrogate made U+FFFD): one " +
+      "value would be lost, so nothing was written; key those objects by something that is not a secret",
+    collisions.slice(0, 10).map((c) => ({
+      path: ["state", ...c.path],
+      message: `two keys become ${JSON.stringify(c.key)}`,
+    })),
+  );
+
 /** Saves the thread's state (see the module comment); 201 semantics when it created the checkpoint. */
 export async function saveCheckpoint(
   sql: Sql,
@@ -55,14 +69,12 @@ export async function saveCheckpoint(
   thread: string,
   body: CheckpointSaveRequest,
 ): Promise<SavedCheckpoint> {
-  // Secrets become their markers; the version and what a load returns are the stored (redacted)
-  // state's, so a save's compare-and-set is unchanged (it compares versions, never states).
-  const { value: state, counts } = redactJson(body.state);
-  // A lone surrogate is written as its \u escape, which jsonb refuses: the state is saved with
-  // U+FFFD in its place (unsafe-characters.ts). The test is on the text, so a state without one
-  // is serialised once.
-  let text = JSON.stringify(state);
-  if (/\\ud[89a-f]/i.test(text)) text = JSON.stringify(wellFormedJson(state));
+  // Secrets become their markers, and a lone surrogate (a tool output cut mid-emoji) U+FFFD, which
+  // jsonb can store; the version and what a load returns are the stored state's, so a save's
+  // compare-and-set is unchanged (it compares versions, never states).
+  const { value: state, counts, collisions } = redactJson(body.state);
+  if (collisions.length > 0) throw keysCollide(collisions);
+  const text = JSON.stringify(state);
   const size = new TextEncoder().encode(text).byteLength;
   const expected = body.version ?? 0;
   return await withTenant(sql, tenant, async (tx) => {

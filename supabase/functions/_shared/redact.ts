@@ -9,8 +9,6 @@
 // long window at every place it may start (the JWT rule consumes what it scanned), so the work is
 // linear in the text's length whatever it holds (tests/redact.test.ts times hostile texts).
 
-import { mapJsonStrings } from "./unsafe-characters.ts";
-
 export const SECRET_KINDS = [
   "private_key",
   "supabase_service_role_jwt",
@@ -258,42 +256,4 @@ function nothingButSecrets(redacted: string): boolean {
 export function addCounts(into: RedactionCounts, from: RedactionCounts): RedactionCounts {
   for (const [k, n] of Object.entries(from) as [SecretKind, number][]) into[k] = (into[k] ?? 0) + n;
   return into;
-}
-
-export interface ChatLike {
-  content?: unknown;
-  tool_calls?: unknown;
-  [k: string]: unknown;
-}
-
-/**
- * A chat transcript with every string redacted, at any depth and keys included: contents, parts of
- * any type (text, refusal, an image's URL), tool calls' ids, names and arguments, a tool result's
- * tool_call_id, a message's name and whatever fields the format adds (messages are loose
- * objects). Only contents and tool call arguments were redacted before, and a token in a message's
- * `name` or a tool call's `id` was stored in the job's payload as sent. The counts of what was
- * replaced. For transcripts a writer stores (memory-extract's job payload).
- */
-export function redactMessages<M extends ChatLike>(
-  messages: readonly M[],
-): { messages: M[]; counts: RedactionCounts; total: number } {
-  const { value, counts, total } = redactJson(messages as M[]);
-  return { messages: value, counts, total };
-}
-
-/**
- * A JSON value with every string redacted, at any depth and keys included (a key that held a secret
- * becomes its marker: two such keys of one object that become the same keep the last's value), and
- * the counts of what was replaced. Transcripts (redactMessages) and a checkpoint's state.
- */
-export function redactJson<T>(value: T): { value: T; counts: RedactionCounts; total: number } {
-  const counts: RedactionCounts = {};
-  let total = 0;
-  const out = mapJsonStrings(value, (s) => {
-    const r = redactSecrets(s);
-    addCounts(counts, r.counts);
-    total += r.total;
-    return r.text;
-  });
-  return { value: out, counts, total };
 }

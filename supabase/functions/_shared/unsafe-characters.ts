@@ -78,12 +78,46 @@ export function storableJson<T>(value: T): T {
   return mapJsonStrings(value, (s) => (s.isWellFormed() ? s : s.toWellFormed()).replaceAll("\u0000", ""));
 }
 
-/** Every string of a JSON value, keys included, through f. */
-export function mapJsonStrings<T>(value: T, f: (s: string) => string): T {
-  if (typeof value === "string") return f(value) as T;
-  if (Array.isArray(value)) return value.map((v) => mapJsonStrings(v, f)) as T;
-  if (value && typeof value === "object") {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [f(k), mapJsonStrings(v, f)])) as T;
-  }
-  return value;
+/** Where a key sits in a JSON value: the keys (as f made them) and indexes leading to its object. */
+export type JsonPath = (string | number)[];
+
+/**
+ * Every string of a JSON value, keys included, through f. Two keys of one object that f makes the
+ * same (two secrets of one kind, both redacted to their marker) keep the last's value: onCollision,
+ * when given, is told the object's path and the key, so a writer can refuse rather than lose one.
+ */
+export function mapJsonStrings<T>(
+  value: T,
+  f: (s: string) => string,
+  onCollision?: (path: JsonPath, key: string) => void,
+): T {
+  const path: JsonPath = [];
+  const walk = (v: unknown): unknown => {
+    if (typeof v === "string") return f(v);
+    if (Array.isArray(v)) {
+      return v.map((x, i) => {
+        path.push(i);
+        const y = walk(x);
+        path.pop();
+        return y;
+      });
+    }
+    if (v && typeof v === "object") {
+      const seen = onCollision && new Set<string>();
+      // fromEntries, not assignment: a "__proto__" key stays a key (JSON.parse made it one).
+      return Object.fromEntries(
+        Object.entries(v).map(([k, x]) => {
+          const key = f(k);
+          if (seen?.has(key)) onCollision!([...path], key);
+          seen?.add(key);
+          path.push(key);
+          const y = walk(x);
+          path.pop();
+          return [key, y];
+        }),
+      );
+    }
+    return v;
+  };
+  return walk(value) as T;
 }

@@ -24,7 +24,7 @@ import { drainQueue, type QueueingDeps } from "../_shared/drain-queue.ts";
 import type { ExtractJobPayload } from "../_shared/extraction.ts";
 import { ChatMessageSchema, MAX_MESSAGES_PER_REQUEST } from "../_shared/llm.ts";
 import { codeOrigin, projectName, sessionId, threadId } from "../_shared/schemas.ts";
-import { redactMessages } from "../_shared/redact.ts";
+import { redactMessages } from "../_shared/redact-json.ts";
 import { wellFormedJson } from "../_shared/unsafe-characters.ts";
 import { recordRedactions } from "../_shared/redaction-events.ts";
 import { SCOPE_NEEDS_PROJECT, scopeHasProject, writeScope } from "../_shared/scopes.ts";
