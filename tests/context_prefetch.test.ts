@@ -135,6 +135,33 @@ dbTest(
   },
 );
 
+dbTest("prefetch: a file or branch naming a secret is keyed by a digest, so no secret is stored", async () => {
+  const t = newTenant();
+  await seedCart(t);
+  const api = contextApi(sql);
+  const pat = "ghp_Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6J7k8L9";
+  const [file, branch] = [`src/cart/${pat}/totals.ts`, `fix/${pat}`];
+  const session = "s-secret-names";
+  for (const signal of [{ file_opened: file, branch }, { file_opened: FILE }]) {
+    const predicted = await api.predict(t, { project: "cart", ...signal, session_id: session });
+    assert.equal(predicted.status, 200, JSON.stringify(predicted.body));
+  }
+  const assembled = await api.assemble(t, {
+    project: "cart",
+    session_id: session,
+    signals: { current_file: file, branch },
+  });
+  assert.equal(assembled.status, 200, JSON.stringify(assembled.body));
+  assert.equal(assembled.body.prefetch.status, "fresh", "the digest keys find the predictions");
+  await api.settle();
+  const stored = await sql`
+    select signal_key as s from public.context_prefetch where owner_id = ${t}
+    union all select meta::text from public.memory_events where owner_id = ${t}`;
+  assert.ok(stored.length >= 4, String(stored.length));
+  assert.deepEqual(stored.filter((r) => r.s.includes(pat)).map((r) => r.s), [], "no row holds the token");
+  assert.ok(stored.some((r) => r.s === `file:${FILE}`), "a name without a secret is its own key");
+});
+
 dbTest("close the pool", async () => {
   await sql.end();
 });

@@ -6,16 +6,24 @@
 // (lazy refresh); older still, it is ignored. Ages are measured on the request's clock.
 import { createHash } from "node:crypto";
 import type { Tx } from "../db.ts";
+import { redactSecrets } from "../redact.ts";
 import type { CandidateRef } from "./gather.ts";
 
 export type SignalKey = string;
 export type Freshness = "fresh" | "stale" | "expired";
 
-export const fileKey = (file: string): SignalKey => `file:${file}`;
-export const branchKey = (branch: string): SignalKey => `branch:${branch}`;
+const digest = (text: string) => createHash("sha256").update(text).digest("hex").slice(0, 32);
+// A file or branch keys its row by name, readable in the assembly's memory_events record, unless
+// the name holds a secret (a token pasted into a path or a branch): then by a digest like an
+// error's, since the key is stored (context_prefetch.signal_key, memory_events meta.prefetch) and
+// a marker would make two such names one key.
+const nameKey = (kind: string, name: string): SignalKey =>
+  `${kind}:${redactSecrets(name).total > 0 ? digest(name) : name}`;
+export const fileKey = (file: string): SignalKey => nameKey("file", file);
+export const branchKey = (branch: string): SignalKey => nameKey("branch", branch);
 /** Errors are keyed by a digest of their text (one error, or several joined by newlines). */
 export const errorKey = (errors: readonly string[]): SignalKey =>
-  `error:${createHash("sha256").update(errors.map((e) => e.trim()).join("\n")).digest("hex").slice(0, 32)}`;
+  `error:${digest(errors.map((e) => e.trim()).join("\n"))}`;
 
 export interface CachedPrediction {
   key: SignalKey;
