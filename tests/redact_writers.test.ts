@@ -402,6 +402,63 @@ Deno.test({
 });
 
 Deno.test({
+  name:
+    "memory-dedup and memory-extract: a lineage branch and a candidate's files are redacted as remember's metadata is, and the job still runs",
+  ...opts,
+}, async () => {
+  const env = await writeEnv({ withLlm: false });
+  try {
+    const t = newTenant();
+    const kick = { ...env.deps, kickWorker: () => Promise.resolve() };
+    const lineage = { repo: "acme/shop", branch: `ci/${PAT}`, commit: "abc1234" };
+    const post = async (fn: "memory-dedup" | "memory-extract", body: object) =>
+      await (fn === "memory-dedup" ? createDedup(kick) : createExtract(kick))(
+        new Request(`http://local/functions/v1/${fn}`, {
+          method: "POST",
+          headers: await userHeaders(t),
+          body: JSON.stringify(body),
+        }),
+      );
+    const dedup = await post("memory-dedup", {
+      lineage,
+      candidates: [{
+        content: "CI signs release builds with the shop's signing key.",
+        type: "semantic",
+        source: "discovery",
+        priority: "high",
+        importance: 3,
+        files: [`ci/${PAT}/sign.sh`, PAT, "ci/release.yml"],
+      }],
+    });
+    assert.equal(dedup.status, 202);
+    const extract = await post("memory-extract", {
+      session_id: "s-lineage",
+      lineage,
+      messages: [{ role: "user", content: "Remember that release builds run on the arm64 runners." }],
+    });
+    assert.equal(extract.status, 202);
+    await drainAll(env.deps, t);
+    const jobs = await env.sql`select kind, status, payload, result from public.memory_jobs where owner_id = ${t}`;
+    assert.deepEqual(jobs.filter((j) => j.status !== "done").map((j) => [j.kind, j.status]), [], "every job ran");
+    const rows = await env.sql<{ metadata: { branch?: string; files?: string[] } }[]>`
+      select metadata from public.devai_memories where owner_id = ${t} order by created_at`;
+    assert.equal(rows.length, 2);
+    const history = await env.sql`select * from public.memory_history where owner_id = ${t}`;
+    const entities = await env.sql`select * from public.memory_entities where owner_id = ${t}`;
+    for (const [name, x] of Object.entries({ rows, history, jobs, entities })) {
+      assert.deepEqual(leaked(JSON.stringify(x)), [], name);
+    }
+    assert.deepEqual(rows.map((r) => r.metadata.branch), ["ci/[REDACTED:github_token]", "ci/[REDACTED:github_token]"]);
+    assert.deepEqual(rows.map((r) => r.metadata.files).filter(Boolean), [[
+      "ci/[REDACTED:github_token]/sign.sh",
+      "ci/release.yml",
+    ]]);
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test({
   name: "session and thread ids are stored as sent, so one holding a secret is a 400 naming the field, writing nothing",
   ...opts,
 }, async () => {

@@ -164,6 +164,17 @@ export function prepareCandidates(
       // An index key is one token: with a marker in it, it is no key any more.
       out[field] = field === "index_key" ? undefined : r.text;
     }
+    // Its files become metadata.files and file entities: read as text, as remember's are; a path
+    // that is nothing but a secret is dropped from the list.
+    if (out.files) {
+      const files = out.files.flatMap((f) => {
+        const r = redactField(f);
+        stats.redacted += r.total;
+        addCounts(stats.redacted_kinds, r.counts);
+        return r.text ?? [];
+      });
+      out.files = files.length > 0 ? files : undefined;
+    }
     if (category && known.has(category)) out.category = category;
     else if (category) stats.category_dropped++;
     return out;

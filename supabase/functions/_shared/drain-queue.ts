@@ -24,7 +24,7 @@ import {
   PermanentJobError,
 } from "./jobs.ts";
 import { type Llm, LlmOutputError, LlmRequestError } from "./llm.ts";
-import { codeOrigin } from "./schemas.ts";
+import { queuedCodeOrigin } from "./schemas.ts";
 import { CandidateSchema } from "./candidates.ts";
 import { dedupCandidates } from "./dedup.ts";
 import { DEDUP_BATCH } from "./dedup-jobs.ts";
@@ -79,7 +79,7 @@ export const DedupJobPayloadSchema = z.object({
   project: z.string().max(140).optional(),
   origin: z.enum(["extract", "compact", "api"]).default("api"),
   source_job_id: z.string().optional(),
-  lineage: codeOrigin.optional(),
+  lineage: queuedCodeOrigin.optional(),
 });
 
 export function defaultWorkerId(): string {

@@ -9,7 +9,7 @@
 // told to extract nothing from it; the rule-based extractor never sees it.
 import { z } from "zod";
 import { addUsage, ChatMessageSchema, emptyUsage, type Llm, type LlmUsage } from "./llm.ts";
-import { codeOrigin, projectName, sessionId, threadId } from "./schemas.ts";
+import { projectName, queuedCodeOrigin, sessionId, threadId } from "./schemas.ts";
 import { type Candidate, prepareCandidates, type PreparedCandidates } from "./candidates.ts";
 import {
   chunkTranscript,
@@ -37,7 +37,7 @@ export const ExtractJobPayloadSchema = z.object({
   scope: writeScope.optional(),
   thread_id: threadId.optional(),
   /** Repository, branch and commit the session's memories come from. */
-  lineage: codeOrigin.optional(),
+  lineage: queuedCodeOrigin.optional(),
 }).strict();
 export type ExtractJobPayload = z.input<typeof ExtractJobPayloadSchema>;
 

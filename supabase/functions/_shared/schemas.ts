@@ -166,14 +166,25 @@ export const filePath = storableText(z.string().min(1).max(500))
 
 /**
  * Where the memories of a request come from in the repository (memory-extract, memory-dedup):
- * stored in each new memory's metadata (docs/context.md#code-lineage).
+ * stored in the queued job's payload and each new memory's metadata (docs/context.md#code-lineage).
+ * The branch is read for secrets as remember's metadata.branch is (by their own shape, redact.ts
+ * ReadAs 'id'), before the job is queued: a token in it becomes its marker.
  */
 export const codeOrigin = z.object({
   repo: repoName.optional(),
-  branch: branchName.optional(),
+  branch: branchName.transform((s) => redactSecrets(s, "id").text).optional(),
   commit: commitSha.optional(),
 }).strict();
 export type CodeOrigin = z.infer<typeof codeOrigin>;
+/**
+ * A queued job's lineage (the extract and dedup payloads), checked by codeOrigin when the job was
+ * queued: its branch may hold a redaction marker, which no git branch name may (`[`).
+ */
+export const queuedCodeOrigin = z.object({
+  repo: repoName.optional(),
+  branch: z.string().min(1).max(1000).optional(),
+  commit: commitSha.optional(),
+}).strict();
 
 /** Metadata a memory carries (memory.query's filter keys, plus code lineage); small and flat on purpose. */
 export const metadata = z
