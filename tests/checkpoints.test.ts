@@ -186,6 +186,26 @@ Deno.test({
   assert.equal(n!.n, 0, "a refused save counts no redaction");
 });
 
+Deno.test({
+  name: "checkpoints: a number a double cannot hold as sent is a 400, not saved as null or with other digits",
+  ...opts,
+}, async () => {
+  const t = newTenant();
+  // JSON.parse read 1e400 as Infinity (saved as null), 1e-400 as 0, a 19-digit id with its last digits changed.
+  for (const n of ["1e400", "-1e400", "1e-400", "1234567890123456789", "9007199254740993"]) {
+    const rawBody = `{"state": {"ok": "1e400 in a string is text", "ids": [1, ${n}]}}`;
+    const saved = await api("PUT", "/memory/checkpoints/t-numbers", { as: t, rawBody });
+    assert.deepEqual([saved.status, saved.body.error?.code], [400, "invalid_request"], n);
+    assert.match(saved.body.error.message, new RegExp(`number ${n}\\b.*send it as a string`), n);
+  }
+  assert.equal((await api("GET", "/memory/checkpoints/t-numbers", { as: t })).status, 404, "nothing written");
+  // What a double holds as sent is saved as sent.
+  const rawBody = '{"state": {"n": [9007199254740992, 0.1, 1.5e3, -2, 1E308, 0e-400, 10000000000000000000]}}';
+  assert.equal((await api("PUT", "/memory/checkpoints/t-numbers", { as: t, rawBody })).status, 201);
+  const loaded = await api("GET", "/memory/checkpoints/t-numbers", { as: t });
+  assert.deepEqual(loaded.body.state.n, [9007199254740992, 0.1, 1500, -2, 1e308, 0, 1e19]);
+});
+
 Deno.test({ name: "checkpoints: a 1 MB state saves and loads intact", ...opts }, async () => {
   const t = newTenant();
   const state = {

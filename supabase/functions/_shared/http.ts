@@ -5,6 +5,7 @@
 // leaks no detail but carries a request id to find it in the logs.
 import type { z } from "zod";
 import { mapDatabaseError } from "./database-errors.ts";
+import { checkJsonText } from "./json-text.ts";
 
 export interface ErrorIssue {
   path: (string | number)[];
@@ -99,7 +100,12 @@ export async function parseJsonBody<T extends z.ZodType>(
   req: Request,
   schema: T,
   maxBytes: number,
-  opts: { emptyAs?: unknown; tooLarge?: string } = {},
+  opts: {
+    emptyAs?: unknown;
+    tooLarge?: string;
+    /** Refuse a number a double cannot hold as sent (json-text.ts): for bodies stored as the caller's data. */
+    exactNumbers?: boolean;
+  } = {},
 ): Promise<z.infer<T>> {
   refuseContentEncoding(req);
   const type = req.headers.get("content-type") ?? "";
@@ -113,8 +119,19 @@ export async function parseJsonBody<T extends z.ZodType>(
   if (!/^application\/json\b/i.test(type)) {
     throw new HttpError(415, "unsupported_media_type", "send the body as application/json");
   }
-  if (nestingDeeperThan(text, MAX_JSON_DEPTH)) {
+  const checked = checkJsonText(text, MAX_JSON_DEPTH, opts.exactNumbers);
+  if (checked.tooDeep) {
     throw new HttpError(400, "malformed_json", `body nests arrays or objects deeper than ${MAX_JSON_DEPTH} levels`);
+  }
+  if (checked.inexact !== undefined) {
+    throw new HttpError(
+      400,
+      "invalid_request",
+      `body holds the number ${
+        checked.inexact.slice(0, 40)
+      }, which would be stored changed (JSON numbers are read as ` +
+        "doubles: beyond 1e308 or past 2^53 for an integer they lose digits or become null): send it as a string",
+    );
   }
   let value: unknown;
   try {
@@ -143,29 +160,8 @@ function refuseContentEncoding(req: Request): void {
   );
 }
 
-/**
- * Deepest nesting of arrays and objects a body may have. No request needs more than a handful of
- * levels; deeper values would be walked recursively later (the transcript's canonical JSON, jsonb)
- * and overflow the stack (a RangeError, once a 500).
- */
+/** Deepest nesting of arrays and objects a body may have: no request needs more than a handful (json-text.ts). */
 export const MAX_JSON_DEPTH = 64;
-
-/** Whether JSON text nests deeper than max, counted in one pass (brackets inside strings do not count). */
-function nestingDeeperThan(text: string, max: number): boolean {
-  let depth = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 92) i++; // backslash: skip the escaped character
-      else if (c === 34) inString = false;
-    } else if (c === 34) inString = true;
-    else if (c === 91 || c === 123) {
-      if (++depth > max) return true;
-    } else if (c === 93 || c === 125) depth--;
-  }
-  return false;
-}
 
 /** Every 413 says what to do; a route with a better way (send less, in parts) says that instead. */
 function tooLarge(maxBytes: number, hint?: string): HttpError {

@@ -22,6 +22,8 @@ export function registerCheckpointRoutes(app: MemoryApp, deps: ServiceDeps): voi
     const body = await parseJsonBody(c.req.raw, CheckpointSaveRequest, max, {
       tooLarge: `a checkpoint is at most ${max} bytes (MAX_CHECKPOINT_BYTES): keep large artefacts out of the ` +
         "state (store a reference), or raise MAX_CHECKPOINT_BYTES on the server",
+      // The state is the agent's own data, loaded back as saved: a number it would not get back is a 400.
+      exactNumbers: true,
     });
     const { created, ...info } = await saveThreadCheckpoint(deps, who(c), thread, body);
     return json(info, created ? 201 : 200, { etag: `"${info.version}"` });

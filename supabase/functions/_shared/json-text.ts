@@ -1,0 +1,55 @@
+// What is checked on a JSON body's text before it is parsed, in one pass over it (brackets and
+// digits inside strings do not count):
+// - nesting: deeper values would be walked recursively later (the transcript's canonical JSON,
+//   jsonb) and overflow the stack (a RangeError, once a 500);
+// - numbers a double cannot hold as sent, for a body stored as the caller's own data (a
+//   checkpoint's state): JSON.parse reads `1e400` as Infinity (serialised back as null), `1e-400`
+//   as 0, and an integer past 2^53 (a 19-digit id) with its last digits changed, silently. Such a
+//   number is refused instead (send it as a string). Decimals are doubles by JSON's convention in
+//   JavaScript (0.1 stays 0.1; digits past the 17th are not kept) and are accepted.
+
+export interface JsonTextCheck {
+  tooDeep: boolean;
+  /** The first number token that would not come back as sent (when numbers were checked). */
+  inexact?: string;
+}
+
+export function checkJsonText(text: string, maxDepth: number, exactNumbers = false): JsonTextCheck {
+  // A number can only be lost with an exponent or 16 digits or more in a row.
+  const numbers = exactNumbers && /[0-9][eE]|[0-9]{16}/.test(text);
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92) i++; // backslash: skip the escaped character
+      else if (c === 34) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 91 || c === 123) {
+      if (++depth > maxDepth) return { tooDeep: true };
+    } else if (c === 93 || c === 125) depth--;
+    else if (numbers && (c === 45 || (c >= 48 && c <= 57))) {
+      let end = i + 1;
+      let exponent = false;
+      for (let d = c; end < text.length && numberChar(d = text.charCodeAt(end)); end++) exponent ||= (d | 32) === 101;
+      if (exponent || end - i >= 16) {
+        const token = text.slice(i, end);
+        if (!survives(token)) return { tooDeep: false, inexact: token };
+      }
+      i = end - 1;
+    }
+  }
+  return { tooDeep: false };
+}
+
+/** 0-9 . e E + - */
+const numberChar = (c: number) => (c >= 48 && c <= 57) || c === 46 || c === 101 || c === 69 || c === 43 || c === 45;
+
+function survives(token: string): boolean {
+  const n = Number(token);
+  if (!Number.isFinite(n)) return false;
+  const [mantissa = ""] = token.split(/[eE]/);
+  if (n === 0) return !/[1-9]/.test(mantissa); // 1e-400: underflow to 0
+  if (/^-?[0-9]+$/.test(token) && !Number.isSafeInteger(n)) return BigInt(token) === BigInt(n);
+  return true;
+}
