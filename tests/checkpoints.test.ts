@@ -92,6 +92,12 @@ Deno.test({
   const big = await small("PUT", "/memory/checkpoints/t3", { as: t, body: { state: { blob: "x".repeat(2000) } } });
   assert.deepEqual([big.status, big.body.error.code], [413, "payload_too_large"]);
   assert.match(big.body.error.message, /MAX_CHECKPOINT_BYTES/);
+  // Under the limit as sent, over it as stored: each short password's marker is longer than it.
+  const grown = { state: { urls: Array.from({ length: 60 }, () => "https://a:b@h") } };
+  assert.ok(JSON.stringify(grown).length < 1024);
+  const stored = await small("PUT", "/memory/checkpoints/t3", { as: t, body: grown });
+  assert.deepEqual([stored.status, stored.body.error?.code], [413, "payload_too_large"], JSON.stringify(stored.body));
+  assert.match(stored.body.error.message, /as stored/);
   for (const body of [{ state: [1, 2] }, { state: "s" }, { state: {}, version: -1 }, { state: {}, extra: 1 }, {}]) {
     assert.equal((await api("PUT", "/memory/checkpoints/t3", { as: t, body })).status, 400, JSON.stringify(body));
   }

@@ -62,12 +62,21 @@ const keysCollide = (collisions: KeyCollision[]) =>
     })),
   );
 
+const storedTooLarge = (size: number, max: number) =>
+  new HttpError(
+    413,
+    "payload_too_large",
+    `a checkpoint is at most ${max} bytes (MAX_CHECKPOINT_BYTES) as stored, and this state is ${size} once its ` +
+      "secrets are redacted (a marker may be longer than the secret): keep secrets and large artefacts out of the state",
+  );
+
 /** Saves the thread's state (see the module comment); 201 semantics when it created the checkpoint. */
 export async function saveCheckpoint(
   sql: Sql,
   tenant: TenantContext,
   thread: string,
   body: CheckpointSaveRequest,
+  maxBytes: number,
 ): Promise<SavedCheckpoint> {
   // Secrets become their markers, and a lone surrogate (a tool output cut mid-emoji) U+FFFD, which
   // jsonb can store; the version and what a load returns are the stored state's, so a save's
@@ -76,6 +85,9 @@ export async function saveCheckpoint(
   if (collisions.length > 0) throw keysCollide(collisions);
   const text = JSON.stringify(state);
   const size = new TextEncoder().encode(text).byteLength;
+  // A marker can be longer than the secret it replaces (`https://u:p@h` → `[REDACTED:password]`):
+  // what is stored stays within the limit, so a state loaded back can always be saved again.
+  if (size > maxBytes) throw storedTooLarge(size, maxBytes);
   const expected = body.version ?? 0;
   return await withTenant(sql, tenant, async (tx) => {
     const rows = expected === 0

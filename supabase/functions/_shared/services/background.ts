@@ -106,7 +106,7 @@ export async function saveThreadCheckpoint(
   thread: string,
   body: CheckpointSaveRequest,
 ): Promise<SavedCheckpoint> {
-  return await saveCheckpoint(deps.sql, tenant, thread, body);
+  return await saveCheckpoint(deps.sql, tenant, thread, body, deps.config.maxCheckpointBytes);
 }
 
 /** The thread's checkpoint as JSON text (the state as stored), or a 404. */
