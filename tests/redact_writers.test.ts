@@ -470,6 +470,9 @@ Deno.test({
     const cases: [Record<string, unknown>, string][] = [
       [{ session_id: PAT }, "session_id"],
       [{ thread_id: `run-${PAT}` }, "thread_id"],
+      // A project and a namespace are scopes, stored as sent (the memory's namespace, its history).
+      [{ project: `acme/${PAT}` }, "project"],
+      [{ project: undefined, namespace: `devai/project/${PAT}/notes` }, "namespace"],
     ];
     for (const [extra, field] of cases) {
       const r = await api("POST", "/memory/remember", {

@@ -24,11 +24,14 @@ export const importance = z.number().int().min(1).max(5);
 // A namespace segment: letters, digits and . _ % + @ ~ - (so `task_forge` and `100%_done` are
 // valid), never '.' or '..', never '/', whitespace or control characters. `%` and `_` are harmless
 // because scopes are matched with starts_with, never LIKE.
+// A namespace is stored as sent (a key: a marker would make it another scope), so a segment
+// holding a secret is refused, as a session id is (withoutSecrets).
 const SEGMENT = /^[\p{L}\p{N}._%+@~-]{1,140}$/u;
-export const segment = z
+const segmentShape = z
   .string()
   .regex(SEGMENT, "use letters, digits and . _ % + @ ~ - only (1-140 characters)")
   .refine((s) => s !== "." && s !== "..", "'.' and '..' are not allowed");
+export const segment = withoutSecrets(segmentShape);
 
 // A project name is what a coding agent naturally has: a directory name (`task_forge`), a
 // repository (`acme/web`) or a package (`@acme/web`): parts of letters, digits and . _ % + @ -
@@ -37,14 +40,16 @@ export const segment = z
 // One segment, not nested ones: `<root>/project/acme/` must never be a prefix of `acme/web`'s scope.
 const PROJECT_PART = /^[\p{L}\p{N}._%+@-]+$/u;
 export const PROJECT_SEPARATOR = "~";
-export const projectName = z
-  .string()
-  .min(1)
-  .max(140)
-  .refine(
-    (s) => s.split("/").every((p) => PROJECT_PART.test(p) && p !== "." && p !== ".."),
-    "a project is letters, digits and . _ % + @ - in parts joined by '/' (e.g. acme/web, @acme/web), 1-140 characters, no empty, '.' or '..' part",
-  );
+export const projectName = withoutSecrets(
+  z
+    .string()
+    .min(1)
+    .max(140)
+    .refine(
+      (s) => s.split("/").every((p) => PROJECT_PART.test(p) && p !== "." && p !== ".."),
+      "a project is letters, digits and . _ % + @ - in parts joined by '/' (e.g. acme/web, @acme/web), 1-140 characters, no empty, '.' or '..' part",
+    ),
+);
 
 /** The namespace segment of a project: `acme/web` → `acme~web` (see projectName). */
 export function projectSegment(project: string): string {
@@ -62,13 +67,15 @@ export function projectScope(root: string, project: string): string {
 }
 
 /** A full namespace: `<root>/<segment>/...`, 2-8 segments, at most 256 characters. */
-export const namespace = z
-  .string()
-  .max(256)
-  .refine((s) => {
-    const parts = s.split("/");
-    return parts.length >= 2 && parts.length <= 8 && parts.every((p) => segment.safeParse(p).success);
-  }, "namespace must be 2-8 '/'-separated segments of letters, digits and . _ % + @ ~ - (no '..', no empty segment)");
+export const namespace = withoutSecrets(
+  z
+    .string()
+    .max(256)
+    .refine((s) => {
+      const parts = s.split("/");
+      return parts.length >= 2 && parts.length <= 8 && parts.every((p) => segmentShape.safeParse(p).success);
+    }, "namespace must be 2-8 '/'-separated segments of letters, digits and . _ % + @ ~ - (no '..', no empty segment)"),
+);
 
 /**
  * Text stored as it is sent (memory content, a correction's reason): refused when it holds a
