@@ -128,6 +128,20 @@ const LOOK_ALIKES = [
   "http://localhost:3000/api/orders?page=2&sort=created_at returns 20 rows",
   "Use `const key: string = cacheKey(user)` for the Redis lookup",
   "CACHE_KEY=users:list and SORT_KEY=created_at are plain settings",
+  // Source code a transcript or a checkpoint's state holds (a file the agent read): expressions
+  // assigned to secret-named variables are no secrets, and were mangled (`apiKey =[REDACTED…] null`).
+  "const token = await getToken();",
+  "if (apiKey == null) throw new Error('missing key')",
+  "const password = req.body.password;",
+  "token = jwt.sign(payload, secret)",
+  "let secret = crypto.randomBytes(32)",
+  "secret_key = settings.SECRET_KEY",
+  "access_key = os.getenv('AWS_ACCESS_KEY')",
+  "client_secret = config.client_secret",
+  "api_key = self._api_key",
+  "token = tokens[0]",
+  "const onToken = token => token.trim()",
+  "DB_PASSWORD=${DB_PASSWORD}",
 ];
 
 Deno.test("redactor: realistic leaks become [REDACTED:<kind>], what surrounds them stays", () => {

@@ -44,9 +44,13 @@ export const marker = (kind: SecretKind) => `[REDACTED:${kind}]`;
 const MARKER_RE = /\[REDACTED:[a-z_]{1,40}\]/g;
 
 // A value that stands for a secret rather than being one: `<your-key>`, `${TOKEN}`, `$TOKEN`, `***`,
-// `changeme`, `process.env.X`, … (documentation and examples keep them).
+// `changeme`, `process.env.X`, … (documentation and examples keep them). Source code (a file an
+// agent read, in a transcript or a checkpoint's state) assigns expressions, not secrets: a call or
+// an index on a name (`jwt.sign(payload`, `os.getenv(`, `tokens[0`), a member of a settings object
+// (`self._api_key`, `config.client_secret`, `req.body.password`), a keyword (`await getToken()`),
+// a comparison or an arrow (`apiKey == null`, `token => …`), a `${VAR` the value's scan cut short.
 const PLACEHOLDER =
-  /^(?:<[^>]*>|\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|%[A-Za-z_][A-Za-z0-9_]*%|\{\{[^}]*\}\}|[x*.#-]{3,}|\[REDACTED:[a-z_]+\]|(?:your|my|the)[-_ ]?\w*|changeme|change[-_]me|example\w*|secret|password|token|null|none|nil|undefined|true|false|required|optional|(?:process\.env|Deno\.env|os\.environ|env)\b.*|\w+\(.*\)?)$/i;
+  /^(?:<[^>]*>|\$\{[^}]*\}?|\$[A-Za-z_][A-Za-z0-9_]*|%[A-Za-z_][A-Za-z0-9_]*%|\{\{[^}]*\}\}|[x*.#-]{3,}|\[REDACTED:[a-z_]+\]|(?:your|my|the)[-_ ]?\w*|changeme|change[-_]me|example\w*|secret|password|token|null|none|nil|undefined|true|false|required|optional|await|new|yield|typeof|lambda|function|async|(?:process\.env|Deno\.env|os\.environ|env)\b.*|(?:self|this|cls|config|conf|cfg|settings|options|opts|props|params|args|kwargs|req|request|ctx|context|secrets|vars|inputs)\.[\w$.]+|[\w$]+(?:\.[\w$]+)*[([].*|[=>].*)$/i;
 
 const isPlaceholder = (value: string) => PLACEHOLDER.test(value.replace(/^["'`]|["'`]$/g, ""));
 
