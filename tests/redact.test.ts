@@ -287,3 +287,28 @@ Deno.test("redactor: linear on hostile input (long runs of the characters the pa
     );
   }
 });
+
+Deno.test("redactor: generated passwords holding brackets, = or $ are redacted whole; code around a value keeps its brackets", () => {
+  // Password generators use ( ) [ ] { } = $: such a password was cut at its first closing bracket
+  // (the rest stored), or taken for code (a call, an index, a comparison) and kept whole.
+  const passwords = [
+    "5]usNF!O+!O_FU)K",
+    "=*Rc4gWc[a^^dJiP",
+    "w1eP8(_&C1wqPmFT",
+    "}0l1v}Yp+Pn8ddC3",
+    "hZkFA(KV7miQ[wwB",
+    "$oKyo[Y9l4b=9VtH",
+    "Tr0ub(4dor)&3xQ",
+  ];
+  for (const pw of passwords) {
+    for (const text of [`DB_PASSWORD=${pw}`, `export API_TOKEN=${pw}`, `password: "${pw}"`]) {
+      const r = redactSecrets(text);
+      assert.ok(r.total === 1 && !r.text.includes(pw.slice(2, -2)), `${text} → ${r.text}`);
+    }
+  }
+  const url = redactSecrets("postgres://app:(BKIOCB3d]NuwQj0@db.internal:5432/shop");
+  assert.equal(url.text, "postgres://app:[REDACTED:password]@db.internal:5432/shop");
+  // The closing bracket of the call around an assignment is the code's, not the value's.
+  assert.equal(redactSecrets("run(API_KEY=abc123xyz789)").text, "run(API_KEY=[REDACTED:secret_assignment])");
+  assert.equal(redactSecrets("{TOKEN=abc123xyz789}").text, "{TOKEN=[REDACTED:secret_assignment]}");
+});

@@ -9,6 +9,8 @@
 // long window at every place it may start (the JWT rule consumes what it scanned), so the work is
 // linear in the text's length whatever it holds (tests/redact.test.ts times hostile texts).
 
+import { isPlaceholder, looksRandom, secretName, withoutOuterClosers } from "./secret-values.ts";
+
 export const SECRET_KINDS = [
   "private_key",
   "supabase_service_role_jwt",
@@ -43,35 +45,6 @@ export interface Redaction {
 export const marker = (kind: SecretKind) => `[REDACTED:${kind}]`;
 const MARKER_RE = /\[REDACTED:[a-z_]{1,40}\]/g;
 
-// A value that stands for a secret rather than being one: `<your-key>`, `${TOKEN}`, `$TOKEN`, `***`,
-// `changeme`, `process.env.X`, … (documentation and examples keep them). Source code (a file an
-// agent read, in a transcript or a checkpoint's state) assigns expressions, not secrets: a call or
-// an index on a name (`jwt.sign(payload`, `os.getenv(`, `tokens[0`), a member of a settings object
-// (`self._api_key`, `config.client_secret`, `req.body.password`), a keyword (`await getToken()`),
-// a comparison or an arrow (`apiKey == null`, `token => …`), a `${VAR` the value's scan cut short.
-const PLACEHOLDER =
-  /^(?:<[^>]*>|\$\{[^}]*\}?|\$[A-Za-z_][A-Za-z0-9_]*|%[A-Za-z_][A-Za-z0-9_]*%|\{\{[^}]*\}\}|[x*.#-]{3,}|\[REDACTED:[a-z_]+\]|(?:your|my|the)[-_ ]?\w*|changeme|change[-_]me|example\w*|secret|password|token|null|none|nil|undefined|true|false|required|optional|await|new|yield|typeof|lambda|function|async|(?:process\.env|Deno\.env|os\.environ|env)\b.*|(?:self|this|cls|config|conf|cfg|settings|options|opts|props|params|args|kwargs|req|request|ctx|context|secrets|vars|inputs)\.[\w$.]+|[\w$]+(?:\.[\w$]+)*[([].*|[=>].*)$/i;
-
-const isPlaceholder = (value: string) => PLACEHOLDER.test(value.replace(/^["'`]|["'`]$/g, ""));
-
-/** Names whose value is a secret: `OPENAI_API_KEY`, `db_password`, `client_secret`, `GITHUB_TOKEN`, `SENTRY_DSN`. */
-const SECRET_NAME =
-  /(?:^|[_.-])(?:secret|secrets|token|passwd|password|pwd|pass|passphrase|credentials?|dsn|auth|api[_-]?key|apikey|access[_-]?key|secret[_-]?key|private[_-]?key|signing[_-]?key|encryption[_-]?key|master[_-]?key|service[_-]?role[_-]?key|client[_-]?secret|[a-z0-9]+[_-]key)$/i;
-/** Key names that are not secrets although they end like one. */
-const PUBLIC_NAME =
-  /public|publishable|anon|primary|foreign|sort|cache|partition|idempotency|lookup|hash|map|object|index|unique|keyboard|hotkey|monkey|turkey|donkey|_id$|length|ttl|expir|timeout|url$|uri$|path$|file$|name$|type$|header$|count$|max|min|mode$/i;
-
-function secretName(name: string): boolean {
-  return SECRET_NAME.test(name) && !PUBLIC_NAME.test(name);
-}
-
-function looksRandom(value: string): boolean {
-  // A quoted or unquoted value after `key: ` in prose is only taken for a secret when it looks
-  // like one: long enough, and mixing letters with digits or symbols.
-  const v = value.replace(/^["'`]|["'`]$/g, "");
-  return v.length >= 8 && /[A-Za-z]/.test(v) && /[0-9_+/=-]/.test(v) && !/\s/.test(v);
-}
-
 interface Rule {
   kind: SecretKind | ((secret: string, match: string) => SecretKind);
   re: RegExp;
@@ -81,6 +54,8 @@ interface Rule {
   accept?: (secret: string, match: RegExpExecArray) => boolean;
   /** A secret known by what names it (`token: …`, `Bearer …`, `--password …`), not by its own shape. */
   byName?: true;
+  /** The secret without what the text around it adds (closing brackets that open nowhere in it). */
+  trim?: (secret: string) => string;
 }
 
 /** A JWT whose payload says role service_role is a Supabase service key: it bypasses row level security. */
@@ -128,7 +103,7 @@ const RULES: Rule[] = [
   // scheme://user:password@host: the password only.
   {
     kind: "password",
-    re: /\b[a-z][a-z0-9+.-]{1,20}:\/\/[^\s:@/?#'"`[\]]{1,256}:([^\s@/'"`[\]]{1,256})@/gi,
+    re: /\b[a-z][a-z0-9+.-]{1,20}:\/\/[^\s:@/?#'"`[\]]{1,256}:([^\s@/'"`]{1,256})@/gi,
     group: [1],
     accept: (s) => !isPlaceholder(s),
   },
@@ -161,8 +136,11 @@ const RULES: Rule[] = [
   {
     kind: "secret_assignment",
     re:
-      /(["']?)(?<![A-Za-z0-9_.-])([A-Za-z_][A-Za-z0-9_.-]{0,80})\1[ \t]{0,8}(=|:)[ \t]{0,8}(?:"([^"\n]{1,512})"|'([^'\n]{1,512})'|([^\s"'`,;)}\]]{1,512}))/g,
+      /(["']?)(?<![A-Za-z0-9_.-])([A-Za-z_][A-Za-z0-9_.-]{0,80})\1[ \t]{0,8}(=|:)[ \t]{0,8}(?:"([^"\n]{1,512})"|'([^'\n]{1,512})'|([^\s"'`,;]{1,512}))/g,
     group: [4, 5, 6],
+    // A password may hold brackets (generated ones often do): the unquoted value runs to a blank,
+    // a comma or a semicolon, less the closing brackets of the code around it.
+    trim: withoutOuterClosers,
     // After `=` (.env, shells, DSNs) any value; after `:` a quoted one (JSON, YAML) or one that looks random.
     accept: (s, m) => secretName(m[2]!) && !isPlaceholder(s) && (m[3] === "=" || m[6] === undefined || looksRandom(s)),
     byName: true,
@@ -201,7 +179,8 @@ export function redactSecrets(text: string, as: ReadAs = "text"): Redaction {
       const match = args[0] as string;
       const groups = args.slice(1, -2) as (string | undefined)[];
       const exec = [match, ...groups] as unknown as RegExpExecArray;
-      const secret = rule.group ? rule.group.map((g) => groups[g - 1]).find((g) => g !== undefined) : match;
+      const found = rule.group ? rule.group.map((g) => groups[g - 1]).find((g) => g !== undefined) : match;
+      const secret = found !== undefined && rule.trim ? rule.trim(found) : found;
       if (!secret || secret.includes("[REDACTED:")) return match;
       if (rule.accept && !rule.accept(secret, exec)) return match;
       let kind = typeof rule.kind === "function" ? rule.kind(secret, match) : rule.kind;
