@@ -312,3 +312,39 @@ Deno.test("redactor: generated passwords holding brackets, = or $ are redacted w
   assert.equal(redactSecrets("run(API_KEY=abc123xyz789)").text, "run(API_KEY=[REDACTED:secret_assignment])");
   assert.equal(redactSecrets("{TOKEN=abc123xyz789}").text, "{TOKEN=[REDACTED:secret_assignment]}");
 });
+
+Deno.test("redactor: a value's end is read in its context, and code around secret names stays code", () => {
+  const cases: [string, string][] = [
+    // Quoted values are literals: their brackets are theirs, and they are never code.
+    ['password: "Xk9#mP2)"', 'password: "[REDACTED:password]"'],
+    ['{"password": "9fK!x2]]"}', '{"password": "[REDACTED:password]"}'],
+    // Unquoted: a closing bracket ends the value only when something before it on its line opened it.
+    ["DB_PASSWORD=Xk9#mP2)]}", "DB_PASSWORD=[REDACTED:password]"],
+    ["(see TOKEN=abc123xyz789).", "(see TOKEN=[REDACTED:secret_assignment])."],
+    ["[DB_PASSWORD=S3cr3tPw9](#anchor)", "[DB_PASSWORD=[REDACTED:password]](#anchor)"],
+    ["client(api_key=KEY123abc).models.list()", "client(api_key=[REDACTED:secret_assignment]).models.list()"],
+    // An assignment inside another name's value is found too.
+    ["config={password:S3cr3tPw9}", "config={password:[REDACTED:password]}"],
+    // A default inside ${…} is a value; a word that only starts like a placeholder is a password.
+    ["POSTGRES_PASSWORD=${POSTGRES_PASSWORD:-s3cr3t_Pw9}", "POSTGRES_PASSWORD=[REDACTED:password]"],
+    ["DB_PASSWORD=MyS3cretPassw0rd", "DB_PASSWORD=[REDACTED:password]"],
+    ["DB_PASSWORD=the1337hax0r", "DB_PASSWORD=[REDACTED:password]"],
+  ];
+  for (const [text, want] of cases) assert.equal(redactSecrets(text).text, want, text);
+  for (
+    const code of [
+      "DB_PASSWORD=$(openssl rand -hex 16)",
+      "export GITHUB_TOKEN=$(gh auth token)",
+      "token = str(uuid.uuid4())",
+      "password = row[2]",
+      "const token = String(raw)",
+      "let token = Token::new(claims)",
+      "secret = SECRETS[0]",
+      "$token = bin2hex(random_bytes(32));",
+      'print(f"{token=}")',
+      "client = OpenAI(api_key=key).chat",
+      "DB_PASSWORD=${DB_PASSWORD}",
+      "DB_PASSWORD=your-password-here",
+    ]
+  ) assert.equal(redactSecrets(code).text, code, code);
+});

@@ -9,7 +9,7 @@
 // long window at every place it may start (the JWT rule consumes what it scanned), so the work is
 // linear in the text's length whatever it holds (tests/redact.test.ts times hostile texts).
 
-import { isPlaceholder, looksRandom, secretName, withoutOuterClosers } from "./secret-values.ts";
+import { isCode, isPlaceholder, LOOKBACK, looksRandom, secretName, valueInContext } from "./secret-values.ts";
 
 export const SECRET_KINDS = [
   "private_key",
@@ -54,8 +54,10 @@ interface Rule {
   accept?: (secret: string, match: RegExpExecArray) => boolean;
   /** A secret known by what names it (`token: …`, `Bearer …`, `--password …`), not by its own shape. */
   byName?: true;
-  /** The secret without what the text around it adds (closing brackets that open nowhere in it). */
-  trim?: (secret: string) => string;
+  /** A match the text continues with one of these is no secret (a call, an index, an expansion: `str(`, `row[`, `${`). */
+  notBefore?: RegExp;
+  /** The secret without what the text before the match (its last LOOKBACK characters) says is not its own. */
+  trim?: (secret: string, match: RegExpExecArray, before: string) => string;
 }
 
 /** A JWT whose payload says role service_role is a Supabase service key: it bypasses row level security. */
@@ -70,6 +72,29 @@ function jwtKind(token: string): SecretKind {
 }
 
 const mixedCase = (s: string) => /[a-z]/.test(s) && /[A-Z]/.test(s) && /[0-9]/.test(s);
+
+/** The `NAME=value` / `name: value` rule, its unquoted value of `valueChar`s, through brackets or stopping at them. */
+function assignment(valueChar: string, throughBrackets: boolean): Rule {
+  return {
+    kind: "secret_assignment",
+    re: new RegExp(
+      String
+        .raw`(["']?)(?<![A-Za-z0-9_.-])([A-Za-z_][A-Za-z0-9_.-]{0,80})\1[ \t]{0,8}(=|:)[ \t]{0,8}(?:"([^"\n]{1,512})"|'([^'\n]{1,512})'|(${valueChar}{1,512}))`,
+      "g",
+    ),
+    group: [4, 5, 6],
+    // Where the unquoted value ends, read in the text before it; the first pass also runs through
+    // brackets, the second stops at them and leaves a call, an index or an expansion alone.
+    trim: (s, m, before) => (m[6] === undefined ? s : valueInContext(s, before)),
+    ...(throughBrackets ? {} : { notBefore: /[([{]/ }),
+    // After `=` (.env, shells, DSNs) any value; after `:` a quoted one (JSON, YAML) or one that looks random.
+    accept: (s, m) =>
+      secretName(m[2]!) && !isPlaceholder(s) &&
+      !(m[6] !== undefined && isCode(s)) &&
+      (m[3] === "=" || m[6] === undefined || looksRandom(s)),
+    byName: true,
+  };
+}
 
 // Order matters: what is specific first, so a key inside an assignment is named by its provider.
 const RULES: Rule[] = [
@@ -129,22 +154,17 @@ const RULES: Rule[] = [
     re:
       /(?:^|\s)--?(?:password|passwd|token|api-key|apikey|secret|auth-token|access-token)(?:=|\s+)(?:"([^"\n]{1,512})"|'([^'\n]{1,512})'|([^\s'"`-][^\s'"`]{3,511}))/gi,
     group: [1, 2, 3],
-    accept: (s) => !isPlaceholder(s),
+    accept: (s, m) => !isPlaceholder(s) && !(m[3] !== undefined && isCode(s)),
     byName: true,
   },
   // NAME=value (.env, shells, DSNs `password=…`) and name: value (YAML, JSON) for names of secrets.
-  {
-    kind: "secret_assignment",
-    re:
-      /(["']?)(?<![A-Za-z0-9_.-])([A-Za-z_][A-Za-z0-9_.-]{0,80})\1[ \t]{0,8}(=|:)[ \t]{0,8}(?:"([^"\n]{1,512})"|'([^'\n]{1,512})'|([^\s"'`,;]{1,512}))/g,
-    group: [4, 5, 6],
-    // A password may hold brackets (generated ones often do): the unquoted value runs to a blank,
-    // a comma or a semicolon, less the closing brackets of the code around it.
-    trim: withoutOuterClosers,
-    // After `=` (.env, shells, DSNs) any value; after `:` a quoted one (JSON, YAML) or one that looks random.
-    accept: (s, m) => secretName(m[2]!) && !isPlaceholder(s) && (m[3] === "=" || m[6] === undefined || looksRandom(s)),
-    byName: true,
-  },
+  // A password may hold brackets (generated ones often do): the unquoted value runs to a blank, a
+  // comma or a semicolon, up to a closing bracket of the code around it (valueInContext).
+  assignment(/[^\s"'`,;]/.source, true),
+  // Again, each value stopping at a bracket: an assignment inside another name's value
+  // (`config={password:S3cr3t}`), which the first pass read as part of that value. A value a
+  // bracket follows is a call, an index or an expansion (`str(`, `row[`, `${`), judged whole by the first pass.
+  assignment(/[^\s"'`,;(){}[\]]/.source, false),
 ];
 
 const PASSWORD_NAME = /(?:^|[_.-])(?:passwd|password|pwd|pass|passphrase)$/i;
@@ -178,10 +198,14 @@ export function redactSecrets(text: string, as: ReadAs = "text"): Redaction {
     out = out.replace(rule.re, (...args: unknown[]) => {
       const match = args[0] as string;
       const groups = args.slice(1, -2) as (string | undefined)[];
+      const offset = args.at(-2) as number;
       const exec = [match, ...groups] as unknown as RegExpExecArray;
       const found = rule.group ? rule.group.map((g) => groups[g - 1]).find((g) => g !== undefined) : match;
-      const secret = found !== undefined && rule.trim ? rule.trim(found) : found;
+      const secret = found !== undefined && rule.trim
+        ? rule.trim(found, exec, (args.at(-1) as string).slice(Math.max(0, offset - LOOKBACK), offset))
+        : found;
       if (!secret || secret.includes("[REDACTED:")) return match;
+      if (rule.notBefore?.test((args.at(-1) as string)[offset + match.length] ?? "")) return match;
       if (rule.accept && !rule.accept(secret, exec)) return match;
       let kind = typeof rule.kind === "function" ? rule.kind(secret, match) : rule.kind;
       if (kind === "secret_assignment" && PASSWORD_NAME.test(exec[2] ?? "")) kind = "password";

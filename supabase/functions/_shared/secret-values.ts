@@ -11,18 +11,36 @@
 // `tokens[`: letters, camel case or a dotted path), and a comparison is with a literal or a call:
 // a generated password may hold `(`, `[` or `=` anywhere (`w1eP8(_&C1…`, `=*Rc4gWc…` are secrets).
 const PLACEHOLDER =
-  /^(?:<[^>]*>|\$\{[^}]*\}?|\$[A-Za-z_][A-Za-z0-9_]*|%[A-Za-z_][A-Za-z0-9_]*%|\{\{[^}]*\}\}|[x*.#-]{3,}|\[REDACTED:[a-z_]+\]|(?:your|my|the)[-_ ]?\w*|changeme|change[-_]me|example\w*|secret|password|token|null|none|nil|undefined|true|false|required|optional|await|new|yield|typeof|lambda|function|async|(?:process\.env|Deno\.env|os\.environ|env)\b.*|(?:self|this|cls|config|conf|cfg|settings|options|opts|props|params|args|kwargs|req|request|ctx|context|secrets|vars|inputs)\.[\w$.]+)$/i;
+  /^(?:<[^>]*>|\$\{[A-Za-z0-9_]+(?::?\?[^}]*)?\}?|\$[A-Za-z_][A-Za-z0-9_]*|%[A-Za-z_][A-Za-z0-9_]*%|\{\{[^}]*\}\}|[x*.#-]{3,}|\[REDACTED:[a-z_]+\]|(?:your|my|the)(?:[-_ ][a-z]+)+|(?:your|my|the)(?:api)?(?:key|token|secret|password|pass)(?:here)?|changeme|change[-_]me|example(?:[-_.][\w.-]*)?|secret|password|token|null|none|nil|undefined|true|false|required|optional|await|new|yield|typeof|lambda|function|async|(?:process\.env|Deno\.env|os\.environ)\b.*|env(?:\.|\[|\(|::).*|(?:self|this|cls|config|conf|cfg|settings|options|opts|props|params|args|kwargs|req|request|ctx|context|secrets|vars|inputs)\.[\w$.]+)$/i;
 /** A name a call or an index is on: a dotted path, or a word of 4+ letters, lowercase first (camel case). */
 const CALLEE = String.raw`(?:[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+|[a-z_$][a-z_$]{3,}(?:[A-Z][a-z_$]+)*)[([]`;
-/** Code, case kept: a call or an index on a name, a comparison or an arrow (see above). */
+/** Code, case kept: a call or an index on a name, a command substitution, a comparison or an arrow. */
 const CODE_EXPRESSION = new RegExp(
-  String.raw`^(?:${CALLEE}.*|[=>]{1,2}(?:(?:null|undefined|None|nil|NULL|true|false)\b.*|${CALLEE}.*)?)$`,
+  String.raw`^(?:${CALLEE}.*|\$\(.*|` + "`.*" +
+    String.raw`|[=>]{1,2}(?:(?:null|undefined|None|nil|NULL|true|false)\b.*|${CALLEE}.*)?)$`,
 );
+/** A whole call or index on any name or path (`str(uuid.uuid4())`, `row[2]`, `Token::new(claims)`). */
+const WHOLE_CALL = /^[A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)*[([].*[)\]]$/;
 
-export const isPlaceholder = (value: string) => {
-  const v = value.replace(/^["'`]|["'`]$/g, "");
-  return PLACEHOLDER.test(v) || CODE_EXPRESSION.test(v);
-};
+export const isPlaceholder = (value: string) => PLACEHOLDER.test(value.replace(/^["'`]|["'`]$/g, ""));
+
+/**
+ * An unquoted value that is source code, not a secret (a quoted one is a literal: never code). A
+ * whole call counts when its brackets balance: a generated password rarely ends in a closing
+ * bracket that balances the ones it opened.
+ */
+export function isCode(value: string): boolean {
+  return CODE_EXPRESSION.test(value) || (WHOLE_CALL.test(value) && balanced(value));
+}
+
+function balanced(value: string): boolean {
+  const stack: string[] = [];
+  for (const c of value) {
+    if (c === "(" || c === "[" || c === "{") stack.push(c);
+    else if (c in OPENS && stack.pop() !== OPENS[c]) return false;
+  }
+  return stack.length === 0;
+}
 
 /** Names whose value is a secret: `OPENAI_API_KEY`, `db_password`, `client_secret`, `GITHUB_TOKEN`, `SENTRY_DSN`. */
 const SECRET_NAME =
@@ -44,21 +62,42 @@ export function looksRandom(value: string): boolean {
 
 const OPENS: Record<string, string> = { ")": "(", "}": "{", "]": "[" };
 
+/** How much of the text before an assignment is read for the brackets it opened (`f(`, `[see `). */
+export const LOOKBACK = 64;
+
 /**
- * A value's closing brackets at its end that open nowhere in it end the code around it
- * (`f(API_KEY=abc)`, `{TOKEN=abc}`), not the value; those a value opens are its own
- * (`Tr0ub(4dor)`). One pass, whatever the value's length.
+ * Where an unquoted value ends in the text around it: at the first closing bracket that closes one
+ * opened before it on its line (`(see TOKEN=abc).`, `[DB_PASSWORD=…](#a)`, `f(KEY=val)`); a bracket
+ * the value opens, or one nothing before it opened, is its own (`Tr0ub(4dor)`, `5]usNF…`). One
+ * pass over the value and the LOOKBACK characters before it.
  */
-export function withoutOuterClosers(value: string): string {
-  const balance: Record<string, number> = { "(": 0, "{": 0, "[": 0 };
-  for (const c of value) {
-    if (c in balance) balance[c]!++;
-    else if (c in OPENS) balance[OPENS[c]!]!--;
+export function valueInContext(value: string, before: string): string {
+  const unmatched: Record<string, number> = { "(": 0, "[": 0, "{": 0 };
+  const pending: Record<string, number> = { "(": 0, "[": 0, "{": 0 };
+  const from = Math.max(before.lastIndexOf("\n") + 1, before.length - LOOKBACK);
+  for (let i = before.length - 1; i >= from; i--) {
+    const c = before[i]!;
+    if (c in OPENS) pending[OPENS[c]!]!++;
+    else if (c in unmatched) {
+      if (pending[c]! > 0) pending[c]!--;
+      else unmatched[c]!++;
+    }
   }
+  const own: Record<string, number> = { "(": 0, "[": 0, "{": 0 };
   let end = value.length;
-  while (end > 0 && value[end - 1]! in OPENS && balance[OPENS[value[end - 1]!]!]! < 0) {
-    balance[OPENS[value[end - 1]!]!]!++;
-    end--;
+  for (let i = 0; i < value.length && end === value.length; i++) {
+    const c = value[i]!;
+    if (c in own) own[c]!++;
+    else if (c in OPENS) {
+      const o = OPENS[c]!;
+      if (own[o]! > 0) own[o]!--;
+      else if (unmatched[o]! > 0) end = i;
+    }
   }
-  return value.slice(0, end);
+  const cut = value.slice(0, end);
+  // Inside a call's arguments, `api_key=key` passes a variable: a name is no secret there.
+  return unmatched["("]! > 0 && KEYWORD_ARGUMENT.test(cut) ? "" : cut;
 }
+
+/** A variable a keyword argument passes (`api_key=key`, `token=self.token`): a name or a dotted path, no digits. */
+const KEYWORD_ARGUMENT = /^[A-Za-z_][A-Za-z_]*(?:\.[A-Za-z_][A-Za-z_]*)*$/;
