@@ -329,6 +329,22 @@ Deno.test("redactor: a value's end is read in its context, and code around secre
     ["POSTGRES_PASSWORD=${POSTGRES_PASSWORD:-s3cr3t_Pw9}", "POSTGRES_PASSWORD=[REDACTED:password]"],
     ["DB_PASSWORD=MyS3cretPassw0rd", "DB_PASSWORD=[REDACTED:password]"],
     ["DB_PASSWORD=the1337hax0r", "DB_PASSWORD=[REDACTED:password]"],
+    // A bracket closes the text around a value only where what follows ends that text.
+    [
+      "see the docs (DB_PASSWORD=w1eP8)_&C1x then restart)",
+      "see the docs (DB_PASSWORD=[REDACTED:password] then restart)",
+    ],
+    // A password shaped like a call or an index is no code: .env and shells have no calls.
+    ["DB_PASSWORD=Summer(2024)", "DB_PASSWORD=[REDACTED:password]"],
+    ["password = Winter(2023)", "password = [REDACTED:password]"],
+    ["password=Hunter2[1]", "password=[REDACTED:password]"],
+    // A keyword argument passes a variable only inside a call's own brackets, and not in an env name.
+    [
+      "ERROR connect failed (user=admin, password=letmein)",
+      "ERROR connect failed (user=admin, password=[REDACTED:password])",
+    ],
+    ["echo $(curl -d token=abcdefghijklmnopq)", "echo $(curl -d token=[REDACTED:secret_assignment])"],
+    ["f(TOKEN=ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef)", "f(TOKEN=[REDACTED:secret_assignment])"],
   ];
   for (const [text, want] of cases) assert.equal(redactSecrets(text).text, want, text);
   for (
@@ -345,6 +361,10 @@ Deno.test("redactor: a value's end is read in its context, and code around secre
       "client = OpenAI(api_key=key).chat",
       "DB_PASSWORD=${DB_PASSWORD}",
       "DB_PASSWORD=your-password-here",
+      "PASSWORD=${PASSWORD:-changeme}",
+      "TOKEN=${TOKEN:-}",
+      "GH_TOKEN=${{ secrets.GH_TOKEN }} gh pr create",
+      "Settings(secret_key=secret_key, api_key=api_key)",
     ]
   ) assert.equal(redactSecrets(code).text, code, code);
 });

@@ -85,12 +85,12 @@ function assignment(valueChar: string, throughBrackets: boolean): Rule {
     group: [4, 5, 6],
     // Where the unquoted value ends, read in the text before it; the first pass also runs through
     // brackets, the second stops at them and leaves a call, an index or an expansion alone.
-    trim: (s, m, before) => (m[6] === undefined ? s : valueInContext(s, before)),
+    trim: (s, m, before) => (m[6] === undefined ? s : valueInContext(s, before, m[2]!)),
     ...(throughBrackets ? {} : { notBefore: /[([{]/ }),
     // After `=` (.env, shells, DSNs) any value; after `:` a quoted one (JSON, YAML) or one that looks random.
     accept: (s, m) =>
       secretName(m[2]!) && !isPlaceholder(s) &&
-      !(m[6] !== undefined && isCode(s)) &&
+      !(m[6] !== undefined && isCode(s, /\s(?:=|:)|(?:=|:)\s/.test(m[0]))) &&
       (m[3] === "=" || m[6] === undefined || looksRandom(s)),
     byName: true,
   };
@@ -154,7 +154,7 @@ const RULES: Rule[] = [
     re:
       /(?:^|\s)--?(?:password|passwd|token|api-key|apikey|secret|auth-token|access-token)(?:=|\s+)(?:"([^"\n]{1,512})"|'([^'\n]{1,512})'|([^\s'"`-][^\s'"`]{3,511}))/gi,
     group: [1, 2, 3],
-    accept: (s, m) => !isPlaceholder(s) && !(m[3] !== undefined && isCode(s)),
+    accept: (s, m) => !isPlaceholder(s) && !(m[3] !== undefined && isCode(s, false)),
     byName: true,
   },
   // NAME=value (.env, shells, DSNs `password=…`) and name: value (YAML, JSON) for names of secrets.

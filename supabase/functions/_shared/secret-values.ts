@@ -11,7 +11,7 @@
 // `tokens[`: letters, camel case or a dotted path), and a comparison is with a literal or a call:
 // a generated password may hold `(`, `[` or `=` anywhere (`w1eP8(_&C1…`, `=*Rc4gWc…` are secrets).
 const PLACEHOLDER =
-  /^(?:<[^>]*>|\$\{[A-Za-z0-9_]+(?::?\?[^}]*)?\}?|\$[A-Za-z_][A-Za-z0-9_]*|%[A-Za-z_][A-Za-z0-9_]*%|\{\{[^}]*\}\}|[x*.#-]{3,}|\[REDACTED:[a-z_]+\]|(?:your|my|the)(?:[-_ ][a-z]+)+|(?:your|my|the)(?:api)?(?:key|token|secret|password|pass)(?:here)?|changeme|change[-_]me|example(?:[-_.][\w.-]*)?|secret|password|token|null|none|nil|undefined|true|false|required|optional|await|new|yield|typeof|lambda|function|async|(?:process\.env|Deno\.env|os\.environ)\b.*|env(?:\.|\[|\(|::).*|(?:self|this|cls|config|conf|cfg|settings|options|opts|props|params|args|kwargs|req|request|ctx|context|secrets|vars|inputs)\.[\w$.]+)$/i;
+  /^(?:<[^>]*>|\$\{\{.*|\$[A-Za-z_][A-Za-z0-9_]*|%[A-Za-z_][A-Za-z0-9_]*%|\{\{[^}]*\}\}|[x*.#-]{3,}|\[REDACTED:[a-z_]+\]|(?:your|my|the)(?:[-_ ][a-z]+)+|(?:your|my|the)(?:api)?(?:key|token|secret|password|pass)(?:here)?|changeme|change[-_]me|example(?:[-_.][\w.-]*)?|secret|password|token|null|none|nil|undefined|true|false|required|optional|await|new|yield|typeof|lambda|function|async|(?:process\.env|Deno\.env|os\.environ)\b.*|env(?:\.|\[|\(|::).*|(?:self|this|cls|config|conf|cfg|settings|options|opts|props|params|args|kwargs|req|request|ctx|context|secrets|vars|inputs)\.[\w$.]+)$/i;
 /** A name a call or an index is on: a dotted path, or a word of 4+ letters, lowercase first (camel case). */
 const CALLEE = String.raw`(?:[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+|[a-z_$][a-z_$]{3,}(?:[A-Z][a-z_$]+)*)[([]`;
 /** Code, case kept: a call or an index on a name, a command substitution, a comparison or an arrow. */
@@ -19,18 +19,37 @@ const CODE_EXPRESSION = new RegExp(
   String.raw`^(?:${CALLEE}.*|\$\(.*|` + "`.*" +
     String.raw`|[=>]{1,2}(?:(?:null|undefined|None|nil|NULL|true|false)\b.*|${CALLEE}.*)?)$`,
 );
-/** A whole call or index on any name or path (`str(uuid.uuid4())`, `row[2]`, `Token::new(claims)`). */
-const WHOLE_CALL = /^[A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)*[([].*[)\]]$/;
+/**
+ * A whole call on any name or path whose arguments start as code does (`str(uuid.uuid4())`,
+ * `Token::new(claims)`, `uuid4()`; not `Summer(2024)`), or an index on a lowercase or an
+ * upper-case name (`row[2]`, `SECRETS[0]`; not `Hunter2[1]`).
+ */
+const WHOLE_CALL =
+  /^(?:[A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)*\((?:[A-Za-z_"'].*)?\)|(?:[a-z_$][a-z0-9_$]*|[A-Z_$][A-Z0-9_$]*)\[[^\]]*\])$/;
 
-export const isPlaceholder = (value: string) => PLACEHOLDER.test(value.replace(/^["'`]|["'`]$/g, ""));
+/**
+ * A shell expansion: `${VAR}`, `${1:?missing}`, `${TOKEN#Bearer }`, `${{ secrets.X }}`. One with a
+ * default (`${DB_PASSWORD:-…}`) stands for that default, a value like any other: a placeholder
+ * only when the default is empty, another expansion or a placeholder.
+ */
+const EXPANSION = /^\$\{[#!]?[\w@*]+(?:(:?[-=+?]|##?|%%?|\/\/?|,,?|\^\^?)([^}]*))?\}?$/;
+
+export function isPlaceholder(value: string): boolean {
+  const v = value.replace(/^["'`]|["'`]$/g, "");
+  if (PLACEHOLDER.test(v)) return true;
+  const e = EXPANSION.exec(v);
+  if (!e) return false;
+  const [, op, fallback] = e;
+  return !/^:?[-=]$/.test(op ?? "") || !fallback || fallback.startsWith("$") || isPlaceholder(fallback);
+}
 
 /**
  * An unquoted value that is source code, not a secret (a quoted one is a literal: never code). A
- * whole call counts when its brackets balance: a generated password rarely ends in a closing
- * bracket that balances the ones it opened.
+ * whole call counts when its brackets balance, and only in code's spacing (`token = f(x)`): a
+ * `NAME=value` of `.env` files and shells has no calls but `$(…)` and backticks.
  */
-export function isCode(value: string): boolean {
-  return CODE_EXPRESSION.test(value) || (WHOLE_CALL.test(value) && balanced(value));
+export function isCode(value: string, spaced: boolean): boolean {
+  return CODE_EXPRESSION.test(value) || (spaced && WHOLE_CALL.test(value) && balanced(value));
 }
 
 function balanced(value: string): boolean {
@@ -67,20 +86,25 @@ export const LOOKBACK = 64;
 
 /**
  * Where an unquoted value ends in the text around it: at the first closing bracket that closes one
- * opened before it on its line (`(see TOKEN=abc).`, `[DB_PASSWORD=…](#a)`, `f(KEY=val)`); a bracket
- * the value opens, or one nothing before it opened, is its own (`Tr0ub(4dor)`, `5]usNF…`). One
- * pass over the value and the LOOKBACK characters before it.
+ * opened before it on its line, when what follows reads as the end of that text (`(see TOKEN=abc).`,
+ * `[DB_PASSWORD=…](#a)`, `f(KEY=val).x()`); otherwise a bracket is the value's own (`Tr0ub(4dor)`,
+ * `5]usNF…`, `w1eP8)_&C1x`). Inside a call's arguments (`connect(`), a keyword argument passing a
+ * variable (`api_key=key`) is no secret, nor an expansion's name: "". One pass over the value and
+ * LOOKBACK characters before it.
  */
-export function valueInContext(value: string, before: string): string {
+export function valueInContext(value: string, before: string, name: string): string {
+  // `${PASSWORD:-changeme}`: the name of an expansion, its default after it (isPlaceholder).
+  if (before.endsWith("${")) return "";
   const unmatched: Record<string, number> = { "(": 0, "[": 0, "{": 0 };
   const pending: Record<string, number> = { "(": 0, "[": 0, "{": 0 };
+  let call = -1;
   const from = Math.max(before.lastIndexOf("\n") + 1, before.length - LOOKBACK);
   for (let i = before.length - 1; i >= from; i--) {
     const c = before[i]!;
     if (c in OPENS) pending[OPENS[c]!]!++;
     else if (c in unmatched) {
       if (pending[c]! > 0) pending[c]!--;
-      else unmatched[c]!++;
+      else if (unmatched[c]!++ === 0 && c === "(") call = i;
     }
   }
   const own: Record<string, number> = { "(": 0, "[": 0, "{": 0 };
@@ -91,13 +115,16 @@ export function valueInContext(value: string, before: string): string {
     else if (c in OPENS) {
       const o = OPENS[c]!;
       if (own[o]! > 0) own[o]!--;
-      else if (unmatched[o]! > 0) end = i;
+      else if (unmatched[o]! > 0 && TEXT_END.test(value.slice(i))) end = i;
     }
   }
   const cut = value.slice(0, end);
-  // Inside a call's arguments, `api_key=key` passes a variable: a name is no secret there.
-  return unmatched["("]! > 0 && KEYWORD_ARGUMENT.test(cut) ? "" : cut;
+  const inCall = call > 0 && /\w/.test(before[call - 1]!) && name !== name.toUpperCase();
+  return inCall && KEYWORD_ARGUMENT.test(cut) ? "" : cut;
 }
 
-/** A variable a keyword argument passes (`api_key=key`, `token=self.token`): a name or a dotted path, no digits. */
-const KEYWORD_ARGUMENT = /^[A-Za-z_][A-Za-z_]*(?:\.[A-Za-z_][A-Za-z_]*)*$/;
+/** What may follow a value in the text around it: closing brackets, then punctuation, a member, an anchor. */
+const TEXT_END = /^[)\]}]+(?:[.,;:!?]+|\.[A-Za-z_][\w.]*(?:\(\))?|\(#[\w-]*\))*$/;
+
+/** A variable a keyword argument passes (`api_key=key`, `token=self.token`, `key=privKey`): snake or camel case. */
+const KEYWORD_ARGUMENT = /^[a-z_][a-z0-9_]*(?:[A-Z][a-z0-9_]+)*(?:\.[a-z_][a-z0-9_]*(?:[A-Z][a-z0-9_]+)*)*$/;
