@@ -345,6 +345,9 @@ Deno.test("redactor: a value's end is read in its context, and code around secre
     ],
     ["echo $(curl -d token=abcdefghijklmnopq)", "echo $(curl -d token=[REDACTED:secret_assignment])"],
     ["f(TOKEN=ABCDEFGHIJKLMNOPQRSTUVWXYZabcdef)", "f(TOKEN=[REDACTED:secret_assignment])"],
+    // The clients' own variables: psql reads PGPASSWORD, sshpass SSHPASS.
+    ["PGPASSWORD=hunter2 psql -h db -U app", "PGPASSWORD=[REDACTED:password] psql -h db -U app"],
+    ["export SSHPASS=Tr0ub4dor3", "export SSHPASS=[REDACTED:password]"],
   ];
   for (const [text, want] of cases) assert.equal(redactSecrets(text).text, want, text);
   for (

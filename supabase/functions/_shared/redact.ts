@@ -167,7 +167,7 @@ const RULES: Rule[] = [
   assignment(/[^\s"'`,;(){}[\]]/.source, false),
 ];
 
-const PASSWORD_NAME = /(?:^|[_.-])(?:passwd|password|pwd|pass|passphrase)$/i;
+const PASSWORD_NAME = /^(?:pg|ssh)pass(?:word)?$|(?:^|[_.-])(?:passwd|password|pwd|pass|passphrase)$/i;
 
 /**
  * What every rule's match holds, one of (a superset: case ignored): a `=` or `:` (assignments, URL

@@ -61,9 +61,9 @@ function balanced(value: string): boolean {
   return stack.length === 0;
 }
 
-/** Names whose value is a secret: `OPENAI_API_KEY`, `db_password`, `client_secret`, `GITHUB_TOKEN`, `SENTRY_DSN`. */
+/** Names whose value is a secret: `OPENAI_API_KEY`, `db_password`, `client_secret`, `GITHUB_TOKEN`, `SENTRY_DSN`, `PGPASSWORD`, `SSHPASS`. */
 const SECRET_NAME =
-  /(?:^|[_.-])(?:secret|secrets|token|passwd|password|pwd|pass|passphrase|credentials?|dsn|auth|api[_-]?key|apikey|access[_-]?key|secret[_-]?key|private[_-]?key|signing[_-]?key|encryption[_-]?key|master[_-]?key|service[_-]?role[_-]?key|client[_-]?secret|[a-z0-9]+[_-]key)$/i;
+  /^(?:pg|ssh)pass(?:word)?$|(?:^|[_.-])(?:secret|secrets|token|passwd|password|pwd|pass|passphrase|credentials?|dsn|auth|api[_-]?key|apikey|access[_-]?key|secret[_-]?key|private[_-]?key|signing[_-]?key|encryption[_-]?key|master[_-]?key|service[_-]?role[_-]?key|client[_-]?secret|[a-z0-9]+[_-]key)$/i;
 /** Key names that are not secrets although they end like one. */
 const PUBLIC_NAME =
   /public|publishable|anon|primary|foreign|sort|cache|partition|idempotency|lookup|hash|map|object|index|unique|keyboard|hotkey|monkey|turkey|donkey|_id$|length|ttl|expir|timeout|url$|uri$|path$|file$|name$|type$|header$|count$|max|min|mode$/i;
