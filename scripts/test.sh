@@ -18,7 +18,7 @@
 # tests/read_replica.test.ts starts a streaming replica of the test cluster (scripts/db.sh
 # replica-start) on DEVAI_TEST_REPLICA_PG_PORT (default: 23 above the test cluster's port), and stops it;
 # tests/transaction_pooler.test.ts starts PgBouncer in front of it (scripts/db.sh pooler-start) on
-# DEVAI_TEST_POOLER_PG_PORT (default: 24 above), and stops it.
+# DEVAI_TEST_POOLER_PG_PORT when set, else on a port the kernel says is free, and stops it.
 # Prints one summary line `summary: N passed, N failed, N skipped` and exits non-zero on any failure.
 # With TEST_DATABASE_URL set, uses that database instead of the local cluster (it is reset!).
 set -uo pipefail
@@ -30,7 +30,6 @@ source scripts/lib/ensure-deps.sh
 export DEVAI_PG_PORT="${DEVAI_TEST_PG_PORT:-54329}"
 export DEVAI_TEST_OUTAGE_PG_PORT="${DEVAI_TEST_OUTAGE_PG_PORT:-$((DEVAI_PG_PORT + 22))}"
 export DEVAI_TEST_REPLICA_PG_PORT="${DEVAI_TEST_REPLICA_PG_PORT:-$((DEVAI_PG_PORT + 23))}"
-export DEVAI_TEST_POOLER_PG_PORT="${DEVAI_TEST_POOLER_PG_PORT:-$((DEVAI_PG_PORT + 24))}"
 if [[ -n "${TEST_DATABASE_URL:-}" ]]; then
   export DATABASE_URL="$TEST_DATABASE_URL" DEVAI_ALLOW_REMOTE_RESET=1
 else

@@ -10,7 +10,7 @@ import { mapDatabaseError } from "../supabase/functions/_shared/database-errors.
 import { localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
 import { userHeaders } from "./support/auth.ts";
 import { testConfig } from "./support/config.ts";
-import { callJson, dbTest, refusedPort } from "./support/http.ts";
+import { callJson, dbTest, freePort } from "./support/http.ts";
 import { newTenant, seedMemories, testSql } from "./support/seed.ts";
 
 const primary = testSql(3);
@@ -68,7 +68,7 @@ async function seeded(): Promise<{ tenant: string; id: string }> {
 
 dbTest("read replica down (connection refused): the read runs on the primary, not a 503", async () => {
   const { tenant, id } = await seeded();
-  const replica = createReadSql(`postgresql://postgres@127.0.0.1:${refusedPort()}/postgres`, primary, { max: 2 });
+  const replica = createReadSql(`postgresql://postgres@127.0.0.1:${freePort()}/postgres`, primary, { max: 2 });
   try {
     for (let i = 0; i < 2; i++) {
       const res = await retrieveThrough(replica, tenant);

@@ -20,7 +20,7 @@ import { testDatabaseUrl } from "./support/config.ts";
 import { memoryApi } from "./support/memory-api.ts";
 import { newTenant, tenantWrites, testSql } from "./support/seed.ts";
 import { waitUntil } from "./support/wait.ts";
-import { refusedPort } from "./support/http.ts";
+import { freePort } from "./support/http.ts";
 
 /** Lets every pending callback run (microtasks and timers due now). */
 const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
@@ -240,7 +240,7 @@ Deno.test({
   fn: async () => {
     // Two connections each: one tenant's share is one call on either pool.
     const primary = createSql(testDatabaseUrl(), { max: 2 });
-    const replica = createReadSql(`postgresql://postgres@127.0.0.1:${refusedPort()}/postgres`, primary, { max: 2 });
+    const replica = createReadSql(`postgresql://postgres@127.0.0.1:${freePort()}/postgres`, primary, { max: 2 });
     const who = { tenantId: newTenant(), actor: "user" };
     const g = gate();
     const holding = withTenant(primary, who, () => g.opened);

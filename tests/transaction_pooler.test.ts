@@ -15,13 +15,14 @@ import { userHeaders } from "./support/auth.ts";
 import { realServerOnly } from "./support/backend.ts";
 import { dbScript } from "./support/db-script.ts";
 import { testConfig, testDatabaseUrl } from "./support/config.ts";
-import { callJson } from "./support/http.ts";
+import { callJson, freePort } from "./support/http.ts";
 import { memoryApi } from "./support/memory-api.ts";
 import { newTenant, testSql } from "./support/seed.ts";
 import { assertSlowReadCancelled } from "./support/slow-read.ts";
 
 const SERVER_PORT = Number(new URL(testDatabaseUrl()).port || 5432);
-const POOLER_PORT = Number(Deno.env.get("DEVAI_TEST_POOLER_PG_PORT") ?? SERVER_PORT + 24);
+// A port the kernel says is free: a fixed one (the server's + 24) was once a client socket's.
+const POOLER_PORT = Number(Deno.env.get("DEVAI_TEST_POOLER_PG_PORT") ?? freePort());
 const WHY = "starts PgBouncer in front of the test cluster (scripts/db.sh pooler-start)";
 
 async function pooler(command: "pooler-start" | "pooler-stop"): Promise<void> {

@@ -34,8 +34,12 @@ export function dbTest(name: string, fn: () => Promise<void>): void {
   Deno.test({ name, fn, sanitizeResources: false, sanitizeOps: false });
 }
 
-/** A loopback port nothing listens on (taken, then released): a connection to it is refused. */
-export function refusedPort(): number {
+/**
+ * A loopback port nothing listens on (taken from the kernel, then released): free to listen on, and
+ * a connection to it is refused. Fixed ports in the ephemeral range (32768-60999) may be a client
+ * socket's at any moment.
+ */
+export function freePort(): number {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = (listener.addr as Deno.NetAddr).port;
   listener.close();
