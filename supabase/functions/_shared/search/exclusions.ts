@@ -10,20 +10,18 @@
 // quote (so a CLI flag `--config`, `-n`, a number `-1` is no exclusion). Blanks are Unicode's
 // White_Space characters, listed, not a locale's `\s`. `-"foo"-bar` leaves out both.
 
-// The two patterns, written out as the SQL writes them: a run of exclusions, each right after the
-// one before, after the start or a blank ($1, the run $2), and one exclusion of a run ($1 a
-// phrase, $2 a word). Blanks: Unicode's White_Space. A word's first character: no blank, no
-// quote, no ASCII digit or punctuation.
-const RUN_PATTERN =
-  "(^|[\\u0009-\\u000d\\u0020\\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000])" +
-  '((?:-"[^"]*")*-(?:"[^"]*(?:"|$)' +
-  "|[^\\u0001-\\u0040\\u005b-\\u0060\\u007b-\\u007f\\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]" +
-  '[^\\u0009-\\u000d\\u0020\\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000"]+))';
-const PIECE_PATTERN = '-(?:"([^"]*)(?:"|$)' +
-  "|([^\\u0001-\\u0040\\u005b-\\u0060\\u007b-\\u007f\\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]" +
-  '[^\\u0009-\\u000d\\u0020\\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000"]+))';
-const RUN = new RegExp(RUN_PATTERN, "gu");
+// The two patterns, as the SQL writes them: a run of exclusions, each right after the one before,
+// after the start or a blank ($1, the run $2), and one exclusion of a run ($1 a phrase, $2 a word).
+// Blanks: Unicode's White_Space. A word's first character: no blank, no quote, no ASCII digit or
+// punctuation.
+const BLANK = "\\u0009-\\u000d\\u0020\\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000";
+const WORD = `[^\\u0001-\\u0040\\u005b-\\u0060\\u007b-\\u007f${BLANK}][^${BLANK}"]`;
+const PIECE_PATTERN = `-(?:"([^"]*)(?:"|$)|(${WORD}+))`;
+const RUN = new RegExp(`(^|[${BLANK}])((?:-"[^"]*")*-(?:"[^"]*(?:"|$)|${WORD}+))`, "gu");
 const PIECES = new RegExp(PIECE_PATTERN, "gu");
+// A dash that may start an exclusion, whatever came of the dashes around it: after the start, a
+// blank or a quote, before a quote or a word.
+const STARTING_DASH = new RegExp(`(?<=^|[${BLANK}"])-(?="|${WORD})`, "gu");
 
 /** The exclusions of a text, in order: each phrase's or word's text, as the search reads them. */
 export function exclusionsOf(text: string): string[] {
@@ -69,13 +67,7 @@ export function retrievalText(message: string, projectContext: string | undefine
  * retrieval's project_context.
  */
 export function literalText(text: string): string {
-  // Each pass blanks every run's leading dashes; a phrase's words, once no longer inside an
-  // exclusion, are read again, so until none is left.
-  let out = text;
-  for (let next = blankDashes(out); next !== out; next = blankDashes(out)) out = next;
-  return out;
-}
-
-function blankDashes(text: string): string {
-  return text.replace(RUN, (run) => run.replace(PIECES, (piece) => ` ${piece.slice(1)}`));
+  // Every dash that may start one, in one pass: blanking a dash makes no new place one may start
+  // (a dash before another dash never starts one), so none is left.
+  return text.replace(STARTING_DASH, " ");
 }
