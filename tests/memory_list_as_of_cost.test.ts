@@ -5,7 +5,7 @@
 // memory_at call), for a tenant of 3,000 memories of which the 3 oldest are still held.
 import assert from "node:assert/strict";
 import { withTenant } from "../supabase/functions/_shared/db.ts";
-import { listPage, nextCursor } from "../supabase/functions/_shared/memories/list-page.ts";
+import { AS_OF_ROWS_PER_PAGE, listPage, nextCursor } from "../supabase/functions/_shared/memories/list-page.ts";
 import type { ListCursor } from "../supabase/functions/_shared/memories/cursor.ts";
 import { ListQuery } from "../supabase/functions/_shared/memories/schemas.ts";
 import { newTenant, testSql } from "./support/seed.ts";
@@ -52,7 +52,10 @@ Deno.test("list as_of: a page examines a bounded number of memories; the cursor 
   let pages = 0;
   do {
     const { listed, memoryAt } = await page(asOf, after);
-    assert.ok(memoryAt <= 1000, `page ${pages + 1} called memory_at ${memoryAt} times (at most 1,000)`);
+    assert.ok(
+      memoryAt <= AS_OF_ROWS_PER_PAGE,
+      `page ${pages + 1} called memory_at ${memoryAt} times (at most ${AS_OF_ROWS_PER_PAGE})`,
+    );
     seen.push(...listed.rows.slice(0, 2).map((r) => String(r.content)));
     after = nextCursor(listed, 2) ?? undefined;
     pages++;

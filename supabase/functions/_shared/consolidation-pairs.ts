@@ -22,7 +22,6 @@ import type { SimilarityThresholds } from "./embeddings.ts";
 import { actionFor, type Pair, type PairMemory } from "./pair-judge.ts";
 import { nearVerbatim, worthJudging } from "./pair-prefilter.ts";
 import { hybridSearch } from "./search/hybrid.ts";
-import { literalText } from "./search/exclusions.ts";
 
 const NEIGHBOURS_PER_MEMORY = 10;
 /** Session summaries are each one session's record, never a duplicate of another's. */
@@ -97,7 +96,7 @@ export async function planPairs(
   const plan: PairPlan = { pool: pool.length, verbatim: [], judge: [], skipped: 0 };
   for (const m of pool) {
     const found = await hybridSearch(tx, {
-      queryText: literalText(m.content), // its words, `-jar` too: no exclusion
+      queryText: m.content,
       vector: m.embedding ? (JSON.parse(m.embedding) as number[]) : undefined,
       embeddingModel: input.model,
       scopes: [scopeBaseOf(m.namespace)],

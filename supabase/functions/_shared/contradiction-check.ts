@@ -16,7 +16,6 @@ import { thresholdsFor } from "./embeddings.ts";
 import { completeJobInTx, enqueueJob, type Job, PermanentJobError } from "./jobs.ts";
 import { judgePairs, type Pair, type PairMemory } from "./pair-judge.ts";
 import { hybridSearch } from "./search/hybrid.ts";
-import { literalText } from "./search/exclusions.ts";
 
 /** Memories one job checks (its payload's limit); a longer list is queued as several jobs. */
 export const MEMORIES_PER_CHECK = 20;
@@ -69,7 +68,7 @@ export async function checkNewMemories(deps: WorkerDeps, job: Job, workerId: str
     const queued = new Set<string>(); // a pair found from both of its memories is judged once
     for (const m of fresh) {
       const found = (await hybridSearch(tx, {
-        queryText: literalText(m.content), // its words, `-jar` too: no exclusion
+        queryText: m.content,
         vector: m.embedding ? (JSON.parse(m.embedding) as number[]) : undefined,
         embeddingModel: deps.embedder.model,
         scopes: [scopeBaseOf(m.namespace)],

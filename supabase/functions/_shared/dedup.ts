@@ -27,7 +27,6 @@ import type { Embedder } from "./embeddings.ts";
 import { thresholdsFor } from "./embeddings.ts";
 import { visibleScopes } from "./schemas.ts";
 import { hybridSearch } from "./search/hybrid.ts";
-import { literalText } from "./search/exclusions.ts";
 import type { Config } from "./env.ts";
 import { emptyUsage, type Llm, type LlmUsage } from "./llm.ts";
 import { type Candidate, isProtected } from "./candidates.ts";
@@ -174,7 +173,7 @@ export async function dedupCandidates(
     // found by its words even when the vectors disagree (near-verbatim counts as dedup-similar).
     const vec = toVectorLiteral(vector);
     const found: Neighbour[] = (await hybridSearch(tx, {
-      queryText: literalText(c.content), // its words, `-jar` too: no exclusion
+      queryText: c.content,
       vector,
       embeddingModel: deps.embedder.model,
       scopes: [c.namespace],

@@ -59,18 +59,9 @@ export function stripUnsafeCharacters(text: string): string {
 }
 
 /**
- * A JSON value with every string and key well-formed (a lone surrogate becomes U+FFFD), for JSON
- * that is kept whole rather than stored as memory text: a transcript queued for extraction, a
- * checkpoint's state. Postgres's jsonb refuses a lone surrogate's escape, so one emoji cut in half
- * in a tool's output would refuse the whole document. Bodies nest at most MAX_JSON_DEPTH levels
- * (http.ts), which bounds the recursion.
- */
-export function wellFormedJson<T>(value: T): T {
-  return mapJsonStrings(value, (s) => s.isWellFormed() ? s : s.toWellFormed());
-}
-
-/**
- * value as jsonb can hold it: well-formed (as wellFormedJson) and without NUL, which jsonb refuses
+ * value as jsonb can hold it: well-formed (a lone surrogate becomes U+FFFD: Postgres's jsonb
+ * refuses its escape, so one emoji cut in half in a tool's output would refuse the whole document;
+ * redact-json.ts does the same for what a caller sent) and without NUL, which jsonb refuses
  * (22P05). For what the service records about its own work (a job's progress holds a model's raw
  * answers, which may carry either), never for what a caller sent: that is refused with a 400.
  */

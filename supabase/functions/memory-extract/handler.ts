@@ -25,7 +25,6 @@ import type { ExtractJobPayload } from "../_shared/extraction.ts";
 import { ChatMessageSchema, MAX_MESSAGES_PER_REQUEST } from "../_shared/llm.ts";
 import { codeOrigin, projectName, sessionId, threadId } from "../_shared/schemas.ts";
 import { redactMessages } from "../_shared/redact-json.ts";
-import { wellFormedJson } from "../_shared/unsafe-characters.ts";
 import { recordRedactions } from "../_shared/redaction-events.ts";
 import { SCOPE_NEEDS_PROJECT, scopeHasProject, writeScope } from "../_shared/scopes.ts";
 import { extractIdempotencyKey } from "./transcript-prefix.ts";
@@ -75,7 +74,7 @@ export function createHandler(deps: QueueingDeps) {
     // The queued job stores the transcript: its secrets are redacted before anything else (the
     // digests, and what the worker and the model read, are of the redacted text), and a lone
     // surrogate (a tool output cut mid-emoji) becomes U+FFFD, which jsonb can store.
-    const redaction = redactMessages(wellFormedJson(sent.messages));
+    const redaction = redactMessages(sent.messages);
     const body = { ...sent, messages: redaction.messages };
     const queued = await withTenant(deps.sql, caller, async (tx) => {
       // One enqueue per session at a time, so two POSTs of a growing transcript cannot both queue

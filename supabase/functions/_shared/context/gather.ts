@@ -7,7 +7,6 @@ import { type Sql, type TenantContext, type Tx, withTenant } from "../db.ts";
 import { type Embedder, embedForCaller, thresholdsFor } from "../embeddings.ts";
 import type { Config } from "../env.ts";
 import { hybridSearch } from "../search/hybrid.ts";
-import { literalText } from "../search/exclusions.ts";
 
 /** Why a memory is a candidate (several refs when found for several reasons). */
 export type CandidateKind =
@@ -149,6 +148,8 @@ export async function gatherCandidates(
     withTenant(sql, caller, (tx) =>
       hybridSearch(tx, {
         queryText: text,
+        // A person's message says what to leave out; signal names and errors are searched literally.
+        readsExclusions: kind === "search" && input.message === true,
         vector: kind === "search" ? vector : undefined,
         mode: kind === "search" && vector ? "hybrid" : "keyword",
         embeddingModel: deps.embedder.model,
@@ -162,7 +163,7 @@ export async function gatherCandidates(
   const [hits, errorHits, looked] = await Promise.all([
     input.searchText ? search(input.searchText, "search") : [],
     // An error on screen is searched for what it says (`unknown option -verbose`): no exclusion.
-    input.errorText ? search(literalText(input.errorText), "error") : [],
+    input.errorText ? search(input.errorText, "error") : [],
     withTenant(sql, caller, (tx) => candidates(tx, input, input.givenIds ?? [], true)),
   ]);
   const refs: CandidateRef[] = [

@@ -9,7 +9,6 @@
 import type { Embedder } from "../embeddings.ts";
 import type { Config } from "../env.ts";
 import type { Sql } from "../db.ts";
-import { literalText } from "../search/exclusions.ts";
 import { type CandidateRef, type GatherInput, nameWords } from "./gather.ts";
 import { branchKey, errorKey, fileKey, type SignalKey } from "./prefetch.ts";
 
@@ -47,9 +46,10 @@ export function directoryOf(file: string): string | undefined {
 
 /** The part of a search text a signal contributes (errors have their own search). */
 export function signalSearchText(s: CodingSignal): string | undefined {
-  // A name is searched for what it says: no exclusion in it.
-  if (s.kind === "file") return literalText(`${s.file} ${nameWords(s.file)}`);
-  if (s.kind === "branch") return literalText(nameWords(s.branch)) || undefined;
+  // A name is searched for what it says (hybridSearch reads it literally; after a message,
+  // retrievalText does).
+  if (s.kind === "file") return `${s.file} ${nameWords(s.file)}`;
+  if (s.kind === "branch") return nameWords(s.branch) || undefined;
   return undefined;
 }
 

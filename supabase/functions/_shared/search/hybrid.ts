@@ -4,6 +4,7 @@ import type { Sql, Tx } from "../db.ts";
 import { toVectorLiteral } from "../db.ts";
 import { asOfValue } from "../memories/as-of.ts";
 import type { Complexity } from "./intent.ts";
+import { literalText } from "./exclusions.ts";
 
 export type SearchMode = "hybrid" | "vector" | "keyword";
 export const SEARCH_MODES: readonly SearchMode[] = ["hybrid", "vector", "keyword"];
@@ -159,8 +160,19 @@ export function hybridSearchArgs(q: Sql, input: HybridSearchInput) {
       ${steeringArgs(q, input)}`;
 }
 
-export async function hybridSearch(tx: Tx, input: HybridSearchInput): Promise<HybridRow[]> {
-  return await tx<HybridRow[]>`select * from public.hybrid_search(${hybridSearchArgs(tx as unknown as Sql, input)})`;
+/**
+ * The service's own searches (dedup's neighbours, the contradiction check, consolidation's pairs,
+ * living context): the text is searched for what it says (search/exclusions.ts literalText, `java
+ * -jar` finds `jar`) unless it is a person's message, whose `-exclusions` the search honours.
+ */
+export async function hybridSearch(
+  tx: Tx,
+  input: HybridSearchInput & { readsExclusions?: boolean },
+): Promise<HybridRow[]> {
+  const queryText = input.readsExclusions ? input.queryText : literalText(input.queryText);
+  return await tx<HybridRow[]>`select * from public.hybrid_search(${
+    hybridSearchArgs(tx as unknown as Sql, { ...input, queryText })
+  })`;
 }
 
 export interface FusionWeights {
