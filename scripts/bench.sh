@@ -5,7 +5,7 @@
 #   npm run bench -- --size 1m --suites retrieval,lifecycle
 #   npm run bench -- --quick                        fewer queries per figure
 # 1. installs the npm devDependencies if needed (deno, supabase CLI)
-# 2. starts/resets its OWN Postgres cluster on 127.0.0.1:${DEVAI_BENCH_PG_PORT:-54336} (never the
+# 2. starts/resets its OWN Postgres cluster on 127.0.0.1:${DEVAI_BENCH_PG_PORT:-24336} (never the
 #    dev or test database) and applies the migrations; that cluster alone runs with
 #    synchronous_commit = off (bulk loads), which the output says (DEVAI_BENCH_SYNCHRONOUS_COMMIT=on
 #    measures with the durable setting the dev and test clusters use)
@@ -14,14 +14,17 @@
 #    prints the tables and redraws bench/results/*.svg; the handler suite also reads through a
 #    streaming replica of the cluster (scripts/db.sh replica-start on DEVAI_BENCH_REPLICA_PORT,
 #    default the cluster's port + 1), started for that suite and stopped after it
+# Both default ports sit below the ephemeral port range, and the run stops at once when another
+# program listens on one (scripts/lib/ports.sh).
 # With BENCH_DATABASE_URL set, uses that database instead (it is reset!).
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 source scripts/lib/ensure-deps.sh
+source scripts/lib/ports.sh
 
-export DEVAI_PG_PORT="${DEVAI_BENCH_PG_PORT:-54336}"
+export DEVAI_PG_PORT="${DEVAI_BENCH_PG_PORT:-24336}"
 # The handler suite's replica rows: a streaming replica of this cluster, started for that suite only.
 export DEVAI_BENCH_REPLICA_PORT="${DEVAI_BENCH_REPLICA_PORT:-$((DEVAI_PG_PORT + 1))}"
 export DEVAI_PG_SYNCHRONOUS_COMMIT="${DEVAI_BENCH_SYNCHRONOUS_COMMIT:-off}"
@@ -30,6 +33,8 @@ if [[ -n "${BENCH_DATABASE_URL:-}" ]]; then
   unset DEVAI_BENCH_REPLICA_PORT  # no local replica of another database (BENCH_READ_DATABASE_URL names one)
 else
   unset DATABASE_URL
+  require_free_port DEVAI_BENCH_PG_PORT "$DEVAI_PG_PORT" cluster || exit 1
+  require_free_port DEVAI_BENCH_REPLICA_PORT "$DEVAI_BENCH_REPLICA_PORT" replica || exit 1
 fi
 
 echo "[bench] database on port $DEVAI_PG_PORT: reset + migrations" >&2

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # `npm test`: every test, on a fresh machine or a warm one.
 #   1. installs the npm devDependencies if needed (deno, supabase CLI)
-#   2. provisions/reuses the local Postgres root and starts a TEST cluster on 127.0.0.1:54329
-#      (separate from `npm start`'s 54322, so tests never touch your data), resets it and applies
-#      the migrations with the Supabase CLI
+#   2. provisions/reuses the local Postgres root and starts a TEST cluster on 127.0.0.1:24329
+#      (DEVAI_TEST_PG_PORT; separate from `npm start`'s 54322, so tests never touch your data),
+#      resets it and applies the migrations with the Supabase CLI
 #   3. Supabase's security/performance advisors (must report nothing for our objects), and the
 #      committed schema snapshot (supabase/schema.sql) is what the migrations make
 #   4. pgTAP with pg_prove (what `supabase test db` runs, minus its Docker image)
@@ -13,12 +13,20 @@
 #      `npm start` runs by default); tests that need a real server are reported as skipped on
 #      PGlite, with the reason in their name
 # tests/db_outage.test.ts also starts, crashes and restarts a throwaway cluster of its own on
-# DEVAI_TEST_OUTAGE_PG_PORT (default: 22 above the test cluster's port, 54351 for the default
-# 54329, so two test runs with their own DEVAI_TEST_PG_PORT never share it), and stops it.
+# DEVAI_TEST_OUTAGE_PG_PORT (default: 22 above the test cluster's port, 24351 for the default
+# 24329, so two test runs with their own DEVAI_TEST_PG_PORT never share it), and stops it.
 # tests/read_replica.test.ts starts a streaming replica of the test cluster (scripts/db.sh
 # replica-start) on DEVAI_TEST_REPLICA_PG_PORT (default: 23 above the test cluster's port), and stops it;
 # tests/transaction_pooler.test.ts starts PgBouncer in front of it (scripts/db.sh pooler-start) on
 # DEVAI_TEST_POOLER_PG_PORT when set, else on a port the kernel says is free, and stops it.
+# The PGlite pass serves its database on DEVAI_TEST_PGLITE_DB_PORT (24347); in it,
+# tests/pglite_backend.test.ts serves one on DEVAI_TEST_PGLITE_PORT (24345) and
+# tests/start_embedded.test.ts runs `npm start` on DEVAI_TEST_START_PG_PORT and
+# DEVAI_TEST_START_FN_PORT (24348, 24349). Every other server a test starts (the pooler aside)
+# listens on port 0.
+# These defaults sit below the ephemeral port range (32768-60999), where an outgoing connection can
+# take a port at any moment; the run fails at once, naming the variable to set, when another
+# program already listens on one of them (scripts/lib/ports.sh says why it does not move).
 # Prints one summary line `summary: N passed, N failed, N skipped` and exits non-zero on any failure.
 # With TEST_DATABASE_URL set, uses that database instead of the local cluster (it is reset!).
 set -uo pipefail
@@ -26,10 +34,16 @@ set -uo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
 source scripts/lib/ensure-deps.sh
+source scripts/lib/ports.sh
 
-export DEVAI_PG_PORT="${DEVAI_TEST_PG_PORT:-54329}"
+# The same defaults as the test files' own (tests/support/ports.ts), for when they run alone.
+export DEVAI_PG_PORT="${DEVAI_TEST_PG_PORT:-24329}"
 export DEVAI_TEST_OUTAGE_PG_PORT="${DEVAI_TEST_OUTAGE_PG_PORT:-$((DEVAI_PG_PORT + 22))}"
 export DEVAI_TEST_REPLICA_PG_PORT="${DEVAI_TEST_REPLICA_PG_PORT:-$((DEVAI_PG_PORT + 23))}"
+export DEVAI_TEST_PGLITE_DB_PORT="${DEVAI_TEST_PGLITE_DB_PORT:-24347}"
+export DEVAI_TEST_PGLITE_PORT="${DEVAI_TEST_PGLITE_PORT:-24345}"
+export DEVAI_TEST_START_PG_PORT="${DEVAI_TEST_START_PG_PORT:-24348}"
+export DEVAI_TEST_START_FN_PORT="${DEVAI_TEST_START_FN_PORT:-24349}"
 if [[ -n "${TEST_DATABASE_URL:-}" ]]; then
   export DATABASE_URL="$TEST_DATABASE_URL" DEVAI_ALLOW_REMOTE_RESET=1
 else
@@ -40,6 +54,20 @@ passed=0; failed=0; skipped=0
 log_dir="$(mktemp -d)"
 section() { printf '\n=== %s ===\n' "$*"; }
 fail_hard() { echo "$*" >&2; echo "summary: $passed passed, $((failed + 1)) failed, $skipped skipped"; exit 1; }
+
+section "ports"
+# Checked before anything starts: a held port would otherwise fail one test late in the run.
+ports_ok=1
+if [[ -z "${TEST_DATABASE_URL:-}" ]]; then
+  require_free_port DEVAI_TEST_PG_PORT "$DEVAI_PG_PORT" cluster || ports_ok=0
+fi
+require_free_port DEVAI_TEST_OUTAGE_PG_PORT "$DEVAI_TEST_OUTAGE_PG_PORT" cluster || ports_ok=0
+require_free_port DEVAI_TEST_REPLICA_PG_PORT "$DEVAI_TEST_REPLICA_PG_PORT" replica || ports_ok=0
+for var in DEVAI_TEST_PGLITE_DB_PORT DEVAI_TEST_PGLITE_PORT DEVAI_TEST_START_PG_PORT DEVAI_TEST_START_FN_PORT; do
+  require_free_port "$var" "${!var}" || ports_ok=0
+done
+[[ $ports_ok == 1 ]] || fail_hard "a port this run listens on is taken (above)"
+echo "ok: $DEVAI_PG_PORT $DEVAI_TEST_OUTAGE_PG_PORT $DEVAI_TEST_REPLICA_PG_PORT $DEVAI_TEST_PGLITE_DB_PORT $DEVAI_TEST_PGLITE_PORT $DEVAI_TEST_START_PG_PORT $DEVAI_TEST_START_FN_PORT"
 
 section "database"
 bash scripts/db.sh reset || fail_hard "could not provision, reset or migrate the test database"
@@ -147,7 +175,7 @@ run_deno_suite postgres "$db_url" "${postgres_tests[@]}"
 # The same suite on the embedded default of `npm start` (PGlite + pgvector behind our wire-protocol
 # server, migrated by the Supabase CLI like the real one), in a throwaway data folder.
 section "deno test: embedded PGlite"
-pglite_port="${DEVAI_TEST_PGLITE_DB_PORT:-54347}"
+pglite_port="$DEVAI_TEST_PGLITE_DB_PORT"
 pglite_dir="$log_dir/pglite-data"
 DEVAI_PGLITE_DIR="$pglite_dir" DEVAI_PG_PORT="$pglite_port" \
   deno run -A --config supabase/functions/deno.json scripts/pglite/serve-db.ts >"$log_dir/pglite.log" 2>&1 &

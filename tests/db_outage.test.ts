@@ -1,7 +1,7 @@
 // The database going away: a crash loses no acknowledged write, an outage is a 503 with
 // Retry-After answered while the database is down, the pool recovers on its own, and a statement
 // that runs past its timeout is a 503 too. The crash tests run on a throwaway Postgres cluster of
-// their own (scripts/db.sh on DEVAI_TEST_OUTAGE_PG_PORT, default 54351), which they stop and start
+// their own (scripts/db.sh on DEVAI_TEST_OUTAGE_PG_PORT, default 24351), which they stop and start
 // under concurrent requests, so the rest of the suite keeps its database.
 import assert from "node:assert/strict";
 import {
@@ -15,9 +15,10 @@ import { userHeaders } from "./support/auth.ts";
 import { realServerOnly } from "./support/backend.ts";
 import { dbScript } from "./support/db-script.ts";
 import { startTestServer } from "./support/http_server.ts";
+import { testPort } from "./support/ports.ts";
 import { newTenant, seedMemories, testSql } from "./support/seed.ts";
 
-const PORT = Number(Deno.env.get("DEVAI_TEST_OUTAGE_PG_PORT") ?? 54351);
+const PORT = testPort("DEVAI_TEST_OUTAGE_PG_PORT");
 const URL_ = `postgresql://postgres@127.0.0.1:${PORT}/postgres`;
 const CONF = `${
   Deno.env.get("DEVAI_PG_ROOT") ?? "/var/cache/devai-memory/trixie-pg17"

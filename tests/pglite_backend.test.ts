@@ -5,7 +5,7 @@
 //
 // Runs in scripts/test.sh's PGlite pass (DEVAI_TEST_BACKEND=pglite), or alone:
 //   DEVAI_TEST_BACKEND=pglite node_modules/.bin/deno test -A --config supabase/functions/deno.json tests/pglite_backend.test.ts
-// Starts its own server in a fresh temporary data folder on DEVAI_TEST_PGLITE_PORT (default 54345).
+// Starts its own server in a fresh temporary data folder on DEVAI_TEST_PGLITE_PORT (default 24345).
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -14,10 +14,11 @@ import { join } from "node:path";
 import postgres from "postgres";
 import { type RunningDb, serveDb } from "../scripts/pglite/serve-db.ts";
 import { testBackend } from "./support/backend.ts";
+import { testPort } from "./support/ports.ts";
 import { waitUntil } from "./support/wait.ts";
 
 const enabled = testBackend === "pglite";
-const port = Number(Deno.env.get("DEVAI_TEST_PGLITE_PORT") ?? 54345);
+const port = testPort("DEVAI_TEST_PGLITE_PORT");
 const opts = { ignore: !enabled, sanitizeOps: false, sanitizeResources: false };
 
 const MODEL = "text-embedding-3-small";

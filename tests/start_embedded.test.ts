@@ -2,7 +2,8 @@
 // process, on embedded PGlite in a fresh data folder. A remember followed by a retrieve works over
 // HTTP, the process stops cleanly on SIGTERM, and the data is there after a restart; after a
 // kill -9 right behind a burst of acknowledged writes, every one of them is there too.
-// Runs in scripts/test.sh's PGlite pass (it starts its own database on DEVAI_TEST_START_PG_PORT).
+// Runs in scripts/test.sh's PGlite pass (it starts its own database on DEVAI_TEST_START_PG_PORT and
+// functions server on DEVAI_TEST_START_FN_PORT, tests/support/ports.ts).
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -10,11 +11,12 @@ import { join } from "node:path";
 import { testBackend } from "./support/backend.ts";
 import { userToken } from "./support/auth.ts";
 import { TEST_JWT_SECRET } from "./support/config.ts";
+import { testPort } from "./support/ports.ts";
 import { cleanEnv, spawnWatched } from "./support/process.ts";
 
 const repo = new URL("..", import.meta.url).pathname;
-const dbPort = Number(Deno.env.get("DEVAI_TEST_START_PG_PORT") ?? 54348);
-const fnPort = Number(Deno.env.get("DEVAI_TEST_START_FN_PORT") ?? 54349);
+const dbPort = testPort("DEVAI_TEST_START_PG_PORT");
+const fnPort = testPort("DEVAI_TEST_START_FN_PORT");
 const START_TIMEOUT_MS = 180_000;
 
 interface Started {
@@ -60,8 +62,11 @@ async function startService(dataDir: string): Promise<Started> {
   return { child, output: () => text };
 }
 
-/** A second `npm start` while the first runs: it must exit at once, saying what holds what. */
-async function secondStart(dataDir: string, functionsPort: number): Promise<{ code: number; output: string }> {
+/**
+ * A second `npm start` while the first runs: it must exit at once, saying what holds what. Its
+ * functions server would listen on a free port (0): only the database's port and folder collide.
+ */
+async function secondStart(dataDir: string): Promise<{ code: number; output: string }> {
   const run = spawnWatched(Deno.execPath(), [
     "run",
     "-A",
@@ -74,7 +79,7 @@ async function secondStart(dataDir: string, functionsPort: number): Promise<{ co
     env: cleanEnv({
       DEVAI_PGLITE_DIR: dataDir,
       DEVAI_PG_PORT: String(dbPort),
-      FUNCTIONS_PORT: String(functionsPort),
+      FUNCTIONS_PORT: "0",
       SUPABASE_JWT_SECRET: TEST_JWT_SECRET,
     }),
   });
@@ -136,13 +141,13 @@ Deno.test({
       assert.ok(String(retrieved.json.block).includes(fact), String(retrieved.json.block));
 
       // A second `npm start` names what is in its way: the first one's database folder, or its port.
-      const sameFolder = await secondStart(dataDir, fnPort + 100);
+      const sameFolder = await secondStart(dataDir);
       assert.equal(sameFolder.code, 1);
       assert.match(
         sameFolder.output,
         /another `npm start` \(process \d+\) is using the embedded database in .*: stop it, or .*DEVAI_PG_PORT, FUNCTIONS_PORT and DEVAI_PGLITE_DIR/,
       );
-      const otherFolder = await secondStart(`${dataDir}-second`, fnPort + 100);
+      const otherFolder = await secondStart(`${dataDir}-second`);
       assert.equal(otherFolder.code, 1);
       assert.match(
         otherFolder.output,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Retrieval and its writes for a big tenant among many small ones (bench/README.md, "Tenant sizes").
 #
-#   DATABASE_URL=postgresql://postgres@127.0.0.1:54336/postgres bash bench/tenants/skewed.sh [BIG] [SMALL_TENANTS] [SMALL]
+#   DATABASE_URL=postgresql://postgres@127.0.0.1:24336/postgres bash bench/tenants/skewed.sh [BIG] [SMALL_TENANTS] [SMALL]
 #
 # Row level security hides the tenant from the planner, which plans for the average one. Where
 # most tenants are small, the average is a few dozen memories, and a big tenant's reads could be

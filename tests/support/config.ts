@@ -2,6 +2,7 @@
 // tokens with (tests/support/auth.ts), the local embedder and the default retrieval settings.
 // Shared by every handler test; extend with overrides rather than editing defaults.
 import { type Config, LOCAL_EMBEDDING_MODEL } from "../../supabase/functions/_shared/env.ts";
+import { TEST_PORT_DEFAULTS } from "./ports.ts";
 
 /** The HS256 secret test tokens are signed with; only ever used against test databases. */
 export const TEST_JWT_SECRET = "devai-memory-test-secret-at-least-32-bytes-long";
@@ -26,7 +27,8 @@ export type ConfigOverrides = Partial<Omit<Config, "retrieval" | "embedding" | "
 export function testConfig(overrides: ConfigOverrides = {}): Config {
   const { retrieval, embedding, llm, jwt, ...rest } = overrides;
   return {
-    databaseUrl: Deno.env.get("DATABASE_URL") ?? "postgresql://postgres@127.0.0.1:54329/postgres",
+    databaseUrl: Deno.env.get("DATABASE_URL") ??
+      `postgresql://postgres@127.0.0.1:${TEST_PORT_DEFAULTS.DEVAI_TEST_PG_PORT}/postgres`,
     dbPoolMax: 5,
     dbStatementTimeoutMs: 15_000,
     dbPrepare: "auto",
