@@ -87,6 +87,7 @@ Deno.test({
     } finally {
       await server.close();
       await sql.end({ timeout: 1 });
+      await cluster("stop");
     }
   },
 });
@@ -258,6 +259,7 @@ Deno.test({
       assert.deepEqual(await written(), { accesses: 2, events: 2 });
     } finally {
       await sql.end();
+      await cluster("stop"); // nothing of this file's listens after it
     }
   },
 });
