@@ -18,7 +18,7 @@
 # tests/read_replica.test.ts starts a streaming replica of the test cluster (scripts/db.sh
 # replica-start) on DEVAI_TEST_REPLICA_PG_PORT (default: 23 above the test cluster's port), and stops it;
 # tests/transaction_pooler.test.ts starts PgBouncer in front of it (scripts/db.sh pooler-start) on
-# DEVAI_TEST_POOLER_PG_PORT when set, else on a port the kernel says is free, and stops it.
+# DEVAI_TEST_POOLER_PG_PORT when set, else on a free port below 32768 (tests/support/http.ts freePort), and stops it.
 # The PGlite pass serves its database on DEVAI_TEST_PGLITE_DB_PORT (24347); in it,
 # tests/pglite_backend.test.ts serves one on DEVAI_TEST_PGLITE_PORT (24345) and
 # tests/start_embedded.test.ts runs `npm start` on DEVAI_TEST_START_PG_PORT and

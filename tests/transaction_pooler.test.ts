@@ -1,7 +1,7 @@
 // The service behind a transaction pooler, as a deployment reaches Postgres through Supabase's
 // (Supavisor, port 6543): PgBouncer in transaction mode with no prepared statements kept, in front
-// of the test cluster (scripts/db.sh pooler-start on DEVAI_TEST_POOLER_PG_PORT, default a port the
-// kernel says is free), and pools with DB_PREPARE=off (docs/operations.md#prepared-statements). Two
+// of the test cluster (scripts/db.sh pooler-start on DEVAI_TEST_POOLER_PG_PORT, default a free port
+// below 32768), and pools with DB_PREPARE=off (docs/operations.md#prepared-statements). Two
 // tenants write, retrieve, query and list at the same time through it: every answer is right and
 // holds only the asking tenant's memories (each statement carries its tenant's settings, so
 // whichever server connection the pooler hands it, nothing of another tenant's is left there), and
@@ -21,7 +21,7 @@ import { newTenant, testSql } from "./support/seed.ts";
 import { assertSlowReadCancelled } from "./support/slow-read.ts";
 
 const SERVER_PORT = Number(new URL(testDatabaseUrl()).port || 5432);
-// A port the kernel says is free: a fixed one (the server's + 24) was once a client socket's.
+// A free port below the ephemeral range: a fixed one in it (the server's + 24) was once a client socket's.
 const POOLER_PORT = Number(Deno.env.get("DEVAI_TEST_POOLER_PG_PORT") ?? freePort());
 const WHY = "starts PgBouncer in front of the test cluster (scripts/db.sh pooler-start)";
 

@@ -35,13 +35,21 @@ export function dbTest(name: string, fn: () => Promise<void>): void {
 }
 
 /**
- * A loopback port nothing listens on (taken from the kernel, then released): free to listen on, and
- * a connection to it is refused. Fixed ports in the ephemeral range (32768-60999) may be a client
- * socket's at any moment.
+ * A loopback port nothing listens on, below the kernel's ephemeral range (32768-60999): free to
+ * listen on, and a connection to it is refused. A port the kernel hands out (port 0) lies in that
+ * range, where an outgoing connection's local end may take it before the test's server (the pooler
+ * test's PgBouncer) binds it; below the range only another listener can, and trying to listen
+ * finds that out.
  */
 export function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const port = 20000 + Math.floor(Math.random() * 12000);
+    try {
+      Deno.listen({ hostname: "127.0.0.1", port }).close();
+      return port;
+    } catch (error) {
+      if (!(error instanceof Deno.errors.AddrInUse)) throw error;
+    }
+  }
+  throw new Error("no free loopback port found between 20000 and 32000 in 100 tries");
 }

@@ -1,6 +1,6 @@
 // The ports of the servers tests start on a fixed port: a Postgres cluster cannot listen on port 0,
 // and these restart on the same port mid-test. Every other server a test starts listens on port 0
-// (the pooler test's PgBouncer: on a port the kernel says is free, tests/support/http.ts freePort).
+// (the pooler test's PgBouncer: on a free port below 32768, tests/support/http.ts freePort).
 // The defaults sit below 32768, outside the kernel's ephemeral range (32768-60999 here:
 // /proc/sys/net/ipv4/ip_local_port_range), where an outgoing connection's local end may hold a port
 // at the moment a test binds it. scripts/test.sh sets the same defaults and, when it starts, fails
