@@ -11,7 +11,7 @@ import { callJson, dbTest } from "./support/http.ts";
 import { newTenant, seedRelation, tenantWrites, testSql } from "./support/seed.ts";
 import { createHandler } from "../supabase/functions/context/handler.ts";
 import { testConfig } from "./support/config.ts";
-import { localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
+import { type Embedder, EMBEDDING_DIMENSIONS, localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
 
 const sql = testSql();
 const api = contextApi(sql);
@@ -122,6 +122,54 @@ dbTest("an error on screen is searched for what it says: its `-verbose` is no ex
   assert.equal(res.status, 200, JSON.stringify(res.body));
   assert.ok(res.body.memories.some((m: { id: string }) => m.id === fix!.id), JSON.stringify(res.body.memories));
 });
+
+dbTest(
+  "the message's -exclusions are not embedded: an excluded word pulls no memory in by the vector signal",
+  async () => {
+    const t = newTenant();
+    // A stand-in neural embedder (the local one is not searched by vector here): a text naming a
+    // proxy points along one axis, any other text along another.
+    const model = "stand-in-neural";
+    const axis = (i: number) => Array.from({ length: EMBEDDING_DIMENSIONS }, (_, d) => (d === i ? 1 : 0));
+    const embedded: string[] = [];
+    const embedder: Embedder = {
+      provider: "openai",
+      model,
+      dimensions: EMBEDDING_DIMENSIONS,
+      embed(texts) {
+        embedded.push(...texts);
+        return Promise.resolve(texts.map((text) => axis(/proxy/i.test(text) ? 1 : 2)));
+      },
+    };
+    // The gateway memory names no word of the message: only the vector of `proxy` would find it.
+    const [gateway, sockets] = await seedLinked(sql, t, [
+      {
+        content: "The gateway in front of the shop closes connections after sixty seconds.",
+        namespace: ns("shop"),
+        embedding: axis(1),
+        embedding_model: model,
+      },
+      {
+        content: "Idle sockets time out when the client sends no keep-alive.",
+        namespace: ns("shop"),
+        embedding: axis(2),
+        embedding_model: model,
+      },
+    ]);
+    const deferred: Promise<unknown>[] = [];
+    const handler = createHandler({ sql, config: testConfig(), embedder, defer: (p) => void deferred.push(p) });
+    const res = await callJson(handler, `${CONTEXT_URL}/assemble`, {
+      headers: await userHeaders(t),
+      body: { project: "shop", message: "why do idle sockets time out -proxy", signals: { activity: "feature" } },
+    });
+    await Promise.all(deferred);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const ids = res.body.memories.map((m: { id: string }) => m.id);
+    assert.ok(!ids.includes(gateway!.id), `pulled in by -proxy: ${JSON.stringify(res.body.memories)}`);
+    assert.ok(ids.includes(sockets!.id), JSON.stringify(res.body.memories));
+    assert.deepEqual(embedded, ["why do idle sockets time out"]);
+  },
+);
 
 dbTest("feature: the default shares; architecture relevant to the message; the index points at the rest", async () => {
   const t = newTenant();

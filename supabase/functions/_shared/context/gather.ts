@@ -6,6 +6,7 @@
 import { type Sql, type TenantContext, type Tx, withTenant } from "../db.ts";
 import { type Embedder, embedForCaller, thresholdsFor } from "../embeddings.ts";
 import type { Config } from "../env.ts";
+import { embeddingText } from "../search/exclusions.ts";
 import { hybridSearch } from "../search/hybrid.ts";
 
 /** Why a memory is a candidate (several refs when found for several reasons). */
@@ -141,8 +142,10 @@ export async function gatherCandidates(
   // offline embedder's vectors are lexical (they mostly repeat what the keywords find,
   // docs/retrieval.md#quality-and-speed): assembly searches by keyword alone with it.
   const semantic = deps.embedder.provider !== "local";
+  // Embedded without the message's exclusions, as memory-retrieve does: `-proxy` would pull the
+  // memories about proxies closer (docs/retrieval.md#exclusions).
   const vector = input.searchText && input.message && semantic
-    ? await embedForCaller({ sql, embedder: deps.embedder }, caller, input.searchText)
+    ? await embedForCaller({ sql, embedder: deps.embedder }, caller, embeddingText(input.searchText))
     : undefined;
   const search = (text: string, kind: "search" | "error") =>
     withTenant(sql, caller, (tx) =>
