@@ -29,7 +29,7 @@ import { recordRedactions } from "../_shared/redaction-events.ts";
 import { SCOPE_NEEDS_PROJECT, scopeHasProject, writeScope } from "../_shared/scopes.ts";
 import { extractIdempotencyKey } from "./transcript-prefix.ts";
 import { partAfter, partOfWhole } from "./next-part.ts";
-import { coverageSnapshot, recordPart } from "./session-parts.ts";
+import { recordPart } from "./session-parts.ts";
 
 const JobQuery = z.object({ job_id: z.uuid() }).strict();
 
@@ -90,9 +90,6 @@ export function createHandler(deps: QueueingDeps) {
       // What earlier parts of the session cover is looked up by digest (next-part.ts): a POST
       // reads what its own messages need, not the session (docs/extraction.md).
       const session = { tx, ownerId: caller.tenantId, sessionId: body.session_id };
-      // Taken before coverage is read: a job that dies in a transaction it does not see may have
-      // covered what this POST takes as covered (recorded with the part: session-parts.ts partThrough).
-      const coveredAsOf = await coverageSnapshot(tx);
       const plan = body.after
         ? await partAfter(session, body.after, body.messages, deps.config.maxExtractBodyBytes)
         : await partOfWhole(session, body.messages);
@@ -130,7 +127,7 @@ export function createHandler(deps: QueueingDeps) {
         payload,
       });
       // Its part and marks, once, by this transaction (what later POSTs look up).
-      if (!job.deduplicated) await recordPart(tx, job.id, part.start, part.digests, coveredAsOf);
+      if (!job.deduplicated) await recordPart(tx, job.id, part.start, part.digests, part.coveredAsOf);
       // Deduplicated here: the job with this very key exists but covers nothing now (it is dead, an
       // earlier job its part follows is, or it has no part: queued before parts were recorded, or
       // inserted through the REST API); nothing new is queued until the transcript grows.

@@ -20,8 +20,8 @@ import type { JobStatus } from "../_shared/jobs.ts";
 import { MAX_MESSAGES_PER_REQUEST } from "../_shared/llm.ts";
 import { continueDigests, prefixDigests } from "./transcript-prefix.ts";
 import {
+  type Coverage,
   coveredFrom,
-  coveringJob,
   messagesBefore,
   partSlices,
   type PartThrough,
@@ -42,6 +42,11 @@ export interface NextPart {
   digests: string[];
   count: number;
   digest: string;
+  /**
+   * The snapshot of the POST's first coverage read: a part that dies in a transaction it does not
+   * see may have covered what the POST took as covered (recorded with the part: partThrough).
+   */
+  coveredAsOf: string;
 }
 
 export type PartPlan =
@@ -69,7 +74,7 @@ interface Session {
 export async function partOfWhole(s: Session, messages: unknown[]): Promise<PartPlan> {
   const digests = prefixDigests(messages);
   const covered = await coveredFrom(s.tx, s.ownerId, s.sessionId, 0, digests.slice(1));
-  return await planFrom(s, { from: 0, messages, digests }, covered, []);
+  return planFrom({ from: 0, messages, digests }, covered, covered.asOf, []);
 }
 
 /**
@@ -85,6 +90,8 @@ export async function partAfter(
 ): Promise<PartPlan | HistoryUnknown | PayloadCleared | undefined> {
   const path = await pathBack(s, after);
   if (path.length === 0) return undefined;
+  // The first read: what the POST took as covered is as of its snapshot.
+  const asOf = path[0]!.asOf;
   const last = path.at(-1)!;
   if (!last.historyCovered && last.start !== 0) return { historyUnknown: true };
   const digests = continueDigests(after.digest, messages);
@@ -95,32 +102,29 @@ export async function partAfter(
     const known = { from: again.from, messages: [...again.messages, ...messages] };
     const all = [...again.digests, ...digests.slice(1)];
     const covered = await coveredFrom(s.tx, s.ownerId, s.sessionId, known.from, all.slice(1));
-    return await planFrom(s, { ...known, digests: all }, covered, again.before);
+    return planFrom({ ...known, digests: all }, covered, asOf, again.before);
   }
   const covered = await coveredFrom(s.tx, s.ownerId, s.sessionId, after.count, digests.slice(1));
-  const want = Math.min(after.count, CONTEXT_MESSAGES - (covered - after.count));
-  const before = covered === after.count + messages.length
-    ? []
-    : await messagesBefore(s.tx, s.ownerId, s.sessionId, after, want);
+  const want = Math.min(after.count, CONTEXT_MESSAGES - (covered.through - after.count));
+  const before = covered.job ? [] : await messagesBefore(s.tx, path[0]!, after, want);
   if (!before) return payloadCleared;
-  return await planFrom(s, { from: after.count, messages, digests }, covered, before);
+  return planFrom({ from: after.count, messages, digests }, covered, asOf, before);
 }
 
 /**
- * The plan once `covered` is known, from the transcript's messages [from, n) and its digests at
- * from..n; `before` holds the messages just before `from` the context may need.
+ * The plan once what is covered is known, from the transcript's messages [from, n) and its digests
+ * at from..n; `before` holds the messages just before `from` the context may need.
  */
-async function planFrom(
-  s: Session,
+function planFrom(
   known: { from: number; messages: unknown[]; digests: string[] },
-  covered: number,
+  coverage: Coverage,
+  coveredAsOf: string,
   before: unknown[],
-): Promise<PartPlan> {
+): PartPlan {
   const count = known.from + known.messages.length;
   const digest = known.digests.at(-1)!;
-  if (covered === count) {
-    return { covered: true, job: await coveringJob(s.tx, s.ownerId, s.sessionId, { count, digest }), count, digest };
-  }
+  if (coverage.job) return { covered: true, job: coverage.job, count, digest };
+  const covered = coverage.through;
   const i = covered - known.from;
   return {
     covered: false,
@@ -132,6 +136,7 @@ async function planFrom(
       digests: known.digests.slice(i + 1),
       count,
       digest,
+      coveredAsOf,
     },
   };
 }
@@ -141,7 +146,8 @@ async function pathBack(s: Session, point: TranscriptPoint): Promise<(PartThroug
   const path: (PartThrough & { upTo: number })[] = [];
   let at: TranscriptPoint | undefined = point;
   while (at && path.length < MAX_PATH_PARTS) {
-    const part = await partThrough(s.tx, s.ownerId, s.sessionId, at);
+    // The first part brings the tail before `after` too (messagesBefore): the point is not looked up again.
+    const part = await partThrough(s.tx, s.ownerId, s.sessionId, at, path.length === 0);
     if (!part) break;
     path.push({ ...part, upTo: at.count });
     at = part.historyCovered || part.start === 0 ? undefined : { count: part.start, digest: part.startDigest };

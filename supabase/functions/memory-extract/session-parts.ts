@@ -50,15 +50,6 @@ export function markKey(s: SessionKey, digest: string): Buffer {
     .digest().subarray(0, 16);
 }
 
-/**
- * The snapshot a POST takes before it reads coverage (recorded with its part, compared with later
- * deaths: partThrough's historyCovered).
- */
-export async function coverageSnapshot(tx: Tx): Promise<string> {
-  const [row] = await tx<{ snapshot: string }[]>`select pg_current_snapshot()::text as snapshot`;
-  return row!.snapshot;
-}
-
 /** A point of a session's transcript: its first `count` messages, whose digest is `digest` (hex). */
 export interface TranscriptPoint {
   count: number;
@@ -75,12 +66,27 @@ export interface PartThrough {
   payloadBytes: number;
   /** Live, and no part of the session that starts before it has died: all of its history is covered. */
   historyCovered: boolean;
+  /** The snapshot the lookup read with (a POST's first read: recorded with its part, recordPart). */
+  asOf: string;
+  /** Asked for (withTail): the stored last messages of a part ending at the point, if one does. */
+  tail: unknown[] | null;
+}
+
+/** What the session's live parts cover of a transcript (coveredFrom). */
+export interface Coverage {
+  /** The first position they do not cover, minus one (the end when they cover it all). */
+  through: number;
+  /** When they cover it all: the job of the live part covering its end that starts first. */
+  job?: { id: string; status: JobStatus };
+  /** The snapshot the lookups read with (a POST's first read: recorded with its part, recordPart). */
+  asOf: string;
 }
 
 /**
  * How far the session's live parts cover a transcript from `from` on, given its digests after each
- * message from there (`digests[i]` at position from + i + 1): the first position they do not
- * cover, minus one (`from` + digests.length when they cover it all). One lookup per digest.
+ * message from there (`digests[i]` at position from + i + 1), and when they cover it all the job
+ * that covers its end (the one a POST with nothing new answers with). One lookup per digest: the
+ * last one's hit names that job, so the end is not looked up again.
  */
 export async function coveredFrom(
   tx: Tx,
@@ -88,45 +94,34 @@ export async function coveredFrom(
   sessionId: string,
   from: number,
   digests: readonly string[],
-): Promise<number> {
+): Promise<Coverage> {
   storedReads.lookups += digests.length;
   const keys = digests.map((d) => markKey({ ownerId, sessionId }, d).toString("hex"));
-  // The first digest nothing live covers ends it (the lookups run in the digests' order).
-  const [gap] = await tx<{ i: number }[]>`
-    select k.i::int as i
-      from unnest(array(select decode(d.hex, 'hex') from unnest(${keys}::text[]) with ordinality as d(hex, i)
-                         order by d.i)) with ordinality as k(key, i)
+  // Each digest's hit: the live part with its mark that starts first (materialized: read once,
+  // for the first gap and for the end's job).
+  const [row] = await tx<{ gap: number | null; id: string | null; status: JobStatus | null; asOf: string }[]>`
+    with hits as materialized (
+      select k.i::int as i, hit.job_id
+        from unnest(array(select decode(d.hex, 'hex') from unnest(${keys}::text[]) with ordinality as d(hex, i)
+                           order by d.i)) with ordinality as k(key, i)
+        left join lateral (
+               select p.job_id from public.memory_extract_marks m
+                cross join lateral (select * from public.memory_extract_parts p where p.job_id = m.job_id limit 1) as p
+                where m.key = k.key and m.position + 0 = ${from} + k.i
+                  and p.owner_id = ${ownerId} and p.session_id = ${sessionId} and not p.dead
+                order by p.start_position, p.job_id
+                limit 1) as hit on true),
+    gap as (select min(i) as i from hits where job_id is null)
+    select gap.i as gap, j.id, j.status, pg_current_snapshot()::text as "asOf"
+      from gap
       left join lateral (
-             select 1 as live from public.memory_extract_marks m
-              cross join lateral (select * from public.memory_extract_parts p where p.job_id = m.job_id limit 1) as p
-              where m.key = k.key and m.position + 0 = ${from} + k.i
-                and p.owner_id = ${ownerId} and p.session_id = ${sessionId} and not p.dead
-              limit 1) as hit on true
-     where hit.live is null
-     order by k.i
-     limit 1`;
-  return gap ? from + gap.i - 1 : from + digests.length;
-}
-
-/** The job of a live part covering the point (the one starting first), for a POST with nothing new. */
-export async function coveringJob(
-  tx: Tx,
-  ownerId: string,
-  sessionId: string,
-  point: TranscriptPoint,
-): Promise<{ id: string; status: JobStatus }> {
-  storedReads.lookups++;
-  const [job] = await tx<{ id: string; status: JobStatus }[]>`
-    select j.id, j.status
-      from public.memory_extract_marks m
-     cross join lateral (select * from public.memory_extract_parts p where p.job_id = m.job_id limit 1) as p
-     cross join lateral (select * from public.memory_jobs j where j.id = m.job_id limit 1) as j
-     where m.key = ${markKey({ ownerId, sessionId }, point.digest)} and m.position + 0 = ${point.count}
-       and p.owner_id = ${ownerId} and p.session_id = ${sessionId} and not p.dead
-     order by p.start_position, j.created_at, j.id
-     limit 1`;
-  if (!job) throw new Error(`coveringJob: no live part covers ${point.count} messages`);
-  return job;
+             select j.id, j.status from hits h
+              cross join lateral (select * from public.memory_jobs j where j.id = h.job_id limit 1) as j
+              where gap.i is null and h.i = ${digests.length}) as j on true`;
+  const r = row!;
+  if (r.gap !== null) return { through: from + r.gap - 1, asOf: r.asOf };
+  if (digests.length > 0 && !r.id) throw new Error(`coveredFrom: no job covers ${from + digests.length} messages`);
+  return { through: from + digests.length, asOf: r.asOf, ...(r.id ? { job: { id: r.id, status: r.status! } } : {}) };
 }
 
 /**
@@ -134,16 +129,25 @@ export async function coveringJob(
  * when the session never sent it. Its history is covered when it is live and no part of the session
  * that starts before it was killed by a transaction the POST that queued it did not see: that POST
  * found everything before it covered, and only such a death can have undone it (a death it saw, it
- * took into account). One lookup, and the session's parts that died since the part was queued.
+ * took into account). One lookup, and the session's parts that died since the part was queued;
+ * withTail, the same lookup brings the tail of a part ending at the point (messagesBefore).
  */
 export async function partThrough(
   tx: Tx,
   ownerId: string,
   sessionId: string,
   point: TranscriptPoint,
+  withTail = false,
 ): Promise<PartThrough | undefined> {
   storedReads.lookups++;
   const [part] = await tx<PartThrough[]>`
+    with through as materialized (
+      select p.job_id, p.start_position, p.start_digest, p.end_position, p.dead, p.payload_bytes, p.covered_as_of,
+             case when ${withTail} and p.end_position = ${point.count} then p.tail end as tail
+        from public.memory_extract_marks m
+       cross join lateral (select * from public.memory_extract_parts p where p.job_id = m.job_id limit 1) as p
+       where m.key = ${markKey({ ownerId, sessionId }, point.digest)} and m.position + 0 = ${point.count}
+         and p.owner_id = ${ownerId} and p.session_id = ${sessionId})
     select p.job_id as "jobId", p.start_position as start, encode(p.start_digest, 'hex') as "startDigest",
            p.end_position as end, p.dead, p.payload_bytes as "payloadBytes",
            not p.dead and not exists (
@@ -151,45 +155,33 @@ export async function partThrough(
               where d.owner_id = ${ownerId} and d.session_id = ${sessionId} and d.dead
                 and d.died_by >= pg_snapshot_xmin(p.covered_as_of)
                 and not pg_visible_in_snapshot(d.died_by, p.covered_as_of)
-                and d.start_position < p.start_position) as "historyCovered"
-      from public.memory_extract_marks m
-     cross join lateral (select * from public.memory_extract_parts p where p.job_id = m.job_id limit 1) as p
-     where m.key = ${markKey({ ownerId, sessionId }, point.digest)} and m.position + 0 = ${point.count}
-       and p.owner_id = ${ownerId} and p.session_id = ${sessionId}
+                and d.start_position < p.start_position) as "historyCovered",
+           (select e.tail from through e where e.tail is not null order by e.job_id limit 1) as tail,
+           pg_current_snapshot()::text as "asOf"
+      from through p
      order by p.dead, p.start_position, p.job_id
      limit 1`;
   return part;
 }
 
 /**
- * The `want` messages (at most CONTEXT_MESSAGES) just before the point: the tail of a part ending
- * there, else a slice of the part the point lies in (which reads that one part's payload);
- * undefined when that payload has been cleared (partSlices).
+ * The `want` messages (at most CONTEXT_MESSAGES) just before the point, given the part it lies in
+ * (partThrough withTail): the tail of a part ending there, else a slice of that part (which reads
+ * its payload); undefined when that payload has been cleared (partSlices).
  */
 export async function messagesBefore(
   tx: Tx,
-  ownerId: string,
-  sessionId: string,
+  part: PartThrough,
   point: TranscriptPoint,
   want: number,
 ): Promise<unknown[] | undefined> {
   if (want <= 0) return [];
-  storedReads.lookups++;
-  const [part] = await tx<{ job_id: string; tail: unknown[] | null }[]>`
-    select p.job_id, case when p.end_position = ${point.count} then p.tail end as tail
-      from public.memory_extract_marks m
-     cross join lateral (select * from public.memory_extract_parts p where p.job_id = m.job_id limit 1) as p
-     where m.key = ${markKey({ ownerId, sessionId }, point.digest)} and m.position + 0 = ${point.count}
-       and p.owner_id = ${ownerId} and p.session_id = ${sessionId}
-     order by p.end_position = ${point.count} desc, p.job_id
-     limit 1`;
-  if (!part) throw new Error(`messagesBefore: no part through ${point.count} messages`);
   if (part.tail) {
     const tail = part.tail.slice(-Math.min(want, CONTEXT_MESSAGES));
     storedReads.messages += tail.length;
     return tail;
   }
-  return (await partSlices(tx, [{ jobId: part.job_id, from: point.count - want, to: point.count }]))?.[0];
+  return (await partSlices(tx, [{ jobId: part.jobId, from: point.count - want, to: point.count }]))?.[0];
 }
 
 /**
