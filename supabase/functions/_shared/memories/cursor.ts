@@ -1,7 +1,9 @@
 // Opaque keyset cursor of the pages that run newest first on (timestamp, id): GET /memory
 // (created_at, id) and GET /memory/{id}/history (ts, id: a transaction's rows share its ts, the
 // id orders them). The last row's key of a page; the timestamp travels as text with microseconds
-// (a JS Date would drop them and skip or repeat rows of the same millisecond).
+// (a JS Date would drop them and skip or repeat rows of the same millisecond). The SQL of a
+// cursor (the key read as text, the rows after it) and the cursor after a page are here too.
+import type { Tx } from "../db.ts";
 import { HttpError } from "../http.ts";
 
 const TS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}$/;
@@ -54,4 +56,31 @@ export function decodeCursor(text: string): ListCursor {
   throw new HttpError(400, "invalid_cursor", "cursor is not one this API returned", [
     { path: ["cursor"], message: "pass next_cursor from the previous page unchanged" },
   ]);
+}
+
+/** A page's key columns as its query names them (code, never input): `ts`, `id` or `m.created_at`, `m.id`. */
+export interface CursorKey {
+  ts: string;
+  id: string;
+}
+
+/** The key's timestamp as the cursor's text, selected as `cursor_ts` (to_char keeps the microseconds). */
+export function cursorText(tx: Tx, key: CursorKey) {
+  return tx.unsafe(`to_char(${key.ts} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') as cursor_ts`);
+}
+
+/**
+ * The rows after the cursor in the page's order, newest first (`<`), or from it back (`>=`). Its
+ * timestamp is bound as text: bound as a timestamp, postgres.js would pass it through a JS Date
+ * and drop the microseconds that order rows of the same millisecond.
+ */
+export function fromCursor(tx: Tx, key: CursorKey, c: ListCursor, op: "<" | ">=" = "<") {
+  return tx`(${tx.unsafe(key.ts)}, ${tx.unsafe(key.id)}) ${tx.unsafe(op)}
+            (${c.ts}::text::timestamp at time zone 'UTC', ${c.id}::uuid)`;
+}
+
+/** The cursor after a page read with limit + 1 rows (cursorText's `cursor_ts`): its last row, when a next page exists. */
+export function cursorAfter(rows: readonly Record<string, unknown>[], limit: number): ListCursor | null {
+  const last = rows.length > limit ? rows[limit - 1] : undefined;
+  return last ? { ts: last.cursor_ts as string, id: last.id as string } : null;
 }

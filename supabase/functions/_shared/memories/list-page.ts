@@ -16,12 +16,14 @@
 import type { Tx } from "../db.ts";
 import { projectScope } from "../schemas.ts";
 import { asOfColumns, asOfValue, recordedBy } from "./as-of.ts";
-import type { ListCursor } from "./cursor.ts";
+import { cursorAfter, type CursorKey, cursorText, fromCursor, type ListCursor } from "./cursor.ts";
 import { memoryColumns } from "./memory-row.ts";
 import type { ListQuery } from "./schemas.ts";
 
 /** With as_of, a page calls memory_at on at most this many memories (more than a page's limit). */
 export const AS_OF_ROWS_PER_PAGE = 1000;
+
+const KEY: CursorKey = { ts: "m.created_at", id: "m.id" };
 
 export interface ListPage {
   /** limit + 1 rows at most (so the caller knows whether there is a next page), with `cursor_ts`. */
@@ -39,9 +41,7 @@ export async function listPage(
 ): Promise<ListPage> {
   const inOrder = inIndexOrder(tx);
   const at = asOfValue(tx, q.as_of);
-  // The filters memory_at does not decide, and the cursor. The cursor's timestamp is bound as
-  // text: bound as a timestamp, postgres.js would pass it through a JS Date and drop the
-  // microseconds that order rows of the same millisecond.
+  // The filters memory_at does not decide, and the cursor.
   const filters = tx`
            ${q.as_of ? tx`and m.created_at <= ${at}` : tx``}
            ${q.namespace_prefix ? tx`and (m.namespace || '/') ^@ ${q.namespace_prefix + "/"}` : tx``}
@@ -54,13 +54,11 @@ export async function listPage(
            ${q.priority ? tx`and m.priority = ${q.priority}` : tx``}
            ${q.source ? tx`and m.source = ${q.source}` : tx``}
            ${q.category ? tx`and m.metadata ->> 'category' = ${q.category}` : tx``}
-           ${
-    after ? tx`and (m.created_at, m.id) < (${after.ts}::text::timestamp at time zone 'UTC', ${after.id}::uuid)` : tx``
-  }`;
+           ${after ? tx`and ${fromCursor(tx, KEY, after)}` : tx``}`;
   // With as_of: the last memory this page may examine, read in index order without memory_at.
   const bound = q.as_of
     ? (await tx<{ cursor_ts: string; id: string }[]>`
-        select to_char(m.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') as cursor_ts, m.id
+        select ${cursorText(tx, KEY)}, m.id
           from public.devai_memories m
          where true ${filters}
          order by m.created_at desc, m.id desc
@@ -68,16 +66,11 @@ export async function listPage(
     : undefined;
   // With as_of: the memories held at that instant, as they were then (as-of.ts).
   const rows = await tx`
-        select ${memoryColumns(tx, "m")}, ${asOfColumns(tx, q.as_of)},
-               to_char(m.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') as cursor_ts
+        select ${memoryColumns(tx, "m")}, ${asOfColumns(tx, q.as_of)}, ${cursorText(tx, KEY)}
           from public.devai_memories m
           ${recordedBy(tx, q.as_of)}
          where true ${filters}
-           ${
-    bound
-      ? tx`and (m.created_at, m.id) >= (${bound.cursor_ts}::text::timestamp at time zone 'UTC', ${bound.id}::uuid)`
-      : tx``
-  }
+           ${bound ? tx`and ${fromCursor(tx, KEY, { ts: bound.cursor_ts, id: bound.id }, ">=")}` : tx``}
          order by m.created_at desc, m.id desc
          limit ${q.limit + 1}`;
   await inOrder;
@@ -89,9 +82,7 @@ export async function listPage(
  * memory an as-of page examined, else none.
  */
 export function nextCursor(page: ListPage, limit: number): ListCursor | null {
-  const last = page.rows.length > limit ? page.rows[limit - 1] : undefined;
-  if (last) return { ts: last.cursor_ts as string, id: last.id as string };
-  return page.examinedTo ?? null;
+  return cursorAfter(page.rows, limit) ?? page.examinedTo ?? null;
 }
 
 /**

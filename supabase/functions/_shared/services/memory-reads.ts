@@ -7,7 +7,7 @@ import { type TenantContext, withTenant } from "../db.ts";
 import { HttpError } from "../http.ts";
 import { asOfColumns, memoryAsOf, recordedBy } from "../memories/as-of.ts";
 import { listPage, nextCursor } from "../memories/list-page.ts";
-import { decodeCursor, encodeCursor } from "../memories/cursor.ts";
+import { cursorAfter, cursorText, decodeCursor, encodeCursor, fromCursor } from "../memories/cursor.ts";
 import { explainMemory, type Explanation } from "../memories/explain.ts";
 import { isoDates, memoryColumns } from "../memories/memory-row.ts";
 import { notFound, toMemory } from "../memories/record.ts";
@@ -147,26 +147,23 @@ export async function memoryHistory(
   const after = q.cursor ? decodeCursor(q.cursor) : undefined;
   const result = await withTenant(deps.sql, tenant, async (tx) => {
     const [exists] = await tx`select 1 from public.devai_memories where id = ${id}`;
-    // The cursor's ts is bound as text, never through a JS Date (which drops microseconds).
+    const key = { ts: "ts", id: "id" };
     const history = await tx`
-        select id, memory_id, event, old_ref, new_ref, actor, old_content, new_content, meta, ts,
-               to_char(ts at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US') as cursor_ts
+        select id, memory_id, event, old_ref, new_ref, actor, old_content, new_content, meta, ts, ${cursorText(tx, key)}
           from public.memory_history where memory_id = ${id}
-           ${after ? tx`and (ts, id) < (${after.ts}::text::timestamp at time zone 'UTC', ${after.id}::uuid)` : tx``}
+           ${after ? tx`and ${fromCursor(tx, key, after)}` : tx``}
          order by ts desc, id desc limit ${q.limit + 1}`;
     return { exists: Boolean(exists), history };
   });
   // History outlives a purged memory, so its rows alone are enough to answer.
   if (!result.exists && result.history.length === 0) throw notFound(id);
   const page = result.history.slice(0, q.limit);
-  const last = page.at(-1);
+  const next = cursorAfter(result.history, q.limit);
   return {
     memory_id: id,
     purged: !result.exists,
     history: page.map(({ cursor_ts: _, ...h }) => isoDates(h) as unknown as HistoryEntry),
-    next_cursor: result.history.length > q.limit && last
-      ? encodeCursor({ ts: last.cursor_ts as string, id: last.id as string })
-      : null,
+    next_cursor: next ? encodeCursor(next) : null,
   };
 }
 
