@@ -44,8 +44,6 @@ export interface Job<P = Record<string, unknown>> {
   created_at: Date;
   updated_at: Date;
   finished_at: Date | null;
-  /** When devai-job-prune cleared a finished extract job's transcript (never set on a job that can run). */
-  payload_cleared_at: Date | null;
 }
 
 export interface EnqueueResult {
