@@ -453,6 +453,15 @@ Deno.test({
       "ci/[REDACTED:github_token]/sign.sh",
       "ci/release.yml",
     ]]);
+    // Counted as every writer's are: dedup's branch and two paths (one dropped: nothing but the
+    // token), extract's branch.
+    const stats = await memoryApi(env.sql)("GET", "/memory/stats", { as: t });
+    assert.deepEqual(stats.body.redactions, {
+      total: 4,
+      dropped: 1,
+      by_kind: { github_token: 4 },
+      by_writer: { dedup: 4, extract: 1 },
+    });
   } finally {
     await env.close();
   }

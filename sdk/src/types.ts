@@ -774,7 +774,7 @@ export interface DedupResponse extends QueuedJobResponse {
     category_dropped: number;
     /** Candidates that had characters stored text may not hold (control, bidi, invisible), removed. */
     unsafe_characters_removed: number;
-    /** Secrets replaced by [REDACTED:<kind>], by kind; candidates dropped as nothing but a secret. */
+    /** Secrets replaced by [REDACTED:<kind>], by kind; texts dropped as nothing but a secret (candidates, and a kept candidate's file paths and fields). */
     redacted: number;
     secrets_dropped: number;
     redacted_kinds: Record<string, number>;

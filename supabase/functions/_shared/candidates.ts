@@ -14,7 +14,8 @@ import { z } from "zod";
 import { compressionFields } from "./context/compress.ts";
 import { filePath } from "./schemas.ts";
 import { modelNamespace, type WriteScope } from "./scopes.ts";
-import { addCounts, redactField, type RedactionCounts, redactSecrets } from "./redact.ts";
+import { addCounts, type RedactionCounts, redactSecrets } from "./redact.ts";
+import { emptyTally, tallied, talliedList } from "./redaction-events.ts";
 import { emptyStats, validateContent, type ValidationStats } from "./writing-constraints.ts";
 import { stripUnsafeCharacters } from "./unsafe-characters.ts";
 
@@ -85,7 +86,10 @@ export interface PreparedCandidates {
     category_dropped: number;
     /** Candidates that had characters stored text may not hold, removed before validation. */
     unsafe_characters_removed: number;
-    /** Secrets replaced by [REDACTED:<kind>] (redact.ts), and candidates dropped as nothing but a secret. */
+    /**
+     * Secrets replaced by [REDACTED:<kind>] (redact.ts), and texts dropped as nothing but a secret:
+     * candidates, and a kept candidate's file paths and model fields.
+     */
     redacted: number;
     secrets_dropped: number;
     redacted_kinds: RedactionCounts;
@@ -156,25 +160,23 @@ export function prepareCandidates(
     const { category, ...rest } = c;
     const out: Candidate = { ...rest, content: v.content, namespace: ns.namespace };
     // The model's summary, compressed form and index key are stored and rendered too (metadata.compression).
+    const fields = emptyTally();
     for (const field of ["summary", "compressed", "index_key"] as const) {
-      const r = redactField(out[field]);
-      if (r.total === 0) continue;
-      stats.redacted += r.total;
-      addCounts(stats.redacted_kinds, r.counts);
+      const replaced = fields.total;
+      const text = tallied(fields, out[field]);
+      if (fields.total === replaced) continue;
       // An index key is one token: with a marker in it, it is no key any more.
-      out[field] = field === "index_key" ? undefined : r.text;
+      out[field] = field === "index_key" ? undefined : text;
     }
     // Its files become metadata.files and file entities: read as text, as remember's are; a path
     // that is nothing but a secret is dropped from the list.
     if (out.files) {
-      const files = out.files.flatMap((f) => {
-        const r = redactField(f);
-        stats.redacted += r.total;
-        addCounts(stats.redacted_kinds, r.counts);
-        return r.text ?? [];
-      });
+      const files = talliedList(fields, out.files);
       out.files = files.length > 0 ? files : undefined;
     }
+    stats.redacted += fields.total;
+    addCounts(stats.redacted_kinds, fields.counts);
+    stats.secrets_dropped += fields.dropped;
     if (category && known.has(category)) out.category = category;
     else if (category) stats.category_dropped++;
     return out;

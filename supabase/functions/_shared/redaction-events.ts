@@ -52,28 +52,45 @@ export function redactStatement(content: string): Redaction {
  */
 export function redactMetadata<M extends Record<string, unknown>>(
   metadata: M | undefined,
-): { metadata: M | undefined; counts: RedactionCounts; total: number; dropped: number } {
-  const done = { counts: {} as RedactionCounts, total: 0, dropped: 0 };
-  const clean = (value: string, as: ReadAs): string | undefined => {
-    const r = redactField(value, as);
-    addCounts(done.counts, r.counts);
-    done.total += r.total;
-    done.dropped += r.dropped;
-    return r.text;
-  };
+): { metadata: M | undefined } & FieldTally {
+  const done = emptyTally();
   if (!metadata) return { metadata, ...done };
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(metadata)) {
     const as: ReadAs = key === "keywords" || key === "files" ? "text" : "id";
     if (key === "category" || key === "role" || key === "commit") out[key] = value;
     else if (typeof value === "string") {
-      const text = clean(value, as);
+      const text = tallied(done, value, as);
       if (text !== undefined) out[key] = text;
-    } else if (Array.isArray(value)) {
-      out[key] = value.flatMap((v) => typeof v === "string" ? clean(v, as) ?? [] : [v]);
-    } else out[key] = value;
+    } else if (Array.isArray(value)) out[key] = talliedList(done, value, as);
+    else out[key] = value;
   }
   return { metadata: out as M, ...done };
+}
+
+/** The secrets replaced and the texts dropped as nothing but a secret, over the fields of one write. */
+export interface FieldTally {
+  counts: RedactionCounts;
+  total: number;
+  dropped: number;
+}
+
+export function emptyTally(): FieldTally {
+  return { counts: {}, total: 0, dropped: 0 };
+}
+
+/** A field redacted (redactField), counted in the tally; undefined when it was nothing but a secret. */
+export function tallied(tally: FieldTally, text: string | undefined, as: ReadAs = "text"): string | undefined {
+  const r = redactField(text, as);
+  addCounts(tally.counts, r.counts);
+  tally.total += r.total;
+  tally.dropped += r.dropped;
+  return r.text;
+}
+
+/** A list's strings redacted (tallied), one that is nothing but a secret dropped from it; other values kept. */
+export function talliedList<T>(tally: FieldTally, values: readonly T[], as: ReadAs = "text"): T[] {
+  return values.flatMap((v) => typeof v === "string" ? (tallied(tally, v, as) as T | undefined) ?? [] : [v]);
 }
 
 /**
@@ -82,7 +99,7 @@ export function redactMetadata<M extends Record<string, unknown>>(
  */
 export function countedWith(
   statement: Redaction,
-  ...fields: { counts: RedactionCounts; total: number; dropped: number }[]
+  ...fields: FieldTally[]
 ): Redaction & { dropped: number } {
   const counts = { ...statement.counts };
   for (const f of fields) addCounts(counts, f.counts);

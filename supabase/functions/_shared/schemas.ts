@@ -174,12 +174,12 @@ export const filePath = storableText(z.string().min(1).max(500))
 /**
  * Where the memories of a request come from in the repository (memory-extract, memory-dedup):
  * stored in the queued job's payload and each new memory's metadata (docs/context.md#code-lineage).
- * The branch is read for secrets as remember's metadata.branch is (by their own shape, redact.ts
- * ReadAs 'id'), before the job is queued: a token in it becomes its marker.
+ * Its repo and branch are read for secrets as remember's metadata is (redactMetadata, counted with
+ * the request's redactions), before the job is queued: a token in them becomes its marker.
  */
 export const codeOrigin = z.object({
   repo: repoName.optional(),
-  branch: branchName.transform((s) => redactSecrets(s, "id").text).optional(),
+  branch: branchName.optional(),
   commit: commitSha.optional(),
 }).strict();
 export type CodeOrigin = z.infer<typeof codeOrigin>;

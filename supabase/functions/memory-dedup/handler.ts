@@ -16,7 +16,8 @@ import { rateLimit } from "../_shared/rate-limit.ts";
 import { enqueueJob, runInBackground } from "../_shared/jobs.ts";
 import { type Candidate, CandidateSchema, prepareCandidates } from "../_shared/candidates.ts";
 import { loadCategoryNames, unknownCategory } from "../_shared/categories.ts";
-import { recordRedactions } from "../_shared/redaction-events.ts";
+import { recordRedactions, redactMetadata } from "../_shared/redaction-events.ts";
+import { addCounts } from "../_shared/redact.ts";
 import { drainQueue, type QueueingDeps } from "../_shared/drain-queue.ts";
 import { callerNamespace, defaultScope, SCOPE_NEEDS_PROJECT, scopeHasProject, writeScope } from "../_shared/scopes.ts";
 import type { ErrorIssue } from "../_shared/http.ts";
@@ -86,14 +87,16 @@ export function createHandler(deps: QueueingDeps) {
       );
     }
     const key = `api:${createHash("sha256").update(JSON.stringify(prepared.candidates)).digest("hex")}`;
+    // The lineage is stored with each memory: redacted as remember's metadata is, counted with the candidates.
+    const origin = redactMetadata(body.lineage);
     const queued = await withTenant(deps.sql, caller, async (tx) => {
       await recordRedactions(tx, {
         ownerId: caller.tenantId,
         writer: "dedup",
         node: "hotpath",
         threadId: body.thread_id,
-        counts: prepared.stats.redacted_kinds,
-        dropped: prepared.stats.secrets_dropped,
+        counts: addCounts({ ...prepared.stats.redacted_kinds }, origin.counts),
+        dropped: prepared.stats.secrets_dropped + origin.dropped,
       });
       return await enqueueJob(tx, {
         ownerId: caller.tenantId,
@@ -105,7 +108,7 @@ export function createHandler(deps: QueueingDeps) {
           thread_id: body.thread_id,
           project: body.project,
           origin: "api",
-          ...(body.lineage ? { lineage: body.lineage } : {}),
+          ...(origin.metadata ? { lineage: origin.metadata } : {}),
         },
       });
     });

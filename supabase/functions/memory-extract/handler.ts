@@ -25,7 +25,8 @@ import type { ExtractJobPayload } from "../_shared/extraction.ts";
 import { ChatMessageSchema, MAX_MESSAGES_PER_REQUEST } from "../_shared/llm.ts";
 import { codeOrigin, projectName, sessionId, threadId } from "../_shared/schemas.ts";
 import { redactMessages } from "../_shared/redact-json.ts";
-import { recordRedactions } from "../_shared/redaction-events.ts";
+import { recordRedactions, redactMetadata } from "../_shared/redaction-events.ts";
+import { addCounts } from "../_shared/redact.ts";
 import { SCOPE_NEEDS_PROJECT, scopeHasProject, writeScope } from "../_shared/scopes.ts";
 import { extractIdempotencyKey } from "./transcript-prefix.ts";
 import { partAfter, partOfWhole } from "./next-part.ts";
@@ -75,7 +76,9 @@ export function createHandler(deps: QueueingDeps) {
     // digests, and what the worker and the model read, are of the redacted text), and a lone
     // surrogate (a tool output cut mid-emoji) becomes U+FFFD, which jsonb can store.
     const redaction = redactMessages(sent.messages);
-    const body = { ...sent, messages: redaction.messages };
+    // Its lineage too, as remember's metadata is: stored with each memory it yields.
+    const origin = redactMetadata(sent.lineage);
+    const body = { ...sent, messages: redaction.messages, lineage: origin.metadata };
     const queued = await withTenant(deps.sql, caller, async (tx) => {
       // One enqueue per session at a time, so two POSTs of a growing transcript cannot both queue
       // the same new messages (whichever order they arrive in: see next-part.ts).
@@ -84,7 +87,8 @@ export function createHandler(deps: QueueingDeps) {
         ownerId: caller.tenantId,
         writer: "extract",
         node: "hotpath",
-        counts: redaction.counts,
+        counts: addCounts({ ...redaction.counts }, origin.counts),
+        dropped: origin.dropped,
         threadId: body.thread_id,
       });
       // What earlier parts of the session cover is looked up by digest (next-part.ts): a POST
