@@ -11,6 +11,7 @@ import {
 } from "../supabase/functions/memory-extract/session-parts.ts";
 import { digestWork, prefixDigests } from "../supabase/functions/memory-extract/transcript-prefix.ts";
 import { MAX_PATH_PARTS } from "../supabase/functions/memory-extract/next-part.ts";
+import { MAX_MESSAGES_PER_REQUEST } from "../supabase/functions/_shared/llm.ts";
 import { realServerOnly } from "./support/backend.ts";
 import { newTenant } from "./support/seed.ts";
 import {
@@ -229,6 +230,36 @@ Deno.test("extract after: a dead part is read back only within MAX_EXTRACT_BODY_
           "transcript_mismatch",
           1,
         ]);
+        assert.equal((await extractJobs(env, tenant)).length, 2, "nothing queued");
+      }
+    }
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test("extract after: a dead part is read back only within MAX_MESSAGES_PER_REQUEST messages up to `after` (else 409, nothing queued)", async () => {
+  const env = await writeEnv({ withLlm: false });
+  try {
+    // Bodies of 20,000 messages, and payloads far within the byte bound: only the message count binds.
+    const roomy = { maxExtractBodyBytes: 50_000_000 };
+    for (const then of [MAX_MESSAGES_PER_REQUEST - 2, MAX_MESSAGES_PER_REQUEST - 1]) {
+      const tenant = newTenant();
+      const first = await accepted(env, tenant, { session_id: "s-many", messages: transcript(2) }, roomy);
+      const second = await accepted(env, tenant, {
+        session_id: "s-many",
+        after: first.transcript,
+        messages: transcript(then, 2),
+      }, roomy);
+      await env.sql`update public.memory_jobs set status = 'dead' where id = ${first.job_id}`;
+      // The dead part starts at 0: 2 + then messages lie between it and `after`.
+      const body = { session_id: "s-many", after: second.transcript, messages: transcript(1, 2 + then) };
+      const next = await posted(env, tenant, body, roomy);
+      if (2 + then <= MAX_MESSAGES_PER_REQUEST) {
+        assert.deepEqual([next.status, next.body.new_messages], [202, 3 + then], "read back and queued again");
+      } else {
+        assert.deepEqual([next.status, next.body.error?.code], [409, "transcript_mismatch"]);
+        assert.match(next.body.error!.message, /died.*resend the whole transcript/);
         assert.equal((await extractJobs(env, tenant)).length, 2, "nothing queued");
       }
     }
