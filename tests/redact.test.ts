@@ -103,6 +103,54 @@ const LEAKS: { text: string; kinds: string[]; kept?: RegExp; only?: true }[] = [
     kept: /Deploy key:\n\[REDACTED:private_key\]\nstored in the vault/,
   },
   { text: "xoxb-2048-4096-AbCdEfGhIjKlMnOpQrStUvWx is the Slack bot token", kinds: ["slack_token"] },
+  // Names in camel case, Go's `:=`, PHP's and Ruby's `=>`, XML, curl's user, an assignment inside
+  // another name's value, an option inside brackets, requests' auth tuple: all were stored as sent.
+  {
+    text: 'const dbPassword = "Xk9#mP2qL"; // staging',
+    kinds: ["password"],
+    kept: /^const dbPassword = "\[REDACTED:password\]"; \/\/ staging$/,
+  },
+  { text: `private const string ApiKey = "${STRIPE.slice(8)}";`, kinds: ["secret_assignment"] },
+  {
+    text: 'settings.json: {"authToken": "Zt7pQ1rLw3vB", "retries": 3}',
+    kinds: ["secret_assignment"],
+    kept: /"retries": 3/,
+  },
+  { text: 'password := "Xk9#mP2qL" // the seed user', kinds: ["password"] },
+  { text: "'password' => 'Xk9#mP2qL', 'host' => 'db'", kinds: ["password"], kept: /'host' => 'db'/ },
+  { text: ':password => "Xk9#mP2qL" in database.rb', kinds: ["password"] },
+  {
+    text: "settings.xml has <password>Xk9#mP2qL</password> for the mirror",
+    kinds: ["password"],
+    kept: /<password>\[REDACTED:password\]<\/password> for the mirror/,
+  },
+  { text: 'Web.config: <add key="ApiKey" value="Zt7pQ1rLw3vB"/>', kinds: ["secret_assignment"] },
+  { text: "wp-config.php: define('DB_PASSWORD', 'Xk9#mP2qL');", kinds: ["password"] },
+  {
+    text: "curl -u admin:Xk9#mP2qL https://api.acme.com/v1/orders",
+    kinds: ["password"],
+    kept: /^curl -u admin:\[REDACTED:password\] https:\/\/api\.acme\.com\/v1\/orders$/,
+  },
+  { text: "curl --user deploy:Xk9#mP2qL -X POST https://ci.acme.com/job", kinds: ["password"] },
+  {
+    text: "run: DB_PASSWORD=hunter2 ./deploy.sh",
+    kinds: ["password"],
+    kept: /^run: DB_PASSWORD=\[REDACTED:password\] \.\/deploy\.sh$/,
+  },
+  { text: "args=(--password=Xk9mP2qL)", kinds: ["password"], kept: /^args=\(--password=\[REDACTED:password\]\)$/ },
+  {
+    text: 'requests.get(url, auth=("admin", "Xk9#mP2qL"))',
+    kinds: ["password"],
+    kept: /^requests\.get\(url, auth=\("admin", "\[REDACTED:password\]"\)\)$/,
+  },
+  // A value alone on its line after a password's name is a password whatever it looks like.
+  {
+    text: "services:\n  db:\n    environment:\n      POSTGRES_PASSWORD: hunter2\n      POSTGRES_DB: shop",
+    kinds: ["password"],
+    kept: /POSTGRES_PASSWORD: \[REDACTED:password\]\n {6}POSTGRES_DB: shop$/,
+  },
+  // Public words are whole words of a name: `min` of ADMIN, `map` of MAPBOX made these public.
+  { text: "ADMIN_PASSWORD=hunter2 and MAPBOX_ACCESS_TOKEN=pk.eyJ1abc", kinds: ["password", "secret_assignment"] },
 ];
 
 const LOOK_ALIKES = [
@@ -142,6 +190,38 @@ const LOOK_ALIKES = [
   "token = tokens[0]",
   "const onToken = token => token.trim()",
   "DB_PASSWORD=${DB_PASSWORD}",
+  // Code around the shapes read since 2026-11-27 (camel case, `:=`, `=>`, XML, `-u`, `auth=`).
+  "const dbPassword = process.env.DB_PASSWORD;",
+  "apiKey: config.apiKey,",
+  'const passwordField = "password";',
+  "async function resetPasswordToken(user) {",
+  "resetPasswordToken: async (req, res) => {",
+  "export const resetPasswordToken = functions.https.onCall(handler);",
+  'password := os.Getenv("PW")',
+  "dbPassword := cfg.DBPassword",
+  "'password' => $request->input('password'),",
+  "this.apiKey = apiKey;",
+  "self.passwd = passwd",
+  "const accessToken = response.data.access_token;",
+  "const randomSecretKey = () => {",
+  'requiresPrivateKey = usage === "decrypt"',
+  "userid = passwd = acct = ''",
+  "jwtSecret: TEST_JWT_SECRET,",
+  'const header = token => "Bearer " + token',
+  'queryKey: ["todos"], storageKey: "theme",',
+  "password: str",
+  "  apiKey: string",
+  "  password: hashedPassword",
+  "password: see the vault",
+  "password: ${DB_PASSWORD}",
+  "password: null",
+  "password: |",
+  "The token: expired",
+  "auth=(user, pw)",
+  "auth = HTTPBasicAuth(user, password)",
+  "<password>${env.DB_PASSWORD}</password>",
+  "docker run -u 1000:1000 app && docker exec -u www-data:www-data app ls",
+  '"--token " + token',
 ];
 
 Deno.test("redactor: realistic leaks become [REDACTED:<kind>], what surrounds them stays", () => {
@@ -174,6 +254,9 @@ Deno.test("redactor: realistic leaks become [REDACTED:<kind>], what surrounds th
       "S3cr3t!Pass",
       "hunter2",
       "Tr0ub4dor&3",
+      "Xk9#mP2qL",
+      "Xk9mP2qL",
+      "Zt7pQ1rLw3vB",
     ]
   ) {
     for (const leak of LEAKS) {
@@ -271,6 +354,11 @@ Deno.test("redactor: linear on hostile input (long runs of the characters the pa
     "eyJ-a. repeated": (n) => "eyJaaaaaaaaa-".repeat(n / 13) + ".",
     "a scheme then a run": (n) => "postgres://" + "u".repeat(n),
     "--token then dashes": (n) => "--token " + "-".repeat(n),
+    "-u a: repeated": (n) => "-u a:".repeat(n / 5),
+    "<password>x< repeated": (n) => "<password>xxxxxx<".repeat(n / 17),
+    '"--password= repeated': (n) => '"--password='.repeat(n / 12),
+    "define('a_key', repeated": (n) => "define('a_key', ".repeat(n / 16),
+    "'pw' => repeated": (n) => "'pw' => ".repeat(n / 8),
   };
   const size = 256 * 1024;
   const plain = bestMs("a".repeat(size));
@@ -301,7 +389,19 @@ Deno.test("redactor: generated passwords holding brackets, = or $ are redacted w
     "Tr0ub(4dor)&3xQ",
   ];
   for (const pw of passwords) {
-    for (const text of [`DB_PASSWORD=${pw}`, `export API_TOKEN=${pw}`, `password: "${pw}"`]) {
+    for (
+      const text of [
+        `DB_PASSWORD=${pw}`,
+        `export API_TOKEN=${pw}`,
+        `password: "${pw}"`,
+        `password: ${pw}`,
+        `const dbPassword = "${pw}";`,
+        `curl -u admin:${pw} https://x.io`,
+        `args=(--password=${pw})`,
+        `<password>${pw}</password>`,
+        `run: DB_PASSWORD=${pw} ./deploy.sh`,
+      ]
+    ) {
       const r = redactSecrets(text);
       assert.ok(r.total === 1 && !r.text.includes(pw.slice(2, -2)), `${text} → ${r.text}`);
     }
@@ -348,6 +448,10 @@ Deno.test("redactor: a value's end is read in its context, and code around secre
     // The clients' own variables: psql reads PGPASSWORD, sshpass SSHPASS.
     ["PGPASSWORD=hunter2 psql -h db -U app", "PGPASSWORD=[REDACTED:password] psql -h db -U app"],
     ["export SSHPASS=Tr0ub4dor3", "export SSHPASS=[REDACTED:password]"],
+    // After a password's name and `:`, a value alone on its line (a comment may follow), any value.
+    ["password: hunter2 # rotated monthly", "password: [REDACTED:password] # rotated monthly"],
+    ["db:\n  password: postgres\r\n  user: app", "db:\n  password: [REDACTED:password]\r\n  user: app"],
+    ["dbPassword: letmein", "dbPassword: [REDACTED:password]"],
   ];
   for (const [text, want] of cases) assert.equal(redactSecrets(text).text, want, text);
   for (

@@ -4,12 +4,16 @@
 // through redactSecrets before storing it or sending it to a model: each secret becomes
 // `[REDACTED:<kind>]`, and a text that is nothing but a secret is dropped by its writer.
 // docs/redaction.md lists what is caught and what is left alone (git SHAs, UUIDs, lockfile hashes).
+// The rules are secret-rules.ts; which names hold a secret, secret-names.ts; what a value next to
+// such a name is (a placeholder, code, a secret), secret-values.ts.
 //
 // Every pattern is a plain scan with bounded repetitions (no nested quantifiers), and none re-reads a
 // long window at every place it may start (the JWT rule consumes what it scanned), so the work is
 // linear in the text's length whatever it holds (tests/redact.test.ts times hostile texts).
 
-import { isCode, isPlaceholder, LOOKBACK, looksRandom, secretName, valueInContext } from "./secret-values.ts";
+import { RULES } from "./secret-rules.ts";
+import { passwordName, secretName } from "./secret-names.ts";
+import { LOOKBACK } from "./secret-values.ts";
 
 export const SECRET_KINDS = [
   "private_key",
@@ -45,139 +49,15 @@ export interface Redaction {
 export const marker = (kind: SecretKind) => `[REDACTED:${kind}]`;
 const MARKER_RE = /\[REDACTED:[a-z_]{1,40}\]/g;
 
-interface Rule {
-  kind: SecretKind | ((secret: string, match: string) => SecretKind);
-  re: RegExp;
-  /** The capture groups that may hold the secret, the first one set wins (the rest of the match is kept); none: the whole match. */
-  group?: number[];
-  /** Extra check on the secret (look-alikes that pass the pattern). */
-  accept?: (secret: string, match: RegExpExecArray) => boolean;
-  /** A secret known by what names it (`token: …`, `Bearer …`, `--password …`), not by its own shape. */
-  byName?: true;
-  /** A match the text continues with one of these is no secret (a call, an index, an expansion: `str(`, `row[`, `${`). */
-  notBefore?: RegExp;
-  /** The secret without what the text before the match (its last LOOKBACK characters) says is not its own. */
-  trim?: (secret: string, match: RegExpExecArray, before: string) => string;
-}
-
-/** A JWT whose payload says role service_role is a Supabase service key: it bypasses row level security. */
-function jwtKind(token: string): SecretKind {
-  try {
-    const payload = token.split(".")[1]!.replace(/-/g, "+").replace(/_/g, "/");
-    const claims = JSON.parse(atob(payload + "=".repeat((4 - (payload.length % 4)) % 4)));
-    return claims?.role === "service_role" ? "supabase_service_role_jwt" : "jwt";
-  } catch {
-    return "jwt";
-  }
-}
-
-const mixedCase = (s: string) => /[a-z]/.test(s) && /[A-Z]/.test(s) && /[0-9]/.test(s);
-
-/** The `NAME=value` / `name: value` rule, its unquoted value of `valueChar`s, through brackets or stopping at them. */
-function assignment(valueChar: string, throughBrackets: boolean): Rule {
-  return {
-    kind: "secret_assignment",
-    re: new RegExp(
-      String
-        .raw`(["']?)(?<![A-Za-z0-9_.-])([A-Za-z_][A-Za-z0-9_.-]{0,80})\1[ \t]{0,8}(=|:)[ \t]{0,8}(?:"([^"\n]{1,512})"|'([^'\n]{1,512})'|(${valueChar}{1,512}))`,
-      "g",
-    ),
-    group: [4, 5, 6],
-    // Where the unquoted value ends, read in the text before it; the first pass also runs through
-    // brackets, the second stops at them and leaves a call, an index or an expansion alone.
-    trim: (s, m, before) => (m[6] === undefined ? s : valueInContext(s, before, m[2]!)),
-    ...(throughBrackets ? {} : { notBefore: /[([{]/ }),
-    // After `=` (.env, shells, DSNs) any value; after `:` a quoted one (JSON, YAML) or one that looks random.
-    accept: (s, m) =>
-      secretName(m[2]!) && !isPlaceholder(s) &&
-      !(m[6] !== undefined && isCode(s, /\s(?:=|:)|(?:=|:)\s/.test(m[0]))) &&
-      (m[3] === "=" || m[6] === undefined || looksRandom(s)),
-    byName: true,
-  };
-}
-
-// Order matters: what is specific first, so a key inside an assignment is named by its provider.
-const RULES: Rule[] = [
-  {
-    kind: "private_key",
-    re:
-      /-----BEGIN (?:[A-Z0-9]{1,20} ){0,4}PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END (?:[A-Z0-9]{1,20} ){0,4}PRIVATE KEY(?: BLOCK)?-----|$)/g,
-  },
-  // The header segment is consumed whether or not a payload and signature follow (then the match is
-  // kept as it is): a scan that failed would start again at the next `eyJ` inside the same run and
-  // re-read up to 4,096 characters each time (`eyJ-eyJ-…`: quadratic up to that cap).
-  {
-    kind: jwtKind,
-    re: /\beyJ[A-Za-z0-9_-]{8,4096}(?:\.eyJ[A-Za-z0-9_-]{8,8192}\.[A-Za-z0-9_-]{8,4096})?/g,
-    accept: (s) => s.includes("."),
-  },
-  { kind: "anthropic_key", re: /\bsk-ant-(?:api|admin|oat|sid)[0-9]{2}-[A-Za-z0-9_-]{20,400}/g },
-  {
-    kind: "openai_key",
-    re: /\bsk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{20,400}/g,
-    // "sk-learn-compatible-estimators" is prose: a key mixes cases and digits.
-    accept: (s) => mixedCase(s.slice(3)) && !s.startsWith("sk-ant-"),
-  },
-  { kind: "aws_access_key", re: /\b(?:AKIA|ASIA|ABIA|ACCA|AROA|AIDA|ANPA|AGPA)[A-Z0-9]{16}\b/g },
-  { kind: "gcp_api_key", re: /\bAIza[0-9A-Za-z_-]{35}\b/g },
-  { kind: "gcp_oauth_token", re: /\bya29\.[0-9A-Za-z_-]{20,2048}/g },
-  { kind: "github_token", re: /\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b/g },
-  { kind: "stripe_key", re: /\b(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,247}|whsec_[A-Za-z0-9]{20,247})\b/g },
-  { kind: "slack_token", re: /\bxox[abposr]-[A-Za-z0-9-]{10,250}/g },
-  { kind: "supabase_secret_key", re: /\bsb_secret_[A-Za-z0-9_-]{16,200}/g },
-  // scheme://user:password@host: the password only.
-  {
-    kind: "password",
-    re: /\b[a-z][a-z0-9+.-]{1,20}:\/\/[^\s:@/?#'"`[\]]{1,256}:([^\s@/'"`]{1,256})@/gi,
-    group: [1],
-    accept: (s) => !isPlaceholder(s),
-  },
-  // Authorization: Bearer <token>, Basic <credentials>.
-  {
-    kind: "bearer_token",
-    re: /\b(?:Bearer|Basic|Token)\s+([A-Za-z0-9._~+/-]{16,4096}=*)/g,
-    group: [1],
-    accept: (s) => /[0-9]/.test(s) && /[A-Za-z]/.test(s) && !isPlaceholder(s),
-    byName: true,
-  },
-  // ?access_token=…&api_key=… in URLs.
-  {
-    kind: "url_secret",
-    re:
-      /[?&](?:access_token|refresh_token|id_token|token|api_key|apikey|key|secret|client_secret|password|sig|signature|auth)=([^&\s#'"`]{6,2048})/gi,
-    group: [1],
-    accept: (s) => !isPlaceholder(s),
-  },
-  // --password=…, --token … of command lines.
-  {
-    kind: (_s, m) => (/pass/i.test(m) ? "password" : "secret_assignment"),
-    re:
-      /(?:^|\s)--?(?:password|passwd|token|api-key|apikey|secret|auth-token|access-token)(?:=|\s+)(?:"([^"\n]{1,512})"|'([^'\n]{1,512})'|([^\s'"`-][^\s'"`]{3,511}))/gi,
-    group: [1, 2, 3],
-    accept: (s, m) => !isPlaceholder(s) && !(m[3] !== undefined && isCode(s, false)),
-    byName: true,
-  },
-  // NAME=value (.env, shells, DSNs `password=…`) and name: value (YAML, JSON) for names of secrets.
-  // A password may hold brackets (generated ones often do): the unquoted value runs to a blank, a
-  // comma or a semicolon, up to a closing bracket of the code around it (valueInContext).
-  assignment(/[^\s"'`,;]/.source, true),
-  // Again, each value stopping at a bracket: an assignment inside another name's value
-  // (`config={password:S3cr3t}`), which the first pass read as part of that value. A value a
-  // bracket follows is a call, an index or an expansion (`str(`, `row[`, `${`), judged whole by the first pass.
-  assignment(/[^\s"'`,;(){}[\]]/.source, false),
-];
-
-const PASSWORD_NAME = /^(?:pg|ssh)pass(?:word)?$|(?:^|[_.-])(?:passwd|password|pwd|pass|passphrase)$/i;
-
 /**
  * What every rule's match holds, one of (a superset: case ignored): a `=` or `:` (assignments, URL
  * passwords and parameters), a key's prefix, a JWT's `eyJ`, a key block's BEGIN, an auth scheme or
- * a command line's secret word. A text without any is read once, not by every rule: a checkpoint
+ * a command line's secret word, an XML element's closing tag, PHP's `define(`. A text without any is read once, not by every rule: a checkpoint
  * of a million short strings and keys cost 1 µs each (1.9 s of the event loop for 4 MB). A rule
  * added needs its own literal here (tests/redact.test.ts runs the leak corpus through this test).
  */
 export const MAY_HOLD_SECRET =
-  /[=:]|eyJ|sk|rk_|whsec_|A(?:KIA|SIA|BIA|CCA|ROA|IDA|NPA|GPA|Iza)|ya29\.|gh[pousr]_|github_pat_|xox|sb_secret_|BEGIN|bearer|basic|token|pass|secret|api-?key|auth/i;
+  /[=:]|eyJ|sk|rk_|whsec_|A(?:KIA|SIA|BIA|CCA|ROA|IDA|NPA|GPA|Iza)|ya29\.|gh[pousr]_|github_pat_|xox|sb_secret_|BEGIN|bearer|basic|token|pass|secret|api-?key|auth|<\/|define\(/i;
 
 /**
  * How a text is read: `text` (prose, config, transcripts: every rule) or `id` (an identifier: only
@@ -199,7 +79,10 @@ export function redactSecrets(text: string, as: ReadAs = "text"): Redaction {
       const match = args[0] as string;
       const groups = args.slice(1, -2) as (string | undefined)[];
       const offset = args.at(-2) as number;
-      const exec = [match, ...groups] as unknown as RegExpExecArray;
+      const exec = Object.assign([match, ...groups], {
+        index: offset,
+        input: args.at(-1),
+      }) as unknown as RegExpExecArray;
       const found = rule.group ? rule.group.map((g) => groups[g - 1]).find((g) => g !== undefined) : match;
       const secret = found !== undefined && rule.trim
         ? rule.trim(found, exec, (args.at(-1) as string).slice(Math.max(0, offset - LOOKBACK), offset))
@@ -208,7 +91,7 @@ export function redactSecrets(text: string, as: ReadAs = "text"): Redaction {
       if (rule.notBefore?.test((args.at(-1) as string)[offset + match.length] ?? "")) return match;
       if (rule.accept && !rule.accept(secret, exec)) return match;
       let kind = typeof rule.kind === "function" ? rule.kind(secret, match) : rule.kind;
-      if (kind === "secret_assignment" && PASSWORD_NAME.test(exec[2] ?? "")) kind = "password";
+      if (kind === "secret_assignment" && rule.name && passwordName(exec[rule.name] ?? "")) kind = "password";
       counts[kind] = (counts[kind] ?? 0) + 1;
       total++;
       if (!rule.group) return marker(kind);

@@ -2,7 +2,8 @@
 // a piece of source code, which stay, or a secret; and where an unquoted value ends.
 
 // A value that stands for a secret rather than being one: `<your-key>`, `${TOKEN}`, `$TOKEN`, `***`,
-// `changeme`, `process.env.X`, … (documentation and examples keep them). Source code (a file an
+// `changeme`, `missing`, `process.env.X`, Maven's `${env.X}`, a format's `%s` or `{}`, a type's name
+// (`password: 'string'` in a schema), … (documentation and examples keep them). Source code (a file an
 // agent read, in a transcript or a checkpoint's state) assigns expressions, not secrets: a call or
 // an index on a name (`jwt.sign(payload`, `os.getenv(`, `tokens[0`), a member of a settings object
 // (`self._api_key`, `config.client_secret`, `req.body.password`), a keyword (`await getToken()`),
@@ -11,7 +12,7 @@
 // `tokens[`: letters, camel case or a dotted path), and a comparison is with a literal or a call:
 // a generated password may hold `(`, `[` or `=` anywhere (`w1eP8(_&C1…`, `=*Rc4gWc…` are secrets).
 const PLACEHOLDER =
-  /^(?:<[^>]*>|\$\{\{.*|\$[A-Za-z_][A-Za-z0-9_]*|%[A-Za-z_][A-Za-z0-9_]*%|\{\{[^}]*\}\}|[x*.#-]{3,}|\[REDACTED:[a-z_]+\]|(?:your|my|the)(?:[-_ ][a-z]+)+|(?:your|my|the)(?:api)?(?:key|token|secret|password|pass)(?:here)?|changeme|change[-_]me|example(?:[-_.][\w.-]*)?|secret|password|token|null|none|nil|undefined|true|false|required|optional|await|new|yield|typeof|lambda|function|async|(?:process\.env|Deno\.env|os\.environ)\b.*|env(?:\.|\[|\(|::).*|(?:self|this|cls|config|conf|cfg|settings|options|opts|props|params|args|kwargs|req|request|ctx|context|secrets|vars|inputs)\.[\w$.]+)$/i;
+  /^(?:<[^>]*>|\$\{\{.*|\$[A-Za-z_][A-Za-z0-9_]*|\$\{[A-Za-z_][\w-]*(?:\.[\w-]+)+\}|%[A-Za-z_][A-Za-z0-9_]*%|\{\{[^}]*\}\}|[x*.#-]{3,}|\[REDACTED:[a-z_]+\]|(?:your|my|the)(?:[-_ ][a-z]+)+|(?:your|my|the)(?:api)?(?:key|token|secret|password|pass)(?:here)?|changeme|change[-_]me|empty|missing|unset|hidden|masked|redacted|n\/a|tbd|todo|example(?:[-_.][\w.-]*)?|secret|password|token|null|none|nil|void|string|boolean|number|bigint|integer|%(?:\([\w]+\))?[sdr]|\{\w*\}|undefined|true|false|required|optional|await|new|yield|typeof|lambda|function|async|(?:process\.env|Deno\.env|os\.environ)\b.*|env(?:\.|\[|\(|::).*|(?:self|this|cls|config|conf|cfg|settings|options|opts|props|params|args|kwargs|req|request|ctx|context|secrets|vars|inputs)\.[\w$.]+)$/i;
 /** A name a call or an index is on: a dotted path, or a word of 4+ letters, lowercase first (camel case). */
 const CALLEE = String.raw`(?:[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+|[a-z_$][a-z_$]{3,}(?:[A-Z][a-z_$]+)*)[([]`;
 /** Code, case kept: a call or an index on a name, a command substitution, a comparison or an arrow. */
@@ -61,23 +62,42 @@ function balanced(value: string): boolean {
   return stack.length === 0;
 }
 
-/** Names whose value is a secret: `OPENAI_API_KEY`, `db_password`, `client_secret`, `GITHUB_TOKEN`, `SENTRY_DSN`, `PGPASSWORD`, `SSHPASS`. */
-const SECRET_NAME =
-  /^(?:pg|ssh)pass(?:word)?$|(?:^|[_.-])(?:secret|secrets|token|passwd|password|pwd|pass|passphrase|credentials?|dsn|auth|api[_-]?key|apikey|access[_-]?key|secret[_-]?key|private[_-]?key|signing[_-]?key|encryption[_-]?key|master[_-]?key|service[_-]?role[_-]?key|client[_-]?secret|[a-z0-9]+[_-]key)$/i;
-/** Key names that are not secrets although they end like one. */
-const PUBLIC_NAME =
-  /public|publishable|anon|primary|foreign|sort|cache|partition|idempotency|lookup|hash|map|object|index|unique|keyboard|hotkey|monkey|turkey|donkey|_id$|length|ttl|expir|timeout|url$|uri$|path$|file$|name$|type$|header$|count$|max|min|mode$/i;
-
-export function secretName(name: string): boolean {
-  return SECRET_NAME.test(name) && !PUBLIC_NAME.test(name);
-}
-
 export function looksRandom(value: string): boolean {
   // A quoted or unquoted value after `key: ` in prose is only taken for a secret when it looks
-  // like one: long enough, and mixing letters with digits or symbols.
+  // like one: long enough, and mixing letters with digits or symbols; not a name of code
+  // (`jwtSecret: TEST_JWT_SECRET`, `{password: hashed_password}`).
   const v = value.replace(/^["'`]|["'`]$/g, "");
-  return v.length >= 8 && /[A-Za-z]/.test(v) && /[0-9_+/=-]/.test(v) && !/\s/.test(v);
+  return v.length >= 8 && /[A-Za-z]/.test(v) && /[0-9_+/=-]/.test(v) && !/\s/.test(v) &&
+    !/^(?:[a-z]+(?:_[a-z]+)+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)$/.test(v);
 }
+
+/**
+ * A value of code's spacing (`token = …`) that reads a variable: a member path (`pageToken =
+ * response.nextPageToken`, `secret = app.config.secret`), a name ending in the same word as the
+ * name assigned (`this.apiKey = apiKey`, `self.passwd = passwd`, `token = new_token`), or the
+ * start of an arrow function's parameters or of a bracketed expression (`randomSecretKey = () =>`,
+ * `getSecret = (curve) =>`, `newKey = (): Uint8Array =>`, `secret = (await …`). A generated password holds a digit or a symbol.
+ */
+export function isVariable(value: string, name: string, spaced: boolean): boolean {
+  if (!spaced) return false;
+  const last = (s: string) => s.replace(/([a-z0-9])([A-Z])/g, "$1_$2").toLowerCase().split(/[._$]+/).at(-1);
+  return MEMBER_PATH.test(value) || /^\((?:[a-z_$][A-Za-z_$]*|(?:[a-z_$][\w$]*)?\):?)?$/.test(value) ||
+    (/^[A-Za-z_$][\w$]*$/.test(value) && last(value) === last(name));
+}
+const MEMBER_PATH = /^[a-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+$/;
+
+/**
+ * A value alone on its line after a password's name and `:` (YAML, `.properties`, a note): a secret
+ * whatever it looks like (`password: hunter2`, `POSTGRES_PASSWORD: postgres`), unless it names a
+ * type (`password: str`, `apiKey: String`, `token: Option<String>`) or a camel-case variable
+ * (`password: hashedPassword`), or it is YAML's own syntax (a block scalar `|`, an alias `*pw`, a
+ * tag `!vault`) or no word at all.
+ */
+export function plainSecret(value: string): boolean {
+  return /[A-Za-z0-9]/.test(value) && !/^(?:[|>][-+0-9]*|[*&!][\w.-]*)$/.test(value) && !TYPE_OR_VARIABLE.test(value);
+}
+const TYPE_OR_VARIABLE =
+  /^(?:[A-Z][a-z]+(?:[A-Z][a-z]+)*|[a-z]+(?:[A-Z][a-z]+)+|str|string|bytes|int|bool|boolean|number|any|unknown|object|text|[A-Za-z_][\w.]*(?:<.*>|\[\]|\?))$/;
 
 const OPENS: Record<string, string> = { ")": "(", "}": "{", "]": "[" };
 

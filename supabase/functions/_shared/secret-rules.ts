@@ -1,0 +1,234 @@
+// The secret redactor's rules (redact.ts runs them in this order): secrets known by their own
+// shape (a key's prefix, a JWT, a key block, a URL's password) and those known by what names them
+// (`DB_PASSWORD=…`, `dbPassword: "…"`, `<password>…</password>`, `--password …`, `curl -u user:…`).
+import type { SecretKind } from "./redact.ts";
+import { holdsAnyValue, NAME_END, secretName } from "./secret-names.ts";
+import { isCode, isPlaceholder, isVariable, looksRandom, plainSecret, valueInContext } from "./secret-values.ts";
+
+export interface Rule {
+  kind: SecretKind | ((secret: string, match: string) => SecretKind);
+  re: RegExp;
+  /** The capture groups that may hold the secret, the first one set wins (the rest of the match is kept); none: the whole match. */
+  group?: number[];
+  /** Extra check on the secret (look-alikes that pass the pattern); the match's `index` and `input` are set. */
+  accept?: (secret: string, match: RegExpExecArray) => boolean;
+  /** A secret known by what names it (`token: …`, `Bearer …`, `--password …`), not by its own shape. */
+  byName?: true;
+  /** The capture group of the name the secret is assigned to: a password's name makes it a `password`. */
+  name?: number;
+  /** A match the text continues with one of these is no secret (a call, an index, an expansion: `str(`, `row[`, `${`). */
+  notBefore?: RegExp;
+  /** The secret without what the text before the match (its last LOOKBACK characters) says is not its own. */
+  trim?: (secret: string, match: RegExpExecArray, before: string) => string;
+}
+
+/** A JWT whose payload says role service_role is a Supabase service key: it bypasses row level security. */
+function jwtKind(token: string): SecretKind {
+  try {
+    const payload = token.split(".")[1]!.replace(/-/g, "+").replace(/_/g, "/");
+    const claims = JSON.parse(atob(payload + "=".repeat((4 - (payload.length % 4)) % 4)));
+    return claims?.role === "service_role" ? "supabase_service_role_jwt" : "jwt";
+  } catch {
+    return "jwt";
+  }
+}
+
+const mixedCase = (s: string) => /[a-z]/.test(s) && /[A-Z]/.test(s) && /[0-9]/.test(s);
+
+/**
+ * The `NAME=value` / `name: value` rule, its unquoted value of `valueChar`s, through brackets or
+ * stopping at them. Also Go's `:=` and PHP's, Perl's and Ruby's `=>`, of a quoted value only
+ * (`password := os.Getenv("PW")`, `'password' => $request->input('password')` are code; a
+ * Makefile's upper-case `NAME := value` is read as `=`). A name starts only where one ends like a
+ * secret's (NAME_END), so another name's value is read too (`run: DB_PASSWORD=… ./deploy.sh`).
+ */
+function assignment(valueChar: string, throughBrackets: boolean): Rule {
+  return {
+    kind: "secret_assignment",
+    re: new RegExp(
+      String
+        .raw`(["']?)(?<![A-Za-z0-9_.-])([A-Za-z_][A-Za-z0-9_.-]{0,80})(?<=${NAME_END})\1[ \t]{0,8}(:=|=>|=|:)[ \t]{0,8}(?:"([^"\n]{1,512})"|'([^'\n]{1,512})'|(${valueChar}{1,512}))`,
+      "gi",
+    ),
+    group: [4, 5, 6],
+    name: 2,
+    // Where the unquoted value ends, read in the text before it; the first pass also runs through
+    // brackets, the second stops at them and leaves a call, an index or an expansion alone.
+    trim: (s, m, before) => (m[6] === undefined ? s : valueInContext(s, before, m[2]!)),
+    ...(throughBrackets ? {} : { notBefore: /[([{]/ }),
+    accept: assigned,
+    byName: true,
+  };
+}
+
+/**
+ * After `=` (.env, shells, DSNs) any value; after `:` a quoted one (JSON, YAML), one that looks
+ * random, or one alone on its line after a password's name (`password: hunter2`, plainSecret).
+ */
+function assigned(s: string, m: RegExpExecArray): boolean {
+  const [, quote, name, op] = m as unknown as string[];
+  const unquoted = m[6] !== undefined;
+  if (!secretName(name!) || isPlaceholder(s)) return false;
+  if (unquoted) {
+    const spaced = /\s(?:[:=]|=>)|[:=>]\s/.test(m[0]);
+    const next = m.input[m.index + m[0].length] ?? "";
+    // A tuple's or a list's first item (`auth=(user, pw)`), a call's first argument (`auth =
+    // HTTPBasicAuth(user, pw)`), a call on a literal (`auth=HTTPBasicAuth('u', …`).
+    const literalAround = (/^(?:[A-Za-z_$][\w$.]*)?[([{][^)\]}]*$/.test(s) && next === ",") ||
+      (/[([]$/.test(s) && /["'`]/.test(next));
+    if (isCode(s, spaced) || isVariable(s, name!, spaced) || literalAround) return false;
+    if (spaced && readsOn(m.input, m.index + m[0].length)) return false;
+  }
+  if (op === "=") return true;
+  if (op === ":=") return !unquoted || name === name!.toUpperCase();
+  if (op === "=>") return !unquoted && (quote !== "" || m.input[m.index - 1] === ":");
+  return !unquoted || looksRandom(s) ||
+    (holdsAnyValue(name!) && endsLine(m.input, m.index + m[0].length) && plainSecret(s));
+}
+
+/**
+ * An operator follows a value: an expression goes on (`usage === "sign"`, `a = b = ''`,
+ * `Whitespace + group(`, `x ?? y`). Not a word nor a dash, which prose puts after a password too
+ * (`DB_PASSWORD = hunter2 and restart`, `… - rotate it`).
+ */
+function readsOn(text: string, at: number): boolean {
+  OPERATOR_NEXT.lastIndex = at;
+  return OPERATOR_NEXT.test(text);
+}
+const OPERATOR_NEXT = /[ \t]+[+*/%&|^<>!?=]/y;
+
+/** The text ends its line at `at`: blanks, then a line break, the end or a `#` comment. */
+function endsLine(text: string, at: number): boolean {
+  LINE_END.lastIndex = at;
+  return LINE_END.test(text);
+}
+const LINE_END = /[ \t]+#|[ \t]*(?:\r?\n|$)/y;
+
+/**
+ * What precedes an option of a command line: the start, a blank, a bracket, `,` or `;`; after a
+ * quote or `=` only `--option=value` (`"--password=…"`: `"--token " + x` is no option's value).
+ */
+const OPTION_START = String.raw`(?<![^\s(\[{,;])`;
+const SECRET_OPTION = "(?:password|passwd|token|api-key|apikey|secret|auth-token|access-token)";
+const OPTION_IN_WORD = String.raw`(?<=["'=\x60])`;
+
+// Order matters: what is specific first, so a key inside an assignment is named by its provider.
+export const RULES: Rule[] = [
+  {
+    kind: "private_key",
+    re:
+      /-----BEGIN (?:[A-Z0-9]{1,20} ){0,4}PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END (?:[A-Z0-9]{1,20} ){0,4}PRIVATE KEY(?: BLOCK)?-----|$)/g,
+  },
+  // The header segment is consumed whether or not a payload and signature follow (then the match is
+  // kept as it is): a scan that failed would start again at the next `eyJ` inside the same run and
+  // re-read up to 4,096 characters each time (`eyJ-eyJ-…`: quadratic up to that cap).
+  {
+    kind: jwtKind,
+    re: /\beyJ[A-Za-z0-9_-]{8,4096}(?:\.eyJ[A-Za-z0-9_-]{8,8192}\.[A-Za-z0-9_-]{8,4096})?/g,
+    accept: (s) => s.includes("."),
+  },
+  { kind: "anthropic_key", re: /\bsk-ant-(?:api|admin|oat|sid)[0-9]{2}-[A-Za-z0-9_-]{20,400}/g },
+  {
+    kind: "openai_key",
+    re: /\bsk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{20,400}/g,
+    // "sk-learn-compatible-estimators" is prose: a key mixes cases and digits.
+    accept: (s) => mixedCase(s.slice(3)) && !s.startsWith("sk-ant-"),
+  },
+  { kind: "aws_access_key", re: /\b(?:AKIA|ASIA|ABIA|ACCA|AROA|AIDA|ANPA|AGPA)[A-Z0-9]{16}\b/g },
+  { kind: "gcp_api_key", re: /\bAIza[0-9A-Za-z_-]{35}\b/g },
+  { kind: "gcp_oauth_token", re: /\bya29\.[0-9A-Za-z_-]{20,2048}/g },
+  { kind: "github_token", re: /\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b/g },
+  { kind: "stripe_key", re: /\b(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,247}|whsec_[A-Za-z0-9]{20,247})\b/g },
+  { kind: "slack_token", re: /\bxox[abposr]-[A-Za-z0-9-]{10,250}/g },
+  { kind: "supabase_secret_key", re: /\bsb_secret_[A-Za-z0-9_-]{16,200}/g },
+  // scheme://user:password@host: the password only.
+  {
+    kind: "password",
+    re: /\b[a-z][a-z0-9+.-]{1,20}:\/\/[^\s:@/?#'"`[\]]{1,256}:([^\s@/'"`]{1,256})@/gi,
+    group: [1],
+    accept: (s) => !isPlaceholder(s),
+  },
+  // Authorization: Bearer <token>, Basic <credentials>.
+  {
+    kind: "bearer_token",
+    re: /\b(?:Bearer|Basic|Token)\s+([A-Za-z0-9._~+/-]{16,4096}=*)/g,
+    group: [1],
+    accept: (s) => /[0-9]/.test(s) && /[A-Za-z]/.test(s) && !isPlaceholder(s),
+    byName: true,
+  },
+  // ?access_token=…&api_key=… in URLs.
+  {
+    kind: "url_secret",
+    re:
+      /[?&](?:access_token|refresh_token|id_token|token|api_key|apikey|key|secret|client_secret|password|sig|signature|auth)=([^&\s#'"`]{6,2048})/gi,
+    group: [1],
+    accept: (s) => !isPlaceholder(s),
+  },
+  // --password=…, --token … of command lines, also inside brackets or quotes (`args=(--password=…)`).
+  {
+    kind: (_s, m) => (/pass/i.test(m) ? "password" : "secret_assignment"),
+    re: new RegExp(
+      String
+        .raw`(?:${OPTION_START}--?${SECRET_OPTION}(?:=|\s+(?!-))|${OPTION_IN_WORD}--?${SECRET_OPTION}=)(?:"([^"\n]{1,512})"|'([^'\n]{1,512})'|([^\s'"\x60]{4,512}))`,
+      "gi",
+    ),
+    group: [1, 2, 3],
+    trim: (s, m, before) => (m[3] === undefined ? s : valueInContext(s, before, "")),
+    accept: (s, m) => !isPlaceholder(s) && !(m[3] !== undefined && isCode(s, false)),
+    byName: true,
+  },
+  // curl -u user:password, --user user:password: the password. Not a user and a group (`docker run
+  // -u 1000:1000`, `-u www-data:www-data`: the same name twice or two numbers).
+  {
+    kind: "password",
+    re: new RegExp(
+      OPTION_START +
+        String
+          .raw`(?:-u[ \t]*|--user(?:=|[ \t]+))(?:"([^"\s:]{1,256}):([^"\n]{1,512})"|'([^'\s:]{1,256}):([^'\n]{1,512})'|([^\s"'\x60:]{1,256}):([^\s"'\x60]{1,512}))`,
+      "g",
+    ),
+    group: [2, 4, 6],
+    accept: (s, m) => {
+      const user = m[1] ?? m[3] ?? m[5];
+      return !isPlaceholder(s) && !isCode(s, false) && s !== user && !/^\d+:\d+$/.test(`${user}:${s}`);
+    },
+    byName: true,
+  },
+  // requests' auth=("user", "password"), HTTPBasicAuth('user', 'password'): a literal password.
+  {
+    kind: "password",
+    re:
+      /(?:\b[Aa]uth[ \t]*[=:][ \t]*(?:[A-Za-z_][\w.]{0,60})?|\b[A-Za-z]{0,20}(?:BasicAuth|DigestAuth))[([][ \t]*(?:"[^"\n]{0,256}"|'[^'\n]{0,256}'|[\w.$]{1,256})[ \t]*,[ \t]*(?:"([^"\n]{1,512})"|'([^'\n]{1,512})')(?=[ \t]*[)\]])/g,
+    group: [1, 2],
+    accept: (s) => !isPlaceholder(s),
+    byName: true,
+  },
+  // (The secret ends each match: the text after it is read ahead, so its place is the last.)
+  // XML: <password>…</password>, <add key="ApiKey" value="…"/>, <property name="password" value="…"/>;
+  // PHP's define('DB_PASSWORD', '…').
+  {
+    kind: "secret_assignment",
+    re: /<([A-Za-z_][\w.-]{0,80})>([^<>\n]{1,512})(?=<\/\1>)/g,
+    group: [2],
+    name: 1,
+    accept: (s, m) => secretName(m[1]!) && !isPlaceholder(s.trim()),
+    byName: true,
+  },
+  {
+    kind: "secret_assignment",
+    re:
+      /(?:<[A-Za-z][\w:.-]{0,40}[ \t]+(?:key|name)[ \t]*=[ \t]*|\bdefine\([ \t]*)(["'])([A-Za-z_][\w.:-]{0,80})\1(?:[ \t]+value[ \t]*=[ \t]*|[ \t]*,[ \t]*)(?:"([^"\n]{1,512})"|'([^'\n]{1,512})')/g,
+    group: [3, 4],
+    name: 2,
+    accept: (s, m) => secretName(m[2]!) && !isPlaceholder(s),
+    byName: true,
+  },
+  // NAME=value (.env, shells, DSNs `password=…`) and name: value (YAML, JSON) for names of secrets.
+  // A password may hold brackets (generated ones often do): the unquoted value runs to a blank, a
+  // comma or a semicolon, up to a closing bracket of the code around it (valueInContext).
+  assignment(/[^\s"'`,;]/.source, true),
+  // Again, each value stopping at a bracket: an assignment inside another name's value
+  // (`config={password:S3cr3t}`), which the first pass read as part of that value. A value a
+  // bracket follows is a call, an index or an expansion (`str(`, `row[`, `${`), judged whole by the first pass.
+  assignment(/[^\s"'`,;(){}[\]]/.source, false),
+];
