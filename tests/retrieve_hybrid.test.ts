@@ -287,7 +287,10 @@ dbTest("hybrid: a graph hit says which memory it came through", async () => {
 
 dbTest("modes: keyword and vector can be pinned; keyword mode makes no embedding call", async () => {
   const t = newTenant();
-  await seedMemories(sql, t, [{ content: "Run pnpm test --filter web before merging.", namespace: P }]);
+  const [seeded] = await seedMemories(sql, t, [{
+    content: "Run pnpm test --filter web before merging.",
+    namespace: P,
+  }]);
   let calls = 0;
   const counting: Embedder = {
     ...localEmbedder(),
@@ -300,9 +303,11 @@ dbTest("modes: keyword and vector can be pinned; keyword mode makes no embedding
   assert.equal(kw.status, 200);
   assert.equal(calls, 0);
   assert.equal(kw.body.search.mode, "keyword");
+  assert.deepEqual((kw.body.memories as Mem[]).map((m) => m.id), [seeded!.id], "keyword mode finds the memory");
   assert.ok((kw.body.memories as Mem[]).every((m) => m.signals.keyword && !m.signals.vector));
   const vec = await retrieve(t, { message: "pnpm test filter", project: "web", mode: "vector" }, counting);
   assert.equal(calls, 1);
+  assert.deepEqual((vec.body.memories as Mem[]).map((m) => m.id), [seeded!.id], "vector mode finds the memory");
   assert.ok((vec.body.memories as Mem[]).every((m) => m.signals.vector && !m.signals.keyword));
 });
 
