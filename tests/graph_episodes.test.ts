@@ -418,10 +418,13 @@ Deno.test({
     assert.equal(r.status, 201);
     assert.equal(r.body.embedding, "queued");
     assert.equal(env.fake.embeddingRequests().length, 0, "no embedding call on the request path");
-    assert.ok((await episodesOf(t, "s")).every((e) => !e.has_vector));
+    assert.deepEqual((await episodesOf(t, "s")).map((e) => e.has_vector), [false, false], "stored, not embedded yet");
     const report = await drainQueue(env.deps, { ownerId: t, workerId: "test-embed", backoffBaseMs: 0 });
     assert.deepEqual([report.done, report.jobs[0]?.kind], [1, "embed"]);
-    assert.ok((await episodesOf(t, "s")).every((e) => e.has_vector && e.embedding_model === EMBEDDING_MODEL));
+    assert.deepEqual(
+      (await episodesOf(t, "s")).map((e) => [e.has_vector, e.embedding_model]),
+      [[true, EMBEDDING_MODEL], [true, EMBEDDING_MODEL]],
+    );
     assert.equal(env.fake.embeddingRequests().length, 1, "one batched embedding call");
   } finally {
     await env.close();
