@@ -336,14 +336,19 @@ dbTest("tenants: another tenant's memories, files and contradictions never reach
     namespace: ns("shop"),
     metadata: { category: "decisions" },
   }]);
-  const res = await api.assemble(mine, {
+  const request = {
     project: "shop",
     message: "login sessions deploy checkout",
     signals: { current_file: "src/auth/login.ts", recent_errors: [ERROR], activity: "debugging" },
-  });
+  };
+  const res = await api.assemble(mine, request);
   assert.equal(res.status, 200);
   assert.deepEqual(res.body.memories.map((m: { id: string }) => m.id), [own!.id]);
   assert.ok(!res.body.context.includes("Other tenant") && !res.body.context.includes("Redis"));
+  // The same request as the other tenant finds all of it: what mine left out was there to find.
+  const theirsRes = await api.assemble(theirs, request);
+  assert.equal(theirsRes.status, 200);
+  assert.ok(theirsRes.body.context.includes("Other tenant") && theirsRes.body.context.includes("Redis"));
 });
 
 dbTest("close the pool", async () => {
