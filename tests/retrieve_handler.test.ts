@@ -196,8 +196,15 @@ dbTest("tenant isolation: another tenant's memories are never returned nor reinf
   assert.equal(svc.status, 200);
   assert.deepEqual(svc.body.memories.map((m: { id: string }) => m.id), [mine!.id]);
   await flushSearchWrites(sql);
-  const [row] = await sql`select access_count from public.devai_memories where id = ${theirs!.id}`;
-  assert.equal(row!.access_count, 0);
+  const counts = async () =>
+    (await sql<{ id: string; n: number }[]>`
+      select id, access_count as n from public.devai_memories where id in (${mine!.id}, ${theirs!.id})`)
+      .map((r) => [r.id === mine!.id ? "A's" : "B's", r.n]).sort();
+  // A's two retrievals reinforced A's memory (so a reinforcement of B's would show).
+  assert.deepEqual(await counts(), [["A's", 2], ["B's", 0]]);
+  // B's memory is there to find: B's own retrieval returns it.
+  const forB = await retrieve(b, { message: "q" });
+  assert.deepEqual(forB.body.memories.map((m: { id: string }) => m.id), [theirs!.id]);
 });
 
 dbTest("reinforcement: only injected memories; one that did not fit the budget is untouched", async () => {
