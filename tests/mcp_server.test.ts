@@ -285,7 +285,10 @@ Deno.test("mcp: no token or a bad one is a 401 with WWW-Authenticate naming the 
 
     // The SDK client cannot connect without a credential.
     const client = new Client({ name: "no-token", version: "0" });
-    await assert.rejects(client.connect(new StreamableHTTPClientTransport(new URL(url))));
+    await assert.rejects(
+      client.connect(new StreamableHTTPClientTransport(new URL(url))),
+      (err: { code?: number; message?: string }) => err.code === 401 && /missing_token/.test(err.message ?? ""),
+    );
 
     // A stateless server has no stream to open.
     const get = await fetch(url, {
