@@ -116,14 +116,15 @@ Deno.test("http e2e: every memory route through the SDK", async () => {
     assert.equal(pinned.memory.pinned, true);
     assert.equal((await memory.pin(current)).changed, false, "pin is idempotent");
     assert.equal((await memory.unpin(current)).memory.pinned, false);
+    // What the user stated or corrected never decays (priority highest), even unpinned: nothing is
+    // weak (memory_auth.test.ts shows a weak memory listed).
+    const weak = await memory.weak({ limit: 5 });
+    assert.deepEqual(weak.memories, []);
     assert.equal((await memory.confirm(current)).memory.pinned, true);
 
     const stats = await memory.stats({ top_namespaces: 5 });
     assert.equal(stats.total, 2);
     assert.equal(stats.validity.superseded, 1);
-
-    const weak = await memory.weak({ limit: 5 });
-    assert.ok(Array.isArray(weak.memories));
 
     const asJson = await memory.export("json");
     assert.equal(asJson.format, "json");
@@ -136,12 +137,12 @@ Deno.test("http e2e: every memory route through the SDK", async () => {
     // memory.query with the agent allowlist kept in the database (seed 001 §5).
     const q = await memory.query({
       agent: "supervisor",
-      query: "which tool installs packages here?",
+      query: "what is used for installs in this repository?",
       categories: ["preferences"],
       project,
     });
     assert.equal(q.agent, "supervisor");
-    assert.ok(Array.isArray(q.results));
+    assert.deepEqual(q.results.map((r) => r.id), [current], "the current preference, not the superseded one");
     await rejects(
       memory.query({ agent: "tester", query: "installs", categories: ["preferences"] }),
       403,
