@@ -12,7 +12,7 @@ import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import { userToken } from "./support/auth.ts";
 import { functionJson, type RunningServer, startTestServer } from "./support/http_server.ts";
 import { overrideSettings } from "./support/lifecycle.ts";
-import { newTenant, tenantWrites, testSql } from "./support/seed.ts";
+import { newTenant, seedMemory, tenantWrites, testSql } from "./support/seed.ts";
 
 const TOOLS = [
   "assemble_context",
@@ -211,8 +211,19 @@ Deno.test("mcp: every tool answers what the HTTP API answers for the same operat
       );
       assert.match(stats.text, /^2 memories/);
 
+      // The user's own facts never decay: a weak one is seeded, and both answers list it alone.
+      const seeding = testSql(1);
+      const weakOne = await seedMemory(seeding, tenant, {
+        content: "The staging cache is flushed every Sunday night.",
+        namespace: `devai/project/${project}/notes`,
+        priority: "low",
+        strength: 0.2,
+      }).finally(() => seeding.end());
+      const weakIds = (body: unknown) =>
+        (body as { memories: { memory: { id: string } }[] }).memories.map((w) => w.memory.id);
       const weak = await ok(client, "weak_facts", { limit: 5 });
-      assert.ok(Array.isArray(weak.data.memories));
+      assert.deepEqual(weakIds(weak.data), [weakOne.id]);
+      assert.deepEqual(weakIds((await httpJson(server, "memory/weak?limit=5", token)).body), [weakOne.id]);
 
       // memory.query as the agent the header names (coder may read commands).
       const queried = await ok(client, "query_memory", {
