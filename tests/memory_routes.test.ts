@@ -109,9 +109,22 @@ Deno.test(
   { name: "remember after the original was forgotten or superseded creates a new memory", ...opts },
   async () => {
     const t = newTenant();
-    await seedMemory(sql, t, { content: "Port is 5432", namespace: "devai/user/preferences", state: "soft_deleted" });
-    const r = await api("POST", "/memory/remember", { as: t, body: { content: "Port is 5432" } });
-    assert.equal(r.status, 201);
+    const namespace = "devai/user/preferences";
+    const [active, forgotten, superseded] = await seedMemories(sql, t, [
+      { content: "Cache TTL is 60 seconds", namespace },
+      { content: "Port is 5432", namespace, state: "soft_deleted" },
+      { content: "Logs go to stdout", namespace, is_valid: false },
+    ]);
+    const remember = (content: string) => api("POST", "/memory/remember", { as: t, body: { content } });
+    // The control: a seeded memory that is still active is found as the duplicate it is.
+    const again = await remember(active!.content);
+    assert.deepEqual([again.status, again.body.created, again.body.memory.id], [200, false, active!.id]);
+    for (const old of [forgotten!, superseded!]) {
+      const r = await remember(old.content);
+      assert.deepEqual([r.status, r.body.created], [201, true], old.content);
+      assert.notEqual(r.body.memory.id, old.id);
+      assert.equal(r.body.memory.state, "active");
+    }
   },
 );
 
