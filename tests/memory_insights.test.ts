@@ -260,9 +260,16 @@ Deno.test({
   const dir = await Deno.makeTempDir();
   try {
     await Deno.writeFile(`${dir}/export.tar`, new Uint8Array(await res.arrayBuffer()));
-    const untar = await new Deno.Command("tar", { args: ["-xf", "export.tar"], cwd: dir }).output();
+    const untar = await new Deno.Command("tar", { args: ["-xvf", "export.tar"], cwd: dir }).output();
     assert.ok(untar.success, new TextDecoder().decode(untar.stderr));
-    for (const f of asJson.body.files as { path: string; content: string }[]) {
+    const files = asJson.body.files as { path: string; content: string }[];
+    assert.equal(files.length, 2, "a file per memory");
+    assert.deepEqual(
+      new TextDecoder().decode(untar.stdout).trim().split("\n"),
+      files.map((f) => f.path),
+      "the archive holds exactly these files",
+    );
+    for (const f of files) {
       assert.equal(await Deno.readTextFile(`${dir}/${f.path}`), f.content, f.path);
     }
   } finally {
