@@ -25,7 +25,13 @@ function relativeSpecifiers(source: string): string[] {
 }
 
 Deno.test("layout: functions import only from their own folder and _shared/, never from another function", async () => {
+  // The scan sees both kinds of import it checks (else an empty offender list proves nothing).
+  assert.deepEqual(
+    relativeSpecifiers('import {\n  a,\n} from "../memory/handler.ts";\nconst m = await import("./x.ts");'),
+    ["../memory/handler.ts", "./x.ts"],
+  );
   const offenders: string[] = [];
+  let shared = 0;
   for await (const entry of Deno.readDir(FUNCTIONS)) {
     if (!entry.isDirectory) continue;
     const own = new URL(`${entry.name}/`, FUNCTIONS);
@@ -33,6 +39,7 @@ Deno.test("layout: functions import only from their own folder and _shared/, nev
     for (const file of await tsFiles(own)) {
       for (const spec of relativeSpecifiers(await Deno.readTextFile(file))) {
         const target = new URL(spec, file).href;
+        if (entry.name !== "_shared" && target.startsWith(new URL("_shared/", FUNCTIONS).href)) shared++;
         if (!allowed.some((dir) => target.startsWith(dir.href))) {
           offenders.push(`${file.href.slice(FUNCTIONS.href.length)} → ${spec}`);
         }
@@ -40,6 +47,7 @@ Deno.test("layout: functions import only from their own folder and _shared/, nev
     }
   }
   assert.deepEqual(offenders, []);
+  assert.ok(shared >= 20, `the functions' imports of _shared/ were read (${shared})`);
 });
 
 /** The function folders: every folder of supabase/functions/ but _shared (and dot folders). */
@@ -83,7 +91,9 @@ Deno.test("layout: each function has index.ts and its own deno.json, pinning wha
 
 Deno.test("layout: no file in supabase/functions/ is past 300 lines (split it by concern)", async () => {
   const long: string[] = [];
-  for (const file of await tsFiles(FUNCTIONS)) {
+  const files = await tsFiles(FUNCTIONS);
+  assert.ok(files.length >= 50, `expected the functions' files, found ${files.length}`);
+  for (const file of files) {
     const lines = (await Deno.readTextFile(file)).split("\n").length - 1;
     if (lines > 300) long.push(`${file.href.slice(FUNCTIONS.href.length)}: ${lines} lines`);
   }
