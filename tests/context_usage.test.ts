@@ -218,6 +218,8 @@ dbTest(
     const res = await api.usage(t, { session_id: "s", retrieved: [mine!.id, theirs!.id], cited: [theirs!.id] });
     assert.equal(res.status, 200);
     assert.deepEqual([res.body.recorded, res.body.cited, res.body.unknown], [1, 0, [theirs!.id]]);
+    // The control: a valid report is recorded where usageOf reads, so the nulls above and below mean nothing written.
+    assert.notEqual(await usageOf(mine!.id), null);
     assert.equal(await usageOf(theirs!.id), null);
     assert.equal(await strengthOf(theirs!.id), 1);
     assert.equal((await api.stats(other)).body.usage.reports, 0);
