@@ -252,16 +252,20 @@ Deno.test({
   const env = await writeEnv({ config: { embedding: LOCAL_EMBEDDING } as never });
   try {
     const [a, b] = [newTenant(), newTenant()];
-    await seedRealisticTenant(env.sql, a);
+    const aIds = await seedRealisticTenant(env.sql, a);
     const bIds = await seedRealisticTenant(env.sql, b);
     scriptJudge(env.fake);
     const api = memoryWithLlm(env.sql, env.config, env.llm, env.embedder);
     assert.equal((await api("POST", "/memory/consolidate", a, {})).status, 200);
-    const untouched = await env.sql<
-      { n: number }[]
-    >`select count(*)::int as n from public.devai_memories where owner_id = ${b} and is_valid`;
-    assert.equal(untouched[0]!.n, bIds.length, "tenant b's memories are untouched");
+    const valid = async (t: string) =>
+      (await env.sql<{ n: number }[]>`
+        select count(*)::int as n from public.devai_memories where owner_id = ${t} and is_valid`)[0]!.n;
+    // The control: the same memories were consolidated in tenant a, so b's staying whole means isolation.
+    assert.equal(await valid(a), 8, "tenant a's 15 memories are consolidated to 8");
+    assert.equal(aIds.length, bIds.length);
+    assert.equal(await valid(b), bIds.length, "tenant b's memories are untouched");
     const shown = judgedPairs(env.fake).flat().map(([o, n]) => [o, n].sort().join(" | "));
+    assert.ok(shown.length > 0, "the judge was asked");
     assert.equal(new Set(shown).size, shown.length, "each pair once");
   } finally {
     await env.close();
