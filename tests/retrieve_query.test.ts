@@ -230,7 +230,7 @@ dbTest("query returns are reinforced and recorded; another tenant's memories nev
   const a = newTenant();
   const b = newTenant();
   const [mine] = await seedMemories(sql, a, [m("mine", "tasks")]);
-  await seedMemories(sql, b, [m("theirs", "tasks")]);
+  const [theirs] = await seedMemories(sql, b, [m("theirs", "tasks")]);
   const res = await query(a, { agent: "executor", query: "q", thread_id: "t-9" });
   assert.deepEqual(ids(res), [mine!.id]);
   await flushSearchWrites(sql);
@@ -240,6 +240,8 @@ dbTest("query returns are reinforced and recorded; another tenant's memories nev
   assert.equal(events.length, 1);
   assert.equal(events[0]!.thread_id, "t-9");
   assert.equal(events[0]!.meta.agent, "executor");
+  // The control: B's memory is there to find, for B.
+  assert.deepEqual(ids(await query(b, { agent: "executor", query: "q" })), [theirs!.id]);
 });
 
 dbTest("query: only the memories returned within budget are reinforced", async () => {
