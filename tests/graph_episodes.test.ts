@@ -443,6 +443,12 @@ Deno.test({
     body: { content: "The storefront deploys with blue-green releases on Friday afternoons.", project: "shop" },
   });
   await seedRelation(sql, t, fact.body.memory.id, ep.body.episodes[0].id, 1, "derived_from");
+  // The control: a fact's derived_from source that is not an episode is shown as a related bullet.
+  const source = await api("POST", "/memory/remember", {
+    as: t,
+    body: { content: "Release notes are posted in the shop channel.", project: "shop" },
+  });
+  await seedRelation(sql, t, fact.body.memory.id, source.body.memory.id, 1, "derived_from");
   const retrieve = createRetrieveHandler({ sql, config: testConfig(), embedder: localEmbedder() });
   const res = await retrieve(
     new Request("http://local/memory-retrieve", {
@@ -458,7 +464,11 @@ Deno.test({
     [fact.body.memory.id],
     "the fact, not the episode that says the same",
   );
-  assert.deepEqual(body.related, []);
+  assert.deepEqual(
+    body.related.map((r: { id: string }) => r.id),
+    [source.body.memory.id],
+    "the source, not the episode",
+  );
   assert.ok(!body.block.includes(said));
 });
 
