@@ -241,10 +241,26 @@ Deno.test({
         metadata: { kind: "session_summary", session_id: s },
       })),
     );
+    // The control: the same pair without the summary mark is an exact restatement, merged by the same run.
+    const twins = await seedMemories(
+      env.sql,
+      t,
+      ["s1", "s2"].map((s) => ({
+        content: "Deploys of the shop go out on Friday mornings after the staging soak.",
+        namespace: "devai/project/shop/sessions",
+        memory_type: "episodic" as const,
+        source: "compaction",
+        metadata: { session_id: s },
+      })),
+    );
     const res = await memoryWithLlm(env.sql, env.config, undefined, env.embedder)("POST", "/memory/consolidate", t, {});
-    assert.equal(res.body.deduped, 0);
-    const valid = await env.sql`select id from public.devai_memories where owner_id = ${t} and is_valid`;
-    assert.equal(valid.length, rows.length);
+    assert.equal(res.body.deduped, 1, "only the unmarked pair");
+    const valid = await env.sql<
+      { id: string }[]
+    >`select id from public.devai_memories where owner_id = ${t} and is_valid`;
+    const validIds = valid.map((v) => v.id);
+    assert.equal(rows.filter((r) => validIds.includes(r.id)).length, 2, "both summaries are still valid");
+    assert.equal(twins.filter((r) => validIds.includes(r.id)).length, 1, "one of the twins is merged away");
   } finally {
     await env.close();
   }
