@@ -255,6 +255,9 @@ Deno.test("dedup: user-stated memories are never deleted or rewritten by the LLM
     env.fake.onChat("Fridays", reply.json({ action: "NOOP", target: 0 }));
     await enqueue(env, tenant, [candidate(a), candidate(b, { source: "user_stated", priority: "highest" })]);
     await drainAll(env.deps, tenant);
+    // The control: the model was asked about both candidates (and answered DELETE and NOOP).
+    const asked = env.fake.chatRequests().map((q) => JSON.stringify(q.body));
+    assert.deepEqual([a, b].map((c) => asked.filter((p) => p.includes(c)).length), [1, 1], "one judgement each");
     const mems = await memoriesOf(env.sql, tenant);
     assert.ok(mems.find((m) => m.id === old.id)!.is_valid, "user-stated memory untouched");
     assert.ok(mems.some((m) => m.content === a && m.is_valid), "DELETE of a protected memory became ADD");
