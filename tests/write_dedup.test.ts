@@ -439,6 +439,7 @@ Deno.test("dedup: a target index beyond the neighbours shown (a weaker search hi
     );
     await enqueue(env, tenant, [candidate(text)]);
     await drainAll(env.deps, tenant);
+    assert.equal(env.fake.chatRequests().length, 1, "the judge was asked (and named the unshown index)");
     const mems = await memoriesOf(env.sql, tenant);
     assert.ok(mems.find((m) => m.id === shown.id)!.is_valid);
     assert.ok(mems.find((m) => m.id === weak.id)!.is_valid, "a memory the LLM never saw was invalidated");
@@ -459,6 +460,11 @@ Deno.test("dedup: pinned and correction memories are protected targets too", asy
       env.fake.onChat(DEDUP_MARK, reply.json({ action: "DELETE", target: 0 }));
       await enqueue(env, tenant, [candidate(text)]);
       await drainAll(env.deps, tenant);
+      assert.equal(
+        env.fake.chatRequests().length,
+        1,
+        `${JSON.stringify(extra)}: the judge was asked (and said DELETE)`,
+      );
       assert.ok((await memoriesOf(env.sql, tenant)).find((m) => m.id === old.id)!.is_valid, JSON.stringify(extra));
     }
   } finally {
