@@ -111,8 +111,10 @@ Deno.test({
     assert.equal(run!.pairs_checked, r.pairs_checked);
     const jobs = await env.sql<{ kind: string }[]>`select kind from public.memory_jobs where owner_id = ${t}`;
     assert.deepEqual(jobs.map((j) => j.kind), ["insight"]);
-    // The model never saw an id.
-    assert.ok(!JSON.stringify(env.fake.chatRequests().map((q) => q.body.messages)).match(/[0-9a-f]{8}-[0-9a-f]{4}-/));
+    // The model never saw an id, in prompts that do show it the memories.
+    const shown = JSON.stringify(env.fake.chatRequests().map((q) => q.body.messages));
+    assert.ok(shown.includes("CI runs on Node 20."), "the prompts carry the memories' text");
+    assert.ok(!shown.match(/[0-9a-f]{8}-[0-9a-f]{4}-/));
   } finally {
     await env.close();
   }
