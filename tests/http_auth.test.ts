@@ -156,6 +156,9 @@ Deno.test("http auth: the gateway and the handlers refuse bad callers with the d
       const listA = await call(server, "memory", { token: tokenA });
       assert.equal(listA.status, 200);
       assert.deepEqual((listA.body as { memories: unknown[] }).memories, []);
+      // The control: the same list as B shows B's memory.
+      const listB = await call(server, "memory", { token: await userToken(tenantB) });
+      assert.deepEqual((listB.body as { memories: { id: string }[] }).memories.map((m) => m.id), [id]);
       // A user token naming another tenant in the header is refused.
       assertError(
         await call(server, "memory", { token: tokenA, headers: { "x-devai-tenant": tenantB } }),
