@@ -230,21 +230,44 @@ Deno.test("compact: without an LLM an extractive summary still brings the contex
   }
 });
 
-Deno.test("compact: bad input is a 4xx", async () => {
-  const env = await writeEnv();
+Deno.test("compact: bad input is a 4xx that writes nothing; the same tenant's valid request writes", async () => {
+  const env = await writeEnv({ withLlm: false });
   try {
     const handler = createHandler({ ...env.deps, kickWorker: () => Promise.resolve() });
-    const headers = await userHeaders(newTenant());
+    const tenant = newTenant();
+    const headers = await userHeaders(tenant);
+    const long = syntheticConversation(12);
     for (
       const body of [
         { session_id: "x", messages: [] },
         { session_id: "x", messages: [{ role: "assistant", tool_calls: [{ id: "1", type: "function" }] }] },
         { session_id: "x", messages: [{ role: "user", content: "hi" }], trigger_tokens: 5 },
+        // A conversation long enough to compact, with one message the schema refuses.
+        { session_id: "x", messages: [...long, { role: "robot", content: "hi" }], trigger_tokens: 30_000 },
       ]
     ) {
       const res = await handler(new Request(URL_, { method: "POST", headers, body: JSON.stringify(body) }));
-      assert.equal(res.status, 400, JSON.stringify(body));
+      assert.equal(res.status, 400, JSON.stringify(body).slice(0, 200));
     }
+    const written = async () => {
+      const [row] = await env.sql<{ summaries: number; events: number }[]>`
+        select (select count(*)::int from public.memory_session_summaries where owner_id = ${tenant}) as summaries,
+               (select count(*)::int from public.memory_events where owner_id = ${tenant}) as events`;
+      return { ...row!, jobs: (await jobsOf(env.sql, tenant)).length };
+    };
+    assert.deepEqual(await written(), { summaries: 0, events: 0, jobs: 0 });
+    // The control: the same tenant's valid request of that conversation writes its summary and event.
+    const res = await handler(
+      new Request(URL_, {
+        method: "POST",
+        headers,
+        body: JSON.stringify({ session_id: "x", messages: long, trigger_tokens: 30_000, target_chunk_tokens: 10_000 }),
+      }),
+    );
+    assert.equal((await res.json()).compacted, true);
+    const after = await written();
+    assert.equal(after.summaries, 1);
+    assert.ok(after.events >= 1, JSON.stringify(after));
   } finally {
     await env.close();
   }
