@@ -475,3 +475,81 @@ Deno.test("redactor: a value's end is read in its context, and code around secre
     ]
   ) assert.equal(redactSecrets(code).text, code, code);
 });
+
+Deno.test("redactor: secrets written slightly differently are redacted whole; code and config that name secrets stay as written", () => {
+  // Each of these stored the secret whole or in part: a string prefix the marker replaced instead of
+  // the string (`r"…"`), an escaped quote ending the value early, JSON inside a string (`curl -d
+  // "{\"password\":…}"`), a template literal, an environment variable set by index or by call, a
+  // URL with a password and no user (Redis), `-p` of the clients that take a password so.
+  const leaks: [string, string][] = [
+    ['PASSWORD = r"Xk9mP2qLw7Zr4"', 'PASSWORD = r"[REDACTED:password]"'],
+    ["password = b'Xk9mP2qLw7Zr4'", "password = b'[REDACTED:password]'"],
+    ['string password = @"Xk9mP2qLw7Zr4";', 'string password = @"[REDACTED:password]";'],
+    ['"password": "ab\\"Xk9mP2qLw7Zr4"', '"password": "[REDACTED:password]"'],
+    [
+      'curl -d "{\\"username\\":\\"me\\",\\"password\\":\\"Xk9mP2qLw7Zr4\\"}" https://x.io/login',
+      'curl -d "{\\"username\\":\\"me\\",\\"password\\":\\"[REDACTED:password]\\"}" https://x.io/login',
+    ],
+    ["const password = `Xk9mP2qLw7Zr4`;", "const password = `[REDACTED:password]`;"],
+    // A declared type between the name and `=` (TypeScript, Python, Kotlin).
+    ['const apiKey: string = "Xk9mP2qLw7Zr4";', 'const apiKey: string = "[REDACTED:secret_assignment]";'],
+    ['    db_password: Optional[str] = "Xk9mP2qLw7Zr4"', '    db_password: Optional[str] = "[REDACTED:password]"'],
+    ['os.environ["DB_PASSWORD"] = "Xk9mP2qLw7Zr4"', 'os.environ["DB_PASSWORD"] = "[REDACTED:password]"'],
+    ["$_ENV['API_TOKEN'] = 'Xk9mP2qLw7Zr4';", "$_ENV['API_TOKEN'] = '[REDACTED:secret_assignment]';"],
+    ['os.Setenv("DB_PASSWORD", "Xk9mP2qLw7Zr4")', 'os.Setenv("DB_PASSWORD", "[REDACTED:password]")'],
+    [
+      '[Environment]::SetEnvironmentVariable("STRIPE_KEY", "Xk9mP2qLw7Zr4", "User")',
+      '[Environment]::SetEnvironmentVariable("STRIPE_KEY", "[REDACTED:secret_assignment]", "User")',
+    ],
+    ["redis://:Xk9mP2qLw7Zr4@cache.internal:6379/0", "redis://:[REDACTED:password]@cache.internal:6379/0"],
+    [
+      'headers = {"Authorization": "token Xk9mP2qLw7Zr4abcd"}',
+      'headers = {"Authorization": "token [REDACTED:bearer_token]"}',
+    ],
+    [
+      "curl -H 'Authorization: token Xk9mP2qLw7Zr4abcd' https://x.io",
+      "curl -H 'Authorization: token [REDACTED:bearer_token]' https://x.io",
+    ],
+    ["mysql -u root -pXk9mP2qLw7Zr4 shop", "mysql -u root -p[REDACTED:password] shop"],
+    ["sshpass -p 'Xk9mP2qLw7Zr4' ssh deploy@host", "sshpass -p '[REDACTED:password]' ssh deploy@host"],
+    ["docker login -u me -p Xk9mP2qLw7Zr4 registry.x.io", "docker login -u me -p [REDACTED:password] registry.x.io"],
+    // `-u user:password` is curl's (and its kind's), not the next command's: `rsync -u` is --update.
+    [
+      "curl -u admin:Xk9mP2qLw7 https://x && rsync -u deploy:/srv/ ./srv/",
+      "curl -u admin:[REDACTED:password] https://x && rsync -u deploy:/srv/ ./srv/",
+    ],
+  ];
+  for (const [text, want] of leaks) assert.equal(redactSecrets(text).text, want, text);
+  // Each of these was changed where nothing is secret: a validation rule (Laravel), `-u` of
+  // commands other than curl's kind (`rsync -u` is --update), WordPress's sample salt, a deploy
+  // tool's token (`#{ApiKey}#`), an auth scheme a value is built from, a variable passed under its
+  // own name, a command substitution, a heredoc, an interpolation, a user and a group.
+  for (
+    const code of [
+      "'password' => 'required|string|min:8|confirmed',",
+      "password: 'required|min:6',",
+      "rsync -u deploy:/var/www/ ./backup/",
+      "sort -u a:b c",
+      "docker run -u nobody:nogroup alpine id",
+      "define('AUTH_KEY', 'put your unique phrase here');",
+      '<add key="ApiKey" value="#{ApiKey}#" />',
+      '<add key="ApiKey" value="__ApiKey__" />',
+      'token := "Bearer " + accessToken',
+      "  api_key=api_key,",
+      'export API_KEY="$(op read op://vault/api/key)"',
+      "password = <<~PW",
+      'headers = {"Authorization": f"Bearer {token}"}',
+      "const auth = `Basic ${btoa(user + ':' + pw)}`;",
+      "apiKey: `${prefix}_${id}`,",
+      "cache[token] = value",
+      "mysql -u root -p shop < dump.sql",
+      "ssh -p 2222 deploy@host",
+      'user["password"] = hashed',
+      "const q = `SELECT id FROM users WHERE password = $1`;",
+      'token = b""',
+      'api_key: str = Field(default="")',
+      "const token: string = await getToken();",
+      "Use `password=`/`pwd=` in DSNs and `?access_token=`, `&api_key=` in URLs; a bare `token:`, `secret:` or `auth:`.",
+    ]
+  ) assert.equal(redactSecrets(code).text, code, code);
+});

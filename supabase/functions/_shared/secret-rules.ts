@@ -47,14 +47,14 @@ function assignment(valueChar: string, throughBrackets: boolean): Rule {
     kind: "secret_assignment",
     re: new RegExp(
       String
-        .raw`(["']?)(?<![A-Za-z0-9_.-])([A-Za-z_][A-Za-z0-9_.-]{0,80})(?<=${NAME_END})\1[ \t]{0,8}(:=|=>|=|:)[ \t]{0,8}(?:"([^"\n]{1,512})"|'([^'\n]{1,512})'|(${valueChar}{1,512}))`,
+        .raw`((?:\\?["'])?)(?<![A-Za-z0-9_.-])([A-Za-z_][A-Za-z0-9_.-]{0,80})(?<=${NAME_END})\1(?:(?<=["'])\]|${TYPE_ANNOTATION})?[ \t]{0,8}(:=|=>|=|:)[ \t]{0,8}(?:${STRING_PREFIX}"((?:[^"\\\n]|\\.){0,512})"|${STRING_PREFIX}'((?:[^'\\\n]|\\.){0,512})'|\x60([^\x60\n]{1,512})\x60|\\"([^"\\\n]{1,512})\\"|(${valueChar}{1,512}))`,
       "gi",
     ),
-    group: [4, 5, 6],
+    group: [4, 5, 6, 7, 8],
     name: 2,
     // Where the unquoted value ends, read in the text before it; the first pass also runs through
     // brackets, the second stops at them and leaves a call, an index or an expansion alone.
-    trim: (s, m, before) => (m[6] === undefined ? s : valueInContext(s, before, m[2]!)),
+    trim: (s, m, before) => (m[8] === undefined ? s : valueInContext(s, before, m[2]!)),
     ...(throughBrackets ? {} : { notBefore: /[([{]/ }),
     accept: assigned,
     byName: true,
@@ -67,15 +67,20 @@ function assignment(valueChar: string, throughBrackets: boolean): Rule {
  */
 function assigned(s: string, m: RegExpExecArray): boolean {
   const [, quote, name, op] = m as unknown as string[];
-  const unquoted = m[6] !== undefined;
-  if (!secretName(name!) || isPlaceholder(s)) return false;
+  const unquoted = m[8] !== undefined;
+  // A variable passed under its own name (`api_key=api_key,`), an interpolation (`f"Bearer {t}"`,
+  // `` `${prefix}_${id}` ``): no literal secret.
+  if (!secretName(name!) || isPlaceholder(s) || s === name || interpolated(s, m)) return false;
   if (unquoted) {
+    // `user["password"] = hashed`: an index is code's, where a literal is quoted.
+    if (m[0][m[1]!.length * 2 + m[2]!.length] === "]") return false;
     const spaced = /\s(?:[:=]|=>)|[:=>]\s/.test(m[0]);
     const next = m.input[m.index + m[0].length] ?? "";
     // A tuple's or a list's first item (`auth=(user, pw)`), a call's first argument (`auth =
-    // HTTPBasicAuth(user, pw)`), a call on a literal (`auth=HTTPBasicAuth('u', …`).
+    // HTTPBasicAuth(user, pw)`), a call on a literal (`auth=HTTPBasicAuth('u', …`, `api_key =
+    // Field(default="")`).
     const literalAround = (/^(?:[A-Za-z_$][\w$.]*)?[([{][^)\]}]*$/.test(s) && next === ",") ||
-      (/[([]$/.test(s) && /["'`]/.test(next));
+      ((/[([]$/.test(s) || /^[A-Za-z_$][\w$.]*\([^)]*=$/.test(s)) && /["'`]/.test(next));
     if (isCode(s, spaced) || isVariable(s, name!, spaced) || literalAround) return false;
     if (spaced && readsOn(m.input, m.index + m[0].length)) return false;
   }
@@ -84,6 +89,27 @@ function assigned(s: string, m: RegExpExecArray): boolean {
   if (op === "=>") return !unquoted && (quote !== "" || m.input[m.index - 1] === ":");
   return !unquoted || looksRandom(s) ||
     (holdsAnyValue(name!) && endsLine(m.input, m.index + m[0].length) && plainSecret(s));
+}
+
+/** A declared type between a name and its `=` (`const apiKey: string = "…"`, `password: str = "…"`). */
+const TYPE_ANNOTATION = String
+  .raw`[ \t]{0,8}:[ \t]{0,8}[A-Za-z_][\w.]{0,40}(?:<[^<>\n]{0,40}>|\[[^\]\n]{0,40}\])?\??(?=[ \t]{1,8}=[ \t])`;
+
+/** Python's and C#'s string prefixes (`r"…"`, `b'…'`, `@"…"`): the marker replaces the string, not its prefix. */
+const STRING_PREFIX = String.raw`(?:(?<![\w$@])(?:[rbuf]{1,2}|[@$]{1,2}))?`;
+
+/**
+ * Not a literal in backticks or a formatted string: one built from variables (a template's `${…}`,
+ * an f-string's or `$"…"`'s `{…}`), or Markdown's code spans around a name.
+ */
+function interpolated(s: string, m: RegExpExecArray): boolean {
+  // Markdown's code spans are no template: `` `password=`/`pwd=` `` (a name in backticks, or a
+  // blank inside them).
+  if (m[6] !== undefined) return s.includes("${") || m.input[m.index - 1] === "\x60" || /^\s|\s$/.test(s);
+  const quoted = m[4] ?? m[5];
+  if (quoted === undefined || !/\{[^}]*\}/.test(s)) return false;
+  const open = m[0].length - s.length - 2;
+  return /(?:[fF][rR]?|[rR][fF]|\$@?|@\$)$/.test(m[0].slice(0, open));
 }
 
 /**
@@ -103,6 +129,21 @@ function endsLine(text: string, at: number): boolean {
   return LINE_END.test(text);
 }
 const LINE_END = /[ \t]+#|[ \t]*(?:\r?\n|$)/y;
+
+/**
+ * The command before `-u user:x` (on its line, after the last `;`, `&&` or `|`) is one whose `-u`
+ * takes no password (`rsync -u` is --update, `docker run -u` a user and a group, `sudo -u` a user),
+ * and no curl-like client. A `-u` of a line of its own is curl's (`curl -X POST \` then `-u …`).
+ */
+function otherCommand(line: string): boolean {
+  const own = line.slice(
+    Math.max(line.lastIndexOf("\n"), line.lastIndexOf(";"), line.lastIndexOf("&"), line.lastIndexOf("|")) + 1,
+  );
+  // The command is the segment's first word (read once, not searched for: `-u a:b` repeated stays cheap).
+  return OTHER_U.test(own) && !/\b(?:curl|wget|https?|xh|lftp|ftp)\b/.test(own);
+}
+const OTHER_U =
+  /^[ \t(\x60$]*(?:[A-Z_]+=[^\s=]*[ \t]+)*(?:docker|podman|nerdctl|kubectl|sudo|su|runuser|setpriv|chpst|rsync|sort|uniq|grep|cut|ps|git|python[\d.]*|pip\d?|top|crontab|passwd|usermod|gpg)[ \t]/;
 
 /**
  * What precedes an option of a command line: the start, a blank, a bracket, `,` or `;`; after a
@@ -141,17 +182,18 @@ export const RULES: Rule[] = [
   { kind: "stripe_key", re: /\b(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,247}|whsec_[A-Za-z0-9]{20,247})\b/g },
   { kind: "slack_token", re: /\bxox[abposr]-[A-Za-z0-9-]{10,250}/g },
   { kind: "supabase_secret_key", re: /\bsb_secret_[A-Za-z0-9_-]{16,200}/g },
-  // scheme://user:password@host: the password only.
+  // scheme://user:password@host: the password only (also with no user: `redis://:password@host`).
   {
     kind: "password",
-    re: /\b[a-z][a-z0-9+.-]{1,20}:\/\/[^\s:@/?#'"`[\]]{1,256}:([^\s@/'"`]{1,256})@/gi,
+    re: /\b[a-z][a-z0-9+.-]{1,20}:\/\/[^\s:@/?#'"`[\]]{0,256}:([^\s@/'"`]{1,256})@/gi,
     group: [1],
     accept: (s) => !isPlaceholder(s),
   },
-  // Authorization: Bearer <token>, Basic <credentials>.
+  // Authorization: Bearer <token>, Basic <credentials> (lower case after `Authorization:`, GitHub's `token …`).
   {
     kind: "bearer_token",
-    re: /\b(?:Bearer|Basic|Token)\s+([A-Za-z0-9._~+/-]{16,4096}=*)/g,
+    re:
+      /\b(?:Bearer|Basic|Token|(?<=[Aa]uthorization["']?:[ \t]{0,4}["']?)(?:bearer|basic|token))\s+([A-Za-z0-9._~+/-]{16,4096}=*)/g,
     group: [1],
     accept: (s) => /[0-9]/.test(s) && /[A-Za-z]/.test(s) && !isPlaceholder(s),
     byName: true,
@@ -190,8 +232,19 @@ export const RULES: Rule[] = [
     group: [2, 4, 6],
     accept: (s, m) => {
       const user = m[1] ?? m[3] ?? m[5];
-      return !isPlaceholder(s) && !isCode(s, false) && s !== user && !/^\d+:\d+$/.test(`${user}:${s}`);
+      return !isPlaceholder(s) && !isCode(s, false) && s !== user && !/^\d+:\d+$/.test(`${user}:${s}`) &&
+        !otherCommand(m.input.slice(Math.max(0, m.index - 160), m.index));
     },
+    byName: true,
+  },
+  // mysql -pPassword (attached: `-p shop` prompts, and `shop` is the database), sshpass -p, docker
+  // login -p.
+  {
+    kind: "password",
+    re:
+      /(?:\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n|;&]{0,200}?[ \t]-p(?=\S)|\bsshpass[ \t]+-p[ \t]*|\b(?:docker|podman|nerdctl|buildah|skopeo)[ \t]+login\b[^\n|;&]{0,200}?[ \t]-p[ \t]+)(?:"([^"\n]{1,512})"|'([^'\n]{1,512})'|([^\s"'\x60]{1,512}))/g,
+    group: [1, 2, 3],
+    accept: (s) => !isPlaceholder(s) && !isCode(s, false),
     byName: true,
   },
   // requests' auth=("user", "password"), HTTPBasicAuth('user', 'password'): a literal password.
@@ -205,7 +258,7 @@ export const RULES: Rule[] = [
   },
   // (The secret ends each match: the text after it is read ahead, so its place is the last.)
   // XML: <password>…</password>, <add key="ApiKey" value="…"/>, <property name="password" value="…"/>;
-  // PHP's define('DB_PASSWORD', '…').
+  // PHP's define('DB_PASSWORD', '…'), Go's os.Setenv("DB_PASSWORD", "…"), .NET's SetEnvironmentVariable(…).
   {
     kind: "secret_assignment",
     re: /<([A-Za-z_][\w.-]{0,80})>([^<>\n]{1,512})(?=<\/\1>)/g,
@@ -217,7 +270,7 @@ export const RULES: Rule[] = [
   {
     kind: "secret_assignment",
     re:
-      /(?:<[A-Za-z][\w:.-]{0,40}[ \t]+(?:key|name)[ \t]*=[ \t]*|\bdefine\([ \t]*)(["'])([A-Za-z_][\w.:-]{0,80})\1(?:[ \t]+value[ \t]*=[ \t]*|[ \t]*,[ \t]*)(?:"([^"\n]{1,512})"|'([^'\n]{1,512})')/g,
+      /(?:<[A-Za-z][\w:.-]{0,40}[ \t]+(?:key|name)[ \t]*=[ \t]*|\b(?:define|[Ss]etenv|SetEnvironmentVariable)\([ \t]*)(["'])([A-Za-z_][\w.:-]{0,80})\1(?:[ \t]+value[ \t]*=[ \t]*|[ \t]*,[ \t]*)(?:"([^"\n]{1,512})"|'([^'\n]{1,512})')/g,
     group: [3, 4],
     name: 2,
     accept: (s, m) => secretName(m[2]!) && !isPlaceholder(s),
