@@ -599,6 +599,55 @@ Deno.test({
   }
 });
 
+Deno.test({
+  name:
+    "a repo or branch that is nothing but a secret keeps its marker (remember's metadata, a dedup lineage): with none, the memory would be project knowledge on every branch",
+  ...opts,
+}, async () => {
+  const env = await writeEnv({ withLlm: false });
+  try {
+    const t = newTenant();
+    const api = memoryApi(env.sql);
+    const r = await api("POST", "/memory/remember", {
+      as: t,
+      body: { content: "Release builds are signed on the CI runner.", project: "shop", metadata: { branch: PAT } },
+    });
+    assert.equal(r.status, 201);
+    const kick = { ...env.deps, kickWorker: () => Promise.resolve() };
+    const dedup = await createDedup(kick)(
+      new Request("http://local/functions/v1/memory-dedup", {
+        method: "POST",
+        headers: await userHeaders(t),
+        body: JSON.stringify({
+          lineage: { repo: PAT, branch: PAT },
+          candidates: [{
+            content: "The arm64 runners build the release images.",
+            type: "semantic",
+            source: "discovery",
+            priority: "high",
+            importance: 3,
+          }],
+        }),
+      }),
+    );
+    assert.equal(dedup.status, 202);
+    await drainAll(env.deps, t);
+    const rows = await env.sql<{ metadata: { repo?: string; branch?: string } }[]>`
+      select metadata from public.devai_memories where owner_id = ${t} order by created_at`;
+    const marker = "[REDACTED:github_token]";
+    assert.deepEqual(rows.map((m) => [m.metadata.repo, m.metadata.branch]), [[undefined, marker], [marker, marker]]);
+    assert.deepEqual(leaked(JSON.stringify(rows)), []);
+    // Replaced, each counted; none dropped.
+    const stats = await api("GET", "/memory/stats", { as: t });
+    assert.deepEqual(
+      [stats.body.redactions.total, stats.body.redactions.dropped, stats.body.redactions.by_writer],
+      [3, 0, { remember: 1, dedup: 2 }],
+    );
+  } finally {
+    await env.close();
+  }
+});
+
 Deno.test({ name: "an agent token's label is stored redacted", ...opts }, async () => {
   const env = await writeEnv({ withLlm: false });
   try {

@@ -47,7 +47,8 @@ export function redactStatement(content: string): Redaction {
  * branch and files: stored, in the history row, exported, shown) redacted like the statement it
  * comes with. Ids, the repo and the branch are read as ids (redact.ts ReadAs: `auth:login-bug-123`
  * is an agent's name, not an assignment); keywords and files as text. A value that is nothing but a
- * secret is dropped (a keyword from its list), the memory kept, and counted as dropped. The
+ * secret is dropped (a keyword from its list), the memory kept, and counted as dropped; but a repo
+ * or branch keeps its marker, counted as replaced (it says where the memory was recorded). The
  * category, role and commit are names and hex digits, left as they are.
  */
 export function redactMetadata<M extends Record<string, unknown>>(
@@ -59,7 +60,14 @@ export function redactMetadata<M extends Record<string, unknown>>(
   for (const [key, value] of Object.entries(metadata)) {
     const as: ReadAs = key === "keywords" || key === "files" ? "text" : "id";
     if (key === "category" || key === "role" || key === "commit") out[key] = value;
-    else if (typeof value === "string") {
+    else if (typeof value === "string" && (key === "repo" || key === "branch")) {
+      // Where the memory was recorded (context/lineage.ts): one with no branch is project knowledge
+      // on every branch, so a repo or branch that is nothing but a secret keeps its marker.
+      const r = redactSecrets(value, "id");
+      addCounts(done.counts, r.counts);
+      done.total += r.total;
+      out[key] = r.text;
+    } else if (typeof value === "string") {
       const text = tallied(done, value, as);
       if (text !== undefined) out[key] = text;
     } else if (Array.isArray(value)) out[key] = talliedList(done, value, as);
