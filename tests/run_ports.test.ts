@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort } from "./support/http.ts";
+import { FREE_PORTS, freePort } from "./support/http.ts";
 import { TEST_PORT_DEFAULTS } from "./support/ports.ts";
 
 const repo = new URL("..", import.meta.url).pathname;
@@ -52,7 +52,10 @@ Deno.test("ports: every fixed default port of the test, bench and eval runs is b
   assert.ok(fixed.length >= 12, JSON.stringify(fixed));
   for (const [name, port] of fixed) {
     assert.ok(Number.isInteger(port) && port! > 1024 && port! < EPHEMERAL_LOW, `${name}: ${port}`);
+    // freePort never hands one out (a port it draws when a file loads could be a fixed server's later).
+    assert.ok(port! < FREE_PORTS.from || port! >= FREE_PORTS.to, `${name}: ${port} is in freePort's range`);
   }
+  assert.ok(FREE_PORTS.to <= EPHEMERAL_LOW, "freePort draws below the ephemeral range");
   for (const [name, port] of Object.entries(TEST_PORT_DEFAULTS)) {
     if (name === "DEVAI_TEST_OUTAGE_PG_PORT") assert.equal(port, base + 22, "scripts/test.sh: test cluster + 22");
     else assert.equal(port, test.get(name), `${name}: tests/support/ports.ts and scripts/test.sh agree`);

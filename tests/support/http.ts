@@ -35,15 +35,23 @@ export function dbTest(name: string, fn: () => Promise<void>): void {
 }
 
 /**
- * A loopback port nothing listens on, below the kernel's ephemeral range (32768-60999): free to
- * listen on, and a connection to it is refused. A port the kernel hands out (port 0) lies in that
- * range, where an outgoing connection's local end may take it before the test's server (the pooler
- * test's PgBouncer) binds it; below the range only another listener can, and trying to listen
- * finds that out.
+ * Where freePort draws from: below the kernel's ephemeral range (32768-60999), and above the fixed
+ * ports of the test, bench and eval runs (243xx: tests/support/ports.ts, scripts/test.sh, bench.sh,
+ * eval.sh). All test files load in one process before any runs, so a port drawn at load time
+ * (transaction_pooler's PgBouncer) would otherwise be free then and taken later by the outage
+ * cluster, the replica or a PGlite server started on its fixed port.
+ */
+export const FREE_PORTS = { from: 25000, to: 32000 } as const;
+
+/**
+ * A loopback port nothing listens on, in FREE_PORTS: free to listen on, and a connection to it is
+ * refused. A port the kernel hands out (port 0) lies in the ephemeral range, where an outgoing
+ * connection's local end may take it before the test's server (the pooler test's PgBouncer) binds
+ * it; below the range only another listener can, and trying to listen finds that out.
  */
 export function freePort(): number {
   for (let attempt = 0; attempt < 100; attempt++) {
-    const port = 20000 + Math.floor(Math.random() * 12000);
+    const port = FREE_PORTS.from + Math.floor(Math.random() * (FREE_PORTS.to - FREE_PORTS.from));
     try {
       Deno.listen({ hostname: "127.0.0.1", port }).close();
       return port;
@@ -51,5 +59,5 @@ export function freePort(): number {
       if (!(error instanceof Deno.errors.AddrInUse)) throw error;
     }
   }
-  throw new Error("no free loopback port found between 20000 and 32000 in 100 tries");
+  throw new Error(`no free loopback port found between ${FREE_PORTS.from} and ${FREE_PORTS.to} in 100 tries`);
 }
