@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { createMemoryClient, MemoryApiError, type MemoryClient } from "../sdk/mod.ts";
 import { serviceToken, userToken } from "./support/auth.ts";
 import { type RunningServer, startTestServer } from "./support/http_server.ts";
-import { newTenant } from "./support/seed.ts";
+import { newTenant, seedMemory, testSql } from "./support/seed.ts";
 import { waitUntil } from "./support/wait.ts";
 
 async function withServer(
@@ -116,10 +116,20 @@ Deno.test("http e2e: every memory route through the SDK", async () => {
     assert.equal(pinned.memory.pinned, true);
     assert.equal((await memory.pin(current)).changed, false, "pin is idempotent");
     assert.equal((await memory.unpin(current)).memory.pinned, false);
-    // What the user stated or corrected never decays (priority highest), even unpinned: nothing is
-    // weak (memory_auth.test.ts shows a weak memory listed).
+    // What the user stated or corrected never decays (priority highest), even unpinned: nothing is weak.
     const weak = await memory.weak({ limit: 5 });
     assert.deepEqual(weak.memories, []);
+    // The control: another tenant's low-priority memory that has weakened is listed by the same call.
+    const other = newTenant();
+    const seeding = testSql(1);
+    const weakOne = await seedMemory(seeding, other, {
+      content: "The staging cache is flushed every Sunday night.",
+      namespace: `devai/project/${project}/notes`,
+      priority: "low",
+      strength: 0.2,
+    }).finally(() => seeding.end());
+    const theirs = await (await userClient(server, other)).weak({ limit: 5 });
+    assert.deepEqual(theirs.memories.map((w) => w.memory.id), [weakOne.id]);
     assert.equal((await memory.confirm(current)).memory.pinned, true);
 
     const stats = await memory.stats({ top_namespaces: 5 });
