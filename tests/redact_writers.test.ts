@@ -13,6 +13,7 @@ import { userHeaders } from "./support/auth.ts";
 import { memoryApi } from "./support/memory-api.ts";
 import { newTenant, seedMemories, tenantWrites } from "./support/seed.ts";
 import { drainAll, writeEnv } from "./write_helpers.ts";
+import { waitUntil } from "./support/wait.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const KEY = "sk-proj-Zx8Kq2Lm5Np7Rt1Vw4Yb6Cd9Fg3Hj0Mn2Pq5St8Uv1Wx4Yz7Ab0Cd3Ef6Gh9Ij2Kl5";
@@ -644,6 +645,60 @@ Deno.test({
       [3, 0, { remember: 1, dedup: 2 }],
     );
   } finally {
+    await env.close();
+  }
+});
+
+Deno.test({
+  name:
+    "memory-extract: a transcript holding a secret is queued when another transaction commits between its redaction count and its coverage read",
+  ...opts,
+}, async () => {
+  const env = await writeEnv({ withLlm: false });
+  const t = newTenant();
+  const LOCK = 7_342_119;
+  // The POST's redaction event waits on a lock the test holds; meanwhile another transaction takes a
+  // newer xid and commits. A coverage read after the event then has a snapshot whose xmax is past
+  // the POST's own xid, which record_extract_part refuses (22023: the POST was a 500).
+  const fn = `public.zz_hold_redact_${t.replaceAll("-", "")}`;
+  await env.sql.unsafe(`
+    create function ${fn}() returns trigger language plpgsql as
+      $$ begin perform pg_advisory_xact_lock(${LOCK}); return null; end $$;
+    create trigger zz_hold_redact after insert on public.memory_events for each row
+      when (new.owner_id = '${t}' and new.op = 'redact') execute function ${fn}();`);
+  const holder = await env.sql.reserve();
+  try {
+    await holder`select pg_advisory_lock(${LOCK})`;
+    const kick = { ...env.deps, kickWorker: () => Promise.resolve() };
+    const posting = createExtract(kick)(
+      new Request("http://local/functions/v1/memory-extract", {
+        method: "POST",
+        headers: await userHeaders(t),
+        body: JSON.stringify({
+          session_id: "s-interleaved",
+          messages: [{ role: "user", content: `Deploys push with ${PAT}; remember the arm64 runners.` }],
+        }),
+      }),
+    );
+    await waitUntil(
+      async () =>
+        (await env.sql`
+        select 1 from pg_stat_activity
+         where wait_event_type = 'Lock' and wait_event = 'advisory' and query ilike '%insert into public.memory_events%'`)
+          .length > 0,
+      "the POST's redaction event to wait on the test's lock",
+      { pollMs: 20 },
+    );
+    await env.sql`select pg_current_xact_id()`; // a newer transaction, committed
+    await holder`select pg_advisory_unlock(${LOCK})`;
+    const res = await posting;
+    assert.equal(res.status, 202, await res.clone().text());
+    assert.equal((await res.json()).new_messages, 1);
+  } finally {
+    holder.release();
+    await env.sql.unsafe(
+      `drop trigger if exists zz_hold_redact on public.memory_events; drop function if exists ${fn}();`,
+    );
     await env.close();
   }
 });

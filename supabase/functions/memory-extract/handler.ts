@@ -83,14 +83,6 @@ export function createHandler(deps: QueueingDeps) {
       // One enqueue per session at a time, so two POSTs of a growing transcript cannot both queue
       // the same new messages (whichever order they arrive in: see next-part.ts).
       await tx`select pg_advisory_xact_lock(hashtextextended(${`devai-extract|${caller.tenantId}|${body.session_id}`}, 0))`;
-      await recordRedactions(tx, {
-        ownerId: caller.tenantId,
-        writer: "extract",
-        node: "hotpath",
-        counts: addCounts({ ...redaction.counts }, origin.counts),
-        dropped: origin.dropped,
-        threadId: body.thread_id,
-      });
       // What earlier parts of the session cover is looked up by digest (next-part.ts): a POST
       // reads what its own messages need, not the session (docs/extraction.md).
       const session = { tx, ownerId: caller.tenantId, sessionId: body.session_id };
@@ -100,6 +92,16 @@ export function createHandler(deps: QueueingDeps) {
       if (!plan) throw transcriptMismatch(body.session_id, body.after!);
       if ("historyUnknown" in plan) throw historyUnknown(body.session_id);
       if ("payloadCleared" in plan) throw payloadCleared(body.session_id);
+      // Counted after coverage is read: this write gives the transaction its xid, and the snapshot
+      // recorded with the part must not see past it (record_extract_part refuses one that does).
+      await recordRedactions(tx, {
+        ownerId: caller.tenantId,
+        writer: "extract",
+        node: "hotpath",
+        counts: addCounts({ ...redaction.counts }, origin.counts),
+        dropped: origin.dropped,
+        threadId: body.thread_id,
+      });
       // Nothing new (e.g. a shorter transcript that arrived after a longer one): the job that covers the end.
       if (plan.covered) {
         return {
