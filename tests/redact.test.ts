@@ -359,6 +359,10 @@ Deno.test("redactor: linear on hostile input (long runs of the characters the pa
     '"--password= repeated': (n) => '"--password='.repeat(n / 12),
     "define('a_key', repeated": (n) => "define('a_key', ".repeat(n / 16),
     "'pw' => repeated": (n) => "'pw' => ".repeat(n / 8),
+    ".pgpass fields repeated": (n) => "a:5432:b:c:".repeat(n / 11),
+    "<entry key=pw> then a run": (n) => '<entry key="password">' + "x".repeat(n),
+    "DB_PASSWORD= then a, run": (n) => "DB_PASSWORD=" + "a,".repeat(n / 2),
+    ";password= then a, run": (n) => ";password=" + "a,".repeat(n / 2),
   };
   const size = 256 * 1024;
   const plain = bestMs("a".repeat(size));
@@ -552,4 +556,90 @@ Deno.test("redactor: secrets written slightly differently are redacted whole; co
       "Use `password=`/`pwd=` in DSNs and `?access_token=`, `&api_key=` in URLs; a bare `token:`, `secret:` or `auth:`.",
     ]
   ) assert.equal(redactSecrets(code).text, code, code);
+});
+
+Deno.test("redactor: Go's and Rust's wrapped literals, .pgpass, setx, XML entries, Rails' secret_key_base, Perl's pairs and values holding , or ; are redacted; their look-alikes stay", () => {
+  // Each of these but Django's `SECRET_KEY` (a control for the names) stored the secret whole or in
+  // part (a value holding `,` or `;` kept what followed it).
+  const leaks: [string, string][] = [
+    ['var password string = "Xk9mP2qLw7Zr4"', 'var password string = "[REDACTED:password]"'],
+    ['let password = String::from("Xk9mP2qLw7Zr4");', 'let password = String::from("[REDACTED:password]");'],
+    ['password := []byte("Xk9mP2qLw7Zr4")', 'password := []byte("[REDACTED:password]")'],
+    ['var jwtSecret = []byte("Xk9mP2qLw7Zr4")', 'var jwtSecret = []byte("[REDACTED:secret_assignment]")'],
+    ["db.example.com:5432:shop:app:Xk9mP2qLw7Zr4", "db.example.com:5432:shop:app:[REDACTED:password]"],
+    ["localhost:5432:*:postgres:hunter2", "localhost:5432:*:postgres:[REDACTED:password]"],
+    [
+      'echo "10.0.0.5:6432:*:app:Tr0ub\\:4dor" >> ~/.pgpass',
+      'echo "10.0.0.5:6432:*:app:[REDACTED:password]" >> ~/.pgpass',
+    ],
+    [
+      "cat > ~/.pgpass <<EOF\n*:5432:app:app:hunter2\nEOF",
+      "cat > ~/.pgpass <<EOF\n*:5432:app:app:[REDACTED:password]\nEOF",
+    ],
+    ["setx OPENAI_API_KEY Xk9mP2qLw7Zr4abc", "setx OPENAI_API_KEY [REDACTED:secret_assignment]"],
+    ['setx /M DB_PASSWORD "hunter2"', 'setx /M DB_PASSWORD "[REDACTED:password]"'],
+    ['<entry key="password">hunter2</entry>', '<entry key="password">[REDACTED:password]</entry>'],
+    [
+      '<property name="hibernate.connection.password">Xk9mP2qLw7Zr4</property>',
+      '<property name="hibernate.connection.password">[REDACTED:password]</property>',
+    ],
+    ["  secret_key_base: 9f8e7d6c5b4a39281706f5e4d3c2b1a0", "  secret_key_base: [REDACTED:secret_assignment]"],
+    ["SECRET_KEY_BASE=9f8e7d6c5b4a39281706f5e4d3c2b1a0", "SECRET_KEY_BASE=[REDACTED:secret_assignment]"],
+    ["SECRET_KEY = 'django-insecure-k9m#p2q$lw7zr4x(8n)v'", "SECRET_KEY = '[REDACTED:secret_assignment]'"],
+    ["DB_PASSWORD=ab,cd;ef", "DB_PASSWORD=[REDACTED:password]"],
+    ["export DB_PASSWORD=Xk9m,P2qL;w7Zr4 # prod", "export DB_PASSWORD=[REDACTED:password] # prod"],
+    ["  password: Xk9m,P2qL;w7", "  password: [REDACTED:password]"],
+    [
+      "Server=db;User Id=app;Password=Xk9m,P2qL;Encrypt=true",
+      "Server=db;User Id=app;Password=[REDACTED:password];Encrypt=true",
+    ],
+    [
+      'my %db = (user => "app", password => "Xk9mP2qLw7Zr4");',
+      'my %db = (user => "app", password => "[REDACTED:password]");',
+    ],
+    [
+      "my %db = (\n  user     => 'app',\n  password => 'hunter2',\n);",
+      "my %db = (\n  user     => 'app',\n  password => '[REDACTED:password]',\n);",
+    ],
+    [
+      "my $ssh = Net::SSH::Perl->new($host, password => 'hunter2');",
+      "my $ssh = Net::SSH::Perl->new($host, password => '[REDACTED:password]');",
+    ],
+  ];
+  for (const [text, want] of leaks) assert.equal(redactSecrets(text).text, want, text);
+  // Code and text that read the same: JavaScript's arrows (a bare parameter returning a literal),
+  // C#'s and Rust's match arms, a conversion of a variable, Go's declaration, setx of a public name or a
+  // variable, an XML entry holding a placeholder, grep's and a compiler's `file:line:col:…`, a time,
+  // keyword arguments and SQL with commas, a regular expression, prose after a comma.
+  for (
+    const code of [
+      'const f = password => "x";',
+      '.then(password => "hashed")',
+      'const check = (password) => "ok";',
+      'items.map(token => "Bearer " + token)',
+      '    CredentialType.Token => "Access token",',
+      '    Kind::Token => "access token",',
+      "password := []byte(input)",
+      "let password = String::from(input);",
+      "var password string",
+      'setx PATH "%PATH%;C:\\bin"',
+      "setx API_TOKEN %API_TOKEN%",
+      '<entry key="password">${db.password}</entry>',
+      '<entry key="username">admin</entry>',
+      '  secret_key_base: <%= ENV["SECRET_KEY_BASE"] %>',
+      "main.go:12:5:error:unused",
+      "config.yml:12:db:user:pass",
+      "12:30:45:00:01",
+      "def __init__(self, host, port=NNTP_PORT, user=None, password=None,",
+      "f(password=pw,user=u)",
+      "const TOKEN_RE = /[\\p{L}_@./:#$+<>,-]+/gu;",
+      "password: hunter2, and rotate it",
+    ]
+  ) assert.equal(redactSecrets(code).text, code, code);
+  // What follows a value's separator is not its own: another assignment, prose's punctuation.
+  assert.equal(redactSecrets("token=Xk9mP2qL,user=app").text, "token=[REDACTED:secret_assignment],user=app");
+  assert.equal(
+    redactSecrets("DB_PASSWORD=Xk9mP2qL, then restart").text,
+    "DB_PASSWORD=[REDACTED:password], then restart",
+  );
 });

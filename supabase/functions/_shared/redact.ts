@@ -4,8 +4,9 @@
 // through redactSecrets before storing it or sending it to a model: each secret becomes
 // `[REDACTED:<kind>]`, and a text that is nothing but a secret is dropped by its writer.
 // docs/redaction.md lists what is caught and what is left alone (git SHAs, UUIDs, lockfile hashes).
-// The rules are secret-rules.ts; which names hold a secret, secret-names.ts; what a value next to
-// such a name is (a placeholder, code, a secret), secret-values.ts.
+// The rules are secret-rules.ts (commands' and files' own: secret-rules-formats.ts); which names
+// hold a secret, secret-names.ts; what a value next to such a name is (a placeholder, code, a
+// secret), secret-values.ts.
 //
 // Every pattern is a plain scan with bounded repetitions (no nested quantifiers), and none re-reads a
 // long window at every place it may start (the JWT rule consumes what it scanned), so the work is
@@ -53,13 +54,13 @@ const MARKER_RE = /\[REDACTED:[a-z_]{1,40}\]/g;
  * What every rule's match holds, one of (a superset: case ignored): a `=` or `:` (assignments, URL
  * passwords and parameters), a key's prefix, a JWT's `eyJ`, a key block's BEGIN, an auth scheme or
  * a command line's secret word, an XML element's closing tag, PHP's `define(`, `setenv(`,
- * `SetEnvironmentVariable(`, the clients whose `-p` takes a password (`mysql`, `docker login`). A
+ * `SetEnvironmentVariable(`, the clients whose `-p` takes a password (`mysql`, `docker login`), `setx`. A
  * text without any is read once, not by every rule: a checkpoint
  * of a million short strings and keys cost 1 µs each (1.9 s of the event loop for 4 MB). A rule
  * added needs its own literal here (tests/redact.test.ts runs the leak corpus through this test).
  */
 export const MAY_HOLD_SECRET =
-  /[=:]|eyJ|sk|rk_|whsec_|A(?:KIA|SIA|BIA|CCA|ROA|IDA|NPA|GPA|Iza)|ya29\.|gh[pousr]_|github_pat_|xox|sb_secret_|BEGIN|bearer|basic|token|pass|secret|api-?key|auth|<\/|define\(|setenv\(|environmentvariable\(|mysql|mariadb|login/i;
+  /[=:]|eyJ|sk|rk_|whsec_|A(?:KIA|SIA|BIA|CCA|ROA|IDA|NPA|GPA|Iza)|ya29\.|gh[pousr]_|github_pat_|xox|sb_secret_|BEGIN|bearer|basic|token|pass|secret|api-?key|auth|<\/|define\(|setenv\(|environmentvariable\(|mysql|mariadb|login|setx/i;
 
 /**
  * How a text is read: `text` (prose, config, transcripts: every rule) or `id` (an identifier: only
@@ -98,7 +99,8 @@ export function redactSecrets(text: string, as: ReadAs = "text"): Redaction {
       total++;
       if (!rule.group) return marker(kind);
       // Keep what surrounds the secret (the name, the URL, the quotes' owner).
-      const at = match.lastIndexOf(secret);
+      // A trimmed secret is its group's start (the group ends the match: its last occurrence).
+      const at = match.lastIndexOf(found!);
       return match.slice(0, at) + marker(kind) + match.slice(at + secret.length);
     });
   }

@@ -10,9 +10,10 @@ const SECRET_NAME =
  * case (`dbPassword`, `authToken`, `clientSecret`, `AccessKey`): a password, a secret, a token, an
  * API, access, private or client key. Not a bare `token`, `secret` or `auth` (prose: "the token:
  * expired"), nor any `*Key` in camel case (`queryKey`, `storageKey`, `dataKey` name no secret).
+ * Rails' `secret_key_base` (`SECRET_KEY_BASE`, `secretKeyBase`) signs its sessions: a secret key.
  */
 const STRONG_NAME =
-  /^(?:pg|ssh)pass(?:word)?$|^(?:password|passwd|passphrase)$|[_.-](?:password|passwd|passphrase|pwd|secret|token|credentials?)$|(?:^|[_.-])(?:api|access|secret|private|signing|encryption|master|client)[_-]?(?:key|secret)$/i;
+  /^(?:pg|ssh)pass(?:word)?$|^(?:password|passwd|passphrase)$|[_.-](?:password|passwd|passphrase|pwd|secret|token|credentials?)$|(?:^|[_.-])(?:api|access|secret|private|signing|encryption|master|client)[_-]?(?:key|secret)$|(?:^|[_.-])secret[_-]?key[_-]?base$/i;
 
 const PASSWORD_NAME = /^(?:pg|ssh)pass(?:word)?$|(?:^|[_.-])(?:passwd|password|pwd|pass|passphrase)$/i;
 
@@ -55,4 +56,4 @@ export function passwordName(name: string): boolean {
  * starts at such a name, so another name's value is not read whole and passed over (`run:
  * DB_PASSWORD=hunter2 ./deploy.sh`: `run`'s value held the assignment, and it was stored).
  */
-export const NAME_END = "secrets?|token|passw(?:or)?d|pwd|pass|passphrase|credentials?|dsn|auth|key";
+export const NAME_END = "secrets?|token|passw(?:or)?d|pwd|pass|passphrase|credentials?|dsn|auth|key|key_?base";

@@ -1,9 +1,19 @@
 // The secret redactor's rules (redact.ts runs them in this order): secrets known by their own
 // shape (a key's prefix, a JWT, a key block, a URL's password) and those known by what names them
-// (`DB_PASSWORD=…`, `dbPassword: "…"`, `<password>…</password>`, `--password …`, `curl -u user:…`).
+// (`--password …`, `DB_PASSWORD=…`, `dbPassword: "…"`); those of particular commands and files
+// (`curl -u user:…`, `<password>…</password>`, `.pgpass`, `setx`) are secret-rules-formats.ts's.
 import type { SecretKind } from "./redact.ts";
 import { holdsAnyValue, NAME_END, secretName } from "./secret-names.ts";
-import { isCode, isPlaceholder, isVariable, looksRandom, plainSecret, valueInContext } from "./secret-values.ts";
+import {
+  isCode,
+  isPlaceholder,
+  isVariable,
+  LOOKBACK,
+  looksRandom,
+  plainSecret,
+  valueInContext,
+} from "./secret-values.ts";
+import { endsLine, FORMAT_RULES, OPTION_START } from "./secret-rules-formats.ts";
 
 export interface Rule {
   kind: SecretKind | ((secret: string, match: string) => SecretKind);
@@ -47,7 +57,7 @@ function assignment(valueChar: string, throughBrackets: boolean): Rule {
     kind: "secret_assignment",
     re: new RegExp(
       String
-        .raw`((?:\\?["'])?)(?<![A-Za-z0-9_.-])([A-Za-z_][A-Za-z0-9_.-]{0,80})(?<=${NAME_END})\1(?:(?<=["'])\]|${TYPE_ANNOTATION})?[ \t]{0,8}(:=|=>|=|:)[ \t]{0,8}(?:${STRING_PREFIX}"((?:[^"\\\n]|\\.){0,512})"|${STRING_PREFIX}'((?:[^'\\\n]|\\.){0,512})'|\x60([^\x60\n]{1,512})\x60|\\"([^"\\\n]{1,512})\\"|(${valueChar}{1,512}))`,
+        .raw`((?:\\?["'])?)(?<![A-Za-z0-9_.-])([A-Za-z_][A-Za-z0-9_.-]{0,80})(?<=${NAME_END})\1(?:(?<=["'])\]|${TYPE_ANNOTATION})?[ \t]{0,8}(:=|=>|=|:)[ \t]{0,8}(?:${WRAPPED}${STRING_PREFIX}"((?:[^"\\\n]|\\.){0,512})"|${WRAPPED}${STRING_PREFIX}'((?:[^'\\\n]|\\.){0,512})'|\x60([^\x60\n]{1,512})\x60|\\"([^"\\\n]{1,512})\\"|(${valueChar}{1,512}))`,
       "gi",
     ),
     group: [4, 5, 6, 7, 8],
@@ -86,14 +96,41 @@ function assigned(s: string, m: RegExpExecArray): boolean {
   }
   if (op === "=") return true;
   if (op === ":=") return !unquoted || name === name!.toUpperCase();
-  if (op === "=>") return !unquoted && (quote !== "" || m.input[m.index - 1] === ":");
+  // Ruby's `:name =>`, not a path's `::` (Rust's match arm `Kind::Token => "access token"`).
+  if (op === "=>") return !unquoted && (quote !== "" || rubySymbol(m.input, m.index) || perlPair(m));
   return !unquoted || looksRandom(s) ||
     (holdsAnyValue(name!) && endsLine(m.input, m.index + m[0].length) && plainSecret(s));
 }
 
-/** A declared type between a name and its `=` (`const apiKey: string = "…"`, `password: str = "…"`). */
+const rubySymbol = (text: string, at: number) => text[at - 1] === ":" && text[at - 2] !== ":";
+
+/**
+ * Perl's bare `password => "…"` is a pair of a list: after another pair's `,` or alone on its line
+ * (a hash's), or first in brackets when another pair follows or the line is Perl's (`my %h = (`,
+ * `->new(`). JavaScript's arrow returning a literal reads the same (`.then(password => "x")`, `f =
+ * password => "x"`): an arrow is first in its call's brackets or after `=` (`(password) =>` is no pair).
+ */
+function perlPair(m: RegExpExecArray): boolean {
+  const line = m.input.slice(Math.max(0, m.index - LOOKBACK), m.index).split("\n").at(-1)!.trimEnd();
+  PAIR_END.lastIndex = m.index + m[0].length;
+  const end = PAIR_END.exec(m.input)?.[1];
+  // A pair's key is a lower-case word: `CredentialType.Token => "…"` is C#'s switch arm, `Token =>` Rust's.
+  if (end === undefined || !/^[a-z][a-z0-9_]*$/.test(m[2]!)) return false;
+  const prev = line.at(-1) ?? "";
+  return prev === "," || prev === "" || (/[({]/.test(prev) && (end === "," || PERL_LINE.test(line)));
+}
+const PAIR_END = /[ \t]*([,)};]|\r?\n|$)/y;
+const PERL_LINE = /->|\b(?:my|our|local)[ \t]*[%$@(]|%[A-Za-z_]\w*[ \t]*=/;
+
+/**
+ * A declared type between a name and its `=` (`const apiKey: string = "…"`, `password: str = "…"`),
+ * or Go's, without a colon (`var password string = "…"`, `var key []byte = …`).
+ */
 const TYPE_ANNOTATION = String
-  .raw`[ \t]{0,8}:[ \t]{0,8}[A-Za-z_][\w.]{0,40}(?:<[^<>\n]{0,40}>|\[[^\]\n]{0,40}\])?\??(?=[ \t]{1,8}=[ \t])`;
+  .raw`(?:[ \t]{0,8}:[ \t]{0,8}[A-Za-z_][\w.]{0,40}(?:<[^<>\n]{0,40}>|\[[^\]\n]{0,40}\])?\??|[ \t]{1,8}(?:string|\[\]byte))(?=[ \t]{1,8}=[ \t])`;
+
+/** A conversion the literal is wrapped in (Rust's `String::from("…")`, Go's `[]byte("…")`): the string is the secret. */
+const WRAPPED = String.raw`(?:(?:String::from|\[\]byte)\([ \t]{0,4})?`;
 
 /** Python's and C#'s string prefixes (`r"…"`, `b'…'`, `@"…"`): the marker replaces the string, not its prefix. */
 const STRING_PREFIX = String.raw`(?:(?<![\w$@])(?:[rbuf]{1,2}|[@$]{1,2}))?`;
@@ -123,33 +160,7 @@ function readsOn(text: string, at: number): boolean {
 }
 const OPERATOR_NEXT = /[ \t]+[+*/%&|^<>!?=]/y;
 
-/** The text ends its line at `at`: blanks, then a line break, the end or a `#` comment. */
-function endsLine(text: string, at: number): boolean {
-  LINE_END.lastIndex = at;
-  return LINE_END.test(text);
-}
-const LINE_END = /[ \t]+#|[ \t]*(?:\r?\n|$)/y;
-
-/**
- * The command before `-u user:x` (on its line, after the last `;`, `&&` or `|`) is one whose `-u`
- * takes no password (`rsync -u` is --update, `docker run -u` a user and a group, `sudo -u` a user),
- * and no curl-like client. A `-u` of a line of its own is curl's (`curl -X POST \` then `-u …`).
- */
-function otherCommand(line: string): boolean {
-  const own = line.slice(
-    Math.max(line.lastIndexOf("\n"), line.lastIndexOf(";"), line.lastIndexOf("&"), line.lastIndexOf("|")) + 1,
-  );
-  // The command is the segment's first word (read once, not searched for: `-u a:b` repeated stays cheap).
-  return OTHER_U.test(own) && !/\b(?:curl|wget|https?|xh|lftp|ftp)\b/.test(own);
-}
-const OTHER_U =
-  /^[ \t(\x60$]*(?:[A-Z_]+=[^\s=]*[ \t]+)*(?:docker|podman|nerdctl|kubectl|sudo|su|runuser|setpriv|chpst|rsync|sort|uniq|grep|cut|ps|git|python[\d.]*|pip\d?|top|crontab|passwd|usermod|gpg)[ \t]/;
-
-/**
- * What precedes an option of a command line: the start, a blank, a bracket, `,` or `;`; after a
- * quote or `=` only `--option=value` (`"--password=…"`: `"--token " + x` is no option's value).
- */
-const OPTION_START = String.raw`(?<![^\s(\[{,;])`;
+/** Option names of secrets; after a quote or `=` only `--option=value` (`"--token " + x` is no option's value). */
 const SECRET_OPTION = "(?:password|passwd|token|api-key|apikey|secret|auth-token|access-token)";
 const OPTION_IN_WORD = String.raw`(?<=["'=\x60])`;
 
@@ -219,63 +230,8 @@ export const RULES: Rule[] = [
     accept: (s, m) => !isPlaceholder(s) && !(m[3] !== undefined && isCode(s, false)),
     byName: true,
   },
-  // curl -u user:password, --user user:password: the password. Not a user and a group (`docker run
-  // -u 1000:1000`, `-u www-data:www-data`: the same name twice or two numbers).
-  {
-    kind: "password",
-    re: new RegExp(
-      OPTION_START +
-        String
-          .raw`(?:-u[ \t]*|--user(?:=|[ \t]+))(?:"([^"\s:]{1,256}):([^"\n]{1,512})"|'([^'\s:]{1,256}):([^'\n]{1,512})'|([^\s"'\x60:]{1,256}):([^\s"'\x60]{1,512}))`,
-      "g",
-    ),
-    group: [2, 4, 6],
-    accept: (s, m) => {
-      const user = m[1] ?? m[3] ?? m[5];
-      return !isPlaceholder(s) && !isCode(s, false) && s !== user && !/^\d+:\d+$/.test(`${user}:${s}`) &&
-        !otherCommand(m.input.slice(Math.max(0, m.index - 160), m.index));
-    },
-    byName: true,
-  },
-  // mysql -pPassword (attached: `-p shop` prompts, and `shop` is the database), sshpass -p, docker
-  // login -p.
-  {
-    kind: "password",
-    re:
-      /(?:\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n|;&]{0,200}?[ \t]-p(?=\S)|\bsshpass[ \t]+-p[ \t]*|\b(?:docker|podman|nerdctl|buildah|skopeo)[ \t]+login\b[^\n|;&]{0,200}?[ \t]-p[ \t]+)(?:"([^"\n]{1,512})"|'([^'\n]{1,512})'|([^\s"'\x60]{1,512}))/g,
-    group: [1, 2, 3],
-    accept: (s) => !isPlaceholder(s) && !isCode(s, false),
-    byName: true,
-  },
-  // requests' auth=("user", "password"), HTTPBasicAuth('user', 'password'): a literal password.
-  {
-    kind: "password",
-    re:
-      /(?:\b[Aa]uth[ \t]*[=:][ \t]*(?:[A-Za-z_][\w.]{0,60})?|\b[A-Za-z]{0,20}(?:BasicAuth|DigestAuth))[([][ \t]*(?:"[^"\n]{0,256}"|'[^'\n]{0,256}'|[\w.$]{1,256})[ \t]*,[ \t]*(?:"([^"\n]{1,512})"|'([^'\n]{1,512})')(?=[ \t]*[)\]])/g,
-    group: [1, 2],
-    accept: (s) => !isPlaceholder(s),
-    byName: true,
-  },
   // (The secret ends each match: the text after it is read ahead, so its place is the last.)
-  // XML: <password>…</password>, <add key="ApiKey" value="…"/>, <property name="password" value="…"/>;
-  // PHP's define('DB_PASSWORD', '…'), Go's os.Setenv("DB_PASSWORD", "…"), .NET's SetEnvironmentVariable(…).
-  {
-    kind: "secret_assignment",
-    re: /<([A-Za-z_][\w.-]{0,80})>([^<>\n]{1,512})(?=<\/\1>)/g,
-    group: [2],
-    name: 1,
-    accept: (s, m) => secretName(m[1]!) && !isPlaceholder(s.trim()),
-    byName: true,
-  },
-  {
-    kind: "secret_assignment",
-    re:
-      /(?:<[A-Za-z][\w:.-]{0,40}[ \t]+(?:key|name)[ \t]*=[ \t]*|\b(?:define|[Ss]etenv|SetEnvironmentVariable)\([ \t]*)(["'])([A-Za-z_][\w.:-]{0,80})\1(?:[ \t]+value[ \t]*=[ \t]*|[ \t]*,[ \t]*)(?:"([^"\n]{1,512})"|'([^'\n]{1,512})')/g,
-    group: [3, 4],
-    name: 2,
-    accept: (s, m) => secretName(m[2]!) && !isPlaceholder(s),
-    byName: true,
-  },
+  ...FORMAT_RULES,
   // NAME=value (.env, shells, DSNs `password=…`) and name: value (YAML, JSON) for names of secrets.
   // A password may hold brackets (generated ones often do): the unquoted value runs to a blank, a
   // comma or a semicolon, up to a closing bracket of the code around it (valueInContext).
