@@ -515,6 +515,12 @@ Deno.test("redactor: secrets written slightly differently are redacted whole; co
       "curl -H 'Authorization: token [REDACTED:bearer_token]' https://x.io",
     ],
     ["mysql -u root -pXk9mP2qLw7Zr4 shop", "mysql -u root -p[REDACTED:password] shop"],
+    [
+      "mysqldump --single-transaction -h db.internal --port=3306 -u app -p'Xk9mP2qLw7Zr4' shop",
+      "mysqldump --single-transaction -h db.internal --port=3306 -u app -p'[REDACTED:password]' shop",
+    ],
+    ["mysql -pXk9mP2qLw7Zr4", "mysql -p[REDACTED:password]"],
+    ["mysql shop -u root -pXk9mP2qLw7Zr4", "mysql shop -u root -p[REDACTED:password]"],
     ["sshpass -p 'Xk9mP2qLw7Zr4' ssh deploy@host", "sshpass -p '[REDACTED:password]' ssh deploy@host"],
     ["docker login -u me -p Xk9mP2qLw7Zr4 registry.x.io", "docker login -u me -p [REDACTED:password] registry.x.io"],
     // `-u user:password` is curl's (and its kind's), not the next command's: `rsync -u` is --update.
@@ -547,6 +553,8 @@ Deno.test("redactor: secrets written slightly differently are redacted whole; co
       "apiKey: `${prefix}_${id}`,",
       "cache[token] = value",
       "mysql -u root -p shop < dump.sql",
+      "the mysql docs say -plaintext is not allowed",
+      "mysql is fine here, but -prod is where it breaks",
       "ssh -p 2222 deploy@host",
       'user["password"] = hashed',
       "const q = `SELECT id FROM users WHERE password = $1`;",
