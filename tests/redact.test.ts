@@ -651,3 +651,38 @@ Deno.test("redactor: Go's and Rust's wrapped literals, .pgpass, setx, XML entrie
     "DB_PASSWORD=[REDACTED:password], then restart",
   );
 });
+
+Deno.test("redactor (2026-11-27 outside review): mysql with quoted options or .exe, .pgpass printed or teed, Perl pairs before a comment, CRLF values are redacted; log lines shaped like .pgpass, JS arrows in calls and shell variables stay", () => {
+  // Each of these stored the secret whole (mysql's two since its rule read only unquoted options).
+  const leaks: [string, string][] = [
+    [
+      'mysql -u root -h db -P 3306 -D shop -e "select 1" -pXk9mP2qLw7Zr4',
+      'mysql -u root -h db -P 3306 -D shop -e "select 1" -p[REDACTED:password]',
+    ],
+    ["mysql.exe -u root -pXk9mP2qLw7Zr4", "mysql.exe -u root -p[REDACTED:password]"],
+    ["setx.exe DB_PASSWORD Xk9mP2qLw7Zr4", "setx.exe DB_PASSWORD [REDACTED:password]"],
+    [
+      "printf 'db:5432:*:app:Xk9mP2qLw7Zr4\\n' > ~/.pgpass",
+      "printf 'db:5432:*:app:[REDACTED:password]\\n' > ~/.pgpass",
+    ],
+    ['echo "db:5432:*:app:Xk9mP2qLw7Zr4" | tee ~/.pgpass', 'echo "db:5432:*:app:[REDACTED:password]" | tee ~/.pgpass'],
+    ['  password => "Xk9mP2qLw7Zr4" # prod', '  password => "[REDACTED:password]" # prod'],
+    ["  password: Xk9m,P2qL;w7\r", "  password: [REDACTED:password]\r"],
+  ];
+  for (const [text, want] of leaks) assert.equal(redactSecrets(text).text, want, text);
+  for (
+    const code of [
+      // A log's host:port then three fields on a web or a year's port (.pgpass is on a database's).
+      "10.0.0.12:8080:GET:/api/users:200",
+      "localhost:3000:GET:/:200",
+      "host:1234:x:y:z",
+      "Thread-1:2024:main:INFO:started",
+      "build:2024:x86_64:linux:gnu",
+      // A JavaScript arrow passed to a method with another argument after it.
+      '.then(password => "hashed", onError)',
+      // A braced variable then a separator, PowerShell's variable: no literal.
+      "DB_PASSWORD=${X},y",
+      'setx GITHUB_TOKEN "$env:GITHUB_TOKEN"',
+    ]
+  ) assert.equal(redactSecrets(code).text, code, code);
+});

@@ -37,6 +37,13 @@ const literal = (s: string) => !isPlaceholder(s) && !isCode(s, false);
 /** Another assignment after a separator: `password=hash,updated=now()`, `token=a;user=b`. */
 const ANOTHER = /[,;][ \t]*[A-Za-z_][\w.-]{0,80}=/;
 
+/**
+ * A braced variable before the first separator (`${X},y`, `%X%;y`): an expansion, no literal. Not a
+ * bare `$X,y` nor `${X:-…}`: generated passwords start with `$` (`$Lfrz,Sd4…` was kept whole), and
+ * a default may be the secret.
+ */
+const expansionFirst = (s: string) => /^(?:\$\{[A-Za-z_]\w*\}|%[A-Za-z_]\w*%)[,;]/.test(s);
+
 /** Another pair of a connection string follows at `at`: `;Encrypt=true`. */
 function nextPair(text: string, at: number): boolean {
   NEXT_PAIR.lastIndex = at;
@@ -44,11 +51,14 @@ function nextPair(text: string, at: number): boolean {
 }
 const NEXT_PAIR = /;[ \t]*[A-Za-z][\w ]{0,40}=/y;
 
+/** The port of a `.pgpass` line alone on its line (see its rule). */
+const DATABASE_PORT = /^(?:\*|[56]\d{3}|\d{5})$/;
+
 export function endsLine(text: string, at: number): boolean {
   LINE_END.lastIndex = at;
   return LINE_END.test(text);
 }
-const LINE_END = /[ \t]+#|[ \t]*(?:\r?\n|$)/y;
+const LINE_END = /[ \t]+#|[ \t]*\r?(?:\n|$)/y;
 
 export const FORMAT_RULES: Rule[] = [
   // curl -u user:password, --user user:password: the password. Not a user and a group (`docker run
@@ -71,12 +81,12 @@ export const FORMAT_RULES: Rule[] = [
   },
   // mysql -pPassword (attached: `-p shop` prompts, and `shop` is the database), sshpass -p, docker
   // login -p. Between mysql and its -p stand a database and options, each option with at most one
-  // value (`shop -h db -u root`): in prose ("the mysql docs say -plaintext …") a second word that is
+  // value, quoted or not (`shop -h db -u root -e "select 1"`): in prose ("the mysql docs say -plaintext …") a second word that is
   // no option comes first.
   {
     kind: "password",
     re:
-      /(?:\b(?:mysql|mysqldump|mysqladmin|mariadb)(?:[ \t]+[^\s|;&-][^\s|;&]{0,200})?(?:[ \t]+--?[\w-]{1,40}(?:=[^\s|;&]{0,200})?(?:[ \t]+[^\s|;&-][^\s|;&]{0,200})?){0,12}[ \t]+-p(?=\S)|\bsshpass[ \t]+-p[ \t]*|\b(?:docker|podman|nerdctl|buildah|skopeo)[ \t]+login\b[^\n|;&]{0,200}?[ \t]-p[ \t]+)(?:"([^"\n]{1,512})"|'([^'\n]{1,512})'|([^\s"'\x60]{1,512}))/g,
+      /(?:\b(?:mysql|mysqldump|mysqladmin|mariadb)(?:\.exe)?(?:[ \t]+[^\s|;&"'-][^\s|;&]{0,200})?(?:[ \t]+--?[\w-]{1,40}(?:=[^\s|;&]{0,200})?(?:[ \t]+(?:"[^"\n]{0,200}"|'[^'\n]{0,200}'|[^\s|;&"'-][^\s|;&]{0,200}))?){0,12}[ \t]+-p(?=\S)|\bsshpass[ \t]+-p[ \t]*|\b(?:docker|podman|nerdctl|buildah|skopeo)[ \t]+login\b[^\n|;&]{0,200}?[ \t]-p[ \t]+)(?:"([^"\n]{1,512})"|'([^'\n]{1,512})'|([^\s"'\x60]{1,512}))/g,
     group: [1, 2, 3],
     accept: (s) => !isPlaceholder(s) && !isCode(s, false),
     byName: true,
@@ -121,15 +131,17 @@ export const FORMAT_RULES: Rule[] = [
     byName: true,
   },
   // A `.pgpass` line, `host:port:database:user:password` (`\:` escapes a colon), alone on its line
-  // (a heredoc, the file shown) or echoed into the file. The host is a name, an IPv4 address or `*`,
-  // the port a number of 4 or 5 digits or `*`, the database no number: a time (`12:30:45:00:01`), a
-  // MAC address, a compiler's or grep's `main.go:12:5:…`, `/etc/passwd`'s lines are none.
+  // (a heredoc, the file shown) or echoed or printed into the file (`> ~/.pgpass`, `| tee`). The host
+  // is a name, an IPv4 address or `*`, the port a number of 4 or 5 digits or `*`, the database no
+  // number: a time (`12:30:45:00:01`), a MAC address, a compiler's or grep's `main.go:12:5:…`,
+  // `/etc/passwd`'s lines are none. Alone on its line, the port is a database's (`*`, 5xxx, 6xxx or
+  // 5 digits: 5432, 6432, 6543, 25060): a log's `10.0.0.12:8080:GET:/api:200`, `Thread-1:2024:…` stay.
   {
     kind: "password",
     re:
-      /(?:^[ \t]*|\becho[ \t]+["']?)(?:\*|[A-Za-z][\w.-]{0,253}|\d{1,3}(?:\.\d{1,3}){3}):(?:\d{4,5}|\*):(?!\d+:)(?:[^\s:\\"']|\\.){1,128}:(?:[^\s:\\"']|\\.){1,128}:((?:[^\s:\\"']|\\.){1,512})(?=["']?[ \t]*(?:>>?|\r?$))/gm,
-    group: [1],
-    accept: (s) => !isPlaceholder(s),
+      /(?:^[ \t]*|\b(?:echo|printf)[ \t]+["']?)(?:\*|[A-Za-z][\w.-]{0,253}|\d{1,3}(?:\.\d{1,3}){3}):(\d{4,5}|\*):(?!\d+:)(?:[^\s:\\"']|\\.){1,128}:(?:[^\s:\\"']|\\.){1,128}:((?:[^\s:\\"']|\\.){1,512}?)(?=(?:\\n)?["']?[ \t]*(?:>>?|\|[ \t]*tee\b|\r?$))/gm,
+    group: [2],
+    accept: (s, m) => !isPlaceholder(s) && (DATABASE_PORT.test(m[1]!) || /^(?:echo|printf)[ \t]/.test(m[0])),
     byName: true,
   },
   // Windows' `setx NAME value` (`setx /M NAME "value"`): setx sets what follows the name.
@@ -137,7 +149,7 @@ export const FORMAT_RULES: Rule[] = [
     kind: "secret_assignment",
     re: new RegExp(
       String
-        .raw`\bsetx(?:[ \t]+\/[Mm])?[ \t]+(["']?)${NAME}\1[ \t]+(?:"([^"\n]{1,512})"|'([^'\n]{1,512})'|([^\s"'\x60]{1,512}))`,
+        .raw`\bsetx(?:\.exe)?(?:[ \t]+\/[Mm])?[ \t]+(["']?)${NAME}\1[ \t]+(?:"([^"\n]{1,512})"|'([^'\n]{1,512})'|([^\s"'\x60]{1,512}))`,
       "gi",
     ),
     group: [3, 4, 5],
@@ -161,7 +173,7 @@ export const FORMAT_RULES: Rule[] = [
     name: 1,
     trim: (s) => s.replace(/[,;.]+$/, ""),
     accept: (s, m) =>
-      /[,;]/.test(s) && !ANOTHER.test(s) && secretName(m[1]!) && literal(s) &&
+      /[,;]/.test(s) && !ANOTHER.test(s) && secretName(m[1]!) && literal(s) && !expansionFirst(s) &&
       (m[2] === "=" || (holdsAnyValue(m[1]!) && endsLine(m.input, m.index + m[0].length))),
     byName: true,
   },
@@ -180,7 +192,7 @@ export const FORMAT_RULES: Rule[] = [
     name: 1,
     trim: (s) => s.replace(/,+$/, ""),
     accept: (s, m) =>
-      s.includes(",") && !ANOTHER.test(s) && secretName(m[1]!) && literal(s) &&
+      s.includes(",") && !ANOTHER.test(s) && secretName(m[1]!) && literal(s) && !expansionFirst(s) &&
       (m.input[m.index - 1] === ";" || nextPair(m.input, m.index + m[0].length)),
     byName: true,
   },

@@ -117,9 +117,12 @@ function perlPair(m: RegExpExecArray): boolean {
   // A pair's key is a lower-case word: `CredentialType.Token => "…"` is C#'s switch arm, `Token =>` Rust's.
   if (end === undefined || !/^[a-z][a-z0-9_]*$/.test(m[2]!)) return false;
   const prev = line.at(-1) ?? "";
-  return prev === "," || prev === "" || (/[({]/.test(prev) && (end === "," || PERL_LINE.test(line)));
+  // A method called with `.` is JavaScript's (`.then(password => "x", onError)`): Perl's is `->`.
+  return prev === "," || prev === "" ||
+    (/[({]/.test(prev) && ((end === "," && !/\.[\w$]+[ \t]*\($/.test(line)) || PERL_LINE.test(line)));
 }
-const PAIR_END = /[ \t]*([,)};]|\r?\n|$)/y;
+// (A `# comment` may follow a pair alone on its line.)
+const PAIR_END = /[ \t]*([,)};#]|\r?\n|$)/y;
 const PERL_LINE = /->|\b(?:my|our|local)[ \t]*[%$@(]|%[A-Za-z_]\w*[ \t]*=/;
 
 /**

@@ -1,7 +1,7 @@
 // What a value found next to a secret's name is (redact.ts's name-based rules): a placeholder or
 // a piece of source code, which stay, or a secret; and where an unquoted value ends.
 
-// A value that stands for a secret rather than being one: `<your-key>`, `${TOKEN}`, `$TOKEN`, `$1`, `***`, `…`,
+// A value that stands for a secret rather than being one: `<your-key>`, `${TOKEN}`, `$TOKEN`, PowerShell's `$env:TOKEN`, `$1`, `***`, `…`,
 // `changeme`, `missing`, `process.env.X`, Maven's `${env.X}`, a format's `%s` or `{}`, a type's name
 // (`password: 'string'` in a schema), a deploy tool's token (`#{ApiKey}#`, `__ApiKey__`), a quoted
 // command substitution (`"$(op read …)"`), a heredoc's start (`<<~PW`), an auth scheme a value is
@@ -15,7 +15,7 @@
 // `tokens[`: letters, camel case or a dotted path), and a comparison is with a literal or a call:
 // a generated password may hold `(`, `[` or `=` anywhere (`w1eP8(_&C1…`, `=*Rc4gWc…` are secrets).
 const PLACEHOLDER =
-  /^(?:<[^>]*>|\$\{\{.*|\$[A-Za-z_][A-Za-z0-9_]*|\$\d+|\$\{[A-Za-z_][\w-]*(?:\.[\w-]+)+\}|%[A-Za-z_][A-Za-z0-9_]*%|\{\{[^}]*\}\}|[x*.#-]{3,}|…+|\[REDACTED:[a-z_]+\]|(?:your|my|the)(?:[-_ ][a-z]+)+|(?:your|my|the)(?:api)?(?:key|token|secret|password|pass)(?:here)?|put[-_ ]your(?:[-_ ][a-z]+)+|#\{[^}]*\}#?|__[A-Za-z][\w.-]*__|\$\(.*\)|`.*`|<<[~-]?["']?\w+["']?|(?:bearer|basic|digest|bot|token)[ :]*|[a-z_]+(?::[^|\s]*)?(?:\|[a-z_]+(?::[^|\s]*)?)+|changeme|change[-_]me|empty|missing|unset|hidden|masked|redacted|n\/a|tbd|todo|example(?:[-_.][\w.-]*)?|secret|password|token|null|none|nil|void|string|boolean|number|bigint|integer|%(?:\([\w]+\))?[sdr]|\{\w*\}|undefined|true|false|required|optional|await|new|yield|typeof|lambda|function|async|(?:process\.env|Deno\.env|os\.environ)\b.*|env(?:\.|\[|\(|::).*|(?:self|this|cls|config|conf|cfg|settings|options|opts|props|params|args|kwargs|req|request|ctx|context|secrets|vars|inputs)\.[\w$.]+)$/i;
+  /^(?:<[^>]*>|\$\{\{.*|\$[A-Za-z_][A-Za-z0-9_]*|\$\d+|\$\{[A-Za-z_][\w-]*(?:\.[\w-]+)+\}|%[A-Za-z_][A-Za-z0-9_]*%|\$env:[A-Za-z_]\w*|\{\{[^}]*\}\}|[x*.#-]{3,}|…+|\[REDACTED:[a-z_]+\]|(?:your|my|the)(?:[-_ ][a-z]+)+|(?:your|my|the)(?:api)?(?:key|token|secret|password|pass)(?:here)?|put[-_ ]your(?:[-_ ][a-z]+)+|#\{[^}]*\}#?|__[A-Za-z][\w.-]*__|\$\(.*\)|`.*`|<<[~-]?["']?\w+["']?|(?:bearer|basic|digest|bot|token)[ :]*|[a-z_]+(?::[^|\s]*)?(?:\|[a-z_]+(?::[^|\s]*)?)+|changeme|change[-_]me|empty|missing|unset|hidden|masked|redacted|n\/a|tbd|todo|example(?:[-_.][\w.-]*)?|secret|password|token|null|none|nil|void|string|boolean|number|bigint|integer|%(?:\([\w]+\))?[sdr]|\{\w*\}|undefined|true|false|required|optional|await|new|yield|typeof|lambda|function|async|(?:process\.env|Deno\.env|os\.environ)\b.*|env(?:\.|\[|\(|::).*|(?:self|this|cls|config|conf|cfg|settings|options|opts|props|params|args|kwargs|req|request|ctx|context|secrets|vars|inputs)\.[\w$.]+)$/i;
 /** A name a call or an index is on: a dotted path, or a word of 4+ letters, lowercase first (camel case). */
 const CALLEE = String.raw`(?:[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+|[a-z_$][a-z_$]{3,}(?:[A-Z][a-z_$]+)*)[([]`;
 /** Code, case kept: a call or an index on a name, a command substitution, a comparison or an arrow. */
