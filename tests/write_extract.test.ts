@@ -362,6 +362,38 @@ Deno.test("extract: a lone surrogate (a tool output cut mid-emoji) becomes U+FFF
   }
 });
 
+Deno.test("extract: a 200-character name or tool call id holding a password outgrows 200 when redacted; the job is still extracted", async () => {
+  const env = await writeEnv({ withLlm: false });
+  try {
+    const tenant = newTenant();
+    const handler = createHandler({ ...env.deps, kickWorker: () => Promise.resolve() });
+    const label = "a".repeat(183) + " password=hunter2"; // 200 characters: the most a request takes
+    const messages = [
+      { role: "user", name: label, content: "Remember that the staging database is reset nightly." },
+      {
+        role: "assistant",
+        content: null,
+        tool_calls: [{ id: label, type: "function", function: { name: label, arguments: "{}" } }],
+      },
+      { role: "tool", tool_call_id: label, content: "ok" },
+    ];
+    const res = await post(handler, tenant, { session_id: "s-long-label", messages });
+    const answer = await res.json();
+    assert.equal(res.status, 202, JSON.stringify(answer));
+    const [job] = await env.sql<{ payload: { messages: { name?: string }[] } }[]>`
+      select payload from public.memory_jobs where id = ${answer.job_id}`;
+    assert.ok(job!.payload.messages[0]!.name!.length > 200, "the stored name holds the marker");
+    assert.doesNotMatch(job!.payload.messages[0]!.name!, /hunter2/);
+    const report = await drainAll(env.deps, tenant);
+    assert.equal(report.dead + report.retried, 0, JSON.stringify(report));
+    assert.deepEqual((await memoriesOf(env.sql, tenant)).map((m) => m.content), [
+      "The staging database is reset nightly.",
+    ]);
+  } finally {
+    await env.close();
+  }
+});
+
 Deno.test("extract → worker → dedup → memory-retrieve returns the learned memory", async () => {
   const { createHandler: createRetrieve } = await import("../supabase/functions/memory-retrieve/handler.ts");
   const { hashVector } = await import("./fake_openai.ts");

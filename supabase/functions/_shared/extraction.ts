@@ -8,7 +8,7 @@
 // messages before them as `context`. The model reads the context to understand the new part but is
 // told to extract nothing from it; the rule-based extractor never sees it.
 import { z } from "zod";
-import { addUsage, ChatMessageSchema, emptyUsage, type Llm, type LlmUsage } from "./llm.ts";
+import { addUsage, emptyUsage, type Llm, type LlmUsage, StoredChatMessageSchema } from "./llm.ts";
 import { projectName, queuedCodeOrigin, sessionId, threadId } from "./schemas.ts";
 import { type Candidate, prepareCandidates, type PreparedCandidates } from "./candidates.ts";
 import {
@@ -27,9 +27,9 @@ export const CONTEXT_MESSAGES = 6;
 export const ExtractJobPayloadSchema = z.object({
   session_id: sessionId,
   /** The messages to extract from: the part of the transcript no earlier job covered. */
-  messages: z.array(ChatMessageSchema).min(1).max(1_000_000),
+  messages: z.array(StoredChatMessageSchema).min(1).max(1_000_000),
   /** Already-extracted messages just before `messages`, for context only. */
-  context: z.array(ChatMessageSchema).max(CONTEXT_MESSAGES).default([]),
+  context: z.array(StoredChatMessageSchema).max(CONTEXT_MESSAGES).default([]),
   /** Index of messages[0] in the session's transcript (0: the whole transcript). */
   offset: z.number().int().min(0).default(0),
   project: projectName.optional(),

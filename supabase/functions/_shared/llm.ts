@@ -27,26 +27,36 @@ const TextPart = z.looseObject({ type: z.literal("text"), text: NoNul });
 const OtherPart = z.looseObject({ type: z.string().min(1) });
 const Content = z.union([NoNul, z.array(z.union([TextPart, OtherPart])).max(500)]);
 
-export const ToolCallSchema = z.looseObject({
-  id: z.string().min(1).max(200),
-  type: z.literal("function"),
-  function: z.looseObject({ name: z.string().min(1).max(200), arguments: z.string() }),
-});
+/** Chat messages whose names and ids are `label` strings (their length: the two schemas below). */
+function chatMessageSchema(label: () => z.ZodString) {
+  const toolCall = z.looseObject({
+    id: label().min(1),
+    type: z.literal("function"),
+    function: z.looseObject({ name: label().min(1), arguments: z.string() }),
+  });
+  return z.discriminatedUnion("role", [
+    z.looseObject({ role: z.literal("system"), content: Content, name: label().optional() }),
+    z.looseObject({ role: z.literal("developer"), content: Content, name: label().optional() }),
+    z.looseObject({ role: z.literal("user"), content: Content, name: label().optional() }),
+    z.looseObject({
+      role: z.literal("assistant"),
+      content: Content.nullable().optional(),
+      name: label().optional(),
+      tool_calls: z.array(toolCall).max(200).optional(),
+    }).refine((m) => (m.content !== undefined && m.content !== null) || (m.tool_calls?.length ?? 0) > 0, {
+      message: "an assistant message needs content or tool_calls",
+    }),
+    z.looseObject({ role: z.literal("tool"), content: Content, tool_call_id: label().min(1) }),
+  ]);
+}
 
-export const ChatMessageSchema = z.discriminatedUnion("role", [
-  z.looseObject({ role: z.literal("system"), content: Content, name: z.string().max(200).optional() }),
-  z.looseObject({ role: z.literal("developer"), content: Content, name: z.string().max(200).optional() }),
-  z.looseObject({ role: z.literal("user"), content: Content, name: z.string().max(200).optional() }),
-  z.looseObject({
-    role: z.literal("assistant"),
-    content: Content.nullable().optional(),
-    name: z.string().max(200).optional(),
-    tool_calls: z.array(ToolCallSchema).max(200).optional(),
-  }).refine((m) => (m.content !== undefined && m.content !== null) || (m.tool_calls?.length ?? 0) > 0, {
-    message: "an assistant message needs content or tool_calls",
-  }),
-  z.looseObject({ role: z.literal("tool"), content: Content, tool_call_id: z.string().min(1).max(200) }),
-]);
+export const ChatMessageSchema = chatMessageSchema(() => z.string().max(200));
+/**
+ * A message as an extract job stores it: checked by ChatMessageSchema when sent, then redacted; a
+ * marker outgrows most secrets, so a 200-character name or id holding one is longer now. Refused,
+ * it killed its job and every later job of the session, which queue it again.
+ */
+export const StoredChatMessageSchema = chatMessageSchema(() => z.string());
 export type ChatMessage = z.infer<typeof ChatMessageSchema>;
 
 /** The most messages one request may send (memory-extract, memory-compact). */
