@@ -109,6 +109,9 @@ Deno.test("extract after: a digest the session never sent is a 409 that says to 
       { session_id: "s-409", after: { count: 4, digest: prefixDigests([...transcript(3), msg(3, "edited")])[4] } },
       { session_id: "s-409", after: { count: 5, digest: first.transcript.digest } },
       { session_id: "another-session", after: first.transcript },
+      // Past the largest position a part records: no session sent it (it was a 400 naming Postgres' integer).
+      { session_id: "s-409", after: { count: 2 ** 31, digest: first.transcript.digest } },
+      { session_id: "s-409", after: { count: Number.MAX_SAFE_INTEGER, digest: first.transcript.digest } },
     ];
     for (const c of cases) {
       const res = await post(env, tenant, { ...c, messages: transcript(2, 4) });

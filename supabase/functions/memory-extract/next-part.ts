@@ -32,6 +32,9 @@ import {
 /** How many parts a POST with `after` walks back at most to learn what precedes it. */
 export const MAX_PATH_PARTS = 32;
 
+/** The largest position a part records (a Postgres integer): a point past it is one no session sent. */
+const MAX_POSITION = 2 ** 31 - 1;
+
 /** The part to queue: transcript messages [offset, count), the digests that key and mark it. */
 export interface NextPart {
   offset: number;
@@ -88,6 +91,7 @@ export async function partAfter(
   messages: unknown[],
   maxRebuildBytes: number,
 ): Promise<PartPlan | HistoryUnknown | PayloadCleared | undefined> {
+  if (after.count > MAX_POSITION) return undefined;
   const path = await pathBack(s, after);
   if (path.length === 0) return undefined;
   // The first read: what the POST took as covered is as of its snapshot.
