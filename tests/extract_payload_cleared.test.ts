@@ -13,6 +13,8 @@ import {
   postExtract as post,
 } from "./support/extract.ts";
 import { newTenant } from "./support/seed.ts";
+import { realServerOnly } from "./support/backend.ts";
+import { waitUntil } from "./support/wait.ts";
 import { type WriteEnv, writeEnv } from "./write_helpers.ts";
 
 const point = (messages: unknown[], n: number) => ({ count: n, digest: prefixDigests(messages)[n]! });
@@ -143,3 +145,43 @@ Deno.test("extract, cleared payloads: a dead job's cleared messages are a 409 fr
     await env.close();
   }
 });
+
+Deno.test(
+  realServerOnly(
+    "extract, deleted job: `after` inside its part, deleted while the POST reads it, is the same 409 (it was a 500)",
+    "two transactions open at once (PGlite's one backend queues the deleting one behind the POST's)",
+  ),
+  async () => {
+    const env = await writeEnv({ withLlm: false });
+    const holder = await env.sql.reserve();
+    try {
+      const tenant = newTenant();
+      const sent = transcript(10);
+      const first = await post(env, tenant, { session_id: "s-deleted", messages: sent });
+      // The POST finds the part (marks and parts) and waits to read its job's payload; meanwhile an
+      // operator deletes the job, which takes the part with it.
+      await holder`begin`;
+      await holder`lock table public.memory_jobs in access exclusive mode`;
+      const posting = post(env, tenant, {
+        session_id: "s-deleted",
+        after: point(sent, 5),
+        messages: [msg(5, "other")],
+      });
+      await waitUntil(
+        async () =>
+          (await env.sql`
+            select 1 from pg_locks l join pg_class c on c.oid = l.relation
+             where c.relname = 'memory_jobs' and not l.granted`).length > 0,
+        "the POST to wait for the job's payload",
+        { pollMs: 20 },
+      );
+      await holder`delete from public.memory_jobs where id = ${first.body.job_id}`;
+      await holder`commit`;
+      assertResendWhole(await posting);
+      assert.equal((await extractJobs(env, tenant)).length, 0, "nothing queued");
+    } finally {
+      holder.release();
+      await env.close();
+    }
+  },
+);

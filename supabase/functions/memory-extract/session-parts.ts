@@ -189,7 +189,8 @@ export async function messagesBefore(
  * its part): from may reach back into the context, at most CONTEXT_MESSAGES before the part.
  * Undefined when any of those payloads has been cleared (payload_cleared_at: devai-job-prune
  * clears a finished job's transcript job_keep_days after it finished, keeping its part and marks;
- * migration 20261128730000): what the part held can no longer be read, only resent.
+ * migration 20261128730000) or its job deleted since the POST found the part (an operator's
+ * delete takes the part with it): what the part held can no longer be read, only resent.
  */
 export async function partSlices(
   tx: Tx,
@@ -214,8 +215,7 @@ export async function partSlices(
      cross join lateral (
        select c.context || c.messages as seen, jsonb_array_length(c.context) as context_length offset 0) as v
      order by s.i`;
-  if (rows.length !== slices.length) throw new Error("partSlices: a part is gone");
-  if (rows.some((r) => r.cleared)) return undefined;
+  if (rows.length !== slices.length || rows.some((r) => r.cleared)) return undefined;
   const out = rows.map((r) => r.messages!);
   storedReads.messages += out.reduce((n, m) => n + m.length, 0);
   return out;
