@@ -12,7 +12,7 @@ import { reply } from "./fake_openai.ts";
 import { userHeaders } from "./support/auth.ts";
 import { memoryApi } from "./support/memory-api.ts";
 import { newTenant, seedMemories, tenantWrites } from "./support/seed.ts";
-import { drainAll, writeEnv } from "./write_helpers.ts";
+import { drainAll, type WriteEnv, writeEnv } from "./write_helpers.ts";
 import { waitUntil } from "./support/wait.ts";
 import { realServerOnly } from "./support/backend.ts";
 
@@ -24,630 +24,571 @@ const EXTRACT_MARK = "What from this conversation would help you do a better job
 
 const leaked = (text: string) => [KEY, PAT, "Sup3r-S3cret-Pw"].filter((s) => text.includes(s));
 
-Deno.test({
-  name: "remember and correct store the redacted text; a statement that is only a secret is a 422 writing nothing",
-  ...opts,
-}, async () => {
-  const env = await writeEnv({ withLlm: false });
-  try {
-    const t = newTenant();
-    const api = memoryApi(env.sql);
-    const r = await api("POST", "/memory/remember", {
-      as: t,
-      body: { content: `The staging database is ${DSN}`, project: "shop" },
-    });
-    assert.equal(r.status, 201);
-    assert.equal(
-      r.body.memory.content,
-      "The staging database is postgres://app:[REDACTED:password]@db.internal:5432/shop",
-    );
-
-    const before = await tenantWrites(env.sql, t);
-    for (const content of [KEY, `export OPENAI_API_KEY=${KEY}`]) {
-      const only = await api("POST", "/memory/remember", { as: t, body: { content } });
-      assert.deepEqual([only.status, only.body.error.code], [422, "only_secret"]);
+/** A writers' test in an environment of its own (the fake LLM answering when `llm`), as a new tenant. */
+function writerTest(
+  test: { name: string; llm?: boolean },
+  fn: (env: WriteEnv, tenant: string) => Promise<void>,
+): void {
+  Deno.test({ name: test.name, ...opts }, async () => {
+    const env = await writeEnv(test.llm ? {} : { withLlm: false });
+    try {
+      await fn(env, newTenant());
+    } finally {
+      await env.close();
     }
-    assert.deepEqual(await tenantWrites(env.sql, t), before);
+  });
+}
 
-    const c = await api("POST", `/memory/${r.body.memory.id}/correct`, {
-      as: t,
-      body: { content: `CI pushes with the token ${PAT}` },
-    });
-    assert.equal(c.status, 201);
-    assert.equal(c.body.memory.content, "CI pushes with the token [REDACTED:github_token]");
+writerTest({
+  name: "remember and correct store the redacted text; a statement that is only a secret is a 422 writing nothing",
+}, async (env, t) => {
+  const api = memoryApi(env.sql);
+  const r = await api("POST", "/memory/remember", {
+    as: t,
+    body: { content: `The staging database is ${DSN}`, project: "shop" },
+  });
+  assert.equal(r.status, 201);
+  assert.equal(
+    r.body.memory.content,
+    "The staging database is postgres://app:[REDACTED:password]@db.internal:5432/shop",
+  );
 
-    const rows = await env.sql<{ content: string }[]>`select content from public.devai_memories where owner_id = ${t}`;
-    const history = await env.sql<
-      { new_content: string | null }[]
-    >`select new_content from public.memory_history where owner_id = ${t}`;
-    assert.deepEqual(leaked(JSON.stringify([rows, history])), []);
-    const stats = await api("GET", "/memory/stats", { as: t });
-    assert.deepEqual(stats.body.redactions, {
-      total: 2,
-      dropped: 0,
-      by_kind: { password: 1, github_token: 1 },
-      by_writer: { remember: 1, correct: 1 },
-    });
-  } finally {
-    await env.close();
+  const before = await tenantWrites(env.sql, t);
+  for (const content of [KEY, `export OPENAI_API_KEY=${KEY}`]) {
+    const only = await api("POST", "/memory/remember", { as: t, body: { content } });
+    assert.deepEqual([only.status, only.body.error.code], [422, "only_secret"]);
   }
+  assert.deepEqual(await tenantWrites(env.sql, t), before);
+
+  const c = await api("POST", `/memory/${r.body.memory.id}/correct`, {
+    as: t,
+    body: { content: `CI pushes with the token ${PAT}` },
+  });
+  assert.equal(c.status, 201);
+  assert.equal(c.body.memory.content, "CI pushes with the token [REDACTED:github_token]");
+
+  const rows = await env.sql<{ content: string }[]>`select content from public.devai_memories where owner_id = ${t}`;
+  const history = await env.sql<
+    { new_content: string | null }[]
+  >`select new_content from public.memory_history where owner_id = ${t}`;
+  assert.deepEqual(leaked(JSON.stringify([rows, history])), []);
+  const stats = await api("GET", "/memory/stats", { as: t });
+  assert.deepEqual(stats.body.redactions, {
+    total: 2,
+    dropped: 0,
+    by_kind: { password: 1, github_token: 1 },
+    by_writer: { remember: 1, correct: 1 },
+  });
 });
 
-Deno.test({
+writerTest({
   name: "episodes are stored redacted; a message that is only a secret is dropped, also when sent again",
-  ...opts,
-}, async () => {
-  const env = await writeEnv({ withLlm: false });
-  try {
-    const t = newTenant();
-    const api = memoryApi(env.sql);
-    const body = {
-      session_id: "s1",
-      messages: [
-        { role: "user", content: `connect with ${DSN} please` },
-        { role: "user", content: KEY },
-        { role: "assistant", content: "Connected." },
-      ],
-    };
-    const r = await api("POST", "/memory/episodes", { as: t, body });
-    assert.equal(r.status, 201);
-    assert.deepEqual([r.body.stored, r.body.dropped, r.body.redacted, r.body.duplicates], [2, 1, 1, 0]);
-    assert.deepEqual(r.body.episodes[1], { id: null, seq: null, role: "user", duplicate: false, dropped: true });
-    assert.deepEqual(r.body.episodes.map((e: { seq: number | null }) => e.seq), [0, null, 1]);
-    const again = await api("POST", "/memory/episodes", { as: t, body });
-    assert.deepEqual([again.status, again.body.stored, again.body.duplicates, again.body.dropped], [200, 0, 2, 1]);
-    const rows = await env.sql<
-      { content: string }[]
-    >`select content from public.devai_memories where owner_id = ${t} order by (metadata ->> 'seq')::int`;
-    assert.deepEqual(rows.map((x) => x.content), [
-      "connect with postgres://app:[REDACTED:password]@db.internal:5432/shop please",
-      "Connected.",
-    ]);
-    assert.equal((await api("GET", "/memory/stats", { as: t })).body.redactions.dropped, 2);
-  } finally {
-    await env.close();
-  }
+}, async (env, t) => {
+  const api = memoryApi(env.sql);
+  const body = {
+    session_id: "s1",
+    messages: [
+      { role: "user", content: `connect with ${DSN} please` },
+      { role: "user", content: KEY },
+      { role: "assistant", content: "Connected." },
+    ],
+  };
+  const r = await api("POST", "/memory/episodes", { as: t, body });
+  assert.equal(r.status, 201);
+  assert.deepEqual([r.body.stored, r.body.dropped, r.body.redacted, r.body.duplicates], [2, 1, 1, 0]);
+  assert.deepEqual(r.body.episodes[1], { id: null, seq: null, role: "user", duplicate: false, dropped: true });
+  assert.deepEqual(r.body.episodes.map((e: { seq: number | null }) => e.seq), [0, null, 1]);
+  const again = await api("POST", "/memory/episodes", { as: t, body });
+  assert.deepEqual([again.status, again.body.stored, again.body.duplicates, again.body.dropped], [200, 0, 2, 1]);
+  const rows = await env.sql<
+    { content: string }[]
+  >`select content from public.devai_memories where owner_id = ${t} order by (metadata ->> 'seq')::int`;
+  assert.deepEqual(rows.map((x) => x.content), [
+    "connect with postgres://app:[REDACTED:password]@db.internal:5432/shop please",
+    "Connected.",
+  ]);
+  assert.equal((await api("GET", "/memory/stats", { as: t })).body.redactions.dropped, 2);
 });
 
-Deno.test({
+writerTest({
   name:
     "extraction and compaction: a secret in any field of a message (name, added fields, any part, tool call ids and names) is neither stored nor shown to the model",
-  ...opts,
-}, async () => {
-  const env = await writeEnv();
-  try {
-    const t = newTenant();
-    env.fake.onChat(EXTRACT_MARK, reply.json({ stored: [] }));
-    env.fake.onChat(COMPACTION_MARK, reply.json({ summary: "A short session.", memories: [] }));
-    // Found by an outside attack: only contents and tool call arguments were redacted.
-    const messages = [
-      { role: "user", content: "my token is in the name", name: `n-${PAT}`, note: PAT, [PAT]: 1 },
-      {
-        role: "user",
-        content: [{ type: "refusal", refusal: PAT }, { type: "image_url", image_url: { url: `https://x:${PAT}@h/` } }],
-      },
-      {
-        role: "assistant",
-        content: null,
-        tool_calls: [{ id: PAT, type: "function", function: { name: PAT, arguments: "{}", extra: PAT } }],
-      },
-      { role: "tool", content: "ok", tool_call_id: PAT },
-      { role: "user", content: "Remember that deploys run from the main branch." },
-    ];
-    const post = async (fn: "memory-extract" | "memory-compact", body: object) => {
-      const handler = fn === "memory-extract"
-        ? createExtract({ ...env.deps, kickWorker: () => Promise.resolve() })
-        : createCompact({ ...env.deps, kickWorker: () => Promise.resolve() });
-      return await handler(
-        new Request(`http://local/functions/v1/${fn}`, {
-          method: "POST",
-          headers: await userHeaders(t),
-          body: JSON.stringify(body),
-        }),
-      );
-    };
-    assert.equal((await post("memory-extract", { session_id: "s-fields", messages })).status, 202);
-    const [job] = await env.sql`select payload from public.memory_jobs where owner_id = ${t} and kind = 'extract'`;
-    const stored = JSON.stringify(job!.payload);
-    assert.deepEqual(leaked(stored), [], "the queued transcript is redacted, every field of it");
-    assert.ok(stored.includes("[REDACTED:github_token]"));
-    await drainAll(env.deps, t);
+  llm: true,
+}, async (env, t) => {
+  env.fake.onChat(EXTRACT_MARK, reply.json({ stored: [] }));
+  env.fake.onChat(COMPACTION_MARK, reply.json({ summary: "A short session.", memories: [] }));
+  // Found by an outside attack: only contents and tool call arguments were redacted.
+  const messages = [
+    { role: "user", content: "my token is in the name", name: `n-${PAT}`, note: PAT, [PAT]: 1 },
+    {
+      role: "user",
+      content: [{ type: "refusal", refusal: PAT }, { type: "image_url", image_url: { url: `https://x:${PAT}@h/` } }],
+    },
+    {
+      role: "assistant",
+      content: null,
+      tool_calls: [{ id: PAT, type: "function", function: { name: PAT, arguments: "{}", extra: PAT } }],
+    },
+    { role: "tool", content: "ok", tool_call_id: PAT },
+    { role: "user", content: "Remember that deploys run from the main branch." },
+  ];
+  const post = async (fn: "memory-extract" | "memory-compact", body: object) => {
+    const handler = fn === "memory-extract"
+      ? createExtract({ ...env.deps, kickWorker: () => Promise.resolve() })
+      : createCompact({ ...env.deps, kickWorker: () => Promise.resolve() });
+    return await handler(
+      new Request(`http://local/functions/v1/${fn}`, {
+        method: "POST",
+        headers: await userHeaders(t),
+        body: JSON.stringify(body),
+      }),
+    );
+  };
+  assert.equal((await post("memory-extract", { session_id: "s-fields", messages })).status, 202);
+  const [job] = await env.sql`select payload from public.memory_jobs where owner_id = ${t} and kind = 'extract'`;
+  const stored = JSON.stringify(job!.payload);
+  assert.deepEqual(leaked(stored), [], "the queued transcript is redacted, every field of it");
+  assert.ok(stored.includes("[REDACTED:github_token]"));
+  await drainAll(env.deps, t);
 
-    const compacted = await post("memory-compact", {
-      session_id: "s-fields",
-      messages: [...messages, ...Array.from({ length: 40 }, () => ({ role: "assistant", content: "ok ".repeat(60) }))],
-      trigger_tokens: 1_000,
-      target_chunk_tokens: 500_000,
-    });
-    assert.equal((await compacted.json()).compacted, true);
-    const prompts = env.fake.chatRequests().map((q) => JSON.stringify(q.body));
-    assert.equal(prompts.length, 2, "one extraction and one compaction call");
-    assert.deepEqual(leaked(prompts.join("\n")), [], "the model never saw the token, in no field");
-  } finally {
-    await env.close();
-  }
+  const compacted = await post("memory-compact", {
+    session_id: "s-fields",
+    messages: [...messages, ...Array.from({ length: 40 }, () => ({ role: "assistant", content: "ok ".repeat(60) }))],
+    trigger_tokens: 1_000,
+    target_chunk_tokens: 500_000,
+  });
+  assert.equal((await compacted.json()).compacted, true);
+  const prompts = env.fake.chatRequests().map((q) => JSON.stringify(q.body));
+  assert.equal(prompts.length, 2, "one extraction and one compaction call");
+  assert.deepEqual(leaked(prompts.join("\n")), [], "the model never saw the token, in no field");
 });
 
-Deno.test({
+writerTest({
   name: "extraction: the queued transcript, the model's prompt and the stored memories hold no secret",
-  ...opts,
-}, async () => {
-  const env = await writeEnv();
-  try {
-    const t = newTenant();
-    // A model that echoes secrets back: its candidates are redacted, one that is only a secret dropped.
-    env.fake.onChat(
-      EXTRACT_MARK,
-      reply.json({
-        stored: [
-          {
-            content: `Deploys authenticate with the GitHub token ${PAT}.`,
-            type: "semantic",
-            namespace: "devai/project/shop/deploy",
-            source: "discovery",
-            priority: "high",
-            importance: 4,
-          },
-          {
-            content: `OPENAI_API_KEY=${KEY}`,
-            type: "semantic",
-            namespace: "devai/project/shop/env",
-            source: "discovery",
-            priority: "high",
-            importance: 4,
-          },
-        ],
-      }),
-    );
-    const handler = createExtract({ ...env.deps, kickWorker: () => Promise.resolve() });
-    const messages = [
-      { role: "user", content: `deploy with ${PAT}.\nRemember that the staging database is ${DSN}` },
-      {
-        role: "assistant",
-        content: null,
-        tool_calls: [{
-          id: "c1",
-          type: "function",
-          function: { name: "bash", arguments: JSON.stringify({ cmd: `OPENAI_API_KEY=${KEY} npm run eval` }) },
-        }],
-      },
-      { role: "tool", tool_call_id: "c1", content: "ok" },
-    ];
-    const res = await handler(
-      new Request("http://local/functions/v1/memory-extract", {
-        method: "POST",
-        headers: await userHeaders(t),
-        body: JSON.stringify({ session_id: "s1", messages, project: "shop" }),
-      }),
-    );
-    assert.equal(res.status, 202);
-    const [job] = await env.sql`select payload from public.memory_jobs where owner_id = ${t}`;
-    assert.deepEqual(leaked(JSON.stringify(job!.payload)), [], "the queued transcript is redacted");
+  llm: true,
+}, async (env, t) => {
+  // A model that echoes secrets back: its candidates are redacted, one that is only a secret dropped.
+  env.fake.onChat(
+    EXTRACT_MARK,
+    reply.json({
+      stored: [
+        {
+          content: `Deploys authenticate with the GitHub token ${PAT}.`,
+          type: "semantic",
+          namespace: "devai/project/shop/deploy",
+          source: "discovery",
+          priority: "high",
+          importance: 4,
+        },
+        {
+          content: `OPENAI_API_KEY=${KEY}`,
+          type: "semantic",
+          namespace: "devai/project/shop/env",
+          source: "discovery",
+          priority: "high",
+          importance: 4,
+        },
+      ],
+    }),
+  );
+  const handler = createExtract({ ...env.deps, kickWorker: () => Promise.resolve() });
+  const messages = [
+    { role: "user", content: `deploy with ${PAT}.\nRemember that the staging database is ${DSN}` },
+    {
+      role: "assistant",
+      content: null,
+      tool_calls: [{
+        id: "c1",
+        type: "function",
+        function: { name: "bash", arguments: JSON.stringify({ cmd: `OPENAI_API_KEY=${KEY} npm run eval` }) },
+      }],
+    },
+    { role: "tool", tool_call_id: "c1", content: "ok" },
+  ];
+  const res = await handler(
+    new Request("http://local/functions/v1/memory-extract", {
+      method: "POST",
+      headers: await userHeaders(t),
+      body: JSON.stringify({ session_id: "s1", messages, project: "shop" }),
+    }),
+  );
+  assert.equal(res.status, 202);
+  const [job] = await env.sql`select payload from public.memory_jobs where owner_id = ${t}`;
+  assert.deepEqual(leaked(JSON.stringify(job!.payload)), [], "the queued transcript is redacted");
 
-    await drainAll(env.deps, t);
-    assert.deepEqual(
-      leaked(JSON.stringify(env.fake.chatRequests().map((q) => q.body))),
-      [],
-      "the model never saw a secret",
-    );
-    const rows = await env.sql<
-      { content: string }[]
-    >`select content from public.devai_memories where owner_id = ${t} order by content`;
-    assert.deepEqual(rows.map((x) => x.content), [
-      "Deploys authenticate with the GitHub token [REDACTED:github_token].",
-      "The staging database is postgres://app:[REDACTED:password]@db.internal:5432/shop.",
-    ]);
-    const [extract] = await env.sql`select result from public.memory_jobs where owner_id = ${t} and kind = 'extract'`;
-    assert.deepEqual([extract!.result.stats.redacted, extract!.result.stats.secrets_dropped], [1, 1]);
-    const stats = await memoryApi(env.sql)("GET", "/memory/stats", { as: t });
-    assert.ok(
-      stats.body.redactions.total >= 4 && stats.body.redactions.dropped === 1,
-      JSON.stringify(stats.body.redactions),
-    );
-  } finally {
-    await env.close();
-  }
+  await drainAll(env.deps, t);
+  assert.deepEqual(
+    leaked(JSON.stringify(env.fake.chatRequests().map((q) => q.body))),
+    [],
+    "the model never saw a secret",
+  );
+  const rows = await env.sql<
+    { content: string }[]
+  >`select content from public.devai_memories where owner_id = ${t} order by content`;
+  assert.deepEqual(rows.map((x) => x.content), [
+    "Deploys authenticate with the GitHub token [REDACTED:github_token].",
+    "The staging database is postgres://app:[REDACTED:password]@db.internal:5432/shop.",
+  ]);
+  const [extract] = await env.sql`select result from public.memory_jobs where owner_id = ${t} and kind = 'extract'`;
+  assert.deepEqual([extract!.result.stats.redacted, extract!.result.stats.secrets_dropped], [1, 1]);
+  const stats = await memoryApi(env.sql)("GET", "/memory/stats", { as: t });
+  assert.ok(
+    stats.body.redactions.total >= 4 && stats.body.redactions.dropped === 1,
+    JSON.stringify(stats.body.redactions),
+  );
 });
 
-Deno.test({
+writerTest({
   name: "compaction and memory-dedup: no secret to the model, in the stored summary or in a queued candidate",
-  ...opts,
-}, async () => {
-  const env = await writeEnv();
-  try {
-    const t = newTenant();
-    env.fake.onChat(
-      COMPACTION_MARK,
-      reply.json({ summary: `Set up the deploy\u202e; the token is ${PAT}.`, candidates: [] }),
-    );
-    const compact = createCompact({ ...env.deps, kickWorker: () => Promise.resolve() });
-    const messages = [
-      { role: "system", content: "You are DevAI." },
-      ...Array.from(
-        { length: 8 },
-        (_, i) => ({
-          role: i % 2 ? "assistant" : "user",
-          content: `step ${i}: export GH_TOKEN=${PAT} ${"and more words ".repeat(150)}`,
-        }),
-      ),
-    ];
-    const res = await compact(
-      new Request("http://local/functions/v1/memory-compact", {
-        method: "POST",
-        headers: await userHeaders(t),
-        body: JSON.stringify({ session_id: "s1", messages, trigger_tokens: 1000, target_chunk_tokens: 1500 }),
+  llm: true,
+}, async (env, t) => {
+  env.fake.onChat(
+    COMPACTION_MARK,
+    reply.json({ summary: `Set up the deploy\u202e; the token is ${PAT}.`, candidates: [] }),
+  );
+  const compact = createCompact({ ...env.deps, kickWorker: () => Promise.resolve() });
+  const messages = [
+    { role: "system", content: "You are DevAI." },
+    ...Array.from(
+      { length: 8 },
+      (_, i) => ({
+        role: i % 2 ? "assistant" : "user",
+        content: `step ${i}: export GH_TOKEN=${PAT} ${"and more words ".repeat(150)}`,
       }),
-    );
-    const out = await res.json();
-    assert.equal(out.compacted, true, JSON.stringify(out).slice(0, 300));
-    assert.deepEqual(leaked(JSON.stringify(env.fake.chatRequests().map((q) => q.body.messages))), []);
-    assert.deepEqual(leaked(out.summary), []);
-    const [stored] = await env.sql`select summary from public.memory_session_summaries where owner_id = ${t}`;
-    assert.deepEqual(leaked(stored!.summary), []);
-    assert.ok(!String(stored!.summary).includes("\u202e"), "the model's right-to-left override is not stored");
+    ),
+  ];
+  const res = await compact(
+    new Request("http://local/functions/v1/memory-compact", {
+      method: "POST",
+      headers: await userHeaders(t),
+      body: JSON.stringify({ session_id: "s1", messages, trigger_tokens: 1000, target_chunk_tokens: 1500 }),
+    }),
+  );
+  const out = await res.json();
+  assert.equal(out.compacted, true, JSON.stringify(out).slice(0, 300));
+  assert.deepEqual(leaked(JSON.stringify(env.fake.chatRequests().map((q) => q.body.messages))), []);
+  assert.deepEqual(leaked(out.summary), []);
+  const [stored] = await env.sql`select summary from public.memory_session_summaries where owner_id = ${t}`;
+  assert.deepEqual(leaked(stored!.summary), []);
+  assert.ok(!String(stored!.summary).includes("\u202e"), "the model's right-to-left override is not stored");
 
-    const dedup = createDedup({ ...env.deps, kickWorker: () => Promise.resolve() });
-    const queued = await dedup(
-      new Request("http://local/functions/v1/memory-dedup", {
-        method: "POST",
-        headers: await userHeaders(t),
-        body: JSON.stringify({
-          candidates: [{
-            content: `The CI token is ${PAT}.`,
-            type: "semantic",
-            source: "discovery",
-            priority: "high",
-            importance: 3,
-          }],
-        }),
+  const dedup = createDedup({ ...env.deps, kickWorker: () => Promise.resolve() });
+  const queued = await dedup(
+    new Request("http://local/functions/v1/memory-dedup", {
+      method: "POST",
+      headers: await userHeaders(t),
+      body: JSON.stringify({
+        candidates: [{
+          content: `The CI token is ${PAT}.`,
+          type: "semantic",
+          source: "discovery",
+          priority: "high",
+          importance: 3,
+        }],
       }),
-    );
-    assert.equal(queued.status, 202);
-    const [job] = await env
-      .sql`select payload from public.memory_jobs where owner_id = ${t} and kind = 'dedup' and idempotency_key like 'api:%'`;
-    assert.deepEqual(leaked(JSON.stringify(job!.payload)), []);
-    const onlySecret = await dedup(
-      new Request("http://local/functions/v1/memory-dedup", {
-        method: "POST",
-        headers: await userHeaders(t),
-        body: JSON.stringify({
-          candidates: [{ content: KEY, type: "semantic", source: "discovery", priority: "high", importance: 3 }],
-        }),
+    }),
+  );
+  assert.equal(queued.status, 202);
+  const [job] = await env
+    .sql`select payload from public.memory_jobs where owner_id = ${t} and kind = 'dedup' and idempotency_key like 'api:%'`;
+  assert.deepEqual(leaked(JSON.stringify(job!.payload)), []);
+  const onlySecret = await dedup(
+    new Request("http://local/functions/v1/memory-dedup", {
+      method: "POST",
+      headers: await userHeaders(t),
+      body: JSON.stringify({
+        candidates: [{ content: KEY, type: "semantic", source: "discovery", priority: "high", importance: 3 }],
       }),
-    );
-    assert.equal(onlySecret.status, 422);
-  } finally {
-    await env.close();
-  }
+    }),
+  );
+  assert.equal(onlySecret.status, 422);
 });
 
-Deno.test({
+writerTest({
   name:
     "the fields stored beside the content are redacted too: a correction's reason, a resolution's note, a candidate's summary, compressed form and index key",
-  ...opts,
-}, async () => {
-  const env = await writeEnv({ withLlm: false });
-  try {
-    const t = newTenant();
-    const api = memoryApi(env.sql);
-    const r = await api("POST", "/memory/remember", {
-      as: t,
-      body: { content: "CI pushes with a deploy key.", project: "shop" },
-    });
-    const c = await api("POST", `/memory/${r.body.memory.id}/correct`, {
-      as: t,
-      body: { content: "CI pushes with a fine-grained token.", reason: `the old one was ${PAT}` },
-    });
-    assert.equal(c.status, 201);
-    assert.equal(c.body.memory.metadata.correction_reason, "the old one was [REDACTED:github_token]");
+}, async (env, t) => {
+  const api = memoryApi(env.sql);
+  const r = await api("POST", "/memory/remember", {
+    as: t,
+    body: { content: "CI pushes with a deploy key.", project: "shop" },
+  });
+  const c = await api("POST", `/memory/${r.body.memory.id}/correct`, {
+    as: t,
+    body: { content: "CI pushes with a fine-grained token.", reason: `the old one was ${PAT}` },
+  });
+  assert.equal(c.status, 201);
+  assert.equal(c.body.memory.metadata.correction_reason, "the old one was [REDACTED:github_token]");
 
-    const [a, b] = await seedMemories(env.sql, t, [
-      { content: "Node 18 in CI.", namespace: "devai/project/shop/notes" },
-      { content: "Node 20 in CI.", namespace: "devai/project/shop/notes" },
-    ]);
-    const [k] = await env.sql<{ id: string }[]>`
-      insert into public.memory_contradictions (owner_id, memory_a, memory_b, detected_by, reason)
-      values (${t}, ${a!.id}, ${b!.id}, 'consolidation', 'test') returning id`;
-    const resolved = await api("POST", `/memory/contradictions/${k!.id}/resolve`, {
-      as: t,
-      body: { resolution: "both_valid", note: `checked with ${DSN}` },
-    });
-    assert.equal(resolved.status, 200);
-    assert.equal(
-      resolved.body.contradiction.note,
-      "checked with postgres://app:[REDACTED:password]@db.internal:5432/shop",
-    );
+  const [a, b] = await seedMemories(env.sql, t, [
+    { content: "Node 18 in CI.", namespace: "devai/project/shop/notes" },
+    { content: "Node 20 in CI.", namespace: "devai/project/shop/notes" },
+  ]);
+  const [k] = await env.sql<{ id: string }[]>`
+    insert into public.memory_contradictions (owner_id, memory_a, memory_b, detected_by, reason)
+    values (${t}, ${a!.id}, ${b!.id}, 'consolidation', 'test') returning id`;
+  const resolved = await api("POST", `/memory/contradictions/${k!.id}/resolve`, {
+    as: t,
+    body: { resolution: "both_valid", note: `checked with ${DSN}` },
+  });
+  assert.equal(resolved.status, 200);
+  assert.equal(
+    resolved.body.contradiction.note,
+    "checked with postgres://app:[REDACTED:password]@db.internal:5432/shop",
+  );
 
-    const dedup = createDedup({ ...env.deps, kickWorker: () => Promise.resolve() });
-    const queued = await dedup(
-      new Request("http://local/functions/v1/memory-dedup", {
-        method: "POST",
-        headers: await userHeaders(t),
-        body: JSON.stringify({
-          candidates: [{
-            content: "CI deploys the shop with a GitHub token.",
-            type: "semantic",
-            source: "discovery",
-            priority: "high",
-            importance: 3,
-            summary: `CI deploys with ${PAT}.`,
-            compressed: `ci: token ${PAT}`,
-            index_key: `ci:${PAT}`,
-          }],
-        }),
+  const dedup = createDedup({ ...env.deps, kickWorker: () => Promise.resolve() });
+  const queued = await dedup(
+    new Request("http://local/functions/v1/memory-dedup", {
+      method: "POST",
+      headers: await userHeaders(t),
+      body: JSON.stringify({
+        candidates: [{
+          content: "CI deploys the shop with a GitHub token.",
+          type: "semantic",
+          source: "discovery",
+          priority: "high",
+          importance: 3,
+          summary: `CI deploys with ${PAT}.`,
+          compressed: `ci: token ${PAT}`,
+          index_key: `ci:${PAT}`,
+        }],
       }),
-    );
-    assert.equal(queued.status, 202);
-    await drainAll(env.deps, t);
-    const rows = await env.sql<
-      { metadata: unknown }[]
-    >`select metadata from public.devai_memories where owner_id = ${t}`;
-    const notes = await env.sql<
-      { note: string | null }[]
-    >`select note from public.memory_contradictions where owner_id = ${t}`;
-    const history = await env.sql`select * from public.memory_history where owner_id = ${t}`;
-    const jobs = await env.sql`select payload, result from public.memory_jobs where owner_id = ${t}`;
-    for (const [name, x] of Object.entries({ rows, notes, history, jobs })) {
-      assert.deepEqual(leaked(JSON.stringify(x)), [], name);
-    }
-    const compression = rows.map((x) => (x.metadata as { compression?: Record<string, string> }).compression).find(
-      Boolean,
-    );
-    assert.deepEqual([compression?.summary, compression?.compressed, compression?.index], [
-      "CI deploys with [REDACTED:github_token].",
-      "ci: token [REDACTED:github_token]",
-      undefined,
-    ]);
-  } finally {
-    await env.close();
+    }),
+  );
+  assert.equal(queued.status, 202);
+  await drainAll(env.deps, t);
+  const rows = await env.sql<
+    { metadata: unknown }[]
+  >`select metadata from public.devai_memories where owner_id = ${t}`;
+  const notes = await env.sql<
+    { note: string | null }[]
+  >`select note from public.memory_contradictions where owner_id = ${t}`;
+  const history = await env.sql`select * from public.memory_history where owner_id = ${t}`;
+  const jobs = await env.sql`select payload, result from public.memory_jobs where owner_id = ${t}`;
+  for (const [name, x] of Object.entries({ rows, notes, history, jobs })) {
+    assert.deepEqual(leaked(JSON.stringify(x)), [], name);
   }
+  const compression = rows.map((x) => (x.metadata as { compression?: Record<string, string> }).compression).find(
+    Boolean,
+  );
+  assert.deepEqual([compression?.summary, compression?.compressed, compression?.index], [
+    "CI deploys with [REDACTED:github_token].",
+    "ci: token [REDACTED:github_token]",
+    undefined,
+  ]);
 });
 
-Deno.test({
+writerTest({
   name:
     "memory-dedup and memory-extract: a lineage branch and a candidate's files are redacted as remember's metadata is, and the job still runs",
-  ...opts,
-}, async () => {
-  const env = await writeEnv({ withLlm: false });
-  try {
-    const t = newTenant();
-    const kick = { ...env.deps, kickWorker: () => Promise.resolve() };
-    const lineage = { repo: "acme/shop", branch: `ci/${PAT}`, commit: "abc1234" };
-    const post = async (fn: "memory-dedup" | "memory-extract", body: object) =>
-      await (fn === "memory-dedup" ? createDedup(kick) : createExtract(kick))(
-        new Request(`http://local/functions/v1/${fn}`, {
-          method: "POST",
-          headers: await userHeaders(t),
-          body: JSON.stringify(body),
-        }),
-      );
-    const dedup = await post("memory-dedup", {
-      lineage,
-      candidates: [{
-        content: "CI signs release builds with the shop's signing key.",
-        type: "semantic",
-        source: "discovery",
-        priority: "high",
-        importance: 3,
-        files: [`ci/${PAT}/sign.sh`, PAT, "ci/release.yml"],
-      }],
-    });
-    assert.equal(dedup.status, 202);
-    const extract = await post("memory-extract", {
-      session_id: "s-lineage",
-      lineage,
-      messages: [{ role: "user", content: "Remember that release builds run on the arm64 runners." }],
-    });
-    assert.equal(extract.status, 202);
-    await drainAll(env.deps, t);
-    const jobs = await env.sql`select kind, status, payload, result from public.memory_jobs where owner_id = ${t}`;
-    assert.deepEqual(jobs.filter((j) => j.status !== "done").map((j) => [j.kind, j.status]), [], "every job ran");
-    const rows = await env.sql<{ metadata: { branch?: string; files?: string[] } }[]>`
-      select metadata from public.devai_memories where owner_id = ${t} order by created_at`;
-    assert.equal(rows.length, 2);
-    const history = await env.sql`select * from public.memory_history where owner_id = ${t}`;
-    const entities = await env.sql`select * from public.memory_entities where owner_id = ${t}`;
-    for (const [name, x] of Object.entries({ rows, history, jobs, entities })) {
-      assert.deepEqual(leaked(JSON.stringify(x)), [], name);
-    }
-    assert.deepEqual(rows.map((r) => r.metadata.branch), ["ci/[REDACTED:github_token]", "ci/[REDACTED:github_token]"]);
-    assert.deepEqual(rows.map((r) => r.metadata.files).filter(Boolean), [[
-      "ci/[REDACTED:github_token]/sign.sh",
-      "ci/release.yml",
-    ]]);
-    // Counted as every writer's are: dedup's branch and two paths (one dropped: nothing but the
-    // token), extract's branch.
-    const stats = await memoryApi(env.sql)("GET", "/memory/stats", { as: t });
-    assert.deepEqual(stats.body.redactions, {
-      total: 4,
-      dropped: 1,
-      by_kind: { github_token: 4 },
-      by_writer: { dedup: 4, extract: 1 },
-    });
-  } finally {
-    await env.close();
-  }
-});
-
-Deno.test({
-  name: "session and thread ids are stored as sent, so one holding a secret is a 400 naming the field, writing nothing",
-  ...opts,
-}, async () => {
-  const env = await writeEnv({ withLlm: false });
-  try {
-    const t = newTenant();
-    const api = memoryApi(env.sql);
-    const before = await tenantWrites(env.sql, t);
-    const cases: [Record<string, unknown>, string][] = [
-      [{ session_id: PAT }, "session_id"],
-      [{ thread_id: `run-${PAT}` }, "thread_id"],
-      // A project and a namespace are scopes, stored as sent (the memory's namespace, its history).
-      [{ project: `acme/${PAT}` }, "project"],
-      [{ project: undefined, namespace: `devai/project/${PAT}/notes` }, "namespace"],
-    ];
-    for (const [extra, field] of cases) {
-      const r = await api("POST", "/memory/remember", {
-        as: t,
-        body: { content: "CI deploys the shop on every tag.", project: "shop", ...extra },
-      });
-      assert.equal(r.status, 400, field);
-      const issue = r.body.error.issues.find((i: { path: unknown[] }) => i.path.join(".") === field);
-      assert.match(issue?.message ?? "", /holds a secret \(github_token\)/, field);
-    }
-    const extract = createExtract({ ...env.deps, kickWorker: () => Promise.resolve() });
-    const res = await extract(
-      new Request("http://local/functions/v1/memory-extract", {
+}, async (env, t) => {
+  const kick = { ...env.deps, kickWorker: () => Promise.resolve() };
+  const lineage = { repo: "acme/shop", branch: `ci/${PAT}`, commit: "abc1234" };
+  const post = async (fn: "memory-dedup" | "memory-extract", body: object) =>
+    await (fn === "memory-dedup" ? createDedup(kick) : createExtract(kick))(
+      new Request(`http://local/functions/v1/${fn}`, {
         method: "POST",
         headers: await userHeaders(t),
-        body: JSON.stringify({
-          session_id: PAT,
-          messages: [{ role: "user", content: "remember: CI deploys on tags" }],
-        }),
+        body: JSON.stringify(body),
       }),
     );
-    assert.equal(res.status, 400);
-    assert.match(JSON.stringify(await res.json()), /session_id.*holds a secret \(github_token\)/);
-    assert.deepEqual(await tenantWrites(env.sql, t), before);
-    // An id is read for secrets by their own shape only: `name:value` there is a naming scheme.
-    for (const id of ["sess-2026-11-27.a", "auth:login-bug-123", "token:refresh-fix-7", "pwd:reset-flow-v2"]) {
-      const ok = await api("POST", "/memory/remember", {
-        as: t,
-        body: { content: `CI deploys the shop on every tag (${id}).`, project: "shop", session_id: id, thread_id: id },
-      });
-      assert.equal(ok.status, 201, `an ordinary id passes: ${id}`);
-    }
-  } finally {
-    await env.close();
+  const dedup = await post("memory-dedup", {
+    lineage,
+    candidates: [{
+      content: "CI signs release builds with the shop's signing key.",
+      type: "semantic",
+      source: "discovery",
+      priority: "high",
+      importance: 3,
+      files: [`ci/${PAT}/sign.sh`, PAT, "ci/release.yml"],
+    }],
+  });
+  assert.equal(dedup.status, 202);
+  const extract = await post("memory-extract", {
+    session_id: "s-lineage",
+    lineage,
+    messages: [{ role: "user", content: "Remember that release builds run on the arm64 runners." }],
+  });
+  assert.equal(extract.status, 202);
+  await drainAll(env.deps, t);
+  const jobs = await env.sql`select kind, status, payload, result from public.memory_jobs where owner_id = ${t}`;
+  assert.deepEqual(jobs.filter((j) => j.status !== "done").map((j) => [j.kind, j.status]), [], "every job ran");
+  const rows = await env.sql<{ metadata: { branch?: string; files?: string[] } }[]>`
+    select metadata from public.devai_memories where owner_id = ${t} order by created_at`;
+  assert.equal(rows.length, 2);
+  const history = await env.sql`select * from public.memory_history where owner_id = ${t}`;
+  const entities = await env.sql`select * from public.memory_entities where owner_id = ${t}`;
+  for (const [name, x] of Object.entries({ rows, history, jobs, entities })) {
+    assert.deepEqual(leaked(JSON.stringify(x)), [], name);
   }
+  assert.deepEqual(rows.map((r) => r.metadata.branch), ["ci/[REDACTED:github_token]", "ci/[REDACTED:github_token]"]);
+  assert.deepEqual(rows.map((r) => r.metadata.files).filter(Boolean), [[
+    "ci/[REDACTED:github_token]/sign.sh",
+    "ci/release.yml",
+  ]]);
+  // Counted as every writer's are: dedup's branch and two paths (one dropped: nothing but the
+  // token), extract's branch.
+  const stats = await memoryApi(env.sql)("GET", "/memory/stats", { as: t });
+  assert.deepEqual(stats.body.redactions, {
+    total: 4,
+    dropped: 1,
+    by_kind: { github_token: 4 },
+    by_writer: { dedup: 4, extract: 1 },
+  });
 });
 
-Deno.test({
-  name: "a forget's reason is redacted (memory, history and export), and dropped when it is only a secret",
-  ...opts,
-}, async () => {
-  const env = await writeEnv({ withLlm: false });
-  try {
-    const t = newTenant();
-    const api = memoryApi(env.sql);
-    const ids: string[] = [];
-    for (const content of ["CI pushes with a deploy key.", "CI caches node_modules."]) {
-      ids.push((await api("POST", "/memory/remember", { as: t, body: { content, project: "shop" } })).body.memory.id);
-    }
-    const f = await api("POST", `/memory/${ids[0]}/forget`, { as: t, body: { reason: `it leaked ${PAT}` } });
-    assert.equal(f.status, 200);
-    assert.equal(f.body.memory.metadata.forget_reason, "it leaked [REDACTED:github_token]");
-    const only = await api("POST", `/memory/${ids[1]}/forget`, { as: t, body: { reason: KEY } });
-    assert.deepEqual([only.status, only.body.memory.state, only.body.memory.metadata], [200, "soft_deleted", {}]);
-
-    const history = await env.sql`select meta from public.memory_history where owner_id = ${t}`;
-    const exported = await api("GET", "/memory/export", { as: t });
-    assert.deepEqual(leaked(JSON.stringify([history, exported.body])), []);
-    const stats = await api("GET", "/memory/stats", { as: t });
-    // Two secrets replaced, one reason dropped as nothing but a secret.
-    assert.deepEqual(stats.body.redactions, {
-      total: 2,
-      dropped: 1,
-      by_kind: { github_token: 1, openai_key: 1 },
-      by_writer: { forget: 3 },
+writerTest({
+  name: "session and thread ids are stored as sent, so one holding a secret is a 400 naming the field, writing nothing",
+}, async (env, t) => {
+  const api = memoryApi(env.sql);
+  const before = await tenantWrites(env.sql, t);
+  const cases: [Record<string, unknown>, string][] = [
+    [{ session_id: PAT }, "session_id"],
+    [{ thread_id: `run-${PAT}` }, "thread_id"],
+    // A project and a namespace are scopes, stored as sent (the memory's namespace, its history).
+    [{ project: `acme/${PAT}` }, "project"],
+    [{ project: undefined, namespace: `devai/project/${PAT}/notes` }, "namespace"],
+  ];
+  for (const [extra, field] of cases) {
+    const r = await api("POST", "/memory/remember", {
+      as: t,
+      body: { content: "CI deploys the shop on every tag.", project: "shop", ...extra },
     });
-  } finally {
-    await env.close();
+    assert.equal(r.status, 400, field);
+    const issue = r.body.error.issues.find((i: { path: unknown[] }) => i.path.join(".") === field);
+    assert.match(issue?.message ?? "", /holds a secret \(github_token\)/, field);
+  }
+  const extract = createExtract({ ...env.deps, kickWorker: () => Promise.resolve() });
+  const res = await extract(
+    new Request("http://local/functions/v1/memory-extract", {
+      method: "POST",
+      headers: await userHeaders(t),
+      body: JSON.stringify({
+        session_id: PAT,
+        messages: [{ role: "user", content: "remember: CI deploys on tags" }],
+      }),
+    }),
+  );
+  assert.equal(res.status, 400);
+  assert.match(JSON.stringify(await res.json()), /session_id.*holds a secret \(github_token\)/);
+  assert.deepEqual(await tenantWrites(env.sql, t), before);
+  // An id is read for secrets by their own shape only: `name:value` there is a naming scheme.
+  for (const id of ["sess-2026-11-27.a", "auth:login-bug-123", "token:refresh-fix-7", "pwd:reset-flow-v2"]) {
+    const ok = await api("POST", "/memory/remember", {
+      as: t,
+      body: { content: `CI deploys the shop on every tag (${id}).`, project: "shop", session_id: id, thread_id: id },
+    });
+    assert.equal(ok.status, 201, `an ordinary id passes: ${id}`);
   }
 });
 
-Deno.test({
+writerTest({
+  name: "a forget's reason is redacted (memory, history and export), and dropped when it is only a secret",
+}, async (env, t) => {
+  const api = memoryApi(env.sql);
+  const ids: string[] = [];
+  for (const content of ["CI pushes with a deploy key.", "CI caches node_modules."]) {
+    ids.push((await api("POST", "/memory/remember", { as: t, body: { content, project: "shop" } })).body.memory.id);
+  }
+  const f = await api("POST", `/memory/${ids[0]}/forget`, { as: t, body: { reason: `it leaked ${PAT}` } });
+  assert.equal(f.status, 200);
+  assert.equal(f.body.memory.metadata.forget_reason, "it leaked [REDACTED:github_token]");
+  const only = await api("POST", `/memory/${ids[1]}/forget`, { as: t, body: { reason: KEY } });
+  assert.deepEqual([only.status, only.body.memory.state, only.body.memory.metadata], [200, "soft_deleted", {}]);
+
+  const history = await env.sql`select meta from public.memory_history where owner_id = ${t}`;
+  const exported = await api("GET", "/memory/export", { as: t });
+  assert.deepEqual(leaked(JSON.stringify([history, exported.body])), []);
+  const stats = await api("GET", "/memory/stats", { as: t });
+  // Two secrets replaced, one reason dropped as nothing but a secret.
+  assert.deepEqual(stats.body.redactions, {
+    total: 2,
+    dropped: 1,
+    by_kind: { github_token: 1, openai_key: 1 },
+    by_writer: { forget: 3 },
+  });
+});
+
+writerTest({
   name:
     "a remembered memory's metadata is redacted too: ids by their shape, keywords as text (a value that is only a secret is dropped, and counted); a clone URL loses its credentials",
-  ...opts,
-}, async () => {
-  const env = await writeEnv({ withLlm: false });
-  try {
-    const t = newTenant();
-    const api = memoryApi(env.sql);
-    const r = await api("POST", "/memory/remember", {
-      as: t,
-      body: {
-        content: "CI pushes tags after the release build.",
-        project: "shop",
-        metadata: {
-          agent_id: KEY,
-          run_id: `run with ${PAT}`,
-          user_id: "auth:login-bug-123",
-          keywords: ["ci", PAT, "token: abc12345-x"],
-          repo: `https://x-access-token:p@ss@github.com/acme/shop`,
-          branch: "fix/auth=token-abc123",
-          commit: "a1b2c3d4",
-        },
+}, async (env, t) => {
+  const api = memoryApi(env.sql);
+  const r = await api("POST", "/memory/remember", {
+    as: t,
+    body: {
+      content: "CI pushes tags after the release build.",
+      project: "shop",
+      metadata: {
+        agent_id: KEY,
+        run_id: `run with ${PAT}`,
+        user_id: "auth:login-bug-123",
+        keywords: ["ci", PAT, "token: abc12345-x"],
+        repo: `https://x-access-token:p@ss@github.com/acme/shop`,
+        branch: "fix/auth=token-abc123",
+        commit: "a1b2c3d4",
       },
-    });
-    assert.equal(r.status, 201);
-    assert.deepEqual(r.body.memory.metadata, {
-      run_id: "run with [REDACTED:github_token]",
-      user_id: "auth:login-bug-123",
-      keywords: ["ci"],
-      repo: "https://github.com/acme/shop",
-      branch: "fix/auth=token-abc123",
-      commit: "a1b2c3d4",
-    });
-    const history = await env.sql`select meta from public.memory_history where owner_id = ${t}`;
-    const exported = await api("GET", "/memory/export", { as: t });
-    assert.deepEqual(leaked(JSON.stringify([history, exported.body])), []);
-    const stats = await api("GET", "/memory/stats", { as: t });
-    // Ids, the repo and the branch are read as ids, keywords as text (a `token: …` keyword is one).
-    assert.deepEqual(stats.body.redactions.by_kind, { github_token: 2, openai_key: 1, secret_assignment: 1 });
-    assert.equal(stats.body.redactions.dropped, 3, "the agent id and two keywords, nothing but a secret");
-  } finally {
-    await env.close();
-  }
+    },
+  });
+  assert.equal(r.status, 201);
+  assert.deepEqual(r.body.memory.metadata, {
+    run_id: "run with [REDACTED:github_token]",
+    user_id: "auth:login-bug-123",
+    keywords: ["ci"],
+    repo: "https://github.com/acme/shop",
+    branch: "fix/auth=token-abc123",
+    commit: "a1b2c3d4",
+  });
+  const history = await env.sql`select meta from public.memory_history where owner_id = ${t}`;
+  const exported = await api("GET", "/memory/export", { as: t });
+  assert.deepEqual(leaked(JSON.stringify([history, exported.body])), []);
+  const stats = await api("GET", "/memory/stats", { as: t });
+  // Ids, the repo and the branch are read as ids, keywords as text (a `token: …` keyword is one).
+  assert.deepEqual(stats.body.redactions.by_kind, { github_token: 2, openai_key: 1, secret_assignment: 1 });
+  assert.equal(stats.body.redactions.dropped, 3, "the agent id and two keywords, nothing but a secret");
 });
 
-Deno.test({
+writerTest({
   name:
     "a repo or branch that is nothing but a secret keeps its marker (remember's metadata, a dedup lineage): with none, the memory would be project knowledge on every branch",
-  ...opts,
-}, async () => {
-  const env = await writeEnv({ withLlm: false });
-  try {
-    const t = newTenant();
-    const api = memoryApi(env.sql);
-    const r = await api("POST", "/memory/remember", {
-      as: t,
-      body: { content: "Release builds are signed on the CI runner.", project: "shop", metadata: { branch: PAT } },
-    });
-    assert.equal(r.status, 201);
-    const kick = { ...env.deps, kickWorker: () => Promise.resolve() };
-    const dedup = await createDedup(kick)(
-      new Request("http://local/functions/v1/memory-dedup", {
-        method: "POST",
-        headers: await userHeaders(t),
-        body: JSON.stringify({
-          lineage: { repo: PAT, branch: PAT },
-          candidates: [{
-            content: "The arm64 runners build the release images.",
-            type: "semantic",
-            source: "discovery",
-            priority: "high",
-            importance: 3,
-          }],
-        }),
+}, async (env, t) => {
+  const api = memoryApi(env.sql);
+  const r = await api("POST", "/memory/remember", {
+    as: t,
+    body: { content: "Release builds are signed on the CI runner.", project: "shop", metadata: { branch: PAT } },
+  });
+  assert.equal(r.status, 201);
+  const kick = { ...env.deps, kickWorker: () => Promise.resolve() };
+  const dedup = await createDedup(kick)(
+    new Request("http://local/functions/v1/memory-dedup", {
+      method: "POST",
+      headers: await userHeaders(t),
+      body: JSON.stringify({
+        lineage: { repo: PAT, branch: PAT },
+        candidates: [{
+          content: "The arm64 runners build the release images.",
+          type: "semantic",
+          source: "discovery",
+          priority: "high",
+          importance: 3,
+        }],
       }),
-    );
-    assert.equal(dedup.status, 202);
-    await drainAll(env.deps, t);
-    const rows = await env.sql<{ metadata: { repo?: string; branch?: string } }[]>`
-      select metadata from public.devai_memories where owner_id = ${t} order by created_at`;
-    const marker = "[REDACTED:github_token]";
-    assert.deepEqual(rows.map((m) => [m.metadata.repo, m.metadata.branch]), [[undefined, marker], [marker, marker]]);
-    assert.deepEqual(leaked(JSON.stringify(rows)), []);
-    // Replaced, each counted; none dropped.
-    const stats = await api("GET", "/memory/stats", { as: t });
-    assert.deepEqual(
-      [stats.body.redactions.total, stats.body.redactions.dropped, stats.body.redactions.by_writer],
-      [3, 0, { remember: 1, dedup: 2 }],
-    );
-  } finally {
-    await env.close();
-  }
+    }),
+  );
+  assert.equal(dedup.status, 202);
+  await drainAll(env.deps, t);
+  const rows = await env.sql<{ metadata: { repo?: string; branch?: string } }[]>`
+    select metadata from public.devai_memories where owner_id = ${t} order by created_at`;
+  const marker = "[REDACTED:github_token]";
+  assert.deepEqual(rows.map((m) => [m.metadata.repo, m.metadata.branch]), [[undefined, marker], [marker, marker]]);
+  assert.deepEqual(leaked(JSON.stringify(rows)), []);
+  // Replaced, each counted; none dropped.
+  const stats = await api("GET", "/memory/stats", { as: t });
+  assert.deepEqual(
+    [stats.body.redactions.total, stats.body.redactions.dropped, stats.body.redactions.by_writer],
+    [3, 0, { remember: 1, dedup: 2 }],
+  );
 });
 
 Deno.test({
@@ -706,20 +647,14 @@ Deno.test({
   }
 });
 
-Deno.test({ name: "an agent token's label is stored redacted", ...opts }, async () => {
-  const env = await writeEnv({ withLlm: false });
-  try {
-    const t = newTenant();
-    const api = memoryApi(env.sql);
-    const issued = await api("POST", "/memory/agent-tokens", {
-      as: t,
-      body: { agent: "coder", label: `laptop, pushes with ${PAT}` },
-    });
-    assert.equal(issued.status, 201);
-    assert.equal(issued.body.label, "laptop, pushes with [REDACTED:github_token]");
-    const listed = await api("GET", "/memory/agent-tokens", { as: t });
-    assert.deepEqual(leaked(JSON.stringify(listed.body)), []);
-  } finally {
-    await env.close();
-  }
+writerTest({ name: "an agent token's label is stored redacted" }, async (env, t) => {
+  const api = memoryApi(env.sql);
+  const issued = await api("POST", "/memory/agent-tokens", {
+    as: t,
+    body: { agent: "coder", label: `laptop, pushes with ${PAT}` },
+  });
+  assert.equal(issued.status, 201);
+  assert.equal(issued.body.label, "laptop, pushes with [REDACTED:github_token]");
+  const listed = await api("GET", "/memory/agent-tokens", { as: t });
+  assert.deepEqual(leaked(JSON.stringify(listed.body)), []);
 });
