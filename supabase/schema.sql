@@ -551,7 +551,9 @@ CREATE FUNCTION memory_private.extract_part_follows_job() RETURNS trigger
     SET search_path TO ''
     AS $$
 begin
-  update public.memory_extract_parts set dead = true, died_by = pg_current_xact_id() where job_id = new.id;
+  update public.memory_extract_parts
+     set dead = true, died_by = pg_current_xact_id(), given_up = tries >= 3
+   where job_id = new.id;
   return null;
 end;
 $$;
@@ -3765,10 +3767,10 @@ end;
 $$;
 
 --
--- Name: record_extract_part(uuid, integer, bytea, bytea[], integer, pg_snapshot); Type: FUNCTION; Schema: public; Owner: -
+-- Name: record_extract_part(uuid, integer, bytea, bytea[], integer, pg_snapshot, integer); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.record_extract_part(p_job uuid, p_start integer, p_start_digest bytea, p_digests bytea[], p_tail_messages integer, p_covered_as_of pg_snapshot) RETURNS void
+CREATE FUNCTION public.record_extract_part(p_job uuid, p_start integer, p_start_digest bytea, p_digests bytea[], p_tail_messages integer, p_covered_as_of pg_snapshot, p_tries integer DEFAULT 1) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
     AS $_$
@@ -3781,6 +3783,7 @@ declare
   v_session text;
   v_seen jsonb;
   v_prefix bytea;
+  v_plain text;
   v_count integer := coalesce(cardinality(p_digests), 0);
 begin
   select j.owner_id, j.kind, j.idempotency_key, j.xmin = pg_current_xact_id()::xid, j.payload
@@ -3793,21 +3796,22 @@ begin
   -- Taken out of the payload once: an expression on v_payload in the marks' insert would read the
   -- whole payload again for every mark (450 ms for 2,000 marks of a 2 MB payload).
   v_session := v_payload ->> 'session_id';
+  v_plain := format('session:%s:%s:%s', v_session, p_start + v_count, encode(p_digests[v_count], 'hex'));
   if v_count = 0 or p_start is distinct from (v_payload ->> 'offset')::integer
      or v_count is distinct from jsonb_array_length(v_payload -> 'messages')
-     or v_key is distinct from format('session:%s:%s:%s', v_session, p_start + v_count,
-                        encode(p_digests[v_count], 'hex'))
+     or p_tries is null or p_tries not between 1 and 3
+     or (v_key is distinct from v_plain and (p_tries = 1 or v_key is distinct from v_plain || ':try' || p_tries))
      or p_covered_as_of is null or pg_snapshot_xmax(p_covered_as_of) > pg_current_xact_id() then
     raise exception 'record_extract_part: the part does not match job %''s key and payload', p_job
       using errcode = '22023';
   end if;
   v_seen := coalesce(v_payload -> 'context', '[]'::jsonb) || (v_payload -> 'messages');
   insert into public.memory_extract_parts (job_id, owner_id, session_id, start_position, start_digest, end_position,
-                                           tail, payload_bytes, covered_as_of)
+                                           tail, payload_bytes, covered_as_of, tries)
   values (p_job, v_owner, v_session, p_start, p_start_digest, p_start + v_count,
           jsonb_path_query_array(v_seen, '$[$from to last]',
                                  jsonb_build_object('from', greatest(0, jsonb_array_length(v_seen) - p_tail_messages))),
-          octet_length(v_payload::text), p_covered_as_of);
+          octet_length(v_payload::text), p_covered_as_of, p_tries);
   -- The marks' keys (the comment on memory_extract_marks): the same bytes memory-extract's
   -- markKey (session-parts.ts) hashes.
   v_prefix := convert_to(format('devai-mark|%s|%s|', v_owner, v_session), 'UTF8');
@@ -4633,9 +4637,13 @@ CREATE TABLE public.memory_extract_parts (
     covered_as_of pg_snapshot NOT NULL,
     dead boolean DEFAULT false NOT NULL,
     died_by xid8,
+    tries smallint DEFAULT 1 NOT NULL,
+    given_up boolean DEFAULT false NOT NULL,
     CONSTRAINT memory_extract_parts_died CHECK ((dead = (died_by IS NOT NULL))),
     CONSTRAINT memory_extract_parts_digest CHECK ((octet_length(start_digest) = 32)),
-    CONSTRAINT memory_extract_parts_range CHECK (((start_position >= 0) AND (end_position > start_position)))
+    CONSTRAINT memory_extract_parts_given_up CHECK (((NOT given_up) OR dead)),
+    CONSTRAINT memory_extract_parts_range CHECK (((start_position >= 0) AND (end_position > start_position))),
+    CONSTRAINT memory_extract_parts_tries CHECK (((tries >= 1) AND (tries <= 3)))
 );
 
 --
@@ -4643,6 +4651,18 @@ CREATE TABLE public.memory_extract_parts (
 --
 
 COMMENT ON TABLE public.memory_extract_parts IS 'Per extract job queued by memory-extract: its part [start_position, end_position) of the session''s transcript, the transcript digest at its start, its tail (the next part''s context), dead when the job died (docs/extraction.md).';
+
+--
+-- Name: COLUMN memory_extract_parts.tries; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.memory_extract_parts.tries IS 'How many jobs have held this part''s messages, this one included: 1, or for messages dead parts held, 1 + the highest tries of those parts (docs/extraction.md).';
+
+--
+-- Name: COLUMN memory_extract_parts.given_up; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.memory_extract_parts.given_up IS 'The part died with tries = 3: its messages are not queued again and count as covered, as a live part''s (docs/extraction.md).';
 
 --
 -- Name: memory_history; Type: TABLE; Schema: public; Owner: -
@@ -5534,7 +5554,7 @@ CREATE INDEX memory_extract_marks_by_key ON public.memory_extract_marks USING ha
 -- Name: memory_extract_parts_dead; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX memory_extract_parts_dead ON public.memory_extract_parts USING btree (owner_id, session_id, died_by) WHERE dead;
+CREATE INDEX memory_extract_parts_dead ON public.memory_extract_parts USING btree (owner_id, session_id, died_by) WHERE (dead AND (NOT given_up));
 
 --
 -- Name: memory_history_memory_ts_id; Type: INDEX; Schema: public; Owner: -
@@ -7335,12 +7355,12 @@ GRANT ALL ON FUNCTION public.record_context_assembly(p_session_id text, p_ids uu
 GRANT ALL ON FUNCTION public.record_context_assembly(p_session_id text, p_ids uuid[], p_tiers text[], p_levels text[], p_tokens integer[], p_reinforce uuid[], p_thread_id text, p_meta jsonb) TO service_role;
 
 --
--- Name: FUNCTION record_extract_part(p_job uuid, p_start integer, p_start_digest bytea, p_digests bytea[], p_tail_messages integer, p_covered_as_of pg_snapshot); Type: ACL; Schema: public; Owner: -
+-- Name: FUNCTION record_extract_part(p_job uuid, p_start integer, p_start_digest bytea, p_digests bytea[], p_tail_messages integer, p_covered_as_of pg_snapshot, p_tries integer); Type: ACL; Schema: public; Owner: -
 --
 
-REVOKE ALL ON FUNCTION public.record_extract_part(p_job uuid, p_start integer, p_start_digest bytea, p_digests bytea[], p_tail_messages integer, p_covered_as_of pg_snapshot) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.record_extract_part(p_job uuid, p_start integer, p_start_digest bytea, p_digests bytea[], p_tail_messages integer, p_covered_as_of pg_snapshot) TO authenticated;
-GRANT ALL ON FUNCTION public.record_extract_part(p_job uuid, p_start integer, p_start_digest bytea, p_digests bytea[], p_tail_messages integer, p_covered_as_of pg_snapshot) TO service_role;
+REVOKE ALL ON FUNCTION public.record_extract_part(p_job uuid, p_start integer, p_start_digest bytea, p_digests bytea[], p_tail_messages integer, p_covered_as_of pg_snapshot, p_tries integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.record_extract_part(p_job uuid, p_start integer, p_start_digest bytea, p_digests bytea[], p_tail_messages integer, p_covered_as_of pg_snapshot, p_tries integer) TO authenticated;
+GRANT ALL ON FUNCTION public.record_extract_part(p_job uuid, p_start integer, p_start_digest bytea, p_digests bytea[], p_tail_messages integer, p_covered_as_of pg_snapshot, p_tries integer) TO service_role;
 
 --
 -- Name: FUNCTION record_memory_usage(p_session_id text, p_retrieved uuid[], p_cited uuid[], p_tokens integer[], p_now timestamp with time zone); Type: ACL; Schema: public; Owner: -

@@ -7,14 +7,21 @@ import { newTenant } from "./support/seed.ts";
 import { chatMessage as msg, chatTranscript as transcript, extractJobs, postExtract } from "./support/extract.ts";
 import { type WriteEnv, writeEnv } from "./write_helpers.ts";
 
-/** One POST of the whole transcript: where its new part starts, or the index of the job that covers it all. */
+/**
+ * One POST of the whole transcript: where its new part starts, or the index of the job that covers
+ * it all; and the messages [from, to) dead parts held that it queued again apart, with their tries.
+ */
 async function post(env: WriteEnv, tenant: string, sessionId: string, messages: unknown[]) {
   const res = await postExtract(env, tenant, { session_id: sessionId, messages });
   assert.equal(res.status, 202, JSON.stringify(res.body));
   const jobs = await extractJobs(env, tenant);
   const index = jobs.findIndex((j) => j.id === res.body.job_id);
-  if (res.body.deduplicated) return { coveredBy: index };
-  return { covered: jobs[index]!.payload.offset };
+  const retried = jobs.find((j) => j.id === res.body.retried?.job_id)?.payload;
+  const again = retried
+    ? { again: [retried.offset, retried.offset + retried.messages.length, res.body.retried!.tries] }
+    : {};
+  if (res.body.deduplicated) return { coveredBy: index, ...again };
+  return { covered: jobs[index]!.payload.offset, ...again };
 }
 
 Deno.test("coverage: a growing transcript is covered up to the end of the jobs before it; a shorter one by the job that has its end", async () => {
@@ -88,7 +95,7 @@ Deno.test("coverage: an edited history is covered up to the first changed messag
   }
 });
 
-Deno.test("coverage: it must be contiguous from message 0 (a dead earlier job leaves a gap)", async () => {
+Deno.test("coverage: it must be contiguous from message 0 (a dead earlier job leaves a gap, queued again apart)", async () => {
   const env = await writeEnv({ withLlm: false });
   try {
     const t = newTenant();
@@ -96,13 +103,18 @@ Deno.test("coverage: it must be contiguous from message 0 (a dead earlier job le
     await post(env, t, "s", transcript(7));
     const [first] = await extractJobs(env, t);
     await env.sql`update public.memory_jobs set status = 'dead' where id = ${first!.id}`;
-    assert.deepEqual(await post(env, t, "s", transcript(9)), { covered: 0 });
+    // The dead part's messages [0, 4) again, in a job of their own; the live part [4, 7) still
+    // covers its messages; the new ones [7, 9) in another job.
+    assert.deepEqual(await post(env, t, "s", transcript(9)), { covered: 7, again: [0, 4, 2] });
+    // The same transcript again: covered (the job of [7, 9) answers), nothing queued.
+    const { coveredBy } = await post(env, t, "s", transcript(9)) as { coveredBy: number };
+    assert.equal((await extractJobs(env, t))[coveredBy]!.payload.offset, 7);
   } finally {
     await env.close();
   }
 });
 
-Deno.test("coverage: with `after`, a dead part is queued again from its first message nothing live covers", async () => {
+Deno.test("coverage: with `after`, a dead part is queued again from its first message nothing live covers, apart from the new ones", async () => {
   const env = await writeEnv({ withLlm: false });
   try {
     const t = newTenant();
@@ -117,9 +129,18 @@ Deno.test("coverage: with `after`, a dead part is queued again from its first me
       after: eight.body.transcript,
       messages: transcript(1, 8),
     });
-    assert.deepEqual([res.status, res.body.new_messages], [202, 3]);
-    const job = (await extractJobs(env, t)).at(-1)!.payload;
-    assert.deepEqual([job.offset, job.messages, job.context], [6, transcript(3, 6), transcript(6)]);
+    // Messages 6 and 7, which only the dead part held, in a job of their own; message 8 in another.
+    assert.deepEqual([res.status, res.body.new_messages, res.body.retried?.messages, res.body.retried?.tries], [
+      202,
+      1,
+      2,
+      2,
+    ]);
+    const jobs = await extractJobs(env, t);
+    const job = jobs.find((j) => j.id === res.body.job_id)!.payload;
+    assert.deepEqual([job.offset, job.messages, job.context], [8, [msg(8)], transcript(6, 2)]);
+    const again = jobs.find((j) => j.id === res.body.retried?.job_id)!.payload;
+    assert.deepEqual([again.offset, again.messages, again.context], [6, transcript(2, 6), transcript(6)]);
   } finally {
     await env.close();
   }

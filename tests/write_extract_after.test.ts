@@ -82,7 +82,8 @@ Deno.test("extract after: a POST that continues the session digests only its own
     );
 
     // A dead job's part is extracted again: its messages and those after it are read back from the
-    // parts on the way to `after`.
+    // parts on the way to `after`, and its messages queued again apart from the new ones (the live
+    // parts after it still cover theirs).
     await env.sql`update public.memory_jobs set status = 'dead' where id = ${
       (await env
         .sql`select id from public.memory_jobs where owner_id = ${tenant} and (payload ->> 'offset')::int = ${chunk}`)[
@@ -94,7 +95,9 @@ Deno.test("extract after: a POST that continues the session digests only its own
       after: answer.transcript,
       messages: transcript(chunk, 9 * chunk),
     })).body as Answer;
-    assert.equal(next.new_messages, 9 * chunk, "from the dead job's first message on");
+    assert.deepEqual([next.new_messages, next.retried?.messages, next.retried?.tries], [chunk, chunk, 2]);
+    const again = (await extractJobs(env, tenant)).find((j) => j.id === next.retried?.job_id)!.payload;
+    assert.deepEqual([again.offset, again.messages], [chunk, transcript(chunk, chunk)], "the dead job's messages");
   } finally {
     await env.close();
   }
@@ -198,12 +201,20 @@ Deno.test("extract after: every point the session sent is known, through edits a
     assert.deepEqual([(await lastJob()).offset, (await lastJob()).context], [2, full.slice(0, 2)]);
 
     // A dead part's points stay known (its messages were sent all the same), and what it held is
-    // queued again from its first message.
+    // queued again from its first message, apart from the new messages.
     await env.sql`update public.memory_jobs set status = 'dead'
                    where owner_id = ${tenant} and (payload ->> 'offset')::int = 0`;
     res = await post(env, tenant, { session_id: s, after: point(full, 6), messages: transcript(2, 6) });
-    assert.deepEqual([res.status, (res.body as Answer).new_messages], [202, 8]);
-    assert.deepEqual([(await lastJob()).offset, (await lastJob()).messages], [0, transcript(8)]);
+    assert.deepEqual([res.status, (res.body as Answer).new_messages, (res.body as Answer).retried?.messages], [
+      202,
+      2,
+      4,
+    ]);
+    const jobs = await extractJobs(env, tenant);
+    const again = jobs.find((j) => j.id === (res.body as Answer).retried?.job_id)!.payload;
+    assert.deepEqual([again.offset, again.messages], [0, transcript(4)]);
+    const added = jobs.find((j) => j.id === (res.body as Answer).job_id)!.payload;
+    assert.deepEqual([added.offset, added.messages], [6, transcript(2, 6)]);
 
     for (const after of [{ count: 7, digest: point(full, 6).digest }, point(transcript(6, 1), 6)]) {
       assert.equal((await post(env, tenant, { session_id: s, after, messages: [msg(9)] })).status, 409);

@@ -63,7 +63,13 @@ async function post(env: WriteEnv, tenant: string, body: Record<string, unknown>
   assert.equal(res.status, 202);
   // (`transcript`, what a client passes as `after` next time, is tested in write_extract_after.test.ts)
   const { transcript: _, ...answer } = await res.json();
-  return answer as { job_id: string; status: string; deduplicated: boolean; new_messages: number };
+  return answer as {
+    job_id: string;
+    status: string;
+    deduplicated: boolean;
+    new_messages: number;
+    retried?: { job_id: string; messages: number; tries: number };
+  };
 }
 
 interface ExtractJobRow {
@@ -194,32 +200,55 @@ Deno.test("extract incremental: a dead earlier job does not cover its messages",
     // transcript that grew gets those messages queued again.
     const repost = await post(env, tenant, { session_id: "s-dead", messages: transcript.slice(0, 3) });
     assert.deepEqual(repost, { job_id: first.job_id, status: "dead", deduplicated: true, new_messages: 0 });
+    // A transcript that grew: the dead job's messages again, in a job of their own (a message that
+    // kills its job does not take the new ones with it), and the new ones in another.
     const grown = await post(env, tenant, { session_id: "s-dead", messages: transcript.slice(0, 5) });
-    assert.deepEqual([grown.deduplicated, grown.new_messages], [false, 5]);
+    assert.deepEqual([grown.deduplicated, grown.new_messages, grown.retried?.messages, grown.retried?.tries], [
+      false,
+      2,
+      3,
+      2,
+    ]);
     let jobs = await extractJobs(env, tenant);
-    assert.deepEqual([jobs[1]!.payload.offset, jobs[1]!.payload.messages, jobs[1]!.payload.context], [
+    const part = (id?: string) => jobs.find((j) => j.id === id)!.payload;
+    assert.deepEqual([part(grown.retried?.job_id).offset, part(grown.retried?.job_id).messages], [
       0,
-      transcript.slice(0, 5),
-      [],
+      transcript.slice(0, 3),
+    ]);
+    assert.deepEqual([part(grown.job_id).offset, part(grown.job_id).messages, part(grown.job_id).context], [
+      3,
+      transcript.slice(3, 5),
+      transcript.slice(0, 3),
     ]);
 
-    // A later job whose earlier part died covers nothing either: its part follows a gap.
+    // A later job whose earlier part died covers its own messages all the same: only what the dead
+    // part held is queued again, and the new message.
     const more = await post(env, tenant, { session_id: "s-dead", messages: transcript.slice(0, 6) });
-    assert.equal(more.new_messages, 1);
+    assert.deepEqual([more.new_messages, more.retried], [1, undefined]);
     await env.sql`update public.memory_jobs set status = 'dead' where id = ${grown.job_id}`;
     const all = await post(env, tenant, { session_id: "s-dead", messages: transcript });
-    assert.deepEqual([all.deduplicated, all.new_messages], [false, 7]);
+    assert.deepEqual([all.deduplicated, all.new_messages, all.retried?.messages], [false, 1, 2]);
     jobs = await extractJobs(env, tenant);
-    assert.deepEqual(jobs.map((j) => [j.status, j.payload.offset, j.payload.messages.length]), [
-      ["dead", 0, 3],
-      ["dead", 0, 5],
-      ["queued", 5, 1],
-      ["queued", 0, 7],
-    ]);
+    assert.deepEqual(
+      jobs.map((j) => [j.status, j.payload.offset, j.payload.messages.length]).sort((a, b) => `${a}` < `${b}` ? -1 : 1),
+      [
+        ["dead", 0, 3],
+        ["dead", 3, 2],
+        ["queued", 0, 3],
+        ["queued", 3, 2],
+        ["queued", 5, 1],
+        ["queued", 6, 1],
+      ],
+    );
 
-    // Now the last job covers the first three messages too.
+    // The first three messages are covered by the job that queued them again.
     const covered = await post(env, tenant, { session_id: "s-dead", messages: transcript.slice(0, 3) });
-    assert.deepEqual(covered, { job_id: all.job_id, status: "queued", deduplicated: true, new_messages: 0 });
+    assert.deepEqual(covered, {
+      job_id: grown.retried?.job_id,
+      status: "queued",
+      deduplicated: true,
+      new_messages: 0,
+    });
   } finally {
     await env.close();
   }

@@ -686,6 +686,8 @@ export interface QueuedJobResponse {
 export interface ExtractResponse extends QueuedJobResponse {
   new_messages: number;
   transcript: TranscriptMark;
+  /** Messages a dead job of the session held, queued again in a job of their own (given up after max_tries jobs died). */
+  retried?: { job_id: string; status: JobStatus; messages: number; tries: number; max_tries: number };
 }
 
 export interface JobStatusResponse {
@@ -699,6 +701,8 @@ export interface JobStatusResponse {
   created_at: string;
   updated_at: string;
   finished_at: string | null;
+  /** An extract job's messages [start, end) of its session, how many jobs held them, and whether they were given up. */
+  part?: { start: number; end: number; tries: number; given_up: boolean } | null;
 }
 
 export interface CompactInput {

@@ -11,6 +11,8 @@ export interface ExtractAnswer {
   deduplicated: boolean;
   new_messages: number;
   transcript: { count: number; digest: string };
+  /** The messages dead parts held, queued again apart (docs/extraction.md#a-message-that-always-kills-its-job). */
+  retried?: { job_id: string; status: string; messages: number; tries: number; max_tries: number };
 }
 
 export const chatMessage = (i: number, text = `message ${i} of the session`) => ({

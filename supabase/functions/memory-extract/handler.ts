@@ -3,34 +3,36 @@
 // GET ?job_id= returns the job's status (RLS: only the owner sees it).
 //
 //   POST { session_id, messages (OpenAI chat format), after?, project?, scope?, thread_id? }
-//     → 202 { job_id, status, deduplicated, new_messages, transcript: { count, digest } }
+//     → 202 { job_id, status, deduplicated, new_messages, transcript: { count, digest }, retried? }
 //       Incremental per session: messages is the transcript so far; only the messages no earlier
-//       (not dead) job of the session covers are queued, new_messages of them, with up to
+//       (not dead) job of the session covers are queued, new_messages of them in job_id, with up to
 //       CONTEXT_MESSAGES before them as context (next-part.ts). The same transcript again,
 //       or one earlier jobs already cover: the covering job, deduplicated, new_messages 0.
+//       Messages a dead job held go in a job of their own (`retried`: its id, messages and tries);
+//       the third such job to die gives them up (queue-plan.ts, docs/extraction.md).
 //       With `after` (the `transcript` of an earlier answer), messages are only what follows it: a
 //       long session never resends what it sent (409 transcript_mismatch when the session has no
 //       such transcript, when a dead job's messages lie too far behind it, or when the earlier
 //       messages it needs were cleared with their finished job's payload: resend the whole one).
-//   GET ?job_id=<uuid> → 200 { job_id, kind, status, attempts, last_error, result, ... } | 404
+//   GET ?job_id=<uuid> → 200 { job_id, kind, status, attempts, last_error, result, ..., part? } | 404
+//       (part, for an extract job: { start, end, tries, given_up } of its session's transcript)
 import { z } from "zod";
 import { createFunctionApp, fetchHandler } from "../_shared/app.ts";
 import { type Caller, requireCaller } from "../_shared/auth.ts";
 import { chargeRequest, withTenant } from "../_shared/db.ts";
 import { HttpError, json, methodNotAllowed, parseJsonBody, parseQueryString } from "../_shared/http.ts";
 import { rateLimit } from "../_shared/rate-limit.ts";
-import { enqueueJob, getJob, jobView, runInBackground } from "../_shared/jobs.ts";
+import { getJob, jobView, runInBackground } from "../_shared/jobs.ts";
 import { drainQueue, type QueueingDeps } from "../_shared/drain-queue.ts";
-import type { ExtractJobPayload } from "../_shared/extraction.ts";
 import { ChatMessageSchema, MAX_MESSAGES_PER_REQUEST } from "../_shared/llm.ts";
 import { codeOrigin, projectName, sessionId, threadId } from "../_shared/schemas.ts";
 import { redactMessages } from "../_shared/redact-json.ts";
 import { recordRedactions, redactMetadata } from "../_shared/redaction-events.ts";
 import { addCounts } from "../_shared/redact.ts";
 import { SCOPE_NEEDS_PROJECT, scopeHasProject, writeScope } from "../_shared/scopes.ts";
-import { extractIdempotencyKey } from "./transcript-prefix.ts";
 import { partAfter, partOfWhole } from "./next-part.ts";
-import { recordPart } from "./session-parts.ts";
+import { queuePlan } from "./queue-plan.ts";
+import { partOfJob } from "./session-parts.ts";
 
 const JobQuery = z.object({ job_id: z.uuid() }).strict();
 
@@ -58,9 +60,13 @@ export function createHandler(deps: QueueingDeps) {
   app.use(rateLimit((req) => (req.method === "GET" ? "read" : "heavy")));
   app.get("/memory-extract", requireCaller(deps.config, deps.sql), async (c) => {
     const query = parseQueryString(c.req.url, JobQuery);
-    const job = await withTenant(deps.sql, c.get("caller"), (tx) => getJob(tx, query.job_id));
-    if (!job) throw new HttpError(404, "not_found", "no such job");
-    return json(jobView(job));
+    const found = await withTenant(deps.sql, c.get("caller"), async (tx) => {
+      const job = await getJob(tx, query.job_id);
+      // An extract job's part of its session (tries, given_up: docs/extraction.md#a-message-that-always-kills-its-job).
+      return job && { ...jobView(job), ...(job.kind === "extract" ? { part: await partOfJob(tx, job.id) } : {}) };
+    });
+    if (!found) throw new HttpError(404, "not_found", "no such job");
+    return json(found);
   });
   app.post("/memory-extract", requireCaller(deps.config, deps.sql), async (c) => {
     const caller = c.get("caller");
@@ -102,50 +108,23 @@ export function createHandler(deps: QueueingDeps) {
         dropped: origin.dropped,
         threadId: body.thread_id,
       });
-      // Nothing new (e.g. a shorter transcript that arrived after a longer one): the job that covers the end.
-      if (plan.covered) {
-        return {
-          id: plan.job.id,
-          status: plan.job.status,
-          deduplicated: true,
-          newMessages: 0,
-          transcript: { count: plan.count, digest: plan.digest },
-        };
-      }
-      const part = plan.part;
-      const tail = { count: part.count, digest: part.digest };
-      const payload: ExtractJobPayload = {
+      return await queuePlan(tx, {
+        ownerId: caller.tenantId,
         session_id: body.session_id,
-        messages: part.messages as ExtractJobPayload["messages"],
-        context: part.context as ExtractJobPayload["messages"],
-        offset: part.offset,
         project: body.project,
         scope: body.scope,
         thread_id: body.thread_id,
         ...(body.lineage ? { lineage: body.lineage } : {}),
-      };
-      // Not inside a savepoint: record_extract_part takes the job as this transaction's by its xmin,
-      // which a subtransaction's insert does not have (it refuses, and the POST fails: a 500).
-      const job = await enqueueJob(tx, {
-        ownerId: caller.tenantId,
-        kind: "extract",
-        idempotencyKey: extractIdempotencyKey(body.session_id, part.count, part.digest),
-        payload,
-      });
-      // Its part and marks, once, by this transaction (what later POSTs look up).
-      if (!job.deduplicated) await recordPart(tx, job.id, part.start, part.digests, part.coveredAsOf);
-      // Deduplicated here: the job with this very key exists but covers nothing now (it is dead, an
-      // earlier job its part follows is, or it has no part: queued before parts were recorded, or
-      // inserted through the REST API); nothing new is queued until the transcript grows.
-      return { ...job, newMessages: job.deduplicated ? 0 : part.messages.length, transcript: tail };
+      }, plan);
     }, { threadId: body.thread_id });
-    if (!queued.deduplicated) runInBackground(kick, "memory-extract worker kick");
+    if (!queued.deduplicated || queued.retried) runInBackground(kick, "memory-extract worker kick");
     return json({
       job_id: queued.id,
       status: queued.status,
       deduplicated: queued.deduplicated,
       new_messages: queued.newMessages,
       transcript: queued.transcript,
+      ...(queued.retried ? { retried: queued.retried } : {}),
     }, 202);
   });
   app.all("/memory-extract", () => {

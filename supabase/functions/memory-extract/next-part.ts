@@ -1,19 +1,26 @@
-// Which part of a POSTed transcript memory-extract queues (docs/extraction.md): the messages from
-// the first one no live earlier part of the session covers, with up to CONTEXT_MESSAGES before
-// them as context; or, when they cover it all, the job that covers its end.
+// Which parts of a POSTed transcript memory-extract queues (docs/extraction.md): the messages from
+// the first one no covering earlier part of the session covers (live, or given up), each part with
+// up to CONTEXT_MESSAGES before it as context; or, when they cover it all, the job that covers its
+// end. Messages a dead part held are queued as a part of their own (`again`), from the first
+// uncovered one to the last uncovered one a dead part held, and the messages after them nothing
+// covers as another: a message that always kills its job then kills only the jobs of what dead
+// parts held, never the new messages' (before, one job took both, and one such message stopped
+// the session's extraction for good). `again` records 1 + the highest tries of the dead parts
+// that held its messages; the third to die is given up and covers them (session-parts.ts).
 //
 // A whole transcript brings every message it is about: its digests are probed, one lookup each.
 // With `after`, the messages only follow a point the session sent before, and what precedes that
 // point is found by walking back the parts on its path (session-parts.ts), part by part, to one
 // whose whole history is covered: the part `after` ends, unless a job of the session died since
-// it was queued. Dead parts on the way are extracted again from their first uncovered message,
-// read from the parts' payloads, when that is at most MAX_MESSAGES_PER_REQUEST messages in at most
-// maxRebuildBytes of payloads and the walk takes at most MAX_PATH_PARTS parts. Beyond that, what
-// precedes `after` is not known to be covered, and the POST says so (`historyUnknown`: the handler
-// answers 409, resend the whole transcript) rather than queue its own messages and skip the dead.
-// The same when a payload it must read has been cleared (`payloadCleared`: a finished job's
-// transcript is cleared job_keep_days after it finished): the context of an `after` inside a part,
-// or a dead part's messages. A whole transcript reads no payload: it brings its messages.
+// it was queued (a given-up part's death does not count). Dead parts on the way are queued again
+// (apart) from their first uncovered message, read from the parts' payloads, when that is at most
+// MAX_MESSAGES_PER_REQUEST messages in at most maxRebuildBytes of payloads and the walk takes at
+// most MAX_PATH_PARTS parts. Beyond that, what precedes `after` is not known to be covered, and
+// the POST says so (`historyUnknown`: the handler answers 409, resend the whole transcript) rather
+// than queue its own messages and skip the dead. The same when a payload it must read has been
+// cleared (`payloadCleared`: a finished job's transcript is cleared job_keep_days after it
+// finished): the context of an `after` inside a part, or a dead part's messages. A whole
+// transcript reads no payload: it brings its messages.
 import { CONTEXT_MESSAGES } from "../_shared/extraction.ts";
 import type { Tx } from "../_shared/db.ts";
 import type { JobStatus } from "../_shared/jobs.ts";
@@ -35,7 +42,7 @@ export const MAX_PATH_PARTS = 32;
 /** The largest position a part records (a Postgres integer): a point past it is one no session sent. */
 const MAX_POSITION = 2 ** 31 - 1;
 
-/** The part to queue: transcript messages [offset, count), the digests that key and mark it. */
+/** A part to queue: transcript messages [offset, count), the digests that key and mark it. */
 export interface NextPart {
   offset: number;
   messages: unknown[];
@@ -45,6 +52,8 @@ export interface NextPart {
   digests: string[];
   count: number;
   digest: string;
+  /** How many jobs have held its messages, this one included (1 unless dead parts held some). */
+  tries: number;
   /**
    * The snapshot of the POST's first coverage read: a part that dies in a transaction it does not
    * see may have covered what the POST took as covered (recorded with the part: partThrough).
@@ -52,9 +61,14 @@ export interface NextPart {
   coveredAsOf: string;
 }
 
+/**
+ * What to queue for a transcript ending at (count, digest): the part that ends there (keyed by it)
+ * or, when nothing there is to queue, the job covering the end; and before it, apart, the messages
+ * dead parts held (`again`, keyed `...:try<tries>`: its plain key is a dead part's), if any.
+ */
 export type PartPlan =
-  | { covered: true; job: { id: string; status: JobStatus }; count: number; digest: string }
-  | { covered: false; part: NextPart };
+  & { count: number; digest: string; again?: NextPart }
+  & ({ covered: true; job: { id: string; status: JobStatus } } | { covered: false; part: NextPart });
 
 /** Why a POST with `after` cannot tell what precedes it is covered: its walk or its read-back passed a bound. */
 export interface HistoryUnknown {
@@ -99,7 +113,7 @@ export async function partAfter(
   const last = path.at(-1)!;
   if (!last.historyCovered && last.start !== 0) return { historyUnknown: true };
   const digests = continueDigests(after.digest, messages);
-  if (path.some((p) => p.dead)) {
+  if (path.some((p) => !p.covers)) {
     const again = await readBack(s, after, path, maxRebuildBytes);
     if (!again) return { historyUnknown: true };
     if ("payloadCleared" in again) return again;
@@ -110,7 +124,9 @@ export async function partAfter(
   }
   const covered = await coveredFrom(s.tx, s.ownerId, s.sessionId, after.count, digests.slice(1));
   const want = Math.min(after.count, CONTEXT_MESSAGES - (covered.through - after.count));
-  const before = covered.job ? [] : await messagesBefore(s.tx, path[0]!, after, want);
+  const before = covered.through === after.count + messages.length
+    ? []
+    : await messagesBefore(s.tx, path[0]!, after, want);
   if (!before) return payloadCleared;
   return planFrom({ from: after.count, messages, digests }, covered, asOf, before);
 }
@@ -127,22 +143,30 @@ function planFrom(
 ): PartPlan {
   const count = known.from + known.messages.length;
   const digest = known.digests.at(-1)!;
-  if (coverage.job) return { covered: true, job: coverage.job, count, digest };
-  const covered = coverage.through;
-  const i = covered - known.from;
-  return {
-    covered: false,
-    part: {
-      offset: covered,
-      messages: known.messages.slice(i),
+  // Messages [start, to) as a part (positions of the transcript).
+  const part = (start: number, to: number, tries: number): NextPart => {
+    const i = start - known.from;
+    const j = to - known.from;
+    return {
+      offset: start,
+      messages: known.messages.slice(i, j),
       context: [...before, ...known.messages.slice(0, i)].slice(-CONTEXT_MESSAGES),
-      start: { count: covered, digest: known.digests[i]! },
-      digests: known.digests.slice(i + 1),
-      count,
-      digest,
+      start: { count: start, digest: known.digests[i]! },
+      digests: known.digests.slice(i + 1, j + 1),
+      count: to,
+      digest: known.digests[j]!,
+      tries,
       coveredAsOf,
-    },
+    };
   };
+  const dead = coverage.dead;
+  const again = dead ? part(coverage.through, dead.to, dead.tries + 1) : undefined;
+  const plan = { count, digest };
+  // Nothing after the dead parts' messages to queue: the job covering the end answers.
+  if (coverage.resumes === count && coverage.job) return { ...plan, covered: true, job: coverage.job, again };
+  // The dead parts' messages reach the end: they are the part that ends there (its plain key).
+  if (again && dead!.to === count) return { ...plan, covered: false, part: again };
+  return { ...plan, covered: false, part: part(coverage.resumes, count, 1), again };
 }
 
 /** The parts on the path to `point`, newest first, back to one whose history is covered (or position 0). */
@@ -172,7 +196,7 @@ async function readBack(
   path: (PartThrough & { upTo: number })[],
   maxRebuildBytes: number,
 ): Promise<{ from: number; messages: unknown[]; digests: string[]; before: unknown[] } | PayloadCleared | undefined> {
-  const read = path.slice(0, path.findLastIndex((p) => p.dead) + 1).reverse();
+  const read = path.slice(0, path.findLastIndex((p) => !p.covers) + 1).reverse();
   const dead = read[0]!;
   if (read.reduce((n, p) => n + p.payloadBytes, 0) > maxRebuildBytes) return undefined;
   if (after.count - dead.start > MAX_MESSAGES_PER_REQUEST) return undefined;

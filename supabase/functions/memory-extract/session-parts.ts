@@ -15,11 +15,14 @@
 // position already (a digest names its count), and a plain `position = n` let the planner AND the
 // key's index with a scan of the primary key for that position in every part of every tenant.
 //
-// A part is live while its job is not dead (queued, running or done: it has extracted, or will
-// extract, its messages). A position of a transcript is covered when a live part has a mark with
-// the transcript's digest there: that part holds the same history up to it. Marks hold a key, not
-// the digest: markKey names the tenant and session with it, so a lookup reads this session's marks
-// only (the migration's comment on memory_extract_marks); the part is checked all the same.
+// A part covers its messages while its job is not dead (queued, running or done: it has extracted,
+// or will extract, them), and for good once it is given up: the third job to hold messages that
+// died (tries = EXTRACT_MAX_TRIES; migration 20261128830000). A given-up part is read exactly as a
+// live one: its messages count as covered, and its death undoes no later part's history. A
+// position of a transcript is covered when a covering part has a mark with the transcript's digest
+// there: that part holds the same history up to it. Marks hold a key, not the digest: markKey
+// names the tenant and session with it, so a lookup reads this session's marks only (the
+// migration's comment on memory_extract_marks); the part is checked all the same.
 import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
 import type { Tx } from "../_shared/db.ts";
@@ -31,6 +34,12 @@ import { CONTEXT_MESSAGES } from "../_shared/extraction.ts";
  * part row read) and stored messages read. A work counter: tests compare it between requests.
  */
 export const storedReads = { lookups: 0, messages: 0 };
+
+/**
+ * How many jobs may hold messages that kill their job: the third that dies is given up (the death
+ * trigger of migration 20261128830000 says the same number).
+ */
+export const EXTRACT_MAX_TRIES = 3;
 
 /** A digest as a bytea (a parameter, so the condition on it can use the index). */
 const bytes = (hex: string) => Buffer.from(hex, "hex");
@@ -62,9 +71,10 @@ export interface PartThrough {
   start: number;
   startDigest: string;
   end: number;
-  dead: boolean;
+  /** Live or given up: it covers its messages (a dead one not given up covers nothing). */
+  covers: boolean;
   payloadBytes: number;
-  /** Live, and no part of the session that starts before it has died: all of its history is covered. */
+  /** Covers, and no part of the session that starts before it has died (not given up): all of its history is covered. */
   historyCovered: boolean;
   /** The snapshot the lookup read with (a POST's first read: recorded with its part, recordPart). */
   asOf: string;
@@ -72,21 +82,29 @@ export interface PartThrough {
   tail: unknown[] | null;
 }
 
-/** What the session's live parts cover of a transcript (coveredFrom). */
+/** What the session's covering parts cover of a transcript (coveredFrom). */
 export interface Coverage {
   /** The first position they do not cover, minus one (the end when they cover it all). */
   through: number;
-  /** When they cover it all: the job of the live part covering its end that starts first. */
+  /** The job of the covering part that covers its end (live before given up, the one that starts first). */
   job?: { id: string; status: JobStatus };
+  /**
+   * `to`: after the last uncovered message a dead part (not given up) held; `tries`: the highest of
+   * those parts'. Messages [through, to) are queued apart from those after (next-part.ts).
+   */
+  dead?: { to: number; tries: number };
+  /** The first position after `dead.to` (or `through`) they do not cover, minus one; the end when none. */
+  resumes: number;
   /** The snapshot the lookups read with (a POST's first read: recorded with its part, recordPart). */
   asOf: string;
 }
 
 /**
- * How far the session's live parts cover a transcript from `from` on, given its digests after each
- * message from there (`digests[i]` at position from + i + 1), and when they cover it all the job
- * that covers its end (the one a POST with nothing new answers with). One lookup per digest: the
- * last one's hit names that job, so the end is not looked up again.
+ * How far the session's covering parts cover a transcript from `from` on, given its digests after
+ * each message from there (`digests[i]` at position from + i + 1): the first gap, the messages
+ * dead parts held among those they do not cover (with how many jobs held them), where the gaps
+ * resume after those, and the job covering its end (the one a POST with nothing new answers with).
+ * One lookup per digest: each brings the covering part and the dead parts with its mark.
  */
 export async function coveredFrom(
   tx: Tx,
@@ -97,39 +115,66 @@ export async function coveredFrom(
 ): Promise<Coverage> {
   storedReads.lookups += digests.length;
   const keys = digests.map((d) => markKey({ ownerId, sessionId }, d).toString("hex"));
-  // Each digest's hit: the live part with its mark that starts first (materialized: read once,
-  // for the first gap and for the end's job).
-  const [row] = await tx<{ gap: number | null; id: string | null; status: JobStatus | null; asOf: string }[]>`
+  // Each digest's hit: the covering part with its mark (live first, then the one that starts
+  // first) and the highest tries of the dead ones (materialized: read once for every answer).
+  const [row] = await tx<
+    {
+      gap: number | null;
+      deadTo: number | null;
+      deadTries: number | null;
+      resumes: number | null;
+      id: string | null;
+      status: JobStatus | null;
+      asOf: string;
+    }[]
+  >`
     with hits as materialized (
-      select k.i::int as i, hit.job_id
+      select k.i::int as i, hit.job_id, hit.dead_tries
         from unnest(array(select decode(d.hex, 'hex') from unnest(${keys}::text[]) with ordinality as d(hex, i)
                            order by d.i)) with ordinality as k(key, i)
-        left join lateral (
-               select p.job_id from public.memory_extract_marks m
-                cross join lateral (select * from public.memory_extract_parts p where p.job_id = m.job_id limit 1) as p
+        cross join lateral (
+               select (array_agg(p.job_id order by p.dead, p.start_position, p.job_id) filter (where p.covers))[1]
+                        as job_id,
+                      max(p.tries) filter (where not p.covers) as dead_tries
+                 from public.memory_extract_marks m
+                cross join lateral (select p.job_id, p.owner_id, p.session_id, p.dead, p.start_position, p.tries,
+                                           not p.dead or p.given_up as covers
+                                      from public.memory_extract_parts p where p.job_id = m.job_id limit 1) as p
                 where m.key = k.key and m.position + 0 = ${from} + k.i
-                  and p.owner_id = ${ownerId} and p.session_id = ${sessionId} and not p.dead
-                order by p.start_position, p.job_id
-                limit 1) as hit on true),
-    gap as (select min(i) as i from hits where job_id is null)
-    select gap.i as gap, j.id, j.status, pg_current_snapshot()::text as "asOf"
-      from gap
+                  and p.owner_id = ${ownerId} and p.session_id = ${sessionId}) as hit),
+    gaps as (select i, dead_tries from hits where job_id is null),
+    dead as (select max(i) as i from gaps where dead_tries is not null)
+    select (select min(i) from gaps) as gap, dead.i as "deadTo",
+           (select max(g.dead_tries) from gaps g where g.i <= dead.i) as "deadTries",
+           (select min(g.i) from gaps g where g.i > coalesce(dead.i, 0)) as resumes,
+           j.id, j.status, pg_current_snapshot()::text as "asOf"
+      from dead
       left join lateral (
              select j.id, j.status from hits h
               cross join lateral (select * from public.memory_jobs j where j.id = h.job_id limit 1) as j
-              where gap.i is null and h.i = ${digests.length}) as j on true`;
+              where h.i = ${digests.length}) as j on true`;
   const r = row!;
-  if (r.gap !== null) return { through: from + r.gap - 1, asOf: r.asOf };
-  if (digests.length > 0 && !r.id) throw new Error(`coveredFrom: no job covers ${from + digests.length} messages`);
-  return { through: from + digests.length, asOf: r.asOf, ...(r.id ? { job: { id: r.id, status: r.status! } } : {}) };
+  const end = from + digests.length;
+  const job = r.id ? { job: { id: r.id, status: r.status! } } : {};
+  if (r.gap === null) {
+    if (digests.length > 0 && !r.id) throw new Error(`coveredFrom: no job covers ${end} messages`);
+    return { through: end, resumes: end, asOf: r.asOf, ...job };
+  }
+  return {
+    through: from + r.gap - 1,
+    resumes: r.resumes === null ? end : from + r.resumes - 1,
+    asOf: r.asOf,
+    ...job,
+    ...(r.deadTo === null ? {} : { dead: { to: from + r.deadTo, tries: r.deadTries! } }),
+  };
 }
 
 /**
- * The part the point lies in, a live one before a dead one and the one starting first; undefined
- * when the session never sent it. Its history is covered when it is live and no part of the session
- * that starts before it was killed by a transaction the POST that queued it did not see: that POST
- * found everything before it covered, and only such a death can have undone it (a death it saw, it
- * took into account). One lookup, and the session's parts that died since the part was queued;
+ * The part the point lies in, a covering one before a dead one (a live one first) and the one
+ * starting first; undefined when the session never sent it. Its history is covered when it covers
+ * and no part of the session that starts before it was killed, and not given up, by a transaction
+ * the POST that queued it did not see: that POST found everything before it covered, and only such
+ * a death can have undone it (a death it saw, it took into account; a given-up part still covers). One lookup, and the session's parts that died since the part was queued;
  * withTail, the same lookup brings the tail of a part ending at the point (messagesBefore).
  */
 export async function partThrough(
@@ -142,24 +187,25 @@ export async function partThrough(
   storedReads.lookups++;
   const [part] = await tx<PartThrough[]>`
     with through as materialized (
-      select p.job_id, p.start_position, p.start_digest, p.end_position, p.dead, p.payload_bytes, p.covered_as_of,
+      select p.job_id, p.start_position, p.start_digest, p.end_position, not p.dead or p.given_up as covers, p.dead,
+             p.payload_bytes, p.covered_as_of,
              case when ${withTail} and p.end_position = ${point.count} then p.tail end as tail
         from public.memory_extract_marks m
        cross join lateral (select * from public.memory_extract_parts p where p.job_id = m.job_id limit 1) as p
        where m.key = ${markKey({ ownerId, sessionId }, point.digest)} and m.position + 0 = ${point.count}
          and p.owner_id = ${ownerId} and p.session_id = ${sessionId})
     select p.job_id as "jobId", p.start_position as start, encode(p.start_digest, 'hex') as "startDigest",
-           p.end_position as end, p.dead, p.payload_bytes as "payloadBytes",
-           not p.dead and not exists (
+           p.end_position as end, p.covers, p.payload_bytes as "payloadBytes",
+           p.covers and not exists (
              select 1 from public.memory_extract_parts d
-              where d.owner_id = ${ownerId} and d.session_id = ${sessionId} and d.dead
+              where d.owner_id = ${ownerId} and d.session_id = ${sessionId} and d.dead and not d.given_up
                 and d.died_by >= pg_snapshot_xmin(p.covered_as_of)
                 and not pg_visible_in_snapshot(d.died_by, p.covered_as_of)
                 and d.start_position < p.start_position) as "historyCovered",
            (select e.tail from through e where e.tail is not null order by e.job_id limit 1) as tail,
            pg_current_snapshot()::text as "asOf"
       from through p
-     order by p.dead, p.start_position, p.job_id
+     order by p.covers desc, p.dead, p.start_position, p.job_id
      limit 1`;
   return part;
 }
@@ -223,7 +269,8 @@ export async function partSlices(
 
 /**
  * Records the part of the job this transaction has just queued: its start, the digest after each
- * of its messages (record_extract_part keys them) and the snapshot the POST read coverage with.
+ * of its messages (record_extract_part keys them), the snapshot the POST read coverage with, and
+ * how many jobs have held its messages (tries: 1 + the highest of the dead parts that held them).
  */
 export async function recordPart(
   tx: Tx,
@@ -231,11 +278,23 @@ export async function recordPart(
   start: TranscriptPoint,
   digests: readonly string[],
   coveredAsOf: string,
+  tries: number,
 ): Promise<void> {
   await tx`
     select public.record_extract_part(
              ${jobId}, ${start.count}, decode(${start.digest}, 'hex'),
              (select array_agg(decode(d.hex, 'hex') order by d.i)
                 from unnest(${digests as string[]}::text[]) with ordinality as d(hex, i)),
-             ${CONTEXT_MESSAGES}, ${coveredAsOf}::pg_snapshot)`;
+             ${CONTEXT_MESSAGES}, ${coveredAsOf}::pg_snapshot, ${tries})`;
+}
+
+/** An extract job's part as its status shows it (GET memory-extract?job_id=); null when it has none. */
+export async function partOfJob(
+  tx: Tx,
+  jobId: string,
+): Promise<{ start: number; end: number; tries: number; given_up: boolean } | null> {
+  const [part] = await tx<{ start: number; end: number; tries: number; given_up: boolean }[]>`
+    select start_position as start, end_position as "end", tries, given_up
+      from public.memory_extract_parts where job_id = ${jobId}`;
+  return part ?? null;
 }

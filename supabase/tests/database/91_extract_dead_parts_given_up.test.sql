@@ -1,0 +1,53 @@
+-- A part records how many jobs have held its messages (tries, migration 20261128830000): a part of
+-- messages dead parts held ends before its POST's transcript under a ':try<tries>' key, accepted
+-- only with tries above 1; the third job holding them that dies is given up (it covers them for
+-- good), an earlier one is only dead. docs/extraction.md#a-message-that-always-kills-its-job.
+begin;
+select plan(9);
+
+select tests.authenticate_as('91000000-0000-4000-8000-00000000000a');
+insert into public.memory_jobs (owner_id, kind, payload, idempotency_key)
+select '91000000-0000-4000-8000-00000000000a', 'extract',
+       jsonb_build_object('session_id', 's', 'offset', 0, 'messages', '[{"role": "user", "content": "m0"}]'::jsonb),
+       'session:s:1:' || encode(sha256('d1'), 'hex') || v.suffix
+  from (values (''), (':try2'), (':try3'), (':try1')) as v(suffix);
+create temporary table job_ids as
+  select idempotency_key as key, id from public.memory_jobs where owner_id = '91000000-0000-4000-8000-00000000000a';
+grant select on job_ids to authenticated, anon;
+
+select throws_ok($$select public.record_extract_part((select id from job_ids where key like '%:try1'), 0, sha256('d0'),
+                   array[sha256('d1')], 6, pg_current_snapshot(), 1)$$,
+                 '22023', null, 'a '':try'' key is not a first try''s');
+select throws_ok($$select public.record_extract_part((select id from job_ids where key like '%:try2'), 0, sha256('d0'),
+                   array[sha256('d1')], 6, pg_current_snapshot(), 3)$$,
+                 '22023', null, 'a '':try<k>'' key is the part of try k only');
+select throws_ok($$select public.record_extract_part((select id from job_ids where key like '%:try3'), 0, sha256('d0'),
+                   array[sha256('d1')], 6, pg_current_snapshot(), 4)$$,
+                 '22023', null, 'no part is a fourth try');
+select lives_ok($$select public.record_extract_part((select id from job_ids where key not like '%:try%'), 0, sha256('d0'),
+                  array[sha256('d1')], 6, pg_current_snapshot())$$,
+                'a call without tries records a first try, under the plain key');
+select lives_ok($$select public.record_extract_part((select id from job_ids where key like '%:try2'), 0, sha256('d0'),
+                  array[sha256('d1')], 6, pg_current_snapshot(), 2)$$,
+                'a second try under its '':try2'' key');
+select lives_ok($$select public.record_extract_part((select id from job_ids where key like '%:try3'), 0, sha256('d0'),
+                  array[sha256('d1')], 6, pg_current_snapshot(), 3)$$,
+                'a third try under its '':try3'' key');
+select results_eq($$select substring(j.idempotency_key from '(:try\d)$'), p.tries, p.dead, p.given_up
+                      from public.memory_extract_parts p join public.memory_jobs j on j.id = p.job_id order by p.tries$$,
+                  $$values (null::text, 1::smallint, false, false), (':try2', 2::smallint, false, false), (':try3', 3::smallint, false, false)$$,
+                  'each part with its tries, live');
+
+-- The worker kills them all.
+select tests.clear_authentication();
+update public.memory_jobs set status = 'dead' where owner_id = '91000000-0000-4000-8000-00000000000a';
+select results_eq($$select tries, dead, given_up from public.memory_extract_parts
+                     where owner_id = '91000000-0000-4000-8000-00000000000a' order by tries$$,
+                  $$values (1::smallint, true, false), (2::smallint, true, false), (3::smallint, true, true)$$,
+                  'the first and second tries are dead; the third is given up (it covers its messages for good)');
+select throws_ok($$update public.memory_extract_parts set given_up = true, dead = false
+                    where owner_id = '91000000-0000-4000-8000-00000000000a' and tries = 1$$,
+                 '23514', null, 'only a dead part is given up');
+
+select * from finish();
+rollback;

@@ -1,0 +1,161 @@
+// A message that always kills its extract job (a provider that always refuses it) must not stop
+// the session's extraction: a dead job's messages are queued again apart from the new ones, so
+// the new ones are extracted; after the third job holding them dies they are given up, counted
+// as covered, and never sent to the model again; a death that was transient is extracted on the
+// next POST. docs/extraction.md#a-message-that-always-kills-its-job. Real Postgres, the fake
+// model at the HTTP boundary, the queue drained by the worker's own code.
+import assert from "node:assert/strict";
+import { type ChatRequestBody, reply } from "./fake_openai.ts";
+import { type ExtractAnswer, postExtract } from "./support/extract.ts";
+import { userHeaders } from "./support/auth.ts";
+import { newTenant } from "./support/seed.ts";
+import { createHandler } from "../supabase/functions/memory-extract/handler.ts";
+import { drainAll, memoriesOf, type WriteEnv, writeEnv } from "./write_helpers.ts";
+
+const EXTRACT_MARK = "What from this conversation would help you do a better job next time?";
+const POISON = "POISON: a message the model provider always refuses.";
+
+/** Message i of the session: message 1 is the poison; even ones state a fact, odd ones acknowledge. */
+const message = (i: number) =>
+  i === 1
+    ? { role: "user", content: POISON }
+    : i % 2 === 0
+    ? { role: "user", content: `Fact ${i}: service ${i} listens on port ${8000 + i}.` }
+    : { role: "assistant", content: "Noted." };
+const messages = (from: number, to: number) => Array.from({ length: to - from }, (_, k) => message(from + k));
+const fact = (i: number) => `Service ${i} listens on port ${8000 + i}.`;
+
+/** The part of an extraction request the model is asked to extract from (the context excluded). */
+function newPart(req: ChatRequestBody): string {
+  const text = req.messages.map((m) => typeof m.content === "string" ? m.content : "").join("\n");
+  const marker = "the new part to review:";
+  return text.includes(marker) ? text.slice(text.indexOf(marker)) : text;
+}
+const poisoned = (req: ChatRequestBody) => newPart(req).includes("POISON");
+
+/** The fake model: a memory for each fact in the new part; after `failures`, the poison too. */
+function scriptModel(env: WriteEnv, failures: number | "always") {
+  const extract = reply.dynamic((req) =>
+    reply.json({
+      stored: [...newPart(req).matchAll(/Fact (\d+):/g)].map((m) => ({
+        content: fact(Number(m[1])),
+        type: "semantic",
+        namespace: "devai/project/shop/services",
+        source: "discovery",
+        priority: "medium",
+        importance: 3,
+      })),
+      filtered: [],
+    })
+  );
+  const fail = reply.error(500, { message: "the provider refuses this content" });
+  env.fake.onChat(poisoned, failures === "always" ? fail : [...Array(failures).fill(fail), extract]);
+  env.fake.onChat(EXTRACT_MARK, extract);
+}
+
+/** Model calls asked to extract from the poison. */
+const poisonCalls = (env: WriteEnv) => env.fake.chatRequests().filter((r) => poisoned(r.body)).length;
+
+async function accepted(env: WriteEnv, tenant: string, body: Record<string, unknown>): Promise<ExtractAnswer> {
+  const res = await postExtract(env, tenant, { session_id: "s-poison", project: "shop", ...body });
+  assert.equal(res.status, 202, JSON.stringify(res.body));
+  return res.body;
+}
+
+/** GET memory-extract?job_id=: the job's status with its part. */
+async function status(env: WriteEnv, tenant: string, jobId: string) {
+  const handler = createHandler({ ...env.deps, kickWorker: () => Promise.resolve() });
+  const res = await handler(
+    new Request(`http://localhost/functions/v1/memory-extract?job_id=${jobId}`, { headers: await userHeaders(tenant) }),
+  );
+  assert.equal(res.status, 200);
+  return await res.json();
+}
+
+const factsOf = async (env: WriteEnv, tenant: string) =>
+  (await memoriesOf(env.sql, tenant)).map((m) => m.content).sort();
+
+/**
+ * The session grows by two messages a POST after its first job died on the poison, sent as `send`
+ * says (whole transcripts, or `after`): each POST's new messages are extracted, the poison's part
+ * is tried by three jobs in all (five attempts each) and then given up.
+ */
+async function poisonedSession(send: "whole" | "after") {
+  const env = await writeEnv({ llm: { retry: { maxRetries: 0 } } });
+  try {
+    const tenant = newTenant();
+    scriptModel(env, "always");
+    let answer = await accepted(env, tenant, { messages: messages(0, 3) });
+    assert.equal((await drainAll(env.deps, tenant)).dead, 1, "the first job dies on the poison");
+    const post = (to: number) =>
+      accepted(
+        env,
+        tenant,
+        send === "whole" ? { messages: messages(0, to) } : { after: answer.transcript, messages: messages(to - 2, to) },
+      );
+
+    const tries = [];
+    for (const to of [5, 7, 9]) {
+      answer = await post(to);
+      await drainAll(env.deps, tenant);
+      // The new messages are extracted, whatever became of the poison's part.
+      assert.ok((await factsOf(env, tenant)).includes(fact(to - 1)), `fact ${to - 1} extracted`);
+      tries.push(answer.retried && [answer.retried.tries, answer.retried.messages, answer.retried.max_tries]);
+      assert.equal(answer.new_messages, 2, "the new messages have a job of their own");
+      if (to === 7) {
+        // The third job of the poison's part died: given up, as its status says.
+        const last = await status(env, tenant, answer.retried!.job_id);
+        assert.equal(last.status, "dead");
+        assert.deepEqual(last.part, { start: 0, end: 3, tries: 3, given_up: true });
+      }
+    }
+    // Tried by the first job and two more, then given up: the third POST queues only its new messages.
+    assert.deepEqual(tries, [[2, 3, 3], [3, 3, 3], undefined]);
+    assert.equal(poisonCalls(env), 3 * 5, "three jobs of five attempts each asked the model about the poison");
+    assert.deepEqual(await factsOf(env, tenant), [fact(4), fact(6), fact(8)]);
+
+    // The session goes on normally: the given-up messages count as covered, and are not asked again.
+    const calls = poisonCalls(env);
+    const more = await accepted(
+      env,
+      tenant,
+      send === "whole" ? { messages: messages(0, 11) } : { after: answer.transcript, messages: messages(9, 11) },
+    );
+    assert.deepEqual([more.new_messages, more.retried], [2, undefined]);
+    const whole = await accepted(env, tenant, { messages: messages(0, 11) });
+    assert.deepEqual([whole.job_id, whole.deduplicated, whole.retried], [more.job_id, true, undefined]);
+    await drainAll(env.deps, tenant);
+    assert.equal(poisonCalls(env), calls, "no more model calls on the poison");
+    assert.deepEqual(await factsOf(env, tenant), [fact(10), fact(4), fact(6), fact(8)]);
+  } finally {
+    await env.close();
+  }
+}
+
+Deno.test("extract, a poison message: whole transcripts after its job died get their new messages extracted; the poison is given up after 3 jobs", async () => {
+  await poisonedSession("whole");
+});
+
+Deno.test("extract, a poison message: `after` POSTs after its job died get their new messages extracted; the poison is given up after 3 jobs", async () => {
+  await poisonedSession("after");
+});
+
+Deno.test("extract, a transient death: the dead job's messages are queued again apart and extracted; nothing is lost", async () => {
+  const env = await writeEnv({ llm: { retry: { maxRetries: 0 } } });
+  try {
+    const tenant = newTenant();
+    scriptModel(env, 5); // the first job's five attempts fail, then the provider recovers
+    const first = await accepted(env, tenant, { messages: messages(0, 3) });
+    assert.equal((await drainAll(env.deps, tenant)).dead, 1);
+    const next = await accepted(env, tenant, { after: first.transcript, messages: messages(3, 5) });
+    const report = await drainAll(env.deps, tenant);
+    assert.equal(report.dead, 0, JSON.stringify(report));
+    assert.deepEqual(await factsOf(env, tenant), [fact(0), fact(2), fact(4)], "the dead job's facts too");
+    // In a job of their own, its second try.
+    assert.deepEqual([next.new_messages, next.retried?.messages, next.retried?.tries], [2, 3, 2]);
+    const again = await status(env, tenant, next.retried!.job_id);
+    assert.deepEqual([again.status, again.part], ["done", { start: 0, end: 3, tries: 2, given_up: false }]);
+  } finally {
+    await env.close();
+  }
+});
