@@ -215,6 +215,35 @@ Deno.test("agent tokens: issued once, hashed, usable at once; revoked or expired
   });
 });
 
+Deno.test("agent tokens: one pasted into a memory or a token's label is redacted, never stored", async () => {
+  await withServer(async (server) => {
+    const sql = testSql(2);
+    const tenant = newTenant();
+    const session = { authorization: `Bearer ${await userToken(tenant)}` };
+    try {
+      const token = (await http(server, "memory/agent-tokens", session, { agent: "coder" })).body.token as string;
+      const remembered = await http(server, "memory/remember", session, {
+        content: `Remember: the CI job authenticates with ${token}`,
+      });
+      assert.equal(remembered.status, 201, JSON.stringify(remembered.body));
+      assert.equal(remembered.body.memory.content, "Remember: the CI job authenticates with [REDACTED:agent_token]");
+      const labelled = await http(server, "memory/agent-tokens", session, {
+        agent: "coder",
+        label: `copy of ${token}`,
+      });
+      assert.equal(labelled.body.label, "copy of [REDACTED:agent_token]");
+      const stored = await sql`
+        select (select count(*)::int from public.devai_memories where owner_id = ${tenant} and content like ${`%${token}%`})
+             + (select count(*)::int from public.memory_agent_tokens where owner_id = ${tenant} and label like ${`%${token}%`}) as n`;
+      assert.equal(stored[0]!.n, 0, "the token is nowhere in the tenant's rows");
+      // Still a working credential: redaction only keeps it out of what is stored.
+      assert.equal((await http(server, "memory", { authorization: `Bearer ${token}` })).status, 200);
+    } finally {
+      await sql.end();
+    }
+  });
+});
+
 Deno.test("agent identity: an agent token's agent is fixed; x-devai-agent names it for other callers", async () => {
   await withServer(async (server) => {
     const sql = testSql(2);

@@ -18,6 +18,7 @@ const GITHUB = "ghp_aB3dE6gH9jK2mN5pQ8rS1tV4wX7yZ0cF3hJ6k";
 const GITHUB_PAT = "github_pat_11ABCDEFG0aBcDeFgHiJkL_mNoPqRsTuVwXyZ0123456789aBcDeFgHiJkLmNoPqRsTuVwXyZ0123";
 const STRIPE = "sk_live_51HqLyjWDarjtT1zdp7dcXwBZR5MjzKxYkTqfGh8mB3nV6cX9zL2kJ4hG7fD1sA0";
 const SUPABASE_SECRET = "sb_secret_N7UND0UgjKTVK-Uodkm0Hg_xSvEMPvz";
+const AGENT_TOKEN = "dvm_Xr0uOVlg62njgedef_60Xt6Zym-GfOjnCidxicL3c5I";
 const b64url = (o: unknown) => btoa(JSON.stringify(o)).replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_");
 const jwt = (claims: Record<string, unknown>) =>
   `${b64url({ alg: "HS256", typ: "JWT" })}.${b64url(claims)}.${"Xq3-vB9_kLm2nPq5rSt8uVw1xYz4AbC7dEf0gHi3jKl"}`;
@@ -70,6 +71,9 @@ const LEAKS: { text: string; kinds: string[]; kept?: RegExp; only?: true }[] = [
   { text: `Payments use STRIPE_SECRET_KEY="${STRIPE}" on production`, kinds: ["stripe_key"] },
   { text: `The webhook secret is whsec_5Kq8Zt2Yw9Xv3Bn6Mc1Lp4Jh7Gf0Ds`, kinds: ["stripe_key"] },
   { text: `SUPABASE_SECRET_KEY=${SUPABASE_SECRET}`, kinds: ["supabase_secret_key"], only: true },
+  // This service's own agent tokens (docs/auth.md#agent-tokens), in prose and as a bearer token.
+  { text: `The CI hook sends ${AGENT_TOKEN} to the memory service`, kinds: ["agent_token"] },
+  { text: `Authorization: Bearer ${AGENT_TOKEN}`, kinds: ["agent_token"], only: true },
   { text: `The worker calls the API with the service key ${SERVICE_ROLE_JWT}`, kinds: ["supabase_service_role_jwt"] },
   { text: `Authorization: Bearer ${USER_JWT}`, kinds: ["jwt"], only: true },
   {

@@ -29,6 +29,7 @@ export const SECRET_KINDS = [
   "stripe_key",
   "slack_token",
   "supabase_secret_key",
+  "agent_token",
   "password",
   "bearer_token",
   "url_secret",
@@ -60,7 +61,7 @@ const MARKER_RE = /\[REDACTED:[a-z_]{1,40}\]/g;
  * added needs its own literal here (tests/redact.test.ts runs the leak corpus through this test).
  */
 export const MAY_HOLD_SECRET =
-  /[=:]|eyJ|sk|rk_|whsec_|A(?:KIA|SIA|BIA|CCA|ROA|IDA|NPA|GPA|Iza)|ya29\.|gh[pousr]_|github_pat_|xox|sb_secret_|BEGIN|bearer|basic|token|pass|secret|api-?key|auth|<\/|define\(|setenv\(|environmentvariable\(|mysql|mariadb|login|setx/i;
+  /[=:]|eyJ|sk|rk_|whsec_|A(?:KIA|SIA|BIA|CCA|ROA|IDA|NPA|GPA|Iza)|ya29\.|gh[pousr]_|github_pat_|xox|sb_secret_|dvm_|BEGIN|bearer|basic|token|pass|secret|api-?key|auth|<\/|define\(|setenv\(|environmentvariable\(|mysql|mariadb|login|setx/i;
 
 /**
  * How a text is read: `text` (prose, config, transcripts: every rule) or `id` (an identifier: only

@@ -196,6 +196,9 @@ export const RULES: Rule[] = [
   { kind: "stripe_key", re: /\b(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,247}|whsec_[A-Za-z0-9]{20,247})\b/g },
   { kind: "slack_token", re: /\bxox[abposr]-[A-Za-z0-9-]{10,250}/g },
   { kind: "supabase_secret_key", re: /\bsb_secret_[A-Za-z0-9_-]{16,200}/g },
+  // This service's own agent tokens (agent-tokens.ts: dvm_ + 32 random bytes in base64url), before the
+  // bearer and assignment rules so `Authorization: Bearer dvm_…` is named for what it is.
+  { kind: "agent_token", re: /\bdvm_[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])/g },
   // scheme://user:password@host: the password only (also with no user: `redis://:password@host`).
   {
     kind: "password",
