@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { createHandler as createDedup } from "../supabase/functions/memory-dedup/handler.ts";
 import { createHandler as createRetrieve } from "../supabase/functions/memory-retrieve/handler.ts";
 import { localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
-import { serviceToken, userHeaders } from "./support/auth.ts";
+import { serviceToken, signToken, userHeaders } from "./support/auth.ts";
 import { testConfig } from "./support/config.ts";
 import { memoryApi } from "./support/memory-api.ts";
 import { newTenant, tenantWrites, testSql } from "./support/seed.ts";
@@ -139,6 +139,27 @@ Deno.test({
   const after = await query(t, { agent, query: "how do I run the linter?", threshold: 0 });
   assert.equal(after.status, 200, JSON.stringify(after.body));
   assert.deepEqual(after.body.results.map((r: { id: string }) => r.id), [saved.body.memory.id]);
+});
+
+Deno.test({
+  name: "config: a user token without a uuid subject is a 401 invalid_token here too, as on every memory route",
+  ...opts,
+}, async () => {
+  const badSubjects = [
+    await signToken({ role: "authenticated", sub: "admin" }),
+    await signToken({
+      role: "authenticated",
+    }),
+  ];
+  for (const token of badSubjects) {
+    const headers = { authorization: `Bearer ${token}` };
+    for (const path of ["/memory/categories", "/memory/agents", "/memory/agents/coder", "/memory/stats"]) {
+      const res = await api("GET", path, { headers });
+      assert.equal(res.status, 401, `${path}: ${JSON.stringify(res.body)}`);
+      assert.equal(res.body.error.code, "invalid_token");
+      assert.match(res.body.error.message, /uuid subject/);
+    }
+  }
 });
 
 Deno.test(

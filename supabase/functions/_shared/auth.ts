@@ -186,14 +186,19 @@ function agentOf(req: Request, identity: Identity): { agent?: string; agentBound
   return named !== null ? { agent: named } : {};
 }
 
+/** A user credential's user (lower-cased): its subject, which must be a uuid (401 otherwise). */
+function userOf(identity: Identity): string {
+  if (!identity.sub || !UUID.test(identity.sub)) {
+    throw new HttpError(401, "invalid_token", "an authenticated token needs a uuid subject");
+  }
+  return identity.sub.toLowerCase();
+}
+
 /** The caller and tenant for a memory request; see the module comment for the rules. */
 export async function authenticate(req: Request, config: AuthConfig, sql?: Sql): Promise<Caller> {
   const identity = await identify(req, config, sql);
   if (identity.role === "authenticated") {
-    if (!identity.sub || !UUID.test(identity.sub)) {
-      throw new HttpError(401, "invalid_token", "an authenticated token needs a uuid subject");
-    }
-    const tenantId = identity.sub.toLowerCase();
+    const tenantId = userOf(identity);
     const named = req.headers.get(TENANT_HEADER);
     if (named && named.toLowerCase() !== tenantId) {
       throw new HttpError(403, "forbidden_tenant", "a user token can only act for its own tenant");
@@ -236,9 +241,8 @@ export interface ConfigCaller {
 export async function authenticateConfigCaller(req: Request, config: AuthConfig, sql?: Sql): Promise<ConfigCaller> {
   const identity = await identify(req, config, sql);
   if (identity.role === "service_role") return { role: "service_role", actor: "service_role" };
-  if (identity.role === "authenticated" && identity.sub && UUID.test(identity.sub)) {
-    return { role: "authenticated", actor: `user:${identity.sub.toLowerCase()}` };
-  }
+  // The same rule as for memory requests: a user token without a uuid subject is a bad token (401).
+  if (identity.role === "authenticated") return { role: "authenticated", actor: `user:${userOf(identity)}` };
   throw new HttpError(403, "forbidden_role", "role 'anon' may not read the memory configuration");
 }
 
