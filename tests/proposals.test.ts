@@ -4,6 +4,7 @@
 // applies at once; every decision is in the history. Bad actions and other tenants' ids write nothing.
 import assert from "node:assert/strict";
 import { withTenant } from "../supabase/functions/_shared/db.ts";
+import { createHandler } from "../supabase/functions/memory/handler.ts";
 import { enqueueJob } from "../supabase/functions/_shared/jobs.ts";
 import { LOCAL_EMBEDDING, memoryWithLlm } from "./support/consolidation.ts";
 import { newTenant, tenantWrites } from "./support/seed.ts";
@@ -166,6 +167,38 @@ Deno.test({
     assert.equal((await api("GET", `/memory/proposals/${p.id}`, other)).status, 404);
     assert.deepEqual(await tenantWrites(env.sql, t), before);
     assert.equal((await api("GET", "/memory/proposals?status=maybe", t)).status, 400);
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test({
+  name: "consent: an agent token can neither accept nor reject a proposal (403 forbidden_credential, nothing written)",
+  ...opts,
+}, async () => {
+  const env = await writeEnv({ config: { embedding: LOCAL_EMBEDDING } as never, withLlm: false });
+  try {
+    const t = newTenant();
+    const api = memoryWithLlm(env.sql, env.config, undefined, env.embedder);
+    await proposeByModel(env, t, ["The user lives in Porto."]);
+    const [p] = (await api("GET", "/memory/proposals", t)).body.proposals;
+    const token = (await api("POST", "/memory/agent-tokens", t, { agent: "coder" })).body.token as string;
+    const asAgent = createHandler({ sql: env.sql, config: env.config, embedder: env.embedder });
+    const before = await tenantWrites(env.sql, t);
+    for (const action of ["accept", "reject"]) {
+      const res = await asAgent(
+        new Request(`http://local/memory/proposals/${p.id}/${action}`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${token}` },
+        }),
+      );
+      const body = await res.json();
+      assert.deepEqual([res.status, body.error.code], [403, "forbidden_credential"], action);
+    }
+    assert.deepEqual(await tenantWrites(env.sql, t), before);
+    assert.equal((await api("GET", `/memory/proposals/${p.id}`, t)).body.proposal.status, "pending");
+    // The user's own session decides it.
+    assert.equal((await api("POST", `/memory/proposals/${p.id}/reject`, t)).status, 200);
   } finally {
     await env.close();
   }

@@ -228,6 +228,16 @@ export async function authenticate(req: Request, config: AuthConfig, sql?: Sql):
   );
 }
 
+/**
+ * For what only the user (or service_role acting for the tenant) decides, never an agent acting
+ * as the user: managing agent tokens, consenting to proposals. `what` says what is refused.
+ */
+export function refuseAgentToken(caller: Pick<Caller, "agentBound">, what: string): void {
+  if (caller.agentBound) {
+    throw new HttpError(403, "forbidden_credential", `${what} with the user's own session, not with an agent token`);
+  }
+}
+
 /** Who changes deployment-wide configuration (agents, categories): no tenant is involved. */
 export interface ConfigCaller {
   role: "authenticated" | "service_role";

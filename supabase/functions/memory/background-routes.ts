@@ -83,7 +83,7 @@ export function registerBackgroundRoutes(app: MemoryApp, deps: ServiceDeps): voi
       );
     }
     await optionalBody(c.req.raw, ProposalDecisionRequest, max);
-    return json(await decide(deps, who(c), id, action as ProposalAction));
+    return json(await decide(deps, c.get("caller"), id, action as ProposalAction));
   });
 
   registerCheckpointRoutes(app, deps);

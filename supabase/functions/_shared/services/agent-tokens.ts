@@ -2,7 +2,7 @@
 // token is issued by the user (a session) or a service_role caller acting for the tenant, never
 // by an agent token: an agent cannot mint or revoke credentials.
 import { type AgentToken, issueAgentToken, listAgentTokens, revokeAgentToken } from "../agent-tokens.ts";
-import type { Caller } from "../auth.ts";
+import { type Caller, refuseAgentToken } from "../auth.ts";
 import { withTenant } from "../db.ts";
 import { HttpError } from "../http.ts";
 import type { AgentTokenRequest } from "../memories/schemas.ts";
@@ -11,15 +11,7 @@ import { redactField } from "../redact.ts";
 import { recordRedactions } from "../redaction-events.ts";
 import type { ServiceDeps } from "./deps.ts";
 
-function refuseAgentTokens(caller: Caller): void {
-  if (caller.agentBound) {
-    throw new HttpError(
-      403,
-      "forbidden_credential",
-      "agent tokens are managed with the user's own session, not with an agent token",
-    );
-  }
-}
+const refuseAgentTokens = (caller: Caller) => refuseAgentToken(caller, "agent tokens are managed");
 
 /** A new token for a configured agent; the token itself is in this answer only. */
 export async function issueToken(

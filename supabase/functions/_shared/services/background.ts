@@ -15,6 +15,7 @@ import {
   resolveContradiction,
   type ResolveRequest,
 } from "../contradictions.ts";
+import { type Caller, refuseAgentToken } from "../auth.ts";
 import type { TenantContext } from "../db.ts";
 import { HttpError } from "../http.ts";
 import type { ConsolidateRequest, ReindexRequest } from "../memories/background-schemas.ts";
@@ -89,12 +90,17 @@ export async function proposal(
   return found;
 }
 
+/**
+ * The user's consent to a proposal (docs/consolidation.md#consent). An agent token is refused: the
+ * proposals are what models and agents (memory-dedup) put forward, so the agent cannot consent.
+ */
 export async function decide(
   deps: ServiceDeps,
-  tenant: TenantContext,
+  tenant: TenantContext & Pick<Caller, "agentBound">,
   id: string,
   action: ProposalAction,
 ): Promise<{ proposal: Proposal; memory_id: string | null }> {
+  refuseAgentToken(tenant, "proposals are accepted or rejected");
   const result = await decideProposal(deps, tenant, id, action);
   if (result.memory_id && deps.llm) kickWorker(deps);
   return result;
