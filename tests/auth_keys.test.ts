@@ -244,6 +244,20 @@ Deno.test("agent tokens: one pasted into a memory or a token's label is redacted
   });
 });
 
+Deno.test("agent tokens: a label whose redaction markers outgrow its 200 characters is shortened, not a 422", async () => {
+  await withServer(async (server) => {
+    const session = { authorization: `Bearer ${await userToken(newTenant())}` };
+    // 200 characters; `[REDACTED:password]` is 12 longer than `hunter2`.
+    const label = `laptop ${"x".repeat(163)} DB_PASSWORD=hunter2 ok`.slice(0, 200);
+    const issued = await http(server, "memory/agent-tokens", session, { agent: "coder", label });
+    assert.equal(issued.status, 201, JSON.stringify(issued.body));
+    const stored = issued.body.label as string;
+    assert.ok([...stored].length <= 200, stored);
+    assert.ok(stored.startsWith(`laptop ${"x".repeat(163)}`) && stored.endsWith("…"), stored);
+    assert.equal(stored.includes("hunter2"), false);
+  });
+});
+
 Deno.test("agent identity: an agent token's agent is fixed; x-devai-agent names it for other callers", async () => {
   await withServer(async (server) => {
     const sql = testSql(2);

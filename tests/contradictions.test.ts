@@ -301,3 +301,23 @@ Deno.test({
     await env.close();
   }
 });
+
+Deno.test({
+  name: "resolve: a note whose redaction markers outgrow its 1000 characters is shortened, not a 422",
+  ...opts,
+}, async () => {
+  const env = await writeEnv({ config: { embedding: LOCAL_EMBEDDING } as never, withLlm: false });
+  try {
+    const t = newTenant();
+    const { c } = await fourPairs(env, t);
+    const api = memoryWithLlm(env.sql, env.config, undefined, env.embedder);
+    const note = `ci ${"y".repeat(975)} DB_PASSWORD=hunter2 ok`.slice(0, 1000);
+    const res = await api("POST", `/memory/contradictions/${c[0]}/resolve`, t, { resolution: "a_wins", note });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const stored = res.body.contradiction.note as string;
+    assert.ok([...stored].length <= 1000 && stored.endsWith("…"), stored);
+    assert.equal(stored.includes("hunter2"), false);
+  } finally {
+    await env.close();
+  }
+});

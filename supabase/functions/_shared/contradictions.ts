@@ -34,10 +34,13 @@ export const ContradictionListQuery = z
   .strict();
 export type ContradictionListQuery = z.infer<typeof ContradictionListQuery>;
 
+/** A resolution's note, in characters (the column's check: memory_contradictions_note_length). */
+const NOTE_MAX = 1000;
+
 export const ResolveRequest = z
   .object({
     resolution: z.enum(RESOLUTIONS, { error: `resolution must be one of ${RESOLUTIONS.join(", ")}` }),
-    note: z.string().trim().min(1).max(1000).optional(),
+    note: z.string().trim().min(1).max(NOTE_MAX).optional(),
     /** merged only: the statement that replaces both. */
     content: contentSchema.optional(),
     thread_id: threadId.optional(),
@@ -152,7 +155,7 @@ export async function resolveContradiction(
 ): Promise<Contradiction> {
   const merged = body.resolution === "merged" ? redactStatement(body.content!) : undefined;
   // The note is stored and shown with the contradiction and in the history's evidence: redacted too.
-  const note = redactField(body.note);
+  const note = redactField(body.note, "text", NOTE_MAX);
   await withTenant(deps.sql, tenant, (tx) => loadOpen(tx, id));
   const vector = merged ? await embedForRequest(deps.embedder, merged.text) : undefined;
   const resolvedId = await withTenant(deps.sql, tenant, async (tx) => {

@@ -12,6 +12,7 @@
 // long window at every place it may start (the JWT rule consumes what it scanned), so the work is
 // linear in the text's length whatever it holds (tests/redact.test.ts times hostile texts).
 
+import { shortenToFit } from "./fit-text.ts";
 import { RULES } from "./secret-rules.ts";
 import { passwordName, secretName } from "./secret-names.ts";
 import { LOOKBACK } from "./secret-values.ts";
@@ -111,12 +112,23 @@ export function redactSecrets(text: string, as: ReadAs = "text"): Redaction {
 /**
  * A free-text field stored beside a memory's content (a model's summary, compressed form or index
  * key, a correction's reason, a resolution's note): redacted like the content; `undefined` when
- * nothing but a secret is left (the field is dropped, what it belongs to is kept).
+ * nothing but a secret is left (the field is dropped, what it belongs to is kept). With `maxChars`
+ * (a field whose column checks its length), a text the markers made longer than that is shortened
+ * to fit: `[REDACTED:password]` is longer than `hunter2`, and a field sent within its limit was
+ * refused by the column's check (422).
  */
-export function redactField(text: string | undefined, as: ReadAs = "text"): FieldRedaction {
+export function redactField(text: string | undefined, as: ReadAs = "text", maxChars?: number): FieldRedaction {
   if (text === undefined) return { text, counts: {}, total: 0, dropped: 0 };
   const r = redactSecrets(text, as);
-  return { text: r.onlySecret ? undefined : r.text, counts: r.counts, total: r.total, dropped: r.onlySecret ? 1 : 0 };
+  if (r.onlySecret) return { text: undefined, counts: r.counts, total: r.total, dropped: 1 };
+  return { text: maxChars ? withinChars(r.text, maxChars) : r.text, counts: r.counts, total: r.total, dropped: 0 };
+}
+
+/** `text` in at most `max` characters (code points, as Postgres' char_length counts), shortened with `…`. */
+function withinChars(text: string, max: number): string {
+  const fits = (s: string) => [...s].length <= max;
+  if (fits(text)) return text;
+  return shortenToFit(text, fits) ?? `${[...text].slice(0, max - 1).join("")}…`;
 }
 
 /** A field's redaction: its text (undefined when dropped), the secrets replaced, whether it was dropped. */

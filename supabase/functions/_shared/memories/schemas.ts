@@ -191,13 +191,14 @@ export const AgentUpsert = z
   .strict();
 export type AgentUpsert = z.infer<typeof AgentUpsert>;
 
+export const AGENT_TOKEN_LABEL_MAX = 200; // a label's characters, as the column's check (…_label_length)
 /** POST /memory/agent-tokens: a long-lived token for one coding agent (docs/auth.md#agent-tokens). */
 export const AgentTokenRequest = z
   .object({
     /** The agent it acts as: its memory.query allowlist applies (a configured agent). */
     agent: agentName,
     /** What it is for, to tell tokens apart ("Claude Code on my laptop"). */
-    label: storableText(z.string().trim().min(1).max(200)).optional(),
+    label: storableText(z.string().trim().min(1).max(AGENT_TOKEN_LABEL_MAX)).optional(),
     /** Days until it stops working; none: until revoked. */
     expires_in_days: z.number().int().min(1).max(3650).optional(),
   })

@@ -5,7 +5,7 @@ import { type AgentToken, issueAgentToken, listAgentTokens, revokeAgentToken } f
 import { type Caller, refuseAgentToken } from "../auth.ts";
 import { withTenant } from "../db.ts";
 import { HttpError } from "../http.ts";
-import type { AgentTokenRequest } from "../memories/schemas.ts";
+import { AGENT_TOKEN_LABEL_MAX, type AgentTokenRequest } from "../memories/schemas.ts";
 import { requireAllowlist } from "../memory-config.ts";
 import { redactField } from "../redact.ts";
 import { recordRedactions } from "../redaction-events.ts";
@@ -22,7 +22,7 @@ export async function issueToken(
   refuseAgentTokens(caller);
   const now = deps.clock();
   // The label is stored and listed: a secret pasted into it is redacted (docs/redaction.md).
-  const label = redactField(body.label);
+  const label = redactField(body.label, "text", AGENT_TOKEN_LABEL_MAX);
   return await withTenant(deps.sql, caller, async (tx) => {
     await requireAllowlist(tx, body.agent);
     await recordRedactions(tx, {
