@@ -237,6 +237,28 @@ dbTest(
   },
 );
 
+dbTest(
+  "rate limits: a user's reads of the configuration (GET memory/categories, memory/agents) take its read tokens too",
+  async () => {
+    const sql = testSql(2);
+    const limits = await overrideSettings(sql, { rate_limit_read_burst: 2, rate_limit_read_per_minute: 1 });
+    try {
+      const api = memoryApi(sql);
+      const [a, b] = [newTenant(), newTenant()];
+      assert.equal((await api("GET", "/memory/categories", { as: a })).status, 200);
+      assert.equal((await api("GET", "/memory/agents/coder", { as: a })).status, 200);
+      for (const path of ["/memory/agents", "/memory/categories", "/memory/stats"]) {
+        const refused = await api("GET", path, { as: a });
+        assert.deepEqual([refused.status, refused.body.error?.code], [429, "rate_limited"], path);
+      }
+      assert.equal((await api("GET", "/memory/categories", { as: b })).status, 200, "another tenant is not limited");
+    } finally {
+      await limits.restore();
+      await sql.end();
+    }
+  },
+);
+
 Deno.test({
   ...realServerOnly(
     "rate limits: a tenant's token is taken and committed before its request's transaction, so its concurrent requests never wait for each other",

@@ -242,6 +242,8 @@ export function refuseAgentToken(caller: Pick<Caller, "agentBound">, what: strin
 export interface ConfigCaller {
   role: "authenticated" | "service_role";
   actor: string;
+  /** A user's own tenant: whose rate limit the request is charged to (service_role: none). */
+  tenantId?: string;
 }
 
 /**
@@ -252,7 +254,10 @@ export async function authenticateConfigCaller(req: Request, config: AuthConfig,
   const identity = await identify(req, config, sql);
   if (identity.role === "service_role") return { role: "service_role", actor: "service_role" };
   // The same rule as for memory requests: a user token without a uuid subject is a bad token (401).
-  if (identity.role === "authenticated") return { role: "authenticated", actor: `user:${userOf(identity)}` };
+  if (identity.role === "authenticated") {
+    const tenantId = userOf(identity);
+    return { role: "authenticated", actor: `user:${tenantId}`, tenantId };
+  }
   throw new HttpError(403, "forbidden_role", "role 'anon' may not read the memory configuration");
 }
 

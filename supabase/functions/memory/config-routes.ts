@@ -6,7 +6,7 @@
 //   GET /memory/agents              every agent and its allowlist
 //   GET /memory/agents/{agent}      one agent (404 unknown)
 //   PUT /memory/agents/{agent}      set its allowlist (201 new agent, 200 changed); unknown category → 400
-import type { Tx } from "../_shared/db.ts";
+import { chargeRequest, type Tx } from "../_shared/db.ts";
 import { withRole } from "../_shared/db-role.ts";
 import { HttpError, json, methodNotAllowed, parseJsonBody, validate } from "../_shared/http.ts";
 import { listAgents, listCategories, loadAllowlist, upsertAgent, upsertCategory } from "../_shared/memory-config.ts";
@@ -32,7 +32,12 @@ function requireServiceRole(admin: ConfigCaller): void {
 /** Registered before the memory routes: every CONFIG_PATH is answered here, or is a 404. */
 export function registerConfigRoutes(app: MemoryApp, deps: ServiceDeps): void {
   const { sql, config } = deps;
-  const read = <T>(admin: ConfigCaller, fn: (tx: Tx) => Promise<T>) => withRole(sql, admin.role, admin.actor, fn);
+  // A user's reads are charged to its tenant's read bucket, as every GET memory/* is
+  // (docs/operations.md#rate-limits); they ran uncharged, the one unlimited read of the API.
+  const read = async <T>(admin: ConfigCaller, fn: (tx: Tx) => Promise<T>) => {
+    if (admin.tenantId) await chargeRequest(sql, { tenantId: admin.tenantId, actor: admin.actor });
+    return await withRole(sql, admin.role, admin.actor, fn);
+  };
 
   app.get("/memory/categories", async (c) => {
     noQuery(c);
