@@ -16,9 +16,9 @@ async function post(env: WriteEnv, tenant: string, sessionId: string, messages: 
   assert.equal(res.status, 202, JSON.stringify(res.body));
   const jobs = await extractJobs(env, tenant);
   const index = jobs.findIndex((j) => j.id === res.body.job_id);
-  const retried = jobs.find((j) => j.id === res.body.retried?.job_id)?.payload;
+  const retried = jobs.find((j) => j.id === res.body.retried?.[0]?.job_id)?.payload;
   const again = retried
-    ? { again: [retried.offset, retried.offset + retried.messages.length, res.body.retried!.tries] }
+    ? { again: [retried.offset, retried.offset + retried.messages.length, res.body.retried![0]!.tries] }
     : {};
   if (res.body.deduplicated) return { coveredBy: index, ...again };
   return { covered: jobs[index]!.payload.offset, ...again };
@@ -130,16 +130,19 @@ Deno.test("coverage: with `after`, a dead part is queued again from its first me
       messages: transcript(1, 8),
     });
     // Messages 6 and 7, which only the dead part held, in a job of their own; message 8 in another.
-    assert.deepEqual([res.status, res.body.new_messages, res.body.retried?.messages, res.body.retried?.tries], [
-      202,
-      1,
-      2,
-      2,
-    ]);
+    assert.deepEqual(
+      [res.status, res.body.new_messages, res.body.retried?.[0]?.messages, res.body.retried?.[0]?.tries],
+      [
+        202,
+        1,
+        2,
+        2,
+      ],
+    );
     const jobs = await extractJobs(env, t);
     const job = jobs.find((j) => j.id === res.body.job_id)!.payload;
     assert.deepEqual([job.offset, job.messages, job.context], [8, [msg(8)], transcript(6, 2)]);
-    const again = jobs.find((j) => j.id === res.body.retried?.job_id)!.payload;
+    const again = jobs.find((j) => j.id === res.body.retried?.[0]?.job_id)!.payload;
     assert.deepEqual([again.offset, again.messages, again.context], [6, transcript(2, 6), transcript(6)]);
   } finally {
     await env.close();

@@ -135,10 +135,10 @@ Deno.test("extract, cleared payloads: a dead job's cleared messages are a 409 fr
     assert.equal((await extractJobs(env, tenant)).length, 2, "nothing is queued");
 
     const whole = await post(env, tenant, { session_id: s, messages: transcript(9) });
-    assert.deepEqual([whole.status, whole.body.new_messages, whole.body.retried?.messages], [202, 2, 4]);
+    assert.deepEqual([whole.status, whole.body.new_messages, whole.body.retried?.[0]?.messages], [202, 2, 4]);
     // The dead job's messages from its first one, in a job of their own; the new ones in another.
     const jobs = await extractJobs(env, tenant);
-    const requeued = jobs.find((j) => j.id === whole.body.retried?.job_id)!.payload;
+    const requeued = jobs.find((j) => j.id === whole.body.retried?.[0]?.job_id)!.payload;
     assert.deepEqual([requeued.offset, requeued.messages], [0, transcript(4)]);
     const added = jobs.find((j) => j.id === whole.body.job_id)!.payload;
     assert.deepEqual([added.offset, added.messages], [7, transcript(2, 7)]);

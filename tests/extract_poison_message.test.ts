@@ -100,11 +100,13 @@ async function poisonedSession(send: "whole" | "after") {
       await drainAll(env.deps, tenant);
       // The new messages are extracted, whatever became of the poison's part.
       assert.ok((await factsOf(env, tenant)).includes(fact(to - 1)), `fact ${to - 1} extracted`);
-      tries.push(answer.retried && [answer.retried.tries, answer.retried.messages, answer.retried.max_tries]);
+      tries.push(
+        answer.retried && [answer.retried[0]!.tries, answer.retried[0]!.messages, answer.retried[0]!.max_tries],
+      );
       assert.equal(answer.new_messages, 2, "the new messages have a job of their own");
       if (to === 7) {
         // The third job of the poison's part died: given up, as its status says.
-        const last = await status(env, tenant, answer.retried!.job_id);
+        const last = await status(env, tenant, answer.retried![0]!.job_id);
         assert.equal(last.status, "dead");
         assert.deepEqual(last.part, { start: 0, end: 3, tries: 3, given_up: true });
       }
@@ -152,9 +154,67 @@ Deno.test("extract, a transient death: the dead job's messages are queued again 
     assert.equal(report.dead, 0, JSON.stringify(report));
     assert.deepEqual(await factsOf(env, tenant), [fact(0), fact(2), fact(4)], "the dead job's facts too");
     // In a job of their own, its second try.
-    assert.deepEqual([next.new_messages, next.retried?.messages, next.retried?.tries], [2, 3, 2]);
-    const again = await status(env, tenant, next.retried!.job_id);
+    assert.deepEqual([next.new_messages, next.retried?.[0]?.messages, next.retried?.[0]?.tries], [2, 3, 2]);
+    const again = await status(env, tenant, next.retried![0]!.job_id);
     assert.deepEqual([again.status, again.part], ["done", { start: 0, end: 3, tries: 2, given_up: false }]);
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test("extract, a poison message and an outage: new messages whose job died apart from the poison's are queued again apart from it, and extracted", async () => {
+  const env = await writeEnv({ llm: { retry: { maxRetries: 0 } } });
+  try {
+    const tenant = newTenant();
+    scriptModel(env, "always");
+    await accepted(env, tenant, { messages: messages(0, 3) });
+    assert.equal((await drainAll(env.deps, tenant)).dead, 1, "the first job dies on the poison");
+    const five = await accepted(env, tenant, { messages: messages(0, 5) });
+    // An outage kills the job of the new messages [3, 5) (its five attempts failed), and the
+    // poison's second job dies as before.
+    await env.sql`update public.memory_jobs set status = 'dead' where id = ${five.job_id}`;
+    assert.equal((await drainAll(env.deps, tenant)).dead, 1);
+
+    // Each dead job's messages in a job of their own: [3, 5) is not tied to the poison's fate.
+    const seven = await accepted(env, tenant, { messages: messages(0, 7) });
+    await drainAll(env.deps, tenant);
+    assert.deepEqual(await factsOf(env, tenant), [fact(4), fact(6)], "fact 4, which only the outage's job held");
+    assert.deepEqual(seven.retried?.map((r) => [r.messages, r.tries]), [[3, 3], [2, 2]]);
+    const parts = await Promise.all(seven.retried!.map(async (r) => (await status(env, tenant, r.job_id)).part));
+    assert.deepEqual(parts, [{ start: 0, end: 3, tries: 3, given_up: true }, {
+      start: 3,
+      end: 5,
+      tries: 2,
+      given_up: false,
+    }]);
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test("extract, dead parts separated by a live one: each is queued again apart, the live part's messages are not extracted again", async () => {
+  const env = await writeEnv({ llm: { retry: { maxRetries: 0 } } });
+  try {
+    const tenant = newTenant();
+    scriptModel(env, "always");
+    // Three jobs queued before any ran: [0, 3) (the poison), [3, 5) and [5, 7).
+    const jobs = [];
+    for (const to of [3, 5, 7]) jobs.push(await accepted(env, tenant, { messages: messages(0, to) }));
+    // The first dies on the poison, the second runs, an outage kills the third.
+    await env.sql`update public.memory_jobs set status = 'dead' where id = ${jobs[2]!.job_id}`;
+    await drainAll(env.deps, tenant);
+    assert.deepEqual(await factsOf(env, tenant), [fact(4)]);
+
+    const nine = await accepted(env, tenant, { messages: messages(0, 9) });
+    const report = await drainAll(env.deps, tenant);
+    // Fact 6, which the outage's job held, is extracted; fact 4 once, by its live job: [3, 5) is
+    // not queued again.
+    assert.deepEqual(await factsOf(env, tenant), [fact(4), fact(6), fact(8)]);
+    const asked = env.fake.chatRequests().filter((r) => newPart(r.body).includes("Fact 4:")).length;
+    assert.equal(asked, 1, "the model was asked about fact 4 once");
+    assert.equal(report.dead, 1, "only the poison's job dies");
+    assert.deepEqual(nine.retried?.map((r) => [r.messages, r.tries]), [[3, 2], [2, 2]]);
+    assert.equal(nine.new_messages, 2);
   } finally {
     await env.close();
   }

@@ -141,8 +141,8 @@ Deno.test("extract after: behind a dead job, the walk back stops after MAX_PATH_
       const next = await workOf(() => posted(env, tenant, body));
       if (parts < MAX_PATH_PARTS) {
         // Walked back to the dead job: its messages queued again (apart from the new one).
-        assert.deepEqual([next.result.body.new_messages, next.result.body.retried?.messages], [1, 2]);
-        const again = (await extractJobs(env, tenant)).find((j) => j.id === next.result.body.retried?.job_id);
+        assert.deepEqual([next.result.body.new_messages, next.result.body.retried?.[0]?.messages], [1, 2]);
+        const again = (await extractJobs(env, tenant)).find((j) => j.id === next.result.body.retried?.[0]?.job_id);
         assert.deepEqual(again!.payload.messages, transcript(2));
       } else {
         // The walk gave up: the dead job's messages are not skipped, the client is told to resend
@@ -154,7 +154,7 @@ Deno.test("extract after: behind a dead job, the walk back stops after MAX_PATH_
         assert.equal((await extractJobs(env, tenant)).length, parts + 1);
         // The whole transcript queues the dead job's messages again; `after` works again from there.
         const whole = await accepted(env, tenant, { session_id: "s-walk", messages: transcript(parts + 3) });
-        assert.deepEqual([whole.new_messages, whole.retried?.messages], [1, 2]);
+        assert.deepEqual([whole.new_messages, whole.retried?.[0]?.messages], [1, 2]);
         const more = await workOf(() =>
           accepted(env, tenant, { session_id: "s-walk", after: whole.transcript, messages: transcript(1, parts + 3) })
         );
@@ -174,7 +174,7 @@ Deno.test("extract after: a death re-queued does not count any more; 40 parts la
     let answer = await accepted(env, tenant, { session_id: "s-poison", messages: transcript(2) });
     await kill(answer.job_id); // an early death, queued again by the next POST
     answer = await accepted(env, tenant, { session_id: "s-poison", after: answer.transcript, messages: [msg(2)] });
-    assert.deepEqual([answer.new_messages, answer.retried?.messages], [1, 2]);
+    assert.deepEqual([answer.new_messages, answer.retried?.[0]?.messages], [1, 2]);
     let n = 3;
     for (let k = 0; k < MAX_PATH_PARTS + 8; k++) {
       answer = await accepted(env, tenant, { session_id: "s-poison", after: answer.transcript, messages: [msg(n++)] });
@@ -184,9 +184,9 @@ Deno.test("extract after: a death re-queued does not count any more; 40 parts la
       accepted(env, tenant, { session_id: "s-poison", after: answer.transcript, messages: [msg(n)] })
     );
     // Its message is queued again, apart from the new one; the walk stopped at the part before it.
-    assert.deepEqual([next.result.new_messages, next.result.retried?.messages], [1, 1]);
+    assert.deepEqual([next.result.new_messages, next.result.retried?.[0]?.messages], [1, 1]);
     const jobs = await extractJobs(env, tenant);
-    assert.deepEqual(jobs.find((j) => j.id === next.result.retried?.job_id)!.payload.messages, [msg(n - 1)]);
+    assert.deepEqual(jobs.find((j) => j.id === next.result.retried?.[0]?.job_id)!.payload.messages, [msg(n - 1)]);
     assert.deepEqual(jobs.find((j) => j.id === next.result.job_id)!.payload.messages, [msg(n)]);
     assert.ok(next.lookups <= 8, `${next.lookups} lookups`);
   } finally {
@@ -221,7 +221,9 @@ Deno.test("extract after: a dead part is read back only within MAX_EXTRACT_BODY_
         })
       );
       if (maxExtractBodyBytes > 1_500) {
-        const again = (await extractJobs(env, tenant)).find((j) => j.id === next.result.body.retried?.job_id)!.payload;
+        const again = (await extractJobs(env, tenant)).find((j) =>
+          j.id === next.result.body.retried?.[0]?.job_id
+        )!.payload;
         assert.deepEqual([next.result.body.new_messages, again.offset, again.messages], [1, 0, start]);
         assert.equal(next.digests, 6, "the rebuilt part is digested again, to check it leads to `after`");
       } else {
@@ -256,7 +258,11 @@ Deno.test("extract after: a dead part is read back only within MAX_MESSAGES_PER_
       const body = { session_id: "s-many", after: second.transcript, messages: transcript(1, 2 + then) };
       const next = await posted(env, tenant, body, roomy);
       if (2 + then <= MAX_MESSAGES_PER_REQUEST) {
-        assert.deepEqual([next.status, next.body.new_messages, next.body.retried?.messages], [202, 1, 2], "read back");
+        assert.deepEqual(
+          [next.status, next.body.new_messages, next.body.retried?.[0]?.messages],
+          [202, 1, 2],
+          "read back",
+        );
       } else {
         assert.deepEqual([next.status, next.body.error?.code], [409, "transcript_mismatch"]);
         assert.match(next.body.error!.message, /died.*resend the whole transcript/);

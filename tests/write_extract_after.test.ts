@@ -95,8 +95,8 @@ Deno.test("extract after: a POST that continues the session digests only its own
       after: answer.transcript,
       messages: transcript(chunk, 9 * chunk),
     })).body as Answer;
-    assert.deepEqual([next.new_messages, next.retried?.messages, next.retried?.tries], [chunk, chunk, 2]);
-    const again = (await extractJobs(env, tenant)).find((j) => j.id === next.retried?.job_id)!.payload;
+    assert.deepEqual([next.new_messages, next.retried?.[0]?.messages, next.retried?.[0]?.tries], [chunk, chunk, 2]);
+    const again = (await extractJobs(env, tenant)).find((j) => j.id === next.retried?.[0]?.job_id)!.payload;
     assert.deepEqual([again.offset, again.messages], [chunk, transcript(chunk, chunk)], "the dead job's messages");
   } finally {
     await env.close();
@@ -205,13 +205,13 @@ Deno.test("extract after: every point the session sent is known, through edits a
     await env.sql`update public.memory_jobs set status = 'dead'
                    where owner_id = ${tenant} and (payload ->> 'offset')::int = 0`;
     res = await post(env, tenant, { session_id: s, after: point(full, 6), messages: transcript(2, 6) });
-    assert.deepEqual([res.status, (res.body as Answer).new_messages, (res.body as Answer).retried?.messages], [
+    assert.deepEqual([res.status, (res.body as Answer).new_messages, (res.body as Answer).retried?.[0]?.messages], [
       202,
       2,
       4,
     ]);
     const jobs = await extractJobs(env, tenant);
-    const again = jobs.find((j) => j.id === (res.body as Answer).retried?.job_id)!.payload;
+    const again = jobs.find((j) => j.id === (res.body as Answer).retried?.[0]?.job_id)!.payload;
     assert.deepEqual([again.offset, again.messages], [0, transcript(4)]);
     const added = jobs.find((j) => j.id === (res.body as Answer).job_id)!.payload;
     assert.deepEqual([added.offset, added.messages], [6, transcript(2, 6)]);

@@ -68,7 +68,7 @@ async function post(env: WriteEnv, tenant: string, body: Record<string, unknown>
     status: string;
     deduplicated: boolean;
     new_messages: number;
-    retried?: { job_id: string; messages: number; tries: number };
+    retried?: { job_id: string; messages: number; tries: number }[];
   };
 }
 
@@ -203,15 +203,18 @@ Deno.test("extract incremental: a dead earlier job does not cover its messages",
     // A transcript that grew: the dead job's messages again, in a job of their own (a message that
     // kills its job does not take the new ones with it), and the new ones in another.
     const grown = await post(env, tenant, { session_id: "s-dead", messages: transcript.slice(0, 5) });
-    assert.deepEqual([grown.deduplicated, grown.new_messages, grown.retried?.messages, grown.retried?.tries], [
-      false,
-      2,
-      3,
-      2,
-    ]);
+    assert.deepEqual(
+      [grown.deduplicated, grown.new_messages, grown.retried?.[0]?.messages, grown.retried?.[0]?.tries],
+      [
+        false,
+        2,
+        3,
+        2,
+      ],
+    );
     let jobs = await extractJobs(env, tenant);
     const part = (id?: string) => jobs.find((j) => j.id === id)!.payload;
-    assert.deepEqual([part(grown.retried?.job_id).offset, part(grown.retried?.job_id).messages], [
+    assert.deepEqual([part(grown.retried?.[0]?.job_id).offset, part(grown.retried?.[0]?.job_id).messages], [
       0,
       transcript.slice(0, 3),
     ]);
@@ -227,7 +230,7 @@ Deno.test("extract incremental: a dead earlier job does not cover its messages",
     assert.deepEqual([more.new_messages, more.retried], [1, undefined]);
     await env.sql`update public.memory_jobs set status = 'dead' where id = ${grown.job_id}`;
     const all = await post(env, tenant, { session_id: "s-dead", messages: transcript });
-    assert.deepEqual([all.deduplicated, all.new_messages, all.retried?.messages], [false, 1, 2]);
+    assert.deepEqual([all.deduplicated, all.new_messages, all.retried?.[0]?.messages], [false, 1, 2]);
     jobs = await extractJobs(env, tenant);
     assert.deepEqual(
       jobs.map((j) => [j.status, j.payload.offset, j.payload.messages.length]).sort((a, b) => `${a}` < `${b}` ? -1 : 1),
@@ -244,7 +247,7 @@ Deno.test("extract incremental: a dead earlier job does not cover its messages",
     // The first three messages are covered by the job that queued them again.
     const covered = await post(env, tenant, { session_id: "s-dead", messages: transcript.slice(0, 3) });
     assert.deepEqual(covered, {
-      job_id: grown.retried?.job_id,
+      job_id: grown.retried?.[0]?.job_id,
       status: "queued",
       deduplicated: true,
       new_messages: 0,

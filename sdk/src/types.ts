@@ -686,8 +686,8 @@ export interface QueuedJobResponse {
 export interface ExtractResponse extends QueuedJobResponse {
   new_messages: number;
   transcript: TranscriptMark;
-  /** Messages a dead job of the session held, queued again in a job of their own (given up after max_tries jobs died). */
-  retried?: { job_id: string; status: JobStatus; messages: number; tries: number; max_tries: number };
+  /** Messages dead jobs of the session held, queued again apart: a job per dead job (given up after max_tries jobs died). */
+  retried?: { job_id: string; status: JobStatus; messages: number; tries: number; max_tries: number }[];
 }
 
 export interface JobStatusResponse {

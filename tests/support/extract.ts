@@ -12,7 +12,7 @@ export interface ExtractAnswer {
   new_messages: number;
   transcript: { count: number; digest: string };
   /** The messages dead parts held, queued again apart (docs/extraction.md#a-message-that-always-kills-its-job). */
-  retried?: { job_id: string; status: string; messages: number; tries: number; max_tries: number };
+  retried?: { job_id: string; status: string; messages: number; tries: number; max_tries: number }[];
 }
 
 export const chatMessage = (i: number, text = `message ${i} of the session`) => ({

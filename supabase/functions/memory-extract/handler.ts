@@ -8,7 +8,7 @@
 //       (not dead) job of the session covers are queued, new_messages of them in job_id, with up to
 //       CONTEXT_MESSAGES before them as context (next-part.ts). The same transcript again,
 //       or one earlier jobs already cover: the covering job, deduplicated, new_messages 0.
-//       Messages a dead job held go in a job of their own (`retried`: its id, messages and tries);
+//       Messages dead jobs held go in jobs of their own, one per dead job (`retried`: ids, messages, tries);
 //       the third such job to die gives them up (queue-plan.ts, docs/extraction.md).
 //       With `after` (the `transcript` of an earlier answer), messages are only what follows it: a
 //       long session never resends what it sent (409 transcript_mismatch when the session has no

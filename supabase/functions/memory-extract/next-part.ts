@@ -1,12 +1,14 @@
 // Which parts of a POSTed transcript memory-extract queues (docs/extraction.md): the messages from
 // the first one no covering earlier part of the session covers (live, or given up), each part with
 // up to CONTEXT_MESSAGES before it as context; or, when they cover it all, the job that covers its
-// end. Messages a dead part held are queued as a part of their own (`again`), from the first
-// uncovered one to the last uncovered one a dead part held, and the messages after them nothing
-// covers as another: a message that always kills its job then kills only the jobs of what dead
-// parts held, never the new messages' (before, one job took both, and one such message stopped
-// the session's extraction for good). `again` records 1 + the highest tries of the dead parts
-// that held its messages; the third to die is given up and covers them (session-parts.ts).
+// end. Messages dead parts held are queued again apart (`again`): the uncovered ones each dead
+// part held last as a part of their own, and the messages after them nothing covers as another: a
+// message that always kills its job then kills only the jobs of what its own dead part held,
+// never the new messages' nor another dead part's (before, one job took them all, and one such
+// message stopped the session's extraction for good; then, one job took every dead part's, and
+// messages an outage killed were given up with it). Each `again` part records 1 + the highest
+// tries of the dead parts that held its messages; the third to die is given up and covers them
+// (session-parts.ts).
 //
 // A whole transcript brings every message it is about: its digests are probed, one lookup each.
 // With `after`, the messages only follow a point the session sent before, and what precedes that
@@ -64,10 +66,11 @@ export interface NextPart {
 /**
  * What to queue for a transcript ending at (count, digest): the part that ends there (keyed by it)
  * or, when nothing there is to queue, the job covering the end; and before it, apart, the messages
- * dead parts held (`again`, keyed `...:try<tries>`: its plain key is a dead part's), if any.
+ * dead parts held (`again`, one part per dead part that held them last, keyed `...:try<tries>`:
+ * its plain key is a dead part's), if any.
  */
 export type PartPlan =
-  & { count: number; digest: string; again?: NextPart }
+  & { count: number; digest: string; again: NextPart[] }
   & ({ covered: true; job: { id: string; status: JobStatus } } | { covered: false; part: NextPart });
 
 /** Why a POST with `after` cannot tell what precedes it is covered: its walk or its read-back passed a bound. */
@@ -159,13 +162,12 @@ function planFrom(
       coveredAsOf,
     };
   };
-  const dead = coverage.dead;
-  const again = dead ? part(coverage.through, dead.to, dead.tries + 1) : undefined;
+  const again = (coverage.dead?.runs ?? []).map((run) => part(run.from, run.to, run.tries));
   const plan = { count, digest };
   // Nothing after the dead parts' messages to queue: the job covering the end answers.
   if (coverage.resumes === count && coverage.job) return { ...plan, covered: true, job: coverage.job, again };
-  // The dead parts' messages reach the end: they are the part that ends there (its plain key).
-  if (again && dead!.to === count) return { ...plan, covered: false, part: again };
+  // The dead parts' messages reach the end: the last of them is the part that ends there (its plain key).
+  if (coverage.dead?.to === count) return { ...plan, covered: false, part: again.at(-1)!, again: again.slice(0, -1) };
   return { ...plan, covered: false, part: part(coverage.resumes, count, 1), again };
 }
 

@@ -1,6 +1,6 @@
 // What a POST's plan (next-part.ts) queues, in the POST's tenant transaction: the part ending at the
 // transcript's end, keyed by it (the same transcript again is the same job, dead or not), and apart
-// from it the messages dead parts held (`again`, keyed `...:try<tries>`), each job with its part
+// from it the messages dead parts held (`again`: a job per dead part, keyed `...:try<tries>`), each job with its part
 // and marks recorded by this transaction (session-parts.ts recordPart).
 import type { Tx } from "../_shared/db.ts";
 import { enqueueJob, type JobStatus } from "../_shared/jobs.ts";
@@ -26,8 +26,8 @@ export interface Queued {
   deduplicated: boolean;
   newMessages: number;
   transcript: { count: number; digest: string };
-  /** The messages dead parts held, queued apart: their job, how many, and how many jobs have held them. */
-  retried?: { job_id: string; status: JobStatus; messages: number; tries: number; max_tries: number };
+  /** The messages dead parts held, queued apart (a job per dead part): each job, how many, and how many jobs have held them. */
+  retried?: { job_id: string; status: JobStatus; messages: number; tries: number; max_tries: number }[];
 }
 
 async function queuePart(tx: Tx, fields: JobFields, part: NextPart, key: string) {
@@ -63,17 +63,14 @@ export async function queuePlan(tx: Tx, fields: JobFields, plan: PartPlan): Prom
     // inserted through the REST API); nothing new is queued until the transcript grows.
     if (job.deduplicated) return answer;
   }
-  const again = plan.again;
-  if (!again) return answer;
-  const key = `${extractIdempotencyKey(fields.session_id, again.count, again.digest)}:try${again.tries}`;
-  const job = await queuePart(tx, fields, again, key);
-  if (job.deduplicated) return answer;
-  const retried = {
-    job_id: job.id,
-    status: job.status,
-    messages: again.messages.length,
-    tries: again.tries,
-    max_tries: EXTRACT_MAX_TRIES,
-  };
-  return { ...answer, retried };
+  const retried: NonNullable<Queued["retried"]> = [];
+  for (const again of plan.again) {
+    // ':try<k>': its plain key is a dead part's. A run no dead part held (a deleted job's messages) is a first try.
+    const key = extractIdempotencyKey(fields.session_id, again.count, again.digest);
+    const job = await queuePart(tx, fields, again, again.tries > 1 ? `${key}:try${again.tries}` : key);
+    if (job.deduplicated) continue;
+    const { id: job_id, status } = job;
+    retried.push({ job_id, status, messages: again.messages.length, tries: again.tries, max_tries: EXTRACT_MAX_TRIES });
+  }
+  return retried.length ? { ...answer, retried } : answer;
 }

@@ -28,6 +28,7 @@ import { createHash } from "node:crypto";
 import type { Tx } from "../_shared/db.ts";
 import type { JobStatus } from "../_shared/jobs.ts";
 import { CONTEXT_MESSAGES } from "../_shared/extraction.ts";
+import { type DeadRun, deadRuns } from "./dead-runs.ts";
 
 /**
  * Stored state the extract path asked for in this process: index lookups (one per digest probed or
@@ -88,11 +89,8 @@ export interface Coverage {
   through: number;
   /** The job of the covering part that covers its end (live before given up, the one that starts first). */
   job?: { id: string; status: JobStatus };
-  /**
-   * `to`: after the last uncovered message a dead part (not given up) held; `tries`: the highest of
-   * those parts'. Messages [through, to) are queued apart from those after (next-part.ts).
-   */
-  dead?: { to: number; tries: number };
+  /** `to`: after the last uncovered message a dead part (not given up) held; [through, to) in runs (dead-runs.ts). */
+  dead?: { to: number; runs: DeadRun[] };
   /** The first position after `dead.to` (or `through`) they do not cover, minus one; the end when none. */
   resumes: number;
   /** The snapshot the lookups read with (a POST's first read: recorded with its part, recordPart). */
@@ -121,7 +119,7 @@ export async function coveredFrom(
     {
       gap: number | null;
       deadTo: number | null;
-      deadTries: number | null;
+      deadGaps: [number, string | null, number | null][] | null;
       resumes: number | null;
       id: string | null;
       status: JobStatus | null;
@@ -129,23 +127,25 @@ export async function coveredFrom(
     }[]
   >`
     with hits as materialized (
-      select k.i::int as i, hit.job_id, hit.dead_tries
+      select k.i::int as i, hit.job_id, hit.dead_tries, hit.dead_job
         from unnest(array(select decode(d.hex, 'hex') from unnest(${keys}::text[]) with ordinality as d(hex, i)
                            order by d.i)) with ordinality as k(key, i)
         cross join lateral (
                select (array_agg(p.job_id order by p.dead, p.start_position, p.job_id) filter (where p.covers))[1]
                         as job_id,
-                      max(p.tries) filter (where not p.covers) as dead_tries
+                      max(p.tries) filter (where not p.covers) as dead_tries,
+                      (array_agg(p.job_id order by p.tries desc, p.job_id) filter (where not p.covers))[1] as dead_job
                  from public.memory_extract_marks m
                 cross join lateral (select p.job_id, p.owner_id, p.session_id, p.dead, p.start_position, p.tries,
                                            not p.dead or p.given_up as covers
                                       from public.memory_extract_parts p where p.job_id = m.job_id limit 1) as p
                 where m.key = k.key and m.position + 0 = ${from} + k.i
                   and p.owner_id = ${ownerId} and p.session_id = ${sessionId}) as hit),
-    gaps as (select i, dead_tries from hits where job_id is null),
+    gaps as (select i, dead_tries, dead_job from hits where job_id is null),
     dead as (select max(i) as i from gaps where dead_tries is not null)
     select (select min(i) from gaps) as gap, dead.i as "deadTo",
-           (select max(g.dead_tries) from gaps g where g.i <= dead.i) as "deadTries",
+           (select json_agg(json_build_array(g.i, g.dead_job, g.dead_tries) order by g.i) from gaps g where g.i <= dead.i)
+             as "deadGaps",
            (select min(g.i) from gaps g where g.i > coalesce(dead.i, 0)) as resumes,
            j.id, j.status, pg_current_snapshot()::text as "asOf"
       from dead
@@ -165,7 +165,7 @@ export async function coveredFrom(
     resumes: r.resumes === null ? end : from + r.resumes - 1,
     asOf: r.asOf,
     ...job,
-    ...(r.deadTo === null ? {} : { dead: { to: from + r.deadTo, tries: r.deadTries! } }),
+    ...(r.deadTo === null ? {} : { dead: { to: from + r.deadTo, runs: deadRuns(from, r.deadGaps!) } }),
   };
 }
 
@@ -174,8 +174,8 @@ export async function coveredFrom(
  * starting first; undefined when the session never sent it. Its history is covered when it covers
  * and no part of the session that starts before it was killed, and not given up, by a transaction
  * the POST that queued it did not see: that POST found everything before it covered, and only such
- * a death can have undone it (a death it saw, it took into account; a given-up part still covers). One lookup, and the session's parts that died since the part was queued;
- * withTail, the same lookup brings the tail of a part ending at the point (messagesBefore).
+ * a death can have undone it (a death it saw, it took into account; a given-up part still covers).
+ * One lookup, and the session's parts that died since the part was queued; withTail, the same lookup brings the tail of a part ending at the point (messagesBefore).
  */
 export async function partThrough(
   tx: Tx,
