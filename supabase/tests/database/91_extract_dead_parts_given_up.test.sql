@@ -3,7 +3,7 @@
 -- only with tries above 1; the third job holding them that dies is given up (it covers them for
 -- good), an earlier one is only dead. docs/extraction.md#a-message-that-always-kills-its-job.
 begin;
-select plan(9);
+select plan(10);
 
 select tests.authenticate_as('91000000-0000-4000-8000-00000000000a');
 insert into public.memory_jobs (owner_id, kind, payload, idempotency_key)
@@ -37,6 +37,8 @@ select results_eq($$select substring(j.idempotency_key from '(:try\d)$'), p.trie
                       from public.memory_extract_parts p join public.memory_jobs j on j.id = p.job_id order by p.tries$$,
                   $$values (null::text, 1::smallint, false, false), (':try2', 2::smallint, false, false), (':try3', 3::smallint, false, false)$$,
                   'each part with its tries, live');
+select throws_ok($$update public.memory_extract_parts set given_up = true$$, '42501', null,
+                 'a tenant cannot give a part up (only the death trigger does)');
 
 -- The worker kills them all.
 select tests.clear_authentication();
@@ -45,9 +47,18 @@ select results_eq($$select tries, dead, given_up from public.memory_extract_part
                      where owner_id = '91000000-0000-4000-8000-00000000000a' order by tries$$,
                   $$values (1::smallint, true, false), (2::smallint, true, false), (3::smallint, true, true)$$,
                   'the first and second tries are dead; the third is given up (it covers its messages for good)');
-select throws_ok($$update public.memory_extract_parts set given_up = true, dead = false
-                    where owner_id = '91000000-0000-4000-8000-00000000000a' and tries = 1$$,
-                 '23514', null, 'only a dead part is given up');
+-- A live part (dead = false, died_by null, so only memory_extract_parts_given_up can refuse it).
+insert into public.memory_jobs (owner_id, kind, payload, idempotency_key)
+values ('91000000-0000-4000-8000-00000000000a', 'extract',
+        '{"session_id": "s", "offset": 0, "messages": [{"role": "user", "content": "m0"}]}', 'session:s:1:live');
+insert into public.memory_extract_parts (job_id, owner_id, session_id, start_position, start_digest, end_position,
+                                         tail, payload_bytes, covered_as_of)
+select id, owner_id, 's', 0, sha256('d0'), 1, '[]', 1, pg_current_snapshot()
+  from public.memory_jobs where idempotency_key = 'session:s:1:live';
+select throws_ok($$update public.memory_extract_parts set given_up = true
+                    where job_id = (select id from public.memory_jobs where idempotency_key = 'session:s:1:live')$$,
+                 '23514', 'new row for relation "memory_extract_parts" violates check constraint "memory_extract_parts_given_up"',
+                 'only a dead part is given up');
 
 select * from finish();
 rollback;
