@@ -33,8 +33,12 @@ function newPart(req: ChatRequestBody): string {
 }
 const poisoned = (req: ChatRequestBody) => newPart(req).includes("POISON");
 
-/** The fake model: a memory for each fact in the new part; after `failures`, the poison too. */
-function scriptModel(env: WriteEnv, failures: number | "always") {
+/**
+ * The fake model: a memory for each fact in the new part; after `failures`, the poison too. It
+ * refuses a request with the poison in its new part or, `anywhere`, in its context too (as a
+ * provider refusing the content does).
+ */
+function scriptModel(env: WriteEnv, failures: number | "always", anywhere = false) {
   const extract = reply.dynamic((req) =>
     reply.json({
       stored: [...newPart(req).matchAll(/Fact (\d+):/g)].map((m) => ({
@@ -49,7 +53,8 @@ function scriptModel(env: WriteEnv, failures: number | "always") {
     })
   );
   const fail = reply.error(500, { message: "the provider refuses this content" });
-  env.fake.onChat(poisoned, failures === "always" ? fail : [...Array(failures).fill(fail), extract]);
+  const refused = anywhere ? (req: ChatRequestBody) => JSON.stringify(req.messages).includes("POISON") : poisoned;
+  env.fake.onChat(refused, failures === "always" ? fail : [...Array(failures).fill(fail), extract]);
   env.fake.onChat(EXTRACT_MARK, extract);
 }
 
@@ -219,3 +224,39 @@ Deno.test("extract, dead parts separated by a live one: each is queued again apa
     await env.close();
   }
 });
+
+for (const send of ["whole", "after"] as const) {
+  Deno.test(`extract, a poison refused in the context too (${send}): the parts just after it die with it, and their last try, without context, extracts them`, async () => {
+    const env = await writeEnv({ llm: { retry: { maxRetries: 0 } } });
+    try {
+      const tenant = newTenant();
+      scriptModel(env, "always", true);
+      let answer: ExtractAnswer | undefined;
+      for (let to = 3; to <= 17; to += 2) {
+        answer = await accepted(
+          env,
+          tenant,
+          send === "whole" || !answer
+            ? { messages: messages(0, to) }
+            : { after: answer.transcript, messages: messages(answer.transcript.count, to) },
+        );
+        await drainAll(env.deps, tenant);
+      }
+      // Only facts 0 and 2, which share the poison's job, are lost; facts 4 to 8, whose parts held the poison
+      // as context (the six messages before them), are extracted at their third try.
+      const facts = await factsOf(env, tenant);
+      assert.deepEqual([4, 6, 8, 10, 12, 14, 16].filter((i) => !facts.includes(fact(i))), []);
+      const thirds = await env.sql<{ start_position: number; dead: boolean; given_up: boolean }[]>`
+        select start_position, dead, given_up from public.memory_extract_parts
+         where owner_id = ${tenant} and tries = 3 order by start_position`;
+      assert.deepEqual(thirds.map((p) => [p.start_position, p.dead, p.given_up]), [
+        [0, true, true],
+        [3, false, false],
+        [5, false, false],
+        [7, false, false],
+      ]);
+    } finally {
+      await env.close();
+    }
+  });
+}

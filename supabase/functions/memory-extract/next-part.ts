@@ -31,6 +31,7 @@ import { continueDigests, prefixDigests } from "./transcript-prefix.ts";
 import {
   type Coverage,
   coveredFrom,
+  EXTRACT_MAX_TRIES,
   messagesBefore,
   partSlices,
   type PartThrough,
@@ -153,7 +154,10 @@ function planFrom(
     return {
       offset: start,
       messages: known.messages.slice(i, j),
-      context: [...before, ...known.messages.slice(0, i)].slice(-CONTEXT_MESSAGES),
+      // The last try goes without context: a provider that refuses a message refuses every request
+      // holding it, context included, so the parts just after a poison died with it; alone they
+      // succeed, and only messages that fail on their own are given up.
+      context: tries >= EXTRACT_MAX_TRIES ? [] : [...before, ...known.messages.slice(0, i)].slice(-CONTEXT_MESSAGES),
       start: { count: start, digest: known.digests[i]! },
       digests: known.digests.slice(i + 1, j + 1),
       count: to,
