@@ -157,7 +157,10 @@ function planFrom(
       // The last try goes without context: a provider that refuses a message refuses every request
       // holding it, context included, so the parts just after a poison died with it; alone they
       // succeed, and only messages that fail on their own are given up.
-      context: tries >= EXTRACT_MAX_TRIES ? [] : [...before, ...known.messages.slice(0, i)].slice(-CONTEXT_MESSAGES),
+      // (Only the last CONTEXT_MESSAGES are copied: a POST queues a part per dead part it re-queues.)
+      context: tries >= EXTRACT_MAX_TRIES
+        ? []
+        : [...before, ...known.messages.slice(Math.max(0, i - CONTEXT_MESSAGES), i)].slice(-CONTEXT_MESSAGES),
       start: { count: start, digest: known.digests[i]! },
       digests: known.digests.slice(i + 1, j + 1),
       count: to,
