@@ -236,6 +236,16 @@ Deno.test({
       const res = await api("POST", `/memory/contradictions/${id}/resolve`, as, body);
       assert.deepEqual([res.status, res.body.error.code], [status, code], JSON.stringify([body, res.body]));
     }
+    // The note is stored text (README "Characters stored text may not hold"): a lone surrogate
+    // (Postgres would store U+FFFD), a bidirectional control or NUL is a 400 naming the note.
+    for (const note of ["cut \ud800 mid-emoji", "a\u202eb", "a\u0000b"]) {
+      const res = await api("POST", `/memory/contradictions/${c[0]}/resolve`, t, { resolution: "both_valid", note });
+      assert.deepEqual(
+        [res.status, res.body.error.code, res.body.error.issues?.[0]?.path],
+        [400, "invalid_request", ["note"]],
+        JSON.stringify([note, res.body]),
+      );
+    }
     assert.deepEqual(await tenantWrites(env.sql, t), before);
     assert.deepEqual(
       (await api("GET", "/memory/contradictions", other)).body.contradictions,

@@ -19,7 +19,7 @@ import { linkEntitiesByRules } from "./entities.ts";
 import { HttpError } from "./http.ts";
 import { recordRedactions, redactStatement } from "./redaction-events.ts";
 import { addCounts, redactField } from "./redact.ts";
-import { content as contentSchema, threadId } from "./schemas.ts";
+import { content as contentSchema, storableText, threadId } from "./schemas.ts";
 import { lockMemories, supersedeMemory } from "./supersede.ts";
 
 export const RESOLUTIONS = ["a_wins", "b_wins", "both_valid", "merged"] as const;
@@ -40,7 +40,8 @@ const NOTE_MAX = 1000;
 export const ResolveRequest = z
   .object({
     resolution: z.enum(RESOLUTIONS, { error: `resolution must be one of ${RESOLUTIONS.join(", ")}` }),
-    note: z.string().trim().min(1).max(NOTE_MAX).optional(),
+    /** Stored and shown with the contradiction and in the history: the one stored-text rule, as a correction's reason. */
+    note: storableText(z.string().trim().min(1).max(NOTE_MAX)).optional(),
     /** merged only: the statement that replaces both. */
     content: contentSchema.optional(),
     thread_id: threadId.optional(),
