@@ -3,9 +3,11 @@
 // (it becomes a memory) or rejects it; unanswered it lapses after 7 days; the user's own statement
 // applies at once; every decision is in the history. Bad actions and other tenants' ids write nothing.
 import assert from "node:assert/strict";
-import { withTenant } from "../supabase/functions/_shared/db.ts";
+import { toVectorLiteral, withTenant } from "../supabase/functions/_shared/db.ts";
+import { lockContentHash } from "../supabase/functions/_shared/memories/record.ts";
 import { createHandler } from "../supabase/functions/memory/handler.ts";
 import { enqueueJob } from "../supabase/functions/_shared/jobs.ts";
+import { realServerOnly } from "./support/backend.ts";
 import { LOCAL_EMBEDDING, memoryWithLlm } from "./support/consolidation.ts";
 import { newTenant, tenantWrites } from "./support/seed.ts";
 import { drainAll, writeEnv } from "./write_helpers.ts";
@@ -199,6 +201,60 @@ Deno.test({
     assert.equal((await api("GET", `/memory/proposals/${p.id}`, t)).body.proposal.status, "pending");
     // The user's own session decides it.
     assert.equal((await api("POST", `/memory/proposals/${p.id}/reject`, t)).status, 200);
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test({
+  ...realServerOnly(
+    "consent: accepting a proposal while the user remembers the same text stores it once (the accept waits, then links)",
+    "a remember's transaction stays open while the accept runs on another connection",
+  ),
+  ...opts,
+}, async () => {
+  const env = await writeEnv({ config: { embedding: LOCAL_EMBEDDING } as never, withLlm: false });
+  try {
+    const t = newTenant();
+    const text = "The user lives in Lisbon.";
+    await proposeByModel(env, t, [text]);
+    const api = memoryWithLlm(env.sql, env.config, undefined, env.embedder);
+    const [proposal] = (await api("GET", "/memory/proposals", t)).body.proposals;
+    // A remember of the same text in flight: it holds the text's lock and has inserted, not committed.
+    let accept: Promise<{ status: number; body: { memory_id: string } }> | undefined;
+    let settled = false;
+    const remembered = await env.sql.begin(async (tx) => {
+      await tx`select set_config('memory.actor', ${`user:${t}`}, true)`;
+      await lockContentHash(tx, t, text);
+      const [row] = await tx<{ id: string }[]>`
+        insert into public.devai_memories
+          (owner_id, content, embedding, embedding_model, memory_type, namespace, priority, source)
+        values (${t}, ${text}, ${toVectorLiteral((await env.embedder.embed([text]))[0]!)}::extensions.vector,
+                ${env.embedder.model}, 'semantic', 'devai/user/profile', 'highest', 'user_stated')
+        returning id`;
+      accept = api("POST", `/memory/proposals/${proposal.id}/accept`, t);
+      accept.finally(() => (settled = true));
+      // Until the accept waits for this transaction (on the text's lock; unserialised, on a row the
+      // insert locked, past its duplicate check), or has answered.
+      const [self] = await tx<{ pid: number }[]>`select pg_backend_pid() as pid`;
+      while (!settled) {
+        const [w] = await env.sql`
+          select exists (select 1 from pg_stat_activity where ${self!.pid}::int = any (pg_blocking_pids(pid))) as w`;
+        if (w!.w) break;
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      return row!.id;
+    });
+    const accepted = await accept!;
+    assert.equal(accepted.status, 200, JSON.stringify(accepted.body));
+    const copies = await env.sql<{ id: string }[]>`
+      select id from public.devai_memories where owner_id = ${t} and content = ${text} and is_valid and state = 'active'`;
+    assert.deepEqual(
+      copies.map((c) => c.id),
+      [remembered],
+      "one memory of the text: the accept linked the remembered one",
+    );
+    assert.equal(accepted.body.memory_id, remembered);
   } finally {
     await env.close();
   }

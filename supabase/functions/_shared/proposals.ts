@@ -7,7 +7,7 @@
 // row under the proposal's id (PROPOSE, ACCEPT, REJECT, LAPSE), written by a trigger.
 import { z } from "zod";
 import { type Candidate, isProtected } from "./candidates.ts";
-import { contentHashSql } from "./memories/record.ts";
+import { contentHashSql, lockContentHash } from "./memories/record.ts";
 import { queueContradictionCheck } from "./contradiction-check.ts";
 import { type Sql, type TenantContext, toVectorLiteral, type Tx, withTenant } from "./db.ts";
 import { type Embedder, embedForRequest } from "./embeddings.ts";
@@ -181,6 +181,8 @@ export async function decideProposal(
     const p = await lockPending(tx, id, true);
     let memoryId: string | null = null;
     if (vector) {
+      // As remember does: a remember of the same text racing this accept waits, then finds it.
+      await lockContentHash(tx, tenant.tenantId, p.content);
       const [same] = await tx<{ id: string }[]>`
         select id from public.devai_memories
          where content_hash = ${contentHashSql(tx, p.content)}

@@ -1,5 +1,5 @@
 // What the operations on one memory share: the row as the API's Memory, its 404, its row lock and
-// its content hash.
+// its content hash (and the lock on a text's hash that its duplicate checks take).
 import type { Tx } from "../db.ts";
 import { HttpError } from "../http.ts";
 import { isoDates, memoryColumns } from "./memory-row.ts";
@@ -32,4 +32,13 @@ export function contentHashSql(q: Tx, content: string) {
  */
 export function spacedSql(q: Tx, text: string | ReturnType<Tx["unsafe"]>) {
   return q`btrim(regexp_replace(${text}::text, ${"\\s+"}, ' ', 'g'))`;
+}
+
+/**
+ * Serialises, within a tenant, the writes that look for a duplicate of a text before storing it
+ * (remember, accepting a proposal): held to the end of the transaction, so the check and the
+ * insert of one cannot interleave with another's and store the text twice.
+ */
+export async function lockContentHash(tx: Tx, tenantId: string, content: string): Promise<void> {
+  await tx`select pg_advisory_xact_lock(hashtextextended(${tenantId} || ':' || ${contentHashSql(tx, content)}, 0))`;
 }

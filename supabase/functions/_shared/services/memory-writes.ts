@@ -6,7 +6,7 @@ import { embedForRequest } from "../embeddings.ts";
 import { HttpError } from "../http.ts";
 import { visibleScopes } from "../schemas.ts";
 import { memoryColumns } from "../memories/memory-row.ts";
-import { contentHashSql, lockMemory, notFound, spacedSql, toMemory } from "../memories/record.ts";
+import { contentHashSql, lockContentHash, lockMemory, notFound, spacedSql, toMemory } from "../memories/record.ts";
 import type {
   CorrectRequest,
   CorrectResponse,
@@ -99,11 +99,9 @@ export async function remember(
 
   const vector = await embedForRequest(embedder, body.content);
   const result = await withTenant(sql, tenant, async (tx) => {
-    // Serialises concurrent remembers of the same text in this tenant, so the re-check below
-    // cannot race with another insert of it.
-    await tx`select pg_advisory_xact_lock(hashtextextended(${tenant.tenantId} || ':' || ${
-      contentHashSql(tx, body.content)
-    }, 0))`;
+    // Serialises concurrent remembers (and proposal accepts) of the same text in this tenant, so
+    // the re-check below cannot race with another insert of it.
+    await lockContentHash(tx, tenant.tenantId, body.content);
     const again = await findDuplicate(tx, body.content, scopes);
     if (again && userStated(again)) return { created: false, memory: again };
     if (again) {
