@@ -575,6 +575,20 @@ Deno.test(
       const r = await api("GET", `/memory/${m.id}/history?cursor=${forged}`, { as: t });
       assert.deepEqual([r.status, r.body.error.code], [400, "invalid_cursor"], forged);
     }
+    // Cursors the API returned for another listing: another memory's history (its rows are all
+    // newer, so the page came back empty, as if this memory had no history), and the list's.
+    const other = await seedMemory(sql, t, { content: "Another fact", namespace: "devai/global/x" });
+    const list = await api("GET", "/memory?limit=1", { as: t });
+    assert.ok(list.body.next_cursor);
+    for (
+      const [memory, cursor, what] of [
+        [other.id, first.body.next_cursor, "another memory's history cursor"],
+        [m.id, list.body.next_cursor, "the list's cursor"],
+      ]
+    ) {
+      const r = await api("GET", `/memory/${memory}/history?cursor=${cursor}`, { as: t });
+      assert.deepEqual([r.status, r.body.error?.code], [400, "invalid_cursor"], what);
+    }
   },
 );
 

@@ -53,7 +53,12 @@ export function decodeCursor(text: string): ListCursor {
   } catch {
     // fall through to the 400 below
   }
-  throw new HttpError(400, "invalid_cursor", "cursor is not one this API returned", [
+  throw invalidCursor();
+}
+
+/** The 400 for a cursor this API did not return (or returned for another listing). */
+export function invalidCursor(): HttpError {
+  return new HttpError(400, "invalid_cursor", "cursor is not one this API returned", [
     { path: ["cursor"], message: "pass next_cursor from the previous page unchanged" },
   ]);
 }

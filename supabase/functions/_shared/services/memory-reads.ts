@@ -7,7 +7,7 @@ import { type TenantContext, withTenant } from "../db.ts";
 import { HttpError } from "../http.ts";
 import { asOfColumns, memoryAsOf, recordedBy } from "../memories/as-of.ts";
 import { listPage, nextCursor } from "../memories/list-page.ts";
-import { cursorAfter, cursorText, decodeCursor, encodeCursor, fromCursor } from "../memories/cursor.ts";
+import { cursorAfter, cursorText, decodeCursor, encodeCursor, fromCursor, invalidCursor } from "../memories/cursor.ts";
 import { explainMemory, type Explanation } from "../memories/explain.ts";
 import { isoDates, memoryColumns } from "../memories/memory-row.ts";
 import { notFound, toMemory } from "../memories/record.ts";
@@ -147,6 +147,12 @@ export async function memoryHistory(
   const after = q.cursor ? decodeCursor(q.cursor) : undefined;
   const result = await withTenant(deps.sql, tenant, async (tx) => {
     const [exists] = await tx`select 1 from public.devai_memories where id = ${id}`;
+    // A history cursor names one of this memory's rows (they are never deleted): another memory's
+    // cursor, or a list's, would answer a page that silently misses this memory's rows.
+    if (after) {
+      const [mine] = await tx`select 1 from public.memory_history where id = ${after.id} and memory_id = ${id}`;
+      if (!mine) throw invalidCursor();
+    }
     const key = { ts: "ts", id: "id" };
     const history = await tx`
         select id, memory_id, event, old_ref, new_ref, actor, old_content, new_content, meta, ts, ${cursorText(tx, key)}
