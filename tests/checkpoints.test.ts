@@ -60,6 +60,19 @@ Deno.test({
   });
 });
 
+Deno.test({ name: "checkpoints: a key named __proto__ is saved and loaded like any other", ...opts }, async () => {
+  const t = newTenant();
+  // As a client's JSON parser gives it: __proto__ an own key, at the top and deeper.
+  const text = '{"__proto__":{"seen":1},"words":{"__proto__":2,"constructor":3},"b":[{"__proto__":null}]}';
+  const saved = await api("PUT", "/memory/checkpoints/t-proto", { as: t, body: { state: JSON.parse(text) } });
+  assert.equal(saved.status, 201, JSON.stringify(saved.body));
+  assert.equal(saved.body.size_bytes, new TextEncoder().encode(text).byteLength);
+  const loaded = await api("GET", "/memory/checkpoints/t-proto", { as: t });
+  // jsonb orders keys its own way: the same keys and values, __proto__ among them.
+  assert.deepEqual(loaded.body.state, JSON.parse(text));
+  assert.deepEqual(Object.keys(loaded.body.state).sort(), ["__proto__", "b", "words"]);
+});
+
 Deno.test({
   name: "checkpoints: a stale version is a 409 that writes nothing; two writers on one version, exactly one wins",
   ...opts,

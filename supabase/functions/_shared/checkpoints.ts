@@ -18,8 +18,15 @@ export const checkpointThreadId = threadId;
 
 export const CheckpointSaveRequest = z
   .object({
-    /** The whole state: a JSON object (graph state, memory context, conversation, agents' states). */
-    state: z.record(z.string(), z.unknown()),
+    /**
+     * The whole state: a JSON object (graph state, memory context, conversation, agents' states),
+     * kept as parsed: z.record would copy it key by key, and a key `__proto__` (a state keyed by
+     * words, say) would be lost, taken by the copy as its prototype.
+     */
+    state: z.custom<Record<string, unknown>>(
+      (v) => typeof v === "object" && v !== null && !Array.isArray(v),
+      "state must be a JSON object",
+    ),
     /** The version this state was derived from: 0 (or none) creates the thread's checkpoint. */
     version: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
   })
