@@ -99,6 +99,11 @@ Deno.test({
     const [rejectRow] = await env
       .sql`select event from public.memory_history where memory_id = ${city.id} order by ts desc limit 1`;
     assert.equal(rejectRow!.event, "REJECT");
+    // A proposal's id is not a memory's: its decisions are not a purged memory's history.
+    for (const id of [name.id, city.id]) {
+      const asMemory = await api("GET", `/memory/${id}/history`, t);
+      assert.deepEqual([asMemory.status, asMemory.body.error?.code], [404, "not_found"], JSON.stringify(asMemory.body));
+    }
 
     // Decided once: deciding again is a 409; the same fact proposed again while pending is one proposal.
     assert.equal((await api("POST", `/memory/proposals/${name.id}/reject`, t)).status, 409);

@@ -136,9 +136,12 @@ export async function listProposals(sql: Sql, tenant: TenantContext, q: Proposal
   return rows.map(isoProposal);
 }
 
+/** The history events of a proposal's decisions, recorded under the proposal's id (never a memory's). */
+export const PROPOSAL_EVENTS = ["PROPOSE", "ACCEPT", "REJECT", "LAPSE"] as const;
+
 export interface ProposalDecision {
   id: string;
-  event: "PROPOSE" | "ACCEPT" | "REJECT" | "LAPSE";
+  event: typeof PROPOSAL_EVENTS[number];
   actor: string | null;
   new_ref: string | null;
   ts: string;

@@ -7,6 +7,7 @@ import { type TenantContext, withTenant } from "../db.ts";
 import { HttpError } from "../http.ts";
 import { asOfColumns, memoryAsOf, recordedBy } from "../memories/as-of.ts";
 import { listPage, nextCursor } from "../memories/list-page.ts";
+import { PROPOSAL_EVENTS } from "../proposals.ts";
 import { cursorAfter, cursorText, decodeCursor, encodeCursor, fromCursor, invalidCursor } from "../memories/cursor.ts";
 import { explainMemory, type Explanation } from "../memories/explain.ts";
 import { isoDates, memoryColumns } from "../memories/memory-row.ts";
@@ -157,6 +158,8 @@ export async function memoryHistory(
     const history = await tx`
         select id, memory_id, event, old_ref, new_ref, actor, old_content, new_content, meta, ts, ${cursorText(tx, key)}
           from public.memory_history where memory_id = ${id}
+           -- a proposal's decisions share the table under its id: that id was never a memory's
+           and event <> all (${[...PROPOSAL_EVENTS]}::text[])
            ${after ? tx`and ${fromCursor(tx, key, after)}` : tx``}
          order by ts desc, id desc limit ${q.limit + 1}`;
     return { exists: Boolean(exists), history };
