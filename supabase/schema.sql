@@ -4361,7 +4361,9 @@ CREATE TABLE public.context_prefetch (
     refs jsonb NOT NULL,
     confidence real NOT NULL,
     computed_at timestamp with time zone DEFAULT now() NOT NULL,
+    project text DEFAULT ''::text NOT NULL,
     CONSTRAINT context_prefetch_confidence_range CHECK (((confidence >= (0)::double precision) AND (confidence <= (1)::double precision))),
+    CONSTRAINT context_prefetch_project_shape CHECK ((char_length(project) <= 140)),
     CONSTRAINT context_prefetch_refs_shape CHECK (((cardinality(memory_ids) <= 100) AND (jsonb_typeof(refs) = 'array'::text) AND (jsonb_array_length(refs) <= 300))),
     CONSTRAINT context_prefetch_session_shape CHECK (((char_length(session_id) >= 1) AND (char_length(session_id) <= 200))),
     CONSTRAINT context_prefetch_signal_key_shape CHECK (((signal_key ~ '^(file|branch|error):'::text) AND (char_length(signal_key) <= 600)))
@@ -4372,6 +4374,12 @@ CREATE TABLE public.context_prefetch (
 --
 
 COMMENT ON TABLE public.context_prefetch IS 'Per-session prefetch cache of context/predict, one row per signal (file:, branch:, error:); fresh for context_prefetch_ttl_seconds. docs/context.md#prefetch.';
+
+--
+-- Name: COLUMN context_prefetch.project; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.context_prefetch.project IS 'The project the prediction was made for ('''' without one): an assemble of another project does not read it.';
 
 --
 -- Name: memory_agent_allowlists; Type: TABLE; Schema: public; Owner: -
@@ -5095,7 +5103,7 @@ ALTER TABLE ONLY public.context_injections
 --
 
 ALTER TABLE ONLY public.context_prefetch
-    ADD CONSTRAINT context_prefetch_pkey PRIMARY KEY (owner_id, session_id, signal_key);
+    ADD CONSTRAINT context_prefetch_pkey PRIMARY KEY (owner_id, session_id, project, signal_key);
 
 --
 -- Name: devai_memories devai_memories_id_owner_key; Type: CONSTRAINT; Schema: public; Owner: -
@@ -7525,6 +7533,12 @@ GRANT INSERT(confidence),UPDATE(confidence) ON TABLE public.context_prefetch TO 
 --
 
 GRANT INSERT(computed_at),UPDATE(computed_at) ON TABLE public.context_prefetch TO authenticated;
+
+--
+-- Name: COLUMN context_prefetch.project; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(project) ON TABLE public.context_prefetch TO authenticated;
 
 --
 -- Name: TABLE memory_agent_allowlists; Type: ACL; Schema: public; Owner: -

@@ -108,9 +108,10 @@ export async function assembleContext(
   const scopes = retrievalScopes(deps.config.namespaceRoot, body.project);
   const coding = codingSignalsOf(signals);
 
-  // 1. The session's predictions for these signals.
+  // 1. The session's predictions for these signals, in this project.
+  const owner = { sessionId: body.session_id!, project: body.project };
   const cached = body.session_id
-    ? await withTenant(deps.sql, caller, (tx) => readPrefetch(tx, body.session_id!, coding.map(signalKey), now))
+    ? await withTenant(deps.sql, caller, (tx) => readPrefetch(tx, owner, coding.map(signalKey), now))
     : new Map<string, CachedPrediction>();
   const served = (s: CodingSignal) => {
     const c = cached.get(signalKey(s));

@@ -85,7 +85,7 @@ export async function refreshPrefetch(
   await withTenant(
     deps.sql,
     caller,
-    (tx) => writePrefetch(tx, sessionId, signalKey(signal), refs, predictionConfidence(refs), now),
+    (tx) => writePrefetch(tx, { sessionId, project }, signalKey(signal), refs, predictionConfidence(refs), now),
   );
 }
 
@@ -116,7 +116,8 @@ export async function predictContext(
       const kept = keptRefs(g, lineage);
       refs.push(...kept);
       if (body.session_id) {
-        await writePrefetch(tx, body.session_id, signalKey(signals[i]!), kept, predictionConfidence(kept), now);
+        const owner = { sessionId: body.session_id, project: body.project };
+        await writePrefetch(tx, owner, signalKey(signals[i]!), kept, predictionConfidence(kept), now);
       }
     }
     const selection = selectTiers({

@@ -3,7 +3,9 @@
 // row younger than context_prefetch_ttl_seconds (30 s) is fresh: the session's next assemble
 // takes that signal's candidates from it instead of looking them up. Older, up to
 // context_prefetch_max_age_seconds, it is stale: served once more and refreshed after the answer
-// (lazy refresh); older still, it is ignored. Ages are measured on the request's clock.
+// (lazy refresh); older still, it is ignored. Ages are measured on the request's clock. A row is
+// the session's prediction in one project (its scope was searched): another project's assemble
+// neither reads nor replaces it.
 import { createHash } from "node:crypto";
 import type { Tx } from "../db.ts";
 import { redactSecrets } from "../redact.ts";
@@ -33,10 +35,19 @@ export interface CachedPrediction {
   freshness: Freshness;
 }
 
-/** The session's cached predictions for these signals, with their freshness at `now`. */
+/** Whose predictions: a session, in a project (none: the global and user scopes only). */
+export interface PrefetchOwner {
+  sessionId: string;
+  project: string | undefined;
+}
+
+/** The stored project of a prediction: '' without one (a project name is never empty). */
+const projectKey = (project: string | undefined) => project ?? "";
+
+/** The session's cached predictions for these signals in its project, with their freshness at `now`. */
 export async function readPrefetch(
   tx: Tx,
-  sessionId: string,
+  owner: PrefetchOwner,
   keys: readonly SignalKey[],
   now: Date,
 ): Promise<Map<SignalKey, CachedPrediction>> {
@@ -48,7 +59,8 @@ export async function readPrefetch(
            public.memory_setting('context_prefetch_ttl_seconds')::text as ttl,
            public.memory_setting('context_prefetch_max_age_seconds')::text as max_age
       from public.context_prefetch p
-     where p.session_id = ${sessionId} and p.signal_key = any (${[...keys]}::text[])`;
+     where p.session_id = ${owner.sessionId} and p.project = ${projectKey(owner.project)}
+       and p.signal_key = any (${[...keys]}::text[])`;
   return new Map(rows.map((r) => {
     const age = (now.getTime() - r.computed_at.getTime()) / 1000;
     const freshness: Freshness = age < Number(r.ttl) ? "fresh" : age < Number(r.max_age) ? "stale" : "expired";
@@ -62,10 +74,10 @@ export async function readPrefetch(
   }));
 }
 
-/** Stores (or replaces) a session's prediction for one signal, computed at `at`. */
+/** Stores (or replaces) a session's prediction for one signal in its project, computed at `at`. */
 export async function writePrefetch(
   tx: Tx,
-  sessionId: string,
+  owner: PrefetchOwner,
   key: SignalKey,
   refs: readonly CandidateRef[],
   confidence: number,
@@ -74,9 +86,10 @@ export async function writePrefetch(
   const ids = [...new Set(refs.map((r) => r.id))].slice(0, 100);
   const kept = refs.filter((r) => ids.includes(r.id)).slice(0, 300);
   await tx`
-    insert into public.context_prefetch (owner_id, session_id, signal_key, memory_ids, refs, confidence, computed_at)
-    values ((select auth.uid()), ${sessionId}, ${key}, ${ids}::uuid[], ${tx.json(kept as never)}, ${confidence}, ${at})
-    on conflict (owner_id, session_id, signal_key) do update
+    insert into public.context_prefetch (owner_id, session_id, project, signal_key, memory_ids, refs, confidence, computed_at)
+    values ((select auth.uid()), ${owner.sessionId}, ${projectKey(owner.project)}, ${key}, ${ids}::uuid[],
+            ${tx.json(kept as never)}, ${confidence}, ${at})
+    on conflict (owner_id, session_id, project, signal_key) do update
        set memory_ids = excluded.memory_ids, refs = excluded.refs, confidence = excluded.confidence,
            computed_at = excluded.computed_at`;
 }

@@ -1,0 +1,54 @@
+// When a session's cached prediction (docs/context.md#prefetch) may stand in for a signal's
+// lookups: only where it was made for the same request context, and only while what it predicted
+// still holds. Each case was an empty context served from a fresh prediction while a lookup finds
+// the memory.
+import assert from "node:assert/strict";
+import { type ContextApi, contextApi, ns, seedLinked } from "./support/context.ts";
+import { dbTest } from "./support/http.ts";
+import { newTenant, testSql } from "./support/seed.ts";
+
+const sql = testSql();
+const FILE = "src/index.ts";
+
+const placedIds = (body: { memories: { id: string; tier: string }[] }) =>
+  body.memories.filter((m) => m.tier !== "index").map((m) => m.id);
+
+dbTest("prefetch: a prediction made in one project is not served to the session's assemble in another", async () => {
+  const t = newTenant();
+  const [alpha, beta] = await seedLinked(sql, t, [
+    { content: `${FILE} of project alpha boots the API server on port 4000.`, namespace: ns("alpha") },
+    { content: `${FILE} of project beta renders the CLI help.`, namespace: ns("beta") },
+  ]);
+  const api = contextApi(sql);
+  try {
+    await twoProjects(t, api, alpha!.id, beta!.id);
+  } finally {
+    await api.settle();
+  }
+});
+
+async function twoProjects(t: string, api: ContextApi, alpha: string, beta: string) {
+  const session = "s-two-projects";
+  const predicted = await api.predict(t, { project: "alpha", file_opened: FILE, session_id: session });
+  assert.equal(predicted.status, 200, JSON.stringify(predicted.body));
+  assert.deepEqual(predicted.body.predicted_memories.map((m: { id: string }) => m.id), [alpha]);
+
+  const body = { project: "beta", session_id: session, signals: { current_file: FILE } };
+  const inBeta = await api.assemble(t, body);
+  assert.equal(inBeta.status, 200, JSON.stringify(inBeta.body));
+  assert.equal(inBeta.body.prefetch.status, "miss", "alpha's prediction is not beta's");
+  assert.deepEqual(placedIds(inBeta.body), [beta]);
+
+  // Each project keeps its own prediction for the same session and file.
+  await api.predict(t, { project: "beta", file_opened: FILE, session_id: session });
+  const inAlpha = await api.assemble(t, { ...body, project: "alpha" });
+  assert.equal(inAlpha.body.prefetch.status, "fresh");
+  assert.deepEqual(placedIds(inAlpha.body), [alpha]);
+  const again = await api.assemble(t, body);
+  assert.equal(again.body.prefetch.status, "fresh");
+  assert.deepEqual(placedIds(again.body), [beta]);
+}
+
+dbTest("close the pool", async () => {
+  await sql.end();
+});
