@@ -49,6 +49,46 @@ async function twoProjects(t: string, api: ContextApi, alpha: string, beta: stri
   assert.deepEqual(placedIds(again.body), [beta]);
 }
 
+dbTest(
+  "prefetch: a prediction made before a merge serves the merged branch's notes once the assemble says it is merged",
+  async () => {
+    const t = newTenant();
+    const gift = "src/gift/card.ts";
+    const [note] = await seedLinked(sql, t, [{
+      content: `${gift} stores gift cards as a separate tender type.`,
+      namespace: ns("shop"),
+      metadata: { branch: "feat/gift", files: [gift] },
+    }]);
+    const api = contextApi(sql);
+    try {
+      const session = "s-merge";
+      // On main with feat/gift not merged yet: its note is not predicted.
+      const predicted = await api.predict(t, { project: "shop", file_opened: gift, session_id: session });
+      assert.equal(predicted.status, 200, JSON.stringify(predicted.body));
+      assert.deepEqual(predicted.body.predicted_memories, []);
+
+      // `git merge feat/gift`: the next assemble, served from that prediction, says so.
+      const body = {
+        project: "shop",
+        session_id: session,
+        signals: { current_file: gift, merged_branches: ["feat/gift"] },
+      };
+      const merged = await api.assemble(t, body);
+      assert.equal(merged.status, 200, JSON.stringify(merged.body));
+      assert.equal(merged.body.prefetch.status, "fresh");
+      assert.deepEqual(placedIds(merged.body), [note!.id], "the merged branch's note is project knowledge now");
+
+      // Not merged: served from the same prediction, left out and listed as such.
+      const unmerged = await api.assemble(t, { ...body, signals: { current_file: gift } });
+      assert.equal(unmerged.body.prefetch.status, "fresh");
+      assert.deepEqual(placedIds(unmerged.body), []);
+      assert.deepEqual(unmerged.body.excluded, [{ id: note!.id, reason: "unmerged_branch", branch: "feat/gift" }]);
+    } finally {
+      await api.settle();
+    }
+  },
+);
+
 dbTest("close the pool", async () => {
   await sql.end();
 });

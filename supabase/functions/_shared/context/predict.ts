@@ -61,7 +61,16 @@ export async function gatherSignal(
   });
 }
 
-/** A signal's gathered refs minus the memories lineage leaves out: what is cached for it. */
+/**
+ * What is cached for a signal: everything it found, whatever the lineage. Which notes are facts
+ * is the assembly's to judge (selectTiers), with the lineage it is sent: a branch merged since the
+ * prediction makes its notes project knowledge, and one still unmerged is listed in `excluded`.
+ */
+export function cachedRefs(g: Gathered): CandidateRef[] {
+  return g.refs.filter((r) => g.details.has(r.id));
+}
+
+/** A signal's gathered refs minus the memories lineage leaves out: what is predicted for it. */
 export function keptRefs(g: Gathered, signals: Signals): CandidateRef[] {
   // The check selectTiers makes per memory, without scoring and compressing every candidate.
   return g.refs.filter((r) => {
@@ -81,11 +90,12 @@ export async function refreshPrefetch(
 ): Promise<void> {
   const now = deps.clock();
   const scopes = retrievalScopes(deps.config.namespaceRoot, project);
-  const refs = keptRefs(await gatherSignal(deps, caller, scopes, signal, now), lineage);
+  const g = await gatherSignal(deps, caller, scopes, signal, now);
+  const confidence = predictionConfidence(keptRefs(g, lineage));
   await withTenant(
     deps.sql,
     caller,
-    (tx) => writePrefetch(tx, { sessionId, project }, signalKey(signal), refs, predictionConfidence(refs), now),
+    (tx) => writePrefetch(tx, { sessionId, project }, signalKey(signal), cachedRefs(g), confidence, now),
   );
 }
 
@@ -117,7 +127,7 @@ export async function predictContext(
       refs.push(...kept);
       if (body.session_id) {
         const owner = { sessionId: body.session_id, project: body.project };
-        await writePrefetch(tx, owner, signalKey(signals[i]!), kept, predictionConfidence(kept), now);
+        await writePrefetch(tx, owner, signalKey(signals[i]!), cachedRefs(g), predictionConfidence(kept), now);
       }
     }
     const selection = selectTiers({
