@@ -3,7 +3,8 @@
 // still holds. Each case was an empty context served from a fresh prediction while a lookup finds
 // the memory.
 import assert from "node:assert/strict";
-import { type ContextApi, contextApi, ns, seedLinked } from "./support/context.ts";
+import { type ContextApi, contextApi, manualClock, ns, seedLinked } from "./support/context.ts";
+import { memoryApi } from "./support/memory-api.ts";
 import { dbTest } from "./support/http.ts";
 import { newTenant, testSql } from "./support/seed.ts";
 
@@ -83,6 +84,57 @@ dbTest(
       assert.equal(unmerged.body.prefetch.status, "fresh");
       assert.deepEqual(placedIds(unmerged.body), []);
       assert.deepEqual(unmerged.body.excluded, [{ id: note!.id, reason: "unmerged_branch", branch: "feat/gift" }]);
+    } finally {
+      await api.settle();
+    }
+  },
+);
+
+dbTest(
+  "prefetch: a prediction whose memory was corrected or forgotten since is looked up again, so the correction is served",
+  async () => {
+    const t = newTenant();
+    const charge = "src/billing/charge.ts";
+    const [retries, declines] = await seedLinked(sql, t, [
+      {
+        content: `${charge} retries the card charge three times.`,
+        namespace: ns("shop"),
+        metadata: { files: [charge] },
+      },
+      {
+        content: `${charge} logs every declined card with its number.`,
+        namespace: ns("shop"),
+        metadata: { files: [charge] },
+      },
+    ]);
+    const clock = manualClock(new Date());
+    const api = contextApi(sql, clock.now);
+    const memory = memoryApi(sql);
+    try {
+      const session = "s-corrected";
+      const predicted = await api.predict(t, { project: "shop", file_opened: charge, session_id: session });
+      assert.equal(predicted.status, 200, JSON.stringify(predicted.body));
+      assert.equal(predicted.body.predicted_memories.length, 2);
+      const body = { project: "shop", session_id: session, signals: { current_file: charge } };
+
+      // Within the prediction's 30 s, the user corrects one memory and forgets the other.
+      const fixed = await memory("POST", `/memory/${declines!.id}/correct`, {
+        as: t,
+        body: { content: `${charge} logs declined cards without the card number.` },
+      });
+      assert.equal(fixed.status, 201, JSON.stringify(fixed.body));
+      assert.equal((await memory("POST", `/memory/${retries!.id}/forget`, { as: t, body: {} })).status, 200);
+      clock.advance(5);
+      const after = await api.assemble(t, body);
+      assert.equal(after.status, 200, JSON.stringify(after.body));
+      assert.equal(after.body.prefetch.status, "expired", "the prediction no longer holds");
+      assert.deepEqual(placedIds(after.body), [fixed.body.memory.id], "the correction, looked up");
+
+      // A new prediction holds again.
+      await api.predict(t, { project: "shop", file_opened: charge, session_id: session });
+      const again = await api.assemble(t, body);
+      assert.equal(again.body.prefetch.status, "fresh");
+      assert.deepEqual(placedIds(again.body), [fixed.body.memory.id]);
     } finally {
       await api.settle();
     }

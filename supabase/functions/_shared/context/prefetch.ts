@@ -44,7 +44,12 @@ export interface PrefetchOwner {
 /** The stored project of a prediction: '' without one (a project name is never empty). */
 const projectKey = (project: string | undefined) => project ?? "";
 
-/** The session's cached predictions for these signals in its project, with their freshness at `now`. */
+/**
+ * The session's cached predictions for these signals in its project, with their freshness at
+ * `now`. A prediction one of whose memories is no longer valid and active (forgotten, corrected,
+ * replaced since) is expired, whatever its age: serving it would leave out what replaced that
+ * memory, so the signal is looked up again.
+ */
 export async function readPrefetch(
   tx: Tx,
   owner: PrefetchOwner,
@@ -53,9 +58,20 @@ export async function readPrefetch(
 ): Promise<Map<SignalKey, CachedPrediction>> {
   if (keys.length === 0) return new Map();
   const rows = await tx<
-    { signal_key: string; refs: CandidateRef[]; confidence: number; computed_at: Date; ttl: string; max_age: string }[]
+    {
+      signal_key: string;
+      refs: CandidateRef[];
+      confidence: number;
+      computed_at: Date;
+      ttl: string;
+      max_age: string;
+      outdated: boolean;
+    }[]
   >`
     select p.signal_key, p.refs, p.confidence, p.computed_at,
+           exists (select from unnest(p.memory_ids) as u(id)
+                    where not exists (select from public.devai_memories m
+                                       where m.id = u.id and m.is_valid and m.state = 'active')) as outdated,
            public.memory_setting('context_prefetch_ttl_seconds')::text as ttl,
            public.memory_setting('context_prefetch_max_age_seconds')::text as max_age
       from public.context_prefetch p
@@ -63,7 +79,8 @@ export async function readPrefetch(
        and p.signal_key = any (${[...keys]}::text[])`;
   return new Map(rows.map((r) => {
     const age = (now.getTime() - r.computed_at.getTime()) / 1000;
-    const freshness: Freshness = age < Number(r.ttl) ? "fresh" : age < Number(r.max_age) ? "stale" : "expired";
+    const expired = r.outdated || age >= Number(r.max_age);
+    const freshness: Freshness = expired ? "expired" : age < Number(r.ttl) ? "fresh" : "stale";
     return [r.signal_key, {
       key: r.signal_key,
       refs: r.refs,
