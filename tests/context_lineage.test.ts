@@ -220,6 +220,30 @@ dbTest("a memory citing a deleted or renamed file is flagged stale in the index,
   ]]);
 });
 
+dbTest("a renamed file's new name is shown redacted: a token in it never reaches the context", async () => {
+  const t = newTenant();
+  const [refund] = await seedLinked(sql, t, [{
+    content: "Refunds in src/pay/refund.ts go back to the original card.",
+    namespace: ns("web"),
+    metadata: { files: ["src/pay/refund.ts"] },
+  }]);
+  const pat = "ghp_Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2";
+  const res = await api.assemble(t, {
+    project: "web",
+    message: "refunds",
+    signals: { renamed_files: [{ from: "src/pay/refund.ts", to: `src/pay/${pat}.ts` }] },
+  });
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  assert.ok(!JSON.stringify(res.body).includes(pat), JSON.stringify(res.body));
+  assert.ok(res.body.context.includes("(src/pay/refund.ts → src/pay/[REDACTED:github_token].ts)"), res.body.context);
+  assert.deepEqual(res.body.excluded, [{
+    id: refund!.id,
+    reason: "stale_file",
+    stale: { file: "src/pay/refund.ts", reason: "renamed", to: "src/pay/[REDACTED:github_token].ts" },
+  }]);
+  await api.settle();
+});
+
 dbTest("extraction records the session's lineage and the model's compression forms with each memory", async () => {
   const env = await writeEnv();
   try {

@@ -3,6 +3,7 @@
 // (repo, branch, commit, files) and the client's lineage signals; retrieval and context assembly
 // both apply them, so a note is judged the same way everywhere.
 import type { EntityLink } from "../entities.ts";
+import { redactSecrets } from "../redact.ts";
 import type { CodeOrigin } from "../schemas.ts";
 import { storedCompression } from "./compress.ts";
 import type { LineageSignals } from "./schemas.ts";
@@ -71,7 +72,12 @@ export function judgeLineage(memory: MemoryLineage, signals: LineageSignals = {}
 
 export type StaleCitation = { file: string; reason: "deleted" } | { file: string; reason: "renamed"; to: string };
 
-/** The first cited file the client reports deleted or renamed (in the order of `files`), if any. */
+/**
+ * The first cited file the client reports deleted or renamed (in the order of `files`), if any.
+ * The cited file is the memory's, stored redacted; the new name is the client's, shown in the
+ * context's stale note and in `excluded`: redacted as a stored file name is (docs/redaction.md),
+ * so a token in it never reaches the model.
+ */
 export function staleCitation(files: readonly string[], signals: LineageSignals = {}): StaleCitation | undefined {
   if (!signals.deleted_files?.length && !signals.renamed_files?.length) return undefined;
   const deleted = new Set(signals.deleted_files ?? []);
@@ -80,7 +86,7 @@ export function staleCitation(files: readonly string[], signals: LineageSignals 
     const file = raw.replace(/^(\.\/)+/, "");
     if (deleted.has(file)) return { file, reason: "deleted" };
     const to = renamed.get(file);
-    if (to !== undefined) return { file, reason: "renamed", to };
+    if (to !== undefined) return { file, reason: "renamed", to: redactSecrets(to).text };
   }
   return undefined;
 }
