@@ -122,8 +122,9 @@ Deno.test("coverage: with `after`, a dead part is queued again from its first me
     const eight = await postExtract(env, t, { session_id: "s", messages: transcript(8) }); // [4, 8)
     const [, second] = await extractJobs(env, t);
     await env.sql`update public.memory_jobs set status = 'dead' where id = ${second!.id}`;
-    // A whole transcript of 6 queues [4, 6) again: messages 4 and 5 are covered, 6 and 7 are not.
-    assert.deepEqual(await post(env, t, "s", transcript(6)), { covered: 4 });
+    // A whole transcript of 6 queues [4, 6) again, a second try (the job it answers with): messages 4
+    // and 5 are covered, 6 and 7 are not.
+    assert.deepEqual(await post(env, t, "s", transcript(6)), { covered: 4, again: [4, 6, 2] });
     const res = await postExtract(env, t, {
       session_id: "s",
       after: eight.body.transcript,

@@ -6,7 +6,7 @@
 // model at the HTTP boundary, the queue drained by the worker's own code.
 import assert from "node:assert/strict";
 import { type ChatRequestBody, reply } from "./fake_openai.ts";
-import { type ExtractAnswer, postExtract } from "./support/extract.ts";
+import { type ExtractAnswer, extractJobs, postExtract } from "./support/extract.ts";
 import { userHeaders } from "./support/auth.ts";
 import { newTenant } from "./support/seed.ts";
 import { createHandler } from "../supabase/functions/memory-extract/handler.ts";
@@ -39,24 +39,26 @@ const poisoned = (req: ChatRequestBody) => newPart(req).includes("POISON");
  * provider refusing the content does).
  */
 function scriptModel(env: WriteEnv, failures: number | "always", anywhere = false) {
-  const extract = reply.dynamic((req) =>
-    reply.json({
-      stored: [...newPart(req).matchAll(/Fact (\d+):/g)].map((m) => ({
-        content: fact(Number(m[1])),
-        type: "semantic",
-        namespace: "devai/project/shop/services",
-        source: "discovery",
-        priority: "medium",
-        importance: 3,
-      })),
-      filtered: [],
-    })
-  );
-  const fail = reply.error(500, { message: "the provider refuses this content" });
   const refused = anywhere ? (req: ChatRequestBody) => JSON.stringify(req.messages).includes("POISON") : poisoned;
   env.fake.onChat(refused, failures === "always" ? fail : [...Array(failures).fill(fail), extract]);
   env.fake.onChat(EXTRACT_MARK, extract);
 }
+
+/** The model's answer: a memory for each fact in the new part. */
+const extract = reply.dynamic((req) =>
+  reply.json({
+    stored: [...newPart(req).matchAll(/Fact (\d+):/g)].map((m) => ({
+      content: fact(Number(m[1])),
+      type: "semantic",
+      namespace: "devai/project/shop/services",
+      source: "discovery",
+      priority: "medium",
+      importance: 3,
+    })),
+    filtered: [],
+  })
+);
+const fail = reply.error(500, { message: "the provider refuses this content" });
 
 /** Model calls asked to extract from the poison. */
 const poisonCalls = (env: WriteEnv) => env.fake.chatRequests().filter((r) => poisoned(r.body)).length;
@@ -260,3 +262,101 @@ for (const send of ["whole", "after"] as const) {
     }
   });
 }
+
+// A transcript ending exactly where a dead job ends (a hook that sends the transcript once, at the
+// session's end, and again): that job's messages, and those of the dead jobs before it, are queued
+// again as retries (`:try<k>` keys), the one at the end answering; while it is live the same
+// transcript is answered with it; a given-up end is answered as such, with nothing queued.
+// docs/extraction.md#what-a-post-queues.
+
+/** Messages 0..n of a session with no poison (message 1 acknowledges, as the other odd ones). */
+const clean = (n: number) => messages(0, n).map((m, i) => i === 1 ? { role: "assistant", content: "Noted." } : m);
+
+for (const send of ["whole", "after"] as const) {
+  Deno.test(`extract, an outage kills a session's last jobs: the same transcript sent again (${send}) queues their messages again, and they are extracted`, async () => {
+    const env = await writeEnv({ llm: { retry: { maxRetries: 0 } } });
+    try {
+      const tenant = newTenant();
+      // The provider is down for ten requests: the five attempts of each of the session's two jobs.
+      env.fake.onChat(EXTRACT_MARK, [...Array(10).fill(fail), extract]);
+      const three = await accepted(env, tenant, { messages: clean(3) });
+      const five = await accepted(env, tenant, { messages: clean(5) });
+      assert.equal((await drainAll(env.deps, tenant)).dead, 2, "the outage killed both jobs");
+
+      // The provider is back; the session's transcript is sent again, unchanged.
+      const again = () =>
+        accepted(
+          env,
+          tenant,
+          send === "whole" ? { messages: clean(5) } : {
+            after: three.transcript,
+            messages: clean(5).slice(3),
+          },
+        );
+      const retry = await again();
+      assert.deepEqual(retry.transcript, five.transcript);
+      assert.deepEqual(
+        [retry.deduplicated, retry.new_messages, retry.retried?.map((r) => [r.messages, r.tries, r.status])],
+        [false, 0, [[3, 2, "queued"], [2, 2, "queued"]]],
+        JSON.stringify(retry),
+      );
+      assert.equal(retry.job_id, retry.retried![1]!.job_id, "the answer is the retry holding the transcript's end");
+      // Sent again while the retries are queued: answered with the one covering the end, nothing queued.
+      const jobs = (await extractJobs(env, tenant)).length;
+      const same = await again();
+      assert.deepEqual([same.job_id, same.status, same.deduplicated, same.retried], [
+        retry.job_id,
+        "queued",
+        true,
+        undefined,
+      ]);
+      assert.equal((await extractJobs(env, tenant)).length, jobs, "no duplicate jobs");
+
+      assert.equal((await drainAll(env.deps, tenant)).dead, 0);
+      assert.deepEqual(await factsOf(env, tenant), [fact(0), fact(2), fact(4)], "the dead jobs' facts");
+      const done = await again();
+      assert.deepEqual([done.job_id, done.status, done.deduplicated], [retry.job_id, "done", true]);
+      assert.deepEqual((await status(env, tenant, retry.job_id)).part, { start: 3, end: 5, tries: 2, given_up: false });
+    } finally {
+      await env.close();
+    }
+  });
+}
+
+Deno.test("extract, a poison message at the transcript's end: the same transcript sent again retries it until it is given up, then queues nothing", async () => {
+  const env = await writeEnv({ llm: { retry: { maxRetries: 0 } } });
+  try {
+    const tenant = newTenant();
+    scriptModel(env, "always");
+    const first = await accepted(env, tenant, { messages: messages(0, 3) });
+    assert.equal((await drainAll(env.deps, tenant)).dead, 1, "the job dies on the poison");
+    const tries = [];
+    for (const n of [2, 3]) {
+      const answer = await accepted(env, tenant, { messages: messages(0, 3) });
+      assert.deepEqual(answer.transcript, first.transcript);
+      assert.deepEqual([answer.deduplicated, answer.new_messages, answer.retried?.length], [false, 0, 1]);
+      assert.equal(answer.job_id, answer.retried![0]!.job_id);
+      tries.push(answer.retried![0]!.tries);
+      // While it is queued, the same transcript is answered with it.
+      const same = await accepted(env, tenant, { messages: messages(0, 3) });
+      assert.deepEqual([same.job_id, same.deduplicated, same.retried], [answer.job_id, true, undefined]);
+      assert.equal((await drainAll(env.deps, tenant)).dead, 1, `try ${n} dies on the poison`);
+    }
+    assert.deepEqual(tries, [2, 3]);
+    assert.equal(poisonCalls(env), 3 * 5, "three jobs of five attempts each");
+
+    // Given up: the answer is the given-up job and says so; nothing is queued, the model not asked.
+    const jobs = (await extractJobs(env, tenant)).length;
+    const gaveUp = await accepted(env, tenant, { messages: messages(0, 3) });
+    assert.deepEqual(
+      [gaveUp.status, gaveUp.deduplicated, gaveUp.new_messages, gaveUp.given_up, gaveUp.retried],
+      ["dead", true, 0, true, undefined],
+    );
+    assert.deepEqual((await status(env, tenant, gaveUp.job_id)).part, { start: 0, end: 3, tries: 3, given_up: true });
+    assert.equal((await extractJobs(env, tenant)).length, jobs);
+    await drainAll(env.deps, tenant);
+    assert.equal(poisonCalls(env), 3 * 5);
+  } finally {
+    await env.close();
+  }
+});

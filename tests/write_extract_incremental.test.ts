@@ -196,10 +196,6 @@ Deno.test("extract incremental: a dead earlier job does not cover its messages",
     const tenant = newTenant();
     const first = await post(env, tenant, { session_id: "s-dead", messages: transcript.slice(0, 3) });
     await env.sql`update public.memory_jobs set status = 'dead', last_error = 'test' where id = ${first.job_id}`;
-    // Its own transcript again answers the dead job (the key is taken) and queues nothing: only a
-    // transcript that grew gets those messages queued again.
-    const repost = await post(env, tenant, { session_id: "s-dead", messages: transcript.slice(0, 3) });
-    assert.deepEqual(repost, { job_id: first.job_id, status: "dead", deduplicated: true, new_messages: 0 });
     // A transcript that grew: the dead job's messages again, in a job of their own (a message that
     // kills its job does not take the new ones with it), and the new ones in another.
     const grown = await post(env, tenant, { session_id: "s-dead", messages: transcript.slice(0, 5) });
@@ -252,6 +248,30 @@ Deno.test("extract incremental: a dead earlier job does not cover its messages",
       deduplicated: true,
       new_messages: 0,
     });
+
+    // A dead job's own transcript sent again (not grown): its messages are queued again as a retry
+    // (their second job, under its own key), which the answer names and the worker is kicked for;
+    // sent once more, the retry covers it: the same job, nothing queued.
+    const kicks = { n: 0 };
+    const end = await post(env, tenant, { session_id: "s-dead-end", messages: transcript.slice(0, 3) });
+    await env.sql`update public.memory_jobs set status = 'dead' where id = ${end.job_id}`;
+    const repost = await post(env, tenant, { session_id: "s-dead-end", messages: transcript.slice(0, 3) }, kicks);
+    const retry = repost.retried?.[0]?.job_id;
+    assert.notEqual(retry, end.job_id);
+    assert.deepEqual(repost, {
+      job_id: retry,
+      status: "queued",
+      deduplicated: false,
+      new_messages: 0,
+      retried: [{ job_id: retry, status: "queued", messages: 3, tries: 2, max_tries: 3 }],
+    });
+    const again = await post(env, tenant, { session_id: "s-dead-end", messages: transcript.slice(0, 3) }, kicks);
+    assert.deepEqual(again, { job_id: retry, status: "queued", deduplicated: true, new_messages: 0 });
+    assert.equal(kicks.n, 1);
+    const [key] = await env.sql<
+      { key: string }[]
+    >`select idempotency_key as key from public.memory_jobs where id = ${retry!}`;
+    assert.match(key!.key, /^session:s-dead-end:3:[0-9a-f]{64}:try2$/);
   } finally {
     await env.close();
   }

@@ -688,6 +688,8 @@ export interface ExtractResponse extends QueuedJobResponse {
   transcript: TranscriptMark;
   /** Messages dead jobs of the session held, queued again apart: a job per dead job (given up after max_tries jobs died). */
   retried?: { job_id: string; status: JobStatus; messages: number; tries: number; max_tries: number }[];
+  /** job_id covers the transcript's end given up (its third job died): nothing of it is queued again. */
+  given_up?: true;
 }
 
 export interface JobStatusResponse {

@@ -13,6 +13,8 @@ export interface ExtractAnswer {
   transcript: { count: number; digest: string };
   /** The messages dead parts held, queued again apart (docs/extraction.md#a-message-that-always-kills-its-job). */
   retried?: { job_id: string; status: string; messages: number; tries: number; max_tries: number }[];
+  /** The job answered covers the transcript's end given up (docs/extraction.md#a-message-that-always-kills-its-job). */
+  given_up?: true;
 }
 
 export const chatMessage = (i: number, text = `message ${i} of the session`) => ({

@@ -3,13 +3,15 @@
 // GET ?job_id= returns the job's status (RLS: only the owner sees it).
 //
 //   POST { session_id, messages (OpenAI chat format), after?, project?, scope?, thread_id? }
-//     → 202 { job_id, status, deduplicated, new_messages, transcript: { count, digest }, retried? }
+//     → 202 { job_id, status, deduplicated, new_messages, transcript: { count, digest }, retried?, given_up? }
 //       Incremental per session: messages is the transcript so far; only the messages no earlier
 //       (not dead) job of the session covers are queued, new_messages of them in job_id, with up to
 //       CONTEXT_MESSAGES before them as context (next-part.ts). The same transcript again,
 //       or one earlier jobs already cover: the covering job, deduplicated, new_messages 0.
-//       Messages dead jobs held go in jobs of their own, one per dead job (`retried`: ids, messages, tries);
-//       the third such job to die gives them up (queue-plan.ts, docs/extraction.md).
+//       Messages dead jobs held go in jobs of their own, one per dead job (`retried`: ids, messages, tries),
+//       the same transcript as a dead job's included (then job_id is the retry); the third such job
+//       to die gives them up, and an answer covering its end with it says given_up (queue-plan.ts,
+//       docs/extraction.md).
 //       With `after` (the `transcript` of an earlier answer), messages are only what follows it: a
 //       long session never resends what it sent (409 transcript_mismatch when the session has no
 //       such transcript, when a dead job's messages lie too far behind it, or when the earlier
@@ -125,6 +127,7 @@ export function createHandler(deps: QueueingDeps) {
       new_messages: queued.newMessages,
       transcript: queued.transcript,
       ...(queued.retried ? { retried: queued.retried } : {}),
+      ...(queued.givenUp ? { given_up: true } : {}),
     }, 202);
   });
   app.all("/memory-extract", () => {

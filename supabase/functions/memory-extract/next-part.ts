@@ -65,10 +65,10 @@ export interface NextPart {
 }
 
 /**
- * What to queue for a transcript ending at (count, digest): the part that ends there (keyed by it)
- * or, when nothing there is to queue, the job covering the end; and before it, apart, the messages
- * dead parts held (`again`, one part per dead part that held them last, keyed `...:try<tries>`:
- * its plain key is a dead part's), if any.
+ * What to queue for a transcript ending at (count, digest): the part that ends there (a retry when
+ * it holds the end of a dead part's messages) or, when nothing there is to queue, the job covering
+ * the end; and before it, apart, the messages dead parts held (`again`, one part per dead part that
+ * held them last), if any. A retry is keyed `...:try<tries>` (queue-plan.ts): its plain key is a dead part's.
  */
 export type PartPlan =
   & { count: number; digest: string; again: NextPart[] }
@@ -173,7 +173,8 @@ function planFrom(
   const plan = { count, digest };
   // Nothing after the dead parts' messages to queue: the job covering the end answers.
   if (coverage.resumes === count && coverage.job) return { ...plan, covered: true, job: coverage.job, again };
-  // The dead parts' messages reach the end: the last of them is the part that ends there (its plain key).
+  // The dead parts' messages reach the end (the transcript a dead job ends at, sent again): the last
+  // of them is the part that ends there, a retry as the others (the answer's job).
   if (coverage.dead?.to === count) return { ...plan, covered: false, part: again.at(-1)!, again: again.slice(0, -1) };
   return { ...plan, covered: false, part: part(coverage.resumes, count, 1), again };
 }

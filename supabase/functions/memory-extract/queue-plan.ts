@@ -1,7 +1,11 @@
 // What a POST's plan (next-part.ts) queues, in the POST's tenant transaction: the part ending at the
-// transcript's end, keyed by it (the same transcript again is the same job, dead or not), and apart
-// from it the messages dead parts held (`again`: a job per dead part, keyed `...:try<tries>`), each job with its part
-// and marks recorded by this transaction (session-parts.ts recordPart).
+// transcript's end, and apart from it the messages dead parts held (`again`: a job per dead part),
+// each job with its part and marks recorded by this transaction (session-parts.ts recordPart). A
+// part is keyed by the point it ends at, and a retry (tries > 1: messages dead parts held) by that
+// key with `:try<tries>`, the end's too: the plain key is the dead job's, so a transcript ending
+// where a dead job ends queues its messages again (a session whose last job died in an outage is
+// extracted when its hook sends the same transcript again), while a live retry covers that end
+// (the same transcript again is answered with it) and the third dead one is given up.
 import type { Tx } from "../_shared/db.ts";
 import { enqueueJob, type JobStatus } from "../_shared/jobs.ts";
 import type { ExtractJobPayload } from "../_shared/extraction.ts";
@@ -27,7 +31,17 @@ export interface Queued {
   newMessages: number;
   transcript: { count: number; digest: string };
   /** The messages dead parts held, queued apart (a job per dead part): each job, how many, and how many jobs have held them. */
-  retried?: { job_id: string; status: JobStatus; messages: number; tries: number; max_tries: number }[];
+  retried?: Retried[];
+  /** The job answered covers the end given up (its third try died): nothing of it will be queued again. */
+  givenUp?: true;
+}
+
+type Retried = { job_id: string; status: JobStatus; messages: number; tries: number; max_tries: number };
+
+/** A part's key: the point it ends at, `:try<tries>` for a retry (the plain key is the first try's, dead). */
+function keyOf(sessionId: string, part: NextPart): string {
+  const key = extractIdempotencyKey(sessionId, part.count, part.digest);
+  return part.tries > 1 ? `${key}:try${part.tries}` : key;
 }
 
 async function queuePart(tx: Tx, fields: JobFields, part: NextPart, key: string) {
@@ -50,27 +64,38 @@ async function queuePart(tx: Tx, fields: JobFields, part: NextPart, key: string)
 /** Queues the plan's parts (the end's first: when its key is taken, nothing is queued) and says what it did. */
 export async function queuePlan(tx: Tx, fields: JobFields, plan: PartPlan): Promise<Queued> {
   const transcript = { count: plan.count, digest: plan.digest };
+  const retried: Retried[] = [];
+  const entry = (job: { id: string; status: JobStatus }, part: NextPart): Retried => ({
+    job_id: job.id,
+    status: job.status,
+    messages: part.messages.length,
+    tries: part.tries,
+    max_tries: EXTRACT_MAX_TRIES,
+  });
   let answer: Queued;
+  let end: Retried | undefined;
   if (plan.covered) {
-    // Nothing new at the end (e.g. a shorter transcript that arrived after a longer one): the job that covers it.
-    answer = { ...plan.job, deduplicated: true, newMessages: 0, transcript };
+    // Nothing new at the end (e.g. a shorter transcript that arrived after a longer one): the job
+    // that covers it, which is dead only when it is given up (a dead job covers nothing else).
+    const givenUp = plan.job.status === "dead" ? { givenUp: true as const } : {};
+    answer = { ...plan.job, deduplicated: true, newMessages: 0, transcript, ...givenUp };
   } else {
     const part = plan.part;
-    const job = await queuePart(tx, fields, part, extractIdempotencyKey(fields.session_id, part.count, part.digest));
-    answer = { ...job, newMessages: job.deduplicated ? 0 : part.messages.length, transcript };
-    // Deduplicated here: the job with this very key exists but covers nothing now (it is dead, an
-    // earlier job its part follows is, or it has no part: queued before parts were recorded, or
-    // inserted through the REST API); nothing new is queued until the transcript grows.
+    const job = await queuePart(tx, fields, part, keyOf(fields.session_id, part));
+    // A retry's messages are not new: it is counted in `retried` (last: its messages are the newest).
+    const fresh = !job.deduplicated && part.tries === 1;
+    answer = { ...job, newMessages: fresh ? part.messages.length : 0, transcript };
+    // Deduplicated here: the job with this very key exists but covers nothing (it has no part:
+    // queued before parts were recorded, or inserted through the REST API; a dead one with a part
+    // would have raised the tries, hence the key); nothing new is queued until the transcript grows.
     if (job.deduplicated) return answer;
+    if (part.tries > 1) end = entry(job, part);
   }
-  const retried: NonNullable<Queued["retried"]> = [];
   for (const again of plan.again) {
-    // ':try<k>': its plain key is a dead part's. A run no dead part held (a deleted job's messages) is a first try.
-    const key = extractIdempotencyKey(fields.session_id, again.count, again.digest);
-    const job = await queuePart(tx, fields, again, again.tries > 1 ? `${key}:try${again.tries}` : key);
-    if (job.deduplicated) continue;
-    const { id: job_id, status } = job;
-    retried.push({ job_id, status, messages: again.messages.length, tries: again.tries, max_tries: EXTRACT_MAX_TRIES });
+    // A run no dead part held (a deleted job's messages) is a first try, under its plain key.
+    const job = await queuePart(tx, fields, again, keyOf(fields.session_id, again));
+    if (!job.deduplicated) retried.push(entry(job, again));
   }
+  if (end) retried.push(end);
   return retried.length ? { ...answer, retried } : answer;
 }

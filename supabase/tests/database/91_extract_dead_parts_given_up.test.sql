@@ -1,6 +1,6 @@
 -- A part records how many jobs have held its messages (tries, migration 20261128830000): a part of
--- messages dead parts held ends before its POST's transcript under a ':try<tries>' key, accepted
--- only with tries above 1; the third job holding them that dies is given up (it covers them for
+-- messages dead parts held is keyed with ':try<tries>' (memory-extract's queue-plan.ts, the part
+-- ending at its POST's transcript's end included), accepted only with tries above 1; the third job holding them that dies is given up (it covers them for
 -- good), an earlier one is only dead. docs/extraction.md#a-message-that-always-kills-its-job.
 begin;
 select plan(10);
