@@ -36,9 +36,10 @@ create index memory_extract_parts_dead on public.memory_extract_parts (owner_id,
   where dead and not given_up;
 
 -- record_extract_part: as in 20261128610000, and p_tries (1 to 3) is recorded with the part. A
--- part of messages dead parts held that ends before the POST's transcript does is keyed
+-- part of messages dead parts held (tries > 1) is keyed
 -- 'session:<session_id>:<count>:<digest>:try<tries>' (its plain key is the dead part's, which
--- would deduplicate it); any other part keeps the plain key. Replaces the six-argument function:
+-- would deduplicate it), the plain key is accepted too; a part of new messages (tries 1) keeps the
+-- plain key (memory-extract/queue-plan.ts partKey). Replaces the six-argument function:
 -- p_tries defaults to 1, so a call without it records a part as before.
 drop function public.record_extract_part(uuid, integer, bytea, bytea[], integer, pg_snapshot);
 create function public.record_extract_part(p_job uuid, p_start integer, p_start_digest bytea, p_digests bytea[],
