@@ -215,6 +215,76 @@ Deno.test({
 });
 
 Deno.test({
+  name:
+    "resolve: a loser forgotten or faded since is superseded all the same; restoring it brings back a replaced memory, not a second valid one",
+  ...opts,
+}, async () => {
+  const env = await writeEnv({ config: { embedding: LOCAL_EMBEDDING } as never, withLlm: false });
+  try {
+    const t = newTenant();
+    const { m, c } = await fourPairs(env, t);
+    const api = memoryWithLlm(env.sql, env.config, undefined, env.embedder);
+    const state = async (id: string) =>
+      (await env.sql<{ is_valid: boolean; superseded_by: string | null; state: string }[]>`
+        select is_valid, superseded_by, state from public.devai_memories where id = ${id}`)[0]!;
+    // The loser of a_wins forgotten, the loser of b_wins faded away (decay's invalidation), one of
+    // the merged pair forgotten: each moot in the list, and each resolvable.
+    assert.equal((await api("POST", `/memory/${m[1]}/forget`, t, {})).status, 200);
+    await env.sql.begin(async (tx) => {
+      await tx`select set_config('memory.event', 'DECAY', true)`;
+      await tx`update public.devai_memories set is_valid = false, strength = 0.01 where id = ${m[2]!}`;
+    });
+    assert.equal((await api("POST", `/memory/${m[7]}/forget`, t, {})).status, 200);
+
+    const aWins = await api("POST", `/memory/contradictions/${c[0]}/resolve`, t, { resolution: "a_wins" });
+    assert.equal(aWins.status, 200, JSON.stringify(aWins.body));
+    assert.deepEqual(await state(m[1]!), { is_valid: false, superseded_by: m[0], state: "soft_deleted" });
+    assert.equal(
+      (await api("POST", `/memory/contradictions/${c[1]}/resolve`, t, { resolution: "b_wins" })).status,
+      200,
+    );
+    assert.deepEqual(await state(m[2]!), { is_valid: false, superseded_by: m[3], state: "active" });
+    const merged = await api("POST", `/memory/contradictions/${c[3]}/resolve`, t, {
+      resolution: "merged",
+      content: "Deploys happen on Fridays only before noon.",
+    });
+    assert.equal(merged.status, 200, JSON.stringify(merged.body));
+    const newId = merged.body.contradiction.merged_id;
+    assert.deepEqual([(await state(m[6]!)).superseded_by, (await state(m[7]!)).superseded_by], [newId, newId]);
+
+    // Restored, the forgotten losers are back as what the resolution made them: replaced, out of
+    // the valid ones listed; the faded one cannot be restored (it was replaced).
+    for (const [id, keep] of [[m[1]!, m[0]!], [m[7]!, newId]]) {
+      const restored = await api("POST", `/memory/${id}/restore`, t, {});
+      assert.equal(restored.status, 200, JSON.stringify(restored.body));
+      assert.deepEqual(await state(id), { is_valid: false, superseded_by: keep, state: "active" });
+    }
+    const faded = await api("POST", `/memory/${m[2]}/restore`, t, {});
+    assert.deepEqual([faded.status, faded.body.error?.code], [409, "already_superseded"]);
+    const listed = await api("GET", "/memory?limit=100&is_valid=true", t);
+    const ids = new Set(listed.body.memories.map((x: { id: string }) => x.id));
+    assert.deepEqual([m[0], m[1], m[2], m[3], m[7], newId].map((id) => ids.has(id)), [
+      true,
+      false,
+      false,
+      true,
+      false,
+      true,
+    ]);
+    // The supersede is the user's, audited like any other (a MERGE naming the winner).
+    const merges = await env.sql<{ memory_id: string; new_ref: string; actor: string }[]>`
+      select memory_id, new_ref, actor from public.memory_history
+       where owner_id = ${t} and event = 'MERGE' and memory_id = any (${[m[1]!, m[2]!, m[7]!]}::uuid[])`;
+    assert.deepEqual(
+      merges.map((h) => [h.memory_id, h.new_ref, h.actor]).sort(),
+      [[m[1], m[0], `user:${t}`], [m[2], m[3], `user:${t}`], [m[7], newId, `user:${t}`]].sort(),
+    );
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test({
   name: "resolve: a bad resolution is a 400, a resolved one a 409, another tenant's id a 404; none writes anything",
   ...opts,
 }, async () => {

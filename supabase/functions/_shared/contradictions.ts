@@ -9,7 +9,9 @@
 //                          both_valid  nothing changes (they can both hold)
 //                          merged      `content` becomes a new memory, stated by the user, that
 //                                      supersedes both
-//                        every change a soft, audited supersede by the user (supersede.ts)
+//                        every change a soft, audited supersede by the user (supersede.ts); a
+//                        loser forgotten or faded since is superseded too, so a restore brings
+//                        it back replaced (invalid), never valid beside the winner
 // "Open" means unresolved with both memories still valid and active; one superseded or forgotten
 // since makes the question moot (listed as such with status=all).
 import { z } from "zod";
@@ -177,7 +179,9 @@ export async function resolveContradiction(
           `memory ${keep} is no longer valid; restore it or resolve otherwise`,
         );
       }
-      if (alive.has(drop)) await supersedeMemory(tx, tenant.tenantId, keep, drop, { strength: 1, evidence });
+      // The loser forgotten or faded since is superseded all the same: restoring it later brings
+      // back a replaced memory, not a second valid answer under a resolved contradiction.
+      await supersedeMemory(tx, tenant.tenantId, keep, drop, { strength: 1, evidence, dormantToo: true });
     } else if (body.resolution === "merged") {
       const b = valid.find((v) => v.id === c.memory_b) ?? valid[0];
       if (!b) throw new HttpError(409, "memory_changed", "neither memory is valid any more; there is nothing to merge");
@@ -192,7 +196,9 @@ export async function resolveContradiction(
         returning id`;
       mergedId = row!.id;
       await linkEntitiesByRules(tx, [{ id: mergedId, content: merged!.text }]);
-      for (const drop of alive) await supersedeMemory(tx, tenant.tenantId, mergedId, drop, { strength: 1, evidence });
+      for (const drop of [c.memory_a, c.memory_b]) {
+        await supersedeMemory(tx, tenant.tenantId, mergedId, drop, { strength: 1, evidence, dormantToo: true });
+      }
     }
     await tx`
       update public.memory_contradictions

@@ -11,11 +11,19 @@ export interface SupersedeOptions {
   strength: number;
   /** Why, for the edge's evidence (the verdict, the run or contradiction id). */
   evidence?: Record<string, unknown>;
+  /**
+   * Supersede `dropId` even when it is forgotten (soft-deleted) or faded (invalidated by decay),
+   * so a later restore brings it back superseded (public.restore_memory keeps a superseded memory
+   * invalid) rather than valid beside its replacement. The user's decision about it (a
+   * contradiction's resolution) holds whatever state it is in now.
+   */
+  dormantToo?: boolean;
 }
 
 /**
- * Marks `dropId` as superseded by `keepId`. Both must still be valid and active and `dropId` not
- * superseded yet (the caller holds their row locks): returns false, changing nothing, otherwise.
+ * Marks `dropId` as superseded by `keepId`. Both must still be valid and active (`dropId` may be
+ * forgotten or faded with `dormantToo`) and `dropId` not superseded yet (the caller holds their
+ * row locks): returns false, changing nothing, otherwise.
  */
 export async function supersedeMemory(
   tx: Tx,
@@ -27,7 +35,8 @@ export async function supersedeMemory(
   const [done] = await tx<{ id: string }[]>`
     update public.devai_memories d
        set superseded_by = ${keepId}, is_valid = false
-     where d.id = ${dropId} and d.is_valid and d.state = 'active' and d.superseded_by is null
+     where d.id = ${dropId} and d.superseded_by is null
+       and ${opts.dormantToo ? tx`true` : tx`d.is_valid and d.state = 'active'`}
        and exists (select 1 from public.devai_memories k where k.id = ${keepId} and k.is_valid and k.state = 'active')
     returning d.id`;
   if (!done) return false;
