@@ -1,7 +1,8 @@
 // as_of through the API: GET /memory, GET /memory/{id}, memory-retrieve and memory.query answer
 // what the tenant's memory held at an instant (a corrected fact before and after its correction),
-// and a historical answer reinforces nothing. Instants are read from the database's clock between
-// the writes, so nothing waits on wall-clock time.
+// and a historical answer reinforces nothing; a purged memory is in no as_of answer (its history
+// stays). Instants are read from the database's clock between the writes, so nothing waits on
+// wall-clock time.
 import assert from "node:assert/strict";
 import { createHandler as createRetrieveHandler } from "../supabase/functions/memory-retrieve/handler.ts";
 import { localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
@@ -88,6 +89,34 @@ Deno.test({
   assert.deepEqual(await listed(f.after), [f.newId]);
   assert.equal((await api("GET", `/memory?as_of=${f.after}&state=all`, { as: t })).status, 400);
   assert.equal((await api("GET", `/memory?as_of=yesterday`, { as: t })).status, 400);
+});
+
+Deno.test({
+  name: "as_of: a purged memory is gone from as_of answers, even as of when it was held; its history stays",
+  ...opts,
+}, async () => {
+  const t = newTenant();
+  const m = await api("POST", "/memory/remember", {
+    as: t,
+    body: { content: "The API service caches sessions in Redis.", project: "api" },
+  });
+  const id = m.body.memory.id as string;
+  const held = await dbNow();
+  assert.equal((await api("GET", `/memory/${id}?as_of=${held}`, { as: t })).body.held, true);
+  assert.equal((await api("POST", `/memory/${id}/forget`, { as: t, body: {} })).status, 200);
+  await sql`update public.devai_memories set purge_at = now() - interval '1 second' where id = ${id}`;
+  await sql`select memory_private.run_purge_step()`;
+
+  // as_of reads the memories that exist now, as they were then (docs/graph.md#as-of): the purged
+  // one is not among them, whatever the instant.
+  assert.equal((await api("GET", `/memory/${id}?as_of=${held}`, { as: t })).status, 404);
+  const listed = await api("GET", `/memory?namespace_prefix=devai/project/api&as_of=${held}`, { as: t });
+  assert.deepEqual(listed.body.memories, []);
+  const history = await api("GET", `/memory/${id}/history`, { as: t });
+  assert.deepEqual([history.body.purged, history.body.history.map((h: { event: string }) => h.event)], [
+    true,
+    ["PURGE", "DELETE", "ADD"],
+  ]);
 });
 
 Deno.test(
