@@ -984,6 +984,12 @@ begin
     elsif old.pinned is distinct from new.pinned and old.content = new.content and v_hint <> 'MERGE' then
       v_event := case when not new.pinned then 'UNPIN' when v_hint = 'CONFIRM' then 'CONFIRM' else 'PIN' end;
       v_change := 'updated';
+    elsif v_hint = 'CONFIRM' and new.pinned
+          and (old.content, old.memory_type, old.namespace, old.priority, old.source, old.importance, old.metadata)
+              is not distinct from
+              (new.content, new.memory_type, new.namespace, new.priority, new.source, new.importance, new.metadata) then
+      -- A confirm of a memory pinned already: nothing audited changed, the user's word is the event.
+      v_event := 'CONFIRM'; v_change := 'updated';
     else
       v_event := case when v_hint = 'MERGE' then 'MERGE' else 'UPDATE' end;
       v_change := case when v_event = 'MERGE' then 'merged' else 'updated' end;
@@ -5720,7 +5726,7 @@ CREATE TRIGGER devai_memories_record_insert AFTER INSERT ON public.devai_memorie
 -- Name: devai_memories devai_memories_record_update; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER devai_memories_record_update AFTER UPDATE ON public.devai_memories FOR EACH ROW WHEN ((((old.content IS DISTINCT FROM new.content) OR (old.memory_type IS DISTINCT FROM new.memory_type) OR (old.namespace IS DISTINCT FROM new.namespace) OR (old.priority IS DISTINCT FROM new.priority) OR (old.source IS DISTINCT FROM new.source) OR (old.is_valid IS DISTINCT FROM new.is_valid) OR (old.superseded_by IS DISTINCT FROM new.superseded_by) OR (old.importance IS DISTINCT FROM new.importance) OR (old.pinned IS DISTINCT FROM new.pinned) OR (old.state IS DISTINCT FROM new.state) OR (old.metadata IS DISTINCT FROM new.metadata)) AND ((current_setting('memory.bulk'::text, true) IS DISTINCT FROM 'on'::text) OR (CURRENT_USER <> ALL (ARRAY['postgres'::name, 'service_role'::name]))))) EXECUTE FUNCTION memory_private.record_memory_write();
+CREATE TRIGGER devai_memories_record_update AFTER UPDATE ON public.devai_memories FOR EACH ROW WHEN ((((old.content IS DISTINCT FROM new.content) OR (old.memory_type IS DISTINCT FROM new.memory_type) OR (old.namespace IS DISTINCT FROM new.namespace) OR (old.priority IS DISTINCT FROM new.priority) OR (old.source IS DISTINCT FROM new.source) OR (old.is_valid IS DISTINCT FROM new.is_valid) OR (old.superseded_by IS DISTINCT FROM new.superseded_by) OR (old.importance IS DISTINCT FROM new.importance) OR (old.pinned IS DISTINCT FROM new.pinned) OR (old.state IS DISTINCT FROM new.state) OR (old.metadata IS DISTINCT FROM new.metadata) OR (new.pinned AND (current_setting('memory.event'::text, true) = 'CONFIRM'::text))) AND ((current_setting('memory.bulk'::text, true) IS DISTINCT FROM 'on'::text) OR (CURRENT_USER <> ALL (ARRAY['postgres'::name, 'service_role'::name]))))) EXECUTE FUNCTION memory_private.record_memory_write();
 
 --
 -- Name: devai_memories devai_memories_touch_updated_at; Type: TRIGGER; Schema: public; Owner: -

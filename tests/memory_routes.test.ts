@@ -470,7 +470,11 @@ Deno.test({ name: "restore re-validates an invalidated memory but never a supers
 });
 
 Deno.test(
-  { name: "pin and confirm protect a memory (strength 1.0), unpin releases it; history UPDATE", ...opts },
+  {
+    name:
+      "pin and confirm protect a memory (strength 1.0), unpin releases it; history PIN, UNPIN, and CONFIRM for each confirmation",
+    ...opts,
+  },
   async () => {
     const t = newTenant();
     const m = await seedMemory(sql, t, {
@@ -484,16 +488,26 @@ Deno.test(
     assert.equal(p.body.memory.pinned, true);
     assert.equal(p.body.memory.strength, 1);
     assert.equal(p.body.memory.base_strength, 1);
+    const p2 = await api("POST", `/memory/${m.id}/pin`, { as: t });
+    assert.equal(p2.body.changed, false, "a pin of a pinned memory changes nothing");
+    // The user's word that a pinned fact still holds is recorded (history CONFIRM, the change
+    // log's 'updated' the delta shows), though the memory itself stays as it was.
     const c = await api("POST", `/memory/${m.id}/confirm`, { as: t, body: {} });
     assert.equal(c.status, 200);
-    assert.equal(c.body.changed, false, "confirm is pin: already pinned");
+    assert.equal(c.body.changed, true, "a confirmation is recorded, pinned already or not");
+    assert.deepEqual([c.body.memory.pinned, c.body.memory.content], [true, "CI runs on GitHub Actions"]);
+    assert.deepEqual((await historyOf(m.id)).map((e) => e.event), ["ADD", "PIN", "CONFIRM"]);
+    const [logged] = await sql<{ event: string; history_event: string }[]>`
+      select event, meta ->> 'history_event' as history_event from public.memory_change_log
+       where memory_id = ${m.id} order by revision desc limit 1`;
+    assert.deepEqual({ ...logged }, { event: "updated", history_event: "CONFIRM" });
     const u = await api("POST", `/memory/${m.id}/unpin`, { as: t });
     assert.equal(u.body.memory.pinned, false);
     const u2 = await api("POST", `/memory/${m.id}/unpin`, { as: t });
     assert.equal(u2.body.changed, false);
     const c2 = await api("POST", `/memory/${m.id}/confirm`, { as: t });
     assert.equal(c2.body.changed, true);
-    assert.deepEqual((await historyOf(m.id)).map((e) => e.event), ["ADD", "PIN", "UNPIN", "CONFIRM"]);
+    assert.deepEqual((await historyOf(m.id)).map((e) => e.event), ["ADD", "PIN", "CONFIRM", "UNPIN", "CONFIRM"]);
 
     const gone = await seedMemory(sql, t, {
       content: "forgotten fact",

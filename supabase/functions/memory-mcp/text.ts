@@ -62,10 +62,9 @@ export function correctText(r: { memory: Memory; superseded: Memory }): string {
   return `Corrected: ${r.memory.id} now says "${clip(r.memory.content)}" and replaces ${r.superseded.id}.`;
 }
 
+/** A confirmation is always recorded (history CONFIRM), pinned already or not. */
 export function confirmText(r: LifecycleResponse): string {
-  return r.changed
-    ? `Confirmed ${r.memory.id}: pinned at full strength, it never decays.`
-    : `${r.memory.id} was already confirmed: nothing changed.`;
+  return `Confirmed ${r.memory.id}: pinned at full strength, it never decays.`;
 }
 
 export function forgetText(r: LifecycleResponse): string {

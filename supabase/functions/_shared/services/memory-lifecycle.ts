@@ -76,7 +76,8 @@ export async function restore(
 
 /**
  * Protects a memory from decay (full strength; decay skips pinned memories). `event: "CONFIRM"` is
- * the same change said by the user about the fact's truth (/confirm, confirm_fact): history CONFIRM.
+ * the same change said by the user about the fact's truth (/confirm, confirm_fact): history CONFIRM,
+ * written every time (changed: true), also when the memory was pinned already.
  */
 export async function pin(
   deps: ServiceDeps,
@@ -95,7 +96,10 @@ export async function pin(
         `memory ${id} is forgotten or no longer valid; restore it before pinning`,
       );
     }
-    if (m.pinned && m.strength === 1 && m.base_strength === 1) return { changed: false, memory: m };
+    // A confirm is the user's word that the fact holds: recorded (history CONFIRM, the change log)
+    // even for a memory pinned already, where the update changes no audited column (the history
+    // trigger fires for memory.event CONFIRM on a pinned row). A pin of a pinned one is a no-op.
+    if (!event && m.pinned && m.strength === 1 && m.base_strength === 1) return { changed: false, memory: m };
     const [row] = await tx`
       update public.devai_memories
          set pinned = true, strength = 1, base_strength = 1, last_accessed_at = ${now}::timestamptz
@@ -104,7 +108,7 @@ export async function pin(
   }, { threadId: body.thread_id, event });
 }
 
-/** The user confirms a fact: pinned, history CONFIRM. */
+/** The user confirms a fact: pinned, history CONFIRM (each confirmation, pinned already or not). */
 export function confirm(
   deps: ServiceDeps,
   tenant: TenantContext,
