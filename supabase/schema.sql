@@ -3831,7 +3831,7 @@ $_$;
 -- Name: record_memory_usage(text, uuid[], uuid[], integer[], timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.record_memory_usage(p_session_id text, p_retrieved uuid[], p_cited uuid[], p_tokens integer[], p_now timestamp with time zone DEFAULT now()) RETURNS TABLE(recorded integer, cited integer, unknown uuid[], cited_prefetched integer, predicted_session boolean)
+CREATE FUNCTION public.record_memory_usage(p_session_id text, p_retrieved uuid[], p_cited uuid[], p_tokens integer[], p_now timestamp with time zone DEFAULT now()) RETURNS TABLE(recorded integer, cited integer, unknown uuid[], cited_prefetched integer, predicted_session boolean, already_recorded uuid[])
     LANGUAGE plpgsql
     SET search_path TO ''
     AS $$
@@ -3841,7 +3841,8 @@ declare
   v_step         double precision := public.memory_setting('citation_reinforce_step')::double precision;
   v_base         double precision := public.memory_setting('decay_base')::double precision;
   v_known        uuid[];
-  v_known_cited  uuid[];
+  v_new          uuid[];
+  v_newly_cited  uuid[];
   v_tokens       bigint;
   v_cited_tokens bigint;
   v_hits         integer;
@@ -3849,32 +3850,53 @@ begin
   if coalesce(cardinality(p_retrieved), 0) <> coalesce(cardinality(p_tokens), 0) then
     raise exception 'p_tokens must have one count per retrieved id' using errcode = '22023';
   end if;
+  -- The caller's memories among the reported ids (RLS), read by id.
+  select coalesce(array_agg(r.id order by r.id), '{}') into v_known
+    from (select distinct x as id from unnest(coalesce(p_retrieved, '{}'::uuid[])) x) r
+    cross join lateral (select from public.devai_memories m where m.id = r.id offset 0) m;
+
+  -- The session's record decides what moves: a new record counts the memory; an existing one
+  -- changes only from retrieved to cited (the upsert's WHERE), and returns nothing otherwise.
+  -- Concurrent reports of one session serialize on these rows, so each change is made once.
   with r as (
     select distinct on (t.id) t.id, greatest(coalesce(t.tokens, 0), 0) as tokens
       from unnest(coalesce(p_retrieved, '{}'::uuid[]), coalesce(p_tokens, '{}'::integer[])) as t(id, tokens)
+     where t.id = any (v_known)
      order by t.id
+  ), w as (
+    insert into public.memory_usage_sessions as s (owner_id, session_id, memory_id, cited, tokens, reported_at)
+    select v_owner, p_session_id, r.id, r.id = any (coalesce(p_cited, '{}'::uuid[])), r.tokens, p_now
+      from r
+    on conflict (owner_id, session_id, memory_id) do update
+       set cited = true
+     where excluded.cited and not s.cited
+    returning s.memory_id, s.cited, s.tokens, s.xmax = 0 as inserted
   )
-  select coalesce(array_agg(r.id order by r.id), '{}'),
-         coalesce(sum(r.tokens), 0),
-         coalesce(sum(r.tokens) filter (where r.id = any (coalesce(p_cited, '{}'::uuid[]))), 0)
-    into v_known, v_tokens, v_cited_tokens
-    from r
-    cross join lateral (select from public.devai_memories m where m.id = r.id offset 0) m;
-  select coalesce(array_agg(k order by k), '{}') into v_known_cited
-    from unnest(v_known) k where k = any (coalesce(p_cited, '{}'::uuid[]));
+  select coalesce(array_agg(w.memory_id order by w.memory_id) filter (where w.inserted), '{}'),
+         coalesce(array_agg(w.memory_id order by w.memory_id) filter (where w.cited), '{}'),
+         coalesce(sum(w.tokens) filter (where w.inserted), 0),
+         coalesce(sum(w.tokens) filter (where w.cited), 0)
+    into v_new, v_newly_cited, v_tokens, v_cited_tokens
+    from w;
 
+  -- Counters: a new record is a retrieval and a citation or an ignore; a record turned cited
+  -- moves its ignore to the citations (the counts still add up).
   insert into public.memory_usage as u
     (memory_id, owner_id, retrieval_count, citation_count, ignore_count, last_reported_at, last_cited_at)
-  select k, v_owner, 1, case when k = any (v_known_cited) then 1 else 0 end,
-         case when k = any (v_known_cited) then 0 else 1 end, p_now,
-         case when k = any (v_known_cited) then p_now end
-    from unnest(v_known) k
+  select k, v_owner, 1, case when k = any (v_newly_cited) then 1 else 0 end,
+         case when k = any (v_newly_cited) then 0 else 1 end, p_now,
+         case when k = any (v_newly_cited) then p_now end
+    from unnest(v_new) k
   on conflict (memory_id) do update
      set retrieval_count = u.retrieval_count + 1,
          citation_count = u.citation_count + excluded.citation_count,
          ignore_count = u.ignore_count + excluded.ignore_count,
          last_reported_at = greatest(u.last_reported_at, excluded.last_reported_at),
          last_cited_at = greatest(u.last_cited_at, excluded.last_cited_at);
+  update public.memory_usage u
+     set citation_count = u.citation_count + 1, ignore_count = u.ignore_count - 1,
+         last_reported_at = greatest(u.last_reported_at, p_now), last_cited_at = greatest(u.last_cited_at, p_now)
+   where u.memory_id = any (v_newly_cited) and not (u.memory_id = any (v_new));
 
   with target as (
     select l.id,
@@ -3883,7 +3905,7 @@ begin
                   else public.memory_decayed_strength(l.base_strength, l.last_accessed_at, p_now, v_base) + v_step
              end) as reinforced
       from public.lock_retrieved_memories(
-             jsonb_build_array(jsonb_build_object('at', p_now, 'ids', to_jsonb(v_known_cited)))) l
+             jsonb_build_array(jsonb_build_object('at', p_now, 'ids', to_jsonb(v_newly_cited)))) l
   )
   update public.devai_memories m
      set strength = t.reinforced, base_strength = t.reinforced,
@@ -3893,29 +3915,34 @@ begin
 
   predicted_session := exists (select from public.context_prefetch p where p.session_id = p_session_id);
   select count(distinct k)::int into v_hits
-    from unnest(v_known_cited) k
+    from unnest(v_newly_cited) k
    where predicted_session
      and exists (select from public.context_prefetch p where p.session_id = p_session_id and k = any (p.memory_ids));
 
-  insert into public.memory_usage_totals as t
-    (owner_id, reports, retrieved, cited, cited_in_predicted_sessions, cited_prefetched, injected_tokens, cited_tokens, updated_at)
-  values (v_owner, 1, cardinality(v_known), cardinality(v_known_cited),
-          case when predicted_session then cardinality(v_known_cited) else 0 end, v_hits, v_tokens, v_cited_tokens, p_now)
-  on conflict (owner_id) do update
-     set reports = t.reports + 1,
-         retrieved = t.retrieved + excluded.retrieved,
-         cited = t.cited + excluded.cited,
-         cited_in_predicted_sessions = t.cited_in_predicted_sessions + excluded.cited_in_predicted_sessions,
-         cited_prefetched = t.cited_prefetched + excluded.cited_prefetched,
-         injected_tokens = t.injected_tokens + excluded.injected_tokens,
-         cited_tokens = t.cited_tokens + excluded.cited_tokens,
-         updated_at = excluded.updated_at;
+  -- The tenant's totals, when the report counted something. Added by an UPDATE: a row proposed
+  -- with a citation and no retrieval (a record turned cited) would fail the totals' checks.
+  if cardinality(v_new) + cardinality(v_newly_cited) > 0 then
+    insert into public.memory_usage_totals (owner_id, updated_at) values (v_owner, p_now)
+    on conflict (owner_id) do nothing;
+    update public.memory_usage_totals t
+       set reports = t.reports + 1,
+           retrieved = t.retrieved + cardinality(v_new),
+           cited = t.cited + cardinality(v_newly_cited),
+           cited_in_predicted_sessions = t.cited_in_predicted_sessions
+                                         + case when predicted_session then cardinality(v_newly_cited) else 0 end,
+           cited_prefetched = t.cited_prefetched + v_hits,
+           injected_tokens = t.injected_tokens + v_tokens,
+           cited_tokens = t.cited_tokens + v_cited_tokens,
+           updated_at = p_now
+     where t.owner_id = v_owner;
+  end if;
 
-  recorded := cardinality(v_known);
-  cited := cardinality(v_known_cited);
+  recorded := cardinality(v_new);
+  cited := cardinality(v_newly_cited);
   unknown := coalesce((select array_agg(distinct x order by x) from unnest(coalesce(p_retrieved, '{}'::uuid[])) x
                         where not (x = any (v_known))), '{}');
   cited_prefetched := v_hits;
+  already_recorded := coalesce((select array_agg(k order by k) from unnest(v_known) k where not (k = any (v_new))), '{}');
   return next;
 end;
 $$;
@@ -5028,6 +5055,27 @@ CREATE TABLE public.memory_usage (
 COMMENT ON TABLE public.memory_usage IS 'Per memory: how often agents reported it retrieved, cited and ignored (POST memory/usage). Ranking demotes memories injected often and never cited; docs/context.md#usage-feedback.';
 
 --
+-- Name: memory_usage_sessions; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.memory_usage_sessions (
+    owner_id uuid DEFAULT auth.uid() NOT NULL,
+    session_id text NOT NULL,
+    memory_id uuid NOT NULL,
+    cited boolean NOT NULL,
+    tokens integer NOT NULL,
+    reported_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT memory_usage_sessions_session_shape CHECK (((char_length(session_id) >= 1) AND (char_length(session_id) <= 200))),
+    CONSTRAINT memory_usage_sessions_tokens_nonnegative CHECK ((tokens >= 0))
+);
+
+--
+-- Name: TABLE memory_usage_sessions; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.memory_usage_sessions IS 'Per tenant, session and memory: whether a usage report counted it as cited and the tokens it counted (POST memory/usage): a memory is counted once per session. docs/context.md#usage-feedback.';
+
+--
 -- Name: memory_usage_totals; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -5334,6 +5382,13 @@ ALTER TABLE ONLY public.memory_thread_revisions
 
 ALTER TABLE ONLY public.memory_usage
     ADD CONSTRAINT memory_usage_pkey PRIMARY KEY (memory_id);
+
+--
+-- Name: memory_usage_sessions memory_usage_sessions_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.memory_usage_sessions
+    ADD CONSTRAINT memory_usage_sessions_pkey PRIMARY KEY (owner_id, session_id, memory_id);
 
 --
 -- Name: memory_usage_totals memory_usage_totals_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -5691,6 +5746,12 @@ CREATE INDEX memory_sessions_to_compress ON public.memory_sessions USING btree (
 CREATE INDEX memory_usage_memory_owner ON public.memory_usage USING btree (memory_id, owner_id);
 
 --
+-- Name: memory_usage_sessions_memory; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX memory_usage_sessions_memory ON public.memory_usage_sessions USING btree (memory_id, owner_id);
+
+--
 -- Name: supervisor_checkpoints_updated; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -5908,6 +5969,13 @@ ALTER TABLE ONLY public.memory_usage
     ADD CONSTRAINT memory_usage_memory_fkey FOREIGN KEY (memory_id, owner_id) REFERENCES public.devai_memories(id, owner_id) ON DELETE CASCADE;
 
 --
+-- Name: memory_usage_sessions memory_usage_sessions_memory_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.memory_usage_sessions
+    ADD CONSTRAINT memory_usage_sessions_memory_fkey FOREIGN KEY (memory_id, owner_id) REFERENCES public.devai_memories(id, owner_id) ON DELETE CASCADE;
+
+--
 -- Name: lifecycle_runs Service role can read lifecycle runs; Type: POLICY; Schema: memory_private; Owner: -
 --
 
@@ -6032,6 +6100,12 @@ CREATE POLICY "Owners can link their memories" ON public.memory_relations FOR IN
 --
 
 CREATE POLICY "Owners can link their memories to their entities" ON public.memory_entity_links FOR INSERT TO authenticated WITH CHECK ((owner_id = ( SELECT auth.uid() AS uid)));
+
+--
+-- Name: memory_usage_sessions Owners can mark their session usage cited; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Owners can mark their session usage cited" ON public.memory_usage_sessions FOR UPDATE TO authenticated USING ((owner_id = ( SELECT auth.uid() AS uid))) WITH CHECK ((owner_id = ( SELECT auth.uid() AS uid)));
 
 --
 -- Name: memory_sessions Owners can open sessions; Type: POLICY; Schema: public; Owner: -
@@ -6174,6 +6248,12 @@ CREATE POLICY "Owners can read their relations" ON public.memory_relations FOR S
 CREATE POLICY "Owners can read their session summaries" ON public.memory_session_summaries FOR SELECT TO authenticated USING ((owner_id = ( SELECT auth.uid() AS uid)));
 
 --
+-- Name: memory_usage_sessions Owners can read their session usage; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Owners can read their session usage" ON public.memory_usage_sessions FOR SELECT TO authenticated USING ((owner_id = ( SELECT auth.uid() AS uid)));
+
+--
 -- Name: memory_sessions Owners can read their sessions; Type: POLICY; Schema: public; Owner: -
 --
 
@@ -6202,6 +6282,12 @@ CREATE POLICY "Owners can record contradictions" ON public.memory_contradictions
 --
 
 CREATE POLICY "Owners can record pair checks" ON public.memory_pair_checks FOR INSERT TO authenticated WITH CHECK ((owner_id = ( SELECT auth.uid() AS uid)));
+
+--
+-- Name: memory_usage_sessions Owners can record session usage of their memories; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Owners can record session usage of their memories" ON public.memory_usage_sessions FOR INSERT TO authenticated WITH CHECK ((owner_id = ( SELECT auth.uid() AS uid)));
 
 --
 -- Name: context_injections Owners can record their context injections; Type: POLICY; Schema: public; Owner: -
@@ -6490,6 +6576,12 @@ ALTER TABLE public.memory_thread_revisions ENABLE ROW LEVEL SECURITY;
 --
 
 ALTER TABLE public.memory_usage ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: memory_usage_sessions; Type: ROW SECURITY; Schema: public; Owner: -
+--
+
+ALTER TABLE public.memory_usage_sessions ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: memory_usage_totals; Type: ROW SECURITY; Schema: public; Owner: -
@@ -7381,8 +7473,8 @@ GRANT ALL ON FUNCTION public.record_extract_part(p_job uuid, p_start integer, p_
 --
 
 REVOKE ALL ON FUNCTION public.record_memory_usage(p_session_id text, p_retrieved uuid[], p_cited uuid[], p_tokens integer[], p_now timestamp with time zone) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.record_memory_usage(p_session_id text, p_retrieved uuid[], p_cited uuid[], p_tokens integer[], p_now timestamp with time zone) TO authenticated;
 GRANT ALL ON FUNCTION public.record_memory_usage(p_session_id text, p_retrieved uuid[], p_cited uuid[], p_tokens integer[], p_now timestamp with time zone) TO service_role;
+GRANT ALL ON FUNCTION public.record_memory_usage(p_session_id text, p_retrieved uuid[], p_cited uuid[], p_tokens integer[], p_now timestamp with time zone) TO authenticated;
 
 --
 -- Name: FUNCTION record_retrievals(p_items jsonb); Type: ACL; Schema: public; Owner: -
@@ -8418,6 +8510,49 @@ GRANT INSERT(last_reported_at),UPDATE(last_reported_at) ON TABLE public.memory_u
 --
 
 GRANT INSERT(last_cited_at),UPDATE(last_cited_at) ON TABLE public.memory_usage TO authenticated;
+
+--
+-- Name: TABLE memory_usage_sessions; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT ALL ON TABLE public.memory_usage_sessions TO service_role;
+GRANT SELECT ON TABLE public.memory_usage_sessions TO authenticated;
+
+--
+-- Name: COLUMN memory_usage_sessions.owner_id; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(owner_id) ON TABLE public.memory_usage_sessions TO authenticated;
+
+--
+-- Name: COLUMN memory_usage_sessions.session_id; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(session_id) ON TABLE public.memory_usage_sessions TO authenticated;
+
+--
+-- Name: COLUMN memory_usage_sessions.memory_id; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(memory_id) ON TABLE public.memory_usage_sessions TO authenticated;
+
+--
+-- Name: COLUMN memory_usage_sessions.cited; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(cited),UPDATE(cited) ON TABLE public.memory_usage_sessions TO authenticated;
+
+--
+-- Name: COLUMN memory_usage_sessions.tokens; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(tokens) ON TABLE public.memory_usage_sessions TO authenticated;
+
+--
+-- Name: COLUMN memory_usage_sessions.reported_at; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(reported_at) ON TABLE public.memory_usage_sessions TO authenticated;
 
 --
 -- Name: TABLE memory_usage_totals; Type: ACL; Schema: public; Owner: -

@@ -40,6 +40,7 @@ dbTest("usage: counters per memory; a cited memory is reinforced more than one m
     unknown: [],
     cited_prefetched: 0,
     predicted_session: false,
+    already_recorded: [],
   });
   assert.deepEqual(await usageOf(a!.id), { retrieval_count: 1, citation_count: 1, ignore_count: 0 });
   assert.deepEqual(await usageOf(b!.id), { retrieval_count: 1, citation_count: 0, ignore_count: 1 });
@@ -49,6 +50,51 @@ dbTest("usage: counters per memory; a cited memory is reinforced more than one m
   await api.usage(t, { session_id: "s-2", cited: [b!.id] });
   assert.deepEqual(await usageOf(b!.id), { retrieval_count: 2, citation_count: 1, ignore_count: 1 });
 });
+
+dbTest(
+  "usage: a memory counts once per session; a resent report changes nothing and says what was recorded",
+  async () => {
+    const t = newTenant();
+    const [a, b] = await seedMemories(sql, t, [
+      { content: "Resent and cited.", namespace: ns("once"), strength: 0.5 },
+      { content: "Resent, cited only later.", namespace: ns("once"), strength: 0.5 },
+    ]);
+    const report = { session_id: "hook", retrieved: [a!.id, b!.id], cited: [a!.id] };
+    const first = await api.usage(t, report);
+    assert.deepEqual([first.body.recorded, first.body.cited, first.body.already_recorded], [2, 1, []]);
+    const totals = (await api.stats(t)).body.usage;
+    // A hook resending its cumulative list each turn: ten more times, nothing moves.
+    for (let i = 0; i < 10; i++) {
+      const again = await api.usage(t, report);
+      assert.equal(again.status, 200);
+      assert.deepEqual(
+        [again.body.recorded, again.body.cited, again.body.already_recorded],
+        [0, 0, [a!.id, b!.id].sort()],
+      );
+    }
+    assert.deepEqual(await usageOf(a!.id), { retrieval_count: 1, citation_count: 1, ignore_count: 0 });
+    assert.deepEqual(await usageOf(b!.id), { retrieval_count: 1, citation_count: 0, ignore_count: 1 });
+    assert.ok(Math.abs(await strengthOf(a!.id) - 0.7) < 1e-9, "reinforced once");
+    assert.deepEqual((await api.stats(t)).body.usage, totals);
+    // The session later cites b: its ignore becomes a citation, once; resending that changes nothing.
+    const upgrade = { session_id: "hook", retrieved: [a!.id, b!.id], cited: [a!.id, b!.id] };
+    for (const expected of [1, 0]) {
+      const res = await api.usage(t, upgrade);
+      assert.deepEqual([res.body.recorded, res.body.cited, res.body.already_recorded], [
+        0,
+        expected,
+        [a!.id, b!.id].sort(),
+      ]);
+    }
+    assert.deepEqual(await usageOf(b!.id), { retrieval_count: 1, citation_count: 1, ignore_count: 0 });
+    assert.ok(Math.abs(await strengthOf(b!.id) - 0.7) < 1e-9, "the later citation reinforced once");
+    const after = (await api.stats(t)).body.usage;
+    assert.deepEqual([after.reports, after.retrieved, after.cited], [2, 2, 2]);
+    // Another session counts anew.
+    await api.usage(t, { session_id: "next", cited: [a!.id] });
+    assert.deepEqual(await usageOf(a!.id), { retrieval_count: 2, citation_count: 2, ignore_count: 0 });
+  },
+);
 
 dbTest(
   "usage: a memory injected often and never cited ranks below its equal twin, in retrieval and in assembly",

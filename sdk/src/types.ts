@@ -894,6 +894,8 @@ export interface UsageResponse {
   unknown: string[];
   cited_prefetched: number;
   predicted_session: boolean;
+  /** Reported memories this session had reported before: not counted again. */
+  already_recorded: string[];
 }
 
 // ---------------------------------------------------------------------------------------------

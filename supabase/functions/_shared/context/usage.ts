@@ -1,5 +1,6 @@
 // POST memory/usage (docs/context.md#usage-feedback): an agent (or its integration) reports which
-// of the memories it was given it used. Counters per memory, a stronger reinforcement for cited
+// of the memories it was given it used, each memory counted once per session (a resent report
+// changes nothing). Counters per memory, a stronger reinforcement for cited
 // ones, and the tenant's totals (prediction accuracy, share of injected tokens that were cited)
 // are written by public.record_memory_usage as the tenant; ranking reads the counters
 // (retrieval/rank.ts usageFactor).
@@ -11,11 +12,14 @@ import type { UsageRequest } from "./schemas.ts";
 
 export interface UsageResponse {
   session_id: string;
-  /** Memories counted (retrieved ones of the caller's). */
+  /** Memories this report counted as retrieved: the caller's, first reported in this session. */
   recorded: number;
+  /** Memories this report counted as cited: first cited in this session (also those it had reported only retrieved). */
   cited: number;
   /** Reported ids that are no memory of the caller's: nothing was written for them. */
   unknown: string[];
+  /** Reported memories this session had reported before: not counted again (a first citation of one is in `cited`). */
+  already_recorded: string[];
   /** Cited memories that context/predict had prefetched for this session. */
   cited_prefetched: number;
   /** Whether the session had predictions (only then does the report count toward prediction accuracy). */
@@ -65,7 +69,7 @@ export async function reportUsage(deps: { sql: Sql }, caller: Caller, body: Usag
   const row = await withTenant(deps.sql, caller, async (tx) => {
     const { tokens } = await injectedTokens(tx, body.session_id, retrieved);
     const [r] = await tx<
-      { recorded: number; cited: number; unknown: string[]; cited_prefetched: number; predicted_session: boolean }[]
+      Omit<UsageResponse, "session_id">[]
     >`
       select * from public.record_memory_usage(${body.session_id}, ${retrieved}::uuid[], ${cited}::uuid[], ${tokens}::int[])`;
     return r!;
