@@ -3831,7 +3831,7 @@ $_$;
 -- Name: record_memory_usage(text, uuid[], uuid[], integer[], timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.record_memory_usage(p_session_id text, p_retrieved uuid[], p_cited uuid[], p_tokens integer[], p_now timestamp with time zone DEFAULT now()) RETURNS TABLE(recorded integer, cited integer, unknown uuid[], cited_prefetched integer, predicted_session boolean, already_recorded uuid[])
+CREATE FUNCTION public.record_memory_usage(p_session_id text, p_retrieved uuid[], p_cited uuid[], p_tokens integer[], p_now timestamp with time zone DEFAULT now()) RETURNS TABLE(recorded integer, cited integer, unknown uuid[], cited_prefetched integer, predicted_session boolean, already_recorded uuid[], inactive uuid[])
     LANGUAGE plpgsql
     SET search_path TO ''
     AS $$
@@ -3841,6 +3841,7 @@ declare
   v_step         double precision := public.memory_setting('citation_reinforce_step')::double precision;
   v_base         double precision := public.memory_setting('decay_base')::double precision;
   v_known        uuid[];
+  v_inactive     uuid[];
   v_new          uuid[];
   v_newly_cited  uuid[];
   v_tokens       bigint;
@@ -3850,10 +3851,14 @@ begin
   if coalesce(cardinality(p_retrieved), 0) <> coalesce(cardinality(p_tokens), 0) then
     raise exception 'p_tokens must have one count per retrieved id' using errcode = '22023';
   end if;
-  -- The caller's memories among the reported ids (RLS), read by id.
-  select coalesce(array_agg(r.id order by r.id), '{}') into v_known
+  -- The caller's memories among the reported ids (RLS), read by id: the active ones are counted,
+  -- the corrected and forgotten ones (what lock_retrieved_memories leaves out too) are not.
+  select coalesce(array_agg(r.id order by r.id) filter (where m.active), '{}'),
+         coalesce(array_agg(r.id order by r.id) filter (where not m.active), '{}')
+    into v_known, v_inactive
     from (select distinct x as id from unnest(coalesce(p_retrieved, '{}'::uuid[])) x) r
-    cross join lateral (select from public.devai_memories m where m.id = r.id offset 0) m;
+    cross join lateral (select m.is_valid and m.state = 'active' as active
+                          from public.devai_memories m where m.id = r.id offset 0) m;
 
   -- The session's record decides what moves: a new record counts the memory; an existing one
   -- changes only from retrieved to cited (the upsert's WHERE), and returns nothing otherwise.
@@ -3940,9 +3945,10 @@ begin
   recorded := cardinality(v_new);
   cited := cardinality(v_newly_cited);
   unknown := coalesce((select array_agg(distinct x order by x) from unnest(coalesce(p_retrieved, '{}'::uuid[])) x
-                        where not (x = any (v_known))), '{}');
+                        where not (x = any (v_known)) and not (x = any (v_inactive))), '{}');
   cited_prefetched := v_hits;
   already_recorded := coalesce((select array_agg(k order by k) from unnest(v_known) k where not (k = any (v_new))), '{}');
+  inactive := v_inactive;
   return next;
 end;
 $$;

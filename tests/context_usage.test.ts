@@ -11,6 +11,7 @@ import { injectedTokens, USAGE_TOKENIZED_BYTES } from "../supabase/functions/_sh
 import { userHeaders } from "./support/auth.ts";
 import { testConfig } from "./support/config.ts";
 import { contextApi, ns, seedLinked } from "./support/context.ts";
+import { memoryApi } from "./support/memory-api.ts";
 import { callJson, dbTest } from "./support/http.ts";
 import { newTenant, seedMemories, tenantWrites, testSql } from "./support/seed.ts";
 import { fixedEmbedder, vectorWithSimilarity } from "./support/vectors.ts";
@@ -38,6 +39,7 @@ dbTest("usage: counters per memory; a cited memory is reinforced more than one m
     recorded: 2,
     cited: 1,
     unknown: [],
+    inactive: [],
     cited_prefetched: 0,
     predicted_session: false,
     already_recorded: [],
@@ -95,6 +97,37 @@ dbTest(
     assert.deepEqual(await usageOf(a!.id), { retrieval_count: 2, citation_count: 2, ignore_count: 0 });
   },
 );
+
+dbTest("usage: a corrected or forgotten memory is answered inactive and nothing is written for it", async () => {
+  const t = newTenant();
+  const memory = memoryApi(sql);
+  const [old, gone, live] = await seedMemories(sql, t, [
+    { content: "The staging deploy runs on Fridays at noon.", namespace: ns("gone"), strength: 0.5 },
+    { content: "The staging DB is at 10.0.0.5.", namespace: ns("gone"), strength: 0.5 },
+    { content: "Deploys need a green build.", namespace: ns("gone"), strength: 0.5 },
+  ]);
+  const fixed = await memory("POST", `/memory/${old!.id}/correct`, {
+    as: t,
+    body: { content: "The staging deploy runs on Thursdays at noon." },
+  });
+  assert.equal(fixed.status, 201, JSON.stringify(fixed.body));
+  assert.equal((await memory("POST", `/memory/${gone!.id}/forget`, { as: t, body: {} })).status, 200);
+  const strengths = [await strengthOf(old!.id), await strengthOf(gone!.id)];
+
+  const res = await api.usage(t, { session_id: "late", retrieved: [live!.id], cited: [old!.id, gone!.id] });
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  assert.deepEqual(
+    [res.body.recorded, res.body.cited, res.body.unknown, res.body.inactive],
+    [1, 0, [], [old!.id, gone!.id].sort()],
+  );
+  assert.equal(await usageOf(old!.id), null);
+  assert.equal(await usageOf(gone!.id), null);
+  assert.deepEqual([await strengthOf(old!.id), await strengthOf(gone!.id)], strengths);
+  // The control: the live memory beside them was counted, where usageOf reads.
+  assert.deepEqual(await usageOf(live!.id), { retrieval_count: 1, citation_count: 0, ignore_count: 1 });
+  const usage = (await api.stats(t)).body.usage;
+  assert.deepEqual([usage.retrieved, usage.cited], [1, 0]);
+});
 
 dbTest(
   "usage: a memory injected often and never cited ranks below its equal twin, in retrieval and in assembly",

@@ -896,6 +896,8 @@ export interface UsageResponse {
   predicted_session: boolean;
   /** Reported memories this session had reported before: not counted again. */
   already_recorded: string[];
+  /** Reported memories that were corrected or forgotten: not counted. */
+  inactive: string[];
 }
 
 // ---------------------------------------------------------------------------------------------

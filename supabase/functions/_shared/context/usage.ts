@@ -18,6 +18,8 @@ export interface UsageResponse {
   cited: number;
   /** Reported ids that are no memory of the caller's: nothing was written for them. */
   unknown: string[];
+  /** Reported memories of the caller's that were corrected or forgotten: nothing was written for them. */
+  inactive: string[];
   /** Reported memories this session had reported before: not counted again (a first citation of one is in `cited`). */
   already_recorded: string[];
   /** Cited memories that context/predict had prefetched for this session. */
