@@ -831,12 +831,15 @@ declare
   v_cutoff     timestamptz := p_now - make_interval(secs => public.memory_setting('context_session_retention_hours')::double precision * 3600);
   v_prefetch   bigint;
   v_injections bigint;
+  v_usage      bigint;
 begin
   delete from public.context_prefetch where computed_at < v_cutoff;
   get diagnostics v_prefetch = row_count;
   delete from public.context_injections where injected_at < v_cutoff;
   get diagnostics v_injections = row_count;
-  return jsonb_build_object('prefetch', v_prefetch, 'injections', v_injections);
+  delete from public.memory_usage_sessions where reported_at < v_cutoff;
+  get diagnostics v_usage = row_count;
+  return jsonb_build_object('prefetch', v_prefetch, 'injections', v_injections, 'usage_sessions', v_usage);
 end;
 $$;
 
@@ -5756,6 +5759,12 @@ CREATE INDEX memory_usage_memory_owner ON public.memory_usage USING btree (memor
 --
 
 CREATE INDEX memory_usage_sessions_memory ON public.memory_usage_sessions USING btree (memory_id, owner_id);
+
+--
+-- Name: memory_usage_sessions_reported_at; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX memory_usage_sessions_reported_at ON public.memory_usage_sessions USING btree (reported_at);
 
 --
 -- Name: supervisor_checkpoints_updated; Type: INDEX; Schema: public; Owner: -

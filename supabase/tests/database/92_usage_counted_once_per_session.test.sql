@@ -3,7 +3,7 @@
 -- counts once. public.memory_usage_sessions from the outside: signed in as tenant A, B's records
 -- cannot be seen, changed, planted or deleted; anon gets nothing. Fixtures are written as the table owner.
 begin;
-select plan(16);
+select plan(18);
 
 insert into public.devai_memories (id, owner_id, content, memory_type, namespace, strength, base_strength) values
   ('92100000-0000-4000-8000-0000000000a1', '92000000-0000-4000-8000-00000000000a', 'A: cited.', 'semantic', 'devai/project/p', 0.5, 0.5),
@@ -69,6 +69,16 @@ select throws_ok($$select * from public.memory_usage_sessions$$, '42501', 'permi
 select tests.clear_authentication();
 select results_eq($$select cited from public.memory_usage_sessions where owner_id = '92000000-0000-4000-8000-00000000000b'$$,
   $$values (false)$$, 'B''s record is as it was');
+
+-- The nightly prune deletes the records first reported more than context_session_retention_hours
+-- (48) ago, with the session's prefetch and injections (20261128870200); the counters stay.
+select memory_private.prune_context_sessions(now() + interval '47 hours');
+select is((select count(*) from public.memory_usage_sessions where session_id = 's-92'), 3::bigint,
+  'records younger than context_session_retention_hours stay');
+select memory_private.prune_context_sessions(now() + interval '49 hours');
+select results_eq($$select (select count(*) from public.memory_usage_sessions where session_id = 's-92'),
+                           (select sum(retrieval_count) from public.memory_usage where memory_id::text like '92100000-%')$$,
+  $$values (0::bigint, 2::bigint)$$, 'older ones are deleted, A''s and B''s; A''s counters stay (one retrieval each)');
 
 select * from finish();
 rollback;
