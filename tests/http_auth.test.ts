@@ -297,6 +297,46 @@ Deno.test("http auth: the gateway and the handlers refuse bad callers with the d
   }
 });
 
+Deno.test("http auth: every JWT must carry exp; nbf and iat in the future are refused (30 s leeway), exp at once", async () => {
+  const server = await startTestServer({ worker: false });
+  try {
+    const tenant = newTenant();
+    const now = Math.floor(Date.now() / 1000);
+    // Both checks: the gateway's (memory-retrieve, verify_jwt) and the handler's (memory).
+    const refused = async (token: string, reason: RegExp) => {
+      for (const name of ["memory-retrieve", "memory"]) {
+        const err = assertError(await call(server, name, { token, json: retrieveBody }), 401, "invalid_token");
+        assert.match(err.message, reason);
+      }
+    };
+    // A token without exp would never expire: refused whatever its role, before the role is read.
+    for (const role of ["authenticated", "service_role", "anon"]) {
+      await refused(await signToken({ role, sub: tenant, expiresIn: null }), /no 'exp' claim/);
+    }
+    await refused(await userToken(tenant, { expiresIn: null, extraClaims: { exp: "9999999999" } }), /exp/);
+    await refused(await userToken(tenant, { extraClaims: { nbf: now + 3600 } }), /not valid yet/);
+    await refused(await userToken(tenant, { issuedIn: 86_400 }), /issued in the future/);
+    // nbf and iat within the leeway (clocks disagree by seconds): the token passes.
+    for (
+      const token of [
+        await userToken(tenant, { extraClaims: { nbf: now + 10 } }),
+        await userToken(tenant, { issuedIn: 10 }),
+      ]
+    ) {
+      const ok = await call(server, "memory", { token });
+      assert.equal(ok.status, 200, JSON.stringify(ok.body));
+    }
+    // exp has no leeway: expired seconds ago is expired.
+    assertError(
+      await call(server, "memory", { token: await userToken(tenant, { expiresIn: -5 }) }),
+      401,
+      "token_expired",
+    );
+  } finally {
+    await server.close();
+  }
+});
+
 Deno.test("http auth: verify_jwt comes from supabase/config.toml, default true", async () => {
   const real = await readVerifyJwt(new URL("../supabase/config.toml", import.meta.url).pathname);
   // Ours take secret API keys and agent tokens, which the platform's JWT check refuses: our own auth checks them.
@@ -359,6 +399,11 @@ Deno.test("http auth: tokens the server prints are accepted by it (local develop
   try {
     assert.equal(server.usingLocalDevSecret, true);
     assert.ok(server.tokens);
+    // They expire (2032), as Supabase's demo keys do: a JWT without exp is refused.
+    for (const token of Object.values(server.tokens)) {
+      const claims = JSON.parse(atob(token.split(".")[1]!.replaceAll("-", "+").replaceAll("_", "/")));
+      assert.equal(typeof claims.exp, "number", JSON.stringify(claims));
+    }
     const ok = await call(server, "memory", { token: server.tokens.demoUser });
     assert.equal(ok.status, 200, JSON.stringify(ok.body));
     assertError(await call(server, "memory", { token: server.tokens.anon }), 403, "forbidden_role");

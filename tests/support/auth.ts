@@ -7,8 +7,10 @@ import { TEST_JWT_SECRET } from "./config.ts";
 export interface TokenOptions {
   role?: string;
   sub?: string;
-  /** Seconds from now; negative gives an expired token. Default 1 hour. */
-  expiresIn?: number;
+  /** Seconds from now; negative gives an expired token. Default 1 hour. null: no exp (refused). */
+  expiresIn?: number | null;
+  /** iat, seconds from now. Default -5. */
+  issuedIn?: number;
   secret?: string;
   extraClaims?: Record<string, unknown>;
 }
@@ -19,8 +21,8 @@ export async function signToken(opts: TokenOptions = {}): Promise<string> {
   if (opts.role !== undefined) claims.role = opts.role;
   const jwt = new SignJWT(claims)
     .setProtectedHeader({ alg: "HS256", typ: "JWT" })
-    .setIssuedAt(now - 5)
-    .setExpirationTime(now + (opts.expiresIn ?? 3600));
+    .setIssuedAt(now + (opts.issuedIn ?? -5));
+  if (opts.expiresIn !== null) jwt.setExpirationTime(now + (opts.expiresIn ?? 3600));
   if (opts.sub) jwt.setSubject(opts.sub);
   return await jwt.sign(new TextEncoder().encode(opts.secret ?? TEST_JWT_SECRET));
 }

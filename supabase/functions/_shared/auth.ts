@@ -1,6 +1,6 @@
 // Who is calling (docs/auth.md). The credential is the Authorization bearer token, else the
 // apikey header:
-// - a JWT (a user's session, or a legacy anon / service_role key), verified with jose: HS256 with
+// - a JWT (a user's session, or a legacy anon / service_role key), verified in jwt.ts: HS256 with
 //   the legacy secret, asymmetric algorithms with the project's JWKS, both accepted at once;
 // - a secret API key (sb_secret_…): service_role; a publishable key (sb_publishable_…): anon.
 //   Compared in constant time with the project's keys (SUPABASE_SECRET_KEYS, …);
@@ -10,18 +10,12 @@
 // memory.query allowlist applies comes from an agent token, else from the x-devai-agent header.
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { MiddlewareHandler } from "hono";
-import {
-  createLocalJWKSet,
-  createRemoteJWKSet,
-  decodeProtectedHeader,
-  errors as joseErrors,
-  type JWTPayload,
-  jwtVerify,
-} from "jose";
+import type { JWTPayload } from "jose";
 import { AGENT_TOKEN_PREFIX, resolveAgentToken } from "./agent-tokens.ts";
 import type { Sql } from "./db.ts";
 import type { Config } from "./env.ts";
 import { HttpError } from "./http.ts";
+import { verifyJwt } from "./jwt.ts";
 import { agentName } from "./schemas.ts";
 
 export interface Caller {
@@ -52,51 +46,6 @@ export type AuthConfig = Pick<Config, "jwt" | "apiKeys">;
 export const TENANT_HEADER = "x-devai-tenant";
 export const AGENT_HEADER = "x-devai-agent";
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-type Verifier = (token: string) => Promise<JWTPayload>;
-const verifiers = new Map<string, Verifier>();
-
-/**
- * The verifier for a project's keys: HS256 tokens with the secret, every other algorithm with the
- * JWKS. The algorithm is read from the token but only picks among the keys configured for it, so
- * an HS256 token signed with a public key (algorithm confusion) finds no key and fails.
- */
-function verifierFor(jwt: Config["jwt"]): Verifier {
-  const key = JSON.stringify([jwt.secret ?? null, jwt.jwks ?? null, jwt.jwksUrl ?? null]);
-  let verifier = verifiers.get(key);
-  if (!verifier) {
-    const secret = jwt.secret ? new TextEncoder().encode(jwt.secret) : undefined;
-    const jwks = jwt.jwks
-      ? createLocalJWKSet(jwt.jwks as Parameters<typeof createLocalJWKSet>[0])
-      : jwt.jwksUrl
-      ? createRemoteJWKSet(new URL(jwt.jwksUrl))
-      : undefined;
-    verifier = async (token) => {
-      const alg = decodeProtectedHeader(token).alg;
-      if (alg === "HS256") {
-        if (!secret) throw new Error("HS256 tokens are not accepted: no JWT secret is configured");
-        return (await jwtVerify(token, secret, { algorithms: ["HS256"] })).payload;
-      }
-      if (!jwks) throw new Error("asymmetric tokens are not accepted: no JWKS is configured");
-      return (await jwtVerify(token, jwks, {
-        algorithms: ["ES256", "RS256", "EdDSA", "ES384", "ES512", "RS384", "RS512", "PS256"],
-      }))
-        .payload;
-    };
-    verifiers.set(key, verifier);
-  }
-  return verifier;
-}
-
-/** The JWT's claims; 401 with a precise code when it cannot be verified. */
-async function verifyJwt(token: string, config: Pick<Config, "jwt">): Promise<JWTPayload> {
-  try {
-    return await verifierFor(config.jwt)(token);
-  } catch (err) {
-    if (err instanceof joseErrors.JWTExpired) throw new HttpError(401, "token_expired", "the token has expired");
-    throw new HttpError(401, "invalid_token", "the token could not be verified");
-  }
-}
 
 function bearerOf(req: Request): string | undefined {
   const header = req.headers.get("authorization");

@@ -1,0 +1,89 @@
+// JWT verification (docs/auth.md#credentials): a user's session token, or a legacy anon /
+// service_role key, checked with jose. HS256 with the legacy secret, asymmetric algorithms with
+// the project's JWKS, both accepted at once. Every token must carry `exp`.
+import {
+  createLocalJWKSet,
+  createRemoteJWKSet,
+  decodeProtectedHeader,
+  errors as joseErrors,
+  type JWTPayload,
+  jwtVerify,
+} from "jose";
+import type { Config } from "./env.ts";
+import { HttpError } from "./http.ts";
+
+type Verifier = (token: string) => Promise<JWTPayload>;
+const verifiers = new Map<string, Verifier>();
+
+/**
+ * What every JWT must carry and how far clocks may disagree. Supabase Auth's session tokens and the
+ * legacy anon / service_role keys all carry `exp`; a token without one would never expire, so it is
+ * refused. `nbf` and `iat` in the future beyond the leeway are refused: no working issuer signs
+ * such a token, but a token fresh from Auth may meet a function whose clock is seconds behind.
+ * `exp` gets no leeway (checked in verifyJwt): clients refresh before it, so skew costs nothing there.
+ */
+export const CLOCK_LEEWAY_SECONDS = 30;
+const VERIFY_OPTIONS = { requiredClaims: ["exp"], clockTolerance: CLOCK_LEEWAY_SECONDS };
+
+/**
+ * The verifier for a project's keys: HS256 tokens with the secret, every other algorithm with the
+ * JWKS. The algorithm is read from the token but only picks among the keys configured for it, so
+ * an HS256 token signed with a public key (algorithm confusion) finds no key and fails.
+ */
+function verifierFor(jwt: Config["jwt"]): Verifier {
+  const key = JSON.stringify([jwt.secret ?? null, jwt.jwks ?? null, jwt.jwksUrl ?? null]);
+  let verifier = verifiers.get(key);
+  if (!verifier) {
+    const secret = jwt.secret ? new TextEncoder().encode(jwt.secret) : undefined;
+    const jwks = jwt.jwks
+      ? createLocalJWKSet(jwt.jwks as Parameters<typeof createLocalJWKSet>[0])
+      : jwt.jwksUrl
+      ? createRemoteJWKSet(new URL(jwt.jwksUrl))
+      : undefined;
+    verifier = async (token) => {
+      const alg = decodeProtectedHeader(token).alg;
+      if (alg === "HS256") {
+        if (!secret) throw new Error("HS256 tokens are not accepted: no JWT secret is configured");
+        return (await jwtVerify(token, secret, { ...VERIFY_OPTIONS, algorithms: ["HS256"] })).payload;
+      }
+      if (!jwks) throw new Error("asymmetric tokens are not accepted: no JWKS is configured");
+      return (await jwtVerify(token, jwks, {
+        ...VERIFY_OPTIONS,
+        algorithms: ["ES256", "RS256", "EdDSA", "ES384", "ES512", "RS384", "RS512", "PS256"],
+      }))
+        .payload;
+    };
+    verifiers.set(key, verifier);
+  }
+  return verifier;
+}
+
+/** Why a correctly signed token's time claims refuse it (jose checks exp, nbf and their types). */
+function claimProblem(err: joseErrors.JWTClaimValidationFailed): string {
+  if (err.reason === "missing") return `the token has no '${err.claim}' claim; every JWT must expire`;
+  if (err.claim === "nbf" && err.reason === "check_failed") return "the token is not valid yet (nbf is in the future)";
+  return `the token's '${err.claim}' claim is invalid: ${err.message}`;
+}
+
+/** The JWT's claims; 401 with a precise code and reason when it cannot be verified or accepted. */
+export async function verifyJwt(token: string, config: Pick<Config, "jwt">): Promise<JWTPayload> {
+  let claims: JWTPayload;
+  try {
+    claims = await verifierFor(config.jwt)(token);
+  } catch (err) {
+    if (err instanceof joseErrors.JWTExpired) throw new HttpError(401, "token_expired", "the token has expired");
+    if (err instanceof joseErrors.JWTClaimValidationFailed) {
+      throw new HttpError(401, "invalid_token", claimProblem(err));
+    }
+    throw new HttpError(401, "invalid_token", "the token could not be verified");
+  }
+  // jose applied the leeway to exp too: an expired token is refused from its exp on.
+  const now = Date.now() / 1000;
+  if (claims.exp! <= now) throw new HttpError(401, "token_expired", "the token has expired");
+  // jose checks that iat is a number, but that it is past only with maxTokenAge, which would cap
+  // the life of the legacy keys; a token issued in the future is refused here.
+  if (claims.iat !== undefined && claims.iat > now + CLOCK_LEEWAY_SECONDS) {
+    throw new HttpError(401, "invalid_token", "the token is issued in the future (iat)");
+  }
+  return claims;
+}
