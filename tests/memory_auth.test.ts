@@ -46,6 +46,18 @@ Deno.test({ name: "anon token → 403; a token without a role → 403", ...opts 
     headers: { authorization: `Bearer ${await signToken({ sub: newTenant() })}` },
   });
   assert.equal(none.status, 403);
+  assert.match(none.body.error.message, /no role claim/);
+});
+
+Deno.test({ name: "a role claim that is not a string → 403 saying so, not naming a role", ...opts }, async () => {
+  for (const [role, kind] of [[["service_role"], "an array"], [{ name: "service_role" }, "object"], [7, "number"]]) {
+    const token = await signToken({ sub: newTenant(), extraClaims: { role } });
+    const r = await api("GET", "/memory", { headers: { authorization: `Bearer ${token}` } });
+    assert.equal(r.status, 403);
+    assert.equal(r.body.error.code, "forbidden_role");
+    assert.match(r.body.error.message, new RegExp(`role claim is not a string \\(${kind}\\)`));
+    assert.doesNotMatch(r.body.error.message, /role 'service_role'/);
+  }
 });
 
 Deno.test(

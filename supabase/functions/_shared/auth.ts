@@ -105,11 +105,19 @@ export async function identify(req: Request, config: AuthConfig, sql?: Sql): Pro
   if (claims.role === "authenticated" || claims.role === "service_role" || claims.role === "anon") {
     return { role: claims.role, sub: typeof claims.sub === "string" ? claims.sub : undefined, credential: "jwt" };
   }
-  throw new HttpError(
-    403,
-    "forbidden_role",
-    `role '${String(claims.role ?? "none")}' may not use the memory API; use a user or service_role token`,
-  );
+  throw new HttpError(403, "forbidden_role", `${roleRefusal(claims.role)}; use a user or service_role token`);
+}
+
+/**
+ * Why a JWT's role claim is refused. A claim that is not a string (["service_role"], an object) is
+ * said to be so: printed as a string it read as the role it only contains.
+ */
+function roleRefusal(role: unknown): string {
+  if (role === undefined) return "the token has no role claim";
+  if (typeof role !== "string") {
+    return `the token's role claim is not a string (${Array.isArray(role) ? "an array" : typeof role})`;
+  }
+  return `role '${role}' may not use the memory API`;
 }
 
 /** The agent named by the x-devai-agent header, checked against the identity's own. */
