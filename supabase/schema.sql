@@ -407,6 +407,37 @@ end;
 $$;
 
 --
+-- Name: enforce_agent_token_limit(); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.enforce_agent_token_limit() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+  v_active bigint;
+begin
+  -- A row that is revoked or expired already (service_role restoring a list) takes no place.
+  if new.revoked_at is not null or new.expires_at <= pg_catalog.now() then
+    return new;
+  end if;
+  perform pg_catalog.pg_advisory_xact_lock(
+    pg_catalog.hashtextextended('public.memory_agent_tokens ' || new.owner_id::text, 0));
+  select count(*) into v_active
+    from public.memory_agent_tokens t
+   where t.owner_id = new.owner_id
+     and t.revoked_at is null
+     and (t.expires_at is null or t.expires_at > pg_catalog.now());
+  if v_active >= public.memory_setting('agent_tokens_max_active') then
+    raise exception 'the user already holds % active agent tokens, the most allowed (agent_tokens_max_active)', v_active
+      using errcode = 'check_violation', constraint = 'memory_agent_tokens_active_limit',
+            hint = 'revoke one (POST memory/agent-tokens/{id}/revoke) before issuing another';
+  end if;
+  return new;
+end;
+$$;
+
+--
 -- Name: enqueue_graph_maintenance(timestamp with time zone); Type: FUNCTION; Schema: memory_private; Owner: -
 --
 
@@ -4940,6 +4971,7 @@ CREATE TABLE public.memory_settings (
     value numeric NOT NULL,
     description text NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT memory_settings_agent_tokens_max_active_range CHECK (((name <> 'agent_tokens_max_active'::text) OR ((value >= (1)::numeric) AND (value = trunc(value))))),
     CONSTRAINT memory_settings_background_values_range CHECK (
 CASE name
     WHEN 'consolidation_pairs_per_night'::text THEN ((value >= (0)::numeric) AND (value <= (1000)::numeric) AND (value = trunc(value)))
@@ -5521,6 +5553,12 @@ CREATE INDEX memory_agent_allowlists_category ON public.memory_agent_allowlists 
 CREATE INDEX memory_agent_tokens_owner ON public.memory_agent_tokens USING btree (owner_id, created_at DESC);
 
 --
+-- Name: memory_agent_tokens_owner_active; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX memory_agent_tokens_owner_active ON public.memory_agent_tokens USING btree (owner_id) WHERE (revoked_at IS NULL);
+
+--
 -- Name: memory_change_log_thread_rev; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -5809,6 +5847,12 @@ CREATE TRIGGER devai_memories_record_update AFTER UPDATE ON public.devai_memorie
 --
 
 CREATE TRIGGER devai_memories_touch_updated_at BEFORE UPDATE ON public.devai_memories FOR EACH ROW WHEN ((((old.content IS DISTINCT FROM new.content) OR (old.embedding_model IS DISTINCT FROM new.embedding_model) OR (old.memory_type IS DISTINCT FROM new.memory_type) OR (old.namespace IS DISTINCT FROM new.namespace) OR (old.priority IS DISTINCT FROM new.priority) OR (old.source IS DISTINCT FROM new.source) OR (old.is_valid IS DISTINCT FROM new.is_valid) OR (old.superseded_by IS DISTINCT FROM new.superseded_by) OR (old.importance IS DISTINCT FROM new.importance) OR (old.pinned IS DISTINCT FROM new.pinned) OR (old.state IS DISTINCT FROM new.state) OR (old.metadata IS DISTINCT FROM new.metadata)) AND ((current_setting('memory.bulk'::text, true) IS DISTINCT FROM 'on'::text) OR (CURRENT_USER <> ALL (ARRAY['postgres'::name, 'service_role'::name]))))) EXECUTE FUNCTION memory_private.touch_updated_at();
+
+--
+-- Name: memory_agent_tokens memory_agent_tokens_active_limit; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER memory_agent_tokens_active_limit BEFORE INSERT ON public.memory_agent_tokens FOR EACH ROW EXECUTE FUNCTION memory_private.enforce_agent_token_limit();
 
 --
 -- Name: memory_entities memory_entities_derive_keys; Type: TRIGGER; Schema: public; Owner: -
@@ -6754,6 +6798,12 @@ REVOKE ALL ON FUNCTION memory_private.derive_entity_keys() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memory_private.end_idle_sessions(p_now timestamp with time zone, p_limit integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION memory_private.end_idle_sessions(p_now timestamp with time zone, p_limit integer) TO service_role;
+
+--
+-- Name: FUNCTION enforce_agent_token_limit(); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.enforce_agent_token_limit() FROM PUBLIC;
 
 --
 -- Name: FUNCTION enqueue_graph_maintenance(p_now timestamp with time zone); Type: ACL; Schema: memory_private; Owner: -

@@ -13,6 +13,8 @@ import { signToken, userToken } from "./support/auth.ts";
 import { TEST_JWT_SECRET, TEST_PUBLISHABLE_KEY, TEST_SECRET_KEY } from "./support/config.ts";
 import { functionJson as http, type RunningServer, startTestServer } from "./support/http_server.ts";
 import { newTenant, tenantWrites, testSql } from "./support/seed.ts";
+import { waitUntil } from "./support/wait.ts";
+import type { Sql } from "../supabase/functions/_shared/db.ts";
 
 const request = (headers: Record<string, string>) => new Request("http://local/memory", { headers });
 
@@ -292,4 +294,101 @@ Deno.test("agent identity: an agent token's agent is fixed; x-devai-agent names 
       await sql.end();
     }
   });
+});
+
+/** Gives the tenant n tokens straight in the table: active, revoked or expired (for the cap's tests). */
+async function holdTokens(sql: Sql, owner: string, n: number, state: "active" | "revoked" | "expired") {
+  await sql`
+    insert into public.memory_agent_tokens (owner_id, agent, token_hash, token_prefix, created_at, expires_at, revoked_at)
+    select ${owner}, 'coder', md5(random()::text) || md5(random()::text), 'dvm_held',
+           now() - interval '2 days',
+           case when ${state} = 'expired' then now() - interval '1 day' end,
+           case when ${state} = 'revoked' then now() - interval '1 day' end
+      from generate_series(1, ${n})`;
+}
+
+Deno.test("agent tokens: at most agent_tokens_max_active active per user; beyond it 409 until one is revoked", async () => {
+  await withServer(async (server) => {
+    const sql = testSql(2);
+    const tenant = newTenant();
+    const session = { authorization: `Bearer ${await userToken(tenant)}` };
+    try {
+      const { cap } = (await sql<{ cap: number }[]>`
+        select public.memory_setting('agent_tokens_max_active')::int as cap`)[0]!;
+      assert.equal(cap, 50);
+      // Revoked and expired tokens take no place; the tenant is one short of the cap.
+      await holdTokens(sql, tenant, 60, "revoked");
+      await holdTokens(sql, tenant, 3, "expired");
+      await holdTokens(sql, tenant, cap - 1, "active");
+      // Five issues at once for the last place: exactly one gets it.
+      const issues = await Promise.all(
+        [1, 2, 3, 4, 5].map((i) =>
+          http(server, "memory/agent-tokens", session, { agent: "coder", label: `race ${i}` })
+        ),
+      );
+      assert.deepEqual(issues.map((r) => r.status).sort(), [201, 409, 409, 409, 409], JSON.stringify(issues));
+      const refused = issues.find((r) => r.status === 409)!.body.error;
+      assert.equal(refused.code, "agent_token_limit");
+      assert.match(refused.message, /50 active agent tokens.*revoke one/);
+      const { active } = (await sql<{ active: number }[]>`
+        select count(*)::int as active from public.memory_agent_tokens
+         where owner_id = ${tenant} and revoked_at is null and (expires_at is null or expires_at > now())`)[0]!;
+      assert.equal(active, cap);
+
+      // The list stays bounded: every active token and the 50 newest revoked or expired ones.
+      const listed = await http(server, "memory/agent-tokens", session);
+      assert.equal(listed.status, 200);
+      const tokens = listed.body.tokens as { id: string; revoked_at: string | null; expires_at: string | null }[];
+      const inactive = tokens.filter((t) =>
+        t.revoked_at !== null || (t.expires_at && Date.parse(t.expires_at) < Date.now())
+      );
+      assert.equal(tokens.length - inactive.length, cap);
+      assert.equal(inactive.length, 50);
+
+      // Revoking one frees its place.
+      const issued = issues.find((r) => r.status === 201)!.body;
+      assert.equal((await http(server, `memory/agent-tokens/${issued.id}/revoke`, session, {})).status, 200);
+      const again = await http(server, "memory/agent-tokens", session, { agent: "coder" });
+      assert.equal(again.status, 201, JSON.stringify(again.body));
+    } finally {
+      await sql.end();
+    }
+  });
+});
+
+Deno.test("agent tokens: the cap holds under a race (the second issue waits for the first to commit)", async () => {
+  const sql = testSql(3);
+  const tenant = newTenant();
+  const first = await sql.reserve();
+  const second = await sql.reserve();
+  try {
+    const { cap } =
+      (await sql<{ cap: number }[]>`select public.memory_setting('agent_tokens_max_active')::int as cap`)[0]!;
+    await holdTokens(sql, tenant, cap - 1, "active");
+    const insert = (q: typeof first) =>
+      q`insert into public.memory_agent_tokens (owner_id, agent, token_hash, token_prefix)
+        values (${tenant}, 'coder', md5(random()::text) || md5(random()::text), 'dvm_race')`;
+    const { pid } = (await second<{ pid: number }[]>`select pg_backend_pid() as pid`)[0]!;
+    await first`begin`;
+    await insert(first); // the last place, not committed yet
+    let settled: string | undefined;
+    const racing = insert(second).then(() => (settled = "inserted"), (e) => (settled = e.constraint_name));
+    // Until the second insert either finished (no lock: it counted only committed tokens) or waits.
+    await waitUntil(async () => {
+      if (settled) return true;
+      const [row] = await sql<{ n: number }[]>`
+        select count(*)::int as n from pg_locks where pid = ${pid} and locktype = 'advisory' and not granted`;
+      return row!.n > 0;
+    }, "the second insert finished or waiting for the first");
+    await first`commit`;
+    await racing;
+    assert.equal(settled, "memory_agent_tokens_active_limit");
+    const { n } = (await sql<{ n: number }[]>`
+      select count(*)::int as n from public.memory_agent_tokens where owner_id = ${tenant} and revoked_at is null`)[0]!;
+    assert.equal(n, cap);
+  } finally {
+    first.release();
+    second.release();
+    await sql.end();
+  }
 });

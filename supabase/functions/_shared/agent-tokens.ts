@@ -4,6 +4,7 @@
 // is shown once, when issued. The prefix lets secret scanners and our auth recognise one.
 import { createHash } from "node:crypto";
 import type { Sql, Tx } from "./db.ts";
+import { HttpError } from "./http.ts";
 import { isoDates } from "./memories/memory-row.ts";
 
 export const AGENT_TOKEN_PREFIX = "dvm_";
@@ -33,26 +34,51 @@ function newToken(): string {
 
 const COLUMNS = "id, agent, label, token_prefix, created_at, expires_at, last_used_at, revoked_at";
 
-/** Issues a token for the tenant (the transaction's) and agent; the token is in the answer only. */
+/** The database's refusal of a token beyond agent_tokens_max_active (its trigger's constraint name). */
+const ACTIVE_LIMIT_CONSTRAINT = "memory_agent_tokens_active_limit";
+/** Revoked or expired tokens a list shows, newest first: with the cap on active ones, lists stay bounded. */
+export const INACTIVE_TOKENS_LISTED = 50;
+
+/**
+ * Issues a token for the tenant (the transaction's) and agent; the token is in the answer only.
+ * 409 agent_token_limit when the tenant holds agent_tokens_max_active active tokens already (the
+ * database checks it, under a lock per user, so parallel issues cannot pass it together).
+ */
 export async function issueAgentToken(
   tx: Tx,
   tenantId: string,
   input: { agent: string; label?: string; expiresAt?: Date },
 ): Promise<AgentToken & { token: string }> {
   const token = newToken();
-  const [row] = await tx`
-    insert into public.memory_agent_tokens (owner_id, agent, label, token_hash, token_prefix, expires_at)
-    values (${tenantId}, ${input.agent}, ${input.label ?? null}, ${hashOf(token)}, ${
-    token.slice(0, SHOWN_PREFIX_LENGTH)
-  },
-            ${input.expiresAt ?? null})
-    returning ${tx.unsafe(COLUMNS)}`;
-  return { ...(isoDates(row!) as unknown as AgentToken), token };
+  try {
+    const [row] = await tx`
+      insert into public.memory_agent_tokens (owner_id, agent, label, token_hash, token_prefix, expires_at)
+      values (${tenantId}, ${input.agent}, ${input.label ?? null}, ${hashOf(token)},
+              ${token.slice(0, SHOWN_PREFIX_LENGTH)}, ${input.expiresAt ?? null})
+      returning ${tx.unsafe(COLUMNS)}`;
+    return { ...(isoDates(row!) as unknown as AgentToken), token };
+  } catch (err) {
+    const e = err as { code?: string; constraint_name?: string; message?: string; hint?: string };
+    if (e.code === "23514" && e.constraint_name === ACTIVE_LIMIT_CONSTRAINT) {
+      throw new HttpError(409, "agent_token_limit", `${e.message}: ${e.hint}`);
+    }
+    throw err;
+  }
 }
 
-/** The tenant's tokens, newest first (RLS: only the tenant's). */
+/**
+ * The tenant's tokens, newest first (RLS: only the tenant's): every active one (at most
+ * agent_tokens_max_active) and the INACTIVE_TOKENS_LISTED newest revoked or expired ones.
+ */
 export async function listAgentTokens(tx: Tx): Promise<AgentToken[]> {
-  const rows = await tx`select ${tx.unsafe(COLUMNS)} from public.memory_agent_tokens order by created_at desc, id`;
+  const rows = await tx`
+    select ${tx.unsafe(COLUMNS)} from (
+      select t.*, row_number() over (partition by t.active order by t.created_at desc, t.id) as n
+        from (select ${tx.unsafe(COLUMNS)}, revoked_at is null and (expires_at is null or expires_at > now()) as active
+                from public.memory_agent_tokens) t
+    ) listed
+    where active or n <= ${INACTIVE_TOKENS_LISTED}
+    order by created_at desc, id`;
   return rows.map((r) => isoDates(r) as unknown as AgentToken);
 }
 
