@@ -15,6 +15,7 @@ import { functionJson as http, type RunningServer, startTestServer } from "./sup
 import { newTenant, tenantWrites, testSql } from "./support/seed.ts";
 import { waitUntil } from "./support/wait.ts";
 import type { Sql } from "../supabase/functions/_shared/db.ts";
+import { realServerOnly } from "./support/backend.ts";
 
 const request = (headers: Record<string, string>) => new Request("http://local/memory", { headers });
 
@@ -356,7 +357,12 @@ Deno.test("agent tokens: at most agent_tokens_max_active active per user; beyond
   });
 });
 
-Deno.test("agent tokens: the cap holds under a race (the second issue waits for the first to commit)", async () => {
+Deno.test({
+  ...realServerOnly(
+    "agent tokens: the cap holds under a race (the second issue waits for the first to commit)",
+    "two connections hold transactions at once",
+  ),
+}, async () => {
   const sql = testSql(3);
   const tenant = newTenant();
   const first = await sql.reserve();
