@@ -74,6 +74,9 @@ const LEAKS: { text: string; kinds: string[]; kept?: RegExp; only?: true }[] = [
   // This service's own agent tokens (docs/auth.md#agent-tokens), in prose and as a bearer token.
   { text: `The CI hook sends ${AGENT_TOKEN} to the memory service`, kinds: ["agent_token"] },
   { text: `Authorization: Bearer ${AGENT_TOKEN}`, kinds: ["agent_token"], only: true },
+  // Touched by a `_` or `-` (Markdown emphasis, a name built around it): redacted all the same.
+  { text: `Use the token _${AGENT_TOKEN}_ for the CI hook`, kinds: ["agent_token"], kept: /^Use the token _\[/ },
+  { text: `Revoked ${AGENT_TOKEN}_old and ${AGENT_TOKEN}-2 yesterday`, kinds: ["agent_token"], kept: / and \[/ },
   { text: `The worker calls the API with the service key ${SERVICE_ROLE_JWT}`, kinds: ["supabase_service_role_jwt"] },
   { text: `Authorization: Bearer ${USER_JWT}`, kinds: ["jwt"], only: true },
   {
@@ -253,6 +256,7 @@ Deno.test("redactor: realistic leaks become [REDACTED:<kind>], what surrounds th
       GITHUB_PAT,
       STRIPE,
       SUPABASE_SECRET,
+      AGENT_TOKEN,
       SERVICE_ROLE_JWT,
       USER_JWT,
       "S3cr3t!Pass",
@@ -367,6 +371,7 @@ Deno.test("redactor: linear on hostile input (long runs of the characters the pa
     "<entry key=pw> then a run": (n) => '<entry key="password">' + "x".repeat(n),
     "DB_PASSWORD= then a, run": (n) => "DB_PASSWORD=" + "a,".repeat(n / 2),
     ";password= then a, run": (n) => ";password=" + "a,".repeat(n / 2),
+    "dvm_ repeated": (n) => "dvm_".repeat(n / 4),
   };
   const size = 256 * 1024;
   const plain = bestMs("a".repeat(size));

@@ -197,8 +197,10 @@ export const RULES: Rule[] = [
   { kind: "slack_token", re: /\bxox[abposr]-[A-Za-z0-9-]{10,250}/g },
   { kind: "supabase_secret_key", re: /\bsb_secret_[A-Za-z0-9_-]{16,200}/g },
   // This service's own agent tokens (agent-tokens.ts: dvm_ + 32 random bytes in base64url), before the
-  // bearer and assignment rules so `Authorization: Bearer dvm_…` is named for what it is.
-  { kind: "agent_token", re: /\bdvm_[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])/g },
+  // bearer and assignment rules so `Authorization: Bearer dvm_…` is named for what it is. A `_` or
+  // `-` may touch it on either side (`_dvm_…_` in Markdown, `dvm_…_old`): the token is in there all
+  // the same, so the run is redacted whole rather than left as sent.
+  { kind: "agent_token", re: /(?<![A-Za-z0-9])dvm_[A-Za-z0-9_-]{43,200}/g },
   // scheme://user:password@host: the password only (also with no user: `redis://:password@host`).
   {
     kind: "password",
