@@ -91,6 +91,46 @@ dbTest(
 );
 
 dbTest(
+  "prefetch: a stale prediction refreshed after an assemble on an unmerged branch keeps that branch's notes for the merge",
+  async () => {
+    const t = newTenant();
+    const gift = "src/gift/balance.ts";
+    const [note] = await seedLinked(sql, t, [{
+      content: `${gift} rounds gift card balances down to the cent.`,
+      namespace: ns("shop"),
+      metadata: { branch: "feat/balance", files: [gift] },
+    }]);
+    // The database's clock: the seeded memory is not newer than the predictions.
+    const clock = manualClock(new Date());
+    const api = contextApi(sql, clock.now);
+    try {
+      const session = "s-refresh-merge";
+      assert.equal((await api.predict(t, { project: "shop", file_opened: gift, session_id: session })).status, 200);
+      await api.settle();
+
+      // 40 s later (stale), still unmerged: served once more, then refreshed with that assemble's lineage.
+      clock.advance(40);
+      const body = { project: "shop", session_id: session, signals: { current_file: gift } };
+      const unmerged = await api.assemble(t, body);
+      assert.equal(unmerged.body.prefetch.status, "stale");
+      assert.deepEqual(placedIds(unmerged.body), []);
+      await api.settle();
+
+      // `git merge feat/balance`: the refreshed prediction (fresh) holds the note all the same.
+      clock.advance(5);
+      const merged = await api.assemble(t, {
+        ...body,
+        signals: { current_file: gift, merged_branches: ["feat/balance"] },
+      });
+      assert.equal(merged.body.prefetch.status, "fresh");
+      assert.deepEqual(placedIds(merged.body), [note!.id], "the merged branch's note is project knowledge now");
+    } finally {
+      await api.settle();
+    }
+  },
+);
+
+dbTest(
   "prefetch: a prediction whose memory was corrected or forgotten since is looked up again, so the correction is served",
   async () => {
     const t = newTenant();
