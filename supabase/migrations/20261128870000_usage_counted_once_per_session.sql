@@ -6,8 +6,18 @@
 -- memory's first report in a session is counted (retrieved, and cited or ignored) and its tokens
 -- kept; a later citation of a memory the session first reported only retrieved turns that ignore
 -- into a citation, once; anything else a resend names changes nothing, and the answer lists it as
--- already_recorded. The tenant's totals move only when a report counted something. The records
--- live as long as their memory (no tenant deletes them), so a session's reports stay idempotent.
+-- already_recorded. The tenant's totals move only when a report counted something.
+--
+-- A report naming a memory that was corrected (superseded: is_valid false) or forgotten
+-- (soft-deleted) counted it too, although no retrieval or assembly serves such a memory any more
+-- (a report can only name it from a context given before the change, or by mistake): such ids now
+-- come back in a list of their own, inactive, and nothing is written for them, like the ids that
+-- are no memory of the caller's (unknown).
+--
+-- The records only serve to deduplicate a session's resends: the nightly devai-context-prune
+-- deletes them with the session's prefetch and injections, first reported more than
+-- context_session_retention_hours (48) ago (a resend coming later counts again, as a new
+-- session's report would; the counters, strengths and totals they moved stay).
 
 create table public.memory_usage_sessions (
   owner_id    uuid not null default auth.uid(),
@@ -51,13 +61,14 @@ create index memory_usage_sessions_memory on public.memory_usage_sessions (memor
 -- One usage report (POST memory/usage, _shared/context/usage.ts), as the tenant. Returns what this
 -- report counted (recorded: memories first reported in the session; cited: memories first cited
 -- in it), the ids that are no memory of the caller's, the session's memories the report named
--- again (already_recorded), and the prediction figures of its new citations. The return type
--- gains a column, hence drop and create (the grants follow).
+-- again (already_recorded), the corrected or forgotten ones it named (inactive), and the
+-- prediction figures of its new citations. The return type gains two columns, hence drop and
+-- create (the grants follow).
 drop function public.record_memory_usage(text, uuid[], uuid[], integer[], timestamptz);
 create function public.record_memory_usage(p_session_id text, p_retrieved uuid[], p_cited uuid[], p_tokens integer[],
                                            p_now timestamptz default now())
 returns table (recorded integer, cited integer, unknown uuid[], cited_prefetched integer, predicted_session boolean,
-               already_recorded uuid[])
+               already_recorded uuid[], inactive uuid[])
 language plpgsql
 set search_path = ''
 as $$
@@ -67,6 +78,7 @@ declare
   v_step         double precision := public.memory_setting('citation_reinforce_step')::double precision;
   v_base         double precision := public.memory_setting('decay_base')::double precision;
   v_known        uuid[];
+  v_inactive     uuid[];
   v_new          uuid[];
   v_newly_cited  uuid[];
   v_tokens       bigint;
@@ -76,10 +88,14 @@ begin
   if coalesce(cardinality(p_retrieved), 0) <> coalesce(cardinality(p_tokens), 0) then
     raise exception 'p_tokens must have one count per retrieved id' using errcode = '22023';
   end if;
-  -- The caller's memories among the reported ids (RLS), read by id.
-  select coalesce(array_agg(r.id order by r.id), '{}') into v_known
+  -- The caller's memories among the reported ids (RLS), read by id: the active ones are counted,
+  -- the corrected and forgotten ones (what lock_retrieved_memories leaves out too) are not.
+  select coalesce(array_agg(r.id order by r.id) filter (where m.active), '{}'),
+         coalesce(array_agg(r.id order by r.id) filter (where not m.active), '{}')
+    into v_known, v_inactive
     from (select distinct x as id from unnest(coalesce(p_retrieved, '{}'::uuid[])) x) r
-    cross join lateral (select from public.devai_memories m where m.id = r.id offset 0) m;
+    cross join lateral (select m.is_valid and m.state = 'active' as active
+                          from public.devai_memories m where m.id = r.id offset 0) m;
 
   -- The session's record decides what moves: a new record counts the memory; an existing one
   -- changes only from retrieved to cited (the upsert's WHERE), and returns nothing otherwise.
@@ -166,11 +182,51 @@ begin
   recorded := cardinality(v_new);
   cited := cardinality(v_newly_cited);
   unknown := coalesce((select array_agg(distinct x order by x) from unnest(coalesce(p_retrieved, '{}'::uuid[])) x
-                        where not (x = any (v_known))), '{}');
+                        where not (x = any (v_known)) and not (x = any (v_inactive))), '{}');
   cited_prefetched := v_hits;
   already_recorded := coalesce((select array_agg(k order by k) from unnest(v_known) k where not (k = any (v_new))), '{}');
+  inactive := v_inactive;
   return next;
 end;
 $$;
 revoke all on function public.record_memory_usage(text, uuid[], uuid[], integer[], timestamptz) from public, anon, authenticated;
 grant execute on function public.record_memory_usage(text, uuid[], uuid[], integer[], timestamptz) to authenticated, service_role;
+
+create index memory_usage_sessions_reported_at on public.memory_usage_sessions (reported_at);
+
+-- The nightly prune (20261124600100), with the usage records.
+create or replace function memory_private.prune_context_sessions(p_now timestamptz default now())
+returns jsonb
+language plpgsql
+volatile
+security invoker
+set search_path = ''
+as $$
+declare
+  v_cutoff     timestamptz := p_now - make_interval(secs => public.memory_setting('context_session_retention_hours')::double precision * 3600);
+  v_prefetch   bigint;
+  v_injections bigint;
+  v_usage      bigint;
+begin
+  delete from public.context_prefetch where computed_at < v_cutoff;
+  get diagnostics v_prefetch = row_count;
+  delete from public.context_injections where injected_at < v_cutoff;
+  get diagnostics v_injections = row_count;
+  delete from public.memory_usage_sessions where reported_at < v_cutoff;
+  get diagnostics v_usage = row_count;
+  return jsonb_build_object('prefetch', v_prefetch, 'injections', v_injections, 'usage_sessions', v_usage);
+end;
+$$;
+revoke all on function memory_private.prune_context_sessions(timestamptz) from public;
+
+insert into public.memory_maintenance_schedules (job_name, schedule, command, description) values
+  ('devai-context-prune', '45 6 * * *', 'select memory_private.prune_context_sessions()',
+   'Deletes context prefetch, injection and per-session usage records of sessions older than context_session_retention_hours.')
+on conflict (job_name) do update
+  set schedule = excluded.schedule, command = excluded.command, description = excluded.description;
+
+select memory_private.register_maintenance_schedules();
+
+update public.memory_settings
+   set description = 'Prefetch, injection and per-session usage records of a session are deleted this long after they were written (devai-context-prune).'
+ where name = 'context_session_retention_hours';

@@ -71,7 +71,7 @@ select results_eq($$select cited from public.memory_usage_sessions where owner_i
   $$values (false)$$, 'B''s record is as it was');
 
 -- The nightly prune deletes the records first reported more than context_session_retention_hours
--- (48) ago, with the session's prefetch and injections (20261128870200); the counters stay.
+-- (48) ago, with the session's prefetch and injections (20261128870000); the counters stay.
 select memory_private.prune_context_sessions(now() + interval '47 hours');
 select is((select count(*) from public.memory_usage_sessions where session_id = 's-92'), 3::bigint,
   'records younger than context_session_retention_hours stay');
