@@ -695,3 +695,82 @@ Deno.test("redactor (2026-11-27 outside review): mysql with quoted options or .e
     ]
   ) assert.equal(redactSecrets(code).text, code, code);
 });
+
+Deno.test("redactor: a password's abbreviations (pw, pswd, psw, pwrd, pword, passwrd) name a password; code using pw, $PWD and regular expressions stay", () => {
+  // Each of these stored the password whole.
+  const leaks: [string, string][] = [
+    ["pw=hunter2hunter2", "pw=[REDACTED:password]"],
+    ["DB_PW=Xk9fj2Lmq", "DB_PW=[REDACTED:password]"],
+    ['ADMIN_PW: "Xk9fj2Lmq"', 'ADMIN_PW: "[REDACTED:password]"'],
+    ["  SMTP_PW: hunter2", "  SMTP_PW: [REDACTED:password]"],
+    ['{"pw": "Xk9fj2Lmq"}', '{"pw": "[REDACTED:password]"}'],
+    ["db_pw = 'Xk9fj2Lmq'", "db_pw = '[REDACTED:password]'"],
+    ['const adminPw = "Xk9fj2Lmq";', 'const adminPw = "[REDACTED:password]";'],
+    [
+      "https://api.example.com/login?user=app&pw=Xk9fj2Lmq",
+      "https://api.example.com/login?user=app&pw=[REDACTED:password]",
+    ],
+    ["--pw=Xk9fj2Lmq", "--pw=[REDACTED:password]"],
+    ["tool --pw Xk9fj2Lmq", "tool --pw [REDACTED:password]"],
+    ["plink -ssh admin@host -pw Xk9fj2Lmq uptime", "plink -ssh admin@host -pw [REDACTED:password] uptime"],
+    ['pscp.exe -pw "Xk9 fj2Lmq" f admin@h:/tmp', 'pscp.exe -pw "[REDACTED:password]" f admin@h:/tmp'],
+    ["SMTP_PSWD=hunter2", "SMTP_PSWD=[REDACTED:password]"],
+    ["pswd: hunter2", "pswd: [REDACTED:password]"],
+    ["EMAIL_PSW=hunter2", "EMAIL_PSW=[REDACTED:password]"],
+    ["MYSQL_PWRD=hunter2", "MYSQL_PWRD=[REDACTED:password]"],
+    ["user_pword = 'hunter2'", "user_pword = '[REDACTED:password]'"],
+    ["passwrd=hunter2", "passwrd=[REDACTED:password]"],
+    ["<pw>hunter2</pw>", "<pw>[REDACTED:password]</pw>"],
+  ];
+  for (const [text, want] of leaks) {
+    const r = redactSecrets(text);
+    assert.equal(r.text, want, text);
+    assert.deepEqual(r.counts, { password: 1 }, text);
+  }
+  // Code that names pw, the shell's working directory, CPU flags, regular expressions that read a
+  // password, prose. `PWD=/home/…` (env's output) and `token = 0` were redacted before.
+  for (
+    const code of [
+      "pw = getpass()",
+      'pw = input("Password: ")',
+      "self.pw = pw",
+      "pw: string",
+      "    pw: Optional[str] = None",
+      "def check(pw):",
+      "if pw == other_pw:",
+      "pw = pw[:-1]",
+      'pw = pw.encode("utf-8")',
+      "user, pw = auth, None",
+      "struct passwd *pw = getpwnam(user);",
+      "char *pw = NULL;",
+      "const pw = W - L - R, ph = H - T - B;",
+      "np.pw = 3",
+      "psw = 0x3000",
+      "token = 0",
+      "uid = pwd.getpwnam(user).pw_uid",
+      "echo $PWD",
+      "cd $PWD",
+      "pwd",
+      "PWD=/home/user/project",
+      "OLDPWD=/tmp",
+      "pwd: /home/user/project",
+      "os.getcwd()",
+      "PWDEBUG=1",
+      "PW_TEST_HTML_REPORT_OPEN=never",
+      "the pw field is empty",
+      "pw: hunter2, and rotate it",
+      'm = re.compile(r"pw=(\\S+)")',
+      "const m = url.match(/pw=([^&]+)/)",
+      "const re = /pw:\\s*(\\S+)/",
+      'pattern = "token=([^&]+)"',
+      'm = re.match(r"^password=(.*)$", line)',
+      "ss -pw state listening",
+      "LPWORD = PWORD = ctypes.POINTER(WORD)",
+    ]
+  ) assert.equal(redactSecrets(code).text, code, code);
+  // ODBC's PWD is a password, also one starting with `/`.
+  assert.equal(
+    redactSecrets("Driver={x};Server=db;Uid=app;PWD=/Xk9fj2Lmq;").text,
+    "Driver={x};Server=db;Uid=app;PWD=[REDACTED:password];",
+  );
+});

@@ -1,9 +1,19 @@
 // Which names hold a secret (redact.ts's name-based rules: `NAME=value`, `name: value`,
 // `<name>value</name>`): `OPENAI_API_KEY`, `db_password`, `dbPassword`, `clientSecret`, `PGPASSWORD`.
 
-/** Names whose value is a secret: `OPENAI_API_KEY`, `db_password`, `client_secret`, `GITHUB_TOKEN`, `SENTRY_DSN`, `PGPASSWORD`, `SSHPASS`. */
-const SECRET_NAME =
-  /^(?:pg|ssh)pass(?:word)?$|(?:^|[_.-])(?:secret|secrets|token|passwd|password|pwd|pass|passphrase|credentials?|dsn|auth|api[_-]?key|apikey|access[_-]?key|secret[_-]?key|private[_-]?key|signing[_-]?key|encryption[_-]?key|master[_-]?key|service[_-]?role[_-]?key|client[_-]?secret|[a-z0-9]+[_-]key)$/i;
+/**
+ * A password's name shortened as configs shorten it: `pw` (`DB_PW`, `pw=…`), `pswd`, `psw`, `pwrd`,
+ * `pword`, `passwrd` (`pwd`, `passwd` and `pass` are the other rules' own). A whole word of the name:
+ * `$PWD`, `npw`, `pw_uid` and `PWDEBUG` name no password.
+ */
+const PW_ABBREVIATION = "pw|pswd|psw|pwrd|pword|passwrd";
+
+/** Names whose value is a secret: `OPENAI_API_KEY`, `db_password`, `client_secret`, `GITHUB_TOKEN`, `SENTRY_DSN`, `PGPASSWORD`, `SSHPASS`, `DB_PW`. */
+const SECRET_NAME = new RegExp(
+  String
+    .raw`^(?:pg|ssh)pass(?:word)?$|(?:^|[_.-])(?:secret|secrets|token|passwd|password|pwd|pass|passphrase|${PW_ABBREVIATION}|credentials?|dsn|auth|api[_-]?key|apikey|access[_-]?key|secret[_-]?key|private[_-]?key|signing[_-]?key|encryption[_-]?key|master[_-]?key|service[_-]?role[_-]?key|client[_-]?secret|[a-z0-9]+[_-]key)$`,
+  "i",
+);
 
 /**
  * Names that hold a secret whatever their value looks like (`password: hunter2`), also in camel
@@ -11,11 +21,19 @@ const SECRET_NAME =
  * API, access, private or client key. Not a bare `token`, `secret` or `auth` (prose: "the token:
  * expired"), nor any `*Key` in camel case (`queryKey`, `storageKey`, `dataKey` name no secret).
  * Rails' `secret_key_base` (`SECRET_KEY_BASE`, `secretKeyBase`) signs its sessions: a secret key.
+ * A password's abbreviation after another word (`DB_PW: hunter2`, `adminPw`); alone too, but for
+ * `pw` and `psw` (code's variable, a CPU's program status word), as for `pwd` and `pass`.
  */
-const STRONG_NAME =
-  /^(?:pg|ssh)pass(?:word)?$|^(?:password|passwd|passphrase)$|[_.-](?:password|passwd|passphrase|pwd|secret|token|credentials?)$|(?:^|[_.-])(?:api|access|secret|private|signing|encryption|master|client)[_-]?(?:key|secret)$|(?:^|[_.-])secret[_-]?key[_-]?base$/i;
+const STRONG_NAME = new RegExp(
+  String
+    .raw`^(?:pg|ssh)pass(?:word)?$|^(?:password|passwd|passphrase|pswd|pwrd|pword|passwrd)$|[_.-](?:password|passwd|passphrase|pwd|${PW_ABBREVIATION}|secret|token|credentials?)$|(?:^|[_.-])(?:api|access|secret|private|signing|encryption|master|client)[_-]?(?:key|secret)$|(?:^|[_.-])secret[_-]?key[_-]?base$`,
+  "i",
+);
 
-const PASSWORD_NAME = /^(?:pg|ssh)pass(?:word)?$|(?:^|[_.-])(?:passwd|password|pwd|pass|passphrase)$/i;
+const PASSWORD_NAME = new RegExp(
+  String.raw`^(?:pg|ssh)pass(?:word)?$|(?:^|[_.-])(?:passwd|password|pwd|pass|passphrase|${PW_ABBREVIATION})$`,
+  "i",
+);
 
 /**
  * Words that make a name public wherever they stand in it (`NEXT_PUBLIC_…`, `SUPABASE_ANON_KEY`,
@@ -56,4 +74,5 @@ export function passwordName(name: string): boolean {
  * starts at such a name, so another name's value is not read whole and passed over (`run:
  * DB_PASSWORD=hunter2 ./deploy.sh`: `run`'s value held the assignment, and it was stored).
  */
-export const NAME_END = "secrets?|token|passw(?:or)?d|pwd|pass|passphrase|credentials?|dsn|auth|key|key_?base";
+export const NAME_END =
+  "secrets?|token|passw(?:or|r)?d|pwd|pass|passphrase|pw|pswd?|pwrd|pword|credentials?|dsn|auth|key|key_?base";

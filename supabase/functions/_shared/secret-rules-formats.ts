@@ -80,13 +80,13 @@ export const FORMAT_RULES: Rule[] = [
     byName: true,
   },
   // mysql -pPassword (attached: `-p shop` prompts, and `shop` is the database), sshpass -p, docker
-  // login -p. Between mysql and its -p stand a database and options, each option with at most one
-  // value, quoted or not (`shop -h db -u root -e "select 1"`): in prose ("the mysql docs say -plaintext …") a second word that is
-  // no option comes first.
+  // login -p, PuTTY's `plink … -pw …` (`pscp`, `psftp`). Between mysql and its -p stand a database
+  // and options, each option with at most one value, quoted or not (`shop -h db -u root -e "select
+  // 1"`): in prose ("the mysql docs say -plaintext …") a second word that is no option comes first.
   {
     kind: "password",
     re:
-      /(?:\b(?:mysql|mysqldump|mysqladmin|mariadb)(?:\.exe)?(?:[ \t]+[^\s|;&"'-][^\s|;&]{0,200})?(?:[ \t]+--?[\w-]{1,40}(?:=[^\s|;&]{0,200})?(?:[ \t]+(?:"[^"\n]{0,200}"|'[^'\n]{0,200}'|[^\s|;&"'-][^\s|;&]{0,200}))?){0,12}[ \t]+-p(?=\S)|\bsshpass[ \t]+-p[ \t]*|\b(?:docker|podman|nerdctl|buildah|skopeo)[ \t]+login\b[^\n|;&]{0,200}?[ \t]-p[ \t]+)(?:"([^"\n]{1,512})"|'([^'\n]{1,512})'|([^\s"'\x60]{1,512}))/g,
+      /(?:\b(?:mysql|mysqldump|mysqladmin|mariadb)(?:\.exe)?(?:[ \t]+[^\s|;&"'-][^\s|;&]{0,200})?(?:[ \t]+--?[\w-]{1,40}(?:=[^\s|;&]{0,200})?(?:[ \t]+(?:"[^"\n]{0,200}"|'[^'\n]{0,200}'|[^\s|;&"'-][^\s|;&]{0,200}))?){0,12}[ \t]+-p(?=\S)|\bsshpass[ \t]+-p[ \t]*|\b(?:plink|pscp|psftp)(?:\.exe)?\b[^\n|;&]{0,200}?[ \t]-pw[ \t]+|\b(?:docker|podman|nerdctl|buildah|skopeo)[ \t]+login\b[^\n|;&]{0,200}?[ \t]-p[ \t]+)(?:"([^"\n]{1,512})"|'([^'\n]{1,512})'|([^\s"'\x60]{1,512}))/g,
     group: [1, 2, 3],
     accept: (s) => !isPlaceholder(s) && !isCode(s, false),
     byName: true,

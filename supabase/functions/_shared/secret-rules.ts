@@ -80,7 +80,9 @@ function assigned(s: string, m: RegExpExecArray): boolean {
   const unquoted = m[8] !== undefined;
   // A variable passed under its own name (`api_key=api_key,`), an interpolation (`f"Bearer {t}"`,
   // `` `${prefix}_${id}` ``): no literal secret.
-  if (!secretName(name!) || isPlaceholder(s) || s === name || interpolated(s, m)) return false;
+  if (!secretName(name!) || isPlaceholder(s) || s === name || interpolated(s, m) || workingDirectory(s, m)) {
+    return false;
+  }
   if (unquoted) {
     // `user["password"] = hashed`: an index is code's, where a literal is quoted.
     if (m[0][m[1]!.length * 2 + m[2]!.length] === "]") return false;
@@ -93,6 +95,10 @@ function assigned(s: string, m: RegExpExecArray): boolean {
       ((/[([]$/.test(s) || /^[A-Za-z_$][\w$.]*\([^)]*=$/.test(s)) && /["'`]/.test(next));
     if (isCode(s, spaced) || isVariable(s, name!, spaced) || literalAround) return false;
     if (spaced && readsOn(m.input, m.index + m[0].length)) return false;
+    // Unpacking into names (`user, pw = auth, None`): each value is a variable's, as each target is.
+    if (spaced && next === "," && TUPLE_TARGETS.test(m.input.slice(Math.max(0, m.index - LOOKBACK), m.index))) {
+      return false;
+    }
   }
   if (op === "=") return true;
   if (op === ":=") return !unquoted || name === name!.toUpperCase();
@@ -101,6 +107,17 @@ function assigned(s: string, m: RegExpExecArray): boolean {
   return !unquoted || looksRandom(s) ||
     (holdsAnyValue(name!) && endsLine(m.input, m.index + m[0].length) && plainSecret(s));
 }
+
+/**
+ * The shell's `PWD=/home/me/app` (`env`'s output): a directory. ODBC's `PWD=` is a password, also
+ * after a connection string's `;`.
+ */
+const workingDirectory = (s: string, m: RegExpExecArray) =>
+  /^pwd$/i.test(m[2]!) && m[8] !== undefined && /^(?:~|\/[\w.@+-]*)(?:\/[\w.@+-]+)*\/?$/.test(s) &&
+  m.input[m.index - 1] !== ";";
+
+/** The names a line unpacks into before the last one (`user, ` of `user, pw = …`), alone on their line. */
+const TUPLE_TARGETS = /(?:^|\n)[ \t]*(?:[A-Za-z_][\w.]*[ \t]*,[ \t]*)+$/;
 
 const rubySymbol = (text: string, at: number) => text[at - 1] === ":" && text[at - 2] !== ":";
 
@@ -163,8 +180,11 @@ function readsOn(text: string, at: number): boolean {
 }
 const OPERATOR_NEXT = /[ \t]+[+*/%&|^<>!?=]/y;
 
-/** Option names of secrets; after a quote or `=` only `--option=value` (`"--token " + x` is no option's value). */
-const SECRET_OPTION = "(?:password|passwd|token|api-key|apikey|secret|auth-token|access-token)";
+/**
+ * Option names of secrets; after a quote or `=` only `--option=value` (`"--token " + x` is no option's
+ * value). `--pw` with two dashes only: `-pw` is also two flags (`ss -pw`), PuTTY's is its own rule.
+ */
+const SECRET_OPTION = "(?:password|passwd|-pw|token|api-key|apikey|secret|auth-token|access-token)";
 const OPTION_IN_WORD = String.raw`(?<=["'=\x60])`;
 
 // Order matters: what is specific first, so a key inside an assignment is named by its provider.
@@ -227,7 +247,7 @@ export const RULES: Rule[] = [
   },
   // --password=…, --token … of command lines, also inside brackets or quotes (`args=(--password=…)`).
   {
-    kind: (_s, m) => (/pass/i.test(m) ? "password" : "secret_assignment"),
+    kind: (_s, m) => (/pass|-pw/i.test(m) ? "password" : "secret_assignment"),
     re: new RegExp(
       String
         .raw`(?:${OPTION_START}--?${SECRET_OPTION}(?:=|\s+(?!-))|${OPTION_IN_WORD}--?${SECRET_OPTION}=)(?:"([^"\n]{1,512})"|'([^'\n]{1,512})'|([^\s'"\x60]{4,512}))`,

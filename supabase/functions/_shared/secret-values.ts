@@ -53,8 +53,22 @@ export function isPlaceholder(value: string): boolean {
  * `NAME=value` of `.env` files and shells has no calls but `$(…)` and backticks.
  */
 export function isCode(value: string, spaced: boolean): boolean {
-  return CODE_EXPRESSION.test(value) || (spaced && WHOLE_CALL.test(value) && balanced(value));
+  return CODE_EXPRESSION.test(value) || REGEX_GROUP.test(value) ||
+    (spaced && (value.length <= 3 || NUMBER.test(value) || (WHOLE_CALL.test(value) && balanced(value))));
 }
+
+/**
+ * A regular expression's capture group after a secret's name (`r"pw=(\S+)"`, `/token=([^&]+)/`,
+ * `/password:\s*(\w+)/`, `password=(.*)`): a group holding a class escape, a negated class or `.*`.
+ */
+const REGEX_GROUP = /^(?:\\s[*+?]?)?\([^\n]*?(?:\\[sSwWdD]|\[\^|\.[*+])/;
+
+/**
+ * In code's spacing, a value of at most 3 characters (`token = 0`, `pw = W - L`: no password is that
+ * short) or a number literal of code (`psw = 0x3000`, `np.pw = 1.5`): hex, octal, binary, a
+ * fraction. A numeric password of 4 or more digits (`password = 123456` in an INI file) is still one.
+ */
+const NUMBER = /^(?:0[xX][0-9A-Fa-f_]+|0[oObB][0-7_]+|\d*\.\d+)$/;
 
 function balanced(value: string): boolean {
   const stack: string[] = [];
