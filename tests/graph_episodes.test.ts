@@ -12,6 +12,7 @@ import { userHeaders } from "./support/auth.ts";
 import { realServerOnly } from "./support/backend.ts";
 import { testConfig } from "./support/config.ts";
 import { memoryApi } from "./support/memory-api.ts";
+import type { Tx } from "../supabase/functions/_shared/db.ts";
 import { newTenant, seedRelation, tenantWrites, testSql } from "./support/seed.ts";
 import { EMBEDDING_MODEL, writeEnv } from "./write_helpers.ts";
 
@@ -48,6 +49,40 @@ async function sessionWrites(t: string) {
            (select count(*)::int from public.memory_relations where owner_id = ${t}) as edges,
            (select count(*)::int from public.memory_entity_links where owner_id = ${t}) as links`;
   return { ...(await tenantWrites(sql, t)), ...r! };
+}
+
+/**
+ * Starts `sends` while a side transaction holds the lock `take` takes, and lets go once `waiters`
+ * of this test's backends wait (on it or on each other): the sends overlap at that point.
+ */
+async function overlapped<T>(take: (tx: Tx) => Promise<unknown>, waiters: number, sends: () => Promise<T>[]) {
+  const side = testSql(2);
+  try {
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    let holding!: (pid: number) => void;
+    const holder = new Promise<number>((r) => (holding = r));
+    const held = side.begin(async (tx) => {
+      await take(tx);
+      const [me] = await tx<{ pid: number }[]>`select pg_backend_pid() as pid`;
+      holding(me!.pid);
+      await released;
+    });
+    const pid = await holder;
+    const started = sends();
+    for (;;) {
+      const [w] = await side<{ n: number }[]>`
+        select count(*)::int as n from pg_stat_activity a
+         where a.datname = current_database() and a.application_name = 'devai-memory-tests' and a.pid <> ${pid}::int
+           and cardinality(pg_blocking_pids(a.pid)) > 0`;
+      if (w!.n >= waiters) break;
+    }
+    release();
+    await held;
+    return await Promise.all(started);
+  } finally {
+    await side.end();
+  }
 }
 
 Deno.test({
@@ -195,48 +230,26 @@ Deno.test({
     session_id: "s",
     messages: [{ role: "assistant", content: "ran the migration" }, { role: "user", content: "check the logs" }],
   };
-  const side = testSql(2);
-  try {
-    // Both sends take their snapshot, then queue behind this lock on the session row; the one that
-    // gets it first stores the batch, the other must see it despite its older snapshot.
-    let release!: () => void;
-    const released = new Promise<void>((r) => (release = r));
-    let holding!: (pid: number) => void;
-    const holder = new Promise<number>((r) => (holding = r));
-    const held = side.begin(async (tx) => {
-      const [me] = await tx<{ pid: number }[]>`
-        select pg_backend_pid() as pid from public.memory_sessions where owner_id = ${t} and session_id = 's' for update`;
-      holding(me!.pid);
-      await released;
-    });
-    const pid = await holder;
-    const sends = [post(t, batch), post(t, batch)];
-    for (;;) {
-      // The first waiter waits on the holder, the second on the first (the row's lock queue).
-      const [w] = await side<{ n: number }[]>`
-        select count(*)::int as n from pg_stat_activity a
-         where a.datname = current_database() and a.pid <> ${pid}::int and cardinality(pg_blocking_pids(a.pid)) > 0
-           and a.query like '%insert into public.memory_sessions%'`;
-      if (w!.n >= 2) break;
-    }
-    release();
-    await held;
-    const answers = (await Promise.all(sends)).map((r) => r.body);
-    const ids = (b: { episodes: { id: string }[] }) => b.episodes.map((e) => e.id);
-    assert.deepEqual(
-      answers.map((b) => [b.stored, b.duplicates, b.dropped]).sort(),
-      [[0, 2, 0], [2, 0, 0]],
-      JSON.stringify(answers),
-    );
-    assert.deepEqual(ids(answers[0]), ids(answers[1]));
-    assert.ok(ids(answers[0]).every((id) => id !== null));
-    assert.deepEqual((await episodesOf(t, "s")).map((r) => r.seq), [0, 1, 2], "stored once, seq without a gap");
-    const [events] =
-      await sql`select count(*)::int as n from public.memory_events where owner_id = ${t} and op = 'redact'`;
-    assert.equal(events!.n, 0, "no message was dropped as a secret");
-  } finally {
-    await side.end();
-  }
+  // Both sends take their snapshot, then queue behind this lock on the session row; the one that
+  // gets it first stores the batch, the other must see it despite its older snapshot. (The first
+  // waiter waits on the holder, the second on the first: the row's lock queue.)
+  const answers = (await overlapped(
+    (tx) => tx`select 1 from public.memory_sessions where owner_id = ${t} and session_id = 's' for update`,
+    2,
+    () => [post(t, batch), post(t, batch)],
+  )).map((r) => r.body);
+  const ids = (b: { episodes: { id: string }[] }) => b.episodes.map((e) => e.id);
+  assert.deepEqual(
+    answers.map((b) => [b.stored, b.duplicates, b.dropped]).sort(),
+    [[0, 2, 0], [2, 0, 0]],
+    JSON.stringify(answers),
+  );
+  assert.deepEqual(ids(answers[0]), ids(answers[1]));
+  assert.ok(ids(answers[0]).every((id) => id !== null));
+  assert.deepEqual((await episodesOf(t, "s")).map((r) => r.seq), [0, 1, 2], "stored once, seq without a gap");
+  const [events] =
+    await sql`select count(*)::int as n from public.memory_events where owner_id = ${t} and op = 'redact'`;
+  assert.equal(events!.n, 0, "no message was dropped as a secret");
 });
 
 Deno.test({
@@ -398,6 +411,34 @@ Deno.test({
     "another tenant's session is unknown",
   );
   assert.equal((await api("POST", "/memory/sessions/a%20b/end", { as: t })).status, 400);
+});
+
+Deno.test({
+  ...realServerOnly(
+    "sessions: two new sessions opened at once on one thread leave one open, the other ended",
+    "PGlite's one backend runs one transaction at a time, so the two never overlap",
+  ),
+  ...opts,
+}, async () => {
+  const t = newTenant();
+  // Both batches link an entity after opening their session; this lock on the links holds both
+  // there, so each has opened its session (and looked for the thread's open ones) before either
+  // commits: the moment two sessions' first batches overlap.
+  const answers = await overlapped(
+    (tx) => tx`lock table public.memory_entity_links in exclusive mode`,
+    2,
+    () =>
+      ["s1", "s2"].map((session_id) =>
+        post(t, { session_id, thread_id: "thread-a", messages: [{ role: "user", content: "run npm install zod" }] })
+      ),
+  );
+  assert.deepEqual(answers.map((r) => r.status), [201, 201]);
+  const open = await sql<{ session_id: string }[]>`
+    select session_id from public.memory_sessions where owner_id = ${t} and thread_id = 'thread-a' and ended_at is null`;
+  assert.equal(open.length, 1, `one open session on the thread, not ${open.map((s) => s.session_id)}`);
+  const ended = answers.flatMap((r) => r.body.ended_sessions);
+  assert.equal(ended.length, 1, "the later one ended the earlier");
+  assert.notEqual(ended[0], open[0]!.session_id);
 });
 
 Deno.test({

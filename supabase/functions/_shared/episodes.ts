@@ -185,7 +185,7 @@ export async function ingestEpisodes(
   }
 
   const ended = session!.created && batch.thread_id
-    ? await endThreadsOtherSessions(tx, batch.thread_id, batch.session_id)
+    ? await endThreadsOtherSessions(tx, tenantId, batch.thread_id, batch.session_id)
     : [];
   const freshVectors = input.embedder && fresh.length > 0
     ? await input.embedder.embed(fresh.map((i) => batch.messages[i]!.content))
@@ -271,8 +271,19 @@ export async function ingestEpisodes(
   };
 }
 
-/** A new session on a thread ends the thread's other open sessions (reason new_session). */
-async function endThreadsOtherSessions(tx: Tx, threadId: string, sessionId: string): Promise<string[]> {
+/**
+ * A new session on a thread ends the thread's other open sessions (reason new_session). The
+ * thread's advisory lock, held to commit, makes new sessions of one thread take turns: without it
+ * two opened at once each missed the other's uncommitted row and both stayed open. The one that
+ * waited reads after the other committed (a statement of its own), so it ends it.
+ */
+async function endThreadsOtherSessions(
+  tx: Tx,
+  tenantId: string,
+  threadId: string,
+  sessionId: string,
+): Promise<string[]> {
+  await tx`select pg_advisory_xact_lock(hashtextextended(${`devai-thread|${tenantId}|${threadId}`}, 0))`;
   const open = await tx<{ id: string }[]>`
     select id from public.memory_sessions
      where thread_id = ${threadId} and session_id <> ${sessionId} and ended_at is null
