@@ -252,6 +252,25 @@ Deno.test({
   assert.equal(events!.n, 0, "no message was dropped as a secret");
 });
 
+Deno.test(
+  { name: "episodes: GET memory?source=conversation lists a tenant's episodes, and only them", ...opts },
+  async () => {
+    const t = newTenant();
+    await api("POST", "/memory/remember", { as: t, body: { content: "The staging database listens on port 5433" } });
+    const sent = await post(t, {
+      session_id: "s",
+      messages: [{ role: "user", content: "which port is staging on?" }, { role: "assistant", content: "5433" }],
+    });
+    await post(newTenant(), { session_id: "s", messages: [{ role: "user", content: "another tenant's message" }] });
+    const listed = await api("GET", "/memory?source=conversation", { as: t });
+    assert.equal(listed.status, 200, JSON.stringify(listed.body));
+    assert.deepEqual(
+      listed.body.memories.map((m: { id: string }) => m.id).sort(),
+      sent.body.episodes.map((e: { id: string }) => e.id).sort(),
+    );
+  },
+);
+
 Deno.test({
   name: "episodes: an episode is a record, not a fact: correcting one is a 422 that writes nothing",
   ...opts,

@@ -17,7 +17,9 @@ export type Source =
   | "discovery"
   | "correction"
   | "compaction"
-  | "import";
+  | "import"
+  /** A raw episode (POST memory/episodes). */
+  | "conversation";
 /** Where a memory goes without a namespace of its own (README "Scopes"); global only when asked. */
 export type WriteScope = "project" | "user" | "global";
 

@@ -10,6 +10,7 @@ export const memoryType = z.enum(["semantic", "episodic", "procedural"]);
 /** What a stored memory may be: what a writer sends, or an insight (written by the insight job only). */
 export const storedMemoryType = z.enum(["semantic", "episodic", "procedural", "insight"]);
 export const priority = z.enum(["highest", "high", "medium", "low"]);
+/** Where a stored memory came from (the list's `source` filter); `conversation` is a raw episode (docs/graph.md#episodes). */
 export const source = z.enum([
   "user_stated",
   "error_resolution",
@@ -18,6 +19,7 @@ export const source = z.enum([
   "correction",
   "compaction",
   "import",
+  "conversation",
 ]);
 export const importance = z.number().int().min(1).max(5);
 
