@@ -86,3 +86,20 @@ Deno.test("entity rules: each entity once, and a dump is capped", () => {
   const dump = Array.from({ length: 60 }, (_, i) => `src/file${i}.ts`).join("\n");
   assert.equal(extractEntityMentions(dump).length, MAX_MENTIONS_PER_TEXT);
 });
+
+Deno.test("entity rules: an install command in prose names its packages, not the words of the sentence after them", () => {
+  assert.deepEqual(found("run pnpm install zod and fix ERR_MODULE_NOT_FOUND in src/app.ts:12"), [
+    "package:zod",
+    "command:pnpm install",
+    "error:ERR_MODULE_NOT_FOUND",
+    "file:src/app.ts",
+  ]);
+  assert.deepEqual(found("Ran pnpm install and pnpm run build"), ["command:pnpm install", "command:pnpm run build"]);
+  assert.deepEqual(found("pip install requests to fetch the page"), ["package:requests", "command:pip install"]);
+  assert.deepEqual(found("npm i -D vitest @vitest/ui for the tests"), [
+    "package:vitest",
+    "package:@vitest/ui",
+    "command:npm i",
+  ]);
+  assert.deepEqual(found("yarn add lodash express"), ["package:lodash", "package:express", "command:yarn add"]);
+});

@@ -46,6 +46,14 @@ const PACKAGE_VERSION =
 const INSTALL =
   /\b(?:npm\s+(?:install|i|add)|pnpm\s+(?:add|install|i)|yarn\s+add|bun\s+add|pip3?\s+install|poetry\s+add|cargo\s+add|go\s+get|gem\s+install)((?:\s+(?:-{1,2}[\w-]+|(?:@[\w.-]+\/)?[\w.-]+(?:@[\^~]?[\w.*-]+)?))+)/gi;
 
+// An install command in prose runs on into the sentence ("pnpm install zod and fix the build"): its
+// package list ends at the first of these words, never a package a message means.
+const ENDS_PACKAGE_LIST = new Set(
+  ("a an and or but nor then to into in on at for from with without of by via as so if when while after before " +
+    "the this that these those it its is are was were be we i you he she they them please first now again also too " +
+    "instead here there which what why how").split(" "),
+);
+
 // Error codes and error types.
 const ERRORS = [
   /\b(ERR_[A-Z0-9_]{2,})\b/g, // Node: ERR_MODULE_NOT_FOUND
@@ -166,6 +174,7 @@ export function extractEntityMentions(text: string): EntityMention[] {
   for (const m of rest.matchAll(PACKAGE_VERSION)) add(m[1]!, "package", m[0], m.index!);
   for (const m of rest.matchAll(INSTALL)) {
     for (const token of m[1]!.trim().split(/\s+/)) {
+      if (ENDS_PACKAGE_LIST.has(token.toLowerCase())) break;
       if (token.startsWith("-")) continue;
       const name = token.replace(/(?<=.)@.*$/, "");
       add(name, "package", token, m.index!);
