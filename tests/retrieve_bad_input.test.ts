@@ -126,14 +126,17 @@ dbTest("query mode: unknown fields, bad filters, bad agent names are 400", async
     ["project with control char", { agent: "planner", query: "q", project: "a\u001fb" }],
   ];
   for (const [what, body] of cases) await expectRefused(what, { path: "/query", body }, 400, "invalid_request");
-  // Refused by the schema, with the field named, before the database sees the date.
-  const yearZero = await expectRefused("year 0", {
-    path: "/query",
-    body: { agent: "planner", query: "q", filters: { updated_after: "0000-01-01" } },
-  }, 400);
-  assert.deepEqual(yearZero.body.error.issues.map((i: { path: string[] }) => i.path.join(".")), [
-    "filters.updated_after",
-  ]);
+  // Refused by the schema, with the field named, before the database sees the date (an offset
+  // that carries 0001-01-01 back into year 0 reached it, and its message named no field).
+  for (const updated_after of ["0000-01-01", "0001-01-01T00:00:00+01:00"]) {
+    const yearZero = await expectRefused(`year 0: ${updated_after}`, {
+      path: "/query",
+      body: { agent: "planner", query: "q", filters: { updated_after } },
+    }, 400);
+    assert.deepEqual(yearZero.body.error.issues?.map((i: { path: string[] }) => i.path.join(".")), [
+      "filters.updated_after",
+    ], JSON.stringify(yearZero.body));
+  }
 });
 
 dbTest("unknown paths are 404, never a retrieval: /queryx, /query/extra, /other", async () => {

@@ -88,15 +88,17 @@ export type RetrieveRequest = z.infer<typeof RetrieveRequest>;
 
 export { agentName, categoryName };
 
+const FIRST_INSTANT = Date.parse("0001-01-01T00:00:00Z");
 /**
  * An ISO date or date-time from 0001-01-01 to 9999-12-31 UTC (Postgres has no year 0, and an offset
- * that carries 9999-12-31 into year 10000 was refused with "time zone displacement out of range");
+ * that carries 9999-12-31 into year 10000, or 0001-01-01 back into year 0, was refused by Postgres
+ * with a message naming no field);
  * null means "no bound" (the seed's example sends null).
  */
 const instant = z.union([z.iso.datetime({ offset: true }), z.iso.date()], {
   error: "an ISO date (2026-11-01) or date-time with its offset (2026-11-01T09:30:00Z)",
 })
-  .refine((s) => Number(s.slice(0, 4)) >= 1, "dates start at 0001-01-01")
+  .refine((s) => Date.parse(s) >= FIRST_INSTANT, "dates start at 0001-01-01 UTC")
   .refine((s) => Date.parse(s) < Date.UTC(10_000, 0, 1), "dates end at 9999-12-31 UTC")
   .nullable();
 // Control characters refused as in the query (U+0000 reached the database, whose error named no
