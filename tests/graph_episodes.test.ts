@@ -3,6 +3,7 @@
 // embedded in the request or by a queued job), idempotent per (session, digest), bad input a 4xx
 // that writes nothing, and a session that ends once with one consolidation job.
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { drainQueue } from "../supabase/functions/_shared/drain-queue.ts";
 import { LOCAL_EMBEDDING_MODEL } from "../supabase/functions/_shared/env.ts";
 import { MAX_EPISODES_PER_BATCH } from "../supabase/functions/_shared/episodes.ts";
@@ -191,6 +192,34 @@ Deno.test({
   assert.equal(later.body.stored, 2);
   assert.equal(later.body.episodes[1].id, later.body.episodes[2].id);
   assert.deepEqual((await episodesOf(t, "s")).map((r) => r.seq), [0, 1, 2, 3]);
+});
+
+Deno.test({
+  name:
+    "episodes: a message is one episode however its `at` is written; one stored with `at` as written is still found",
+  ...opts,
+}, async () => {
+  const t = newTenant();
+  const said = (at: string) => ({ session_id: "s", messages: [{ role: "user", content: "ship it", at }] });
+  const first = await post(t, said("2026-11-02T09:00:00Z"));
+  assert.equal(first.status, 201);
+  for (const at of ["2026-11-02T09:00:00.000Z", "2026-11-02T10:00:00+01:00", "2026-11-02T09:00:00.000000Z"]) {
+    const again = await post(t, said(at));
+    assert.equal(again.status, 200, at);
+    assert.deepEqual([again.body.stored, again.body.episodes[0].id], [0, first.body.episodes[0].id], at);
+  }
+  assert.equal((await episodesOf(t, "s")).length, 1);
+
+  // An episode stored before the digest named the instant carries `at` as written: an exact
+  // resend of it is still that episode.
+  const written = createHash("sha256").update(JSON.stringify(["user", "ship it", "2026-11-02T09:00:00Z"])).digest(
+    "hex",
+  );
+  await sql`update public.devai_memories set metadata = metadata || jsonb_build_object('digest', ${written}::text)
+             where id = ${first.body.episodes[0].id}`;
+  const resent = await post(t, said("2026-11-02T09:00:00Z"));
+  assert.deepEqual([resent.status, resent.body.episodes[0].id], [200, first.body.episodes[0].id]);
+  assert.equal((await episodesOf(t, "s")).length, 1);
 });
 
 Deno.test({

@@ -8,11 +8,11 @@
 // after the other. Episodes are the conversation itself: each is an ADD in the history, but not a
 // change-log row (the delta header reports memory updates, not the turns the agent just had).
 // docs/graph.md#episodes.
-import { createHash } from "node:crypto";
 import { z } from "zod";
 import type { Tx } from "./db.ts";
 import { toVectorLiteral } from "./db.ts";
 import { insertEdges } from "./edges.ts";
+import { digestAsWritten, episodeDigest, storedByDigest } from "./episode-digest.ts";
 import { linkEntitiesByRules } from "./entities.ts";
 import { HttpError } from "./http.ts";
 import { enqueueJob } from "./jobs.ts";
@@ -75,11 +75,6 @@ export interface EpisodeBatchResult {
   dropped: number;
 }
 
-/** sha256 of the message as sent (role, content, at): the same message twice is one episode. */
-export function episodeDigest(m: { role: string; content: string; at?: string }): string {
-  return createHash("sha256").update(JSON.stringify([m.role, m.content, m.at ?? null])).digest("hex");
-}
-
 /** Where a session's episodes live: the project's scope, or the user's. */
 export function episodeNamespace(root: string, project?: string): string {
   return project ? `${projectScope(root, project)}/episodes` : `${root}/user/episodes`;
@@ -119,6 +114,7 @@ export async function ingestEpisodes(
 ): Promise<EpisodeBatchResult> {
   const { tenantId } = input;
   const digests = input.batch.messages.map(episodeDigest);
+  const asWritten = input.batch.messages.map(digestAsWritten);
   const redactions = input.batch.messages.map((m) => redactSecrets(m.content));
   const counts = redactions.reduce((sum: RedactionCounts, r) => addCounts(sum, r.counts), {});
   const batch = {
@@ -131,7 +127,7 @@ export async function ingestEpisodes(
     select coalesce(json_agg(json_build_object('id', m.id, 'digest', m.metadata ->> 'digest', 'seq', (m.metadata ->> 'seq')::int)), '[]')
       from public.devai_memories m
      where m.owner_id = ${tenantId} and m.session_id = ${batch.session_id} and m.source = 'conversation'
-       and m.metadata ->> 'digest' = any (${digests}::text[])`;
+       and m.metadata ->> 'digest' = any (${[...new Set([...digests, ...asWritten])]}::text[])`;
   // One round trip: open the session or lock its row (the no-op update takes the row lock for this
   // transaction), find the messages stored already, and keep this transaction's episode inserts
   // out of the change log ('bulk': the writer logs itself, and episodes are not logged). `seen` is
@@ -169,7 +165,7 @@ export async function ingestEpisodes(
     );
   }
 
-  const existing = new Map(opened!.existing.map((r) => [r.digest, r]));
+  const existing = storedByDigest(digests, asWritten, opened!.existing);
   const fresh: number[] = [];
   const seenInBatch = new Set<string>();
   digests.forEach((d, i) => {
