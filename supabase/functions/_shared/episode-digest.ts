@@ -1,6 +1,7 @@
 // An episode's digest: what makes a resent message one episode (docs/graph.md#episodes). The
-// digest is sha256 of the role, the content as sent (before redaction) and the instant `at`
-// names, so a message is recognised however its time is written.
+// digest is sha256 of the role, the content as stored (its secrets redacted: the digest is stored
+// and shown, and one of the text as sent let anyone who read it test guesses at a redacted
+// password) and the instant `at` names, so a message is recognised however its time is written.
 import { createHash } from "node:crypto";
 
 type SentMessage = { role: string; content: string; at?: string };
@@ -17,7 +18,10 @@ export function episodeDigest(m: SentMessage): string {
   return digestOf(m.role, m.content, m.at === undefined ? null : new Date(m.at).toISOString());
 }
 
-/** The digest with `at` as written, which episodes stored before 2026-11-28 carry. */
+/**
+ * The digest with `at` as written, which episodes stored before 2026-11-28 carry (those whose
+ * text had a secret redacted had theirs replaced: migration 20261128880000).
+ */
 export function digestAsWritten(m: SentMessage): string {
   return digestOf(m.role, m.content, m.at ?? null);
 }

@@ -104,8 +104,9 @@ interface SessionRow {
 
 /**
  * Stores a batch in the caller's tenant transaction. Each message is stored with its secrets
- * redacted (redact.ts; one that is nothing but a secret is dropped); its digest is the message as
- * sent, so a resent message is still recognised. With `embedder` (the local one: microseconds) the
+ * redacted (redact.ts; one that is nothing but a secret is dropped); its digest is of the message as
+ * stored (redaction is deterministic, so a resent message is still recognised, and the digest, which
+ * the API shows, is no test for a guess at the secret). With `embedder` (the local one: microseconds) the
  * new rows are embedded here; without, an 'embed' job is queued for them.
  */
 export async function ingestEpisodes(
@@ -113,14 +114,14 @@ export async function ingestEpisodes(
   input: { tenantId: string; root: string; batch: EpisodeBatchRequest; embedder?: Embedder },
 ): Promise<EpisodeBatchResult> {
   const { tenantId } = input;
-  const digests = input.batch.messages.map(episodeDigest);
-  const asWritten = input.batch.messages.map(digestAsWritten);
   const redactions = input.batch.messages.map((m) => redactSecrets(m.content));
   const counts = redactions.reduce((sum: RedactionCounts, r) => addCounts(sum, r.counts), {});
   const batch = {
     ...input.batch,
     messages: input.batch.messages.map((m, i) => ({ ...m, content: redactions[i]!.text })),
   };
+  const digests = batch.messages.map(episodeDigest);
+  const asWritten = batch.messages.map(digestAsWritten);
   const namespace = episodeNamespace(input.root, batch.project);
   // The messages of this batch the session holds already.
   const stored = tx`
