@@ -774,3 +774,25 @@ Deno.test("redactor: a password's abbreviations (pw, pswd, psw, pwrd, pword, pas
     "Driver={x};Server=db;Uid=app;PWD=[REDACTED:password];",
   );
 });
+
+Deno.test("redactor (outside review of the pw names): code's short and number values are kept after `=` only, and hex of at most 8 digits", () => {
+  // Each of these stored the secret whole: a long hex literal (an Ethereum private key, a token) read
+  // as a number of code, a config's short password after YAML's `:` read as code's.
+  const eth = "0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318";
+  const leaks: [string, string][] = [
+    [`private_key = ${eth}`, "private_key = [REDACTED:secret_assignment]"],
+    [`const PRIVATE_KEY = ${eth};`, "const PRIVATE_KEY = [REDACTED:secret_assignment];"],
+    [`  PRIVATE_KEY: ${eth}`, "  PRIVATE_KEY: [REDACTED:secret_assignment]"],
+    ["token = 0x7f3a9c2b7d1e8f6a9c2b7d1e8f6a9c2b", "token = [REDACTED:secret_assignment]"],
+    ["password = 0x4f3a9c2b7d1e8f6a", "password = [REDACTED:password]"],
+    ["  MYSQL_ROOT_PASSWORD: 123", "  MYSQL_ROOT_PASSWORD: [REDACTED:password]"],
+    ["POSTGRES_PASSWORD: pwd", "POSTGRES_PASSWORD: [REDACTED:password]"],
+    ["password: abc", "password: [REDACTED:password]"],
+  ];
+  for (const [text, want] of leaks) assert.equal(redactSecrets(text).text, want, text);
+  for (
+    const code of ["psw = 0x3000", "psw &= 0xFFFF_FFFF;", "pw = 1e-3", "np.pw = 2.5E+3", "token = 0", "pw = W - L"]
+  ) {
+    assert.equal(redactSecrets(code).text, code, code);
+  }
+});

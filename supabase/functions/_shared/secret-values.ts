@@ -54,8 +54,17 @@ export function isPlaceholder(value: string): boolean {
  */
 export function isCode(value: string, spaced: boolean): boolean {
   return CODE_EXPRESSION.test(value) || REGEX_GROUP.test(value) ||
-    (spaced && (value.length <= 3 || NUMBER.test(value) || (WHOLE_CALL.test(value) && balanced(value))));
+    (spaced && WHOLE_CALL.test(value) && balanced(value));
 }
+
+/**
+ * A value code's `=` (`token = 0`, `pw = W - L`, `psw = 0x3000`; not YAML's `password: abc`, a
+ * config's value, whatever its length) assigns, not a secret: at most 3 characters (no password is
+ * that short) or a number literal of code (`np.pw = 1.5`, `pw = 1e-3`): a fraction, an exponent, binary,
+ * octal, or hex of at most 8 digits, a 32-bit word's (`0x` and 64 hex digits is an Ethereum private
+ * key, `0x` and 32 a token). A numeric password of 4 or more digits (`password = 123456`) is one.
+ */
+export const shortOrNumber = (value: string) => value.length <= 3 || NUMBER.test(value);
 
 /**
  * A regular expression's capture group after a secret's name (`r"pw=(\S+)"`, `/token=([^&]+)/`,
@@ -63,12 +72,7 @@ export function isCode(value: string, spaced: boolean): boolean {
  */
 const REGEX_GROUP = /^(?:\\s[*+?]?)?\([^\n]*?(?:\\[sSwWdD]|\[\^|\.[*+])/;
 
-/**
- * In code's spacing, a value of at most 3 characters (`token = 0`, `pw = W - L`: no password is that
- * short) or a number literal of code (`psw = 0x3000`, `np.pw = 1.5`): hex, octal, binary, a
- * fraction. A numeric password of 4 or more digits (`password = 123456` in an INI file) is still one.
- */
-const NUMBER = /^(?:0[xX][0-9A-Fa-f_]+|0[oObB][0-7_]+|\d*\.\d+)$/;
+const NUMBER = /^(?:0[xX](?:_?[0-9A-Fa-f]){1,8}|0[oObB][0-7_]+|(?:\d*\.)?\d+[eE][+-]?\d+|\d*\.\d+)$/;
 
 function balanced(value: string): boolean {
   const stack: string[] = [];
