@@ -796,3 +796,25 @@ Deno.test("redactor (outside review of the pw names): code's short and number va
     assert.equal(redactSecrets(code).text, code, code);
   }
 });
+
+Deno.test("redactor (outside review of the pw names): a regular expression's group is read in code only, and closed; a command's quoted password holding .* or [^ is redacted", () => {
+  // Each of these stored the password whole: the regular expression's test ran on every rule's
+  // value, quoted or a command's, and on an unclosed `(`.
+  const leaks: [string, string][] = [
+    ["sshpass -p '(ab.*cd)' ssh host", "sshpass -p '[REDACTED:password]' ssh host"],
+    ["docker login -u me -p '(x[^y]z)' reg.io", "docker login -u me -p '[REDACTED:password]' reg.io"],
+    ["mysql -u root -p'(ab\\dcd)' shop", "mysql -u root -p'[REDACTED:password]' shop"],
+    ["curl -u admin:(ab.*cd) https://x", "curl -u admin:[REDACTED:password] https://x"],
+    ["DB_PASSWORD=(Xk9\\dfj2Lmq", "DB_PASSWORD=[REDACTED:password]"],
+    ["db_pw=(a.*Xk9fj2Lmq", "db_pw=[REDACTED:password]"],
+  ];
+  for (const [text, want] of leaks) assert.equal(redactSecrets(text).text, want, text);
+  for (
+    const code of [
+      're.compile(r"--password=(\\S+)")',
+      'args = re.findall(r"--token (\\S+)", s)',
+      'm = re.match(r"^password=(.*)$", line)',
+      "const m = url.match(/pw=([^&]+)/)",
+    ]
+  ) assert.equal(redactSecrets(code).text, code, code);
+});

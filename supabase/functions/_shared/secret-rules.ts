@@ -11,6 +11,7 @@ import {
   LOOKBACK,
   looksRandom,
   plainSecret,
+  regexGroup,
   shortOrNumber,
   valueInContext,
 } from "./secret-values.ts";
@@ -94,7 +95,7 @@ function assigned(s: string, m: RegExpExecArray): boolean {
     // Field(default="")`).
     const literalAround = (/^(?:[A-Za-z_$][\w$.]*)?[([{][^)\]}]*$/.test(s) && next === ",") ||
       ((/[([]$/.test(s) || /^[A-Za-z_$][\w$.]*\([^)]*=$/.test(s)) && /["'`]/.test(next));
-    if (isCode(s, spaced) || isVariable(s, name!, spaced) || literalAround) return false;
+    if (isCode(s, spaced) || regexGroup(s) || isVariable(s, name!, spaced) || literalAround) return false;
     if (spaced && op !== ":" && shortOrNumber(s)) return false;
     if (spaced && readsOn(m.input, m.index + m[0].length)) return false;
     // Unpacking into names (`user, pw = auth, None`): each value is a variable's, as each target is.
@@ -257,7 +258,7 @@ export const RULES: Rule[] = [
     ),
     group: [1, 2, 3],
     trim: (s, m, before) => (m[3] === undefined ? s : valueInContext(s, before, "")),
-    accept: (s, m) => !isPlaceholder(s) && !(m[3] !== undefined && isCode(s, false)),
+    accept: (s, m) => !isPlaceholder(s) && !(m[3] !== undefined && (isCode(s, false) || regexGroup(s))),
     byName: true,
   },
   // (The secret ends each match: the text after it is read ahead, so its place is the last.)

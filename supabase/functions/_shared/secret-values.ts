@@ -53,8 +53,7 @@ export function isPlaceholder(value: string): boolean {
  * `NAME=value` of `.env` files and shells has no calls but `$(…)` and backticks.
  */
 export function isCode(value: string, spaced: boolean): boolean {
-  return CODE_EXPRESSION.test(value) || REGEX_GROUP.test(value) ||
-    (spaced && WHOLE_CALL.test(value) && balanced(value));
+  return CODE_EXPRESSION.test(value) || (spaced && WHOLE_CALL.test(value) && balanced(value));
 }
 
 /**
@@ -67,9 +66,15 @@ export function isCode(value: string, spaced: boolean): boolean {
 export const shortOrNumber = (value: string) => value.length <= 3 || NUMBER.test(value);
 
 /**
- * A regular expression's capture group after a secret's name (`r"pw=(\S+)"`, `/token=([^&]+)/`,
- * `/password:\s*(\w+)/`, `password=(.*)`): a group holding a class escape, a negated class or `.*`.
+ * A regular expression's capture group after a secret's name or option, unquoted (`r"pw=(\S+)"`,
+ * `/token=([^&]+)/`, `/password:\s*(\w+)/`, `password=(.*)`, `"--password=(\S+)"`): a group holding
+ * a class escape, a negated class or `.*`, and closed. Not a quoted value nor a command's
+ * (`sshpass -p '(ab.*cd)'`, `curl -u me:(ab.*cd)`): a password there, as is `DB_PASSWORD=(Xk9\dfj2`.
  */
+export function regexGroup(value: string): boolean {
+  const g = REGEX_GROUP.exec(value);
+  return g !== null && value.includes(")", g[0].length);
+}
 const REGEX_GROUP = /^(?:\\s[*+?]?)?\([^\n]*?(?:\\[sSwWdD]|\[\^|\.[*+])/;
 
 const NUMBER = /^(?:0[xX](?:_?[0-9A-Fa-f]){1,8}|0[oObB][0-7_]+|(?:\d*\.)?\d+[eE][+-]?\d+|\d*\.\d+)$/;
