@@ -818,3 +818,20 @@ Deno.test("redactor (outside review of the pw names): a regular expression's gro
     ]
   ) assert.equal(redactSecrets(code).text, code, code);
 });
+
+Deno.test("redactor (outside review of the pw names): a register dump's PSW is a CPU's status word, not a password", () => {
+  // 7aad0d8 redacted each value: `psw` names a password, and a dump has no code's spacing.
+  for (
+    const dump of [
+      "Krnl PSW : 0704c00180000000 000000000011d2d6 (do_exit+0x42/0x90)",
+      "PSW=00000246",
+      "psw=0x00000246 sp=0x7fff",
+      "r0=00000000 r1=00000001 psw=a0000000",
+      "SR=2700 PSW=0400",
+    ]
+  ) assert.equal(redactSecrets(dump).text, dump, dump);
+  // A password in decimal, another word's PSW, a password of letters stay redacted.
+  assert.equal(redactSecrets("psw=12345678").text, "psw=[REDACTED:password]");
+  assert.equal(redactSecrets("EMAIL_PSW=0000abcd").text, "EMAIL_PSW=[REDACTED:password]");
+  assert.equal(redactSecrets("psw=Xk9fj2Lmq").text, "psw=[REDACTED:password]");
+});

@@ -82,7 +82,10 @@ function assigned(s: string, m: RegExpExecArray): boolean {
   const unquoted = m[8] !== undefined;
   // A variable passed under its own name (`api_key=api_key,`), an interpolation (`f"Bearer {t}"`,
   // `` `${prefix}_${id}` ``): no literal secret.
-  if (!secretName(name!) || isPlaceholder(s) || s === name || interpolated(s, m) || workingDirectory(s, m)) {
+  if (
+    !secretName(name!) || isPlaceholder(s) || s === name || interpolated(s, m) || workingDirectory(s, m) ||
+    statusWord(s, m)
+  ) {
     return false;
   }
   if (unquoted) {
@@ -118,6 +121,15 @@ function assigned(s: string, m: RegExpExecArray): boolean {
 const workingDirectory = (s: string, m: RegExpExecArray) =>
   /^pwd$/i.test(m[2]!) && m[8] !== undefined && /^(?:~|\/[\w.@+-]*)(?:\/[\w.@+-]+)*\/?$/.test(s) &&
   m.input[m.index - 1] !== ";";
+
+/**
+ * A CPU's program status word in a register dump (`PSW=00000246`, `psw=0x0246`, s390's `Krnl PSW :
+ * 0704c00180000000 …`): a bare `psw` and a hex word, zero-padded, `0x`-prefixed or holding a letter.
+ * `psw=12345678` and `EMAIL_PSW=…` stay passwords.
+ */
+const statusWord = (s: string, m: RegExpExecArray) =>
+  /^psw$/i.test(m[2]!) && m[8] !== undefined && /^(?:0[xX]?[0-9A-Fa-f]*|[0-9]*[A-Fa-f][0-9A-Fa-f]*)$/.test(s) &&
+  s.length <= 18;
 
 /** The names a line unpacks into before the last one (`user, ` of `user, pw = …`), alone on their line. */
 const TUPLE_TARGETS = /(?:^|\n)[ \t]*(?:[A-Za-z_][\w.]*[ \t]*,[ \t]*)+$/;
