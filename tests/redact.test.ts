@@ -773,6 +773,11 @@ Deno.test("redactor: a password's abbreviations (pw, pswd, psw, pwrd, pword, pas
     redactSecrets("Driver={x};Server=db;Uid=app;PWD=/Xk9fj2Lmq;").text,
     "Driver={x};Server=db;Uid=app;PWD=[REDACTED:password];",
   );
+  // Also after `; ` (outside review: a blank after the `;` read it as the shell's directory).
+  assert.equal(
+    redactSecrets("Server=db; Uid=app; PWD=/Xk9fj2Lmq;").text,
+    "Server=db; Uid=app; PWD=[REDACTED:password];",
+  );
 });
 
 Deno.test("redactor (outside review of the pw names): code's short and number values are kept after `=` only, and hex of at most 8 digits", () => {

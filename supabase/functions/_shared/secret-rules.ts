@@ -116,11 +116,11 @@ function assigned(s: string, m: RegExpExecArray): boolean {
 
 /**
  * The shell's `PWD=/home/me/app` (`env`'s output): a directory. ODBC's `PWD=` is a password, also
- * after a connection string's `;`.
+ * after a connection string's `;` and blanks (`Server=db; PWD=/x`).
  */
 const workingDirectory = (s: string, m: RegExpExecArray) =>
   /^pwd$/i.test(m[2]!) && m[8] !== undefined && /^(?:~|\/[\w.@+-]*)(?:\/[\w.@+-]+)*\/?$/.test(s) &&
-  m.input[m.index - 1] !== ";";
+  !/;[ \t]*$/.test(m.input.slice(Math.max(0, m.index - 8), m.index));
 
 /**
  * A CPU's program status word in a register dump (`PSW=00000246`, `psw=0x0246`, s390's `Krnl PSW :
