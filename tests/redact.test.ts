@@ -840,3 +840,21 @@ Deno.test("redactor (outside review of the pw names): a register dump's PSW is a
   assert.equal(redactSecrets("EMAIL_PSW=0000abcd").text, "EMAIL_PSW=[REDACTED:password]");
   assert.equal(redactSecrets("psw=Xk9fj2Lmq").text, "psw=[REDACTED:password]");
 });
+
+Deno.test("redactor (outside review of the pw names): a URL's pw, pwd or passwd parameter is redacted up to its &; the parameters after it stay", () => {
+  // The name rules ran the value on through the next parameters (`&user=bob` lost).
+  for (
+    const [text, want] of <[string, string][]> [
+      [
+        "https://example.com/login?pw=Xk9fj2Lmq7Rt&user=bob",
+        "https://example.com/login?pw=[REDACTED:password]&user=bob",
+      ],
+      ["GET /login?pwd=Xk9fj2Lmq&lang=en HTTP/1.1", "GET /login?pwd=[REDACTED:password]&lang=en HTTP/1.1"],
+      ['curl "https://x/api?u=a&passwd=ab1&fmt=json"', 'curl "https://x/api?u=a&passwd=[REDACTED:password]&fmt=json"'],
+    ]
+  ) {
+    const r = redactSecrets(text);
+    assert.equal(r.text, want, text);
+    assert.deepEqual(r.counts, { password: 1 }, text);
+  }
+});

@@ -252,12 +252,16 @@ export const RULES: Rule[] = [
     accept: (s) => /[0-9]/.test(s) && /[A-Za-z]/.test(s) && !isPlaceholder(s),
     byName: true,
   },
-  // ?access_token=…&api_key=… in URLs.
+  // ?access_token=…&api_key=… in URLs; a password's short name (`&pw=`, `?pwd=`) is a password that
+  // ends at its `&` (the name rules ran on through `&user=bob`).
   {
-    kind: "url_secret",
+    kind: (
+      _s,
+      m,
+    ) => (/^.(?:access|refresh|id|token|api|key|secret|client|password|sig|auth)/i.test(m) ? "url_secret" : "password"),
     re:
-      /[?&](?:access_token|refresh_token|id_token|token|api_key|apikey|key|secret|client_secret|password|sig|signature|auth)=([^&\s#'"`]{6,2048})/gi,
-    group: [1],
+      /[?&](?:(?:access_token|refresh_token|id_token|token|api_key|apikey|key|secret|client_secret|password|sig|signature|auth)=([^&\s#'"`]{6,2048})|(?:passwd|pwd|pass|pw|pswd|psw|pwrd|pword|passwrd)=([^&\s#'"`]{1,512}))/gi,
+    group: [1, 2],
     accept: (s) => !isPlaceholder(s),
   },
   // --password=…, --token … of command lines, also inside brackets or quotes (`args=(--password=…)`).
