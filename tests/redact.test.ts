@@ -796,7 +796,16 @@ Deno.test("redactor (outside review of the pw names): code's short and number va
   ];
   for (const [text, want] of leaks) assert.equal(redactSecrets(text).text, want, text);
   for (
-    const code of ["psw = 0x3000", "psw &= 0xFFFF_FFFF;", "pw = 1e-3", "np.pw = 2.5E+3", "token = 0", "pw = W - L"]
+    const code of [
+      "psw = 0x3000",
+      "psw &= 0xFFFF_FFFF;",
+      "pw = 1e-3",
+      "np.pw = 2.5E+3",
+      "rx_pw = -72.5",
+      "float pw = 1500.0f;",
+      "token = 0",
+      "pw = W - L",
+    ]
   ) {
     assert.equal(redactSecrets(code).text, code, code);
   }

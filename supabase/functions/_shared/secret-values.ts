@@ -59,9 +59,10 @@ export function isCode(value: string, spaced: boolean): boolean {
 /**
  * A value code's `=` (`token = 0`, `pw = W - L`, `psw = 0x3000`; not YAML's `password: abc`, a
  * config's value, whatever its length) assigns, not a secret: at most 3 characters (no password is
- * that short) or a number literal of code (`np.pw = 1.5`, `pw = 1e-3`): a fraction, an exponent, binary,
- * octal, or hex of at most 8 digits, a 32-bit word's (`0x` and 64 hex digits is an Ethereum private
- * key, `0x` and 32 a token). A numeric password of 4 or more digits (`password = 123456`) is one.
+ * that short) or a number literal of code (`np.pw = 1.5`, `pw = 1e-3`, `rx_pw = -72.5`, `float pw =
+ * 1500.0f`): a signed fraction or exponent, binary, octal, or hex of at most 8 digits, a 32-bit
+ * word's (`0x` and 64 hex digits is an Ethereum private key, `0x` and 32 a token). A numeric password
+ * of 4 or more digits (`password = 123456`) is one.
  */
 export const shortOrNumber = (value: string) => value.length <= 3 || NUMBER.test(value);
 
@@ -77,7 +78,7 @@ export function regexGroup(value: string): boolean {
 }
 const REGEX_GROUP = /^(?:\\s[*+?]?)?\([^\n]*?(?:\\[sSwWdD]|\[\^|\.[*+])/;
 
-const NUMBER = /^(?:0[xX](?:_?[0-9A-Fa-f]){1,8}|0[oObB][0-7_]+|(?:\d*\.)?\d+[eE][+-]?\d+|\d*\.\d+)$/;
+const NUMBER = /^(?:0[xX](?:_?[0-9A-Fa-f]){1,8}|0[oObB][0-7_]+|[-+]?(?:(?:\d*\.)?\d+[eE][+-]?\d+|\d*\.\d+)[fFdD]?)$/;
 
 function balanced(value: string): boolean {
   const stack: string[] = [];
