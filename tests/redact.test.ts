@@ -780,7 +780,7 @@ Deno.test("redactor: a password's abbreviations (pw, pswd, psw, pwrd, pword, pas
   );
 });
 
-Deno.test("redactor (outside review of the pw names): code's short and number values are kept after `=` only, and hex of at most 8 digits", () => {
+Deno.test("redactor (outside review of the pw names): code's short values (3 characters after `=`, 2 after `:`) and numbers (hex of at most 8 digits) are kept", () => {
   // Each of these stored the secret whole: a long hex literal (an Ethereum private key, a token) read
   // as a number of code, a config's short password after YAML's `:` read as code's.
   const eth = "0x4c0883a69102937d6231471b5dbb6204fe5129617082792ae468d01a3f362318";
@@ -803,6 +803,8 @@ Deno.test("redactor (outside review of the pw names): code's short and number va
       "np.pw = 2.5E+3",
       "rx_pw = -72.5",
       "float pw = 1500.0f;",
+      "  github_token: 1",
+      "  password: pw",
       "token = 0",
       "pw = W - L",
     ]

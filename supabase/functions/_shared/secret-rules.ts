@@ -99,7 +99,7 @@ function assigned(s: string, m: RegExpExecArray): boolean {
     const literalAround = (/^(?:[A-Za-z_$][\w$.]*)?[([{][^)\]}]*$/.test(s) && next === ",") ||
       ((/[([]$/.test(s) || /^[A-Za-z_$][\w$.]*\([^)]*=$/.test(s)) && /["'`]/.test(next));
     if (isCode(s, spaced) || regexGroup(s) || isVariable(s, name!, spaced) || literalAround) return false;
-    if (spaced && op !== ":" && shortOrNumber(s)) return false;
+    if (spaced && shortOrNumber(s, op === ":")) return false;
     if (spaced && readsOn(m.input, m.index + m[0].length)) return false;
     // Unpacking into names (`user, pw = auth, None`): each value is a variable's, as each target is.
     if (spaced && next === "," && TUPLE_TARGETS.test(m.input.slice(Math.max(0, m.index - LOOKBACK), m.index))) {

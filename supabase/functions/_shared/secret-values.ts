@@ -57,14 +57,15 @@ export function isCode(value: string, spaced: boolean): boolean {
 }
 
 /**
- * A value code's `=` (`token = 0`, `pw = W - L`, `psw = 0x3000`; not YAML's `password: abc`, a
- * config's value, whatever its length) assigns, not a secret: at most 3 characters (no password is
- * that short) or a number literal of code (`np.pw = 1.5`, `pw = 1e-3`, `rx_pw = -72.5`, `float pw =
- * 1500.0f`): a signed fraction or exponent, binary, octal, or hex of at most 8 digits, a 32-bit
- * word's (`0x` and 64 hex digits is an Ethereum private key, `0x` and 32 a token). A numeric password
- * of 4 or more digits (`password = 123456`) is one.
+ * A value code assigns, not a secret, in code's spacing: after `=` at most 3 characters (`token = 0`,
+ * `pw = W - L`: no password is that short), after `:` at most 2 (an object's `github_token: 1`;
+ * YAML's `MYSQL_ROOT_PASSWORD: 123` is a config's password), or a number literal of code (`np.pw =
+ * 1.5`, `pw = 1e-3`, `rx_pw = -72.5`, `float pw = 1500.0f`, `psw = 0x3000`): a signed fraction or
+ * exponent, binary, octal, or hex of at most 8 digits, a 32-bit word's (`0x` and 64 hex digits is an
+ * Ethereum private key, `0x` and 32 a token). A numeric password of 4 or more digits (`password =
+ * 123456`) is one.
  */
-export const shortOrNumber = (value: string) => value.length <= 3 || NUMBER.test(value);
+export const shortOrNumber = (value: string, colon: boolean) => value.length <= (colon ? 2 : 3) || NUMBER.test(value);
 
 /**
  * A regular expression's capture group after a secret's name or option, unquoted (`r"pw=(\S+)"`,
