@@ -574,6 +574,53 @@ $$;
 COMMENT ON FUNCTION memory_private.enqueue_vector_index_jobs(p_now timestamp with time zone, p_min_rows integer) IS 'Queues a vector_index job for each row of memory_private.vector_index_plan (a build for each tenant with dedicated_vector_index_min_rows active memories or more, at most half of them all, without a valid index of its own; a drop for each tenant index whose tenant has fewer than half of that, or that a failed build left invalid); one per tenant, action and day. pg_cron hourly (devai-vector-indexes).';
 
 --
+-- Name: entity_link_profile_on_insert(); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.entity_link_profile_on_insert() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+begin
+  select m.valid_from, memory_private.entity_profile_kind(m.source, m.is_valid, m.state)
+    into new.profile_at, new.profile_kind
+    from public.devai_memories m
+   where m.id = new.memory_id and m.owner_id = new.owner_id;
+  return new;
+end;
+$$;
+
+--
+-- Name: entity_link_profile_on_update(); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.entity_link_profile_on_update() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+begin
+  update public.memory_entity_links l
+     set profile_at = new.valid_from,
+         profile_kind = memory_private.entity_profile_kind(new.source, new.is_valid, new.state)
+   where l.memory_id = new.id and l.owner_id = new.owner_id;
+  return null;
+end;
+$$;
+
+--
+-- Name: entity_profile_kind(text, boolean, text); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.entity_profile_kind(p_source text, p_is_valid boolean, p_state text) RETURNS text
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+  select case when p_state is distinct from 'active' then null
+              when p_source = 'conversation' then 'episode'
+              when p_is_valid then 'fact' end
+$$;
+
+--
 -- Name: extract_part_follows_job(); Type: FUNCTION; Schema: memory_private; Owner: -
 --
 
@@ -4653,8 +4700,11 @@ CREATE TABLE public.memory_entity_links (
     confidence real DEFAULT 1 NOT NULL,
     source text DEFAULT 'rules'::text NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
+    profile_at timestamp with time zone,
+    profile_kind text,
     CONSTRAINT memory_entity_links_confidence_range CHECK (((confidence >= (0)::double precision) AND (confidence <= (1)::double precision))),
     CONSTRAINT memory_entity_links_mention_shape CHECK (((char_length(mention) >= 1) AND (char_length(mention) <= 200))),
+    CONSTRAINT memory_entity_links_profile_kind CHECK ((profile_kind = ANY (ARRAY['fact'::text, 'episode'::text]))),
     CONSTRAINT memory_entity_links_source_check CHECK ((source = ANY (ARRAY['rules'::text, 'llm'::text, 'api'::text])))
 );
 
@@ -4663,6 +4713,18 @@ CREATE TABLE public.memory_entity_links (
 --
 
 COMMENT ON TABLE public.memory_entity_links IS 'Memory ↔ entity mentions: found by rules (every write) or by the LLM (consolidation). See docs/graph.md#entities.';
+
+--
+-- Name: COLUMN memory_entity_links.profile_at; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.memory_entity_links.profile_at IS 'The memory''s valid_from, copied (by trigger) so an entity''s profile reads its links in order. See docs/graph.md#entities.';
+
+--
+-- Name: COLUMN memory_entity_links.profile_kind; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.memory_entity_links.profile_kind IS 'fact, episode or null: where the memory shows on the entity''s profile (null: on none), kept by trigger. See docs/graph.md#entities.';
 
 --
 -- Name: memory_events; Type: TABLE; Schema: public; Owner: -
@@ -5643,6 +5705,12 @@ CREATE INDEX memory_entity_links_entity ON public.memory_entity_links USING btre
 CREATE INDEX memory_entity_links_memory_owner ON public.memory_entity_links USING btree (memory_id, owner_id);
 
 --
+-- Name: memory_entity_links_profile; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX memory_entity_links_profile ON public.memory_entity_links USING btree (entity_id, owner_id, profile_kind, profile_at DESC, memory_id DESC) WHERE (profile_kind IS NOT NULL);
+
+--
 -- Name: memory_events_node_ts; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -5825,6 +5893,14 @@ CREATE TRIGGER devai_memories_derive_content BEFORE INSERT OR UPDATE OF content,
 ALTER TABLE public.devai_memories ENABLE ALWAYS TRIGGER devai_memories_derive_content;
 
 --
+-- Name: devai_memories devai_memories_entity_link_profile; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER devai_memories_entity_link_profile AFTER UPDATE OF source, is_valid, state, valid_from ON public.devai_memories FOR EACH ROW WHEN (((old.valid_from IS DISTINCT FROM new.valid_from) OR (old.source IS DISTINCT FROM new.source) OR (old.is_valid IS DISTINCT FROM new.is_valid) OR (old.state IS DISTINCT FROM new.state))) EXECUTE FUNCTION memory_private.entity_link_profile_on_update();
+
+ALTER TABLE public.devai_memories ENABLE ALWAYS TRIGGER devai_memories_entity_link_profile;
+
+--
 -- Name: devai_memories devai_memories_record_delete; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -5865,6 +5941,14 @@ CREATE TRIGGER memory_entities_derive_keys BEFORE INSERT OR UPDATE OF owner_id, 
 --
 
 CREATE TRIGGER memory_entities_touch_updated_at BEFORE UPDATE OF canonical_name, entity_type, aliases, summary, embedding, attributes ON public.memory_entities FOR EACH ROW EXECUTE FUNCTION memory_private.touch_updated_at();
+
+--
+-- Name: memory_entity_links memory_entity_links_profile; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER memory_entity_links_profile BEFORE INSERT ON public.memory_entity_links FOR EACH ROW EXECUTE FUNCTION memory_private.entity_link_profile_on_insert();
+
+ALTER TABLE public.memory_entity_links ENABLE ALWAYS TRIGGER memory_entity_links_profile;
 
 --
 -- Name: memory_history memory_history_ts_in_write_order; Type: TRIGGER; Schema: public; Owner: -
@@ -6825,6 +6909,24 @@ GRANT ALL ON FUNCTION memory_private.enqueue_nightly_consolidation(p_now timesta
 
 REVOKE ALL ON FUNCTION memory_private.enqueue_vector_index_jobs(p_now timestamp with time zone, p_min_rows integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION memory_private.enqueue_vector_index_jobs(p_now timestamp with time zone, p_min_rows integer) TO service_role;
+
+--
+-- Name: FUNCTION entity_link_profile_on_insert(); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.entity_link_profile_on_insert() FROM PUBLIC;
+
+--
+-- Name: FUNCTION entity_link_profile_on_update(); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.entity_link_profile_on_update() FROM PUBLIC;
+
+--
+-- Name: FUNCTION entity_profile_kind(p_source text, p_is_valid boolean, p_state text); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.entity_profile_kind(p_source text, p_is_valid boolean, p_state text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION extract_part_follows_job(); Type: ACL; Schema: memory_private; Owner: -

@@ -86,24 +86,45 @@ export async function listEntities(tx: Tx, q: EntityListQuery): Promise<EntityLi
 export async function entityProfile(tx: Tx, id: string): Promise<EntityProfile | undefined> {
   const [entity] = await tx`select ${tx.unsafe(ENTITY_COLUMNS)} from public.memory_entities e where e.id = ${id}`;
   if (!entity) return undefined;
+  // Both read the entity's shown links in profile order from memory_entity_links_profile (a link
+  // carries its memory's valid_from and where it shows, kept by trigger), only as many as they
+  // return, and look each memory up by id (offset 0: never a join the planner could turn into a
+  // read of the tenant). Sorting is off for these two statements, which need none: the planner's
+  // one other way to their order, taken on some statistics, is to read all the entity's links of
+  // that kind and sort them. They have no ORDER BY of their own (a sort costed as disabled would
+  // have them JIT-compiled at every call): the rows are put in order here. Migration
+  // 20261128910000; tests/entity_profile_cost.test.ts.
+  const [setting] = await tx<{ sort: string }[]>`
+    select current_setting('enable_sort') as sort, set_config('enable_sort', 'off', true)`;
   const facts = await tx`
     select ${memoryColumns(tx, "m")}, l.mention, l.confidence as link_confidence, l.source as link_source
-      from public.memory_entity_links l
-      join public.devai_memories m on m.id = l.memory_id
-     where l.entity_id = ${id} and m.source is distinct from 'conversation' and m.is_valid and m.state = 'active'
-     order by m.valid_from desc, m.id desc
-     limit ${PROFILE_ROWS}`;
+      from (select l.memory_id, l.mention, l.confidence, l.source
+              from public.memory_entity_links l
+             where l.entity_id = ${id} and l.profile_kind = 'fact'
+             order by l.profile_at desc, l.memory_id desc
+             limit ${PROFILE_ROWS}) l
+     cross join lateral (select m.* from public.devai_memories m where m.id = l.memory_id offset 0) m`;
+  // Episodes of one instant (a batch sent without `at`) go by seq, which no index holds: the
+  // latest PROFILE_ROWS links and the rest of the last one's instant, the latest kept below.
   const timeline = await tx`
-    select m.id, m.session_id, (m.metadata ->> 'seq')::int as seq, m.metadata ->> 'role' as role, m.valid_from as at,
+    select m.id, m.session_id, (m.metadata ->> 'seq')::int as seq, m.metadata ->> 'role' as role, l.profile_at as at,
            m.content, l.mention
-      from public.memory_entity_links l
-      join public.devai_memories m on m.id = l.memory_id
-     where l.entity_id = ${id} and m.source = 'conversation' and m.state = 'active'
-     order by m.valid_from desc, (m.metadata ->> 'seq')::int desc, m.id desc
-     limit ${PROFILE_ROWS}`;
+      from (select l.memory_id, l.mention, l.profile_at
+              from public.memory_entity_links l
+             where l.entity_id = ${id} and l.profile_kind = 'episode'
+             order by l.profile_at desc
+             fetch first (${PROFILE_ROWS}) rows with ties) l
+     cross join lateral (select m.id, m.session_id, m.metadata, m.content from public.devai_memories m
+                          where m.id = l.memory_id offset 0) m`;
+  await tx`select set_config('enable_sort', ${setting!.sort}, true)`;
+  // uuids compare in Postgres as their lower-case hex text does here.
+  const order = (a: { at: Date; seq: number | null; id: string }, b: typeof a) =>
+    a.at.getTime() - b.at.getTime() || (a.seq ?? 0) - (b.seq ?? 0) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+  facts.sort((a, b) => order({ at: b.valid_from, seq: 0, id: b.id }, { at: a.valid_from, seq: 0, id: a.id }));
+  timeline.sort((a, b) => order({ at: a.at, seq: a.seq, id: a.id }, { at: b.at, seq: b.seq, id: b.id }));
   return {
     entity: isoDates(entity) as unknown as Entity,
     facts: facts.map((f) => isoDates(f) as unknown as EntityProfile["facts"][number]),
-    timeline: timeline.reverse().map((t) => isoDates(t) as unknown as EntityProfile["timeline"][number]),
+    timeline: timeline.slice(-PROFILE_ROWS).map((t) => isoDates(t) as unknown as EntityProfile["timeline"][number]),
   };
 }
