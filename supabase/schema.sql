@@ -2061,7 +2061,10 @@ begin
   -- memory cost a plpgsql call each, 20-200 of them per retrieval counting the vector list); per
   -- memory an aggregate over its edges, never a sort: callers run with sorting switched off
   -- (match_memories' index walk), where a sort is costed so high that the statement would be
-  -- JIT-compiled at every call.
+  -- JIT-compiled at every call. The memory at an edge's other end is looked up by its id alone
+  -- (offset 0: never a join, which stale statistics planned as a read of the whole tenant per
+  -- memory) and filtered after: with the filters inside, the lookup took the partial index
+  -- devai_memories_owner_namespace, whose conditions they match, for a read of the tenant again.
   if p_at is null then
     return query
     select x.id,
@@ -2073,8 +2076,10 @@ begin
                     select r.strength, r.from_id from public.memory_relations r
                      where r.to_id = x.id and r.owner_id = p_owner and r.relation_type <> 'contradicts'
                        and r.valid_from <= now() and (r.valid_until is null or r.valid_until > now())) e
-              join public.devai_memories o on o.id = e.other
-             where o.owner_id = p_owner and o.is_valid and o.state = 'active' and o.strength > 0.05
+              cross join lateral (select o.is_valid, o.state, o.strength, o.source, o.namespace
+                                    from public.devai_memories o
+                                   where o.id = e.other and o.owner_id = p_owner offset 0) o
+             where o.is_valid and o.state = 'active' and o.strength > 0.05
                and o.source is distinct from 'conversation'
                and (p_scopes is null or (o.namespace || '/') ^@ any (p_scopes)))
       from (select distinct u as id from unnest(p_ids) as u) x;
