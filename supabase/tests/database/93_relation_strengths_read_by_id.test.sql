@@ -54,15 +54,15 @@ select cmp_ok(pg_temp.fetched_by($$select count(*) from memory_search.relation_s
               '<=', 100::bigint, 'as of an instant: the same');
 
 -- memory.query, whose relation boost this is: the old boost read the tenant per result (78,606 rows).
--- What remains (about 7,000) is not the boost: on these un-analyzed tables the keyword signal's
--- lookups walk the owner's category index (about 1,300 rows each, four of them) and the category
--- listing reads the category's 1,600 memories.
+-- What remains (7,000-8,600 over runs: the plans on these un-analyzed tables vary) is not the boost:
+-- the keyword signal's lookups walk the owner's category index (about 1,300 rows each, four of them)
+-- and the category listing reads the category's 1,600 memories. The bound sits well between the two.
 select ok((select count(*) from public.query_memories('when does the widget service deploy', null, array['devai/'], 'coder',
                                                       array['conventions'], 5, 0, null, keyword_threshold => 0)) = 5,
           'memory.query answers its 5');
 select cmp_ok(pg_temp.fetched_by($$select count(*) from public.query_memories('when does the widget service deploy', null,
                                     array['devai/'], 'coder', array['conventions'], 5, 0, null, keyword_threshold => 0)$$),
-              '<', 8000::bigint,
+              '<', 20000::bigint,
               'memory.query''s relation boost reads its results'' edges'' other ends by id');
 
 select * from finish();
