@@ -44,7 +44,7 @@ function keyOf(sessionId: string, part: NextPart): string {
   return part.tries > 1 ? `${key}:try${part.tries}` : key;
 }
 
-async function queuePart(tx: Tx, fields: JobFields, part: NextPart, key: string) {
+async function queuePart(tx: Tx, fields: JobFields, part: NextPart) {
   const { ownerId, lineage, ...rest } = fields;
   const payload: ExtractJobPayload = {
     ...rest,
@@ -55,7 +55,12 @@ async function queuePart(tx: Tx, fields: JobFields, part: NextPart, key: string)
   };
   // Not inside a savepoint: record_extract_part takes the job as this transaction's by its xmin,
   // which a subtransaction's insert does not have (it refuses, and the POST fails: a 500).
-  const job = await enqueueJob(tx, { ownerId, kind: "extract", idempotencyKey: key, payload });
+  const job = await enqueueJob(tx, {
+    ownerId,
+    kind: "extract",
+    idempotencyKey: keyOf(fields.session_id, part),
+    payload,
+  });
   // Its part and marks, once, by this transaction (what later POSTs look up).
   if (!job.deduplicated) await recordPart(tx, job.id, part.start, part.digests, part.coveredAsOf, part.tries);
   return job;
@@ -81,7 +86,7 @@ export async function queuePlan(tx: Tx, fields: JobFields, plan: PartPlan): Prom
     answer = { ...plan.job, deduplicated: true, newMessages: 0, transcript, ...givenUp };
   } else {
     const part = plan.part;
-    const job = await queuePart(tx, fields, part, keyOf(fields.session_id, part));
+    const job = await queuePart(tx, fields, part);
     // A retry's messages are not new: it is counted in `retried` (last: its messages are the newest).
     const fresh = !job.deduplicated && part.tries === 1;
     answer = { ...job, newMessages: fresh ? part.messages.length : 0, transcript };
@@ -93,7 +98,7 @@ export async function queuePlan(tx: Tx, fields: JobFields, plan: PartPlan): Prom
   }
   for (const again of plan.again) {
     // A run no dead part held (a deleted job's messages) is a first try, under its plain key.
-    const job = await queuePart(tx, fields, again, keyOf(fields.session_id, again));
+    const job = await queuePart(tx, fields, again);
     if (!job.deduplicated) retried.push(entry(job, again));
   }
   if (end) retried.push(end);
