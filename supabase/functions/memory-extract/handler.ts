@@ -116,7 +116,7 @@ export function createHandler(deps: QueueingDeps) {
         project: body.project,
         scope: body.scope,
         thread_id: body.thread_id,
-        ...(body.lineage ? { lineage: body.lineage } : {}),
+        lineage: body.lineage,
       }, plan);
     }, { threadId: body.thread_id });
     if (!queued.deduplicated || queued.retried) runInBackground(kick, "memory-extract worker kick");
