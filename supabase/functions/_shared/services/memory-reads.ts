@@ -147,13 +147,15 @@ export async function memoryHistory(
 ): Promise<MemoryHistory> {
   const after = q.cursor ? decodeCursor(q.cursor) : undefined;
   const result = await withTenant(deps.sql, tenant, async (tx) => {
-    const [exists] = await tx`select 1 from public.devai_memories where id = ${id}`;
     // A history cursor names one of this memory's rows (they are never deleted): another memory's
-    // cursor, or a list's, would answer a page that silently misses this memory's rows.
-    if (after) {
-      const [mine] = await tx`select 1 from public.memory_history where id = ${after.id} and memory_id = ${id}`;
-      if (!mine) throw invalidCursor();
-    }
+    // cursor, or a list's, would answer a page that silently misses this memory's rows. Checked in
+    // the statement that looks the memory up.
+    const mine = after
+      ? tx`exists (select from public.memory_history where id = ${after.id} and memory_id = ${id})`
+      : tx`true`;
+    const [found] = await tx<{ exists: boolean; mine: boolean }[]>`
+      select exists (select from public.devai_memories where id = ${id}) as exists, ${mine} as mine`;
+    if (!found!.mine) throw invalidCursor();
     const key = { ts: "ts", id: "id" };
     const history = await tx`
         select id, memory_id, event, old_ref, new_ref, actor, old_content, new_content, meta, ts, ${cursorText(tx, key)}
@@ -162,7 +164,7 @@ export async function memoryHistory(
            and event <> all (${[...PROPOSAL_EVENTS]}::text[])
            ${after ? tx`and ${fromCursor(tx, key, after)}` : tx``}
          order by ts desc, id desc limit ${q.limit + 1}`;
-    return { exists: Boolean(exists), history };
+    return { exists: found!.exists, history };
   });
   // History outlives a purged memory, so its rows alone are enough to answer.
   if (!result.exists && result.history.length === 0) throw notFound(id);
