@@ -74,7 +74,7 @@ export const FORMAT_RULES: Rule[] = [
     group: [2, 4, 6],
     accept: (s, m) => {
       const user = m[1] ?? m[3] ?? m[5];
-      return !isPlaceholder(s) && !isCode(s, false) && s !== user && !/^\d+:\d+$/.test(`${user}:${s}`) &&
+      return literal(s) && s !== user && !/^\d+:\d+$/.test(`${user}:${s}`) &&
         !otherCommand(m.input.slice(Math.max(0, m.index - 160), m.index));
     },
     byName: true,
@@ -88,7 +88,7 @@ export const FORMAT_RULES: Rule[] = [
     re:
       /(?:\b(?:mysql|mysqldump|mysqladmin|mariadb)(?:\.exe)?(?:[ \t]+[^\s|;&"'-][^\s|;&]{0,200})?(?:[ \t]+--?[\w-]{1,40}(?:=[^\s|;&]{0,200})?(?:[ \t]+(?:"[^"\n]{0,200}"|'[^'\n]{0,200}'|[^\s|;&"'-][^\s|;&]{0,200}))?){0,12}[ \t]+-p(?=\S)|\bsshpass[ \t]+-p[ \t]*|\b(?:plink|pscp|psftp)(?:\.exe)?\b[^\n|;&]{0,200}?[ \t]-pw[ \t]+|\b(?:docker|podman|nerdctl|buildah|skopeo)[ \t]+login\b[^\n|;&]{0,200}?[ \t]-p[ \t]+)(?:"([^"\n]{1,512})"|'([^'\n]{1,512})'|([^\s"'\x60]{1,512}))/g,
     group: [1, 2, 3],
-    accept: (s) => !isPlaceholder(s) && !isCode(s, false),
+    accept: literal,
     byName: true,
   },
   // requests' auth=("user", "password"), HTTPBasicAuth('user', 'password'): a literal password.
