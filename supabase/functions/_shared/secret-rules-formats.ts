@@ -33,7 +33,6 @@ const OTHER_U =
 /** A value that is a literal, not a placeholder nor code (`%PASSWORD%`, `$(op read …)`). */
 const literal = (s: string) => !isPlaceholder(s) && !isCode(s, false);
 
-/** The text ends its line at `at`: blanks, then a line break, the end or a `#` comment. */
 /** Another assignment after a separator: `password=hash,updated=now()`, `token=a;user=b`. */
 const ANOTHER = /[,;][ \t]*[A-Za-z_][\w.-]{0,80}=/;
 
@@ -54,6 +53,7 @@ const NEXT_PAIR = /;[ \t]*[A-Za-z][\w ]{0,40}=/y;
 /** The port of a `.pgpass` line alone on its line (see its rule). */
 const DATABASE_PORT = /^(?:\*|[56]\d{3}|\d{5})$/;
 
+/** The text ends its line at `at`: blanks, then a line break, the end or a `#` comment. */
 export function endsLine(text: string, at: number): boolean {
   LINE_END.lastIndex = at;
   return LINE_END.test(text);
