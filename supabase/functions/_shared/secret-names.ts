@@ -61,7 +61,9 @@ export function secretName(name: string): boolean {
 
 /** A name that holds a secret whatever its value looks like (STRONG_NAME). */
 export function holdsAnyValue(name: string): boolean {
-  return secretName(name) && STRONG_NAME.test(words(name));
+  // STRONG_NAME is one of secretName's two tests: what is left of it is the public check.
+  const split = words(name);
+  return STRONG_NAME.test(split) && !isPublic(split);
 }
 
 /** A password's name (`DB_PASSWORD`, `dbPassword`, `PGPASSWORD`): its secret is counted as a password. */
