@@ -3,10 +3,10 @@
 
 /**
  * A password's name shortened as configs shorten it: `pw` (`DB_PW`, `pw=…`), `pswd`, `psw`, `pwrd`,
- * `pword`, `passwrd` (`pwd`, `passwd` and `pass` are the other rules' own). A whole word of the name:
- * `$PWD`, `npw`, `pw_uid` and `PWDEBUG` name no password.
+ * `pword`, `passwrd` (`pwd`, `passwd` and `pass` are the other rules' own; a URL parameter's too,
+ * secret-rules.ts). A whole word of the name: `$PWD`, `npw`, `pw_uid` and `PWDEBUG` name no password.
  */
-const PW_ABBREVIATION = "pw|pswd|psw|pwrd|pword|passwrd";
+export const PW_ABBREVIATION = "pw|pswd|psw|pwrd|pword|passwrd";
 
 /** Names whose value is a secret: `OPENAI_API_KEY`, `db_password`, `client_secret`, `GITHUB_TOKEN`, `SENTRY_DSN`, `PGPASSWORD`, `SSHPASS`, `DB_PW`. */
 const SECRET_NAME = new RegExp(

@@ -3,7 +3,7 @@
 // (`--password …`, `DB_PASSWORD=…`, `dbPassword: "…"`); those of particular commands and files
 // (`curl -u user:…`, `<password>…</password>`, `.pgpass`, `setx`) are secret-rules-formats.ts's.
 import type { SecretKind } from "./redact.ts";
-import { holdsAnyValue, NAME_END, secretName } from "./secret-names.ts";
+import { holdsAnyValue, NAME_END, PW_ABBREVIATION, secretName } from "./secret-names.ts";
 import {
   isCode,
   isPlaceholder,
@@ -259,8 +259,11 @@ export const RULES: Rule[] = [
       _s,
       m,
     ) => (/^.(?:access|refresh|id|token|api|key|secret|client|password|sig|auth)/i.test(m) ? "url_secret" : "password"),
-    re:
-      /[?&](?:(?:access_token|refresh_token|id_token|token|api_key|apikey|key|secret|client_secret|password|sig|signature|auth)=([^&\s#'"`]{6,2048})|(?:passwd|pwd|pass|pw|pswd|psw|pwrd|pword|passwrd)=([^&\s#'"`]{1,512}))/gi,
+    re: new RegExp(
+      String
+        .raw`[?&](?:(?:access_token|refresh_token|id_token|token|api_key|apikey|key|secret|client_secret|password|sig|signature|auth)=([^&\s#'"\x60]{6,2048})|(?:passwd|pwd|pass|${PW_ABBREVIATION})=([^&\s#'"\x60]{1,512}))`,
+      "gi",
+    ),
     group: [1, 2],
     accept: (s) => !isPlaceholder(s),
   },
