@@ -39,6 +39,20 @@ function writerTest(
   });
 }
 
+const HANDLERS = { "memory-extract": createExtract, "memory-compact": createCompact, "memory-dedup": createDedup };
+
+/** A POST to a queueing writer as tenant `t`; the worker is not kicked (the test drains the jobs). */
+async function post(env: WriteEnv, t: string, fn: keyof typeof HANDLERS, body: object): Promise<Response> {
+  const handler = HANDLERS[fn]({ ...env.deps, kickWorker: () => Promise.resolve() });
+  return await handler(
+    new Request(`http://local/functions/v1/${fn}`, {
+      method: "POST",
+      headers: await userHeaders(t),
+      body: JSON.stringify(body),
+    }),
+  );
+}
+
 writerTest({
   name: "remember and correct store the redacted text; a statement that is only a secret is a 422 writing nothing",
 }, async (env, t) => {
@@ -132,26 +146,14 @@ writerTest({
     { role: "tool", content: "ok", tool_call_id: PAT },
     { role: "user", content: "Remember that deploys run from the main branch." },
   ];
-  const post = async (fn: "memory-extract" | "memory-compact", body: object) => {
-    const handler = fn === "memory-extract"
-      ? createExtract({ ...env.deps, kickWorker: () => Promise.resolve() })
-      : createCompact({ ...env.deps, kickWorker: () => Promise.resolve() });
-    return await handler(
-      new Request(`http://local/functions/v1/${fn}`, {
-        method: "POST",
-        headers: await userHeaders(t),
-        body: JSON.stringify(body),
-      }),
-    );
-  };
-  assert.equal((await post("memory-extract", { session_id: "s-fields", messages })).status, 202);
+  assert.equal((await post(env, t, "memory-extract", { session_id: "s-fields", messages })).status, 202);
   const [job] = await env.sql`select payload from public.memory_jobs where owner_id = ${t} and kind = 'extract'`;
   const stored = JSON.stringify(job!.payload);
   assert.deepEqual(leaked(stored), [], "the queued transcript is redacted, every field of it");
   assert.ok(stored.includes("[REDACTED:github_token]"));
   await drainAll(env.deps, t);
 
-  const compacted = await post("memory-compact", {
+  const compacted = await post(env, t, "memory-compact", {
     session_id: "s-fields",
     messages: [...messages, ...Array.from({ length: 40 }, () => ({ role: "assistant", content: "ok ".repeat(60) }))],
     trigger_tokens: 1_000,
@@ -191,7 +193,6 @@ writerTest({
       ],
     }),
   );
-  const handler = createExtract({ ...env.deps, kickWorker: () => Promise.resolve() });
   const messages = [
     { role: "user", content: `deploy with ${PAT}.\nRemember that the staging database is ${DSN}` },
     {
@@ -205,13 +206,7 @@ writerTest({
     },
     { role: "tool", tool_call_id: "c1", content: "ok" },
   ];
-  const res = await handler(
-    new Request("http://local/functions/v1/memory-extract", {
-      method: "POST",
-      headers: await userHeaders(t),
-      body: JSON.stringify({ session_id: "s1", messages, project: "shop" }),
-    }),
-  );
+  const res = await post(env, t, "memory-extract", { session_id: "s1", messages, project: "shop" });
   assert.equal(res.status, 202);
   const [job] = await env.sql`select payload from public.memory_jobs where owner_id = ${t}`;
   assert.deepEqual(leaked(JSON.stringify(job!.payload)), [], "the queued transcript is redacted");
@@ -246,7 +241,6 @@ writerTest({
     COMPACTION_MARK,
     reply.json({ summary: `Set up the deploy\u202e; the token is ${PAT}.`, candidates: [] }),
   );
-  const compact = createCompact({ ...env.deps, kickWorker: () => Promise.resolve() });
   const messages = [
     { role: "system", content: "You are DevAI." },
     ...Array.from(
@@ -257,13 +251,12 @@ writerTest({
       }),
     ),
   ];
-  const res = await compact(
-    new Request("http://local/functions/v1/memory-compact", {
-      method: "POST",
-      headers: await userHeaders(t),
-      body: JSON.stringify({ session_id: "s1", messages, trigger_tokens: 1000, target_chunk_tokens: 1500 }),
-    }),
-  );
+  const res = await post(env, t, "memory-compact", {
+    session_id: "s1",
+    messages,
+    trigger_tokens: 1000,
+    target_chunk_tokens: 1500,
+  });
   const out = await res.json();
   assert.equal(out.compacted, true, JSON.stringify(out).slice(0, 300));
   assert.deepEqual(leaked(JSON.stringify(env.fake.chatRequests().map((q) => q.body.messages))), []);
@@ -272,35 +265,22 @@ writerTest({
   assert.deepEqual(leaked(stored!.summary), []);
   assert.ok(!String(stored!.summary).includes("\u202e"), "the model's right-to-left override is not stored");
 
-  const dedup = createDedup({ ...env.deps, kickWorker: () => Promise.resolve() });
-  const queued = await dedup(
-    new Request("http://local/functions/v1/memory-dedup", {
-      method: "POST",
-      headers: await userHeaders(t),
-      body: JSON.stringify({
-        candidates: [{
-          content: `The CI token is ${PAT}.`,
-          type: "semantic",
-          source: "discovery",
-          priority: "high",
-          importance: 3,
-        }],
-      }),
-    }),
-  );
+  const queued = await post(env, t, "memory-dedup", {
+    candidates: [{
+      content: `The CI token is ${PAT}.`,
+      type: "semantic",
+      source: "discovery",
+      priority: "high",
+      importance: 3,
+    }],
+  });
   assert.equal(queued.status, 202);
   const [job] = await env
     .sql`select payload from public.memory_jobs where owner_id = ${t} and kind = 'dedup' and idempotency_key like 'api:%'`;
   assert.deepEqual(leaked(JSON.stringify(job!.payload)), []);
-  const onlySecret = await dedup(
-    new Request("http://local/functions/v1/memory-dedup", {
-      method: "POST",
-      headers: await userHeaders(t),
-      body: JSON.stringify({
-        candidates: [{ content: KEY, type: "semantic", source: "discovery", priority: "high", importance: 3 }],
-      }),
-    }),
-  );
+  const onlySecret = await post(env, t, "memory-dedup", {
+    candidates: [{ content: KEY, type: "semantic", source: "discovery", priority: "high", importance: 3 }],
+  });
   assert.equal(onlySecret.status, 422);
 });
 
@@ -337,25 +317,18 @@ writerTest({
     "checked with postgres://app:[REDACTED:password]@db.internal:5432/shop",
   );
 
-  const dedup = createDedup({ ...env.deps, kickWorker: () => Promise.resolve() });
-  const queued = await dedup(
-    new Request("http://local/functions/v1/memory-dedup", {
-      method: "POST",
-      headers: await userHeaders(t),
-      body: JSON.stringify({
-        candidates: [{
-          content: "CI deploys the shop with a GitHub token.",
-          type: "semantic",
-          source: "discovery",
-          priority: "high",
-          importance: 3,
-          summary: `CI deploys with ${PAT}.`,
-          compressed: `ci: token ${PAT}`,
-          index_key: `ci:${PAT}`,
-        }],
-      }),
-    }),
-  );
+  const queued = await post(env, t, "memory-dedup", {
+    candidates: [{
+      content: "CI deploys the shop with a GitHub token.",
+      type: "semantic",
+      source: "discovery",
+      priority: "high",
+      importance: 3,
+      summary: `CI deploys with ${PAT}.`,
+      compressed: `ci: token ${PAT}`,
+      index_key: `ci:${PAT}`,
+    }],
+  });
   assert.equal(queued.status, 202);
   await drainAll(env.deps, t);
   const rows = await env.sql<
@@ -383,17 +356,8 @@ writerTest({
   name:
     "memory-dedup and memory-extract: a lineage branch and a candidate's files are redacted as remember's metadata is, and the job still runs",
 }, async (env, t) => {
-  const kick = { ...env.deps, kickWorker: () => Promise.resolve() };
   const lineage = { repo: "acme/shop", branch: `ci/${PAT}`, commit: "abc1234" };
-  const post = async (fn: "memory-dedup" | "memory-extract", body: object) =>
-    await (fn === "memory-dedup" ? createDedup(kick) : createExtract(kick))(
-      new Request(`http://local/functions/v1/${fn}`, {
-        method: "POST",
-        headers: await userHeaders(t),
-        body: JSON.stringify(body),
-      }),
-    );
-  const dedup = await post("memory-dedup", {
+  const dedup = await post(env, t, "memory-dedup", {
     lineage,
     candidates: [{
       content: "CI signs release builds with the shop's signing key.",
@@ -405,7 +369,7 @@ writerTest({
     }],
   });
   assert.equal(dedup.status, 202);
-  const extract = await post("memory-extract", {
+  const extract = await post(env, t, "memory-extract", {
     session_id: "s-lineage",
     lineage,
     messages: [{ role: "user", content: "Remember that release builds run on the arm64 runners." }],
@@ -459,17 +423,10 @@ writerTest({
     const issue = r.body.error.issues.find((i: { path: unknown[] }) => i.path.join(".") === field);
     assert.match(issue?.message ?? "", /holds a secret \(github_token\)/, field);
   }
-  const extract = createExtract({ ...env.deps, kickWorker: () => Promise.resolve() });
-  const res = await extract(
-    new Request("http://local/functions/v1/memory-extract", {
-      method: "POST",
-      headers: await userHeaders(t),
-      body: JSON.stringify({
-        session_id: PAT,
-        messages: [{ role: "user", content: "remember: CI deploys on tags" }],
-      }),
-    }),
-  );
+  const res = await post(env, t, "memory-extract", {
+    session_id: PAT,
+    messages: [{ role: "user", content: "remember: CI deploys on tags" }],
+  });
   assert.equal(res.status, 400);
   assert.match(JSON.stringify(await res.json()), /session_id.*holds a secret \(github_token\)/);
   assert.deepEqual(await tenantWrites(env.sql, t), before);
@@ -559,23 +516,16 @@ writerTest({
     body: { content: "Release builds are signed on the CI runner.", project: "shop", metadata: { branch: PAT } },
   });
   assert.equal(r.status, 201);
-  const kick = { ...env.deps, kickWorker: () => Promise.resolve() };
-  const dedup = await createDedup(kick)(
-    new Request("http://local/functions/v1/memory-dedup", {
-      method: "POST",
-      headers: await userHeaders(t),
-      body: JSON.stringify({
-        lineage: { repo: PAT, branch: PAT },
-        candidates: [{
-          content: "The arm64 runners build the release images.",
-          type: "semantic",
-          source: "discovery",
-          priority: "high",
-          importance: 3,
-        }],
-      }),
-    }),
-  );
+  const dedup = await post(env, t, "memory-dedup", {
+    lineage: { repo: PAT, branch: PAT },
+    candidates: [{
+      content: "The arm64 runners build the release images.",
+      type: "semantic",
+      source: "discovery",
+      priority: "high",
+      importance: 3,
+    }],
+  });
   assert.equal(dedup.status, 202);
   await drainAll(env.deps, t);
   const rows = await env.sql<{ metadata: { repo?: string; branch?: string } }[]>`
@@ -613,17 +563,10 @@ Deno.test({
   const holder = await env.sql.reserve();
   try {
     await holder`select pg_advisory_lock(${LOCK})`;
-    const kick = { ...env.deps, kickWorker: () => Promise.resolve() };
-    const posting = createExtract(kick)(
-      new Request("http://local/functions/v1/memory-extract", {
-        method: "POST",
-        headers: await userHeaders(t),
-        body: JSON.stringify({
-          session_id: "s-interleaved",
-          messages: [{ role: "user", content: `Deploys push with ${PAT}; remember the arm64 runners.` }],
-        }),
-      }),
-    );
+    const posting = post(env, t, "memory-extract", {
+      session_id: "s-interleaved",
+      messages: [{ role: "user", content: `Deploys push with ${PAT}; remember the arm64 runners.` }],
+    });
     await waitUntil(
       async () =>
         (await env.sql`
