@@ -96,7 +96,7 @@ export function redactSecrets(text: string, as: ReadAs = "text"): Redaction {
       if (!secret || secret.includes("[REDACTED:")) return match;
       if (rule.notBefore?.test((args.at(-1) as string)[offset + match.length] ?? "")) return match;
       if (rule.accept && !rule.accept(secret, exec)) return match;
-      let kind = typeof rule.kind === "function" ? rule.kind(secret, match) : rule.kind;
+      let kind = typeof rule.kind === "function" ? rule.kind(secret, exec) : rule.kind;
       if (kind === "secret_assignment" && rule.name && passwordName(exec[rule.name] ?? "")) kind = "password";
       counts[kind] = (counts[kind] ?? 0) + 1;
       total++;

@@ -18,7 +18,7 @@ import {
 import { endsLine, FORMAT_RULES, OPTION_START } from "./secret-rules-formats.ts";
 
 export interface Rule {
-  kind: SecretKind | ((secret: string, match: string) => SecretKind);
+  kind: SecretKind | ((secret: string, match: RegExpExecArray) => SecretKind);
   re: RegExp;
   /** The capture groups that may hold the secret, the first one set wins (the rest of the match is kept); none: the whole match. */
   group?: number[];
@@ -255,10 +255,8 @@ export const RULES: Rule[] = [
   // ?access_token=…&api_key=… in URLs; a password's short name (`&pw=`, `?pwd=`) is a password that
   // ends at its `&` (the name rules ran on through `&user=bob`).
   {
-    kind: (
-      _s,
-      m,
-    ) => (/^.(?:access|refresh|id|token|api|key|secret|client|password|sig|auth)/i.test(m) ? "url_secret" : "password"),
+    // Group 1 is a token's or a key's parameter, group 2 a password's short name.
+    kind: (_s, m) => (m[1] !== undefined ? "url_secret" : "password"),
     re: new RegExp(
       String
         .raw`[?&](?:(?:access_token|refresh_token|id_token|token|api_key|apikey|key|secret|client_secret|password|sig|signature|auth)=([^&\s#'"\x60]{6,2048})|(?:passwd|pwd|pass|${PW_ABBREVIATION})=([^&\s#'"\x60]{1,512}))`,
@@ -269,7 +267,7 @@ export const RULES: Rule[] = [
   },
   // --password=…, --token … of command lines, also inside brackets or quotes (`args=(--password=…)`).
   {
-    kind: (_s, m) => (/pass|-pw/i.test(m) ? "password" : "secret_assignment"),
+    kind: (_s, m) => (/pass|-pw/i.test(m[0]) ? "password" : "secret_assignment"),
     re: new RegExp(
       String
         .raw`(?:${OPTION_START}--?${SECRET_OPTION}(?:=|\s+(?!-))|${OPTION_IN_WORD}--?${SECRET_OPTION}=)(?:"([^"\n]{1,512})"|'([^'\n]{1,512})'|([^\s'"\x60]{4,512}))`,
