@@ -898,6 +898,36 @@ CREATE FUNCTION memory_private.memory_heap_pages() RETURNS bigint
 $$;
 
 --
+-- Name: prune_agent_tokens(timestamp with time zone, integer); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.prune_agent_tokens(p_now timestamp with time zone DEFAULT now(), p_limit integer DEFAULT 10000) RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+declare
+  v_cutoff  timestamptz := p_now - make_interval(secs => public.memory_setting('agent_tokens_retention_days')::double precision * 86400);
+  v_deleted integer;
+begin
+  if p_limit is null or p_limit < 1 then
+    raise exception 'p_limit must be at least 1, got %', p_limit using errcode = '22023';
+  end if;
+  with due as (
+    select t.id from public.memory_agent_tokens t
+     where least(t.revoked_at, t.expires_at) < v_cutoff
+     order by least(t.revoked_at, t.expires_at)
+     limit p_limit
+       for update skip locked
+  )
+  delete from public.memory_agent_tokens t using due where t.id = due.id;
+  get diagnostics v_deleted = row_count;
+  return jsonb_build_object(
+    'deleted', v_deleted,
+    'remaining', exists (select from public.memory_agent_tokens t where least(t.revoked_at, t.expires_at) < v_cutoff));
+end;
+$$;
+
+--
 -- Name: prune_context_sessions(timestamp with time zone); Type: FUNCTION; Schema: memory_private; Owner: -
 --
 
@@ -5039,6 +5069,7 @@ CREATE TABLE public.memory_settings (
     description text NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     CONSTRAINT memory_settings_agent_tokens_max_active_range CHECK (((name <> 'agent_tokens_max_active'::text) OR ((value >= (1)::numeric) AND (value = trunc(value))))),
+    CONSTRAINT memory_settings_agent_tokens_retention_days_range CHECK (((name <> 'agent_tokens_retention_days'::text) OR (value >= (1)::numeric))),
     CONSTRAINT memory_settings_background_values_range CHECK (
 CASE name
     WHEN 'consolidation_pairs_per_night'::text THEN ((value >= (0)::numeric) AND (value <= (1000)::numeric) AND (value = trunc(value)))
@@ -5612,6 +5643,12 @@ CREATE INDEX devai_memories_superseded_by ON public.devai_memories USING btree (
 --
 
 CREATE INDEX memory_agent_allowlists_category ON public.memory_agent_allowlists USING btree (category);
+
+--
+-- Name: memory_agent_tokens_inactive_since; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX memory_agent_tokens_inactive_since ON public.memory_agent_tokens USING btree (LEAST(revoked_at, expires_at)) WHERE (LEAST(revoked_at, expires_at) IS NOT NULL);
 
 --
 -- Name: memory_agent_tokens_owner; Type: INDEX; Schema: public; Owner: -
@@ -6468,10 +6505,10 @@ CREATE POLICY "Owners can refresh their prefetch cache" ON public.context_prefet
 CREATE POLICY "Owners can resolve their contradictions" ON public.memory_contradictions FOR UPDATE TO authenticated USING ((owner_id = ( SELECT auth.uid() AS uid))) WITH CHECK ((owner_id = ( SELECT auth.uid() AS uid)));
 
 --
--- Name: memory_agent_tokens Owners can revoke their agent tokens; Type: POLICY; Schema: public; Owner: -
+-- Name: memory_agent_tokens Owners can revoke their live agent tokens, now; Type: POLICY; Schema: public; Owner: -
 --
 
-CREATE POLICY "Owners can revoke their agent tokens" ON public.memory_agent_tokens FOR UPDATE TO authenticated USING ((owner_id = ( SELECT auth.uid() AS uid))) WITH CHECK (((owner_id = ( SELECT auth.uid() AS uid)) AND (revoked_at IS NOT NULL)));
+CREATE POLICY "Owners can revoke their live agent tokens, now" ON public.memory_agent_tokens FOR UPDATE TO authenticated USING (((owner_id = ( SELECT auth.uid() AS uid)) AND (revoked_at IS NULL))) WITH CHECK (((owner_id = ( SELECT auth.uid() AS uid)) AND (revoked_at = ( SELECT now() AS now))));
 
 --
 -- Name: supervisor_checkpoints Owners can save checkpoints; Type: POLICY; Schema: public; Owner: -
@@ -7124,6 +7161,12 @@ GRANT ALL ON FUNCTION memory_private.log_changes_in_bulk(p_ids uuid[], p_change 
 
 REVOKE ALL ON FUNCTION memory_private.memory_heap_pages() FROM PUBLIC;
 GRANT ALL ON FUNCTION memory_private.memory_heap_pages() TO service_role;
+
+--
+-- Name: FUNCTION prune_agent_tokens(p_now timestamp with time zone, p_limit integer); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.prune_agent_tokens(p_now timestamp with time zone, p_limit integer) FROM PUBLIC;
 
 --
 -- Name: FUNCTION prune_context_sessions(p_now timestamp with time zone); Type: ACL; Schema: memory_private; Owner: -

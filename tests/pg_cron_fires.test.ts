@@ -30,6 +30,7 @@ Deno.test({
       const registered = await sql<{ jobname: string }[]>`
         select jobname from cron.job where jobname like 'devai-%' and database = current_database() order by jobname`;
       assert.deepEqual(registered.map((r) => r.jobname), [
+        "devai-agent-token-prune",
         "devai-context-prune",
         "devai-cron-history-prune",
         "devai-graph-maintenance",
