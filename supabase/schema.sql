@@ -3948,7 +3948,7 @@ $_$;
 --
 
 CREATE FUNCTION public.record_memory_usage(p_session_id text, p_retrieved uuid[], p_cited uuid[], p_tokens integer[], p_now timestamp with time zone DEFAULT now()) RETURNS TABLE(recorded integer, cited integer, unknown uuid[], cited_prefetched integer, predicted_session boolean, already_recorded uuid[], inactive uuid[])
-    LANGUAGE plpgsql
+    LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
     AS $$
 #variable_conflict use_column
@@ -3964,17 +3964,25 @@ declare
   v_cited_tokens bigint;
   v_hits         integer;
 begin
+  -- Security definer: RLS does not apply here, so every read and write below names the tenant.
+  if v_owner is null then
+    raise exception 'record_memory_usage reports for a tenant: no tenant in the request''s claims' using errcode = '42501';
+  end if;
+  -- A report dated ahead would keep its session records from devai-context-prune.
+  if p_now is null or p_now > now() then
+    raise exception 'p_now must be a time no later than now(), got %', p_now using errcode = '22023';
+  end if;
   if coalesce(cardinality(p_retrieved), 0) <> coalesce(cardinality(p_tokens), 0) then
     raise exception 'p_tokens must have one count per retrieved id' using errcode = '22023';
   end if;
-  -- The caller's memories among the reported ids (RLS), read by id: the active ones are counted,
+  -- The caller's memories among the reported ids, read by id: the active ones are counted,
   -- the corrected and forgotten ones (what lock_retrieved_memories leaves out too) are not.
   select coalesce(array_agg(r.id order by r.id) filter (where m.active), '{}'),
          coalesce(array_agg(r.id order by r.id) filter (where not m.active), '{}')
     into v_known, v_inactive
     from (select distinct x as id from unnest(coalesce(p_retrieved, '{}'::uuid[])) x) r
     cross join lateral (select m.is_valid and m.state = 'active' as active
-                          from public.devai_memories m where m.id = r.id offset 0) m;
+                          from public.devai_memories m where m.id = r.id and m.owner_id = v_owner offset 0) m;
 
   -- The session's record decides what moves: a new record counts the memory; an existing one
   -- changes only from retrieved to cited (the upsert's WHERE), and returns nothing otherwise.
@@ -4017,7 +4025,7 @@ begin
   update public.memory_usage u
      set citation_count = u.citation_count + 1, ignore_count = u.ignore_count - 1,
          last_reported_at = greatest(u.last_reported_at, p_now), last_cited_at = greatest(u.last_cited_at, p_now)
-   where u.memory_id = any (v_newly_cited) and not (u.memory_id = any (v_new));
+   where u.memory_id = any (v_newly_cited) and not (u.memory_id = any (v_new)) and u.owner_id = v_owner;
 
   with target as (
     select l.id,
@@ -4032,13 +4040,14 @@ begin
      set strength = t.reinforced, base_strength = t.reinforced,
          last_accessed_at = greatest(m.last_accessed_at, p_now)
     from target t
-   where m.id = t.id;
+   where m.id = t.id and m.owner_id = v_owner;
 
-  predicted_session := exists (select from public.context_prefetch p where p.session_id = p_session_id);
+  predicted_session := exists (select from public.context_prefetch p where p.owner_id = v_owner and p.session_id = p_session_id);
   select count(distinct k)::int into v_hits
     from unnest(v_newly_cited) k
    where predicted_session
-     and exists (select from public.context_prefetch p where p.session_id = p_session_id and k = any (p.memory_ids));
+     and exists (select from public.context_prefetch p
+                  where p.owner_id = v_owner and p.session_id = p_session_id and k = any (p.memory_ids));
 
   -- The tenant's totals, when the report counted something. Added by an UPDATE: a row proposed
   -- with a citation and no retrieval (a record turned cited) would fail the totals' checks.
@@ -6287,12 +6296,6 @@ CREATE POLICY "Owners can link their memories" ON public.memory_relations FOR IN
 CREATE POLICY "Owners can link their memories to their entities" ON public.memory_entity_links FOR INSERT TO authenticated WITH CHECK ((owner_id = ( SELECT auth.uid() AS uid)));
 
 --
--- Name: memory_usage_sessions Owners can mark their session usage cited; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY "Owners can mark their session usage cited" ON public.memory_usage_sessions FOR UPDATE TO authenticated USING ((owner_id = ( SELECT auth.uid() AS uid))) WITH CHECK ((owner_id = ( SELECT auth.uid() AS uid)));
-
---
 -- Name: memory_sessions Owners can open sessions; Type: POLICY; Schema: public; Owner: -
 --
 
@@ -6469,12 +6472,6 @@ CREATE POLICY "Owners can record contradictions" ON public.memory_contradictions
 CREATE POLICY "Owners can record pair checks" ON public.memory_pair_checks FOR INSERT TO authenticated WITH CHECK ((owner_id = ( SELECT auth.uid() AS uid)));
 
 --
--- Name: memory_usage_sessions Owners can record session usage of their memories; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY "Owners can record session usage of their memories" ON public.memory_usage_sessions FOR INSERT TO authenticated WITH CHECK ((owner_id = ( SELECT auth.uid() AS uid)));
-
---
 -- Name: context_injections Owners can record their context injections; Type: POLICY; Schema: public; Owner: -
 --
 
@@ -6485,12 +6482,6 @@ CREATE POLICY "Owners can record their context injections" ON public.context_inj
 --
 
 CREATE POLICY "Owners can record their events" ON public.memory_events FOR INSERT TO authenticated WITH CHECK ((owner_id = ( SELECT auth.uid() AS uid)));
-
---
--- Name: memory_usage Owners can record usage of their memories; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY "Owners can record usage of their memories" ON public.memory_usage FOR INSERT TO authenticated WITH CHECK ((owner_id = ( SELECT auth.uid() AS uid)));
 
 --
 -- Name: context_prefetch Owners can refresh their prefetch cache; Type: POLICY; Schema: public; Owner: -
@@ -6521,12 +6512,6 @@ CREATE POLICY "Owners can save checkpoints" ON public.supervisor_checkpoints FOR
 --
 
 CREATE POLICY "Owners can start consolidation runs" ON public.memory_consolidation_runs FOR INSERT TO authenticated WITH CHECK ((owner_id = ( SELECT auth.uid() AS uid)));
-
---
--- Name: memory_usage_totals Owners can start their usage totals; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY "Owners can start their usage totals" ON public.memory_usage_totals FOR INSERT TO authenticated WITH CHECK ((owner_id = ( SELECT auth.uid() AS uid)));
 
 --
 -- Name: supervisor_checkpoints Owners can update their checkpoints; Type: POLICY; Schema: public; Owner: -
@@ -6563,18 +6548,6 @@ CREATE POLICY "Owners can update their session summaries" ON public.memory_sessi
 --
 
 CREATE POLICY "Owners can update their sessions" ON public.memory_sessions FOR UPDATE TO authenticated USING ((owner_id = ( SELECT auth.uid() AS uid))) WITH CHECK ((owner_id = ( SELECT auth.uid() AS uid)));
-
---
--- Name: memory_usage_totals Owners can update their usage totals; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY "Owners can update their usage totals" ON public.memory_usage_totals FOR UPDATE TO authenticated USING ((owner_id = ( SELECT auth.uid() AS uid))) WITH CHECK ((owner_id = ( SELECT auth.uid() AS uid)));
-
---
--- Name: memory_usage Owners can update usage of their memories; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY "Owners can update usage of their memories" ON public.memory_usage FOR UPDATE TO authenticated USING ((owner_id = ( SELECT auth.uid() AS uid))) WITH CHECK ((owner_id = ( SELECT auth.uid() AS uid)));
 
 --
 -- Name: memory_settings Signed-in users can read lifecycle settings; Type: POLICY; Schema: public; Owner: -
@@ -8685,48 +8658,6 @@ GRANT ALL ON TABLE public.memory_usage TO service_role;
 GRANT SELECT ON TABLE public.memory_usage TO authenticated;
 
 --
--- Name: COLUMN memory_usage.memory_id; Type: ACL; Schema: public; Owner: -
---
-
-GRANT INSERT(memory_id) ON TABLE public.memory_usage TO authenticated;
-
---
--- Name: COLUMN memory_usage.owner_id; Type: ACL; Schema: public; Owner: -
---
-
-GRANT INSERT(owner_id) ON TABLE public.memory_usage TO authenticated;
-
---
--- Name: COLUMN memory_usage.retrieval_count; Type: ACL; Schema: public; Owner: -
---
-
-GRANT INSERT(retrieval_count),UPDATE(retrieval_count) ON TABLE public.memory_usage TO authenticated;
-
---
--- Name: COLUMN memory_usage.citation_count; Type: ACL; Schema: public; Owner: -
---
-
-GRANT INSERT(citation_count),UPDATE(citation_count) ON TABLE public.memory_usage TO authenticated;
-
---
--- Name: COLUMN memory_usage.ignore_count; Type: ACL; Schema: public; Owner: -
---
-
-GRANT INSERT(ignore_count),UPDATE(ignore_count) ON TABLE public.memory_usage TO authenticated;
-
---
--- Name: COLUMN memory_usage.last_reported_at; Type: ACL; Schema: public; Owner: -
---
-
-GRANT INSERT(last_reported_at),UPDATE(last_reported_at) ON TABLE public.memory_usage TO authenticated;
-
---
--- Name: COLUMN memory_usage.last_cited_at; Type: ACL; Schema: public; Owner: -
---
-
-GRANT INSERT(last_cited_at),UPDATE(last_cited_at) ON TABLE public.memory_usage TO authenticated;
-
---
 -- Name: TABLE memory_usage_sessions; Type: ACL; Schema: public; Owner: -
 --
 
@@ -8734,101 +8665,11 @@ GRANT ALL ON TABLE public.memory_usage_sessions TO service_role;
 GRANT SELECT ON TABLE public.memory_usage_sessions TO authenticated;
 
 --
--- Name: COLUMN memory_usage_sessions.owner_id; Type: ACL; Schema: public; Owner: -
---
-
-GRANT INSERT(owner_id) ON TABLE public.memory_usage_sessions TO authenticated;
-
---
--- Name: COLUMN memory_usage_sessions.session_id; Type: ACL; Schema: public; Owner: -
---
-
-GRANT INSERT(session_id) ON TABLE public.memory_usage_sessions TO authenticated;
-
---
--- Name: COLUMN memory_usage_sessions.memory_id; Type: ACL; Schema: public; Owner: -
---
-
-GRANT INSERT(memory_id) ON TABLE public.memory_usage_sessions TO authenticated;
-
---
--- Name: COLUMN memory_usage_sessions.cited; Type: ACL; Schema: public; Owner: -
---
-
-GRANT INSERT(cited),UPDATE(cited) ON TABLE public.memory_usage_sessions TO authenticated;
-
---
--- Name: COLUMN memory_usage_sessions.tokens; Type: ACL; Schema: public; Owner: -
---
-
-GRANT INSERT(tokens) ON TABLE public.memory_usage_sessions TO authenticated;
-
---
--- Name: COLUMN memory_usage_sessions.reported_at; Type: ACL; Schema: public; Owner: -
---
-
-GRANT INSERT(reported_at) ON TABLE public.memory_usage_sessions TO authenticated;
-
---
 -- Name: TABLE memory_usage_totals; Type: ACL; Schema: public; Owner: -
 --
 
 GRANT ALL ON TABLE public.memory_usage_totals TO service_role;
 GRANT SELECT ON TABLE public.memory_usage_totals TO authenticated;
-
---
--- Name: COLUMN memory_usage_totals.owner_id; Type: ACL; Schema: public; Owner: -
---
-
-GRANT INSERT(owner_id) ON TABLE public.memory_usage_totals TO authenticated;
-
---
--- Name: COLUMN memory_usage_totals.reports; Type: ACL; Schema: public; Owner: -
---
-
-GRANT INSERT(reports),UPDATE(reports) ON TABLE public.memory_usage_totals TO authenticated;
-
---
--- Name: COLUMN memory_usage_totals.retrieved; Type: ACL; Schema: public; Owner: -
---
-
-GRANT INSERT(retrieved),UPDATE(retrieved) ON TABLE public.memory_usage_totals TO authenticated;
-
---
--- Name: COLUMN memory_usage_totals.cited; Type: ACL; Schema: public; Owner: -
---
-
-GRANT INSERT(cited),UPDATE(cited) ON TABLE public.memory_usage_totals TO authenticated;
-
---
--- Name: COLUMN memory_usage_totals.cited_in_predicted_sessions; Type: ACL; Schema: public; Owner: -
---
-
-GRANT INSERT(cited_in_predicted_sessions),UPDATE(cited_in_predicted_sessions) ON TABLE public.memory_usage_totals TO authenticated;
-
---
--- Name: COLUMN memory_usage_totals.cited_prefetched; Type: ACL; Schema: public; Owner: -
---
-
-GRANT INSERT(cited_prefetched),UPDATE(cited_prefetched) ON TABLE public.memory_usage_totals TO authenticated;
-
---
--- Name: COLUMN memory_usage_totals.injected_tokens; Type: ACL; Schema: public; Owner: -
---
-
-GRANT INSERT(injected_tokens),UPDATE(injected_tokens) ON TABLE public.memory_usage_totals TO authenticated;
-
---
--- Name: COLUMN memory_usage_totals.cited_tokens; Type: ACL; Schema: public; Owner: -
---
-
-GRANT INSERT(cited_tokens),UPDATE(cited_tokens) ON TABLE public.memory_usage_totals TO authenticated;
-
---
--- Name: COLUMN memory_usage_totals.updated_at; Type: ACL; Schema: public; Owner: -
---
-
-GRANT INSERT(updated_at),UPDATE(updated_at) ON TABLE public.memory_usage_totals TO authenticated;
 
 --
 -- Name: TABLE supervisor_checkpoints; Type: ACL; Schema: public; Owner: -

@@ -38,12 +38,13 @@ select is_empty($$select * from public.context_prefetch$$, 'A sees no prefetch r
 select is_empty($$select * from public.context_injections$$, 'A sees no injection rows (B''s exist)');
 
 -- Change and plant: nothing of B's to update, nothing owned by B can be inserted.
-select is_empty($$update public.memory_usage set ignore_count = 0, retrieval_count = citation_count returning memory_id$$, 'A resets none of B''s counters');
+select throws_ok($$update public.memory_usage set ignore_count = 0, retrieval_count = citation_count returning memory_id$$,
+  '42501', 'permission denied for table memory_usage', 'A resets no counters, B''s or its own (record_memory_usage writes them: 20261128921000)');
 select is_empty($$update public.context_prefetch set confidence = 0 returning session_id$$, 'A changes none of B''s prefetch rows');
 select throws_ok($$insert into public.memory_usage (memory_id, owner_id, retrieval_count, citation_count, ignore_count) values ('50100000-0000-4000-8000-0000000000b2', '50000000-0000-4000-8000-00000000000b', 1, 1, 0)$$,
-  '42501', 'new row violates row-level security policy for table "memory_usage"', 'A cannot plant usage for B');
+  '42501', 'permission denied for table memory_usage', 'A cannot plant usage for B');
 select throws_ok($$insert into public.memory_usage (memory_id, owner_id, retrieval_count, citation_count, ignore_count) values ('50100000-0000-4000-8000-0000000000b2', '50000000-0000-4000-8000-00000000000a', 1, 1, 0)$$,
-  '23503', null, 'A cannot count usage of B''s memory under its own name');
+  '42501', 'permission denied for table memory_usage', 'A cannot count usage of B''s memory under its own name');
 select throws_ok($$insert into public.context_prefetch (owner_id, session_id, signal_key, memory_ids, refs, confidence) values ('50000000-0000-4000-8000-00000000000b', 's', 'file:x', '{}', '[]', 0)$$,
   '42501', 'new row violates row-level security policy for table "context_prefetch"', 'A cannot fill B''s prefetch cache');
 select throws_ok($$insert into public.context_injections (owner_id, session_id, memory_id, tier, level, tokens) values ('50000000-0000-4000-8000-00000000000a', 's', '50100000-0000-4000-8000-0000000000b1', 'critical', 'full', 1)$$,

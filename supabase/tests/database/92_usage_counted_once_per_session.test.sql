@@ -53,12 +53,12 @@ select results_eq($$select reports, retrieved, cited, injected_tokens, cited_tok
 select results_eq($$select session_id, memory_id, cited from public.memory_usage_sessions order by memory_id$$,
   $$values ('s-92'::text, '92100000-0000-4000-8000-0000000000a1'::uuid, true), ('s-92', '92100000-0000-4000-8000-0000000000a2', true)$$,
   'A sees its own session records, not B''s of the same session id');
-select is_empty($$update public.memory_usage_sessions set cited = true where memory_id = '92100000-0000-4000-8000-0000000000b1' returning memory_id$$,
-  'A changes none of B''s records');
+select throws_ok($$update public.memory_usage_sessions set cited = true where memory_id = '92100000-0000-4000-8000-0000000000b1' returning memory_id$$,
+  '42501', 'permission denied for table memory_usage_sessions', 'A changes none of B''s records (nor its own: 20261128921000)');
 select throws_ok($$insert into public.memory_usage_sessions (owner_id, session_id, memory_id, cited, tokens) values ('92000000-0000-4000-8000-00000000000b', 's', '92100000-0000-4000-8000-0000000000b1', true, 1)$$,
-  '42501', 'new row violates row-level security policy for table "memory_usage_sessions"', 'A cannot plant a record for B');
+  '42501', 'permission denied for table memory_usage_sessions', 'A cannot plant a record for B');
 select throws_ok($$insert into public.memory_usage_sessions (owner_id, session_id, memory_id, cited, tokens) values ('92000000-0000-4000-8000-00000000000a', 's', '92100000-0000-4000-8000-0000000000b1', true, 1)$$,
-  '23503', null, 'A cannot record B''s memory under its own name');
+  '42501', 'permission denied for table memory_usage_sessions', 'A cannot record B''s memory under its own name');
 select throws_ok($$delete from public.memory_usage_sessions$$, '42501', 'permission denied for table memory_usage_sessions',
   'a tenant cannot delete session records (a resend would count again)');
 

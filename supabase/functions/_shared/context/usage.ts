@@ -2,8 +2,8 @@
 // of the memories it was given it used, each memory counted once per session (a resent report
 // changes nothing). Counters per memory, a stronger reinforcement for cited
 // ones, and the tenant's totals (prediction accuracy, share of injected tokens that were cited)
-// are written by public.record_memory_usage as the tenant; ranking reads the counters
-// (retrieval/rank.ts usageFactor).
+// are written by public.record_memory_usage, called as the tenant (security definer: tenants cannot
+// write those tables directly); ranking reads the counters (retrieval/rank.ts usageFactor).
 import type { Caller } from "../auth.ts";
 import { type Sql, type Tx, withTenant } from "../db.ts";
 import { bulletText } from "../fit-text.ts";
