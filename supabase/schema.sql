@@ -433,6 +433,14 @@ begin
       using errcode = 'check_violation', constraint = 'memory_agent_tokens_active_limit',
             hint = 'revoke one (POST memory/agent-tokens/{id}/revoke) before issuing another';
   end if;
+  -- The user's stopped tokens past the 50 newest, in the list's order (memory_agent_tokens_owner).
+  delete from public.memory_agent_tokens d
+   where d.id in (
+     select t.id from public.memory_agent_tokens t
+      where t.owner_id = new.owner_id
+        and (t.revoked_at is not null or t.expires_at <= pg_catalog.now())
+      order by t.created_at desc, t.id
+      offset 50);
   return new;
 end;
 $$;
