@@ -123,8 +123,9 @@ async function askEveryQuestion(
 
 /**
  * Every question is asked of the memory as loaded: the reinforcement its retrieval wrote behind
- * the answer (docs/operations.md#write-behind; at the wall clock, so two runs would rank later
- * questions differently) is written now, by the in-process server's pool, and undone.
+ * the answer (docs/operations.md#write-behind-reinforcement-and-search-events; at the wall
+ * clock, so two runs would rank later questions differently) is written now, by the in-process
+ * server's pool, and undone.
  */
 async function undoReinforcement(ctx: EvalContext, loaded: LoadedDataset, uuids: readonly string[]): Promise<void> {
   await flushSearchWrites(ctx.sql);

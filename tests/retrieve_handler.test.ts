@@ -65,7 +65,8 @@ dbTest("vector mode ranks by similarity × strength (+ priority boost) and recor
   assert.ok(res.body.block.includes("### User Preferences\n- delta"));
   assert.ok(res.body.block.includes("### General Knowledge\n- gamma"));
 
-  // The event is written behind the answer (docs/operations.md#write-behind): write what waits.
+  // The event is written behind the answer (docs/operations.md#write-behind-reinforcement-and-search-events):
+  // write what waits.
   await flushSearchWrites(sql);
   const events = await sql`select node, op, status, sim, meta from public.memory_events where owner_id = ${t}`;
   assert.equal(events.length, 1);

@@ -1,8 +1,9 @@
 // What a search writes (the reinforcement of the memories it used, its memory_events row) waits
-// behind its answer and is written in batches (docs/operations.md#write-behind). A crash between
-// the answer and the batch loses exactly the searches waiting, at most MAX_WAITING_SEARCHES of
-// them, and nothing else; a clean stop writes them. The server runs in a process of its own,
-// killed or stopped by the test; every wait is for an event (output, rows), never a delay.
+// behind its answer and is written in batches
+// (docs/operations.md#write-behind-reinforcement-and-search-events). A crash between the answer
+// and the batch loses exactly the searches waiting, at most MAX_WAITING_SEARCHES of them, and
+// nothing else; a clean stop writes them. The server runs in a process of its own, killed or
+// stopped by the test; every wait is for an event (output, rows), never a delay.
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { createSql, tenantItem } from "../supabase/functions/_shared/db.ts";

@@ -105,7 +105,8 @@ export interface TenantWrites {
 }
 
 export async function tenantWrites(sql: Sql, tenantId: string): Promise<TenantWrites> {
-  // Searches' writes wait behind their answers (docs/operations.md#write-behind): count them too.
+  // Searches' writes wait behind their answers (docs/operations.md#write-behind-reinforcement-and-search-events):
+  // count them too.
   await flushSearchWrites(sql);
   const [row] = await sql<{ events: number; access_total: number; history: number; memories: number }[]>`
     select (select count(*)::int from public.memory_events where owner_id = ${tenantId}) as events,

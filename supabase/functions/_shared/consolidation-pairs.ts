@@ -1,5 +1,5 @@
 // Which pairs of a tenant's memories the nightly consolidation looks at, without a model
-// (docs/consolidation.md#pairs):
+// (docs/consolidation.md#nightly-consolidation):
 //
 //   pool        valid, active facts (no raw episodes, insights or session summaries): created or updated within
 //               consolidation_recent_hours first, then the top decile by retrievals, then

@@ -36,7 +36,7 @@ export interface SimilarityThresholds {
   retrieve: number;
   dedup: number;
   link: number;
-  /** Nightly consolidation: pairs at or above this are worth a look (docs/consolidation.md#pairs). */
+  /** Nightly consolidation: pairs at or above this are worth a look (docs/consolidation.md#nightly-consolidation). */
   consolidate: number;
   /** Near-verbatim duplicates: merged without a model (when the words agree too). */
   verbatim: number;

@@ -62,7 +62,8 @@ const EnvSchema = z.object({
   // Unset: retrieval sizes its answer by the query's complexity (docs/retrieval.md#intent).
   RETRIEVAL_TOP_K: z.coerce.number().int().positive().optional(),
   RETRIEVAL_BUDGET_TOKENS: z.coerce.number().int().positive().optional(),
-  // Searches' reinforcement and events are written in batches this often (docs/operations.md#write-behind).
+  // Searches' reinforcement and events are written in batches this often
+  // (docs/operations.md#write-behind-reinforcement-and-search-events).
   RETRIEVAL_WRITE_BEHIND_MS: positiveInt(200),
   DEDUP_THRESHOLD: unitInterval,
   EXTRACT_DAILY_CAP: positiveInt(200),

@@ -3,7 +3,7 @@
 // pair number and mapped back here, so the model can neither invent nor reach an id. What a verdict
 // does is decided here too, by the dedup guardrails (ARCHITECTURE invariant 5): a user-stated or
 // pinned memory is never merged away or superseded by a model's verdict, and every change is a soft,
-// audited supersede (docs/consolidation.md#pairs).
+// audited supersede (docs/consolidation.md#nightly-consolidation).
 import { z } from "zod";
 import { isProtected } from "./candidates.ts";
 import { addUsage, emptyUsage, type Llm, type LlmUsage, type PromptMessage } from "./llm.ts";

@@ -1,4 +1,4 @@
-// The model-free checks of a pair of memories, before any LLM sees it (docs/consolidation.md#pairs):
+// The model-free checks of a pair of memories, before any LLM sees it (docs/consolidation.md#nightly-consolidation):
 //
 //   lexical overlap  the share of content words they have in common (Jaccard, numbers aside)
 //   numeric step     the same words around different numbers ("Node 18" → "Node 20", port 3000 → 8080):

@@ -1,5 +1,6 @@
-// What a search writes, written behind its answer (docs/operations.md#write-behind): the
-// reinforcement of the memories it used and its memory_events row. A search answers from one read
+// What a search writes, written behind its answer
+// (docs/operations.md#write-behind-reinforcement-and-search-events): the reinforcement
+// of the memories it used and its memory_events row. A search answers from one read
 // statement; its writes wait here, per pool, and go to the database in batches: when
 // RETRIEVAL_WRITE_BEHIND_MS (200 ms) has passed since the first one waiting, when
 // MAX_WAITING_SEARCHES are waiting, and when the pool is ended (a server shutting down writes what

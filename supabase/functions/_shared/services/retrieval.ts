@@ -9,7 +9,7 @@
 //   boosts) → pack into the budget exactly (retrieval/pack.ts) → block grouped by type
 //   (retrieval/format.ts) with the delta header (retrieval/delta.ts) → answer. The reinforcement
 //   of what was injected and the memory_events row (context/search) are written behind the answer
-//   (retrieval/write-behind.ts, docs/operations.md#write-behind).
+//   (retrieval/write-behind.ts, docs/operations.md#write-behind-reinforcement-and-search-events).
 import { readAsTenant, type Sql, type TenantContext } from "../db.ts";
 import { embedForCaller, thresholdsFor } from "../embeddings.ts";
 import { type FusionWeights, type HybridRow, hybridSearchArgs, type HybridSearchInput } from "../search/hybrid.ts";
