@@ -17,7 +17,6 @@
 //   DEVAI_PGLITE_MIGRATOR   cli (default when node_modules/.bin/supabase exists) | builtin | none
 //   DEVAI_PGLITE_IDLE_TX_MS idle-in-transaction timeout in ms (default 60000; 0 disables)
 //   DEVAI_PGLITE_MAX_CONN   maximum client connections (default 100)
-//   DEVAI_PGLITE_DEBUG      1 logs every client connection
 // See docs/pglite.md for what differs from a real Supabase database.
 import { PGlite } from "@electric-sql/pglite";
 import { vector } from "@electric-sql/pglite-pgvector";
