@@ -265,9 +265,10 @@ export async function runHandler(
       if (now() > opts.deadline) break;
       await measure(mode, which, clients, via);
     }
-    // The biggest tenant again with an HNSW index of its own (docs/operations.md#a-dedicated-
-    // vector-index-for-a-big-tenant), queued as the hourly job queues it (the threshold set to the
-    // tenant's size, so at every corpus size it is the one) and built by the worker, dropped after.
+    // The biggest tenant again with an HNSW index of its own
+    // (docs/operations.md#a-dedicated-vector-index-for-a-big-tenant), queued as the hourly job queues
+    // it (the threshold set to the tenant's size, so at every corpus size it is the one) and built by
+    // the worker, dropped after.
     if (now() <= opts.deadline) {
       await sql`delete from public.memory_jobs where kind = 'vector_index' and owner_id = ${big.id}::uuid`; // an earlier run's, same day
       const [own] = await sql<{ drop: string; queued: { build: number } }[]>`

@@ -1,0 +1,146 @@
+// The docs against the code, by reading both as text (no server, no database): every link to a
+// heading resolves, and the error tables name every code the functions answer, under its status.
+// (The README's configuration table against env.ts: tests/config_probe.test.ts.)
+import assert from "node:assert/strict";
+
+const ROOT = new URL("../", import.meta.url);
+
+/** The repository's files with one of these endings (no dependencies, build output or dot folders). */
+async function filesEndingIn(endings: string[], dir = ROOT): Promise<URL[]> {
+  const out: URL[] = [];
+  for await (const entry of Deno.readDir(dir)) {
+    if (entry.name.startsWith(".") || entry.name === "node_modules" || entry.name === "dist") continue;
+    const url = new URL(entry.name + (entry.isDirectory ? "/" : ""), dir);
+    if (entry.isDirectory) out.push(...await filesEndingIn(endings, url));
+    else if (endings.some((e) => entry.name.endsWith(e))) out.push(url);
+  }
+  return out;
+}
+
+const relative = (url: URL) => url.pathname.slice(ROOT.pathname.length);
+const withoutFences = (md: string) => md.replace(/^```[^\n]*\n[\s\S]*?^```[^\n]*$/gm, "");
+
+/** The anchors of a Markdown file's headings, as GitHub makes them (lowercase, punctuation dropped, spaces to -). */
+function headingAnchors(md: string): Set<string> {
+  const seen = new Map<string, number>();
+  const anchors = new Set<string>();
+  for (const [, text] of withoutFences(md).matchAll(/^#{1,6}[ \t]+(.+?)[ \t#]*$/gm)) {
+    const slug = text!.replace(/\[([^\]]*)\]\([^)]*\)/g, "$1").trim().toLowerCase()
+      .replace(/[^\p{L}\p{N}\s_-]/gu, "").replace(/\s/g, "-");
+    const n = seen.get(slug) ?? 0;
+    seen.set(slug, n + 1);
+    anchors.add(n === 0 ? slug : `${slug}-${n}`);
+  }
+  return anchors;
+}
+
+Deno.test("docs: heading anchors are GitHub's", () => {
+  const anchors = headingAnchors(
+    "# Title\n## Write-behind: reinforcement and search events\n## `POST memory/consolidate`\n" +
+      "## Scope rules (every signal)\n## Tests\n## Tests\n```\n## not a heading\n```\n",
+  );
+  assert.deepEqual([...anchors], [
+    "title",
+    "write-behind-reinforcement-and-search-events",
+    "post-memoryconsolidate",
+    "scope-rules-every-signal",
+    "tests",
+    "tests-1",
+  ]);
+});
+
+Deno.test("docs: every link to another document or a heading resolves, in the docs and in code comments", async () => {
+  const cache = new Map<string, Set<string> | null>();
+  const anchorsOf = async (url: URL): Promise<Set<string> | null> => {
+    const key = relative(url);
+    if (!cache.has(key)) cache.set(key, await Deno.readTextFile(url).then(headingAnchors, () => null));
+    return cache.get(key)!;
+  };
+  const broken: string[] = [];
+  let checked = 0;
+  const check = async (from: string, target: URL, anchor: string | undefined, link: string) => {
+    checked++;
+    const anchors = await anchorsOf(target);
+    if (anchors === null) {
+      const exists = await Deno.stat(target).then(() => true, () => false);
+      if (!exists) broken.push(`${from}: ${link} (no such file)`);
+    } else if (anchor && !anchors.has(anchor)) broken.push(`${from}: ${link} (no such heading)`);
+  };
+  // Markdown links: [text](path#anchor), relative to the document (code spans and fences are examples).
+  for (const md of await filesEndingIn([".md"])) {
+    const text = withoutFences(await Deno.readTextFile(md)).replace(/`[^`\n]*`/g, "");
+    for (const [, link] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+      if (/^[a-z][a-z+.-]*:/i.test(link!)) continue;
+      const [path, anchor] = link!.split("#");
+      await check(relative(md), path ? new URL(path, md) : md, anchor, link!);
+    }
+  }
+  // Comments in code cite docs/<file>.md#<anchor>. Migrations are left out: shipped, never edited.
+  for (const file of await filesEndingIn([".ts", ".mts", ".mjs"])) {
+    const text = await Deno.readTextFile(file);
+    for (const [link, path, anchor] of text.matchAll(/\b(docs\/[a-z0-9-]+\.md)#([a-z0-9_-]*[a-z0-9_])/g)) {
+      await check(relative(file), new URL(path!, ROOT), anchor, link!);
+    }
+  }
+  assert.ok(checked > 100, `only ${checked} links found: the scan is broken`);
+  assert.deepEqual(broken, []);
+});
+
+/** status → codes of an error table whose first column is the status and second the codes. */
+function errorTable(md: string, header: string): Map<string, Set<string>> {
+  const start = md.indexOf(header);
+  assert.ok(start >= 0, `no table headed ${header}`);
+  const rows = new Map<string, Set<string>>();
+  for (const line of md.slice(start).split("\n").slice(2)) {
+    if (!line.startsWith("|")) break;
+    const [status, codes] = line.split("|").slice(1, 3).map((c) => c.trim());
+    // Parentheses explain (zod `issues`, `Retry-After`); the codes are the backticked words outside them.
+    const named = [...codes!.replace(/\([^()]*\)/g, "").matchAll(/`([a-z_]+)`/g)].map((m) => m[1]!);
+    rows.set(status!, new Set(named));
+  }
+  return rows;
+}
+
+/** status → codes the code answers: every `new HttpError(<status>, "<code>"` of the functions and the local server. */
+async function returnedCodes(): Promise<Map<string, Set<string>>> {
+  const out = new Map<string, Set<string>>();
+  const dirs = ["supabase/functions/", "scripts/"].map((d) => new URL(d, ROOT));
+  for (const file of (await Promise.all(dirs.map((d) => filesEndingIn([".ts"], d)))).flat()) {
+    const text = await Deno.readTextFile(file);
+    for (const [, status, code] of text.matchAll(/new HttpError\(\s*(\d{3}),\s*"([a-z_]+)"/g)) {
+      out.set(status!, (out.get(status!) ?? new Set()).add(code!));
+    }
+  }
+  return out;
+}
+
+function differences(returned: Map<string, Set<string>>, documented: Map<string, Set<string>>): string[] {
+  const out: string[] = [];
+  for (const [status, codes] of returned) {
+    for (const code of codes) {
+      if (!documented.get(status)?.has(code)) out.push(`${status} ${code}: returned, not in the table`);
+    }
+  }
+  for (const [status, codes] of documented) {
+    for (const code of codes) {
+      if (!returned.get(status)?.has(code)) out.push(`${status} ${code}: in the table, never returned`);
+    }
+  }
+  return out;
+}
+
+Deno.test("docs: the README's and docs/sdk.md's error tables hold every code the functions return, under its status", async () => {
+  const returned = await returnedCodes();
+  assert.ok([...returned.values()].reduce((n, s) => n + s.size, 0) > 40, "the scan found too few codes");
+  const readme = errorTable(await Deno.readTextFile(new URL("README.md", ROOT)), "| status | `code` | when |");
+  assert.deepEqual(differences(returned, readme), []);
+  const sdk = errorTable(await Deno.readTextFile(new URL("docs/sdk.md", ROOT)), "| status | codes |");
+  // The SDK's own: no answer at all (0), or an answer that is not the error shape (any status).
+  assert.deepEqual([...sdk.get("0") ?? []], ["network_error", "timeout", "client_error"]);
+  assert.deepEqual([...sdk.get("any") ?? []], ["http_error"]);
+  sdk.delete("0");
+  sdk.delete("any");
+  // memory-mcp's agent_required is a tool error: no SDK call can be answered it.
+  const viaHttp = new Map([...returned].map(([s, c]) => [s, new Set([...c].filter((x) => x !== "agent_required"))]));
+  assert.deepEqual(differences(viaHttp, sdk), []);
+});
