@@ -277,12 +277,19 @@ Deno.test("memory-worker endpoint: service_role only", async () => {
   assert.equal(user.status, 403);
   const none = await handler(new Request(url, { method: "POST" }));
   assert.equal(none.status, 401);
-  const bad = await handler(
-    new Request(url, {
-      method: "POST",
-      headers: { authorization: `Bearer ${await serviceToken()}` },
-      body: '{"max_jobs": 0}',
-    }),
-  );
-  assert.equal(bad.status, 400);
+  // What pg_net sends (memory_private.kick_memory_worker): JSON, checked like every route's body.
+  const post = async (body: string) =>
+    await handler(
+      new Request(url, {
+        method: "POST",
+        headers: { authorization: `Bearer ${await serviceToken()}`, "content-type": "application/json" },
+        body,
+      }),
+    );
+  const codeOf = async (res: Response) => [res.status, (await res.json()).error.code];
+  assert.deepEqual(await codeOf(await post('{"max_jobs": 0}')), [400, "invalid_request"]);
+  assert.deepEqual(await codeOf(await post("max_jobs=5")), [400, "malformed_json"]);
+  // MAX_BODY_BYTES holds here too: a longer body is refused, not read whole.
+  const long = `{"max_jobs": 0${" ".repeat(config.maxBodyBytes)}}`;
+  assert.deepEqual(await codeOf(await post(long)), [413, "payload_too_large"]);
 });

@@ -4,7 +4,7 @@
 import { z } from "zod";
 import { createFunctionApp, fetchHandler } from "../_shared/app.ts";
 import { requireServiceRole } from "../_shared/auth.ts";
-import { json, methodNotAllowed, validate } from "../_shared/http.ts";
+import { json, methodNotAllowed, parseJsonBody } from "../_shared/http.ts";
 import { drainQueue, type WorkerDeps } from "../_shared/drain-queue.ts";
 
 const DrainBody = z.object({ max_jobs: z.number().int().min(1).max(100).optional() }).strict();
@@ -13,16 +13,8 @@ export function createHandler(deps: WorkerDeps) {
   const app = createFunctionApp();
   app.post("/memory-worker", async (c) => {
     await requireServiceRole(c.req.raw, deps.config, deps.sql);
-    const text = await c.req.text();
-    let raw: unknown = {};
-    if (text.trim()) {
-      try {
-        raw = JSON.parse(text);
-      } catch {
-        raw = text;
-      }
-    }
-    const body = validate(DrainBody, raw, "request body");
+    // The same body rules as every route (MAX_BODY_BYTES, JSON); no body at all is {}.
+    const body = await parseJsonBody(c.req.raw, DrainBody, deps.config.maxBodyBytes, { emptyAs: {} });
     const report = await drainQueue(deps, { maxJobs: body.max_jobs ?? 25 });
     return json(report);
   });
