@@ -63,7 +63,8 @@ export function thresholdsFor(
 /**
  * One text's vector for a request. A provider that fails (unreachable, refusing, answering another
  * dimension than the database stores) is the same 503 on every route that embeds (remember,
- * correct, retrieve, memory.query), never a 500.
+ * correct, retrieve, memory.query, context/assemble, a merged resolution, an accepted proposal),
+ * never a 500.
  */
 export async function embedForRequest(embedder: Embedder, text: string): Promise<number[]> {
   try {
