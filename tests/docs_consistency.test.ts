@@ -1,7 +1,9 @@
-// The docs against the code, by reading both as text (no server, no database): every link to a
-// heading resolves, and the error tables name every code the functions answer, under its status.
+// The docs against the code, read as text where it can be (no server, no database): every link to a
+// heading resolves, the error tables name every code the functions answer, under its status, and
+// docs/sdk.md's methods table names the client's methods.
 // (The README's configuration table against env.ts: tests/config_probe.test.ts.)
 import assert from "node:assert/strict";
+import { createMemoryClient } from "../sdk/mod.ts";
 
 const ROOT = new URL("../", import.meta.url);
 
@@ -143,4 +145,17 @@ Deno.test("docs: the README's and docs/sdk.md's error tables hold every code the
   // memory-mcp's agent_required is a tool error: no SDK call can be answered it.
   const viaHttp = new Map([...returned].map(([s, c]) => [s, new Set([...c].filter((x) => x !== "agent_required"))]));
   assert.deepEqual(differences(viaHttp, sdk), []);
+});
+
+Deno.test("docs: docs/sdk.md's methods table names every method of the client, and no other", async () => {
+  const client = createMemoryClient({ supabaseUrl: "http://127.0.0.1:1", accessToken: "unused" });
+  const md = await Deno.readTextFile(new URL("docs/sdk.md", ROOT));
+  const table = md.slice(md.indexOf("| method | HTTP | what it does |"));
+  const documented = new Set<string>();
+  for (const line of table.split("\n").slice(2)) {
+    if (!line.startsWith("|")) break;
+    const first = line.split(/(?<!\\)\|/)[1]!;
+    for (const [, name] of first.matchAll(/`([a-zA-Z]+)\(/g)) documented.add(name!);
+  }
+  assert.deepEqual([...documented].sort(), Object.keys(client).sort());
 });
