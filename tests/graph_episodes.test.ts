@@ -429,6 +429,53 @@ Deno.test({
 });
 
 Deno.test({
+  name: "episodes: a session stays on the thread its first batch named: another thread is a 409 naming both",
+  ...opts,
+}, async () => {
+  const t = newTenant();
+  const first = { session_id: "s", thread_id: "thread-a", messages: [{ role: "user", content: "first" }] };
+  assert.equal((await post(t, first)).status, 201);
+  assert.equal(
+    (await post(t, { session_id: "b1", thread_id: "thread-b", messages: [{ role: "user", content: "b" }] })).status,
+    201,
+  );
+  const before = await sessionWrites(t);
+  for (
+    const body of [{ ...first, thread_id: "thread-b", messages: [{ role: "user", content: "second" }] }, {
+      ...first,
+      thread_id: "thread-b",
+    }]
+  ) {
+    const moved = await post(t, body);
+    assert.equal(moved.status, 409, JSON.stringify(moved.body));
+    assert.equal(moved.body.error.code, "session_thread_mismatch");
+    assert.match(moved.body.error.message, /thread thread-a, not thread thread-b/);
+  }
+  assert.deepEqual(await sessionWrites(t), before, "nothing written, thread-b's open session not ended");
+  const [b1] = await sql`select ended_at from public.memory_sessions where owner_id = ${t} and session_id = 'b1'`;
+  assert.equal(b1!.ended_at, null);
+
+  const same = await post(t, { session_id: "s", messages: [{ role: "user", content: "no thread named" }] });
+  assert.equal(same.status, 201, "a batch that names no thread stays on the session's");
+  assert.equal((await post(t, { ...first, messages: [{ role: "user", content: "third" }] })).status, 201);
+  await post(t, { session_id: "plain", messages: [{ role: "user", content: "no thread" }] });
+  const late = await post(t, {
+    session_id: "plain",
+    thread_id: "thread-a",
+    messages: [{ role: "user", content: "x" }],
+  });
+  assert.equal(late.status, 409);
+  assert.match(late.body.error.message, /belongs to no thread, not thread thread-a/);
+  const sessions = await sql`
+    select session_id, thread_id, episode_count from public.memory_sessions where owner_id = ${t} order by session_id`;
+  assert.deepEqual(sessions.map((s) => [s.session_id, s.thread_id, s.episode_count]), [
+    ["b1", "thread-b", 1],
+    ["plain", null, 1],
+    ["s", "thread-a", 3],
+  ]);
+});
+
+Deno.test({
   name: "sessions: ending a session queues one consolidation job, however often and by whichever path",
   ...opts,
 }, async () => {

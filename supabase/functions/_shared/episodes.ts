@@ -17,7 +17,7 @@ import { linkEntitiesByRules } from "./entities.ts";
 import { HttpError } from "./http.ts";
 import { enqueueJob } from "./jobs.ts";
 import { asOf, content, projectName, projectScope, sessionId, threadId } from "./schemas.ts";
-import { endSessions } from "./sessions.ts";
+import { assertSameSession, endSessions } from "./sessions.ts";
 import type { Embedder } from "./embeddings.ts";
 import { addCounts, type RedactionCounts, redactSecrets } from "./redact.ts";
 import { recordRedactions } from "./redaction-events.ts";
@@ -95,6 +95,7 @@ export function assertNotInFuture(batch: EpisodeBatchRequest, now: Date): void {
 interface SessionRow {
   id: string;
   project: string | null;
+  thread_id: string | null;
   namespace: string;
   episode_count: number;
   last_episode_id: string | null;
@@ -140,7 +141,7 @@ export async function ingestEpisodes(
       insert into public.memory_sessions as s (owner_id, session_id, thread_id, project, namespace)
       values (${tenantId}, ${batch.session_id}, ${batch.thread_id ?? null}, ${batch.project ?? null}, ${namespace})
       on conflict (owner_id, session_id) do update set episode_count = s.episode_count
-      returning s.id, s.project, s.namespace, s.episode_count, s.last_episode_id, s.ended_at, (s.xmax = 0) as created
+      returning s.id, s.project, s.thread_id, s.namespace, s.episode_count, s.last_episode_id, s.ended_at, (s.xmax = 0) as created
     )
     select (select row_to_json(s) from s) as session,
            (select episode_count from public.memory_sessions where owner_id = ${tenantId} and session_id = ${batch.session_id}) as seen,
@@ -156,15 +157,7 @@ export async function ingestEpisodes(
     >`select (${stored}) as existing`;
     opened!.existing = again!.existing;
   }
-  if (!session!.created && (session!.project ?? undefined) !== batch.project) {
-    throw new HttpError(
-      409,
-      "session_project_mismatch",
-      `session ${batch.session_id} belongs to ${
-        session!.project ? `project ${session!.project}` : "no project"
-      }; its episodes stay in one scope`,
-    );
-  }
+  if (!session!.created) assertSameSession(session!, batch);
 
   const existing = storedByDigest(digests, asWritten, opened!.existing);
   const fresh: number[] = [];

@@ -3,6 +3,7 @@
 // explicit end, a new session id on the same thread (episodes.ts), the nightly idle sweep.
 // docs/graph.md#sessions.
 import type { Tx } from "./db.ts";
+import { HttpError } from "./http.ts";
 
 export type EndReason = "explicit" | "new_session" | "idle";
 
@@ -25,4 +26,36 @@ export async function endSessions(
   return await tx<EndedSession[]>`
     select id, session_id, job_id, ended_now
       from public.end_memory_sessions(${ids}::uuid[], ${reason}, coalesce(${now ?? null}::timestamptz, now()))`;
+}
+
+/**
+ * A session's first batch binds it to its project and thread; a later batch naming another is a
+ * 409 that writes nothing. A project decides where the episodes are filed (none: the user scope), so
+ * leaving it out names no project. A thread decides which sessions a new session ends and where the
+ * batch's events are logged, so a batch that names none keeps the session's; one naming another
+ * thread (or a thread for a session opened without one) would file episodes under a thread the
+ * batch did not name.
+ */
+export function assertSameSession(
+  session: { project: string | null; thread_id: string | null },
+  batch: { session_id: string; project?: string; thread_id?: string },
+): void {
+  if ((session.project ?? undefined) !== batch.project) {
+    throw new HttpError(
+      409,
+      "session_project_mismatch",
+      `session ${batch.session_id} belongs to ${
+        session.project ? `project ${session.project}` : "no project"
+      }; its episodes stay in one scope`,
+    );
+  }
+  if (batch.thread_id !== undefined && session.thread_id !== batch.thread_id) {
+    throw new HttpError(
+      409,
+      "session_thread_mismatch",
+      `session ${batch.session_id} belongs to ${
+        session.thread_id === null ? "no thread" : `thread ${session.thread_id}`
+      }, not thread ${batch.thread_id}: a session stays on the thread its first batch named; send this thread's messages under a new session id`,
+    );
+  }
 }
