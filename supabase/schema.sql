@@ -2302,7 +2302,7 @@ begin
   end if;
   with ended as (
     update public.memory_sessions s
-       set ended_at = p_now, end_reason = p_reason
+       set ended_at = greatest(p_now, s.last_event_at), end_reason = p_reason
      where s.id = any (p_ids) and s.ended_at is null
     returning s.id
   )

@@ -54,9 +54,14 @@ async function sessionWrites(t: string) {
 
 /**
  * Starts `sends` while a side transaction holds the lock `take` takes, and lets go once `waiters`
- * of this test's backends wait (on it or on each other): the sends overlap at that point.
+ * of this test's backends wait (on it or on each other): the sends overlap at that point. A send
+ * that must start after another has reached its wait awaits `waiting(n)`: n backends wait.
  */
-async function overlapped<T>(take: (tx: Tx) => Promise<unknown>, waiters: number, sends: () => Promise<T>[]) {
+async function overlapped<T>(
+  take: (tx: Tx) => Promise<unknown>,
+  waiters: number,
+  sends: (waiting: (n: number) => Promise<void>) => Promise<T>[],
+) {
   const side = testSql(2);
   try {
     let release!: () => void;
@@ -70,14 +75,17 @@ async function overlapped<T>(take: (tx: Tx) => Promise<unknown>, waiters: number
       await released;
     });
     const pid = await holder;
-    const started = sends();
-    for (;;) {
-      const [w] = await side<{ n: number }[]>`
-        select count(*)::int as n from pg_stat_activity a
-         where a.datname = current_database() and a.application_name = 'devai-memory-tests' and a.pid <> ${pid}::int
-           and cardinality(pg_blocking_pids(a.pid)) > 0`;
-      if (w!.n >= waiters) break;
-    }
+    const waiting = async (n: number) => {
+      for (;;) {
+        const [w] = await side<{ n: number }[]>`
+          select count(*)::int as n from pg_stat_activity a
+           where a.datname = current_database() and a.application_name = 'devai-memory-tests' and a.pid <> ${pid}::int
+             and cardinality(pg_blocking_pids(a.pid)) > 0`;
+        if (w!.n >= n) return;
+      }
+    };
+    const started = sends(waiting);
+    await waiting(waiters);
     release();
     await held;
     return await Promise.all(started);
@@ -534,6 +542,70 @@ Deno.test({
   const ended = answers.flatMap((r) => r.body.ended_sessions);
   assert.equal(ended.length, 1, "the later one ended the earlier");
   assert.notEqual(ended[0], open[0]!.session_id);
+});
+
+for (const ender of ["an explicit end", "a new session of the thread"]) {
+  Deno.test({
+    ...realServerOnly(
+      `sessions: ${ender} that waits for a batch holding the session ends it no earlier than the batch's last episode`,
+      "PGlite's one backend runs one transaction at a time, so the end never waits for a batch",
+    ),
+    ...opts,
+  }, async () => {
+    const t = newTenant();
+    const thread = { session_id: "s", thread_id: "thread-a" };
+    assert.equal((await post(t, { ...thread, messages: [{ role: "user", content: "opening" }] })).status, 201);
+    // Sent with the client's clock two minutes ahead (accepted skew): its episode is after the end's now().
+    const at = new Date(Date.now() + 120_000).toISOString();
+    // The batch locks the session's row, stores its episode and then waits on this lock (its temporal
+    // edge); the end starts once the batch waits, and waits for the session's row.
+    const [batch, end] = await overlapped(
+      (tx) => tx`lock table public.memory_relations in exclusive mode`,
+      2,
+      (waiting) => [
+        post(t, { ...thread, messages: [{ role: "assistant", content: "the last word", at }] }),
+        waiting(1).then(() =>
+          ender === "an explicit end"
+            ? api("POST", "/memory/sessions/s/end", { as: t })
+            : post(t, { session_id: "s2", thread_id: "thread-a", messages: [{ role: "user", content: "next" }] })
+        ),
+      ],
+    );
+    assert.equal(batch!.status, 201, JSON.stringify(batch!.body));
+    assert.ok([201, 202].includes(end!.status), JSON.stringify(end!.body));
+    const [s] = await sql<{ ended_at: Date; last: Date; episodes: number }[]>`
+      select s.ended_at, max(m.valid_from) as last, count(m.id)::int as episodes
+        from public.memory_sessions s join public.devai_memories m on m.owner_id = s.owner_id and m.session_id = s.session_id
+       where s.owner_id = ${t} and s.session_id = 's' group by s.ended_at`;
+    assert.equal(s!.episodes, 2);
+    assert.ok(s!.ended_at >= s!.last, `ended at ${s!.ended_at.toISOString()}, before its last episode at ${at}`);
+    assert.equal(s!.ended_at.toISOString(), at);
+  });
+}
+
+Deno.test({
+  ...realServerOnly(
+    "sessions: a batch that waits for the session's end is refused (409 session_ended) and writes nothing",
+    "PGlite's one backend runs one transaction at a time, so the batch never waits for the end",
+  ),
+  ...opts,
+}, async () => {
+  const t = newTenant();
+  assert.equal((await post(t, { session_id: "s", messages: [{ role: "user", content: "opening" }] })).status, 201);
+  // The end locks the session's row, sets ended_at and then waits on this lock (its consolidation
+  // job); the batch starts once the end waits, and waits for the session's row.
+  const [end, batch] = await overlapped(
+    (tx) => tx`lock table public.memory_jobs in exclusive mode`,
+    2,
+    (waiting) => [
+      api("POST", "/memory/sessions/s/end", { as: t }),
+      waiting(1).then(() => post(t, { session_id: "s", messages: [{ role: "user", content: "too late" }] })),
+    ],
+  );
+  assert.equal(end!.status, 202, JSON.stringify(end!.body));
+  assert.equal(batch!.status, 409, JSON.stringify(batch!.body));
+  assert.equal(batch!.body.error.code, "session_ended");
+  assert.deepEqual((await episodesOf(t, "s")).map((e) => e.content), ["opening"]);
 });
 
 Deno.test({
