@@ -41,7 +41,7 @@ async function page(query: Record<string, string>, cursor?: string) {
     // whole table, and this stands in for that.
     await tx`select set_config('enable_seqscan', 'off', true)`;
     const before = await fetched();
-    const { rows } = await listPage(tx, root, q, q.cursor ? decodeCursor(q.cursor) : undefined);
+    const { rows } = await listPage(tx, root, q, q.cursor ? decodeCursor(q.cursor, "memories") : undefined);
     return { rows, fetched: (await fetched()) - before };
   });
 }
@@ -56,7 +56,7 @@ Deno.test("list: a page of a big tenant among small ones reads the page, newest 
   );
   assert.ok(first.fetched < 400, `a page of 100 fetched ${first.fetched} rows of a tenant of 3,000`);
 
-  const cursor = encodeCursor({ ts: String(first.rows[99]!.cursor_ts), id: String(first.rows[99]!.id) });
+  const cursor = encodeCursor("memories", { ts: String(first.rows[99]!.cursor_ts), id: String(first.rows[99]!.id) });
   const second = await page({ limit: "100" }, cursor);
   assert.equal(second.rows[0]!.content, "Page test memory number 101");
   assert.ok(second.fetched < 400, `the next page fetched ${second.fetched} rows`);

@@ -317,6 +317,44 @@ Deno.test({ name: "list rejects a forged cursor and a limit above 100", ...opts 
   assert.equal(big.body.error.issues[0].path[0], "limit");
 });
 
+Deno.test(
+  { name: "list: a history's cursor is a 400 naming the cursor, not a position in the list", ...opts },
+  async () => {
+    const t = newTenant();
+    const memories = [];
+    for (const content of ["oldest fact", "middle fact", "newest fact"]) {
+      memories.push((await api("POST", "/memory/remember", { as: t, body: { content } })).body.memory);
+    }
+    const m = memories[2]!;
+    for (const action of ["pin", "unpin"]) await api("POST", `/memory/${m.id}/${action}`, { as: t });
+    const history = await api("GET", `/memory/${m.id}/history?limit=1`, { as: t });
+    assert.ok(history.body.next_cursor);
+    // The same cursor as encoded before cursors named their listing ([ts, id]): its id is a history row's.
+    const [, ts, id] = JSON.parse(atob(history.body.next_cursor.replace(/-/g, "+").replace(/_/g, "/")));
+    for (const cursor of [history.body.next_cursor, btoa(JSON.stringify([ts, id]))]) {
+      const r = await api("GET", `/memory?cursor=${encodeURIComponent(cursor)}`, { as: t });
+      assert.equal(r.status, 400, JSON.stringify(r.body));
+      assert.equal(r.body.error.code, "invalid_cursor");
+      assert.equal(
+        r.body.error.message,
+        "cursor is not a next_cursor of GET memory: it is a next_cursor of GET memory/{id}/history",
+      );
+      assert.deepEqual(r.body.error.issues, [{
+        path: ["cursor"],
+        message: "the next_cursor of the previous GET memory page, unchanged (opaque text)",
+      }]);
+    }
+    // The list's own cursors page on, also one encoded before (an unmarked [ts, id] of a memory).
+    const first = await api("GET", "/memory?limit=1", { as: t });
+    const [, lts, lid] = JSON.parse(atob(first.body.next_cursor.replace(/-/g, "+").replace(/_/g, "/")));
+    for (const cursor of [first.body.next_cursor, btoa(JSON.stringify([lts, lid]))]) {
+      const next = await api("GET", `/memory?limit=5&cursor=${encodeURIComponent(cursor)}`, { as: t });
+      assert.equal(next.status, 200, JSON.stringify(next.body));
+      assert.deepEqual(next.body.memories.map((x: { content: string }) => x.content), ["middle fact", "oldest fact"]);
+    }
+  },
+);
+
 Deno.test({
   name: "correct creates a superseding memory: MERGE on the old, ADD + LINK on the new, a supersedes relation",
   ...opts,

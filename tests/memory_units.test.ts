@@ -19,22 +19,40 @@ const DAY = 86_400_000;
 
 Deno.test("cursor round-trips with microseconds and rejects anything else with a 400", () => {
   const c = { ts: "2026-01-02T03:04:05.123456", id: "0b5c2a8e-4d0f-4c1e-9a51-6a2f3c8d9e10" };
-  assert.deepEqual(decodeCursor(encodeCursor(c)), c);
-  assert.match(encodeCursor(c), /^[A-Za-z0-9_-]+$/, "url-safe");
+  assert.deepEqual(decodeCursor(encodeCursor("memories", c), "memories"), c);
+  assert.deepEqual(decodeCursor(encodeCursor("history", c), "history"), c);
+  assert.match(encodeCursor("memories", c), /^[A-Za-z0-9_-]+$/, "url-safe");
+  // A cursor issued before cursors named their listing is still read (its listing is checked by id).
+  assert.deepEqual(decodeCursor(btoa(JSON.stringify([c.ts, c.id])), "memories"), { ...c, unmarked: true });
+  const refused = (bad: string, kind: "memories" | "history", message: RegExp) =>
+    assert.throws(
+      () => decodeCursor(bad, kind),
+      (e: unknown) =>
+        e instanceof HttpError && e.status === 400 && e.code === "invalid_cursor" && message.test(e.message) &&
+        JSON.stringify(e.issues) ===
+          JSON.stringify([{
+            path: ["cursor"],
+            message: `the next_cursor of the previous ${
+              kind === "memories" ? "GET memory" : "GET memory/{id}/history"
+            } page, unchanged (opaque text)`,
+          }]),
+      bad,
+    );
   for (
     const bad of [
       "",
       "!!!",
       btoa("[1,2]"),
+      btoa("{}"),
       btoa(JSON.stringify(["2026-01-02", c.id])),
       btoa(JSON.stringify([c.ts, "x"])),
+      btoa(JSON.stringify(["memories", c.ts])),
+      btoa(JSON.stringify(["constructor", c.ts, c.id])),
+      btoa(JSON.stringify([c.ts, c.id, "memories"])),
     ]
-  ) {
-    assert.throws(
-      () => decodeCursor(bad),
-      (e: unknown) => e instanceof HttpError && e.status === 400 && e.code === "invalid_cursor",
-    );
-  }
+  ) refused(bad, "memories", /^cursor is not a next_cursor of GET memory$/);
+  refused(encodeCursor("history", c), "memories", /GET memory: it is a next_cursor of GET memory\/\{id\}\/history$/);
+  refused(encodeCursor("memories", c), "history", /GET memory\/\{id\}\/history: it is a next_cursor of GET memory$/);
 });
 
 Deno.test("decay predictions use the settings and whole days, like public.memory_decayed_strength", () => {

@@ -1,8 +1,10 @@
 // Opaque keyset cursor of the pages that run newest first on (timestamp, id): GET /memory
 // (created_at, id) and GET /memory/{id}/history (ts, id: a transaction's rows share its ts, the
 // id orders them). The last row's key of a page; the timestamp travels as text with microseconds
-// (a JS Date would drop them and skip or repeat rows of the same millisecond). The SQL of a
-// cursor (the key read as text, the rows after it) and the cursor after a page are here too.
+// (a JS Date would drop them and skip or repeat rows of the same millisecond). A cursor names its
+// listing (its kind), so one listing's cursor given to the other is a 400, not a position in it.
+// The SQL of a cursor (the key read as text, the rows after it) and the cursor after a page are
+// here too.
 import type { Tx } from "../db.ts";
 import { HttpError } from "../http.ts";
 
@@ -13,6 +15,15 @@ export interface ListCursor {
   /** The row's timestamp (created_at, a history row's ts) in UTC, `YYYY-MM-DDTHH:MM:SS.ffffff`. */
   ts: string;
   id: string;
+}
+
+/** The listing a cursor pages, as the cursor names it. */
+export type CursorKind = "memories" | "history";
+const LISTING: Record<CursorKind, string> = { memories: "GET memory", history: "GET memory/{id}/history" };
+
+export interface DecodedCursor extends ListCursor {
+  /** Encoded before cursors named their listing (`[ts, id]`): the caller checks the id's kind. */
+  unmarked?: true;
 }
 
 function toBase64Url(text: string): string {
@@ -37,30 +48,51 @@ function isCalendarTime(ts: string): boolean {
   return y! >= 1 && days !== undefined && d! >= 1 && d! <= days && h! <= 23 && mi! <= 59 && se! <= 59;
 }
 
-export function encodeCursor(c: ListCursor): string {
-  return toBase64Url(JSON.stringify([c.ts, c.id]));
+export function encodeCursor(kind: CursorKind, c: ListCursor): string {
+  return toBase64Url(JSON.stringify([kind, c.ts, c.id]));
 }
 
-export function decodeCursor(text: string): ListCursor {
+/** The cursor of `kind`'s listing; another listing's cursor, or anything else, is a 400. */
+export function decodeCursor(text: string, kind: CursorKind): DecodedCursor {
+  let value: unknown;
   try {
-    const value: unknown = JSON.parse(fromBase64Url(text));
-    if (Array.isArray(value) && value.length === 2) {
-      const [ts, id] = value;
-      if (typeof ts === "string" && isCalendarTime(ts) && typeof id === "string" && UUID.test(id)) {
-        return { ts, id: id.toLowerCase() };
-      }
-    }
+    value = JSON.parse(fromBase64Url(text));
   } catch {
-    // fall through to the 400 below
+    throw invalidCursor(kind);
   }
-  throw invalidCursor();
+  if (!Array.isArray(value)) throw invalidCursor(kind);
+  const named = value.length === 3 ? value[0] : kind;
+  if (named !== kind) {
+    const other = typeof named === "string" && Object.hasOwn(LISTING, named) ? named as CursorKind : undefined;
+    throw invalidCursor(kind, other && `it is a next_cursor of ${LISTING[other]}`);
+  }
+  const [ts, id] = value.slice(-2);
+  if (value.length < 2 || typeof ts !== "string" || !isCalendarTime(ts) || typeof id !== "string" || !UUID.test(id)) {
+    throw invalidCursor(kind);
+  }
+  return { ts, id: id.toLowerCase(), ...(value.length === 2 ? { unmarked: true as const } : {}) };
 }
 
-/** The 400 for a cursor this API did not return (or returned for another listing). */
-export function invalidCursor(): HttpError {
-  return new HttpError(400, "invalid_cursor", "cursor is not one this API returned", [
-    { path: ["cursor"], message: "pass next_cursor from the previous page unchanged" },
-  ]);
+/** The 400 for a cursor this API did not return for `kind`'s listing (`why`: what it is instead). */
+export function invalidCursor(kind: CursorKind, why?: string): HttpError {
+  return new HttpError(
+    400,
+    "invalid_cursor",
+    `cursor is not a next_cursor of ${LISTING[kind]}${why ? `: ${why}` : ""}`,
+    [{ path: ["cursor"], message: `the next_cursor of the previous ${LISTING[kind]} page, unchanged (opaque text)` }],
+  );
+}
+
+/**
+ * An unmarked cursor (before cursors named their listing) given to GET memory: its id is a
+ * memory's, while a history's cursor names one of its audit rows. Such a row's id is a 400; any
+ * other id pages on as before (its memory may have been purged since).
+ */
+export async function assertNotHistoryRow(tx: Tx, c: DecodedCursor): Promise<void> {
+  if (!c.unmarked) return;
+  const [row] = await tx<{ history: boolean }[]>`
+    select exists (select from public.memory_history where id = ${c.id}) as history`;
+  if (row!.history) throw invalidCursor("memories", `it is a next_cursor of ${LISTING.history}`);
 }
 
 /** A page's key columns as its query names them (code, never input): `ts`, `id` or `m.created_at`, `m.id`. */

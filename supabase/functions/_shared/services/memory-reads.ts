@@ -8,7 +8,15 @@ import { HttpError } from "../http.ts";
 import { asOfColumns, memoryAsOf, recordedBy } from "../memories/as-of.ts";
 import { listPage, nextCursor } from "../memories/list-page.ts";
 import { PROPOSAL_EVENTS } from "../proposals.ts";
-import { cursorAfter, cursorText, decodeCursor, encodeCursor, fromCursor, invalidCursor } from "../memories/cursor.ts";
+import {
+  assertNotHistoryRow,
+  cursorAfter,
+  cursorText,
+  decodeCursor,
+  encodeCursor,
+  fromCursor,
+  invalidCursor,
+} from "../memories/cursor.ts";
 import { explainMemory, type Explanation } from "../memories/explain.ts";
 import { isoDates, memoryColumns } from "../memories/memory-row.ts";
 import { notFound, toMemory } from "../memories/record.ts";
@@ -35,11 +43,14 @@ export async function listMemories(
 ): Promise<ListResponse & { as_of?: string }> {
   const { config } = deps;
   const sql = readPoolOf(deps);
-  const after = q.cursor ? decodeCursor(q.cursor) : undefined;
-  const listed = await withTenant(sql, tenant, (tx) => listPage(tx, config.namespaceRoot, q, after));
+  const after = q.cursor ? decodeCursor(q.cursor, "memories") : undefined;
+  const listed = await withTenant(sql, tenant, async (tx) => {
+    if (after) await assertNotHistoryRow(tx, after);
+    return await listPage(tx, config.namespaceRoot, q, after);
+  });
   const page = listed.rows.slice(0, q.limit);
   const next = nextCursor(listed, q.limit);
-  const next_cursor = next ? encodeCursor(next) : null;
+  const next_cursor = next ? encodeCursor("memories", next) : null;
   return {
     memories: page.map(({ cursor_ts: _, ...m }) => toMemory(memoryAsOf(m))),
     next_cursor,
@@ -145,7 +156,7 @@ export async function memoryHistory(
   id: string,
   q: HistoryQuery,
 ): Promise<MemoryHistory> {
-  const after = q.cursor ? decodeCursor(q.cursor) : undefined;
+  const after = q.cursor ? decodeCursor(q.cursor, "history") : undefined;
   const result = await withTenant(deps.sql, tenant, async (tx) => {
     // A history cursor names one of this memory's rows (they are never deleted): another memory's
     // cursor, or a list's, would answer a page that silently misses this memory's rows. Checked in
@@ -155,7 +166,7 @@ export async function memoryHistory(
       : tx`true`;
     const [found] = await tx<{ exists: boolean; mine: boolean }[]>`
       select exists (select from public.devai_memories where id = ${id}) as exists, ${mine} as mine`;
-    if (!found!.mine) throw invalidCursor();
+    if (!found!.mine) throw invalidCursor("history", `it names no audit row of memory ${id}`);
     const key = { ts: "ts", id: "id" };
     const history = await tx`
         select id, memory_id, event, old_ref, new_ref, actor, old_content, new_content, meta, ts, ${cursorText(tx, key)}
@@ -174,7 +185,7 @@ export async function memoryHistory(
     memory_id: id,
     purged: !result.exists,
     history: page.map(({ cursor_ts: _, ...h }) => isoDates(h) as unknown as HistoryEntry),
-    next_cursor: next ? encodeCursor(next) : null,
+    next_cursor: next ? encodeCursor("history", next) : null,
   };
 }
 
