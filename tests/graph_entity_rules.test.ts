@@ -103,3 +103,29 @@ Deno.test("entity rules: an install command in prose names its packages, not the
   ]);
   assert.deepEqual(found("yarn add lodash express"), ["package:lodash", "package:express", "command:yarn add"]);
 });
+
+Deno.test("entity rules: an install command's word that is no package specifier names no package, not its head", () => {
+  const packages = (text: string) => found(text).filter((f) => f.startsWith("package:"));
+  for (
+    const text of [
+      "npm install 100%_pkg",
+      "pnpm add zod%20",
+      "npm i lodash/fp",
+      "pip install foo$bar",
+      "cargo add serde~x",
+      "gem install rails!x",
+      "see foo%bar@1.2.3",
+      "npm install zod\nnpm run build",
+    ]
+  ) assert.deepEqual(packages(text).filter((p) => p !== "package:zod"), [], text);
+  assert.deepEqual(packages("npm install 100%_pkg zod"), [], "the list ends at the first word that is not one");
+  // Each manager's own specifiers: versions, extras and module paths are read whole.
+  assert.deepEqual(packages("pip install 'requests[socks]==2.31' flask>=3"), ["package:requests", "package:flask"]);
+  assert.deepEqual(packages("poetry add pendulum@^2.0.5"), ["package:pendulum"]);
+  assert.deepEqual(packages("cargo add serde@1.0 tokio"), ["package:serde", "package:tokio"]);
+  assert.deepEqual(packages("go get github.com/pkg/errors@v0.9.1"), ["package:github.com/pkg/errors"]);
+  assert.deepEqual(packages("gem install rails:7.1.0"), ["package:rails"]);
+  assert.deepEqual(packages("bun add @types/node@20 react@latest"), ["package:@types/node", "package:react"]);
+  assert.deepEqual(packages("Run npm install zod. Restart the server"), ["package:zod"], "the clause ends the list");
+  assert.deepEqual(packages("(npm install zod) and `pip install httpx` later"), ["package:zod", "package:httpx"]);
+});

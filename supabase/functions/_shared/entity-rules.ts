@@ -4,6 +4,7 @@
 // name, concepts). Pure: text in, mentions out. What each rule finds and why it is as strict as it
 // is: docs/graph.md#entity-rules.
 import type { EntityMention } from "./entities.ts";
+import { installedPackages } from "./install-packages.ts";
 import { trimEndOf } from "./text-scan.ts";
 
 /** A message naming more than this many things is a dump (a log, a file listing): keep the first ones. */
@@ -40,19 +41,10 @@ const WELL_KNOWN_FILES =
   /(?<![\w/.-])(Dockerfile|Makefile|Procfile|Gemfile|Rakefile|Justfile|Caddyfile|Jenkinsfile)(?![\w-]|\.\w)/g;
 
 // name@version, scoped or not: react@18.3.1, @types/node@20, zod@^4.1.0; npm:/jsr: specifiers too.
+// The whole word, between blanks, quotes, brackets or punctuation: the tail of `foo%bar@1.2.3` is no
+// package `bar`.
 const PACKAGE_VERSION =
-  /(?<![\w/.-])(?:npm:|jsr:)?((?:@[a-z0-9][\w.-]*\/)?[a-z0-9][\w.-]*)@([\^~]?\d+(?:\.[\dx*]+){0,3}(?:-[\w.]*\w)?)(?![\w]|\.\w)/gi;
-// Packages named by an install command: `npm install zod`, `pip install requests`, `cargo add serde`.
-const INSTALL =
-  /\b(?:npm\s+(?:install|i|add)|pnpm\s+(?:add|install|i)|yarn\s+add|bun\s+add|pip3?\s+install|poetry\s+add|cargo\s+add|go\s+get|gem\s+install)((?:\s+(?:-{1,2}[\w-]+|(?:@[\w.-]+\/)?[\w.-]+(?:@[\^~]?[\w.*-]+)?))+)/gi;
-
-// An install command in prose runs on into the sentence ("pnpm install zod and fix the build"): its
-// package list ends at the first of these words, never a package a message means.
-const ENDS_PACKAGE_LIST = new Set(
-  ("a an and or but nor then to into in on at for from with without of by via as so if when while after before " +
-    "the this that these those it its is are was were be we i you he she they them please first now again also too " +
-    "instead here there which what why how").split(" "),
-);
+  /(?<![^\s"'`([{<,=])(?:npm:|jsr:)?((?:@[a-z0-9][\w.-]*\/)?[a-z0-9][\w.-]*)@([\^~]?\d+(?:\.[\dx*]+){0,3}(?:-[\w.]*\w)?)(?=$|[\s"'`)\]}>,;:!?]|\.(?!\w))/gi;
 
 // Error codes and error types.
 const ERRORS = [
@@ -172,14 +164,7 @@ export function extractEntityMentions(text: string): EntityMention[] {
   }
 
   for (const m of rest.matchAll(PACKAGE_VERSION)) add(m[1]!, "package", m[0], m.index!);
-  for (const m of rest.matchAll(INSTALL)) {
-    for (const token of m[1]!.trim().split(/\s+/)) {
-      if (ENDS_PACKAGE_LIST.has(token.toLowerCase())) break;
-      if (token.startsWith("-")) continue;
-      const name = token.replace(/(?<=.)@.*$/, "");
-      add(name, "package", token, m.index!);
-    }
-  }
+  for (const p of installedPackages(rest)) add(p.name, "package", p.mention, p.at);
   // Package specifiers (name@1.2) are not files, nor emails' domains handles.
   const noPackages = rest.replace(PACKAGE_VERSION, (s) => " ".repeat(s.length));
   for (const m of noPackages.matchAll(FILE)) {

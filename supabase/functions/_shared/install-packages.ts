@@ -1,0 +1,70 @@
+// The packages an install command names, in prose or code: `npm install zod`, `pip install
+// requests[socks]==2.31`, `cargo add serde@1`, `go get github.com/pkg/errors@v0.9.1`. Each word after
+// the command is a package only when the whole word is one of that manager's package specifiers
+// (a name, and a version or extras its syntax allows): a word that is not ends the list, so
+// `npm install 100%_pkg` names no package (not `100`) and `go get` names the module's whole path.
+// The list also ends at the end of the line, at a word that ends a clause (`zod.`, `zod;`, a closing
+// backtick or quote) and at the first English function word ("pnpm install zod and fix the build").
+// Used by the entity rules (entity-rules.ts, docs/graph.md#entity-rules).
+
+const COMMAND =
+  /\b(npm\s+(?:install|i|add)|pnpm\s+(?:add|install|i)|yarn\s+add|bun\s+add|pip3?\s+install|poetry\s+add|cargo\s+add|go\s+get|gem\s+install)(?![\w-])/gi;
+
+// One package specifier per manager, the name in group 1.
+const JS = /^((?:@[a-z0-9][\w.~-]*\/)?[a-z0-9][\w.~-]*)(?:@[\w.^~*<>=|-]+)?$/i; // zod, @types/node@20, react@^18
+const PYTHON = /^([a-z0-9](?:[\w.-]*[a-z0-9])?)(?:\[[\w,.-]*\])?(?:(?:===?|[<>!~]=|[<>@])[\w.*+!,<>=~^-]+)?$/i;
+const SPECIFIER: Record<string, RegExp> = {
+  npm: JS,
+  pnpm: JS,
+  yarn: JS,
+  bun: JS,
+  pip: PYTHON,
+  pip3: PYTHON,
+  poetry: PYTHON, // poetry add requests@^2.31
+  cargo: /^([a-z0-9][\w-]*)(?:@[\w.^~*<>=+-]+)?$/i, // serde, serde@1.0
+  go: /^([\w~-][\w.~-]*(?:\/[\w.~-]+)*)(?:@[\w.+-]+)?$/, // github.com/pkg/errors@v0.9.1
+  gem: /^([a-z0-9][\w.-]*)(?::[\w.]+)?$/i, // rails, rails:7.1.0
+};
+
+// An install command in prose runs on into the sentence: its package list ends at the first of
+// these words, never a package a message means.
+const ENDS_PACKAGE_LIST = new Set(
+  ("a an and or but nor then to into in on at for from with without of by via as so if when while after before " +
+    "the this that these those it its is are was were be we i you he she they them please first now again also too " +
+    "instead here there which what why how").split(" "),
+);
+
+export interface InstalledPackage {
+  name: string;
+  /** The word as written (with its version or extras). */
+  mention: string;
+  /** Where the command starts in the text. */
+  at: number;
+}
+
+/** The packages each install command in `text` names, in order. */
+export function installedPackages(text: string): InstalledPackage[] {
+  const out: InstalledPackage[] = [];
+  const commands = [...text.matchAll(COMMAND)];
+  commands.forEach((m, i) => {
+    const specifier = SPECIFIER[m[1]!.split(/\s/)[0]!.toLowerCase()]!;
+    // Its words: the rest of the line, up to the next command (each word is read once).
+    const from = m.index! + m[0].length;
+    const lineEnd = text.indexOf("\n", from);
+    const to = Math.min(lineEnd < 0 ? text.length : lineEnd, commands[i + 1]?.index ?? text.length);
+    for (const word of text.slice(from, to).trim().split(/\s+/)) {
+      const bare = word.replace(/^["'`(]+/, "").replace(/["'`),.;:!?]+$/, "");
+      // A closing quote, backtick or parenthesis ends a span the command was in, unless the word
+      // opened it (a quoted argument: 'requests[socks]==2.31').
+      const endsClause = /[.;:!?]["'`)]*$/.test(word) || (/["'`)]$/.test(word) && !/^["'`(]/.test(word));
+      if (ENDS_PACKAGE_LIST.has(bare.toLowerCase())) break;
+      if (!bare.startsWith("-")) {
+        const name = specifier.exec(bare)?.[1];
+        if (!name) break;
+        out.push({ name, mention: bare, at: m.index! });
+      }
+      if (endsClause) break;
+    }
+  });
+  return out;
+}
