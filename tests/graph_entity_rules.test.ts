@@ -129,3 +129,12 @@ Deno.test("entity rules: an install command's word that is no package specifier 
   assert.deepEqual(packages("Run npm install zod. Restart the server"), ["package:zod"], "the clause ends the list");
   assert.deepEqual(packages("(npm install zod) and `pip install httpx` later"), ["package:zod", "package:httpx"]);
 });
+
+Deno.test("entity rules: an install option's value (a file, a feature, a version) is no package", () => {
+  const packages = (text: string) => found(text).filter((f) => f.startsWith("package:"));
+  assert.deepEqual(packages("pip install -r requirements.txt"), []);
+  assert.deepEqual(packages("pip install -v requests"), ["package:requests"], "pip's -v is verbose: no value");
+  assert.deepEqual(packages("cargo add serde --features derive tokio"), ["package:serde", "package:tokio"]);
+  assert.deepEqual(packages("gem install rails -v 7.1"), ["package:rails"]);
+  assert.deepEqual(packages("pnpm add --filter web zod"), ["package:zod"]);
+});

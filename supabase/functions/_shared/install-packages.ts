@@ -3,6 +3,7 @@
 // the command is a package only when the whole word is one of that manager's package specifiers
 // (a name, and a version or extras its syntax allows): a word that is not ends the list, so
 // `npm install 100%_pkg` names no package (not `100`) and `go get` names the module's whole path.
+// Options are skipped, with the value of those that take one (`-r requirements.txt`).
 // The list also ends at the end of the line, at a word that ends a clause (`zod.`, `zod;`, a closing
 // backtick or quote) and at the first English function word ("pnpm install zod and fix the build").
 // Used by the entity rules (entity-rules.ts, docs/graph.md#entity-rules).
@@ -26,6 +27,26 @@ const SPECIFIER: Record<string, RegExp> = {
   gem: /^([a-z0-9][\w.-]*)(?::[\w.]+)?$/i, // rails, rails:7.1.0
 };
 
+// Options whose value is the next word (a file, a feature, a version), never a package:
+// `pip install -r requirements.txt`, `cargo add serde --features derive`, `gem install rails -v 7.1`.
+const JS_VALUES = "--registry -w --workspace --filter";
+const PIP_VALUES =
+  "-r --requirement -c --constraint -e --editable -i --index-url --extra-index-url -t --target --prefix --root -f --find-links";
+const OPTION_VALUES: Record<string, Set<string>> = Object.fromEntries(
+  Object.entries({
+    npm: JS_VALUES,
+    pnpm: JS_VALUES,
+    yarn: JS_VALUES,
+    bun: JS_VALUES,
+    pip: PIP_VALUES,
+    pip3: PIP_VALUES,
+    poetry: "-G --group -E --extras --source",
+    cargo: "-F --features --rename --path --git --branch --tag --rev --registry -p --package",
+    go: "",
+    gem: "-v --version -s --source -i --install-dir",
+  }).map(([manager, options]) => [manager, new Set(options.split(" "))]),
+);
+
 // An install command in prose runs on into the sentence: its package list ends at the first of
 // these words, never a package a message means.
 const ENDS_PACKAGE_LIST = new Set(
@@ -47,7 +68,9 @@ export function installedPackages(text: string): InstalledPackage[] {
   const out: InstalledPackage[] = [];
   const commands = [...text.matchAll(COMMAND)];
   commands.forEach((m, i) => {
-    const specifier = SPECIFIER[m[1]!.split(/\s/)[0]!.toLowerCase()]!;
+    const manager = m[1]!.split(/\s/)[0]!.toLowerCase();
+    const specifier = SPECIFIER[manager]!;
+    let optionValue = false;
     // Its words: the rest of the line, up to the next command (each word is read once).
     const from = m.index! + m[0].length;
     const lineEnd = text.indexOf("\n", from);
@@ -58,7 +81,9 @@ export function installedPackages(text: string): InstalledPackage[] {
       // opened it (a quoted argument: 'requests[socks]==2.31').
       const endsClause = /[.;:!?]["'`)]*$/.test(word) || (/["'`)]$/.test(word) && !/^["'`(]/.test(word));
       if (ENDS_PACKAGE_LIST.has(bare.toLowerCase())) break;
-      if (!bare.startsWith("-")) {
+      if (optionValue) optionValue = false;
+      else if (bare.startsWith("-")) optionValue = OPTION_VALUES[manager]!.has(bare);
+      else {
         const name = specifier.exec(bare)?.[1];
         if (!name) break;
         out.push({ name, mention: bare, at: m.index! });
