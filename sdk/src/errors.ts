@@ -19,6 +19,11 @@ export class MemoryApiError extends Error {
     readonly issues: MemoryApiIssue[] = [],
     /** Quote it when reporting a 500: the server logged the details under it. */
     readonly requestId?: string,
+    /**
+     * From the answer's Retry-After (429 rate_limited, 503 database_unavailable …): how many
+     * seconds to wait before sending it again; undefined when the server named no wait.
+     */
+    readonly retryAfterSeconds?: number,
   ) {
     super(message);
   }
@@ -31,9 +36,19 @@ function isErrorBody(
   return typeof e === "object" && e !== null && typeof e.code === "string" && typeof e.message === "string";
 }
 
+/** Retry-After as seconds from now: delta-seconds or an HTTP date (RFC 9110 §10.2.3); undefined if neither. */
+export function retryAfterSeconds(value: string | null, now = Date.now()): number | undefined {
+  if (value === null) return undefined;
+  const v = value.trim();
+  if (/^\d+$/.test(v)) return Number(v);
+  const at = Date.parse(v);
+  return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - now) / 1000));
+}
+
 /** The MemoryApiError for a non-2xx response (its body read here). */
 export async function errorFromResponse(res: Response): Promise<MemoryApiError> {
   const requestId = res.headers.get("x-request-id") ?? undefined;
+  const retryAfter = retryAfterSeconds(res.headers.get("retry-after"));
   const text = await res.text().catch(() => "");
   let body: unknown;
   try {
@@ -48,9 +63,17 @@ export async function errorFromResponse(res: Response): Promise<MemoryApiError> 
       body.error.message,
       body.error.issues ?? [],
       body.error.request_id ?? requestId,
+      retryAfter,
     );
   }
-  return new MemoryApiError(res.status, "http_error", text.slice(0, 500) || `HTTP ${res.status}`, [], requestId);
+  return new MemoryApiError(
+    res.status,
+    "http_error",
+    text.slice(0, 500) || `HTTP ${res.status}`,
+    [],
+    requestId,
+    retryAfter,
+  );
 }
 
 /** The MemoryApiError for a fetch that failed before any response. */

@@ -1,0 +1,55 @@
+// The SDK's MemoryApiError carries what the server says about waiting: Retry-After, as seconds, on
+// the 429s and 503s that send it (rate limits, a database away), so a caller can back off for as
+// long as the server asks. The answers come from a fetch passed to the client (no server needed).
+import assert from "node:assert/strict";
+import { createMemoryClient, MemoryApiError } from "../sdk/mod.ts";
+import { retryAfterSeconds } from "../sdk/src/errors.ts";
+
+function clientAnswering(status: number, headers: Record<string, string>, body: unknown) {
+  return createMemoryClient({
+    supabaseUrl: "http://127.0.0.1:9",
+    accessToken: "a-token",
+    fetch: () => Promise.resolve(new Response(JSON.stringify(body), { status, headers })),
+  });
+}
+
+async function errorOf(p: Promise<unknown>): Promise<MemoryApiError> {
+  try {
+    await p;
+  } catch (err) {
+    assert.ok(err instanceof MemoryApiError, String(err));
+    return err;
+  }
+  throw new Error("the call did not fail");
+}
+
+Deno.test("sdk errors: a 429's Retry-After is retryAfterSeconds, beside its code", async () => {
+  const memory = clientAnswering(429, { "retry-after": "7", "content-type": "application/json" }, {
+    error: { code: "rate_limited", message: "too many requests: 600 a minute" },
+  });
+  const err = await errorOf(memory.stats());
+  assert.equal(err.status, 429);
+  assert.equal(err.code, "rate_limited");
+  assert.equal(err.retryAfterSeconds, 7);
+});
+
+Deno.test("sdk errors: a 503 that is no error body keeps Retry-After too; none sent is undefined", async () => {
+  const away = clientAnswering(503, { "retry-after": "2" }, "upstream connect error");
+  const err = await errorOf(away.stats());
+  assert.equal(err.code, "http_error");
+  assert.equal(err.retryAfterSeconds, 2);
+
+  const plain = clientAnswering(404, { "content-type": "application/json" }, {
+    error: { code: "not_found", message: "no memory 1" },
+  });
+  assert.equal((await errorOf(plain.stats())).retryAfterSeconds, undefined);
+});
+
+Deno.test("sdk errors: Retry-After as an HTTP date is seconds from now; garbage is undefined", () => {
+  const now = Date.parse("2026-11-27T12:00:00Z");
+  assert.equal(retryAfterSeconds("Fri, 27 Nov 2026 12:00:30 GMT", now), 30);
+  assert.equal(retryAfterSeconds("Fri, 27 Nov 2026 11:00:00 GMT", now), 0, "a date passed: send it now");
+  assert.equal(retryAfterSeconds("soon", now), undefined);
+  assert.equal(retryAfterSeconds(" 12 ", now), 12);
+  assert.equal(retryAfterSeconds(null, now), undefined);
+});
