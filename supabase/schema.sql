@@ -1245,6 +1245,21 @@ $$;
 COMMENT ON FUNCTION memory_private.refresh_keyword_common_terms() IS 'Copies the keyword terms the statistics estimate as common (keyword_common_estimate_factor x keyword_df_cap memories of a scope) into memory_private.keyword_common_terms; pg_cron every 15 minutes (devai-keyword-statistics).';
 
 --
+-- Name: refuse_setting_delete(); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.refuse_setting_delete() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+begin
+  raise exception 'a setting cannot be deleted: every function that reads public.memory_settings counts on its rows'
+    using errcode = 'restrict_violation',
+          hint = 'change its value instead: update public.memory_settings set value = … where name = …';
+end;
+$$;
+
+--
 -- Name: register_maintenance_schedules(); Type: FUNCTION; Schema: memory_private; Owner: -
 --
 
@@ -6046,6 +6061,18 @@ CREATE TRIGGER memory_session_summaries_touch_updated_at BEFORE UPDATE ON public
 CREATE TRIGGER memory_sessions_touch_updated_at BEFORE UPDATE ON public.memory_sessions FOR EACH ROW EXECUTE FUNCTION memory_private.touch_updated_at();
 
 --
+-- Name: memory_settings memory_settings_no_delete; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER memory_settings_no_delete BEFORE DELETE ON public.memory_settings FOR EACH ROW EXECUTE FUNCTION memory_private.refuse_setting_delete();
+
+--
+-- Name: memory_settings memory_settings_no_truncate; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER memory_settings_no_truncate BEFORE TRUNCATE ON public.memory_settings FOR EACH STATEMENT EXECUTE FUNCTION memory_private.refuse_setting_delete();
+
+--
 -- Name: supervisor_checkpoints supervisor_checkpoints_touch_updated_at; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -7198,6 +7225,12 @@ REVOKE ALL ON FUNCTION memory_private.record_relation_write() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memory_private.refresh_keyword_common_terms() FROM PUBLIC;
 GRANT ALL ON FUNCTION memory_private.refresh_keyword_common_terms() TO service_role;
+
+--
+-- Name: FUNCTION refuse_setting_delete(); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.refuse_setting_delete() FROM PUBLIC;
 
 --
 -- Name: FUNCTION register_maintenance_schedules(); Type: ACL; Schema: memory_private; Owner: -
