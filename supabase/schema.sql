@@ -4934,7 +4934,7 @@ CREATE TABLE public.memory_pair_checks (
 -- Name: TABLE memory_pair_checks; Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON TABLE public.memory_pair_checks IS 'Pairs of memories already checked (consolidation fingerprints, the write-time contradiction judge''s cache). See docs/consolidation.md#pairs.';
+COMMENT ON TABLE public.memory_pair_checks IS 'Pairs of memories already checked (consolidation fingerprints, the write-time contradiction judge''s cache). See docs/consolidation.md#nightly-consolidation.';
 
 --
 -- Name: memory_proposals; Type: TABLE; Schema: public; Owner: -
