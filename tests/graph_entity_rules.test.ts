@@ -119,6 +119,10 @@ Deno.test("entity rules: an install command's word that is no package specifier 
     ]
   ) assert.deepEqual(packages(text).filter((p) => p !== "package:zod"), [], text);
   assert.deepEqual(packages("npm install 100%_pkg zod"), [], "the list ends at the first word that is not one");
+  const command = (text: string) => extractEntityMentions(text).find((m) => m.type === "command");
+  assert.equal(command("npm install 100%_pkg")?.mention, "npm install", "the command's mention is not cut at the %");
+  assert.equal(command("then npm run build%x now")?.name, "npm run", "a run verb's script is a whole word or none");
+  assert.equal(command("then npm run build, now")?.name, "npm run build");
   // Each manager's own specifiers: versions, extras and module paths are read whole.
   assert.deepEqual(packages("pip install 'requests[socks]==2.31' flask>=3"), ["package:requests", "package:flask"]);
   assert.deepEqual(packages("poetry add pendulum@^2.0.5"), ["package:pendulum"]);

@@ -112,10 +112,12 @@ const CODE_ONLY_PROGRAMS = [
   "sqlite3",
   "redis-cli",
 ];
+// The argument (a script's name for run verbs) is a whole word or none: "npm install 100%_pkg" is
+// the command "npm install", its mention not cut at the "%".
 const PROSE_COMMAND = new RegExp(
   String.raw`(?<![\w./-])(?:${
     Object.entries(VERBS).map(([p, v]) => `${p}\\s+(?:${v})`).join("|")
-  })(?![\w-])(?:\s+(?!-)[\w:./@-]+)?`,
+  })(?![\w-])(?:\s+(?!-)[\w:./@-]+(?![^\s,;!?)\]}'"\`]))?`,
   "g",
 );
 const CODE_COMMAND = new RegExp(
