@@ -85,6 +85,28 @@ end;
 $$;
 
 --
+-- Name: assign_job_fair_key(); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.assign_job_fair_key() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+  v_last timestamptz;
+begin
+  select j.fair_key into v_last
+    from public.memory_jobs j
+   where j.owner_id = new.owner_id and j.status = 'queued' and j.run_after <= now()
+   order by j.fair_key desc
+   limit 1;
+  new.fair_key := greatest(new.run_after, now(),
+                           v_last + make_interval(secs => public.memory_setting('job_fair_step_seconds')::double precision));
+  return new;
+end;
+$$;
+
+--
 -- Name: bump_thread_revision(uuid, text); Type: FUNCTION; Schema: memory_private; Owner: -
 --
 
@@ -138,6 +160,7 @@ CREATE TABLE public.memory_jobs (
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     finished_at timestamp with time zone,
     payload_cleared_at timestamp with time zone,
+    fair_key timestamp with time zone DEFAULT now() NOT NULL,
     CONSTRAINT memory_jobs_attempts_range CHECK (((attempts >= 0) AND ((max_attempts >= 1) AND (max_attempts <= 50)))),
     CONSTRAINT memory_jobs_idempotency_key_shape CHECK (((char_length(idempotency_key) >= 1) AND (char_length(idempotency_key) <= 300))),
     CONSTRAINT memory_jobs_kind_check CHECK ((kind = ANY (ARRAY['extract'::text, 'dedup'::text, 'embed'::text, 'consolidate'::text, 'enrich'::text, 'causal'::text, 'nightly_consolidation'::text, 'contradiction_check'::text, 'insight'::text, 'reindex'::text, 'vector_index'::text]))),
@@ -150,6 +173,12 @@ CREATE TABLE public.memory_jobs (
 --
 
 COMMENT ON COLUMN public.memory_jobs.payload_cleared_at IS 'When devai-job-prune cleared this finished extract job''s transcript (payload messages and context), job_keep_days after it finished; its result, part and marks stay (docs/extraction.md).';
+
+--
+-- Name: COLUMN memory_jobs.fair_key; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.memory_jobs.fair_key IS 'Place in the queue''s fair order across tenants, set when the job is queued (memory_private.assign_job_fair_key); claim_jobs takes the smallest first (docs/operations.md#job-queue).';
 
 --
 -- Name: claim_jobs(text, integer, interval, text[], uuid); Type: FUNCTION; Schema: memory_private; Owner: -
@@ -180,15 +209,25 @@ begin
       where s.status = 'running' and s.locked_until < now() and s.attempts >= s.max_attempts
       for update skip locked);
 
+  -- Other expired leases: queued again (the claim below counts the attempt), in their place.
+  update public.memory_jobs j
+     set status = 'queued',
+         locked_until = null,
+         locked_by = null,
+         updated_at = now()
+   where j.id in (
+     select s.id from public.memory_jobs s
+      where s.status = 'running' and s.locked_until < now() and s.attempts < s.max_attempts
+      for update skip locked);
+
   return query
   with picked as (
     select j.id
       from public.memory_jobs j
-     where ((j.status = 'queued' and j.run_after <= now())
-            or (j.status = 'running' and j.locked_until < now()))
+     where j.status = 'queued' and j.run_after <= now()
        and (p_kinds is null or j.kind = any (p_kinds))
        and (p_owner is null or j.owner_id = p_owner)
-     order by j.run_after, j.created_at
+     order by j.fair_key
      limit p_limit
      for update skip locked
   )
@@ -401,8 +440,56 @@ begin
            limit p_limit
              for update skip locked) x;
   select jsonb_build_object('ended', count(*) filter (where e.ended_now), 'queued', count(e.job_id)) into v_result
-    from public.end_memory_sessions(v_ids, 'idle', p_now) e;
+    from memory_private.end_memory_sessions(v_ids, 'idle', p_now) e;
   return v_result;
+end;
+$$;
+
+--
+-- Name: end_memory_sessions(uuid[], text, timestamp with time zone); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.end_memory_sessions(p_ids uuid[], p_reason text, p_now timestamp with time zone DEFAULT now()) RETURNS TABLE(id uuid, session_id text, job_id uuid, ended_now boolean)
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+declare
+  v_owner uuid := (select auth.uid());
+  v_ended uuid[];
+begin
+  if p_reason is null or p_reason not in ('explicit', 'new_session', 'idle') then
+    raise exception 'p_reason must be explicit, new_session or idle, got %', p_reason using errcode = '22023';
+  end if;
+  -- ended_at covers the session's last episode (20261128930000: a batch that committed while this
+  -- end waited for the row, or whose messages are dated a little ahead of the server's clock).
+  with ended as (
+    update public.memory_sessions s
+       set ended_at = greatest(p_now, s.last_event_at), end_reason = p_reason
+     where s.id = any (p_ids) and s.ended_at is null and (v_owner is null or s.owner_id = v_owner)
+    returning s.id
+  )
+  select coalesce(array_agg(e.id), '{}') into v_ended from ended e;
+
+  insert into public.memory_jobs (owner_id, kind, payload, idempotency_key)
+  select s.owner_id, 'consolidate', jsonb_build_object('session_id', s.session_id), 'consolidate:' || s.session_id
+    from public.memory_sessions s
+   where s.id = any (p_ids) and s.ended_at is not null and s.consolidation_job_id is null
+     and (v_owner is null or s.owner_id = v_owner)
+   order by s.id
+  on conflict (owner_id, kind, idempotency_key) do nothing;
+
+  update public.memory_sessions s
+     set consolidation_job_id = j.id
+    from public.memory_jobs j
+   where s.id = any (p_ids) and s.ended_at is not null and s.consolidation_job_id is null
+     and (v_owner is null or s.owner_id = v_owner)
+     and j.owner_id = s.owner_id and j.kind = 'consolidate' and j.idempotency_key = 'consolidate:' || s.session_id;
+
+  return query
+  select s.id, s.session_id, s.consolidation_job_id, s.id = any (v_ended)
+    from public.memory_sessions s
+   where s.id = any (p_ids) and (v_owner is null or s.owner_id = v_owner)
+   order by s.id;
 end;
 $$;
 
@@ -480,6 +567,41 @@ begin
   select count(*) into v_causal from queued;
 
   return jsonb_build_object('enrich', v_enrich, 'causal', v_causal);
+end;
+$$;
+
+--
+-- Name: enqueue_job(uuid, text, text, jsonb, integer); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.enqueue_job(p_owner uuid, p_kind text, p_idempotency_key text, p_payload jsonb DEFAULT '{}'::jsonb, p_max_attempts integer DEFAULT 5) RETURNS TABLE(id uuid, status text, deduplicated boolean)
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+#variable_conflict use_column
+declare
+  v_tenant uuid := (select auth.uid());
+begin
+  if p_owner is null then
+    raise exception 'p_owner required' using errcode = '22023';
+  end if;
+  if v_tenant is not null and p_owner <> v_tenant then
+    raise exception 'a tenant queues its own jobs only' using errcode = '42501';
+  end if;
+  if v_tenant is not null and p_kind = 'vector_index' then
+    raise exception 'vector_index jobs are queued by devai-vector-indexes only' using errcode = '42501';
+  end if;
+  return query
+  insert into public.memory_jobs as j (owner_id, kind, payload, idempotency_key, max_attempts)
+  values (p_owner, p_kind, coalesce(p_payload, '{}'), p_idempotency_key, coalesce(p_max_attempts, 5))
+  on conflict (owner_id, kind, idempotency_key) do nothing
+  returning j.id, j.status, false;
+  if not found then
+    return query
+    select j.id, j.status, true
+      from public.memory_jobs j
+     where j.owner_id = p_owner and j.kind = p_kind and j.idempotency_key = p_idempotency_key;
+  end if;
 end;
 $$;
 
@@ -2298,49 +2420,6 @@ begin
     select coalesce(array_agg(distinct rtrim(s, '/') || '/'), '{}')
       from unnest(coalesce(match_namespaces, '{}'::text[])) as s
      where s is not null and rtrim(s, '/') <> '');
-end;
-$$;
-
---
--- Name: end_memory_sessions(uuid[], text, timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.end_memory_sessions(p_ids uuid[], p_reason text, p_now timestamp with time zone DEFAULT now()) RETURNS TABLE(id uuid, session_id text, job_id uuid, ended_now boolean)
-    LANGUAGE plpgsql
-    SET search_path TO ''
-    AS $$
-declare
-  v_ended uuid[];
-begin
-  if p_reason is null or p_reason not in ('explicit', 'new_session', 'idle') then
-    raise exception 'p_reason must be explicit, new_session or idle, got %', p_reason using errcode = '22023';
-  end if;
-  with ended as (
-    update public.memory_sessions s
-       set ended_at = greatest(p_now, s.last_event_at), end_reason = p_reason
-     where s.id = any (p_ids) and s.ended_at is null
-    returning s.id
-  )
-  select coalesce(array_agg(e.id), '{}') into v_ended from ended e;
-
-  insert into public.memory_jobs (owner_id, kind, payload, idempotency_key)
-  select s.owner_id, 'consolidate', jsonb_build_object('session_id', s.session_id), 'consolidate:' || s.session_id
-    from public.memory_sessions s
-   where s.id = any (p_ids) and s.ended_at is not null and s.consolidation_job_id is null
-   order by s.id
-  on conflict (owner_id, kind, idempotency_key) do nothing;
-
-  update public.memory_sessions s
-     set consolidation_job_id = j.id
-    from public.memory_jobs j
-   where s.id = any (p_ids) and s.ended_at is not null and s.consolidation_job_id is null
-     and j.owner_id = s.owner_id and j.kind = 'consolidate' and j.idempotency_key = 'consolidate:' || s.session_id;
-
-  return query
-  select s.id, s.session_id, s.consolidation_job_id, s.id = any (v_ended)
-    from public.memory_sessions s
-   where s.id = any (p_ids)
-   order by s.id;
 end;
 $$;
 
@@ -5155,6 +5234,7 @@ CASE name
     WHEN 'graph_seed_count'::text THEN ((value >= (1)::numeric) AND (value <= (50)::numeric) AND (value = trunc(value)))
     ELSE true
 END),
+    CONSTRAINT memory_settings_job_fair_step_seconds_range CHECK (((name <> 'job_fair_step_seconds'::text) OR ((value >= (1)::numeric) AND (value <= (86400)::numeric)))),
     CONSTRAINT memory_settings_job_keep_days_range CHECK (((name <> 'job_keep_days'::text) OR (value >= (1)::numeric))),
     CONSTRAINT memory_settings_keyword_common_estimate_factor_range CHECK (((name <> 'keyword_common_estimate_factor'::text) OR ((value >= (0)::numeric) AND (value <= (1000)::numeric)))),
     CONSTRAINT memory_settings_name_shape CHECK ((name ~ '^[a-z][a-z0-9_]{0,62}$'::text)),
@@ -5839,10 +5919,22 @@ CREATE INDEX memory_jobs_claimable ON public.memory_jobs USING btree (run_after)
 CREATE INDEX memory_jobs_extract_payload_due ON public.memory_jobs USING btree (finished_at) WHERE ((status = ANY (ARRAY['done'::text, 'dead'::text])) AND (kind = 'extract'::text) AND (payload_cleared_at IS NULL));
 
 --
+-- Name: memory_jobs_fair_claimable; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX memory_jobs_fair_claimable ON public.memory_jobs USING btree (fair_key, run_after) WHERE (status = 'queued'::text);
+
+--
 -- Name: memory_jobs_finished; Type: INDEX; Schema: public; Owner: -
 --
 
 CREATE INDEX memory_jobs_finished ON public.memory_jobs USING btree (finished_at) WHERE ((status = ANY (ARRAY['done'::text, 'dead'::text])) AND (kind <> 'extract'::text));
+
+--
+-- Name: memory_jobs_owner_queued; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX memory_jobs_owner_queued ON public.memory_jobs USING btree (owner_id, fair_key) WHERE (status = 'queued'::text);
 
 --
 -- Name: memory_jobs_running_lease; Type: INDEX; Schema: public; Owner: -
@@ -6035,6 +6127,12 @@ CREATE TRIGGER memory_history_ts_in_write_order BEFORE INSERT ON public.memory_h
 --
 
 CREATE TRIGGER memory_jobs_extract_part_dies AFTER UPDATE OF status ON public.memory_jobs FOR EACH ROW WHEN (((new.kind = 'extract'::text) AND (new.status = 'dead'::text) AND (old.status IS DISTINCT FROM 'dead'::text))) EXECUTE FUNCTION memory_private.extract_part_follows_job();
+
+--
+-- Name: memory_jobs memory_jobs_fair_key; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER memory_jobs_fair_key BEFORE INSERT ON public.memory_jobs FOR EACH ROW EXECUTE FUNCTION memory_private.assign_job_fair_key();
 
 --
 -- Name: memory_proposals memory_proposals_record_decision; Type: TRIGGER; Schema: public; Owner: -
@@ -6293,12 +6391,6 @@ CREATE POLICY "Owners can change their memories" ON public.devai_memories FOR UP
 --
 
 CREATE POLICY "Owners can decide their proposals" ON public.memory_proposals FOR UPDATE TO authenticated USING ((owner_id = ( SELECT auth.uid() AS uid))) WITH CHECK ((owner_id = ( SELECT auth.uid() AS uid)));
-
---
--- Name: memory_jobs Owners can enqueue jobs; Type: POLICY; Schema: public; Owner: -
---
-
-CREATE POLICY "Owners can enqueue jobs" ON public.memory_jobs FOR INSERT TO authenticated WITH CHECK (((owner_id = ( SELECT auth.uid() AS uid)) AND (kind <> 'vector_index'::text)));
 
 --
 -- Name: context_prefetch Owners can fill their prefetch cache; Type: POLICY; Schema: public; Owner: -
@@ -6824,6 +6916,12 @@ REVOKE ALL ON FUNCTION memory_private.apply_page_ranges(p_job text, p_now timest
 GRANT ALL ON FUNCTION memory_private.apply_page_ranges(p_job text, p_now timestamp with time zone, p_first_page bigint, p_end_page bigint, p_max_batches integer) TO service_role;
 
 --
+-- Name: FUNCTION assign_job_fair_key(); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.assign_job_fair_key() FROM PUBLIC;
+
+--
 -- Name: FUNCTION bump_thread_revision(p_owner uuid, p_thread text); Type: ACL; Schema: memory_private; Owner: -
 --
 
@@ -6842,36 +6940,6 @@ GRANT ALL ON FUNCTION memory_private.change_log_meta(p_memory_type text, p_names
 
 GRANT ALL ON TABLE public.memory_jobs TO service_role;
 GRANT SELECT ON TABLE public.memory_jobs TO authenticated;
-
---
--- Name: COLUMN memory_jobs.owner_id; Type: ACL; Schema: public; Owner: -
---
-
-GRANT INSERT(owner_id) ON TABLE public.memory_jobs TO authenticated;
-
---
--- Name: COLUMN memory_jobs.kind; Type: ACL; Schema: public; Owner: -
---
-
-GRANT INSERT(kind) ON TABLE public.memory_jobs TO authenticated;
-
---
--- Name: COLUMN memory_jobs.payload; Type: ACL; Schema: public; Owner: -
---
-
-GRANT INSERT(payload) ON TABLE public.memory_jobs TO authenticated;
-
---
--- Name: COLUMN memory_jobs.idempotency_key; Type: ACL; Schema: public; Owner: -
---
-
-GRANT INSERT(idempotency_key) ON TABLE public.memory_jobs TO authenticated;
-
---
--- Name: COLUMN memory_jobs.max_attempts; Type: ACL; Schema: public; Owner: -
---
-
-GRANT INSERT(max_attempts) ON TABLE public.memory_jobs TO authenticated;
 
 --
 -- Name: FUNCTION claim_jobs(p_worker text, p_limit integer, p_lease interval, p_kinds text[], p_owner uuid); Type: ACL; Schema: memory_private; Owner: -
@@ -6934,6 +7002,13 @@ REVOKE ALL ON FUNCTION memory_private.end_idle_sessions(p_now timestamp with tim
 GRANT ALL ON FUNCTION memory_private.end_idle_sessions(p_now timestamp with time zone, p_limit integer) TO service_role;
 
 --
+-- Name: FUNCTION end_memory_sessions(p_ids uuid[], p_reason text, p_now timestamp with time zone); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.end_memory_sessions(p_ids uuid[], p_reason text, p_now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION memory_private.end_memory_sessions(p_ids uuid[], p_reason text, p_now timestamp with time zone) TO service_role;
+
+--
 -- Name: FUNCTION enforce_agent_token_limit(); Type: ACL; Schema: memory_private; Owner: -
 --
 
@@ -6945,6 +7020,13 @@ REVOKE ALL ON FUNCTION memory_private.enforce_agent_token_limit() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memory_private.enqueue_graph_maintenance(p_now timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION memory_private.enqueue_graph_maintenance(p_now timestamp with time zone) TO service_role;
+
+--
+-- Name: FUNCTION enqueue_job(p_owner uuid, p_kind text, p_idempotency_key text, p_payload jsonb, p_max_attempts integer); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.enqueue_job(p_owner uuid, p_kind text, p_idempotency_key text, p_payload jsonb, p_max_attempts integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION memory_private.enqueue_job(p_owner uuid, p_kind text, p_idempotency_key text, p_payload jsonb, p_max_attempts integer) TO service_role;
 
 --
 -- Name: FUNCTION enqueue_nightly_consolidation(p_now timestamp with time zone); Type: ACL; Schema: memory_private; Owner: -
@@ -7417,14 +7499,6 @@ GRANT ALL ON FUNCTION public.context_open_contradictions(match_namespaces text[]
 REVOKE ALL ON FUNCTION public.context_scope_prefixes(match_namespaces text[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.context_scope_prefixes(match_namespaces text[]) TO authenticated;
 GRANT ALL ON FUNCTION public.context_scope_prefixes(match_namespaces text[]) TO service_role;
-
---
--- Name: FUNCTION end_memory_sessions(p_ids uuid[], p_reason text, p_now timestamp with time zone); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.end_memory_sessions(p_ids uuid[], p_reason text, p_now timestamp with time zone) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.end_memory_sessions(p_ids uuid[], p_reason text, p_now timestamp with time zone) TO authenticated;
-GRANT ALL ON FUNCTION public.end_memory_sessions(p_ids uuid[], p_reason text, p_now timestamp with time zone) TO service_role;
 
 --
 -- Name: FUNCTION finish_consolidation_run(p_run_id uuid, p_pairs integer, p_tokens integer, p_result jsonb); Type: ACL; Schema: public; Owner: -

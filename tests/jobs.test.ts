@@ -1,4 +1,4 @@
-// The durable queue on the real database: enqueue under RLS, idempotency, claim with SKIP LOCKED,
+// The durable queue on the real database: enqueue by the service for the transaction's tenant, idempotency, claim with SKIP LOCKED,
 // lease expiry (a crashed worker's job is taken again, or parked dead on its last attempt),
 // exponential backoff, dead after max attempts, completion only by the lease holder.
 import assert from "node:assert/strict";
@@ -21,7 +21,7 @@ async function enqueue(tenant: string, key: string, maxAttempts = 5) {
   );
 }
 
-Deno.test("jobs: enqueue is idempotent per (owner, kind, key) and RLS-scoped", async () => {
+Deno.test("jobs: enqueue is idempotent per (owner, kind, key) and tenant-scoped", async () => {
   const tenant = newTenant();
   const a = await enqueue(tenant, "k1");
   const b = await enqueue(tenant, "k1");
@@ -37,7 +37,7 @@ Deno.test("jobs: enqueue is idempotent per (owner, kind, key) and RLS-scoped", a
       { tenantId: tenant, actor: "test" },
       (tx) => enqueueJob(tx, { ownerId: newTenant(), kind: "dedup", idempotencyKey: "x", payload: {} }),
     ),
-    /row-level security/,
+    /a tenant queues its own jobs only/,
   );
   await assert.rejects(
     withTenant(

@@ -224,7 +224,7 @@ Deno.test("extract after: every point the session sent is known, through edits a
   }
 });
 
-Deno.test("extract after: a job a tenant inserts itself (REST) names no point and covers nothing; only memory-extract records parts", async () => {
+Deno.test("extract after: a tenant cannot insert a job itself (REST); a job queued without memory-extract names no point and covers nothing; only memory-extract records parts", async () => {
   const env = await writeEnv({ withLlm: false });
   try {
     const tenant = newTenant();
@@ -239,10 +239,19 @@ Deno.test("extract after: a job a tenant inserts itself (REST) names no point an
         await tx`set local role authenticated`;
         return await fn(tx as unknown as typeof env.sql);
       });
-    const [job] = await asTenant((tx) =>
-      tx<{ id: string }[]>`insert into public.memory_jobs (owner_id, kind, payload, idempotency_key)
-        values (${tenant}, 'extract', ${tx.json(payload)}, ${`session:s-rest:3:${digests[3]}`}) returning id`
+    const key = `session:s-rest:3:${digests[3]}`;
+    await assert.rejects(
+      asTenant((tx) =>
+        tx`insert into public.memory_jobs (owner_id, kind, payload, idempotency_key)
+             values (${tenant}, 'extract', ${tx.json(payload)}, ${key})`
+      ),
+      /permission denied for table memory_jobs/,
     );
+    // The same job queued by some other path than memory-extract (here: the table owner).
+    const [job] = await env.sql<
+      { id: string }[]
+    >`insert into public.memory_jobs (owner_id, kind, payload, idempotency_key)
+      values (${tenant}, 'extract', ${env.sql.json(payload)}, ${key}) returning id`;
     // Its part cannot be recorded from another transaction, nor planted in the tables.
     await assert.rejects(
       asTenant((tx) =>

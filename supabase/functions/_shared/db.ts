@@ -227,6 +227,23 @@ export async function chargeRequest(sql: Sql, who: TenantContext): Promise<void>
   if (retryAfter > 0) throw rateLimited(routeClass, retryAfter);
 }
 
+/**
+ * Runs fn inside a tenant transaction as the service's own (privileged) role, then returns to the
+ * tenant's role; the tenant's claims stay set, so auth.uid() still names it. For the few writes
+ * tenants must not be able to make themselves (through PostgREST, with their own token): queueing
+ * jobs (jobs.ts enqueueJob) and ending sessions (sessions.ts) call functions in memory_private,
+ * which only service_role may execute. docs/operations.md#job-queue.
+ */
+export async function asService<T>(tx: Tx, fn: () => Promise<T>): Promise<T> {
+  // The CTE is read before the outer set_config runs: `prev` is the role before the switch.
+  const [row] = await tx<{ prev: string }[]>`
+    with p as materialized (select current_setting('role') as prev)
+    select p.prev, set_config('role', 'none', true) from p`;
+  const result = await fn();
+  await tx`select set_config('role', ${row!.prev}, true)`;
+  return result;
+}
+
 /** pgvector's text form, sent as a parameter and cast with ::extensions.vector in SQL. */
 export function toVectorLiteral(v: readonly number[]): string {
   return `[${v.join(",")}]`;

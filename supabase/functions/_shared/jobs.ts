@@ -1,14 +1,14 @@
 // Durable jobs on public.memory_jobs (SQL side: migrations/20261122002000_job_queue.sql).
 //
-// - enqueueJob runs inside the caller's tenant transaction (RLS: owners insert their own queued
-//   jobs), so the job exists before any 202 goes out; the idempotency key makes re-submission a
+// - enqueueJob runs inside the caller's tenant transaction, so the job exists before any 202 goes
+//   out, as the service (tenants only read their jobs); the idempotency key makes re-submission a
 //   no-op that returns the existing job.
 // - claimJobs / failJob run on the worker's privileged connection (they cross tenants).
 // - completeJobInTx is called at the END of the tenant transaction that applied the job's effects:
 //   effects and completion commit together, and a worker that lost its lease (a slow worker whose
 //   job was re-claimed) rolls its writes back instead of writing twice.
 import { outsideShares } from "./tenant-share.ts";
-import type { Sql, Tx } from "./db.ts";
+import { asService, type Sql, type Tx } from "./db.ts";
 import { outsideRequest } from "./rate-limit.ts";
 import { storableJson } from "./unsafe-characters.ts";
 
@@ -53,24 +53,22 @@ export interface EnqueueResult {
   deduplicated: boolean;
 }
 
-/** Inserts a queued job for the transaction's tenant, or returns the existing one with that key. */
+/**
+ * Queues a job for the transaction's tenant, or returns the existing one with that key. Tenants
+ * cannot insert jobs themselves: memory_private.enqueue_job runs as the service (asService), and
+ * the queue's fair order (fair_key) is set there by a trigger. docs/operations.md#job-queue.
+ */
 export async function enqueueJob(
   tx: Tx,
   job: { ownerId: string; kind: JobKind; idempotencyKey: string; payload: unknown; maxAttempts?: number },
 ): Promise<EnqueueResult> {
-  const inserted = await tx<{ id: string; status: JobStatus }[]>`
-    insert into public.memory_jobs (owner_id, kind, payload, idempotency_key, max_attempts)
-    values (${job.ownerId}, ${job.kind}, ${tx.json(job.payload as never)}, ${job.idempotencyKey}, ${
-    job.maxAttempts ?? 5
-  })
-    on conflict (owner_id, kind, idempotency_key) do nothing
-    returning id, status`;
-  if (inserted[0]) return { id: inserted[0].id, status: inserted[0].status, deduplicated: false };
-  const existing = await tx<{ id: string; status: JobStatus }[]>`
-    select id, status from public.memory_jobs
-     where owner_id = ${job.ownerId} and kind = ${job.kind} and idempotency_key = ${job.idempotencyKey}`;
-  if (!existing[0]) throw new Error("enqueueJob: conflicting job not visible (RLS?)");
-  return { id: existing[0].id, status: existing[0].status, deduplicated: true };
+  const [row] = await asService(tx, () =>
+    tx<EnqueueResult[]>`
+      select id, status, deduplicated
+        from memory_private.enqueue_job(${job.ownerId}, ${job.kind}, ${job.idempotencyKey},
+                                        ${tx.json(job.payload as never)}, ${job.maxAttempts ?? 5})`);
+  if (!row) throw new Error("enqueueJob: no job queued or found");
+  return { id: row.id, status: row.status, deduplicated: row.deduplicated };
 }
 
 /** The job as its owner sees it (RLS), or undefined. */

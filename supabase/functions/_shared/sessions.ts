@@ -1,8 +1,8 @@
-// Ending a session: the one SQL function public.end_memory_sessions marks it ended and queues its
+// Ending a session: the one SQL function memory_private.end_memory_sessions marks it ended and queues its
 // consolidation job (key 'consolidate:<session_id>'), once, whichever path ends it: the API's
 // explicit end, a new session id on the same thread (episodes.ts), the nightly idle sweep.
 // docs/graph.md#sessions.
-import type { Tx } from "./db.ts";
+import { asService, type Tx } from "./db.ts";
 import { HttpError } from "./http.ts";
 
 export type EndReason = "explicit" | "new_session" | "idle";
@@ -15,7 +15,10 @@ export interface EndedSession {
   ended_now: boolean;
 }
 
-/** Ends the tenant's sessions with these row ids (RLS: the caller's only) and queues their consolidation. */
+/**
+ * Ends the tenant's sessions with these row ids (the function names the tenant from its claims:
+ * the caller's only) and queues their consolidation, as the service: tenants cannot queue jobs.
+ */
 export async function endSessions(
   tx: Tx,
   ids: readonly string[],
@@ -23,9 +26,11 @@ export async function endSessions(
   now?: Date,
 ): Promise<EndedSession[]> {
   if (ids.length === 0) return [];
-  return await tx<EndedSession[]>`
-    select id, session_id, job_id, ended_now
-      from public.end_memory_sessions(${ids}::uuid[], ${reason}, coalesce(${now ?? null}::timestamptz, now()))`;
+  const at = now ?? null;
+  return await asService(tx, () =>
+    tx<EndedSession[]>`
+      select id, session_id, job_id, ended_now
+        from memory_private.end_memory_sessions(${ids}::uuid[], ${reason}, coalesce(${at}::timestamptz, now()))`);
 }
 
 /**

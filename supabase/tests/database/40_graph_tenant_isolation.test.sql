@@ -3,7 +3,7 @@
 -- name, or reached through the graph functions; anon gets nothing. Fixtures are written as the
 -- table owner (postgres), the way the service and the cron jobs write.
 begin;
-select plan(41);
+select plan(42);
 
 -- Tenant A and B each have two episodes of a session, a temporal edge, a fact derived from the
 -- first episode, an entity with an alias and links; B's entity has the same name as one of A's.
@@ -96,11 +96,16 @@ select results_eq($$select id, depth from public.memory_graph_neighbours(array['
                   $$values ('40100000-0000-4000-8000-0000000000a1'::uuid, 1), ('40100000-0000-4000-8000-0000000000a2', 2)$$,
                   'BFS from A''s fact reaches A''s two episodes and nothing else');
 
--- Sessions: A cannot end B's session or queue its consolidation.
-select is_empty($$select * from public.end_memory_sessions(array(select id from public.memory_sessions where session_id = 's-b'), 'explicit')$$,
-                'A cannot even name B''s session row to end it');
-select is((select count(*)::int from public.end_memory_sessions(array(select id from public.memory_sessions), 'explicit')), 1,
-          'A ends its own session');
+-- Sessions: A cannot end sessions (nor queue their consolidation) itself; the service, acting for
+-- A (A's claims, the service's role: sessions.ts asService), can end A's only, B's id given or not.
+select throws_ok($$select * from memory_private.end_memory_sessions(array(select id from public.memory_sessions), 'explicit')$$,
+                 '42501', null, 'A cannot call end_memory_sessions itself (memory_private is the service''s)');
+select set_config('role', 'none', true);
+select is_empty($$select * from memory_private.end_memory_sessions(array(select id from public.memory_sessions where session_id = 's-b'), 'explicit')$$,
+                'acting for A, the service cannot end B''s session, named by its row id');
+select is((select count(*)::int from memory_private.end_memory_sessions(array(select id from public.memory_sessions), 'explicit')), 1,
+          'acting for A, it ends A''s own session only');
+select tests.authenticate_as('40000000-0000-4000-8000-00000000000a');
 
 -- anon: no privilege at all.
 select tests.as_anon();

@@ -121,15 +121,16 @@ insert into public.memory_sessions (id, owner_id, session_id, thread_id, namespa
   ('42300000-0000-4000-8000-000000000002', '42000000-0000-4000-8000-00000000000a', 's-busy', 't2', 'devai/project/p/episodes', 2, now() - interval '10 minutes'),
   ('42300000-0000-4000-8000-000000000003', '42000000-0000-4000-8000-00000000000b', 's-b', null, 'devai/user/episodes', 1, now() - interval '2 hours');
 select tests.authenticate_as('42000000-0000-4000-8000-00000000000a');
-select results_eq($$select session_id, ended_now from public.end_memory_sessions(array['42300000-0000-4000-8000-000000000001'::uuid], 'explicit')$$,
+select set_config('role', 'none', true);  -- the service acting for A (sessions.ts asService): A's claims, the service's role
+select results_eq($$select session_id, ended_now from memory_private.end_memory_sessions(array['42300000-0000-4000-8000-000000000001'::uuid], 'explicit')$$,
   $$values ('s'::text, true)$$, 'ending a session ends it now');
-select results_eq($$select session_id, ended_now from public.end_memory_sessions(array['42300000-0000-4000-8000-000000000001'::uuid], 'new_session')$$,
+select results_eq($$select session_id, ended_now from memory_private.end_memory_sessions(array['42300000-0000-4000-8000-000000000001'::uuid], 'new_session')$$,
   $$values ('s'::text, false)$$, 'ending it again changes nothing');
 select results_eq($$select kind, idempotency_key, payload from public.memory_jobs where owner_id = auth.uid()$$,
   $$values ('consolidate'::text, 'consolidate:s'::text, '{"session_id": "s"}'::jsonb)$$, 'one consolidation job, however often it is ended');
 select is((select (end_reason, consolidation_job_id = (select id from public.memory_jobs where owner_id = auth.uid())) from public.memory_sessions where session_id = 's'),
   ('explicit'::text, true), 'the session records why it ended and its job: the consolidation record');
-select throws_ok($$select * from public.end_memory_sessions(array['42300000-0000-4000-8000-000000000002'::uuid], 'bored')$$, '22023', null, 'an unknown reason is refused');
+select throws_ok($$select * from memory_private.end_memory_sessions(array['42300000-0000-4000-8000-000000000002'::uuid], 'bored')$$, '22023', null, 'an unknown reason is refused');
 select tests.clear_authentication();
 
 select is(memory_private.end_idle_sessions(), '{"ended": 1, "queued": 1}'::jsonb, 'the nightly sweep ends the session idle for over an hour (tenant B''s), not the busy one');

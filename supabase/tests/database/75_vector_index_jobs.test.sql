@@ -85,7 +85,7 @@ select throws_ok($$select memory_private.enqueue_vector_index_jobs()$$, '42501',
 select throws_ok(
   $$insert into public.memory_jobs (owner_id, kind, payload, idempotency_key)
     values ('75000000-0000-4000-8000-00000000000a', 'vector_index', '{"action": "build", "min_rows": 1}', 'mine')$$,
-  '42501', null, 'nor queue an index job of its own (RLS)');
+  '42501', null, 'nor queue an index job of its own (no insert on memory_jobs)');
 reset role;
 set local role service_role;
 select lives_ok($$select memory_private.enqueue_vector_index_jobs()$$, 'service_role can (a job''s role)');

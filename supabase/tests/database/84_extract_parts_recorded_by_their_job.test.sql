@@ -8,8 +8,8 @@ begin;
 select set_config('tests.covered_as_of', pg_current_snapshot()::text, true);
 select plan(18);
 
-select tests.authenticate_as('84000000-0000-4000-8000-00000000000a');
 -- Messages [2, 5) of session 's', after two of context; the transcript's digests stand in as sha256 of names.
+-- Queued by the service (as the worker's role: tenants cannot insert jobs), read as the tenant.
 insert into public.memory_jobs (owner_id, kind, payload, idempotency_key) values
   ('84000000-0000-4000-8000-00000000000a', 'extract',
    '{"session_id": "s", "offset": 2, "context": [{"role": "user", "content": "m0"}, {"role": "assistant", "content": "m1"}],
@@ -21,6 +21,7 @@ insert into public.memory_jobs (owner_id, kind, payload, idempotency_key) values
 create temporary table job_ids as
   select idempotency_key as key, id from public.memory_jobs where owner_id = '84000000-0000-4000-8000-00000000000a';
 grant select on job_ids to authenticated, anon;
+select tests.authenticate_as('84000000-0000-4000-8000-00000000000a');
 
 select lives_ok($$select public.record_extract_part((select id from job_ids where key like 'session:s:5:%'), 2, sha256('d2'),
                   array[sha256('d3'), sha256('d4'), sha256('d5')], 4, current_setting('tests.covered_as_of')::pg_snapshot)$$,

@@ -9,7 +9,7 @@ begin;
 select set_config('tests.covered_as_of', pg_current_snapshot()::text, true);
 select plan(10);
 
-select tests.authenticate_as('91000000-0000-4000-8000-00000000000a');
+-- Queued by the service (as the worker's role: tenants cannot insert jobs), then read as the tenant.
 insert into public.memory_jobs (owner_id, kind, payload, idempotency_key)
 select '91000000-0000-4000-8000-00000000000a', 'extract',
        jsonb_build_object('session_id', 's', 'offset', 0, 'messages', '[{"role": "user", "content": "m0"}]'::jsonb),
@@ -18,6 +18,7 @@ select '91000000-0000-4000-8000-00000000000a', 'extract',
 create temporary table job_ids as
   select idempotency_key as key, id from public.memory_jobs where owner_id = '91000000-0000-4000-8000-00000000000a';
 grant select on job_ids to authenticated, anon;
+select tests.authenticate_as('91000000-0000-4000-8000-00000000000a');
 
 select throws_ok($$select public.record_extract_part((select id from job_ids where key like '%:try1'), 0, sha256('d0'),
                    array[sha256('d1')], 6, current_setting('tests.covered_as_of')::pg_snapshot, 1)$$,
