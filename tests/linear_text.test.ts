@@ -229,6 +229,12 @@ Deno.test("linear: shortening, the offline summary and entity mentions on a comm
     limit,
     (n) => Promise.resolve(extractEntityMentions(`see https://a.io/${",".repeat(n)}x today`)),
   );
+  // An install command's word is trimmed of its closing punctuation (install-packages.ts).
+  await assertLinear(
+    "extractEntityMentions, an install command's word",
+    limit,
+    (n) => Promise.resolve(extractEntityMentions(`npm install ${".".repeat(n)}a`)),
+  );
   assert.equal(
     shortenToFit("one two, three", (s) => s.length <= 9),
     "one two…",

@@ -7,6 +7,7 @@
 // The list also ends at the end of the line, at a word that ends a clause (`zod.`, `zod;`, a closing
 // backtick or quote) and at the first English function word ("pnpm install zod and fix the build").
 // Used by the entity rules (entity-rules.ts, docs/graph.md#entity-rules).
+import { trimEndOf } from "./text-scan.ts";
 
 const COMMAND =
   /\b(npm\s+(?:install|i|add)|pnpm\s+(?:add|install|i)|yarn\s+add|bun\s+add|pip3?\s+install|poetry\s+add|cargo\s+add|go\s+get|gem\s+install)(?![\w-])/gi;
@@ -76,7 +77,9 @@ export function installedPackages(text: string): InstalledPackage[] {
     const lineEnd = text.indexOf("\n", from);
     const to = Math.min(lineEnd < 0 ? text.length : lineEnd, commands[i + 1]?.index ?? text.length);
     for (const word of text.slice(from, to).trim().split(/\s+/)) {
-      const bare = word.replace(/^["'`(]+/, "").replace(/["'`),.;:!?]+$/, "");
+      // A loop, not /[...]+$/: that pattern, tried from every start in a run of these characters
+      // (`npm install ....…a`), is quadratic in the run (tests/linear_text).
+      const bare = trimEndOf(word.replace(/^["'`(]+/, ""), "\"'`),.;:!?");
       // A closing quote, backtick or parenthesis ends a span the command was in, unless the word
       // opened it (a quoted argument: 'requests[socks]==2.31').
       const endsClause = /[.;:!?]["'`)]*$/.test(word) || (/["'`)]$/.test(word) && !/^["'`(]/.test(word));
