@@ -49,6 +49,8 @@ Deno.test("cursor round-trips with microseconds and rejects anything else with a
       btoa(JSON.stringify(["memories", c.ts])),
       btoa(JSON.stringify(["constructor", c.ts, c.id])),
       btoa(JSON.stringify([c.ts, c.id, "memories"])),
+      btoa(JSON.stringify(["history", "memories", c.ts, c.id])),
+      btoa(JSON.stringify([0, 0, 0, c.ts, c.id])),
     ]
   ) refused(bad, "memories", /^cursor is not a next_cursor of GET memory$/);
   refused(encodeCursor("history", c), "memories", /GET memory: it is a next_cursor of GET memory\/\{id\}\/history$/);

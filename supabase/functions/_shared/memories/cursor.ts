@@ -60,7 +60,9 @@ export function decodeCursor(text: string, kind: CursorKind): DecodedCursor {
   } catch {
     throw invalidCursor(kind);
   }
-  if (!Array.isArray(value)) throw invalidCursor(kind);
+  // [ts, id] (issued before cursors named their listing) or [kind, ts, id]; nothing longer, whose
+  // first item would go unchecked (["history", x, ts, id] was read as a list position).
+  if (!Array.isArray(value) || (value.length !== 2 && value.length !== 3)) throw invalidCursor(kind);
   const named = value.length === 3 ? value[0] : kind;
   if (named !== kind) {
     const other = typeof named === "string" && Object.hasOwn(LISTING, named) ? named as CursorKind : undefined;
