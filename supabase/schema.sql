@@ -508,6 +508,12 @@ begin
   if new.revoked_at is not null or new.expires_at <= pg_catalog.now() then
     return new;
   end if;
+  -- A tenant's row for another user: the insert policy refuses it after this trigger (RLS checks
+  -- come after BEFORE triggers), so neither count nor lock nor delete that user's tokens.
+  if pg_catalog.current_setting('role', true) = 'authenticated'
+     and new.owner_id is distinct from (select auth.uid()) then
+    return new;
+  end if;
   perform pg_catalog.pg_advisory_xact_lock(
     pg_catalog.hashtextextended('public.memory_agent_tokens ' || new.owner_id::text, 0));
   select count(*) into v_active
