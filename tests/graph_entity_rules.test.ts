@@ -142,3 +142,25 @@ Deno.test("entity rules: an install option's value (a file, a feature, a version
   assert.deepEqual(packages("gem install rails -v 7.1"), ["package:rails"]);
   assert.deepEqual(packages("pnpm add --filter web zod"), ["package:zod"]);
 });
+
+Deno.test("entity rules: what install commands named before the whole-word rule they still name", () => {
+  const packages = (text: string) => found(text).filter((f) => f.startsWith("package:"));
+  // An option whose value is a URL takes the URL, not the package after it.
+  assert.deepEqual(packages("pip install --index-url https://download.pytorch.org/whl/cu121 torch torchvision"), [
+    "package:torch",
+    "package:torchvision",
+  ]);
+  assert.deepEqual(packages("pip install -i https://test.pypi.org/simple/ mypkg"), ["package:mypkg"]);
+  assert.deepEqual(packages("npm install --registry https://registry.npmjs.org lodash"), ["package:lodash"]);
+  assert.deepEqual(packages("pip install https://example.com/pkg-1.0.tar.gz requests"), ["package:requests"]);
+  assert.deepEqual(packages("pip install https://example.com/pkg.whl; restart flask"), [], "a URL may end the clause");
+  assert.deepEqual(packages("see https://docs.npmjs.com/cli/npm install zod"), [], "a command inside a URL is none");
+  // pnpm's -w is the workspace root (a flag); npm's names a workspace.
+  assert.deepEqual(packages("pnpm add -D -w eslint"), ["package:eslint"]);
+  assert.deepEqual(packages("npm install -w packages/web react"), ["package:react"]);
+  // npm versions: build metadata, quoted ranges, aliases and workspace protocols.
+  assert.deepEqual(packages("npm install pkg@1.0.0-rc.1+build.5"), ["package:pkg"]);
+  assert.deepEqual(packages("npm install typescript@'>=5.0'"), ["package:typescript"]);
+  assert.deepEqual(packages("yarn add react@npm:@preact/compat"), ["package:react"]);
+  assert.deepEqual(packages("pnpm add @scope/pkg@workspace:*"), ["package:@scope/pkg"]);
+});

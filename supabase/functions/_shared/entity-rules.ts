@@ -155,7 +155,9 @@ export function extractEntityMentions(text: string): EntityMention[] {
 
   // URLs first, then blanked out, so their paths are not read as files nor their hosts as packages.
   let rest = text;
+  const urls: { from: number; to: number }[] = [];
   for (const m of text.matchAll(URL_PATTERN)) {
+    urls.push({ from: m.index!, to: m.index! + m[0].length });
     const url = trimEndOf(m[0], ".,;:!?");
     try {
       add(new URL(url).hostname.replace(/^www\./, ""), "service", url, m.index!);
@@ -166,7 +168,15 @@ export function extractEntityMentions(text: string): EntityMention[] {
   }
 
   for (const m of rest.matchAll(PACKAGE_VERSION)) add(m[1]!, "package", m[0], m.index!);
-  for (const p of installedPackages(rest)) add(p.name, "package", p.mention, p.at);
+  // Install commands read the text with its URLs: an option's value that is one
+  // (`pip install --index-url https://… torch`) is skipped as a value, not blanked into nothing so
+  // that the option takes the package after it. A command inside a URL is none.
+  let url = 0;
+  for (const p of installedPackages(text)) {
+    while (url < urls.length && urls[url]!.to <= p.at) url++;
+    if (url < urls.length && urls[url]!.from <= p.at) continue;
+    add(p.name, "package", p.mention, p.at);
+  }
   // Package specifiers (name@1.2) are not files, nor emails' domains handles.
   const noPackages = rest.replace(PACKAGE_VERSION, (s) => " ".repeat(s.length));
   for (const m of noPackages.matchAll(FILE)) {

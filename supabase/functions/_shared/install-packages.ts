@@ -13,7 +13,8 @@ const COMMAND =
   /\b(npm\s+(?:install|i|add)|pnpm\s+(?:add|install|i)|yarn\s+add|bun\s+add|pip3?\s+install|poetry\s+add|cargo\s+add|go\s+get|gem\s+install)(?![\w-])/gi;
 
 // One package specifier per manager, the name in group 1.
-const JS = /^((?:@[a-z0-9][\w.~-]*\/)?[a-z0-9][\w.~-]*)(?:@[\w.^~*<>=|-]+)?$/i; // zod, @types/node@20, react@^18
+// zod, @types/node@20, react@^18, x@1.0.0+build.5, typescript@'>=5.0', react@npm:@preact/compat, y@workspace:*
+const JS = /^((?:@[a-z0-9][\w.~-]*\/)?[a-z0-9][\w.~-]*)(?:@[\w.^~*<>=|+:/@'"-]+)?$/i;
 const PYTHON = /^([a-z0-9](?:[\w.-]*[a-z0-9])?)(?:\[[\w,.-]*\])?(?:(?:===?|[<>!~]=|[<>@])[\w.*+!,<>=~^-]+)?$/i;
 const SPECIFIER: Record<string, RegExp> = {
   npm: JS,
@@ -30,12 +31,14 @@ const SPECIFIER: Record<string, RegExp> = {
 
 // Options whose value is the next word (a file, a feature, a version), never a package:
 // `pip install -r requirements.txt`, `cargo add serde --features derive`, `gem install rails -v 7.1`.
-const JS_VALUES = "--registry -w --workspace --filter";
+// npm's -w/--workspace name a workspace; pnpm's are flags (-w: the workspace root), so there the
+// next word is a package (`pnpm add -w typescript`).
+const JS_VALUES = "--registry --filter";
 const PIP_VALUES =
   "-r --requirement -c --constraint -e --editable -i --index-url --extra-index-url -t --target --prefix --root -f --find-links";
 const OPTION_VALUES: Record<string, Set<string>> = Object.fromEntries(
   Object.entries({
-    npm: JS_VALUES,
+    npm: `${JS_VALUES} -w --workspace`,
     pnpm: JS_VALUES,
     yarn: JS_VALUES,
     bun: JS_VALUES,
@@ -86,7 +89,9 @@ export function installedPackages(text: string): InstalledPackage[] {
       if (ENDS_PACKAGE_LIST.has(bare.toLowerCase())) break;
       if (optionValue) optionValue = false;
       else if (bare.startsWith("-")) optionValue = OPTION_VALUES[manager]!.has(bare);
-      else {
+      // A URL (an archive, a VCS checkout: `pip install git+https://…`) names no package by name,
+      // and the words after it still may (unless it ends the clause).
+      else if (!bare.includes("://")) {
         const name = specifier.exec(bare)?.[1];
         if (!name) break;
         out.push({ name, mention: bare, at: m.index! });
