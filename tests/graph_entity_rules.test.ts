@@ -140,6 +140,7 @@ Deno.test("entity rules: an install option's value (a file, a feature, a version
   assert.deepEqual(packages("pip install -v requests"), ["package:requests"], "pip's -v is verbose: no value");
   assert.deepEqual(packages("cargo add serde --features derive tokio"), ["package:serde", "package:tokio"]);
   assert.deepEqual(packages("gem install rails -v 7.1"), ["package:rails"]);
+  assert.deepEqual(packages("gem install rails -v '~> 7.1' rake"), ["package:rails", "package:rake"], "a quoted value");
   assert.deepEqual(packages("pnpm add --filter web zod"), ["package:zod"]);
 });
 

@@ -75,6 +75,8 @@ export function installedPackages(text: string): InstalledPackage[] {
     const manager = m[1]!.split(/\s/)[0]!.toLowerCase();
     const specifier = SPECIFIER[manager]!;
     let optionValue = false;
+    // The quote an option's quoted value of several words still waits for (`-v '~> 7.1'`).
+    let closing = "";
     // Its words: the rest of the line, up to the next command (each word is read once).
     const from = m.index! + m[0].length;
     const lineEnd = text.indexOf("\n", from);
@@ -86,9 +88,16 @@ export function installedPackages(text: string): InstalledPackage[] {
       // A closing quote, backtick or parenthesis ends a span the command was in, unless the word
       // opened it (a quoted argument: 'requests[socks]==2.31').
       const endsClause = /[.;:!?]["'`)]*$/.test(word) || (/["'`)]$/.test(word) && !/^["'`(]/.test(word));
+      if (closing) {
+        if (word.endsWith(closing)) closing = "";
+        continue;
+      }
       if (ENDS_PACKAGE_LIST.has(bare.toLowerCase())) break;
-      if (optionValue) optionValue = false;
-      else if (bare.startsWith("-")) optionValue = OPTION_VALUES[manager]!.has(bare);
+      if (optionValue) {
+        optionValue = false;
+        const quote = word[0] === "'" || word[0] === '"' ? word[0] : "";
+        if (quote && (word.length === 1 || !word.endsWith(quote))) closing = quote;
+      } else if (bare.startsWith("-")) optionValue = OPTION_VALUES[manager]!.has(bare);
       // A URL (an archive, a VCS checkout: `pip install git+https://…`) names no package by name,
       // and the words after it still may (unless it ends the clause).
       else if (!bare.includes("://")) {
