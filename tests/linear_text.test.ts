@@ -235,6 +235,12 @@ Deno.test("linear: shortening, the offline summary and entity mentions on a comm
     limit,
     (n) => Promise.resolve(extractEntityMentions(`npm install ${".".repeat(n)}a`)),
   );
+  // Many install commands on one line: each reads its words up to the next, not to the line's end.
+  await assertLinear(
+    "extractEntityMentions, install commands on one line",
+    limit,
+    (n) => Promise.resolve(extractEntityMentions("中npm i ".repeat(n / 7))),
+  );
   assert.equal(
     shortenToFit("one two, three", (s) => s.length <= 9),
     "one two…",

@@ -71,6 +71,7 @@ export interface InstalledPackage {
 export function installedPackages(text: string): InstalledPackage[] {
   const out: InstalledPackage[] = [];
   const commands = [...text.matchAll(COMMAND)];
+  let lineEnd = -1;
   commands.forEach((m, i) => {
     const manager = m[1]!.split(/\s/)[0]!.toLowerCase();
     const specifier = SPECIFIER[manager]!;
@@ -79,8 +80,13 @@ export function installedPackages(text: string): InstalledPackage[] {
     let closing = "";
     // Its words: the rest of the line, up to the next command (each word is read once).
     const from = m.index! + m[0].length;
-    const lineEnd = text.indexOf("\n", from);
-    const to = Math.min(lineEnd < 0 ? text.length : lineEnd, commands[i + 1]?.index ?? text.length);
+    // The line's end is looked up once per line, not per command: many commands on one long line
+    // would each scan it to its end.
+    if (lineEnd < from) {
+      const newline = text.indexOf("\n", from);
+      lineEnd = newline < 0 ? text.length : newline;
+    }
+    const to = Math.min(lineEnd, commands[i + 1]?.index ?? text.length);
     for (const word of text.slice(from, to).trim().split(/\s+/)) {
       // A loop, not /[...]+$/: that pattern, tried from every start in a run of these characters
       // (`npm install ....…a`), is quadratic in the run (tests/linear_text).
