@@ -460,8 +460,14 @@ begin
   if p_reason is null or p_reason not in ('explicit', 'new_session', 'idle') then
     raise exception 'p_reason must be explicit, new_session or idle, got %', p_reason using errcode = '22023';
   end if;
-  -- ended_at covers the session's last episode (20261128930000: a batch that committed while this
-  -- end waited for the row, or whose messages are dated a little ahead of the server's clock).
+  -- ended_at is never before the session's last episode. It was p_now, the caller's transaction
+  -- start: an end whose transaction began before a batch of the session (or that waited for the
+  -- session's row while a batch held it: an explicit end, or a new session of the thread ending
+  -- the earlier one) ended it before the episodes the batch committed; so did a batch's `at` ahead
+  -- of the server's clock (up to five minutes of skew are accepted). This UPDATE takes the row
+  -- lock, and one that waited re-reads the row the batch committed (READ COMMITTED re-evaluates
+  -- the SET on the newest version): the end covers every episode stored before it, by the lock.
+  -- A batch after the end finds ended_at set under the same lock (409 session_ended).
   with ended as (
     update public.memory_sessions s
        set ended_at = greatest(p_now, s.last_event_at), end_reason = p_reason

@@ -202,8 +202,8 @@ grant execute on function memory_private.enqueue_job(uuid, text, text, jsonb, in
 -- whichever path ends it (docs/graph.md#sessions): the service as the tenant (sessions.ts, through
 -- asService: the tenant's claims name it, and only its sessions are touched) and the nightly idle
 -- sweep (end_idle_sessions, no claims: any tenant's). Was public.end_memory_sessions, a security
--- invoker function tenants could call over PostgREST to queue jobs; same body (20261128930000's),
--- with the tenant named where RLS used to filter.
+-- invoker function tenants could call over PostgREST to queue jobs; same body, with the tenant
+-- named where RLS used to filter, and ended_at covering the last episode (below).
 create or replace function memory_private.end_memory_sessions(p_ids uuid[], p_reason text, p_now timestamptz default now())
 returns table (id uuid, session_id text, job_id uuid, ended_now boolean)
 language plpgsql
@@ -216,8 +216,14 @@ begin
   if p_reason is null or p_reason not in ('explicit', 'new_session', 'idle') then
     raise exception 'p_reason must be explicit, new_session or idle, got %', p_reason using errcode = '22023';
   end if;
-  -- ended_at covers the session's last episode (20261128930000: a batch that committed while this
-  -- end waited for the row, or whose messages are dated a little ahead of the server's clock).
+  -- ended_at is never before the session's last episode. It was p_now, the caller's transaction
+  -- start: an end whose transaction began before a batch of the session (or that waited for the
+  -- session's row while a batch held it: an explicit end, or a new session of the thread ending
+  -- the earlier one) ended it before the episodes the batch committed; so did a batch's `at` ahead
+  -- of the server's clock (up to five minutes of skew are accepted). This UPDATE takes the row
+  -- lock, and one that waited re-reads the row the batch committed (READ COMMITTED re-evaluates
+  -- the SET on the newest version): the end covers every episode stored before it, by the lock.
+  -- A batch after the end finds ended_at set under the same lock (409 session_ended).
   with ended as (
     update public.memory_sessions s
        set ended_at = greatest(p_now, s.last_event_at), end_reason = p_reason
