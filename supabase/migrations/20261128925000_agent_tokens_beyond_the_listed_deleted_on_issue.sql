@@ -7,8 +7,19 @@
 -- INACTIVE_TOKENS_LISTED, _shared/agent-tokens.ts), so a user holds at most
 -- agent_tokens_max_active + 50 rows whatever they do. What is deleted was neither usable nor listed.
 --
--- Done in the cap's trigger, under its per-user lock, so parallel issues delete in turn. Restated
--- whole from 20261128890000; only the delete is new.
+-- Done in the cap's trigger, under its per-user lock, so parallel issues delete in turn.
+--
+-- Also: the cap's trigger (20261128890000) counted and locked the tokens of the row's owner_id
+-- (and would trim them now), and it runs before the insert policy checks that owner_id is the caller (RLS checks
+-- come after BEFORE ROW triggers). A signed-in tenant inserting a row (PostgREST or SQL: it holds
+-- INSERT(owner_id)) named another user's id, so that user's tokens were counted and locked in
+-- the tenant's statement before it was refused, and a user holding
+-- agent_tokens_max_active tokens answered 'the user already holds 50 active agent tokens' instead
+-- of the RLS refusal: an oracle on another user's tokens. Now a tenant's row for another user
+-- skips the trigger's work and the policy refuses it as before; the API (the tenant's own id) and
+-- service_role are unchanged.
+--
+-- Restated whole from 20261128890000; the early return for another user's row and the delete are new.
 create or replace function memory_private.enforce_agent_token_limit()
 returns trigger
 language plpgsql
@@ -20,6 +31,12 @@ declare
 begin
   -- A row that is revoked or expired already (service_role restoring a list) takes no place.
   if new.revoked_at is not null or new.expires_at <= pg_catalog.now() then
+    return new;
+  end if;
+  -- A tenant's row for another user: the insert policy refuses it after this trigger (RLS checks
+  -- come after BEFORE triggers), so neither count nor lock nor delete that user's tokens.
+  if pg_catalog.current_setting('role', true) = 'authenticated'
+     and new.owner_id is distinct from (select auth.uid()) then
     return new;
   end if;
   perform pg_catalog.pg_advisory_xact_lock(

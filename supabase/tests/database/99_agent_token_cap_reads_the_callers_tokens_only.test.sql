@@ -1,5 +1,5 @@
 -- The agent-token cap's trigger works on the caller's own tokens only (migration
--- 20261128970000): a signed-in tenant inserting a token row named another user's id is refused by
+-- 20261128925000): a signed-in tenant inserting a token row named another user's id is refused by
 -- the insert policy, as before, without the trigger counting that user's active tokens (its
 -- message told a tenant that another user held agent_tokens_max_active of them) or trimming its
 -- stopped ones. The tenant's own issue, and service_role's, still meet the cap.
