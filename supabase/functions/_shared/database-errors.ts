@@ -40,6 +40,23 @@ function codeOf(err: unknown): string | undefined {
   return typeof code === "string" ? code : undefined;
 }
 
+// SQLSTATEs the server sends as FATAL, ending the session: the connection is closed after them.
+const SESSION_ENDED_STATES = new Set(["57P01", "57P02", "57P03", "53300", "25P03"]);
+
+/**
+ * True when err means the connection it came from is gone: the socket failed or closed, or the
+ * server ended the session (a restart, a crash, pg_terminate_backend, an idle transaction's
+ * timeout). Not for a statement timeout or a replica's cancelled read: that session lives on.
+ * postgres.js has put such a connection back among its closed ones already, and reconnects it when
+ * it is next needed; a statement sent on it meanwhile is never answered (or, sent a tick later, ends
+ * the process: porsager/postgres#1208), so it is neither rolled back nor handed back (db.ts).
+ */
+export function isConnectionLost(err: unknown): boolean {
+  const code = codeOf(err);
+  if (!code) return false;
+  return CONNECTION_CODES.has(code) || SESSION_ENDED_STATES.has(code) || /^08[0-9A-Z]{3}$/.test(code);
+}
+
 /** True when err means "no database right now" rather than anything about the request. */
 export function isDatabaseUnavailable(err: unknown): boolean {
   const code = codeOf(err);

@@ -12,8 +12,9 @@
 // 503 with Retry-After (database-errors.ts). The pools themselves are made in db-pool.ts; their
 // connections are shared fairly between tenants (tenant-share.ts).
 import postgres from "postgres";
-import { isDatabaseUnavailable, isStatementTimeout } from "./database-errors.ts";
+import { isConnectionLost, isDatabaseUnavailable, isStatementTimeout } from "./database-errors.ts";
 import { readOnReplica, replicaDeadlineMs } from "./db-replica.ts";
+import { noteConnectionLost, reserveConnection } from "./db-reserve.ts";
 import { cancelledAfter } from "./db-read-timeout.ts";
 import { rateLimited, type RouteClass, takeRequestCharge } from "./rate-limit.ts";
 import { tenantShares } from "./tenant-share.ts";
@@ -73,8 +74,10 @@ async function tenantTransaction<T>(
 ): Promise<T> {
   for (let attempt = 1;; attempt++) {
     let started = false;
-    const conn = await sql.reserve();
+    const conn = await reserveConnection(sql);
     let open = false;
+    let lost = false;
+    let elsewhere: unknown; // the token's failure when it was taken on the primary's pool
     try {
       const primary = primaryOf(sql);
       const charge = routeClass ? chargeToken(primary === sql ? conn : primary, who, routeClass) : undefined;
@@ -85,6 +88,7 @@ async function tenantTransaction<T>(
       if (begun.status === "rejected") throw begun.reason;
       if (first.status === "rejected") throw first.reason;
       started = true;
+      if (charged.status === "rejected" && primary !== sql) elsewhere = charged.reason;
       if (charged.status === "rejected") throw charged.reason;
       if (routeClass && charged.value > 0) throw rateLimited(routeClass, charged.value);
       const result = await fn(conn as unknown as Tx);
@@ -92,10 +96,13 @@ async function tenantTransaction<T>(
       open = false;
       return result;
     } catch (err) {
-      if (open) await conn`rollback`.catch(() => {});
+      // A connection the session ended with is not rolled back (the server did) nor handed back.
+      lost = err !== elsewhere && isConnectionLost(err);
+      if (lost) noteConnectionLost(sql, err);
+      if (open && !lost) await conn`rollback`.catch(() => {});
       if (started || attempt > 1 || !isDatabaseUnavailable(err)) throw err;
     } finally {
-      conn.release();
+      if (!lost) conn.release();
     }
   }
 }
@@ -127,7 +134,8 @@ async function tenantRead<T extends readonly (object | undefined)[]>(
   routeClass: RouteClass | undefined,
 ): Promise<T> {
   for (let attempt = 1, toCharge = routeClass;; attempt++) {
-    const conn = await sql.reserve();
+    const conn = await reserveConnection(sql);
+    let lost = false; // the session ended with this connection: not handed back (see tenantTransaction)
     try {
       const primary = primaryOf(sql);
       const charge = toCharge ? chargeToken(primary === sql ? conn : primary, who, toCharge) : undefined;
@@ -135,6 +143,10 @@ async function tenantRead<T extends readonly (object | undefined)[]>(
         charge ?? Promise.resolve(0),
         cancelledAfter(read(conn, tenantSettings(conn, who, opts)), timeoutMsOf(sql)),
       ]);
+      const failed = [answer, ...(primary === sql ? [charged] : [])]
+        .find((r) => r.status === "rejected" && isConnectionLost(r.reason));
+      if (failed) noteConnectionLost(sql, (failed as PromiseRejectedResult).reason);
+      lost = failed !== undefined;
       if (charged.status === "rejected") throw charged.reason;
       if (toCharge && charged.value > 0) throw rateLimited(toCharge, charged.value);
       toCharge = undefined; // taken: a retry is not charged again
@@ -144,7 +156,7 @@ async function tenantRead<T extends readonly (object | undefined)[]>(
       // Tried again for a connection that died with the database, not for a read past its timeout.
       if (attempt > 1 || isStatementTimeout(err) || !isDatabaseUnavailable(err)) throw err;
     } finally {
-      conn.release();
+      if (!lost) conn.release();
     }
   }
 }

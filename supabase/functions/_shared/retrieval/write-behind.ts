@@ -18,8 +18,9 @@
 // memory and a crash then loses at most that many. Nothing is written twice: a batch sent again
 // after its commit's reply was lost finds its searches' events (each search has an id) and
 // applies none of them again.
-import { isDatabaseUnavailable } from "../database-errors.ts";
+import { isConnectionLost, isDatabaseUnavailable } from "../database-errors.ts";
 import { type Sql, type TenantContext, tenantItem, timeoutOf } from "../db.ts";
+import { noteConnectionLost, reserveConnection } from "../db-reserve.ts";
 
 /** One search's writes: the memories it used (reinforced at `at`) and its event. */
 export interface SearchWrite {
@@ -161,7 +162,7 @@ class WriteBehind {
     const failures: [Entry, unknown][] = [];
     let conn: (Sql & { release?: () => void }) | undefined;
     try {
-      conn = await this.sql.reserve();
+      conn = await reserveConnection(this.sql);
       const q = conn;
       // Bounded like any request's statement: a batch stuck behind a lock fails at the pool's
       // timeout and waits for the next batch, instead of holding every later one. The timeout is
@@ -189,7 +190,10 @@ class WriteBehind {
     } catch (err) {
       for (const entry of batch) failures.push([entry, err]);
     } finally {
-      conn?.release?.();
+      // A connection the server ended the session of is not handed back (isConnectionLost).
+      const lost = failures.find(([, err]) => isConnectionLost(err));
+      if (lost) noteConnectionLost(this.sql, lost[1]);
+      else conn?.release?.();
     }
     // Held until written or given up (the batch being written counts toward the bound too); what
     // is kept for the next batch is counted again as it goes back.

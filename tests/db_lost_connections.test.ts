@@ -1,0 +1,116 @@
+// Connections the database takes away: a tenant transaction whose session the server ends, and
+// requests made while the database is down, must leave a pool that answers the next request
+// (docs/operations.md#database-outages). Each step is awaited with a deadline: the faults these
+// tests guard against make a call wait forever, never fail.
+import assert from "node:assert/strict";
+import { createSql, type Sql } from "../supabase/functions/_shared/db-pool.ts";
+import { isDatabaseUnavailable } from "../supabase/functions/_shared/database-errors.ts";
+import { readAsTenant, withTenant } from "../supabase/functions/_shared/db.ts";
+import { realServerOnly } from "./support/backend.ts";
+import { testDatabaseUrl } from "./support/config.ts";
+import { startPgProxy } from "./support/pg-proxy.ts";
+import { newTenant, testSql } from "./support/seed.ts";
+
+const WHY = "ends a backend with pg_terminate_backend and runs a pool of its own";
+const DEADLINE_MS = 10_000;
+
+/** `p`, or a failure naming `what` when it has not settled within DEADLINE_MS. */
+async function within<T>(p: Promise<T>, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: no answer within ${DEADLINE_MS} ms`)), DEADLINE_MS);
+  });
+  try {
+    return await Promise.race([p, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * The pool's next answer. postgres.js may hand the FATAL of a session that ended in a statement to
+ * the first statement of the connection that replaces it: that request is a 503 (as during the
+ * outage), and the one after it must be answered.
+ */
+async function answersAgain(sql: Sql, when: string): Promise<number> {
+  const first = await within(two(sql).then((n) => ({ n }), (e) => ({ e })), `the first request ${when}`);
+  if ("n" in first) return first.n;
+  assert.ok(isDatabaseUnavailable(first.e), `the first request ${when} failed as the database going away: ${first.e}`);
+  return await within(two(sql), `the second request ${when}`);
+}
+
+const who = () => ({ tenantId: newTenant(), actor: "user:test" });
+function two(sql: Sql): Promise<number> {
+  return withTenant(sql, who(), async (tx) => (await tx`select 2 as n`)[0]!.n as number);
+}
+
+Deno.test({
+  ...realServerOnly(
+    "lost connections: a transaction whose session the server ends is neither rolled back nor handed back; the pool answers next",
+    WHY,
+  ),
+  fn: async () => {
+    const admin = testSql(1);
+    const sql = createSql(testDatabaseUrl(), { max: 1 });
+    try {
+      // A statement of the request waits on a lock the admin holds; the admin ends its session.
+      const endedWhileWaiting = async (request: Promise<unknown>) => {
+        const failed = request.then(() => undefined, (e) => e);
+        let waiting: { pid: number }[] = [];
+        while (!waiting.length) {
+          waiting = await admin<{ pid: number }[]>`
+            select pid from pg_locks where locktype = 'advisory' and objid = 4242 and not granted`;
+        }
+        await admin`select pg_terminate_backend(${waiting[0]!.pid})`;
+        const err = await failed;
+        if (err) throw err;
+      };
+      await admin`select pg_advisory_lock(4242)`;
+      const ended = {
+        transaction: () =>
+          endedWhileWaiting(withTenant(sql, who(), async (tx) => {
+            await tx`select 1`;
+            await tx`select pg_advisory_xact_lock(4242)`;
+          })),
+        read: () =>
+          endedWhileWaiting(
+            readAsTenant(sql, who(), (q, tenant) => q`select pg_advisory_xact_lock(4242) from ${tenant}`),
+          ),
+      };
+      for (const [name, run] of Object.entries(ended)) {
+        const failure = await within(run().then(() => undefined, (e) => e), `the ${name}`);
+        assert.ok(isDatabaseUnavailable(failure), `the ${name} failed as the database going away: ${failure}`);
+        // The one connection of the pool died with the session: the next request gets a new one.
+        assert.equal(await answersAgain(sql, `after the ${name}`), 2);
+      }
+    } finally {
+      await sql.end({ timeout: 1 });
+      await admin.end();
+    }
+  },
+});
+
+Deno.test({
+  ...realServerOnly(
+    "lost connections: requests while the database is down fail at once, and once it is back the pool answers",
+    "runs a pool of its own through a proxy it takes down",
+  ),
+  fn: async () => {
+    const proxy = startPgProxy(testDatabaseUrl());
+    const sql = createSql(proxy.url, { max: 1, statementTimeoutMs: 2_000 });
+    try {
+      assert.equal(await within(two(sql), "the request before the outage"), 2);
+      proxy.down();
+      // One after the other, as a client retrying does: each fails as the database being away.
+      for (let i = 0; i < 4; i++) {
+        const failure = await within(two(sql).then(() => undefined, (e) => e), `request ${i} during the outage`);
+        assert.ok(isDatabaseUnavailable(failure), `request ${i} during the outage: ${failure}`);
+      }
+      proxy.up();
+      for (let i = 0; i < 3; i++) assert.equal(await within(two(sql), `request ${i} after the outage`), 2);
+    } finally {
+      await sql.end({ timeout: 1 });
+      proxy.close();
+    }
+  },
+});

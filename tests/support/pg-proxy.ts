@@ -1,0 +1,60 @@
+// A TCP proxy in front of the test database that a test can take down and bring back: down()
+// closes every connection through it and refuses new ones (connection refused, as when Postgres is
+// stopped), up() accepts again on the same port. The database outage, in-process and at once,
+// without stopping a server other tests use.
+export interface PgProxy {
+  /** postgresql:// URL of the database through the proxy. */
+  url: string;
+  down(): void;
+  up(): void;
+  close(): void;
+}
+
+export function startPgProxy(databaseUrl: string): PgProxy {
+  const target = new URL(databaseUrl);
+  const targetPort = Number(target.port || 5432);
+  let listener: Deno.Listener | undefined;
+  let port = 0;
+  const open = new Set<Deno.Conn>();
+  const track = (c: Deno.Conn) => (open.add(c), c);
+  const closeAll = () => {
+    for (const c of open) {
+      try {
+        c.close();
+      } catch { /* closed already */ }
+    }
+    open.clear();
+  };
+  const up = () => {
+    listener = Deno.listen({ hostname: "127.0.0.1", port });
+    port = (listener.addr as Deno.NetAddr).port;
+    const accepting = listener;
+    (async () => {
+      for await (const client of accepting) {
+        track(client);
+        Deno.connect({ hostname: target.hostname, port: targetPort }).then((server) => {
+          track(server);
+          client.readable.pipeTo(server.writable).catch(() => {});
+          server.readable.pipeTo(client.writable).catch(() => {});
+        }, () => client.close());
+      }
+    })().catch(() => {});
+  };
+  up();
+  const url = new URL(databaseUrl);
+  url.hostname = "127.0.0.1";
+  url.port = String(port);
+  return {
+    url: url.toString(),
+    down: () => {
+      listener?.close();
+      listener = undefined;
+      closeAll();
+    },
+    up,
+    close: () => {
+      listener?.close();
+      closeAll();
+    },
+  };
+}
