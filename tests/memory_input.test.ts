@@ -163,6 +163,41 @@ Deno.test({ name: "oversize body → 413 payload_too_large, declared or streamed
   });
 });
 
+Deno.test(
+  { name: "a body whose client goes away half-way → 400, nothing written, no error logged", ...opts },
+  async () => {
+    const { createHandler } = await import("../supabase/functions/memory/handler.ts");
+    const { localEmbedder } = await import("../supabase/functions/_shared/embeddings.ts");
+    const { testConfig } = await import("./support/config.ts");
+    const handler = createHandler({ sql, config: testConfig(), embedder: localEmbedder() });
+    const logged: unknown[] = [];
+    const consoleError = console.error;
+    console.error = (...args: unknown[]) => void logged.push(args);
+    try {
+      const routes: [string, string][] = [["/memory/remember", "POST"], ["/memory/checkpoints/t-1", "PUT"]];
+      for (const [route, method] of routes) {
+        await rejects(route, 400, "invalid_request", async (t) => {
+          // Half a body, then the connection is gone (what Deno.serve's body stream does then).
+          const half = new TextEncoder().encode('{"content": "A fact the client never finished sen');
+          const stream = new ReadableStream<Uint8Array>({
+            start(c) {
+              c.enqueue(half);
+              c.error(new Error("BadResource: Cannot read request body as underlying resource unavailable"));
+            },
+          });
+          const res = await handler(
+            new Request(`http://local${route}`, { method, headers: await userHeaders(t), body: stream }),
+          );
+          return { status: res.status, body: await res.json() };
+        });
+      }
+    } finally {
+      console.error = consoleError;
+    }
+    assert.deepEqual(logged, [], "a client going away is no unexpected error");
+  },
+);
+
 Deno.test({ name: "content too long, empty or with control characters → 400", ...opts }, async () => {
   await rejects("too long", 400, "invalid_request", remember({ content: "y".repeat(4001) }), "content");
   await rejects("blank", 400, "invalid_request", remember({ content: "   " }), "content");

@@ -179,7 +179,10 @@ async function readLimited(req: Request, maxBytes: number, hint?: string): Promi
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {
-    const { done, value } = await reader.read();
+    const { done, value } = await reader.read().catch(() => {
+      // The only way reading a request's body fails: the client went away before sending all of it.
+      throw new HttpError(400, "invalid_request", "the request body ended before it was complete; nothing was written");
+    });
     if (done) break;
     size += value.byteLength;
     if (size > maxBytes) {
