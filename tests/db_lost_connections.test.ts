@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { createSql, type Sql } from "../supabase/functions/_shared/db-pool.ts";
 import { isDatabaseUnavailable } from "../supabase/functions/_shared/database-errors.ts";
 import { readAsTenant, withTenant } from "../supabase/functions/_shared/db.ts";
+import { withRole } from "../supabase/functions/_shared/db-role.ts";
 import { realServerOnly } from "./support/backend.ts";
 import { testDatabaseUrl } from "./support/config.ts";
 import { startPgProxy } from "./support/pg-proxy.ts";
@@ -76,6 +77,13 @@ Deno.test({
           endedWhileWaiting(
             readAsTenant(sql, who(), (q, tenant) => q`select pg_advisory_xact_lock(4242) from ${tenant}`),
           ),
+        // A configuration route's transaction (no tenant): before, the driver's sql.begin rolled back
+        // on the dead connection and the process ended (porsager/postgres#1208).
+        "configuration transaction": () =>
+          endedWhileWaiting(withRole(sql, "authenticated", "test", async (tx) => {
+            await tx`select 1`;
+            await tx`select pg_advisory_xact_lock(4242)`;
+          })),
       };
       for (const [name, run] of Object.entries(ended)) {
         const failure = await within(run().then(() => undefined, (e) => e), `the ${name}`);
