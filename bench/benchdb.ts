@@ -110,7 +110,8 @@ export async function asTenant<T>(
 ): Promise<T> {
   const claims = JSON.stringify({ sub: tenantId, role: "authenticated" });
   const out = await sql.begin(async (tx) => {
-    await tx`select set_config('role', 'authenticated', true), set_config('request.jwt.claims', ${claims}, true)`;
+    await tx`select set_config('role', 'authenticated', true), set_config('request.jwt.claims', ${claims}, true),
+                    set_config('memory.via', 'service', true)`;
     for (const [k, v] of Object.entries(settings)) await tx`select set_config(${k}, ${v}, true)`;
     return await fn(tx);
   });

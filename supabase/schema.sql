@@ -1452,6 +1452,24 @@ CREATE FUNCTION memory_private.renew_job_lease(p_id uuid, p_worker text, p_lease
 $$;
 
 --
+-- Name: require_the_service(text); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.require_the_service(p_function text) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO ''
+    AS $$
+begin
+  if current_setting('role', true) = 'authenticated'
+     and current_setting('memory.via', true) is distinct from 'service' then
+    raise exception '% is called by the memory service only', p_function
+      using errcode = '42501',
+            hint = 'Tenants write through the memory service''s HTTP API; the Data API (/rest/v1) is read-only for them.';
+  end if;
+end;
+$$;
+
+--
 -- Name: run_decay(timestamp with time zone); Type: FUNCTION; Schema: memory_private; Owner: -
 --
 
@@ -1800,6 +1818,30 @@ CREATE FUNCTION memory_private.worker_request_headers(p_key text) RETURNS jsonb
               then jsonb_build_object('content-type', 'application/json', 'apikey', p_key)
               else jsonb_build_object('content-type', 'application/json', 'authorization', 'Bearer ' || p_key)
          end
+$$;
+
+--
+-- Name: writes_through_the_service_only(regclass); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.writes_through_the_service_only(p_table regclass) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+declare
+  v_cmd text;
+  v_name text;
+begin
+  foreach v_cmd in array array['insert', 'update', 'delete'] loop
+    v_name := format('Tenants %s through the memory service only',
+                     case v_cmd when 'insert' then 'add rows' when 'update' then 'change rows' else 'delete rows' end);
+    if not exists (select from pg_catalog.pg_policy p where p.polrelid = p_table and p.polname = v_name) then
+      execute format('create policy %I on %s as restrictive for %s to authenticated %s ((select current_setting(%L, true)) = %L)',
+                     v_name, p_table, v_cmd, case v_cmd when 'delete' then 'using' else 'with check' end,
+                     'memory.via', 'service');
+    end if;
+  end loop;
+end;
 $$;
 
 --
@@ -2446,6 +2488,7 @@ CREATE FUNCTION public.finish_consolidation_run(p_run_id uuid, p_pairs integer, 
 declare
   v_owner uuid := auth.uid();
 begin
+  perform memory_private.require_the_service('finish_consolidation_run');
   if v_owner is null then
     raise exception 'no tenant: request.jwt.claims has no sub' using errcode = '42501';
   end if;
@@ -4022,6 +4065,7 @@ declare
   v_plain text;
   v_count integer := coalesce(cardinality(p_digests), 0);
 begin
+  perform memory_private.require_the_service('record_extract_part');
   select j.owner_id, j.kind, j.idempotency_key, j.xmin = pg_current_xact_id()::xid, j.payload
     into v_owner, v_kind, v_key, v_mine, v_payload
     from public.memory_jobs j where j.id = p_job;
@@ -4078,6 +4122,7 @@ declare
   v_cited_tokens bigint;
   v_hits         integer;
 begin
+  perform memory_private.require_the_service('record_memory_usage');
   -- Security definer: RLS does not apply here, so every read and write below names the tenant.
   if v_owner is null then
     raise exception 'record_memory_usage reports for a tenant: no tenant in the request''s claims' using errcode = '42501';
@@ -6719,6 +6764,276 @@ CREATE POLICY "Signed-in users can read the memory categories" ON public.memory_
 CREATE POLICY "Signed-in users can read the search weights" ON public.memory_search_weights FOR SELECT TO authenticated USING (true);
 
 --
+-- Name: context_injections Tenants add rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants add rows through the memory service only" ON public.context_injections AS RESTRICTIVE FOR INSERT TO authenticated WITH CHECK ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: context_prefetch Tenants add rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants add rows through the memory service only" ON public.context_prefetch AS RESTRICTIVE FOR INSERT TO authenticated WITH CHECK ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: devai_memories Tenants add rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants add rows through the memory service only" ON public.devai_memories AS RESTRICTIVE FOR INSERT TO authenticated WITH CHECK ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: memory_agent_tokens Tenants add rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants add rows through the memory service only" ON public.memory_agent_tokens AS RESTRICTIVE FOR INSERT TO authenticated WITH CHECK ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: memory_consolidation_runs Tenants add rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants add rows through the memory service only" ON public.memory_consolidation_runs AS RESTRICTIVE FOR INSERT TO authenticated WITH CHECK ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: memory_contradictions Tenants add rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants add rows through the memory service only" ON public.memory_contradictions AS RESTRICTIVE FOR INSERT TO authenticated WITH CHECK ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: memory_entities Tenants add rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants add rows through the memory service only" ON public.memory_entities AS RESTRICTIVE FOR INSERT TO authenticated WITH CHECK ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: memory_entity_links Tenants add rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants add rows through the memory service only" ON public.memory_entity_links AS RESTRICTIVE FOR INSERT TO authenticated WITH CHECK ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: memory_events Tenants add rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants add rows through the memory service only" ON public.memory_events AS RESTRICTIVE FOR INSERT TO authenticated WITH CHECK ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: memory_pair_checks Tenants add rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants add rows through the memory service only" ON public.memory_pair_checks AS RESTRICTIVE FOR INSERT TO authenticated WITH CHECK ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: memory_proposals Tenants add rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants add rows through the memory service only" ON public.memory_proposals AS RESTRICTIVE FOR INSERT TO authenticated WITH CHECK ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: memory_relations Tenants add rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants add rows through the memory service only" ON public.memory_relations AS RESTRICTIVE FOR INSERT TO authenticated WITH CHECK ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: memory_session_summaries Tenants add rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants add rows through the memory service only" ON public.memory_session_summaries AS RESTRICTIVE FOR INSERT TO authenticated WITH CHECK ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: memory_sessions Tenants add rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants add rows through the memory service only" ON public.memory_sessions AS RESTRICTIVE FOR INSERT TO authenticated WITH CHECK ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: supervisor_checkpoints Tenants add rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants add rows through the memory service only" ON public.supervisor_checkpoints AS RESTRICTIVE FOR INSERT TO authenticated WITH CHECK ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: context_injections Tenants change rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants change rows through the memory service only" ON public.context_injections AS RESTRICTIVE FOR UPDATE TO authenticated WITH CHECK ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: context_prefetch Tenants change rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants change rows through the memory service only" ON public.context_prefetch AS RESTRICTIVE FOR UPDATE TO authenticated WITH CHECK ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: devai_memories Tenants change rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants change rows through the memory service only" ON public.devai_memories AS RESTRICTIVE FOR UPDATE TO authenticated WITH CHECK ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: memory_agent_tokens Tenants change rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants change rows through the memory service only" ON public.memory_agent_tokens AS RESTRICTIVE FOR UPDATE TO authenticated WITH CHECK ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: memory_consolidation_runs Tenants change rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants change rows through the memory service only" ON public.memory_consolidation_runs AS RESTRICTIVE FOR UPDATE TO authenticated WITH CHECK ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: memory_contradictions Tenants change rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants change rows through the memory service only" ON public.memory_contradictions AS RESTRICTIVE FOR UPDATE TO authenticated WITH CHECK ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: memory_entities Tenants change rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants change rows through the memory service only" ON public.memory_entities AS RESTRICTIVE FOR UPDATE TO authenticated WITH CHECK ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: memory_entity_links Tenants change rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants change rows through the memory service only" ON public.memory_entity_links AS RESTRICTIVE FOR UPDATE TO authenticated WITH CHECK ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: memory_events Tenants change rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants change rows through the memory service only" ON public.memory_events AS RESTRICTIVE FOR UPDATE TO authenticated WITH CHECK ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: memory_pair_checks Tenants change rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants change rows through the memory service only" ON public.memory_pair_checks AS RESTRICTIVE FOR UPDATE TO authenticated WITH CHECK ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: memory_proposals Tenants change rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants change rows through the memory service only" ON public.memory_proposals AS RESTRICTIVE FOR UPDATE TO authenticated WITH CHECK ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: memory_relations Tenants change rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants change rows through the memory service only" ON public.memory_relations AS RESTRICTIVE FOR UPDATE TO authenticated WITH CHECK ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: memory_session_summaries Tenants change rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants change rows through the memory service only" ON public.memory_session_summaries AS RESTRICTIVE FOR UPDATE TO authenticated WITH CHECK ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: memory_sessions Tenants change rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants change rows through the memory service only" ON public.memory_sessions AS RESTRICTIVE FOR UPDATE TO authenticated WITH CHECK ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: supervisor_checkpoints Tenants change rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants change rows through the memory service only" ON public.supervisor_checkpoints AS RESTRICTIVE FOR UPDATE TO authenticated WITH CHECK ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: context_injections Tenants delete rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants delete rows through the memory service only" ON public.context_injections AS RESTRICTIVE FOR DELETE TO authenticated USING ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: context_prefetch Tenants delete rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants delete rows through the memory service only" ON public.context_prefetch AS RESTRICTIVE FOR DELETE TO authenticated USING ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: devai_memories Tenants delete rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants delete rows through the memory service only" ON public.devai_memories AS RESTRICTIVE FOR DELETE TO authenticated USING ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: memory_agent_tokens Tenants delete rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants delete rows through the memory service only" ON public.memory_agent_tokens AS RESTRICTIVE FOR DELETE TO authenticated USING ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: memory_consolidation_runs Tenants delete rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants delete rows through the memory service only" ON public.memory_consolidation_runs AS RESTRICTIVE FOR DELETE TO authenticated USING ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: memory_contradictions Tenants delete rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants delete rows through the memory service only" ON public.memory_contradictions AS RESTRICTIVE FOR DELETE TO authenticated USING ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: memory_entities Tenants delete rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants delete rows through the memory service only" ON public.memory_entities AS RESTRICTIVE FOR DELETE TO authenticated USING ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: memory_entity_links Tenants delete rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants delete rows through the memory service only" ON public.memory_entity_links AS RESTRICTIVE FOR DELETE TO authenticated USING ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: memory_events Tenants delete rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants delete rows through the memory service only" ON public.memory_events AS RESTRICTIVE FOR DELETE TO authenticated USING ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: memory_pair_checks Tenants delete rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants delete rows through the memory service only" ON public.memory_pair_checks AS RESTRICTIVE FOR DELETE TO authenticated USING ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: memory_proposals Tenants delete rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants delete rows through the memory service only" ON public.memory_proposals AS RESTRICTIVE FOR DELETE TO authenticated USING ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: memory_relations Tenants delete rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants delete rows through the memory service only" ON public.memory_relations AS RESTRICTIVE FOR DELETE TO authenticated USING ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: memory_session_summaries Tenants delete rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants delete rows through the memory service only" ON public.memory_session_summaries AS RESTRICTIVE FOR DELETE TO authenticated USING ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: memory_sessions Tenants delete rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants delete rows through the memory service only" ON public.memory_sessions AS RESTRICTIVE FOR DELETE TO authenticated USING ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
+-- Name: supervisor_checkpoints Tenants delete rows through the memory service only; Type: POLICY; Schema: public; Owner: -
+--
+
+CREATE POLICY "Tenants delete rows through the memory service only" ON public.supervisor_checkpoints AS RESTRICTIVE FOR DELETE TO authenticated USING ((( SELECT current_setting('memory.via'::text, true) AS current_setting) = 'service'::text));
+
+--
 -- Name: context_injections; Type: ROW SECURITY; Schema: public; Owner: -
 --
 
@@ -7340,6 +7655,12 @@ REVOKE ALL ON FUNCTION memory_private.renew_job_lease(p_id uuid, p_worker text, 
 GRANT ALL ON FUNCTION memory_private.renew_job_lease(p_id uuid, p_worker text, p_lease interval) TO service_role;
 
 --
+-- Name: FUNCTION require_the_service(p_function text); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.require_the_service(p_function text) FROM PUBLIC;
+
+--
 -- Name: FUNCTION run_decay(p_now timestamp with time zone); Type: ACL; Schema: memory_private; Owner: -
 --
 
@@ -7427,6 +7748,12 @@ GRANT ALL ON FUNCTION memory_private.vector_index_plan(p_min_rows integer) TO se
 --
 
 REVOKE ALL ON FUNCTION memory_private.worker_request_headers(p_key text) FROM PUBLIC;
+
+--
+-- Name: FUNCTION writes_through_the_service_only(p_table regclass); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.writes_through_the_service_only(p_table regclass) FROM PUBLIC;
 
 --
 -- Name: FUNCTION caller_reads_owner(p_owner uuid); Type: ACL; Schema: memory_search; Owner: -

@@ -11,7 +11,7 @@ const WRITERS = 20;
 type Sql = ReturnType<typeof postgres>;
 
 /** One memory insert per transaction, as the edge functions write: role authenticated with the
- * tenant's claims. All transactions are open before any writes, so the writes really overlap
+ * tenant's claims and the service's mark (db.ts tenantItem). All transactions are open before any writes, so the writes really overlap
  * instead of trickling in as connections open. */
 async function writeConcurrently(sql: Sql, tenant: string, thread: string, writers: number) {
   const claims = JSON.stringify({ sub: tenant, role: "authenticated" });
@@ -23,6 +23,7 @@ async function writeConcurrently(sql: Sql, tenant: string, thread: string, write
       await tx`
         select set_config('role', 'authenticated', true),
                set_config('request.jwt.claims', ${claims}, true),
+               set_config('memory.via', 'service', true),
                set_config('memory.thread_id', ${thread}, true)`;
       if (++openTransactions === writers) releaseWriters();
       await allOpen;

@@ -78,12 +78,13 @@ function startTransaction<T>(sql: Sql, work: (tx: postgres.TransactionSql) => Pr
 }
 type Started<T> = ReturnType<typeof startTransaction<T>>;
 
-/** The tenant's write as its request makes it (role authenticated, the tenant's claims): a new
- * memory, and optionally a restore. */
+/** The tenant's write as its request makes it (role authenticated, the tenant's claims, the
+ * service's mark: db.ts tenantItem): a new memory, and optionally a restore. */
 function startTenantWrite(sql: Sql, tenant: string, restoreId?: string): Started<void> {
   return startTransaction(sql, async (tx) => {
     await tx`select set_config('role', 'authenticated', true),
-                    set_config('request.jwt.claims', ${JSON.stringify({ sub: tenant, role: "authenticated" })}, true)`;
+                    set_config('request.jwt.claims', ${JSON.stringify({ sub: tenant, role: "authenticated" })}, true),
+                    set_config('memory.via', 'service', true)`;
     await tx`insert into public.devai_memories (content, memory_type, namespace)
              values (${`written during decay ${randomUUID()}`}, 'episodic', 'devai/global')`;
     if (restoreId) await tx`select id from public.restore_memory(${restoreId})`;

@@ -33,11 +33,13 @@ function vec(axis: number, noise = 0): string {
 }
 
 type Sql = ReturnType<typeof postgres>;
-/** The service's request transaction: role authenticated + the tenant's JWT claims, local to it. */
+/** The service's request transaction: role authenticated + the tenant's JWT claims + the service's
+ * mark (db.ts tenantItem), local to it. */
 function asTenant<T>(sql: Sql, sub: string, fn: (tx: postgres.TransactionSql) => Promise<T>): Promise<T> {
   return sql.begin(async (tx) => {
     await tx`set local role authenticated`;
-    await tx`select set_config('request.jwt.claims', ${JSON.stringify({ sub, role: "authenticated" })}, true)`;
+    await tx`select set_config('request.jwt.claims', ${JSON.stringify({ sub, role: "authenticated" })}, true),
+                    set_config('memory.via', 'service', true)`;
     return await fn(tx);
   }) as Promise<T>;
 }

@@ -231,11 +231,13 @@ Deno.test("extract after: a tenant cannot insert a job itself (REST); a job queu
     const messages = transcript(3);
     const digests = prefixDigests(messages);
     const payload = { session_id: "s-rest", messages, context: [], offset: 0 };
+    // The service's tenant transaction (db.ts tenantItem: claims, the service's mark), in another
+    // transaction than the one that queued the job.
     const asTenant = async <T>(fn: (tx: typeof env.sql) => Promise<T>) =>
       await env.sql.begin(async (tx) => {
         await tx`select set_config('request.jwt.claims', ${
           JSON.stringify({ sub: tenant, role: "authenticated" })
-        }, true)`;
+        }, true), set_config('memory.via', 'service', true)`;
         await tx`set local role authenticated`;
         return await fn(tx as unknown as typeof env.sql);
       });

@@ -75,7 +75,8 @@ for name in "${order[@]}"; do
   out=$(for _ in $(seq 1 "$runs"); do cat <<SQL
 begin;
 select set_config('role', 'authenticated', true),
-       set_config('request.jwt.claims', '{"sub": "$big_owner", "role": "authenticated"}', true) \gset
+       set_config('request.jwt.claims', '{"sub": "$big_owner", "role": "authenticated"}', true),
+       set_config('memory.via', 'service', true) \gset
 select clock_timestamp() as t0, (select idx_tup_fetch + seq_tup_read from pg_stat_xact_user_tables
                                   where relid = 'public.devai_memories'::regclass) as f0 \gset
 ${calls[$name]} \g /dev/null

@@ -200,13 +200,21 @@ function tenantSettings(q: Sql, who: TenantContext, opts: TenantTxOptions, timeo
 
 /**
  * One statement's settings as a FROM item (`select … from ${tenantItem(q, tenant)}`): role
- * authenticated, the tenant's claims and `more`, each local to the statement's own transaction and
- * set before the rest of the statement runs. The one place a statement becomes the tenant's:
- * reads (readAsTenant), the rate-limit token, the write-behind batches.
+ * authenticated, the tenant's claims, the service's mark and `more`, each local to the statement's
+ * own transaction and set before the rest of the statement runs. The one place a statement becomes
+ * the tenant's: transactions (withTenant), reads (readAsTenant), the rate-limit token, the
+ * write-behind batches. `memory.via = 'service'` is what lets the tenant write: RLS refuses a
+ * tenant's insert, update and delete without it, as through the Data API (PostgREST), which
+ * cannot set it (migration 20261128990000, docs/auth.md#data-api).
  */
 export function tenantItem(q: Sql, tenantId: string, more: Record<string, string> = {}) {
-  const names = ["role", "request.jwt.claims", ...Object.keys(more)];
-  const values = ["authenticated", JSON.stringify({ sub: tenantId, role: "authenticated" }), ...Object.values(more)];
+  const names = ["role", "request.jwt.claims", "memory.via", ...Object.keys(more)];
+  const values = [
+    "authenticated",
+    JSON.stringify({ sub: tenantId, role: "authenticated" }),
+    "service",
+    ...Object.values(more),
+  ];
   return q`(select count(set_config(s.name, s.value, true))
               from unnest(${names}::text[], ${values}::text[]) as s(name, value)
             offset 0) as tenant`;

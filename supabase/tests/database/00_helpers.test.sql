@@ -13,8 +13,9 @@ volatile
 set search_path = ''
 as $$ select gen_random_uuid() $$;
 
--- Acts as the tenant's user token would through PostgREST or the edge functions' db.ts: role
--- authenticated with the tenant's claims, for the rest of the transaction.
+-- Acts as the memory service acting for the tenant (the edge functions' db.ts tenantItem): role
+-- authenticated with the tenant's claims and the service's mark memory.via = 'service', for the
+-- rest of the transaction. Without the mark a tenant only reads (tests.as_data_api).
 create or replace function tests.authenticate_as(p_tenant uuid)
 returns void
 language plpgsql
@@ -24,6 +25,26 @@ begin
   perform set_config('role', 'authenticated', true);
   perform set_config('request.jwt.claims',
                      json_build_object('sub', p_tenant, 'role', 'authenticated')::text, true);
+  perform set_config('memory.via', 'service', true);
+end;
+$$;
+
+-- Acts as the tenant's own token through Supabase's Data API (PostgREST, /rest/v1), for the rest
+-- of the transaction: role authenticated, the tenant's claims and the request.* settings PostgREST
+-- sets, and no service mark. What a tenant can do from outside the service.
+create or replace function tests.as_data_api(p_tenant uuid, p_method text default 'POST')
+returns void
+language plpgsql
+set search_path = ''
+as $$
+begin
+  perform set_config('role', 'authenticated', true);
+  perform set_config('request.jwt.claims',
+                     json_build_object('sub', p_tenant, 'role', 'authenticated')::text, true);
+  perform set_config('request.method', p_method, true);
+  perform set_config('request.path', '/rest/v1/', true);
+  perform set_config('request.headers', '{"accept": "application/json"}', true);
+  perform set_config('memory.via', '', true);
 end;
 $$;
 
@@ -36,6 +57,7 @@ as $$
 begin
   perform set_config('role', 'anon', true);
   perform set_config('request.jwt.claims', json_build_object('role', 'anon')::text, true);
+  perform set_config('memory.via', '', true);
 end;
 $$;
 
@@ -60,6 +82,7 @@ as $$
 begin
   perform set_config('role', 'none', true);
   perform set_config('request.jwt.claims', '', true);
+  perform set_config('memory.via', '', true);
 end;
 $$;
 
@@ -122,7 +145,7 @@ grant usage on schema tests to anon, authenticated, service_role;
 grant execute on all functions in schema tests to anon, authenticated, service_role;
 
 begin;
-select plan(14);
+select plan(17);
 
 select has_function('tests', 'create_tenant', array[]::name[], 'tests.create_tenant() exists');
 select isnt(tests.create_tenant(), tests.create_tenant(), 'create_tenant gives a new tenant each time');
@@ -131,6 +154,12 @@ select tests.authenticate_as('00000000-0000-4000-8000-00000000000a');
 select is(current_user::text, 'authenticated', 'authenticate_as switches to role authenticated');
 select is(auth.uid(), '00000000-0000-4000-8000-00000000000a'::uuid, 'authenticate_as sets the JWT subject auth.uid() reads');
 select is(auth.role(), 'authenticated', 'authenticate_as sets the JWT role claim');
+
+select is(current_setting('memory.via', true), 'service', 'authenticate_as marks the statements as the service''s');
+
+select tests.as_data_api('00000000-0000-4000-8000-00000000000a');
+select is(auth.uid(), '00000000-0000-4000-8000-00000000000a'::uuid, 'as_data_api sets the JWT subject as PostgREST does');
+select is(current_setting('memory.via', true), '', 'as_data_api has no service mark');
 
 select tests.as_anon();
 select is(current_user::text, 'anon', 'as_anon switches to role anon');

@@ -13,9 +13,8 @@ insert into public.devai_memories (id, owner_id, content, memory_type, namespace
   ('22000000-0000-4000-8000-000000000004', '22000000-0000-4000-8000-0000000000aa', 'reinforce: soft-deleted', 'semantic', 'devai/global', 'medium', false, 'soft_deleted', '2026-02-01 00:00+00', 0.5, 0.5, 0, '2026-01-01 00:00+00'),
   ('22000000-0000-4000-8000-000000000005', '22000000-0000-4000-8000-0000000000bb', 'reinforce: other tenant', 'semantic', 'devai/global', 'medium', false, 'active', null, 0.5, 0.5, 0, '2026-01-01 00:00+00');
 
--- as the owner, through RLS
-set local role authenticated;
-select set_config('request.jwt.claims', '{"sub": "22000000-0000-4000-8000-0000000000aa", "role": "authenticated"}', true);
+-- as the owner, through RLS, as the service calls it (retrieval)
+select tests.authenticate_as('22000000-0000-4000-8000-0000000000aa');
 
 select results_eq(
   $$select id from public.reinforce_memories(array['22000000-0000-4000-8000-000000000001', '22000000-0000-4000-8000-000000000002',

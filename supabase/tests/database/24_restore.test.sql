@@ -12,8 +12,8 @@ insert into public.devai_memories (id, owner_id, content, memory_type, namespace
 select memory_private.run_decay('2026-03-05 00:00+00');   -- 63 days: all invalidated
 select memory_private.run_ttl('2026-03-05 00:00+00');     -- importance 1: soft-deleted
 
-set local role authenticated;
-select set_config('request.jwt.claims', '{"sub": "24000000-0000-4000-8000-0000000000aa", "role": "authenticated"}', true);
+-- as the owner, through RLS, as the service calls it (the restore route)
+select tests.authenticate_as('24000000-0000-4000-8000-0000000000aa');
 
 select is((select (state, purge_at is null, is_valid) from public.restore_memory('24000000-0000-4000-8000-000000000001', '2026-03-10 00:00+00')),
           ('active'::text, true, true), 'restore: soft-deleted and decayed memory is active and valid again, purge_at cleared');
