@@ -100,6 +100,46 @@ Deno.test({
 
 Deno.test({
   ...realServerOnly(
+    "lost connections: a statement failing with a session-ending SQLSTATE on a session that lives on (its parallel worker terminated) is rolled back and handed back",
+    WHY,
+  ),
+  fn: async () => {
+    const admin = testSql(1);
+    const sql = createSql(testDatabaseUrl(), { max: 1 });
+    try {
+      // The statement runs in a parallel worker; the admin terminates the worker, not the session:
+      // the statement fails with 57P01 (an ERROR, not a FATAL) and the session lives on.
+      let leader = 0;
+      const request = withTenant(sql, who(), async (tx) => {
+        leader = (await tx<{ pid: number }[]>`select pg_backend_pid() as pid`)[0]!.pid;
+        await tx`select pg_advisory_xact_lock(4243)`;
+        await tx`set local debug_parallel_query = on`;
+        await tx`select pg_sleep(30)`;
+      }).then(() => undefined, (e) => e);
+      let killed: readonly unknown[] = [];
+      while (!killed.length) {
+        killed = await within(
+          admin`select pg_terminate_backend(pid) from pg_stat_activity
+                 where backend_type = 'parallel worker' and leader_pid = ${leader}`,
+          "the search for the statement's parallel worker",
+        );
+      }
+      const failure = await within(request, "the transaction whose parallel worker was terminated");
+      assert.equal((failure as { code?: string })?.code, "57P01", `the statement failed with 57P01: ${failure}`);
+      // Rolled back (its lock is free) and handed back (the pool's one connection answers at once).
+      const [free] = await admin<{ ok: boolean }[]>`select pg_try_advisory_lock(4243) as ok`;
+      assert.equal(free!.ok, true, "the transaction was rolled back");
+      await admin`select pg_advisory_unlock(4243)`;
+      assert.equal(await within(two(sql), "the request after it"), 2);
+    } finally {
+      await sql.end({ timeout: 1 });
+      await admin.end();
+    }
+  },
+});
+
+Deno.test({
+  ...realServerOnly(
     "lost connections: requests while the database is down fail at once, and once it is back the pool answers",
     "runs a pool of its own through a proxy it takes down",
   ),

@@ -40,18 +40,31 @@ function codeOf(err: unknown): string | undefined {
   return typeof code === "string" ? code : undefined;
 }
 
-// SQLSTATEs the server sends as FATAL, ending the session: the connection is closed after them.
+// SQLSTATEs the server sends as FATAL, ending the session, and class 08: a sign the database may be
+// going away (db-reserve.ts checks it before the pool's next reservation), never proof that the
+// connection a statement ran on is gone. The same codes come as a plain ERROR on a session that
+// lives on: 57P01 when a parallel worker of the statement is terminated (pg_terminate_backend of
+// the worker), class 08 from dblink or postgres_fdw, any of them from RAISE.
 const SESSION_ENDED_STATES = new Set(["57P01", "57P02", "57P03", "53300", "25P03"]);
 
 /**
- * True when err means the connection it came from is gone: the socket failed or closed, or the
- * server ended the session (a restart, a crash, pg_terminate_backend, an idle transaction's
- * timeout). Not for a statement timeout or a replica's cancelled read: that session lives on.
- * postgres.js has put such a connection back among its closed ones already, and reconnects it when
- * it is next needed; a statement sent on it meanwhile is never answered (or, sent a tick later, ends
- * the process: porsager/postgres#1208), so it is neither rolled back nor handed back (db.ts).
+ * True when err is the failure of a statement whose connection is gone: the socket failed or closed
+ * under it (a restart, a crash, pg_terminate_backend, an idle transaction's timeout). postgres.js
+ * reports that with the socket's or its own connection codes: a session the server ends with a
+ * FATAL fails its statement as CONNECTION_CLOSED once the socket closes. Never a SQLSTATE (see
+ * above): a connection whose statement failed with one is alive, and one not handed back would be
+ * held for good, idle in its aborted transaction. Not for a statement timeout either. postgres.js
+ * has put a lost connection back among its closed ones already, and reconnects it when it is next
+ * needed; a statement sent on it meanwhile is never answered (or, sent a tick later, ends the
+ * process: porsager/postgres#1208), so it is neither rolled back nor handed back (db.ts).
  */
 export function isConnectionLost(err: unknown): boolean {
+  const code = codeOf(err);
+  return code !== undefined && CONNECTION_CODES.has(code);
+}
+
+/** True when err may mean the database went away: a lost connection, or a session-ending SQLSTATE. */
+export function mayHaveLostConnections(err: unknown): boolean {
   const code = codeOf(err);
   if (!code) return false;
   return CONNECTION_CODES.has(code) || SESSION_ENDED_STATES.has(code) || /^08[0-9A-Z]{3}$/.test(code);

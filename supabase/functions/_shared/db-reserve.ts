@@ -12,7 +12,7 @@
 //   once a statement found the database gone, the pool's next reservation waits for a plain
 //   statement (`select 1`, which the pool queues without that fault) to answer first: during an
 //   outage requests fail at that statement, and no reserve() is left queued.
-import { isConnectionLost } from "./database-errors.ts";
+import { mayHaveLostConnections } from "./database-errors.ts";
 import { CONNECT_TIMEOUT_SECONDS, type Sql, timeoutMsOf } from "./db-pool.ts";
 
 /** A reserved connection (postgres.js's ReservedSql). */
@@ -22,7 +22,7 @@ const unsure = new WeakSet<Sql>();
 
 /** A statement on `sql` found its connection gone: the next reservation checks the database first. */
 export function noteConnectionLost(sql: Sql, err: unknown): void {
-  if (isConnectionLost(err)) unsure.add(sql);
+  if (mayHaveLostConnections(err)) unsure.add(sql);
 }
 
 /** The error of a reserve() given up: a connection timeout (503 database_unavailable, http.ts). */
