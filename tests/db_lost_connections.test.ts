@@ -100,6 +100,45 @@ Deno.test({
 
 Deno.test({
   ...realServerOnly(
+    "lost connections: a session ended while its transaction sends nothing fails the transaction's next statement unsent; none runs on the reconnected session",
+    WHY,
+  ),
+  fn: async () => {
+    const admin = testSql(1);
+    const sql = createSql(testDatabaseUrl(), { max: 1 });
+    try {
+      for (const queryWaiting of [true, false]) {
+        // The session is ended between two statements; with a query waiting for the pool's one
+        // connection, the pool reconnects the connection for that query before the next statement.
+        let after: unknown;
+        const failure = await within(
+          withTenant(sql, who(), async (tx) => {
+            const pid = (await tx<{ pid: number }[]>`select pg_backend_pid() as pid`)[0]!.pid;
+            const waiting = queryWaiting ? sql`select 1` : undefined;
+            await admin`select pg_terminate_backend(${pid}, 10000)`;
+            await waiting;
+            if (!queryWaiting) {
+              while ((await admin`select 1 from pg_stat_activity where pid = ${pid}`).length) { /* ending */ }
+              // Time for the socket's close to reach the pool (the outcome must be the same without it).
+              await new Promise((resolve) => setTimeout(resolve, 50));
+            }
+            after = (await tx<{ role: string }[]>`select current_user as role`)[0];
+          }).then(() => undefined, (e) => e),
+          `the transaction (a query waiting: ${queryWaiting})`,
+        );
+        assert.equal(after, undefined, "no statement ran after the session ended");
+        assert.ok(isDatabaseUnavailable(failure), `it failed as the database going away: ${failure}`);
+        assert.equal(await answersAgain(sql, `after it (a query waiting: ${queryWaiting})`), 2);
+      }
+    } finally {
+      await sql.end({ timeout: 1 });
+      await admin.end();
+    }
+  },
+});
+
+Deno.test({
+  ...realServerOnly(
     "lost connections: a statement failing with a session-ending SQLSTATE on a session that lives on (its parallel worker terminated) is rolled back and handed back",
     WHY,
   ),

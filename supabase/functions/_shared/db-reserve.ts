@@ -59,3 +59,52 @@ export async function reserveConnection(sql: Sql): Promise<Reserved> {
     clearTimeout(timer);
   }
 }
+
+/** The error of a statement refused because its session has ended: a lost connection (503). */
+function sessionEnded(): Error {
+  return Object.assign(new Error("the database ended this transaction's session"), { code: "CONNECTION_CLOSED" });
+}
+
+/**
+ * A transaction on a reserved connection whose session is watched from its BEGIN on, for the
+ * session the server ends while the transaction sends nothing (idle in transaction: a restart
+ * between two statements, pg_terminate_backend, idle_in_transaction_session_timeout). No statement
+ * fails then; the next one was sent on the closed connection (ending the process:
+ * porsager/postgres#1208) or, when the pool had reconnected it for a waiting query meanwhile, ran
+ * on that new session: outside the transaction, as the pool's own login role (no tenant role, no
+ * claims, no RLS), and the request was answered as committed. postgres.js tells a connection's
+ * close to the `onclose` of the connection object it hands a query's `onexecute` (as for its own
+ * sql.begin): from then on `tx` refuses every statement, unsent, as a lost connection (503).
+ */
+export function watchedTransaction(conn: Reserved) {
+  let ended = false;
+  let watched: { onclose?: unknown } | undefined;
+  const onexecute = (c: { onclose?: unknown }) => {
+    watched = c;
+    c.onclose = () => (ended = true);
+    return true; // the connection takes the next statement at once (pipelined after BEGIN)
+  };
+  const guard = <F extends (...args: never[]) => unknown>(f: F) =>
+    ((...args: Parameters<F>) => {
+      if (ended) throw sessionEnded();
+      return f(...args);
+    }) as F;
+  const tx = new Proxy(conn, {
+    apply: (target, self, args) => {
+      if (ended) throw sessionEnded();
+      return Reflect.apply(target, self, args);
+    },
+    get: (target, prop) => prop === "unsafe" ? guard(target.unsafe) : Reflect.get(target, prop, target),
+  });
+  return {
+    /** BEGIN, sent now; the session is watched once it is on its way. */
+    begin: () => conn.unsafe("begin", [], { onexecute } as never).execute(),
+    tx,
+    /** Whether the session ended since BEGIN. */
+    ended: () => ended,
+    /** Stops watching (before the connection is handed back). */
+    unwatch: () => {
+      if (watched && !ended) watched.onclose = undefined;
+    },
+  };
+}

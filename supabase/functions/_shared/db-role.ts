@@ -2,7 +2,7 @@
 // agent allowlists; memory/config-routes.ts).
 import { isConnectionLost } from "./database-errors.ts";
 import type { Sql, Tx } from "./db.ts";
-import { noteConnectionLost, reserveConnection } from "./db-reserve.ts";
+import { noteConnectionLost, reserveConnection, watchedTransaction } from "./db-reserve.ts";
 
 /**
  * Runs fn in one transaction as a caller that is no tenant: deployment-wide configuration (memory
@@ -21,24 +21,26 @@ export async function withRole<T>(
   fn: (tx: Tx) => Promise<T>,
 ): Promise<T> {
   const conn = await reserveConnection(sql);
+  const session = watchedTransaction(conn);
   let open = false;
   let lost = false;
   try {
-    const begin = conn`begin`.execute().then(() => (open = true));
+    const begin = session.begin().then(() => (open = true));
     const settings = conn`select set_config('role', ${role}, true),
                                  set_config('request.jwt.claims', ${JSON.stringify({ role })}, true),
                                  set_config('memory.actor', ${actor}, true)`.execute();
     await Promise.all([begin, settings]);
-    const result = await fn(conn as unknown as Tx);
-    await conn`commit`;
+    const result = await fn(session.tx as unknown as Tx);
+    await session.tx`commit`;
     open = false;
     return result;
   } catch (err) {
-    lost = isConnectionLost(err);
+    lost = session.ended() || isConnectionLost(err);
     if (lost) noteConnectionLost(sql, err);
     else if (open) await conn`rollback`.catch(() => {});
     throw err;
   } finally {
+    session.unwatch();
     if (!lost) conn.release();
   }
 }

@@ -14,7 +14,7 @@
 import postgres from "postgres";
 import { isConnectionLost, isDatabaseUnavailable, isStatementTimeout } from "./database-errors.ts";
 import { readOnReplica, replicaDeadlineMs } from "./db-replica.ts";
-import { noteConnectionLost, reserveConnection } from "./db-reserve.ts";
+import { noteConnectionLost, reserveConnection, watchedTransaction } from "./db-reserve.ts";
 import { cancelledAfter } from "./db-read-timeout.ts";
 import { rateLimited, type RouteClass, takeRequestCharge } from "./rate-limit.ts";
 import { tenantShares } from "./tenant-share.ts";
@@ -75,6 +75,7 @@ async function tenantTransaction<T>(
   for (let attempt = 1;; attempt++) {
     let started = false;
     const conn = await reserveConnection(sql);
+    const session = watchedTransaction(conn); // a session ended while idle in it: db-reserve.ts
     let open = false;
     let lost = false;
     let elsewhere: unknown; // the token's failure when it was taken on the primary's pool
@@ -82,7 +83,7 @@ async function tenantTransaction<T>(
       const primary = primaryOf(sql);
       const charge = routeClass ? chargeToken(primary === sql ? conn : primary, who, routeClass) : undefined;
       // In this order on the connection: the token's own transaction, then BEGIN and the settings.
-      const begin = conn`begin`.execute().then(() => (open = true));
+      const begin = session.begin().then(() => (open = true));
       const settings = conn`select 1 from ${tenantSettings(conn, who, opts, timeoutOf(sql))}`.execute();
       const [charged, begun, first] = await Promise.allSettled([charge ?? Promise.resolve(0), begin, settings]);
       if (begun.status === "rejected") throw begun.reason;
@@ -91,17 +92,18 @@ async function tenantTransaction<T>(
       if (charged.status === "rejected" && primary !== sql) elsewhere = charged.reason;
       if (charged.status === "rejected") throw charged.reason;
       if (routeClass && charged.value > 0) throw rateLimited(routeClass, charged.value);
-      const result = await fn(conn as unknown as Tx);
-      await conn`commit`;
+      const result = await fn(session.tx as unknown as Tx);
+      await session.tx`commit`;
       open = false;
       return result;
     } catch (err) {
       // A connection the session ended with is not rolled back (the server did) nor handed back.
-      lost = err !== elsewhere && isConnectionLost(err);
+      lost = session.ended() || (err !== elsewhere && isConnectionLost(err));
       if (lost) noteConnectionLost(sql, err);
       if (open && !lost) await conn`rollback`.catch(() => {});
       if (started || attempt > 1 || !isDatabaseUnavailable(err)) throw err;
     } finally {
+      session.unwatch();
       if (!lost) conn.release();
     }
   }
