@@ -94,13 +94,25 @@ CREATE FUNCTION memory_private.assign_job_fair_key() RETURNS trigger
     AS $$
 declare
   v_last timestamptz;
+  v_head timestamptz;
 begin
   select j.fair_key into v_last
     from public.memory_jobs j
    where j.owner_id = new.owner_id and j.status = 'queued' and j.run_after <= now()
    order by j.fair_key desc
    limit 1;
-  new.fair_key := greatest(new.run_after, now(),
+  if new.run_after > now() then
+    v_head := new.run_after;
+  else
+    -- memory_jobs_fair_claimable, as the claim reads it: jobs backing off are skipped in the index.
+    select j.fair_key into v_head
+      from public.memory_jobs j
+     where j.status = 'queued' and j.run_after <= now()
+     order by j.fair_key
+     limit 1;
+    v_head := least(now(), coalesce(v_head, now()));
+  end if;
+  new.fair_key := greatest(v_head,
                            v_last + make_interval(secs => public.memory_setting('job_fair_step_seconds')::double precision));
   return new;
 end;

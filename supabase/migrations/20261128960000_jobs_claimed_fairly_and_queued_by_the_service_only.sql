@@ -8,8 +8,8 @@
 --    Now each job gets a fair_key when it is queued (trigger below): the later of its run_after and
 --    its owner's last runnable queued job's fair_key + job_fair_step_seconds (60). An owner's jobs
 --    keep their order but are spaced a minute apart in the key, and a tenant with nothing queued
---    gets now(): it goes after the jobs whose turn has come (at most about one a minute of each
---    backlogged tenant) and before the rest of any burst. claim_jobs takes the smallest fair_key
+--    starts at the queue's head: its job is next but for the one whose turn it is, before the
+--    rest of any burst, however far behind the worker is. claim_jobs takes the smallest fair_key
 --    first, through an index on it, so a claim stays a few index entries deep however long the
 --    backlog is (it sorted the whole backlog before: 21 ms with 100,000 queued jobs).
 --
@@ -41,14 +41,20 @@ create index memory_jobs_fair_claimable on public.memory_jobs (fair_key, run_aft
 -- An owner's last queued job (the trigger), and a claim for one owner (p_owner).
 create index memory_jobs_owner_queued on public.memory_jobs (owner_id, fair_key) where status = 'queued';
 
--- BEFORE INSERT on memory_jobs: the new job's fair_key, the later of its run_after and its owner's
--- last runnable queued job's fair_key + job_fair_step_seconds; any fair_key given is overwritten.
--- Jobs waiting for a later run_after (tonight's staggered consolidation, a retry's backoff) do not
--- push the owner's next jobs back, nor does the job being run: the dedup jobs an extract job
--- queues as it completes are not put a step behind it. Rows an INSERT ... SELECT inserted
+-- BEFORE INSERT on memory_jobs: the new job's fair_key (any fair_key given is overwritten). It is a
+-- virtual time, as in start-time fair queueing: a job runnable now starts at the queue's head (the
+-- smallest fair_key of the runnable queued jobs, or now() when that is later or the queue is
+-- empty), or a step after its owner's last runnable queued job when that is later; a job queued
+-- for later starts at its run_after. So a tenant with nothing queued goes next to the job whose
+-- turn it is, however far the worker has fallen behind the keys (a newcomer keyed now() waited
+-- behind every overdue job of every backlogged tenant: with 20 tenants of 200 jobs, 500 jobs
+-- after an hour, growing toward first in, first out), and a tenant with a backlog gets one job a
+-- step. Jobs waiting for a later run_after (tonight's staggered consolidation, a retry's backoff)
+-- do not push the owner's next jobs back, nor does the job being run: the dedup jobs an extract
+-- job queues as it completes are not put a step behind it. Rows an INSERT ... SELECT inserted
 -- before are seen, so one statement's jobs are spaced too. Two transactions of one owner queueing
--- at once may get the same key: a tie, nothing worse. Security definer: it reads the owner's jobs
--- whoever inserts (service_role, postgres).
+-- at once can get the same key (docs/operations.md#job-queue). Security definer: it reads the
+-- queue whoever inserts (service_role, postgres).
 create or replace function memory_private.assign_job_fair_key()
 returns trigger
 language plpgsql
@@ -57,13 +63,25 @@ set search_path = ''
 as $$
 declare
   v_last timestamptz;
+  v_head timestamptz;
 begin
   select j.fair_key into v_last
     from public.memory_jobs j
    where j.owner_id = new.owner_id and j.status = 'queued' and j.run_after <= now()
    order by j.fair_key desc
    limit 1;
-  new.fair_key := greatest(new.run_after, now(),
+  if new.run_after > now() then
+    v_head := new.run_after;
+  else
+    -- memory_jobs_fair_claimable, as the claim reads it: jobs backing off are skipped in the index.
+    select j.fair_key into v_head
+      from public.memory_jobs j
+     where j.status = 'queued' and j.run_after <= now()
+     order by j.fair_key
+     limit 1;
+    v_head := least(now(), coalesce(v_head, now()));
+  end if;
+  new.fair_key := greatest(v_head,
                            v_last + make_interval(secs => public.memory_setting('job_fair_step_seconds')::double precision));
   return new;
 end;

@@ -6,7 +6,7 @@
 -- waits for its backoff and then keeps its place; an expired lease is claimed again; a job queued
 -- for later does not push its owner's other jobs back. Jobs are queued as the service queues them.
 begin;
-select plan(10);
+select plan(11);
 
 delete from public.memory_jobs;  -- this test sees the queue alone (rolled back)
 
@@ -62,6 +62,15 @@ insert into public.memory_jobs (owner_id, kind, idempotency_key, fair_key)
 values ('98000000-0000-4000-8000-00000000000d', 'dedup', 'd-early', now() - interval '1 year');
 select is((select fair_key from public.memory_jobs where idempotency_key = 'd-early'), now(),
   'a fair_key given at insert is replaced: no job jumps the queue');
+
+-- Overload: the worker has fallen a day behind the keys (A's backlog overdue). A tenant with nothing
+-- queued starts at the queue's head, not at now() behind every overdue job (it was claimed last).
+update public.memory_jobs set fair_key = fair_key - interval '1 day' where owner_id = '98000000-0000-4000-8000-00000000000a' and status = 'queued';
+insert into public.memory_jobs (owner_id, kind, idempotency_key) values ('98000000-0000-4000-8000-00000000000e', 'dedup', 'e-1');
+create temporary table claimed_late (n serial, key text);
+insert into claimed_late (key) select (memory_private.claim_jobs('w-98', 1)).idempotency_key from generate_series(1, 2);
+select ok(exists (select from claimed_late where key = 'e-1'),
+  'with the worker a day behind, a newcomer''s job is claimed within the next two (it waited behind all of A''s overdue jobs)');
 
 select * from finish();
 rollback;
