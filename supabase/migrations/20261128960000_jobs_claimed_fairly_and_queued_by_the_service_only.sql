@@ -200,17 +200,25 @@ begin
   if v_tenant is not null and p_kind = 'vector_index' then
     raise exception 'vector_index jobs are queued by devai-vector-indexes only' using errcode = '42501';
   end if;
-  return query
-  insert into public.memory_jobs as j (owner_id, kind, payload, idempotency_key, max_attempts)
-  values (p_owner, p_kind, coalesce(p_payload, '{}'), p_idempotency_key, coalesce(p_max_attempts, 5))
-  on conflict (owner_id, kind, idempotency_key) do nothing
-  returning j.id, j.status, false;
-  if not found then
+  -- The job that holds the key can be deleted (an operator clearing old jobs) between the insert
+  -- that met it and the read: then the insert is tried again, and queues the job.
+  for attempt in 1 .. 3 loop
+    return query
+    insert into public.memory_jobs as j (owner_id, kind, payload, idempotency_key, max_attempts)
+    values (p_owner, p_kind, coalesce(p_payload, '{}'), p_idempotency_key, coalesce(p_max_attempts, 5))
+    on conflict (owner_id, kind, idempotency_key) do nothing
+    returning j.id, j.status, false;
+    if found then
+      return;
+    end if;
     return query
     select j.id, j.status, true
       from public.memory_jobs j
      where j.owner_id = p_owner and j.kind = p_kind and j.idempotency_key = p_idempotency_key;
-  end if;
+    if found then
+      return;
+    end if;
+  end loop;
 end;
 $$;
 revoke all on function memory_private.enqueue_job(uuid, text, text, jsonb, integer) from public;
