@@ -8,7 +8,7 @@
 --   names. derive_content_columns reads no table; entity_link_profile_on_insert reads the named
 --   owner's memory into the new row only, which the insert policy then refuses (nothing raised,
 --   locked or written); enforce_agent_token_limit returns at once for another user's row (it
---   raised that user's token count until migration 20261128970000, pgTAP 99).
+--   raised that user's token count until migration 20261128925000, pgTAP 99).
 -- - AFTER triggers run after the policies: the row is the caller's, and they write the caller's
 --   history, change log and links only (composite foreign keys keep ids within their owner).
 -- - The public RPCs take the tenant from auth.uid() and filter every read and write by it; the
