@@ -285,7 +285,12 @@ grant execute on function memory_private.end_memory_sessions(uuid[], text, times
 
 drop function public.end_memory_sessions(uuid[], text, timestamptz);
 
--- The nightly sweep (devai-session-idle-end): as before, through the function's new place.
+-- The nightly idle sweep (pg_cron 'devai-session-idle-end', 02:00 UTC): ends the sessions, of
+-- every tenant, whose last episode batch is more than session_idle_minutes (60) before p_now, at
+-- most p_limit per call, oldest first, through memory_private.end_memory_sessions (reason 'idle'),
+-- so each gets its one consolidation job. Returns {"ended", "queued"}. As before
+-- (20261124300400), through end_memory_sessions' new place.
+-- Run by hand: select memory_private.end_idle_sessions();
 create or replace function memory_private.end_idle_sessions(p_now timestamptz default now(), p_limit integer default 5000)
 returns jsonb
 language plpgsql
