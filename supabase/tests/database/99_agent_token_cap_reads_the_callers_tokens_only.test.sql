@@ -7,9 +7,9 @@ begin;
 select plan(5);
 
 -- User A: agent_tokens_max_active active tokens and 60 revoked ones.
-insert into public.memory_agent_tokens (owner_id, agent, token_hash, token_prefix, created_at, revoked_at)
+insert into public.memory_agent_tokens (owner_id, agent, token_hash, token_prefix, created_at)
 select '99000000-0000-4000-8000-00000000000a', 'coder', encode(sha256(('a' || i)::bytea), 'hex'), 'dvm_test99',
-       now() - make_interval(mins => 1000 - i), case when i > 1000 then now() end
+       now() - make_interval(mins => 1000 - i)
   from generate_series(1, (select value::int from public.memory_settings where name = 'agent_tokens_max_active')) i;
 insert into public.memory_agent_tokens (owner_id, agent, token_hash, token_prefix, created_at, revoked_at)
 select '99000000-0000-4000-8000-00000000000a', 'coder', encode(sha256(('r' || i)::bytea), 'hex'), 'dvm_test99',
