@@ -14,6 +14,9 @@
 -- counters. Everything else it does is as before, and it is still called as the tenant (POST
 -- memory/usage, _shared/context/usage.ts). A report dated in the future (p_now, which PostgREST
 -- exposes too) is refused: its records would escape the prune.
+-- Nor may a tenant call it itself over the Data API (/rest/v1/rpc/record_memory_usage), as it
+-- could before: it refuses a call that is not the memory service's (the service marks its
+-- statements memory.via = 'service', 20261128990000, docs/auth.md#data-api).
 
 revoke insert, update, delete on table public.memory_usage_sessions, public.memory_usage, public.memory_usage_totals
   from authenticated, anon;
@@ -23,6 +26,28 @@ drop policy "Owners can record usage of their memories" on public.memory_usage;
 drop policy "Owners can update usage of their memories" on public.memory_usage;
 drop policy "Owners can start their usage totals" on public.memory_usage_totals;
 drop policy "Owners can update their usage totals" on public.memory_usage_totals;
+
+-- Raises 42501 when the caller is the role authenticated and the statement is not the memory
+-- service's (no memory.via = 'service'): a tenant calling p_function over the Data API. Called
+-- first by the security definer functions that write tenant rows (record_memory_usage below;
+-- record_extract_part and finish_consolidation_run, 20261128990000); as their owner, so no grant.
+-- docs/auth.md#data-api.
+create or replace function memory_private.require_the_service(p_function text)
+returns void
+language plpgsql
+stable
+set search_path = ''
+as $$
+begin
+  if current_setting('role', true) = 'authenticated'
+     and current_setting('memory.via', true) is distinct from 'service' then
+    raise exception '% is called by the memory service only', p_function
+      using errcode = '42501',
+            hint = 'Tenants write through the memory service''s HTTP API; the Data API (/rest/v1) is read-only for them.';
+  end if;
+end;
+$$;
+revoke all on function memory_private.require_the_service(text) from public, anon, authenticated, service_role;
 
 -- One usage report (POST memory/usage, _shared/context/usage.ts), called as the tenant; writes as
 -- the function's owner (above). Returns what this report counted (recorded, cited), the ids that
@@ -50,6 +75,7 @@ declare
   v_cited_tokens bigint;
   v_hits         integer;
 begin
+  perform memory_private.require_the_service('record_memory_usage');
   -- Security definer: RLS does not apply here, so every read and write below names the tenant.
   if v_owner is null then
     raise exception 'record_memory_usage reports for a tenant: no tenant in the request''s claims' using errcode = '42501';
