@@ -12,7 +12,7 @@
 //   once a statement found the database gone, the pool's next reservation waits for a plain
 //   statement (`select 1`, which the pool queues without that fault) to answer first: during an
 //   outage requests fail at that statement, and no reserve() is left queued.
-import { mayHaveLostConnections } from "./database-errors.ts";
+import { isConnectionLost, mayHaveLostConnections } from "./database-errors.ts";
 import { CONNECT_TIMEOUT_SECONDS, type Sql, timeoutMsOf } from "./db-pool.ts";
 
 /** A reserved connection (postgres.js's ReservedSql). */
@@ -76,7 +76,7 @@ function sessionEnded(): Error {
  * close to the `onclose` of the connection object it hands a query's `onexecute` (as for its own
  * sql.begin): from then on `tx` refuses every statement, unsent, as a lost connection (503).
  */
-export function watchedTransaction(conn: Reserved) {
+function watchedTransaction(conn: Reserved) {
   let ended = false;
   let watched: { onclose?: unknown } | undefined;
   const onexecute = (c: { onclose?: unknown }) => {
@@ -107,4 +107,41 @@ export function watchedTransaction(conn: Reserved) {
       if (watched && !ended) watched.onclose = undefined;
     },
   };
+}
+
+/**
+ * fn in one transaction on `conn` (reserved by the caller, handed back here), the session watched
+ * from BEGIN on (watchedTransaction): `start` sends BEGIN (calling `begin`) and the transaction's
+ * settings, pipelined, and settles once they have; COMMIT follows fn. On a failure, a connection
+ * whose session ended is neither rolled back (the server did) nor handed back to the pool, where
+ * the next statement sent on it would never be answered or would end the process
+ * (porsager/postgres#1208); any other is rolled back and handed back. `lostWith` says which
+ * failures mean this connection is gone (the tenant's token taken on another pool's does not).
+ * The one implementation of tenant transactions (db.ts) and configuration ones (db-role.ts).
+ */
+export async function transactionOn<T>(
+  sql: Sql,
+  conn: Reserved,
+  start: (begin: () => Promise<unknown>) => Promise<void>,
+  fn: (tx: Reserved) => Promise<T>,
+  lostWith: (err: unknown) => boolean = isConnectionLost,
+): Promise<T> {
+  const session = watchedTransaction(conn);
+  let open = false;
+  let lost = false;
+  try {
+    await start(() => session.begin().then(() => (open = true)));
+    const result = await fn(session.tx);
+    await session.tx`commit`;
+    open = false;
+    return result;
+  } catch (err) {
+    lost = session.ended() || lostWith(err);
+    if (lost) noteConnectionLost(sql, err);
+    else if (open) await conn`rollback`.catch(() => {});
+    throw err;
+  } finally {
+    session.unwatch();
+    if (!lost) conn.release();
+  }
 }

@@ -14,7 +14,7 @@
 import postgres from "postgres";
 import { isConnectionLost, isDatabaseUnavailable, isStatementTimeout } from "./database-errors.ts";
 import { readOnReplica, replicaDeadlineMs } from "./db-replica.ts";
-import { noteConnectionLost, reserveConnection, watchedTransaction } from "./db-reserve.ts";
+import { noteConnectionLost, reserveConnection, transactionOn } from "./db-reserve.ts";
 import { cancelledAfter } from "./db-read-timeout.ts";
 import { rateLimited, type RouteClass, takeRequestCharge } from "./rate-limit.ts";
 import { tenantShares } from "./tenant-share.ts";
@@ -74,37 +74,31 @@ async function tenantTransaction<T>(
 ): Promise<T> {
   for (let attempt = 1;; attempt++) {
     let started = false;
-    const conn = await reserveConnection(sql);
-    const session = watchedTransaction(conn); // a session ended while idle in it: db-reserve.ts
-    let open = false;
-    let lost = false;
     let elsewhere: unknown; // the token's failure when it was taken on the primary's pool
+    const conn = await reserveConnection(sql);
     try {
-      const primary = primaryOf(sql);
-      const charge = routeClass ? chargeToken(primary === sql ? conn : primary, who, routeClass) : undefined;
-      // In this order on the connection: the token's own transaction, then BEGIN and the settings.
-      const begin = session.begin().then(() => (open = true));
-      const settings = conn`select 1 from ${tenantSettings(conn, who, opts, timeoutOf(sql))}`.execute();
-      const [charged, begun, first] = await Promise.allSettled([charge ?? Promise.resolve(0), begin, settings]);
-      if (begun.status === "rejected") throw begun.reason;
-      if (first.status === "rejected") throw first.reason;
-      started = true;
-      if (charged.status === "rejected" && primary !== sql) elsewhere = charged.reason;
-      if (charged.status === "rejected") throw charged.reason;
-      if (routeClass && charged.value > 0) throw rateLimited(routeClass, charged.value);
-      const result = await fn(session.tx as unknown as Tx);
-      await session.tx`commit`;
-      open = false;
-      return result;
+      return await transactionOn(
+        sql,
+        conn,
+        async (begin) => {
+          const primary = primaryOf(sql);
+          const charge = routeClass ? chargeToken(primary === sql ? conn : primary, who, routeClass) : undefined;
+          // In this order on the connection: the token's own transaction, then BEGIN and the settings.
+          const begun = begin();
+          const settings = conn`select 1 from ${tenantSettings(conn, who, opts, timeoutOf(sql))}`.execute();
+          const [charged, opened, first] = await Promise.allSettled([charge ?? Promise.resolve(0), begun, settings]);
+          if (opened.status === "rejected") throw opened.reason;
+          if (first.status === "rejected") throw first.reason;
+          started = true;
+          if (charged.status === "rejected" && primary !== sql) elsewhere = charged.reason;
+          if (charged.status === "rejected") throw charged.reason;
+          if (routeClass && charged.value > 0) throw rateLimited(routeClass, charged.value);
+        },
+        (tx) => fn(tx as unknown as Tx),
+        (err) => err !== elsewhere && isConnectionLost(err),
+      );
     } catch (err) {
-      // A connection the session ended with is not rolled back (the server did) nor handed back.
-      lost = session.ended() || (err !== elsewhere && isConnectionLost(err));
-      if (lost) noteConnectionLost(sql, err);
-      if (open && !lost) await conn`rollback`.catch(() => {});
       if (started || attempt > 1 || !isDatabaseUnavailable(err)) throw err;
-    } finally {
-      session.unwatch();
-      if (!lost) conn.release();
     }
   }
 }
