@@ -69,7 +69,7 @@ export function decodeCursor(text: string, kind: CursorKind): DecodedCursor {
     throw invalidCursor(kind, other && `it is a next_cursor of ${LISTING[other]}`);
   }
   const [ts, id] = value.slice(-2);
-  if (value.length < 2 || typeof ts !== "string" || !isCalendarTime(ts) || typeof id !== "string" || !UUID.test(id)) {
+  if (typeof ts !== "string" || !isCalendarTime(ts) || typeof id !== "string" || !UUID.test(id)) {
     throw invalidCursor(kind);
   }
   return { ts, id: id.toLowerCase(), ...(value.length === 2 ? { unmarked: true as const } : {}) };
