@@ -3,6 +3,7 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import postgres from "postgres";
+import { tenantItem } from "../supabase/functions/_shared/db.ts";
 import { realServerOnly } from "./support/backend.ts";
 import { testDatabaseUrl } from "./support/config.ts";
 
@@ -10,21 +11,16 @@ const WRITERS = 20;
 
 type Sql = ReturnType<typeof postgres>;
 
-/** One memory insert per transaction, as the edge functions write: role authenticated with the
- * tenant's claims and the service's mark (db.ts tenantItem). All transactions are open before any writes, so the writes really overlap
- * instead of trickling in as connections open. */
+/** One memory insert per transaction, as the edge functions write (db.ts tenantItem's settings). All
+ * transactions are open before any writes, so the writes really overlap instead of trickling in as
+ * connections open. */
 async function writeConcurrently(sql: Sql, tenant: string, thread: string, writers: number) {
-  const claims = JSON.stringify({ sub: tenant, role: "authenticated" });
   let openTransactions = 0;
   let releaseWriters!: () => void;
   const allOpen = new Promise<void>((resolve) => (releaseWriters = resolve));
   await Promise.all(Array.from({ length: writers }, (_, i) =>
     sql.begin(async (tx) => {
-      await tx`
-        select set_config('role', 'authenticated', true),
-               set_config('request.jwt.claims', ${claims}, true),
-               set_config('memory.via', 'service', true),
-               set_config('memory.thread_id', ${thread}, true)`;
+      await tx`select 1 from ${tenantItem(tx as never, tenant, { "memory.thread_id": thread })}`;
       if (++openTransactions === writers) releaseWriters();
       await allOpen;
       await tx`

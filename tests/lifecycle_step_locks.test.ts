@@ -12,6 +12,7 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import postgres from "postgres";
+import { tenantItem } from "../supabase/functions/_shared/db.ts";
 import { realServerOnly } from "./support/backend.ts";
 import { testDatabaseUrl } from "./support/config.ts";
 import { overrideSettings, pauseCronJobs, removeTenantData } from "./support/lifecycle.ts";
@@ -78,13 +79,11 @@ function startTransaction<T>(sql: Sql, work: (tx: postgres.TransactionSql) => Pr
 }
 type Started<T> = ReturnType<typeof startTransaction<T>>;
 
-/** The tenant's write as its request makes it (role authenticated, the tenant's claims, the
- * service's mark: db.ts tenantItem): a new memory, and optionally a restore. */
+/** The tenant's write as its request makes it (db.ts tenantItem's settings): a new memory, and
+ * optionally a restore. */
 function startTenantWrite(sql: Sql, tenant: string, restoreId?: string): Started<void> {
   return startTransaction(sql, async (tx) => {
-    await tx`select set_config('role', 'authenticated', true),
-                    set_config('request.jwt.claims', ${JSON.stringify({ sub: tenant, role: "authenticated" })}, true),
-                    set_config('memory.via', 'service', true)`;
+    await tx`select 1 from ${tenantItem(tx as never, tenant)}`;
     await tx`insert into public.devai_memories (content, memory_type, namespace)
              values (${`written during decay ${randomUUID()}`}, 'episodic', 'devai/global')`;
     if (restoreId) await tx`select id from public.restore_memory(${restoreId})`;

@@ -13,6 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
 import { type RunningDb, serveDb } from "../scripts/pglite/serve-db.ts";
+import { tenantItem } from "../supabase/functions/_shared/db.ts";
 import { testBackend } from "./support/backend.ts";
 import { testPort } from "./support/ports.ts";
 import { waitUntil } from "./support/wait.ts";
@@ -33,13 +34,10 @@ function vec(axis: number, noise = 0): string {
 }
 
 type Sql = ReturnType<typeof postgres>;
-/** The service's request transaction: role authenticated + the tenant's JWT claims + the service's
- * mark (db.ts tenantItem), local to it. */
+/** The service's request transaction: db.ts tenantItem's settings, local to it. */
 function asTenant<T>(sql: Sql, sub: string, fn: (tx: postgres.TransactionSql) => Promise<T>): Promise<T> {
   return sql.begin(async (tx) => {
-    await tx`set local role authenticated`;
-    await tx`select set_config('request.jwt.claims', ${JSON.stringify({ sub, role: "authenticated" })}, true),
-                    set_config('memory.via', 'service', true)`;
+    await tx`select 1 from ${tenantItem(tx as never, sub)}`;
     return await fn(tx);
   }) as Promise<T>;
 }

@@ -4,6 +4,7 @@
 // not know is a 409 telling the client to resend; every 413 says what to do.
 import assert from "node:assert/strict";
 import { digestWork, prefixDigests } from "../supabase/functions/memory-extract/transcript-prefix.ts";
+import { tenantItem } from "../supabase/functions/_shared/db.ts";
 import { memoryApi } from "./support/memory-api.ts";
 import {
   chatMessage as msg,
@@ -231,14 +232,11 @@ Deno.test("extract after: a tenant cannot insert a job itself (REST); a job queu
     const messages = transcript(3);
     const digests = prefixDigests(messages);
     const payload = { session_id: "s-rest", messages, context: [], offset: 0 };
-    // The service's tenant transaction (db.ts tenantItem: claims, the service's mark), in another
-    // transaction than the one that queued the job.
+    // The service's tenant transaction (db.ts tenantItem), in another transaction than the one
+    // that queued the job.
     const asTenant = async <T>(fn: (tx: typeof env.sql) => Promise<T>) =>
       await env.sql.begin(async (tx) => {
-        await tx`select set_config('request.jwt.claims', ${
-          JSON.stringify({ sub: tenant, role: "authenticated" })
-        }, true), set_config('memory.via', 'service', true)`;
-        await tx`set local role authenticated`;
+        await tx`select 1 from ${tenantItem(tx as never, tenant)}`;
         return await fn(tx as unknown as typeof env.sql);
       });
     const key = `session:s-rest:3:${digests[3]}`;
