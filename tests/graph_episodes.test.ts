@@ -484,6 +484,27 @@ Deno.test({
 });
 
 Deno.test({
+  name: "episodes: a batch that names no thread is logged on its session's thread (history, redaction event)",
+  ...opts,
+}, async () => {
+  const t = newTenant();
+  const secret = "ghp_Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6J7k8L9";
+  const content = `the deploy failed until I rotated the GitHub token ${secret} in the CI settings`;
+  const first = { session_id: "s", thread_id: "thread-a", messages: [{ role: "user", content: "first" }] };
+  assert.equal((await post(t, first)).status, 201);
+  const later = await post(t, { session_id: "s", messages: [{ role: "user", content }] });
+  assert.equal(later.status, 201, JSON.stringify(later.body));
+  assert.equal(later.body.redacted, 1);
+  const events = await sql<{ thread_id: string | null }[]>`
+    select thread_id from public.memory_events where owner_id = ${t} and op = 'redact'`;
+  assert.deepEqual(events.map((e) => e.thread_id), ["thread-a"]);
+  const [added] = await sql<{ thread_id: string }[]>`
+    select meta ->> 'thread_id' as thread_id from public.memory_history
+     where owner_id = ${t} and memory_id = ${later.body.episodes[0].id} and event = 'ADD'`;
+  assert.equal(added?.thread_id, "thread-a", "its episodes' history names the session's thread");
+});
+
+Deno.test({
   name: "sessions: ending a session queues one consolidation job, however often and by whichever path",
   ...opts,
 }, async () => {

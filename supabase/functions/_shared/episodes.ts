@@ -174,6 +174,11 @@ export async function ingestEpisodes(
     );
   }
 
+  // A batch naming no thread is the session's: its episodes' history and its events are logged
+  // there, not on the default thread the transaction began with (services/graph.ts).
+  const threadId = batch.thread_id ?? session!.thread_id ?? undefined;
+  if (threadId !== batch.thread_id) await tx`select set_config('memory.thread_id', ${threadId!}, true)`;
+
   const ended = session!.created && batch.thread_id
     ? await endThreadsOtherSessions(tx, tenantId, batch.thread_id, batch.session_id)
     : [];
@@ -246,7 +251,7 @@ export async function ingestEpisodes(
     node: "episodic",
     counts,
     dropped,
-    threadId: batch.thread_id,
+    threadId,
   });
   return {
     session_id: batch.session_id,
