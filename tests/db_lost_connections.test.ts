@@ -11,9 +11,12 @@ import { realServerOnly } from "./support/backend.ts";
 import { testDatabaseUrl } from "./support/config.ts";
 import { startPgProxy } from "./support/pg-proxy.ts";
 import { newTenant, testSql } from "./support/seed.ts";
+import { waitUntil } from "./support/wait.ts";
 
 const WHY = "ends a backend with pg_terminate_backend and runs a pool of its own";
 const DEADLINE_MS = 10_000;
+/** Polling for a backend's state: bounded by the same deadline, so a state never reached fails the test, never hangs it. */
+const POLL = { deadlineMs: DEADLINE_MS, pollMs: 5 };
 
 /** `p`, or a failure naming `what` when it has not settled within DEADLINE_MS. */
 async function within<T>(p: Promise<T>, what: string): Promise<T> {
@@ -57,12 +60,16 @@ Deno.test({
       // A statement of the request waits on a lock the admin holds; the admin ends its session.
       const endedWhileWaiting = async (request: Promise<unknown>) => {
         const failed = request.then(() => undefined, (e) => e);
-        let waiting: { pid: number }[] = [];
-        while (!waiting.length) {
-          waiting = await admin<{ pid: number }[]>`
+        const waiting = await waitUntil(
+          async () => {
+            const [row] = await admin<{ pid: number }[]>`
             select pid from pg_locks where locktype = 'advisory' and objid = 4242 and not granted`;
-        }
-        await admin`select pg_terminate_backend(${waiting[0]!.pid})`;
+            return row;
+          },
+          "the request waiting on the lock",
+          POLL,
+        );
+        await admin`select pg_terminate_backend(${waiting.pid})`;
         const err = await failed;
         if (err) throw err;
       };
@@ -118,7 +125,11 @@ Deno.test({
             await admin`select pg_terminate_backend(${pid}, 10000)`;
             await waiting;
             if (!queryWaiting) {
-              while ((await admin`select 1 from pg_stat_activity where pid = ${pid}`).length) { /* ending */ }
+              await waitUntil(
+                async () => (await admin`select 1 from pg_stat_activity where pid = ${pid}`).length === 0,
+                "the ended session's backend gone",
+                POLL,
+              );
               // Time for the socket's close to reach the pool (the outcome must be the same without it).
               await new Promise((resolve) => setTimeout(resolve, 50));
             }
@@ -155,14 +166,13 @@ Deno.test({
         await tx`set local debug_parallel_query = on`;
         await tx`select pg_sleep(30)`;
       }).then(() => undefined, (e) => e);
-      let killed: readonly unknown[] = [];
-      while (!killed.length) {
-        killed = await within(
-          admin`select pg_terminate_backend(pid) from pg_stat_activity
-                 where backend_type = 'parallel worker' and leader_pid = ${leader}`,
-          "the search for the statement's parallel worker",
-        );
-      }
+      await waitUntil(
+        async () =>
+          (await admin`select pg_terminate_backend(pid) from pg_stat_activity
+                        where backend_type = 'parallel worker' and leader_pid = ${leader}`).length > 0,
+        "the statement's parallel worker, terminated",
+        POLL,
+      );
       const failure = await within(request, "the transaction whose parallel worker was terminated");
       assert.equal((failure as { code?: string })?.code, "57P01", `the statement failed with 57P01: ${failure}`);
       // Rolled back (its lock is free) and handed back (the pool's one connection answers at once).
