@@ -60,6 +60,18 @@ export async function reserveConnection(sql: Sql): Promise<Reserved> {
   }
 }
 
+/**
+ * Hands `conn` back to the pool, unless a failure of its statements says its session ended
+ * (isConnectionLost): a statement sent on it next would never be answered or would end the process
+ * (porsager/postgres#1208). The pool reconnects it by itself; its next reservation checks the
+ * database first.
+ */
+export function handBack(sql: Sql, conn: Reserved, failures: readonly unknown[]): void {
+  const lost = failures.find((err) => isConnectionLost(err));
+  if (lost === undefined) conn.release();
+  else noteConnectionLost(sql, lost);
+}
+
 /** The error of a statement refused because its session has ended: a lost connection (503). */
 function sessionEnded(): Error {
   return Object.assign(new Error("the database ended this transaction's session"), { code: "CONNECTION_CLOSED" });

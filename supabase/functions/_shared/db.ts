@@ -14,7 +14,7 @@
 import postgres from "postgres";
 import { isConnectionLost, isDatabaseUnavailable, isStatementTimeout } from "./database-errors.ts";
 import { readOnReplica, replicaDeadlineMs } from "./db-replica.ts";
-import { noteConnectionLost, reserveConnection, transactionOn } from "./db-reserve.ts";
+import { handBack, reserveConnection, transactionOn } from "./db-reserve.ts";
 import { cancelledAfter } from "./db-read-timeout.ts";
 import { rateLimited, type RouteClass, takeRequestCharge } from "./rate-limit.ts";
 import { tenantShares } from "./tenant-share.ts";
@@ -131,7 +131,7 @@ async function tenantRead<T extends readonly (object | undefined)[]>(
 ): Promise<T> {
   for (let attempt = 1, toCharge = routeClass;; attempt++) {
     const conn = await reserveConnection(sql);
-    let lost = false; // the session ended with this connection: not handed back (see tenantTransaction)
+    const failures: unknown[] = []; // of the statements on this connection (handBack)
     try {
       const primary = primaryOf(sql);
       const charge = toCharge ? chargeToken(primary === sql ? conn : primary, who, toCharge) : undefined;
@@ -139,10 +139,9 @@ async function tenantRead<T extends readonly (object | undefined)[]>(
         charge ?? Promise.resolve(0),
         cancelledAfter(read(conn, tenantSettings(conn, who, opts)), timeoutMsOf(sql)),
       ]);
-      const failed = [answer, ...(primary === sql ? [charged] : [])]
-        .find((r) => r.status === "rejected" && isConnectionLost(r.reason));
-      if (failed) noteConnectionLost(sql, (failed as PromiseRejectedResult).reason);
-      lost = failed !== undefined;
+      for (const r of [answer, ...(primary === sql ? [charged] : [])]) {
+        if (r.status === "rejected") failures.push(r.reason);
+      }
       if (charged.status === "rejected") throw charged.reason;
       if (toCharge && charged.value > 0) throw rateLimited(toCharge, charged.value);
       toCharge = undefined; // taken: a retry is not charged again
@@ -152,7 +151,7 @@ async function tenantRead<T extends readonly (object | undefined)[]>(
       // Tried again for a connection that died with the database, not for a read past its timeout.
       if (attempt > 1 || isStatementTimeout(err) || !isDatabaseUnavailable(err)) throw err;
     } finally {
-      if (!lost) conn.release();
+      handBack(sql, conn, failures);
     }
   }
 }

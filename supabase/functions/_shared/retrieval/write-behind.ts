@@ -18,9 +18,9 @@
 // memory and a crash then loses at most that many. Nothing is written twice: a batch sent again
 // after its commit's reply was lost finds its searches' events (each search has an id) and
 // applies none of them again.
-import { isConnectionLost, isDatabaseUnavailable } from "../database-errors.ts";
+import { isDatabaseUnavailable } from "../database-errors.ts";
 import { type Sql, type TenantContext, tenantItem, timeoutOf } from "../db.ts";
-import { noteConnectionLost, reserveConnection } from "../db-reserve.ts";
+import { handBack, reserveConnection, type Reserved } from "../db-reserve.ts";
 
 /** One search's writes: the memories it used (reinforced at `at`) and its event. */
 export interface SearchWrite {
@@ -160,7 +160,7 @@ class WriteBehind {
     const size = batch.reduce((sum, e) => sum + e.items.length, 0);
     if (size === 0) return;
     const failures: [Entry, unknown][] = [];
-    let conn: (Sql & { release?: () => void }) | undefined;
+    let conn: Reserved | undefined;
     try {
       conn = await reserveConnection(this.sql);
       const q = conn;
@@ -190,10 +190,7 @@ class WriteBehind {
     } catch (err) {
       for (const entry of batch) failures.push([entry, err]);
     } finally {
-      // A connection the server ended the session of is not handed back (isConnectionLost).
-      const lost = failures.find(([, err]) => isConnectionLost(err));
-      if (lost) noteConnectionLost(this.sql, lost[1]);
-      else conn?.release?.();
+      if (conn) handBack(this.sql, conn, failures.map(([, err]) => err));
     }
     // Held until written or given up (the batch being written counts toward the bound too); what
     // is kept for the next batch is counted again as it goes back.
