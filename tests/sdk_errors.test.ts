@@ -50,6 +50,10 @@ Deno.test("sdk errors: Retry-After as an HTTP date is seconds from now; garbage 
   assert.equal(retryAfterSeconds("Fri, 27 Nov 2026 12:00:30 GMT", now), 30);
   assert.equal(retryAfterSeconds("Fri, 27 Nov 2026 11:00:00 GMT", now), 0, "a date passed: send it now");
   assert.equal(retryAfterSeconds("soon", now), undefined);
+  // Neither delta-seconds nor an HTTP date, though Date.parse reads them as dates (then 0: "now").
+  assert.equal(retryAfterSeconds("1.5", now), undefined);
+  assert.equal(retryAfterSeconds("-1", now), undefined);
+  assert.equal(retryAfterSeconds("Sunday, 27-Nov-26 12:00:10 GMT", now), 10, "the obsolete RFC 850 form");
   assert.equal(retryAfterSeconds(" 12 ", now), 12);
   assert.equal(retryAfterSeconds(null, now), undefined);
 });

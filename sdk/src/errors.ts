@@ -41,7 +41,8 @@ export function retryAfterSeconds(value: string | null, now = Date.now()): numbe
   if (value === null) return undefined;
   const v = value.trim();
   if (/^\d+$/.test(v)) return Number(v);
-  const at = Date.parse(v);
+  // Every HTTP-date form begins with the day's name; Date.parse alone takes "1.5" or "-1" for dates.
+  const at = /^[A-Za-z]{3}/.test(v) ? Date.parse(v) : NaN;
   return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - now) / 1000));
 }
 
