@@ -243,11 +243,12 @@ export async function chargeRequest(sql: Sql, who: TenantContext): Promise<void>
 }
 
 /**
- * Runs fn inside a tenant transaction as the service's own (privileged) role, then returns to the
- * tenant's role; the tenant's claims stay set, so auth.uid() still names it. For the few writes
+ * Runs fn inside a tenant transaction as the pool's own login role, then returns to the tenant's
+ * role; the tenant's claims stay set, so auth.uid() still names it. For the few writes
  * tenants must not be able to make themselves (through PostgREST, with their own token): queueing
  * jobs (jobs.ts enqueueJob) and ending sessions (sessions.ts) call functions in memory_private,
- * which only service_role may execute. docs/operations.md#job-queue.
+ * which tenants may not execute: `role` 'none' is the pool's login role (postgres, which owns
+ * them; service_role holds the grant for other callers). docs/operations.md#job-queue.
  */
 export async function asService<T>(tx: Tx, fn: () => Promise<T>): Promise<T> {
   // The CTE is read before the outer set_config runs: `prev` is the role before the switch.
