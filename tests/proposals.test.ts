@@ -10,6 +10,7 @@ import { enqueueJob } from "../supabase/functions/_shared/jobs.ts";
 import { realServerOnly } from "./support/backend.ts";
 import { LOCAL_EMBEDDING, memoryWithLlm } from "./support/consolidation.ts";
 import { newTenant, tenantWrites } from "./support/seed.ts";
+import { waitUntil } from "./support/wait.ts";
 import { drainAll, writeEnv } from "./write_helpers.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
@@ -242,12 +243,16 @@ Deno.test({
       // Until the accept waits for this transaction (on the text's lock; unserialised, on a row the
       // insert locked, past its duplicate check), or has answered.
       const [self] = await tx<{ pid: number }[]>`select pg_backend_pid() as pid`;
-      while (!settled) {
-        const [w] = await env.sql`
+      await waitUntil(
+        async () => {
+          if (settled) return true;
+          const [w] = await env.sql<{ w: boolean }[]>`
           select exists (select 1 from pg_stat_activity where ${self!.pid}::int = any (pg_blocking_pids(pid))) as w`;
-        if (w!.w) break;
-        await new Promise((r) => setTimeout(r, 5));
-      }
+          return w!.w;
+        },
+        "the accept waits on the remember's transaction, or has answered",
+        { pollMs: 5 },
+      );
       return row!.id;
     });
     const accepted = await accept!;
