@@ -37,7 +37,7 @@ const COLUMNS = "id, agent, label, token_prefix, created_at, expires_at, last_us
 /** The database's refusal of a token beyond agent_tokens_max_active (its trigger's constraint name). */
 const ACTIVE_LIMIT_CONSTRAINT = "memory_agent_tokens_active_limit";
 /** Revoked or expired tokens a list shows, newest first: with the cap on active ones, lists stay bounded. */
-export const INACTIVE_TOKENS_LISTED = 50;
+const INACTIVE_TOKENS_LISTED = 50;
 
 /**
  * Issues a token for the tenant (the transaction's) and agent; the token is in the answer only.

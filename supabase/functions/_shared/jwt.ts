@@ -22,7 +22,7 @@ const verifiers = new Map<string, Verifier>();
  * such a token, but a token fresh from Auth may meet a function whose clock is seconds behind.
  * `exp` gets no leeway (checked in verifyJwt): clients refresh before it, so skew costs nothing there.
  */
-export const CLOCK_LEEWAY_SECONDS = 30;
+const CLOCK_LEEWAY_SECONDS = 30;
 const VERIFY_OPTIONS = { requiredClaims: ["exp"], clockTolerance: CLOCK_LEEWAY_SECONDS };
 
 /**

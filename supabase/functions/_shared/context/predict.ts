@@ -66,7 +66,7 @@ export async function gatherSignal(
  * is the assembly's to judge (selectTiers), with the lineage it is sent: a branch merged since the
  * prediction makes its notes project knowledge, and one still unmerged is listed in `excluded`.
  */
-export function cachedRefs(g: Gathered): CandidateRef[] {
+function cachedRefs(g: Gathered): CandidateRef[] {
   return g.refs.filter((r) => g.details.has(r.id));
 }
 
