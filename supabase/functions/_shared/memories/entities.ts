@@ -5,6 +5,7 @@
 // tenant's own index entries (memory_search.entity_matches), never a LIKE pattern or raw tsquery
 // syntax. docs/graph.md#entities.
 import type { Tx } from "../db.ts";
+import { inIndexOrder } from "./list-page.ts";
 import { isoDates, memoryColumns } from "./memory-row.ts";
 import type { EntityListQuery, Memory } from "./schemas.ts";
 
@@ -89,13 +90,13 @@ export async function entityProfile(tx: Tx, id: string): Promise<EntityProfile |
   // Both read the entity's shown links in profile order from memory_entity_links_profile (a link
   // carries its memory's valid_from and where it shows, kept by trigger), only as many as they
   // return, and look each memory up by id (offset 0: never a join the planner could turn into a
-  // read of the tenant). Sorting is off for these two statements, which need none: the planner's
+  // read of the tenant). They are read in index order (list-page.ts inIndexOrder, for the rest of
+  // the profile's transaction, which reads nothing else; no round trip of its own): the planner's
   // one other way to their order, taken on some statistics, is to read all the entity's links of
   // that kind and sort them. They have no ORDER BY of their own (a sort costed as disabled would
   // have them JIT-compiled at every call): the rows are put in order here. Migration
   // 20261128910000; tests/entity_profile_cost.test.ts.
-  const [setting] = await tx<{ sort: string }[]>`
-    select current_setting('enable_sort') as sort, set_config('enable_sort', 'off', true)`;
+  const inOrder = inIndexOrder(tx);
   const facts = await tx`
     select ${memoryColumns(tx, "m")}, l.mention, l.confidence as link_confidence, l.source as link_source
       from (select l.memory_id, l.mention, l.confidence, l.source
@@ -116,7 +117,7 @@ export async function entityProfile(tx: Tx, id: string): Promise<EntityProfile |
              fetch first (${PROFILE_ROWS}) rows with ties) l
      cross join lateral (select m.id, m.session_id, m.metadata, m.content from public.devai_memories m
                           where m.id = l.memory_id offset 0) m`;
-  await tx`select set_config('enable_sort', ${setting!.sort}, true)`;
+  await inOrder;
   // uuids compare in Postgres as their lower-case hex text does here.
   const order = (a: { at: Date; seq: number | null; id: string }, b: typeof a) =>
     a.at.getTime() - b.at.getTime() || (a.seq ?? 0) - (b.seq ?? 0) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
