@@ -154,7 +154,10 @@ export async function runWrite(
     const t0 = now();
     const report = await drainQueue(
       { sql: pool, config, embedder: embedderFrom(vectors), llm: llm as unknown as Llm },
-      { workerId: "bench-worker", maxJobs: batches.length + 5, backoffBaseMs: 0, ownerId: big.id },
+      // The dedup jobs only: the contradiction checks their new memories queue are other work (and
+      // this fake model does not judge pairs: with no backoff, one such job failed its five attempts
+      // in the claims left over once the queue took retries in their place, 20261128960000).
+      { workerId: "bench-worker", maxJobs: batches.length, backoffBaseMs: 0, ownerId: big.id, kinds: ["dedup"] },
     );
     const drainMs = now() - t0;
     if (report.dead > 0) {
