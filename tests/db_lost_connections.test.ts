@@ -122,17 +122,13 @@ Deno.test({
           withTenant(sql, who(), async (tx) => {
             const pid = (await tx<{ pid: number }[]>`select pg_backend_pid() as pid`)[0]!.pid;
             const waiting = queryWaiting ? sql`select 1` : undefined;
+            // With no query waiting, the next statement is made once the socket's close has reached
+            // the pool: postgres.js calls its options' onclose then, after the connection's own
+            // (which the transaction watches). The event, not a fixed pause.
+            const closed = new Promise<void>((resolve) => (sql.options.onclose = () => resolve()));
             await admin`select pg_terminate_backend(${pid}, 10000)`;
             await waiting;
-            if (!queryWaiting) {
-              await waitUntil(
-                async () => (await admin`select 1 from pg_stat_activity where pid = ${pid}`).length === 0,
-                "the ended session's backend gone",
-                POLL,
-              );
-              // Time for the socket's close to reach the pool (the outcome must be the same without it).
-              await new Promise((resolve) => setTimeout(resolve, 50));
-            }
+            if (!queryWaiting) await within(closed, "the pool told of the ended session's close");
             after = (await tx<{ role: string }[]>`select current_user as role`)[0];
           }).then(() => undefined, (e) => e),
           `the transaction (a query waiting: ${queryWaiting})`,
