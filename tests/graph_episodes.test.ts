@@ -15,6 +15,7 @@ import { testConfig } from "./support/config.ts";
 import { memoryApi } from "./support/memory-api.ts";
 import type { Tx } from "../supabase/functions/_shared/db.ts";
 import { newTenant, seedRelation, tenantWrites, testSql } from "./support/seed.ts";
+import { waitUntil } from "./support/wait.ts";
 import { EMBEDDING_MODEL, writeEnv } from "./write_helpers.ts";
 
 const sql = testSql();
@@ -75,14 +76,20 @@ async function overlapped<T>(
       await released;
     });
     const pid = await holder;
+    // Bounded (support/wait.ts): a send that never waits (refused at once, say) fails the test
+    // instead of polling for good.
     const waiting = async (n: number) => {
-      for (;;) {
-        const [w] = await side<{ n: number }[]>`
-          select count(*)::int as n from pg_stat_activity a
-           where a.datname = current_database() and a.application_name = 'devai-memory-tests' and a.pid <> ${pid}::int
-             and cardinality(pg_blocking_pids(a.pid)) > 0`;
-        if (w!.n >= n) return;
-      }
+      await waitUntil(
+        async () => {
+          const [w] = await side<{ n: number }[]>`
+            select count(*)::int as n from pg_stat_activity a
+             where a.datname = current_database() and a.application_name = 'devai-memory-tests' and a.pid <> ${pid}::int
+               and cardinality(pg_blocking_pids(a.pid)) > 0`;
+          return w!.n >= n;
+        },
+        `${n} of this test's backends waiting on a lock`,
+        { pollMs: 5 },
+      );
     };
     const started = sends(waiting);
     await waiting(waiters);
