@@ -21,7 +21,7 @@ export type Reserved = Awaited<ReturnType<Sql["reserve"]>>;
 const unsure = new WeakSet<Sql>();
 
 /** A statement on `sql` found its connection gone: the next reservation checks the database first. */
-export function noteConnectionLost(sql: Sql, err: unknown): void {
+function noteConnectionLost(sql: Sql, err: unknown): void {
   if (mayHaveLostConnections(err)) unsure.add(sql);
 }
 
