@@ -7,6 +7,7 @@ import { createSql, type Sql } from "../supabase/functions/_shared/db-pool.ts";
 import { isDatabaseUnavailable } from "../supabase/functions/_shared/database-errors.ts";
 import { readAsTenant, withTenant } from "../supabase/functions/_shared/db.ts";
 import { withRole } from "../supabase/functions/_shared/db-role.ts";
+import { reserveConnection } from "../supabase/functions/_shared/db-reserve.ts";
 import { realServerOnly } from "./support/backend.ts";
 import { testDatabaseUrl } from "./support/config.ts";
 import { startPgProxy } from "./support/pg-proxy.ts";
@@ -204,6 +205,28 @@ Deno.test({
     } finally {
       await sql.end({ timeout: 1 });
       proxy.close();
+    }
+  },
+});
+
+Deno.test({
+  ...realServerOnly(
+    "lost connections: a reservation not answered in time is given up as a 503, and the connection handed over later goes back to the pool",
+    "holds the one connection of a pool of its own while another reservation waits",
+  ),
+  fn: async () => {
+    // Not answered here because the pool's one connection is held (postgres.js 3.4.9 also leaves a
+    // reserve() unanswered that waited while a connection closed: the same give-up covers both).
+    const sql = createSql(testDatabaseUrl(), { max: 1, statementTimeoutMs: 100 });
+    try {
+      const holder = await within(sql.reserve(), "the pool's one connection");
+      const failure = await within(reserveConnection(sql).then(() => undefined, (e) => e), "the waiting reservation");
+      assert.ok(isDatabaseUnavailable(failure), `given up as the database being away (503): ${failure}`);
+      // The reservation given up is answered once the holder lets go: it hands the connection back.
+      holder.release();
+      assert.equal(await within(two(sql), "the request after the reservation given up"), 2);
+    } finally {
+      await sql.end({ timeout: 1 });
     }
   },
 });
