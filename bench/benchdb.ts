@@ -14,6 +14,7 @@
 //                                   iterative scan) plus an owner filter so it is multi-tenant at all
 //   bench.timed_match               server-side latency: clock_timestamp() around one call
 import postgres from "postgres";
+import { tenantItem } from "../supabase/functions/_shared/db.ts";
 
 export type Sql = postgres.Sql;
 
@@ -108,11 +109,9 @@ export async function asTenant<T>(
   fn: (tx: postgres.TransactionSql) => Promise<T>,
   settings: Record<string, string> = {},
 ): Promise<T> {
-  const claims = JSON.stringify({ sub: tenantId, role: "authenticated" });
   const out = await sql.begin(async (tx) => {
-    await tx`select set_config('role', 'authenticated', true), set_config('request.jwt.claims', ${claims}, true),
-                    set_config('memory.via', 'service', true)`;
-    for (const [k, v] of Object.entries(settings)) await tx`select set_config(${k}, ${v}, true)`;
+    // The service's own settings (db.ts tenantItem: role, claims, its mark), `settings` with them.
+    await tx`select 1 from ${tenantItem(tx as never, tenantId, settings)}`;
     return await fn(tx);
   });
   return out as T;
