@@ -50,6 +50,22 @@ Deno.test("jobs: enqueue is idempotent per (owner, kind, key) and tenant-scoped"
   );
 });
 
+Deno.test("jobs: enqueue runs as the service, and the rest of the tenant's transaction as the tenant again", async () => {
+  const tenant = newTenant();
+  const other = newTenant();
+  await enqueue(other, "theirs");
+  // db.ts asService switches to the pool's login role for the queueing only: a statement after it
+  // that ran as that role would bypass row level security (another tenant's job would be seen).
+  const after = await withTenant(sql, { tenantId: tenant, actor: "test" }, async (tx) => {
+    await enqueueJob(tx, { ownerId: tenant, kind: "dedup", idempotencyKey: "mine", payload: {} });
+    const [row] = await tx<{ role: string; uid: string; theirs: number }[]>`
+      select current_user::text as role, auth.uid()::text as uid,
+             (select count(*)::int from public.memory_jobs where owner_id = ${other}) as theirs`;
+    return row!;
+  });
+  assert.deepEqual({ ...after }, { role: "authenticated", uid: tenant, theirs: 0 });
+});
+
 Deno.test("jobs: concurrent claimers never get the same job (FOR UPDATE SKIP LOCKED)", async () => {
   const tenant = newTenant();
   for (let i = 0; i < 12; i++) await enqueue(tenant, `c${i}`);
