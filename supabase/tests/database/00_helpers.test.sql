@@ -38,9 +38,7 @@ language plpgsql
 set search_path = ''
 as $$
 begin
-  perform set_config('role', 'authenticated', true);
-  perform set_config('request.jwt.claims',
-                     json_build_object('sub', p_tenant, 'role', 'authenticated')::text, true);
+  perform tests.authenticate_as(p_tenant);  -- role and claims as the service sets them; its mark is taken off below
   perform set_config('request.method', p_method, true);
   perform set_config('request.path', '/rest/v1/', true);
   perform set_config('request.headers', '{"accept": "application/json"}', true);
