@@ -35,12 +35,13 @@ const poisoned = (req: ChatRequestBody) => newPart(req).includes("POISON");
 
 /**
  * The fake model: a memory for each fact in the new part; after `failures`, the poison too. It
- * refuses a request with the poison in its new part or, `anywhere`, in its context too (as a
- * provider refusing the content does).
+ * fails a request with the poison in its new part or, `anywhere`, in its context too (as a
+ * provider refusing the content does), with `failure`: a 500 by default, which the service cannot
+ * tell from an outage's, or `refuse`, a 400.
  */
-function scriptModel(env: WriteEnv, failures: number | "always", anywhere = false) {
+function scriptModel(env: WriteEnv, failures: number | "always", anywhere = false, failure = fail) {
   const refused = anywhere ? (req: ChatRequestBody) => JSON.stringify(req.messages).includes("POISON") : poisoned;
-  env.fake.onChat(refused, failures === "always" ? fail : [...Array(failures).fill(fail), extract]);
+  env.fake.onChat(refused, failures === "always" ? failure : [...Array(failures).fill(failure), extract]);
   env.fake.onChat(EXTRACT_MARK, extract);
 }
 
@@ -59,6 +60,11 @@ const extract = reply.dynamic((req) =>
   })
 );
 const fail = reply.error(500, { message: "the provider refuses this content" });
+/** A provider's refusal of a request for what it holds (OpenAI's content policy is a 400). */
+const refuse = reply.error(400, { message: "the request was rejected by the content policy" });
+
+/** Whether an extraction request shows earlier messages as context (extraction-prompt.ts). */
+const withContext = (req: ChatRequestBody) => JSON.stringify(req.messages).includes("EARLIER IN THIS CONVERSATION");
 
 /** Model calls asked to extract from the poison. */
 const poisonCalls = (env: WriteEnv) => env.fake.chatRequests().filter((r) => poisoned(r.body)).length;
@@ -227,27 +233,40 @@ Deno.test("extract, dead parts separated by a live one: each is queued again apa
   }
 });
 
+/**
+ * The session grows by two messages a POST to 17 (whole transcripts, or `after` the last answer),
+ * each POST's jobs run before the next: the parts [0, 3) (the poison's), [3, 5), … [15, 17).
+ */
+async function growSession(env: WriteEnv, tenant: string, send: "whole" | "after") {
+  let answer: ExtractAnswer | undefined;
+  for (let to = 3; to <= 17; to += 2) {
+    answer = await accepted(
+      env,
+      tenant,
+      send === "whole" || !answer
+        ? { messages: messages(0, to) }
+        : { after: answer.transcript, messages: messages(answer.transcript.count, to) },
+    );
+    await drainAll(env.deps, tenant);
+  }
+}
+
+/** The facts after the poison's part (4 to 16) not extracted. */
+async function unextracted(env: WriteEnv, tenant: string) {
+  const facts = await factsOf(env, tenant);
+  return [4, 6, 8, 10, 12, 14, 16].filter((i) => !facts.includes(fact(i)));
+}
+
 for (const send of ["whole", "after"] as const) {
   Deno.test(`extract, a poison refused in the context too (${send}): the parts just after it die with it, and their last try, without context, extracts them`, async () => {
     const env = await writeEnv({ llm: { retry: { maxRetries: 0 } } });
     try {
       const tenant = newTenant();
       scriptModel(env, "always", true);
-      let answer: ExtractAnswer | undefined;
-      for (let to = 3; to <= 17; to += 2) {
-        answer = await accepted(
-          env,
-          tenant,
-          send === "whole" || !answer
-            ? { messages: messages(0, to) }
-            : { after: answer.transcript, messages: messages(answer.transcript.count, to) },
-        );
-        await drainAll(env.deps, tenant);
-      }
+      await growSession(env, tenant, send);
       // Only facts 0 and 2, which share the poison's job, are lost; facts 4 to 8, whose parts held the poison
       // as context (the six messages before them), are extracted at their third try.
-      const facts = await factsOf(env, tenant);
-      assert.deepEqual([4, 6, 8, 10, 12, 14, 16].filter((i) => !facts.includes(fact(i))), []);
+      assert.deepEqual(await unextracted(env, tenant), []);
       const thirds = await env.sql<{ start_position: number; dead: boolean; given_up: boolean }[]>`
         select start_position, dead, given_up from public.memory_extract_parts
          where owner_id = ${tenant} and tries = 3 order by start_position`;
@@ -262,6 +281,97 @@ for (const send of ["whole", "after"] as const) {
     }
   });
 }
+
+// A provider that refuses a request for what it holds says so (400, 413, 422: llm-retry.ts
+// refusesContent), which no outage does: the parts just after a refused message are asked again
+// at once without their context, by the same job, and extracted; only the poison's own part dies.
+// docs/extraction.md#a-refused-context.
+for (const send of ["whole", "after"] as const) {
+  Deno.test(`extract, a poison refused (400) in the context too (${send}): the parts just after it are extracted by their first job, without context; only the poison's part dies`, async () => {
+    const env = await writeEnv({ llm: { retry: { maxRetries: 0 } } });
+    try {
+      const tenant = newTenant();
+      scriptModel(env, "always", true, refuse);
+      await growSession(env, tenant, send);
+      assert.deepEqual(await unextracted(env, tenant), []);
+      // Each part's jobs: the poison's [0, 3) three (given up), every other part one, done.
+      const parts = await env.sql<{ start: number; tries: number; status: string; dropped: boolean | null }[]>`
+        select p.start_position as start, p.tries, j.status, (j.result->'stats'->>'context_dropped')::boolean as dropped
+          from public.memory_extract_parts p join public.memory_jobs j on j.id = p.job_id
+         where p.owner_id = ${tenant} order by p.start_position, p.tries`;
+      assert.deepEqual(parts.map((p) => [p.start, p.tries, p.status, p.dropped]), [
+        [0, 1, "dead", null],
+        [0, 2, "dead", null],
+        [0, 3, "dead", null],
+        // The three parts whose context holds the poison: without it, at their first try.
+        [3, 1, "done", true],
+        [5, 1, "done", true],
+        [7, 1, "done", true],
+        [9, 1, "done", false],
+        [11, 1, "done", false],
+        [13, 1, "done", false],
+        [15, 1, "done", false],
+      ]);
+      // The poison's part: one request a job (a refusal is not retried; it has no context); each
+      // of its three neighbours two (refused with the context, answered without); the others one.
+      const calls = env.fake.chatRequests().filter((r) => JSON.stringify(r.body).includes(EXTRACT_MARK));
+      assert.equal(calls.length, 3 + 3 * 2 + 4);
+      assert.equal(calls.filter((r) => withContext(r.body) && !JSON.stringify(r.body).includes("POISON")).length, 4);
+    } finally {
+      await env.close();
+    }
+  });
+}
+
+Deno.test("extract, a poison refused (400) just before a session's last parts: they are extracted at once; the transcript sent again queues nothing", async () => {
+  const env = await writeEnv({ llm: { retry: { maxRetries: 0 } } });
+  try {
+    const tenant = newTenant();
+    scriptModel(env, "always", true, refuse);
+    for (const to of [3, 5, 7]) {
+      await accepted(env, tenant, { messages: messages(0, to) });
+      await drainAll(env.deps, tenant);
+    }
+    // The session's last POST: its parts after the poison are extracted, without waiting for more.
+    assert.deepEqual(await factsOf(env, tenant), [fact(4), fact(6)]);
+    // The poison's part died a third time at that POST (given up): the transcript sent again, as a
+    // hook does at the session's end, has nothing left to queue.
+    const jobs = (await extractJobs(env, tenant)).length;
+    const again = await accepted(env, tenant, { messages: messages(0, 7) });
+    assert.deepEqual([again.deduplicated, again.retried], [true, undefined]);
+    assert.equal((await extractJobs(env, tenant)).length, jobs);
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test("extract, a refused context is dropped for the rest of the job; an outage's failures (5xx) keep it", async () => {
+  const env = await writeEnv({ llm: { retry: { maxRetries: 0 } } });
+  try {
+    const tenant = newTenant();
+    const clean = messages(0, 5).map((m, i) => i === 1 ? { role: "assistant", content: "Noted." } : m);
+    // Part [3, 5)'s requests: a 503 (an outage), a refusal, a 503 again, then an answer.
+    env.fake.onChat((req) => newPart(req).includes("Fact 4:"), [reply.error(503), refuse, reply.error(503), extract]);
+    env.fake.onChat(EXTRACT_MARK, extract);
+    await accepted(env, tenant, { messages: clean.slice(0, 3) });
+    await drainAll(env.deps, tenant);
+    const next = await accepted(env, tenant, { messages: clean });
+    const report = await drainAll(env.deps, tenant);
+    assert.equal(report.dead, 0, JSON.stringify(report));
+    assert.deepEqual(await factsOf(env, tenant), [fact(0), fact(2), fact(4)]);
+    // After the outage's 503 the next attempt sent the context again; after the refusal, the same
+    // attempt and the next went without it.
+    const sent = env.fake.chatRequests().filter((r) => newPart(r.body).includes("Fact 4:")).map((r) =>
+      withContext(r.body)
+    );
+    assert.deepEqual(sent, [true, true, false, false]);
+    const [job] = await env.sql<{ attempts: number; dropped: boolean }[]>`
+      select attempts, (result->'stats'->>'context_dropped')::boolean as dropped from public.memory_jobs where id = ${next.job_id}`;
+    assert.deepEqual([job!.attempts, job!.dropped], [3, true]);
+  } finally {
+    await env.close();
+  }
+});
 
 // A transcript ending exactly where a dead job ends (a hook that sends the transcript once, at the
 // session's end, and again): that job's messages, and those of the dead jobs before it, are queued

@@ -8,7 +8,8 @@
 // messages before them as `context`. The model reads the context to understand the new part but is
 // told to extract nothing from it; the rule-based extractor never sees it.
 import { z } from "zod";
-import { addUsage, emptyUsage, type Llm, type LlmUsage, StoredChatMessageSchema } from "./llm.ts";
+import { addUsage, emptyUsage, type Llm, LlmRequestError, type LlmUsage, StoredChatMessageSchema } from "./llm.ts";
+import { refusesContent } from "./llm-retry.ts";
 import { projectName, queuedCodeOrigin, sessionId, threadId } from "./schemas.ts";
 import { type Candidate, prepareCandidates, type PreparedCandidates } from "./candidates.ts";
 import {
@@ -65,6 +66,8 @@ export interface ModelExtraction {
     llm_calls: number;
     /** Chunks an earlier attempt of the job had answered (not asked again). */
     chunks_resumed: number;
+    /** The provider refused the request with the context, so the chunks went without it (refusedContext). */
+    context_dropped: boolean;
     rule_candidates: number;
     llm_candidates: number;
     filtered_by_llm: number;
@@ -83,12 +86,15 @@ export interface ChunkProgress {
   proposed: ExtractionOutput["stored"][];
   filtered: number;
   usage: LlmUsage;
+  /** The provider refused a request with the context: this job's chunks go without it from now on. */
+  withoutContext?: true;
 }
 
 const ChunkProgressSchema = z.object({
   chunks: z.number().int().min(1),
   proposed: z.array(ExtractionOutputSchema.shape.stored),
   filtered: z.number().int().min(0),
+  withoutContext: z.literal(true).optional(),
   usage: z.object({
     promptTokens: z.number(),
     completionTokens: z.number(),
@@ -97,11 +103,17 @@ const ChunkProgressSchema = z.object({
   }),
 });
 
+/** The provider refused this request's content (llm-retry.ts refusesContent): sending it again changes nothing. */
+function refusedContent(err: unknown): err is LlmRequestError {
+  return err instanceof LlmRequestError && refusesContent(err.status);
+}
+
 /**
  * The model's part: one LLM call per ~60k-token chunk of the new messages (the context shown as
- * context). `stated` are the rules' raw candidates, so a model paraphrase of the user's own words
- * is dropped in favour of them. Chunks `resume` holds are not asked again; `onChunk` hears the
- * progress after each answer. Throws what the LLM throws.
+ * context, unless the provider refused a request holding it: docs/extraction.md#a-refused-context).
+ * `stated` are the rules' raw candidates, so a model paraphrase of the user's own words is dropped
+ * in favour of them. Chunks `resume` holds are not asked again; `onChunk` hears the progress after
+ * each answer and when the context is dropped. Throws what the LLM throws.
  */
 export async function extractWithModel(
   payload: ExtractJobPayload,
@@ -126,13 +138,26 @@ export async function extractWithModel(
     : { chunks: chunks.length, proposed: [], filtered: 0, usage: emptyUsage() };
   const chunksResumed = progress.proposed.length;
   for (const chunk of chunks.slice(chunksResumed)) {
-    const out = await deps.llm.completeJson(
-      ExtractionOutputSchema,
-      extractionMessages(chunk, deps.namespaceRoot, payload, deps.categories, context),
-      {
-        name: "memory_extraction",
-      },
-    );
+    const ask = (withContext: boolean) =>
+      deps.llm.completeJson(
+        ExtractionOutputSchema,
+        extractionMessages(chunk, deps.namespaceRoot, payload, deps.categories, withContext ? context : undefined),
+        { name: "memory_extraction" },
+      );
+    let out;
+    try {
+      out = await ask(context !== undefined && !progress.withoutContext);
+    } catch (err) {
+      if (!context || progress.withoutContext || !refusedContent(err)) throw err;
+      // The provider refused the request, and refuses it again however often it is sent; the
+      // context (earlier messages: a message it refuses just before this part, or their size) may
+      // be why. Without it the request holds this part's messages only: a part that is refused
+      // then is refused on its own. Recorded, so a retry of the job does not send it again.
+      addUsage(progress.usage, err.usage);
+      progress.withoutContext = true;
+      await deps.onChunk?.(progress);
+      out = await ask(false);
+    }
     addUsage(progress.usage, out.usage);
     progress.filtered += out.value.filtered.length;
     progress.proposed.push(out.value.stored);
@@ -158,6 +183,7 @@ export async function extractWithModel(
       chunks: chunks.length,
       llm_calls: chunks.length,
       chunks_resumed: chunksResumed,
+      context_dropped: progress.withoutContext === true,
       rule_candidates: stated.length,
       llm_candidates: proposedCount,
       filtered_by_llm: filtered,

@@ -32,6 +32,17 @@ export function classify(err: unknown): Transient {
   return { retryable: false, kind: "unexpected error" };
 }
 
+/**
+ * The statuses by which a provider refuses a request for what it holds (400: content policy, a
+ * context too long, 413: too large, 422: unprocessable): not retried (classify), and never an
+ * outage's, whose failures are 5xx, 429, timeouts and resets. 401, 403 and 404 are not among them:
+ * a key or a model, the same for every request. Extraction then tries without the context
+ * (extraction.ts, docs/extraction.md#a-refused-context).
+ */
+export function refusesContent(status: number | undefined): boolean {
+  return status === 400 || status === 413 || status === 422;
+}
+
 /** Retry-After in seconds or as an HTTP date, or OpenAI's retry-after-ms. */
 function retryAfterMs(headers: Headers | undefined): number | undefined {
   if (!headers) return undefined;

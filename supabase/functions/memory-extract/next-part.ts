@@ -156,7 +156,8 @@ function planFrom(
       messages: known.messages.slice(i, j),
       // The last try goes without context: a provider that refuses a message refuses every request
       // holding it, context included, so the parts just after a poison died with it; alone they
-      // succeed, and only messages that fail on their own are given up.
+      // succeed, and only messages that fail on their own are given up. (A provider that says it
+      // refuses the request, a 400, has the job ask again without the context at once: _shared/extraction.ts.)
       // (Only the last CONTEXT_MESSAGES are copied: a POST queues a part per dead part it re-queues.)
       context: tries >= EXTRACT_MAX_TRIES
         ? []
