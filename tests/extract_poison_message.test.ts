@@ -257,89 +257,101 @@ async function unextracted(env: WriteEnv, tenant: string) {
   return [4, 6, 8, 10, 12, 14, 16].filter((i) => !facts.includes(fact(i)));
 }
 
-for (const send of ["whole", "after"] as const) {
-  Deno.test(`extract, a poison refused in the context too (${send}): the parts just after it die with it, and their last try, without context, extracts them`, async () => {
+// A provider that fails every request holding a message fails the parts whose context (the six
+// messages before them) holds it too. Before such a failure kills their job (a refusal, 400, which
+// is not retried; any failure at the last attempt, a 500 that may be an outage's), the job asks
+// without the context, and a part that only failed for it is extracted by its first job; only the
+// poison's own part dies. docs/extraction.md#a-failing-context.
+const failures = [
+  // The poison's part (no context: it starts the session) takes one request a job, as each of the
+  // four parts after the six messages does; each part whose context holds the poison two: refused
+  // with the context, answered without.
+  { name: "refused (400)", reply: refuse, calls: 3 * 1 + 3 * 2 + 4 },
+  // Five attempts a job; each neighbour's fifth asks with the context, without it (answered), and
+  // with it once more (failed again: not an outage that ended).
+  { name: "failed (500)", reply: fail, calls: 3 * 5 + 3 * (4 + 3) + 4 },
+];
+for (const failure of failures) {
+  for (const send of ["whole", "after"] as const) {
+    Deno.test(`extract, a poison ${failure.name} in the context too (${send}): the parts just after it are extracted by their first job, without context; only the poison's part dies`, async () => {
+      const env = await writeEnv({ llm: { retry: { maxRetries: 0 } } });
+      try {
+        const tenant = newTenant();
+        scriptModel(env, "always", true, failure.reply);
+        await growSession(env, tenant, send);
+        assert.deepEqual(await unextracted(env, tenant), []);
+        // Each part's jobs: the poison's [0, 3) three (given up), every other part one, done.
+        const parts = await env.sql<{ start: number; tries: number; status: string; dropped: boolean | null }[]>`
+          select p.start_position as start, p.tries, j.status, (j.result->'stats'->>'context_dropped')::boolean as dropped
+            from public.memory_extract_parts p join public.memory_jobs j on j.id = p.job_id
+           where p.owner_id = ${tenant} order by p.start_position, p.tries`;
+        assert.deepEqual(parts.map((p) => [p.start, p.tries, p.status, p.dropped]), [
+          [0, 1, "dead", null],
+          [0, 2, "dead", null],
+          [0, 3, "dead", null],
+          // The three parts whose context holds the poison: without it, at their first try.
+          [3, 1, "done", true],
+          [5, 1, "done", true],
+          [7, 1, "done", true],
+          [9, 1, "done", false],
+          [11, 1, "done", false],
+          [13, 1, "done", false],
+          [15, 1, "done", false],
+        ]);
+        const [givenUp] = await env.sql<{ n: number }[]>`
+          select count(*)::int as n from public.memory_extract_parts where owner_id = ${tenant} and given_up`;
+        assert.equal(givenUp!.n, 1, "only the poison's part is given up");
+        const calls = env.fake.chatRequests().filter((r) => JSON.stringify(r.body).includes(EXTRACT_MARK));
+        assert.equal(calls.length, failure.calls);
+      } finally {
+        await env.close();
+      }
+    });
+  }
+
+  Deno.test(`extract, a poison ${failure.name} just before a session's last parts: they are extracted at once; the transcript sent again queues nothing`, async () => {
     const env = await writeEnv({ llm: { retry: { maxRetries: 0 } } });
     try {
       const tenant = newTenant();
-      scriptModel(env, "always", true);
-      await growSession(env, tenant, send);
-      // Only facts 0 and 2, which share the poison's job, are lost; facts 4 to 8, whose parts held the poison
-      // as context (the six messages before them), are extracted at their third try.
-      assert.deepEqual(await unextracted(env, tenant), []);
-      const thirds = await env.sql<{ start_position: number; dead: boolean; given_up: boolean }[]>`
-        select start_position, dead, given_up from public.memory_extract_parts
-         where owner_id = ${tenant} and tries = 3 order by start_position`;
-      assert.deepEqual(thirds.map((p) => [p.start_position, p.dead, p.given_up]), [
-        [0, true, true],
-        [3, false, false],
-        [5, false, false],
-        [7, false, false],
-      ]);
+      scriptModel(env, "always", true, failure.reply);
+      for (const to of [3, 5, 7]) {
+        await accepted(env, tenant, { messages: messages(0, to) });
+        await drainAll(env.deps, tenant);
+      }
+      // The session's last POST: its parts after the poison are extracted, without waiting for more.
+      assert.deepEqual(await factsOf(env, tenant), [fact(4), fact(6)]);
+      // The poison's part died a third time at that POST (given up): the transcript sent again, as a
+      // hook does at the session's end, has nothing left to queue.
+      const jobs = (await extractJobs(env, tenant)).length;
+      const again = await accepted(env, tenant, { messages: messages(0, 7) });
+      assert.deepEqual([again.deduplicated, again.retried], [true, undefined]);
+      assert.equal((await extractJobs(env, tenant)).length, jobs);
     } finally {
       await env.close();
     }
   });
 }
 
-// A provider that refuses a request for what it holds says so (400, 413, 422: llm-retry.ts
-// refusesContent), which no outage does: the parts just after a refused message are asked again
-// at once without their context, by the same job, and extracted; only the poison's own part dies.
-// docs/extraction.md#a-refused-context.
-for (const send of ["whole", "after"] as const) {
-  Deno.test(`extract, a poison refused (400) in the context too (${send}): the parts just after it are extracted by their first job, without context; only the poison's part dies`, async () => {
-    const env = await writeEnv({ llm: { retry: { maxRetries: 0 } } });
-    try {
-      const tenant = newTenant();
-      scriptModel(env, "always", true, refuse);
-      await growSession(env, tenant, send);
-      assert.deepEqual(await unextracted(env, tenant), []);
-      // Each part's jobs: the poison's [0, 3) three (given up), every other part one, done.
-      const parts = await env.sql<{ start: number; tries: number; status: string; dropped: boolean | null }[]>`
-        select p.start_position as start, p.tries, j.status, (j.result->'stats'->>'context_dropped')::boolean as dropped
-          from public.memory_extract_parts p join public.memory_jobs j on j.id = p.job_id
-         where p.owner_id = ${tenant} order by p.start_position, p.tries`;
-      assert.deepEqual(parts.map((p) => [p.start, p.tries, p.status, p.dropped]), [
-        [0, 1, "dead", null],
-        [0, 2, "dead", null],
-        [0, 3, "dead", null],
-        // The three parts whose context holds the poison: without it, at their first try.
-        [3, 1, "done", true],
-        [5, 1, "done", true],
-        [7, 1, "done", true],
-        [9, 1, "done", false],
-        [11, 1, "done", false],
-        [13, 1, "done", false],
-        [15, 1, "done", false],
-      ]);
-      // The poison's part: one request a job (a refusal is not retried; it has no context); each
-      // of its three neighbours two (refused with the context, answered without); the others one.
-      const calls = env.fake.chatRequests().filter((r) => JSON.stringify(r.body).includes(EXTRACT_MARK));
-      assert.equal(calls.length, 3 + 3 * 2 + 4);
-      assert.equal(calls.filter((r) => withContext(r.body) && !JSON.stringify(r.body).includes("POISON")).length, 4);
-    } finally {
-      await env.close();
-    }
-  });
-}
-
-Deno.test("extract, a poison refused (400) just before a session's last parts: they are extracted at once; the transcript sent again queues nothing", async () => {
+Deno.test("extract, an outage that ends at a job's last attempt: the request without the context is answered, the one with it too, and the context is kept", async () => {
   const env = await writeEnv({ llm: { retry: { maxRetries: 0 } } });
   try {
     const tenant = newTenant();
-    scriptModel(env, "always", true, refuse);
-    for (const to of [3, 5, 7]) {
-      await accepted(env, tenant, { messages: messages(0, to) });
-      await drainAll(env.deps, tenant);
-    }
-    // The session's last POST: its parts after the poison are extracted, without waiting for more.
-    assert.deepEqual(await factsOf(env, tenant), [fact(4), fact(6)]);
-    // The poison's part died a third time at that POST (given up): the transcript sent again, as a
-    // hook does at the session's end, has nothing left to queue.
-    const jobs = (await extractJobs(env, tenant)).length;
-    const again = await accepted(env, tenant, { messages: messages(0, 7) });
-    assert.deepEqual([again.deduplicated, again.retried], [true, undefined]);
-    assert.equal((await extractJobs(env, tenant)).length, jobs);
+    const clean = messages(0, 5).map((m, i) => i === 1 ? { role: "assistant", content: "Noted." } : m);
+    // Part [3, 5)'s requests: an outage's 503 for its five attempts, then the provider is back.
+    env.fake.onChat((req) => newPart(req).includes("Fact 4:"), [...Array(5).fill(reply.error(503)), extract]);
+    env.fake.onChat(EXTRACT_MARK, extract);
+    await accepted(env, tenant, { messages: clean.slice(0, 3) });
+    await drainAll(env.deps, tenant);
+    const next = await accepted(env, tenant, { messages: clean });
+    assert.equal((await drainAll(env.deps, tenant)).dead, 0);
+    assert.deepEqual(await factsOf(env, tenant), [fact(0), fact(2), fact(4)]);
+    const sent = env.fake.chatRequests().filter((r) => newPart(r.body).includes("Fact 4:")).map((r) =>
+      withContext(r.body)
+    );
+    assert.deepEqual(sent, [true, true, true, true, true, false, true]);
+    const [job] = await env.sql<{ attempts: number; dropped: boolean }[]>`
+      select attempts, (result->'stats'->>'context_dropped')::boolean as dropped from public.memory_jobs where id = ${next.job_id}`;
+    assert.deepEqual([job!.attempts, job!.dropped], [5, false]);
   } finally {
     await env.close();
   }
@@ -387,8 +399,9 @@ for (const send of ["whole", "after"] as const) {
     const env = await writeEnv({ llm: { retry: { maxRetries: 0 } } });
     try {
       const tenant = newTenant();
-      // The provider is down for ten requests: the five attempts of each of the session's two jobs.
-      env.fake.onChat(EXTRACT_MARK, [...Array(10).fill(fail), extract]);
+      // The provider is down for eleven requests: the five attempts of each of the session's two
+      // jobs, and the second's request without its context at its last attempt.
+      env.fake.onChat(EXTRACT_MARK, [...Array(11).fill(fail), extract]);
       const three = await accepted(env, tenant, { messages: clean(3) });
       const five = await accepted(env, tenant, { messages: clean(5) });
       assert.equal((await drainAll(env.deps, tenant)).dead, 2, "the outage killed both jobs");

@@ -104,6 +104,7 @@ export async function processExtract(deps: ExtractJobDeps, job: Job, workerId: s
       namespaceRoot: deps.config.namespaceRoot,
       categories,
       resume: chunks,
+      lastAttempt: job.attempts >= job.max_attempts,
       onChunk: (progress) => {
         chunks = progress;
         return recordJobProgress(deps.sql, job.id, workerId, { model: { status: "running", chunks: progress } });

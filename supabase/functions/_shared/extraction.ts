@@ -8,7 +8,16 @@
 // messages before them as `context`. The model reads the context to understand the new part but is
 // told to extract nothing from it; the rule-based extractor never sees it.
 import { z } from "zod";
-import { addUsage, emptyUsage, type Llm, LlmRequestError, type LlmUsage, StoredChatMessageSchema } from "./llm.ts";
+import {
+  addUsage,
+  emptyUsage,
+  type Llm,
+  LlmOutputError,
+  LlmRequestError,
+  type LlmResult,
+  type LlmUsage,
+  StoredChatMessageSchema,
+} from "./llm.ts";
 import { refusesContent } from "./llm-retry.ts";
 import { projectName, queuedCodeOrigin, sessionId, threadId } from "./schemas.ts";
 import { type Candidate, prepareCandidates, type PreparedCandidates } from "./candidates.ts";
@@ -66,7 +75,7 @@ export interface ModelExtraction {
     llm_calls: number;
     /** Chunks an earlier attempt of the job had answered (not asked again). */
     chunks_resumed: number;
-    /** The provider refused the request with the context, so the chunks went without it (refusedContext). */
+    /** A request with the context failed where one without it did not, so the chunks went without it (answerChunk). */
     context_dropped: boolean;
     rule_candidates: number;
     llm_candidates: number;
@@ -86,7 +95,7 @@ export interface ChunkProgress {
   proposed: ExtractionOutput["stored"][];
   filtered: number;
   usage: LlmUsage;
-  /** The provider refused a request with the context: this job's chunks go without it from now on. */
+  /** A request with the context failed where one without it did not (answerChunk): this job's chunks go without it. */
   withoutContext?: true;
 }
 
@@ -103,14 +112,59 @@ const ChunkProgressSchema = z.object({
   }),
 });
 
-/** The provider refused this request's content (llm-retry.ts refusesContent): sending it again changes nothing. */
-function refusedContent(err: unknown): err is LlmRequestError {
-  return err instanceof LlmRequestError && refusesContent(err.status);
+/** One extraction request for a chunk, with the context or without it. */
+type AskChunk = (withContext: boolean) => Promise<LlmResult<ExtractionOutput>>;
+
+/**
+ * A chunk's answer, with the context unless the job dropped it. A provider that fails every
+ * request holding a message fails the parts whose context holds it too, though nothing in them
+ * fails: so before a failure of the request with the context kills the job (the provider refused
+ * it, which is not retried, or any failure at the job's last attempt), the chunk is asked without
+ * it. A refusal is the provider's word on what the request holds, never an outage's: its answer
+ * without the context is taken. Another failure may be an outage's: the context is dropped only
+ * when the request with it fails again after the one without it was answered (an outage that
+ * ended meanwhile answers it, and the context is kept). docs/extraction.md#a-failing-context.
+ */
+async function answerChunk(
+  ask: AskChunk,
+  progress: ChunkProgress,
+  lastAttempt: boolean,
+  dropped: () => Promise<unknown> | undefined,
+): Promise<LlmResult<ExtractionOutput>> {
+  try {
+    return await ask(!progress.withoutContext);
+  } catch (err) {
+    const kills = lastAttempt || (err instanceof LlmRequestError && !err.retryable);
+    if (progress.withoutContext || !kills) throw err;
+    addUsage(progress.usage, usageOf(err));
+    if (err instanceof LlmRequestError && refusesContent(err.status)) {
+      // Recorded before the request without it: a transient failure of that one retries it alone.
+      progress.withoutContext = true;
+      await dropped();
+      return await ask(false);
+    }
+    const alone = await ask(false);
+    try {
+      const again = await ask(true);
+      addUsage(progress.usage, alone.usage);
+      return again;
+    } catch (failedAgain) {
+      addUsage(progress.usage, usageOf(failedAgain));
+    }
+    progress.withoutContext = true;
+    await dropped();
+    return alone;
+  }
+}
+
+/** The tokens and requests a failed call spent (both errors of llm.ts carry them). */
+function usageOf(err: unknown): LlmUsage {
+  return err instanceof LlmRequestError || err instanceof LlmOutputError ? err.usage : emptyUsage();
 }
 
 /**
  * The model's part: one LLM call per ~60k-token chunk of the new messages (the context shown as
- * context, unless the provider refused a request holding it: docs/extraction.md#a-refused-context).
+ * context, unless a request holding it failed and one without it did not: answerChunk).
  * `stated` are the rules' raw candidates, so a model paraphrase of the user's own words is dropped
  * in favour of them. Chunks `resume` holds are not asked again; `onChunk` hears the progress after
  * each answer and when the context is dropped. Throws what the LLM throws.
@@ -125,6 +179,8 @@ export async function extractWithModel(
     chunkTokens?: number;
     resume?: unknown;
     onChunk?: (progress: ChunkProgress) => Promise<unknown>;
+    /** The job's last attempt: a failure now kills it (answerChunk). */
+    lastAttempt?: boolean;
   },
 ): Promise<ModelExtraction> {
   const chunks = chunkTranscript(payload.messages, deps.chunkTokens ?? 60_000);
@@ -138,26 +194,15 @@ export async function extractWithModel(
     : { chunks: chunks.length, proposed: [], filtered: 0, usage: emptyUsage() };
   const chunksResumed = progress.proposed.length;
   for (const chunk of chunks.slice(chunksResumed)) {
-    const ask = (withContext: boolean) =>
+    const ask: AskChunk = (withContext) =>
       deps.llm.completeJson(
         ExtractionOutputSchema,
         extractionMessages(chunk, deps.namespaceRoot, payload, deps.categories, withContext ? context : undefined),
         { name: "memory_extraction" },
       );
-    let out;
-    try {
-      out = await ask(context !== undefined && !progress.withoutContext);
-    } catch (err) {
-      if (!context || progress.withoutContext || !refusedContent(err)) throw err;
-      // The provider refused the request, and refuses it again however often it is sent; the
-      // context (earlier messages: a message it refuses just before this part, or their size) may
-      // be why. Without it the request holds this part's messages only: a part that is refused
-      // then is refused on its own. Recorded, so a retry of the job does not send it again.
-      addUsage(progress.usage, err.usage);
-      progress.withoutContext = true;
-      await deps.onChunk?.(progress);
-      out = await ask(false);
-    }
+    const out = context === undefined
+      ? await ask(false)
+      : await answerChunk(ask, progress, deps.lastAttempt ?? false, () => deps.onChunk?.(progress));
     addUsage(progress.usage, out.usage);
     progress.filtered += out.value.filtered.length;
     progress.proposed.push(out.value.stored);

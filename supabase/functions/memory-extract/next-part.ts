@@ -31,7 +31,6 @@ import { continueDigests, prefixDigests } from "./transcript-prefix.ts";
 import {
   type Coverage,
   coveredFrom,
-  EXTRACT_MAX_TRIES,
   messagesBefore,
   partSlices,
   type PartThrough,
@@ -154,14 +153,8 @@ function planFrom(
     return {
       offset: start,
       messages: known.messages.slice(i, j),
-      // The last try goes without context: a provider that refuses a message refuses every request
-      // holding it, context included, so the parts just after a poison died with it; alone they
-      // succeed, and only messages that fail on their own are given up. (A provider that says it
-      // refuses the request, a 400, has the job ask again without the context at once: _shared/extraction.ts.)
       // (Only the last CONTEXT_MESSAGES are copied: a POST queues a part per dead part it re-queues.)
-      context: tries >= EXTRACT_MAX_TRIES
-        ? []
-        : [...before, ...known.messages.slice(Math.max(0, i - CONTEXT_MESSAGES), i)].slice(-CONTEXT_MESSAGES),
+      context: [...before, ...known.messages.slice(Math.max(0, i - CONTEXT_MESSAGES), i)].slice(-CONTEXT_MESSAGES),
       start: { count: start, digest: known.digests[i]! },
       digests: known.digests.slice(i + 1, j + 1),
       count: to,
