@@ -66,6 +66,25 @@ Deno.test("jobs: enqueue runs as the service, and the rest of the tenant's trans
   assert.deepEqual({ ...after }, { role: "authenticated", uid: tenant, theirs: 0 });
 });
 
+Deno.test("jobs: a queueing that fails before reaching the database leaves the transaction as the tenant", async () => {
+  const tenant = newTenant();
+  const other = newTenant();
+  await enqueue(other, "theirs");
+  // A payload postgres.js cannot serialize fails inside asService without aborting the transaction:
+  // a caller that catches it and goes on must not go on as the pool's login role (no RLS).
+  const after = await withTenant(sql, { tenantId: tenant, actor: "test" }, async (tx) => {
+    await assert.rejects(
+      enqueueJob(tx, { ownerId: tenant, kind: "dedup", idempotencyKey: "big", payload: { n: 1n } }),
+      /serialize a BigInt/,
+    );
+    const [row] = await tx<{ role: string; theirs: number }[]>`
+      select current_user::text as role,
+             (select count(*)::int from public.memory_jobs where owner_id = ${other}) as theirs`;
+    return row!;
+  });
+  assert.deepEqual({ ...after }, { role: "authenticated", theirs: 0 });
+});
+
 Deno.test("jobs: concurrent claimers never get the same job (FOR UPDATE SKIP LOCKED)", async () => {
   const tenant = newTenant();
   for (let i = 0; i < 12; i++) await enqueue(tenant, `c${i}`);

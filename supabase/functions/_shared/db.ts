@@ -244,7 +244,7 @@ export async function chargeRequest(sql: Sql, who: TenantContext): Promise<void>
 
 /**
  * Runs fn inside a tenant transaction as the pool's own login role, then returns to the tenant's
- * role; the tenant's claims stay set, so auth.uid() still names it. For the few writes
+ * role, also when fn fails and the transaction can go on; the tenant's claims stay set, so auth.uid() still names it. For the few writes
  * tenants must not be able to make themselves (through PostgREST, with their own token): queueing
  * jobs (jobs.ts enqueueJob) and ending sessions (sessions.ts) call functions in memory_private,
  * which tenants may not execute: `role` 'none' is the pool's login role (postgres, which owns
@@ -255,8 +255,25 @@ export async function asService<T>(tx: Tx, fn: () => Promise<T>): Promise<T> {
   const [row] = await tx<{ prev: string }[]>`
     with p as materialized (select current_setting('role') as prev)
     select p.prev, set_config('role', 'none', true) from p`;
-  const result = await fn();
-  await tx`select set_config('role', ${row!.prev}, true)`;
+  const back = () => tx`select set_config('role', ${row!.prev}, true)`;
+  let result: T;
+  try {
+    result = await fn();
+  } catch (err) {
+    // A failure that is not the server's (a payload postgres.js cannot serialize, thrown before
+    // fn's statement is sent) leaves the transaction usable, as the login role: a caller that
+    // caught it and went on would run without RLS. The role goes back first. Not after a server
+    // error (the transaction is aborted; tenant transactions have no savepoints) nor on a lost
+    // connection (nothing may be sent on it: db-reserve.ts); a restore that fails leaves the
+    // transaction aborted or gone, so the caller gets fn's error either way.
+    if (!(err instanceof postgres.PostgresError) && !isConnectionLost(err)) {
+      try {
+        await back();
+      } catch { /* see above */ }
+    }
+    throw err;
+  }
+  await back();
   return result;
 }
 
