@@ -8,6 +8,7 @@ import { claimJobs, completeJob, enqueueJob, failJob } from "../supabase/functio
 import { drainQueue } from "../supabase/functions/_shared/drain-queue.ts";
 import { reply } from "./fake_openai.ts";
 import { newTenant, testSql } from "./support/seed.ts";
+import { waitUntil } from "./support/wait.ts";
 import { jobsOf, writeEnv } from "./write_helpers.ts";
 
 const sql = testSql(6);
@@ -83,6 +84,52 @@ Deno.test("jobs: a queueing that fails before reaching the database leaves the t
     return row!;
   });
   assert.deepEqual({ ...after }, { role: "authenticated", theirs: 0 });
+});
+
+Deno.test({
+  ...realServerOnly(
+    "jobs: a job deleted between the queueing's conflict and its read is queued anew (enqueue_job's retry)",
+    "two transactions open at once",
+  ),
+}, async () => {
+  const tenant = newTenant();
+  const { id: old } = await enqueue(tenant, "pruned");
+  // Nothing in enqueue_job waits between its INSERT (which meets the old job: DO NOTHING) and its
+  // read of that job, so the test holds it there: a statement trigger of the test's, for this
+  // tenant's inserts only, waits on a lock the test holds. Meanwhile the old job is deleted, as
+  // devai-job-prune or an operator deletes finished jobs, and commits; the read then finds nothing.
+  const LOCK = 7_342_120;
+  const fn = `public.zz_hold_job_insert_${tenant.replaceAll("-", "")}`;
+  await sql.unsafe(`
+    create function ${fn}() returns trigger language plpgsql as $$ begin
+      if (select auth.uid()) = '${tenant}' then perform pg_advisory_xact_lock(${LOCK}); end if;
+      return null;
+    end $$;
+    create trigger zz_hold_job_insert after insert on public.memory_jobs for each statement execute function ${fn}();`);
+  const holder = await sql.reserve();
+  try {
+    await holder`select pg_advisory_lock(${LOCK})`;
+    const queueing = enqueue(tenant, "pruned");
+    await waitUntil(
+      async () =>
+        (await sql`select 1 from pg_locks where locktype = 'advisory' and objid = ${LOCK} and not granted`).length > 0,
+      "the queueing to wait after its INSERT",
+      { pollMs: 20 },
+    );
+    assert.equal((await sql`delete from public.memory_jobs where id = ${old} returning id`).length, 1);
+    await holder`select pg_advisory_unlock(${LOCK})`;
+    const queued = await queueing;
+    assert.equal(queued.deduplicated, false);
+    assert.notEqual(queued.id, old);
+    const [row] = await sql`select idempotency_key, status from public.memory_jobs where id = ${queued.id}`;
+    assert.deepEqual({ ...row }, { idempotency_key: "pruned", status: "queued" });
+  } finally {
+    await holder`select pg_advisory_unlock_all()`;
+    holder.release();
+    await sql.unsafe(
+      `drop trigger if exists zz_hold_job_insert on public.memory_jobs; drop function if exists ${fn}();`,
+    );
+  }
 });
 
 Deno.test("jobs: concurrent claimers never get the same job (FOR UPDATE SKIP LOCKED)", async () => {

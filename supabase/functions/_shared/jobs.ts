@@ -67,6 +67,7 @@ export async function enqueueJob(
       select id, status, deduplicated
         from memory_private.enqueue_job(${job.ownerId}, ${job.kind}, ${job.idempotencyKey},
                                         ${tx.json(job.payload as never)}, ${job.maxAttempts ?? 5})`);
+  // Only when each of enqueue_job's tries met a job that was deleted before it was read (docs/operations.md#job-queue).
   if (!row) throw new Error("enqueueJob: no job queued or found");
   return { id: row.id, status: row.status, deduplicated: row.deduplicated };
 }
