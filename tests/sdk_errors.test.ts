@@ -57,3 +57,22 @@ Deno.test("sdk errors: Retry-After as an HTTP date is seconds from now; garbage 
   assert.equal(retryAfterSeconds(" 12 ", now), 12);
   assert.equal(retryAfterSeconds(null, now), undefined);
 });
+
+Deno.test("sdk errors: every HTTP-date form of Retry-After is GMT, whatever the machine's time zone", () => {
+  const now = Date.parse("2026-11-27T12:00:00Z");
+  const zone = Deno.env.get("TZ");
+  try {
+    for (const tz of ["America/New_York", "Asia/Tokyo", "UTC"]) {
+      Deno.env.set("TZ", tz);
+      assert.equal(retryAfterSeconds("Fri, 27 Nov 2026 12:00:30 GMT", now), 30, `IMF-fixdate in ${tz}`);
+      assert.equal(retryAfterSeconds("Friday, 27-Nov-26 12:00:30 GMT", now), 30, `RFC 850 in ${tz}`);
+      // asctime names no zone; a machine in New York read it 5 hours late, one in Tokyo 9 hours early (0).
+      assert.equal(retryAfterSeconds("Fri Nov 27 12:00:30 2026", now), 30, `asctime in ${tz}`);
+      assert.equal(retryAfterSeconds("Fri Nov  6 12:00:00 2026", Date.parse("2026-11-06T11:59:00Z")), 60);
+      assert.equal(retryAfterSeconds("7", now), 7);
+    }
+  } finally {
+    if (zone === undefined) Deno.env.delete("TZ");
+    else Deno.env.set("TZ", zone);
+  }
+});

@@ -42,8 +42,22 @@ export function retryAfterSeconds(value: string | null, now = Date.now()): numbe
   const v = value.trim();
   if (/^\d+$/.test(v)) return Number(v);
   // Every HTTP-date form begins with the day's name; Date.parse alone takes "1.5" or "-1" for dates.
-  const at = /^[A-Za-z]{3}/.test(v) ? Date.parse(v) : NaN;
+  const at = /^[A-Za-z]{3}/.test(v) ? asctimeAt(v) ?? Date.parse(v) : NaN;
   return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - now) / 1000));
+}
+
+const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+
+/**
+ * An HTTP date in asctime's form ("Sun Nov  6 08:49:37 1994"), which names no zone: GMT, as every
+ * HTTP date is (RFC 9110 §5.6.7). Date.parse read it in the machine's zone, hours off. The other two
+ * forms (IMF-fixdate, RFC 850) end in "GMT", which Date.parse reads as such.
+ */
+function asctimeAt(v: string): number | undefined {
+  const m = /^[A-Za-z]{3} ([A-Za-z]{3}) +(\d{1,2}) (\d{2}):(\d{2}):(\d{2}) (\d{4})$/.exec(v);
+  const month = m ? MONTHS.indexOf(m[1]!) : -1;
+  if (!m || month < 0) return undefined;
+  return Date.UTC(Number(m[6]), month, Number(m[2]), Number(m[3]), Number(m[4]), Number(m[5]));
 }
 
 /** The MemoryApiError for a non-2xx response (its body read here). */
