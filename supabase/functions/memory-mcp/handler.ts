@@ -53,9 +53,9 @@ export function createHandler(deps: MemoryDeps): (req: Request) => Promise<Respo
       }
       throw err;
     }
-    // What the SDK would answer wrongly (a batch, a request without an id, bad params or arguments)
-    // is answered here, and nothing runs: messages.ts.
-    const screened = screenMessage(message, c.get("requestId"));
+    // What the SDK would answer wrongly (a batch, a request without an id, bad params) is answered
+    // here, and nothing runs: messages.ts.
+    const screened = screenMessage(message);
     if (screened) return screened;
     const server = createMcpServer({ deps: services, caller, requestId: c.get("requestId") });
     const transport = new WebStandardStreamableHTTPServerTransport({

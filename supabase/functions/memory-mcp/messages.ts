@@ -9,9 +9,8 @@
 //   - params the SDK's request schema refuses (tools/call without params, arguments null or a
 //     string): -32602 Invalid params with what to send (the SDK says -32603 with a zod dump); so is
 //     a tools/call naming no tool, as MCP says (the SDK made it a tool error).
-//   - a tool's arguments its input schema refuses: the HTTP API's 400 as a tool error (results.ts),
-//     where the SDK answers a bare "MCP error -32602: Input validation error" text.
-// A refused message is never run. What passes goes to the SDK, whose own checks then pass too.
+// A refused message is never run. What passes goes to the SDK, whose own checks then pass too. A
+// tool's arguments are checked once, when the call runs (tool-server.ts): the HTTP API's 400 as a tool error.
 import {
   CallToolRequestSchema,
   ClientRequestSchema,
@@ -21,9 +20,8 @@ import {
   ListToolsRequestSchema,
   PingRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
-import { json, validate } from "../_shared/http.ts";
+import { json } from "../_shared/http.ts";
 import { issuesText } from "../_shared/issue-text.ts";
-import { toolError } from "./results.ts";
 import { TOOL_INPUTS } from "./tools.ts";
 
 type RequestId = string | number;
@@ -40,7 +38,7 @@ const REQUEST_METHODS = new Set<string>(
 
 /**
  * The requests this server answers, with the schema the SDK parses each with: initialize and ping
- * (the SDK's Server), tools/list and tools/call (McpServer, tools.ts). Any other method is the SDK's
+ * (the SDK's Server), tools/list and tools/call (tools.ts). Any other method is the SDK's
  * -32601 Method not found, whatever its params.
  */
 const ANSWERED = new Map<string, RequestSchema>(
@@ -62,7 +60,7 @@ export function rpcError(id: RequestId | null, code: ErrorCode, message: string)
 }
 
 /** The answer memory-mcp gives a message itself, or undefined: the SDK answers it. */
-export function screenMessage(message: unknown, requestId: string): Response | undefined {
+export function screenMessage(message: unknown): Response | undefined {
   if (Array.isArray(message)) {
     return rpcError(
       null,
@@ -87,15 +85,7 @@ export function screenMessage(message: unknown, requestId: string): Response | u
   const invalid = (m.method === "tools/call" ? invalidToolCall(m.params) : undefined) ??
     schemaProblems(schema, message);
   if (invalid) return rpcError(m.id, ErrorCode.InvalidParams, `Invalid params of ${m.method}: ${invalid}`);
-  if (m.method !== "tools/call") return undefined;
-  const { name, arguments: args } = m.params as { name: keyof typeof TOOL_INPUTS; arguments?: unknown };
-  try {
-    // The SDK passes missing arguments as {}; so do we.
-    validate(TOOL_INPUTS[name], args ?? {}, `arguments of ${name}`);
-    return undefined;
-  } catch (err) {
-    return json({ jsonrpc: "2.0", id: m.id, result: toolError(err, requestId) });
-  }
+  return undefined;
 }
 
 /** Where a message misses its method's schema, one "path: problem" per issue (not the SDK's zod dump). */

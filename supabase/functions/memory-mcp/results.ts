@@ -30,7 +30,7 @@ export async function answer(ctx: ToolContext, run: () => Promise<Answer>) {
 /**
  * An error as a tool error (docs/mcp.md): text that starts with the API's error code, and the HTTP
  * API's error as structured content. The text names each issue too: many clients show the model the
- * text only, and it is what the model must fix (a tool's bad arguments come here: messages.ts).
+ * text only, and it is what the model must fix (a tool's bad arguments come here: tool-server.ts).
  */
 export function toolError(err: unknown, requestId: string) {
   const e = asHttpError(err, requestId);

@@ -2,8 +2,8 @@
 // the operation in _shared/services/ the HTTP routes use, with the HTTP API's own zod schema as its
 // input (an id added where the route takes one in its path): the same validation, RLS, allowlists
 // and history. A result is text an agent reads plus the HTTP answer as structured content; what
-// the caller must fix (404, 409, 403 …) is a tool error with the API's error code.
-import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+// the caller must fix (400, 404, 409, 403 …) is a tool error with the API's error code.
+import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { z } from "zod";
 import { HttpError } from "../_shared/http.ts";
 import {
@@ -28,8 +28,9 @@ import { retrieve } from "../_shared/services/retrieval.ts";
 import { assembleContext } from "../_shared/context/assemble.ts";
 import { AssembleRequest } from "../_shared/context/schemas.ts";
 import { runInBackground } from "../_shared/jobs.ts";
-import { type Answer, answer, type ToolContext } from "./results.ts";
+import type { Answer, ToolContext } from "./results.ts";
 import * as text from "./text.ts";
+import { type ToolConfig, toolServer, type ToolSpec } from "./tool-server.ts";
 
 export const SERVER_INFO = { name: "devai-memory", version: "0.1.0" };
 
@@ -62,8 +63,8 @@ const EntityInput = EntityListQuery.omit({ limit: true }).extend({ id: uuid.opti
 
 /**
  * Each tool's input: the HTTP API's schema for the operation, the id added where its route takes
- * one in the path. tools/list shows it; messages.ts checks a call's arguments against it before
- * the SDK does, so a bad argument is the API's 400 as a tool error.
+ * one in the path. tools/list shows it; a call's arguments are checked against it once
+ * (tool-server.ts), as the API checks a body: a bad argument is the API's 400 as a tool error.
  */
 export const TOOL_INPUTS = {
   search_memory: RetrieveRequest,
@@ -84,25 +85,15 @@ export const TOOL_INPUTS = {
 type ToolName = keyof typeof TOOL_INPUTS;
 
 /** One MCP server per request (stateless streamable HTTP), its tools bound to the request's caller. */
-export function createMcpServer(ctx: ToolContext): McpServer {
-  const server = new McpServer(SERVER_INFO, { instructions: INSTRUCTIONS });
+export function createMcpServer(ctx: ToolContext): Server {
   const { deps, caller } = ctx;
+  const tools = new Map<string, ToolSpec>();
 
   const tool = <N extends ToolName>(
     name: N,
-    config: { title: string; description: string; readOnly?: boolean; destructive?: boolean },
+    config: ToolConfig,
     run: (input: z.infer<(typeof TOOL_INPUTS)[N]>) => Promise<Answer>,
-  ) =>
-    server.registerTool(name, {
-      title: config.title,
-      description: config.description,
-      inputSchema: TOOL_INPUTS[name],
-      annotations: {
-        readOnlyHint: config.readOnly ?? false,
-        destructiveHint: config.destructive ?? false,
-        openWorldHint: false,
-      },
-    }, (async (input: z.infer<(typeof TOOL_INPUTS)[N]>) => await answer(ctx, () => run(input))) as never);
+  ) => tools.set(name, { ...config, input: TOOL_INPUTS[name], run: run as (input: unknown) => Promise<Answer> });
 
   tool("search_memory", {
     title: "Search memory",
@@ -263,5 +254,5 @@ export function createMcpServer(ctx: ToolContext): McpServer {
     return { text: text.contextText(result), structured: result };
   });
 
-  return server;
+  return toolServer(ctx, { info: SERVER_INFO, instructions: INSTRUCTIONS }, tools);
 }

@@ -1,0 +1,64 @@
+// The MCP server of memory-mcp's tools (tools.ts): tools/list shows each tool's input schema, and
+// tools/call checks the call's arguments against it once, as the HTTP API checks a body (validate:
+// the API's 400, as a tool error), then runs the tool. On the SDK's low-level Server, not its
+// McpServer: McpServer checks the arguments itself before a tool runs and answers a bare "Input
+// validation error" text, so they were checked twice (messages.ts first, for the API's 400).
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { toJsonSchemaCompat } from "@modelcontextprotocol/sdk/server/zod-json-schema-compat.js";
+import {
+  type CallToolRequest,
+  CallToolRequestSchema,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+  type Tool,
+} from "@modelcontextprotocol/sdk/types.js";
+import type { z } from "zod";
+import { validate } from "../_shared/http.ts";
+import { type Answer, answer, type ToolContext } from "./results.ts";
+
+export interface ToolConfig {
+  title: string;
+  description: string;
+  readOnly?: boolean;
+  destructive?: boolean;
+}
+
+export interface ToolSpec extends ToolConfig {
+  input: z.ZodObject;
+  /** Runs with the arguments `input` parsed. */
+  run: (input: unknown) => Promise<Answer>;
+}
+
+/** A server answering tools/list and tools/call with `tools`, bound to the request's caller (ctx). */
+export function toolServer(
+  ctx: ToolContext,
+  about: { info: { name: string; version: string }; instructions: string },
+  tools: ReadonlyMap<string, ToolSpec>,
+): Server {
+  const server = new Server(about.info, {
+    capabilities: { tools: { listChanged: true } },
+    instructions: about.instructions,
+  });
+  server.setRequestHandler(ListToolsRequestSchema, () => ({
+    tools: [...tools].map(([name, t]): Tool => ({
+      name,
+      title: t.title,
+      description: t.description,
+      // As McpServer lists a zod schema.
+      inputSchema: toJsonSchemaCompat(t.input, { strictUnions: true, pipeStrategy: "input" }) as Tool["inputSchema"],
+      annotations: { readOnlyHint: t.readOnly ?? false, destructiveHint: t.destructive ?? false, openWorldHint: false },
+      execution: { taskSupport: "forbidden" }, // no tool runs as an MCP task
+    })),
+  }));
+  server.setRequestHandler(CallToolRequestSchema, async ({ params }: CallToolRequest) => {
+    const tool = tools.get(params.name); // a call of no tool of ours was answered by messages.ts
+    if (!tool) throw new McpError(ErrorCode.InvalidParams, `no tool is named '${params.name}': tools/list names them`);
+    // Missing arguments are {}, as the SDK has them.
+    return await answer(
+      ctx,
+      () => tool.run(validate(tool.input, params.arguments ?? {}, `arguments of ${params.name}`)),
+    );
+  });
+  return server;
+}
