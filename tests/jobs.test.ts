@@ -100,14 +100,14 @@ Deno.test({
   // devai-job-prune or an operator deletes finished jobs, and commits; the read then finds nothing.
   const LOCK = 7_342_120;
   const fn = `public.zz_hold_job_insert_${tenant.replaceAll("-", "")}`;
-  await sql.unsafe(`
-    create function ${fn}() returns trigger language plpgsql as $$ begin
-      if (select auth.uid()) = '${tenant}' then perform pg_advisory_xact_lock(${LOCK}); end if;
-      return null;
-    end $$;
-    create trigger zz_hold_job_insert after insert on public.memory_jobs for each statement execute function ${fn}();`);
   const holder = await sql.reserve();
   try {
+    await sql.unsafe(`
+      create or replace function ${fn}() returns trigger language plpgsql as $$ begin
+        if (select auth.uid()) = '${tenant}' then perform pg_advisory_xact_lock(${LOCK}); end if;
+        return null;
+      end $$;
+      create or replace trigger zz_hold_job_insert after insert on public.memory_jobs for each statement execute function ${fn}();`);
     await holder`select pg_advisory_lock(${LOCK})`;
     const queueing = enqueue(tenant, "pruned");
     await waitUntil(

@@ -161,6 +161,15 @@ Deno.test("mcp: a tool's bad arguments are the HTTP API's 400 as a tool error, w
       });
       assert.deepEqual(result.structuredContent.error.issues.map((i: { path: string[] }) => i.path), [["content"], []]);
 
+      // The transport's checks come first, for bad arguments as for any call (docs/mcp.md: 406).
+      const notAcceptable = await fetch(`${server.functionsUrl}/memory-mcp`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json" },
+        body: JSON.stringify(call(2, { name: "remember_fact", arguments: args })),
+      });
+      assert.equal(notAcceptable.status, 406);
+      await notAcceptable.body?.cancel();
+
       // What the SDK's own client gets for it.
       const client = new Client({ name: "devai-memory-tests", version: "0.0.0" });
       await client.connect(

@@ -93,7 +93,11 @@ export function createMcpServer(ctx: ToolContext): Server {
     name: N,
     config: ToolConfig,
     run: (input: z.infer<(typeof TOOL_INPUTS)[N]>) => Promise<Answer>,
-  ) => tools.set(name, { ...config, input: TOOL_INPUTS[name], run: run as (input: unknown) => Promise<Answer> });
+  ) => {
+    // McpServer refused a second tool of one name; a Map would silently keep the last.
+    if (tools.has(name)) throw new Error(`memory-mcp: two tools named '${name}'`);
+    tools.set(name, { ...config, input: TOOL_INPUTS[name], run: run as (input: unknown) => Promise<Answer> });
+  };
 
   tool("search_memory", {
     title: "Search memory",
@@ -254,5 +258,8 @@ export function createMcpServer(ctx: ToolContext): Server {
     return { text: text.contextText(result), structured: result };
   });
 
+  // messages.ts admits a call by TOOL_INPUTS' names: each must be a tool, and each tool one of them.
+  const missing = Object.keys(TOOL_INPUTS).filter((name) => !tools.has(name));
+  if (missing.length > 0) throw new Error(`memory-mcp: no tool for ${missing.join(", ")}`);
   return toolServer(ctx, { info: SERVER_INFO, instructions: INSTRUCTIONS }, tools);
 }
