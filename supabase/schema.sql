@@ -648,8 +648,8 @@ CREATE FUNCTION memory_private.enqueue_nightly_consolidation(p_now timestamp wit
 declare
   v_night    text := to_char(p_now at time zone 'UTC', 'YYYY-MM-DD');
   v_recent   interval := make_interval(secs => public.memory_setting('consolidation_recent_hours')::double precision * 3600);
-  v_summary  interval := make_interval(days => public.memory_setting('episode_summary_days')::integer);
-  v_compress interval := make_interval(days => public.memory_setting('episode_compress_days')::integer);
+  v_summary  interval := make_interval(secs => public.memory_setting('episode_summary_days')::double precision * 86400);
+  v_compress interval := make_interval(secs => public.memory_setting('episode_compress_days')::double precision * 86400);
   v_window   bigint := greatest(public.memory_setting('consolidation_window_minutes')::bigint * 60, 1);
   v_consolidation integer;
   v_reindex  integer;
@@ -919,6 +919,7 @@ COMMENT ON COLUMN public.devai_memories.fts_scoped IS 'fts''s lexemes, each pref
 CREATE FUNCTION memory_private.history_snapshot(m public.devai_memories) RETURNS jsonb
     LANGUAGE plpgsql IMMUTABLE
     SET search_path TO ''
+    SET "TimeZone" TO 'UTC'
     AS $$
 begin
   return jsonb_build_object(
@@ -1324,6 +1325,7 @@ $$;
 CREATE FUNCTION memory_private.record_relation_write() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
+    SET "TimeZone" TO 'UTC'
     AS $$
 declare
   v_row public.memory_relations := case when tg_op = 'DELETE' then old else new end;
