@@ -4,18 +4,9 @@
 // function is deployable alone (CONVENTIONS §18: index.ts + its own deno.json) and no file grows
 // past ~300 lines (§13).
 import assert from "node:assert/strict";
+import { tsFiles } from "./support/source-files.ts";
 
 const FUNCTIONS = new URL("../supabase/functions/", import.meta.url);
-
-async function tsFiles(dir: URL): Promise<URL[]> {
-  const out: URL[] = [];
-  for await (const entry of Deno.readDir(dir)) {
-    const url = new URL(entry.name + (entry.isDirectory ? "/" : ""), dir);
-    if (entry.isDirectory) out.push(...await tsFiles(url));
-    else if (entry.name.endsWith(".ts")) out.push(url);
-  }
-  return out;
-}
 
 /** Relative import/export specifiers of a module (static and dynamic). */
 function relativeSpecifiers(source: string): string[] {

@@ -110,11 +110,12 @@ export async function dedupCandidates(
   await lockNamespaces(tx, ctx.ownerId, candidates.map((c) => c.namespace));
 
   // Per-tenant daily cap on automatic writes (seed 001 §13); user-stated memories are exempt and
-  // do not use it up (they are queued in a dedup job of their own, before the model's).
+  // do not use it up (they are queued in a dedup job of their own, before the model's). The day is
+  // 24 hours: `interval '1 day'` follows the session's time zone, 23 or 25 hours across a DST change.
   const [{ used } = { used: 0 }] = await tx<{ used: number }[]>`
     select count(*)::int as used from public.memory_events
      where owner_id = ${ctx.ownerId} and node = 'worker' and op = 'create' and status = 'ok'
-       and ts > now() - interval '1 day' and not coalesce((meta ->> 'protected')::boolean, false)`;
+       and ts > now() - interval '24 hours' and not coalesce((meta ->> 'protected')::boolean, false)`;
   let remaining = Math.max(0, deps.config.extractDailyCap - used);
 
   for (let i = 0; i < candidates.length; i++) {

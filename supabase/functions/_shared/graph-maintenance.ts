@@ -64,7 +64,9 @@ export async function enrichEntities(deps: WorkerDeps, job: Job, workerId: strin
                     order by m.valid_from desc, m.id limit ${SNIPPETS_PER_ENTITY}) as snippets
         from public.memory_entities e
        where e.summary is null and e.mention_count >= public.memory_setting('entity_enrich_min_mentions')
-         and (e.enrich_attempted_at is null or e.enrich_attempted_at < now() - make_interval(days => ${ENRICH_RETRY_DAYS}))
+         and (e.enrich_attempted_at is null or e.enrich_attempted_at < now() - make_interval(secs => ${
+        ENRICH_RETRY_DAYS * 86_400
+      }))
        order by e.mention_count desc, e.id
        limit public.memory_setting('graph_enrich_per_night')::integer`,
   );
