@@ -123,6 +123,30 @@ Deno.test("llm: Retry-After beyond the cap is capped; 5xx backs off exponentiall
   }
 });
 
+/** An instant in asctime's HTTP-date form, "Sun Nov  6 08:49:37 1994" (GMT, though it does not say so). */
+function asctime(at: Date): string {
+  const [day, dd, mon, yyyy, time] = at.toUTCString().replace(",", "").split(" ");
+  return `${day} ${mon} ${dd!.replace(/^0/, " ")} ${time} ${yyyy}`;
+}
+
+Deno.test("llm: a Retry-After date is GMT whatever the process's time zone, asctime's form too", async () => {
+  const { fake, llm, waits } = await setup({ maxRetries: 2, baseDelayMs: 10, maxDelayMs: 100_000_000 });
+  const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+  try {
+    Deno.env.set("TZ", "America/St_Johns"); // Deno resets V8's zone when TZ is set
+    const inAMinute = new Date(Math.ceil(Date.now() / 1000) * 1000 + 60_000);
+    fake.onChat("six times seven", [
+      { kind: "error", status: 429, headers: { "retry-after": asctime(inAMinute) } },
+      reply.json({ answer: 42 }),
+    ]);
+    assert.deepEqual((await llm.completeJson(Schema, ask)).value, { answer: 42 });
+    assert.ok(waits[0]! > 55_000 && waits[0]! <= 61_000, `waited ${waits[0]} ms for ${asctime(inAMinute)}`);
+  } finally {
+    Deno.env.set("TZ", zone);
+    await fake.close();
+  }
+});
+
 Deno.test("llm: a hanging server times out and is retried; a slow answer within the timeout is fine", async () => {
   const { fake, llm } = await setup({ maxRetries: 2, baseDelayMs: 10, maxDelayMs: 100 }, 300);
   try {

@@ -43,6 +43,9 @@ export function refusesContent(status: number | undefined): boolean {
   return status === 400 || status === 413 || status === 422;
 }
 
+/** asctime's HTTP-date form ("Sun Nov  6 08:49:37 1994"), the one that does not say GMT. */
+const ASCTIME_DATE = /^[A-Za-z]{3} [A-Za-z]{3} [ \d]\d \d{2}:\d{2}:\d{2} \d{4}$/;
+
 /** Retry-After in seconds or as an HTTP date, or OpenAI's retry-after-ms. */
 function retryAfterMs(headers: Headers | undefined): number | undefined {
   if (!headers) return undefined;
@@ -51,7 +54,9 @@ function retryAfterMs(headers: Headers | undefined): number | undefined {
   const ra = headers.get("retry-after");
   if (!ra) return undefined;
   if (Number.isFinite(Number(ra))) return Math.max(0, Number(ra) * 1000);
-  const at = Date.parse(ra);
+  // Every HTTP date is GMT (RFC 9110 §5.6.7); Date.parse reads asctime's, which has no zone, in the
+  // process's local time: `npm start` runs in the machine's zone (Edge Functions in UTC).
+  const at = Date.parse(ASCTIME_DATE.test(ra) ? `${ra} GMT` : ra);
   return Number.isFinite(at) ? Math.max(0, at - Date.now()) : undefined;
 }
 
