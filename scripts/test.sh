@@ -9,9 +9,10 @@
 #   4. pgTAP with pg_prove (what `supabase test db` runs, minus its Docker image)
 #   5. `deno check` of every function and test; each function's index.ts with its own deno.json
 #      (what deploy bundles); deno lint + deno fmt --check (DEVAI_CHECK_FORMAT=0 skips them)
-#   6. the Deno suite (fake LLM) twice: on the real Postgres and on embedded PGlite (what
-#      `npm start` runs by default); tests that need a real server are reported as skipped on
-#      PGlite, with the reason in their name
+#   6. the Deno suite (fake LLM) twice: on the real Postgres (the database in America/St_Johns,
+#      the process in TZ=Pacific/Chatham) and on embedded PGlite (what `npm start` runs by default,
+#      in UTC); tests that need a real server are reported as skipped on PGlite, with the reason in
+#      their name
 # tests/db_outage.test.ts also starts, crashes and restarts a throwaway cluster of its own on
 # DEVAI_TEST_OUTAGE_PG_PORT (default: 22 above the test cluster's port, 24351 for the default
 # 24329, so two test runs with their own DEVAI_TEST_PG_PORT never share it), and stops it.
@@ -96,6 +97,8 @@ if ! command -v pg_prove >/dev/null 2>&1; then
     || fail_hard "could not install pg_prove (libtap-parser-sourcehandler-pgtap-perl)"
 fi
 bash scripts/db.sh psql -c "create extension if not exists pgtap with schema extensions" || fail_hard "pgtap extension unavailable"
+# In UTC (the real-Postgres Deno pass below moves the database's zone, and a reset keeps it).
+bash scripts/db.sh psql -c 'do $$ begin execute format($f$alter database %I reset timezone$f$, current_database()); end $$' >/dev/null || fail_hard "could not reset the test database's time zone"
 pg_prove --dbname "$db_url" --ext .sql --recurse supabase/tests/database 2>&1 | tee "$log_dir/pgtap.log"
 pgtap_rc=${PIPESTATUS[0]}
 # pg_prove's closing line: "Files=N, Tests=M, ..." and, on failure, "Failed X/M subtests".
@@ -170,7 +173,14 @@ mapfile -t all_tests < <(ls tests/*.test.ts)
 mapfile -t postgres_tests < <(printf '%s\n' "${all_tests[@]}" | grep -vxF -f <(printf '%s\n' "${pglite_only[@]}"))
 
 section "deno test: real Postgres 17 (pg_cron, pgvector 0.8)"
-run_deno_suite postgres "$db_url" "${postgres_tests[@]}"
+# Away from UTC, the database (a user may set its zone) and the server process (`npm start` runs in
+# the machine's) each in another zone, half an hour off and across a clock change: nothing the
+# service stores, answers or decides may depend on either (docs/operations.md#time-zones-and-locale).
+# pgTAP above and the PGlite pass below run in UTC.
+bash scripts/db.sh psql -c 'do $$ begin execute format($f$alter database %I set timezone to %L$f$, current_database(), $z$America/St_Johns$z$); end $$' >/dev/null \
+  || fail_hard "could not set the test database's time zone"
+echo "database time zone America/St_Johns, server and tests TZ=Pacific/Chatham"
+TZ=Pacific/Chatham run_deno_suite postgres "$db_url" "${postgres_tests[@]}"
 
 # The same suite on the embedded default of `npm start` (PGlite + pgvector behind our wire-protocol
 # server, migrated by the Supabase CLI like the real one), in a throwaway data folder.
