@@ -230,12 +230,29 @@ bootstrap() {
   host_psql "$(db_url)" -f "$repo/scripts/sql/supabase-bootstrap.sql" >/dev/null
 }
 
+# With DEVAI_MIGRATIONS_UNTIL=<version>, only the migrations up to that version are applied (the
+# schema an older release had: tests/upgrade.test.ts builds one, then pushes the rest), from a
+# scratch workdir holding links to them.
 migrate() {
-  local cli="$repo/node_modules/.bin/supabase"
+  local cli="$repo/node_modules/.bin/supabase" workdir="$repo" scratch=""
   [[ -x "$cli" ]] || die "Supabase CLI not installed: run npm ci first"
-  say "applying migrations with the Supabase CLI"
-  (cd "$repo" && "$cli" db push --remote="$(db_url)" --include-all --yes >"${TMPDIR:-/tmp}/devai-db-push.log" 2>&1) \
-    || { cat "${TMPDIR:-/tmp}/devai-db-push.log" >&2; die "supabase db push failed"; }
+  if [[ -n "${DEVAI_MIGRATIONS_UNTIL:-}" ]]; then
+    [[ "$DEVAI_MIGRATIONS_UNTIL" =~ ^[0-9]{14}$ ]] || die "DEVAI_MIGRATIONS_UNTIL=$DEVAI_MIGRATIONS_UNTIL is not a migration version (14 digits)"
+    scratch="$(mktemp -d)"; workdir="$scratch"
+    mkdir -p "$scratch/supabase/migrations"
+    cp "$repo/supabase/config.toml" "$scratch/supabase/"
+    local f
+    for f in "$repo"/supabase/migrations/*.sql; do
+      [[ "$(basename "$f" | cut -c1-14)" > "$DEVAI_MIGRATIONS_UNTIL" ]] || ln -s "$f" "$scratch/supabase/migrations/"
+    done
+    say "applying migrations up to $DEVAI_MIGRATIONS_UNTIL with the Supabase CLI"
+  else
+    say "applying migrations with the Supabase CLI"
+  fi
+  local rc=0
+  (cd "$workdir" && "$cli" db push --remote="$(db_url)" --include-all --yes >"${TMPDIR:-/tmp}/devai-db-push.log" 2>&1) || rc=$?
+  [[ -z "$scratch" ]] || rm -rf "$scratch"
+  [[ $rc -eq 0 ]] || { cat "${TMPDIR:-/tmp}/devai-db-push.log" >&2; die "supabase db push failed"; }
 }
 
 reset() {

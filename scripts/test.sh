@@ -16,6 +16,8 @@
 # tests/db_outage.test.ts also starts, crashes and restarts a throwaway cluster of its own on
 # DEVAI_TEST_OUTAGE_PG_PORT (default: 22 above the test cluster's port, 24351 for the default
 # 24329, so two test runs with their own DEVAI_TEST_PG_PORT never share it), and stops it.
+# tests/upgrade.test.ts builds an older release's schema on a throwaway cluster of its own on
+# DEVAI_TEST_UPGRADE_PG_PORT (default: 24 above the test cluster's port), upgrades it, and stops it.
 # tests/read_replica.test.ts starts a streaming replica of the test cluster (scripts/db.sh
 # replica-start) on DEVAI_TEST_REPLICA_PG_PORT (default: 23 above the test cluster's port), and stops it;
 # tests/transaction_pooler.test.ts starts PgBouncer in front of it (scripts/db.sh pooler-start) on
@@ -41,6 +43,7 @@ source scripts/lib/ports.sh
 export DEVAI_PG_PORT="${DEVAI_TEST_PG_PORT:-24329}"
 export DEVAI_TEST_OUTAGE_PG_PORT="${DEVAI_TEST_OUTAGE_PG_PORT:-$((DEVAI_PG_PORT + 22))}"
 export DEVAI_TEST_REPLICA_PG_PORT="${DEVAI_TEST_REPLICA_PG_PORT:-$((DEVAI_PG_PORT + 23))}"
+export DEVAI_TEST_UPGRADE_PG_PORT="${DEVAI_TEST_UPGRADE_PG_PORT:-$((DEVAI_PG_PORT + 24))}"
 export DEVAI_TEST_PGLITE_DB_PORT="${DEVAI_TEST_PGLITE_DB_PORT:-24347}"
 export DEVAI_TEST_PGLITE_PORT="${DEVAI_TEST_PGLITE_PORT:-24345}"
 export DEVAI_TEST_START_PG_PORT="${DEVAI_TEST_START_PG_PORT:-24348}"
@@ -64,11 +67,12 @@ if [[ -z "${TEST_DATABASE_URL:-}" ]]; then
 fi
 require_free_port DEVAI_TEST_OUTAGE_PG_PORT "$DEVAI_TEST_OUTAGE_PG_PORT" cluster || ports_ok=0
 require_free_port DEVAI_TEST_REPLICA_PG_PORT "$DEVAI_TEST_REPLICA_PG_PORT" replica || ports_ok=0
+require_free_port DEVAI_TEST_UPGRADE_PG_PORT "$DEVAI_TEST_UPGRADE_PG_PORT" cluster || ports_ok=0
 for var in DEVAI_TEST_PGLITE_DB_PORT DEVAI_TEST_PGLITE_PORT DEVAI_TEST_START_PG_PORT DEVAI_TEST_START_FN_PORT; do
   require_free_port "$var" "${!var}" || ports_ok=0
 done
 [[ $ports_ok == 1 ]] || fail_hard "a port this run listens on is taken (above)"
-echo "ok: $DEVAI_PG_PORT $DEVAI_TEST_OUTAGE_PG_PORT $DEVAI_TEST_REPLICA_PG_PORT $DEVAI_TEST_PGLITE_DB_PORT $DEVAI_TEST_PGLITE_PORT $DEVAI_TEST_START_PG_PORT $DEVAI_TEST_START_FN_PORT"
+echo "ok: $DEVAI_PG_PORT $DEVAI_TEST_OUTAGE_PG_PORT $DEVAI_TEST_REPLICA_PG_PORT $DEVAI_TEST_UPGRADE_PG_PORT $DEVAI_TEST_PGLITE_DB_PORT $DEVAI_TEST_PGLITE_PORT $DEVAI_TEST_START_PG_PORT $DEVAI_TEST_START_FN_PORT"
 
 section "database"
 bash scripts/db.sh reset || fail_hard "could not provision, reset or migrate the test database"

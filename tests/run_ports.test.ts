@@ -45,6 +45,7 @@ Deno.test("ports: every fixed default port of the test, bench and eval runs is b
     ...test,
     ["the outage cluster (test cluster + 22)", base + 22],
     ["the replica (test cluster + 23)", base + 23],
+    ["the upgrade cluster (test cluster + 24)", base + 24],
     ...bench,
     ["the bench's replica (bench cluster + 1)", bench.get("DEVAI_BENCH_PG_PORT")! + 1],
     ...evalRun,
@@ -58,6 +59,7 @@ Deno.test("ports: every fixed default port of the test, bench and eval runs is b
   assert.ok(FREE_PORTS.to <= EPHEMERAL_LOW, "freePort draws below the ephemeral range");
   for (const [name, port] of Object.entries(TEST_PORT_DEFAULTS)) {
     if (name === "DEVAI_TEST_OUTAGE_PG_PORT") assert.equal(port, base + 22, "scripts/test.sh: test cluster + 22");
+    else if (name === "DEVAI_TEST_UPGRADE_PG_PORT") assert.equal(port, base + 24, "scripts/test.sh: test cluster + 24");
     else assert.equal(port, test.get(name), `${name}: tests/support/ports.ts and scripts/test.sh agree`);
   }
   assert.notEqual(

@@ -11,6 +11,8 @@ export const TEST_PORT_DEFAULTS = {
   DEVAI_TEST_PG_PORT: 24329,
   /** tests/db_outage.test.ts's throwaway cluster (scripts/test.sh: the test cluster's port + 22). */
   DEVAI_TEST_OUTAGE_PG_PORT: 24351,
+  /** tests/upgrade.test.ts's throwaway cluster (scripts/test.sh: the test cluster's port + 24). */
+  DEVAI_TEST_UPGRADE_PG_PORT: 24353,
   /** tests/pglite_backend.test.ts's embedded database. */
   DEVAI_TEST_PGLITE_PORT: 24345,
   /** tests/start_embedded.test.ts's `npm start`: its embedded database and its functions server. */

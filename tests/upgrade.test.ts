@@ -1,0 +1,184 @@
+// Upgrading a deployment: a database made by an older release, with data its service wrote, takes
+// today's migrations with `supabase db push` (each pending file once, as a user runs it) and then
+// serves today's functions with nothing lost (docs/upgrading.md). On a throwaway cluster of its own
+// (scripts/db.sh on DEVAI_TEST_UPGRADE_PG_PORT, default 24353): the migrations up to CUTOFF
+// (DEVAI_MIGRATIONS_UNTIL), the hand-written fixture tests/fixtures/upgrade/<CUTOFF>.sql, the rest
+// of the migrations, then checks through the local functions server. No git history is read.
+import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
+import { createSql, type Sql, toVectorLiteral } from "../supabase/functions/_shared/db.ts";
+import { localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
+import { serviceToken, userHeaders } from "./support/auth.ts";
+import { realServerOnly } from "./support/backend.ts";
+import { dbScript } from "./support/db-script.ts";
+import { functionJson, type RunningServer, startTestServer } from "./support/http_server.ts";
+import { testPort } from "./support/ports.ts";
+
+const REPO = fileURLToPath(new URL("..", import.meta.url));
+/** The release the fixture was written for: main as of this migration (2026-11-27). */
+const CUTOFF = "20261128925000";
+const PORT = testPort("DEVAI_TEST_UPGRADE_PG_PORT");
+const URL_ = `postgresql://postgres@127.0.0.1:${PORT}/postgres`;
+const WHY = "builds an older release's schema on a Postgres 17 cluster of its own (scripts/db.sh, pg_cron)";
+const A = "00000000-0000-4000-8000-0000000000a1";
+const B = "00000000-0000-4000-8000-0000000000b2";
+const AGENT_TOKEN = "dvm_upgradefixturetoken0000000000000000000000";
+const OLD = {
+  pinned: "10000000-0000-4000-8000-000000000001",
+  superseded: "10000000-0000-4000-8000-000000000002",
+  sqitch: "10000000-0000-4000-8000-000000000004",
+  parser: "10000000-0000-4000-8000-000000000005",
+  forgotten: "10000000-0000-4000-8000-000000000006",
+  correction: "10000000-0000-4000-8000-000000000007",
+};
+
+async function run(cmd: string, args: string[], env: Record<string, string> = {}): Promise<string> {
+  const out = await new Deno.Command(cmd, {
+    args,
+    cwd: REPO,
+    env: { ...env, DATABASE_URL: "" },
+    stdout: "piped",
+    stderr: "piped",
+  })
+    .output();
+  const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+  assert.ok(out.success, `${cmd} ${args.join(" ")}:\n${text}`);
+  return text;
+}
+
+/** What an upgrade must keep: every memory's row as the API shows it, and every history row. */
+async function snapshot(sql: Sql) {
+  const memories = await sql`
+    select id, owner_id, content, state, is_valid, superseded_by, pinned, fts is not null as has_fts,
+           embedding is not null as has_embedding, embedding_model
+      from public.devai_memories order by id`;
+  const history = await sql`select id, memory_id, event from public.memory_history order by id`;
+  const tables = await sql`
+    select (select count(*)::int from public.memory_relations) as relations,
+           (select count(*)::int from public.memory_entity_links) as links,
+           (select count(*)::int from public.memory_agent_tokens) as tokens,
+           (select count(*)::int from public.supervisor_checkpoints) as checkpoints`;
+  return { memories: [...memories], history: [...history], tables: tables[0] };
+}
+
+/** The settings' rows: later migrations add settings, and keep each one's value. */
+async function settings(sql: Sql): Promise<Map<string, string>> {
+  const rows = await sql<{ name: string; value: string }[]>`select name, value::text from public.memory_settings`;
+  return new Map(rows.map((r) => [r.name, r.value]));
+}
+
+Deno.test({
+  ...realServerOnly(
+    `upgrade: a deployment of migration ${CUTOFF} with data takes today's migrations (db push) and today's functions serve its data`,
+    WHY,
+  ),
+  sanitizeResources: false,
+  sanitizeOps: false,
+  fn: async () => {
+    await dbScript("reset", { DEVAI_PG_PORT: String(PORT), DEVAI_MIGRATIONS_UNTIL: CUTOFF });
+    const sql = createSql(URL_, { max: 2, applicationName: "devai-memory-upgrade-test" });
+    let server: RunningServer | undefined;
+    try {
+      // The old release's data, and the vectors its service stored (the local embedder's).
+      await sql.unsafe(await Deno.readTextFile(`${REPO}/tests/fixtures/upgrade/${CUTOFF}.sql`));
+      const embedder = localEmbedder();
+      for (const m of await sql<{ id: string; content: string }[]>`select id, content from public.devai_memories`) {
+        const [vector] = await embedder.embed([m.content]);
+        await sql`update public.devai_memories set embedding = ${toVectorLiteral(vector!)}::extensions.vector,
+                    embedding_model = ${embedder.model} where id = ${m.id}`;
+      }
+      const before = await snapshot(sql);
+      const settingsBefore = await settings(sql);
+      const cronBefore = await sql<{ jobname: string }[]>`select jobname from cron.job order by 1`;
+
+      // The upgrade as a user runs it: the pending migrations, each once, without --include-all.
+      await run("node_modules/.bin/supabase", ["db", "push", "--db-url", URL_, "--yes"]);
+
+      // The schema is what a fresh install makes (supabase/schema.sql, which scripts/test.sh checks
+      // against one): nothing an edited migration left behind.
+      await run("bash", ["scripts/db.sh", "schema-snapshot", "--check"], { DEVAI_PG_PORT: String(PORT) });
+
+      const after = await snapshot(sql);
+      assert.deepEqual(after, before, "the upgrade changed no memory, history row or count");
+      const settingsAfter = await settings(sql);
+      for (const [name, value] of settingsBefore) assert.equal(settingsAfter.get(name), value, `setting ${name} kept`);
+      const cron = await sql<{ jobname: string; n: number }[]>`
+        select jobname, count(*)::int as n from cron.job group by 1 order by 1`;
+      assert.deepEqual(cron.filter((j) => j.n !== 1), [], "each schedule registered once");
+      for (const { jobname } of cronBefore) assert.ok(cron.some((j) => j.jobname === jobname), `${jobname} kept`);
+
+      server = await startTestServer({ databaseUrl: URL_, worker: false });
+      const asA = await userHeaders(A);
+
+      // Old memories: found by retrieval (keyword and vector), explained, exported, listed.
+      const found = await functionJson(server, "memory-retrieve", asA, {
+        message: "blue-green releases on Fridays",
+        project: "demo",
+      });
+      assert.equal(found.status, 200, JSON.stringify(found.body));
+      const hit = found.body.memories.find((m: { id: string }) => m.id === OLD.pinned);
+      assert.ok(hit, `the old memory is retrieved: ${JSON.stringify(found.body.memories)}`);
+      assert.ok(!found.body.memories.some((m: { id: string }) => m.id.startsWith("2")), "tenant B's stay out");
+      const explained = await functionJson(server, `memory/${OLD.parser}/explain`, asA);
+      assert.equal(explained.status, 200, JSON.stringify(explained.body));
+      const exported = await functionJson(server, "memory/export?format=json", asA);
+      assert.equal(exported.status, 200);
+      assert.equal(exported.body.memories.length, before.memories.filter((m) => m.owner_id === A).length);
+      const history = await functionJson(server, `memory/${OLD.superseded}/history`, asA);
+      assert.equal(history.status, 200);
+      assert.deepEqual(
+        history.body.history.map((h: { id: string }) => h.id).sort(),
+        before.history.filter((h) => h.memory_id === OLD.superseded).map((h) => h.id).sort(),
+      );
+
+      // New writes on old rows: correct, forget and restore (500 before 20261129200000: the
+      // change-log helper of 20261123000700's first text).
+      const corrected = await functionJson(server, `memory/${OLD.sqitch}/correct`, asA, {
+        content: "Database migrations live in db/migrations and run with dbmate",
+      });
+      assert.equal(corrected.status, 201, JSON.stringify(corrected.body));
+      const forgotten = await functionJson(server, `memory/${OLD.parser}/forget`, asA, {});
+      assert.equal(forgotten.status, 200, JSON.stringify(forgotten.body));
+      const restored = await functionJson(server, `memory/${OLD.forgotten}/restore`, asA, {});
+      assert.equal(restored.status, 200, JSON.stringify(restored.body));
+
+      // Extraction and usage, through the functions 20261128990000 guards (500 before
+      // 20261129200000: memory_private.require_the_service missing).
+      const extract = await functionJson(server, "memory-extract", asA, {
+        session_id: "after-upgrade",
+        project: "demo",
+        messages: [{ role: "user", content: "remember that the deploy key rotates monthly" }],
+      });
+      assert.equal(extract.status, 202, JSON.stringify(extract.body));
+      const usage = await functionJson(server, "memory/usage", asA, {
+        session_id: "after-upgrade",
+        retrieved: [OLD.pinned],
+      });
+      assert.equal(usage.status, 200, JSON.stringify(usage.body));
+
+      // The old agent token still authenticates; the old checkpoint is read.
+      const byToken = await functionJson(server, "memory/checkpoints/thread-1", {
+        authorization: `Bearer ${AGENT_TOKEN}`,
+      });
+      assert.equal(byToken.status, 200, JSON.stringify(byToken.body));
+      assert.deepEqual(byToken.body.state, { step: 3, todo: ["a", "b"] });
+
+      // Jobs the old worker queued or held (its lease run out) are run by today's worker.
+      const drained = await functionJson(server, "memory-worker", { authorization: `Bearer ${await serviceToken()}` }, {
+        max_jobs: 10,
+      });
+      assert.equal(drained.status, 200, JSON.stringify(drained.body));
+      const jobs = await sql<{ id: string; status: string }[]>`
+        select id, status from public.memory_jobs where idempotency_key like 'fixture-%' order by id`;
+      assert.deepEqual(jobs.map((j) => j.status), ["done", "done"], JSON.stringify(jobs));
+      const [b] = await sql<{ n: number }[]>`
+        select count(*)::int as n from public.devai_memories
+         where owner_id = ${B} and content = 'Tenant B builds run on Node 22 in CI'`;
+      assert.equal(b!.n, 1, "the job held by the dead worker wrote its memory once");
+    } finally {
+      await server?.close();
+      await sql.end();
+      await dbScript("stop", { DEVAI_PG_PORT: String(PORT) });
+    }
+  },
+});
