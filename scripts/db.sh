@@ -27,6 +27,9 @@
 # script (synchronous_commit = off) is fixed at its next start. DEVAI_PG_SYNCHRONOUS_COMMIT=off
 # relaxes it for one cluster (the benchmark's own, which says so in its output).
 #
+# DEVAI_MIGRATIONS_UNTIL=<version> (start, reset, migrate): only the migrations up to that version, the
+# schema of an older release (tests/upgrade.test.ts; docs/upgrading.md).
+#
 # With DATABASE_URL set, no local server is started: migrate/reset/url act on that database
 # (e.g. `supabase start`'s postgresql://postgres:postgres@127.0.0.1:54322/postgres or a hosted
 # project). reset refuses to drop a remote database.
