@@ -22,7 +22,8 @@
 --     a deployment of 2026-11-27 12:52-13:35 had no match_memories of today's signature),
 --     20261124800000 (memory_scope_size), and 20261128930000 (end_memory_sessions; folded into
 --     20261128960000 since), 20261128870100 (prune_context_sessions and its index; folded into
---     20261128870000 since): their final text, restated.
+--     20261128870000 since), 20261125760300 (the dedicated vector index's helpers): their final
+--     text, restated.
 --
 -- Every definition below is the one a fresh install has (copied from supabase/schema.sql), so on a
 -- fresh install this migration changes nothing; tests/upgrade.test.ts checks both.
@@ -34,6 +35,7 @@
 drop function if exists memory_private.change_log_meta(public.devai_memories, text);
 drop function if exists public.memory_cited_files(uuid, uuid, jsonb);
 drop function if exists public.memory_exact_scan_limit(integer, uuid);
+drop function if exists public.memory_exact_scan_limit(integer);
 drop function if exists memory_search.keyword_postings(uuid, text[], tsquery[], integer, integer, timestamptz);
 -- 20261127200000's first text gave vector_index_plan's argument a default, which create or replace
 -- cannot take away: dropped and made again below (enqueue_vector_index_jobs, its only caller, is
@@ -1795,6 +1797,47 @@ REVOKE ALL ON FUNCTION memory_private.prune_context_sessions(p_now timestamp wit
 
 -- The index prune_context_sessions deletes by (20261128870000's final text).
 create index if not exists memory_usage_sessions_reported_at on public.memory_usage_sessions (reported_at);
+
+-- The dedicated vector index's helpers: main as of 2026-11-24 09:58 had 20261125760300's first text (another name, the same version).
+create or replace function public.memory_vector_index_of(p_owner uuid) RETURNS regclass
+    LANGUAGE plpgsql STABLE
+    SET search_path TO ''
+    AS $$
+begin
+  return coalesce((select i.indexrelid::regclass
+                     from pg_catalog.pg_index i
+                    where i.indexrelid = to_regclass('public.devai_memories_hnsw_owner_' || replace(p_owner::text, '-', ''))
+                      and i.indisvalid),
+                  to_regclass('public.devai_memories_embedding_hnsw'));
+end;
+$$;
+revoke all on function public.memory_vector_index_of(uuid) from public, anon, authenticated, service_role;
+REVOKE ALL ON FUNCTION public.memory_vector_index_of(p_owner uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.memory_vector_index_of(p_owner uuid) TO authenticated;
+GRANT ALL ON FUNCTION public.memory_vector_index_of(p_owner uuid) TO service_role;
+
+create or replace function public.memory_dedicated_vector_index_sql(p_owner uuid, p_drop boolean DEFAULT false) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+declare
+  v_name text := 'devai_memories_hnsw_owner_' || replace(p_owner::text, '-', '');
+begin
+  if p_owner is null then
+    raise exception 'a tenant id is required' using errcode = '22023';
+  end if;
+  if p_drop then
+    return format('drop index concurrently if exists public.%I', v_name);
+  end if;
+  return format('create index concurrently if not exists %I on public.devai_memories '
+                || 'using hnsw (embedding extensions.vector_cosine_ops) with (m = 16, ef_construction = 64) '
+                || 'where owner_id = %L::uuid and is_valid and state = ''active'' '
+                || 'and source is distinct from ''conversation''', v_name, p_owner);
+end;
+$$;
+revoke all on function public.memory_dedicated_vector_index_sql(uuid, boolean) from public, anon, authenticated, service_role;
+REVOKE ALL ON FUNCTION public.memory_dedicated_vector_index_sql(p_owner uuid, p_drop boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.memory_dedicated_vector_index_sql(p_owner uuid, p_drop boolean) TO service_role;
 
 -- The bulk-update triggers skip their per-row work only for the owner roles (20261124800100's
 -- final text): in its first text any session that set memory.bulk skipped them.
