@@ -1,14 +1,14 @@
 // No request can stall the service: every text path is linear in its input, up to the largest
-// body each route accepts. Hostile bodies ("ok\n" repeated, runs of commas, dots, spaces or one
-// letter, a long CJK run) go through memory-compact and memory-extract (and its worker) at sizes
-// that grow fourfold up to the route's limit; each step may take at most GROWTH times the step
-// before. Linear work grows about 4x, quadratic 16x, so a super-linear path fails at the first
-// steps (seconds), long before the limit where it would take hours. Times are each size's
-// fastest of a few runs, compared with each other, never with a wall-clock limit.
+// body each route accepts. Hostile texts ("ok\n" repeated, runs of commas, dots, spaces or one
+// letter, a long CJK run; tests/support/linear_workloads.ts) go through memory-compact,
+// memory-extract (and its worker) and the text helpers at sizes that grow 16-fold, and the work
+// each does is counted, not timed (tests/support/work_meter.ts, in a child process): the regex
+// engine's own backtracks, the characters our scanners read and the tokenizer library's merge
+// steps. Linear work grows about 16x, quadratic 256x; and no regex call may re-read what it
+// scanned (a window re-read at every start).
+// A count is the same on a loaded machine as on an idle one, so these never flake and never
+// assert a time. The routes also answer each hostile body at their body limit.
 import assert from "node:assert/strict";
-import { createHandler as createCompact } from "../supabase/functions/memory-compact/handler.ts";
-import { createHandler as createExtract } from "../supabase/functions/memory-extract/handler.ts";
-import { localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
 import {
   countTokens,
   countTokensYielding,
@@ -19,79 +19,26 @@ import {
 import { countTokens as libraryCount } from "gpt-tokenizer";
 import { bulletText } from "../supabase/functions/_shared/retrieval/format.ts";
 import { shortenToFit } from "../supabase/functions/_shared/fit-text.ts";
-import { offlineCompressed, offlineForms, offlineSummary } from "../supabase/functions/_shared/context/compress.ts";
+import { offlineCompressed } from "../supabase/functions/_shared/context/compress.ts";
 import { extractEntityMentions } from "../supabase/functions/_shared/entity-rules.ts";
 import { splitSentences } from "../supabase/functions/_shared/writing-constraints.ts";
-import { extractByRules } from "../supabase/functions/_shared/rule-extractor.ts";
 import { findCorrection, findRememberStatement } from "../supabase/functions/_shared/rule-patterns.ts";
-import { drainQueue } from "../supabase/functions/_shared/drain-queue.ts";
-import { userHeaders } from "./support/auth.ts";
 import { testConfig } from "./support/config.ts";
-import { newTenant, testSql } from "./support/seed.ts";
 import { dbTest } from "./support/http.ts";
+import { MESSAGE_SHAPES as HOSTILE, WORKLOADS } from "./support/linear_workloads.ts";
+import { assertLinearWork } from "./support/work.ts";
 
-/** A fourfold step may take at most this many times the step before (linear ≈ 4, quadratic ≈ 16). */
-const GROWTH = 10;
-/** Timer noise allowed on top, for the smallest sizes that take a millisecond or less. */
-const NOISE_MS = 5;
+/** Text sizes the routes are counted at (a count is exact: two sizes show its growth); their limit is run below. */
+const ROUTE_SIZES = [1 << 12, 1 << 16];
+/** The helpers read stored content (at most 4,000 characters) and candidates: 64 KiB is far beyond it. */
+const HELPER_SIZES = [1 << 12, 1 << 16];
 
-/** Message texts of about n characters that made the old patterns (or the tokenizer) backtrack. */
-const HOSTILE: Record<string, (n: number) => string> = {
-  "ok\\n repeated": (n) => "ok\n".repeat(Math.ceil(n / 3)),
-  "a comma run after 'remember'": (n) => `remember that the port is 5432${",".repeat(n)}x`,
-  "a dot run": (n) => `Remember: the build is green${".".repeat(n)}a`,
-  "a space run after 'no'": (n) => `no${" ".repeat(n)}x`,
-  "one long word": (n) => "a".repeat(n),
-  "a CJK run": (n) => "漢".repeat(n),
-};
-
-/** Body bytes of a JSON request whose single message is `text`. */
+/** Body bytes of a JSON request. */
 const bodyBytes = (body: unknown) => new TextEncoder().encode(JSON.stringify(body)).length;
 
-/**
- * Whether one of up to three runs of fn stays within `bound` ms (a loaded machine may slow one run
- * down). Each run gets its own run number, to vary its text: the tokenizer caches what it merged.
- */
-async function withinOnce(bound: number, fn: (run: number) => Promise<unknown>): Promise<{ ok: boolean; ms: number }> {
-  let best = Number.POSITIVE_INFINITY;
-  for (let run = 0; run < 3 && (run === 0 || best > bound); run++) {
-    const t0 = performance.now();
-    await fn(run);
-    best = Math.min(best, performance.now() - t0);
-  }
-  return { ok: best <= bound, ms: best };
-}
-
-/**
- * Runs `work` at limit/1024, /256, /64, /16, /4 and (almost) the limit, and fails at the first step
- * that grows more than GROWTH times in each of three tries. `work(chars)` builds its own body from a text length and may
- * shrink it to stay under the limit.
- */
-async function assertLinear(
-  label: string,
-  limitBytes: number,
-  work: (chars: number) => Promise<unknown>,
-): Promise<string> {
-  const steps: string[] = [];
-  let previous = Number.POSITIVE_INFINITY;
-  for (let div = 1024; div >= 1; div /= 4) {
-    const chars = Math.floor(limitBytes / div);
-    const { ok, ms } = await withinOnce(GROWTH * previous + NOISE_MS, (run) => work(chars - run));
-    steps.push(`${chars}: ${ms.toFixed(1)} ms`);
-    assert.ok(ok, `${label}: super-linear (${steps.join(", ")})`);
-    previous = ms;
-  }
-  return steps.join(", ");
-}
-
 /** The longest text of this pattern whose request body (built by `body`) fits in limitBytes. */
-function fitted(
-  pattern: (n: number) => string,
-  chars: number,
-  limitBytes: number,
-  body: (text: string) => unknown,
-): string {
-  let n = chars;
+function fitted(pattern: (n: number) => string, limitBytes: number, body: (text: string) => unknown): string {
+  let n = limitBytes;
   let text = pattern(n);
   while (bodyBytes(body(text)) > limitBytes && n > 16) {
     n = Math.floor(n * 0.9);
@@ -102,144 +49,50 @@ function fitted(
 
 // Each route's own limit, as configured (docs: the README's error table).
 const config = testConfig();
-const ROUTE_LIMITS = { "memory-compact": config.maxCompactBodyBytes, "memory-extract": config.maxExtractBodyBytes };
 
-dbTest("linear: memory-compact answers hostile bodies up to its body limit in linear time", async () => {
-  const sql = testSql(2);
+/**
+ * Each hostile body, as long as the route's body limit allows, is answered as it should be (not
+ * counted: a count there takes too long; a recursion or a regex overflowing its stack shows only
+ * at such sizes, as the library's splitting regex once did on a 4 MB CJK run).
+ */
+async function answersAtLimit(name: string, limitBytes: number): Promise<void> {
+  const route = WORKLOADS[name]!;
+  const shared = await route.open!();
   try {
-    const handler = createCompact({ sql, config, embedder: localEmbedder(), kickWorker: () => Promise.resolve() });
-    const limit = ROUTE_LIMITS["memory-compact"];
-    const lead = "The deploy pipeline runs the integration suite before every release of the API. ".repeat(100);
-    for (const [name, pattern] of Object.entries(HOSTILE)) {
-      let call = 0;
-      const body = (text: string) => ({
-        session_id: `linear-${call}`,
-        messages: [{ role: "user", content: lead }, { role: "user", content: text }, {
-          role: "user",
-          content: "What next?",
-        }],
-        trigger_tokens: 1000,
-      });
-      await assertLinear(`memory-compact, ${name}`, limit, async (chars) => {
-        call++;
-        const text = fitted(pattern, chars, limit, body);
-        // A tenant per call: one tenant's heavy requests are rate-limited (20 at once).
-        const res = await handler(
-          new Request("http://localhost/functions/v1/memory-compact", {
-            method: "POST",
-            headers: await userHeaders(newTenant()),
-            body: JSON.stringify(body(text)),
-          }),
-        );
-        const answer = await res.json();
-        assert.equal(res.status, 200, JSON.stringify(answer).slice(0, 300));
-        assert.equal(answer.compacted, true);
-      });
+    for (const [call, pattern] of Object.values(route.shapes).entries()) {
+      await route.run(fitted(pattern, limitBytes, (text) => route.body!(text, call)), shared, call);
     }
   } finally {
-    await sql.end();
+    await route.close!(shared);
   }
-});
+}
 
 dbTest(
-  "linear: memory-extract and its worker handle hostile transcripts up to the body limit in linear time",
+  "linear: memory-compact's work on hostile bodies grows linearly; each is answered at the body limit",
   async () => {
-    const sql = testSql(2);
-    try {
-      const deps = { sql, config, embedder: localEmbedder() };
-      const handler = createExtract({ ...deps, kickWorker: () => Promise.resolve() });
-      const limit = ROUTE_LIMITS["memory-extract"];
-      for (const [name, pattern] of Object.entries(HOSTILE)) {
-        let call = 0;
-        const body = (text: string) => ({
-          session_id: `linear-${name.length}-${call}`,
-          messages: [{ role: "user", content: text }],
-        });
-        await assertLinear(`memory-extract + worker, ${name}`, limit, async (chars) => {
-          call++;
-          const tenant = newTenant(); // one tenant's heavy requests are rate-limited (20 at once)
-          const text = fitted(pattern, chars, limit, body);
-          const res = await handler(
-            new Request("http://localhost/functions/v1/memory-extract", {
-              method: "POST",
-              headers: await userHeaders(tenant),
-              body: JSON.stringify(body(text)),
-            }),
-          );
-          assert.equal(res.status, 202, await res.text());
-          const report = await drainQueue(deps, { ownerId: tenant, workerId: "linear-test", maxJobs: 5 });
-          assert.equal(report.dead + report.retried, 0, JSON.stringify(report));
-          assert.ok(report.done >= 1, JSON.stringify(report));
-        });
-      }
-    } finally {
-      await sql.end();
-    }
+    await assertLinearWork(["memory-compact"], ROUTE_SIZES);
+    await answersAtLimit("memory-compact", config.maxCompactBodyBytes);
   },
 );
 
-Deno.test("linear: the retrieval block's bullet folding and the sentence splitter on hostile text", async () => {
-  // Stored content is at most 4,000 characters; these run far beyond it to show the shape.
-  const limit = 1 << 20;
-  await assertLinear("bulletText, a space run", limit, (n) => Promise.resolve(bulletText(`a${" ".repeat(n)}b`)));
-  await assertLinear("splitSentences, a dot run", limit, (n) => Promise.resolve(splitSentences(`${".".repeat(n)}a`)));
-  await assertLinear(
-    "rules, 'ok' fillers",
-    limit,
-    (n) =>
-      Promise.resolve(extractByRules([{ role: "user", content: "ok\n".repeat(n / 3) }], { namespace: "devai/user" })),
-  );
-  // Context assembly compresses every candidate offline: one long word, and a comma run inside a token.
-  // Stored content is at most 4,000 characters: 256 KiB shows the shape (the quadratic pattern took
-  // 400 ms at 16 KiB), without the 1 MiB step whose single huge string times with GC noise.
-  const stored = 1 << 18;
-  await assertLinear(
-    "offline compression, one long dotted word",
-    stored,
-    (n) => Promise.resolve(offlineForms(`use ${"a.".repeat(n / 2)} now`)),
-  );
-  await assertLinear(
-    "offline compression, a comma run in a token",
-    stored,
-    (n) => Promise.resolve(offlineForms(`pin ${",".repeat(n)}a`)),
-  );
+dbTest(
+  "linear: memory-extract and its worker's work on hostile transcripts grows linearly; each is handled at the body limit",
+  async () => {
+    await assertLinearWork(["memory-extract + worker"], ROUTE_SIZES);
+    await answersAtLimit("memory-extract + worker", config.maxExtractBodyBytes);
+  },
+);
+
+Deno.test("linear: the retrieval block's bullet folding, the sentence splitter and the rules on hostile text", async () => {
+  await assertLinearWork(["bulletText", "splitSentences", "extractByRules"], HELPER_SIZES);
 });
 
-Deno.test("linear: shortening, the offline summary and entity mentions on a comma run inside the text", async () => {
-  // A run of trimmable characters followed by another character: a trailing-trim pattern tried
-  // from every start in the run (what these used) is quadratic in it.
-  const limit = 1 << 20;
-  await assertLinear(
-    "shortenToFit",
-    limit,
-    (n) => Promise.resolve(shortenToFit(`a ${",".repeat(n)}x b c`, () => true)),
-  );
-  await assertLinear(
-    "offlineSummary",
-    limit,
-    (n) => Promise.resolve(offlineSummary(`${"w ".repeat(10)}${",".repeat(n)}x ${"w ".repeat(30)}`)),
-  );
-  await assertLinear(
-    "offlineCompressed",
-    limit,
-    (n) => Promise.resolve(offlineCompressed(`deploy ${",".repeat(n)}x now`)),
-  );
-  await assertLinear(
-    "extractEntityMentions",
-    limit,
-    (n) => Promise.resolve(extractEntityMentions(`see https://a.io/${",".repeat(n)}x today`)),
-  );
-  // An install command's word is trimmed of its closing punctuation (install-packages.ts).
-  await assertLinear(
-    "extractEntityMentions, an install command's word",
-    limit,
-    (n) => Promise.resolve(extractEntityMentions(`npm install ${".".repeat(n)}a`)),
-  );
-  // Many install commands on one line: each reads its words up to the next, not to the line's end.
-  await assertLinear(
-    "extractEntityMentions, install commands on one line",
-    limit,
-    (n) => Promise.resolve(extractEntityMentions("中npm i ".repeat(n / 7))),
+Deno.test("linear: offline compression, shortening, the offline summary and entity mentions on runs inside the text", async () => {
+  // Context assembly compresses every candidate offline; a run of trimmable characters followed by
+  // another character is quadratic for a trailing-trim pattern tried from every start in the run.
+  await assertLinearWork(
+    ["offlineForms", "shortenToFit", "offlineSummary", "offlineCompressed", "extractEntityMentions"],
+    HELPER_SIZES,
   );
   assert.equal(
     shortenToFit("one two, three", (s) => s.length <= 9),

@@ -10,7 +10,7 @@
 //
 // Every pattern is a plain scan with bounded repetitions (no nested quantifiers), and none re-reads a
 // long window at every place it may start (the JWT rule consumes what it scanned), so the work is
-// linear in the text's length whatever it holds (tests/redact.test.ts times hostile texts).
+// linear in the text's length whatever it holds (tests/redact.test.ts counts the work on hostile texts).
 
 import { shortenToFit } from "./fit-text.ts";
 import { RULES } from "./secret-rules.ts";
