@@ -103,6 +103,19 @@ Deno.test("linear: offline compression, shortening, the offline summary and enti
   assert.equal(offlineCompressed("Use pnpm-8 instead of npm for installs."), "pnpm-8: npm installs");
 });
 
+Deno.test("linear: the work counter sees the super-linear code these tests were written against", async () => {
+  for (
+    const [workload, failure] of [
+      ["known bad: a trailing trim by regex", /backtracks a character/],
+      ["known bad: a window re-read at every start", /backtracks a character/],
+      ["known bad: a scan to the end from every position", /super-linear work/],
+      ["known bad: one long piece to the tokenizer library", /super-linear work/],
+    ] as const
+  ) {
+    await assert.rejects(assertLinearWork([workload], HELPER_SIZES), failure, workload);
+  }
+});
+
 Deno.test("tokens: the library never merges more than SEGMENT_CHARS characters at once (work bounded per character)", () => {
   for (const text of Object.values(HOSTILE).map((p) => p(50_000))) {
     let total = 0;

@@ -12,6 +12,7 @@ import { extractEntityMentions } from "../../supabase/functions/_shared/entity-r
 import { splitSentences } from "../../supabase/functions/_shared/writing-constraints.ts";
 import { extractByRules } from "../../supabase/functions/_shared/rule-extractor.ts";
 import { drainQueue } from "../../supabase/functions/_shared/drain-queue.ts";
+import { countTokens as libraryTokens } from "gpt-tokenizer";
 import { userHeaders } from "./auth.ts";
 import { testConfig } from "./config.ts";
 import { newTenant, testSql } from "./seed.ts";
@@ -169,4 +170,21 @@ export const WORKLOADS: Record<string, Workload> = {
     },
     run: sync(extractEntityMentions),
   },
+
+  // Known super-linear code, for the test that the counter still sees it (a V8 upgrade that
+  // changed what these flags do would otherwise let every check above pass on anything).
+  "known bad: a trailing trim by regex": one(
+    "a comma run",
+    (n) => `${",".repeat(n)}x`,
+    (t) => t.replace(/[\s,;:.]+$/, ""),
+  ),
+  "known bad: a window re-read at every start": one(
+    "eyJ- repeated",
+    (n) => "eyJ-".repeat(n / 4),
+    (t) => t.match(/\beyJ[A-Za-z0-9_-]{8,4096}\.eyJ[A-Za-z0-9_-]{8,8192}\.[A-Za-z0-9_-]{8,4096}/g),
+  ),
+  "known bad: a scan to the end from every position": one("a run", (n) => "a".repeat(n), (t) => {
+    for (let i = 0; i < t.length; i++) t.indexOf("\n", i);
+  }),
+  "known bad: one long piece to the tokenizer library": one("a run", (n) => "a".repeat(n), (t) => libraryTokens(t)),
 };
