@@ -117,6 +117,19 @@ export function mapDatabaseError(err: unknown): HttpError | undefined {
   }
   if (code === "23514" || code === "23502") return new HttpError(422, "unprocessable", detail);
   if (code === "23505") return new HttpError(409, "conflict", detail);
+  // A deadlock with a concurrent transaction on the same rows (a memory write also bumps its
+  // thread's revision row, held to commit, so writers racing on one thread's memories can lock in
+  // opposite orders): Postgres rolled this request's transaction back whole; the same request
+  // again goes through once the other has committed.
+  if (code === "40P01") {
+    return new HttpError(
+      409,
+      "conflict",
+      "a concurrent change to the same memories got in the way; nothing was written, try again",
+      undefined,
+      { "retry-after": "1" },
+    );
+  }
   if (code === "23503") return new HttpError(404, "not_found", "referenced memory not found");
   if (code === "42501") return new HttpError(403, "forbidden", "not allowed");
   return undefined;
