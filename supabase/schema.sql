@@ -119,6 +119,22 @@ end;
 $$;
 
 --
+-- Name: assign_revision_at_commit(); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.assign_revision_at_commit() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+begin
+  update public.memory_change_log c
+     set revision = memory_private.bump_thread_revision(new.owner_id, new.thread_id)
+   where c.id = new.id;
+  return null;
+end;
+$$;
+
+--
 -- Name: bump_thread_revision(uuid, text); Type: FUNCTION; Schema: memory_private; Owner: -
 --
 
@@ -736,6 +752,19 @@ $$;
 COMMENT ON FUNCTION memory_private.enqueue_vector_index_jobs(p_now timestamp with time zone, p_min_rows integer) IS 'Queues a vector_index job for each row of memory_private.vector_index_plan (a build for each tenant with dedicated_vector_index_min_rows active memories or more, at most half of them all, without a valid index of its own; a drop for each tenant index whose tenant has fewer than half of that, or that a failed build left invalid); one per tenant, action and day. pg_cron hourly (devai-vector-indexes).';
 
 --
+-- Name: ensure_thread_revision(uuid, text); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.ensure_thread_revision(p_owner uuid, p_thread text) RETURNS void
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+  insert into public.memory_thread_revisions (owner_id, thread_id, revision)
+  values (p_owner, p_thread, 0)
+  on conflict (owner_id, thread_id) do nothing
+$$;
+
+--
 -- Name: entity_link_profile_on_insert(); Type: FUNCTION; Schema: memory_private; Owner: -
 --
 
@@ -1234,7 +1263,6 @@ declare
   v_event  text;
   v_change text;
   v_row    public.devai_memories;
-  v_rev    bigint;
 begin
   if tg_op = 'INSERT' then
     v_row := new; v_event := 'ADD'; v_change := 'created';
@@ -1282,9 +1310,9 @@ begin
   );
 
   if v_change is not null and current_setting('memory.change_log', true) is distinct from 'bulk' then
-    v_rev := memory_private.bump_thread_revision(v_row.owner_id, v_thread);
+    perform memory_private.ensure_thread_revision(v_row.owner_id, v_thread);
     insert into public.memory_change_log (owner_id, thread_id, revision, memory_id, event, summary, meta)
-    values (v_row.owner_id, v_thread, v_rev, v_row.id, v_change, left(v_row.content, 200),
+    values (v_row.owner_id, v_thread, 0, v_row.id, v_change, left(v_row.content, 200),
             memory_private.change_log_meta(v_row.memory_type, v_row.namespace, v_row.importance, v_row.metadata, v_event));
   end if;
   return null;
@@ -6176,6 +6204,12 @@ CREATE TRIGGER devai_memories_touch_updated_at BEFORE UPDATE ON public.devai_mem
 CREATE TRIGGER memory_agent_tokens_active_limit BEFORE INSERT ON public.memory_agent_tokens FOR EACH ROW EXECUTE FUNCTION memory_private.enforce_agent_token_limit();
 
 --
+-- Name: memory_change_log memory_change_log_revision_at_commit; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE CONSTRAINT TRIGGER memory_change_log_revision_at_commit AFTER INSERT ON public.memory_change_log DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN ((new.revision = 0)) EXECUTE FUNCTION memory_private.assign_revision_at_commit();
+
+--
 -- Name: memory_entities memory_entities_derive_keys; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -7271,6 +7305,12 @@ GRANT ALL ON FUNCTION memory_private.apply_page_ranges(p_job text, p_now timesta
 REVOKE ALL ON FUNCTION memory_private.assign_job_fair_key() FROM PUBLIC;
 
 --
+-- Name: FUNCTION assign_revision_at_commit(); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.assign_revision_at_commit() FROM PUBLIC;
+
+--
 -- Name: FUNCTION bump_thread_revision(p_owner uuid, p_thread text); Type: ACL; Schema: memory_private; Owner: -
 --
 
@@ -7390,6 +7430,12 @@ GRANT ALL ON FUNCTION memory_private.enqueue_nightly_consolidation(p_now timesta
 
 REVOKE ALL ON FUNCTION memory_private.enqueue_vector_index_jobs(p_now timestamp with time zone, p_min_rows integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION memory_private.enqueue_vector_index_jobs(p_now timestamp with time zone, p_min_rows integer) TO service_role;
+
+--
+-- Name: FUNCTION ensure_thread_revision(p_owner uuid, p_thread text); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.ensure_thread_revision(p_owner uuid, p_thread text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION entity_link_profile_on_insert(); Type: ACL; Schema: memory_private; Owner: -

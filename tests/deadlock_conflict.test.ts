@@ -1,9 +1,11 @@
 // A request that Postgres picks as a deadlock's victim is a 409 `conflict` saying nothing was
 // written (try again), never a 500: found by the chaos run of session 37, where a correction, a
 // confirm or a contradiction's resolution racing the dedup worker on the same memories deadlocked
-// on the thread's revision row (each memory write bumps it, held to commit) against the memory rows.
-// Reproduced here with two real connections: the test's transaction holds the thread's revision
-// row, the correction locks its memory and waits for that row, then the test asks for the memory.
+// on the thread's revision row against the memory rows. That cycle is gone since the revision row
+// is taken at commit (docs/operations.md#lock-order, tests/revision_lock_order.test.ts); the 409
+// stays for what the lock order leaves. Forced here with two real connections: the test's
+// transaction takes the two locks backwards by hand (the thread's revision row, then the memory),
+// the correction locks its memory and, at its commit, waits for the revision row.
 import assert from "node:assert/strict";
 import { realServerOnly } from "./support/backend.ts";
 import { memoryApi } from "./support/memory-api.ts";
@@ -35,7 +37,7 @@ Deno.test({
       await tx`update public.memory_thread_revisions set revision = revision
                 where owner_id = ${t} and thread_id = 'default'`;
       correction = api("POST", `/memory/${id}/correct`, { as: t, body: { content: "The shop deploys on Mondays." } });
-      // The correction holds the memory's row lock and waits for the revision row this transaction holds.
+      // The correction holds the memory's row lock and, committing, waits for the revision row this transaction holds.
       await waitUntil(
         async () =>
           (await probe`select 1 from pg_stat_activity where ${pid}::int = any (pg_blocking_pids(pid))`).length > 0,

@@ -117,10 +117,11 @@ export function mapDatabaseError(err: unknown): HttpError | undefined {
   }
   if (code === "23514" || code === "23502") return new HttpError(422, "unprocessable", detail);
   if (code === "23505") return new HttpError(409, "conflict", detail);
-  // A deadlock with a concurrent transaction on the same rows (a memory write also bumps its
-  // thread's revision row, held to commit, so writers racing on one thread's memories can lock in
-  // opposite orders): Postgres rolled this request's transaction back whole; the same request
-  // again goes through once the other has committed.
+  // A deadlock with a concurrent transaction on the same rows: Postgres rolled this request's
+  // transaction back whole; the same request again goes through once the other has committed.
+  // Writers lock in one order (memory rows, then the thread's revision row at commit:
+  // docs/operations.md#lock-order), so only what that order leaves gets here (the dedup worker's
+  // neighbours, locked candidate by candidate; a decay or TTL step's per-batch revision bumps).
   if (code === "40P01") {
     return new HttpError(
       409,

@@ -1,6 +1,9 @@
 -- The delta header reads "what changed since revision N": every memory write bumps the thread's
 -- revision (memory.thread_id, default 'default') and logs the change under that revision.
 begin;
+-- Revisions are given at commit (migration 20261129300000); this file's one transaction never
+-- commits, so they are given at the end of each statement instead.
+set constraints public.memory_change_log_revision_at_commit immediate;
 select plan(10);
 
 select tests.authenticate_as('60000000-0000-4000-8000-00000000000a');

@@ -4,6 +4,9 @@
 -- instant; a tenant's batch can neither reinforce nor record for another tenant; anon may call
 -- neither.
 begin;
+-- Revisions are given at commit (migration 20261129300000); this file's one transaction never
+-- commits, so they are given at the end of each statement instead.
+set constraints public.memory_change_log_revision_at_commit immediate;
 set local timezone to 'UTC';
 select plan(14);
 

@@ -2,6 +2,9 @@
 -- 'updated' and the history event in its meta; a pin that comes with an edit stays UPDATE; a
 -- confirm of a memory pinned already is recorded (CONFIRM) though no audited column changes.
 begin;
+-- Revisions are given at commit (migration 20261129300000); this file's one transaction never
+-- commits, so they are given at the end of each statement instead.
+set constraints public.memory_change_log_revision_at_commit immediate;
 select plan(8);
 
 insert into public.devai_memories (id, owner_id, content, memory_type, namespace) values
