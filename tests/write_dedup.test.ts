@@ -175,6 +175,48 @@ Deno.test("dedup: UPDATE stores the merged memory and supersedes the old one (ME
   }
 });
 
+Deno.test("dedup: an UPDATE whose merged text another live memory says supersedes the old one by it, no duplicate", async () => {
+  const env = await writeEnv();
+  try {
+    const tenant = newTenant();
+    const old = await seedBase(env, tenant);
+    const other = await seedMemory(env.sql, tenant, {
+      content: "The task-api deploys with pnpm run deploy.",
+      namespace: NS,
+      embedding: hashVector("another memory"),
+      embedding_model: EMBEDDING_MODEL,
+    });
+    const text = "Deploys of the task-api now use pnpm.";
+    env.fake.setEmbedding(text, vectorWithSimilarity(base, 0.92, "same-merged"));
+    // The merged text is the other memory's, case and spacing aside.
+    env.fake.onChat(
+      DEDUP_MARK,
+      reply.json({ action: "UPDATE", target: 0, content: "The task-api deploys with  PNPM run deploy." }),
+    );
+    await enqueue(env, tenant, [candidate(text)]);
+    await drainAll(env.deps, tenant);
+    const mems = await memoriesOf(env.sql, tenant);
+    assert.deepEqual(
+      mems.map((m) => [m.id === old.id ? "old" : m.id === other.id ? "other" : m.content, m.is_valid, m.superseded_by])
+        .sort(),
+      [["old", false, other.id], ["other", true, null]],
+    );
+    const rels = await env
+      .sql`select relation_type from public.memory_relations where from_id = ${other.id} and to_id = ${old.id}`;
+    assert.deepEqual(rels.map((r) => r.relation_type), ["supersedes"]);
+
+    // A merged text that is the old memory's own: nothing changes.
+    const again = "The task-api deploys via pnpm, confirmed.";
+    env.fake.setEmbedding(again, vectorWithSimilarity(hashVector("another memory"), 0.92, "own-text"));
+    env.fake.onChat(DEDUP_MARK, reply.json({ action: "UPDATE", target: 0, content: other.content }));
+    await enqueue(env, tenant, [candidate(again)]);
+    await drainAll(env.deps, tenant);
+    assert.equal((await memoriesOf(env.sql, tenant)).length, 2);
+  } finally {
+    await env.close();
+  }
+});
+
 Deno.test("dedup: DELETE invalidates the contradicted memory softly (audited, reversible) and stores the candidate", async () => {
   const env = await writeEnv();
   try {

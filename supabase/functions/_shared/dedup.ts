@@ -8,7 +8,8 @@
 //   3. no neighbour ≥ dedup threshold → ADD; else ONE LLM call → ADD / UPDATE / DELETE / NOOP
 //      (resolved server-side, see dedup-decision.ts), or a conservative rule without an LLM (also
 //      for the user's own statement when the model fails: decideWithModel)
-//   4. UPDATE: insert the merged memory, old.superseded_by = new, old.is_valid = false (MERGE);
+//   4. UPDATE: insert the merged memory, old.superseded_by = new, old.is_valid = false (MERGE); a
+//      merged text another live memory already says: that one supersedes the old, nothing inserted;
 //      DELETE: old.is_valid = false (soft, audited as DELETE, reversible) and the candidate stored;
 //      either way the trigger closes the old fact's validity (valid_until, docs/graph.md)
 //   5. relations from the new memory to its top-K neighbours above the link threshold
@@ -37,6 +38,8 @@ import { event, insertMemory } from "./dedup-writes.ts";
 import type { CodeOrigin } from "./schemas.ts";
 import { proposeIfSensitive } from "./proposals.ts";
 import { queueContradictionCheck } from "./contradiction-check.ts";
+import { supersedeMemory } from "./supersede.ts";
+import { contentHashSql } from "./memories/record.ts";
 
 export interface DedupContext {
   ownerId: string;
@@ -124,15 +127,8 @@ export async function dedupCandidates(
     const outcome: CandidateOutcome = { content: c.content, namespace: c.namespace, action: "NOOP", links: 0 };
     report.outcomes.push(outcome);
 
-    // 1. exact duplicate: zero LLM calls, zero searches. The expression is memory_private.content_hash
-    // (what the content_hash column is derived with), inlined because the tenant role has no usage on that schema.
-    const [dup] = await tx<{ id: string }[]>`
-      select id from public.devai_memories
-       where owner_id = ${ctx.ownerId}
-         and content_hash = encode(sha256(convert_to(lower(btrim(regexp_replace(${c.content}::text, '\\s+', ' ', 'g'))), 'UTF8')), 'hex')
-         and is_valid and state = 'active' and source is distinct from 'conversation'
-         and (namespace || '/') ^@ any (${visibleScopes(c.namespace, deps.config.namespaceRoot)}::text[])
-       limit 1`;
+    // 1. exact duplicate: zero LLM calls, zero searches.
+    const dup = await liveWithText(tx, deps, ctx.ownerId, c.content, c.namespace);
     if (dup) {
       outcome.action = "NOOP";
       outcome.reason = "exact_duplicate";
@@ -228,11 +224,26 @@ export async function dedupCandidates(
       await event(tx, ctx, "classify", "ok", null, c, best ?? null, { decision: action.action, rule: "no_llm" });
     }
 
-    // 4. apply
+    // 4. apply. A merged text another live memory already says: that one replaces the target (a
+    // new row would duplicate it); the target's own text: nothing to change.
+    const same = action.action === "UPDATE" && action.content !== c.content
+      ? await liveWithText(tx, deps, ctx.ownerId, action.content, c.namespace)
+      : undefined;
+    if (action.action === "UPDATE" && same?.id === action.targetId) action = { action: "NOOP", targetId: same.id };
     outcome.action = action.action;
     report.counts[action.action]++;
     if (action.action === "NOOP") {
       outcome.target_id = action.targetId;
+      continue;
+    }
+    if (
+      action.action === "UPDATE" && same && await supersedeMemory(tx, ctx.ownerId, same.id, action.targetId, {
+        strength: found.find((n) => n.id === action.targetId)?.similarity ?? thresholds.dedup,
+        evidence: { dedup: "merged_text_exists" },
+      })
+    ) {
+      Object.assign(outcome, { target_id: action.targetId, memory_id: same.id, reason: "merged_text_exists" });
+      await event(tx, ctx, "merge", "ok", action.targetId, c, best ?? null, { superseded_by: same.id, existing: true });
       continue;
     }
     const newId = await insertMemory(tx, ctx, c, action.content, vec, deps.embedder.model);
@@ -275,3 +286,14 @@ export async function dedupCandidates(
 }
 
 const clamp01 = (x: number) => Math.max(0, Math.min(1, x));
+
+/** A valid, active memory (not a raw episode) in the scope that says `text`, case and spacing aside. */
+async function liveWithText(tx: Tx, deps: DedupDeps, ownerId: string, text: string, namespace: string) {
+  const [row] = await tx<{ id: string }[]>`
+    select id from public.devai_memories
+     where owner_id = ${ownerId} and content_hash = ${contentHashSql(tx, text)}
+       and is_valid and state = 'active' and source is distinct from 'conversation'
+       and (namespace || '/') ^@ any (${visibleScopes(namespace, deps.config.namespaceRoot)}::text[])
+     limit 1`;
+  return row;
+}
