@@ -124,7 +124,10 @@ export async function listContradictions(
   return rows.map(iso);
 }
 
-/** Records detected contradictions (a: the older memory); a pair already recorded is left alone. Returns how many are new. */
+/**
+ * Records detected contradictions (a: the older memory); a pair already recorded is left alone. Returns how many are new.
+ * In pair order: two workers recording overlapping pairs wait for each other's uncommitted pair in one order, never in a cycle.
+ */
 export async function recordContradictions(
   tx: Tx,
   ownerId: string,
@@ -144,6 +147,7 @@ export async function recordContradictions(
       from json_to_recordset(${
     tx.json(rows as never)
   }::json) as r(owner_id uuid, memory_a uuid, memory_b uuid, reason text)
+     order by least(r.memory_a, r.memory_b), greatest(r.memory_a, r.memory_b)
     on conflict (owner_id, least(memory_a, memory_b), greatest(memory_a, memory_b)) do nothing
     returning id`;
   return inserted.length;
