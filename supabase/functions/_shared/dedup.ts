@@ -195,7 +195,7 @@ export async function dedupCandidates(
     outcome.best_similarity = best;
     await event(tx, ctx, "search", "ok", found[0]?.id ?? null, c, best ?? null, { neighbours: found.length });
 
-    // Lock what the decision may touch; re-read so a concurrent edit (outside dedup) is respected.
+    // Lock what the decision may touch (as lockMemory does); re-read so a concurrent edit (outside dedup) is respected.
     const nearIds = found.filter((n) => n.similarity >= thresholds.dedup).slice(0, NEIGHBOURS_SHOWN).map((n) => n.id);
     let neighbours: Neighbour[] = [];
     if (nearIds.length > 0) {
@@ -205,7 +205,7 @@ export async function dedupCandidates(
         select id, content, source, priority, pinned from public.devai_memories
          where id = any(${nearIds}::uuid[]) and is_valid and state = 'active'
          order by id
-         for update`;
+         for no key update`;
       const byId = new Map(locked.map((r) => [r.id, r]));
       neighbours = found
         .filter((n) => byId.has(n.id) && nearIds.includes(n.id))

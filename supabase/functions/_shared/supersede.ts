@@ -50,10 +50,12 @@ export async function supersedeMemory(
   return true;
 }
 
-/** Locks the memories a decision may change, in id order (no lock-order deadlock between writers). */
+/** Locks the memories a decision may change, in id order (no lock-order deadlock between writers), as lockMemory does. */
 export async function lockMemories(tx: Tx, ids: readonly string[]): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
   const rows = await tx<{ id: string }[]>`
-    select id from public.devai_memories where id = any (${[...new Set(ids)].sort()}::uuid[]) order by id for update`;
+    select id from public.devai_memories where id = any (${
+    [...new Set(ids)].sort()
+  }::uuid[]) order by id for no key update`;
   return new Set(rows.map((r) => r.id));
 }

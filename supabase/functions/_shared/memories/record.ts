@@ -11,9 +11,16 @@ export function notFound(id: string): HttpError {
   return new HttpError(404, "not_found", `memory ${id} not found`);
 }
 
-/** The memory, locked for the rest of the transaction (most writes start here); 404 when the tenant has none. */
+/**
+ * The memory, locked for the rest of the transaction (most writes start here); 404 when the tenant has none.
+ * `for no key update`, what the writes' own UPDATEs take (no write changes id or owner_id): other
+ * writers and a purge wait, a row that only references the memory (an edge, a usage record, a
+ * contradiction: their foreign keys' key-share checks) does not, so it cannot close a wait cycle.
+ */
 export async function lockMemory(tx: Tx, id: string): Promise<Memory> {
-  const [row] = await tx`select ${memoryColumns(tx, "m")} from public.devai_memories m where m.id = ${id} for update`;
+  const [row] = await tx`select ${
+    memoryColumns(tx, "m")
+  } from public.devai_memories m where m.id = ${id} for no key update`;
   if (!row) throw notFound(id);
   return toMemory(row);
 }

@@ -1,0 +1,73 @@
+// A write's lock on a memory (lockMemory, lockMemories, the dedup worker's neighbours) is
+// `for no key update`, what its own UPDATEs take: a row that only references the memory (an edge,
+// a usage record, a contradiction, whose foreign keys take key-share locks) does not wait for it,
+// so it cannot close a wait cycle. Found by session 37's chaos run: a usage report or a recorded
+// contradiction holding its key-share lock on one memory and waiting for another that the dedup
+// worker had locked `for update`, while the worker waited to lock the first (40P01). Reproduced
+// with two real connections and no sleeps: the writer locks memory 1, the other transaction links
+// memories 2 → 3 and then 3 → 1, then the writer locks memory 2. With `for update` the link to 1
+// waits for the writer and the writer for the link to 2: a deadlock. Writers still exclude each
+// other: a second lockMemory of memory 1 waits.
+import assert from "node:assert/strict";
+import { lockMemories } from "../supabase/functions/_shared/supersede.ts";
+import { lockMemory } from "../supabase/functions/_shared/memories/record.ts";
+import { realServerOnly } from "./support/backend.ts";
+import { newTenant, seedMemories, testSql } from "./support/seed.ts";
+import { waitUntil } from "./support/wait.ts";
+
+Deno.test({
+  ...realServerOnly(
+    "memory locks: a write's lock does not stop a row that references the memory, writers still wait for each other",
+    "three transactions on three connections at once",
+  ),
+  sanitizeOps: false,
+  sanitizeResources: false,
+}, async () => {
+  const sql = testSql(2), writer = testSql(1), linker = testSql(1), second = testSql(1);
+  try {
+    const t = newTenant();
+    const [m1, m2, m3] = (await seedMemories(
+      sql,
+      t,
+      [1, 2, 3].map((i) => ({ content: `lock strength fact ${i}`, namespace: "devai/global" })),
+    )).map((m) => m.id) as [string, string, string];
+    const pidOf = async (q: { unsafe: (s: string) => Promise<unknown[]> }) =>
+      ((await q.unsafe("select pg_backend_pid() as pid")) as { pid: number }[])[0]!.pid;
+    const blockedBy = async (pid: number) =>
+      (await sql`select 1 from pg_stat_activity where ${pid}::int = any (pg_blocking_pids(pid))`).length > 0;
+    const link = (q: typeof sql, from: string, to: string) =>
+      q`insert into public.memory_relations (owner_id, from_id, to_id, relation_type, strength)
+        values (${t}, ${from}, ${to}, 'related_to', 0.5)`;
+
+    await writer.begin(async (w) => {
+      // The survivor, were there a deadlock: the linker the victim.
+      await w`set local deadlock_timeout = '60s'`;
+      const writerPid = await pidOf(w as never);
+      await lockMemory(w as never, m1);
+
+      const linked = linker.begin(async (l) => {
+        await link(l as never, m2, m3);
+        await link(l as never, m3, m1);
+      });
+      linked.catch(() => {}); // awaited below (a deadlock's victim rejects before then)
+      let settled = false;
+      linked.finally(() => (settled = true)).catch(() => {});
+      await waitUntil(async () => settled || await blockedBy(writerPid), "the links are done or wait for the writer", {
+        pollMs: 10,
+      });
+      assert.equal(settled, true, "linking to the locked memory does not wait for the writer");
+      await linked;
+
+      await lockMemories(w as never, [m2]);
+      // Another writer of memory 1 waits for this one.
+      const other = second.begin((s) => lockMemory(s as never, m1));
+      await waitUntil(() => blockedBy(writerPid), "a second writer of memory 1 waits", { pollMs: 10 });
+      other.catch(() => {});
+    });
+    const [row] = await sql<{ n: number }[]>`
+      select count(*)::int as n from public.memory_relations where owner_id = ${t}`;
+    assert.equal(row!.n, 2);
+  } finally {
+    await Promise.all([sql.end(), writer.end(), linker.end(), second.end()]);
+  }
+});
