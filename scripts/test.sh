@@ -78,6 +78,12 @@ section "database"
 bash scripts/db.sh reset || fail_hard "could not provision, reset or migrate the test database"
 db_url="$(bash scripts/db.sh url)"
 export DATABASE_URL="$db_url"
+# In UTC, as the pass below leaves it (a run stopped inside it left the database's zone moved, and
+# a reset keeps it): the real-Postgres Deno pass alone runs in another zone.
+reset_db_time_zone() {
+  bash scripts/db.sh psql -c 'do $$ begin execute format($f$alter database %I reset timezone$f$, current_database()); end $$' >/dev/null
+}
+reset_db_time_zone || fail_hard "could not reset the test database's time zone"
 
 section "supabase db advisors"
 if node scripts/check-advisors.mjs "$db_url"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
@@ -101,8 +107,6 @@ if ! command -v pg_prove >/dev/null 2>&1; then
     || fail_hard "could not install pg_prove (libtap-parser-sourcehandler-pgtap-perl)"
 fi
 bash scripts/db.sh psql -c "create extension if not exists pgtap with schema extensions" || fail_hard "pgtap extension unavailable"
-# In UTC (the real-Postgres Deno pass below moves the database's zone, and a reset keeps it).
-bash scripts/db.sh psql -c 'do $$ begin execute format($f$alter database %I reset timezone$f$, current_database()); end $$' >/dev/null || fail_hard "could not reset the test database's time zone"
 pg_prove --dbname "$db_url" --ext .sql --recurse supabase/tests/database 2>&1 | tee "$log_dir/pgtap.log"
 pgtap_rc=${PIPESTATUS[0]}
 # pg_prove's closing line: "Files=N, Tests=M, ..." and, on failure, "Failed X/M subtests".
@@ -180,11 +184,12 @@ section "deno test: real Postgres 17 (pg_cron, pgvector 0.8)"
 # Away from UTC, the database (a user may set its zone) and the server process (`npm start` runs in
 # the machine's) each in another zone, half an hour off and across a clock change: nothing the
 # service stores, answers or decides may depend on either (docs/operations.md#time-zones-and-locale).
-# pgTAP above and the PGlite pass below run in UTC.
+# pgTAP above and the PGlite pass below run in UTC; the zone is reset after the pass.
 bash scripts/db.sh psql -c 'do $$ begin execute format($f$alter database %I set timezone to %L$f$, current_database(), $z$America/St_Johns$z$); end $$' >/dev/null \
   || fail_hard "could not set the test database's time zone"
 echo "database time zone America/St_Johns, server and tests TZ=Pacific/Chatham"
 TZ=Pacific/Chatham run_deno_suite postgres "$db_url" "${postgres_tests[@]}"
+reset_db_time_zone || fail_hard "could not reset the test database's time zone"
 
 # The same suite on the embedded default of `npm start` (PGlite + pgvector behind our wire-protocol
 # server, migrated by the Supabase CLI like the real one), in a throwaway data folder.
