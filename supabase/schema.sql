@@ -191,7 +191,7 @@ CREATE TABLE public.memory_jobs (
     fair_key timestamp with time zone DEFAULT now() NOT NULL,
     CONSTRAINT memory_jobs_attempts_range CHECK (((attempts >= 0) AND ((max_attempts >= 1) AND (max_attempts <= 50)))),
     CONSTRAINT memory_jobs_idempotency_key_shape CHECK (((char_length(idempotency_key) >= 1) AND (char_length(idempotency_key) <= 300))),
-    CONSTRAINT memory_jobs_kind_check CHECK ((kind = ANY (ARRAY['extract'::text, 'dedup'::text, 'embed'::text, 'consolidate'::text, 'enrich'::text, 'causal'::text, 'nightly_consolidation'::text, 'contradiction_check'::text, 'insight'::text, 'reindex'::text, 'vector_index'::text]))),
+    CONSTRAINT memory_jobs_kind_check CHECK ((kind = ANY (ARRAY['extract'::text, 'dedup'::text, 'embed'::text, 'consolidate'::text, 'enrich'::text, 'causal'::text, 'nightly_consolidation'::text, 'contradiction_check'::text, 'insight'::text, 'reindex'::text, 'vector_index'::text, 'entity_backfill'::text]))),
     CONSTRAINT memory_jobs_payload_cleared_finished CHECK (((payload_cleared_at IS NULL) OR ((kind = 'extract'::text) AND (status = ANY (ARRAY['done'::text, 'dead'::text]))))),
     CONSTRAINT memory_jobs_status_check CHECK ((status = ANY (ARRAY['queued'::text, 'running'::text, 'done'::text, 'dead'::text])))
 );
@@ -571,6 +571,39 @@ begin
   return new;
 end;
 $$;
+
+--
+-- Name: enqueue_entity_backfill(timestamp with time zone); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.enqueue_entity_backfill(p_now timestamp with time zone DEFAULT now()) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+  v_queued integer;
+begin
+  with queued as (
+    insert into public.memory_jobs (owner_id, kind, payload, idempotency_key)
+    select t.owner_id, 'entity_backfill', '{}'::jsonb,
+           'entity_backfill:start:' || to_char(p_now at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US')
+      from (select distinct p.owner_id from memory_private.entity_pass_pending p) t
+     where not exists (select from public.memory_jobs j
+                        where j.owner_id = t.owner_id and j.kind = 'entity_backfill'
+                          and j.status in ('queued', 'running'))
+    on conflict (owner_id, kind, idempotency_key) do nothing
+    returning 1
+  )
+  select count(*)::integer into v_queued from queued;
+  return v_queued;
+end;
+$$;
+
+--
+-- Name: FUNCTION enqueue_entity_backfill(p_now timestamp with time zone); Type: COMMENT; Schema: memory_private; Owner: -
+--
+
+COMMENT ON FUNCTION memory_private.enqueue_entity_backfill(p_now timestamp with time zone) IS 'Queues one entity_backfill job per tenant with memories in memory_private.entity_pass_pending and none queued or running; returns how many. Run by 20261129500000; again by an operator after a dead job.';
 
 --
 -- Name: enqueue_graph_maintenance(timestamp with time zone); Type: FUNCTION; Schema: memory_private; Owner: -
@@ -4617,6 +4650,21 @@ end;
 $$;
 
 --
+-- Name: entity_pass_pending; Type: TABLE; Schema: memory_private; Owner: -
+--
+
+CREATE TABLE memory_private.entity_pass_pending (
+    owner_id uuid NOT NULL,
+    memory_id uuid NOT NULL
+);
+
+--
+-- Name: TABLE entity_pass_pending; Type: COMMENT; Schema: memory_private; Owner: -
+--
+
+COMMENT ON TABLE memory_private.entity_pass_pending IS 'Memories whose entity pass (rules and cited files, as the write path links a new memory) is not done: filled once by 20261129500000 with every memory that had no entity link, emptied a batch at a time by entity_backfill jobs. A memory absent from it is done. docs/graph.md#entities.';
+
+--
 -- Name: keyword_common_terms; Type: TABLE; Schema: memory_private; Owner: -
 --
 
@@ -5318,6 +5366,7 @@ CASE name
 END),
     CONSTRAINT memory_settings_cron_history_keep_days_range CHECK (((name <> 'cron_history_keep_days'::text) OR (value >= (0)::numeric))),
     CONSTRAINT memory_settings_dedicated_vector_index_min_rows_range CHECK (((name <> 'dedicated_vector_index_min_rows'::text) OR ((value >= (0)::numeric) AND (value = trunc(value))))),
+    CONSTRAINT memory_settings_entity_backfill_batch_size_range CHECK (((name <> 'entity_backfill_batch_size'::text) OR ((value >= (1)::numeric) AND (value <= (1000)::numeric) AND (value = trunc(value))))),
     CONSTRAINT memory_settings_event_keep_days_range CHECK (((name <> 'event_keep_days'::text) OR (value >= (1)::numeric))),
     CONSTRAINT memory_settings_exact_scan_cost_ratio_range CHECK (((name <> 'exact_scan_cost_ratio'::text) OR ((value >= (0)::numeric) AND (value <= (1000)::numeric)))),
     CONSTRAINT memory_settings_exact_scan_max_rows_range CHECK (((name <> 'exact_scan_max_rows'::text) OR ((value >= (0)::numeric) AND (value <= (1000000)::numeric) AND (value = trunc(value))))),
@@ -5481,6 +5530,13 @@ CREATE TABLE public.supervisor_checkpoints (
 --
 
 COMMENT ON TABLE public.supervisor_checkpoints IS 'The agent''s checkpoints: one JSON state per (tenant, thread), with a version for optimistic concurrency. See docs/consolidation.md#checkpoints.';
+
+--
+-- Name: entity_pass_pending entity_pass_pending_pkey; Type: CONSTRAINT; Schema: memory_private; Owner: -
+--
+
+ALTER TABLE ONLY memory_private.entity_pass_pending
+    ADD CONSTRAINT entity_pass_pending_pkey PRIMARY KEY (owner_id, memory_id);
 
 --
 -- Name: keyword_common_terms keyword_common_terms_pkey; Type: CONSTRAINT; Schema: memory_private; Owner: -
@@ -6452,6 +6508,12 @@ CREATE POLICY "Service role can reset rate-limit buckets" ON memory_private.rate
 CREATE POLICY "Service role can start lifecycle runs" ON memory_private.lifecycle_runs FOR INSERT TO service_role WITH CHECK (true);
 
 --
+-- Name: entity_pass_pending; Type: ROW SECURITY; Schema: memory_private; Owner: -
+--
+
+ALTER TABLE memory_private.entity_pass_pending ENABLE ROW LEVEL SECURITY;
+
+--
 -- Name: keyword_common_terms; Type: ROW SECURITY; Schema: memory_private; Owner: -
 --
 
@@ -7404,6 +7466,13 @@ GRANT ALL ON FUNCTION memory_private.end_memory_sessions(p_ids uuid[], p_reason 
 REVOKE ALL ON FUNCTION memory_private.enforce_agent_token_limit() FROM PUBLIC;
 
 --
+-- Name: FUNCTION enqueue_entity_backfill(p_now timestamp with time zone); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.enqueue_entity_backfill(p_now timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION memory_private.enqueue_entity_backfill(p_now timestamp with time zone) TO service_role;
+
+--
 -- Name: FUNCTION enqueue_graph_maintenance(p_now timestamp with time zone); Type: ACL; Schema: memory_private; Owner: -
 --
 
@@ -8225,6 +8294,12 @@ GRANT ALL ON FUNCTION public.retrieve_for_turn(query_text text, query_embedding 
 REVOKE ALL ON FUNCTION public.take_rate_limit_token(p_route_class text, p_service_role boolean) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.take_rate_limit_token(p_route_class text, p_service_role boolean) TO authenticated;
 GRANT ALL ON FUNCTION public.take_rate_limit_token(p_route_class text, p_service_role boolean) TO service_role;
+
+--
+-- Name: TABLE entity_pass_pending; Type: ACL; Schema: memory_private; Owner: -
+--
+
+GRANT SELECT,DELETE ON TABLE memory_private.entity_pass_pending TO service_role;
 
 --
 -- Name: TABLE keyword_common_terms; Type: ACL; Schema: memory_private; Owner: -

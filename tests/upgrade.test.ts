@@ -30,6 +30,9 @@ const OLD = {
   parser: "10000000-0000-4000-8000-000000000005",
   forgotten: "10000000-0000-4000-8000-000000000006",
   correction: "10000000-0000-4000-8000-000000000007",
+  /** Written before graph memory existed: no entity links until the upgrade's entity pass. */
+  unlinked: "10000000-0000-4000-8000-000000000008",
+  unlinkedB: "20000000-0000-4000-8000-000000000003",
 };
 
 async function run(cmd: string, args: string[], env: Record<string, string> = {}): Promise<string> {
@@ -163,11 +166,21 @@ Deno.test({
       assert.equal(byToken.status, 200, JSON.stringify(byToken.body));
       assert.deepEqual(byToken.body.state, { step: 3, todo: ["a", "b"] });
 
+      // One memory a batch: tenant A's 7 unlinked memories take 7 jobs, each queueing the next.
+      await sql`update public.memory_settings set value = 1 where name = 'entity_backfill_batch_size'`;
       // Jobs the old worker queued or held (its lease run out) are run by today's worker.
       const drained = await functionJson(server, "memory-worker", { authorization: `Bearer ${await serviceToken()}` }, {
-        max_jobs: 10,
+        max_jobs: 30,
       });
       assert.equal(drained.status, 200, JSON.stringify(drained.body));
+      // The extract call's in-process kick may still hold some: until none is queued or running.
+      for (let i = 0; i < 100; i++) {
+        const [busy] = await sql<{ n: number }[]>`
+          select count(*)::int as n from public.memory_jobs where status in ('queued', 'running')`;
+        if (busy!.n === 0) break;
+        await functionJson(server, "memory-worker", { authorization: `Bearer ${await serviceToken()}` }, {});
+        await new Promise((r) => setTimeout(r, 50));
+      }
       const jobs = await sql<{ id: string; status: string }[]>`
         select id, status from public.memory_jobs where idempotency_key like 'fixture-%' order by id`;
       assert.deepEqual(jobs.map((j) => j.status), ["done", "done"], JSON.stringify(jobs));
@@ -175,6 +188,41 @@ Deno.test({
         select count(*)::int as n from public.devai_memories
          where owner_id = ${B} and content = 'Tenant B builds run on Node 22 in CI'`;
       assert.equal(b!.n, 1, "the job held by the dead worker wrote its memory once");
+
+      // Memories never linked to entities got their entity pass from the jobs the migration queued
+      // (one per tenant): linked as a new memory is (rules, cited files), then found by entity.
+      const linksOf = async (id: string) =>
+        (await sql<{ name: string; source: string }[]>`
+          select e.canonical_name as name, l.source from public.memory_entity_links l
+            join public.memory_entities e on e.id = l.entity_id where l.memory_id = ${id} order by 1`)
+          .map((l) => `${l.name}:${l.source}`);
+      assert.deepEqual(await linksOf(OLD.unlinked), ["src/net/backoff.ts:api", "src/net/retry.ts:rules"]);
+      assert.deepEqual(await linksOf(OLD.unlinkedB), ["config/app.yaml:rules"]);
+      const backfills = await sql<{ owner_id: string; n: number }[]>`
+        select owner_id, count(*)::int as n from public.memory_jobs
+         where kind = 'entity_backfill' and status = 'done' group by 1 order by 1`;
+      assert.deepEqual(backfills.map((j) => j.n), [7, 3], "a job a batch, until each tenant's last");
+      const entities = await functionJson(server, "memory/entities?q=src/net/retry.ts", asA);
+      assert.equal(entities.status, 200, JSON.stringify(entities.body));
+      const [retry] = entities.body.entities;
+      assert.equal(retry?.canonical_name, "src/net/retry.ts", JSON.stringify(entities.body));
+      const profile = await functionJson(server, `memory/entities/${retry.id}`, asA);
+      assert.equal(profile.status, 200, JSON.stringify(profile.body));
+      assert.deepEqual(profile.body.facts.map((f: { id: string }) => f.id), [OLD.unlinked]);
+      const notB = await functionJson(server, "memory/entities?q=config/app.yaml", asA);
+      assert.deepEqual(notB.body.entities, [], "tenant B's entity stays B's");
+
+      // Done once: the pass set is empty, and queueing again or draining again links nothing.
+      const links = async () =>
+        (await sql<{ n: number }[]>`select count(*)::int as n from public.memory_entity_links`)[0]!.n;
+      const linked = await links();
+      const [again] = await sql<{ n: number }[]>`select memory_private.enqueue_entity_backfill() as n`;
+      assert.equal(again!.n, 0, "nothing left to queue");
+      const rerun = await functionJson(server, "memory-worker", { authorization: `Bearer ${await serviceToken()}` }, {
+        max_jobs: 30,
+      });
+      assert.equal(rerun.status, 200, JSON.stringify(rerun.body));
+      assert.equal(await links(), linked, "a second run links nothing");
     } finally {
       await server?.close();
       await sql.end();

@@ -3,15 +3,23 @@
 //   consolidate  one session's episodes → facts with provenance (consolidation.ts)
 //   enrich       nightly entity summaries (graph-maintenance.ts)
 //   causal       nightly causal inference over consecutive episode pairs (graph-maintenance.ts)
+//   entity_backfill  one batch of memories never linked to entities (entity-backfill.ts)
 // Each job's writes run as its tenant (RLS) and commit with the job's completion.
 import { z } from "zod";
 import { consolidateSession } from "./consolidation.ts";
 import { toVectorLiteral, withTenant } from "./db.ts";
 import type { WorkerDeps } from "./drain-queue.ts";
 import { enrichEntities, inferCauses } from "./graph-maintenance.ts";
+import { runEntityBackfill } from "./entity-backfill.ts";
 import { completeJobInTx, type Job, type JobKind, PermanentJobError } from "./jobs.ts";
 
-export const GRAPH_JOB_KINDS = ["embed", "consolidate", "enrich", "causal"] as const satisfies readonly JobKind[];
+export const GRAPH_JOB_KINDS = [
+  "embed",
+  "consolidate",
+  "enrich",
+  "causal",
+  "entity_backfill",
+] as const satisfies readonly JobKind[];
 
 export function isGraphJob(kind: string): boolean {
   return (GRAPH_JOB_KINDS as readonly string[]).includes(kind);
@@ -29,6 +37,8 @@ export async function processGraphJob(deps: WorkerDeps, job: Job, workerId: stri
       return await enrichEntities(deps, job, workerId);
     case "causal":
       return await inferCauses(deps, job, workerId);
+    case "entity_backfill":
+      return await runEntityBackfill(deps, job, workerId);
     default:
       throw new PermanentJobError(`unknown graph job kind '${job.kind}'`);
   }

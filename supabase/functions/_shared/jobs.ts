@@ -12,7 +12,7 @@ import { asService, type Sql, type Tx } from "./db.ts";
 import { outsideRequest } from "./rate-limit.ts";
 import { storableJson } from "./unsafe-characters.ts";
 
-/** memory_jobs.kind: the write path's extract and dedup, the graph's jobs (graph-jobs.ts), the background ones (background-jobs.ts), a tenant's own vector index (vector-index-job.ts). */
+/** memory_jobs.kind: the write path's extract and dedup, the graph's jobs (graph-jobs.ts), the background ones (background-jobs.ts), a tenant's own vector index (vector-index-job.ts), the entity pass of memories never linked (entity-backfill.ts). */
 export type JobKind =
   | "extract"
   | "dedup"
@@ -24,7 +24,8 @@ export type JobKind =
   | "contradiction_check"
   | "insight"
   | "reindex"
-  | "vector_index";
+  | "vector_index"
+  | "entity_backfill";
 export type JobStatus = "queued" | "running" | "done" | "dead";
 
 export interface Job<P = Record<string, unknown>> {

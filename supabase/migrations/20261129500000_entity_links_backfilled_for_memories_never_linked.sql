@@ -1,0 +1,82 @@
+-- Entity links for memories that never went through entity linking (docs/upgrading.md,
+-- docs/graph.md#entities). Today every write path links a new memory to the entities its text
+-- names in the transaction that inserts it (_shared/entities.ts). Memories written before graph
+-- memory existed (main before 2026-11-23 16:21 UTC, migration 20261124300100) never were: after an
+-- upgrade, keyword and vector search found them, but the graph signal, GET memory/entities and
+-- entity profiles did not (20 such memories: 0 links).
+--
+-- The marker is a set of the memories whose entity pass is NOT done yet,
+-- memory_private.entity_pass_pending, filled once, here: every memory with no link at all. A
+-- memory written from now on is linked when written and never enters it, so the write path is
+-- unchanged (no column to set, no row to write). An 'entity_backfill' job takes one batch of one
+-- tenant (entity_backfill_batch_size, 200), links it by the same rules as a new memory, removes it
+-- from the set and queues the tenant's next batch, all in one transaction: the fair queue
+-- interleaves the tenants, a batch is never redone, and a memory that names no entity leaves the
+-- set like the others (it is never scanned again). Running it again adds nothing: the set is empty.
+-- A memory already linked today (this migration's test: a memory with any link) is not queued; a
+-- memory written by today's code that names nothing is scanned once, finding nothing.
+--
+-- On a fresh install the set is empty and no job is queued. Cost at 100,000 unlinked memories: one
+-- insert ... select into the set (an index-only anti-join), no row of devai_memories touched.
+
+create table memory_private.entity_pass_pending (
+  owner_id  uuid not null,
+  memory_id uuid not null,
+  primary key (owner_id, memory_id)
+);
+comment on table memory_private.entity_pass_pending is
+  'Memories whose entity pass (rules and cited files, as the write path links a new memory) is not done: filled once by 20261129500000 with every memory that had no entity link, emptied a batch at a time by entity_backfill jobs. A memory absent from it is done. docs/graph.md#entities.';
+alter table memory_private.entity_pass_pending enable row level security;
+revoke all on table memory_private.entity_pass_pending from public, anon, authenticated;
+grant select, delete on table memory_private.entity_pass_pending to service_role;
+
+insert into public.memory_settings (name, value, description) values
+  ('entity_backfill_batch_size', 200,
+   'Memories one entity_backfill job links (one tenant, one transaction) before it queues the tenant''s next batch. docs/graph.md#entities.')
+on conflict (name) do nothing;
+alter table public.memory_settings add constraint memory_settings_entity_backfill_batch_size_range check (
+  name <> 'entity_backfill_batch_size' or (value >= 1 and value <= 1000 and value = trunc(value)));
+
+alter table public.memory_jobs drop constraint memory_jobs_kind_check;
+alter table public.memory_jobs add constraint memory_jobs_kind_check check (
+  kind in ('extract', 'dedup', 'embed', 'consolidate', 'enrich', 'causal',
+           'nightly_consolidation', 'contradiction_check', 'insight', 'reindex', 'vector_index',
+           'entity_backfill'));
+
+-- One entity_backfill job for each tenant with memories in the set and no such job queued or
+-- running. Called below; an operator calls it again if a tenant's job died (docs/upgrading.md).
+create function memory_private.enqueue_entity_backfill(p_now timestamptz default now())
+returns integer
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_queued integer;
+begin
+  with queued as (
+    insert into public.memory_jobs (owner_id, kind, payload, idempotency_key)
+    select t.owner_id, 'entity_backfill', '{}'::jsonb,
+           'entity_backfill:start:' || to_char(p_now at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US')
+      from (select distinct p.owner_id from memory_private.entity_pass_pending p) t
+     where not exists (select from public.memory_jobs j
+                        where j.owner_id = t.owner_id and j.kind = 'entity_backfill'
+                          and j.status in ('queued', 'running'))
+    on conflict (owner_id, kind, idempotency_key) do nothing
+    returning 1
+  )
+  select count(*)::integer into v_queued from queued;
+  return v_queued;
+end;
+$$;
+comment on function memory_private.enqueue_entity_backfill(timestamptz) is
+  'Queues one entity_backfill job per tenant with memories in memory_private.entity_pass_pending and none queued or running; returns how many. Run by 20261129500000; again by an operator after a dead job.';
+revoke all on function memory_private.enqueue_entity_backfill(timestamptz) from public, anon, authenticated;
+grant execute on function memory_private.enqueue_entity_backfill(timestamptz) to service_role;
+
+insert into memory_private.entity_pass_pending (owner_id, memory_id)
+select m.owner_id, m.id
+  from public.devai_memories m
+ where not exists (select from public.memory_entity_links l where l.memory_id = m.id and l.owner_id = m.owner_id);
+
+select memory_private.enqueue_entity_backfill();
