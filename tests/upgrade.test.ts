@@ -209,6 +209,16 @@ Deno.test({
       const profile = await functionJson(server, `memory/entities/${retry.id}`, asA);
       assert.equal(profile.status, 200, JSON.stringify(profile.body));
       assert.deepEqual(profile.body.facts.map((f: { id: string }) => f.id), [OLD.unlinked]);
+      // The graph signal: a who question looks the file up as an entity and reaches the memory.
+      const who = await functionJson(server, "memory-retrieve", asA, {
+        message: "who owns src/net/retry.ts",
+        project: "demo",
+        threshold: 0,
+      });
+      assert.equal(who.status, 200, JSON.stringify(who.body));
+      assert.equal(who.body.search.intent, "who");
+      const viaGraph = who.body.memories.find((m: { id: string }) => m.id === OLD.unlinked);
+      assert.deepEqual(viaGraph?.signals.graph, { rank: 1, via: retry.id, edge: "entity" }, JSON.stringify(who.body));
       const notB = await functionJson(server, "memory/entities?q=config/app.yaml", asA);
       assert.deepEqual(notB.body.entities, [], "tenant B's entity stays B's");
 
