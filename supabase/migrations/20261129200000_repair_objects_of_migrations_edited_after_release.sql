@@ -26,9 +26,18 @@
 --     text, restated.
 --
 -- Every definition below is the one a fresh install has (copied from supabase/schema.sql), so on a
--- fresh install this migration changes nothing; tests/upgrade.test.ts checks both.
+-- fresh install this migration changes nothing and locks no table that requests write (the
+-- triggers, the check constraint and the indexes are made again only where they differ).
+-- tests/upgrade.test.ts checks both: on a fresh install (the migrations before this one, then
+-- this one in a transaction) no function, trigger, constraint or index changes and no table lock
+-- stronger than a read is taken; on an upgraded one, the schema is then a fresh install's.
 -- Deployments made before 20261123000700 (main before 2026-11-23 14:20 UTC) are not covered:
 -- docs/upgrading.md says what to do for them.
+
+-- A lock this migration needs (only where an object differs: see each below) is waited for at most
+-- 5 s: under load the push then fails, changing nothing, instead of stalling the requests queued
+-- behind it; run the push again (docs/upgrading.md).
+set local lock_timeout = '5s';
 
 -- Stale overloads and a stale helper that only an upgraded database has (nothing calls them once
 -- the functions below are restated).
@@ -325,9 +334,6 @@ create or replace function memory_private.change_log_meta(p_memory_type text, p_
                             'history_event', p_history_event)
 $$;
 
-SET default_tablespace = '';
-
-SET default_table_access_method = heap;
 revoke all on function memory_private.change_log_meta(text, text, smallint, jsonb, text) from public, anon, authenticated, service_role;
 REVOKE ALL ON FUNCTION memory_private.change_log_meta(p_memory_type text, p_namespace text, p_importance smallint, p_metadata jsonb, p_history_event text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memory_private.change_log_meta(p_memory_type text, p_namespace text, p_importance smallint, p_metadata jsonb, p_history_event text) TO service_role;
@@ -1796,7 +1802,14 @@ revoke all on function memory_private.prune_context_sessions(timestamp with time
 REVOKE ALL ON FUNCTION memory_private.prune_context_sessions(p_now timestamp with time zone) FROM PUBLIC;
 
 -- The index prune_context_sessions deletes by (20261128870000's final text).
-create index if not exists memory_usage_sessions_reported_at on public.memory_usage_sessions (reported_at);
+-- (create index if not exists would lock the table against writes even where the index exists.)
+do $$
+begin
+  if to_regclass('public.memory_usage_sessions_reported_at') is null then
+    create index memory_usage_sessions_reported_at on public.memory_usage_sessions (reported_at);
+  end if;
+end;
+$$;
 
 -- The dedicated vector index's helpers: main as of 2026-11-24 09:58 had 20261125760300's first text (another name, the same version).
 create or replace function public.memory_vector_index_of(p_owner uuid) RETURNS regclass
@@ -1840,15 +1853,53 @@ REVOKE ALL ON FUNCTION public.memory_dedicated_vector_index_sql(p_owner uuid, p_
 GRANT ALL ON FUNCTION public.memory_dedicated_vector_index_sql(p_owner uuid, p_drop boolean) TO service_role;
 
 -- The bulk-update triggers skip their per-row work only for the owner roles (20261124800100's
--- final text): in its first text any session that set memory.bulk skipped them.
-create or replace trigger devai_memories_close_validity BEFORE UPDATE OF is_valid, superseded_by ON public.devai_memories FOR EACH ROW WHEN (((current_setting('memory.bulk'::text, true) IS DISTINCT FROM 'on'::text) OR (CURRENT_USER <> ALL (ARRAY['postgres'::name, 'service_role'::name])))) EXECUTE FUNCTION memory_private.close_fact_validity();
-create or replace trigger devai_memories_touch_updated_at BEFORE UPDATE ON public.devai_memories FOR EACH ROW WHEN ((((old.content IS DISTINCT FROM new.content) OR (old.embedding_model IS DISTINCT FROM new.embedding_model) OR (old.memory_type IS DISTINCT FROM new.memory_type) OR (old.namespace IS DISTINCT FROM new.namespace) OR (old.priority IS DISTINCT FROM new.priority) OR (old.source IS DISTINCT FROM new.source) OR (old.is_valid IS DISTINCT FROM new.is_valid) OR (old.superseded_by IS DISTINCT FROM new.superseded_by) OR (old.importance IS DISTINCT FROM new.importance) OR (old.pinned IS DISTINCT FROM new.pinned) OR (old.state IS DISTINCT FROM new.state) OR (old.metadata IS DISTINCT FROM new.metadata)) AND ((current_setting('memory.bulk'::text, true) IS DISTINCT FROM 'on'::text) OR (CURRENT_USER <> ALL (ARRAY['postgres'::name, 'service_role'::name]))))) EXECUTE FUNCTION memory_private.touch_updated_at();
-
--- job_keep_days is at least 1 day (20261128620000's final text; its first allowed 0, which
--- deleted a finished job at once).
-alter table public.memory_settings drop constraint if exists memory_settings_job_keep_days_range;
-alter table public.memory_settings
-  add constraint memory_settings_job_keep_days_range check (name <> 'job_keep_days' or value >= 1);
+-- final text: in its first text any session that set memory.bulk skipped them), and job_keep_days
+-- is at least 1 day (20261128620000's final text; its first allowed 0, which deleted a finished job
+-- at once). Each is made again only where its definition differs from a fresh install's: creating
+-- a trigger locks devai_memories against every write, and a check constraint locks memory_settings
+-- (which memory_setting() reads on almost every request) against every read, until this
+-- migration commits. A fresh install takes neither lock. Where both differ, memory_settings is
+-- locked before devai_memories, the order the service takes them in (a request reads a setting,
+-- then writes a memory; so does memory_private.decay_page_range): the other order deadlocked with
+-- such a request.
+do $$
+declare
+  v_close text := 'CREATE TRIGGER devai_memories_close_validity BEFORE UPDATE OF is_valid, superseded_by ON public.devai_memories FOR EACH ROW WHEN (((current_setting(''memory.bulk''::text, true) IS DISTINCT FROM ''on''::text) OR (CURRENT_USER <> ALL (ARRAY[''postgres''::name, ''service_role''::name])))) EXECUTE FUNCTION memory_private.close_fact_validity()';
+  v_touch text := 'CREATE TRIGGER devai_memories_touch_updated_at BEFORE UPDATE ON public.devai_memories FOR EACH ROW WHEN ((((old.content IS DISTINCT FROM new.content) OR (old.embedding_model IS DISTINCT FROM new.embedding_model) OR (old.memory_type IS DISTINCT FROM new.memory_type) OR (old.namespace IS DISTINCT FROM new.namespace) OR (old.priority IS DISTINCT FROM new.priority) OR (old.source IS DISTINCT FROM new.source) OR (old.is_valid IS DISTINCT FROM new.is_valid) OR (old.superseded_by IS DISTINCT FROM new.superseded_by) OR (old.importance IS DISTINCT FROM new.importance) OR (old.pinned IS DISTINCT FROM new.pinned) OR (old.state IS DISTINCT FROM new.state) OR (old.metadata IS DISTINCT FROM new.metadata)) AND ((current_setting(''memory.bulk''::text, true) IS DISTINCT FROM ''on''::text) OR (CURRENT_USER <> ALL (ARRAY[''postgres''::name, ''service_role''::name]))))) EXECUTE FUNCTION memory_private.touch_updated_at()';
+  v_check text := 'CHECK (((name <> ''job_keep_days''::text) OR (value >= (1)::numeric)))';
+  v_close_differs boolean;
+  v_touch_differs boolean;
+  v_check_differs boolean;
+begin
+  -- The catalogs are read without a lock on either table.
+  select pg_catalog.pg_get_triggerdef(t.oid) is distinct from v_close into v_close_differs
+    from (select) x left join pg_catalog.pg_trigger t
+      on t.tgrelid = 'public.devai_memories'::regclass and t.tgname = 'devai_memories_close_validity';
+  select pg_catalog.pg_get_triggerdef(t.oid) is distinct from v_touch into v_touch_differs
+    from (select) x left join pg_catalog.pg_trigger t
+      on t.tgrelid = 'public.devai_memories'::regclass and t.tgname = 'devai_memories_touch_updated_at';
+  select pg_catalog.pg_get_constraintdef(c.oid) is distinct from v_check into v_check_differs
+    from (select) x left join pg_catalog.pg_constraint c
+      on c.conrelid = 'public.memory_settings'::regclass and c.conname = 'memory_settings_job_keep_days_range';
+  if v_check_differs then
+    lock table public.memory_settings in access exclusive mode;
+  end if;
+  if v_close_differs or v_touch_differs then
+    lock table public.devai_memories in share row exclusive mode;
+  end if;
+  if v_check_differs then
+    alter table public.memory_settings drop constraint if exists memory_settings_job_keep_days_range;
+    alter table public.memory_settings
+      add constraint memory_settings_job_keep_days_range check (name <> 'job_keep_days' or value >= 1);
+  end if;
+  if v_close_differs then
+    create or replace trigger devai_memories_close_validity BEFORE UPDATE OF is_valid, superseded_by ON public.devai_memories FOR EACH ROW WHEN (((current_setting('memory.bulk'::text, true) IS DISTINCT FROM 'on'::text) OR (CURRENT_USER <> ALL (ARRAY['postgres'::name, 'service_role'::name])))) EXECUTE FUNCTION memory_private.close_fact_validity();
+  end if;
+  if v_touch_differs then
+    create or replace trigger devai_memories_touch_updated_at BEFORE UPDATE ON public.devai_memories FOR EACH ROW WHEN ((((old.content IS DISTINCT FROM new.content) OR (old.embedding_model IS DISTINCT FROM new.embedding_model) OR (old.memory_type IS DISTINCT FROM new.memory_type) OR (old.namespace IS DISTINCT FROM new.namespace) OR (old.priority IS DISTINCT FROM new.priority) OR (old.source IS DISTINCT FROM new.source) OR (old.is_valid IS DISTINCT FROM new.is_valid) OR (old.superseded_by IS DISTINCT FROM new.superseded_by) OR (old.importance IS DISTINCT FROM new.importance) OR (old.pinned IS DISTINCT FROM new.pinned) OR (old.state IS DISTINCT FROM new.state) OR (old.metadata IS DISTINCT FROM new.metadata)) AND ((current_setting('memory.bulk'::text, true) IS DISTINCT FROM 'on'::text) OR (CURRENT_USER <> ALL (ARRAY['postgres'::name, 'service_role'::name]))))) EXECUTE FUNCTION memory_private.touch_updated_at();
+  end if;
+end;
+$$;
 
 -- The finished-jobs index leaves extract jobs out, as the prune that reads it does
 -- (20261128620000's final text); rebuilt only where it differs (a build over memory_jobs' finished
