@@ -252,10 +252,14 @@ migrate() {
   else
     say "applying migrations with the Supabase CLI"
   fi
-  local rc=0
-  (cd "$workdir" && "$cli" db push --remote="$(db_url)" --include-all --yes >"${TMPDIR:-/tmp}/devai-db-push.log" 2>&1) || rc=$?
+  # The CLI's output goes to a log of this run's own (clusters on other ports migrate concurrently).
+  local rc=0 log
+  log="$(mktemp "${TMPDIR:-/tmp}/devai-db-push.XXXXXX")"
+  (cd "$workdir" && "$cli" db push --remote="$(db_url)" --include-all --yes >"$log" 2>&1) || rc=$?
   [[ -z "$scratch" ]] || rm -rf "$scratch"
-  [[ $rc -eq 0 ]] || { cat "${TMPDIR:-/tmp}/devai-db-push.log" >&2; die "supabase db push failed"; }
+  [[ $rc -eq 0 ]] || cat "$log" >&2
+  rm -f "$log"
+  [[ $rc -eq 0 ]] || die "supabase db push failed"
 }
 
 reset() {
