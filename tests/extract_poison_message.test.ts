@@ -6,7 +6,7 @@
 // model at the HTTP boundary, the queue drained by the worker's own code.
 import assert from "node:assert/strict";
 import { type ChatRequestBody, reply } from "./fake_openai.ts";
-import { type ExtractAnswer, extractJobs, postExtract } from "./support/extract.ts";
+import { type ExtractAnswer, extractJobs, factAnswer, postExtract, serviceFact } from "./support/extract.ts";
 import { userHeaders } from "./support/auth.ts";
 import { newTenant } from "./support/seed.ts";
 import { createHandler } from "../supabase/functions/memory-extract/handler.ts";
@@ -23,7 +23,9 @@ const message = (i: number) =>
     ? { role: "user", content: `Fact ${i}: service ${i} listens on port ${8000 + i}.` }
     : { role: "assistant", content: "Noted." };
 const messages = (from: number, to: number) => Array.from({ length: to - from }, (_, k) => message(from + k));
-const fact = (i: number) => `Service ${i} listens on port ${8000 + i}.`;
+const fact = serviceFact;
+/** Messages 0..n of a session with no poison (message 1 acknowledges, as the other odd ones). */
+const clean = (n: number) => messages(0, n).map((m, i) => i === 1 ? { role: "assistant", content: "Noted." } : m);
 
 /** The part of an extraction request the model is asked to extract from (the context excluded). */
 function newPart(req: ChatRequestBody): string {
@@ -46,19 +48,7 @@ function scriptModel(env: WriteEnv, failures: number | "always", anywhere = fals
 }
 
 /** The model's answer: a memory for each fact in the new part. */
-const extract = reply.dynamic((req) =>
-  reply.json({
-    stored: [...newPart(req).matchAll(/Fact (\d+):/g)].map((m) => ({
-      content: fact(Number(m[1])),
-      type: "semantic",
-      namespace: "devai/project/shop/services",
-      source: "discovery",
-      priority: "medium",
-      importance: 3,
-    })),
-    filtered: [],
-  })
-);
+const extract = reply.dynamic((req) => reply.json(factAnswer(newPart(req))));
 const fail = reply.error(500, { message: "the provider refuses this content" });
 /** A provider's refusal of a request for what it holds (OpenAI's content policy is a 400). */
 const refuse = reply.error(400, { message: "the request was rejected by the content policy" });
@@ -267,9 +257,9 @@ const failures = [
   // four parts after the six messages does; each part whose context holds the poison two: refused
   // with the context, answered without.
   { name: "refused (400)", reply: refuse, calls: 3 * 1 + 3 * 2 + 4 },
-  // Five attempts a job; each neighbour's fifth asks with the context, without it (answered), and
-  // with it once more (failed again: not an outage that ended).
-  { name: "failed (500)", reply: fail, calls: 3 * 5 + 3 * (4 + 3) + 4 },
+  // Five attempts a job; each neighbour's fifth asks without the context (answered), then with it
+  // once more (failed again: not an outage that ended).
+  { name: "failed (500)", reply: fail, calls: 3 * 5 + 3 * (4 + 2) + 4 },
 ];
 for (const failure of failures) {
   for (const send of ["whole", "after"] as const) {
@@ -337,8 +327,8 @@ Deno.test("extract, an outage that ends at a job's last attempt: the request wit
   try {
     const tenant = newTenant();
     const clean = messages(0, 5).map((m, i) => i === 1 ? { role: "assistant", content: "Noted." } : m);
-    // Part [3, 5)'s requests: an outage's 503 for its five attempts, then the provider is back.
-    env.fake.onChat((req) => newPart(req).includes("Fact 4:"), [...Array(5).fill(reply.error(503)), extract]);
+    // Part [3, 5)'s requests: an outage's 503 for its first four attempts, then the provider is back.
+    env.fake.onChat((req) => newPart(req).includes("Fact 4:"), [...Array(4).fill(reply.error(503)), extract]);
     env.fake.onChat(EXTRACT_MARK, extract);
     await accepted(env, tenant, { messages: clean.slice(0, 3) });
     await drainAll(env.deps, tenant);
@@ -348,10 +338,42 @@ Deno.test("extract, an outage that ends at a job's last attempt: the request wit
     const sent = env.fake.chatRequests().filter((r) => newPart(r.body).includes("Fact 4:")).map((r) =>
       withContext(r.body)
     );
-    assert.deepEqual(sent, [true, true, true, true, true, false, true]);
+    assert.deepEqual(sent, [true, true, true, true, false, true]);
     const [job] = await env.sql<{ attempts: number; dropped: boolean }[]>`
       select attempts, (result->'stats'->>'context_dropped')::boolean as dropped from public.memory_jobs where id = ${next.job_id}`;
     assert.deepEqual([job!.attempts, job!.dropped], [5, false]);
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test("extract, a poison in a part with context: its jobs fail without the context too, so its third job keeps the context; the parts after it are extracted", async () => {
+  const env = await writeEnv({ llm: { retry: { maxRetries: 0 } } });
+  try {
+    const tenant = newTenant();
+    // Message 5 fails every request holding it (a 500); message 1 is healthy here.
+    const at5 = (n: number) =>
+      clean(n).map((m, i) => i === 5 ? { role: "user", content: "POISON: the provider fails this one." } : m);
+    env.fake.onChat((req) => JSON.stringify(req.messages).includes("POISON"), fail);
+    env.fake.onChat(EXTRACT_MARK, extract);
+    for (let to = 3; to <= 17; to += 2) {
+      await accepted(env, tenant, { messages: at5(to) });
+      await drainAll(env.deps, tenant);
+    }
+    const parts = await env.sql<{ start: number; tries: number; status: string; context: number; failed: boolean }[]>`
+      select p.start_position as start, p.tries, j.status, jsonb_array_length(j.payload -> 'context') as context,
+             coalesce((j.result -> 'model' ->> 'failed_without_context')::boolean, false) as failed
+        from public.memory_extract_parts p join public.memory_jobs j on j.id = p.job_id
+       where p.owner_id = ${tenant} and j.status <> 'done' order by p.start_position, p.tries`;
+    // Each of the poison part's jobs: four attempts with the context, the last without it (failed
+    // too, recorded): its third job is queued with the context, as a part that fails on its own.
+    assert.deepEqual(parts.map((p) => [p.start, p.tries, p.status, p.context, p.failed]), [
+      [5, 1, "dead", 5, true],
+      [5, 2, "dead", 5, true],
+      [5, 3, "dead", 5, true],
+    ]);
+    assert.equal(poisonCalls(env), 3 * 5);
+    assert.deepEqual(await unextracted(env, tenant), [6]); // 6 is in the poison's part [5, 7)
   } finally {
     await env.close();
   }
@@ -390,9 +412,6 @@ Deno.test("extract, a refused context is dropped for the rest of the job; an out
 // again as retries (`:try<k>` keys), the one at the end answering; while it is live the same
 // transcript is answered with it; a given-up end is answered as such, with nothing queued.
 // docs/extraction.md#what-a-post-queues.
-
-/** Messages 0..n of a session with no poison (message 1 acknowledges, as the other odd ones). */
-const clean = (n: number) => messages(0, n).map((m, i) => i === 1 ? { role: "assistant", content: "Noted." } : m);
 
 for (const send of ["whole", "after"] as const) {
   Deno.test(`extract, an outage kills a session's last jobs: the same transcript sent again (${send}) queues their messages again, and they are extracted`, async () => {

@@ -53,3 +53,21 @@ export async function extractJobs(env: WriteEnv, tenant: string) {
     select id, status, payload from public.memory_jobs
      where owner_id = ${tenant} and kind = 'extract' order by created_at, id`;
 }
+
+/** A fact of a test session: message i (even) says "Fact i: service i listens on port 8000 + i." */
+export const serviceFact = (i: number) => `Service ${i} listens on port ${8000 + i}.`;
+
+/** A fake model's extraction answer for `text` (the new part of a request): a memory for each fact in it. */
+export function factAnswer(text: string) {
+  return {
+    stored: [...text.matchAll(/Fact (\d+):/g)].map((m) => ({
+      content: serviceFact(Number(m[1])),
+      type: "semantic",
+      namespace: "devai/project/shop/services",
+      source: "discovery",
+      priority: "medium",
+      importance: 3,
+    })),
+    filtered: [],
+  };
+}

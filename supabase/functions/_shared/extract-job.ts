@@ -97,6 +97,7 @@ export async function processExtract(deps: ExtractJobDeps, job: Job, workerId: s
 
   // The chunks an earlier attempt had answered are not asked again: each answer is recorded.
   let chunks = (job.result as { model?: { chunks?: unknown } } | null)?.model?.chunks;
+  let failedWithoutContext = false;
   let model;
   try {
     model = await extractWithModel(payload, found, {
@@ -105,14 +106,19 @@ export async function processExtract(deps: ExtractJobDeps, job: Job, workerId: s
       categories,
       resume: chunks,
       lastAttempt: job.attempts >= job.max_attempts,
+      retry: job.attempts > 1,
+      onFailedWithoutContext: () => (failedWithoutContext = true),
       onChunk: (progress) => {
         chunks = progress;
         return recordJobProgress(deps.sql, job.id, workerId, { model: { status: "running", chunks: progress } });
       },
     });
   } catch (err) {
+    // With the attempt: a dead job whose result says so for its last attempt failed on its own
+    // (memory-extract/dead-runs.ts); one whose last attempt recorded nothing (a worker stopped) did not say.
+    const without = failedWithoutContext ? { failed_without_context: true } : {};
     await recordJobProgress(deps.sql, job.id, workerId, {
-      model: { status: "failed", attempt: job.attempts, error: describe(err).slice(0, 1000), chunks },
+      model: { status: "failed", attempt: job.attempts, error: describe(err).slice(0, 1000), chunks, ...without },
     });
     throw new ModelPartError(err, rules);
   }

@@ -72,6 +72,11 @@ export interface ModelExtraction {
   /** Of the whole batch (stated and the model's), as prepareCandidates counts them. */
   stats: PreparedCandidates["stats"] & {
     chunks: number;
+    /**
+     * Extraction requests this attempt made (answered or failed, with the context or without it);
+     * each may be several HTTP calls (the client's retries, a repair round trip: usage.requests).
+     * The chunks_resumed chunks were answered by earlier attempts and are not counted.
+     */
     llm_calls: number;
     /** Chunks an earlier attempt of the job had answered (not asked again). */
     chunks_resumed: number;
@@ -116,45 +121,65 @@ const ChunkProgressSchema = z.object({
 type AskChunk = (withContext: boolean) => Promise<LlmResult<ExtractionOutput>>;
 
 /**
+ * Whether a failure of the request with the context, when the one without it was answered, says
+ * the context is what fails: a refusal (400, 413, 422), a 5xx or output that is not valid, which a
+ * provider failing every request holding a message gives each time. A 429, a timeout, a reset, a
+ * 408 or 409 say the provider is busy or unreachable, not what the request holds: they never drop it.
+ */
+function failsForContext(err: unknown): boolean {
+  if (err instanceof LlmOutputError) return true;
+  return err instanceof LlmRequestError && err.status !== undefined &&
+    (refusesContent(err.status) || err.status >= 500);
+}
+
+/**
  * A chunk's answer, with the context unless the job dropped it. A provider that fails every
  * request holding a message fails the parts whose context holds it too, though nothing in them
  * fails: so before a failure of the request with the context kills the job (the provider refused
  * it, which is not retried, or any failure at the job's last attempt), the chunk is asked without
  * it. A refusal is the provider's word on what the request holds, never an outage's: its answer
- * without the context is taken. Another failure may be an outage's: the context is dropped only
- * when the request with it fails again after the one without it was answered (an outage that
- * ended meanwhile answers it, and the context is kept). docs/extraction.md#a-failing-context.
+ * without the context is taken. Otherwise the context is dropped only when the request with it,
+ * asked once more after the one without it was answered, fails again for what it holds
+ * (failsForContext): a provider that is back answers it and the context is kept; a busy one's
+ * failure kills the job as any. At the last attempt, the chunk the attempt starts at (the earlier
+ * attempts failed there with the context) is asked without it first, then with it: two requests
+ * where the other order spends three, and one failure, not two (a timeout's retries take minutes).
+ * docs/extraction.md#a-failing-context.
  */
 async function answerChunk(
   ask: AskChunk,
   progress: ChunkProgress,
-  lastAttempt: boolean,
+  at: { lastAttempt: boolean; failedBefore: boolean },
   dropped: () => Promise<unknown> | undefined,
 ): Promise<LlmResult<ExtractionOutput>> {
-  try {
-    return await ask(!progress.withoutContext);
-  } catch (err) {
-    const kills = lastAttempt || (err instanceof LlmRequestError && !err.retryable);
-    if (progress.withoutContext || !kills) throw err;
-    addUsage(progress.usage, usageOf(err));
-    if (err instanceof LlmRequestError && refusesContent(err.status)) {
-      // Recorded before the request without it: a transient failure of that one retries it alone.
-      progress.withoutContext = true;
-      await dropped();
-      return await ask(false);
-    }
-    const alone = await ask(false);
+  if (progress.withoutContext) return await ask(false);
+  if (!(at.lastAttempt && at.failedBefore)) {
     try {
-      const again = await ask(true);
-      addUsage(progress.usage, alone.usage);
-      return again;
-    } catch (failedAgain) {
-      addUsage(progress.usage, usageOf(failedAgain));
+      return await ask(true);
+    } catch (err) {
+      const refused = err instanceof LlmRequestError && refusesContent(err.status);
+      if (!refused && !at.lastAttempt) throw err;
+      addUsage(progress.usage, usageOf(err));
+      if (refused) {
+        // Recorded before the request without it: a transient failure of that one retries it alone.
+        progress.withoutContext = true;
+        await dropped();
+        return await ask(false);
+      }
     }
-    progress.withoutContext = true;
-    await dropped();
-    return alone;
   }
+  const alone = await ask(false);
+  try {
+    const withIt = await ask(true);
+    addUsage(progress.usage, alone.usage);
+    return withIt;
+  } catch (err) {
+    addUsage(progress.usage, usageOf(err));
+    if (!failsForContext(err)) throw err;
+  }
+  progress.withoutContext = true;
+  await dropped();
+  return alone;
 }
 
 /** The tokens and requests a failed call spent (both errors of llm.ts carry them). */
@@ -181,6 +206,13 @@ export async function extractWithModel(
     onChunk?: (progress: ChunkProgress) => Promise<unknown>;
     /** The job's last attempt: a failure now kills it (answerChunk). */
     lastAttempt?: boolean;
+    /** An earlier attempt of the job failed: at the chunk this one starts at, with the context. */
+    retry?: boolean;
+    /**
+     * A request without the context failed, which ends the attempt: the part failed on its own
+     * (extract-job.ts records it; next-part.ts then queues the part's last job with its context).
+     */
+    onFailedWithoutContext?: () => void;
   },
 ): Promise<ModelExtraction> {
   const chunks = chunkTranscript(payload.messages, deps.chunkTokens ?? 60_000);
@@ -193,16 +225,28 @@ export async function extractWithModel(
     ? resumed.data
     : { chunks: chunks.length, proposed: [], filtered: 0, usage: emptyUsage() };
   const chunksResumed = progress.proposed.length;
-  for (const chunk of chunks.slice(chunksResumed)) {
-    const ask: AskChunk = (withContext) =>
-      deps.llm.completeJson(
-        ExtractionOutputSchema,
-        extractionMessages(chunk, deps.namespaceRoot, payload, deps.categories, withContext ? context : undefined),
-        { name: "memory_extraction" },
+  let requests = 0;
+  for (const [i, chunk] of chunks.slice(chunksResumed).entries()) {
+    const ask: AskChunk = async (withContext) => {
+      requests++;
+      const messages = extractionMessages(
+        chunk,
+        deps.namespaceRoot,
+        payload,
+        deps.categories,
+        withContext ? context : undefined,
       );
+      try {
+        return await deps.llm.completeJson(ExtractionOutputSchema, messages, { name: "memory_extraction" });
+      } catch (err) {
+        if (!withContext) deps.onFailedWithoutContext?.();
+        throw err;
+      }
+    };
+    const at = { lastAttempt: deps.lastAttempt ?? false, failedBefore: i === 0 && deps.retry === true };
     const out = context === undefined
       ? await ask(false)
-      : await answerChunk(ask, progress, deps.lastAttempt ?? false, () => deps.onChunk?.(progress));
+      : await answerChunk(ask, progress, at, () => deps.onChunk?.(progress));
     addUsage(progress.usage, out.usage);
     progress.filtered += out.value.filtered.length;
     progress.proposed.push(out.value.stored);
@@ -226,7 +270,7 @@ export async function extractWithModel(
     stats: {
       ...all.stats,
       chunks: chunks.length,
-      llm_calls: chunks.length,
+      llm_calls: requests,
       chunks_resumed: chunksResumed,
       context_dropped: progress.withoutContext === true,
       rule_candidates: stated.length,

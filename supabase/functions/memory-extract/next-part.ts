@@ -28,9 +28,11 @@ import type { Tx } from "../_shared/db.ts";
 import type { JobStatus } from "../_shared/jobs.ts";
 import { MAX_MESSAGES_PER_REQUEST } from "../_shared/llm.ts";
 import { continueDigests, prefixDigests } from "./transcript-prefix.ts";
+import { type DeadRun, failedOnTheirOwn } from "./dead-runs.ts";
 import {
   type Coverage,
   coveredFrom,
+  EXTRACT_MAX_TRIES,
   messagesBefore,
   partSlices,
   type PartThrough,
@@ -94,7 +96,7 @@ interface Session {
 export async function partOfWhole(s: Session, messages: unknown[]): Promise<PartPlan> {
   const digests = prefixDigests(messages);
   const covered = await coveredFrom(s.tx, s.ownerId, s.sessionId, 0, digests.slice(1));
-  return planFrom({ from: 0, messages, digests }, covered, covered.asOf, []);
+  return planFrom({ from: 0, messages, digests }, covered, covered.asOf, [], await lastAlone(s, covered));
 }
 
 /**
@@ -123,7 +125,7 @@ export async function partAfter(
     const known = { from: again.from, messages: [...again.messages, ...messages] };
     const all = [...again.digests, ...digests.slice(1)];
     const covered = await coveredFrom(s.tx, s.ownerId, s.sessionId, known.from, all.slice(1));
-    return planFrom({ ...known, digests: all }, covered, asOf, again.before);
+    return planFrom({ ...known, digests: all }, covered, asOf, again.before, await lastAlone(s, covered));
   }
   const covered = await coveredFrom(s.tx, s.ownerId, s.sessionId, after.count, digests.slice(1));
   const want = Math.min(after.count, CONTEXT_MESSAGES - (covered.through - after.count));
@@ -131,7 +133,22 @@ export async function partAfter(
     ? []
     : await messagesBefore(s.tx, path[0]!, after, want);
   if (!before) return payloadCleared;
-  return planFrom({ from: after.count, messages, digests }, covered, asOf, before);
+  return planFrom({ from: after.count, messages, digests }, covered, asOf, before, await lastAlone(s, covered));
+}
+
+/**
+ * The dead runs whose last job (tries EXTRACT_MAX_TRIES) goes without the context: a job with
+ * context asks without it before a failure kills it (extraction.ts answerChunk), unless it is
+ * stopped first. A worker killed, or past its wall-clock limit (150-400 s hosted, while a
+ * request's timeouts take 4 minutes), loses that request's answer, and the part just after a
+ * message the provider fails would be given up though it holds nothing that fails. So when the
+ * job before did not record that its request without the context failed too (dead-runs.ts), the
+ * last job asks without it from the start, as a job of its own.
+ */
+async function lastAlone(s: Session, coverage: Coverage): Promise<(run: DeadRun) => boolean> {
+  const last = (coverage.dead?.runs ?? []).filter((r) => r.tries >= EXTRACT_MAX_TRIES);
+  const own = await failedOnTheirOwn(s.tx, last.flatMap((r) => r.job ? [r.job] : []));
+  return (run) => run.tries >= EXTRACT_MAX_TRIES && !(run.job && own.has(run.job));
 }
 
 /**
@@ -143,18 +160,21 @@ function planFrom(
   coverage: Coverage,
   coveredAsOf: string,
   before: unknown[],
+  alone: (run: DeadRun) => boolean,
 ): PartPlan {
   const count = known.from + known.messages.length;
   const digest = known.digests.at(-1)!;
   // Messages [start, to) as a part (positions of the transcript).
-  const part = (start: number, to: number, tries: number): NextPart => {
+  const part = (start: number, to: number, tries: number, withoutContext = false): NextPart => {
     const i = start - known.from;
     const j = to - known.from;
     return {
       offset: start,
       messages: known.messages.slice(i, j),
       // (Only the last CONTEXT_MESSAGES are copied: a POST queues a part per dead part it re-queues.)
-      context: [...before, ...known.messages.slice(Math.max(0, i - CONTEXT_MESSAGES), i)].slice(-CONTEXT_MESSAGES),
+      context: withoutContext
+        ? []
+        : [...before, ...known.messages.slice(Math.max(0, i - CONTEXT_MESSAGES), i)].slice(-CONTEXT_MESSAGES),
       start: { count: start, digest: known.digests[i]! },
       digests: known.digests.slice(i + 1, j + 1),
       count: to,
@@ -163,7 +183,7 @@ function planFrom(
       coveredAsOf,
     };
   };
-  const again = (coverage.dead?.runs ?? []).map((run) => part(run.from, run.to, run.tries));
+  const again = (coverage.dead?.runs ?? []).map((run) => part(run.from, run.to, run.tries, alone(run)));
   const plan = { count, digest };
   // Nothing after the dead parts' messages to queue: the job covering the end answers.
   if (coverage.resumes === count && coverage.job) return { ...plan, covered: true, job: coverage.job, again };
