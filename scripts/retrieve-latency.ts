@@ -152,6 +152,7 @@ if (!KEEP) {
   await sql.begin(async (tx) => {
     await tx`delete from public.memory_events where owner_id = ${tenant}`;
     await tx`delete from public.devai_memories where owner_id = ${tenant}`;
+    await tx`delete from public.memory_change_log where owner_id = ${tenant}`;
     await tx`delete from public.memory_thread_revisions where owner_id = ${tenant}`;
     await tx`delete from public.memory_history where owner_id = ${tenant}`;
   });

@@ -785,19 +785,6 @@ $$;
 COMMENT ON FUNCTION memory_private.enqueue_vector_index_jobs(p_now timestamp with time zone, p_min_rows integer) IS 'Queues a vector_index job for each row of memory_private.vector_index_plan (a build for each tenant with dedicated_vector_index_min_rows active memories or more, at most half of them all, without a valid index of its own; a drop for each tenant index whose tenant has fewer than half of that, or that a failed build left invalid); one per tenant, action and day. pg_cron hourly (devai-vector-indexes).';
 
 --
--- Name: ensure_thread_revision(uuid, text); Type: FUNCTION; Schema: memory_private; Owner: -
---
-
-CREATE FUNCTION memory_private.ensure_thread_revision(p_owner uuid, p_thread text) RETURNS void
-    LANGUAGE sql SECURITY DEFINER
-    SET search_path TO ''
-    AS $$
-  insert into public.memory_thread_revisions (owner_id, thread_id, revision)
-  values (p_owner, p_thread, 0)
-  on conflict (owner_id, thread_id) do nothing
-$$;
-
---
 -- Name: entity_link_profile_on_insert(); Type: FUNCTION; Schema: memory_private; Owner: -
 --
 
@@ -1343,7 +1330,6 @@ begin
   );
 
   if v_change is not null and current_setting('memory.change_log', true) is distinct from 'bulk' then
-    perform memory_private.ensure_thread_revision(v_row.owner_id, v_thread);
     insert into public.memory_change_log (owner_id, thread_id, revision, memory_id, event, summary, meta)
     values (v_row.owner_id, v_thread, 0, v_row.id, v_change, left(v_row.content, 200),
             memory_private.change_log_meta(v_row.memory_type, v_row.namespace, v_row.importance, v_row.metadata, v_event));
@@ -6367,13 +6353,6 @@ ALTER TABLE ONLY public.memory_agent_allowlists
     ADD CONSTRAINT memory_agent_allowlists_category_fkey FOREIGN KEY (category) REFERENCES public.memory_categories(name) ON UPDATE CASCADE ON DELETE CASCADE;
 
 --
--- Name: memory_change_log memory_change_log_thread_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.memory_change_log
-    ADD CONSTRAINT memory_change_log_thread_fkey FOREIGN KEY (owner_id, thread_id) REFERENCES public.memory_thread_revisions(owner_id, thread_id) ON DELETE CASCADE;
-
---
 -- Name: memory_contradictions memory_contradictions_a_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -7499,12 +7478,6 @@ GRANT ALL ON FUNCTION memory_private.enqueue_nightly_consolidation(p_now timesta
 
 REVOKE ALL ON FUNCTION memory_private.enqueue_vector_index_jobs(p_now timestamp with time zone, p_min_rows integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION memory_private.enqueue_vector_index_jobs(p_now timestamp with time zone, p_min_rows integer) TO service_role;
-
---
--- Name: FUNCTION ensure_thread_revision(p_owner uuid, p_thread text); Type: ACL; Schema: memory_private; Owner: -
---
-
-REVOKE ALL ON FUNCTION memory_private.ensure_thread_revision(p_owner uuid, p_thread text) FROM PUBLIC;
 
 --
 -- Name: FUNCTION entity_link_profile_on_insert(); Type: ACL; Schema: memory_private; Owner: -

@@ -56,6 +56,7 @@ async function withTenant(fn: (sql: Sql, tenant: string) => Promise<void>) {
   } finally {
     await sql`delete from public.devai_memories where owner_id = ${tenant}`;
     await sql`delete from public.memory_history where owner_id = ${tenant}`;
+    await sql`delete from public.memory_change_log where owner_id = ${tenant}`;
     await sql`delete from public.memory_thread_revisions where owner_id = ${tenant}`;
     await sql.end({ timeout: 5 });
   }

@@ -2,9 +2,9 @@
 // minute of the decay window) holds what it locks for one call, not for the whole run. A tenant
 // whose memory a step invalidates has its thread revision row (bumped by the DECAY event) and
 // that memory's row locked by the step; the tenant's own writes (a new memory bumps the same
-// revision row, a restore updates the memory) wait for that step to commit, then go through while
-// the run still has pages left, and writes during a later step that touched nothing of theirs do
-// not wait at all. The one-shot run_decay is the control: the same write waits on it, and it holds
+// revision row when it commits, a restore locks and updates the memory) wait for that step to
+// commit, then go through while the run still has pages left, and writes during a later step that
+// touched nothing of theirs do not wait at all. The one-shot run_decay is the control: the same write waits on it, and it holds
 // the whole table's pass in that one transaction. Two step calls at once: the second gets 'busy'
 // without waiting, also when both would start the very first run.
 // Everything is asserted as ordering (who blocks whom, per pg_blocking_pids; what finished before
@@ -13,6 +13,7 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import postgres from "postgres";
 import { tenantItem } from "../supabase/functions/_shared/db.ts";
+import { lockMemory } from "../supabase/functions/_shared/memories/record.ts";
 import { realServerOnly } from "./support/backend.ts";
 import { testDatabaseUrl } from "./support/config.ts";
 import { overrideSettings, pauseCronJobs, removeTenantData } from "./support/lifecycle.ts";
@@ -80,13 +81,17 @@ function startTransaction<T>(sql: Sql, work: (tx: postgres.TransactionSql) => Pr
 type Started<T> = ReturnType<typeof startTransaction<T>>;
 
 /** The tenant's write as its request makes it (db.ts tenantItem's settings): a new memory, and
- * optionally a restore. */
+ * optionally a restore, which locks the memory first as the memory service's restore does
+ * (lockMemory: it waits for a step that changed the memory and then reads what the step left). */
 function startTenantWrite(sql: Sql, tenant: string, restoreId?: string): Started<void> {
   return startTransaction(sql, async (tx) => {
     await tx`select 1 from ${tenantItem(tx as never, tenant)}`;
     await tx`insert into public.devai_memories (content, memory_type, namespace)
              values (${`written during decay ${randomUUID()}`}, 'episodic', 'devai/global')`;
-    if (restoreId) await tx`select id from public.restore_memory(${restoreId})`;
+    if (restoreId) {
+      await lockMemory(tx as never, restoreId);
+      await tx`select id from public.restore_memory(${restoreId})`;
+    }
   });
 }
 

@@ -12,13 +12,24 @@
 -- nothing else.
 --
 -- record_memory_write writes the change-log row with revision 0 (not given yet: no reader's
--- `revision > since` matches it; revisions start at 1) and only makes sure the thread's row exists
--- (the change log's foreign key), without locking it. A deferred constraint trigger on the change
--- log gives each such row its revision at commit, in the order the rows were written (deferred
--- events fire in that order): bump_thread_revision, as before, then the row. The revision row is
--- held from then to the end of the commit, so revisions still become visible in order (a reader
--- that sees revision n sees every change before it), and writers of one thread now wait for each
--- other only for a commit, not for a whole transaction. The same revisions as before.
+-- `revision > since` matches it; revisions start at 1) and does not touch the thread's row at all.
+-- A deferred constraint trigger on the change log gives each such row its revision at commit, in
+-- the order the rows were written (deferred events fire in that order): bump_thread_revision, as
+-- before (its upsert creates the thread's row when it is the thread's first change), then the
+-- row. The revision row is held from then to the end of the commit, so revisions still become
+-- visible in order (a reader that sees revision n sees every change before it), and writers of
+-- one thread now wait for each other only for a commit, not for a whole transaction. The same
+-- revisions as before.
+--
+-- The change log's foreign key to the thread's row (memory_change_log_thread_fkey) is dropped: it
+-- needed the row before the change-log row, so the first write of a new thread inserted it while
+-- the transaction ran, and that uncommitted row made a second writer of the thread wait for the
+-- whole first transaction again (the unique check of its own insert ... on conflict, or the key
+-- check), holding its memory locks meanwhile: the same cycle, in a new thread (and that
+-- insert ... on conflict, on an existing row, also waited for a commit-time bump of another
+-- transaction that had not finished committing yet). Nothing read the
+-- key; its `on delete cascade` only emptied a thread's change log with the thread's row, which no
+-- code path does (tests and scripts that remove a tenant delete its change log themselves).
 --
 -- Not changed: decay's and TTL's bulk change log (memory_private.log_changes_in_bulk, one bump per
 -- tenant and batch, immediate: a bump per row would be the quadratic chain of 20261123000700).
@@ -49,19 +60,8 @@ create constraint trigger memory_change_log_revision_at_commit
   when (new.revision = 0)
   execute function memory_private.assign_revision_at_commit();
 
--- The thread's row, for the change log's foreign key: created when missing, not locked.
-create or replace function memory_private.ensure_thread_revision(p_owner uuid, p_thread text)
-returns void
-language sql
-volatile
-security definer
-set search_path = ''
-as $$
-  insert into public.memory_thread_revisions (owner_id, thread_id, revision)
-  values (p_owner, p_thread, 0)
-  on conflict (owner_id, thread_id) do nothing
-$$;
-revoke all on function memory_private.ensure_thread_revision(uuid, text) from public;
+-- No row of the thread is needed before its commit (see above).
+alter table public.memory_change_log drop constraint memory_change_log_thread_fkey;
 
 -- Same as 20261128860000's, but the change-log row's revision is given at commit.
 create or replace function memory_private.record_memory_write()
@@ -124,7 +124,6 @@ begin
   );
 
   if v_change is not null and current_setting('memory.change_log', true) is distinct from 'bulk' then
-    perform memory_private.ensure_thread_revision(v_row.owner_id, v_thread);
     insert into public.memory_change_log (owner_id, thread_id, revision, memory_id, event, summary, meta)
     values (v_row.owner_id, v_thread, 0, v_row.id, v_change, left(v_row.content, 200),
             memory_private.change_log_meta(v_row.memory_type, v_row.namespace, v_row.importance, v_row.metadata, v_event));
@@ -133,3 +132,4 @@ begin
 end;
 $$;
 revoke all on function memory_private.record_memory_write() from public;
+

@@ -2,6 +2,9 @@
 -- counted, updated, deleted or planted; anon gets nothing at all. The fixtures are written as the
 -- table owner (postgres), the way the service and the cron jobs write.
 begin;
+-- Revisions (and a thread's first revision row) are given at commit (migration 20261129300000);
+-- this file's one transaction never commits, so they are given at the end of each statement instead.
+set constraints public.memory_change_log_revision_at_commit immediate;
 select plan(69);
 
 insert into public.devai_memories (id, owner_id, content, memory_type, namespace) values
