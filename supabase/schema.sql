@@ -4456,7 +4456,7 @@ CREATE FUNCTION public.restore_memory(id uuid, p_now timestamp with time zone DE
      cross join cfg
      where m.id = restore_memory.id
        and (m.state = 'soft_deleted' or (not m.is_valid and m.superseded_by is null))
-       for update of m
+       for no key update of m
   ),
   restored as (
     update public.devai_memories m

@@ -7,11 +7,14 @@
 // with two real connections and no sleeps: the writer locks memory 1, the other transaction links
 // memories 2 → 3 and then 3 → 1, then the writer locks memory 2. With `for update` the link to 1
 // waits for the writer and the writer for the link to 2: a deadlock. Writers still exclude each
-// other: a second lockMemory of memory 1 waits.
+// other: a second lockMemory of memory 1 waits. Restore, which locks with lockMemory and then calls
+// public.restore_memory, keeps that strength there too: with `for update` it upgraded the lock and
+// waited for a key-share lock taken meanwhile, whose transaction then waited for the restore.
 import assert from "node:assert/strict";
 import { lockMemories } from "../supabase/functions/_shared/supersede.ts";
 import { lockMemory } from "../supabase/functions/_shared/memories/record.ts";
 import { realServerOnly } from "./support/backend.ts";
+import { memoryApi } from "./support/memory-api.ts";
 import { newTenant, seedMemories, testSql } from "./support/seed.ts";
 import { waitUntil } from "./support/wait.ts";
 
@@ -69,5 +72,51 @@ Deno.test({
     assert.equal(row!.n, 2);
   } finally {
     await Promise.all([sql.end(), writer.end(), linker.end(), second.end()]);
+  }
+});
+
+Deno.test({
+  ...realServerOnly(
+    "memory locks: a restore racing a transaction that links to the memory and then writes it both commit",
+    "two transactions on two connections at once",
+  ),
+  sanitizeOps: false,
+  sanitizeResources: false,
+}, async () => {
+  const sql = testSql(4), linker = testSql(1);
+  try {
+    const t = newTenant();
+    const api = memoryApi(sql);
+    const [gone, other] = (await seedMemories(sql, t, [
+      { content: "restore race: the forgotten fact", namespace: "devai/global", state: "soft_deleted" },
+      { content: "restore race: the linking fact", namespace: "devai/global" },
+    ])).map((m) => m.id) as [string, string];
+
+    let restore: ReturnType<typeof api> | undefined;
+    let settled = false;
+    await linker.begin(async (l) => {
+      // The survivor, were there a deadlock: the restore the victim.
+      await l`set local deadlock_timeout = '60s'`;
+      const [me] = await l<{ pid: number }[]>`select pg_backend_pid() as pid`;
+      // A key-share lock on the forgotten memory (the edge's foreign key check).
+      await l`insert into public.memory_relations (owner_id, from_id, to_id, relation_type, strength)
+              values (${t}, ${other}, ${gone}, 'related_to', 0.5)`;
+      restore = api("POST", `/memory/${gone}/restore`, { as: t });
+      restore.finally(() => (settled = true)).catch(() => {});
+      await waitUntil(
+        async () =>
+          settled ||
+          (await sql`select 1 from pg_stat_activity where ${me!.pid}::int = any (pg_blocking_pids(pid))`).length > 0,
+        "the restore commits or waits for the linker",
+        { pollMs: 10 },
+      );
+      // The same transaction then writes the memory (as a writer does: lockMemory's strength).
+      await l`select 1 from public.devai_memories where id = ${gone} for no key update`;
+    });
+    const answer = await restore!;
+    assert.equal(answer.status, 200, JSON.stringify(answer.body));
+    assert.equal(answer.body.memory.state, "active");
+  } finally {
+    await Promise.all([sql.end(), linker.end()]);
   }
 });

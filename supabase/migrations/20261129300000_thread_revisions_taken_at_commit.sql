@@ -31,6 +31,11 @@
 -- key; its `on delete cascade` only emptied a thread's change log with the thread's row, which no
 -- code path does (tests and scripts that remove a tenant delete its change log themselves).
 --
+-- public.restore_memory is restated with `for no key update of m` (was `for update of m`): the
+-- memory service locks the memory first (lockMemory, `for no key update`), and upgrading that to
+-- `for update` waits for every key-share lock a foreign key check holds on the memory (an edge, a
+-- usage record inserted meanwhile), whose transaction may in turn wait for this one: a deadlock.
+--
 -- Not changed: decay's and TTL's bulk change log (memory_private.log_changes_in_bulk, one bump per
 -- tenant and batch, immediate: a bump per row would be the quadratic chain of 20261123000700).
 -- A transaction that wants its revisions before it commits (a pgTAP file, in one transaction it
@@ -133,3 +138,46 @@ end;
 $$;
 revoke all on function memory_private.record_memory_write() from public;
 
+-- Same as 20261122001100's, but the memory is locked `for no key update` (see above): what the
+-- UPDATE below takes, and what lockMemory holds already when the memory service calls it.
+create or replace function public.restore_memory(id uuid, p_now timestamptz default now())
+returns setof public.devai_memories
+language sql
+volatile
+security invoker
+set search_path = ''
+as $$
+  with cfg as (
+    select public.memory_setting('decay_base')::double precision as decay_base,
+           public.memory_setting('restore_strength')::double precision as restore_strength
+  ),
+  target as (
+    select m.id,
+           greatest(cfg.restore_strength,
+             case when m.priority = 'highest' or m.pinned then m.strength
+                  else public.memory_decayed_strength(m.base_strength, m.last_accessed_at, restore_memory.p_now, cfg.decay_base)
+             end) as restored_strength
+      from public.devai_memories m
+     cross join cfg
+     where m.id = restore_memory.id
+       and (m.state = 'soft_deleted' or (not m.is_valid and m.superseded_by is null))
+       for no key update of m
+  ),
+  restored as (
+    update public.devai_memories m
+       set state = 'active',
+           purge_at = null,
+           metadata = m.metadata - 'forget_reason',
+           is_valid = m.is_valid or m.superseded_by is null,
+           last_accessed_at = greatest(m.last_accessed_at, restore_memory.p_now),
+           strength = t.restored_strength,
+           base_strength = t.restored_strength
+      from target t
+     where m.id = t.id
+    returning m.*
+  )
+  select * from restored
+  union all
+  select m.* from public.devai_memories m
+   where m.id = restore_memory.id and not exists (select from restored)
+$$;
