@@ -1,7 +1,8 @@
 // The docs against the code, read as text where it can be (no server, no database): every link to a
 // heading resolves, the error tables name every code the functions answer, under its status, and
 // docs/sdk.md's methods table names the client's methods.
-// (The README's configuration table against env.ts: tests/config_probe.test.ts.)
+// (The README's configuration table against env.ts: tests/config_probe.test.ts; the routes the docs name
+// against the running functions: tests/docs_routes.test.ts.)
 import assert from "node:assert/strict";
 import { createMemoryClient } from "../sdk/mod.ts";
 
