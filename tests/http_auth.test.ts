@@ -92,7 +92,8 @@ Deno.test("http auth: the gateway and the handlers refuse bad callers with the d
         401,
         "invalid_token",
       );
-      assertError(await call(server, "memory", { token: "not-a-jwt" }), 401, "invalid_token");
+      const notJwt = assertError(await call(server, "memory", { token: "not-a-jwt" }), 401, "invalid_token");
+      assert.match(notJwt.message, /not a valid JWT: send a user's JWT, an agent token/);
     });
 
     await t.step("bad signature → 401 invalid_token", async () => {
@@ -101,7 +102,13 @@ Deno.test("http auth: the gateway and the handlers refuse bad callers with the d
         sub: tenantA,
         secret: "another-secret-that-is-at-least-32-bytes!!",
       });
-      assertError(await call(server, "memory-retrieve", { token: forged, json: retrieveBody }), 401, "invalid_token");
+      const err = assertError(
+        await call(server, "memory-retrieve", { token: forged, json: retrieveBody }),
+        401,
+        "invalid_token",
+      );
+      // The message says what is wrong and what to send: a token of another project is the usual cause.
+      assert.match(err.message, /signature does not match this server's keys: send a token issued by this project/);
       // A valid token with its payload swapped (signature no longer matches).
       const [h, , s] = (await userToken(tenantA)).split(".");
       const payload = btoa(JSON.stringify({ role: "service_role", exp: 4_000_000_000 })).replace(/=+$/, "").replace(

@@ -287,6 +287,15 @@ Deno.test("mcp: no token or a bad one is a 401 with WWW-Authenticate naming the 
     assert.equal(bad.status, 401);
     await bad.body?.cancel();
     assert.match(bad.headers.get("www-authenticate") ?? "", /error="invalid_token"/);
+    // The description is the 401's message in RFC 6750's characters: "dvm_…" became "dvm_...", not a 500.
+    assert.match(
+      bad.headers.get("www-authenticate") ?? "",
+      /error_description="the token is not a valid JWT: .*dvm_\.\.\./,
+    );
+    const revoked = await post({ authorization: "Bearer dvm_not-an-issued-token" });
+    assert.equal(revoked.status, 401);
+    await revoked.body?.cancel();
+    assert.match(revoked.headers.get("www-authenticate") ?? "", /error_description="the agent token is unknown/);
 
     const metadata = await fetch(metadataUrl!);
     assert.equal(metadata.status, 200);

@@ -65,6 +65,25 @@ function claimProblem(err: joseErrors.JWTClaimValidationFailed): string {
   return `the token's '${err.claim}' claim is invalid: ${err.message}`;
 }
 
+/**
+ * Why a token could not be verified, and what to send instead: "could not be verified" alone left a
+ * user with a token from another project (or a mistyped one) nothing to act on.
+ */
+function unverifiedReason(err: unknown): string {
+  if (err instanceof joseErrors.JWSSignatureVerificationFailed) {
+    return "the token's signature does not match this server's keys: send a token issued by this project " +
+      "(the server verifies HS256 tokens with JWT_SECRET / SUPABASE_JWT_SECRET, others with the project's JWKS)";
+  }
+  if (err instanceof joseErrors.JWKSNoMatchingKey) {
+    return "no key of the project's JWKS matches the token (its kid or algorithm): send a token issued by this project";
+  }
+  // verifierFor's own refusals say which kind of token this server cannot verify at all.
+  if (err instanceof Error && !(err instanceof joseErrors.JOSEError) && /are not accepted/.test(err.message)) {
+    return `the token could not be verified: ${err.message}`;
+  }
+  return "the token is not a valid JWT: send a user's JWT, an agent token (dvm_…) or a service_role key";
+}
+
 /** The JWT's claims; 401 with a precise code and reason when it cannot be verified or accepted. */
 export async function verifyJwt(token: string, config: Pick<Config, "jwt">): Promise<JWTPayload> {
   let claims: JWTPayload;
@@ -75,7 +94,7 @@ export async function verifyJwt(token: string, config: Pick<Config, "jwt">): Pro
     if (err instanceof joseErrors.JWTClaimValidationFailed) {
       throw new HttpError(401, "invalid_token", claimProblem(err));
     }
-    throw new HttpError(401, "invalid_token", "the token could not be verified");
+    throw new HttpError(401, "invalid_token", unverifiedReason(err));
   }
   // jose applied the leeway to exp too: an expired token is refused from its exp on.
   const now = Date.now() / 1000;

@@ -36,8 +36,12 @@ export function wwwAuthenticate(
   message: string,
 ): string {
   const metadata = `${resourceUrl(config, req)}/.well-known/oauth-protected-resource`;
-  const error = code === "missing_token"
-    ? ""
-    : `, error="invalid_token", error_description="${message.replaceAll('"', "'")}"`;
+  // RFC 6750 §3 allows only printable ASCII but " and \ in error_description, and a header must
+  // be a ByteString: a 401 message with "…" or any non-ASCII character made this a 500.
+  const description = message.replaceAll("…", "...").replace(
+    /[^\x20-\x21\x23-\x5B\x5D-\x7E]/g,
+    (c) => c === '"' ? "'" : "?",
+  );
+  const error = code === "missing_token" ? "" : `, error="invalid_token", error_description="${description}"`;
   return `Bearer realm="devai-memory", resource_metadata="${metadata}"${error}`;
 }
