@@ -1,10 +1,11 @@
 // The docs against the code, read as text where it can be (no server, no database): every link to a
 // heading resolves, the error tables name every code the functions answer, under its status, and
-// docs/sdk.md's methods table names the client's methods.
+// docs/sdk.md's methods table names the client's methods, and every variable of a `| variable |` table is read by the code.
 // (The README's configuration table against env.ts: tests/config_probe.test.ts; the routes the docs name
 // against the running functions: tests/docs_routes.test.ts.)
 import assert from "node:assert/strict";
 import { createMemoryClient } from "../sdk/mod.ts";
+import { ENV_VARIABLES } from "../supabase/functions/_shared/env.ts";
 
 const ROOT = new URL("../", import.meta.url);
 
@@ -160,4 +161,39 @@ Deno.test("docs: docs/sdk.md's methods table names every method of the client, a
     for (const [, name] of first.matchAll(/`([a-zA-Z]+)\(/g)) documented.add(name!);
   }
   assert.deepEqual([...documented].sort(), Object.keys(client).sort());
+});
+
+/** The names in the first column of every Markdown table headed `| variable |`, with the file each is in. */
+async function documentedVariables(): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  for (const md of await filesEndingIn([".md"])) {
+    const lines = (await Deno.readTextFile(md)).split("\n");
+    for (let i = 0; i < lines.length; i++) {
+      if (!lines[i]!.startsWith("| variable |")) continue;
+      for (let j = i + 2; j < lines.length && lines[j]!.startsWith("|"); j++) {
+        // `RETRIEVAL_*` names a family, not a variable: only whole names are checked.
+        for (const [, name] of lines[j]!.split("|")[1]!.matchAll(/`([A-Z][A-Z0-9_]*[A-Z0-9])`/g)) {
+          out.set(name!, relative(md));
+        }
+      }
+    }
+  }
+  return out;
+}
+
+Deno.test("docs: every variable of a configuration table (README, docs/, integrations/) is read by the code", async () => {
+  const read = new Set<string>(ENV_VARIABLES);
+  const code = ["scripts/", "supabase/functions/", "integrations/", "sdk/", "eval/", "bench/"].map((d) =>
+    new URL(d, ROOT)
+  );
+  for (const file of (await Promise.all(code.map((d) => filesEndingIn([".ts", ".mts", ".mjs", ".sh"], d)))).flat()) {
+    const text = await Deno.readTextFile(file);
+    // Deno.env.get("X"), process.env.X / ["X"], a hook's env.X, a shell's $X / ${X…}.
+    const reads =
+      /Deno\.env\.get\("([A-Z][A-Z0-9_]+)"\)|\benv\.([A-Z][A-Z0-9_]+)|\benv\["([A-Z][A-Z0-9_]+)"\]|\$\{?([A-Z][A-Z0-9_]+)/g;
+    for (const m of text.matchAll(reads)) read.add((m[1] ?? m[2] ?? m[3] ?? m[4])!);
+  }
+  const documented = await documentedVariables();
+  assert.ok(documented.size > 30, `only ${documented.size} variables found: the scan is broken`);
+  assert.deepEqual([...documented].filter(([name]) => !read.has(name)).map(([n, f]) => `${f}: ${n}`), []);
 });
