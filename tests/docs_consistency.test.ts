@@ -197,3 +197,22 @@ Deno.test("docs: every variable of a configuration table (README, docs/, integra
   assert.ok(documented.size > 30, `only ${documented.size} variables found: the scan is broken`);
   assert.deepEqual([...documented].filter(([name]) => !read.has(name)).map(([n, f]) => `${f}: ${n}`), []);
 });
+
+Deno.test("docs: every table and function of ours the docs name (`public.x`, `memory_private.x`) is in supabase/schema.sql", async () => {
+  const schema = await Deno.readTextFile(new URL("supabase/schema.sql", ROOT));
+  const defined = new Set(
+    [...schema.matchAll(/\b(?:TABLE|VIEW|FUNCTION|SEQUENCE|TYPE)\s+((?:public|memory_private)\.[a-z0-9_]+)/g)].map((
+      m,
+    ) => m[1]!),
+  );
+  const missing: string[] = [];
+  let named = 0;
+  for (const md of await filesEndingIn([".md"])) {
+    for (const [, name] of (await Deno.readTextFile(md)).matchAll(/`((?:public|memory_private)\.[a-z0-9_]+)/g)) {
+      named++;
+      if (!defined.has(name!)) missing.push(`${relative(md)}: ${name}`);
+    }
+  }
+  assert.ok(named > 50, `only ${named} names found: the scan is broken`);
+  assert.deepEqual([...new Set(missing)], []);
+});
