@@ -20,7 +20,7 @@ const accessToken = Deno.env.get("DEVAI_TOKEN") ??
 const memory = createMemoryClient({ supabaseUrl, accessToken, tenantId: Deno.env.get("DEVAI_TENANT") });
 
 try {
-  const project = "demo-shop";
+  const project = "acme/demo-shop";
   const saved = await memory.remember({
     content: "The demo-shop project deploys with blue-green releases every Friday afternoon",
     project,
