@@ -175,6 +175,13 @@ Deno.test({ name: "get returns one memory, 404 for an unknown id, 400 for a malf
   const bad = await api("GET", "/memory/not-a-uuid", { as: t });
   assert.equal(bad.status, 400);
   assert.equal(bad.body.error.code, "invalid_id");
+  // A mistyped fixed route reads as an id: the message quotes it and says it may be a misspelt route.
+  const typo = await api("GET", "/memory/stat", { as: t });
+  assert.equal(typo.body.error.code, "invalid_id");
+  assert.match(
+    typo.body.error.message,
+    /^memory id must be a uuid, not "stat" \(in GET \/memory\/stat\); a misspelt route .* lands here too/,
+  );
 });
 
 Deno.test(

@@ -19,12 +19,23 @@ export function who(c: Ctx): TenantContext {
   return { tenantId: caller.tenantId, actor: caller.actor };
 }
 
-/** A path parameter that must be a uuid (lower-cased); `what` names it in the 400. */
+/**
+ * A path parameter that must be a uuid (lower-cased); `what` names it in the 400. A mistyped route
+ * (`GET memory/stat`) lands on `memory/{id}`, so the message quotes what was read as the id and
+ * says so: "must be a uuid" alone sent the user looking for an id they never meant to send.
+ */
 export function parseUuidParam(c: Ctx, name: string, what: string): string {
   const raw = c.req.param(name) ?? "";
   const result = uuid.safeParse(raw);
   if (!result.success) {
-    throw new HttpError(400, "invalid_id", `${what} must be a uuid`, [{ path: [name], message: "expected a uuid" }]);
+    const quoted = JSON.stringify(raw.length > 64 ? `${raw.slice(0, 64)}…` : raw);
+    throw new HttpError(
+      400,
+      "invalid_id",
+      `${what} must be a uuid, not ${quoted} (in ${c.req.method} ${c.req.path}); a misspelt route of the ` +
+        "memory function lands here too: check the path against the README's API table",
+      [{ path: [name], message: "expected a uuid" }],
+    );
   }
   return result.data.toLowerCase();
 }
