@@ -11,6 +11,16 @@
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
+
+# The functions port first: found taken only once the server listens, it failed after the database
+# was created and migrated (a minute on a fresh folder), with no port named.
+fn_port="${FUNCTIONS_PORT:-54321}"
+if [[ "$fn_port" != 0 ]] && (exec 3<>"/dev/tcp/127.0.0.1/$fn_port") 2>/dev/null; then
+  echo "[start] port $fn_port (FUNCTIONS_PORT) is taken: stop the server that listens there, or give this one" \
+    "its own FUNCTIONS_PORT (and, beside another npm start, its own DEVAI_PG_PORT and DEVAI_PGLITE_DIR)" >&2
+  exit 1
+fi
+
 source scripts/lib/ensure-deps.sh
 
 serve=(deno run -A --config supabase/functions/deno.json scripts/serve.ts)

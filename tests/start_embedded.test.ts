@@ -1,7 +1,8 @@
 // `npm start` with no DATABASE_URL: the real entry point (scripts/serve.ts --embedded) as a child
 // process, on embedded PGlite in a fresh data folder. A remember followed by a retrieve works over
 // HTTP, the process stops cleanly on SIGTERM, and the data is there after a restart; after a
-// kill -9 right behind a burst of acknowledged writes, every one of them is there too.
+// kill -9 right behind a burst of acknowledged writes, every one of them is there too. A taken
+// FUNCTIONS_PORT stops scripts/start.sh before it creates a database.
 // Runs in scripts/test.sh's PGlite pass (it starts its own database on DEVAI_TEST_START_PG_PORT and
 // functions server on DEVAI_TEST_START_FN_PORT, tests/support/ports.ts).
 import assert from "node:assert/strict";
@@ -201,6 +202,29 @@ Deno.test({
       assert.equal((listed.json.memories as unknown[]).length, 11, "the 10 acknowledged writes and the first memory");
     } finally {
       if (service) await stopService(service).catch(() => service!.child.kill("SIGKILL"));
+      rmSync(join(dataDir, ".."), { recursive: true, force: true });
+    }
+  },
+});
+
+Deno.test({
+  name: "npm start with its FUNCTIONS_PORT taken stops at once, naming the port, before it creates a database",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    const taken = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const port = (taken.addr as Deno.NetAddr).port;
+    const dataDir = join(mkdtempSync(join(tmpdir(), "devai-start-test-")), "pglite");
+    try {
+      const run = spawnWatched("bash", ["scripts/start.sh"], {
+        cwd: repo,
+        env: cleanEnv({ FUNCTIONS_PORT: String(port), DEVAI_PG_PORT: String(dbPort), DEVAI_PGLITE_DIR: dataDir }),
+      });
+      assert.equal((await run.exited).code, 1);
+      assert.match(run.output(), new RegExp(`port ${port} \\(FUNCTIONS_PORT\\) is taken: .*its own FUNCTIONS_PORT`));
+      assert.equal(await Deno.stat(dataDir).then(() => true, () => false), false, "no database was created");
+    } finally {
+      taken.close();
       rmSync(join(dataDir, ".."), { recursive: true, force: true });
     }
   },
