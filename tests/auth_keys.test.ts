@@ -200,7 +200,10 @@ Deno.test("agent tokens: issued once, hashed, usable at once; revoked or expired
       const revoked = await http(server, `memory/agent-tokens/${issued.body.id}/revoke`, session, {});
       assert.equal(revoked.status, 200);
       assert.equal(revoked.body.changed, true);
-      assert.equal((await http(server, "memory", asAgent)).body.error.code, "invalid_token");
+      const refused = (await http(server, "memory", asAgent)).body.error;
+      assert.equal(refused.code, "invalid_token");
+      // It says what to do: a revoked token is not coming back.
+      assert.match(refused.message, /revoked or expired: issue a new one with POST memory\/agent-tokens/);
       assert.equal(
         (await http(server, `memory/agent-tokens/${issued.body.id}/revoke`, session, {})).body.changed,
         false,

@@ -98,7 +98,13 @@ export async function identify(req: Request, config: AuthConfig, sql?: Sql): Pro
   }
   if (credential.startsWith(AGENT_TOKEN_PREFIX)) {
     const token = sql ? await resolveAgentToken(sql, credential) : undefined;
-    if (!token) throw new HttpError(401, "invalid_token", "the agent token is unknown, revoked or expired");
+    if (!token) {
+      throw new HttpError(
+        401,
+        "invalid_token",
+        "the agent token is unknown, revoked or expired: issue a new one with POST memory/agent-tokens, signed in as the user (docs/auth.md#agent-tokens)",
+      );
+    }
     return { role: "authenticated", sub: token.owner_id, agent: token.agent, credential: "agent_token" };
   }
   const claims = await verifyJwt(credential, config);
