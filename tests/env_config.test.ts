@@ -46,6 +46,16 @@ Deno.test("config: missing or invalid settings fail fast, naming each problem", 
     (e) => e instanceof ConfigError && /RETRIEVAL_THRESHOLD/.test(e.message) && /MEMORY_NAMESPACE_ROOT/.test(e.message),
   );
   assert.throws(() => loadConfig({ ...minimal, EMBEDDING_PROVIDER: "openai" }), /needs EMBEDDING_API_KEY/);
+  // A number with a unit, or no number, says how to write it (zod alone said "received NaN").
+  for (const [name, value] of [["MAX_BODY_BYTES", "256k"], ["RETRIEVAL_TOP_K", "abc"], ["DEDUP_THRESHOLD", "high"]]) {
+    assert.throws(
+      () => loadConfig({ ...minimal, [name!]: value }),
+      (e) =>
+        e instanceof ConfigError &&
+        e.message.includes(`${name}: expected a number written in digits, without a unit`) && !/NaN/.test(e.message),
+    );
+  }
+  assert.equal(loadConfig({ ...minimal, MAX_BODY_BYTES: "1000" }).maxBodyBytes, 1000);
   // A malformed database URL is named, never shown: it may hold a password.
   for (
     const url of ["postgresql://reader:s3cr3t-pass@127.0.0.1:abc/postgres", "https://reader:s3cr3t-pass@db.example"]

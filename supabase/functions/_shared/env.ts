@@ -15,10 +15,18 @@ const postgresUrl = z.string().trim().min(1).refine((v) => {
     return false;
   }
 }, "must be a postgres:// or postgresql:// URL (the value is not shown: it may hold a password)").optional();
-const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+// "256k" or "abc" coerce to NaN, which zod reports as "expected number, received NaN": say what to write.
+const inDigits = {
+  error: (issue: { code: string; expected?: string }) =>
+    issue.code === "invalid_type" && issue.expected === "number"
+      ? "expected a number written in digits, without a unit (e.g. 262144, not 256k)"
+      : undefined,
+};
+const number = () => z.coerce.number(inDigits);
+const positiveInt = (fallback: number) => number().int().positive().default(fallback);
 // No default: an unset threshold means "the embedding model's own calibration" (thresholdsFor).
 // (zod 4 applies .default() even under .optional(), so a default here would pin every model to it.)
-const unitInterval = z.coerce.number().min(0).max(1).optional();
+const unitInterval = number().min(0).max(1).optional();
 
 const EnvSchema = z.object({
   // Supabase injects SUPABASE_DB_URL into deployed functions; use the transaction pooler URL there.
@@ -60,8 +68,8 @@ const EnvSchema = z.object({
   ),
   RETRIEVAL_THRESHOLD: unitInterval,
   // Unset: retrieval sizes its answer by the query's complexity (docs/retrieval.md#intent).
-  RETRIEVAL_TOP_K: z.coerce.number().int().positive().optional(),
-  RETRIEVAL_BUDGET_TOKENS: z.coerce.number().int().positive().optional(),
+  RETRIEVAL_TOP_K: number().int().positive().optional(),
+  RETRIEVAL_BUDGET_TOKENS: number().int().positive().optional(),
   // Searches' reinforcement and events are written in batches this often
   // (docs/operations.md#write-behind-reinforcement-and-search-events).
   RETRIEVAL_WRITE_BEHIND_MS: positiveInt(200),
