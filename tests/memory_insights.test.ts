@@ -253,6 +253,26 @@ Deno.test({
   );
   assert.equal(res.status, 200);
   assert.equal(res.headers.get("content-type"), "application/x-tar");
+  // An archive of the JSON export does not exist: without format=markdown the answer says what to add
+  // (it was JSON, which tar -x refuses as "not a tar archive"); a client that also takes JSON gets it.
+  for (const query of ["", "?format=json"]) {
+    const refused = await handler(
+      new Request(`http://local/memory/export${query}`, {
+        headers: await userHeaders(t, { accept: "application/x-tar" }),
+      }),
+    );
+    assert.equal(refused.status, 400);
+    const error = (await refused.json()).error;
+    assert.equal(error.code, "invalid_request");
+    assert.match(error.message, /add format=markdown/);
+  }
+  const either = await handler(
+    new Request("http://local/memory/export", {
+      headers: await userHeaders(t, { accept: "application/x-tar, application/json" }),
+    }),
+  );
+  assert.equal(either.status, 200);
+  assert.equal((await either.json()).format, "json");
   assert.match(
     res.headers.get("content-disposition") ?? "",
     /^attachment; filename="devai-memories-\d{4}-\d{2}-\d{2}\.tar"$/,

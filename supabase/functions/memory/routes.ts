@@ -2,7 +2,7 @@
 // answer what the operation in _shared/services/ returns. Registered in this order on purpose:
 // fixed paths (/memory/stats, /memory/episodes, …) before /memory/{id}, which would take them.
 import { EpisodeBatchRequest } from "../_shared/episodes.ts";
-import { json, methodNotAllowed, parseJsonBody, validate } from "../_shared/http.ts";
+import { HttpError, json, methodNotAllowed, parseJsonBody, validate } from "../_shared/http.ts";
 import {
   AgentTokenRequest,
   CorrectRequest,
@@ -113,7 +113,15 @@ export function registerMemoryRoutes(app: MemoryApp, deps: ServiceDeps): void {
   app.get("/memory/export", async (c) => {
     const q = parseQuery(c, ExportQuery);
     // The files themselves when the client asks for an archive (`curl … | tar -x`); else JSON.
-    return await exportResponse(deps, who(c), q, /\bapplication\/(x-)?tar\b/i.test(c.req.header("accept") ?? ""));
+    const accept = c.req.header("accept") ?? "";
+    const wantsTar = /\bapplication\/(x-)?tar\b/i.test(accept);
+    // An archive asked for without format=markdown was answered JSON, which tar -x cannot read.
+    if (wantsTar && q.format !== "markdown" && !/\bapplication\/json\b|\*\/\*|\bapplication\/\*/i.test(accept)) {
+      throw new HttpError(400, "invalid_request", "a tar archive holds the Markdown export: add format=markdown", [
+        { path: ["format"], message: "Accept: application/x-tar needs format=markdown" },
+      ]);
+    }
+    return await exportResponse(deps, who(c), q, wantsTar);
   });
   for (const [path, allowed] of FIXED_PATHS) {
     app.all(path, () => {
