@@ -535,7 +535,12 @@ Deno.test({
   assert.equal(s1!.end_reason, "new_session");
   assert.equal(s1!.consolidation_job_id, explicit.body.job_id);
 
-  assert.equal((await api("POST", "/memory/sessions/nope/end", { as: t })).status, 404);
+  const unknown = await api("POST", "/memory/sessions/nope/end", { as: t });
+  assert.equal(unknown.status, 404);
+  assert.match(
+    unknown.body.error.message,
+    /no episodes were stored for session nope: store its messages with POST memory\/episodes/,
+  );
   assert.equal(
     (await api("POST", "/memory/sessions/s2/end", { as: newTenant() })).status,
     404,

@@ -47,7 +47,14 @@ export interface EndedSession {
 export async function endSession(deps: ServiceDeps, tenant: TenantContext, id: string): Promise<EndedSession> {
   const result = await withTenant(deps.sql, tenant, async (tx) => {
     const [session] = await tx<{ id: string }[]>`select id from public.memory_sessions where session_id = ${id}`;
-    if (!session) throw new HttpError(404, "not_found", `no episodes were stored for session ${id}`);
+    if (!session) {
+      // Sessions exist through their episodes: say how one comes to be (memory-extract alone makes none).
+      throw new HttpError(
+        404,
+        "not_found",
+        `no episodes were stored for session ${id}: store its messages with POST memory/episodes first`,
+      );
+    }
     const [ended] = await endSessions(tx, [session.id], "explicit");
     const job = ended?.job_id ? await getJob(tx, ended.job_id) : undefined;
     return {
