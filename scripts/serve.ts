@@ -418,6 +418,9 @@ if (import.meta.main) {
   let embedded: RunningDb | undefined;
   try {
     if (Deno.args.includes("--embedded")) {
+      // The settings first (no database is opened): a bad one was found only after the database
+      // had been created and migrated, about a minute on a fresh folder.
+      configFromEnvironment({ databaseUrl: "postgresql://postgres@127.0.0.1:1/not-opened" });
       embedded = await startEmbeddedDatabase();
       running = await startServer({ databaseUrl: embedded.url, env: { ...Deno.env.toObject(), DB_POOL_MAX: "1" } });
     } else {

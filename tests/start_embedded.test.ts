@@ -2,7 +2,7 @@
 // process, on embedded PGlite in a fresh data folder. A remember followed by a retrieve works over
 // HTTP, the process stops cleanly on SIGTERM, and the data is there after a restart; after a
 // kill -9 right behind a burst of acknowledged writes, every one of them is there too. A taken
-// FUNCTIONS_PORT stops scripts/start.sh before it creates a database.
+// FUNCTIONS_PORT (scripts/start.sh) or a bad setting (scripts/serve.ts) stops it before it creates a database.
 // Runs in scripts/test.sh's PGlite pass (it starts its own database on DEVAI_TEST_START_PG_PORT and
 // functions server on DEVAI_TEST_START_FN_PORT, tests/support/ports.ts).
 import assert from "node:assert/strict";
@@ -66,8 +66,12 @@ async function startService(dataDir: string): Promise<Started> {
 /**
  * A second `npm start` while the first runs: it must exit at once, saying what holds what. Its
  * functions server would listen on a free port (0): only the database's port and folder collide.
+ * With `env`, settings of its own (a bad one must stop it as early).
  */
-async function secondStart(dataDir: string): Promise<{ code: number; output: string }> {
+async function secondStart(
+  dataDir: string,
+  env: Record<string, string> = {},
+): Promise<{ code: number; output: string }> {
   const run = spawnWatched(Deno.execPath(), [
     "run",
     "-A",
@@ -82,6 +86,7 @@ async function secondStart(dataDir: string): Promise<{ code: number; output: str
       DEVAI_PG_PORT: String(dbPort),
       FUNCTIONS_PORT: "0",
       SUPABASE_JWT_SECRET: TEST_JWT_SECRET,
+      ...env,
     }),
   });
   const status = await run.exited;
@@ -225,6 +230,24 @@ Deno.test({
       assert.equal(await Deno.stat(dataDir).then(() => true, () => false), false, "no database was created");
     } finally {
       taken.close();
+      rmSync(join(dataDir, ".."), { recursive: true, force: true });
+    }
+  },
+});
+
+Deno.test({
+  name: "npm start with a bad setting stops at once, naming it, before it creates a database",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    const dataDir = join(mkdtempSync(join(tmpdir(), "devai-start-test-")), "pglite");
+    try {
+      // The same start as a second server's, with one bad setting.
+      const run = await secondStart(dataDir, { MAX_BODY_BYTES: "256k" });
+      assert.equal(run.code, 1);
+      assert.match(run.output, /invalid environment: MAX_BODY_BYTES: expected a number written in digits/);
+      assert.equal(await Deno.stat(dataDir).then(() => true, () => false), false, "no database was created");
+    } finally {
       rmSync(join(dataDir, ".."), { recursive: true, force: true });
     }
   },
