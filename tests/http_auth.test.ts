@@ -92,6 +92,13 @@ Deno.test("http auth: the gateway and the handlers refuse bad callers with the d
         401,
         "invalid_token",
       );
+      // curl -H "Authorization: Bearer $TOKEN" with TOKEN unset: the message names the likely cause.
+      const empty = assertError(
+        await call(server, "memory", { headers: { authorization: "Bearer " } }),
+        401,
+        "invalid_token",
+      );
+      assert.match(empty.message, /no token after it \(an unset shell variable\?\)/);
       const notJwt = assertError(await call(server, "memory", { token: "not-a-jwt" }), 401, "invalid_token");
       assert.match(notJwt.message, /not a valid JWT: send a user's JWT, an agent token/);
     });

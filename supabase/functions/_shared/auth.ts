@@ -51,7 +51,17 @@ function bearerOf(req: Request): string | undefined {
   const header = req.headers.get("authorization");
   if (header === null) return undefined;
   const match = /^Bearer\s+(\S+)$/i.exec(header);
-  if (!match?.[1]) throw new HttpError(401, "invalid_token", "Authorization must be 'Bearer <token>'");
+  if (!match?.[1]) {
+    // `-H "Authorization: Bearer $TOKEN"` with TOKEN unset sends "Bearer " and nothing: say so.
+    const empty = /^\s*Bearer\s*$/i.test(header);
+    throw new HttpError(
+      401,
+      "invalid_token",
+      empty
+        ? "Authorization is 'Bearer ' with no token after it (an unset shell variable?): send 'Bearer <token>'"
+        : "Authorization must be 'Bearer <token>'",
+    );
+  }
   return match[1];
 }
 
