@@ -433,6 +433,46 @@ Deno.test("dedup crash: a worker that dies mid-job loses its lease, the job re-r
   }
 });
 
+Deno.test("dedup retry: a job whose model failed at its second candidate goes on from there, the first applied once", async () => {
+  const env = await writeEnv();
+  try {
+    const tenant = newTenant();
+    await seedBase(env, tenant);
+    const first = "The task-api writes its logs to stdout.";
+    const second = "The task-api deploys with pnpm run deploy.";
+    env.fake.setEmbedding(second, vectorWithSimilarity(base, 0.9, "retry"));
+    let failing = true;
+    env.fake.onChat(
+      DEDUP_MARK,
+      reply.dynamic(() => failing ? reply.error(500) : reply.json({ action: "ADD", reason: "new detail" })),
+    );
+    const queued = await enqueue(env, tenant, [candidate(first), candidate(second)]);
+    const once = await drainQueue(env.deps, { workerId: "w1", maxJobs: 1, backoffBaseMs: 0, ownerId: tenant });
+    assert.equal(once.retried, 1, "the model's failure fails the job");
+    // Each candidate is applied in its own transaction with the job's progress: the first stays.
+    const [mid] = await env.sql`select result from public.memory_jobs where id = ${queued.id}`;
+    assert.equal(mid!.result.dedup.done, 1);
+    assert.equal((await memoriesOf(env.sql, tenant)).filter((m) => m.content === first).length, 1);
+
+    failing = false;
+    assert.equal((await drainAll(env.deps, tenant, "w2")).done, 1);
+    const [job] = await env.sql`select status, attempts, result from public.memory_jobs where id = ${queued.id}`;
+    assert.equal(job!.status, "done");
+    assert.equal(job!.attempts, 2);
+    assert.deepEqual(job!.result.outcomes.map((o: { action: string }) => o.action), ["ADD", "ADD"]);
+    const mems = await memoriesOf(env.sql, tenant);
+    assert.deepEqual(
+      mems.map((m) => m.content).sort(),
+      [first, second, "The task-api deploys with npm run deploy."].sort(),
+    );
+    const creates = await env.sql`
+      select 1 from public.memory_events where owner_id = ${tenant} and op = 'create' and status = 'ok'`;
+    assert.equal(creates.length, 2, "each candidate created once");
+  } finally {
+    await env.close();
+  }
+});
+
 Deno.test("dedup: an exact duplicate in ANOTHER project is not a NOOP (it is invisible to this project)", async () => {
   const env = await writeEnv();
   try {

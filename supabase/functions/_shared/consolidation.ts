@@ -15,7 +15,7 @@ import { type Candidate, prepareCandidates } from "./candidates.ts";
 import { loadCategoryNames } from "./categories.ts";
 import { chunkEpisodes, consolidationMessages, ConsolidationOutputSchema } from "./consolidation-prompt.ts";
 import { withTenant } from "./db.ts";
-import { dedupCandidates } from "./dedup.ts";
+import { dedupCandidates, lockNamespaces } from "./dedup.ts";
 import type { WorkerDeps } from "./drain-queue.ts";
 import { type GraphEdge, insertEdges } from "./edges.ts";
 import { type EntityLink, type EntityMention, linkEntities } from "./entities.ts";
@@ -154,8 +154,11 @@ export async function consolidateSession(deps: WorkerDeps, job: Job, workerId: s
       await completeJobInTx(tx, job.id, workerId, { already_consolidated: true });
       return;
     }
+    // One transaction for the session's facts, their edges and the completion: the batch's
+    // namespaces locked up front, in order (dedup's passes, one each, then take them again).
+    await lockNamespaces(tx, job.owner_id, candidates.map((c) => c.namespace));
     const report = await dedupCandidates(
-      tx,
+      { transaction: (work) => work(tx) },
       { embedder: deps.embedder, llm: deps.llm, config: deps.config },
       { ownerId: job.owner_id, sessionId: parsed.data.session_id, threadId, origin: "consolidate", jobId: job.id },
       candidates,

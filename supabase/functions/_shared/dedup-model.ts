@@ -1,6 +1,5 @@
 // The model's dedup decision for one candidate, and what happens when the model fails (dedup.ts
-// calls it when a near neighbour exists).
-import type { Tx } from "./db.ts";
+// asks it, outside any transaction, when a near neighbour exists).
 import { addUsage, type Llm, LlmOutputError, LlmRequestError } from "./llm.ts";
 import { type Candidate, isProtected } from "./candidates.ts";
 import {
@@ -11,8 +10,15 @@ import {
   type ResolvedAction,
   resolveDecision,
 } from "./dedup-decision.ts";
-import { event } from "./dedup-writes.ts";
-import type { CandidateOutcome, DedupContext, DedupReport } from "./dedup.ts";
+import type { DedupReport } from "./dedup.ts";
+
+/** A decision and what its classify event records; dedup-pass.ts writes the event when it applies it. */
+export interface Decided {
+  action: ResolvedAction;
+  reason?: string;
+  override?: string;
+  classify: { status: "ok" | "error"; meta: Record<string, unknown> };
+}
 
 /**
  * One LLM call decides between the candidate and its neighbours (resolved server-side). When the
@@ -22,15 +28,11 @@ import type { CandidateOutcome, DedupContext, DedupReport } from "./dedup.ts";
  * failure fails the job, which retries it.
  */
 export async function decideWithModel(
-  tx: Tx,
   llm: Llm,
-  ctx: DedupContext,
   c: Candidate,
   neighbours: Neighbour[],
-  outcome: CandidateOutcome,
   report: DedupReport,
-): Promise<ResolvedAction> {
-  const best = outcome.best_similarity ?? null;
+): Promise<Decided> {
   report.llm_calls++;
   let out;
   try {
@@ -39,24 +41,30 @@ export async function decideWithModel(
     if (!isProtected(c) || !(err instanceof LlmRequestError || err instanceof LlmOutputError)) throw err;
     const action = decideWithoutLlm(c, neighbours);
     report.model_failures++;
-    outcome.reason = "model_failed";
-    await event(tx, ctx, "classify", "error", null, c, best, {
-      decision: action.action,
-      rule: "model_failed",
-      error: `${err.name}: ${err.message}`.slice(0, 500),
-    });
-    return action;
+    return {
+      action,
+      reason: "model_failed",
+      classify: {
+        status: "error",
+        meta: { decision: action.action, rule: "model_failed", error: `${err.name}: ${err.message}`.slice(0, 500) },
+      },
+    };
   }
   addUsage(report.usage, out.usage);
   const resolution = resolveDecision(out.value, c, neighbours);
-  outcome.override = resolution.override;
-  outcome.reason = out.value.reason;
-  await event(tx, ctx, "classify", resolution.override ? "error" : "ok", null, c, best, {
-    decision: out.value.action,
-    target: out.value.target ?? null,
-    applied: resolution.resolved.action,
-    override: resolution.override ?? null,
-    tokens: out.usage.totalTokens,
-  });
-  return resolution.resolved;
+  return {
+    action: resolution.resolved,
+    reason: out.value.reason,
+    override: resolution.override,
+    classify: {
+      status: resolution.override ? "error" : "ok",
+      meta: {
+        decision: out.value.action,
+        target: out.value.target ?? null,
+        applied: resolution.resolved.action,
+        override: resolution.override ?? null,
+        tokens: out.usage.totalTokens,
+      },
+    },
+  };
 }

@@ -1,5 +1,6 @@
-// Phase 2 of the write path: each candidate against the tenant's memories, applied in ONE tenant
-// transaction (RLS applies: the worker acts as the job's owner).
+// Phase 2 of the write path: each candidate against the tenant's memories (RLS applies: the
+// worker acts as the job's owner). Each candidate takes one or more passes (dedup-pass.ts), each
+// in a short transaction:
 //
 //   1. exact content_hash match (valid, active, not a raw episode) → NOOP, no embedding search, no LLM call;
 //      a model's fact about the user's name, pronouns, city, language or employer → PROPOSED: it
@@ -16,29 +17,30 @@
 //      (insert … on conflict do nothing: never a duplicate edge), memory_events for every step;
 //      with an LLM, a queued check of the new memories for contradictions (contradiction-check.ts)
 //
-// Concurrency: before searching, the transaction takes pg_advisory_xact_lock on (owner, namespace)
-// for every namespace of the batch, in sorted order (no lock-order deadlock between workers), and
-// locks the neighbour rows FOR UPDATE. Two workers deduplicating overlapping candidates therefore
-// run one after the other: the second sees the first's ADD (exact hash → NOOP, or a neighbour) and
-// its UPDATE (the superseded row is invalid, the new one is the neighbour), so nothing is added
-// twice and no update is lost. History rows come from the triggers (actor = memory.actor).
+// Decide outside, apply inside: the model is asked between two passes, outside any transaction
+// (it takes seconds, minutes with retries). The first pass reads the neighbours without locking
+// them; the pass after the answer locks them `for no key update` in id order and applies the
+// decision only if they are as the model saw them (same ids, text, source, priority, pin, type,
+// namespace; still valid and active). Otherwise the candidate is decided again on what is there
+// now, at most MAX_DECISIONS times; past that the job fails and is retried later (its progress
+// kept). So a user's correction, forget or confirm of a neighbour never waits for the model, and
+// a decision is never applied to a memory that changed under it.
+//
+// Concurrency: each pass takes pg_advisory_xact_lock on (owner, namespace) for its candidate, so
+// two workers deduplicating overlapping candidates apply one after the other: the second sees the
+// first's ADD (exact hash → NOOP, or a new neighbour: decided again) and its UPDATE (the superseded
+// row is invalid, the new one is the neighbour), so nothing is added twice and no update is lost.
+// History rows come from the triggers (actor = memory.actor).
 import type { Tx } from "./db.ts";
-import { toVectorLiteral } from "./db.ts";
 import type { Embedder } from "./embeddings.ts";
-import { thresholdsFor } from "./embeddings.ts";
-import { visibleScopes } from "./schemas.ts";
-import { hybridSearch } from "./search/hybrid.ts";
 import type { Config } from "./env.ts";
 import { emptyUsage, type Llm, type LlmUsage } from "./llm.ts";
-import { type Candidate, isProtected } from "./candidates.ts";
-import { decideWithoutLlm, type Neighbour, type ResolvedAction } from "./dedup-decision.ts";
-import { decideWithModel } from "./dedup-model.ts";
-import { type Edge, linkMemory } from "./edges.ts";
-import { event, insertMemory } from "./dedup-writes.ts";
+import type { Candidate } from "./candidates.ts";
+import { visibleScopes } from "./schemas.ts";
 import type { CodeOrigin } from "./schemas.ts";
-import { proposeIfSensitive } from "./proposals.ts";
+import { decideWithModel } from "./dedup-model.ts";
+import { dedupPass, type SeenDecision } from "./dedup-pass.ts";
 import { queueContradictionCheck } from "./contradiction-check.ts";
-import { supersedeMemory } from "./supersede.ts";
 import { contentHashSql } from "./memories/record.ts";
 
 export interface DedupContext {
@@ -67,6 +69,8 @@ export interface CandidateOutcome {
   best_similarity?: number;
   override?: string;
   links: number;
+  /** Decisions dropped because a neighbour changed while the model decided (decided again). */
+  redecided?: number;
 }
 
 export interface DedupReport {
@@ -78,13 +82,33 @@ export interface DedupReport {
   usage: LlmUsage;
 }
 
-const NEIGHBOURS_SHOWN = 5;
+/** How a caller runs dedup's transactions, and what it keeps of the work done. */
+export interface DedupRun {
+  /** Runs one pass in a transaction of the tenant: a new short one each (the worker), or the caller's own. */
+  transaction: <T>(work: (tx: Tx) => Promise<T>) => Promise<T>;
+  /** At the end of each applying pass, in its transaction: candidates done so far (the job's progress). */
+  applied?: (tx: Tx, progress: DedupProgress) => Promise<unknown>;
+  /** What an earlier attempt applied (its progress): those candidates are not run again. */
+  resume?: DedupProgress;
+}
+
+export interface DedupProgress {
+  done: number;
+  report: DedupReport;
+}
+
 /**
  * A neighbour whose keyword score reaches this share of a full match of the candidate's terms is a
  * near-verbatim restatement: shown to the decision like a vector neighbour at the dedup threshold.
  */
 export const NEAR_VERBATIM_COVERAGE = 0.8;
-const LINK_TOP_K = 3;
+/** Decisions one candidate may take when its neighbours keep changing under the model. */
+export const MAX_DECISIONS = 3;
+
+/** A candidate's neighbours changed under every one of its MAX_DECISIONS decisions: the job retries later. */
+export class NeighboursChangingError extends Error {
+  override name = "NeighboursChangingError";
+}
 
 /** Takes the (owner, namespace) advisory locks of a batch, sorted so workers never deadlock on them. */
 export async function lockNamespaces(tx: Tx, ownerId: string, namespaces: string[]): Promise<void> {
@@ -94,201 +118,50 @@ export async function lockNamespaces(tx: Tx, ownerId: string, namespaces: string
 }
 
 export async function dedupCandidates(
-  tx: Tx,
+  run: DedupRun,
   deps: DedupDeps,
   ctx: DedupContext,
   candidates: Candidate[],
   vectors: number[][],
 ): Promise<DedupReport> {
-  const thresholds = thresholdsFor(deps.embedder.model, deps.config as Config);
-  const searchFloor = Math.min(thresholds.dedup, thresholds.link);
-  const report: DedupReport = {
+  const report: DedupReport = structuredClone(run.resume?.report) ?? {
     outcomes: [],
     counts: { ADD: 0, UPDATE: 0, DELETE: 0, NOOP: 0, SKIPPED: 0, PROPOSED: 0 },
     llm_calls: 0,
     model_failures: 0,
     usage: emptyUsage(),
   };
-
-  await lockNamespaces(tx, ctx.ownerId, candidates.map((c) => c.namespace));
-
-  // Per-tenant daily cap on automatic writes (seed 001 §13); user-stated memories are exempt and
-  // do not use it up (they are queued in a dedup job of their own, before the model's). The day is
-  // 24 hours: `interval '1 day'` follows the session's time zone, 23 or 25 hours across a DST change.
-  const [{ used } = { used: 0 }] = await tx<{ used: number }[]>`
-    select count(*)::int as used from public.memory_events
-     where owner_id = ${ctx.ownerId} and node = 'worker' and op = 'create' and status = 'ok'
-       and ts > now() - interval '24 hours' and not coalesce((meta ->> 'protected')::boolean, false)`;
-  let remaining = Math.max(0, deps.config.extractDailyCap - used);
-
-  for (let i = 0; i < candidates.length; i++) {
+  for (let i = run.resume?.done ?? 0; i < candidates.length; i++) {
     const c = candidates[i]!;
-    const vector = vectors[i]!;
-    const outcome: CandidateOutcome = { content: c.content, namespace: c.namespace, action: "NOOP", links: 0 };
-    report.outcomes.push(outcome);
-
-    // 1. exact duplicate: zero LLM calls, zero searches.
-    const dup = await liveWithText(tx, deps, ctx.ownerId, c.content, c.namespace);
-    if (dup) {
-      outcome.action = "NOOP";
-      outcome.reason = "exact_duplicate";
-      outcome.target_id = dup.id;
-      report.counts.NOOP++;
-      await event(tx, ctx, "classify", "skipped", dup.id, c, 1, { decision: "NOOP", reason: "exact_duplicate" });
-      continue;
-    }
-
-    // A model's fact about who or where the user is waits for consent instead (docs/consolidation.md#consent).
-    const proposal = await proposeIfSensitive(tx, c, ctx);
-    if (proposal) {
-      Object.assign(outcome, {
-        action: "PROPOSED",
-        reason: `needs consent: ${proposal.field}`,
-        target_id: proposal.id,
+    let decided: SeenDecision | undefined;
+    for (let decisions = 0;; decisions++) {
+      const toDecide = await run.transaction(async (tx) => {
+        const pending = await dedupPass(tx, deps, ctx, c, vectors[i]!, report, decided);
+        if (!pending) {
+          if (decisions > 1) report.outcomes.at(-1)!.redecided = decisions - 1;
+          await run.applied?.(tx, { done: i + 1, report });
+        }
+        return pending;
       });
-      report.counts.PROPOSED++;
-      await event(tx, ctx, "create", "skipped", null, c, null, {
-        reason: "needs_consent",
-        field: proposal.field,
-        proposal_id: proposal.id,
-      });
-      continue;
+      if (!toDecide) break;
+      if (decisions >= MAX_DECISIONS) {
+        throw new NeighboursChangingError(
+          `candidate ${i}: its neighbours changed while the model decided, ${MAX_DECISIONS} times; retried later`,
+        );
+      }
+      // The model decides with no transaction open and no memory locked.
+      decided = { ...await decideWithModel(deps.llm!, c, toDecide.neighbours, report), seen: toDecide.seen };
     }
-
-    if (!isProtected(c) && remaining <= 0) {
-      outcome.action = "SKIPPED";
-      outcome.reason = "daily_cap";
-      report.counts.SKIPPED++;
-      await event(tx, ctx, "create", "skipped", null, c, null, {
-        reason: "daily_cap",
-        cap: deps.config.extractDailyCap,
-      });
-      continue;
-    }
-
-    // 2. neighbours in the candidate's scope: the hybrid search, so a near-verbatim duplicate is
-    // found by its words even when the vectors disagree (near-verbatim counts as dedup-similar).
-    const vec = toVectorLiteral(vector);
-    const found: Neighbour[] = (await hybridSearch(tx, {
-      queryText: c.content,
-      vector,
-      embeddingModel: deps.embedder.model,
-      scopes: [c.namespace],
-      ownerId: ctx.ownerId,
-      limit: 10,
-      threshold: searchFloor,
-      graphDepth: 0,
-    })).map((n) => ({
-      id: n.id,
-      content: n.content,
-      similarity: Math.max(
-        n.similarity ?? 0,
-        (n.keyword_coverage ?? 0) >= NEAR_VERBATIM_COVERAGE ? thresholds.dedup : 0,
-      ),
-      memory_type: n.memory_type,
-      namespace: n.namespace,
-      source: n.source,
-      priority: n.priority,
-      pinned: n.pinned,
-    })).sort((a, b) => b.similarity - a.similarity || (a.id < b.id ? -1 : 1));
-    const best = found[0]?.similarity;
-    outcome.best_similarity = best;
-    await event(tx, ctx, "search", "ok", found[0]?.id ?? null, c, best ?? null, { neighbours: found.length });
-
-    // Lock what the decision may touch (as lockMemory does); re-read so a concurrent edit (outside dedup) is respected.
-    const nearIds = found.filter((n) => n.similarity >= thresholds.dedup).slice(0, NEIGHBOURS_SHOWN).map((n) => n.id);
-    let neighbours: Neighbour[] = [];
-    if (nearIds.length > 0) {
-      const locked = await tx<
-        { id: string; content: string; source: string | null; priority: string; pinned: boolean }[]
-      >`
-        select id, content, source, priority, pinned from public.devai_memories
-         where id = any(${nearIds}::uuid[]) and is_valid and state = 'active'
-         order by id
-         for no key update`;
-      const byId = new Map(locked.map((r) => [r.id, r]));
-      neighbours = found
-        .filter((n) => byId.has(n.id) && nearIds.includes(n.id))
-        .map((n) => ({ ...n, ...byId.get(n.id)! }));
-    }
-
-    // 3. decide
-    let action: ResolvedAction;
-    if (neighbours.length === 0) {
-      action = { action: "ADD", content: c.content };
-    } else if (deps.llm) {
-      action = await decideWithModel(tx, deps.llm, ctx, c, neighbours, outcome, report);
-    } else {
-      action = decideWithoutLlm(c, neighbours);
-      outcome.reason = "no_llm_configured";
-      await event(tx, ctx, "classify", "ok", null, c, best ?? null, { decision: action.action, rule: "no_llm" });
-    }
-
-    // 4. apply. A merged text another live memory already says: that one replaces the target (a
-    // new row would duplicate it); the target's own text: nothing to change.
-    const same = action.action === "UPDATE" && action.content !== c.content
-      ? await liveWithText(tx, deps, ctx.ownerId, action.content, c.namespace)
-      : undefined;
-    if (action.action === "UPDATE" && same?.id === action.targetId) action = { action: "NOOP", targetId: same.id };
-    outcome.action = action.action;
-    report.counts[action.action]++;
-    if (action.action === "NOOP") {
-      outcome.target_id = action.targetId;
-      continue;
-    }
-    if (
-      action.action === "UPDATE" && same && await supersedeMemory(tx, ctx.ownerId, same.id, action.targetId, {
-        strength: found.find((n) => n.id === action.targetId)?.similarity ?? thresholds.dedup,
-        evidence: { dedup: "merged_text_exists" },
-      })
-    ) {
-      Object.assign(outcome, { target_id: action.targetId, memory_id: same.id, reason: "merged_text_exists" });
-      await event(tx, ctx, "merge", "ok", action.targetId, c, best ?? null, { superseded_by: same.id, existing: true });
-      continue;
-    }
-    const newId = await insertMemory(tx, ctx, c, action.content, vec, deps.embedder.model);
-    outcome.memory_id = newId;
-    if (!isProtected(c)) remaining--;
-    await event(tx, ctx, "create", "ok", newId, c, best ?? null, { action: action.action });
-
-    if (action.action === "UPDATE") {
-      outcome.target_id = action.targetId;
-      await tx`update public.devai_memories set superseded_by = ${newId}, is_valid = false where id = ${action.targetId}`;
-      await event(tx, ctx, "merge", "ok", action.targetId, c, best ?? null, { superseded_by: newId });
-    } else if (action.action === "DELETE") {
-      outcome.target_id = action.targetId;
-      await tx`update public.devai_memories set is_valid = false where id = ${action.targetId}`;
-      await event(tx, ctx, "delete", "ok", action.targetId, c, best ?? null, { replaced_by: newId, soft: true });
-    }
-
-    // 5. relations (seed 001 §2): typed edge to the target, related_to to the closest others
-    const edges: Edge[] = [];
-    if (action.action === "UPDATE" || action.action === "DELETE") {
-      const sim = found.find((n) => n.id === action.targetId)?.similarity ?? thresholds.dedup;
-      edges.push({
-        to: action.targetId,
-        type: action.action === "UPDATE" ? "supersedes" : "contradicts",
-        strength: clamp01(sim),
-      });
-    }
-    const targetId = action.action === "UPDATE" || action.action === "DELETE" ? action.targetId : undefined;
-    for (const n of found.filter((n) => n.similarity >= thresholds.link && n.id !== targetId).slice(0, LINK_TOP_K)) {
-      edges.push({ to: n.id, type: "related_to", strength: clamp01(n.similarity) });
-    }
-    outcome.links = await linkMemory(tx, ctx.ownerId, newId, edges);
-    if (outcome.links > 0) await event(tx, ctx, "link", "ok", newId, c, null, { edges: outcome.links });
   }
-  // New facts are checked against their nearest ones for contradictions, off this transaction's path.
-  if (deps.llm) {
-    await queueContradictionCheck(tx, ctx.ownerId, report.outcomes.flatMap((o) => (o.memory_id ? [o.memory_id] : [])));
-  }
+  // New facts are checked against their nearest ones for contradictions, off this path (the key
+  // is the memories' ids: queued once however often this runs).
+  const added = report.outcomes.flatMap((o) => (o.memory_id ? [o.memory_id] : []));
+  if (deps.llm && added.length > 0) await run.transaction((tx) => queueContradictionCheck(tx, ctx.ownerId, added));
   return report;
 }
 
-const clamp01 = (x: number) => Math.max(0, Math.min(1, x));
-
 /** A valid, active memory (not a raw episode) in the scope that says `text`, case and spacing aside. */
-async function liveWithText(tx: Tx, deps: DedupDeps, ownerId: string, text: string, namespace: string) {
+export async function liveWithText(tx: Tx, deps: DedupDeps, ownerId: string, text: string, namespace: string) {
   const [row] = await tx<{ id: string }[]>`
     select id from public.devai_memories
      where owner_id = ${ownerId} and content_hash = ${contentHashSql(tx, text)}

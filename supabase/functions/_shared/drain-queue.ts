@@ -22,11 +22,12 @@ import {
   type JobKind,
   LeaseLostError,
   PermanentJobError,
+  recordJobProgress,
 } from "./jobs.ts";
 import { type Llm, LlmOutputError, LlmRequestError } from "./llm.ts";
 import { queuedCodeOrigin } from "./schemas.ts";
 import { CandidateSchema } from "./candidates.ts";
-import { dedupCandidates } from "./dedup.ts";
+import { dedupCandidates, type DedupProgress } from "./dedup.ts";
 import { DEDUP_BATCH } from "./dedup-jobs.ts";
 import { isGraphJob, processGraphJob } from "./graph-jobs.ts";
 import { ModelPartError, processExtract } from "./extract-job.ts";
@@ -152,23 +153,30 @@ async function processDedup(deps: WorkerDeps, job: Job, workerId: string): Promi
   const vectors = payload.candidates.length > 0
     ? await deps.embedder.embed(payload.candidates.map((c) => c.content))
     : [];
-  await withTenant(deps.sql, { tenantId: job.owner_id, actor: "worker:dedup" }, async (tx) => {
-    const report = await dedupCandidates(
-      tx,
-      { embedder: deps.embedder, llm: deps.llm, config: deps.config },
-      {
-        ownerId: job.owner_id,
-        sessionId: payload.session_id,
-        threadId: payload.thread_id,
-        origin: payload.origin,
-        jobId: job.id,
-        lineage: payload.lineage,
-      },
-      payload.candidates,
-      vectors,
-    );
-    await completeJobInTx(tx, job.id, workerId, report);
-  }, { threadId: payload.thread_id });
+  // Each candidate's passes run in short transactions (dedup.ts); each one that applies records
+  // the candidates done in the job's progress, in that transaction: a retried job (a crash, a lost
+  // lease, a failed model) goes on from there and applies nothing twice.
+  const tenant = { tenantId: job.owner_id, actor: "worker:dedup" };
+  const opts = { threadId: payload.thread_id };
+  const report = await dedupCandidates(
+    {
+      transaction: (work) => withTenant(deps.sql, tenant, work, opts),
+      applied: (tx, progress) => recordJobProgress(tx, job.id, workerId, { dedup: progress }, { inTenantTx: true }),
+      resume: (job.result as { dedup?: DedupProgress } | null)?.dedup,
+    },
+    { embedder: deps.embedder, llm: deps.llm, config: deps.config },
+    {
+      ownerId: job.owner_id,
+      sessionId: payload.session_id,
+      threadId: payload.thread_id,
+      origin: payload.origin,
+      jobId: job.id,
+      lineage: payload.lineage,
+    },
+    payload.candidates,
+    vectors,
+  );
+  await withTenant(deps.sql, tenant, (tx) => completeJobInTx(tx, job.id, workerId, report), opts);
 }
 
 function describeError(err: unknown): string {
