@@ -5,7 +5,9 @@
 // (crash, error, lost lease) and claimed again later — never applied twice. A claim is a short
 // lease (20 s) that a heartbeat renews while the job runs (job-lease.ts): a worker that dies gives
 // its jobs back within one lease. An extract job queues the rules' candidates before it asks the
-// model, and a failing model retries only its own part (extract-job.ts).
+// model, and a failing model retries only its own part (extract-job.ts); a dedup job applies each
+// candidate in a transaction of its own that records it in the job's progress (also lease-checked),
+// so a retry goes on from the next candidate, again never applying one twice (dedup.ts).
 //
 // Run by: the memory-worker endpoint (pg_cron + pg_net in production), the local server's timer,
 // and the background kick after each enqueue.
