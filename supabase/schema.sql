@@ -583,6 +583,10 @@ CREATE FUNCTION memory_private.enqueue_entity_backfill(p_now timestamp with time
 declare
   v_queued integer;
 begin
+  -- The usual case once the pass is done: the empty set's index, nothing else read.
+  if not exists (select from memory_private.entity_pass_pending) then
+    return 0;
+  end if;
   with queued as (
     insert into public.memory_jobs (owner_id, kind, payload, idempotency_key)
     select t.owner_id, 'entity_backfill', '{}'::jsonb,
@@ -603,7 +607,7 @@ $$;
 -- Name: FUNCTION enqueue_entity_backfill(p_now timestamp with time zone); Type: COMMENT; Schema: memory_private; Owner: -
 --
 
-COMMENT ON FUNCTION memory_private.enqueue_entity_backfill(p_now timestamp with time zone) IS 'Queues one entity_backfill job per tenant with memories in memory_private.entity_pass_pending and none queued or running; returns how many. Run by 20261129500000; again by an operator after a dead job.';
+COMMENT ON FUNCTION memory_private.enqueue_entity_backfill(p_now timestamp with time zone) IS 'Queues one entity_backfill job per tenant with memories in memory_private.entity_pass_pending and none queued or running; returns how many. Run every 10 minutes by devai-entity-backfill (20261129500000).';
 
 --
 -- Name: enqueue_graph_maintenance(timestamp with time zone); Type: FUNCTION; Schema: memory_private; Owner: -
@@ -6469,6 +6473,12 @@ CREATE POLICY "Service role can read rate-limit buckets" ON memory_private.rate_
 CREATE POLICY "Service role can read the common keyword terms" ON memory_private.keyword_common_terms FOR SELECT TO service_role USING (true);
 
 --
+-- Name: entity_pass_pending Service role can read the entity pass set; Type: POLICY; Schema: memory_private; Owner: -
+--
+
+CREATE POLICY "Service role can read the entity pass set" ON memory_private.entity_pass_pending FOR SELECT TO service_role USING (true);
+
+--
 -- Name: lifecycle_runs Service role can record lifecycle progress; Type: POLICY; Schema: memory_private; Owner: -
 --
 
@@ -6485,6 +6495,12 @@ CREATE POLICY "Service role can reset rate-limit buckets" ON memory_private.rate
 --
 
 CREATE POLICY "Service role can start lifecycle runs" ON memory_private.lifecycle_runs FOR INSERT TO service_role WITH CHECK (true);
+
+--
+-- Name: entity_pass_pending Service role can take memories out of the entity pass set; Type: POLICY; Schema: memory_private; Owner: -
+--
+
+CREATE POLICY "Service role can take memories out of the entity pass set" ON memory_private.entity_pass_pending FOR DELETE TO service_role USING (true);
 
 --
 -- Name: entity_pass_pending; Type: ROW SECURITY; Schema: memory_private; Owner: -

@@ -33,6 +33,7 @@ Deno.test({
         "devai-agent-token-prune",
         "devai-context-prune",
         "devai-cron-history-prune",
+        "devai-entity-backfill",
         "devai-graph-maintenance",
         "devai-job-lease-sweep",
         "devai-job-prune",

@@ -275,6 +275,22 @@ async function upgrade(sql: Sql, fresh: Awaited<ReturnType<typeof registered>>, 
 
   // One memory a batch: tenant A's 7 unlinked memories take 7 jobs, each queueing the next.
   await sql`update public.memory_settings set value = 1 where name = 'entity_backfill_batch_size'`;
+  // db push queued no entity_backfill job: until the new functions are deployed the old worker
+  // would claim it and kill it (a kind it does not know). devai-entity-backfill queues them, as
+  // pg_cron runs it every 10 minutes, and queues again a tenant whose job the old worker killed.
+  const [early] = await sql<{ n: number }[]>`
+    select count(*)::int as n from public.memory_jobs where kind = 'entity_backfill'`;
+  assert.equal(early!.n, 0, "the migration queues no entity_backfill job");
+  const [schedule] = await sql<{ command: string }[]>`
+    select command from public.memory_maintenance_schedules where job_name = 'devai-entity-backfill'`;
+  const scheduled = async () => (await sql.unsafe(schedule!.command))[0]!.enqueue_entity_backfill as number;
+  assert.equal(await scheduled(), 2, "one job for tenant A, one for B");
+  const killed = await sql`
+    update public.memory_jobs set status = 'dead', attempts = 1, finished_at = now(), locked_by = null,
+           locked_until = null, last_error = 'unknown background job kind ''entity_backfill'''
+     where kind = 'entity_backfill' and status = 'queued' returning id`;
+  assert.equal(killed.length, 2, "as the old worker kills them");
+  assert.equal(await scheduled(), 2, "the schedule's next run queues both tenants again");
   // Jobs the old worker queued or held (its lease run out) are run by today's worker.
   const worker = async () =>
     await functionJson(server, "memory-worker", { authorization: `Bearer ${await serviceToken()}` }, { max_jobs: 30 });
@@ -300,7 +316,7 @@ async function upgrade(sql: Sql, fresh: Awaited<ReturnType<typeof registered>>, 
        where owner_id = ${B} and content = 'Tenant B builds run on Node 22 in CI'`;
   assert.equal(b!.n, 1, "the job held by the dead worker wrote its memory once");
 
-  // Memories never linked to entities got their entity pass from the jobs the migration queued
+  // Memories never linked to entities got their entity pass from the jobs the schedule queued
   // (one per tenant): linked as a new memory is (rules, cited files), then found by entity.
   const linksOf = async (id: string) =>
     (await sql<{ name: string; source: string }[]>`

@@ -10,15 +10,29 @@
 -- memory written from now on is linked when written and never enters it, so the write path is
 -- unchanged (no column to set, no row to write). An 'entity_backfill' job takes one batch of one
 -- tenant (entity_backfill_batch_size, 200), links it by the same rules as a new memory, removes it
--- from the set and queues the tenant's next batch, all in one transaction: the fair queue
--- interleaves the tenants, a batch is never redone, and a memory that names no entity leaves the
--- set like the others (it is never scanned again). Running it again adds nothing: the set is empty.
--- A memory already linked today (this migration's test: a memory with any link) is not queued; a
--- memory written by today's code that names nothing is scanned once, finding nothing.
+-- from the set and queues the tenant's next batch, all in one transaction: a batch is never
+-- redone, and a memory that names no entity leaves the set like the others (it is never scanned
+-- again). Running it again adds nothing: the set is empty. A memory already linked today (this
+-- migration's test: a memory with any link) is not queued; a memory written by today's code that
+-- names nothing is scanned once, finding nothing.
 --
--- On a fresh install the set is empty and no job is queued. At 100,000 unlinked memories of 50
--- tenants: the set filled in 0.22 s and the 50 jobs queued in 12 ms (no row of devai_memories is
--- touched); the worker then took about 0.1 s a batch of 200, its first 20 jobs from 20 tenants.
+-- No job is queued here. db push runs before the new functions are deployed, and until then the
+-- old memory-worker (kicked every 5 s) claims whatever is queued: a kind it does not know is dead
+-- on its first attempt, and nothing would queue it again. The schedule devai-entity-backfill
+-- (every 10 minutes) calls memory_private.enqueue_entity_backfill(): one job per tenant with
+-- memories in the set and no such job queued or running, so a job an old worker killed (or one
+-- that died after its attempts) is queued again on the next run, and once the set is empty a run
+-- reads one index page and queues nothing.
+--
+-- Locks: the fill reads devai_memories and memory_entity_links (no write waits); the constraints
+-- on memory_settings and memory_jobs come last, so their exclusive locks (every request reads the
+-- settings, every worker claim reads the jobs) are held only from there to the commit, and waited
+-- for at most 5 s: under load the push then fails, changing nothing; run it again.
+--
+-- On a fresh install the set is empty. At 100,000 unlinked memories of 50 tenants: the set filled
+-- in 0.22 s (no row of devai_memories is touched) and enqueue_entity_backfill queued the 50 jobs in
+-- 12 ms; the worker then took about 0.1 s a batch of 200, its first 20 jobs from 20 tenants.
+set local lock_timeout = '5s';
 
 create table memory_private.entity_pass_pending (
   owner_id  uuid not null,
@@ -30,22 +44,18 @@ comment on table memory_private.entity_pass_pending is
 alter table memory_private.entity_pass_pending enable row level security;
 revoke all on table memory_private.entity_pass_pending from public, anon, authenticated;
 grant select, delete on table memory_private.entity_pass_pending to service_role;
+create policy "Service role can read the entity pass set" on memory_private.entity_pass_pending
+  for select to service_role using (true);
+create policy "Service role can take memories out of the entity pass set" on memory_private.entity_pass_pending
+  for delete to service_role using (true);
 
-insert into public.memory_settings (name, value, description) values
-  ('entity_backfill_batch_size', 200,
-   'Memories one entity_backfill job links (one tenant, one transaction) before it queues the tenant''s next batch. docs/graph.md#entities.')
-on conflict (name) do nothing;
-alter table public.memory_settings add constraint memory_settings_entity_backfill_batch_size_range check (
-  name <> 'entity_backfill_batch_size' or (value >= 1 and value <= 1000 and value = trunc(value)));
-
-alter table public.memory_jobs drop constraint memory_jobs_kind_check;
-alter table public.memory_jobs add constraint memory_jobs_kind_check check (
-  kind in ('extract', 'dedup', 'embed', 'consolidate', 'enrich', 'causal',
-           'nightly_consolidation', 'contradiction_check', 'insight', 'reindex', 'vector_index',
-           'entity_backfill'));
+insert into memory_private.entity_pass_pending (owner_id, memory_id)
+select m.owner_id, m.id
+  from public.devai_memories m
+ where not exists (select from public.memory_entity_links l where l.memory_id = m.id and l.owner_id = m.owner_id);
 
 -- One entity_backfill job for each tenant with memories in the set and no such job queued or
--- running. Called below; an operator calls it again if a tenant's job died (docs/upgrading.md).
+-- running (a dead one does not count: its tenant is queued again). Run by devai-entity-backfill.
 create function memory_private.enqueue_entity_backfill(p_now timestamptz default now())
 returns integer
 language plpgsql
@@ -55,6 +65,10 @@ as $$
 declare
   v_queued integer;
 begin
+  -- The usual case once the pass is done: the empty set's index, nothing else read.
+  if not exists (select from memory_private.entity_pass_pending) then
+    return 0;
+  end if;
   with queued as (
     insert into public.memory_jobs (owner_id, kind, payload, idempotency_key)
     select t.owner_id, 'entity_backfill', '{}'::jsonb,
@@ -71,13 +85,28 @@ begin
 end;
 $$;
 comment on function memory_private.enqueue_entity_backfill(timestamptz) is
-  'Queues one entity_backfill job per tenant with memories in memory_private.entity_pass_pending and none queued or running; returns how many. Run by 20261129500000; again by an operator after a dead job.';
+  'Queues one entity_backfill job per tenant with memories in memory_private.entity_pass_pending and none queued or running; returns how many. Run every 10 minutes by devai-entity-backfill (20261129500000).';
 revoke all on function memory_private.enqueue_entity_backfill(timestamptz) from public, anon, authenticated;
 grant execute on function memory_private.enqueue_entity_backfill(timestamptz) to service_role;
 
-insert into memory_private.entity_pass_pending (owner_id, memory_id)
-select m.owner_id, m.id
-  from public.devai_memories m
- where not exists (select from public.memory_entity_links l where l.memory_id = m.id and l.owner_id = m.owner_id);
+insert into public.memory_maintenance_schedules (job_name, schedule, command, description) values
+  ('devai-entity-backfill', '*/10 * * * *', 'select memory_private.enqueue_entity_backfill()',
+   'Queues an entity_backfill job for each tenant with memories never linked to entities (memory_private.entity_pass_pending) and none queued or running, every 10 minutes; reads one index page once the set is empty.')
+on conflict (job_name) do update
+  set schedule = excluded.schedule, command = excluded.command, description = excluded.description;
 
-select memory_private.enqueue_entity_backfill();
+select memory_private.register_maintenance_schedules();
+
+-- Last: these take memory_settings' and memory_jobs' exclusive locks, held until the commit.
+insert into public.memory_settings (name, value, description) values
+  ('entity_backfill_batch_size', 200,
+   'Memories one entity_backfill job links (one tenant, one transaction) before it queues the tenant''s next batch. docs/graph.md#entities.')
+on conflict (name) do nothing;
+alter table public.memory_settings add constraint memory_settings_entity_backfill_batch_size_range check (
+  name <> 'entity_backfill_batch_size' or (value >= 1 and value <= 1000 and value = trunc(value)));
+
+alter table public.memory_jobs drop constraint memory_jobs_kind_check;
+alter table public.memory_jobs add constraint memory_jobs_kind_check check (
+  kind in ('extract', 'dedup', 'embed', 'consolidate', 'enrich', 'causal',
+           'nightly_consolidation', 'contradiction_check', 'insight', 'reindex', 'vector_index',
+           'entity_backfill'));

@@ -1,14 +1,19 @@
 -- The entity pass of memories never linked (migration 20261129500000, docs/graph.md#entities):
 -- memory_private.entity_pass_pending holds the memories whose pass is not done, and
--- memory_private.enqueue_entity_backfill queues one entity_backfill job per tenant in it, none for a
--- tenant whose job is queued or running, again for one whose job died. On a fresh install the set
--- is empty and the migration queued nothing. Tenants neither read nor empty the set.
+-- memory_private.enqueue_entity_backfill, run every 10 minutes by devai-entity-backfill, queues one
+-- entity_backfill job per tenant in it, none for a tenant whose job is queued or running, again
+-- for one whose job died (an old worker kills a kind it does not know). The migration queues
+-- nothing itself. Tenants neither read nor empty the set; the service role does, by its policies.
 begin;
-select plan(9);
+select plan(12);
 
 select is((select count(*)::int from memory_private.entity_pass_pending), 0, 'a fresh install has no memory to pass');
 select is((select count(*)::int from public.memory_jobs where kind = 'entity_backfill'), 0,
   'and the migration queued no entity_backfill job');
+select results_eq($$select schedule, command from public.memory_maintenance_schedules where job_name = 'devai-entity-backfill'$$,
+  $$values ('*/10 * * * *'::text, 'select memory_private.enqueue_entity_backfill()'::text)$$,
+  'devai-entity-backfill queues the jobs every 10 minutes');
+select is(memory_private.enqueue_entity_backfill(), 0, 'an empty set queues nothing');
 
 delete from public.memory_jobs;  -- this test sees the queue alone (rolled back)
 insert into memory_private.entity_pass_pending (owner_id, memory_id)
@@ -30,6 +35,12 @@ update public.memory_jobs set status = 'done', finished_at = now()
 delete from memory_private.entity_pass_pending where owner_id = '99e00000-0000-4000-8000-00000000000a';
 select is(memory_private.enqueue_entity_backfill(now() + interval '2 seconds'), 1,
   'a tenant whose job died is queued again; a tenant whose set is empty is not');
+
+select is((select string_agg(p.cmd || ':' || array_to_string(p.roles, ','), ' ' order by p.cmd)
+             from pg_catalog.pg_policies p
+            where p.schemaname = 'memory_private' and p.tablename = 'entity_pass_pending'),
+  'DELETE:service_role SELECT:service_role',
+  'the service role reads and empties the set by policies of its own (20261122001000''s convention)');
 
 select tests.authenticate_as('99e00000-0000-4000-8000-00000000000b');
 select throws_ok($$select count(*) from memory_private.entity_pass_pending$$, '42501', null,
