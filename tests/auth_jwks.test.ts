@@ -77,3 +77,36 @@ Deno.test("auth (JWKS): SUPABASE_URL without a secret verifies against the proje
     );
   });
 });
+
+Deno.test("auth (JWKS): a JWKS the server cannot load is its 503, not the caller's bad token; a wrong alg or a non-JWT says so", async () => {
+  // A token the project's key signed, checked by a server whose JWKS endpoint is down.
+  let token = "";
+  let jwksUrl = "";
+  await withJwksServer(async (url, sign) => {
+    token = await sign({ role: "authenticated", sub: crypto.randomUUID() });
+    jwksUrl = url; // closed once this returns: nothing listens there any more
+  });
+  const down = loadConfig({ DATABASE_URL: "postgresql://x@127.0.0.1:1/x", SUPABASE_URL: jwksUrl });
+  const outage = await authenticate(request(token), down).then(() => undefined, (e) => e);
+  assert.ok(outage instanceof HttpError, String(outage));
+  assert.deepEqual([outage.status, outage.code], [503, "auth_unavailable"], outage.message);
+  assert.match(outage.message, /could not load the project's signing keys/);
+
+  await withJwksServer(async (url) => {
+    const config = loadConfig({ DATABASE_URL: "postgresql://x@127.0.0.1:1/x", SUPABASE_URL: url });
+    const reason = async (t: string) =>
+      await authenticate(request(t), config).then(() => "", (e) => `${e.status} ${e.code}: ${e.message}`);
+    // HS512 is neither the secret's HS256 nor an algorithm of the JWKS.
+    const now = Math.floor(Date.now() / 1000);
+    const hs512 = await new SignJWT({ role: "authenticated" }).setProtectedHeader({ alg: "HS512" })
+      .setIssuedAt(now).setExpirationTime(now + 600).sign(new TextEncoder().encode("x".repeat(64)));
+    assert.match(
+      await reason(hs512),
+      /^401 invalid_token: the token's algorithm \(alg\) is not one this server accepts/,
+    );
+    assert.match(
+      await reason("a.b.c"),
+      /^401 invalid_token: the token is not a valid JWT/,
+    );
+  });
+});

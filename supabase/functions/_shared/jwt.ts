@@ -24,6 +24,8 @@ const verifiers = new Map<string, Verifier>();
  */
 const CLOCK_LEEWAY_SECONDS = 30;
 const VERIFY_OPTIONS = { requiredClaims: ["exp"], clockTolerance: CLOCK_LEEWAY_SECONDS };
+/** The algorithms verified with the project's JWKS (HS256 is verified with the JWT secret). */
+const ASYMMETRIC = ["ES256", "RS256", "EdDSA", "ES384", "ES512", "RS384", "RS512", "PS256"];
 
 /**
  * The verifier for a project's keys: HS256 tokens with the secret, every other algorithm with the
@@ -41,15 +43,22 @@ function verifierFor(jwt: Config["jwt"]): Verifier {
       ? createRemoteJWKSet(new URL(jwt.jwksUrl))
       : undefined;
     verifier = async (token) => {
-      const alg = decodeProtectedHeader(token).alg;
+      let alg: string | undefined;
+      try {
+        alg = decodeProtectedHeader(token).alg;
+      } catch {
+        // jose throws a TypeError here, which jwksUnavailable would read as a network failure.
+        throw new joseErrors.JWTInvalid("not a JWT");
+      }
       if (alg === "HS256") {
         if (!secret) throw new Error("HS256 tokens are not accepted: no JWT secret is configured");
         return (await jwtVerify(token, secret, { ...VERIFY_OPTIONS, algorithms: ["HS256"] })).payload;
       }
+      if (!ASYMMETRIC.includes(alg ?? "")) throw new joseErrors.JOSEAlgNotAllowed("alg not accepted");
       if (!jwks) throw new Error("asymmetric tokens are not accepted: no JWKS is configured");
       return (await jwtVerify(token, jwks, {
         ...VERIFY_OPTIONS,
-        algorithms: ["ES256", "RS256", "EdDSA", "ES384", "ES512", "RS384", "RS512", "PS256"],
+        algorithms: ASYMMETRIC,
       }))
         .payload;
     };
@@ -70,6 +79,10 @@ function claimProblem(err: joseErrors.JWTClaimValidationFailed): string {
  * user with a token from another project (or a mistyped one) nothing to act on.
  */
 function unverifiedReason(err: unknown): string {
+  if (err instanceof joseErrors.JOSEAlgNotAllowed) {
+    return "the token's algorithm (alg) is not one this server accepts: HS256 with the JWT secret, " +
+      "ES256, RS256, EdDSA and their kin with the project's JWKS";
+  }
   if (err instanceof joseErrors.JWSSignatureVerificationFailed) {
     return "the token's signature does not match this server's keys: send a token issued by this project " +
       "(the server verifies HS256 tokens with JWT_SECRET / SUPABASE_JWT_SECRET, others with the project's JWKS)";
@@ -81,7 +94,20 @@ function unverifiedReason(err: unknown): string {
   if (err instanceof Error && !(err instanceof joseErrors.JOSEError) && /are not accepted/.test(err.message)) {
     return `the token could not be verified: ${err.message}`;
   }
-  return "the token is not a valid JWT: send a user's JWT, an agent token (dvm_…) or a service_role key";
+  if (err instanceof joseErrors.JWTInvalid || err instanceof joseErrors.JWSInvalid) {
+    return "the token is not a valid JWT: send a user's JWT, an agent token (dvm_…) or a service_role key";
+  }
+  return "the token could not be verified";
+}
+
+/**
+ * The project's JWKS could not be loaded (unreachable, timed out, not a key set): the server's
+ * trouble, not the token's, so a 503 to send again, never a 401 telling the caller to replace a
+ * token that may be fine.
+ */
+function jwksUnavailable(err: unknown): boolean {
+  return err instanceof joseErrors.JWKSTimeout || err instanceof joseErrors.JWKSInvalid ||
+    err instanceof TypeError; // fetch's network failure
 }
 
 /** The JWT's claims; 401 with a precise code and reason when it cannot be verified or accepted. */
@@ -93,6 +119,16 @@ export async function verifyJwt(token: string, config: Pick<Config, "jwt">): Pro
     if (err instanceof joseErrors.JWTExpired) throw new HttpError(401, "token_expired", "the token has expired");
     if (err instanceof joseErrors.JWTClaimValidationFailed) {
       throw new HttpError(401, "invalid_token", claimProblem(err));
+    }
+    if (jwksUnavailable(err)) {
+      console.error("jwt: the project's JWKS could not be loaded:", err instanceof Error ? err.message : err);
+      throw new HttpError(
+        503,
+        "auth_unavailable",
+        "the server could not load the project's signing keys (JWKS): send the request again a little later",
+        undefined,
+        { "retry-after": "5" },
+      );
     }
     throw new HttpError(401, "invalid_token", unverifiedReason(err));
   }
