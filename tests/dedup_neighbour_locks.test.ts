@@ -12,7 +12,6 @@ import assert from "node:assert/strict";
 import { withTenant } from "../supabase/functions/_shared/db.ts";
 import { createSql } from "../supabase/functions/_shared/db-pool.ts";
 import { enqueueJob } from "../supabase/functions/_shared/jobs.ts";
-import { createLlm } from "../supabase/functions/_shared/llm.ts";
 import type { Candidate } from "../supabase/functions/_shared/candidates.ts";
 import { hashVector, reply, vectorWithSimilarity } from "./fake_openai.ts";
 import { realServerOnly } from "./support/backend.ts";
@@ -20,7 +19,7 @@ import { testDatabaseUrl } from "./support/config.ts";
 import { memoryWithLlm } from "./support/consolidation.ts";
 import { newTenant, seedMemory } from "./support/seed.ts";
 import { drainQueue } from "../supabase/functions/_shared/drain-queue.ts";
-import { drainAll, EMBEDDING_MODEL, memoriesOf, writeEnv } from "./write_helpers.ts";
+import { drainAll, EMBEDDING_MODEL, memoriesOf, patientEnv, writeEnv } from "./write_helpers.ts";
 
 const NS = "devai/project/taskforge";
 const base = hashVector("neighbour lock base");
@@ -86,15 +85,6 @@ Deno.test({
     await env.close();
   }
 });
-
-/** The write tests' setup with a model whose held answers outlast any wait here (writeEnv's client gives up after 2 s). */
-async function patientEnv() {
-  const env = await writeEnv();
-  const llm = createLlm({ ...env.config, llm: { ...env.config.llm!, timeoutMs: 60_000 } }, {
-    retry: { baseDelayMs: 5 },
-  })!;
-  return { env, deps: { ...env.deps, llm } };
-}
 
 /** The base memory, a candidate near it, and a dedup job for the candidate. */
 async function seedNeighbourAndJob(env: Awaited<ReturnType<typeof writeEnv>>, tenant: string) {

@@ -53,6 +53,18 @@ export async function writeEnv(
   };
 }
 
+/**
+ * writeEnv with a model whose held answers (reply.until) outlast any wait in a test: writeEnv's
+ * client gives up after 2 s. The worker's deps use it; the env's own llm stays as it is.
+ */
+export async function patientEnv() {
+  const env = await writeEnv();
+  const llm = createLlm({ ...env.config, llm: { ...env.config.llm!, timeoutMs: 60_000 } }, {
+    retry: { baseDelayMs: 5 },
+  })!;
+  return { env, deps: { ...env.deps, llm } };
+}
+
 /** The write path's and the graph's job kinds: what drainAll runs unless told otherwise. */
 export const WRITE_AND_GRAPH_KINDS: JobKind[] = ["extract", "dedup", ...GRAPH_JOB_KINDS];
 

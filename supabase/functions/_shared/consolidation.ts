@@ -8,18 +8,19 @@
 // and then the graph: a derived_from edge from each resulting fact (new, or the existing one a
 // NOOP found) to the episodes it came from, and the entities the model named. Without an LLM the
 // rules alone run (the model's part is skipped, not failed). The LLM and embedding calls happen
-// outside any transaction; the writes and the job's completion commit together.
+// outside any transaction; each fact is applied in a short transaction with the job's progress, and
+// the edges, entities and the job's completion commit together in a last one.
 // docs/graph.md#consolidation.
 import { z } from "zod";
 import { type Candidate, prepareCandidates } from "./candidates.ts";
 import { loadCategoryNames } from "./categories.ts";
 import { chunkEpisodes, consolidationMessages, ConsolidationOutputSchema } from "./consolidation-prompt.ts";
 import { withTenant } from "./db.ts";
-import { dedupCandidates, lockNamespaces } from "./dedup.ts";
+import { dedupCandidates, type DedupProgress } from "./dedup.ts";
 import type { WorkerDeps } from "./drain-queue.ts";
 import { type GraphEdge, insertEdges } from "./edges.ts";
 import { type EntityLink, type EntityMention, linkEntities } from "./entities.ts";
-import { completeJobInTx, type Job, PermanentJobError } from "./jobs.ts";
+import { completeJobInTx, type Job, LeaseLostError, PermanentJobError, recordJobProgress } from "./jobs.ts";
 import { addUsage, emptyUsage, LlmOutputError, LlmRequestError } from "./llm.ts";
 import { defaultScope } from "./scopes.ts";
 import { extractByRules } from "./rule-extractor.ts";
@@ -117,6 +118,31 @@ async function proposeFacts(deps: WorkerDeps, job: Job, episodes: Episode[], pro
   return { prepared, provenance, usage, mode, modelFailure };
 }
 
+/** What proposeFacts found, as the job's progress keeps it (sources as episode ids). */
+type Proposal = Omit<Awaited<ReturnType<typeof proposeFacts>>, "provenance"> & {
+  provenance: [string, { sources: string[]; entities: EntityMention[]; confidence: number }][];
+};
+
+async function recordProposal(
+  deps: WorkerDeps,
+  job: Job,
+  workerId: string,
+  episodes: Episode[],
+  project: string | undefined,
+): Promise<Proposal> {
+  const found = await proposeFacts(deps, job, episodes, project);
+  const proposal: Proposal = {
+    ...found,
+    provenance: [...found.provenance].map((
+      [key, p],
+    ) => [key, { ...p, sources: [...p.sources].map((s) => episodes[s]!.id) }]),
+  };
+  if (!await recordJobProgress(deps.sql, job.id, workerId, { consolidation_proposal: proposal })) {
+    throw new LeaseLostError(`job ${job.id}: lease lost before its facts were applied`);
+  }
+  return proposal;
+}
+
 export async function consolidateSession(deps: WorkerDeps, job: Job, workerId: string): Promise<void> {
   const parsed = ConsolidateJobPayloadSchema.safeParse(job.payload);
   if (!parsed.success) throw new PermanentJobError(`invalid consolidate payload: ${parsed.error.message}`);
@@ -143,38 +169,49 @@ export async function consolidateSession(deps: WorkerDeps, job: Job, workerId: s
   const session = read.session;
   const threadId = session.thread_id ?? undefined;
 
+  // The proposal is recorded under the lease before fact 1 is applied: a retried job takes it
+  // again (a new model call could propose other facts, and the progress counts facts by index).
+  const saved = (job.result as { consolidation_proposal?: Proposal } | null)?.consolidation_proposal;
   const proposal = session.consolidated_at
     ? undefined
-    : await proposeFacts(deps, job, read.episodes, session.project ?? undefined);
+    : saved ?? await recordProposal(deps, job, workerId, read.episodes, session.project ?? undefined);
   const candidates = proposal?.prepared.candidates ?? [];
   const vectors = candidates.length > 0 ? await deps.embedder.embed(candidates.map((c) => c.content)) : [];
-
-  await withTenant(deps.sql, tenant, async (tx) => {
-    if (!proposal) {
-      await completeJobInTx(tx, job.id, workerId, { already_consolidated: true });
-      return;
-    }
-    // One transaction for the session's facts, their edges and the completion: the batch's
-    // namespaces locked up front, in order (dedup's passes, one each, then take them again).
-    await lockNamespaces(tx, job.owner_id, candidates.map((c) => c.namespace));
-    const report = await dedupCandidates(
-      { transaction: (work) => work(tx) },
+  const opts = { threadId };
+  // Each fact is applied in a short transaction of its own with the job's progress (dedup.ts):
+  // the model decides with no transaction open and no neighbour locked; a retry resumes there.
+  const report = proposal
+    ? await dedupCandidates(
+      {
+        transaction: (work) => withTenant(deps.sql, tenant, work, opts),
+        applied: (tx, progress) => recordJobProgress(tx, job.id, workerId, { dedup: progress }, { inTenantTx: true }),
+        resume: (job.result as { dedup?: DedupProgress } | null)?.dedup,
+      },
       { embedder: deps.embedder, llm: deps.llm, config: deps.config },
       { ownerId: job.owner_id, sessionId: parsed.data.session_id, threadId, origin: "consolidate", jobId: job.id },
       candidates,
       vectors,
-    );
+    )
+    : undefined;
+
+  // Edges, entities, the session's record and the completion: one last short transaction.
+  await withTenant(deps.sql, tenant, async (tx) => {
+    if (!proposal || !report) {
+      await completeJobInTx(tx, job.id, workerId, { already_consolidated: true });
+      return;
+    }
+    const provenance = new Map(proposal.provenance);
     const evidence = [{ session_id: parsed.data.session_id, job_id: job.id }];
     const edges: GraphEdge[] = [];
     const links: EntityLink[] = [];
     report.outcomes.forEach((o, i) => {
       const factId = o.memory_id ?? (o.action === "NOOP" ? o.target_id : undefined);
-      const p = proposal.provenance.get(candidateKey(candidates[i]!) ?? "");
+      const p = provenance.get(candidateKey(candidates[i]!) ?? "");
       if (!factId || !p) return;
-      for (const s of p.sources) {
+      for (const episodeId of p.sources) {
         edges.push({
           from: factId,
-          to: read.episodes[s]!.id,
+          to: episodeId,
           type: "derived_from",
           strength: 1,
           confidence: p.confidence,
@@ -221,5 +258,5 @@ export async function consolidateSession(deps: WorkerDeps, job: Job, workerId: s
       tx.json({ kind: "consolidate", job_id: job.id, session_id: parsed.data.session_id, ...result } as never)
     })`;
     await completeJobInTx(tx, job.id, workerId, result);
-  }, { threadId });
+  }, opts);
 }

@@ -24,9 +24,8 @@
 // namespace; still valid and active). Otherwise the candidate is decided again on what is there
 // now, at most MAX_DECISIONS times; past that the job fails and is retried later (its progress
 // kept). So in a dedup job a user's correction, forget or confirm of a neighbour never waits for the
-// model, and a decision is never applied to a memory that changed under it. (A session's
-// consolidation runs these passes inside its one transaction: there a fact's neighbours stay locked
-// while later facts are decided; docs/operations.md#lock-order.)
+// model, and a decision is never applied to a memory that changed under it. A session's
+// consolidation applies its facts the same way (consolidation.ts).
 //
 // Concurrency: each pass takes pg_advisory_xact_lock on (owner, namespace) for its candidate, so
 // two workers deduplicating overlapping candidates apply one after the other: the second sees the
