@@ -138,3 +138,44 @@ Deno.test({
     await env.close();
   }
 });
+
+Deno.test({
+  ...realServerOnly(
+    "consolidation: a retry whose saved proposal names a purged episode completes",
+    "as the test above",
+  ),
+  sanitizeOps: false,
+  sanitizeResources: false,
+}, async () => {
+  const { env, deps } = await patientEnv();
+  try {
+    const tenant = newTenant();
+    await sessionOverTwoNeighbours(env, tenant);
+    env.fake.onChat(F1, reply.json({ action: "ADD", reason: "another command" }));
+    env.fake.onChat(F2, [
+      ...Array(5).fill(reply.error(500)),
+      reply.json({ action: "ADD", reason: "another runner" }),
+    ]);
+    const first = await drainQueue(deps, { workerId: "w1", maxJobs: 1, backoffBaseMs: 0, ownerId: tenant });
+    assert.equal(first.retried, 1, JSON.stringify(first.jobs));
+    // Between the attempts the session's only episode goes (a forget, then the purge): the saved
+    // proposal still names it. The retry's edges would break their key on every attempt.
+    const purged = await env.sql`
+      delete from public.devai_memories where owner_id = ${tenant} and session_id = 's1' and source = 'conversation'
+      returning id`;
+    assert.equal(purged.length, 1);
+
+    await drainAll(deps, tenant, "w2");
+    const [job] = await env.sql`
+      select status from public.memory_jobs where owner_id = ${tenant} and kind = 'consolidate'`;
+    assert.equal(job!.status, "done");
+    const mems = await memoriesOf(env.sql, tenant);
+    for (const f of [F1, F2]) assert.equal(mems.filter((m) => m.content === f).length, 1, `${f} once`);
+    const [session] = await env
+      .sql`select consolidated_at, consolidation from public.memory_sessions where session_id = 's1' and owner_id = ${tenant}`;
+    assert.ok(session!.consolidated_at, "the session is consolidated");
+    assert.equal(session!.consolidation.derived_from_edges, 0, JSON.stringify(session!.consolidation));
+  } finally {
+    await env.close();
+  }
+});

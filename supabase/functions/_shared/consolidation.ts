@@ -131,9 +131,12 @@ async function recordProposal(
   project: string | undefined,
 ): Promise<Proposal> {
   const found = await proposeFacts(deps, job, episodes, project);
+  // Only the kept candidates' provenance is saved: its keys are candidates' texts before the
+  // redactor (prepareCandidates drops what holds a secret), and the job's result outlives the job.
+  const kept = new Set(found.prepared.candidates.map((c) => candidateKey(c)));
   const proposal: Proposal = {
     ...found,
-    provenance: [...found.provenance].map((
+    provenance: [...found.provenance].filter(([key]) => kept.has(key)).map((
       [key, p],
     ) => [key, { ...p, sources: [...p.sources].map((s) => episodes[s]!.id) }]),
   };
@@ -201,14 +204,25 @@ export async function consolidateSession(deps: WorkerDeps, job: Job, workerId: s
       return;
     }
     const provenance = new Map(proposal.provenance);
+    // A retry's saved proposal may name episodes forgotten or purged since: edges go to the
+    // session's active episodes only (a purged one would fail the edge's key on every attempt).
+    const active = new Set(read.episodes.map((e) => e.id));
     const evidence = [{ session_id: parsed.data.session_id, job_id: job.id }];
     const edges: GraphEdge[] = [];
     const links: EntityLink[] = [];
+    // ... and from facts still there (one purged since it was applied has no row to start from).
+    const factIds = report.outcomes.map((o) => o.memory_id ?? (o.action === "NOOP" ? o.target_id : undefined))
+      .filter((id): id is string => id !== undefined);
+    const present = new Set(
+      (await tx<{ id: string }[]>`select id from public.devai_memories where id = any(${factIds}::uuid[])`).map((r) =>
+        r.id
+      ),
+    );
     report.outcomes.forEach((o, i) => {
       const factId = o.memory_id ?? (o.action === "NOOP" ? o.target_id : undefined);
       const p = provenance.get(candidateKey(candidates[i]!) ?? "");
-      if (!factId || !p) return;
-      for (const episodeId of p.sources) {
+      if (!factId || !p || !present.has(factId)) return;
+      for (const episodeId of p.sources.filter((id) => active.has(id))) {
         edges.push({
           from: factId,
           to: episodeId,
