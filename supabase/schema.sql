@@ -1114,6 +1114,49 @@ CREATE FUNCTION memory_private.memory_heap_pages() RETURNS bigint
 $$;
 
 --
+-- Name: postpone_job(uuid, text, text, interval, interval); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.postpone_job(p_id uuid, p_worker text, p_error text, p_backoff_base interval DEFAULT '00:00:30'::interval, p_backoff_max interval DEFAULT '00:15:00'::interval) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+declare
+  v_result jsonb;
+  v_seen jsonb;
+  v_times integer;
+  v_wait interval;
+begin
+  select case when jsonb_typeof(j.result) = 'object' then j.result else '{}'::jsonb end
+    into v_result
+    from public.memory_jobs j
+   where j.id = p_id and j.status = 'running' and j.locked_by = p_worker
+     for update;
+  if not found then
+    return null;
+  end if;
+  v_seen := v_result -> 'provider_unavailable';
+  v_times := coalesce((v_seen ->> 'times')::integer, 0) + 1;
+  v_wait := least(p_backoff_base * power(2, least(v_times - 1, 30))::double precision, p_backoff_max);
+  update public.memory_jobs j
+     set status = 'queued',
+         attempts = greatest(j.attempts - 1, 0),
+         last_error = left('provider unavailable: ' || coalesce(p_error, 'unknown error'), 4000),
+         result = v_result || jsonb_build_object('provider_unavailable', jsonb_build_object(
+                    'since', coalesce(v_seen -> 'since', to_jsonb(now())),
+                    'times', v_times,
+                    'next_try_at', now() + v_wait,
+                    'error', left(coalesce(p_error, 'unknown error'), 500))),
+         run_after = now() + v_wait,
+         locked_until = null,
+         locked_by = null,
+         updated_at = now()
+   where j.id = p_id;
+  return 'queued';
+end;
+$$;
+
+--
 -- Name: prune_agent_tokens(timestamp with time zone, integer); Type: FUNCTION; Schema: memory_private; Owner: -
 --
 
@@ -7704,6 +7747,13 @@ GRANT ALL ON FUNCTION memory_private.log_changes_in_bulk(p_ids uuid[], p_change 
 
 REVOKE ALL ON FUNCTION memory_private.memory_heap_pages() FROM PUBLIC;
 GRANT ALL ON FUNCTION memory_private.memory_heap_pages() TO service_role;
+
+--
+-- Name: FUNCTION postpone_job(p_id uuid, p_worker text, p_error text, p_backoff_base interval, p_backoff_max interval); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.postpone_job(p_id uuid, p_worker text, p_error text, p_backoff_base interval, p_backoff_max interval) FROM PUBLIC;
+GRANT ALL ON FUNCTION memory_private.postpone_job(p_id uuid, p_worker text, p_error text, p_backoff_base interval, p_backoff_max interval) TO service_role;
 
 --
 -- Name: FUNCTION prune_agent_tokens(p_now timestamp with time zone, p_limit integer); Type: ACL; Schema: memory_private; Owner: -

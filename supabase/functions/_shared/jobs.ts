@@ -181,6 +181,26 @@ export async function failJob(
   return rows[0]?.status ?? undefined;
 }
 
+/**
+ * Queues the running job again with its attempt given back, after a wait that doubles each time in
+ * a row (from backoffBaseMs, 30 s, up to backoffMaxMs, 15 min): the model provider could not serve
+ * it (llm-outage.ts), which says nothing of the job. Its result says so (provider_unavailable). The
+ * job's status, or undefined when the worker no longer holds it. docs/operations.md#job-queue.
+ */
+export async function postponeJob(
+  sql: Sql | Tx,
+  id: string,
+  workerId: string,
+  error: string,
+  opts: { backoffBaseMs?: number; backoffMaxMs?: number } = {},
+): Promise<JobStatus | undefined> {
+  const base = `${(opts.backoffBaseMs ?? 30_000) / 1000} seconds`;
+  const max = `${(opts.backoffMaxMs ?? 900_000) / 1000} seconds`;
+  const rows = await sql<{ status: JobStatus | null }[]>`
+    select memory_private.postpone_job(${id}, ${workerId}, ${error}, ${base}::interval, ${max}::interval) as status`;
+  return rows[0]?.status ?? undefined;
+}
+
 declare const EdgeRuntime: { waitUntil(p: Promise<unknown>): void } | undefined;
 
 /**
