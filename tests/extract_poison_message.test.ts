@@ -6,7 +6,7 @@
 // model at the HTTP boundary, the queue drained by the worker's own code.
 import assert from "node:assert/strict";
 import { type ChatRequestBody, reply } from "./fake_openai.ts";
-import { type ExtractAnswer, extractJobs, factAnswer, postExtract, serviceFact } from "./support/extract.ts";
+import { type ExtractAnswer, extractJobs, factAnswer, newPart, postExtract, serviceFact } from "./support/extract.ts";
 import { userHeaders } from "./support/auth.ts";
 import { newTenant } from "./support/seed.ts";
 import { createHandler } from "../supabase/functions/memory-extract/handler.ts";
@@ -27,12 +27,6 @@ const fact = serviceFact;
 /** Messages 0..n of a session with no poison (message 1 acknowledges, as the other odd ones). */
 const clean = (n: number) => messages(0, n).map((m, i) => i === 1 ? { role: "assistant", content: "Noted." } : m);
 
-/** The part of an extraction request the model is asked to extract from (the context excluded). */
-function newPart(req: ChatRequestBody): string {
-  const text = req.messages.map((m) => typeof m.content === "string" ? m.content : "").join("\n");
-  const marker = "the new part to review:";
-  return text.includes(marker) ? text.slice(text.indexOf(marker)) : text;
-}
 const poisoned = (req: ChatRequestBody) => newPart(req).includes("POISON");
 
 /**

@@ -6,13 +6,17 @@
 //   fake.onChat((req) => req.messages.some(...), reply.error(429, { retryAfter: 0 }));
 //   fake.setEmbedding("some text", vector);            // scripted vectors control similarity
 //   ... config.llm.baseUrl = fake.baseUrl ...
-//   fake.chatRequests().length                          // every request is recorded
+//   fake.chatRequests().length                          // every request is recorded (probes: probeRequests())
 //   fake.models = ["fake-llm"]; fake.embeddingDimensions = 768   // GET /models; a model that ignores `dimensions`
 //   await fake.close();
 //
 // Scripts are tried in registration order; the first whose matcher accepts the request answers.
 // A script given a list answers with the next item on each call and repeats the last one.
 // Unmatched chat requests get a 500 naming the problem, so a missing script fails loudly.
+
+/** The worker's probe of the provider, by its name (llm-outage.ts PROBE_NAME). */
+// deno-lint-ignore no-explicit-any
+const isProbe = (body: any) => JSON.stringify(body?.messages ?? []).includes("provider_probe");
 
 export interface RecordedRequest {
   method: string;
@@ -90,6 +94,13 @@ export class FakeOpenAI {
   models: string[] = ["fake-llm", "text-embedding-3-small"];
   /** When set, a request without `Authorization: Bearer <requireKey>` gets 401, as a provider refusing a key. */
   requireKey: string | undefined;
+  /**
+   * When set, every chat request gets this reply, the worker's probe of the provider included: a
+   * provider that is down (reply.error(503)) or refuses the service's key (reply.error(401)).
+   * Unset, the probe (a request named provider_probe, llm-outage.ts) is answered before any script:
+   * the provider is up, whatever the scripts fail.
+   */
+  chatOutage: Reply | undefined;
   /** When set, every embedding has this many dimensions whatever the request asks (a model that ignores `dimensions`). */
   embeddingDimensions: number | undefined;
 
@@ -139,8 +150,14 @@ export class FakeOpenAI {
     return this;
   }
 
+  /** Chat requests but the worker's probes of the provider (probeRequests). */
   chatRequests(): RecordedRequest[] {
-    return this.requests.filter((r) => r.path.endsWith("/chat/completions"));
+    return this.requests.filter((r) => r.path.endsWith("/chat/completions") && !isProbe(r.body));
+  }
+
+  /** The worker's probes: a request holding nothing of any job, after a failure an outage may give (llm-outage.ts). */
+  probeRequests(): RecordedRequest[] {
+    return this.requests.filter((r) => r.path.endsWith("/chat/completions") && isProbe(r.body));
   }
 
   /** Resolves once the server has received `count` chat requests in all (an event to wait on, not a delay). */
@@ -199,6 +216,10 @@ export class FakeOpenAI {
   }
 
   private async chat(body: ChatRequestBody, signal: () => AbortSignal): Promise<Response> {
+    if (this.chatOutage) return await this.render(this.chatOutage, body, signal);
+    if (isProbe(body)) {
+      return await this.render(reply.json({ ok: true }), body, signal);
+    }
     const script = this.scripts.find((s) => matches(s.match, body));
     if (!script) {
       const last = body?.messages?.at(-1);

@@ -315,3 +315,33 @@ Deno.test({
     await env.close();
   }
 });
+
+Deno.test({
+  name:
+    "consolidation, the provider refusing the key (401): the job is postponed, not done by the rules alone; the model's fact is stored once the key works",
+  ...opts,
+}, async () => {
+  const env = await writeEnv({ llm: { retry: { maxRetries: 0 } } });
+  try {
+    const t = newTenant();
+    scriptModel(env);
+    env.fake.chatOutage = reply.error(401, { message: "Incorrect API key provided" });
+    await endedSession(env, t, "s1");
+    const report = await drainAll(env.deps, t);
+    assert.deepEqual([report.done, report.dead, report.postponed], [0, 0, 1], JSON.stringify(report.jobs));
+    const [job] = await jobsOf(env.sql, t, ["consolidate"]);
+    assert.equal(job!.status, "queued");
+    assert.match(job!.last_error ?? "", /^provider unavailable: .*HTTP 401/);
+
+    env.fake.chatOutage = undefined;
+    await env.sql`update public.memory_jobs set run_after = now() where owner_id = ${t} and status = 'queued'`;
+    assert.equal((await drainAll(env.deps, t)).done, 1);
+    const [fresh] = await env.sql`select id from public.devai_memories where owner_id = ${t} and content = ${NEW_FACT}`;
+    assert.ok(fresh, "the model's fact is stored");
+    const [session] = await env
+      .sql`select consolidation from public.memory_sessions where owner_id = ${t} and session_id = 's1'`;
+    assert.equal(session!.consolidation.mode, "llm+rules");
+  } finally {
+    await env.close();
+  }
+});

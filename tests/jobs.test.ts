@@ -239,6 +239,8 @@ Deno.test("jobs: a worker facing a rate-limited LLM retries in-call, then backs 
     const report = await drainQueue(env.deps, { workerId: "w", ownerId: tenant, backoffBaseMs: 60_000 });
     assert.equal(report.retried, 1);
     assert.equal(env.fake.chatRequests().length, 3, "1 try + 2 in-call retries");
+    // The provider answered a probe: the 429s were this job's (its requests' size), and the attempt counts.
+    assert.equal(env.fake.probeRequests().length, 1);
     const [job] = await jobsOf(env.sql, tenant);
     assert.equal(job!.status, "queued");
     assert.match(job!.last_error!, /HTTP 429/);

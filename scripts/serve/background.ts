@@ -12,7 +12,10 @@ export interface QueueWorker {
 /** A line worth logging: a drain that did work or had failures. */
 function summarize(report: DrainReport): string | undefined {
   const numbers = Object.entries(report).filter(([, v]) => typeof v === "number") as [string, number][];
-  return numbers.some(([, v]) => v > 0) ? numbers.map(([k, v]) => `${k}=${v}`).join(" ") : undefined;
+  if (!numbers.some(([, v]) => v > 0)) return undefined;
+  // Jobs postponed because the model provider is down or refuses the key: the log says why.
+  const unavailable = report.provider_unavailable ? ` provider unavailable: ${report.provider_unavailable}` : "";
+  return numbers.map(([k, v]) => `${k}=${v}`).join(" ") + unavailable;
 }
 
 export function startQueueWorker(opts: {

@@ -54,6 +54,13 @@ export async function extractJobs(env: WriteEnv, tenant: string) {
      where owner_id = ${tenant} and kind = 'extract' order by created_at, id`;
 }
 
+/** The part of an extraction request the model is asked to extract from (the context excluded). */
+export function newPart(req: { messages: { content: unknown }[] }): string {
+  const text = req.messages.map((m) => typeof m.content === "string" ? m.content : "").join("\n");
+  const marker = "the new part to review:";
+  return text.includes(marker) ? text.slice(text.indexOf(marker)) : text;
+}
+
 /** A fact of a test session: message i (even) says "Fact i: service i listens on port 8000 + i." */
 export const serviceFact = (i: number) => `Service ${i} listens on port ${8000 + i}.`;
 

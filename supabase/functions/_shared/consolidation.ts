@@ -22,6 +22,7 @@ import { type GraphEdge, insertEdges } from "./edges.ts";
 import { type EntityLink, type EntityMention, linkEntities } from "./entities.ts";
 import { completeJobInTx, type Job, LeaseLostError, PermanentJobError, recordJobProgress } from "./jobs.ts";
 import { addUsage, emptyUsage, LlmOutputError, LlmRequestError } from "./llm.ts";
+import { providerUnavailable } from "./llm-outage.ts";
 import { defaultScope } from "./scopes.ts";
 import { extractByRules } from "./rule-extractor.ts";
 import { recordRedactions } from "./redaction-events.ts";
@@ -107,6 +108,8 @@ async function proposeFacts(deps: WorkerDeps, job: Job, episodes: Episode[], pro
         }));
       }
     } catch (err) {
+      // An unavailable provider postpones the job (llm-outage.ts): its facts wait for the model.
+      if (await providerUnavailable(deps.llm, err)) throw err;
       const lastAttempt = job.attempts >= job.max_attempts;
       const hopeless = err instanceof LlmOutputError || (err instanceof LlmRequestError && !err.retryable);
       if (!lastAttempt && !hopeless) throw err;

@@ -8,6 +8,8 @@
 // model, and a failing model retries only its own part (extract-job.ts); a dedup job applies each
 // candidate in a transaction of its own that records it in the job's progress (also lease-checked),
 // so a retry goes on from the next candidate, again never applying one twice (dedup.ts).
+// A job the model provider could not serve (down, or refusing the key) is postponed, not failed:
+// queued again with its attempt given back (llm-outage.ts, docs/operations.md#an-outage-of-the-model-provider).
 //
 // Run by: the memory-worker endpoint (pg_cron + pg_net in production), the local server's timer,
 // and the background kick after each enqueue.
@@ -24,8 +26,10 @@ import {
   type JobKind,
   LeaseLostError,
   PermanentJobError,
+  postponeJob,
   recordJobProgress,
 } from "./jobs.ts";
+import { providerUnavailable, ProviderUnavailableError, ProviderWatch } from "./llm-outage.ts";
 import { type Llm, LlmOutputError, LlmRequestError } from "./llm.ts";
 import { queuedCodeOrigin } from "./schemas.ts";
 import { CandidateSchema } from "./candidates.ts";
@@ -60,6 +64,8 @@ export interface DrainOptions {
   onLeaseRenewed?: (jobId: string, held: boolean) => void;
   /** First retry delay; doubles per attempt (fail_job). */
   backoffBaseMs?: number;
+  /** First wait of a job the model provider could not serve (postpone_job, 30 s); doubles each time in a row. */
+  outageBackoffBaseMs?: number;
   kinds?: JobKind[];
   /** Only this tenant's jobs (tests, per-tenant drains). */
   ownerId?: string;
@@ -70,6 +76,10 @@ export interface DrainReport {
   done: number;
   retried: number;
   dead: number;
+  /** Queued again, their attempt given back: the model provider was unavailable (llm-outage.ts). */
+  postponed: number;
+  /** The failure that found the model provider unavailable in this run, if one did. */
+  provider_unavailable?: string;
   lease_lost: number;
   jobs: { id: string; kind: string; status: string; error?: string }[];
 }
@@ -92,7 +102,10 @@ export function defaultWorkerId(): string {
 export async function drainQueue(deps: WorkerDeps, opts: DrainOptions = {}): Promise<DrainReport> {
   const workerId = opts.workerId ?? defaultWorkerId();
   const maxJobs = opts.maxJobs ?? 25;
-  const report: DrainReport = { claimed: 0, done: 0, retried: 0, dead: 0, lease_lost: 0, jobs: [] };
+  const report: DrainReport = { claimed: 0, done: 0, retried: 0, dead: 0, postponed: 0, lease_lost: 0, jobs: [] };
+  // One watch a run: once the provider is found unavailable, the run's later jobs do not ask it.
+  const watch = deps.llm && new ProviderWatch(deps.llm);
+  const runDeps = { ...deps, llm: watch };
   while (report.claimed < maxJobs) {
     const leaseSeconds = opts.leaseSeconds ?? DEFAULT_LEASE_SECONDS;
     const [job] = await claimJobs(deps.sql, {
@@ -111,7 +124,12 @@ export async function drainQueue(deps: WorkerDeps, opts: DrainOptions = {}): Pro
         job.id,
         workerId,
         { leaseSeconds, onRenewed },
-        () => processJob(deps, job, workerId),
+        // Judged while the lease is held: the probe is a request too.
+        () =>
+          processJob(runDeps, job, workerId).catch(async (err) => {
+            const cause = err instanceof ModelPartError ? err.modelError : err;
+            throw await providerUnavailable(watch, cause) ? new ProviderUnavailableError(err) : err;
+          }),
       );
       report.done++;
       report.jobs.push({ id: job.id, kind: job.kind, status: "done" });
@@ -120,6 +138,18 @@ export async function drainQueue(deps: WorkerDeps, opts: DrainOptions = {}): Pro
         // Another worker owns it now; our writes were rolled back with the completion.
         report.lease_lost++;
         report.jobs.push({ id: job.id, kind: job.kind, status: "lease_lost", error: err.message });
+        continue;
+      }
+      if (err instanceof ProviderUnavailableError) {
+        const message = describeError(err.failure);
+        const status = await postponeJob(deps.sql, job.id, workerId, message, {
+          backoffBaseMs: opts.outageBackoffBaseMs,
+        });
+        if (status) report.postponed++;
+        else report.lease_lost++;
+        report.provider_unavailable = watch?.unavailable;
+        report.jobs.push({ id: job.id, kind: job.kind, status: status ?? "lease_lost", error: message });
+        await recordFailure(deps, job, status ?? "unknown", `provider unavailable: ${message}`).catch(() => {});
         continue;
       }
       const message = describeError(err);

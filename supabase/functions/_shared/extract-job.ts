@@ -6,7 +6,7 @@
 // 2. model: one LLM call per chunk; its candidates are queued and the job completes, in one
 //    transaction. When the model fails (malformed output after its repair, a timeout, a 5xx), the
 //    job's result says so (model.status 'failed', with the error) and the job is retried as usual
-//    (backoff, then dead) for this part alone: a retry finds the rules' part recorded and does not
+//    (backoff, then dead; postponed instead while the provider is unavailable, llm-outage.ts) for this part alone: a retry finds the rules' part recorded and does not
 //    queue it again, and the chunks the model had answered (model.chunks, recorded after each
 //    answer) and does not ask them again.
 //

@@ -24,6 +24,7 @@ import { applyEpisodeWork, compressEpisodes, type EpisodeWork, planEpisodes } fr
 import { HttpError } from "./http.ts";
 import { completeJobInTx, enqueueJob, type Job } from "./jobs.ts";
 import { addUsage, emptyUsage, type Llm, LlmOutputError, LlmRequestError } from "./llm.ts";
+import { providerUnavailable } from "./llm-outage.ts";
 import { type JudgedPair, judgePairs } from "./pair-judge.ts";
 
 export interface ConsolidationDeps {
@@ -127,6 +128,8 @@ export async function consolidateTenant(
         // A transient failure of the nightly job before its last attempt retries the job; otherwise
         // the deterministic parts still run and the result says what the model did not do.
         const job = opts.job?.job;
+        // An unavailable provider postpones the nightly job (llm-outage.ts) rather than run it without the model.
+        if (job && await providerUnavailable(deps.llm, err)) throw err;
         const hopeless = err instanceof LlmOutputError || (err instanceof LlmRequestError && !err.retryable);
         if (job && job.attempts < job.max_attempts && !hopeless) throw err;
         if (!(err instanceof LlmOutputError) && !(err instanceof LlmRequestError)) throw err;

@@ -1,0 +1,110 @@
+// Whether the model provider is unavailable, or fails what a job asks it. A job the provider could
+// not serve (down, overloaded, its key or model refused) is postponed, queued again with its attempt
+// given back (drain-queue.ts, memory_private.postpone_job): an outage never kills a job, so never
+// gives an extract part's messages up or loses a dedup job's candidates. A failure about what the job
+// holds still counts toward its death, as before. docs/operations.md#job-queue.
+//
+// A status alone cannot tell them apart: a provider that always fails a request holding some message
+// may answer it with a 500 or a timeout, as an outage does. So a failure an outage may give is
+// followed by a probe, a request holding nothing of any job: the provider is unavailable only when
+// the probe fails so too.
+import { z } from "zod";
+import {
+  type CompleteJsonOptions,
+  emptyUsage,
+  type Llm,
+  LlmRequestError,
+  type LlmResult,
+  type PromptMessage,
+} from "./llm.ts";
+
+/** The statuses a provider gives every request alike: a refused key (401, 403) or an unknown model (404). */
+const MISCONFIGURED = new Set([401, 403, 404]);
+
+/**
+ * A failure an unavailable provider gives: those llm.ts retries (timeouts, resets, 408, 409, 429,
+ * 5xx) and a refused key or model. A refusal (400, 413, 422) or output that stays invalid after its
+ * repair is the provider's word on the request: never an outage's.
+ */
+export function failsAsAnOutage(err: unknown): boolean {
+  return err instanceof LlmRequestError &&
+    (err.retryable || (err.status !== undefined && MISCONFIGURED.has(err.status)));
+}
+
+/** The probe's name: what the request is, for the provider's logs and the tests' fake. */
+export const PROBE_NAME = "provider_probe";
+const ProbeSchema = z.object({ ok: z.boolean() });
+
+/** Whether the provider answers a request holding nothing of any job (any answer but an outage's failure). */
+export async function providerAnswers(llm: Llm): Promise<boolean> {
+  try {
+    await llm.completeJson(ProbeSchema, [{ role: "user", content: 'Reply {"ok": true}.' }], { name: PROBE_NAME });
+    return true;
+  } catch (err) {
+    return !failsAsAnOutage(err);
+  }
+}
+
+/**
+ * The model as one run of the worker sees it (drainQueue wraps its deps' model in one): once the
+ * provider was found unavailable, the run's later jobs do not ask it again, they fail at once (and
+ * are postponed): a run sends a down provider one job's requests and one probe, not one per job.
+ */
+export class ProviderWatch implements Llm {
+  /** The failure that found the provider unavailable in this run, if one did. */
+  unavailable: string | undefined;
+
+  constructor(private readonly inner: Llm) {}
+
+  get model(): string {
+    return this.inner.model;
+  }
+
+  get totalUsage() {
+    return this.inner.totalUsage;
+  }
+
+  async completeJson<S extends z.ZodType>(
+    schema: S,
+    messages: PromptMessage[],
+    opts?: CompleteJsonOptions,
+  ): Promise<LlmResult<z.infer<S>>> {
+    if (this.unavailable !== undefined) {
+      throw new LlmRequestError(
+        `not asked: the provider is unavailable (${this.unavailable})`,
+        undefined,
+        true,
+        emptyUsage(),
+      );
+    }
+    return await this.inner.completeJson(schema, messages, opts);
+  }
+
+  /** providerUnavailable, probing once a run. */
+  async judge(err: unknown): Promise<boolean> {
+    if (!failsAsAnOutage(err)) return false;
+    if (this.unavailable !== undefined) return true;
+    if (await providerAnswers(this.inner)) return false;
+    this.unavailable = (err as Error).message.slice(0, 300);
+    return true;
+  }
+}
+
+/**
+ * Whether `err`, a job's failure, says the provider is unavailable: it failed as an outage fails,
+ * and so does a probe. Then the job is postponed, not failed (drain-queue.ts); callers that would
+ * settle for less than the model's answer (a last attempt, a job done by rules alone) rethrow instead.
+ */
+export async function providerUnavailable(llm: Llm | undefined, err: unknown): Promise<boolean> {
+  if (!llm || !failsAsAnOutage(err)) return false;
+  if (llm instanceof ProviderWatch) return await llm.judge(err);
+  return !(await providerAnswers(llm));
+}
+
+/** A job's failure that found the provider unavailable: drainQueue postpones the job. */
+export class ProviderUnavailableError extends Error {
+  override name = "ProviderUnavailableError";
+  constructor(readonly failure: unknown) {
+    super(failure instanceof Error ? `${failure.name}: ${failure.message}` : String(failure));
+  }
+}

@@ -1,0 +1,65 @@
+// A dedup job whose candidate needs the model's decision is postponed while the model provider is
+// unavailable (down, or refusing the key), however long: it never dies and loses its candidates;
+// once the provider answers, the candidate is decided and stored. docs/operations.md#an-outage-of-the-model-provider.
+// Real Postgres, the fake model at the HTTP boundary, scripted embeddings (a near neighbour).
+import assert from "node:assert/strict";
+import { withTenant } from "../supabase/functions/_shared/db.ts";
+import { enqueueJob } from "../supabase/functions/_shared/jobs.ts";
+import { hashVector, reply, vectorWithSimilarity } from "./fake_openai.ts";
+import { newTenant, seedMemory } from "./support/seed.ts";
+import { drainAll, EMBEDDING_MODEL, jobsOf, memoriesOf, writeEnv } from "./write_helpers.ts";
+
+const NS = "devai/project/taskforge";
+const base = hashVector("base memory");
+const TEXT = "The task-api deploy needs the APPWRITE_KEY variable.";
+
+for (
+  const [what, failure] of [["down (503)", reply.error(503)], ["refusing the key (403)", reply.error(403)]] as const
+) {
+  Deno.test(`dedup, the provider ${what} for longer than the job's attempts: postponed, never dead; the candidate is stored once it answers`, async () => {
+    const env = await writeEnv({ llm: { retry: { maxRetries: 0 } } });
+    try {
+      const tenant = newTenant();
+      await seedMemory(env.sql, tenant, {
+        content: "The task-api deploys with npm run deploy.",
+        namespace: NS,
+        embedding: base,
+        embedding_model: EMBEDDING_MODEL,
+      });
+      env.fake.setEmbedding(TEXT, vectorWithSimilarity(base, 0.9, "add"));
+      env.fake.onChat("NEW candidate", reply.json({ action: "ADD", reason: "new detail" }));
+      env.fake.chatOutage = failure;
+      const candidate = {
+        content: TEXT,
+        type: "semantic",
+        namespace: NS,
+        source: "discovery",
+        priority: "low",
+        importance: 3,
+      };
+      await withTenant(env.sql, { tenantId: tenant, actor: "test" }, (tx) =>
+        enqueueJob(tx, {
+          ownerId: tenant,
+          kind: "dedup",
+          idempotencyKey: "outage",
+          payload: { candidates: [candidate], origin: "api" },
+        }));
+      // Seven drains, each after the job's wait: more than its five attempts.
+      for (let i = 0; i < 7; i++) {
+        const report = await drainAll(env.deps, tenant);
+        assert.deepEqual([report.postponed, report.dead], [1, 0], JSON.stringify(report));
+        await env.sql`update public.memory_jobs set run_after = now() where owner_id = ${tenant} and status = 'queued'`;
+      }
+      const [job] = await jobsOf(env.sql, tenant, ["dedup"]);
+      assert.deepEqual([job!.status, job!.attempts], ["queued", 0]);
+      assert.match(job!.last_error ?? "", /^provider unavailable: LlmRequestError/);
+      assert.equal((job!.result as { provider_unavailable: { times: number } }).provider_unavailable.times, 7);
+
+      env.fake.chatOutage = undefined;
+      assert.equal((await drainAll(env.deps, tenant)).done, 1);
+      assert.ok((await memoriesOf(env.sql, tenant)).some((m) => m.content === TEXT), "the candidate is stored");
+    } finally {
+      await env.close();
+    }
+  });
+}

@@ -1,0 +1,138 @@
+// An outage of the model provider, or a key it refuses, never loses a session's messages: the jobs
+// it fails are postponed (queued again with their attempt given back, after a capped backoff), not
+// killed, so no extract part dies or is given up; once the provider answers again, every message
+// is extracted. A message the provider refuses for what it holds is still given up after three jobs.
+// docs/operations.md#job-queue, docs/extraction.md#an-outage-of-the-model-provider. Real Postgres,
+// the fake model at the HTTP boundary, the queue drained by the worker's own code.
+import assert from "node:assert/strict";
+import { reply } from "./fake_openai.ts";
+import { type ExtractAnswer, factAnswer, newPart, postExtract, serviceFact } from "./support/extract.ts";
+import { newTenant } from "./support/seed.ts";
+import { createLlm } from "../supabase/functions/_shared/llm.ts";
+import { drainAll, jobsOf, memoriesOf, type WriteEnv, writeEnv } from "./write_helpers.ts";
+
+/** Message i of the session: even ones state a fact, odd ones acknowledge. */
+const message = (i: number) =>
+  i % 2 === 0
+    ? { role: "user", content: `Fact ${i}: service ${i} listens on port ${8000 + i}.` }
+    : { role: "assistant", content: "Noted." };
+const messages = (from: number, to: number) => Array.from({ length: to - from }, (_, k) => message(from + k));
+
+const extract = reply.dynamic((req) => reply.json(factAnswer(newPart(req))));
+
+async function accepted(env: WriteEnv, tenant: string, to: number): Promise<ExtractAnswer> {
+  const res = await postExtract(env, tenant, { session_id: "s-outage", project: "shop", messages: messages(0, to) });
+  assert.equal(res.status, 202, JSON.stringify(res.body));
+  return res.body;
+}
+
+const factsOf = async (env: WriteEnv, tenant: string) =>
+  (await memoriesOf(env.sql, tenant)).map((m) => m.content).sort();
+
+/** The session's parts: how many jobs held each, and whether any died or was given up. */
+const partsOf = (env: WriteEnv, tenant: string) =>
+  env.sql<{ start: number; end: number; tries: number; dead: boolean; given_up: boolean }[]>`
+    select start_position as start, end_position as "end", tries, dead, given_up
+      from public.memory_extract_parts where owner_id = ${tenant} order by start_position, tries`;
+
+/** The postponed jobs' wait is over (postpone_job set run_after ahead): what time passing does. */
+const waitIsOver = (env: WriteEnv, tenant: string) =>
+  env.sql`update public.memory_jobs set run_after = now() where owner_id = ${tenant} and status = 'queued'`;
+
+/**
+ * The provider fails every chat request with `failure` over four POSTs (each drained), then answers
+ * again: no job dies, nothing is given up, every fact is extracted once the postponed jobs' wait is over.
+ */
+async function outageOverFourPosts(failure: ReturnType<typeof reply.error>) {
+  const env = await writeEnv({ llm: { retry: { maxRetries: 0 } } });
+  try {
+    const tenant = newTenant();
+    env.fake.onChat(() => true, extract);
+    env.fake.chatOutage = failure;
+    for (const to of [3, 5, 7, 9]) {
+      const answer = await accepted(env, tenant, to);
+      assert.equal(answer.retried, undefined, "no part died: none is queued again");
+      const asked = () => env.fake.chatRequests().length + env.fake.probeRequests().length;
+      const before = asked();
+      const report = await drainAll(env.deps, tenant);
+      assert.deepEqual([report.dead, report.postponed], [0, 1], JSON.stringify(report));
+      assert.match(report.provider_unavailable ?? "", /LLM request failed/);
+      // The new job's one request and one probe: the job postponed before is not due yet.
+      assert.equal(asked() - before, 2, "a down provider is asked twice a run");
+    }
+    const jobs = await jobsOf(env.sql, tenant, ["extract"]);
+    assert.deepEqual(jobs.map((j) => [j.status, j.attempts]), Array(4).fill(["queued", 0]));
+    assert.match(jobs[0]!.last_error ?? "", /^provider unavailable: ModelPartError: .*LLM request failed/);
+    const seen = (jobs[0]!.result as { provider_unavailable: { times: number; next_try_at: string } })
+      .provider_unavailable;
+    assert.equal(seen.times, 1);
+    assert.ok(new Date(seen.next_try_at) > new Date(), "postponed, with a wait ahead");
+    assert.ok((await partsOf(env, tenant)).every((p) => !p.dead && !p.given_up && p.tries === 1));
+
+    // The provider answers again, and the postponed jobs' wait is over.
+    env.fake.chatOutage = undefined;
+    await waitIsOver(env, tenant);
+    const report = await drainAll(env.deps, tenant);
+    assert.deepEqual([report.dead, report.postponed], [0, 0], JSON.stringify(report));
+    assert.deepEqual(await factsOf(env, tenant), [0, 2, 4, 6, 8].map(serviceFact).sort());
+    const done = await jobsOf(env.sql, tenant, ["extract"]);
+    assert.ok(done.every((j) => j.status === "done" && !("provider_unavailable" in (j.result as object))));
+    // A later POST has nothing of it to queue again.
+    assert.equal((await accepted(env, tenant, 11)).retried, undefined);
+  } finally {
+    await env.close();
+  }
+}
+
+Deno.test("extract, a provider outage (503) over four POSTs: every job is postponed, none dies, and every message is extracted once it answers", async () => {
+  await outageOverFourPosts(reply.error(503));
+});
+
+Deno.test("extract, a key the provider refuses (401) then fixed: the jobs are postponed, not killed, and extracted with the fixed key", async () => {
+  await outageOverFourPosts(reply.error(401, { message: "Incorrect API key provided" }));
+});
+
+Deno.test("extract, a provider unreachable (connection refused): the job is postponed, then extracted", async () => {
+  const env = await writeEnv({ llm: { retry: { maxRetries: 0 } } });
+  try {
+    const tenant = newTenant();
+    // A port nothing listens on: every request is refused.
+    const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const closed = `http://127.0.0.1:${(listener.addr as Deno.NetAddr).port}/v1`;
+    listener.close();
+    const down = createLlm({ llm: { ...env.config.llm, baseUrl: closed } }, { retry: { maxRetries: 0 } })!;
+    env.fake.onChat(() => true, extract);
+    await accepted(env, tenant, 3);
+    const report = await drainAll({ ...env.deps, llm: down }, tenant);
+    assert.deepEqual([report.dead, report.postponed], [0, 1], JSON.stringify(report));
+    assert.match(report.provider_unavailable ?? "", /connection error/);
+    await waitIsOver(env, tenant);
+    assert.equal((await drainAll(env.deps, tenant)).done >= 1, true);
+    assert.deepEqual(await factsOf(env, tenant), [serviceFact(0), serviceFact(2)]);
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test("extract, a message the provider refuses (422) while it answers everything else: still given up after three jobs", async () => {
+  const env = await writeEnv({ llm: { retry: { maxRetries: 0 } } });
+  try {
+    const tenant = newTenant();
+    env.fake.onChat((req) => newPart(req).includes("Fact 0:"), reply.error(422, { message: "unprocessable" }));
+    env.fake.onChat(() => true, extract);
+    for (const to of [3, 5, 7, 9]) {
+      await accepted(env, tenant, to);
+      const report = await drainAll(env.deps, tenant);
+      assert.equal(report.postponed, 0, JSON.stringify(report));
+    }
+    const parts = await partsOf(env, tenant);
+    assert.deepEqual(parts.filter((p) => p.start === 0).map((p) => [p.tries, p.dead, p.given_up]), [
+      [1, true, false],
+      [2, true, false],
+      [3, true, true],
+    ]);
+    assert.deepEqual(await factsOf(env, tenant), [4, 6, 8].map(serviceFact).sort());
+  } finally {
+    await env.close();
+  }
+});
