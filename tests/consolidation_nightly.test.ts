@@ -265,3 +265,37 @@ Deno.test({
     await env.close();
   }
 });
+
+Deno.test({
+  name:
+    "nightly, the provider refusing the key (401): the job is postponed, not run without the model; once the key works the pairs are judged",
+  ...opts,
+}, async () => {
+  const env = await writeEnv({ config: { embedding: LOCAL_EMBEDDING } as never, llm: { retry: { maxRetries: 0 } } });
+  try {
+    const t = newTenant();
+    await seedRealisticTenant(env.sql, t);
+    scriptJudge(env.fake);
+    env.fake.chatOutage = reply.error(401, { message: "Incorrect API key provided" });
+    await env.sql`select memory_private.enqueue_nightly_consolidation(now())`;
+    await env.sql`delete from public.memory_jobs where kind = 'nightly_consolidation' and owner_id <> ${t}`;
+    const due = () =>
+      env.sql`update public.memory_jobs set run_after = now() where owner_id = ${t} and status = 'queued'`;
+    await due();
+    const report = await drainAll(env.deps, t, "test-worker", 10, ["nightly_consolidation"]);
+    assert.deepEqual([report.done, report.dead, report.postponed], [0, 0, 1], JSON.stringify(report.jobs));
+    const [job] = await env.sql`
+      select status, last_error from public.memory_jobs where owner_id = ${t} and kind = 'nightly_consolidation'`;
+    assert.equal(job!.status, "queued");
+    assert.match(job!.last_error, /^provider unavailable: .*HTTP 401/);
+
+    env.fake.chatOutage = undefined;
+    await due();
+    assert.equal((await drainAll(env.deps, t, "test-worker", 10, ["nightly_consolidation"])).done, 1);
+    const [done] = await env
+      .sql`select result from public.memory_jobs where owner_id = ${t} and kind = 'nightly_consolidation'`;
+    assert.deepEqual([done!.result.llm, done!.result.contradictions_found], ["used", 1]);
+  } finally {
+    await env.close();
+  }
+});

@@ -114,6 +114,25 @@ Deno.test("extract, a provider unreachable (connection refused): the job is post
   }
 });
 
+Deno.test("extract, a provider that hangs (every request times out): the job is postponed, then extracted", async () => {
+  const env = await writeEnv({ llm: { retry: { maxRetries: 0 } } });
+  try {
+    const tenant = newTenant();
+    env.fake.onChat(() => true, extract);
+    env.fake.chatOutage = reply.hang();
+    await accepted(env, tenant, 3);
+    const report = await drainAll(env.deps, tenant);
+    assert.deepEqual([report.dead, report.postponed], [0, 1], JSON.stringify(report));
+    assert.match(report.provider_unavailable ?? "", /timeout/);
+    env.fake.chatOutage = undefined;
+    await waitIsOver(env, tenant);
+    assert.equal((await drainAll(env.deps, tenant)).done >= 1, true);
+    assert.deepEqual(await factsOf(env, tenant), [serviceFact(0), serviceFact(2)]);
+  } finally {
+    await env.close();
+  }
+});
+
 Deno.test("extract, a message the provider refuses (422) while it answers everything else: still given up after three jobs", async () => {
   const env = await writeEnv({ llm: { retry: { maxRetries: 0 } } });
   try {

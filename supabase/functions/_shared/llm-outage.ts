@@ -35,13 +35,23 @@ export function failsAsAnOutage(err: unknown): boolean {
 export const PROBE_NAME = "provider_probe";
 const ProbeSchema = z.object({ ok: z.boolean() });
 
+/**
+ * How long a probe may take, its client's retries included: a provider that hangs would otherwise
+ * hold the worker for 4 x LLM_TIMEOUT_MS more, after the job's own requests took as long.
+ */
+const PROBE_TIMEOUT_MS = 15_000;
+
 /** Whether the provider answers a request holding nothing of any job (any answer but an outage's failure). */
 export async function providerAnswers(llm: Llm): Promise<boolean> {
+  const signal = AbortSignal.timeout(PROBE_TIMEOUT_MS);
   try {
-    await llm.completeJson(ProbeSchema, [{ role: "user", content: 'Reply {"ok": true}.' }], { name: PROBE_NAME });
+    await llm.completeJson(ProbeSchema, [{ role: "user", content: 'Reply {"ok": true}.' }], {
+      name: PROBE_NAME,
+      signal,
+    });
     return true;
   } catch (err) {
-    return !failsAsAnOutage(err);
+    return !signal.aborted && !failsAsAnOutage(err);
   }
 }
 
