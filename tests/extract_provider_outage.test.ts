@@ -92,38 +92,19 @@ Deno.test("extract, a key the provider refuses (401) then fixed: the jobs are po
   await outageOverFourPosts(reply.error(401, { message: "Incorrect API key provided" }));
 });
 
-Deno.test("extract, a provider unreachable (connection refused): the job is postponed, then extracted", async () => {
-  const env = await writeEnv({ llm: { retry: { maxRetries: 0 } } });
-  try {
-    const tenant = newTenant();
-    // A port nothing listens on: every request is refused.
-    const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-    const closed = `http://127.0.0.1:${(listener.addr as Deno.NetAddr).port}/v1`;
-    listener.close();
-    const down = createLlm({ llm: { ...env.config.llm, baseUrl: closed } }, { retry: { maxRetries: 0 } })!;
-    env.fake.onChat(() => true, extract);
-    await accepted(env, tenant, 3);
-    const report = await drainAll({ ...env.deps, llm: down }, tenant);
-    assert.deepEqual([report.dead, report.postponed], [0, 1], JSON.stringify(report));
-    assert.match(report.provider_unavailable ?? "", /connection error/);
-    await waitIsOver(env, tenant);
-    assert.equal((await drainAll(env.deps, tenant)).done >= 1, true);
-    assert.deepEqual(await factsOf(env, tenant), [serviceFact(0), serviceFact(2)]);
-  } finally {
-    await env.close();
-  }
-});
-
-Deno.test("extract, a provider that hangs (every request times out): the job is postponed, then extracted", async () => {
+/**
+ * One job's first drain meets the provider `down` makes unreachable (its report saying `says`):
+ * postponed, not dead; the next, once the provider answers and the wait is over, extracts it.
+ */
+async function oneJobThroughAnOutage(says: RegExp, down: (env: WriteEnv) => WriteEnv["deps"]) {
   const env = await writeEnv({ llm: { retry: { maxRetries: 0 } } });
   try {
     const tenant = newTenant();
     env.fake.onChat(() => true, extract);
-    env.fake.chatOutage = reply.hang();
     await accepted(env, tenant, 3);
-    const report = await drainAll(env.deps, tenant);
+    const report = await drainAll(down(env), tenant);
     assert.deepEqual([report.dead, report.postponed], [0, 1], JSON.stringify(report));
-    assert.match(report.provider_unavailable ?? "", /timeout/);
+    assert.match(report.provider_unavailable ?? "", says);
     env.fake.chatOutage = undefined;
     await waitIsOver(env, tenant);
     assert.equal((await drainAll(env.deps, tenant)).done >= 1, true);
@@ -131,6 +112,26 @@ Deno.test("extract, a provider that hangs (every request times out): the job is 
   } finally {
     await env.close();
   }
+}
+
+Deno.test("extract, a provider unreachable (connection refused): the job is postponed, then extracted", async () => {
+  await oneJobThroughAnOutage(/connection error/, (env) => {
+    // A port nothing listens on: every request is refused.
+    const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const closed = `http://127.0.0.1:${(listener.addr as Deno.NetAddr).port}/v1`;
+    listener.close();
+    return {
+      ...env.deps,
+      llm: createLlm({ llm: { ...env.config.llm, baseUrl: closed } }, { retry: { maxRetries: 0 } })!,
+    };
+  });
+});
+
+Deno.test("extract, a provider that hangs (every request times out): the job is postponed, then extracted", async () => {
+  await oneJobThroughAnOutage(/timeout/, (env) => {
+    env.fake.chatOutage = reply.hang();
+    return env.deps;
+  });
 });
 
 Deno.test("extract, a message the provider refuses (422) while it answers everything else: still given up after three jobs", async () => {
