@@ -1120,6 +1120,7 @@ $$;
 CREATE FUNCTION memory_private.postpone_job(p_id uuid, p_worker text, p_error text, p_backoff_base interval DEFAULT '00:00:30'::interval, p_backoff_max interval DEFAULT '00:15:00'::interval) RETURNS text
     LANGUAGE plpgsql
     SET search_path TO ''
+    SET "TimeZone" TO 'UTC'
     AS $$
 declare
   v_result jsonb;

@@ -134,6 +134,29 @@ Deno.test("extract, a provider that hangs (every request times out): the job is 
   });
 });
 
+Deno.test("extract, a rate limit (429) on the job's request while the provider answers a probe: postponed without a probe, then extracted", async () => {
+  const env = await writeEnv({ llm: { retry: { maxRetries: 0 } } });
+  try {
+    const tenant = newTenant();
+    let limited = true;
+    env.fake.onChat(
+      () => limited,
+      reply.error(429, { retryAfter: 0, message: "Rate limit reached for tokens per min" }),
+    );
+    env.fake.onChat(() => true, extract);
+    await accepted(env, tenant, 3);
+    const report = await drainAll(env.deps, tenant);
+    assert.deepEqual([report.dead, report.postponed, report.retried], [0, 1, 0], JSON.stringify(report));
+    assert.equal(env.fake.probeRequests().length, 0, "a 429 is not probed");
+    limited = false;
+    await waitIsOver(env, tenant);
+    assert.equal((await drainAll(env.deps, tenant)).done >= 1, true);
+    assert.deepEqual(await factsOf(env, tenant), [serviceFact(0), serviceFact(2)]);
+  } finally {
+    await env.close();
+  }
+});
+
 Deno.test("extract, a message the provider refuses (422) while it answers everything else: still given up after three jobs", async () => {
   const env = await writeEnv({ llm: { retry: { maxRetries: 0 } } });
   try {

@@ -25,6 +25,7 @@ create function memory_private.postpone_job(p_id uuid, p_worker text, p_error te
 returns text
 language plpgsql
 set search_path = ''
+set timezone to 'UTC'  -- result.provider_unavailable's times read in UTC whatever the session's zone (20261129100000)
 as $$
 declare
   v_result jsonb;

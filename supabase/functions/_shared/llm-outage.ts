@@ -22,6 +22,13 @@ import {
 const MISCONFIGURED = new Set([401, 403, 404]);
 
 /**
+ * A 429 after the client's retries: the provider says "not now" (a rate limit, or a spent quota),
+ * never what the request holds. No probe: a tiny probe may pass a limit counted in tokens that the
+ * job's request does not, and counting the failure would give a long part up for a busy provider.
+ */
+const rateLimited = (err: unknown) => err instanceof LlmRequestError && err.status === 429;
+
+/**
  * A failure an unavailable provider gives: those llm.ts retries (timeouts, resets, 408, 409, 429,
  * 5xx) and a refused key or model. A refusal (400, 413, 422) or output that stays invalid after its
  * repair is the provider's word on the request: never an outage's.
@@ -94,7 +101,7 @@ export class ProviderWatch implements Llm {
   async judge(err: unknown): Promise<boolean> {
     if (!failsAsAnOutage(err)) return false;
     if (this.unavailable !== undefined) return true;
-    if (await providerAnswers(this.inner)) return false;
+    if (!rateLimited(err) && await providerAnswers(this.inner)) return false;
     this.unavailable = (err as Error).message.slice(0, 300);
     return true;
   }
@@ -108,7 +115,7 @@ export class ProviderWatch implements Llm {
 export async function providerUnavailable(llm: Llm | undefined, err: unknown): Promise<boolean> {
   if (!llm || !failsAsAnOutage(err)) return false;
   if (llm instanceof ProviderWatch) return await llm.judge(err);
-  return !(await providerAnswers(llm));
+  return rateLimited(err) || !(await providerAnswers(llm));
 }
 
 /** A job's failure that found the provider unavailable: drainQueue postpones the job. */

@@ -3,7 +3,7 @@
 -- row up to its cap; its result says so and keeps its progress; only the worker holding it can, and
 -- tenants cannot call it. docs/operations.md#an-outage-of-the-model-provider.
 begin;
-select plan(8);
+select plan(9);
 
 insert into public.memory_jobs (id, owner_id, kind, status, idempotency_key, attempts, max_attempts, locked_until, locked_by, result)
 values ('99100000-0000-4000-8000-000000000001', '99100000-0000-4000-8000-0000000000aa', 'extract', 'running', 'outage-1',
@@ -45,6 +45,18 @@ select results_eq(
 select ok((select (result -> 'provider_unavailable' ->> 'next_try_at')::timestamptz = run_after
              from public.memory_jobs where id = '99100000-0000-4000-8000-000000000001'),
           'the result says when it is tried next');
+-- Its times read in UTC whatever the session's zone (docs/operations.md#time-zones-and-locale).
+set local timezone = 'Pacific/Chatham';
+insert into public.memory_jobs (id, owner_id, kind, status, idempotency_key, attempts, max_attempts, locked_until, locked_by)
+values ('99100000-0000-4000-8000-000000000002', '99100000-0000-4000-8000-0000000000aa', 'dedup', 'running', 'outage-2',
+        1, 5, now() + interval '20 seconds', 'worker-a');
+select memory_private.postpone_job('99100000-0000-4000-8000-000000000002', 'worker-a', 'HTTP 503');
+select ok((select result -> 'provider_unavailable' ->> 'since' like '%+00:00'
+                  and result -> 'provider_unavailable' ->> 'next_try_at' like '%+00:00'
+             from public.memory_jobs where id = '99100000-0000-4000-8000-000000000002'),
+          'its times are written in UTC in a session in another zone');
+reset timezone;
+
 select ok(not has_function_privilege('authenticated', 'memory_private.postpone_job(uuid, text, text, interval, interval)', 'execute')
           and not has_function_privilege('anon', 'memory_private.postpone_job(uuid, text, text, interval, interval)', 'execute'),
           'tenants cannot postpone jobs');
