@@ -332,6 +332,8 @@ export interface CorrectInput {
 }
 
 export interface CorrectResponse {
+  /** false (HTTP 200): a live memory in its scope already said the text; it is `memory` and replaces the corrected one. */
+  created: boolean;
   memory: Memory;
   superseded: Memory;
 }

@@ -15,12 +15,13 @@ import { type Edge, linkMemory } from "./edges.ts";
 import { event, insertMemory } from "./dedup-writes.ts";
 import { proposeIfSensitive } from "./proposals.ts";
 import { supersedeMemory } from "./supersede.ts";
+import { liveWithText } from "./memories/record.ts";
+import { visibleScopes } from "./schemas.ts";
 import {
   type CandidateOutcome,
   type DedupContext,
   type DedupDeps,
   type DedupReport,
-  liveWithText,
   lockNamespaces,
   NEAR_VERBATIM_COVERAGE,
 } from "./dedup.ts";
@@ -53,6 +54,7 @@ export async function dedupPass(
 ): Promise<ToDecide | undefined> {
   const thresholds = thresholdsFor(deps.embedder.model, deps.config as Config);
   await lockNamespaces(tx, ctx.ownerId, [c.namespace]);
+  const scopes = visibleScopes(c.namespace, deps.config.namespaceRoot);
   const outcome: CandidateOutcome = { content: c.content, namespace: c.namespace, action: "NOOP", links: 0 };
   const done = (action: CandidateOutcome["action"], fields: Partial<CandidateOutcome>) => {
     Object.assign(outcome, { action, ...fields });
@@ -61,7 +63,7 @@ export async function dedupPass(
   };
 
   // 1. exact duplicate: zero LLM calls, zero searches.
-  const dup = await liveWithText(tx, deps, ctx.ownerId, c.content, c.namespace);
+  const dup = await liveWithText(tx, ctx.ownerId, c.content, scopes);
   if (dup) {
     done("NOOP", { reason: "exact_duplicate", target_id: dup.id });
     await event(tx, ctx, "classify", "skipped", dup.id, c, 1, { decision: "NOOP", reason: "exact_duplicate" });
@@ -165,7 +167,7 @@ export async function dedupPass(
   // 4. apply. A merged text another live memory already says: that one replaces the target (a
   // new row would duplicate it); the target's own text: nothing to change.
   const same = action.action === "UPDATE" && action.content !== c.content
-    ? await liveWithText(tx, deps, ctx.ownerId, action.content, c.namespace)
+    ? await liveWithText(tx, ctx.ownerId, action.content, scopes)
     : undefined;
   if (action.action === "UPDATE" && same?.id === action.targetId) action = { action: "NOOP", targetId: same.id };
   if (action.action === "NOOP") {

@@ -37,12 +37,10 @@ import type { Embedder } from "./embeddings.ts";
 import type { Config } from "./env.ts";
 import { emptyUsage, type Llm, type LlmUsage } from "./llm.ts";
 import type { Candidate } from "./candidates.ts";
-import { visibleScopes } from "./schemas.ts";
 import type { CodeOrigin } from "./schemas.ts";
 import { decideWithModel } from "./dedup-model.ts";
 import { dedupPass, type SeenDecision } from "./dedup-pass.ts";
 import { queueContradictionCheck } from "./contradiction-check.ts";
-import { contentHashSql } from "./memories/record.ts";
 
 export interface DedupContext {
   ownerId: string;
@@ -159,15 +157,4 @@ export async function dedupCandidates(
   const added = report.outcomes.flatMap((o) => (o.memory_id ? [o.memory_id] : []));
   if (deps.llm && added.length > 0) await run.transaction((tx) => queueContradictionCheck(tx, ctx.ownerId, added));
   return report;
-}
-
-/** A valid, active memory (not a raw episode) in the scope that says `text`, case and spacing aside. */
-export async function liveWithText(tx: Tx, deps: DedupDeps, ownerId: string, text: string, namespace: string) {
-  const [row] = await tx<{ id: string }[]>`
-    select id from public.devai_memories
-     where owner_id = ${ownerId} and content_hash = ${contentHashSql(tx, text)}
-       and is_valid and state = 'active' and source is distinct from 'conversation'
-       and (namespace || '/') ^@ any (${visibleScopes(namespace, deps.config.namespaceRoot)}::text[])
-     limit 1`;
-  return row;
 }

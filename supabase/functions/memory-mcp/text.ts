@@ -58,8 +58,12 @@ export function rememberText(r: { created: boolean; memory: Memory }): string {
     : `Already remembered as ${r.memory.id} in ${r.memory.namespace}; nothing new was written.`;
 }
 
-export function correctText(r: { memory: Memory; superseded: Memory }): string {
-  return `Corrected: ${r.memory.id} now says "${clip(r.memory.content)}" and replaces ${r.superseded.id}.`;
+export function correctText(r: { created: boolean; memory: Memory; superseded: Memory }): string {
+  return r.created
+    ? `Corrected: ${r.memory.id} now says "${clip(r.memory.content)}" and replaces ${r.superseded.id}.`
+    : `Corrected: ${r.memory.id} already said "${
+      clip(r.memory.content)
+    }"; it replaces ${r.superseded.id}, nothing new was written.`;
 }
 
 /** A confirmation is always recorded (history CONFIRM), pinned already or not. */
@@ -74,6 +78,9 @@ export function forgetText(r: LifecycleResponse): string {
 }
 
 export function restoreText(r: LifecycleResponse): string {
+  if (r.changed && r.memory.superseded_by) {
+    return `Restored ${r.memory.id}, replaced by ${r.memory.superseded_by}: that memory says the fact now.`;
+  }
   return r.changed
     ? `Restored ${r.memory.id}: active again at strength ${r.memory.strength.toFixed(2)}.`
     : `${r.memory.id} is active already: nothing changed.`;

@@ -97,7 +97,8 @@ export function registerMemoryRoutes(app: MemoryApp, deps: ServiceDeps): void {
   });
   app.post("/memory/:id/correct", async (c) => {
     const id = parseId(c);
-    return json(await correct(deps, who(c), id, await parseJsonBody(c.req.raw, CorrectRequest, max)), 201);
+    const result = await correct(deps, who(c), id, await parseJsonBody(c.req.raw, CorrectRequest, max));
+    return json(result, result.created ? 201 : 200);
   });
 
   // What the agent used of what it was given (living context).

@@ -49,3 +49,27 @@ export function spacedSql(q: Tx, text: string | ReturnType<Tx["unsafe"]>) {
 export async function lockContentHash(tx: Tx, tenantId: string, content: string): Promise<void> {
   await tx`select pg_advisory_xact_lock(hashtextextended(${tenantId} || ':' || ${contentHashSql(tx, content)}, 0))`;
 }
+
+/**
+ * The live memory (valid, active, not an episode) in one of `scopes` that says `text`, letter case
+ * and spacing aside (its content_hash): the one duplicate check of every writer (remember, correct,
+ * restore, dedup). The user's own statement first, then the oldest. `except`: the memory being
+ * corrected or restored, which says its own text.
+ */
+export async function liveWithText(
+  tx: Tx,
+  ownerId: string,
+  text: string,
+  scopes: readonly string[],
+  except?: string,
+): Promise<Memory | undefined> {
+  const [row] = await tx`
+    select ${memoryColumns(tx, "m")} from public.devai_memories m
+     where m.owner_id = ${ownerId} and m.content_hash = ${contentHashSql(tx, text)}
+       and m.is_valid and m.state = 'active' and m.source is distinct from 'conversation'
+       and (m.namespace || '/') ^@ any (${scopes as string[]}::text[])
+       and m.id is distinct from ${except ?? null}::uuid
+     order by (m.source = 'user_stated') desc, m.created_at, m.id
+     limit 1`;
+  return row ? toMemory(row) : undefined;
+}

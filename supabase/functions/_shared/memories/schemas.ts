@@ -285,10 +285,8 @@ export interface ListResponse {
   memories: Memory[];
   next_cursor: string | null;
 }
-export interface CorrectResponse {
-  memory: Memory;
-  superseded: Memory;
-}
+/** created false: a live memory said the corrected text already; it is `memory` and supersedes the old one. */
+export type CorrectResponse = RememberResponse & { superseded: Memory };
 export interface LifecycleResponse {
   /** false when the memory was already in the requested state (the call is idempotent). */
   changed: boolean;

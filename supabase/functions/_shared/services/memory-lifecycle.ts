@@ -4,7 +4,9 @@
 import { type TenantContext, withTenant } from "../db.ts";
 import { HttpError } from "../http.ts";
 import { memoryColumns } from "../memories/memory-row.ts";
-import { lockMemory, toMemory } from "../memories/record.ts";
+import { liveWithText, lockContentHash, lockMemory, notFound, toMemory } from "../memories/record.ts";
+import { visibleScopes } from "../schemas.ts";
+import { lockMemories, supersedeMemory } from "../supersede.ts";
 import type { ForgetRequest, LifecycleRequest, LifecycleResponse } from "../memories/schemas.ts";
 import { purgeGraceDays } from "../memories/settings.ts";
 import { redactField } from "../redact.ts";
@@ -46,7 +48,12 @@ export async function forget(
   }, { threadId: body.thread_id });
 }
 
-/** Undoes a forget (or an invalidation that was not a supersede). */
+/**
+ * Undoes a forget (or an invalidation that was not a supersede). A memory whose text a live memory
+ * in its scope says now (remembered again since; letter case and spacing aside, as remember's
+ * duplicate check) comes back replaced by it, as a correction to that text would be: history
+ * RESTORE then MERGE, `memory.superseded_by` naming it.
+ */
 export async function restore(
   deps: ServiceDeps,
   tenant: TenantContext,
@@ -55,6 +62,17 @@ export async function restore(
 ): Promise<LifecycleResponse> {
   const now = deps.clock();
   return await withTenant(deps.sql, tenant, async (tx) => {
+    // Remember's lock order: the text's hash, then the rows (in id order). A text never changes.
+    const [seen] = await tx<{ content: string; namespace: string; source: string }[]>`
+      select content, namespace, source from public.devai_memories where id = ${id}`;
+    if (!seen) throw notFound(id);
+    await lockContentHash(tx, tenant.tenantId, seen.content);
+    const scopes = visibleScopes(seen.namespace, deps.config.namespaceRoot);
+    // An episode is a record of a message, never a duplicate of a fact (docs/graph.md#episodes).
+    const held = seen.source === "conversation"
+      ? undefined
+      : await liveWithText(tx, tenant.tenantId, seen.content, scopes, id);
+    await lockMemories(tx, held ? [id, held.id] : [id]);
     const m = await lockMemory(tx, id);
     if (m.state === "active") {
       if (m.is_valid) return { changed: false, memory: m };
@@ -70,7 +88,14 @@ export async function restore(
     // One restore semantics for the API and SQL: public.restore_memory (restore_strength setting,
     // superseded memories stay invalid).
     const [row] = await tx`select ${memoryColumns(tx)} from public.restore_memory(${id}::uuid, ${now}::timestamptz)`;
-    return { changed: true, memory: toMemory(row) };
+    const restored = toMemory(row);
+    if (
+      held && restored.is_valid &&
+      await supersedeMemory(tx, tenant.tenantId, held.id, id, { strength: 1, evidence: { restore: "text_exists" } })
+    ) {
+      return { changed: true, memory: await lockMemory(tx, id) };
+    }
+    return { changed: true, memory: restored };
   }, { threadId: body.thread_id });
 }
 

@@ -6,7 +6,7 @@ import { embedForRequest } from "../embeddings.ts";
 import { HttpError } from "../http.ts";
 import { visibleScopes } from "../schemas.ts";
 import { memoryColumns } from "../memories/memory-row.ts";
-import { contentHashSql, lockContentHash, lockMemory, notFound, spacedSql, toMemory } from "../memories/record.ts";
+import { liveWithText, lockContentHash, lockMemory, notFound, spacedSql, toMemory } from "../memories/record.ts";
 import type {
   CorrectRequest,
   CorrectResponse,
@@ -22,17 +22,7 @@ import { queueContradictionCheck } from "../contradiction-check.ts";
 import { redactField, type Redaction } from "../redact.ts";
 import { countedWith, recordRedactions, redactMetadata, redactStatement } from "../redaction-events.ts";
 import { kickWorker, type ServiceDeps } from "./deps.ts";
-
-async function findDuplicate(tx: Tx, content: string, scopes: string[]): Promise<Memory | undefined> {
-  const [row] = await tx`
-    select ${memoryColumns(tx, "m")} from public.devai_memories m
-     where m.content_hash = ${contentHashSql(tx, content)} and m.is_valid and m.state = 'active'
-       and m.source is distinct from 'conversation'
-       and (m.namespace || '/') ^@ any (${scopes}::text[])
-     order by (m.source = 'user_stated') desc, m.created_at, m.id
-     limit 1`;
-  return row ? toMemory(row) : undefined;
-}
+import { lockMemories, supersedeMemory } from "../supersede.ts";
 
 function assertCorrectable(old: Memory): void {
   // An episode is the record of a message as it was sent (docs/graph.md#episodes): it is never
@@ -89,30 +79,21 @@ export async function remember(
   const body = { ...sent, content: statement.text, metadata: meta.metadata };
   const namespace = rememberNamespace(body, config.namespaceRoot);
   const scopes = visibleScopes(namespace, config.namespaceRoot);
-  const userStated = (m: Memory) => m.source === "user_stated" && m.priority === "highest";
   // Fast path: an exact duplicate the user already stated costs no embedding call and writes nothing.
   const existing = await withTenant(sql, tenant, async (tx) => {
     if (body.metadata?.category) await assertKnownCategory(tx, body.metadata.category, ["metadata", "category"]);
-    return await findDuplicate(tx, body.content, scopes);
+    return await liveWithText(tx, tenant.tenantId, body.content, scopes);
   });
-  if (existing && userStated(existing)) return { created: false, memory: existing };
+  if (existing && statedAlready(existing)) return { created: false, memory: existing };
 
   const vector = await embedForRequest(embedder, body.content);
   const result = await withTenant(sql, tenant, async (tx) => {
     // Serialises concurrent remembers (and proposal accepts) of the same text in this tenant, so
     // the re-check below cannot race with another insert of it.
     await lockContentHash(tx, tenant.tenantId, body.content);
-    const again = await findDuplicate(tx, body.content, scopes);
-    if (again && userStated(again)) return { created: false, memory: again };
-    if (again) {
-      // The agent learned it before; now the user states it: it becomes user-stated (never decays,
-      // shielded from the LLM). Audited as UPDATE by the trigger.
-      const [row] = await tx`
-        update public.devai_memories
-           set priority = 'highest', source = 'user_stated', strength = 1, base_strength = 1, last_accessed_at = now()
-         where id = ${again.id} returning ${memoryColumns(tx)}`;
-      return { created: false, memory: toMemory(row) };
-    }
+    const again = await liveWithText(tx, tenant.tenantId, body.content, scopes);
+    // The agent learned it before: now the user states it.
+    if (again) return { created: false, memory: await statedByUser(tx, again) };
     const [row] = await tx`
       insert into public.devai_memories
         (owner_id, content, embedding, embedding_model, memory_type, namespace, priority, source,
@@ -131,14 +112,19 @@ export async function remember(
   return result;
 }
 
-/** The user corrects memory `id`: a new memory supersedes it (history MERGE, validity closed). */
+/**
+ * The user corrects memory `id`: a new memory supersedes it (history MERGE, validity closed). When
+ * a live memory in its scope already says the corrected text (letter case and spacing aside, as
+ * remember's duplicate check), that memory supersedes it instead and nothing is inserted
+ * (`created: false`): two live memories would say one fact.
+ */
 export async function correct(
   deps: ServiceDeps,
   tenant: TenantContext,
   id: string,
   sent: CorrectRequest,
 ): Promise<CorrectResponse> {
-  const { sql, embedder } = deps;
+  const { sql, embedder, config } = deps;
   const statement = redactStatement(sent.content);
   // The reason is stored too (metadata.correction_reason): redacted like the statement, counted with it.
   const reason = redactField(sent.reason);
@@ -147,48 +133,108 @@ export async function correct(
   // Checked before paying for an embedding (the row lock below checks only that it is still
   // correctable). "The same" is the same text but for spacing: letter case is a correction here (a
   // path, an env value, an identifier), though the duplicate check (content_hash) ignores it.
-  await withTenant(sql, tenant, async (tx) => {
+  const pre = await withTenant(sql, tenant, async (tx) => {
     const [row] = await tx`
       select ${memoryColumns(tx, "m")},
              ${spacedSql(tx, tx.unsafe("m.content"))} = ${spacedSql(tx, body.content)} as same_content
         from public.devai_memories m where m.id = ${id}`;
     if (!row) throw notFound(id);
-    assertCorrectable(toMemory(row));
+    const old = toMemory(row);
+    assertCorrectable(old);
     if (row.same_content) {
       throw new HttpError(422, "unchanged_content", "the correction says the same as the memory it corrects");
     }
+    const scopes = visibleScopes(old.namespace, config.namespaceRoot);
+    return { scopes, held: await liveWithText(tx, tenant.tenantId, body.content, scopes, id) };
   });
-  const vector = await embedForRequest(embedder, body.content);
-  const result = await withTenant(sql, tenant, async (tx) => {
-    const old = await lockMemory(tx, id);
-    assertCorrectable(old);
-    // The old memory's metadata carries on, but not its own correction's reason: this one's, or none.
-    const { correction_reason: _, ...kept } = old.metadata;
-    const metadata = body.reason ? { ...kept, correction_reason: body.reason } : kept;
-    const [created] = await tx`
-      insert into public.devai_memories
-        (owner_id, content, embedding, embedding_model, memory_type, namespace, priority, source,
-         strength, base_strength, importance, pinned, metadata, session_id)
-      values
-        (${tenant.tenantId}, ${body.content}, ${toVectorLiteral(vector)}::extensions.vector, ${embedder.model},
-         ${old.memory_type}, ${old.namespace}, 'highest', 'correction', 1, 1, ${old.importance}, ${old.pinned},
-         ${tx.json(metadata as never)}, ${body.session_id ?? null})
-      returning ${memoryColumns(tx)}`;
-    const memory = toMemory(created);
-    await linkEntitiesByRules(tx, [memory]);
-    await linkEntities(tx, citedFileLinks(memory.id, filesOf(memory.metadata)));
-    await afterStatement(deps, tx, tenant.tenantId, memory.id, "correct", redaction, body.thread_id);
-    // The trigger records MERGE for the old memory (superseded_by set) with new_ref = the new id.
-    const [superseded] = await tx`
-      update public.devai_memories set superseded_by = ${memory.id}, is_valid = false
-       where id = ${id} returning ${memoryColumns(tx)}`;
-    await tx`
-      insert into public.memory_relations (owner_id, from_id, to_id, relation_type, strength)
-      values (${tenant.tenantId}, ${memory.id}, ${id}, 'supersedes', 1)`;
-    return { memory, superseded: toMemory(superseded) };
-  }, { threadId: body.thread_id });
-  kickContradictionCheck(deps);
-  return result;
+  // What another memory says already needs no embedding, as remember's duplicate.
+  let vector = pre.held ? undefined : await embedForRequest(embedder, body.content);
+  for (;;) {
+    const result = await withTenant(sql, tenant, async (tx) => {
+      // Remember's lock order: the text's hash, then the rows (in id order).
+      await lockContentHash(tx, tenant.tenantId, body.content);
+      const held = await liveWithText(tx, tenant.tenantId, body.content, pre.scopes, id);
+      await lockMemories(tx, held ? [id, held.id] : [id]);
+      const old = await lockMemory(tx, id);
+      assertCorrectable(old);
+      if (
+        held && await supersedeMemory(tx, tenant.tenantId, held.id, id, {
+          strength: 1,
+          evidence: { correction: "text_exists", ...(body.reason ? { reason: body.reason } : {}) },
+        })
+      ) {
+        // The user states its text now, and the fact it replaces was pinned: so is it.
+        const memory = await statedByUser(tx, held, old.pinned);
+        await afterStatement(deps, tx, tenant.tenantId, memory.id, "correct", redaction, body.thread_id);
+        return { created: false, memory, superseded: await lockMemory(tx, id) };
+      }
+      // That memory changed meanwhile: the correction is a new memory after all, embedded first.
+      if (!vector) return undefined;
+      return { created: true, ...await insertCorrection(deps, tx, tenant.tenantId, old, body, vector, redaction) };
+    }, { threadId: body.thread_id });
+    if (result) {
+      if (result.created) kickContradictionCheck(deps);
+      return result;
+    }
+    vector = await embedForRequest(embedder, body.content);
+  }
+}
+
+/** A correction's new memory, superseding `old` (its metadata, type, namespace, importance and pin carried on). */
+async function insertCorrection(
+  deps: ServiceDeps,
+  tx: Tx,
+  tenantId: string,
+  old: Memory,
+  body: CorrectRequest,
+  vector: number[],
+  redaction: Redaction & { dropped: number },
+) {
+  const { embedder } = deps;
+  // The old memory's metadata carries on, but not its own correction's reason: this one's, or none.
+  const { correction_reason: _, ...kept } = old.metadata;
+  const metadata = body.reason ? { ...kept, correction_reason: body.reason } : kept;
+  const [created] = await tx`
+    insert into public.devai_memories
+      (owner_id, content, embedding, embedding_model, memory_type, namespace, priority, source,
+       strength, base_strength, importance, pinned, metadata, session_id)
+    values
+      (${tenantId}, ${body.content}, ${toVectorLiteral(vector)}::extensions.vector, ${embedder.model},
+       ${old.memory_type}, ${old.namespace}, 'highest', 'correction', 1, 1, ${old.importance}, ${old.pinned},
+       ${tx.json(metadata as never)}, ${body.session_id ?? null})
+    returning ${memoryColumns(tx)}`;
+  const memory = toMemory(created);
+  await linkEntitiesByRules(tx, [memory]);
+  await linkEntities(tx, citedFileLinks(memory.id, filesOf(memory.metadata)));
+  await afterStatement(deps, tx, tenantId, memory.id, "correct", redaction, body.thread_id);
+  // The trigger records MERGE for the old memory (superseded_by set) with new_ref = the new id.
+  const [superseded] = await tx`
+    update public.devai_memories set superseded_by = ${memory.id}, is_valid = false
+     where id = ${old.id} returning ${memoryColumns(tx)}`;
+  await tx`
+    insert into public.memory_relations (owner_id, from_id, to_id, relation_type, strength)
+    values (${tenantId}, ${memory.id}, ${old.id}, 'supersedes', 1)`;
+  return { memory, superseded: toMemory(superseded) };
+}
+
+/** Said by the user already: a user-stated memory or a correction (never decays, shielded from the LLM). */
+function statedAlready(m: Memory): boolean {
+  return (m.source === "user_stated" || m.source === "correction") && m.priority === "highest";
+}
+
+/**
+ * The user states what `m` says (a remember or a correction of that text): a memory the agent
+ * learned becomes user-stated (history UPDATE), pinned too with `pin`. One said by the user already,
+ * pinned when asked: unchanged, nothing written.
+ */
+async function statedByUser(tx: Tx, m: Memory, pin = false): Promise<Memory> {
+  if (statedAlready(m) && (m.pinned || !pin)) return m;
+  const [row] = await tx`
+    update public.devai_memories
+       set priority = 'highest', source = ${statedAlready(m) ? m.source : "user_stated"},
+           strength = 1, base_strength = 1, pinned = pinned or ${pin}, last_accessed_at = now()
+     where id = ${m.id} returning ${memoryColumns(tx)}`;
+  return toMemory(row);
 }
 
 // What every stored statement is followed by: its redaction counts (docs/redaction.md), and with an
