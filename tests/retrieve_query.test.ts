@@ -257,6 +257,29 @@ dbTest("query: only the memories returned within budget are reinforced", async (
   assert.ok(returned.size < seeded.length, "the budget left one out");
 });
 
+dbTest(
+  "an empty answer says when memories without a category are in scope: memory.query never serves them",
+  async () => {
+    const t = newTenant();
+    const noHint = await query(t, { agent: "coder", query: "how do we install packages" });
+    assert.equal(noHint.status, 200, JSON.stringify(noHint.body));
+    assert.deepEqual(noHint.body.results, []);
+    assert.equal(noHint.body.hint, undefined, "nothing stored: nothing to explain");
+
+    await seedMemories(sql, t, [m("Use pnpm to install packages", null)]);
+    const empty = await query(t, { agent: "coder", query: "how do we install packages" });
+    assert.deepEqual(empty.body.results, [], "a memory without a category is never served, whatever the query");
+    assert.match(empty.body.hint, /without a category/);
+    assert.match(empty.body.hint, /agent 'coder''s allowlist/);
+    assert.match(empty.body.hint, /POST memory-retrieve/);
+
+    const [cmd] = await seedMemories(sql, t, [m("pnpm install --frozen-lockfile in CI", "commands")]);
+    const found = await query(t, { agent: "coder", query: "how do we install packages" });
+    assert.deepEqual(ids(found), [cmd!.id]);
+    assert.equal(found.body.hint, undefined, "an answer with results has no hint");
+  },
+);
+
 dbTest("close pool", async () => {
   await sql.end();
 });

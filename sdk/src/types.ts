@@ -301,6 +301,8 @@ export interface QueryResponse {
   embedding_model: string;
   search: SearchInfo;
   excluded: ExcludedMemory[];
+  /** An empty answer only, when memories without a category are in scope: memory.query never serves them. */
+  hint?: string;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -47,7 +47,7 @@ export function searchText(r: RetrieveResponse): string {
 }
 
 export function queryText(r: QueryResponse): string {
-  if (r.results.length === 0) return `Nothing ${r.agent} may read matches.`;
+  if (r.results.length === 0) return `Nothing ${r.agent} may read matches.${r.hint ? ` ${r.hint}` : ""}`;
   return r.results.map((m) => "text" in m ? `- [${m.id}] ${m.text}` : `- [${m.id}] [${m.category}] ${clip(m.content)}`)
     .join("\n");
 }

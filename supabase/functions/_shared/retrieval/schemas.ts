@@ -251,5 +251,7 @@ export const QueryResponse = z.object({
   embedding_model: z.string(),
   search: SearchInfo,
   excluded: z.array(ExcludedMemory),
+  /** An empty answer only, when memories without a category are in scope: memory.query never serves them. */
+  hint: z.string().optional(),
 });
 export type QueryResponse = z.infer<typeof QueryResponse>;

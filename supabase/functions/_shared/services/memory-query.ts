@@ -34,6 +34,7 @@ import { applyFeedback, feedbackOf, type FeedbackRow } from "../context/feedback
 import { type FusionWeights, steeringArgs } from "../search/hybrid.ts";
 import { clockOf, readPoolOf, type SearchDeps, type Timed } from "./deps.ts";
 import { asOfValue } from "../memories/as-of.ts";
+import { emptyQueryHint } from "../retrieval/query-hint.ts";
 
 /** What the agent may read that answers the query, as bullets or full rows; `timing` as for retrieve. */
 export async function queryMemories(
@@ -187,5 +188,10 @@ export async function queryMemories(
     search,
     excluded: judged.excluded,
   };
+  // An empty answer says when memories without a category are in scope: memory.query never serves them.
+  if (results.length === 0) {
+    const hint = await emptyQueryHint(deps, caller, body.agent, scopes);
+    if (hint) result.hint = hint;
+  }
   return { result, timing: { embed: t1 - t0, db: performance.now() - t1 } };
 }
