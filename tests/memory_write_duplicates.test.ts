@@ -4,6 +4,8 @@
 import assert from "node:assert/strict";
 import { memoryApi } from "./support/memory-api.ts";
 import { newTenant, testSql } from "./support/seed.ts";
+import { waitUntil } from "./support/wait.ts";
+import { realServerOnly } from "./support/backend.ts";
 
 const sql = testSql();
 const api = memoryApi(sql);
@@ -116,5 +118,85 @@ Deno.test(
     assert.equal(back.status, 200);
     assert.equal(back.body.memory.is_valid, true);
     assert.equal(back.body.memory.superseded_by, null);
+  },
+);
+
+Deno.test(
+  {
+    name: "a contradiction merged into a text a live memory says is resolved by that memory, nothing inserted",
+    ...opts,
+  },
+  async () => {
+    const t = newTenant();
+    const a = await remember(t, "CI runs Node 18");
+    const b = await remember(t, "CI runs Node 20");
+    const held = await remember(t, "CI runs Node 22");
+    const [c] = await sql<{ id: string }[]>`
+      insert into public.memory_contradictions (owner_id, memory_a, memory_b, detected_by, reason)
+      values (${t}, ${a.id}, ${b.id}, 'write', 'two versions') returning id`;
+    const r = await api("POST", `/memory/contradictions/${c!.id}/resolve`, {
+      as: t,
+      body: { resolution: "merged", content: "CI runs  node 22" },
+    });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal(r.body.contradiction.merged_id, held.id, "the memory that says it");
+    assert.deepEqual(await liveWith(t, "ci runs node 22"), [held.id]);
+    const rows = await sql<{ id: string; superseded_by: string }[]>`
+      select id, superseded_by from public.devai_memories where id in (${a.id}, ${b.id})`;
+    assert.deepEqual(rows.map((x) => x.superseded_by), [held.id, held.id]);
+  },
+);
+
+Deno.test(
+  { name: "an accepted proposal whose text a live memory visible from its scope says is that memory", ...opts },
+  async () => {
+    const t = newTenant();
+    const held = await remember(t, "My name is Ana", { project: undefined });
+    assert.equal(held.namespace, "devai/user/preferences");
+    const [p] = await sql<{ id: string }[]>`
+      insert into public.memory_proposals (owner_id, field, content, namespace, expires_at)
+      values (${t}, 'preferred_name', 'my name is  ana', 'devai/project/acme~shop/notes', now() + interval '7 days')
+      returning id`;
+    const r = await api("POST", `/memory/proposals/${p!.id}/accept`, { as: t, body: {} });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal(r.body.memory_id, held.id);
+    assert.deepEqual(await liveWith(t, "my name is ana"), [held.id]);
+  },
+);
+
+Deno.test(
+  {
+    ...realServerOnly(
+      "a correction waits for a remember of its text under way, then is superseded by what it stored",
+      "two transactions at once: PGlite serves one connection",
+    ),
+    ...opts,
+  },
+  async () => {
+    const t = newTenant();
+    const old = await remember(t, "Format with prettier");
+    // A remember of the same text holds the text's lock (lockContentHash) and has not committed yet.
+    const holder = await sql.reserve();
+    try {
+      await holder`begin`;
+      await holder`select pg_advisory_xact_lock(hashtextextended(${t} || ':' || encode(sha256(convert_to(lower(
+        btrim(regexp_replace(${"Format with biome"}, ${"\\s+"}, ' ', 'g'))), 'UTF8')), 'hex'), 0))`;
+      const [held] = await holder<{ id: string }[]>`
+        insert into public.devai_memories (owner_id, content, memory_type, namespace, priority, source, importance)
+        values (${t}, 'Format with biome', 'semantic', 'devai/project/acme~shop/notes', 'highest', 'user_stated', 3)
+        returning id`;
+      const correcting = api("POST", `/memory/${old.id}/correct`, { as: t, body: { content: "format with Biome" } });
+      await waitUntil(
+        async () => (await sql`select 1 from pg_locks where locktype = 'advisory' and not granted`).length > 0,
+        "the correction waiting for the text's lock",
+      );
+      await holder`commit`;
+      const r = await correcting;
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      assert.equal(r.body.memory.id, held!.id, "not a second memory beside the one stored meanwhile");
+      assert.deepEqual(await liveWith(t, "format with biome"), [held!.id]);
+    } finally {
+      holder.release();
+    }
   },
 );

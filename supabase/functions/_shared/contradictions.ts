@@ -23,6 +23,10 @@ import { recordRedactions, redactStatement } from "./redaction-events.ts";
 import { addCounts, redactField } from "./redact.ts";
 import { content as contentSchema, storableText, threadId } from "./schemas.ts";
 import { lockMemories, supersedeMemory } from "./supersede.ts";
+import { liveWithText, lockContentHash, lockMemory, statedByUser } from "./memories/record.ts";
+import type { Memory } from "./memories/schemas.ts";
+import type { Config } from "./env.ts";
+import { visibleScopes } from "./schemas.ts";
 
 export const RESOLUTIONS = ["a_wins", "b_wins", "both_valid", "merged"] as const;
 export type Resolution = typeof RESOLUTIONS[number];
@@ -155,7 +159,7 @@ export async function recordContradictions(
 
 /** Applies the user's resolution (see the module comment). 404 unknown id, 409 resolved already or a memory changed since. */
 export async function resolveContradiction(
-  deps: { sql: Sql; embedder: Embedder },
+  deps: { sql: Sql; embedder: Embedder; config: Pick<Config, "namespaceRoot"> },
   tenant: TenantContext,
   id: string,
   body: ResolveRequest,
@@ -167,7 +171,17 @@ export async function resolveContradiction(
   const vector = merged ? await embedForRequest(deps.embedder, merged.text) : undefined;
   const resolvedId = await withTenant(deps.sql, tenant, async (tx) => {
     const c = await loadOpen(tx, id);
-    await lockMemories(tx, [c.memory_a, c.memory_b]);
+    // A merged text a live memory already says (One live memory per text, README): that memory
+    // replaces both, nothing is inserted. Remember's lock order: the text's hash, then the rows.
+    let held: Memory | undefined;
+    if (merged) {
+      await lockContentHash(tx, tenant.tenantId, merged.text);
+      const [{ namespace } = { namespace: "" }] = await tx<{ namespace: string }[]>`
+        select namespace from public.devai_memories where id = ${c.memory_b}`;
+      const scopes = visibleScopes(namespace, deps.config.namespaceRoot);
+      held = await liveWithText(tx, tenant.tenantId, merged.text, scopes, [c.memory_a, c.memory_b]);
+    }
+    await lockMemories(tx, held ? [c.memory_a, c.memory_b, held.id] : [c.memory_a, c.memory_b]);
     const valid = await tx<{ id: string; namespace: string; memory_type: string; importance: number }[]>`
       select id, namespace, memory_type, importance from public.devai_memories
        where id = any (${[c.memory_a, c.memory_b]}::uuid[]) and is_valid and state = 'active'`;
@@ -189,17 +203,23 @@ export async function resolveContradiction(
     } else if (body.resolution === "merged") {
       const b = valid.find((v) => v.id === c.memory_b) ?? valid[0];
       if (!b) throw new HttpError(409, "memory_changed", "neither memory is valid any more; there is nothing to merge");
-      const [row] = await tx<{ id: string }[]>`
-        insert into public.devai_memories
-          (owner_id, content, embedding, embedding_model, memory_type, namespace, priority, source, strength, base_strength, importance, metadata)
-        values (${tenant.tenantId}, ${merged!.text}, ${
-        toVectorLiteral(vector!)
-      }::extensions.vector, ${deps.embedder.model}, ${b.memory_type},
-                ${b.namespace}, 'highest', 'correction', 1, 1, ${Math.max(...valid.map((v) => v.importance))},
-                ${tx.json({ contradiction_id: id })})
-        returning id`;
-      mergedId = row!.id;
-      await linkEntitiesByRules(tx, [{ id: mergedId, content: merged!.text }]);
+      // The memory that says the merged text, if still live now that it is locked: the user states it now.
+      const now = held && await lockMemory(tx, held.id);
+      if (now && now.is_valid && now.state === "active") {
+        mergedId = (await statedByUser(tx, now)).id;
+      } else {
+        const [row] = await tx<{ id: string }[]>`
+          insert into public.devai_memories
+            (owner_id, content, embedding, embedding_model, memory_type, namespace, priority, source, strength, base_strength, importance, metadata)
+          values (${tenant.tenantId}, ${merged!.text}, ${
+          toVectorLiteral(vector!)
+        }::extensions.vector, ${deps.embedder.model}, ${b.memory_type},
+                  ${b.namespace}, 'highest', 'correction', 1, 1, ${Math.max(...valid.map((v) => v.importance))},
+                  ${tx.json({ contradiction_id: id })})
+          returning id`;
+        mergedId = row!.id;
+        await linkEntitiesByRules(tx, [{ id: mergedId, content: merged!.text }]);
+      }
       for (const drop of [c.memory_a, c.memory_b]) {
         await supersedeMemory(tx, tenant.tenantId, mergedId, drop, { strength: 1, evidence, dormantToo: true });
       }

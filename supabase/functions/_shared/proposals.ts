@@ -7,7 +7,9 @@
 // row under the proposal's id (PROPOSE, ACCEPT, REJECT, LAPSE), written by a trigger.
 import { z } from "zod";
 import { type Candidate, isProtected } from "./candidates.ts";
-import { contentHashSql, lockContentHash } from "./memories/record.ts";
+import { liveWithText, lockContentHash } from "./memories/record.ts";
+import type { Config } from "./env.ts";
+import { visibleScopes } from "./schemas.ts";
 import { queueContradictionCheck } from "./contradiction-check.ts";
 import { type Sql, type TenantContext, toVectorLiteral, type Tx, withTenant } from "./db.ts";
 import { type Embedder, embedForRequest } from "./embeddings.ts";
@@ -173,7 +175,7 @@ export type ProposalAction = typeof PROPOSAL_ACTIONS[number];
  * an unknown (or another tenant's) id, 409 for a decided or expired proposal.
  */
 export async function decideProposal(
-  deps: { sql: Sql; embedder: Embedder; llm?: unknown },
+  deps: { sql: Sql; embedder: Embedder; llm?: unknown; config: Pick<Config, "namespaceRoot"> },
   tenant: TenantContext,
   id: string,
   action: ProposalAction,
@@ -186,10 +188,13 @@ export async function decideProposal(
     if (vector) {
       // As remember does: a remember of the same text racing this accept waits, then finds it.
       await lockContentHash(tx, tenant.tenantId, p.content);
-      const [same] = await tx<{ id: string }[]>`
-        select id from public.devai_memories
-         where content_hash = ${contentHashSql(tx, p.content)}
-           and is_valid and state = 'active' and namespace = ${p.namespace} limit 1`;
+      // Remember's duplicate check: the text live in a scope visible from the proposal's namespace.
+      const same = await liveWithText(
+        tx,
+        tenant.tenantId,
+        p.content,
+        visibleScopes(p.namespace, deps.config.namespaceRoot),
+      );
       if (same) memoryId = same.id;
       else {
         const metadata = {

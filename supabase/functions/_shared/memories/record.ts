@@ -53,23 +53,44 @@ export async function lockContentHash(tx: Tx, tenantId: string, content: string)
 /**
  * The live memory (valid, active, not an episode) in one of `scopes` that says `text`, letter case
  * and spacing aside (its content_hash): the one duplicate check of every writer (remember, correct,
- * restore, dedup). The user's own statement first, then the oldest. `except`: the memory being
- * corrected or restored, which says its own text.
+ * restore, a contradiction's merge, a proposal's accept, dedup). The user's own statement first,
+ * then the oldest. `except`: the memories being replaced (corrected, restored, merged), which may
+ * say the text themselves.
  */
 export async function liveWithText(
   tx: Tx,
   ownerId: string,
   text: string,
   scopes: readonly string[],
-  except?: string,
+  except: readonly string[] = [],
 ): Promise<Memory | undefined> {
   const [row] = await tx`
     select ${memoryColumns(tx, "m")} from public.devai_memories m
      where m.owner_id = ${ownerId} and m.content_hash = ${contentHashSql(tx, text)}
        and m.is_valid and m.state = 'active' and m.source is distinct from 'conversation'
        and (m.namespace || '/') ^@ any (${scopes as string[]}::text[])
-       and m.id is distinct from ${except ?? null}::uuid
+       and m.id <> all (${except as string[]}::uuid[])
      order by (m.source = 'user_stated') desc, m.created_at, m.id
      limit 1`;
   return row ? toMemory(row) : undefined;
+}
+
+/** Said by the user already: a user-stated memory or a correction (never decays, shielded from the LLM). */
+export function statedAlready(m: Memory): boolean {
+  return (m.source === "user_stated" || m.source === "correction") && m.priority === "highest";
+}
+
+/**
+ * The user states what `m` says (a remember, a correction or a contradiction's merge to its text):
+ * a memory the agent learned becomes user-stated (history UPDATE), pinned too with `pin`. One said
+ * by the user already, pinned when asked: unchanged, nothing written.
+ */
+export async function statedByUser(tx: Tx, m: Memory, pin = false): Promise<Memory> {
+  if (statedAlready(m) && (m.pinned || !pin)) return m;
+  const [row] = await tx`
+    update public.devai_memories
+       set priority = 'highest', source = ${statedAlready(m) ? m.source : "user_stated"},
+           strength = 1, base_strength = 1, pinned = pinned or ${pin}, last_accessed_at = now()
+     where id = ${m.id} returning ${memoryColumns(tx)}`;
+  return toMemory(row);
 }

@@ -71,7 +71,7 @@ export async function restore(
     // An episode is a record of a message, never a duplicate of a fact (docs/graph.md#episodes).
     const held = seen.source === "conversation"
       ? undefined
-      : await liveWithText(tx, tenant.tenantId, seen.content, scopes, id);
+      : await liveWithText(tx, tenant.tenantId, seen.content, scopes, [id]);
     await lockMemories(tx, held ? [id, held.id] : [id]);
     const m = await lockMemory(tx, id);
     if (m.state === "active") {

@@ -6,7 +6,16 @@ import { embedForRequest } from "../embeddings.ts";
 import { HttpError } from "../http.ts";
 import { visibleScopes } from "../schemas.ts";
 import { memoryColumns } from "../memories/memory-row.ts";
-import { liveWithText, lockContentHash, lockMemory, notFound, spacedSql, toMemory } from "../memories/record.ts";
+import {
+  liveWithText,
+  lockContentHash,
+  lockMemory,
+  notFound,
+  spacedSql,
+  statedAlready,
+  statedByUser,
+  toMemory,
+} from "../memories/record.ts";
 import type {
   CorrectRequest,
   CorrectResponse,
@@ -145,7 +154,7 @@ export async function correct(
       throw new HttpError(422, "unchanged_content", "the correction says the same as the memory it corrects");
     }
     const scopes = visibleScopes(old.namespace, config.namespaceRoot);
-    return { scopes, held: await liveWithText(tx, tenant.tenantId, body.content, scopes, id) };
+    return { scopes, held: await liveWithText(tx, tenant.tenantId, body.content, scopes, [id]) };
   });
   // What another memory says already needs no embedding, as remember's duplicate.
   let vector = pre.held ? undefined : await embedForRequest(embedder, body.content);
@@ -153,7 +162,7 @@ export async function correct(
     const result = await withTenant(sql, tenant, async (tx) => {
       // Remember's lock order: the text's hash, then the rows (in id order).
       await lockContentHash(tx, tenant.tenantId, body.content);
-      const held = await liveWithText(tx, tenant.tenantId, body.content, pre.scopes, id);
+      const held = await liveWithText(tx, tenant.tenantId, body.content, pre.scopes, [id]);
       await lockMemories(tx, held ? [id, held.id] : [id]);
       const old = await lockMemory(tx, id);
       assertCorrectable(old);
@@ -215,26 +224,6 @@ async function insertCorrection(
     insert into public.memory_relations (owner_id, from_id, to_id, relation_type, strength)
     values (${tenantId}, ${memory.id}, ${old.id}, 'supersedes', 1)`;
   return { memory, superseded: toMemory(superseded) };
-}
-
-/** Said by the user already: a user-stated memory or a correction (never decays, shielded from the LLM). */
-function statedAlready(m: Memory): boolean {
-  return (m.source === "user_stated" || m.source === "correction") && m.priority === "highest";
-}
-
-/**
- * The user states what `m` says (a remember or a correction of that text): a memory the agent
- * learned becomes user-stated (history UPDATE), pinned too with `pin`. One said by the user already,
- * pinned when asked: unchanged, nothing written.
- */
-async function statedByUser(tx: Tx, m: Memory, pin = false): Promise<Memory> {
-  if (statedAlready(m) && (m.pinned || !pin)) return m;
-  const [row] = await tx`
-    update public.devai_memories
-       set priority = 'highest', source = ${statedAlready(m) ? m.source : "user_stated"},
-           strength = 1, base_strength = 1, pinned = pinned or ${pin}, last_accessed_at = now()
-     where id = ${m.id} returning ${memoryColumns(tx)}`;
-  return toMemory(row);
 }
 
 // What every stored statement is followed by: its redaction counts (docs/redaction.md), and with an
