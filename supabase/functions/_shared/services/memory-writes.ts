@@ -172,8 +172,9 @@ export async function correct(
           evidence: { correction: "text_exists", ...(body.reason ? { reason: body.reason } : {}) },
         })
       ) {
-        // The user states its text now, and the fact it replaces was pinned: so is it.
-        const memory = await statedByUser(tx, held, old.pinned);
+        // The user states its text now, and the fact it replaces was pinned: so is it. (As it is
+        // now that it is locked.)
+        const memory = await statedByUser(tx, await lockMemory(tx, held.id), old.pinned);
         await afterStatement(deps, tx, tenant.tenantId, memory.id, "correct", redaction, body.thread_id);
         return { created: false, memory, superseded: await lockMemory(tx, id) };
       }
