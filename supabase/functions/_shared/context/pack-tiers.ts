@@ -16,6 +16,7 @@
 // budget, the last pointer or bullet of the lowest tier is dropped.
 import { shortenToFit } from "../fit-text.ts";
 import { countTokens } from "../tokens.ts";
+import { lineTokens } from "./line-tokens.ts";
 import { type CompressionForms, type Level, LEVELS, textAt } from "./compress.ts";
 import type { StaleCitation } from "./lineage.ts";
 import {
@@ -83,20 +84,8 @@ export interface PackedContext {
   placed: PlacedMemory[];
 }
 
-// Lines recur within a packing (levels tried, upgrades, the report) and across requests (the same
-// memories): each is counted once; the cache is cleared past 20,000 lines.
-const counted = new Map<string, number>();
-function tokensOf(text: string): number {
-  let n = counted.get(text);
-  if (n === undefined) {
-    if (counted.size > 20_000) counted.clear();
-    n = countTokens(text);
-    counted.set(text, n);
-  }
-  return n;
-}
-const lineCost = (line: string) => tokensOf(line) + 1; // + its newline
-const sectionCost = (tier: Tier) => tokensOf(TIER_TITLES[tier]) + 3; // title, its newline, the blank line before it
+const lineCost = (line: string) => lineTokens(line) + 1; // + its newline
+const sectionCost = (tier: Tier) => lineTokens(TIER_TITLES[tier]) + 3; // title, its newline, the blank line before it
 
 function textsAt(c: TierCandidate, level: Level): { text: string; pairText?: string } {
   return {
@@ -180,7 +169,7 @@ function packIndex(pointers: readonly IndexPointer[], budget: number): IndexPoin
   for (const p of pointers) {
     const piece = p.stale ? staleNote(p) : p.key;
     const frame = p.stale ? (stalePaid ? 0 : lineCost(staleLine([]))) : (askPaid ? 0 : lineCost(askLine([])));
-    const cost = tokensOf(piece) + 1 + frame; // + the separator
+    const cost = lineTokens(piece) + 1 + frame; // + the separator
     if (used + cost > budget) continue;
     used += cost;
     if (p.stale) stalePaid = true;
@@ -191,7 +180,7 @@ function packIndex(pointers: readonly IndexPointer[], budget: number): IndexPoin
 }
 
 export function packTiers(input: PackTiersInput): PackedContext {
-  const available = Math.max(0, input.budget - tokensOf(CONTEXT_HEADING));
+  const available = Math.max(0, input.budget - lineTokens(CONTEXT_HEADING));
   const budgets = tierBudgets(available, input.shares);
   const state: RenderInput = { critical: [], relevant: [], background: [], index: [] };
   const given: Record<Tier, number> = { critical: 0, relevant: 0, background: 0, index: 0 };
@@ -242,7 +231,7 @@ function report(
   const placed: PlacedMemory[] = [];
   for (const tier of ["critical", "relevant", "background"] as const) {
     for (const l of state[tier] as readonly Line[]) {
-      const tokens = tokensOf(bulletLine(l));
+      const tokens = lineTokens(bulletLine(l));
       placed.push({
         id: l.id,
         tier,
@@ -259,13 +248,13 @@ function report(
       id: p.id,
       tier: "index",
       level: "index",
-      tokens: tokensOf(p.key),
+      tokens: lineTokens(p.key),
       ...(p.stale ? { stale: p.stale } : {}),
     });
   }
   const tiers = Object.fromEntries(TIERS.map((t) => [t, {
     budget: given[t],
-    token_count: tokensOf(sections[t]),
+    token_count: lineTokens(sections[t]),
     memories: t === "index"
       ? state.index.length
       : (state[t] as readonly Line[]).reduce((n, l) => n + (l.pairId ? 2 : 1), 0),
