@@ -1300,6 +1300,54 @@ end;
 $$;
 
 --
+-- Name: prune_rate_limit_buckets(timestamp with time zone, integer); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.prune_rate_limit_buckets(p_now timestamp with time zone DEFAULT now(), p_limit integer DEFAULT 100000) RETURNS jsonb
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+declare
+  v_deleted integer;
+begin
+  if p_limit is null or p_limit < 1 then
+    raise exception 'p_limit must be at least 1, got %', p_limit using errcode = '22023';
+  end if;
+  with limits as (
+    select c.route_class,
+           public.memory_setting('rate_limit_' || c.route_class || '_per_minute')::double precision / 60 as rate,
+           public.memory_setting('rate_limit_' || c.route_class || '_burst')::double precision as burst
+      from (values ('read'), ('write'), ('heavy')) c (route_class)
+  ),
+  due as (
+    select b.owner_id, b.route_class
+      from memory_private.rate_limit_buckets b
+      join limits l on l.route_class = b.route_class
+     where l.rate = 0
+        or b.tokens + greatest(0, extract(epoch from p_now - b.refilled_at)) * l.rate >= l.burst
+     limit p_limit
+       for update of b skip locked
+  )
+  delete from memory_private.rate_limit_buckets b
+   using due where b.owner_id = due.owner_id and b.route_class = due.route_class;
+  get diagnostics v_deleted = row_count;
+  return jsonb_build_object(
+    'deleted', v_deleted,
+    'remaining', exists (
+      with limits as (
+        select c.route_class,
+               public.memory_setting('rate_limit_' || c.route_class || '_per_minute')::double precision / 60 as rate,
+               public.memory_setting('rate_limit_' || c.route_class || '_burst')::double precision as burst
+          from (values ('read'), ('write'), ('heavy')) c (route_class)
+      )
+      select from memory_private.rate_limit_buckets b
+        join limits l on l.route_class = b.route_class
+       where l.rate = 0
+          or b.tokens + greatest(0, extract(epoch from p_now - b.refilled_at)) * l.rate >= l.burst));
+end;
+$$;
+
+--
 -- Name: record_job_progress(uuid, text, jsonb); Type: FUNCTION; Schema: memory_private; Owner: -
 --
 
@@ -7885,6 +7933,12 @@ REVOKE ALL ON FUNCTION memory_private.prune_cron_history(p_now timestamp with ti
 --
 
 REVOKE ALL ON FUNCTION memory_private.prune_finished_jobs(p_now timestamp with time zone, p_limit integer) FROM PUBLIC;
+
+--
+-- Name: FUNCTION prune_rate_limit_buckets(p_now timestamp with time zone, p_limit integer); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.prune_rate_limit_buckets(p_now timestamp with time zone, p_limit integer) FROM PUBLIC;
 
 --
 -- Name: FUNCTION record_job_progress(p_id uuid, p_worker text, p_progress jsonb); Type: ACL; Schema: memory_private; Owner: -

@@ -43,6 +43,7 @@ Deno.test({
         "devai-memory-purge",
         "devai-memory-ttl",
         "devai-proposal-lapse",
+        "devai-rate-limit-prune",
         "devai-session-idle-end",
         "devai-vector-indexes",
       ]);

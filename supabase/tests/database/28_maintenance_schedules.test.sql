@@ -21,9 +21,10 @@ select results_eq(
            ('devai-memory-purge', '* 5 * * *', 'select memory_private.run_purge_step()'),
            ('devai-memory-ttl', '* 4 * * *', 'select memory_private.run_ttl_step()'),
            ('devai-proposal-lapse', '15 2 * * *', 'select memory_private.lapse_proposals()'),
+           ('devai-rate-limit-prune', '55 6 * * *', 'select memory_private.prune_rate_limit_buckets()'),
            ('devai-session-idle-end', '0 2 * * *', 'select memory_private.end_idle_sessions()'),
            ('devai-vector-indexes', '40 * * * *', 'select memory_private.enqueue_vector_index_jobs()')$$,
-  'step forms every minute of a window each: decay 03:xx, TTL 04:xx, purge 05:xx UTC; lease sweep and finished-job prune every minute; keyword statistics every 15 minutes; pg_cron history prune daily 06:30; idle sessions ended 02:00, proposals lapsed 02:15, graph maintenance queued 02:30, consolidation 02:45; context session records pruned 06:45; old revoked and expired agent tokens 06:50; tenants'' own vector indexes queued hourly at :40; entity backfill jobs queued every 10 minutes');
+  'step forms every minute of a window each: decay 03:xx, TTL 04:xx, purge 05:xx UTC; lease sweep and finished-job prune every minute; keyword statistics every 15 minutes; pg_cron history prune daily 06:30; idle sessions ended 02:00, proposals lapsed 02:15, graph maintenance queued 02:30, consolidation 02:45; context session records pruned 06:45; old revoked and expired agent tokens 06:50; full rate-limit buckets 06:55; tenants'' own vector indexes queued hourly at :40; entity backfill jobs queued every 10 minutes');
 
 create temporary table has_cron on commit drop as
   select exists (select from pg_extension where extname = 'pg_cron') as yes;
@@ -36,17 +37,17 @@ select case when (select yes from has_cron)
   else skip('pg_cron is not installed in this database', 1) end;
 
 select case when (select yes from has_cron)
-  then is(memory_private.register_maintenance_schedules(), '{"pg_cron": true, "removed": 0, "registered": 15}'::jsonb,
-          're-running the registration upserts the same fifteen jobs')
+  then is(memory_private.register_maintenance_schedules(), '{"pg_cron": true, "removed": 0, "registered": 16}'::jsonb,
+          're-running the registration upserts the same sixteen jobs')
   else is(memory_private.register_maintenance_schedules() ->> 'pg_cron', 'false', 'without pg_cron the registration is a no-op') end;
 select memory_private.register_maintenance_schedules();
 
 select case when (select yes from has_cron)
-  then is((select count(*) from cron.job where jobname like 'devai-%' and database = current_database()), 15::bigint,
-          'after registering three times: still exactly fifteen devai- jobs')
+  then is((select count(*) from cron.job where jobname like 'devai-%' and database = current_database()), 16::bigint,
+          'after registering three times: still exactly sixteen devai- jobs')
   else skip('pg_cron is not installed in this database', 1) end;
 select case when (select yes from has_cron)
-  then is((select count(distinct jobname) from cron.job where jobname like 'devai-%' and database = current_database()), 15::bigint,
+  then is((select count(distinct jobname) from cron.job where jobname like 'devai-%' and database = current_database()), 16::bigint,
           'one job per name')
   else skip('pg_cron is not installed in this database', 1) end;
 
@@ -54,8 +55,8 @@ select case when (select yes from has_cron)
 update public.memory_maintenance_schedules set schedule = '0 4 * * *' where job_name = 'devai-memory-decay';
 delete from public.memory_maintenance_schedules where job_name = 'devai-memory-purge';
 select case when (select yes from has_cron)
-  then is(memory_private.register_maintenance_schedules() - 'pg_cron', '{"removed": 1, "registered": 14}'::jsonb,
-          'registration after editing the table: fourteen upserted, one removed')
+  then is(memory_private.register_maintenance_schedules() - 'pg_cron', '{"removed": 1, "registered": 15}'::jsonb,
+          'registration after editing the table: fifteen upserted, one removed')
   else skip('pg_cron is not installed in this database', 1) end;
 select case when (select yes from has_cron)
   then is((select schedule::text from cron.job where jobname = 'devai-memory-decay'), '0 4 * * *', 'the changed schedule is in pg_cron')
@@ -81,7 +82,8 @@ select lives_ok($$select memory_private.run_decay_step(); select memory_private.
                   select memory_private.sweep_stale_job_leases(); select memory_private.prune_cron_history();
                   select memory_private.end_idle_sessions(); select memory_private.enqueue_graph_maintenance();
                   select memory_private.refresh_keyword_common_terms(); select memory_private.enqueue_vector_index_jobs();
-                  select memory_private.prune_agent_tokens(); select memory_private.enqueue_entity_backfill()$$,
+                  select memory_private.prune_agent_tokens(); select memory_private.enqueue_entity_backfill();
+                  select memory_private.prune_rate_limit_buckets()$$,
                 'every job runs by hand, in its step and its one-shot form');
 
 -- who may run the step forms and see their progress: service_role (and postgres, pg_cron's
