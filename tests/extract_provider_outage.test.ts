@@ -179,3 +179,7 @@ Deno.test("extract, a message the provider refuses (422) while it answers everyt
     await env.close();
   }
 });
+
+Deno.test("extract, a provider out of credits (402, as DeepSeek and OpenRouter answer a spent balance): the jobs are postponed, not killed", async () => {
+  await outageOverFourPosts(reply.error(402, { message: "Insufficient Balance" }));
+});

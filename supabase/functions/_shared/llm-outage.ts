@@ -18,8 +18,11 @@ import {
   type PromptMessage,
 } from "./llm.ts";
 
-/** The statuses a provider gives every request alike: a refused key (401, 403) or an unknown model (404). */
-const MISCONFIGURED = new Set([401, 403, 404]);
+/**
+ * The statuses a provider gives every request alike: a refused key (401, 403), a spent balance (402:
+ * DeepSeek, OpenRouter) or an unknown model (404).
+ */
+const MISCONFIGURED = new Set([401, 402, 403, 404]);
 
 /**
  * A 429 after the client's retries: the provider says "not now" (a rate limit, or a spent quota),

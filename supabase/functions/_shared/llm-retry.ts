@@ -35,8 +35,8 @@ export function classify(err: unknown): Transient {
 /**
  * The statuses by which a provider refuses a request for what it holds (400: content policy, a
  * context too long, 413: too large, 422: unprocessable): not retried (classify), and never an
- * outage's, whose failures are 5xx, 429, timeouts and resets. 401, 403 and 404 are not among them:
- * a key or a model, the same for every request. Extraction then asks without the context
+ * outage's, whose failures are 5xx, 429, timeouts and resets. 401, 402, 403 and 404 are not among
+ * them: a key, a balance or a model, the same for every request. Extraction then asks without the context
  * (extraction.ts answerChunk, docs/extraction.md#a-failing-context).
  */
 export function refusesContent(status: number | undefined): boolean {
