@@ -183,3 +183,32 @@ Deno.test("extract, a message the provider refuses (422) while it answers everyt
 Deno.test("extract, a provider out of credits (402, as DeepSeek and OpenRouter answer a spent balance): the jobs are postponed, not killed", async () => {
   await outageOverFourPosts(reply.error(402, { message: "Insufficient Balance" }));
 });
+
+Deno.test("extract, a part whose request alone is over the provider's tokens-per-minute limit (429 'Request too large'): counted as a message the provider always fails, and it does not take the drain's other jobs down", async () => {
+  const env = await writeEnv({ llm: { retry: { maxRetries: 0 } } });
+  try {
+    const tenant = newTenant();
+    // OpenAI's answer to a request larger than the key's TPM limit: a 429 every time, whatever the minute.
+    const tooLarge = reply.error(429, {
+      message: "Request too large for gpt-4o in organization org-x on tokens per min (TPM): Limit 30000, " +
+        "Requested 61234. The input or output tokens must be reduced in order to run successfully.",
+    });
+    env.fake.onChat((req) => newPart(req).includes("Fact 0:"), tooLarge);
+    env.fake.onChat(() => true, extract);
+    await accepted(env, tenant, 3); // session s-outage: the part the provider never takes
+    const other = await postExtract(env, tenant, { session_id: "s-other", project: "shop", messages: messages(4, 7) });
+    assert.equal(other.status, 202);
+    const first = await drainAll(env.deps, tenant);
+    const otherJob = first.jobs.find((j) => j.id === other.body.job_id);
+    assert.equal(otherJob?.status, "done", `the other session's job is asked, not postponed: ${JSON.stringify(first)}`);
+    for (let drain = 2; drain <= 6; drain++) {
+      await waitIsOver(env, tenant);
+      await drainAll(env.deps, tenant);
+    }
+    const [big] = await jobsOf(env.sql, tenant, ["extract"]);
+    const seen = (big!.result as { provider_unavailable?: { times: number } }).provider_unavailable;
+    assert.equal(big!.status, "dead", `six drains, ${seen?.times} times postponed: ${big!.last_error}`);
+  } finally {
+    await env.close();
+  }
+});

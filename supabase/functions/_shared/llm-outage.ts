@@ -32,12 +32,24 @@ const MISCONFIGURED = new Set([401, 402, 403, 404]);
 const rateLimited = (err: unknown) => err instanceof LlmRequestError && err.status === 429;
 
 /**
+ * A 429 saying the request alone is over the limit (OpenAI's "Request too large … (TPM): Limit
+ * 30000, Requested 61234", a part longer than the key's tokens a minute): no minute lets it pass, so
+ * it is the provider's word on the request, as a 413 is. Postponed, it was retried forever and found
+ * the provider unavailable for the drain's later jobs each time.
+ */
+const OVER_THE_LIMIT = /Limit (\d+),(?: Used \d+,)? Requested (\d+)/i;
+function overTheLimitAlone(err: LlmRequestError): boolean {
+  const m = err.status === 429 ? OVER_THE_LIMIT.exec(err.message) : null;
+  return m !== null && Number(m[2]) > Number(m[1]);
+}
+
+/**
  * A failure an unavailable provider gives: those llm.ts retries (timeouts, resets, 408, 409, 429,
- * 5xx) and a refused key or model. A refusal (400, 413, 422) or output that stays invalid after its
- * repair is the provider's word on the request: never an outage's.
+ * 5xx) and a refused key or model. A refusal (400, 413, 422, a request over the rate limit alone) or
+ * output that stays invalid after its repair is the provider's word on the request: never an outage's.
  */
 export function failsAsAnOutage(err: unknown): boolean {
-  return err instanceof LlmRequestError &&
+  return err instanceof LlmRequestError && !overTheLimitAlone(err) &&
     (err.retryable || (err.status !== undefined && MISCONFIGURED.has(err.status)));
 }
 
