@@ -63,3 +63,42 @@ for (
     }
   });
 }
+
+// By default the embeddings come from the same provider and key as the model (OPENAI_API_KEY,
+// OPENAI_BASE_URL: env.ts embeddingProvider): a refused key or an outage fails the dedup job's
+// embedding request before any model request.
+Deno.test("dedup, a key the provider refuses (401) for both the model and the embeddings: postponed, never dead; the candidate is stored once the key is fixed", async () => {
+  const env = await writeEnv({ llm: { retry: { maxRetries: 0 } } });
+  try {
+    const tenant = newTenant();
+    env.fake.onChat(() => true, reply.json({ action: "ADD", reason: "new" }));
+    env.fake.requireKey = "the-rotated-key";
+    const candidate = {
+      content: TEXT,
+      type: "semantic",
+      namespace: NS,
+      source: "discovery",
+      priority: "low",
+      importance: 3,
+    };
+    await withTenant(env.sql, { tenantId: tenant, actor: "test" }, (tx) =>
+      enqueueJob(tx, {
+        ownerId: tenant,
+        kind: "dedup",
+        idempotencyKey: "refused-key",
+        payload: { candidates: [candidate], origin: "api" },
+      }));
+    const reports = [];
+    for (let i = 0; i < 7; i++) {
+      reports.push(await drainAll(env.deps, tenant));
+      await env.sql`update public.memory_jobs set run_after = now() where owner_id = ${tenant} and status = 'queued'`;
+    }
+    const [job] = await jobsOf(env.sql, tenant, ["dedup"]);
+    assert.equal(job!.status, "queued", `${job!.status} after 7 drains: ${job!.last_error}`);
+    env.fake.requireKey = undefined;
+    await drainAll(env.deps, tenant);
+    assert.ok((await memoriesOf(env.sql, tenant)).some((m) => m.content === TEXT), "the candidate is stored");
+  } finally {
+    await env.close();
+  }
+});

@@ -29,7 +29,7 @@ import {
   postponeJob,
   recordJobProgress,
 } from "./jobs.ts";
-import { providerUnavailable, ProviderUnavailableError, ProviderWatch } from "./llm-outage.ts";
+import { embeddingsUnavailable, providerUnavailable, ProviderUnavailableError, ProviderWatch } from "./llm-outage.ts";
 import { type Llm, LlmOutputError, LlmRequestError } from "./llm.ts";
 import { queuedCodeOrigin } from "./schemas.ts";
 import { CandidateSchema } from "./candidates.ts";
@@ -128,7 +128,9 @@ export async function drainQueue(deps: WorkerDeps, opts: DrainOptions = {}): Pro
         () =>
           processJob(runDeps, job, workerId).catch(async (err) => {
             const cause = err instanceof ModelPartError ? err.modelError : err;
-            throw await providerUnavailable(watch, cause) ? new ProviderUnavailableError(err) : err;
+            const unavailable = await providerUnavailable(watch, cause) ||
+              await embeddingsUnavailable(deps.embedder, cause);
+            throw unavailable ? new ProviderUnavailableError(err) : err;
           }),
       );
       report.done++;

@@ -22,6 +22,13 @@ export interface Embedder {
 
 export class EmbeddingError extends Error {
   override name = "EmbeddingError";
+  /**
+   * The provider's HTTP status, and whether the request failed as an outage fails (unreachable,
+   * 408, 409, 429, 5xx, after the retries): llm-outage.ts postpones the job instead of failing it.
+   */
+  constructor(message: string, readonly status?: number, readonly transient = false) {
+    super(message);
+  }
 }
 
 /**
@@ -236,7 +243,11 @@ export function openAiEmbedder(opts: OpenAiEmbedderOptions): Embedder {
       } catch (err) {
         if (attempt >= maxAttempts || !retryable(err)) {
           if (err instanceof EmbeddingError) throw err;
-          throw new EmbeddingError(`embedding request failed after ${attempt} attempt(s): ${(err as Error).message}`);
+          throw new EmbeddingError(
+            `embedding request failed after ${attempt} attempt(s): ${(err as Error).message}`,
+            err instanceof OpenAI.APIError ? err.status : undefined,
+            retryable(err),
+          );
         }
         await sleep(retryAfterMs(err) ?? baseDelay * 2 ** (attempt - 1) * (0.75 + Math.random() * 0.5));
       }

@@ -9,6 +9,7 @@
 // followed by a probe, a request holding nothing of any job: the provider is unavailable only when
 // the probe fails so too.
 import { z } from "zod";
+import { type Embedder, EmbeddingError } from "./embeddings.ts";
 import {
   type CompleteJsonOptions,
   emptyUsage,
@@ -131,6 +132,29 @@ export async function providerUnavailable(llm: Llm | undefined, err: unknown): P
   if (!llm || !failsAsAnOutage(err)) return false;
   if (llm instanceof ProviderWatch) return await llm.judge(err);
   return rateLimited(err) || !(await providerAnswers(llm));
+}
+
+/**
+ * Whether `err`, a job's failure, says the embeddings provider is unavailable: by default the model's
+ * provider and key (env.ts), so an outage or a refused key fails a dedup job's embedding request
+ * before any model request. As for the model: it failed as an outage fails, and so does a probe, one
+ * text embedded (given up after PROBE_TIMEOUT_MS). Before, the dedup job died after its five attempts.
+ */
+export async function embeddingsUnavailable(embedder: Embedder, err: unknown): Promise<boolean> {
+  const asAnOutage = (e: unknown) =>
+    e instanceof EmbeddingError && (e.transient || (e.status !== undefined && MISCONFIGURED.has(e.status)));
+  if (!asAnOutage(err)) return false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timedOut = new Promise<"timeout">((
+    resolve,
+  ) => (timer = setTimeout(() => resolve("timeout"), PROBE_TIMEOUT_MS)));
+  const probe = embedder.embed([PROBE_NAME]).then(() => "answered" as const, (e) => e);
+  try {
+    const outcome = await Promise.race([probe, timedOut]);
+    return outcome === "timeout" || asAnOutage(outcome);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** A job's failure that found the provider unavailable: drainQueue postpones the job. */
