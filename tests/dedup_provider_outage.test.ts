@@ -7,11 +7,31 @@ import { withTenant } from "../supabase/functions/_shared/db.ts";
 import { enqueueJob } from "../supabase/functions/_shared/jobs.ts";
 import { hashVector, reply, vectorWithSimilarity } from "./fake_openai.ts";
 import { newTenant, seedMemory } from "./support/seed.ts";
-import { drainAll, EMBEDDING_MODEL, jobsOf, memoriesOf, writeEnv } from "./write_helpers.ts";
+import { drainAll, EMBEDDING_MODEL, jobsOf, memoriesOf, type WriteEnv, writeEnv } from "./write_helpers.ts";
 
 const NS = "devai/project/taskforge";
 const base = hashVector("base memory");
 const TEXT = "The task-api deploy needs the APPWRITE_KEY variable.";
+
+/** A dedup job holding TEXT, a candidate of the tenant's (as POST memory-dedup queues it). */
+const queueCandidate = (env: WriteEnv, tenant: string, key: string) =>
+  withTenant(env.sql, { tenantId: tenant, actor: "test" }, (tx) =>
+    enqueueJob(tx, {
+      ownerId: tenant,
+      kind: "dedup",
+      idempotencyKey: key,
+      payload: {
+        candidates: [{
+          content: TEXT,
+          type: "semantic",
+          namespace: NS,
+          source: "discovery",
+          priority: "low",
+          importance: 3,
+        }],
+        origin: "api",
+      },
+    }));
 
 for (
   const [what, failure] of [["down (503)", reply.error(503)], ["refusing the key (403)", reply.error(403)]] as const
@@ -29,21 +49,7 @@ for (
       env.fake.setEmbedding(TEXT, vectorWithSimilarity(base, 0.9, "add"));
       env.fake.onChat("NEW candidate", reply.json({ action: "ADD", reason: "new detail" }));
       env.fake.chatOutage = failure;
-      const candidate = {
-        content: TEXT,
-        type: "semantic",
-        namespace: NS,
-        source: "discovery",
-        priority: "low",
-        importance: 3,
-      };
-      await withTenant(env.sql, { tenantId: tenant, actor: "test" }, (tx) =>
-        enqueueJob(tx, {
-          ownerId: tenant,
-          kind: "dedup",
-          idempotencyKey: "outage",
-          payload: { candidates: [candidate], origin: "api" },
-        }));
+      await queueCandidate(env, tenant, "outage");
       // Seven drains, each after the job's wait: more than its five attempts.
       for (let i = 0; i < 7; i++) {
         const report = await drainAll(env.deps, tenant);
@@ -73,24 +79,9 @@ Deno.test("dedup, a key the provider refuses (401) for both the model and the em
     const tenant = newTenant();
     env.fake.onChat(() => true, reply.json({ action: "ADD", reason: "new" }));
     env.fake.requireKey = "the-rotated-key";
-    const candidate = {
-      content: TEXT,
-      type: "semantic",
-      namespace: NS,
-      source: "discovery",
-      priority: "low",
-      importance: 3,
-    };
-    await withTenant(env.sql, { tenantId: tenant, actor: "test" }, (tx) =>
-      enqueueJob(tx, {
-        ownerId: tenant,
-        kind: "dedup",
-        idempotencyKey: "refused-key",
-        payload: { candidates: [candidate], origin: "api" },
-      }));
-    const reports = [];
+    await queueCandidate(env, tenant, "refused-key");
     for (let i = 0; i < 7; i++) {
-      reports.push(await drainAll(env.deps, tenant));
+      await drainAll(env.deps, tenant);
       await env.sql`update public.memory_jobs set run_after = now() where owner_id = ${tenant} and status = 'queued'`;
     }
     const [job] = await jobsOf(env.sql, tenant, ["dedup"]);
