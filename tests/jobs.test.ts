@@ -220,7 +220,7 @@ Deno.test("jobs: failures back off exponentially, then the job is dead with the 
   assert.equal(await failJob(sql, id, "w", "again"), undefined, "a dead job is not failed again");
 });
 
-Deno.test("jobs: a worker facing a rate-limited LLM retries in-call, then backs the job off (not dead)", async () => {
+Deno.test("jobs: a worker facing a rate-limited LLM retries in-call, then postpones the job (not dead, its attempt given back)", async () => {
   const env = await writeEnv({ llm: { retry: { maxRetries: 2, baseDelayMs: 5, maxDelayMs: 20 } } });
   try {
     const tenant = newTenant();
@@ -237,16 +237,16 @@ Deno.test("jobs: a worker facing a rate-limited LLM retries in-call, then backs 
         }),
     );
     const report = await drainQueue(env.deps, { workerId: "w", ownerId: tenant, backoffBaseMs: 60_000 });
-    assert.equal(report.retried, 1);
+    assert.deepEqual([report.postponed, report.retried, report.dead], [1, 0, 0], JSON.stringify(report));
     assert.equal(env.fake.chatRequests().length, 3, "1 try + 2 in-call retries");
-    // The provider answered a probe: the 429s were this job's (its requests' size), and the attempt counts.
-    assert.equal(env.fake.probeRequests().length, 1);
+    // A 429 says "not now", never what the job holds: no probe (llm-outage.ts), the attempt given back.
+    assert.equal(env.fake.probeRequests().length, 0);
     const [job] = await jobsOf(env.sql, tenant);
-    assert.equal(job!.status, "queued");
-    assert.match(job!.last_error!, /HTTP 429/);
+    assert.deepEqual([job!.status, job!.attempts], ["queued", 0]);
+    assert.match(job!.last_error!, /^provider unavailable: .*HTTP 429/);
     const [row] = await env
-      .sql`select run_after > now() + interval '50 seconds' as later from public.memory_jobs where id = ${job!.id}`;
-    assert.ok(row!.later, "backed off");
+      .sql`select run_after > now() + interval '20 seconds' as later from public.memory_jobs where id = ${job!.id}`;
+    assert.ok(row!.later, "waits (postpone_job's first wait, 30 s)");
     // Once the provider recovers, the job completes.
     env.fake.reset();
     env.fake.onChat("What from this conversation", reply.json({ stored: [], filtered: [] }));
