@@ -345,3 +345,21 @@ Deno.test({
     await env.close();
   }
 });
+
+Deno.test({
+  name:
+    "consolidation, a 500 on the session's request while the provider answers others: counted as before, the provider probed once for it",
+  ...opts,
+}, async () => {
+  const env = await writeEnv({ llm: { retry: { maxRetries: 0 } } });
+  try {
+    const t = newTenant();
+    env.fake.onChat(CONSOLIDATION_MARK, reply.error(500));
+    await endedSession(env, t, "s1");
+    const report = await drainAll(env.deps, t, "test-worker", 1, ["consolidate"]);
+    assert.deepEqual([report.retried, report.postponed], [1, 0], JSON.stringify(report.jobs));
+    assert.equal(env.fake.probeRequests().length, 1, "one probe tells the provider answers");
+  } finally {
+    await env.close();
+  }
+});

@@ -113,11 +113,18 @@ export class ProviderWatch implements Llm {
     return await this.inner.completeJson(schema, messages, opts);
   }
 
-  /** providerUnavailable, probing once a run. */
+  /** The failures the provider was found to answer despite: judged again (a job's catch, then the drain's), not probed again. */
+  private readonly answeredDespite = new WeakSet<object>();
+
+  /** providerUnavailable, probing once a run, and once a failure. */
   async judge(err: unknown): Promise<boolean> {
     if (!failsAsAnOutage(err)) return false;
     if (this.unavailable !== undefined) return true;
-    if (!rateLimited(err) && await providerAnswers(this.inner)) return false;
+    if (this.answeredDespite.has(err as object)) return false;
+    if (!rateLimited(err) && await providerAnswers(this.inner)) {
+      this.answeredDespite.add(err as object);
+      return false;
+    }
     this.unavailable = (err as Error).message.slice(0, 300);
     return true;
   }
