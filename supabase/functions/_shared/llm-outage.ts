@@ -7,7 +7,8 @@
 // A status alone cannot tell them apart: a provider that always fails a request holding some message
 // may answer it with a 500 or a timeout, as an outage does. So a failure an outage may give is
 // followed by a probe, a request holding nothing of any job: the provider is unavailable only when
-// the probe fails so too.
+// the probe fails so too. A refusal (400, 413, 422) is probed too: a provider refusing even the probe
+// refuses every request (a key, a model, a format), which is no more the job's than a 401.
 import { z } from "zod";
 import { type Embedder, EmbeddingError } from "./embeddings.ts";
 import {
@@ -18,6 +19,7 @@ import {
   type LlmResult,
   type PromptMessage,
 } from "./llm.ts";
+import { refusesContent } from "./llm-retry.ts";
 
 /**
  * The statuses a provider gives every request alike: a refused key (401, 403), a spent balance (402:
@@ -54,6 +56,16 @@ export function failsAsAnOutage(err: unknown): boolean {
     (err.retryable || (err.status !== undefined && MISCONFIGURED.has(err.status)));
 }
 
+/**
+ * A refusal (400, 413, 422): the provider's word on what the request holds, unless it refuses a probe
+ * so too. Then it refuses every request: a key it reads as invalid (Gemini answers 400 "API key not
+ * valid"), a model it retired, a response_format it does not take: a configuration to fix, as a 401.
+ */
+const refused = (err: unknown) => err instanceof LlmRequestError && refusesContent(err.status);
+
+/** A failure a probe tells apart: an outage's, or a refusal that may be of every request. */
+const worthAProbe = (err: unknown) => failsAsAnOutage(err) || refused(err);
+
 /** The probe's name: what the request is, for the provider's logs and the tests' fake. */
 export const PROBE_NAME = "provider_probe";
 const ProbeSchema = z.object({ ok: z.boolean() });
@@ -64,7 +76,7 @@ const ProbeSchema = z.object({ ok: z.boolean() });
  */
 const PROBE_TIMEOUT_MS = 15_000;
 
-/** Whether the provider answers a request holding nothing of any job (any answer but an outage's failure). */
+/** Whether the provider answers a request holding nothing of any job (any answer but an outage's failure or a refusal). */
 export async function providerAnswers(llm: Llm): Promise<boolean> {
   const signal = AbortSignal.timeout(PROBE_TIMEOUT_MS);
   try {
@@ -74,7 +86,7 @@ export async function providerAnswers(llm: Llm): Promise<boolean> {
     });
     return true;
   } catch (err) {
-    return !signal.aborted && !failsAsAnOutage(err);
+    return !signal.aborted && !worthAProbe(err);
   }
 }
 
@@ -118,7 +130,7 @@ export class ProviderWatch implements Llm {
 
   /** providerUnavailable, probing once a run, and once a failure. */
   async judge(err: unknown): Promise<boolean> {
-    if (!failsAsAnOutage(err)) return false;
+    if (!worthAProbe(err)) return false;
     if (this.unavailable !== undefined) return true;
     if (this.answeredDespite.has(err as object)) return false;
     if (!rateLimited(err) && await providerAnswers(this.inner)) {
@@ -131,12 +143,12 @@ export class ProviderWatch implements Llm {
 }
 
 /**
- * Whether `err`, a job's failure, says the provider is unavailable: it failed as an outage fails,
- * and so does a probe. Then the job is postponed, not failed (drain-queue.ts); callers that would
+ * Whether `err`, a job's failure, says the provider is unavailable: it failed as an outage fails, or
+ * refused the request, and a probe fails or is refused too (a 429: without a probe). Then the job is postponed, not failed (drain-queue.ts); callers that would
  * settle for less than the model's answer (a last attempt, a job done by rules alone) rethrow instead.
  */
 export async function providerUnavailable(llm: Llm | undefined, err: unknown): Promise<boolean> {
-  if (!llm || !failsAsAnOutage(err)) return false;
+  if (!llm || !worthAProbe(err)) return false;
   if (llm instanceof ProviderWatch) return await llm.judge(err);
   return rateLimited(err) || !(await providerAnswers(llm));
 }
