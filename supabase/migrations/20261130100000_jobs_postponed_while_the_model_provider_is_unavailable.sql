@@ -29,12 +29,13 @@ set timezone to 'UTC'  -- result.provider_unavailable's times read in UTC whatev
 as $$
 declare
   v_result jsonb;
+  v_attempts integer;
   v_seen jsonb;
   v_times integer;
   v_wait interval;
 begin
-  select case when jsonb_typeof(j.result) = 'object' then j.result else '{}'::jsonb end
-    into v_result
+  select case when jsonb_typeof(j.result) = 'object' then j.result else '{}'::jsonb end, j.attempts
+    into v_result, v_attempts
     from public.memory_jobs j
    where j.id = p_id and j.status = 'running' and j.locked_by = p_worker
      for update;
@@ -42,6 +43,11 @@ begin
     return null;
   end if;
   v_seen := v_result -> 'provider_unavailable';
+  -- "In a row": the last postponement gave the attempts back to what they are again now, less this
+  -- claim's. A failure counted in between (fail_job) leaves one more: the count and `since` start anew.
+  if (v_seen ->> 'attempts')::integer is distinct from v_attempts - 1 then
+    v_seen := null;
+  end if;
   v_times := coalesce((v_seen ->> 'times')::integer, 0) + 1;
   v_wait := least(p_backoff_base * power(2, least(v_times - 1, 30))::double precision, p_backoff_max);
   update public.memory_jobs j
@@ -51,6 +57,7 @@ begin
          result = v_result || jsonb_build_object('provider_unavailable', jsonb_build_object(
                     'since', coalesce(v_seen -> 'since', to_jsonb(now())),
                     'times', v_times,
+                    'attempts', greatest(v_attempts - 1, 0),
                     'next_try_at', now() + v_wait,
                     'error', left(coalesce(p_error, 'unknown error'), 500))),
          run_after = now() + v_wait,

@@ -3,7 +3,7 @@
 -- row up to its cap; its result says so and keeps its progress; only the worker holding it can, and
 -- tenants cannot call it. docs/operations.md#an-outage-of-the-model-provider.
 begin;
-select plan(9);
+select plan(10);
 
 insert into public.memory_jobs (id, owner_id, kind, status, idempotency_key, attempts, max_attempts, locked_until, locked_by, result)
 values ('99100000-0000-4000-8000-000000000001', '99100000-0000-4000-8000-0000000000aa', 'extract', 'running', 'outage-1',
@@ -45,6 +45,19 @@ select results_eq(
 select ok((select (result -> 'provider_unavailable' ->> 'next_try_at')::timestamptz = run_after
              from public.memory_jobs where id = '99100000-0000-4000-8000-000000000001'),
           'the result says when it is tried next');
+-- A failure counted in between (a claim whose attempt fail_job kept) ends the row: the next
+-- postponement is the first again, with the base wait and a new `since`.
+update public.memory_jobs set status = 'running', attempts = attempts + 2, locked_by = 'worker-a',
+                              locked_until = now() + interval '20 seconds'
+ where id = '99100000-0000-4000-8000-000000000001';
+select memory_private.postpone_job('99100000-0000-4000-8000-000000000001', 'worker-a', 'HTTP 503',
+                                   interval '30 seconds', interval '100 seconds');
+select results_eq(
+  $$select (result -> 'provider_unavailable' ->> 'times')::int, run_after - now(), attempts
+      from public.memory_jobs where id = '99100000-0000-4000-8000-000000000001'$$,
+  $$values (1, interval '30 seconds', 5)$$,
+  'after a counted failure, postponed as the first time in a row');
+
 -- Its times read in UTC whatever the session's zone (docs/operations.md#time-zones-and-locale).
 set local timezone = 'Pacific/Chatham';
 insert into public.memory_jobs (id, owner_id, kind, status, idempotency_key, attempts, max_attempts, locked_until, locked_by)
