@@ -1320,7 +1320,7 @@ begin
   if p_limit is null or p_limit < 1 then
     raise exception 'p_limit must be at least 1, got %', p_limit using errcode = '22023';
   end if;
-  with limits as (
+  with limits as materialized (
     select c.route_class,
            public.memory_setting('rate_limit_' || c.route_class || '_per_minute')::double precision / 60 as rate,
            public.memory_setting('rate_limit_' || c.route_class || '_burst')::double precision as burst
@@ -1341,7 +1341,7 @@ begin
   return jsonb_build_object(
     'deleted', v_deleted,
     'remaining', exists (
-      with limits as (
+      with limits as materialized (
         select c.route_class,
                public.memory_setting('rate_limit_' || c.route_class || '_per_minute')::double precision / 60 as rate,
                public.memory_setting('rate_limit_' || c.route_class || '_burst')::double precision as burst
@@ -4826,13 +4826,18 @@ begin
   end if;
   v_burst := public.memory_setting('rate_limit_' || p_route_class || '_burst');
 
-  insert into memory_private.rate_limit_buckets (owner_id, route_class, tokens, refilled_at)
-  values (v_owner, p_route_class, v_burst, v_now)
-  on conflict (owner_id, route_class) do nothing;
-  select b.tokens, b.refilled_at into v_tokens, v_at
-    from memory_private.rate_limit_buckets b
-   where b.owner_id = v_owner and b.route_class = p_route_class
-     for update;
+  -- The bucket can be deleted (prune_rate_limit_buckets, a service_role reset) between the insert
+  -- that met it and the lock: then it is created again, full, and locked.
+  loop
+    insert into memory_private.rate_limit_buckets (owner_id, route_class, tokens, refilled_at)
+    values (v_owner, p_route_class, v_burst, v_now)
+    on conflict (owner_id, route_class) do nothing;
+    select b.tokens, b.refilled_at into v_tokens, v_at
+      from memory_private.rate_limit_buckets b
+     where b.owner_id = v_owner and b.route_class = p_route_class
+       for update;
+    exit when found;
+  end loop;
   v_tokens := least(v_burst, v_tokens + greatest(0, extract(epoch from v_now - v_at)) * v_rate);
   if v_tokens >= 1 then
     update memory_private.rate_limit_buckets
