@@ -24,8 +24,10 @@ const AS_TEXT = { disallowedSpecial: new Set<string>() };
  * Pieces whose merges the library keeps, least recently used dropped first
  * (docs/operations.md#process-memory-bounds). Its default, 100,000, let text a client chose fill a
  * process: 120,000 distinct 256-letter words took 149 MB of heap, held for the process's life. A
- * piece is at most SEGMENT_CHARS characters, so this many take at most about 15 MB; the docs'
- * 424,000 characters have 8,300 distinct pieces, and counted as fast.
+ * piece is at most SEGMENT_CHARS characters, but its tokens are kept with it: this many 256-letter
+ * words take 15 MB, pieces of 256 rare CJK letters (763 tokens each) 75 MB, the most a piece can
+ * cost. The docs' 424,000 characters have 8,300 distinct pieces, and counted as fast (2,000 would
+ * bound it at 15 MB but count them 1.85 times slower).
  */
 export const TOKENIZER_MERGE_CACHE_ENTRIES = 10_000;
 setMergeCacheSize(TOKENIZER_MERGE_CACHE_ENTRIES);
