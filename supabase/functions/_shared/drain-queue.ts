@@ -10,6 +10,9 @@
 // so a retry goes on from the next candidate, again never applying one twice (dedup.ts).
 // A job the model provider could not serve (down, or refusing the key) is postponed, not failed:
 // queued again with its attempt given back (llm-outage.ts, docs/operations.md#an-outage-of-the-model-provider).
+// A drain keeps inside its deadline (WORKER_DRAIN_BUDGET_MS, drain-deadline.ts): it claims no job once too
+// little is left, and the running job's requests are cut in time to hand it back before a hosted runtime's
+// wall-clock limit stops the worker (docs/operations.md#a-drains-deadline).
 //
 // Run by: the memory-worker endpoint (pg_cron + pg_net in production), the local server's timer,
 // and the background kick after each enqueue.
@@ -38,6 +41,7 @@ import { DEDUP_BATCH } from "./dedup-jobs.ts";
 import { isGraphJob, processGraphJob } from "./graph-jobs.ts";
 import { ModelPartError, processExtract } from "./extract-job.ts";
 import { DEFAULT_LEASE_SECONDS, whileHoldingLease } from "./job-lease.ts";
+import { DEFAULT_DRAIN_BUDGET_MS, DrainDeadline, embedderUntil } from "./drain-deadline.ts";
 import { isBackgroundJob, processBackgroundJob } from "./background-jobs.ts";
 import { processVectorIndexJob } from "./vector-index-job.ts";
 
@@ -69,6 +73,10 @@ export interface DrainOptions {
   kinds?: JobKind[];
   /** Only this tenant's jobs (tests, per-tenant drains). */
   ownerId?: string;
+  /** The drain's wall-clock budget (default: config.workerDrainBudgetMs, else 120 s; drain-deadline.ts). */
+  budgetMs?: number;
+  /** The deadline's clock in ms (tests: one that jumps). */
+  now?: () => number;
 }
 
 export interface DrainReport {
@@ -81,6 +89,10 @@ export interface DrainReport {
   /** The failure that found the model provider unavailable in this run, if one did. */
   provider_unavailable?: string;
   lease_lost: number;
+  /** Jobs whose requests the drain's deadline cut (then postponed, or counted when the probe was answered). */
+  cut: number;
+  /** Set when the drain stopped claiming because too little of its budget was left. */
+  out_of_time?: true;
   jobs: { id: string; kind: string; status: string; error?: string }[];
 }
 
@@ -100,13 +112,36 @@ export function defaultWorkerId(): string {
 }
 
 export async function drainQueue(deps: WorkerDeps, opts: DrainOptions = {}): Promise<DrainReport> {
+  const budgetMs = opts.budgetMs ?? deps.config.workerDrainBudgetMs ?? DEFAULT_DRAIN_BUDGET_MS;
+  const deadline = new DrainDeadline(budgetMs, opts.now);
+  try {
+    return await drainWithin(deadline, deps, opts);
+  } finally {
+    deadline.end();
+  }
+}
+
+async function drainWithin(deadline: DrainDeadline, deps: WorkerDeps, opts: DrainOptions): Promise<DrainReport> {
   const workerId = opts.workerId ?? defaultWorkerId();
   const maxJobs = opts.maxJobs ?? 25;
-  const report: DrainReport = { claimed: 0, done: 0, retried: 0, dead: 0, postponed: 0, lease_lost: 0, jobs: [] };
+  const report: DrainReport = {
+    claimed: 0,
+    done: 0,
+    retried: 0,
+    dead: 0,
+    postponed: 0,
+    lease_lost: 0,
+    cut: 0,
+    jobs: [],
+  };
   // One watch a run: once the provider is found unavailable, the run's later jobs do not ask it.
-  const watch = deps.llm && new ProviderWatch(deps.llm);
-  const runDeps = { ...deps, llm: watch };
+  const watch = deps.llm && new ProviderWatch(deps.llm, deadline);
+  const runDeps = { ...deps, llm: watch, embedder: embedderUntil(deps.embedder, deadline) };
   while (report.claimed < maxJobs) {
+    if (!deadline.roomForAJob()) {
+      report.out_of_time = true;
+      break;
+    }
     const leaseSeconds = opts.leaseSeconds ?? DEFAULT_LEASE_SECONDS;
     const [job] = await claimJobs(deps.sql, {
       workerId,
@@ -128,8 +163,9 @@ export async function drainQueue(deps: WorkerDeps, opts: DrainOptions = {}): Pro
         () =>
           processJob(runDeps, job, workerId).catch(async (err) => {
             const cause = err instanceof ModelPartError ? err.modelError : err;
+            if (deadline.cut.aborted) report.cut++;
             const unavailable = await providerUnavailable(watch, cause) ||
-              await embeddingsUnavailable(deps.embedder, cause);
+              await embeddingsUnavailable(deps.embedder, cause, deadline.probeRoom());
             throw unavailable ? new ProviderUnavailableError(err) : err;
           }),
       );

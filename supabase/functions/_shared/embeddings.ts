@@ -17,7 +17,13 @@ export interface Embedder {
   provider: "openai" | "local" | "supabase";
   model: string;
   dimensions: number;
-  embed(texts: string[]): Promise<number[][]>;
+  embed(texts: string[], opts?: EmbedOptions): Promise<number[][]>;
+}
+
+/** A drain's deadline (drain-deadline.ts): its requests aborted at the cut, no retry waiting past it (epoch ms). */
+export interface EmbedOptions {
+  signal?: AbortSignal;
+  deadline?: number;
 }
 
 export class EmbeddingError extends Error {
@@ -219,7 +225,7 @@ export function openAiEmbedder(opts: OpenAiEmbedderOptions): Embedder {
   const maxAttempts = opts.maxAttempts ?? 4;
   const baseDelay = opts.baseDelayMs ?? 250;
 
-  async function embedBatch(batch: string[]): Promise<number[][]> {
+  async function embedBatch(batch: string[], until: EmbedOptions): Promise<number[][]> {
     for (let attempt = 1;; attempt++) {
       try {
         const res = await client.embeddings.create({
@@ -227,7 +233,7 @@ export function openAiEmbedder(opts: OpenAiEmbedderOptions): Embedder {
           input: batch,
           dimensions: EMBEDDING_DIMENSIONS,
           encoding_format: "float",
-        });
+        }, { signal: until.signal });
         const vectors = [...res.data].sort((a, b) => a.index - b.index).map((d) => d.embedding);
         if (vectors.length !== batch.length) {
           throw new EmbeddingError(`embedding provider returned ${vectors.length} vectors for ${batch.length} inputs`);
@@ -241,7 +247,9 @@ export function openAiEmbedder(opts: OpenAiEmbedderOptions): Embedder {
         }
         return vectors;
       } catch (err) {
-        if (attempt >= maxAttempts || !retryable(err)) {
+        const wait = retryAfterMs(err) ?? baseDelay * 2 ** (attempt - 1) * (0.75 + Math.random() * 0.5);
+        const late = until.deadline !== undefined && Date.now() + wait >= until.deadline;
+        if (attempt >= maxAttempts || !retryable(err) || late) {
           if (err instanceof EmbeddingError) throw err;
           throw new EmbeddingError(
             `embedding request failed after ${attempt} attempt(s): ${(err as Error).message}`,
@@ -249,7 +257,7 @@ export function openAiEmbedder(opts: OpenAiEmbedderOptions): Embedder {
             retryable(err),
           );
         }
-        await sleep(retryAfterMs(err) ?? baseDelay * 2 ** (attempt - 1) * (0.75 + Math.random() * 0.5));
+        await sleep(wait);
       }
     }
   }
@@ -258,9 +266,11 @@ export function openAiEmbedder(opts: OpenAiEmbedderOptions): Embedder {
     provider: "openai",
     model: opts.model,
     dimensions: EMBEDDING_DIMENSIONS,
-    async embed(texts) {
+    async embed(texts, until = {}) {
       const out: number[][] = [];
-      for (let i = 0; i < texts.length; i += batchSize) out.push(...await embedBatch(texts.slice(i, i + batchSize)));
+      for (let i = 0; i < texts.length; i += batchSize) {
+        out.push(...await embedBatch(texts.slice(i, i + batchSize), until));
+      }
       return out;
     },
   };

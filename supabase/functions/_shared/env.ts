@@ -62,6 +62,8 @@ const EnvSchema = z.object({
   LLM_BASE_URL: optionalText,
   LLM_MODEL: z.string().trim().min(1).default("gpt-4o-mini"),
   LLM_TIMEOUT_MS: positiveInt(60_000),
+  // A worker drain's wall-clock budget: under the hosted function's limit (docs/operations.md#a-drains-deadline).
+  WORKER_DRAIN_BUDGET_MS: positiveInt(120_000),
   // Memory behaviour.
   MEMORY_NAMESPACE_ROOT: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,39}$/, "lowercase letters, digits, _ or -").default(
     "devai",
@@ -98,6 +100,8 @@ export interface Config {
   publicUrl?: string;
   embedding: { provider: "openai" | "local" | "supabase"; apiKey?: string; baseUrl?: string; model: string };
   llm: { apiKey?: string; baseUrl?: string; model: string; timeoutMs: number };
+  /** A worker drain's wall-clock budget (drain-deadline.ts); unset: 120 s. */
+  workerDrainBudgetMs?: number;
   namespaceRoot: string;
   /** topK / budgetTokens unset: chosen per query by its complexity. writeBehindMs: searches' writes wait at most this long. */
   retrieval: { threshold?: number; topK?: number; budgetTokens?: number; writeBehindMs?: number };
@@ -153,6 +157,7 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
       model: e.LLM_MODEL,
       timeoutMs: e.LLM_TIMEOUT_MS,
     },
+    workerDrainBudgetMs: e.WORKER_DRAIN_BUDGET_MS,
     namespaceRoot: e.MEMORY_NAMESPACE_ROOT,
     retrieval: {
       threshold: e.RETRIEVAL_THRESHOLD,

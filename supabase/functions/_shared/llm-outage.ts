@@ -20,6 +20,7 @@ import {
   type PromptMessage,
 } from "./llm.ts";
 import { refusesContent } from "./llm-retry.ts";
+import { DrainCutError, type DrainDeadline } from "./drain-deadline.ts";
 
 /**
  * The statuses a provider gives every request alike: a refused key (401, 403), a spent balance (402:
@@ -72,13 +73,21 @@ const ProbeSchema = z.object({ ok: z.boolean() });
 
 /**
  * How long a probe may take, its client's retries included: a provider that hangs would otherwise
- * hold the worker for 4 x LLM_TIMEOUT_MS more, after the job's own requests took as long.
+ * hold the worker for 4 x LLM_TIMEOUT_MS more, after the job's own requests took as long. Less
+ * when a drain's deadline leaves less (DrainDeadline.probeRoom).
  */
 const PROBE_TIMEOUT_MS = 15_000;
 
-/** Whether the provider answers a request holding nothing of any job (any answer but an outage's failure or a refusal). */
-export async function providerAnswers(llm: Llm): Promise<boolean> {
-  const signal = AbortSignal.timeout(PROBE_TIMEOUT_MS);
+/** How long a probe may take now: none when the drain's deadline leaves no room for one. */
+const probeTimeout = (roomMs = Number.POSITIVE_INFINITY) => Math.min(PROBE_TIMEOUT_MS, Math.floor(roomMs));
+
+/**
+ * Whether the provider answers a request holding nothing of any job (any answer but an outage's
+ * failure or a refusal) within timeoutMs. No room for a probe is no answer: the job is postponed.
+ */
+export async function providerAnswers(llm: Llm, timeoutMs = PROBE_TIMEOUT_MS): Promise<boolean> {
+  if (timeoutMs <= 0) return false;
+  const signal = AbortSignal.timeout(timeoutMs);
   try {
     await llm.completeJson(ProbeSchema, [{ role: "user", content: 'Reply {"ok": true}.' }], {
       name: PROBE_NAME,
@@ -94,12 +103,14 @@ export async function providerAnswers(llm: Llm): Promise<boolean> {
  * The model as one run of the worker sees it (drainQueue wraps its deps' model in one): once the
  * provider was found unavailable, the run's later jobs do not ask it again, they fail at once (and
  * are postponed): a run sends a down provider one job's requests and one probe, not one per job.
+ * With the run's deadline, its requests are aborted at the cut, none is sent after it, and the
+ * failure is a DrainCutError (a timeout's, probed within what is left: drain-deadline.ts).
  */
 export class ProviderWatch implements Llm {
   /** The failure that found the provider unavailable in this run, if one did. */
   unavailable: string | undefined;
 
-  constructor(private readonly inner: Llm) {}
+  constructor(private readonly inner: Llm, private readonly deadline?: DrainDeadline) {}
 
   get model(): string {
     return this.inner.model;
@@ -122,7 +133,15 @@ export class ProviderWatch implements Llm {
         emptyUsage(),
       );
     }
-    return await this.inner.completeJson(schema, messages, opts);
+    if (!this.deadline) return await this.inner.completeJson(schema, messages, opts);
+    if (this.deadline.cut.aborted) throw new DrainCutError(emptyUsage());
+    const until = { signal: this.deadline.signal(opts?.signal), deadline: this.deadline.cutAt() };
+    try {
+      return await this.inner.completeJson(schema, messages, { ...opts, ...until });
+    } catch (err) {
+      if (!this.deadline.cut.aborted || opts?.signal?.aborted) throw err;
+      throw new DrainCutError(err instanceof LlmRequestError ? err.usage : emptyUsage());
+    }
   }
 
   /** The failures the provider was found to answer despite: judged again (a job's catch, then the drain's), not probed again. */
@@ -133,7 +152,7 @@ export class ProviderWatch implements Llm {
     if (!worthAProbe(err)) return false;
     if (this.unavailable !== undefined) return true;
     if (this.answeredDespite.has(err as object)) return false;
-    if (!rateLimited(err) && await providerAnswers(this.inner)) {
+    if (!rateLimited(err) && await providerAnswers(this.inner, probeTimeout(this.deadline?.probeRoom()))) {
       this.answeredDespite.add(err as object);
       return false;
     }
@@ -157,17 +176,19 @@ export async function providerUnavailable(llm: Llm | undefined, err: unknown): P
  * Whether `err`, a job's failure, says the embeddings provider is unavailable: by default the model's
  * provider and key (env.ts), so an outage or a refused key fails a dedup job's embedding request
  * before any model request. As for the model: it failed as an outage fails, and so does a probe, one
- * text embedded (given up after PROBE_TIMEOUT_MS). Before, the dedup job died after its five attempts.
+ * text embedded (given up after PROBE_TIMEOUT_MS, or what a drain's deadline leaves: `roomMs`; no room,
+ * no probe, unavailable). Before, the dedup job died after its five attempts.
  */
-export async function embeddingsUnavailable(embedder: Embedder, err: unknown): Promise<boolean> {
+export async function embeddingsUnavailable(embedder: Embedder, err: unknown, roomMs?: number): Promise<boolean> {
   const asAnOutage = (e: unknown) =>
     e instanceof EmbeddingError && (e.transient || (e.status !== undefined && MISCONFIGURED.has(e.status)));
   if (!asAnOutage(err)) return false;
+  const timeoutMs = probeTimeout(roomMs);
+  if (timeoutMs <= 0) return true;
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const timedOut = new Promise<"timeout">((
-    resolve,
-  ) => (timer = setTimeout(() => resolve("timeout"), PROBE_TIMEOUT_MS)));
-  const probe = embedder.embed([PROBE_NAME]).then(() => "answered" as const, (e) => e);
+  const timedOut = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), timeoutMs)));
+  const probe = embedder.embed([PROBE_NAME], { signal: AbortSignal.timeout(timeoutMs) })
+    .then(() => "answered" as const, (e) => e);
   try {
     const outcome = await Promise.race([probe, timedOut]);
     return outcome === "timeout" || asAnOutage(outcome);

@@ -60,6 +60,22 @@ function retryAfterMs(headers: Headers | undefined): number | undefined {
   return Number.isFinite(at) ? Math.max(0, at - Date.now()) : undefined;
 }
 
+/**
+ * The wait before the retry after `attempt`, or undefined when none is made: the failure is not
+ * transient, the retries are spent, or the wait would end past `deadline` (epoch ms, a drain's cut,
+ * drain-deadline.ts): a retry that cannot start before the cut is not begun, the failure is the job's.
+ */
+export function retryWait(
+  transient: Transient,
+  attempt: number,
+  policy: RetryPolicy,
+  deadline?: number,
+): number | undefined {
+  if (!transient.retryable || attempt >= policy.maxRetries) return undefined;
+  const wait = backoffDelay(attempt, policy, transient.retryAfterMs);
+  return deadline !== undefined && Date.now() + wait >= deadline ? undefined : wait;
+}
+
 /** Exponential backoff with jitter; a server's Retry-After wins when given, both capped. */
 export function backoffDelay(attempt: number, policy: RetryPolicy, retryAfter?: number): number {
   if (retryAfter !== undefined) return Math.min(retryAfter, policy.maxDelayMs);

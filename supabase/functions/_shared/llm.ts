@@ -14,7 +14,7 @@ import { z } from "zod";
 import type { Config } from "./env.ts";
 import { trimEndOf } from "./text-scan.ts";
 import { issuesText } from "./issue-text.ts";
-import { backoffDelay, classify, DEFAULT_RETRY, type RetryPolicy } from "./llm-retry.ts";
+import { classify, DEFAULT_RETRY, type RetryPolicy, retryWait } from "./llm-retry.ts";
 
 // ---------------------------------------------------------------------------------------------
 // OpenAI chat message format (what the agent sends to memory-extract / memory-compact). Defined
@@ -69,7 +69,6 @@ export interface PromptMessage {
 }
 
 // ---------------------------------------------------------------------------------------------
-
 export interface LlmUsage {
   promptTokens: number;
   completionTokens: number;
@@ -108,6 +107,8 @@ export interface CompleteJsonOptions {
    */
   responseFormat?: "json_object" | "json_schema";
   signal?: AbortSignal;
+  /** Epoch ms, a drain's cut (drain-deadline.ts): no retry starts whose wait ends past it (retryWait). */
+  deadline?: number;
 }
 
 export interface Llm {
@@ -250,7 +251,8 @@ class OpenAiLlm implements Llm {
         return typeof content === "string" ? content : "";
       } catch (err) {
         const transient = classify(err);
-        if (!transient.retryable || attempt >= this.retry.maxRetries) {
+        const wait = retryWait(transient, attempt, this.retry, opts.deadline);
+        if (wait === undefined) {
           const what = transient.status ? `HTTP ${transient.status}` : transient.kind;
           throw new LlmRequestError(
             `LLM request failed (${what}) after ${attempt + 1} attempt(s): ${(err as Error).message}`,
@@ -259,7 +261,7 @@ class OpenAiLlm implements Llm {
             usage,
           );
         }
-        await this.sleep(backoffDelay(attempt, this.retry, transient.retryAfterMs));
+        await this.sleep(wait);
       }
     }
   }

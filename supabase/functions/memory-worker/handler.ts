@@ -1,6 +1,7 @@
 // memory-worker: drains the job queue. POST (service_role only: it acts across tenants), called by
 // pg_cron through pg_net every few seconds in production; the local server calls drainQueue on a
-// timer instead. Body (optional): { max_jobs?: 1-100 }. Answers the drain report.
+// timer instead. Body (optional): { max_jobs?: 1-100 }. Answers the drain report. A drain keeps
+// inside WORKER_DRAIN_BUDGET_MS (drain-deadline.ts), under the hosted function's wall-clock limit.
 import { z } from "zod";
 import { createFunctionApp, fetchHandler } from "../_shared/app.ts";
 import { requireServiceRole } from "../_shared/auth.ts";

@@ -1,0 +1,104 @@
+// A drain's deadline: the wall-clock budget one run of the worker has (WORKER_DRAIN_BUDGET_MS,
+// 120 s by default). On hosted Supabase the memory-worker edge function is stopped at its
+// wall-clock limit (150 s on the Free plan, 400 s on paid ones): a provider that hangs held the
+// first job of a drain for 4 x LLM_TIMEOUT_MS, the backoff and the probe (about 260 s), so the
+// runtime killed the worker before the job was postponed, the expired lease counted the attempt,
+// and five such drains killed the job: an outage still killed jobs there.
+//
+// So a drain keeps its work inside the budget (drain-queue.ts): no job is claimed once less than
+// half of the job window is left; at the cut (the budget less a reserve, 20 s or a quarter of a
+// smaller budget) the running job's model and embedding requests are aborted and no new one is
+// sent (a DrainCutError, a failure as a timeout's); the reserve holds the probe (llm-outage.ts,
+// given what is left of it but for a quarter) and the hand-back (postpone_job or fail_job).
+// docs/operations.md#a-drains-deadline.
+import { type Embedder, EmbeddingError, type EmbedOptions } from "./embeddings.ts";
+import { LlmRequestError, type LlmUsage } from "./llm.ts";
+
+/** Safely under the lowest hosted limit (150 s): the cut at 100 s, a probe of 15 s, 5 s to hand back. */
+export const DEFAULT_DRAIN_BUDGET_MS = 120_000;
+
+/** The most of the budget kept for the probe (15 s, PROBE_TIMEOUT_MS) and the hand-back after the cut. */
+const MAX_RESERVE_MS = 20_000;
+
+/** A model request the drain's deadline cut (or did not send): as a timeout, the provider said nothing of the job. */
+export class DrainCutError extends LlmRequestError {
+  override name = "DrainCutError";
+  constructor(usage: LlmUsage) {
+    super("LLM request cut by the drain's deadline (WORKER_DRAIN_BUDGET_MS)", undefined, true, usage);
+  }
+}
+
+/** An embedding request the drain's deadline cut: transient, as a timeout (llm-outage.ts embeddingsUnavailable). */
+export const embeddingCut = () =>
+  new EmbeddingError("embedding request cut by the drain's deadline (WORKER_DRAIN_BUDGET_MS)", undefined, true);
+
+export class DrainDeadline {
+  private readonly start: number;
+  private readonly reserveMs: number;
+  private readonly controller = new AbortController();
+  private readonly timer: ReturnType<typeof setTimeout>;
+
+  /** `now`: the drain's clock in ms (tests pass one that jumps); the cut's timer runs on the real one. */
+  constructor(readonly budgetMs: number, private readonly now: () => number = () => performance.now()) {
+    this.start = now();
+    this.reserveMs = Math.min(MAX_RESERVE_MS, budgetMs / 4);
+    // A delay past 2^31 - 1 ms would fire at once (setTimeout's limit): such a budget never cuts.
+    this.timer = setTimeout(() => this.controller.abort(), Math.min(budgetMs - this.reserveMs, 2 ** 31 - 1));
+  }
+
+  /** Aborts the running job's requests at the cut. */
+  get cut(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** Ms until the cut. */
+  untilCut(): number {
+    return this.start + this.budgetMs - this.reserveMs - this.now();
+  }
+
+  /**
+   * Whether a job may be claimed: while half of the window before the cut is left. A job claimed
+   * later would be cut before one request of it could fail on its own, and with a provider that
+   * answers the probe a cut counts the attempt.
+   */
+  roomForAJob(): boolean {
+    return this.untilCut() >= (this.budgetMs - this.reserveMs) / 2;
+  }
+
+  /** How long a probe may take now: the time left but the last quarter of the reserve, kept to hand the job back. */
+  probeRoom(): number {
+    return this.start + this.budgetMs - this.reserveMs / 4 - this.now();
+  }
+
+  /** The cut in epoch ms, for the clients: no retry is started whose wait would end past it. */
+  cutAt(): number {
+    return Date.now() + this.untilCut();
+  }
+
+  /** The request's own signal and the cut's. */
+  signal(own?: AbortSignal): AbortSignal {
+    return own ? AbortSignal.any([own, this.cut]) : this.cut;
+  }
+
+  end(): void {
+    clearTimeout(this.timer);
+  }
+}
+
+/** The embedder as a drain's jobs see it: its requests aborted at the cut, none sent after it. */
+export function embedderUntil(embedder: Embedder, deadline: DrainDeadline): Embedder {
+  return {
+    provider: embedder.provider,
+    model: embedder.model,
+    dimensions: embedder.dimensions,
+    async embed(texts: string[], opts?: EmbedOptions) {
+      if (deadline.cut.aborted) throw embeddingCut();
+      try {
+        return await embedder.embed(texts, { signal: deadline.signal(opts?.signal), deadline: deadline.cutAt() });
+      } catch (err) {
+        if (deadline.cut.aborted && !opts?.signal?.aborted) throw embeddingCut();
+        throw err;
+      }
+    },
+  };
+}
