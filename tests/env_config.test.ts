@@ -56,6 +56,10 @@ Deno.test("config: missing or invalid settings fail fast, naming each problem", 
     );
   }
   assert.equal(loadConfig({ ...minimal, MAX_BODY_BYTES: "1000" }).maxBodyBytes, 1000);
+  // A drain's budget: 120 s unless set, and at least 10 s (docs/operations.md#a-drains-deadline).
+  assert.equal(loadConfig(minimal).workerDrainBudgetMs, 120_000);
+  assert.equal(loadConfig({ ...minimal, WORKER_DRAIN_BUDGET_MS: "300000" }).workerDrainBudgetMs, 300_000);
+  assert.throws(() => loadConfig({ ...minimal, WORKER_DRAIN_BUDGET_MS: "500" }), /WORKER_DRAIN_BUDGET_MS/);
   // A malformed database URL is named, never shown: it may hold a password.
   for (
     const url of ["postgresql://reader:s3cr3t-pass@127.0.0.1:abc/postgres", "https://reader:s3cr3t-pass@db.example"]

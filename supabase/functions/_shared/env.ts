@@ -63,7 +63,8 @@ const EnvSchema = z.object({
   LLM_MODEL: z.string().trim().min(1).default("gpt-4o-mini"),
   LLM_TIMEOUT_MS: positiveInt(60_000),
   // A worker drain's wall-clock budget: under the hosted function's limit (docs/operations.md#a-drains-deadline).
-  WORKER_DRAIN_BUDGET_MS: positiveInt(120_000),
+  // At least 10 s: a smaller one would cut every job before its first answer, postponing it forever.
+  WORKER_DRAIN_BUDGET_MS: number().int().min(10_000).default(120_000),
   // Memory behaviour.
   MEMORY_NAMESPACE_ROOT: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,39}$/, "lowercase letters, digits, _ or -").default(
     "devai",
