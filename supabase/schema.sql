@@ -63,6 +63,8 @@ declare
   v_counts  jsonb := case p_job when 'decay' then '{"decayed": 0, "invalidated": 0}'::jsonb
                                 else '{"soft_deleted": 0}'::jsonb end;
   v_batch   jsonb;
+  v_ids     uuid[];
+  v_changed uuid[] := '{}';
 begin
   if p_job is null or p_job not in ('decay', 'ttl') then
     raise exception 'unknown lifecycle job "%" (decay or ttl)', p_job using errcode = '22023';
@@ -70,16 +72,23 @@ begin
   v_step := public.memory_setting(p_job || '_batch_pages')::bigint;
   while v_next < p_end_page and (p_max_batches is null or v_batches < p_max_batches) loop
     if p_job = 'decay' then
-      select jsonb_build_object('decayed', r.decayed, 'invalidated', r.invalidated) into v_batch
+      select jsonb_build_object('decayed', r.decayed, 'invalidated', r.invalidated), r.changed into v_batch, v_ids
         from memory_private.decay_page_range(p_now, v_next, v_step) r;
     else
-      select jsonb_build_object('soft_deleted', r.soft_deleted) into v_batch
+      select jsonb_build_object('soft_deleted', r.soft_deleted), r.changed into v_batch, v_ids
         from memory_private.ttl_page_range(p_now, v_next, v_step) r;
     end if;
+    v_changed := v_changed || v_ids;
     v_counts := memory_private.add_counts(v_counts, v_batch);
     v_next := least(v_next + v_step, p_end_page);
     v_batches := v_batches + 1;
   end loop;
+  -- Last: the revision rows, after every memory this walk locked.
+  if p_job = 'decay' then
+    perform memory_private.log_changes_in_bulk(v_changed, 'deleted', 'DECAY');
+  else
+    perform memory_private.log_changes_in_bulk(v_changed, 'soft_deleted', 'TTL');
+  end if;
   return v_counts || jsonb_build_object('batches', v_batches, 'next_page', v_next);
 end;
 $$;
@@ -338,7 +347,7 @@ $$;
 -- Name: decay_page_range(timestamp with time zone, bigint, bigint); Type: FUNCTION; Schema: memory_private; Owner: -
 --
 
-CREATE FUNCTION memory_private.decay_page_range(p_now timestamp with time zone, p_first_page bigint, p_page_count bigint) RETURNS TABLE(decayed bigint, invalidated bigint)
+CREATE FUNCTION memory_private.decay_page_range(p_now timestamp with time zone, p_first_page bigint, p_page_count bigint) RETURNS TABLE(decayed bigint, invalidated bigint, changed uuid[])
     LANGUAGE plpgsql
     SET search_path TO ''
     AS $$
@@ -353,7 +362,6 @@ declare
   v_prev_bulk  text := current_setting('memory.bulk', true);
   v_actor      text := coalesce(nullif(v_prev_actor, ''), 'cron:decay');
   v_thread     text := coalesce(nullif(current_setting('memory.thread_id', true), ''), 'default');
-  v_ids        uuid[];
 begin
   -- The expression below is public.memory_decayed_strength(base_strength, last_accessed_at,
   -- p_now, decay_base), written out so the planner evaluates it inline (a function with a SET
@@ -379,7 +387,7 @@ begin
   perform set_config('memory.event', 'DECAY', true);
   perform set_config('memory.actor', v_actor, true);
   perform set_config('memory.bulk', 'on', true);
-  with changed as (
+  with invalidated_rows as (
     update public.devai_memories m
        set strength = m.base_strength * power(v_base, least(v_max_days,
              greatest(0::double precision, floor(date_part('epoch', p_now - m.last_accessed_at) / 86400)))),
@@ -399,13 +407,13 @@ begin
     insert into public.memory_history (owner_id, memory_id, event, old_ref, new_ref, actor, old_content, new_content, meta)
     select (c.m).owner_id, (c.m).id, 'DECAY', (c.m).id, coalesce((c.m).superseded_by, (c.m).id), v_actor,
            (c.m).content, (c.m).content, memory_private.history_snapshot(c.m) || jsonb_build_object('thread_id', v_thread)
-      from changed c
+      from invalidated_rows c
     returning 1
   )
-  select array_agg((c.m).id), (select count(*) from audited) into v_ids, invalidated from changed c;
+  select coalesce(array_agg((c.m).id), '{}'), (select count(*) from audited) into changed, invalidated
+    from invalidated_rows c;
   perform set_config('memory.bulk', coalesce(v_prev_bulk, ''), true);
-  invalidated := coalesce(cardinality(v_ids), 0);
-  perform memory_private.log_changes_in_bulk(v_ids, 'deleted', 'DECAY');
+  invalidated := cardinality(changed);
   decayed := decayed + invalidated;
   perform set_config('memory.event', coalesce(v_prev_event, ''), true);
   perform set_config('memory.actor', coalesce(v_prev_actor, ''), true);
@@ -1966,7 +1974,7 @@ $$;
 -- Name: ttl_page_range(timestamp with time zone, bigint, bigint); Type: FUNCTION; Schema: memory_private; Owner: -
 --
 
-CREATE FUNCTION memory_private.ttl_page_range(p_now timestamp with time zone, p_first_page bigint, p_page_count bigint) RETURNS TABLE(soft_deleted bigint)
+CREATE FUNCTION memory_private.ttl_page_range(p_now timestamp with time zone, p_first_page bigint, p_page_count bigint) RETURNS TABLE(soft_deleted bigint, changed uuid[])
     LANGUAGE plpgsql
     SET search_path TO ''
     AS $$
@@ -1977,12 +1985,11 @@ declare
   v_prev_event text := current_setting('memory.event', true);
   v_prev_actor text := current_setting('memory.actor', true);
   v_prev_log   text := current_setting('memory.change_log', true);
-  v_ids        uuid[];
 begin
   perform set_config('memory.event', 'TTL', true);
   perform set_config('memory.actor', coalesce(nullif(v_prev_actor, ''), 'cron:ttl'), true);
   perform set_config('memory.change_log', 'bulk', true);
-  with changed as (
+  with retired as (
     update public.devai_memories m
        set state = 'soft_deleted',
            purge_at = p_now + v_grace
@@ -1996,10 +2003,9 @@ begin
        and m.last_accessed_at < p_now - v_idle
     returning m.id
   )
-  select array_agg(c.id) into v_ids from changed c;
+  select coalesce(array_agg(r.id), '{}') into changed from retired r;
   perform set_config('memory.change_log', coalesce(v_prev_log, ''), true);
-  soft_deleted := coalesce(cardinality(v_ids), 0);
-  perform memory_private.log_changes_in_bulk(v_ids, 'soft_deleted', 'TTL');
+  soft_deleted := cardinality(changed);
   perform set_config('memory.event', coalesce(v_prev_event, ''), true);
   perform set_config('memory.actor', coalesce(v_prev_actor, ''), true);
   return next;

@@ -121,7 +121,8 @@ export function mapDatabaseError(err: unknown): HttpError | undefined {
   // transaction back whole; the same request again goes through once the other has committed.
   // Writers lock in one order (memory rows, then the thread's revision row at commit:
   // docs/operations.md#lock-order), so only what that order leaves gets here (the dedup worker's
-  // neighbours, locked candidate by candidate; a decay or TTL step's per-batch revision bumps).
+  // neighbours, locked candidate by candidate; a decay or TTL step locking memories in heap order
+  // against a request locking two in id order).
   if (code === "40P01") {
     return new HttpError(
       409,

@@ -1,5 +1,5 @@
--- The change log the nightly jobs write (migration 20261123000700): per tenant, after each batch,
--- not per row, yet the same rows a per-row write gives: one per change, consecutive revisions
+-- The change log the nightly jobs write (migration 20261123000700): per tenant, after the call's
+-- last batch (after each batch until 20261130200000: docs/operations.md#lock-order), not per row, yet the same rows a per-row write gives: one per change, consecutive revisions
 -- after the tenant's last one (in memory-id order), the tenant's thread revision moved to the
 -- last, the same meta a forget writes, and the next ordinary write continuing from there.
 -- Clock: p_now = 2026-06-01 00:00 UTC. Tenant A has 3 memories that TTL retires and 2 that decay
