@@ -75,6 +75,30 @@ export async function liveWithText(
   return row ? toMemory(row) : undefined;
 }
 
+/**
+ * liveWithText's memory, its row locked and live as it is now: one read live before its lock may
+ * have been superseded or forgotten meanwhile by the write that held the row (a correction of it, a
+ * forget), which takes no lock on this text. Then the next one that says it, or none.
+ */
+export async function lockedLiveWithText(
+  tx: Tx,
+  ownerId: string,
+  text: string,
+  scopes: readonly string[],
+): Promise<Memory | undefined> {
+  const gone: string[] = [];
+  for (;;) {
+    const seen = await liveWithText(tx, ownerId, text, scopes, gone);
+    if (!seen) return undefined;
+    const [row] = await tx`select ${
+      memoryColumns(tx, "m")
+    } from public.devai_memories m where m.id = ${seen.id} for no key update`;
+    const now = row ? toMemory(row) : undefined;
+    if (now?.is_valid && now.state === "active" && !now.superseded_by) return now;
+    gone.push(seen.id);
+  }
+}
+
 /** Said by the user already: a user-stated memory or a correction (never decays, shielded from the LLM). */
 export function statedAlready(m: Memory): boolean {
   return (m.source === "user_stated" || m.source === "correction") && m.priority === "highest";

@@ -9,6 +9,7 @@ import { memoryColumns } from "../memories/memory-row.ts";
 import {
   liveWithText,
   lockContentHash,
+  lockedLiveWithText,
   lockMemory,
   notFound,
   spacedSql,
@@ -100,7 +101,8 @@ export async function remember(
     // Serialises concurrent remembers (and proposal accepts) of the same text in this tenant, so
     // the re-check below cannot race with another insert of it.
     await lockContentHash(tx, tenant.tenantId, body.content);
-    const again = await liveWithText(tx, tenant.tenantId, body.content, scopes);
+    // Locked and checked live: a correction or forget of it under way is waited for, not undone.
+    const again = await lockedLiveWithText(tx, tenant.tenantId, body.content, scopes);
     // The agent learned it before: now the user states it.
     if (again) return { created: false, memory: await statedByUser(tx, again) };
     const [row] = await tx`

@@ -1,0 +1,100 @@
+// Races around One live memory per text (README): two corrections crossing texts at once (A to B
+// and B to A) and a remember of a text a correction is replacing. Each waits on pg_locks, no sleeps.
+import assert from "node:assert/strict";
+import { memoryApi } from "./support/memory-api.ts";
+import { newTenant, testSql } from "./support/seed.ts";
+import { testDatabaseUrl } from "./support/config.ts";
+import { createSql } from "../supabase/functions/_shared/db.ts";
+import { waitUntil } from "./support/wait.ts";
+import { realServerOnly } from "./support/backend.ts";
+
+const sql = testSql();
+const api = memoryApi(sql);
+const opts = { sanitizeOps: false, sanitizeResources: false };
+const WHY = "transactions at once: PGlite serves one connection";
+
+async function remember(t: string, content: string, extra: Record<string, unknown> = {}) {
+  const r = await api("POST", "/memory/remember", { as: t, body: { content, project: "acme/shop", ...extra } });
+  assert.equal(r.status, 201, JSON.stringify(r.body));
+  return r.body.memory;
+}
+
+async function waiting(n: number, what: string) {
+  await waitUntil(async () => {
+    const [{ w } = { w: 0 }] = await sql<{ w: number }[]>`
+      select count(distinct pid)::int as w from pg_locks where not granted`;
+    return w >= n;
+  }, what);
+}
+
+/** Holds the row locks of `ids` (what a write in progress holds) until the returned function commits. */
+async function holdRows(ids: string[]) {
+  const holder = createSql(testDatabaseUrl(), { max: 1 });
+  let done!: () => void;
+  const until = new Promise<void>((resolve) => done = resolve);
+  let locked!: () => void;
+  const held = new Promise<void>((resolve) => locked = resolve);
+  const tx = holder.begin(async (q) => {
+    await q`select id from public.devai_memories where id = any (${ids}::uuid[]) order by id for no key update`;
+    locked();
+    await until;
+  });
+  await held;
+  return async () => {
+    done();
+    await tx;
+    await holder.end();
+  };
+}
+
+Deno.test(
+  { ...realServerOnly("two corrections crossing texts at once both answer, no deadlock", WHY), ...opts },
+  async () => {
+    const t = newTenant();
+    const a = await remember(t, "Cache lives in Redis");
+    const b = await remember(t, "Cache lives in Memcached");
+    const release = await holdRows([a.id, b.id]);
+    const ab = api("POST", `/memory/${a.id}/correct`, { as: t, body: { content: "cache lives in memcached" } });
+    const ba = api("POST", `/memory/${b.id}/correct`, { as: t, body: { content: "cache lives in redis" } });
+    await waiting(2, "both corrections waiting for the rows, each holding its text's lock");
+    await release();
+    const [r1, r2] = await Promise.all([ab, ba]);
+    for (const r of [r1, r2]) assert.ok(r.status < 300, `${r.status} ${JSON.stringify(r.body)}`);
+    const live = await sql<{ content: string }[]>`
+    select lower(content) as content from public.devai_memories
+     where owner_id = ${t} and is_valid and state = 'active' order by 1`;
+    // Whatever the order, no text is live twice.
+    assert.equal(new Set(live.map((x) => x.content)).size, live.length, JSON.stringify(live));
+  },
+);
+
+Deno.test(
+  { ...realServerOnly("a remember of the text a correction is replacing answers a live memory", WHY), ...opts },
+  async () => {
+    const t = newTenant();
+    // Learned by an agent: a remember of its text makes it user-stated (an UPDATE of its row).
+    const [old] = await sql<{ id: string }[]>`
+      insert into public.devai_memories (owner_id, content, memory_type, namespace, priority, source, importance)
+      values (${t}, 'Lint with eslint', 'semantic', 'devai/project/acme~shop/notes', 'medium', 'discovery', 3)
+      returning id`;
+    const release = await holdRows([old!.id]);
+    const correcting = api("POST", `/memory/${old!.id}/correct`, { as: t, body: { content: "Lint with biome" } });
+    await waiting(1, "the correction waiting for the row");
+    // The remember finds the old memory live (the correction has not committed) and waits to update it.
+    const remembering = api("POST", "/memory/remember", {
+      as: t,
+      body: { content: "Lint with eslint", project: "acme/shop" },
+    });
+    await waiting(2, "the remember waiting behind the correction");
+    await release();
+    const [c, r] = [await correcting, await remembering];
+    assert.ok(c.status < 300, JSON.stringify(c.body));
+    assert.ok(r.status < 300, JSON.stringify(r.body));
+    // The user just said 'Lint with eslint': the answer must be a memory that says it now, live.
+    assert.equal(r.body.memory.is_valid, true, `remember answered ${r.status} with ${JSON.stringify(r.body.memory)}`);
+  },
+);
+
+Deno.test({ name: "close pool", ...opts }, async () => {
+  await sql.end();
+});
