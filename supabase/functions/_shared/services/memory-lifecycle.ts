@@ -4,7 +4,15 @@
 import { type TenantContext, withTenant } from "../db.ts";
 import { HttpError } from "../http.ts";
 import { memoryColumns } from "../memories/memory-row.ts";
-import { liveWithText, lockContentHash, lockMemory, notFound, toMemory } from "../memories/record.ts";
+import {
+  liveWithText,
+  lockContentHash,
+  lockMemory,
+  notFound,
+  statedAlready,
+  statedByUser,
+  toMemory,
+} from "../memories/record.ts";
 import { visibleScopes } from "../schemas.ts";
 import { lockMemories, supersedeMemory } from "../supersede.ts";
 import type { ForgetRequest, LifecycleRequest, LifecycleResponse } from "../memories/schemas.ts";
@@ -93,6 +101,11 @@ export async function restore(
       held && restored.is_valid &&
       await supersedeMemory(tx, tenant.tenantId, held.id, id, { strength: 1, evidence: { restore: "text_exists" } })
     ) {
+      // What the user said with it carries over to the memory that says it now, as a correction's
+      // does: a user statement (and its pin) makes that one user-stated, a pin pins it.
+      const keep = await lockMemory(tx, held.id);
+      if (statedAlready(m)) await statedByUser(tx, keep, m.pinned);
+      else if (m.pinned && !keep.pinned) await tx`update public.devai_memories set pinned = true where id = ${keep.id}`;
       return { changed: true, memory: await lockMemory(tx, id) };
     }
     return { changed: true, memory: restored };
