@@ -19,6 +19,15 @@ async function remember(t: string, content: string, extra: Record<string, unknow
   return r.body.memory;
 }
 
+/** A memory an agent learned: a remember or accept of its text makes it user-stated (an UPDATE of its row). */
+async function learned(t: string, content: string, namespace: string): Promise<string> {
+  const [row] = await sql<{ id: string }[]>`
+    insert into public.devai_memories (owner_id, content, memory_type, namespace, priority, source, importance)
+    values (${t}, ${content}, 'semantic', ${namespace}, 'medium', 'discovery', 3)
+    returning id`;
+  return row!.id;
+}
+
 async function waiting(n: number, what: string) {
   await waitUntil(async () => {
     const [{ w } = { w: 0 }] = await sql<{ w: number }[]>`
@@ -72,13 +81,9 @@ Deno.test(
   { ...realServerOnly("a remember of the text a correction is replacing answers a live memory", WHY), ...opts },
   async () => {
     const t = newTenant();
-    // Learned by an agent: a remember of its text makes it user-stated (an UPDATE of its row).
-    const [old] = await sql<{ id: string }[]>`
-      insert into public.devai_memories (owner_id, content, memory_type, namespace, priority, source, importance)
-      values (${t}, 'Lint with eslint', 'semantic', 'devai/project/acme~shop/notes', 'medium', 'discovery', 3)
-      returning id`;
-    const release = await holdRows([old!.id]);
-    const correcting = api("POST", `/memory/${old!.id}/correct`, { as: t, body: { content: "Lint with biome" } });
+    const old = { id: await learned(t, "Lint with eslint", "devai/project/acme~shop/notes") };
+    const release = await holdRows([old.id]);
+    const correcting = api("POST", `/memory/${old.id}/correct`, { as: t, body: { content: "Lint with biome" } });
     await waiting(1, "the correction waiting for the row");
     // The remember finds the old memory live (the correction has not committed) and waits to update it.
     const remembering = api("POST", "/memory/remember", {
@@ -92,6 +97,39 @@ Deno.test(
     assert.ok(r.status < 300, JSON.stringify(r.body));
     // The user just said 'Lint with eslint': the answer must be a memory that says it now, live.
     assert.equal(r.body.memory.is_valid, true, `remember answered ${r.status} with ${JSON.stringify(r.body.memory)}`);
+  },
+);
+
+Deno.test(
+  { ...realServerOnly("an accepted proposal of the text a correction is replacing names a live memory", WHY), ...opts },
+  async () => {
+    const t = newTenant();
+    const old = { id: await learned(t, "My name is Ana", "devai/user/preferences") };
+    const [p] = await sql<{ id: string }[]>`
+      insert into public.memory_proposals (owner_id, field, content, namespace, expires_at)
+      values (${t}, 'preferred_name', 'My name is Ana', 'devai/user/preferences', now() + interval '7 days')
+      returning id`;
+    const release = await holdRows([old.id]);
+    const correcting = api("POST", `/memory/${old.id}/correct`, { as: t, body: { content: "My name is Anna" } });
+    await waiting(1, "the correction waiting for the row");
+    let settled = false;
+    const accepting = api("POST", `/memory/proposals/${p!.id}/accept`, { as: t, body: {} }).finally(() =>
+      settled = true
+    );
+    // Fixed, the accept waits for the row; before, it answered at once with the memory being replaced.
+    await waitUntil(async () => {
+      if (settled) return true;
+      const [{ w } = { w: 0 }] = await sql<{ w: number }[]>`
+        select count(distinct pid)::int as w from pg_locks where not granted`;
+      return w >= 2;
+    }, "the accept answered or waiting behind the correction");
+    await release();
+    const [c, a] = [await correcting, await accepting];
+    assert.ok(c.status < 300, JSON.stringify(c.body));
+    assert.equal(a.status, 200, JSON.stringify(a.body));
+    const [m] = await sql<{ is_valid: boolean; content: string }[]>`
+      select is_valid, content from public.devai_memories where id = ${a.body.memory_id}`;
+    assert.deepEqual(m, { is_valid: true, content: "My name is Ana" }, "the accepted text, live");
   },
 );
 

@@ -7,7 +7,7 @@
 // row under the proposal's id (PROPOSE, ACCEPT, REJECT, LAPSE), written by a trigger.
 import { z } from "zod";
 import { type Candidate, isProtected } from "./candidates.ts";
-import { liveWithText, lockContentHash } from "./memories/record.ts";
+import { lockContentHash, lockedLiveWithText } from "./memories/record.ts";
 import type { Config } from "./env.ts";
 import { visibleScopes } from "./schemas.ts";
 import { queueContradictionCheck } from "./contradiction-check.ts";
@@ -188,8 +188,9 @@ export async function decideProposal(
     if (vector) {
       // As remember does: a remember of the same text racing this accept waits, then finds it.
       await lockContentHash(tx, tenant.tenantId, p.content);
-      // Remember's duplicate check: the text live in a scope visible from the proposal's namespace.
-      const same = await liveWithText(
+      // Remember's duplicate check: the text live in a scope visible from the proposal's namespace,
+      // locked and live as it is now (not one a correction under way is replacing).
+      const same = await lockedLiveWithText(
         tx,
         tenant.tenantId,
         p.content,
