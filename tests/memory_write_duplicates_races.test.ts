@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { memoryApi } from "./support/memory-api.ts";
 import { newTenant, testSql } from "./support/seed.ts";
 import { testDatabaseUrl } from "./support/config.ts";
-import { createSql } from "../supabase/functions/_shared/db.ts";
+import { createSql, type Tx } from "../supabase/functions/_shared/db.ts";
 import { waitUntil } from "./support/wait.ts";
 import { realServerOnly } from "./support/backend.ts";
 
@@ -36,15 +36,15 @@ async function waiting(n: number, what: string) {
   }, what);
 }
 
-/** Holds the row locks of `ids` (what a write in progress holds) until the returned function commits. */
-async function holdRows(ids: string[]) {
+/** Runs `lock` in a transaction of its own, held (what a write in progress holds) until the returned function commits. */
+async function holdIn(lock: (q: Tx) => Promise<unknown>) {
   const holder = createSql(testDatabaseUrl(), { max: 1 });
   let done!: () => void;
   const until = new Promise<void>((resolve) => done = resolve);
   let locked!: () => void;
   const held = new Promise<void>((resolve) => locked = resolve);
   const tx = holder.begin(async (q) => {
-    await q`select id from public.devai_memories where id = any (${ids}::uuid[]) order by id for no key update`;
+    await lock(q as unknown as Tx);
     locked();
     await until;
   });
@@ -55,6 +55,9 @@ async function holdRows(ids: string[]) {
     await holder.end();
   };
 }
+
+const holdRows = (ids: string[]) =>
+  holdIn((q) => q`select id from public.devai_memories where id = any (${ids}::uuid[]) order by id for no key update`);
 
 Deno.test(
   { ...realServerOnly("two corrections crossing texts at once both answer, no deadlock", WHY), ...opts },
@@ -130,6 +133,48 @@ Deno.test(
     const [m] = await sql<{ is_valid: boolean; content: string }[]>`
       select is_valid, content from public.devai_memories where id = ${a.body.memory_id}`;
     assert.deepEqual(m, { is_valid: true, content: "My name is Ana" }, "the accepted text, live");
+  },
+);
+
+Deno.test(
+  { ...realServerOnly("a restore whose duplicate is being forgotten comes back valid, not replaced", WHY), ...opts },
+  async () => {
+    const t = newTenant();
+    const mine = await remember(t, "Ship on Thursdays");
+    assert.equal((await api("POST", `/memory/${mine.id}/forget`, { as: t, body: {} })).status, 200);
+    const copy = await learned(t, "Ship on Thursdays", "devai/project/acme~shop/notes");
+    const release = await holdRows([copy]);
+    const forgetting = api("POST", `/memory/${copy}/forget`, { as: t, body: {} });
+    await waiting(1, "the forget waiting for the copy's row");
+    const restoring = api("POST", `/memory/${mine.id}/restore`, { as: t, body: {} });
+    await waiting(2, "the restore waiting for the rows");
+    await release();
+    const [f, r] = [await forgetting, await restoring];
+    assert.equal(f.status, 200, JSON.stringify(f.body));
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal(r.body.memory.is_valid, true, "the copy was forgotten first: nothing replaces it");
+    assert.equal(r.body.memory.superseded_by, null);
+  },
+);
+
+Deno.test(
+  { ...realServerOnly("another tenant's text neither holds nor blocks a correction to it", WHY), ...opts },
+  async () => {
+    const [a, b] = [newTenant(), newTenant()];
+    await remember(b, "Use uv for Python");
+    const old = await remember(a, "Use pip for Python");
+    // Tenant B is storing the text right now: its hash lock is held.
+    const release = await holdIn((q) =>
+      q`select pg_advisory_xact_lock(hashtextextended(${b} || ':' || encode(sha256(convert_to(
+        ${"use uv for python"}, 'UTF8')), 'hex'), 0))`
+    );
+    try {
+      const r = await api("POST", `/memory/${old.id}/correct`, { as: a, body: { content: "Use uv for Python" } });
+      assert.equal(r.status, 201, JSON.stringify(r.body));
+      assert.equal(r.body.created, true, "B's memory is not A's duplicate");
+    } finally {
+      await release();
+    }
   },
 );
 
