@@ -77,10 +77,13 @@ Deno.test(
 );
 
 Deno.test(
-  { name: "a restored pinned statement replaced by an agent-learned copy keeps the pin on the fact", ...opts },
+  {
+    name: "a restored pinned statement replaced by an agent-learned copy keeps the pin and category on the fact",
+    ...opts,
+  },
   async () => {
     const t = newTenant();
-    const mine = await remember(t, "Deploy on Mondays");
+    const mine = await remember(t, "Deploy on Mondays", { metadata: { category: "deployment" } });
     assert.equal((await api("POST", `/memory/${mine.id}/pin`, { as: t, body: {} })).status, 200);
     assert.equal((await api("POST", `/memory/${mine.id}/forget`, { as: t, body: {} })).status, 200);
     // Meanwhile an extraction learned the same fact (nothing live said it, so dedup added it).
@@ -91,10 +94,12 @@ Deno.test(
     const r = await api("POST", `/memory/${mine.id}/restore`, { as: t, body: {} });
     assert.equal(r.status, 200, JSON.stringify(r.body));
     assert.equal(r.body.memory.superseded_by, learned!.id);
-    const [held] = await sql<{ pinned: boolean; source: string; priority: string }[]>`
-      select pinned, source, priority from public.devai_memories where id = ${learned!.id}`;
+    const [held] = await sql<{ pinned: boolean; source: string; priority: string; category: string }[]>`
+      select pinned, source, priority, metadata ->> 'category' as category from public.devai_memories where id = ${
+      learned!.id
+    }`;
     // The user's pinned statement now lives only as the agent's unpinned, decaying copy.
-    assert.deepEqual(held, { pinned: true, source: "user_stated", priority: "highest" });
+    assert.deepEqual(held, { pinned: true, source: "user_stated", priority: "highest", category: "deployment" });
   },
 );
 

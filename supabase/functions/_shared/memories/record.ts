@@ -118,3 +118,17 @@ export async function statedByUser(tx: Tx, m: Memory, pin = false): Promise<Memo
      where id = ${m.id} returning ${memoryColumns(tx)}`;
   return toMemory(row);
 }
+
+/**
+ * `keep` now says the fact `from` said (a correction or restore replaced `from` by it): without a
+ * category of its own it takes `from`'s, so memory.query still serves the fact to the agents it
+ * served it to (a memory without a category is on no allowlist). Unchanged otherwise.
+ */
+export async function takeCategory(tx: Tx, keep: Memory, from: Memory): Promise<Memory> {
+  const category = from.metadata?.category;
+  if (typeof category !== "string" || keep.metadata?.category !== undefined) return keep;
+  const [row] = await tx`
+    update public.devai_memories set metadata = metadata || ${tx.json({ category } as never)}
+     where id = ${keep.id} returning ${memoryColumns(tx)}`;
+  return toMemory(row);
+}

@@ -15,6 +15,7 @@ import {
   spacedSql,
   statedAlready,
   statedByUser,
+  takeCategory,
   toMemory,
 } from "../memories/record.ts";
 import type {
@@ -176,7 +177,7 @@ export async function correct(
       ) {
         // The user states its text now, and the fact it replaces was pinned: so is it. (As it is
         // now that it is locked.)
-        const memory = await statedByUser(tx, await lockMemory(tx, held.id), old.pinned);
+        const memory = await takeCategory(tx, await statedByUser(tx, await lockMemory(tx, held.id), old.pinned), old);
         await afterStatement(deps, tx, tenant.tenantId, memory.id, "correct", redaction, body.thread_id);
         return { created: false, memory, superseded: await lockMemory(tx, id) };
       }
