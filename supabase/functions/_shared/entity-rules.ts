@@ -144,22 +144,7 @@ function commandName(program: string, verb: string | undefined, arg: string | un
   return `${p} ${verb}`;
 }
 
-/**
- * An entity name's key, as public.memory_entity_key computes it in every database (migration
- * 20261130400000): NFKC, Unicode's simple lowercase mapping (one code point for one: 'İ' → 'i'),
- * then only letters (Unicode Alphabetic), ASCII digits, '+' and '#' kept. tests/entity_keys.test.ts
- * holds the two to the same keys.
- */
-export function entityKey(name: string): string {
-  let key = "";
-  for (const ch of name.normalize("NFKC")) {
-    const lower = String.fromCodePoint(ch.toLowerCase().codePointAt(0)!);
-    if (/[\p{Alphabetic}0-9+#]/u.test(lower)) key += lower;
-  }
-  return key;
-}
-
-/** Entities named in a text, in order of first appearance, each once (by type and key: one mention per entity). */
+/** Entities named in a text, in order of first appearance, each once (by type and lower-cased name). */
 export function extractEntityMentions(text: string): EntityMention[] {
   const found: (EntityMention & { at: number })[] = [];
   const add = (name: string, type: EntityMention["type"], mention: string, at: number) => {
@@ -224,7 +209,7 @@ export function extractEntityMentions(text: string): EntityMention[] {
   return found
     .sort((a, b) => a.at - b.at)
     .filter((f) => {
-      const key = `${f.type}|${entityKey(f.name)}`;
+      const key = `${f.type}|${f.name.toLowerCase()}`;
       if (seen.has(key)) return false;
       seen.add(key);
       return true;
