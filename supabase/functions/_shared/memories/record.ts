@@ -55,7 +55,8 @@ export async function lockContentHash(tx: Tx, tenantId: string, content: string)
  * and spacing aside (its content_hash): the one duplicate check of every writer (remember, correct,
  * restore, a contradiction's merge, a proposal's accept, dedup). The user's own statement first,
  * then the oldest. `except`: the memories being replaced (corrected, restored, merged), which may
- * say the text themselves.
+ * say the text themselves. `sameCase`: letter case counts too (a correction's, which may change
+ * only the case).
  */
 export async function liveWithText(
   tx: Tx,
@@ -63,6 +64,7 @@ export async function liveWithText(
   text: string,
   scopes: readonly string[],
   except: readonly string[] = [],
+  opts: { sameCase?: boolean } = {},
 ): Promise<Memory | undefined> {
   const [row] = await tx`
     select ${memoryColumns(tx, "m")} from public.devai_memories m
@@ -70,6 +72,7 @@ export async function liveWithText(
        and m.is_valid and m.state = 'active' and m.source is distinct from 'conversation'
        and (m.namespace || '/') ^@ any (${scopes as string[]}::text[])
        and m.id <> all (${except as string[]}::uuid[])
+       ${opts.sameCase ? tx`and ${spacedSql(tx, tx.unsafe("m.content"))} = ${spacedSql(tx, text)}` : tx``}
      order by (m.source = 'user_stated') desc, m.created_at, m.id
      limit 1`;
   return row ? toMemory(row) : undefined;

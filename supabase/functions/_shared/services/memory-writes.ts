@@ -7,6 +7,7 @@ import { HttpError } from "../http.ts";
 import { visibleScopes } from "../schemas.ts";
 import { memoryColumns } from "../memories/memory-row.ts";
 import {
+  contentHashSql,
   liveWithText,
   lockContentHash,
   lockedLiveWithText,
@@ -144,11 +145,14 @@ export async function correct(
   const body = { ...sent, content: statement.text, reason: reason.text };
   // Checked before paying for an embedding (the row lock below checks only that it is still
   // correctable). "The same" is the same text but for spacing: letter case is a correction here (a
-  // path, an env value, an identifier), though the duplicate check (content_hash) ignores it.
+  // path, an env value, an identifier), though the duplicate check (content_hash) ignores it. So a
+  // correction of the case alone is superseded only by a memory that says it in the new case: a
+  // copy in the old case would swallow it.
   const pre = await withTenant(sql, tenant, async (tx) => {
     const [row] = await tx`
       select ${memoryColumns(tx, "m")},
-             ${spacedSql(tx, tx.unsafe("m.content"))} = ${spacedSql(tx, body.content)} as same_content
+             ${spacedSql(tx, tx.unsafe("m.content"))} = ${spacedSql(tx, body.content)} as same_content,
+             m.content_hash = ${contentHashSql(tx, body.content)} as case_only
         from public.devai_memories m where m.id = ${id}`;
     if (!row) throw notFound(id);
     const old = toMemory(row);
@@ -157,7 +161,8 @@ export async function correct(
       throw new HttpError(422, "unchanged_content", "the correction says the same as the memory it corrects");
     }
     const scopes = visibleScopes(old.namespace, config.namespaceRoot);
-    return { scopes, held: await liveWithText(tx, tenant.tenantId, body.content, scopes, [id]) };
+    const like = { sameCase: row.case_only as boolean };
+    return { scopes, like, held: await liveWithText(tx, tenant.tenantId, body.content, scopes, [id], like) };
   });
   // What another memory says already needs no embedding, as remember's duplicate.
   let vector = pre.held ? undefined : await embedForRequest(embedder, body.content);
@@ -165,7 +170,7 @@ export async function correct(
     const result = await withTenant(sql, tenant, async (tx) => {
       // Remember's lock order: the text's hash, then the rows (in id order).
       await lockContentHash(tx, tenant.tenantId, body.content);
-      const held = await liveWithText(tx, tenant.tenantId, body.content, pre.scopes, [id]);
+      const held = await liveWithText(tx, tenant.tenantId, body.content, pre.scopes, [id], pre.like);
       await lockMemories(tx, held ? [id, held.id] : [id]);
       const old = await lockMemory(tx, id);
       assertCorrectable(old);
