@@ -1,0 +1,62 @@
+// Review of the drain's deadline (docs/operations.md#a-drains-deadline): what a cut must not do.
+// Real Postgres, the fake model at the HTTP boundary; budgets far under the client's timeout.
+import assert from "node:assert/strict";
+import { withTenant } from "../supabase/functions/_shared/db.ts";
+import { drainQueue } from "../supabase/functions/_shared/drain-queue.ts";
+import { enqueueJob } from "../supabase/functions/_shared/jobs.ts";
+import { hashVector, reply, vectorWithSimilarity } from "./fake_openai.ts";
+import { newTenant, seedMemory } from "./support/seed.ts";
+import { EMBEDDING_MODEL, jobsOf, memoriesOf, writeEnv } from "./write_helpers.ts";
+
+Deno.test(
+  "a dedup job of the user's statements cut by the drain's deadline: the statements after the cut are not decided without the model, the job is handed back",
+  async () => {
+    const env = await writeEnv();
+    try {
+      const tenant = newTenant();
+      const contents = ["The api deploys with make ship now.", "The web app deploys with make web now."];
+      for (const [i, content] of contents.entries()) {
+        const base = hashVector(`neighbour ${i}`);
+        await seedMemory(env.sql, tenant, {
+          content: `Old fact ${i} about deploys.`,
+          namespace: "devai/user",
+          embedding: base,
+          embedding_model: EMBEDDING_MODEL,
+        });
+        env.fake.setEmbedding(content, vectorWithSimilarity(base, 0.92, `c${i}`));
+      }
+      // The first decision hangs (a slow provider; the probe is answered); the second is never asked.
+      env.fake.onChat(() => true, reply.hang());
+      const candidates = contents.map((content) => ({
+        content,
+        type: "semantic",
+        namespace: "devai/user",
+        source: "user_stated",
+        priority: "high",
+        importance: 3,
+      }));
+      await withTenant(
+        env.sql,
+        { tenantId: tenant, actor: "test" },
+        (tx) => enqueueJob(tx, { ownerId: tenant, kind: "dedup", idempotencyKey: "cut", payload: { candidates } }),
+      );
+      const report = await drainQueue(env.deps, {
+        workerId: "w",
+        maxJobs: 5,
+        backoffBaseMs: 0,
+        ownerId: tenant,
+        budgetMs: 300,
+      });
+      const [job] = await jobsOf(env.sql, tenant, ["dedup"]);
+      const result = job!.result as { model_failures?: number; outcomes?: { reason: string }[] } | null;
+      assert.equal(env.fake.chatRequests().length, 1, "one decision asked, cut");
+      // Before a fix: the job is done, both statements decided by the rule ("model_failed"),
+      // the second one without the model ever being asked, and the report counts no cut.
+      assert.notEqual(job!.status, "done", JSON.stringify({ report, result }));
+      assert.equal(report.cut, 1, JSON.stringify(report));
+      assert.equal((await memoriesOf(env.sql, tenant)).length, 2, "no statement stored without its decision");
+    } finally {
+      await env.close();
+    }
+  },
+);
