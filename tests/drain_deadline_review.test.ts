@@ -6,7 +6,8 @@ import { drainQueue } from "../supabase/functions/_shared/drain-queue.ts";
 import { enqueueJob } from "../supabase/functions/_shared/jobs.ts";
 import { hashVector, reply, vectorWithSimilarity } from "./fake_openai.ts";
 import { newTenant, seedMemory } from "./support/seed.ts";
-import { EMBEDDING_MODEL, jobsOf, memoriesOf, writeEnv } from "./write_helpers.ts";
+import { drainAll, EMBEDDING_MODEL, jobsOf, memoriesOf, writeEnv } from "./write_helpers.ts";
+import { postExtract } from "./support/extract.ts";
 
 Deno.test(
   "a dedup job of the user's statements cut by the drain's deadline: the statements after the cut are not decided without the model, the job is handed back",
@@ -55,6 +56,41 @@ Deno.test(
       assert.notEqual(job!.status, "done", JSON.stringify({ report, result }));
       assert.equal(report.cut, 1, JSON.stringify(report));
       assert.equal((await memoriesOf(env.sql, tenant)).length, 2, "no statement stored without its decision");
+    } finally {
+      await env.close();
+    }
+  },
+);
+
+Deno.test(
+  "an extract job's last attempt cut by the drain's deadline with the context: no request without the context was sent, so none is recorded as failed (dead-runs.ts would judge the part as failing on its own)",
+  async () => {
+    const env = await writeEnv();
+    try {
+      const tenant = newTenant();
+      const first = [{ role: "user", content: "We use pnpm here." }, { role: "assistant", content: "Noted." }];
+      const body = (messages: unknown[]) => ({ session_id: "s-cut", project: "shop", messages });
+      env.fake.onChat(() => true, reply.json({ stored: [], filtered: [] }));
+      assert.equal((await postExtract(env, tenant, body(first))).status, 202);
+      await drainAll(env.deps, tenant);
+      const second = [...first, { role: "user", content: "The api listens on 8001." }, {
+        role: "assistant",
+        content: "Ok.",
+      }];
+      assert.equal((await postExtract(env, tenant, body(second))).status, 202);
+      // This attempt is the job's last (as the fifth of five is): the one with context is asked first.
+      await env.sql`update public.memory_jobs set max_attempts = 1 where owner_id = ${tenant} and status = 'queued'`;
+      env.fake.reset();
+      env.fake.onChat(() => true, reply.hang()); // the job's requests hang; the probe is answered
+      const report = await drainQueue(env.deps, { workerId: "w", maxJobs: 1, ownerId: tenant, budgetMs: 300 });
+      assert.equal(report.cut, 1, JSON.stringify(report));
+      const sent = env.fake.chatRequests().length;
+      const jobs = await jobsOf(env.sql, tenant, ["extract"]);
+      assert.deepEqual(jobs.map((j) => j.status), ["done", "dead"], "the part with context died of the cut");
+      const job = jobs[1];
+      const model = (job!.result as { model?: Record<string, unknown> }).model;
+      assert.equal(sent, 1, "one request, with the context, cut; none without it");
+      assert.equal(model?.failed_without_context, undefined, JSON.stringify(model));
     } finally {
       await env.close();
     }

@@ -2,6 +2,7 @@
 // asks it, outside any transaction, when a near neighbour exists).
 import { addUsage, type Llm, LlmOutputError, LlmRequestError } from "./llm.ts";
 import { type Candidate, isProtected } from "./candidates.ts";
+import { DrainCutError } from "./drain-deadline.ts";
 import {
   decideWithoutLlm,
   DedupDecisionSchema,
@@ -25,13 +26,16 @@ export interface Decided {
  * model fails, a protected candidate (the user's own statement or correction) is decided by the
  * rule used without a model and the failure is counted in the report (model_failures) and its
  * classify event: the user's words are stored whatever the model does. Any other candidate's
- * failure fails the job, which retries it.
+ * failure fails the job, which retries it. A drain's cut (DrainCutError) is no failure of the model:
+ * the job is handed back and goes on from this candidate (its progress), unless this is its last
+ * attempt (`settle`); else every statement after the cut was decided by the rule, none asked.
  */
 export async function decideWithModel(
   llm: Llm,
   c: Candidate,
   neighbours: Neighbour[],
   report: DedupReport,
+  settle = true,
 ): Promise<Decided> {
   report.llm_calls++;
   let out;
@@ -39,6 +43,7 @@ export async function decideWithModel(
     out = await llm.completeJson(DedupDecisionSchema, dedupMessages(c, neighbours), { name: "dedup_decision" });
   } catch (err) {
     if (!isProtected(c) || !(err instanceof LlmRequestError || err instanceof LlmOutputError)) throw err;
+    if (err instanceof DrainCutError && !settle) throw err;
     const action = decideWithoutLlm(c, neighbours);
     report.model_failures++;
     return {

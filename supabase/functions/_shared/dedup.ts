@@ -89,6 +89,8 @@ export interface DedupRun {
   applied?: (tx: Tx, progress: DedupProgress) => Promise<unknown>;
   /** What an earlier attempt applied (its progress): those candidates are not run again. */
   resume?: DedupProgress;
+  /** Not the job's last attempt: a drain's cut hands the job back rather than decide by the rule (dedup-model.ts). */
+  handBackCuts?: boolean;
 }
 
 export interface DedupProgress {
@@ -149,7 +151,10 @@ export async function dedupCandidates(
         );
       }
       // The model decides with no transaction open and no memory locked.
-      decided = { ...await decideWithModel(deps.llm!, c, toDecide.neighbours, report), seen: toDecide.seen };
+      decided = {
+        ...await decideWithModel(deps.llm!, c, toDecide.neighbours, report, !run.handBackCuts),
+        seen: toDecide.seen,
+      };
     }
   }
   // New facts are checked against their nearest ones for contradictions, off this path (the key

@@ -233,6 +233,7 @@ async function processDedup(deps: WorkerDeps, job: Job, workerId: string): Promi
       transaction: (work) => withTenant(deps.sql, tenant, work, opts),
       applied: (tx, progress) => recordJobProgress(tx, job.id, workerId, { dedup: progress }, { inTenantTx: true }),
       resume: (job.result as { dedup?: DedupProgress } | null)?.dedup,
+      handBackCuts: job.attempts < job.max_attempts,
     },
     { embedder: deps.embedder, llm: deps.llm, config: deps.config },
     {

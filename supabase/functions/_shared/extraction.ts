@@ -19,6 +19,7 @@ import {
   StoredChatMessageSchema,
 } from "./llm.ts";
 import { refusesContent } from "./llm-retry.ts";
+import { DrainCutError } from "./drain-deadline.ts";
 import { projectName, queuedCodeOrigin, sessionId, threadId } from "./schemas.ts";
 import { type Candidate, prepareCandidates, type PreparedCandidates } from "./candidates.ts";
 import {
@@ -158,7 +159,8 @@ async function answerChunk(
       return await ask(true);
     } catch (err) {
       const refused = err instanceof LlmRequestError && refusesContent(err.status);
-      if (!refused && !at.lastAttempt) throw err;
+      // A drain's cut sends nothing more: asking without the context would "fail" unsent.
+      if ((!refused && !at.lastAttempt) || err instanceof DrainCutError) throw err;
       addUsage(progress.usage, usageOf(err));
       if (refused) {
         // Recorded before the request without it: a transient failure of that one retries it alone.
@@ -239,7 +241,8 @@ export async function extractWithModel(
       try {
         return await deps.llm.completeJson(ExtractionOutputSchema, messages, { name: "memory_extraction" });
       } catch (err) {
-        if (!withContext) deps.onFailedWithoutContext?.();
+        // A drain's cut is no failure of the request's own (drain-deadline.ts): nothing said of the part.
+        if (!withContext && !(err instanceof DrainCutError)) deps.onFailedWithoutContext?.();
         throw err;
       }
     };
