@@ -4,7 +4,8 @@ import assert from "node:assert/strict";
 import { withTenant } from "../supabase/functions/_shared/db.ts";
 import { drainQueue } from "../supabase/functions/_shared/drain-queue.ts";
 import { enqueueJob } from "../supabase/functions/_shared/jobs.ts";
-import { hashVector, reply, vectorWithSimilarity } from "./fake_openai.ts";
+import { EmbeddingError, openAiEmbedder } from "../supabase/functions/_shared/embeddings.ts";
+import { FakeOpenAI, hashVector, reply, vectorWithSimilarity } from "./fake_openai.ts";
 import { newTenant, seedMemory } from "./support/seed.ts";
 import { drainAll, EMBEDDING_MODEL, jobsOf, memoriesOf, writeEnv } from "./write_helpers.ts";
 import { postExtract } from "./support/extract.ts";
@@ -93,6 +94,24 @@ Deno.test(
       assert.equal(model?.failed_without_context, undefined, JSON.stringify(model));
     } finally {
       await env.close();
+    }
+  },
+);
+
+Deno.test(
+  "an embedding request aborted by its signal (a probe's timeout, a drain's cut) is not retried: the embedder gives up at once, still a transient failure",
+  async () => {
+    const fake = await FakeOpenAI.start();
+    try {
+      fake.failEmbeddings(reply.hang());
+      const embedder = openAiEmbedder({ apiKey: "k", baseUrl: fake.baseUrl, model: EMBEDDING_MODEL });
+      const failure = await embedder.embed(["a text"], { signal: AbortSignal.timeout(50) }).catch((e) => e);
+      assert.ok(failure instanceof EmbeddingError && failure.transient, String(failure));
+      // Before: three more attempts, each after a backoff sleep (about 1.7 s), with the signal already aborted.
+      assert.match(failure.message, /after 1 attempt\(s\)/);
+      assert.equal(fake.embeddingRequests().length, 1);
+    } finally {
+      await fake.close();
     }
   },
 );

@@ -249,7 +249,9 @@ export function openAiEmbedder(opts: OpenAiEmbedderOptions): Embedder {
       } catch (err) {
         const wait = retryAfterMs(err) ?? baseDelay * 2 ** (attempt - 1) * (0.75 + Math.random() * 0.5);
         const late = until.deadline !== undefined && Date.now() + wait >= until.deadline;
-        if (attempt >= maxAttempts || !retryable(err) || late) {
+        // Aborted by the caller (a probe's timeout, a drain's cut): a retry would only abort again, after its sleep.
+        const aborted = err instanceof OpenAI.APIUserAbortError;
+        if (attempt >= maxAttempts || !retryable(err) || late || aborted) {
           if (err instanceof EmbeddingError) throw err;
           throw new EmbeddingError(
             `embedding request failed after ${attempt} attempt(s): ${(err as Error).message}`,
