@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import { z } from "zod";
 import { withTenant } from "../supabase/functions/_shared/db.ts";
 import { drainQueue } from "../supabase/functions/_shared/drain-queue.ts";
+import { DrainDeadline } from "../supabase/functions/_shared/drain-deadline.ts";
 import { enqueueJob } from "../supabase/functions/_shared/jobs.ts";
 import { EmbeddingError, openAiEmbedder } from "../supabase/functions/_shared/embeddings.ts";
 import { createLlm, LlmRequestError } from "../supabase/functions/_shared/llm.ts";
@@ -171,3 +172,23 @@ Deno.test(
     assert.equal(env.fake.embeddingRequests().length, 1);
   }),
 );
+
+Deno.test("drain deadline: a job is claimed only while one model request's own timeout (and 5 s) is left before the cut", () => {
+  let now = 0;
+  // The defaults: 120 s budget, the cut at 100 s, LLM_TIMEOUT_MS 60 s: claims until 35 s, not half the window (50 s).
+  const deadline = new DrainDeadline(120_000, () => now, 60_000);
+  try {
+    const claimable = (at: number) => (now = at, deadline.roomForAJob());
+    assert.deepEqual([0, 35_000, 35_001, 50_000].map(claimable), [true, true, false, false]);
+  } finally {
+    deadline.end();
+  }
+  // A budget shorter than one request's timeout has room for no second job (drainQueue claims the first anyway).
+  now = 0;
+  const short = new DrainDeadline(20_000, () => now, 60_000);
+  try {
+    assert.equal(short.roomForAJob(), false);
+  } finally {
+    short.end();
+  }
+});

@@ -38,8 +38,15 @@ export class DrainDeadline {
   private readonly controller = new AbortController();
   private readonly timer: ReturnType<typeof setTimeout>;
 
-  /** `now`: the drain's clock in ms (tests pass one that jumps); the cut's timer runs on the real one. */
-  constructor(readonly budgetMs: number, private readonly now: () => number = () => performance.now()) {
+  /**
+   * `now`: the drain's clock in ms (tests pass one that jumps); the cut's timer runs on the real one.
+   * `requestTimeoutMs`: how long one model request may take on its own (LLM_TIMEOUT_MS).
+   */
+  constructor(
+    readonly budgetMs: number,
+    private readonly now: () => number = () => performance.now(),
+    private readonly requestTimeoutMs = 0,
+  ) {
     this.start = now();
     this.reserveMs = Math.min(MAX_RESERVE_MS, budgetMs / 4);
     // A delay past 2^31 - 1 ms would fire at once (setTimeout's limit): such a budget never cuts.
@@ -57,12 +64,14 @@ export class DrainDeadline {
   }
 
   /**
-   * Whether a job may be claimed: while half of the window before the cut is left. A job claimed
-   * later would be cut before one request of it could fail on its own, and with a provider that
-   * answers the probe a cut counts the attempt.
+   * Whether a job may be claimed: while half of the window before the cut is left, and at least one
+   * model request's own timeout and 5 s more (so a slow provider that answers within its timeout
+   * is not cut for the drain's lateness: with a provider that answers the probe, a cut counts the
+   * attempt). The drain's first job is claimed whatever is left (drain-queue.ts).
    */
   roomForAJob(): boolean {
-    return this.untilCut() >= (this.budgetMs - this.reserveMs) / 2;
+    const window = this.budgetMs - this.reserveMs;
+    return this.untilCut() >= Math.max(window / 2, this.requestTimeoutMs + 5_000);
   }
 
   /** How long a probe may take now: the time left but the last quarter of the reserve, kept to hand the job back. */

@@ -113,7 +113,7 @@ export function defaultWorkerId(): string {
 
 export async function drainQueue(deps: WorkerDeps, opts: DrainOptions = {}): Promise<DrainReport> {
   const budgetMs = opts.budgetMs ?? deps.config.workerDrainBudgetMs ?? DEFAULT_DRAIN_BUDGET_MS;
-  const deadline = new DrainDeadline(budgetMs, opts.now);
+  const deadline = new DrainDeadline(budgetMs, opts.now, deps.config.llm.timeoutMs);
   try {
     return await drainWithin(deadline, deps, opts);
   } finally {
@@ -138,7 +138,8 @@ async function drainWithin(deadline: DrainDeadline, deps: WorkerDeps, opts: Drai
   const watch = deps.llm && new ProviderWatch(deps.llm, deadline);
   const runDeps = { ...deps, llm: watch, embedder: embedderUntil(deps.embedder, deadline) };
   while (report.claimed < maxJobs) {
-    if (!deadline.roomForAJob()) {
+    // The first job is claimed whatever the budget (a budget under one request's timeout would claim none).
+    if (report.claimed > 0 && !deadline.roomForAJob()) {
       report.out_of_time = true;
       break;
     }
