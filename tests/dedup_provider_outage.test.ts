@@ -3,35 +3,24 @@
 // once the provider answers, the candidate is decided and stored. docs/operations.md#an-outage-of-the-model-provider.
 // Real Postgres, the fake model at the HTTP boundary, scripted embeddings (a near neighbour).
 import assert from "node:assert/strict";
-import { withTenant } from "../supabase/functions/_shared/db.ts";
-import { enqueueJob } from "../supabase/functions/_shared/jobs.ts";
 import { hashVector, reply, vectorWithSimilarity } from "./fake_openai.ts";
 import { newTenant, seedMemory } from "./support/seed.ts";
-import { drainAll, EMBEDDING_MODEL, jobsOf, memoriesOf, type WriteEnv, writeEnv } from "./write_helpers.ts";
+import {
+  drainAll,
+  EMBEDDING_MODEL,
+  jobsOf,
+  memoriesOf,
+  queueDedupCandidate,
+  type WriteEnv,
+  writeEnv,
+} from "./write_helpers.ts";
 
 const NS = "devai/project/taskforge";
 const base = hashVector("base memory");
 const TEXT = "The task-api deploy needs the APPWRITE_KEY variable.";
 
-/** A dedup job holding TEXT, a candidate of the tenant's (as POST memory-dedup queues it). */
-const queueCandidate = (env: WriteEnv, tenant: string, key: string) =>
-  withTenant(env.sql, { tenantId: tenant, actor: "test" }, (tx) =>
-    enqueueJob(tx, {
-      ownerId: tenant,
-      kind: "dedup",
-      idempotencyKey: key,
-      payload: {
-        candidates: [{
-          content: TEXT,
-          type: "semantic",
-          namespace: NS,
-          source: "discovery",
-          priority: "low",
-          importance: 3,
-        }],
-        origin: "api",
-      },
-    }));
+/** A dedup job holding TEXT, a candidate of the tenant's. */
+const queueCandidate = (env: WriteEnv, tenant: string, key: string) => queueDedupCandidate(env, tenant, key, TEXT, NS);
 
 for (
   const [what, failure] of [["down (503)", reply.error(503)], ["refusing the key (403)", reply.error(403)]] as const

@@ -3,10 +3,10 @@
 // the test database.
 import { createEmbedder, type Embedder } from "../supabase/functions/_shared/embeddings.ts";
 import type { Config } from "../supabase/functions/_shared/env.ts";
-import type { Sql } from "../supabase/functions/_shared/db.ts";
+import { type Sql, withTenant } from "../supabase/functions/_shared/db.ts";
 import { createLlm, type Llm, type LlmOptions } from "../supabase/functions/_shared/llm.ts";
 import { drainQueue, type DrainReport } from "../supabase/functions/_shared/drain-queue.ts";
-import type { JobKind } from "../supabase/functions/_shared/jobs.ts";
+import { enqueueJob, type JobKind } from "../supabase/functions/_shared/jobs.ts";
 import { GRAPH_JOB_KINDS } from "../supabase/functions/_shared/graph-jobs.ts";
 import { FakeOpenAI } from "./fake_openai.ts";
 import { testConfig } from "./support/config.ts";
@@ -116,3 +116,16 @@ export async function jobsOf(sql: Sql, tenant: string, kinds: JobKind[] = WRITE_
     select id, kind, status, attempts, last_error, result, idempotency_key from public.memory_jobs
      where owner_id = ${tenant} and kind = any (${kinds}::text[]) order by created_at`;
 }
+
+/** A dedup job holding one agent-learned candidate of the tenant's, `content` in `namespace` (as POST memory-dedup queues it). */
+export const queueDedupCandidate = (env: WriteEnv, tenant: string, key: string, content: string, namespace: string) =>
+  withTenant(env.sql, { tenantId: tenant, actor: "test" }, (tx) =>
+    enqueueJob(tx, {
+      ownerId: tenant,
+      kind: "dedup",
+      idempotencyKey: key,
+      payload: {
+        candidates: [{ content, type: "semantic", namespace, source: "discovery", priority: "low", importance: 3 }],
+        origin: "api",
+      },
+    }));

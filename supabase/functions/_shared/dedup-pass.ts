@@ -15,7 +15,7 @@ import { type Edge, linkMemory } from "./edges.ts";
 import { event, insertMemory } from "./dedup-writes.ts";
 import { proposeIfSensitive } from "./proposals.ts";
 import { supersedeMemory } from "./supersede.ts";
-import { liveWithText } from "./memories/record.ts";
+import { liveWithText, lockContentHash } from "./memories/record.ts";
 import { visibleScopes } from "./schemas.ts";
 import {
   type CandidateOutcome,
@@ -54,6 +54,11 @@ export async function dedupPass(
 ): Promise<ToDecide | undefined> {
   const thresholds = thresholdsFor(deps.embedder.model, deps.config as Config);
   await lockNamespaces(tx, ctx.ownerId, [c.namespace]);
+  // The text's lock, as remember's, before any row: the duplicate check below and the insert cannot
+  // interleave with a remember, correction or accept of the same text (one live memory per text).
+  // A merged text the model decided is checked in step 4: locked now too.
+  const merged = decided?.action.action === "UPDATE" ? decided.action.content : undefined;
+  await lockContentHash(tx, ctx.ownerId, c.content, ...(merged && merged !== c.content ? [merged] : []));
   const scopes = visibleScopes(c.namespace, deps.config.namespaceRoot);
   const outcome: CandidateOutcome = { content: c.content, namespace: c.namespace, action: "NOOP", links: 0 };
   const done = (action: CandidateOutcome["action"], fields: Partial<CandidateOutcome>) => {

@@ -43,11 +43,25 @@ export function spacedSql(q: Tx, text: string | ReturnType<Tx["unsafe"]>) {
 
 /**
  * Serialises, within a tenant, the writes that look for a duplicate of a text before storing it
- * (remember, accepting a proposal): held to the end of the transaction, so the check and the
- * insert of one cannot interleave with another's and store the text twice.
+ * (remember, correct, restore, a contradiction's merge, accepting a proposal, a dedup pass): held to
+ * the end of the transaction, so the check and the insert of one cannot interleave with another's
+ * and store the text twice. Taken before any memory row (docs/operations.md#lock-order); a write of
+ * two texts (a dedup pass applying a merged text) takes both in the order of their keys.
  */
-export async function lockContentHash(tx: Tx, tenantId: string, content: string): Promise<void> {
-  await tx`select pg_advisory_xact_lock(hashtextextended(${tenantId} || ':' || ${contentHashSql(tx, content)}, 0))`;
+export async function lockContentHash(tx: Tx, tenantId: string, ...contents: string[]): Promise<void> {
+  const key = (content: string) => tx`hashtextextended(${tenantId} || ':' || ${contentHashSql(tx, content)}, 0)`;
+  if (contents.length === 1) {
+    await tx`select pg_advisory_xact_lock(${key(contents[0]!)})`;
+    return;
+  }
+  const keys: bigint[] = [];
+  for (const content of contents) {
+    const [row] = await tx<{ k: string }[]>`select ${key(content)}::text as k`;
+    keys.push(BigInt(row!.k));
+  }
+  for (const k of [...new Set(keys)].sort((a, b) => a < b ? -1 : a > b ? 1 : 0)) {
+    await tx`select pg_advisory_xact_lock(${k.toString()}::bigint)`;
+  }
 }
 
 /**
