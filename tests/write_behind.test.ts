@@ -70,10 +70,17 @@ async function written(tenant: string): Promise<{ events: number; accesses: numb
 }
 
 /** When the statement waiting for memory_events' lock (a batch) started; undefined when none waits. */
+/**
+ * The write-behind pools of the lock tests, by name: only their waits count (a pg_cron job writing
+ * an event while a test holds the table's lock waits too, until the test lets go, and is no batch).
+ */
+const LOCK_TEST_POOL = "write-behind-lock-test";
+
 async function eventsLockWaiter(): Promise<Date | undefined> {
   const [r] = await sql<{ started: Date }[]>`
     select a.query_start as started from pg_locks l join pg_stat_activity a using (pid)
-     where l.relation = 'public.memory_events'::regclass and not l.granted and a.datname = current_database()`;
+     where l.relation = 'public.memory_events'::regclass and not l.granted and a.datname = current_database()
+       and a.application_name = ${LOCK_TEST_POOL}`;
   return r?.started;
 }
 
@@ -213,7 +220,7 @@ Deno.test({
   fn: async () => {
     const tenant = newTenant();
     const who = { tenantId: tenant, actor: "test" };
-    const pool = createSql(testDatabaseUrl(), { max: 2, statementTimeoutMs: 60_000 });
+    const pool = createSql(testDatabaseUrl(), { max: 2, statementTimeoutMs: 60_000, applicationName: LOCK_TEST_POOL });
     let n = 0;
     const item = () => ({
       at: new Date().toISOString(),
@@ -267,7 +274,7 @@ Deno.test({
   fn: async () => {
     const tenant = newTenant();
     const who = { tenantId: tenant, actor: "test" };
-    const pool = createSql(testDatabaseUrl(), { max: 2, statementTimeoutMs: 200 });
+    const pool = createSql(testDatabaseUrl(), { max: 2, statementTimeoutMs: 200, applicationName: LOCK_TEST_POOL });
     const item = { at: new Date().toISOString(), ids: [], thread_id: null, category: null, sim: null, meta: {} };
     try {
       await sql.begin(async (tx) => {
@@ -302,7 +309,7 @@ Deno.test({
     const tenant = newTenant();
     const who = { tenantId: tenant, actor: "test" };
     // A short delay: the kept searches are tried again by the timer, while the lock holds and after.
-    const pool = createSql(testDatabaseUrl(), { max: 2, statementTimeoutMs: 200 });
+    const pool = createSql(testDatabaseUrl(), { max: 2, statementTimeoutMs: 200, applicationName: LOCK_TEST_POOL });
     const item = { at: new Date().toISOString(), ids: [], thread_id: null, category: null, sim: null, meta: {} };
     try {
       await sql.begin(async (tx) => {
