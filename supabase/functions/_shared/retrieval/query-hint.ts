@@ -7,17 +7,8 @@ import { readAsTenant, type TenantContext } from "../db.ts";
 import { readPoolOf, type SearchDeps } from "../services/deps.ts";
 
 /**
- * How many of the tenant's live memories without a category the hint looks at, at most: its read is
- * bounded whatever the tenant holds (200,000 uncategorised episodes, none in scope, cost 63 ms and
- * 25,000 buffers an empty answer when it read them all). A tenant whose first ones are all episodes
- * or out of the scopes gets no hint: it is advice, not an answer.
- */
-const HINT_ROWS = 1000;
-
-/**
  * The hint of an empty answer: undefined unless a live memory without a category is in the
- * searched scopes. One indexed read (devai_memories_owner_category) of at most HINT_ROWS rows, made
- * for empty answers only.
+ * searched scopes. One indexed read (devai_memories_owner_category), made for empty answers only.
  */
 export async function emptyQueryHint(
   deps: SearchDeps,
@@ -28,12 +19,10 @@ export async function emptyQueryHint(
   const [row] = await readAsTenant(readPoolOf(deps), caller, (q, tenant) =>
     q<{ uncategorised: boolean }[]>`
       select exists (
-               select 1 from (
-                 select m.namespace, m.source from public.devai_memories m
-                  where m.owner_id = ${caller.tenantId}::uuid and m.is_valid and m.state = 'active'
-                    and (case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end) is null
-                  limit ${HINT_ROWS}) m
-                where m.source is distinct from 'conversation'
+               select 1 from public.devai_memories m
+                where m.owner_id = ${caller.tenantId}::uuid and m.is_valid and m.state = 'active'
+                  and (case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end) is null
+                  and m.source is distinct from 'conversation'
                   and (m.namespace || '/') ^@ any (public.memory_scope_prefixes(${scopes}::text[]))) as uncategorised
         from ${tenant}`);
   if (!row?.uncategorised) return undefined;
