@@ -33,7 +33,7 @@ Deno.test(
     await api("POST", `/memory/${old.id}/pin`, { as: t, body: {} });
     const r = await api("POST", `/memory/${old.id}/correct`, {
       as: t,
-      body: { content: "use  BUN for installs", reason: "switched" },
+      body: { content: "Use  bun for installs", reason: "switched" },
     });
     assert.equal(r.status, 200, JSON.stringify(r.body));
     assert.equal(r.body.created, false);
@@ -185,7 +185,7 @@ Deno.test(
         insert into public.devai_memories (owner_id, content, memory_type, namespace, priority, source, importance)
         values (${t}, 'Format with biome', 'semantic', 'devai/project/acme~shop/notes', 'highest', 'user_stated', 3)
         returning id`;
-      const correcting = api("POST", `/memory/${old.id}/correct`, { as: t, body: { content: "format with Biome" } });
+      const correcting = api("POST", `/memory/${old.id}/correct`, { as: t, body: { content: "Format with  biome" } });
       await waitUntil(
         async () => (await sql`select 1 from pg_locks where locktype = 'advisory' and not granted`).length > 0,
         "the correction waiting for the text's lock",

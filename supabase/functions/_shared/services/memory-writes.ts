@@ -7,7 +7,6 @@ import { HttpError } from "../http.ts";
 import { visibleScopes } from "../schemas.ts";
 import { memoryColumns } from "../memories/memory-row.ts";
 import {
-  contentHashSql,
   liveWithText,
   lockContentHash,
   lockedLiveWithText,
@@ -146,13 +145,12 @@ export async function correct(
   // Checked before paying for an embedding (the row lock below checks only that it is still
   // correctable). "The same" is the same text but for spacing: letter case is a correction here (a
   // path, an env value, an identifier), though the duplicate check (content_hash) ignores it. So a
-  // correction of the case alone is superseded only by a memory that says it in the new case: a
-  // copy in the old case would swallow it.
+  // correction is superseded only by a memory that says its text in the case the user gave: a copy
+  // in another case would swallow what they just stated.
   const pre = await withTenant(sql, tenant, async (tx) => {
     const [row] = await tx`
       select ${memoryColumns(tx, "m")},
-             ${spacedSql(tx, tx.unsafe("m.content"))} = ${spacedSql(tx, body.content)} as same_content,
-             m.content_hash = ${contentHashSql(tx, body.content)} as case_only
+             ${spacedSql(tx, tx.unsafe("m.content"))} = ${spacedSql(tx, body.content)} as same_content
         from public.devai_memories m where m.id = ${id}`;
     if (!row) throw notFound(id);
     const old = toMemory(row);
@@ -161,8 +159,7 @@ export async function correct(
       throw new HttpError(422, "unchanged_content", "the correction says the same as the memory it corrects");
     }
     const scopes = visibleScopes(old.namespace, config.namespaceRoot);
-    const like = { sameCase: row.case_only as boolean };
-    return { scopes, like, held: await liveWithText(tx, tenant.tenantId, body.content, scopes, [id], like) };
+    return { scopes, held: await liveWithText(tx, tenant.tenantId, body.content, scopes, [id], SAME_CASE) };
   });
   // What another memory says already needs no embedding, as remember's duplicate.
   let vector = pre.held ? undefined : await embedForRequest(embedder, body.content);
@@ -170,7 +167,7 @@ export async function correct(
     const result = await withTenant(sql, tenant, async (tx) => {
       // Remember's lock order: the text's hash, then the rows (in id order).
       await lockContentHash(tx, tenant.tenantId, body.content);
-      const held = await liveWithText(tx, tenant.tenantId, body.content, pre.scopes, [id], pre.like);
+      const held = await liveWithText(tx, tenant.tenantId, body.content, pre.scopes, [id], SAME_CASE);
       await lockMemories(tx, held ? [id, held.id] : [id]);
       const old = await lockMemory(tx, id);
       assertCorrectable(old);
@@ -197,6 +194,9 @@ export async function correct(
     vector = await embedForRequest(embedder, body.content);
   }
 }
+
+/** The letter case counts in a correction's duplicate check: the user states this very text. */
+const SAME_CASE = { sameCase: true } as const;
 
 /** A correction's new memory, superseding `old` (its metadata, type, namespace, importance and pin carried on). */
 async function insertCorrection(
