@@ -167,9 +167,9 @@ export class ProviderWatch implements Llm {
  * settle for less than the model's answer (a last attempt, a job done by rules alone) rethrow instead.
  */
 export async function providerUnavailable(llm: Llm | undefined, err: unknown): Promise<boolean> {
-  if (!llm || !worthAProbe(err)) return false;
-  if (llm instanceof ProviderWatch) return await llm.judge(err);
-  return rateLimited(err) || !(await providerAnswers(llm));
+  if (!llm) return false;
+  // One rule, the watch's: outside a drain (no watch yet), a watch of this one judgement.
+  return await (llm instanceof ProviderWatch ? llm : new ProviderWatch(llm)).judge(err);
 }
 
 /**
