@@ -82,3 +82,27 @@ Deno.test("dedup, a key the provider refuses (401) for both the model and the em
     await env.close();
   }
 });
+
+// The embeddings have their watch in a drain, as the model has (llm-outage.ts EmbeddingsWatch): once
+// found unavailable, the drain's later jobs neither send it their request nor probe it again.
+Deno.test("dedup, the embeddings provider down for a drain of three jobs: one embedding request and one probe, all three postponed", async () => {
+  const env = await writeEnv({ llm: { retry: { maxRetries: 0 } } });
+  try {
+    const tenant = newTenant();
+    env.fake.onChat(() => true, reply.json({ action: "ADD", reason: "new" }));
+    env.fake.requireKey = "the-rotated-key";
+    for (const key of ["a", "b", "c"]) await queueCandidate(env, tenant, `embeddings-down-${key}`);
+    const report = await drainAll(env.deps, tenant);
+    assert.deepEqual([report.claimed, report.postponed, report.dead], [3, 3, 0], JSON.stringify(report));
+    const embeddings = env.fake.embeddingRequests();
+    const probes = embeddings.filter((r) => JSON.stringify(r.body?.input).includes("provider_probe"));
+    // Before the watch: 6 (each job its request and a probe of its own).
+    assert.deepEqual([embeddings.length, probes.length], [2, 1], "one job's request and one probe a drain");
+    assert.match(report.provider_unavailable ?? "", /^embeddings: /);
+    for (const job of await jobsOf(env.sql, tenant, ["dedup"])) {
+      assert.deepEqual([job.status, job.attempts], ["queued", 0]);
+    }
+  } finally {
+    await env.close();
+  }
+});

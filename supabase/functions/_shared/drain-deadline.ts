@@ -29,8 +29,27 @@ export class DrainCutError extends LlmRequestError {
 }
 
 /** An embedding request the drain's deadline cut: transient, as a timeout (llm-outage.ts embeddingsUnavailable). */
-export const embeddingCut = () =>
-  new EmbeddingError("embedding request cut by the drain's deadline (WORKER_DRAIN_BUDGET_MS)", undefined, true);
+export class EmbeddingCutError extends EmbeddingError {
+  override name = "EmbeddingCutError";
+  constructor() {
+    super("embedding request cut by the drain's deadline (WORKER_DRAIN_BUDGET_MS)", undefined, true);
+  }
+}
+
+const embeddingCut = () => new EmbeddingCutError();
+
+/**
+ * Whether a job failed because the drain's deadline cut one of its requests (report.cut), not of its
+ * own after the cut (a refusal, a bad payload, a lease lost): the cut's errors, found through the
+ * causes a job's failure wraps them in (ModelPartError's modelError, Error.cause).
+ */
+export function cutByTheDeadline(err: unknown): boolean {
+  for (let e = err, depth = 0; e instanceof Error && depth < 10; depth++) {
+    if (e instanceof DrainCutError || e instanceof EmbeddingCutError) return true;
+    e = (e as { modelError?: unknown }).modelError ?? e.cause;
+  }
+  return false;
+}
 
 export class DrainDeadline {
   private readonly start: number;

@@ -32,7 +32,7 @@ import {
   postponeJob,
   recordJobProgress,
 } from "./jobs.ts";
-import { embeddingsUnavailable, providerUnavailable, ProviderUnavailableError, ProviderWatch } from "./llm-outage.ts";
+import { EmbeddingsWatch, providerUnavailable, ProviderUnavailableError, ProviderWatch } from "./llm-outage.ts";
 import { type Llm, LlmOutputError, LlmRequestError } from "./llm.ts";
 import { queuedCodeOrigin } from "./schemas.ts";
 import { CandidateSchema } from "./candidates.ts";
@@ -41,7 +41,7 @@ import { DEDUP_BATCH } from "./dedup-jobs.ts";
 import { isGraphJob, processGraphJob } from "./graph-jobs.ts";
 import { ModelPartError, processExtract } from "./extract-job.ts";
 import { DEFAULT_LEASE_SECONDS, whileHoldingLease } from "./job-lease.ts";
-import { DEFAULT_DRAIN_BUDGET_MS, DrainDeadline, embedderUntil } from "./drain-deadline.ts";
+import { cutByTheDeadline, DEFAULT_DRAIN_BUDGET_MS, DrainDeadline, embedderUntil } from "./drain-deadline.ts";
 import { isBackgroundJob, processBackgroundJob } from "./background-jobs.ts";
 import { processVectorIndexJob } from "./vector-index-job.ts";
 
@@ -86,10 +86,10 @@ export interface DrainReport {
   dead: number;
   /** Queued again, their attempt given back: the model provider was unavailable (llm-outage.ts). */
   postponed: number;
-  /** The failure that found the model provider unavailable in this run, if one did. */
+  /** The failure that found the model provider (or, prefixed `embeddings: `, the embeddings provider) unavailable in this run. */
   provider_unavailable?: string;
   lease_lost: number;
-  /** Jobs whose requests the drain's deadline cut (then postponed, or counted when the probe was answered). */
+  /** Jobs that failed because the drain's deadline cut their requests (then postponed, or counted when the probe was answered). */
   cut: number;
   /** Set when the drain stopped claiming because too little of its budget was left. */
   out_of_time?: true;
@@ -134,9 +134,11 @@ async function drainWithin(deadline: DrainDeadline, deps: WorkerDeps, opts: Drai
     cut: 0,
     jobs: [],
   };
-  // One watch a run: once the provider is found unavailable, the run's later jobs do not ask it.
+  // One watch a run, of the model and of the embeddings: once a provider is found unavailable, the
+  // run's later jobs do not ask it (nor probe it) again.
   const watch = deps.llm && new ProviderWatch(deps.llm, deadline);
-  const runDeps = { ...deps, llm: watch, embedder: embedderUntil(deps.embedder, deadline) };
+  const embeddings = new EmbeddingsWatch(embedderUntil(deps.embedder, deadline), deps.embedder);
+  const runDeps = { ...deps, llm: watch, embedder: embeddings };
   while (report.claimed < maxJobs) {
     // The first job is claimed whatever the budget (a budget under one request's timeout would claim none).
     if (report.claimed > 0 && !deadline.roomForAJob()) {
@@ -164,9 +166,9 @@ async function drainWithin(deadline: DrainDeadline, deps: WorkerDeps, opts: Drai
         () =>
           processJob(runDeps, job, workerId).catch(async (err) => {
             const cause = err instanceof ModelPartError ? err.modelError : err;
-            if (deadline.cut.aborted) report.cut++;
+            if (cutByTheDeadline(err)) report.cut++;
             const unavailable = await providerUnavailable(watch, cause) ||
-              await embeddingsUnavailable(deps.embedder, cause, deadline.probeRoom());
+              await embeddings.judge(cause, deadline.probeRoom());
             throw unavailable ? new ProviderUnavailableError(err) : err;
           }),
       );
@@ -186,7 +188,8 @@ async function drainWithin(deadline: DrainDeadline, deps: WorkerDeps, opts: Drai
         });
         if (status) report.postponed++;
         else report.lease_lost++;
-        report.provider_unavailable = watch?.unavailable;
+        report.provider_unavailable = watch?.unavailable ??
+          (embeddings.unavailable && `embeddings: ${embeddings.unavailable}`);
         report.jobs.push({ id: job.id, kind: job.kind, status: status ?? "lease_lost", error: message });
         await recordFailure(deps, job, status ?? "unknown", `provider unavailable: ${message}`).catch(() => {});
         continue;

@@ -10,7 +10,7 @@
 // the probe fails so too. A refusal (400, 413, 422) is probed too: a provider refusing even the probe
 // refuses every request (a key, a model, a format), which is no more the job's than a 401.
 import { z } from "zod";
-import { type Embedder, EmbeddingError } from "./embeddings.ts";
+import { type Embedder, EmbeddingError, type EmbedOptions } from "./embeddings.ts";
 import {
   type CompleteJsonOptions,
   emptyUsage,
@@ -41,10 +41,15 @@ const rateLimited = (err: unknown) => err instanceof LlmRequestError && err.stat
  * it is the provider's word on the request, as a 413 is. Postponed, it was retried forever and found
  * the provider unavailable for the drain's later jobs each time.
  */
-const OVER_THE_LIMIT = /Limit (\d+),(?: Used \d+,)? Requested (\d+)/i;
+const OVER_THE_LIMIT = (() => {
+  // A count as providers print it: 30000, or grouped by thousands (30,000, 30 000, 30.000, 30'000).
+  const count = String.raw`(\d{1,3}(?:[,.' \u00a0\u202f]\d{3})+(?!\d)|\d+)`;
+  return new RegExp(String.raw`Limit ${count},?(?: Used ${count},?)? Requested ${count}`, "i");
+})();
+const countOf = (printed: string) => Number(printed.replace(/\D/g, ""));
 function overTheLimitAlone(err: LlmRequestError): boolean {
   const m = err.status === 429 ? OVER_THE_LIMIT.exec(err.message) : null;
-  return m !== null && Number(m[2]) > Number(m[1]);
+  return m !== null && countOf(m[3]!) > countOf(m[1]!);
 }
 
 /**
@@ -172,6 +177,10 @@ export async function providerUnavailable(llm: Llm | undefined, err: unknown): P
   return await (llm instanceof ProviderWatch ? llm : new ProviderWatch(llm)).judge(err);
 }
 
+/** An embedding failure an unavailable provider gives: transient (unreachable, 408, 409, 429, 5xx) or a refused key or model. */
+const embeddingFailsAsAnOutage = (e: unknown) =>
+  e instanceof EmbeddingError && (e.transient || (e.status !== undefined && MISCONFIGURED.has(e.status)));
+
 /**
  * Whether `err`, a job's failure, says the embeddings provider is unavailable: by default the model's
  * provider and key (env.ts), so an outage or a refused key fails a dedup job's embedding request
@@ -180,9 +189,7 @@ export async function providerUnavailable(llm: Llm | undefined, err: unknown): P
  * no probe, unavailable). Before, the dedup job died after its five attempts.
  */
 export async function embeddingsUnavailable(embedder: Embedder, err: unknown, roomMs?: number): Promise<boolean> {
-  const asAnOutage = (e: unknown) =>
-    e instanceof EmbeddingError && (e.transient || (e.status !== undefined && MISCONFIGURED.has(e.status)));
-  if (!asAnOutage(err)) return false;
+  if (!embeddingFailsAsAnOutage(err)) return false;
   const timeoutMs = probeTimeout(roomMs);
   if (timeoutMs <= 0) return true;
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -191,9 +198,60 @@ export async function embeddingsUnavailable(embedder: Embedder, err: unknown, ro
     .then(() => "answered" as const, (e) => e);
   try {
     const outcome = await Promise.race([probe, timedOut]);
-    return outcome === "timeout" || asAnOutage(outcome);
+    return outcome === "timeout" || embeddingFailsAsAnOutage(outcome);
   } finally {
     clearTimeout(timer);
+  }
+}
+
+/**
+ * The embedder as one run of the worker sees it, as ProviderWatch is the model: once the embeddings
+ * provider was found unavailable, the run's later jobs do not ask it again (their embedding fails at
+ * once, as an outage's, and they are postponed). Before, each job of the run sent the down provider
+ * its request and a probe of its own. `probeWith`: the embedder the probe goes to (not the run's,
+ * whose requests the drain's cut aborts: the probe has its own room, DrainDeadline.probeRoom).
+ */
+export class EmbeddingsWatch implements Embedder {
+  /** The failure that found the embeddings provider unavailable in this run, if one did. */
+  unavailable: string | undefined;
+  private readonly answeredDespite = new WeakSet<object>();
+
+  constructor(private readonly inner: Embedder, private readonly probeWith: Embedder = inner) {}
+
+  get provider() {
+    return this.inner.provider;
+  }
+
+  get model() {
+    return this.inner.model;
+  }
+
+  get dimensions() {
+    return this.inner.dimensions;
+  }
+
+  async embed(texts: string[], opts?: EmbedOptions): Promise<number[][]> {
+    if (this.unavailable !== undefined) {
+      throw new EmbeddingError(
+        `not asked: the embeddings provider is unavailable (${this.unavailable})`,
+        undefined,
+        true,
+      );
+    }
+    return await this.inner.embed(texts, opts);
+  }
+
+  /** embeddingsUnavailable, probing once a run, and once a failure. */
+  async judge(err: unknown, roomMs?: number): Promise<boolean> {
+    if (!embeddingFailsAsAnOutage(err)) return false;
+    if (this.unavailable !== undefined) return true;
+    if (this.answeredDespite.has(err as object)) return false;
+    if (!await embeddingsUnavailable(this.probeWith, err, roomMs)) {
+      this.answeredDespite.add(err as object);
+      return false;
+    }
+    this.unavailable = (err as Error).message.slice(0, 300);
+    return true;
   }
 }
 
