@@ -4710,7 +4710,7 @@ CREATE FUNCTION public.take_rate_limit_token(p_route_class text, p_service_role 
     AS $$
 declare
   v_owner  uuid := auth.uid();
-  v_now    timestamptz := clock_timestamp();
+  v_now    timestamptz;
   v_rate   double precision;
   v_burst  double precision;
   v_tokens double precision;
@@ -4735,7 +4735,7 @@ begin
   -- that met it and the lock: then it is created again, full, and locked.
   loop
     insert into memory_private.rate_limit_buckets (owner_id, route_class, tokens, refilled_at)
-    values (v_owner, p_route_class, v_burst, v_now)
+    values (v_owner, p_route_class, v_burst, clock_timestamp())
     on conflict (owner_id, route_class) do nothing;
     select b.tokens, b.refilled_at into v_tokens, v_at
       from memory_private.rate_limit_buckets b
@@ -4743,6 +4743,9 @@ begin
        for update;
     exit when found;
   end loop;
+  -- The clock is read once the row is held: the refill is counted up to now, never back to before
+  -- a wait for the row (another request's refilled_at may be later than when this one began).
+  v_now := greatest(clock_timestamp(), v_at);
   v_tokens := least(v_burst, v_tokens + greatest(0, extract(epoch from v_now - v_at)) * v_rate);
   if v_tokens >= 1 then
     update memory_private.rate_limit_buckets
