@@ -71,6 +71,10 @@ begin
     raise exception 'unknown lifecycle job "%" (decay or ttl)', p_job using errcode = '22023';
   end if;
   v_step := public.memory_setting(p_job || '_batch_pages')::bigint;
+  -- First: every memory the call's batches will change, locked in id order (see the top of this file).
+  perform memory_private.lock_lifecycle_targets(p_job, p_now, p_first_page,
+    case when p_max_batches is null then p_end_page
+         else least(p_end_page, p_first_page + v_step * p_max_batches) end);
   while v_next < p_end_page and (p_max_batches is null or v_batches < p_max_batches) loop
     if p_job = 'decay' then
       select jsonb_build_object('decayed', r.decayed, 'invalidated', r.invalidated), r.changed into v_batch, v_ids
@@ -1067,6 +1071,68 @@ begin
   get diagnostics v_count = row_count;
   perform set_config('memory.actor', coalesce(v_prev, ''), true);
   return jsonb_build_object('lapsed', v_count);
+end;
+$$;
+
+--
+-- Name: lock_lifecycle_targets(text, timestamp with time zone, bigint, bigint); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.lock_lifecycle_targets(p_job text, p_now timestamp with time zone, p_first_page bigint, p_end_page bigint) RETURNS bigint
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+declare
+  v_from tid := format('(%s,0)', p_first_page)::tid;
+  v_to   tid := format('(%s,0)', p_end_page)::tid;
+  v_n    bigint;
+begin
+  if p_job = 'decay' then
+    declare
+      v_base     double precision := public.memory_setting('decay_base')::double precision;
+      v_prune    double precision := public.memory_setting('prune_threshold')::double precision;
+      v_max_days double precision := case when v_base >= 1 then 0 else floor(-300 / ln(v_base)) end;
+    begin
+      select count(*) into v_n from (
+        select m.id
+          from public.devai_memories m
+         where m.ctid >= v_from and m.ctid < v_to
+           and m.is_valid
+           and m.state = 'active'
+           and m.priority <> 'highest'
+           and not m.pinned
+           and m.source is distinct from 'conversation'
+           and (m.base_strength * power(v_base, least(v_max_days,
+                  greatest(0::double precision, floor(date_part('epoch', p_now - m.last_accessed_at) / 86400)))) < v_prune
+                or m.strength is distinct from m.base_strength * power(v_base, least(v_max_days,
+                  greatest(0::double precision, floor(date_part('epoch', p_now - m.last_accessed_at) / 86400)))))
+         order by m.id
+           for no key update of m
+      ) t;
+    end;
+  elsif p_job = 'ttl' then
+    declare
+      v_idle  interval := make_interval(secs => public.memory_setting('ttl_idle_days')::double precision * 86400);
+      v_below numeric := public.memory_setting('ttl_importance_below');
+    begin
+      select count(*) into v_n from (
+        select m.id
+          from public.devai_memories m
+         where m.ctid >= v_from and m.ctid < v_to
+           and m.state = 'active'
+           and not m.pinned
+           and m.priority <> 'highest'
+           and m.source is distinct from 'user_stated'
+           and m.importance < v_below
+           and m.last_accessed_at < p_now - v_idle
+         order by m.id
+           for no key update of m
+      ) t;
+    end;
+  else
+    raise exception 'unknown lifecycle job "%" (decay or ttl)', p_job using errcode = '22023';
+  end if;
+  return v_n;
 end;
 $$;
 
@@ -7808,6 +7874,13 @@ REVOKE ALL ON FUNCTION memory_private.keyword_scope_key(p_owner uuid, p_scope te
 
 REVOKE ALL ON FUNCTION memory_private.lapse_proposals(p_now timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION memory_private.lapse_proposals(p_now timestamp with time zone) TO service_role;
+
+--
+-- Name: FUNCTION lock_lifecycle_targets(p_job text, p_now timestamp with time zone, p_first_page bigint, p_end_page bigint); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.lock_lifecycle_targets(p_job text, p_now timestamp with time zone, p_first_page bigint, p_end_page bigint) FROM PUBLIC;
+GRANT ALL ON FUNCTION memory_private.lock_lifecycle_targets(p_job text, p_now timestamp with time zone, p_first_page bigint, p_end_page bigint) TO service_role;
 
 --
 -- Name: FUNCTION log_changes_in_bulk(p_ids uuid[], p_change text, p_history_event text); Type: ACL; Schema: memory_private; Owner: -

@@ -9,7 +9,9 @@
 // soft-deletes the tenant's first memory in batch one, then waits there); the tenant's correction
 // of a memory further on locks it and commits; the holder lets go, so the step goes on to the
 // corrected memory. Now the correction commits without waiting for the step, the step finishes,
-// and the tenant's revisions follow the commits: the correction's changes, then the step's.
+// and the tenant's revisions follow the commits: the correction's changes, then the step's. (Since
+// 20261201200000 a call locks every memory it changes first, in id order, so memory locks always come
+// before revision rows; the ids here ascend in heap order, so the step still stops at Y before X.)
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { realServerOnly } from "./support/backend.ts";
@@ -23,15 +25,20 @@ type Sql = ReturnType<typeof testSql>;
 type Placed = { id: string; page: number; item: number };
 type StepResult = { action: string; batches: number; invalidated?: number; soft_deleted?: number };
 
+/** The i-th memory's id: ids ascend as the memories are inserted, so id order is heap order here (a
+ * step locks the memories it changes in id order first, migration 20261201200000: it stops at Y
+ * before it locks X, as its batches did). */
+const ascendingId = (i: number) => i.toString(16).padStart(2, "0") + randomUUID().slice(2);
+
 /** Inserts idle, unimportant memories of `tenant` (decay invalidates them, TTL soft-deletes them)
  * with fresh filler rows between them until three lie in heap order A < Y < X with A on an earlier
  * page than Y: A in one batch of one page, Y and X in later ones. Returns the three. */
 async function placeMemories(sql: Sql, tenant: string, filler: string): Promise<{ a: Placed; y: Placed; x: Placed }> {
   for (let i = 0; i < 100; i++) {
     await sql`
-      insert into public.devai_memories (owner_id, content, memory_type, namespace, importance, base_strength,
+      insert into public.devai_memories (id, owner_id, content, memory_type, namespace, importance, base_strength,
                                          strength, last_accessed_at)
-      values (${tenant}, ${`idle for 400 days ${i}`}, 'semantic', 'devai/global', 1, 1.0, 1.0,
+      values (${ascendingId(i)}, ${tenant}, ${`idle for 400 days ${i}`}, 'semantic', 'devai/global', 1, 1.0, 1.0,
               now() - interval '400 days')`;
     await sql`
       insert into public.devai_memories (owner_id, content, memory_type, namespace)
