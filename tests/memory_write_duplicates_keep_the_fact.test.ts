@@ -103,6 +103,54 @@ Deno.test(
   },
 );
 
+Deno.test(
+  {
+    name: "an accepted proposal held by an uncategorised memory is still served by memory.query under its category",
+    ...opts,
+  },
+  async () => {
+    const t = newTenant();
+    const held = await remember(t, "Ana prefers the name Ana in commit messages"); // no category
+    const [p] = await sql<{ id: string }[]>`
+      insert into public.memory_proposals (owner_id, field, content, namespace, category, expires_at)
+      values (${t}, 'preferred_name', 'Ana prefers the name Ana in commit messages', ${held.namespace}, 'commands',
+              now() + interval '7 days')
+      returning id`;
+    const r = await api("POST", `/memory/proposals/${p!.id}/accept`, { as: t, body: {} });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal(r.body.memory_id, held.id);
+    // Before: the fact accepted under 'commands' was the uncategorised memory, on no allowlist.
+    assert.deepEqual(await query(t, "Ana prefers the name Ana in commit messages"), [held.id]);
+  },
+);
+
+for (const into of ["a new memory", "a live memory without a category"] as const) {
+  Deno.test(
+    {
+      name: `a contradiction merged into ${into} is still served by memory.query under the category of the two`,
+      ...opts,
+    },
+    async () => {
+      const t = newTenant();
+      const held = into === "a new memory" ? undefined : await remember(t, "Deploy with make ship on Fridays");
+      const a = await remember(t, "Deploy with make ship on Mondays", { metadata: { category: "commands" } });
+      const b = await remember(t, "Deploy with make ship on Tuesdays", { metadata: { category: "commands" } });
+      const [c] = await sql<{ id: string }[]>`
+        insert into public.memory_contradictions (owner_id, memory_a, memory_b, detected_by, reason)
+        values (${t}, ${a.id}, ${b.id}, 'write', 'two days') returning id`;
+      const r = await api("POST", `/memory/contradictions/${c!.id}/resolve`, {
+        as: t,
+        body: { resolution: "merged", content: "Deploy with make ship on Fridays" },
+      });
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      const mergedId = r.body.contradiction.merged_id;
+      if (held) assert.equal(mergedId, held.id);
+      // Before: the merged statement had no category, and memory.query answered nothing.
+      assert.deepEqual(await query(t, "Deploy with make ship on Fridays"), [mergedId]);
+    },
+  );
+}
+
 Deno.test({ name: "close pool", ...opts }, async () => {
   await sql.end();
 });

@@ -23,7 +23,7 @@ import { recordRedactions, redactStatement } from "./redaction-events.ts";
 import { addCounts, redactField } from "./redact.ts";
 import { content as contentSchema, storableText, threadId } from "./schemas.ts";
 import { lockMemories, supersedeMemory } from "./supersede.ts";
-import { liveWithText, lockContentHash, lockMemory, statedByUser } from "./memories/record.ts";
+import { liveWithText, lockContentHash, lockMemory, statedByUser, takeCategory } from "./memories/record.ts";
 import type { Memory } from "./memories/schemas.ts";
 import type { Config } from "./env.ts";
 import { visibleScopes } from "./schemas.ts";
@@ -182,8 +182,10 @@ export async function resolveContradiction(
       held = await liveWithText(tx, tenant.tenantId, merged.text, scopes, [c.memory_a, c.memory_b]);
     }
     await lockMemories(tx, held ? [c.memory_a, c.memory_b, held.id] : [c.memory_a, c.memory_b]);
-    const valid = await tx<{ id: string; namespace: string; memory_type: string; importance: number }[]>`
-      select id, namespace, memory_type, importance from public.devai_memories
+    const valid = await tx<
+      { id: string; namespace: string; memory_type: string; importance: number; category: string | null }[]
+    >`
+      select id, namespace, memory_type, importance, metadata ->> 'category' as category from public.devai_memories
        where id = any (${[c.memory_a, c.memory_b]}::uuid[]) and is_valid and state = 'active'`;
     const alive = new Set(valid.map((v) => v.id));
     const evidence = { contradiction_id: id, resolution: body.resolution, ...(note.text ? { note: note.text } : {}) };
@@ -205,8 +207,11 @@ export async function resolveContradiction(
       if (!b) throw new HttpError(409, "memory_changed", "neither memory is valid any more; there is nothing to merge");
       // The memory that says the merged text, if still live now that it is locked: the user states it now.
       const now = held && await lockMemory(tx, held.id);
+      // The merged statement is filed where the two were (b's category first, as its namespace):
+      // memory.query serves no memory without one.
+      const category = b.category ?? valid.find((v) => v.category !== null)?.category;
       if (now && now.is_valid && now.state === "active") {
-        mergedId = (await statedByUser(tx, now)).id;
+        mergedId = (await takeCategory(tx, await statedByUser(tx, now), category)).id;
       } else {
         const [row] = await tx<{ id: string }[]>`
           insert into public.devai_memories
@@ -215,7 +220,7 @@ export async function resolveContradiction(
           toVectorLiteral(vector!)
         }::extensions.vector, ${deps.embedder.model}, ${b.memory_type},
                   ${b.namespace}, 'highest', 'correction', 1, 1, ${Math.max(...valid.map((v) => v.importance))},
-                  ${tx.json({ contradiction_id: id })})
+                  ${tx.json({ contradiction_id: id, ...(category ? { category } : {}) })})
           returning id`;
         mergedId = row!.id;
         await linkEntitiesByRules(tx, [{ id: mergedId, content: merged!.text }]);

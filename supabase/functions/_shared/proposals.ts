@@ -7,7 +7,7 @@
 // row under the proposal's id (PROPOSE, ACCEPT, REJECT, LAPSE), written by a trigger.
 import { z } from "zod";
 import { type Candidate, isProtected } from "./candidates.ts";
-import { lockContentHash, lockedLiveWithText } from "./memories/record.ts";
+import { lockContentHash, lockedLiveWithText, takeCategory } from "./memories/record.ts";
 import type { Config } from "./env.ts";
 import { visibleScopes } from "./schemas.ts";
 import { queueContradictionCheck } from "./contradiction-check.ts";
@@ -196,7 +196,8 @@ export async function decideProposal(
         p.content,
         visibleScopes(p.namespace, deps.config.namespaceRoot),
       );
-      if (same) memoryId = same.id;
+      // The accepted fact keeps the category it was proposed under on the memory that says it.
+      if (same) memoryId = (await takeCategory(tx, same, p.category)).id;
       else {
         const metadata = {
           consent: { proposal_id: p.id, field: p.field },

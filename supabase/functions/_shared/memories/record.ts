@@ -137,12 +137,12 @@ export async function statedByUser(tx: Tx, m: Memory, pin = false): Promise<Memo
 }
 
 /**
- * `keep` now says the fact `from` said (a correction or restore replaced `from` by it): without a
- * category of its own it takes `from`'s, so memory.query still serves the fact to the agents it
- * served it to (a memory without a category is on no allowlist). Unchanged otherwise.
+ * `keep` now says the fact that was filed under `category` (a correction or restore replaced a memory
+ * by it, a proposal accepted or a contradiction merged into it): without a category of its own it
+ * takes that one, so memory.query still serves the fact to the agents it served it to (a memory
+ * without a category is on no allowlist). Unchanged otherwise.
  */
-export async function takeCategory(tx: Tx, keep: Memory, from: Memory): Promise<Memory> {
-  const category = from.metadata?.category;
+export async function takeCategory(tx: Tx, keep: Memory, category: unknown): Promise<Memory> {
   if (typeof category !== "string" || keep.metadata?.category !== undefined) return keep;
   const [row] = await tx`
     update public.devai_memories set metadata = metadata || ${tx.json({ category } as never)}

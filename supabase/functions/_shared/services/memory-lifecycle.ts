@@ -107,7 +107,7 @@ export async function restore(
       const keep = await lockMemory(tx, held.id);
       if (statedAlready(m)) await statedByUser(tx, keep, m.pinned);
       else if (m.pinned && !keep.pinned) await tx`update public.devai_memories set pinned = true where id = ${keep.id}`;
-      await takeCategory(tx, await lockMemory(tx, keep.id), m);
+      await takeCategory(tx, await lockMemory(tx, keep.id), m.metadata?.category);
       return { changed: true, memory: await lockMemory(tx, id) };
     }
     return { changed: true, memory: restored };

@@ -179,7 +179,8 @@ export async function correct(
       ) {
         // The user states its text now, and the fact it replaces was pinned: so is it. (As it is
         // now that it is locked.)
-        const memory = await takeCategory(tx, await statedByUser(tx, await lockMemory(tx, held.id), old.pinned), old);
+        const stated = await statedByUser(tx, await lockMemory(tx, held.id), old.pinned);
+        const memory = await takeCategory(tx, stated, old.metadata?.category);
         await afterStatement(deps, tx, tenant.tenantId, memory.id, "correct", redaction, body.thread_id);
         return { created: false, memory, superseded: await lockMemory(tx, id) };
       }
