@@ -36,24 +36,24 @@ async function insert(sql: Sql, tenant: string, id: string, content: string, idl
 }
 
 /** Q (idle 400 days: decay invalidates it) on one page, then H and P (idle 10 days: decay lowers
- * their strength) in that heap order on a later page, filler rows of another tenant between. */
+ * their strength) in that heap order on later pages, filler rows of another tenant between. H and P
+ * are as long as a filler row, so neither fits in what the fillers left on Q's page. */
 async function placeMemories(sql: Sql, tenant: string, filler: string) {
-  for (let attempt = 0; attempt < 20; attempt++) {
-    const q = await insert(sql, tenant, idAt("ff"), Q_TEXT, 400);
-    for (let i = 0; i < 100; i++) {
-      const [last] = await sql<{ page: number }[]>`
-        insert into public.devai_memories (owner_id, content, memory_type, namespace)
-        select ${filler}, 'filler ' || g || ' ' || md5(random()::text) || repeat('x', 1000), 'semantic', 'devai/global'
-          from generate_series(1, 4) g
-        returning (ctid::text::point)[0]::int as page`;
-      if (last!.page > q.page) break;
-    }
-    const h = await insert(sql, tenant, idAt("80"), "The web app builds with vite.", 10);
-    const p = await insert(sql, tenant, idAt("00"), "Deploys of the task-api go through npm run deploy.", 10);
-    if (q.page < h.page && h.page === p.page && h.item < p.item) return { q, h, p };
-    await sql`delete from public.devai_memories where owner_id = ${tenant}`;
+  const q = await insert(sql, tenant, idAt("ff"), Q_TEXT, 400);
+  for (let i = 0; i < 100; i++) {
+    const [last] = await sql<{ page: number }[]>`
+      insert into public.devai_memories (owner_id, content, memory_type, namespace)
+      select ${filler}, 'filler ' || g || ' ' || md5(random()::text) || repeat('x', 1000), 'semantic', 'devai/global'
+        from generate_series(1, 4) g
+      returning (ctid::text::point)[0]::int as page`;
+    if (last!.page > q.page) break;
   }
-  throw new Error("could not lay Q, H and P out over two pages");
+  const long = (text: string) => `${text} ${"(padding) ".repeat(110)}`.trim();
+  const h = await insert(sql, tenant, idAt("80"), long("The web app builds with vite."), 10);
+  const p = await insert(sql, tenant, idAt("00"), long("Deploys of the task-api go through npm run deploy."), 10);
+  const heapOrder = q.page < h.page && (h.page < p.page || (h.page === p.page && h.item < p.item));
+  if (!heapOrder) throw new Error(`Q, H, P not laid out in heap order: ${JSON.stringify({ q, h, p })}`);
+  return { q, h, p };
 }
 
 Deno.test({
