@@ -890,6 +890,41 @@ CREATE FUNCTION memory_private.fail_job(p_id uuid, p_worker text, p_error text, 
 $$;
 
 --
+-- Name: hand_back_cut_job(uuid, text, jsonb, text); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.hand_back_cut_job(p_id uuid, p_worker text, p_result_at_claim jsonb, p_error text) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+declare
+  v_result jsonb;
+begin
+  select j.result into v_result
+    from public.memory_jobs j
+   where j.id = p_id and j.status = 'running' and j.locked_by = p_worker
+     for update;
+  if not found then
+    return null;
+  end if;
+  if memory_private.job_progress(v_result) is not distinct from memory_private.job_progress(p_result_at_claim) then
+    return 'unchanged';
+  end if;
+  update public.memory_jobs j
+     set status = 'queued',
+         attempts = greatest(j.attempts - 1, 0),
+         last_error = left('cut by the drain''s deadline after progress (attempt given back): '
+                           || coalesce(p_error, 'unknown error'), 4000),
+         run_after = now(),
+         locked_until = null,
+         locked_by = null,
+         updated_at = now()
+   where j.id = p_id;
+  return 'queued';
+end;
+$$;
+
+--
 -- Name: devai_memories; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1022,6 +1057,21 @@ begin
   end if;
   return new;
 end;
+$$;
+
+--
+-- Name: job_progress(jsonb); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.job_progress(p_result jsonb) RETURNS jsonb
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+  select jsonb_build_array(
+    p_result #> '{dedup,done}',
+    case when jsonb_typeof(p_result #> '{model,chunks,proposed}') = 'array'
+         then jsonb_array_length(p_result #> '{model,chunks,proposed}') end,
+    coalesce(jsonb_typeof(p_result) = 'object' and p_result ? 'consolidation_proposal', false))
 $$;
 
 --
@@ -7711,6 +7761,13 @@ REVOKE ALL ON FUNCTION memory_private.fail_job(p_id uuid, p_worker text, p_error
 GRANT ALL ON FUNCTION memory_private.fail_job(p_id uuid, p_worker text, p_error text, p_retryable boolean, p_backoff_base interval, p_backoff_max interval) TO service_role;
 
 --
+-- Name: FUNCTION hand_back_cut_job(p_id uuid, p_worker text, p_result_at_claim jsonb, p_error text); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.hand_back_cut_job(p_id uuid, p_worker text, p_result_at_claim jsonb, p_error text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memory_private.hand_back_cut_job(p_id uuid, p_worker text, p_result_at_claim jsonb, p_error text) TO service_role;
+
+--
 -- Name: TABLE devai_memories; Type: ACL; Schema: public; Owner: -
 --
 
@@ -7855,6 +7912,13 @@ GRANT ALL ON FUNCTION memory_private.history_snapshot(m public.devai_memories) T
 --
 
 REVOKE ALL ON FUNCTION memory_private.history_ts_in_write_order() FROM PUBLIC;
+
+--
+-- Name: FUNCTION job_progress(p_result jsonb); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.job_progress(p_result jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION memory_private.job_progress(p_result jsonb) TO service_role;
 
 --
 -- Name: FUNCTION keyword_scope(p_namespace text); Type: ACL; Schema: memory_private; Owner: -

@@ -25,6 +25,7 @@ import {
   claimJobs,
   completeJobInTx,
   failJob,
+  handBackCutJob,
   type Job,
   type JobKind,
   LeaseLostError,
@@ -89,6 +90,8 @@ export interface DrainReport {
   /** The failure that found the model provider (or, prefixed `embeddings: `, the embeddings provider) unavailable in this run. */
   provider_unavailable?: string;
   lease_lost: number;
+  /** Jobs cut after they recorded progress: queued again at once, their attempt given back. */
+  handed_back: number;
   /** Jobs that failed because the drain's deadline cut their requests (then postponed, or counted when the probe was answered). */
   cut: number;
   /** Set when the drain stopped claiming because too little of its budget was left. */
@@ -132,6 +135,7 @@ async function drainWithin(deadline: DrainDeadline, deps: WorkerDeps, opts: Drai
     postponed: 0,
     lease_lost: 0,
     cut: 0,
+    handed_back: 0,
     jobs: [],
   };
   // One watch a run, of the model and of the embeddings: once a provider is found unavailable, the
@@ -195,6 +199,12 @@ async function drainWithin(deadline: DrainDeadline, deps: WorkerDeps, opts: Drai
         continue;
       }
       const message = describeError(err);
+      // Cut after progress: its attempt given back, so a job longer than its attempts' windows goes on.
+      if (cutByTheDeadline(err) && await handBackCutJob(deps.sql, job, workerId, message) === "queued") {
+        report.handed_back++;
+        report.jobs.push({ id: job.id, kind: job.kind, status: "queued", error: message });
+        continue;
+      }
       const cause = err instanceof ModelPartError ? err.modelError : err;
       const retryable = !(cause instanceof PermanentJobError) &&
         !(cause instanceof LlmRequestError && !cause.retryable);

@@ -201,6 +201,27 @@ export async function postponeJob(
   return rows[0]?.status ?? undefined;
 }
 
+/**
+ * A job the drain's deadline cut (drain-deadline.ts): when its model work advanced since it was
+ * claimed (memory_private.job_progress: candidates applied, chunks answered, a proposal saved), queued
+ * again at once with its attempt given back, so a job needing more drain windows than it has
+ * attempts is not killed while it advances. 'queued'; 'unchanged' when it
+ * made no progress (the caller fails it as before); undefined when the worker no longer holds it.
+ * docs/operations.md#a-drains-deadline.
+ */
+export async function handBackCutJob(
+  sql: Sql | Tx,
+  job: Pick<Job, "id" | "result">,
+  workerId: string,
+  error: string,
+): Promise<"queued" | "unchanged" | undefined> {
+  const rows = await sql<{ status: "queued" | "unchanged" | null }[]>`
+    select memory_private.hand_back_cut_job(${job.id}, ${workerId}, ${
+    job.result == null ? null : sql.json(job.result as never)
+  }::jsonb, ${error}) as status`;
+  return rows[0]?.status ?? undefined;
+}
+
 declare const EdgeRuntime: { waitUntil(p: Promise<unknown>): void } | undefined;
 
 /**
