@@ -9,9 +9,26 @@ import { drainQueue } from "../supabase/functions/_shared/drain-queue.ts";
 import { enqueueJob } from "../supabase/functions/_shared/jobs.ts";
 import { hashVector, reply, vectorWithSimilarity } from "./fake_openai.ts";
 import { newTenant, seedMemory } from "./support/seed.ts";
-import { EMBEDDING_MODEL, jobsOf, memoriesOf, writeEnv } from "./write_helpers.ts";
+import { EMBEDDING_MODEL, jobsOf, memoriesOf, type WriteEnv, writeEnv } from "./write_helpers.ts";
 
 const CANDIDATES = 6;
+
+/** A dedup job of an agent's candidates saying `contents`, in the project's namespace. */
+async function queueDedupJob(env: WriteEnv, tenant: string, key: string, contents: string[]) {
+  const candidates = contents.map((content) => ({
+    content,
+    type: "semantic",
+    namespace: "devai/project/shop",
+    source: "discovery",
+    priority: "medium",
+    importance: 3,
+  }));
+  await withTenant(
+    env.sql,
+    { tenantId: tenant, actor: "test" },
+    (tx) => enqueueJob(tx, { ownerId: tenant, kind: "dedup", idempotencyKey: key, payload: { candidates } }),
+  );
+}
 
 Deno.test("a dedup job of six decisions, one decided a drain before the cut: handed back each time, all six decided by the model", async () => {
   const env = await writeEnv();
@@ -30,19 +47,7 @@ Deno.test("a dedup job of six decisions, one decided a drain before the cut: han
     }
     const add = reply.json({ action: "ADD", reason: "a new detail" });
     env.fake.onChat(() => true, [...Array.from({ length: CANDIDATES - 1 }, () => [add, reply.hang()]).flat(), add]);
-    const candidates = contents.map((content) => ({
-      content,
-      type: "semantic",
-      namespace: "devai/project/shop",
-      source: "discovery",
-      priority: "medium",
-      importance: 3,
-    }));
-    await withTenant(
-      env.sql,
-      { tenantId: tenant, actor: "test" },
-      (tx) => enqueueJob(tx, { ownerId: tenant, kind: "dedup", idempotencyKey: "long", payload: { candidates } }),
-    );
+    await queueDedupJob(env, tenant, "long", contents);
     const drain = () =>
       drainQueue(env.deps, { workerId: "w", maxJobs: 1, backoffBaseMs: 0, ownerId: tenant, budgetMs: 2_000 });
     for (let i = 1; i < CANDIDATES; i++) {
@@ -82,19 +87,7 @@ Deno.test("a job cut before any progress still counts its attempt (a message who
     const content = "The api deploys with make ship now.";
     env.fake.setEmbedding(content, vectorWithSimilarity(base, 0.92, "c"));
     env.fake.onChat(() => true, reply.hang());
-    const candidates = [{
-      content,
-      type: "semantic",
-      namespace: "devai/project/shop",
-      source: "discovery",
-      priority: "medium",
-      importance: 3,
-    }];
-    await withTenant(
-      env.sql,
-      { tenantId: tenant, actor: "test" },
-      (tx) => enqueueJob(tx, { ownerId: tenant, kind: "dedup", idempotencyKey: "stuck", payload: { candidates } }),
-    );
+    await queueDedupJob(env, tenant, "stuck", [content]);
     const report = await drainQueue(env.deps, {
       workerId: "w",
       maxJobs: 1,
