@@ -205,8 +205,8 @@ export async function postponeJob(
  * A job the drain's deadline cut (drain-deadline.ts): when its model work advanced since it was
  * claimed (memory_private.job_progress: candidates applied, chunks answered, a proposal saved), queued
  * again at once with its attempt given back, so a job needing more drain windows than it has
- * attempts is not killed while it advances. 'queued'; 'unchanged' when it
- * made no progress (the caller fails it as before); undefined when the worker no longer holds it.
+ * attempts is not killed while it advances. 'queued'; 'unchanged' when it made no progress (the
+ * caller fails it as before); undefined when the worker no longer holds it.
  * docs/operations.md#a-drains-deadline.
  */
 export async function handBackCutJob(
