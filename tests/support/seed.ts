@@ -17,6 +17,8 @@ export function testSql(max = 4): Sql {
 }
 
 export interface SeedMemory {
+  /** Defaults to a random uuid; a chosen one places the memory in id order (lock-order tests). */
+  id?: string;
   content: string;
   namespace: string;
   memory_type?: "semantic" | "episodic" | "procedural";
@@ -56,11 +58,12 @@ export async function seedMemories(
       const state = m.state ?? "active";
       const [row] = await tx<{ id: string }[]>`
         insert into public.devai_memories
-          (owner_id, content, embedding, embedding_model, memory_type, namespace, priority, source, strength,
+          (id, owner_id, content, embedding, embedding_model, memory_type, namespace, priority, source, strength,
            base_strength, importance, pinned, is_valid, state, purge_at, metadata, session_id, access_count,
            last_accessed_at, updated_at)
         values
-          (${tenantId}, ${m.content}, ${embedding ? toVectorLiteral(embedding) : null}::extensions.vector,
+          (coalesce(${m.id ?? null}::uuid, gen_random_uuid()), ${tenantId}, ${m.content},
+           ${embedding ? toVectorLiteral(embedding) : null}::extensions.vector,
            ${embedding ? (m.embedding_model ?? LOCAL_EMBEDDING_MODEL) : null},
            ${m.memory_type ?? "semantic"}, ${m.namespace}, ${m.priority ?? "medium"}, ${m.source ?? null},
            ${m.strength ?? 1}, ${m.strength ?? 1}, ${m.importance ?? 3}, ${m.pinned ?? false}, ${m.is_valid ?? true},

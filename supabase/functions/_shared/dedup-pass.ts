@@ -3,6 +3,12 @@
 // A decision the model must make is never awaited here: the pass reads the neighbours without
 // locking them and returns them to be decided outside the transaction; the next pass locks them,
 // checks they are what the decision saw, and applies it (or returns them again, changed).
+// Rows are locked in one order (docs/operations.md#lock-order): the namespace's lock, the texts'
+// hash locks, then the memories in id order, in one statement: the neighbours with the memory that
+// says a merged text. A memory this pass relies on that a write under way replaced or forgot (its
+// row held, no lock on this text) is no longer live once locked: the pass changes nothing and runs
+// again in a new transaction on the same decision (CHANGED_WHILE_LOCKING), rather than lock another
+// memory out of id order.
 import type { Tx } from "./db.ts";
 import { toVectorLiteral } from "./db.ts";
 import { thresholdsFor } from "./embeddings.ts";
@@ -38,10 +44,14 @@ export interface ToDecide {
 /** A decision made on neighbours in the state `seen`. */
 export type SeenDecision = Decided & { seen: string };
 
+/** The pass changed nothing: a memory it was to lock changed first. Run it again, on the same decision. */
+export const CHANGED_WHILE_LOCKING = "changed_while_locking";
+
 /**
  * One pass for candidate `c`: returns undefined when the candidate is done (its outcome pushed to
- * the report, its rows written in `tx`), or the neighbours the model must decide on. `decided` is
- * applied only when the neighbours are still as it saw them.
+ * the report, its rows written in `tx`), the neighbours the model must decide on, or
+ * CHANGED_WHILE_LOCKING (nothing written). `decided` is applied only when the neighbours are still
+ * as it saw them.
  */
 export async function dedupPass(
   tx: Tx,
@@ -51,7 +61,7 @@ export async function dedupPass(
   vector: number[],
   report: DedupReport,
   decided?: SeenDecision,
-): Promise<ToDecide | undefined> {
+): Promise<ToDecide | typeof CHANGED_WHILE_LOCKING | undefined> {
   const thresholds = thresholdsFor(deps.embedder.model, deps.config as Config);
   await lockNamespaces(tx, ctx.ownerId, [c.namespace]);
   // The text's lock, as remember's, before any row: the duplicate check below and the insert cannot
@@ -67,9 +77,14 @@ export async function dedupPass(
     report.counts[action]++;
   };
 
-  // 1. exact duplicate: zero LLM calls, zero searches.
+  // 1. exact duplicate: zero LLM calls, zero searches. Locked and checked live, as remember's: the
+  // only row this pass locks when it answers NOOP.
   const dup = await liveWithText(tx, ctx.ownerId, c.content, scopes);
   if (dup) {
+    const [live] = await tx`
+      select id from public.devai_memories
+       where id = ${dup.id} and is_valid and state = 'active' and superseded_by is null for no key update`;
+    if (!live) return CHANGED_WHILE_LOCKING;
     done("NOOP", { reason: "exact_duplicate", target_id: dup.id });
     await event(tx, ctx, "classify", "skipped", dup.id, c, 1, { decision: "NOOP", reason: "exact_duplicate" });
     return;
@@ -134,13 +149,20 @@ export async function dedupPass(
   // The rows a decision may touch, re-read (a concurrent edit outside dedup is respected). Locked
   // (in id order, as lockMemories does) only when this pass applies a decision: never while the
   // model decides, so a user's correction or forget of a neighbour does not wait for the model.
+  // With them, the memory that says the model's merged text (step 4 supersedes the target by it):
+  // found now, under that text's lock (no other memory can come to say it), so that one statement
+  // locks every row in id order; locked after the neighbours, it would close a cycle with a write
+  // locking the two in id order (a correction of it to a neighbour's text).
   const nearIds = found.filter((n) => n.similarity >= thresholds.dedup).slice(0, NEIGHBOURS_SHOWN).map((n) => n.id);
   const applying = nearIds.length === 0 || !deps.llm || decided !== undefined;
+  const held = merged && merged !== c.content && nearIds.length > 0
+    ? await liveWithText(tx, ctx.ownerId, merged, scopes)
+    : undefined;
   const rows = nearIds.length === 0 ? [] : await tx<
     { id: string; content: string; source: string | null; priority: string; pinned: boolean }[]
   >`
     select id, content, source, priority, pinned from public.devai_memories
-     where id = any(${nearIds}::uuid[]) and is_valid and state = 'active'
+     where id = any(${held ? [...nearIds, held.id] : nearIds}::uuid[]) and is_valid and state = 'active'
      order by id
      ${applying ? tx`for no key update` : tx``}`;
   const byId = new Map(rows.map((r) => [r.id, r]));
@@ -152,6 +174,9 @@ export async function dedupPass(
     neighbours.map((n) => [n.id, n.content, n.source, n.priority, n.pinned, n.memory_type, n.namespace]).sort(),
   );
   if (neighbours.length > 0 && deps.llm && decided?.seen !== seen) return { neighbours, seen };
+  // A write under way replaced or forgot the merged text's memory (it held the row): the same
+  // decision again, in a new transaction, on the next memory that says it (or a new one).
+  if (held && !byId.has(held.id)) return CHANGED_WHILE_LOCKING;
 
   // 3. decided: by the model on these very neighbours, or by the rule (no neighbour, no model).
   outcome.best_similarity = best;
@@ -169,11 +194,9 @@ export async function dedupPass(
     await event(tx, ctx, "classify", "ok", null, c, best ?? null, { decision: action.action, rule: "no_llm" });
   }
 
-  // 4. apply. A merged text another live memory already says: that one replaces the target (a
-  // new row would duplicate it); the target's own text: nothing to change.
-  const same = action.action === "UPDATE" && action.content !== c.content
-    ? await liveWithText(tx, ctx.ownerId, action.content, scopes)
-    : undefined;
+  // 4. apply. A merged text another live memory already says (locked above): that one replaces the
+  // target (a new row would duplicate it); the target's own text: nothing to change.
+  const same = action.action === "UPDATE" && action.content !== c.content ? held : undefined;
   if (action.action === "UPDATE" && same?.id === action.targetId) action = { action: "NOOP", targetId: same.id };
   if (action.action === "NOOP") {
     done("NOOP", { target_id: action.targetId });

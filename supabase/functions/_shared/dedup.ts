@@ -19,7 +19,8 @@
 //
 // Decide outside, apply inside: the model is asked between two passes, outside any transaction
 // (it takes seconds, minutes with retries). The first pass reads the neighbours without locking
-// them; the pass after the answer locks them `for no key update` in id order and applies the
+// them; the pass after the answer locks them `for no key update` in id order (with the memory that
+// says a merged text: one statement, docs/operations.md#lock-order) and applies the
 // decision only if they are as the model saw them (same ids, text, source, priority, pin, type,
 // namespace; still valid and active). Otherwise the candidate is decided again on what is there
 // now, at most MAX_DECISIONS times; past that the job fails and is retried later (its progress
@@ -39,7 +40,7 @@ import { emptyUsage, type Llm, type LlmUsage } from "./llm.ts";
 import type { Candidate } from "./candidates.ts";
 import type { CodeOrigin } from "./schemas.ts";
 import { decideWithModel } from "./dedup-model.ts";
-import { dedupPass, type SeenDecision } from "./dedup-pass.ts";
+import { CHANGED_WHILE_LOCKING, dedupPass, type SeenDecision } from "./dedup-pass.ts";
 import { queueContradictionCheck } from "./contradiction-check.ts";
 
 export interface DedupContext {
@@ -135,7 +136,7 @@ export async function dedupCandidates(
   for (let i = run.resume?.done ?? 0; i < candidates.length; i++) {
     const c = candidates[i]!;
     let decided: SeenDecision | undefined;
-    for (let decisions = 0;; decisions++) {
+    for (let decisions = 0, relocked = 0;;) {
       const toDecide = await run.transaction(async (tx) => {
         const pending = await dedupPass(tx, deps, ctx, c, vectors[i]!, report, decided);
         if (!pending) {
@@ -145,7 +146,18 @@ export async function dedupCandidates(
         return pending;
       });
       if (!toDecide) break;
-      if (decisions >= MAX_DECISIONS) {
+      // A memory the pass was to lock changed first (dedup-pass.ts): the same pass again, not a
+      // new decision; past MAX_DECISIONS such changes in a row, the job retries later.
+      if (toDecide === CHANGED_WHILE_LOCKING) {
+        if (++relocked > MAX_DECISIONS) {
+          throw new NeighboursChangingError(
+            `candidate ${i}: the memories it was to lock changed ${MAX_DECISIONS + 1} times in a row; retried later`,
+          );
+        }
+        continue;
+      }
+      relocked = 0;
+      if (decisions++ >= MAX_DECISIONS) {
         throw new NeighboursChangingError(
           `candidate ${i}: its neighbours changed while the model decided, ${MAX_DECISIONS} times; retried later`,
         );
