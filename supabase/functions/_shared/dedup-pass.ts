@@ -21,7 +21,7 @@ import { type Edge, linkMemory } from "./edges.ts";
 import { event, insertMemory } from "./dedup-writes.ts";
 import { proposeIfSensitive } from "./proposals.ts";
 import { supersedeMemory } from "./supersede.ts";
-import { liveWithText, lockContentHash } from "./memories/record.ts";
+import { liveWithText, lockContentHash, lockMemory, takeCategory } from "./memories/record.ts";
 import { visibleScopes } from "./schemas.ts";
 import {
   type CandidateOutcome,
@@ -202,17 +202,23 @@ export async function dedupPass(
     done("NOOP", { target_id: action.targetId });
     return;
   }
+  // The memory that replaces the target says what it said: without a category of its own it takes
+  // the target's, so memory.query still serves the fact (takeCategory, as correct and restore do).
+  const [{ category } = { category: null }] = action.action === "ADD" ? [] : await tx<{ category: string | null }[]>`
+    select metadata ->> 'category' as category from public.devai_memories where id = ${action.targetId}`;
   if (
     action.action === "UPDATE" && same && await supersedeMemory(tx, ctx.ownerId, same.id, action.targetId, {
       strength: found.find((n) => n.id === action.targetId)?.similarity ?? thresholds.dedup,
       evidence: { dedup: "merged_text_exists" },
     })
   ) {
+    await takeCategory(tx, await lockMemory(tx, same.id), category);
     done("UPDATE", { target_id: action.targetId, memory_id: same.id, reason: "merged_text_exists" });
     await event(tx, ctx, "merge", "ok", action.targetId, c, best ?? null, { superseded_by: same.id, existing: true });
     return;
   }
-  const newId = await insertMemory(tx, ctx, c, action.content, toVectorLiteral(vector), deps.embedder.model);
+  const filed = { ...c, category: c.category ?? category ?? undefined };
+  const newId = await insertMemory(tx, ctx, filed, action.content, toVectorLiteral(vector), deps.embedder.model);
   done(action.action, { memory_id: newId });
   await event(tx, ctx, "create", "ok", newId, c, best ?? null, { action: action.action });
 

@@ -12,7 +12,8 @@
 //   4. UPDATE: insert the merged memory, old.superseded_by = new, old.is_valid = false (MERGE); a
 //      merged text another live memory already says: that one supersedes the old, nothing inserted;
 //      DELETE: old.is_valid = false (soft, audited as DELETE, reversible) and the candidate stored;
-//      either way the trigger closes the old fact's validity (valid_until, docs/graph.md)
+//      either way the trigger closes the old fact's validity (valid_until, docs/graph.md), and the
+//      memory replacing the old one takes its category when it has none (memory.query serves it)
 //   5. relations from the new memory to its top-K neighbours above the link threshold
 //      (insert … on conflict do nothing: never a duplicate edge), memory_events for every step;
 //      with an LLM, a queued check of the new memories for contradictions (contradiction-check.ts)
