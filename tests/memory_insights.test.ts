@@ -1,10 +1,11 @@
 // The memory function's read-only views: explain (supersede chain, relations, source, history,
 // decay), weak (what will decay soon), stats, and export as JSON and as Markdown files (streamed: a
-// page that fails after the first ends the body early, and is logged).
+// page that fails after the first ends the body early, and is logged; an archive's so that tar fails).
 import assert from "node:assert/strict";
 import { createHandler } from "../supabase/functions/memory/handler.ts";
 import { createSql, withTenant } from "../supabase/functions/_shared/db.ts";
 import { localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
+import { INCOMPLETE_FILE } from "../supabase/functions/_shared/memories/tar.ts";
 import { EXPORT_PAGE_ROWS } from "../supabase/functions/_shared/services/memory-export.ts";
 import { AdmissionTimeout, tenantShares } from "../supabase/functions/_shared/tenant-share.ts";
 import { userHeaders } from "./support/auth.ts";
@@ -376,16 +377,14 @@ Deno.test({
   }
 });
 
-Deno.test({
-  name: "export: a page that fails after the first was sent ends the body early, and the failure is logged",
-  ...opts,
-}, async () => {
-  const t = newTenant();
-  const [m] = await seedMemories(sql, t, [{ content: "Exports stream a page at a time", namespace: "devai/global" }]);
-  // The export's own pool: two connections (the tenant's share is one call), its calls wait at most
-  // 300 ms for admission. Once the response is made (the first page read), the tenant's share is
-  // taken by a transaction that waits on nothing in the database: the next page, the relations,
-  // waits past that and fails.
+/**
+ * An export whose pages after the first fail, read by a client to its end: the body it got, the
+ * error it ended with and what was logged. The export's own pool has two connections (the tenant's
+ * share is one call), its calls wait at most 300 ms for admission. Once the response is made (the
+ * first page read), the tenant's share is taken by a transaction that waits on nothing in the
+ * database: the next page waits past that and fails.
+ */
+async function exportCutAfterFirstPage(t: string, query: string, accept = "application/json") {
   const pool = createSql(testDatabaseUrl(), { max: 2, statementTimeoutMs: 300 });
   const handler = createHandler({ sql: pool, config: testConfig(), embedder: localEmbedder() });
   let release!: () => void;
@@ -396,25 +395,20 @@ Deno.test({
   const logged: string[] = [];
   console.error = (line: string) => logged.push(line);
   try {
-    const res = await handler(new Request("http://local/memory/export", { headers: await userHeaders(t) }));
+    const res = await handler(
+      new Request(`http://local/memory/export${query}`, { headers: await userHeaders(t, { accept }) }),
+    );
     assert.equal(res.status, 200, "the first page was read: the status is sent");
     holding = withTenant(pool, { tenantId: t, actor: "user" }, () => released);
     await waitUntil(() => Promise.resolve(tenantShares(pool).load(t).active === 1), "the tenant's share taken");
-    // The client reads until the body ends or fails.
     reader = res.body!.getReader();
-    const decoder = new TextDecoder();
-    let text = "";
+    const parts: Uint8Array[] = [];
     const failure = await (async () => {
-      for (let r = await reader.read(); !r.done; r = await reader.read()) text += decoder.decode(r.value);
+      for (let r = await reader.read(); !r.done; r = await reader.read()) parts.push(r.value);
     })().then(() => undefined, (err: unknown) => err);
-    assert.ok(failure instanceof AdmissionTimeout, `the body ends with the page's error, not cleanly: ${failure}`);
-    assert.match(text, /^\{"tenant_id":.*"memories":\[\{.*\]$/, "the head and the memories: the first page");
-    assert.ok(text.includes(m!.id));
-    assert.throws(() => JSON.parse(text), SyntaxError, "what the client has is a truncated document");
-    const aborts = logged.map((l) => JSON.parse(l)).filter((l) => l.msg === "export aborted after its first page");
-    assert.equal(aborts.length, 1, logged.join("\n"));
-    assert.equal(aborts[0].level, "error");
-    assert.match(aborts[0].error, /AdmissionTimeout/);
+    const body = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+    parts.reduce((at, p) => (body.set(p, at), at + p.length), 0);
+    return { body, failure, logged };
   } finally {
     console.error = error;
     // A page still being read ends (its wait for admission times out) before the share is freed
@@ -423,6 +417,62 @@ Deno.test({
     release();
     await holding?.catch(() => {});
     await pool.end();
+  }
+}
+
+Deno.test({
+  name: "export: a page that fails after the first was sent ends the body early, and the failure is logged",
+  ...opts,
+}, async () => {
+  const t = newTenant();
+  const [m] = await seedMemories(sql, t, [{ content: "Exports stream a page at a time", namespace: "devai/global" }]);
+  // The next page, the relations', fails.
+  const { body, failure, logged } = await exportCutAfterFirstPage(t, "");
+  assert.ok(failure instanceof AdmissionTimeout, `the body ends with the page's error, not cleanly: ${failure}`);
+  const text = new TextDecoder().decode(body);
+  assert.match(text, /^\{"tenant_id":.*"memories":\[\{.*\]$/, "the head and the memories: the first page");
+  assert.ok(text.includes(m!.id));
+  assert.throws(() => JSON.parse(text), SyntaxError, "what the client has is a truncated document");
+  const aborts = logged.map((l) => JSON.parse(l)).filter((l) => l.msg === "export aborted after its first page");
+  assert.equal(aborts.length, 1, logged.join("\n"));
+  assert.equal(aborts[0].level, "error");
+  assert.match(aborts[0].error, /AdmissionTimeout/);
+});
+
+Deno.test({
+  name: "export as a tar archive: a page that fails after the first ends the archive so that tar -x fails, " +
+    "beside a file saying the archive is incomplete",
+  ...opts,
+}, async () => {
+  // The archive was cut between two files, where a missing end reads as a complete archive: tar -x
+  // extracted the first page's files and exited 0, a partial backup taken for a whole one.
+  const t = newTenant();
+  await seedMemories(
+    sql,
+    t,
+    Array.from(
+      { length: EXPORT_PAGE_ROWS + 1 },
+      (_, i) => ({ content: `archived fact ${i}`, namespace: "devai/global" }),
+    ),
+  );
+  const { body, failure } = await exportCutAfterFirstPage(t, "?format=markdown", "application/x-tar");
+  assert.ok(failure instanceof AdmissionTimeout, `the body ends with the page's error: ${failure}`);
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeFile(`${dir}/export.tar`, body);
+    await Deno.mkdir(`${dir}/out`);
+    const extract = await new Deno.Command("tar", { args: ["-xf", "export.tar", "-C", "out"], cwd: dir }).output();
+    assert.equal(extract.success, false, "tar -x fails on the archive of a failed export");
+    assert.match(new TextDecoder().decode(extract.stderr), /Skipping to next header/);
+    const extracted = [];
+    for await (const f of Deno.readDir(`${dir}/out/semantic`)) extracted.push(f.name);
+    assert.equal(extracted.length, EXPORT_PAGE_ROWS, "the first page's files are there");
+    assert.equal(
+      await Deno.readTextFile(`${dir}/out/${INCOMPLETE_FILE}`),
+      `This archive is incomplete: the export failed after ${EXPORT_PAGE_ROWS} files. Export again.\n`,
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
   }
 });
 

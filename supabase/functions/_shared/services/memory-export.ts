@@ -11,14 +11,15 @@
 // Each page is a snapshot of its own: a memory written during the export is in it or not, never
 // twice (the keys, creation time and id, do not change). The JSON counts come last, counted as the
 // rows went by. An error before the first page is an HTTP error like any other; after it, the
-// stream is aborted and the client sees a truncated body.
+// stream is aborted and the client sees a truncated body (an archive's ends with a file and a
+// damaged block that say so: tar.ts).
 import { type Sql, type TenantContext, type Tx, withTenant } from "../db.ts";
 import { isoDates, memoryColumns } from "../memories/memory-row.ts";
 import { toMemory } from "../memories/record.ts";
 import { MarkdownPaths, memoryToMarkdown } from "../memories/export-markdown.ts";
 import { inIndexOrder } from "../memories/list-page.ts";
 import type { ExportQuery, MarkdownFile } from "../memories/schemas.ts";
-import { tarEnd, tarEntry } from "../memories/tar.ts";
+import { tarEnd, tarEntry, tarIncomplete } from "../memories/tar.ts";
 import { readPoolOf, type ServiceDeps } from "./deps.ts";
 
 /** Rows read per page (and written per chunk). */
@@ -168,19 +169,28 @@ export async function exportResponse(
     ? markdownJsonChunks(sql, tenant, head)
     : jsonChunks(sql, tenant, head);
   let first: string | Uint8Array | undefined = (await chunks.next()).value ?? undefined;
+  // An archive's chunks are its files, one each (then its end).
+  let sent = 0;
+  let failure: { err: unknown } | undefined;
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
+      if (failure) return controller.error(failure.err);
       try {
         const value = first ?? (await chunks.next()).value;
         first = undefined;
         if (value === undefined) return controller.close();
         controller.enqueue(typeof value === "string" ? encoder.encode(value) : value);
+        sent++;
       } catch (err) {
         // The status is sent: the client sees the body end early. Logged, so it is not silent here.
         console.error(
           JSON.stringify({ level: "error", msg: "export aborted after its first page", error: String(err) }),
         );
-        controller.error(err);
+        // A truncated JSON document fails to parse; an archive cut between two files reads as whole,
+        // so it gets an end that says it is not (tar.ts), sent before the error (which drops what is queued).
+        if (!tar) return controller.error(err);
+        failure = { err };
+        controller.enqueue(tarIncomplete(sent, exportedAt));
       }
     },
     async cancel() {
