@@ -81,7 +81,11 @@ Deno.test("slugs are short lower-case ASCII words; YAML scalars are quoted only 
   assert.ok(slugify("word ".repeat(40)).length <= 48);
   assert.equal(slugify("x".repeat(80)).length, 48);
   assert.equal(yamlScalar("devai/global/x"), "devai/global/x");
-  assert.equal(yamlScalar("2026-01-02T03:04:05.000Z"), "2026-01-02T03:04:05.000Z");
+  assert.equal(yamlScalar("11111111-2222-4333-8444-555555555555"), "11111111-2222-4333-8444-555555555555");
+  // What YAML 1.1 readers (PyYAML, js-yaml) would read as another type: a date, a timestamp, an int, a float.
+  for (const s of ["2024-01-15", "2026-01-02T03:04:05.000Z", "0b101", "1.2_3", "1.", "1234567", "0777"]) {
+    assert.equal(yamlScalar(s), JSON.stringify(s), s);
+  }
   assert.equal(yamlScalar("true"), '"true"');
   assert.equal(yamlScalar("42"), '"42"');
   assert.equal(yamlScalar("a: b"), '"a: b"');
@@ -206,6 +210,13 @@ Deno.test("markdown files: seed 002 layout, front matter fields, stable unique p
     ]
   ) assert.ok(lineage.includes(`\n${line}\n`), line);
   assert.match(memoryToMarkdown(gone), /\nstate: soft_deleted\n[\s\S]*\npurge_at: 2024-02-20T00:00:00.000Z\n/);
+  // A session or branch named like a date or a number is read back as text; the memory's own
+  // timestamps stay plain, read as timestamps.
+  const dated = frontMatter(memory({ session_id: "2024-01-15", metadata: { branch: "0b101", commit: "1234567" } }));
+  for (const line of ['session_id: "2024-01-15"', 'branch: "0b101"', 'commit: "1234567"']) {
+    assert.ok(dated.includes(`\n${line}\n`), line);
+  }
+  assert.match(dated, /\ncreated_at: \d{4}-\d{2}-\d{2}T[\d:.]+Z\nupdated_at: \d{4}-\d{2}-\d{2}T[\d:.]+Z\n/);
   assert.ok(memoryToMarkdown(a).endsWith("---\n\nDeployed v2.1\n"));
 });
 

@@ -25,20 +25,28 @@ export function slugify(text: string): string {
 }
 
 // Plain YAML scalars only when unambiguous; anything else is a JSON string, which YAML 1.2 reads
-// as a double-quoted scalar with the same escapes.
-const PLAIN = /^[A-Za-z0-9_][A-Za-z0-9_./@%+-]*$/;
+// as a double-quoted scalar with the same escapes. Plain means a UUID, or starting with a letter or
+// '_' and not a YAML word: YAML 1.1 readers (PyYAML, js-yaml's default schema) turn a plain value
+// starting with a digit into a date, an int or a float well beyond what a number looks like
+// (`2024-01-15`, `0b101`, `1.2_3`, `1.`): a session or branch named so was read back as another value.
+const PLAIN = /^[A-Za-z_][A-Za-z0-9_./@%+-]*$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const YAML_WORDS = /^(true|false|yes|no|on|off|null|y|n|~)$/i;
-const NUMERIC = /^[-+]?(\d[\d_]*)?(\.\d+)?([eE][-+]?\d+)?$|^0x|^0o/i;
-// ISO timestamps stay plain, as in seed 002 (`created_at: 2024-01-15T10:30:00Z`): YAML reads them as timestamps.
+// The memory's own timestamps stay plain, as in seed 002 (`created_at: 2024-01-15T10:30:00Z`):
+// YAML reads them as timestamps. A text field shaped like one (a session id) is quoted as any other.
 const ISO_TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 
 export function yamlScalar(value: unknown): string {
   if (value === null || value === undefined) return "null";
   if (typeof value === "number" || typeof value === "boolean") return String(value);
   const s = String(value);
-  if (ISO_TIMESTAMP.test(s)) return s;
-  if (PLAIN.test(s) && !YAML_WORDS.test(s) && !NUMERIC.test(s)) return s;
+  if (UUID.test(s) || (PLAIN.test(s) && !YAML_WORDS.test(s))) return s;
   return JSON.stringify(s);
+}
+
+/** One of the memory's timestamps (ISO, UTC): plain, so YAML reads a timestamp. */
+function yamlTimestamp(value: string | null | undefined): string {
+  return value && ISO_TIMESTAMP.test(value) ? value : yamlScalar(value);
 }
 
 function yamlList(values: unknown[]): string {
@@ -58,8 +66,8 @@ export function frontMatter(m: Memory): string {
     ["pinned", yamlScalar(m.pinned)],
     ["is_valid", yamlScalar(m.is_valid)],
     ["state", yamlScalar(m.state)],
-    ["created_at", yamlScalar(m.created_at)],
-    ["updated_at", yamlScalar(m.updated_at)],
+    ["created_at", yamlTimestamp(m.created_at)],
+    ["updated_at", yamlTimestamp(m.updated_at)],
     ["keywords", yamlList(keywords)],
   ];
   const optional: [string, unknown][] = [
@@ -77,7 +85,9 @@ export function frontMatter(m: Memory): string {
     ["commit", meta.commit],
     ["embedding_model", m.embedding_model],
   ];
-  for (const [k, v] of optional) if (v !== null && v !== undefined) fields.push([k, yamlScalar(v)]);
+  for (const [k, v] of optional) {
+    if (v !== null && v !== undefined) fields.push([k, k === "purge_at" ? yamlTimestamp(String(v)) : yamlScalar(v)]);
+  }
   if (Array.isArray(meta.files) && meta.files.length > 0) fields.push(["files", yamlList(meta.files)]);
   fields.push(["strength", yamlScalar(Number(m.strength.toFixed(4)))]);
   return `---\n${fields.map(([k, v]) => `${k}: ${v}`).join("\n")}\n---\n`;
