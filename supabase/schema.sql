@@ -3527,7 +3527,7 @@ $$;
 -- Name: memory_at(public.devai_memories, timestamp with time zone); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.memory_at(m public.devai_memories, p_at timestamp with time zone) RETURNS TABLE(held boolean, content text, is_valid boolean, state text, superseded_by uuid)
+CREATE FUNCTION public.memory_at(m public.devai_memories, p_at timestamp with time zone) RETURNS TABLE(held boolean, content text, is_valid boolean, state text, superseded_by uuid, namespace text, memory_type text, priority text, source text, importance smallint, pinned boolean, metadata jsonb)
     LANGUAGE plpgsql STABLE ROWS 1
     SET search_path TO ''
     AS $$
@@ -3541,11 +3541,18 @@ begin
          coalesce(h.content, m.content),
          coalesce(h.is_valid, m.is_valid),
          coalesce(h.state, m.state),
-         case when h.found then h.superseded_by else m.superseded_by end
+         case when h.found then h.superseded_by else m.superseded_by end,
+         coalesce(h.meta ->> 'namespace', m.namespace),
+         coalesce(h.meta ->> 'memory_type', m.memory_type),
+         coalesce(h.meta ->> 'priority', m.priority),
+         case when h.meta ? 'source' then h.meta ->> 'source' else m.source end,
+         coalesce((h.meta ->> 'importance')::smallint, m.importance),
+         coalesce((h.meta ->> 'pinned')::boolean, m.pinned),
+         coalesce(h.meta -> 'metadata', m.metadata)
     from (select 1) as one
     left join lateral (
       select true as found, x.new_content as content, (x.meta ->> 'is_valid')::boolean as is_valid,
-             x.meta ->> 'state' as state, (x.meta ->> 'superseded_by')::uuid as superseded_by
+             x.meta ->> 'state' as state, (x.meta ->> 'superseded_by')::uuid as superseded_by, x.meta
         from public.memory_history x
        where x.memory_id = m.id and x.ts <= p_at and x.meta ? 'state'
        order by x.ts desc, x.id desc

@@ -1,8 +1,8 @@
 // as_of through the API: GET /memory, GET /memory/{id}, memory-retrieve and memory.query answer
 // what the tenant's memory held at an instant (a corrected fact before and after its correction),
-// and a historical answer reinforces nothing; a purged memory is in no as_of answer (its history
-// stays). Instants are read from the database's clock between the writes, so nothing waits on
-// wall-clock time.
+// and a historical answer reinforces nothing; the list filters and shows a memory's fields as they
+// were then (pinned); a purged memory is in no as_of answer (its history stays). Instants are read
+// from the database's clock between the writes, so nothing waits on wall-clock time.
 import assert from "node:assert/strict";
 import { createHandler as createRetrieveHandler } from "../supabase/functions/memory-retrieve/handler.ts";
 import { localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
@@ -167,6 +167,37 @@ Deno.test(
       return rows.map((r) => r["QUERY PLAN"]).join("\n");
     });
     assert.match(plan, /Index Cond: .*created_at <= /, plan);
+  },
+);
+
+Deno.test(
+  { name: "as_of: the list filters and shows pinned as it was then, not as it is now", ...opts },
+  async () => {
+    // Filtered on today's values, as_of=<then>&pinned=true answered the memory pinned since and
+    // missed the one unpinned since: an answer about the past that moved with later writes.
+    const t = newTenant();
+    const remember = async (content: string) =>
+      (await api("POST", "/memory/remember", { as: t, body: { content, project: "pins" } })).body.memory.id as string;
+    const wasPinned = await remember("The release branch is cut on Mondays");
+    const pinnedSince = await remember("Hotfixes go straight to the release branch");
+    assert.equal((await api("POST", `/memory/${wasPinned}/pin`, { as: t })).status, 200);
+    const then = await dbNow();
+    assert.equal((await api("POST", `/memory/${wasPinned}/unpin`, { as: t })).status, 200);
+    assert.equal((await api("POST", `/memory/${pinnedSince}/pin`, { as: t })).status, 200);
+
+    const listed = (query: string) => api("GET", `/memory?project=pins&as_of=${then}${query}`, { as: t });
+    const pinnedThen = (await listed("&pinned=true")).body.memories;
+    assert.deepEqual(pinnedThen.map((m: { id: string; pinned: boolean }) => [m.id, m.pinned]), [[wasPinned, true]]);
+    const unpinnedThen = (await listed("&pinned=false")).body.memories;
+    assert.deepEqual(unpinnedThen.map((m: { id: string; pinned: boolean }) => [m.id, m.pinned]), [[
+      pinnedSince,
+      false,
+    ]]);
+    const one = await api("GET", `/memory/${wasPinned}?as_of=${then}`, { as: t });
+    assert.equal(one.body.memory.pinned, true, "one memory as of then is shown pinned, as it was");
+    // Now, as they are.
+    const now = (await api("GET", "/memory?project=pins&pinned=true", { as: t })).body.memories;
+    assert.deepEqual(now.map((m: { id: string }) => m.id), [pinnedSince]);
   },
 );
 

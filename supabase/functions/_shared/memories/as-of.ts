@@ -1,6 +1,7 @@
 // as_of for GET /memory and GET /memory/{id}: what the tenant's memory held at an instant, by the
 // one as-of rule, public.memory_at (recorded by then, validity not closed, valid and active after
-// its last change then; content, validity and supersede as they were then, from the history).
+// its last change then; content, validity, supersede, pin, importance, priority, source, metadata,
+// scope and type as they were then, from the history).
 // The list shows the memories held then; one memory is shown as it was then, with `held`.
 // docs/graph.md#as-of.
 import type { Sql, Tx } from "../db.ts";
@@ -24,11 +25,25 @@ export function asOfValue(q: Tx | Sql, asOf: string | null | undefined) {
   return q`${asOf ? asOfInstant(asOf) : null}::text::timestamptz`;
 }
 
+/** What memory_at answers of a memory as it was (every field its history snapshot records). */
+const AS_OF_FIELDS = [
+  "content",
+  "is_valid",
+  "state",
+  "superseded_by",
+  "namespace",
+  "memory_type",
+  "priority",
+  "source",
+  "importance",
+  "pinned",
+  "metadata",
+] as const;
+
 /** The as-of columns a query selects beside memoryColumns (null without as_of). */
 export function asOfColumns(tx: Tx, asOf: string | undefined) {
   return asOf
-    ? tx`a.held as as_of_held, a.content as as_of_content, a.is_valid as as_of_is_valid, a.state as as_of_state,
-         a.superseded_by as as_of_superseded_by`
+    ? tx.unsafe(["a.held as as_of_held", ...AS_OF_FIELDS.map((f) => `a.${f} as as_of_${f}`)].join(", "))
     : tx`null::boolean as as_of_held`;
 }
 
@@ -48,13 +63,13 @@ export function recordedBy(tx: Tx, asOf: string | undefined, opts: { held?: bool
 
 /** The row as it was at as_of when the as-of columns say so; the as-of columns removed either way. */
 export function memoryAsOf(row: Row): Row {
-  const { as_of_held, as_of_content, as_of_is_valid, as_of_state, as_of_superseded_by, ...memory } = row;
-  if (as_of_held === null || as_of_held === undefined) return memory;
-  return {
-    ...memory,
-    content: as_of_content,
-    is_valid: as_of_is_valid,
-    state: as_of_state,
-    superseded_by: as_of_superseded_by,
-  };
+  const memory: Row = {};
+  const then: Row = {};
+  for (const [k, v] of Object.entries(row)) {
+    if (k.startsWith("as_of_")) then[k.slice("as_of_".length)] = v;
+    else memory[k] = v;
+  }
+  if (then.held === null || then.held === undefined) return memory;
+  for (const f of AS_OF_FIELDS) memory[f] = then[f];
+  return memory;
 }

@@ -41,26 +41,33 @@ export async function listPage(
 ): Promise<ListPage> {
   const inOrder = inIndexOrder(tx);
   const at = asOfValue(tx, q.as_of);
-  // The filters memory_at does not decide, and the cursor.
-  const filters = tx`
+  // The filters on what no API write changes in place (when it was recorded, its scope, its type),
+  // and the cursor: on the row, as of any instant.
+  const fixed = tx`
            ${q.as_of ? tx`and m.created_at <= ${at}` : tx``}
            ${q.namespace_prefix ? tx`and (m.namespace || '/') ^@ ${q.namespace_prefix + "/"}` : tx``}
            ${q.project ? tx`and (m.namespace || '/') ^@ ${projectScope(namespaceRoot, q.project) + "/"}` : tx``}
            ${q.memory_type ? tx`and m.memory_type = ${q.memory_type}` : tx``}
+           ${after ? tx`and ${fromCursor(tx, KEY, after)}` : tx``}`;
+  // The filters on what pin, unpin, confirm, a duplicate made user-stated and a category carried
+  // over change in place: with as_of, on the values held then (memory_at's `a`), not today's
+  // (a memory pinned then and unpinned since was missing from as_of=<then>&pinned=true).
+  const f = (column: string) => tx.unsafe(`${q.as_of ? "a" : "m"}.${column}`);
+  const changing = tx`
            ${q.state !== "all" && !q.as_of ? tx`and m.state = ${q.state}` : tx``}
            ${q.is_valid !== undefined ? tx`and m.is_valid = ${q.is_valid}` : tx``}
-           ${q.pinned !== undefined ? tx`and m.pinned = ${q.pinned}` : tx``}
-           ${q.importance_min !== undefined ? tx`and m.importance >= ${q.importance_min}` : tx``}
-           ${q.priority ? tx`and m.priority = ${q.priority}` : tx``}
-           ${q.source ? tx`and m.source = ${q.source}` : tx``}
-           ${q.category ? tx`and m.metadata ->> 'category' = ${q.category}` : tx``}
-           ${after ? tx`and ${fromCursor(tx, KEY, after)}` : tx``}`;
-  // With as_of: the last memory this page may examine, read in index order without memory_at.
+           ${q.pinned !== undefined ? tx`and ${f("pinned")} = ${q.pinned}` : tx``}
+           ${q.importance_min !== undefined ? tx`and ${f("importance")} >= ${q.importance_min}` : tx``}
+           ${q.priority ? tx`and ${f("priority")} = ${q.priority}` : tx``}
+           ${q.source ? tx`and ${f("source")} = ${q.source}` : tx``}
+           ${q.category ? tx`and ${f("metadata")} ->> 'category' = ${q.category}` : tx``}`;
+  // With as_of: the last memory this page may examine, read in index order without memory_at (so
+  // on the fixed filters only).
   const bound = q.as_of
     ? (await tx<{ cursor_ts: string; id: string }[]>`
         select ${cursorText(tx, KEY)}, m.id
           from public.devai_memories m
-         where true ${filters}
+         where true ${fixed}
          order by m.created_at desc, m.id desc
          offset ${AS_OF_ROWS_PER_PAGE - 1} limit 1`)[0]
     : undefined;
@@ -69,7 +76,7 @@ export async function listPage(
         select ${memoryColumns(tx, "m")}, ${asOfColumns(tx, q.as_of)}, ${cursorText(tx, KEY)}
           from public.devai_memories m
           ${recordedBy(tx, q.as_of)}
-         where true ${filters}
+         where true ${fixed} ${changing}
            ${bound ? tx`and ${fromCursor(tx, KEY, { ts: bound.cursor_ts, id: bound.id }, ">=")}` : tx``}
          order by m.created_at desc, m.id desc
          limit ${q.limit + 1}`;
