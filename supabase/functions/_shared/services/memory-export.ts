@@ -1,5 +1,6 @@
-// The export: everything the tenant has, soft-deleted memories included and flagged. json: its
-// memories (no embeddings), relations and history; markdown: one file per memory
+// The export: the tenant's memories, soft-deleted ones included and flagged (not its entities,
+// proposals, contradictions, sessions or checkpoints: README). json: its memories (no
+// embeddings), relations and history; markdown: one file per memory
 // (export-markdown.ts), as a JSON object or, asked for with Accept: application/x-tar, a tar
 // archive. Streamed: read EXPORT_PAGE_ROWS rows at a time (keyset on each table's order, every page
 // a short read of its own as the tenant, on the read replica when there is one) and written as the
