@@ -193,3 +193,38 @@ Deno.test("mcp: a tool's bad arguments are the HTTP API's 400 as a tool error, w
     }
   });
 });
+
+Deno.test("mcp: a request augmented with a task runs as a plain request, the task ignored (no tasks capability)", async () => {
+  await withServer(async (server, tenant, token) => {
+    const sql = testSql(1);
+    try {
+      const task = { ttl: 60_000 };
+      const ping = await post(server, token, { jsonrpc: "2.0", id: 1, method: "ping", params: { task } });
+      assert.deepEqual(
+        [ping.status, ping.body.result, ping.body.error],
+        [200, {}, undefined],
+        JSON.stringify(ping.body),
+      );
+      const init = await post(server, token, {
+        jsonrpc: "2.0",
+        id: 2,
+        method: "initialize",
+        params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" }, task },
+      });
+      assert.equal(init.body.result?.capabilities.tasks, undefined, JSON.stringify(init.body));
+      const before = await tenantWrites(sql, tenant);
+      const remember = {
+        name: "remember_fact",
+        arguments: { content: "Task augmented write 31", project: "p1" },
+        task,
+      };
+      const ran = await post(server, token, call(3, remember));
+      assert.equal(ran.status, 200);
+      assert.equal(ran.body.result?.structuredContent.created, true, JSON.stringify(ran.body));
+      assert.equal(ran.body.result.task, undefined, "a plain result, not a task");
+      assert.equal((await tenantWrites(sql, tenant)).memories, before.memories + 1);
+    } finally {
+      await sql.end();
+    }
+  });
+});

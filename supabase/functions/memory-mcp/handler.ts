@@ -18,7 +18,7 @@ import { HttpError, json, methodNotAllowed, parseJsonBody } from "../_shared/htt
 import { chargedAs } from "../_shared/rate-limit.ts";
 import { type MemoryDeps, withClock } from "../_shared/services/deps.ts";
 import { memoryDepsFromEnv } from "../_shared/worker-deps.ts";
-import { rpcError, screenMessage } from "./messages.ts";
+import { rpcError, screenMessage, withoutTask } from "./messages.ts";
 import { FUNCTION_NAME, METADATA_PATH, protectedResourceMetadata, wwwAuthenticate } from "./protected-resource.ts";
 import { createMcpServer, routeClassOf } from "./tools.ts";
 
@@ -64,7 +64,10 @@ export function createHandler(deps: MemoryDeps): (req: Request) => Promise<Respo
     });
     await server.connect(transport);
     try {
-      return await chargedAs(routeClassOf(message), () => transport.handleRequest(c.req.raw, { parsedBody: message }));
+      return await chargedAs(
+        routeClassOf(message),
+        () => transport.handleRequest(c.req.raw, { parsedBody: withoutTask(message) }),
+      );
     } finally {
       await server.close();
     }

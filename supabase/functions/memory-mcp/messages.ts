@@ -9,6 +9,9 @@
 //   - params the SDK's request schema refuses (tools/call without params, arguments null or a
 //     string): -32602 Invalid params with what to send (the SDK says -32603 with a zod dump); so is
 //     a tools/call naming no tool, as MCP says (the SDK made it a tool error).
+//   - a request augmented with a task (params.task, MCP 2025-11-25): run as a plain request, the
+//     task ignored, as MCP says of a server without the tasks capability (the SDK answered -32603
+//     "Server does not support task creation" to any request carrying one, ping included).
 // A refused message is never run. What passes goes to the SDK, whose own checks then pass too. A
 // tool's arguments are checked once, when the call runs (tool-server.ts): the HTTP API's 400 as a tool error.
 import {
@@ -106,4 +109,17 @@ function invalidToolCall(params: Record<string, unknown> | undefined): string | 
     return `params.arguments must be an object of ${name}'s arguments (or left out), not ${kind}`;
   }
   return undefined;
+}
+
+/**
+ * The message as the SDK is given it: a request's task augmentation (params.task) left out. This
+ * server declares no tasks capability, and MCP 2025-11-25 says such a server MUST run the request
+ * normally, ignoring the task; the SDK refused it as an internal error (-32603). A message that
+ * passed screenMessage, so params is an object if there.
+ */
+export function withoutTask(message: unknown): unknown {
+  const m = message as { method?: unknown; params?: Record<string, unknown> };
+  if (m.method === undefined || m.params === undefined || !Object.hasOwn(m.params, "task")) return message;
+  const { task: _task, ...params } = m.params;
+  return { ...m, params };
 }
