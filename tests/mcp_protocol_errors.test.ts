@@ -228,3 +228,44 @@ Deno.test("mcp: a request augmented with a task runs as a plain request, the tas
     }
   });
 });
+
+Deno.test("mcp: the Accept header is read as HTTP reads it: any letter case, wildcards, q=0 refuses", async () => {
+  await withServer(async (server, tenant, token) => {
+    const sql = testSql(1);
+    try {
+      const postWith = async (accept: string, message: unknown) => {
+        const res = await fetch(`${server.functionsUrl}/memory-mcp`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept },
+          body: JSON.stringify(message),
+        });
+        return { status: res.status, body: await res.json() };
+      };
+      const ping = { jsonrpc: "2.0", id: 1, method: "ping" };
+      for (const accept of ["*/*", "APPLICATION/JSON, TEXT/EVENT-STREAM", "application/*, text/*", "*/*;q=0.1"]) {
+        const res = await postWith(accept, ping);
+        assert.deepEqual([res.status, res.body.result], [200, {}], `${accept}: ${JSON.stringify(res.body)}`);
+      }
+      const before = await tenantWrites(sql, tenant);
+      const remember = call(2, {
+        name: "remember_fact",
+        arguments: { content: "Accept q zero write 12", project: "p1" },
+      });
+      for (
+        const accept of [
+          "application/json;q=0, text/event-stream",
+          "application/json-seq, text/event-stream",
+          "*/*, text/event-stream;q=0",
+          "application/json",
+        ]
+      ) {
+        const res = await postWith(accept, remember);
+        assert.equal(res.status, 406, `${accept}: ${JSON.stringify(res.body)}`);
+        assert.deepEqual([res.body.id, res.body.error.code], [null, -32000]);
+      }
+      assert.deepEqual(await tenantWrites(sql, tenant), before, "a refused call wrote nothing");
+    } finally {
+      await sql.end();
+    }
+  });
+});

@@ -18,6 +18,7 @@ import { HttpError, json, methodNotAllowed, parseJsonBody } from "../_shared/htt
 import { chargedAs } from "../_shared/rate-limit.ts";
 import { type MemoryDeps, withClock } from "../_shared/services/deps.ts";
 import { memoryDepsFromEnv } from "../_shared/worker-deps.ts";
+import { notAcceptable, withMcpAccept } from "./accept.ts";
 import { rpcError, screenMessage, withoutTask } from "./messages.ts";
 import { FUNCTION_NAME, METADATA_PATH, protectedResourceMetadata, wwwAuthenticate } from "./protected-resource.ts";
 import { createMcpServer, routeClassOf } from "./tools.ts";
@@ -53,9 +54,9 @@ export function createHandler(deps: MemoryDeps): (req: Request) => Promise<Respo
       }
       throw err;
     }
-    // What the SDK would answer wrongly (a batch, a request without an id, bad params) is answered
-    // here, and nothing runs: messages.ts.
-    const screened = screenMessage(message);
+    // What the SDK would answer wrongly (a batch, a request without an id, bad params: messages.ts;
+    // an Accept header read as text, not as HTTP: accept.ts) is answered here, and nothing runs.
+    const screened = screenMessage(message) ?? notAcceptable(c.req.raw);
     if (screened) return screened;
     const server = createMcpServer({ deps: services, caller, requestId: c.get("requestId") });
     const transport = new WebStandardStreamableHTTPServerTransport({
@@ -66,7 +67,7 @@ export function createHandler(deps: MemoryDeps): (req: Request) => Promise<Respo
     try {
       return await chargedAs(
         routeClassOf(message),
-        () => transport.handleRequest(c.req.raw, { parsedBody: withoutTask(message) }),
+        () => transport.handleRequest(withMcpAccept(c.req.raw), { parsedBody: withoutTask(message) }),
       );
     } finally {
       await server.close();
