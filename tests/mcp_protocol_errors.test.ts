@@ -269,3 +269,20 @@ Deno.test("mcp: the Accept header is read as HTTP reads it: any letter case, wil
     }
   });
 });
+
+Deno.test("mcp: initialize promises no tools/list_changed: a stateless server has no stream to send it on", async () => {
+  await withServer(async (server, _tenant, token) => {
+    const init = await post(server, token, {
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } },
+    });
+    assert.deepEqual(init.body.result?.capabilities, { tools: {} }, JSON.stringify(init.body));
+    const stream = await fetch(`${server.functionsUrl}/memory-mcp`, {
+      headers: { authorization: `Bearer ${token}`, accept: "text/event-stream" },
+    });
+    assert.equal(stream.status, 405);
+    await stream.body?.cancel();
+  });
+});

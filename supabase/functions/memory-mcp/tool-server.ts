@@ -37,7 +37,9 @@ export function toolServer(
   tools: ReadonlyMap<string, ToolSpec>,
 ): Server {
   const server = new Server(about.info, {
-    capabilities: { tools: { listChanged: true } },
+    // No listChanged: a stateless server has no stream to send notifications/tools/list_changed on
+    // (GET is 405), and its tools change only with a deploy.
+    capabilities: { tools: {} },
     instructions: about.instructions,
   });
   server.setRequestHandler(ListToolsRequestSchema, () => ({
