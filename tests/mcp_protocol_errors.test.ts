@@ -2,12 +2,14 @@
 // (docs/mcp.md#errors): a request without an id is refused (-32600) and runs nothing, where a
 // notification is still 202; JSON that is no JSON-RPC message is -32600, text that is no JSON
 // -32700; bad params are -32602 with a message a client's author can act on; a tool's bad arguments
-// are the HTTP API's 400 as a tool error, with the request id.
+// are the HTTP API's 400 as a tool error, with the request id; a task-augmented request runs as a
+// plain one; the Accept header is read as HTTP reads it; the requests that run no tool are charged.
 import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { userToken } from "./support/auth.ts";
 import { functionJson, type RunningServer, startTestServer } from "./support/http_server.ts";
+import { overrideSettings } from "./support/lifecycle.ts";
 import { newTenant, tenantWrites, testSql } from "./support/seed.ts";
 
 interface Posted {
@@ -15,6 +17,7 @@ interface Posted {
   // deno-lint-ignore no-explicit-any -- JSON-RPC answers of several shapes; each test asserts what it reads
   body: any;
   requestId: string | null;
+  headers: Headers;
 }
 
 /** One POST to memory-mcp as an MCP client sends it; body as JSON text (a string is sent as it is). */
@@ -29,7 +32,12 @@ async function post(server: RunningServer, token: string, body: unknown): Promis
     body: typeof body === "string" ? body : JSON.stringify(body),
   });
   const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : null, requestId: res.headers.get("x-request-id") };
+  return {
+    status: res.status,
+    body: text ? JSON.parse(text) : null,
+    requestId: res.headers.get("x-request-id"),
+    headers: res.headers,
+  };
 }
 
 const call = (id: number | undefined, params?: unknown) => ({
@@ -284,5 +292,36 @@ Deno.test("mcp: initialize promises no tools/list_changed: a stateless server ha
     });
     assert.equal(stream.status, 405);
     await stream.body?.cancel();
+  });
+});
+
+Deno.test("mcp: initialize, ping and tools/list take a read token too: past the read budget they are 429", async () => {
+  await withServer(async (server, _tenant, token) => {
+    const sql = testSql(1);
+    const limits = await overrideSettings(sql, { rate_limit_read_burst: 3, rate_limit_read_per_minute: 1 });
+    try {
+      // The SDK's client connects with initialize (a token) and a notification (none: it runs nothing).
+      const client = new Client({ name: "devai-memory-tests", version: "0.0.0" });
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(`${server.functionsUrl}/memory-mcp`), {
+          requestInit: { headers: { authorization: `Bearer ${token}` } },
+        }),
+      );
+      await client.listTools();
+      await client.ping();
+      await client.close();
+      const initialize = { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "1" } };
+      for (const [method, params] of [["initialize", initialize], ["tools/list"], ["ping"]] as const) {
+        const refused = await post(server, token, { jsonrpc: "2.0", id: 1, method, ...(params ? { params } : {}) });
+        assert.deepEqual([refused.status, refused.body.error?.code], [429, "rate_limited"], method);
+        assert.equal(refused.headers.get("retry-after"), "60");
+      }
+      const other = await userToken(newTenant());
+      const listed = await post(server, other, { jsonrpc: "2.0", id: 1, method: "tools/list" });
+      assert.equal(listed.status, 200, "another tenant is not limited");
+    } finally {
+      await limits.restore();
+      await sql.end();
+    }
   });
 });

@@ -14,6 +14,7 @@ import { ErrorCode } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { createFunctionApp, fetchHandler } from "../_shared/app.ts";
 import { authenticate, type Caller } from "../_shared/auth.ts";
+import { chargeRequest } from "../_shared/db.ts";
 import { HttpError, json, methodNotAllowed, parseJsonBody } from "../_shared/http.ts";
 import { chargedAs } from "../_shared/rate-limit.ts";
 import { type MemoryDeps, withClock } from "../_shared/services/deps.ts";
@@ -21,7 +22,7 @@ import { memoryDepsFromEnv } from "../_shared/worker-deps.ts";
 import { notAcceptable, withMcpAccept } from "./accept.ts";
 import { rpcError, screenMessage, withoutTask } from "./messages.ts";
 import { FUNCTION_NAME, METADATA_PATH, protectedResourceMetadata, wwwAuthenticate } from "./protected-resource.ts";
-import { createMcpServer, routeClassOf } from "./tools.ts";
+import { createMcpServer, routeClassOf, runsNoTool } from "./tools.ts";
 
 /** Production dependencies from the environment (index.ts; the local functions server brings its own). */
 export const defaultDeps = (): MemoryDeps => memoryDepsFromEnv("devai-memory:memory-mcp");
@@ -58,20 +59,22 @@ export function createHandler(deps: MemoryDeps): (req: Request) => Promise<Respo
     // an Accept header read as text, not as HTTP: accept.ts) is answered here, and nothing runs.
     const screened = screenMessage(message) ?? notAcceptable(c.req.raw);
     if (screened) return screened;
-    const server = createMcpServer({ deps: services, caller, requestId: c.get("requestId") });
-    const transport = new WebStandardStreamableHTTPServerTransport({
-      sessionIdGenerator: undefined,
-      enableJsonResponse: true,
+    return await chargedAs(routeClassOf(message), async () => {
+      // A request no tool answers (initialize, ping, tools/list, a method not found) sends no tenant
+      // statement to take the request's token with: it is taken here. They ran unlimited.
+      if (runsNoTool(message)) await chargeRequest(deps.sql, caller);
+      const server = createMcpServer({ deps: services, caller, requestId: c.get("requestId") });
+      const transport = new WebStandardStreamableHTTPServerTransport({
+        sessionIdGenerator: undefined,
+        enableJsonResponse: true,
+      });
+      await server.connect(transport);
+      try {
+        return await transport.handleRequest(withMcpAccept(c.req.raw), { parsedBody: withoutTask(message) });
+      } finally {
+        await server.close();
+      }
     });
-    await server.connect(transport);
-    try {
-      return await chargedAs(
-        routeClassOf(message),
-        () => transport.handleRequest(withMcpAccept(c.req.raw), { parsedBody: withoutTask(message) }),
-      );
-    } finally {
-      await server.close();
-    }
   });
 
   app.all(`/${FUNCTION_NAME}`, () => {

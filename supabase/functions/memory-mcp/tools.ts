@@ -55,6 +55,15 @@ export function routeClassOf(message: unknown): RouteClass {
   return writes ? "write" : "read";
 }
 
+/**
+ * A request that runs no tool (initialize, ping, tools/list, a method not found): it reads no table,
+ * so handler.ts charges it before the SDK runs it. A notification or a response runs nothing.
+ */
+export function runsNoTool(message: unknown): boolean {
+  const m = message as { id?: unknown; method?: unknown };
+  return m.id !== undefined && typeof m.method === "string" && m.method !== "tools/call";
+}
+
 const memoryId = { id: uuid.describe("the memory's id, as search_memory and remember_fact show it") };
 const EntityInput = EntityListQuery.omit({ limit: true }).extend({ id: uuid.optional().describe("the entity's id") })
   .refine((e) => (e.id === undefined) !== (e.q === undefined), {
