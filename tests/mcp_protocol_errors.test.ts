@@ -131,6 +131,10 @@ Deno.test("mcp: bad params are -32602 Invalid params, answered to the request's 
       [call(3, { name: "remember_fact", arguments: "content" }), /params\.arguments must be an object .* not a string/],
       [call(4, { name: "no_such_tool", arguments: {} }), /no tool is named 'no_such_tool'/],
       [{ jsonrpc: "2.0", id: 5, method: "initialize", params: {} }, /params\.protocolVersion: .*expected string/],
+      [
+        { jsonrpc: "2.0", id: 6, method: "tools/list", params: { cursor: "bogus" } },
+        /params\.cursor: .*issues no cursor/,
+      ],
     ];
     for (const [message, expected] of cases) {
       const res = await post(server, token, message);

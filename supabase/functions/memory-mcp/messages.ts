@@ -8,7 +8,8 @@
 //     a notification, answers 202 Accepted and runs nothing, so a client would think it had written.
 //   - params the SDK's request schema refuses (tools/call without params, arguments null or a
 //     string): -32602 Invalid params with what to send (the SDK says -32603 with a zod dump); so is
-//     a tools/call naming no tool, as MCP says (the SDK made it a tool error).
+//     a tools/call naming no tool, as MCP says (the SDK made it a tool error), and a tools/list
+//     with a cursor, which this server never issues (the SDK ignored it).
 //   - a request augmented with a task (params.task, MCP 2025-11-25): run as a plain request, the
 //     task ignored, as MCP says of a server without the tasks capability (the SDK answered -32603
 //     "Server does not support task creation" to any request carrying one, ping included).
@@ -86,7 +87,7 @@ export function screenMessage(message: unknown): Response | undefined {
   const schema = ANSWERED.get(m.method);
   if (!schema) return undefined;
   const invalid = (m.method === "tools/call" ? invalidToolCall(m.params) : undefined) ??
-    schemaProblems(schema, message);
+    schemaProblems(schema, message) ?? (m.method === "tools/list" ? cursorProblem(m.params) : undefined);
   if (invalid) return rpcError(m.id, ErrorCode.InvalidParams, `Invalid params of ${m.method}: ${invalid}`);
   return undefined;
 }
@@ -96,6 +97,15 @@ function schemaProblems(schema: RequestSchema, message: unknown): string | undef
   const { success, error } = schema.safeParse(message);
   if (success || !error) return undefined;
   return issuesText(error.issues, "(message)");
+}
+
+/**
+ * tools/list answers every tool in one page and never issues a cursor, so any cursor is one it did
+ * not issue: MCP's pagination asks for -32602 (it was ignored, the whole list answered).
+ */
+function cursorProblem(params: Record<string, unknown> | undefined): string | undefined {
+  if (params?.cursor === undefined) return undefined;
+  return "params.cursor: tools/list answers every tool in one page and issues no cursor; send it without one";
 }
 
 /** What is wrong with a tools/call's params, in words a client's author can act on. */
