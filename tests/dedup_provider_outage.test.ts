@@ -47,7 +47,10 @@ for (
       }
       const [job] = await jobsOf(env.sql, tenant, ["dedup"]);
       assert.deepEqual([job!.status, job!.attempts], ["queued", 0]);
-      assert.match(job!.last_error ?? "", /^provider unavailable: LlmRequestError/);
+      assert.match(
+        job!.last_error ?? "",
+        /^provider unavailable: model fake-llm \(127\.0\.0\.1:\d+\): LlmRequestError/,
+      );
       assert.equal((job!.result as { provider_unavailable: { times: number } }).provider_unavailable.times, 7);
 
       env.fake.chatOutage = undefined;
@@ -98,9 +101,38 @@ Deno.test("dedup, the embeddings provider down for a drain of three jobs: one em
     const probes = embeddings.filter((r) => JSON.stringify(r.body?.input).includes("provider_probe"));
     // Before the watch: 6 (each job its request and a probe of its own).
     assert.deepEqual([embeddings.length, probes.length], [2, 1], "one job's request and one probe a drain");
-    assert.match(report.provider_unavailable ?? "", /^embeddings: /);
+    assert.match(report.provider_unavailable ?? "", /^embeddings text-embedding-3-small \(127\.0\.0\.1:\d+\): /);
     for (const job of await jobsOf(env.sql, tenant, ["dedup"])) {
       assert.deepEqual([job.status, job.attempts], ["queued", 0]);
+    }
+  } finally {
+    await env.close();
+  }
+});
+
+// A probe is one request (llm-outage.ts oneRequest): the embedder's own retries (4 attempts) are the
+// job's request's, not the probe's. Before, a 503 from a down embeddings provider got each probe 4
+// requests and their waits: a drain of three dedup jobs sent 8 embedding requests, 4 of them probes.
+Deno.test("dedup, the embeddings provider down (503) for a drain of three jobs, the embedder retrying as configured: its probe is one request", async () => {
+  const env = await writeEnv();
+  try {
+    const tenant = newTenant();
+    env.fake.onChat(() => true, reply.json({ action: "ADD", reason: "new" }));
+    env.fake.failEmbeddings(...Array(20).fill(reply.error(503)));
+    for (const key of ["a", "b", "c"]) await queueCandidate(env, tenant, `embeddings-503-${key}`);
+    const report = await drainAll(env.deps, tenant);
+    assert.deepEqual([report.claimed, report.postponed, report.dead], [3, 3, 0], JSON.stringify(report));
+    const embeddings = env.fake.embeddingRequests();
+    const probes = embeddings.filter((r) => JSON.stringify(r.body?.input).includes("provider_probe"));
+    assert.deepEqual([embeddings.length - probes.length, probes.length], [4, 1], "the job's 4 attempts, one probe");
+    // Which provider: the embeddings', its model and host, in the report and the postponed job's error.
+    const named = /^embeddings text-embedding-3-small \(127\.0\.0\.1:\d+\): embedding request failed/;
+    assert.match(report.provider_unavailable ?? "", named);
+    for (const job of await jobsOf(env.sql, tenant, ["dedup"])) {
+      assert.match(
+        job.last_error ?? "",
+        /^provider unavailable: embeddings text-embedding-3-small \(127\.0\.0\.1:\d+\): /,
+      );
     }
   } finally {
     await env.close();

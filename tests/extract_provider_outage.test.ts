@@ -56,13 +56,18 @@ async function outageOverFourPosts(failure: ReturnType<typeof reply.error>, asks
       const before = asked();
       const report = await drainAll(env.deps, tenant);
       assert.deepEqual([report.dead, report.postponed], [0, 1], JSON.stringify(report));
-      assert.match(report.provider_unavailable ?? "", /LLM request failed/);
+      assert.match(report.provider_unavailable ?? "", /^model fake-llm \(127\.0\.0\.1:\d+\): LLM request failed/);
       // The new job's one request and one probe: the job postponed before is not due yet.
       if (asksADrain !== null) assert.equal(asked() - before, asksADrain, "a down provider is asked twice a run");
     }
     const jobs = await jobsOf(env.sql, tenant, ["extract"]);
     assert.deepEqual(jobs.map((j) => [j.status, j.attempts]), Array(4).fill(["queued", 0]));
-    assert.match(jobs[0]!.last_error ?? "", /^provider unavailable: ModelPartError: .*LLM request failed/);
+    // Which provider: the model, its name and host (docs/operations.md#an-outage-of-the-model-provider).
+    const model = String.raw`model fake-llm \(127\.0\.0\.1:\d+\)`;
+    assert.match(
+      jobs[0]!.last_error ?? "",
+      new RegExp(`^provider unavailable: ${model}: ModelPartError: .*LLM request failed`),
+    );
     const seen = (jobs[0]!.result as { provider_unavailable: { times: number; next_try_at: string } })
       .provider_unavailable;
     assert.equal(seen.times, 1);
@@ -219,4 +224,22 @@ Deno.test("extract, a key the provider refuses with a 400 (Gemini's 'API key not
     reply.error(400, { message: "API key not valid. Please pass a valid API key." }),
     null,
   );
+});
+
+// A probe is one request (llm-outage.ts oneRequest): the client's retries (3 after the first try)
+// are the job's request's. Before, a down provider's probe was retried as a job's request is: 4
+// requests and their backoff for one answer, that the provider is down.
+Deno.test("extract, a provider down (503) with the client retrying as configured: the job's request is retried, its probe is one request", async () => {
+  const env = await writeEnv();
+  try {
+    const tenant = newTenant();
+    env.fake.onChat(() => true, extract);
+    env.fake.chatOutage = reply.error(503);
+    await accepted(env, tenant, 3);
+    const report = await drainAll(env.deps, tenant);
+    assert.deepEqual([report.dead, report.postponed], [0, 1], JSON.stringify(report));
+    assert.deepEqual([env.fake.chatRequests().length, env.fake.probeRequests().length], [4, 1]);
+  } finally {
+    await env.close();
+  }
 });

@@ -33,7 +33,8 @@ import {
   postponeJob,
   recordJobProgress,
 } from "./jobs.ts";
-import { EmbeddingsWatch, providerUnavailable, ProviderUnavailableError, ProviderWatch } from "./llm-outage.ts";
+import { EmbeddingsWatch, ProviderUnavailableError, ProviderWatch, unavailableProvider } from "./llm-outage.ts";
+import { providerName } from "./provider-name.ts";
 import { type Llm, LlmOutputError, LlmRequestError } from "./llm.ts";
 import { queuedCodeOrigin } from "./schemas.ts";
 import { CandidateSchema } from "./candidates.ts";
@@ -87,7 +88,7 @@ export interface DrainReport {
   dead: number;
   /** Queued again, their attempt given back: the model provider was unavailable (llm-outage.ts). */
   postponed: number;
-  /** The failure that found the model provider (or, prefixed `embeddings: `, the embeddings provider) unavailable in this run. */
+  /** Which provider (the model's, the embeddings', or both, `; ` apart) was found unavailable in this run, and the failure. */
   provider_unavailable?: string;
   lease_lost: number;
   /** Jobs cut after they recorded progress: queued again at once, their attempt given back. */
@@ -140,8 +141,13 @@ async function drainWithin(deadline: DrainDeadline, deps: WorkerDeps, opts: Drai
   };
   // One watch a run, of the model and of the embeddings: once a provider is found unavailable, the
   // run's later jobs do not ask it (nor probe it) again.
-  const watch = deps.llm && new ProviderWatch(deps.llm, deadline);
-  const embeddings = new EmbeddingsWatch(embedderUntil(deps.embedder, deadline), deps.embedder);
+  const watch = deps.llm &&
+    new ProviderWatch(deps.llm, deadline, providerName("model", { ...deps.config.llm, model: deps.llm.model }));
+  const embeddings = new EmbeddingsWatch(
+    embedderUntil(deps.embedder, deadline),
+    deps.embedder,
+    providerName("embeddings", { ...deps.config.embedding, model: deps.embedder.model }),
+  );
   const runDeps = { ...deps, llm: watch, embedder: embeddings };
   while (report.claimed < maxJobs) {
     // The first job is claimed whatever the budget (a budget under one request's timeout would claim none).
@@ -171,9 +177,8 @@ async function drainWithin(deadline: DrainDeadline, deps: WorkerDeps, opts: Drai
           processJob(runDeps, job, workerId).catch(async (err) => {
             const cause = err instanceof ModelPartError ? err.modelError : err;
             if (cutByTheDeadline(err)) report.cut++;
-            const unavailable = await providerUnavailable(watch, cause) ||
-              await embeddings.judge(cause, deadline.probeRoom());
-            throw unavailable ? new ProviderUnavailableError(err) : err;
+            const provider = await unavailableProvider(watch, embeddings, cause, deadline.probeRoom());
+            throw provider ? new ProviderUnavailableError(err, provider) : err;
           }),
       );
       report.done++;
@@ -186,14 +191,13 @@ async function drainWithin(deadline: DrainDeadline, deps: WorkerDeps, opts: Drai
         continue;
       }
       if (err instanceof ProviderUnavailableError) {
-        const message = describeError(err.failure);
+        const message = `${err.provider}: ${describeError(err.failure)}`;
         const status = await postponeJob(deps.sql, job.id, workerId, message, {
           backoffBaseMs: opts.outageBackoffBaseMs,
         });
         if (status) report.postponed++;
         else report.lease_lost++;
-        report.provider_unavailable = watch?.unavailable ??
-          (embeddings.unavailable && `embeddings: ${embeddings.unavailable}`);
+        report.provider_unavailable = [watch?.unavailable, embeddings.unavailable].filter(Boolean).join("; ");
         report.jobs.push({ id: job.id, kind: job.kind, status: status ?? "lease_lost", error: message });
         await recordFailure(deps, job, status ?? "unknown", `provider unavailable: ${message}`).catch(() => {});
         continue;

@@ -21,6 +21,7 @@ import {
 } from "./llm.ts";
 import { refusesContent } from "./llm-retry.ts";
 import { DrainCutError, type DrainDeadline } from "./drain-deadline.ts";
+import { foundUnavailable, notAsked } from "./provider-name.ts";
 
 /**
  * The statuses a provider gives every request alike: a refused key (401, 403), a spent balance (402:
@@ -77,14 +78,21 @@ export const PROBE_NAME = "provider_probe";
 const ProbeSchema = z.object({ ok: z.boolean() });
 
 /**
- * How long a probe may take, its client's retries included: a provider that hangs would otherwise
- * hold the worker for 4 x LLM_TIMEOUT_MS more, after the job's own requests took as long. Less
- * when a drain's deadline leaves less (DrainDeadline.probeRoom).
+ * How long a probe may take: a provider that hangs would otherwise hold the worker for
+ * LLM_TIMEOUT_MS more, after the job's own requests took 4 x as long. Less when a drain's deadline
+ * leaves less (DrainDeadline.probeRoom).
  */
 const PROBE_TIMEOUT_MS = 15_000;
 
 /** How long a probe may take now: none when the drain's deadline leaves no room for one. */
 const probeTimeout = (roomMs = Number.POSITIVE_INFINITY) => Math.min(PROBE_TIMEOUT_MS, Math.floor(roomMs));
+
+/**
+ * A probe is one request: a deadline already passed lets its client start no retry (llm-retry.ts
+ * retryWait, the embedder alike). The job's own request had its retries; a down provider's probe
+ * took them too, 4 requests and their waits for each probe (the answer is the same: it failed).
+ */
+const oneRequest = () => ({ deadline: Date.now() });
 
 /**
  * Whether the provider answers a request holding nothing of any job (any answer but an outage's
@@ -97,6 +105,7 @@ export async function providerAnswers(llm: Llm, timeoutMs = PROBE_TIMEOUT_MS): P
     await llm.completeJson(ProbeSchema, [{ role: "user", content: 'Reply {"ok": true}.' }], {
       name: PROBE_NAME,
       signal,
+      ...oneRequest(),
     });
     return true;
   } catch (err) {
@@ -112,10 +121,14 @@ export async function providerAnswers(llm: Llm, timeoutMs = PROBE_TIMEOUT_MS): P
  * failure is a DrainCutError (a timeout's, probed within what is left: drain-deadline.ts).
  */
 export class ProviderWatch implements Llm {
-  /** The failure that found the provider unavailable in this run, if one did. */
+  /** The provider and the failure that found it unavailable in this run, if one did. */
   unavailable: string | undefined;
 
-  constructor(private readonly inner: Llm, private readonly deadline?: DrainDeadline) {}
+  constructor(
+    private readonly inner: Llm,
+    private readonly deadline?: DrainDeadline,
+    readonly name = `model ${inner.model}`,
+  ) {}
 
   get model(): string {
     return this.inner.model;
@@ -132,7 +145,7 @@ export class ProviderWatch implements Llm {
   ): Promise<LlmResult<z.infer<S>>> {
     if (this.unavailable !== undefined) {
       throw new LlmRequestError(
-        `not asked: the provider is unavailable (${this.unavailable})`,
+        notAsked(this.unavailable),
         undefined,
         true,
         emptyUsage(),
@@ -161,7 +174,7 @@ export class ProviderWatch implements Llm {
       this.answeredDespite.add(err as object);
       return false;
     }
-    this.unavailable = (err as Error).message.slice(0, 300);
+    this.unavailable = foundUnavailable(this.name, err);
     return true;
   }
 }
@@ -194,7 +207,7 @@ export async function embeddingsUnavailable(embedder: Embedder, err: unknown, ro
   if (timeoutMs <= 0) return true;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timedOut = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), timeoutMs)));
-  const probe = embedder.embed([PROBE_NAME], { signal: AbortSignal.timeout(timeoutMs) })
+  const probe = embedder.embed([PROBE_NAME], { signal: AbortSignal.timeout(timeoutMs), ...oneRequest() })
     .then(() => "answered" as const, (e) => e);
   try {
     const outcome = await Promise.race([probe, timedOut]);
@@ -212,11 +225,15 @@ export async function embeddingsUnavailable(embedder: Embedder, err: unknown, ro
  * whose requests the drain's cut aborts: the probe has its own room, DrainDeadline.probeRoom).
  */
 export class EmbeddingsWatch implements Embedder {
-  /** The failure that found the embeddings provider unavailable in this run, if one did. */
+  /** The provider and the failure that found it unavailable in this run, if one did. */
   unavailable: string | undefined;
   private readonly answeredDespite = new WeakSet<object>();
 
-  constructor(private readonly inner: Embedder, private readonly probeWith: Embedder = inner) {}
+  constructor(
+    private readonly inner: Embedder,
+    private readonly probeWith: Embedder = inner,
+    readonly name = `embeddings ${inner.model}`,
+  ) {}
 
   get provider() {
     return this.inner.provider;
@@ -233,7 +250,7 @@ export class EmbeddingsWatch implements Embedder {
   async embed(texts: string[], opts?: EmbedOptions): Promise<number[][]> {
     if (this.unavailable !== undefined) {
       throw new EmbeddingError(
-        `not asked: the embeddings provider is unavailable (${this.unavailable})`,
+        notAsked(this.unavailable),
         undefined,
         true,
       );
@@ -250,15 +267,31 @@ export class EmbeddingsWatch implements Embedder {
       this.answeredDespite.add(err as object);
       return false;
     }
-    this.unavailable = (err as Error).message.slice(0, 300);
+    this.unavailable = foundUnavailable(this.name, err);
     return true;
   }
+}
+
+/**
+ * Which provider, the model's or the embeddings', `err` (a job's failure) found unavailable, each by
+ * its watch's rule (`roomMs`: what the drain's deadline leaves the embeddings' probe), if one did.
+ */
+export async function unavailableProvider(
+  model: ProviderWatch | undefined,
+  embeddings: EmbeddingsWatch,
+  err: unknown,
+  roomMs?: number,
+): Promise<string | undefined> {
+  if (model && await model.judge(err)) return model.name;
+  if (await embeddings.judge(err, roomMs)) return embeddings.name;
+  return undefined;
 }
 
 /** A job's failure that found the provider unavailable: drainQueue postpones the job. */
 export class ProviderUnavailableError extends Error {
   override name = "ProviderUnavailableError";
-  constructor(readonly failure: unknown) {
+  /** `provider`: which one (providerName). */
+  constructor(readonly failure: unknown, readonly provider: string) {
     super(failure instanceof Error ? `${failure.name}: ${failure.message}` : String(failure));
   }
 }
