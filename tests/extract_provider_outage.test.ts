@@ -243,3 +243,43 @@ Deno.test("extract, a provider down (503) with the client retrying as configured
     await env.close();
   }
 });
+
+/** Whether an extraction request holds the part's context (extraction-prompt.ts). */
+const withContext = (req: { messages: { content: unknown }[] }) =>
+  req.messages.some((m) => String(m.content).includes("EARLIER IN THIS CONVERSATION"));
+
+// A 429 saying the request alone is over the limit (counts printed with thousands separators, as
+// `Limit 30,000, Requested 45,512`) is a refusal (llm-retry.ts refusesContent), as a 413 is: the
+// client does not retry it, and the part is asked without its context at once. Before: retried
+// (4 requests an attempt), then counted, the job retried until its last attempt asked without the
+// context; before that, the thousands separators were not read and the job was postponed forever.
+Deno.test("extract, a part whose context puts its request over the tokens-per-minute limit (429 'Limit 30,000, Requested 45,512'): one request with the context, then the part is asked without it, done at its first attempt", async () => {
+  const env = await writeEnv(); // the client's retries as configured: 3 after the first try
+  try {
+    const tenant = newTenant();
+    const tooLarge = reply.error(429, {
+      message: "Request too large for gpt-4o in organization org-x on tokens per min (TPM): Limit 30,000, " +
+        "Requested 45,512. The input or output tokens must be reduced in order to run successfully.",
+    });
+    env.fake.onChat(withContext, tooLarge);
+    env.fake.onChat(() => true, extract);
+    await accepted(env, tenant, 3);
+    const first = await drainAll(env.deps, tenant);
+    assert.deepEqual([first.postponed, first.retried, first.dead], [0, 0, 0], JSON.stringify(first));
+    await accepted(env, tenant, 5); // the part [3, 5), the first three messages its context
+    const report = await drainAll(env.deps, tenant);
+    assert.deepEqual([report.postponed, report.retried, report.dead], [0, 0, 0], JSON.stringify(report));
+    const second = env.fake.chatRequests().slice(1);
+    assert.deepEqual(
+      second.map((r) => withContext(r.body)),
+      [true, false],
+      "one request with the context, not retried",
+    );
+    assert.equal(env.fake.probeRequests().length, 0, "a refusal of the request alone: no probe");
+    const [, job] = await jobsOf(env.sql, tenant, ["extract"]);
+    assert.deepEqual([job!.status, job!.attempts], ["done", 1]);
+    assert.deepEqual(await factsOf(env, tenant), [serviceFact(0), serviceFact(2), serviceFact(4)].sort());
+  } finally {
+    await env.close();
+  }
+});

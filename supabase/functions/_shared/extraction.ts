@@ -123,14 +123,15 @@ type AskChunk = (withContext: boolean) => Promise<LlmResult<ExtractionOutput>>;
 
 /**
  * Whether a failure of the request with the context, when the one without it was answered, says
- * the context is what fails: a refusal (400, 413, 422), a 5xx or output that is not valid, which a
- * provider failing every request holding a message gives each time. A 429, a timeout, a reset, a
- * 408 or 409 say the provider is busy or unreachable, not what the request holds: they never drop it.
+ * the context is what fails: a refusal (400, 413, 422, a 429 over the limit alone), a 5xx or output
+ * that is not valid, which a provider failing every request holding a message gives each time. A
+ * busy 429, a timeout, a reset, a 408 or 409 say the provider is busy or unreachable, not what the
+ * request holds: they never drop it.
  */
 function failsForContext(err: unknown): boolean {
   if (err instanceof LlmOutputError) return true;
   return err instanceof LlmRequestError && err.status !== undefined &&
-    (refusesContent(err.status) || err.status >= 500);
+    (refusesContent(err.status, err.message) || err.status >= 500);
 }
 
 /**
@@ -158,7 +159,7 @@ async function answerChunk(
     try {
       return await ask(true);
     } catch (err) {
-      const refused = err instanceof LlmRequestError && refusesContent(err.status);
+      const refused = err instanceof LlmRequestError && refusesContent(err.status, err.message);
       // A drain's cut sends nothing more: asking without the context would "fail" unsent.
       if ((!refused && !at.lastAttempt) || err instanceof DrainCutError) throw err;
       addUsage(progress.usage, usageOf(err));

@@ -37,29 +37,13 @@ const MISCONFIGURED = new Set([401, 402, 403, 404]);
 const rateLimited = (err: unknown) => err instanceof LlmRequestError && err.status === 429;
 
 /**
- * A 429 saying the request alone is over the limit (OpenAI's "Request too large … (TPM): Limit
- * 30000, Requested 61234", a part longer than the key's tokens a minute): no minute lets it pass, so
- * it is the provider's word on the request, as a 413 is. Postponed, it was retried forever and found
- * the provider unavailable for the drain's later jobs each time.
- */
-const OVER_THE_LIMIT = (() => {
-  // A count as providers print it: 30000, or grouped by thousands (30,000, 30 000, 30.000, 30'000).
-  const count = String.raw`(\d{1,3}(?:[,.' \u00a0\u202f]\d{3})+(?!\d)|\d+)`;
-  return new RegExp(String.raw`Limit ${count},?(?: Used ${count},?)? Requested ${count}`, "i");
-})();
-const countOf = (printed: string) => Number(printed.replace(/\D/g, ""));
-function overTheLimitAlone(err: LlmRequestError): boolean {
-  const m = err.status === 429 ? OVER_THE_LIMIT.exec(err.message) : null;
-  return m !== null && countOf(m[3]!) > countOf(m[1]!);
-}
-
-/**
  * A failure an unavailable provider gives: those llm.ts retries (timeouts, resets, 408, 409, 429,
- * 5xx) and a refused key or model. A refusal (400, 413, 422, a request over the rate limit alone) or
- * output that stays invalid after its repair is the provider's word on the request: never an outage's.
+ * 5xx) and a refused key or model. A refusal (400, 413, 422, a 429 saying the request alone is over
+ * the limit: llm-retry.ts refusesContent) or output that stays invalid after its repair is the
+ * provider's word on the request: never an outage's.
  */
 export function failsAsAnOutage(err: unknown): boolean {
-  return err instanceof LlmRequestError && !overTheLimitAlone(err) &&
+  return err instanceof LlmRequestError && !refusesContent(err.status, err.message) &&
     (err.retryable || (err.status !== undefined && MISCONFIGURED.has(err.status)));
 }
 
@@ -67,6 +51,7 @@ export function failsAsAnOutage(err: unknown): boolean {
  * A refusal (400, 413, 422): the provider's word on what the request holds, unless it refuses a probe
  * so too. Then it refuses every request: a key it reads as invalid (Gemini answers 400 "API key not
  * valid"), a model it retired, a response_format it does not take: a configuration to fix, as a 401.
+ * Not a 429 over the limit alone: a probe, tiny, always fits the limit; that one counts unprobed.
  */
 const refused = (err: unknown) => err instanceof LlmRequestError && refusesContent(err.status);
 

@@ -26,7 +26,9 @@ export function classify(err: unknown): Transient {
   if (err instanceof OpenAI.APIConnectionError) return { retryable: true, kind: "connection error" };
   if (err instanceof OpenAI.APIError) {
     const status = err.status;
-    const retryable = status === 408 || status === 409 || status === 429 || (status !== undefined && status >= 500);
+    // A 429 over the limit alone is a refusal: no wait lets it pass (refusesContent).
+    const retryable = status === 408 || status === 409 || (status === 429 && !overTheLimitAlone(err.message)) ||
+      (status !== undefined && status >= 500);
     return { retryable, status, kind: "api error", retryAfterMs: retryAfterMs(err.headers) };
   }
   return { retryable: false, kind: "unexpected error" };
@@ -34,13 +36,33 @@ export function classify(err: unknown): Transient {
 
 /**
  * The statuses by which a provider refuses a request for what it holds (400: content policy, a
- * context too long, 413: too large, 422: unprocessable): not retried (classify), and never an
- * outage's, whose failures are 5xx, 429, timeouts and resets. 401, 402, 403 and 404 are not among
- * them: a key, a balance or a model, the same for every request. Extraction then asks without the context
- * (extraction.ts answerChunk, docs/extraction.md#a-failing-context).
+ * context too long, 413: too large, 422: unprocessable), and a 429 whose `message` says the request
+ * alone is over the limit: not retried (classify), and never an outage's, whose failures are 5xx,
+ * 429, timeouts and resets. 401, 402, 403 and 404 are not among them: a key, a balance or a model,
+ * the same for every request. Extraction then asks without the context (extraction.ts answerChunk,
+ * docs/extraction.md#a-failing-context).
  */
-export function refusesContent(status: number | undefined): boolean {
-  return status === 400 || status === 413 || status === 422;
+export function refusesContent(status: number | undefined, message = ""): boolean {
+  return status === 400 || status === 413 || status === 422 || (status === 429 && overTheLimitAlone(message));
+}
+
+/**
+ * A 429 message saying the request alone is over the limit (OpenAI's "Request too large … (TPM):
+ * Limit 30000, Requested 61234", Groq's "Limit 6000, Requested 7664"; the counts printed with or
+ * without thousands separators): no minute lets it pass, so it is the provider's word on the request,
+ * as a 413 is. Retried, each try failed alike (4 requests and their waits an attempt); postponed as a
+ * rate limit, the job was retried forever. A busy limit ("Limit 30000, Used 29000, Requested 2000")
+ * is not: the request alone fits.
+ */
+const OVER_THE_LIMIT = (() => {
+  // A count as providers print it: 30000, or grouped by thousands (30,000, 30 000, 30.000, 30'000).
+  const count = String.raw`(\d{1,3}(?:[,.' \u00a0\u202f]\d{3})+(?!\d)|\d+)`;
+  return new RegExp(String.raw`Limit ${count},?(?: Used ${count},?)? Requested ${count}`, "i");
+})();
+const countOf = (printed: string) => Number(printed.replace(/\D/g, ""));
+function overTheLimitAlone(message: string): boolean {
+  const m = OVER_THE_LIMIT.exec(message);
+  return m !== null && countOf(m[3]!) > countOf(m[1]!);
 }
 
 /** asctime's HTTP-date form ("Sun Nov  6 08:49:37 1994"), the one that does not say GMT. */
