@@ -138,3 +138,38 @@ Deno.test("dedup, the embeddings provider down (503) for a drain of three jobs, 
     await env.close();
   }
 });
+
+// A 429 of the embeddings is a rate limit, "not now", as the model's is (llm-outage.ts): postponed
+// without a probe, since one text embedded passes a limit that the job's batch does not. Before, the
+// probe was answered, the attempt counted, and five busy drains killed the job, its candidates lost.
+Deno.test("dedup, the embeddings rate-limited (429) in each of six drains while a probe would pass: postponed without a probe, never dead; stored once the limit lets it", async () => {
+  const env = await writeEnv();
+  try {
+    const tenant = newTenant();
+    env.fake.onChat(() => true, reply.json({ action: "ADD", reason: "new" }));
+    await queueCandidate(env, tenant, "embeddings-429");
+    const busy = reply.error(429, {
+      retryAfter: 0,
+      message: "Rate limit reached for text-embedding-3-small on tokens per min (TPM): Limit 1,000,000, " +
+        "Used 999,800, Requested 400.",
+    });
+    for (let drain = 1; drain <= 6; drain++) {
+      env.fake.failEmbeddings(busy, busy, busy, busy); // the embedder's 4 attempts; a probe would pass
+      const report = await drainAll(env.deps, tenant);
+      assert.deepEqual(
+        [report.postponed, report.retried, report.dead],
+        [1, 0, 0],
+        `drain ${drain}: ${JSON.stringify(report)}`,
+      );
+      await env.sql`update public.memory_jobs set run_after = now() where owner_id = ${tenant} and status = 'queued'`;
+    }
+    const probes = env.fake.embeddingRequests().filter((r) => JSON.stringify(r.body?.input).includes("provider_probe"));
+    assert.equal(probes.length, 0, "a rate limit is not probed");
+    const [job] = await jobsOf(env.sql, tenant, ["dedup"]);
+    assert.deepEqual([job!.status, job!.attempts], ["queued", 0]);
+    assert.equal((await drainAll(env.deps, tenant)).done, 1);
+    assert.ok((await memoriesOf(env.sql, tenant)).some((m) => m.content === TEXT), "the candidate is stored");
+  } finally {
+    await env.close();
+  }
+});

@@ -175,19 +175,26 @@ export async function providerUnavailable(llm: Llm | undefined, err: unknown): P
   return await (llm instanceof ProviderWatch ? llm : new ProviderWatch(llm)).judge(err);
 }
 
-/** An embedding failure an unavailable provider gives: transient (unreachable, 408, 409, 429, 5xx) or a refused key or model. */
+/**
+ * An embedding failure an unavailable provider gives: transient (unreachable, 408, 409, 429, 5xx) or
+ * a refused key or model; not a 429 saying the request alone is over the limit (a refusal).
+ */
 const embeddingFailsAsAnOutage = (e: unknown) =>
-  e instanceof EmbeddingError && (e.transient || (e.status !== undefined && MISCONFIGURED.has(e.status)));
+  e instanceof EmbeddingError && !refusesContent(e.status, e.message) &&
+  (e.transient || (e.status !== undefined && MISCONFIGURED.has(e.status)));
 
 /**
  * Whether `err`, a job's failure, says the embeddings provider is unavailable: by default the model's
  * provider and key (env.ts), so an outage or a refused key fails a dedup job's embedding request
  * before any model request. As for the model: it failed as an outage fails, and so does a probe, one
  * text embedded (given up after PROBE_TIMEOUT_MS, or what a drain's deadline leaves: `roomMs`; no room,
- * no probe, unavailable). Before, the dedup job died after its five attempts.
+ * no probe, unavailable). Before, the dedup job died after its five attempts. A 429 without a probe,
+ * as the model's: one text embedded passes a limit the job's batch does not (before, a busy limit
+ * counted each attempt and killed the job, its candidates lost).
  */
 export async function embeddingsUnavailable(embedder: Embedder, err: unknown, roomMs?: number): Promise<boolean> {
   if (!embeddingFailsAsAnOutage(err)) return false;
+  if ((err as EmbeddingError).status === 429) return true;
   const timeoutMs = probeTimeout(roomMs);
   if (timeoutMs <= 0) return true;
   let timer: ReturnType<typeof setTimeout> | undefined;
