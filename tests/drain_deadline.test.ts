@@ -18,7 +18,6 @@ import { reply } from "./fake_openai.ts";
 import { postExtract } from "./support/extract.ts";
 import { newTenant } from "./support/seed.ts";
 import { EMBEDDING_MODEL, jobsOf, WRITE_AND_GRAPH_KINDS, type WriteEnv, writeEnv } from "./write_helpers.ts";
-import { waitUntil } from "./support/wait.ts";
 
 const drain = (env: WriteEnv, tenant: string, budgetMs: number) =>
   drainQueue(env.deps, { workerId: "w", maxJobs: 50, backoffBaseMs: 0, ownerId: tenant, budgetMs });
@@ -193,32 +192,3 @@ Deno.test("drain deadline: a job is claimed only while one model request's own t
     short.end();
   }
 });
-
-// report.cut counts the jobs whose requests the cut aborted (drain-deadline.ts cutByTheDeadline),
-// not a job failing of its own once the cut has passed. Before, any failure after the cut counted.
-Deno.test(
-  "a drain's job failing of its own after the cut has passed (a payload the worker refuses): dead, not counted as cut",
-  inEnv(async (env, tenant) => {
-    await queueDedup(env, tenant, "refused-payload", [{ content: 42 }]);
-    // The claim waits behind the test's lock on the queue while the drain's cut, due at 0 ms, fires.
-    const lock = await env.sql.reserve();
-    try {
-      await lock`begin`;
-      await lock`lock table public.memory_jobs in exclusive mode`;
-      const drained = drain(env, tenant, 0);
-      await waitUntil(async () => {
-        const [row] = await env.sql<{ waiting: boolean }[]>`
-          select exists (select from pg_locks where relation = 'public.memory_jobs'::regclass and not granted) as waiting`;
-        return row!.waiting;
-      }, "the drain's claim waits for the lock");
-      // A timer due no later than the cut's, set after it: once it has run, so has the cut's.
-      await new Promise((resolve) => setTimeout(resolve, 0));
-      await lock`commit`;
-      const report = await drained;
-      assert.deepEqual([report.claimed, report.dead, report.cut], [1, 1, 0], JSON.stringify(report));
-      assert.match(report.jobs[0]!.error ?? "", /invalid dedup payload/);
-    } finally {
-      lock.release();
-    }
-  }),
-);
