@@ -21,7 +21,7 @@ import { type Edge, linkMemory } from "./edges.ts";
 import { event, insertMemory } from "./dedup-writes.ts";
 import { proposeIfSensitive } from "./proposals.ts";
 import { supersedeMemory } from "./supersede.ts";
-import { liveWithText, lockContentHash, lockMemory, takeCategory } from "./memories/record.ts";
+import { liveWithText, lockContentHash, lockedLiveWithText, lockMemory, takeCategory } from "./memories/record.ts";
 import { visibleScopes } from "./schemas.ts";
 import {
   type CandidateOutcome,
@@ -77,14 +77,11 @@ export async function dedupPass(
     report.counts[action]++;
   };
 
-  // 1. exact duplicate: zero LLM calls, zero searches. Locked and checked live, as remember's: the
-  // only row this pass locks when it answers NOOP.
-  const dup = await liveWithText(tx, ctx.ownerId, c.content, scopes);
+  // 1. exact duplicate: zero LLM calls, zero searches. Locked and checked live, as remember's
+  // (lockedLiveWithText: one a write under way forgot or replaced gives way to the next that says the
+  // text, or none): the only row this pass locks when it answers NOOP.
+  const dup = await lockedLiveWithText(tx, ctx.ownerId, c.content, scopes);
   if (dup) {
-    const [live] = await tx`
-      select id from public.devai_memories
-       where id = ${dup.id} and is_valid and state = 'active' and superseded_by is null for no key update`;
-    if (!live) return CHANGED_WHILE_LOCKING;
     done("NOOP", { reason: "exact_duplicate", target_id: dup.id });
     await event(tx, ctx, "classify", "skipped", dup.id, c, 1, { decision: "NOOP", reason: "exact_duplicate" });
     return;
