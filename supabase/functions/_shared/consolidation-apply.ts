@@ -1,6 +1,7 @@
 // What a consolidation run writes, in one tenant transaction with actor 'consolidation'
 // (docs/consolidation.md): near-verbatim and 'same' pairs merged, 'refines' pairs superseded (both
-// soft and audited, supersede.ts, under the dedup guardrails of pair-judge.ts's actionFor),
+// soft and audited, supersede.ts, under the dedup guardrails of pair-judge.ts's actionFor; the
+// survivor filed under the dropped memory's category when it has none),
 // contradictions recorded, fingerprints of every pair looked at, and memories superseded long ago
 // and never retrieved soft-deleted through the TTL path (the purge job removes them after the grace
 // period; nothing is deleted here). A dry run computes the same counts and writes nothing.
@@ -8,6 +9,7 @@ import type { BackgroundSettings } from "./background-settings.ts";
 import { recordContradictions } from "./contradictions.ts";
 import type { Tx } from "./db.ts";
 import { lockNamespaces } from "./dedup.ts";
+import { lockMemory, takeCategory } from "./memories/record.ts";
 import { actionFor, type JudgedPair, type Pair } from "./pair-judge.ts";
 import { round2 } from "./consolidation-pairs.ts";
 import { lockMemories, supersedeMemory } from "./supersede.ts";
@@ -75,6 +77,11 @@ export async function applyPairs(
       ...(p.reason ? { reason: p.reason } : {}),
     };
     if (await supersedeMemory(tx, input.ownerId, a.keep.id, a.drop.id, { strength: p.score, evidence })) {
+      // The survivor now says the dropped memory's fact: without a category of its own it takes the
+      // dropped one's, so memory.query still serves the fact (takeCategory, as dedup does). Both rows
+      // are locked already (lockMemories above).
+      const dropped = await lockMemory(tx, a.drop.id);
+      await takeCategory(tx, await lockMemory(tx, a.keep.id), dropped.metadata?.category);
       if (p.verdict === "verbatim") counts.deduped++;
       else counts.merged++;
     }
