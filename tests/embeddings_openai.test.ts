@@ -48,3 +48,35 @@ Deno.test("openai embedder: 429 and 5xx are retried, 4xx is not, and retries giv
     await fake.close();
   }
 });
+
+// A 429 saying the request alone is over the limit ("Limit 30,000, Requested 45,512") is a refusal,
+// as the model client takes it (llm-retry.ts refusesContent): no wait lets the batch pass, so it is
+// not retried and fails as no outage does (not transient). Before, the embedder retried it as a busy
+// limit, 4 requests and their waits, before the failure reached the job. A busy limit ("Used") is
+// still retried.
+Deno.test("openai embedder: a 429 over the limit alone is refused at once, a busy limit is retried", async () => {
+  const failing = async (message: string, texts: string[]) => {
+    const fake = await FakeOpenAI.start();
+    try {
+      // The embedder as createEmbedder makes it (4 attempts), its backoff short.
+      const e = openAiEmbedder({ apiKey: "k", baseUrl: fake.baseUrl, model: "m", baseDelayMs: 1 });
+      fake.failEmbeddings(...Array(4).fill(reply.error(429, { message })));
+      const outcome = await e.embed(texts).catch((err) => err);
+      return { outcome, requests: fake.embeddingRequests().length };
+    } finally {
+      await fake.close();
+    }
+  };
+  const refused = await failing(
+    "Request too large for text-embedding-3-small in organization org-x on tokens per min (TPM): " +
+      "Limit 30,000, Requested 45,512. The input or output tokens must be reduced in order to run successfully.",
+    ["a batch over the limit"],
+  );
+  assert.equal(refused.requests, 1, "one request: the refusal is not retried");
+  assert.ok(refused.outcome instanceof EmbeddingError, String(refused.outcome));
+  assert.deepEqual([refused.outcome.status, refused.outcome.transient], [429, false], refused.outcome.message);
+
+  const busy = await failing("Rate limit reached: Limit 30,000, Used 29,000, Requested 2,000", ["a text"]);
+  assert.equal(busy.requests, 4, "a busy limit: retried until the attempts are spent");
+  assert.ok(busy.outcome instanceof EmbeddingError && busy.outcome.transient, String(busy.outcome));
+});

@@ -1,7 +1,7 @@
 // Embedding providers. Every stored vector records its model, and search only compares vectors of
 // the same model, so switching providers never mixes incomparable spaces.
 //  - OpenAI (text-embedding-3-small at 512 dimensions) or any OpenAI-compatible server: batched,
-//    retried with backoff on 429/5xx/timeouts.
+//    retried with backoff on 429/5xx/timeouts by the model client's rule (llm-retry.ts).
 //  - Local: deterministic hashed word + character n-grams, 512-d, L2-normalised. Used when no key
 //    is configured, so the service runs (and tests run) with no provider at all.
 //  - Supabase: gte-small in the Edge Runtime (supabase-ai-embedder.ts), no provider or key.
@@ -9,6 +9,7 @@ import OpenAI from "openai";
 import { chargeRequest, type Sql, type TenantContext } from "./db.ts";
 import { type Config, LOCAL_EMBEDDING_MODEL, SUPABASE_EMBEDDING_MODEL } from "./env.ts";
 import { HttpError } from "./http.ts";
+import { classify, type RetryPolicy, retryWait } from "./llm-retry.ts";
 import { supabaseAiEmbedder } from "./supabase-ai-embedder.ts";
 
 export const EMBEDDING_DIMENSIONS = 512;
@@ -198,21 +199,6 @@ export interface OpenAiEmbedderOptions {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function retryable(err: unknown): boolean {
-  if (err instanceof OpenAI.APIError) {
-    const s = err.status;
-    return s === undefined || s === 408 || s === 409 || s === 429 || s >= 500;
-  }
-  return err instanceof OpenAI.APIConnectionError || err instanceof OpenAI.APIConnectionTimeoutError;
-}
-
-function retryAfterMs(err: unknown): number | undefined {
-  if (!(err instanceof OpenAI.APIError)) return undefined;
-  const v = err.headers?.get?.("retry-after");
-  const seconds = v ? Number(v) : NaN;
-  return Number.isFinite(seconds) ? Math.min(seconds * 1000, 10_000) : undefined;
-}
-
 export function openAiEmbedder(opts: OpenAiEmbedderOptions): Embedder {
   // The SDK's own retries are off so that ours are the only ones (and tests can count attempts).
   const client = new OpenAI({
@@ -222,8 +208,12 @@ export function openAiEmbedder(opts: OpenAiEmbedderOptions): Embedder {
     timeout: opts.timeoutMs ?? 30_000,
   });
   const batchSize = opts.batchSize ?? 100;
-  const maxAttempts = opts.maxAttempts ?? 4;
-  const baseDelay = opts.baseDelayMs ?? 250;
+  // The model client's retry rule and backoff (llm-retry.ts), a provider's Retry-After obeyed up to 10 s.
+  const retry: RetryPolicy = {
+    maxRetries: (opts.maxAttempts ?? 4) - 1,
+    baseDelayMs: opts.baseDelayMs ?? 250,
+    maxDelayMs: 10_000,
+  };
 
   async function embedBatch(batch: string[], until: EmbedOptions): Promise<number[][]> {
     for (let attempt = 1;; attempt++) {
@@ -247,16 +237,19 @@ export function openAiEmbedder(opts: OpenAiEmbedderOptions): Embedder {
         }
         return vectors;
       } catch (err) {
-        const wait = retryAfterMs(err) ?? baseDelay * 2 ** (attempt - 1) * (0.75 + Math.random() * 0.5);
-        const late = until.deadline !== undefined && Date.now() + wait >= until.deadline;
-        // Aborted by the caller (a probe's timeout, a drain's cut): a retry would only abort again, after its sleep.
-        const aborted = err instanceof OpenAI.APIUserAbortError;
-        if (attempt >= maxAttempts || !retryable(err) || late || aborted) {
-          if (err instanceof EmbeddingError) throw err;
+        if (err instanceof EmbeddingError) throw err;
+        // Transient failures are retried; a refusal is not (a 429 saying the request alone is over
+        // the limit among them: llm-retry.ts refusesContent), nor a retry whose wait ends past the
+        // deadline.
+        const transient = classify(err);
+        const wait = retryWait(transient, attempt - 1, retry, until.deadline);
+        if (wait === undefined) {
+          // Aborted by the caller (a probe's timeout, a drain's cut): fails as an unanswered request does.
+          const aborted = err instanceof OpenAI.APIUserAbortError;
           throw new EmbeddingError(
             `embedding request failed after ${attempt} attempt(s): ${(err as Error).message}`,
-            err instanceof OpenAI.APIError ? err.status : undefined,
-            retryable(err),
+            transient.status,
+            transient.retryable || aborted,
           );
         }
         await sleep(wait);

@@ -1,6 +1,7 @@
-// When the LLM client retries a failed request and how long it waits (llm.ts): transient
-// failures (429, 408, 409, 5xx, timeouts, connection resets) are retried with exponential backoff
-// and jitter; a server's Retry-After (seconds, HTTP date, or OpenAI's retry-after-ms) wins within a cap.
+// When the LLM client (llm.ts) and the embeddings client (embeddings.ts) retry a failed request and
+// how long they wait: transient failures (429, 408, 409, 5xx, timeouts, connection resets) are
+// retried with exponential backoff and jitter; a server's Retry-After (seconds, HTTP date, or
+// OpenAI's retry-after-ms) wins within a cap.
 import OpenAI from "openai";
 
 export interface RetryPolicy {
