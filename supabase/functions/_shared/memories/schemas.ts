@@ -23,9 +23,10 @@ import {
 import { SCOPE_NEEDS_PROJECT, scopeHasProject, writeScope } from "../scopes.ts";
 import { entityType } from "../entities.ts";
 
-/** Hard cap on list/history/weak pages: keeps one request's work and response bounded. */
+/** Hard caps on list/history/weak pages and stats' namespaces: one request's work and response bounded. */
 export const MAX_PAGE_LIMIT = 100;
 export const MAX_HISTORY_LIMIT = 200;
+export const MAX_TOP_NAMESPACES = 100;
 
 /** POST /memory/remember: a fact the user stated ("remember that …"). */
 export const RememberRequest = z
@@ -83,15 +84,15 @@ const booleanText = z.enum(["true", "false"]).transform((v) => v === "true");
 /** Opaque: the next_cursor of the previous page (cursor.ts). */
 const pageCursor = z.string().min(1).max(200).optional();
 // An integer from a query string (text) or from an MCP tool's JSON arguments (a number): the
-// same schema serves both (docs/mcp.md).
+// same schema serves both (docs/mcp.md). Text is read before the check, so tools/list shows the
+// integer with the bounds the check enforces (a union showed any integer or a string).
 const intText = (min: number, max: number) =>
-  z.union([z.int(), z.string()])
-    .transform((v, ctx) => {
-      if (typeof v === "number" || /^\d{1,9}$/.test(v)) return Number(v);
-      ctx.addIssue({ code: "custom", message: "a non-negative integer" });
-      return z.NEVER;
-    })
-    .pipe(z.number().int().min(min).max(max));
+  z.preprocess((v, ctx) => {
+    if (typeof v !== "string") return v;
+    if (/^\d{1,9}$/.test(v)) return Number(v);
+    ctx.addIssue({ code: "custom", message: "a non-negative integer" });
+    return z.NEVER;
+  }, z.int().min(min).max(max));
 
 /** A namespace or a leading part of one, matched segment by segment (`devai/project/a` never matches `devai/project/ab`). */
 export const namespacePrefix = z
@@ -159,7 +160,7 @@ export const WeakQuery = z.object({ limit: intText(1, MAX_PAGE_LIMIT).default(20
 export type WeakQuery = z.infer<typeof WeakQuery>;
 
 /** GET /memory/stats */
-export const StatsQuery = z.object({ top_namespaces: intText(1, 100).default(20) }).strict();
+export const StatsQuery = z.object({ top_namespaces: intText(1, MAX_TOP_NAMESPACES).default(20) }).strict();
 export type StatsQuery = z.infer<typeof StatsQuery>;
 
 /**
