@@ -319,7 +319,8 @@ CREATE FUNCTION memory_private.complete_job(p_id uuid, p_worker text, p_result j
     AS $$
   with done as (
     update public.memory_jobs
-       set status = 'done', result = p_result, finished_at = now(), locked_until = null, updated_at = now()
+       set status = 'done', result = p_result, last_error = null, finished_at = now(), locked_until = null,
+           updated_at = now()
      where id = p_id and status = 'running' and locked_by = p_worker
     returning 1)
   select exists (select from done)

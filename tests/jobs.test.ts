@@ -220,6 +220,20 @@ Deno.test("jobs: failures back off exponentially, then the job is dead with the 
   assert.equal(await failJob(sql, id, "w", "again"), undefined, "a dead job is not failed again");
 });
 
+Deno.test("jobs: a job done at a retry no longer shows the failed attempt's error", async () => {
+  const tenant = newTenant();
+  const { id } = await enqueue(tenant, "done-after-failure");
+  await claimJobs(sql, { workerId: "w", ownerId: tenant });
+  assert.equal(await failJob(sql, id, "w", "boom 1", { backoffBaseMs: 10 }), "queued");
+  await sql`update public.memory_jobs set run_after = now() where id = ${id}`;
+  const [job] = await claimJobs(sql, { workerId: "w", ownerId: tenant });
+  assert.equal(job!.last_error, "boom 1", "a running retry still says why the last attempt failed");
+  assert.equal(await completeJob(sql, id, "w", { ok: true }), true);
+  const [row] = await sql`select status, attempts, last_error, result from public.memory_jobs where id = ${id}`;
+  // The retries it took stay in attempts.
+  assert.deepEqual({ ...row }, { status: "done", attempts: 2, last_error: null, result: { ok: true } });
+});
+
 Deno.test("jobs: a worker facing a rate-limited LLM retries in-call, then postpones the job (not dead, its attempt given back)", async () => {
   const env = await writeEnv({ llm: { retry: { maxRetries: 2, baseDelayMs: 5, maxDelayMs: 20 } } });
   try {
