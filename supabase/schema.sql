@@ -3285,7 +3285,7 @@ begin
          select m.id, m.priority, m.pinned, m.strength, m.base_strength, m.access_count, m.last_accessed_at
            from public.devai_memories m
           where m.id = uses.id and m.is_valid and m.state = 'active'
-            for update of m skip locked) m;
+            for no key update of m skip locked) m;
 end;
 $$;
 

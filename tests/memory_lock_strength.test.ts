@@ -11,12 +11,33 @@
 // public.restore_memory, keeps that strength there too: with `for update` it upgraded the lock and
 // waited for a key-share lock taken meanwhile, whose transaction then waited for the restore.
 import assert from "node:assert/strict";
+import { tenantItem } from "../supabase/functions/_shared/db.ts";
 import { lockMemories } from "../supabase/functions/_shared/supersede.ts";
 import { lockMemory } from "../supabase/functions/_shared/memories/record.ts";
 import { realServerOnly } from "./support/backend.ts";
 import { memoryApi } from "./support/memory-api.ts";
 import { newTenant, seedMemories, testSql } from "./support/seed.ts";
 import { waitUntil } from "./support/wait.ts";
+
+type Sql = ReturnType<typeof testSql>;
+
+/** n memories of the tenant, their ids. */
+async function seedFacts(sql: Sql, tenant: string, text: string, n: number): Promise<string[]> {
+  const facts = Array.from({ length: n }, (_, i) => ({ content: `${text} ${i + 1}`, namespace: "devai/global" }));
+  return (await seedMemories(sql, tenant, facts)).map((m) => m.id);
+}
+
+const pidOf = async (q: { unsafe: (s: string) => Promise<unknown[]> }) =>
+  ((await q.unsafe("select pg_backend_pid() as pid")) as { pid: number }[])[0]!.pid;
+
+/** Whether some session waits for the backend pid (pg_blocking_pids). */
+const waitsFor = async (sql: Sql, pid: number) =>
+  (await sql`select 1 from pg_stat_activity where ${pid}::int = any (pg_blocking_pids(pid))`).length > 0;
+
+/** An edge from → to: its foreign keys take key-share locks on both memories. */
+const linkMemories = (q: Sql, tenant: string, from: string, to: string) =>
+  q`insert into public.memory_relations (owner_id, from_id, to_id, relation_type, strength)
+    values (${tenant}, ${from}, ${to}, 'related_to', 0.5)`;
 
 Deno.test({
   ...realServerOnly(
@@ -29,18 +50,9 @@ Deno.test({
   const sql = testSql(2), writer = testSql(1), linker = testSql(1), second = testSql(1);
   try {
     const t = newTenant();
-    const [m1, m2, m3] = (await seedMemories(
-      sql,
-      t,
-      [1, 2, 3].map((i) => ({ content: `lock strength fact ${i}`, namespace: "devai/global" })),
-    )).map((m) => m.id) as [string, string, string];
-    const pidOf = async (q: { unsafe: (s: string) => Promise<unknown[]> }) =>
-      ((await q.unsafe("select pg_backend_pid() as pid")) as { pid: number }[])[0]!.pid;
-    const blockedBy = async (pid: number) =>
-      (await sql`select 1 from pg_stat_activity where ${pid}::int = any (pg_blocking_pids(pid))`).length > 0;
-    const link = (q: typeof sql, from: string, to: string) =>
-      q`insert into public.memory_relations (owner_id, from_id, to_id, relation_type, strength)
-        values (${t}, ${from}, ${to}, 'related_to', 0.5)`;
+    const [m1, m2, m3] = (await seedFacts(sql, t, "lock strength fact", 3)) as [string, string, string];
+    const blockedBy = (pid: number) => waitsFor(sql, pid);
+    const link = (q: typeof sql, from: string, to: string) => linkMemories(q, t, from, to);
 
     await writer.begin(async (w) => {
       // The survivor, were there a deadlock: the linker the victim.
@@ -116,6 +128,85 @@ Deno.test({
     const answer = await restore!;
     assert.equal(answer.status, 200, JSON.stringify(answer.body));
     assert.equal(answer.body.memory.state, "active");
+  } finally {
+    await Promise.all([sql.end(), linker.end()]);
+  }
+});
+
+// The retrieval's reinforcement (public.record_retrievals, reinforce_memories, a usage report's
+// citation) locks the memories it reinforces in one statement (public.lock_retrieved_memories) and
+// changes only their strength and access columns: `for no key update` (migration 20261202210000).
+// With `for update` a row that references a reinforced memory (an edge, an entity link, a usage
+// record, a contradiction, a proposal) waited for the reinforcement's commit, and a reinforcement
+// skipped (`skip locked`) a memory whose referencing row was being written.
+const searchOf = (ids: string[]) => [{ at: new Date().toISOString(), ids, thread_id: "t1", category: null, sim: null }];
+
+Deno.test({
+  ...realServerOnly(
+    "memory locks: a reinforcement under way does not stop a row that references the memory",
+    "two transactions on two connections at once",
+  ),
+  sanitizeOps: false,
+  sanitizeResources: false,
+}, async () => {
+  const sql = testSql(2), reinforcer = testSql(1), linker = testSql(1);
+  try {
+    const t = newTenant();
+    const [m1, m2] = (await seedFacts(sql, t, "reinforcement lock fact", 2)) as [string, string];
+
+    await reinforcer.begin(async (r) => {
+      const me = await pidOf(r as never);
+      const [applied] = await r<{ n: number }[]>`
+        select public.record_retrievals(${r.json(searchOf([m1]) as never)}::jsonb) as n
+          from ${tenantItem(r as never, t)}`;
+      assert.equal(applied!.n, 1, "the memory is reinforced");
+
+      // An edge to the reinforced memory, written while the reinforcement has not committed.
+      let settled = false;
+      const linked = linkMemories(linker, t, m2, m1).execute();
+      linked.finally(() => (settled = true)).catch(() => {});
+      await waitUntil(
+        async () => settled || await waitsFor(sql, me),
+        "the edge is written or waits for the reinforcement",
+        {
+          pollMs: 10,
+        },
+      );
+      assert.equal(settled, true, "the edge waited for the reinforcement's commit");
+      await linked;
+    });
+    const [row] = await sql<{ edges: number; accesses: number }[]>`
+      select (select count(*)::int from public.memory_relations where owner_id = ${t}) as edges,
+             (select access_count from public.devai_memories where id = ${m1}) as accesses`;
+    assert.deepEqual({ ...row }, { edges: 1, accesses: 1 });
+  } finally {
+    await Promise.all([sql.end(), reinforcer.end(), linker.end()]);
+  }
+});
+
+Deno.test({
+  ...realServerOnly(
+    "memory locks: a reinforcement does not skip a memory a row being written references",
+    "two transactions on two connections at once",
+  ),
+  sanitizeOps: false,
+  sanitizeResources: false,
+}, async () => {
+  const sql = testSql(2), linker = testSql(1);
+  try {
+    const t = newTenant();
+    const [m1, m2] = (await seedFacts(sql, t, "reinforcement skip fact", 2)) as [string, string];
+    await linker.begin(async (l) => {
+      // The edge's foreign keys hold key-share locks on both memories until this commits.
+      await linkMemories(l as never, t, m2, m1);
+      const [applied] = await sql<{ n: number }[]>`
+        select public.record_retrievals(${sql.json(searchOf([m1, m2]) as never)}::jsonb) as n
+          from ${tenantItem(sql, t, { lock_timeout: "5s" })}`;
+      assert.equal(applied!.n, 2, "both memories are reinforced, not skipped");
+    });
+    const rows = await sql<{ access_count: number }[]>`
+      select access_count from public.devai_memories where owner_id = ${t} order by id`;
+    assert.deepEqual(rows.map((r) => r.access_count), [1, 1]);
   } finally {
     await Promise.all([sql.end(), linker.end()]);
   }
