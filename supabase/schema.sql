@@ -3232,7 +3232,8 @@ begin
    order by r.key, r.confidence desc, r.name
   on conflict (owner_id, normalized_name) do nothing;
 
-  -- 2. resolve each key once, link, and count the new mentions
+  -- 2. resolve each key once, link, and count the new mentions (the entities locked in id order:
+  -- docs/operations.md#lock-order)
   with keys as materialized (
     select k.key, public.memory_entity_resolve(v_owner, k.key) as entity_id
       from (select distinct r.key from jsonb_to_recordset(v_links) as r(key text)) k
@@ -3247,12 +3248,22 @@ begin
     on conflict (memory_id, entity_id) do nothing
     returning entity_id
   ),
+  -- each entity's new mentions, its row locked in id order, each looked up by its id (a lateral
+  -- lookup per id over the sorted counts, as public.lock_retrieved_memories locks memories)
+  locked as (
+    select e.id, c.n
+      from (select l.entity_id, count(*)::integer as n from linked l group by l.entity_id order by l.entity_id) c
+     cross join lateral (
+           select e.id from public.memory_entities e
+            where e.id = c.entity_id
+              for no key update of e) e
+  ),
   counted as (
     update public.memory_entities e
-       set mention_count = e.mention_count + c.n,
+       set mention_count = e.mention_count + k.n,
            last_seen_at = greatest(e.last_seen_at, now())
-      from (select l.entity_id, count(*)::integer as n from linked l group by l.entity_id) c
-     where e.id = c.entity_id
+      from locked k
+     where e.id = k.id
     returning 1
   )
   select count(*)::integer into v_new from linked;
