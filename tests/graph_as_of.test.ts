@@ -4,10 +4,7 @@
 // were then (pinned); a purged memory is in no as_of answer (its history stays). Instants are read
 // from the database's clock between the writes, so nothing waits on wall-clock time.
 import assert from "node:assert/strict";
-import { createHandler as createRetrieveHandler } from "../supabase/functions/memory-retrieve/handler.ts";
-import { localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
-import { userHeaders } from "./support/auth.ts";
-import { testConfig } from "./support/config.ts";
+import { dbNow as dbNowOf, retrieveApi } from "./support/as-of.ts";
 import { memoryApi } from "./support/memory-api.ts";
 import { newTenant, testSql } from "./support/seed.ts";
 import { flushSearchWrites } from "../supabase/functions/_shared/retrieval/write-behind.ts";
@@ -16,23 +13,9 @@ import { recordedBy } from "../supabase/functions/_shared/memories/as-of.ts";
 
 const sql = testSql();
 const api = memoryApi(sql);
-const retrieve = createRetrieveHandler({ sql, config: testConfig(), embedder: localEmbedder() });
+const post = retrieveApi(sql);
+const dbNow = () => dbNowOf(sql);
 const opts = { sanitizeOps: false, sanitizeResources: false };
-
-/** The database's clock now, as an ISO instant with microseconds. */
-async function dbNow(): Promise<string> {
-  const [r] = await sql<
-    { at: string }[]
-  >`select to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as at`;
-  return r!.at;
-}
-
-async function post(path: string, t: string, body: unknown) {
-  const res = await retrieve(
-    new Request(`http://local${path}`, { method: "POST", headers: await userHeaders(t), body: JSON.stringify(body) }),
-  );
-  return { status: res.status, body: await res.json() };
-}
 
 /** A fact remembered, then corrected: the instants before, between and after. */
 async function correctedFact(t: string) {
