@@ -2470,9 +2470,12 @@ begin
     if not v_filtered or exists (
          select from public.devai_memories m
           where m.id = any (candidates)
-            and memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned, m.importance,
-                                             m.updated_at, p_exclude, p_after, p_before, p_types, p_categories,
-                                             p_fields)) then
+            and case when p_as_of is null
+                     then memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned,
+                                                       m.importance, m.updated_at, p_exclude, p_after, p_before,
+                                                       p_types, p_categories, p_fields)
+                     else memory_search.passes_filters_at(m.id, p_as_of, p_exclude, p_after, p_before, p_types,
+                                                          p_categories, p_fields) end) then
       return;
     end if;
     candidates := '{}';
@@ -2513,9 +2516,13 @@ begin
                and m.source is distinct from 'conversation'
                and m.fts @@ v_q
                and (m.namespace || '/') ^@ any (p_scopes)
-               and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned,
-                                                                   m.importance, m.updated_at, p_exclude, p_after, p_before,
-                                                                   p_types, p_categories, p_fields))
+               and (not v_filtered
+                    or case when p_as_of is null
+                            then memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned,
+                                                              m.importance, m.updated_at, p_exclude, p_after, p_before,
+                                                              p_types, p_categories, p_fields)
+                            else memory_search.passes_filters_at(m.id, p_as_of, p_exclude, p_after, p_before, p_types,
+                                                                 p_categories, p_fields) end)
              limit p_df_cap) x;
   end if;
 end;
@@ -2556,6 +2563,24 @@ begin
     and (p_fields ->> 'updated_after' is null or p_updated_at >= (p_fields ->> 'updated_after')::timestamptz)
     and (p_fields ->> 'updated_before' is null or p_updated_at < (p_fields ->> 'updated_before')::timestamptz),
     false);
+end;
+$$;
+
+--
+-- Name: passes_filters_at(uuid, timestamp with time zone, tsquery, timestamp with time zone, timestamp with time zone, text[], text[], jsonb); Type: FUNCTION; Schema: memory_search; Owner: -
+--
+
+CREATE FUNCTION memory_search.passes_filters_at(p_id uuid, p_at timestamp with time zone, p_exclude tsquery, p_after timestamp with time zone, p_before timestamp with time zone, p_types text[], p_categories text[], p_fields jsonb) RETURNS boolean
+    LANGUAGE plpgsql STABLE
+    SET search_path TO ''
+    AS $$
+begin
+  return coalesce((
+    select memory_search.passes_filters(m.fts, m.created_at, a.memory_type, a.metadata, a.pinned, a.importance,
+                                        m.updated_at, p_exclude, p_after, p_before, p_types, p_categories, p_fields)
+      from public.devai_memories m
+     cross join lateral public.memory_at(m, p_at) a
+     where m.id = p_id), false);
 end;
 $$;
 
@@ -2972,8 +2997,12 @@ begin
            and (as_of is not null or (m.is_valid and m.state = 'active' and m.strength > 0.05))
            and m.source is distinct from 'conversation'
            and (m.namespace || '/') ^@ any (v_scopes)
-           and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned, m.importance, m.updated_at,
-                                                               v_exclude, filter_after, filter_before, filter_memory_types, filter_categories, filter_fields))
+           and (not v_filtered
+                or case when as_of is null
+                        then memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned, m.importance, m.updated_at,
+                                                          v_exclude, filter_after, filter_before, filter_memory_types, filter_categories, filter_fields)
+                        else memory_search.passes_filters_at(m.id, as_of, v_exclude, filter_after, filter_before, filter_memory_types,
+                                                             filter_categories, filter_fields) end)
       ),
       scored as (
         select x.id,
@@ -3096,8 +3125,12 @@ begin
        where (r.lookup or not (r.id = any (v_seeds)))
          and (graph_episodes or m.source is distinct from 'conversation')
          and (as_of is not null or m.strength > 0.05) -- faded: out of every signal
-         and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned, m.importance, m.updated_at,
-                                                             v_exclude, filter_after, filter_before, filter_memory_types, filter_categories, filter_fields))
+         and (not v_filtered
+              or case when as_of is null
+                      then memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned, m.importance, m.updated_at,
+                                                        v_exclude, filter_after, filter_before, filter_memory_types, filter_categories, filter_fields)
+                      else memory_search.passes_filters_at(m.id, as_of, v_exclude, filter_after, filter_before, filter_memory_types,
+                                                           filter_categories, filter_fields) end)
        order by r.id, r.w desc, r.via
     ),
     top as (
@@ -3171,11 +3204,10 @@ begin
   top as (
     select x.* from final x order by x.relv * x.m_strength desc, x.m_created desc, x.id limit match_count
   )
-  select m.id, case when as_of is null then m.content else (select a.content from public.memory_at(m.mrow, as_of) a) end,
-         m.memory_type, m.namespace, m.strength, m.priority, m.importance, m.pinned,
-         m.source, m.metadata, m.session_id, m.access_count, m.last_accessed_at, m.created_at, m.updated_at,
+  select m.id, v.content, v.memory_type, v.namespace, m.strength, v.priority, v.importance, v.pinned,
+         v.source, v.metadata, m.session_id, m.access_count, m.last_accessed_at, m.created_at, m.updated_at,
          rs.strength,
-         case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end,
+         case when v.memory_type = 'procedural' then 'procedural' else v.metadata ->> 'category' end,
          -- Cosine similarity for every returned memory (the vector list has most of them already).
          coalesce((select v.sim from unnest(v_vec_ids, v_vec_sims) as v(id, sim) where v.id = m.id),
                   case when query_embedding is not null and m.embedding is not null
@@ -3183,7 +3215,14 @@ begin
                        then 1 - (m.embedding operator(extensions.<=>) query_embedding) end),
          t.kw_rnk, t.kw_score, t.kw_cov, t.vec_rnk, t.g_rnk, t.g_via, t.g_edge, t.relv
     from top t
-    cross join lateral (select m.*, m as mrow from public.devai_memories m where m.id = t.id offset 0) m
+    cross join lateral (select m.* from public.devai_memories m where m.id = t.id offset 0) m
+    -- Its fields as the answer shows them: as they were at as_of (public.memory_at), else as they are.
+    cross join lateral (select a.content, a.memory_type, a.namespace, a.priority, a.importance, a.pinned, a.source, a.metadata
+                          from public.devai_memories r cross join lateral public.memory_at(r, as_of) a
+                         where r.id = t.id and as_of is not null
+                        union all
+                        select m.content, m.memory_type, m.namespace, m.priority, m.importance, m.pinned, m.source, m.metadata
+                         where as_of is null) v
     left join memory_search.relation_strengths(match_owner, array(select t2.id from top t2), as_of, v_scopes) rs
       on rs.id = t.id
    order by t.relv * t.m_strength desc, t.m_created desc, t.id;
@@ -3354,13 +3393,15 @@ begin
   v_exact_max := public.memory_exact_scan_limit(match_count, v_index);
 
   -- As of an instant: what the tenant's memory held then (public.memory_at: recorded by then,
-  -- validity not closed, valid and active after its last change then; its content then). Exact:
-  -- the invalidated rows it may need are not in the HNSW index. Strength is not filtered (it is
-  -- today's, not then's).
+  -- validity not closed, valid and active after its last change then), filtered and answered with
+  -- its fields as they were then (content, type, scope, priority, importance, pin, source,
+  -- metadata). Exact: the invalidated rows it may need are not in the HNSW index. Strength is not
+  -- filtered (it is today's, not then's).
   if as_of is not null then
     return query
     with in_scope as materialized (
-      select m.id, a.content, m.embedding operator(extensions.<=>) query_embedding as distance
+      select m.id, a.content, a.memory_type, a.namespace, a.priority, a.importance, a.pinned, a.source, a.metadata,
+             m.embedding operator(extensions.<=>) query_embedding as distance
         from public.devai_memories m
        cross join lateral public.memory_at(m, as_of) a
        where m.owner_id = match_owner
@@ -3371,14 +3412,14 @@ begin
          and m.embedding is not null
          and (m.namespace || '/') ^@ any (v_scopes)
          and a.held
-         and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned, m.importance, m.updated_at,
+         and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, a.memory_type, a.metadata, a.pinned, a.importance, m.updated_at,
                                                              filter_exclude, filter_after, filter_before, filter_memory_types, filter_categories, filter_fields))
     ),
     nearest as (
-      select s.id, s.content, s.distance from in_scope s order by s.distance, s.id limit match_count
+      select s.* from in_scope s order by s.distance, s.id limit match_count
     )
-    select n.id, n.content, 1 - n.distance, m.memory_type, m.namespace, m.strength, m.priority,
-           m.importance, m.pinned, m.source, m.metadata, m.session_id, m.access_count,
+    select n.id, n.content, 1 - n.distance, n.memory_type, n.namespace, m.strength, n.priority,
+           n.importance, n.pinned, n.source, n.metadata, m.session_id, m.access_count,
            m.last_accessed_at, m.created_at, m.updated_at,
            rs.strength
       from nearest n
@@ -4292,24 +4333,40 @@ begin
        and (m.namespace || '/') ^@ any (v_scopes)
        -- Their categories; the time window, the exclusions and the field filters hold for them as for
        -- what the search found.
-       and memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned, m.importance,
-                                        m.updated_at, v_exclude, filter_after, filter_before, null, v_all, v_fields)
+       and case when as_of is null
+                then memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned, m.importance,
+                                                  m.updated_at, v_exclude, filter_after, filter_before, null, v_all, v_fields)
+                else memory_search.passes_filters_at(m.id, as_of, v_exclude, filter_after, filter_before, null, v_all,
+                                                     v_fields) end
        and not exists (select 1 from found f where f.id = m.id)
      order by m.importance desc, m.updated_at desc, m.id
      limit match_count
   ),
+  -- Each with its fields as the answer shows them: as they were at as_of, else as they are (the
+  -- search's rows carry them; a context-all memory's are read through public.memory_at).
   candidates as (
     select f.id, f.relevance, f.similarity, f.keyword_rank, f.keyword_score, f.keyword_coverage, f.vector_rank,
-           f.graph_rank, f.graph_via, f.graph_edge
+           f.graph_rank, f.graph_via, f.graph_edge, f.content, f.memory_type, f.namespace, f.priority, f.importance,
+           f.pinned, f.source, f.metadata
       from found f
     union all
-    select e.id, e.relevance, null, null, null, null, null, null, null, null from everything e
+    select e.id, e.relevance, null, null, null, null, null, null, null, null, v.content, v.memory_type, v.namespace,
+           v.priority, v.importance, v.pinned, v.source, v.metadata
+      from everything e
+     cross join lateral (select m.content, m.memory_type, m.namespace, m.priority, m.importance, m.pinned, m.source,
+                                m.metadata
+                           from public.devai_memories m where m.id = e.id and as_of is null
+                         union all
+                         select a.content, a.memory_type, a.namespace, a.priority, a.importance, a.pinned, a.source,
+                                a.metadata
+                           from public.devai_memories m cross join lateral public.memory_at(m, as_of) a
+                          where m.id = e.id and as_of is not null) v
   ),
   eligible as (
     select c.*, m.strength as m_strength, m.created_at as m_created,
-           case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end as cat
+           case when c.memory_type = 'procedural' then 'procedural' else c.metadata ->> 'category' end as cat
       from candidates c
-      cross join lateral (select m.* from public.devai_memories m where m.id = c.id offset 0) m
+      cross join lateral (select m.strength, m.created_at from public.devai_memories m where m.id = c.id offset 0) m
   ),
   capped as (
     select e.*, cfg.context as cat_context, cfg.rag_length,
@@ -4323,15 +4380,14 @@ begin
      order by k.relevance * k.m_strength desc, k.m_created desc, k.id
      limit match_count
   )
-  select m.id, case when as_of is null then m.content else (select a.content from public.memory_at(m.mrow, as_of) a) end,
-         t.similarity, m.memory_type, m.namespace, t.cat, t.cat_context,
-         m.strength, m.priority, m.importance, m.pinned, m.source, m.metadata, m.session_id,
+  select m.id, t.content, t.similarity, t.memory_type, t.namespace, t.cat, t.cat_context,
+         m.strength, t.priority, t.importance, t.pinned, t.source, t.metadata, m.session_id,
          m.access_count, m.last_accessed_at, m.created_at, m.updated_at,
          rs.strength,
          t.keyword_rank, t.keyword_score, t.keyword_coverage, t.vector_rank, t.graph_rank, t.graph_via, t.graph_edge,
          t.relevance
     from top t
-    cross join lateral (select m.*, m as mrow from public.devai_memories m where m.id = t.id offset 0) m
+    cross join lateral (select m.* from public.devai_memories m where m.id = t.id offset 0) m
     left join memory_search.relation_strengths(match_owner, array(select t2.id from top t2), as_of, v_scopes) rs
       on rs.id = t.id
    order by t.relevance * t.m_strength desc, t.m_created desc, t.id;
@@ -8205,6 +8261,14 @@ GRANT ALL ON FUNCTION memory_search.keyword_postings(p_owner uuid, p_scopes text
 REVOKE ALL ON FUNCTION memory_search.passes_filters(p_fts tsvector, p_created_at timestamp with time zone, p_memory_type text, p_metadata jsonb, p_pinned boolean, p_importance smallint, p_updated_at timestamp with time zone, p_exclude tsquery, p_after timestamp with time zone, p_before timestamp with time zone, p_types text[], p_categories text[], p_fields jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION memory_search.passes_filters(p_fts tsvector, p_created_at timestamp with time zone, p_memory_type text, p_metadata jsonb, p_pinned boolean, p_importance smallint, p_updated_at timestamp with time zone, p_exclude tsquery, p_after timestamp with time zone, p_before timestamp with time zone, p_types text[], p_categories text[], p_fields jsonb) TO authenticated;
 GRANT ALL ON FUNCTION memory_search.passes_filters(p_fts tsvector, p_created_at timestamp with time zone, p_memory_type text, p_metadata jsonb, p_pinned boolean, p_importance smallint, p_updated_at timestamp with time zone, p_exclude tsquery, p_after timestamp with time zone, p_before timestamp with time zone, p_types text[], p_categories text[], p_fields jsonb) TO service_role;
+
+--
+-- Name: FUNCTION passes_filters_at(p_id uuid, p_at timestamp with time zone, p_exclude tsquery, p_after timestamp with time zone, p_before timestamp with time zone, p_types text[], p_categories text[], p_fields jsonb); Type: ACL; Schema: memory_search; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_search.passes_filters_at(p_id uuid, p_at timestamp with time zone, p_exclude tsquery, p_after timestamp with time zone, p_before timestamp with time zone, p_types text[], p_categories text[], p_fields jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION memory_search.passes_filters_at(p_id uuid, p_at timestamp with time zone, p_exclude tsquery, p_after timestamp with time zone, p_before timestamp with time zone, p_types text[], p_categories text[], p_fields jsonb) TO authenticated;
+GRANT ALL ON FUNCTION memory_search.passes_filters_at(p_id uuid, p_at timestamp with time zone, p_exclude tsquery, p_after timestamp with time zone, p_before timestamp with time zone, p_types text[], p_categories text[], p_fields jsonb) TO service_role;
 
 --
 -- Name: FUNCTION reinforcement_rows(p_ids uuid[], p_counts integer[], p_lasts timestamp with time zone[], p_strengths double precision[]); Type: ACL; Schema: memory_search; Owner: -

@@ -1,0 +1,155 @@
+// as_of in memory-retrieve and memory.query: the search filters, ranks and shows a memory's fields
+// as they were then (public.memory_at, as GET /memory?as_of does), not as they are now. Before,
+// only the content was of then: memory.query as of an instant served a memory filed under a
+// category only since, and filters.pinned matched today's pin. Instants are read from the
+// database's clock between the writes, so nothing waits on wall-clock time.
+import assert from "node:assert/strict";
+import { PINNED_BOOST } from "../supabase/functions/_shared/retrieval/rank.ts";
+import { dbNow as dbNowOf, retrieveApi } from "./support/as-of.ts";
+import { memoryApi } from "./support/memory-api.ts";
+import { newTenant, testSql } from "./support/seed.ts";
+
+const sql = testSql();
+const api = memoryApi(sql);
+const retrieve = retrieveApi(sql);
+const dbNow = () => dbNowOf(sql);
+const opts = { sanitizeOps: false, sanitizeResources: false };
+
+async function post(path: string, t: string, body: unknown) {
+  const out = await retrieve(path, t, body);
+  assert.equal(out.status, 200, JSON.stringify(out.body));
+  return out;
+}
+
+async function remember(t: string, content: string, project: string, metadata?: Record<string, unknown>) {
+  const res = await api("POST", "/memory/remember", {
+    as: t,
+    body: { content, project, ...(metadata ? { metadata } : {}) },
+  });
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+  return res.body.memory.id as string;
+}
+
+type Result = { id: string; category: string; pinned: boolean; content: string };
+
+/**
+ * Two memories of a project, one filed under `category` and one without; then (the instant
+ * returned) a correction of the filed one to the other's text, which keeps the other and files it
+ * under `category` (takeCategory, as correct, restore and dedup do).
+ */
+async function filedSince(t: string, project: string, category: string, texts: { unfiled: string; filed: string }) {
+  const unfiled = await remember(t, texts.unfiled, project);
+  const filed = await remember(t, texts.filed, project, { category });
+  const then = await dbNow();
+  const fixed = await api("POST", `/memory/${filed}/correct`, { as: t, body: { content: texts.unfiled } });
+  assert.deepEqual([fixed.status, fixed.body.memory.id, fixed.body.memory.metadata.category], [200, unfiled, category]);
+  return { unfiled, filed, then };
+}
+
+/** memory.query's full rows, as of `asOf` or now. */
+async function queried(t: string, query: Record<string, unknown>, asOf?: string): Promise<Result[]> {
+  return (await post("/memory-retrieve/query", t, { ...query, return: "full", ...(asOf ? { as_of: asOf } : {}) }))
+    .body.results;
+}
+
+Deno.test(
+  { name: "as_of: memory.query serves a memory under the category it had then, not one it took since", ...opts },
+  async () => {
+    // Filed under 'projects' only since, the kept memory was in no agent's answer then.
+    const t = newTenant();
+    const m = await filedSince(t, "billing", "projects", {
+      unfiled: "The billing service stores invoices in Postgres 16.",
+      filed: "The billing service stores invoices in Postgres 15.",
+    });
+    const query = {
+      agent: "planner",
+      query: "Which Postgres version stores the billing service invoices?",
+      project: "billing",
+      categories: ["projects"],
+    };
+    assert.deepEqual((await queried(t, query, m.then)).map((r) => [r.id, r.category, r.content]), [
+      [m.filed, "projects", "The billing service stores invoices in Postgres 15."],
+    ]);
+    // Now, as it is.
+    assert.deepEqual((await queried(t, query)).map((r) => [r.id, r.category]), [[m.unfiled, "projects"]]);
+  },
+);
+
+Deno.test(
+  { name: "as_of: a context-all category serves the memories it held then, whatever the query", ...opts },
+  async () => {
+    // 'conventions' is served whole (context 'all'), not only what the query finds: as of before
+    // a memory took that category, it is not among them.
+    const t = newTenant();
+    const m = await filedSince(t, "repo", "conventions", {
+      unfiled: "Commit messages start with the ticket number.",
+      filed: "Commit messages start with the ticket id.",
+    });
+    const query = {
+      agent: "coder",
+      query: "How is the staging database seeded?",
+      project: "repo",
+      categories: ["conventions"],
+    };
+    assert.deepEqual((await queried(t, query, m.then)).map((r) => [r.id, r.category]), [[m.filed, "conventions"]]);
+    assert.deepEqual((await queried(t, query)).map((r) => [r.id, r.category]), [[m.unfiled, "conventions"]]);
+  },
+);
+
+Deno.test(
+  { name: "as_of: memory.query filters and shows pinned as it was then", ...opts },
+  async () => {
+    const t = newTenant();
+    const wasPinned = await remember(t, "The deploy pipeline cuts the release branch on Mondays.", "deploys", {
+      category: "projects",
+    });
+    const pinnedSince = await remember(t, "The deploy pipeline sends hotfixes to the release branch.", "deploys", {
+      category: "projects",
+    });
+    assert.equal((await api("POST", `/memory/${wasPinned}/pin`, { as: t })).status, 200);
+    const then = await dbNow();
+    assert.equal((await api("POST", `/memory/${wasPinned}/unpin`, { as: t })).status, 200);
+    assert.equal((await api("POST", `/memory/${pinnedSince}/pin`, { as: t })).status, 200);
+
+    const pinned = async (filter: boolean, asOf?: string) =>
+      (await queried(t, {
+        agent: "planner",
+        query: "What does the deploy pipeline do with the release branch?",
+        project: "deploys",
+        filters: { pinned: filter },
+      }, asOf)).map((r) => [r.id, r.pinned]);
+    assert.deepEqual(await pinned(true, then), [[wasPinned, true]]);
+    assert.deepEqual(await pinned(false, then), [[pinnedSince, false]]);
+    assert.deepEqual(await pinned(true), [[pinnedSince, true]]);
+  },
+);
+
+Deno.test(
+  { name: "as_of: memory-retrieve ranks a memory by the pin it had then", ...opts },
+  async () => {
+    const t = newTenant();
+    const id = await remember(t, "The search service rebuilds its index every night.", "search");
+    assert.equal((await api("POST", `/memory/${id}/pin`, { as: t })).status, 200);
+    const pinned = await dbNow();
+    assert.equal((await api("POST", `/memory/${id}/unpin`, { as: t })).status, 200);
+    const unpinned = await dbNow();
+
+    const scoreAt = async (asOf: string) => {
+      const res = await post("/memory-retrieve", t, {
+        message: "When does the search service rebuild its index?",
+        project: "search",
+        as_of: asOf,
+      });
+      const [m] = res.body.memories as { id: string; score: number }[];
+      assert.equal(m?.id, id);
+      return m!.score;
+    };
+    // The same search, the same strength (today's): the pin of then is the difference.
+    const delta = (await scoreAt(pinned)) - (await scoreAt(unpinned));
+    assert.ok(Math.abs(delta - PINNED_BOOST) < 1e-9, `score as of the pin minus after it: ${delta}`);
+  },
+);
+
+Deno.test({ name: "close the pool", ...opts }, async () => {
+  await sql.end();
+});
