@@ -105,8 +105,11 @@ export async function parseJsonBody<T extends z.ZodType>(
     tooLarge?: string;
     /** Refuse a number a double cannot hold as sent (json-text.ts): for bodies stored as the caller's data. */
     exactNumbers?: boolean;
+    /** MCP's endpoint URL is the client's to configure: a query string there is left alone. */
+    ignoreQuery?: boolean;
   } = {},
 ): Promise<z.infer<T>> {
+  if (!opts.ignoreQuery) refuseQueryString(req);
   refuseContentEncoding(req);
   const type = req.headers.get("content-type") ?? "";
   const declared = Number(req.headers.get("content-length") ?? "NaN");
@@ -140,6 +143,21 @@ export async function parseJsonBody<T extends z.ZodType>(
     throw new HttpError(400, "malformed_json", `body is not valid JSON: ${(err as Error).message}`);
   }
   return validate(schema, value, "request body");
+}
+
+/**
+ * A route that takes a body reads nothing from the query string, so a parameter there is refused,
+ * naming it, rather than ignored: `POST memory/consolidate?dry_run=true` ran a real consolidation.
+ */
+export function refuseQueryString(req: Request): void {
+  const names = [...new Set(new URL(req.url).searchParams.keys())];
+  if (names.length === 0) return;
+  throw new HttpError(
+    400,
+    "invalid_request",
+    `${req.method} takes its parameters in the JSON body, not in the query string: move ${names.join(", ")} there`,
+    names.map((name) => ({ path: [name], message: "not read from the query string: send it in the body" })),
+  );
 }
 
 /**

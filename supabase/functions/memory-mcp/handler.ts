@@ -47,7 +47,7 @@ export function createHandler(deps: MemoryDeps): (req: Request) => Promise<Respo
     }
     let message: unknown;
     try {
-      message = await parseJsonBody(c.req.raw, z.unknown(), deps.config.maxBodyBytes);
+      message = await parseJsonBody(c.req.raw, z.unknown(), deps.config.maxBodyBytes, { ignoreQuery: true });
     } catch (err) {
       // Text that is no JSON is JSON-RPC's Parse error (-32700); 413 and 415 stay HTTP's.
       if (err instanceof HttpError && err.code === "malformed_json") {

@@ -5,7 +5,7 @@ import type { z } from "zod";
 import type { FunctionEnv } from "../_shared/app.ts";
 import type { Caller, ConfigCaller } from "../_shared/auth.ts";
 import type { TenantContext } from "../_shared/db.ts";
-import { HttpError, parseJsonBody, parseQueryString, validate } from "../_shared/http.ts";
+import { HttpError, parseJsonBody, parseQueryString, refuseQueryString, validate } from "../_shared/http.ts";
 import { uuid } from "../_shared/schemas.ts";
 import { NoQuery } from "../_shared/memories/schemas.ts";
 
@@ -61,6 +61,7 @@ export async function optionalBody<T extends z.ZodType>(
   schema: T,
   maxBytes: number,
 ): Promise<z.infer<T>> {
+  refuseQueryString(req);
   if (req.body === null || req.headers.get("content-length") === "0") return validate(schema, {}, "request body");
   return await parseJsonBody(req, schema, maxBytes, { emptyAs: {} });
 }
