@@ -2,10 +2,10 @@
 //
 //   POST { session_id, messages (OpenAI format, tool calls included), context_window?,
 //          trigger_tokens? (default 160000, or 80% of context_window), target_chunk_tokens? (60000),
-//          project?, thread_id? }
-//   → 200 { compacted: false, messages, tokens_before, tokens_after }            under the trigger
-//   → 200 { compacted: true, messages, summary, summary_mode, tokens_before, tokens_after,
-//           compacted_messages, candidates_queued, dedup_job_id, dedup_job_ids (100 candidates a job) }
+//          project?, scope?, thread_id? }
+//   → 200 { compacted: false, messages, tokens_before, tokens_after, trigger_tokens }   under the trigger
+//   → 200 { compacted: true, messages, summary, summary_mode, llm_error?, tokens_before, tokens_after,
+//           trigger_tokens, compacted_messages, candidates_queued, dedup_job_id, dedup_job_ids (100 candidates a job) }
 //
 // Over the trigger: the oldest ~60k tokens (never splitting a tool call from its results, never the
 // system prompt) plus the session's prior summary go to ONE LLM call returning the merged summary
