@@ -1,8 +1,9 @@
 // memory-retrieve, memory.query mode (POST /memory-retrieve/query, seed 001 §5/§6/§6.1/§12):
-// allowlists from the database (403 naming the category, unknown agent), procedural gating,
+// allowlists from the database (403 naming the category, 400 for one not configured, unknown agent), procedural gating,
 // server-side filters, bullets vs full, budget, context 'all' categories.
 import assert from "node:assert/strict";
 import { createHandler } from "../supabase/functions/memory-retrieve/handler.ts";
+import { createHandler as createMemoryHandler } from "../supabase/functions/memory/handler.ts";
 import { countTokens } from "../supabase/functions/_shared/tokens.ts";
 import { flushSearchWrites } from "../supabase/functions/_shared/retrieval/write-behind.ts";
 import { userHeaders } from "./support/auth.ts";
@@ -62,6 +63,35 @@ dbTest("a disallowed category is a 403 naming it, and nothing is written", async
   const viaFilter = await query(t, { agent: "stylist", query: "who", filters: { category: "profile" } }, embedder);
   assert.equal(viaFilter.status, 403);
   assert.match(viaFilter.body.error.message, /profile/);
+  assert.equal(embedder.calls, 0, "refused before the embedding call");
+  assert.deepEqual(await tenantWrites(sql, t), before);
+});
+
+dbTest("a category no one configured is a 400 unknown_category naming the configured ones, as remember's", async () => {
+  // A typo is no permission problem: it was a 403 "may not read category: profle", which sent the
+  // user to the agent's allowlist, while remember and memory-dedup answered the same name 400.
+  const t = newTenant();
+  const before = await tenantWrites(sql, t);
+  const embedder = fixedEmbedder();
+  const typo = await query(t, { agent: "planner", query: "who", categories: ["tasks", "profle"] }, embedder);
+  assert.equal(typo.status, 400, JSON.stringify(typo.body));
+  assert.equal(typo.body.error.code, "unknown_category");
+  assert.match(typo.body.error.message, /unknown category 'profle'; configured categories: .*\bprofile\b/);
+  assert.deepEqual(typo.body.error.issues[0].path, ["categories", 1]);
+  const viaFilter = await query(t, { agent: "planner", query: "who", filters: { category: "profle" } }, embedder);
+  assert.equal(viaFilter.status, 400);
+  assert.equal(viaFilter.body.error.code, "unknown_category");
+  assert.deepEqual(viaFilter.body.error.issues[0].path, ["filters", "category"]);
+  const remembered = await callJson(
+    createMemoryHandler({ sql, config, embedder }),
+    "http://localhost/functions/v1/memory/remember",
+    { headers: await userHeaders(t), body: { content: "name is Ana", metadata: { category: "profle" } } },
+  );
+  assert.equal(remembered.body.error.code, typo.body.error.code, "the same name, the same answer");
+  // A configured category outside the allowlist stays a 403.
+  const refused = await query(t, { agent: "planner", query: "who", categories: ["profile"] }, embedder);
+  assert.equal(refused.status, 403);
+  assert.equal(refused.body.error.code, "category_not_allowed");
   assert.equal(embedder.calls, 0, "refused before the embedding call");
   assert.deepEqual(await tenantWrites(sql, t), before);
 });

@@ -10,6 +10,7 @@ import { embeddingText } from "../search/exclusions.ts";
 import { keywordText, resolvePlan, steeringOf } from "../search/plan.ts";
 import { embedForCaller, thresholdsFor } from "../embeddings.ts";
 import { HttpError } from "../http.ts";
+import { loadCategoryNames, unknownCategory } from "../categories.ts";
 import { requireAllowlist } from "../memory-config.ts";
 import { bulletText } from "../retrieval/format.ts";
 import { packTexts } from "../retrieval/pack.ts";
@@ -57,8 +58,17 @@ export async function queryMemories(
   // embedding call and writes nothing. Read on the primary, never a replica: a category taken
   // away from an agent is refused from the moment the change commits, not once a replica has
   // replayed it (the search on the replica can only narrow what this allows).
-  const allowed = await withTenant(deps.sql, caller, (tx) => requireAllowlist(tx, body.agent));
   const asked = [...new Set([...(body.categories ?? []), ...(filters.category ? [filters.category] : [])])];
+  // A name no category has is a typo, not a permission: the 400 naming the configured ones, as remember's.
+  const { allowed, known } = await withTenant(deps.sql, caller, async (tx) => {
+    const allowed = await requireAllowlist(tx, body.agent);
+    return { allowed, known: asked.every((c) => allowed.includes(c)) ? allowed : await loadCategoryNames(tx) };
+  });
+  const unknown = asked.find((c) => !known.includes(c));
+  if (unknown !== undefined) {
+    const at = body.categories?.indexOf(unknown) ?? -1;
+    throw unknownCategory(unknown, known, at >= 0 ? ["categories", at] : ["filters", "category"]);
+  }
   const refused = asked.filter((c) => !allowed.includes(c));
   if (refused.length > 0) {
     throw new HttpError(
