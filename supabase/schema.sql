@@ -4411,6 +4411,7 @@ begin
     select (select auth.uid()), p_session_id, t.id, t.tier, t.level, t.tokens, now()
       from unnest(p_ids, p_tiers, p_levels, p_tokens) as t(id, tier, level, tokens)
       cross join lateral (select from public.devai_memories m where m.id = t.id offset 0) m
+     order by t.id
     on conflict (owner_id, session_id, memory_id) do update
        set tier = excluded.tier, level = excluded.level, tokens = excluded.tokens, injected_at = excluded.injected_at;
   end if;

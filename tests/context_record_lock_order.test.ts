@@ -1,0 +1,61 @@
+// The assembly's record after the answer (public.record_context_assembly, docs/context.md#the-api):
+// two assemblies of one session that inject the same memories in different orders (one put the
+// first in its critical tier, the other the second) upsert the session's injection rows in memory
+// id order, so they wait on each other instead of deadlocking and losing one record.
+import assert from "node:assert/strict";
+import { contextApi, ns, seedLinked } from "./support/context.ts";
+import { dbTest } from "./support/http.ts";
+import { newTenant, testSql } from "./support/seed.ts";
+import { waitUntil } from "./support/wait.ts";
+
+const sql = testSql(6);
+const api = contextApi(sql);
+
+const waitingOnLocks = async () =>
+  Number(
+    (await sql`select count(*)::int as n from pg_locks l join pg_stat_activity a on a.pid = l.pid
+                where not l.granted and a.application_name = 'devai-memory-tests'`)[0]!.n,
+  );
+
+dbTest("assemble: two records of one session injecting the same memories in opposite orders both land", async () => {
+  const t = newTenant();
+  const [x, y] = await seedLinked(sql, t, [
+    {
+      content: "src/cart/total.ts rounds every line to integer cents before summing.",
+      namespace: ns("lock"),
+      metadata: { category: "conventions", files: ["src/cart/total.ts"] },
+    },
+    {
+      content: "src/cart/tax.ts applies tax per line, never on the order total.",
+      namespace: ns("lock"),
+      metadata: { category: "conventions", files: ["src/cart/tax.ts"] },
+    },
+  ]);
+  const on = (file: string) => ({ project: "lock", session_id: "s-lock", signals: { current_file: file } });
+  // Each file's convention goes first (critical), the other after it: opposite orders.
+  const first = await api.assemble(t, on("src/cart/total.ts"));
+  const second = await api.assemble(t, on("src/cart/tax.ts"));
+  assert.deepEqual(first.body.memories.map((m: { id: string }) => m.id), [x!.id, y!.id]);
+  assert.deepEqual(second.body.memories.map((m: { id: string }) => m.id), [y!.id, x!.id]);
+  await api.settle();
+
+  // Another transaction holds x's injection row: the first record queues on x holding nothing;
+  // the second (y then x, before the fix) takes y and queues on x behind it.
+  const blocker = await sql.reserve();
+  try {
+    await blocker`begin`;
+    await blocker`select from public.context_injections where owner_id = ${t} and memory_id = ${x!.id} for update`;
+    await api.assemble(t, on("src/cart/total.ts"));
+    await waitUntil(async () => (await waitingOnLocks()) >= 1, "the first record waiting on x's row");
+    await api.assemble(t, on("src/cart/tax.ts"));
+    await waitUntil(async () => (await waitingOnLocks()) >= 2, "the second record waiting too");
+    await blocker`commit`;
+  } finally {
+    blocker.release();
+  }
+  // Before the fix: "deadlock detected" (40P01), one record lost.
+  assert.equal(await api.settle(), 2);
+  const [events] =
+    await sql`select count(*)::int as n from public.memory_events where owner_id = ${t} and node = 'context'`;
+  assert.equal(events!.n, 4, "every assembly recorded its event");
+});
