@@ -351,6 +351,48 @@ dbTest("tenants: another tenant's memories, files and contradictions never reach
   assert.ok(theirsRes.body.context.includes("Other tenant") && theirsRes.body.context.includes("Redis"));
 });
 
+dbTest("open files never take the current file's memories out of the critical tier", async () => {
+  const t = newTenant();
+  const [shared, testing] = await seedLinked(sql, t, [
+    // Cites the current file and an open file whose path sorts first.
+    {
+      content: "The session store and the cookie helper share one signing key; rotate them together.",
+      namespace: ns("cur"),
+      metadata: { category: "decisions", files: ["src/web/session.ts", "src/web/cookie.ts"] },
+    },
+    {
+      content: "session.ts tests run against a fake clock; never sleep in them.",
+      namespace: ns("cur"),
+      importance: 2,
+      metadata: { category: "testing", files: ["src/web/session.ts"] },
+    },
+    // More, and more important, citations of the open files than the file lookup keeps.
+    ...Array.from({ length: 35 }, (_, i) => ({
+      content: `Helper ${i} formats dates for the web layer.`,
+      namespace: ns("cur"),
+      importance: 4,
+      metadata: { category: "workflows", files: [`src/web/h${i % 5}.ts`] },
+    })),
+  ]);
+  const open = ["src/web/cookie.ts", ...Array.from({ length: 5 }, (_, i) => `src/web/h${i}.ts`)];
+  for (const open_files of [[], open]) {
+    const res = await api.assemble(t, { project: "cur", signals: { current_file: "src/web/session.ts", open_files } });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const placed = (id: string) => res.body.memories.find((m: { id: string }) => m.id === id);
+    // Before: with the files open, relevant and untagged, both.
+    assert.deepEqual(
+      [placed(shared!.id)?.tier, placed(shared!.id)?.tag],
+      ["critical", "decision"],
+      `open: ${open_files.length}`,
+    );
+    assert.deepEqual(
+      [placed(testing!.id)?.tier, placed(testing!.id)?.tag],
+      ["critical", "file"],
+      `open: ${open_files.length}`,
+    );
+  }
+});
+
 dbTest("close the pool", async () => {
   await api.settle();
   await sql.end();

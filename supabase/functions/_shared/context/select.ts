@@ -69,7 +69,12 @@ function criticalTag(
 ): CriticalTag | undefined {
   if (refs.some((r) => r.kind === "contradiction")) return "unresolved";
   const current = signals.current_file;
-  const citesCurrent = current !== undefined && refs.some((r) => r.kind === "file" && r.detail === current);
+  // By what the memory cites, not by which lookup found it: the file lookup names one file per
+  // memory (the first in path order, an open file's before the current one's) and keeps the 30
+  // most important citations of all the files, so an open file's could leave the current one's
+  // to the directory lookup or the search.
+  const citesCurrent = current !== undefined &&
+    (m.cited_files.includes(current) || refs.some((r) => r.kind === "file" && r.detail === current));
   if (citesCurrent && DECISION_CATEGORIES.has(m.category ?? "")) return "decision";
   if (refs.some((r) => r.kind === "module") && MODULE_DECISION_CATEGORIES.has(m.category ?? "")) return "decision";
   const errorFix = m.category === "errors_and_fixes" || m.source === "error_resolution";
