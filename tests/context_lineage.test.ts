@@ -10,7 +10,7 @@ import { reply } from "./fake_openai.ts";
 import { userHeaders } from "./support/auth.ts";
 import { contextApi, MEMORY_URL, ns, seedLinked } from "./support/context.ts";
 import { callJson, dbTest } from "./support/http.ts";
-import { newTenant, testSql } from "./support/seed.ts";
+import { newTenant, seedRelation, testSql } from "./support/seed.ts";
 import { createHandler as createMemoryHandler } from "../supabase/functions/memory/handler.ts";
 import { createHandler as createRetrieveHandler } from "../supabase/functions/memory-retrieve/handler.ts";
 import { testConfig } from "./support/config.ts";
@@ -305,6 +305,45 @@ dbTest("extraction records the session's lineage and the model's compression for
   } finally {
     await env.close();
   }
+});
+
+dbTest("a contradiction with another branch's unmerged note does not make the fact [unresolved] on main", async () => {
+  const t = newTenant();
+  const F = "src/pay/refund.ts";
+  const [fact, wip] = await seedLinked(sql, t, [
+    {
+      content: "Refunds are issued within five business days.",
+      namespace: ns("refunds"),
+      metadata: { category: "decisions", files: [F] },
+    },
+    {
+      content: "Refunds are issued the same day through instant payouts.",
+      namespace: ns("refunds"),
+      metadata: { category: "decisions", branch: "feat/instant", files: [F] },
+    },
+  ]);
+  await seedRelation(sql, t, wip!.id, fact!.id, 0.9, "contradicts");
+  const on = (signals: Record<string, unknown>) =>
+    api.assemble(t, { project: "refunds", signals: { current_file: F, ...signals } });
+  const main = await on({});
+  assert.equal(main.status, 200, JSON.stringify(main.body));
+  // Before: "- [unresolved] Refunds are issued within five business days.", disputed by a note
+  // this branch does not have.
+  assert.ok(
+    main.body.context.includes("- [decision] Refunds are issued within five business days."),
+    main.body.context,
+  );
+  assert.ok(!main.body.context.includes("[unresolved]") && !main.body.context.includes("instant"), main.body.context);
+  assert.deepEqual(main.body.excluded.map((e: { id: string }) => e.id), [wip!.id]);
+  const predicted = await api.predict(t, { project: "refunds", file_opened: F });
+  assert.deepEqual(predicted.body.predicted_memories.map((p: { id: string; tag: string }) => [p.id, p.tag]), [[
+    fact!.id,
+    "decision",
+  ]]);
+  // Merged, both sides are facts here: one [unresolved] bullet with both.
+  const merged = await on({ branch: "main", merged_branches: ["feat/instant"] });
+  assert.ok(merged.body.context.includes("- [unresolved] "), merged.body.context);
+  assert.ok(merged.body.context.includes("instant payouts"), merged.body.context);
 });
 
 dbTest("close the pool", async () => {

@@ -3,7 +3,7 @@
 // progress) or flagged stale (they cite a file deleted or renamed since).
 //
 // A memory goes to the first tier it qualifies for:
-//   critical    both sides of an open contradiction ([unresolved]); a memory citing the current
+//   critical    both sides of an open contradiction, both shown ([unresolved]); a memory citing the current
 //               file ([decision] when its category is decisions, architecture or conventions,
 //               else [file]); a decision or architecture memory citing a file of the current
 //               file's directory ([decision]); an error search hit that names most of the error
@@ -94,16 +94,24 @@ export function selectTiers(input: SelectInput): Selection {
   const excluded: Excluded[] = [];
   const stale: StaleCandidate[] = [];
 
-  for (const [id, refs] of [...byId.entries()].sort(([a], [b]) => (a < b ? -1 : 1))) {
+  const judged = new Map<string, ReturnType<typeof judgeMemory>>();
+  for (const [id, m] of input.details) judged.set(id, judgeMemory(id, m.metadata, m.cited_files, input.signals));
+  // A contradiction counts only while its other side is shown too: a fact is not [unresolved] on
+  // this branch because another branch's unmerged note (or a stale one) says otherwise.
+  const shown = (id: string | undefined) => id !== undefined && judged.has(id) && !judged.get(id)!.excluded;
+
+  for (const [id, found] of [...byId.entries()].sort(([a], [b]) => (a < b ? -1 : 1))) {
     const m = input.details.get(id);
     if (!m) continue;
-    const { lineage, excluded: out } = judgeMemory(id, m.metadata, m.cited_files, input.signals);
+    const { lineage, excluded: out } = judged.get(id)!;
     const forms = formsOf(m.content, m.metadata);
     if (out) {
       excluded.push(out);
       if (out.stale) stale.push({ id, forms, stale: out.stale });
       continue;
     }
+    const refs = found.filter((r) => r.kind !== "contradiction" || shown(r.detail));
+    if (refs.length === 0) continue;
     const tag = criticalTag(m, refs, input.signals, input.activity);
     const onlyBackground = refs.every((r) => r.kind === "background");
     const relevance = Math.max(...refs.map((r) => r.weight));
