@@ -4542,6 +4542,16 @@ begin
     into v_new, v_newly_cited, v_tokens, v_cited_tokens
     from w;
 
+  -- The counters this report changes, locked in memory id order before any is changed: below, the
+  -- new records' rows are upserted and then the rows of records turned cited updated, so without
+  -- this two sessions' reports (one new to a and turning b cited, the other the reverse) took a
+  -- and b in opposite orders and deadlocked. A counter row that does not exist yet is only ever
+  -- inserted, in id order, by the upsert.
+  perform 1 from public.memory_usage u
+   where u.memory_id = any (v_new || v_newly_cited) and u.owner_id = v_owner
+   order by u.memory_id
+     for update;
+
   -- Counters: a new record is a retrieval and a citation or an ignore; a record turned cited
   -- moves its ignore to the citations (the counts still add up).
   insert into public.memory_usage as u
