@@ -393,6 +393,33 @@ dbTest("open files never take the current file's memories out of the critical ti
   }
 });
 
+dbTest("a memory in two open contradictions: all three memories are shown, each placed once", async () => {
+  const t = newTenant();
+  const [a, b, c] = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()].sort();
+  await seedLinked(sql, t, [
+    { id: a, content: "Deploys go out on Fridays.", namespace: ns("two"), metadata: { category: "decisions" } },
+    { id: b, content: "Deploys are frozen on Fridays.", namespace: ns("two"), metadata: { category: "decisions" } },
+    { id: c, content: "Deploys happen only on Mondays.", namespace: ns("two"), metadata: { category: "decisions" } },
+  ]);
+  await seedRelation(sql, t, b!, a!, 0.9, "contradicts");
+  await seedRelation(sql, t, c!, a!, 0.9, "contradicts");
+  const res = await api.assemble(t, { project: "two", session_id: "two-contradictions" });
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  // Before: one bullet, "Deploys go out on Fridays. ⟷ Deploys are frozen on Fridays.", and the
+  // Monday memory nowhere (counted in `omitted`).
+  for (const text of ["go out on Fridays", "frozen on Fridays", "only on Mondays"]) {
+    assert.ok(res.body.context.includes(text), res.body.context);
+  }
+  assert.equal((res.body.context.match(/- \[unresolved\] /g) ?? []).length, 2, res.body.context);
+  assert.deepEqual(res.body.memories.map((m: { id: string }) => m.id).sort(), [a, b, c]);
+  assert.equal(res.body.tiers.critical.memories, 3);
+  assert.equal(res.body.omitted, 0);
+  await api.settle();
+  const injected = await sql`select memory_id from public.context_injections
+                              where owner_id = ${t} and session_id = 'two-contradictions' order by memory_id`;
+  assert.deepEqual(injected.map((r) => r.memory_id), [a, b, c]);
+});
+
 dbTest("close the pool", async () => {
   await api.settle();
   await sql.end();

@@ -229,10 +229,18 @@ function report(
   given: Record<Tier, number>,
 ): PackedContext {
   const placed: PlacedMemory[] = [];
+  // A memory in two contradictions is on two bullets: placed once, on the first.
+  const seen = new Set<string>();
+  const place = (p: PlacedMemory) => {
+    if (!seen.has(p.id)) placed.push(p);
+    seen.add(p.id);
+  };
+  const count: Record<Tier, number> = { critical: 0, relevant: 0, background: 0, index: state.index.length };
   for (const tier of ["critical", "relevant", "background"] as const) {
     for (const l of state[tier] as readonly Line[]) {
       const tokens = lineTokens(bulletLine(l));
-      placed.push({
+      const before = placed.length;
+      place({
         id: l.id,
         tier,
         level: l.level,
@@ -240,7 +248,8 @@ function report(
         ...(l.tag ? { tag: l.tag } : {}),
         ...(l.shortened ? { shortened: true as const } : {}),
       });
-      if (l.pairId) placed.push({ id: l.pairId, tier, level: l.level, tokens, tag: l.tag });
+      if (l.pairId) place({ id: l.pairId, tier, level: l.level, tokens, tag: l.tag });
+      count[tier] += placed.length - before;
     }
   }
   for (const p of state.index) {
@@ -255,9 +264,7 @@ function report(
   const tiers = Object.fromEntries(TIERS.map((t) => [t, {
     budget: given[t],
     token_count: lineTokens(sections[t]),
-    memories: t === "index"
-      ? state.index.length
-      : (state[t] as readonly Line[]).reduce((n, l) => n + (l.pairId ? 2 : 1), 0),
+    memories: count[t],
   }])) as Record<Tier, TierReport>;
   return { text, tokenCount, tiers, placed };
 }

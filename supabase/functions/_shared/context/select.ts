@@ -137,7 +137,10 @@ export function selectTiers(input: SelectInput): Selection {
       lineage,
       forms,
       memory: m,
-      pairId: tag === "unresolved" ? refs.find((r) => r.kind === "contradiction")?.detail : undefined,
+      // The partner with the smallest id: two memories that contradict each other pick each other.
+      pairId: tag === "unresolved"
+        ? refs.filter((r) => r.kind === "contradiction").map((r) => r.detail!).sort()[0]
+        : undefined,
     });
   }
 
@@ -153,10 +156,13 @@ export function selectTiers(input: SelectInput): Selection {
   };
   const all = [...scored.values()];
   // A contradiction is one bullet with both sides: listed once, under the side that sorts first.
+  // A memory in several contradictions pairs with one of them; each other side keeps its own
+  // bullet, with it (before, such a side paired with a memory that had paired elsewhere was left
+  // out of the context altogether).
   const critical = all
     .filter((s) =>
       s.tier === "critical" &&
-      !(s.tag === "unresolved" && s.pairId !== undefined && scored.has(s.pairId) && s.pairId < s.id)
+      !(s.tag === "unresolved" && s.pairId !== undefined && s.pairId < s.id && scored.get(s.pairId)?.pairId === s.id)
     )
     .sort((a, b) => TAG_ORDER.indexOf(a.tag!) - TAG_ORDER.indexOf(b.tag!) || byScore(a, b));
   return {
