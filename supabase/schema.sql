@@ -4403,9 +4403,6 @@ CREATE FUNCTION public.record_context_assembly(p_session_id text, p_ids uuid[], 
     SET search_path TO ''
     AS $$
 begin
-  if coalesce(cardinality(p_reinforce), 0) > 0 then
-    perform count(*) from public.reinforce_memories(p_reinforce);
-  end if;
   if p_session_id is not null and coalesce(cardinality(p_ids), 0) > 0 then
     insert into public.context_injections as i (owner_id, session_id, memory_id, tier, level, tokens, injected_at)
     select (select auth.uid()), p_session_id, t.id, t.tier, t.level, t.tokens, now()
@@ -4414,6 +4411,9 @@ begin
      order by t.id
     on conflict (owner_id, session_id, memory_id) do update
        set tier = excluded.tier, level = excluded.level, tokens = excluded.tokens, injected_at = excluded.injected_at;
+  end if;
+  if coalesce(cardinality(p_reinforce), 0) > 0 then
+    perform count(*) from public.reinforce_memories(p_reinforce);
   end if;
   insert into public.memory_events (owner_id, thread_id, node, op, status, meta)
   values ((select auth.uid()), p_thread_id, 'context', 'search', 'ok', coalesce(p_meta, '{}'::jsonb));
