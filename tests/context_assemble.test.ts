@@ -351,6 +351,18 @@ dbTest("tenants: another tenant's memories, files and contradictions never reach
   assert.ok(theirsRes.body.context.includes("Other tenant") && theirsRes.body.context.includes("Redis"));
 });
 
+/** Five files of src/web, open in the tests below. */
+const HELPER_FILES = Array.from({ length: 5 }, (_, i) => `src/web/h${i}.ts`);
+
+/** `count` important memories citing HELPER_FILES, to crowd the file lookups. */
+const webHelpers = (count: number, project: string) =>
+  Array.from({ length: count }, (_, i) => ({
+    content: `Helper ${i} formats dates for the web layer.`,
+    namespace: ns(project),
+    importance: 4,
+    metadata: { category: "workflows", files: [HELPER_FILES[i % 5]!] },
+  }));
+
 dbTest("open files never take the current file's memories out of the critical tier", async () => {
   const t = newTenant();
   const [shared, testing] = await seedLinked(sql, t, [
@@ -367,14 +379,9 @@ dbTest("open files never take the current file's memories out of the critical ti
       metadata: { category: "testing", files: ["src/web/session.ts"] },
     },
     // More, and more important, citations of the open files than the file lookup keeps.
-    ...Array.from({ length: 35 }, (_, i) => ({
-      content: `Helper ${i} formats dates for the web layer.`,
-      namespace: ns("cur"),
-      importance: 4,
-      metadata: { category: "workflows", files: [`src/web/h${i % 5}.ts`] },
-    })),
+    ...webHelpers(35, "cur"),
   ]);
-  const open = ["src/web/cookie.ts", ...Array.from({ length: 5 }, (_, i) => `src/web/h${i}.ts`)];
+  const open = ["src/web/cookie.ts", ...HELPER_FILES];
   for (const open_files of [[], open]) {
     const res = await api.assemble(t, { project: "cur", signals: { current_file: "src/web/session.ts", open_files } });
     assert.equal(res.status, 200, JSON.stringify(res.body));
@@ -418,6 +425,28 @@ dbTest("a memory in two open contradictions: all three memories are shown, each 
   const injected = await sql`select memory_id from public.context_injections
                               where owner_id = ${t} and session_id = 'two-contradictions' order by memory_id`;
   assert.deepEqual(injected.map((r) => r.memory_id), [a, b, c]);
+});
+
+dbTest("a current file's memory is found however many memories cite the open files", async () => {
+  const t = newTenant();
+  // Cites the current file through metadata.files only: neither its words nor its name say it.
+  const [mine] = await seedLinked(sql, t, [
+    {
+      content: "Tests here run against a fake clock; never sleep in them.",
+      namespace: ns("crowd"),
+      importance: 2,
+      metadata: { category: "testing", files: ["src/web/session.ts"] },
+    },
+    // More important citations of the open files, in the same directory, than the file and the
+    // directory lookups keep together.
+    ...webHelpers(70, "crowd"),
+  ]);
+  const open_files = HELPER_FILES;
+  const res = await api.assemble(t, { project: "crowd", signals: { current_file: "src/web/session.ts", open_files } });
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  const placed = res.body.memories.find((m: { id: string }) => m.id === mine!.id);
+  // Before: nowhere in the answer (not even counted in `omitted`).
+  assert.deepEqual([placed?.tier, placed?.tag], ["critical", "file"]);
 });
 
 dbTest("close the pool", async () => {

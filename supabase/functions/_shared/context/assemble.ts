@@ -121,14 +121,13 @@ export async function assembleContext(
   const stale = coding.filter((s) => served(s)?.freshness === "stale");
   const servedRefs = coding.flatMap((s) => served(s)?.refs ?? []);
 
-  // 2. What the uncached signals and the message find. Open files are looked up every time (their
-  // memories go to the relevant tier); while debugging, the last day's error memories even
-  // without an error on screen.
+  // 2. What the uncached signals and the message find. Open files are looked up every time, apart
+  // from the current file (their memories go to the relevant tier); while debugging, the last
+  // day's error memories even without an error on screen.
   // The exclusions are the message's alone (docs/retrieval.md#exclusions): the signals' names follow it.
   const names = uncached.map(signalSearchText).filter((t): t is string => !!t).join("\n");
   const searchText = body.message ? retrievalText(body.message, names || undefined, "\n") : names;
   const lookups = lookupsOf(uncached, now);
-  const files = [...(lookups.files ?? []), ...(signals.open_files ?? [])];
   const gathered = await gatherCandidates(deps.sql, caller, deps, {
     scopes,
     ownerId: caller.tenantId,
@@ -136,7 +135,7 @@ export async function assembleContext(
     searchText: searchText || undefined,
     message: body.message !== undefined,
     ...lookups,
-    files: files.length > 0 ? files : undefined,
+    openFiles: signals.open_files,
     recentSince: lookups.recentSince ?? (activity === "debugging" ? recentErrorsSince(now) : undefined),
     backgroundCategories: [...BACKGROUND_CATEGORIES, ...ACTIVITY_CATEGORIES[activity ?? "feature"]],
     contradictions: true,

@@ -61,8 +61,14 @@ export interface GatherInput {
   message?: boolean;
   /** Errors on screen: their own search. */
   errorText?: string;
-  /** Files whose citing memories are wanted (the current file first, then open ones). */
+  /** The file whose citing memories are wanted (the current file). */
   files?: string[];
+  /**
+   * Open files: their citing memories are looked up apart, so that however many of them the open
+   * files have, they never take the current file's places (the lookup keeps the most important
+   * CANDIDATES_PER_KIND of all the files it is given).
+   */
+  openFiles?: string[];
   /** Directories whose files' citing memories are wanted. */
   modules?: string[];
   branch?: string;
@@ -167,7 +173,18 @@ export async function gatherCandidates(
     input.searchText ? search(input.searchText, "search") : [],
     // An error on screen is searched for what it says (`unknown option -verbose`): no exclusion.
     input.errorText ? search(input.errorText, "error") : [],
-    withTenant(sql, caller, (tx) => candidates(tx, input, input.givenIds ?? [], true)),
+    withTenant(sql, caller, async (tx) => [
+      ...await candidates(tx, input, input.givenIds ?? [], true),
+      // The same lookup for the open files alone (files only), in the same transaction.
+      ...(input.openFiles?.length
+        ? await candidates(
+          tx,
+          { scopes: input.scopes, ownerId: input.ownerId, limit: input.limit, files: input.openFiles },
+          [],
+          true,
+        )
+        : []),
+    ]),
   ]);
   const refs: CandidateRef[] = [
     ...hits.map((r) => ({ id: r.id, kind: "search" as const, weight: r.relevance })),
