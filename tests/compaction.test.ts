@@ -272,3 +272,48 @@ Deno.test("compact: bad input is a 4xx that writes nothing; the same tenant's va
     await env.close();
   }
 });
+
+Deno.test("compact: the extractive summary holds no secret its lines would cut or run together", async () => {
+  const env = await writeEnv({ withLlm: false });
+  try {
+    const handler = createHandler({ ...env.deps, kickWorker: () => Promise.resolve() });
+    const tenant = newTenant();
+    const key = `sk-proj-${"AbCd1234".repeat(8)}`;
+    // A YAML password is one alone on its line; a line's 300 characters end inside the key.
+    const config = "config.yml:\ndatabase:\n  password: hunter2\n  host: db\n";
+    const messages = [
+      { role: "system", content: "You are DevAI, a coding agent." },
+      { role: "user", content: `${"a".repeat(290)} ${key}` },
+      {
+        role: "assistant",
+        content: null,
+        tool_calls: [{
+          id: "c1",
+          type: "function",
+          function: { name: "bash", arguments: JSON.stringify({ cmd: "cat config.yml" }) },
+        }],
+      },
+      { role: "tool", tool_call_id: "c1", content: config },
+      { role: "assistant", content: `${config}${"filler ".repeat(800)}` },
+      { role: "user", content: `next ${"filler ".repeat(800)}` },
+    ];
+    const res = await handler(
+      new Request(URL_, {
+        method: "POST",
+        headers: await userHeaders(tenant),
+        body: JSON.stringify({ session_id: "secrets", messages, trigger_tokens: 1_000 }),
+      }),
+    );
+    const out = await res.json();
+    assert.equal(out.summary_mode, "extractive", JSON.stringify(out).slice(0, 300));
+    const [stored] = await env.sql<{ summary: string }[]>`
+      select summary from public.memory_session_summaries where owner_id = ${tenant} and session_id = 'secrets'`;
+    for (const text of [out.summary as string, stored!.summary]) {
+      assert.ok(!text.includes("hunter2"), text);
+      assert.ok(!text.includes("sk-proj-AbCd"), text);
+      assert.match(text, /password: \[REDACTED:password\] host: db/);
+    }
+  } finally {
+    await env.close();
+  }
+});

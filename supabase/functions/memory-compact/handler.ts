@@ -116,6 +116,7 @@ export function createHandler(deps: QueueingDeps) {
     const prior = stored[0]?.summary ?? plan.inlinePriorSummary;
 
     let summary: string;
+    let extractiveCounts = {};
     let mode: "llm" | "extractive" = "llm";
     const stated = extractByRules(plan.chunk, { namespace: defaultScope(deps.config.namespaceRoot, body) });
     let proposed: Candidate[] = [];
@@ -136,11 +137,11 @@ export function createHandler(deps: QueueingDeps) {
       } catch (err) {
         llmError = (err as Error).message;
         mode = "extractive";
-        summary = extractiveSummary(plan.chunk, prior);
+        ({ text: summary, counts: extractiveCounts } = extractiveSummary(plan.chunk, prior));
       }
     } else {
       mode = "extractive";
-      summary = extractiveSummary(plan.chunk, prior);
+      ({ text: summary, counts: extractiveCounts } = extractiveSummary(plan.chunk, prior));
     }
     if (countTokens(summary) > SUMMARY_MAX_TOKENS) summary = truncateToTokens(summary, SUMMARY_MAX_TOKENS);
     // The summary is stored (the session's layer-2 record): no secret in it (redact.ts), and none of
@@ -177,7 +178,7 @@ export function createHandler(deps: QueueingDeps) {
         writer: "compact",
         node: "context",
         threadId: body.thread_id,
-        counts: addCounts({ ...summaryRedaction.counts }, prepared.stats.redacted_kinds),
+        counts: addCounts(addCounts({ ...summaryRedaction.counts }, extractiveCounts), prepared.stats.redacted_kinds),
         dropped: prepared.stats.secrets_dropped,
       });
       await tx`

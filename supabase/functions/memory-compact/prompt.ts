@@ -6,7 +6,7 @@ import type { ChatMessage } from "../_shared/llm.ts";
 import { CandidateSchema } from "../_shared/candidates.ts";
 import { categoryInstruction, namespaceInstruction, renderMessage } from "../_shared/extraction-prompt.ts";
 import type { ScopeRequest } from "../_shared/scopes.ts";
-import { redactSecrets } from "../_shared/redact.ts";
+import { addCounts, type RedactionCounts, redactSecrets } from "../_shared/redact.ts";
 
 export const COMPACTION_MARK = "You compact the oldest part of a coding agent's conversation";
 
@@ -52,22 +52,42 @@ export function compactionMessages(
 /**
  * Without an LLM (or when it fails): a deterministic, extractive summary: every user request,
  * every tool call with its outcome's first line, and the last assistant statements, cut to budget.
+ * Each text is redacted before it is cut or its whitespace collapsed: the summary is stored and read
+ * back into the next compaction's prompt, and a key cut in two, or `password: hunter2` no longer
+ * alone on its line, is a secret the redactor no longer recognises (docs/redaction.md). `counts`:
+ * the secrets redacted in the lines the summary keeps.
  */
-export function extractiveSummary(chunk: ChatMessage[], priorSummary: string | undefined, maxTokens = 4000): string {
-  const lines: string[] = [];
-  if (priorSummary) lines.push(`Earlier: ${priorSummary.slice(0, 4000)}`);
+export function extractiveSummary(
+  chunk: ChatMessage[],
+  priorSummary: string | undefined,
+  maxTokens = 4000,
+): { text: string; counts: RedactionCounts } {
+  const lines: { text: string; counts: RedactionCounts }[] = [];
+  let counts: RedactionCounts = {};
+  const clean = (s: string) => {
+    const r = redactSecrets(s);
+    counts = addCounts(counts, r.counts);
+    return r.text;
+  };
+  const line = (text: string) => {
+    lines.push({ text, counts });
+    counts = {};
+  };
+  if (priorSummary) line(`Earlier: ${clean(priorSummary).slice(0, 4000)}`);
   for (const m of chunk) {
+    counts = {};
     // The lines keep at most 300 characters: collapse only the start of a long message.
-    const text = messageText(m.content).slice(0, 4000).replace(/\s+/g, " ").trim();
-    if (m.role === "user" && text) lines.push(`- User: ${text.slice(0, 300)}`);
-    else if (m.role === "assistant" && m.tool_calls?.length) {
-      lines.push(
+    const calls = m.role === "assistant" && m.tool_calls?.length ? m.tool_calls : undefined;
+    const text = calls ? "" : clean(messageText(m.content)).slice(0, 4000).replace(/\s+/g, " ").trim();
+    if (m.role === "user" && text) line(`- User: ${text.slice(0, 300)}`);
+    else if (calls) {
+      line(
         `- Tool calls: ${
-          m.tool_calls.map((c) => `${c.function.name}(${c.function.arguments.slice(0, 120)})`).join(", ")
+          calls.map((c) => `${clean(c.function.name)}(${clean(c.function.arguments).slice(0, 120)})`).join(", ")
         }`,
       );
-    } else if (m.role === "tool" && text) lines.push(`  → ${text.slice(0, 160)}`);
-    else if (m.role === "assistant" && text) lines.push(`- Assistant: ${text.slice(0, 200)}`);
+    } else if (m.role === "tool" && text) line(`  → ${text.slice(0, 160)}`);
+    else if (m.role === "assistant" && text) line(`- Assistant: ${text.slice(0, 200)}`);
   }
   const out: string[] = [
     "Extractive summary (no LLM available): requests, tool calls and outcomes of the compacted part.",
@@ -75,12 +95,14 @@ export function extractiveSummary(chunk: ChatMessage[], priorSummary: string | u
   let used = countTokens(out[0]!);
   // Keep the most recent lines when over budget: they describe the current state of work.
   const kept: string[] = [];
+  let keptCounts: RedactionCounts = {};
   for (let i = lines.length - 1; i >= 0; i--) {
-    const t = countTokens(lines[i]!) + 1;
+    const t = countTokens(lines[i]!.text) + 1;
     if (used + t > maxTokens) break;
-    kept.unshift(lines[i]!);
+    kept.unshift(lines[i]!.text);
+    keptCounts = addCounts(keptCounts, lines[i]!.counts);
     used += t;
   }
   if (kept.length < lines.length) out.push(`(${lines.length - kept.length} older lines omitted)`);
-  return [...out, ...kept].join("\n");
+  return { text: [...out, ...kept].join("\n"), counts: keptCounts };
 }
