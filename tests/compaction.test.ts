@@ -3,7 +3,7 @@
 // stored as the session's layer-2 record, candidates queued for dedup; and the pure chunker.
 import assert from "node:assert/strict";
 import type { ChatMessage } from "../supabase/functions/_shared/llm.ts";
-import { countConversationTokens } from "../supabase/functions/_shared/tokens.ts";
+import { countConversationTokens, countTokens } from "../supabase/functions/_shared/tokens.ts";
 import { groupUnits, MARKER, planCompaction } from "../supabase/functions/memory-compact/chunk.ts";
 import { createHandler } from "../supabase/functions/memory-compact/handler.ts";
 import { COMPACTION_MARK } from "../supabase/functions/memory-compact/prompt.ts";
@@ -13,6 +13,15 @@ import { newTenant } from "./support/seed.ts";
 import { jobsOf, writeEnv } from "./write_helpers.ts";
 
 const URL_ = "http://localhost/functions/v1/memory-compact";
+
+/** One compaction as the tenant, with no worker kicked; its answer's body. */
+async function compactAs(env: { deps: Parameters<typeof createHandler>[0] }, tenant: string, body: unknown) {
+  const handler = createHandler({ ...env.deps, kickWorker: () => Promise.resolve() });
+  const res = await handler(
+    new Request(URL_, { method: "POST", headers: await userHeaders(tenant), body: JSON.stringify(body) }),
+  );
+  return await res.json();
+}
 
 /** About `turns` × 4.4k tokens: user asks, assistant calls two tools, results are long, assistant reports. */
 function syntheticConversation(turns: number): ChatMessage[] {
@@ -276,7 +285,6 @@ Deno.test("compact: bad input is a 4xx that writes nothing; the same tenant's va
 Deno.test("compact: the extractive summary holds no secret its lines would cut or run together", async () => {
   const env = await writeEnv({ withLlm: false });
   try {
-    const handler = createHandler({ ...env.deps, kickWorker: () => Promise.resolve() });
     const tenant = newTenant();
     const key = `sk-proj-${"AbCd1234".repeat(8)}`;
     // A YAML password is one alone on its line; a line's 300 characters end inside the key.
@@ -297,14 +305,7 @@ Deno.test("compact: the extractive summary holds no secret its lines would cut o
       { role: "assistant", content: `${config}${"filler ".repeat(800)}` },
       { role: "user", content: `next ${"filler ".repeat(800)}` },
     ];
-    const res = await handler(
-      new Request(URL_, {
-        method: "POST",
-        headers: await userHeaders(tenant),
-        body: JSON.stringify({ session_id: "secrets", messages, trigger_tokens: 1_000 }),
-      }),
-    );
-    const out = await res.json();
+    const out = await compactAs(env, tenant, { session_id: "secrets", messages, trigger_tokens: 1_000 });
     assert.equal(out.summary_mode, "extractive", JSON.stringify(out).slice(0, 300));
     const [stored] = await env.sql<{ summary: string }[]>`
       select summary from public.memory_session_summaries where owner_id = ${tenant} and session_id = 'secrets'`;
@@ -313,6 +314,33 @@ Deno.test("compact: the extractive summary holds no secret its lines would cut o
       assert.ok(!text.includes("sk-proj-AbCd"), text);
       assert.match(text, /password: \[REDACTED:password\] host: db/);
     }
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test("compact: a list far over the trigger shows the model the chunk's newest part, the older part as lines", async () => {
+  const env = await writeEnv();
+  try {
+    env.fake.onChat(COMPACTION_MARK, reply.json({ summary: "Modules 0-24 were fixed.", candidates: [] }));
+    const messages = syntheticConversation(30);
+    const body = { session_id: "far", messages, trigger_tokens: 20_000, target_chunk_tokens: 5_000 };
+    const out = await compactAs(env, newTenant(), body);
+    assert.ok(out.tokens_before > 100_000, `before: ${out.tokens_before}`);
+    assert.equal(out.summary_mode, "llm", out.llm_error);
+    assert.ok(out.tokens_after < 20_000, `after: ${out.tokens_after}`);
+    assert.equal(env.fake.chatRequests().length, 1, "ONE LLM call");
+    const prompt = String(env.fake.chatRequests()[0]!.body.messages.at(-1).content);
+    // The chunk's newest ~5k tokens in full (every message of up to 4k tokens), the older part
+    // as lines under the prior summary: not the ~90k tokens of the whole chunk.
+    assert.ok(countTokens(prompt) < 5_000 + 4_000 + 500, `prompt: ${countTokens(prompt)} tokens`);
+    assert.match(
+      prompt,
+      /^PRIOR SUMMARY:\nRequests, tool calls and outcomes of the oldest part[^]*User: Task 10: inspect module 10/,
+    );
+    // The chunk's newest message (after the system prompt) is in the prompt whole.
+    const newest = String(messages[out.compacted_messages]!.content);
+    assert.ok(prompt.includes(newest), newest);
   } finally {
     await env.close();
   }

@@ -91,3 +91,28 @@ export function planCompaction(messages: ChatMessage[], opts: PlanOptions): Comp
     chunkTokens,
   };
 }
+
+/**
+ * The part of a chunk the model is shown: its newest units within maxTokens (at least one unit),
+ * and the older ones before them. A list far over the trigger makes a chunk far over the target
+ * (planCompaction takes what brings it back under), and a prompt of all of it is one no model's
+ * window takes (a 403k-token list made a 249k-token prompt): the older units are summarised
+ * without the model and given to it as prior context instead. `tokensOf`: a message as the prompt
+ * shows it.
+ */
+export function splitForModel(
+  chunk: ChatMessage[],
+  maxTokens: number,
+  tokensOf: (m: ChatMessage) => number,
+): { older: ChatMessage[]; shown: ChatMessage[] } {
+  const units = groupUnits(chunk);
+  let first = units.length;
+  let tokens = 0;
+  while (first > 0) {
+    const unitTokens = units[first - 1]!.reduce((s, m) => s + tokensOf(m), 0);
+    if (first < units.length && tokens + unitTokens > maxTokens) break;
+    tokens += unitTokens;
+    first--;
+  }
+  return { older: units.slice(0, first).flat(), shown: units.slice(first).flat() };
+}

@@ -9,7 +9,8 @@
 //
 // Over the trigger: the oldest ~60k tokens (never splitting a tool call from its results, never the
 // system prompt) plus the session's prior summary go to ONE LLM call returning the merged summary
-// and memory candidates. The answer is: system message(s) + a "[Context compacted]" marker carrying
+// and memory candidates (a list far over the trigger compacts more: the model reads the newest
+// ~60k tokens of it, the rest as extractive lines beside the prior summary). The answer is: system message(s) + a "[Context compacted]" marker carrying
 // the summary (role user: every OpenAI-compatible server accepts it mid-conversation, some reject a
 // second system message) + the remaining messages. The merged summary replaces the session's
 // layer-2 record; candidates go to the dedup queue (idempotency key from the chunk's hash).
@@ -37,8 +38,14 @@ import { recordRedactions } from "../_shared/redaction-events.ts";
 import { stripUnsafeCharacters } from "../_shared/unsafe-characters.ts";
 import { defaultScope, SCOPE_NEEDS_PROJECT, scopeHasProject, writeScope } from "../_shared/scopes.ts";
 import { drainQueue, type QueueingDeps } from "../_shared/drain-queue.ts";
-import { MARKER, planCompaction } from "./chunk.ts";
-import { compactionMessages, CompactionOutputSchema, extractiveSummary } from "./prompt.ts";
+import { MARKER, planCompaction, splitForModel } from "./chunk.ts";
+import {
+  compactionMessages,
+  CompactionOutputSchema,
+  extractiveSummary,
+  OLDER_TITLE,
+  PROMPT_MESSAGE_TOKENS,
+} from "./prompt.ts";
 
 export const CompactRequestSchema = z.object({
   session_id: sessionId,
@@ -92,10 +99,11 @@ export function createHandler(deps: QueueingDeps) {
         trigger_tokens: trigger,
       });
     }
+    const target = Math.min(body.target_chunk_tokens ?? DEFAULT_CHUNK_TOKENS, trigger);
     const plan = planCompaction(body.messages, {
       totalTokens: before,
       triggerTokens: trigger,
-      targetChunkTokens: Math.min(body.target_chunk_tokens ?? DEFAULT_CHUNK_TOKENS, trigger),
+      targetChunkTokens: target,
       summaryReserveTokens: SUMMARY_MAX_TOKENS + 200,
       tokensOf,
     });
@@ -124,9 +132,19 @@ export function createHandler(deps: QueueingDeps) {
     let tokensUsed = 0;
     if (deps.llm) {
       try {
+        // The model reads the chunk's newest ~target tokens; an older part (a list far over the
+        // trigger) comes as lines with the prior summary, so the prompt fits a model's window.
+        const { older, shown } = splitForModel(plan.chunk, target, (m) => Math.min(tokensOf(m), PROMPT_MESSAGE_TOKENS));
+        const olderLines = older.length === 0 ? undefined : extractiveSummary(older, undefined, 4000, OLDER_TITLE).text;
         const out = await deps.llm.completeJson(
           CompactionOutputSchema,
-          compactionMessages(plan.chunk, prior, deps.config.namespaceRoot, body, categories),
+          compactionMessages(
+            shown,
+            [prior, olderLines].filter(Boolean).join("\n\n") || undefined,
+            deps.config.namespaceRoot,
+            body,
+            categories,
+          ),
           {
             name: "compaction",
           },

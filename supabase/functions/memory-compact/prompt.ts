@@ -9,6 +9,10 @@ import type { ScopeRequest } from "../_shared/scopes.ts";
 import { addCounts, type RedactionCounts, redactSecrets } from "../_shared/redact.ts";
 
 export const COMPACTION_MARK = "You compact the oldest part of a coding agent's conversation";
+/** Heads the lines of a chunk's part too old for the model to read whole (handler.ts). */
+export const OLDER_TITLE = "Requests, tool calls and outcomes of the oldest part of the conversation to compact:";
+/** A message's tokens at most, as the prompt shows it (renderMessage cuts the rest). */
+export const PROMPT_MESSAGE_TOKENS = 4000;
 
 export const CompactionOutputSchema = z.object({
   summary: z.string().min(1).max(60_000),
@@ -23,7 +27,7 @@ export function compactionMessages(
   req: ScopeRequest,
   categories: readonly string[] = [],
 ): PromptMessage[] {
-  const transcript = chunk.map((m) => renderMessage(m, 4000)).join("\n\n");
+  const transcript = chunk.map((m) => renderMessage(m, PROMPT_MESSAGE_TOKENS)).join("\n\n");
   return [
     {
       role: "system",
@@ -61,6 +65,7 @@ export function extractiveSummary(
   chunk: ChatMessage[],
   priorSummary: string | undefined,
   maxTokens = 4000,
+  title = "Extractive summary (no LLM available): requests, tool calls and outcomes of the compacted part.",
 ): { text: string; counts: RedactionCounts } {
   const lines: { text: string; counts: RedactionCounts }[] = [];
   let counts: RedactionCounts = {};
@@ -89,9 +94,7 @@ export function extractiveSummary(
     } else if (m.role === "tool" && text) line(`  → ${text.slice(0, 160)}`);
     else if (m.role === "assistant" && text) line(`- Assistant: ${text.slice(0, 200)}`);
   }
-  const out: string[] = [
-    "Extractive summary (no LLM available): requests, tool calls and outcomes of the compacted part.",
-  ];
+  const out: string[] = [title];
   let used = countTokens(out[0]!);
   // Keep the most recent lines when over budget: they describe the current state of work.
   const kept: string[] = [];
