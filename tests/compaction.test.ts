@@ -345,3 +345,28 @@ Deno.test("compact: a list far over the trigger shows the model the chunk's newe
     await env.close();
   }
 });
+
+Deno.test("compact: the extractive summary keeps the prior summary however many lines the part has", async () => {
+  const env = await writeEnv({ withLlm: false });
+  try {
+    const tenant = newTenant();
+    const turns = Array.from({ length: 60 }, (_, i) => [
+      { role: "user", content: `Task ${i}: ${"please look at the file ".repeat(60)}` },
+      { role: "assistant", content: `Done ${i}: ${"it was fixed ".repeat(60)}` },
+    ]).flat();
+    // What earlier compactions replaced: the summary the conversation carries.
+    const marker = { role: "user", content: `${MARKER}\nThe deploy uses fly.io; modules 0-3 are done.` };
+    const messages = [{ role: "system", content: "You are DevAI." }, marker, ...turns];
+    const out = await compactAs(env, tenant, { session_id: "prior", messages, trigger_tokens: 5_000 });
+    assert.equal(out.summary_mode, "extractive");
+    assert.match(out.summary, /older lines omitted/, "a part of more lines than the summary holds");
+    const [stored] = await env.sql<{ summary: string }[]>`
+      select summary from public.memory_session_summaries where owner_id = ${tenant} and session_id = 'prior'`;
+    for (const text of [out.summary as string, stored!.summary]) {
+      assert.match(text, /^Earlier: The deploy uses fly\.io; modules 0-3 are done\.$/m);
+    }
+    assert.equal(out.messages.filter((m: ChatMessage) => String(m.content).startsWith(MARKER)).length, 1);
+  } finally {
+    await env.close();
+  }
+});

@@ -96,9 +96,17 @@ export function extractiveSummary(
   }
   const out: string[] = [title];
   let used = countTokens(out[0]!);
+  let keptCounts: RedactionCounts = {};
+  // The prior summary's line is kept first: this summary replaces it, so a prior left out here
+  // would be lost with everything earlier compactions replaced.
+  const earlier = priorSummary ? lines.shift()! : undefined;
+  if (earlier) {
+    out.push(earlier.text);
+    used += countTokens(earlier.text) + 1;
+    keptCounts = addCounts(keptCounts, earlier.counts);
+  }
   // Keep the most recent lines when over budget: they describe the current state of work.
   const kept: string[] = [];
-  let keptCounts: RedactionCounts = {};
   for (let i = lines.length - 1; i >= 0; i--) {
     const t = countTokens(lines[i]!.text) + 1;
     if (used + t > maxTokens) break;
