@@ -370,3 +370,30 @@ Deno.test("compact: the extractive summary keeps the prior summary however many 
     await env.close();
   }
 });
+
+Deno.test("compact: a model that hangs gets one request's time, then the summary is extractive", async () => {
+  const env = await writeEnv(); // LLM_TIMEOUT_MS 2 s, three retries
+  try {
+    const messages = [
+      { role: "system", content: "You are DevAI." },
+      { role: "user", content: `Task 1: ${"please look at the file ".repeat(300)}` },
+      { role: "assistant", content: `Done 1: ${"it was fixed ".repeat(300)}` },
+      { role: "user", content: "Task 2: next" },
+    ];
+    env.fake.onChat(COMPACTION_MARK, reply.hang());
+    const hung = await compactAs(env, newTenant(), { session_id: "hang", messages, trigger_tokens: 1_000 });
+    assert.equal(hung.summary_mode, "extractive");
+    assert.match(hung.summary, /User: Task 1/);
+    // One request, not the client's four (4 x LLM_TIMEOUT_MS and the backoff: 243 s by default).
+    assert.equal(env.fake.chatRequests().length, 1);
+
+    // A quick transient failure is still retried within that time.
+    env.fake.reset();
+    env.fake.onChat(COMPACTION_MARK, [reply.error(503), reply.json({ summary: "Task 1 done.", candidates: [] })]);
+    const retried = await compactAs(env, newTenant(), { session_id: "retry", messages, trigger_tokens: 1_000 });
+    assert.equal(retried.summary_mode, "llm", retried.llm_error);
+    assert.equal(env.fake.chatRequests().length, 2);
+  } finally {
+    await env.close();
+  }
+});

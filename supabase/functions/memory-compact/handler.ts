@@ -131,6 +131,12 @@ export function createHandler(deps: QueueingDeps) {
     let llmError: string | undefined;
     let tokensUsed = 0;
     if (deps.llm) {
+      // The agent waits for its compaction: the model's part, retries and repair included, gets one
+      // request's time (LLM_TIMEOUT_MS), then the summary is extractive. A provider that hangs held
+      // it for 4 x LLM_TIMEOUT_MS and the backoff (243 s by default), past the 150 s after which a
+      // hosted function answers 504, nothing written.
+      const budget = new AbortController();
+      const timer = setTimeout(() => budget.abort(), deps.config.llm.timeoutMs);
       try {
         // The model reads the chunk's newest ~target tokens; an older part (a list far over the
         // trigger) comes as lines with the prior summary, so the prompt fits a model's window.
@@ -145,9 +151,7 @@ export function createHandler(deps: QueueingDeps) {
             body,
             categories,
           ),
-          {
-            name: "compaction",
-          },
+          { name: "compaction", signal: budget.signal, deadline: Date.now() + deps.config.llm.timeoutMs },
         );
         summary = out.value.summary;
         proposed = out.value.candidates;
@@ -156,6 +160,8 @@ export function createHandler(deps: QueueingDeps) {
         llmError = (err as Error).message;
         mode = "extractive";
         ({ text: summary, counts: extractiveCounts } = extractiveSummary(plan.chunk, prior));
+      } finally {
+        clearTimeout(timer);
       }
     } else {
       mode = "extractive";
