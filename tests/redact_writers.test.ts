@@ -285,6 +285,59 @@ writerTest({
 });
 
 writerTest({
+  name: "a file an agent wrote, JSON in a tool call or a hook's line, has its lines read as lines: no password kept",
+  llm: true,
+}, async (env, t) => {
+  // Claude Code's Write tool: the file's lines are one JSON string, `\n` two characters in it.
+  const files = ["POSTGRES_USER: app\nPOSTGRES_PASSWORD: postgres\n", "[client]\nuser=app\npassword=s3cr3tpw\n"];
+  const held = (text: string) => ["PASSWORD: postgres", "s3cr3tpw"].filter((s) => text.includes(s));
+  const write = (content: string, id: string) => ({
+    role: "assistant",
+    content: null,
+    tool_calls: [{
+      id,
+      type: "function",
+      function: { name: "Write", arguments: JSON.stringify({ file_path: ".env", content }) },
+    }],
+  });
+  const messages = [
+    { role: "user", content: "set up the database config" },
+    write(files[0]!, "c1"),
+    { role: "tool", tool_call_id: "c1", content: "written" },
+    write(files[1]!, "c2"),
+    { role: "tool", tool_call_id: "c2", content: "written" },
+    { role: "assistant", content: `Done. ${"and more words ".repeat(400)}` },
+    { role: "user", content: "next" },
+  ];
+  assert.equal((await post(env, t, "memory-extract", { session_id: "s1", messages })).status, 202);
+  const [job] = await env.sql`select payload from public.memory_jobs where owner_id = ${t} and kind = 'extract'`;
+  const queued = JSON.stringify(job!.payload);
+  assert.deepEqual(held(queued), [], queued);
+  assert.ok(queued.includes("POSTGRES_PASSWORD: [REDACTED:password]"), queued);
+
+  env.fake.onChat(COMPACTION_MARK, reply.json({ summary: "The database config was written.", candidates: [] }));
+  const compacted = await post(env, t, "memory-compact", { session_id: "s1", messages, trigger_tokens: 1000 });
+  assert.equal((await compacted.json()).summary_mode, "llm");
+  assert.deepEqual(held(JSON.stringify(env.fake.chatRequests().map((q) => q.body.messages))), []);
+
+  // The Claude Code hooks send a tool call as an episode `[Write] {…}`.
+  const api = memoryApi(env.sql);
+  const line = `[Write] ${JSON.stringify({ file_path: ".env", content: files[1] })}`;
+  const r = await api("POST", "/memory/episodes", {
+    as: t,
+    body: { session_id: "s1", messages: [{ role: "assistant", content: line }] },
+  });
+  assert.deepEqual([r.status, r.body.redacted], [201, 1]);
+  const [episode] = await env.sql<{ content: string }[]>`
+    select content from public.devai_memories where owner_id = ${t} and source = 'conversation'`;
+  assert.deepEqual(held(episode!.content), [], episode!.content);
+  // JSON too deep to walk is read as text only, not a 500 (a RangeError walking 20,000 levels).
+  const deep = `password: ${"[".repeat(20_000)}${"]".repeat(20_000)}`;
+  const saved = await api("PUT", "/memory/checkpoints/deep", { as: t, body: { state: { note: deep } } });
+  assert.equal(saved.status, 201, JSON.stringify(saved.body));
+});
+
+writerTest({
   name:
     "the fields stored beside the content are redacted too: a correction's reason, a resolution's note, a candidate's summary, compressed form and index key",
 }, async (env, t) => {

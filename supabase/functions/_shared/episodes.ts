@@ -19,7 +19,8 @@ import { enqueueJob } from "./jobs.ts";
 import { asOf, content, projectName, projectScope, sessionId, threadId } from "./schemas.ts";
 import { assertSameSession, endSessions } from "./sessions.ts";
 import type { Embedder } from "./embeddings.ts";
-import { addCounts, type RedactionCounts, redactSecrets } from "./redact.ts";
+import { addCounts, type RedactionCounts } from "./redact.ts";
+import { redactString } from "./redact-json.ts";
 import { recordRedactions } from "./redaction-events.ts";
 
 export const EPISODE_ROLES = ["user", "assistant", "system", "tool"] as const;
@@ -115,7 +116,7 @@ export async function ingestEpisodes(
   input: { tenantId: string; root: string; batch: EpisodeBatchRequest; embedder?: Embedder },
 ): Promise<EpisodeBatchResult> {
   const { tenantId } = input;
-  const redactions = input.batch.messages.map((m) => redactSecrets(m.content));
+  const redactions = input.batch.messages.map((m) => redactString(m.content));
   const counts = redactions.reduce((sum: RedactionCounts, r) => addCounts(sum, r.counts), {});
   const batch = {
     ...input.batch,

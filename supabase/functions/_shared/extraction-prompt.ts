@@ -4,7 +4,7 @@ import { CandidateSchema } from "./candidates.ts";
 import { countTokens, messageText, truncateToTokens } from "./tokens.ts";
 import type { PromptMessage } from "./llm.ts";
 import { projectScope } from "./schemas.ts";
-import { redactSecrets } from "./redact.ts";
+import { redactString } from "./redact-json.ts";
 import type { ScopeRequest } from "./scopes.ts";
 
 export const ExtractionOutputSchema = z.object({
@@ -77,7 +77,7 @@ interface MessageLike {
 export function renderMessage(m: MessageLike, maxTokensPerMessage = 2000): string {
   // Every caller-given string shown to the model is redacted, ids and names too (compaction renders
   // the request's messages as sent).
-  const clean = (s: string) => redactSecrets(s).text;
+  const clean = (s: string) => redactString(s).text;
   const text = truncateWithNote(clean(messageText(m.content)), maxTokensPerMessage);
   if (m.role === "assistant" && Array.isArray(m.tool_calls) && m.tool_calls.length > 0) {
     const calls = m.tool_calls.map((c: { id?: string; function?: { name?: string; arguments?: string } }) =>

@@ -3,8 +3,10 @@
 // surrogate becomes U+FFFD, which jsonb can store). A key that held a secret becomes its marker, so
 // two keys of one object can become the same key: each such collision is reported, and the writer
 // decides (a checkpoint refuses the save; a transcript keeps the last's value).
-import { addCounts, type RedactionCounts, redactSecrets } from "./redact.ts";
+import { addCounts, MAY_HOLD_SECRET, type Redaction, type RedactionCounts, redactSecrets } from "./redact.ts";
 import { type JsonPath, mapJsonStrings } from "./unsafe-characters.ts";
+import { checkJsonText } from "./json-text.ts";
+import { MAX_JSON_DEPTH } from "./http.ts";
 
 export interface ChatLike {
   content?: unknown;
@@ -47,10 +49,52 @@ export function redactJson<T>(value: T): JsonRedaction<T> {
   let total = 0;
   const collisions: KeyCollision[] = [];
   const out = mapJsonStrings(value, (s) => {
-    const r = redactSecrets(s.isWellFormed() ? s : s.toWellFormed());
+    const r = redactString(s.isWellFormed() ? s : s.toWellFormed());
     addCounts(counts, r.counts);
     total += r.total;
     return r.text;
   }, (path, key) => collisions.push({ path, key }));
   return { value: out, counts, total, collisions };
+}
+
+/**
+ * A text redacted as redactSecrets reads it, and the JSON it holds read as JSON too: a tool call's
+ * arguments (`{"file_path": ".env", "content": "POSTGRES_PASSWORD: postgres\\n"}`), a tool's JSON
+ * output, a hook's `[Write] {…}` line. Read as text, a file's lines inside a JSON string are one
+ * escaped line (`\\n` is two characters), where no password stands alone on its line and
+ * `\\npassword=` names `npassword`: a config file an agent wrote went to the extraction job's
+ * payload, the models and the compaction summary with its passwords. So the JSON's strings, keys
+ * included, are redacted as what they say; a JSON without a secret in its strings is kept as sent
+ * (its digest unchanged), one with is written again (JSON.stringify) with the markers in.
+ */
+export function redactString(text: string): Redaction {
+  const inside = jsonInside(text);
+  const outer = redactSecrets(inside?.text ?? text);
+  if (!inside) return outer;
+  return { ...outer, counts: addCounts({ ...inside.counts }, outer.counts), total: inside.total + outer.total };
+}
+
+/** The JSON the text ends with (from its first `{` or `[`), its strings redacted; undefined when none holds a secret. */
+function jsonInside(text: string): { text: string; counts: RedactionCounts; total: number } | undefined {
+  const last = text.trimEnd().at(-1);
+  if ((last !== "}" && last !== "]") || !MAY_HOLD_SECRET.test(text)) return undefined;
+  for (const open of ["{", "["]) {
+    const start = text.indexOf(open);
+    if (start < 0) continue;
+    const json = text.slice(start);
+    // Deeper JSON is read as text only: its values would be walked recursively (a RangeError).
+    if (checkJsonText(json, MAX_JSON_DEPTH).tooDeep) continue;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(json);
+    } catch {
+      continue;
+    }
+    if (typeof parsed !== "object" || parsed === null) return undefined;
+    const r = redactJson(parsed);
+    return r.total === 0
+      ? undefined
+      : { text: text.slice(0, start) + JSON.stringify(r.value), counts: r.counts, total: r.total };
+  }
+  return undefined;
 }

@@ -7,6 +7,7 @@ import { CandidateSchema } from "../_shared/candidates.ts";
 import { categoryInstruction, namespaceInstruction, renderMessage } from "../_shared/extraction-prompt.ts";
 import type { ScopeRequest } from "../_shared/scopes.ts";
 import { addCounts, type RedactionCounts, redactSecrets } from "../_shared/redact.ts";
+import { redactString } from "../_shared/redact-json.ts";
 
 export const COMPACTION_MARK = "You compact the oldest part of a coding agent's conversation";
 /** Heads the lines of a chunk's part too old for the model to read whole (handler.ts). */
@@ -70,7 +71,7 @@ export function extractiveSummary(
   const lines: { text: string; counts: RedactionCounts }[] = [];
   let counts: RedactionCounts = {};
   const clean = (s: string) => {
-    const r = redactSecrets(s);
+    const r = redactString(s);
     counts = addCounts(counts, r.counts);
     return r.text;
   };
