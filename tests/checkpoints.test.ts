@@ -3,7 +3,7 @@
 // state returned as saved, a body over MAX_CHECKPOINT_BYTES a 413, a bad thread id a 400, another
 // tenant's thread a 404.
 import assert from "node:assert/strict";
-import { memoryApi } from "./support/memory-api.ts";
+import { memoryApi, userHeaders } from "./support/memory-api.ts";
 import { newTenant, testSql } from "./support/seed.ts";
 
 const sql = testSql();
@@ -94,6 +94,30 @@ Deno.test({
   const now = await api("GET", "/memory/checkpoints/t2", { as: t });
   assert.equal(now.body.version, 2);
   assert.equal(winner.body.version, 2);
+});
+
+Deno.test({
+  name: "checkpoints: a state under the limit as stored saves again from the text a load returns, spaces and all",
+  ...opts,
+}, async () => {
+  const t = newTenant();
+  const small = memoryApi(sql, { config: { maxCheckpointBytes: 1024 } });
+  const state = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`k${i}`, i]));
+  assert.ok(JSON.stringify({ state }).length < 1024);
+  assert.equal((await small("PUT", "/memory/checkpoints/spaced", { as: t, body: { state } })).status, 201);
+  // A load returns the state as jsonb prints it, `": "` and `", "`: over the limit as text.
+  const [row] = await sql<{ state: string }[]>`
+    select state::text as state from public.supervisor_checkpoints where owner_id = ${t} and thread_id = 'spaced'`;
+  const loaded = (await small("GET", "/memory/checkpoints/spaced", { as: t })).body;
+  assert.deepEqual(loaded.state, state);
+  const back = `{"state": ${row!.state}, "version": ${loaded.version}}`;
+  assert.ok(back.length > 1024, `${back.length} bytes`);
+  const saved = await small("PUT", "/memory/checkpoints/spaced", {
+    as: t,
+    headers: { ...(await userHeaders(t)) },
+    rawBody: back,
+  });
+  assert.deepEqual([saved.status, saved.body.version, saved.body.size_bytes], [200, 2, JSON.stringify(state).length]);
 });
 
 Deno.test({

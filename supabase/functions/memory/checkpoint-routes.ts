@@ -19,7 +19,10 @@ export function registerCheckpointRoutes(app: MemoryApp, deps: ServiceDeps): voi
 
   app.put(PATH, async (c) => {
     const thread = threadOf(c);
-    const body = await parseJsonBody(c.req.raw, CheckpointSaveRequest, max, {
+    // The limit is the state's as stored (compact JSON, saveCheckpoint); the body may hold it with
+    // whitespace: a load returns it as jsonb prints it (`": "`, `", "`: 4.67 MB for a 4.15 MB state)
+    // and Python's json.dumps spaces it alike, and such a body of a state saved before was a 413.
+    const body = await parseJsonBody(c.req.raw, CheckpointSaveRequest, 2 * max, {
       tooLarge: `a checkpoint is at most ${max} bytes (MAX_CHECKPOINT_BYTES): keep large artefacts out of the ` +
         "state (store a reference), or raise MAX_CHECKPOINT_BYTES on the server",
       // The state is the agent's own data, loaded back as saved: a number it would not get back is a 400.
