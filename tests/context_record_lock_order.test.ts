@@ -8,16 +8,10 @@ import assert from "node:assert/strict";
 import { contextApi, ns, seedLinked } from "./support/context.ts";
 import { dbTest } from "./support/http.ts";
 import { newTenant, testSql } from "./support/seed.ts";
-import { waitUntil } from "./support/wait.ts";
+import { lockWaiters, waitUntil } from "./support/wait.ts";
 
 const sql = testSql(6);
 const api = contextApi(sql);
-
-const waitingOnLocks = async () =>
-  Number(
-    (await sql`select count(*)::int as n from pg_locks l join pg_stat_activity a on a.pid = l.pid
-                where not l.granted and a.application_name = 'devai-memory-tests'`)[0]!.n,
-  );
 
 dbTest("assemble: two records of one session injecting the same memories in opposite orders both land", async () => {
   const t = newTenant();
@@ -48,9 +42,9 @@ dbTest("assemble: two records of one session injecting the same memories in oppo
     await blocker`begin`;
     await blocker`select from public.context_injections where owner_id = ${t} and memory_id = ${x!.id} for update`;
     await api.assemble(t, on("src/cart/total.ts"));
-    await waitUntil(async () => (await waitingOnLocks()) >= 1, "the first record waiting on x's row");
+    await waitUntil(async () => (await lockWaiters(sql)) >= 1, "the first record waiting on x's row");
     await api.assemble(t, on("src/cart/tax.ts"));
-    await waitUntil(async () => (await waitingOnLocks()) >= 2, "the second record waiting too");
+    await waitUntil(async () => (await lockWaiters(sql)) >= 2, "the second record waiting too");
     await blocker`commit`;
   } finally {
     blocker.release();
@@ -103,12 +97,12 @@ dbTest("assemble: a record reinforcing a memory another record injects does not 
     await blocker`select from public.context_injections where owner_id = ${t} and session_id = 's1' for update`;
     // s1's record: before the fix it has locked x (reinforced) when it queues on its row.
     await api.assemble(t, on("s1", "src/alpha/one.ts"));
-    await waitUntil(async () => (await waitingOnLocks()) >= 1, "s1's record waiting on its injection row");
+    await waitUntil(async () => (await lockWaiters(sql)) >= 1, "s1's record waiting on its injection row");
     // s2's record reinforces y, then (before the fix) waits for x's lock to insert x's row.
     const before = await events();
     await api.assemble(t, on("s2", "lib/beta/two.ts"));
     await waitUntil(
-      async () => (await waitingOnLocks()) >= 2 || (await events()) > before,
+      async () => (await lockWaiters(sql)) >= 2 || (await events()) > before,
       "s2's record waiting or done",
     );
     await blocker`commit`;

@@ -6,16 +6,10 @@ import assert from "node:assert/strict";
 import { contextApi, ns } from "./support/context.ts";
 import { dbTest } from "./support/http.ts";
 import { newTenant, seedMemories, testSql } from "./support/seed.ts";
-import { waitUntil } from "./support/wait.ts";
+import { lockWaiters, waitUntil } from "./support/wait.ts";
 
 const sql = testSql(6);
 const api = contextApi(sql);
-
-const waitingOnLocks = async () =>
-  Number(
-    (await sql`select count(*)::int as n from pg_locks l join pg_stat_activity a on a.pid = l.pid
-                where not l.granted and a.application_name = 'devai-memory-tests'`)[0]!.n,
-  );
 
 dbTest("usage: two sessions' reports moving the same counters in opposite orders are both counted", async () => {
   const t = newTenant();
@@ -35,9 +29,9 @@ dbTest("usage: two sessions' reports moving the same counters in opposite orders
     await blocker`begin`;
     await blocker`select from public.memory_usage where memory_id = ${a!.id} for update`;
     one = api.usage(t, { session_id: "one", retrieved: [a!.id, b!.id], cited: [b!.id] });
-    await waitUntil(async () => (await waitingOnLocks()) >= 1, "session one's report waiting on a's counter");
+    await waitUntil(async () => (await lockWaiters(sql)) >= 1, "session one's report waiting on a's counter");
     two = api.usage(t, { session_id: "two", retrieved: [a!.id, b!.id], cited: [a!.id] });
-    await waitUntil(async () => (await waitingOnLocks()) >= 2, "session two's report waiting too");
+    await waitUntil(async () => (await lockWaiters(sql)) >= 2, "session two's report waiting too");
     await blocker`commit`;
   } finally {
     blocker.release();

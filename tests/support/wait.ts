@@ -1,6 +1,7 @@
 // Waiting for something to happen (a row to change, a lease to expire) without guessing how long
 // it takes: the condition is checked again every pollMs until it holds, or the deadline fails the
 // test. Assertions follow the event, never a fixed delay.
+import type { Sql } from "../../supabase/functions/_shared/db.ts";
 export async function waitUntil<T>(
   check: () => Promise<T | undefined | false>,
   what: string,
@@ -14,4 +15,12 @@ export async function waitUntil<T>(
     if (Date.now() > deadline) throw new Error(`gave up waiting: ${what}`);
     await new Promise((resolve) => setTimeout(resolve, pollMs));
   }
+}
+
+/** How many connections of the test pools (testSql) wait for a lock now (pg_locks): an interleaving's step. */
+export async function lockWaiters(sql: Sql): Promise<number> {
+  const [r] = await sql<{ n: number }[]>`
+    select count(*)::int as n from pg_locks l join pg_stat_activity a on a.pid = l.pid
+     where not l.granted and a.application_name = 'devai-memory-tests'`;
+  return r!.n;
 }
