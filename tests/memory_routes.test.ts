@@ -267,7 +267,7 @@ Deno.test(
         namespace: i % 2 === 0 ? "devai/project/task_forge" : "devai/project/task_forge2",
         importance: (i % 5) + 1,
         pinned: i === 3,
-        metadata: i < 2 ? { category: "decision" } : {},
+        metadata: i < 2 ? { category: "decisions" } : {},
       })),
     );
     // Same created_at for every row seeded in one transaction: the id breaks the tie.
@@ -301,8 +301,14 @@ Deno.test(
     assert.deepEqual(ids(pinned), [rows[3]!.id]);
     const important = await api("GET", "/memory?importance_min=4&is_valid=true", { as: t });
     assert.deepEqual(ids(important), rows.filter((r) => (r.importance ?? 0) >= 4).map((m) => m.id).sort());
-    const category = await api("GET", "/memory?category=decision", { as: t });
+    const category = await api("GET", "/memory?category=decisions", { as: t });
     assert.deepEqual(ids(category), [rows[0]!.id, rows[1]!.id].sort());
+    // A category that is not configured is no empty page: the 400 remember answers for it.
+    const unknown = await api("GET", "/memory?category=decision", { as: t });
+    assert.equal(unknown.status, 400, JSON.stringify(unknown.body));
+    assert.equal(unknown.body.error.code, "unknown_category");
+    assert.match(unknown.body.error.message, /^unknown category 'decision'; configured categories: .*decisions/);
+    assert.deepEqual(unknown.body.error.issues.map((i: { path: string[] }) => i.path), [["category"]]);
     const forgotten = await api("GET", "/memory?state=soft_deleted", { as: t });
     assert.equal(forgotten.body.memories.length, 1);
     assert.equal(forgotten.body.memories[0].content, "forgotten");

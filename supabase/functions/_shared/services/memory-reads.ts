@@ -3,6 +3,7 @@
 // another tenant's id is simply not found. list, get and explain read from the read replica when
 // one is configured (get and explain look on the primary before answering "not found":
 // docs/operations.md#read-replicas).
+import { assertKnownCategory } from "../categories.ts";
 import { type TenantContext, withTenant } from "../db.ts";
 import { HttpError } from "../http.ts";
 import { asOfColumns, memoryAsOf, recordedBy } from "../memories/as-of.ts";
@@ -45,6 +46,9 @@ export async function listMemories(
   const sql = readPoolOf(deps);
   const after = q.cursor ? decodeCursor(q.cursor, "memories") : undefined;
   const listed = await withTenant(sql, tenant, async (tx) => {
+    // A category no memory can be filed under (remember refuses it) is a 400 naming the configured
+    // ones, as remember's, not an empty page that reads as "none filed there".
+    if (q.category) await assertKnownCategory(tx, q.category, ["category"]);
     if (after) await assertNotHistoryRow(tx, after);
     return await listPage(tx, config.namespaceRoot, q, after);
   });
