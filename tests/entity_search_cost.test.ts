@@ -36,7 +36,7 @@ async function lookup(query: Record<string, string>) {
         select idx_tup_fetch + seq_tup_read as n from pg_stat_xact_user_tables
          where relid = 'public.memory_entities'::regclass`.then(([r]) => Number(r?.n ?? 0));
     const before = await fetched();
-    const rows = await listEntities(tx, q);
+    const { entities: rows } = await listEntities(tx, q);
     return { rows, fetched: (await fetched()) - before };
   });
 }

@@ -151,6 +151,98 @@ Deno.test({
   assert.equal((await api("GET", "/memory/entities/not-a-uuid", { as: t })).status, 400);
 });
 
+/** Entities inserted as the database owner (seeding, not under test): `n` of them, mentions i % 7 (ties). */
+async function tenantWithManyEntities(n: number): Promise<string> {
+  const t = newTenant();
+  await sql`
+    insert into public.memory_entities (owner_id, canonical_name, normalized_name, entity_type, mention_count)
+    select ${t}, 'service-' || i, public.memory_entity_key('service-' || i), 'service', i % 7
+      from generate_series(1, ${n}) i`;
+  return t;
+}
+
+/** Every page of the listing by mentions, following next_cursor. */
+async function walk(t: string, query: string): Promise<{ pages: number; listed: Listed[] }> {
+  const listed: Listed[] = [];
+  let cursor: string | null = null;
+  let pages = 0;
+  do {
+    const r = await api("GET", `/memory/entities?${query}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`, {
+      as: t,
+    });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    listed.push(...r.body.entities);
+    cursor = r.body.next_cursor;
+    pages++;
+  } while (cursor !== null && pages < 100);
+  return { pages, listed };
+}
+
+Deno.test({
+  name: "entities: the listing by mentions pages with next_cursor past 100, each entity exactly once",
+  ...opts,
+}, async () => {
+  const t = await tenantWithManyEntities(250);
+  const expected = (await sql<{ id: string }[]>`
+    select id::text from public.memory_entities where owner_id = ${t} order by mention_count desc, id`).map((r) =>
+    r.id
+  );
+  for (const [limit, pages] of [[100, 3], [7, 36]] as const) {
+    const { pages: walked, listed } = await walk(t, `limit=${limit}`);
+    assert.equal(walked, pages, `limit ${limit}`);
+    assert.deepEqual(listed.map((e) => e.id), expected, `limit ${limit}: every entity once, by mentions`);
+  }
+  // An entity mentioned after its page is not listed again on the next one.
+  const first = await api("GET", "/memory/entities?limit=10", { as: t });
+  await sql`update public.memory_entities set mention_count = mention_count + 100 where id = any (${
+    first.body.entities.map((e: Listed) => e.id)
+  }::uuid[])`;
+  const second = await api("GET", `/memory/entities?limit=10&cursor=${encodeURIComponent(first.body.next_cursor)}`, {
+    as: t,
+  });
+  assert.deepEqual(second.body.entities.map((e: Listed) => e.id), expected.slice(10, 20));
+});
+
+Deno.test({
+  name: "entities: a cursor this listing did not give this tenant is a 400 that says nothing of what it names",
+  ...opts,
+}, async () => {
+  const t = await tenantWithManyEntities(30);
+  const other = await tenantWithManyEntities(30);
+  const mine = (await api("GET", "/memory/entities?limit=5", { as: t })).body.next_cursor as string;
+  const theirs = (await api("GET", "/memory/entities?limit=5", { as: other })).body.next_cursor as string;
+  const [, mentions, id] = JSON.parse(atob(mine.replace(/-/g, "+").replace(/_/g, "/")));
+  const cursor = (items: unknown[]) =>
+    btoa(JSON.stringify(items)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  const bad: [string, string][] = [
+    ["forged", "bm90LWEtY3Vyc29y"],
+    ["another tenant's", theirs],
+    ["a made-up id", cursor(["entities", mentions, crypto.randomUUID()])],
+    ["more mentions than its entity has", cursor(["entities", mentions + 1, id])],
+    ["a negative count", cursor(["entities", -1, id])],
+    ["unnamed", cursor([mentions, id])],
+  ];
+  const messages = new Set<string>();
+  for (const [what, c] of bad) {
+    const r = await api("GET", `/memory/entities?cursor=${encodeURIComponent(c)}`, { as: t });
+    assert.equal(r.status, 400, what);
+    assert.equal(r.body.error.code, "invalid_cursor", what);
+    assert.deepEqual(r.body.error.issues.map((i: { path: string[] }) => i.path), [["cursor"]], what);
+    messages.add(r.body.error.message);
+  }
+  assert.deepEqual([...messages], ["cursor is not a next_cursor of GET memory/entities"], "one message for all");
+  const listCursor = cursor(["memories", "2026-11-01T10:00:00.000000", crypto.randomUUID()]);
+  const crossed = await api("GET", `/memory/entities?cursor=${listCursor}`, { as: t });
+  assert.equal(crossed.status, 400);
+  assert.match(crossed.body.error.message, /it is a next_cursor of GET memory$/);
+  const entityCursorToList = await api("GET", `/memory?cursor=${encodeURIComponent(mine)}`, { as: t });
+  assert.equal(entityCursorToList.status, 400, "the memory list refuses an entity cursor");
+  const searched = await api("GET", `/memory/entities?q=service&cursor=${encodeURIComponent(mine)}`, { as: t });
+  assert.equal(searched.status, 400, "a search has one page");
+  assert.deepEqual(searched.body.error.issues.map((i: { path: string[] }) => i.path), [["cursor"]]);
+  assert.equal((await api("GET", `/memory/entities?cursor=${encodeURIComponent(mine)}`, { as: t })).status, 200);
+});
+
 Deno.test({ name: "close the pool", ...opts }, async () => {
   await sql.end();
 });

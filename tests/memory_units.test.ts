@@ -1,7 +1,7 @@
 // Pure pieces of the memory function, tested on their own: the list cursor, decay predictions,
 // the Markdown export's paths and front matter, and the purge grace setting.
 import assert from "node:assert/strict";
-import { type CursorKind, decodeCursor, encodeCursor } from "../supabase/functions/_shared/memories/cursor.ts";
+import { decodeCursor, encodeCursor } from "../supabase/functions/_shared/memories/cursor.ts";
 import { daysUntilPrune, predictStrength } from "../supabase/functions/_shared/memories/weak.ts";
 import {
   frontMatter,
@@ -24,7 +24,7 @@ Deno.test("cursor round-trips with microseconds and rejects anything else with a
   assert.match(encodeCursor("memories", c), /^[A-Za-z0-9_-]+$/, "url-safe");
   // A cursor issued before cursors named their listing is still read (its listing is checked by id).
   assert.deepEqual(decodeCursor(btoa(JSON.stringify([c.ts, c.id])), "memories"), { ...c, unmarked: true });
-  const refused = (bad: string, kind: CursorKind, message: RegExp) =>
+  const refused = (bad: string, kind: "memories" | "history", message: RegExp) =>
     assert.throws(
       () => decodeCursor(bad, kind),
       (e: unknown) =>

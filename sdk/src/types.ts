@@ -534,10 +534,14 @@ export interface EntityListParams {
   q?: string;
   type?: string;
   limit?: number | string;
+  /** The listing by mentions only (without q): the next_cursor of its previous page. */
+  cursor?: string;
 }
 
 export interface EntityListResponse {
   entities: (Entity & { matched: "name" | "alias" | "prefix" | "contains" | "summary" | null })[];
+  /** Pass as `cursor` for the next page; null on the last page, and for a search (q). */
+  next_cursor: string | null;
 }
 
 export interface EntityProfile {

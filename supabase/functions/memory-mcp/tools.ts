@@ -240,7 +240,7 @@ export function createMcpServer(ctx: ToolContext): Server {
   }, async (input) => {
     let id = input.id;
     if (id === undefined) {
-      const [best] = await entities(deps, caller, { q: input.q!, type: input.type, limit: 1 });
+      const [best] = (await entities(deps, caller, { q: input.q!, type: input.type, limit: 1 })).entities;
       if (!best) throw new HttpError(404, "not_found", `no entity matches '${input.q}'`);
       id = best.id;
     }

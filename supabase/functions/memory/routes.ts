@@ -63,10 +63,7 @@ export function registerMemoryRoutes(app: MemoryApp, deps: ServiceDeps): void {
     await optionalBody(c.req.raw, EndSessionRequest, max);
     return json(await endSession(deps, who(c), id), 202);
   });
-  app.get(
-    "/memory/entities",
-    async (c) => json({ entities: await entities(deps, who(c), parseQuery(c, EntityListQuery)) }),
-  );
+  app.get("/memory/entities", async (c) => json(await entities(deps, who(c), parseQuery(c, EntityListQuery))));
   app.get(
     "/memory/entities/:id",
     async (c) => {

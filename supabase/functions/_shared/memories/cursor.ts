@@ -1,10 +1,10 @@
 // Opaque keyset cursor of the pages that run newest first on (timestamp, id): GET /memory
 // (created_at, id) and GET /memory/{id}/history (ts, id: a transaction's rows share its ts, the
 // id orders them). The last row's key of a page; the timestamp travels as text with microseconds
-// (a JS Date would drop them and skip or repeat rows of the same millisecond). A cursor names its
-// listing (its kind), so one listing's cursor given to the other is a 400, not a position in it.
-// The SQL of a cursor (the key read as text, the rows after it) and the cursor after a page are
-// here too.
+// (a JS Date would drop them and skip or repeat rows of the same millisecond). GET /memory/entities
+// pages by mentions: its key is (mention_count, id). A cursor names its listing (its kind), so one
+// listing's cursor given to another is a 400, not a position in it. The SQL of a cursor (the key
+// read as text, the rows after it) and the cursor after a page are here too.
 import type { Tx } from "../db.ts";
 import { HttpError } from "../http.ts";
 
@@ -18,8 +18,18 @@ export interface ListCursor {
 }
 
 /** The listing a cursor pages, as the cursor names it. */
-export type CursorKind = "memories" | "history";
-const LISTING: Record<CursorKind, string> = { memories: "GET memory", history: "GET memory/{id}/history" };
+export type CursorKind = "memories" | "history" | "entities";
+const LISTING: Record<CursorKind, string> = {
+  memories: "GET memory",
+  history: "GET memory/{id}/history",
+  entities: "GET memory/entities",
+};
+
+/** Where a page of GET memory/entities (mention_count desc, id desc) ends. */
+export interface EntityCursor {
+  mentions: number;
+  id: string;
+}
 
 export interface DecodedCursor extends ListCursor {
   /** Encoded before cursors named their listing (`[ts, id]`): the caller checks the id's kind. */
@@ -48,31 +58,55 @@ function isCalendarTime(ts: string): boolean {
   return y! >= 1 && days !== undefined && d! >= 1 && d! <= days && h! <= 23 && mi! <= 59 && se! <= 59;
 }
 
-export function encodeCursor(kind: CursorKind, c: ListCursor): string {
+export function encodeCursor(kind: "memories" | "history", c: ListCursor): string {
   return toBase64Url(JSON.stringify([kind, c.ts, c.id]));
 }
 
-/** The cursor of `kind`'s listing; another listing's cursor, or anything else, is a 400. */
-export function decodeCursor(text: string, kind: CursorKind): DecodedCursor {
+/**
+ * A cursor's items after its kind: [ts, id] of a cursor issued before cursors named their listing
+ * (`unmarked`), else [key, id] of `kind`'s listing; another listing's cursor, or anything else, is
+ * a 400. Nothing longer, whose first item would go unchecked (["history", x, ts, id] was read as a
+ * list position).
+ */
+function cursorItems(text: string, kind: CursorKind): { items: unknown[]; unmarked: boolean } {
   let value: unknown;
   try {
     value = JSON.parse(fromBase64Url(text));
   } catch {
     throw invalidCursor(kind);
   }
-  // [ts, id] (issued before cursors named their listing) or [kind, ts, id]; nothing longer, whose
-  // first item would go unchecked (["history", x, ts, id] was read as a list position).
   if (!Array.isArray(value) || (value.length !== 2 && value.length !== 3)) throw invalidCursor(kind);
   const named = value.length === 3 ? value[0] : kind;
   if (named !== kind) {
     const other = typeof named === "string" && Object.hasOwn(LISTING, named) ? named as CursorKind : undefined;
     throw invalidCursor(kind, other && `it is a next_cursor of ${LISTING[other]}`);
   }
-  const [ts, id] = value.slice(-2);
+  return { items: value.slice(-2), unmarked: value.length === 2 };
+}
+
+/** The cursor of `kind`'s listing; another listing's cursor, or anything else, is a 400. */
+export function decodeCursor(text: string, kind: "memories" | "history"): DecodedCursor {
+  const { items: [ts, id], unmarked } = cursorItems(text, kind);
   if (typeof ts !== "string" || !isCalendarTime(ts) || typeof id !== "string" || !UUID.test(id)) {
     throw invalidCursor(kind);
   }
-  return { ts, id: id.toLowerCase(), ...(value.length === 2 ? { unmarked: true as const } : {}) };
+  return { ts, id: id.toLowerCase(), ...(unmarked ? { unmarked: true as const } : {}) };
+}
+
+export function encodeEntityCursor(c: EntityCursor): string {
+  return toBase64Url(JSON.stringify(["entities", c.mentions, c.id]));
+}
+
+/** A cursor of GET memory/entities (always named: there were none before); anything else is a 400. */
+export function decodeEntityCursor(text: string): EntityCursor {
+  const { items: [mentions, id], unmarked } = cursorItems(text, "entities");
+  if (
+    unmarked || !Number.isSafeInteger(mentions) || (mentions as number) < 0 || typeof id !== "string" ||
+    !UUID.test(id)
+  ) {
+    throw invalidCursor("entities");
+  }
+  return { mentions: mentions as number, id: id.toLowerCase() };
 }
 
 /** The 400 for a cursor this API did not return for `kind`'s listing (`why`: what it is instead). */

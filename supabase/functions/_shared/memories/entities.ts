@@ -5,6 +5,8 @@
 // tenant's own index entries (memory_search.entity_matches), never a LIKE pattern or raw tsquery
 // syntax. docs/graph.md#entities.
 import type { Tx } from "../db.ts";
+import { HttpError } from "../http.ts";
+import { decodeEntityCursor, encodeEntityCursor, invalidCursor } from "./cursor.ts";
 import { inIndexOrder } from "./list-page.ts";
 import { isoDates, memoryColumns } from "./memory-row.ts";
 import type { EntityListQuery, Memory } from "./schemas.ts";
@@ -51,22 +53,26 @@ export interface EntityProfile {
 const ENTITY_COLUMNS = `e.id, e.canonical_name, e.entity_type, e.aliases, e.summary, e.mention_count, e.first_seen_at,
   e.last_seen_at, e.attributes, e.embedding_model, e.created_at, e.updated_at`;
 
+export interface EntityListPage {
+  entities: EntityListItem[];
+  /** Pass as `cursor` for the next page of the listing by mentions; null on its last page, and for a search (q). */
+  next_cursor: string | null;
+}
+
 /**
- * The tenant's entities by mentions, or those q matches, best match first. With q, candidates come
- * from the tenant's own entries of the name grams and summary lexemes q has (GIN index
- * memory_entities_search_terms) and the alias index, never from a read of every entity; how each
- * matched is decided on its own columns. docs/graph.md#entities.
+ * The tenant's entities by mentions, a page at a time, or those q matches, best match first (its
+ * best `limit`: a search has no next page). With q, candidates come from the tenant's own entries
+ * of the name grams and summary lexemes q has (GIN index memory_entities_search_terms) and the
+ * alias index, never from a read of every entity; how each matched is decided on its own columns.
+ * docs/graph.md#entities.
  */
-export async function listEntities(tx: Tx, q: EntityListQuery): Promise<EntityListItem[]> {
+export async function listEntities(tx: Tx, q: EntityListQuery): Promise<EntityListPage> {
   const type = q.type ?? null;
-  if (q.q === undefined) {
-    const rows = await tx`
-      select ${tx.unsafe(ENTITY_COLUMNS)}, null as matched
-        from public.memory_entities e
-       where ${type}::text is null or e.entity_type = ${type}
-       order by e.mention_count desc, e.id
-       limit ${q.limit}`;
-    return rows.map((r) => isoDates(r) as unknown as EntityListItem);
+  if (q.q === undefined) return await entitiesByMentions(tx, q);
+  if (q.cursor !== undefined) {
+    throw new HttpError(400, "invalid_request", "cursor pages the listing by mentions: a search (q) has one page", [
+      { path: ["cursor"], message: "leave out q to page through every entity" },
+    ]);
   }
   const matches = await tx<{ id: string; matched: string }[]>`
     select m.id, m.matched from memory_search.entity_matches(auth.uid(), ${q.q}, ${type}, ${q.limit}) m`;
@@ -78,10 +84,46 @@ export async function listEntities(tx: Tx, q: EntityListQuery): Promise<EntityLi
     matches.map((m) => m.id)
   }::uuid[])`;
   const byId = new Map(rows.map((r) => [r.id as string, r]));
-  return matches.flatMap((m) => {
+  const entities = matches.flatMap((m) => {
     const r = byId.get(m.id);
     return r ? [{ ...isoDates(r), matched: m.matched } as unknown as EntityListItem] : [];
   });
+  return { entities, next_cursor: null };
+}
+
+/**
+ * A page of the listing by mentions (mention_count desc, id), after the cursor's entity. The cursor
+ * must name one of the tenant's entities (RLS: another tenant's is as unknown as a made-up id, the
+ * same 400) with at most the mentions it has now (entities are never deleted and their counts only
+ * grow). Its own count places the page, not the entity's count now: an entity mentioned since is
+ * not listed twice. One mentioned during the walk may rise past the cursor and be missed, as a new
+ * entity is (docs/graph.md#entities).
+ */
+async function entitiesByMentions(tx: Tx, q: EntityListQuery): Promise<EntityListPage> {
+  const type = q.type ?? null;
+  const after = q.cursor === undefined ? undefined : decodeEntityCursor(q.cursor);
+  if (after) {
+    const [cursor] = await tx<{ known: boolean }[]>`
+      select exists (select from public.memory_entities
+                      where id = ${after.id} and mention_count >= ${after.mentions}) as known`;
+    if (!cursor!.known) throw invalidCursor("entities");
+  }
+  const rows = await tx`
+    select ${tx.unsafe(ENTITY_COLUMNS)}, null as matched
+      from public.memory_entities e
+     where (${type}::text is null or e.entity_type = ${type})
+       ${
+    after
+      ? tx`and (e.mention_count < ${after.mentions} or (e.mention_count = ${after.mentions} and e.id > ${after.id}))`
+      : tx``
+  }
+     order by e.mention_count desc, e.id
+     limit ${q.limit + 1}`;
+  const last = rows.length > q.limit ? rows[q.limit - 1] : undefined;
+  return {
+    entities: rows.slice(0, q.limit).map((r) => isoDates(r) as unknown as EntityListItem),
+    next_cursor: last ? encodeEntityCursor({ mentions: last.mention_count as number, id: last.id as string }) : null,
+  };
 }
 
 export async function entityProfile(tx: Tx, id: string): Promise<EntityProfile | undefined> {

@@ -138,6 +138,7 @@ export const EntityListQuery = z
     q: z.string().trim().min(1).max(200).optional(),
     type: entityType.optional(),
     limit: intText(1, MAX_PAGE_LIMIT).default(20),
+    cursor: pageCursor, // the listing by mentions only (without q): the next_cursor of its previous page
   })
   .strict();
 export type EntityListQuery = z.infer<typeof EntityListQuery>;

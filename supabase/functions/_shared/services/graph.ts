@@ -5,7 +5,7 @@ import { type TenantContext, withTenant } from "../db.ts";
 import { assertNotInFuture, type EpisodeBatchRequest, type EpisodeBatchResult, ingestEpisodes } from "../episodes.ts";
 import { HttpError } from "../http.ts";
 import { getJob } from "../jobs.ts";
-import { type EntityListItem, type EntityProfile, entityProfile, listEntities } from "../memories/entities.ts";
+import { type EntityListPage, type EntityProfile, entityProfile, listEntities } from "../memories/entities.ts";
 import type { EntityListQuery } from "../memories/schemas.ts";
 import { endSessions } from "../sessions.ts";
 import { kickWorker, type ServiceDeps } from "./deps.ts";
@@ -69,12 +69,12 @@ export async function endSession(deps: ServiceDeps, tenant: TenantContext, id: s
   return result;
 }
 
-/** The tenant's entities by mentions, optionally matching q (plain text, never a pattern). */
+/** A page of the tenant's entities by mentions, or those matching q (plain text, never a pattern). */
 export async function entities(
   deps: ServiceDeps,
   tenant: TenantContext,
   q: EntityListQuery,
-): Promise<EntityListItem[]> {
+): Promise<EntityListPage> {
   return await withTenant(deps.sql, tenant, (tx) => listEntities(tx, q));
 }
 
