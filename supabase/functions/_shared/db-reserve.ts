@@ -77,6 +77,9 @@ function sessionEnded(): Error {
   return Object.assign(new Error("the database ended this transaction's session"), { code: "CONNECTION_CLOSED" });
 }
 
+/** What a transaction may be begun with (code, never input). */
+export type TransactionModes = "isolation level repeatable read, read only";
+
 /**
  * A transaction on a reserved connection whose session is watched from its BEGIN on, for the
  * session the server ends while the transaction sends nothing (idle in transaction: a restart
@@ -109,8 +112,9 @@ function watchedTransaction(conn: Reserved) {
     get: (target, prop) => prop === "unsafe" ? guard(target.unsafe) : Reflect.get(target, prop, target),
   });
   return {
-    /** BEGIN, sent now; the session is watched once it is on its way. */
-    begin: () => conn.unsafe("begin", [], { onexecute } as never).execute(),
+    /** BEGIN (with its transaction modes), sent now; the session is watched once it is on its way. */
+    begin: (modes?: TransactionModes) =>
+      conn.unsafe(modes ? `begin ${modes}` : "begin", [], { onexecute } as never).execute(),
     tx,
     /** Whether the session ended since BEGIN. */
     ended: () => ended,
@@ -134,7 +138,7 @@ function watchedTransaction(conn: Reserved) {
 export async function transactionOn<T>(
   sql: Sql,
   conn: Reserved,
-  start: (begin: () => Promise<unknown>) => Promise<void>,
+  start: (begin: (modes?: TransactionModes) => Promise<unknown>) => Promise<void>,
   fn: (tx: Reserved) => Promise<T>,
   lostWith: (err: unknown) => boolean = isConnectionLost,
 ): Promise<T> {
@@ -142,7 +146,7 @@ export async function transactionOn<T>(
   let open = false;
   let lost = false;
   try {
-    await start(() => session.begin().then(() => (open = true)));
+    await start((modes) => session.begin(modes).then(() => (open = true)));
     const result = await fn(session.tx);
     await session.tx`commit`;
     open = false;

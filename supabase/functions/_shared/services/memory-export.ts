@@ -2,26 +2,26 @@
 // proposals, contradictions, sessions or checkpoints: README). json: its memories (no
 // embeddings), relations and history; markdown: one file per memory
 // (export-markdown.ts), as a JSON object or, asked for with Accept: application/x-tar, a tar
-// archive. Streamed: read EXPORT_PAGE_ROWS rows at a time (keyset on each table's order, every page
-// a short read of its own as the tenant, on the read replica when there is one) and written as the
-// client takes them. A tenant of any size is exported in bounded memory, no connection is held
-// between pages, and other tenants' requests run between them. (It was read whole and serialised
-// whole: 16 MB for 3,600 memories; ten at once took 570 MB and kept another tenant's request
-// waiting 0.67 s.)
+// archive. Streamed: read EXPORT_PAGE_ROWS rows at a time (keyset on each table's order) and written
+// as the client takes them, so a tenant of any size is exported in bounded memory. (It was read
+// whole and serialised whole: 16 MB for 3,600 memories; ten at once took 570 MB.)
 //
-// Each page is a snapshot of its own: a memory written during the export is in it or not, never
-// twice (the keys, creation time and id, do not change). The JSON counts come last, counted as the
-// rows went by. An error before the first page is an HTTP error like any other; after it, the
-// stream is aborted and the client sees a truncated body (an archive's ends with a file and a
-// damaged block that say so: tar.ts).
-import { type Sql, type TenantContext, type Tx, withTenant } from "../db.ts";
+// Every page of an export, of every format, is read in one transaction as the tenant, one snapshot
+// (db-snapshot.ts), on the primary: the export shows one instant, whatever is written while it
+// runs. That transaction holds a connection of the pool until the export ends (a replica would
+// cancel it when it conflicts with replay, and its reads are cut at 35 s: docs/operations.md#read-replicas).
+// The JSON counts come last, counted as the rows went by. An error before the first page is an
+// HTTP error like any other; after it, the stream is aborted and the client sees a truncated body
+// (an archive's ends with a file and a damaged block that say so: tar.ts).
+import type { TenantContext, Tx } from "../db.ts";
+import { inOneSnapshot } from "../db-snapshot.ts";
 import { isoDates, memoryColumns } from "../memories/memory-row.ts";
 import { toMemory } from "../memories/record.ts";
 import { MarkdownPaths, memoryToMarkdown } from "../memories/export-markdown.ts";
 import { inIndexOrder } from "../memories/list-page.ts";
 import type { ExportQuery, MarkdownFile } from "../memories/schemas.ts";
 import { tarEnd, tarEntry, tarIncomplete } from "../memories/tar.ts";
-import { readPoolOf, type ServiceDeps } from "./deps.ts";
+import type { ServiceDeps } from "./deps.ts";
 
 /** Rows read per page (and written per chunk). */
 export const EXPORT_PAGE_ROWS = 500;
@@ -67,14 +67,11 @@ function pageQuery(tx: Tx, table: Table, after: Key) {
 }
 
 /** Every row of a table, a page at a time, in export order (without the key column). */
-async function* rowsOf(sql: Sql, tenant: TenantContext, table: Table): AsyncGenerator<Row[]> {
+async function* rowsOf(tx: Tx, table: Table): AsyncGenerator<Row[]> {
   let after = START;
   for (;;) {
-    const rows = await withTenant(sql, tenant, async (tx) => {
-      // In the order of the tenant's index, never a sort of all its rows per page.
-      const [, page] = await Promise.all([inIndexOrder(tx), pageQuery(tx, table, after)]);
-      return page;
-    });
+    // In the order of the tenant's index, never a sort of all its rows per page.
+    const [, rows] = await Promise.all([inIndexOrder(tx), pageQuery(tx, table, after)]);
     if (rows.length === 0) return;
     after = { at: rows.at(-1)!.key_at as string, id: rows.at(-1)!.id as string };
     yield rows.map(({ key_at: _, ...row }) => row);
@@ -101,12 +98,12 @@ function openObject(head: Row): string {
  * The JSON export: the object the whole-read export answered, the counts last. Its first chunk
  * already holds the first page (or the end of an empty list).
  */
-async function* jsonChunks(sql: Sql, tenant: TenantContext, head: Row): AsyncGenerator<string> {
+async function* jsonChunks(tx: Tx, head: Row): AsyncGenerator<string> {
   const counts = { memories: 0, soft_deleted: 0, relations: 0, history: 0 };
   let before = openObject({ ...head, format: "json" });
   for (const table of ["memories", "relations", "history"] as const) {
     const pages = (async function* () {
-      for await (const rows of rowsOf(sql, tenant, table)) {
+      for await (const rows of rowsOf(tx, table)) {
         counts[table] += rows.length;
         yield rows.map((row) => {
           if (table !== "memories") return isoDates(row);
@@ -125,9 +122,9 @@ async function* jsonChunks(sql: Sql, tenant: TenantContext, head: Row): AsyncGen
 }
 
 /** The Markdown files in creation order, a page at a time (paths unique across pages). */
-async function* markdownFiles(sql: Sql, tenant: TenantContext): AsyncGenerator<MarkdownFile[]> {
+async function* markdownFiles(tx: Tx): AsyncGenerator<MarkdownFile[]> {
   const paths = new MarkdownPaths();
-  for await (const rows of rowsOf(sql, tenant, "memories")) {
+  for await (const rows of rowsOf(tx, "memories")) {
     yield rows.map((row) => {
       const m = toMemory(row);
       return { path: paths.pathFor(m), content: memoryToMarkdown(m) };
@@ -135,13 +132,13 @@ async function* markdownFiles(sql: Sql, tenant: TenantContext): AsyncGenerator<M
   }
 }
 
-async function* markdownJsonChunks(sql: Sql, tenant: TenantContext, head: Row): AsyncGenerator<string> {
-  yield* arrayChunks(markdownFiles(sql, tenant), `${openObject({ ...head, format: "markdown" })},"files":`);
+async function* markdownJsonChunks(tx: Tx, head: Row): AsyncGenerator<string> {
+  yield* arrayChunks(markdownFiles(tx), `${openObject({ ...head, format: "markdown" })},"files":`);
   yield "}";
 }
 
-async function* tarChunks(sql: Sql, tenant: TenantContext, mtime: Date): AsyncGenerator<Uint8Array> {
-  for await (const files of markdownFiles(sql, tenant)) {
+async function* tarChunks(tx: Tx, mtime: Date): AsyncGenerator<Uint8Array> {
+  for await (const files of markdownFiles(tx)) {
     for (const f of files) yield tarEntry(f, mtime);
   }
   yield tarEnd();
@@ -160,15 +157,15 @@ export async function exportResponse(
   q: ExportQuery,
   wantsTar: boolean,
 ): Promise<Response> {
-  const sql = readPoolOf(deps);
   const exportedAt = deps.clock();
   const head = { tenant_id: tenant.tenantId, exported_at: exportedAt.toISOString() };
   const tar = q.format === "markdown" && wantsTar;
-  const chunks: AsyncGenerator<string | Uint8Array> = tar
-    ? tarChunks(sql, tenant, exportedAt)
-    : q.format === "markdown"
-    ? markdownJsonChunks(sql, tenant, head)
-    : jsonChunks(sql, tenant, head);
+  const chunks = inOneSnapshot<string | Uint8Array>(
+    deps.sql,
+    tenant,
+    (tx) =>
+      tar ? tarChunks(tx, exportedAt) : q.format === "markdown" ? markdownJsonChunks(tx, head) : jsonChunks(tx, head),
+  );
   let first: string | Uint8Array | undefined = (await chunks.next()).value ?? undefined;
   // An archive's chunks are its files, one each (then its end).
   let sent = 0;

@@ -1,0 +1,76 @@
+// A read consumed a piece at a time that must still show one instant: the export, whose pages are
+// written as the client takes them. Every piece is read in ONE transaction as the tenant,
+// REPEATABLE READ READ ONLY, so all of them see the database as of its first statement (pages read
+// each in a transaction of its own saw the writes made between them: a forget in `history` of a
+// memory `memories` showed active, 2-8 rows in five exports of 1,900 memories under four writers).
+// The transaction holds its connection until the last piece is read or the reader stops; it ends
+// with the reader (its `return`: a client that went away), never left open.
+import { type Sql, type TenantContext, type Tx, withTenant } from "./db.ts";
+
+/** One piece asked of the transaction (null: the reader stopped), and where the next ask will be. */
+interface Letter<T> {
+  ask: PromiseWithResolvers<IteratorResult<T>> | null;
+  next: Mailbox<T>;
+}
+type Mailbox<T> = PromiseWithResolvers<Letter<T>>;
+
+/**
+ * The pieces `read(tx)` yields, each read when the caller asks for it, all in one snapshot
+ * (withTenant's `snapshot`). A failure to begin (rate limit, no connection) is the first piece's.
+ */
+export async function* inOneSnapshot<T>(
+  sql: Sql,
+  who: TenantContext,
+  read: (tx: Tx) => AsyncIterable<T>,
+): AsyncGenerator<T> {
+  // The reader posts one ask at a time, each letter naming the mailbox of the next: the
+  // transaction reads them in order, however far ahead of it the reader is (the first ask is
+  // posted before the transaction has begun).
+  let outbox: Mailbox<T> = Promise.withResolvers();
+  const inbox = outbox;
+  const post = (ask: Letter<T>["ask"]) => {
+    const next: Mailbox<T> = Promise.withResolvers();
+    outbox.resolve({ ask, next });
+    outbox = next;
+  };
+  const transaction = withTenant(sql, who, async (tx) => {
+    const pieces = read(tx)[Symbol.asyncIterator]();
+    try {
+      for (let box = inbox;;) {
+        const { ask, next } = await box.promise;
+        box = next;
+        if (!ask) return;
+        const piece = await pieces.next().catch((err) => {
+          ask.reject(err);
+          throw err;
+        });
+        ask.resolve(piece);
+        if (piece.done) return;
+      }
+    } finally {
+      await pieces.return?.();
+    }
+  }, { snapshot: true });
+  // Ended without answering an ask: only when it failed (BEGIN, the rate limit), which this rethrows.
+  const ended = transaction.then(() => {
+    throw new Error("the export's transaction ended before its last page");
+  });
+  ended.catch(() => {});
+  let done = false;
+  try {
+    for (;;) {
+      const ask = Promise.withResolvers<IteratorResult<T>>();
+      post(ask);
+      const piece = await Promise.race([ask.promise, ended]);
+      if (piece.done) break;
+      yield piece.value;
+    }
+    done = true;
+    await transaction; // its COMMIT
+  } finally {
+    if (!done) {
+      post(null);
+      await transaction.catch(() => {});
+    }
+  }
+}

@@ -1,0 +1,107 @@
+// GET /memory/export shows one instant: every page of every format is read in one snapshot, so what
+// is written while the export runs is in none of its arrays. The export is held between its first
+// page and the rest by the test itself (it reads the body only after the writes: the stream reads a
+// page when the client takes one), while other requests forget a memory already exported and
+// remember a new one.
+import assert from "node:assert/strict";
+import { createHandler } from "../supabase/functions/memory/handler.ts";
+import { EXPORT_PAGE_ROWS } from "../supabase/functions/_shared/services/memory-export.ts";
+import { localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
+import { userHeaders } from "./support/auth.ts";
+import { testConfig } from "./support/config.ts";
+import { memoryApi } from "./support/memory-api.ts";
+import { newTenant, seedMemories, testSql } from "./support/seed.ts";
+
+const sql = testSql();
+const api = memoryApi(sql);
+const handler = createHandler({ sql, config: testConfig(), embedder: localEmbedder() });
+const opts = { sanitizeOps: false, sanitizeResources: false };
+const MEMORIES = EXPORT_PAGE_ROWS + 20; // two pages of memories
+
+interface Exported {
+  memories: { id: string; state: string; soft_deleted: boolean }[];
+  history: { memory_id: string; event: string }[];
+  counts: { memories: number; soft_deleted: number; history: number };
+  files: { path: string; content: string }[];
+}
+
+/** The export's response: its first page is read, the rest waits for the body to be read. */
+async function startExport(tenant: string, query: string): Promise<Response> {
+  const res = await handler(new Request(`http://local/memory/export${query}`, { headers: await userHeaders(tenant) }));
+  assert.equal(res.status, 200);
+  return res;
+}
+
+/** Forgets the first memory the export read and remembers a new one, each in a request of its own. */
+async function writeMeanwhile(tenant: string, firstId: string): Promise<string> {
+  assert.equal((await api("POST", `/memory/${firstId}/forget`, { as: tenant })).status, 200);
+  const added = await api("POST", "/memory/remember", { as: tenant, body: { content: "written during the export" } });
+  assert.equal(added.status, 201, JSON.stringify(added.body));
+  return added.body.memory.id;
+}
+
+async function tenantWithTwoPages(): Promise<{ tenant: string; firstId: string; historyRows: number }> {
+  const tenant = newTenant();
+  const rows = Array.from({ length: MEMORIES }, (_, i) => ({
+    content: `fact ${i}`,
+    namespace: "devai/global/notes",
+    embedding: null,
+  }));
+  await seedMemories(sql, tenant, rows);
+  const [first] = await sql<{ id: string }[]>`
+    select id::text from public.devai_memories where owner_id = ${tenant} order by created_at, id limit 1`;
+  const [history] = await sql<{ n: number }[]>`
+    select count(*)::int as n from public.memory_history h
+      join public.devai_memories m on m.id = h.memory_id where m.owner_id = ${tenant}`;
+  return { tenant, firstId: first!.id, historyRows: history!.n };
+}
+
+Deno.test(
+  { name: "export: JSON shows the instant of its first page, not writes made between pages", ...opts },
+  async () => {
+    const { tenant, firstId, historyRows } = await tenantWithTwoPages();
+    const res = await startExport(tenant, "");
+    const addedId = await writeMeanwhile(tenant, firstId);
+    const body = JSON.parse(await res.text()) as Exported;
+
+    assert.equal(body.memories.length, MEMORIES, "the memory remembered meanwhile is not in it");
+    assert.ok(!body.memories.some((m) => m.id === addedId));
+    const first = body.memories.find((m) => m.id === firstId)!;
+    assert.deepEqual([first.state, first.soft_deleted], ["active", false]);
+    assert.deepEqual(
+      body.history.filter((h) => h.memory_id === firstId || h.memory_id === addedId).map((h) => h.event),
+      ["ADD"],
+      "the first memory's ADD only: neither the forget nor the new memory's ADD, written after the first page",
+    );
+    assert.equal(body.history.length, historyRows);
+    assert.deepEqual(
+      [body.counts.memories, body.counts.soft_deleted, body.counts.history],
+      [MEMORIES, 0, historyRows],
+    );
+  },
+);
+
+Deno.test({ name: "export: the Markdown files show the instant of the first page too", ...opts }, async () => {
+  const { tenant, firstId } = await tenantWithTwoPages();
+  const res = await startExport(tenant, "?format=markdown");
+  await writeMeanwhile(tenant, firstId);
+  const body = JSON.parse(await res.text()) as Exported;
+  assert.equal(body.files.length, MEMORIES, "the memory remembered meanwhile is not in it");
+  assert.ok(!body.files.some((f) => f.content.includes("written during the export")));
+});
+
+Deno.test({ name: "export: a client that goes away ends the export's transaction", ...opts }, async () => {
+  const { tenant } = await tenantWithTwoPages();
+  const inTransaction = async () =>
+    (await sql<{ n: number }[]>`
+      select count(*)::int as n from pg_stat_activity
+       where application_name = 'devai-memory-tests' and state = 'idle in transaction'`)[0]!.n;
+  const res = await startExport(tenant, "");
+  assert.equal(await inTransaction(), 1, "the export waits between pages in its transaction");
+  await res.body!.cancel();
+  assert.equal(await inTransaction(), 0, "ended when the client went away, its connection back in the pool");
+});
+
+Deno.test({ name: "close the pool", ...opts }, async () => {
+  await sql.end();
+});
