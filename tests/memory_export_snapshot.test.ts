@@ -7,8 +7,9 @@ import assert from "node:assert/strict";
 import { createHandler } from "../supabase/functions/memory/handler.ts";
 import { EXPORT_PAGE_ROWS } from "../supabase/functions/_shared/services/memory-export.ts";
 import { localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
+import { createSql } from "../supabase/functions/_shared/db.ts";
 import { userHeaders } from "./support/auth.ts";
-import { testConfig } from "./support/config.ts";
+import { testConfig, testDatabaseUrl } from "./support/config.ts";
 import { memoryApi } from "./support/memory-api.ts";
 import { newTenant, seedMemories, testSql } from "./support/seed.ts";
 
@@ -100,6 +101,38 @@ Deno.test({ name: "export: a client that goes away ends the export's transaction
   assert.equal(await inTransaction(), 1, "the export waits between pages in its transaction");
   await res.body!.cancel();
   assert.equal(await inTransaction(), 0, "ended when the client went away, its connection back in the pool");
+});
+
+Deno.test({
+  name: "export: a client that stops reading without going away loses the export after the idle bound",
+  ...opts,
+}, async () => {
+  const { tenant } = await tenantWithTwoPages();
+  // Statements of 100 ms at most: the transaction waits SNAPSHOT_IDLE_FACTOR times that for a page to be asked.
+  const pool = createSql(testDatabaseUrl(), { max: 2, statementTimeoutMs: 100 });
+  const error = console.error;
+  console.error = () => {};
+  let res: Response | undefined;
+  try {
+    const closed = new Promise<void>((resolve) => (pool.options.onclose = () => resolve()));
+    res = await createHandler({ sql: pool, config: testConfig(), embedder: localEmbedder() })(
+      new Request("http://local/memory/export", { headers: await userHeaders(tenant) }),
+    );
+    assert.equal(res.status, 200);
+    // The server ends the idle session (the event the test waits for, bounded so it cannot hang).
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      closed,
+      new Promise((_, reject) => (timer = setTimeout(() => reject(new Error("the session was never ended")), 10_000))),
+    ]).finally(() => clearTimeout(timer));
+    const failure = await res.text().then(() => undefined, (err: unknown) => err);
+    assert.equal((failure as { code?: string } | undefined)?.code, "CONNECTION_CLOSED", `${failure}`);
+  } finally {
+    console.error = error;
+    // Unread (the test failed): its transaction ends, else the pool's end would wait for it.
+    if (res && !res.bodyUsed) await res.body?.cancel();
+    await pool.end();
+  }
 });
 
 Deno.test({ name: "close the pool", ...opts }, async () => {

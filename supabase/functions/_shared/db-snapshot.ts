@@ -4,8 +4,15 @@
 // each in a transaction of its own saw the writes made between them: a forget in `history` of a
 // memory `memories` showed active, 2-8 rows in five exports of 1,900 memories under four writers).
 // The transaction holds its connection until the last piece is read or the reader stops; it ends
-// with the reader (its `return`: a client that went away), never left open.
+// with the reader (its `return`: a client that went away). A reader that asks for nothing for
+// SNAPSHOT_IDLE_FACTOR statement timeouts (60 s by default) loses it: the server ends the session
+// (idle_in_transaction_session_timeout, db-reserve.ts watches for it) and the next piece fails, so
+// a client that stops reading without going away holds a connection that long, not for ever.
 import { type Sql, type TenantContext, type Tx, withTenant } from "./db.ts";
+import { timeoutMsOf } from "./db-pool.ts";
+
+/** How many of the pool's statement timeouts the transaction may wait for the reader's next ask. */
+export const SNAPSHOT_IDLE_FACTOR = 4;
 
 /** One piece asked of the transaction (null: the reader stopped), and where the next ask will be. */
 interface Letter<T> {
@@ -34,6 +41,8 @@ export async function* inOneSnapshot<T>(
     outbox = next;
   };
   const transaction = withTenant(sql, who, async (tx) => {
+    const idle = `${SNAPSHOT_IDLE_FACTOR * timeoutMsOf(sql)}ms`;
+    await tx`select set_config('idle_in_transaction_session_timeout', ${idle}, true)`;
     const pieces = read(tx)[Symbol.asyncIterator]();
     try {
       for (let box = inbox;;) {
