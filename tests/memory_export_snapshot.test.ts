@@ -9,6 +9,7 @@ import { EXPORT_PAGE_ROWS } from "../supabase/functions/_shared/services/memory-
 import { localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
 import { createSql } from "../supabase/functions/_shared/db.ts";
 import { userHeaders } from "./support/auth.ts";
+import { realServerOnly } from "./support/backend.ts";
 import { testConfig, testDatabaseUrl } from "./support/config.ts";
 import { memoryApi } from "./support/memory-api.ts";
 import { newTenant, seedMemories, testSql } from "./support/seed.ts";
@@ -17,6 +18,9 @@ const sql = testSql();
 const api = memoryApi(sql);
 const handler = createHandler({ sql, config: testConfig(), embedder: localEmbedder() });
 const opts = { sanitizeOps: false, sanitizeResources: false };
+// PGlite runs one transaction at a time: an export held there would stop every other request, so
+// it reads a transaction a page (as with a pool of one connection, the last test).
+const ONE_AT_A_TIME = "PGlite runs one transaction at a time: no export holds a snapshot there";
 const MEMORIES = EXPORT_PAGE_ROWS + 20; // two pages of memories
 
 interface Exported {
@@ -58,7 +62,10 @@ async function tenantWithTwoPages(): Promise<{ tenant: string; firstId: string; 
 }
 
 Deno.test(
-  { name: "export: JSON shows the instant of its first page, not writes made between pages", ...opts },
+  {
+    ...realServerOnly("export: JSON shows the instant of its first page, not writes made between pages", ONE_AT_A_TIME),
+    ...opts,
+  },
   async () => {
     const { tenant, firstId, historyRows } = await tenantWithTwoPages();
     const res = await startExport(tenant, "");
@@ -82,7 +89,10 @@ Deno.test(
   },
 );
 
-Deno.test({ name: "export: the Markdown files show the instant of the first page too", ...opts }, async () => {
+Deno.test({
+  ...realServerOnly("export: the Markdown files show the instant of the first page too", ONE_AT_A_TIME),
+  ...opts,
+}, async () => {
   const { tenant, firstId } = await tenantWithTwoPages();
   const res = await startExport(tenant, "?format=markdown");
   await writeMeanwhile(tenant, firstId);
@@ -91,7 +101,10 @@ Deno.test({ name: "export: the Markdown files show the instant of the first page
   assert.ok(!body.files.some((f) => f.content.includes("written during the export")));
 });
 
-Deno.test({ name: "export: a client that goes away ends the export's transaction", ...opts }, async () => {
+Deno.test({
+  ...realServerOnly("export: a client that goes away ends the export's transaction", ONE_AT_A_TIME),
+  ...opts,
+}, async () => {
   const { tenant } = await tenantWithTwoPages();
   const inTransaction = async () =>
     (await sql<{ n: number }[]>`
@@ -104,7 +117,10 @@ Deno.test({ name: "export: a client that goes away ends the export's transaction
 });
 
 Deno.test({
-  name: "export: a client that stops reading without going away loses the export after the idle bound",
+  ...realServerOnly(
+    "export: a client that stops reading without going away loses the export after the idle bound",
+    ONE_AT_A_TIME,
+  ),
   ...opts,
 }, async () => {
   const { tenant } = await tenantWithTwoPages();
@@ -130,6 +146,29 @@ Deno.test({
   } finally {
     console.error = error;
     // Unread (the test failed): its transaction ends, else the pool's end would wait for it.
+    if (res && !res.bodyUsed) await res.body?.cancel();
+    await pool.end();
+  }
+});
+
+Deno.test({
+  name: "export: with a pool of one connection, other requests run while the client reads (a transaction a page)",
+  ...opts,
+}, async () => {
+  // The embedded server's pool (DB_POOL_MAX=1): a snapshot held while the client reads would take
+  // its one connection, and the tenant's next request would wait for it, then fail (503).
+  const { tenant, firstId } = await tenantWithTwoPages();
+  const pool = createSql(testDatabaseUrl(), { max: 1, statementTimeoutMs: 500 });
+  let res: Response | undefined;
+  try {
+    res = await createHandler({ sql: pool, config: testConfig(), embedder: localEmbedder() })(
+      new Request("http://local/memory/export", { headers: await userHeaders(tenant) }),
+    );
+    assert.equal(res.status, 200);
+    const meanwhile = await memoryApi(pool)("GET", `/memory/${firstId}`, { as: tenant });
+    assert.equal(meanwhile.status, 200, JSON.stringify(meanwhile.body));
+    assert.equal((JSON.parse(await res.text()) as Exported).memories.length, MEMORIES);
+  } finally {
     if (res && !res.bodyUsed) await res.body?.cancel();
     await pool.end();
   }

@@ -14,6 +14,26 @@ import { timeoutMsOf } from "./db-pool.ts";
 /** How many of the pool's statement timeouts the transaction may wait for the reader's next ask. */
 export const SNAPSHOT_IDLE_FACTOR = 4;
 
+const holding = new WeakMap<Sql, Promise<boolean>>();
+
+/**
+ * Whether a snapshot held while a client reads leaves the database to the other requests: a pool
+ * of more than one connection (the embedded server's has one, DB_POOL_MAX=1), on a server that
+ * runs transactions side by side (PGlite runs one at a time: docs/pglite.md). Asked once a pool.
+ */
+export function holdsSnapshots(sql: Sql): Promise<boolean> {
+  let answer = holding.get(sql);
+  if (!answer) {
+    answer = sql.options.max < 2
+      ? Promise.resolve(false)
+      : sql<{ pglite: boolean }[]>`select version() like '%(PGlite %' as pglite`.then(([row]) => !row!.pglite);
+    // A failure (the database away) is not remembered: the next export asks again.
+    answer.catch(() => holding.delete(sql));
+    holding.set(sql, answer);
+  }
+  return answer;
+}
+
 /** One piece asked of the transaction (null: the reader stopped), and where the next ask will be. */
 interface Letter<T> {
   ask: PromiseWithResolvers<IteratorResult<T>> | null;
@@ -62,7 +82,7 @@ export async function* inOneSnapshot<T>(
   }, { snapshot: true });
   // Ended without answering an ask: only when it failed (BEGIN, the rate limit), which this rethrows.
   const ended = transaction.then(() => {
-    throw new Error("the export's transaction ended before its last page");
+    throw new Error("the snapshot's transaction ended before its last piece");
   });
   ended.catch(() => {});
   let done = false;

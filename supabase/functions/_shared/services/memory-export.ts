@@ -10,18 +10,22 @@
 // (db-snapshot.ts), on the primary: the export shows one instant, whatever is written while it
 // runs. That transaction holds a connection of the pool until the export ends (a replica would
 // cancel it when it conflicts with replay, and its reads are cut at 35 s: docs/operations.md#read-replicas).
+// With a pool of one connection (the embedded server's, DB_POOL_MAX=1), or on PGlite (one
+// transaction at a time), that would stop every other request while the client reads, so there
+// each page is a short transaction of its own, as the tenant (on the read replica when there is
+// one): a write made meanwhile may show in a later page (db-snapshot.ts holdsSnapshots).
 // The JSON counts come last, counted as the rows went by. An error before the first page is an
 // HTTP error like any other; after it, the stream is aborted and the client sees a truncated body
 // (an archive's ends with a file and a damaged block that say so: tar.ts).
-import type { TenantContext, Tx } from "../db.ts";
-import { inOneSnapshot } from "../db-snapshot.ts";
+import { type TenantContext, type Tx, withTenant } from "../db.ts";
+import { holdsSnapshots, inOneSnapshot } from "../db-snapshot.ts";
 import { isoDates, memoryColumns } from "../memories/memory-row.ts";
 import { toMemory } from "../memories/record.ts";
 import { MarkdownPaths, memoryToMarkdown } from "../memories/export-markdown.ts";
 import { inIndexOrder } from "../memories/list-page.ts";
 import type { ExportQuery, MarkdownFile } from "../memories/schemas.ts";
 import { tarEnd, tarEntry, tarIncomplete } from "../memories/tar.ts";
-import type { ServiceDeps } from "./deps.ts";
+import { readPoolOf, type ServiceDeps } from "./deps.ts";
 
 /** Rows read per page (and written per chunk). */
 export const EXPORT_PAGE_ROWS = 500;
@@ -66,12 +70,15 @@ function pageQuery(tx: Tx, table: Table, after: Key) {
   }
 }
 
+/** Runs one page's statements: in the export's one snapshot, or in a transaction of the page's own. */
+type PageReader = <T>(page: (tx: Tx) => Promise<T>) => Promise<T>;
+
 /** Every row of a table, a page at a time, in export order (without the key column). */
-async function* rowsOf(tx: Tx, table: Table): AsyncGenerator<Row[]> {
+async function* rowsOf(read: PageReader, table: Table): AsyncGenerator<Row[]> {
   let after = START;
   for (;;) {
     // In the order of the tenant's index, never a sort of all its rows per page.
-    const [, rows] = await Promise.all([inIndexOrder(tx), pageQuery(tx, table, after)]);
+    const [, rows] = await read((tx) => Promise.all([inIndexOrder(tx), pageQuery(tx, table, after)]));
     if (rows.length === 0) return;
     after = { at: rows.at(-1)!.key_at as string, id: rows.at(-1)!.id as string };
     yield rows.map(({ key_at: _, ...row }) => row);
@@ -98,12 +105,12 @@ function openObject(head: Row): string {
  * The JSON export: the object the whole-read export answered, the counts last. Its first chunk
  * already holds the first page (or the end of an empty list).
  */
-async function* jsonChunks(tx: Tx, head: Row): AsyncGenerator<string> {
+async function* jsonChunks(read: PageReader, head: Row): AsyncGenerator<string> {
   const counts = { memories: 0, soft_deleted: 0, relations: 0, history: 0 };
   let before = openObject({ ...head, format: "json" });
   for (const table of ["memories", "relations", "history"] as const) {
     const pages = (async function* () {
-      for await (const rows of rowsOf(tx, table)) {
+      for await (const rows of rowsOf(read, table)) {
         counts[table] += rows.length;
         yield rows.map((row) => {
           if (table !== "memories") return isoDates(row);
@@ -122,9 +129,9 @@ async function* jsonChunks(tx: Tx, head: Row): AsyncGenerator<string> {
 }
 
 /** The Markdown files in creation order, a page at a time (paths unique across pages). */
-async function* markdownFiles(tx: Tx): AsyncGenerator<MarkdownFile[]> {
+async function* markdownFiles(read: PageReader): AsyncGenerator<MarkdownFile[]> {
   const paths = new MarkdownPaths();
-  for await (const rows of rowsOf(tx, "memories")) {
+  for await (const rows of rowsOf(read, "memories")) {
     yield rows.map((row) => {
       const m = toMemory(row);
       return { path: paths.pathFor(m), content: memoryToMarkdown(m) };
@@ -132,13 +139,13 @@ async function* markdownFiles(tx: Tx): AsyncGenerator<MarkdownFile[]> {
   }
 }
 
-async function* markdownJsonChunks(tx: Tx, head: Row): AsyncGenerator<string> {
-  yield* arrayChunks(markdownFiles(tx), `${openObject({ ...head, format: "markdown" })},"files":`);
+async function* markdownJsonChunks(read: PageReader, head: Row): AsyncGenerator<string> {
+  yield* arrayChunks(markdownFiles(read), `${openObject({ ...head, format: "markdown" })},"files":`);
   yield "}";
 }
 
-async function* tarChunks(tx: Tx, mtime: Date): AsyncGenerator<Uint8Array> {
-  for await (const files of markdownFiles(tx)) {
+async function* tarChunks(read: PageReader, mtime: Date): AsyncGenerator<Uint8Array> {
+  for await (const files of markdownFiles(read)) {
     for (const f of files) yield tarEntry(f, mtime);
   }
   yield tarEnd();
@@ -160,12 +167,15 @@ export async function exportResponse(
   const exportedAt = deps.clock();
   const head = { tenant_id: tenant.tenantId, exported_at: exportedAt.toISOString() };
   const tar = q.format === "markdown" && wantsTar;
-  const chunks = inOneSnapshot<string | Uint8Array>(
-    deps.sql,
-    tenant,
-    (tx) =>
-      tar ? tarChunks(tx, exportedAt) : q.format === "markdown" ? markdownJsonChunks(tx, head) : jsonChunks(tx, head),
-  );
+  const chunksOf = (read: PageReader): AsyncGenerator<string | Uint8Array> =>
+    tar
+      ? tarChunks(read, exportedAt)
+      : q.format === "markdown"
+      ? markdownJsonChunks(read, head)
+      : jsonChunks(read, head);
+  const chunks = await holdsSnapshots(deps.sql)
+    ? inOneSnapshot(deps.sql, tenant, (tx) => chunksOf((page) => page(tx)))
+    : chunksOf((page) => withTenant(readPoolOf(deps), tenant, page));
   let first: string | Uint8Array | undefined = (await chunks.next()).value ?? undefined;
   // An archive's chunks are its files, one each (then its end).
   let sent = 0;
