@@ -152,6 +152,60 @@ Deno.test({
 });
 
 Deno.test({
+  ...realServerOnly(
+    "export: a tenant runs one export at a time (429 while its first holds a connection)",
+    ONE_AT_A_TIME,
+  ),
+  ...opts,
+}, async () => {
+  const { tenant } = await tenantWithTwoPages();
+  const first = await startExport(tenant, "");
+  try {
+    const second = await handler(new Request("http://local/memory/export", { headers: await userHeaders(tenant) }));
+    assert.equal(second.status, 429);
+    assert.equal(second.headers.get("retry-after"), "5");
+    assert.equal((await second.json()).error.code, "export_running");
+  } finally {
+    await first.body!.cancel();
+  }
+  const again = await startExport(tenant, "");
+  assert.equal((JSON.parse(await again.text()) as Exported).memories.length, MEMORIES, "once the first ended");
+});
+
+Deno.test({
+  ...realServerOnly(
+    "export: exports hold at most a quarter of the pool; the other requests keep the rest",
+    ONE_AT_A_TIME,
+  ),
+  ...opts,
+}, async () => {
+  // A pool of four connections: one held export at a time, whoever the tenant.
+  const [a, b] = [await tenantWithTwoPages(), await tenantWithTwoPages()];
+  const pool = createSql(testDatabaseUrl(), { max: 4 });
+  const served = createHandler({ sql: pool, config: testConfig(), embedder: localEmbedder() });
+  const exportOf = async (tenant: string) =>
+    await served(new Request("http://local/memory/export", { headers: await userHeaders(tenant) }));
+  const held = await exportOf(a.tenant);
+  try {
+    assert.equal(held.status, 200);
+    const busy = await exportOf(b.tenant);
+    assert.equal(busy.status, 503);
+    assert.equal((await busy.json()).error.code, "exports_busy");
+    const read = await memoryApi(pool)("GET", `/memory/${b.firstId}`, { as: b.tenant });
+    assert.equal(read.status, 200, "b's other requests are served meanwhile");
+  } finally {
+    await held.body!.cancel();
+  }
+  try {
+    const after = await exportOf(b.tenant);
+    assert.equal(after.status, 200);
+    assert.equal((JSON.parse(await after.text()) as Exported).memories.length, MEMORIES);
+  } finally {
+    await pool.end();
+  }
+});
+
+Deno.test({
   name: "export: with a pool of one connection, other requests run while the client reads (a transaction a page)",
   ...opts,
 }, async () => {

@@ -8,8 +8,10 @@
 // SNAPSHOT_IDLE_FACTOR statement timeouts (60 s by default) loses it: the server ends the session
 // (idle_in_transaction_session_timeout, db-reserve.ts watches for it) and the next piece fails, so
 // a client that stops reading without going away holds a connection that long, not for ever.
+// So few are held at once (claimSnapshot): one a tenant, and a quarter of the pool for all tenants.
 import { type Sql, type TenantContext, type Tx, withTenant } from "./db.ts";
 import { timeoutMsOf } from "./db-pool.ts";
+import { HttpError } from "./http.ts";
 
 /** How many of the pool's statement timeouts the transaction may wait for the reader's next ask. */
 export const SNAPSHOT_IDLE_FACTOR = 4;
@@ -34,6 +36,45 @@ export function holdsSnapshots(sql: Sql): Promise<boolean> {
   return answer;
 }
 
+/** Seconds a refused reader is told to wait: an export of a few thousand memories takes about that. */
+const SNAPSHOT_RETRY_AFTER_SECONDS = 5;
+/** The tenants holding a snapshot now, per pool. */
+const held = new WeakMap<Sql, Set<string>>();
+
+/**
+ * A held snapshot keeps a pool connection while its reader reads, up to the idle bound: a tenant
+ * starting nine exports and reading none could hold nine of the ten connections for a minute (admission
+ * leaves one to the others, tenant-share.ts), and every other tenant's request queued for that
+ * one. So a tenant holds one at a time (429), and all tenants together a quarter of the pool's
+ * connections, at least one (503): the rest stay with the requests that take milliseconds.
+ * Returns the release, which runs when the snapshot's transaction ends.
+ */
+function claimSnapshot(sql: Sql, tenantId: string): () => void {
+  let tenants = held.get(sql);
+  if (!tenants) held.set(sql, tenants = new Set());
+  const retry = { "retry-after": String(SNAPSHOT_RETRY_AFTER_SECONDS) };
+  if (tenants.has(tenantId)) {
+    throw new HttpError(
+      429,
+      "export_running",
+      "an export of this tenant is running: retry when it has ended",
+      undefined,
+      retry,
+    );
+  }
+  if (tenants.size >= Math.max(1, Math.floor(sql.options.max / 4))) {
+    throw new HttpError(
+      503,
+      "exports_busy",
+      "as many exports as this server runs at once are running: retry",
+      undefined,
+      retry,
+    );
+  }
+  tenants.add(tenantId);
+  return () => tenants.delete(tenantId);
+}
+
 /** One piece asked of the transaction (null: the reader stopped), and where the next ask will be. */
 interface Letter<T> {
   ask: PromiseWithResolvers<IteratorResult<T>> | null;
@@ -50,6 +91,7 @@ export async function* inOneSnapshot<T>(
   who: TenantContext,
   read: (tx: Tx) => AsyncIterable<T>,
 ): AsyncGenerator<T> {
+  const release = claimSnapshot(sql, who.tenantId);
   // The reader posts one ask at a time, each letter naming the mailbox of the next: the
   // transaction reads them in order, however far ahead of it the reader is (the first ask is
   // posted before the transaction has begun).
@@ -80,6 +122,7 @@ export async function* inOneSnapshot<T>(
       await pieces.return?.();
     }
   }, { snapshot: true });
+  transaction.then(release, release);
   // Ended without answering an ask: only when it failed (BEGIN, the rate limit), which this rethrows.
   const ended = transaction.then(() => {
     throw new Error("the snapshot's transaction ended before its last piece");
