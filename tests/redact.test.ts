@@ -3,7 +3,7 @@
 // headers) and of look-alikes that must survive untouched (git SHAs, UUIDs, lockfile integrity
 // hashes, base64 in prose, placeholders in docs). Pure: no database.
 import assert from "node:assert/strict";
-import { redactMessages } from "../supabase/functions/_shared/redact-json.ts";
+import { redactMessages, redactString } from "../supabase/functions/_shared/redact-json.ts";
 import { MAY_HOLD_SECRET, redactSecrets } from "../supabase/functions/_shared/redact.ts";
 import { assertLinearWork } from "./support/work.ts";
 
@@ -341,6 +341,27 @@ Deno.test("redactor: transcripts are redacted in contents, text parts and tool c
 // times the text, and no regex call may backtrack more than BACKTRACKS_PER_CHAR times a character
 // it could read: a pattern that re-reads a bounded window at every start (the JWT pattern did: up
 // to 4,096 characters at every `eyJ`) is quadratic only up to its cap, so growth alone hides it.
+Deno.test("redactor: a file's secrets in a JSON string are redacted wherever the JSON stands in the text", () => {
+  // A tool call writing an INI file: inside the JSON its lines are one escaped line.
+  const call = JSON.stringify({ file_path: "db.ini", content: "[db]\nhost=x\npassword=s3cr3tpw\nport=5432\n" });
+  for (
+    const text of [
+      `[Write] ${call}`, // the JSON ends the text
+      `Ran f({x}) then [Write] ${call}`, // a brace before it
+      `${call}\n(exit 0)`, // text after it
+      `{"a":1}\n${call}`, // one JSON value a line
+    ]
+  ) {
+    const r = redactString(text);
+    assert.ok(!r.text.includes("s3cr3tpw"), text);
+    assert.equal(r.total, 1, text);
+    assert.ok(r.text.includes("port=5432"), "the rest of the file stays");
+  }
+  // Without a secret, the text is kept as sent (escapes included).
+  const clean = `Ran f({x}) then [Write] ${JSON.stringify({ content: "a\nb=1\n" })} (exit 0)`;
+  assert.equal(redactString(clean).text, clean);
+});
+
 Deno.test("redactor: linear on hostile input (long runs of the characters the patterns scan)", async () => {
   await assertLinearWork(["redactSecrets"], [1 << 12, 1 << 16]);
 });

@@ -69,9 +69,61 @@ export function redactJson<T>(value: T): JsonRedaction<T> {
  */
 export function redactString(text: string): Redaction {
   const inside = jsonInside(text);
-  const outer = redactSecrets(inside?.text ?? text);
-  if (!inside) return outer;
-  return { ...outer, counts: addCounts({ ...inside.counts }, outer.counts), total: inside.total + outer.total };
+  const literals = escapedLiterals(inside?.text ?? text);
+  const outer = redactSecrets(literals?.text ?? inside?.text ?? text);
+  const counts = [inside, literals].reduce((c, r) => r ? addCounts(c, r.counts) : c, {} as RedactionCounts);
+  return {
+    ...outer,
+    counts: addCounts(counts, outer.counts),
+    total: (inside?.total ?? 0) + (literals?.total ?? 0) + outer.total,
+  };
+}
+
+/**
+ * The JSON string literals anywhere in a text that hold escapes, redacted as what they say: the
+ * JSON a text does not end with, or not alone (`Ran f({x}) then [Write] {…}`, `{…}\n(exit 0)`,
+ * one JSON value a line) is not parsed whole, and an INI's `password=` in its escaped `content`
+ * passed. One pass over the text (a literal not closed on its line is skipped whole, so no
+ * character is read more than twice); a literal whose redaction changes it is written again.
+ */
+function escapedLiterals(text: string): { text: string; counts: RedactionCounts; total: number } | undefined {
+  let out = "";
+  let from = 0;
+  let total = 0;
+  const counts: RedactionCounts = {};
+  for (let i = text.indexOf('"'); i >= 0;) {
+    let j = i + 1;
+    let escapes = false;
+    while (j < text.length && text[j] !== '"' && text[j] !== "\n") {
+      if (text[j] === "\\") {
+        escapes = true;
+        j++; // the escaped character: a quote there does not end the literal
+      }
+      j++;
+    }
+    if (text[j] !== '"') {
+      i = j < text.length ? text.indexOf('"', j) : -1;
+      continue;
+    }
+    const literal = text.slice(i, j + 1);
+    if (escapes && MAY_HOLD_SECRET.test(literal)) {
+      let said: unknown;
+      try {
+        said = JSON.parse(literal);
+      } catch {
+        said = undefined;
+      }
+      const r = typeof said === "string" ? redactSecrets(said) : undefined;
+      if (r && r.total > 0) {
+        out += text.slice(from, i) + JSON.stringify(r.text);
+        from = j + 1;
+        total += r.total;
+        addCounts(counts, r.counts);
+      }
+    }
+    i = text.indexOf('"', j + 1);
+  }
+  return total === 0 ? undefined : { text: out + text.slice(from), counts, total };
 }
 
 /** The JSON the text ends with (from its first `{` or `[`), its strings redacted; undefined when none holds a secret. */
