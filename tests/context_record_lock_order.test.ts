@@ -6,6 +6,7 @@
 // reinforcing y and injecting x do not deadlock either.
 import assert from "node:assert/strict";
 import { contextApi, ns, seedLinked } from "./support/context.ts";
+import { realServerOnly } from "./support/backend.ts";
 import { dbTest } from "./support/http.ts";
 import { newTenant, testSql } from "./support/seed.ts";
 import { lockWaiters, waitUntil } from "./support/wait.ts";
@@ -13,7 +14,14 @@ import { lockWaiters, waitUntil } from "./support/wait.ts";
 const sql = testSql(6);
 const api = contextApi(sql);
 
-dbTest("assemble: two records of one session injecting the same memories in opposite orders both land", async () => {
+Deno.test({
+  ...realServerOnly(
+    "assemble: two records of one session injecting the same memories in opposite orders both land",
+    "three transactions on three connections at once",
+  ),
+  sanitizeResources: false,
+  sanitizeOps: false,
+}, async () => {
   const t = newTenant();
   const [x, y] = await seedLinked(sql, t, [
     {
@@ -56,7 +64,14 @@ dbTest("assemble: two records of one session injecting the same memories in oppo
   assert.equal(events!.n, 4, "every assembly recorded its event");
 });
 
-dbTest("assemble: a record reinforcing a memory another record injects does not deadlock with it", async () => {
+Deno.test({
+  ...realServerOnly(
+    "assemble: a record reinforcing a memory another record injects does not deadlock with it",
+    "three transactions on three connections at once",
+  ),
+  sanitizeResources: false,
+  sanitizeOps: false,
+}, async () => {
   const t = newTenant();
   const [xId, yId] = [crypto.randomUUID(), crypto.randomUUID()].sort() as [string, string];
   await seedLinked(sql, t, [

@@ -4,6 +4,7 @@
 // other instead of deadlocking, and both are counted.
 import assert from "node:assert/strict";
 import { contextApi, ns } from "./support/context.ts";
+import { realServerOnly } from "./support/backend.ts";
 import { dbTest } from "./support/http.ts";
 import { newTenant, seedMemories, testSql } from "./support/seed.ts";
 import { lockWaiters, waitUntil } from "./support/wait.ts";
@@ -11,7 +12,14 @@ import { lockWaiters, waitUntil } from "./support/wait.ts";
 const sql = testSql(6);
 const api = contextApi(sql);
 
-dbTest("usage: two sessions' reports moving the same counters in opposite orders are both counted", async () => {
+Deno.test({
+  ...realServerOnly(
+    "usage: two sessions' reports moving the same counters in opposite orders are both counted",
+    "three transactions on three connections at once",
+  ),
+  sanitizeResources: false,
+  sanitizeOps: false,
+}, async () => {
   const t = newTenant();
   const [a, b] = await seedMemories(sql, t, [
     { content: "Counted first by session two.", namespace: ns("usage-lock"), strength: 0.5 },
