@@ -7,12 +7,14 @@ import assert from "node:assert/strict";
 import { createHandler } from "../supabase/functions/memory/handler.ts";
 import { EXPORT_PAGE_ROWS } from "../supabase/functions/_shared/services/memory-export.ts";
 import { localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
-import { createSql } from "../supabase/functions/_shared/db.ts";
+import { createSql, type Tx } from "../supabase/functions/_shared/db.ts";
+import { inOneSnapshot, SnapshotEndedError } from "../supabase/functions/_shared/db-snapshot.ts";
 import { userHeaders } from "./support/auth.ts";
 import { realServerOnly } from "./support/backend.ts";
 import { testConfig, testDatabaseUrl } from "./support/config.ts";
 import { memoryApi } from "./support/memory-api.ts";
 import { newTenant, seedMemories, testSql } from "./support/seed.ts";
+import { waitUntil } from "./support/wait.ts";
 
 const sql = testSql();
 const api = memoryApi(sql);
@@ -118,7 +120,7 @@ Deno.test({
 
 Deno.test({
   ...realServerOnly(
-    "export: a client that stops reading without going away loses the export after the idle bound",
+    "export: a client that stops reading without going away loses the export after the idle bound, and its slot",
     ONE_AT_A_TIME,
   ),
   ...opts,
@@ -126,29 +128,58 @@ Deno.test({
   const { tenant } = await tenantWithTwoPages();
   // Statements of 100 ms at most: the transaction waits SNAPSHOT_IDLE_FACTOR times that for a page to be asked.
   const pool = createSql(testDatabaseUrl(), { max: 2, statementTimeoutMs: 100 });
+  const served = createHandler({ sql: pool, config: testConfig(), embedder: localEmbedder() });
+  const exportOf = async () =>
+    await served(new Request("http://local/memory/export", { headers: await userHeaders(tenant) }));
   const error = console.error;
   console.error = () => {};
   let res: Response | undefined;
   try {
-    const closed = new Promise<void>((resolve) => (pool.options.onclose = () => resolve()));
-    res = await createHandler({ sql: pool, config: testConfig(), embedder: localEmbedder() })(
-      new Request("http://local/memory/export", { headers: await userHeaders(tenant) }),
-    );
+    res = await exportOf();
     assert.equal(res.status, 200);
-    // The server ends the idle session (the event the test waits for, bounded so it cannot hang).
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    await Promise.race([
-      closed,
-      new Promise((_, reject) => (timer = setTimeout(() => reject(new Error("the session was never ended")), 10_000))),
-    ]).finally(() => clearTimeout(timer));
+    // The stalled export's transaction ends and gives its slot back: the tenant's next export runs
+    // (it was 429 export_running for as long as the client stalled, whatever the idle bound).
+    const next = await waitUntil(async () => {
+      const r = await exportOf();
+      if (r.status === 200) return r;
+      assert.equal(r.status, 429);
+      await r.body?.cancel();
+    }, "the stalled export's slot given back");
+    assert.equal((JSON.parse(await next.text()) as Exported).memories.length, MEMORIES);
     const failure = await res.text().then(() => undefined, (err: unknown) => err);
-    assert.equal((failure as { code?: string } | undefined)?.code, "CONNECTION_CLOSED", `${failure}`);
+    assert.match(String(failure), /the snapshot ended: no piece asked for 400 ms/);
   } finally {
     console.error = error;
     // Unread (the test failed): its transaction ends, else the pool's end would wait for it.
     if (res && !res.bodyUsed) await res.body?.cancel();
     await pool.end();
   }
+});
+
+Deno.test({
+  ...realServerOnly("export: a snapshot is held at most its longest, however steadily its reader asks", ONE_AT_A_TIME),
+  ...opts,
+}, async () => {
+  const tenant = newTenant();
+  // A reader asking for a piece every 20 ms, under the idle bound, of a read that never ends.
+  const endless = async function* (tx: Tx) {
+    for (;;) yield (await tx<{ n: number }[]>`select 1 as n`)[0]!.n;
+  };
+  let pieces = 0;
+  const failure = await (async () => {
+    const snapshot = inOneSnapshot(sql, { tenantId: tenant, actor: "test" }, endless, { idleMs: 200, maxMs: 300 });
+    for await (const _ of snapshot) {
+      // Bounded, so that without the bound the test fails instead of reading for ever.
+      if (++pieces > 200) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  })().then(() => undefined, (err: unknown) => err);
+  assert.ok(failure instanceof SnapshotEndedError, String(failure));
+  assert.match(failure.message, /held 300 ms, the longest a snapshot is held/);
+  assert.ok(pieces > 1, `pieces read before the bound: ${pieces}`);
+  // Its slot is given back with it.
+  const again = await startExport(tenant, "");
+  await again.body!.cancel();
 });
 
 Deno.test({

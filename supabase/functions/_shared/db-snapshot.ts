@@ -4,17 +4,38 @@
 // each in a transaction of its own saw the writes made between them: a forget in `history` of a
 // memory `memories` showed active, 2-8 rows in five exports of 1,900 memories under four writers).
 // The transaction holds its connection until the last piece is read or the reader stops; it ends
-// with the reader (its `return`: a client that went away). A reader that asks for nothing for
-// SNAPSHOT_IDLE_FACTOR statement timeouts (60 s by default) loses it: the server ends the session
-// (idle_in_transaction_session_timeout, db-reserve.ts watches for it) and the next piece fails, so
-// a client that stops reading without going away holds a connection that long, not for ever.
-// So few are held at once (claimSnapshot): one a tenant, and a quarter of the pool for all tenants.
+// with the reader (its `return`: a client that went away). It also ends, and the next piece fails,
+// when the reader asks for nothing for SNAPSHOT_IDLE_FACTOR statement timeouts (60 s by default) or
+// has held it SNAPSHOT_MAX_FACTOR statement timeouts in all (10 minutes): a client that stops
+// reading without going away, or reads a page a minute, holds a connection (and the snapshot, which
+// holds back vacuum for every tenant) that long, not for ever. The server ends the session a
+// statement timeout after the idle bound (idle_in_transaction_session_timeout, db-reserve.ts
+// watches for it), should this process not. And few are held at once (claimSnapshot): one a
+// tenant, and a quarter of the pool for all tenants.
 import { type Sql, type TenantContext, type Tx, withTenant } from "./db.ts";
 import { timeoutMsOf } from "./db-pool.ts";
 import { HttpError } from "./http.ts";
 
 /** How many of the pool's statement timeouts the transaction may wait for the reader's next ask. */
 export const SNAPSHOT_IDLE_FACTOR = 4;
+/** How many of the pool's statement timeouts the transaction may be held in all. */
+export const SNAPSHOT_MAX_FACTOR = 40;
+
+/** How long a snapshot may wait for its reader's next ask, and be held in all (ms). */
+export interface SnapshotBounds {
+  idleMs: number;
+  maxMs: number;
+}
+
+export function snapshotBounds(sql: Sql): SnapshotBounds {
+  const timeout = timeoutMsOf(sql);
+  return { idleMs: SNAPSHOT_IDLE_FACTOR * timeout, maxMs: SNAPSHOT_MAX_FACTOR * timeout };
+}
+
+/** The snapshot's reader was too slow: the pieces after this are not read. */
+export class SnapshotEndedError extends Error {
+  override name = "SnapshotEndedError";
+}
 
 const holding = new WeakMap<Sql, Promise<boolean>>();
 
@@ -75,6 +96,26 @@ function claimSnapshot(sql: Sql, tenantId: string): () => void {
   return () => tenants.delete(tenantId);
 }
 
+/** The reader's next ask; a SnapshotEndedError (the transaction ends) when it is idle or late. */
+async function nextAsk<T>(box: Mailbox<T>, heldUntil: number, bounds: SnapshotBounds): Promise<Letter<T>> {
+  const left = heldUntil - Date.now();
+  const why = left <= bounds.idleMs
+    ? `held ${bounds.maxMs} ms, the longest a snapshot is held`
+    : `no piece asked for ${bounds.idleMs} ms`;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new SnapshotEndedError(`the snapshot ended: ${why}`)),
+      Math.max(0, Math.min(bounds.idleMs, left)),
+    );
+  });
+  try {
+    return await Promise.race([box.promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** One piece asked of the transaction (null: the reader stopped), and where the next ask will be. */
 interface Letter<T> {
   ask: PromiseWithResolvers<IteratorResult<T>> | null;
@@ -90,6 +131,7 @@ export async function* inOneSnapshot<T>(
   sql: Sql,
   who: TenantContext,
   read: (tx: Tx) => AsyncIterable<T>,
+  bounds: SnapshotBounds = snapshotBounds(sql),
 ): AsyncGenerator<T> {
   const release = claimSnapshot(sql, who.tenantId);
   // The reader posts one ask at a time, each letter naming the mailbox of the next: the
@@ -103,12 +145,13 @@ export async function* inOneSnapshot<T>(
     outbox = next;
   };
   const transaction = withTenant(sql, who, async (tx) => {
-    const idle = `${SNAPSHOT_IDLE_FACTOR * timeoutMsOf(sql)}ms`;
+    const heldUntil = Date.now() + bounds.maxMs;
+    const idle = `${bounds.idleMs + timeoutMsOf(sql)}ms`;
     await tx`select set_config('idle_in_transaction_session_timeout', ${idle}, true)`;
     const pieces = read(tx)[Symbol.asyncIterator]();
     try {
       for (let box = inbox;;) {
-        const { ask, next } = await box.promise;
+        const { ask, next } = await nextAsk(box, heldUntil, bounds);
         box = next;
         if (!ask) return;
         const piece = await pieces.next().catch((err) => {
