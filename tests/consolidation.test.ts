@@ -15,6 +15,8 @@ import {
   seedRealisticTenant,
 } from "./support/consolidation.ts";
 import { writeEnv } from "./write_helpers.ts";
+import { createLlm } from "../supabase/functions/_shared/llm.ts";
+import { reply } from "./fake_openai.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
@@ -199,6 +201,34 @@ Deno.test({
     assert.equal(pnpm!.superseded_by, ids[1], "the model's copy merged into the user's restatement");
     const jobs = await env.sql`select 1 from public.memory_jobs where owner_id = ${t}`;
     assert.equal(jobs.length, 0, "no insight run without a model");
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test({
+  name: "consolidate: a model that hangs is cut within the drain's budget; the run answers without it",
+  ...opts,
+}, async () => {
+  // A model request may take 60 s (LLM_TIMEOUT_MS's default) and is retried 3 times: a provider
+  // that hangs held the request about 4 minutes, past a hosted function's 150 s. The budget here is
+  // the smallest allowed (10 s: requests cut at 7.5 s).
+  const env = await writeEnv({ config: { embedding: LOCAL_EMBEDDING } as never });
+  try {
+    const config = { ...env.config, workerDrainBudgetMs: 10_000, llm: { ...env.config.llm, timeoutMs: 60_000 } };
+    const llm = createLlm(config, { retry: { baseDelayMs: 5 } })!;
+    const t = newTenant();
+    const ids = await seedRealisticTenant(env.sql, t);
+    env.fake.onChat(() => true, reply.hang());
+    const api = memoryWithLlm(env.sql, config, llm, env.embedder);
+    const res = await api("POST", "/memory/consolidate", t, {});
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.match(res.body.llm, /^failed: DrainCutError/);
+    assert.equal(env.fake.chatRequests().length, 1, "the hung request, cut; no retry after the cut");
+    assert.equal(res.body.deduped, 2, "near-verbatim duplicates merged without the model");
+    const [pnpm] = await env.sql<{ superseded_by: string }[]>`
+      select superseded_by from public.devai_memories where id = ${ids[0]!}`;
+    assert.equal(pnpm!.superseded_by, ids[1]);
   } finally {
     await env.close();
   }

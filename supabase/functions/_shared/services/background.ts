@@ -17,6 +17,8 @@ import {
 } from "../contradictions.ts";
 import { type Caller, refuseAgentToken } from "../auth.ts";
 import type { TenantContext } from "../db.ts";
+import { DEFAULT_DRAIN_BUDGET_MS, DrainDeadline } from "../drain-deadline.ts";
+import { ProviderWatch } from "../llm-outage.ts";
 import { HttpError } from "../http.ts";
 import type { ConsolidateRequest, ReindexRequest } from "../memories/background-schemas.ts";
 import {
@@ -32,20 +34,36 @@ import { type ReindexStatus, startReindex } from "../reindex.ts";
 import { consolidateTenant, type ConsolidationReport } from "../tenant-consolidation.ts";
 import { kickWorker, type ServiceDeps } from "./deps.ts";
 
-/** Tonight's consolidation, now, for the tenant, within the day's caps; a dry run writes nothing but its run record (it spends the same caps). */
+/**
+ * Tonight's consolidation, now, for the tenant, within the day's caps; a dry run writes nothing but
+ * its run record (it spends the same caps). The caller waits for it, so its model part keeps within
+ * one drain's budget (WORKER_DRAIN_BUDGET_MS, 120 s: its requests cut at 100 s): a hosted function
+ * is stopped at 150 s, and a provider that hangs held the request for 4 x LLM_TIMEOUT_MS and the
+ * backoff (about 245 s by default: a 504, nothing applied). At the cut the model's part fails and
+ * the rest is applied as without a model (the report's `llm` says so).
+ */
 export async function consolidate(
   deps: ServiceDeps,
   tenant: TenantContext,
   body: ConsolidateRequest,
 ): Promise<ConsolidationReport> {
-  const report = await consolidateTenant(deps, {
-    ownerId: tenant.tenantId,
-    trigger: "api",
-    dryRun: body.dry_run,
-    now: deps.clock(),
-  });
-  if (!body.dry_run) kickWorker(deps);
-  return report;
+  const deadline = new DrainDeadline(
+    deps.config.workerDrainBudgetMs ?? DEFAULT_DRAIN_BUDGET_MS,
+    undefined,
+    deps.config.llm.timeoutMs,
+  );
+  try {
+    const report = await consolidateTenant({ ...deps, llm: deps.llm && new ProviderWatch(deps.llm, deadline) }, {
+      ownerId: tenant.tenantId,
+      trigger: "api",
+      dryRun: body.dry_run,
+      now: deps.clock(),
+    });
+    if (!body.dry_run) kickWorker(deps);
+    return report;
+  } finally {
+    deadline.end();
+  }
 }
 
 /** The tenant's memories per embedding model, and (unless a dry run) their re-embedding queued. */
