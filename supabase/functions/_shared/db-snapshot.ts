@@ -17,9 +17,9 @@ import { timeoutMsOf } from "./db-pool.ts";
 import { HttpError } from "./http.ts";
 
 /** How many of the pool's statement timeouts the transaction may wait for the reader's next ask. */
-export const SNAPSHOT_IDLE_FACTOR = 4;
+const SNAPSHOT_IDLE_FACTOR = 4;
 /** How many of the pool's statement timeouts the transaction may be held in all. */
-export const SNAPSHOT_MAX_FACTOR = 40;
+const SNAPSHOT_MAX_FACTOR = 40;
 
 /** How long a snapshot may wait for its reader's next ask, and be held in all (ms). */
 export interface SnapshotBounds {
@@ -27,7 +27,7 @@ export interface SnapshotBounds {
   maxMs: number;
 }
 
-export function snapshotBounds(sql: Sql): SnapshotBounds {
+function snapshotBounds(sql: Sql): SnapshotBounds {
   const timeout = timeoutMsOf(sql);
   return { idleMs: SNAPSHOT_IDLE_FACTOR * timeout, maxMs: SNAPSHOT_MAX_FACTOR * timeout };
 }

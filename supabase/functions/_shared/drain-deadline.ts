@@ -36,8 +36,6 @@ export class EmbeddingCutError extends EmbeddingError {
   }
 }
 
-const embeddingCut = () => new EmbeddingCutError();
-
 /**
  * Whether a job failed because the drain's deadline cut one of its requests (report.cut), not of its
  * own after the cut (a refusal, a bad payload, a lease lost): the cut's errors, found through the
@@ -120,11 +118,11 @@ export function embedderUntil(embedder: Embedder, deadline: DrainDeadline): Embe
     model: embedder.model,
     dimensions: embedder.dimensions,
     async embed(texts: string[], opts?: EmbedOptions) {
-      if (deadline.cut.aborted) throw embeddingCut();
+      if (deadline.cut.aborted) throw new EmbeddingCutError();
       try {
         return await embedder.embed(texts, { signal: deadline.signal(opts?.signal), deadline: deadline.cutAt() });
       } catch (err) {
-        if (deadline.cut.aborted && !opts?.signal?.aborted) throw embeddingCut();
+        if (deadline.cut.aborted && !opts?.signal?.aborted) throw new EmbeddingCutError();
         throw err;
       }
     },

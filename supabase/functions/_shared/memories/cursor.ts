@@ -25,7 +25,7 @@ const LISTING: Record<CursorKind, string> = {
   entities: "GET memory/entities",
 };
 
-/** Where a page of GET memory/entities (mention_count desc, id desc) ends. */
+/** Where a page of GET memory/entities (mention_count desc, then id) ends. */
 export interface EntityCursor {
   mentions: number;
   id: string;
