@@ -4591,7 +4591,8 @@ begin
     from unnest(v_newly_cited) k
    where predicted_session
      and exists (select from public.context_prefetch p
-                  where p.owner_id = v_owner and p.session_id = p_session_id and k = any (p.memory_ids));
+                  where p.owner_id = v_owner and p.session_id = p_session_id
+                    and k = any (coalesce(p.predicted_ids, p.memory_ids)));
 
   -- The tenant's totals, when the report counted something. Added by an UPDATE: a row proposed
   -- with a citation and no retrieval (a record turned cited) would fail the totals' checks.
@@ -5093,7 +5094,9 @@ CREATE TABLE public.context_prefetch (
     confidence real NOT NULL,
     computed_at timestamp with time zone DEFAULT now() NOT NULL,
     project text DEFAULT ''::text NOT NULL,
+    predicted_ids uuid[],
     CONSTRAINT context_prefetch_confidence_range CHECK (((confidence >= (0)::double precision) AND (confidence <= (1)::double precision))),
+    CONSTRAINT context_prefetch_predicted_shape CHECK (((predicted_ids IS NULL) OR (cardinality(predicted_ids) <= 50))),
     CONSTRAINT context_prefetch_project_shape CHECK ((char_length(project) <= 140)),
     CONSTRAINT context_prefetch_refs_shape CHECK (((cardinality(memory_ids) <= 100) AND (jsonb_typeof(refs) = 'array'::text) AND (jsonb_array_length(refs) <= 300))),
     CONSTRAINT context_prefetch_session_shape CHECK (((char_length(session_id) >= 1) AND (char_length(session_id) <= 200))),
@@ -5111,6 +5114,12 @@ COMMENT ON TABLE public.context_prefetch IS 'Per-session prefetch cache of conte
 --
 
 COMMENT ON COLUMN public.context_prefetch.project IS 'The project the prediction was made for ('''' without one): an assemble of another project does not read it.';
+
+--
+-- Name: COLUMN context_prefetch.predicted_ids; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.context_prefetch.predicted_ids IS 'The memories of this signal that context/predict answered (prediction accuracy counts them); null in rows written before 20261203200000.';
 
 --
 -- Name: memory_agent_allowlists; Type: TABLE; Schema: public; Owner: -
@@ -8773,6 +8782,12 @@ GRANT INSERT(computed_at),UPDATE(computed_at) ON TABLE public.context_prefetch T
 --
 
 GRANT INSERT(project) ON TABLE public.context_prefetch TO authenticated;
+
+--
+-- Name: COLUMN context_prefetch.predicted_ids; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(predicted_ids),UPDATE(predicted_ids) ON TABLE public.context_prefetch TO authenticated;
 
 --
 -- Name: TABLE memory_agent_allowlists; Type: ACL; Schema: public; Owner: -

@@ -91,6 +91,10 @@ dbTest(
       const session = "s-prefetch";
       const predicted = await api.predict(t, { project: "cart", file_opened: FILE, session_id: session });
       assert.equal(predicted.body.cached, true);
+      // What prediction accuracy counts: the memories the answer predicted (docs/context.md#usage-feedback).
+      const [made] =
+        await sql`select predicted_ids from public.context_prefetch where owner_id = ${t} and session_id = ${session}`;
+      assert.deepEqual(made!.predicted_ids, predicted.body.predicted_memories.map((m: { id: string }) => m.id));
 
       // A memory citing the file written after the prediction: a lookup would find it, the cache does not know it.
       const [later] = await seedLinked(sql, t, [{
@@ -117,9 +121,10 @@ dbTest(
       assert.ok(!placedIds(stale.body).includes(later!.id), "the stale prediction is served once more");
       assert.equal(await api.settle(), 2, "and refreshed after the answer (with the assembly's record)");
       const [row] =
-        await sql`select computed_at, memory_ids from public.context_prefetch where owner_id = ${t} and session_id = ${session}`;
+        await sql`select computed_at, memory_ids, predicted_ids from public.context_prefetch where owner_id = ${t} and session_id = ${session}`;
       assert.equal(row!.computed_at.getTime(), clock.now().getTime());
       assert.ok(row!.memory_ids.includes(later!.id));
+      assert.ok(row!.predicted_ids.includes(later!.id), "the refresh predicts as a predict of the file would");
 
       clock.advance(5);
       const refreshed = await api.assemble(t, body);

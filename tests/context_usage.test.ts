@@ -239,6 +239,39 @@ dbTest("stats: prediction accuracy and the share of injected tokens that were ci
 });
 
 dbTest(
+  "stats: prediction accuracy counts the memories predict answered, not every memory its signal cached",
+  async () => {
+    const t = newTenant();
+    const file = "src/ship/label.ts";
+    // Three decisions on the file (predict's limit 2 answers the two strongest) and another
+    // branch's unmerged note on it, which no prediction on main names.
+    const [strong, second, third, unmerged] = await seedLinked(
+      sql,
+      t,
+      [
+        { content: `${file} prints labels through the carrier API.`, strength: 1, namespace: ns("ship") },
+        { content: `${file} caches carrier rates for an hour.`, strength: 0.9, namespace: ns("ship") },
+        { content: `${file} retries the carrier twice.`, strength: 0.5, namespace: ns("ship") },
+        { content: `${file} will print labels as PDF.`, namespace: ns("ship"), metadata: { branch: "feat/pdf" } },
+      ].map((m) => ({ ...m, metadata: { category: "decisions", files: [file], ...m.metadata } })),
+    );
+    const session = "s-accuracy";
+    const predicted = await api.predict(t, { project: "ship", file_opened: file, session_id: session, limit: 2 });
+    assert.deepEqual(predicted.body.predicted_memories.map((m: { id: string }) => m.id), [strong!.id, second!.id]);
+    // The cache holds all four (an assemble judges their lineage with its own signals).
+    const [row] =
+      await sql`select memory_ids from public.context_prefetch where owner_id = ${t} and session_id = ${session}`;
+    assert.equal(row!.memory_ids.length, 4);
+
+    const cited = [strong!.id, third!.id, unmerged!.id];
+    const res = await api.usage(t, { session_id: session, cited });
+    assert.deepEqual([res.body.cited, res.body.cited_prefetched, res.body.predicted_session], [3, 1, true]);
+    const usage = (await api.stats(t)).body.usage;
+    assert.equal(usage.prediction_accuracy, Math.round((1 / 3) * 10_000) / 10_000);
+  },
+);
+
+dbTest(
   "usage: the work of a report is bounded by the request, not by the stored text (long memories' tokens are estimated)",
   async () => {
     const t = newTenant();

@@ -7,8 +7,8 @@ import { withTenant } from "../db.ts";
 import { retrievalScopes } from "../scopes.ts";
 import { type CandidateRef, gatherCandidates, type Gathered, type MemoryDetails } from "./gather.ts";
 import { writePrefetch } from "./prefetch.ts";
-import type { LineageSignals, PredictRequest, Signals } from "./schemas.ts";
-import { selectTiers } from "./select.ts";
+import { type Activity, type LineageSignals, PREDICT_LIMIT, type PredictRequest, type Signals } from "./schemas.ts";
+import { type ScoredCandidate, selectTiers } from "./select.ts";
 import { judgeMemory } from "./lineage.ts";
 import {
   CANDIDATES_PER_KIND,
@@ -79,6 +79,21 @@ export function keptRefs(g: Gathered, signals: Signals): CandidateRef[] {
   });
 }
 
+/**
+ * What a prediction answers from the kept refs of its signals: the memories assembly would put
+ * in its critical and relevant tiers, in their order, at most `limit`.
+ */
+function rankPredictions(
+  refs: readonly CandidateRef[],
+  details: ReadonlyMap<string, MemoryDetails>,
+  signals: Signals,
+  activity: Activity | undefined,
+  limit: number,
+): ScoredCandidate[] {
+  const selection = selectTiers({ refs, details, signals, activity });
+  return [...selection.critical, ...selection.relevant].slice(0, limit).map((c) => selection.scored.get(c.id)!);
+}
+
 /** Recomputes and re-caches one signal's prediction (the lazy refresh of a stale prefetch). */
 export async function refreshPrefetch(
   deps: ContextDeps,
@@ -91,11 +106,15 @@ export async function refreshPrefetch(
   const now = deps.clock();
   const scopes = retrievalScopes(deps.config.namespaceRoot, project);
   const g = await gatherSignal(deps, caller, scopes, signal, now);
-  const confidence = predictionConfidence(keptRefs(g, lineage));
+  const kept = keptRefs(g, lineage);
+  // Predicted as a predict of this signal with the default limit would (prediction accuracy counts these).
+  const activity = signal.kind === "error" ? "debugging" : undefined;
+  const predicted = rankPredictions(kept, g.details, lineage, activity, PREDICT_LIMIT).map((s) => s.id);
+  const confidence = predictionConfidence(kept);
   await withTenant(
     deps.sql,
     caller,
-    (tx) => writePrefetch(tx, { sessionId, project }, signalKey(signal), cachedRefs(g), confidence, now),
+    (tx) => writePrefetch(tx, { sessionId, project }, signalKey(signal), cachedRefs(g), predicted, confidence, now),
   );
 }
 
@@ -119,36 +138,31 @@ export async function predictContext(
   };
   const gathered = await Promise.all(signals.map((signal) => gatherSignal(deps, caller, scopes, signal, now)));
   return await withTenant(deps.sql, caller, async (tx) => {
-    const refs: CandidateRef[] = [];
     const details = new Map<string, MemoryDetails>();
-    for (const [i, g] of gathered.entries()) {
-      g.details.forEach((d, id) => details.set(id, d));
-      const kept = keptRefs(g, lineage);
-      refs.push(...kept);
-      if (body.session_id) {
-        const owner = { sessionId: body.session_id, project: body.project };
-        await writePrefetch(tx, owner, signalKey(signals[i]!), cachedRefs(g), predictionConfidence(kept), now);
+    gathered.forEach((g) => g.details.forEach((d, id) => details.set(id, d)));
+    const kept = gathered.map((g) => keptRefs(g, lineage));
+    const refs = kept.flat();
+    const activity = body.error !== undefined ? "debugging" : undefined;
+    const ranked = rankPredictions(refs, details, lineage, activity, body.limit);
+    if (body.session_id) {
+      const owner = { sessionId: body.session_id, project: body.project };
+      for (const [i, g] of gathered.entries()) {
+        // Each signal's row records which of its memories this answer predicted.
+        const mine = new Set(kept[i]!.map((r) => r.id));
+        const predictedIds = ranked.filter((s) => mine.has(s.id)).map((s) => s.id);
+        const confidence = predictionConfidence(kept[i]!);
+        await writePrefetch(tx, owner, signalKey(signals[i]!), cachedRefs(g), predictedIds, confidence, now);
       }
     }
-    const selection = selectTiers({
-      refs,
-      details,
-      signals: lineage,
-      activity: body.error !== undefined ? "debugging" : undefined,
-    });
-    const ranked = [...selection.critical, ...selection.relevant].slice(0, body.limit);
-    const predicted = ranked.map((c) => {
-      const s = selection.scored.get(c.id)!;
-      return {
-        id: c.id,
-        tier: s.tier === "critical" ? "critical" as const : "relevant" as const,
-        ...(s.tag ? { tag: s.tag } : {}),
-        index_key: s.forms.index,
-        summary: s.forms.summary,
-        score: round(s.score),
-        kinds: s.kinds,
-      };
-    });
+    const predicted = ranked.map((s) => ({
+      id: s.id,
+      tier: s.tier === "critical" ? "critical" as const : "relevant" as const,
+      ...(s.tag ? { tag: s.tag } : {}),
+      index_key: s.forms.index,
+      summary: s.forms.summary,
+      score: round(s.score),
+      kinds: s.kinds,
+    }));
     await tx`
       insert into public.memory_events (owner_id, node, op, status, meta)
       values (${caller.tenantId}::uuid, 'context', 'search', 'ok',

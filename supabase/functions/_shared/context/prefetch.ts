@@ -91,22 +91,29 @@ export async function readPrefetch(
   }));
 }
 
-/** Stores (or replaces) a session's prediction for one signal in its project, computed at `at`. */
+/**
+ * Stores (or replaces) a session's prediction for one signal in its project, computed at `at`:
+ * everything the signal found (`refs`, what the session's assemble is served) and the memories of
+ * it the prediction answered (`predicted`, what prediction accuracy counts: docs/context.md#usage-feedback).
+ */
 export async function writePrefetch(
   tx: Tx,
   owner: PrefetchOwner,
   key: SignalKey,
   refs: readonly CandidateRef[],
+  predicted: readonly string[],
   confidence: number,
   at: Date,
 ): Promise<void> {
   const ids = [...new Set(refs.map((r) => r.id))].slice(0, 100);
   const kept = refs.filter((r) => ids.includes(r.id)).slice(0, 300);
+  const predictedIds = predicted.filter((id) => ids.includes(id));
   await tx`
-    insert into public.context_prefetch (owner_id, session_id, project, signal_key, memory_ids, refs, confidence, computed_at)
+    insert into public.context_prefetch
+      (owner_id, session_id, project, signal_key, memory_ids, predicted_ids, refs, confidence, computed_at)
     values ((select auth.uid()), ${owner.sessionId}, ${projectKey(owner.project)}, ${key}, ${ids}::uuid[],
-            ${tx.json(kept as never)}, ${confidence}, ${at})
+            ${predictedIds}::uuid[], ${tx.json(kept as never)}, ${confidence}, ${at})
     on conflict (owner_id, session_id, project, signal_key) do update
-       set memory_ids = excluded.memory_ids, refs = excluded.refs, confidence = excluded.confidence,
-           computed_at = excluded.computed_at`;
+       set memory_ids = excluded.memory_ids, predicted_ids = excluded.predicted_ids, refs = excluded.refs,
+           confidence = excluded.confidence, computed_at = excluded.computed_at`;
 }

@@ -76,6 +76,9 @@ export const AssembleRequest = z
   .strict();
 export type AssembleRequest = z.infer<typeof AssembleRequest>;
 
+/** Memories a prediction answers unless the request says otherwise (a lazy refresh predicts as many). */
+export const PREDICT_LIMIT = 20;
+
 export const PredictRequest = z
   .object({
     file_opened: filePath.optional(),
@@ -84,8 +87,8 @@ export const PredictRequest = z
     project: projectName.optional(),
     /** Cache the prediction for this session (its next context/assemble is served from it). */
     session_id: sessionId.optional(),
-    /** How many memories to predict, best first (default 20). */
-    limit: z.number().int().min(1).max(50).default(20),
+    /** How many memories to predict, best first (default PREDICT_LIMIT). */
+    limit: z.number().int().min(1).max(50).default(PREDICT_LIMIT),
     /** Lineage, so another branch's notes are not predicted; `branch` above is also the current branch. */
     signals: LineageSignals.optional(),
   })
