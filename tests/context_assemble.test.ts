@@ -421,6 +421,12 @@ dbTest("a memory in two open contradictions: all three memories are shown, each 
   assert.deepEqual(res.body.memories.map((m: { id: string }) => m.id).sort(), [a, b, c]);
   assert.equal(res.body.tiers.critical.memories, 3);
   assert.equal(res.body.omitted, 0);
+  // The memory on two bullets has its share of both: the memories' tokens add up to the bullets'.
+  const bullets = res.body.context.split("\n").filter((l: string) => l.startsWith("- [unresolved] "));
+  assert.equal(
+    res.body.memories.reduce((sum: number, m: { tokens: number }) => sum + m.tokens, 0),
+    bullets.reduce((sum: number, l: string) => sum + countTokens(l), 0),
+  );
   await api.settle();
   const injected = await sql`select memory_id from public.context_injections
                               where owner_id = ${t} and session_id = 'two-contradictions' order by memory_id`;

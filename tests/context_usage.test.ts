@@ -13,7 +13,7 @@ import { testConfig } from "./support/config.ts";
 import { contextApi, ns, seedLinked } from "./support/context.ts";
 import { memoryApi } from "./support/memory-api.ts";
 import { callJson, dbTest } from "./support/http.ts";
-import { newTenant, seedMemories, tenantWrites, testSql } from "./support/seed.ts";
+import { newTenant, seedMemories, seedRelation, tenantWrites, testSql } from "./support/seed.ts";
 import { fixedEmbedder, vectorWithSimilarity } from "./support/vectors.ts";
 
 const sql = testSql();
@@ -270,6 +270,31 @@ dbTest(
     assert.equal(usage.prediction_accuracy, Math.round((1 / 3) * 10_000) / 10_000);
   },
 );
+
+dbTest("stats: the two sides of a contradiction's bullet count its tokens once, each its own share", async () => {
+  const t = newTenant();
+  const [a, b] = [crypto.randomUUID(), crypto.randomUUID()].sort();
+  const [first, second] = ["Deploys go out on Fridays after the freeze review.", "Deploys are frozen on Fridays."];
+  await seedLinked(sql, t, [
+    { id: a, content: first, namespace: ns("sides"), metadata: { category: "decisions" } },
+    { id: b, content: second, namespace: ns("sides"), metadata: { category: "decisions" } },
+  ]);
+  await seedRelation(sql, t, b!, a!, 0.9, "contradicts");
+  const assembled = await api.assemble(t, { project: "sides", session_id: "s-sides" });
+  await api.settle(); // the session's injection record, written after the answer
+  const bullet = `- [unresolved] ${first} ⟷ ${second}`;
+  assert.ok(assembled.body.context.split("\n").includes(bullet), assembled.body.context);
+  // The other side is its own text; the first side the rest (the tag and the separator).
+  const tokens = Object.fromEntries(
+    assembled.body.memories.map((m: { id: string; tokens: number }) => [m.id, m.tokens]),
+  );
+  assert.deepEqual(tokens, { [a!]: countTokens(bullet) - countTokens(second), [b!]: countTokens(second) });
+
+  await api.usage(t, { session_id: "s-sides", retrieved: [a!, b!], cited: [b!] });
+  const usage = (await api.stats(t)).body.usage;
+  // Before: each side recorded with the whole bullet's tokens, so the bullet counted twice.
+  assert.deepEqual([usage.injected_tokens, usage.cited_tokens], [countTokens(bullet), countTokens(second)]);
+});
 
 dbTest(
   "usage: the work of a report is bounded by the request, not by the stored text (long memories' tokens are estimated)",

@@ -36,7 +36,7 @@ export interface AssembledMemory {
   id: string;
   tier: Tier;
   level: Level;
-  /** Exact tokens of its bullet (of its key for an index pointer). */
+  /** Exact tokens of its bullet, its share of a contradiction's (of its key for an index pointer). */
   tokens: number;
   tag?: string;
   index_key: string;

@@ -14,7 +14,7 @@
 // fact tier. Costs are per-line estimates (the line's tokens + its newline, BPE merges across
 // newlines only ever save tokens); the final text is then counted exactly and, while it is over
 // budget, the last pointer or bullet of the lowest tier is dropped.
-import { shortenToFit } from "../fit-text.ts";
+import { bulletText, shortenToFit } from "../fit-text.ts";
 import { countTokens } from "../tokens.ts";
 import { lineTokens } from "./line-tokens.ts";
 import { type CompressionForms, type Level, LEVELS, textAt } from "./compress.ts";
@@ -62,7 +62,7 @@ export interface PlacedMemory {
   id: string;
   tier: Tier;
   level: Level;
-  /** Exact tokens of its bullet (of its key, for an index pointer). */
+  /** Exact tokens of its bullet, its share of a contradiction's (of its key, for an index pointer). */
   tokens: number;
   tag?: CriticalTag;
   shortened?: true;
@@ -229,26 +229,34 @@ function report(
   given: Record<Tier, number>,
 ): PackedContext {
   const placed: PlacedMemory[] = [];
-  // A memory in two contradictions is on two bullets: placed once, on the first.
-  const seen = new Set<string>();
+  // A memory in two contradictions is on two bullets: placed once, on the first, with the tokens of both.
+  const seen = new Map<string, PlacedMemory>();
   const place = (p: PlacedMemory) => {
-    if (!seen.has(p.id)) placed.push(p);
-    seen.add(p.id);
+    const earlier = seen.get(p.id);
+    if (earlier) {
+      earlier.tokens += p.tokens;
+      return;
+    }
+    placed.push(p);
+    seen.set(p.id, p);
   };
   const count: Record<Tier, number> = { critical: 0, relevant: 0, background: 0, index: state.index.length };
   for (const tier of ["critical", "relevant", "background"] as const) {
     for (const l of state[tier] as readonly Line[]) {
       const tokens = lineTokens(bulletLine(l));
+      // The two sides of a contradiction share its bullet, so that usage counts it once
+      // (docs/context.md#usage-feedback): the other side its own text, the first side the rest.
+      const pairTokens = l.pairId !== undefined ? lineTokens(bulletText(l.pairText ?? "")) : 0;
       const before = placed.length;
       place({
         id: l.id,
         tier,
         level: l.level,
-        tokens,
+        tokens: tokens - pairTokens,
         ...(l.tag ? { tag: l.tag } : {}),
         ...(l.shortened ? { shortened: true as const } : {}),
       });
-      if (l.pairId) place({ id: l.pairId, tier, level: l.level, tokens, tag: l.tag });
+      if (l.pairId) place({ id: l.pairId, tier, level: l.level, tokens: pairTokens, tag: l.tag });
       count[tier] += placed.length - before;
     }
   }
