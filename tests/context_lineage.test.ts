@@ -346,6 +346,31 @@ dbTest("a contradiction with another branch's unmerged note does not make the fa
   assert.ok(merged.body.context.includes("instant payouts"), merged.body.context);
 });
 
+dbTest("a memory found only as the other side of an unmerged note's contradiction is counted in omitted", async () => {
+  const t = newTenant();
+  // No signal finds the fact (no file, no search, a category no tier's background reads): only
+  // the open contradiction does, and its other side is feat/instant's unmerged note.
+  const [fact, wip] = await seedLinked(sql, t, [
+    { content: "Refund payouts run nightly.", namespace: ns("payouts"), metadata: { category: "deployment" } },
+    {
+      content: "Refund payouts run instantly.",
+      namespace: ns("payouts"),
+      metadata: { category: "deployment", branch: "feat/instant" },
+    },
+  ]);
+  await seedRelation(sql, t, wip!.id, fact!.id, 0.9, "contradicts");
+  const res = await api.assemble(t, { project: "payouts" });
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  assert.deepEqual(res.body.memories, []);
+  assert.deepEqual(res.body.excluded.map((e: { id: string }) => e.id), [wip!.id]);
+  // Before: 0, the fact in neither list although the assembly found it.
+  assert.equal(res.body.omitted, 1);
+  // Merged, the contradiction is shown with both sides: nothing left out.
+  const merged = await api.assemble(t, { project: "payouts", signals: { merged_branches: ["feat/instant"] } });
+  assert.deepEqual(merged.body.memories.map((m: { id: string }) => m.id).sort(), [fact!.id, wip!.id].sort());
+  assert.deepEqual([merged.body.excluded, merged.body.omitted], [[], 0]);
+});
+
 dbTest("close the pool", async () => {
   await api.settle();
   await sql.end();

@@ -59,7 +59,10 @@ export interface AssembleResponse {
   memories: AssembledMemory[];
   /** Left out: another branch's unmerged notes, and memories citing deleted or renamed files (flagged in the index). */
   excluded: Excluded[];
-  /** Candidates that fit nowhere, not even as an index pointer. */
+  /**
+   * Found and left out otherwise: candidates that fit nowhere, not even as an index pointer, and
+   * memories found only as the other side of a contradiction that is not shown.
+   */
   omitted: number;
   prefetch: { status: "none" | "miss" | Freshness | "partial"; signals: Record<string, Freshness | "miss"> };
 }
@@ -196,7 +199,8 @@ export async function assembleContext(
     tiers: packed.tiers,
     memories,
     excluded: selection.excluded,
-    omitted: selection.scored.size - memories.filter((m) => selection.scored.has(m.id)).length,
+    omitted: selection.scored.size - memories.filter((m) => selection.scored.has(m.id)).length +
+      selection.unshown.length,
     prefetch: {
       status: !body.session_id || coding.length === 0 ? "none" : statuses.size === 1 ? [...statuses][0]! : "partial",
       signals: perSignal,

@@ -52,6 +52,8 @@ export interface Selection {
   excluded: Excluded[];
   /** Every candidate kept, by id, for the response. */
   scored: Map<string, ScoredCandidate>;
+  /** Found only as the other side of a contradiction that is not shown: not a candidate, but counted in `omitted`. */
+  unshown: string[];
 }
 
 export interface SelectInput {
@@ -93,6 +95,7 @@ export function selectTiers(input: SelectInput): Selection {
   const scored = new Map<string, ScoredCandidate>();
   const excluded: Excluded[] = [];
   const stale: StaleCandidate[] = [];
+  const unshown: string[] = [];
 
   const judged = new Map<string, ReturnType<typeof judgeMemory>>();
   for (const [id, m] of input.details) judged.set(id, judgeMemory(id, m.metadata, m.cited_files, input.signals));
@@ -111,7 +114,10 @@ export function selectTiers(input: SelectInput): Selection {
       continue;
     }
     const refs = found.filter((r) => r.kind !== "contradiction" || shown(r.detail));
-    if (refs.length === 0) continue;
+    if (refs.length === 0) {
+      unshown.push(id);
+      continue;
+    }
     const tag = criticalTag(m, refs, input.signals, input.activity);
     const onlyBackground = refs.every((r) => r.kind === "background");
     const relevance = Math.max(...refs.map((r) => r.weight));
@@ -172,5 +178,6 @@ export function selectTiers(input: SelectInput): Selection {
     stale,
     excluded,
     scored,
+    unshown,
   };
 }
