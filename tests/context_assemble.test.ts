@@ -433,6 +433,39 @@ dbTest("a memory in two open contradictions: all three memories are shown, each 
   assert.deepEqual(injected.map((r) => r.memory_id), [a, b, c]);
 });
 
+dbTest("a contradiction too long for the critical tier points to both of its sides in the index", async () => {
+  const t = newTenant();
+  const [a, b] = [crypto.randomUUID(), crypto.randomUUID()].sort();
+  // Thirty identifiers after the subject: even the compressed bullet of both sides is past 200 tokens' critical share.
+  const long = (subject: string) =>
+    `${subject} ${Array.from({ length: 30 }, (_, i) => `svc_${i}_xq${i * 7}zz_handler${i}`).join(" ")}.`;
+  await seedLinked(sql, t, [
+    {
+      id: a,
+      content: long("release_train_fridays ships"),
+      namespace: ns("wide"),
+      metadata: { category: "deployment" },
+    },
+    {
+      id: b,
+      content: long("deploy_freeze_fridays blocks"),
+      namespace: ns("wide"),
+      metadata: { category: "deployment" },
+    },
+  ]);
+  await seedRelation(sql, t, b!, a!, 0.9, "contradicts");
+  const res = await api.assemble(t, { project: "wide", budget: 200 });
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  assert.ok(!res.body.context.includes("[unresolved]"), res.body.context);
+  // Before: a pointer to the first side only; the second was in neither the index nor the context (omitted 1).
+  assert.deepEqual(res.body.memories.map((m: { id: string; tier: string }) => [m.id, m.tier]), [
+    [a, "index"],
+    [b, "index"],
+  ]);
+  assert.ok(res.body.context.includes("deploy_freeze_fridays"), res.body.context);
+  assert.equal(res.body.omitted, 0);
+});
+
 dbTest("a current file's memory is found however many memories cite the open files", async () => {
   const t = newTenant();
   // Cites the current file through metadata.files only: neither its words nor its name say it.

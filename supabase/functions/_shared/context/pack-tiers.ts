@@ -203,7 +203,9 @@ export function packTiers(input: PackTiersInput): PackedContext {
   given.index = budgets.index + carry;
   const keys = new Set<string>();
   const pointers: IndexPointer[] = input.stale.map((s) => ({ id: s.id, key: s.forms.index, stale: s.stale }));
-  for (const c of [...input.critical, ...input.relevant, ...input.background]) {
+  // A contradiction that fit nowhere points to both of its sides (its other side is no candidate of its own).
+  const sides = (c: TierCandidate) => (c.pair ? [c, c.pair] : [c]);
+  for (const c of [...input.critical, ...input.relevant, ...input.background].flatMap(sides)) {
     if (placedIds.has(c.id) || keys.has(c.forms.index)) continue;
     placedIds.add(c.id);
     keys.add(c.forms.index);
