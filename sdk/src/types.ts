@@ -597,7 +597,7 @@ export interface MemoryStats {
     cited: number;
     memories_reported: number;
     never_cited: number;
-    /** Cited memories context/predict had prefetched, over those cited in sessions with predictions. */
+    /** Cited memories context/predict had predicted (its answer), over those cited in sessions with predictions. */
     prediction_accuracy: number | null;
     /** Tokens of cited memories over tokens of all reported ones. */
     cited_token_share: number | null;
@@ -856,6 +856,7 @@ export interface AssembleResponse {
   tiers: Record<ContextTier, TierReport>;
   memories: AssembledMemory[];
   excluded: ExcludedMemory[];
+  /** Other memories found and left out (fit nowhere, or the other side of a contradiction not shown). */
   omitted: number;
   prefetch: { status: "none" | "miss" | "partial" | PrefetchStatus; signals: Record<string, PrefetchStatus | "miss"> };
 }

@@ -22,7 +22,7 @@ export interface UsageResponse {
   inactive: string[];
   /** Reported memories this session had reported before: not counted again (a first citation of one is in `cited`). */
   already_recorded: string[];
-  /** Cited memories that context/predict had prefetched for this session. */
+  /** Cited memories that context/predict had predicted for this session (in its answer, not all it cached). */
   cited_prefetched: number;
   /** Whether the session had predictions (only then does the report count toward prediction accuracy). */
   predicted_session: boolean;

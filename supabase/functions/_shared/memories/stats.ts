@@ -26,7 +26,7 @@ export interface MemoryStats {
     /** Memories reported at least once, and those of them never cited (what ranking demotes). */
     memories_reported: number;
     never_cited: number;
-    /** Cited memories that context/predict had prefetched, over those cited in sessions with predictions. */
+    /** Cited memories that context/predict had predicted (its answer), over those cited in sessions with predictions. */
     prediction_accuracy: number | null;
     /** Tokens of cited memories over tokens of all reported (injected) ones. */
     cited_token_share: number | null;
