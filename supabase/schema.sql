@@ -3753,20 +3753,33 @@ begin
   ),
   hits as (
     select distinct on (m.id) m.id, e.id as entity_id, e.canonical_name, e.entity_type,
-           l.confidence * e.quality as weight, m.valid_from
+           l.confidence * e.quality as weight, m.valid_from, m.source = 'conversation' as episode
       from entities e
      cross join lateral (
-       select x.memory_id, x.confidence from public.memory_entity_links x
-        where x.entity_id = e.id
-        order by x.created_at desc
-        limit max_nodes * 2) l
+       -- now: the live links of each kind, newest first, from memory_entity_links_profile
+       (select x.memory_id, x.confidence from public.memory_entity_links x
+         where as_of is null and x.entity_id = e.id and x.owner_id = v_owner and x.profile_kind = 'fact'
+         order by x.profile_at desc, x.memory_id desc
+         limit max_nodes * 2)
+       union all
+       (select x.memory_id, x.confidence from public.memory_entity_links x
+         where as_of is null and x.entity_id = e.id and x.owner_id = v_owner and x.profile_kind = 'episode'
+         order by x.profile_at desc, x.memory_id desc
+         limit max_nodes * 2)
+       union all
+       -- as of an instant (where a memory shows now says nothing of then): the links made by
+       -- then, newest first (memory_entity_links_entity), as the hops read the edges made by then
+       (select x.memory_id, x.confidence from public.memory_entity_links x
+         where as_of is not null and x.entity_id = e.id and x.owner_id = v_owner and x.created_at <= as_of
+         order by x.created_at desc
+         limit max_nodes * 2)) l
       join public.devai_memories m on m.id = l.memory_id
      where public.memory_graph_visible(m, as_of, v_prefixes)
      order by m.id, l.confidence * e.quality desc, e.id
   )
   select h.id, h.entity_id, h.canonical_name, h.entity_type, h.weight, h.valid_from
     from hits h
-   order by h.valid_from desc, h.id
+   order by h.episode, h.valid_from desc, h.id
    limit max_nodes;
 end;
 $$;
