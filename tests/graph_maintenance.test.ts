@@ -92,6 +92,44 @@ Deno.test({
 });
 
 Deno.test({
+  name: "enrichment: the model is shown what holds now of an entity, not a memory corrected or forgotten since",
+  ...opts,
+}, async () => {
+  const env = await writeEnv();
+  try {
+    const t = newTenant();
+    const api = memoryApi(env.sql);
+    const said = async (content: string) => {
+      const r = await api("POST", "/memory/remember", { as: t, body: { content } });
+      assert.equal(r.status, 201);
+      return r.body.memory.id as string;
+    };
+    const old = await said("src/deploy.ts runs the release with pnpm 7");
+    const fixed = await api("POST", `/memory/${old}/correct`, {
+      as: t,
+      body: { content: "src/deploy.ts runs the release with pnpm 9" },
+    });
+    assert.equal(fixed.status, 201);
+    const gone = await said("src/deploy.ts pushes to the staging bucket");
+    assert.equal((await api("POST", `/memory/${gone}/forget`, { as: t, body: {} })).status, 200);
+    await said("src/deploy.ts is run by CI on tags");
+    await env.sql`delete from public.memory_jobs where owner_id = ${t}`;
+    env.fake.onChat(ENRICH_MARK, reply.json({ summaries: [] }));
+
+    await queue(env, t, "enrich", "2026-11-20");
+    assert.equal((await drainAll(env.deps, t)).done, 1);
+    const prompt = String(env.fake.chatRequests()[0]!.body.messages.at(-1).content);
+    assert.match(prompt, /\[0\] src\/deploy\.ts \(file\)/);
+    assert.match(prompt, /pnpm 9/);
+    assert.match(prompt, /CI on tags/);
+    assert.ok(!prompt.includes("pnpm 7"), "the corrected text is not shown as the entity's");
+    assert.ok(!prompt.includes("staging bucket"), "nor is a forgotten memory");
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test({
   name: "enrichment: an entity the model leaves out is not offered again every night, only after ENRICH_RETRY_DAYS",
   ...opts,
 }, async () => {

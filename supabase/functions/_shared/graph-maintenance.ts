@@ -59,9 +59,12 @@ export async function enrichEntities(deps: WorkerDeps, job: Job, workerId: strin
     (tx) =>
       tx<{ id: string; canonical_name: string; entity_type: string; snippets: string[] }[]>`
       select e.id, e.canonical_name, e.entity_type,
+             -- What holds now of it: the links its profile shows (profile_kind: valid, active
+             -- facts and active episodes), newest first; a corrected or forgotten memory's text
+             -- would be summarised as the entity's.
              array(select m.content from public.memory_entity_links l join public.devai_memories m on m.id = l.memory_id
-                    where l.entity_id = e.id and m.state = 'active'
-                    order by m.valid_from desc, m.id limit ${SNIPPETS_PER_ENTITY}) as snippets
+                    where l.entity_id = e.id and l.profile_kind is not null
+                    order by l.profile_at desc, l.memory_id desc limit ${SNIPPETS_PER_ENTITY}) as snippets
         from public.memory_entities e
        where e.summary is null and e.mention_count >= public.memory_setting('entity_enrich_min_mentions')
          and (e.enrich_attempted_at is null or e.enrich_attempted_at < now() - make_interval(secs => ${
