@@ -411,6 +411,16 @@ Deno.test({ name: "episodes: bad input is a 4xx that writes nothing", ...opts },
     }
     assert.deepEqual(await sessionWrites(t), before, `${name}: nothing written`);
   }
+  // The issue names the field and says what it must be, in the field's words (not as_of's).
+  const ancient = await post(newTenant(), {
+    session_id: "s",
+    messages: [{ role: "user", content: "x", at: "0000-06-01T00:00:00Z" }],
+  });
+  assert.equal(ancient.status, 400);
+  assert.deepEqual(
+    ancient.body.error.issues.map((i: { path: unknown[]; message: string }) => [i.path.join("."), i.message]),
+    [["messages.0.at", "must be a date-time from 0001-01-01 to 9999-12-31 (UTC)"]],
+  );
   const t = newTenant();
   const skew = await post(t, {
     session_id: "s",

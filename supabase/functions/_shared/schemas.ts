@@ -135,7 +135,7 @@ export function withoutControlCharacters<T extends z.ZodType<string>>(schema: T)
 export const asOf = z.iso.datetime({ offset: true }).refine((s) => {
   const ms = Date.parse(s);
   return ms >= Date.parse("0001-01-01T00:00:00Z") && ms <= Date.parse("9999-12-31T23:59:59.999Z");
-}, "as_of must be from 0001-01-01 to 9999-12-31 (UTC)");
+}, "must be a date-time from 0001-01-01 to 9999-12-31 (UTC)");
 
 export const threadId = withoutSecrets(
   z.string().regex(/^[\p{L}\p{N}._:@-]{1,200}$/u, "1-200 letters, digits and . _ : @ -"),
