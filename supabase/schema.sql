@@ -2189,8 +2189,11 @@ begin
                       join public.memory_entities e
                         on e.owner_id = p_owner and e.normalized_name = public.memory_entity_key(f.path)
                        and e.entity_type = 'file' and regexp_replace(e.canonical_name, '^(\./)+', '') = f.path
-                      join public.memory_entity_links l on l.entity_id = e.id and l.owner_id = p_owner
-                      join public.devai_memories m on m.id = l.memory_id
+                      -- the links of the live facts that cite it (memory_entity_links_profile), each
+                      -- memory looked up by id: not every message that ever named the file
+                      join public.memory_entity_links l
+                        on l.entity_id = e.id and l.owner_id = p_owner and l.profile_kind = 'fact'
+                     cross join lateral (select m.* from public.devai_memories m where m.id = l.memory_id offset 0) m
                      where m.owner_id = p_owner and m.is_valid and m.state = 'active' and m.strength > 0.05
                        and m.source is distinct from 'conversation' and (m.namespace || '/') ^@ any (p_scopes)
                      order by m.id, f.path) x
@@ -2216,8 +2219,9 @@ begin
                        and e.entity_type = 'file'
                        and regexp_replace(e.canonical_name, '^(\./)+', '') ^@ (v_dir || '/')
                      limit 200) e
-              join public.memory_entity_links l on l.entity_id = e.id and l.owner_id = p_owner
-              join public.devai_memories m on m.id = l.memory_id
+              join public.memory_entity_links l
+                on l.entity_id = e.id and l.owner_id = p_owner and l.profile_kind = 'fact'
+             cross join lateral (select m.* from public.devai_memories m where m.id = l.memory_id offset 0) m
              where m.owner_id = p_owner and m.is_valid and m.state = 'active' and m.strength > 0.05
                and m.source is distinct from 'conversation' and (m.namespace || '/') ^@ any (p_scopes)
                and not (m.id = any (ids))
