@@ -130,6 +130,35 @@ Deno.test({
 });
 
 Deno.test({
+  name: "enrichment: entities no live memory names any more (purged, forgotten) take none of the night's places",
+  ...opts,
+}, async () => {
+  const env = await writeEnv();
+  try {
+    const t = newTenant();
+    const api = memoryApi(env.sql);
+    for (const content of ["src/live.ts starts the server", "src/live.ts reads PORT", "src/live.ts logs to stdout"]) {
+      assert.equal((await api("POST", "/memory/remember", { as: t, body: { content } })).status, 201);
+    }
+    // Old conversations' files, named hundreds of times by messages purged since: counts only grow.
+    await env.sql`
+      insert into public.memory_entities (owner_id, canonical_name, entity_type, mention_count)
+      select ${t}, 'old/file' || g || '.ts', 'file', 500 from generate_series(1, 30) g`;
+    await env.sql`delete from public.memory_jobs where owner_id = ${t}`;
+    env.fake.onChat(ENRICH_MARK, reply.json({ summaries: [] }));
+
+    await queue(env, t, "enrich", "2026-11-20");
+    assert.equal((await drainAll(env.deps, t)).done, 1);
+    const prompts = env.fake.chatRequests().map((r) => String(r.body.messages.at(-1).content));
+    assert.equal(prompts.length, 1);
+    assert.match(prompts[0]!, /\[0\] src\/live\.ts \(file\)/, "the entity live memories name is offered");
+    assert.ok(!prompts[0]!.includes("old/file"), "none that nothing live names");
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test({
   name: "enrichment: an entity the model leaves out is not offered again every night, only after ENRICH_RETRY_DAYS",
   ...opts,
 }, async () => {

@@ -1,9 +1,9 @@
 // Nightly graph maintenance, run by the worker for the jobs memory_private.enqueue_graph_maintenance
 // queues (one per tenant, kind and night), each capped per tenant per night by memory_settings:
-//   enrich  entities with ≥ entity_enrich_min_mentions mentions and no summary (at most
-//           graph_enrich_per_night): the LLM writes a summary from the memories that mention them
-//           (10 entities per call), and the entity is embedded by "name: summary"; one it leaves
-//           out waits ENRICH_RETRY_DAYS before it is offered again
+//   enrich  entities with ≥ entity_enrich_min_mentions mentions, no summary and a live memory
+//           naming them (at most graph_enrich_per_night): the LLM writes a summary from the live
+//           memories that mention them (10 entities per call), and the entity is embedded by
+//           "name: summary"; one it leaves out waits ENRICH_RETRY_DAYS before it is offered again
 //   causal  consecutive episode pairs of ended sessions not yet checked (at most
 //           graph_causal_pairs_per_night ≤ 50, one call): the pairs the LLM says are cause → effect
 //           get a causal edge, confidence 0.7, with its reason as evidence
@@ -67,6 +67,9 @@ export async function enrichEntities(deps: WorkerDeps, job: Job, workerId: strin
                     order by l.profile_at desc, l.memory_id desc limit ${SNIPPETS_PER_ENTITY}) as snippets
         from public.memory_entities e
        where e.summary is null and e.mention_count >= public.memory_setting('entity_enrich_min_mentions')
+         -- Counts only grow: an entity only purged or forgotten memories named would be offered
+         -- with nothing to say, first by its count, and take the night's places from live ones.
+         and exists (select from public.memory_entity_links l where l.entity_id = e.id and l.profile_kind is not null)
          and (e.enrich_attempted_at is null or e.enrich_attempted_at < now() - make_interval(secs => ${
         ENRICH_RETRY_DAYS * 86_400
       }))
