@@ -45,6 +45,20 @@ async function session(env: WriteEnv, t: string, count = 4): Promise<string[]> {
   return ids;
 }
 
+/** Remembers `content` for tenant `t` through the API; the new memory's id. */
+async function remembered(env: WriteEnv, t: string, content: string): Promise<string> {
+  const r = await memoryApi(env.sql)("POST", "/memory/remember", { as: t, body: { content } });
+  assert.equal(r.status, 201);
+  return r.body.memory.id as string;
+}
+
+/** The last message of the one enrichment prompt the fake model was sent. */
+function enrichPrompt(env: WriteEnv): string {
+  const prompts = env.fake.chatRequests().map((r) => String(r.body.messages.at(-1).content));
+  assert.equal(prompts.length, 1);
+  return prompts[0]!;
+}
+
 const GITHUB_TOKEN = "ghp_aB3dE6gH9jK2mN5pQ8rS1tV4wX7yZ0cF3hJ6k";
 
 Deno.test({
@@ -99,26 +113,21 @@ Deno.test({
   try {
     const t = newTenant();
     const api = memoryApi(env.sql);
-    const said = async (content: string) => {
-      const r = await api("POST", "/memory/remember", { as: t, body: { content } });
-      assert.equal(r.status, 201);
-      return r.body.memory.id as string;
-    };
-    const old = await said("src/deploy.ts runs the release with pnpm 7");
+    const old = await remembered(env, t, "src/deploy.ts runs the release with pnpm 7");
     const fixed = await api("POST", `/memory/${old}/correct`, {
       as: t,
       body: { content: "src/deploy.ts runs the release with pnpm 9" },
     });
     assert.equal(fixed.status, 201);
-    const gone = await said("src/deploy.ts pushes to the staging bucket");
+    const gone = await remembered(env, t, "src/deploy.ts pushes to the staging bucket");
     assert.equal((await api("POST", `/memory/${gone}/forget`, { as: t, body: {} })).status, 200);
-    await said("src/deploy.ts is run by CI on tags");
+    await remembered(env, t, "src/deploy.ts is run by CI on tags");
     await env.sql`delete from public.memory_jobs where owner_id = ${t}`;
     env.fake.onChat(ENRICH_MARK, reply.json({ summaries: [] }));
 
     await queue(env, t, "enrich", "2026-11-20");
     assert.equal((await drainAll(env.deps, t)).done, 1);
-    const prompt = String(env.fake.chatRequests()[0]!.body.messages.at(-1).content);
+    const prompt = enrichPrompt(env);
     assert.match(prompt, /\[0\] src\/deploy\.ts \(file\)/);
     assert.match(prompt, /pnpm 9/);
     assert.match(prompt, /CI on tags/);
@@ -136,9 +145,8 @@ Deno.test({
   const env = await writeEnv();
   try {
     const t = newTenant();
-    const api = memoryApi(env.sql);
     for (const content of ["src/live.ts starts the server", "src/live.ts reads PORT", "src/live.ts logs to stdout"]) {
-      assert.equal((await api("POST", "/memory/remember", { as: t, body: { content } })).status, 201);
+      await remembered(env, t, content);
     }
     // Old conversations' files, named hundreds of times by messages purged since: counts only grow.
     await env.sql`
@@ -149,10 +157,9 @@ Deno.test({
 
     await queue(env, t, "enrich", "2026-11-20");
     assert.equal((await drainAll(env.deps, t)).done, 1);
-    const prompts = env.fake.chatRequests().map((r) => String(r.body.messages.at(-1).content));
-    assert.equal(prompts.length, 1);
-    assert.match(prompts[0]!, /\[0\] src\/live\.ts \(file\)/, "the entity live memories name is offered");
-    assert.ok(!prompts[0]!.includes("old/file"), "none that nothing live names");
+    const prompt = enrichPrompt(env);
+    assert.match(prompt, /\[0\] src\/live\.ts \(file\)/, "the entity live memories name is offered");
+    assert.ok(!prompt.includes("old/file"), "none that nothing live names");
   } finally {
     await env.close();
   }
