@@ -3772,9 +3772,16 @@ begin
          limit max_nodes * 2)
        union all
        -- as of an instant (where a memory shows now says nothing of then): the links made by
-       -- then, newest first (memory_entity_links_entity), as the hops read the edges made by then
+       -- then, newest first (memory_entity_links_entity), as the hops read the edges made by then,
+       -- and the newest links as before (one made since for an older memory, as the entity
+       -- backfill makes, still names it)
        (select x.memory_id, x.confidence from public.memory_entity_links x
          where as_of is not null and x.entity_id = e.id and x.owner_id = v_owner and x.created_at <= as_of
+         order by x.created_at desc
+         limit max_nodes * 2)
+       union all
+       (select x.memory_id, x.confidence from public.memory_entity_links x
+         where as_of is not null and x.entity_id = e.id and x.owner_id = v_owner
          order by x.created_at desc
          limit max_nodes * 2)) l
       join public.devai_memories m on m.id = l.memory_id

@@ -16,9 +16,11 @@
 -- The answer keeps facts before episodes (each newest first, at most max_nodes in all), as
 -- retrieval ranks an episode below a fact. A lookup as of an instant (the index says where a memory
 -- shows now, not then) reads the newest 2 × max_nodes links made by that instant, as the hops
--- follow only the edges made by then: the links made since no longer push out those of then (as
--- of 1 April, a fact of that day was missed once 2 × max_nodes memories had named it since). The
--- work is at most 20 entities × 4 × max_nodes links. docs/graph.md#graph-signals.
+-- follow only the edges made by then, besides the newest 2 × max_nodes links it read before (a
+-- link made since for an older memory, as the entity backfill makes, still counts): the links
+-- made since no longer push out those of then (as of 1 April, a fact of that day was missed once
+-- 2 × max_nodes memories had named it since). The work is at most 20 entities × 4 × max_nodes
+-- links. docs/graph.md#graph-signals.
 
 CREATE OR REPLACE FUNCTION public.memory_entity_lookup(terms text[], max_nodes integer DEFAULT 50, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, match_namespaces text[] DEFAULT NULL::text[], match_owner uuid DEFAULT auth.uid())
  RETURNS TABLE(id uuid, entity_id uuid, entity_name text, entity_type text, weight double precision, event_at timestamp with time zone)
@@ -79,9 +81,16 @@ begin
          limit max_nodes * 2)
        union all
        -- as of an instant (where a memory shows now says nothing of then): the links made by
-       -- then, newest first (memory_entity_links_entity), as the hops read the edges made by then
+       -- then, newest first (memory_entity_links_entity), as the hops read the edges made by then,
+       -- and the newest links as before (one made since for an older memory, as the entity
+       -- backfill makes, still names it)
        (select x.memory_id, x.confidence from public.memory_entity_links x
          where as_of is not null and x.entity_id = e.id and x.owner_id = v_owner and x.created_at <= as_of
+         order by x.created_at desc
+         limit max_nodes * 2)
+       union all
+       (select x.memory_id, x.confidence from public.memory_entity_links x
+         where as_of is not null and x.entity_id = e.id and x.owner_id = v_owner
          order by x.created_at desc
          limit max_nodes * 2)) l
       join public.devai_memories m on m.id = l.memory_id
