@@ -193,7 +193,7 @@ Deno.test("mcp: a tool's bad arguments are the HTTP API's 400 as a tool error, w
         const viaClient = await client.callTool({ name: "explain_fact", arguments: { id: "not-a-uuid" } });
         assert.equal(viaClient.isError, true);
         const error = (viaClient.structuredContent as { error: Record<string, unknown> }).error;
-        assert.equal(error.code, "invalid_request");
+        assert.equal(error.code, "invalid_id");
         assert.deepEqual((error.issues as { path: string[] }[]).map((i) => i.path), [["id"]]);
         assert.match(String(error.request_id), /^[0-9a-f-]{36}$/);
       } finally {

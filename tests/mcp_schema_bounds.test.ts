@@ -1,4 +1,5 @@
-// memory-mcp's tools/list states the bounds of every numeric argument (minimum and maximum), and
+// memory-mcp's tools/list states the bounds of every numeric argument (minimum and maximum) and its
+// default (what a call without it gets), and
 // they are the bounds tools/call enforces: the bound itself is accepted, a value just past it is the
 // API's 400 (invalid_request) as a tool error naming the argument. A client (or a model) that reads
 // the schema then sends what the server takes. Before, `limit` and `top_namespaces` (the
@@ -12,12 +13,14 @@ import {
   MAX_PAGE_LIMIT,
   MAX_TOP_NAMESPACES,
 } from "../supabase/functions/_shared/memories/schemas.ts";
+import { TOOL_INPUTS } from "../supabase/functions/memory-mcp/tools.ts";
 import { userToken } from "./support/auth.ts";
 import { startTestServer } from "./support/http_server.ts";
 import { newTenant } from "./support/seed.ts";
 
 interface JsonSchema {
   type?: string;
+  default?: unknown;
   minimum?: number;
   maximum?: number;
   properties?: Record<string, JsonSchema>;
@@ -75,6 +78,7 @@ Deno.test("mcp: tools/list states each numeric argument's bounds, the bounds too
     };
 
     const checked: string[] = [];
+    const defaults: string[] = [];
     for (const tool of (await client.listTools()).tools) {
       const schema = tool.inputSchema as JsonSchema;
       for (const arg of numericArguments(schema)) {
@@ -82,6 +86,16 @@ Deno.test("mcp: tools/list states each numeric argument's bounds, the bounds too
         assert.ok(arg.minimum !== undefined && arg.maximum !== undefined, `${what} states its bounds`);
         const base = REQUIRED[tool.name] ?? {};
         for (const field of schema.required ?? []) assert.ok(field in base, `${what}: the test gives ${field}`);
+        // The value a call without the argument gets is the schema's `default` (tools/list dropped
+        // it for limit and top_namespaces: their default sat outside the text-to-integer step).
+        if (arg.path.length === 1) {
+          const input = TOOL_INPUTS[tool.name as keyof typeof TOOL_INPUTS];
+          const parsed = input.safeParse(base);
+          const given = parsed.success ? (parsed.data as Record<string, unknown>)[arg.path[0]!] : undefined;
+          const listed = schema.properties?.[arg.path[0]!]?.default;
+          assert.equal(listed, given, `${what}: tools/list shows the default a call gets`);
+          if (given !== undefined) defaults.push(`${what} ${given}`);
+        }
         const step = arg.integer ? 1 : 0.001;
         for (const [bound, past] of [[arg.minimum!, arg.minimum! - step], [arg.maximum!, arg.maximum! + step]]) {
           const atBound = await refusal(tool.name, withValue(base, arg.path, bound!));
@@ -103,6 +117,9 @@ Deno.test("mcp: tools/list states each numeric argument's bounds, the bounds too
         `memory_stats top_namespaces 1..${MAX_TOP_NAMESPACES}`,
       ]
     ) assert.ok(checked.includes(stated), `${stated} in ${checked.join(", ")}`);
+    for (const stated of ["memory_history limit 50", "weak_facts limit 20", "memory_stats top_namespaces 20"]) {
+      assert.ok(defaults.includes(stated), `${stated} in ${defaults.join(", ")}`);
+    }
   } finally {
     await client.close();
     await server.close();

@@ -21,10 +21,10 @@ import { linkEntitiesByRules } from "./entities.ts";
 import { HttpError } from "./http.ts";
 import { recordRedactions, redactStatement } from "./redaction-events.ts";
 import { addCounts, redactField } from "./redact.ts";
-import { content as contentSchema, storableText, threadId } from "./schemas.ts";
+import { content as contentSchema, queryInt, storableText, threadId } from "./schemas.ts";
 import { lockMemories, supersedeMemory } from "./supersede.ts";
 import { liveWithText, lockContentHash, lockMemory, statedByUser, takeCategory } from "./memories/record.ts";
-import type { Memory } from "./memories/schemas.ts";
+import { MAX_PAGE_LIMIT, type Memory } from "./memories/schemas.ts";
 import type { Config } from "./env.ts";
 import { visibleScopes } from "./schemas.ts";
 
@@ -34,8 +34,7 @@ export type Resolution = typeof RESOLUTIONS[number];
 export const ContradictionListQuery = z
   .object({
     status: z.enum(["open", "resolved", "all"]).default("open"),
-    limit: z.string().regex(/^\d{1,3}$/, "an integer 1-100").transform(Number).pipe(z.number().int().min(1).max(100))
-      .default(50),
+    limit: queryInt(1, MAX_PAGE_LIMIT, 50),
   })
   .strict();
 export type ContradictionListQuery = z.infer<typeof ContradictionListQuery>;

@@ -66,11 +66,21 @@ export function zodIssues(error: z.ZodError): ErrorIssue[] {
   }));
 }
 
-/** Validates a value against a schema, throwing the 400 every handler uses. */
+/**
+ * Validates a value against a schema, throwing the 400 every handler uses. When all that is wrong
+ * is ids that are no uuid, the code is `invalid_id`, as for an id in the path (memory/routing.ts):
+ * `?job_id=x` was `invalid_request` where `memory/x` was `invalid_id`.
+ */
 export function validate<T extends z.ZodType>(schema: T, value: unknown, what = "request"): z.infer<T> {
   const result = schema.safeParse(value);
-  if (!result.success) throw new HttpError(400, "invalid_request", `invalid ${what}`, zodIssues(result.error));
-  return result.data;
+  if (result.success) return result.data;
+  const issues = zodIssues(result.error);
+  const badIds = result.error.issues.every((i) => i.code === "invalid_format" && i.format === "uuid");
+  if (badIds) {
+    const fields = [...new Set(issues.map((i) => i.path.join(".") || "the id"))].join(", ");
+    throw new HttpError(400, "invalid_id", `invalid ${what}: ${fields} must be a uuid`, issues);
+  }
+  throw new HttpError(400, "invalid_request", `invalid ${what}`, issues);
 }
 
 /**

@@ -9,7 +9,8 @@ import { z } from "zod";
 import { type Candidate, isProtected } from "./candidates.ts";
 import { lockContentHash, lockedLiveWithText, takeCategory } from "./memories/record.ts";
 import type { Config } from "./env.ts";
-import { visibleScopes } from "./schemas.ts";
+import { MAX_PAGE_LIMIT } from "./memories/schemas.ts";
+import { queryInt, visibleScopes } from "./schemas.ts";
 import { queueContradictionCheck } from "./contradiction-check.ts";
 import { type Sql, type TenantContext, toVectorLiteral, type Tx, withTenant } from "./db.ts";
 import { type Embedder, embedForRequest } from "./embeddings.ts";
@@ -102,8 +103,7 @@ export const ProposalStatus = z.enum(["pending", "accepted", "rejected", "lapsed
 export const ProposalListQuery = z
   .object({
     status: ProposalStatus.default("pending"),
-    limit: z.string().regex(/^\d{1,3}$/, "an integer 1-100").transform(Number).pipe(z.number().int().min(1).max(100))
-      .default(50),
+    limit: queryInt(1, MAX_PAGE_LIMIT, 50),
   })
   .strict();
 export type ProposalListQuery = z.infer<typeof ProposalListQuery>;

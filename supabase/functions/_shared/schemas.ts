@@ -4,7 +4,11 @@ import { z } from "zod";
 import { redactSecrets } from "./redact.ts";
 import { CONTROL_CHARACTERS, firstUnsafeCharacter } from "./unsafe-characters.ts";
 
-export const uuid = z.uuid();
+/**
+ * The one UUID rule, for an id wherever it is sent (path, query string, body, an MCP tool's
+ * arguments): one that is no uuid is 400 `invalid_id` naming the field (http.ts, validate).
+ */
+export const uuid = z.uuid({ error: "expected a uuid" });
 
 export const memoryType = z.enum(["semantic", "episodic", "procedural"]);
 /** What a stored memory may be: what a writer sends, or an insight (written by the insight job only). */
@@ -110,6 +114,25 @@ export function withoutSecrets<T extends z.ZodType<string>>(schema: T) {
       });
     }
   });
+}
+
+/**
+ * The one rule for an integer parameter (`limit`, `top_namespaces`, `importance_min`) of every
+ * route: text from a query string, or a number from an MCP tool's JSON arguments. Any integer
+ * written in digits is read, then held to the bounds, so every failure says the same thing ("an
+ * integer 1-100"): contradictions' and proposals' `limit` refused a fourth digit as "an integer
+ * 1-100" where the others took nine and said "Too big". The default sits inside the check, so
+ * tools/list shows it beside the bounds (a default around it was dropped, docs/mcp.md).
+ */
+export function queryInt(min: number, max: number, fallback?: number) {
+  const rule = `an integer ${min}-${max}`;
+  const bounded = z.int({ error: rule }).min(min, { error: rule }).max(max, { error: rule });
+  return z.preprocess((v, ctx) => {
+    if (typeof v !== "string") return v;
+    if (/^-?\d+$/.test(v)) return Number(v);
+    ctx.addIssue({ code: "custom", message: `${rule}, written in digits` });
+    return z.NEVER;
+  }, fallback === undefined ? bounded : bounded.default(fallback));
 }
 
 /** Memory text as stored: trimmed, 1-4000 characters, none of the characters stored text may not hold. */

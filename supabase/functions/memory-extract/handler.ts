@@ -27,7 +27,7 @@ import { rateLimit } from "../_shared/rate-limit.ts";
 import { getJob, jobView, runInBackground } from "../_shared/jobs.ts";
 import { drainQueue, type QueueingDeps } from "../_shared/drain-queue.ts";
 import { ChatMessageSchema, MAX_MESSAGES_PER_REQUEST } from "../_shared/llm.ts";
-import { codeOrigin, projectName, sessionId, threadId } from "../_shared/schemas.ts";
+import { codeOrigin, projectName, sessionId, threadId, uuid } from "../_shared/schemas.ts";
 import { redactMessages } from "../_shared/redact-json.ts";
 import { recordRedactions, redactMetadata } from "../_shared/redaction-events.ts";
 import { addCounts } from "../_shared/redact.ts";
@@ -36,7 +36,7 @@ import { partAfter, partOfWhole } from "./next-part.ts";
 import { queuePlan } from "./queue-plan.ts";
 import { partOfJob } from "./session-parts.ts";
 
-const JobQuery = z.object({ job_id: z.uuid() }).strict();
+const JobQuery = z.object({ job_id: uuid }).strict();
 
 /** POST body (at most MAX_MESSAGES_PER_REQUEST messages; a longer session sends the rest with `after`): the session's transcript so far, or (with `after`) what follows what it already sent. */
 export const ExtractRequestSchema = z.object({

@@ -6,13 +6,13 @@
 // Another tenant's thread is a 404, like an unknown one.
 import { CheckpointSaveRequest, checkpointThreadId } from "../_shared/checkpoints.ts";
 import { corsHeaders } from "../_shared/cors.ts";
-import { json, methodNotAllowed, parseJsonBody, validate } from "../_shared/http.ts";
+import { json, methodNotAllowed, parseJsonBody } from "../_shared/http.ts";
 import { loadThreadCheckpoint, saveThreadCheckpoint } from "../_shared/services/background.ts";
 import type { ServiceDeps } from "../_shared/services/deps.ts";
-import { type Ctx, type MemoryApp, noQuery, who } from "./routing.ts";
+import { type Ctx, type MemoryApp, noQuery, parsePathParam, who } from "./routing.ts";
 
 const PATH = "/memory/checkpoints/:thread_id";
-const threadOf = (c: Ctx) => validate(checkpointThreadId, c.req.param("thread_id"), "thread id");
+const threadOf = (c: Ctx) => parsePathParam(c, "thread_id", checkpointThreadId, "thread id");
 
 export function registerCheckpointRoutes(app: MemoryApp, deps: ServiceDeps): void {
   const max = deps.config.maxCheckpointBytes;

@@ -8,13 +8,13 @@
 //   PUT /memory/agents/{agent}      set its allowlist (201 new agent, 200 changed); unknown category → 400
 import { chargeRequest, type Tx } from "../_shared/db.ts";
 import { withRole } from "../_shared/db-role.ts";
-import { HttpError, json, methodNotAllowed, parseJsonBody, validate } from "../_shared/http.ts";
+import { HttpError, json, methodNotAllowed, parseJsonBody } from "../_shared/http.ts";
 import { listAgents, listCategories, loadAllowlist, upsertAgent, upsertCategory } from "../_shared/memory-config.ts";
 import { agentName, categoryName } from "../_shared/schemas.ts";
 import type { ConfigCaller } from "../_shared/auth.ts";
 import type { ServiceDeps } from "../_shared/services/deps.ts";
 import { AgentUpsert, CategoryUpsert } from "../_shared/memories/schemas.ts";
-import { type MemoryApp, noQuery } from "./routing.ts";
+import { type MemoryApp, noQuery, parsePathParam } from "./routing.ts";
 
 /** The paths this module answers (the handler authenticates them without a tenant). */
 export const CONFIG_PATH = /^\/memory\/(agents|categories)(\/|$)/;
@@ -46,7 +46,7 @@ export function registerConfigRoutes(app: MemoryApp, deps: ServiceDeps): void {
 
   app.put("/memory/categories/:name", async (c) => {
     requireServiceRole(c.get("admin"));
-    const name = validate(categoryName, c.req.param("name"), "category name");
+    const name = parsePathParam(c, "name", categoryName, "category name");
     const body = await parseJsonBody(c.req.raw, CategoryUpsert, config.maxBodyBytes);
     const result = await withRole(sql, "service_role", c.get("admin").actor, (tx) => upsertCategory(tx, name, body));
     return json(result, result.created ? 201 : 200);
@@ -58,7 +58,7 @@ export function registerConfigRoutes(app: MemoryApp, deps: ServiceDeps): void {
   });
 
   app.get("/memory/agents/:agent", async (c) => {
-    const agent = validate(agentName, c.req.param("agent"), "agent name");
+    const agent = parsePathParam(c, "agent", agentName, "agent name");
     noQuery(c);
     const categories = await read(c.get("admin"), (tx) => loadAllowlist(tx, agent));
     if (categories.length === 0) throw new HttpError(404, "unknown_agent", `agent '${agent}' has no memory allowlist`);
@@ -67,7 +67,7 @@ export function registerConfigRoutes(app: MemoryApp, deps: ServiceDeps): void {
 
   app.put("/memory/agents/:agent", async (c) => {
     requireServiceRole(c.get("admin"));
-    const agent = validate(agentName, c.req.param("agent"), "agent name");
+    const agent = parsePathParam(c, "agent", agentName, "agent name");
     const body = await parseJsonBody(c.req.raw, AgentUpsert, config.maxBodyBytes);
     const result = await withRole(
       sql,

@@ -2,7 +2,7 @@
 // answer what the operation in _shared/services/ returns. Registered in this order on purpose:
 // fixed paths (/memory/stats, /memory/episodes, …) before /memory/{id}, which would take them.
 import { EpisodeBatchRequest } from "../_shared/episodes.ts";
-import { HttpError, json, methodNotAllowed, parseJsonBody, validate } from "../_shared/http.ts";
+import { HttpError, json, methodNotAllowed, parseJsonBody } from "../_shared/http.ts";
 import {
   AgentTokenRequest,
   CorrectRequest,
@@ -35,7 +35,16 @@ import {
 } from "../_shared/services/memory-reads.ts";
 import { correct, remember } from "../_shared/services/memory-writes.ts";
 import { exportResponse } from "../_shared/services/memory-export.ts";
-import { type MemoryApp, noQuery, optionalBody, parseId, parseQuery, parseUuidParam, who } from "./routing.ts";
+import {
+  type MemoryApp,
+  noQuery,
+  optionalBody,
+  parseId,
+  parsePathParam,
+  parseQuery,
+  parseUuidParam,
+  who,
+} from "./routing.ts";
 
 /** Paths with one method: another method is a 405 naming it, never read as a memory id. */
 const FIXED_PATHS: [string, string[]][] = [
@@ -59,7 +68,7 @@ export function registerMemoryRoutes(app: MemoryApp, deps: ServiceDeps): void {
     return json(result, result.stored > 0 ? 201 : 200);
   });
   app.post("/memory/sessions/:session_id/end", async (c) => {
-    const id = validate(sessionId, c.req.param("session_id"), "session id");
+    const id = parsePathParam(c, "session_id", sessionId, "session id");
     await optionalBody(c.req.raw, EndSessionRequest, max);
     return json(await endSession(deps, who(c), id), 202);
   });

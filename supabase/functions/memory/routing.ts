@@ -1,7 +1,7 @@
 // What every route of the `memory` function shares: the Hono app type, the caller of a request,
 // path ids, query strings and optional bodies.
 import type { Context, Hono } from "hono";
-import type { z } from "zod";
+import { z } from "zod";
 import type { FunctionEnv } from "../_shared/app.ts";
 import type { Caller, ConfigCaller } from "../_shared/auth.ts";
 import type { TenantContext } from "../_shared/db.ts";
@@ -34,13 +34,24 @@ export function parseUuidParam(c: Ctx, name: string, what: string): string {
       "invalid_id",
       `${what} must be a uuid, not ${quoted} (in ${c.req.method} ${c.req.path}); a misspelt route of the ` +
         "memory function lands here too: check the path against the README's API table",
-      [{ path: [name], message: "expected a uuid" }],
+      [{ path: [name], message: "expected a uuid", code: "invalid_format" }],
     );
   }
   return result.data.toLowerCase();
 }
 
 export const parseId = (c: Ctx) => parseUuidParam(c, "id", "memory id");
+
+/** A path parameter that is a name (a session, thread, agent, category): the 400's issues name it, as a body's do. */
+export function parsePathParam<T extends z.ZodType>(
+  c: { req: { param(name: string): string | undefined } },
+  name: string,
+  schema: T,
+  what: string,
+): z.infer<T> {
+  const parsed = validate(z.object({ [name]: schema }), { [name]: c.req.param(name) }, what);
+  return parsed[name] as z.infer<T>;
+}
 
 /** Query string → schema; a repeated parameter is ambiguous, so it is a 400 rather than a guess. */
 export function parseQuery<T extends z.ZodType>(c: Ctx, schema: T): z.infer<T> {

@@ -13,6 +13,7 @@ import {
   namespace,
   priority,
   projectName,
+  queryInt,
   segment,
   sessionId,
   source,
@@ -83,17 +84,6 @@ export type LifecycleRequest = z.infer<typeof LifecycleRequest>;
 const booleanText = z.enum(["true", "false"]).transform((v) => v === "true");
 /** Opaque: the next_cursor of the previous page (cursor.ts). */
 const pageCursor = z.string().min(1).max(200).optional();
-// An integer from a query string (text) or from an MCP tool's JSON arguments (a number): the
-// same schema serves both (docs/mcp.md). Text is read before the check, so tools/list shows the
-// integer with the bounds the check enforces (a union showed any integer or a string).
-const intText = (min: number, max: number) =>
-  z.preprocess((v, ctx) => {
-    if (typeof v !== "string") return v;
-    if (/^\d{1,9}$/.test(v)) return Number(v);
-    ctx.addIssue({ code: "custom", message: "a non-negative integer" });
-    return z.NEVER;
-  }, z.int().min(min).max(max));
-
 /** A namespace or a leading part of one, matched segment by segment (`devai/project/a` never matches `devai/project/ab`). */
 export const namespacePrefix = z
   .string()
@@ -115,11 +105,11 @@ export const ListQuery = z
     state: z.enum(["active", "soft_deleted", "all"]).default("active"),
     is_valid: booleanText.optional(),
     pinned: booleanText.optional(),
-    importance_min: intText(1, 5).optional(),
+    importance_min: queryInt(1, 5).optional(),
     priority: priority.optional(),
     source: source.optional(),
     category: categoryName.optional(),
-    limit: intText(1, MAX_PAGE_LIMIT).default(20),
+    limit: queryInt(1, MAX_PAGE_LIMIT, 20),
     cursor: pageCursor,
     /** The memories held at this instant, as they were then (docs/graph.md#as-of). */
     as_of: asOf.optional(),
@@ -137,7 +127,7 @@ export const EntityListQuery = z
     /** Matched by name or alias key (case and punctuation ignored: exact, then prefix, then contained) or in the summary's words. */
     q: z.string().trim().min(1).max(200).optional(),
     type: entityType.optional(),
-    limit: intText(1, MAX_PAGE_LIMIT).default(20),
+    limit: queryInt(1, MAX_PAGE_LIMIT, 20),
     cursor: pageCursor, // the listing by mentions only (without q): the next_cursor of its previous page
   })
   .strict();
@@ -153,15 +143,15 @@ export type MemoryQuery = z.infer<typeof MemoryQuery>;
 /** For GET routes without parameters: a parameter there (an explain `as_of`) would be silently ignored. */
 export const NoQuery = z.object({}).strict();
 /** GET /memory/{id}/history: a page of its audit rows, newest first; cursor as ListQuery's. */
-export const HistoryQuery = z.object({ limit: intText(1, MAX_HISTORY_LIMIT).default(50), cursor: pageCursor }).strict();
+export const HistoryQuery = z.object({ limit: queryInt(1, MAX_HISTORY_LIMIT, 50), cursor: pageCursor }).strict();
 export type HistoryQuery = z.infer<typeof HistoryQuery>;
 
 /** GET /memory/weak */
-export const WeakQuery = z.object({ limit: intText(1, MAX_PAGE_LIMIT).default(20) }).strict();
+export const WeakQuery = z.object({ limit: queryInt(1, MAX_PAGE_LIMIT, 20) }).strict();
 export type WeakQuery = z.infer<typeof WeakQuery>;
 
 /** GET /memory/stats */
-export const StatsQuery = z.object({ top_namespaces: intText(1, MAX_TOP_NAMESPACES).default(20) }).strict();
+export const StatsQuery = z.object({ top_namespaces: queryInt(1, MAX_TOP_NAMESPACES, 20) }).strict();
 export type StatsQuery = z.infer<typeof StatsQuery>;
 
 /**
