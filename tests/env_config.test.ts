@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { thresholdsFor } from "../supabase/functions/_shared/embeddings.ts";
 import { ConfigError, loadConfig, LOCAL_EMBEDDING_MODEL } from "../supabase/functions/_shared/env.ts";
+import { MAX_BUDGET_TOKENS, MAX_TOP_K } from "../supabase/functions/_shared/retrieval/schemas.ts";
 
 const minimal = { DATABASE_URL: "postgresql://postgres@127.0.0.1:1/x", SUPABASE_JWT_SECRET: "s".repeat(32) };
 
@@ -60,6 +61,19 @@ Deno.test("config: missing or invalid settings fail fast, naming each problem", 
   assert.equal(loadConfig(minimal).workerDrainBudgetMs, 120_000);
   assert.equal(loadConfig({ ...minimal, WORKER_DRAIN_BUDGET_MS: "300000" }).workerDrainBudgetMs, 300_000);
   assert.throws(() => loadConfig({ ...minimal, WORKER_DRAIN_BUDGET_MS: "500" }), /WORKER_DRAIN_BUDGET_MS/);
+  // Retrieval's fixed sizes are held to a request's bounds: past them a start is refused, naming the
+  // bound (RETRIEVAL_TOP_K=200 started and ran with 50, unsaid); the bounds themselves are taken.
+  for (
+    const [name, bound] of [["RETRIEVAL_TOP_K", MAX_TOP_K], ["RETRIEVAL_BUDGET_TOKENS", MAX_BUDGET_TOKENS]] as const
+  ) {
+    assert.throws(
+      () => loadConfig({ ...minimal, [name]: String(bound + 1) }),
+      (e) => e instanceof ConfigError && e.message.includes(`${name}: Too big: expected number to be <=${bound}`),
+    );
+    assert.throws(() => loadConfig({ ...minimal, [name]: "0" }), new RegExp(`${name}: Too small`));
+  }
+  const atBounds = loadConfig({ ...minimal, RETRIEVAL_TOP_K: "50", RETRIEVAL_BUDGET_TOKENS: "32000" }).retrieval;
+  assert.deepEqual([atBounds.topK, atBounds.budgetTokens], [MAX_TOP_K, MAX_BUDGET_TOKENS]);
   // A malformed database URL is named, never shown: it may hold a password.
   for (
     const url of ["postgresql://reader:s3cr3t-pass@127.0.0.1:abc/postgres", "https://reader:s3cr3t-pass@db.example"]

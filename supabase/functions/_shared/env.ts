@@ -3,6 +3,7 @@
 import { z } from "zod";
 import type { PrepareSetting } from "./db-prepare.ts";
 import { issuesText } from "./issue-text.ts";
+import { MAX_BUDGET_TOKENS, MAX_TOP_K } from "./retrieval/schemas.ts";
 
 const optionalText = z.string().trim().min(1).optional();
 // A database URL. The message never repeats the value: it may hold a password.
@@ -70,9 +71,11 @@ const EnvSchema = z.object({
     "devai",
   ),
   RETRIEVAL_THRESHOLD: unitInterval,
-  // Unset: retrieval sizes its answer by the query's complexity (docs/retrieval.md#intent).
-  RETRIEVAL_TOP_K: number().int().positive().optional(),
-  RETRIEVAL_BUDGET_TOKENS: number().int().positive().optional(),
+  // Unset: retrieval sizes its answer by the query's complexity (docs/retrieval.md#intent). Held to
+  // a request's bounds: past them a start is refused, naming the bound (it was capped unsaid, so
+  // RETRIEVAL_TOP_K=200 ran with 50).
+  RETRIEVAL_TOP_K: number().int().min(1).max(MAX_TOP_K).optional(),
+  RETRIEVAL_BUDGET_TOKENS: number().int().min(1).max(MAX_BUDGET_TOKENS).optional(),
   // Searches' reinforcement and events are written in batches this often
   // (docs/operations.md#write-behind-reinforcement-and-search-events).
   RETRIEVAL_WRITE_BEHIND_MS: positiveInt(200),
