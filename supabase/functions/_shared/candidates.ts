@@ -159,6 +159,12 @@ export function prepareCandidates(
     if (ns.rewritten) stats.namespace_rewritten++;
     const { category, ...rest } = c;
     const out: Candidate = { ...rest, content: v.content, namespace: ns.namespace };
+    // Its summary and compressed form go as the content does: unsafe characters removed, not refused
+    // (a NUL in one made the job's payload a database error, naming nothing).
+    for (const field of ["summary", "compressed"] as const) {
+      const text = out[field] === undefined ? undefined : stripUnsafeCharacters(out[field]).trim();
+      out[field] = text || undefined;
+    }
     // The model's summary, compressed form and index key are stored and rendered too (metadata.compression).
     const fields = emptyTally();
     for (const field of ["summary", "compressed", "index_key"] as const) {

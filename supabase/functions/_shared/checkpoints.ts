@@ -12,7 +12,7 @@ import { type Sql, type TenantContext, withTenant } from "./db.ts";
 import { HttpError } from "./http.ts";
 import { type KeyCollision, redactJson } from "./redact-json.ts";
 import { recordRedactions } from "./redaction-events.ts";
-import { threadId } from "./schemas.ts";
+import { threadId, withoutNul } from "./schemas.ts";
 
 export const checkpointThreadId = threadId;
 
@@ -23,10 +23,10 @@ export const CheckpointSaveRequest = z
      * kept as parsed: z.record would copy it key by key, and a key `__proto__` (a state keyed by
      * words, say) would be lost, taken by the copy as its prototype.
      */
-    state: z.custom<Record<string, unknown>>(
+    state: withoutNul(z.custom<Record<string, unknown>>(
       (v) => typeof v === "object" && v !== null && !Array.isArray(v),
       "state must be a JSON object",
-    ),
+    )),
     /** The version this state was derived from: 0 (or none) creates the thread's checkpoint. */
     version: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
   })

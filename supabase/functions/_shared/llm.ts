@@ -14,6 +14,7 @@ import { z } from "zod";
 import type { Config } from "./env.ts";
 import { trimEndOf } from "./text-scan.ts";
 import { issuesText } from "./issue-text.ts";
+import { withoutNul } from "./schemas.ts";
 import { classify, DEFAULT_RETRY, type RetryPolicy, retryWait } from "./llm-retry.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -21,11 +22,9 @@ import { classify, DEFAULT_RETRY, type RetryPolicy, retryWait } from "./llm-retr
 // here because it is the LLM wire format both functions accept; unknown fields are kept (passthrough)
 // so a compacted list round-trips everything the agent sent.
 
-// Postgres text/jsonb cannot hold U+0000: refuse it here (400) instead of failing in the database (500).
-const NoNul = z.string().refine((s) => !s.includes("\u0000"), "NUL characters are not allowed");
-const TextPart = z.looseObject({ type: z.literal("text"), text: NoNul });
+const TextPart = z.looseObject({ type: z.literal("text"), text: z.string() });
 const OtherPart = z.looseObject({ type: z.string().min(1) });
-const Content = z.union([NoNul, z.array(z.union([TextPart, OtherPart])).max(500)]);
+const Content = z.union([z.string(), z.array(z.union([TextPart, OtherPart])).max(500)]);
 
 /** Chat messages whose names and ids are `label` strings (their length: the two schemas below). */
 function chatMessageSchema(label: () => z.ZodString) {
@@ -34,7 +33,8 @@ function chatMessageSchema(label: () => z.ZodString) {
     type: z.literal("function"),
     function: z.looseObject({ name: label().min(1), arguments: z.string() }),
   });
-  return z.discriminatedUnion("role", [
+  // Postgres cannot store U+0000: refused (400 naming where) in any field, the unknown ones kept too.
+  return withoutNul(z.discriminatedUnion("role", [
     z.looseObject({ role: z.literal("system"), content: Content, name: label().optional() }),
     z.looseObject({ role: z.literal("developer"), content: Content, name: label().optional() }),
     z.looseObject({ role: z.literal("user"), content: Content, name: label().optional() }),
@@ -47,7 +47,7 @@ function chatMessageSchema(label: () => z.ZodString) {
       message: "an assistant message needs content or tool_calls",
     }),
     z.looseObject({ role: z.literal("tool"), content: Content, tool_call_id: label().min(1) }),
-  ]);
+  ]));
 }
 
 export const ChatMessageSchema = chatMessageSchema(() => z.string().max(200));

@@ -2,7 +2,7 @@
 // input schemas are these (the SDK turns them into JSON Schema for tools/list).
 import { z } from "zod";
 import { redactSecrets } from "./redact.ts";
-import { CONTROL_CHARACTERS, firstUnsafeCharacter } from "./unsafe-characters.ts";
+import { CONTROL_CHARACTERS, firstUnsafeCharacter, nulPath } from "./unsafe-characters.ts";
 
 /**
  * The one UUID rule, for an id wherever it is sent (path, query string, body, an MCP tool's
@@ -96,6 +96,18 @@ export function storableText(schema: z.ZodString) {
         message: `contains ${unsafe}: stored text may not hold control, bidirectional or invisible characters`,
       });
     }
+  });
+}
+
+/**
+ * A JSON value stored as sent (a checkpoint's state, a transcript's messages, whose fields are the
+ * caller's): one holding NUL anywhere, which Postgres cannot store, is a 400 naming where. It was
+ * the database's 400 naming nothing ("the request contains characters that cannot be stored").
+ */
+export function withoutNul<T extends z.ZodType>(schema: T) {
+  return schema.superRefine((value, ctx) => {
+    const at = nulPath(value);
+    if (at) ctx.addIssue({ code: "custom", path: at, message: "holds U+0000 (NUL), which Postgres cannot store" });
   });
 }
 

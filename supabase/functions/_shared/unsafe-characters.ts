@@ -73,6 +73,29 @@ export function storableJson<T>(value: T): T {
 export type JsonPath = (string | number)[];
 
 /**
+ * Where the first NUL (U+0000) of a JSON value is, in a string or a key, or undefined: Postgres's
+ * text and jsonb cannot hold one (22P05, 22021), and a caller's value is refused naming it.
+ */
+export function nulPath(value: unknown, path: JsonPath = []): JsonPath | undefined {
+  if (typeof value === "string") return value.includes("\u0000") ? path : undefined;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const at = nulPath(value[i], [...path, i]);
+      if (at) return at;
+    }
+    return undefined;
+  }
+  if (value && typeof value === "object") {
+    for (const [k, v] of Object.entries(value)) {
+      if (k.includes("\u0000")) return [...path, k];
+      const at = nulPath(v, [...path, k]);
+      if (at) return at;
+    }
+  }
+  return undefined;
+}
+
+/**
  * Every string of a JSON value, keys included, through f. Two keys of one object that f makes the
  * same (two secrets of one kind, both redacted to their marker) keep the last's value: onCollision,
  * when given, is told the object's path and the key, so a writer can refuse rather than lose one.

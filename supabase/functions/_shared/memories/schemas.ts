@@ -20,6 +20,7 @@ import {
   storableText,
   storedMemoryType,
   threadId,
+  withoutControlCharacters,
 } from "../schemas.ts";
 import { SCOPE_NEEDS_PROJECT, scopeHasProject, writeScope } from "../scopes.ts";
 import { entityType } from "../entities.ts";
@@ -125,7 +126,7 @@ export type ListQuery = z.infer<typeof ListQuery>;
 export const EntityListQuery = z
   .object({
     /** Matched by name or alias key (case and punctuation ignored: exact, then prefix, then contained) or in the summary's words. */
-    q: z.string().trim().min(1).max(200).optional(),
+    q: withoutControlCharacters(z.string().trim().min(1).max(200)).optional(),
     type: entityType.optional(),
     limit: queryInt(1, MAX_PAGE_LIMIT, 20),
     cursor: pageCursor, // the listing by mentions only (without q): the next_cursor of its previous page
