@@ -128,6 +128,36 @@ Deno.test(
         const text = await at("ten");
         assert.equal(text.body.error.issues[0].message, `an integer 1-${max}, written in digits`, `${path}`);
       }
+      // A body's limit says its bounds the same way (context/predict said "Too big: expected number to be <=50").
+      const predict = await send("POST", "context/predict", { file_opened: "src/app.ts", limit: 51 });
+      assert.equal(predict.status, 400);
+      assert.deepEqual(predict.body.error.issues.map((i: { message: string }) => i.message), ["an integer 1-50"]);
+    } finally {
+      await server.close();
+    }
+  },
+);
+
+Deno.test(
+  { name: "an unknown parameter or field is named in the issues' path, as a bad one is", ...opts },
+  async () => {
+    const server = await startTestServer({ worker: false });
+    try {
+      const send = await sender(server.functionsUrl, newTenant());
+      const cases: [string, string, unknown, string[]][] = [
+        ["GET", "memory/weak?limit=5&lmit=5", undefined, ["lmit"]],
+        ["GET", "memory/agent-tokens?foo=1&bar=2", undefined, ["foo", "bar"]],
+        ["POST", "memory/remember", { content: "Deploys go out on Fridays", topic: "x" }, ["topic"]],
+        ["POST", "memory-retrieve", { message: "when do deploys go out?", topk: 3 }, ["topk"]],
+        ["POST", "memory/remember", { content: "Deploys go out on Fridays", metadata: { colour: "red" } }, [
+          "metadata.colour",
+        ]],
+      ];
+      for (const [method, path, body, fields] of cases) {
+        const r = await send(method, path, body);
+        assert.equal(r.status, 400, `${method} ${path}: ${JSON.stringify(r.body)}`);
+        assert.deepEqual(issuePaths(r.body), fields, `${method} ${path}`);
+      }
     } finally {
       await server.close();
     }

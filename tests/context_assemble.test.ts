@@ -299,7 +299,7 @@ dbTest("bad input: a 400 naming the field, and nothing written", async () => {
     [{ signals: { merged_branches: ["ok", "no spaces"] } }, "signals.merged_branches.1"],
     [{ signals: { ancestor_commits: ["not-hex"] } }, "signals.ancestor_commits.0"],
     [{ signals: [] }, "signals"],
-    [{ budgett: 8000 }, ""],
+    [{ budgett: 8000 }, "budgett"],
   ];
   for (const [body, field] of cases) {
     const res = await api.assemble(t, { project: "shop", ...body });

@@ -342,7 +342,7 @@ dbTest(
         [{ retrieved: [mine!.id] }, "session_id"],
         [{ session_id: "s", retrieved: ["not-a-uuid"] }, "retrieved.0"],
         [{ session_id: "s" }, "retrieved"],
-        [{ session_id: "s", retrieved: [mine!.id], extra: 1 }, ""],
+        [{ session_id: "s", retrieved: [mine!.id], extra: 1 }, "extra"],
       ] as const
     ) {
       const res = await api.usage(t, body);

@@ -171,7 +171,10 @@ Deno.test("mcp: a tool's bad arguments are the HTTP API's 400 as a tool error, w
           request_id: res.requestId,
         },
       });
-      assert.deepEqual(result.structuredContent.error.issues.map((i: { path: string[] }) => i.path), [["content"], []]);
+      assert.deepEqual(result.structuredContent.error.issues.map((i: { path: string[] }) => i.path), [
+        ["content"],
+        ["colour"],
+      ]);
 
       // The transport's checks come first, for bad arguments as for any call (docs/mcp.md: 406).
       const notAcceptable = await fetch(`${server.functionsUrl}/memory-mcp`, {

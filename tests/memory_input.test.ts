@@ -100,7 +100,7 @@ Deno.test({ name: "unknown fields → 400 (strict schemas), in bodies and query 
     400,
     "invalid_request",
     remember({ content: "x", metadata: { owner_id: "someone" } }),
-    "metadata",
+    "metadata.owner_id",
   );
   await rejects(
     "correct extra",

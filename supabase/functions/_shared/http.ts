@@ -58,12 +58,20 @@ export function asHttpError(err: unknown, requestId: string): HttpError {
   return new HttpError(500, "internal_error", "unexpected error; quote the request id when reporting it");
 }
 
+/**
+ * A request's problems, each naming its field in `path`. An unknown field too: zod puts it on the
+ * object holding it (`path: []` for `?x=1` or a body's `topk`), so it is one issue per key, named.
+ */
 export function zodIssues(error: z.ZodError): ErrorIssue[] {
-  return error.issues.map((i) => ({
-    path: i.path.map((p) => (typeof p === "symbol" ? String(p) : p)),
-    message: i.message,
-    code: i.code,
-  }));
+  return error.issues.flatMap((i): ErrorIssue[] => {
+    const path = i.path.map((p) => (typeof p === "symbol" ? String(p) : p));
+    if (i.code !== "unrecognized_keys") return [{ path, message: i.message, code: i.code }];
+    return i.keys.map((key) => ({
+      path: [...path, key],
+      message: `Unrecognized key: ${JSON.stringify(key)}`,
+      code: i.code,
+    }));
+  });
 }
 
 /**

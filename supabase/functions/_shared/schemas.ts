@@ -137,14 +137,19 @@ export function withoutSecrets<T extends z.ZodType<string>>(schema: T) {
  * tools/list shows it beside the bounds (a default around it was dropped, docs/mcp.md).
  */
 export function queryInt(min: number, max: number, fallback?: number) {
-  const rule = `an integer ${min}-${max}`;
-  const bounded = z.int({ error: rule }).min(min, { error: rule }).max(max, { error: rule });
+  const bounded = intWithin(min, max);
   return z.preprocess((v, ctx) => {
     if (typeof v !== "string") return v;
     if (/^-?\d+$/.test(v)) return Number(v);
-    ctx.addIssue({ code: "custom", message: `${rule}, written in digits` });
+    ctx.addIssue({ code: "custom", message: `an integer ${min}-${max}, written in digits` });
     return z.NEVER;
   }, fallback === undefined ? bounded : bounded.default(fallback));
+}
+
+/** An integer within bounds, every refusal saying them (a JSON body's `limit`; queryInt's check). */
+export function intWithin(min: number, max: number) {
+  const rule = `an integer ${min}-${max}`;
+  return z.int({ error: rule }).min(min, { error: rule }).max(max, { error: rule });
 }
 
 /** Memory text as stored: trimmed, 1-4000 characters, none of the characters stored text may not hold. */

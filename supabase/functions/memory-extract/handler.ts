@@ -67,7 +67,7 @@ export function createHandler(deps: QueueingDeps) {
       // An extract job's part of its session (tries, given_up: docs/extraction.md#a-message-that-always-kills-its-job).
       return job && { ...jobView(job), ...(job.kind === "extract" ? { part: await partOfJob(tx, job.id) } : {}) };
     });
-    if (!found) throw new HttpError(404, "not_found", "no such job");
+    if (!found) throw new HttpError(404, "not_found", `job ${query.job_id} not found`);
     return json(found);
   });
   app.post("/memory-extract", requireCaller(deps.config, deps.sql), async (c) => {

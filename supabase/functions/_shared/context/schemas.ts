@@ -7,6 +7,7 @@ import {
   commitSha,
   filePath,
   freeText,
+  intWithin,
   projectName,
   repoName,
   sessionId,
@@ -88,7 +89,7 @@ export const PredictRequest = z
     /** Cache the prediction for this session (its next context/assemble is served from it). */
     session_id: sessionId.optional(),
     /** How many memories to predict, best first (default PREDICT_LIMIT). */
-    limit: z.number().int().min(1).max(50).default(PREDICT_LIMIT),
+    limit: intWithin(1, 50).default(PREDICT_LIMIT),
     /** Lineage, so another branch's notes are not predicted; `branch` above is also the current branch. */
     signals: LineageSignals.optional(),
   })
