@@ -379,6 +379,7 @@ export interface ListParams {
   priority?: Priority;
   source?: Source;
   category?: string;
+  /** An integer 1-100, default 20 (a value outside: 400 invalid_request, the issue naming the field). */
   limit?: number | string;
   cursor?: string;
   /** ISO date-time: the memories held then, as they were (state and is_valid do not apply). */
@@ -392,6 +393,7 @@ export interface ListResponse {
 }
 
 export interface HistoryParams {
+  /** An integer 1-200, default 50 (a value outside: 400 invalid_request, the issue naming the field). */
   limit?: number | string;
   /** The previous page's next_cursor (opaque). */
   cursor?: string;
@@ -533,6 +535,7 @@ export interface EntityListParams {
   /** Name, alias, name prefix or summary words; plain text, never a pattern. */
   q?: string;
   type?: string;
+  /** An integer 1-100, default 20 (a value outside: 400 invalid_request, the issue naming the field). */
   limit?: number | string;
   /** The listing by mentions only (without q): the next_cursor of its previous page. */
   cursor?: string;
@@ -559,6 +562,7 @@ export interface EntityProfile {
 }
 
 export interface WeakParams {
+  /** An integer 1-100, default 20 (a value outside: 400 invalid_request, the issue naming the field). */
   limit?: number | string;
 }
 
@@ -575,6 +579,7 @@ export interface WeakResponse {
 }
 
 export interface StatsParams {
+  /** An integer 1-100, default 20 (a value outside: 400 invalid_request, the issue naming the field). */
   top_namespaces?: number | string;
 }
 
@@ -868,7 +873,7 @@ export interface PredictInput {
   project?: string;
   /** Cache the prediction for the session's next assembleContext. */
   session_id?: string;
-  /** Default 20. */
+  /** An integer 1-50, default 20 (a value outside: 400 invalid_request, the issue naming the field). */
   limit?: number;
   signals?: LineageSignals;
 }
@@ -989,6 +994,7 @@ export interface Contradiction {
 
 export interface ContradictionListParams {
   status?: "open" | "resolved" | "all";
+  /** An integer 1-100, default 50 (a value outside: 400 invalid_request, the issue naming the field). */
   limit?: number | string;
 }
 
@@ -1021,6 +1027,7 @@ export interface Proposal {
 
 export interface ProposalListParams {
   status?: "pending" | "accepted" | "rejected" | "lapsed" | "all";
+  /** An integer 1-100, default 50 (a value outside: 400 invalid_request, the issue naming the field). */
   limit?: number | string;
 }
 
