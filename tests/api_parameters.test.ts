@@ -128,10 +128,19 @@ Deno.test(
         const text = await at("ten");
         assert.equal(text.body.error.issues[0].message, `an integer 1-${max}, written in digits`, `${path}`);
       }
-      // A body's limit says its bounds the same way (context/predict said "Too big: expected number to be <=50").
-      const predict = await send("POST", "context/predict", { file_opened: "src/app.ts", limit: 51 });
-      assert.equal(predict.status, 400);
-      assert.deepEqual(predict.body.error.issues.map((i: { message: string }) => i.message), ["an integer 1-50"]);
+      // A body's bounded integer says its bounds the same way (they said "Too big: expected number to be <=50").
+      const bodies: [string, unknown, string][] = [
+        ["context/predict", { file_opened: "src/app.ts", limit: 51 }, "an integer 1-50"],
+        ["memory-retrieve", { message: "how do deploys run?", top_k: 10_000 }, "an integer 1-50"],
+        ["memory-retrieve", { message: "how do deploys run?", budget_tokens: "900" }, "an integer 1-32000"],
+        ["memory/remember", { content: "Deploys run on Fridays", importance: 9 }, "an integer 1-5"],
+        ["context/assemble", { budget: 100 }, "an integer 200-32000"],
+      ];
+      for (const [path, body, message] of bodies) {
+        const r = await send("POST", path, body);
+        assert.equal(r.status, 400, `${path} ${JSON.stringify(body)}`);
+        assert.deepEqual(r.body.error.issues.map((i: { message: string }) => i.message), [message], path);
+      }
     } finally {
       await server.close();
     }

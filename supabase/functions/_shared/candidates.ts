@@ -12,7 +12,7 @@
 //   nor become a permanent, LLM-proof memory. At most 5 per chunk (seed 001 §13), best first.
 import { z } from "zod";
 import { compressionFields } from "./context/compress.ts";
-import { filePath } from "./schemas.ts";
+import { filePath, intWithin } from "./schemas.ts";
 import { modelNamespace, type WriteScope } from "./scopes.ts";
 import { addCounts, type RedactionCounts, redactSecrets } from "./redact.ts";
 import { emptyTally, tallied, talliedList } from "./redaction-events.ts";
@@ -37,7 +37,7 @@ export const CandidateSchema = z.object({
   namespace: z.string().min(1).max(256),
   source: z.enum(SOURCES),
   priority: z.enum(PRIORITIES),
-  importance: z.number().int().min(1).max(5),
+  importance: intWithin(1, 5),
   category: z.string().max(64).nullish(),
   /** Files it is about (docs/context.md#code-lineage): stored in metadata.files and linked as file entities; a malformed list is dropped, not fatal. */
   files: z.array(filePath).max(50).optional().catch(undefined),

@@ -25,7 +25,7 @@ export const source = z.enum([
   "import",
   "conversation",
 ]);
-export const importance = z.number().int().min(1).max(5);
+export const importance = intWithin(1, 5);
 
 // A namespace segment: letters, digits and . _ % + @ ~ - (so `task_forge` and `100%_done` are
 // valid), never '.' or '..', never '/', whitespace or control characters. `%` and `_` are harmless

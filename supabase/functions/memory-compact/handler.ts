@@ -20,7 +20,7 @@
 // whose context is full must be able to go on, and a 503 would leave it stuck.
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import { projectName, sessionId, threadId } from "../_shared/schemas.ts";
+import { intWithin, projectName, sessionId, threadId } from "../_shared/schemas.ts";
 import { createFunctionApp, fetchHandler } from "../_shared/app.ts";
 import { type Caller, requireCaller } from "../_shared/auth.ts";
 import { chargeRequest, withTenant } from "../_shared/db.ts";
@@ -50,9 +50,9 @@ import {
 export const CompactRequestSchema = z.object({
   session_id: sessionId,
   messages: z.array(ChatMessageSchema).min(1, "messages must not be empty").max(MAX_MESSAGES_PER_REQUEST),
-  context_window: z.number().int().min(1_000).max(10_000_000).optional(),
-  trigger_tokens: z.number().int().min(1_000).max(10_000_000).optional(),
-  target_chunk_tokens: z.number().int().min(500).max(1_000_000).optional(),
+  context_window: intWithin(1_000, 10_000_000).optional(),
+  trigger_tokens: intWithin(1_000, 10_000_000).optional(),
+  target_chunk_tokens: intWithin(500, 1_000_000).optional(),
   project: projectName.optional(),
   /** Where candidates without a namespace of their own go; global only when asked (README "Scopes"). */
   scope: writeScope.optional(),

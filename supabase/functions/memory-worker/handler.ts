@@ -7,8 +7,9 @@ import { createFunctionApp, fetchHandler } from "../_shared/app.ts";
 import { requireServiceRole } from "../_shared/auth.ts";
 import { json, methodNotAllowed, parseJsonBody } from "../_shared/http.ts";
 import { drainQueue, type WorkerDeps } from "../_shared/drain-queue.ts";
+import { intWithin } from "../_shared/schemas.ts";
 
-const DrainBody = z.object({ max_jobs: z.number().int().min(1).max(100).optional() }).strict();
+const DrainBody = z.object({ max_jobs: intWithin(1, 100).optional() }).strict();
 
 export function createHandler(deps: WorkerDeps) {
   const app = createFunctionApp();

@@ -65,7 +65,7 @@ export type Signals = z.infer<typeof Signals>;
 export const AssembleRequest = z
   .object({
     /** Tokens the context may take (exact, o200k_base); 200-32,000. */
-    budget: z.number().int().min(MIN_BUDGET).max(MAX_BUDGET).default(DEFAULT_BUDGET),
+    budget: intWithin(MIN_BUDGET, MAX_BUDGET).default(DEFAULT_BUDGET),
     /** The user's message, when there is one: the relevant tier's search. */
     message: text(20_000).optional(),
     project: projectName.optional(),

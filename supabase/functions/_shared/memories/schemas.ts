@@ -8,6 +8,7 @@ import {
   categoryName,
   content,
   importance,
+  intWithin,
   memoryType,
   metadata,
   namespace,
@@ -173,7 +174,7 @@ export const CategoryUpsert = z
     /** all: memory.query returns its memories without the similarity threshold; rag: by similarity (default). */
     context: z.enum(["all", "rag"]).optional(),
     /** At most this many memories of the category per query; null: no cap beyond top_k. */
-    rag_length: z.number().int().min(1).max(1000).nullable().optional(),
+    rag_length: intWithin(1, 1000).nullable().optional(),
   })
   .strict();
 export type CategoryUpsert = z.infer<typeof CategoryUpsert>;
@@ -193,7 +194,7 @@ export const AgentTokenRequest = z
     /** What it is for, to tell tokens apart ("Claude Code on my laptop"). */
     label: storableText(z.string().trim().min(1).max(AGENT_TOKEN_LABEL_MAX)).optional(),
     /** Days until it stops working; none: until revoked. */
-    expires_in_days: z.number().int().min(1).max(3650).optional(),
+    expires_in_days: intWithin(1, 3650).optional(),
   })
   .strict();
 export type AgentTokenRequest = z.infer<typeof AgentTokenRequest>;

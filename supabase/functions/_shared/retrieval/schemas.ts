@@ -11,6 +11,7 @@ import {
   categoryName,
   freeText,
   importance,
+  intWithin,
   priority,
   projectName,
   storedMemoryType,
@@ -31,8 +32,8 @@ export const QUERY_DEFAULT_TOP_K = 5;
 // Free text from the conversation (never stored, so right-to-left marks in it are fine).
 const text = freeText;
 
-const budgetTokens = z.number().int().min(1).max(MAX_BUDGET_TOKENS);
-const topK = z.number().int().min(1).max(MAX_TOP_K);
+const budgetTokens = intWithin(1, MAX_BUDGET_TOKENS);
+const topK = intWithin(1, MAX_TOP_K);
 const threshold = z.number().min(0).max(1);
 
 /** A time for after / before, resolved by search/plan.ts; an empty or overlong one names the forms too. */
@@ -50,7 +51,7 @@ const searchControls = {
   /** Overrides the intent the query is classified as. */
   intent: z.enum(INTENTS).optional(),
   /** Hops over memory relations from the best hits (0: no graph signal); default by complexity. */
-  graph_depth: z.number().int().min(0).max(4).optional(),
+  graph_depth: intWithin(0, 4).optional(),
   /** Keyword floor: share of the query's best possible keyword score (default the setting keyword_min_coverage). */
   keyword_threshold: z.number().min(0).max(1).optional(),
   /**
