@@ -172,3 +172,25 @@ Deno.test(
     }
   },
 );
+
+Deno.test({ name: "a cursor that is no next_cursor is invalid_cursor, empty or long ones too", ...opts }, async () => {
+  const server = await startTestServer({ worker: false });
+  try {
+    const send = await sender(server.functionsUrl, newTenant());
+    for (const path of ["memory", "memory/entities", `memory/${crypto.randomUUID()}/history`]) {
+      // An empty cursor (`?cursor=${next ?? ""}`) and a long one were invalid_request, "abc" invalid_cursor.
+      for (const cursor of ["", "x".repeat(201), "abc"]) {
+        const r = await send("GET", `${path}?cursor=${cursor}`);
+        assert.equal(r.status, 400, `${path} ${cursor.length}`);
+        assert.equal(
+          r.body.error.code,
+          "invalid_cursor",
+          `${path} cursor of ${cursor.length}: ${JSON.stringify(r.body)}`,
+        );
+        assert.deepEqual(issuePaths(r.body), ["cursor"]);
+      }
+    }
+  } finally {
+    await server.close();
+  }
+});

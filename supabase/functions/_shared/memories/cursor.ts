@@ -58,6 +58,9 @@ function isCalendarTime(ts: string): boolean {
   return y! >= 1 && days !== undefined && d! >= 1 && d! <= days && h! <= 23 && mi! <= 59 && se! <= 59;
 }
 
+/** Longer than any next_cursor this API gives (about 100 characters): not one, and not decoded. */
+const MAX_CURSOR_LENGTH = 200;
+
 export function encodeCursor(kind: "memories" | "history", c: ListCursor): string {
   return toBase64Url(JSON.stringify([kind, c.ts, c.id]));
 }
@@ -69,6 +72,10 @@ export function encodeCursor(kind: "memories" | "history", c: ListCursor): strin
  * list position).
  */
 function cursorItems(text: string, kind: CursorKind): { items: unknown[]; unmarked: boolean } {
+  // An empty one too: the first page is asked for without a cursor.
+  if (text.length === 0 || text.length > MAX_CURSOR_LENGTH) {
+    throw invalidCursor(kind, text.length === 0 ? "leave cursor out for the first page" : undefined);
+  }
   let value: unknown;
   try {
     value = JSON.parse(fromBase64Url(text));

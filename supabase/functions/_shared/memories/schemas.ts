@@ -84,8 +84,12 @@ export const LifecycleRequest = z.object({ thread_id: threadId.optional() }).str
 export type LifecycleRequest = z.infer<typeof LifecycleRequest>;
 
 const booleanText = z.enum(["true", "false"]).transform((v) => v === "true");
-/** Opaque: the next_cursor of the previous page (cursor.ts). */
-const pageCursor = z.string().min(1).max(200).optional();
+/**
+ * Opaque: the next_cursor of the previous page. Any text is read by cursor.ts, which answers
+ * `invalid_cursor` for what is not one, empty or too long included (they were `invalid_request`
+ * where "abc" was `invalid_cursor`).
+ */
+const pageCursor = z.string().optional();
 /** A namespace or a leading part of one, matched segment by segment (`devai/project/a` never matches `devai/project/ab`). */
 export const namespacePrefix = z
   .string()

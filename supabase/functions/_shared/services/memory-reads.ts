@@ -44,7 +44,7 @@ export async function listMemories(
 ): Promise<ListResponse & { as_of?: string }> {
   const { config } = deps;
   const sql = readPoolOf(deps);
-  const after = q.cursor ? decodeCursor(q.cursor, "memories") : undefined;
+  const after = q.cursor === undefined ? undefined : decodeCursor(q.cursor, "memories");
   const listed = await withTenant(sql, tenant, async (tx) => {
     // A category no memory can be filed under (remember refuses it) is a 400 naming the configured
     // ones, as remember's, not an empty page that reads as "none filed there".
@@ -160,7 +160,7 @@ export async function memoryHistory(
   id: string,
   q: HistoryQuery,
 ): Promise<MemoryHistory> {
-  const after = q.cursor ? decodeCursor(q.cursor, "history") : undefined;
+  const after = q.cursor === undefined ? undefined : decodeCursor(q.cursor, "history");
   const result = await withTenant(deps.sql, tenant, async (tx) => {
     // A history cursor names one of this memory's rows (they are never deleted): another memory's
     // cursor, or a list's, would answer a page that silently misses this memory's rows. Checked in
