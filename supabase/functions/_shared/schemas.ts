@@ -8,7 +8,10 @@ import { CONTROL_CHARACTERS, firstUnsafeCharacter, nulPath } from "./unsafe-char
  * The one UUID rule, for an id wherever it is sent (path, query string, body, an MCP tool's
  * arguments): one that is no uuid is 400 `invalid_id` naming the field (http.ts, validate).
  */
-export const uuid = z.uuid({ error: "expected a uuid" });
+export const uuid = z.uuid({
+  // A missing id says what any missing field says (zod's own message).
+  error: (issue) => issue.code === "invalid_format" ? "expected a uuid" : undefined,
+});
 
 export const memoryType = z.enum(["semantic", "episodic", "procedural"]);
 /** What a stored memory may be: what a writer sends, or an insight (written by the insight job only). */
