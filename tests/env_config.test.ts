@@ -74,6 +74,14 @@ Deno.test("config: missing or invalid settings fail fast, naming each problem", 
   }
   const atBounds = loadConfig({ ...minimal, RETRIEVAL_TOP_K: "50", RETRIEVAL_BUDGET_TOKENS: "32000" }).retrieval;
   assert.deepEqual([atBounds.topK, atBounds.budgetTokens], [MAX_TOP_K, MAX_BUDGET_TOKENS]);
+  // A duration past what a timer holds is refused: DB_STATEMENT_TIMEOUT_MS=3000000000 started, then
+  // every request was a 400 blaming the request (statement_timeout refused) or a 503 (the timer fired at once).
+  for (
+    const name of ["DB_STATEMENT_TIMEOUT_MS", "LLM_TIMEOUT_MS", "WORKER_DRAIN_BUDGET_MS", "RETRIEVAL_WRITE_BEHIND_MS"]
+  ) {
+    assert.throws(() => loadConfig({ ...minimal, [name]: "3000000000" }), new RegExp(`${name}: at most 2147483647 ms`));
+    assert.doesNotThrow(() => loadConfig({ ...minimal, [name]: "2147483647" }), name);
+  }
   // A malformed database URL is named, never shown: it may hold a password.
   for (
     const url of ["postgresql://reader:s3cr3t-pass@127.0.0.1:abc/postgres", "https://reader:s3cr3t-pass@db.example"]

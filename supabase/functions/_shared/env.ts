@@ -25,6 +25,14 @@ const inDigits = {
 };
 const number = () => z.coerce.number(inDigits);
 const positiveInt = (fallback: number) => number().int().positive().default(fallback);
+// A duration: a timer (and Postgres's statement_timeout) holds at most 2^31 - 1 ms (24.8 days). Past
+// it, DB_STATEMENT_TIMEOUT_MS=3000000000 started, then every request was a 400 "a value in the
+// request is out of range" (statement_timeout refused) or a 503 (the timer fired at once).
+const MAX_TIMER_MS = 2 ** 31 - 1;
+const milliseconds = (fallback: number, min = 1) =>
+  number().int().min(min).max(MAX_TIMER_MS, `at most ${MAX_TIMER_MS} ms (24.8 days): timers hold no more`).default(
+    fallback,
+  );
 // No default: an unset threshold means "the embedding model's own calibration" (thresholdsFor).
 // (zod 4 applies .default() even under .optional(), so a default here would pin every model to it.)
 const unitInterval = number().min(0).max(1).optional();
@@ -36,7 +44,7 @@ const EnvSchema = z.object({
   // A read replica (Supabase read replicas): retrieval's and the memory API's reads go there.
   SUPABASE_DB_READ_URL: postgresUrl,
   DB_POOL_MAX: positiveInt(10),
-  DB_STATEMENT_TIMEOUT_MS: positiveInt(15_000),
+  DB_STATEMENT_TIMEOUT_MS: milliseconds(15_000),
   // Prepared statements: auto (by the URL: not behind a transaction pooler), on or off (db-prepare.ts).
   DB_PREPARE: z.enum(["auto", "on", "off"]).default("auto"),
   // Token verification (docs/auth.md): the legacy HS256 secret and the project's JWKS, both at once.
@@ -62,10 +70,10 @@ const EnvSchema = z.object({
   LLM_API_KEY: optionalText,
   LLM_BASE_URL: optionalText,
   LLM_MODEL: z.string().trim().min(1).default("gpt-4o-mini"),
-  LLM_TIMEOUT_MS: positiveInt(60_000),
+  LLM_TIMEOUT_MS: milliseconds(60_000),
   // A worker drain's wall-clock budget: under the hosted function's limit (docs/operations.md#a-drains-deadline).
   // At least 10 s: a smaller one would cut every job before its first answer, postponing it forever.
-  WORKER_DRAIN_BUDGET_MS: number().int().min(10_000).default(120_000),
+  WORKER_DRAIN_BUDGET_MS: milliseconds(120_000, 10_000),
   // Memory behaviour.
   MEMORY_NAMESPACE_ROOT: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,39}$/, "lowercase letters, digits, _ or -").default(
     "devai",
@@ -78,7 +86,7 @@ const EnvSchema = z.object({
   RETRIEVAL_BUDGET_TOKENS: number().int().min(1).max(MAX_BUDGET_TOKENS).optional(),
   // Searches' reinforcement and events are written in batches this often
   // (docs/operations.md#write-behind-reinforcement-and-search-events).
-  RETRIEVAL_WRITE_BEHIND_MS: positiveInt(200),
+  RETRIEVAL_WRITE_BEHIND_MS: milliseconds(200),
   DEDUP_THRESHOLD: unitInterval,
   EXTRACT_DAILY_CAP: positiveInt(200),
   MAX_BODY_BYTES: positiveInt(256 * 1024),
