@@ -2581,7 +2581,10 @@ CREATE FUNCTION memory_search.passes_filters_at(p_id uuid, p_at timestamp with t
 begin
   return coalesce((
     select memory_search.passes_filters(m.fts, m.created_at, a.memory_type, a.metadata, a.pinned, a.importance,
-                                        m.updated_at, p_exclude, p_after, p_before, p_types, p_categories, p_fields)
+                                        case when m.updated_at > p_at and p_fields ?| array['updated_after', 'updated_before']
+                                             then memory_search.updated_at_then(m.id, m.created_at, m.updated_at, p_at)
+                                             else m.updated_at end,
+                                        p_exclude, p_after, p_before, p_types, p_categories, p_fields)
       from public.devai_memories m
      cross join lateral public.memory_at(m, p_at) a
      where m.id = p_id), false);
@@ -2677,6 +2680,25 @@ begin
        select string_agg('''' || k.key || ':' || l.lexeme || '''', ' & ') as words
          from (select distinct replace(m[1], '''''', '''') as lexeme
                  from regexp_matches(p_term::text, '''((?:[^'']|'''')*)''', 'g') as m) l) w);
+end;
+$$;
+
+--
+-- Name: updated_at_then(uuid, timestamp with time zone, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: memory_search; Owner: -
+--
+
+CREATE FUNCTION memory_search.updated_at_then(p_id uuid, p_created_at timestamp with time zone, p_updated_at timestamp with time zone, p_at timestamp with time zone) RETURNS timestamp with time zone
+    LANGUAGE plpgsql STABLE
+    SET search_path TO ''
+    AS $$
+begin
+  if p_updated_at <= p_at then
+    return p_updated_at;
+  end if;
+  return coalesce((select x.ts from public.memory_history x
+                    where x.memory_id = p_id and x.ts <= p_at and x.meta ? 'state'
+                    order by x.ts desc, x.id desc
+                    limit 1), p_created_at);
 end;
 $$;
 
@@ -3416,7 +3438,10 @@ begin
          and m.embedding is not null
          and (m.namespace || '/') ^@ any (v_scopes)
          and a.held
-         and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, a.memory_type, a.metadata, a.pinned, a.importance, m.updated_at,
+         and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, a.memory_type, a.metadata, a.pinned, a.importance,
+                                                             case when m.updated_at > as_of and filter_fields ?| array['updated_after', 'updated_before']
+                                                                  then memory_search.updated_at_then(m.id, m.created_at, m.updated_at, as_of)
+                                                                  else m.updated_at end,
                                                              filter_exclude, filter_after, filter_before, filter_memory_types, filter_categories, filter_fields))
     ),
     nearest as (
@@ -4363,7 +4388,11 @@ begin
                 else memory_search.passes_filters_at(m.id, as_of, v_exclude, filter_after, filter_before, null, v_all,
                                                      v_fields) end
        and not exists (select 1 from found f where f.id = m.id)
-     order by m.importance desc, m.updated_at desc, m.id
+     -- As of an instant, the last change then (force_custom_plan folds the case away for a live search).
+     order by m.importance desc,
+              case when as_of is null or m.updated_at <= as_of then m.updated_at
+                   else memory_search.updated_at_then(m.id, m.created_at, m.updated_at, as_of) end desc,
+              m.id
      limit match_count
   ),
   -- Each with its fields as the answer shows them: as they were at as_of, else as they are (the
@@ -8335,6 +8364,14 @@ GRANT ALL ON FUNCTION memory_search.relation_strengths(p_owner uuid, p_ids uuid[
 --
 
 REVOKE ALL ON FUNCTION memory_search.scoped_query(p_term tsquery, p_keys text[]) FROM PUBLIC;
+
+--
+-- Name: FUNCTION updated_at_then(p_id uuid, p_created_at timestamp with time zone, p_updated_at timestamp with time zone, p_at timestamp with time zone); Type: ACL; Schema: memory_search; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_search.updated_at_then(p_id uuid, p_created_at timestamp with time zone, p_updated_at timestamp with time zone, p_at timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION memory_search.updated_at_then(p_id uuid, p_created_at timestamp with time zone, p_updated_at timestamp with time zone, p_at timestamp with time zone) TO authenticated;
+GRANT ALL ON FUNCTION memory_search.updated_at_then(p_id uuid, p_created_at timestamp with time zone, p_updated_at timestamp with time zone, p_at timestamp with time zone) TO service_role;
 
 --
 -- Name: FUNCTION context_candidates(match_namespaces text[], given_ids uuid[], files text[], modules text[], branch text, background_categories text[], recent_since timestamp with time zone, contradictions boolean, max_per_kind integer, match_owner uuid); Type: ACL; Schema: public; Owner: -

@@ -150,6 +150,73 @@ Deno.test(
   },
 );
 
+Deno.test(
+  { name: "as_of: updated_after/updated_before match when the memory had last changed then, in every list", ...opts },
+  async () => {
+    // Pinned before the instant, unpinned after it: its updated_at then was the pin's, today's is
+    // the unpin's. Before, every list read today's, so as of the instant it was updated after it.
+    const t = newTenant();
+    const id = await remember(t, "The nightly export job writes CSV files to the reports bucket.", "exports", {
+      category: "projects",
+    });
+    const filed = await remember(t, "Release notes are written in the changelog before tagging.", "exports", {
+      category: "conventions",
+    });
+    for (const m of [id, filed]) assert.equal((await api("POST", `/memory/${m}/pin`, { as: t })).status, 200);
+    const then = await dbNow();
+    for (const m of [id, filed]) assert.equal((await api("POST", `/memory/${m}/unpin`, { as: t })).status, 200);
+
+    const found = async (agent: string, mode: string, filters: Record<string, string>, asOf?: string) =>
+      (await queried(t, {
+        agent,
+        query: "Where does the nightly export job write its CSV files?",
+        project: "exports",
+        mode,
+        filters,
+      }, asOf)).map((r) => r.id);
+    // The keyword list, the vector list, and a context-all category's memories.
+    const lists: [string, string, string][] = [["planner", "keyword", id], ["planner", "vector", id], [
+      "coder",
+      "keyword",
+      filed,
+    ]];
+    for (const [agent, mode, want] of lists) {
+      const at = `${agent} ${mode}`;
+      assert.deepEqual(await found(agent, mode, { updated_before: then }, then), [want], `${at}: changed before then`);
+      assert.deepEqual(await found(agent, mode, { updated_after: then }, then), [], `${at}: not changed since, then`);
+      assert.deepEqual(await found(agent, mode, { updated_after: then }), [want], `${at}: changed since, now`);
+    }
+  },
+);
+
+Deno.test(
+  { name: "as_of: a context-all category's memories come in the order of their last change then", ...opts },
+  async () => {
+    // Served whatever the query, most important first, then the most recently changed: with room
+    // for one, as of the instant that is the later of two alike, not the earlier one pinned since.
+    const t = newTenant();
+    const earlier = await remember(t, "Branch names start with the ticket number.", "repo", {
+      category: "conventions",
+    });
+    const later = await remember(t, "Pull requests need two approvals before merging.", "repo", {
+      category: "conventions",
+    });
+    const then = await dbNow();
+    assert.equal((await api("POST", `/memory/${earlier}/pin`, { as: t })).status, 200);
+
+    const served = async (asOf?: string) =>
+      (await queried(t, {
+        agent: "coder",
+        query: "How is the staging database seeded?",
+        project: "repo",
+        categories: ["conventions"],
+        top_k: 1,
+      }, asOf)).map((r) => r.id);
+    assert.deepEqual(await served(then), [later]);
+    assert.deepEqual(await served(), [earlier]);
+  },
+);
+
 Deno.test({ name: "close the pool", ...opts }, async () => {
   await sql.end();
 });
