@@ -11,9 +11,10 @@
 
 -- When memory p_id had last changed at p_at: its updated_at when that is no later (nothing changed
 -- since), else the instant of its last history row by then that snapshots the row (every change
--- that touches updated_at writes one, in the same transaction, but a re-embedding for another
--- model), else its created_at. Called by the searches as of an instant. plpgsql, not SQL: a SQL
--- function with a SET clause is planned again in every statement that calls it (pgTAP 64).
+-- that touches updated_at writes one, in the same transaction, but an embedding written after the
+-- memory: a reindex, or the one a job adds when the embedder had none to give), else its
+-- created_at. Called by the searches as of an instant. plpgsql, not SQL: a SQL function with a SET
+-- clause is planned again in every statement that calls it (pgTAP 64).
 create function memory_search.updated_at_then(p_id uuid, p_created_at timestamptz, p_updated_at timestamptz,
                                               p_at timestamptz)
 returns timestamptz
