@@ -2330,6 +2330,29 @@ CREATE FUNCTION memory_search.entity_matches(p_owner uuid, p_q text, p_type text
 $$;
 
 --
+-- Name: fts_then(uuid, text, tsvector, timestamp with time zone); Type: FUNCTION; Schema: memory_search; Owner: -
+--
+
+CREATE FUNCTION memory_search.fts_then(p_id uuid, p_content text, p_fts tsvector, p_at timestamp with time zone) RETURNS tsvector
+    LANGUAGE plpgsql STABLE
+    SET search_path TO ''
+    AS $$
+declare
+  v_then text;
+begin
+  select x.new_content into v_then
+    from public.memory_history x
+   where x.memory_id = p_id and x.ts <= p_at and x.meta ? 'state'
+   order by x.ts desc, x.id desc
+   limit 1;
+  if v_then is null or v_then = p_content then
+    return p_fts;
+  end if;
+  return to_tsvector('english'::regconfig, v_then) || array_to_tsvector(public.memory_identifier_lexemes(v_then));
+end;
+$$;
+
+--
 -- Name: keyword_postings(uuid, text[], tsquery[], integer, integer, timestamp with time zone, tsquery, timestamp with time zone, timestamp with time zone, text[], text[], jsonb); Type: FUNCTION; Schema: memory_search; Owner: -
 --
 
@@ -2443,7 +2466,7 @@ begin
                  and (m.namespace || '/') ^@ any (p_scopes)
                  and m.fts @@ v_q
                limit p_df_cap + 1) x;
-    else
+    elsif p_as_of is null then
       select array_agg(x.id) into v_ids
         from (select m.id from public.devai_memories m
                where m.owner_id = p_owner
@@ -2453,6 +2476,19 @@ begin
                  and m.source is distinct from 'conversation'
                  and m.fts @@ v_q
                  and (m.namespace || '/') ^@ any (p_scopes)
+               limit p_df_cap + 1) x;
+    else
+      -- As of an instant: on the words of then (memory_search.fts_then; a memory unchanged since
+      -- has today's).
+      select array_agg(x.id) into v_ids
+        from (select m.id from public.devai_memories m
+               where m.owner_id = p_owner
+                 and m.created_at <= p_as_of and (m.valid_until is null or m.valid_until > p_as_of)
+                 and m.source is distinct from 'conversation'
+                 and (m.namespace || '/') ^@ any (p_scopes)
+                 and (case when m.updated_at <= p_as_of then m.fts
+                           else memory_search.fts_then(m.id, m.content, m.fts, p_as_of) end) @@ v_q
+                 and (select a.held from public.memory_at(m, p_as_of) a)
                limit p_df_cap + 1) x;
     end if;
     term_df := term_df || coalesce(cardinality(v_ids), 0);
@@ -2511,7 +2547,7 @@ begin
                                                                    m.importance, m.updated_at, p_exclude, p_after, p_before,
                                                                    p_types, p_categories, p_fields))
              limit p_df_cap) x;
-  else
+  elsif p_as_of is null then
     select coalesce(array_agg(x.id), '{}') into candidates
       from (select m.id from public.devai_memories m
              where m.owner_id = p_owner
@@ -2527,6 +2563,19 @@ begin
                                                               p_types, p_categories, p_fields)
                             else memory_search.passes_filters_at(m.id, p_as_of, p_exclude, p_after, p_before, p_types,
                                                                  p_categories, p_fields) end)
+             limit p_df_cap) x;
+  else
+    select coalesce(array_agg(x.id), '{}') into candidates
+      from (select m.id from public.devai_memories m
+             where m.owner_id = p_owner
+               and m.created_at <= p_as_of
+               and m.source is distinct from 'conversation'
+               and (m.namespace || '/') ^@ any (p_scopes)
+               and (case when m.updated_at <= p_as_of then m.fts
+                         else memory_search.fts_then(m.id, m.content, m.fts, p_as_of) end) @@ v_q
+               and (select a.held from public.memory_at(m, p_as_of) a)
+               and (not v_filtered or memory_search.passes_filters_at(m.id, p_as_of, p_exclude, p_after, p_before, p_types,
+                                                                      p_categories, p_fields))
              limit p_df_cap) x;
   end if;
 end;
@@ -2580,7 +2629,9 @@ CREATE FUNCTION memory_search.passes_filters_at(p_id uuid, p_at timestamp with t
     AS $$
 begin
   return coalesce((
-    select memory_search.passes_filters(m.fts, m.created_at, a.memory_type, a.metadata, a.pinned, a.importance,
+    select memory_search.passes_filters(case when p_exclude is null or m.updated_at <= p_at then m.fts
+                                             else memory_search.fts_then(m.id, m.content, m.fts, p_at) end,
+                                        m.created_at, a.memory_type, a.metadata, a.pinned, a.importance,
                                         case when m.updated_at > p_at and p_fields ?| array['updated_after', 'updated_before']
                                              then memory_search.updated_at_then(m.id, m.created_at, m.updated_at, p_at)
                                              else m.updated_at end,
@@ -3013,12 +3064,15 @@ begin
         select distinct c.id from unnest(v_cand) c(id)
       ),
       matched as (
-        select m.id, length(m.fts)::double precision as dl,
+        select m.id, length(w.fts)::double precision as dl,
                (select coalesce(sum(t.idf), 0)
                   from unnest(v_terms_q, v_terms_idf) as t(q, idf)
-                 where m.fts @@ t.q) as idf_sum
+                 where w.fts @@ t.q) as idf_sum
           from cand c
           cross join lateral (select m.* from public.devai_memories m where m.id = c.id offset 0) m
+          -- Its words: as of an instant, those of then (memory_search.fts_then).
+          cross join lateral (select case when as_of is null or m.updated_at <= as_of then m.fts
+                                          else memory_search.fts_then(m.id, m.content, m.fts, as_of) end as fts) w
          where m.owner_id = match_owner
            and (as_of is not null or (m.is_valid and m.state = 'active' and m.strength > 0.05))
            and m.source is distinct from 'conversation'
@@ -3438,7 +3492,9 @@ begin
          and m.embedding is not null
          and (m.namespace || '/') ^@ any (v_scopes)
          and a.held
-         and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, a.memory_type, a.metadata, a.pinned, a.importance,
+         and (not v_filtered or memory_search.passes_filters(case when filter_exclude is null or m.updated_at <= as_of then m.fts
+                                                                  else memory_search.fts_then(m.id, m.content, m.fts, as_of) end,
+                                                             m.created_at, a.memory_type, a.metadata, a.pinned, a.importance,
                                                              case when m.updated_at > as_of and filter_fields ?| array['updated_after', 'updated_before']
                                                                   then memory_search.updated_at_then(m.id, m.created_at, m.updated_at, as_of)
                                                                   else m.updated_at end,
@@ -8318,6 +8374,14 @@ GRANT ALL ON FUNCTION memory_search.context_lookups(p_owner uuid, p_scopes text[
 REVOKE ALL ON FUNCTION memory_search.entity_matches(p_owner uuid, p_q text, p_type text, p_limit integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION memory_search.entity_matches(p_owner uuid, p_q text, p_type text, p_limit integer) TO authenticated;
 GRANT ALL ON FUNCTION memory_search.entity_matches(p_owner uuid, p_q text, p_type text, p_limit integer) TO service_role;
+
+--
+-- Name: FUNCTION fts_then(p_id uuid, p_content text, p_fts tsvector, p_at timestamp with time zone); Type: ACL; Schema: memory_search; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_search.fts_then(p_id uuid, p_content text, p_fts tsvector, p_at timestamp with time zone) FROM PUBLIC;
+GRANT ALL ON FUNCTION memory_search.fts_then(p_id uuid, p_content text, p_fts tsvector, p_at timestamp with time zone) TO authenticated;
+GRANT ALL ON FUNCTION memory_search.fts_then(p_id uuid, p_content text, p_fts tsvector, p_at timestamp with time zone) TO service_role;
 
 --
 -- Name: FUNCTION keyword_postings(p_owner uuid, p_scopes text[], p_terms tsquery[], p_df_cap integer, p_max_candidates integer, p_as_of timestamp with time zone, p_exclude tsquery, p_after timestamp with time zone, p_before timestamp with time zone, p_types text[], p_categories text[], p_fields jsonb, OUT term_df integer[], OUT candidates uuid[]); Type: ACL; Schema: memory_search; Owner: -

@@ -217,6 +217,40 @@ Deno.test(
   },
 );
 
+Deno.test(
+  { name: "as_of: a memory edited in place since (SQL, Studio) is matched on its words of then", ...opts },
+  async () => {
+    // The service never rewrites a memory's text, but an operator can (in Studio, as the database
+    // owner). As of before that edit, the memory is answered with its words of then (memory_at):
+    // it is matched on them too, by the keyword signal and by -exclusions, not on today's.
+    const t = newTenant();
+    const id = await remember(t, "The nightly backup runs on the replica at two in the morning.", "ops", {
+      category: "conventions",
+    });
+    const then = await dbNow();
+    await sql`update public.devai_memories set content = 'Invoices are archived to cold storage every month.'
+               where id = ${id}`;
+
+    const retrieved = async (message: string, mode: string, asOf?: string) =>
+      ((await post("/memory-retrieve", t, { message, project: "ops", mode, ...(asOf ? { as_of: asOf } : {}) }))
+        .body.memories as { id: string; content: string }[]).map((m) => [m.id, m.content]);
+    const old = [[id, "The nightly backup runs on the replica at two in the morning."]];
+    assert.deepEqual(await retrieved("Where does the nightly backup run, the replica?", "keyword", then), old);
+    assert.deepEqual(await retrieved("Where are invoices archived, cold storage?", "keyword", then), []);
+    assert.deepEqual(await retrieved("Where are invoices archived, cold storage?", "keyword"), [
+      [id, "Invoices are archived to cold storage every month."],
+    ]);
+    // Its embedding is still the old text's (the edit did not re-embed it): the vector list finds
+    // it, and an exclusion of today's words does not leave it out.
+    assert.deepEqual(await retrieved("Where does the nightly backup run? -invoices", "vector", then), old);
+    // A context-all category serves it whatever the query, unless an exclusion matches its words then.
+    const served = async (query: string) =>
+      (await queried(t, { agent: "coder", query, project: "ops", categories: ["conventions"] }, then)).map((r) => r.id);
+    assert.deepEqual(await served("How is staging seeded? -invoices"), [id]);
+    assert.deepEqual(await served("How is staging seeded? -replica"), []);
+  },
+);
+
 Deno.test({ name: "close the pool", ...opts }, async () => {
   await sql.end();
 });
