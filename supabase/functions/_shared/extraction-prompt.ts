@@ -74,10 +74,13 @@ interface MessageLike {
  * One line block per message; verbose contents cut (the prompt tells the model to drop them anyway).
  * Every transcript a model reads goes through here, so no secret reaches a model (redact.ts).
  */
-export function renderMessage(m: MessageLike, maxTokensPerMessage = 2000): string {
-  // Every caller-given string shown to the model is redacted, ids and names too (compaction renders
-  // the request's messages as sent).
-  const clean = (s: string) => redactString(s).text;
+export function renderMessage(
+  m: MessageLike,
+  maxTokensPerMessage = 2000,
+  clean: (s: string) => string = (s) => redactString(s).text,
+): string {
+  // Every caller-given string shown to the model is redacted, ids and names too. `clean`: how
+  // (compaction passes messages it redacted once for the whole request, memory-compact/redacted.ts).
   const text = truncateWithNote(clean(messageText(m.content)), maxTokensPerMessage);
   if (m.role === "assistant" && Array.isArray(m.tool_calls) && m.tool_calls.length > 0) {
     const calls = m.tool_calls.map((c: { id?: string; function?: { name?: string; arguments?: string } }) =>

@@ -39,6 +39,7 @@ import { stripUnsafeCharacters } from "../_shared/unsafe-characters.ts";
 import { defaultScope, SCOPE_NEEDS_PROJECT, scopeHasProject, writeScope } from "../_shared/scopes.ts";
 import { drainQueue, type QueueingDeps } from "../_shared/drain-queue.ts";
 import { MARKER, planCompaction, splitForModel } from "./chunk.ts";
+import { MessageRedactor } from "./redacted.ts";
 import {
   compactionMessages,
   CompactionOutputSchema,
@@ -130,42 +131,49 @@ export function createHandler(deps: QueueingDeps) {
     let proposed: Candidate[] = [];
     let llmError: string | undefined;
     let tokensUsed = 0;
+    // Each message is redacted once for the prompt and the fallback summary, as far as they read
+    // it, giving the event loop back as it goes (redacted.ts).
+    const redactor = new MessageRedactor();
     if (deps.llm) {
+      // The model reads the chunk's newest ~target tokens; an older part (a list far over the
+      // trigger) comes as lines with the prior summary, so the prompt fits a model's window.
+      const { older, shown } = splitForModel(plan.chunk, target, (m) => Math.min(tokensOf(m), PROMPT_MESSAGE_TOKENS));
+      const olderLines = older.length === 0
+        ? undefined
+        : (await extractiveSummary(older, undefined, redactor, 4000, OLDER_TITLE)).text;
+      const priorText = prior === undefined ? undefined : (await redactor.text(prior)).text;
+      const prompt = compactionMessages(
+        await redactor.messages(shown),
+        [priorText, olderLines].filter(Boolean).join("\n\n") || undefined,
+        deps.config.namespaceRoot,
+        body,
+        categories,
+      );
       // The agent waits for its compaction: the model's part, retries and repair included, gets one
-      // request's time (LLM_TIMEOUT_MS), then the summary is extractive. A provider that hangs held
-      // it for 4 x LLM_TIMEOUT_MS and the backoff (243 s by default), past the 150 s after which a
-      // hosted function answers 504, nothing written.
+      // request's time (LLM_TIMEOUT_MS) from when its prompt is ready, then the summary is
+      // extractive. A provider that hangs held it for 4 x LLM_TIMEOUT_MS and the backoff (243 s by
+      // default), past the 150 s after which a hosted function answers 504, nothing written.
       const budget = new AbortController();
       const timer = setTimeout(() => budget.abort(), deps.config.llm.timeoutMs);
       try {
-        // The model reads the chunk's newest ~target tokens; an older part (a list far over the
-        // trigger) comes as lines with the prior summary, so the prompt fits a model's window.
-        const { older, shown } = splitForModel(plan.chunk, target, (m) => Math.min(tokensOf(m), PROMPT_MESSAGE_TOKENS));
-        const olderLines = older.length === 0 ? undefined : extractiveSummary(older, undefined, 4000, OLDER_TITLE).text;
-        const out = await deps.llm.completeJson(
-          CompactionOutputSchema,
-          compactionMessages(
-            shown,
-            [prior, olderLines].filter(Boolean).join("\n\n") || undefined,
-            deps.config.namespaceRoot,
-            body,
-            categories,
-          ),
-          { name: "compaction", signal: budget.signal, deadline: Date.now() + deps.config.llm.timeoutMs },
-        );
+        const out = await deps.llm.completeJson(CompactionOutputSchema, prompt, {
+          name: "compaction",
+          signal: budget.signal,
+          deadline: Date.now() + deps.config.llm.timeoutMs,
+        });
         summary = out.value.summary;
         proposed = out.value.candidates;
         tokensUsed = out.usage.totalTokens;
       } catch (err) {
         llmError = (err as Error).message;
         mode = "extractive";
-        ({ text: summary, counts: extractiveCounts } = extractiveSummary(plan.chunk, prior));
+        ({ text: summary, counts: extractiveCounts } = await extractiveSummary(plan.chunk, prior, redactor));
       } finally {
         clearTimeout(timer);
       }
     } else {
       mode = "extractive";
-      ({ text: summary, counts: extractiveCounts } = extractiveSummary(plan.chunk, prior));
+      ({ text: summary, counts: extractiveCounts } = await extractiveSummary(plan.chunk, prior, redactor));
     }
     if (countTokens(summary) > SUMMARY_MAX_TOKENS) summary = truncateToTokens(summary, SUMMARY_MAX_TOKENS);
     // The summary is stored (the session's layer-2 record): no secret in it (redact.ts), and none of
@@ -222,6 +230,7 @@ export function createHandler(deps: QueueingDeps) {
             candidates: prepared.candidates.length,
             llm_tokens: tokensUsed,
             llm_error: llmError ?? null,
+            redacted_chars: redactor.work.chars,
           } as never,
         )
       })`;

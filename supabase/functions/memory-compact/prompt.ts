@@ -6,8 +6,8 @@ import type { ChatMessage } from "../_shared/llm.ts";
 import { CandidateSchema } from "../_shared/candidates.ts";
 import { categoryInstruction, namespaceInstruction, renderMessage } from "../_shared/extraction-prompt.ts";
 import type { ScopeRequest } from "../_shared/scopes.ts";
-import { addCounts, type RedactionCounts, redactSecrets } from "../_shared/redact.ts";
-import { redactString } from "../_shared/redact-json.ts";
+import { addCounts, type RedactionCounts } from "../_shared/redact.ts";
+import type { MessageRedactor, RedactedMessage } from "./redacted.ts";
 
 export const COMPACTION_MARK = "You compact the oldest part of a coding agent's conversation";
 /** Heads the lines of a chunk's part too old for the model to read whole (handler.ts). */
@@ -21,14 +21,15 @@ export const CompactionOutputSchema = z.object({
 });
 export type CompactionOutput = z.infer<typeof CompactionOutputSchema>;
 
+/** `chunk` and `priorSummary` redacted already (redacted.ts): the model is shown no secret. */
 export function compactionMessages(
-  chunk: ChatMessage[],
+  chunk: RedactedMessage[],
   priorSummary: string | undefined,
   root: string,
   req: ScopeRequest,
   categories: readonly string[] = [],
 ): PromptMessage[] {
-  const transcript = chunk.map((m) => renderMessage(m, PROMPT_MESSAGE_TOKENS)).join("\n\n");
+  const transcript = chunk.map((m) => renderMessage(m, PROMPT_MESSAGE_TOKENS, (s) => s)).join("\n\n");
   return [
     {
       role: "system",
@@ -47,74 +48,81 @@ export function compactionMessages(
     },
     {
       role: "user",
-      content: `${
-        priorSummary ? `PRIOR SUMMARY:\n${redactSecrets(priorSummary).text}\n\n` : ""
-      }CONVERSATION TO COMPACT:\n\n${transcript}`,
+      content: `${priorSummary ? `PRIOR SUMMARY:\n${priorSummary}\n\n` : ""}CONVERSATION TO COMPACT:\n\n${transcript}`,
     },
   ];
 }
 
 /**
- * Without an LLM (or when it fails): a deterministic, extractive summary: every user request,
- * every tool call with its outcome's first line, and the last assistant statements, cut to budget.
- * Each text is redacted before it is cut or its whitespace collapsed: the summary is stored and read
- * back into the next compaction's prompt, and a key cut in two, or `password: hunter2` no longer
- * alone on its line, is a secret the redactor no longer recognises (docs/redaction.md). `counts`:
- * the secrets redacted in the lines the summary keeps.
+ * Without an LLM (or when it fails): a deterministic, extractive summary: the prior summary's first
+ * 4,000 characters, then every user request, every tool call with its outcome's first line, and the
+ * last assistant statements, the most recent within budget (they describe the current state of
+ * work). Each text is redacted before it is cut or its whitespace collapsed: the summary is stored
+ * and read back into the next compaction's prompt, and a key cut in two, or `password: hunter2` no
+ * longer alone on its line, is a secret the redactor no longer recognises (docs/redaction.md).
+ * Lines are made newest first and only until the budget is full: a message whose line would not be
+ * kept is not redacted (`redactor` holds what the request redacted already). `counts`: the secrets
+ * redacted in the lines the summary keeps.
  */
-export function extractiveSummary(
+export async function extractiveSummary(
   chunk: ChatMessage[],
   priorSummary: string | undefined,
+  redactor: MessageRedactor,
   maxTokens = 4000,
   title = "Extractive summary (no LLM available): requests, tool calls and outcomes of the compacted part.",
-): { text: string; counts: RedactionCounts } {
-  const lines: { text: string; counts: RedactionCounts }[] = [];
-  let counts: RedactionCounts = {};
-  const clean = (s: string) => {
-    const r = redactString(s);
-    counts = addCounts(counts, r.counts);
-    return r.text;
-  };
-  const line = (text: string) => {
-    lines.push({ text, counts });
-    counts = {};
-  };
-  if (priorSummary) line(`Earlier: ${clean(priorSummary).slice(0, 4000)}`);
-  for (const m of chunk) {
-    counts = {};
-    // The lines keep at most 300 characters: collapse only the start of a long message.
-    const calls = m.role === "assistant" && m.tool_calls?.length ? m.tool_calls : undefined;
-    const text = calls ? "" : clean(messageText(m.content)).slice(0, 4000).replace(/\s+/g, " ").trim();
-    if (m.role === "user" && text) line(`- User: ${text.slice(0, 300)}`);
-    else if (calls) {
-      line(
-        `- Tool calls: ${
-          calls.map((c) => `${clean(c.function.name)}(${clean(c.function.arguments).slice(0, 120)})`).join(", ")
-        }`,
-      );
-    } else if (m.role === "tool" && text) line(`  → ${text.slice(0, 160)}`);
-    else if (m.role === "assistant" && text) line(`- Assistant: ${text.slice(0, 200)}`);
-  }
+): Promise<{ text: string; counts: RedactionCounts }> {
   const out: string[] = [title];
-  let used = countTokens(out[0]!);
-  let keptCounts: RedactionCounts = {};
+  let used = countTokens(title);
+  const counts: RedactionCounts = {};
   // The prior summary's line is kept first: this summary replaces it, so a prior left out here
   // would be lost with everything earlier compactions replaced.
-  const earlier = priorSummary ? lines.shift()! : undefined;
-  if (earlier) {
-    out.push(earlier.text);
-    used += countTokens(earlier.text) + 1;
-    keptCounts = addCounts(keptCounts, earlier.counts);
+  if (priorSummary) {
+    const prior = await redactor.text(priorSummary);
+    const earlier = `Earlier: ${prior.text.slice(0, 4000)}`;
+    out.push(earlier);
+    used += countTokens(earlier) + 1;
+    addCounts(counts, prior.counts);
   }
-  // Keep the most recent lines when over budget: they describe the current state of work.
   const kept: string[] = [];
-  for (let i = lines.length - 1; i >= 0; i--) {
-    const t = countTokens(lines[i]!.text) + 1;
-    if (used + t > maxTokens) break;
-    kept.unshift(lines[i]!.text);
-    keptCounts = addCounts(keptCounts, lines[i]!.counts);
+  let omitted = 0;
+  for (let i = chunk.length - 1; i >= 0; i--) {
+    if (!hasLine(chunk[i]!)) continue;
+    if (omitted > 0) {
+      omitted++;
+      continue;
+    }
+    const m = await redactor.message(chunk[i]!);
+    const text = summaryLine(m);
+    if (!text) continue; // blank where the line would read it
+    const t = countTokens(text) + 1;
+    if (used + t > maxTokens) {
+      omitted++;
+      continue;
+    }
+    kept.unshift(text);
+    addCounts(counts, m.tool_calls ? m.counts.calls : m.counts.content);
     used += t;
   }
-  if (kept.length < lines.length) out.push(`(${lines.length - kept.length} older lines omitted)`);
-  return { text: [...out, ...kept].join("\n"), counts: keptCounts };
+  if (omitted > 0) out.push(`(${omitted} older lines omitted)`);
+  return { text: [...out, ...kept].join("\n"), counts };
+}
+
+/** Whether `m` has a line in the extractive summary (read as sent: redaction keeps text text). */
+function hasLine(m: ChatMessage): boolean {
+  if (m.role === "assistant" && m.tool_calls?.length) return true;
+  return (m.role === "user" || m.role === "tool" || m.role === "assistant") && /\S/.test(messageText(m.content));
+}
+
+function summaryLine(m: RedactedMessage): string | undefined {
+  if (m.tool_calls) {
+    return `- Tool calls: ${
+      m.tool_calls.map((c) => `${c.function.name}(${c.function.arguments.slice(0, 120)})`).join(", ")
+    }`;
+  }
+  // The lines keep at most 300 characters: collapse only the start of a long message.
+  const text = m.content.slice(0, 4000).replace(/\s+/g, " ").trim();
+  if (!text) return undefined;
+  if (m.role === "user") return `- User: ${text.slice(0, 300)}`;
+  if (m.role === "tool") return `  → ${text.slice(0, 160)}`;
+  return `- Assistant: ${text.slice(0, 200)}`;
 }
