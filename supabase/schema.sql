@@ -5707,8 +5707,16 @@ CREATE TABLE public.memory_session_summaries (
     compactions integer DEFAULT 1 NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT memory_session_summaries_session_id_shape CHECK (((char_length(session_id) >= 1) AND (char_length(session_id) <= 200)))
+    thread_id text,
+    CONSTRAINT memory_session_summaries_session_id_shape CHECK (((char_length(session_id) >= 1) AND (char_length(session_id) <= 200))),
+    CONSTRAINT memory_session_summaries_thread_id_shape CHECK (((thread_id IS NULL) OR ((char_length(thread_id) >= 1) AND (char_length(thread_id) <= 200))))
 );
+
+--
+-- Name: COLUMN memory_session_summaries.thread_id; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.memory_session_summaries.thread_id IS 'The thread the session''s compactions name (the first that named one); null: none named yet.';
 
 --
 -- Name: memory_sessions; Type: TABLE; Schema: public; Owner: -
@@ -9596,6 +9604,12 @@ GRANT INSERT(token_count),UPDATE(token_count) ON TABLE public.memory_session_sum
 --
 
 GRANT INSERT(compactions),UPDATE(compactions) ON TABLE public.memory_session_summaries TO authenticated;
+
+--
+-- Name: COLUMN memory_session_summaries.thread_id; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(thread_id),UPDATE(thread_id) ON TABLE public.memory_session_summaries TO authenticated;
 
 --
 -- Name: TABLE memory_sessions; Type: ACL; Schema: public; Owner: -

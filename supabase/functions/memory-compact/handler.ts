@@ -40,6 +40,7 @@ import { defaultScope, SCOPE_NEEDS_PROJECT, scopeHasProject, writeScope } from "
 import { drainQueue, type QueueingDeps } from "../_shared/drain-queue.ts";
 import { MARKER, planCompaction, splitForModel } from "./chunk.ts";
 import { MessageRedactor } from "./redacted.ts";
+import { readSessionSummary, writeSessionSummary } from "./session-summary.ts";
 import {
   compactionMessages,
   CompactionOutputSchema,
@@ -116,13 +117,12 @@ export function createHandler(deps: QueueingDeps) {
       );
     }
 
+    const summaryKey = { ownerId: caller.tenantId, sessionId: body.session_id, threadId: body.thread_id };
     const { stored, categories } = await withTenant(deps.sql, caller, async (tx) => ({
-      stored: await tx<
-        { summary: string }[]
-      >`select summary from public.memory_session_summaries where owner_id = ${caller.tenantId} and session_id = ${body.session_id}`,
+      stored: await readSessionSummary(tx, summaryKey),
       categories: await loadCategoryNames(tx),
     }));
-    const prior = stored[0]?.summary ?? plan.inlinePriorSummary;
+    const prior = stored ?? plan.inlinePriorSummary;
 
     let summary: string;
     let extractiveCounts = {};
@@ -193,12 +193,7 @@ export function createHandler(deps: QueueingDeps) {
     const chunkHash = createHash("sha256").update(JSON.stringify(plan.chunk)).digest("hex");
 
     const queued = await withTenant(deps.sql, caller, async (tx) => {
-      await tx`
-        insert into public.memory_session_summaries (owner_id, session_id, summary, token_count, compactions)
-        values (${caller.tenantId}, ${body.session_id}, ${summary}, ${countTokens(summary)}, 1)
-        on conflict (owner_id, session_id) do update
-          set summary = excluded.summary, token_count = excluded.token_count,
-              compactions = public.memory_session_summaries.compactions + 1`;
+      await writeSessionSummary(tx, summaryKey, summary, countTokens(summary));
       const jobs = await enqueueDedupJobs(tx, {
         ownerId: caller.tenantId,
         idempotencyKey: `compact:${body.session_id}:${chunkHash}`,
