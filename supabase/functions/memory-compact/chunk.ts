@@ -92,27 +92,57 @@ export function planCompaction(messages: ChatMessage[], opts: PlanOptions): Comp
   };
 }
 
+/** Tokens a message of the model's part keeps at least when one unit alone is over the part: its start. */
+export const MIN_SHOWN_TOKENS = 200;
+/** What a message's block adds to its text in the prompt (its role, call id, a cut's note). */
+export const BLOCK_OVERHEAD_TOKENS = 20;
+
+export interface ModelPart {
+  /** The chunk's part too old for the model to read whole (given to it as lines). */
+  older: ChatMessage[];
+  shown: ChatMessage[];
+  /** Tokens each shown message keeps at most (its block: BLOCK_OVERHEAD_TOKENS more). */
+  messageTokens: number;
+}
+
 /**
- * The part of a chunk the model is shown: its newest units within maxTokens (at least one unit),
- * and the older ones before them. A list far over the trigger makes a chunk far over the target
- * (planCompaction takes what brings it back under), and a prompt of all of it is one no model's
- * window takes (a 403k-token list made a 249k-token prompt): the older units are summarised
- * without the model and given to it as prior context instead. `tokensOf`: a message as the prompt
- * shows it.
+ * The part of a chunk the model is shown: its newest units within maxTokens, and the older ones
+ * before them. A list far over the trigger makes a chunk far over the target (planCompaction takes
+ * what brings it back under), and a prompt of all of it is one no model's window takes (a 403k-token
+ * list made a 249k-token prompt): the older units are summarised without the model and given to it
+ * as prior context instead. When the newest unit alone is over maxTokens (one turn whose tool calls
+ * brought back dozens of long results: 40 made a 129k-token prompt for a target of 8k), its messages
+ * are shown cut to their start, each at least MIN_SHOWN_TOKENS, the newest that fit, and the rest of
+ * it goes with the older part. `tokensOf`: a message as the prompt shows it, at most
+ * `maxMessageTokens`.
  */
 export function splitForModel(
   chunk: ChatMessage[],
   maxTokens: number,
   tokensOf: (m: ChatMessage) => number,
-): { older: ChatMessage[]; shown: ChatMessage[] } {
+  maxMessageTokens: number,
+): ModelPart {
   const units = groupUnits(chunk);
   let first = units.length;
   let tokens = 0;
   while (first > 0) {
-    const unitTokens = units[first - 1]!.reduce((s, m) => s + tokensOf(m), 0);
+    const unitTokens = units[first - 1]!.reduce((s, m) => s + tokensOf(m) + BLOCK_OVERHEAD_TOKENS, 0);
     if (first < units.length && tokens + unitTokens > maxTokens) break;
     tokens += unitTokens;
     first--;
   }
-  return { older: units.slice(0, first).flat(), shown: units.slice(first).flat() };
+  if (first < units.length - 1 || tokens <= maxTokens) {
+    return { older: units.slice(0, first).flat(), shown: units.slice(first).flat(), messageTokens: maxMessageTokens };
+  }
+  const unit = units.at(-1)!;
+  const shownCount = Math.min(
+    unit.length,
+    Math.max(1, Math.floor(maxTokens / (MIN_SHOWN_TOKENS + BLOCK_OVERHEAD_TOKENS))),
+  );
+  const messageTokens = Math.floor(maxTokens / shownCount) - BLOCK_OVERHEAD_TOKENS;
+  return {
+    older: [...units.slice(0, -1).flat(), ...unit.slice(0, unit.length - shownCount)],
+    shown: unit.slice(unit.length - shownCount),
+    messageTokens: Math.max(MIN_SHOWN_TOKENS, Math.min(maxMessageTokens, messageTokens)),
+  };
 }

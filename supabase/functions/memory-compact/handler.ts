@@ -137,7 +137,12 @@ export function createHandler(deps: QueueingDeps) {
     if (deps.llm) {
       // The model reads the chunk's newest ~target tokens; an older part (a list far over the
       // trigger) comes as lines with the prior summary, so the prompt fits a model's window.
-      const { older, shown } = splitForModel(plan.chunk, target, (m) => Math.min(tokensOf(m), PROMPT_MESSAGE_TOKENS));
+      const { older, shown, messageTokens } = splitForModel(
+        plan.chunk,
+        target,
+        (m) => Math.min(tokensOf(m), PROMPT_MESSAGE_TOKENS),
+        PROMPT_MESSAGE_TOKENS,
+      );
       const olderLines = older.length === 0
         ? undefined
         : (await extractiveSummary(older, undefined, redactor, 4000, OLDER_TITLE)).text;
@@ -148,6 +153,7 @@ export function createHandler(deps: QueueingDeps) {
         deps.config.namespaceRoot,
         body,
         categories,
+        messageTokens,
       );
       // The agent waits for its compaction: the model's part, retries and repair included, gets one
       // request's time (LLM_TIMEOUT_MS) from when its prompt is ready, then the summary is

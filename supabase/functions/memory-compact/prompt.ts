@@ -1,7 +1,8 @@
 // The compaction prompt (seed 000 "Context Compaction"): one call → merged summary + candidates.
 import { z } from "zod";
 import type { PromptMessage } from "../_shared/llm.ts";
-import { countTokens, messageText } from "../_shared/tokens.ts";
+import { countTokens, messageText, truncateToTokens } from "../_shared/tokens.ts";
+import { BLOCK_OVERHEAD_TOKENS } from "./chunk.ts";
 import type { ChatMessage } from "../_shared/llm.ts";
 import { CandidateSchema } from "../_shared/candidates.ts";
 import { categoryInstruction, namespaceInstruction, renderMessage } from "../_shared/extraction-prompt.ts";
@@ -28,8 +29,9 @@ export function compactionMessages(
   root: string,
   req: ScopeRequest,
   categories: readonly string[] = [],
+  messageTokens = PROMPT_MESSAGE_TOKENS,
 ): PromptMessage[] {
-  const transcript = chunk.map((m) => renderMessage(m, PROMPT_MESSAGE_TOKENS, (s) => s)).join("\n\n");
+  const transcript = chunk.map((m) => shownBlock(m, messageTokens)).join("\n\n");
   return [
     {
       role: "system",
@@ -51,6 +53,17 @@ export function compactionMessages(
       content: `${priorSummary ? `PRIOR SUMMARY:\n${priorSummary}\n\n` : ""}CONVERSATION TO COMPACT:\n\n${transcript}`,
     },
   ];
+}
+
+/**
+ * A message as the model is shown it, within `tokens` and its block's overhead: a tool call's
+ * arguments are cut at 300 tokens each (renderMessage), so a message of 40 calls held 12k tokens
+ * past the message's 4,000.
+ */
+function shownBlock(m: RedactedMessage, tokens: number): string {
+  const block = renderMessage(m, tokens, (s) => s);
+  const kept = truncateToTokens(block, tokens + BLOCK_OVERHEAD_TOKENS - 5);
+  return kept.length === block.length ? block : `${kept} …[cut]`;
 }
 
 /**
