@@ -6,8 +6,9 @@
 import assert from "node:assert/strict";
 import { createHandler } from "../supabase/functions/memory-compact/handler.ts";
 import { COMPACTION_MARK } from "../supabase/functions/memory-compact/prompt.ts";
-import { MessageRedactor, READ_CHARS, SLICE_CHARS, TAIL_CHARS } from "../supabase/functions/memory-compact/redacted.ts";
+import { MessageRedactor, READ_CHARS, TAIL_CHARS } from "../supabase/functions/memory-compact/redacted.ts";
 import type { ChatMessage } from "../supabase/functions/_shared/llm.ts";
+import { messageTokenCounter } from "../supabase/functions/_shared/tokens.ts";
 import { reply } from "./fake_openai.ts";
 import { userHeaders } from "./support/auth.ts";
 import { newTenant } from "./support/seed.ts";
@@ -103,17 +104,36 @@ Deno.test("compaction's redactor: a text read once, as far as READ_CHARS, no sec
   assert.ok(text.startsWith("word word"));
 });
 
-Deno.test("compaction's redactor: other requests are answered between its slices of work", async () => {
-  const redactor = new MessageRedactor();
-  const messages: ChatMessage[] = Array.from({ length: 1_000 }, (_, i) => ({
+/** 1,000 assistant messages of small JSON objects: about 1.7 MB, none long. */
+const smallJsonMessages = (): ChatMessage[] =>
+  Array.from({ length: 1_000 }, (_, i) => ({
     role: "assistant",
     content: JSON.stringify(Array.from({ length: 60 }, (_, j) => ({ id: i * 60 + j, note: `k=v ${j}` }))),
   }));
+
+/** The order in which `work` and another request's work (queued once this code gives the event loop back) end. */
+async function whoEndsFirst(work: () => Promise<unknown>): Promise<string[]> {
   const order: string[] = [];
-  // Another request's work, queued once this test's code gives the event loop back.
   const other = new Promise((resolve) => setTimeout(resolve, 0)).then(() => order.push("other request"));
-  await redactor.messages(messages).then(() => order.push("redaction"));
+  await work().then(() => order.push("compaction's work"));
   await other;
-  assert.ok(redactor.work.chars > 4 * SLICE_CHARS, `${redactor.work.chars}`);
-  assert.deepEqual(order, ["other request", "redaction"]);
+  return order;
+}
+
+Deno.test("compaction's redactor: other requests are answered between its slices of work", async () => {
+  const redactor = new MessageRedactor();
+  assert.deepEqual(await whoEndsFirst(() => redactor.messages(smallJsonMessages())), [
+    "other request",
+    "compaction's work",
+  ]);
+  assert.ok(redactor.work.chars > 1_000_000, `${redactor.work.chars}`);
+});
+
+Deno.test("compaction's count: thousands of small messages give the event loop back (one slice a request)", async () => {
+  // Each message is counted in well under a slice: a slice a text never ended.
+  const messages = smallJsonMessages();
+  assert.deepEqual(await whoEndsFirst(() => messageTokenCounter().prefill(messages)), [
+    "other request",
+    "compaction's work",
+  ]);
 });

@@ -10,6 +10,7 @@
 // spaces or symbols with no break, which no prose or code has) is cut inside, where the count may
 // differ from the library's by a token per cut. Special-token text such as `<|endoftext|>` counts as
 // the plain text it is (it would make the library throw).
+import { EventLoopSlice } from "./event-loop-slice.ts";
 import { countTokens as countPieceTokens, decode, encode, setMergeCacheSize } from "gpt-tokenizer";
 import { O200K_TOKEN_SPLIT_REGEX } from "gpt-tokenizer/encodingParams/constants";
 import { isWhitespace } from "./text-scan.ts";
@@ -162,23 +163,17 @@ export function countConversationTokens(messages: readonly ChatMessageLike[], to
   return messages.reduce((sum, m) => sum + tokensOf(m), 3);
 }
 
-/** Longest stretch of counting before other requests get the event loop back. */
-const SLICE_MS = 10;
-
 /**
  * countTokens for text that may be megabytes long (a compaction body is up to 8 MiB, about a second
- * of counting): every SLICE_MS it gives the event loop back, so the requests of other tenants on the
- * same server are answered meanwhile instead of waiting for the whole count.
+ * of counting): every SLICE_MS it gives the event loop back (event-loop-slice.ts), so the requests
+ * of other tenants on the same server are answered meanwhile instead of waiting for the whole
+ * count. `slice`: the request's, when it counts many texts.
  */
-export async function countTokensYielding(text: string): Promise<number> {
+export async function countTokensYielding(text: string, slice = new EventLoopSlice()): Promise<number> {
   let total = 0;
-  let since = performance.now();
   for (const segment of tokenizerSegments(text)) {
     total += countPieceTokens(segment, AS_TEXT);
-    if (performance.now() - since > SLICE_MS) {
-      await new Promise((resolve) => setTimeout(resolve, 0));
-      since = performance.now();
-    }
+    if (slice.due()) await slice.yield();
   }
   return total;
 }
@@ -198,10 +193,11 @@ export function messageTokenCounter(): MessageTokenCounter {
     return n;
   };
   tokensOf.prefill = async (messages: readonly ChatMessageLike[]) => {
+    const slice = new EventLoopSlice();
     for (const message of messages) {
       if (counted.has(message)) continue;
       let n = MESSAGE_OVERHEAD_TOKENS;
-      for (const part of countedParts(message)) n += await countTokensYielding(part);
+      for (const part of countedParts(message)) n += await countTokensYielding(part, slice);
       counted.set(message, n);
     }
   };

@@ -4,11 +4,12 @@
 // lines and a third time by the fallback summary when the model failed: an 8 MiB list of small JSON
 // messages spent seconds of one synchronous stretch in redactString (other tenants' requests on the
 // instance waited), and a single 8 MiB tool output took 1.9 s in one call. Here a message is redacted
-// on first use and kept for the request, each text at most READ_CHARS + TAIL_CHARS long, and the
-// event loop is given back every SLICE_CHARS characters.
+// on first use and kept for the request, each text at most READ_CHARS + TAIL_CHARS long (a few ms
+// of work), and the event loop is given back between texts every SLICE_MS (event-loop-slice.ts).
 import type { ChatMessage } from "../_shared/llm.ts";
 import { addCounts, type RedactionCounts } from "../_shared/redact.ts";
 import { redactString } from "../_shared/redact-json.ts";
+import { EventLoopSlice } from "../_shared/event-loop-slice.ts";
 import { messageText } from "../_shared/tokens.ts";
 
 /** Characters of a text compaction may show: 4,000 tokens of a message are seldom more than 16k. */
@@ -19,8 +20,6 @@ export const READ_CHARS = 32 * 1024;
  * what it leaves in the text is at its end, at most the longest secret's length (a JWT, 16k).
  */
 export const TAIL_CHARS = 32 * 1024;
-/** Characters redacted before other requests get the event loop back (about 60 ms of work). */
-export const SLICE_CHARS = 256 * 1024;
 
 /** A message as compaction reads it: every string it shows, redacted (`renderMessage` needs no more). */
 export interface RedactedMessage {
@@ -44,7 +43,7 @@ export class MessageRedactor {
   readonly work = { texts: 0, chars: 0 };
   #messages = new WeakMap<ChatMessage, RedactedMessage>();
   #texts = new Map<string, RedactedText>();
-  #sinceYield = 0;
+  #slice = new EventLoopSlice();
 
   /** `m` redacted (once a request). */
   async message(m: ChatMessage): Promise<RedactedMessage> {
@@ -83,14 +82,10 @@ export class MessageRedactor {
   async text(text: string): Promise<RedactedText> {
     const done = this.#texts.get(text);
     if (done) return done;
-    if (this.#sinceYield >= SLICE_CHARS) {
-      await new Promise((resolve) => setTimeout(resolve, 0));
-      this.#sinceYield = 0;
-    }
+    if (this.#slice.due()) await this.#slice.yield();
     const read = readPart(text);
     this.work.texts++;
     this.work.chars += read.length;
-    this.#sinceYield += read.length;
     const r = redactString(read);
     const out = { text: read.length === text.length ? r.text : withoutTail(r.text), counts: r.counts };
     this.#texts.set(text, out);
