@@ -13,28 +13,42 @@ import { userHeaders } from "./support/auth.ts";
 import { newTenant } from "./support/seed.ts";
 import { writeEnv } from "./write_helpers.ts";
 
-/** One turn: the agent reads `files` files at once, each result about 3,000 tokens. */
-function wideTurn(files: number): ChatMessage[] {
-  const ids = Array.from({ length: files }, (_, i) => `read_${i}`);
+/** A turn of `n` calls of `name` at once (ids `<name>_<i>`), and their results (`result(i)`). */
+function callsTurn(
+  n: number,
+  name: string,
+  args: (i: number) => unknown,
+  result: (i: number) => string,
+): ChatMessage[] {
+  const ids = Array.from({ length: n }, (_, i) => `${name}_${i}`);
   return [
-    { role: "system", content: "You are DevAI." },
-    { role: "user", content: "Task: review every module of src/ for the date bug." },
     {
       role: "assistant",
       content: null,
       tool_calls: ids.map((id, i) => ({
         id,
         type: "function" as const,
-        function: { name: "read_file", arguments: JSON.stringify({ path: `src/module${i}.ts` }) },
+        function: { name, arguments: JSON.stringify(args(i)) },
       })),
     },
-    ...ids.map((id, i): ChatMessage => ({
-      role: "tool",
-      tool_call_id: id,
-      content: `// src/module${i}.ts: parses dates\n${
-        Array.from({ length: 200 }, (_, j) => `export const d${i}_${j} = parse("2026-11-${j % 28 + 1}");`).join("\n")
-      }`,
-    })),
+    ...ids.map((id, i): ChatMessage => ({ role: "tool", tool_call_id: id, content: result(i) })),
+  ];
+}
+
+/** One turn: the agent reads `files` files at once, each result about 3,000 tokens. */
+function wideTurn(files: number): ChatMessage[] {
+  return [
+    { role: "system", content: "You are DevAI." },
+    { role: "user", content: "Task: review every module of src/ for the date bug." },
+    ...callsTurn(
+      files,
+      "read_file",
+      (i) => ({ path: `src/module${i}.ts` }),
+      (i) =>
+        `// src/module${i}.ts: parses dates\n${
+          Array.from({ length: 200 }, (_, j) => `export const d${i}_${j} = parse("2026-11-${j % 28 + 1}");`).join("\n")
+        }`,
+    ),
     { role: "user", content: "Which modules have the bug?" },
   ];
 }
@@ -59,7 +73,7 @@ Deno.test("compact: one turn of dozens of long tool results is shown within targ
     // The turn's newest results, each cut to its start, within the target; the rest as lines (4,000 tokens at most).
     assert.ok(countTokens(prompt) < 8_000 + 4_000 + 500, `prompt: ${countTokens(prompt)} tokens`);
     for (const i of [0, 39]) assert.match(prompt, new RegExp(`src/module${i}\\.ts: parses dates`));
-    assert.match(prompt, /read_file\(\{"path":"src\/module39\.ts"\}\)/);
+    assert.match(prompt, /Tool calls: read_file\(\{"path":"src\/module0\.ts"\}\).*\(\+\d+ more\)/);
   } finally {
     await env.close();
   }
@@ -81,4 +95,37 @@ Deno.test("splitForModel: a unit alone over the part is cut to its newest messag
   // A part the newest unit fits: shown whole, as before.
   const small = wideTurn(2).slice(1, -1);
   assert.deepEqual(splitForModel(small, 60_000, tokensOf, 4_000), { older: [], shown: small, messageTokens: 4_000 });
+});
+
+Deno.test("compact: the extractive summary keeps the request of a turn of two hundred tool calls", async () => {
+  const env = await writeEnv({ withLlm: false });
+  try {
+    const messages: ChatMessage[] = [
+      { role: "system", content: "You are DevAI." },
+      { role: "user", content: "Task: move every call site of parseDate to the new date module." },
+      ...callsTurn(200, "edit_file", (i) => ({
+        path: `src/features/feature${i}/components/Widget${i}/index.tsx`,
+        old: "parseDate(",
+        new: "dates.parse(",
+      }), () => " "),
+      { role: "user", content: `Now run the tests. ${"Context: ".repeat(2_000)}` },
+    ];
+    const res = await createHandler({ ...env.deps, kickWorker: () => Promise.resolve() })(
+      new Request("http://localhost/functions/v1/memory-compact", {
+        method: "POST",
+        headers: await userHeaders(newTenant()),
+        body: JSON.stringify({ session_id: "calls", messages, trigger_tokens: 5_000 }),
+      }),
+    );
+    const out = await res.json();
+    assert.equal(out.summary_mode, "extractive", JSON.stringify(out).slice(0, 300));
+    // One line of the calls (the first ones and how many more), and the request before them.
+    assert.match(out.summary, /User: Task: move every call site of parseDate/);
+    assert.match(
+      out.summary,
+      /- Tool calls: edit_file\(\{"path":"src\/features\/feature0\/components\/Widget0\/index\.tsx".*\(\+\d+ more\)/,
+    );
+  } finally {
+    await env.close();
+  }
 });

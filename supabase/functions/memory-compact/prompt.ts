@@ -126,11 +126,20 @@ function hasLine(m: ChatMessage): boolean {
   return (m.role === "user" || m.role === "tool" || m.role === "assistant") && /\S/.test(messageText(m.content));
 }
 
+/** Characters of a summary line's tool calls (a user's line keeps 300). */
+const CALLS_LINE_CHARS = 600;
+
 function summaryLine(m: RedactedMessage): string | undefined {
   if (m.tool_calls) {
-    return `- Tool calls: ${
-      m.tool_calls.map((c) => `${c.function.name}(${c.function.arguments.slice(0, 120)})`).join(", ")
-    }`;
+    // At most CALLS_LINE_CHARS of calls: a line over the budget was left out, and every line
+    // before it (200 calls: the summary kept nothing of the part, its request included).
+    const calls = m.tool_calls.map((c) => `${c.function.name}(${c.function.arguments.slice(0, 120)})`);
+    let shown = 1;
+    for (let chars = calls[0]!.length; shown < calls.length && chars + calls[shown]!.length <= CALLS_LINE_CHARS;) {
+      chars += calls[shown++]!.length + 2;
+    }
+    const more = calls.length - shown;
+    return `- Tool calls: ${calls.slice(0, shown).join(", ")}${more > 0 ? ` (+${more} more)` : ""}`;
   }
   // The lines keep at most 300 characters: collapse only the start of a long message.
   const text = m.content.slice(0, 4000).replace(/\s+/g, " ").trim();
