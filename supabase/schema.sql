@@ -5708,6 +5708,9 @@ CREATE TABLE public.memory_session_summaries (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     thread_id text,
+    chunk_hash text,
+    prior_summary text,
+    CONSTRAINT memory_session_summaries_chunk_hash_shape CHECK (((chunk_hash IS NULL) OR (chunk_hash ~ '^[0-9a-f]{64}$'::text))),
     CONSTRAINT memory_session_summaries_session_id_shape CHECK (((char_length(session_id) >= 1) AND (char_length(session_id) <= 200))),
     CONSTRAINT memory_session_summaries_thread_id_shape CHECK (((thread_id IS NULL) OR ((char_length(thread_id) >= 1) AND (char_length(thread_id) <= 200))))
 );
@@ -5717,6 +5720,18 @@ CREATE TABLE public.memory_session_summaries (
 --
 
 COMMENT ON COLUMN public.memory_session_summaries.thread_id IS 'The thread the session''s compactions name (the first that named one); null: none named yet.';
+
+--
+-- Name: COLUMN memory_session_summaries.chunk_hash; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.memory_session_summaries.chunk_hash IS 'sha256 of the part of the conversation the last compaction replaced (its JSON); null: none recorded yet.';
+
+--
+-- Name: COLUMN memory_session_summaries.prior_summary; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.memory_session_summaries.prior_summary IS 'The summary before the last compaction (null: it had none): a retry of that compaction starts from it.';
 
 --
 -- Name: memory_sessions; Type: TABLE; Schema: public; Owner: -
@@ -9610,6 +9625,18 @@ GRANT INSERT(compactions),UPDATE(compactions) ON TABLE public.memory_session_sum
 --
 
 GRANT INSERT(thread_id),UPDATE(thread_id) ON TABLE public.memory_session_summaries TO authenticated;
+
+--
+-- Name: COLUMN memory_session_summaries.chunk_hash; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(chunk_hash),UPDATE(chunk_hash) ON TABLE public.memory_session_summaries TO authenticated;
+
+--
+-- Name: COLUMN memory_session_summaries.prior_summary; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT INSERT(prior_summary),UPDATE(prior_summary) ON TABLE public.memory_session_summaries TO authenticated;
 
 --
 -- Name: TABLE memory_sessions; Type: ACL; Schema: public; Owner: -

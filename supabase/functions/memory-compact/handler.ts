@@ -117,7 +117,8 @@ export function createHandler(deps: QueueingDeps) {
       );
     }
 
-    const summaryKey = { ownerId: caller.tenantId, sessionId: body.session_id, threadId: body.thread_id };
+    const chunkHash = createHash("sha256").update(JSON.stringify(plan.chunk)).digest("hex");
+    const summaryKey = { ownerId: caller.tenantId, sessionId: body.session_id, threadId: body.thread_id, chunkHash };
     const { stored, categories } = await withTenant(deps.sql, caller, async (tx) => ({
       stored: await readSessionSummary(tx, summaryKey),
       categories: await loadCategoryNames(tx),
@@ -196,7 +197,6 @@ export function createHandler(deps: QueueingDeps) {
     const marker = { role: "user" as const, content: `${MARKER}\n${summary}` };
     const messages = [...plan.head, marker, ...plan.rest];
     const after = countConversationTokens(messages, tokensOf);
-    const chunkHash = createHash("sha256").update(JSON.stringify(plan.chunk)).digest("hex");
 
     const queued = await withTenant(deps.sql, caller, async (tx) => {
       await writeSessionSummary(tx, summaryKey, summary, countTokens(summary));
