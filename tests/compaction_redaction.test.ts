@@ -1,8 +1,8 @@
 // memory-compact's redaction of the request's messages (memory-compact/redacted.ts): each message
 // once a request, only as far as the prompt and the summary read it, the event loop given back
-// between slices. An 8 MiB list of small JSON messages was redacted whole by the prompt, again by
-// the older part's lines and again by the fallback summary: seconds of one synchronous stretch
-// while other tenants' requests on the instance waited, and the model's time ran meanwhile.
+// between slices. An 8 MiB list of small JSON messages was redacted whole for the prompt and again
+// by the fallback summary: 1.7 s a pass in one synchronous stretch while other tenants' requests on
+// the instance waited, and the model's time ran meanwhile.
 import assert from "node:assert/strict";
 import { createHandler } from "../supabase/functions/memory-compact/handler.ts";
 import { COMPACTION_MARK } from "../supabase/functions/memory-compact/prompt.ts";

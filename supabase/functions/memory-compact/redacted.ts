@@ -1,9 +1,9 @@
 // What compaction reads of the request's messages, redacted once a request and only as far as it is
 // read. The model's prompt shows at most 4,000 tokens of a message and the extractive summary 300
-// characters of one, yet every message was redacted whole by the prompt, again by the older part's
-// lines and a third time by the fallback summary when the model failed: an 8 MiB list of small JSON
-// messages spent seconds of one synchronous stretch in redactString (other tenants' requests on the
-// instance waited), and a single 8 MiB tool output took 1.9 s in one call. Here a message is redacted
+// characters of one, yet every message was redacted whole for the prompt (shown, or as the older
+// part's lines) and again by the fallback summary when the model failed: an 8 MiB list of small
+// JSON messages spent 1.7 s a pass in redactString, in one synchronous stretch (other tenants'
+// requests on the instance waited), and a single 8 MiB tool output took 1.9 s in one call. Here a message is redacted
 // on first use and kept for the request, each text at most READ_CHARS + TAIL_CHARS long (a few ms
 // of work), and the event loop is given back between texts every SLICE_MS (event-loop-slice.ts).
 import type { ChatMessage } from "../_shared/llm.ts";
