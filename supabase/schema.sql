@@ -767,6 +767,34 @@ end;
 $$;
 
 --
+-- Name: enqueue_tenant_job(uuid, text, text, jsonb, integer); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.enqueue_tenant_job(p_owner uuid, p_kind text, p_idempotency_key text, p_payload jsonb DEFAULT '{}'::jsonb, p_max_attempts integer DEFAULT 5) RETURNS TABLE(id uuid, status text, deduplicated boolean, retry_after integer)
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+#variable_conflict use_column
+declare
+  v_max integer := public.memory_setting('job_queue_tenant_max')::integer;
+begin
+  if v_max > 0
+     and not exists (select from public.memory_jobs k
+                      where k.owner_id = p_owner and k.kind = p_kind and k.idempotency_key = p_idempotency_key)
+     and (select count(*) from (select from public.memory_jobs q
+                                 where q.owner_id = p_owner and q.status = 'queued'
+                                 limit v_max) s) >= v_max then
+    return query select null::uuid, null::text, false,
+                        greatest(1, ceil(public.memory_setting('job_fair_step_seconds'))::integer);
+    return;
+  end if;
+  return query
+  select e.id, e.status, e.deduplicated, 0
+    from memory_private.enqueue_job(p_owner, p_kind, p_idempotency_key, p_payload, p_max_attempts) e;
+end;
+$$;
+
+--
 -- Name: enqueue_vector_index_jobs(timestamp with time zone, integer); Type: FUNCTION; Schema: memory_private; Owner: -
 --
 
@@ -5843,6 +5871,7 @@ CASE name
 END),
     CONSTRAINT memory_settings_job_fair_step_seconds_range CHECK (((name <> 'job_fair_step_seconds'::text) OR ((value >= (1)::numeric) AND (value <= (86400)::numeric)))),
     CONSTRAINT memory_settings_job_keep_days_range CHECK (((name <> 'job_keep_days'::text) OR (value >= (1)::numeric))),
+    CONSTRAINT memory_settings_job_queue_tenant_max_range CHECK (((name <> 'job_queue_tenant_max'::text) OR ((value >= (0)::numeric) AND (value = trunc(value))))),
     CONSTRAINT memory_settings_keyword_common_estimate_factor_range CHECK (((name <> 'keyword_common_estimate_factor'::text) OR ((value >= (0)::numeric) AND (value <= (1000)::numeric)))),
     CONSTRAINT memory_settings_name_shape CHECK ((name ~ '^[a-z][a-z0-9_]{0,62}$'::text)),
     CONSTRAINT memory_settings_rate_limit_range CHECK (((name !~~ 'rate\_limit\_%'::text) OR
@@ -7948,6 +7977,13 @@ GRANT ALL ON FUNCTION memory_private.enqueue_job(p_owner uuid, p_kind text, p_id
 
 REVOKE ALL ON FUNCTION memory_private.enqueue_nightly_consolidation(p_now timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION memory_private.enqueue_nightly_consolidation(p_now timestamp with time zone) TO service_role;
+
+--
+-- Name: FUNCTION enqueue_tenant_job(p_owner uuid, p_kind text, p_idempotency_key text, p_payload jsonb, p_max_attempts integer); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.enqueue_tenant_job(p_owner uuid, p_kind text, p_idempotency_key text, p_payload jsonb, p_max_attempts integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION memory_private.enqueue_tenant_job(p_owner uuid, p_kind text, p_idempotency_key text, p_payload jsonb, p_max_attempts integer) TO service_role;
 
 --
 -- Name: FUNCTION enqueue_vector_index_jobs(p_now timestamp with time zone, p_min_rows integer); Type: ACL; Schema: memory_private; Owner: -

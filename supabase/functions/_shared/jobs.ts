@@ -9,7 +9,8 @@
 //   job was re-claimed) rolls its writes back instead of writing twice.
 import { outsideShares } from "./tenant-share.ts";
 import { asService, type Sql, type Tx } from "./db.ts";
-import { outsideRequest } from "./rate-limit.ts";
+import { inRequest, outsideRequest } from "./rate-limit.ts";
+import { HttpError } from "./http.ts";
 import { storableJson } from "./unsafe-characters.ts";
 
 /** memory_jobs.kind: the write path's extract and dedup, the graph's jobs (graph-jobs.ts), the background ones (background-jobs.ts), a tenant's own vector index (vector-index-job.ts), the entity pass of memories never linked (entity-backfill.ts). */
@@ -58,19 +59,34 @@ export interface EnqueueResult {
  * Queues a job for the transaction's tenant, or returns the existing one with that key. Tenants
  * cannot insert jobs themselves: memory_private.enqueue_job runs as the service (asService), and
  * the queue's fair order (fair_key) is set there by a trigger. docs/operations.md#job-queue.
+ * Inside a tenant's request a new job is queued within the tenant's bound (enqueue_tenant_job):
+ * past it the request is a 429 queue_full and its transaction writes nothing. The worker's own jobs
+ * (outside any request) are not bounded. docs/operations.md#a-tenants-queued-jobs.
  */
 export async function enqueueJob(
   tx: Tx,
   job: { ownerId: string; kind: JobKind; idempotencyKey: string; payload: unknown; maxAttempts?: number },
 ): Promise<EnqueueResult> {
+  const enqueue = inRequest() ? tx`memory_private.enqueue_tenant_job` : tx`memory_private.enqueue_job`;
   const [row] = await asService(tx, () =>
-    tx<EnqueueResult[]>`
-      select id, status, deduplicated
-        from memory_private.enqueue_job(${job.ownerId}, ${job.kind}, ${job.idempotencyKey},
-                                        ${tx.json(job.payload as never)}, ${job.maxAttempts ?? 5})`);
+    tx<(EnqueueResult & { retry_after?: number })[]>`
+      select *
+        from ${enqueue}(${job.ownerId}, ${job.kind}, ${job.idempotencyKey},
+                        ${tx.json(job.payload as never)}, ${job.maxAttempts ?? 5})`);
+  if (row?.retry_after) throw queueFull(row.retry_after);
   // Only when each of enqueue_job's tries met a job that was deleted before it was read (docs/operations.md#job-queue).
   if (!row) throw new Error("enqueueJob: no job queued or found");
   return { id: row.id, status: row.status, deduplicated: row.deduplicated };
+}
+
+function queueFull(retryAfterSeconds: number): HttpError {
+  return new HttpError(
+    429,
+    "queue_full",
+    `this tenant has as many jobs queued as it may (job_queue_tenant_max); retry after ${retryAfterSeconds} s`,
+    undefined,
+    { "retry-after": String(retryAfterSeconds) },
+  );
 }
 
 /** The job as its owner sees it (RLS), or undefined. */

@@ -42,6 +42,11 @@ export function takeRequestCharge(): RouteClass | undefined {
   return pending.routeClass;
 }
 
+/** Whether this runs for a tenant's request (a route the rate limits cover), not the worker's own work. */
+export function inRequest(): boolean {
+  return requestCharge.getStore() !== undefined;
+}
+
 /** Runs work (a background drain after a 202) outside the request: it is never charged. */
 export function outsideRequest<T>(work: () => T): T {
   return requestCharge.exit(work);

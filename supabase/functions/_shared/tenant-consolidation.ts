@@ -23,6 +23,7 @@ import type { Config } from "./env.ts";
 import { applyEpisodeWork, compressEpisodes, type EpisodeWork, planEpisodes } from "./episode-summaries.ts";
 import { HttpError } from "./http.ts";
 import { completeJobInTx, enqueueJob, type Job } from "./jobs.ts";
+import { outsideRequest } from "./rate-limit.ts";
 import { addUsage, emptyUsage, type Llm, LlmOutputError, LlmRequestError } from "./llm.ts";
 import { providerUnavailable } from "./llm-outage.ts";
 import { type JudgedPair, judgePairs } from "./pair-judge.ts";
@@ -183,13 +184,17 @@ export async function consolidateTenant(
       const done: ConsolidationReport = { ...report, ...counts, compressed, forgotten };
       await finishRun(tx, runId, done.pairs_checked, done.tokens_used, done);
       const day = utcDay(now);
+      // The day's one insight job (its key) is not held to the tenant's queue bound: refused, it would
+      // roll back a POST memory/consolidate whose model work is done (docs/operations.md#a-tenants-queued-jobs).
       if (deps.llm) {
-        await enqueueJob(tx, {
-          ownerId: opts.ownerId,
-          kind: "insight",
-          idempotencyKey: `insight:${day}`,
-          payload: { night: day },
-        });
+        await outsideRequest(() =>
+          enqueueJob(tx, {
+            ownerId: opts.ownerId,
+            kind: "insight",
+            idempotencyKey: `insight:${day}`,
+            payload: { night: day },
+          })
+        );
       }
       if (opts.trigger === "nightly" && read.spent.other_models > 0) {
         await enqueueJob(tx, {
