@@ -37,6 +37,7 @@ import { EmbeddingsWatch, ProviderUnavailableError, ProviderWatch, unavailablePr
 import { providerName } from "./provider-name.ts";
 import { type Llm, LlmOutputError, LlmRequestError } from "./llm.ts";
 import { queuedCodeOrigin } from "./schemas.ts";
+import { storableJson } from "./unsafe-characters.ts";
 import { CandidateSchema } from "./candidates.ts";
 import { dedupCandidates, type DedupProgress } from "./dedup.ts";
 import { DEDUP_BATCH } from "./dedup-jobs.ts";
@@ -268,7 +269,16 @@ async function processDedup(deps: WorkerDeps, job: Job, workerId: string): Promi
   await withTenant(deps.sql, tenant, (tx) => completeJobInTx(tx, job.id, workerId, report), opts);
 }
 
+/**
+ * The failure as the job's last_error records it: storable (no NUL, which Postgres text refuses). A
+ * model answer or a provider's error body holding one made fail_job itself fail: the drain threw,
+ * its report lost and its later jobs unrun, and the job, left running, did the same at each claim.
+ */
 function describeError(err: unknown): string {
+  return storableJson(describeFailure(err));
+}
+
+function describeFailure(err: unknown): string {
   if (err instanceof ModelPartError && err.modelError instanceof LlmOutputError) {
     return `${err.name}: ${err.message}; last output: ${err.modelError.raw.slice(0, 300)}`;
   }
