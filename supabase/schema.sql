@@ -112,25 +112,13 @@ CREATE FUNCTION memory_private.assign_job_fair_key() RETURNS trigger
     AS $$
 declare
   v_last timestamptz;
-  v_head timestamptz;
 begin
   select j.fair_key into v_last
     from public.memory_jobs j
    where j.owner_id = new.owner_id and j.status = 'queued' and j.run_after <= now()
    order by j.fair_key desc
    limit 1;
-  if new.run_after > now() then
-    v_head := new.run_after;
-  else
-    -- memory_jobs_fair_claimable, as the claim reads it: jobs backing off are skipped in the index.
-    select j.fair_key into v_head
-      from public.memory_jobs j
-     where j.status = 'queued' and j.run_after <= now()
-     order by j.fair_key
-     limit 1;
-    v_head := least(now(), coalesce(v_head, now()));
-  end if;
-  new.fair_key := greatest(v_head,
+  new.fair_key := greatest(case when new.run_after > now() then new.run_after else memory_private.job_queue_head() end,
                            v_last + make_interval(secs => public.memory_setting('job_fair_step_seconds')::double precision));
   return new;
 end;
@@ -945,6 +933,8 @@ begin
          last_error = left('cut by the drain''s deadline after progress (attempt given back): '
                            || coalesce(p_error, 'unknown error'), 4000),
          run_after = now(),
+         fair_key = greatest(j.fair_key + make_interval(secs => public.memory_setting('job_fair_step_seconds')::double precision),
+                             memory_private.job_queue_head() + interval '1 microsecond'),
          locked_until = null,
          locked_by = null,
          updated_at = now()
@@ -1101,6 +1091,21 @@ CREATE FUNCTION memory_private.job_progress(p_result jsonb) RETURNS jsonb
     case when jsonb_typeof(p_result #> '{model,chunks,proposed}') = 'array'
          then jsonb_array_length(p_result #> '{model,chunks,proposed}') end,
     coalesce(jsonb_typeof(p_result) = 'object' and p_result ? 'consolidation_proposal', false))
+$$;
+
+--
+-- Name: job_queue_head(); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.job_queue_head() RETURNS timestamp with time zone
+    LANGUAGE sql STABLE
+    SET search_path TO ''
+    AS $$
+  select least(now(), coalesce((select j.fair_key
+                                  from public.memory_jobs j
+                                 where j.status = 'queued' and j.run_after <= now()
+                                 order by j.fair_key
+                                 limit 1), now()))
 $$;
 
 --
@@ -8182,6 +8187,13 @@ REVOKE ALL ON FUNCTION memory_private.history_ts_in_write_order() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memory_private.job_progress(p_result jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION memory_private.job_progress(p_result jsonb) TO service_role;
+
+--
+-- Name: FUNCTION job_queue_head(); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.job_queue_head() FROM PUBLIC;
+GRANT ALL ON FUNCTION memory_private.job_queue_head() TO service_role;
 
 --
 -- Name: FUNCTION keyword_scope(p_namespace text); Type: ACL; Schema: memory_private; Owner: -
