@@ -764,16 +764,14 @@ CREATE FUNCTION memory_private.enqueue_tenant_job(p_owner uuid, p_kind text, p_i
     AS $$
 #variable_conflict use_column
 declare
-  v_max integer := public.memory_setting('job_queue_tenant_max')::integer;
+  v_wait integer := 0;
 begin
-  if v_max > 0
-     and not exists (select from public.memory_jobs k
-                      where k.owner_id = p_owner and k.kind = p_kind and k.idempotency_key = p_idempotency_key)
-     and (select count(*) from (select from public.memory_jobs q
-                                 where q.owner_id = p_owner and q.status = 'queued'
-                                 limit v_max) s) >= v_max then
-    return query select null::uuid, null::text, false,
-                        greatest(1, ceil(public.memory_setting('job_fair_step_seconds'))::integer);
+  if not exists (select from public.memory_jobs k
+                  where k.owner_id = p_owner and k.kind = p_kind and k.idempotency_key = p_idempotency_key) then
+    v_wait := memory_private.tenant_queue_wait(p_owner);
+  end if;
+  if v_wait > 0 then
+    return query select null::uuid, null::text, false, v_wait;
     return;
   end if;
   return query
@@ -2004,6 +2002,26 @@ CREATE FUNCTION memory_private.sweep_stale_job_leases(p_now timestamp with time 
     'requeued', count(*) filter (where swept.status = 'queued'),
     'dead', count(*) filter (where swept.status = 'dead'))
     from swept
+$$;
+
+--
+-- Name: tenant_queue_wait(uuid); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.tenant_queue_wait(p_owner uuid) RETURNS integer
+    LANGUAGE plpgsql STABLE
+    SET search_path TO ''
+    AS $$
+declare
+  v_max integer := public.memory_setting('job_queue_tenant_max')::integer;
+begin
+  if v_max > 0 and (select count(*) from (select from public.memory_jobs q
+                                           where q.owner_id = p_owner and q.status = 'queued'
+                                           limit v_max) s) >= v_max then
+    return greatest(1, ceil(public.memory_setting('job_fair_step_seconds'))::integer);
+  end if;
+  return 0;
+end;
 $$;
 
 --
@@ -8384,6 +8402,13 @@ GRANT ALL ON FUNCTION memory_private.run_ttl_step(p_batches integer, p_now times
 
 REVOKE ALL ON FUNCTION memory_private.sweep_stale_job_leases(p_now timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION memory_private.sweep_stale_job_leases(p_now timestamp with time zone) TO service_role;
+
+--
+-- Name: FUNCTION tenant_queue_wait(p_owner uuid); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.tenant_queue_wait(p_owner uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION memory_private.tenant_queue_wait(p_owner uuid) TO service_role;
 
 --
 -- Name: FUNCTION touch_updated_at(); Type: ACL; Schema: memory_private; Owner: -

@@ -79,7 +79,8 @@ export async function enqueueJob(
   return { id: row.id, status: row.status, deduplicated: row.deduplicated };
 }
 
-function queueFull(retryAfterSeconds: number): HttpError {
+/** 429 queue_full: the tenant has job_queue_tenant_max jobs queued (docs/operations.md#a-tenants-queued-jobs). */
+export function queueFull(retryAfterSeconds: number): HttpError {
   return new HttpError(
     429,
     "queue_full",

@@ -4,6 +4,8 @@
 // docs/graph.md#sessions.
 import { asService, type Tx } from "./db.ts";
 import { HttpError } from "./http.ts";
+import { queueFull } from "./jobs.ts";
+import { inRequest } from "./rate-limit.ts";
 
 export type EndReason = "explicit" | "new_session" | "idle";
 
@@ -27,10 +29,19 @@ export async function endSessions(
 ): Promise<EndedSession[]> {
   if (ids.length === 0) return [];
   const at = now ?? null;
-  return await asService(tx, () =>
-    tx<EndedSession[]>`
+  return await asService(tx, async () => {
+    // In a tenant's request, a session still open queues a job: held to the tenant's queue bound
+    // (docs/operations.md#a-tenants-queued-jobs). The idle sweep and sessions already ended are not.
+    if (inRequest()) {
+      const [open] = await tx<{ wait: number }[]>`
+        select memory_private.tenant_queue_wait(s.owner_id) as wait
+          from public.memory_sessions s where s.id = any(${ids}::uuid[]) and s.ended_at is null limit 1`;
+      if (open?.wait) throw queueFull(open.wait);
+    }
+    return await tx<EndedSession[]>`
       select id, session_id, job_id, ended_now
-        from memory_private.end_memory_sessions(${ids}::uuid[], ${reason}, coalesce(${at}::timestamptz, now()))`);
+        from memory_private.end_memory_sessions(${ids}::uuid[], ${reason}, coalesce(${at}::timestamptz, now()))`;
+  });
 }
 
 /**
