@@ -29,7 +29,7 @@ interface HookRun {
   report: Record<string, unknown>;
 }
 
-async function runHook(hook: string, input: Record<string, unknown>, env: Record<string, string>): Promise<HookRun> {
+function spawnHook(hook: string, input: Record<string, unknown>, env: Record<string, string>): Deno.ChildProcess {
   const child = new Deno.Command("node", {
     args: [new URL(hook, HOOKS).pathname],
     env: cleanEnv(env),
@@ -39,9 +39,12 @@ async function runHook(hook: string, input: Record<string, unknown>, env: Record
     stderr: "piped",
   }).spawn();
   const writer = child.stdin.getWriter();
-  await writer.write(new TextEncoder().encode(JSON.stringify(input)));
-  await writer.close();
-  const out = await child.output();
+  writer.write(new TextEncoder().encode(JSON.stringify(input))).then(() => writer.close());
+  return child;
+}
+
+async function runHook(hook: string, input: Record<string, unknown>, env: Record<string, string>): Promise<HookRun> {
+  const out = await spawnHook(hook, input, env).output();
   const stderr = new TextDecoder().decode(out.stderr);
   const line = stderr.split("\n").find((l) => l.startsWith("devai-memory "));
   assert.ok(line, `the hook reports what it did: ${stderr}`);
@@ -275,6 +278,123 @@ Deno.test("claude code hooks: an unreachable or refusing memory never blocks the
       await server.close();
     }
   } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+/**
+ * A memory API that answers the first `memory/episodes` batch and holds every later one until the
+ * test ends: `held` resolves when a batch is being held (the hook is waiting on it).
+ */
+function serverHoldingSecondBatch() {
+  let batches = 0;
+  let heldArrived!: () => void;
+  const held = new Promise<void>((resolve) => heldArrived = resolve);
+  const release = new AbortController();
+  const server = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen() {} }, async (req) => {
+    await req.text();
+    if (new URL(req.url).pathname.endsWith("/memory/episodes") && ++batches > 1) {
+      heldArrived();
+      await new Promise((resolve) => release.signal.addEventListener("abort", resolve));
+    }
+    return Response.json({ stored: 50 });
+  });
+  return {
+    url: `http://127.0.0.1:${server.addr.port}`,
+    held,
+    async close() {
+      release.abort();
+      await server.shutdown();
+    },
+  };
+}
+
+/** A transcript of `n` user messages. */
+async function longTranscript(dir: string, n: number): Promise<string> {
+  const path = `${dir}/long.jsonl`;
+  const lines = Array.from(
+    { length: n },
+    (_, i) =>
+      JSON.stringify({
+        type: "user",
+        timestamp: "2026-11-28T10:00:00Z",
+        message: { role: "user", content: `step ${i}` },
+      }),
+  );
+  await Deno.writeTextFile(path, lines.join("\n") + "\n");
+  return path;
+}
+
+Deno.test("claude code hooks: a transcript hook killed mid-run (Claude Code's timeout) resumes after the batches acknowledged", async () => {
+  const server = serverHoldingSecondBatch();
+  const dir = await Deno.makeTempDir();
+  try {
+    const input = { session_id: "killed-run", transcript_path: await longTranscript(dir, 120), cwd: dir };
+    const child = spawnHook("pre-compact.mjs", { ...input, hook_event_name: "PreCompact", trigger: "auto" }, {
+      DEVAI_MEMORY_URL: server.url,
+      DEVAI_AGENT_TOKEN: "dvm_x",
+      DEVAI_MEMORY_STATE_DIR: `${dir}/state`,
+      DEVAI_PROJECT: "long",
+    });
+    await server.held; // the first 50 messages are acknowledged, the hook waits on the next 50
+    child.kill("SIGTERM");
+    await child.output();
+    const state = JSON.parse(await Deno.readTextFile(`${dir}/state/killed-run.json`));
+    assert.equal(state.episodes, 50, "the next run starts after the acknowledged batch");
+  } finally {
+    await server.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("claude code hooks: a slow memory holds a transcript hook no longer than DEVAI_MEMORY_BUDGET_MS", async () => {
+  const server = serverHoldingSecondBatch();
+  const dir = await Deno.makeTempDir();
+  try {
+    const input = { session_id: "slow-run", transcript_path: await longTranscript(dir, 120), cwd: dir };
+    // Each call may wait a minute: the run's budget, not the call's timeout, ends the wait.
+    const run = await runHook("session-end.mjs", { ...input, hook_event_name: "SessionEnd", reason: "exit" }, {
+      DEVAI_MEMORY_URL: server.url,
+      DEVAI_AGENT_TOKEN: "dvm_x",
+      DEVAI_MEMORY_STATE_DIR: `${dir}/state`,
+      DEVAI_PROJECT: "long",
+      DEVAI_MEMORY_TIMEOUT_MS: "60000",
+      DEVAI_MEMORY_BUDGET_MS: "3000",
+    });
+    assert.equal(run.code, 0);
+    assert.match(String(run.report.error), /out of time: .*DEVAI_MEMORY_BUDGET_MS/);
+    const state = JSON.parse(await Deno.readTextFile(`${dir}/state/slow-run.json`));
+    assert.equal(state.episodes, 50);
+  } finally {
+    await server.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("claude code hooks: an answer that is not the API's JSON is reported as sent, and adds no context", async () => {
+  const answers: Record<string, () => Response> = {
+    proxy: () => new Response("<html><body>502 Bad Gateway</body></html>", { status: 502 }),
+    cut: () => new Response('{"block": "## Relevant', { status: 200, headers: { "content-type": "application/json" } }),
+  };
+  let answer = answers.proxy!;
+  const server = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen() {} }, () => answer());
+  const dir = await Deno.makeTempDir();
+  try {
+    const env = {
+      DEVAI_MEMORY_URL: `http://127.0.0.1:${server.addr.port}`,
+      DEVAI_AGENT_TOKEN: "dvm_x",
+      DEVAI_MEMORY_STATE_DIR: dir,
+    };
+    const input = { session_id: "s", transcript_path: `${dir}/t.jsonl`, cwd: dir, prompt: "hello" };
+    const proxied = await runHook("user-prompt-submit.mjs", input, env);
+    assert.equal(proxied.stdout, "");
+    assert.equal(proxied.report.error, "502: <html><body>502 Bad Gateway</body></html>");
+    answer = answers.cut!;
+    const cut = await runHook("user-prompt-submit.mjs", input, env);
+    assert.equal(cut.stdout, "");
+    assert.match(String(cut.report.error), /^memory-retrieve answered 200 with a body that is not a JSON object/);
+  } finally {
+    await server.shutdown();
     await Deno.remove(dir, { recursive: true });
   }
 });

@@ -8,14 +8,27 @@ import { existsSync } from "node:fs";
 import { homedir } from "node:os";
 import { basename, dirname, join } from "node:path";
 
+/** A positive number of milliseconds from the environment, else the default (a typo never disables a bound). */
+function millis(value, fallback) {
+  const n = Number(value);
+  return value && Number.isFinite(n) && n > 0 ? n : fallback;
+}
+
 /** The hooks' settings, from the environment Claude Code starts them with. */
 export function settings(env = process.env) {
+  const budgetMs = millis(env.DEVAI_MEMORY_BUDGET_MS, 60000);
   return {
     url: (env.DEVAI_MEMORY_URL || "http://127.0.0.1:54321").replace(/\/+$/, ""),
     token: env.DEVAI_AGENT_TOKEN || "",
     project: env.DEVAI_PROJECT || undefined,
     stateDir: env.DEVAI_MEMORY_STATE_DIR || join(homedir(), ".cache", "devai-memory", "claude-code"),
-    timeoutMs: Number(env.DEVAI_MEMORY_TIMEOUT_MS || 8000),
+    timeoutMs: millis(env.DEVAI_MEMORY_TIMEOUT_MS, 8000),
+    // The whole run's time: Claude Code waits for a hook (compaction does not start before
+    // PreCompact returns), and kills one past its timeout (120 s in settings.json) before it could
+    // save what it sent. Past the budget no call is started and the one under way is cut; what is
+    // left goes with the next run.
+    budgetMs,
+    deadline: Date.now() + budgetMs,
     // What the transcript hooks send: episodes (every message, graph memory) and/or extract
     // (candidate memories, deduplicated by the worker).
     send: new Set((env.DEVAI_MEMORY_SEND || "episodes,extract").split(",").map((s) => s.trim()).filter(Boolean)),
@@ -35,24 +48,63 @@ export function report(fields) {
 }
 
 export class ApiError extends Error {
-  constructor(status, body) {
-    super(`${status} ${body?.error?.code ?? ""}: ${body?.error?.message ?? JSON.stringify(body)}`);
+  /** `text`: the answer as sent, shown when it is not the API's error shape (a proxy's page, say). */
+  constructor(status, body, text = "") {
+    super(
+      body?.error?.code
+        ? `${status} ${body.error.code}: ${body.error.message ?? ""}`
+        : `${status}: ${oneLine(text) || "(no body)"}`,
+    );
     this.status = status;
     this.code = body?.error?.code;
   }
 }
 
-/** Calls the memory API; an answer outside 2xx is an ApiError with its code. */
+/** An answer's first 200 characters on one line, for the report. */
+function oneLine(text) {
+  return String(text).replace(/\s+/g, " ").trim().slice(0, 200);
+}
+
+/** The run's budget (DEVAI_MEMORY_BUDGET_MS) is spent: what is left waits for the next run. */
+export class OutOfTime extends Error {
+  constructor(s) {
+    super(
+      `out of time: the hook's ${s.budgetMs} ms (DEVAI_MEMORY_BUDGET_MS) are spent, the rest goes with the next run`,
+    );
+  }
+}
+
+/**
+ * Calls the memory API; an answer outside 2xx is an ApiError with its code. Each call waits at most
+ * DEVAI_MEMORY_TIMEOUT_MS, and never past the run's deadline (reading the answer included).
+ */
 export async function callApi(s, method, path, body) {
-  const res = await fetch(`${s.url}/functions/v1/${path}`, {
-    method,
-    headers: { authorization: `Bearer ${s.token}`, "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(s.timeoutMs),
-  });
-  const answer = await res.json().catch(() => ({}));
-  if (!res.ok) throw new ApiError(res.status, answer);
-  return answer;
+  const left = s.deadline - Date.now();
+  if (left <= 0) throw new OutOfTime(s);
+  const cutByBudget = left < s.timeoutMs;
+  try {
+    const res = await fetch(`${s.url}/functions/v1/${path}`, {
+      method,
+      headers: { authorization: `Bearer ${s.token}`, "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(Math.min(s.timeoutMs, left)),
+    });
+    const text = await res.text();
+    let answer;
+    try {
+      answer = JSON.parse(text);
+    } catch {
+      answer = undefined;
+    }
+    if (!res.ok) throw new ApiError(res.status, answer, text);
+    if (typeof answer !== "object" || answer === null) {
+      throw new Error(`${path} answered ${res.status} with a body that is not a JSON object: ${oneLine(text)}`);
+    }
+    return answer;
+  } catch (err) {
+    if (cutByBudget && err?.name === "TimeoutError") throw new OutOfTime(s);
+    throw err;
+  }
 }
 
 /**
@@ -274,6 +326,8 @@ export async function sendTranscript(s, input, state) {
       });
       state.episodes = (state.episodes ?? 0) + batch.length;
       done.episodes += batch.length;
+      // Saved as each batch is acknowledged: a run killed later resumes after it, not from the start.
+      await saveState(s, input.session_id, state);
     }
   }
   if (s.send.has("extract") && messages.length > 0) {
@@ -294,6 +348,7 @@ export async function sendTranscript(s, input, state) {
       answer = await callApi(s, "POST", "memory-extract", { ...base, messages: chat }); // the server lost track: all of it
     }
     state.extract = answer.transcript;
+    await saveState(s, input.session_id, state);
     done.extract = { new_messages: answer.new_messages, job_id: answer.job_id ?? null };
   }
   return done;

@@ -7,6 +7,7 @@ import { loadState, readHookInput, report, saveState, sendTranscript, settings }
 const s = settings();
 try {
   const input = await readHookInput();
+  if (!s.token) throw new Error("DEVAI_AGENT_TOKEN is not set: nothing sent");
   const state = await loadState(s, input.session_id);
   try {
     const done = await sendTranscript(s, input, state);
