@@ -76,3 +76,72 @@ Deno.test("sdk errors: every HTTP-date form of Retry-After is GMT, whatever the 
     else Deno.env.set("TZ", zone);
   }
 });
+
+/** A functions server whose answers `answer` writes; `arrived` resolves when a request is in. */
+function serverAnswering(answer: (req: Request) => Response | Promise<Response>) {
+  let arrived!: () => void;
+  const requested = new Promise<void>((resolve) => arrived = resolve);
+  const server = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen() {} }, (req) => {
+    arrived();
+    return answer(req);
+  });
+  return { url: `http://127.0.0.1:${server.addr.port}`, requested, close: () => server.shutdown() };
+}
+
+Deno.test("sdk errors: a 2xx whose body is not JSON (a proxy's page) is a MemoryApiError, not a SyntaxError", async () => {
+  const proxied = createMemoryClient({
+    supabaseUrl: "http://127.0.0.1:9",
+    accessToken: "a-token",
+    fetch: () => Promise.resolve(new Response("<html>sign in to the wifi</html>", { status: 200 })),
+  });
+  const err = await errorOf(proxied.stats());
+  assert.equal(err.status, 200);
+  assert.equal(err.code, "http_error");
+  assert.equal(err.message, "the answer (HTTP 200) is not JSON: <html>sign in to the wifi</html>");
+});
+
+Deno.test("sdk errors: an answer whose body stalls past timeoutMs is the timeout MemoryApiError", async () => {
+  const stalled = new AbortController();
+  // The headers come at once, the body never ends (a server stuck mid-answer).
+  const server = serverAnswering(() =>
+    new Response(
+      new ReadableStream({
+        start(c) {
+          c.enqueue(new TextEncoder().encode('{"block":'));
+          stalled.signal.addEventListener("abort", () => c.close());
+        },
+      }),
+      { headers: { "content-type": "application/json" } },
+    )
+  );
+  try {
+    const memory = createMemoryClient({ supabaseUrl: server.url, accessToken: "a-token", timeoutMs: 200 });
+    const err = await errorOf(memory.retrieve({ message: "hi" }));
+    assert.equal(err.status, 0);
+    assert.equal(err.code, "timeout");
+  } finally {
+    stalled.abort();
+    await server.close();
+  }
+});
+
+Deno.test("sdk errors: the client's signal cancels a call under way, and the call fails as aborted", async () => {
+  const held = new AbortController();
+  const server = serverAnswering(() =>
+    new Promise<Response>((resolve) => held.signal.addEventListener("abort", () => resolve(Response.json({}))))
+  );
+  try {
+    const cancel = new AbortController();
+    const memory = createMemoryClient({ supabaseUrl: server.url, accessToken: "a-token", signal: cancel.signal });
+    const call = errorOf(memory.retrieve({ message: "hi" }));
+    await server.requested;
+    cancel.abort(new Error("the user pressed Esc")); // whatever reason it is given
+    const err = await call;
+    assert.equal(err.status, 0);
+    assert.equal(err.code, "aborted");
+    assert.equal((await errorOf(memory.stats())).code, "aborted", "later calls of the client too");
+  } finally {
+    held.abort();
+    await server.close();
+  }
+});

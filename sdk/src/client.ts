@@ -2,7 +2,7 @@
 // `fetch` (Node 20+, Deno, Bun, browsers): no supabase-js, no WebSocket, nothing to install beside
 // it. It talks to a hosted Supabase project and to the local server (`npm start`) the same way:
 // `${supabaseUrl}/functions/v1/<function>[/<path>]`.
-import { errorFromFetch, errorFromResponse, MemoryApiError } from "./errors.ts";
+import { errorFromBody, errorFromFetch, errorFromResponse, MemoryApiError } from "./errors.ts";
 import type {
   AgentConfig,
   AgentToken,
@@ -86,8 +86,13 @@ export interface MemoryClientOptions {
   supabaseKey?: string;
   /** With a service_role token: the tenant (uuid) every call acts for. User tokens are their own tenant. */
   tenantId?: string;
-  /** Per-request timeout in ms (default none). */
+  /** Per-request timeout in ms (default none), reading the answer included. */
   timeoutMs?: number;
+  /**
+   * Cancels the client's calls when it aborts (a call under way, and every later one): the call
+   * fails with MemoryApiError code "aborted". For one call: `createMemoryClient({ ...options, signal })`.
+   */
+  signal?: AbortSignal;
   /** Extra headers on every request. */
   headers?: Record<string, string>;
   /** A fetch implementation (default: the global one). */
@@ -133,6 +138,12 @@ export function createMemoryClient(opts: MemoryClientOptions) {
     return value;
   }
 
+  function requestSignal(): AbortSignal | undefined {
+    const timeout = opts.timeoutMs ? AbortSignal.timeout(opts.timeoutMs) : undefined;
+    if (!timeout || !opts.signal) return timeout ?? opts.signal;
+    return AbortSignal.any([opts.signal, timeout]);
+  }
+
   async function send(path: string, method: Method, body: unknown, accept: string): Promise<Response> {
     const headers: Record<string, string> = {
       accept,
@@ -149,18 +160,26 @@ export function createMemoryClient(opts: MemoryClientOptions) {
         method,
         headers,
         body: body === undefined ? undefined : JSON.stringify(body),
-        signal: opts.timeoutMs ? AbortSignal.timeout(opts.timeoutMs) : undefined,
+        signal: requestSignal(),
       });
     } catch (err) {
-      throw errorFromFetch(err);
+      throw errorFromFetch(err, opts.signal?.aborted);
     }
     if (!res.ok) throw await errorFromResponse(res);
     return res;
   }
 
+  // The answer's body arrives after fetch resolves: a timeout, a cancellation or a body that is not
+  // JSON while reading it is a MemoryApiError too, like every other failure of a call.
   async function call<T>(path: string, method: Method, body?: unknown): Promise<T> {
     const res = await send(path, method, body, "application/json");
-    return await res.json() as T;
+    let text: string | undefined;
+    try {
+      text = await res.text();
+      return JSON.parse(text) as T;
+    } catch (err) {
+      throw errorFromBody(err, res, text, opts.signal?.aborted ?? false);
+    }
   }
 
   const client = {
@@ -228,10 +247,14 @@ export function createMemoryClient(opts: MemoryClientOptions) {
         "GET",
       ),
     /** The Markdown files as a tar archive (write it to disk and `tar -x`). */
-    exportArchive: async (): Promise<Uint8Array> =>
-      new Uint8Array(
-        await (await send("memory/export?format=markdown", "GET", undefined, "application/x-tar")).arrayBuffer(),
-      ),
+    exportArchive: async (): Promise<Uint8Array> => {
+      const res = await send("memory/export?format=markdown", "GET", undefined, "application/x-tar");
+      try {
+        return new Uint8Array(await res.arrayBuffer());
+      } catch (err) {
+        throw errorFromBody(err, res, undefined, opts.signal?.aborted ?? false);
+      }
+    },
 
     // -- background intelligence: consolidation, contradictions, consent, checkpoints ----------
     /** Tonight's consolidation, now, for the caller's tenant (bounded by the same caps); dry_run writes nothing but its run record, and spends the same caps. */

@@ -10,9 +10,9 @@ export interface MemoryApiIssue {
 export class MemoryApiError extends Error {
   override name = "MemoryApiError";
   constructor(
-    /** HTTP status; 0 when the server could not be reached or did not answer in time. */
+    /** HTTP status; 0 when the server could not be reached, did not answer in time, or the call was cancelled. */
     readonly status: number,
-    /** Machine-readable: invalid_request, missing_token, not_found, payload_too_large, network_error, timeout, ... */
+    /** Machine-readable: invalid_request, missing_token, not_found, payload_too_large, network_error, timeout, aborted, ... */
     readonly code: string,
     message: string,
     /** zod issues for 400 invalid_request, the field paths of other 400s. */
@@ -91,9 +91,25 @@ export async function errorFromResponse(res: Response): Promise<MemoryApiError> 
   );
 }
 
-/** The MemoryApiError for a fetch that failed before any response. */
-export function errorFromFetch(err: unknown): MemoryApiError {
+/**
+ * The MemoryApiError for a 2xx answer whose body could not be read as the API sends it: cut while
+ * it arrived (no `text`: a timeout, the caller's signal or a dropped connection, as a fetch that
+ * failed), or not JSON (a proxy's or a captive portal's page answered in the service's place).
+ */
+export function errorFromBody(err: unknown, res: Response, text: string | undefined, cancelled: boolean) {
+  if (text === undefined) return errorFromFetch(err, cancelled);
+  const requestId = res.headers.get("x-request-id") ?? undefined;
+  const message = `the answer (HTTP ${res.status}) is not JSON: ${text.slice(0, 500)}`;
+  return new MemoryApiError(res.status, "http_error", message, [], requestId);
+}
+
+/**
+ * The MemoryApiError for a fetch that failed before any response. `cancelled`: the caller's signal
+ * aborted (fetch then rejects with whatever reason it was given).
+ */
+export function errorFromFetch(err: unknown, cancelled = false): MemoryApiError {
   if (err instanceof MemoryApiError) return err;
+  if (cancelled) return new MemoryApiError(0, "aborted", "the call was cancelled: the client's signal aborted");
   const e = err as { name?: string; message?: string; cause?: { message?: string; code?: string } };
   if (e?.name === "TimeoutError") {
     return new MemoryApiError(0, "timeout", "the functions server did not answer in time");
