@@ -14,8 +14,10 @@ import {
   EPISODE_BATCH_BYTES,
   episodeBatches,
   EPISODES_PER_BATCH,
+  projectOf,
   storable,
 } from "../integrations/claude-code/hooks/lib.mjs";
+import { projectName } from "../supabase/functions/_shared/schemas.ts";
 import { newTenant, testSql } from "./support/seed.ts";
 
 const HOOKS = new URL("../integrations/claude-code/hooks/", import.meta.url);
@@ -395,6 +397,25 @@ Deno.test("claude code hooks: an answer that is not the API's JSON is reported a
     assert.match(String(cut.report.error), /^memory-retrieve answered 200 with a body that is not a JSON object/);
   } finally {
     await server.shutdown();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("claude code hooks: a repository folder's name of any length is a project the API takes", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    // Folder names may be 255 bytes; the API's project names are at most 140 characters.
+    for (
+      const name of ["a".repeat(200), `${"b".repeat(139)}😀${"c".repeat(50)}`, `${"d".repeat(139)}.-${"e".repeat(9)}`]
+    ) {
+      await Deno.mkdir(`${dir}/${name}/.git`, { recursive: true });
+      await Deno.mkdir(`${dir}/${name}/src`);
+      const project = projectOf({}, `${dir}/${name}/src`);
+      const parsed = projectName.safeParse(project);
+      assert.ok(parsed.success, `${project}: ${JSON.stringify(parsed.error?.issues)}`);
+      assert.ok(name.startsWith(project), "the folder's name, cut");
+    }
+  } finally {
     await Deno.remove(dir, { recursive: true });
   }
 });

@@ -52,12 +52,19 @@ export class ApiError extends Error {
   constructor(status, body, text = "") {
     super(
       body?.error?.code
-        ? `${status} ${body.error.code}: ${body.error.message ?? ""}`
+        ? `${status} ${body.error.code}: ${body.error.message ?? ""}${issuesOf(body.error)}`
         : `${status}: ${oneLine(text) || "(no body)"}`,
     );
     this.status = status;
     this.code = body?.error?.code;
   }
+}
+
+/** A 400's first field issues, so the report says which field was refused: " (project: …)". */
+function issuesOf(error) {
+  if (!Array.isArray(error.issues) || error.issues.length === 0) return "";
+  const named = error.issues.slice(0, 3).map((i) => `${(i?.path ?? []).join(".")}: ${i?.message ?? ""}`);
+  return ` (${named.join("; ")})`;
 }
 
 /** An answer's first 200 characters on one line, for the report. */
@@ -107,20 +114,24 @@ export async function callApi(s, method, path, body) {
   }
 }
 
+/** The most characters a project name holds (UTF-16 units, as the API counts). */
+const PROJECT_MAX = 140;
+
 /**
  * The project the session's memories belong to: DEVAI_PROJECT, else the name of the git repository
- * (or folder) the session runs in, in the characters a project name may hold.
+ * (or folder) the session runs in, in the characters a project name may hold and at most its
+ * length: a folder's name may be 255 bytes, and a longer project was refused on every call.
  */
 export function projectOf(s, cwd) {
   if (s.project) return s.project;
   if (!cwd) return undefined;
   let dir = cwd;
   while (!existsSync(join(dir, ".git")) && dirname(dir) !== dir) dir = dirname(dir);
-  const name = basename(existsSync(join(dir, ".git")) ? dir : cwd).replace(/[^\p{L}\p{N}._%+@-]+/gu, "-").replace(
-    /^[-.]+|[-.]+$/g,
-    "",
-  );
-  return name || undefined;
+  let name = basename(existsSync(join(dir, ".git")) ? dir : cwd).replace(/[^\p{L}\p{N}._%+@-]+/gu, "-");
+  if (name.length > PROJECT_MAX) {
+    name = name.slice(0, /[\uD800-\uDBFF]/.test(name[PROJECT_MAX - 1]) ? PROJECT_MAX - 1 : PROJECT_MAX);
+  }
+  return name.replace(/^[-.]+|[-.]+$/g, "") || undefined;
 }
 
 // --- session state ------------------------------------------------------------------------------
