@@ -11,13 +11,18 @@ import { userToken } from "./support/auth.ts";
 import { functionJson as api, startTestServer } from "./support/http_server.ts";
 import { cleanEnv } from "./support/process.ts";
 import {
+  asChat,
+  asEpisodes,
   EPISODE_BATCH_BYTES,
   episodeBatches,
   EPISODES_PER_BATCH,
   projectOf,
   storable,
+  transcriptMessages,
 } from "../integrations/claude-code/hooks/lib.mjs";
 import { projectName } from "../supabase/functions/_shared/schemas.ts";
+import { ExtractRequestSchema } from "../supabase/functions/memory-extract/handler.ts";
+import { EpisodeBatchRequest } from "../supabase/functions/_shared/episodes.ts";
 import { newTenant, testSql } from "./support/seed.ts";
 
 const HOOKS = new URL("../integrations/claude-code/hooks/", import.meta.url);
@@ -418,4 +423,26 @@ Deno.test("claude code hooks: a repository folder's name of any length is a proj
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("claude code hooks: lines unlike Claude Code's (no tool id, a long one, no instant) go in a form the API takes", () => {
+  const line = (type: string, content: unknown, extra: Record<string, unknown> = {}) =>
+    JSON.stringify({ type, message: { role: type, content }, ...extra });
+  const jsonl = [
+    line("user", "remember we deploy with fly", { timestamp: "2026-11-28T10:00:00.123Z" }),
+    line("assistant", [{ type: "tool_use", name: "Bash", input: { command: "ls" } }]), // no id
+    line("assistant", [{ type: "tool_use", id: "t2", name: `mcp__${"x".repeat(250)}`, input: {} }]),
+    line("user", [{ type: "tool_result", tool_use_id: "t".repeat(300), content: "ok" }]),
+    line("user", [{ type: "tool_result", content: "no id" }]),
+    line("user", "hi", { timestamp: "not a date" }),
+    line("user", "hi again", { timestamp: "2026-13-45T99:00:00Z" }),
+  ].join("\n");
+  const messages = transcriptMessages(jsonl);
+  assert.equal(messages.length, 7);
+  // Refused, the batch holding them was sent again by every later run: extraction never went on.
+  const extract = ExtractRequestSchema.safeParse({ session_id: "s", messages: asChat(messages) });
+  assert.ok(extract.success, JSON.stringify(extract.error?.issues));
+  const episodes = EpisodeBatchRequest.safeParse({ session_id: "s", messages: asEpisodes(messages) });
+  assert.ok(episodes.success, JSON.stringify(episodes.error?.issues));
+  assert.equal(episodes.data!.messages[0]!.at, "2026-11-28T10:00:00.123Z", "Claude Code's own timestamps are kept");
 });

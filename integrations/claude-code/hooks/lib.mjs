@@ -204,6 +204,23 @@ function userText(text) {
   return text.replace(/<system-reminder>[\s\S]*?<\/system-reminder>/g, "").trim();
 }
 
+// What the API refuses in a message refuses its whole batch, and a refused batch is sent again by
+// every later run, holding back everything after it: so a line that is not what Claude Code
+// writes (no tool id, a 300-character one, a timestamp that is no instant) is sent in a form the
+// API takes rather than as it is.
+
+/** The line's timestamp when it is an ISO instant with its offset (as the API takes `at`), else none. */
+function instant(value) {
+  if (typeof value !== "string") return undefined;
+  const iso = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/.test(value);
+  return iso && !Number.isNaN(Date.parse(value)) ? value : undefined;
+}
+
+/** A tool call's id or name as the API takes them: 1-200 characters ("unknown" when missing). */
+function label(value) {
+  return typeof value === "string" && value.length > 0 ? value.slice(0, 200) : "unknown";
+}
+
 /**
  * The conversation in a Claude Code transcript, in order, one message per content block:
  * { role, text, at, toolCall?, toolCallId? }. Left out: lines that are not the conversation
@@ -226,7 +243,7 @@ export function transcriptMessages(jsonl) {
       (event.type !== "user" && event.type !== "assistant") || event.isSidechain || event.isMeta ||
       event.isCompactSummary
     ) continue;
-    const at = typeof event.timestamp === "string" ? event.timestamp : undefined;
+    const at = instant(event.timestamp);
     const content = event.message?.content;
     const blocks = typeof content === "string"
       ? [{ type: "text", text: content }]
@@ -276,14 +293,14 @@ export function asChat(messages) {
         role: "assistant",
         content: null,
         tool_calls: [{
-          id: m.toolCall.id,
+          id: label(m.toolCall.id),
           type: "function",
-          function: { name: m.toolCall.name, arguments: JSON.stringify(m.toolCall.input) },
+          function: { name: label(m.toolCall.name), arguments: JSON.stringify(m.toolCall.input) },
         }],
       };
     }
     if (m.role === "tool") {
-      return { role: "tool", tool_call_id: m.toolCallId || "unknown", content: storable(m.text, TOOL_TEXT) };
+      return { role: "tool", tool_call_id: label(m.toolCallId), content: storable(m.text, TOOL_TEXT) };
     }
     return { role: m.role, content: storable(m.text, 20000) };
   });
