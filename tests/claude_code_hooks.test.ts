@@ -62,6 +62,32 @@ async function runHook(hook: string, input: Record<string, unknown>, env: Record
   };
 }
 
+/** A new agent token of the tenant, as a user issues one for Claude Code. */
+async function agentToken(server: Awaited<ReturnType<typeof startTestServer>>, tenant: string): Promise<string> {
+  const issued = await api(server, "memory/agent-tokens", { authorization: `Bearer ${await userToken(tenant)}` }, {
+    agent: "coder",
+  });
+  assert.equal(issued.status, 201, JSON.stringify(issued.body));
+  return issued.body.token;
+}
+
+/** PreCompact on a transcript of these JSONL lines, sending `send` to `project`. */
+async function preCompactOn(
+  lines: string[],
+  o: { dir: string; session: string; url: string; token: string; send: string; project: string },
+): Promise<HookRun> {
+  const transcript = `${o.dir}/${o.session}.jsonl`;
+  await Deno.writeTextFile(transcript, lines.join("\n") + "\n");
+  const input = { session_id: o.session, transcript_path: transcript, cwd: o.dir, hook_event_name: "PreCompact" };
+  return await runHook("pre-compact.mjs", { ...input, trigger: "auto" }, {
+    DEVAI_MEMORY_URL: o.url,
+    DEVAI_AGENT_TOKEN: o.token,
+    DEVAI_MEMORY_STATE_DIR: `${o.dir}/state`,
+    DEVAI_MEMORY_SEND: o.send,
+    DEVAI_PROJECT: o.project,
+  });
+}
+
 Deno.test("claude code hooks: transcripts go in incrementally, their memories come back with the next prompt", async () => {
   const server = await startTestServer({
     worker: false,
@@ -208,10 +234,7 @@ Deno.test("claude code hooks: a session of long, wide tool output is stored whol
   const dir = await Deno.makeTempDir();
   try {
     const tenant = newTenant();
-    const issued = await api(server, "memory/agent-tokens", { authorization: `Bearer ${await userToken(tenant)}` }, {
-      agent: "coder",
-    });
-    assert.equal(issued.status, 201, JSON.stringify(issued.body));
+    const token = await agentToken(server, tenant);
     // 60 tool results of 4,000 characters of CJK (12 KB each: 50 of them are past the 256 KiB body
     // limit), one of them cut where an emoji's surrogate pair straddles the 4,000th character.
     const results = Array.from(
@@ -224,20 +247,13 @@ Deno.test("claude code hooks: a session of long, wide tool output is stored whol
         message: { role: "user", content: [{ type: "tool_result", tool_use_id: `toolu_${i}`, content: text }] },
       })
     );
-    const transcript = `${dir}/wide.jsonl`;
-    await Deno.writeTextFile(transcript, lines.join("\n") + "\n");
-    const run = await runHook("pre-compact.mjs", {
-      session_id: "wide-output",
-      transcript_path: transcript,
-      cwd: dir,
-      hook_event_name: "PreCompact",
-      trigger: "auto",
-    }, {
-      DEVAI_MEMORY_URL: server.url,
-      DEVAI_AGENT_TOKEN: issued.body.token,
-      DEVAI_MEMORY_STATE_DIR: `${dir}/state`,
-      DEVAI_MEMORY_SEND: "episodes",
-      DEVAI_PROJECT: "wide",
+    const run = await preCompactOn(lines, {
+      dir,
+      session: "wide-output",
+      url: server.url,
+      token,
+      send: "episodes",
+      project: "wide",
     });
     assert.equal(run.code, 0);
     assert.equal(run.report.error, undefined, JSON.stringify(run.report));
@@ -445,4 +461,56 @@ Deno.test("claude code hooks: lines unlike Claude Code's (no tool id, a long one
   const episodes = EpisodeBatchRequest.safeParse({ session_id: "s", messages: asEpisodes(messages) });
   assert.ok(episodes.success, JSON.stringify(episodes.error?.issues));
   assert.equal(episodes.data!.messages[0]!.at, "2026-11-28T10:00:00.123Z", "Claude Code's own timestamps are kept");
+});
+
+Deno.test("claude code hooks: a transcript past memory-extract's body limit goes in parts, each after the last", async () => {
+  // A server whose limit is 64 KiB stands for the default 8 MiB: a session that wrote 400 files was
+  // 11 MB of transcript, refused (413) on every run, so nothing of it was ever extracted.
+  const server = await startTestServer({ worker: false, env: { MAX_EXTRACT_BODY_BYTES: String(64 * 1024) } });
+  const sql = testSql(2);
+  const dir = await Deno.makeTempDir();
+  try {
+    const tenant = newTenant();
+    const token = await agentToken(server, tenant);
+    const lines = Array.from({ length: 12 }, (_, i) => [
+      { type: "user", message: { role: "user", content: `write the generated table ${i}` } },
+      {
+        type: "assistant",
+        message: {
+          role: "assistant",
+          content: [{
+            type: "tool_use",
+            id: `toolu_${i}`,
+            name: "Write",
+            input: { file_path: `src/gen/table${i}.ts`, content: `export const row${i} = 1;\n`.repeat(1500) },
+          }],
+        },
+      },
+    ]).flat().map((l) => JSON.stringify(l));
+    const run = await preCompactOn(lines, {
+      dir,
+      session: "many-writes",
+      url: server.url,
+      token,
+      send: "extract",
+      project: "gen",
+    });
+    assert.equal(run.report.error, undefined, JSON.stringify(run.report));
+    assert.equal((run.report.extract as { new_messages: number }).new_messages, 24);
+    // The parts follow each other: every message queued once, in order.
+    const jobs = await sql<{ offset: number; n: number }[]>`
+      select (payload ->> 'offset')::int as offset, jsonb_array_length(payload -> 'messages') as n
+        from public.memory_jobs where owner_id = ${tenant} and kind = 'extract' order by (payload ->> 'offset')::int`;
+    assert.ok(jobs.length > 1, "more than one part");
+    let next = 0;
+    for (const job of jobs) {
+      assert.equal(job.offset, next);
+      next += job.n;
+    }
+    assert.equal(next, 24);
+  } finally {
+    await server.close();
+    await sql.end();
+    await Deno.remove(dir, { recursive: true });
+  }
 });

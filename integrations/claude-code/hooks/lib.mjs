@@ -295,7 +295,8 @@ export function asChat(messages) {
         tool_calls: [{
           id: label(m.toolCall.id),
           type: "function",
-          function: { name: label(m.toolCall.name), arguments: JSON.stringify(m.toolCall.input) },
+          // A file written whole can be megabytes: what extraction reads of it is its start.
+          function: { name: label(m.toolCall.name), arguments: storable(JSON.stringify(m.toolCall.input), 20000) },
         }],
       };
     }
@@ -333,6 +334,61 @@ export function episodeBatches(episodes, maxBytes = EPISODE_BATCH_BYTES) {
   return batches;
 }
 
+// A part of the transcript sent to memory-extract: at most this many bytes of JSON, half the API's
+// default limit (MAX_EXTRACT_BODY_BYTES, 8 MiB); halved again on each 413 from a server set lower.
+// A session's whole transcript (its first run, or the server lost track) can be far more: 400
+// files written were 11 MB, refused on every run.
+export const EXTRACT_PART_BYTES = 4 * 1024 * 1024;
+
+/** How many of `chat`'s messages from `from` fit in `maxBytes` of JSON (at least one). */
+export function extractPartEnd(chat, from, maxBytes) {
+  let end = from;
+  let bytes = 0;
+  while (end < chat.length) {
+    bytes += utf8.encode(JSON.stringify(chat[end])).length + 1;
+    if (end > from && bytes > maxBytes) break;
+    end++;
+  }
+  return end;
+}
+
+/**
+ * The chat messages memory-extract has not acknowledged, in parts of capped size, each `after` the
+ * transcript the previous answer acknowledged (the server queues the same job for the same
+ * messages whatever the cut). Returns the new messages queued and the last job.
+ */
+async function sendExtract(s, input, state, chat, project) {
+  const base = { session_id: input.session_id, ...(project ? { project } : {}) };
+  let after = state.extract && state.extract.count <= chat.length ? state.extract : null;
+  let maxBytes = EXTRACT_PART_BYTES;
+  let lostTrack = false;
+  const sent = { new_messages: 0, job_id: null };
+  while ((after?.count ?? 0) < chat.length) {
+    const from = after?.count ?? 0;
+    const messages = chat.slice(from, extractPartEnd(chat, from, maxBytes));
+    let answer;
+    try {
+      answer = await callApi(s, "POST", "memory-extract", { ...base, messages, ...(after ? { after } : {}) });
+    } catch (err) {
+      if (err instanceof ApiError && err.code === "payload_too_large" && messages.length > 1) {
+        maxBytes = Math.floor(maxBytes / 2); // a server with a lower limit
+        continue;
+      }
+      if (!(err instanceof ApiError && err.code === "transcript_mismatch" && after && !lostTrack)) throw err;
+      lostTrack = true; // the server lost track: all of it again, once
+      after = null;
+      continue;
+    }
+    if (!(answer.transcript?.count > from)) throw new Error("memory-extract acknowledged no new message");
+    after = answer.transcript;
+    state.extract = after;
+    await saveState(s, input.session_id, state);
+    sent.new_messages += answer.new_messages ?? 0;
+    sent.job_id = answer.job_id ?? sent.job_id;
+  }
+  return sent;
+}
+
 /**
  * Sends what the transcript holds beyond what earlier runs sent: new messages as episodes (in
  * batches capped in count and bytes), and to memory-extract with `after` (the transcript it
@@ -359,25 +415,7 @@ export async function sendTranscript(s, input, state) {
     }
   }
   if (s.send.has("extract") && messages.length > 0) {
-    const chat = asChat(messages);
-    const base = { session_id: input.session_id, ...(project ? { project } : {}) };
-    const known = state.extract && state.extract.count <= chat.length ? state.extract : null;
-    let answer;
-    try {
-      if (known && known.count === chat.length) answer = { new_messages: 0, transcript: known };
-      else {answer = await callApi(
-          s,
-          "POST",
-          "memory-extract",
-          known ? { ...base, messages: chat.slice(known.count), after: known } : { ...base, messages: chat },
-        );}
-    } catch (err) {
-      if (!(err instanceof ApiError && err.code === "transcript_mismatch")) throw err;
-      answer = await callApi(s, "POST", "memory-extract", { ...base, messages: chat }); // the server lost track: all of it
-    }
-    state.extract = answer.transcript;
-    await saveState(s, input.session_id, state);
-    done.extract = { new_messages: answer.new_messages, job_id: answer.job_id ?? null };
+    done.extract = await sendExtract(s, input, state, asChat(messages), project);
   }
   return done;
 }
