@@ -24,6 +24,7 @@ import { projectName } from "../supabase/functions/_shared/schemas.ts";
 import { ExtractRequestSchema } from "../supabase/functions/memory-extract/handler.ts";
 import { EpisodeBatchRequest } from "../supabase/functions/_shared/episodes.ts";
 import { newTenant, testSql } from "./support/seed.ts";
+import { extractPartsInOrder } from "./support/extract.ts";
 
 const HOOKS = new URL("../integrations/claude-code/hooks/", import.meta.url);
 const FIXTURE = new URL("./fixtures/claude-code/session.jsonl", import.meta.url);
@@ -497,17 +498,10 @@ Deno.test("claude code hooks: a transcript past memory-extract's body limit goes
     });
     assert.equal(run.report.error, undefined, JSON.stringify(run.report));
     assert.equal((run.report.extract as { new_messages: number }).new_messages, 24);
-    // The parts follow each other: every message queued once, in order.
-    const jobs = await sql<{ offset: number; n: number }[]>`
-      select (payload ->> 'offset')::int as offset, jsonb_array_length(payload -> 'messages') as n
-        from public.memory_jobs where owner_id = ${tenant} and kind = 'extract' order by (payload ->> 'offset')::int`;
-    assert.ok(jobs.length > 1, "more than one part");
-    let next = 0;
-    for (const job of jobs) {
-      assert.equal(job.offset, next);
-      next += job.n;
-    }
-    assert.equal(next, 24);
+    // Every message queued once, in order: each part follows the last.
+    const queued = await extractPartsInOrder(sql, tenant);
+    assert.ok(queued.parts > 1, "more than one part");
+    assert.equal(queued.messages, 24);
   } finally {
     await server.close();
     await sql.end();

@@ -119,6 +119,25 @@ function segment(value: string, what: string): string {
   return encodeURIComponent(value);
 }
 
+/**
+ * The most bytes of JSON one part of extractionSession's transcript holds: half memory-extract's
+ * default body limit (MAX_EXTRACT_BODY_BYTES, 8 MiB).
+ */
+export const EXTRACT_PART_BYTES = 4 * 1024 * 1024;
+const utf8 = new TextEncoder();
+
+/** How many of `messages` from `from` fit in `maxBytes` of JSON (at least one). */
+function partEnd(messages: ChatMessage[], from: number, maxBytes: number): number {
+  let end = from;
+  let bytes = 0;
+  while (end < messages.length) {
+    bytes += utf8.encode(JSON.stringify(messages[end])).length + 1;
+    if (end > from && bytes > maxBytes) break;
+    end++;
+  }
+  return end;
+}
+
 export function createMemoryClient(opts: MemoryClientOptions) {
   if (!opts.supabaseUrl) throw new MemoryApiError(0, "client_error", "createMemoryClient: supabaseUrl is required");
   if (!opts.accessToken && !opts.supabaseKey) {
@@ -344,8 +363,10 @@ export function createMemoryClient(opts: MemoryClientOptions) {
     /**
      * A session whose transcript only grows: each send(messagesSoFar) posts only the messages the
      * server has not acknowledged yet (`after`), and the whole transcript again if the server does
-     * not know where it stands (409 transcript_mismatch). Nothing new since the last send: no
-     * request, undefined.
+     * not know where it stands (409 transcript_mismatch). What it posts goes in parts of at most
+     * EXTRACT_PART_BYTES of JSON (fewer on a 413), each `after` the last: a whole transcript can be
+     * past memory-extract's body limit. The answer is the last part's, new_messages summed over
+     * the parts. Nothing new since the last send: no request, undefined.
      */
     extractionSession(session: { session_id: string; project?: string; scope?: WriteScope; thread_id?: string }) {
       let mark: TranscriptMark | undefined;
@@ -355,19 +376,34 @@ export function createMemoryClient(opts: MemoryClientOptions) {
         },
         async send(messagesSoFar: ChatMessage[]): Promise<ExtractResponse | undefined> {
           if (mark && mark.count === messagesSoFar.length) return undefined;
-          const known = mark && mark.count < messagesSoFar.length ? mark : undefined;
-          let answer: ExtractResponse;
-          try {
-            answer = await client.extract({
-              ...session,
-              ...(known ? { after: known, messages: messagesSoFar.slice(known.count) } : { messages: messagesSoFar }),
-            });
-          } catch (err) {
-            if (!(known && err instanceof MemoryApiError && err.code === "transcript_mismatch")) throw err;
-            answer = await client.extract({ ...session, messages: messagesSoFar });
+          let known = mark && mark.count < messagesSoFar.length ? mark : undefined;
+          let maxBytes = EXTRACT_PART_BYTES;
+          let lostTrack = false;
+          let last: ExtractResponse | undefined;
+          let newMessages = 0;
+          while ((known?.count ?? 0) < messagesSoFar.length) {
+            const from = known?.count ?? 0;
+            const messages = messagesSoFar.slice(from, partEnd(messagesSoFar, from, maxBytes));
+            let answer: ExtractResponse;
+            try {
+              answer = await client.extract({ ...session, messages, ...(known ? { after: known } : {}) });
+            } catch (err) {
+              if (!(err instanceof MemoryApiError)) throw err;
+              if (err.code === "payload_too_large" && messages.length > 1) {
+                maxBytes = Math.floor(maxBytes / 2); // a server with a lower MAX_EXTRACT_BODY_BYTES
+                continue;
+              }
+              if (!(known && !lostTrack && err.code === "transcript_mismatch")) throw err;
+              lostTrack = true; // the whole transcript again, once
+              known = undefined;
+              continue;
+            }
+            mark = known = answer.transcript;
+            newMessages += answer.new_messages;
+            last = answer;
+            if (answer.transcript.count <= from) break; // acknowledged nothing new: never loop on it
           }
-          mark = answer.transcript;
-          return answer;
+          return last && { ...last, new_messages: newMessages };
         },
       };
     },

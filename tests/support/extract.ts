@@ -4,6 +4,7 @@
 import { createHandler } from "../../supabase/functions/memory-extract/handler.ts";
 import type { WriteEnv } from "../write_helpers.ts";
 import { serviceHeaders, userHeaders } from "./auth.ts";
+import type { Sql } from "../../supabase/functions/_shared/db.ts";
 
 export interface ExtractAnswer {
   job_id: string;
@@ -77,4 +78,20 @@ export function factAnswer(text: string) {
     })),
     filtered: [],
   };
+}
+
+/**
+ * The tenant's extract jobs as parts of one transcript sent in pieces: each starts where the last
+ * ended, from message 0. Returns how many parts and how many messages they hold.
+ */
+export async function extractPartsInOrder(sql: Sql, tenant: string): Promise<{ parts: number; messages: number }> {
+  const jobs = await sql<{ offset: number; n: number }[]>`
+    select (payload ->> 'offset')::int as offset, jsonb_array_length(payload -> 'messages') as n
+      from public.memory_jobs where owner_id = ${tenant} and kind = 'extract' order by (payload ->> 'offset')::int`;
+  let next = 0;
+  for (const job of jobs) {
+    if (job.offset !== next) throw new Error(`a part starts at message ${job.offset}, the last ended at ${next}`);
+    next += job.n;
+  }
+  return { parts: jobs.length, messages: next };
 }
