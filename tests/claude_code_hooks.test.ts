@@ -508,3 +508,50 @@ Deno.test("claude code hooks: a transcript past memory-extract's body limit goes
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("claude code hooks: a memory that hangs or answers Retry-After is not called again until the wait is over", async () => {
+  let requests = 0;
+  let answer: "hang" | "rate_limited" = "hang";
+  const release = new AbortController();
+  const server = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen() {} }, async (req) => {
+    requests++;
+    await req.text();
+    if (answer === "hang") await new Promise((resolve) => release.signal.addEventListener("abort", resolve));
+    return Response.json({ error: { code: "rate_limited", message: "600 a minute" } }, {
+      status: 429,
+      headers: { "retry-after": "120" },
+    });
+  });
+  const dir = await Deno.makeTempDir();
+  try {
+    const env = {
+      DEVAI_MEMORY_URL: `http://127.0.0.1:${server.addr.port}`,
+      DEVAI_AGENT_TOKEN: "dvm_x",
+      DEVAI_MEMORY_TIMEOUT_MS: "300",
+    };
+    const input = { session_id: "s", transcript_path: `${dir}/t.jsonl`, cwd: dir, prompt: "hello" };
+    // A memory that hangs: the first prompt waits its timeout, the next ones none.
+    const hung = { ...env, DEVAI_MEMORY_STATE_DIR: `${dir}/hung` };
+    assert.match(String((await runHook("user-prompt-submit.mjs", input, hung)).report.error), /timeout/);
+    const next = await runHook("user-prompt-submit.mjs", input, hung);
+    assert.match(String(next.report.error), /^paused for \d+ s more \(no answer in 300 ms\)/);
+    assert.equal(requests, 1, "the paused hook sent nothing");
+    release.abort();
+
+    // A 429 with Retry-After: no call until it is over, from any hook.
+    answer = "rate_limited";
+    const limited = { ...env, DEVAI_MEMORY_STATE_DIR: `${dir}/limited` };
+    assert.match(String((await runHook("user-prompt-submit.mjs", input, limited)).report.error), /429 rate_limited/);
+    const after = await runHook(
+      "session-end.mjs",
+      { ...input, transcript_path: await longTranscript(dir, 3) },
+      limited,
+    );
+    assert.match(String(after.report.error), /^paused for \d+ s more \(429 rate_limited with Retry-After\)/);
+    assert.equal(requests, 2);
+  } finally {
+    release.abort();
+    await server.shutdown();
+    await Deno.remove(dir, { recursive: true });
+  }
+});

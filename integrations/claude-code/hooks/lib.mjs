@@ -81,11 +81,58 @@ export class OutOfTime extends Error {
   }
 }
 
+// --- pause ---------------------------------------------------------------------------------------
+// A memory that did not answer in time, or asked to be left alone (429 or 503 with Retry-After), is
+// not called again for a while by any hook: each prompt waited the whole timeout while the memory
+// hung (8 s a prompt), and a rate-limited tenant was sent every prompt anyway. The file's name has
+// no `.json`, so no session's state can be named so.
+const PAUSE_FILE = "paused-until";
+const PAUSE_AFTER_TIMEOUT_MS = 60_000;
+const PAUSE_MAX_MS = 300_000;
+
+/** The memory is paused: no call until then. */
+export class Paused extends Error {
+  constructor(pause) {
+    const seconds = Math.ceil((pause.until - Date.now()) / 1000);
+    super(`paused for ${seconds} s more (${pause.reason}): the memory is not called until then`);
+  }
+}
+
+async function currentPause(s) {
+  try {
+    const pause = JSON.parse(await readFile(join(s.stateDir, PAUSE_FILE), "utf8"));
+    return typeof pause.until === "number" && pause.until > Date.now() ? pause : null;
+  } catch {
+    return null;
+  }
+}
+
+async function pauseFor(s, ms, reason) {
+  await mkdir(s.stateDir, { recursive: true });
+  const file = join(s.stateDir, PAUSE_FILE);
+  await writeFile(
+    `${file}.${process.pid}.tmp`,
+    JSON.stringify({ until: Date.now() + Math.min(ms, PAUSE_MAX_MS), reason }),
+  );
+  await rename(`${file}.${process.pid}.tmp`, file);
+}
+
+/** Retry-After in ms: delta-seconds or an HTTP date; null when it is neither. */
+function retryAfterMs(value) {
+  if (value === null) return null;
+  if (/^\s*\d+\s*$/.test(value)) return Number(value) * 1000;
+  const at = /^[A-Za-z]{3}/.test(value.trim()) ? Date.parse(value) : NaN;
+  return Number.isNaN(at) ? null : Math.max(0, at - Date.now());
+}
+
 /**
  * Calls the memory API; an answer outside 2xx is an ApiError with its code. Each call waits at most
- * DEVAI_MEMORY_TIMEOUT_MS, and never past the run's deadline (reading the answer included).
+ * DEVAI_MEMORY_TIMEOUT_MS, and never past the run's deadline (reading the answer included). While
+ * the memory is paused (above) it is not called.
  */
 export async function callApi(s, method, path, body) {
+  const pause = await currentPause(s);
+  if (pause) throw new Paused(pause);
   const left = s.deadline - Date.now();
   if (left <= 0) throw new OutOfTime(s);
   const cutByBudget = left < s.timeoutMs;
@@ -103,13 +150,21 @@ export async function callApi(s, method, path, body) {
     } catch {
       answer = undefined;
     }
-    if (!res.ok) throw new ApiError(res.status, answer, text);
+    if (!res.ok) {
+      const wait = res.status === 429 || res.status === 503 ? retryAfterMs(res.headers.get("retry-after")) : null;
+      if (wait) {
+        await pauseFor(s, wait, `${res.status} ${answer?.error?.code ?? ""} with Retry-After`.replace("  ", " "));
+      }
+      throw new ApiError(res.status, answer, text);
+    }
     if (typeof answer !== "object" || answer === null) {
       throw new Error(`${path} answered ${res.status} with a body that is not a JSON object: ${oneLine(text)}`);
     }
     return answer;
   } catch (err) {
-    if (cutByBudget && err?.name === "TimeoutError") throw new OutOfTime(s);
+    if (err?.name !== "TimeoutError") throw err;
+    if (cutByBudget) throw new OutOfTime(s);
+    await pauseFor(s, PAUSE_AFTER_TIMEOUT_MS, `no answer in ${s.timeoutMs} ms`);
     throw err;
   }
 }
