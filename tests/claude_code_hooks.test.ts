@@ -555,3 +555,32 @@ Deno.test("claude code hooks: a memory that hangs or answers Retry-After is not 
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("claude code hooks: a state folder the hook cannot write costs the prompt none of its memories", async () => {
+  const block = "## Relevant Memories\n\n### Project Knowledge (shop)\n- The shop uses pnpm, never npm";
+  const server = Deno.serve(
+    { port: 0, hostname: "127.0.0.1", onListen() {} },
+    () => Response.json({ block, memories: [{ id: "m1" }], token_count: 14, revision: 3 }),
+  );
+  const dir = await Deno.makeTempDir();
+  try {
+    // A file where the folder should be: no mkdir or write there succeeds, even as root.
+    await Deno.writeTextFile(`${dir}/not-a-folder`, "");
+    const run = await runHook("user-prompt-submit.mjs", {
+      session_id: "s",
+      transcript_path: `${dir}/t.jsonl`,
+      cwd: dir,
+      prompt: "npm or pnpm?",
+    }, {
+      DEVAI_MEMORY_URL: `http://127.0.0.1:${server.addr.port}`,
+      DEVAI_AGENT_TOKEN: "dvm_x",
+      DEVAI_MEMORY_STATE_DIR: `${dir}/not-a-folder/state`,
+    });
+    assert.equal(JSON.parse(run.stdout).hookSpecificOutput.additionalContext, block);
+    assert.equal(run.report.memories, 1);
+    assert.match(String(run.report.state_error), /not-a-folder/);
+  } finally {
+    await server.shutdown();
+    await Deno.remove(dir, { recursive: true });
+  }
+});

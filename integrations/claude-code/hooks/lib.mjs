@@ -44,7 +44,23 @@ export async function readHookInput(stream = process.stdin) {
 
 /** One line on stderr, for `claude --debug` and for tests: what the hook did. */
 export function report(fields) {
-  process.stderr.write(`devai-memory ${JSON.stringify(fields)}\n`);
+  const all = stateError ? { ...fields, state_error: stateError } : fields;
+  process.stderr.write(`devai-memory ${JSON.stringify(all)}\n`);
+}
+
+// The state is a cache of what was sent: a folder the hook cannot write (a ~/.cache left owned by
+// root, a read-only home) must not cost the prompt its memories, which it did when saving the
+// revision failed after the answer came. Writes are tried, and their failure is reported.
+let stateError = null;
+
+async function writeAtomically(file, text) {
+  try {
+    await mkdir(dirname(file), { recursive: true });
+    await writeFile(`${file}.${process.pid}.tmp`, text);
+    await rename(`${file}.${process.pid}.tmp`, file); // a hook killed mid-write leaves the previous one
+  } catch (err) {
+    stateError = String(err?.message ?? err);
+  }
 }
 
 export class ApiError extends Error {
@@ -108,13 +124,8 @@ async function currentPause(s) {
 }
 
 async function pauseFor(s, ms, reason) {
-  await mkdir(s.stateDir, { recursive: true });
-  const file = join(s.stateDir, PAUSE_FILE);
-  await writeFile(
-    `${file}.${process.pid}.tmp`,
-    JSON.stringify({ until: Date.now() + Math.min(ms, PAUSE_MAX_MS), reason }),
-  );
-  await rename(`${file}.${process.pid}.tmp`, file);
+  const pause = { until: Date.now() + Math.min(ms, PAUSE_MAX_MS), reason };
+  await writeAtomically(join(s.stateDir, PAUSE_FILE), JSON.stringify(pause));
 }
 
 /** Retry-After in ms: delta-seconds or an HTTP date; null when it is neither. */
@@ -201,15 +212,14 @@ export async function loadState(s, sessionId) {
 }
 
 export async function saveState(s, sessionId, state) {
-  await mkdir(s.stateDir, { recursive: true });
-  const file = join(s.stateDir, `${safeName(sessionId)}.json`);
-  await writeFile(`${file}.tmp`, JSON.stringify(state));
-  await rename(`${file}.tmp`, file); // a hook killed mid-write leaves the previous state
+  await writeAtomically(join(s.stateDir, `${safeName(sessionId)}.json`), JSON.stringify(state));
 }
 
 /** Forgets the session (it ended). */
 export async function clearState(s, sessionId) {
-  await rm(join(s.stateDir, `${safeName(sessionId)}.json`), { force: true });
+  await rm(join(s.stateDir, `${safeName(sessionId)}.json`), { force: true }).catch((err) => {
+    stateError = String(err?.message ?? err);
+  });
 }
 
 function safeName(id) {
