@@ -3231,19 +3231,47 @@ begin
        where cardinality(coalesce(entity_terms, '{}')) > 0
       union all
       -- One hop through the entities the best hits name (a file, a package, an error code): the
-      -- other memories naming them, weighted down by how common the entity is. Entities named by
-      -- more than keyword_df_cap memories say little and are not followed. An edge of type
-      -- 'entity': a graph_edge_types list that does not name it leaves the hop out (why/when
-      -- questions follow only the edges their answer lives on; docs/retrieval.md#graph).
+      -- other memories naming them, weighted down by how common the entity is: how many live
+      -- facts name it now (memory_entity_links_profile, counted to keyword_df_cap + 1; episodes
+      -- and forgotten or superseded memories do not make a file common), as of an instant its
+      -- mention_count. Entities named by more than keyword_df_cap say little and are not
+      -- followed; a followed one's newest keyword_df_cap live facts (and episodes, when asked
+      -- for) are read. An edge of type 'entity': a graph_edge_types list that does not name it
+      -- leaves the hop out (why/when questions follow only the edges their answer lives on;
+      -- docs/retrieval.md#graph).
       select l2.memory_id, l1.memory_id, 'entity',
-             0.5 * l1.confidence * l2.confidence / ln(2 + e.mention_count), false
+             0.5 * l1.confidence * l2.confidence / ln(2 + n.named), false
         from public.memory_entity_links l1
-        join public.memory_entities e on e.id = l1.entity_id and e.mention_count <= v_df_cap
-        join public.memory_entity_links l2 on l2.entity_id = l1.entity_id and l2.memory_id <> l1.memory_id
+        cross join lateral (
+          select case when as_of is null
+                      then (select count(*)::integer
+                              from (select 1 from public.memory_entity_links x
+                                     where x.entity_id = l1.entity_id and x.owner_id = l1.owner_id
+                                       and x.profile_kind = 'fact'
+                                     limit v_df_cap + 1) c)
+                      else (select e.mention_count from public.memory_entities e where e.id = l1.entity_id) end as named
+        ) n
+        cross join lateral (
+          (select x.memory_id, x.confidence from public.memory_entity_links x
+            where as_of is null and x.entity_id = l1.entity_id and x.owner_id = l1.owner_id and x.profile_kind = 'fact'
+            order by x.profile_at desc, x.memory_id desc
+            limit v_df_cap)
+          union all
+          (select x.memory_id, x.confidence from public.memory_entity_links x
+            where as_of is null and graph_episodes
+              and x.entity_id = l1.entity_id and x.owner_id = l1.owner_id and x.profile_kind = 'episode'
+            order by x.profile_at desc, x.memory_id desc
+            limit v_df_cap)
+          union all
+          select x.memory_id, x.confidence from public.memory_entity_links x
+           where as_of is not null and x.entity_id = l1.entity_id
+        ) l2
         cross join lateral (select m2 from public.devai_memories m2 where m2.id = l2.memory_id offset 0) v2
        where graph_depth > 0
          and (graph_edge_types is null or 'entity' = any (graph_edge_types))
          and l1.memory_id = any (v_seeds)
+         and n.named <= v_df_cap
+         and l2.memory_id <> l1.memory_id
          and public.memory_graph_visible(v2.m2, as_of, v_scopes)
     ),
     best as (
