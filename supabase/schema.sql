@@ -4084,6 +4084,7 @@ $$;
 CREATE FUNCTION public.memory_graph_neighbours(seed_ids uuid[], edge_types text[] DEFAULT NULL::text[], max_depth integer DEFAULT 2, max_nodes integer DEFAULT 50, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, match_namespaces text[] DEFAULT NULL::text[], direction text DEFAULT 'forward'::text) RETURNS TABLE(id uuid, via uuid, edge_type text, depth integer, weight double precision)
     LANGUAGE plpgsql STABLE ROWS 50
     SET search_path TO ''
+    SET enable_bitmapscan TO 'off'
     AS $$
 declare
   v_all      constant text[] := array['related_to', 'supersedes', 'derived_from', 'contradicts', 'temporal', 'causal', 'entity'];
@@ -4142,25 +4143,38 @@ begin
                            f.w * e.strength * e.confidence * case when v_depth = 1 then 1 else 0.5 end as weight
                       from unnest(v_front, v_weights) as f(id, w)
                       cross join lateral (
-                        (select r.to_id as other, r.relation_type, r.strength::double precision as strength,
-                                r.confidence::double precision as confidence
-                           from public.memory_relations r
-                          where r.from_id = f.id and r.relation_type = any (v_types)
-                            and (v_forward or not (r.relation_type = any (v_directed)))
-                            and r.created_at <= v_at and r.valid_from <= v_at and (r.valid_until is null or r.valid_until > v_at)
+                        -- strongest first, skipping memories already visited, and of the first
+                        -- 2 × v_fanout the first v_fanout alive (a forgotten neighbour does not
+                        -- take a live one's place)
+                        (select r.other, r.relation_type, r.strength, r.confidence
+                           from (select r.to_id as other, r.relation_type, r.strength::double precision as strength,
+                                        r.confidence::double precision as confidence
+                                   from public.memory_relations r
+                                  where r.from_id = f.id and r.relation_type = any (v_types)
+                                    and (v_forward or not (r.relation_type = any (v_directed)))
+                                    and r.created_at <= v_at and r.valid_from <= v_at and (r.valid_until is null or r.valid_until > v_at)
+                                    and r.to_id <> all (v_visited)
+                                  order by r.strength * r.confidence desc
+                                  limit v_fanout * 2) r
+                          cross join lateral (select m from public.devai_memories m where m.id = r.other offset 0) v
+                          where public.memory_graph_visible(v.m, as_of, v_prefixes)
                           limit v_fanout)
                         union all
-                        (select r.from_id, r.relation_type, r.strength::double precision, r.confidence::double precision
-                           from public.memory_relations r
-                          where r.to_id = f.id and r.relation_type = any (v_types)
-                            and (v_backward or not (r.relation_type = any (v_directed)))
-                            and r.created_at <= v_at and r.valid_from <= v_at and (r.valid_until is null or r.valid_until > v_at)
+                        (select r.other, r.relation_type, r.strength, r.confidence
+                           from (select r.from_id as other, r.relation_type, r.strength::double precision as strength,
+                                        r.confidence::double precision as confidence
+                                   from public.memory_relations r
+                                  where r.to_id = f.id and r.relation_type = any (v_types)
+                                    and (v_backward or not (r.relation_type = any (v_directed)))
+                                    and r.created_at <= v_at and r.valid_from <= v_at and (r.valid_until is null or r.valid_until > v_at)
+                                    and r.from_id <> all (v_visited)
+                                  order by r.strength * r.confidence desc
+                                  limit v_fanout * 2) r
+                          cross join lateral (select m from public.devai_memories m where m.id = r.other offset 0) v
+                          where public.memory_graph_visible(v.m, as_of, v_prefixes)
                           limit v_fanout)
                       ) e
-                     where e.other <> all (v_visited)
                      order by e.other, f.w * e.strength * e.confidence desc, f.id) n
-              join public.devai_memories m on m.id = n.id
-             where public.memory_graph_visible(m, as_of, v_prefixes)
              order by n.weight desc, n.id
              limit max_nodes - v_found) c;
 
@@ -6673,6 +6687,12 @@ CREATE INDEX memory_relations_contradicts ON public.memory_relations USING btree
 CREATE INDEX memory_relations_from ON public.memory_relations USING btree (from_id, owner_id);
 
 --
+-- Name: memory_relations_from_strongest; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX memory_relations_from_strongest ON public.memory_relations USING btree (from_id, ((strength * confidence)) DESC);
+
+--
 -- Name: memory_relations_owner_created; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -6683,6 +6703,12 @@ CREATE INDEX memory_relations_owner_created ON public.memory_relations USING btr
 --
 
 CREATE INDEX memory_relations_to ON public.memory_relations USING btree (to_id, owner_id);
+
+--
+-- Name: memory_relations_to_strongest; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX memory_relations_to_strongest ON public.memory_relations USING btree (to_id, ((strength * confidence)) DESC);
 
 --
 -- Name: memory_sessions_last_episode; Type: INDEX; Schema: public; Owner: -
