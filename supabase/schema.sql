@@ -6681,10 +6681,22 @@ CREATE INDEX memory_proposals_pending_expiry ON public.memory_proposals USING bt
 CREATE INDEX memory_relations_contradicts ON public.memory_relations USING btree (owner_id, created_at DESC) WHERE (relation_type = 'contradicts'::text);
 
 --
+-- Name: memory_relations_derived_from; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX memory_relations_derived_from ON public.memory_relations USING btree (from_id, created_at, id) WHERE (relation_type = 'derived_from'::text);
+
+--
 -- Name: memory_relations_from; Type: INDEX; Schema: public; Owner: -
 --
 
 CREATE INDEX memory_relations_from ON public.memory_relations USING btree (from_id, owner_id);
+
+--
+-- Name: memory_relations_from_created; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX memory_relations_from_created ON public.memory_relations USING btree (from_id, created_at DESC, id DESC);
 
 --
 -- Name: memory_relations_from_strongest; Type: INDEX; Schema: public; Owner: -
@@ -6703,6 +6715,12 @@ CREATE INDEX memory_relations_owner_created ON public.memory_relations USING btr
 --
 
 CREATE INDEX memory_relations_to ON public.memory_relations USING btree (to_id, owner_id);
+
+--
+-- Name: memory_relations_to_created; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX memory_relations_to_created ON public.memory_relations USING btree (to_id, created_at DESC, id DESC);
 
 --
 -- Name: memory_relations_to_strongest; Type: INDEX; Schema: public; Owner: -

@@ -104,10 +104,13 @@ export async function explainMemory(tx: Tx, id: string, now: Date): Promise<Expl
            case when r.from_id = ${id} then 'outgoing' else 'incoming' end as direction,
            o.id as other_id, o.content as other_content, o.namespace as other_namespace,
            o.memory_type as other_memory_type, o.is_valid as other_is_valid, o.state as other_state
-      from public.memory_relations r
+      from ((select * from public.memory_relations x where x.from_id = ${id}
+              order by x.created_at desc, x.id desc limit ${MAX_RELATIONS})
+            union all
+            (select * from public.memory_relations x where x.to_id = ${id}
+              order by x.created_at desc, x.id desc limit ${MAX_RELATIONS})) r
       join public.devai_memories o on o.id = case when r.from_id = ${id} then r.to_id else r.from_id end
-     where r.from_id = ${id} or r.to_id = ${id}
-     order by r.created_at desc, r.id
+     order by r.created_at desc, r.id desc
      limit ${MAX_RELATIONS}`;
 
   const byEvent = await tx<{ event: string; n: number; first_at: Date; last_at: Date }[]>`
@@ -143,6 +146,7 @@ export async function explainMemory(tx: Tx, id: string, now: Date): Promise<Expl
     },
   }));
 
+  const episodes = await sourceEpisodes(tx, id);
   const firsts = byEvent.map((e) => e.first_at.getTime());
   const lasts = byEvent.map((e) => e.last_at.getTime());
   // Raw episodes never decay (TTL and purge still apply: docs/graph.md#episodes).
@@ -167,10 +171,10 @@ export async function explainMemory(tx: Tx, id: string, now: Date): Promise<Expl
       session_id: memory.session_id,
       created_at: memory.created_at,
       actor: added?.actor ?? null,
-      derived_from: explained.filter((r) => r.relation_type === "derived_from" && r.direction === "outgoing").map((r) =>
-        r.other.id
-      ),
-      episodes: await sourceEpisodes(tx, id),
+      // the same edges as episodes (not the newest relations, where newer edges of other types
+      // could leave no derived_from one)
+      derived_from: episodes.map((e) => e.id),
+      episodes,
     },
     entities: await linkedEntities(tx, id),
     history: {

@@ -30,16 +30,21 @@ export interface LinkedEntity {
   source: string;
 }
 
-/** The episodes memory `id` was derived from, in the order they were said. */
+/**
+ * The episodes memory `id` was derived from, in the order they were said: those of its first
+ * MAX_SOURCES derived_from edges (memory_relations_derived_from), so a fact re-derived by many
+ * sessions costs MAX_SOURCES edges, not all of them.
+ */
 export async function sourceEpisodes(tx: Tx, id: string): Promise<SourceEpisode[]> {
   const rows = await tx`
     select m.id, m.session_id, (m.metadata ->> 'seq')::int as seq, m.metadata ->> 'role' as role, m.valid_from as at,
            m.content, m.state, r.confidence
-      from public.memory_relations r
+      from (select r.to_id, r.confidence from public.memory_relations r
+             where r.from_id = ${id} and r.relation_type = 'derived_from'
+             order by r.created_at, r.id
+             limit ${MAX_SOURCES}) r
       join public.devai_memories m on m.id = r.to_id
-     where r.from_id = ${id} and r.relation_type = 'derived_from'
-     order by m.valid_from, (m.metadata ->> 'seq')::int, m.id
-     limit ${MAX_SOURCES}`;
+     order by m.valid_from, (m.metadata ->> 'seq')::int, m.id`;
   return rows.map((r) => ({ ...isoDates(r), confidence: Number(r.confidence) }) as unknown as SourceEpisode);
 }
 
