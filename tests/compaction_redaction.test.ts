@@ -137,3 +137,19 @@ Deno.test("compaction's count: thousands of small messages give the event loop b
     "compaction's work",
   ]);
 });
+
+Deno.test("compaction's redactor: a long text whose secrets shrink it keeps its start, and no token the cut splits", async () => {
+  // A request log with a bearer token a line: its redaction is a tenth of its length, so dropping
+  // the redaction's last TAIL_CHARS left nothing of it for the prompt or the summary.
+  const jwt = (i: number) => `eyJhbGciOiJIUzI1NiJ9.eyJ${String(i).padStart(6, "0").repeat(100)}.${"s".repeat(43)}`;
+  const lines: string[] = [];
+  for (let i = 0, size = 0; size < READ_CHARS + TAIL_CHARS + 30_000; i++) {
+    lines.push(`${i} GET /v1/items/${i} 200 Authorization: Bearer ${jwt(i)}`);
+    size += lines.at(-1)!.length + 1;
+  }
+  const { text, counts } = await new MessageRedactor().text(lines.join("\n"));
+  assert.ok(text.startsWith("0 GET /v1/items/0 200 Authorization: Bearer [REDACTED:jwt]\n1 GET"), text.slice(0, 200));
+  assert.ok(text.length <= READ_CHARS, `${text.length}`);
+  assert.ok(!text.replaceAll(/\[REDACTED:[a-z_]+\]/g, "").includes("eyJ"), "no part of a token");
+  assert.ok(counts.jwt! > 50, JSON.stringify(counts));
+});

@@ -98,7 +98,7 @@ export class MessageRedactor {
     this.work.texts++;
     this.work.chars += read.length;
     const r = redactString(read);
-    const out = { text: read.length === text.length ? r.text : withoutTail(r.text), counts: r.counts };
+    const out = { text: read.length === text.length ? r.text : withoutTail(read, r.text), counts: r.counts };
     if (short) this.#texts.set(text, out);
     else this.#long = { text, out };
     return out;
@@ -128,8 +128,20 @@ function readPart(text: string): string {
   return `${part}"`;
 }
 
-function withoutTail(redacted: string): string {
-  let end = Math.max(0, redacted.length - TAIL_CHARS);
+/**
+ * `redacted` (the redaction of `read`) without its tail. A secret the cut split is at the end, left
+ * as it was: within the last TAIL_CHARS, and within the stretch the redactor changed nothing of
+ * (the end both texts share). Either cut drops it; the later one keeps the start of the message
+ * where the tail's secrets made its redaction shorter (a log of bearer tokens: 100k characters
+ * redacted to 9k, of which dropping the last 32k left nothing for the prompt or the summary).
+ */
+function withoutTail(read: string, redacted: string): string {
+  let same = 0;
+  const most = Math.min(read.length, redacted.length);
+  while (same < most && read.charCodeAt(read.length - 1 - same) === redacted.charCodeAt(redacted.length - 1 - same)) {
+    same++;
+  }
+  let end = Math.max(0, redacted.length - TAIL_CHARS, Math.min(READ_CHARS, redacted.length - same));
   if (end > 0 && isHighSurrogate(redacted.charCodeAt(end - 1))) end--;
   return redacted.slice(0, end);
 }
