@@ -103,6 +103,9 @@ export class FakeOpenAI {
   chatOutage: Reply | undefined;
   /** When set, every embedding has this many dimensions whatever the request asks (a model that ignores `dimensions`). */
   embeddingDimensions: number | undefined;
+  /** Chat requests received and not yet answered, and the most there were at once: the load a provider sees. */
+  chatInFlight = 0;
+  maxChatInFlight = 0;
 
   static async start(): Promise<FakeOpenAI> {
     const fake = new FakeOpenAI();
@@ -199,7 +202,12 @@ export class FakeOpenAI {
     if (req.method === "POST" && url.pathname === "/v1/chat/completions") {
       const received = this.chatRequests().length;
       for (const w of this.chatWaiters.filter((w) => w.count <= received)) w.resolve();
-      return await this.chat(body as ChatRequestBody, () => req.signal);
+      this.maxChatInFlight = Math.max(this.maxChatInFlight, ++this.chatInFlight);
+      try {
+        return await this.chat(body as ChatRequestBody, () => req.signal);
+      } finally {
+        this.chatInFlight--;
+      }
     }
     if (req.method === "POST" && url.pathname === "/v1/embeddings") {
       const fault = this.embeddingFaults.shift();

@@ -74,6 +74,8 @@ const EnvSchema = z.object({
   // A worker drain's wall-clock budget: under the hosted function's limit (docs/operations.md#a-drains-deadline).
   // At least 10 s: a smaller one would cut every job before its first answer, postponing it forever.
   WORKER_DRAIN_BUDGET_MS: milliseconds(120_000, 10_000),
+  // How many drains started after writes run at once in one function instance (docs/operations.md#drains-after-a-write).
+  WORKER_KICKED_DRAINS: number().int().min(1).max(16).default(1),
   // Memory behaviour.
   MEMORY_NAMESPACE_ROOT: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,39}$/, "lowercase letters, digits, _ or -").default(
     "devai",
@@ -114,6 +116,8 @@ export interface Config {
   llm: { apiKey?: string; baseUrl?: string; model: string; timeoutMs: number };
   /** A worker drain's wall-clock budget (drain-deadline.ts); unset: 120 s. */
   workerDrainBudgetMs?: number;
+  /** Drains started after writes running at once in this instance (drain-kick.ts); unset: 1. */
+  workerKickedDrains?: number;
   namespaceRoot: string;
   /** topK / budgetTokens unset: chosen per query by its complexity. writeBehindMs: searches' writes wait at most this long. */
   retrieval: { threshold?: number; topK?: number; budgetTokens?: number; writeBehindMs?: number };
@@ -170,6 +174,7 @@ export function loadConfig(env: Record<string, string | undefined> = Deno.env.to
       timeoutMs: e.LLM_TIMEOUT_MS,
     },
     workerDrainBudgetMs: e.WORKER_DRAIN_BUDGET_MS,
+    workerKickedDrains: e.WORKER_KICKED_DRAINS,
     namespaceRoot: e.MEMORY_NAMESPACE_ROOT,
     retrieval: {
       threshold: e.RETRIEVAL_THRESHOLD,

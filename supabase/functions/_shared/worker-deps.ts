@@ -7,6 +7,7 @@ import { createEmbedder } from "./embeddings.ts";
 import { loadConfig } from "./env.ts";
 import { createLlm } from "./llm.ts";
 import { drainQueue, type WorkerDeps } from "./drain-queue.ts";
+import { KICK_MAX_JOBS } from "./drain-kick.ts";
 import type { MemoryDeps } from "./services/deps.ts";
 
 /** `applicationName` names the function's connections in pg_stat_activity. */
@@ -33,6 +34,6 @@ export function memoryDepsFromEnv(applicationName: string): MemoryDeps {
     embedder: createEmbedder(config),
     llm: createLlm(config),
   };
-  deps.kickWorker = () => drainQueue(deps, { maxJobs: 10 });
+  deps.kickWorker = () => drainQueue(deps, { maxJobs: KICK_MAX_JOBS });
   return deps;
 }

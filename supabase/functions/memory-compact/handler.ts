@@ -26,7 +26,6 @@ import { type Caller, requireCaller } from "../_shared/auth.ts";
 import { chargeRequest, withTenant } from "../_shared/db.ts";
 import { HttpError, json, methodNotAllowed, parseJsonBody } from "../_shared/http.ts";
 import { rateLimit } from "../_shared/rate-limit.ts";
-import { runInBackground } from "../_shared/jobs.ts";
 import { enqueueDedupJobs } from "../_shared/dedup-jobs.ts";
 import { ChatMessageSchema, MAX_MESSAGES_PER_REQUEST } from "../_shared/llm.ts";
 import { countConversationTokens, countTokens, messageTokenCounter, truncateToTokens } from "../_shared/tokens.ts";
@@ -38,6 +37,7 @@ import { recordRedactions } from "../_shared/redaction-events.ts";
 import { stripUnsafeCharacters } from "../_shared/unsafe-characters.ts";
 import { defaultScope, SCOPE_NEEDS_PROJECT, scopeHasProject, writeScope } from "../_shared/scopes.ts";
 import { drainQueue, type QueueingDeps } from "../_shared/drain-queue.ts";
+import { KICK_MAX_JOBS, kickDrain } from "../_shared/drain-kick.ts";
 import { MARKER, planCompaction, splitForModel } from "./chunk.ts";
 import { MessageRedactor } from "./redacted.ts";
 import { readSessionSummary, writeSessionSummary } from "./session-summary.ts";
@@ -72,7 +72,7 @@ export const DEFAULT_CHUNK_TOKENS = 60_000;
 const SUMMARY_MAX_TOKENS = 5_000;
 
 export function createHandler(deps: QueueingDeps) {
-  const kick = deps.kickWorker ?? (() => drainQueue(deps, { maxJobs: 10 }));
+  const kick = deps.kickWorker ?? (() => drainQueue(deps, { maxJobs: KICK_MAX_JOBS }));
   const app = createFunctionApp<{ caller: Caller }>();
   app.use(rateLimit(() => "heavy"));
   app.post("/memory-compact", requireCaller(deps.config, deps.sql), async (c) => {
@@ -237,7 +237,7 @@ export function createHandler(deps: QueueingDeps) {
       })`;
       return jobs;
     }, { threadId: body.thread_id });
-    if (queued.queued > 0) runInBackground(kick, "memory-compact worker kick");
+    if (queued.queued > 0) kickDrain(kick, "memory-compact worker kick", deps.config.workerKickedDrains);
 
     return json({
       compacted: true,

@@ -13,12 +13,13 @@ import { type Caller, requireCaller } from "../_shared/auth.ts";
 import { withTenant } from "../_shared/db.ts";
 import { HttpError, json, methodNotAllowed, parseJsonBody } from "../_shared/http.ts";
 import { rateLimit } from "../_shared/rate-limit.ts";
-import { enqueueJob, runInBackground } from "../_shared/jobs.ts";
+import { enqueueJob } from "../_shared/jobs.ts";
 import { type Candidate, CandidateSchema, prepareCandidates } from "../_shared/candidates.ts";
 import { loadCategoryNames, unknownCategory } from "../_shared/categories.ts";
 import { recordRedactions, redactMetadata } from "../_shared/redaction-events.ts";
 import { addCounts } from "../_shared/redact.ts";
 import { drainQueue, type QueueingDeps } from "../_shared/drain-queue.ts";
+import { KICK_MAX_JOBS, kickDrain } from "../_shared/drain-kick.ts";
 import { callerNamespace, defaultScope, SCOPE_NEEDS_PROJECT, scopeHasProject, writeScope } from "../_shared/scopes.ts";
 import type { ErrorIssue } from "../_shared/http.ts";
 
@@ -36,7 +37,7 @@ export const DedupRequestSchema = z.object({
 }).strict().refine(scopeHasProject, SCOPE_NEEDS_PROJECT);
 
 export function createHandler(deps: QueueingDeps) {
-  const kick = deps.kickWorker ?? (() => drainQueue(deps, { maxJobs: 10 }));
+  const kick = deps.kickWorker ?? (() => drainQueue(deps, { maxJobs: KICK_MAX_JOBS }));
   const app = createFunctionApp<{ caller: Caller }>();
   app.use(rateLimit(() => "write"));
   app.post("/memory-dedup", requireCaller(deps.config, deps.sql), async (c) => {
@@ -112,7 +113,7 @@ export function createHandler(deps: QueueingDeps) {
         },
       });
     });
-    if (!queued.deduplicated) runInBackground(kick, "memory-dedup worker kick");
+    if (!queued.deduplicated) kickDrain(kick, "memory-dedup worker kick", deps.config.workerKickedDrains);
     return json(
       { job_id: queued.id, status: queued.status, deduplicated: queued.deduplicated, stats: prepared.stats },
       202,

@@ -24,8 +24,9 @@ import { type Caller, requireCaller } from "../_shared/auth.ts";
 import { chargeRequest, withTenant } from "../_shared/db.ts";
 import { HttpError, json, methodNotAllowed, parseJsonBody, parseQueryString } from "../_shared/http.ts";
 import { rateLimit } from "../_shared/rate-limit.ts";
-import { getJob, jobView, runInBackground } from "../_shared/jobs.ts";
+import { getJob, jobView } from "../_shared/jobs.ts";
 import { drainQueue, type QueueingDeps } from "../_shared/drain-queue.ts";
+import { KICK_MAX_JOBS, kickDrain } from "../_shared/drain-kick.ts";
 import { ChatMessageSchema, MAX_MESSAGES_PER_REQUEST } from "../_shared/llm.ts";
 import { codeOrigin, projectName, sessionId, threadId, uuid } from "../_shared/schemas.ts";
 import { redactMessages } from "../_shared/redact-json.ts";
@@ -57,7 +58,7 @@ export const ExtractRequestSchema = z.object({
 export type ExtractRequest = z.infer<typeof ExtractRequestSchema>;
 
 export function createHandler(deps: QueueingDeps) {
-  const kick = deps.kickWorker ?? (() => drainQueue(deps, { maxJobs: 10 }));
+  const kick = deps.kickWorker ?? (() => drainQueue(deps, { maxJobs: KICK_MAX_JOBS }));
   const app = createFunctionApp<{ caller: Caller }>();
   app.use(rateLimit((req) => (req.method === "GET" ? "read" : "heavy")));
   app.get("/memory-extract", requireCaller(deps.config, deps.sql), async (c) => {
@@ -119,7 +120,9 @@ export function createHandler(deps: QueueingDeps) {
         lineage: body.lineage,
       }, plan);
     }, { threadId: body.thread_id });
-    if (!queued.deduplicated || queued.retried) runInBackground(kick, "memory-extract worker kick");
+    if (!queued.deduplicated || queued.retried) {
+      kickDrain(kick, "memory-extract worker kick", deps.config.workerKickedDrains);
+    }
     return json({
       job_id: queued.id,
       status: queued.status,

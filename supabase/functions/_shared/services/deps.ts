@@ -5,7 +5,7 @@ import type { Sql } from "../db.ts";
 import type { Embedder } from "../embeddings.ts";
 import type { Config } from "../env.ts";
 import type { Llm } from "../llm.ts";
-import { runInBackground } from "../jobs.ts";
+import { kickDrain } from "../drain-kick.ts";
 
 export interface MemoryDeps {
   /** The primary: every write, and every read that must see the request's own writes. */
@@ -61,7 +61,7 @@ export async function readOwnWrite<T>(
   return found !== undefined || readPoolOf(deps) === deps.sql ? found : await read(deps.sql);
 }
 
-/** Starts draining the queue after an operation queued work, outside the request (jobs.ts). */
-export function kickWorker(deps: Pick<MemoryDeps, "kickWorker">, why = "memory worker kick"): void {
-  if (deps.kickWorker) runInBackground(deps.kickWorker, why);
+/** Starts draining the queue after an operation queued work, outside the request, within the instance's bound (drain-kick.ts). */
+export function kickWorker(deps: Pick<MemoryDeps, "kickWorker" | "config">, why = "memory worker kick"): void {
+  if (deps.kickWorker) kickDrain(deps.kickWorker, why, deps.config.workerKickedDrains);
 }
