@@ -3,10 +3,10 @@
 // WORKER_KICKED_DRAINS (default 1) run at once. Each drain asks the model one job at a time, so
 // unbounded kicks made a flooding tenant's POSTs (60 extracts a minute) as many requests to the
 // provider at once, whose 429s postpone every tenant's jobs (llm-outage.ts), and grew the
-// instance's memory with the flood. A write that arrives while the drains run starts none: it marks
-// that work was queued, and a running drain goes on (another drain, once its own ends) — so its job
-// is still taken by this instance, not left for the next cron tick. A drain that came back full
-// (maxJobs claimed, more may wait) goes on too, as the drains of the other writes would have.
+// instance's memory with the flood. A write that arrives while the drains run starts none: it is
+// owed a round, which a running drain runs once its own round ends — so its job is still taken by
+// this instance, not left for the next cron tick. A round that came back full (maxJobs claimed,
+// more may wait) goes on too, up to one round per write taken in, as the writes' own drains would.
 // docs/operations.md#drains-after-a-write.
 import { runInBackground } from "./jobs.ts";
 
