@@ -750,6 +750,11 @@ export type CompactResponse =
     llm_error?: string;
     compacted_messages: number;
     candidates_queued: number;
+    /**
+     * At the tenant's queue bound (job_queue_tenant_max) the compaction is answered and its candidates
+     * are not queued: how many, why (queue_full), and when to try again (seconds).
+     */
+    candidates_refused?: { count: number; code: "queue_full"; message: string; retry_after: number };
     /** The first dedup job (null without candidates). */
     dedup_job_id: string | null;
     /** Every dedup job queued, 100 candidates each. */

@@ -5,7 +5,8 @@
 //          project?, scope?, thread_id? }
 //   → 200 { compacted: false, messages, tokens_before, tokens_after, trigger_tokens }   under the trigger
 //   → 200 { compacted: true, messages, summary, summary_mode, llm_error?, tokens_before, tokens_after,
-//           trigger_tokens, compacted_messages, candidates_queued, dedup_job_id, dedup_job_ids (100 candidates a job) }
+//           trigger_tokens, compacted_messages, candidates_queued, dedup_job_id, dedup_job_ids (100 candidates a job),
+//           candidates_refused? { count, code: "queue_full", message, retry_after } at the tenant's queue bound }
 //
 // Over the trigger: the oldest ~60k tokens (never splitting a tool call from its results, never the
 // system prompt) plus the session's prior summary go to ONE LLM call returning the merged summary
@@ -198,45 +199,57 @@ export function createHandler(deps: QueueingDeps) {
     const messages = [...plan.head, marker, ...plan.rest];
     const after = countConversationTokens(messages, tokensOf);
 
-    const queued = await withTenant(deps.sql, caller, async (tx) => {
-      await writeSessionSummary(tx, summaryKey, summary, countTokens(summary));
-      const jobs = await enqueueDedupJobs(tx, {
-        ownerId: caller.tenantId,
-        idempotencyKey: `compact:${body.session_id}:${chunkHash}`,
-        candidates: prepared.candidates,
-        payload: { session_id: body.session_id, thread_id: body.thread_id, project: body.project, origin: "compact" },
-      });
-      await recordRedactions(tx, {
-        ownerId: caller.tenantId,
-        writer: "compact",
-        node: "context",
-        threadId: body.thread_id,
-        counts: addCounts(addCounts({ ...summaryRedaction.counts }, extractiveCounts), prepared.stats.redacted_kinds),
-        dropped: prepared.stats.secrets_dropped,
-      });
-      await tx`
+    // At the tenant's queue bound (job_queue_tenant_max) the candidates' jobs are refused, not the
+    // compaction: the agent whose context is full goes on with its summary, the model's work kept,
+    // and the answer says the candidates were not queued (docs/operations.md#a-tenants-queued-jobs).
+    // The refused write rolls back whole, so no batch of them is queued without the others.
+    const write = (candidates: readonly unknown[]) =>
+      withTenant(deps.sql, caller, async (tx) => {
+        await writeSessionSummary(tx, summaryKey, summary, countTokens(summary));
+        const jobs = await enqueueDedupJobs(tx, {
+          ownerId: caller.tenantId,
+          idempotencyKey: `compact:${body.session_id}:${chunkHash}`,
+          candidates,
+          payload: { session_id: body.session_id, thread_id: body.thread_id, project: body.project, origin: "compact" },
+        });
+        await recordRedactions(tx, {
+          ownerId: caller.tenantId,
+          writer: "compact",
+          node: "context",
+          threadId: body.thread_id,
+          counts: addCounts(addCounts({ ...summaryRedaction.counts }, extractiveCounts), prepared.stats.redacted_kinds),
+          dropped: prepared.stats.secrets_dropped,
+        });
+        await tx`
         insert into public.memory_events (owner_id, thread_id, node, op, status, meta)
         values (${caller.tenantId}, ${body.thread_id ?? null}, 'context', 'compact', ${
-        mode === "llm" ? "ok" : llmError ? "error" : "skipped"
-      },
+          mode === "llm" ? "ok" : llmError ? "error" : "skipped"
+        },
                 ${
-        tx.json(
-          {
-            session_id: body.session_id,
-            mode,
-            tokens_before: before,
-            tokens_after: after,
-            chunk_tokens: plan.chunkTokens,
-            compacted_messages: plan.chunk.length,
-            candidates: prepared.candidates.length,
-            llm_tokens: tokensUsed,
-            llm_error: llmError ?? null,
-            redacted_chars: redactor.work.chars,
-          } as never,
-        )
-      })`;
-      return jobs;
-    }, { threadId: body.thread_id });
+          tx.json(
+            {
+              session_id: body.session_id,
+              mode,
+              tokens_before: before,
+              tokens_after: after,
+              chunk_tokens: plan.chunkTokens,
+              compacted_messages: plan.chunk.length,
+              candidates: candidates.length,
+              candidates_refused: prepared.candidates.length - candidates.length,
+              llm_tokens: tokensUsed,
+              llm_error: llmError ?? null,
+              redacted_chars: redactor.work.chars,
+            } as never,
+          )
+        })`;
+        return jobs;
+      }, { threadId: body.thread_id });
+    let refused: HttpError | undefined;
+    const queued = await write(prepared.candidates).catch((err) => {
+      if (!(err instanceof HttpError && err.code === "queue_full") || prepared.candidates.length === 0) throw err;
+      refused = err;
+      return write([]);
+    });
     if (queued.queued > 0) kickDrain(kick, "memory-compact worker kick", deps.config.workerKickedDrains);
 
     return json({
@@ -250,6 +263,16 @@ export function createHandler(deps: QueueingDeps) {
       trigger_tokens: trigger,
       compacted_messages: plan.chunk.length,
       candidates_queued: queued.queued,
+      ...(refused
+        ? {
+          candidates_refused: {
+            count: prepared.candidates.length,
+            code: refused.code,
+            message: refused.message,
+            retry_after: Number(refused.headers?.["retry-after"]),
+          },
+        }
+        : {}),
       dedup_job_id: queued.jobIds[0] ?? null,
       dedup_job_ids: queued.jobIds,
     });
