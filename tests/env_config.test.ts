@@ -62,15 +62,22 @@ Deno.test("config: missing or invalid settings fail fast, naming each problem", 
   assert.equal(loadConfig({ ...minimal, WORKER_DRAIN_BUDGET_MS: "300000" }).workerDrainBudgetMs, 300_000);
   assert.throws(() => loadConfig({ ...minimal, WORKER_DRAIN_BUDGET_MS: "500" }), /WORKER_DRAIN_BUDGET_MS/);
   // Retrieval's fixed sizes are held to a request's bounds: past them a start is refused, naming the
-  // bound (RETRIEVAL_TOP_K=200 started and ran with 50, unsaid); the bounds themselves are taken.
+  // bound (RETRIEVAL_TOP_K=200 started and ran with 50, unsaid) in the words a request's bounded
+  // integers use (intWithin: it said "Too big: expected number to be <=50"); the bounds are taken.
   for (
-    const [name, bound] of [["RETRIEVAL_TOP_K", MAX_TOP_K], ["RETRIEVAL_BUDGET_TOKENS", MAX_BUDGET_TOKENS]] as const
+    const [name, bound] of [
+      ["RETRIEVAL_TOP_K", MAX_TOP_K],
+      ["RETRIEVAL_BUDGET_TOKENS", MAX_BUDGET_TOKENS],
+      ["WORKER_KICKED_DRAINS", 16],
+    ] as const
   ) {
-    assert.throws(
-      () => loadConfig({ ...minimal, [name]: String(bound + 1) }),
-      (e) => e instanceof ConfigError && e.message.includes(`${name}: Too big: expected number to be <=${bound}`),
-    );
-    assert.throws(() => loadConfig({ ...minimal, [name]: "0" }), new RegExp(`${name}: Too small`));
+    for (const value of [String(bound + 1), "0", "2.5"]) {
+      assert.throws(
+        () => loadConfig({ ...minimal, [name]: value }),
+        (e) => e instanceof ConfigError && e.message.includes(`${name}: an integer 1-${bound}`),
+        `${name}=${value}`,
+      );
+    }
   }
   const atBounds = loadConfig({ ...minimal, RETRIEVAL_TOP_K: "50", RETRIEVAL_BUDGET_TOKENS: "32000" }).retrieval;
   assert.deepEqual([atBounds.topK, atBounds.budgetTokens], [MAX_TOP_K, MAX_BUDGET_TOKENS]);

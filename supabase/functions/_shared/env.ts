@@ -4,6 +4,7 @@ import { z } from "zod";
 import type { PrepareSetting } from "./db-prepare.ts";
 import { issuesText } from "./issue-text.ts";
 import { MAX_BUDGET_TOKENS, MAX_TOP_K } from "./retrieval/schemas.ts";
+import { intWithin } from "./schemas.ts";
 
 const optionalText = z.string().trim().min(1).optional();
 // A database URL. The message never repeats the value: it may hold a password.
@@ -25,6 +26,9 @@ const inDigits = {
 };
 const number = () => z.coerce.number(inDigits);
 const positiveInt = (fallback: number) => number().int().positive().default(fallback);
+// A bounded integer, refused in a request's words for its bounded integers (schemas.ts intWithin:
+// "an integer 1-50"): RETRIEVAL_TOP_K=200 was refused as "Too big: expected number to be <=50".
+const integerWithin = (min: number, max: number) => number().pipe(intWithin(min, max));
 // A duration: a timer (and Postgres's statement_timeout) holds at most 2^31 - 1 ms (24.8 days). Past
 // it, DB_STATEMENT_TIMEOUT_MS=3000000000 started, then every request was a 400 "a value in the
 // request is out of range" (statement_timeout refused) or a 503 (the timer fired at once).
@@ -75,7 +79,7 @@ const EnvSchema = z.object({
   // At least 10 s: a smaller one would cut every job before its first answer, postponing it forever.
   WORKER_DRAIN_BUDGET_MS: milliseconds(120_000, 10_000),
   // How many drains started after writes run at once in one function instance (docs/operations.md#drains-after-a-write).
-  WORKER_KICKED_DRAINS: number().int().min(1).max(16).default(1),
+  WORKER_KICKED_DRAINS: integerWithin(1, 16).default(1),
   // Memory behaviour.
   MEMORY_NAMESPACE_ROOT: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,39}$/, "lowercase letters, digits, _ or -").default(
     "devai",
@@ -84,8 +88,8 @@ const EnvSchema = z.object({
   // Unset: retrieval sizes its answer by the query's complexity (docs/retrieval.md#intent). Held to
   // a request's bounds: past them a start is refused, naming the bound (it was capped unsaid, so
   // RETRIEVAL_TOP_K=200 ran with 50).
-  RETRIEVAL_TOP_K: number().int().min(1).max(MAX_TOP_K).optional(),
-  RETRIEVAL_BUDGET_TOKENS: number().int().min(1).max(MAX_BUDGET_TOKENS).optional(),
+  RETRIEVAL_TOP_K: integerWithin(1, MAX_TOP_K).optional(),
+  RETRIEVAL_BUDGET_TOKENS: integerWithin(1, MAX_BUDGET_TOKENS).optional(),
   // Searches' reinforcement and events are written in batches this often
   // (docs/operations.md#write-behind-reinforcement-and-search-events).
   RETRIEVAL_WRITE_BEHIND_MS: milliseconds(200),
