@@ -2430,6 +2430,8 @@ declare
   v_factor numeric;
   v_lexemes text[];
   v_common text[] := '{}';
+  v_then_ids uuid[] := '{}';
+  v_then_fts tsvector[] := '{}';
 begin
   term_df := '{}';
   candidates := '{}';
@@ -2498,6 +2500,20 @@ begin
     end if;
   end if;
 
+  -- As of an instant, the words of then of the memories changed since (memory_search.fts_then,
+  -- a history lookup), once per search: every term's lookup, and the common terms' below, match
+  -- them. (Once per memory and term made an as_of search of a tenant whose memories all changed
+  -- since 11x slower.)
+  if p_as_of is not null and cardinality(p_terms) > 0 then
+    select coalesce(array_agg(w.id), '{}'), coalesce(array_agg(w.fts), '{}') into v_then_ids, v_then_fts
+      from (select m.id, memory_search.fts_then(m.id, m.content, m.fts, p_as_of) as fts
+              from public.devai_memories m
+             where m.owner_id = p_owner
+               and m.created_at <= p_as_of and m.updated_at > p_as_of
+               and m.source is distinct from 'conversation'
+               and (m.namespace || '/') ^@ any (p_scopes)) w;
+  end if;
+
   for i in 1 .. coalesce(cardinality(p_terms), 0) loop
     v_q := p_terms[i];
     if v_lexemes[i] = any (v_common) then
@@ -2529,16 +2545,22 @@ begin
                  and (m.namespace || '/') ^@ any (p_scopes)
                limit p_df_cap + 1) x;
     else
-      -- As of an instant: on the words of then (memory_search.fts_then; a memory unchanged since
-      -- has today's).
+      -- As of an instant: on the words of then (a memory unchanged since has today's; those
+      -- changed since, above).
       select array_agg(x.id) into v_ids
-        from (select m.id from public.devai_memories m
+        from (select m.id from unnest(v_then_ids, v_then_fts) w(id, fts)
+                join public.devai_memories m on m.id = w.id
+               where w.fts @@ v_q
+                 and (m.valid_until is null or m.valid_until > p_as_of)
+                 and (select a.held from public.memory_at(m, p_as_of) a)
+              union all
+              select m.id from public.devai_memories m
                where m.owner_id = p_owner
                  and m.created_at <= p_as_of and (m.valid_until is null or m.valid_until > p_as_of)
+                 and m.updated_at <= p_as_of
                  and m.source is distinct from 'conversation'
                  and (m.namespace || '/') ^@ any (p_scopes)
-                 and (case when m.updated_at <= p_as_of then m.fts
-                           else memory_search.fts_then(m.id, m.content, m.fts, p_as_of) end) @@ v_q
+                 and m.fts @@ v_q
                  and (select a.held from public.memory_at(m, p_as_of) a)
                limit p_df_cap + 1) x;
     end if;
@@ -2617,13 +2639,20 @@ begin
              limit p_df_cap) x;
   else
     select coalesce(array_agg(x.id), '{}') into candidates
-      from (select m.id from public.devai_memories m
+      from (select m.id from unnest(v_then_ids, v_then_fts) w(id, fts)
+              join public.devai_memories m on m.id = w.id
+             where w.fts @@ v_q
+               and (select a.held from public.memory_at(m, p_as_of) a)
+               and (not v_filtered or memory_search.passes_filters_at(m.id, p_as_of, p_exclude, p_after, p_before, p_types,
+                                                                      p_categories, p_fields))
+            union all
+            select m.id from public.devai_memories m
              where m.owner_id = p_owner
                and m.created_at <= p_as_of
+               and m.updated_at <= p_as_of
                and m.source is distinct from 'conversation'
                and (m.namespace || '/') ^@ any (p_scopes)
-               and (case when m.updated_at <= p_as_of then m.fts
-                         else memory_search.fts_then(m.id, m.content, m.fts, p_as_of) end) @@ v_q
+               and m.fts @@ v_q
                and (select a.held from public.memory_at(m, p_as_of) a)
                and (not v_filtered or memory_search.passes_filters_at(m.id, p_as_of, p_exclude, p_after, p_before, p_types,
                                                                       p_categories, p_fields))
@@ -2989,6 +3018,8 @@ declare
   v_df         integer;
   v_terms_q    tsquery[] := '{}';
   v_terms_idf  double precision[] := '{}';
+  v_then_ids   uuid[] := '{}';
+  v_then_fts   tsvector[] := '{}';
   v_exclude    tsquery;
   v_filtered   boolean;
   v_cand       uuid[] := '{}';
@@ -3111,6 +3142,14 @@ begin
     -- BM25 over the candidates: sum of matched terms' idf, saturated and length-normalised
     -- (memories are a sentence or two, so a term's frequency in one is almost always 1).
     if coalesce(cardinality(v_cand), 0) > 0 and v_idf_total > 0 then
+      -- As of an instant, the words of then of the candidates changed since, once each (read
+      -- below for the length and for each term).
+      if as_of is not null then
+        select coalesce(array_agg(m.id), '{}'), coalesce(array_agg(memory_search.fts_then(m.id, m.content, m.fts, as_of)), '{}')
+          into v_then_ids, v_then_fts
+          from public.devai_memories m
+         where m.id = any (v_cand) and m.updated_at > as_of;
+      end if;
       with cand as (
         select distinct c.id from unnest(v_cand) c(id)
       ),
@@ -3121,9 +3160,9 @@ begin
                  where w.fts @@ t.q) as idf_sum
           from cand c
           cross join lateral (select m.* from public.devai_memories m where m.id = c.id offset 0) m
-          -- Its words: as of an instant, those of then (memory_search.fts_then).
+          -- Its words: as of an instant, those of then (v_then_fts, above).
           cross join lateral (select case when as_of is null or m.updated_at <= as_of then m.fts
-                                          else memory_search.fts_then(m.id, m.content, m.fts, as_of) end as fts) w
+                                          else v_then_fts[array_position(v_then_ids, m.id)] end as fts) w
          where m.owner_id = match_owner
            and (as_of is not null or (m.is_valid and m.state = 'active' and m.strength > 0.05))
            and m.source is distinct from 'conversation'
