@@ -6,12 +6,22 @@ import type { Sql } from "../../supabase/functions/_shared/db.ts";
 import { userHeaders } from "./auth.ts";
 import { testConfig } from "./config.ts";
 
-/** The database's clock now, as an ISO instant with microseconds. */
+/**
+ * The database's clock now, as an ISO instant with microseconds, returned once the clock has moved
+ * past it: a write after this call is stamped later than the instant. PGlite's clock counts
+ * milliseconds, so a write right after a read could share its instant and count as "then" (it did,
+ * once in CI); the clock's tick is waited on by reading it again, never by sleeping.
+ */
 export async function dbNow(sql: Sql): Promise<string> {
   const [r] = await sql<
     { at: string }[]
   >`select to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as at`;
-  return r!.at;
+  const at = r!.at;
+  for (let reads = 0; reads < 10_000; reads++) {
+    const [tick] = await sql<{ past: boolean }[]>`select clock_timestamp() > ${at}::timestamptz as past`;
+    if (tick!.past) return at;
+  }
+  throw new Error(`the database's clock did not move past ${at}`);
 }
 
 /** POSTs to the memory-retrieve handler (no network) as tenant t: `/memory-retrieve` or `/memory-retrieve/query`. */
