@@ -109,6 +109,8 @@ $$;
 CREATE FUNCTION memory_private.assign_job_fair_key() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
+    SET enable_seqscan TO 'off'
+    SET enable_sort TO 'off'
     AS $$
 declare
   v_last timestamptz;
@@ -1098,6 +1100,8 @@ $$;
 CREATE FUNCTION memory_private.job_queue_head() RETURNS timestamp with time zone
     LANGUAGE sql STABLE
     SET search_path TO ''
+    SET enable_seqscan TO 'off'
+    SET enable_sort TO 'off'
     AS $$
   select least(now(), coalesce((select j.fair_key
                                   from public.memory_jobs j
