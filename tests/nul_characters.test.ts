@@ -4,7 +4,9 @@
 // part of a content array, a field of its own) and memory-dedup's summary reached the database
 // and came back as its 400 naming nothing ("the request contains characters that cannot be
 // stored"), as did `GET memory/entities?q=`; memory-dedup now removes the character from a
-// summary or compressed form as it does from the content (unsafe-characters.ts).
+// summary or compressed form as it does from the content (unsafe-characters.ts). A NUL in a
+// memory-dedup candidate's `files` or `index_key` dropped the whole list or the key without a word
+// (the request answered 202): these are names, so they are refused as sent, as remember's files are.
 import assert from "node:assert/strict";
 import { userToken } from "./support/auth.ts";
 import { startTestServer } from "./support/http_server.ts";
@@ -36,6 +38,14 @@ Deno.test({ name: "a NUL is a 400 naming where it is, on every route, and writes
     };
     const before = await writes();
     const message = (m: Record<string, unknown>) => ({ session_id: "s1", messages: [{ role: "user", ...m }] });
+    const candidate = {
+      content: "The deploy script runs from the repository root",
+      type: "procedural",
+      source: "discovery",
+      priority: "medium",
+      importance: 3,
+    };
+    const dedup = (c: Record<string, unknown>) => ({ candidates: [{ ...candidate, ...c }] });
     const cases: [string, string, unknown, string][] = [
       ["PUT", "memory/checkpoints/t1", { state: { plan: `step${NUL}1` } }, "state.plan"],
       ["PUT", "memory/checkpoints/t1", { state: { steps: [{ [`k${NUL}`]: 1 }] } }, `state.steps.0.k${NUL}`],
@@ -61,6 +71,10 @@ Deno.test({ name: "a NUL is a 400 naming where it is, on every route, and writes
       ["POST", "memory-extract", message({ content: `hi${NUL}there` }), "messages.0.content"],
       ["POST", "memory-compact", message({ content: "hi", name: `me${NUL}` }), "messages.0.name"],
       ["GET", `memory/entities?q=a${encodeURIComponent(NUL)}b`, undefined, "q"],
+      ["POST", "memory-dedup", dedup({ files: ["README.md", `scripts/deploy${NUL}.sh`] }), "candidates.0.files.1"],
+      ["POST", "memory-dedup", dedup({ index_key: `deploy${NUL}root` }), "candidates.0.index_key"],
+      // Not a NUL, dropped as silently before: a key of two words is no key.
+      ["POST", "memory-dedup", dedup({ index_key: "deploy root" }), "candidates.0.index_key"],
     ];
     for (const [method, path, body, field] of cases) {
       const r = await send(method, path, body);
@@ -72,16 +86,11 @@ Deno.test({ name: "a NUL is a 400 naming where it is, on every route, and writes
     assert.deepEqual(await writes(), before, "nothing written");
 
     // memory-dedup: an agent's candidate keeps its memory, the character removed, as from its content.
-    const candidate = {
-      content: "The deploy script runs from the repository root",
-      type: "procedural",
-      source: "discovery",
-      priority: "medium",
-      importance: 3,
-      summary: `Deploy from the ${NUL}root`,
-      compressed: `deploy:${NUL}root`,
-    };
-    const queued = await send("POST", "memory-dedup", { candidates: [candidate] });
+    const queued = await send(
+      "POST",
+      "memory-dedup",
+      dedup({ summary: `Deploy from the ${NUL}root`, compressed: `deploy:${NUL}root` }),
+    );
     assert.equal(queued.status, 202, JSON.stringify(queued.body));
     const [job] = await sql<{ payload: { candidates: { summary?: string; compressed?: string }[] } }[]>`
       select payload from public.memory_jobs where id = ${queued.body.job_id}`;

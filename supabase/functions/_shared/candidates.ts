@@ -29,6 +29,9 @@ export const PRIORITIES = ["highest", "high", "medium", "low"] as const;
  * here: prepareCandidates keeps a model's only when it names a configured category
  * (public.memory_categories); memory-dedup refuses an unknown one.
  */
+/** A candidate's files: what the schema refuses in a model's list drops it, in a caller's (memory-dedup) is a 400. */
+export const candidateFiles = z.array(filePath).max(50);
+
 export const CandidateSchema = z.object({
   // Characters stored text may not hold are removed in prepareCandidates, not refused: a model
   // or a transcript that carries one still yields its memory (unsafe-characters.ts).
@@ -40,7 +43,7 @@ export const CandidateSchema = z.object({
   importance: intWithin(1, 5),
   category: z.string().max(64).nullish(),
   /** Files it is about (docs/context.md#code-lineage): stored in metadata.files and linked as file entities; a malformed list is dropped, not fatal. */
-  files: z.array(filePath).max(50).optional().catch(undefined),
+  files: candidateFiles.optional().catch(undefined),
   /** Its summary, compressed form and index key, when the model made them (docs/context.md#compression-levels). */
   ...compressionFields,
 });

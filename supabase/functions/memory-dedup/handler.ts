@@ -14,7 +14,8 @@ import { withTenant } from "../_shared/db.ts";
 import { HttpError, json, methodNotAllowed, parseJsonBody } from "../_shared/http.ts";
 import { rateLimit } from "../_shared/rate-limit.ts";
 import { enqueueJob } from "../_shared/jobs.ts";
-import { type Candidate, CandidateSchema, prepareCandidates } from "../_shared/candidates.ts";
+import { type Candidate, candidateFiles, CandidateSchema, prepareCandidates } from "../_shared/candidates.ts";
+import { indexKey } from "../_shared/context/compress.ts";
 import { loadCategoryNames, unknownCategory } from "../_shared/categories.ts";
 import { recordRedactions, redactMetadata } from "../_shared/redaction-events.ts";
 import { addCounts } from "../_shared/redact.ts";
@@ -27,6 +28,11 @@ export const DedupRequestSchema = z.object({
   candidates: z.array(CandidateSchema.extend({
     /** Optional here: without one, the request's scope (README "Scopes"). */
     namespace: CandidateSchema.shape.namespace.optional(),
+    // The caller's files and index key are refused when invalid (a NUL, a path over 500 characters,
+    // a key of two words), the 400 naming which: a model's are dropped, and so were these, the
+    // whole list without a word. Paths and keys are names: one with a character removed is another.
+    files: candidateFiles.optional(),
+    index_key: indexKey.optional(),
   })).min(1).max(20),
   session_id: sessionId.optional(),
   thread_id: threadId.optional(),

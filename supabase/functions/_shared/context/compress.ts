@@ -22,11 +22,15 @@ export interface CompressionForms {
   by: "llm" | "rules" | "mixed";
 }
 
+/** A memory's index key: one token naming its topic (`auth_refactor`). */
+export const indexKey = z.string().trim().min(1).max(60)
+  .regex(/^[\p{L}\p{N}_.:/@#+-]+$/u, "an index key is 1-60 letters, digits and _ . : / @ # + - (one token)");
+
 /** The forms a model may propose for a memory (extraction, consolidation); invalid ones are dropped, not fatal. */
 export const compressionFields = {
   summary: z.string().trim().min(1).max(280).optional().catch(undefined),
   compressed: z.string().trim().min(1).max(120).optional().catch(undefined),
-  index_key: z.string().trim().min(1).max(60).regex(/^[\p{L}\p{N}_.:/@#+-]+$/u).optional().catch(undefined),
+  index_key: indexKey.optional().catch(undefined),
 };
 
 /** Short digest of a memory's content: a stored form is used only for the content it was made from. */
