@@ -243,6 +243,35 @@ Deno.test({
   assert.equal((await api("GET", `/memory/entities?cursor=${encodeURIComponent(mine)}`, { as: t })).status, 200);
 });
 
+Deno.test({
+  name: "entities: a cursor of another type's listing is a 400, not a position that leaves this type's entities out",
+  ...opts,
+}, async () => {
+  // Files with 20..11 mentions, persons with 25, 23, .. 7: the two listings interleave.
+  const t = newTenant();
+  await sql`
+    insert into public.memory_entities (owner_id, canonical_name, normalized_name, entity_type, mention_count)
+    select ${t}::uuid, 'file-' || i, public.memory_entity_key('file-' || i), 'file', 21 - i from generate_series(1, 10) i
+    union all
+    select ${t}::uuid, 'person-' || i, public.memory_entity_key('person-' || i), 'person', 27 - 2 * i
+      from generate_series(1, 10) i`;
+  const page = (query: string) => api("GET", `/memory/entities?${query}`, { as: t });
+  const files = await page("type=file&limit=3");
+  const persons = await page("type=person&limit=3");
+  const names = (r: { body: { entities: Listed[] } }) => r.body.entities.map((e) => e.canonical_name);
+  assert.deepEqual(names(files), ["file-1", "file-2", "file-3"]);
+  assert.deepEqual(names(persons), ["person-1", "person-2", "person-3"]);
+  // The files' cursor (file-3, 18 mentions) given to the persons' listing answered person-5, 6, 7:
+  // person-4 (19 mentions), the persons' next, was left out without a word.
+  const crossed = await page(`type=person&limit=3&cursor=${encodeURIComponent(files.body.next_cursor)}`);
+  assert.equal(crossed.status, 400, JSON.stringify(crossed.body));
+  assert.equal(crossed.body.error.code, "invalid_cursor");
+  assert.deepEqual(crossed.body.error.issues.map((i: { path: string[] }) => i.path), [["cursor"]]);
+  assert.match(crossed.body.error.message, /its entity is not of type person/);
+  const next = await page(`type=person&limit=3&cursor=${encodeURIComponent(persons.body.next_cursor)}`);
+  assert.deepEqual(names(next), ["person-4", "person-5", "person-6"], "the persons' own cursor pages on");
+});
+
 Deno.test({ name: "close the pool", ...opts }, async () => {
   await sql.end();
 });

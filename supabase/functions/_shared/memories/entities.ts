@@ -95,18 +95,22 @@ export async function listEntities(tx: Tx, q: EntityListQuery): Promise<EntityLi
  * A page of the listing by mentions (mention_count desc, id), after the cursor's entity. The cursor
  * must name one of the tenant's entities (RLS: another tenant's is as unknown as a made-up id, the
  * same 400) with at most the mentions it has now (entities are never deleted and their counts only
- * grow). Its own count places the page, not the entity's count now: an entity mentioned since is
- * not listed twice. One mentioned during the walk may rise past the cursor and be missed, as a new
- * entity is (docs/graph.md#entities).
+ * grow), and one this listing lists: with `type`, an entity of that type. A cursor of another
+ * type's listing was a position in this one, and the page silently left out this type's entities
+ * between the two walks' positions. Its own count places the page, not the entity's count now: an
+ * entity mentioned since is not listed twice. One mentioned during the walk may rise past the
+ * cursor and be missed, as a new entity is (docs/graph.md#entities).
  */
 async function entitiesByMentions(tx: Tx, q: EntityListQuery): Promise<EntityListPage> {
   const type = q.type ?? null;
   const after = q.cursor === undefined ? undefined : decodeEntityCursor(q.cursor);
   if (after) {
-    const [cursor] = await tx<{ known: boolean }[]>`
-      select exists (select from public.memory_entities
-                      where id = ${after.id} and mention_count >= ${after.mentions}) as known`;
-    if (!cursor!.known) throw invalidCursor("entities");
+    const [cursor] = await tx<{ entity_type: string }[]>`
+      select entity_type from public.memory_entities where id = ${after.id} and mention_count >= ${after.mentions}`;
+    if (!cursor) throw invalidCursor("entities");
+    if (type !== null && cursor.entity_type !== type) {
+      throw invalidCursor("entities", `its entity is not of type ${type}: it pages another listing`);
+    }
   }
   const rows = await tx`
     select ${tx.unsafe(ENTITY_COLUMNS)}, null as matched
