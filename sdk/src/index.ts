@@ -1,5 +1,5 @@
 // devai-memory-sdk: a typed client for the devai-memory edge functions (long-term memory for
-// coding agents on Supabase). Runs on Node 20+, Deno and Bun with the runtime's own fetch.
+// coding agents on Supabase). Runs on Node 20.3+, Deno and Bun with the runtime's own fetch.
 export {
   createMemoryClient,
   type MemoryClient,
