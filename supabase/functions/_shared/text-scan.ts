@@ -39,6 +39,12 @@ export function foldLineBreaks(text: string): string {
   return out;
 }
 
+/** i, or i - 1 when a cut at i would split a surrogate pair (half an emoji is no character). */
+export function cutBetweenCharacters(text: string, i: number): number {
+  const c = text.charCodeAt(i - 1);
+  return c >= 0xd800 && c <= 0xdbff ? i - 1 : i;
+}
+
 function nextWhitespace(text: string, from: number): number {
   let i = from;
   while (i < text.length && !isWhitespace(text.charCodeAt(i))) i++;

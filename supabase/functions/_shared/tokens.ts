@@ -13,7 +13,7 @@
 import { EventLoopSlice } from "./event-loop-slice.ts";
 import { countTokens as countPieceTokens, decode, encode, setMergeCacheSize } from "gpt-tokenizer";
 import { O200K_TOKEN_SPLIT_REGEX } from "gpt-tokenizer/encodingParams/constants";
-import { isWhitespace } from "./text-scan.ts";
+import { cutBetweenCharacters, isWhitespace } from "./text-scan.ts";
 
 /** Longest text handed to the library's merge step at once. */
 export const SEGMENT_CHARS = 256;
@@ -74,7 +74,7 @@ export function* tokenizerSegments(text: string): Generator<string> {
         start = cut;
       }
       while (pieceEnd - start > SEGMENT_CHARS) {
-        const at = splitPoint(window, start + SEGMENT_CHARS);
+        const at = cutBetweenCharacters(window, start + SEGMENT_CHARS);
         yield window.slice(start, at);
         start = at;
       }
@@ -98,7 +98,7 @@ function* windows(text: string): Generator<string> {
   while (text.length - start > WINDOW_CHARS) {
     let cut = -1;
     for (let i = start + WINDOW_CHARS; i > start && cut < 0; i--) if (isCertainBoundary(text, i)) cut = i;
-    if (cut < 0) cut = splitPoint(text, start + WINDOW_CHARS);
+    if (cut < 0) cut = cutBetweenCharacters(text, start + WINDOW_CHARS);
     yield text.slice(start, cut);
     start = cut;
   }
@@ -127,12 +127,6 @@ function indentThenText(text: string, i: number): boolean {
     if (c !== 32 && c !== 9) return !isWhitespace(c);
   }
   return false;
-}
-
-/** i, or i - 1 when i would split a surrogate pair. */
-function splitPoint(text: string, i: number): number {
-  const c = text.charCodeAt(i - 1);
-  return c >= 0xd800 && c <= 0xdbff ? i - 1 : i;
 }
 
 export interface ChatMessageLike {

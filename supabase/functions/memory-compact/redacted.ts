@@ -11,6 +11,7 @@ import { addCounts, type RedactionCounts } from "../_shared/redact.ts";
 import { redactString } from "../_shared/redact-json.ts";
 import { EventLoopSlice } from "../_shared/event-loop-slice.ts";
 import { messageText } from "../_shared/tokens.ts";
+import { cutBetweenCharacters } from "../_shared/text-scan.ts";
 
 /** Characters of a text compaction may show: 4,000 tokens of a message are seldom more than 16k. */
 export const READ_CHARS = 32 * 1024;
@@ -113,7 +114,7 @@ export class MessageRedactor {
 function readPart(text: string): string {
   const max = READ_CHARS + TAIL_CHARS;
   if (text.length <= max) return text;
-  let part = text.slice(0, isHighSurrogate(text.charCodeAt(max - 1)) ? max - 1 : max);
+  let part = text.slice(0, cutBetweenCharacters(text, max));
   let open = false;
   let escape = -1;
   for (let i = part.lastIndexOf("\n") + 1; i < part.length; i++) {
@@ -141,11 +142,6 @@ function withoutTail(read: string, redacted: string): string {
   while (same < most && read.charCodeAt(read.length - 1 - same) === redacted.charCodeAt(redacted.length - 1 - same)) {
     same++;
   }
-  let end = Math.max(0, redacted.length - TAIL_CHARS, Math.min(READ_CHARS, redacted.length - same));
-  if (end > 0 && isHighSurrogate(redacted.charCodeAt(end - 1))) end--;
-  return redacted.slice(0, end);
-}
-
-function isHighSurrogate(code: number): boolean {
-  return code >= 0xd800 && code <= 0xdbff;
+  const end = Math.max(0, redacted.length - TAIL_CHARS, Math.min(READ_CHARS, redacted.length - same));
+  return redacted.slice(0, cutBetweenCharacters(redacted, end));
 }
