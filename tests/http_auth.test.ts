@@ -198,6 +198,12 @@ Deno.test("http auth: the gateway and the handlers refuse bad callers with the d
           headers: { "x-devai-tenant": tenantB },
         });
         assert.equal(ok.status, 200, "service role acting for B reads B's memory");
+        // A tenant is any uuid Postgres keys rows by, not only an RFC 9562 one (schemas.ts anyUuid).
+        const versionZero = await call(server, "memory", {
+          token: service,
+          headers: { "x-devai-tenant": "00000000-0000-0000-0000-000000000001" },
+        });
+        assert.equal(versionZero.status, 200, "a tenant id of version 0 names a tenant");
       },
     );
 

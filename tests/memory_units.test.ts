@@ -52,6 +52,8 @@ Deno.test("cursor round-trips with microseconds and rejects anything else with a
       btoa(JSON.stringify([c.ts, c.id, "memories"])),
       btoa(JSON.stringify(["history", "memories", c.ts, c.id])),
       btoa(JSON.stringify([0, 0, 0, c.ts, c.id])),
+      // An id the API's uuid rule refuses (GET memory/{id} answers it invalid_id) is no row's of a page.
+      btoa(JSON.stringify(["memories", c.ts, "12345678-1234-1234-1234-123456789abc"])),
     ]
   ) refused(bad, "memories", /^cursor is not a next_cursor of GET memory$/);
   refused(encodeCursor("history", c), "memories", /GET memory: it is a next_cursor of GET memory\/\{id\}\/history$/);

@@ -16,7 +16,7 @@ import type { Sql } from "./db.ts";
 import type { Config } from "./env.ts";
 import { HttpError } from "./http.ts";
 import { verifyJwt } from "./jwt.ts";
-import { agentName } from "./schemas.ts";
+import { agentName, anyUuid } from "./schemas.ts";
 
 export interface Caller {
   role: "authenticated" | "service_role";
@@ -45,7 +45,6 @@ export type AuthConfig = Pick<Config, "jwt" | "apiKeys">;
 
 export const TENANT_HEADER = "x-devai-tenant";
 export const AGENT_HEADER = "x-devai-agent";
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function bearerOf(req: Request): string | undefined {
   const header = req.headers.get("authorization");
@@ -161,7 +160,7 @@ function agentOf(req: Request, identity: Identity): { agent?: string; agentBound
 
 /** A user credential's user (lower-cased): its subject, which must be a uuid (401 otherwise). */
 function userOf(identity: Identity): string {
-  if (!identity.sub || !UUID.test(identity.sub)) {
+  if (!identity.sub || !anyUuid.safeParse(identity.sub).success) {
     throw new HttpError(401, "invalid_token", "an authenticated token needs a uuid subject");
   }
   return identity.sub.toLowerCase();
@@ -191,7 +190,9 @@ export async function authenticate(req: Request, config: AuthConfig, sql?: Sql):
         `a service_role caller must name the tenant in the ${TENANT_HEADER} header`,
       );
     }
-    if (!UUID.test(tenant)) throw new HttpError(400, "invalid_tenant", `${TENANT_HEADER} must be a uuid`);
+    if (!anyUuid.safeParse(tenant).success) {
+      throw new HttpError(400, "invalid_tenant", `${TENANT_HEADER} must be a uuid`);
+    }
     return { role: "service_role", tenantId: tenant.toLowerCase(), actor: "service_role", ...agentOf(req, identity) };
   }
   throw new HttpError(

@@ -13,6 +13,14 @@ export const uuid = z.uuid({
   error: (issue) => issue.code === "invalid_format" ? "expected a uuid" : undefined,
 });
 
+/**
+ * A uuid of any version, as Postgres reads one: a tenant's id (a user's auth id, or the tenant a
+ * service_role caller names in x-devai-tenant), which this service does not issue. Not held to
+ * `uuid`'s RFC 9562 version and variant digits: `00000000-0000-0000-0000-000000000001` keys a
+ * tenant's rows as well as a random one, and a tenant named so was taken before.
+ */
+export const anyUuid = z.guid();
+
 export const memoryType = z.enum(["semantic", "episodic", "procedural"]);
 /** What a stored memory may be: what a writer sends, or an insight (written by the insight job only). */
 export const storedMemoryType = z.enum(["semantic", "episodic", "procedural", "insight"]);

@@ -7,9 +7,9 @@
 // read as text, the rows after it) and the cursor after a page are here too.
 import type { Tx } from "../db.ts";
 import { HttpError } from "../http.ts";
+import { uuid } from "../schemas.ts";
 
 const TS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}$/;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export interface ListCursor {
   /** The row's timestamp (created_at, a history row's ts) in UTC, `YYYY-MM-DDTHH:MM:SS.ffffff`. */
@@ -94,7 +94,7 @@ function cursorItems(text: string, kind: CursorKind): { items: unknown[]; unmark
 /** The cursor of `kind`'s listing; another listing's cursor, or anything else, is a 400. */
 export function decodeCursor(text: string, kind: "memories" | "history"): DecodedCursor {
   const { items: [ts, id], unmarked } = cursorItems(text, kind);
-  if (typeof ts !== "string" || !isCalendarTime(ts) || typeof id !== "string" || !UUID.test(id)) {
+  if (typeof ts !== "string" || !isCalendarTime(ts) || typeof id !== "string" || !uuid.safeParse(id).success) {
     throw invalidCursor(kind);
   }
   return { ts, id: id.toLowerCase(), ...(unmarked ? { unmarked: true as const } : {}) };
@@ -109,7 +109,7 @@ export function decodeEntityCursor(text: string): EntityCursor {
   const { items: [mentions, id], unmarked } = cursorItems(text, "entities");
   if (
     unmarked || !Number.isSafeInteger(mentions) || (mentions as number) < 0 || typeof id !== "string" ||
-    !UUID.test(id)
+    !uuid.safeParse(id).success
   ) {
     throw invalidCursor("entities");
   }

@@ -5,6 +5,7 @@
 // filters by, memory.query's metadata filters and the code lineage included).
 // Soft-deleted memories are included, flagged `state: soft_deleted` with their `purge_at`.
 import type { Memory } from "./schemas.ts";
+import { anyUuid } from "../schemas.ts";
 
 const MAX_SLUG = 48;
 
@@ -30,7 +31,6 @@ export function slugify(text: string): string {
 // starting with a digit into a date, an int or a float well beyond what a number looks like
 // (`2024-01-15`, `0b101`, `1.2_3`, `1.`): a session or branch named so was read back as another value.
 const PLAIN = /^[A-Za-z_][A-Za-z0-9_./@%+-]*$/;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const YAML_WORDS = /^(true|false|yes|no|on|off|null|y|n|~)$/i;
 // The memory's own timestamps stay plain, as in seed 002 (`created_at: 2024-01-15T10:30:00Z`):
 // YAML reads them as timestamps. A text field shaped like one (a session id) is quoted as any other.
@@ -40,7 +40,7 @@ export function yamlScalar(value: unknown): string {
   if (value === null || value === undefined) return "null";
   if (typeof value === "number" || typeof value === "boolean") return String(value);
   const s = String(value);
-  if (UUID.test(s) || (PLAIN.test(s) && !YAML_WORDS.test(s))) return s;
+  if (anyUuid.safeParse(s).success || (PLAIN.test(s) && !YAML_WORDS.test(s))) return s;
   return JSON.stringify(s);
 }
 
