@@ -24,7 +24,7 @@ import { projectName } from "../supabase/functions/_shared/schemas.ts";
 import { ExtractRequestSchema } from "../supabase/functions/memory-extract/handler.ts";
 import { EpisodeBatchRequest } from "../supabase/functions/_shared/episodes.ts";
 import { newTenant, testSql } from "./support/seed.ts";
-import { extractPartsInOrder } from "./support/extract.ts";
+import { extractPartsInOrder, fileWritingSession } from "./support/extract.ts";
 
 const HOOKS = new URL("../integrations/claude-code/hooks/", import.meta.url);
 const FIXTURE = new URL("./fixtures/claude-code/session.jsonl", import.meta.url);
@@ -473,21 +473,10 @@ Deno.test("claude code hooks: a transcript past memory-extract's body limit goes
   try {
     const tenant = newTenant();
     const token = await agentToken(server, tenant);
-    const lines = Array.from({ length: 12 }, (_, i) => [
-      { type: "user", message: { role: "user", content: `write the generated table ${i}` } },
-      {
-        type: "assistant",
-        message: {
-          role: "assistant",
-          content: [{
-            type: "tool_use",
-            id: `toolu_${i}`,
-            name: "Write",
-            input: { file_path: `src/gen/table${i}.ts`, content: `export const row${i} = 1;\n`.repeat(1500) },
-          }],
-        },
-      },
-    ]).flat().map((l) => JSON.stringify(l));
+    const lines = fileWritingSession(12, (i) => `write the generated table ${i}`, (i) => ({
+      file_path: `src/gen/table${i}.ts`,
+      content: `export const row${i} = 1;\n`.repeat(1500),
+    }));
     const run = await preCompactOn(lines, {
       dir,
       session: "many-writes",

@@ -121,7 +121,8 @@ function segment(value: string, what: string): string {
 
 /**
  * The most bytes of JSON one part of extractionSession's transcript holds: half memory-extract's
- * default body limit (MAX_EXTRACT_BODY_BYTES, 8 MiB).
+ * default body limit (MAX_EXTRACT_BODY_BYTES, 8 MiB). The Claude Code hooks cut the same way with
+ * their own code (they install nothing): tests/extract_parts_in_step.test.ts keeps the two in step.
  */
 export const EXTRACT_PART_BYTES = 4 * 1024 * 1024;
 const utf8 = new TextEncoder();

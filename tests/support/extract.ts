@@ -95,3 +95,21 @@ export async function extractPartsInOrder(sql: Sql, tenant: string): Promise<{ p
   }
   return { parts: jobs.length, messages: next };
 }
+
+/** Claude Code transcript lines (JSONL) of a session asking for `n` files, each written with the Write tool. */
+export function fileWritingSession(
+  n: number,
+  ask: (i: number) => string,
+  file: (i: number) => { file_path: string; content: string },
+): string[] {
+  return Array.from({ length: n }, (_, i) => [
+    { type: "user", message: { role: "user", content: ask(i) } },
+    {
+      type: "assistant",
+      message: {
+        role: "assistant",
+        content: [{ type: "tool_use", id: `toolu_${i}`, name: "Write", input: file(i) }],
+      },
+    },
+  ]).flat().map((l) => JSON.stringify(l));
+}

@@ -402,7 +402,9 @@ export function episodeBatches(episodes, maxBytes = EPISODE_BATCH_BYTES) {
 // A part of the transcript sent to memory-extract: at most this many bytes of JSON, half the API's
 // default limit (MAX_EXTRACT_BODY_BYTES, 8 MiB); halved again on each 413 from a server set lower.
 // A session's whole transcript (its first run, or the server lost track) can be far more: 400
-// files written were 11 MB, refused on every run.
+// files written were 11 MB, refused on every run. The SDK's extractionSession cuts the same way
+// (sdk/src/client.ts; the hooks install nothing, so they cannot import it):
+// tests/extract_parts_in_step.test.ts keeps the two in step.
 export const EXTRACT_PART_BYTES = 4 * 1024 * 1024;
 
 /** How many of `chat`'s messages from `from` fit in `maxBytes` of JSON (at least one). */
