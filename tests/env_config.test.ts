@@ -1,7 +1,12 @@
 // loadConfig: the environment contract of every function (supabase/functions/_shared/env.ts).
 import assert from "node:assert/strict";
 import { thresholdsFor } from "../supabase/functions/_shared/embeddings.ts";
-import { ConfigError, loadConfig, LOCAL_EMBEDDING_MODEL } from "../supabase/functions/_shared/env.ts";
+import {
+  ConfigError,
+  loadConfig,
+  LOCAL_EMBEDDING_MODEL,
+  MAX_STATEMENT_TIMEOUT_MS,
+} from "../supabase/functions/_shared/env.ts";
 import { MAX_BUDGET_TOKENS, MAX_TOP_K } from "../supabase/functions/_shared/retrieval/schemas.ts";
 
 const minimal = { DATABASE_URL: "postgresql://postgres@127.0.0.1:1/x", SUPABASE_JWT_SECRET: "s".repeat(32) };
@@ -83,12 +88,20 @@ Deno.test("config: missing or invalid settings fail fast, naming each problem", 
   assert.deepEqual([atBounds.topK, atBounds.budgetTokens], [MAX_TOP_K, MAX_BUDGET_TOKENS]);
   // A duration past what a timer holds is refused: DB_STATEMENT_TIMEOUT_MS=3000000000 started, then
   // every request was a 400 blaming the request (statement_timeout refused) or a 503 (the timer fired at once).
-  for (
-    const name of ["DB_STATEMENT_TIMEOUT_MS", "LLM_TIMEOUT_MS", "WORKER_DRAIN_BUDGET_MS", "RETRIEVAL_WRITE_BEHIND_MS"]
-  ) {
+  for (const name of ["LLM_TIMEOUT_MS", "WORKER_DRAIN_BUDGET_MS", "RETRIEVAL_WRITE_BEHIND_MS"]) {
     assert.throws(() => loadConfig({ ...minimal, [name]: "3000000000" }), new RegExp(`${name}: at most 2147483647 ms`));
     assert.doesNotThrow(() => loadConfig({ ...minimal, [name]: "2147483647" }), name);
   }
+  // The statement timeout, of which an export waits five, to a fifth of that: 429496730 started,
+  // then every export was a 400 blaming the request (Postgres refused idle_in_transaction_session_timeout).
+  assert.equal(MAX_STATEMENT_TIMEOUT_MS, 429_496_729);
+  for (const value of ["429496730", "3000000000"]) {
+    assert.throws(
+      () => loadConfig({ ...minimal, DB_STATEMENT_TIMEOUT_MS: value }),
+      /DB_STATEMENT_TIMEOUT_MS: at most 429496729 ms \(4\.97 days\): an export waits five times it/,
+    );
+  }
+  assert.equal(loadConfig({ ...minimal, DB_STATEMENT_TIMEOUT_MS: "429496729" }).dbStatementTimeoutMs, 429_496_729);
   // A malformed database URL is named, never shown: it may hold a password.
   for (
     const url of ["postgresql://reader:s3cr3t-pass@127.0.0.1:abc/postgres", "https://reader:s3cr3t-pass@db.example"]

@@ -8,6 +8,7 @@ import { createHandler } from "../supabase/functions/memory/handler.ts";
 import { EXPORT_PAGE_ROWS } from "../supabase/functions/_shared/services/memory-export.ts";
 import { localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
 import { createSql, type Tx } from "../supabase/functions/_shared/db.ts";
+import { MAX_STATEMENT_TIMEOUT_MS } from "../supabase/functions/_shared/env.ts";
 import { inOneSnapshot, SnapshotEndedError } from "../supabase/functions/_shared/db-snapshot.ts";
 import { userHeaders } from "./support/auth.ts";
 import { realServerOnly } from "./support/backend.ts";
@@ -152,6 +153,24 @@ Deno.test({
     console.error = error;
     // Unread (the test failed): its transaction ends, else the pool's end would wait for it.
     if (res && !res.bodyUsed) await res.body?.cancel();
+    await pool.end();
+  }
+});
+
+Deno.test({
+  ...realServerOnly("export: runs with the longest statement timeout the configuration takes", ONE_AT_A_TIME),
+  ...opts,
+}, async () => {
+  // The snapshot has Postgres end its session after five statement timeouts and waits four in a
+  // timer: both must fit in 2^31 - 1 ms (with 429496730, Postgres refused the idle timeout: a 400).
+  const { tenant } = await tenantWithTwoPages();
+  const pool = createSql(testDatabaseUrl(), { max: 2, statementTimeoutMs: MAX_STATEMENT_TIMEOUT_MS });
+  try {
+    const served = createHandler({ sql: pool, config: testConfig(), embedder: localEmbedder() });
+    const res = await served(new Request("http://local/memory/export", { headers: await userHeaders(tenant) }));
+    assert.equal(res.status, 200);
+    assert.equal((JSON.parse(await res.text()) as Exported).memories.length, MEMORIES);
+  } finally {
     await pool.end();
   }
 });

@@ -16,7 +16,11 @@ import { type Sql, type TenantContext, type Tx, withTenant } from "./db.ts";
 import { timeoutMsOf } from "./db-pool.ts";
 import { HttpError } from "./http.ts";
 
-/** How many of the pool's statement timeouts the transaction may wait for the reader's next ask. */
+/**
+ * How many of the pool's statement timeouts the transaction may wait for the reader's next ask (a
+ * timer), one more before Postgres ends its session: env.ts bounds DB_STATEMENT_TIMEOUT_MS so that
+ * both fit in 2^31 - 1 ms (MAX_STATEMENT_TIMEOUT_MS).
+ */
 const SNAPSHOT_IDLE_FACTOR = 4;
 /** How many of the pool's statement timeouts the transaction may be held in all. */
 const SNAPSHOT_MAX_FACTOR = 40;

@@ -33,10 +33,14 @@ const integerWithin = (min: number, max: number) => number().pipe(intWithin(min,
 // it, DB_STATEMENT_TIMEOUT_MS=3000000000 started, then every request was a 400 "a value in the
 // request is out of range" (statement_timeout refused) or a 503 (the timer fired at once).
 const MAX_TIMER_MS = 2 ** 31 - 1;
-const milliseconds = (fallback: number, min = 1) =>
-  number().int().min(min).max(MAX_TIMER_MS, `at most ${MAX_TIMER_MS} ms (24.8 days): timers hold no more`).default(
-    fallback,
-  );
+const TIMERS = { ms: MAX_TIMER_MS, why: "(24.8 days): timers hold no more" };
+const milliseconds = (fallback: number, min = 1, max = TIMERS) =>
+  number().int().min(min).max(max.ms, `at most ${max.ms} ms ${max.why}`).default(fallback);
+// The statement timeout is multiplied: an export's snapshot waits for its reader up to four of them
+// and has Postgres end the session after five (idle_in_transaction_session_timeout, db-snapshot.ts),
+// which must fit as well. DB_STATEMENT_TIMEOUT_MS=429496730 started, then every export was a 400
+// blaming the request ("invalid value for parameter idle_in_transaction_session_timeout").
+export const MAX_STATEMENT_TIMEOUT_MS = Math.floor(MAX_TIMER_MS / 5);
 // No default: an unset threshold means "the embedding model's own calibration" (thresholdsFor).
 // (zod 4 applies .default() even under .optional(), so a default here would pin every model to it.)
 const unitInterval = number().min(0).max(1).optional();
@@ -48,7 +52,10 @@ const EnvSchema = z.object({
   // A read replica (Supabase read replicas): retrieval's and the memory API's reads go there.
   SUPABASE_DB_READ_URL: postgresUrl,
   DB_POOL_MAX: positiveInt(10),
-  DB_STATEMENT_TIMEOUT_MS: milliseconds(15_000),
+  DB_STATEMENT_TIMEOUT_MS: milliseconds(15_000, 1, {
+    ms: MAX_STATEMENT_TIMEOUT_MS,
+    why: `(4.97 days): an export waits five times it, and timers hold ${MAX_TIMER_MS} ms at most`,
+  }),
   // Prepared statements: auto (by the URL: not behind a transaction pooler), on or off (db-prepare.ts).
   DB_PREPARE: z.enum(["auto", "on", "off"]).default("auto"),
   // Token verification (docs/auth.md): the legacy HS256 secret and the project's JWKS, both at once.
