@@ -12,6 +12,7 @@ import { messageTokenCounter } from "../supabase/functions/_shared/tokens.ts";
 import { reply } from "./fake_openai.ts";
 import { userHeaders } from "./support/auth.ts";
 import { newTenant } from "./support/seed.ts";
+import { whoEndsFirst } from "./support/event-loop.ts";
 import { writeEnv } from "./write_helpers.ts";
 
 const URL_ = "http://localhost/functions/v1/memory-compact";
@@ -111,18 +112,9 @@ const smallJsonMessages = (): ChatMessage[] =>
     content: JSON.stringify(Array.from({ length: 60 }, (_, j) => ({ id: i * 60 + j, note: `k=v ${j}` }))),
   }));
 
-/** The order in which `work` and another request's work (queued once this code gives the event loop back) end. */
-async function whoEndsFirst(work: () => Promise<unknown>): Promise<string[]> {
-  const order: string[] = [];
-  const other = new Promise((resolve) => setTimeout(resolve, 0)).then(() => order.push("other request"));
-  await work().then(() => order.push("compaction's work"));
-  await other;
-  return order;
-}
-
 Deno.test("compaction's redactor: other requests are answered between its slices of work", async () => {
   const redactor = new MessageRedactor();
-  assert.deepEqual(await whoEndsFirst(() => redactor.messages(smallJsonMessages())), [
+  assert.deepEqual(await whoEndsFirst(() => redactor.messages(smallJsonMessages()), "compaction's work"), [
     "other request",
     "compaction's work",
   ]);
@@ -132,7 +124,7 @@ Deno.test("compaction's redactor: other requests are answered between its slices
 Deno.test("compaction's count: thousands of small messages give the event loop back (one slice a request)", async () => {
   // Each message is counted in well under a slice: a slice a text never ended.
   const messages = smallJsonMessages();
-  assert.deepEqual(await whoEndsFirst(() => messageTokenCounter().prefill(messages)), [
+  assert.deepEqual(await whoEndsFirst(() => messageTokenCounter().prefill(messages), "compaction's work"), [
     "other request",
     "compaction's work",
   ]);

@@ -84,7 +84,7 @@ export function createHandler(deps: QueueingDeps) {
     // The queued job stores the transcript: its secrets are redacted before anything else (the
     // digests, and what the worker and the model read, are of the redacted text), and a lone
     // surrogate (a tool output cut mid-emoji) becomes U+FFFD, which jsonb can store.
-    const redaction = redactMessages(sent.messages);
+    const redaction = await redactMessages(sent.messages);
     // Its lineage too, as remember's metadata is: stored with each memory it yields.
     const origin = redactMetadata(sent.lineage);
     const body = { ...sent, messages: redaction.messages, lineage: origin.metadata };
