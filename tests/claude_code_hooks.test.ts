@@ -21,6 +21,7 @@ import {
   transcriptMessages,
 } from "../integrations/claude-code/hooks/lib.mjs";
 import { projectName } from "../supabase/functions/_shared/schemas.ts";
+import { firstUnsafeCharacter } from "../supabase/functions/_shared/unsafe-characters.ts";
 import { ExtractRequestSchema } from "../supabase/functions/memory-extract/handler.ts";
 import { EpisodeBatchRequest } from "../supabase/functions/_shared/episodes.ts";
 import { newTenant, testSql } from "./support/seed.ts";
@@ -214,6 +215,17 @@ Deno.test("claude code hooks: text is cut between characters, never inside a sur
   assert.equal(cut, `${"x".repeat(3998)}…`);
   assert.equal(storable(`${"x".repeat(3997)}😀 and more`), `${"x".repeat(3997)}😀…`);
   assert.equal(storable("short 😀"), "short 😀");
+});
+
+Deno.test("claude code hooks: text is cleaned of exactly the characters the API refuses (its one rule)", () => {
+  // The hooks install nothing, so they keep their own copy of unsafe-characters.ts's rule: one
+  // character it misses makes the API refuse the batch holding it on every run (400).
+  const differ: string[] = [];
+  for (let cp = 0; cp <= 0x10ffff; cp++) {
+    const text = `a${String.fromCodePoint(cp)}b`;
+    if ((firstUnsafeCharacter(text) !== undefined) !== (storable(text) !== text)) differ.push(cp.toString(16));
+  }
+  assert.deepEqual(differ, [], "code points the hooks and the API read differently");
 });
 
 Deno.test("claude code hooks: episode batches are capped in bytes as well as in messages", () => {

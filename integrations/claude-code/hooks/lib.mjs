@@ -230,7 +230,8 @@ function safeName(id) {
 
 // Characters the memory API refuses in stored text (its one rule: docs/auth.md points at
 // supabase/functions/_shared/unsafe-characters.ts): terminal colour codes first, then controls
-// (C0 but tab and line breaks, DEL, C1), bidirectional and invisible format characters, tags.
+// (C0 but tab and line breaks, DEL, C1), bidirectional and invisible format characters, tags,
+// lone surrogates (tests/claude_code_hooks.test.ts compares the two on every code point).
 const ANSI = /\u001b\[[0-9;?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\u0007|\u001b\\)/g;
 const UNSAFE =
   /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F\u061C\u200B\u200E\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF\u{E0000}-\u{E007F}]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/gu;
