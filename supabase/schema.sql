@@ -6739,12 +6739,6 @@ CREATE INDEX memory_relations_contradicts ON public.memory_relations USING btree
 CREATE INDEX memory_relations_derived_from ON public.memory_relations USING btree (from_id, created_at, id) WHERE (relation_type = 'derived_from'::text);
 
 --
--- Name: memory_relations_from; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX memory_relations_from ON public.memory_relations USING btree (from_id, owner_id);
-
---
 -- Name: memory_relations_from_created; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -6761,12 +6755,6 @@ CREATE INDEX memory_relations_from_strongest ON public.memory_relations USING bt
 --
 
 CREATE INDEX memory_relations_owner_created ON public.memory_relations USING btree (owner_id, created_at, id);
-
---
--- Name: memory_relations_to; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX memory_relations_to ON public.memory_relations USING btree (to_id, owner_id);
 
 --
 -- Name: memory_relations_to_created; Type: INDEX; Schema: public; Owner: -
