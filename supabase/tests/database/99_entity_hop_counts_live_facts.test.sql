@@ -63,7 +63,8 @@ select is((select count(*)::integer from unnest(pg_temp.hops(true)) h where h li
           'with episodes: the newest keyword_df_cap of the 60 episodes, not all of them');
 select tests.clear_authentication();
 
--- as of now: the same rule (the as-of read is unchanged)
+-- The fixture holds what the count leaves out: the episodes' links are on the profile index as
+-- episodes (the forgotten memories' are off it), so the first assertion is about them.
 select tests.authenticate_as('99e00000-0000-4000-8000-00000000000a');
 select ok(exists (select 1 from public.memory_entity_links l join public.devai_memories m on m.id = l.memory_id
                    where l.entity_id = '99e50000-0000-4000-8000-000000000001' and l.profile_kind = 'episode'),

@@ -35,9 +35,12 @@ insert into public.memory_entity_links (owner_id, memory_id, entity_id, mention)
 values ('99f00000-0000-4000-8000-00000000000a', '99f10000-0000-4000-8000-0000000000f2',
         '99f40000-0000-4000-8000-000000000001', 'src/billing.ts');
 
--- forgotten after they were linked, as POST memory/{id}/forget does
+-- forgotten after they were linked, as POST memory/{id}/forget does (a second later: the rows of
+-- one transaction share its timestamp, so the forget is dated as another transaction's would be)
 update public.devai_memories set state = 'soft_deleted', purge_at = now() + interval '30 days'
  where id::text like '99f30000-%';
+update public.memory_history set ts = ts + interval '1 second'
+ where memory_id::text like '99f30000-%' and event = 'DELETE';
 
 select tests.authenticate_as('99f00000-0000-4000-8000-00000000000a');
 
@@ -46,9 +49,14 @@ select is((select id from public.memory_entity_lookup(array['src/billing.ts'], 1
   'the newest fact is found by its name though 200 newer memories name it (20 links read per kind)');
 select is((select count(*)::int from public.memory_entity_lookup(array['src/billing.ts'], 10)), 10,
   'it holds max_nodes memories: a forgotten one takes no place in what is read');
-select is((select count(*)::int from public.memory_entity_lookup(array['src/billing.ts'], 10) l
+-- (Now the forgotten memories' links are off the profile index; as of an instant after they were
+-- forgotten, the links made by then include theirs, and their state then leaves them out.)
+select is((select count(*)::int
+             from (select l.id from public.memory_entity_lookup(array['src/billing.ts'], 10) l
+                   union all
+                   select l.id from public.memory_entity_lookup(array['src/billing.ts'], 10, now() + interval '2 seconds') l) l
              join public.devai_memories m on m.id = l.id where m.state <> 'active'), 0,
-  'no forgotten memory is in it');
+  'no forgotten memory is in it, nor in what it held as of after they were forgotten');
 select results_eq($$select l.id from public.memory_entity_lookup(array['src/billing.ts'], 3) l$$,
   $$values ('99f10000-0000-4000-8000-0000000000f1'::uuid), ('99f10000-0000-4000-8000-0000000000f2'), ('99f20000-0000-4000-8000-000000000100')$$,
   'facts first (newest first), then the newest episodes');
