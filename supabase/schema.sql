@@ -223,6 +223,9 @@ COMMENT ON COLUMN public.memory_jobs.fair_key IS 'Place in the queue''s fair ord
 CREATE FUNCTION memory_private.claim_jobs(p_worker text, p_limit integer DEFAULT 1, p_lease interval DEFAULT '00:05:00'::interval, p_kinds text[] DEFAULT NULL::text[], p_owner uuid DEFAULT NULL::uuid) RETURNS SETOF public.memory_jobs
     LANGUAGE plpgsql
     SET search_path TO ''
+    SET enable_seqscan TO 'off'
+    SET enable_sort TO 'off'
+    SET plan_cache_mode TO 'force_custom_plan'
     AS $$
 begin
   if p_worker is null or btrim(p_worker) = '' then
@@ -240,10 +243,10 @@ begin
          locked_by = null,
          finished_at = now(),
          updated_at = now()
-   where j.id in (
+   where j.id = any (array(
      select s.id from public.memory_jobs s
       where s.status = 'running' and s.locked_until < now() and s.attempts >= s.max_attempts
-      for update skip locked);
+      for update skip locked));
 
   -- Other expired leases: queued again (the claim below counts the attempt), in their place.
   update public.memory_jobs j
@@ -251,30 +254,27 @@ begin
          locked_until = null,
          locked_by = null,
          updated_at = now()
-   where j.id in (
+   where j.id = any (array(
      select s.id from public.memory_jobs s
       where s.status = 'running' and s.locked_until < now() and s.attempts < s.max_attempts
-      for update skip locked);
+      for update skip locked));
 
   return query
-  with picked as (
-    select j.id
-      from public.memory_jobs j
-     where j.status = 'queued' and j.run_after <= now()
-       and (p_kinds is null or j.kind = any (p_kinds))
-       and (p_owner is null or j.owner_id = p_owner)
-     order by j.fair_key
-     limit p_limit
-     for update skip locked
-  )
   update public.memory_jobs j
      set status = 'running',
          attempts = j.attempts + 1,
          locked_until = now() + p_lease,
          locked_by = p_worker,
          updated_at = now()
-    from picked
-   where j.id = picked.id
+   where j.id = any (array(
+     select s.id
+       from public.memory_jobs s
+      where s.status = 'queued' and s.run_after <= now()
+        and (p_kinds is null or s.kind = any (p_kinds))
+        and (p_owner is null or s.owner_id = p_owner)
+      order by s.fair_key
+      limit p_limit
+      for update skip locked))
   returning j.*;
 end;
 $$;
