@@ -107,6 +107,29 @@ Deno.test("time windows: every accepted form, and what is refused", () => {
   assert.equal(windowFromText("which database do we use", now), undefined);
 });
 
+Deno.test("time words: counts written as words, and weeks or months counted, set the window and the when intent", () => {
+  // now is 2026-11-23T15:30Z. Before, only "last 3 days" / "3 days ago" in digits were read: "in the
+  // last two weeks" searched every memory of the scope, ranked as a what question.
+  const now = new Date("2026-11-23T15:30:00Z");
+  const cases: [string, string, string][] = [
+    ["which errors were fixed in the last two weeks?", "2026-11-09T15:30:00.000Z", "last two weeks"],
+    ["what changed in the last four days", "2026-11-19T15:30:00.000Z", "last four days"],
+    ["what outage happened about two weeks ago?", "2026-11-02T15:30:00.000Z", "two weeks ago"],
+    ["what did we do in the past 3 weeks", "2026-11-02T15:30:00.000Z", "past 3 weeks"],
+    ["which release went out two months ago", "2026-08-25T15:30:00.000Z", "two months ago"],
+    ["what did we decide in the last Ten Days", "2026-11-13T15:30:00.000Z", "last Ten Days"],
+  ];
+  for (const [text, after, phrase] of cases) {
+    const w = windowFromText(text, now);
+    assert.equal(w?.after?.toISOString(), after, text);
+    assert.equal(w?.phrase, phrase, text);
+    assert.equal(classifyIntentByKeywords(text).intent, "when", text);
+  }
+  // A count word is a whole word of a time phrase: "someone", "the two weeks of the freeze" are not.
+  assert.equal(windowFromText("someone days ago", now), undefined);
+  assert.equal(windowFromText("what happened in the two weeks of the freeze", now), undefined);
+});
+
 Deno.test("intent exemplars: a neural embedder classifies cue-less queries by the nearest exemplars; the local one never", async () => {
   // A stand-in neural embedder: one axis per intent, chosen by the exemplar lists' own words.
   const axes: [string, RegExp][] = [

@@ -13,7 +13,7 @@
 // a short single question gets a small limit and budget, a long or multi-part one a larger limit,
 // budget and graph depth; a request can override each.
 
-import { WORD_END, WORD_START } from "./time-window.ts";
+import { COUNT, WORD_END, WORD_START } from "./time-window.ts";
 
 export type Intent = "why" | "when" | "who" | "what" | "how" | "general";
 export const INTENTS: readonly Intent[] = ["why", "when", "who", "what", "how", "general"];
@@ -30,7 +30,7 @@ export const INTENT_CUES: readonly (readonly [Exclude<Intent, "general">, RegExp
     "when",
     // Whole words of the sentence only (time-window.ts): "src/reports/today.ts" is a name.
     new RegExp(
-      `${WORD_START}(?:yesterday|today|this (?:week|month)|last (?:week|month|year|time|\\d{1,4} days?)|past (?:week|month|\\d{1,4} days?)|\\d{1,4} (?:days?|weeks?|months?) ago|recently|most recent|latest|earlier this (?:week|month))${WORD_END}`,
+      `${WORD_START}(?:yesterday|today|this (?:week|month)|last (?:week|month|year|time|(?:${COUNT}) (?:days?|weeks?|months?))|past (?:week|month|(?:${COUNT}) (?:days?|weeks?|months?))|(?:${COUNT}) (?:days?|weeks?|months?) ago|recently|most recent|latest|earlier this (?:week|month))${WORD_END}`,
       "iu",
     ),
   ],

@@ -6,7 +6,8 @@
 //   last_week    now - 7 days              last_month   now - 30 days
 //   last_N_days  now - N days (1 ≤ N ≤ 3650)
 // A memory is kept when after ≤ its time < before. A query that asks about a time in words
-// ("what did we decide last week") gets the same window from its text when the request sets none.
+// ("what did we decide last week", "in the last two weeks", "ten days ago": a count in digits or
+// words) gets the same window from its text when the request sets none.
 
 const DAY_MS = 86_400_000;
 const ISO_DATE = /^\d{4}-\d{2}-\d{2}$/;
@@ -85,15 +86,32 @@ export const WORD_START = String.raw`(?<![\p{L}\p{N}_./\\@-])`;
 export const WORD_END = String.raw`(?![\p{L}\p{N}_/\\@-]|\.[\p{L}\p{N}_])`;
 const timeWords = (body: string) => new RegExp(`${WORD_START}(?:${body})${WORD_END}`, "iu");
 
+/** Counts written as words ("the last two weeks", "ten days ago"), as people write them. */
+const COUNT_WORDS: ReadonlyMap<string, number> = new Map([
+  ..."one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty"
+    .split(" ").map((w, i) => [w, i + 1] as const),
+  ["thirty", 30],
+  ["forty", 40],
+  ["fifty", 50],
+  ["sixty", 60],
+  ["ninety", 90],
+]);
+/** A count in a time phrase: digits or one of COUNT_WORDS (the intent cues read the same). */
+export const COUNT = String.raw`\d{1,4}|${[...COUNT_WORDS.keys()].join("|")}`;
+const countOf = (raw: string) => COUNT_WORDS.get(raw.toLowerCase()) ?? Number(raw);
+
 const TEXT_WINDOWS: readonly [RegExp, (m: RegExpExecArray, now: number) => number][] = [
   [timeWords("yesterday"), (_m, t) => midnight(t) - DAY_MS],
   [timeWords("today"), (_m, t) => midnight(t)],
   [timeWords("(?:last|past|this) week"), (_m, t) => t - 7 * DAY_MS],
   [timeWords("(?:last|past|this) month"), (_m, t) => t - 30 * DAY_MS],
   [timeWords("(?:last|past) year"), (_m, t) => t - 365 * DAY_MS],
-  [timeWords("(?:last|past) (\\d{1,4}) days?"), (m, t) => t - Number(m[1]) * DAY_MS],
-  [timeWords("(\\d{1,4}) days? ago"), (m, t) => t - (Number(m[1]) + 1) * DAY_MS],
-  [timeWords("(\\d{1,3}) weeks? ago"), (m, t) => t - (Number(m[1]) + 1) * 7 * DAY_MS],
+  [timeWords(`(?:last|past) (${COUNT}) days?`), (m, t) => t - countOf(m[1]!) * DAY_MS],
+  [timeWords(`(?:last|past) (${COUNT}) weeks?`), (m, t) => t - countOf(m[1]!) * 7 * DAY_MS],
+  [timeWords(`(?:last|past) (${COUNT}) months?`), (m, t) => t - countOf(m[1]!) * 30 * DAY_MS],
+  [timeWords(`(${COUNT}) days? ago`), (m, t) => t - (countOf(m[1]!) + 1) * DAY_MS],
+  [timeWords(`(${COUNT}) weeks? ago`), (m, t) => t - (countOf(m[1]!) + 1) * 7 * DAY_MS],
+  [timeWords(`(${COUNT}) months? ago`), (m, t) => t - (countOf(m[1]!) + 1) * 30 * DAY_MS],
 ];
 
 /** A window from time words in the query ("last week", "3 days ago"), or undefined. */
