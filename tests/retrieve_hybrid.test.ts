@@ -130,6 +130,40 @@ Deno.test("time words: counts written as words, and weeks or months counted, set
   assert.equal(windowFromText("what happened in the two weeks of the freeze", now), undefined);
 });
 
+Deno.test("time words: a today that means nowadays sets no window; a today in a sentence about what happened does", () => {
+  // Before, "which ORM does the app use today?" searched only what was recorded since midnight:
+  // nothing, by every signal.
+  const now = new Date("2026-11-23T15:30:00Z");
+  for (
+    const text of [
+      "Which ORM does the storefront use today?",
+      "Which CI runs the iOS tests today?",
+      "Where are photos stored today?",
+      "How are infrastructure changes applied today?",
+      "what shows today's total on the home screen",
+    ]
+  ) {
+    assert.equal(windowFromText(text, now), undefined, text);
+    assert.notEqual(classifyIntentByKeywords(text).intent, "when", text);
+  }
+  for (
+    const text of [
+      "what broke today",
+      "what did we ship today?",
+      "which tests failed today",
+      "what was fixed today",
+      "errors since today",
+    ]
+  ) {
+    assert.equal(windowFromText(text, now)?.after?.toISOString(), "2026-11-23T00:00:00.000Z", text);
+    assert.equal(classifyIntentByKeywords(text).intent, "when", text);
+  }
+  // Another time word in the same question still counts.
+  const both = "which flags do we use today, and what changed last week?";
+  assert.equal(windowFromText(both, now)?.phrase, "last week");
+  assert.equal(classifyIntentByKeywords(both).intent, "when");
+});
+
 Deno.test("intent exemplars: a neural embedder classifies cue-less queries by the nearest exemplars; the local one never", async () => {
   // A stand-in neural embedder: one axis per intent, chosen by the exemplar lists' own words.
   const axes: [string, RegExp][] = [

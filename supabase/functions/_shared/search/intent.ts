@@ -13,7 +13,7 @@
 // a short single question gets a small limit and budget, a long or multi-part one a larger limit,
 // budget and graph depth; a request can override each.
 
-import { COUNT, WORD_END, WORD_START } from "./time-window.ts";
+import { COUNT, todayNamesTheDay, WORD_END, WORD_START } from "./time-window.ts";
 
 export type Intent = "why" | "when" | "who" | "what" | "how" | "general";
 export const INTENTS: readonly Intent[] = ["why", "when", "who", "what", "how", "general"];
@@ -61,7 +61,14 @@ export function classifyIntentByKeywords(text: string): IntentResult {
   const probe = text.slice(0, 2000);
   for (const [intent, pattern] of INTENT_CUES) {
     const m = pattern.exec(probe);
-    if (m) return { intent, by: "keyword", cue: m[0].trim() };
+    if (!m) continue;
+    // A "today" that means "nowadays" is no time (time-window.ts): another time word may follow.
+    if (/^today$/i.test(m[0]) && !todayNamesTheDay(probe, m.index)) {
+      const later = pattern.exec(probe.slice(m.index + m[0].length));
+      if (!later || /^today$/i.test(later[0])) continue;
+      return { intent, by: "keyword", cue: later[0].trim() };
+    }
+    return { intent, by: "keyword", cue: m[0].trim() };
   }
   return { intent: "general", by: "default" };
 }

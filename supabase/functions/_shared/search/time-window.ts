@@ -114,12 +114,34 @@ const TEXT_WINDOWS: readonly [RegExp, (m: RegExpExecArray, now: number) => numbe
   [timeWords(`(${COUNT}) months? ago`), (m, t) => t - (countOf(m[1]!) + 1) * 30 * DAY_MS],
 ];
 
+const TIME_PREPOSITION = /(?:since|from|until|till|before|after|during|of)\s+$/i;
+const PAST_AUXILIARY = /\b(?:did|was|were|had|has|have|been)\b/i;
+const PAST_IRREGULAR = /\b(?:broke|ran|went|made|came|took|wrote|began|saw|found|sent|built|lost|forgot|fell)\b/i;
+/** A regular past form or participle ("fixed", "stored"; not "need", "speed"). */
+const ED_FORM = /\b[a-z]{2,}(?<!e)ed\b/i;
+const PRESENT_AUXILIARY = /\b(?:is|are|am|do|does)\b/i;
+
+/**
+ * Whether a "today" at `index` names the day. "Today" also means "nowadays": "which ORM does the
+ * app use today?", "where are photos stored today?" ask what holds now, and a window from midnight
+ * left them nothing to find. It names the day after a preposition of time ("since today") or in a
+ * sentence about what happened: a past auxiliary or verb ("what did we ship today", "what broke
+ * today"), or a past form that no present auxiliary makes a present passive ("what failed today",
+ * not "where are photos stored today").
+ */
+export function todayNamesTheDay(text: string, index: number): boolean {
+  if (TIME_PREPOSITION.test(text.slice(Math.max(0, index - 12), index))) return true;
+  if (PAST_AUXILIARY.test(text) || PAST_IRREGULAR.test(text)) return true;
+  return ED_FORM.test(text) && !PRESENT_AUXILIARY.test(text);
+}
+
 /** A window from time words in the query ("last week", "3 days ago"), or undefined. */
 export function windowFromText(text: string, now: Date): TimeWindow | undefined {
   const probe = text.slice(0, 2000);
   for (const [pattern, start] of TEXT_WINDOWS) {
     const m = pattern.exec(probe);
     if (!m) continue;
+    if (/^today$/i.test(m[0]) && !todayNamesTheDay(probe, m.index)) continue;
     const after = start(m, now.getTime());
     if (!Number.isFinite(after) || after < MIN_TIME) return undefined;
     return { after: new Date(after), from: "query_text", phrase: m[0], index: m.index };
