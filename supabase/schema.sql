@@ -3053,6 +3053,7 @@ declare
   v_g_weight   double precision[] := '{}';
   v_g_via      uuid[] := '{}';
   v_g_edge     text[] := '{}';
+  v_win_ids    uuid[] := '{}';
   v_types      text[] := coalesce(graph_edge_types, array['related_to', 'supersedes', 'derived_from', 'temporal', 'causal']);
 begin
   if match_count is null or match_count < 1 or match_count > 200 then
@@ -3355,6 +3356,32 @@ begin
       from top t;
   end if;
 
+  -- The asked period's own memories: for a when question with a time window (recency counts),
+  -- each memory of the window is a candidate by its time alone, ranked by the recency list with
+  -- the others. "Which bugs were fixed in the last ten days?" shares few words with the fixes,
+  -- and the lexical embedder puts some of them below zero: the keyword and vector lists left out
+  -- memories the question's own window holds. The newest v_pool of the window in the scopes,
+  -- read newest first from the tenant's (owner_id, created_at) index, at most 20 x v_pool rows.
+  if v_w_recent > 0 and (filter_after is not null or filter_before is not null) and as_of is null then
+    select coalesce(array_agg(w.id order by w.created_at desc, w.id desc), '{}') into v_win_ids
+      from (select r.id, r.created_at
+              from (select m.id, m.created_at, m.namespace, m.is_valid, m.state, m.strength, m.source, m.fts,
+                           m.memory_type, m.metadata, m.pinned, m.importance, m.updated_at
+                      from public.devai_memories m
+                     where m.owner_id = match_owner
+                       and (filter_after is null or m.created_at >= filter_after)
+                       and (filter_before is null or m.created_at < filter_before)
+                     order by m.created_at desc, m.id desc
+                     limit v_pool * 20) r
+             where r.is_valid and r.state = 'active' and r.strength > 0.05
+               and r.source is distinct from 'conversation'
+               and (r.namespace || '/') ^@ any (v_scopes)
+               and memory_search.passes_filters(r.fts, r.created_at, r.memory_type, r.metadata, r.pinned, r.importance, r.updated_at,
+                                                v_exclude, filter_after, filter_before, filter_memory_types, filter_categories, filter_fields)
+             order by r.created_at desc, r.id desc
+             limit v_pool) w;
+  end if;
+
   -- Fusion: weighted shares of each list (keyword and vector: rank blended with score, above;
   -- graph and recency: reciprocal rank), normalised by what a memory first in every list that
   -- found anything would get (so a query with no keyword hit is not capped by the keyword
@@ -3376,10 +3403,12 @@ begin
   candidates as (
     select u.id from (select kw.id from kw where kw.cov >= v_min_cov / 2
                       union select vec.id from vec
-                      union select gr.id from gr) u
+                      union select gr.id from gr
+                      union select w.id from unnest(v_win_ids) as w(id)) u
   ),
   recent as materialized (
-    -- Only when recency counts ('when' questions), and once: not a plan per candidate.
+    -- Only when recency counts ('when' questions), and once: not a plan per candidate. With a
+    -- time window the candidates include the window's own memories (v_win_ids, above).
     select c.id, row_number() over (order by m.created_at desc, c.id)::integer as rnk
       from candidates c
       cross join lateral (select m.created_at from public.devai_memories m where m.id = c.id offset 0) m
