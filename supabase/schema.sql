@@ -3054,6 +3054,7 @@ declare
   v_g_via      uuid[] := '{}';
   v_g_edge     text[] := '{}';
   v_win_ids    uuid[] := '{}';
+  v_win_rows   integer;
   v_types      text[] := coalesce(graph_edge_types, array['related_to', 'supersedes', 'derived_from', 'temporal', 'causal']);
 begin
   if match_count is null or match_count < 1 or match_count > 200 then
@@ -3091,12 +3092,13 @@ begin
          max(s.value) filter (where s.name = 'bm25_k1'),
          max(s.value) filter (where s.name = 'bm25_b'),
          max(s.value) filter (where s.name = 'graph_seed_count'),
+         max(s.value) filter (where s.name = 'exact_scan_max_rows'),
          max(s.value) filter (where s.name = case when query_complexity = 'complex' then 'fusion_score_share_complex'
                                                     else 'fusion_score_share' end)
-    into v_k, v_max_terms, v_df_cap, v_conf, v_k1, v_b, v_seed_count, v_share
+    into v_k, v_max_terms, v_df_cap, v_conf, v_k1, v_b, v_seed_count, v_win_rows, v_share
     from public.memory_settings s
    where s.name in ('rrf_k', 'keyword_max_terms', 'keyword_df_cap', 'keyword_min_coverage', 'bm25_k1', 'bm25_b',
-                    'graph_seed_count', 'fusion_score_share', 'fusion_score_share_complex');
+                    'graph_seed_count', 'exact_scan_max_rows', 'fusion_score_share', 'fusion_score_share_complex');
   v_share := least(1, greatest(0, coalesce(v_share, 0)));
   v_min_cov := coalesce(keyword_threshold, v_conf);
   select w.keyword, w.vector, w.graph into v_w_kw, v_w_vec, v_w_graph
@@ -3361,7 +3363,8 @@ begin
   -- the others. "Which bugs were fixed in the last ten days?" shares few words with the fixes,
   -- and the lexical embedder puts some of them below zero: the keyword and vector lists left out
   -- memories the question's own window holds. The newest v_pool of the window in the scopes,
-  -- read newest first from the tenant's (owner_id, created_at) index, at most 20 x v_pool rows.
+  -- read newest first from the tenant's (owner_id, created_at) index: at most exact_scan_max_rows
+  -- rows (1,000), the bound the vector path reads a window by, and never fewer than v_pool.
   if v_w_recent > 0 and (filter_after is not null or filter_before is not null) and as_of is null then
     select coalesce(array_agg(w.id order by w.created_at desc, w.id desc), '{}') into v_win_ids
       from (select r.id, r.created_at
@@ -3372,7 +3375,7 @@ begin
                        and (filter_after is null or m.created_at >= filter_after)
                        and (filter_before is null or m.created_at < filter_before)
                      order by m.created_at desc, m.id desc
-                     limit v_pool * 20) r
+                     limit greatest(v_pool, coalesce(v_win_rows, 1000))) r
              where r.is_valid and r.state = 'active' and r.strength > 0.05
                and r.source is distinct from 'conversation'
                and (r.namespace || '/') ^@ any (v_scopes)

@@ -1,12 +1,13 @@
 -- A when question's time window brings its own memories: with recency counting (the planner's
 -- when intent) and a time window (after/before, or the question's own words), the newest memories
--- of the window in the scopes (at most the list depth, read from the tenant's created_at index,
--- at most 20 times that many rows) are candidates by their time alone, ranked by the recency
--- list and fused with the others. Before, the recency list ranked only what the keyword, vector
--- and graph lists had found: "which bugs were fixed in the last ten days?" shares few words with
--- the fixes, and the offline embedder's vectors put some of them below zero similarity, so the
--- window's own memories were missing from the answer (eval/README.md). Nothing else changes: the
--- answer floor is decided before, single-signal modes have no recency, as_of searches are as before.
+-- of the window in the scopes (at most the list depth, read newest first from the tenant's
+-- created_at index, at most exact_scan_max_rows rows, the bound the vector path reads a window
+-- by) are candidates by their time alone, ranked by the recency list and fused with the others.
+-- Before, the recency list ranked only what the keyword, vector and graph lists had found: "which
+-- bugs were fixed in the last ten days?" shares few words with the fixes, and the offline
+-- embedder's vectors put some of them below zero similarity, so the window's own memories were
+-- missing from the answer (eval/README.md). Nothing else changes: the answer floor is decided
+-- before, single-signal modes have no recency, as_of searches are as before.
 
 CREATE OR REPLACE FUNCTION public.hybrid_search(query_text text, query_embedding vector DEFAULT NULL::vector, match_namespaces text[] DEFAULT NULL::text[], match_count integer DEFAULT 15, similarity_threshold double precision DEFAULT 0.7, match_embedding_model text DEFAULT NULL::text, match_owner uuid DEFAULT auth.uid(), search_mode text DEFAULT 'hybrid'::text, graph_depth integer DEFAULT 1, graph_edge_types text[] DEFAULT NULL::text[], filter_after timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_before timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_memory_types text[] DEFAULT NULL::text[], filter_categories text[] DEFAULT NULL::text[], prefer_memory_types text[] DEFAULT NULL::text[], recency_weight double precision DEFAULT 0, keyword_threshold double precision DEFAULT NULL::double precision, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, entity_terms text[] DEFAULT NULL::text[], graph_episodes boolean DEFAULT false, query_complexity text DEFAULT NULL::text, filter_fields jsonb DEFAULT NULL::jsonb)
  RETURNS TABLE(id uuid, content text, memory_type text, namespace text, strength double precision, priority text, importance smallint, pinned boolean, source text, metadata jsonb, session_id text, access_count integer, last_accessed_at timestamp with time zone, created_at timestamp with time zone, updated_at timestamp with time zone, max_relation_strength real, category text, similarity double precision, keyword_rank integer, keyword_score double precision, keyword_coverage double precision, vector_rank integer, graph_rank integer, graph_via uuid, graph_edge text, relevance double precision)
@@ -63,6 +64,7 @@ declare
   v_g_via      uuid[] := '{}';
   v_g_edge     text[] := '{}';
   v_win_ids    uuid[] := '{}';
+  v_win_rows   integer;
   v_types      text[] := coalesce(graph_edge_types, array['related_to', 'supersedes', 'derived_from', 'temporal', 'causal']);
 begin
   if match_count is null or match_count < 1 or match_count > 200 then
@@ -100,12 +102,13 @@ begin
          max(s.value) filter (where s.name = 'bm25_k1'),
          max(s.value) filter (where s.name = 'bm25_b'),
          max(s.value) filter (where s.name = 'graph_seed_count'),
+         max(s.value) filter (where s.name = 'exact_scan_max_rows'),
          max(s.value) filter (where s.name = case when query_complexity = 'complex' then 'fusion_score_share_complex'
                                                     else 'fusion_score_share' end)
-    into v_k, v_max_terms, v_df_cap, v_conf, v_k1, v_b, v_seed_count, v_share
+    into v_k, v_max_terms, v_df_cap, v_conf, v_k1, v_b, v_seed_count, v_win_rows, v_share
     from public.memory_settings s
    where s.name in ('rrf_k', 'keyword_max_terms', 'keyword_df_cap', 'keyword_min_coverage', 'bm25_k1', 'bm25_b',
-                    'graph_seed_count', 'fusion_score_share', 'fusion_score_share_complex');
+                    'graph_seed_count', 'exact_scan_max_rows', 'fusion_score_share', 'fusion_score_share_complex');
   v_share := least(1, greatest(0, coalesce(v_share, 0)));
   v_min_cov := coalesce(keyword_threshold, v_conf);
   select w.keyword, w.vector, w.graph into v_w_kw, v_w_vec, v_w_graph
@@ -370,7 +373,8 @@ begin
   -- the others. "Which bugs were fixed in the last ten days?" shares few words with the fixes,
   -- and the lexical embedder puts some of them below zero: the keyword and vector lists left out
   -- memories the question's own window holds. The newest v_pool of the window in the scopes,
-  -- read newest first from the tenant's (owner_id, created_at) index, at most 20 x v_pool rows.
+  -- read newest first from the tenant's (owner_id, created_at) index: at most exact_scan_max_rows
+  -- rows (1,000), the bound the vector path reads a window by, and never fewer than v_pool.
   if v_w_recent > 0 and (filter_after is not null or filter_before is not null) and as_of is null then
     select coalesce(array_agg(w.id order by w.created_at desc, w.id desc), '{}') into v_win_ids
       from (select r.id, r.created_at
@@ -381,7 +385,7 @@ begin
                        and (filter_after is null or m.created_at >= filter_after)
                        and (filter_before is null or m.created_at < filter_before)
                      order by m.created_at desc, m.id desc
-                     limit v_pool * 20) r
+                     limit greatest(v_pool, coalesce(v_win_rows, 1000))) r
              where r.is_valid and r.state = 'active' and r.strength > 0.05
                and r.source is distinct from 'conversation'
                and (r.namespace || '/') ^@ any (v_scopes)

@@ -2,9 +2,11 @@
 -- candidates by their time alone (ranked by the recency list), so a memory of the asked period
 -- that shares no word with the question and whose vector is unlike it is still in the answer.
 -- Never a memory outside the window, another scope's, another tenant's or a faded one; nothing
--- without recency (not a when question) or in a single-signal mode. docs/retrieval.md#time-filters.
+-- without recency (not a when question) or in a single-signal mode. The window is read newest
+-- first, at most exact_scan_max_rows rows (never fewer than the list depth).
+-- docs/retrieval.md#time-filters.
 begin;
-select plan(9);
+select plan(11);
 
 insert into public.devai_memories
   (id, owner_id, content, memory_type, namespace, embedding, embedding_model, strength, created_at)
@@ -70,6 +72,29 @@ select is((select count(*)::int from public.hybrid_search(
             'local-hash-512-v1', graph_depth => 0, recency_weight => 0.5, filter_after => now() - interval '7 days',
             as_of => now())),
           1, 'as of an instant the window brings nothing of its own (the keyword hit alone)');
+
+-- The read is bounded: 40 newer memories of another scope, and a bound of the list depth (30 rows).
+reset role;
+insert into public.devai_memories
+  (id, owner_id, content, memory_type, namespace, embedding, embedding_model, strength, created_at)
+select ('99a00000-0000-4000-8000-0000000001' || lpad(i::text, 2, '0'))::uuid, '99a00000-0000-4000-8000-00000000000c',
+       format('Release note number %s of the other app.', i), 'semantic', 'devai/project/other',
+       tests.embedding(array[-1, 0.5]::real[]), 'local-hash-512-v1', 1.0, now() - interval '1 hour'
+  from generate_series(1, 40) i;
+select tests.authenticate_as('99a00000-0000-4000-8000-00000000000c');
+select is((select count(*)::int from public.hybrid_search(
+            'which login bugs were fixed', tests.embedding(array[1, 0]::real[]), array['devai/project/ww'], 10, 0.1,
+            'local-hash-512-v1', graph_depth => 0, recency_weight => 0.5, filter_after => now() - interval '7 days')
+           where id = '99a00000-0000-4000-8000-0000000000a2'),
+          1, 'within exact_scan_max_rows (1,000) rows the window''s memory is reached past the other scope''s');
+reset role;
+update public.memory_settings set value = 0 where name = 'exact_scan_max_rows';
+select tests.authenticate_as('99a00000-0000-4000-8000-00000000000c');
+select is((select count(*)::int from public.hybrid_search(
+            'which login bugs were fixed', tests.embedding(array[1, 0]::real[]), array['devai/project/ww'], 10, 0.1,
+            'local-hash-512-v1', graph_depth => 0, recency_weight => 0.5, filter_after => now() - interval '7 days')
+           where id = '99a00000-0000-4000-8000-0000000000a2'),
+          0, 'a bound of the list depth (30 rows) reads only the 40 newer memories: it is not reached');
 
 select * from finish();
 rollback;
