@@ -4,31 +4,48 @@
 // the runtime then killed the worker before the job was postponed, and the expired lease counted the
 // attempt: five such drains killed the job. Now the job's requests are cut at the drain's deadline,
 // the job handed back in time, and no job is claimed once too little of the budget is left.
-// docs/operations.md#a-drains-deadline. Real Postgres, the fake model at the HTTP boundary; budgets
-// far under the client's timeout (2 s), so what the drain did is counted, not timed.
+// docs/operations.md#a-drains-deadline. Real Postgres, the fake model at the HTTP boundary. The drain's
+// clock is the test's (support/clock.ts): its cut comes once the fake provider has the request that
+// hangs, so what the drain did at the cut is counted, not timed (on the wall clock, a loaded machine
+// sent the request after the cut of a 300 ms budget, or gave the probe no room in the last 225 ms).
 import assert from "node:assert/strict";
 import { z } from "zod";
 import { withTenant } from "../supabase/functions/_shared/db.ts";
 import { drainQueue } from "../supabase/functions/_shared/drain-queue.ts";
-import { DrainDeadline } from "../supabase/functions/_shared/drain-deadline.ts";
+import { DEFAULT_DRAIN_BUDGET_MS, DrainDeadline } from "../supabase/functions/_shared/drain-deadline.ts";
 import { enqueueJob } from "../supabase/functions/_shared/jobs.ts";
 import { EmbeddingError, openAiEmbedder } from "../supabase/functions/_shared/embeddings.ts";
 import { createLlm, LlmRequestError } from "../supabase/functions/_shared/llm.ts";
 import { reply } from "./fake_openai.ts";
+import { ManualClock } from "./support/clock.ts";
 import { postExtract } from "./support/extract.ts";
 import { newTenant } from "./support/seed.ts";
 import { EMBEDDING_MODEL, jobsOf, WRITE_AND_GRAPH_KINDS, type WriteEnv, writeEnv } from "./write_helpers.ts";
 
-const drain = (env: WriteEnv, tenant: string, budgetMs: number) =>
-  drainQueue(env.deps, { workerId: "w", maxJobs: 50, backoffBaseMs: 0, ownerId: tenant, budgetMs });
+const drain = (env: WriteEnv, tenant: string, budgetMs: number, clock?: ManualClock) =>
+  drainQueue(env.deps, { workerId: "w", maxJobs: 50, backoffBaseMs: 0, ownerId: tenant, budgetMs, clock });
+
+/**
+ * A drain on the test's clock whose job's model request hangs: once the fake provider has the
+ * request, the clock is moved to the drain's cut. Returns the report and when the cut came.
+ */
+async function drainCutAtTheRequest(env: WriteEnv, tenant: string, budgetMs: number) {
+  const clock = new ManualClock();
+  const asked = env.fake.chatRequests().length;
+  const drained = drain(env, tenant, budgetMs, clock);
+  await Promise.race([env.fake.chatRequestsReceived(asked + 1), drained]);
+  const cutAt = clock.toNextTimer();
+  return { report: await drained, cutAt };
+}
 
 /** The postponed job's wait is over (postpone_job set run_after ahead): what time passing does. */
 const waitIsOver = (env: WriteEnv, tenant: string) =>
   env.sql`update public.memory_jobs set run_after = now() where owner_id = ${tenant} and status = 'queued'`;
 
 /** A test with its own fake provider and database connections, and a new tenant. */
-const inEnv = (test: (env: WriteEnv, tenant: string) => Promise<void>) => async () => {
-  const env = await writeEnv(); // the client's retries as configured: 3 after the first try
+const inEnv = (test: (env: WriteEnv, tenant: string) => Promise<void>, llmTimeoutMs?: number) => async () => {
+  // The client's retries as configured: 3 after the first try.
+  const env = await writeEnv({ llmTimeoutMs });
   try {
     await test(env, newTenant());
   } finally {
@@ -57,13 +74,14 @@ async function queueExtract(env: WriteEnv, tenant: string) {
 }
 
 Deno.test(
-  "a provider that hangs, a drain's budget (300 ms) shorter than one request's timeout (2 s): each drain cuts the job's one request, sends no retry, and hands the job back postponed; six drains later it is queued with no attempt spent",
+  "a provider that hangs, a drain's budget (300 ms) shorter than one request's timeout (60 s): each drain cuts the job's one request, sends no retry, and hands the job back postponed; six drains later it is queued with no attempt spent",
   inEnv(async (env, tenant) => {
-    env.fake.chatOutage = reply.hang(); // the probe hangs too
+    env.fake.chatOutage = reply.hang(); // the probe hangs too (given up after what is left: 56 ms)
     await queueExtract(env, tenant);
     for (let i = 1; i <= 6; i++) {
       const [asked, probed] = [env.fake.chatRequests().length, env.fake.probeRequests().length];
-      const report = await drain(env, tenant, 300);
+      const { report, cutAt } = await drainCutAtTheRequest(env, tenant, 300);
+      assert.equal(cutAt, 225, "the cut: the budget less its reserve, a quarter of it");
       assert.deepEqual(
         [report.claimed, report.postponed, report.dead, report.cut],
         [1, 1, 0, 1],
@@ -78,18 +96,19 @@ Deno.test(
     const [job] = await jobsOf(env.sql, tenant, ["extract"]);
     assert.deepEqual([job!.status, job!.attempts], ["queued", 0], job!.last_error ?? "");
     assert.match(job!.last_error ?? "", /^provider unavailable: /);
-  }),
+  }, 60_000),
 );
 
 Deno.test(
-  "a message whose request always hangs while the provider answers the probe: the cut counts the attempt, so the job is still given up after its attempts",
+  "a message whose request always hangs while the provider answers the probe: the cut counts the attempt, so the job is still given up after its attempts (the defaults: a budget of 120 s, requests of 60 s)",
   inEnv(async (env, tenant) => {
     env.fake.onChat(() => true, reply.hang()); // every request of the job; the probe is answered
     await queueExtract(env, tenant);
     const statuses: string[] = [];
     for (let i = 1; i <= 5; i++) {
       const probed = env.fake.probeRequests().length;
-      const report = await drain(env, tenant, 1_200);
+      const { report, cutAt } = await drainCutAtTheRequest(env, tenant, DEFAULT_DRAIN_BUDGET_MS);
+      assert.equal(cutAt, 100_000, "the cut: the budget less its reserve of 20 s, 15 s of it the probe's");
       assert.deepEqual([report.claimed, report.postponed, report.cut], [1, 0, 1], JSON.stringify(report));
       assert.equal(env.fake.probeRequests().length - probed, 1, "the probe ran within what was left, and was answered");
       statuses.push(report.jobs[0]!.status);
@@ -97,7 +116,7 @@ Deno.test(
     assert.deepEqual(statuses, ["queued", "queued", "queued", "queued", "dead"]);
     const [job] = await jobsOf(env.sql, tenant, ["extract"]);
     assert.deepEqual([job!.status, job!.attempts], ["dead", 5]);
-  }),
+  }, 60_000),
 );
 
 Deno.test(
@@ -128,14 +147,13 @@ Deno.test(
       await queueDedup(env, tenant, `quick-${i}`, []);
     }
     // A clock that moves 10 s each time the drain reads it: the budget of 60 s is spent by the reads.
-    let t = 0;
     const report = await drainQueue(env.deps, {
       workerId: "w",
       maxJobs: 50,
       ownerId: tenant,
       kinds: WRITE_AND_GRAPH_KINDS,
       budgetMs: 60_000,
-      now: () => (t += 10_000),
+      clock: new ManualClock(10_000),
     });
     assert.ok(report.claimed >= 1 && report.claimed < 10, JSON.stringify(report));
     assert.equal(report.done, report.claimed);
@@ -174,18 +192,17 @@ Deno.test(
 );
 
 Deno.test("drain deadline: a job is claimed only while one model request's own timeout (and 5 s) is left before the cut", () => {
-  let now = 0;
+  const clock = new ManualClock();
   // The defaults: 120 s budget, the cut at 100 s, LLM_TIMEOUT_MS 60 s: claims until 35 s, not half the window (50 s).
-  const deadline = new DrainDeadline(120_000, () => now, 60_000);
+  const deadline = new DrainDeadline(120_000, clock, 60_000);
   try {
-    const claimable = (at: number) => (now = at, deadline.roomForAJob());
+    const claimable = (at: number) => (clock.set(at), deadline.roomForAJob());
     assert.deepEqual([0, 35_000, 35_001, 50_000].map(claimable), [true, true, false, false]);
   } finally {
     deadline.end();
   }
   // A budget shorter than one request's timeout has room for no second job (drainQueue claims the first anyway).
-  now = 0;
-  const short = new DrainDeadline(20_000, () => now, 60_000);
+  const short = new DrainDeadline(20_000, new ManualClock(), 60_000);
   try {
     assert.equal(short.roomForAJob(), false);
   } finally {

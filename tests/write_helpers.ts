@@ -25,13 +25,13 @@ export interface WriteEnv {
 }
 
 export async function writeEnv(
-  opts: { llm?: LlmOptions; config?: Partial<Config>; withLlm?: boolean } = {},
+  opts: { llm?: LlmOptions; config?: Partial<Config>; withLlm?: boolean; llmTimeoutMs?: number } = {},
 ): Promise<WriteEnv> {
   const fake = await FakeOpenAI.start();
   const sql = testSql(8);
   const config: Config = {
     ...testConfig({
-      llm: { apiKey: "test-key", baseUrl: fake.baseUrl, model: "fake-llm", timeoutMs: 2_000 },
+      llm: { apiKey: "test-key", baseUrl: fake.baseUrl, model: "fake-llm", timeoutMs: opts.llmTimeoutMs ?? 2_000 },
       embedding: { provider: "openai", apiKey: "test-key", baseUrl: fake.baseUrl, model: EMBEDDING_MODEL },
     }),
     ...opts.config,

@@ -49,25 +49,41 @@ export function cutByTheDeadline(err: unknown): boolean {
   return false;
 }
 
+/**
+ * The drain's clock: the time in ms, and a timer on that time. The real one reads performance.now()
+ * and sets a setTimeout; tests pass one they move by hand, so what a drain does at its cut is
+ * counted, not timed on a machine whose load moves the cut (tests/support/clock.ts).
+ */
+export interface DrainClock {
+  now(): number;
+  /** Calls `fire` once the clock reads `at` or later; returns what cancels it. */
+  at(at: number, fire: () => void): () => void;
+}
+
+export const realClock: DrainClock = {
+  now: () => performance.now(),
+  at(at, fire) {
+    // A delay past 2^31 - 1 ms would fire at once (setTimeout's limit): such a budget never cuts.
+    const timer = setTimeout(fire, Math.min(Math.max(0, at - performance.now()), 2 ** 31 - 1));
+    return () => clearTimeout(timer);
+  },
+};
+
 export class DrainDeadline {
   private readonly start: number;
   private readonly reserveMs: number;
   private readonly controller = new AbortController();
-  private readonly timer: ReturnType<typeof setTimeout>;
+  private readonly cancelCut: () => void;
 
-  /**
-   * `now`: the drain's clock in ms (tests pass one that jumps); the cut's timer runs on the real one.
-   * `requestTimeoutMs`: how long one model request may take on its own (LLM_TIMEOUT_MS).
-   */
+  /** `requestTimeoutMs`: how long one model request may take on its own (LLM_TIMEOUT_MS). */
   constructor(
     readonly budgetMs: number,
-    private readonly now: () => number = () => performance.now(),
+    private readonly clock: DrainClock = realClock,
     private readonly requestTimeoutMs = 0,
   ) {
-    this.start = now();
+    this.start = clock.now();
     this.reserveMs = Math.min(MAX_RESERVE_MS, budgetMs / 4);
-    // A delay past 2^31 - 1 ms would fire at once (setTimeout's limit): such a budget never cuts.
-    this.timer = setTimeout(() => this.controller.abort(), Math.min(budgetMs - this.reserveMs, 2 ** 31 - 1));
+    this.cancelCut = clock.at(this.start + budgetMs - this.reserveMs, () => this.controller.abort());
   }
 
   /** Aborts the running job's requests at the cut. */
@@ -77,7 +93,7 @@ export class DrainDeadline {
 
   /** Ms until the cut. */
   untilCut(): number {
-    return this.start + this.budgetMs - this.reserveMs - this.now();
+    return this.start + this.budgetMs - this.reserveMs - this.clock.now();
   }
 
   /**
@@ -93,7 +109,7 @@ export class DrainDeadline {
 
   /** How long a probe may take now: the time left but the last quarter of the reserve, kept to hand the job back. */
   probeRoom(): number {
-    return this.start + this.budgetMs - this.reserveMs / 4 - this.now();
+    return this.start + this.budgetMs - this.reserveMs / 4 - this.clock.now();
   }
 
   /** The cut in epoch ms, for the clients: no retry is started whose wait would end past it. */
@@ -107,7 +123,7 @@ export class DrainDeadline {
   }
 
   end(): void {
-    clearTimeout(this.timer);
+    this.cancelCut();
   }
 }
 

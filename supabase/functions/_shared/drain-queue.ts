@@ -78,8 +78,8 @@ export interface DrainOptions {
   ownerId?: string;
   /** The drain's wall-clock budget (default: config.workerDrainBudgetMs, else 120 s; drain-deadline.ts). */
   budgetMs?: number;
-  /** The deadline's clock in ms (tests: one that jumps). */
-  now?: () => number;
+  /** The deadline's clock (tests: one they move by hand). */
+  clock?: ConstructorParameters<typeof DrainDeadline>[1];
 }
 
 export interface DrainReport {
@@ -118,7 +118,7 @@ export function defaultWorkerId(): string {
 
 export async function drainQueue(deps: WorkerDeps, opts: DrainOptions = {}): Promise<DrainReport> {
   const budgetMs = opts.budgetMs ?? deps.config.workerDrainBudgetMs ?? DEFAULT_DRAIN_BUDGET_MS;
-  const deadline = new DrainDeadline(budgetMs, opts.now, deps.config.llm.timeoutMs);
+  const deadline = new DrainDeadline(budgetMs, opts.clock, deps.config.llm.timeoutMs);
   try {
     return await drainWithin(deadline, deps, opts);
   } finally {
