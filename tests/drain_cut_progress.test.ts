@@ -2,12 +2,17 @@
 // back (migration 20261201300000, docs/operations.md#a-drains-deadline): a job needing more drain
 // windows than it has attempts goes on where it stopped instead of dying, or settling for the rule
 // at its last attempt. Real Postgres, the fake model at the HTTP boundary: each drain's first
-// decision is answered, its second hangs until the cut (the probe is answered: no outage).
+// decision is answered, its second hangs until the cut (the probe is answered: no outage). The
+// drain's clock is the test's (support/clock.ts): the cut comes once the fake provider has the
+// request that hangs, with the defaults' room for the probe (15 s), not after a share of a
+// wall-clock budget a loaded machine spends first (the probe was given the last 56 ms of 300 ms).
 import assert from "node:assert/strict";
 import { withTenant } from "../supabase/functions/_shared/db.ts";
+import { DEFAULT_DRAIN_BUDGET_MS } from "../supabase/functions/_shared/drain-deadline.ts";
 import { drainQueue } from "../supabase/functions/_shared/drain-queue.ts";
 import { enqueueJob } from "../supabase/functions/_shared/jobs.ts";
 import { hashVector, reply, vectorWithSimilarity } from "./fake_openai.ts";
+import { ManualClock } from "./support/clock.ts";
 import { newTenant, seedMemory } from "./support/seed.ts";
 import { EMBEDDING_MODEL, jobsOf, memoriesOf, type WriteEnv, writeEnv } from "./write_helpers.ts";
 
@@ -30,8 +35,31 @@ async function queueDedupJob(env: WriteEnv, tenant: string, key: string, content
   );
 }
 
+/**
+ * One drain of the tenant's job (the defaults: a budget of 120 s, requests of 60 s) on the test's
+ * clock: once the fake provider has received `hanging` chat requests in all, the clock is moved to
+ * the cut. Without `hanging`, the drain runs uncut.
+ */
+async function drainCutAt(env: WriteEnv, tenant: string, hanging?: number) {
+  const clock = new ManualClock();
+  const budgetMs = DEFAULT_DRAIN_BUDGET_MS;
+  const drained = drainQueue(env.deps, {
+    workerId: "w",
+    maxJobs: 1,
+    backoffBaseMs: 0,
+    ownerId: tenant,
+    budgetMs,
+    clock,
+  });
+  if (hanging !== undefined) {
+    await Promise.race([env.fake.chatRequestsReceived(hanging), drained]);
+    clock.toNextTimer();
+  }
+  return await drained;
+}
+
 Deno.test("a dedup job of six decisions, one decided a drain before the cut: handed back each time, all six decided by the model", async () => {
-  const env = await writeEnv();
+  const env = await writeEnv({ llmTimeoutMs: 60_000 });
   try {
     const tenant = newTenant();
     const contents = Array.from({ length: CANDIDATES }, (_, i) => `Service ${i} deploys with make ship-${i} now.`);
@@ -48,10 +76,8 @@ Deno.test("a dedup job of six decisions, one decided a drain before the cut: han
     const add = reply.json({ action: "ADD", reason: "a new detail" });
     env.fake.onChat(() => true, [...Array.from({ length: CANDIDATES - 1 }, () => [add, reply.hang()]).flat(), add]);
     await queueDedupJob(env, tenant, "long", contents);
-    const drain = () =>
-      drainQueue(env.deps, { workerId: "w", maxJobs: 1, backoffBaseMs: 0, ownerId: tenant, budgetMs: 2_000 });
     for (let i = 1; i < CANDIDATES; i++) {
-      const report = await drain();
+      const report = await drainCutAt(env, tenant, 2 * i); // the drain's first decision answered, its second hanging
       const [job] = await jobsOf(env.sql, tenant, ["dedup"]);
       // Before: each cut counted; the fifth was the job's last attempt, so its later candidates were
       // decided by the rule without the model (model_failures), or the job died.
@@ -62,7 +88,7 @@ Deno.test("a dedup job of six decisions, one decided a drain before the cut: han
       );
       assert.match(job!.last_error ?? "", /^cut by the drain's deadline after progress/);
     }
-    assert.equal((await drain()).done, 1);
+    assert.equal((await drainCutAt(env, tenant)).done, 1);
     const [job] = await jobsOf(env.sql, tenant, ["dedup"]);
     const result = job!.result as { counts: { ADD: number }; model_failures: number };
     assert.deepEqual([result.counts.ADD, result.model_failures], [CANDIDATES, 0], JSON.stringify(result));
@@ -74,7 +100,7 @@ Deno.test("a dedup job of six decisions, one decided a drain before the cut: han
 });
 
 Deno.test("a job cut before any progress still counts its attempt (a message whose requests always hang dies)", async () => {
-  const env = await writeEnv();
+  const env = await writeEnv({ llmTimeoutMs: 60_000 });
   try {
     const tenant = newTenant();
     const base = hashVector("neighbour");
@@ -88,13 +114,7 @@ Deno.test("a job cut before any progress still counts its attempt (a message who
     env.fake.setEmbedding(content, vectorWithSimilarity(base, 0.92, "c"));
     env.fake.onChat(() => true, reply.hang());
     await queueDedupJob(env, tenant, "stuck", [content]);
-    const report = await drainQueue(env.deps, {
-      workerId: "w",
-      maxJobs: 1,
-      backoffBaseMs: 0,
-      ownerId: tenant,
-      budgetMs: 300,
-    });
+    const report = await drainCutAt(env, tenant, 1);
     const [job] = await jobsOf(env.sql, tenant, ["dedup"]);
     assert.deepEqual([report.handed_back, report.cut, job!.attempts], [0, 1, 1], JSON.stringify(report));
   } finally {
