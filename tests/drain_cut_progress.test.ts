@@ -9,10 +9,9 @@
 import assert from "node:assert/strict";
 import { withTenant } from "../supabase/functions/_shared/db.ts";
 import { DEFAULT_DRAIN_BUDGET_MS } from "../supabase/functions/_shared/drain-deadline.ts";
-import { drainQueue } from "../supabase/functions/_shared/drain-queue.ts";
 import { enqueueJob } from "../supabase/functions/_shared/jobs.ts";
 import { hashVector, reply, vectorWithSimilarity } from "./fake_openai.ts";
-import { ManualClock } from "./support/clock.ts";
+import { drainCutAt } from "./support/clock.ts";
 import { newTenant, seedMemory } from "./support/seed.ts";
 import { EMBEDDING_MODEL, jobsOf, memoriesOf, type WriteEnv, writeEnv } from "./write_helpers.ts";
 
@@ -35,28 +34,14 @@ async function queueDedupJob(env: WriteEnv, tenant: string, key: string, content
   );
 }
 
-/**
- * One drain of the tenant's job (the defaults: a budget of 120 s, requests of 60 s) on the test's
- * clock: once the fake provider has received `hanging` chat requests in all, the clock is moved to
- * the cut. Without `hanging`, the drain runs uncut.
- */
-async function drainCutAt(env: WriteEnv, tenant: string, hanging?: number) {
-  const clock = new ManualClock();
-  const budgetMs = DEFAULT_DRAIN_BUDGET_MS;
-  const drained = drainQueue(env.deps, {
-    workerId: "w",
-    maxJobs: 1,
-    backoffBaseMs: 0,
-    ownerId: tenant,
-    budgetMs,
-    clock,
-  });
-  if (hanging !== undefined) {
-    await Promise.race([env.fake.chatRequestsReceived(hanging), drained]);
-    clock.toNextTimer();
-  }
-  return await drained;
-}
+/** One drain of the tenant's job, the defaults' budget (120 s) on the test's clock (drainCutAt). */
+const drainOpts = (tenant: string) => ({
+  workerId: "w",
+  maxJobs: 1,
+  backoffBaseMs: 0,
+  ownerId: tenant,
+  budgetMs: DEFAULT_DRAIN_BUDGET_MS,
+});
 
 Deno.test("a dedup job of six decisions, one decided a drain before the cut: handed back each time, all six decided by the model", async () => {
   const env = await writeEnv({ llmTimeoutMs: 60_000 });
@@ -77,7 +62,7 @@ Deno.test("a dedup job of six decisions, one decided a drain before the cut: han
     env.fake.onChat(() => true, [...Array.from({ length: CANDIDATES - 1 }, () => [add, reply.hang()]).flat(), add]);
     await queueDedupJob(env, tenant, "long", contents);
     for (let i = 1; i < CANDIDATES; i++) {
-      const report = await drainCutAt(env, tenant, 2 * i); // the drain's first decision answered, its second hanging
+      const { report } = await drainCutAt(env, drainOpts(tenant), 2 * i); // the drain's first decision answered, its second hanging
       const [job] = await jobsOf(env.sql, tenant, ["dedup"]);
       // Before: each cut counted; the fifth was the job's last attempt, so its later candidates were
       // decided by the rule without the model (model_failures), or the job died.
@@ -88,7 +73,7 @@ Deno.test("a dedup job of six decisions, one decided a drain before the cut: han
       );
       assert.match(job!.last_error ?? "", /^cut by the drain's deadline after progress/);
     }
-    assert.equal((await drainCutAt(env, tenant)).done, 1);
+    assert.equal((await drainCutAt(env, drainOpts(tenant))).report.done, 1);
     const [job] = await jobsOf(env.sql, tenant, ["dedup"]);
     const result = job!.result as { counts: { ADD: number }; model_failures: number };
     assert.deepEqual([result.counts.ADD, result.model_failures], [CANDIDATES, 0], JSON.stringify(result));
@@ -114,7 +99,7 @@ Deno.test("a job cut before any progress still counts its attempt (a message who
     env.fake.setEmbedding(content, vectorWithSimilarity(base, 0.92, "c"));
     env.fake.onChat(() => true, reply.hang());
     await queueDedupJob(env, tenant, "stuck", [content]);
-    const report = await drainCutAt(env, tenant, 1);
+    const { report } = await drainCutAt(env, drainOpts(tenant), 1);
     const [job] = await jobsOf(env.sql, tenant, ["dedup"]);
     assert.deepEqual([report.handed_back, report.cut, job!.attempts], [0, 1, 1], JSON.stringify(report));
   } finally {

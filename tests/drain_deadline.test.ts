@@ -17,26 +17,19 @@ import { enqueueJob } from "../supabase/functions/_shared/jobs.ts";
 import { EmbeddingError, openAiEmbedder } from "../supabase/functions/_shared/embeddings.ts";
 import { createLlm, LlmRequestError } from "../supabase/functions/_shared/llm.ts";
 import { reply } from "./fake_openai.ts";
-import { ManualClock } from "./support/clock.ts";
+import { drainCutAt, ManualClock } from "./support/clock.ts";
 import { postExtract } from "./support/extract.ts";
 import { newTenant } from "./support/seed.ts";
 import { EMBEDDING_MODEL, jobsOf, WRITE_AND_GRAPH_KINDS, type WriteEnv, writeEnv } from "./write_helpers.ts";
 
-const drain = (env: WriteEnv, tenant: string, budgetMs: number, clock?: ManualClock) =>
-  drainQueue(env.deps, { workerId: "w", maxJobs: 50, backoffBaseMs: 0, ownerId: tenant, budgetMs, clock });
-
-/**
- * A drain on the test's clock whose job's model request hangs: once the fake provider has the
- * request, the clock is moved to the drain's cut. Returns the report and when the cut came.
- */
-async function drainCutAtTheRequest(env: WriteEnv, tenant: string, budgetMs: number) {
-  const clock = new ManualClock();
-  const asked = env.fake.chatRequests().length;
-  const drained = drain(env, tenant, budgetMs, clock);
-  await Promise.race([env.fake.chatRequestsReceived(asked + 1), drained]);
-  const cutAt = clock.toNextTimer();
-  return { report: await drained, cutAt };
-}
+const drainOpts = (tenant: string, budgetMs: number) => ({
+  workerId: "w",
+  maxJobs: 50,
+  backoffBaseMs: 0,
+  ownerId: tenant,
+  budgetMs,
+});
+const drain = (env: WriteEnv, tenant: string, budgetMs: number) => drainQueue(env.deps, drainOpts(tenant, budgetMs));
 
 /** The postponed job's wait is over (postpone_job set run_after ahead): what time passing does. */
 const waitIsOver = (env: WriteEnv, tenant: string) =>
@@ -80,7 +73,7 @@ Deno.test(
     await queueExtract(env, tenant);
     for (let i = 1; i <= 6; i++) {
       const [asked, probed] = [env.fake.chatRequests().length, env.fake.probeRequests().length];
-      const { report, cutAt } = await drainCutAtTheRequest(env, tenant, 300);
+      const { report, cutAt } = await drainCutAt(env, drainOpts(tenant, 300), asked + 1);
       assert.equal(cutAt, 225, "the cut: the budget less its reserve, a quarter of it");
       assert.deepEqual(
         [report.claimed, report.postponed, report.dead, report.cut],
@@ -106,8 +99,8 @@ Deno.test(
     await queueExtract(env, tenant);
     const statuses: string[] = [];
     for (let i = 1; i <= 5; i++) {
-      const probed = env.fake.probeRequests().length;
-      const { report, cutAt } = await drainCutAtTheRequest(env, tenant, DEFAULT_DRAIN_BUDGET_MS);
+      const [asked, probed] = [env.fake.chatRequests().length, env.fake.probeRequests().length];
+      const { report, cutAt } = await drainCutAt(env, drainOpts(tenant, DEFAULT_DRAIN_BUDGET_MS), asked + 1);
       assert.equal(cutAt, 100_000, "the cut: the budget less its reserve of 20 s, 15 s of it the probe's");
       assert.deepEqual([report.claimed, report.postponed, report.cut], [1, 0, 1], JSON.stringify(report));
       assert.equal(env.fake.probeRequests().length - probed, 1, "the probe ran within what was left, and was answered");

@@ -1,11 +1,15 @@
 // Review of the drain's deadline (docs/operations.md#a-drains-deadline): what a cut must not do.
-// Real Postgres, the fake model at the HTTP boundary; budgets far under the client's timeout.
+// Real Postgres, the fake model at the HTTP boundary. The drains' clock is the test's (support/clock.ts):
+// the cut comes once the fake provider has the request that hangs, with the defaults' room for the
+// probe (15 s); on the wall clock (a 300 ms budget) a loaded machine sent the request after the cut,
+// or left the probe no room and the job was postponed as in an outage.
 import assert from "node:assert/strict";
 import { withTenant } from "../supabase/functions/_shared/db.ts";
-import { drainQueue } from "../supabase/functions/_shared/drain-queue.ts";
+import { DEFAULT_DRAIN_BUDGET_MS } from "../supabase/functions/_shared/drain-deadline.ts";
 import { enqueueJob } from "../supabase/functions/_shared/jobs.ts";
 import { EmbeddingError, openAiEmbedder } from "../supabase/functions/_shared/embeddings.ts";
 import { FakeOpenAI, hashVector, reply, vectorWithSimilarity } from "./fake_openai.ts";
+import { drainCutAt } from "./support/clock.ts";
 import { newTenant, seedMemory } from "./support/seed.ts";
 import { drainAll, EMBEDDING_MODEL, jobsOf, memoriesOf, writeEnv } from "./write_helpers.ts";
 import { postExtract } from "./support/extract.ts";
@@ -13,7 +17,7 @@ import { postExtract } from "./support/extract.ts";
 Deno.test(
   "a dedup job of the user's statements cut by the drain's deadline: the statements after the cut are not decided without the model, the job is handed back",
   async () => {
-    const env = await writeEnv();
+    const env = await writeEnv({ llmTimeoutMs: 60_000 });
     try {
       const tenant = newTenant();
       const contents = ["The api deploys with make ship now.", "The web app deploys with make web now."];
@@ -42,13 +46,14 @@ Deno.test(
         { tenantId: tenant, actor: "test" },
         (tx) => enqueueJob(tx, { ownerId: tenant, kind: "dedup", idempotencyKey: "cut", payload: { candidates } }),
       );
-      const report = await drainQueue(env.deps, {
+      const budgetMs = DEFAULT_DRAIN_BUDGET_MS;
+      const { report } = await drainCutAt(env, {
         workerId: "w",
         maxJobs: 5,
         backoffBaseMs: 0,
         ownerId: tenant,
-        budgetMs: 300,
-      });
+        budgetMs,
+      }, 1);
       const [job] = await jobsOf(env.sql, tenant, ["dedup"]);
       const result = job!.result as { model_failures?: number; outcomes?: { reason: string }[] } | null;
       assert.equal(env.fake.chatRequests().length, 1, "one decision asked, cut");
@@ -66,7 +71,7 @@ Deno.test(
 Deno.test(
   "an extract job's last attempt cut by the drain's deadline with the context: no request without the context was sent, so none is recorded as failed (dead-runs.ts would judge the part as failing on its own)",
   async () => {
-    const env = await writeEnv();
+    const env = await writeEnv({ llmTimeoutMs: 60_000 });
     try {
       const tenant = newTenant();
       const first = [{ role: "user", content: "We use pnpm here." }, { role: "assistant", content: "Noted." }];
@@ -83,7 +88,8 @@ Deno.test(
       await env.sql`update public.memory_jobs set max_attempts = 1 where owner_id = ${tenant} and status = 'queued'`;
       env.fake.reset();
       env.fake.onChat(() => true, reply.hang()); // the job's requests hang; the probe is answered
-      const report = await drainQueue(env.deps, { workerId: "w", maxJobs: 1, ownerId: tenant, budgetMs: 300 });
+      const budgetMs = DEFAULT_DRAIN_BUDGET_MS;
+      const { report } = await drainCutAt(env, { workerId: "w", maxJobs: 1, ownerId: tenant, budgetMs }, 1);
       assert.equal(report.cut, 1, JSON.stringify(report));
       const sent = env.fake.chatRequests().length;
       const jobs = await jobsOf(env.sql, tenant, ["extract"]);
@@ -103,9 +109,12 @@ Deno.test(
   async () => {
     const fake = await FakeOpenAI.start();
     try {
-      fake.failEmbeddings(reply.hang());
+      // Aborted once the provider has the request (a timeout of 50 ms fired, on a loaded machine,
+      // before the request was sent: no request to retry).
+      const cut = new AbortController();
+      fake.failEmbeddings(reply.dynamic(() => (cut.abort(), reply.hang())));
       const embedder = openAiEmbedder({ apiKey: "k", baseUrl: fake.baseUrl, model: EMBEDDING_MODEL });
-      const failure = await embedder.embed(["a text"], { signal: AbortSignal.timeout(50) }).catch((e) => e);
+      const failure = await embedder.embed(["a text"], { signal: cut.signal }).catch((e) => e);
       assert.ok(failure instanceof EmbeddingError && failure.transient, String(failure));
       // Before: three more attempts, each after a backoff sleep (about 1.7 s), with the signal already aborted.
       assert.match(failure.message, /after 1 attempt\(s\)/);

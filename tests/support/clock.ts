@@ -2,6 +2,13 @@
 // says, after the event it waits on (the fake provider received the request), never after a share
 // of a wall-clock budget that a loaded machine may spend before the request is even sent.
 import type { DrainClock } from "../../supabase/functions/_shared/drain-deadline.ts";
+import {
+  type DrainOptions,
+  drainQueue,
+  type DrainReport,
+  type WorkerDeps,
+} from "../../supabase/functions/_shared/drain-queue.ts";
+import type { FakeOpenAI } from "../fake_openai.ts";
 
 export class ManualClock implements DrainClock {
   private t = 0;
@@ -38,4 +45,22 @@ export class ManualClock implements DrainClock {
     this.set(next);
     return next;
   }
+}
+
+/**
+ * A drain on the test's clock whose job's model request hangs: once the fake provider has received
+ * `requests` chat requests in all (the hanging one the last), the clock is moved to the drain's cut.
+ * Without `requests` the drain runs uncut. Returns the report and the time of the cut.
+ */
+export async function drainCutAt(
+  env: { deps: WorkerDeps; fake: FakeOpenAI },
+  opts: Omit<DrainOptions, "clock">,
+  requests?: number,
+): Promise<{ report: DrainReport; cutAt?: number }> {
+  const clock = new ManualClock();
+  const drained = drainQueue(env.deps, { ...opts, clock });
+  if (requests === undefined) return { report: await drained };
+  await Promise.race([env.fake.chatRequestsReceived(requests), drained]);
+  const cutAt = clock.toNextTimer();
+  return { report: await drained, cutAt };
 }
