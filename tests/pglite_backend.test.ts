@@ -268,6 +268,66 @@ Deno.test({
 });
 
 Deno.test({
+  name: "pglite: a client gone mid-pipeline (Execute, no Sync) has its write rolled back, not committed by the next",
+  ...opts,
+  fn: async () => {
+    const sql = postgres(running!.url, { max: 1, onnotice: () => {} });
+    const frame = (type: string, body: Uint8Array) => {
+      const m = new Uint8Array(5 + body.length);
+      m[0] = type.charCodeAt(0);
+      new DataView(m.buffer).setInt32(1, body.length + 4);
+      m.set(body, 5);
+      return m;
+    };
+    const z = (s: string) => new TextEncoder().encode(s + "\0");
+    const cat = (...parts: Uint8Array[]) => {
+      const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+      let at = 0;
+      for (const p of parts) out.set(p, (at += p.length) - p.length);
+      return out;
+    };
+    /** Reads from the raw client until `pattern` shows in what it got. */
+    async function readUntil(conn: Deno.Conn, pattern: RegExp) {
+      let got = "";
+      const buf = new Uint8Array(4096);
+      while (!pattern.test(got)) {
+        const n = await conn.read(buf);
+        if (n === null) throw new Error(`closed before ${pattern}: ${got}`);
+        got += new TextDecoder("latin1").decode(buf.subarray(0, n));
+      }
+    }
+    try {
+      await sql`create table public.pglite_unsynced_probe (x int)`;
+      for (const query of ["insert into public.pglite_unsynced_probe values (42)", "selec broken"]) {
+        const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+        const startup = cat(new Uint8Array([0, 3, 0, 0]), z("user"), z("postgres"), z(""));
+        const len = new Uint8Array(4);
+        new DataView(len.buffer).setInt32(0, startup.length + 4);
+        await conn.write(cat(len, startup));
+        await readUntil(conn, new RegExp("Z\u0000\u0000\u0000\u0005I")); // ReadyForQuery, idle
+        // Parse/Bind/Execute without Sync, as a client killed mid-pipeline leaves it.
+        await conn.write(cat(
+          frame("P", cat(z(""), z(query), new Uint8Array([0, 0]))),
+          frame("B", cat(z(""), z(""), new Uint8Array([0, 0, 0, 0, 0, 0]))),
+          frame("E", cat(z(""), new Uint8Array([0, 0, 0, 0]))),
+        ));
+        await readUntil(conn, query.startsWith("insert") ? /INSERT 0 1/ : /syntax error/);
+        conn.close();
+        // The next client's statement neither commits that write nor is swallowed by the backend.
+        const { n } = (await sql`select count(*)::int as n
+                                        from public.pglite_unsynced_probe`)[0]!;
+        assert.equal(n, 0, `${query}: the abandoned write is not visible`);
+      }
+      const { n } = (await sql`select count(*)::int as n from public.pglite_unsynced_probe`)[0]!;
+      assert.equal(n, 0, "nothing of the abandoned pipeline was committed");
+      await sql`drop table public.pglite_unsynced_probe`;
+    } finally {
+      await sql.end();
+    }
+  },
+});
+
+Deno.test({
   name: "pglite: data survives a restart",
   ...opts,
   fn: async () => {

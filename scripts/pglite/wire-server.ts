@@ -186,6 +186,8 @@ class Connection {
           if (this.#closed) break; // close() runs the cleanup with the lease we now hold
         }
         const out = this.#rewrite(msg);
+        // Until the backend answers ReadyForQuery again, this client is mid-pipeline (cleanup reads it).
+        this.#lastWasReady = false;
         await this.server.db.runExclusive(() =>
           this.server.db.execProtocolRawStream(new Uint8Array(out.buffer, out.byteOffset, out.byteLength), {
             onRawData: (data) => {
@@ -199,7 +201,9 @@ class Connection {
           this.server.lease.release();
         }
       }
-      if (this.#holdsLease && !this.#closed && this.#lastWasReady && this.#lastStatus !== 0x49) {
+      // Holding the backend and waiting on this client: inside a transaction, or mid-pipeline
+      // (Parse/Bind/Execute sent, no Sync yet). Either way everyone else waits, so bound it.
+      if (this.#holdsLease && !this.#closed) {
         this.#armIdleTimer();
       }
     } catch (err) {
@@ -319,6 +323,16 @@ class Connection {
         this.#holdsLease = true;
       }
       const db = this.server.db;
+      if (this.#started && !this.#lastWasReady) {
+        // Gone mid-pipeline (no Sync): the backend still holds its implicit transaction (a Sync or
+        // the next client's query would commit it) or discards everything until Sync after an
+        // error. Postgres aborts both on disconnect: a simple-query ROLLBACK aborts the implicit
+        // transaction (ignored in the error state), then Sync ends the pipeline.
+        const raw = (m: Buffer) =>
+          db.runExclusive(() => db.execProtocolRaw(new Uint8Array(m.buffer, m.byteOffset, m.byteLength)));
+        await raw(message("Q", Buffer.from("rollback\0", "utf8")));
+        await raw(message("S", Buffer.alloc(0)));
+      }
       if (db.isInTransaction()) await db.exec("rollback");
       for (const name of this.#statements) {
         await db.exec(`deallocate "${name.replaceAll('"', '""')}"`).catch(() => {});
