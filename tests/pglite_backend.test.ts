@@ -328,6 +328,37 @@ Deno.test({
 });
 
 Deno.test({
+  name: "pglite: COPY FROM STDIN is refused with a clear error and the backend keeps serving",
+  ...opts,
+  fn: async () => {
+    const sql = postgres(running!.url, { max: 1, onnotice: () => {} });
+    try {
+      await sql`create table public.pglite_copy_probe (x int)`;
+      // Extended protocol (Parse) and simple query (Q, as psql's \copy sends it).
+      for (
+        const q of [
+          sql.unsafe("copy public.pglite_copy_probe from stdin"),
+          sql.unsafe("copy pglite_copy_probe (x) from STDIN;").simple(),
+        ]
+      ) {
+        await assert.rejects(
+          q,
+          (err: { code?: string; message?: string }) =>
+            err.code === "0A000" && /COPY FROM STDIN is not supported/.test(err.message ?? ""),
+        );
+      }
+      const rows = await sql.unsafe("copy (select 'from stdin' as s) to stdout").catch((e) => e);
+      assert.ok(!(rows instanceof Error) || !/COPY FROM STDIN/.test(rows.message), "COPY TO STDOUT is not refused");
+      const { n } = (await sql`select count(*)::int as n from public.pglite_copy_probe`)[0]!;
+      assert.equal(n, 0);
+      await sql`drop table public.pglite_copy_probe`;
+    } finally {
+      await sql.end();
+    }
+  },
+});
+
+Deno.test({
   name: "pglite: data survives a restart",
   ...opts,
   fn: async () => {

@@ -98,6 +98,22 @@ function errorResponse(severity: "ERROR" | "FATAL", code: string, text: string):
   );
 }
 
+// PGlite reads COPY ... FROM STDIN's data as the end of its input: its backend exits and every
+// client hangs until the process is restarted. Such a statement is replaced by one that fails
+// with a clear error, raised by the backend itself (so the transaction state is Postgres' own).
+const COPY_FROM_STDIN_REFUSED = "do $devai$ begin raise exception using errcode = '0A000', message = " +
+  "'COPY FROM STDIN is not supported by the embedded PGlite database (it would stop its only backend): use INSERT'; " +
+  "end $devai$";
+
+/** True if a statement of `sql` (strings and comments aside) is COPY ... FROM STDIN. */
+export function isCopyFromStdin(sql: string): boolean {
+  const bare = sql.replace(
+    /--[^\n]*|\/\*[\s\S]*?\*\/|'(?:[^']|'')*'|"(?:[^"]|"")*"|\$([A-Za-z_]*)\$[\s\S]*?\$\1\$/g,
+    " ",
+  );
+  return bare.split(";").some((stmt) => /^\s*copy\b[\s\S]*\bfrom\s+stdin\b/i.test(stmt));
+}
+
 class Connection {
   readonly id: number;
   readonly prefix: string;
@@ -247,8 +263,16 @@ class Connection {
     const z = Buffer.from([0]);
     const str = (s: string) => Buffer.concat([Buffer.from(s, "utf8"), z]);
     switch (type) {
+      case "Q": {
+        const [query] = cstring(msg, 5);
+        return isCopyFromStdin(query) ? message("Q", str(COPY_FROM_STDIN_REFUSED)) : msg;
+      }
       case "P": { // Parse: statement name, query, param types
         const [name, at] = cstring(msg, 5);
+        const [query, at2] = cstring(msg, at);
+        if (isCopyFromStdin(query)) {
+          msg = message("P", Buffer.concat([str(name), str(COPY_FROM_STDIN_REFUSED), msg.subarray(at2)]));
+        }
         if (name === "") return msg;
         this.#statements.add(rename(name));
         return message("P", Buffer.concat([str(rename(name)), msg.subarray(at)]));
