@@ -359,6 +359,33 @@ Deno.test({
 });
 
 Deno.test({
+  name: "pglite: an unknown frontend message type ends that connection only (08P01), the backend keeps serving",
+  ...opts,
+  fn: async () => {
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+    const enc = new TextEncoder();
+    const startup = enc.encode("\0\0\0\0\0\x03\0\0user\0postgres\0\0");
+    new DataView(startup.buffer).setInt32(0, startup.length);
+    await conn.write(startup);
+    await conn.write(enc.encode("y\0\0\0\x08junk")); // 'y' is no frontend message
+    let got = "";
+    const buf = new Uint8Array(4096);
+    for (let n = await conn.read(buf); n !== null; n = await conn.read(buf)) {
+      got += new TextDecoder("latin1").decode(buf.subarray(0, n));
+    }
+    conn.close();
+    assert.match(got, /08P01/, "the client is told why it is cut off");
+    const sql = postgres(running!.url, { max: 1, onnotice: () => {} });
+    try {
+      const { one } = (await sql`select 1 as one`)[0]!;
+      assert.equal(one, 1);
+    } finally {
+      await sql.end();
+    }
+  },
+});
+
+Deno.test({
   name: "pglite: data survives a restart",
   ...opts,
   fn: async () => {

@@ -33,6 +33,9 @@ import type { PGlite } from "@electric-sql/pglite";
 const SSL_REQUEST = 80877103;
 const GSSENC_REQUEST = 80877104;
 const CANCEL_REQUEST = 80877102;
+// Frontend message types of protocol 3.0 (Bind, Close, CopyData/Done/Fail, Describe, Execute,
+// Flush, FunctionCall, Parse, password, Query, Sync, Terminate).
+const FRONTEND_TYPES = new Set([..."BCcdDEHfFPpQSX"].map((c) => c.charCodeAt(0)));
 
 type Waiter = { owner: string; resolve: () => void };
 
@@ -172,6 +175,12 @@ class Connection {
         if (this.#buf.length < 5) break;
         const len = this.#buf.readInt32BE(1);
         if (len < 4) throw new Error("malformed message length");
+        // PGlite's backend loops forever (the whole process at 100% CPU) on a message type it does
+        // not know, where Postgres ends that one connection: end it here, as Postgres would.
+        if (!FRONTEND_TYPES.has(this.#buf[0]!)) {
+          this.socket.write(errorResponse("FATAL", "08P01", `invalid frontend message type ${this.#buf[0]}`));
+          throw new Error(`invalid frontend message type ${this.#buf[0]}`);
+        }
         if (this.#buf.length < len + 1) break;
         this.#pending.push(Buffer.from(this.#buf.subarray(0, len + 1)));
         this.#buf = this.#buf.subarray(len + 1);
