@@ -6771,6 +6771,12 @@ CREATE INDEX memory_relations_contradicts ON public.memory_relations USING btree
 CREATE INDEX memory_relations_derived_from ON public.memory_relations USING btree (from_id, created_at, id) WHERE (relation_type = 'derived_from'::text);
 
 --
+-- Name: memory_relations_from; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX memory_relations_from ON public.memory_relations USING btree (from_id, owner_id);
+
+--
 -- Name: memory_relations_from_created; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -6787,6 +6793,12 @@ CREATE INDEX memory_relations_from_strongest ON public.memory_relations USING bt
 --
 
 CREATE INDEX memory_relations_owner_created ON public.memory_relations USING btree (owner_id, created_at, id);
+
+--
+-- Name: memory_relations_to; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX memory_relations_to ON public.memory_relations USING btree (to_id, owner_id);
 
 --
 -- Name: memory_relations_to_created; Type: INDEX; Schema: public; Owner: -
