@@ -23,15 +23,15 @@ export const MEMORY_TYPES = ["semantic", "episodic", "procedural"] as const;
 export const SOURCES = ["user_stated", "correction", "error_resolution", "pattern", "discovery", "compaction"] as const;
 export const PRIORITIES = ["highest", "high", "medium", "low"] as const;
 
+/** A candidate's files: what the schema refuses in a model's list drops it, in a caller's (memory-dedup) is a 400. */
+export const candidateFiles = z.array(filePath).max(50);
+
 /**
  * What an extractor (LLM, rules or an agent) proposes. Namespace may be relative
  * ("project/x/arch") or absolute; where it may point is scopes.ts's rule. category is free text
  * here: prepareCandidates keeps a model's only when it names a configured category
  * (public.memory_categories); memory-dedup refuses an unknown one.
  */
-/** A candidate's files: what the schema refuses in a model's list drops it, in a caller's (memory-dedup) is a 400. */
-export const candidateFiles = z.array(filePath).max(50);
-
 export const CandidateSchema = z.object({
   // Characters stored text may not hold are removed in prepareCandidates, not refused: a model
   // or a transcript that carries one still yields its memory (unsafe-characters.ts).
