@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
-import { type RunningDb, serveDb } from "../scripts/pglite/serve-db.ts";
+import { type RunningDb, serveDb, takeLock } from "../scripts/pglite/serve-db.ts";
 import { tenantItem } from "../supabase/functions/_shared/db.ts";
 import { testBackend } from "./support/backend.ts";
 import { testPort } from "./support/ports.ts";
@@ -42,12 +42,59 @@ function asTenant<T>(sql: Sql, sub: string, fn: (tx: postgres.TransactionSql) =>
   }) as Promise<T>;
 }
 
+// Raw protocol clients: what a driver does not let a test send.
+const frame = (type: string, body: Uint8Array) => {
+  const m = new Uint8Array(5 + body.length);
+  m[0] = type.charCodeAt(0);
+  new DataView(m.buffer).setInt32(1, body.length + 4);
+  m.set(body, 5);
+  return m;
+};
+const z = (s: string) => new TextEncoder().encode(s + "\0");
+const cat = (...parts: Uint8Array[]) => {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) out.set(p, (at += p.length) - p.length);
+  return out;
+};
+/** Reads from the raw client until `pattern` shows in what it got. */
+async function readUntil(conn: Deno.Conn, pattern: RegExp) {
+  let got = "";
+  const buf = new Uint8Array(4096);
+  while (!pattern.test(got)) {
+    const n = await conn.read(buf);
+    if (n === null) throw new Error(`closed before ${pattern}: ${got}`);
+    got += new TextDecoder("latin1").decode(buf.subarray(0, n));
+  }
+}
+/** A raw client past its startup packet, at ReadyForQuery. */
+async function rawClient(): Promise<Deno.Conn> {
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+  const startup = cat(new Uint8Array([0, 3, 0, 0]), z("user"), z("postgres"), z(""));
+  const len = new Uint8Array(4);
+  new DataView(len.buffer).setInt32(0, startup.length + 4);
+  await conn.write(cat(len, startup));
+  await readUntil(conn, new RegExp("Z\u0000\u0000\u0000\u0005I")); // ReadyForQuery, idle
+  return conn;
+}
+
+/** Everything the server sends until it closes the connection. */
+async function readToEnd(conn: Deno.Conn): Promise<string> {
+  let got = "";
+  const buf = new Uint8Array(4096);
+  for (let n = await conn.read(buf); n !== null; n = await conn.read(buf)) {
+    got += new TextDecoder("latin1").decode(buf.subarray(0, n));
+  }
+  conn.close();
+  return got;
+}
+
 let dataDir = "";
 let running: RunningDb | null = null;
 const quiet = (_m: string) => {};
 
 async function start() {
-  running = await serveDb({ dataDir, port, log: quiet, idleInTransactionTimeoutMs: 2_000 });
+  running = await serveDb({ dataDir, port, log: quiet, idleInTransactionTimeoutMs: 2_000, startupTimeoutMs: 1_000 });
   return running;
 }
 
@@ -272,39 +319,10 @@ Deno.test({
   ...opts,
   fn: async () => {
     const sql = postgres(running!.url, { max: 1, onnotice: () => {} });
-    const frame = (type: string, body: Uint8Array) => {
-      const m = new Uint8Array(5 + body.length);
-      m[0] = type.charCodeAt(0);
-      new DataView(m.buffer).setInt32(1, body.length + 4);
-      m.set(body, 5);
-      return m;
-    };
-    const z = (s: string) => new TextEncoder().encode(s + "\0");
-    const cat = (...parts: Uint8Array[]) => {
-      const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-      let at = 0;
-      for (const p of parts) out.set(p, (at += p.length) - p.length);
-      return out;
-    };
-    /** Reads from the raw client until `pattern` shows in what it got. */
-    async function readUntil(conn: Deno.Conn, pattern: RegExp) {
-      let got = "";
-      const buf = new Uint8Array(4096);
-      while (!pattern.test(got)) {
-        const n = await conn.read(buf);
-        if (n === null) throw new Error(`closed before ${pattern}: ${got}`);
-        got += new TextDecoder("latin1").decode(buf.subarray(0, n));
-      }
-    }
     try {
       await sql`create table public.pglite_unsynced_probe (x int)`;
       for (const query of ["insert into public.pglite_unsynced_probe values (42)", "selec broken"]) {
-        const conn = await Deno.connect({ hostname: "127.0.0.1", port });
-        const startup = cat(new Uint8Array([0, 3, 0, 0]), z("user"), z("postgres"), z(""));
-        const len = new Uint8Array(4);
-        new DataView(len.buffer).setInt32(0, startup.length + 4);
-        await conn.write(cat(len, startup));
-        await readUntil(conn, new RegExp("Z\u0000\u0000\u0000\u0005I")); // ReadyForQuery, idle
+        const conn = await rawClient();
         // Parse/Bind/Execute without Sync, as a client killed mid-pipeline leaves it.
         await conn.write(cat(
           frame("P", cat(z(""), z(query), new Uint8Array([0, 0]))),
@@ -381,6 +399,86 @@ Deno.test({
       assert.equal(one, 1);
     } finally {
       await sql.end();
+    }
+  },
+});
+
+Deno.test({
+  name: "pglite: sockets that never send a startup packet are closed (08P01) and give their slots back",
+  ...opts,
+  fn: async () => {
+    const before = running!.server.stats().connections;
+    const silent = await Promise.all([1, 2, 3].map(() => Deno.connect({ hostname: "127.0.0.1", port })));
+    await waitUntil(async () => running!.server.stats().connections === before + 3, "three silent sockets");
+    // Each read ends when the server closes the socket (startupTimeoutMs is 1 s in these tests);
+    // without a startup timeout they never end, so the test gives up after 30 s.
+    let giveUp: ReturnType<typeof setTimeout> | undefined;
+    const closed = await Promise.race([
+      Promise.all(silent.map(readToEnd)),
+      new Promise<never>((_, reject) => {
+        giveUp = setTimeout(() => reject(new Error("silent sockets still open after 30 s")), 30_000);
+      }),
+    ]).finally(() => clearTimeout(giveUp));
+    for (const got of closed) {
+      assert.match(got, /08P01/);
+      assert.match(got, /timeout waiting for the startup packet/);
+    }
+    assert.equal(running!.server.stats().connections, before, "their connection slots are free again");
+  },
+});
+
+Deno.test({
+  name: "pglite: a 1 MB message sent in 16 KB writes is joined once, not copied chunk by chunk",
+  ...opts,
+  fn: async () => {
+    const conn = await rawClient();
+    try {
+      const size = 1024 * 1024;
+      const msg = frame("Q", z(`select length('${"x".repeat(size)}') as n`));
+      const copied = running!.server.inputBytesCopied;
+      for (let at = 0; at < msg.length; at += 16384) await conn.write(msg.subarray(at, at + 16384));
+      await readUntil(conn, new RegExp(`${size}[\\s\\S]*Z\u0000\u0000\u0000\u0005I`));
+      // Joining every chunk onto what came before copies about (chunks / 2) times the message.
+      const work = running!.server.inputBytesCopied - copied;
+      assert.ok(work <= 2 * msg.length, `copied ${work} bytes to receive a ${msg.length}-byte message`);
+    } finally {
+      conn.close();
+    }
+  },
+});
+
+Deno.test({
+  name: "pglite: the data folder's lock is taken by exactly one of two racing starts",
+  ...opts,
+  fn: async () => {
+    const dir = join(mkdtempSync(join(tmpdir(), "devai-pglite-lock-")), "data");
+    try {
+      // Two processes take it at the same instant (both wait for `go` once loaded): one holds it,
+      // the other is told the folder is in use.
+      const go = Date.now() + 4000;
+      const take = () =>
+        new Deno.Command(Deno.execPath(), {
+          args: [
+            "eval",
+            "--config",
+            new URL("../supabase/functions/deno.json", import.meta.url).pathname,
+            `import { takeLock } from ${JSON.stringify(new URL("../scripts/pglite/serve-db.ts", import.meta.url).href)};
+             while (Date.now() < ${go});
+             try { takeLock(${
+              JSON.stringify(dir)
+            }); console.log("took"); await new Promise((r) => setTimeout(r, 3000)); }
+             catch (e) { console.log(e.message); }`,
+          ],
+          stdout: "piped",
+        }).output().then((o) => new TextDecoder().decode(o.stdout).trim());
+      const results = await Promise.all([take(), take()]);
+      assert.equal(results.filter((r) => r === "took").length, 1, results.join(" | "));
+      assert.match(results.find((r) => r !== "took")!, /is in use by process/);
+      // The holder has exited: its lock is stale and taken again; a second take in this process is refused.
+      takeLock(dir);
+      assert.throws(() => takeLock(dir), /is in use by process/);
+    } finally {
+      rmSync(join(dir, ".."), { recursive: true, force: true });
     }
   },
 });

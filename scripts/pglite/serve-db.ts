@@ -17,10 +17,11 @@
 //   DEVAI_PGLITE_MIGRATOR   cli (default when node_modules/.bin/supabase exists) | builtin | none
 //   DEVAI_PGLITE_IDLE_TX_MS idle-in-transaction timeout in ms (default 60000; 0 disables)
 //   DEVAI_PGLITE_MAX_CONN   maximum client connections (default 100)
+//   DEVAI_PGLITE_STARTUP_MS a socket that sends no startup packet this long is closed (default 60000)
 // See docs/pglite.md for what differs from a real Supabase database.
 import { PGlite } from "@electric-sql/pglite";
 import { vector } from "@electric-sql/pglite-pgvector";
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import process from "node:process";
@@ -34,6 +35,7 @@ export interface ServeOptions {
   port?: number;
   migrator?: "cli" | "builtin" | "none";
   idleInTransactionTimeoutMs?: number;
+  startupTimeoutMs?: number;
   maxConnections?: number;
   log?: (m: string) => void;
 }
@@ -81,25 +83,40 @@ function openPglite(dataDir: string, searchPath = SUPABASE_SEARCH_PATH): Promise
   return PGlite.create({ dataDir, extensions: { vector }, startParams });
 }
 
-function takeLock(dataDir: string): string {
+/**
+ * Takes `<dataDir>.lock` for this process. The file is created exclusively (`wx`), so of two
+ * starts at once exactly one takes it; a lock left by a process that no longer runs is removed
+ * and taken again the same way.
+ */
+export function takeLock(dataDir: string): string {
   const lock = `${dataDir}.lock`;
-  if (existsSync(lock)) {
+  for (let attempt = 0;; attempt++) {
+    try {
+      const fd = openSync(lock, "wx");
+      writeSync(fd, String(process.pid));
+      closeSync(fd);
+      return lock;
+    } catch (err) {
+      if ((err as { code?: string }).code !== "EEXIST") throw err;
+    }
     const pid = Number(readFileSync(lock, "utf8").trim());
-    let alive = false;
-    if (pid > 0 && pid !== process.pid) {
+    let alive = pid === process.pid; // this process already serves the folder
+    if (pid > 0 && !alive) {
       try {
         process.kill(pid, 0);
         alive = true;
       } catch { /* not running */ }
     }
-    if (alive) {
+    // Empty: another start has created it and not yet written its pid.
+    if (alive || !(pid > 0) || attempt > 0) {
       throw new Error(
-        `${dataDir} is in use by process ${pid} (lock ${lock}); PGlite cannot share a data folder between processes`,
+        `${dataDir} is in use by process ${
+          pid || "(starting)"
+        } (lock ${lock}); PGlite cannot share a data folder between processes`,
       );
     }
+    rmSync(lock, { force: true });
   }
-  writeFileSync(lock, String(process.pid));
-  return lock;
 }
 
 async function runCli(url: string, log: (m: string) => void): Promise<void> {
@@ -159,6 +176,7 @@ export async function serveDb(opts: ServeOptions = {}): Promise<RunningDb> {
     maxConnections: opts.maxConnections ?? Number(process.env.DEVAI_PGLITE_MAX_CONN ?? 100),
     idleInTransactionTimeoutMs: opts.idleInTransactionTimeoutMs ??
       Number(process.env.DEVAI_PGLITE_IDLE_TX_MS ?? 60_000),
+    startupTimeoutMs: opts.startupTimeoutMs ?? Number(process.env.DEVAI_PGLITE_STARTUP_MS ?? 60_000),
     log,
   });
   await server.start();

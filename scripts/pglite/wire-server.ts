@@ -76,6 +76,8 @@ export interface WireServerOptions {
   port: number;
   maxConnections?: number;
   idleInTransactionTimeoutMs?: number;
+  /** A socket that has not sent its startup packet this long is closed (Postgres' authentication_timeout). */
+  startupTimeoutMs?: number;
   log?: (msg: string) => void;
   debug?: boolean;
 }
@@ -120,7 +122,11 @@ export function isCopyFromStdin(sql: string): boolean {
 class Connection {
   readonly id: number;
   readonly prefix: string;
-  #buf: Buffer = Buffer.alloc(0);
+  // Received bytes not yet parsed. Chunks are only joined once they hold the message being read
+  // (#need bytes): joining on every chunk copied a message of n chunks n times (quadratic).
+  #chunks: Buffer[] = [];
+  #size = 0;
+  #need = 0;
   #started = false;
   #pending: Buffer[] = [];
   #pumping = false;
@@ -135,6 +141,7 @@ class Connection {
   #lastStatus = 0; // status byte of the last ReadyForQuery ('I', 'T', 'E')
   #lastWasReady = false;
   #idleTimer: ReturnType<typeof setTimeout> | undefined;
+  #startupTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(readonly server: WireServer, readonly socket: net.Socket, id: number) {
     this.id = id;
@@ -143,21 +150,45 @@ class Connection {
     socket.on("data", (d: Buffer) => this.#onData(d));
     socket.on("error", () => this.close());
     socket.on("close", () => this.close());
+    // A socket that never sends its startup packet would hold a connection slot forever.
+    const ms = server.startupTimeoutMs;
+    if (ms) {
+      this.#startupTimer = setTimeout(() => {
+        this.server.log(`client #${this.id}: no startup packet within ${ms} ms, closing`);
+        if (!this.socket.destroyed) {
+          this.socket.end(errorResponse("FATAL", "08P01", "timeout waiting for the startup packet"));
+        }
+        this.close();
+      }, ms);
+    }
   }
 
   #onData(data: Buffer) {
     if (this.#closed) return;
-    this.#buf = this.#buf.length ? Buffer.concat([this.#buf, data]) : data;
+    this.#chunks.push(data);
+    this.#size += data.length;
+    if (this.#size < this.#need) return;
+    if (this.#chunks.length > 1) this.server.inputBytesCopied += this.#size;
+    let buf = this.#chunks.length === 1 ? data : Buffer.concat(this.#chunks, this.#size);
+    this.#chunks = [];
+    this.#size = 0;
+    this.#need = 0;
     try {
       for (;;) {
         if (!this.#started) {
-          if (this.#buf.length < 8) break;
-          const len = this.#buf.readInt32BE(0);
+          if (buf.length < 8) {
+            this.#need = 8;
+            break;
+          }
+          const len = buf.readInt32BE(0);
           if (len < 8 || len > 10_000) throw new Error("malformed startup packet");
-          if (this.#buf.length < len) break;
-          const code = this.#buf.readInt32BE(4);
-          const packet = this.#buf.subarray(0, len);
-          this.#buf = this.#buf.subarray(len);
+          if (buf.length < len) {
+            this.#need = len;
+            break;
+          }
+          const code = buf.readInt32BE(4);
+          const packet = buf.subarray(0, len);
+          buf = buf.subarray(len);
           if (code === SSL_REQUEST || code === GSSENC_REQUEST) {
             this.socket.write("N");
             continue;
@@ -165,25 +196,36 @@ class Connection {
           if (code === CANCEL_REQUEST) {
             // No backend process to signal: PGlite cannot cancel a running statement.
             this.socket.end();
-            this.#closed = true;
+            this.close();
             return;
           }
           this.#started = true;
+          clearTimeout(this.#startupTimer);
           this.#pending.push(Buffer.from(packet));
           continue;
         }
-        if (this.#buf.length < 5) break;
-        const len = this.#buf.readInt32BE(1);
+        if (buf.length < 5) {
+          this.#need = 5;
+          break;
+        }
+        const len = buf.readInt32BE(1);
         if (len < 4) throw new Error("malformed message length");
         // PGlite's backend loops forever (the whole process at 100% CPU) on a message type it does
         // not know, where Postgres ends that one connection: end it here, as Postgres would.
-        if (!FRONTEND_TYPES.has(this.#buf[0]!)) {
-          this.socket.write(errorResponse("FATAL", "08P01", `invalid frontend message type ${this.#buf[0]}`));
-          throw new Error(`invalid frontend message type ${this.#buf[0]}`);
+        if (!FRONTEND_TYPES.has(buf[0]!)) {
+          this.socket.write(errorResponse("FATAL", "08P01", `invalid frontend message type ${buf[0]}`));
+          throw new Error(`invalid frontend message type ${buf[0]}`);
         }
-        if (this.#buf.length < len + 1) break;
-        this.#pending.push(Buffer.from(this.#buf.subarray(0, len + 1)));
-        this.#buf = this.#buf.subarray(len + 1);
+        if (buf.length < len + 1) {
+          this.#need = len + 1;
+          break;
+        }
+        this.#pending.push(Buffer.from(buf.subarray(0, len + 1)));
+        buf = buf.subarray(len + 1);
+      }
+      if (buf.length) {
+        this.#chunks = [buf];
+        this.#size = buf.length;
       }
     } catch (err) {
       this.server.log(`client #${this.id}: ${(err as Error).message}`);
@@ -339,6 +381,7 @@ class Connection {
     if (this.#closed) return;
     this.#closed = true;
     this.#clearIdleTimer();
+    clearTimeout(this.#startupTimer);
     this.#pending = [];
     this.server.connections.delete(this);
     if (!this.socket.destroyed) this.socket.destroy();
@@ -391,6 +434,9 @@ export class WireServer {
   readonly port: number;
   readonly maxConnections: number;
   readonly idleInTransactionTimeoutMs: number;
+  readonly startupTimeoutMs: number;
+  /** Bytes copied while joining received chunks into messages (tests count it: about one copy of each message). */
+  inputBytesCopied = 0;
   readonly log: (msg: string) => void;
   #server: net.Server | null = null;
   #nextId = 1;
@@ -401,6 +447,7 @@ export class WireServer {
     this.port = opts.port;
     this.maxConnections = opts.maxConnections ?? 100;
     this.idleInTransactionTimeoutMs = opts.idleInTransactionTimeoutMs ?? 60_000;
+    this.startupTimeoutMs = opts.startupTimeoutMs ?? 60_000;
     this.log = opts.log ?? ((m) => console.error(`[pglite] ${m}`));
   }
 
