@@ -8,7 +8,7 @@
 // Starts its own server in a fresh temporary data folder on DEVAI_TEST_PGLITE_PORT (default 24345).
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
@@ -409,7 +409,7 @@ Deno.test({
   fn: async () => {
     const before = running!.server.stats().connections;
     const silent = await Promise.all([1, 2, 3].map(() => Deno.connect({ hostname: "127.0.0.1", port })));
-    await waitUntil(async () => running!.server.stats().connections === before + 3, "three silent sockets");
+    await waitUntil(() => Promise.resolve(running!.server.stats().connections === before + 3), "three silent sockets");
     // Each read ends when the server closes the socket (startupTimeoutMs is 1 s in these tests);
     // without a startup timeout they never end, so the test gives up after 30 s.
     let giveUp: ReturnType<typeof setTimeout> | undefined;
@@ -453,30 +453,51 @@ Deno.test({
   fn: async () => {
     const dir = join(mkdtempSync(join(tmpdir(), "devai-pglite-lock-")), "data");
     try {
-      // Two processes take it at the same instant (both wait for `go` once loaded): one holds it,
-      // the other is told the folder is in use.
-      const go = Date.now() + 4000;
-      const take = () =>
-        new Deno.Command(Deno.execPath(), {
+      // Two processes take it at about the same instant (both wait for `go` once loaded); each says
+      // what it got, and the holder keeps the lock until its stdin closes, so the outcome does not
+      // depend on how fast the machine loads them: one holds it, the other is told it is in use.
+      const go = Date.now() + 2000;
+      const take = () => {
+        const child = new Deno.Command(Deno.execPath(), {
           args: [
             "eval",
             "--config",
             new URL("../supabase/functions/deno.json", import.meta.url).pathname,
             `import { takeLock } from ${JSON.stringify(new URL("../scripts/pglite/serve-db.ts", import.meta.url).href)};
              while (Date.now() < ${go});
-             try { takeLock(${
-              JSON.stringify(dir)
-            }); console.log("took"); await new Promise((r) => setTimeout(r, 3000)); }
-             catch (e) { console.log(e.message); }`,
+             try { takeLock(${JSON.stringify(dir)}); console.log("took"); } catch (e) { console.log(e.message); }
+             await Deno.stdin.readable.pipeTo(new WritableStream());`,
           ],
+          stdin: "piped",
           stdout: "piped",
-        }).output().then((o) => new TextDecoder().decode(o.stdout).trim());
-      const results = await Promise.all([take(), take()]);
+        }).spawn();
+        const said = (async () => {
+          let text = "";
+          for await (const part of child.stdout.pipeThrough(new TextDecoderStream())) {
+            text += part;
+            if (text.includes("\n")) break;
+          }
+          return text.trim();
+        })();
+        return { child, said };
+      };
+      const takers = [take(), take()];
+      const results = await Promise.all(takers.map((t) => t.said));
+      for (const t of takers) await t.child.stdin.close();
+      for (const t of takers) await t.child.status;
       assert.equal(results.filter((r) => r === "took").length, 1, results.join(" | "));
       assert.match(results.find((r) => r !== "took")!, /is in use by process/);
       // The holder has exited: its lock is stale and taken again; a second take in this process is refused.
       takeLock(dir);
       assert.throws(() => takeLock(dir), /is in use by process/);
+      // An empty lock is a start between creating it and writing its pid: refused while fresh, and
+      // taken once older than a start takes (that start crashed).
+      rmSync(`${dir}.lock`);
+      writeFileSync(`${dir}.lock`, "");
+      assert.throws(() => takeLock(dir), /in use by process \(starting\)/);
+      const old = new Date(Date.now() - 60_000);
+      utimesSync(`${dir}.lock`, old, old);
+      assert.equal(takeLock(dir), `${dir}.lock`);
     } finally {
       rmSync(join(dir, ".."), { recursive: true, force: true });
     }

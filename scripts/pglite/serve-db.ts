@@ -21,7 +21,7 @@
 // See docs/pglite.md for what differs from a real Supabase database.
 import { PGlite } from "@electric-sql/pglite";
 import { vector } from "@electric-sql/pglite-pgvector";
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import process from "node:process";
@@ -88,6 +88,9 @@ function openPglite(dataDir: string, searchPath = SUPABASE_SEARCH_PATH): Promise
  * starts at once exactly one takes it; a lock left by a process that no longer runs is removed
  * and taken again the same way.
  */
+/** An empty lock file older than this was left by a start that crashed before writing its pid. */
+const EMPTY_LOCK_STALE_MS = 10_000;
+
 export function takeLock(dataDir: string): string {
   const lock = `${dataDir}.lock`;
   for (let attempt = 0;; attempt++) {
@@ -107,8 +110,10 @@ export function takeLock(dataDir: string): string {
         alive = true;
       } catch { /* not running */ }
     }
-    // Empty: another start has created it and not yet written its pid.
-    if (alive || !(pid > 0) || attempt > 0) {
+    // Empty: another start has created it and not yet written its pid, unless the file is older
+    // than a start takes to write it (a crash between the two: the lock is stale, not held).
+    const starting = !(pid > 0) && Date.now() - statSync(lock).mtimeMs < EMPTY_LOCK_STALE_MS;
+    if (alive || starting || attempt > 0) {
       throw new Error(
         `${dataDir} is in use by process ${
           pid || "(starting)"
