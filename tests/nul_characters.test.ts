@@ -75,6 +75,9 @@ Deno.test({ name: "a NUL is a 400 naming where it is, on every route, and writes
       ["POST", "memory-dedup", dedup({ index_key: `deploy${NUL}root` }), "candidates.0.index_key"],
       // Not a NUL, dropped as silently before: a key of two words is no key.
       ["POST", "memory-dedup", dedup({ index_key: "deploy root" }), "candidates.0.index_key"],
+      // Nor a NUL: a summary or compressed form over its level's length was dropped without a word.
+      ["POST", "memory-dedup", dedup({ summary: "s".repeat(281) }), "candidates.0.summary"],
+      ["POST", "memory-dedup", dedup({ compressed: "c".repeat(121) }), "candidates.0.compressed"],
     ];
     for (const [method, path, body, field] of cases) {
       const r = await send(method, path, body);

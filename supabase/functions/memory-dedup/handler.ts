@@ -15,7 +15,7 @@ import { HttpError, json, methodNotAllowed, parseJsonBody } from "../_shared/htt
 import { rateLimit } from "../_shared/rate-limit.ts";
 import { enqueueJob } from "../_shared/jobs.ts";
 import { type Candidate, candidateFiles, CandidateSchema, prepareCandidates } from "../_shared/candidates.ts";
-import { indexKey } from "../_shared/context/compress.ts";
+import { compressedText, indexKey, summaryText } from "../_shared/context/compress.ts";
 import { loadCategoryNames, unknownCategory } from "../_shared/categories.ts";
 import { recordRedactions, redactMetadata } from "../_shared/redaction-events.ts";
 import { addCounts } from "../_shared/redact.ts";
@@ -31,8 +31,12 @@ export const DedupRequestSchema = z.object({
     // The caller's files and index key are refused when invalid (a NUL, a path over 500 characters,
     // a key of two words), the 400 naming which: a model's are dropped, and so were these, the
     // whole list without a word. Paths and keys are names: one with a character removed is another.
+    // A summary or compressed form too long for its level likewise (a NUL in them is removed, as
+    // in content: text, not a name).
     files: candidateFiles.optional(),
     index_key: indexKey.optional(),
+    summary: summaryText.optional(),
+    compressed: compressedText.optional(),
   })).min(1).max(20),
   session_id: sessionId.optional(),
   thread_id: threadId.optional(),

@@ -26,10 +26,14 @@ export interface CompressionForms {
 export const indexKey = z.string().trim().min(1).max(60)
   .regex(/^[\p{L}\p{N}_.:/@#+-]+$/u, "an index key is 1-60 letters, digits and _ . : / @ # + - (one token)");
 
+/** A memory's one-sentence summary and its compressed form (docs/context.md#compression-levels). */
+export const summaryText = z.string().trim().min(1).max(280);
+export const compressedText = z.string().trim().min(1).max(120);
+
 /** The forms a model may propose for a memory (extraction, consolidation); invalid ones are dropped, not fatal. */
 export const compressionFields = {
-  summary: z.string().trim().min(1).max(280).optional().catch(undefined),
-  compressed: z.string().trim().min(1).max(120).optional().catch(undefined),
+  summary: summaryText.optional().catch(undefined),
+  compressed: compressedText.optional().catch(undefined),
   index_key: indexKey.optional().catch(undefined),
 };
 
