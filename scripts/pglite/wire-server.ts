@@ -112,6 +112,8 @@ const COPY_FROM_STDIN_REFUSED = "do $devai$ begin raise exception using errcode 
 
 /** True if a statement of `sql` (strings and comments aside) is COPY ... FROM STDIN. */
 export function isCopyFromStdin(sql: string): boolean {
+  // Every query and Parse passes here (up to 8 MiB of a write): most name no COPY at all.
+  if (!/copy/i.test(sql)) return false;
   const bare = sql.replace(
     /--[^\n]*|\/\*[\s\S]*?\*\/|'(?:[^']|'')*'|"(?:[^"]|"")*"|\$([A-Za-z_]*)\$[\s\S]*?\$\1\$/g,
     " ",
