@@ -58,6 +58,12 @@ Deno.test({ name: "explain: a fact derived from 60 episodes lists its first 50 s
     })),
   );
   for (const e of episodes) await seedRelation(sql, t, fact.id, e.id, 1, "derived_from");
+  // A second apart, in the order made: PGlite's clock counts milliseconds, so edges made in one
+  // millisecond tied and the 50th place fell to the id order.
+  await sql`update public.memory_relations r
+               set created_at = now() - make_interval(secs => 100 - x.ord)
+              from unnest(${episodes.map((e) => e.id)}::uuid[]) with ordinality as x(id, ord)
+             where r.from_id = ${fact.id} and r.to_id = x.id and r.relation_type = 'derived_from'`;
   const r = await api("GET", `/memory/${fact.id}/explain`, { as: t });
   assert.equal(r.status, 200);
   assert.equal(r.body.source.episodes.length, 50);
