@@ -179,6 +179,35 @@ Deno.test({
   }
 });
 
+Deno.test({
+  ...realServerOnly(
+    "jobs: a claim of some kinds passes a job another claim holds and still takes as many as are free",
+    "two transactions open at once",
+  ),
+}, async () => {
+  // A claim of some kinds finds its jobs without locking them, then locks them (migration
+  // 20261205200000): one that a claim still open holds is skipped, and the claim picks again in fair
+  // order rather than take fewer jobs than are free (docs/operations.md#job-queue).
+  const tenant = newTenant();
+  for (const key of ["kind-1", "kind-2", "kind-3"]) await enqueue(tenant, key);
+  const held = Promise.withResolvers<string>();
+  const release = Promise.withResolvers<void>();
+  const first = sql.begin(async (tx) => {
+    const [job] = await claimJobs(tx, { workerId: "slow", kinds: ["dedup"], ownerId: tenant });
+    held.resolve(job!.id);
+    await release.promise; // its transaction (and row lock) stays open
+  });
+  const heldId = await held.promise;
+  try {
+    const other = await claimJobs(sql, { workerId: "fast", limit: 2, kinds: ["dedup"], ownerId: tenant });
+    assert.equal(other.length, 2, "both free jobs taken");
+    assert.ok(other.every((j) => j.id !== heldId));
+  } finally {
+    release.resolve();
+    await first;
+  }
+});
+
 Deno.test("jobs: an expired lease is claimed again; on its last attempt it is parked dead", async () => {
   const tenant = newTenant();
   const { id } = await enqueue(tenant, "lease", 2);

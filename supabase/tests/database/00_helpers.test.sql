@@ -139,6 +139,24 @@ as $$
                     from public.memory_thread_revisions r where starts_with(r.owner_id::text, p_owner_prefix)))
 $$;
 
+-- How many rows of p_table the statement p_sql read (sequential and index fetches, as counted in
+-- this transaction's statistics): the "reads a few rows, not the table" checks of the queue's files.
+create or replace function tests.rows_read_by(p_table regclass, p_sql text)
+returns bigint
+language plpgsql
+set search_path = ''
+as $$
+declare
+  v_before bigint;
+  v_after bigint;
+begin
+  select seq_tup_read + idx_tup_fetch into v_before from pg_catalog.pg_stat_xact_user_tables where relid = p_table;
+  execute p_sql;
+  select seq_tup_read + idx_tup_fetch into v_after from pg_catalog.pg_stat_xact_user_tables where relid = p_table;
+  return v_after - v_before;
+end;
+$$;
+
 grant usage on schema tests to anon, authenticated, service_role;
 grant execute on all functions in schema tests to anon, authenticated, service_role;
 

@@ -12,18 +12,6 @@ set local client_min_messages = warning;  -- the truncate names the tables it ca
 truncate public.memory_jobs cascade;
 analyze public.memory_jobs;
 
-create function pg_temp.read_now() returns bigint language sql as $$
-  select seq_tup_read + idx_tup_fetch from pg_stat_xact_user_tables where relid = 'public.memory_jobs'::regclass
-$$;
-create function pg_temp.read_by(p_sql text) returns bigint language plpgsql as $$
-declare
-  v_before bigint := pg_temp.read_now();
-begin
-  execute p_sql;
-  return pg_temp.read_now() - v_before;
-end;
-$$;
-
 -- Claims on the empty queue (more than five: the function's generic plans are made and kept).
 select is((select count(*)::int from generate_series(1, 8) g, lateral memory_private.claim_jobs('w-empty-' || g, 1)), 0,
           'claims on the empty queue find nothing (their plans made then)');
@@ -36,10 +24,10 @@ update public.memory_jobs set status = 'running', locked_by = 'gone', attempts =
                               locked_until = now() - interval '1 minute'
  where id in (select id from public.memory_jobs order by fair_key limit 10);
 
-select cmp_ok(pg_temp.read_by($$select memory_private.claim_jobs('w1', 10) from generate_series(1, 10)$$),
+select cmp_ok(tests.rows_read_by('public.memory_jobs', $$select memory_private.claim_jobs('w1', 10) from generate_series(1, 10)$$),
               '<=', 400::bigint,
               'ten claims of ten jobs read a few rows a job, not the backlog');
-select cmp_ok(pg_temp.read_by($$select memory_private.claim_jobs('w2', 5, p_owner => '99200000-0000-4000-8000-000000000007')
+select cmp_ok(tests.rows_read_by('public.memory_jobs', $$select memory_private.claim_jobs('w2', 5, p_owner => '99200000-0000-4000-8000-000000000007')
                                   from generate_series(1, 4)$$),
               '<=', 100::bigint,
               'a tenant''s claims read its own queued jobs, not the backlog');

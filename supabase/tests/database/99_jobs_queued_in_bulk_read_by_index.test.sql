@@ -14,27 +14,14 @@ set local client_min_messages = warning;  -- the truncate names the tables it ca
 truncate public.memory_jobs cascade;
 analyze public.memory_jobs;
 
-create function pg_temp.read_now() returns bigint language sql as $$
-  select seq_tup_read + idx_tup_fetch from pg_stat_xact_user_tables where relid = 'public.memory_jobs'::regclass
-$$;
--- How many rows of public.memory_jobs the statement read.
-create function pg_temp.read_by(p_sql text) returns bigint language plpgsql as $$
-declare
-  v_before bigint := pg_temp.read_now();
-begin
-  execute p_sql;
-  return pg_temp.read_now() - v_before;
-end;
-$$;
-
 -- One tenant's burst of 2,000 (its last job found at the top of its index entries), then 2,000
 -- tenants' one job each (no last job: the lookup must not walk the first tenant's jobs either).
-select cmp_ok(pg_temp.read_by($$insert into public.memory_jobs (owner_id, kind, idempotency_key)
+select cmp_ok(tests.rows_read_by('public.memory_jobs', $$insert into public.memory_jobs (owner_id, kind, idempotency_key)
                                 select '99100000-0000-4000-8000-0000000000aa', 'dedup', 'burst-' || g
                                   from generate_series(1, 2000) g$$),
               '<=', 3 * 2000::bigint,
               'a tenant''s 2,000 jobs queued in one statement read a few rows each (they read 3,998,000)');
-select cmp_ok(pg_temp.read_by($$insert into public.memory_jobs (owner_id, kind, idempotency_key)
+select cmp_ok(tests.rows_read_by('public.memory_jobs', $$insert into public.memory_jobs (owner_id, kind, idempotency_key)
                                 select ('99100000-0000-4000-8000-' || lpad(g::text, 12, '0'))::uuid, 'dedup', 'one'
                                   from generate_series(1, 2000) g$$),
               '<=', 3 * 2000::bigint,
