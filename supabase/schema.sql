@@ -1098,6 +1098,8 @@ $$;
 CREATE FUNCTION memory_private.history_ts_in_write_order() RETURNS trigger
     LANGUAGE plpgsql
     SET search_path TO ''
+    SET enable_seqscan TO 'off'
+    SET enable_sort TO 'off'
     AS $$
 declare
   v_last timestamptz;
