@@ -17,6 +17,7 @@ import {
 import { writeEnv } from "./write_helpers.ts";
 import { createLlm } from "../supabase/functions/_shared/llm.ts";
 import { reply } from "./fake_openai.ts";
+import { ManualClock } from "./support/clock.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
@@ -212,7 +213,8 @@ Deno.test({
 }, async () => {
   // A model request may take 60 s (LLM_TIMEOUT_MS's default) and is retried 3 times: a provider
   // that hangs held the request about 4 minutes, past a hosted function's 150 s. The budget here is
-  // the smallest allowed (10 s: requests cut at 7.5 s).
+  // the smallest allowed (10 s: requests cut at 7.5 s), on a clock the test moves to the cut once the
+  // fake provider has the request (before, the test waited 7.5 s of wall time).
   const env = await writeEnv({ config: { embedding: LOCAL_EMBEDDING } as never });
   try {
     const config = { ...env.config, workerDrainBudgetMs: 10_000, llm: { ...env.config.llm, timeoutMs: 60_000 } };
@@ -220,8 +222,12 @@ Deno.test({
     const t = newTenant();
     const ids = await seedRealisticTenant(env.sql, t);
     env.fake.onChat(() => true, reply.hang());
-    const api = memoryWithLlm(env.sql, config, llm, env.embedder);
-    const res = await api("POST", "/memory/consolidate", t, {});
+    const deadlineClock = new ManualClock();
+    const api = memoryWithLlm(env.sql, config, llm, env.embedder, undefined, deadlineClock);
+    const answered = api("POST", "/memory/consolidate", t, {});
+    await Promise.race([env.fake.chatRequestsReceived(1), answered]);
+    assert.equal(deadlineClock.toNextTimer(), 7_500, "cut at the budget less its reserve");
+    const res = await answered;
     assert.equal(res.status, 200, JSON.stringify(res.body));
     assert.match(res.body.llm, /^failed: DrainCutError/);
     assert.equal(env.fake.chatRequests().length, 1, "the hung request, cut; no retry after the cut");

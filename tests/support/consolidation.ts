@@ -7,6 +7,7 @@ import { createHandler } from "../../supabase/functions/memory/handler.ts";
 import type { Embedder } from "../../supabase/functions/_shared/embeddings.ts";
 import type { Llm } from "../../supabase/functions/_shared/llm.ts";
 import type { Config } from "../../supabase/functions/_shared/env.ts";
+import type { DrainClock } from "../../supabase/functions/_shared/drain-deadline.ts";
 import { LOCAL_EMBEDDING_MODEL } from "../../supabase/functions/_shared/env.ts";
 import { PAIR_JUDGE_MARK } from "../../supabase/functions/_shared/pair-judge.ts";
 import { type ChatRequestBody, type FakeOpenAI, reply } from "../fake_openai.ts";
@@ -92,8 +93,15 @@ export function judgedPairs(fake: FakeOpenAI): [string, string][][] {
 }
 
 /** The memory function with an LLM and the local embedder (what `npm start` runs with a model configured). */
-export function memoryWithLlm(sql: Sql, config: Config, llm: Llm | undefined, embedder: Embedder, clock?: () => Date) {
-  const handler = createHandler({ sql, config, embedder, llm, clock });
+export function memoryWithLlm(
+  sql: Sql,
+  config: Config,
+  llm: Llm | undefined,
+  embedder: Embedder,
+  clock?: () => Date,
+  deadlineClock?: DrainClock,
+) {
+  const handler = createHandler({ sql, config, embedder, llm, clock, deadlineClock });
   return async (method: string, path: string, as: string, body?: unknown) => {
     const res = await handler(
       new Request(`http://local${path}`, {

@@ -49,7 +49,7 @@ export async function consolidate(
 ): Promise<ConsolidationReport> {
   const deadline = new DrainDeadline(
     deps.config.workerDrainBudgetMs ?? DEFAULT_DRAIN_BUDGET_MS,
-    undefined,
+    deps.deadlineClock,
     deps.config.llm.timeoutMs,
   );
   try {

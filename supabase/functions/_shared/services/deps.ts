@@ -6,6 +6,7 @@ import type { Embedder } from "../embeddings.ts";
 import type { Config } from "../env.ts";
 import type { Llm } from "../llm.ts";
 import { kickDrain } from "../drain-kick.ts";
+import type { DrainClock } from "../drain-deadline.ts";
 
 export interface MemoryDeps {
   /** The primary: every write, and every read that must see the request's own writes. */
@@ -18,6 +19,8 @@ export interface MemoryDeps {
   llm?: Llm;
   /** "Now" for decay predictions, purge dates and episode times; tests freeze it. */
   clock?: () => Date;
+  /** The clock of `POST memory/consolidate`'s deadline (drain-deadline.ts; real time unless given): tests move it by hand. */
+  deadlineClock?: DrainClock;
   /** Starts draining the queue after an operation queued work (episodes' embeddings, consolidation); none: the worker's own schedule. */
   kickWorker?: () => Promise<unknown>;
 }
