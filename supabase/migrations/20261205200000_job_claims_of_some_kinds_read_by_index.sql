@@ -12,8 +12,10 @@
 -- through memory_jobs_kind_claimable (kind, fair_key, run_after), keeps the first p_limit of them
 -- in fair order, and locks those (skip locked). Only when a concurrent claim took some of them in
 -- between does it pick again as before (the fair order over every kind, then its kinds): it never
--- claims fewer jobs than are free, and it locks no job it does not claim. A claim of every kind
--- (p_kinds null, what the workers do) is unchanged.
+-- claims fewer jobs than are free. Without such a race it locks only the jobs it claims (a lock
+-- under each kind's limit would hold, until the claim commits, jobs another worker could take);
+-- with one, the few it locked and lost are held until then. A claim of every kind (p_kinds null,
+-- what the workers do) is unchanged.
 create index if not exists memory_jobs_kind_claimable on public.memory_jobs (kind, fair_key, run_after)
   where status = 'queued';
 
