@@ -8,8 +8,9 @@
 // SEGMENT_CHARS characters, each a run of whole pieces: cut where no piece spans the cut, the counts
 // are exactly the library's. Only a single piece longer than SEGMENT_CHARS (a run of 256 letters,
 // spaces or symbols with no break, which no prose or code has) is cut inside, where the count may
-// differ from the library's by a token per cut. Special-token text such as `<|endoftext|>` counts as
-// the plain text it is (it would make the library throw).
+// differ from the library's by a token per cut. A window whose characters show that none of its
+// pieces can be that long is counted whole (no segments, the same count). Special-token text such
+// as `<|endoftext|>` counts as the plain text it is (it would make the library throw).
 import { EventLoopSlice } from "./event-loop-slice.ts";
 import { countTokens as countPieceTokens, decode, encode, setMergeCacheSize } from "gpt-tokenizer";
 import { O200K_TOKEN_SPLIT_REGEX } from "gpt-tokenizer/encodingParams/constants";
@@ -33,12 +34,42 @@ const AS_TEXT = { disallowedSpecial: new Set<string>() };
 export const TOKENIZER_MERGE_CACHE_ENTRIES = 10_000;
 setMergeCacheSize(TOKENIZER_MERGE_CACHE_ENTRIES);
 
+/** Characters split into segments by this module's own pass of the splitting regex (tests count it). */
+export const tokenizerWork = { segmentedChars: 0 };
+
 export function countTokens(text: string): number {
   if (text.length === 0) return 0;
   if (text.length <= SEGMENT_CHARS) return countPieceTokens(text, AS_TEXT);
   let total = 0;
-  for (const segment of tokenizerSegments(text)) total += countPieceTokens(segment, AS_TEXT);
+  for (const window of windows(text)) {
+    // A window whose pieces are all short goes to the library whole: its segments would be runs of
+    // those same pieces, so the count is the same, without a pass of the splitting regex of our
+    // own (two thirds of the time of counting a 4 KB retrieval block).
+    if (piecesAreShort(window)) total += countPieceTokens(window, AS_TEXT);
+    else for (const segment of windowSegments(window)) total += countPieceTokens(segment, AS_TEXT);
+  }
   return total;
+}
+
+/**
+ * Whether windowSegments would cut text only between its pieces, never slicing one, judged from
+ * its characters alone (linear, no regex). It slices where the pieces since its last cut outgrow
+ * SEGMENT_CHARS, and those are whitespace pieces then one more piece, which holds at most one
+ * space, at its start (a word, a number, a run of symbols and the line breaks after it): so they
+ * lie in a run of whitespace followed by characters without a space. Bounding that length bounds
+ * them.
+ */
+function piecesAreShort(text: string): boolean {
+  for (let i = 0, blanks = 0, lead = 0, sinceSpace = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    blanks = isWhitespace(c) ? blanks + 1 : 0;
+    if (c === 32) {
+      lead = blanks; // the whitespace run up to this space
+      sinceSpace = 0;
+    } else sinceSpace++;
+    if (lead + sinceSpace >= SEGMENT_CHARS - 1) return false;
+  }
+  return true;
 }
 
 /** The tokens of text (segment by segment, as countTokens counts them). */
@@ -64,25 +95,29 @@ export function truncateToTokens(text: string, maxTokens: number): string {
  * space (a whitespace piece's extent depends on what follows it); a longer piece is sliced.
  */
 export function* tokenizerSegments(text: string): Generator<string> {
-  for (const window of windows(text)) {
-    let start = 0; // of the segment being grown, in window
-    let cut = 0; // where it may end: after its last piece that does not end in a space
-    for (const piece of window.matchAll(O200K_TOKEN_SPLIT_REGEX)) {
-      const pieceEnd = piece.index! + piece[0].length;
-      if (pieceEnd - start > SEGMENT_CHARS && cut > start) {
-        yield window.slice(start, cut);
-        start = cut;
-      }
-      while (pieceEnd - start > SEGMENT_CHARS) {
-        const at = cutBetweenCharacters(window, start + SEGMENT_CHARS);
-        yield window.slice(start, at);
-        start = at;
-      }
-      const last = window.charCodeAt(pieceEnd - 1);
-      if (last === 10 || !isWhitespace(last)) cut = pieceEnd;
+  for (const window of windows(text)) yield* windowSegments(window);
+}
+
+/** tokenizerSegments of one window. */
+function* windowSegments(window: string): Generator<string> {
+  tokenizerWork.segmentedChars += window.length;
+  let start = 0; // of the segment being grown, in window
+  let cut = 0; // where it may end: after its last piece that does not end in a space
+  for (const piece of window.matchAll(O200K_TOKEN_SPLIT_REGEX)) {
+    const pieceEnd = piece.index! + piece[0].length;
+    if (pieceEnd - start > SEGMENT_CHARS && cut > start) {
+      yield window.slice(start, cut);
+      start = cut;
     }
-    if (start < window.length) yield window.slice(start);
+    while (pieceEnd - start > SEGMENT_CHARS) {
+      const at = cutBetweenCharacters(window, start + SEGMENT_CHARS);
+      yield window.slice(start, at);
+      start = at;
+    }
+    const last = window.charCodeAt(pieceEnd - 1);
+    if (last === 10 || !isWhitespace(last)) cut = pieceEnd;
   }
+  if (start < window.length) yield window.slice(start);
 }
 
 /**
