@@ -4265,36 +4265,33 @@ begin
                            f.w * e.strength * e.confidence * case when v_depth = 1 then 1 else 0.5 end as weight
                       from unnest(v_front, v_weights) as f(id, w)
                       cross join lateral (
-                        -- strongest first, skipping memories already visited, and of the first
-                        -- 2 × v_fanout the first v_fanout alive (a forgotten neighbour does not
-                        -- take a live one's place)
-                        (select r.other, r.relation_type, r.strength, r.confidence
-                           from (select r.to_id as other, r.relation_type, r.strength::double precision as strength,
-                                        r.confidence::double precision as confidence
-                                   from public.memory_relations r
-                                  where r.from_id = f.id and r.relation_type = any (v_types)
-                                    and (v_forward or not (r.relation_type = any (v_directed)))
-                                    and r.created_at <= v_at and r.valid_from <= v_at and (r.valid_until is null or r.valid_until > v_at)
-                                    and r.to_id <> all (v_visited)
-                                  order by r.strength * r.confidence desc
-                                  limit v_fanout * 2) r
-                          cross join lateral (select m from public.devai_memories m where m.id = r.other offset 0) v
-                          where public.memory_graph_visible(v.m, as_of, v_prefixes)
-                          limit v_fanout)
+                        -- strongest first, skipping memories already visited, read until v_fanout
+                        -- alive are found (forgotten neighbours, however many and strong, do not
+                        -- take a live one's place; one query, so that its limit lets the planner
+                        -- walk the ordered index and stop at the v_fanout-th live memory)
+                        (select r.to_id as other, r.relation_type, r.strength::double precision as strength,
+                                r.confidence::double precision as confidence
+                           from public.memory_relations r
+                           cross join lateral (select m from public.devai_memories m where m.id = r.to_id offset 0) v
+                           where r.from_id = f.id and r.relation_type = any (v_types)
+                             and (v_forward or not (r.relation_type = any (v_directed)))
+                             and r.created_at <= v_at and r.valid_from <= v_at and (r.valid_until is null or r.valid_until > v_at)
+                             and r.to_id <> all (v_visited)
+                             and public.memory_graph_visible(v.m, as_of, v_prefixes)
+                           order by r.strength * r.confidence desc
+                           limit v_fanout)
                         union all
-                        (select r.other, r.relation_type, r.strength, r.confidence
-                           from (select r.from_id as other, r.relation_type, r.strength::double precision as strength,
-                                        r.confidence::double precision as confidence
-                                   from public.memory_relations r
-                                  where r.to_id = f.id and r.relation_type = any (v_types)
-                                    and (v_backward or not (r.relation_type = any (v_directed)))
-                                    and r.created_at <= v_at and r.valid_from <= v_at and (r.valid_until is null or r.valid_until > v_at)
-                                    and r.from_id <> all (v_visited)
-                                  order by r.strength * r.confidence desc
-                                  limit v_fanout * 2) r
-                          cross join lateral (select m from public.devai_memories m where m.id = r.other offset 0) v
-                          where public.memory_graph_visible(v.m, as_of, v_prefixes)
-                          limit v_fanout)
+                        (select r.from_id as other, r.relation_type, r.strength::double precision as strength,
+                                r.confidence::double precision as confidence
+                           from public.memory_relations r
+                           cross join lateral (select m from public.devai_memories m where m.id = r.from_id offset 0) v
+                           where r.to_id = f.id and r.relation_type = any (v_types)
+                             and (v_backward or not (r.relation_type = any (v_directed)))
+                             and r.created_at <= v_at and r.valid_from <= v_at and (r.valid_until is null or r.valid_until > v_at)
+                             and r.from_id <> all (v_visited)
+                             and public.memory_graph_visible(v.m, as_of, v_prefixes)
+                           order by r.strength * r.confidence desc
+                           limit v_fanout)
                       ) e
                      order by e.other, f.w * e.strength * e.confidence desc, f.id) n
              order by n.weight desc, n.id
