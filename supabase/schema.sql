@@ -6656,6 +6656,18 @@ CREATE UNIQUE INDEX memory_contradictions_pair ON public.memory_contradictions U
 CREATE INDEX memory_entities_alias_keys ON public.memory_entities USING gin (alias_keys) WITH (fastupdate=off) WHERE (cardinality(alias_keys) > 0);
 
 --
+-- Name: memory_entities_by_mentions; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX memory_entities_by_mentions ON public.memory_entities USING btree (owner_id, mention_count DESC, id);
+
+--
+-- Name: memory_entities_of_type_by_mentions; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX memory_entities_of_type_by_mentions ON public.memory_entities USING btree (owner_id, entity_type, mention_count DESC, id);
+
+--
 -- Name: memory_entities_owner_name; Type: INDEX; Schema: public; Owner: -
 --
 

@@ -4,9 +4,7 @@
 // fetched, for a tenant of 3,000 entities among 30 tenants of 300 whose names and summaries use
 // the same words (docs/graph.md#entities).
 import assert from "node:assert/strict";
-import { withTenant } from "../supabase/functions/_shared/db.ts";
-import { listEntities } from "../supabase/functions/_shared/memories/entities.ts";
-import { EntityListQuery } from "../supabase/functions/_shared/memories/schemas.ts";
+import { listEntitiesCounted } from "./support/entity-reads.ts";
 import { newTenant, testSql } from "./support/seed.ts";
 
 const sql = testSql();
@@ -29,16 +27,8 @@ async function seed(): Promise<void> {
 
 /** The lookup's entities and the rows its transaction fetched from public.memory_entities. */
 async function lookup(query: Record<string, string>) {
-  const q = EntityListQuery.parse(query);
-  return await withTenant(sql, { tenantId: big, actor: "test" }, async (tx) => {
-    const fetched = () =>
-      tx<{ n: string }[]>`
-        select idx_tup_fetch + seq_tup_read as n from pg_stat_xact_user_tables
-         where relid = 'public.memory_entities'::regclass`.then(([r]) => Number(r?.n ?? 0));
-    const before = await fetched();
-    const { entities: rows } = await listEntities(tx, q);
-    return { rows, fetched: (await fetched()) - before };
-  });
+  const { entities: rows, fetched } = await listEntitiesCounted(sql, big, query);
+  return { rows, fetched };
 }
 
 Deno.test("entities: q reads the entities it may match, not every entity of the tenant", async () => {
