@@ -227,6 +227,19 @@ Deno.test("packing: the same input renders the same text; a contradiction is one
   assert.equal(one.tiers.critical.memories, 2);
 });
 
+Deno.test("packing: a memory whose bullet repeats words already shown gets no index pointer to them", () => {
+  const packed = packTiers({
+    budget: 1000,
+    shares: DEFAULT_SHARES,
+    critical: [],
+    relevant: [candidate("a", "Installs use pnpm, never npm."), candidate("b", "Installs use pnpm, never npm.")],
+    background: [candidate("c", "Releases use blue-green slots.")],
+    stale: [],
+  });
+  assert.equal(packed.text.split("Installs use pnpm").length - 1, 1, packed.text);
+  assert.deepEqual(packed.placed.map((p) => [p.id, p.tier]), [["a", "relevant"], ["c", "background"]]);
+});
+
 Deno.test("lineage: a branch's notes are facts on that branch, on the default branch, or once merged", () => {
   const note = { branch: "feat/sessions", commit: "abc1234def" };
   assert.equal(judgeLineage({}, {}), "project");

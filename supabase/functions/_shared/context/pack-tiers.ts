@@ -96,7 +96,11 @@ function textsAt(c: TierCandidate, level: Level): { text: string; pairText?: str
 
 type Line = PlacedLine & { shortened?: true };
 
-/** Steps 1 and 2 of the module comment for one fact tier; returns the lines and the estimated tokens used. */
+/**
+ * Steps 1 and 2 of the module comment for one fact tier; returns the lines, the estimated tokens
+ * used and the memories whose bullet repeats words already in the context (shown by those words:
+ * no line, and no index pointer to text the agent has).
+ */
 function packFactTier(
   tier: Exclude<Tier, "index">,
   candidates: readonly TierCandidate[],
@@ -106,8 +110,9 @@ function packFactTier(
   const { preferred, richest } = TIER_LEVELS[tier];
   const first = LEVELS.indexOf(preferred), top = LEVELS.indexOf(richest), last = LEVELS.indexOf("compressed");
   const lines: { line: Line; candidate: TierCandidate; cost: number }[] = [];
+  const repeated: string[] = [];
   let used = sectionCost(tier);
-  if (candidates.length === 0 || used > budget) return { lines: [] as Line[], used: 0 };
+  if (candidates.length === 0 || used > budget) return { lines: [] as Line[], used: 0, repeated };
 
   for (const c of candidates) {
     let placed = false;
@@ -117,6 +122,7 @@ function packFactTier(
       const key = bulletLine(line);
       if (seen.has(key)) {
         placed = true; // the same words are in the context already
+        repeated.push(c.id, ...(c.pair ? [c.pair.id] : []));
         break;
       }
       const cost = lineCost(key);
@@ -157,7 +163,7 @@ function packFactTier(
       break;
     }
   }
-  return { lines: lines.map((e) => e.line), used };
+  return { lines: lines.map((e) => e.line), used, repeated };
 }
 
 /** The index: stale notes first (flags, not facts), then the keys of what did not fit, while they fit. */
@@ -191,8 +197,9 @@ export function packTiers(input: PackTiersInput): PackedContext {
   for (const tier of ["critical", "relevant", "background"] as const) {
     given[tier] = budgets[tier] + carry;
     const candidates = input[tier].filter((c) => !placedIds.has(c.id) && !(c.pair && placedIds.has(c.pair.id)));
-    const { lines, used } = packFactTier(tier, candidates, given[tier], seen);
+    const { lines, used, repeated } = packFactTier(tier, candidates, given[tier], seen);
     state[tier] = lines;
+    for (const id of repeated) placedIds.add(id);
     for (const l of lines) {
       placedIds.add(l.id);
       if (l.pairId) placedIds.add(l.pairId);
