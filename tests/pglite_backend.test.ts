@@ -8,7 +8,7 @@
 // Starts its own server in a fresh temporary data folder on DEVAI_TEST_PGLITE_PORT (default 24345).
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
@@ -498,6 +498,31 @@ Deno.test({
       const old = new Date(Date.now() - 60_000);
       utimesSync(`${dir}.lock`, old, old);
       assert.equal(takeLock(dir), `${dir}.lock`);
+    } finally {
+      rmSync(join(dir, ".."), { recursive: true, force: true });
+    }
+  },
+});
+
+Deno.test({
+  name: "pglite: of two starts that both judge the lock stale, the second does not remove the first's",
+  ...opts,
+  fn: () => {
+    const dir = join(mkdtempSync(join(tmpdir(), "devai-pglite-lock-")), "data");
+    const lock = `${dir}.lock`;
+    try {
+      // A lock left by a process that no longer runs (pid 2^22 + 1 is above Linux's pid_max).
+      writeFileSync(lock, String(4_194_305));
+      // The other start: between this start judging the lock stale and removing it, the other one
+      // has removed the stale lock and taken its own (a live process's pid).
+      const other = String(process.ppid);
+      const took = () =>
+        takeLock(dir, () => {
+          rmSync(lock);
+          writeFileSync(lock, other);
+        });
+      assert.throws(took, new RegExp(`in use by process ${other}`));
+      assert.equal(readFileSync(lock, "utf8"), other, "the other start's lock is still in place");
     } finally {
       rmSync(join(dir, ".."), { recursive: true, force: true });
     }

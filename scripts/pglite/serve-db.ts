@@ -21,7 +21,18 @@
 // See docs/pglite.md for what differs from a real Supabase database.
 import { PGlite } from "@electric-sql/pglite";
 import { vector } from "@electric-sql/pglite-pgvector";
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  linkSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeSync,
+} from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import process from "node:process";
@@ -85,13 +96,14 @@ function openPglite(dataDir: string, searchPath = SUPABASE_SEARCH_PATH): Promise
 
 /**
  * Takes `<dataDir>.lock` for this process. The file is created exclusively (`wx`), so of two
- * starts at once exactly one takes it; a lock left by a process that no longer runs is removed
- * and taken again the same way.
+ * starts at once exactly one takes it; a lock left by a process that no longer runs is moved
+ * aside, checked to be the stale one read, removed, and taken again the same way.
+ * `beforeStaleRemoval` is for tests only: it runs between judging the lock stale and removing it.
  */
 /** An empty lock file older than this was left by a start that crashed before writing its pid. */
 const EMPTY_LOCK_STALE_MS = 10_000;
 
-export function takeLock(dataDir: string): string {
+export function takeLock(dataDir: string, beforeStaleRemoval?: () => void): string {
   const lock = `${dataDir}.lock`;
   for (let attempt = 0;; attempt++) {
     try {
@@ -102,7 +114,9 @@ export function takeLock(dataDir: string): string {
     } catch (err) {
       if ((err as { code?: string }).code !== "EEXIST") throw err;
     }
-    const pid = Number(readFileSync(lock, "utf8").trim());
+    const seen = statSync(lock);
+    const text = readFileSync(lock, "utf8").trim();
+    const pid = Number(text);
     let alive = pid === process.pid; // this process already serves the folder
     if (pid > 0 && !alive) {
       try {
@@ -112,16 +126,36 @@ export function takeLock(dataDir: string): string {
     }
     // Empty: another start has created it and not yet written its pid, unless the file is older
     // than a start takes to write it (a crash between the two: the lock is stale, not held).
-    const starting = !(pid > 0) && Date.now() - statSync(lock).mtimeMs < EMPTY_LOCK_STALE_MS;
-    if (alive || starting || attempt > 0) {
-      throw new Error(
-        `${dataDir} is in use by process ${
-          pid || "(starting)"
-        } (lock ${lock}); PGlite cannot share a data folder between processes`,
-      );
+    const starting = !(pid > 0) && Date.now() - seen.mtimeMs < EMPTY_LOCK_STALE_MS;
+    if (alive || starting || attempt > 0) throw lockInUse(dataDir, lock, pid);
+    beforeStaleRemoval?.();
+    // Two starts that both judged the lock stale must not both remove it: the second would remove
+    // the lock the first has just taken in its place. Renaming is atomic, so each start moves aside
+    // one file, and removes it only if it is the stale lock it read (same file, same pid).
+    const aside = `${lock}.${process.pid}.stale`;
+    renameSync(lock, aside);
+    const moved = statSync(aside);
+    const movedText = readFileSync(aside, "utf8").trim();
+    if (moved.ino === seen.ino && moved.mtimeMs === seen.mtimeMs && movedText === text) {
+      rmSync(aside, { force: true });
+      continue;
     }
-    rmSync(lock, { force: true });
+    // Another start's live lock: put it back (link fails if yet another start took the name).
+    try {
+      linkSync(aside, lock);
+    } finally {
+      rmSync(aside, { force: true });
+    }
+    throw lockInUse(dataDir, lock, Number(movedText));
   }
+}
+
+function lockInUse(dataDir: string, lock: string, pid: number): Error {
+  return new Error(
+    `${dataDir} is in use by process ${
+      pid || "(starting)"
+    } (lock ${lock}); PGlite cannot share a data folder between processes`,
+  );
 }
 
 async function runCli(url: string, log: (m: string) => void): Promise<void> {
