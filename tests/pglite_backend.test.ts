@@ -523,6 +523,11 @@ Deno.test({
         });
       assert.throws(took, new RegExp(`in use by process ${other}`));
       assert.equal(readFileSync(lock, "utf8"), other, "the other start's lock is still in place");
+      // The other start has moved the stale lock aside and not yet taken its own: this one takes it
+      // (the other then finds it taken and is refused).
+      writeFileSync(lock, String(4_194_305));
+      assert.equal(takeLock(dir, () => rmSync(lock)), lock);
+      assert.equal(readFileSync(lock, "utf8"), String(process.pid));
     } finally {
       rmSync(join(dir, ".."), { recursive: true, force: true });
     }

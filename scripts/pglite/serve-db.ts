@@ -133,7 +133,13 @@ export function takeLock(dataDir: string, beforeStaleRemoval?: () => void): stri
     // the lock the first has just taken in its place. Renaming is atomic, so each start moves aside
     // one file, and removes it only if it is the stale lock it read (same file, same pid).
     const aside = `${lock}.${process.pid}.stale`;
-    renameSync(lock, aside);
+    try {
+      renameSync(lock, aside);
+    } catch (err) {
+      // The other start moved it first: try the exclusive create once more.
+      if ((err as { code?: string }).code === "ENOENT") continue;
+      throw err;
+    }
     const moved = statSync(aside);
     const movedText = readFileSync(aside, "utf8").trim();
     if (moved.ino === seen.ino && moved.mtimeMs === seen.mtimeMs && movedText === text) {
