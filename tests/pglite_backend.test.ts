@@ -12,6 +12,8 @@ import { mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
+import { PGlite } from "@electric-sql/pglite";
+import { WireServer } from "../scripts/pglite/wire-server.ts";
 import { type RunningDb, serveDb, takeLock } from "../scripts/pglite/serve-db.ts";
 import { tenantItem } from "../supabase/functions/_shared/db.ts";
 import { testBackend } from "./support/backend.ts";
@@ -68,13 +70,13 @@ async function readUntil(conn: Deno.Conn, pattern: RegExp) {
   }
 }
 /** A raw client past its startup packet, at ReadyForQuery. */
-async function rawClient(): Promise<Deno.Conn> {
-  const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+async function rawClient(at = port, ready = true): Promise<Deno.Conn> {
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port: at });
   const startup = cat(new Uint8Array([0, 3, 0, 0]), z("user"), z("postgres"), z(""));
   const len = new Uint8Array(4);
   new DataView(len.buffer).setInt32(0, startup.length + 4);
   await conn.write(cat(len, startup));
-  await readUntil(conn, new RegExp("Z\u0000\u0000\u0000\u0005I")); // ReadyForQuery, idle
+  if (ready) await readUntil(conn, new RegExp("Z\u0000\u0000\u0000\u0005I")); // ReadyForQuery, idle
   return conn;
 }
 
@@ -530,6 +532,41 @@ Deno.test({
       assert.equal(readFileSync(lock, "utf8"), String(process.pid));
     } finally {
       rmSync(join(dir, ".."), { recursive: true, force: true });
+    }
+  },
+});
+
+Deno.test({
+  name: "pglite: when the backend exits, connected and new clients are refused with 57P01 instead of hanging",
+  ...opts,
+  fn: async () => {
+    // The one statement known to exit PGlite's backend (COPY FROM STDIN) is refused in production;
+    // a test-only option lets it through so a real ExitStatus happens.
+    const db = await PGlite.create();
+    await db.exec("create table t (a int)");
+    const server = new WireServer({ db, port: 0, testLetCopyExitBackend: true, log: quiet });
+    await server.start();
+    const at = server.listeningPort;
+    const pool = postgres(`postgresql://postgres@127.0.0.1:${at}/postgres`, { max: 1, onnotice: () => {} });
+    try {
+      await pool`select 1`;
+      const idle = await rawClient(at);
+      const copier = await rawClient(at);
+      await copier.write(frame("Q", z("copy t from stdin")));
+      assert.match(await readToEnd(copier), /57P01[\s\S]*backend has exited/);
+      assert.ok(server.backendExit, "the server knows its backend has exited");
+      // A client that sent nothing is told too (as Postgres tells its clients of a shutdown).
+      assert.match(await readToEnd(idle), /57P01/);
+      // A new client is refused after its startup packet.
+      assert.match(await readToEnd(await rawClient(at, false)), /57P01[\s\S]*backend has exited/);
+      // The service's pool fails its next query (a dropped connection: answered 503) instead of waiting.
+      await assert.rejects(
+        pool`select 1`,
+        (e: { code?: string }) => ["57P01", "EPIPE", "CONNECTION_CLOSED", "ECONNRESET"].includes(e.code ?? ""),
+      );
+    } finally {
+      await pool.end({ timeout: 1 });
+      await server.stop();
     }
   },
 });

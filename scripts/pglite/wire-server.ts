@@ -80,6 +80,8 @@ export interface WireServerOptions {
   startupTimeoutMs?: number;
   log?: (msg: string) => void;
   debug?: boolean;
+  /** Tests only (serve-db never sets it): pass COPY FROM STDIN through, which exits the backend. */
+  testLetCopyExitBackend?: boolean;
 }
 
 function cstring(buf: Buffer, at: number): [string, number] {
@@ -120,6 +122,8 @@ export function isCopyFromStdin(sql: string): boolean {
   );
   return bare.split(";").some((stmt) => /^\s*copy\b[\s\S]*\bfrom\s+stdin\b/i.test(stmt));
 }
+
+const BACKEND_EXITED = "terminating connection: the embedded database's backend has exited; restart the server";
 
 class Connection {
   readonly id: number;
@@ -203,6 +207,11 @@ class Connection {
           }
           this.#started = true;
           clearTimeout(this.#startupTimer);
+          // Refused after its startup packet, as Postgres refuses one while shutting down.
+          if (this.server.backendExit) {
+            this.terminate(BACKEND_EXITED);
+            return;
+          }
           this.#pending.push(Buffer.from(packet));
           continue;
         }
@@ -277,7 +286,8 @@ class Connection {
       }
     } catch (err) {
       this.server.log(`client #${this.id}: backend error: ${(err as Error).message}`);
-      if (!this.socket.destroyed) {
+      if ((err as Error)?.name === "ExitStatus") this.server.backendExited(err as Error);
+      else if (!this.socket.destroyed) {
         this.socket.write(errorResponse("FATAL", "XX000", `PGlite: ${(err as Error).message}`));
         this.socket.end();
       }
@@ -318,12 +328,14 @@ class Connection {
     switch (type) {
       case "Q": {
         const [query] = cstring(msg, 5);
-        return isCopyFromStdin(query) ? message("Q", str(COPY_FROM_STDIN_REFUSED)) : msg;
+        return isCopyFromStdin(query) && !this.server.testLetCopyExitBackend
+          ? message("Q", str(COPY_FROM_STDIN_REFUSED))
+          : msg;
       }
       case "P": { // Parse: statement name, query, param types
         const [name, at] = cstring(msg, 5);
         const [query, at2] = cstring(msg, at);
-        if (isCopyFromStdin(query)) {
+        if (isCopyFromStdin(query) && !this.server.testLetCopyExitBackend) {
           msg = message("P", Buffer.concat([str(name), str(COPY_FROM_STDIN_REFUSED), msg.subarray(at2)]));
         }
         if (name === "") return msg;
@@ -379,6 +391,12 @@ class Connection {
     }
   }
 
+  /** Ends this client with FATAL 57P01 (the backend is gone). */
+  terminate(text: string) {
+    if (!this.socket.destroyed) this.socket.end(errorResponse("FATAL", "57P01", text));
+    this.close();
+  }
+
   close() {
     if (this.#closed) return;
     this.#closed = true;
@@ -394,6 +412,14 @@ class Connection {
   async #cleanup() {
     if (this.#cleaned) return;
     this.#cleaned = true;
+    // An exited backend answers nothing (every call would hang): there is nothing to roll back.
+    if (this.server.backendExit) {
+      if (this.#holdsLease) {
+        this.#holdsLease = false;
+        this.server.lease.release();
+      }
+      return;
+    }
     try {
       if (!this.#holdsLease) {
         if (this.#statements.size === 0 && this.server.connections.size > 0) return;
@@ -440,6 +466,9 @@ export class WireServer {
   /** Bytes copied while joining received chunks into messages (tests count it: about one copy of each message). */
   inputBytesCopied = 0;
   readonly log: (msg: string) => void;
+  readonly testLetCopyExitBackend: boolean;
+  /** Why the backend exited (PGlite's ExitStatus), or null while it runs: then every client is refused. */
+  backendExit: string | null = null;
   #server: net.Server | null = null;
   #nextId = 1;
 
@@ -451,6 +480,19 @@ export class WireServer {
     this.idleInTransactionTimeoutMs = opts.idleInTransactionTimeoutMs ?? 60_000;
     this.startupTimeoutMs = opts.startupTimeoutMs ?? 60_000;
     this.log = opts.log ?? ((m) => console.error(`[pglite] ${m}`));
+    this.testLetCopyExitBackend = opts.testLetCopyExitBackend ?? false;
+  }
+
+  /**
+   * PGlite's only backend has exited: it answers nothing more until the process restarts. Every
+   * client, connected or new, is told so as Postgres tells them of a shutdown (FATAL 57P01), which
+   * the service answers with 503 database_unavailable, instead of waiting forever.
+   */
+  backendExited(err: Error): void {
+    if (this.backendExit) return;
+    this.backendExit = err.message;
+    this.log(`the backend has exited (${err.message}): refusing every client until the server restarts`);
+    for (const c of [...this.connections]) c.terminate(BACKEND_EXITED);
   }
 
   /** Runs fn with exclusive use of the backend (between clients' transactions). */
@@ -489,6 +531,11 @@ export class WireServer {
     if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
     // Let every cleanup (rollback of an open transaction) finish before the caller closes PGlite.
     await this.exclusive("stop", async () => {});
+  }
+
+  /** The port it listens on (the one asked for, or the one given for port 0). */
+  get listeningPort(): number {
+    return (this.#server?.address() as net.AddressInfo | null)?.port ?? this.port;
   }
 
   stats() {
