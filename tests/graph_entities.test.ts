@@ -270,6 +270,19 @@ Deno.test({
   assert.match(crossed.body.error.message, /its entity is not of type person/);
   const next = await page(`type=person&limit=3&cursor=${encodeURIComponent(persons.body.next_cursor)}`);
   assert.deepEqual(names(next), ["person-4", "person-5", "person-6"], "the persons' own cursor pages on");
+  // The persons' cursor (person-3, 21 mentions) given to the listing of every type answered from
+  // file-1 (20 mentions) on, as if the entities of every type before it had been listed: a page
+  // of another listing taken for the next of this one.
+  const untyped = await page(`limit=3&cursor=${encodeURIComponent(persons.body.next_cursor)}`);
+  assert.equal(untyped.status, 400, JSON.stringify(untyped.body));
+  assert.equal(untyped.body.error.code, "invalid_cursor");
+  assert.match(untyped.body.error.message, /it pages the listing of type person/);
+  const all = await page("limit=3");
+  const allNext = await page(`limit=3&cursor=${encodeURIComponent(all.body.next_cursor)}`);
+  assert.deepEqual(names(all), ["person-1", "person-2", "person-3"]);
+  // file-1 (20 mentions), then person-4 and file-2 (19 each, in id order).
+  assert.deepEqual(names(allNext).slice(0, 1), ["file-1"], "the untyped listing's own cursor pages on");
+  assert.deepEqual(names(allNext).slice(1).sort(), ["file-2", "person-4"]);
 });
 
 Deno.test({ name: "close the pool", ...opts }, async () => {

@@ -25,10 +25,15 @@ const LISTING: Record<CursorKind, string> = {
   entities: "GET memory/entities",
 };
 
-/** Where a page of GET memory/entities (mention_count desc, then id) ends. */
+/** Where a page of GET memory/entities (mention_count desc, then id) ends, and the type it lists. */
 export interface EntityCursor {
   mentions: number;
   id: string;
+  /**
+   * The `type` of the listing that gave it, when it had one: its entity alone does not tell the
+   * untyped listing that the cursor pages another (a person's cursor is a position in both).
+   */
+  type?: string;
 }
 
 export interface DecodedCursor extends ListCursor {
@@ -71,7 +76,7 @@ export function encodeCursor(kind: "memories" | "history", c: ListCursor): strin
  * a 400. Nothing longer, whose first item would go unchecked (["history", x, ts, id] was read as a
  * list position).
  */
-function cursorItems(text: string, kind: CursorKind): { items: unknown[]; unmarked: boolean } {
+function cursorItems(text: string, kind: CursorKind, extra = 0): { items: unknown[]; unmarked: boolean } {
   // An empty one too: the first page is asked for without a cursor.
   if (text.length === 0 || text.length > MAX_CURSOR_LENGTH) {
     throw invalidCursor(kind, text.length === 0 ? "leave cursor out for the first page" : undefined);
@@ -82,13 +87,13 @@ function cursorItems(text: string, kind: CursorKind): { items: unknown[]; unmark
   } catch {
     throw invalidCursor(kind);
   }
-  if (!Array.isArray(value) || (value.length !== 2 && value.length !== 3)) throw invalidCursor(kind);
-  const named = value.length === 3 ? value[0] : kind;
+  if (!Array.isArray(value) || value.length < 2 || value.length > 3 + extra) throw invalidCursor(kind);
+  const named = value.length >= 3 ? value[0] : kind;
   if (named !== kind) {
     const other = typeof named === "string" && Object.hasOwn(LISTING, named) ? named as CursorKind : undefined;
     throw invalidCursor(kind, other && `it is a next_cursor of ${LISTING[other]}`);
   }
-  return { items: value.slice(-2), unmarked: value.length === 2 };
+  return { items: value.length === 2 ? value : value.slice(1), unmarked: value.length === 2 };
 }
 
 /** The cursor of `kind`'s listing; another listing's cursor, or anything else, is a 400. */
@@ -101,19 +106,22 @@ export function decodeCursor(text: string, kind: "memories" | "history"): Decode
 }
 
 export function encodeEntityCursor(c: EntityCursor): string {
-  return toBase64Url(JSON.stringify(["entities", c.mentions, c.id]));
+  return toBase64Url(JSON.stringify(["entities", c.mentions, c.id, ...(c.type === undefined ? [] : [c.type])]));
 }
 
-/** A cursor of GET memory/entities (always named: there were none before); anything else is a 400. */
+/**
+ * A cursor of GET memory/entities (always named: there were none before), with its listing's type
+ * when it had one; anything else is a 400. One issued before cursors carried the type has none.
+ */
 export function decodeEntityCursor(text: string): EntityCursor {
-  const { items: [mentions, id], unmarked } = cursorItems(text, "entities");
+  const { items: [mentions, id, type, ...more], unmarked } = cursorItems(text, "entities", 1);
   if (
-    unmarked || !Number.isSafeInteger(mentions) || (mentions as number) < 0 || typeof id !== "string" ||
-    !uuid.safeParse(id).success
+    unmarked || more.length > 0 || !Number.isSafeInteger(mentions) || (mentions as number) < 0 ||
+    typeof id !== "string" || !uuid.safeParse(id).success || (type !== undefined && typeof type !== "string")
   ) {
     throw invalidCursor("entities");
   }
-  return { mentions: mentions as number, id: id.toLowerCase() };
+  return { mentions: mentions as number, id: id.toLowerCase(), ...(type === undefined ? {} : { type }) };
 }
 
 /** The 400 for a cursor this API did not return for `kind`'s listing (`why`: what it is instead). */

@@ -97,7 +97,9 @@ export async function listEntities(tx: Tx, q: EntityListQuery): Promise<EntityLi
  * same 400) with at most the mentions it has now (entities are never deleted and their counts only
  * grow), and one this listing lists: with `type`, an entity of that type. A cursor of another
  * type's listing was a position in this one, and the page silently left out this type's entities
- * between the two walks' positions. Its own count places the page, not the entity's count now: an
+ * between the two walks' positions. A typed listing's cursor carries its type, which the listing
+ * of every type refuses: its entity is a position there too, and the page went on as if the entities
+ * of every type before it had been listed. Its own count places the page, not the entity's count now: an
  * entity mentioned since is not listed twice. One mentioned during the walk may rise past the
  * cursor and be missed, as a new entity is (docs/graph.md#entities).
  */
@@ -110,6 +112,9 @@ async function entitiesByMentions(tx: Tx, q: EntityListQuery): Promise<EntityLis
     if (!cursor) throw invalidCursor("entities");
     if (type !== null && cursor.entity_type !== type) {
       throw invalidCursor("entities", `its entity is not of type ${type}: it pages another listing`);
+    }
+    if (type === null && after.type !== undefined) {
+      throw invalidCursor("entities", `it pages the listing of type ${after.type}: pass type=${after.type}`);
     }
   }
   // Read through memory_entities_by_mentions / _of_type_by_mentions (migration 20261205500100), a
@@ -142,7 +147,13 @@ async function entitiesByMentions(tx: Tx, q: EntityListQuery): Promise<EntityLis
   const last = rows.length > q.limit ? rows[q.limit - 1] : undefined;
   return {
     entities: rows.slice(0, q.limit).map((r) => isoDates(r) as unknown as EntityListItem),
-    next_cursor: last ? encodeEntityCursor({ mentions: last.mention_count as number, id: last.id as string }) : null,
+    next_cursor: last
+      ? encodeEntityCursor({
+        mentions: last.mention_count as number,
+        id: last.id as string,
+        ...(type === null ? {} : { type }),
+      })
+      : null,
   };
 }
 
