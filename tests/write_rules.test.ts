@@ -123,6 +123,27 @@ Deno.test("namespaces: the caller's own namespace is kept when valid for the req
   assert.equal(defaultScope("devai", { project: "p", scope: "global" }), "devai/global");
 });
 
+Deno.test("unsafe characters: a candidate is counted once, whichever of its content, summary or compressed form had them", () => {
+  const nul = "\u0000";
+  const out = prepareCandidates({
+    stated: [],
+    proposed: [[
+      c("Deploys run from the main branch.", { summary: `Deploys from${nul} main` }),
+      c("The release key lives in vault.", { compressed: `key:${nul}vault` }),
+      c(`Tests run with${nul} deno.`, { summary: `Deno${nul} tests`, compressed: `tests:${nul}deno` }),
+      c("CI runs on every push.", { summary: "CI on push" }),
+    ]],
+  }, { root: "devai", categories: [] });
+  assert.deepEqual(out.candidates.map((k) => [k.summary, k.compressed]), [
+    ["Deploys from main", undefined],
+    [undefined, "key:vault"],
+    ["Deno tests", "tests:deno"],
+    ["CI on push", undefined],
+  ]);
+  // memory-dedup reported 1 here: only the content's NUL was counted.
+  assert.equal(out.stats.unsafe_characters_removed, 3);
+});
+
 Deno.test("caps: at most 5 per chunk by priority, user-stated always kept, counted", () => {
   const many = Array.from({ length: 8 }, (_, i) => c(`Fact number ${i} about the build.`, { importance: (i % 5) + 1 }));
   const stated = c("The user wants conventional commits.", { source: "user_stated", priority: "highest" });

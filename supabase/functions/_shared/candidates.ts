@@ -134,7 +134,8 @@ export function prepareCandidates(
 
   const clean = (c: Candidate, alsoSeen?: Set<string>): Candidate | undefined => {
     const safe = stripUnsafeCharacters(c.content);
-    if (safe !== c.content) stats.unsafe_characters_removed++;
+    let unsafe = safe !== c.content;
+    if (unsafe) stats.unsafe_characters_removed++;
     // No secret is stored or shown to the dedup model: redacted first, dropped when nothing else is left.
     const red = redactSecrets(safe);
     if (red.onlySecret) {
@@ -164,9 +165,15 @@ export function prepareCandidates(
     const out: Candidate = { ...rest, content: v.content, namespace: ns.namespace };
     // Its summary and compressed form go as the content does: unsafe characters removed, not refused
     // (a NUL in one made the job's payload a database error, naming nothing).
+    // Counted as the content's are: a candidate once, whichever of its texts had them.
     for (const field of ["summary", "compressed"] as const) {
-      const text = out[field] === undefined ? undefined : stripUnsafeCharacters(out[field]).trim();
-      out[field] = text || undefined;
+      const given = out[field];
+      const stripped = given === undefined ? undefined : stripUnsafeCharacters(given);
+      if (stripped !== given && !unsafe) {
+        unsafe = true;
+        stats.unsafe_characters_removed++;
+      }
+      out[field] = stripped?.trim() || undefined;
     }
     // The model's summary, compressed form and index key are stored and rendered too (metadata.compression).
     const fields = emptyTally();
