@@ -3,7 +3,12 @@
 // headers) and of look-alikes that must survive untouched (git SHAs, UUIDs, lockfile integrity
 // hashes, base64 in prose, placeholders in docs). Pure: no database.
 import assert from "node:assert/strict";
-import { redactMessages, redactString } from "../supabase/functions/_shared/redact-json.ts";
+import {
+  redactJson,
+  redactJsonSliced,
+  redactMessages,
+  redactString,
+} from "../supabase/functions/_shared/redact-json.ts";
 import { whoEndsFirst } from "./support/event-loop.ts";
 import { MAY_HOLD_SECRET, redactSecrets } from "../supabase/functions/_shared/redact.ts";
 import { assertLinearWork } from "./support/work.ts";
@@ -858,4 +863,22 @@ Deno.test("redactor (outside review of the pw names): a URL's pw, pwd or passwd 
     assert.equal(r.text, want, text);
     assert.deepEqual(r.counts, { password: 1 }, text);
   }
+});
+
+Deno.test("a checkpoint's state is redacted a slice at a time, as redactJson does it whole", async () => {
+  // 3,000 tool outputs with a key each: tens of milliseconds at least, several slices.
+  const state = {
+    messages: Array.from({ length: 3000 }, (_, i) => ({
+      role: "tool",
+      content: `step ${i}: ${"output ".repeat(20)} api_key=sk-${i}abcdefghijklmnopqrstuv`,
+      [`sk-${i}abcdefghijklmnopqrstuv`]: [i, null, true],
+    })),
+  };
+  let answered = false;
+  // Another request's turn, queued before the save: redacted in one stretch, it waited for the whole.
+  setTimeout(() => answered = true, 0);
+  const sliced = await redactJsonSliced(state);
+  assert.equal(answered, true, "the event loop was given back during the redaction");
+  assert.deepEqual(sliced, redactJson(state));
+  assert.ok(sliced.total >= 3000, "every output's key redacted");
 });

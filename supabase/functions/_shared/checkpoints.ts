@@ -10,7 +10,7 @@
 import { z } from "zod";
 import { type Sql, type TenantContext, withTenant } from "./db.ts";
 import { HttpError } from "./http.ts";
-import { type KeyCollision, redactJson } from "./redact-json.ts";
+import { type KeyCollision, redactJsonSliced } from "./redact-json.ts";
 import { recordRedactions } from "./redaction-events.ts";
 import { threadId, withoutNul } from "./schemas.ts";
 
@@ -88,7 +88,7 @@ export async function saveCheckpoint(
   // Secrets become their markers, and a lone surrogate (a tool output cut mid-emoji) U+FFFD, which
   // jsonb can store; the version and what a load returns are the stored state's, so a save's
   // compare-and-set is unchanged (it compares versions, never states).
-  const { value: state, counts, collisions } = redactJson(body.state);
+  const { value: state, counts, collisions } = await redactJsonSliced(body.state);
   if (collisions.length > 0) throw keysCollide(collisions);
   const text = JSON.stringify(state);
   const size = new TextEncoder().encode(text).byteLength;
