@@ -1,6 +1,8 @@
 // Pure pieces of the memory function, tested on their own: the list cursor, decay predictions,
 // the Markdown export's paths and front matter, and the purge grace setting.
 import assert from "node:assert/strict";
+import { EmbedJobPayloadSchema } from "../supabase/functions/_shared/graph-jobs.ts";
+import { ContradictionCheckPayloadSchema } from "../supabase/functions/_shared/contradiction-check.ts";
 import { decodeCursor, encodeCursor } from "../supabase/functions/_shared/memories/cursor.ts";
 import { daysUntilPrune, predictStrength } from "../supabase/functions/_shared/memories/weak.ts";
 import {
@@ -245,5 +247,18 @@ Deno.test({
     );
   } finally {
     await sql.end();
+  }
+});
+
+Deno.test("a job payload's memory id that is no uuid says so as every id field does", () => {
+  for (
+    const schema of [
+      EmbedJobPayloadSchema,
+      ContradictionCheckPayloadSchema,
+    ] as { safeParse(v: unknown): { success: boolean; error?: { issues: { message: string }[] } } }[]
+  ) {
+    const r = schema.safeParse({ memory_ids: ["not-a-uuid"] });
+    assert.equal(r.success, false);
+    assert.equal(r.error!.issues[0]!.message, "expected a uuid");
   }
 });

@@ -8,6 +8,7 @@
 // an LLM the job completes as skipped.
 import { createHash } from "node:crypto";
 import { z } from "zod";
+import { uuid } from "./schemas.ts";
 import { recordContradictions } from "./contradictions.ts";
 import { scopeBaseOf } from "./consolidation-pairs.ts";
 import { type Tx, withTenant } from "./db.ts";
@@ -21,7 +22,7 @@ import { hybridSearch } from "./search/hybrid.ts";
 export const MEMORIES_PER_CHECK = 20;
 
 export const ContradictionCheckPayloadSchema = z.object({
-  memory_ids: z.array(z.uuid()).min(1).max(MEMORIES_PER_CHECK),
+  memory_ids: z.array(uuid).min(1).max(MEMORIES_PER_CHECK),
 }).strict();
 
 /** Neighbours judged per new memory, and the job's token budget (a handful of calls at most). */

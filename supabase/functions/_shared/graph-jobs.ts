@@ -6,6 +6,7 @@
 //   entity_backfill  one batch of memories never linked to entities (entity-backfill.ts)
 // Each job's writes run as its tenant (RLS) and commit with the job's completion.
 import { z } from "zod";
+import { uuid } from "./schemas.ts";
 import { consolidateSession } from "./consolidation.ts";
 import { toVectorLiteral, withTenant } from "./db.ts";
 import type { WorkerDeps } from "./drain-queue.ts";
@@ -25,7 +26,7 @@ export function isGraphJob(kind: string): boolean {
   return (GRAPH_JOB_KINDS as readonly string[]).includes(kind);
 }
 
-export const EmbedJobPayloadSchema = z.object({ memory_ids: z.array(z.uuid()).min(1).max(100) }).strict();
+export const EmbedJobPayloadSchema = z.object({ memory_ids: z.array(uuid).min(1).max(100) }).strict();
 
 export async function processGraphJob(deps: WorkerDeps, job: Job, workerId: string): Promise<void> {
   switch (job.kind) {

@@ -16,6 +16,7 @@ import {
   projectName,
   storedMemoryType,
   threadId,
+  uuid,
   withoutControlCharacters,
 } from "../schemas.ts";
 import { INTENTS } from "../search/intent.ts";
@@ -153,7 +154,7 @@ export type QueryRequest = z.infer<typeof QueryRequest>;
 export const Signals = z.object({
   keyword: z.object({ rank: z.number().int(), score: z.number(), coverage: z.number() }).optional(),
   vector: z.object({ rank: z.number().int(), similarity: z.number() }).optional(),
-  graph: z.object({ rank: z.number().int(), via: z.uuid(), edge: z.string() }).optional(),
+  graph: z.object({ rank: z.number().int(), via: uuid, edge: z.string() }).optional(),
 });
 
 /** How the search ran: what the query was read as, and the fusion weights used. */
@@ -175,7 +176,7 @@ export const SearchInfo = z.object({
 export type SearchInfo = z.infer<typeof SearchInfo>;
 
 export const RetrievedMemory = z.object({
-  id: z.uuid(),
+  id: uuid,
   content: z.string(),
   memory_type: storedMemoryType,
   namespace: z.string(),
@@ -195,7 +196,7 @@ export type RetrievedMemory = z.infer<typeof RetrievedMemory>;
 
 /** A memory left out because of code lineage (docs/context.md#code-lineage). */
 export const ExcludedMemory = z.object({
-  id: z.uuid(),
+  id: uuid,
   reason: z.enum(["unmerged_branch", "stale_file"]),
   branch: z.string().optional(),
   stale: z.discriminatedUnion("reason", [
@@ -204,7 +205,7 @@ export const ExcludedMemory = z.object({
   ]).optional(),
 });
 
-export const RelatedBullet = z.object({ id: z.uuid(), anchor_id: z.uuid(), content: z.string() });
+export const RelatedBullet = z.object({ id: uuid, anchor_id: uuid, content: z.string() });
 
 export const RetrieveResponse = z.object({
   /** The `## Relevant Memories` block for the system prompt; "" when there is nothing to inject. */
@@ -225,7 +226,7 @@ export const RetrieveResponse = z.object({
 });
 export type RetrieveResponse = z.infer<typeof RetrieveResponse>;
 
-export const QueryBullet = z.object({ id: z.uuid(), category: z.string(), text: z.string() });
+export const QueryBullet = z.object({ id: uuid, category: z.string(), text: z.string() });
 
 /** A memory.query result with return: "full": a retrieved memory's fields plus its category and record. */
 export const QueryFullResult = RetrievedMemory.omit({ injected: true }).extend({
