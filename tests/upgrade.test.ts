@@ -71,6 +71,9 @@ async function snapshot(sql: Sql) {
 }
 
 /** The settings' rows: later migrations add settings, and keep each one's value. */
+/** Defaults a migration after the cutoff changed, for rows still at the old value. */
+const MOVED_DEFAULTS = new Map([["fusion_score_share", { from: "0", to: "0.5" }]]);
+
 async function settings(sql: Sql): Promise<Map<string, string>> {
   const rows = await sql<{ name: string; value: string }[]>`select name, value::text from public.memory_settings`;
   return new Map(rows.map((r) => [r.name, r.value]));
@@ -208,7 +211,14 @@ async function upgrade(sql: Sql, fresh: Awaited<ReturnType<typeof registered>>, 
   const after = await snapshot(sql);
   assert.deepEqual(after, before, "the upgrade changed no memory, history row or count");
   const settingsAfter = await settings(sql);
-  for (const [name, value] of settingsBefore) assert.equal(settingsAfter.get(name), value, `setting ${name} kept`);
+  // A setting keeps its value, unless it is still at a default a later migration moved (only
+  // those rows move: 20261205100000 fusion_score_share 0 -> 0.5); the fixture's is the old default.
+  assert.equal(settingsBefore.get("fusion_score_share"), "0", "the old release's fusion_score_share");
+  for (const [name, value] of settingsBefore) {
+    const moved = MOVED_DEFAULTS.get(name);
+    const expected = moved && moved.from === value ? moved.to : value;
+    assert.equal(settingsAfter.get(name), expected, `setting ${name} kept (or moved from its old default)`);
+  }
   const cron = await sql<{ jobname: string; n: number }[]>`
       select jobname, count(*)::int as n from cron.job group by 1 order by 1`;
   assert.deepEqual(cron.filter((j) => j.n !== 1), [], "each schedule registered once");

@@ -1,12 +1,17 @@
 -- hybrid_search, complex (multi-part) questions: the keyword and vector lists are fused by score
 -- (fusion_score_share_complex), so a memory the keyword signal ranks first with most of the
 -- question's words stays in the fused top 3 when the vector list holds five memories closer to the
--- question's embedding that each match one of its words. Fused by rank alone (a simple question,
--- fusion_score_share 0), those five rank above it: each is in both lists, it is in one.
+-- question's embedding that each match one of its words. A simple question is fused half by rank,
+-- half by score (fusion_score_share 0.5, the default since 20261205100000; ranks alone before):
+-- those five still rank above it, each is in both lists and it is in one, so simple questions keep
+-- the agreement of both lists.
 -- memory.query (public.query_memories) passes the complexity on: the same two orders.
 -- docs/retrieval.md#fusion.
 begin;
-select plan(8);
+select plan(9);
+
+select is((select value from public.memory_settings where name = 'fusion_score_share'), 0.5::numeric,
+          'simple questions are fused half by rank, half by score by default');
 
 -- The answer to one part: the question's rare words, a vector unlike the question's.
 insert into public.devai_memories
@@ -44,7 +49,7 @@ select is((select count(*)::int from fused where complexity = 'complex' and vect
 select ok((select pos from fused where complexity = 'complex' and id = '72000000-0000-4000-8000-0000000000a1') <= 3,
           'complex question (fused by score): the keyword list''s strong first stays in the top 3');
 select ok((select pos from fused where complexity = 'simple' and id = '72000000-0000-4000-8000-0000000000a1') > 5,
-          'simple question (fused by rank): the five memories in both lists rank above it');
+          'simple question (half by rank): the five memories in both lists rank above it');
 create temp table queried on commit drop as
 select c.complexity, q.id, q.ordinality as pos
   from (values ('simple'), ('complex')) as c(complexity),
@@ -55,7 +60,7 @@ select c.complexity, q.id, q.ordinality as pos
 select ok((select pos from queried where complexity = 'complex' and id = '72000000-0000-4000-8000-0000000000a1') <= 3,
           'memory.query, complex question: the keyword list''s strong first stays in the top 3');
 select ok((select pos from queried where complexity = 'simple' and id = '72000000-0000-4000-8000-0000000000a1') > 5,
-          'memory.query, simple question: fused by rank, below the five');
+          'memory.query, simple question: half by rank, below the five');
 select throws_ok(
   $$select * from public.hybrid_search('invoice', null, array['devai/project/mp'], 5, query_complexity => 'multi')$$,
   '22023', 'query_complexity must be simple or complex, got multi', 'an unknown complexity is refused');
