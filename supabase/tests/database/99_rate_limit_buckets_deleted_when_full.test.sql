@@ -8,7 +8,10 @@ begin;
 select plan(9);
 
 update public.memory_settings set value = 2 where name = 'rate_limit_write_burst';
-update public.memory_settings set value = 60 where name = 'rate_limit_write_per_minute';
+-- One token a minute: A's drained bucket must not refill while 50,000 rows are written around it
+-- (the bucket's clock is clock_timestamp(): at one a second, a loaded machine gave A a token back
+-- before test 3 asked).
+update public.memory_settings set value = 1 where name = 'rate_limit_write_per_minute';
 update public.memory_settings set value = 0 where name = 'rate_limit_read_per_minute';
 -- Only this file's buckets (it rolls back).
 delete from memory_private.rate_limit_buckets;
@@ -18,12 +21,12 @@ select tests.authenticate_as('99a00000-0000-4000-8000-0000000000aa');
 select public.take_rate_limit_token('write') from generate_series(1, 2);
 reset role;
 
--- 50,000 other tenants' write buckets, full an hour ago; C's drained ten seconds ago (refilled
--- since, at one a second); D's read bucket (no read limit); E's drained a second ago (one token back).
+-- 50,000 other tenants' write buckets, full an hour ago; C's drained ten minutes ago (refilled
+-- since, at one a minute); D's read bucket (no read limit); E's drained a second ago (not refilled).
 insert into memory_private.rate_limit_buckets (owner_id, route_class, tokens, refilled_at)
 select gen_random_uuid(), 'write', 2, clock_timestamp() - interval '1 hour' from generate_series(1, 50000);
 insert into memory_private.rate_limit_buckets (owner_id, route_class, tokens, refilled_at) values
-  ('99a00000-0000-4000-8000-0000000000cc', 'write', 0, clock_timestamp() - interval '10 seconds'),
+  ('99a00000-0000-4000-8000-0000000000cc', 'write', 0, clock_timestamp() - interval '10 minutes'),
   ('99a00000-0000-4000-8000-0000000000dd', 'read', 0, clock_timestamp()),
   ('99a00000-0000-4000-8000-0000000000ee', 'write', 0, clock_timestamp() - interval '1 second');
 
