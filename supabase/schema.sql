@@ -1523,23 +1523,21 @@ begin
   if p_limit is null or p_limit < 1 then
     raise exception 'p_limit must be at least 1, got %', p_limit using errcode = '22023';
   end if;
-  with limits as materialized (
-    select c.route_class,
-           public.memory_setting('rate_limit_' || c.route_class || '_per_minute')::double precision / 60 as rate,
-           public.memory_setting('rate_limit_' || c.route_class || '_burst')::double precision as burst
-      from (values ('read'), ('write'), ('heavy')) c (route_class)
-  ),
-  due as (
-    select b.owner_id, b.route_class
-      from memory_private.rate_limit_buckets b
-      join limits l on l.route_class = b.route_class
-     where l.rate = 0
-        or b.tokens + greatest(0, extract(epoch from p_now - b.refilled_at)) * l.rate >= l.burst
-     limit p_limit
-       for update of b skip locked
-  )
   delete from memory_private.rate_limit_buckets b
-   using due where b.owner_id = due.owner_id and b.route_class = due.route_class;
+   where b.ctid = any (array(
+     with limits as materialized (
+       select c.route_class,
+              public.memory_setting('rate_limit_' || c.route_class || '_per_minute')::double precision / 60 as rate,
+              public.memory_setting('rate_limit_' || c.route_class || '_burst')::double precision as burst
+         from (values ('read'), ('write'), ('heavy')) c (route_class)
+     )
+     select d.ctid
+       from memory_private.rate_limit_buckets d
+       join limits l on l.route_class = d.route_class
+      where l.rate = 0
+         or d.tokens + greatest(0, extract(epoch from p_now - d.refilled_at)) * l.rate >= l.burst
+      limit p_limit
+        for update of d skip locked));
   get diagnostics v_deleted = row_count;
   return jsonb_build_object(
     'deleted', v_deleted,
