@@ -8,6 +8,7 @@ import { enqueueJob } from "../supabase/functions/_shared/jobs.ts";
 import { MEMORIES_PER_CHECK, queueContradictionCheck } from "../supabase/functions/_shared/contradiction-check.ts";
 import { judgedPairs, LOCAL_EMBEDDING, memoryWithLlm, scriptJudge } from "./support/consolidation.ts";
 import { newTenant, seedMemories, tenantWrites } from "./support/seed.ts";
+import { dbNow } from "./support/as-of.ts";
 import { drainAll, writeEnv } from "./write_helpers.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
@@ -29,6 +30,9 @@ Deno.test({
       content: "The shop project deploys on Fridays.",
       project: "shop",
     });
+    // The judge reads the pair as (older, newer) by created_at: the second is stamped later even on
+    // PGlite's millisecond clock (two written in one millisecond tie, and the pair may be read the other way round).
+    await dbNow(env.sql);
     const second = await api("POST", "/memory/remember", t, {
       content: "The shop project never deploys on Fridays.",
       project: "shop",

@@ -5,6 +5,7 @@ import { createHandler } from "../../supabase/functions/memory-extract/handler.t
 import type { WriteEnv } from "../write_helpers.ts";
 import { serviceHeaders, userHeaders } from "./auth.ts";
 import type { Sql } from "../../supabase/functions/_shared/db.ts";
+import { dbNow } from "./as-of.ts";
 
 export interface ExtractAnswer {
   job_id: string;
@@ -44,7 +45,11 @@ export async function postExtract(
       body: JSON.stringify(body),
     }),
   );
-  return { status: res.status, body: await res.json() };
+  const answer = { status: res.status, body: await res.json() };
+  // The next POST's jobs are stamped later than this one's, so extractJobs lists them in the order
+  // posted: PGlite's clock counts milliseconds, and jobs of one millisecond fell to id order.
+  await dbNow(env.sql);
+  return answer;
 }
 
 export async function extractJobs(env: WriteEnv, tenant: string) {
