@@ -87,6 +87,7 @@ Deno.test({
   const held = await dbNow();
   assert.equal((await api("GET", `/memory/${id}?as_of=${held}`, { as: t })).body.held, true);
   assert.equal((await api("POST", `/memory/${id}/forget`, { as: t, body: {} })).status, 200);
+  await dbNow(); // the PURGE is stamped after the DELETE, even on PGlite's millisecond clock
   await sql`update public.devai_memories set purge_at = now() - interval '1 second' where id = ${id}`;
   await sql`select memory_private.run_purge_step()`;
 
@@ -163,6 +164,9 @@ Deno.test(
       (await api("POST", "/memory/remember", { as: t, body: { content, project: "pins" } })).body.memory.id as string;
     const wasPinned = await remember("The release branch is cut on Mondays");
     const pinnedSince = await remember("Hotfixes go straight to the release branch");
+    // The pin is stamped after the memory's ADD: on PGlite's millisecond clock the two history rows
+    // could share an instant, and as of then the ADD (not pinned) could be read as the last change.
+    await dbNow();
     assert.equal((await api("POST", `/memory/${wasPinned}/pin`, { as: t })).status, 200);
     const then = await dbNow();
     assert.equal((await api("POST", `/memory/${wasPinned}/unpin`, { as: t })).status, 200);

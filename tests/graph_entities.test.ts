@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { memoryApi } from "./support/memory-api.ts";
 import { newTenant, testSql } from "./support/seed.ts";
+import { dbNow } from "./support/as-of.ts";
 
 const sql = testSql();
 const api = memoryApi(sql);
@@ -124,6 +125,9 @@ Deno.test({
     as: t,
     body: { content: "src/app.ts exports the router.", project: "shop" },
   });
+  // Newest first: the second fact is stamped later, even on PGlite's millisecond clock (a tie goes
+  // to the memory id, either way round).
+  await dbNow(sql);
   await api("POST", "/memory/remember", {
     as: t,
     body: { content: "src/app.ts is the storefront entry point.", project: "shop" },
