@@ -1103,13 +1103,14 @@ CREATE FUNCTION memory_private.history_ts_in_write_order() RETURNS trigger
     AS $$
 declare
   v_last timestamptz;
+  v_ours boolean;
 begin
-  select h.ts into v_last
+  select h.ts, h.xmin = pg_current_xact_id()::xid into v_last, v_ours
     from public.memory_history h
    where h.memory_id = new.memory_id
    order by h.ts desc
    limit 1;
-  if v_last > new.ts then
+  if v_last > new.ts or (v_last = new.ts and not v_ours) then
     new.ts := v_last + interval '1 microsecond';
   end if;
   return new;

@@ -598,6 +598,32 @@ Deno.test(
 );
 
 Deno.test(
+  {
+    name: "history: a change another transaction stamps in the instant of the memory's last one comes after it",
+    ...opts,
+  },
+  async () => {
+    // PGlite's clock counts milliseconds: two requests in one millisecond begin at one now(). The
+    // second's row is stamped here with the instant of the first's, as such a request's is.
+    const t = newTenant();
+    const m = await seedMemory(sql, t, {
+      content: "A fact changed twice in a millisecond",
+      namespace: "devai/global/x",
+    });
+    await api("POST", `/memory/${m.id}/pin`, { as: t });
+    await sql`
+      insert into public.memory_history (owner_id, memory_id, event, actor, meta, ts)
+      select owner_id, memory_id, 'UNPIN', 'user', jsonb_build_object('pinned', false), max(ts)
+        from public.memory_history where memory_id = ${m.id} group by owner_id, memory_id`;
+    const h = await api("GET", `/memory/${m.id}/history`, { as: t });
+    assert.deepEqual(h.body.history.map((e: { event: string }) => e.event), ["UNPIN", "PIN", "ADD"]);
+    const [unpin, pin] = await sql<{ ts: string }[]>`
+      select ts::text from public.memory_history where memory_id = ${m.id} order by ts desc, id desc limit 2`;
+    assert.ok(unpin!.ts > pin!.ts, `${unpin!.ts} after ${pin!.ts}`);
+  },
+);
+
+Deno.test(
   { name: "history pages with a cursor: every row once, newest first, rows of one transaction split", ...opts },
   async () => {
     const t = newTenant();
