@@ -5,6 +5,7 @@ import { memoryApi } from "./support/memory-api.ts";
 import { serviceHeaders } from "./support/auth.ts";
 import { newTenant, seedMemories, seedMemory, tenantWrites, testSql } from "./support/seed.ts";
 import { LOCAL_EMBEDDING_MODEL } from "../supabase/functions/_shared/env.ts";
+import { dbNow } from "./support/as-of.ts";
 
 const sql = testSql();
 const api = memoryApi(sql);
@@ -337,6 +338,7 @@ Deno.test(
     const memories = [];
     for (const content of ["oldest fact", "middle fact", "newest fact"]) {
       memories.push((await api("POST", "/memory/remember", { as: t, body: { content } })).body.memory);
+      await dbNow(sql); // the list is newest first: each is created later, even on PGlite's millisecond clock
     }
     const m = memories[2]!;
     for (const action of ["pin", "unpin"]) await api("POST", `/memory/${m.id}/${action}`, { as: t });
