@@ -4646,6 +4646,10 @@ begin
        and m.source is distinct from 'conversation'
        and (case when as_of is null then m.is_valid and m.state = 'active' and m.strength > 0.05
                  else m.created_at <= as_of and (select a.held from public.memory_at(m, as_of) a) end)
+       -- The category in devai_memories_owner_category's terms, for a live search (folded away as of an
+       -- instant by force_custom_plan): the index then reads only these categories' memories.
+       and (as_of is not null
+            or (case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end) = any (v_all))
        and (m.namespace || '/') ^@ any (v_scopes)
        -- Their categories; the time window, the exclusions and the field filters hold for them as for
        -- what the search found.
