@@ -2435,7 +2435,7 @@ begin
   select x.new_content into v_then
     from public.memory_history x
    where x.memory_id = p_id and x.ts <= p_at and x.meta ? 'state'
-   order by x.ts desc, x.id desc
+   order by x.ts desc, x.seq desc nulls last, x.id desc
    limit 1;
   if v_then is null or v_then = p_content then
     return p_fts;
@@ -2556,7 +2556,7 @@ begin
       left join lateral (select x.new_content as content
                            from public.memory_history x
                           where x.memory_id = m.id and x.ts <= p_as_of and x.meta ? 'state'
-                          order by x.ts desc, x.id desc
+                          order by x.ts desc, x.seq desc nulls last, x.id desc
                           limit 1) h on true
      where m.owner_id = p_owner
        and m.created_at <= p_as_of and m.updated_at > p_as_of
@@ -2878,7 +2878,7 @@ begin
   end if;
   return coalesce((select x.ts from public.memory_history x
                     where x.memory_id = p_id and x.ts <= p_at and x.meta ? 'state'
-                    order by x.ts desc, x.id desc
+                    order by x.ts desc, x.seq desc nulls last, x.id desc
                     limit 1), p_created_at);
 end;
 $$;
@@ -3893,7 +3893,7 @@ begin
              x.meta ->> 'state' as state, (x.meta ->> 'superseded_by')::uuid as superseded_by, x.meta
         from public.memory_history x
        where x.memory_id = m.id and x.ts <= p_at and x.meta ? 'state'
-       order by x.ts desc, x.id desc
+       order by x.ts desc, x.seq desc nulls last, x.id desc
        limit 1) h on true;
 end;
 $$;
@@ -5767,8 +5767,26 @@ CREATE TABLE public.memory_history (
     new_content text,
     meta jsonb DEFAULT '{}'::jsonb NOT NULL,
     ts timestamp with time zone DEFAULT now() NOT NULL,
+    seq bigint,
     CONSTRAINT memory_history_event_check CHECK ((event = ANY (ARRAY['ADD'::text, 'UPDATE'::text, 'DELETE'::text, 'MERGE'::text, 'LINK'::text, 'DECAY'::text, 'TTL'::text, 'RESTORE'::text, 'PURGE'::text, 'PIN'::text, 'UNPIN'::text, 'CONFIRM'::text, 'PROPOSE'::text, 'ACCEPT'::text, 'REJECT'::text, 'LAPSE'::text])))
 );
+
+--
+-- Name: memory_history_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+CREATE SEQUENCE public.memory_history_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+--
+-- Name: memory_history_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: -
+--
+
+ALTER SEQUENCE public.memory_history_seq OWNED BY public.memory_history.seq;
 
 --
 -- Name: memory_maintenance_schedules; Type: TABLE; Schema: public; Owner: -
@@ -6197,6 +6215,12 @@ CREATE TABLE public.supervisor_checkpoints (
 --
 
 COMMENT ON TABLE public.supervisor_checkpoints IS 'The agent''s checkpoints: one JSON state per (tenant, thread), with a version for optimistic concurrency. See docs/consolidation.md#checkpoints.';
+
+--
+-- Name: memory_history seq; Type: DEFAULT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.memory_history ALTER COLUMN seq SET DEFAULT nextval('public.memory_history_seq'::regclass);
 
 --
 -- Name: entity_pass_pending entity_pass_pending_pkey; Type: CONSTRAINT; Schema: memory_private; Owner: -
@@ -6737,10 +6761,10 @@ CREATE INDEX memory_extract_marks_by_key ON public.memory_extract_marks USING ha
 CREATE INDEX memory_extract_parts_dead ON public.memory_extract_parts USING btree (owner_id, session_id, died_by) WHERE (dead AND (NOT given_up));
 
 --
--- Name: memory_history_memory_ts_id; Type: INDEX; Schema: public; Owner: -
+-- Name: memory_history_memory_ts_seq_id; Type: INDEX; Schema: public; Owner: -
 --
 
-CREATE INDEX memory_history_memory_ts_id ON public.memory_history USING btree (memory_id, ts DESC, id DESC);
+CREATE INDEX memory_history_memory_ts_seq_id ON public.memory_history USING btree (memory_id, ts DESC, seq DESC NULLS LAST, id DESC);
 
 --
 -- Name: memory_history_owner_ts_id; Type: INDEX; Schema: public; Owner: -
@@ -9634,6 +9658,12 @@ GRANT SELECT ON TABLE public.memory_extract_parts TO authenticated;
 
 GRANT ALL ON TABLE public.memory_history TO service_role;
 GRANT SELECT ON TABLE public.memory_history TO authenticated;
+
+--
+-- Name: SEQUENCE memory_history_seq; Type: ACL; Schema: public; Owner: -
+--
+
+GRANT ALL ON SEQUENCE public.memory_history_seq TO service_role;
 
 --
 -- Name: TABLE memory_maintenance_schedules; Type: ACL; Schema: public; Owner: -

@@ -405,3 +405,39 @@ Deno.test({
     await env.close();
   }
 });
+
+Deno.test({
+  name: "on write: two memories created in one instant are read OLDER / NEWER by id, whichever side is checked",
+  ...opts,
+}, async () => {
+  const env = await writeEnv({ config: { embedding: LOCAL_EMBEDDING } as never });
+  try {
+    scriptJudge(env.fake, () => "different");
+    const api = memoryWithLlm(env.sql, env.config, env.llm, env.embedder);
+    // Per tenant: the pair stored with one created_at, then checked from the memory with the
+    // smaller id in the first tenant and from the larger in the second. Before, the memory the
+    // check started from was always NEWER on a tie: the two tenants' pairs read opposite ways.
+    for (const side of ["smaller", "larger"] as const) {
+      const t = newTenant();
+      const ids: Record<string, string> = {};
+      for (const content of ["The shop project deploys on Fridays.", "The shop project never deploys on Fridays."]) {
+        const res = await api("POST", "/memory/remember", t, { content, project: "shop" });
+        assert.equal(res.status, 201);
+        ids[content] = res.body.memory.id;
+      }
+      await env.sql`update public.devai_memories set created_at = '2026-11-01T00:00:00Z' where owner_id = ${t}`;
+      await env.sql`delete from public.memory_jobs where owner_id = ${t}`;
+      const sorted = Object.values(ids).sort();
+      const from = side === "smaller" ? sorted[0]! : sorted[1]!;
+      await withTenant(env.sql, { tenantId: t, actor: "test" }, (tx) => queueContradictionCheck(tx, t, [from]));
+      const before = judgedPairs(env.fake).flat().length;
+      const report = await drainAll(env.deps, t, "test-worker", 10, ["contradiction_check"]);
+      assert.deepEqual([report.done, report.dead], [1, 0], JSON.stringify(report.jobs));
+      const pairs = judgedPairs(env.fake).flat().slice(before);
+      const byContent = Object.fromEntries(Object.entries(ids).map(([c, id]) => [id, c]));
+      assert.deepEqual(pairs, [[byContent[sorted[0]!], byContent[sorted[1]!]]], `checked from the ${side} id`);
+    }
+  } finally {
+    await env.close();
+  }
+});

@@ -19,7 +19,7 @@ import type { Tx } from "./db.ts";
 import type { BackgroundSettings } from "./background-settings.ts";
 import { NEAR_VERBATIM_COVERAGE } from "./dedup.ts";
 import type { SimilarityThresholds } from "./embeddings.ts";
-import { actionFor, type Pair, type PairMemory } from "./pair-judge.ts";
+import { actionFor, olderFirst, type Pair, type PairMemory } from "./pair-judge.ts";
 import { nearVerbatim, worthJudging } from "./pair-prefilter.ts";
 import { hybridSearch } from "./search/hybrid.ts";
 
@@ -129,7 +129,7 @@ export async function planPairs(
         touched_at: new Date(Math.max(+new Date(n.created_at), +new Date(n.updated_at), +new Date(n.last_accessed_at))),
       };
       const me = { ...m, created_at: new Date(m.created_at), touched_at: new Date(m.touched_at) };
-      const [older, newer] = me.created_at.getTime() <= other.created_at.getTime() ? [me, other] : [other, me];
+      const [older, newer] = olderFirst(me, other);
       if (older.touched_at.getTime() < recencyFloor) continue;
       if (contradicted.has(k) || known!.fingerprints[k] === round2(score)) {
         plan.skipped++;

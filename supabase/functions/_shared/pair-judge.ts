@@ -42,6 +42,16 @@ export interface Pair {
   score: number;
 }
 
+/**
+ * A pair as the judge reads it: the memory created first is OLDER. Two created in one instant
+ * (one transaction, or PGlite's millisecond clock) are told apart by id, so a pair reads the same
+ * whichever of its memories the check started from (the write check and the nightly pass alike).
+ */
+export function olderFirst<T extends { id: string; created_at: Date }>(a: T, b: T): [older: T, newer: T] {
+  const byTime = a.created_at.getTime() - b.created_at.getTime();
+  return byTime < 0 || (byTime === 0 && a.id < b.id) ? [a, b] : [b, a];
+}
+
 export interface JudgedPair extends Pair {
   verdict: Verdict;
   reason: string;

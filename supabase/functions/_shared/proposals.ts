@@ -161,7 +161,7 @@ export async function getProposal(
     } from public.memory_proposals where id = ${id}`;
     if (!p) return undefined;
     const history = await tx<ProposalDecision[]>`
-      select id, event, actor, new_ref, ts from public.memory_history where memory_id = ${id} order by ts, id`;
+      select id, event, actor, new_ref, ts from public.memory_history where memory_id = ${id} order by ts, seq nulls first, id`;
     return { proposal: isoProposal(p), history: history.map((h) => ({ ...h, ts: new Date(h.ts).toISOString() })) };
   });
 }

@@ -117,7 +117,7 @@ export async function explainMemory(tx: Tx, id: string, now: Date): Promise<Expl
     select event, count(*)::int as n, min(ts) as first_at, max(ts) as last_at
       from public.memory_history where memory_id = ${id} group by event`;
   const recent = await tx<{ event: string; actor: string | null; ts: Date }[]>`
-    select event, actor, ts from public.memory_history where memory_id = ${id} order by ts desc, id desc limit 5`;
+    select event, actor, ts from public.memory_history where memory_id = ${id} order by ts desc, seq desc nulls last, id desc limit 5`;
   const [added] = await tx<{ actor: string | null }[]>`
     select actor from public.memory_history where memory_id = ${id} and event = 'ADD' order by ts limit 1`;
 
