@@ -4211,6 +4211,7 @@ declare
   v_all      constant text[] := array['related_to', 'supersedes', 'derived_from', 'contradicts', 'temporal', 'causal', 'entity'];
   v_directed constant text[] := array['supersedes', 'derived_from', 'temporal', 'causal'];
   v_fanout   constant integer := 32;
+  v_read     constant integer := 256;  -- edges read per node and direction, live or not
   v_types    text[] := coalesce(edge_types, v_all);
   v_at       timestamptz := coalesce(as_of, now());
   v_prefixes text[] := public.memory_scope_prefixes(match_namespaces);
@@ -4265,31 +4266,40 @@ begin
                       from unnest(v_front, v_weights) as f(id, w)
                       cross join lateral (
                         -- strongest first, skipping memories already visited, read until v_fanout
-                        -- alive are found (forgotten neighbours, however many and strong, do not
-                        -- take a live one's place; one query, so that its limit lets the planner
-                        -- walk the ordered index and stop at the v_fanout-th live memory)
-                        (select r.to_id as other, r.relation_type, r.strength::double precision as strength,
-                                r.confidence::double precision as confidence
-                           from public.memory_relations r
-                           cross join lateral (select m from public.devai_memories m where m.id = r.to_id offset 0) v
-                           where r.from_id = f.id and r.relation_type = any (v_types)
-                             and (v_forward or not (r.relation_type = any (v_directed)))
-                             and r.created_at <= v_at and r.valid_from <= v_at and (r.valid_until is null or r.valid_until > v_at)
-                             and r.to_id <> all (v_visited)
-                             and public.memory_graph_visible(v.m, as_of, v_prefixes)
-                           order by r.strength * r.confidence desc
+                        -- alive are found (forgotten neighbours do not take a live one's place) or
+                        -- v_read edges are read (a hub of thousands of edges to forgotten memories
+                        -- costs v_read, not all of them); the outer read keeps the inner order, so
+                        -- its limit stops the walk of the ordered index at the v_fanout-th live one
+                        (select r.other, r.relation_type, r.strength, r.confidence
+                           from (select r.to_id as other, r.relation_type, r.strength::double precision as strength,
+                                        r.confidence::double precision as confidence, r.strength * r.confidence as rank
+                                   from public.memory_relations r
+                                  where r.from_id = f.id and r.relation_type = any (v_types)
+                                    and (v_forward or not (r.relation_type = any (v_directed)))
+                                    and r.created_at <= v_at and r.valid_from <= v_at
+                                    and (r.valid_until is null or r.valid_until > v_at)
+                                    and r.to_id <> all (v_visited)
+                                  order by r.strength * r.confidence desc
+                                  limit v_read) r
+                           cross join lateral (select m from public.devai_memories m where m.id = r.other offset 0) v
+                           where public.memory_graph_visible(v.m, as_of, v_prefixes)
+                           order by r.rank desc
                            limit v_fanout)
                         union all
-                        (select r.from_id as other, r.relation_type, r.strength::double precision as strength,
-                                r.confidence::double precision as confidence
-                           from public.memory_relations r
-                           cross join lateral (select m from public.devai_memories m where m.id = r.from_id offset 0) v
-                           where r.to_id = f.id and r.relation_type = any (v_types)
-                             and (v_backward or not (r.relation_type = any (v_directed)))
-                             and r.created_at <= v_at and r.valid_from <= v_at and (r.valid_until is null or r.valid_until > v_at)
-                             and r.from_id <> all (v_visited)
-                             and public.memory_graph_visible(v.m, as_of, v_prefixes)
-                           order by r.strength * r.confidence desc
+                        (select r.other, r.relation_type, r.strength, r.confidence
+                           from (select r.from_id as other, r.relation_type, r.strength::double precision as strength,
+                                        r.confidence::double precision as confidence, r.strength * r.confidence as rank
+                                   from public.memory_relations r
+                                  where r.to_id = f.id and r.relation_type = any (v_types)
+                                    and (v_backward or not (r.relation_type = any (v_directed)))
+                                    and r.created_at <= v_at and r.valid_from <= v_at
+                                    and (r.valid_until is null or r.valid_until > v_at)
+                                    and r.from_id <> all (v_visited)
+                                  order by r.strength * r.confidence desc
+                                  limit v_read) r
+                           cross join lateral (select m from public.devai_memories m where m.id = r.other offset 0) v
+                           where public.memory_graph_visible(v.m, as_of, v_prefixes)
+                           order by r.rank desc
                            limit v_fanout)
                       ) e
                      order by e.other, f.w * e.strength * e.confidence desc, f.id) n
