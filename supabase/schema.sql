@@ -631,12 +631,22 @@ begin
   if not exists (select from memory_private.entity_pass_pending) then
     return 0;
   end if;
-  with queued as (
+  with recursive tenants(owner_id) as (
+    -- each tenant of the set once, the next one found by one descent of the primary key
+    (select p.owner_id from memory_private.entity_pass_pending p order by p.owner_id limit 1)
+    union all
+    select (select p.owner_id from memory_private.entity_pass_pending p
+             where p.owner_id > t.owner_id order by p.owner_id limit 1)
+      from tenants t
+     where t.owner_id is not null
+  ),
+  queued as (
     insert into public.memory_jobs (owner_id, kind, payload, idempotency_key)
     select t.owner_id, 'entity_backfill', '{}'::jsonb,
            'entity_backfill:start:' || to_char(p_now at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US')
-      from (select distinct p.owner_id from memory_private.entity_pass_pending p) t
-     where not exists (select from public.memory_jobs j
+      from tenants t
+     where t.owner_id is not null
+       and not exists (select from public.memory_jobs j
                         where j.owner_id = t.owner_id and j.kind = 'entity_backfill'
                           and j.status in ('queued', 'running'))
     on conflict (owner_id, kind, idempotency_key) do nothing
