@@ -4147,10 +4147,14 @@ CREATE FUNCTION public.memory_entity_search_terms(p_owner uuid, p_key text, p_su
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path TO ''
     AS $$
-  select public.memory_entity_scoped_lexemes(
-           pg_catalog.to_tsvector('english'::regconfig, coalesce(p_summary, ''))::text, p_owner::text || ':s:')::tsvector
+  select case when p_summary is null then ''::tsvector
+              else public.memory_entity_scoped_lexemes(
+                     pg_catalog.to_tsvector('english'::regconfig, p_summary)::text, p_owner::text || ':s:')::tsvector
+         end
          || pg_catalog.array_to_tsvector(array[p_owner::text]
-              || array(select p_owner::text || ':n:' || g from unnest(public.memory_entity_name_grams(p_key)) as g))
+              || array(select p_owner::text || ':n:' || pg_catalog.substr(p_key, i, n)
+                         from pg_catalog.generate_series(1, 3) as n
+                        cross join lateral pg_catalog.generate_series(1, pg_catalog.char_length(coalesce(p_key, '')) - n + 1) as i))
 $$;
 
 --
