@@ -4220,6 +4220,8 @@ CREATE FUNCTION public.memory_graph_neighbours(seed_ids uuid[], edge_types text[
     LANGUAGE plpgsql STABLE ROWS 50
     SET search_path TO ''
     SET enable_bitmapscan TO 'off'
+    SET enable_sort TO 'off'
+    SET jit TO 'off'
     AS $$
 declare
   v_all      constant text[] := array['related_to', 'supersedes', 'derived_from', 'contradicts', 'temporal', 'causal', 'entity'];
