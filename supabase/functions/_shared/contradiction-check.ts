@@ -15,7 +15,7 @@ import { type Tx, withTenant } from "./db.ts";
 import type { WorkerDeps } from "./drain-queue.ts";
 import { thresholdsFor } from "./embeddings.ts";
 import { completeJobInTx, enqueueJob, type Job, PermanentJobError } from "./jobs.ts";
-import { judgePairs, type Pair, type PairMemory } from "./pair-judge.ts";
+import { judgePairs, olderFirst, type Pair, type PairMemory } from "./pair-judge.ts";
 import { hybridSearch } from "./search/hybrid.ts";
 
 /** Memories one job checks (its payload's limit); a longer list is queued as several jobs. */
@@ -96,7 +96,7 @@ export async function checkNewMemories(deps: WorkerDeps, job: Job, workerId: str
         queued.add(`${a}|${b}`);
         const other = asPairMemory(n);
         const mine = asPairMemory(m);
-        const [older, newer] = other.created_at.getTime() <= mine.created_at.getTime() ? [other, mine] : [mine, other];
+        const [older, newer] = olderFirst(other, mine);
         out.push({ older, newer, score: Math.min(1, Math.max(0, n.similarity ?? thresholds.consolidate)) });
       }
     }
