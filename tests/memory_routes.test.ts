@@ -406,6 +406,19 @@ Deno.test({
   assert.equal(oldHistory[1]!.actor, `user:${t}`);
   const newHistory = await historyOf(created.id);
   assert.deepEqual(newHistory.map((e) => e.event).sort(), ["ADD", "LINK"]);
+  // Both rows carry the request's instant; the listing gives them in the order they were written,
+  // newest first, whole or a row a page (before, by their random ids: ADD above LINK half the time).
+  const listed = await api("GET", `/memory/${created.id}/history`, { as: t });
+  assert.deepEqual(listed.body.history.map((e: { event: string }) => e.event), ["LINK", "ADD"]);
+  const paged: string[] = [];
+  for (let cursor = ""; paged.length < 3;) {
+    const page = await api("GET", `/memory/${created.id}/history?limit=1${cursor}`, { as: t });
+    assert.equal(page.status, 200, JSON.stringify(page.body));
+    paged.push(...page.body.history.map((e: { event: string }) => e.event));
+    if (!page.body.next_cursor) break;
+    cursor = `&cursor=${encodeURIComponent(page.body.next_cursor)}`;
+  }
+  assert.deepEqual(paged, ["LINK", "ADD"]);
   const [rel] = await sql`select from_id, to_id, relation_type from public.memory_relations where owner_id = ${t}`;
   assert.deepEqual({ ...rel }, { from_id: created.id, to_id: old.id, relation_type: "supersedes" });
 
@@ -630,13 +643,13 @@ Deno.test(
   async () => {
     const t = newTenant();
     const m = await seedMemory(sql, t, { content: "A much-edited fact", namespace: "devai/global/x" });
-    // 250 rows in one transaction (one ts: only the id orders them), then more in later ones: more
-    // than one page of the largest limit (200).
+    // 250 rows in one transaction (one ts: the order they were written in, seq, orders them), then
+    // more in later ones: more than one page of the largest limit (200).
     await sql`
       insert into public.memory_history (owner_id, memory_id, event, actor, meta)
       select ${t}, ${m.id}, 'CONFIRM', 'user', jsonb_build_object('n', n) from generate_series(1, 250) n`;
     for (let i = 0; i < 3; i++) await api("POST", `/memory/${m.id}/${i % 2 ? "unpin" : "pin"}`, { as: t });
-    const all = (await sql`select id from public.memory_history where memory_id = ${m.id} order by ts desc, id desc`)
+    const all = (await sql`select id from public.memory_history where memory_id = ${m.id} order by ts desc, seq desc`)
       .map((r) => r.id as string);
     assert.equal(all.length, 254);
 

@@ -15,7 +15,6 @@ import {
   cursorText,
   decodeCursor,
   encodeCursor,
-  fromCursor,
   invalidCursor,
 } from "../memories/cursor.ts";
 import { explainMemory, type Explanation } from "../memories/explain.ts";
@@ -150,9 +149,12 @@ export interface MemoryHistory {
 }
 
 /**
- * A page of a memory's audit rows, newest first (keyset pagination: ts desc, id desc, in the order
- * of the (memory_id, ts desc, id desc) index). Rows written in one transaction share its ts: the id
- * orders them, so a page boundary among them skips and repeats none.
+ * A page of a memory's audit rows, newest first (keyset pagination: ts desc, seq desc, id desc, in
+ * the order of the (memory_id, ts desc, seq desc nulls last, id desc) index). Rows written in one
+ * transaction share its ts: their seq (the order they were written, migration 20261206100000)
+ * orders them, so a memory's ADD lists below the LINK its request wrote after it, and a page
+ * boundary among them skips and repeats none. Rows written before that migration have no seq
+ * (read as 0, below every numbered one) and are told apart by id.
  */
 export async function memoryHistory(
   deps: ServiceDeps,
@@ -172,13 +174,18 @@ export async function memoryHistory(
       select exists (select from public.devai_memories where id = ${id}) as exists, ${mine} as mine`;
     if (!found!.mine) throw invalidCursor("history", `it names no audit row of memory ${id}`);
     const key = { ts: "ts", id: "id" };
+    // The cursor carries (ts, id); the row it names (checked above to be this memory's) gives its seq.
+    const older = after
+      ? tx`and (ts, coalesce(seq, 0), id) < (${after.ts}::text::timestamp at time zone 'UTC',
+               (select coalesce(c.seq, 0) from public.memory_history c where c.id = ${after.id}), ${after.id}::uuid)`
+      : tx``;
     const history = await tx`
         select id, memory_id, event, old_ref, new_ref, actor, old_content, new_content, meta, ts, ${cursorText(tx, key)}
           from public.memory_history where memory_id = ${id}
            -- a proposal's decisions share the table under its id: that id was never a memory's
            and event <> all (${[...PROPOSAL_EVENTS]}::text[])
-           ${after ? tx`and ${fromCursor(tx, key, after)}` : tx``}
-         order by ts desc, id desc limit ${q.limit + 1}`;
+           ${older}
+         order by ts desc, seq desc nulls last, id desc limit ${q.limit + 1}`;
     return { exists: found!.exists, history };
   });
   // History outlives a purged memory, so its rows alone are enough to answer.
