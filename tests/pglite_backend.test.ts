@@ -19,6 +19,8 @@ import { tenantItem } from "../supabase/functions/_shared/db.ts";
 import { testBackend } from "./support/backend.ts";
 import { testPort } from "./support/ports.ts";
 import { waitUntil } from "./support/wait.ts";
+import { userHeaders } from "./support/auth.ts";
+import { startTestServer } from "./support/http_server.ts";
 
 const enabled = testBackend === "pglite";
 const port = testPort("DEVAI_TEST_PGLITE_PORT");
@@ -548,6 +550,10 @@ Deno.test({
     await server.start();
     const at = server.listeningPort;
     const pool = postgres(`postgresql://postgres@127.0.0.1:${at}/postgres`, { max: 1, onnotice: () => {} });
+    const http = await startTestServer({
+      databaseUrl: `postgresql://postgres@127.0.0.1:${at}/postgres`,
+      worker: false,
+    });
     try {
       await pool`select 1`;
       const idle = await rawClient(at);
@@ -564,10 +570,32 @@ Deno.test({
         pool`select 1`,
         (e: { code?: string }) => ["57P01", "EPIPE", "CONNECTION_CLOSED", "ECONNRESET"].includes(e.code ?? ""),
       );
+      // Work of the server's own (migrations, the version line) is refused, not run: PGlite's call
+      // on the exited backend would block the whole process, this test's runner included.
+      let ran = false;
+      await assert.rejects(
+        server.exclusive("a job", async (d) => {
+          ran = true;
+          return await d.query("select 1");
+        }),
+        (e: { code?: string; message: string }) =>
+          e.code === "57P01" && /a job: the embedded database's backend has exited/.test(e.message),
+      );
+      assert.equal(ran, false);
+      // The service over HTTP (started while the backend ran) answers 503 database_unavailable with
+      // Retry-After, as during an outage.
+      const res = await fetch(`${http.functionsUrl}/memory?limit=1`, { headers: await userHeaders(randomUUID()) });
+      const body = await res.json();
+      assert.equal(res.status, 503, JSON.stringify(body));
+      assert.equal(body.error.code, "database_unavailable");
+      assert.equal(res.headers.get("retry-after"), "2");
     } finally {
+      await http.close();
       await pool.end({ timeout: 1 });
       await server.stop();
     }
+    // Stopped after the exit: the data folder's owner can close PGlite and start again.
+    await db.close();
   },
 });
 

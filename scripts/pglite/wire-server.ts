@@ -495,10 +495,19 @@ export class WireServer {
     for (const c of [...this.connections]) c.terminate(BACKEND_EXITED);
   }
 
-  /** Runs fn with exclusive use of the backend (between clients' transactions). */
+  /**
+   * Runs fn with exclusive use of the backend (between clients' transactions). Refused once the
+   * backend has exited: PGlite's calls on an exited backend never return, and block the whole
+   * process (not only the caller), so fn is not run.
+   */
   async exclusive<T>(owner: string, fn: (db: PGlite) => Promise<T>): Promise<T> {
     await this.lease.acquire(owner);
     try {
+      if (this.backendExit) {
+        throw Object.assign(new Error(`${owner}: ${BACKEND_EXITED.replace("terminating connection: ", "")}`), {
+          code: "57P01",
+        });
+      }
       return await fn(this.db);
     } finally {
       this.lease.release();
@@ -529,8 +538,10 @@ export class WireServer {
     this.#server = null;
     for (const c of [...this.connections]) c.close();
     if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
-    // Let every cleanup (rollback of an open transaction) finish before the caller closes PGlite.
-    await this.exclusive("stop", async () => {});
+    // Let every cleanup (rollback of an open transaction) finish before the caller closes PGlite
+    // (after a backend exit they skip the backend, and stop waits for the lease only).
+    await this.lease.acquire("stop");
+    this.lease.release();
   }
 
   /** The port it listens on (the one asked for, or the one given for port 0). */
