@@ -15,11 +15,10 @@ import { EventLoopSlice } from "./event-loop-slice.ts";
 import { countTokens as countPieceTokens, decode, encode, setMergeCacheSize } from "gpt-tokenizer";
 import { O200K_TOKEN_SPLIT_REGEX } from "gpt-tokenizer/encodingParams/constants";
 import { cutBetweenCharacters, isWhitespace } from "./text-scan.ts";
+import { lastCertainBoundary, leastTokens, piecesAreShort, SEGMENT_CHARS, windowBounds } from "./token-windows.ts";
 
-/** Longest text handed to the library's merge step at once. */
-export const SEGMENT_CHARS = 256;
-/** Text is first cut into windows of at most this many characters where a piece boundary is certain. */
-const WINDOW_CHARS = 4096;
+export { SEGMENT_CHARS };
+
 const AS_TEXT = { disallowedSpecial: new Set<string>() };
 
 /**
@@ -34,42 +33,76 @@ const AS_TEXT = { disallowedSpecial: new Set<string>() };
 export const TOKENIZER_MERGE_CACHE_ENTRIES = 10_000;
 setMergeCacheSize(TOKENIZER_MERGE_CACHE_ENTRIES);
 
-/** Characters split into segments by this module's own pass of the splitting regex (tests count it). */
-export const tokenizerWork = { segmentedChars: 0 };
+/**
+ * Characters split into segments by this module's own pass of the splitting regex, and characters
+ * handed to the library to count (tests count them).
+ */
+export const tokenizerWork = { segmentedChars: 0, countedChars: 0 };
 
 export function countTokens(text: string): number {
-  if (text.length === 0) return 0;
-  if (text.length <= SEGMENT_CHARS) return countPieceTokens(text, AS_TEXT);
-  let total = 0;
-  for (const window of windows(text)) {
+  return countTokensUpTo(text, Number.POSITIVE_INFINITY).tokens;
+}
+
+/** A count of text's first characters, or of all of it. */
+export interface PartialCount {
+  /** The tokens of the first `chars` characters. */
+  readonly tokens: number;
+  /** text.length when counted whole; otherwise where one of its windows ends. */
+  readonly chars: number;
+  /** `tokens` when counted whole; otherwise a lower bound of the whole count above the limit it was counted to. */
+  readonly atLeast: number;
+}
+
+/** Characters per token a window's part is sized by (prose has 4-7; fewer only makes a part longer than needed). */
+const PART_CHARS_PER_TOKEN = 4;
+
+/**
+ * countTokens until the count passes `limit` (then `atLeast` > limit, and the rest is not read).
+ * `from`, a partial count of the same text, is counted on from its `chars`: a window's cut depends
+ * only on where it starts, so the windows after it, and the total, are those of a whole count.
+ * Under a finite limit a window whose pieces are short is counted in parts, each about as long as
+ * the tokens left could fill, cut where no piece spans the cut: their counts add up to the
+ * window's, and a line far longer than the room left is read only a little past it.
+ */
+export function countTokensUpTo(text: string, limit: number, from?: PartialCount): PartialCount {
+  if (text.length <= SEGMENT_CHARS) {
+    tokenizerWork.countedChars += text.length;
+    const n = text.length === 0 ? 0 : countPieceTokens(text, AS_TEXT);
+    return { tokens: n, chars: text.length, atLeast: n };
+  }
+  let total = from?.tokens ?? 0;
+  const rest = from?.chars ?? 0;
+  if (limit !== Number.POSITIVE_INFINITY) {
+    const least = total + leastTokens(text, rest, limit - total);
+    if (least > limit) return { tokens: total, chars: rest, atLeast: least };
+  }
+  for (const [start, end] of windowBounds(text, rest)) {
+    const window = text.slice(start, end);
     // A window whose pieces are all short goes to the library whole: its segments would be runs of
     // those same pieces, so the count is the same, without a pass of the splitting regex of our
     // own (two thirds of the time of counting a 4 KB retrieval block).
-    if (piecesAreShort(window)) total += countPieceTokens(window, AS_TEXT);
-    else for (const segment of windowSegments(window)) total += countPieceTokens(segment, AS_TEXT);
+    if (!piecesAreShort(window)) {
+      tokenizerWork.countedChars += window.length;
+      for (const segment of windowSegments(window)) total += countPieceTokens(segment, AS_TEXT);
+    } else if (limit === Number.POSITIVE_INFINITY) {
+      tokenizerWork.countedChars += window.length;
+      total += countPieceTokens(window, AS_TEXT);
+    } else {
+      let n = 0;
+      for (let a = start; a < end;) {
+        const want = a + Math.max(SEGMENT_CHARS, PART_CHARS_PER_TOKEN * (limit - total - n + 1));
+        const cut = want >= end ? end : lastCertainBoundary(text, a, want);
+        const partEnd = cut < 0 ? end : cut;
+        tokenizerWork.countedChars += partEnd - a;
+        n += countPieceTokens(text.slice(a, partEnd), AS_TEXT);
+        a = partEnd;
+        if (total + n > limit && a < end) return { tokens: total, chars: start, atLeast: total + n };
+      }
+      total += n;
+    }
+    if (total > limit && end < text.length) return { tokens: total, chars: end, atLeast: total };
   }
-  return total;
-}
-
-/**
- * Whether windowSegments would cut text only between its pieces, never slicing one, judged from
- * its characters alone (linear, no regex). It slices where the pieces since its last cut outgrow
- * SEGMENT_CHARS, and those are whitespace pieces then one more piece, which holds at most one
- * space, at its start (a word, a number, a run of symbols and the line breaks after it): so they
- * lie in a run of whitespace followed by characters without a space. Bounding that length bounds
- * them.
- */
-function piecesAreShort(text: string): boolean {
-  for (let i = 0, blanks = 0, lead = 0, sinceSpace = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    blanks = isWhitespace(c) ? blanks + 1 : 0;
-    if (c === 32) {
-      lead = blanks; // the whitespace run up to this space
-      sinceSpace = 0;
-    } else sinceSpace++;
-    if (lead + sinceSpace >= SEGMENT_CHARS - 1) return false;
-  }
-  return true;
+  return { tokens: total, chars: text.length, atLeast: total };
 }
 
 /** The tokens of text (segment by segment, as countTokens counts them). */
@@ -98,6 +131,13 @@ export function* tokenizerSegments(text: string): Generator<string> {
   for (const window of windows(text)) yield* windowSegments(window);
 }
 
+/**
+ * The windows of text (token-windows.ts) the library's splitting regex runs on.
+ */
+function* windows(text: string): Generator<string> {
+  for (const [start, end] of windowBounds(text, 0)) yield text.slice(start, end);
+}
+
 /** tokenizerSegments of one window. */
 function* windowSegments(window: string): Generator<string> {
   tokenizerWork.segmentedChars += window.length;
@@ -118,50 +158,6 @@ function* windowSegments(window: string): Generator<string> {
     if (last === 10 || !isWhitespace(last)) cut = pieceEnd;
   }
   if (start < window.length) yield window.slice(start);
-}
-
-/**
- * Windows of at most WINDOW_CHARS characters that the library's splitting regex runs on (on a
- * longer run of one kind of character it backtracks deep enough to overflow the stack). A window
- * ends where a piece boundary does not depend on what follows: after a line break followed by a
- * non-space other than '/' or by indentation and a non-space, or before a space followed by an
- * ASCII letter (" word" is always a piece of its own).
- * Without one in reach, it ends at WINDOW_CHARS.
- */
-function* windows(text: string): Generator<string> {
-  let start = 0;
-  while (text.length - start > WINDOW_CHARS) {
-    let cut = -1;
-    for (let i = start + WINDOW_CHARS; i > start && cut < 0; i--) if (isCertainBoundary(text, i)) cut = i;
-    if (cut < 0) cut = cutBetweenCharacters(text, start + WINDOW_CHARS);
-    yield text.slice(start, cut);
-    start = cut;
-  }
-  if (start < text.length) yield text.slice(start);
-}
-
-function isCertainBoundary(text: string, i: number): boolean {
-  const before = text.charCodeAt(i - 1);
-  const at = text.charCodeAt(i);
-  // After a line break: a piece never joins what follows it, but a punctuation piece takes the
-  // slashes right after it ("();\n// note" is ");\n//" then " note"), and more line breaks join it.
-  if (before === 10) return at === 47 ? false : !isWhitespace(at) || indentThenText(text, i);
-  if (at !== 32 || isWhitespace(before)) return false;
-  const next = text.charCodeAt(i + 1);
-  return (next >= 65 && next <= 90) || (next >= 97 && next <= 122);
-}
-
-/**
- * Whether text at i is indentation (spaces or tabs, a short run) and then a character that is not
- * whitespace: then a line break before i ends its piece at i (indented code and JSON have few
- * other certain boundaries).
- */
-function indentThenText(text: string, i: number): boolean {
-  for (let j = i; j < i + 64 && j < text.length; j++) {
-    const c = text.charCodeAt(j);
-    if (c !== 32 && c !== 9) return !isWhitespace(c);
-  }
-  return false;
 }
 
 export interface ChatMessageLike {

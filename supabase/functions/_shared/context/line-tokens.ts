@@ -4,7 +4,13 @@
 // a memory's text, up to 8,000 characters, so 20,000 lines could hold 160 MB of text a tenant
 // wrote, for the process's life. Past either bound the oldest lines are dropped first; a dropped
 // line is only counted again.
-import { countTokens } from "../tokens.ts";
+//
+// Packing only needs to know whether a line fits the room left: a line is counted only until it is
+// known not to fit (tokens.ts countTokensUpTo), and that partial count is kept, so the same
+// question is answered from the cache next time and a later one that needs more counts on from
+// where it stopped (a cold context of 60 memories of 8,800 characters counted all of their text,
+// issue 19).
+import { countTokensUpTo, type PartialCount } from "../tokens.ts";
 
 /** Most lines whose counts are kept. */
 export const LINE_TOKEN_CACHE_ENTRIES = 20_000;
@@ -16,16 +22,32 @@ export const LINE_TOKEN_CACHE_CHARS = 1_000_000;
  */
 export const LINE_TOKEN_CACHE_MAX_LINE = 10_000;
 
-const counted = new Map<string, number>();
+/**
+ * Tests set `wholeLines` to count every line to its end whatever the room, as packing did before
+ * the partial counts (the reference the packed contexts must equal).
+ */
+export const lineCounting = { wholeLines: false };
+
+const counted = new Map<string, PartialCount>();
 let countedChars = 0;
 
 /** The tokens of a line (counted once while it stays in the cache). */
 export function lineTokens(text: string): number {
+  return lineTokensWithin(text, Number.POSITIVE_INFINITY);
+}
+
+/**
+ * The tokens of a line when they are at most `limit`; otherwise a number above limit (what was
+ * counted before the line was known to be longer).
+ */
+export function lineTokensWithin(text: string, limit: number): number {
+  if (lineCounting.wholeLines) limit = Number.POSITIVE_INFINITY;
   const known = counted.get(text);
-  if (known !== undefined) return known;
-  const n = countTokens(text);
-  if (text.length > LINE_TOKEN_CACHE_MAX_LINE) return n;
-  counted.set(text, n);
+  if (known !== undefined && (known.chars === text.length || known.atLeast > limit)) return known.atLeast;
+  const count = countTokensUpTo(text, limit, known);
+  if (text.length > LINE_TOKEN_CACHE_MAX_LINE) return count.atLeast;
+  counted.set(text, count);
+  if (known !== undefined) return count.atLeast; // its characters are held already
   countedChars += text.length;
   // A Map iterates in insertion order: its first keys are the oldest.
   for (const oldest of counted.keys()) {
@@ -33,7 +55,7 @@ export function lineTokens(text: string): number {
     counted.delete(oldest);
     countedChars -= oldest.length;
   }
-  return n;
+  return count.atLeast;
 }
 
 /** What the cache holds now (tests and diagnostics). */

@@ -16,7 +16,7 @@
 // budget, the last pointer or bullet of the lowest tier is dropped.
 import { bulletText, shortenToFit } from "../fit-text.ts";
 import { countTokens } from "../tokens.ts";
-import { lineTokens } from "./line-tokens.ts";
+import { lineTokens, lineTokensWithin } from "./line-tokens.ts";
 import { type CompressionForms, type Level, LEVELS, textAt } from "./compress.ts";
 import type { StaleCitation } from "./lineage.ts";
 import {
@@ -85,6 +85,11 @@ export interface PackedContext {
 }
 
 const lineCost = (line: string) => lineTokens(line) + 1; // + its newline
+/**
+ * lineCost when it is at most room, else a number above room: a line that cannot fit is counted
+ * only until it is known not to (line-tokens.ts), and the choices are those of its whole count.
+ */
+const lineCostWithin = (line: string, room: number) => lineTokensWithin(line, room - 1) + 1;
 const sectionCost = (tier: Tier) => lineTokens(TIER_TITLES[tier]) + 3; // title, its newline, the blank line before it
 
 function textsAt(c: TierCandidate, level: Level): { text: string; pairText?: string } {
@@ -125,7 +130,7 @@ function packFactTier(
         repeated.push(c.id, ...(c.pair ? [c.pair.id] : []));
         break;
       }
-      const cost = lineCost(key);
+      const cost = lineCostWithin(key, budget - used);
       if (used + cost > budget) continue;
       lines.push({ line, candidate: c, cost });
       seen.add(key);
@@ -136,7 +141,7 @@ function packFactTier(
       // A memory longer than the whole tier: its preferred text, cut at a word boundary.
       const text = shortenToFit(
         textAt(c.content, c.forms, preferred),
-        (t) => used + lineCost(bulletLine({ tag: c.tag, text: t })) <= budget,
+        (t) => used + lineCostWithin(bulletLine({ tag: c.tag, text: t }), budget - used) <= budget,
       );
       if (text !== undefined) {
         const line: Line = { id: c.id, tag: c.tag, level: preferred, text, shortened: true };
@@ -154,8 +159,9 @@ function packFactTier(
       const level = LEVELS[i]!;
       const line: Line = { ...entry.line, level, ...textsAt(entry.candidate, level) };
       const key = bulletLine(line);
-      const cost = lineCost(key);
-      if (key === bulletLine(entry.line) || seen.has(key) || used - entry.cost + cost > budget) continue;
+      if (key === bulletLine(entry.line) || seen.has(key)) continue;
+      const cost = lineCostWithin(key, budget - used + entry.cost);
+      if (used - entry.cost + cost > budget) continue;
       seen.add(key);
       used += cost - entry.cost;
       entry.line = line;
