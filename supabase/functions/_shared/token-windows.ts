@@ -94,3 +94,20 @@ export function leastTokens(text: string, start: number, enough: number): number
   }
   return pieces;
 }
+
+/**
+ * Whether countTokens counts text as the library counts it whole: every piece short (no segment
+ * slices one) and every window cut where a piece boundary is certain (none between characters).
+ * Then its count is the sum of the counts of any parts it is cut into at certain boundaries, and
+ * so is a part's when its own windows are cut where a boundary is certain (its pieces are the
+ * text's: short).
+ */
+export function countsWhole(text: string): boolean {
+  return piecesAreShort(text) && windowsCutAtPieces(text);
+}
+
+/** Whether every window of text ends where a piece boundary is certain (or at its end). */
+export function windowsCutAtPieces(text: string): boolean {
+  for (const [, end] of windowBounds(text, 0)) if (end < text.length && !isCertainBoundary(text, end)) return false;
+  return true;
+}

@@ -15,7 +15,7 @@
 // newlines only ever save tokens); the final text is then counted exactly and, while it is over
 // budget, the last pointer or bullet of the lowest tier is dropped.
 import { bulletText, shortenToFit } from "../fit-text.ts";
-import { countTokens } from "../tokens.ts";
+import { type ContextCount, countContext } from "./count-context.ts";
 import { lineTokens, lineTokensWithin } from "./line-tokens.ts";
 import { type CompressionForms, type Level, LEVELS, textAt } from "./compress.ts";
 import type { StaleCitation } from "./lineage.ts";
@@ -229,8 +229,8 @@ export function packTiers(input: PackTiersInput): PackedContext {
   // Exact pass: drop from the lowest tier until the text fits (rarely needed: estimates run high).
   for (;;) {
     const { text, sections } = renderContext(state);
-    const tokenCount = countTokens(text);
-    if (tokenCount <= input.budget) return report(text, tokenCount, sections, state, given);
+    const counted = countContext(text, sections);
+    if (counted.total <= input.budget) return report(text, counted, state, given);
     const tier = [...TIERS].reverse().find((t) => state[t].length > 0)!;
     (state[tier] as unknown[]).pop();
   }
@@ -238,8 +238,7 @@ export function packTiers(input: PackTiersInput): PackedContext {
 
 function report(
   text: string,
-  tokenCount: number,
-  sections: Record<Tier, string>,
+  counted: ContextCount,
   state: RenderInput,
   given: Record<Tier, number>,
 ): PackedContext {
@@ -286,8 +285,8 @@ function report(
   }
   const tiers = Object.fromEntries(TIERS.map((t) => [t, {
     budget: given[t],
-    token_count: lineTokens(sections[t]),
+    token_count: counted.sections[t],
     memories: count[t],
   }])) as Record<Tier, TierReport>;
-  return { text, tokenCount, tiers, placed };
+  return { text, tokenCount: counted.total, tiers, placed };
 }
