@@ -4,7 +4,6 @@
 // its sections' those of their text. Counts characters handed to the tokenizer, never time.
 import assert from "node:assert/strict";
 import { offlineForms } from "../supabase/functions/_shared/context/compress.ts";
-import { lineCounting } from "../supabase/functions/_shared/context/line-tokens.ts";
 import {
   type PackedContext,
   packTiers,
@@ -13,7 +12,7 @@ import {
 } from "../supabase/functions/_shared/context/pack-tiers.ts";
 import { CONTEXT_HEADING, TIER_TITLES } from "../supabase/functions/_shared/context/render.ts";
 import { DEFAULT_SHARES, sharesFor, TIERS } from "../supabase/functions/_shared/context/tiers.ts";
-import { countTokens, countTokensUpTo, tokenizerWork } from "../supabase/functions/_shared/tokens.ts";
+import { countTokens, countTokensUpTo, tokenCounting, tokenizerWork } from "../supabase/functions/_shared/tokens.ts";
 
 const WORDS =
   "checkout service validates cart line inventory reservation sweeper job confirmed released stock payment ledger"
@@ -70,11 +69,11 @@ function inputOf(rnd: () => number, budget: number, salt: string, maxWords: numb
 
 /** The same input packed with whole line counts (the cache may hold partial ones: they are counted on). */
 function packedWhole(input: PackTiersInput) {
-  lineCounting.wholeLines = true;
+  tokenCounting.whole = true;
   try {
     return packTiers(input);
   } finally {
-    lineCounting.wholeLines = false;
+    tokenCounting.whole = false;
   }
 }
 

@@ -39,6 +39,12 @@ setMergeCacheSize(TOKENIZER_MERGE_CACHE_ENTRIES);
  */
 export const tokenizerWork = { segmentedChars: 0, countedChars: 0 };
 
+/**
+ * Tests set `whole` to count every text to its end whatever the limit given, as packing did
+ * before counts stopped at the room left (the reference the packed texts must equal).
+ */
+export const tokenCounting = { whole: false };
+
 export function countTokens(text: string): number {
   return countTokensUpTo(text, Number.POSITIVE_INFINITY).tokens;
 }
@@ -65,6 +71,7 @@ const PART_CHARS_PER_TOKEN = 4;
  * window's, and a line far longer than the room left is read only a little past it.
  */
 export function countTokensUpTo(text: string, limit: number, from?: PartialCount): PartialCount {
+  if (tokenCounting.whole) limit = Number.POSITIVE_INFINITY;
   if (text.length <= SEGMENT_CHARS) {
     tokenizerWork.countedChars += text.length;
     const n = text.length === 0 ? 0 : countPieceTokens(text, AS_TEXT);

@@ -10,7 +10,7 @@
 // question is answered from the cache next time and a later one that needs more counts on from
 // where it stopped (a cold context of 60 memories of 8,800 characters counted all of their text,
 // issue 19).
-import { countTokensUpTo, type PartialCount } from "../tokens.ts";
+import { countTokensUpTo, type PartialCount, tokenCounting } from "../tokens.ts";
 
 /** Most lines whose counts are kept. */
 export const LINE_TOKEN_CACHE_ENTRIES = 20_000;
@@ -21,12 +21,6 @@ export const LINE_TOKEN_CACHE_CHARS = 1_000_000;
  * push out the lines that do recur. A memory's line (at most 8,000 characters) is kept.
  */
 export const LINE_TOKEN_CACHE_MAX_LINE = 10_000;
-
-/**
- * Tests set `wholeLines` to count every line to its end whatever the room, as packing did before
- * the partial counts (the reference the packed contexts must equal).
- */
-export const lineCounting = { wholeLines: false };
 
 const counted = new Map<string, PartialCount>();
 let countedChars = 0;
@@ -41,7 +35,7 @@ export function lineTokens(text: string): number {
  * counted before the line was known to be longer).
  */
 export function lineTokensWithin(text: string, limit: number): number {
-  if (lineCounting.wholeLines) limit = Number.POSITIVE_INFINITY;
+  if (tokenCounting.whole) limit = Number.POSITIVE_INFINITY; // tests: whole counts, no partial one reused
   const known = counted.get(text);
   if (known !== undefined && (known.chars === text.length || known.atLeast > limit)) return known.atLeast;
   const count = countTokensUpTo(text, limit, known);

@@ -12,7 +12,7 @@
 // the exact pass almost never has to drop anything. After the best one, a memory that does not
 // fit is skipped and later, shorter ones are still tried.
 import { shortenToFit } from "../fit-text.ts";
-import { countTokens } from "../tokens.ts";
+import { countTokens, countTokensUpTo } from "../tokens.ts";
 import {
   BLOCK_HEADING,
   type FormatContext,
@@ -68,6 +68,9 @@ export function packIntoBudget<M extends FormatMemory>(input: PackInput<M>, ctx:
   const budget = input.budgetTokens;
   const total = input.ranked.length;
   const lineCost = (line: string) => countTokens(line) + 1; // + the joining newline
+  // lineCost when at most room, else a number above room: a line that cannot fit is counted only
+  // until that is known (20 memories of 8,000 characters were each counted whole on every request).
+  const lineCostWithin = (line: string, room: number) => countTokensUpTo(line, room - 1).atLeast + 1;
   const added: Added<M>[] = [];
   const sections = new Set<SectionKey>();
   let est = lineCost(BLOCK_HEADING);
@@ -80,7 +83,7 @@ export function packIntoBudget<M extends FormatMemory>(input: PackInput<M>, ctx:
   const [best, ...others] = input.ranked;
   if (best) {
     const alone = (text?: string) =>
-      assemble([{ kind: "memory", memory: best, text }], input, ctx, total).tokenCount <= budget;
+      assemble([{ kind: "memory", memory: best, text }], input, ctx, total, budget).tokenCount <= budget;
     const whole = alone();
     const text = whole ? undefined : shortenToFit(best.content, alone);
     if (whole || text !== undefined) {
@@ -108,7 +111,9 @@ export function packIntoBudget<M extends FormatMemory>(input: PackInput<M>, ctx:
   // 2b. The other memories in rank order; a section title is paid by its first memory.
   for (const m of others) {
     const key = sectionOf(m, ctx);
-    const extra = lineCost(memoryLine(m)) + (sections.has(key) ? 0 : lineCost(sectionTitle(key, ctx)) + 1);
+    const title = sections.has(key) ? 0 : lineCost(sectionTitle(key, ctx)) + 1;
+    const room = budget - est - truncCost(total - injectedCount - 1) - title;
+    const extra = lineCostWithin(memoryLine(m), room) + title;
     if (!fits(extra, total - injectedCount - 1)) continue;
     est += extra;
     sections.add(key);
@@ -122,7 +127,7 @@ export function packIntoBudget<M extends FormatMemory>(input: PackInput<M>, ctx:
   for (const r of input.related ?? []) {
     if (relatedCount >= MAX_RELATED) break;
     if (!injectedIds.has(r.anchor_id) || injectedIds.has(r.id)) continue;
-    const extra = lineCost(relatedLine(r.content));
+    const extra = lineCostWithin(relatedLine(r.content), budget - est - truncCost(total - injectedCount));
     if (!fits(extra, total - injectedCount)) continue;
     est += extra;
     relatedCount++;
@@ -157,11 +162,13 @@ function emptyResult<M extends FormatMemory>(total: number): PackResult<M> {
   };
 }
 
+/** The block of what was added; its tokenCount exact when at most `limit`, else above it. */
 function assemble<M extends FormatMemory>(
   added: readonly Added<M>[],
   input: PackInput<M>,
   ctx: FormatContext,
   total: number,
+  limit = Number.POSITIVE_INFINITY,
 ): PackResult<M> {
   const injected: M[] = [];
   const shown: M[] = [];
@@ -195,7 +202,7 @@ function assemble<M extends FormatMemory>(
   );
   return {
     block,
-    tokenCount: countTokens(block),
+    tokenCount: countTokensUpTo(block, limit).atLeast,
     injected,
     truncatedCount,
     related: keptRelated,
@@ -228,10 +235,13 @@ export function packTexts<T>(
   let est = 0;
   items.forEach((item, i) => {
     let text = textOf(item);
-    if (i === 0 && opts.shortenFirst && countTokens(text) > budgetTokens) {
-      text = shortenToFit(text, (t) => countTokens(t) <= budgetTokens) ?? text;
+    // Counted only until a text is known not to fit (countTokensUpTo), as packIntoBudget does.
+    const within = (t: string, room: number) => countTokensUpTo(t, room).atLeast;
+    if (i === 0 && opts.shortenFirst && within(text, budgetTokens) > budgetTokens) {
+      text = shortenToFit(text, (t) => within(t, budgetTokens) <= budgetTokens) ?? text;
     }
-    const cost = countTokens(text) + (kept.length > 0 ? 1 : 0);
+    const separator = kept.length > 0 ? 1 : 0;
+    const cost = within(text, budgetTokens - est - separator) + separator;
     if (est + cost > budgetTokens) return;
     est += cost;
     kept.push(item);
