@@ -8,7 +8,16 @@
 // Starts its own server in a fresh temporary data folder on DEVAI_TEST_PGLITE_PORT (default 24345).
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmdirSync,
+  rmSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
@@ -532,6 +541,44 @@ Deno.test({
       writeFileSync(lock, String(4_194_305));
       assert.equal(takeLock(dir, () => rmSync(lock)), lock);
       assert.equal(readFileSync(lock, "utf8"), String(process.pid));
+    } finally {
+      rmSync(join(dir, ".."), { recursive: true, force: true });
+    }
+  },
+});
+
+Deno.test({
+  name: "pglite: a stale lock is taken over by one start at a time; a start that takes the name meanwhile keeps it",
+  ...opts,
+  fn: () => {
+    const dir = join(mkdtempSync(join(tmpdir(), "devai-pglite-lock-")), "data");
+    const lock = `${dir}.lock`;
+    const stale = String(4_194_305); // above Linux's pid_max: no process has it
+    const other = String(process.ppid); // a live process: another start
+    try {
+      // Another start is taking the stale lock over (it holds the takeover directory): this start
+      // is refused with what to do, and touches neither the lock nor the directory. Before, it
+      // moved the lock aside itself: with a third start taking the name meanwhile, two processes
+      // served the folder.
+      writeFileSync(lock, stale);
+      const took = () => takeLock(dir, () => mkdirSync(`${lock}.takeover`));
+      assert.throws(took, /another start is taking over its stale lock[\s\S]*try again/);
+      assert.equal(readFileSync(lock, "utf8"), stale);
+      assert.ok(existsSync(`${lock}.takeover`), "the other start's takeover is left to it");
+      rmdirSync(`${lock}.takeover`);
+      // A start that creates the lock between this one's removal of the stale lock and its own
+      // create keeps it: this start is refused naming it, and leaves no takeover directory.
+      assert.throws(
+        () => takeLock(dir, undefined, () => writeFileSync(lock, other, { flag: "wx" })),
+        new RegExp(`in use by process ${other}`),
+      );
+      assert.equal(readFileSync(lock, "utf8"), other);
+      assert.ok(!existsSync(`${lock}.takeover`));
+      // Alone, a stale lock is taken over.
+      writeFileSync(lock, stale);
+      assert.equal(takeLock(dir), lock);
+      assert.equal(readFileSync(lock, "utf8"), String(process.pid));
+      assert.ok(!existsSync(`${lock}.takeover`));
     } finally {
       rmSync(join(dir, ".."), { recursive: true, force: true });
     }

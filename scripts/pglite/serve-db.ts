@@ -24,11 +24,10 @@ import { vector } from "@electric-sql/pglite-pgvector";
 import {
   closeSync,
   existsSync,
-  linkSync,
   mkdirSync,
   openSync,
   readFileSync,
-  renameSync,
+  rmdirSync,
   rmSync,
   statSync,
   writeSync,
@@ -96,63 +95,84 @@ function openPglite(dataDir: string, searchPath = SUPABASE_SEARCH_PATH): Promise
 
 /**
  * Takes `<dataDir>.lock` for this process. The file is created exclusively (`wx`), so of two
- * starts at once exactly one takes it; a lock left by a process that no longer runs is moved
- * aside, checked to be the stale one read, removed, and taken again the same way.
- * `beforeStaleRemoval` is for tests only: it runs between judging the lock stale and removing it.
+ * starts at once exactly one takes it. A lock left by a process that no longer runs is taken over
+ * under a second, short-lived lock, the directory `<dataDir>.lock.takeover` (`mkdir` is atomic):
+ * the start holding it checks that the lock is still the stale one it read, removes it and creates
+ * its own with `wx` again, so a start that creates the lock meanwhile keeps it, and two takeovers
+ * never overlap. (Before, a stale lock was renamed aside and a live one found there put back with
+ * a link: a third start taking the name in between left two processes serving the folder.)
+ * `beforeStaleRemoval` and `afterStaleRemoval` are for tests only: they run after judging the lock
+ * stale, and between removing it and creating this start's own.
  */
 /** An empty lock file older than this was left by a start that crashed before writing its pid. */
 const EMPTY_LOCK_STALE_MS = 10_000;
 
-export function takeLock(dataDir: string, beforeStaleRemoval?: () => void): string {
+export function takeLock(
+  dataDir: string,
+  beforeStaleRemoval?: () => void,
+  afterStaleRemoval?: () => void,
+): string {
   const lock = `${dataDir}.lock`;
-  for (let attempt = 0;; attempt++) {
+  const create = (): boolean => {
     try {
       const fd = openSync(lock, "wx");
       writeSync(fd, String(process.pid));
       closeSync(fd);
-      return lock;
+      return true;
     } catch (err) {
       if ((err as { code?: string }).code !== "EEXIST") throw err;
+      return false;
     }
-    const seen = statSync(lock);
-    const text = readFileSync(lock, "utf8").trim();
-    const pid = Number(text);
-    let alive = pid === process.pid; // this process already serves the folder
-    if (pid > 0 && !alive) {
+  };
+  for (let attempt = 0;; attempt++) {
+    if (create()) return lock;
+    const seen = lockState(lock);
+    if (!seen) continue; // removed since: try the exclusive create again
+    let alive = seen.pid === process.pid; // this process already serves the folder
+    if (seen.pid > 0 && !alive) {
       try {
-        process.kill(pid, 0);
+        process.kill(seen.pid, 0);
         alive = true;
       } catch { /* not running */ }
     }
     // Empty: another start has created it and not yet written its pid, unless the file is older
     // than a start takes to write it (a crash between the two: the lock is stale, not held).
-    const starting = !(pid > 0) && Date.now() - seen.mtimeMs < EMPTY_LOCK_STALE_MS;
-    if (alive || starting || attempt > 0) throw lockInUse(dataDir, lock, pid);
+    const starting = !(seen.pid > 0) && Date.now() - seen.mtimeMs < EMPTY_LOCK_STALE_MS;
+    if (alive || starting || attempt > 3) throw lockInUse(dataDir, lock, seen.pid);
     beforeStaleRemoval?.();
-    // Two starts that both judged the lock stale must not both remove it: the second would remove
-    // the lock the first has just taken in its place. Renaming is atomic, so each start moves aside
-    // one file, and removes it only if it is the stale lock it read (same file, same pid).
-    const aside = `${lock}.${process.pid}.stale`;
+    const takeover = `${lock}.takeover`;
     try {
-      renameSync(lock, aside);
+      mkdirSync(takeover);
     } catch (err) {
-      // The other start moved it first: try the exclusive create once more.
-      if ((err as { code?: string }).code === "ENOENT") continue;
-      throw err;
+      if ((err as { code?: string }).code !== "EEXIST") throw err;
+      throw new Error(
+        `${dataDir}: another start is taking over its stale lock (${takeover} exists); try again in a moment, ` +
+          `or, if no start is running (one stopped midway), remove ${takeover}`,
+      );
     }
-    const moved = statSync(aside);
-    const movedText = readFileSync(aside, "utf8").trim();
-    if (moved.ino === seen.ino && moved.mtimeMs === seen.mtimeMs && movedText === text) {
-      rmSync(aside, { force: true });
-      continue;
-    }
-    // Another start's live lock: put it back (link fails if yet another start took the name).
     try {
-      linkSync(aside, lock);
+      const now = lockState(lock);
+      if (!now || now.ino !== seen.ino || now.mtimeMs !== seen.mtimeMs || now.text !== seen.text) continue;
+      rmSync(lock, { force: true });
+      afterStaleRemoval?.();
+      if (create()) return lock;
+      // A start created it between the removal and this create: it holds the folder.
+      throw lockInUse(dataDir, lock, lockState(lock)?.pid ?? 0);
     } finally {
-      rmSync(aside, { force: true });
+      rmdirSync(takeover);
     }
-    throw lockInUse(dataDir, lock, Number(movedText));
+  }
+}
+
+/** The lock file's identity and pid, or null when there is none. */
+function lockState(lock: string): { ino: number; mtimeMs: number; text: string; pid: number } | null {
+  try {
+    const st = statSync(lock);
+    const text = readFileSync(lock, "utf8").trim();
+    return { ino: st.ino, mtimeMs: st.mtimeMs, text, pid: Number(text) };
+  } catch (err) {
+    if ((err as { code?: string }).code === "ENOENT") return null;
+    throw err;
   }
 }
 
