@@ -647,6 +647,39 @@ Deno.test({
 });
 
 Deno.test({
+  name: "pglite: a server job that exits the backend marks it dead: clients are refused with 57P01",
+  ...opts,
+  fn: async () => {
+    const db = await PGlite.create();
+    await db.exec("create table t (a int)");
+    const server = new WireServer({ db, port: 0, log: quiet });
+    await server.start();
+    const at = server.listeningPort;
+    try {
+      const idle = await rawClient(at);
+      // The server's own work (migrations, the version line) runs through exclusive(); a statement
+      // that exits the backend there (COPY FROM STDIN over the protocol) gives PGlite's ExitStatus.
+      await assert.rejects(
+        server.exclusive("a job", (d) => d.execProtocolRaw(frame("Q", z("copy t from stdin")))),
+        (e: Error) => e.name === "ExitStatus",
+      );
+      assert.ok(server.backendExit, "the server knows its backend has exited");
+      // The connected client is told at once, and a new one is refused after its startup packet
+      // (before, they ran into the exited backend one by one).
+      assert.match(await readToEnd(idle), /57P01[\s\S]*backend has exited/);
+      assert.match(await readToEnd(await rawClient(at, false)), /57P01[\s\S]*backend has exited/);
+      await assert.rejects(
+        server.exclusive("next job", (d) => d.query("select 1")),
+        (e: { code?: string }) => e.code === "57P01",
+      );
+    } finally {
+      await server.stop();
+    }
+    await db.close();
+  },
+});
+
+Deno.test({
   name: "pglite: data survives a restart",
   ...opts,
   fn: async () => {

@@ -498,7 +498,8 @@ export class WireServer {
   /**
    * Runs fn with exclusive use of the backend (between clients' transactions). Refused once the
    * backend has exited: PGlite's calls on an exited backend never return, and block the whole
-   * process (not only the caller), so fn is not run.
+   * process (not only the caller), so fn is not run. If fn itself exits the backend, it is marked
+   * dead (clients are ended with 57P01) and fn's error is rethrown.
    */
   async exclusive<T>(owner: string, fn: (db: PGlite) => Promise<T>): Promise<T> {
     await this.lease.acquire(owner);
@@ -509,6 +510,11 @@ export class WireServer {
         });
       }
       return await fn(this.db);
+    } catch (err) {
+      // The job's own call exited the backend: mark it dead as a client's call does, so connected
+      // clients are told now and the next one is refused, not run into the exited backend.
+      if ((err as Error)?.name === "ExitStatus") this.backendExited(err as Error);
+      throw err;
     } finally {
       this.lease.release();
     }
