@@ -23,6 +23,7 @@ import { join } from "node:path";
 import postgres from "postgres";
 import { PGlite } from "@electric-sql/pglite";
 import { WireServer } from "../scripts/pglite/wire-server.ts";
+import { applyMigrations } from "../scripts/pglite/migrate.ts";
 import { type RunningDb, serveDb, takeLock } from "../scripts/pglite/serve-db.ts";
 import { tenantItem } from "../supabase/functions/_shared/db.ts";
 import { testBackend } from "./support/backend.ts";
@@ -676,6 +677,33 @@ Deno.test({
       await server.stop();
     }
     await db.close();
+  },
+});
+
+Deno.test({
+  name: "pglite: the builtin migrator refuses a migration with COPY FROM STDIN, running none of it",
+  ...opts,
+  fn: async () => {
+    // PGlite's exec of COPY FROM STDIN never returns and blocks the whole process: `npm start`
+    // with the builtin migrator hung at such a migration (this test hung without the check).
+    const dir = mkdtempSync(join(tmpdir(), "devai-pglite-migrations-"));
+    writeFileSync(join(dir, "20260101000000_ok.sql"), "create table kept (a int);\n");
+    writeFileSync(join(dir, "20260102000000_rows.sql"), "create table t (a int);\ncopy t (a) from stdin;\n");
+    const db = await PGlite.create();
+    try {
+      await assert.rejects(
+        applyMigrations(db, dir, quiet),
+        /migration 20260102000000_rows\.sql uses COPY \.\.\. FROM STDIN[\s\S]*write its rows with INSERT/,
+      );
+      const versions = await db.query<{ version: string }>(
+        "select version from supabase_migrations.schema_migrations order by version",
+      );
+      assert.deepEqual(versions.rows.map((r) => r.version), ["20260101000000"]);
+      assert.equal((await db.query("select 1 from pg_class where relname = 't'")).rows.length, 0);
+    } finally {
+      await db.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   },
 });
 

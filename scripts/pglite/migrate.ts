@@ -8,6 +8,7 @@
 import type { PGlite } from "@electric-sql/pglite";
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
+import { isCopyFromStdin } from "./wire-server.ts";
 
 const FILE = /^(\d+)_(.*)\.sql$/;
 
@@ -32,6 +33,14 @@ export async function applyMigrations(db: PGlite, dir: string, log: (m: string) 
   const pending = await pendingMigrations(db, dir);
   for (const m of pending) {
     const text = await readFile(m.file, "utf8");
+    // PGlite's exec of COPY ... FROM STDIN never returns and blocks the whole process (npm start
+    // hung at this migration): refuse it before running anything, as the wire server refuses it.
+    if (isCopyFromStdin(text)) {
+      throw new Error(
+        `migration ${m.version}_${m.name}.sql uses COPY ... FROM STDIN, which the embedded PGlite database ` +
+          "cannot run (it would stop its only backend): write its rows with INSERT",
+      );
+    }
     log(`applying migration ${m.version}_${m.name}.sql`);
     await db.exec("begin");
     try {
