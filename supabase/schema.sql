@@ -4383,6 +4383,7 @@ $_$;
 CREATE FUNCTION public.memory_keyword_terms(query_text text, max_terms integer DEFAULT 12) RETURNS TABLE(term text, kind text, query tsquery)
     LANGUAGE plpgsql STABLE PARALLEL SAFE
     SET search_path TO ''
+    SET client_min_messages TO 'warning'
     AS $_$
 declare
   -- The longest text a search is given: a retrieval's message (20,000 characters), the quote

@@ -8,6 +8,8 @@ export interface PgProxy {
   down(): void;
   up(): void;
   close(): void;
+  /** Bytes Postgres has sent to clients through the proxy so far (what a query costs on the wire). */
+  bytesFromServer(): number;
 }
 
 export function startPgProxy(databaseUrl: string): PgProxy {
@@ -15,6 +17,14 @@ export function startPgProxy(databaseUrl: string): PgProxy {
   const targetPort = Number(target.port || 5432);
   let listener: Deno.Listener | undefined;
   let port = 0;
+  let fromServer = 0;
+  const counted = () =>
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, out) {
+        fromServer += chunk.byteLength;
+        out.enqueue(chunk);
+      },
+    });
   const open = new Set<Deno.Conn>();
   const track = (c: Deno.Conn) => (open.add(c), c);
   const closeAll = () => {
@@ -35,7 +45,7 @@ export function startPgProxy(databaseUrl: string): PgProxy {
         Deno.connect({ hostname: target.hostname, port: targetPort }).then((server) => {
           track(server);
           client.readable.pipeTo(server.writable).catch(() => {});
-          server.readable.pipeTo(client.writable).catch(() => {});
+          server.readable.pipeThrough(counted()).pipeTo(client.writable).catch(() => {});
         }, () => client.close());
       }
     })().catch(() => {});
@@ -56,5 +66,6 @@ export function startPgProxy(databaseUrl: string): PgProxy {
       listener?.close();
       closeAll();
     },
+    bytesFromServer: () => fromServer,
   };
 }
