@@ -233,10 +233,10 @@ export function packTexts<T>(
   const kept: T[] = [];
   const texts: string[] = [];
   let est = 0;
+  // Counted only until a text is known not to fit (countTokensUpTo), as packIntoBudget does.
+  const within = (t: string, room: number) => countTokensUpTo(t, room).atLeast;
   items.forEach((item, i) => {
     let text = textOf(item);
-    // Counted only until a text is known not to fit (countTokensUpTo), as packIntoBudget does.
-    const within = (t: string, room: number) => countTokensUpTo(t, room).atLeast;
     if (i === 0 && opts.shortenFirst && within(text, budgetTokens) > budgetTokens) {
       text = shortenToFit(text, (t) => within(t, budgetTokens) <= budgetTokens) ?? text;
     }

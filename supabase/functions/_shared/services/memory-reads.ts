@@ -166,18 +166,19 @@ export async function memoryHistory(
   const result = await withTenant(deps.sql, tenant, async (tx) => {
     // A history cursor names one of this memory's rows (they are never deleted): another memory's
     // cursor, or a list's, would answer a page that silently misses this memory's rows. Checked in
-    // the statement that looks the memory up.
-    const mine = after
-      ? tx`exists (select from public.memory_history where id = ${after.id} and memory_id = ${id})`
-      : tx`true`;
-    const [found] = await tx<{ exists: boolean; mine: boolean }[]>`
-      select exists (select from public.devai_memories where id = ${id}) as exists, ${mine} as mine`;
-    if (!found!.mine) throw invalidCursor("history", `it names no audit row of memory ${id}`);
+    // the statement that looks the memory up, which also reads the row's seq: the cursor carries
+    // (ts, id), and rows of one transaction are paged in write order (seq, 0 for rows written
+    // before it was kept).
+    const cursorSeq = after
+      ? tx`(select coalesce(c.seq, 0) from public.memory_history c where c.id = ${after.id} and c.memory_id = ${id})`
+      : tx`0`;
+    const [found] = await tx<{ exists: boolean; cursor_seq: string | null }[]>`
+      select exists (select from public.devai_memories where id = ${id}) as exists, ${cursorSeq} as cursor_seq`;
+    if (found!.cursor_seq === null) throw invalidCursor("history", `it names no audit row of memory ${id}`);
     const key = { ts: "ts", id: "id" };
-    // The cursor carries (ts, id); the row it names (checked above to be this memory's) gives its seq.
     const older = after
       ? tx`and (ts, coalesce(seq, 0), id) < (${after.ts}::text::timestamp at time zone 'UTC',
-               (select coalesce(c.seq, 0) from public.memory_history c where c.id = ${after.id}), ${after.id}::uuid)`
+               ${found!.cursor_seq}::bigint, ${after.id}::uuid)`
       : tx``;
     const history = await tx`
         select id, memory_id, event, old_ref, new_ref, actor, old_content, new_content, meta, ts, ${cursorText(tx, key)}
