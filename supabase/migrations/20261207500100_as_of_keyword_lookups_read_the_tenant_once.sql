@@ -120,6 +120,7 @@ begin
   -- in this one statement: a call of fts_then per memory cost 2.5x the lookup itself.
   if p_as_of is not null and cardinality(p_terms) > 0 then
     foreach v_q in array p_terms loop
+      continue when v_q is null;  -- a null term matches nothing (its lookup below finds none)
       v_any := case when v_any is null then v_q else v_any || v_q end;
     end loop;
     select coalesce(array_agg(w.id), '{}'), coalesce(array_agg(w.fts), '{}')
