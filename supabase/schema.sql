@@ -2609,9 +2609,7 @@ begin
       select array_agg(x.id) into v_ids
         from (select m.id from public.devai_memories m
                where m.owner_id = p_owner
-                 and (case when p_as_of is null then m.is_valid and m.state = 'active'
-                           else m.created_at <= p_as_of and (m.valid_until is null or m.valid_until > p_as_of)
-                                and (select a.held from public.memory_at(m, p_as_of) a) end)
+                 and m.is_valid and m.state = 'active'
                  and m.source is distinct from 'conversation'
                  and m.fts @@ v_q
                  and (m.namespace || '/') ^@ any (p_scopes)
@@ -2685,18 +2683,14 @@ begin
     select coalesce(array_agg(x.id), '{}') into candidates
       from (select m.id from public.devai_memories m
              where m.owner_id = p_owner
-               and (case when p_as_of is null then m.is_valid and m.state = 'active'
-                         else m.created_at <= p_as_of and (select a.held from public.memory_at(m, p_as_of) a) end)
+               and m.is_valid and m.state = 'active'
                and m.source is distinct from 'conversation'
                and m.fts @@ v_q
                and (m.namespace || '/') ^@ any (p_scopes)
                and (not v_filtered
-                    or case when p_as_of is null
-                            then memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned,
-                                                              m.importance, m.updated_at, p_exclude, p_after, p_before,
-                                                              p_types, p_categories, p_fields)
-                            else memory_search.passes_filters_at(m.id, p_as_of, p_exclude, p_after, p_before, p_types,
-                                                                 p_categories, p_fields) end)
+                    or memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned,
+                                                    m.importance, m.updated_at, p_exclude, p_after, p_before,
+                                                    p_types, p_categories, p_fields))
              limit p_df_cap) x;
   else
     select coalesce(array_agg(x.id), '{}') into candidates
