@@ -3635,6 +3635,9 @@ declare
   v_in_window integer;
   v_from      timestamptz := coalesce(filter_after, '-infinity');
   v_until     timestamptz := coalesce(filter_before, 'infinity');
+  v_walk_ids  uuid[];
+  v_walk_dist double precision[];
+  v_fallback  integer;
   -- The request's filters (time window, types, categories, exclusions) hold inside each path, so
   -- a strict filter gets its match_count nearest memories that pass it, not what passes among
   -- the nearest of all.
@@ -3738,122 +3741,138 @@ begin
 
   -- Two statements, not one with both branches: a UNION ALL of the two paths, gated by
   -- v_in_scope, planned badly (693 ms p50 instead of 11). The projection they share is short.
-  if v_in_scope <= v_exact_max then
-    -- Small scope: compare every vector in it (exact, recall 1).
-    return query
-    -- One lookup per scope (a lateral subquery that offset 0 keeps from being flattened into a
-    -- join): each scope's range is then an index condition. As a plain join, the generic plan
-    -- read every row of the tenant and applied the ranges as a join filter (a 109-row scope of
-    -- a 21k-row tenant: 33 ms instead of under 1; the bench's same-size check).
-    with in_scope as materialized (
-      select m.id, m.distance
-        from unnest(v_bases, v_uppers) as b(base, upper)
-       cross join lateral (
-         select m.id, m.embedding operator(extensions.<=>) query_embedding as distance
-           from public.devai_memories m
-          where m.owner_id = match_owner and m.is_valid and m.state = 'active'
-            and m.namespace operator(pg_catalog.~>=~) b.base
-            and m.namespace operator(pg_catalog.~<~) b.upper
-            and (m.namespace = b.base or m.namespace ^@ (b.base || '/'))
-            and m.strength > 0.05
-            and m.source is distinct from 'conversation'
-            and m.embedding_model = match_embedding_model
-            and m.embedding is not null
-            and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned, m.importance, m.updated_at,
-                                                                filter_exclude, filter_after, filter_before, filter_memory_types, filter_categories, filter_fields))
-         offset 0) as m
-    ),
-    nearest as (
-      select s.id, s.distance from in_scope s order by s.distance, s.id limit match_count
-    )
-    select n.id, m.content, 1 - n.distance, m.memory_type, m.namespace, m.strength, m.priority,
-           m.importance, m.pinned, m.source, m.metadata, m.session_id, m.access_count,
-           m.last_accessed_at, m.created_at, m.updated_at,
-           rs.strength
-      from nearest n
-      join public.devai_memories m on m.id = n.id
-      left join memory_search.relation_strengths(match_owner, case when with_relations then array(select n2.id from nearest n2) end, null, v_scopes) rs
-        on rs.id = n.id
-     where 1 - n.distance > similarity_threshold
-     order by n.distance, n.id;
-    return;
-  end if;
-
-  -- A large scope, but a time window few of the tenant's memories fall in (a `when` question's
-  -- week): those are compared exactly, read by their (owner_id, created_at) range. The index walk
-  -- would pass over most of the scope to find them (a week of a 21k-memory tenant: 25 ms for half
-  -- the answer; an empty window, 66 ms for none).
-  if filter_after is not null or filter_before is not null then
-    select count(*) into v_in_window
-      from (select 1 from public.devai_memories m
-             where m.owner_id = match_owner and m.created_at >= v_from and m.created_at < v_until
-             limit v_exact_max + 1) as counted;
-  end if;
-  if v_in_window <= v_exact_max then
-    return query
-    with nearest as materialized (
-      select s.id, s.distance
-        from (select m.id, m.embedding operator(extensions.<=>) query_embedding as distance
-                from public.devai_memories m
+  if v_in_scope > v_exact_max then
+    -- A large scope, but a time window few of the tenant's memories fall in (a `when` question's
+    -- week): those are compared exactly, read by their (owner_id, created_at) range. The index walk
+    -- would pass over most of the scope to find them (a week of a 21k-memory tenant: 25 ms for half
+    -- the answer; an empty window, 66 ms for none).
+    if filter_after is not null or filter_before is not null then
+      select count(*) into v_in_window
+        from (select 1 from public.devai_memories m
                where m.owner_id = match_owner and m.created_at >= v_from and m.created_at < v_until
-                 and m.is_valid and m.state = 'active'
-                 and m.strength > 0.05
-                 and m.source is distinct from 'conversation'
-                 and m.embedding_model = match_embedding_model
-                 and m.embedding is not null
-                 and (m.namespace || '/') ^@ any (v_scopes)
-                 and memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned, m.importance,
-                                                  m.updated_at, filter_exclude, filter_after, filter_before,
-                                                  filter_memory_types, filter_categories, filter_fields)
-              offset 0) as s
-       order by s.distance, s.id
-       limit match_count
-    )
-    select n.id, m.content, 1 - n.distance, m.memory_type, m.namespace, m.strength, m.priority,
-           m.importance, m.pinned, m.source, m.metadata, m.session_id, m.access_count,
-           m.last_accessed_at, m.created_at, m.updated_at,
-           rs.strength
-      from nearest n
-      join public.devai_memories m on m.id = n.id
-      left join memory_search.relation_strengths(match_owner, case when with_relations then array(select n2.id from nearest n2) end, null, v_scopes) rs
-        on rs.id = n.id
-     where 1 - n.distance > similarity_threshold
-     order by n.distance, n.id;
-    return;
+               limit v_exact_max + 1) as counted;
+    end if;
+    if v_in_window <= v_exact_max then
+      return query
+      with nearest as materialized (
+        select s.id, s.distance
+          from (select m.id, m.embedding operator(extensions.<=>) query_embedding as distance
+                  from public.devai_memories m
+                 where m.owner_id = match_owner and m.created_at >= v_from and m.created_at < v_until
+                   and m.is_valid and m.state = 'active'
+                   and m.strength > 0.05
+                   and m.source is distinct from 'conversation'
+                   and m.embedding_model = match_embedding_model
+                   and m.embedding is not null
+                   and (m.namespace || '/') ^@ any (v_scopes)
+                   and memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned, m.importance,
+                                                    m.updated_at, filter_exclude, filter_after, filter_before,
+                                                    filter_memory_types, filter_categories, filter_fields)
+                offset 0) as s
+         order by s.distance, s.id
+         limit match_count
+      )
+      select n.id, m.content, 1 - n.distance, m.memory_type, m.namespace, m.strength, m.priority,
+             m.importance, m.pinned, m.source, m.metadata, m.session_id, m.access_count,
+             m.last_accessed_at, m.created_at, m.updated_at,
+             rs.strength
+        from nearest n
+        join public.devai_memories m on m.id = n.id
+        left join memory_search.relation_strengths(match_owner, case when with_relations then array(select n2.id from nearest n2) end, null, v_scopes) rs
+          on rs.id = n.id
+       where 1 - n.distance > similarity_threshold
+       order by n.distance, n.id;
+      return;
+    end if;
+
+    -- Large scope: the HNSW index, filtered while it is walked (iterative scan, so selective filters
+    -- keep recall). Sorting is switched off for this statement only, so the planner cannot fall
+    -- back to sorting the whole scope; the rows found are re-sorted exactly below. With a filter
+    -- of the request's own that few memories pass, the walk goes on until it has match_count of
+    -- them or has read pgvector's hnsw.max_scan_tuples index entries (20,000; a filter nothing
+    -- passes costs about 65 ms in a 100k-memory index). A bound of 2,000 was tried: 7 ms, but the
+    -- entries of other tenants and dead rows count too, and it missed most of what a user's filter
+    -- in a shared index should find.
+    v_sort := current_setting('enable_sort');
+    perform set_config('enable_sort', 'off', true);
+    -- A tenant with its own index: the planner can use that partial index only in a plan made for
+    -- this owner, so this statement is planned for this call (the function's SET clause restores
+    -- plan_cache_mode when it returns).
+    if v_index is distinct from to_regclass('public.devai_memories_embedding_hnsw') then
+      perform set_config('plan_cache_mode', 'force_custom_plan', true);
+    end if;
+    select coalesce(array_agg(w.id order by w.distance, w.id), '{}'), coalesce(array_agg(w.distance order by w.distance, w.id), '{}')
+      into v_walk_ids, v_walk_dist
+      from (select m.id, m.embedding operator(extensions.<=>) query_embedding as distance
+              from public.devai_memories m
+             where m.owner_id = match_owner
+               and m.is_valid
+               and m.state = 'active'
+               and m.strength > 0.05
+               and m.source is distinct from 'conversation'
+               and m.embedding_model = match_embedding_model
+               and m.embedding is not null
+               and (m.namespace || '/') ^@ any (v_scopes)
+               and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned, m.importance, m.updated_at,
+                                                                   filter_exclude, filter_after, filter_before, filter_memory_types, filter_categories, filter_fields))
+             order by m.embedding operator(extensions.<=>) query_embedding
+             limit match_count) as w;
+    perform set_config('enable_sort', v_sort, true);
+    -- A walk that comes back with fewer than match_count may have stopped early, not run out of
+    -- memories: pgvector's graph walk ends once it reaches no new entries, and many index entries
+    -- of one vector (one text written again and again, by any tenant; dead entries count until
+    -- vacuum) leave the graph's links within those copies. The walk then returned none of 5 live
+    -- memories that the exact comparison finds (pgTAP 08). A scope of at most
+    -- exact_scan_fallback_max_rows memories is then compared exactly below; a larger one keeps
+    -- what the walk found.
+    v_fallback := public.memory_setting('exact_scan_fallback_max_rows')::integer;
+    if cardinality(v_walk_ids) >= match_count
+       or public.memory_scope_size(match_owner, v_bases, v_fallback) > v_fallback then
+      return query
+      with nearest as (
+        select w.id, w.distance from unnest(v_walk_ids, v_walk_dist) as w(id, distance)
+      )
+      select n.id, m.content, 1 - n.distance, m.memory_type, m.namespace, m.strength, m.priority,
+             m.importance, m.pinned, m.source, m.metadata, m.session_id, m.access_count,
+             m.last_accessed_at, m.created_at, m.updated_at,
+             rs.strength
+        from nearest n
+        join public.devai_memories m on m.id = n.id
+        left join memory_search.relation_strengths(match_owner, case when with_relations then v_walk_ids end, null, v_scopes) rs
+          on rs.id = n.id
+       where 1 - n.distance > similarity_threshold
+       order by n.distance, n.id;
+      return;
+    end if;
   end if;
 
-  -- Large scope: the HNSW index, filtered while it is walked (iterative scan, so selective filters
-  -- keep recall). Sorting is switched off for this statement only, so the planner cannot fall
-  -- back to sorting the whole scope; the rows found are re-sorted exactly below. With a filter
-  -- of the request's own that few memories pass, the walk goes on until it has match_count of
-  -- them or has read pgvector's hnsw.max_scan_tuples index entries (20,000; a filter nothing
-  -- passes costs about 65 ms in a 100k-memory index). A bound of 2,000 was tried: 7 ms, but the
-  -- entries of other tenants and dead rows count too, and it missed most of what a user's filter
-  -- in a shared index should find.
-  v_sort := current_setting('enable_sort');
-  perform set_config('enable_sort', 'off', true);
-  -- A tenant with its own index: the planner can use that partial index only in a plan made for
-  -- this owner, so this statement is planned for this call (the function's SET clause restores
-  -- plan_cache_mode when it returns).
-  if v_index is distinct from to_regclass('public.devai_memories_embedding_hnsw') then
-    perform set_config('plan_cache_mode', 'force_custom_plan', true);
-  end if;
+  -- A scope of at most v_exact_max memories, or a larger one whose walk came back short (above):
+  -- compare every vector in it (exact, recall 1).
   return query
-  with nearest as materialized (
-    select m.id, m.embedding operator(extensions.<=>) query_embedding as distance
-      from public.devai_memories m
-     where m.owner_id = match_owner
-       and m.is_valid
-       and m.state = 'active'
-       and m.strength > 0.05
-       and m.source is distinct from 'conversation'
-       and m.embedding_model = match_embedding_model
-       and m.embedding is not null
-       and (m.namespace || '/') ^@ any (v_scopes)
-       and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned, m.importance, m.updated_at,
-                                                           filter_exclude, filter_after, filter_before, filter_memory_types, filter_categories, filter_fields))
-     order by m.embedding operator(extensions.<=>) query_embedding
-     limit match_count
+  -- One lookup per scope (a lateral subquery that offset 0 keeps from being flattened into a
+  -- join): each scope's range is then an index condition. As a plain join, the generic plan
+  -- read every row of the tenant and applied the ranges as a join filter (a 109-row scope of
+  -- a 21k-row tenant: 33 ms instead of under 1; the bench's same-size check).
+  with in_scope as materialized (
+    select m.id, m.distance
+      from unnest(v_bases, v_uppers) as b(base, upper)
+     cross join lateral (
+       select m.id, m.embedding operator(extensions.<=>) query_embedding as distance
+         from public.devai_memories m
+        where m.owner_id = match_owner and m.is_valid and m.state = 'active'
+          and m.namespace operator(pg_catalog.~>=~) b.base
+          and m.namespace operator(pg_catalog.~<~) b.upper
+          and (m.namespace = b.base or m.namespace ^@ (b.base || '/'))
+          and m.strength > 0.05
+          and m.source is distinct from 'conversation'
+          and m.embedding_model = match_embedding_model
+          and m.embedding is not null
+          and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned, m.importance, m.updated_at,
+                                                              filter_exclude, filter_after, filter_before, filter_memory_types, filter_categories, filter_fields))
+       offset 0) as m
+  ),
+  nearest as (
+    select s.id, s.distance from in_scope s order by s.distance, s.id limit match_count
   )
   select n.id, m.content, 1 - n.distance, m.memory_type, m.namespace, m.strength, m.priority,
          m.importance, m.pinned, m.source, m.metadata, m.session_id, m.access_count,
@@ -3865,7 +3884,7 @@ begin
       on rs.id = n.id
    where 1 - n.distance > similarity_threshold
    order by n.distance, n.id;
-  perform set_config('enable_sort', v_sort, true);
+  return;
 end;
 $$;
 
@@ -6078,6 +6097,7 @@ END),
     CONSTRAINT memory_settings_entity_backfill_batch_size_range CHECK (((name <> 'entity_backfill_batch_size'::text) OR ((value >= (1)::numeric) AND (value <= (1000)::numeric) AND (value = trunc(value))))),
     CONSTRAINT memory_settings_event_keep_days_range CHECK (((name <> 'event_keep_days'::text) OR (value >= (1)::numeric))),
     CONSTRAINT memory_settings_exact_scan_cost_ratio_range CHECK (((name <> 'exact_scan_cost_ratio'::text) OR ((value >= (0)::numeric) AND (value <= (1000)::numeric)))),
+    CONSTRAINT memory_settings_exact_scan_fallback_max_rows_range CHECK (((name <> 'exact_scan_fallback_max_rows'::text) OR ((value >= (0)::numeric) AND (value <= (1000000)::numeric) AND (value = trunc(value))))),
     CONSTRAINT memory_settings_exact_scan_max_rows_range CHECK (((name <> 'exact_scan_max_rows'::text) OR ((value >= (0)::numeric) AND (value <= (1000000)::numeric) AND (value = trunc(value))))),
     CONSTRAINT memory_settings_fusion_score_share_range CHECK (((name <> ALL (ARRAY['fusion_score_share'::text, 'fusion_score_share_complex'::text])) OR ((value >= (0)::numeric) AND (value <= (1)::numeric)))),
     CONSTRAINT memory_settings_graph_values_range CHECK (
