@@ -17,25 +17,27 @@ const post = retrieveApi(sql);
 const dbNow = () => dbNowOf(sql);
 const opts = { sanitizeOps: false, sanitizeResources: false };
 
+/** A fact of project api in category projects (memory.query's planner reads it), remembered now: its id. */
+async function projectFact(t: string, content: string): Promise<string> {
+  const r = await api("POST", "/memory/remember", {
+    as: t,
+    body: { content, project: "api", metadata: { category: "projects" } },
+  });
+  return r.body.memory.id as string;
+}
+
 /** A fact remembered, then corrected: the instants before, between and after. */
 async function correctedFact(t: string) {
   const before = await dbNow();
-  const old = await api("POST", "/memory/remember", {
-    as: t,
-    body: {
-      content: "The API service runs on Node 18 in production.",
-      project: "api",
-      metadata: { category: "projects" },
-    },
-  });
+  const oldId = await projectFact(t, "The API service runs on Node 18 in production.");
   const between = await dbNow();
-  const fixed = await api("POST", `/memory/${old.body.memory.id}/correct`, {
+  const fixed = await api("POST", `/memory/${oldId}/correct`, {
     as: t,
     body: { content: "The API service runs on Node 20 in production." },
   });
   assert.equal(fixed.status, 201);
   const after = await dbNow();
-  return { before, between, after, oldId: old.body.memory.id as string, newId: fixed.body.memory.id as string };
+  return { before, between, after, oldId, newId: fixed.body.memory.id as string };
 }
 
 Deno.test({
@@ -185,6 +187,51 @@ Deno.test(
     // Now, as they are.
     const now = (await api("GET", "/memory?project=pins&pinned=true", { as: t })).body.memories;
     assert.deepEqual(now.map((m: { id: string }) => m.id), [pinnedSince]);
+  },
+);
+
+Deno.test(
+  {
+    name: "as_of: a plain date is its midnight UTC, on GET /memory, GET /memory/{id}, retrieve and memory.query",
+    ...opts,
+  },
+  async () => {
+    // A date alone was 400 "Invalid ISO datetime" on every as_of while retrieval's after/before took
+    // it: one parser (isoInstant) now reads it everywhere, as after/before do, at its midnight UTC.
+    const t = newTenant();
+    const id = await projectFact(t, "The billing service retries webhooks three times.");
+    // Recorded at noon UTC on 2025-06-15: as of that day (its midnight) it was not recorded yet,
+    // as of the next day it was.
+    await sql`update public.devai_memories set created_at = '2025-06-15T12:00:00Z' where id = ${id}`;
+    await sql`update public.memory_history set ts = '2025-06-15T12:00:00Z' where memory_id = ${id}`;
+
+    assert.equal((await api("GET", `/memory/${id}?as_of=2025-06-15`, { as: t })).status, 404);
+    const next = await api("GET", `/memory/${id}?as_of=2025-06-16`, { as: t });
+    assert.deepEqual([next.status, next.body.held, next.body.as_of], [200, true, "2025-06-16"]);
+    const listed = async (at: string) =>
+      ((await api("GET", `/memory?project=api&as_of=${at}`, { as: t })).body.memories as { id: string }[])
+        .map((r) => r.id);
+    assert.deepEqual(await listed("2025-06-15"), []);
+    assert.deepEqual(await listed("2025-06-16"), [id]);
+
+    const ask = { message: "How many times does the billing service retry webhooks?", project: "api" };
+    const found = async (path: string, body: Record<string, unknown>) => {
+      const r = await post(path, t, body);
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      return ((r.body.memories ?? r.body.results) as { id: string }[]).map((x) => x.id);
+    };
+    assert.deepEqual(await found("/memory-retrieve", { ...ask, as_of: "2025-06-15" }), []);
+    assert.deepEqual(await found("/memory-retrieve", { ...ask, as_of: "2025-06-16" }), [id]);
+    const query = { agent: "planner", query: ask.message, project: "api", categories: ["projects"], return: "full" };
+    assert.deepEqual(await found("/memory-retrieve/query", { ...query, as_of: "2025-06-15" }), []);
+    assert.deepEqual(await found("/memory-retrieve/query", { ...query, as_of: "2025-06-16" }), [id]);
+
+    // Not a calendar day, or not a date: 400 naming as_of, as before.
+    for (const bad of ["2025-02-30", "2025-6-16", "yesterday"]) {
+      const r = await api("GET", `/memory?as_of=${bad}`, { as: t });
+      assert.equal(r.status, 400, bad);
+      assert.deepEqual(r.body.error.issues.map((i: { path: string[] }) => i.path.join(".")), ["as_of"], bad);
+    }
   },
 );
 

@@ -179,7 +179,7 @@ export interface SearchControls {
   graph_depth?: number;
   /** Keyword floor: share of the query's best possible keyword score (0-1). */
   keyword_threshold?: number;
-  /** ISO date-time with offset: answer from what memory held then. */
+  /** ISO date-time with offset, or a date (its midnight UTC): answer from what memory held then. */
   as_of?: string;
   /** Code lineage: another branch's unmerged notes and memories citing deleted files are left out (`excluded`). */
   signals?: LineageSignals;
@@ -356,7 +356,7 @@ export interface LifecycleResponse {
 }
 
 export interface GetParams {
-  /** ISO date-time: the memory as it was then (content, validity, supersede from its history). */
+  /** ISO date-time, or a date (its midnight UTC): the memory as it was then (content, validity, supersede from its history). */
   as_of?: string;
 }
 
@@ -382,7 +382,7 @@ export interface ListParams {
   /** An integer 1-100, default 20 (a value outside: 400 invalid_request, the issue naming the field). */
   limit?: number | string;
   cursor?: string;
-  /** ISO date-time: the memories held then, as they were (state and is_valid do not apply). */
+  /** ISO date-time, or a date (its midnight UTC): the memories held then, as they were (state and is_valid do not apply). */
   as_of?: string;
 }
 

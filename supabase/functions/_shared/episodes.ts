@@ -16,7 +16,7 @@ import { digestAsWritten, episodeDigest, storedByDigest } from "./episode-digest
 import { linkEntitiesByRules } from "./entities.ts";
 import { HttpError } from "./http.ts";
 import { enqueueJob } from "./jobs.ts";
-import { asOf, content, projectName, projectScope, sessionId, threadId } from "./schemas.ts";
+import { content, isoDateTime, projectName, projectScope, sessionId, threadId } from "./schemas.ts";
 import { assertSameSession, endSessions } from "./sessions.ts";
 import type { Embedder } from "./embeddings.ts";
 import { addCounts, type RedactionCounts } from "./redact.ts";
@@ -36,7 +36,7 @@ export const EpisodeMessage = z
     role: z.enum(EPISODE_ROLES),
     content,
     /** When the message was sent (default: when it arrives). */
-    at: asOf.optional(),
+    at: isoDateTime.optional(),
   })
   .strict();
 

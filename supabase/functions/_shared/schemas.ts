@@ -180,13 +180,35 @@ export function withoutControlCharacters<T extends z.ZodType<string>>(schema: T)
 }
 
 /**
- * An instant to answer as of (docs/graph.md#as-of): an ISO 8601 date-time with its offset, from
- * 0001-01-01 to 9999-12-31 in UTC (later, or earlier, cannot be written back as an ISO time).
+ * Whether an ISO time is from 0001-01-01 to 9999-12-31 in UTC: Postgres has no year 0, and an
+ * offset that carries 9999-12-31 into year 10000 (or 0001-01-01 back into year 0) was refused by
+ * Postgres with a message naming no field; neither can be written back as an ISO time.
  */
-export const asOf = z.iso.datetime({ offset: true }).refine((s) => {
+const inIsoRange = (s: string) => {
   const ms = Date.parse(s);
   return ms >= Date.parse("0001-01-01T00:00:00Z") && ms <= Date.parse("9999-12-31T23:59:59.999Z");
-}, "must be a date-time from 0001-01-01 to 9999-12-31 (UTC)");
+};
+
+/** A time a message was sent (episodes' `at`): an ISO 8601 date-time with its offset, in range. */
+export const isoDateTime = z.iso.datetime({ offset: true }).refine(
+  inIsoRange,
+  "must be a date-time from 0001-01-01 to 9999-12-31 (UTC)",
+);
+
+/**
+ * An instant the API is asked about: an ISO date (2026-11-01, its midnight UTC, as retrieval's
+ * `after` / `before` read one) or date-time with its offset, from 0001-01-01 to 9999-12-31 UTC.
+ * The one parser of `as_of` (GET /memory, GET /memory/{id}, memory-retrieve, memory.query) and of
+ * memory.query's `updated_after` / `updated_before`. A date reaches Postgres as its midnight UTC,
+ * never read in the session's time zone: as_of by asOfInstant (memories/as-of.ts), the filters by
+ * postgres.js, which sends a timestamptz parameter as `new Date(value).toISOString()`.
+ */
+export const isoInstant = z.union([z.iso.datetime({ offset: true }), z.iso.date()], {
+  error: "an ISO date (2026-11-01) or date-time with its offset (2026-11-01T09:30:00Z)",
+}).refine(inIsoRange, "must be a date or date-time from 0001-01-01 to 9999-12-31 (UTC)");
+
+/** An instant to answer as of (docs/graph.md#as-of): an isoInstant; a date is its midnight UTC. */
+export const asOf = isoInstant;
 
 export const threadId = withoutSecrets(
   z.string().regex(/^[\p{L}\p{N}._:@-]{1,200}$/u, "1-200 letters, digits and . _ : @ -"),

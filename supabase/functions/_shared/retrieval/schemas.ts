@@ -12,6 +12,7 @@ import {
   freeText,
   importance,
   intWithin,
+  isoInstant,
   priority,
   projectName,
   storedMemoryType,
@@ -90,19 +91,8 @@ export type RetrieveRequest = z.infer<typeof RetrieveRequest>;
 
 export { agentName, categoryName };
 
-const FIRST_INSTANT = Date.parse("0001-01-01T00:00:00Z");
-/**
- * An ISO date or date-time from 0001-01-01 to 9999-12-31 UTC (Postgres has no year 0, and an offset
- * that carries 9999-12-31 into year 10000, or 0001-01-01 back into year 0, was refused by Postgres
- * with a message naming no field);
- * null means "no bound" (the seed's example sends null).
- */
-const instant = z.union([z.iso.datetime({ offset: true }), z.iso.date()], {
-  error: "an ISO date (2026-11-01) or date-time with its offset (2026-11-01T09:30:00Z)",
-})
-  .refine((s) => Date.parse(s) >= FIRST_INSTANT, "dates start at 0001-01-01 UTC")
-  .refine((s) => Date.parse(s) < Date.UTC(10_000, 0, 1), "dates end at 9999-12-31 UTC")
-  .nullable();
+/** memory.query's updated_after / updated_before: an isoInstant; null means "no bound" (the seed's example sends null). */
+const instant = isoInstant.nullable();
 // Control characters refused as in the query (U+0000 reached the database, whose error named no
 // field); not trimmed: a filter matches the stored value exactly.
 const metaValue = withoutControlCharacters(z.string().min(1).max(200)).nullable();
