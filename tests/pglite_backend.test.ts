@@ -13,7 +13,6 @@ import {
   mkdirSync,
   mkdtempSync,
   readFileSync,
-  rmdirSync,
   rmSync,
   utimesSync,
   writeFileSync,
@@ -557,29 +556,85 @@ Deno.test({
     const stale = String(4_194_305); // above Linux's pid_max: no process has it
     const other = String(process.ppid); // a live process: another start
     try {
-      // Another start is taking the stale lock over (it holds the takeover directory): this start
-      // is refused with what to do, and touches neither the lock nor the directory. Before, it
-      // moved the lock aside itself: with a third start taking the name meanwhile, two processes
-      // served the folder.
+      // Another start is taking the stale lock over (it holds the takeover lock, a flock on
+      // `<lock>.takeover`; a second open file is another holder): this start is refused with what
+      // to do, and touches neither the lock nor the other's takeover. Before, it moved the lock aside
+      // itself: with a third start taking the name meanwhile, two processes served the folder.
       writeFileSync(lock, stale);
-      const took = () => takeLock(dir, () => mkdirSync(`${lock}.takeover`));
+      let otherTakeover: Deno.FsFile | undefined;
+      const took = () =>
+        takeLock(dir, () => {
+          otherTakeover = Deno.openSync(`${lock}.takeover`, { write: true, create: true });
+          assert.ok(otherTakeover.tryLockSync(true));
+        });
       assert.throws(took, /another start is taking over its stale lock[\s\S]*try again/);
       assert.equal(readFileSync(lock, "utf8"), stale);
-      assert.ok(existsSync(`${lock}.takeover`), "the other start's takeover is left to it");
-      rmdirSync(`${lock}.takeover`);
+      otherTakeover!.close();
       // A start that creates the lock between this one's removal of the stale lock and its own
-      // create keeps it: this start is refused naming it, and leaves no takeover directory.
+      // create keeps it: this start is refused naming it, and releases the takeover lock.
       assert.throws(
         () => takeLock(dir, undefined, () => writeFileSync(lock, other, { flag: "wx" })),
         new RegExp(`in use by process ${other}`),
       );
       assert.equal(readFileSync(lock, "utf8"), other);
-      assert.ok(!existsSync(`${lock}.takeover`));
+      assert.ok(takeoverFree(lock), "the takeover lock is released");
       // Alone, a stale lock is taken over.
       writeFileSync(lock, stale);
       assert.equal(takeLock(dir), lock);
       assert.equal(readFileSync(lock, "utf8"), String(process.pid));
-      assert.ok(!existsSync(`${lock}.takeover`));
+      assert.ok(takeoverFree(lock), "the takeover lock is released");
+    } finally {
+      rmSync(join(dir, ".."), { recursive: true, force: true });
+    }
+  },
+});
+
+/** Whether no one holds the takeover lock of `lock` (a flock on `<lock>.takeover`). */
+function takeoverFree(lock: string): boolean {
+  const f = Deno.openSync(`${lock}.takeover`, { write: true, create: true });
+  try {
+    return f.tryLockSync(true);
+  } finally {
+    f.close();
+  }
+}
+
+Deno.test({
+  name: "pglite: a start killed inside a stale lock's takeover leaves nothing to remove by hand",
+  ...opts,
+  fn: async () => {
+    const dir = join(mkdtempSync(join(tmpdir(), "devai-pglite-lock-")), "data");
+    const lock = `${dir}.lock`;
+    const stale = String(4_194_305); // above Linux's pid_max: no process has it
+    try {
+      // A start killed (SIGKILL) after removing the stale lock and before creating its own. Its
+      // takeover was a directory, left behind: the next start to find a stale lock was refused
+      // ("remove …takeover") until someone removed it by hand.
+      writeFileSync(lock, stale);
+      const killed = await new Deno.Command(Deno.execPath(), {
+        args: [
+          "eval",
+          "--config",
+          new URL("../supabase/functions/deno.json", import.meta.url).pathname,
+          `import { takeLock } from ${JSON.stringify(new URL("../scripts/pglite/serve-db.ts", import.meta.url).href)};
+           takeLock(${JSON.stringify(dir)}, undefined, () => Deno.kill(Deno.pid, "SIGKILL"));`,
+        ],
+        stdout: "null",
+        stderr: "null",
+      }).output();
+      assert.equal(killed.signal, "SIGKILL");
+      assert.ok(!existsSync(lock), "it was killed between removing the stale lock and creating its own");
+      // A later start that crashed in turn left a stale lock: the next start takes it over.
+      writeFileSync(lock, stale);
+      assert.equal(takeLock(dir), lock);
+      assert.equal(readFileSync(lock, "utf8"), String(process.pid));
+      // A takeover directory left by an earlier version's start is such a leftover too.
+      rmSync(lock);
+      rmSync(`${lock}.takeover`, { recursive: true, force: true });
+      mkdirSync(`${lock}.takeover`);
+      writeFileSync(lock, stale);
+      assert.equal(takeLock(dir), lock);
+      assert.ok(takeoverFree(lock));
     } finally {
       rmSync(join(dir, ".."), { recursive: true, force: true });
     }

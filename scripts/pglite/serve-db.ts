@@ -96,11 +96,11 @@ function openPglite(dataDir: string, searchPath = SUPABASE_SEARCH_PATH): Promise
 /**
  * Takes `<dataDir>.lock` for this process. The file is created exclusively (`wx`), so of two
  * starts at once exactly one takes it. A lock left by a process that no longer runs is taken over
- * under a second, short-lived lock, the directory `<dataDir>.lock.takeover` (`mkdir` is atomic):
- * the start holding it checks that the lock is still the stale one it read, removes it and creates
- * its own with `wx` again, so a start that creates the lock meanwhile keeps it, and two takeovers
- * never overlap. (Before, a stale lock was renamed aside and a live one found there put back with
- * a link: a third start taking the name in between left two processes serving the folder.)
+ * under a second, short-lived lock (holdTakeover): the start holding it checks that the lock is
+ * still the stale one it read, removes it and creates its own with `wx` again, so a start that
+ * creates the lock meanwhile keeps it, and two takeovers never overlap. (Before, a stale lock was
+ * renamed aside and a live one found there put back with a link: a third start taking the name in
+ * between left two processes serving the folder.)
  * `beforeStaleRemoval` and `afterStaleRemoval` are for tests only: they run after judging the lock
  * stale, and between removing it and creating this start's own.
  */
@@ -140,16 +140,7 @@ export function takeLock(
     const starting = !(seen.pid > 0) && Date.now() - seen.mtimeMs < EMPTY_LOCK_STALE_MS;
     if (alive || starting || attempt > 3) throw lockInUse(dataDir, lock, seen.pid);
     beforeStaleRemoval?.();
-    const takeover = `${lock}.takeover`;
-    try {
-      mkdirSync(takeover);
-    } catch (err) {
-      if ((err as { code?: string }).code !== "EEXIST") throw err;
-      throw new Error(
-        `${dataDir}: another start is taking over its stale lock (${takeover} exists); try again in a moment, ` +
-          `or, if no start is running (one stopped midway), remove ${takeover}`,
-      );
-    }
+    const takeover = holdTakeover(dataDir, lock);
     try {
       const now = lockState(lock);
       if (!now || now.ino !== seen.ino || now.mtimeMs !== seen.mtimeMs || now.text !== seen.text) continue;
@@ -159,9 +150,32 @@ export function takeLock(
       // A start created it between the removal and this create: it holds the folder.
       throw lockInUse(dataDir, lock, lockState(lock)?.pid ?? 0);
     } finally {
-      rmdirSync(takeover);
+      takeover.close();
     }
   }
+}
+
+/**
+ * The takeover lock: an exclusive `flock` on the file `<dataDir>.lock.takeover`, held while a
+ * stale lock is replaced (microseconds) and never waited for: a start that finds it held is refused
+ * ("try again in a moment"). The kernel releases it when its holder's file is closed or its process
+ * ends, however it ends, so a start killed inside a takeover leaves nothing to remove by hand.
+ * (It was a directory made by `mkdir`: one left by a start killed between making and removing it
+ * refused every later start that found a stale lock, until removed by hand.) The file stays: a
+ * start that removed it could lock a new file of the same name while another holds the old one.
+ * A directory of that name is such a leftover, removed here.
+ */
+function holdTakeover(dataDir: string, lock: string): Deno.FsFile {
+  const path = `${lock}.takeover`;
+  try {
+    if (statSync(path).isDirectory()) rmdirSync(path);
+  } catch (err) {
+    if ((err as { code?: string }).code !== "ENOENT") throw err;
+  }
+  const file = Deno.openSync(path, { read: true, write: true, create: true });
+  if (file.tryLockSync(true)) return file;
+  file.close();
+  throw new Error(`${dataDir}: another start is taking over its stale lock (${path} is locked); try again in a moment`);
 }
 
 /** The lock file's identity and pid, or null when there is none. */
