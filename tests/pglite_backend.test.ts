@@ -8,15 +8,7 @@
 // Starts its own server in a fresh temporary data folder on DEVAI_TEST_PGLITE_PORT (default 24345).
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  rmSync,
-  utimesSync,
-  writeFileSync,
-} from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
@@ -702,16 +694,27 @@ Deno.test({
   },
 });
 
+/** A WireServer on port 0 over a fresh in-memory PGlite holding `t (a int)`; stopped, then PGlite closed, after fn. */
+async function withJobServer(fn: (server: WireServer) => Promise<void>): Promise<void> {
+  const db = await PGlite.create();
+  await db.exec("create table t (a int)");
+  const server = new WireServer({ db, port: 0, log: quiet });
+  await server.start();
+  try {
+    await fn(server);
+  } finally {
+    await server.stop();
+  }
+  // Stopped after a backend exit too: PGlite closes.
+  await db.close();
+}
+
 Deno.test({
   name: "pglite: a server job that exits the backend marks it dead: clients are refused with 57P01",
   ...opts,
-  fn: async () => {
-    const db = await PGlite.create();
-    await db.exec("create table t (a int)");
-    const server = new WireServer({ db, port: 0, log: quiet });
-    await server.start();
-    const at = server.listeningPort;
-    try {
+  fn: () =>
+    withJobServer(async (server) => {
+      const at = server.listeningPort;
       const idle = await rawClient(at);
       // The server's own work (migrations, the version line) runs through exclusive(); a statement
       // that exits the backend there (COPY FROM STDIN over the protocol) gives PGlite's ExitStatus.
@@ -728,10 +731,42 @@ Deno.test({
         server.exclusive("next job", (d) => d.query("select 1")),
         (e: { code?: string }) => e.code === "57P01",
       );
-    } finally {
-      await server.stop();
-    }
-    await db.close();
+    }),
+});
+
+Deno.test({
+  name: "pglite: a server job's COPY FROM STDIN through exec, query or a transaction is refused (0A000), not run",
+  ...opts,
+  fn: async () => {
+    // PGlite's exec or query of COPY FROM STDIN, called in-process, never returns and blocks the
+    // whole process: a job of the server's (exclusive) doing so hung it, HTTP side included (this
+    // test hung without the refusal; a 3 s timer in a scratch probe never fired).
+    await withJobServer(async (server) => {
+      const refused = (e: { code?: string; message: string }) =>
+        e.code === "0A000" && /COPY FROM STDIN is not supported[\s\S]*use INSERT/.test(e.message);
+      await assert.rejects(
+        server.exclusive("exec", (d) => d.exec("insert into t values (1); copy t from stdin;")),
+        refused,
+      );
+      await assert.rejects(server.exclusive("query", (d) => d.query("COPY t (a) FROM STDIN")), refused);
+      await assert.rejects(
+        server.exclusive("tx", (d) => d.transaction((tx) => tx.exec("copy t from stdin with (format csv)"))),
+        refused,
+      );
+      assert.equal(server.backendExit, null);
+      // Nothing of the refused statements ran, and the backend keeps serving jobs and clients.
+      const rows = await server.exclusive("count", (d) => d.query<{ n: number }>("select count(*)::int as n from t"));
+      assert.deepEqual(rows.rows, [{ n: 0 }]);
+      const sql = postgres(`postgresql://postgres@127.0.0.1:${server.listeningPort}/postgres`, {
+        max: 1,
+        onnotice: () => {},
+      });
+      try {
+        assert.deepEqual([...await sql`select 1 as one`], [{ one: 1 }]);
+      } finally {
+        await sql.end();
+      }
+    });
   },
 });
 

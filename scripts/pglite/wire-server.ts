@@ -108,9 +108,36 @@ function errorResponse(severity: "ERROR" | "FATAL", code: string, text: string):
 // PGlite reads COPY ... FROM STDIN's data as the end of its input: its backend exits and every
 // client hangs until the process is restarted. Such a statement is replaced by one that fails
 // with a clear error, raised by the backend itself (so the transaction state is Postgres' own).
+const COPY_FROM_STDIN_MESSAGE =
+  "COPY FROM STDIN is not supported by the embedded PGlite database (it would stop its only backend): use INSERT";
 const COPY_FROM_STDIN_REFUSED = "do $devai$ begin raise exception using errcode = '0A000', message = " +
-  "'COPY FROM STDIN is not supported by the embedded PGlite database (it would stop its only backend): use INSERT'; " +
-  "end $devai$";
+  `'${COPY_FROM_STDIN_MESSAGE}'; end $devai$`;
+
+/**
+ * The PGlite a server job (exclusive) is given: its `exec` and `query`, and those of a transaction
+ * it opens, refuse COPY ... FROM STDIN with 0A000 before PGlite sees it. Called in-process, PGlite
+ * runs such a statement without ever returning and blocks the whole process, HTTP side included
+ * (not only the job: a 3 s timer never fired), so the protocol's refusal above cannot be raised by
+ * the backend there. `execProtocolRaw` passes bytes as a client's do (tests exit the backend with it).
+ */
+function refusingCopyFromStdin<T extends object>(db: T): T {
+  return new Proxy(db, {
+    get(target, prop) {
+      const value = Reflect.get(target, prop, target);
+      if (typeof value !== "function") return value;
+      if (prop === "exec" || prop === "query") {
+        return (sql: unknown, ...rest: unknown[]) =>
+          typeof sql === "string" && isCopyFromStdin(sql)
+            ? Promise.reject(Object.assign(new Error(COPY_FROM_STDIN_MESSAGE), { code: "0A000" }))
+            : value.call(target, sql, ...rest);
+      }
+      if (prop === "transaction") {
+        return (fn: (tx: object) => unknown) => value.call(target, (tx: object) => fn(refusingCopyFromStdin(tx)));
+      }
+      return value.bind(target);
+    },
+  });
+}
 
 /** True if a statement of `sql` (strings and comments aside) is COPY ... FROM STDIN. */
 export function isCopyFromStdin(sql: string): boolean {
@@ -499,7 +526,8 @@ export class WireServer {
    * Runs fn with exclusive use of the backend (between clients' transactions). Refused once the
    * backend has exited: PGlite's calls on an exited backend never return, and block the whole
    * process (not only the caller), so fn is not run. If fn itself exits the backend, it is marked
-   * dead (clients are ended with 57P01) and fn's error is rethrown.
+   * dead (clients are ended with 57P01) and fn's error is rethrown. fn's COPY ... FROM STDIN through
+   * `exec` or `query` is refused (0A000) without reaching PGlite (refusingCopyFromStdin).
    */
   async exclusive<T>(owner: string, fn: (db: PGlite) => Promise<T>): Promise<T> {
     await this.lease.acquire(owner);
@@ -509,7 +537,7 @@ export class WireServer {
           code: "57P01",
         });
       }
-      return await fn(this.db);
+      return await fn(refusingCopyFromStdin(this.db));
     } catch (err) {
       // The job's own call exited the backend: mark it dead as a client's call does, so connected
       // clients are told now and the next one is refused, not run into the exited backend.
