@@ -221,3 +221,42 @@ Deno.test({
     }
   },
 });
+
+Deno.test("queue worker: after an outage it says it drains again, and says each failure once per outage", async () => {
+  // The worker logs a failure once per run of failed drains (scripts/serve/background.ts), so the
+  // log also says when the run ends: the database is back and the queue drains again.
+  const { startQueueWorker } = await import("../scripts/serve/background.ts");
+  const { writeEnv } = await import("./write_helpers.ts");
+  const { startPgProxy } = await import("./support/pg-proxy.ts");
+  const { waitUntil } = await import("./support/wait.ts");
+  const env = await writeEnv();
+  const proxy = startPgProxy(testDatabaseUrl());
+  const sql = createSql(proxy.url, { max: 2 });
+  const lines: string[] = [];
+  const worker = startQueueWorker({
+    deps: { ...env.deps, sql },
+    intervalMs: 20,
+    workerId: "outage-test",
+    log: (l) => lines.push(l),
+    ownerId: crypto.randomUUID(),
+  });
+  try {
+    const from = proxy.connections();
+    await waitUntil(async () => proxy.connections() > from, "a drain connected");
+    proxy.down();
+    await waitUntil(async () => lines.some((l) => l.startsWith("[worker] drain failed")), "the outage logged");
+    proxy.up();
+    const back = await waitUntil(
+      async () => lines.find((l) => /^\[worker\] draining again after \d+ failed drain\(s\)$/.test(l)),
+      "the recovery logged",
+    );
+    assert.ok(back);
+    const failures = lines.filter((l) => l.startsWith("[worker] drain failed"));
+    assert.equal(new Set(failures).size, failures.length, failures.join("\n"));
+  } finally {
+    await worker.stop();
+    await sql.end({ timeout: 1 });
+    proxy.close();
+    await env.close();
+  }
+});

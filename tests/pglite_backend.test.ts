@@ -20,6 +20,7 @@ import { tenantItem } from "../supabase/functions/_shared/db.ts";
 import { testBackend } from "./support/backend.ts";
 import { testPort } from "./support/ports.ts";
 import { waitUntil } from "./support/wait.ts";
+import { startPgProxy } from "./support/pg-proxy.ts";
 import { userHeaders } from "./support/auth.ts";
 import { startTestServer } from "./support/http_server.ts";
 
@@ -694,11 +695,58 @@ Deno.test({
   },
 });
 
+Deno.test({
+  name: "pglite: the queue worker on an exited backend logs each failure once, naming the restart, not every drain",
+  ...opts,
+  fn: async () => {
+    // npm start's queue worker drains every 2 s. On an exited backend each drain's connection is
+    // refused (57P01): a probe at the 2 s pace (scratch worker-dead.ts) measured one refused
+    // connection a drain, 32 ms of CPU in 10 s, one log line. But a failure was logged again
+    // whenever it followed another: errors taking turns ("terminating connection … restart the
+    // server" and "This socket has been ended by the other party", seen in some runs; or a
+    // database that flaps) made every drain a line. Now each distinct failure is logged once until
+    // a drain succeeds.
+    await withJobServer(async (server) => {
+      const proxy = startPgProxy(`postgresql://postgres@127.0.0.1:${server.listeningPort}/postgres`);
+      const lines: string[] = [];
+      const http = await startTestServer({
+        databaseUrl: proxy.url,
+        worker: { intervalMs: 20 },
+        log: (l) => lines.push(l),
+      });
+      try {
+        const copier = await rawClient(server.listeningPort);
+        await copier.write(frame("Q", z("copy t from stdin")));
+        assert.match(await readToEnd(copier), /57P01/);
+        const failed = () => lines.filter((l) => l.startsWith("[worker] drain failed"));
+        const exitLines = () => failed().filter((l) => /backend has exited; restart the server/.test(l));
+        await waitUntil(async () => exitLines().length > 0, "the exit's failure logged");
+        // The database flaps between two failures (the proxy refuses connections a while, as a
+        // restarting pooler does, then passes them to the exited backend again)...
+        proxy.down();
+        await waitUntil(async () => failed().some((l) => /ECONNREFUSED|refused/i.test(l)), "the refusal logged");
+        proxy.up();
+        const from = proxy.connections();
+        await waitUntil(async () => proxy.connections() >= from + 5, "five more connections refused");
+        // ...and the exit's failure, said already in this run of failures, is not said again.
+        assert.equal(exitLines().length, 1, failed().join("\n"));
+        assert.equal(new Set(failed()).size, failed().length, failed().join("\n"));
+      } finally {
+        await http.close();
+        proxy.close();
+      }
+    }, { testLetCopyExitBackend: true });
+  },
+});
+
 /** A WireServer on port 0 over a fresh in-memory PGlite holding `t (a int)`; stopped, then PGlite closed, after fn. */
-async function withJobServer(fn: (server: WireServer) => Promise<void>): Promise<void> {
+async function withJobServer(
+  fn: (server: WireServer) => Promise<void>,
+  opts: { testLetCopyExitBackend?: boolean } = {},
+): Promise<void> {
   const db = await PGlite.create();
   await db.exec("create table t (a int)");
-  const server = new WireServer({ db, port: 0, log: quiet });
+  const server = new WireServer({ db, port: 0, log: quiet, ...opts });
   await server.start();
   try {
     await fn(server);

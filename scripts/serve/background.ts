@@ -29,7 +29,11 @@ export function startQueueWorker(opts: {
 }): QueueWorker {
   let stopped = false;
   let running: Promise<void> | undefined;
-  let lastError = "";
+  // The failures of the drains since the last one that succeeded: each distinct message is logged
+  // once, not every 2 s. Compared with the last message only, two errors that take turns (an
+  // exited embedded backend: "terminating connection … restart the server", then "This socket has
+  // been ended by the other party") were logged at every drain.
+  const failing = { drains: 0, said: new Set<string>() };
   const tick = () => {
     if (stopped || running) return; // never two drains at once
     running = (async () => {
@@ -38,12 +42,15 @@ export function startQueueWorker(opts: {
         const summary = summarize(
           await drainQueue(opts.deps, { maxJobs: opts.maxJobs ?? 25, workerId: opts.workerId, ownerId: opts.ownerId }),
         );
+        if (failing.drains > 0) opts.log(`[worker] draining again after ${failing.drains} failed drain(s)`);
+        failing.drains = 0;
+        failing.said.clear();
         if (summary) opts.log(`[worker] ${summary} (${Math.round(performance.now() - started)}ms)`);
-        lastError = "";
       } catch (err) {
         const message = (err as Error).message ?? String(err);
-        if (message !== lastError) opts.log(`[worker] drain failed: ${message}`); // once per distinct error, not every 2 s
-        lastError = message;
+        failing.drains++;
+        if (!failing.said.has(message)) opts.log(`[worker] drain failed: ${message}`);
+        failing.said.add(message);
       }
     })().finally(() => {
       running = undefined;

@@ -10,6 +10,8 @@ export interface PgProxy {
   close(): void;
   /** Bytes Postgres has sent to clients through the proxy so far (what a query costs on the wire). */
   bytesFromServer(): number;
+  /** Connections clients have opened through the proxy so far (a pool's attempts to reach Postgres). */
+  connections(): number;
 }
 
 export function startPgProxy(databaseUrl: string): PgProxy {
@@ -18,6 +20,7 @@ export function startPgProxy(databaseUrl: string): PgProxy {
   let listener: Deno.Listener | undefined;
   let port = 0;
   let fromServer = 0;
+  let accepted = 0;
   const counted = () =>
     new TransformStream<Uint8Array, Uint8Array>({
       transform(chunk, out) {
@@ -41,6 +44,7 @@ export function startPgProxy(databaseUrl: string): PgProxy {
     const accepting = listener;
     (async () => {
       for await (const client of accepting) {
+        accepted++;
         track(client);
         Deno.connect({ hostname: target.hostname, port: targetPort }).then((server) => {
           track(server);
@@ -67,5 +71,6 @@ export function startPgProxy(databaseUrl: string): PgProxy {
       closeAll();
     },
     bytesFromServer: () => fromServer,
+    connections: () => accepted,
   };
 }
