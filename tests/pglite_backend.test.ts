@@ -783,7 +783,7 @@ Deno.test({
 });
 
 Deno.test({
-  name: "pglite: a server job's COPY FROM STDIN through exec, query or a transaction is refused (0A000), not run",
+  name: "pglite: a server job's COPY FROM STDIN through exec, query, sql or a transaction is refused (0A000), not run",
   ...opts,
   fn: async () => {
     // PGlite's exec or query of COPY FROM STDIN, called in-process, never returns and blocks the
@@ -797,6 +797,7 @@ Deno.test({
         refused,
       );
       await assert.rejects(server.exclusive("query", (d) => d.query("COPY t (a) FROM STDIN")), refused);
+      await assert.rejects(server.exclusive("sql", (d) => d.sql`copy t from stdin`), refused);
       await assert.rejects(
         server.exclusive("tx", (d) => d.transaction((tx) => tx.exec("copy t from stdin with (format csv)"))),
         refused,

@@ -114,8 +114,8 @@ const COPY_FROM_STDIN_REFUSED = "do $devai$ begin raise exception using errcode 
   `'${COPY_FROM_STDIN_MESSAGE}'; end $devai$`;
 
 /**
- * The PGlite a server job (exclusive) is given: its `exec` and `query`, and those of a transaction
- * it opens, refuse COPY ... FROM STDIN with 0A000 before PGlite sees it. Called in-process, PGlite
+ * The PGlite a server job (exclusive) is given: its `exec`, `query` and `sql`, and those of a
+ * transaction it opens, refuse COPY ... FROM STDIN with 0A000 before PGlite sees it. Called in-process, PGlite
  * runs such a statement without ever returning and blocks the whole process, HTTP side included
  * (not only the job: a 3 s timer never fired), so the protocol's refusal above cannot be raised by
  * the backend there. `execProtocolRaw` passes bytes as a client's do (tests exit the backend with it).
@@ -125,11 +125,14 @@ function refusingCopyFromStdin<T extends object>(db: T): T {
     get(target, prop) {
       const value = Reflect.get(target, prop, target);
       if (typeof value !== "function") return value;
-      if (prop === "exec" || prop === "query") {
-        return (sql: unknown, ...rest: unknown[]) =>
-          typeof sql === "string" && isCopyFromStdin(sql)
+      if (prop === "exec" || prop === "query" || prop === "sql") {
+        // `sql` is the tagged template: its text is the strings around the parameters.
+        return (sql: unknown, ...rest: unknown[]) => {
+          const text = typeof sql === "string" ? sql : Array.isArray(sql) ? sql.join("$0") : "";
+          return isCopyFromStdin(text)
             ? Promise.reject(Object.assign(new Error(COPY_FROM_STDIN_MESSAGE), { code: "0A000" }))
             : value.call(target, sql, ...rest);
+        };
       }
       if (prop === "transaction") {
         return (fn: (tx: object) => unknown) => value.call(target, (tx: object) => fn(refusingCopyFromStdin(tx)));
