@@ -54,6 +54,12 @@ Deno.test("complexity: short single questions are simple; long or multi-part one
     "complex",
   );
   assert.equal(classifyComplexity("why did the build break? and who fixed it?"), "complex");
+  // Parts joined by "and" or a comma, without a second question word: each part has its own answer.
+  assert.equal(classifyComplexity("Which errors did the login form and the signup form show?"), "complex");
+  assert.equal(classifyComplexity("What does a deploy touch, from the merge to the smoke test?"), "complex");
+  // Short ones stay simple: "build and test" is one command.
+  assert.equal(classifyComplexity("how do I build and test it?"), "simple");
+  assert.equal(classifyComplexity("why did the import of 1,000 rows fail on staging?"), "simple");
   assert.equal(classifyComplexity(Array.from({ length: 30 }, (_, i) => `word${i}`).join(" ")), "complex");
   const simple = planSearch("general", "simple");
   const complex = planSearch("general", "complex");

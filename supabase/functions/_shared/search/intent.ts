@@ -78,11 +78,20 @@ export type Complexity = "simple" | "complex";
 const MULTI_PART =
   /\b(?:and (?:also|then|why|how|when|what|which|who)|as well as|compare|comparison|difference between|relationship between|history of|all (?:the )?(?:decisions|changes|errors|places)|step by step|end to end)\b/i;
 
+// A question that joins its parts ("the holiday and timezone handling", "checkout, from the
+// session to the email") asks for several things even without a second question word: each part's
+// answer is its own memory, which the score fusion of a complex question keeps (docs/retrieval.md#fusion).
+// A comma between words, not inside a number ("1,000 rows"). On the eval: multi-hop recall@10 of the
+// default plan 0.719 -> 0.746, no category lower (eval/README.md#results).
+const JOINED_PARTS = /\band\b|,\s/i;
+
 /** Long or multi-part questions are complex (and multi-hop ones usually are). */
 export function classifyComplexity(text: string): Complexity {
   const words = text.trim().split(/\s+/).filter(Boolean).length;
   const questions = (text.match(/\?/g) ?? []).length;
-  if (words >= 24 || questions >= 2 || (words >= 8 && MULTI_PART.test(text))) return "complex";
+  if (words >= 24 || questions >= 2 || (words >= 8 && (MULTI_PART.test(text) || JOINED_PARTS.test(text)))) {
+    return "complex";
+  }
   return "simple";
 }
 
