@@ -24,6 +24,7 @@ import { type Caller, requireCaller } from "../_shared/auth.ts";
 import { chargeRequest, withTenant } from "../_shared/db.ts";
 import { HttpError, json, methodNotAllowed, parseJsonBody, parseQueryString } from "../_shared/http.ts";
 import { rateLimit } from "../_shared/rate-limit.ts";
+import { inHeavyTurn } from "../_shared/heavy-turns.ts";
 import { getJob, jobView } from "../_shared/jobs.ts";
 import { drainQueue, type QueueingDeps } from "../_shared/drain-queue.ts";
 import { KICK_MAX_JOBS, kickDrain } from "../_shared/drain-kick.ts";
@@ -76,50 +77,53 @@ export function createHandler(deps: QueueingDeps) {
     // Parsing and redacting a body of up to MAX_EXTRACT_BODY_BYTES is the heavy part: the request
     // is charged to the tenant's rate limit first, so a refused one is a 429 before its body is read.
     await chargeRequest(deps.sql, caller);
-    const sent = await parseJsonBody(c.req.raw, ExtractRequestSchema, deps.config.maxExtractBodyBytes, {
-      tooLarge:
-        `memory-extract takes at most ${deps.config.maxExtractBodyBytes} bytes (MAX_EXTRACT_BODY_BYTES): send only the ` +
-        "messages after what this session already sent, with `after` set to the `transcript` {count, digest} of the last answer",
-    });
-    // The queued job stores the transcript: its secrets are redacted before anything else (the
-    // digests, and what the worker and the model read, are of the redacted text), and a lone
-    // surrogate (a tool output cut mid-emoji) becomes U+FFFD, which jsonb can store.
-    const redaction = await redactMessages(sent.messages);
-    // Its lineage too, as remember's metadata is: stored with each memory it yields.
-    const origin = redactMetadata(sent.lineage);
-    const body = { ...sent, messages: redaction.messages, lineage: origin.metadata };
-    const queued = await withTenant(deps.sql, caller, async (tx) => {
-      // One enqueue per session at a time, so two POSTs of a growing transcript cannot both queue
-      // the same new messages (whichever order they arrive in: see next-part.ts).
-      await tx`select pg_advisory_xact_lock(hashtextextended(${`devai-extract|${caller.tenantId}|${body.session_id}`}, 0))`;
-      // What earlier parts of the session cover is looked up by digest (next-part.ts): a POST
-      // reads what its own messages need, not the session (docs/extraction.md).
-      const session = { tx, ownerId: caller.tenantId, sessionId: body.session_id };
-      const plan = body.after
-        ? await partAfter(session, body.after, body.messages, deps.config.maxExtractBodyBytes)
-        : await partOfWhole(session, body.messages);
-      if (!plan) throw transcriptMismatch(body.session_id, body.after!);
-      if ("historyUnknown" in plan) throw historyUnknown(body.session_id);
-      if ("payloadCleared" in plan) throw payloadCleared(body.session_id);
-      // Counted after coverage is read: this write gives the transaction its xid, and the snapshot
-      // recorded with the part must not see past it (record_extract_part refuses one that does).
-      await recordRedactions(tx, {
-        ownerId: caller.tenantId,
-        writer: "extract",
-        node: "hotpath",
-        counts: addCounts({ ...redaction.counts }, origin.counts),
-        dropped: origin.dropped,
-        threadId: body.thread_id,
+    // Reading, parsing, redacting and queueing the whole body take the tenant's heavy turn (heavy-turns.ts).
+    const queued = await inHeavyTurn(caller.tenantId, deps.config.dbStatementTimeoutMs, async () => {
+      const sent = await parseJsonBody(c.req.raw, ExtractRequestSchema, deps.config.maxExtractBodyBytes, {
+        tooLarge:
+          `memory-extract takes at most ${deps.config.maxExtractBodyBytes} bytes (MAX_EXTRACT_BODY_BYTES): send only the ` +
+          "messages after what this session already sent, with `after` set to the `transcript` {count, digest} of the last answer",
       });
-      return await queuePlan(tx, {
-        ownerId: caller.tenantId,
-        session_id: body.session_id,
-        project: body.project,
-        scope: body.scope,
-        thread_id: body.thread_id,
-        lineage: body.lineage,
-      }, plan);
-    }, { threadId: body.thread_id });
+      // The queued job stores the transcript: its secrets are redacted before anything else (the
+      // digests, and what the worker and the model read, are of the redacted text), and a lone
+      // surrogate (a tool output cut mid-emoji) becomes U+FFFD, which jsonb can store.
+      const redaction = await redactMessages(sent.messages);
+      // Its lineage too, as remember's metadata is: stored with each memory it yields.
+      const origin = redactMetadata(sent.lineage);
+      const body = { ...sent, messages: redaction.messages, lineage: origin.metadata };
+      return await withTenant(deps.sql, caller, async (tx) => {
+        // One enqueue per session at a time, so two POSTs of a growing transcript cannot both queue
+        // the same new messages (whichever order they arrive in: see next-part.ts).
+        await tx`select pg_advisory_xact_lock(hashtextextended(${`devai-extract|${caller.tenantId}|${body.session_id}`}, 0))`;
+        // What earlier parts of the session cover is looked up by digest (next-part.ts): a POST
+        // reads what its own messages need, not the session (docs/extraction.md).
+        const session = { tx, ownerId: caller.tenantId, sessionId: body.session_id };
+        const plan = body.after
+          ? await partAfter(session, body.after, body.messages, deps.config.maxExtractBodyBytes)
+          : await partOfWhole(session, body.messages);
+        if (!plan) throw transcriptMismatch(body.session_id, body.after!);
+        if ("historyUnknown" in plan) throw historyUnknown(body.session_id);
+        if ("payloadCleared" in plan) throw payloadCleared(body.session_id);
+        // Counted after coverage is read: this write gives the transaction its xid, and the snapshot
+        // recorded with the part must not see past it (record_extract_part refuses one that does).
+        await recordRedactions(tx, {
+          ownerId: caller.tenantId,
+          writer: "extract",
+          node: "hotpath",
+          counts: addCounts({ ...redaction.counts }, origin.counts),
+          dropped: origin.dropped,
+          threadId: body.thread_id,
+        });
+        return await queuePlan(tx, {
+          ownerId: caller.tenantId,
+          session_id: body.session_id,
+          project: body.project,
+          scope: body.scope,
+          thread_id: body.thread_id,
+          lineage: body.lineage,
+        }, plan);
+      }, { threadId: body.thread_id });
+    });
     if (!queued.deduplicated || queued.retried) {
       kickDrain(kick, "memory-extract worker kick", deps.config.workerKickedDrains);
     }
