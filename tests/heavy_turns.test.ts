@@ -1,52 +1,40 @@
-// Heavy requests take turns (_shared/heavy-turns.ts): a tenant's memory-extract and memory-compact
-// bodies are read and passed over one at a time in the process, so a tenant's burst of them cannot
-// fill the event loop every other tenant's requests share; another tenant's are read meanwhile; a
-// request that waited too long for its turn is a 503 heavy_busy with nothing written.
+// Heavy requests take turns (_shared/heavy-turns.ts): once received, a tenant's memory-extract and
+// memory-compact bodies are parsed and passed over one at a time in the process, so a tenant's
+// burst of them cannot fill the event loop every other tenant's requests share; another tenant's
+// are served meanwhile; a client still sending its body holds no turn; a request that waited too
+// long for its turn is a 503 heavy_busy with nothing written.
 import assert from "node:assert/strict";
 import { heavyTurns } from "../supabase/functions/_shared/heavy-turns.ts";
 import { userHeaders } from "./support/auth.ts";
-import { functionJson, type RunningServer, startTestServer } from "./support/http_server.ts";
+import { functionJson, startTestServer } from "./support/http_server.ts";
 import { newTenant, testSql } from "./support/seed.ts";
 import { waitUntil } from "./support/wait.ts";
 
 const message = (content: string) => ({ role: "user", content });
 
-/** Sends the rest of every held body (a test that failed midway must not leave its server waiting for one). */
-const unfinished = new Set<() => void>();
-function finishAll() {
-  for (const finish of unfinished) finish();
-  unfinished.clear();
+/** A promise and the function that settles it. */
+function gate(): { opened: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  return { opened, open };
 }
 
-/** A compaction whose body the test holds open (its first message sent) until `finish` sends the rest. */
-async function heldCompaction(server: RunningServer, tenant: string) {
-  const encoder = new TextEncoder();
-  let finish!: () => void;
-  const body = new ReadableStream<Uint8Array>({
-    start(controller) {
-      controller.enqueue(encoder.encode(`{"session_id":"held","messages":[${JSON.stringify(message("first"))}`));
-      finish = () => {
-        if (!unfinished.delete(finish)) return;
-        controller.enqueue(encoder.encode(`,${JSON.stringify(message("second"))}]}`));
-        controller.close();
-      };
-    },
+/** Holds the tenant's turn, as its request's pass over an 8 MiB body does, until `release`. */
+async function heldTurn(tenant: string) {
+  const taken = gate(), released = gate();
+  const done = heavyTurns.run(tenant, async () => {
+    taken.open();
+    await released.opened;
   });
-  unfinished.add(finish);
-  const response = fetch(`${server.functionsUrl}/memory-compact`, {
-    method: "POST",
-    headers: await userHeaders(tenant),
-    body,
-  });
-  await waitUntil(() => Promise.resolve(heavyTurns.load(tenant).active === 1), "the held compaction takes its turn");
-  return { response, finish };
+  await taken.opened;
+  return { release: () => (released.open(), done) };
 }
 
-Deno.test("heavy turns: a tenant's extract waits while its compaction's body is read; another tenant's are served meanwhile", async () => {
+Deno.test("heavy turns: a tenant's extract waits while another of its passes runs; another tenant's are served meanwhile", async () => {
   const server = await startTestServer({ worker: false });
   const [a, b] = [newTenant(), newTenant()];
+  const held = await heldTurn(a);
   try {
-    const held = await heldCompaction(server, a);
     const extractA = functionJson(server, "memory-extract", await userHeaders(a), {
       session_id: "a-extract",
       messages: [message("remember that we deploy on fridays")],
@@ -63,16 +51,52 @@ Deno.test("heavy turns: a tenant's extract waits while its compaction's body is 
       messages: [message("remember that billing runs on postgres")],
     });
     assert.equal(extractB.status, 202, JSON.stringify(extractB.body));
-    assert.deepEqual(heavyTurns.load(a), { active: 1, waiting: 1 }, "a's extract still waits, its body unread");
+    assert.deepEqual(heavyTurns.load(a), { active: 1, waiting: 1 }, "a's extract still waits");
 
-    held.finish();
-    const compacted = await held.response;
-    assert.equal(compacted.status, 200);
-    assert.equal((await compacted.json()).compacted, false);
+    await held.release();
     assert.equal((await extractA).status, 202);
     for (const t of [a, b]) assert.deepEqual(heavyTurns.load(t), { active: 0, waiting: 0 });
   } finally {
-    finishAll();
+    await held.release();
+    await server.close();
+  }
+});
+
+Deno.test("heavy turns: a client still sending its body holds no turn: the tenant's next heavy request is answered meanwhile", async () => {
+  const server = await startTestServer({ worker: false });
+  const a = newTenant();
+  const encoder = new TextEncoder();
+  let finish!: () => void;
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      controller.enqueue(encoder.encode(`{"session_id":"slow","messages":[${JSON.stringify(message("first"))}`));
+      let sent = false;
+      finish = () => {
+        if (sent) return;
+        sent = true;
+        controller.enqueue(encoder.encode(`,${JSON.stringify(message("second"))}]}`));
+        controller.close();
+      };
+    },
+  });
+  try {
+    const slow = fetch(`${server.functionsUrl}/memory-compact`, {
+      method: "POST",
+      headers: await userHeaders(a),
+      body,
+    });
+    const extract = await functionJson(server, "memory-extract", await userHeaders(a), {
+      session_id: "a-extract",
+      messages: [message("remember that we deploy on fridays")],
+    });
+    assert.equal(extract.status, 202, JSON.stringify(extract.body));
+    assert.deepEqual(heavyTurns.load(a), { active: 0, waiting: 0 }, "the slow upload takes no turn");
+    finish();
+    const compacted = await slow;
+    assert.equal(compacted.status, 200);
+    assert.equal((await compacted.json()).compacted, false);
+  } finally {
+    finish();
     await server.close();
   }
 });
@@ -81,8 +105,8 @@ Deno.test("heavy turns: a request that waits four statement timeouts for its tur
   const server = await startTestServer({ worker: false, env: { DB_POOL_MAX: "4", DB_STATEMENT_TIMEOUT_MS: "250" } });
   const sql = testSql(1);
   const a = newTenant();
+  const held = await heldTurn(a);
   try {
-    const held = await heldCompaction(server, a);
     const res = await fetch(`${server.functionsUrl}/memory-extract`, {
       method: "POST",
       headers: await userHeaders(a),
@@ -94,12 +118,8 @@ Deno.test("heavy turns: a request that waits four statement timeouts for its tur
     assert.equal(res.headers.get("retry-after"), "2");
     const [jobs] = await sql<{ n: number }[]>`select count(*)::int as n from public.memory_jobs where owner_id = ${a}`;
     assert.equal(jobs!.n, 0, "nothing queued");
-    held.finish();
-    const compacted = await held.response;
-    assert.equal(compacted.status, 200);
-    await compacted.body?.cancel();
   } finally {
-    finishAll();
+    await held.release();
     await sql.end();
     await server.close();
   }

@@ -6,9 +6,9 @@
 // retrieval up to 5.5 s; taking turns, 0.22 s. So the passes take turns, as the pool's
 // connections do (tenant-share.ts): at most HEAVY_TURNS at once in the process and one of a tenant,
 // the tenant with the fewest running next. Running more at once finishes none sooner (one CPU).
-// A request waits for its turn before its body is read (an unread body stays in the socket), and
-// at most HEAVY_TURN_WAIT_FACTOR statement timeouts: then it is a 503 heavy_busy, nothing written
-// (docs/operations.md#heavy-requests-take-turns).
+// A request waits for its turn once its body is received (withBodyRead), so a client still sending
+// holds no turn, and at most HEAVY_TURN_WAIT_FACTOR statement timeouts: then it is a 503
+// heavy_busy, nothing written (docs/operations.md#heavy-requests-take-turns).
 import { HttpError } from "./http.ts";
 import { AdmissionTimeout, TenantShares } from "./tenant-share.ts";
 

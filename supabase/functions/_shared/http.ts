@@ -209,9 +209,34 @@ function tooLarge(maxBytes: number, hint?: string): HttpError {
   );
 }
 
+/**
+ * The request with its body already read (at most maxBytes, else 413), to parse later with
+ * parseJsonBody: for work that takes a turn (heavy-turns.ts) and must not hold it while a slow
+ * client is still sending.
+ */
+export async function withBodyRead(req: Request, maxBytes: number, hint?: string): Promise<Request> {
+  const declared = Number(req.headers.get("content-length") ?? "NaN");
+  if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(maxBytes, hint);
+  const body = req.body ? await readLimitedBytes(req.body, maxBytes, hint) : null;
+  return new Request(req.url, { method: req.method, headers: req.headers, body });
+}
+
 async function readLimited(req: Request, maxBytes: number, hint?: string): Promise<string> {
   if (!req.body) return "";
-  const reader = req.body.getReader();
+  const all = await readLimitedBytes(req.body, maxBytes, hint);
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(all);
+  } catch {
+    throw new HttpError(400, "malformed_json", "body is not valid UTF-8");
+  }
+}
+
+async function readLimitedBytes(
+  stream: ReadableStream<Uint8Array>,
+  maxBytes: number,
+  hint?: string,
+): Promise<Uint8Array<ArrayBuffer>> {
+  const reader = stream.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {
@@ -233,11 +258,7 @@ async function readLimited(req: Request, maxBytes: number, hint?: string): Promi
     all.set(c, offset);
     offset += c.byteLength;
   }
-  try {
-    return new TextDecoder("utf-8", { fatal: true }).decode(all);
-  } catch {
-    throw new HttpError(400, "malformed_json", "body is not valid UTF-8");
-  }
+  return all;
 }
 
 export function methodNotAllowed(allowed: string[]): HttpError {

@@ -25,7 +25,7 @@ import { intWithin, projectName, sessionId, threadId } from "../_shared/schemas.
 import { createFunctionApp, fetchHandler } from "../_shared/app.ts";
 import { type Caller, requireCaller } from "../_shared/auth.ts";
 import { chargeRequest, withTenant } from "../_shared/db.ts";
-import { HttpError, json, methodNotAllowed, parseJsonBody } from "../_shared/http.ts";
+import { HttpError, json, methodNotAllowed, parseJsonBody, withBodyRead } from "../_shared/http.ts";
 import { inHeavyTurn } from "../_shared/heavy-turns.ts";
 import { rateLimit } from "../_shared/rate-limit.ts";
 import { enqueueDedupJobs } from "../_shared/dedup-jobs.ts";
@@ -82,16 +82,16 @@ export function createHandler(deps: QueueingDeps) {
     // Counting an 8 MiB conversation is the heavy part, and comes before any transaction: the
     // request is charged to the tenant's rate limit first (rate-limit.ts).
     await chargeRequest(deps.sql, caller);
-    // Reading, parsing and counting the whole body take the tenant's heavy turn (heavy-turns.ts).
+    const tooLarge =
+      `memory-compact takes at most ${deps.config.maxCompactBodyBytes} bytes (MAX_COMPACT_BODY_BYTES): compact earlier ` +
+      "(a lower trigger_tokens or context_window), or raise MAX_COMPACT_BODY_BYTES on the server";
+    // Parsing and counting the whole body take the tenant's heavy turn, once it is received (heavy-turns.ts).
+    const received = await withBodyRead(c.req.raw, deps.config.maxCompactBodyBytes, tooLarge);
     const { body, tokensOf, before } = await inHeavyTurn(
       caller.tenantId,
       deps.config.dbStatementTimeoutMs,
       async () => {
-        const body = await parseJsonBody(c.req.raw, CompactRequestSchema, deps.config.maxCompactBodyBytes, {
-          tooLarge:
-            `memory-compact takes at most ${deps.config.maxCompactBodyBytes} bytes (MAX_COMPACT_BODY_BYTES): compact earlier ` +
-            "(a lower trigger_tokens or context_window), or raise MAX_COMPACT_BODY_BYTES on the server",
-        });
+        const body = await parseJsonBody(received, CompactRequestSchema, deps.config.maxCompactBodyBytes, { tooLarge });
         const tokensOf = messageTokenCounter();
         await tokensOf.prefill(body.messages); // up to 8 MiB: counted a slice at a time
         return { body, tokensOf, before: countConversationTokens(body.messages, tokensOf) };

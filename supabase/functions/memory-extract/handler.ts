@@ -22,7 +22,7 @@ import { z } from "zod";
 import { createFunctionApp, fetchHandler } from "../_shared/app.ts";
 import { type Caller, requireCaller } from "../_shared/auth.ts";
 import { chargeRequest, withTenant } from "../_shared/db.ts";
-import { HttpError, json, methodNotAllowed, parseJsonBody, parseQueryString } from "../_shared/http.ts";
+import { HttpError, json, methodNotAllowed, parseJsonBody, parseQueryString, withBodyRead } from "../_shared/http.ts";
 import { rateLimit } from "../_shared/rate-limit.ts";
 import { inHeavyTurn } from "../_shared/heavy-turns.ts";
 import { getJob, jobView } from "../_shared/jobs.ts";
@@ -77,13 +77,13 @@ export function createHandler(deps: QueueingDeps) {
     // Parsing and redacting a body of up to MAX_EXTRACT_BODY_BYTES is the heavy part: the request
     // is charged to the tenant's rate limit first, so a refused one is a 429 before its body is read.
     await chargeRequest(deps.sql, caller);
-    // Reading, parsing, redacting and queueing the whole body take the tenant's heavy turn (heavy-turns.ts).
+    const tooLarge =
+      `memory-extract takes at most ${deps.config.maxExtractBodyBytes} bytes (MAX_EXTRACT_BODY_BYTES): send only the ` +
+      "messages after what this session already sent, with `after` set to the `transcript` {count, digest} of the last answer";
+    // Parsing, redacting and queueing the whole body take the tenant's heavy turn, once it is received (heavy-turns.ts).
+    const received = await withBodyRead(c.req.raw, deps.config.maxExtractBodyBytes, tooLarge);
     const queued = await inHeavyTurn(caller.tenantId, deps.config.dbStatementTimeoutMs, async () => {
-      const sent = await parseJsonBody(c.req.raw, ExtractRequestSchema, deps.config.maxExtractBodyBytes, {
-        tooLarge:
-          `memory-extract takes at most ${deps.config.maxExtractBodyBytes} bytes (MAX_EXTRACT_BODY_BYTES): send only the ` +
-          "messages after what this session already sent, with `after` set to the `transcript` {count, digest} of the last answer",
-      });
+      const sent = await parseJsonBody(received, ExtractRequestSchema, deps.config.maxExtractBodyBytes, { tooLarge });
       // The queued job stores the transcript: its secrets are redacted before anything else (the
       // digests, and what the worker and the model read, are of the redacted text), and a lone
       // surrogate (a tool output cut mid-emoji) becomes U+FFFD, which jsonb can store.
