@@ -242,12 +242,15 @@ Deno.test("queue worker: after an outage it says it drains again, and says each 
   });
   try {
     const from = proxy.connections();
-    await waitUntil(async () => proxy.connections() > from, "a drain connected");
+    await waitUntil(() => Promise.resolve(proxy.connections() > from), "a drain connected");
     proxy.down();
-    await waitUntil(async () => lines.some((l) => l.startsWith("[worker] drain failed")), "the outage logged");
+    await waitUntil(
+      () => Promise.resolve(lines.some((l) => l.startsWith("[worker] drain failed"))),
+      "the outage logged",
+    );
     proxy.up();
     const back = await waitUntil(
-      async () => lines.find((l) => /^\[worker\] draining again after \d+ failed drain\(s\)$/.test(l)),
+      () => Promise.resolve(lines.find((l) => /^\[worker\] draining again after \d+ failed drain\(s\)$/.test(l))),
       "the recovery logged",
     );
     assert.ok(back);

@@ -720,14 +720,17 @@ Deno.test({
         assert.match(await readToEnd(copier), /57P01/);
         const failed = () => lines.filter((l) => l.startsWith("[worker] drain failed"));
         const exitLines = () => failed().filter((l) => /backend has exited; restart the server/.test(l));
-        await waitUntil(async () => exitLines().length > 0, "the exit's failure logged");
+        await waitUntil(() => Promise.resolve(exitLines().length > 0), "the exit's failure logged");
         // The database flaps between two failures (the proxy refuses connections a while, as a
         // restarting pooler does, then passes them to the exited backend again)...
         proxy.down();
-        await waitUntil(async () => failed().some((l) => /ECONNREFUSED|refused/i.test(l)), "the refusal logged");
+        await waitUntil(
+          () => Promise.resolve(failed().some((l) => /ECONNREFUSED|refused/i.test(l))),
+          "the refusal logged",
+        );
         proxy.up();
         const from = proxy.connections();
-        await waitUntil(async () => proxy.connections() >= from + 5, "five more connections refused");
+        await waitUntil(() => Promise.resolve(proxy.connections() >= from + 5), "five more connections refused");
         // ...and the exit's failure, said already in this run of failures, is not said again.
         assert.equal(exitLines().length, 1, failed().join("\n"));
         assert.equal(new Set(failed()).size, failed().length, failed().join("\n"));
