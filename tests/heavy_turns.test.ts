@@ -79,12 +79,20 @@ Deno.test("heavy turns: a client still sending its body holds no turn: the tenan
       };
     },
   });
+  const sql = testSql(1);
   try {
     const slow = fetch(`${server.functionsUrl}/memory-compact`, {
       method: "POST",
       headers: await userHeaders(a),
       body,
     });
+    // The compaction is in its handler (its rate-limit token is taken before its body is read):
+    // from here a turn taken before the body is received would hold the extract below.
+    await waitUntil(async () => {
+      const [row] = await sql<{ n: number }[]>`
+        select count(*)::int as n from memory_private.rate_limit_buckets where owner_id = ${a} and route_class = 'heavy'`;
+      return row!.n === 1;
+    }, "the slow compaction reached its handler");
     const extract = await functionJson(server, "memory-extract", await userHeaders(a), {
       session_id: "a-extract",
       messages: [message("remember that we deploy on fridays")],
@@ -97,6 +105,7 @@ Deno.test("heavy turns: a client still sending its body holds no turn: the tenan
     assert.equal((await compacted.json()).compacted, false);
   } finally {
     finish();
+    await sql.end();
     await server.close();
   }
 });
