@@ -882,3 +882,28 @@ Deno.test("a checkpoint's state is redacted a slice at a time, as redactJson doe
   assert.deepEqual(sliced, redactJson(state));
   assert.ok(sliced.total >= 3000, "every output's key redacted");
 });
+
+Deno.test("redactor: a key split by invisible characters (soft hyphen, zero-width, variation selector, filler) is redacted whole", () => {
+  // Each shows nothing inside an ASCII word; every rule read the key as two words and it was stored.
+  for (
+    const ch of ["\u00ad", "\u200b", "\u200c", "\u200d", "\u2060", "\ufe0f", "\u034f", "\u180e", "\u3164", "\u{e0041}"]
+  ) {
+    for (const key of [GITHUB, OPENAI, AWS_ID, STRIPE, AGENT_TOKEN]) {
+      const split = `${key.slice(0, 2)}${ch}${key.slice(2, 9)}${ch}${ch}${key.slice(9)}`;
+      const r = redactSecrets(`CI pushes with ${split} every night`);
+      assert.equal(r.total, 1, `U+${ch.codePointAt(0)!.toString(16)} in ${key}: ${r.text}`);
+      assert.ok(!r.text.includes(key.slice(9)), r.text);
+      assert.match(r.text, /^CI pushes with \[REDACTED:[a-z_]+\] every night$/);
+    }
+    const assigned = redactSecrets(`DB_PASSWORD=${ch}hunter2${ch}xyz`);
+    assert.ok(assigned.onlySecret && !assigned.text.includes("hunter2"), assigned.text);
+  }
+  // A text with no secret keeps its invisible characters as sent (a soft hyphen, an emoji's selector).
+  for (
+    const text of ["co\u00adoperate on the heart\u2764\ufe0f build", "pw\u200bpw", "the git\u00adhub token expired"]
+  ) {
+    const r = redactSecrets(text);
+    assert.equal(r.text, text);
+    assert.equal(r.total, 0);
+  }
+});

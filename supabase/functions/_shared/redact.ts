@@ -72,12 +72,26 @@ export const MAY_HOLD_SECRET =
  */
 export type ReadAs = "text" | "id";
 
-/** Replaces every secret in `text` by `[REDACTED:<kind>]`. */
+/**
+ * A run of default-ignorable characters (soft hyphen, zero-width space and joiners, word joiner,
+ * variation selectors, Hangul fillers, …) between two printable ASCII characters: it shows nothing
+ * there, but it split a key for every rule, so `ghp_aB3d<U+00AD>E5f…` (a soft hyphen, as text copied
+ * from a web page may hold) was stored whole, in a memory, an episode or a checkpoint. Secrets are
+ * read in the text without such runs (docs/redaction.md).
+ */
+const IGNORABLE_IN_ASCII = /(?<=[\x21-\x7e])\p{Default_Ignorable_Code_Point}+(?=[\x21-\x7e])/gu;
+const IGNORABLE = /\p{Default_Ignorable_Code_Point}/u;
+
+/**
+ * Replaces every secret in `text` by `[REDACTED:<kind>]`. A text with a secret comes back without
+ * the invisible runs inside ASCII words (IGNORABLE_IN_ASCII); one without any secret as it was sent.
+ */
 export function redactSecrets(text: string, as: ReadAs = "text"): Redaction {
-  if (!MAY_HOLD_SECRET.test(text)) return { text, counts: {}, total: 0, onlySecret: false };
+  const read = IGNORABLE.test(text) ? text.replace(IGNORABLE_IN_ASCII, "") : text;
+  if (!MAY_HOLD_SECRET.test(read)) return { text, counts: {}, total: 0, onlySecret: false };
   const counts: RedactionCounts = {};
   let total = 0;
-  let out = text;
+  let out = read;
   for (const rule of RULES) {
     if (as === "id" && rule.byName) continue;
     rule.re.lastIndex = 0;
@@ -107,7 +121,8 @@ export function redactSecrets(text: string, as: ReadAs = "text"): Redaction {
       return match.slice(0, at) + marker(kind) + match.slice(at + secret.length);
     });
   }
-  return { text: out, counts, total, onlySecret: total > 0 && nothingButSecrets(out) };
+  if (total === 0) return { text, counts, total, onlySecret: false };
+  return { text: out, counts, total, onlySecret: nothingButSecrets(out) };
 }
 
 /**
