@@ -469,8 +469,7 @@ declare
   v_key text;
 begin
   new.content_hash := memory_private.content_hash(new.content);
-  new.fts := to_tsvector('english'::regconfig, new.content)
-             || array_to_tsvector(public.memory_identifier_lexemes(new.content));
+  new.fts := public.memory_content_fts(new.content);
   v_key := memory_private.keyword_scope_key(new.owner_id, memory_private.keyword_scope(new.namespace));
   new.fts_scoped := array_to_tsvector(array(select v_key || ':' || l from unnest(tsvector_to_array(new.fts)) l));
   return new;
@@ -2450,7 +2449,7 @@ begin
   if v_then is null or v_then = p_content then
     return p_fts;
   end if;
-  return to_tsvector('english'::regconfig, v_then) || array_to_tsvector(public.memory_identifier_lexemes(v_then));
+  return public.memory_content_fts(v_then);
 end;
 $$;
 
@@ -2569,8 +2568,7 @@ begin
       into v_then_ids, v_then_fts
       from (select m.id,
                    case when h.content is null or h.content = m.content then m.fts
-                        else to_tsvector('english'::regconfig, h.content)
-                             || array_to_tsvector(public.memory_identifier_lexemes(h.content)) end as fts
+                        else public.memory_content_fts(h.content) end as fts
               from public.devai_memories m
               left join lateral (select x.new_content as content
                                    from public.memory_history x
@@ -3952,6 +3950,20 @@ end;
 $$;
 
 --
+-- Name: memory_content_fts(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.memory_content_fts(p_content text) RETURNS tsvector
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO ''
+    AS $$
+begin
+  return pg_catalog.to_tsvector('english'::regconfig, public.memory_fts_text(p_content))
+         || pg_catalog.array_to_tsvector(public.memory_identifier_lexemes(p_content));
+end;
+$$;
+
+--
 -- Name: memory_decayed_strength(double precision, timestamp with time zone, timestamp with time zone, double precision); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -4227,6 +4239,19 @@ end;
 $$;
 
 --
+-- Name: memory_fts_text(text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.memory_fts_text(p_text text) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO ''
+    AS $$
+begin
+  return pg_catalog.regexp_replace(p_text, '([^ \t\n\v\f\r]{128})(?=[^ \t\n\v\f\r])', '\1 ', 'g');
+end;
+$$;
+
+--
 -- Name: memory_graph_neighbours(uuid[], text[], integer, integer, timestamp with time zone, text[], text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -4421,9 +4446,9 @@ begin
   for v_run in select m[2] from regexp_matches(v_text, $re$(^|[\u0009-\u000d\u0020\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000])((?:-"[^"]*")*-(?:"[^"]*(?:"|$)|[^\u0001-\u0040\u005b-\u0060\u007b-\u007f\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\u0009-\u000d\u0020\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"]+))$re$, 'g') as m loop
     for v_piece in select regexp_matches(v_run, $re$-(?:"([^"]*)(?:"|$)|([^\u0001-\u0040\u005b-\u0060\u007b-\u007f\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\u0009-\u000d\u0020\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"]+))$re$, 'g') loop
       if v_piece[1] is not null then
-        v_q := phraseto_tsquery('english'::regconfig, v_piece[1]); term := v_piece[1];
+        v_q := phraseto_tsquery('english'::regconfig, public.memory_fts_text(v_piece[1])); term := v_piece[1];
       else
-        v_q := plainto_tsquery('english'::regconfig, v_piece[2]); term := v_piece[2];
+        v_q := plainto_tsquery('english'::regconfig, public.memory_fts_text(v_piece[2])); term := v_piece[2];
       end if;
       if numnode(v_q) > 0 then kind := 'exclude'; query := v_q; return next; end if;
     end loop;
@@ -4433,7 +4458,7 @@ begin
   -- Phrases.
   for v_part in select m[1] from regexp_matches(v_text, '"([^"]*)"', 'g') as m loop
     exit when v_count >= max_terms;
-    v_q := phraseto_tsquery('english'::regconfig, v_part);
+    v_q := phraseto_tsquery('english'::regconfig, public.memory_fts_text(v_part));
     if numnode(v_q) > 0 and not (v_q::text = any (v_seen)) then
       v_seen := v_seen || v_q::text; v_count := v_count + 1;
       term := v_part; kind := 'phrase'; query := v_q; return next;
@@ -4456,7 +4481,7 @@ begin
   -- Words: the English lexemes, in the order they appear in the query.
   for v_lex in
     select l.lexeme
-      from unnest(to_tsvector('english'::regconfig, v_text)) as l
+      from unnest(to_tsvector('english'::regconfig, public.memory_fts_text(v_text))) as l
      order by l.positions[1], l.lexeme
   loop
     exit when v_count >= max_terms;
@@ -8892,6 +8917,14 @@ GRANT ALL ON FUNCTION public.memory_cited_files(p_ids uuid[], p_owner uuid) TO a
 GRANT ALL ON FUNCTION public.memory_cited_files(p_ids uuid[], p_owner uuid) TO service_role;
 
 --
+-- Name: FUNCTION memory_content_fts(p_content text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.memory_content_fts(p_content text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.memory_content_fts(p_content text) TO authenticated;
+GRANT ALL ON FUNCTION public.memory_content_fts(p_content text) TO service_role;
+
+--
 -- Name: FUNCTION memory_decayed_strength(p_base_strength double precision, p_last_accessed_at timestamp with time zone, p_now timestamp with time zone, p_decay_base double precision); Type: ACL; Schema: public; Owner: -
 --
 
@@ -8993,6 +9026,14 @@ GRANT ALL ON FUNCTION public.memory_exact_scan_limit(p_match_count integer, p_in
 REVOKE ALL ON FUNCTION public.memory_feedback(p_ids uuid[], p_namespaces text[], p_owner uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.memory_feedback(p_ids uuid[], p_namespaces text[], p_owner uuid) TO authenticated;
 GRANT ALL ON FUNCTION public.memory_feedback(p_ids uuid[], p_namespaces text[], p_owner uuid) TO service_role;
+
+--
+-- Name: FUNCTION memory_fts_text(p_text text); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.memory_fts_text(p_text text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.memory_fts_text(p_text text) TO authenticated;
+GRANT ALL ON FUNCTION public.memory_fts_text(p_text text) TO service_role;
 
 --
 -- Name: FUNCTION memory_graph_neighbours(seed_ids uuid[], edge_types text[], max_depth integer, max_nodes integer, as_of timestamp with time zone, match_namespaces text[], direction text); Type: ACL; Schema: public; Owner: -
