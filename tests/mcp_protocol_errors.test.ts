@@ -135,10 +135,17 @@ Deno.test("mcp: bad params are -32602 Invalid params, answered to the request's 
         { jsonrpc: "2.0", id: 6, method: "tools/list", params: { cursor: "bogus" } },
         /params\.cursor: .*issues no cursor/,
       ],
+      // JSON.parse keeps "__proto__" as a key; the SDK's schema rebuilt the arguments without it,
+      // and the memory was written with the argument dropped (the HTTP API refuses it: 400).
+      [
+        '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"remember_fact",' +
+        '"arguments":{"content":"a fact","__proto__":{"memory_type":"procedural"}}}}',
+        /params\.arguments\.__proto__: remember_fact has no argument named __proto__/,
+      ],
     ];
     for (const [message, expected] of cases) {
       const res = await post(server, token, message);
-      const id = (message as { id: number }).id;
+      const id = (typeof message === "string" ? JSON.parse(message) : message as { id: number }).id;
       assert.equal(res.status, 200, JSON.stringify(res.body));
       assert.equal(res.body.id, id);
       assert.equal(res.body.error?.code, -32602, JSON.stringify(res.body));

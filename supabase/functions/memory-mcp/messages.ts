@@ -9,7 +9,8 @@
 //   - params the SDK's request schema refuses (tools/call without params, arguments null or a
 //     string): -32602 Invalid params with what to send (the SDK says -32603 with a zod dump); so is
 //     a tools/call naming no tool, as MCP says (the SDK made it a tool error), and a tools/list
-//     with a cursor, which this server never issues (the SDK ignored it).
+//     with a cursor, which this server never issues (the SDK ignored it), and arguments holding a
+//     "__proto__" key (the SDK dropped it and ran the tool; the HTTP API refuses it, 400).
 //   - a request augmented with a task (params.task, MCP 2025-11-25): run as a plain request, the
 //     task ignored, as MCP says of a server without the tasks capability (the SDK answered -32603
 //     "Server does not support task creation" to any request carrying one, ping included).
@@ -117,6 +118,11 @@ function invalidToolCall(params: Record<string, unknown> | undefined): string | 
   if (args !== undefined && (typeof args !== "object" || args === null || Array.isArray(args))) {
     const kind = args === null ? "null" : Array.isArray(args) ? "an array" : `a ${typeof args}`;
     return `params.arguments must be an object of ${name}'s arguments (or left out), not ${kind}`;
+  }
+  // JSON.parse keeps a "__proto__" key as a key, and the HTTP API refuses it as an unknown field;
+  // the SDK's request schema rebuilds the arguments by assignment, which drops it without a word.
+  if (args !== undefined && Object.hasOwn(args, "__proto__")) {
+    return `params.arguments.__proto__: ${name} has no argument named __proto__`;
   }
   return undefined;
 }
