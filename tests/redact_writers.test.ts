@@ -561,6 +561,35 @@ writerTest({
 
 writerTest({
   name:
+    "remember's metadata: an id holding a blank or starting with NAME= is read as an assignment (a password or key named in it is redacted); `name:value` and a `=` further in stay an id's",
+}, async (env, t) => {
+  const api = memoryApi(env.sql);
+  const r = await api("POST", "/memory/remember", {
+    as: t,
+    body: {
+      content: "The staging database is rebuilt every night.",
+      project: "shop",
+      metadata: {
+        agent_id: "DB_PASSWORD=hunter2abc",
+        run_id: "password: Xk9fj2Lq",
+        actor_id: "deploy OPENAI_API_KEY=sk-proj-abcdefghij",
+        user_id: "token:refresh-fix-7",
+        branch: "fix/auth=token-abc123",
+      },
+    },
+  });
+  assert.equal(r.status, 201);
+  assert.deepEqual(r.body.memory.metadata, {
+    actor_id: "deploy OPENAI_API_KEY=[REDACTED:secret_assignment]",
+    user_id: "token:refresh-fix-7",
+    branch: "fix/auth=token-abc123",
+  });
+  const history = await env.sql`select meta from public.memory_history where owner_id = ${t}`;
+  assert.doesNotMatch(JSON.stringify(history), /hunter2abc|Xk9fj2Lq|abcdefghij/);
+});
+
+writerTest({
+  name:
     "a repo or branch that is nothing but a secret keeps its marker (remember's metadata, a dedup lineage): with none, the memory would be project knowledge on every branch",
 }, async (env, t) => {
   const api = memoryApi(env.sql);

@@ -73,6 +73,14 @@ export const MAY_HOLD_SECRET =
 export type ReadAs = "text" | "id";
 
 /**
+ * An id holding a blank, or starting with `NAME=`, is not a naming scheme: `DB_PASSWORD=hunter2abc`
+ * or `password: Xk9fj2Lq` sent as a metadata id was stored as sent (2026-11-29 red team), where the
+ * same words in a statement are redacted. Such an id is read by every rule; a `=` further in
+ * (`fix/auth=token-abc123`, a branch) stays an id's.
+ */
+const ID_AS_ASSIGNMENT = /\s|^[A-Za-z_][\w.-]*=/;
+
+/**
  * A run of default-ignorable characters (soft hyphen, zero-width space and joiners, word joiner,
  * variation selectors, Hangul fillers, …) between two printable ASCII characters: it shows nothing
  * there, but it split a key for every rule, so `ghp_aB3d<U+00AD>E5f…` (a soft hyphen, as text copied
@@ -92,8 +100,9 @@ export function redactSecrets(text: string, as: ReadAs = "text"): Redaction {
   const counts: RedactionCounts = {};
   let total = 0;
   let out = read;
+  const byShapeOnly = as === "id" && !ID_AS_ASSIGNMENT.test(read);
   for (const rule of RULES) {
-    if (as === "id" && rule.byName) continue;
+    if (byShapeOnly && rule.byName) continue;
     rule.re.lastIndex = 0;
     out = out.replace(rule.re, (...args: unknown[]) => {
       const match = args[0] as string;
