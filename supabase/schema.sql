@@ -1460,6 +1460,23 @@ end;
 $_$;
 
 --
+-- Name: prune_export_rows(interval); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.prune_export_rows(p_age interval DEFAULT '01:00:00'::interval) RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+declare
+  v_deleted integer;
+begin
+  delete from memory_private.export_rows e where e.staged_at < now() - p_age;
+  get diagnostics v_deleted = row_count;
+  return v_deleted;
+end;
+$$;
+
+--
 -- Name: prune_finished_jobs(timestamp with time zone, integer); Type: FUNCTION; Schema: memory_private; Owner: -
 --
 
@@ -4214,6 +4231,75 @@ end;
 $$;
 
 --
+-- Name: memory_export_drop(uuid); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.memory_export_drop(p_export uuid) RETURNS void
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+  delete from memory_private.export_rows e where e.owner_id = (select auth.uid()) and e.export_id = p_export;
+$$;
+
+--
+-- Name: memory_export_page(uuid, text, integer, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.memory_export_page(p_export uuid, p_part text, p_after integer, p_limit integer) RETURNS TABLE(n integer, item jsonb)
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+  select e.n, e.item
+    from memory_private.export_rows e
+   where e.owner_id = (select auth.uid()) and e.export_id = p_export and e.part = p_part and e.n > p_after
+   order by e.n
+   limit least(greatest(p_limit, 0), 5000);
+$$;
+
+--
+-- Name: memory_export_stage(uuid, text[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.memory_export_stage(p_export uuid, p_parts text[] DEFAULT ARRAY['memories'::text, 'relations'::text, 'history'::text]) RETURNS TABLE(memories integer, relations integer, history integer)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+#variable_conflict use_column
+declare
+  v_owner uuid := auth.uid();
+begin
+  if v_owner is null then
+    raise exception 'an export needs a signed-in tenant' using errcode = '42501';
+  end if;
+  if p_export is null then
+    raise exception 'p_export must be given' using errcode = '22023';
+  end if;
+  delete from memory_private.export_rows e where e.owner_id = v_owner;
+  return query
+  with copied as (
+    insert into memory_private.export_rows (owner_id, export_id, part, n, item)
+    select v_owner, p_export, 'memories', row_number() over (order by m.created_at, m.id),
+           to_jsonb(m) - '{embedding,fts,fts_scoped}'::text[]
+      from public.devai_memories m
+     where m.owner_id = v_owner
+    union all
+    select v_owner, p_export, 'relations', row_number() over (order by r.created_at, r.id), to_jsonb(r)
+      from public.memory_relations r
+     where r.owner_id = v_owner and 'relations' = any (p_parts)
+    union all
+    select v_owner, p_export, 'history', row_number() over (order by h.ts, h.id), to_jsonb(h)
+      from public.memory_history h
+     where h.owner_id = v_owner and 'history' = any (p_parts)
+    returning part
+  )
+  select (count(*) filter (where c.part = 'memories'))::integer,
+         (count(*) filter (where c.part = 'relations'))::integer,
+         (count(*) filter (where c.part = 'history'))::integer
+    from copied c;
+end;
+$$;
+
+--
 -- Name: memory_feedback(uuid[], text[], uuid); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -5366,6 +5452,26 @@ CREATE TABLE memory_private.entity_pass_pending (
 COMMENT ON TABLE memory_private.entity_pass_pending IS 'Memories whose entity pass (rules and cited files, as the write path links a new memory) is not done: filled once by 20261129500000 with every memory that had no entity link, emptied a batch at a time by entity_backfill jobs. A memory absent from it is done. docs/graph.md#entities.';
 
 --
+-- Name: export_rows; Type: TABLE; Schema: memory_private; Owner: -
+--
+
+CREATE UNLOGGED TABLE memory_private.export_rows (
+    owner_id uuid NOT NULL,
+    export_id uuid NOT NULL,
+    part text NOT NULL,
+    n integer NOT NULL,
+    staged_at timestamp with time zone DEFAULT now() NOT NULL,
+    item jsonb NOT NULL,
+    CONSTRAINT export_rows_part_check CHECK ((part = ANY (ARRAY['memories'::text, 'relations'::text, 'history'::text])))
+);
+
+--
+-- Name: TABLE export_rows; Type: COMMENT; Schema: memory_private; Owner: -
+--
+
+COMMENT ON TABLE memory_private.export_rows IS 'Exports being read: each a copy of one tenant''s memories, relations and history made in one statement (public.memory_export_stage), read a page at a time (public.memory_export_page), deleted when the export ends or, if its reader vanished, by devai-export-rows-prune. See docs/operations.md#exports.';
+
+--
 -- Name: keyword_common_terms; Type: TABLE; Schema: memory_private; Owner: -
 --
 
@@ -6295,6 +6401,13 @@ ALTER TABLE ONLY public.memory_history ALTER COLUMN seq SET DEFAULT nextval('pub
 
 ALTER TABLE ONLY memory_private.entity_pass_pending
     ADD CONSTRAINT entity_pass_pending_pkey PRIMARY KEY (owner_id, memory_id);
+
+--
+-- Name: export_rows export_rows_pkey; Type: CONSTRAINT; Schema: memory_private; Owner: -
+--
+
+ALTER TABLE ONLY memory_private.export_rows
+    ADD CONSTRAINT export_rows_pkey PRIMARY KEY (owner_id, export_id, part, n);
 
 --
 -- Name: keyword_common_terms keyword_common_terms_pkey; Type: CONSTRAINT; Schema: memory_private; Owner: -
@@ -7271,6 +7384,12 @@ ALTER TABLE ONLY public.memory_usage_sessions
     ADD CONSTRAINT memory_usage_sessions_memory_fkey FOREIGN KEY (memory_id, owner_id) REFERENCES public.devai_memories(id, owner_id) ON DELETE CASCADE;
 
 --
+-- Name: export_rows Service role can read export copies; Type: POLICY; Schema: memory_private; Owner: -
+--
+
+CREATE POLICY "Service role can read export copies" ON memory_private.export_rows FOR SELECT TO service_role USING (true);
+
+--
 -- Name: lifecycle_runs Service role can read lifecycle runs; Type: POLICY; Schema: memory_private; Owner: -
 --
 
@@ -7323,6 +7442,12 @@ CREATE POLICY "Service role can take memories out of the entity pass set" ON mem
 --
 
 ALTER TABLE memory_private.entity_pass_pending ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: export_rows; Type: ROW SECURITY; Schema: memory_private; Owner: -
+--
+
+ALTER TABLE memory_private.export_rows ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: keyword_common_terms; Type: ROW SECURITY; Schema: memory_private; Owner: -
@@ -8582,6 +8707,12 @@ REVOKE ALL ON FUNCTION memory_private.prune_context_sessions(p_now timestamp wit
 REVOKE ALL ON FUNCTION memory_private.prune_cron_history(p_now timestamp with time zone) FROM PUBLIC;
 
 --
+-- Name: FUNCTION prune_export_rows(p_age interval); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.prune_export_rows(p_age interval) FROM PUBLIC;
+
+--
 -- Name: FUNCTION prune_finished_jobs(p_now timestamp with time zone, p_limit integer); Type: ACL; Schema: memory_private; Owner: -
 --
 
@@ -9020,6 +9151,33 @@ GRANT ALL ON FUNCTION public.memory_exact_scan_limit(p_match_count integer, p_in
 GRANT ALL ON FUNCTION public.memory_exact_scan_limit(p_match_count integer, p_index regclass) TO service_role;
 
 --
+-- Name: FUNCTION memory_export_drop(p_export uuid); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.memory_export_drop(p_export uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.memory_export_drop(p_export uuid) TO anon;
+GRANT ALL ON FUNCTION public.memory_export_drop(p_export uuid) TO authenticated;
+GRANT ALL ON FUNCTION public.memory_export_drop(p_export uuid) TO service_role;
+
+--
+-- Name: FUNCTION memory_export_page(p_export uuid, p_part text, p_after integer, p_limit integer); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.memory_export_page(p_export uuid, p_part text, p_after integer, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.memory_export_page(p_export uuid, p_part text, p_after integer, p_limit integer) TO anon;
+GRANT ALL ON FUNCTION public.memory_export_page(p_export uuid, p_part text, p_after integer, p_limit integer) TO authenticated;
+GRANT ALL ON FUNCTION public.memory_export_page(p_export uuid, p_part text, p_after integer, p_limit integer) TO service_role;
+
+--
+-- Name: FUNCTION memory_export_stage(p_export uuid, p_parts text[]); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.memory_export_stage(p_export uuid, p_parts text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.memory_export_stage(p_export uuid, p_parts text[]) TO anon;
+GRANT ALL ON FUNCTION public.memory_export_stage(p_export uuid, p_parts text[]) TO authenticated;
+GRANT ALL ON FUNCTION public.memory_export_stage(p_export uuid, p_parts text[]) TO service_role;
+
+--
 -- Name: FUNCTION memory_feedback(p_ids uuid[], p_namespaces text[], p_owner uuid); Type: ACL; Schema: public; Owner: -
 --
 
@@ -9200,6 +9358,12 @@ GRANT ALL ON FUNCTION public.take_rate_limit_token(p_route_class text, p_service
 --
 
 GRANT SELECT,DELETE ON TABLE memory_private.entity_pass_pending TO service_role;
+
+--
+-- Name: TABLE export_rows; Type: ACL; Schema: memory_private; Owner: -
+--
+
+GRANT SELECT ON TABLE memory_private.export_rows TO service_role;
 
 --
 -- Name: TABLE keyword_common_terms; Type: ACL; Schema: memory_private; Owner: -

@@ -1,31 +1,34 @@
-// A read consumed a piece at a time that must still show one instant: the export, whose pages are
-// written as the client takes them. Every piece is read in ONE transaction as the tenant,
-// REPEATABLE READ READ ONLY, so all of them see the database as of its first statement (pages read
-// each in a transaction of its own saw the writes made between them: a forget in `history` of a
-// memory `memories` showed active, 2-8 rows in five exports of 1,900 memories under four writers).
-// The transaction holds its connection until the last piece is read or the reader stops; it ends
-// with the reader (its `return`: a client that went away). It also ends, and the next piece fails,
-// when the reader asks for nothing for SNAPSHOT_IDLE_FACTOR statement timeouts (60 s by default) or
-// has held it SNAPSHOT_MAX_FACTOR statement timeouts in all (10 minutes): a client that stops
-// reading without going away, or reads a page a minute, holds a connection (and the snapshot, which
-// holds back vacuum for every tenant) that long, not for ever. The server ends the session a
-// statement timeout after the idle bound (idle_in_transaction_session_timeout, db-reserve.ts
-// watches for it), should this process not. And few are held at once (claimSnapshot): one a
-// tenant, and a quarter of the pool for all tenants.
+// A read consumed a piece at a time that must still show one instant (the export, whose pages are
+// written as the client takes them), without holding a snapshot while the client reads. It is
+// staged: copied by ONE statement as the tenant (one snapshot, held for as long as the copy takes:
+// milliseconds to seconds, however slowly the client reads), then read from the copy a piece at a
+// time, each piece in a short transaction of its own (docs/operations.md#exports).
+//
+// Pages read each as of their own instant saw the writes made between them (a forget in `history`
+// of a memory `memories` showed active, 2-8 rows in five exports of 1,900 memories under four
+// writers). Pages read in one REPEATABLE READ transaction held while the client read agreed, but a
+// slow client held that snapshot ten minutes, and vacuum could remove no row version any tenant
+// made meanwhile: another tenant's retrieval went from 10 to 70 ms (its rate-limit buckets and
+// reinforced memories piled up dead versions). A copy holds back nothing: it is rows of its own.
+//
+// The copy lives until the reader has read it or goes away (its `return`), or asks for nothing for
+// SNAPSHOT_IDLE_FACTOR statement timeouts (60 s by default), or has read SNAPSHOT_MAX_FACTOR
+// statement timeouts in all (10 minutes): then it is deleted and the next piece fails. A copy whose
+// server went away is deleted by pg_cron (devai-export-rows-prune). Few are made at once
+// (claimSnapshot): one a tenant, and a quarter of the pool for all tenants.
 import { type Sql, type TenantContext, type Tx, withTenant } from "./db.ts";
 import { timeoutMsOf } from "./db-pool.ts";
 import { HttpError } from "./http.ts";
 
 /**
- * How many of the pool's statement timeouts the transaction may wait for the reader's next ask (a
- * timer), one more before Postgres ends its session: env.ts bounds DB_STATEMENT_TIMEOUT_MS so that
- * both fit in 2^31 - 1 ms (MAX_STATEMENT_TIMEOUT_MS).
+ * How many of the pool's statement timeouts the copy waits for the reader's next ask (a timer):
+ * env.ts bounds DB_STATEMENT_TIMEOUT_MS so that it fits in 2^31 - 1 ms (MAX_STATEMENT_TIMEOUT_MS).
  */
 const SNAPSHOT_IDLE_FACTOR = 4;
-/** How many of the pool's statement timeouts the transaction may be held in all. */
+/** How many of the pool's statement timeouts the copy may be read for in all. */
 const SNAPSHOT_MAX_FACTOR = 40;
 
-/** How long a snapshot may wait for its reader's next ask, and be held in all (ms). */
+/** How long a copy may wait for its reader's next ask, and be read in all (ms). */
 export interface SnapshotBounds {
   idleMs: number;
   maxMs: number;
@@ -36,29 +39,9 @@ function snapshotBounds(sql: Sql): SnapshotBounds {
   return { idleMs: SNAPSHOT_IDLE_FACTOR * timeout, maxMs: SNAPSHOT_MAX_FACTOR * timeout };
 }
 
-/** The snapshot's reader was too slow: the pieces after this are not read. */
+/** The copy's reader was too slow, or the copy went: the pieces after this are not read. */
 export class SnapshotEndedError extends Error {
   override name = "SnapshotEndedError";
-}
-
-const holding = new WeakMap<Sql, Promise<boolean>>();
-
-/**
- * Whether a snapshot held while a client reads leaves the database to the other requests: a pool
- * of more than one connection (the embedded server's has one, DB_POOL_MAX=1), on a server that
- * runs transactions side by side (PGlite runs one at a time: docs/pglite.md). Asked once a pool.
- */
-export function holdsSnapshots(sql: Sql): Promise<boolean> {
-  let answer = holding.get(sql);
-  if (!answer) {
-    answer = sql.options.max < 2
-      ? Promise.resolve(false)
-      : sql<{ pglite: boolean }[]>`select version() like '%(PGlite %' as pglite`.then(([row]) => !row!.pglite);
-    // A failure (the database away) is not remembered: the next export asks again.
-    answer.catch(() => holding.delete(sql));
-    holding.set(sql, answer);
-  }
-  return answer;
 }
 
 /** Seconds a refused reader is told to wait: an export of a few thousand memories takes about that. */
@@ -67,12 +50,12 @@ const SNAPSHOT_RETRY_AFTER_SECONDS = 5;
 const held = new WeakMap<Sql, Set<string>>();
 
 /**
- * A held snapshot keeps a pool connection while its reader reads, up to the idle bound: a tenant
- * starting nine exports and reading none could hold nine of the ten connections for a minute (admission
- * leaves one to the others, tenant-share.ts), and every other tenant's request queued for that
- * one. So a tenant holds one at a time (429), and all tenants together a quarter of the pool's
- * connections, at least one (503): the rest stay with the requests that take milliseconds.
- * Returns the release, which runs when the snapshot's transaction ends.
+ * A copy is the tenant's whole memory once more (on disk, till its reader is done) and its
+ * statement the longest an export runs: a tenant starting nine exports would copy itself nine
+ * times, and nine copies at once would take nine of the ten connections for that long. So a tenant
+ * has one at a time (429; the database keeps one copy a tenant, public.memory_export_stage), and
+ * all tenants together a quarter of the pool's connections, at least one (503). Returns the
+ * release, which runs when the copy is deleted.
  */
 function claimSnapshot(sql: Sql, tenantId: string): () => void {
   let tenants = held.get(sql);
@@ -100,96 +83,65 @@ function claimSnapshot(sql: Sql, tenantId: string): () => void {
   return () => tenants.delete(tenantId);
 }
 
-/** The reader's next ask; a SnapshotEndedError (the transaction ends) when it is idle or late. */
-async function nextAsk<T>(box: Mailbox<T>, heldUntil: number, bounds: SnapshotBounds): Promise<Letter<T>> {
-  const left = heldUntil - Date.now();
-  const why = left <= bounds.idleMs
-    ? `held ${bounds.maxMs} ms, the longest a snapshot is held`
-    : `no piece asked for ${bounds.idleMs} ms`;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new SnapshotEndedError(`the snapshot ended: ${why}`)),
-      Math.max(0, Math.min(bounds.idleMs, left)),
-    );
-  });
-  try {
-    return await Promise.race([box.promise, late]);
-  } finally {
-    clearTimeout(timer);
-  }
+/** How a read is staged: its copy made (what its pieces check they read), and deleted. */
+export interface Staging<C> {
+  /** Copies what the pieces read, in ONE statement (one snapshot) as the tenant. */
+  stage(tx: Tx): Promise<C>;
+  /** Deletes the copy. */
+  drop(tx: Tx): Promise<unknown>;
 }
 
-/** One piece asked of the transaction (null: the reader stopped), and where the next ask will be. */
-interface Letter<T> {
-  ask: PromiseWithResolvers<IteratorResult<T>> | null;
-  next: Mailbox<T>;
-}
-type Mailbox<T> = PromiseWithResolvers<Letter<T>>;
+/** Runs one page's statements in a short transaction of its own, as the tenant. */
+export type PageReader = <T>(page: (tx: Tx) => Promise<T>) => Promise<T>;
 
 /**
- * The pieces `read(tx)` yields, each read when the caller asks for it, all in one snapshot
- * (withTenant's `snapshot`). A failure to begin (rate limit, no connection) is the first piece's.
+ * The pieces `read` yields, each read when the caller asks for it, from a copy `staging` makes
+ * first (on the primary: the copy is unlogged, no replica has it). A failure to copy (rate limit,
+ * no connection, a statement timeout) is the first piece's.
  */
-export async function* inOneSnapshot<T>(
+export async function* inStagedSnapshot<C, T>(
   sql: Sql,
   who: TenantContext,
-  read: (tx: Tx) => AsyncIterable<T>,
+  staging: Staging<C>,
+  read: (staged: C, page: PageReader) => AsyncIterable<T>,
   bounds: SnapshotBounds = snapshotBounds(sql),
 ): AsyncGenerator<T> {
   const release = claimSnapshot(sql, who.tenantId);
-  // The reader posts one ask at a time, each letter naming the mailbox of the next: the
-  // transaction reads them in order, however far ahead of it the reader is (the first ask is
-  // posted before the transaction has begun).
-  let outbox: Mailbox<T> = Promise.withResolvers();
-  const inbox = outbox;
-  const post = (ask: Letter<T>["ask"]) => {
-    const next: Mailbox<T> = Promise.withResolvers();
-    outbox.resolve({ ask, next });
-    outbox = next;
+  let ended: string | undefined;
+  let dropped: Promise<void> | undefined;
+  // The copy is deleted and the slot given back once, by whichever comes first: the reader's end,
+  // or the timer of a reader that stopped asking.
+  const end = (why: string) => {
+    ended ??= why;
+    dropped ??= withTenant(sql, who, staging.drop).then(() => {}, (err) => {
+      // Left to devai-export-rows-prune; logged, so it is not silent here.
+      console.error(JSON.stringify({ level: "error", msg: "export copy not deleted", error: String(err) }));
+    }).finally(release);
+    return dropped;
   };
-  const transaction = withTenant(sql, who, async (tx) => {
-    const heldUntil = Date.now() + bounds.maxMs;
-    const idle = `${bounds.idleMs + timeoutMsOf(sql)}ms`;
-    await tx`select set_config('idle_in_transaction_session_timeout', ${idle}, true)`;
-    const pieces = read(tx)[Symbol.asyncIterator]();
-    try {
-      for (let box = inbox;;) {
-        const { ask, next } = await nextAsk(box, heldUntil, bounds);
-        box = next;
-        if (!ask) return;
-        const piece = await pieces.next().catch((err) => {
-          ask.reject(err);
-          throw err;
-        });
-        ask.resolve(piece);
-        if (piece.done) return;
-      }
-    } finally {
-      await pieces.return?.();
-    }
-  }, { snapshot: true });
-  transaction.then(release, release);
-  // Ended without answering an ask: only when it failed (BEGIN, the rate limit), which this rethrows.
-  const ended = transaction.then(() => {
-    throw new Error("the snapshot's transaction ended before its last piece");
-  });
-  ended.catch(() => {});
-  let done = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
   try {
-    for (;;) {
-      const ask = Promise.withResolvers<IteratorResult<T>>();
-      post(ask);
-      const piece = await Promise.race([ask.promise, ended]);
-      if (piece.done) break;
-      yield piece.value;
+    const staged = await withTenant(sql, who, staging.stage).catch((err) => {
+      dropped = Promise.resolve(release());
+      throw err;
+    });
+    const heldUntil = Date.now() + bounds.maxMs;
+    const late = () => `held ${bounds.maxMs} ms, the longest a snapshot is held`;
+    const page: PageReader = (fn) => {
+      if (!ended && Date.now() >= heldUntil) void end(late());
+      if (ended) return Promise.reject(new SnapshotEndedError(`the snapshot ended: ${ended}`));
+      return withTenant(sql, who, fn);
+    };
+    for await (const piece of read(staged, page)) {
+      const left = heldUntil - Date.now();
+      const why = left <= bounds.idleMs ? late() : `no piece asked for ${bounds.idleMs} ms`;
+      timer = setTimeout(() => void end(why), Math.max(0, Math.min(bounds.idleMs, left)));
+      yield piece;
+      clearTimeout(timer);
+      if (ended) throw new SnapshotEndedError(`the snapshot ended: ${ended}`);
     }
-    done = true;
-    await transaction; // its COMMIT
   } finally {
-    if (!done) {
-      post(null);
-      await transaction.catch(() => {});
-    }
+    clearTimeout(timer);
+    await end("read");
   }
 }

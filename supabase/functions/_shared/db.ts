@@ -42,8 +42,6 @@ export interface TenantTxOptions {
   threadId?: string;
   /** Refines the history event the triggers infer (DECAY, TTL, MERGE; CONFIRM for a pin the user confirms). */
   event?: "DECAY" | "TTL" | "MERGE" | "CONFIRM";
-  /** Every statement sees the database as of the first (REPEATABLE READ READ ONLY): db-snapshot.ts. */
-  snapshot?: true;
 }
 
 /**
@@ -86,7 +84,7 @@ async function tenantTransaction<T>(
           const primary = primaryOf(sql);
           const charge = routeClass ? chargeToken(primary === sql ? conn : primary, who, routeClass) : undefined;
           // In this order on the connection: the token's own transaction, then BEGIN and the settings.
-          const begun = begin(opts.snapshot ? "isolation level repeatable read, read only" : undefined);
+          const begun = begin();
           const settings = conn`select 1 from ${tenantSettings(conn, who, opts, timeoutOf(sql))}`.execute();
           const [charged, opened, first] = await Promise.allSettled([charge ?? Promise.resolve(0), begun, settings]);
           if (opened.status === "rejected") throw opened.reason;

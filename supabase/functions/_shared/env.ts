@@ -36,10 +36,10 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 const TIMERS = { ms: MAX_TIMER_MS, why: "(24.8 days): timers hold no more" };
 const milliseconds = (fallback: number, min = 1, max = TIMERS) =>
   number().int().min(min).max(max.ms, `at most ${max.ms} ms ${max.why}`).default(fallback);
-// The statement timeout is multiplied: an export's snapshot waits for its reader up to four of them
-// and has Postgres end the session after five (idle_in_transaction_session_timeout, db-snapshot.ts),
-// which must fit as well. DB_STATEMENT_TIMEOUT_MS=429496730 started, then every export was a 400
-// blaming the request ("invalid value for parameter idle_in_transaction_session_timeout").
+// The statement timeout is multiplied: an export's copy waits for its reader up to four of them, in
+// a timer (db-snapshot.ts). The bound is a fifth, as when the export also had Postgres end its
+// session after five (idle_in_transaction_session_timeout; with DB_STATEMENT_TIMEOUT_MS=429496730
+// every export was a 400), so that a configuration valid then is valid now.
 export const MAX_STATEMENT_TIMEOUT_MS = Math.floor(MAX_TIMER_MS / 5);
 // No default: an unset threshold means "the embedding model's own calibration" (thresholdsFor).
 // (zod 4 applies .default() even under .optional(), so a default here would pin every model to it.)

@@ -2,87 +2,86 @@
 // proposals, contradictions, sessions or checkpoints: README). json: its memories (no
 // embeddings), relations and history; markdown: one file per memory
 // (export-markdown.ts), as a JSON object or, asked for with Accept: application/x-tar, a tar
-// archive. Streamed: read EXPORT_PAGE_ROWS rows at a time (keyset on each table's order) and written
-// as the client takes them, so a tenant of any size is exported in bounded memory. (It was read
-// whole and serialised whole: 16 MB for 3,600 memories; ten at once took 570 MB.)
+// archive. Streamed: read EXPORT_PAGE_ROWS rows at a time and written as the client takes them,
+// so a tenant of any size is exported in bounded memory. (It was read whole and serialised whole:
+// 16 MB for 3,600 memories; ten at once took 570 MB.)
 //
-// Every page of an export, of every format, is read in one transaction as the tenant, one snapshot
-// (db-snapshot.ts), on the primary: the export shows one instant, whatever is written while it
-// runs. That transaction holds a connection of the pool until the export ends (a replica would
-// cancel it when it conflicts with replay, and its reads are cut at 35 s: docs/operations.md#read-replicas).
-// With a pool of one connection (the embedded server's, DB_POOL_MAX=1), or on PGlite (one
-// transaction at a time), that would stop every other request while the client reads, so there
-// each page is a short transaction of its own, as the tenant (on the read replica when there is
-// one): a write made meanwhile may show in a later page (db-snapshot.ts holdsSnapshots).
+// The export shows one instant, whatever is written while it runs, and holds no snapshot while
+// the client reads: its rows are copied by one statement (public.memory_export_stage, on the
+// primary) and its pages read from that copy, each in a short transaction (db-snapshot.ts), on
+// every backend and pool size (PGlite and a pool of one connection too: no page holds anything
+// between two). Not AS OF the export's instant from memory_history instead: history records no
+// reinforcement, no relation re-weighting and nothing a purge deleted (docs/operations.md#exports).
 // The JSON counts come last, counted as the rows went by. An error before the first page is an
 // HTTP error like any other; after it, the stream is aborted and the client sees a truncated body
 // (an archive's ends with a file and a damaged block that say so: tar.ts).
-import { type TenantContext, type Tx, withTenant } from "../db.ts";
-import { holdsSnapshots, inOneSnapshot } from "../db-snapshot.ts";
+import type { TenantContext, Tx } from "../db.ts";
+import { inStagedSnapshot, type PageReader, SnapshotEndedError } from "../db-snapshot.ts";
 import { isoDates, memoryColumns } from "../memories/memory-row.ts";
 import { toMemory } from "../memories/record.ts";
 import { MarkdownPaths, memoryToMarkdown } from "../memories/export-markdown.ts";
-import { inIndexOrder } from "../memories/list-page.ts";
 import type { ExportQuery, MarkdownFile } from "../memories/schemas.ts";
 import { tarEnd, tarEntry, tarIncomplete } from "../memories/tar.ts";
-import { readPoolOf, type ServiceDeps } from "./deps.ts";
+import type { ServiceDeps } from "./deps.ts";
 
 /** Rows read per page (and written per chunk). */
 export const EXPORT_PAGE_ROWS = 500;
 
 type Row = Record<string, unknown>;
-/** Where the next page starts: the last row's sort key (its timestamp as text, exact to the µs). */
-interface Key {
-  at: string;
-  id: string;
-}
 type Table = "memories" | "relations" | "history";
+/** How many rows of each table the copy holds. */
+type Staged = Record<Table, number>;
 
-/** Before every row: where the first page starts. */
-const START: Key = { at: "-infinity", id: "00000000-0000-0000-0000-000000000000" };
+/** An export's copy, and how its pages are read. */
+interface Source {
+  exportId: string;
+  staged: Staged;
+  read: PageReader;
+}
 
 /**
- * One page of a table in its export order, after `after`. The key's timestamp is bound as text:
- * bound as a timestamp, postgres.js would pass it through a JS Date and drop the microseconds that
- * order rows of the same millisecond (as list-page.ts).
+ * One page of a table's copy in its export order (memories and relations by creation, history by
+ * ts), after place `after`: each row typed back from its copy, in the shape the tables gave.
  */
-function pageQuery(tx: Tx, table: Table, after: Key) {
+function pageQuery(tx: Tx, exportId: string, table: Table, after: number) {
+  const page = tx`public.memory_export_page(${exportId}, ${table}, ${after}, ${EXPORT_PAGE_ROWS}) p`;
   switch (table) {
     case "memories":
       return tx`
-        select ${memoryColumns(tx, "m")}, m.created_at::text as key_at
-          from public.devai_memories m
-         where (m.created_at, m.id) > (${after.at}::text::timestamptz, ${after.id}::uuid)
-         order by m.created_at, m.id limit ${EXPORT_PAGE_ROWS}`;
+        select p.n, ${memoryColumns(tx, "m")}
+          from ${page} cross join lateral jsonb_populate_record(null::public.devai_memories, p.item) m
+         order by p.n`;
     case "relations":
       return tx`
-        select id, from_id, to_id, relation_type, strength, confidence, evidence, valid_from, valid_until,
-               created_at, created_at::text as key_at
-          from public.memory_relations
-         where (created_at, id) > (${after.at}::text::timestamptz, ${after.id}::uuid)
-         order by created_at, id limit ${EXPORT_PAGE_ROWS}`;
+        select p.n, r.id, r.from_id, r.to_id, r.relation_type, r.strength, r.confidence, r.evidence, r.valid_from,
+               r.valid_until, r.created_at
+          from ${page} cross join lateral jsonb_populate_record(null::public.memory_relations, p.item) r
+         order by p.n`;
     case "history":
       return tx`
-        select id, memory_id, event, old_ref, new_ref, actor, old_content, new_content, meta, ts, ts::text as key_at
-          from public.memory_history
-         where (ts, id) > (${after.at}::text::timestamptz, ${after.id}::uuid)
-         order by ts, id limit ${EXPORT_PAGE_ROWS}`;
+        select p.n, h.id, h.memory_id, h.event, h.old_ref, h.new_ref, h.actor, h.old_content, h.new_content, h.meta, h.ts
+          from ${page} cross join lateral jsonb_populate_record(null::public.memory_history, p.item) h
+         order by p.n`;
   }
 }
 
-/** Runs one page's statements: in the export's one snapshot, or in a transaction of the page's own. */
-type PageReader = <T>(page: (tx: Tx) => Promise<T>) => Promise<T>;
-
-/** Every row of a table, a page at a time, in export order (without the key column). */
-async function* rowsOf(read: PageReader, table: Table): AsyncGenerator<Row[]> {
-  let after = START;
+/** Every row of a table, a page at a time, in export order (without the place column). */
+async function* rowsOf(source: Source, table: Table): AsyncGenerator<Row[]> {
+  let after = 0;
   for (;;) {
-    // In the order of the tenant's index, never a sort of all its rows per page.
-    const [, rows] = await read((tx) => Promise.all([inIndexOrder(tx), pageQuery(tx, table, after)]));
-    if (rows.length === 0) return;
-    after = { at: rows.at(-1)!.key_at as string, id: rows.at(-1)!.id as string };
-    yield rows.map(({ key_at: _, ...row }) => row);
-    if (rows.length < EXPORT_PAGE_ROWS) return;
+    const rows = await source.read((tx) => pageQuery(tx, source.exportId, table, after));
+    if (rows.length > 0) {
+      after = rows.at(-1)!.n as number;
+      yield rows.map(({ n: _, ...row }) => row);
+    }
+    if (rows.length < EXPORT_PAGE_ROWS) break;
+  }
+  // Short of what was copied: the copy went while it was read (the tenant's next export replaced
+  // it, the database restarted and emptied it, devai-export-rows-prune). Never a partial export.
+  if (after !== source.staged[table]) {
+    throw new SnapshotEndedError(
+      `the export's copy went while it was read (${table}: ${after} of ${source.staged[table]})`,
+    );
   }
 }
 
@@ -105,12 +104,12 @@ function openObject(head: Row): string {
  * The JSON export: the object the whole-read export answered, the counts last. Its first chunk
  * already holds the first page (or the end of an empty list).
  */
-async function* jsonChunks(read: PageReader, head: Row): AsyncGenerator<string> {
+async function* jsonChunks(source: Source, head: Row): AsyncGenerator<string> {
   const counts = { memories: 0, soft_deleted: 0, relations: 0, history: 0 };
   let before = openObject({ ...head, format: "json" });
   for (const table of ["memories", "relations", "history"] as const) {
     const pages = (async function* () {
-      for await (const rows of rowsOf(read, table)) {
+      for await (const rows of rowsOf(source, table)) {
         counts[table] += rows.length;
         yield rows.map((row) => {
           if (table !== "memories") return isoDates(row);
@@ -129,9 +128,9 @@ async function* jsonChunks(read: PageReader, head: Row): AsyncGenerator<string> 
 }
 
 /** The Markdown files in creation order, a page at a time (paths unique across pages). */
-async function* markdownFiles(read: PageReader): AsyncGenerator<MarkdownFile[]> {
+async function* markdownFiles(source: Source): AsyncGenerator<MarkdownFile[]> {
   const paths = new MarkdownPaths();
-  for await (const rows of rowsOf(read, "memories")) {
+  for await (const rows of rowsOf(source, "memories")) {
     yield rows.map((row) => {
       const m = toMemory(row);
       return { path: paths.pathFor(m), content: memoryToMarkdown(m) };
@@ -139,13 +138,13 @@ async function* markdownFiles(read: PageReader): AsyncGenerator<MarkdownFile[]> 
   }
 }
 
-async function* markdownJsonChunks(read: PageReader, head: Row): AsyncGenerator<string> {
-  yield* arrayChunks(markdownFiles(read), `${openObject({ ...head, format: "markdown" })},"files":`);
+async function* markdownJsonChunks(source: Source, head: Row): AsyncGenerator<string> {
+  yield* arrayChunks(markdownFiles(source), `${openObject({ ...head, format: "markdown" })},"files":`);
   yield "}";
 }
 
-async function* tarChunks(read: PageReader, mtime: Date): AsyncGenerator<Uint8Array> {
-  for await (const files of markdownFiles(read)) {
+async function* tarChunks(source: Source, mtime: Date): AsyncGenerator<Uint8Array> {
+  for await (const files of markdownFiles(source)) {
     for (const f of files) yield tarEntry(f, mtime);
   }
   yield tarEnd();
@@ -167,25 +166,33 @@ export async function exportResponse(
   const exportedAt = deps.clock();
   const head = { tenant_id: tenant.tenantId, exported_at: exportedAt.toISOString() };
   const tar = q.format === "markdown" && wantsTar;
-  const chunksOf = (read: PageReader): AsyncGenerator<string | Uint8Array> =>
+  const chunksOf = (source: Source): AsyncGenerator<string | Uint8Array> =>
     tar
-      ? tarChunks(read, exportedAt)
+      ? tarChunks(source, exportedAt)
       : q.format === "markdown"
-      ? markdownJsonChunks(read, head)
-      : jsonChunks(read, head);
-  const chunks = await holdsSnapshots(deps.sql)
-    ? inOneSnapshot(deps.sql, tenant, (tx) => chunksOf((page) => page(tx)))
-    : chunksOf((page) => withTenant(readPoolOf(deps), tenant, page));
+      ? markdownJsonChunks(source, head)
+      : jsonChunks(source, head);
+  const exportId = crypto.randomUUID();
+  const chunks = inStagedSnapshot(deps.sql, tenant, {
+    stage: async (tx) => {
+      const parts = q.format === "markdown" ? ["memories"] : ["memories", "relations", "history"];
+      return (await tx<Staged[]>`select * from public.memory_export_stage(${exportId}, ${parts})`)[0]!;
+    },
+    drop: (tx) => tx`select public.memory_export_drop(${exportId})`,
+  }, (staged, read) => chunksOf({ exportId, staged, read }));
   let first: string | Uint8Array | undefined = (await chunks.next()).value ?? undefined;
   // An archive's chunks are its files, one each (then its end).
   let sent = 0;
   let failure: { err: unknown } | undefined;
+  let cancelled = false;
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
       if (failure) return controller.error(failure.err);
       try {
         const value = first ?? (await chunks.next()).value;
         first = undefined;
+        // The client went away while the stream read ahead of it: nothing to send it.
+        if (cancelled) return;
         if (value === undefined) return controller.close();
         controller.enqueue(typeof value === "string" ? encoder.encode(value) : value);
         sent++;
@@ -202,6 +209,7 @@ export async function exportResponse(
       }
     },
     async cancel() {
+      cancelled = true;
       await chunks.return(undefined);
     },
   });
