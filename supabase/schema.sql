@@ -4235,10 +4235,13 @@ $$;
 --
 
 CREATE FUNCTION public.memory_export_drop(p_export uuid) RETURNS void
-    LANGUAGE sql SECURITY DEFINER
+    LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
     AS $$
+begin
+  perform memory_private.require_the_service('memory_export_drop');
   delete from memory_private.export_rows e where e.owner_id = (select auth.uid()) and e.export_id = p_export;
+end;
 $$;
 
 --
@@ -4271,6 +4274,7 @@ begin
   if v_owner is null then
     raise exception 'an export needs a signed-in tenant' using errcode = '42501';
   end if;
+  perform memory_private.require_the_service('memory_export_stage');
   if p_export is null then
     raise exception 'p_export must be given' using errcode = '22023';
   end if;
@@ -9155,7 +9159,6 @@ GRANT ALL ON FUNCTION public.memory_exact_scan_limit(p_match_count integer, p_in
 --
 
 REVOKE ALL ON FUNCTION public.memory_export_drop(p_export uuid) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.memory_export_drop(p_export uuid) TO anon;
 GRANT ALL ON FUNCTION public.memory_export_drop(p_export uuid) TO authenticated;
 GRANT ALL ON FUNCTION public.memory_export_drop(p_export uuid) TO service_role;
 
@@ -9164,7 +9167,6 @@ GRANT ALL ON FUNCTION public.memory_export_drop(p_export uuid) TO service_role;
 --
 
 REVOKE ALL ON FUNCTION public.memory_export_page(p_export uuid, p_part text, p_after integer, p_limit integer) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.memory_export_page(p_export uuid, p_part text, p_after integer, p_limit integer) TO anon;
 GRANT ALL ON FUNCTION public.memory_export_page(p_export uuid, p_part text, p_after integer, p_limit integer) TO authenticated;
 GRANT ALL ON FUNCTION public.memory_export_page(p_export uuid, p_part text, p_after integer, p_limit integer) TO service_role;
 
@@ -9173,7 +9175,6 @@ GRANT ALL ON FUNCTION public.memory_export_page(p_export uuid, p_part text, p_af
 --
 
 REVOKE ALL ON FUNCTION public.memory_export_stage(p_export uuid, p_parts text[]) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.memory_export_stage(p_export uuid, p_parts text[]) TO anon;
 GRANT ALL ON FUNCTION public.memory_export_stage(p_export uuid, p_parts text[]) TO authenticated;
 GRANT ALL ON FUNCTION public.memory_export_stage(p_export uuid, p_parts text[]) TO service_role;
 

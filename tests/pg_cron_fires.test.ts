@@ -34,6 +34,7 @@ Deno.test({
         "devai-context-prune",
         "devai-cron-history-prune",
         "devai-entity-backfill",
+        "devai-export-rows-prune",
         "devai-graph-maintenance",
         "devai-job-lease-sweep",
         "devai-job-prune",

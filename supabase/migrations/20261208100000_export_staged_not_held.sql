@@ -40,7 +40,8 @@ grant select on memory_private.export_rows to service_role;
 -- how many rows each part has (the export checks it read that many). Called by the export
 -- (services/memory-export.ts) as the tenant; security definer because the copy is no table of the
 -- tenant's: every row read is the caller's (owner_id = auth.uid(), the predicate of the tables'
--- own policies).
+-- own policies). The memory service's only (a write: docs/auth.md#data-api): through the
+-- Data API a tenant could copy itself at will.
 create function public.memory_export_stage(p_export uuid, p_parts text[] default array['memories', 'relations', 'history'])
 returns table (memories integer, relations integer, history integer)
 language plpgsql
@@ -55,6 +56,7 @@ begin
   if v_owner is null then
     raise exception 'an export needs a signed-in tenant' using errcode = '42501';
   end if;
+  perform memory_private.require_the_service('memory_export_stage');
   if p_export is null then
     raise exception 'p_export must be given' using errcode = '22023';
   end if;
@@ -82,7 +84,7 @@ begin
     from copied c;
 end;
 $$;
-revoke all on function public.memory_export_stage(uuid, text[]) from public;
+revoke all on function public.memory_export_stage(uuid, text[]) from public, anon;
 grant execute on function public.memory_export_stage(uuid, text[]) to authenticated, service_role;
 
 -- One page of a part of the caller's export p_export: its rows after place p_after, p_limit at
@@ -100,21 +102,24 @@ as $$
    order by e.n
    limit least(greatest(p_limit, 0), 5000);
 $$;
-revoke all on function public.memory_export_page(uuid, text, integer, integer) from public;
+revoke all on function public.memory_export_page(uuid, text, integer, integer) from public, anon;
 grant execute on function public.memory_export_page(uuid, text, integer, integer) to authenticated, service_role;
 
 -- Deletes the caller's copy for export p_export: called when the export ends (read whole, or its
--- reader gone or too slow).
+-- reader gone or too slow). The memory service's only, as the copy.
 create function public.memory_export_drop(p_export uuid)
 returns void
-language sql
+language plpgsql
 volatile
 security definer
 set search_path = ''
 as $$
+begin
+  perform memory_private.require_the_service('memory_export_drop');
   delete from memory_private.export_rows e where e.owner_id = (select auth.uid()) and e.export_id = p_export;
+end;
 $$;
-revoke all on function public.memory_export_drop(uuid) from public;
+revoke all on function public.memory_export_drop(uuid) from public, anon;
 grant execute on function public.memory_export_drop(uuid) to authenticated, service_role;
 
 -- Deletes the copies staged more than p_age ago: an export lives ten minutes at most (forty

@@ -12,6 +12,7 @@ select results_eq(
            ('devai-context-prune', '45 6 * * *', 'select memory_private.prune_context_sessions()'),
            ('devai-cron-history-prune', '30 6 * * *', 'select memory_private.prune_cron_history()'),
            ('devai-entity-backfill', '*/10 * * * *', 'select memory_private.enqueue_entity_backfill()'),
+           ('devai-export-rows-prune', '*/15 * * * *', 'select memory_private.prune_export_rows()'),
            ('devai-graph-maintenance', '30 2 * * *', 'select memory_private.enqueue_graph_maintenance()'),
            ('devai-job-lease-sweep', '* * * * *', 'select memory_private.sweep_stale_job_leases()'),
            ('devai-job-prune', '* * * * *', 'select memory_private.prune_finished_jobs()'),
@@ -24,7 +25,7 @@ select results_eq(
            ('devai-rate-limit-prune', '55 6 * * *', 'select memory_private.prune_rate_limit_buckets()'),
            ('devai-session-idle-end', '0 2 * * *', 'select memory_private.end_idle_sessions()'),
            ('devai-vector-indexes', '40 * * * *', 'select memory_private.enqueue_vector_index_jobs()')$$,
-  'step forms every minute of a window each: decay 03:xx, TTL 04:xx, purge 05:xx UTC; lease sweep and finished-job prune every minute; keyword statistics every 15 minutes; pg_cron history prune daily 06:30; idle sessions ended 02:00, proposals lapsed 02:15, graph maintenance queued 02:30, consolidation 02:45; context session records pruned 06:45; old revoked and expired agent tokens 06:50; full rate-limit buckets 06:55; tenants'' own vector indexes queued hourly at :40; entity backfill jobs queued every 10 minutes');
+  'step forms every minute of a window each: decay 03:xx, TTL 04:xx, purge 05:xx UTC; lease sweep and finished-job prune every minute; keyword statistics every 15 minutes; pg_cron history prune daily 06:30; idle sessions ended 02:00, proposals lapsed 02:15, graph maintenance queued 02:30, consolidation 02:45; context session records pruned 06:45; old revoked and expired agent tokens 06:50; full rate-limit buckets 06:55; tenants'' own vector indexes queued hourly at :40; entity backfill jobs queued every 10 minutes; export copies whose server went away pruned every 15 minutes');
 
 create temporary table has_cron on commit drop as
   select exists (select from pg_extension where extname = 'pg_cron') as yes;
@@ -37,17 +38,17 @@ select case when (select yes from has_cron)
   else skip('pg_cron is not installed in this database', 1) end;
 
 select case when (select yes from has_cron)
-  then is(memory_private.register_maintenance_schedules(), '{"pg_cron": true, "removed": 0, "registered": 16}'::jsonb,
-          're-running the registration upserts the same sixteen jobs')
+  then is(memory_private.register_maintenance_schedules(), '{"pg_cron": true, "removed": 0, "registered": 17}'::jsonb,
+          're-running the registration upserts the same seventeen jobs')
   else is(memory_private.register_maintenance_schedules() ->> 'pg_cron', 'false', 'without pg_cron the registration is a no-op') end;
 select memory_private.register_maintenance_schedules();
 
 select case when (select yes from has_cron)
-  then is((select count(*) from cron.job where jobname like 'devai-%' and database = current_database()), 16::bigint,
-          'after registering three times: still exactly sixteen devai- jobs')
+  then is((select count(*) from cron.job where jobname like 'devai-%' and database = current_database()), 17::bigint,
+          'after registering three times: still exactly seventeen devai- jobs')
   else skip('pg_cron is not installed in this database', 1) end;
 select case when (select yes from has_cron)
-  then is((select count(distinct jobname) from cron.job where jobname like 'devai-%' and database = current_database()), 16::bigint,
+  then is((select count(distinct jobname) from cron.job where jobname like 'devai-%' and database = current_database()), 17::bigint,
           'one job per name')
   else skip('pg_cron is not installed in this database', 1) end;
 
@@ -55,8 +56,8 @@ select case when (select yes from has_cron)
 update public.memory_maintenance_schedules set schedule = '0 4 * * *' where job_name = 'devai-memory-decay';
 delete from public.memory_maintenance_schedules where job_name = 'devai-memory-purge';
 select case when (select yes from has_cron)
-  then is(memory_private.register_maintenance_schedules() - 'pg_cron', '{"removed": 1, "registered": 15}'::jsonb,
-          'registration after editing the table: fifteen upserted, one removed')
+  then is(memory_private.register_maintenance_schedules() - 'pg_cron', '{"removed": 1, "registered": 16}'::jsonb,
+          'registration after editing the table: sixteen upserted, one removed')
   else skip('pg_cron is not installed in this database', 1) end;
 select case when (select yes from has_cron)
   then is((select schedule::text from cron.job where jobname = 'devai-memory-decay'), '0 4 * * *', 'the changed schedule is in pg_cron')

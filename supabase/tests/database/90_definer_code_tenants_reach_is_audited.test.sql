@@ -11,7 +11,8 @@
 --   raised that user's token count until migration 20261128925000, pgTAP 99).
 -- - AFTER triggers run after the policies: the row is the caller's, and they write the caller's
 --   history, change log and links only (composite foreign keys keep ids within their owner).
--- - The public RPCs take the tenant from auth.uid() and filter every read and write by it; the
+-- - The public RPCs take the tenant from auth.uid() and filter every read and write by it (the
+--   export's copy: pgTAP 99_export_copy_is_the_tenants_alone); the
 --   memory_search lookups (not served by PostgREST) answer only about auth.uid() (pgTAP 63).
 begin;
 select plan(7);
@@ -34,7 +35,8 @@ select results_eq($$
      and has_function_privilege('authenticated', p.oid, 'execute')
    order by 1
 $$, $$values ('memory_search.context_lookups'), ('memory_search.entity_matches'), ('memory_search.keyword_postings'),
-             ('public.finish_consolidation_run'), ('public.record_extract_part'), ('public.record_memory_usage'),
+             ('public.finish_consolidation_run'), ('public.memory_export_drop'), ('public.memory_export_page'),
+             ('public.memory_export_stage'), ('public.record_extract_part'), ('public.record_memory_usage'),
              ('public.take_rate_limit_token')$$,
   'the security-definer functions a tenant may call are the audited ones');
 

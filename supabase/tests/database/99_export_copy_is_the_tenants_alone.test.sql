@@ -2,10 +2,10 @@
 -- docs/operations.md#exports): public.memory_export_stage copies the caller's memories, relations
 -- and history, public.memory_export_page reads it back a page at a time, public.memory_export_drop
 -- deletes it. A copy holds the caller's rows only, is read and deleted by its tenant only, gives
--- every value back exactly, and a tenant keeps one copy at most. Copies whose server went away are
+-- every value back exactly, and a tenant keeps one copy at most, made by the memory service only. Copies whose server went away are
 -- pruned after an hour. Fixtures are written as the table owner.
 begin;
-select plan(11);
+select plan(12);
 
 insert into public.devai_memories (id, owner_id, content, memory_type, namespace, strength, created_at)
 values ('99a00000-0000-4000-8000-0000000000a1', '99a00000-0000-4000-8000-0000000000aa', 'A''s first fact', 'semantic',
@@ -51,6 +51,11 @@ reset role;
 select results_eq(
   $$select distinct export_id::text from memory_private.export_rows where owner_id = '99a00000-0000-4000-8000-0000000000aa'$$,
   $$values ('99e00000-0000-4000-8000-000000000002')$$, 'a tenant keeps one copy: its next export replaces it');
+
+select tests.as_data_api('99a00000-0000-4000-8000-0000000000aa');
+select throws_ok($$select public.memory_export_stage('99e00000-0000-4000-8000-000000000003')$$, '42501',
+  'memory_export_stage is called by the memory service only', 'through the Data API a tenant copies nothing');
+reset role;
 
 select tests.as_anon();
 select throws_ok($$select public.memory_export_stage('99e00000-0000-4000-8000-000000000003')$$, '42501', null,
