@@ -10,7 +10,12 @@ import { EXPORT_PAGE_ROWS } from "../supabase/functions/_shared/services/memory-
 import { localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
 import { createSql, type Tx } from "../supabase/functions/_shared/db.ts";
 import { MAX_STATEMENT_TIMEOUT_MS } from "../supabase/functions/_shared/env.ts";
-import { inStagedSnapshot, type PageReader, SnapshotEndedError } from "../supabase/functions/_shared/db-snapshot.ts";
+import {
+  COPY_FACTOR,
+  inStagedSnapshot,
+  type PageReader,
+  SnapshotEndedError,
+} from "../supabase/functions/_shared/db-snapshot.ts";
 import { userHeaders } from "./support/auth.ts";
 import { realServerOnly } from "./support/backend.ts";
 import { testConfig, testDatabaseUrl } from "./support/config.ts";
@@ -263,6 +268,30 @@ Deno.test({
   // Its slot is given back with it.
   const again = await startExport(tenant, "");
   await again.body!.cancel();
+});
+
+Deno.test({
+  ...realServerOnly("export: the copy's statement may take COPY_FACTOR statement timeouts, not one", ONE_SERVER),
+  ...opts,
+}, async () => {
+  // A tenant too big to copy within one statement timeout could export nothing (503): the copy's
+  // transaction gets its own, longer bound. Read here from inside the copy's transaction.
+  const pool = createSql(testDatabaseUrl(), { max: 2, statementTimeoutMs: 1_500 });
+  try {
+    const staging = {
+      stage: async (tx: Tx) =>
+        (await tx<{ t: string }[]>`select setting as t from pg_settings where name = 'statement_timeout'`)[0]!.t,
+      drop: (tx: Tx) => tx`select 1`,
+    };
+    const once = async function* (staged: string) {
+      yield staged;
+    };
+    const seen: string[] = [];
+    for await (const t of inStagedSnapshot(pool, { tenantId: newTenant(), actor: "test" }, staging, once)) seen.push(t);
+    assert.deepEqual(seen, [String(COPY_FACTOR * 1_500)], "milliseconds");
+  } finally {
+    await pool.end();
+  }
 });
 
 Deno.test({
