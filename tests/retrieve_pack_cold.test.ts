@@ -2,7 +2,7 @@
 // (issue 19: 20 memories of 8,000 characters were each counted whole on every request), and pack
 // what whole counts pack, byte for byte, at every budget. Counts characters, never time.
 import assert from "node:assert/strict";
-import type { FormatMemory } from "../supabase/functions/_shared/retrieval/format.ts";
+import { type FormatMemory, memoryLine, renderBlock } from "../supabase/functions/_shared/retrieval/format.ts";
 import { type PackInput, packIntoBudget, packTexts } from "../supabase/functions/_shared/retrieval/pack.ts";
 import { countTokens, tokenCounting, tokenizerWork } from "../supabase/functions/_shared/tokens.ts";
 
@@ -92,4 +92,25 @@ Deno.test("retrieval packing: 20 memories of 8,000 characters count a fraction o
     assert.ok(counted < chars / 3, `budget ${budget}: ${counted} of ${chars} characters counted`);
     assert.equal(packed.tokenCount, countTokens(packed.block));
   }
+});
+
+Deno.test("retrieval packing: lines counted for one retrieval are not counted again for the next, only its blocks", () => {
+  const rnd = random(31);
+  const ranked = memories(rnd, 30, 12).map((m, i) => ({ ...m, content: `${m.content.replace(/検証/g, "")} ${i}` }));
+  const pack = () => {
+    const before = tokenizerWork.countedChars;
+    const packed = packIntoBudget({ ranked, budgetTokens: 8_000 }, ctx);
+    return { packed, counted: tokenizerWork.countedChars - before };
+  };
+  const first = pack();
+  assert.equal(first.packed.injected.length, ranked.length, "every memory fits");
+  const again = pack();
+  assert.deepEqual(again.packed, first.packed);
+  // The next turn's retrieval of the same memories counts only what it must count exactly: the
+  // best memory's block alone (is it whole?) and the final block. Its memories' lines, the heading,
+  // the section titles and the truncation line for every number of memories that could still be
+  // left out were all counted again, the truncation lines twice for every memory.
+  const bestAlone = renderBlock({ memories: ranked.slice(0, 1), truncated: ranked.length - 1 }, ctx);
+  assert.equal(again.counted, bestAlone.length + again.packed.block.length);
+  assert.ok(first.counted > again.counted + ranked.reduce((n, m) => n + memoryLine(m).length, 0));
 });

@@ -68,9 +68,38 @@ function verifierFor(jwt: Config["jwt"]): Verifier {
       }))
         .payload;
     };
+    verifier = rememberingVerified(verifier);
     verifiers.set(key, verifier);
   }
   return verifier;
+}
+
+/**
+ * How long, and for how many tokens, a verified token is remembered (docs/auth.md#credentials):
+ * a client sends the same session token on every turn, and checking its signature again was a
+ * seventh of the Deno CPU of a retrieval. No longer than jose keeps a remote JWKS (10 minutes),
+ * so a key removed from the JWKS stops being accepted as late as it did before.
+ */
+export const VERIFIED_TOKEN_TTL_MS = 5 * 60_000;
+export const VERIFIED_TOKENS_MAX = 4_096;
+
+/**
+ * The verifier, remembering the claims of the tokens it accepted, keyed by the whole token (its
+ * signature included). Only a token that passed is remembered; its time claims stay checked:
+ * verifyJwt checks exp and iat on every call, and an nbf that passed stays passed.
+ */
+function rememberingVerified(verify: Verifier): Verifier {
+  const verified = new Map<string, { claims: JWTPayload; until: number }>();
+  return async (token) => {
+    const now = Date.now();
+    const known = verified.get(token);
+    if (known && known.until > now) return known.claims;
+    if (known) verified.delete(token);
+    const claims = Object.freeze(await verify(token)); // shared by every request that sends the token
+    if (verified.size >= VERIFIED_TOKENS_MAX) verified.delete(verified.keys().next().value!); // the oldest
+    verified.set(token, { claims, until: now + VERIFIED_TOKEN_TTL_MS });
+    return claims;
+  };
 }
 
 /** Why a correctly signed token's time claims refuse it (jose checks exp, nbf and their types). */

@@ -1,6 +1,6 @@
-// Token counts of the lines context packing tries (pack-tiers.ts), kept across requests: the same
-// memories recur within a packing (levels tried, upgrades, the report) and from one request to the
-// next. Bounded by entries and by characters (docs/operations.md#process-memory-bounds): a line is
+// Token counts of the lines context packing (pack-tiers.ts) and retrieval's packing
+// (retrieval/pack.ts) try, kept across requests: the same memories recur within a packing (levels
+// tried, upgrades, the report) and from one request to the next. Bounded by entries and by characters (docs/operations.md#process-memory-bounds): a line is
 // a memory's text, up to 8,000 characters, so 20,000 lines could hold 160 MB of text a tenant
 // wrote, for the process's life. Past either bound the oldest lines are dropped first; a dropped
 // line is only counted again.

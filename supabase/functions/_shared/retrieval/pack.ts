@@ -13,6 +13,7 @@
 // fit is skipped and later, shorter ones are still tried.
 import { shortenToFit } from "../fit-text.ts";
 import { countTokens, countTokensUpTo } from "../tokens.ts";
+import { lineTokens, lineTokensWithin } from "../context/line-tokens.ts";
 import {
   BLOCK_HEADING,
   type FormatContext,
@@ -67,10 +68,16 @@ type Added<M> = { kind: "delta"; line: string } | { kind: "memory"; memory: M; t
 export function packIntoBudget<M extends FormatMemory>(input: PackInput<M>, ctx: FormatContext): PackResult<M> {
   const budget = input.budgetTokens;
   const total = input.ranked.length;
-  const lineCost = (line: string) => countTokens(line) + 1; // + the joining newline
-  // lineCost when at most room, else a number above room: a line that cannot fit is counted only
-  // until that is known (20 memories of 8,000 characters were each counted whole on every request).
-  const lineCostWithin = (line: string, room: number) => countTokensUpTo(line, room - 1).atLeast + 1;
+  // + the joining newline. Lines are counted through the process's line cache
+  // (context/line-tokens.ts): the heading, section titles and truncation lines recur in every
+  // call and were counted again for every candidate, and a memory's line recurs from one turn to
+  // the next (4,034 → 1,631 characters counted per retrieval of the bench's handler suite:
+  // docs/operations.md#cpu-per-retrieval).
+  const lineCost = (line: string) => lineTokens(line) + 1;
+  // lineCost when at most room, else a number above room (all that packing needs to know): a line
+  // that cannot fit is counted only until that is known (20 memories of 8,000 characters were each
+  // counted whole on every request).
+  const lineCostWithin = (line: string, room: number) => lineTokensWithin(line, room - 1) + 1;
   const added: Added<M>[] = [];
   const sections = new Set<SectionKey>();
   let est = lineCost(BLOCK_HEADING);
