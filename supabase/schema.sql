@@ -316,6 +316,20 @@ end;
 $$;
 
 --
+-- Name: clear_scope_counts(); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.clear_scope_counts() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+begin
+  delete from memory_private.memory_scope_counts;
+  return null;
+end;
+$$;
+
+--
 -- Name: close_fact_validity(); Type: FUNCTION; Schema: memory_private; Owner: -
 --
 
@@ -332,6 +346,45 @@ begin
     new.valid_until := null;
   end if;
   return new;
+end;
+$$;
+
+--
+-- Name: compact_scope_counts(); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.compact_scope_counts() RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+  v_taken  bigint;
+  v_merged bigint;
+begin
+  with bases as (
+    select c.owner_id, c.scope
+      from memory_private.memory_scope_counts c
+     group by c.owner_id, c.scope
+    having count(*) > 1 or sum(c.memories) = 0
+  ),
+  taken as (
+    delete from memory_private.memory_scope_counts c
+     where c.ctid = any (array(select h.ctid
+                                 from memory_private.memory_scope_counts h
+                                 join bases b on b.owner_id = h.owner_id and b.scope = h.scope
+                                  for update of h skip locked))
+    returning c.owner_id, c.scope, c.memories
+  ),
+  merged as (
+    insert into memory_private.memory_scope_counts (owner_id, scope, memories)
+    select t.owner_id, t.scope, sum(t.memories)::integer
+      from taken t
+     group by t.owner_id, t.scope
+    having sum(t.memories) <> 0
+    returning 1
+  )
+  select (select count(*) from taken), (select count(*) from merged) into v_taken, v_merged;
+  return jsonb_build_object('rows_taken', v_taken, 'rows_written', v_merged);
 end;
 $$;
 
@@ -361,6 +414,50 @@ CREATE FUNCTION memory_private.content_hash(p_content text) RETURNS text
     SET search_path TO ''
     AS $$
   select encode(sha256(convert_to(lower(btrim(regexp_replace(p_content, '\s+', ' ', 'g'))), 'UTF8')), 'hex')
+$$;
+
+--
+-- Name: count_scope_write(); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.count_scope_write() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+  v_change record;
+  v_done   boolean;
+  v_shared boolean := current_setting('transaction_isolation') = 'read committed';
+begin
+  for v_change in
+    select d.owner_id, d.scope, sum(d.delta)::integer as delta
+      from (select old.owner_id, s.scope, -1 as delta
+              from unnest(memory_private.namespace_scopes(old.namespace)) as s(scope)
+             where tg_op <> 'INSERT' and old.is_valid and old.state = 'active' and old.source is distinct from 'conversation'
+            union all
+            select new.owner_id, s.scope, 1
+              from unnest(memory_private.namespace_scopes(new.namespace)) as s(scope)
+             where tg_op <> 'DELETE' and new.is_valid and new.state = 'active' and new.source is distinct from 'conversation') as d
+     group by d.owner_id, d.scope
+    having sum(d.delta) <> 0
+  loop
+    v_done := false;
+    if v_shared then
+      update memory_private.memory_scope_counts c
+         set memories = c.memories + v_change.delta
+       where c.ctid = (select h.ctid from memory_private.memory_scope_counts h
+                        where h.owner_id = v_change.owner_id and h.scope = v_change.scope
+                        limit 1
+                          for update skip locked);
+      v_done := found;
+    end if;
+    if not v_done then
+      insert into memory_private.memory_scope_counts (owner_id, scope, memories)
+      values (v_change.owner_id, v_change.scope, v_change.delta);
+    end if;
+  end loop;
+  return null;
+end;
 $$;
 
 --
@@ -1327,6 +1424,20 @@ CREATE FUNCTION memory_private.memory_heap_pages() RETURNS bigint
 $$;
 
 --
+-- Name: namespace_scopes(text); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.namespace_scopes(p_namespace text) RETURNS text[]
+    LANGUAGE sql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+  select array(select array_to_string(p.parts[1:i], '/')
+                 from generate_series(1, cardinality(p.parts)) as i
+                order by i)
+    from (select string_to_array(p_namespace, '/') as parts) as p
+$$;
+
+--
 -- Name: postpone_job(uuid, text, text, interval, interval); Type: FUNCTION; Schema: memory_private; Owner: -
 --
 
@@ -1717,6 +1828,31 @@ begin
                        'relation_type', v_row.relation_type, 'strength', v_row.strength,
                        'confidence', v_row.confidence, 'valid_until', v_row.valid_until));
   return null;
+end;
+$$;
+
+--
+-- Name: recount_scope_sizes(); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.recount_scope_sizes() RETURNS jsonb
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+  v_rows bigint;
+begin
+  lock table public.devai_memories in share mode;
+  lock table memory_private.memory_scope_counts in exclusive mode;
+  delete from memory_private.memory_scope_counts;
+  insert into memory_private.memory_scope_counts (owner_id, scope, memories)
+  select m.owner_id, s.scope, count(*)::integer
+    from public.devai_memories m
+   cross join lateral unnest(memory_private.namespace_scopes(m.namespace)) as s(scope)
+   where m.is_valid and m.state = 'active' and m.source is distinct from 'conversation'
+   group by m.owner_id, s.scope;
+  get diagnostics v_rows = row_count;
+  return jsonb_build_object('scopes', v_rows);
 end;
 $$;
 
@@ -2855,6 +2991,32 @@ end;
 $$;
 
 --
+-- Name: scope_rows(uuid, text[], integer); Type: FUNCTION; Schema: memory_search; Owner: -
+--
+
+CREATE FUNCTION memory_search.scope_rows(p_owner uuid, p_bases text[], p_cap integer) RETURNS integer
+    LANGUAGE plpgsql STABLE
+    SET search_path TO ''
+    SET plan_cache_mode TO 'force_generic_plan'
+    AS $$
+begin
+  return (
+    select count(*)::integer
+      from (select 1
+              from unnest(p_bases, array(select x || '0' from unnest(p_bases) with ordinality as u(x, o) order by o))
+                   as b(base, upper)
+             cross join lateral (
+               select 1 from public.devai_memories m
+                where m.owner_id = p_owner and m.is_valid and m.state = 'active'
+                  and m.namespace operator(pg_catalog.~>=~) b.base
+                  and m.namespace operator(pg_catalog.~<~) b.upper
+                  and (m.namespace = b.base or m.namespace ^@ (b.base || '/'))
+                limit p_cap + 1) as hit
+             limit p_cap + 1) as counted);
+end;
+$$;
+
+--
 -- Name: scoped_query(tsquery, text[]); Type: FUNCTION; Schema: memory_search; Owner: -
 --
 
@@ -3752,8 +3914,9 @@ begin
     return;
   end if;
 
-  -- The scope's size up to the exact path's limit (public.memory_scope_size: one index range per
-  -- scope, the same count the fallback below and hybrid_search's idf make).
+  -- The scope's size up to the exact path's limit, as the write path keeps it
+  -- (public.memory_scope_size: one index probe per scope base; migration 20261208300000).
+  -- Counting the scope's index entries instead cost up to the limit's heap fetches per search.
   v_in_scope := public.memory_scope_size(match_owner, v_bases, v_exact_max);
 
   -- Two statements, not one with both branches: a UNION ALL of the two paths, gated by
@@ -3843,10 +4006,12 @@ begin
     -- exact_scan_fallback_max_rows memories is then compared exactly below; a larger one keeps
     -- what the walk found.
     -- The setting and the count are read only for a walk that came back short (a full one, the
-    -- usual case, pays nothing for the fallback).
+    -- usual case, pays nothing for the fallback). The scope is counted afresh here
+    -- (memory_search.scope_rows), not read from the kept counts: a kept count too large (a drift)
+    -- sent this small scope to the walk, and must not also keep the walk's short answer.
     if cardinality(v_walk_ids) < match_count then
       v_fallback := public.memory_setting('exact_scan_fallback_max_rows')::integer;
-      v_short := public.memory_scope_size(match_owner, v_bases, v_fallback) <= v_fallback;
+      v_short := memory_search.scope_rows(match_owner, v_bases, v_fallback) <= v_fallback;
     end if;
     if not v_short then
       return query
@@ -4632,24 +4797,16 @@ $$;
 --
 
 CREATE FUNCTION public.memory_scope_size(p_owner uuid, p_bases text[], p_cap integer) RETURNS integer
-    LANGUAGE plpgsql STABLE
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO ''
-    SET plan_cache_mode TO 'force_generic_plan'
     AS $$
 begin
-  return (
-    select count(*)::integer
-      from (select 1
-              from unnest(p_bases, array(select x || '0' from unnest(p_bases) with ordinality as u(x, o) order by o))
-                   as b(base, upper)
-             cross join lateral (
-               select 1 from public.devai_memories m
-                where m.owner_id = p_owner and m.is_valid and m.state = 'active'
-                  and m.namespace operator(pg_catalog.~>=~) b.base
-                  and m.namespace operator(pg_catalog.~<~) b.upper
-                  and (m.namespace = b.base or m.namespace ^@ (b.base || '/'))
-                limit p_cap + 1) as hit
-             limit p_cap + 1) as counted);
+  if not memory_search.caller_reads_owner(p_owner) then
+    return 0;
+  end if;
+  return (select least(greatest(coalesce(sum(c.memories), 0), 0), p_cap::bigint + 1)::integer
+            from memory_private.memory_scope_counts c
+           where c.owner_id = p_owner and c.scope = any (p_bases));
 end;
 $$;
 
@@ -5551,6 +5708,22 @@ COMMENT ON COLUMN memory_private.lifecycle_runs.steps IS 'Calls of the step func
 --
 
 COMMENT ON COLUMN memory_private.lifecycle_runs.totals IS 'Counts of the run so far: {"decayed", "invalidated"} for decay, {"soft_deleted"} for ttl.';
+
+--
+-- Name: memory_scope_counts; Type: TABLE; Schema: memory_private; Owner: -
+--
+
+CREATE TABLE memory_private.memory_scope_counts (
+    owner_id uuid NOT NULL,
+    scope text NOT NULL,
+    memories integer NOT NULL
+);
+
+--
+-- Name: TABLE memory_scope_counts; Type: COMMENT; Schema: memory_private; Owner: -
+--
+
+COMMENT ON TABLE memory_private.memory_scope_counts IS 'Per tenant and scope base (a namespace or one of its parents), the valid, active memories that are not episodes under it: the sum of the base''s rows (a base has one row, or a few while writers ran at once). Kept by the devai_memories_count_scope_* triggers; read by public.memory_scope_size. docs/retrieval.md#vector.';
 
 --
 -- Name: rate_limit_buckets; Type: TABLE; Schema: memory_private; Owner: -
@@ -6708,6 +6881,12 @@ ALTER TABLE ONLY public.supervisor_checkpoints
     ADD CONSTRAINT supervisor_checkpoints_unique_thread UNIQUE (owner_id, thread_id);
 
 --
+-- Name: memory_scope_counts_owner_scope; Type: INDEX; Schema: memory_private; Owner: -
+--
+
+CREATE INDEX memory_scope_counts_owner_scope ON memory_private.memory_scope_counts USING btree (owner_id, scope);
+
+--
 -- Name: context_injections_injected_at; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -7144,6 +7323,38 @@ CREATE INDEX supervisor_checkpoints_updated ON public.supervisor_checkpoints USI
 CREATE TRIGGER devai_memories_close_validity BEFORE UPDATE OF is_valid, superseded_by ON public.devai_memories FOR EACH ROW WHEN (((current_setting('memory.bulk'::text, true) IS DISTINCT FROM 'on'::text) OR (CURRENT_USER <> ALL (ARRAY['postgres'::name, 'service_role'::name])))) EXECUTE FUNCTION memory_private.close_fact_validity();
 
 --
+-- Name: devai_memories devai_memories_count_scope_delete; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER devai_memories_count_scope_delete AFTER DELETE ON public.devai_memories FOR EACH ROW WHEN ((old.is_valid AND (old.state = 'active'::text) AND (old.source IS DISTINCT FROM 'conversation'::text))) EXECUTE FUNCTION memory_private.count_scope_write();
+
+ALTER TABLE public.devai_memories ENABLE ALWAYS TRIGGER devai_memories_count_scope_delete;
+
+--
+-- Name: devai_memories devai_memories_count_scope_insert; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER devai_memories_count_scope_insert AFTER INSERT ON public.devai_memories FOR EACH ROW WHEN ((new.is_valid AND (new.state = 'active'::text) AND (new.source IS DISTINCT FROM 'conversation'::text))) EXECUTE FUNCTION memory_private.count_scope_write();
+
+ALTER TABLE public.devai_memories ENABLE ALWAYS TRIGGER devai_memories_count_scope_insert;
+
+--
+-- Name: devai_memories devai_memories_count_scope_truncate; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER devai_memories_count_scope_truncate AFTER TRUNCATE ON public.devai_memories FOR EACH STATEMENT EXECUTE FUNCTION memory_private.clear_scope_counts();
+
+ALTER TABLE public.devai_memories ENABLE ALWAYS TRIGGER devai_memories_count_scope_truncate;
+
+--
+-- Name: devai_memories devai_memories_count_scope_update; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER devai_memories_count_scope_update AFTER UPDATE ON public.devai_memories FOR EACH ROW WHEN ((((old.is_valid AND (old.state = 'active'::text) AND (old.source IS DISTINCT FROM 'conversation'::text)) IS DISTINCT FROM (new.is_valid AND (new.state = 'active'::text) AND (new.source IS DISTINCT FROM 'conversation'::text))) OR (new.is_valid AND (new.state = 'active'::text) AND (new.source IS DISTINCT FROM 'conversation'::text) AND ((old.namespace IS DISTINCT FROM new.namespace) OR (old.owner_id IS DISTINCT FROM new.owner_id))))) EXECUTE FUNCTION memory_private.count_scope_write();
+
+ALTER TABLE public.devai_memories ENABLE ALWAYS TRIGGER devai_memories_count_scope_update;
+
+--
 -- Name: devai_memories devai_memories_derive_content; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -7413,6 +7624,12 @@ CREATE POLICY "Service role can read lifecycle runs" ON memory_private.lifecycle
 CREATE POLICY "Service role can read rate-limit buckets" ON memory_private.rate_limit_buckets FOR SELECT TO service_role USING (true);
 
 --
+-- Name: memory_scope_counts Service role can read scope counts; Type: POLICY; Schema: memory_private; Owner: -
+--
+
+CREATE POLICY "Service role can read scope counts" ON memory_private.memory_scope_counts FOR SELECT TO service_role USING (true);
+
+--
 -- Name: keyword_common_terms Service role can read the common keyword terms; Type: POLICY; Schema: memory_private; Owner: -
 --
 
@@ -7471,6 +7688,12 @@ ALTER TABLE memory_private.keyword_common_terms ENABLE ROW LEVEL SECURITY;
 --
 
 ALTER TABLE memory_private.lifecycle_runs ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: memory_scope_counts; Type: ROW SECURITY; Schema: memory_private; Owner: -
+--
+
+ALTER TABLE memory_private.memory_scope_counts ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: rate_limit_buckets; Type: ROW SECURITY; Schema: memory_private; Owner: -
@@ -8347,10 +8570,23 @@ REVOKE ALL ON FUNCTION memory_private.claim_jobs(p_worker text, p_limit integer,
 GRANT ALL ON FUNCTION memory_private.claim_jobs(p_worker text, p_limit integer, p_lease interval, p_kinds text[], p_owner uuid) TO service_role;
 
 --
+-- Name: FUNCTION clear_scope_counts(); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.clear_scope_counts() FROM PUBLIC;
+
+--
 -- Name: FUNCTION close_fact_validity(); Type: ACL; Schema: memory_private; Owner: -
 --
 
 REVOKE ALL ON FUNCTION memory_private.close_fact_validity() FROM PUBLIC;
+
+--
+-- Name: FUNCTION compact_scope_counts(); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.compact_scope_counts() FROM PUBLIC;
+GRANT ALL ON FUNCTION memory_private.compact_scope_counts() TO service_role;
 
 --
 -- Name: FUNCTION complete_job(p_id uuid, p_worker text, p_result jsonb); Type: ACL; Schema: memory_private; Owner: -
@@ -8366,6 +8602,12 @@ GRANT ALL ON FUNCTION memory_private.complete_job(p_id uuid, p_worker text, p_re
 REVOKE ALL ON FUNCTION memory_private.content_hash(p_content text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memory_private.content_hash(p_content text) TO authenticated;
 GRANT ALL ON FUNCTION memory_private.content_hash(p_content text) TO service_role;
+
+--
+-- Name: FUNCTION count_scope_write(); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.count_scope_write() FROM PUBLIC;
 
 --
 -- Name: FUNCTION current_actor(); Type: ACL; Schema: memory_private; Owner: -
@@ -8693,6 +8935,12 @@ REVOKE ALL ON FUNCTION memory_private.memory_heap_pages() FROM PUBLIC;
 GRANT ALL ON FUNCTION memory_private.memory_heap_pages() TO service_role;
 
 --
+-- Name: FUNCTION namespace_scopes(p_namespace text); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.namespace_scopes(p_namespace text) FROM PUBLIC;
+
+--
 -- Name: FUNCTION postpone_job(p_id uuid, p_worker text, p_error text, p_backoff_base interval, p_backoff_max interval); Type: ACL; Schema: memory_private; Owner: -
 --
 
@@ -8759,6 +9007,13 @@ REVOKE ALL ON FUNCTION memory_private.record_proposal_write() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION memory_private.record_relation_write() FROM PUBLIC;
+
+--
+-- Name: FUNCTION recount_scope_sizes(); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.recount_scope_sizes() FROM PUBLIC;
+GRANT ALL ON FUNCTION memory_private.recount_scope_sizes() TO service_role;
 
 --
 -- Name: FUNCTION refresh_keyword_common_terms(); Type: ACL; Schema: memory_private; Owner: -
@@ -8963,6 +9218,14 @@ GRANT ALL ON FUNCTION memory_search.reinforcement_rows(p_ids uuid[], p_counts in
 REVOKE ALL ON FUNCTION memory_search.relation_strengths(p_owner uuid, p_ids uuid[], p_at timestamp with time zone, p_scopes text[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION memory_search.relation_strengths(p_owner uuid, p_ids uuid[], p_at timestamp with time zone, p_scopes text[]) TO authenticated;
 GRANT ALL ON FUNCTION memory_search.relation_strengths(p_owner uuid, p_ids uuid[], p_at timestamp with time zone, p_scopes text[]) TO service_role;
+
+--
+-- Name: FUNCTION scope_rows(p_owner uuid, p_bases text[], p_cap integer); Type: ACL; Schema: memory_search; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_search.scope_rows(p_owner uuid, p_bases text[], p_cap integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION memory_search.scope_rows(p_owner uuid, p_bases text[], p_cap integer) TO authenticated;
+GRANT ALL ON FUNCTION memory_search.scope_rows(p_owner uuid, p_bases text[], p_cap integer) TO service_role;
 
 --
 -- Name: FUNCTION scoped_query(p_term tsquery, p_keys text[]); Type: ACL; Schema: memory_search; Owner: -
@@ -9384,6 +9647,12 @@ GRANT SELECT ON TABLE memory_private.keyword_common_terms TO service_role;
 --
 
 GRANT SELECT,INSERT,UPDATE ON TABLE memory_private.lifecycle_runs TO service_role;
+
+--
+-- Name: TABLE memory_scope_counts; Type: ACL; Schema: memory_private; Owner: -
+--
+
+GRANT SELECT ON TABLE memory_private.memory_scope_counts TO service_role;
 
 --
 -- Name: TABLE rate_limit_buckets; Type: ACL; Schema: memory_private; Owner: -
