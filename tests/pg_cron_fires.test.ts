@@ -45,6 +45,7 @@ Deno.test({
         "devai-memory-ttl",
         "devai-proposal-lapse",
         "devai-rate-limit-prune",
+        "devai-scope-count-compaction",
         "devai-session-idle-end",
         "devai-vector-indexes",
       ]);

@@ -23,9 +23,10 @@ select results_eq(
            ('devai-memory-ttl', '* 4 * * *', 'select memory_private.run_ttl_step()'),
            ('devai-proposal-lapse', '15 2 * * *', 'select memory_private.lapse_proposals()'),
            ('devai-rate-limit-prune', '55 6 * * *', 'select memory_private.prune_rate_limit_buckets()'),
+           ('devai-scope-count-compaction', '*/10 * * * *', 'select memory_private.compact_scope_counts()'),
            ('devai-session-idle-end', '0 2 * * *', 'select memory_private.end_idle_sessions()'),
            ('devai-vector-indexes', '40 * * * *', 'select memory_private.enqueue_vector_index_jobs()')$$,
-  'step forms every minute of a window each: decay 03:xx, TTL 04:xx, purge 05:xx UTC; lease sweep and finished-job prune every minute; keyword statistics every 15 minutes; pg_cron history prune daily 06:30; idle sessions ended 02:00, proposals lapsed 02:15, graph maintenance queued 02:30, consolidation 02:45; context session records pruned 06:45; old revoked and expired agent tokens 06:50; full rate-limit buckets 06:55; tenants'' own vector indexes queued hourly at :40; entity backfill jobs queued every 10 minutes; export copies whose server went away pruned every 15 minutes');
+  'step forms every minute of a window each: decay 03:xx, TTL 04:xx, purge 05:xx UTC; lease sweep and finished-job prune every minute; keyword statistics every 15 minutes; pg_cron history prune daily 06:30; idle sessions ended 02:00, proposals lapsed 02:15, graph maintenance queued 02:30, consolidation 02:45; context session records pruned 06:45; old revoked and expired agent tokens 06:50; full rate-limit buckets 06:55; tenants'' own vector indexes queued hourly at :40; entity backfill jobs queued every 10 minutes; export copies whose server went away pruned every 15 minutes; scope counts compacted every 10 minutes');
 
 create temporary table has_cron on commit drop as
   select exists (select from pg_extension where extname = 'pg_cron') as yes;
@@ -84,7 +85,7 @@ select lives_ok($$select memory_private.run_decay_step(); select memory_private.
                   select memory_private.end_idle_sessions(); select memory_private.enqueue_graph_maintenance();
                   select memory_private.refresh_keyword_common_terms(); select memory_private.enqueue_vector_index_jobs();
                   select memory_private.prune_agent_tokens(); select memory_private.enqueue_entity_backfill();
-                  select memory_private.prune_rate_limit_buckets()$$,
+                  select memory_private.prune_rate_limit_buckets(); select memory_private.compact_scope_counts()$$,
                 'every job runs by hand, in its step and its one-shot form');
 
 -- who may run the step forms and see their progress: service_role (and postgres, pg_cron's

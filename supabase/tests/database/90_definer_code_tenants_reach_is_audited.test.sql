@@ -13,7 +13,13 @@
 --   history, change log and links only (composite foreign keys keep ids within their owner).
 -- - The public RPCs take the tenant from auth.uid() and filter every read and write by it (the
 --   export's copy: pgTAP 99_export_copy_is_the_tenants_alone); the
---   memory_search lookups (not served by PostgREST) answer only about auth.uid() (pgTAP 63).
+--   memory_search lookups (not served by PostgREST) answer only about auth.uid() (pgTAP 63), and so
+--   does public.memory_scope_size (another tenant's scopes count 0; pgTAP 99_scope_sizes_kept_by_the_write_path).
+-- - The scope-count triggers (migration 20261208300000): count_scope_write adds up the row's change
+--   to its owner's scope counts (after the policies: the caller's row) in the transaction's setting
+--   memory.scope_count_changes, which flush_scope_counts writes to memory_private.memory_scope_counts
+--   at the statement's end; nothing is read back to the caller, and a count decides a search's
+--   path, never its answers (docs/retrieval.md#vector).
 begin;
 select plan(7);
 
@@ -36,7 +42,7 @@ select results_eq($$
    order by 1
 $$, $$values ('memory_search.context_lookups'), ('memory_search.entity_matches'), ('memory_search.keyword_postings'),
              ('public.finish_consolidation_run'), ('public.memory_export_drop'), ('public.memory_export_page'),
-             ('public.memory_export_stage'), ('public.record_extract_part'), ('public.record_memory_usage'),
+             ('public.memory_export_stage'), ('public.memory_scope_size'), ('public.record_extract_part'), ('public.record_memory_usage'),
              ('public.take_rate_limit_token')$$,
   'the security-definer functions a tenant may call are the audited ones');
 
@@ -52,9 +58,13 @@ select results_eq($$
                       else has_any_column_privilege('authenticated', t.tgrelid, e.event) end
    order by 1, 2, 3, 4
 $$, $$values
+  ('devai_memories', 'count_scope_write', 'AFTER', 'INSERT'),
+  ('devai_memories', 'count_scope_write', 'AFTER', 'UPDATE'),
   ('devai_memories', 'derive_content_columns', 'BEFORE', 'INSERT'),
   ('devai_memories', 'derive_content_columns', 'BEFORE', 'UPDATE'),
   ('devai_memories', 'entity_link_profile_on_update', 'AFTER', 'UPDATE'),
+  ('devai_memories', 'flush_scope_counts', 'AFTER', 'INSERT'),
+  ('devai_memories', 'flush_scope_counts', 'AFTER', 'UPDATE'),
   ('devai_memories', 'record_memory_write', 'AFTER', 'INSERT'),
   ('devai_memories', 'record_memory_write', 'AFTER', 'UPDATE'),
   ('memory_agent_tokens', 'enforce_agent_token_limit', 'BEFORE', 'INSERT'),
