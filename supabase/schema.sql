@@ -3045,6 +3045,7 @@ begin
              cross join lateral (
                select 1 from public.devai_memories m
                 where m.owner_id = p_owner and m.is_valid and m.state = 'active'
+                  and m.source is distinct from 'conversation'
                   and m.namespace operator(pg_catalog.~>=~) b.base
                   and m.namespace operator(pg_catalog.~<~) b.upper
                   and (m.namespace = b.base or m.namespace ^@ (b.base || '/'))
@@ -7019,6 +7020,12 @@ CREATE INDEX devai_memories_owner_hash ON public.devai_memories USING btree (own
 --
 
 CREATE INDEX devai_memories_owner_namespace ON public.devai_memories USING btree (owner_id, namespace text_pattern_ops) WHERE (is_valid AND (state = 'active'::text));
+
+--
+-- Name: devai_memories_owner_namespace_searched; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX devai_memories_owner_namespace_searched ON public.devai_memories USING btree (owner_id, namespace text_pattern_ops) WHERE (is_valid AND (state = 'active'::text) AND (source IS DISTINCT FROM 'conversation'::text));
 
 --
 -- Name: devai_memories_purge_at; Type: INDEX; Schema: public; Owner: -

@@ -26,6 +26,11 @@
 -- The triggers fire ALWAYS (also under session_replication_role = replica, as bulk imports run),
 -- and a TRUNCATE empties the counts, so the counts cannot miss rows written that way.
 --
+-- Episodes leave the scope's size, and the exact path reads past them no more: it read the scope
+-- by devai_memories_owner_namespace, which holds them, and fetched each episode's row to drop it
+-- (40 memories beside 3,000 episodes: 3,062 rows read; by devai_memories_owner_namespace_searched,
+-- which holds what search compares, 62).
+--
 -- A count that drifts anyway (a bug, a hand edit) costs speed, never results: a count too small
 -- sends a large scope to the exact path (exact answers, slower); a count too large sends a small
 -- scope to the HNSW walk, and a walk that comes back short is checked against a fresh count
@@ -279,13 +284,18 @@ on conflict (job_name) do update
   set schedule = excluded.schedule, command = excluded.command, description = excluded.description;
 select memory_private.register_maintenance_schedules();
 
+-- The rows search compares, by tenant and namespace: match_memories' exact path and the fresh
+-- count of its fallback read a scope by it (the planner takes it for their conditions, which
+-- imply its predicate).
+create index devai_memories_owner_namespace_searched on public.devai_memories (owner_id, namespace text_pattern_ops)
+  where is_valid and state = 'active' and source is distinct from 'conversation';
+
 select memory_private.recount_scope_sizes();
 
--- The scope's index entries counted afresh, up to p_cap + 1 (the former public.memory_scope_size,
--- under the caller's row-level security): match_memories' exact fallback, after a walk that came
--- back short, decides on this count, not on the kept one, so a drifted count cannot keep a short
--- walk's answer. It counts episodes too (the index holds them; reading each row's source would
--- read the heap).
+-- The scope's memories counted afresh, up to p_cap + 1 (the former public.memory_scope_size, under
+-- the caller's row-level security, without episodes: devai_memories_owner_namespace_searched's
+-- entries): match_memories' exact fallback, after a walk that came back short, decides on this
+-- count, not on the kept one, so a drifted count cannot keep a short walk's answer.
 create function memory_search.scope_rows(p_owner uuid, p_bases text[], p_cap integer)
 returns integer
 language plpgsql
@@ -302,6 +312,7 @@ begin
              cross join lateral (
                select 1 from public.devai_memories m
                 where m.owner_id = p_owner and m.is_valid and m.state = 'active'
+                  and m.source is distinct from 'conversation'
                   and m.namespace operator(pg_catalog.~>=~) b.base
                   and m.namespace operator(pg_catalog.~<~) b.upper
                   and (m.namespace = b.base or m.namespace ^@ (b.base || '/'))

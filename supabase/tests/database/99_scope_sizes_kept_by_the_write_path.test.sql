@@ -5,7 +5,7 @@
 -- the scope's index entries on every search: up to the exact-scan limit's heap fetches), and leaves
 -- episodes out of it; a count that drifts changes the path, not the answer. docs/retrieval.md#vector.
 begin;
-select plan(24);
+select plan(26);
 
 -- What the kept counts say, and what a fresh count of the memories says, per tenant and base, for
 -- the tenants of this file.
@@ -151,6 +151,12 @@ select results_eq(
   'a scope of 40 memories and 3,000 episodes gets its exact 20 nearest, no episode');
 select is(pg_temp.scans('public.devai_memories_embedding_hnsw'), (select n from walks_then),
           'both exactly, without an HNSW walk: episodes do not count toward the scope''s size');
+select cmp_ok(tests.rows_read_by('public.devai_memories',
+                $$select * from public.match_memories(tests.embedding('{1}'), 'devai/project/chatty', 20, 0, '99830000-0000-4000-8000-00000000000c', 'm')$$),
+              '<=', 100::bigint,
+              'and the exact path reads the 40 memories, not the 3,000 episodes beside them (3,062 rows before)');
+select is(memory_search.scope_rows('99830000-0000-4000-8000-00000000000c', array['devai/project/chatty'], 10000), 40,
+          'the fallback''s fresh count leaves episodes out too');
 
 -- Drift: a count far too large sends the small scope to the HNSW walk, a count of 0 sends the big
 -- one to the exact comparison; the answers stay those of the exact comparison.
