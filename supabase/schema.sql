@@ -49,6 +49,43 @@ CREATE FUNCTION memory_private.add_counts(p_a jsonb, p_b jsonb) RETURNS jsonb
 $$;
 
 --
+-- Name: add_to_scope_counts(jsonb); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.add_to_scope_counts(p_changes jsonb) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+declare
+  v_shared boolean := current_setting('transaction_isolation') = 'read committed';
+  v_change record;
+  v_done   boolean;
+begin
+  for v_change in
+    select left(c.key, 36)::uuid as owner_id, substr(c.key, 37) as scope, c.value::integer as delta
+      from jsonb_each_text(coalesce(p_changes, '{}')) as c(key, value)
+     where c.value::integer <> 0
+     order by c.key
+  loop
+    v_done := false;
+    if v_shared then
+      update memory_private.memory_scope_counts c
+         set memories = c.memories + v_change.delta
+       where c.id = (select h.id from memory_private.memory_scope_counts h
+                      where h.owner_id = v_change.owner_id and h.scope = v_change.scope
+                      limit 1
+                        for update skip locked);
+      v_done := found;
+    end if;
+    if not v_done then
+      insert into memory_private.memory_scope_counts (owner_id, scope, memories)
+      values (v_change.owner_id, v_change.scope, v_change.delta);
+    end if;
+  end loop;
+end;
+$$;
+
+--
 -- Name: apply_page_ranges(text, timestamp with time zone, bigint, bigint, integer); Type: FUNCTION; Schema: memory_private; Owner: -
 --
 
@@ -418,33 +455,63 @@ CREATE FUNCTION memory_private.content_hash(p_content text) RETURNS text
 $$;
 
 --
--- Name: count_scope_write(); Type: FUNCTION; Schema: memory_private; Owner: -
+-- Name: count_scope_rows_added(); Type: FUNCTION; Schema: memory_private; Owner: -
 --
 
-CREATE FUNCTION memory_private.count_scope_write() RETURNS trigger
+CREATE FUNCTION memory_private.count_scope_rows_added() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
     AS $$
-declare
-  v_changes jsonb := coalesce(nullif(current_setting('memory.scope_count_changes', true), ''), '{}')::jsonb;
-  v_scope   text;
-  v_key     text;
 begin
-  -- Plain expressions only (no query per row): at 5,000 rows a statement, a query per row took
-  -- about as long as the row's history trigger.
-  if tg_op <> 'INSERT' and old.is_valid and old.state = 'active' and old.source is distinct from 'conversation' then
-    foreach v_scope in array memory_private.namespace_scopes(old.namespace) loop
-      v_key := old.owner_id::text || v_scope;
-      v_changes := jsonb_set(v_changes, array[v_key], to_jsonb(coalesce((v_changes ->> v_key)::integer, 0) - 1));
-    end loop;
-  end if;
-  if tg_op <> 'DELETE' and new.is_valid and new.state = 'active' and new.source is distinct from 'conversation' then
-    foreach v_scope in array memory_private.namespace_scopes(new.namespace) loop
-      v_key := new.owner_id::text || v_scope;
-      v_changes := jsonb_set(v_changes, array[v_key], to_jsonb(coalesce((v_changes ->> v_key)::integer, 0) + 1));
-    end loop;
-  end if;
-  v_key := set_config('memory.scope_count_changes', v_changes::text, true);
+  perform memory_private.add_to_scope_counts(
+    (select jsonb_object_agg(x.key, x.n)
+       from (select r.owner_id::text || s.scope as key, count(*) as n
+               from added r
+              cross join lateral unnest(memory_private.namespace_scopes(r.namespace)) as s(scope)
+              where r.is_valid and r.state = 'active' and r.source is distinct from 'conversation'
+              group by r.owner_id, s.scope) as x));
+  return null;
+end;
+$$;
+
+--
+-- Name: count_scope_rows_removed(); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.count_scope_rows_removed() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+begin
+  perform memory_private.add_to_scope_counts(
+    (select jsonb_object_agg(x.key, -x.n)
+       from (select r.owner_id::text || s.scope as key, count(*) as n
+               from removed r
+              cross join lateral unnest(memory_private.namespace_scopes(r.namespace)) as s(scope)
+              where r.is_valid and r.state = 'active' and r.source is distinct from 'conversation'
+              group by r.owner_id, s.scope) as x));
+  return null;
+end;
+$$;
+
+--
+-- Name: count_scope_update(); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.count_scope_update() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+begin
+  insert into memory_private.scope_count_changes (xact, owner_id, scope, change)
+  select pg_catalog.pg_current_xact_id(), old.owner_id, s.scope, -1
+    from unnest(memory_private.namespace_scopes(old.namespace)) as s(scope)
+   where old.is_valid and old.state = 'active' and old.source is distinct from 'conversation'
+  union all
+  select pg_catalog.pg_current_xact_id(), new.owner_id, s.scope, 1
+    from unnest(memory_private.namespace_scopes(new.namespace)) as s(scope)
+   where new.is_valid and new.state = 'active' and new.source is distinct from 'conversation';
+  perform set_config('memory.scope_count_changes', 'on', true);
   return null;
 end;
 $$;
@@ -1046,36 +1113,22 @@ CREATE FUNCTION memory_private.flush_scope_counts() RETURNS trigger
     SET search_path TO ''
     AS $$
 declare
-  v_changes text := nullif(current_setting('memory.scope_count_changes', true), '');
-  v_shared  boolean := current_setting('transaction_isolation') = 'read committed';
-  v_change  record;
-  v_done    boolean;
+  v_changes jsonb;
 begin
-  if v_changes is null or v_changes = '{}' then
+  if current_setting('memory.scope_count_changes', true) is distinct from 'on' then
     return null;
   end if;
   perform set_config('memory.scope_count_changes', '', true);
-  for v_change in
-    select left(c.key, 36)::uuid as owner_id, substr(c.key, 37) as scope, c.value::integer as delta
-      from jsonb_each_text(v_changes::jsonb) as c(key, value)
-     where c.value::integer <> 0
-     order by c.key
-  loop
-    v_done := false;
-    if v_shared then
-      update memory_private.memory_scope_counts c
-         set memories = c.memories + v_change.delta
-       where c.id = (select h.id from memory_private.memory_scope_counts h
-                      where h.owner_id = v_change.owner_id and h.scope = v_change.scope
-                      limit 1
-                        for update skip locked);
-      v_done := found;
-    end if;
-    if not v_done then
-      insert into memory_private.memory_scope_counts (owner_id, scope, memories)
-      values (v_change.owner_id, v_change.scope, v_change.delta);
-    end if;
-  end loop;
+  with taken as (
+    delete from memory_private.scope_count_changes c
+     where c.xact = pg_catalog.pg_current_xact_id()
+    returning c.owner_id, c.scope, c.change
+  )
+  select jsonb_object_agg(x.key, x.change) into v_changes
+    from (select t.owner_id::text || t.scope as key, sum(t.change) as change
+            from taken t
+           group by t.owner_id, t.scope) as x;
+  perform memory_private.add_to_scope_counts(v_changes);
   return null;
 end;
 $$;
@@ -5790,6 +5843,37 @@ CREATE TABLE memory_private.rate_limit_buckets (
 );
 
 --
+-- Name: scope_count_changes; Type: TABLE; Schema: memory_private; Owner: -
+--
+
+CREATE UNLOGGED TABLE memory_private.scope_count_changes (
+    id bigint NOT NULL,
+    xact xid8 NOT NULL,
+    owner_id uuid NOT NULL,
+    scope text NOT NULL,
+    change integer NOT NULL
+);
+
+--
+-- Name: TABLE scope_count_changes; Type: COMMENT; Schema: memory_private; Owner: -
+--
+
+COMMENT ON TABLE memory_private.scope_count_changes IS 'The scope-count changes of the rows an UPDATE of devai_memories changed, until the statement''s end, when memory_private.flush_scope_counts adds them to memory_private.memory_scope_counts and deletes them. docs/operations.md#scope-counts.';
+
+--
+-- Name: scope_count_changes_id_seq; Type: SEQUENCE; Schema: memory_private; Owner: -
+--
+
+ALTER TABLE memory_private.scope_count_changes ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME memory_private.scope_count_changes_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+--
 -- Name: context_injections; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -6674,6 +6758,13 @@ ALTER TABLE ONLY memory_private.rate_limit_buckets
     ADD CONSTRAINT rate_limit_buckets_pkey PRIMARY KEY (owner_id, route_class);
 
 --
+-- Name: scope_count_changes scope_count_changes_pkey; Type: CONSTRAINT; Schema: memory_private; Owner: -
+--
+
+ALTER TABLE ONLY memory_private.scope_count_changes
+    ADD CONSTRAINT scope_count_changes_pkey PRIMARY KEY (id);
+
+--
 -- Name: context_injections context_injections_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -6944,6 +7035,12 @@ ALTER TABLE ONLY public.supervisor_checkpoints
 --
 
 CREATE INDEX memory_scope_counts_owner_scope ON memory_private.memory_scope_counts USING btree (owner_id, scope);
+
+--
+-- Name: scope_count_changes_xact; Type: INDEX; Schema: memory_private; Owner: -
+--
+
+CREATE INDEX scope_count_changes_xact ON memory_private.scope_count_changes USING btree (xact);
 
 --
 -- Name: context_injections_injected_at; Type: INDEX; Schema: public; Owner: -
@@ -7391,7 +7488,7 @@ CREATE TRIGGER devai_memories_close_validity BEFORE UPDATE OF is_valid, supersed
 -- Name: devai_memories devai_memories_count_scope_delete; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER devai_memories_count_scope_delete AFTER DELETE ON public.devai_memories FOR EACH ROW WHEN ((old.is_valid AND (old.state = 'active'::text) AND (old.source IS DISTINCT FROM 'conversation'::text))) EXECUTE FUNCTION memory_private.count_scope_write();
+CREATE TRIGGER devai_memories_count_scope_delete AFTER DELETE ON public.devai_memories REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION memory_private.count_scope_rows_removed();
 
 ALTER TABLE public.devai_memories ENABLE ALWAYS TRIGGER devai_memories_count_scope_delete;
 
@@ -7399,7 +7496,7 @@ ALTER TABLE public.devai_memories ENABLE ALWAYS TRIGGER devai_memories_count_sco
 -- Name: devai_memories devai_memories_count_scope_flush; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER devai_memories_count_scope_flush AFTER INSERT OR DELETE OR UPDATE ON public.devai_memories FOR EACH STATEMENT EXECUTE FUNCTION memory_private.flush_scope_counts();
+CREATE TRIGGER devai_memories_count_scope_flush AFTER UPDATE ON public.devai_memories FOR EACH STATEMENT EXECUTE FUNCTION memory_private.flush_scope_counts();
 
 ALTER TABLE public.devai_memories ENABLE ALWAYS TRIGGER devai_memories_count_scope_flush;
 
@@ -7407,7 +7504,7 @@ ALTER TABLE public.devai_memories ENABLE ALWAYS TRIGGER devai_memories_count_sco
 -- Name: devai_memories devai_memories_count_scope_insert; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER devai_memories_count_scope_insert AFTER INSERT ON public.devai_memories FOR EACH ROW WHEN ((new.is_valid AND (new.state = 'active'::text) AND (new.source IS DISTINCT FROM 'conversation'::text))) EXECUTE FUNCTION memory_private.count_scope_write();
+CREATE TRIGGER devai_memories_count_scope_insert AFTER INSERT ON public.devai_memories REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION memory_private.count_scope_rows_added();
 
 ALTER TABLE public.devai_memories ENABLE ALWAYS TRIGGER devai_memories_count_scope_insert;
 
@@ -7423,7 +7520,7 @@ ALTER TABLE public.devai_memories ENABLE ALWAYS TRIGGER devai_memories_count_sco
 -- Name: devai_memories devai_memories_count_scope_update; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER devai_memories_count_scope_update AFTER UPDATE ON public.devai_memories FOR EACH ROW WHEN ((((old.is_valid AND (old.state = 'active'::text) AND (old.source IS DISTINCT FROM 'conversation'::text)) IS DISTINCT FROM (new.is_valid AND (new.state = 'active'::text) AND (new.source IS DISTINCT FROM 'conversation'::text))) OR (new.is_valid AND (new.state = 'active'::text) AND (new.source IS DISTINCT FROM 'conversation'::text) AND ((old.namespace IS DISTINCT FROM new.namespace) OR (old.owner_id IS DISTINCT FROM new.owner_id))))) EXECUTE FUNCTION memory_private.count_scope_write();
+CREATE TRIGGER devai_memories_count_scope_update AFTER UPDATE ON public.devai_memories FOR EACH ROW WHEN ((((old.is_valid AND (old.state = 'active'::text) AND (old.source IS DISTINCT FROM 'conversation'::text)) IS DISTINCT FROM (new.is_valid AND (new.state = 'active'::text) AND (new.source IS DISTINCT FROM 'conversation'::text))) OR (new.is_valid AND (new.state = 'active'::text) AND (new.source IS DISTINCT FROM 'conversation'::text) AND ((old.namespace IS DISTINCT FROM new.namespace) OR (old.owner_id IS DISTINCT FROM new.owner_id))))) EXECUTE FUNCTION memory_private.count_scope_update();
 
 ALTER TABLE public.devai_memories ENABLE ALWAYS TRIGGER devai_memories_count_scope_update;
 
@@ -7697,6 +7794,12 @@ CREATE POLICY "Service role can read lifecycle runs" ON memory_private.lifecycle
 CREATE POLICY "Service role can read rate-limit buckets" ON memory_private.rate_limit_buckets FOR SELECT TO service_role USING (true);
 
 --
+-- Name: scope_count_changes Service role can read scope count changes; Type: POLICY; Schema: memory_private; Owner: -
+--
+
+CREATE POLICY "Service role can read scope count changes" ON memory_private.scope_count_changes FOR SELECT TO service_role USING (true);
+
+--
 -- Name: memory_scope_counts Service role can read scope counts; Type: POLICY; Schema: memory_private; Owner: -
 --
 
@@ -7773,6 +7876,12 @@ ALTER TABLE memory_private.memory_scope_counts ENABLE ROW LEVEL SECURITY;
 --
 
 ALTER TABLE memory_private.rate_limit_buckets ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: scope_count_changes; Type: ROW SECURITY; Schema: memory_private; Owner: -
+--
+
+ALTER TABLE memory_private.scope_count_changes ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: memory_entities Owners can add entities; Type: POLICY; Schema: public; Owner: -
@@ -8597,6 +8706,12 @@ REVOKE ALL ON FUNCTION memory_private.add_counts(p_a jsonb, p_b jsonb) FROM PUBL
 GRANT ALL ON FUNCTION memory_private.add_counts(p_a jsonb, p_b jsonb) TO service_role;
 
 --
+-- Name: FUNCTION add_to_scope_counts(p_changes jsonb); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.add_to_scope_counts(p_changes jsonb) FROM PUBLIC;
+
+--
 -- Name: FUNCTION apply_page_ranges(p_job text, p_now timestamp with time zone, p_first_page bigint, p_end_page bigint, p_max_batches integer); Type: ACL; Schema: memory_private; Owner: -
 --
 
@@ -8677,10 +8792,22 @@ GRANT ALL ON FUNCTION memory_private.content_hash(p_content text) TO authenticat
 GRANT ALL ON FUNCTION memory_private.content_hash(p_content text) TO service_role;
 
 --
--- Name: FUNCTION count_scope_write(); Type: ACL; Schema: memory_private; Owner: -
+-- Name: FUNCTION count_scope_rows_added(); Type: ACL; Schema: memory_private; Owner: -
 --
 
-REVOKE ALL ON FUNCTION memory_private.count_scope_write() FROM PUBLIC;
+REVOKE ALL ON FUNCTION memory_private.count_scope_rows_added() FROM PUBLIC;
+
+--
+-- Name: FUNCTION count_scope_rows_removed(); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.count_scope_rows_removed() FROM PUBLIC;
+
+--
+-- Name: FUNCTION count_scope_update(); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.count_scope_update() FROM PUBLIC;
 
 --
 -- Name: FUNCTION current_actor(); Type: ACL; Schema: memory_private; Owner: -
@@ -9738,6 +9865,12 @@ GRANT SELECT ON TABLE memory_private.memory_scope_counts TO service_role;
 --
 
 GRANT SELECT,DELETE ON TABLE memory_private.rate_limit_buckets TO service_role;
+
+--
+-- Name: TABLE scope_count_changes; Type: ACL; Schema: memory_private; Owner: -
+--
+
+GRANT SELECT ON TABLE memory_private.scope_count_changes TO service_role;
 
 --
 -- Name: TABLE context_injections; Type: ACL; Schema: public; Owner: -

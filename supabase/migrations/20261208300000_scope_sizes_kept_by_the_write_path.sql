@@ -11,13 +11,14 @@
 --
 -- memory_private.memory_scope_counts holds, per tenant and scope base (each namespace and each of
 -- its parents: 'devai', 'devai/project', 'devai/project/x' for 'devai/project/x'), how many of the
--- tenant's valid, active memories that are not episodes lie under it. Row triggers on
+-- tenant's valid, active memories that are not episodes lie under it. Triggers on
 -- devai_memories add and take away (a write touches one row per level of its namespace, at most
 -- 128); a scope's size is then the sum of its bases' rows, whatever the number of namespaces
 -- below them. docs/retrieval.md#vector.
 --
--- Concurrency: the rows of a statement add up their changes, and at the statement's end each
--- tenant and base's change is added to a row of the base no other transaction holds (FOR UPDATE
+-- Concurrency: a statement's rows are counted together (inserts and deletes from the statement's
+-- transition table, updates kept as they come and summed at the end), and at the statement's end each tenant and
+-- base's change is added to a row of the base no other transaction holds (FOR UPDATE
 -- SKIP LOCKED) or, if every row is held, to a row of its own: writers never wait for each other
 -- here and cannot deadlock, and a rollback takes its change back with it. A base may so have a
 -- few rows (at most about as many as its concurrent writers); the devai-scope-count-compaction
@@ -73,68 +74,24 @@ end;
 $$;
 revoke all on function memory_private.namespace_scopes(text) from public;
 
--- Row trigger of devai_memories: what the row took from and gave to its scope bases' counts (a
--- row is counted while valid, active and not an episode), added up in the transaction's setting
--- memory.scope_count_changes ({"<owner><base>": change}) until the statement's end, when
--- flush_scope_counts writes them. Writing each row's change at once made a 5,000-row insert
--- update one count row 5,000 times in one transaction: each update walked the chain of the
--- row's versions the transaction had left before it (none can be pruned while it runs), 6.1 s
--- instead of 2-3 s. A namespace move changes only the levels the two namespaces do not share.
-create function memory_private.count_scope_write()
-returns trigger
+-- Adds changes ({"<owner><base>": change}) to the scope counts, one per tenant and base. Each is
+-- added to a row of the base no other transaction holds (FOR UPDATE SKIP LOCKED), or, when every
+-- row is held or the transaction runs above read committed (updating a row changed since its
+-- snapshot would fail it), to a row of its own: writers never wait for each other here, so they
+-- cannot deadlock. Called by the counting triggers below.
+create function memory_private.add_to_scope_counts(p_changes jsonb)
+returns void
 language plpgsql
-security definer
 set search_path = ''
 as $$
 declare
-  v_changes jsonb := coalesce(nullif(current_setting('memory.scope_count_changes', true), ''), '{}')::jsonb;
-  v_scope   text;
-  v_key     text;
+  v_shared boolean := current_setting('transaction_isolation') = 'read committed';
+  v_change record;
+  v_done   boolean;
 begin
-  -- Plain expressions only (no query per row): at 5,000 rows a statement, a query per row took
-  -- about as long as the row's history trigger.
-  if tg_op <> 'INSERT' and old.is_valid and old.state = 'active' and old.source is distinct from 'conversation' then
-    foreach v_scope in array memory_private.namespace_scopes(old.namespace) loop
-      v_key := old.owner_id::text || v_scope;
-      v_changes := jsonb_set(v_changes, array[v_key], to_jsonb(coalesce((v_changes ->> v_key)::integer, 0) - 1));
-    end loop;
-  end if;
-  if tg_op <> 'DELETE' and new.is_valid and new.state = 'active' and new.source is distinct from 'conversation' then
-    foreach v_scope in array memory_private.namespace_scopes(new.namespace) loop
-      v_key := new.owner_id::text || v_scope;
-      v_changes := jsonb_set(v_changes, array[v_key], to_jsonb(coalesce((v_changes ->> v_key)::integer, 0) + 1));
-    end loop;
-  end if;
-  v_key := set_config('memory.scope_count_changes', v_changes::text, true);
-  return null;
-end;
-$$;
-revoke all on function memory_private.count_scope_write() from public;
-
--- Statement trigger of devai_memories (after every INSERT, UPDATE, DELETE and COPY): writes the
--- changes the statement's rows added up, one per tenant and base. Each is added to a row of the
--- base no other transaction holds (FOR UPDATE SKIP LOCKED), or, when every row is held or the
--- transaction runs above read committed (updating a row changed since its snapshot would fail
--- it), to a row of its own: writers never wait for each other here, so they cannot deadlock.
-create function memory_private.flush_scope_counts()
-returns trigger
-language plpgsql
-security definer
-set search_path = ''
-as $$
-declare
-  v_changes text := nullif(current_setting('memory.scope_count_changes', true), '');
-  v_shared  boolean := current_setting('transaction_isolation') = 'read committed';
-  v_change  record;
-  v_done    boolean;
-begin
-  if v_changes is null or v_changes = '{}' then
-    return null;
-  end if;
-  perform set_config('memory.scope_count_changes', '', true);
   for v_change in
     select left(c.key, 36)::uuid as owner_id, substr(c.key, 37) as scope, c.value::integer as delta
-      from jsonb_each_text(v_changes::jsonb) as c(key, value)
+      from jsonb_each_text(coalesce(p_changes, '{}')) as c(key, value)
      where c.value::integer <> 0
      order by c.key
   loop
@@ -153,6 +110,123 @@ begin
       values (v_change.owner_id, v_change.scope, v_change.delta);
     end if;
   end loop;
+end;
+$$;
+revoke all on function memory_private.add_to_scope_counts(jsonb) from public;
+
+-- Statement triggers of devai_memories after INSERT (and COPY) and DELETE: the rows the statement
+-- added or removed (its transition table) counted per tenant and base in one query, then added.
+-- Counting each row on its own made a 5,000-row insert update one count row 5,000 times in one
+-- transaction, each update walking the chain of versions the transaction had left before it
+-- (none can be pruned while it runs): 0.6 ms a row.
+create function memory_private.count_scope_rows_added()
+returns trigger
+language plpgsql
+security definer
+set search_path = ''
+as $$
+begin
+  perform memory_private.add_to_scope_counts(
+    (select jsonb_object_agg(x.key, x.n)
+       from (select r.owner_id::text || s.scope as key, count(*) as n
+               from added r
+              cross join lateral unnest(memory_private.namespace_scopes(r.namespace)) as s(scope)
+              where r.is_valid and r.state = 'active' and r.source is distinct from 'conversation'
+              group by r.owner_id, s.scope) as x));
+  return null;
+end;
+$$;
+revoke all on function memory_private.count_scope_rows_added() from public;
+
+create function memory_private.count_scope_rows_removed()
+returns trigger
+language plpgsql
+security definer
+set search_path = ''
+as $$
+begin
+  perform memory_private.add_to_scope_counts(
+    (select jsonb_object_agg(x.key, -x.n)
+       from (select r.owner_id::text || s.scope as key, count(*) as n
+               from removed r
+              cross join lateral unnest(memory_private.namespace_scopes(r.namespace)) as s(scope)
+              where r.is_valid and r.state = 'active' and r.source is distinct from 'conversation'
+              group by r.owner_id, s.scope) as x));
+  return null;
+end;
+$$;
+revoke all on function memory_private.count_scope_rows_removed() from public;
+
+-- An updated row's changes to the counts until its statement ends (flush_scope_counts), by
+-- transaction. Unlogged: a row lives only within its statement, and is never read elsewhere.
+create unlogged table memory_private.scope_count_changes (
+  id       bigint generated always as identity primary key,
+  xact     xid8 not null,
+  owner_id uuid not null,
+  scope    text not null,
+  change   integer not null
+);
+create index scope_count_changes_xact on memory_private.scope_count_changes (xact);
+comment on table memory_private.scope_count_changes is
+  'The scope-count changes of the rows an UPDATE of devai_memories changed, until the statement''s end, when memory_private.flush_scope_counts adds them to memory_private.memory_scope_counts and deletes them. docs/operations.md#scope-counts.';
+alter table memory_private.scope_count_changes enable row level security;
+create policy "Service role can read scope count changes" on memory_private.scope_count_changes
+  for select to service_role using (true);
+grant select on memory_private.scope_count_changes to service_role;
+
+-- Row trigger of devai_memories after an UPDATE that changes what is counted (validity, state,
+-- source, namespace, owner): the row's change to its bases (-1 each for the old, +1 for the new;
+-- the levels a namespace move keeps add up to 0), kept in scope_count_changes for the statement's
+-- end. A transition table is not used for updates: it would hold a copy of every row every update
+-- writes (reinforcement, decay's strength pass), counted or not. Added up in a transaction
+-- setting instead, 5,000 invalidations across 200 tenants took 29 s (the setting parsed again
+-- for each row, and added early past a bound).
+create function memory_private.count_scope_update()
+returns trigger
+language plpgsql
+security definer
+set search_path = ''
+as $$
+begin
+  insert into memory_private.scope_count_changes (xact, owner_id, scope, change)
+  select pg_catalog.pg_current_xact_id(), old.owner_id, s.scope, -1
+    from unnest(memory_private.namespace_scopes(old.namespace)) as s(scope)
+   where old.is_valid and old.state = 'active' and old.source is distinct from 'conversation'
+  union all
+  select pg_catalog.pg_current_xact_id(), new.owner_id, s.scope, 1
+    from unnest(memory_private.namespace_scopes(new.namespace)) as s(scope)
+   where new.is_valid and new.state = 'active' and new.source is distinct from 'conversation';
+  perform set_config('memory.scope_count_changes', 'on', true);
+  return null;
+end;
+$$;
+revoke all on function memory_private.count_scope_update() from public;
+
+-- Statement trigger of devai_memories after UPDATE: adds what its rows kept, summed per tenant
+-- and base. The setting says whether any row did (most updates change nothing counted).
+create function memory_private.flush_scope_counts()
+returns trigger
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_changes jsonb;
+begin
+  if current_setting('memory.scope_count_changes', true) is distinct from 'on' then
+    return null;
+  end if;
+  perform set_config('memory.scope_count_changes', '', true);
+  with taken as (
+    delete from memory_private.scope_count_changes c
+     where c.xact = pg_catalog.pg_current_xact_id()
+    returning c.owner_id, c.scope, c.change
+  )
+  select jsonb_object_agg(x.key, x.change) into v_changes
+    from (select t.owner_id::text || t.scope as key, sum(t.change) as change
+            from taken t
+           group by t.owner_id, t.scope) as x;
+  perform memory_private.add_to_scope_counts(v_changes);
   return null;
 end;
 $$;
@@ -175,14 +249,14 @@ revoke all on function memory_private.clear_scope_counts() from public;
 
 create trigger devai_memories_count_scope_insert
   after insert on public.devai_memories
-  for each row
-  when (new.is_valid and new.state = 'active' and new.source is distinct from 'conversation')
-  execute function memory_private.count_scope_write();
+  referencing new table as added
+  for each statement
+  execute function memory_private.count_scope_rows_added();
 create trigger devai_memories_count_scope_delete
   after delete on public.devai_memories
-  for each row
-  when (old.is_valid and old.state = 'active' and old.source is distinct from 'conversation')
-  execute function memory_private.count_scope_write();
+  referencing old table as removed
+  for each statement
+  execute function memory_private.count_scope_rows_removed();
 -- No column list: a BEFORE trigger may change a counted column the UPDATE did not name. The WHEN
 -- clause keeps the function out of every other update (reinforcement, decay's strength pass).
 create trigger devai_memories_count_scope_update
@@ -192,10 +266,10 @@ create trigger devai_memories_count_scope_update
           is distinct from (new.is_valid and new.state = 'active' and new.source is distinct from 'conversation')
         or (new.is_valid and new.state = 'active' and new.source is distinct from 'conversation'
             and (old.namespace is distinct from new.namespace or old.owner_id is distinct from new.owner_id)))
-  execute function memory_private.count_scope_write();
+  execute function memory_private.count_scope_update();
 -- After the statement's row triggers (Postgres fires them first, in the order queued).
 create trigger devai_memories_count_scope_flush
-  after insert or update or delete on public.devai_memories
+  after update on public.devai_memories
   for each statement
   execute function memory_private.flush_scope_counts();
 create trigger devai_memories_count_scope_truncate

@@ -15,11 +15,12 @@
 --   export's copy: pgTAP 99_export_copy_is_the_tenants_alone); the
 --   memory_search lookups (not served by PostgREST) answer only about auth.uid() (pgTAP 63), and so
 --   does public.memory_scope_size (another tenant's scopes count 0; pgTAP 99_scope_sizes_kept_by_the_write_path).
--- - The scope-count triggers (migration 20261208300000): count_scope_write adds up the row's change
---   to its owner's scope counts (after the policies: the caller's row) in the transaction's setting
---   memory.scope_count_changes, which flush_scope_counts writes to memory_private.memory_scope_counts
---   at the statement's end; nothing is read back to the caller, and a count decides a search's
---   path, never its answers (docs/retrieval.md#vector).
+-- - The scope-count triggers (migration 20261208300000) run after the policies, on the caller's
+--   rows: count_scope_rows_added (and count_scope_rows_removed, for a delete) count the statement's
+--   rows per owner and scope base, count_scope_update adds up an updated row's change in the
+--   transaction's setting memory.scope_count_changes, which flush_scope_counts adds at the
+--   statement's end; they write memory_private.memory_scope_counts only, read nothing back to the
+--   caller, and a count decides a search's path, never its answers (docs/retrieval.md#vector).
 begin;
 select plan(7);
 
@@ -58,12 +59,11 @@ select results_eq($$
                       else has_any_column_privilege('authenticated', t.tgrelid, e.event) end
    order by 1, 2, 3, 4
 $$, $$values
-  ('devai_memories', 'count_scope_write', 'AFTER', 'INSERT'),
-  ('devai_memories', 'count_scope_write', 'AFTER', 'UPDATE'),
+  ('devai_memories', 'count_scope_rows_added', 'AFTER', 'INSERT'),
+  ('devai_memories', 'count_scope_update', 'AFTER', 'UPDATE'),
   ('devai_memories', 'derive_content_columns', 'BEFORE', 'INSERT'),
   ('devai_memories', 'derive_content_columns', 'BEFORE', 'UPDATE'),
   ('devai_memories', 'entity_link_profile_on_update', 'AFTER', 'UPDATE'),
-  ('devai_memories', 'flush_scope_counts', 'AFTER', 'INSERT'),
   ('devai_memories', 'flush_scope_counts', 'AFTER', 'UPDATE'),
   ('devai_memories', 'record_memory_write', 'AFTER', 'INSERT'),
   ('devai_memories', 'record_memory_write', 'AFTER', 'UPDATE'),
