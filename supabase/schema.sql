@@ -455,38 +455,19 @@ CREATE FUNCTION memory_private.content_hash(p_content text) RETURNS text
 $$;
 
 --
--- Name: count_scope_rows_added(); Type: FUNCTION; Schema: memory_private; Owner: -
+-- Name: count_scope_rows(); Type: FUNCTION; Schema: memory_private; Owner: -
 --
 
-CREATE FUNCTION memory_private.count_scope_rows_added() RETURNS trigger
+CREATE FUNCTION memory_private.count_scope_rows() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO ''
     AS $$
 begin
+  -- Both triggers name their transition table "changed".
   perform memory_private.add_to_scope_counts(
-    (select jsonb_object_agg(x.key, x.n)
+    (select jsonb_object_agg(x.key, case when tg_op = 'DELETE' then -x.n else x.n end)
        from (select r.owner_id::text || s.scope as key, count(*) as n
-               from added r
-              cross join lateral unnest(memory_private.namespace_scopes(r.namespace)) as s(scope)
-              where r.is_valid and r.state = 'active' and r.source is distinct from 'conversation'
-              group by r.owner_id, s.scope) as x));
-  return null;
-end;
-$$;
-
---
--- Name: count_scope_rows_removed(); Type: FUNCTION; Schema: memory_private; Owner: -
---
-
-CREATE FUNCTION memory_private.count_scope_rows_removed() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO ''
-    AS $$
-begin
-  perform memory_private.add_to_scope_counts(
-    (select jsonb_object_agg(x.key, -x.n)
-       from (select r.owner_id::text || s.scope as key, count(*) as n
-               from removed r
+               from changed r
               cross join lateral unnest(memory_private.namespace_scopes(r.namespace)) as s(scope)
               where r.is_valid and r.state = 'active' and r.source is distinct from 'conversation'
               group by r.owner_id, s.scope) as x));
@@ -7488,7 +7469,7 @@ CREATE TRIGGER devai_memories_close_validity BEFORE UPDATE OF is_valid, supersed
 -- Name: devai_memories devai_memories_count_scope_delete; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER devai_memories_count_scope_delete AFTER DELETE ON public.devai_memories REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION memory_private.count_scope_rows_removed();
+CREATE TRIGGER devai_memories_count_scope_delete AFTER DELETE ON public.devai_memories REFERENCING OLD TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION memory_private.count_scope_rows();
 
 ALTER TABLE public.devai_memories ENABLE ALWAYS TRIGGER devai_memories_count_scope_delete;
 
@@ -7504,7 +7485,7 @@ ALTER TABLE public.devai_memories ENABLE ALWAYS TRIGGER devai_memories_count_sco
 -- Name: devai_memories devai_memories_count_scope_insert; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER devai_memories_count_scope_insert AFTER INSERT ON public.devai_memories REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION memory_private.count_scope_rows_added();
+CREATE TRIGGER devai_memories_count_scope_insert AFTER INSERT ON public.devai_memories REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION memory_private.count_scope_rows();
 
 ALTER TABLE public.devai_memories ENABLE ALWAYS TRIGGER devai_memories_count_scope_insert;
 
@@ -8792,16 +8773,10 @@ GRANT ALL ON FUNCTION memory_private.content_hash(p_content text) TO authenticat
 GRANT ALL ON FUNCTION memory_private.content_hash(p_content text) TO service_role;
 
 --
--- Name: FUNCTION count_scope_rows_added(); Type: ACL; Schema: memory_private; Owner: -
+-- Name: FUNCTION count_scope_rows(); Type: ACL; Schema: memory_private; Owner: -
 --
 
-REVOKE ALL ON FUNCTION memory_private.count_scope_rows_added() FROM PUBLIC;
-
---
--- Name: FUNCTION count_scope_rows_removed(); Type: ACL; Schema: memory_private; Owner: -
---
-
-REVOKE ALL ON FUNCTION memory_private.count_scope_rows_removed() FROM PUBLIC;
+REVOKE ALL ON FUNCTION memory_private.count_scope_rows() FROM PUBLIC;
 
 --
 -- Name: FUNCTION count_scope_update(); Type: ACL; Schema: memory_private; Owner: -

@@ -119,43 +119,25 @@ revoke all on function memory_private.add_to_scope_counts(jsonb) from public;
 -- Counting each row on its own made a 5,000-row insert update one count row 5,000 times in one
 -- transaction, each update walking the chain of versions the transaction had left before it
 -- (none can be pruned while it runs): 0.6 ms a row.
-create function memory_private.count_scope_rows_added()
+create function memory_private.count_scope_rows()
 returns trigger
 language plpgsql
 security definer
 set search_path = ''
 as $$
 begin
+  -- Both triggers name their transition table "changed".
   perform memory_private.add_to_scope_counts(
-    (select jsonb_object_agg(x.key, x.n)
+    (select jsonb_object_agg(x.key, case when tg_op = 'DELETE' then -x.n else x.n end)
        from (select r.owner_id::text || s.scope as key, count(*) as n
-               from added r
+               from changed r
               cross join lateral unnest(memory_private.namespace_scopes(r.namespace)) as s(scope)
               where r.is_valid and r.state = 'active' and r.source is distinct from 'conversation'
               group by r.owner_id, s.scope) as x));
   return null;
 end;
 $$;
-revoke all on function memory_private.count_scope_rows_added() from public;
-
-create function memory_private.count_scope_rows_removed()
-returns trigger
-language plpgsql
-security definer
-set search_path = ''
-as $$
-begin
-  perform memory_private.add_to_scope_counts(
-    (select jsonb_object_agg(x.key, -x.n)
-       from (select r.owner_id::text || s.scope as key, count(*) as n
-               from removed r
-              cross join lateral unnest(memory_private.namespace_scopes(r.namespace)) as s(scope)
-              where r.is_valid and r.state = 'active' and r.source is distinct from 'conversation'
-              group by r.owner_id, s.scope) as x));
-  return null;
-end;
-$$;
-revoke all on function memory_private.count_scope_rows_removed() from public;
+revoke all on function memory_private.count_scope_rows() from public;
 
 -- An updated row's changes to the counts until its statement ends (flush_scope_counts), by
 -- transaction. Unlogged: a row lives only within its statement, and is never read elsewhere.
@@ -249,14 +231,14 @@ revoke all on function memory_private.clear_scope_counts() from public;
 
 create trigger devai_memories_count_scope_insert
   after insert on public.devai_memories
-  referencing new table as added
+  referencing new table as changed
   for each statement
-  execute function memory_private.count_scope_rows_added();
+  execute function memory_private.count_scope_rows();
 create trigger devai_memories_count_scope_delete
   after delete on public.devai_memories
-  referencing old table as removed
+  referencing old table as changed
   for each statement
-  execute function memory_private.count_scope_rows_removed();
+  execute function memory_private.count_scope_rows();
 -- No column list: a BEFORE trigger may change a counted column the UPDATE did not name. The WHEN
 -- clause keeps the function out of every other update (reinforcement, decay's strength pass).
 create trigger devai_memories_count_scope_update

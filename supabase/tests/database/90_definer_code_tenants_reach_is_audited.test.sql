@@ -16,11 +16,11 @@
 --   memory_search lookups (not served by PostgREST) answer only about auth.uid() (pgTAP 63), and so
 --   does public.memory_scope_size (another tenant's scopes count 0; pgTAP 99_scope_sizes_kept_by_the_write_path).
 -- - The scope-count triggers (migration 20261208300000) run after the policies, on the caller's
---   rows: count_scope_rows_added (and count_scope_rows_removed, for a delete) count the statement's
---   rows per owner and scope base, count_scope_update adds up an updated row's change in the
---   transaction's setting memory.scope_count_changes, which flush_scope_counts adds at the
---   statement's end; they write memory_private.memory_scope_counts only, read nothing back to the
---   caller, and a count decides a search's path, never its answers (docs/retrieval.md#vector).
+--   rows: count_scope_rows counts an insert's or a delete's rows per owner and scope base,
+--   count_scope_update keeps an updated row's changes in memory_private.scope_count_changes, which
+--   flush_scope_counts sums at the statement's end; they write memory_private's count tables only,
+--   read nothing back to the caller, and a count decides a search's path, never its answers
+--   (docs/retrieval.md#vector).
 begin;
 select plan(7);
 
@@ -59,7 +59,7 @@ select results_eq($$
                       else has_any_column_privilege('authenticated', t.tgrelid, e.event) end
    order by 1, 2, 3, 4
 $$, $$values
-  ('devai_memories', 'count_scope_rows_added', 'AFTER', 'INSERT'),
+  ('devai_memories', 'count_scope_rows', 'AFTER', 'INSERT'),
   ('devai_memories', 'count_scope_update', 'AFTER', 'UPDATE'),
   ('devai_memories', 'derive_content_columns', 'BEFORE', 'INSERT'),
   ('devai_memories', 'derive_content_columns', 'BEFORE', 'UPDATE'),
