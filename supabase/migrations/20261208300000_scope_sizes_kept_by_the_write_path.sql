@@ -5,9 +5,10 @@
 -- (2,172 for the bench's biggest tenant at 100k) on every search. An index-only scan, but its heap
 -- fetches follow the visibility map, which reinforcement's updates clear: after one bench run
 -- 14,504 of 25,024 pages were all-visible and the count made 2,450 heap fetches, 2,314 buffers,
--- 7.2 ms under EXPLAIN ANALYZE. It also counted raw episodes (source 'conversation'), which no
--- search path compares (the HNSW index and the exact path leave them out), so a scope of a few
--- memories and many episodes took the HNSW walk.
+-- 7.2 ms under EXPLAIN ANALYZE (after another run and some writes: 3,472 entries, 2,666 heap
+-- fetches, 2,525 buffers; now 14 buffers). It also counted raw episodes (source 'conversation'),
+-- which no search path compares (the HNSW index leaves them out, the exact path drops them row by
+-- row), so a scope of a few memories and many episodes took the HNSW walk.
 --
 -- memory_private.memory_scope_counts holds, per tenant and scope base (each namespace and each of
 -- its parents: 'devai', 'devai/project', 'devai/project/x' for 'devai/project/x'), how many of the
@@ -17,9 +18,9 @@
 -- below them. docs/retrieval.md#vector.
 --
 -- Concurrency: a statement's rows are counted together (inserts and deletes from the statement's
--- transition table, updates kept as they come and summed at the end), and at the statement's end each tenant and
--- base's change is added to a row of the base no other transaction holds (FOR UPDATE
--- SKIP LOCKED) or, if every row is held, to a row of its own: writers never wait for each other
+-- transition table, updates kept as they come and summed at the end), and at the statement's end
+-- each tenant and base's change is added to a row of the base no other transaction holds (FOR
+-- UPDATE SKIP LOCKED) or, if every row is held, to a row of its own: writers never wait for each other
 -- here and cannot deadlock, and a rollback takes its change back with it. A base may so have a
 -- few rows (at most about as many as its concurrent writers); the devai-scope-count-compaction
 -- job merges them. In an isolation level above read committed a writer always adds a row
@@ -35,7 +36,8 @@
 -- A count that drifts anyway (a bug, a hand edit) costs speed, never results: a count too small
 -- sends a large scope to the exact path (exact answers, slower); a count too large sends a small
 -- scope to the HNSW walk, and a walk that comes back short is checked against a fresh count
--- (memory_search.scope_rows, the former count) before the exact fallback decides.
+-- (memory_search.scope_rows, the former count without episodes) before the exact fallback
+-- decides.
 -- memory_private.recount_scope_sizes() rebuilds the counts (done below once, for the memories
 -- written before this migration).
 
