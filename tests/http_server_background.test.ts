@@ -263,3 +263,20 @@ Deno.test("queue worker: after an outage it says it drains again, and says each 
     await env.close();
   }
 });
+
+Deno.test("queue worker: an outage whose every drain fails with a new message keeps the last MAX_FAILURES_SAID of them", async () => {
+  const { DrainFailures, MAX_FAILURES_SAID } = await import("../scripts/serve/background.ts");
+  const failures = new DrainFailures();
+  const logged = Array.from({ length: 3 * MAX_FAILURES_SAID }, (_, i) => failures.failed(`timeout at drain ${i}`));
+  assert.equal(logged.filter(Boolean).length, 3 * MAX_FAILURES_SAID, "each new message is logged");
+  assert.equal(failures.said, MAX_FAILURES_SAID, "only the last ones are kept");
+  assert.equal(
+    failures.failed(`timeout at drain ${3 * MAX_FAILURES_SAID - 1}`),
+    false,
+    "a recent one is not said again",
+  );
+  assert.equal(failures.failed("timeout at drain 0"), true, "one dropped long ago is said again");
+  assert.equal(failures.succeeded(), 3 * MAX_FAILURES_SAID + 2);
+  assert.equal(failures.said, 0);
+  assert.equal(failures.succeeded(), 0);
+});

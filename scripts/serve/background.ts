@@ -18,6 +18,45 @@ function summarize(report: DrainReport): string | undefined {
   return numbers.map(([k, v]) => `${k}=${v}`).join(" ") + unavailable;
 }
 
+/** Distinct failure messages kept per outage: each was logged once; one dropped may be logged again. */
+export const MAX_FAILURES_SAID = 100;
+
+/**
+ * The failures of the drains since the last one that succeeded: each distinct message is logged
+ * once, not every 2 s. Compared with the last message only, two errors that take turns (an exited
+ * embedded backend: "terminating connection … restart the server", then "This socket has been ended
+ * by the other party") were logged at every drain. Only the last MAX_FAILURES_SAID messages are kept:
+ * an outage whose every drain fails with a new message (one naming a time or a port) grew the set by
+ * one entry a drain, every 2 s for as long as it lasted.
+ */
+export class DrainFailures {
+  /** Failed drains in a row. */
+  drains = 0;
+  readonly #said = new Set<string>();
+
+  /** Counts a failed drain; whether its message is to be logged (not said in this outage yet). */
+  failed(message: string): boolean {
+    this.drains++;
+    if (this.#said.has(message)) return false;
+    this.#said.add(message);
+    if (this.#said.size > MAX_FAILURES_SAID) this.#said.delete(this.#said.values().next().value!);
+    return true;
+  }
+
+  /** A drain succeeded: how many had failed in a row before it (the outage is over). */
+  succeeded(): number {
+    const failed = this.drains;
+    this.drains = 0;
+    this.#said.clear();
+    return failed;
+  }
+
+  /** How many messages are kept (tests). */
+  get said(): number {
+    return this.#said.size;
+  }
+}
+
 export function startQueueWorker(opts: {
   deps: WorkerDeps;
   intervalMs: number;
@@ -29,11 +68,7 @@ export function startQueueWorker(opts: {
 }): QueueWorker {
   let stopped = false;
   let running: Promise<void> | undefined;
-  // The failures of the drains since the last one that succeeded: each distinct message is logged
-  // once, not every 2 s. Compared with the last message only, two errors that take turns (an
-  // exited embedded backend: "terminating connection … restart the server", then "This socket has
-  // been ended by the other party") were logged at every drain.
-  const failing = { drains: 0, said: new Set<string>() };
+  const failing = new DrainFailures();
   const tick = () => {
     if (stopped || running) return; // never two drains at once
     running = (async () => {
@@ -42,15 +77,12 @@ export function startQueueWorker(opts: {
         const summary = summarize(
           await drainQueue(opts.deps, { maxJobs: opts.maxJobs ?? 25, workerId: opts.workerId, ownerId: opts.ownerId }),
         );
-        if (failing.drains > 0) opts.log(`[worker] draining again after ${failing.drains} failed drain(s)`);
-        failing.drains = 0;
-        failing.said.clear();
+        const failed = failing.succeeded();
+        if (failed > 0) opts.log(`[worker] draining again after ${failed} failed drain(s)`);
         if (summary) opts.log(`[worker] ${summary} (${Math.round(performance.now() - started)}ms)`);
       } catch (err) {
         const message = (err as Error).message ?? String(err);
-        failing.drains++;
-        if (!failing.said.has(message)) opts.log(`[worker] drain failed: ${message}`);
-        failing.said.add(message);
+        if (failing.failed(message)) opts.log(`[worker] drain failed: ${message}`);
       }
     })().finally(() => {
       running = undefined;
