@@ -1135,18 +1135,30 @@ begin
   if memory_private.job_progress(v_result) is not distinct from memory_private.job_progress(p_result_at_claim) then
     return 'unchanged';
   end if;
-  update public.memory_jobs j
-     set status = 'queued',
-         attempts = greatest(j.attempts - 1, 0),
-         last_error = left('cut by the drain''s deadline after progress (attempt given back): '
-                           || coalesce(p_error, 'unknown error'), 4000),
-         run_after = now(),
-         fair_key = greatest(j.fair_key + make_interval(secs => public.memory_setting('job_fair_step_seconds')::double precision),
-                             memory_private.job_queue_head() + interval '1 microsecond'),
-         locked_until = null,
-         locked_by = null,
-         updated_at = now()
-   where j.id = p_id;
+  perform memory_private.queue_job_again(p_id, 'cut by the drain''s deadline after progress (attempt given back): '
+                                               || coalesce(p_error, 'unknown error'));
+  return 'queued';
+end;
+$$;
+
+--
+-- Name: hand_back_unrun_job(uuid, text, text); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.hand_back_unrun_job(p_id uuid, p_worker text, p_error text) RETURNS text
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $$
+begin
+  perform 1
+     from public.memory_jobs j
+    where j.id = p_id and j.status = 'running' and j.locked_by = p_worker
+      for update;
+  if not found then
+    return null;
+  end if;
+  perform memory_private.queue_job_again(p_id, 'waited for a heavy turn until the drain''s deadline, nothing run '
+                                               || '(attempt given back): ' || coalesce(p_error, 'unknown error'));
   return 'queued';
 end;
 $$;
@@ -1762,6 +1774,27 @@ begin
        where l.rate = 0
           or b.tokens + greatest(0, extract(epoch from p_now - b.refilled_at)) * l.rate >= l.burst));
 end;
+$$;
+
+--
+-- Name: queue_job_again(uuid, text); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.queue_job_again(p_id uuid, p_last_error text) RETURNS void
+    LANGUAGE sql
+    SET search_path TO ''
+    AS $$
+  update public.memory_jobs j
+     set status = 'queued',
+         attempts = greatest(j.attempts - 1, 0),
+         last_error = left(p_last_error, 4000),
+         run_after = now(),
+         fair_key = greatest(j.fair_key + make_interval(secs => public.memory_setting('job_fair_step_seconds')::double precision),
+                             memory_private.job_queue_head() + interval '1 microsecond'),
+         locked_until = null,
+         locked_by = null,
+         updated_at = now()
+   where j.id = p_id
 $$;
 
 --
@@ -8916,6 +8949,13 @@ REVOKE ALL ON FUNCTION memory_private.hand_back_cut_job(p_id uuid, p_worker text
 GRANT ALL ON FUNCTION memory_private.hand_back_cut_job(p_id uuid, p_worker text, p_result_at_claim jsonb, p_error text) TO service_role;
 
 --
+-- Name: FUNCTION hand_back_unrun_job(p_id uuid, p_worker text, p_error text); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.hand_back_unrun_job(p_id uuid, p_worker text, p_error text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memory_private.hand_back_unrun_job(p_id uuid, p_worker text, p_error text) TO service_role;
+
+--
 -- Name: TABLE devai_memories; Type: ACL; Schema: public; Owner: -
 --
 
@@ -9163,6 +9203,13 @@ REVOKE ALL ON FUNCTION memory_private.prune_finished_jobs(p_now timestamp with t
 --
 
 REVOKE ALL ON FUNCTION memory_private.prune_rate_limit_buckets(p_now timestamp with time zone, p_limit integer) FROM PUBLIC;
+
+--
+-- Name: FUNCTION queue_job_again(p_id uuid, p_last_error text); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.queue_job_again(p_id uuid, p_last_error text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memory_private.queue_job_again(p_id uuid, p_last_error text) TO service_role;
 
 --
 -- Name: FUNCTION record_job_progress(p_id uuid, p_worker text, p_progress jsonb); Type: ACL; Schema: memory_private; Owner: -

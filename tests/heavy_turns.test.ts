@@ -9,26 +9,9 @@ import { userHeaders } from "./support/auth.ts";
 import { functionJson, startTestServer } from "./support/http_server.ts";
 import { newTenant, testSql } from "./support/seed.ts";
 import { waitUntil } from "./support/wait.ts";
+import { heldTurn } from "./support/heavy-turns.ts";
 
 const message = (content: string) => ({ role: "user", content });
-
-/** A promise and the function that settles it. */
-function gate(): { opened: Promise<void>; open: () => void } {
-  let open!: () => void;
-  const opened = new Promise<void>((resolve) => (open = resolve));
-  return { opened, open };
-}
-
-/** Holds the tenant's turn, as its request's pass over an 8 MiB body does, until `release`. */
-async function heldTurn(tenant: string) {
-  const taken = gate(), released = gate();
-  const done = heavyTurns.run(tenant, async () => {
-    taken.open();
-    await released.opened;
-  });
-  await taken.opened;
-  return { release: () => (released.open(), done) };
-}
 
 Deno.test("heavy turns: a tenant's extract waits while another of its passes runs; another tenant's are served meanwhile", async () => {
   const server = await startTestServer({ worker: false });

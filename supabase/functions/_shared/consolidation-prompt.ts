@@ -8,7 +8,8 @@ import { CandidateSchema } from "./candidates.ts";
 import { EntityMentionSchema } from "./entities.ts";
 import { extractionSystemPrompt, renderMessage } from "./extraction-prompt.ts";
 import type { PromptMessage } from "./llm.ts";
-import { countTokens } from "./tokens.ts";
+import { countTokensYielding } from "./tokens.ts";
+import { EventLoopSlice } from "./event-loop-slice.ts";
 
 export const ConsolidationOutputSchema = z.object({
   stored: z.array(CandidateSchema.extend({
@@ -24,18 +25,22 @@ export interface EpisodeText {
   content: string;
 }
 
-/** Numbered episodes in chunks of about maxTokens; each chunk knows the numbers it shows. */
-export function chunkEpisodes(
+/**
+ * Numbered episodes in chunks of about maxTokens; each chunk knows the numbers it shows. Counted a
+ * slice at a time (a session's 2,000 episodes of up to 4,000 characters: 8 M), as chunkTranscript counts.
+ */
+export async function chunkEpisodes(
   episodes: readonly EpisodeText[],
   maxTokens = 60_000,
-): { text: string; first: number; last: number }[] {
+  slice = new EventLoopSlice(),
+): Promise<{ text: string; first: number; last: number }[]> {
   const chunks: { text: string; first: number; last: number }[] = [];
   let lines: string[] = [];
   let size = 0;
   let first = 0;
-  episodes.forEach((e, i) => {
+  for (const [i, e] of episodes.entries()) {
     const line = `[#${i}] ${renderMessage(e)}`;
-    const t = countTokens(line);
+    const t = await countTokensYielding(line, slice);
     if (size + t > maxTokens && lines.length > 0) {
       chunks.push({ text: lines.join("\n\n"), first, last: i - 1 });
       lines = [];
@@ -44,7 +49,7 @@ export function chunkEpisodes(
     }
     lines.push(line);
     size += t;
-  });
+  }
   if (lines.length > 0) chunks.push({ text: lines.join("\n\n"), first, last: episodes.length - 1 });
   return chunks;
 }

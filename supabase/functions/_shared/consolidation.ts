@@ -25,6 +25,7 @@ import { addUsage, emptyUsage, LlmOutputError, LlmRequestError } from "./llm.ts"
 import { providerUnavailable } from "./llm-outage.ts";
 import { defaultScope } from "./scopes.ts";
 import { extractByRules } from "./rule-extractor.ts";
+import { inWorkerTurn } from "./heavy-turns.ts";
 import { recordRedactions } from "./redaction-events.ts";
 import { sessionId } from "./schemas.ts";
 import { validateContent } from "./writing-constraints.ts";
@@ -74,13 +75,18 @@ async function proposeFacts(deps: WorkerDeps, job: Job, episodes: Episode[], pro
     provenance.set(key, p);
   };
 
+  // The passes over the whole session (the rules, chunking it for the model) take the tenant's heavy
+  // turn (heavy-turns.ts); the model's calls come after it.
   const stated: Candidate[] = [];
-  episodes.forEach((e, i) => {
-    if (e.role !== "user") return;
-    for (const c of extractByRules([e], { namespace: defaultScope(deps.config.namespaceRoot, { project }) })) {
-      stated.push(c);
-      note(c, [i], [], RULE_CONFIDENCE);
-    }
+  const chunks = await inWorkerTurn(job.owner_id, deps.drainCut, async () => {
+    episodes.forEach((e, i) => {
+      if (e.role !== "user") return;
+      for (const c of extractByRules([e], { namespace: defaultScope(deps.config.namespaceRoot, { project }) })) {
+        stated.push(c);
+        note(c, [i], [], RULE_CONFIDENCE);
+      }
+    });
+    return deps.llm ? await chunkEpisodes(episodes) : [];
   });
 
   const proposed: Candidate[][] = [];
@@ -89,7 +95,7 @@ async function proposeFacts(deps: WorkerDeps, job: Job, episodes: Episode[], pro
   let modelFailure: string | undefined;
   if (deps.llm) {
     try {
-      for (const chunk of chunkEpisodes(episodes)) {
+      for (const chunk of chunks) {
         const out = await deps.llm.completeJson(
           ConsolidationOutputSchema,
           consolidationMessages(chunk.text, deps.config.namespaceRoot, project, categories),

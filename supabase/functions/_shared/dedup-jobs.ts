@@ -2,9 +2,16 @@
 // them all before, and the worker refuses a dedup payload of more than DEDUP_BATCH (its work, an
 // embedding call and up to one LLM judgement per candidate, must fit in one job's lease): a
 // transcript with 101 "remember …" statements queued a job that died at once, and every one of
-// them was lost while the extraction reported them stored.
+// them was lost while the extraction reported them stored. The worker's run of such a job
+// (processDedupJob, drain-queue.ts) is here too.
+import { z } from "zod";
 import type { Tx } from "./db.ts";
-import { enqueueJob } from "./jobs.ts";
+import { withTenant } from "./db.ts";
+import { CandidateSchema } from "./candidates.ts";
+import { dedupCandidates, type DedupProgress } from "./dedup.ts";
+import type { WorkerDeps } from "./drain-queue.ts";
+import { completeJobInTx, enqueueJob, type Job, PermanentJobError, recordJobProgress } from "./jobs.ts";
+import { queuedCodeOrigin } from "./schemas.ts";
 
 /** Candidates per dedup job: what one job's lease is sized for (DedupJobPayloadSchema's maximum). */
 export const DEDUP_BATCH = 100;
@@ -52,4 +59,50 @@ async function queuedBefore(tx: Tx, job: { ownerId: string; idempotencyKey: stri
        and (idempotency_key = ${job.idempotencyKey} or idempotency_key ^@ ${`${job.idempotencyKey}:batch`})
      order by batch`;
   return rows.map((r) => r.id);
+}
+
+/** Payload of a 'dedup' job (from extraction, compaction or the memory-dedup endpoint). */
+export const DedupJobPayloadSchema = z.object({
+  candidates: z.array(CandidateSchema).max(DEDUP_BATCH),
+  session_id: z.string().max(200).optional(),
+  thread_id: z.string().max(200).optional(),
+  project: z.string().max(140).optional(),
+  origin: z.enum(["extract", "compact", "api"]).default("api"),
+  source_job_id: z.string().optional(),
+  lineage: queuedCodeOrigin.optional(),
+});
+
+/** The worker's 'dedup' job: each candidate applied once (dedup.ts), the job completed with its report. */
+export async function processDedupJob(deps: WorkerDeps, job: Job, workerId: string): Promise<void> {
+  const parsed = DedupJobPayloadSchema.safeParse(job.payload);
+  if (!parsed.success) throw new PermanentJobError(`invalid dedup payload: ${parsed.error.message}`);
+  const payload = parsed.data;
+  const vectors = payload.candidates.length > 0
+    ? await deps.embedder.embed(payload.candidates.map((c) => c.content))
+    : [];
+  // Each candidate's passes run in short transactions (dedup.ts); each one that applies records
+  // the candidates done in the job's progress, in that transaction: a retried job (a crash, a lost
+  // lease, a failed model) goes on from there and applies nothing twice.
+  const tenant = { tenantId: job.owner_id, actor: "worker:dedup" };
+  const opts = { threadId: payload.thread_id };
+  const report = await dedupCandidates(
+    {
+      transaction: (work) => withTenant(deps.sql, tenant, work, opts),
+      applied: (tx, progress) => recordJobProgress(tx, job.id, workerId, { dedup: progress }, { inTenantTx: true }),
+      resume: (job.result as { dedup?: DedupProgress } | null)?.dedup,
+      handBackCuts: job.attempts < job.max_attempts,
+    },
+    { embedder: deps.embedder, llm: deps.llm, config: deps.config },
+    {
+      ownerId: job.owner_id,
+      sessionId: payload.session_id,
+      threadId: payload.thread_id,
+      origin: payload.origin,
+      jobId: job.id,
+      lineage: payload.lineage,
+    },
+    payload.candidates,
+    vectors,
+  );
+  await withTenant(deps.sql, tenant, (tx) => completeJobInTx(tx, job.id, workerId, report), opts);
 }

@@ -37,13 +37,26 @@ export class EmbeddingCutError extends EmbeddingError {
 }
 
 /**
- * Whether a job failed because the drain's deadline cut one of its requests (report.cut), not of its
+ * A job's pass over its transcript that waited for its tenant's turn (heavy-turns.ts) until the cut:
+ * it ran nothing and asked nothing, and is handed back as a job whose requests were cut.
+ */
+export class TurnCutError extends Error {
+  override name = "TurnCutError";
+  constructor(waitedMs: number) {
+    super(
+      `waited ${waitedMs} ms for a heavy turn until the drain's deadline (WORKER_DRAIN_BUDGET_MS); nothing was run`,
+    );
+  }
+}
+
+/**
+ * Whether a job failed because the drain's deadline cut one of its requests (or its wait for a turn) (report.cut), not of its
  * own after the cut (a refusal, a bad payload, a lease lost): the cut's errors, found through the
  * causes a job's failure wraps them in (ModelPartError's modelError, Error.cause).
  */
 export function cutByTheDeadline(err: unknown): boolean {
   for (let e = err, depth = 0; e instanceof Error && depth < 10; depth++) {
-    if (e instanceof DrainCutError || e instanceof EmbeddingCutError) return true;
+    if (e instanceof DrainCutError || e instanceof EmbeddingCutError || e instanceof TurnCutError) return true;
     e = (e as { modelError?: unknown }).modelError ?? e.cause;
   }
   return false;

@@ -12,18 +12,15 @@
 // queued again with its attempt given back (llm-outage.ts, docs/operations.md#an-outage-of-the-model-provider).
 // A drain keeps inside its deadline (WORKER_DRAIN_BUDGET_MS, drain-deadline.ts): it claims no job once too
 // little is left, and the running job's requests are cut in time to hand it back before a hosted runtime's
-// wall-clock limit stops the worker (docs/operations.md#a-drains-deadline).
-//
-// Run by: the memory-worker endpoint (pg_cron + pg_net in production), the local server's timer,
-// and the background kick after each enqueue.
-import { z } from "zod";
+// wall-clock limit stops the worker (docs/operations.md#a-drains-deadline). A job's pass over a whole
+// transcript takes its tenant's heavy turn until the cut at most (heavy-turns.ts: `drainCut`).
+// Run by: the memory-worker endpoint (pg_cron + pg_net), the local server's timer, the kick after each enqueue.
 import type { Sql } from "./db.ts";
 import { withTenant } from "./db.ts";
 import type { Embedder } from "./embeddings.ts";
 import type { Config } from "./env.ts";
 import {
   claimJobs,
-  completeJobInTx,
   failJob,
   handBackCutJob,
   type Job,
@@ -31,20 +28,22 @@ import {
   LeaseLostError,
   PermanentJobError,
   postponeJob,
-  recordJobProgress,
 } from "./jobs.ts";
 import { EmbeddingsWatch, ProviderUnavailableError, ProviderWatch, unavailableProvider } from "./llm-outage.ts";
 import { providerName } from "./provider-name.ts";
 import { type Llm, LlmOutputError, LlmRequestError } from "./llm.ts";
-import { queuedCodeOrigin } from "./schemas.ts";
 import { storableJson } from "./unsafe-characters.ts";
-import { CandidateSchema } from "./candidates.ts";
-import { dedupCandidates, type DedupProgress } from "./dedup.ts";
-import { DEDUP_BATCH } from "./dedup-jobs.ts";
+import { processDedupJob } from "./dedup-jobs.ts";
 import { isGraphJob, processGraphJob } from "./graph-jobs.ts";
 import { ModelPartError, processExtract } from "./extract-job.ts";
 import { DEFAULT_LEASE_SECONDS, whileHoldingLease } from "./job-lease.ts";
-import { cutByTheDeadline, DEFAULT_DRAIN_BUDGET_MS, DrainDeadline, embedderUntil } from "./drain-deadline.ts";
+import {
+  cutByTheDeadline,
+  DEFAULT_DRAIN_BUDGET_MS,
+  DrainDeadline,
+  embedderUntil,
+  TurnCutError,
+} from "./drain-deadline.ts";
 import { isBackgroundJob, processBackgroundJob } from "./background-jobs.ts";
 import { processVectorIndexJob } from "./vector-index-job.ts";
 
@@ -54,6 +53,7 @@ export interface WorkerDeps {
   embedder: Embedder;
   llm?: Llm;
   clock?: () => Date;
+  drainCut?: AbortSignal;
 }
 
 /** What a function that queues write jobs needs: the worker's dependencies and how to start it. */
@@ -101,17 +101,6 @@ export interface DrainReport {
   jobs: { id: string; kind: string; status: string; error?: string }[];
 }
 
-/** Payload of a 'dedup' job (from extraction, compaction or the memory-dedup endpoint). */
-export const DedupJobPayloadSchema = z.object({
-  candidates: z.array(CandidateSchema).max(DEDUP_BATCH),
-  session_id: z.string().max(200).optional(),
-  thread_id: z.string().max(200).optional(),
-  project: z.string().max(140).optional(),
-  origin: z.enum(["extract", "compact", "api"]).default("api"),
-  source_job_id: z.string().optional(),
-  lineage: queuedCodeOrigin.optional(),
-});
-
 export function defaultWorkerId(): string {
   return `worker:${Deno.env.get("SB_EXECUTION_ID") ?? Deno.hostname?.() ?? "local"}:${crypto.randomUUID().slice(0, 8)}`;
 }
@@ -149,7 +138,7 @@ async function drainWithin(deadline: DrainDeadline, deps: WorkerDeps, opts: Drai
     deps.embedder,
     providerName("embeddings", { ...deps.config.embedding, model: deps.embedder.model }),
   );
-  const runDeps = { ...deps, llm: watch, embedder: embeddings };
+  const runDeps = { ...deps, llm: watch, embedder: embeddings, drainCut: deadline.cut };
   while (report.claimed < maxJobs) {
     // The first job is claimed whatever the budget (a budget under one request's timeout would claim none).
     if (report.claimed > 0 && !deadline.roomForAJob()) {
@@ -205,7 +194,8 @@ async function drainWithin(deadline: DrainDeadline, deps: WorkerDeps, opts: Drai
       }
       const message = describeError(err);
       // Cut after progress: its attempt given back, so a job longer than its attempts' windows goes on.
-      if (cutByTheDeadline(err) && await handBackCutJob(deps.sql, job, workerId, message) === "queued") {
+      const ranNothing = err instanceof TurnCutError;
+      if (cutByTheDeadline(err) && await handBackCutJob(deps.sql, job, workerId, message, ranNothing) === "queued") {
         report.handed_back++;
         report.jobs.push({ id: job.id, kind: job.kind, status: "queued", error: message });
         continue;
@@ -228,45 +218,11 @@ async function drainWithin(deadline: DrainDeadline, deps: WorkerDeps, opts: Drai
 
 export async function processJob(deps: WorkerDeps, job: Job, workerId: string): Promise<void> {
   if (job.kind === "extract") return await processExtract(deps, job, workerId);
-  if (job.kind === "dedup") return await processDedup(deps, job, workerId);
+  if (job.kind === "dedup") return await processDedupJob(deps, job, workerId);
   if (isGraphJob(job.kind)) return await processGraphJob(deps, job, workerId);
   if (isBackgroundJob(job.kind)) return await processBackgroundJob(deps, job, workerId);
   if (job.kind === "vector_index") return await processVectorIndexJob(deps, job, workerId);
   throw new PermanentJobError(`unknown job kind '${job.kind}'`);
-}
-
-async function processDedup(deps: WorkerDeps, job: Job, workerId: string): Promise<void> {
-  const parsed = DedupJobPayloadSchema.safeParse(job.payload);
-  if (!parsed.success) throw new PermanentJobError(`invalid dedup payload: ${parsed.error.message}`);
-  const payload = parsed.data;
-  const vectors = payload.candidates.length > 0
-    ? await deps.embedder.embed(payload.candidates.map((c) => c.content))
-    : [];
-  // Each candidate's passes run in short transactions (dedup.ts); each one that applies records
-  // the candidates done in the job's progress, in that transaction: a retried job (a crash, a lost
-  // lease, a failed model) goes on from there and applies nothing twice.
-  const tenant = { tenantId: job.owner_id, actor: "worker:dedup" };
-  const opts = { threadId: payload.thread_id };
-  const report = await dedupCandidates(
-    {
-      transaction: (work) => withTenant(deps.sql, tenant, work, opts),
-      applied: (tx, progress) => recordJobProgress(tx, job.id, workerId, { dedup: progress }, { inTenantTx: true }),
-      resume: (job.result as { dedup?: DedupProgress } | null)?.dedup,
-      handBackCuts: job.attempts < job.max_attempts,
-    },
-    { embedder: deps.embedder, llm: deps.llm, config: deps.config },
-    {
-      ownerId: job.owner_id,
-      sessionId: payload.session_id,
-      threadId: payload.thread_id,
-      origin: payload.origin,
-      jobId: job.id,
-      lineage: payload.lineage,
-    },
-    payload.candidates,
-    vectors,
-  );
-  await withTenant(deps.sql, tenant, (tx) => completeJobInTx(tx, job.id, workerId, report), opts);
 }
 
 /**

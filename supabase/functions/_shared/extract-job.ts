@@ -22,12 +22,21 @@ import { enqueueDedupJobs } from "./dedup-jobs.ts";
 import { loadCategoryNames } from "./categories.ts";
 import type { Candidate, PreparedCandidates } from "./candidates.ts";
 import { recordRedactions } from "./redaction-events.ts";
-import { type ExtractJobPayload, ExtractJobPayloadSchema, extractStated, extractWithModel } from "./extraction.ts";
+import {
+  type ExtractJobPayload,
+  ExtractJobPayloadSchema,
+  extractStated,
+  extractWithModel,
+  transcriptChunks,
+} from "./extraction.ts";
+import { inWorkerTurn } from "./heavy-turns.ts";
 
 export interface ExtractJobDeps {
   sql: Sql;
   config: Config;
   llm?: Llm;
+  /** The drain's cut: the pass over the transcript waits for its turn until it at most (heavy-turns.ts). */
+  drainCut?: AbortSignal;
 }
 
 /** What the rules' part did, as recorded in the job's result. */
@@ -52,14 +61,21 @@ function describe(err: unknown): string {
 }
 
 export async function processExtract(deps: ExtractJobDeps, job: Job, workerId: string): Promise<void> {
-  // A job whose transcript was cleared (payload_cleared_at) is never claimed: only finished jobs are
-  // cleared, and memory_jobs_payload_cleared_finished keeps them finished (migration 20261128730000).
-  const parsed = ExtractJobPayloadSchema.safeParse(job.payload);
-  if (!parsed.success) throw new PermanentJobError(`invalid extract payload: ${parsed.error.message}`);
-  const payload = parsed.data;
   // The LLM calls happen outside any transaction: no locks are held while the model thinks.
   const categories = await loadCategoryNames(deps.sql);
-  const { found, prepared: stated } = extractStated(payload, { namespaceRoot: deps.config.namespaceRoot, categories });
+  // The passes over the whole transcript (validating it, the rules, chunking it for the model) take
+  // the tenant's heavy turn, as memory-extract's own pass over the body does; the model's calls,
+  // which wait on the network, come after it (docs/operations.md#heavy-requests-take-turns).
+  const { payload, found, stated, chunked } = await inWorkerTurn(job.owner_id, deps.drainCut, async () => {
+    // A job whose transcript was cleared (payload_cleared_at) is never claimed: only finished jobs are
+    // cleared, and memory_jobs_payload_cleared_finished keeps them finished (migration 20261128730000).
+    const parsed = ExtractJobPayloadSchema.safeParse(job.payload);
+    if (!parsed.success) throw new PermanentJobError(`invalid extract payload: ${parsed.error.message}`);
+    const payload = parsed.data;
+    const rules = extractStated(payload, { namespaceRoot: deps.config.namespaceRoot, categories });
+    const chunked = deps.llm ? await transcriptChunks(payload) : undefined;
+    return { payload, found: rules.found, stated: rules.prepared, chunked };
+  });
   const base = { offset: payload.offset, messages: payload.messages.length };
 
   if (!deps.llm) {
@@ -104,6 +120,7 @@ export async function processExtract(deps: ExtractJobDeps, job: Job, workerId: s
       llm: deps.llm,
       namespaceRoot: deps.config.namespaceRoot,
       categories,
+      chunked,
       resume: chunks,
       lastAttempt: job.attempts >= job.max_attempts,
       retry: job.attempts > 1,

@@ -1,7 +1,8 @@
 // The extraction prompt (seed 000 "Memory Extraction") and the transcript the LLM reads.
 import { z } from "zod";
 import { CandidateSchema } from "./candidates.ts";
-import { countTokens, messageText, truncateToTokens } from "./tokens.ts";
+import { countTokensYielding, messageText, truncateToTokens } from "./tokens.ts";
+import { EventLoopSlice } from "./event-loop-slice.ts";
 import type { PromptMessage } from "./llm.ts";
 import { projectScope } from "./schemas.ts";
 import { redactString } from "./redact-json.ts";
@@ -103,15 +104,23 @@ function truncateWithNote(text: string, maxTokens: number): string {
   return kept.length === text.length ? text : `${kept} …[${text.length - kept.length} characters cut]`;
 }
 
-/** Splits a transcript into chunks of about maxTokens, on message boundaries. */
-export function chunkTranscript(messages: MessageLike[], maxTokens = 60_000): string[] {
+/**
+ * Splits a transcript into chunks of about maxTokens, on message boundaries. Counting a queued
+ * transcript of megabytes takes the worker seconds (a 7 MB one, 0.7-1.5 s; of rare words, 20 s): it
+ * gives the event loop back every SLICE_MS (event-loop-slice.ts), as the requests' passes do.
+ */
+export async function chunkTranscript(
+  messages: MessageLike[],
+  maxTokens = 60_000,
+  slice = new EventLoopSlice(),
+): Promise<string[]> {
   const chunks: string[] = [];
   let current: string[] = [];
   let size = 0;
   for (const m of messages) {
     if (m.role === "system" || m.role === "developer") continue; // the agent's own prompt: not conversation
     const block = renderMessage(m);
-    const t = countTokens(block);
+    const t = await countTokensYielding(block, slice);
     if (size + t > maxTokens && current.length > 0) {
       chunks.push(current.join("\n\n"));
       current = [];

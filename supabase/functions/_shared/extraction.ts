@@ -67,6 +67,21 @@ export function extractStated(
   return { found, prepared };
 }
 
+/** The model's view of a job's transcript: its chunks, and the context shown before each. */
+export interface TranscriptChunks {
+  chunks: string[];
+  context?: string;
+}
+
+/** Chunks the job's messages (and its context) for the model: a pass over the whole transcript (extract-job.ts takes a turn for it). */
+export async function transcriptChunks(payload: ExtractJobPayload, chunkTokens = 60_000): Promise<TranscriptChunks> {
+  const chunks = await chunkTranscript(payload.messages, chunkTokens);
+  const context = payload.context && payload.context.length > 0
+    ? (await chunkTranscript(payload.context, 4_000)).at(-1)
+    : undefined;
+  return { chunks, context };
+}
+
 export interface ModelExtraction {
   /** The model's candidates: capped per chunk, none repeating a stated one. */
   candidates: Candidate[];
@@ -205,6 +220,8 @@ export async function extractWithModel(
     namespaceRoot: string;
     categories: readonly string[];
     chunkTokens?: number;
+    /** The transcript already chunked (transcriptChunks, with deps.chunkTokens). */
+    chunked?: TranscriptChunks;
     resume?: unknown;
     onChunk?: (progress: ChunkProgress) => Promise<unknown>;
     /** The job's last attempt: a failure now kills it (answerChunk). */
@@ -218,10 +235,7 @@ export async function extractWithModel(
     onFailedWithoutContext?: () => void;
   },
 ): Promise<ModelExtraction> {
-  const chunks = chunkTranscript(payload.messages, deps.chunkTokens ?? 60_000);
-  const context = payload.context && payload.context.length > 0
-    ? chunkTranscript(payload.context, 4_000).at(-1)
-    : undefined;
+  const { chunks, context } = deps.chunked ?? await transcriptChunks(payload, deps.chunkTokens);
   const resumed = ChunkProgressSchema.safeParse(deps.resume);
   const progress: ChunkProgress = resumed.success && resumed.data.chunks === chunks.length &&
       resumed.data.proposed.length <= chunks.length

@@ -9,6 +9,12 @@
 // A request waits for its turn once its body is received (withBodyRead), so a client still sending
 // holds no turn, and at most HEAVY_TURN_WAIT_FACTOR statement timeouts: then it is a 503
 // heavy_busy, nothing written (docs/operations.md#heavy-requests-take-turns).
+// The queue worker's passes over a queued transcript (extraction's rules and chunking, a session's
+// consolidation) take the same turns, as the job's tenant: while the worker extracted twenty queued
+// 7.7 MB transcripts of one tenant without them, another tenant's retrieval p95 reached 250 ms. Its
+// wait holds the job's lease (renewed meanwhile, job-lease.ts) and ends at its drain's cut at the
+// latest: then the job is handed back as a cut one (drain-queue.ts), having run nothing.
+import { TurnCutError } from "./drain-deadline.ts";
 import { HttpError } from "./http.ts";
 import { AdmissionTimeout, TenantShares } from "./tenant-share.ts";
 
@@ -39,5 +45,31 @@ export async function inHeavyTurn<T>(tenantId: string, statementTimeoutMs: numbe
       undefined,
       { "retry-after": String(HEAVY_RETRY_AFTER_SECONDS) },
     );
+  }
+}
+
+/**
+ * Runs a queued job's pass over its whole transcript in its tenant's turn, waiting at most until
+ * `cut` (its drain's deadline; none outside a drain): then TurnCutError, the pass not run.
+ */
+export async function inWorkerTurn<T>(
+  tenantId: string,
+  cut: AbortSignal | undefined,
+  work: () => Promise<T>,
+): Promise<T> {
+  let admitted = false;
+  try {
+    return await heavyTurns.run(
+      tenantId,
+      () => {
+        admitted = true;
+        return work();
+      },
+      Infinity,
+      cut,
+    );
+  } catch (err) {
+    if (admitted || !(err instanceof AdmissionTimeout)) throw err;
+    throw new TurnCutError(err.waitedMs);
   }
 }

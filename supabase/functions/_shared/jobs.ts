@@ -223,7 +223,8 @@ export async function postponeJob(
  * claimed (memory_private.job_progress: candidates applied, chunks answered, a proposal saved), queued
  * again at once with its attempt given back, so a job needing more drain windows than it has
  * attempts is not killed while it advances. 'queued'; 'unchanged' when it made no progress (the
- * caller fails it as before); undefined when the worker no longer holds it.
+ * caller fails it as before); undefined when the worker no longer holds it. A job that `ranNothing`
+ * (its pass waited for a turn until the cut) is queued again whatever its progress.
  * docs/operations.md#a-drains-deadline.
  */
 export async function handBackCutJob(
@@ -231,7 +232,14 @@ export async function handBackCutJob(
   job: Pick<Job, "id" | "result">,
   workerId: string,
   error: string,
+  ranNothing = false,
 ): Promise<"queued" | "unchanged" | undefined> {
+  if (ranNothing) {
+    // It waited for its heavy turn until the cut (heavy-turns.ts): queued again, its attempt given back.
+    const [row] = await sql<{ status: "queued" | null }[]>`
+      select memory_private.hand_back_unrun_job(${job.id}, ${workerId}, ${error}) as status`;
+    return row?.status ?? undefined;
+  }
   const rows = await sql<{ status: "queued" | "unchanged" | null }[]>`
     select memory_private.hand_back_cut_job(${job.id}, ${workerId}, ${
     job.result == null ? null : sql.json(job.result as never)

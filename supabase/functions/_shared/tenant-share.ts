@@ -14,7 +14,8 @@
 // such a read, the pool would wait forever, with or without admission. No service nests so.)
 // A call waits at most `maxWaitMs` (the pool's statement timeout): then it leaves the queue and
 // fails as AdmissionTimeout, a 503 like a statement past its timeout (database-errors.ts), so a
-// client that gave up does not leave its request to run long after.
+// client that gave up does not leave its request to run long after. A call may also wait only until
+// a signal (the queue worker's pass: until its drain's cut, heavy-turns.ts), then fails the same way.
 import { AsyncLocalStorage } from "node:async_hooks";
 
 interface Tenant {
@@ -45,11 +46,11 @@ export class TenantShares {
     this.perTenant = Math.max(1, capacity - 1);
   }
 
-  async run<T>(tenant: string, work: () => Promise<T>, maxWaitMs = Infinity): Promise<T> {
+  async run<T>(tenant: string, work: () => Promise<T>, maxWaitMs = Infinity, until?: AbortSignal): Promise<T> {
     const key = `${this.#key}/${tenant}`;
     const mine = held.getStore();
     if (mine?.has(key)) return await work();
-    await this.#admit(tenant, maxWaitMs);
+    await this.#admit(tenant, maxWaitMs, until);
     try {
       return await held.run(new Set([...(mine ?? []), key]), work);
     } finally {
@@ -63,7 +64,7 @@ export class TenantShares {
     return { active: t?.active ?? 0, waiting: t?.waiting.length ?? 0 };
   }
 
-  #admit(tenant: string, maxWaitMs: number): Promise<void> {
+  #admit(tenant: string, maxWaitMs: number, until?: AbortSignal): Promise<void> {
     let t = this.#tenants.get(tenant);
     if (!t) this.#tenants.set(tenant, t = { active: 0, waiting: [] });
     if (t.waiting.length === 0 && this.#active < this.capacity && t.active < this.perTenant) {
@@ -71,25 +72,34 @@ export class TenantShares {
       this.#active++;
       return Promise.resolve();
     }
+    if (until?.aborted) {
+      if (t.active === 0 && t.waiting.length === 0) this.#tenants.delete(tenant);
+      return Promise.reject(new AdmissionTimeout(0));
+    }
     if (t.waiting.length === 0) this.#turns.push(tenant);
     const queue = t;
+    const since = performance.now();
     return new Promise((resolve, reject) => {
       let timer: ReturnType<typeof setTimeout> | undefined;
+      const giveUp = (waitedMs: number) => {
+        clearTimeout(timer);
+        until?.removeEventListener("abort", onAbort);
+        queue.waiting.splice(queue.waiting.indexOf(admitted), 1);
+        if (queue.waiting.length === 0) {
+          this.#turns.splice(this.#turns.indexOf(tenant), 1);
+          if (queue.active === 0) this.#tenants.delete(tenant);
+        }
+        reject(new AdmissionTimeout(waitedMs));
+      };
+      const onAbort = () => giveUp(Math.round(performance.now() - since));
       const admitted = () => {
         clearTimeout(timer);
+        until?.removeEventListener("abort", onAbort);
         resolve();
       };
       queue.waiting.push(admitted);
-      if (Number.isFinite(maxWaitMs)) {
-        timer = setTimeout(() => {
-          queue.waiting.splice(queue.waiting.indexOf(admitted), 1);
-          if (queue.waiting.length === 0) {
-            this.#turns.splice(this.#turns.indexOf(tenant), 1);
-            if (queue.active === 0) this.#tenants.delete(tenant);
-          }
-          reject(new AdmissionTimeout(maxWaitMs));
-        }, maxWaitMs);
-      }
+      if (Number.isFinite(maxWaitMs)) timer = setTimeout(() => giveUp(maxWaitMs), maxWaitMs);
+      until?.addEventListener("abort", onAbort, { once: true });
     });
   }
 
