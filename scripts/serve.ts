@@ -27,6 +27,7 @@ import { startQueueWorker } from "./serve/background.ts";
 import { discoverFunctions, type FunctionEntry, loadFunction, readVerifyJwt } from "./serve/functions.ts";
 import { type Log, startMaintenanceScheduler } from "./serve/maintenance-scheduler.ts";
 import { probeProviders, type ProbeReport } from "./serve/probe.ts";
+import { requestBodiesFrom, serverBusy } from "./serve/request-bodies.ts";
 import {
   LOCAL_DEMO_USER_ID,
   LOCAL_DEV_JWT_SECRET,
@@ -65,6 +66,10 @@ export interface ServerOptions {
   logRequests?: boolean;
   /** Where log lines go; default console.log. */
   log?: Log;
+  /** Default BODY_IDLE_TIMEOUT_MS, else 10 s: a request body from which nothing arrives that long is a 408 (serve/request-bodies.ts). */
+  bodyIdleTimeoutMs?: number;
+  /** Default MAX_OPEN_BODIES, else 512: requests with a body in the server at once; the next is a 503. */
+  maxOpenBodies?: number;
 }
 
 export interface RunningServer {
@@ -82,6 +87,8 @@ export interface RunningServer {
   /** What the start-up probe found (undefined when it was skipped). */
   probe?: ProbeReport;
   sql: Sql;
+  /** Requests with a body in the server now (serve/request-bodies.ts; tests wait on it). */
+  openBodies(): number;
   close(): Promise<void>;
 }
 
@@ -192,7 +199,11 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     }
     const byName = new Map(functions.map((f) => [f.name, f]));
 
-    const route = async (req: Request, requestId: string): Promise<Response> => {
+    const route = async (
+      req: Request,
+      requestId: string,
+      body: ReadableStream<Uint8Array> | null,
+    ): Promise<Response> => {
       const url = new URL(req.url);
       if (url.pathname !== FUNCTIONS_PREFIX && !url.pathname.startsWith(`${FUNCTIONS_PREFIX}/`)) {
         throw new HttpError(404, "not_found", `this server serves edge functions at ${FUNCTIONS_PREFIX}/<name>`);
@@ -215,21 +226,20 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
       if (fn.verifyJwt && req.method !== "OPTIONS") await verifyBearer(req, config);
       const headers = new Headers(req.headers);
       headers.set("x-request-id", requestId);
-      const forwarded = new Request(new URL(path + url.search, url.origin), {
-        method: req.method,
-        headers,
-        body: req.body,
-      });
+      const forwarded = new Request(new URL(path + url.search, url.origin), { method: req.method, headers, body });
       return await fn.handler(forwarded);
     };
 
     const inFlight = new Set<Promise<unknown>>();
+    const bodies = requestBodiesFrom(opts.env ?? Deno.env.toObject(), opts);
     const handle = async (req: Request): Promise<Response> => {
       const started = performance.now();
       const requestId = req.headers.get("x-request-id") ?? crypto.randomUUID();
+      const admitted = req.body ? bodies.admit(req.body) : undefined;
       let res: Response;
       try {
-        res = await route(req, requestId);
+        if (req.body && !admitted) throw serverBusy(bodies.max);
+        res = await route(req, requestId, admitted?.body ?? null);
       } catch (err) {
         if (err instanceof HttpError) {
           res = errorJson(err, requestId);
@@ -243,6 +253,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
           );
         }
       }
+      admitted?.release();
       if (opts.logRequests !== false) {
         log(`${req.method} ${new URL(req.url).pathname} ${res.status} ${Math.round(performance.now() - started)}ms`);
       }
@@ -298,6 +309,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
       usingLocalDevSecret,
       probe,
       sql,
+      openBodies: () => bodies.open,
       close() {
         closing ??= (async () => {
           await Promise.allSettled(stoppables.map((s) => s.stop()));

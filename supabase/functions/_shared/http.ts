@@ -240,8 +240,10 @@ async function readLimitedBytes(
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {
-    const { done, value } = await reader.read().catch(() => {
-      // The only way reading a request's body fails: the client went away before sending all of it.
+    const { done, value } = await reader.read().catch((err) => {
+      // The client went away before sending all of it; or (the local server) sent nothing for too
+      // long, the server's own 408 (scripts/serve/request-bodies.ts).
+      if (err instanceof HttpError) throw err;
       throw new HttpError(400, "invalid_request", "the request body ended before it was complete; nothing was written");
     });
     if (done) break;
