@@ -26,6 +26,7 @@ import { providerUnavailable } from "./llm-outage.ts";
 import { defaultScope } from "./scopes.ts";
 import { extractByRules } from "./rule-extractor.ts";
 import { inWorkerTurn } from "./heavy-turns.ts";
+import { BACKGROUND_REST_MS, EventLoopSlice } from "./event-loop-slice.ts";
 import { recordRedactions } from "./redaction-events.ts";
 import { sessionId } from "./schemas.ts";
 import { validateContent } from "./writing-constraints.ts";
@@ -86,7 +87,7 @@ async function proposeFacts(deps: WorkerDeps, job: Job, episodes: Episode[], pro
         note(c, [i], [], RULE_CONFIDENCE);
       }
     });
-    return deps.llm ? await chunkEpisodes(episodes) : [];
+    return deps.llm ? await chunkEpisodes(episodes, undefined, new EventLoopSlice(BACKGROUND_REST_MS)) : [];
   });
 
   const proposed: Candidate[][] = [];

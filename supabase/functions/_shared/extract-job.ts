@@ -22,14 +22,10 @@ import { enqueueDedupJobs } from "./dedup-jobs.ts";
 import { loadCategoryNames } from "./categories.ts";
 import type { Candidate, PreparedCandidates } from "./candidates.ts";
 import { recordRedactions } from "./redaction-events.ts";
-import {
-  type ExtractJobPayload,
-  ExtractJobPayloadSchema,
-  extractStated,
-  extractWithModel,
-  transcriptChunks,
-} from "./extraction.ts";
+import { type ExtractJobPayload, ExtractJobPayloadSchema, extractStated, extractWithModel } from "./extraction.ts";
+import { transcriptChunks } from "./extraction-prompt.ts";
 import { inWorkerTurn } from "./heavy-turns.ts";
+import { BACKGROUND_REST_MS, EventLoopSlice } from "./event-loop-slice.ts";
 
 export interface ExtractJobDeps {
   sql: Sql;
@@ -73,7 +69,9 @@ export async function processExtract(deps: ExtractJobDeps, job: Job, workerId: s
     if (!parsed.success) throw new PermanentJobError(`invalid extract payload: ${parsed.error.message}`);
     const payload = parsed.data;
     const rules = extractStated(payload, { namespaceRoot: deps.config.namespaceRoot, categories });
-    const chunked = deps.llm ? await transcriptChunks(payload) : undefined;
+    const chunked = deps.llm
+      ? await transcriptChunks(payload, undefined, new EventLoopSlice(BACKGROUND_REST_MS))
+      : undefined;
     return { payload, found: rules.found, stated: rules.prepared, chunked };
   });
   const base = { offset: payload.offset, messages: payload.messages.length };

@@ -133,6 +133,25 @@ export async function chunkTranscript(
   return chunks;
 }
 
+/** The model's view of a job's transcript: its chunks, and the context shown before each. */
+export interface TranscriptChunks {
+  chunks: string[];
+  context?: string;
+}
+
+/** Chunks an extract job's messages (and its context) for the model: a pass over the whole transcript (extract-job.ts takes a turn for it). */
+export async function transcriptChunks(
+  payload: { messages: MessageLike[]; context?: MessageLike[] },
+  chunkTokens = 60_000,
+  slice = new EventLoopSlice(),
+): Promise<TranscriptChunks> {
+  const chunks = await chunkTranscript(payload.messages, chunkTokens, slice);
+  const context = payload.context && payload.context.length > 0
+    ? (await chunkTranscript(payload.context, 4_000, slice)).at(-1)
+    : undefined;
+  return { chunks, context };
+}
+
 /**
  * The extraction request for one chunk. `context` (rendered earlier messages that an earlier job
  * already extracted from) is shown before it so the chunk makes sense, marked as not to extract from.

@@ -23,10 +23,11 @@ import { DrainCutError } from "./drain-deadline.ts";
 import { projectName, queuedCodeOrigin, sessionId, threadId } from "./schemas.ts";
 import { type Candidate, prepareCandidates, type PreparedCandidates } from "./candidates.ts";
 import {
-  chunkTranscript,
   extractionMessages,
   type ExtractionOutput,
   ExtractionOutputSchema,
+  type TranscriptChunks,
+  transcriptChunks,
 } from "./extraction-prompt.ts";
 import { extractByRules } from "./rule-extractor.ts";
 import { defaultScope, writeScope } from "./scopes.ts";
@@ -65,21 +66,6 @@ export function extractStated(
     categories: opts.categories,
   });
   return { found, prepared };
-}
-
-/** The model's view of a job's transcript: its chunks, and the context shown before each. */
-export interface TranscriptChunks {
-  chunks: string[];
-  context?: string;
-}
-
-/** Chunks the job's messages (and its context) for the model: a pass over the whole transcript (extract-job.ts takes a turn for it). */
-export async function transcriptChunks(payload: ExtractJobPayload, chunkTokens = 60_000): Promise<TranscriptChunks> {
-  const chunks = await chunkTranscript(payload.messages, chunkTokens);
-  const context = payload.context && payload.context.length > 0
-    ? (await chunkTranscript(payload.context, 4_000)).at(-1)
-    : undefined;
-  return { chunks, context };
 }
 
 export interface ModelExtraction {
