@@ -22,7 +22,7 @@ set local role authenticated;
 select set_config('request.jwt.claims', '{"sub": "27000000-0000-4000-8000-0000000000aa", "role": "authenticated"}', true);
 select is((select count(*) > 0 from public.memory_settings), true, 'authenticated can read the settings');
 select throws_ok($$update public.memory_settings set value = 0.5 where name = 'decay_base'$$, '42501', null, 'authenticated cannot change them');
-select is((select count(*) from public.memory_maintenance_schedules), 17::bigint, 'authenticated can read the maintenance schedules');
+select is((select count(*) from public.memory_maintenance_schedules), 18::bigint, 'authenticated can read the maintenance schedules');
 reset role;
 
 set local role anon;

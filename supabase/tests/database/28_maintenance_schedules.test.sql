@@ -39,17 +39,17 @@ select case when (select yes from has_cron)
   else skip('pg_cron is not installed in this database', 1) end;
 
 select case when (select yes from has_cron)
-  then is(memory_private.register_maintenance_schedules(), '{"pg_cron": true, "removed": 0, "registered": 17}'::jsonb,
-          're-running the registration upserts the same seventeen jobs')
+  then is(memory_private.register_maintenance_schedules(), '{"pg_cron": true, "removed": 0, "registered": 18}'::jsonb,
+          're-running the registration upserts the same eighteen jobs')
   else is(memory_private.register_maintenance_schedules() ->> 'pg_cron', 'false', 'without pg_cron the registration is a no-op') end;
 select memory_private.register_maintenance_schedules();
 
 select case when (select yes from has_cron)
-  then is((select count(*) from cron.job where jobname like 'devai-%' and database = current_database()), 17::bigint,
-          'after registering three times: still exactly seventeen devai- jobs')
+  then is((select count(*) from cron.job where jobname like 'devai-%' and database = current_database()), 18::bigint,
+          'after registering three times: still exactly eighteen devai- jobs')
   else skip('pg_cron is not installed in this database', 1) end;
 select case when (select yes from has_cron)
-  then is((select count(distinct jobname) from cron.job where jobname like 'devai-%' and database = current_database()), 17::bigint,
+  then is((select count(distinct jobname) from cron.job where jobname like 'devai-%' and database = current_database()), 18::bigint,
           'one job per name')
   else skip('pg_cron is not installed in this database', 1) end;
 
@@ -57,8 +57,8 @@ select case when (select yes from has_cron)
 update public.memory_maintenance_schedules set schedule = '0 4 * * *' where job_name = 'devai-memory-decay';
 delete from public.memory_maintenance_schedules where job_name = 'devai-memory-purge';
 select case when (select yes from has_cron)
-  then is(memory_private.register_maintenance_schedules() - 'pg_cron', '{"removed": 1, "registered": 16}'::jsonb,
-          'registration after editing the table: sixteen upserted, one removed')
+  then is(memory_private.register_maintenance_schedules() - 'pg_cron', '{"removed": 1, "registered": 17}'::jsonb,
+          'registration after editing the table: seventeen upserted, one removed')
   else skip('pg_cron is not installed in this database', 1) end;
 select case when (select yes from has_cron)
   then is((select schedule::text from cron.job where jobname = 'devai-memory-decay'), '0 4 * * *', 'the changed schedule is in pg_cron')
