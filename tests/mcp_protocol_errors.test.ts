@@ -142,6 +142,11 @@ Deno.test("mcp: bad params are -32602 Invalid params, answered to the request's 
         '"arguments":{"content":"a fact","__proto__":{"memory_type":"procedural"}}}}',
         /params\.arguments\.__proto__: remember_fact has no argument named __proto__/,
       ],
+      // Params failing the schema every request shares were -32600 to id null, as if no request.
+      [
+        call(8, { name: "remember_fact", arguments: { content: "a fact" }, _meta: { progressToken: {} } }),
+        /Invalid params of tools\/call: params\._meta\.progressToken/,
+      ],
     ];
     for (const [message, expected] of cases) {
       const res = await post(server, token, message);

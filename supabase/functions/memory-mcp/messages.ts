@@ -3,7 +3,8 @@
 //
 //   - a batch (an array): refused whole, -32600; a request is charged one rate-limit token.
 //   - JSON that is no JSON-RPC message ({}, 42, "id": null, "params": null): -32600 Invalid
-//     Request (the SDK says -32700 Parse error, which is for text that is not JSON).
+//     Request (the SDK says -32700 Parse error, which is for text that is not JSON); a request whose
+//     params fail the schema all requests share (_meta.progressToken an object): -32602 to its id.
 //   - a request method (tools/call, initialize, ping …) without an id: -32600. The SDK takes it as
 //     a notification, answers 202 Accepted and runs nothing, so a client would think it had written.
 //   - params the SDK's request schema refuses (tools/call without params, arguments null or a
@@ -22,8 +23,10 @@ import {
   ErrorCode,
   InitializeRequestSchema,
   JSONRPCMessageSchema,
+  JSONRPCRequestSchema,
   ListToolsRequestSchema,
   PingRequestSchema,
+  RequestIdSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { json } from "../_shared/http.ts";
 import { issuesText } from "../_shared/issue-text.ts";
@@ -73,7 +76,15 @@ export function screenMessage(message: unknown): Response | undefined {
       "JSON-RPC batches are not accepted: send one message per POST (MCP 2025-06-18 has no batching)",
     );
   }
-  if (!JSONRPCMessageSchema.safeParse(message).success) return rpcError(null, ErrorCode.InvalidRequest, NOT_JSON_RPC);
+  if (!JSONRPCMessageSchema.safeParse(message).success) {
+    // A request whose envelope is right (jsonrpc, a method, an id) but whose params fail the
+    // schema every request shares (`_meta.progressToken` an object) is answered to its id, -32602.
+    const id = requestIdOf(message);
+    if (id === undefined) return rpcError(null, ErrorCode.InvalidRequest, NOT_JSON_RPC);
+    const method = (message as { method: string }).method;
+    const problems = schemaProblems(JSONRPCRequestSchema, message) ?? "params do not match the request's schema";
+    return rpcError(id, ErrorCode.InvalidParams, `Invalid params of ${method}: ${problems}`);
+  }
   const m = message as { id?: RequestId; method?: string; params?: Record<string, unknown> };
   if (m.method === undefined) return undefined; // a response to a server request: the SDK's
   if (m.id === undefined) {
@@ -91,6 +102,21 @@ export function screenMessage(message: unknown): Response | undefined {
     schemaProblems(schema, message) ?? (m.method === "tools/list" ? cursorProblem(m.params) : undefined);
   if (invalid) return rpcError(m.id, ErrorCode.InvalidParams, `Invalid params of ${m.method}: ${invalid}`);
   return undefined;
+}
+
+/**
+ * The id of a message that is a JSON-RPC request but for its params (an object with jsonrpc "2.0", a
+ * string method, params an object if any, and an id the SDK takes), else undefined.
+ */
+function requestIdOf(message: unknown): RequestId | undefined {
+  if (typeof message !== "object" || message === null || Array.isArray(message)) return undefined;
+  const m = message as Record<string, unknown>;
+  if (m.jsonrpc !== "2.0" || typeof m.method !== "string") return undefined;
+  if (m.params !== undefined && (typeof m.params !== "object" || m.params === null || Array.isArray(m.params))) {
+    return undefined;
+  }
+  const id = RequestIdSchema.safeParse(m.id);
+  return id.success ? id.data : undefined;
 }
 
 /** Where a message misses its method's schema, one "path: problem" per issue (not the SDK's zod dump). */
