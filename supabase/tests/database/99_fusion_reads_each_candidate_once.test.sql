@@ -14,9 +14,6 @@ select ('99f00000-0000-4000-8000-' || lpad(g::text, 12, '0'))::uuid, '99f00000-0
        jsonb_build_object('category', 'decisions', 'n', g), 0.3 + g / 100.0, 0.3 + g / 100.0,
        (1 + g % 5)::smallint, g % 3 = 0, g, 'session-' || g
   from generate_series(1, 60) g;
--- As in 77: the reads by index a big table gets, whatever the statistics earlier tests left.
-analyze public.devai_memories;
-set local enable_seqscan = off;
 
 create function pg_temp.fetched_now() returns bigint language sql as $$
   select idx_tup_fetch + seq_tup_read from pg_stat_xact_user_tables where relid = 'public.devai_memories'::regclass
