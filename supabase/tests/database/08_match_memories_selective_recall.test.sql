@@ -37,7 +37,9 @@ select results_eq(
 -- A walk that comes back short (migration 20261207100000) from a scope larger than
 -- exact_scan_fallback_max_rows keeps what it found: the 3005-memory scope is not read again. A
 -- filter nothing passes makes every walk short. Rows fetched other than by the walk (through the
--- table and its other indexes): the 1,001 the scope count reads and 1 (1,002); the exact
+-- table and its other indexes): the 1,001 that the short walk's fresh count reads
+-- (memory_search.scope_rows, capped at exact_scan_fallback_max_rows + 1; the exact-or-HNSW decision
+-- itself reads the kept counts, no rows, migration 20261208300000) and 1 (1,002); the exact
 -- comparison would read the scope again (6,011 in all with the bound at 10,000).
 create temporary view rows_fetched as
   select pg_catalog.pg_stat_get_xact_tuples_fetched('public.devai_memories'::regclass)
