@@ -626,6 +626,26 @@ end;
 $$;
 
 --
+-- Name: derive_long_run_words_again(); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.derive_long_run_words_again() RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+  v_rows integer;
+begin
+  update public.devai_memories m
+     set fts = m.fts
+   where m.content ~ '[^ \t\n\v\f\r]{129}'
+     and m.fts is distinct from public.memory_content_fts(m.content);
+  get diagnostics v_rows = row_count;
+  return v_rows;
+end;
+$$;
+
+--
 -- Name: end_idle_sessions(timestamp with time zone, integer); Type: FUNCTION; Schema: memory_private; Owner: -
 --
 
@@ -8834,6 +8854,12 @@ REVOKE ALL ON FUNCTION memory_private.derive_content_columns() FROM PUBLIC;
 --
 
 REVOKE ALL ON FUNCTION memory_private.derive_entity_keys() FROM PUBLIC;
+
+--
+-- Name: FUNCTION derive_long_run_words_again(); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.derive_long_run_words_again() FROM PUBLIC;
 
 --
 -- Name: FUNCTION end_idle_sessions(p_now timestamp with time zone, p_limit integer); Type: ACL; Schema: memory_private; Owner: -
