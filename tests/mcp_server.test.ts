@@ -12,6 +12,7 @@ import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import { userToken } from "./support/auth.ts";
 import { functionJson, type RunningServer, startTestServer } from "./support/http_server.ts";
 import { overrideSettings } from "./support/lifecycle.ts";
+import { flushSearchWrites } from "../supabase/functions/_shared/retrieval/write-behind.ts";
 import { newTenant, seedMemory, tenantWrites, testSql } from "./support/seed.ts";
 
 const TOOLS = [
@@ -233,6 +234,9 @@ Deno.test("mcp: every tool answers what the HTTP API answers for the same operat
       });
       assert.ok((queried.data.results as { id: string }[]).some((r) => r.id === newId), queried.text);
       assert.equal(queried.data.agent, "coder");
+      // The query reinforced what it found behind its answer: written now, so the two reads below
+      // see the same access counts.
+      await flushSearchWrites(server.sql);
 
       // The entity rules linked the command the fact mentions; found by name or by id.
       const byName = await ok(client, "get_entity_info", { q: "npm run test:ci" });

@@ -2,11 +2,12 @@
 // test database, with tokens signed by TEST_JWT_SECRET (tests/support/auth.ts). For HTTP tests.
 import { type RunningServer, type ServerOptions, startServer } from "../../scripts/serve.ts";
 import { TEST_JWT_SECRET, testDatabaseUrl } from "./config.ts";
+import { runningServerPools } from "./server_pools.ts";
 
 export type { RunningServer };
 
 export async function startTestServer(opts: Partial<ServerOptions> = {}): Promise<RunningServer> {
-  return await startServer({
+  const server = await startServer({
     port: 0,
     databaseUrl: testDatabaseUrl(),
     jwtSecret: TEST_JWT_SECRET,
@@ -17,6 +18,9 @@ export async function startTestServer(opts: Partial<ServerOptions> = {}): Promis
     log: Deno.env.get("HTTP_TEST_LOG") === "1" ? (line) => console.log(line) : () => {},
     ...opts,
   });
+  runningServerPools.add(server.sql);
+  const close = server.close;
+  return { ...server, close: () => close().finally(() => runningServerPools.delete(server.sql)) };
 }
 
 /** A JSON request to one of the server's functions (`memory/remember`, …): GET without a body, POST with one. */

@@ -6,6 +6,7 @@ import { embedLocally } from "../../supabase/functions/_shared/embeddings.ts";
 import { LOCAL_EMBEDDING_MODEL } from "../../supabase/functions/_shared/env.ts";
 import { flushSearchWrites } from "../../supabase/functions/_shared/retrieval/write-behind.ts";
 import { testDatabaseUrl } from "./config.ts";
+import { runningServerPools } from "./server_pools.ts";
 
 export function newTenant(): string {
   return crypto.randomUUID();
@@ -108,9 +109,9 @@ export interface TenantWrites {
 }
 
 export async function tenantWrites(sql: Sql, tenantId: string): Promise<TenantWrites> {
-  // Searches' writes wait behind their answers (docs/operations.md#write-behind-reinforcement-and-search-events):
-  // count them too.
-  await flushSearchWrites(sql);
+  // Searches' writes wait behind their answers (docs/operations.md#write-behind-reinforcement-and-search-events),
+  // on this pool or a test server's: count them too.
+  for (const pool of [sql, ...runningServerPools]) await flushSearchWrites(pool);
   const [row] = await sql<{ events: number; access_total: number; history: number; memories: number }[]>`
     select (select count(*)::int from public.memory_events where owner_id = ${tenantId}) as events,
            (select coalesce(sum(access_count), 0)::int from public.devai_memories where owner_id = ${tenantId}) as access_total,
