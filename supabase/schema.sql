@@ -3106,10 +3106,11 @@ begin
                   select r.strength, r.from_id from public.memory_relations r
                    where r.to_id = x.id and r.owner_id = p_owner and r.relation_type <> 'contradicts'
                      and r.created_at <= p_at and r.valid_from <= p_at and (r.valid_until is null or r.valid_until > p_at)) e
-            cross join lateral (select o from public.devai_memories o
+            cross join lateral (select o.source, o.id, o.namespace, o.is_valid, o.state, o.strength, o.created_at, o.valid_until
+                                  from public.devai_memories o
                                  where o.id = e.other and o.owner_id = p_owner offset 0) v
-           where (v.o).source is distinct from 'conversation'
-             and public.memory_graph_visible(v.o, p_at, p_scopes))
+           where v.source is distinct from 'conversation'
+             and public.memory_graph_visible(v.id, v.namespace, v.is_valid, v.state, v.strength, v.created_at, v.valid_until, p_at, p_scopes))
     from (select distinct u as id from unnest(p_ids) as u) x;
 end;
 $$;
@@ -3654,13 +3655,14 @@ begin
           select x.memory_id, x.confidence from public.memory_entity_links x
            where as_of is not null and x.entity_id = l1.entity_id
         ) l2
-        cross join lateral (select m2 from public.devai_memories m2 where m2.id = l2.memory_id offset 0) v2
+        cross join lateral (select m2.id, m2.namespace, m2.is_valid, m2.state, m2.strength, m2.created_at, m2.valid_until
+                              from public.devai_memories m2 where m2.id = l2.memory_id offset 0) v2
        where graph_depth > 0
          and (graph_edge_types is null or 'entity' = any (graph_edge_types))
          and l1.memory_id = any (v_seeds)
          and n.named <= v_df_cap
          and l2.memory_id <> l1.memory_id
-         and public.memory_graph_visible(v2.m2, as_of, v_scopes)
+         and public.memory_graph_visible(v2.id, v2.namespace, v2.is_valid, v2.state, v2.strength, v2.created_at, v2.valid_until, as_of, v_scopes)
     ),
     best as (
       select distinct on (r.id) r.id, r.via, r.edge,
@@ -4409,7 +4411,7 @@ begin
          order by x.created_at desc
          limit max_nodes * 2)) l
       join public.devai_memories m on m.id = l.memory_id
-     where public.memory_graph_visible(m, as_of, v_prefixes)
+     where public.memory_graph_visible(m.id, m.namespace, m.is_valid, m.state, m.strength, m.created_at, m.valid_until, as_of, v_prefixes)
      order by m.id, l.confidence * e.quality desc, e.id
   )
   select h.id, h.entity_id, h.canonical_name, h.entity_type, h.weight, h.valid_from
@@ -4716,8 +4718,9 @@ begin
                                     and r.to_id <> all (v_visited)
                                   order by r.strength * r.confidence desc
                                   limit v_read) r
-                           cross join lateral (select m from public.devai_memories m where m.id = r.other offset 0) v
-                           where public.memory_graph_visible(v.m, as_of, v_prefixes)
+                           cross join lateral (select m.id, m.namespace, m.is_valid, m.state, m.strength, m.created_at, m.valid_until
+                                                from public.devai_memories m where m.id = r.other offset 0) v
+                           where public.memory_graph_visible(v.id, v.namespace, v.is_valid, v.state, v.strength, v.created_at, v.valid_until, as_of, v_prefixes)
                            order by r.rank desc
                            limit v_fanout)
                         union all
@@ -4732,8 +4735,9 @@ begin
                                     and r.from_id <> all (v_visited)
                                   order by r.strength * r.confidence desc
                                   limit v_read) r
-                           cross join lateral (select m from public.devai_memories m where m.id = r.other offset 0) v
-                           where public.memory_graph_visible(v.m, as_of, v_prefixes)
+                           cross join lateral (select m.id, m.namespace, m.is_valid, m.state, m.strength, m.created_at, m.valid_until
+                                                from public.devai_memories m where m.id = r.other offset 0) v
+                           where public.memory_graph_visible(v.id, v.namespace, v.is_valid, v.state, v.strength, v.created_at, v.valid_until, as_of, v_prefixes)
                            order by r.rank desc
                            limit v_fanout)
                       ) e
@@ -4754,21 +4758,28 @@ end;
 $$;
 
 --
--- Name: memory_graph_visible(public.devai_memories, timestamp with time zone, text[]); Type: FUNCTION; Schema: public; Owner: -
+-- Name: memory_graph_visible(uuid, text, boolean, text, double precision, timestamp with time zone, timestamp with time zone, timestamp with time zone, text[]); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.memory_graph_visible(m public.devai_memories, p_at timestamp with time zone, p_prefixes text[]) RETURNS boolean
+CREATE FUNCTION public.memory_graph_visible(p_id uuid, p_namespace text, p_is_valid boolean, p_state text, p_strength double precision, p_created_at timestamp with time zone, p_valid_until timestamp with time zone, p_at timestamp with time zone, p_prefixes text[]) RETURNS boolean
     LANGUAGE plpgsql STABLE
     SET search_path TO ''
     AS $$
+declare
+  v_m public.devai_memories;
 begin
-  if not (p_prefixes is null or (m.namespace || '/') ^@ any (p_prefixes)) then
+  if not (p_prefixes is null or (p_namespace || '/') ^@ any (p_prefixes)) then
     return false;
   end if;
   if p_at is null then
-    return m.is_valid and m.state = 'active' and m.strength > 0.05;
+    return p_is_valid and p_state = 'active' and p_strength > 0.05;
   end if;
-  return (select a.held from public.memory_at(m, p_at) a);
+  v_m.id := p_id;
+  v_m.created_at := p_created_at;
+  v_m.valid_until := p_valid_until;
+  v_m.is_valid := p_is_valid;
+  v_m.state := p_state;
+  return (select a.held from public.memory_at(v_m, p_at) a);
 end;
 $$;
 
@@ -9720,12 +9731,12 @@ GRANT ALL ON FUNCTION public.memory_graph_neighbours(seed_ids uuid[], edge_types
 GRANT ALL ON FUNCTION public.memory_graph_neighbours(seed_ids uuid[], edge_types text[], max_depth integer, max_nodes integer, as_of timestamp with time zone, match_namespaces text[], direction text) TO service_role;
 
 --
--- Name: FUNCTION memory_graph_visible(m public.devai_memories, p_at timestamp with time zone, p_prefixes text[]); Type: ACL; Schema: public; Owner: -
+-- Name: FUNCTION memory_graph_visible(p_id uuid, p_namespace text, p_is_valid boolean, p_state text, p_strength double precision, p_created_at timestamp with time zone, p_valid_until timestamp with time zone, p_at timestamp with time zone, p_prefixes text[]); Type: ACL; Schema: public; Owner: -
 --
 
-REVOKE ALL ON FUNCTION public.memory_graph_visible(m public.devai_memories, p_at timestamp with time zone, p_prefixes text[]) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.memory_graph_visible(m public.devai_memories, p_at timestamp with time zone, p_prefixes text[]) TO authenticated;
-GRANT ALL ON FUNCTION public.memory_graph_visible(m public.devai_memories, p_at timestamp with time zone, p_prefixes text[]) TO service_role;
+REVOKE ALL ON FUNCTION public.memory_graph_visible(p_id uuid, p_namespace text, p_is_valid boolean, p_state text, p_strength double precision, p_created_at timestamp with time zone, p_valid_until timestamp with time zone, p_at timestamp with time zone, p_prefixes text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.memory_graph_visible(p_id uuid, p_namespace text, p_is_valid boolean, p_state text, p_strength double precision, p_created_at timestamp with time zone, p_valid_until timestamp with time zone, p_at timestamp with time zone, p_prefixes text[]) TO authenticated;
+GRANT ALL ON FUNCTION public.memory_graph_visible(p_id uuid, p_namespace text, p_is_valid boolean, p_state text, p_strength double precision, p_created_at timestamp with time zone, p_valid_until timestamp with time zone, p_at timestamp with time zone, p_prefixes text[]) TO service_role;
 
 --
 -- Name: FUNCTION memory_identifier_lexemes(p_text text); Type: ACL; Schema: public; Owner: -
