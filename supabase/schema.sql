@@ -2676,8 +2676,8 @@ CREATE FUNCTION memory_search.entity_matches(p_owner uuid, p_q text, p_type text
     select public.memory_entity_key(p_q) as key,
            p_owner::text || '|' || public.memory_entity_key(p_q) as lookup,
            public.memory_entity_name_query(p_owner, public.memory_entity_key(p_q)) as names,
-           pg_catalog.websearch_to_tsquery('english'::regconfig, p_q) as words,
-           public.memory_entity_summary_query(p_owner, pg_catalog.websearch_to_tsquery('english'::regconfig, p_q)) as summaries
+           pg_catalog.websearch_to_tsquery('english'::regconfig, public.memory_fts_text(p_q)) as words,
+           public.memory_entity_summary_query(p_owner, pg_catalog.websearch_to_tsquery('english'::regconfig, public.memory_fts_text(p_q))) as summaries
      where memory_search.caller_reads_owner(p_owner)
   ),
   found as (
@@ -4484,7 +4484,7 @@ CREATE FUNCTION public.memory_entity_search_terms(p_owner uuid, p_key text, p_su
     AS $$
   select case when p_summary is null then ''::tsvector
               else public.memory_entity_scoped_lexemes(
-                     pg_catalog.to_tsvector('english'::regconfig, p_summary)::text, p_owner::text || ':s:')::tsvector
+                     pg_catalog.to_tsvector('english'::regconfig, public.memory_fts_text(p_summary))::text, p_owner::text || ':s:')::tsvector
          end
          || pg_catalog.array_to_tsvector(array[p_owner::text]
               || array(select p_owner::text || ':n:' || pg_catalog.substr(p_key, i, n)

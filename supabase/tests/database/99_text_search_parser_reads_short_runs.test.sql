@@ -1,10 +1,11 @@
 -- Postgres's text search parser is quadratic in a run of words joined by `_` or `@` (`a_a_a_…`:
 -- 4,000 characters 0.27 s, 20,000 7.8 s): the text it is given has a space after every 128
 -- characters of a run without a blank (public.memory_fts_text, migration 20261208600000), for a
--- memory's words (the content trigger, the as-of readers) and a query's terms alike. Text whose
--- runs are shorter is parsed as it was.
+-- memory's words (the content trigger, the as-of readers) and a query's terms alike, and for an
+-- entity's summary and the entity lookup's words (migration 20261209200100). Text whose runs are
+-- shorter is parsed as it was.
 begin;
-select plan(10);
+select plan(13);
 
 select is(public.memory_fts_text('Deploy with `fly deploy --app acme_web` from src/app/main.ts'),
           'Deploy with `fly deploy --app acme_web` from src/app/main.ts', 'prose and code are given as they are');
@@ -40,5 +41,21 @@ select ok((select array_agg(kind || ':' || term) from public.memory_keyword_term
 select is((select query from public.memory_keyword_terms('deploy -' || repeat('x', 300)) where kind = 'exclude'),
           plainto_tsquery('english', repeat('x', 128) || ' ' || repeat('x', 128) || ' ' || repeat('x', 44)),
           'an exclusion is parsed with its long run cut, as a memory''s content is');
+select is(public.memory_entity_search_terms('72000000-0000-4000-8000-00000000000d', 'deploy.sh', 'runs ' || repeat('x', 300) || ' nightly'),
+          public.memory_entity_search_terms('72000000-0000-4000-8000-00000000000d', 'deploy.sh',
+                                            'runs ' || repeat('x', 128) || ' ' || repeat('x', 128) || ' ' || repeat('x', 44) || ' nightly'),
+          'an entity''s summary is parsed with its long runs cut, as a memory''s content is');
+select is(public.memory_entity_search_terms('72000000-0000-4000-8000-00000000000d', 'deploy.sh', 'Runs the nightly deploy of acme_web.'),
+          public.memory_entity_scoped_lexemes(to_tsvector('english', 'Runs the nightly deploy of acme_web.')::text,
+                                              '72000000-0000-4000-8000-00000000000d:s:')::tsvector
+            || public.memory_entity_search_terms('72000000-0000-4000-8000-00000000000d', 'deploy.sh', null),
+          'a summary of short runs gives the words it gave');
+insert into public.memory_entities (id, owner_id, canonical_name, entity_type, summary)
+values ('72000000-0000-4000-8000-0000000000e1', '72000000-0000-4000-8000-00000000000d', 'deploy.sh', 'file',
+        'runs ' || repeat('x', 300) || ' nightly');
+select tests.authenticate_as('72000000-0000-4000-8000-00000000000d');
+select is((select array_agg(m.matched) from memory_search.entity_matches(auth.uid(), repeat('x', 300), null, 10) m),
+          array['summary'], 'a lookup of the long run finds the summary: its words are cut the same way');
+select tests.clear_authentication();
 select * from finish();
 rollback;
