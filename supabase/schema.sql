@@ -2538,6 +2538,31 @@ end;
 $$;
 
 --
+-- Name: cited_files(uuid, uuid[], jsonb[]); Type: FUNCTION; Schema: memory_search; Owner: -
+--
+
+CREATE FUNCTION memory_search.cited_files(p_owner uuid, p_ids uuid[], p_metadata jsonb[]) RETURNS TABLE(memory_id uuid, files text[])
+    LANGUAGE plpgsql STABLE ROWS 20
+    SET search_path TO ''
+    AS $$
+begin
+  return query
+  select c.id, array_agg(distinct c.path order by c.path)
+    from (select l.memory_id as id, regexp_replace(e.canonical_name, '^(\./)+', '') as path
+            from (select distinct u.id from unnest(p_ids) as u(id)) i
+            join public.memory_entity_links l on l.memory_id = i.id and l.owner_id = p_owner
+            join public.memory_entities e on e.id = l.entity_id and e.entity_type = 'file'
+          union all
+          select m.id, regexp_replace(x, '^(\./)+', '')
+            from unnest(p_ids, p_metadata) as m(id, metadata)
+           cross join lateral jsonb_array_elements_text(
+                  case when jsonb_typeof(m.metadata -> 'files') = 'array' then m.metadata -> 'files'
+                       else '[]'::jsonb end) as x) c
+   group by c.id;
+end;
+$$;
+
+--
 -- Name: context_lookups(uuid, text[], text[], text[], text, text[], timestamp with time zone, integer); Type: FUNCTION; Schema: memory_search; Owner: -
 --
 
@@ -2705,6 +2730,25 @@ CREATE FUNCTION memory_search.entity_matches(p_owner uuid, p_q text, p_type text
    group by f.id
    order by min(f.rank), max(f.mention_count) desc, f.id
    limit p_limit
+$$;
+
+--
+-- Name: feedback(uuid, uuid[], jsonb[]); Type: FUNCTION; Schema: memory_search; Owner: -
+--
+
+CREATE FUNCTION memory_search.feedback(p_owner uuid, p_ids uuid[], p_metadata jsonb[]) RETURNS jsonb
+    LANGUAGE plpgsql STABLE
+    SET search_path TO ''
+    AS $$
+begin
+  return (
+  select coalesce(jsonb_agg(jsonb_build_object(
+           'id', i.id, 'cited_files', coalesce(f.files, '{}'),
+           'citation_count', coalesce(u.citation_count, 0), 'ignore_count', coalesce(u.ignore_count, 0))), '[]')
+    from (select distinct x.id from unnest(p_ids) as x(id)) i
+    left join public.memory_usage u on u.memory_id = i.id
+    left join memory_search.cited_files(p_owner, p_ids, p_metadata) f on f.memory_id = i.id);
+end;
 $$;
 
 --
@@ -4237,24 +4281,15 @@ CREATE FUNCTION public.memory_cited_files(p_ids uuid[], p_owner uuid) RETURNS TA
     LANGUAGE plpgsql STABLE ROWS 20
     SET search_path TO ''
     AS $$
+declare
+  v_ids  uuid[];
+  v_meta jsonb[];
 begin
-  return query
-  select c.id, array_agg(distinct c.path order by c.path)
-    -- Each id probes its rows by key (an id = any (ids) beside the owner let the planner read
-    -- the tenant's whole owner index instead: 2 ms a call for the bench's biggest tenant).
-    from (select l.memory_id as id, regexp_replace(e.canonical_name, '^(\./)+', '') as path
-            from (select distinct u.id from unnest(p_ids) as u(id)) i
-            join public.memory_entity_links l on l.memory_id = i.id and l.owner_id = p_owner
-            join public.memory_entities e on e.id = l.entity_id and e.entity_type = 'file'
-          union all
-          select m.id, regexp_replace(x, '^(\./)+', '')
-            from (select distinct u.id from unnest(p_ids) as u(id)) i
-            cross join lateral (select m.id, m.metadata from public.devai_memories m
-                                 where m.id = i.id and m.owner_id = p_owner offset 0) m
-           cross join lateral jsonb_array_elements_text(
-                  case when jsonb_typeof(m.metadata -> 'files') = 'array' then m.metadata -> 'files'
-                       else '[]'::jsonb end) as x) c
-   group by c.id;
+  select coalesce(array_agg(m.id), '{}'), coalesce(array_agg(m.metadata), '{}') into v_ids, v_meta
+    from (select distinct u.id from unnest(p_ids) as u(id)) i
+    cross join lateral (select m.id, m.metadata from public.devai_memories m
+                         where m.id = i.id and m.owner_id = p_owner offset 0) m;
+  return query select f.memory_id, f.files from memory_search.cited_files(p_owner, v_ids, v_meta) f;
 end;
 $$;
 
@@ -4605,18 +4640,17 @@ CREATE FUNCTION public.memory_feedback(p_ids uuid[], p_namespaces text[], p_owne
     AS $$
 declare
   v_scopes text[] := public.context_scope_prefixes(p_namespaces);
+  v_ids    uuid[];
+  v_meta   jsonb[];
 begin
-  return (
-  select coalesce(jsonb_agg(jsonb_build_object(
-           'id', m.id, 'cited_files', coalesce(f.files, '{}'),
-           'citation_count', coalesce(u.citation_count, 0), 'ignore_count', coalesce(u.ignore_count, 0))), '[]')
+  select coalesce(array_agg(m.id), '{}'), coalesce(array_agg(m.metadata), '{}') into v_ids, v_meta
     from (select distinct x.id from unnest(p_ids) as x(id)) i
-    cross join lateral (select m.* from public.devai_memories m where m.id = i.id offset 0) m
-    left join public.memory_usage u on u.memory_id = m.id
-    left join public.memory_cited_files(p_ids, p_owner) f on f.memory_id = m.id
+    cross join lateral (select m.id, m.metadata, m.owner_id, m.is_valid, m.state, m.strength, m.source, m.namespace
+                          from public.devai_memories m where m.id = i.id offset 0) m
    where m.owner_id = p_owner and m.is_valid and m.state = 'active' and m.strength > 0.05
      and m.source is distinct from 'conversation'
-     and (m.namespace || '/') ^@ any (v_scopes));
+     and (m.namespace || '/') ^@ any (v_scopes);
+  return memory_search.feedback(p_owner, v_ids, v_meta);
 end;
 $$;
 
@@ -5586,12 +5620,21 @@ declare
   v_revision bigint;
   v_changes  jsonb := '[]';
   v_feedback jsonb := '[]';
+  v_fb_ids   uuid[];
+  v_fb_meta  jsonb[];
   v_exclude  tsquery;
 begin
   select coalesce(jsonb_agg(to_jsonb(h) - 'ordinality' order by h.ordinality), '[]'),
          coalesce(array_agg(h.id order by h.ordinality), '{}'),
-         coalesce(bool_or(h.max_relation_strength is not null), false)
-    into v_rows, v_ids, v_linked
+         coalesce(bool_or(h.max_relation_strength is not null), false),
+         -- the hits the feedback is about (those memory_feedback would keep: as_of is null here
+         -- when it is read, so every hit is the tenant's, live and in scope; an episode, which a
+         -- search asked for them returns, has none), with the metadata whose files they cite
+         coalesce(array_agg(h.id order by h.ordinality)
+                    filter (where h.source is distinct from 'conversation' and h.strength > 0.05), '{}'),
+         coalesce(array_agg(h.metadata order by h.ordinality)
+                    filter (where h.source is distinct from 'conversation' and h.strength > 0.05), '{}')
+    into v_rows, v_ids, v_linked, v_fb_ids, v_fb_meta
     from public.hybrid_search(
            query_text => query_text, query_embedding => query_embedding, match_namespaces => match_namespaces,
            match_count => match_count, similarity_threshold => similarity_threshold,
@@ -5603,8 +5646,10 @@ begin
            entity_terms => entity_terms, graph_episodes => graph_episodes,
            query_complexity => query_complexity) with ordinality as h;
 
+  -- The hits' usage and cited files from the rows the search gave: public.memory_feedback would
+  -- read each hit again (its row, then its metadata a second time for the files it cites).
   if as_of is null then
-    v_feedback := public.memory_feedback(v_ids, match_namespaces, match_owner);
+    v_feedback := memory_search.feedback(match_owner, v_fb_ids, v_fb_meta);
   end if;
 
   if v_linked and as_of is null then
@@ -9414,6 +9459,14 @@ REVOKE ALL ON FUNCTION memory_private.writes_through_the_service_only(p_table re
 REVOKE ALL ON FUNCTION memory_search.caller_reads_owner(p_owner uuid) FROM PUBLIC;
 
 --
+-- Name: FUNCTION cited_files(p_owner uuid, p_ids uuid[], p_metadata jsonb[]); Type: ACL; Schema: memory_search; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_search.cited_files(p_owner uuid, p_ids uuid[], p_metadata jsonb[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION memory_search.cited_files(p_owner uuid, p_ids uuid[], p_metadata jsonb[]) TO authenticated;
+GRANT ALL ON FUNCTION memory_search.cited_files(p_owner uuid, p_ids uuid[], p_metadata jsonb[]) TO service_role;
+
+--
 -- Name: FUNCTION context_lookups(p_owner uuid, p_scopes text[], p_files text[], p_modules text[], p_branch text, p_categories text[], p_recent_since timestamp with time zone, p_max_per_kind integer, OUT ids uuid[], OUT kinds text[], OUT details text[], OUT weights double precision[]); Type: ACL; Schema: memory_search; Owner: -
 --
 
@@ -9428,6 +9481,14 @@ GRANT ALL ON FUNCTION memory_search.context_lookups(p_owner uuid, p_scopes text[
 REVOKE ALL ON FUNCTION memory_search.entity_matches(p_owner uuid, p_q text, p_type text, p_limit integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION memory_search.entity_matches(p_owner uuid, p_q text, p_type text, p_limit integer) TO authenticated;
 GRANT ALL ON FUNCTION memory_search.entity_matches(p_owner uuid, p_q text, p_type text, p_limit integer) TO service_role;
+
+--
+-- Name: FUNCTION feedback(p_owner uuid, p_ids uuid[], p_metadata jsonb[]); Type: ACL; Schema: memory_search; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_search.feedback(p_owner uuid, p_ids uuid[], p_metadata jsonb[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION memory_search.feedback(p_owner uuid, p_ids uuid[], p_metadata jsonb[]) TO authenticated;
+GRANT ALL ON FUNCTION memory_search.feedback(p_owner uuid, p_ids uuid[], p_metadata jsonb[]) TO service_role;
 
 --
 -- Name: FUNCTION fts_then(p_id uuid, p_content text, p_fts tsvector, p_at timestamp with time zone); Type: ACL; Schema: memory_search; Owner: -
