@@ -3699,23 +3699,29 @@ begin
           select x.memory_id, x.confidence from public.memory_entity_links x
            where as_of is not null and x.entity_id = l1.entity_id
         ) l2
-        cross join lateral (select m2.id, m2.namespace, m2.is_valid, m2.state, m2.strength, m2.created_at, m2.valid_until
-                              from public.devai_memories m2 where m2.id = l2.memory_id offset 0) v2
        where graph_depth > 0
          and (graph_edge_types is null or 'entity' = any (graph_edge_types))
          and l1.memory_id = any (v_seeds)
          and n.named <= v_df_cap
          and l2.memory_id <> l1.memory_id
-         and public.memory_graph_visible(v2.id, v2.namespace, v2.is_valid, v2.state, v2.strength, v2.created_at, v2.valid_until, as_of, v_scopes)
     ),
     best as (
-      select distinct on (r.id) r.id, r.via, r.edge,
+      -- Each memory reached once, by its best way (the highest weight: an episode's halving is
+      -- the memory's own, so it does not change which way is best), then read once: a memory that
+      -- several best hits name an entity of was looked up for each, twice (its visibility, then
+      -- its fields). Visible (in scope, held then; the entity hop's memories are tested here, the
+      -- hops' and the lookup's were already) and kept by the filters.
+      select r.id, r.via, r.edge,
              r.w * case when m.source = 'conversation' then 0.5 else 1 end as w
-        from reached r
+        from (select distinct on (r.id) r.id, r.via, r.edge, r.w
+                from reached r
+               -- A hop back to a best hit adds nothing; a name the question asks about counts for
+               -- a best hit too (the lookup is a direct match, not a hop from it).
+               where (r.lookup or not (r.id = any (v_seeds)))
+               order by r.id, r.w desc, r.via) r
         cross join lateral (select m.* from public.devai_memories m where m.id = r.id offset 0) m
-       -- A hop back to a best hit adds nothing; a name the question asks about counts for a best
-       -- hit too (the lookup is a direct match, not a hop from it).
-       where (r.lookup or not (r.id = any (v_seeds)))
+       where public.memory_graph_visible(m.id, m.namespace, m.is_valid, m.state, m.strength, m.created_at, m.valid_until,
+                                         as_of, v_scopes)
          and (graph_episodes or m.source is distinct from 'conversation')
          and (as_of is not null or m.strength > 0.05) -- faded: out of every signal
          and (not v_filtered
@@ -3724,7 +3730,6 @@ begin
                                                         v_exclude, filter_after, filter_before, filter_memory_types, filter_categories, filter_fields)
                       else memory_search.passes_filters_at(m.id, as_of, v_exclude, filter_after, filter_before, filter_memory_types,
                                                            filter_categories, filter_fields) end)
-       order by r.id, r.w desc, r.via
     ),
     top as (
       select b.* from best b order by b.w desc, b.id limit v_pool
