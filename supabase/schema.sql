@@ -4563,6 +4563,96 @@ end;
 $$;
 
 --
+-- Name: memory_export_begin(uuid, text[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.memory_export_begin(p_export uuid, p_parts text[] DEFAULT ARRAY['memories'::text, 'relations'::text, 'history'::text]) RETURNS TABLE(memories integer, relations integer, history integer, rows_max integer, chunk_rows integer)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+#variable_conflict use_column
+declare
+  v_owner uuid := auth.uid();
+begin
+  if v_owner is null then
+    raise exception 'an export needs a signed-in tenant' using errcode = '42501';
+  end if;
+  perform memory_private.require_the_service('memory_export_begin');
+  if p_export is null then
+    raise exception 'p_export must be given' using errcode = '22023';
+  end if;
+  delete from memory_private.export_rows e where e.owner_id = v_owner;
+  return query
+  select (select count(*) from public.devai_memories m where m.owner_id = v_owner)::integer,
+         case when 'relations' = any (p_parts)
+              then (select count(*) from public.memory_relations r where r.owner_id = v_owner)::integer else 0 end,
+         case when 'history' = any (p_parts)
+              then (select count(*) from public.memory_history h where h.owner_id = v_owner)::integer else 0 end,
+         public.memory_setting('export_rows_max')::integer,
+         public.memory_setting('export_copy_chunk_rows')::integer;
+end;
+$$;
+
+--
+-- Name: memory_export_copy(uuid, text, integer, timestamp with time zone, uuid, integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.memory_export_copy(p_export uuid, p_part text, p_after_n integer, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) RETURNS TABLE(copied integer, last_at timestamp with time zone, last_id uuid)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+#variable_conflict use_column
+declare
+  v_owner uuid := auth.uid();
+begin
+  if v_owner is null then
+    raise exception 'an export needs a signed-in tenant' using errcode = '42501';
+  end if;
+  perform memory_private.require_the_service('memory_export_copy');
+  if p_export is null or p_after_n is null or p_after_at is null or p_after_id is null or p_limit is null then
+    raise exception 'p_export, p_after_n, p_after_at, p_after_id and p_limit must be given' using errcode = '22023';
+  end if;
+  if p_part is null or p_part not in ('memories', 'relations', 'history') then
+    raise exception 'p_part must be memories, relations or history' using errcode = '22023';
+  end if;
+  -- One branch per part; the two others are skipped whole (their p_part test is a one-time filter).
+  return query
+  with chunk as (
+    (select m.created_at as at, m.id, to_jsonb(k) as item
+       from public.devai_memories m
+      cross join lateral (
+        select m.id, m.content, m.memory_type, m.namespace, m.priority, m.source, m.strength, m.access_count,
+               m.last_accessed_at, m.session_id, m.is_valid, m.superseded_by, m.created_at, m.updated_at,
+               m.owner_id, m.importance, m.pinned, m.state, m.purge_at, m.embedding_model, m.base_strength,
+               m.metadata, m.content_hash, m.valid_from, m.valid_until
+      ) k
+      where p_part = 'memories' and m.owner_id = v_owner and (m.created_at, m.id) > (p_after_at, p_after_id)
+      order by m.created_at, m.id
+      limit greatest(p_limit, 1))
+    union all
+    (select r.created_at, r.id, to_jsonb(r)
+       from public.memory_relations r
+      where p_part = 'relations' and r.owner_id = v_owner and (r.created_at, r.id) > (p_after_at, p_after_id)
+      order by r.created_at, r.id
+      limit greatest(p_limit, 1))
+    union all
+    (select h.ts, h.id, to_jsonb(h)
+       from public.memory_history h
+      where p_part = 'history' and h.owner_id = v_owner and (h.ts, h.id) > (p_after_at, p_after_id)
+      order by h.ts, h.id
+      limit greatest(p_limit, 1))
+  ), copied as (
+    insert into memory_private.export_rows (owner_id, export_id, part, n, item)
+    select v_owner, p_export, p_part, p_after_n + row_number() over (order by c.at, c.id), c.item
+      from chunk c
+    returning n
+  )
+  select (select count(*) from copied)::integer, c.at, c.id
+    from (select 1) one left join lateral (select at, id from chunk order by at desc, id desc limit 1) c on true;
+end;
+$$;
+
+--
 -- Name: memory_export_drop(uuid); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -4589,50 +4679,6 @@ CREATE FUNCTION public.memory_export_page(p_export uuid, p_part text, p_after in
    where e.owner_id = (select auth.uid()) and e.export_id = p_export and e.part = p_part and e.n > p_after
    order by e.n
    limit least(greatest(p_limit, 0), 5000);
-$$;
-
---
--- Name: memory_export_stage(uuid, text[]); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.memory_export_stage(p_export uuid, p_parts text[] DEFAULT ARRAY['memories'::text, 'relations'::text, 'history'::text]) RETURNS TABLE(memories integer, relations integer, history integer)
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO ''
-    AS $$
-#variable_conflict use_column
-declare
-  v_owner uuid := auth.uid();
-begin
-  if v_owner is null then
-    raise exception 'an export needs a signed-in tenant' using errcode = '42501';
-  end if;
-  perform memory_private.require_the_service('memory_export_stage');
-  if p_export is null then
-    raise exception 'p_export must be given' using errcode = '22023';
-  end if;
-  delete from memory_private.export_rows e where e.owner_id = v_owner;
-  return query
-  with copied as (
-    insert into memory_private.export_rows (owner_id, export_id, part, n, item)
-    select v_owner, p_export, 'memories', row_number() over (order by m.created_at, m.id),
-           to_jsonb(m) - '{embedding,fts,fts_scoped}'::text[]
-      from public.devai_memories m
-     where m.owner_id = v_owner
-    union all
-    select v_owner, p_export, 'relations', row_number() over (order by r.created_at, r.id), to_jsonb(r)
-      from public.memory_relations r
-     where r.owner_id = v_owner and 'relations' = any (p_parts)
-    union all
-    select v_owner, p_export, 'history', row_number() over (order by h.ts, h.id), to_jsonb(h)
-      from public.memory_history h
-     where h.owner_id = v_owner and 'history' = any (p_parts)
-    returning part
-  )
-  select (count(*) filter (where c.part = 'memories'))::integer,
-         (count(*) filter (where c.part = 'relations'))::integer,
-         (count(*) filter (where c.part = 'history'))::integer
-    from copied c;
-end;
 $$;
 
 --
@@ -5816,7 +5862,7 @@ CREATE UNLOGGED TABLE memory_private.export_rows (
 -- Name: TABLE export_rows; Type: COMMENT; Schema: memory_private; Owner: -
 --
 
-COMMENT ON TABLE memory_private.export_rows IS 'Exports being read: each a copy of one tenant''s memories, relations and history made in one statement (public.memory_export_stage), read a page at a time (public.memory_export_page), deleted when the export ends or, if its reader vanished, by devai-export-rows-prune. See docs/operations.md#exports.';
+COMMENT ON TABLE memory_private.export_rows IS 'Exports being read: each a copy of one tenant''s memories, relations and history made by one REPEATABLE READ transaction in chunks (public.memory_export_begin, public.memory_export_copy), read a page at a time (public.memory_export_page), deleted when the export ends or, if its reader vanished, by devai-export-rows-prune. See docs/operations.md#exports.';
 
 --
 -- Name: keyword_common_terms; Type: TABLE; Schema: memory_private; Owner: -
@@ -6635,6 +6681,8 @@ END),
     CONSTRAINT memory_settings_exact_scan_cost_ratio_range CHECK (((name <> 'exact_scan_cost_ratio'::text) OR ((value >= (0)::numeric) AND (value <= (1000)::numeric)))),
     CONSTRAINT memory_settings_exact_scan_fallback_max_rows_range CHECK (((name <> 'exact_scan_fallback_max_rows'::text) OR ((value >= (0)::numeric) AND (value <= (1000000)::numeric) AND (value = trunc(value))))),
     CONSTRAINT memory_settings_exact_scan_max_rows_range CHECK (((name <> 'exact_scan_max_rows'::text) OR ((value >= (0)::numeric) AND (value <= (1000000)::numeric) AND (value = trunc(value))))),
+    CONSTRAINT memory_settings_export_copy_chunk_rows_range CHECK (((name <> 'export_copy_chunk_rows'::text) OR ((value >= (1)::numeric) AND (value <= (1000000)::numeric) AND (value = trunc(value))))),
+    CONSTRAINT memory_settings_export_rows_max_range CHECK (((name <> 'export_rows_max'::text) OR ((value >= (0)::numeric) AND (value = trunc(value))))),
     CONSTRAINT memory_settings_fusion_score_share_range CHECK (((name <> ALL (ARRAY['fusion_score_share'::text, 'fusion_score_share_complex'::text])) OR ((value >= (0)::numeric) AND (value <= (1)::numeric)))),
     CONSTRAINT memory_settings_graph_values_range CHECK (
 CASE name
@@ -9749,6 +9797,22 @@ GRANT ALL ON FUNCTION public.memory_exact_scan_limit(p_match_count integer, p_in
 GRANT ALL ON FUNCTION public.memory_exact_scan_limit(p_match_count integer, p_index regclass) TO service_role;
 
 --
+-- Name: FUNCTION memory_export_begin(p_export uuid, p_parts text[]); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.memory_export_begin(p_export uuid, p_parts text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.memory_export_begin(p_export uuid, p_parts text[]) TO authenticated;
+GRANT ALL ON FUNCTION public.memory_export_begin(p_export uuid, p_parts text[]) TO service_role;
+
+--
+-- Name: FUNCTION memory_export_copy(p_export uuid, p_part text, p_after_n integer, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer); Type: ACL; Schema: public; Owner: -
+--
+
+REVOKE ALL ON FUNCTION public.memory_export_copy(p_export uuid, p_part text, p_after_n integer, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.memory_export_copy(p_export uuid, p_part text, p_after_n integer, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) TO authenticated;
+GRANT ALL ON FUNCTION public.memory_export_copy(p_export uuid, p_part text, p_after_n integer, p_after_at timestamp with time zone, p_after_id uuid, p_limit integer) TO service_role;
+
+--
 -- Name: FUNCTION memory_export_drop(p_export uuid); Type: ACL; Schema: public; Owner: -
 --
 
@@ -9763,14 +9827,6 @@ GRANT ALL ON FUNCTION public.memory_export_drop(p_export uuid) TO service_role;
 REVOKE ALL ON FUNCTION public.memory_export_page(p_export uuid, p_part text, p_after integer, p_limit integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.memory_export_page(p_export uuid, p_part text, p_after integer, p_limit integer) TO authenticated;
 GRANT ALL ON FUNCTION public.memory_export_page(p_export uuid, p_part text, p_after integer, p_limit integer) TO service_role;
-
---
--- Name: FUNCTION memory_export_stage(p_export uuid, p_parts text[]); Type: ACL; Schema: public; Owner: -
---
-
-REVOKE ALL ON FUNCTION public.memory_export_stage(p_export uuid, p_parts text[]) FROM PUBLIC;
-GRANT ALL ON FUNCTION public.memory_export_stage(p_export uuid, p_parts text[]) TO authenticated;
-GRANT ALL ON FUNCTION public.memory_export_stage(p_export uuid, p_parts text[]) TO service_role;
 
 --
 -- Name: FUNCTION memory_feedback(p_ids uuid[], p_namespaces text[], p_owner uuid); Type: ACL; Schema: public; Owner: -

@@ -6,7 +6,7 @@
 // correct one, remember a new one, and a purge deletes one.
 import assert from "node:assert/strict";
 import { createHandler } from "../supabase/functions/memory/handler.ts";
-import { EXPORT_PAGE_ROWS } from "../supabase/functions/_shared/services/memory-export.ts";
+import { EXPORT_PAGE_ROWS, stageExport } from "../supabase/functions/_shared/services/memory-export.ts";
 import { localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
 import { createSql, type Tx } from "../supabase/functions/_shared/db.ts";
 import { MAX_STATEMENT_TIMEOUT_MS } from "../supabase/functions/_shared/env.ts";
@@ -271,28 +271,127 @@ Deno.test({
 });
 
 Deno.test({
-  ...realServerOnly("export: the copy's statement may take COPY_FACTOR statement timeouts, not one", ONE_SERVER),
+  ...realServerOnly(
+    "export: the copy is one REPEATABLE READ transaction whose statements each get the statement timeout",
+    ONE_SERVER,
+  ),
   ...opts,
 }, async () => {
-  // A tenant too big to copy within one statement timeout could export nothing (503): the copy's
-  // transaction gets its own, longer bound. Read here from inside the copy's transaction.
+  // One statement of four statement timeouts (60 s) copied a tenant of 150,000 memories in
+  // 59-80 s here: a 503. Now every statement is bounded as any other, the copy as a whole by the
+  // deadline, and they read one snapshot. Read here from inside the copy's transaction.
   const pool = createSql(testDatabaseUrl(), { max: 2, statementTimeoutMs: 1_500 });
   try {
     const staging = {
-      stage: async (tx: Tx) =>
-        (await tx<{ t: string }[]>`select setting as t from pg_settings where name = 'statement_timeout'`)[0]!.t,
+      stage: async (tx: Tx, deadline: number) => {
+        const [row] = await tx<{ iso: string; t: string }[]>`
+          select current_setting('transaction_isolation') as iso, current_setting('statement_timeout') as t`;
+        return { ...row!, left: deadline - Date.now() };
+      },
       drop: (tx: Tx) => tx`select 1`,
     };
-    const once = async function* (staged: string) {
+    const once = async function* (staged: { iso: string; t: string; left: number }) {
       yield staged;
     };
-    const seen: string[] = [];
-    for await (const t of inStagedSnapshot(pool, { tenantId: newTenant(), actor: "test" }, staging, once)) seen.push(t);
-    assert.deepEqual(seen, [String(COPY_FACTOR * 1_500)], "milliseconds");
+    const seen = [];
+    for await (const s of inStagedSnapshot(pool, { tenantId: newTenant(), actor: "test" }, staging, once)) seen.push(s);
+    assert.deepEqual(seen.map((s) => [s.iso, s.t]), [["repeatable read", "1500ms"]]);
+    assert.ok(seen[0]!.left > 1_500 && seen[0]!.left <= COPY_FACTOR * 1_500, `the copy's bound: ${seen[0]!.left} ms`);
   } finally {
     await pool.end();
   }
 });
+
+/** Sets a public.memory_settings value for fn, then puts the old one back. */
+async function withSetting<T>(name: string, value: number, fn: () => Promise<T>): Promise<T> {
+  const [old] = await sql<{ value: string }[]>`select value::text from public.memory_settings where name = ${name}`;
+  await sql`update public.memory_settings set value = ${value} where name = ${name}`;
+  try {
+    return await fn();
+  } finally {
+    await sql`update public.memory_settings set value = ${old!.value}::numeric where name = ${name}`;
+  }
+}
+
+Deno.test({
+  // PGlite's one backend runs no other transaction while the copy's is open: nothing is written between two chunks.
+  ...realServerOnly("export: a copy in chunks shows one instant, whatever is written between two", ONE_SERVER),
+  ...opts,
+}, async () => {
+  // Chunks of 100 rows: the 520 memories take six statements, and between the first two another
+  // request forgets a memory the first chunk copied and remembers a new one. Chunks each in a
+  // transaction of their own would show the forget in `history` and the new memory in `memories`.
+  const { tenant, firstId, historyRows } = await tenantWithTwoPages();
+  const exportId = crypto.randomUUID();
+  let chunks = 0;
+  let addedId: string | undefined;
+  const afterChunk = async () => {
+    if (++chunks === 1) addedId = await writeMeanwhile(tenant, firstId);
+  };
+  const read = async function* (staged: Record<string, number>, page: PageReader) {
+    yield staged;
+    for (const part of ["memories", "history"]) {
+      yield await page((tx) =>
+        tx<{ id: string; event: string; memory_id: string }[]>`
+          select p.item->>'id' as id, p.item->>'event' as event, p.item->>'memory_id' as memory_id
+            from public.memory_export_page(${exportId}, ${part}, 0, 5000) p`
+      );
+    }
+  };
+  const pieces = await withSetting("export_copy_chunk_rows", 100, async () => {
+    const got = [];
+    const staging = {
+      stage: (tx: Tx, deadline: number) =>
+        stageExport(tx, exportId, ["memories", "relations", "history"], deadline, afterChunk),
+      drop: (tx: Tx) => tx`select public.memory_export_drop(${exportId})`,
+    };
+    for await (const piece of inStagedSnapshot(sql, { tenantId: tenant, actor: "test" }, staging, read)) {
+      got.push(piece);
+    }
+    return got;
+  });
+  const [staged, memories, history] = pieces as [
+    Record<string, number>,
+    { id: string }[],
+    { memory_id: string; event: string }[],
+  ];
+  assert.deepEqual(staged, { memories: MEMORIES, relations: 0, history: historyRows });
+  assert.equal(
+    chunks,
+    6 + 1 + Math.ceil((historyRows + 1) / 100),
+    "memories, relations, history: the last chunk of each short",
+  );
+  assert.equal(memories.length, MEMORIES);
+  assert.ok(addedId && !memories.some((m) => m.id === addedId), "not the memory remembered after the first chunk");
+  assert.deepEqual(
+    history.filter((h) => h.memory_id === firstId || h.memory_id === addedId).map((h) => h.event),
+    ["ADD"],
+    "nor the forget of a memory the first chunk copied",
+  );
+});
+
+Deno.test(
+  { name: "export: a tenant over export_rows_max is refused (422), and nothing is copied", ...opts },
+  async () => {
+    const { tenant, historyRows } = await tenantWithTwoPages();
+    await withSetting("export_rows_max", MEMORIES + historyRows - 1, async () => {
+      const res = await handler(new Request("http://local/memory/export", { headers: await userHeaders(tenant) }));
+      const body = await res.json();
+      assert.equal(res.status, 422, JSON.stringify(body).slice(0, 300));
+      assert.equal(body.error.code, "export_too_large");
+      assert.match(
+        body.error.message,
+        new RegExp(`${MEMORIES + historyRows} rows .* export_rows_max \\(${MEMORIES + historyRows - 1}\\)`),
+      );
+      assert.equal(await copiedRows(tenant), 0);
+      // The Markdown export copies the memories only: within the bound.
+      const markdown = await startExport(tenant, "?format=markdown");
+      assert.equal((JSON.parse(await markdown.text()) as Exported).files.length, MEMORIES);
+    });
+    const again = await startExport(tenant, "");
+    assert.equal((JSON.parse(await again.text()) as Exported).memories.length, MEMORIES, "its slot given back");
+  },
+);
 
 Deno.test({
   ...realServerOnly(

@@ -78,7 +78,7 @@ function sessionEnded(): Error {
 }
 
 /** What a transaction may be begun with (code, never input). */
-export type TransactionModes = "isolation level repeatable read, read only";
+export type TransactionModes = "isolation level repeatable read";
 
 /**
  * A transaction on a reserved connection whose session is watched from its BEGIN on, for the

@@ -1,7 +1,8 @@
 // A read consumed a piece at a time that must still show one instant (the export, whose pages are
 // written as the client takes them), without holding a snapshot while the client reads. It is
-// staged: copied by ONE statement as the tenant (one snapshot, held for as long as the copy takes:
-// milliseconds to seconds, however slowly the client reads), then read from the copy a piece at a
+// staged: copied by ONE REPEATABLE READ transaction as the tenant, in statements of a bounded size
+// that all read the snapshot of its first (one instant, held for as long as the copy takes:
+// milliseconds to a minute, however slowly the client reads), then read from the copy a piece at a
 // time, each piece in a short transaction of its own (docs/operations.md#exports).
 //
 // Pages read each as of their own instant saw the writes made between them (a forget in `history`
@@ -28,13 +29,13 @@ const SNAPSHOT_IDLE_FACTOR = 4;
 /** How many of the pool's statement timeouts the copy may be read for in all. */
 const SNAPSHOT_MAX_FACTOR = 40;
 /**
- * How many of the pool's statement timeouts the copy's one statement may take: a copy bound by one
- * timeout (15 s) refused every tenant of more than some 150,000 rows an export (0.04-0.11 ms a row
- * copied), which the snapshot held while the client read had served. Four hold a few hundred
- * thousand rows, and the snapshot is still held for the copy only (seconds), not for the client.
- * No more than SNAPSHOT_IDLE_FACTOR, whose product env.ts bounds to fit statement_timeout.
+ * How many of the pool's statement timeouts the copy may take in all (150 s by default; its
+ * transaction's snapshot is held that long at most), each of its statements one at most. The one
+ * statement of four timeouts (60 s) copied a tenant of 150,000 memories (359,985 rows) in 59-80 s
+ * on a busy two-core machine: a 503 at that size, or less. Checked between two statements, so the
+ * copy ends within one statement timeout past it. Not a timer: any statement timeout fits.
  */
-export const COPY_FACTOR = 4;
+export const COPY_FACTOR = 10;
 
 /** How long a copy may wait for its reader's next ask, and be read in all (ms). */
 export interface SnapshotBounds {
@@ -61,7 +62,7 @@ const held = new WeakMap<Sql, Set<string>>();
  * A copy is the tenant's whole memory once more (on disk, till its reader is done) and its
  * statement the longest an export runs: a tenant starting nine exports would copy itself nine
  * times, and nine copies at once would take nine of the ten connections for that long. So a tenant
- * has one at a time (429; the database keeps one copy a tenant, public.memory_export_stage), and
+ * has one at a time (429; the database keeps one copy a tenant, public.memory_export_begin), and
  * all tenants together a quarter of the pool's connections, at least one (503). Returns the
  * release, which runs when the copy is deleted.
  */
@@ -93,8 +94,11 @@ function claimSnapshot(sql: Sql, tenantId: string): () => void {
 
 /** How a read is staged: its copy made (what its pieces check they read), and deleted. */
 export interface Staging<C> {
-  /** Copies what the pieces read, in ONE statement (one snapshot) as the tenant. */
-  stage(tx: Tx): Promise<C>;
+  /**
+   * Copies what the pieces read, in ONE transaction (REPEATABLE READ: one snapshot) as the tenant,
+   * in statements each bounded by the statement timeout; past `deadline` (epoch ms) it stops.
+   */
+  stage(tx: Tx, deadline: number): Promise<C>;
   /** Deletes the copy. */
   drop(tx: Tx): Promise<unknown>;
 }
@@ -129,13 +133,13 @@ export async function* inStagedSnapshot<C, T>(
   };
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {
-    const staged = await withTenant(sql, who, async (tx) => {
-      await tx`select set_config('statement_timeout', ${String(COPY_FACTOR * timeoutMsOf(sql))}, true)`;
-      return await staging.stage(tx);
-    }).catch((err) => {
-      dropped = Promise.resolve(release());
-      throw err;
-    });
+    const deadline = Date.now() + COPY_FACTOR * timeoutMsOf(sql);
+    const staged = await withTenant(sql, who, (tx) => staging.stage(tx, deadline), { repeatableRead: true }).catch(
+      (err) => {
+        dropped = Promise.resolve(release());
+        throw err;
+      },
+    );
     const heldUntil = Date.now() + bounds.maxMs;
     const late = () => `held ${bounds.maxMs} ms, the longest a snapshot is held`;
     const page: PageReader = (fn) => {

@@ -42,6 +42,8 @@ export interface TenantTxOptions {
   threadId?: string;
   /** Refines the history event the triggers infer (DECAY, TTL, MERGE; CONFIRM for a pin the user confirms). */
   event?: "DECAY" | "TTL" | "MERGE" | "CONFIRM";
+  /** Every statement reads the snapshot of the first (an export's copy in chunks: docs/operations.md#exports). */
+  repeatableRead?: boolean;
 }
 
 /**
@@ -84,7 +86,7 @@ async function tenantTransaction<T>(
           const primary = primaryOf(sql);
           const charge = routeClass ? chargeToken(primary === sql ? conn : primary, who, routeClass) : undefined;
           // In this order on the connection: the token's own transaction, then BEGIN and the settings.
-          const begun = begin();
+          const begun = begin(opts.repeatableRead ? "isolation level repeatable read" : undefined);
           const settings = conn`select 1 from ${tenantSettings(conn, who, opts, timeoutOf(sql))}`.execute();
           const [charged, opened, first] = await Promise.allSettled([charge ?? Promise.resolve(0), begun, settings]);
           if (opened.status === "rejected") throw opened.reason;

@@ -42,8 +42,8 @@ select results_eq($$
      and has_function_privilege('authenticated', p.oid, 'execute')
    order by 1
 $$, $$values ('memory_search.context_lookups'), ('memory_search.entity_matches'), ('memory_search.keyword_postings'),
-             ('public.finish_consolidation_run'), ('public.memory_export_drop'), ('public.memory_export_page'),
-             ('public.memory_export_stage'), ('public.memory_scope_size'), ('public.record_extract_part'), ('public.record_memory_usage'),
+             ('public.finish_consolidation_run'), ('public.memory_export_begin'), ('public.memory_export_copy'),
+             ('public.memory_export_drop'), ('public.memory_export_page'), ('public.memory_scope_size'), ('public.record_extract_part'), ('public.record_memory_usage'),
              ('public.take_rate_limit_token')$$,
   'the security-definer functions a tenant may call are the audited ones');
 

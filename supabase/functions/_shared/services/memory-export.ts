@@ -7,7 +7,7 @@
 // 16 MB for 3,600 memories; ten at once took 570 MB.)
 //
 // The export shows one instant, whatever is written while it runs, and holds no snapshot while
-// the client reads: its rows are copied by one statement (public.memory_export_stage, on the
+// the client reads: its rows are copied by one REPEATABLE READ transaction (stageExport, on the
 // primary) and its pages read from that copy, each in a short transaction (db-snapshot.ts), on
 // every backend and pool size (PGlite and a pool of one connection too: no page holds anything
 // between two). Not AS OF the export's instant from memory_history instead: history records no
@@ -16,6 +16,7 @@
 // HTTP error like any other; after it, the stream is aborted and the client sees a truncated body
 // (an archive's ends with a file and a damaged block that say so: tar.ts).
 import type { TenantContext, Tx } from "../db.ts";
+import { HttpError } from "../http.ts";
 import { inStagedSnapshot, type PageReader, SnapshotEndedError } from "../db-snapshot.ts";
 import { isoDates, memoryColumns } from "../memories/memory-row.ts";
 import { toMemory } from "../memories/record.ts";
@@ -28,9 +29,66 @@ import type { ServiceDeps } from "./deps.ts";
 export const EXPORT_PAGE_ROWS = 500;
 
 type Row = Record<string, unknown>;
-type Table = "memories" | "relations" | "history";
+export type Table = "memories" | "relations" | "history";
 /** How many rows of each table the copy holds. */
 type Staged = Record<Table, number>;
+
+/** What memory_export_begin counted, and the bounds the copy keeps. */
+type Begun = Staged & { rows_max: number; chunk_rows: number };
+
+const COPY_START = { at: "-infinity", id: "00000000-0000-0000-0000-000000000000" };
+
+/**
+ * Copies the tenant's `parts` for export `exportId` in `tx`, a REPEATABLE READ transaction: each
+ * statement copies export_copy_chunk_rows rows (keyset: after the last one's time and id) and reads
+ * the snapshot of the transaction's first, so all of them show one instant, as one statement did
+ * (docs/operations.md#exports). A tenant with more rows than export_rows_max is refused before
+ * anything is copied (422); a copy still running at `deadline` stops (503: the load decides it,
+ * a retry may pass). `afterChunk` runs after each statement (tests write between two).
+ */
+export async function stageExport(
+  tx: Tx,
+  exportId: string,
+  parts: readonly Table[],
+  deadline: number,
+  afterChunk: () => Promise<void> = () => Promise.resolve(),
+): Promise<Staged> {
+  const [begun] = await tx<Begun[]>`select * from public.memory_export_begin(${exportId}, ${parts as Table[]})`;
+  const { rows_max: max, chunk_rows: chunk, ...counted } = begun!;
+  const rows = counted.memories + counted.relations + counted.history;
+  if (max > 0 && rows > max) {
+    throw new HttpError(
+      422,
+      "export_too_large",
+      `the export would copy ${rows} rows (memories, relations and history; the Markdown export: memories), more than export_rows_max (${max}) in public.memory_settings`,
+    );
+  }
+  const staged: Staged = { memories: 0, relations: 0, history: 0 };
+  for (const part of parts) {
+    let after = COPY_START;
+    for (;;) {
+      if (Date.now() >= deadline) {
+        throw new HttpError(
+          503,
+          "database_unavailable",
+          `the export's copy did not finish in its bound (${staged[part]} ${part} of ${counted[part]} copied): retry`,
+          undefined,
+          { "retry-after": "5" },
+        );
+      }
+      const [c] = await tx<{ copied: number; last_at: string; last_id: string }[]>`
+        select copied, last_at::text, last_id::text
+          from public.memory_export_copy(${exportId}, ${part}, ${
+        staged[part]
+      }, ${after.at}::text::timestamptz, ${after.id}, ${chunk})`;
+      staged[part] += c!.copied;
+      await afterChunk();
+      if (c!.copied < chunk) break;
+      after = { at: c!.last_at, id: c!.last_id };
+    }
+  }
+  return staged;
+}
 
 /** An export's copy, and how its pages are read. */
 interface Source {
@@ -173,11 +231,9 @@ export async function exportResponse(
       ? markdownJsonChunks(source, head)
       : jsonChunks(source, head);
   const exportId = crypto.randomUUID();
+  const parts: Table[] = q.format === "markdown" ? ["memories"] : ["memories", "relations", "history"];
   const chunks = inStagedSnapshot(deps.sql, tenant, {
-    stage: async (tx) => {
-      const parts = q.format === "markdown" ? ["memories"] : ["memories", "relations", "history"];
-      return (await tx<Staged[]>`select * from public.memory_export_stage(${exportId}, ${parts})`)[0]!;
-    },
+    stage: (tx, deadline) => stageExport(tx, exportId, parts, deadline),
     drop: (tx) => tx`select public.memory_export_drop(${exportId})`,
   }, (staged, read) => chunksOf({ exportId, staged, read }));
   let first: string | Uint8Array | undefined = (await chunks.next()).value ?? undefined;
