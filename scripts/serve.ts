@@ -14,7 +14,7 @@
 import { fileURLToPath } from "node:url";
 import { verifyBearer } from "../supabase/functions/_shared/auth.ts";
 import { poolsFor, type Sql } from "../supabase/functions/_shared/db.ts";
-import { flushSearchWrites } from "../supabase/functions/_shared/retrieval/write-behind.ts";
+import { flushSearchWrites, heldSearchWrites } from "../supabase/functions/_shared/retrieval/write-behind.ts";
 import { createEmbedder } from "../supabase/functions/_shared/embeddings.ts";
 import { type Config, ConfigError, loadConfig } from "../supabase/functions/_shared/env.ts";
 import { corsHeaders } from "../supabase/functions/_shared/cors.ts";
@@ -28,6 +28,7 @@ import { discoverFunctions, type FunctionEntry, loadFunction, readVerifyJwt } fr
 import { type Log, startMaintenanceScheduler } from "./serve/maintenance-scheduler.ts";
 import { probeProviders, type ProbeReport } from "./serve/probe.ts";
 import { requestBodiesFrom, serverBusy } from "./serve/request-bodies.ts";
+import { closeInSteps } from "./serve/shutdown.ts";
 import {
   LOCAL_DEMO_USER_ID,
   LOCAL_DEV_JWT_SECRET,
@@ -70,6 +71,8 @@ export interface ServerOptions {
   bodyIdleTimeoutMs?: number;
   /** Default MAX_OPEN_BODIES, else 512: requests with a body in the server at once; the next is a 503. */
   maxOpenBodies?: number;
+  /** The longest each step of close() waits (scripts/serve/shutdown.ts); default CLOSE_STEP_MS (30 s). */
+  closeStepMs?: number;
 }
 
 export interface RunningServer {
@@ -121,13 +124,14 @@ function configFromEnvironment(opts: ServerOptions): { config: Config; usingLoca
 // Supabase's Edge Runtime gives functions EdgeRuntime.waitUntil(promise) for work that outlives the
 // response (the worker kick after a 202). Locally the same global tracks that work, so close()
 // lets it finish before the pool ends. Never replaces a real EdgeRuntime.
-const backgroundWork = new Set<Promise<unknown>>();
+// Each promise is kept with the caller that handed it over, which close() names if it never settles.
+const backgroundWork = new Map<Promise<unknown>, string>();
 function installEdgeRuntimeShim(): void {
   const g = globalThis as { EdgeRuntime?: { waitUntil(p: Promise<unknown>): void } };
   if (g.EdgeRuntime) return;
   g.EdgeRuntime = {
     waitUntil(p) {
-      backgroundWork.add(p);
+      backgroundWork.set(p, new Error().stack?.split("\n")[2]?.trim().replace(/^at /, "") ?? "unknown caller");
       const done = () => backgroundWork.delete(p);
       p.then(done, done);
     },
@@ -136,7 +140,16 @@ function installEdgeRuntimeShim(): void {
 
 async function settleBackgroundWork(): Promise<void> {
   // Work may start more work (a drain enqueues a dedup job and kicks again): wait until quiet.
-  for (let round = 0; round < 10 && backgroundWork.size > 0; round++) await Promise.allSettled([...backgroundWork]);
+  for (let round = 0; round < 10 && backgroundWork.size > 0; round++) {
+    await Promise.allSettled([...backgroundWork.keys()]);
+  }
+}
+
+function backgroundWorkPending(): string {
+  const callers = [...backgroundWork.values()];
+  return `${callers.length} promise(s) handed to EdgeRuntime.waitUntil unsettled${
+    callers.length ? `, from ${[...new Set(callers)].join(", ")}` : ""
+  }`;
 }
 
 /** The gateway's own errors (no function answered): the one error shape, with CORS as the gateway sends it. */
@@ -311,15 +324,28 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
       sql,
       openBodies: () => bodies.open,
       close() {
-        closing ??= (async () => {
-          await Promise.allSettled(stoppables.map((s) => s.stop()));
-          await running.shutdown(); // stops accepting, lets in-flight requests finish
-          await Promise.allSettled([...inFlight]);
-          await flushSearchWrites(sql); // the searches' writes still waiting (the background work waits for them)
-          await settleBackgroundWork();
-          await sql.end({ timeout: 5 });
-          await readSql?.end({ timeout: 5 });
-        })();
+        closing ??= closeInSteps([
+          {
+            name: "stop the queue worker and scheduler",
+            run: () => Promise.allSettled(stoppables.map((s) => s.stop())),
+          },
+          // Stops accepting, lets in-flight requests finish.
+          { name: "stop listening", run: () => running.shutdown() },
+          {
+            name: "requests in flight",
+            run: () => Promise.allSettled([...inFlight]),
+            pending: () => `${inFlight.size} unanswered`,
+          },
+          {
+            // The searches' writes still waiting (the background work waits for them).
+            name: "write the searches' waiting writes",
+            run: () => flushSearchWrites(sql),
+            pending: () => `${heldSearchWrites(sql)} search write(s) held`,
+          },
+          { name: "background work", run: settleBackgroundWork, pending: backgroundWorkPending },
+          { name: "end the pool", run: () => sql.end({ timeout: 5 }) },
+          { name: "end the read pool", run: async () => await readSql?.end({ timeout: 5 }) },
+        ], opts.closeStepMs);
         return closing;
       },
     };
@@ -463,9 +489,15 @@ if (import.meta.main) {
     }
     stopping = true;
     console.log(`[serve] ${signal}: finishing in-flight requests and jobs, then exiting`);
-    running.close().then(() => embedded?.stop()).then(() => {
+    // A close whose steps did not all finish says which (scripts/serve/shutdown.ts); the embedded
+    // database is stopped either way.
+    let closed = true;
+    running.close().catch((err) => {
+      console.error(`[serve] shutdown incomplete: ${(err as Error).message}`);
+      closed = false;
+    }).then(() => embedded?.stop()).then(() => {
       if (postgresNotice) console.log(postgresNotice);
-      Deno.exit(0);
+      Deno.exit(closed ? 0 : 1);
     }, (err) => {
       console.error(`[serve] shutdown failed: ${(err as Error).message}`);
       Deno.exit(1);

@@ -12,25 +12,12 @@ import { realServerOnly } from "./support/backend.ts";
 import { testDatabaseUrl } from "./support/config.ts";
 import { startPgProxy } from "./support/pg-proxy.ts";
 import { newTenant, testSql } from "./support/seed.ts";
-import { waitUntil } from "./support/wait.ts";
+import { waitUntil, within } from "./support/wait.ts";
 
 const WHY = "ends a backend with pg_terminate_backend and runs a pool of its own";
 const DEADLINE_MS = 10_000;
 /** Polling for a backend's state: bounded by the same deadline, so a state never reached fails the test, never hangs it. */
 const POLL = { deadlineMs: DEADLINE_MS, pollMs: 5 };
-
-/** `p`, or a failure naming `what` when it has not settled within DEADLINE_MS. */
-async function within<T>(p: Promise<T>, what: string): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: no answer within ${DEADLINE_MS} ms`)), DEADLINE_MS);
-  });
-  try {
-    return await Promise.race([p, late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /**
  * The pool's next answer. postgres.js may hand the FATAL of a session that ended in a statement to

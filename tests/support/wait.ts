@@ -24,3 +24,16 @@ export async function lockWaiters(sql: Sql): Promise<number> {
      where not l.granted and a.application_name = 'devai-memory-tests'`;
   return r!.n;
 }
+
+/** `p`, or a failure naming `what` when it has not settled within `ms`: a fault that makes a call wait forever fails the test, never hangs it. */
+export async function within<T>(p: Promise<T>, what: string, ms = 10_000): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([p, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
