@@ -12,6 +12,11 @@
 //   once a statement found the database gone, the pool's next reservation waits for a plain
 //   statement (`select 1`, which the pool queues without that fault) to answer first: during an
 //   outage requests fail at that statement, and no reserve() is left queued.
+// - A statement sent on a reserved connection while the connection waits for the server (behind a
+//   statement with parameters, which is described before it is sent) waits in the reservation's
+//   own queue, which the pool drops when the connection closes: neither sent nor failed, it is
+//   never answered. So once a statement of a reservation fails with its connection lost, every
+//   statement of it still unanswered fails too (failingTogether).
 import { isConnectionLost, mayHaveLostConnections } from "./database-errors.ts";
 import { CONNECT_TIMEOUT_SECONDS, type Sql, timeoutMsOf } from "./db-pool.ts";
 
@@ -50,7 +55,7 @@ export async function reserveConnection(sql: Sql): Promise<Reserved> {
     timer = setTimeout(() => reject(notReserved(ms)), ms);
   });
   try {
-    return await Promise.race([pending, givenUp]);
+    return failingTogether(await Promise.race([pending, givenUp]));
   } catch (err) {
     pending.then((late) => late.release(), () => {});
     noteConnectionLost(sql, err);
@@ -58,6 +63,67 @@ export async function reserveConnection(sql: Sql): Promise<Reserved> {
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** What postgres.js's statements (its Query, a Promise) are, for failingTogether. */
+interface Statement {
+  executed: boolean;
+  resolve(value: unknown): void;
+  reject(err: unknown): void;
+}
+
+function isStatement(x: unknown): x is Statement {
+  return x instanceof Promise && typeof (x as Partial<Statement>).reject === "function";
+}
+
+/** The error of a statement left unsent on a connection that closed: a lost connection (503). */
+function closedBeforeSent(): Error {
+  return Object.assign(new Error("the connection closed before this statement was sent"), {
+    code: "CONNECTION_CLOSED",
+  });
+}
+
+/**
+ * `conn`, whose statements fail together once one fails with the connection lost (see above): those
+ * postgres.js holds in the reservation's queue would otherwise never be answered. Before, a search's
+ * write-behind batch (begin, its statement with parameters, commit, pipelined) whose connection a
+ * database restart closed while that statement was described waited forever on its commit, and
+ * with it every later batch and the local server's close() (tests/db_outage.test.ts).
+ */
+function failingTogether(conn: Reserved): Reserved {
+  // Each statement made on the reservation and not yet answered, with its own reject. Fragments
+  // (conn`...` inside another statement) are never run, so never failed here.
+  const unanswered = new Map<Statement, (err: unknown) => void>();
+  const failUnanswered = () => {
+    for (const [statement, reject] of unanswered) {
+      if (!statement.executed) continue;
+      unanswered.delete(statement);
+      reject(closedBeforeSent());
+    }
+  };
+  const track = <T>(made: T): T => {
+    if (!isStatement(made)) return made;
+    const { resolve, reject } = made;
+    unanswered.set(made, reject);
+    made.resolve = (value) => {
+      unanswered.delete(made);
+      resolve(value);
+    };
+    made.reject = (err) => {
+      unanswered.delete(made);
+      reject(err);
+      // After the pool has failed what it sent on the connection (each with its own error).
+      if (isConnectionLost(err)) queueMicrotask(failUnanswered);
+    };
+    return made;
+  };
+  return new Proxy(conn, {
+    apply: (target, self, args) => track(Reflect.apply(target, self, args)),
+    get: (target, prop) =>
+      prop === "unsafe"
+        ? (...args: Parameters<Reserved["unsafe"]>) => track(target.unsafe(...args))
+        : Reflect.get(target, prop, target),
+  });
 }
 
 /**
