@@ -4883,11 +4883,9 @@ begin
               from regexp_matches(coalesce(p_text, ''), '([A-Za-z0-9_@./:#$-]+)', 'g') as m) as t
      where char_length(t.tok) between 3 and 100
        and t.tok ~ '[A-Za-z]'
-       and (t.tok ~ '[_@/$#]'
-            or t.tok ~ '[A-Za-z0-9]\.[A-Za-z0-9]'
-            or t.tok ~ '[A-Za-z][0-9]|[0-9][A-Za-z]'
-            or t.tok ~ '[a-z][A-Z]'
-            or t.tok ~ '[A-Za-z0-9]-[A-Za-z0-9]'));
+       -- Any of: _ @ / $ #; a dot or an inner hyphen between letters or digits (auth.ts,
+       -- web-app); a letter-digit mix (TS2345, v18); camelCase.
+       and t.tok ~ '[_@/$#]|[A-Za-z0-9][.-][A-Za-z0-9]|[A-Za-z][0-9]|[0-9][A-Za-z]|[a-z][A-Z]');
 end;
 $_$;
 
