@@ -3817,38 +3817,47 @@ begin
       left join recent rc on rc.id = c.id
   ),
   final as (
-    select f.*, m.strength as m_strength, m.created_at as m_created,
+    select f.*, m.strength as m_strength, m.created_at as m_created, m.memory_type as m_memory_type,
+           m.content as m_content, m.namespace as m_namespace, m.priority as m_priority,
+           m.importance as m_importance, m.pinned as m_pinned, m.source as m_source, m.metadata as m_metadata,
+           m.session_id as m_session_id, m.access_count as m_access_count,
+           m.last_accessed_at as m_last_accessed_at, m.updated_at as m_updated_at,
+           m.embedding as m_embedding, m.embedding_model as m_embedding_model,
            -- A single signal keeps its own score (vector: cosine; keyword: coverage): nothing is fused.
            least(1, case search_mode when 'vector' then coalesce(vs.sim, 0)
                                      when 'keyword' then coalesce(f.kw_cov, 0)
                                      else f.rel end
                     * case when m.memory_type = any (coalesce(prefer_memory_types, '{}')) then 1.25 else 1 end) as relv
       from fused f
-      cross join lateral (select m.strength, m.created_at, m.memory_type
+      -- Each candidate read once, with what the answer shows of it (the answer's rows were read
+      -- again by id below; the embedding stays a pointer until a similarity needs it).
+      cross join lateral (select m.strength, m.created_at, m.memory_type, m.content, m.namespace, m.priority,
+                                 m.importance, m.pinned, m.source, m.metadata, m.session_id, m.access_count,
+                                 m.last_accessed_at, m.updated_at, m.embedding, m.embedding_model
                             from public.devai_memories m where m.id = f.id offset 0) m
       left join (select v.id, v.sim from unnest(v_vec_ids, v_vec_sims) as v(id, sim)) vs on vs.id = f.id
   ),
   top as (
     select x.* from final x order by x.relv * x.m_strength desc, x.m_created desc, x.id limit match_count
   )
-  select m.id, v.content, v.memory_type, v.namespace, m.strength, v.priority, v.importance, v.pinned,
-         v.source, v.metadata, m.session_id, m.access_count, m.last_accessed_at, m.created_at, m.updated_at,
+  select t.id, v.content, v.memory_type, v.namespace, t.m_strength, v.priority, v.importance, v.pinned,
+         v.source, v.metadata, t.m_session_id, t.m_access_count, t.m_last_accessed_at, t.m_created, t.m_updated_at,
          rs.strength,
          case when v.memory_type = 'procedural' then 'procedural' else v.metadata ->> 'category' end,
          -- Cosine similarity for every returned memory (the vector list has most of them already).
-         coalesce((select v.sim from unnest(v_vec_ids, v_vec_sims) as v(id, sim) where v.id = m.id),
-                  case when query_embedding is not null and m.embedding is not null
-                            and m.embedding_model = match_embedding_model
-                       then 1 - (m.embedding operator(extensions.<=>) query_embedding) end),
+         coalesce((select v.sim from unnest(v_vec_ids, v_vec_sims) as v(id, sim) where v.id = t.id),
+                  case when query_embedding is not null and t.m_embedding is not null
+                            and t.m_embedding_model = match_embedding_model
+                       then 1 - (t.m_embedding operator(extensions.<=>) query_embedding) end),
          t.kw_rnk, t.kw_score, t.kw_cov, t.vec_rnk, t.g_rnk, t.g_via, t.g_edge, t.relv
     from top t
-    cross join lateral (select m.* from public.devai_memories m where m.id = t.id offset 0) m
     -- Its fields as the answer shows them: as they were at as_of (public.memory_at), else as they are.
     cross join lateral (select a.content, a.memory_type, a.namespace, a.priority, a.importance, a.pinned, a.source, a.metadata
                           from public.devai_memories r cross join lateral public.memory_at(r, as_of) a
                          where r.id = t.id and as_of is not null
                         union all
-                        select m.content, m.memory_type, m.namespace, m.priority, m.importance, m.pinned, m.source, m.metadata
+                        select t.m_content, t.m_memory_type, t.m_namespace, t.m_priority, t.m_importance, t.m_pinned, t.m_source,
+                               t.m_metadata
                          where as_of is null) v
     left join memory_search.relation_strengths(match_owner, array(select t2.id from top t2), as_of, v_scopes) rs
       on rs.id = t.id
