@@ -2,9 +2,10 @@
 // (issue 19: 20 memories of 8,000 characters were each counted whole on every request), and pack
 // what whole counts pack, byte for byte, at every budget. Counts characters, never time.
 import assert from "node:assert/strict";
-import { type FormatMemory, memoryLine, renderBlock } from "../supabase/functions/_shared/retrieval/format.ts";
+import { type FormatMemory, renderBlock } from "../supabase/functions/_shared/retrieval/format.ts";
 import { type PackInput, packIntoBudget, packTexts } from "../supabase/functions/_shared/retrieval/pack.ts";
 import { countTokens, tokenCounting, tokenizerWork } from "../supabase/functions/_shared/tokens.ts";
+import { joinedLineTokens } from "../supabase/functions/_shared/context/line-tokens.ts";
 
 const ctx = { root: "devai", project: "taskforge" };
 const WORDS = "checkout service validates cart line inventory reservation job confirmed released stock payment ledger"
@@ -94,9 +95,9 @@ Deno.test("retrieval packing: 20 memories of 8,000 characters count a fraction o
   }
 });
 
-Deno.test("retrieval packing: lines counted for one retrieval are not counted again for the next, only its blocks", () => {
+Deno.test("retrieval packing: lines counted for one retrieval are not counted again for the next, nor its blocks", () => {
   const rnd = random(31);
-  const ranked = memories(rnd, 30, 12).map((m, i) => ({ ...m, content: `${m.content.replace(/検証/g, "")} ${i}` }));
+  const ranked = memories(rnd, 30, 12).map((m, i) => ({ ...m, content: `${m.content.replace(/検証/g, "")} ${i}.` }));
   const pack = () => {
     const before = tokenizerWork.countedChars;
     const packed = packIntoBudget({ ranked, budgetTokens: 8_000 }, ctx);
@@ -104,13 +105,35 @@ Deno.test("retrieval packing: lines counted for one retrieval are not counted ag
   };
   const first = pack();
   assert.equal(first.packed.injected.length, ranked.length, "every memory fits");
+  assert.equal(first.packed.tokenCount, countTokens(first.packed.block));
   const again = pack();
   assert.deepEqual(again.packed, first.packed);
-  // The next turn's retrieval of the same memories counts only what it must count exactly: the
-  // best memory's block alone (is it whole?) and the final block. Its memories' lines, the heading,
-  // the section titles and the truncation line for every number of memories that could still be
-  // left out were all counted again, the truncation lines twice for every memory.
-  const bestAlone = renderBlock({ memories: ranked.slice(0, 1), truncated: ranked.length - 1 }, ctx);
-  assert.equal(again.counted, bestAlone.length + again.packed.block.length);
-  assert.ok(first.counted > again.counted + ranked.reduce((n, m) => n + memoryLine(m).length, 0));
+  // The next turn's retrieval of the same memories counts nothing: the blocks (the best memory's
+  // alone: is it whole?, and the final one) are counted from their lines' counts and their last
+  // pieces' (" 12." and " 12.\n"), kept from the first time. They were counted whole every time.
+  assert.equal(again.counted, 0);
+});
+
+Deno.test("retrieval packing: a block's count from its lines is the whole count, or none is given", () => {
+  const rnd = random(77);
+  const endings = [".", ". ", "  ", ")", "…", "?!", "", " 42", "\r", " /", ":", "]"];
+  const starts = ["- ", "### ", "  - related: ", "/", " ", "\t", "[truncated - 3 more memories available]", "", "//"];
+  let given = 0;
+  for (let k = 0; k < 3_000; k++) {
+    const lines = Array.from({ length: 1 + Math.floor(rnd() * 8) }, () => {
+      const start = starts[Math.floor(rnd() * starts.length)]!;
+      const body = rnd() < 0.05 ? "x".repeat(300) : rnd() < 0.03 ? text(rnd, 900) : text(rnd, Math.floor(rnd() * 20));
+      return start + body + endings[Math.floor(rnd() * endings.length)]!;
+    });
+    const block = lines.map((l, i) => (i === 0 ? l : (rnd() < 0.3 ? "\n\n" : "\n") + l)).join("");
+    const joined = joinedLineTokens(block);
+    if (joined === undefined) continue;
+    given++;
+    assert.equal(joined, countTokens(block), JSON.stringify(block.slice(0, 300)));
+  }
+  assert.ok(given > 400, `${given} of 3,000 blocks counted from their lines`);
+  // Rendered blocks are: heading, titles, bullets, related bullets and the truncation line.
+  const shown = memories(rnd, 12, 40).map((m) => ({ ...m, content: m.content.replace(/検証/g, "") }));
+  const block = renderBlock({ memories: shown, truncated: 4 }, ctx);
+  assert.equal(joinedLineTokens(block), countTokens(block));
 });

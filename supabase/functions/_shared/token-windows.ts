@@ -48,7 +48,8 @@ export function* windowBounds(text: string, start: number): Generator<[number, n
   if (start < text.length) yield [start, text.length];
 }
 
-function isCertainBoundary(text: string, i: number): boolean {
+/** Whether no piece of text spans position i, whatever follows (windows end only there). */
+export function isCertainBoundary(text: string, i: number): boolean {
   const before = text.charCodeAt(i - 1);
   const at = text.charCodeAt(i);
   // After a line break: a piece never joins what follows it, but a punctuation piece takes the
@@ -110,4 +111,19 @@ export function countsWhole(text: string): boolean {
 export function windowsCutAtPieces(text: string): boolean {
   for (const [, end] of windowBounds(text, 0)) if (end < text.length && !isCertainBoundary(text, end)) return false;
   return true;
+}
+
+/**
+ * The text from the last space after a printable character of text (a piece starts there, whatever
+ * precedes or follows it), when it is short enough to be counted whole with `joined` characters
+ * appended; undefined without one. Text and text + what follows it differ only in the pieces from
+ * there: the last piece may take a line break in (".\n" is one piece).
+ */
+export function lastPieces(text: string, joined: number): string | undefined {
+  const from = Math.max(1, text.length - (SEGMENT_CHARS - joined));
+  for (let i = text.length - 1; i >= from; i--) {
+    const before = text.charCodeAt(i - 1);
+    if (text.charCodeAt(i) === 32 && before >= 33 && before <= 126) return text.slice(i);
+  }
+  return undefined;
 }

@@ -10,8 +10,8 @@
 // starts a piece, so only the text from the section's last such space is counted again, with and
 // without the blank line. Any other text (a piece too long, a window cut between characters) is
 // counted as before: the whole text, then each section.
-import { countsWhole, windowsCutAtPieces } from "../token-windows.ts";
-import { countTokens, SEGMENT_CHARS } from "../tokens.ts";
+import { countsWhole, lastPieces, windowsCutAtPieces } from "../token-windows.ts";
+import { countTokens } from "../tokens.ts";
 import { lineTokens } from "./line-tokens.ts";
 import { CONTEXT_HEADING } from "./render.ts";
 import { type Tier, TIERS } from "./tiers.ts";
@@ -45,21 +45,11 @@ function countedInParts(text: string, sections: Readonly<Record<Tier, string>>):
       break;
     }
     const part = section + BLANK_LINE;
-    const tail = lastPieces(section);
+    const tail = lastPieces(section, BLANK_LINE.length);
     if (tail === undefined || !windowsCutAtPieces(part)) return undefined;
     const n = lineTokens(part);
     counts[tier] = n - countTokens(tail + BLANK_LINE) + countTokens(tail);
     total += n;
   }
   return { total, sections: counts };
-}
-
-/** The text from the last space after a printable character (a piece starts there), if short. */
-function lastPieces(section: string): string | undefined {
-  const from = Math.max(1, section.length - (SEGMENT_CHARS - BLANK_LINE.length));
-  for (let i = section.length - 1; i >= from; i--) {
-    const before = section.charCodeAt(i - 1);
-    if (section.charCodeAt(i) === 32 && before >= 33 && before <= 126) return section.slice(i);
-  }
-  return undefined;
 }

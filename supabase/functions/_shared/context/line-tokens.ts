@@ -11,6 +11,7 @@
 // where it stopped (a cold context of 60 memories of 8,800 characters counted all of their text,
 // issue 19).
 import { countTokensUpTo, type PartialCount, tokenCounting } from "../tokens.ts";
+import { countsWhole, isCertainBoundary, lastPieces, windowsCutAtPieces } from "../token-windows.ts";
 
 /** Most lines whose counts are kept. */
 export const LINE_TOKEN_CACHE_ENTRIES = 20_000;
@@ -50,6 +51,43 @@ export function lineTokensWithin(text: string, limit: number): number {
     countedChars -= oldest.length;
   }
   return count.atLeast;
+}
+
+/**
+ * The exact tokens of lines joined by line breaks (retrieval's block, retrieval/pack.ts) from the
+ * lines' counts in the cache; undefined when they cannot give it (then count the text whole).
+ * When the text counts as the library counts it whole and every run of line breaks ends where a
+ * piece boundary is certain (token-windows.ts: before "- ", "### ", "  - related"), its count is
+ * the sum of each line's with the line breaks after it. A line's count with them differs from its
+ * own only in its last piece (".\n" is one piece): only the text from its last space after a
+ * printable character is counted again, with and without them. The block was counted whole on
+ * every retrieval, though its lines had just been counted to pack it (docs/operations.md#cpu-per-retrieval).
+ */
+export function joinedLineTokens(text: string): number | undefined {
+  if (tokenCounting.whole || !countsWhole(text)) return undefined;
+  let total = 0;
+  for (let start = 0;;) {
+    const lineEnd = text.indexOf("\n", start);
+    if (lineEnd < 0) {
+      const line = text.slice(start);
+      return windowsCutAtPieces(line) ? total + lineTokens(line) : undefined;
+    }
+    let end = lineEnd + 1;
+    while (text.charCodeAt(end) === 10) end++;
+    if (end < text.length && !isCertainBoundary(text, end)) return undefined;
+    const line = text.slice(start, lineEnd);
+    const breaks = text.slice(lineEnd, end);
+    const tail = lastPieces(line, breaks.length);
+    if (tail === undefined) {
+      if (!windowsCutAtPieces(line + breaks)) return undefined;
+      total += lineTokens(line + breaks);
+    } else {
+      if (!windowsCutAtPieces(line)) return undefined;
+      total += lineTokens(line) - lineTokens(tail) + lineTokens(tail + breaks);
+    }
+    if (end === text.length) return total;
+    start = end;
+  }
 }
 
 /** What the cache holds now (tests and diagnostics). */

@@ -10,10 +10,12 @@
 // while it is over budget, the last thing added is dropped (never the best memory). Per-line
 // counts overestimate slightly (BPE merges across the joining newlines only ever save tokens), so
 // the exact pass almost never has to drop anything. After the best one, a memory that does not
-// fit is skipped and later, shorter ones are still tried.
+// fit is skipped and later, shorter ones are still tried. The exact count of a block is the sum of
+// its lines' counts (kept by the line cache) with their line breaks (context/line-tokens.ts,
+// joinedLineTokens): the block's text is tokenized again only when that sum could be off.
 import { shortenToFit } from "../fit-text.ts";
 import { countTokens, countTokensUpTo } from "../tokens.ts";
-import { lineTokens, lineTokensWithin } from "../context/line-tokens.ts";
+import { joinedLineTokens, lineTokens, lineTokensWithin } from "../context/line-tokens.ts";
 import {
   BLOCK_HEADING,
   type FormatContext,
@@ -198,6 +200,9 @@ function assemble<M extends FormatMemory>(
     relatedByAnchor.set(r.anchor_id, [...(relatedByAnchor.get(r.anchor_id) ?? []), r.content]);
   }
   const truncatedCount = total - injected.length;
+  // The best memory shortened to a length being tried: counted up to the limit, not through the
+  // line cache, which would keep every length tried. Otherwise from the lines' counts: exact.
+  const probe = shortened.length > 0 && limit !== Number.POSITIVE_INFINITY;
   const block = renderBlock(
     {
       memories: shown,
@@ -209,7 +214,7 @@ function assemble<M extends FormatMemory>(
   );
   return {
     block,
-    tokenCount: countTokensUpTo(block, limit).atLeast,
+    tokenCount: probe ? countTokensUpTo(block, limit).atLeast : joinedLineTokens(block) ?? countTokens(block),
     injected,
     truncatedCount,
     related: keptRelated,
