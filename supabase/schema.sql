@@ -451,7 +451,7 @@ CREATE FUNCTION memory_private.content_hash(p_content text) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path TO ''
     AS $$
-  select encode(sha256(convert_to(lower(btrim(regexp_replace(p_content, '\s+', ' ', 'g'))), 'UTF8')), 'hex')
+  select encode(sha256(convert_to(lower(btrim(regexp_replace(normalize(p_content, nfc), '\s+', ' ', 'g'))), 'UTF8')), 'hex')
 $$;
 
 --
@@ -1250,7 +1250,7 @@ COMMENT ON COLUMN public.devai_memories.base_strength IS 'Strength right after t
 -- Name: COLUMN devai_memories.content_hash; Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON COLUMN public.devai_memories.content_hash IS 'sha256 (hex) of the lower-cased, whitespace-collapsed content (memory_private.content_hash): the exact-duplicate fast path. Derived from content by trigger devai_memories_derive_content on insert and content change; a value written directly is replaced.';
+COMMENT ON COLUMN public.devai_memories.content_hash IS 'sha256 (hex) of the content in NFC, lower-cased, whitespace-collapsed (memory_private.content_hash): the exact-duplicate fast path. Derived from content by trigger devai_memories_derive_content on insert and content change; a value written directly is replaced.';
 
 --
 -- Name: COLUMN devai_memories.fts; Type: COMMENT; Schema: public; Owner: -
@@ -4723,7 +4723,7 @@ CREATE FUNCTION public.memory_fts_text(p_text text) RETURNS text
     SET search_path TO ''
     AS $$
 begin
-  return pg_catalog.regexp_replace(p_text, '([^ \t\n\v\f\r]{128})(?=[^ \t\n\v\f\r])', '\1 ', 'g');
+  return pg_catalog.regexp_replace(normalize(p_text, nfc), '([^ \t\n\v\f\r]{128})(?=[^ \t\n\v\f\r])', '\1 ', 'g');
 end;
 $$;
 

@@ -33,12 +33,13 @@ export function contentHashSql(q: Tx, content: string) {
 }
 
 /**
- * A text with its runs of whitespace as one space, trimmed: how the duplicate check (with letter
- * case ignored too) and correct's "says the same" compare texts. `\s` is a query parameter: written
- * in the SQL template, it would lose its backslash.
+ * A text in NFC with its runs of whitespace as one space, trimmed: how the duplicate check (with
+ * letter case ignored too) and correct's "says the same" compare texts, so "café" with one letter é
+ * and with e + U+0301 are one text (migration 20261209400000). `\s` is a query parameter: written in
+ * the SQL template, it would lose its backslash.
  */
 export function spacedSql(q: Tx, text: string | ReturnType<Tx["unsafe"]>) {
-  return q`btrim(regexp_replace(${text}::text, ${"\\s+"}, ' ', 'g'))`;
+  return q`btrim(regexp_replace(normalize(${text}::text, nfc), ${"\\s+"}, ' ', 'g'))`;
 }
 
 /**
