@@ -907,3 +907,44 @@ Deno.test("redactor: a key split by invisible characters (soft hyphen, zero-widt
     assert.equal(r.total, 0);
   }
 });
+
+Deno.test("redactor: a secret's name or prefix written with look-alike letters (Greek, Cyrillic, fullwidth) is read as its ASCII one", () => {
+  // Each read as no name any rule knows: the value was stored as sent (2026-11-29 red team).
+  const cases: [string, string][] = [
+    ["\u0391PI_KEY=Xk9fj2Lq8Zr4Tw6Yb1Nm", "\u0391PI_KEY=[REDACTED:secret_assignment]"], // Greek Alpha
+    ["DB_P\u0410SSWORD=hunter2hunter3", "DB_P\u0410SSWORD=[REDACTED:password]"], // Cyrillic A
+    ["p\u0430ssword: hunter2hunter3", "p\u0430ssword: [REDACTED:password]"], // Cyrillic a
+    ["GITHUB_T\u039FKEN=Xk9fj2Lq8Zr4Tw6Yb1Nm", "GITHUB_T\u039FKEN=[REDACTED:secret_assignment]"], // Greek Omicron
+    [
+      "\uff21\uff30\uff29_\uff2b\uff25\uff39=Xk9fj2Lq8Zr4Tw6Yb1Nm",
+      "\uff21\uff30\uff29_\uff2b\uff25\uff39=[REDACTED:secret_assignment]",
+    ], // fullwidth
+    ["password\uff1a hunter2hunter3", "password\uff1a [REDACTED:password]"], // fullwidth colon
+  ];
+  for (const [text, want] of cases) {
+    const r = redactSecrets(`Ops note: ${text} (rotate monthly)`);
+    assert.equal(r.text, `Ops note: ${want} (rotate monthly)`, text);
+    assert.equal(r.total, 1, text);
+  }
+  // The text stored keeps its letters as sent, a secret's name and the words around it alike.
+  const prose = redactSecrets(
+    "\u0391\u03b8\u03ae\u03bd\u03b1 \u0441\u0435\u0440\u0432\u0435\u0440: DB_P\u0410SSWORD=hunter2hunter3",
+  );
+  assert.equal(
+    prose.text,
+    "\u0391\u03b8\u03ae\u03bd\u03b1 \u0441\u0435\u0440\u0432\u0435\u0440: DB_P\u0410SSWORD=[REDACTED:password]",
+  );
+  assert.ok(redactSecrets("\u0391PI_KEY=Xk9fj2Lq8Zr4Tw6Yb1Nm").onlySecret);
+  // Greek, Cyrillic and fullwidth text without a secret is kept as sent, and is no secret.
+  for (
+    const text of [
+      "\u0422\u0435\u0441\u0442 \u0441\u043e\u0440 \u0431\u0435\u0437 \u0441\u0435\u043a\u0440\u0435\u0442\u043e\u0432",
+      "\u039a\u03b1\u03bb\u03b7\u03bc\u03ad\u03c1\u03b1 \u03ba\u03cc\u03c3\u03bc\u03b5",
+      "\u30d1\u30b9\u30ef\u30fc\u30c9\uff1a\u5909\u66f4\u6e08\u307f \uff21\uff30\uff29",
+    ]
+  ) {
+    const r = redactSecrets(text);
+    assert.equal(r.text, text);
+    assert.equal(r.total, 0);
+  }
+});

@@ -16,6 +16,7 @@ import { shortenToFit } from "./fit-text.ts";
 import { RULES } from "./secret-rules.ts";
 import { passwordName, secretName } from "./secret-names.ts";
 import { LOOKBACK } from "./secret-values.ts";
+import { foldLookalikes } from "./secret-lookalikes.ts";
 
 export const SECRET_KINDS = [
   "private_key",
@@ -93,17 +94,23 @@ const IGNORABLE = /\p{Default_Ignorable_Code_Point}/u;
 /**
  * Replaces every secret in `text` by `[REDACTED:<kind>]`. A text with a secret comes back without
  * the invisible runs inside ASCII words (IGNORABLE_IN_ASCII); one without any secret as it was sent.
+ * The rules read it with look-alike letters folded to ASCII (secret-lookalikes.ts); what comes back
+ * keeps them, but in a secret (its marker replaces it).
  */
 export function redactSecrets(text: string, as: ReadAs = "text"): Redaction {
   const read = IGNORABLE.test(text) ? text.replace(IGNORABLE_IN_ASCII, "") : text;
-  if (!MAY_HOLD_SECRET.test(read)) return { text, counts: {}, total: 0, onlySecret: false };
+  const folded = foldLookalikes(read);
+  if (!MAY_HOLD_SECRET.test(folded)) return { text, counts: {}, total: 0, onlySecret: false };
   const counts: RedactionCounts = {};
   let total = 0;
-  let out = read;
-  const byShapeOnly = as === "id" && !ID_AS_ASSIGNMENT.test(read);
+  let out = folded;
+  // `out` as sent (look-alikes kept), changed where `out` is: both have the same length throughout.
+  let kept = folded === read ? undefined : read;
+  const byShapeOnly = as === "id" && !ID_AS_ASSIGNMENT.test(folded);
   for (const rule of RULES) {
     if (byShapeOnly && rule.byName) continue;
     rule.re.lastIndex = 0;
+    const edits: Edit[] = [];
     out = out.replace(rule.re, (...args: unknown[]) => {
       const match = args[0] as string;
       const groups = args.slice(1, -2) as (string | undefined)[];
@@ -123,15 +130,38 @@ export function redactSecrets(text: string, as: ReadAs = "text"): Redaction {
       if (kind === "secret_assignment" && rule.name && passwordName(exec[rule.name] ?? "")) kind = "password";
       counts[kind] = (counts[kind] ?? 0) + 1;
       total++;
-      if (!rule.group) return marker(kind);
       // Keep what surrounds the secret (the name, the URL, the quotes' owner).
       // A trimmed secret is its group's start (the group ends the match: its last occurrence).
-      const at = match.lastIndexOf(found!);
-      return match.slice(0, at) + marker(kind) + match.slice(at + secret.length);
+      const at = rule.group ? match.lastIndexOf(found!) : 0;
+      const end = rule.group ? at + secret.length : match.length;
+      edits.push({ offset, length: match.length, at, end, marker: marker(kind) });
+      return match.slice(0, at) + marker(kind) + match.slice(end);
     });
+    if (kept !== undefined && edits.length > 0) kept = applyEdits(kept, edits);
   }
   if (total === 0) return { text, counts, total, onlySecret: false };
-  return { text: out, counts, total, onlySecret: nothingButSecrets(out) };
+  return { text: kept ?? out, counts, total, onlySecret: nothingButSecrets(out) };
+}
+
+/** One secret replaced by a rule: its match's place, the secret's within the match, its marker. */
+interface Edit {
+  offset: number;
+  length: number;
+  at: number;
+  end: number;
+  marker: string;
+}
+
+/** The same replacements made in the text as sent (the rule read its folded copy, of equal length). */
+function applyEdits(text: string, edits: Edit[]): string {
+  let out = "";
+  let from = 0;
+  for (const e of edits) {
+    const match = text.slice(e.offset, e.offset + e.length);
+    out += text.slice(from, e.offset) + match.slice(0, e.at) + e.marker + match.slice(e.end);
+    from = e.offset + e.length;
+  }
+  return out + text.slice(from);
 }
 
 /**
