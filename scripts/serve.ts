@@ -29,6 +29,7 @@ import { type Log, startMaintenanceScheduler } from "./serve/maintenance-schedul
 import { probeProviders, type ProbeReport } from "./serve/probe.ts";
 import { requestBodiesFrom, serverBusy } from "./serve/request-bodies.ts";
 import { closeInSteps } from "./serve/shutdown.ts";
+import { ConnectionGuard, type ConnectionLimits, connectionLimitsFrom } from "./serve/connection-guard.ts";
 import {
   LOCAL_DEMO_USER_ID,
   LOCAL_DEV_JWT_SECRET,
@@ -73,6 +74,8 @@ export interface ServerOptions {
   maxOpenBodies?: number;
   /** The longest each step of close() waits (scripts/serve/shutdown.ts); default CLOSE_STEP_MS (30 s). */
   closeStepMs?: number;
+  /** Default HEADER_TIMEOUT_MS, KEEPALIVE_IDLE_TIMEOUT_MS and MAX_CONNECTIONS (serve/connection-guard.ts). */
+  connections?: Partial<ConnectionLimits>;
 }
 
 export interface RunningServer {
@@ -92,6 +95,8 @@ export interface RunningServer {
   sql: Sql;
   /** Requests with a body in the server now (serve/request-bodies.ts; tests wait on it). */
   openBodies(): number;
+  /** Client connections held now (serve/connection-guard.ts; tests wait on it). */
+  openConnections(): number;
   close(): Promise<void>;
 }
 
@@ -172,7 +177,9 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
   installEdgeRuntimeShim();
   const { sql, readSql } = poolsFor(config, "devai-local-functions");
   const stoppables: { stop(): Promise<void> }[] = [];
-  let server: Deno.HttpServer<Deno.NetAddr> | undefined;
+  let server: Deno.HttpServer<Deno.Addr> | undefined;
+  let guard: ConnectionGuard | undefined;
+  let socketDir: string | undefined;
   try {
     await sql`select 1`; // fail fast (and clearly) when the database is not there
   } catch (err) {
@@ -217,7 +224,8 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
       requestId: string,
       body: ReadableStream<Uint8Array> | null,
     ): Promise<Response> => {
-      const url = new URL(req.url);
+      // Deno.serve on a Unix socket names the scheme http+unix; the client called http (the guard's port).
+      const url = new URL(req.url.replace(/^http\+unix:/, "http:"));
       if (url.pathname !== FUNCTIONS_PREFIX && !url.pathname.startsWith(`${FUNCTIONS_PREFIX}/`)) {
         throw new HttpError(404, "not_found", `this server serves edge functions at ${FUNCTIONS_PREFIX}/<name>`);
       }
@@ -273,10 +281,21 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
       return res;
     };
 
-    const listening = Promise.withResolvers<Deno.NetAddr>();
+    // The port is the connection guard's (serve/connection-guard.ts): Deno.serve listens where only
+    // this process connects, a Unix socket in a directory of its own (loopback TCP on Windows).
+    const limits = connectionLimitsFrom(opts.env ?? Deno.env.toObject(), opts.connections ?? {});
+    const listening = Promise.withResolvers<Deno.Addr>();
+    guard = new ConnectionGuard(Deno.listen({ hostname: opts.hostname ?? "127.0.0.1", port }), async () => {
+      const inner = await listening.promise;
+      return inner.transport === "unix"
+        ? await Deno.connect({ transport: "unix", path: inner.path })
+        : await Deno.connect({ hostname: "127.0.0.1", port: (inner as Deno.NetAddr).port });
+    }, limits);
+    const inner = Deno.build.os === "windows"
+      ? { hostname: "127.0.0.1", port: 0 }
+      : { path: `${socketDir = await Deno.makeTempDir({ prefix: "devai-serve-" })}/http.sock` };
     server = Deno.serve({
-      hostname: opts.hostname ?? "127.0.0.1",
-      port,
+      ...inner,
       onListen: (addr) => listening.resolve(addr),
       onError: (err) => {
         console.error(err);
@@ -287,7 +306,8 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
       inFlight.add(p);
       return p.finally(() => inFlight.delete(p));
     });
-    const addr = await listening.promise;
+    await listening.promise;
+    const addr = guard.addr;
 
     if (opts.worker !== false) {
       const w = typeof opts.worker === "object" ? opts.worker : {};
@@ -312,6 +332,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     const url = `http://${host}:${addr.port}`;
     let closing: Promise<void> | undefined;
     const running = server;
+    const held = guard;
     return {
       url,
       functionsUrl: `${url}${FUNCTIONS_PREFIX}`,
@@ -323,14 +344,23 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
       probe,
       sql,
       openBodies: () => bodies.open,
+      openConnections: () => held.open,
       close() {
         closing ??= closeInSteps([
           {
             name: "stop the queue worker and scheduler",
             run: () => Promise.allSettled(stoppables.map((s) => s.stop())),
           },
-          // Stops accepting, lets in-flight requests finish.
+          { name: "stop accepting connections", run: () => held.close(false) },
+          // Lets in-flight requests finish.
           { name: "stop listening", run: () => running.shutdown() },
+          {
+            name: "close the connections",
+            run: async () => {
+              await held.close(true);
+              if (socketDir) await Deno.remove(socketDir, { recursive: true }).catch(() => {});
+            },
+          },
           {
             name: "requests in flight",
             run: () => Promise.allSettled([...inFlight]),
@@ -351,7 +381,9 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
     };
   } catch (err) {
     await Promise.allSettled(stoppables.map((s) => s.stop()));
+    await guard?.close(true);
     await server?.shutdown();
+    if (socketDir) await Deno.remove(socketDir, { recursive: true }).catch(() => {});
     await sql.end({ timeout: 1 }).catch(() => {});
     await readSql?.end({ timeout: 1 }).catch(() => {});
     throw err;

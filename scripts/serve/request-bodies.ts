@@ -9,8 +9,8 @@
 // * at most MAX_OPEN_BODIES (512) requests with a body are in the server at once, from their arrival
 //   until their body is read or their answer is out; the next is answered 503 server_busy with
 //   Retry-After at once, before any work.
-// The connection itself stays open until the client closes it (Deno's server has no idle timeout
-// and keeps a connection whose body is unread): capping connections per client is a proxy's job.
+// The connections themselves are bounded by the connection guard (connection-guard.ts): Deno's
+// server has no idle timeout of its own. Capping connections per client is a proxy's job.
 // Hosted functions are behind Supabase's gateway, which bounds them itself.
 import { ConfigError } from "../../supabase/functions/_shared/env.ts";
 import { HttpError } from "../../supabase/functions/_shared/http.ts";
