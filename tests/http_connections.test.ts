@@ -42,6 +42,17 @@ async function rawConnection(server: RunningServer, text: string) {
         clearTimeout(timer);
       }
     },
+    /** The first answer head the server sends (an interim one such as 100 Continue included). */
+    async readHead(): Promise<string> {
+      const buf = new Uint8Array(8192);
+      let text = "";
+      while (!text.includes("\r\n\r\n")) {
+        const n = await conn.read(buf);
+        if (n === null) break;
+        text += new TextDecoder().decode(buf.subarray(0, n));
+      }
+      return text;
+    },
     close() {
       try {
         conn.close();
@@ -124,6 +135,35 @@ Deno.test("connections: past MAX_CONNECTIONS the next one is answered 503 server
     assert.equal((await functionJson(server, "memory/stats", await userHeaders(t))).status, 200);
   } finally {
     for (const c of held) c.close();
+    await server.close();
+  }
+});
+
+Deno.test("connections: a body sent after 100 Continue, later than both timeouts, is served whole", async () => {
+  const server = await startTestServer({ worker: false, connections: { headerTimeoutMs: 50, idleTimeoutMs: 50 } });
+  const sql = testSql(1);
+  const t = newTenant();
+  const body = JSON.stringify({ content: "Hotfixes go out through the canary first." });
+  const headers = Object.entries({ ...await userHeaders(t), "content-type": "application/json" })
+    .map(([k, v]) => `${k}: ${v}\r\n`).join("");
+  // curl asks so for bodies over 1 MB: the 100 Continue was read as the answer, the body as the
+  // next request's headers, and the connection cut by the header timeout while the body arrived.
+  const client = await rawConnection(
+    server,
+    `POST /functions/v1/memory/remember HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\nexpect: 100-continue\r\n${headers}content-length: ${body.length}\r\n\r\n`,
+  );
+  try {
+    assert.match(await client.readHead(), /^HTTP\/1\.1 100 /);
+    const late = await rawConnection(server, HALF_HEADERS);
+    assert.equal(await late.readUntilClosed(), "");
+    late.close();
+    await client.send(body);
+    assert.match(await client.readUntilClosed(), /^HTTP\/1\.1 201 /);
+    const [n] = await sql<{ n: number }[]>`select count(*)::int as n from public.devai_memories where owner_id = ${t}`;
+    assert.equal(n!.n, 1);
+  } finally {
+    client.close();
+    await sql.end();
     await server.close();
   }
 });

@@ -55,9 +55,12 @@ class Guarded {
     }
   }
 
-  fromServer(): void {
-    this.phase = "answer";
+  fromServer(chunk: Uint8Array): void {
     this.since = Date.now();
+    // An interim answer (`100 Continue` to a client that sent `Expect: 100-continue`) is no answer:
+    // the request's body follows it (it was cut by the header timeout as if a new request).
+    if (this.phase === "request" && isInterimAnswerOnly(chunk)) return;
+    this.phase = "answer";
   }
 
   expired(now: number, limits: ConnectionLimits): boolean {
@@ -137,7 +140,7 @@ export class ConnectionGuard {
     const g = new Guarded(client, upstream);
     this.#open.add(g);
     const toServer = pump(client, upstream, (chunk) => g.fromClient(chunk), true);
-    const toClient = pump(upstream, client, () => g.fromServer(), false);
+    const toClient = pump(upstream, client, (chunk) => g.fromServer(chunk), false);
     await toClient;
     g.close();
     await toServer;
@@ -156,6 +159,13 @@ export class ConnectionGuard {
     }
     if (all) { for (const g of this.#open) g.close(); }
   }
+}
+
+/** A chunk that is an HTTP/1.1 1xx head and nothing after it. */
+function isInterimAnswerOnly(chunk: Uint8Array): boolean {
+  const text = new TextDecoder("latin1").decode(chunk.subarray(0, 512));
+  const end = text.indexOf("\r\n\r\n");
+  return /^HTTP\/1\.[01] 1\d\d /.test(text) && end >= 0 && end + 4 === chunk.length;
 }
 
 /**
