@@ -194,3 +194,52 @@ Deno.test({ name: "a cursor that is no next_cursor is invalid_cursor, empty or l
     await server.close();
   }
 });
+
+Deno.test(
+  {
+    name: "an error lists at most MAX_ISSUES issues, then how many more: thousands of unknown keys stay a small answer",
+    ...opts,
+  },
+  async () => {
+    const server = await startTestServer({ worker: false });
+    const sql = testSql();
+    const tenant = newTenant();
+    try {
+      const send = await sender(server.functionsUrl, tenant);
+      const before = await tenantWrites(sql, tenant);
+      // 26,000 unknown keys in 230 KB of metadata were answered 2.5 MB of issues, one per key.
+      const metadata = Object.fromEntries(Array.from({ length: 26_000 }, (_, i) => [i.toString(16), 0]));
+      const res = await fetch(`${server.functionsUrl}/memory/remember`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${await userToken(tenant)}`, "content-type": "application/json" },
+        body: JSON.stringify({ content: "Deploys run on Fridays", metadata }),
+      });
+      const text = await res.text();
+      assert.equal(res.status, 400);
+      const { error } = JSON.parse(text);
+      assert.equal(error.code, "invalid_request");
+      assert.equal(error.issues.length, 101);
+      assert.deepEqual(error.issues[0].path, ["metadata", "0"]);
+      assert.deepEqual(error.issues.at(-1), {
+        path: [],
+        message: "and 25900 more issues not listed",
+        code: "more_issues",
+      });
+      assert.ok(text.length < 20_000, `${text.length} bytes`);
+      // Ids that are no uuid, 1,000 of them: invalid_id still, its message and issues bounded.
+      const ids = await send("POST", "memory/usage", {
+        session_id: "s1",
+        retrieved: Array(500).fill("x"),
+        cited: Array(500).fill("y"),
+      });
+      assert.equal(ids.body.error.code, "invalid_id", JSON.stringify(ids.body).slice(0, 300));
+      assert.equal(ids.body.error.issues.length, 101);
+      assert.match(ids.body.error.message, /retrieved\.99 must be a uuid|\(and more\)/);
+      assert.ok(ids.body.error.message.length < 2_000, ids.body.error.message.length);
+      assert.deepEqual(await tenantWrites(sql, tenant), before, "nothing written");
+    } finally {
+      await sql.end();
+      await server.close();
+    }
+  },
+);
