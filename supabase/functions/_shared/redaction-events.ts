@@ -26,9 +26,15 @@ export async function recordRedactions(tx: Tx, r: RedactionRecord): Promise<void
             ${tx.json({ writer: r.writer, redacted: total, dropped: r.dropped ?? 0, by_kind: r.counts } as never)})`;
 }
 
+/** Characters a memory's content holds as stored (devai_memories_content_length: char_length, trimmed). */
+export const STORED_CONTENT_MAX = 8000;
+
 /**
  * A statement a person sends (remember, correct, a merged resolution) with its secrets redacted; a
- * statement that is nothing but a secret is refused (422), writing nothing.
+ * statement that is nothing but a secret is refused (422), writing nothing. So is one whose markers
+ * make it longer than a memory holds: `[REDACTED:password]` is longer than `Xk9fj2`, and 3,995
+ * characters of `pw=…` became 11,972, refused by the column's check with the database's words
+ * ("violates check constraint devai_memories_content_length").
  */
 export function redactStatement(content: string): Redaction {
   const r = redactSecrets(content);
@@ -37,6 +43,14 @@ export function redactStatement(content: string): Redaction {
       422,
       "only_secret",
       "the content is nothing but a secret (a key, token or password); memory never stores secrets, so nothing was written",
+    );
+  }
+  const length = [...r.text.trim()].length;
+  if (length > STORED_CONTENT_MAX) {
+    throw new HttpError(
+      422,
+      "unprocessable",
+      `the content's ${r.total} secrets, each replaced by its [REDACTED:<kind>] marker, make it ${length} characters, over the ${STORED_CONTENT_MAX} a memory holds; nothing was written: send it in parts`,
     );
   }
   return r;
