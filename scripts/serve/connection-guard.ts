@@ -221,17 +221,18 @@ export function connectionLimitsFrom(
   env: Record<string, string | undefined>,
   opts: Partial<ConnectionLimits>,
 ): ConnectionLimits {
-  const setting = (name: string, fallback: number) => {
-    const text = env[name];
+  const setting = (name: string, text: string | undefined, fallback: number) => {
     if (text === undefined || text === "") return fallback;
     const n = Number(text);
     if (!Number.isInteger(n) || n < 1) throw new ConfigError(`invalid ${name}: ${text} (a positive integer)`);
     return n;
   };
   return {
-    maxConnections: opts.maxConnections ?? setting("MAX_CONNECTIONS", defaultMaxConnections()),
-    headerTimeoutMs: opts.headerTimeoutMs ?? setting("HEADER_TIMEOUT_MS", DEFAULT_HEADER_TIMEOUT_MS),
-    idleTimeoutMs: opts.idleTimeoutMs ?? setting("KEEPALIVE_IDLE_TIMEOUT_MS", DEFAULT_KEEPALIVE_IDLE_TIMEOUT_MS),
+    maxConnections: opts.maxConnections ?? setting("MAX_CONNECTIONS", env.MAX_CONNECTIONS, defaultMaxConnections()),
+    headerTimeoutMs: opts.headerTimeoutMs ??
+      setting("HEADER_TIMEOUT_MS", env.HEADER_TIMEOUT_MS, DEFAULT_HEADER_TIMEOUT_MS),
+    idleTimeoutMs: opts.idleTimeoutMs ??
+      setting("KEEPALIVE_IDLE_TIMEOUT_MS", env.KEEPALIVE_IDLE_TIMEOUT_MS, DEFAULT_KEEPALIVE_IDLE_TIMEOUT_MS),
   };
 }
 
