@@ -528,14 +528,16 @@ Deno.test("claude code hooks: a memory that hangs or answers Retry-After is not 
     const env = {
       DEVAI_MEMORY_URL: `http://127.0.0.1:${server.addr.port}`,
       DEVAI_AGENT_TOKEN: "dvm_x",
-      DEVAI_MEMORY_TIMEOUT_MS: "300",
+      // Long enough for the request to reach the hanging server on a loaded machine (at 300 ms a
+      // CI run's hook timed out before it had sent anything).
+      DEVAI_MEMORY_TIMEOUT_MS: "2000",
     };
     const input = { session_id: "s", transcript_path: `${dir}/t.jsonl`, cwd: dir, prompt: "hello" };
     // A memory that hangs: the first prompt waits its timeout, the next ones none.
     const hung = { ...env, DEVAI_MEMORY_STATE_DIR: `${dir}/hung` };
     assert.match(String((await runHook("user-prompt-submit.mjs", input, hung)).report.error), /timeout/);
     const next = await runHook("user-prompt-submit.mjs", input, hung);
-    assert.match(String(next.report.error), /^paused for \d+ s more \(no answer in 300 ms\)/);
+    assert.match(String(next.report.error), /^paused for \d+ s more \(no answer in 2000 ms\)/);
     assert.equal(requests, 1, "the paused hook sent nothing");
     release.abort();
 
