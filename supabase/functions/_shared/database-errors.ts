@@ -6,10 +6,13 @@
 //   nothing (its transaction did not commit) and can be sent again as it is.
 // - The input broke a rule the database checks (constraints, values out of range, text it cannot
 //   store): a 4xx, never a 500. Data exceptions (SQLSTATE class 22: a timestamp past year 294276,
-//   a malformed value) are 400; constraint violations 409 / 422 / 404.
+//   a malformed value) are 400; constraint violations 409 / 422 / 404. The message says what is
+//   wrong in the API's words (database-error-messages.ts), never the database's: that names our
+//   tables, constraints and functions, and is logged with the request id instead (http.ts).
 // Anything else is not mapped here, and becomes the logged 500.
 import { AdmissionTimeout } from "./tenant-share.ts";
 import { HttpError } from "./http.ts";
+import { type DatabaseErrorFields, databaseRuleMessage } from "./database-error-messages.ts";
 
 /** What a 503 asks the client to wait: Postgres restarts in about that time. */
 export const DATABASE_RETRY_AFTER_SECONDS = 2;
@@ -107,16 +110,14 @@ export function mapDatabaseError(err: unknown): HttpError | undefined {
   }
   const code = codeOf(err);
   if (!code || !/^[0-9A-Z]{5}$/.test(code)) return undefined;
-  const detail = (err as { message?: string }).message ?? "database rejected the request";
   // Text Postgres cannot store (U+0000, invalid escapes): the caller's input, never a 500.
   if (code === "22P05" || code === "22021") {
     return new HttpError(400, "invalid_request", "the request contains characters that cannot be stored");
   }
-  if (code.startsWith("22")) {
-    return new HttpError(400, "invalid_request", `a value in the request is out of range or malformed: ${detail}`);
-  }
-  if (code === "23514" || code === "23502") return new HttpError(422, "unprocessable", detail);
-  if (code === "23505") return new HttpError(409, "conflict", detail);
+  const fields = err as DatabaseErrorFields;
+  if (code.startsWith("22")) return new HttpError(400, "invalid_request", databaseRuleMessage(fields));
+  if (code === "23514" || code === "23502") return new HttpError(422, "unprocessable", databaseRuleMessage(fields));
+  if (code === "23505") return new HttpError(409, "conflict", databaseRuleMessage(fields));
   // A deadlock with a concurrent transaction on the same rows: Postgres rolled this request's
   // transaction back whole; the same request again goes through once the other has committed.
   // Writers lock in one order (memory rows, then the thread's revision row at commit:
@@ -135,4 +136,26 @@ export function mapDatabaseError(err: unknown): HttpError | undefined {
   if (code === "23503") return new HttpError(404, "not_found", "referenced memory not found");
   if (code === "42501") return new HttpError(403, "forbidden", "not allowed");
   return undefined;
+}
+
+/**
+ * The database's own words for a request it refused (a 4xx above), for operators: one JSON line on
+ * stderr with the request id the answer carries, the SQLSTATE, the message and the names it is
+ * about. Not the error's `detail`: that quotes the refused row, the caller's content.
+ */
+export function logDatabaseRefusal(err: unknown, requestId: string): void {
+  const e = err as Partial<
+    Record<"code" | "message" | "schema_name" | "table_name" | "column_name" | "constraint_name", string>
+  >;
+  console.error(JSON.stringify({
+    level: "warn",
+    msg: "the database refused the request",
+    request_id: requestId,
+    sqlstate: e.code,
+    error: e.message,
+    schema: e.schema_name,
+    table: e.table_name,
+    column: e.column_name,
+    constraint: e.constraint_name,
+  }));
 }

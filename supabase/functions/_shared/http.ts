@@ -4,7 +4,7 @@
 // respondToError (every function's app.onError, app.ts) turns anything else into a logged 500 that
 // leaks no detail but carries a request id to find it in the logs.
 import type { z } from "zod";
-import { mapDatabaseError } from "./database-errors.ts";
+import { logDatabaseRefusal, mapDatabaseError } from "./database-errors.ts";
 import { checkJsonText } from "./json-text.ts";
 
 export interface ErrorIssue {
@@ -51,7 +51,10 @@ export function respondToError(err: unknown, requestId: string): Response {
 export function asHttpError(err: unknown, requestId: string): HttpError {
   if (err instanceof HttpError) return err;
   const mapped = mapDatabaseError(err);
-  if (mapped) return mapped;
+  if (mapped) {
+    if (mapped.status < 500) logDatabaseRefusal(err, requestId);
+    return mapped;
+  }
   console.error(
     JSON.stringify({ level: "error", request_id: requestId, error: String(err), stack: (err as Error)?.stack }),
   );
