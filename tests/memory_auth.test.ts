@@ -1,8 +1,9 @@
 // Who may call the memory function, and tenant isolation: another tenant's id is a 404 on every
 // route (never 403, so ids cannot be probed) and nothing of theirs changes.
 import assert from "node:assert/strict";
-import { TENANT_HEADER } from "../supabase/functions/_shared/auth.ts";
+import { authenticate, TENANT_HEADER } from "../supabase/functions/_shared/auth.ts";
 import { anonToken, serviceToken, signToken, userToken } from "./support/auth.ts";
+import { testConfig } from "./support/config.ts";
 import { memoryApi } from "./support/memory-api.ts";
 import { newTenant, seedMemory, tenantWrites, testSql } from "./support/seed.ts";
 
@@ -75,6 +76,31 @@ Deno.test(
     });
     assert.equal(bad.status, 400);
     assert.equal(bad.body.error.code, "invalid_tenant");
+  },
+);
+
+Deno.test(
+  { name: "a tenant's uuid is one tenant in any case: x-devai-tenant and a token's subject are lower-cased", ...opts },
+  async () => {
+    // In-process state is keyed by the tenant id as a string (the tenant's share of the pool, its
+    // heavy turns, the write-behind batches): `ABC…` and `abc…` must not be two tenants there.
+    const tenant = newTenant();
+    const config = testConfig();
+    const service = await serviceToken();
+    const callerOf = async (token: string, named?: string) =>
+      await authenticate(
+        new Request("http://local/memory", {
+          headers: { authorization: `Bearer ${token}`, ...(named ? { [TENANT_HEADER]: named } : {}) },
+        }),
+        config,
+      );
+    const mixed = tenant.slice(0, 18).toUpperCase() + tenant.slice(18);
+    for (const named of [tenant.toUpperCase(), mixed, tenant]) {
+      assert.equal((await callerOf(service, named)).tenantId, tenant, `service_role naming ${named}`);
+    }
+    const upperSubject = await userToken(tenant.toUpperCase());
+    assert.equal((await callerOf(upperSubject)).tenantId, tenant, "a user whose subject is upper-case");
+    assert.equal((await callerOf(upperSubject, mixed)).tenantId, tenant, "naming itself in another case");
   },
 );
 
