@@ -9,7 +9,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { mapDatabaseError } from "../supabase/functions/_shared/database-errors.ts";
 import { CHECKS, DUPLICATES } from "../supabase/functions/_shared/database-error-messages.ts";
 import { userHeaders, userToken } from "./support/auth.ts";
-import { functionJson, startTestServer } from "./support/http_server.ts";
+import { startTestServer } from "./support/http_server.ts";
 import { newTenant, tenantWrites, testSql } from "./support/seed.ts";
 
 /** Our schema's names: every table, constraint and function of the migrations. */
@@ -27,12 +27,24 @@ async function internalNames(): Promise<string[]> {
 
 /** SQL words and the database's own phrasing, none of which an answer should carry. */
 const SQL_TEXT =
-  /violates|constraint|relation "|\bcolumn\b|invalid input syntax|out of range for type|p_[a-z]+|public\.|memory_private/i;
+  /violates|constraint|relation "|\bcolumn\b|invalid input syntax|out of range for type|\bp_[a-z]+|public\.|memory_private/i;
 
 // A statement whose secrets' `[REDACTED:password]` markers (19 characters for each 3-character
 // `pw=k9…`) make it longer than the 8,000 characters a memory holds, though it is under the 4,000
 // characters a request may send: the column's check refused it with the database's words.
 const SECRETS = `The staging logins: ${Array.from({ length: 570 }, (_, i) => `pw=k9${i}`).join(" ")}`.slice(0, 3990);
+
+// Metadata nested deeper than a body may be (64 levels).
+const DEEP = JSON.parse("[".repeat(70) + "]".repeat(70));
+
+interface Answered {
+  message?: string;
+  issues?: { path: unknown[]; message: string }[];
+}
+
+/** An error's message with its issues, each naming its field: what the caller reads. */
+const withIssues = (e: Answered) =>
+  [e.message ?? "", ...(e.issues ?? []).map((i) => `${i.path.join(".")}: ${i.message}`)].join("; ");
 
 interface Refusal {
   what: string;
@@ -73,19 +85,23 @@ Deno.test({
       );
       const headers = await userHeaders(tenant);
       const before = await tenantWrites(sql, tenant);
-      const http = async (path: string, body: unknown) => {
-        const r = await functionJson(server, path, headers, body);
-        const e = r.body?.error ?? {};
-        return { status: r.status, code: e.code, message: e.message ?? "", requestId: e.request_id };
+      const http = async (path: string, body: unknown, method = "POST") => {
+        const res = await fetch(`${server.functionsUrl}/${path}`, {
+          method,
+          headers: { "content-type": "application/json", ...headers },
+          body: JSON.stringify(body),
+        });
+        const e = (await res.json()).error ?? {};
+        return { status: res.status, code: e.code, message: withIssues(e), requestId: e.request_id };
       };
       const mcp = async (name: string, args: Record<string, unknown>) => {
         const r = await client.callTool({ name, arguments: args }) as {
           isError?: boolean;
-          structuredContent?: { error?: { status: number; code: string; message: string; request_id: string } };
+          structuredContent?: { error?: Answered & { status: number; code: string; request_id: string } };
         };
         const e = r.structuredContent?.error;
         assert.ok(r.isError && e, `${name}: a tool error, got ${JSON.stringify(r)}`);
-        return { status: e.status, code: e.code, message: e.message, requestId: e.request_id };
+        return { status: e.status, code: e.code, message: withIssues(e), requestId: e.request_id };
       };
 
       // [what, how it is sent, the words the answer must hold, reaches the database]
@@ -99,6 +115,78 @@ Deno.test({
             }),
           /1-8000 characters .* \[REDACTED:<kind>\] marker; send it in parts/,
           true,
+        ],
+        // The same values the database would refuse, refused by the API's schemas first: the same promise.
+        [
+          "remember: importance 9",
+          () => http("memory/remember", { content: "a fact", importance: 9 }),
+          /importance/,
+          false,
+        ],
+        [
+          "remember: an unknown memory_type",
+          () => http("memory/remember", { content: "a fact", memory_type: "gossip" }),
+          /memory_type/,
+          false,
+        ],
+        ["remember: blank content", () => http("memory/remember", { content: "   " }), /content/, false],
+        [
+          "remember: content past 4,000 characters",
+          () => http("memory/remember", { content: "x".repeat(4001) }),
+          /content.*4000/,
+          false,
+        ],
+        [
+          "remember: metadata 70 levels deep",
+          () => http("memory/remember", { content: "a fact", metadata: { keywords: DEEP } }),
+          /64 levels|nest/,
+          false,
+        ],
+        [
+          "remember: a namespace with '..'",
+          () => http("memory/remember", { content: "a fact", namespace: "devai/../x" }),
+          /namespace/,
+          false,
+        ],
+        [
+          "episodes: a session id past 200 characters",
+          () => http("memory/episodes", { session_id: "s".repeat(201), messages: [{ role: "user", content: "hi" }] }),
+          /session_id/,
+          false,
+        ],
+        [
+          "episodes: a date past 9999",
+          () =>
+            http("memory/episodes", {
+              session_id: "s2",
+              messages: [{ role: "user", content: "hi", at: "+294277-01-01T00:00:00Z" }],
+            }),
+          /at/,
+          false,
+        ],
+        [
+          "agent token: a label past 200 characters",
+          () => http("memory/agent-tokens", { agent: "coder", label: "x".repeat(201) }),
+          /label/,
+          false,
+        ],
+        [
+          "checkpoint: state not an object",
+          () => http("memory/checkpoints/t1", { state: [1] }, "PUT"),
+          /state must be a JSON object/,
+          false,
+        ],
+        [
+          "retrieve: top_k out of range",
+          () => http("memory-retrieve", { message: "hi", top_k: 2 ** 40 }),
+          /top_k/,
+          false,
+        ],
+        [
+          "MCP remember_fact: importance 9",
+          () => mcp("remember_fact", { content: "a fact", importance: 9 }),
+          /importance/,
+          false,
         ],
         [
           "remember: secrets' markers past 8,000 characters",
