@@ -21,7 +21,7 @@ import { assertSameSession, endSessions } from "./sessions.ts";
 import type { Embedder } from "./embeddings.ts";
 import { addCounts, type RedactionCounts } from "./redact.ts";
 import { redactString } from "./redact-json.ts";
-import { recordRedactions } from "./redaction-events.ts";
+import { recordRedactions, refuseOverlong } from "./redaction-events.ts";
 
 export const EPISODE_ROLES = ["user", "assistant", "system", "tool"] as const;
 /** Messages per request: a turn or a few; a whole transcript goes in several batches. */
@@ -117,6 +117,7 @@ export async function ingestEpisodes(
 ): Promise<EpisodeBatchResult> {
   const { tenantId } = input;
   const redactions = input.batch.messages.map((m) => redactString(m.content));
+  redactions.forEach((r, i) => r.onlySecret || refuseOverlong(r, `messages.${i}.content`));
   const counts = redactions.reduce((sum: RedactionCounts, r) => addCounts(sum, r.counts), {});
   const batch = {
     ...input.batch,

@@ -45,15 +45,23 @@ export function redactStatement(content: string): Redaction {
       "the content is nothing but a secret (a key, token or password); memory never stores secrets, so nothing was written",
     );
   }
+  refuseOverlong(r);
+  return r;
+}
+
+/**
+ * A text whose secrets' markers make it longer than a memory holds: 422 naming `field` (a statement's
+ * `content`; an episode's `messages.3.content`), before the column's check would refuse it.
+ */
+export function refuseOverlong(r: Redaction, field = "content"): void {
   const length = [...r.text.trim()].length;
   if (length > STORED_CONTENT_MAX) {
     throw new HttpError(
       422,
       "unprocessable",
-      `the content's ${r.total} secrets, each replaced by its [REDACTED:<kind>] marker, make it ${length} characters, over the ${STORED_CONTENT_MAX} a memory holds; nothing was written: send it in parts`,
+      `${field}: its ${r.total} secrets, each replaced by its [REDACTED:<kind>] marker, make it ${length} characters, over the ${STORED_CONTENT_MAX} a memory holds; nothing was written: send it in parts`,
     );
   }
-  return r;
 }
 
 /**
