@@ -2775,611 +2775,10 @@ end;
 $$;
 
 --
--- Name: keyword_postings(uuid, text[], tsquery[], integer, integer, timestamp with time zone, tsquery, timestamp with time zone, timestamp with time zone, text[], text[], jsonb); Type: FUNCTION; Schema: memory_search; Owner: -
+-- Name: hybrid_search(text, extensions.vector, text[], integer, double precision, text, uuid, text, integer, text[], timestamp with time zone, timestamp with time zone, text[], text[], text[], double precision, double precision, timestamp with time zone, text[], boolean, text, jsonb, boolean); Type: FUNCTION; Schema: memory_search; Owner: -
 --
 
-CREATE FUNCTION memory_search.keyword_postings(p_owner uuid, p_scopes text[], p_terms tsquery[], p_df_cap integer, p_max_candidates integer, p_as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, p_exclude tsquery DEFAULT NULL::tsquery, p_after timestamp with time zone DEFAULT NULL::timestamp with time zone, p_before timestamp with time zone DEFAULT NULL::timestamp with time zone, p_types text[] DEFAULT NULL::text[], p_categories text[] DEFAULT NULL::text[], p_fields jsonb DEFAULT NULL::jsonb, OUT term_df integer[], OUT candidates uuid[]) RETURNS record
-    LANGUAGE plpgsql STABLE SECURITY DEFINER
-    SET search_path TO ''
-    SET plan_cache_mode TO 'force_generic_plan'
-    AS $_$
-declare
-  -- The request's filters: the candidates taken when every term is common pass them (the rare
-  -- terms' matches are all taken, and filtered by the caller).
-  v_filtered boolean := p_exclude is not null or p_after is not null or p_before is not null or p_types is not null
-                        or p_categories is not null or p_fields is not null;
-  v_keys   text[];
-  v_scoped boolean;
-  v_ids    uuid[];
-  v_rare   text[] := '{}';
-  v_q      tsquery;
-  v_sq     tsquery;
-  v_order  integer[];
-  v_live   tsquery[];
-  v_above  boolean;
-  v_whole  boolean;
-  v_factor numeric;
-  v_lexemes text[];
-  v_common text[] := '{}';
-  v_then_ids uuid[] := '{}';
-  v_then_fts tsvector[] := '{}';
-  v_any    tsquery;
-begin
-  term_df := '{}';
-  candidates := '{}';
-  if not memory_search.caller_reads_owner(p_owner) then
-    return;
-  end if;
-  -- Whole scopes (or deeper ones) are looked up by their keys in fts_scoped. A scope above them
-  -- (the tenant's whole memory, 'devai', or every project, 'devai/project') is looked up by the
-  -- keys of the namespaces it holds, found by walking the tenant's namespace index from one
-  -- distinct namespace to the next (one index probe each; at most 256 namespaces); past that, or
-  -- as of an instant, the tenant's rows are scanned.
-  -- Per scope, once: above the keyed ones, or a whole keyed scope. The statistics used below are
-  -- per key, so they stand for a request only when no scope asked is below its key's
-  -- (devai/project/p/ci under devai/project/p).
-  select bool_or(x.above), bool_and(x.above or memory_private.keyword_scope(x.base) = x.base)
-    into v_above, v_whole
-    from (select rtrim(s, '/') as base,
-                 split_part(rtrim(s, '/'), '/', 2) = ''
-                 or (split_part(rtrim(s, '/'), '/', 2) = 'project' and split_part(rtrim(s, '/'), '/', 3) = '') as above
-            from unnest(p_scopes) s) x;
-  v_scoped := p_as_of is null and not coalesce(v_above, false);
-  if v_scoped then
-    select array_agg(distinct memory_private.keyword_scope_key(p_owner, memory_private.keyword_scope(rtrim(s, '/'))))
-      into v_keys from unnest(p_scopes) s;
-  elsif p_as_of is null then
-    with recursive walk (ns, n) as (
-      (select m.namespace, 1 from public.devai_memories m
-        where m.owner_id = p_owner and m.is_valid and m.state = 'active'
-        order by m.namespace using operator(pg_catalog.~<~) limit 1)
-      union all
-      select (select m.namespace from public.devai_memories m
-               where m.owner_id = p_owner and m.is_valid and m.state = 'active'
-                 and m.namespace operator(pg_catalog.~>~) w.ns
-               order by m.namespace using operator(pg_catalog.~<~) limit 1),
-             w.n + 1
-        from walk w
-       where w.ns is not null and w.n <= 256
-    )
-    select coalesce(array_agg(distinct memory_private.keyword_scope_key(p_owner, memory_private.keyword_scope(w.ns)))
-                      filter (where (w.ns || '/') ^@ any (p_scopes)), '{}'),
-           not bool_or(w.n > 256 and w.ns is not null)
-      into v_keys, v_scoped
-      from walk w
-     where w.ns is not null;
-    v_scoped := coalesce(v_scoped, true);
-  end if;
-
-  -- A one-word term the statistics estimate in keyword_common_estimate_factor x the cap of one of
-  -- these scopes' memories or more (memory_private.keyword_common_terms) is common without being
-  -- counted: counting it builds a bitmap of all its matches to learn only that there are more than
-  -- the cap. Only for whole scopes: the statistics are per scope key.
-  if v_scoped and v_whole then
-    v_factor := public.memory_setting('keyword_common_estimate_factor');
-    if v_factor > 0 then
-      -- Each one-word term's lexeme (null for a phrase or a prefix), then one primary-key probe per
-      -- lexeme and key ('<key>:<lexeme>'; a key has no ':').
-      select array_agg(replace(m[1], '''''', '''') order by t.i) into v_lexemes
-        from unnest(p_terms) with ordinality t(q, i)
-        left join lateral regexp_match(t.q::text, '^''((?:[^'']|'''')*)''$') m on true;
-      select coalesce(array_agg(distinct substr(c.term, strpos(c.term, ':') + 1)), '{}') into v_common
-        from memory_private.keyword_common_terms c
-       where c.term = any (array(select k.key || ':' || l.lexeme
-                                   from unnest(v_lexemes) l(lexeme) cross join unnest(v_keys) k(key)
-                                  where l.lexeme is not null))
-         and c.estimated_rows >= v_factor * p_df_cap;
-    end if;
-  end if;
-
-  -- As of an instant, the scopes' memories of then that match any of the terms, with their words
-  -- of then, read in one pass over the tenant's rows: every term's lookup, and the common terms'
-  -- below, match these. (Each term read the tenant's rows again, and the common terms once more:
-  -- a 21,000-memory tenant's 15,500 pages per term. No index serves this: the rows a search as of
-  -- an instant needs include those invalidated or forgotten since, which the keyword index leaves
-  -- out.) A memory changed since has the words of its content then, derived as
-  -- memory_search.fts_then derives them (its content at its last change then, in memory_history),
-  -- in this one statement: a call of fts_then per memory cost 2.5x the lookup itself.
-  if p_as_of is not null and cardinality(p_terms) > 0 then
-    foreach v_q in array p_terms loop
-      continue when v_q is null;  -- a null term matches nothing (its lookup below finds none)
-      v_any := case when v_any is null then v_q else v_any || v_q end;
-    end loop;
-    select coalesce(array_agg(w.id), '{}'), coalesce(array_agg(w.fts), '{}')
-      into v_then_ids, v_then_fts
-      from (select m.id,
-                   case when h.content is null or h.content = m.content then m.fts
-                        else public.memory_content_fts(h.content) end as fts
-              from public.devai_memories m
-              left join lateral (select x.new_content as content
-                                   from public.memory_history x
-                                  where m.updated_at > p_as_of
-                                    and x.memory_id = m.id and x.ts <= p_as_of and x.meta ? 'state'
-                                  order by x.ts desc, x.seq desc nulls last, x.id desc
-                                  limit 1) h on true
-             where m.owner_id = p_owner
-               and m.created_at <= p_as_of and (m.valid_until is null or m.valid_until > p_as_of)
-               and m.source is distinct from 'conversation'
-               and (m.namespace || '/') ^@ any (p_scopes)
-            offset 0) w
-     where w.fts @@ v_any;
-  end if;
-
-  for i in 1 .. coalesce(cardinality(p_terms), 0) loop
-    v_q := p_terms[i];
-    if v_lexemes[i] = any (v_common) then
-      term_df := term_df || (p_df_cap + 1);
-      v_rare := v_rare || ''::text;
-      continue;
-    end if;
-    if v_scoped then
-      v_sq := memory_search.scoped_query(v_q, v_keys);
-      select array_agg(x.id) into v_ids
-        from (select m.id from public.devai_memories m
-               where pg_catalog.strip(m.fts_scoped) @@ v_sq
-                 and m.is_valid and m.state = 'active' and m.source is distinct from 'conversation'
-                 -- The key pins the tenant already; this re-check (against a key collision) is
-                 -- written so the planner cannot add the tenant's whole owner index to the lookup.
-                 and m.owner_id::text = p_owner::text
-                 and (m.namespace || '/') ^@ any (p_scopes)
-                 and m.fts @@ v_q
-               limit p_df_cap + 1) x;
-    elsif p_as_of is null then
-      select array_agg(x.id) into v_ids
-        from (select m.id from public.devai_memories m
-               where m.owner_id = p_owner
-                 and m.is_valid and m.state = 'active'
-                 and m.source is distinct from 'conversation'
-                 and m.fts @@ v_q
-                 and (m.namespace || '/') ^@ any (p_scopes)
-               limit p_df_cap + 1) x;
-    else
-      -- As of an instant: on the words of then of the memories read above.
-      select array_agg(x.id) into v_ids
-        from (select m.id from unnest(v_then_ids, v_then_fts) w(id, fts)
-                join public.devai_memories m on m.id = w.id
-               where w.fts @@ v_q
-                 and (select a.held from public.memory_at(m, p_as_of) a)
-               limit p_df_cap + 1) x;
-    end if;
-    term_df := term_df || coalesce(cardinality(v_ids), 0);
-    v_rare := v_rare || case when coalesce(cardinality(v_ids), 0) between 1 and p_df_cap then array_to_string(v_ids, ' ') else '' end;
-  end loop;
-
-  -- Rarest terms first bring their matches in.
-  select coalesce(array_agg(o.i order by term_df[o.i], o.i), '{}') into v_order
-    from generate_subscripts(term_df, 1) o(i)
-   where term_df[o.i] between 1 and p_df_cap;
-  for i in 1 .. cardinality(v_order) loop
-    exit when cardinality(candidates) >= p_max_candidates;
-    candidates := candidates || string_to_array(v_rare[v_order[i]], ' ')::uuid[];
-  end loop;
-  if cardinality(v_order) > 0 then
-    -- With a filter, the rare terms' matches may all fail it (a rare word of the question only
-    -- older memories hold, under a window): then the common terms' memories that pass it are the
-    -- candidates, below, as if the rare terms matched nothing.
-    if not v_filtered or exists (
-         select from public.devai_memories m
-          where m.id = any (candidates)
-            and case when p_as_of is null
-                     then memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned,
-                                                       m.importance, m.updated_at, p_exclude, p_after, p_before,
-                                                       p_types, p_categories, p_fields)
-                     else memory_search.passes_filters_at(m.id, p_as_of, p_exclude, p_after, p_before, p_types,
-                                                          p_categories, p_fields) end) then
-      return;
-    end if;
-    candidates := '{}';
-  end if;
-
-  -- Every term that matches is common (or, under a filter, every rare term's matches fail it): the
-  -- memories matching all the common ones.
-  select coalesce(array_agg(q order by i), '{}') into v_live
-    from unnest(p_terms) with ordinality t(q, i) where term_df[t.i] > p_df_cap;
-  if cardinality(v_live) = 0 then
-    return;
-  end if;
-  -- The memories matching all of them (and the request's filters), at most the cap. Not those
-  -- matching any of them: a
-  -- common word's matches, taken in no particular order, are noise, and finding them cost a
-  -- bitmap of every memory holding any of the words (the vector signal covers what the words
-  -- alone do not pin down).
-  v_q := (select string_agg('(' || q::text || ')', ' & ')::tsquery from unnest(v_live) q);
-  if v_scoped then
-    v_sq := memory_search.scoped_query(v_q, v_keys);
-    select coalesce(array_agg(x.id), '{}') into candidates
-      from (select m.id from public.devai_memories m
-             where pg_catalog.strip(m.fts_scoped) @@ v_sq
-               and m.is_valid and m.state = 'active' and m.source is distinct from 'conversation'
-               and m.owner_id::text = p_owner::text
-               and (m.namespace || '/') ^@ any (p_scopes)
-               and m.fts @@ v_q
-               and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned,
-                                                                   m.importance, m.updated_at, p_exclude, p_after, p_before,
-                                                                   p_types, p_categories, p_fields))
-             limit p_df_cap) x;
-  elsif p_as_of is null then
-    select coalesce(array_agg(x.id), '{}') into candidates
-      from (select m.id from public.devai_memories m
-             where m.owner_id = p_owner
-               and m.is_valid and m.state = 'active'
-               and m.source is distinct from 'conversation'
-               and m.fts @@ v_q
-               and (m.namespace || '/') ^@ any (p_scopes)
-               and (not v_filtered
-                    or memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned,
-                                                    m.importance, m.updated_at, p_exclude, p_after, p_before,
-                                                    p_types, p_categories, p_fields))
-             limit p_df_cap) x;
-  else
-    select coalesce(array_agg(x.id), '{}') into candidates
-      from (select m.id from unnest(v_then_ids, v_then_fts) w(id, fts)
-              join public.devai_memories m on m.id = w.id
-             where w.fts @@ v_q
-               and (select a.held from public.memory_at(m, p_as_of) a)
-               and (not v_filtered or memory_search.passes_filters_at(m.id, p_as_of, p_exclude, p_after, p_before, p_types,
-                                                                      p_categories, p_fields))
-             limit p_df_cap) x;
-  end if;
-end;
-$_$;
-
---
--- Name: passes_filters(tsvector, timestamp with time zone, text, jsonb, boolean, smallint, timestamp with time zone, tsquery, timestamp with time zone, timestamp with time zone, text[], text[], jsonb); Type: FUNCTION; Schema: memory_search; Owner: -
---
-
-CREATE FUNCTION memory_search.passes_filters(p_fts tsvector, p_created_at timestamp with time zone, p_memory_type text, p_metadata jsonb, p_pinned boolean, p_importance smallint, p_updated_at timestamp with time zone, p_exclude tsquery, p_after timestamp with time zone, p_before timestamp with time zone, p_types text[], p_categories text[], p_fields jsonb) RETURNS boolean
-    LANGUAGE plpgsql STABLE PARALLEL SAFE
-    SET search_path TO ''
-    AS $$
-begin
-  -- A comparison with null (a memory without a category, under a categories filter) fails the
-  -- filter, as it would in a WHERE clause.
-  if not coalesce(
-       (p_exclude is null or not (p_fts @@ p_exclude))
-       and (p_after is null or p_created_at >= p_after)
-       and (p_before is null or p_created_at < p_before)
-       and (p_types is null or p_memory_type = any (p_types))
-       -- A procedural memory's category is 'procedural' (as every search reports it).
-       and (p_categories is null
-            or (case when p_memory_type = 'procedural' then 'procedural' else p_metadata ->> 'category' end)
-               = any (p_categories)),
-       false) then
-    return false;
-  end if;
-  return p_fields is null or coalesce(
-    (p_fields ->> 'user_id' is null or p_metadata ->> 'user_id' = p_fields ->> 'user_id')
-    and (p_fields ->> 'agent_id' is null or p_metadata ->> 'agent_id' = p_fields ->> 'agent_id')
-    and (p_fields ->> 'run_id' is null or p_metadata ->> 'run_id' = p_fields ->> 'run_id')
-    and (p_fields ->> 'actor_id' is null or p_metadata ->> 'actor_id' = p_fields ->> 'actor_id')
-    and (p_fields ->> 'role' is null or p_metadata ->> 'role' = p_fields ->> 'role')
-    and (p_fields ->> 'pinned' is null or p_pinned = (p_fields ->> 'pinned')::boolean)
-    and (p_fields ->> 'importance_min' is null or p_importance >= (p_fields ->> 'importance_min')::integer)
-    and (p_fields ->> 'importance_max' is null or p_importance <= (p_fields ->> 'importance_max')::integer)
-    and (p_fields ->> 'updated_after' is null or p_updated_at >= (p_fields ->> 'updated_after')::timestamptz)
-    and (p_fields ->> 'updated_before' is null or p_updated_at < (p_fields ->> 'updated_before')::timestamptz),
-    false);
-end;
-$$;
-
---
--- Name: passes_filters_at(uuid, timestamp with time zone, tsquery, timestamp with time zone, timestamp with time zone, text[], text[], jsonb); Type: FUNCTION; Schema: memory_search; Owner: -
---
-
-CREATE FUNCTION memory_search.passes_filters_at(p_id uuid, p_at timestamp with time zone, p_exclude tsquery, p_after timestamp with time zone, p_before timestamp with time zone, p_types text[], p_categories text[], p_fields jsonb) RETURNS boolean
-    LANGUAGE plpgsql STABLE
-    SET search_path TO ''
-    AS $$
-begin
-  return coalesce((
-    select memory_search.passes_filters(case when p_exclude is null or m.updated_at <= p_at then m.fts
-                                             else memory_search.fts_then(m.id, m.content, m.fts, p_at) end,
-                                        m.created_at, a.memory_type, a.metadata, a.pinned, a.importance,
-                                        case when m.updated_at > p_at and p_fields ?| array['updated_after', 'updated_before']
-                                             then memory_search.updated_at_then(m.id, m.created_at, m.updated_at, p_at)
-                                             else m.updated_at end,
-                                        p_exclude, p_after, p_before, p_types, p_categories, p_fields)
-      from public.devai_memories m
-     cross join lateral public.memory_at(m, p_at) a
-     where m.id = p_id), false);
-end;
-$$;
-
---
--- Name: reinforcement_rows(uuid[], integer[], timestamp with time zone[], double precision[]); Type: FUNCTION; Schema: memory_search; Owner: -
---
-
-CREATE FUNCTION memory_search.reinforcement_rows(p_ids uuid[], p_counts integer[], p_lasts timestamp with time zone[], p_strengths double precision[]) RETURNS TABLE(id uuid, access_count integer, last_accessed_at timestamp with time zone, strength double precision)
-    LANGUAGE plpgsql IMMUTABLE ROWS 1
-    SET search_path TO ''
-    AS $$
-begin
-  -- plpgsql: an sql function would be inlined into the UPDATE, and its row estimate with it.
-  return query select * from unnest(p_ids, p_counts, p_lasts, p_strengths);
-end;
-$$;
-
---
--- Name: relation_strengths(uuid, uuid[], timestamp with time zone, text[]); Type: FUNCTION; Schema: memory_search; Owner: -
---
-
-CREATE FUNCTION memory_search.relation_strengths(p_owner uuid, p_ids uuid[], p_at timestamp with time zone, p_scopes text[]) RETURNS TABLE(id uuid, strength real)
-    LANGUAGE plpgsql STABLE
-    SET search_path TO ''
-    AS $$
-#variable_conflict use_column
-begin
-  -- For each memory, the strongest edge valid at p_at (now when null) to a memory the same search
-  -- could see then: held, in scope, not a raw episode (a fact's derived_from edge to the
-  -- conversation it came from is provenance, not corroboration) and, now, above the retrieval
-  -- floor. A contradiction corroborates nothing. One call for a search's memories (a call per
-  -- memory cost a plpgsql call each, 20-200 of them per retrieval counting the vector list); per
-  -- memory an aggregate over its edges, never a sort: callers run with sorting switched off
-  -- (match_memories' index walk), where a sort is costed so high that the statement would be
-  -- JIT-compiled at every call. The memory at an edge's other end is looked up by its id alone
-  -- (offset 0: never a join, which stale statistics planned as a read of the whole tenant per
-  -- memory) and filtered after: with the filters inside, the lookup took the partial index
-  -- devai_memories_owner_namespace, whose conditions they match, for a read of the tenant again.
-  if p_at is null then
-    return query
-    select x.id,
-           (select max(e.strength)
-              from (select r.strength, r.to_id as other from public.memory_relations r
-                     where r.from_id = x.id and r.owner_id = p_owner and r.relation_type <> 'contradicts'
-                       and r.valid_from <= now() and (r.valid_until is null or r.valid_until > now())
-                    union all
-                    select r.strength, r.from_id from public.memory_relations r
-                     where r.to_id = x.id and r.owner_id = p_owner and r.relation_type <> 'contradicts'
-                       and r.valid_from <= now() and (r.valid_until is null or r.valid_until > now())) e
-              cross join lateral (select o.is_valid, o.state, o.strength, o.source, o.namespace
-                                    from public.devai_memories o
-                                   where o.id = e.other and o.owner_id = p_owner offset 0) o
-             where o.is_valid and o.state = 'active' and o.strength > 0.05
-               and o.source is distinct from 'conversation'
-               and (p_scopes is null or (o.namespace || '/') ^@ any (p_scopes)))
-      from (select distinct u as id from unnest(p_ids) as u) x;
-    return;
-  end if;
-  return query
-  select x.id,
-         (select max(e.strength)
-            from (select r.strength, r.to_id as other from public.memory_relations r
-                   where r.from_id = x.id and r.owner_id = p_owner and r.relation_type <> 'contradicts'
-                     and r.created_at <= p_at and r.valid_from <= p_at and (r.valid_until is null or r.valid_until > p_at)
-                  union all
-                  select r.strength, r.from_id from public.memory_relations r
-                   where r.to_id = x.id and r.owner_id = p_owner and r.relation_type <> 'contradicts'
-                     and r.created_at <= p_at and r.valid_from <= p_at and (r.valid_until is null or r.valid_until > p_at)) e
-            cross join lateral (select o.source, o.id, o.namespace, o.is_valid, o.state, o.strength, o.created_at, o.valid_until
-                                  from public.devai_memories o
-                                 where o.id = e.other and o.owner_id = p_owner offset 0) v
-           where v.source is distinct from 'conversation'
-             and public.memory_graph_visible(v.id, v.namespace, v.is_valid, v.state, v.strength, v.created_at, v.valid_until, p_at, p_scopes))
-    from (select distinct u as id from unnest(p_ids) as u) x;
-end;
-$$;
-
---
--- Name: scope_rows(uuid, text[], integer); Type: FUNCTION; Schema: memory_search; Owner: -
---
-
-CREATE FUNCTION memory_search.scope_rows(p_owner uuid, p_bases text[], p_cap integer) RETURNS integer
-    LANGUAGE plpgsql STABLE
-    SET search_path TO ''
-    SET plan_cache_mode TO 'force_generic_plan'
-    AS $$
-begin
-  return (
-    select count(*)::integer
-      from (select 1
-              from unnest(p_bases, array(select x || '0' from unnest(p_bases) with ordinality as u(x, o) order by o))
-                   as b(base, upper)
-             cross join lateral (
-               select 1 from public.devai_memories m
-                where m.owner_id = p_owner and m.is_valid and m.state = 'active'
-                  and m.source is distinct from 'conversation'
-                  and m.namespace operator(pg_catalog.~>=~) b.base
-                  and m.namespace operator(pg_catalog.~<~) b.upper
-                  and (m.namespace = b.base or m.namespace ^@ (b.base || '/'))
-                limit p_cap + 1) as hit
-             limit p_cap + 1) as counted);
-end;
-$$;
-
---
--- Name: scoped_query(tsquery, text[]); Type: FUNCTION; Schema: memory_search; Owner: -
---
-
-CREATE FUNCTION memory_search.scoped_query(p_term tsquery, p_keys text[]) RETURNS tsquery
-    LANGUAGE plpgsql IMMUTABLE
-    SET search_path TO ''
-    AS $$
-begin
-  return (
-    select string_agg('(' || w.words || ')', ' | ')::tsquery
-      from unnest(p_keys) as k(key)
-     cross join lateral (
-       select string_agg('''' || k.key || ':' || l.lexeme || '''', ' & ') as words
-         from (select distinct replace(m[1], '''''', '''') as lexeme
-                 from regexp_matches(p_term::text, '''((?:[^'']|'''')*)''', 'g') as m) l) w);
-end;
-$$;
-
---
--- Name: updated_at_then(uuid, timestamp with time zone, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: memory_search; Owner: -
---
-
-CREATE FUNCTION memory_search.updated_at_then(p_id uuid, p_created_at timestamp with time zone, p_updated_at timestamp with time zone, p_at timestamp with time zone) RETURNS timestamp with time zone
-    LANGUAGE plpgsql STABLE
-    SET search_path TO ''
-    AS $$
-begin
-  if p_updated_at <= p_at then
-    return p_updated_at;
-  end if;
-  return coalesce((select x.ts from public.memory_history x
-                    where x.memory_id = p_id and x.ts <= p_at and x.meta ? 'state'
-                    order by x.ts desc, x.seq desc nulls last, x.id desc
-                    limit 1), p_created_at);
-end;
-$$;
-
---
--- Name: context_candidates(text[], uuid[], text[], text[], text, text[], timestamp with time zone, boolean, integer, uuid); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.context_candidates(match_namespaces text[], given_ids uuid[] DEFAULT NULL::uuid[], files text[] DEFAULT NULL::text[], modules text[] DEFAULT NULL::text[], branch text DEFAULT NULL::text, background_categories text[] DEFAULT NULL::text[], recent_since timestamp with time zone DEFAULT NULL::timestamp with time zone, contradictions boolean DEFAULT false, max_per_kind integer DEFAULT 30, match_owner uuid DEFAULT auth.uid()) RETURNS TABLE(id uuid, kind text, detail text, weight double precision, content text, memory_type text, namespace text, strength double precision, priority text, importance smallint, pinned boolean, source text, metadata jsonb, created_at timestamp with time zone, category text, max_relation_strength real, cited_files text[], retrieval_count integer, citation_count integer, ignore_count integer)
-    LANGUAGE plpgsql STABLE
-    SET search_path TO ''
-    AS $$
-#variable_conflict use_column
-declare
-  v_scopes  text[] := public.context_scope_prefixes(match_namespaces);
-  v_files   text[] := (select coalesce(array_agg(distinct regexp_replace(f, '^(\./)+', '')), '{}')
-                         from unnest(coalesce(files, '{}'::text[])) f where f <> '');
-  v_modules text[] := (select coalesce(array_agg(distinct rtrim(regexp_replace(d, '^(\./)+', ''), '/')), '{}')
-                         from unnest(coalesce(modules, '{}'::text[])) d where rtrim(regexp_replace(d, '^(\./)+', ''), '/') <> '');
-  v_found   record;
-  v_ids     uuid[];
-  v_kinds   text[];
-  v_details text[];
-  v_weights double precision[];
-begin
-  if cardinality(v_scopes) = 0 then
-    raise exception 'at least one namespace scope is required' using errcode = '22023';
-  end if;
-  if max_per_kind is null or max_per_kind < 1 or max_per_kind > 100 then
-    raise exception 'max_per_kind must be between 1 and 100, got %', max_per_kind using errcode = '22023';
-  end if;
-  if coalesce(cardinality(given_ids), 0) > 500 or cardinality(v_files) > 100 or cardinality(v_modules) > 20 then
-    raise exception 'at most 500 given ids, 100 files and 20 modules' using errcode = '22023';
-  end if;
-  select * into v_found
-    from memory_search.context_lookups(match_owner, v_scopes, v_files, v_modules, branch, background_categories,
-                                       recent_since, max_per_kind);
-  select array_agg(g.id), array_agg('given'::text), array_agg(null::text), array_agg(0::double precision)
-    into v_ids, v_kinds, v_details, v_weights
-    from (select distinct x as id from unnest(coalesce(given_ids, '{}'::uuid[])) x) g;
-  v_ids := coalesce(v_ids, '{}') || v_found.ids;
-  v_kinds := coalesce(v_kinds, '{}') || v_found.kinds;
-  v_details := coalesce(v_details, '{}') || v_found.details;
-  v_weights := coalesce(v_weights, '{}') || v_found.weights;
-  if contradictions then
-    select v_ids || coalesce(array_agg(c.id), '{}'), v_kinds || coalesce(array_agg('contradiction'::text), '{}'),
-           v_details || coalesce(array_agg(c.other), '{}'), v_weights || coalesce(array_agg(1::double precision), '{}')
-      into v_ids, v_kinds, v_details, v_weights
-      from (select o.memory_a as id, o.memory_b::text as other from public.context_open_contradictions(match_namespaces, 10, match_owner) o
-            union all
-            select o.memory_b, o.memory_a::text from public.context_open_contradictions(match_namespaces, 10, match_owner) o) c;
-  end if;
-
-  -- Each memory by its id (the primary key), read under RLS.
-  return query
-  select r.id, r.kind, r.detail, r.weight,
-         m.content, m.memory_type, m.namespace, m.strength, m.priority, m.importance, m.pinned, m.source,
-         m.metadata, m.created_at,
-         case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end,
-         rs.strength,
-         coalesce(f.files, '{}'),
-         coalesce(u.retrieval_count, 0), coalesce(u.citation_count, 0), coalesce(u.ignore_count, 0)
-    from unnest(v_ids, v_kinds, v_details, v_weights) as r(id, kind, detail, weight)
-    cross join lateral (
-      select mm.* from public.devai_memories mm
-       where mm.id = r.id and mm.owner_id = match_owner and mm.is_valid and mm.state = 'active' and mm.strength > 0.05
-         and mm.source is distinct from 'conversation' and (mm.namespace || '/') ^@ any (v_scopes)
-      offset 0) m
-    left join public.memory_usage u on u.memory_id = m.id
-    left join public.memory_cited_files(v_ids, match_owner) f on f.memory_id = m.id
-    left join memory_search.relation_strengths(match_owner, v_ids, null, v_scopes) rs on rs.id = m.id
-   order by r.kind, r.weight desc, r.id;
-end;
-$$;
-
---
--- Name: context_open_contradictions(text[], integer, uuid); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.context_open_contradictions(match_namespaces text[], max_count integer DEFAULT 10, match_owner uuid DEFAULT auth.uid()) RETURNS TABLE(memory_a uuid, memory_b uuid, detected_at timestamp with time zone)
-    LANGUAGE plpgsql STABLE
-    SET search_path TO ''
-    AS $$
-#variable_conflict use_column
-begin
-  return query
-  select x.memory_a, x.memory_b, x.detected_at
-    from (select distinct on (least(p.memory_a, p.memory_b), greatest(p.memory_a, p.memory_b))
-                 p.memory_a, p.memory_b, p.detected_at
-            from (select c.memory_a, c.memory_b, c.detected_at, 0 as pref
-                    from public.memory_contradictions c
-                   where c.resolution is null and c.owner_id = match_owner
-                  union all
-                  select r.to_id, r.from_id, r.created_at, 1
-                    from public.memory_relations r
-                   where r.relation_type = 'contradicts'
-                     and r.owner_id = match_owner
-                     and r.valid_from <= now() and (r.valid_until is null or r.valid_until > now())
-                     and not exists (select 1 from public.memory_contradictions d
-                                      where d.resolution is not null and d.owner_id = r.owner_id
-                                        and least(d.memory_a, d.memory_b) = least(r.from_id, r.to_id)
-                                        and greatest(d.memory_a, d.memory_b) = greatest(r.from_id, r.to_id))) p
-            join public.devai_memories a on a.id = p.memory_a
-            join public.devai_memories b on b.id = p.memory_b
-           where a.is_valid and a.state = 'active' and a.strength > 0.05 and a.source is distinct from 'conversation'
-             and b.is_valid and b.state = 'active' and b.strength > 0.05 and b.source is distinct from 'conversation'
-             and (a.namespace || '/') ^@ any (public.context_scope_prefixes(match_namespaces))
-             and (b.namespace || '/') ^@ any (public.context_scope_prefixes(match_namespaces))
-           order by least(p.memory_a, p.memory_b), greatest(p.memory_a, p.memory_b), p.pref, p.detected_at desc) x
-   order by x.detected_at desc, x.memory_a
-   limit greatest(1, least(coalesce(max_count, 10), 50));
-end;
-$$;
-
---
--- Name: context_scope_prefixes(text[]); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.context_scope_prefixes(match_namespaces text[]) RETURNS text[]
-    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
-    SET search_path TO ''
-    AS $$
-begin
-  return (
-    select coalesce(array_agg(distinct rtrim(s, '/') || '/'), '{}')
-      from unnest(coalesce(match_namespaces, '{}'::text[])) as s
-     where s is not null and rtrim(s, '/') <> '');
-end;
-$$;
-
---
--- Name: finish_consolidation_run(uuid, integer, integer, jsonb); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.finish_consolidation_run(p_run_id uuid, p_pairs integer, p_tokens integer, p_result jsonb) RETURNS boolean
-    LANGUAGE plpgsql SECURITY DEFINER
-    SET search_path TO ''
-    AS $$
-declare
-  v_owner uuid := auth.uid();
-begin
-  perform memory_private.require_the_service('finish_consolidation_run');
-  if v_owner is null then
-    raise exception 'no tenant: request.jwt.claims has no sub' using errcode = '42501';
-  end if;
-  update public.memory_consolidation_runs
-     set finished_at = coalesce(finished_at, now()),
-         pairs_checked = pairs_checked + greatest(coalesce(p_pairs, 0), 0),
-         tokens_used = tokens_used + greatest(coalesce(p_tokens, 0), 0),
-         result = p_result
-   where id = p_run_id and owner_id = v_owner;
-  return found;
-end;
-$$;
-
---
--- Name: hybrid_search(text, extensions.vector, text[], integer, double precision, text, uuid, text, integer, text[], timestamp with time zone, timestamp with time zone, text[], text[], text[], double precision, double precision, timestamp with time zone, text[], boolean, text, jsonb); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.hybrid_search(query_text text, query_embedding extensions.vector DEFAULT NULL::extensions.vector, match_namespaces text[] DEFAULT NULL::text[], match_count integer DEFAULT 15, similarity_threshold double precision DEFAULT 0.7, match_embedding_model text DEFAULT NULL::text, match_owner uuid DEFAULT auth.uid(), search_mode text DEFAULT 'hybrid'::text, graph_depth integer DEFAULT 1, graph_edge_types text[] DEFAULT NULL::text[], filter_after timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_before timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_memory_types text[] DEFAULT NULL::text[], filter_categories text[] DEFAULT NULL::text[], prefer_memory_types text[] DEFAULT NULL::text[], recency_weight double precision DEFAULT 0, keyword_threshold double precision DEFAULT NULL::double precision, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, entity_terms text[] DEFAULT NULL::text[], graph_episodes boolean DEFAULT false, query_complexity text DEFAULT NULL::text, filter_fields jsonb DEFAULT NULL::jsonb) RETURNS TABLE(id uuid, content text, memory_type text, namespace text, strength double precision, priority text, importance smallint, pinned boolean, source text, metadata jsonb, session_id text, access_count integer, last_accessed_at timestamp with time zone, created_at timestamp with time zone, updated_at timestamp with time zone, max_relation_strength real, category text, similarity double precision, keyword_rank integer, keyword_score double precision, keyword_coverage double precision, vector_rank integer, graph_rank integer, graph_via uuid, graph_edge text, relevance double precision)
+CREATE FUNCTION memory_search.hybrid_search(query_text text, query_embedding extensions.vector DEFAULT NULL::extensions.vector, match_namespaces text[] DEFAULT NULL::text[], match_count integer DEFAULT 15, similarity_threshold double precision DEFAULT 0.7, match_embedding_model text DEFAULT NULL::text, match_owner uuid DEFAULT auth.uid(), search_mode text DEFAULT 'hybrid'::text, graph_depth integer DEFAULT 1, graph_edge_types text[] DEFAULT NULL::text[], filter_after timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_before timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_memory_types text[] DEFAULT NULL::text[], filter_categories text[] DEFAULT NULL::text[], prefer_memory_types text[] DEFAULT NULL::text[], recency_weight double precision DEFAULT 0, keyword_threshold double precision DEFAULT NULL::double precision, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, entity_terms text[] DEFAULT NULL::text[], graph_episodes boolean DEFAULT false, query_complexity text DEFAULT NULL::text, filter_fields jsonb DEFAULT NULL::jsonb, with_related boolean DEFAULT false) RETURNS TABLE(id uuid, content text, memory_type text, namespace text, strength double precision, priority text, importance smallint, pinned boolean, source text, metadata jsonb, session_id text, access_count integer, last_accessed_at timestamp with time zone, created_at timestamp with time zone, updated_at timestamp with time zone, max_relation_strength real, category text, similarity double precision, keyword_rank integer, keyword_score double precision, keyword_coverage double precision, vector_rank integer, graph_rank integer, graph_via uuid, graph_edge text, relevance double precision, related jsonb)
     LANGUAGE plpgsql STABLE ROWS 20
     SET search_path TO ''
     SET plan_cache_mode TO 'force_generic_plan'
@@ -3433,6 +2832,7 @@ declare
   v_g_edge     text[] := '{}';
   v_win_ids    uuid[] := '{}';
   v_win_rows   integer;
+  v_rel_exclude tsquery;
   v_types      text[] := coalesce(graph_edge_types, array['related_to', 'supersedes', 'derived_from', 'temporal', 'causal']);
 begin
   if match_count is null or match_count < 1 or match_count > 200 then
@@ -3774,6 +3174,13 @@ begin
   -- found anything would get (so a query with no keyword hit is not capped by the keyword
   -- weight), times 1.25 for a preferred type (capped at 1). A pinned single-signal mode ranks by
   -- that signal's own score instead.
+  -- The related bullets leave out what the question excludes, its every exclusion (the keyword
+  -- list reads at most keyword_max_terms of its terms).
+  if with_related and as_of is null and query_text ~ '(^|\s)-("|[[:alpha:]][^\s"])' then
+    select string_agg(t.query::text, ' | ')::tsquery into v_rel_exclude
+      from public.memory_keyword_terms(query_text) t where t.kind = 'exclude';
+  end if;
+
   return query
   with kw as (
     select k.id, (rank() over (order by k.score desc))::integer as rnk, k.score, k.cov, k.sh
@@ -3839,6 +3246,33 @@ begin
   ),
   top as (
     select x.* from final x order by x.relv * x.m_strength desc, x.m_created desc, x.id limit match_count
+  ),
+  -- The answer's edges to memories the search could see (public.retrieve_for_turn's related
+  -- bullets are the best of them): read once, for the boost (max_relation_strength) and the bullets.
+  edges as materialized (
+    select e.* from memory_search.relation_edges(match_owner, array(select t2.id from top t2), as_of, v_scopes,
+                                                 with_related and as_of is null) e
+  ),
+  -- What the search was asked to keep, the related bullets keep too; a memory of the answer is no
+  -- bullet, and a memory related to two of them is a bullet for each.
+  related as (
+    select coalesce(jsonb_agg(jsonb_build_object('id', x.other, 'anchor_id', x.id, 'content', x.content,
+                                                 'strength', x.strength) order by x.strength desc, x.other, x.id), '[]') as bullets
+      from (select e.id, e.other, e.content, e.strength
+              from edges e
+             where with_related and as_of is null
+               and not (e.other = any (array(select t2.id from top t2)))
+               and (filter_after is null or e.created_at >= filter_after)
+               and (filter_before is null or e.created_at < filter_before)
+               and (filter_memory_types is null or e.memory_type = any (filter_memory_types))
+               and (filter_categories is null
+                    or (case when e.memory_type = 'procedural' then 'procedural' else e.metadata ->> 'category' end)
+                       = any (filter_categories))
+               and (v_rel_exclude is null or not (e.fts @@ v_rel_exclude))
+             -- a memory related to two hits as strongly: by its anchor (it was the order the edges
+             -- happened to be read in)
+             order by e.strength desc, e.other, e.id
+             limit 8) x
   )
   select t.id, v.content, v.memory_type, v.namespace, t.m_strength, v.priority, v.importance, v.pinned,
          v.source, v.metadata, t.m_session_id, t.m_access_count, t.m_last_accessed_at, t.m_created, t.m_updated_at,
@@ -3849,7 +3283,8 @@ begin
                   case when query_embedding is not null and t.m_embedding is not null
                             and t.m_embedding_model = match_embedding_model
                        then 1 - (t.m_embedding operator(extensions.<=>) query_embedding) end),
-         t.kw_rnk, t.kw_score, t.kw_cov, t.vec_rnk, t.g_rnk, t.g_via, t.g_edge, t.relv
+         t.kw_rnk, t.kw_score, t.kw_cov, t.vec_rnk, t.g_rnk, t.g_via, t.g_edge, t.relv,
+         (select r.bullets from related r)
     from top t
     -- Its fields as the answer shows them: as they were at as_of (public.memory_at), else as they are.
     cross join lateral (select a.content, a.memory_type, a.namespace, a.priority, a.importance, a.pinned, a.source, a.metadata
@@ -3859,9 +3294,637 @@ begin
                         select t.m_content, t.m_memory_type, t.m_namespace, t.m_priority, t.m_importance, t.m_pinned, t.m_source,
                                t.m_metadata
                          where as_of is null) v
-    left join memory_search.relation_strengths(match_owner, array(select t2.id from top t2), as_of, v_scopes) rs
-      on rs.id = t.id
+    left join (select e.id, max(e.strength) as strength from edges e group by e.id) rs on rs.id = t.id
    order by t.relv * t.m_strength desc, t.m_created desc, t.id;
+end;
+$$;
+
+--
+-- Name: keyword_postings(uuid, text[], tsquery[], integer, integer, timestamp with time zone, tsquery, timestamp with time zone, timestamp with time zone, text[], text[], jsonb); Type: FUNCTION; Schema: memory_search; Owner: -
+--
+
+CREATE FUNCTION memory_search.keyword_postings(p_owner uuid, p_scopes text[], p_terms tsquery[], p_df_cap integer, p_max_candidates integer, p_as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, p_exclude tsquery DEFAULT NULL::tsquery, p_after timestamp with time zone DEFAULT NULL::timestamp with time zone, p_before timestamp with time zone DEFAULT NULL::timestamp with time zone, p_types text[] DEFAULT NULL::text[], p_categories text[] DEFAULT NULL::text[], p_fields jsonb DEFAULT NULL::jsonb, OUT term_df integer[], OUT candidates uuid[]) RETURNS record
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO ''
+    SET plan_cache_mode TO 'force_generic_plan'
+    AS $_$
+declare
+  -- The request's filters: the candidates taken when every term is common pass them (the rare
+  -- terms' matches are all taken, and filtered by the caller).
+  v_filtered boolean := p_exclude is not null or p_after is not null or p_before is not null or p_types is not null
+                        or p_categories is not null or p_fields is not null;
+  v_keys   text[];
+  v_scoped boolean;
+  v_ids    uuid[];
+  v_rare   text[] := '{}';
+  v_q      tsquery;
+  v_sq     tsquery;
+  v_order  integer[];
+  v_live   tsquery[];
+  v_above  boolean;
+  v_whole  boolean;
+  v_factor numeric;
+  v_lexemes text[];
+  v_common text[] := '{}';
+  v_then_ids uuid[] := '{}';
+  v_then_fts tsvector[] := '{}';
+  v_any    tsquery;
+begin
+  term_df := '{}';
+  candidates := '{}';
+  if not memory_search.caller_reads_owner(p_owner) then
+    return;
+  end if;
+  -- Whole scopes (or deeper ones) are looked up by their keys in fts_scoped. A scope above them
+  -- (the tenant's whole memory, 'devai', or every project, 'devai/project') is looked up by the
+  -- keys of the namespaces it holds, found by walking the tenant's namespace index from one
+  -- distinct namespace to the next (one index probe each; at most 256 namespaces); past that, or
+  -- as of an instant, the tenant's rows are scanned.
+  -- Per scope, once: above the keyed ones, or a whole keyed scope. The statistics used below are
+  -- per key, so they stand for a request only when no scope asked is below its key's
+  -- (devai/project/p/ci under devai/project/p).
+  select bool_or(x.above), bool_and(x.above or memory_private.keyword_scope(x.base) = x.base)
+    into v_above, v_whole
+    from (select rtrim(s, '/') as base,
+                 split_part(rtrim(s, '/'), '/', 2) = ''
+                 or (split_part(rtrim(s, '/'), '/', 2) = 'project' and split_part(rtrim(s, '/'), '/', 3) = '') as above
+            from unnest(p_scopes) s) x;
+  v_scoped := p_as_of is null and not coalesce(v_above, false);
+  if v_scoped then
+    select array_agg(distinct memory_private.keyword_scope_key(p_owner, memory_private.keyword_scope(rtrim(s, '/'))))
+      into v_keys from unnest(p_scopes) s;
+  elsif p_as_of is null then
+    with recursive walk (ns, n) as (
+      (select m.namespace, 1 from public.devai_memories m
+        where m.owner_id = p_owner and m.is_valid and m.state = 'active'
+        order by m.namespace using operator(pg_catalog.~<~) limit 1)
+      union all
+      select (select m.namespace from public.devai_memories m
+               where m.owner_id = p_owner and m.is_valid and m.state = 'active'
+                 and m.namespace operator(pg_catalog.~>~) w.ns
+               order by m.namespace using operator(pg_catalog.~<~) limit 1),
+             w.n + 1
+        from walk w
+       where w.ns is not null and w.n <= 256
+    )
+    select coalesce(array_agg(distinct memory_private.keyword_scope_key(p_owner, memory_private.keyword_scope(w.ns)))
+                      filter (where (w.ns || '/') ^@ any (p_scopes)), '{}'),
+           not bool_or(w.n > 256 and w.ns is not null)
+      into v_keys, v_scoped
+      from walk w
+     where w.ns is not null;
+    v_scoped := coalesce(v_scoped, true);
+  end if;
+
+  -- A one-word term the statistics estimate in keyword_common_estimate_factor x the cap of one of
+  -- these scopes' memories or more (memory_private.keyword_common_terms) is common without being
+  -- counted: counting it builds a bitmap of all its matches to learn only that there are more than
+  -- the cap. Only for whole scopes: the statistics are per scope key.
+  if v_scoped and v_whole then
+    v_factor := public.memory_setting('keyword_common_estimate_factor');
+    if v_factor > 0 then
+      -- Each one-word term's lexeme (null for a phrase or a prefix), then one primary-key probe per
+      -- lexeme and key ('<key>:<lexeme>'; a key has no ':').
+      select array_agg(replace(m[1], '''''', '''') order by t.i) into v_lexemes
+        from unnest(p_terms) with ordinality t(q, i)
+        left join lateral regexp_match(t.q::text, '^''((?:[^'']|'''')*)''$') m on true;
+      select coalesce(array_agg(distinct substr(c.term, strpos(c.term, ':') + 1)), '{}') into v_common
+        from memory_private.keyword_common_terms c
+       where c.term = any (array(select k.key || ':' || l.lexeme
+                                   from unnest(v_lexemes) l(lexeme) cross join unnest(v_keys) k(key)
+                                  where l.lexeme is not null))
+         and c.estimated_rows >= v_factor * p_df_cap;
+    end if;
+  end if;
+
+  -- As of an instant, the scopes' memories of then that match any of the terms, with their words
+  -- of then, read in one pass over the tenant's rows: every term's lookup, and the common terms'
+  -- below, match these. (Each term read the tenant's rows again, and the common terms once more:
+  -- a 21,000-memory tenant's 15,500 pages per term. No index serves this: the rows a search as of
+  -- an instant needs include those invalidated or forgotten since, which the keyword index leaves
+  -- out.) A memory changed since has the words of its content then, derived as
+  -- memory_search.fts_then derives them (its content at its last change then, in memory_history),
+  -- in this one statement: a call of fts_then per memory cost 2.5x the lookup itself.
+  if p_as_of is not null and cardinality(p_terms) > 0 then
+    foreach v_q in array p_terms loop
+      continue when v_q is null;  -- a null term matches nothing (its lookup below finds none)
+      v_any := case when v_any is null then v_q else v_any || v_q end;
+    end loop;
+    select coalesce(array_agg(w.id), '{}'), coalesce(array_agg(w.fts), '{}')
+      into v_then_ids, v_then_fts
+      from (select m.id,
+                   case when h.content is null or h.content = m.content then m.fts
+                        else public.memory_content_fts(h.content) end as fts
+              from public.devai_memories m
+              left join lateral (select x.new_content as content
+                                   from public.memory_history x
+                                  where m.updated_at > p_as_of
+                                    and x.memory_id = m.id and x.ts <= p_as_of and x.meta ? 'state'
+                                  order by x.ts desc, x.seq desc nulls last, x.id desc
+                                  limit 1) h on true
+             where m.owner_id = p_owner
+               and m.created_at <= p_as_of and (m.valid_until is null or m.valid_until > p_as_of)
+               and m.source is distinct from 'conversation'
+               and (m.namespace || '/') ^@ any (p_scopes)
+            offset 0) w
+     where w.fts @@ v_any;
+  end if;
+
+  for i in 1 .. coalesce(cardinality(p_terms), 0) loop
+    v_q := p_terms[i];
+    if v_lexemes[i] = any (v_common) then
+      term_df := term_df || (p_df_cap + 1);
+      v_rare := v_rare || ''::text;
+      continue;
+    end if;
+    if v_scoped then
+      v_sq := memory_search.scoped_query(v_q, v_keys);
+      select array_agg(x.id) into v_ids
+        from (select m.id from public.devai_memories m
+               where pg_catalog.strip(m.fts_scoped) @@ v_sq
+                 and m.is_valid and m.state = 'active' and m.source is distinct from 'conversation'
+                 -- The key pins the tenant already; this re-check (against a key collision) is
+                 -- written so the planner cannot add the tenant's whole owner index to the lookup.
+                 and m.owner_id::text = p_owner::text
+                 and (m.namespace || '/') ^@ any (p_scopes)
+                 and m.fts @@ v_q
+               limit p_df_cap + 1) x;
+    elsif p_as_of is null then
+      select array_agg(x.id) into v_ids
+        from (select m.id from public.devai_memories m
+               where m.owner_id = p_owner
+                 and m.is_valid and m.state = 'active'
+                 and m.source is distinct from 'conversation'
+                 and m.fts @@ v_q
+                 and (m.namespace || '/') ^@ any (p_scopes)
+               limit p_df_cap + 1) x;
+    else
+      -- As of an instant: on the words of then of the memories read above.
+      select array_agg(x.id) into v_ids
+        from (select m.id from unnest(v_then_ids, v_then_fts) w(id, fts)
+                join public.devai_memories m on m.id = w.id
+               where w.fts @@ v_q
+                 and (select a.held from public.memory_at(m, p_as_of) a)
+               limit p_df_cap + 1) x;
+    end if;
+    term_df := term_df || coalesce(cardinality(v_ids), 0);
+    v_rare := v_rare || case when coalesce(cardinality(v_ids), 0) between 1 and p_df_cap then array_to_string(v_ids, ' ') else '' end;
+  end loop;
+
+  -- Rarest terms first bring their matches in.
+  select coalesce(array_agg(o.i order by term_df[o.i], o.i), '{}') into v_order
+    from generate_subscripts(term_df, 1) o(i)
+   where term_df[o.i] between 1 and p_df_cap;
+  for i in 1 .. cardinality(v_order) loop
+    exit when cardinality(candidates) >= p_max_candidates;
+    candidates := candidates || string_to_array(v_rare[v_order[i]], ' ')::uuid[];
+  end loop;
+  if cardinality(v_order) > 0 then
+    -- With a filter, the rare terms' matches may all fail it (a rare word of the question only
+    -- older memories hold, under a window): then the common terms' memories that pass it are the
+    -- candidates, below, as if the rare terms matched nothing.
+    if not v_filtered or exists (
+         select from public.devai_memories m
+          where m.id = any (candidates)
+            and case when p_as_of is null
+                     then memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned,
+                                                       m.importance, m.updated_at, p_exclude, p_after, p_before,
+                                                       p_types, p_categories, p_fields)
+                     else memory_search.passes_filters_at(m.id, p_as_of, p_exclude, p_after, p_before, p_types,
+                                                          p_categories, p_fields) end) then
+      return;
+    end if;
+    candidates := '{}';
+  end if;
+
+  -- Every term that matches is common (or, under a filter, every rare term's matches fail it): the
+  -- memories matching all the common ones.
+  select coalesce(array_agg(q order by i), '{}') into v_live
+    from unnest(p_terms) with ordinality t(q, i) where term_df[t.i] > p_df_cap;
+  if cardinality(v_live) = 0 then
+    return;
+  end if;
+  -- The memories matching all of them (and the request's filters), at most the cap. Not those
+  -- matching any of them: a
+  -- common word's matches, taken in no particular order, are noise, and finding them cost a
+  -- bitmap of every memory holding any of the words (the vector signal covers what the words
+  -- alone do not pin down).
+  v_q := (select string_agg('(' || q::text || ')', ' & ')::tsquery from unnest(v_live) q);
+  if v_scoped then
+    v_sq := memory_search.scoped_query(v_q, v_keys);
+    select coalesce(array_agg(x.id), '{}') into candidates
+      from (select m.id from public.devai_memories m
+             where pg_catalog.strip(m.fts_scoped) @@ v_sq
+               and m.is_valid and m.state = 'active' and m.source is distinct from 'conversation'
+               and m.owner_id::text = p_owner::text
+               and (m.namespace || '/') ^@ any (p_scopes)
+               and m.fts @@ v_q
+               and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned,
+                                                                   m.importance, m.updated_at, p_exclude, p_after, p_before,
+                                                                   p_types, p_categories, p_fields))
+             limit p_df_cap) x;
+  elsif p_as_of is null then
+    select coalesce(array_agg(x.id), '{}') into candidates
+      from (select m.id from public.devai_memories m
+             where m.owner_id = p_owner
+               and m.is_valid and m.state = 'active'
+               and m.source is distinct from 'conversation'
+               and m.fts @@ v_q
+               and (m.namespace || '/') ^@ any (p_scopes)
+               and (not v_filtered
+                    or memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned,
+                                                    m.importance, m.updated_at, p_exclude, p_after, p_before,
+                                                    p_types, p_categories, p_fields))
+             limit p_df_cap) x;
+  else
+    select coalesce(array_agg(x.id), '{}') into candidates
+      from (select m.id from unnest(v_then_ids, v_then_fts) w(id, fts)
+              join public.devai_memories m on m.id = w.id
+             where w.fts @@ v_q
+               and (select a.held from public.memory_at(m, p_as_of) a)
+               and (not v_filtered or memory_search.passes_filters_at(m.id, p_as_of, p_exclude, p_after, p_before, p_types,
+                                                                      p_categories, p_fields))
+             limit p_df_cap) x;
+  end if;
+end;
+$_$;
+
+--
+-- Name: passes_filters(tsvector, timestamp with time zone, text, jsonb, boolean, smallint, timestamp with time zone, tsquery, timestamp with time zone, timestamp with time zone, text[], text[], jsonb); Type: FUNCTION; Schema: memory_search; Owner: -
+--
+
+CREATE FUNCTION memory_search.passes_filters(p_fts tsvector, p_created_at timestamp with time zone, p_memory_type text, p_metadata jsonb, p_pinned boolean, p_importance smallint, p_updated_at timestamp with time zone, p_exclude tsquery, p_after timestamp with time zone, p_before timestamp with time zone, p_types text[], p_categories text[], p_fields jsonb) RETURNS boolean
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
+    SET search_path TO ''
+    AS $$
+begin
+  -- A comparison with null (a memory without a category, under a categories filter) fails the
+  -- filter, as it would in a WHERE clause.
+  if not coalesce(
+       (p_exclude is null or not (p_fts @@ p_exclude))
+       and (p_after is null or p_created_at >= p_after)
+       and (p_before is null or p_created_at < p_before)
+       and (p_types is null or p_memory_type = any (p_types))
+       -- A procedural memory's category is 'procedural' (as every search reports it).
+       and (p_categories is null
+            or (case when p_memory_type = 'procedural' then 'procedural' else p_metadata ->> 'category' end)
+               = any (p_categories)),
+       false) then
+    return false;
+  end if;
+  return p_fields is null or coalesce(
+    (p_fields ->> 'user_id' is null or p_metadata ->> 'user_id' = p_fields ->> 'user_id')
+    and (p_fields ->> 'agent_id' is null or p_metadata ->> 'agent_id' = p_fields ->> 'agent_id')
+    and (p_fields ->> 'run_id' is null or p_metadata ->> 'run_id' = p_fields ->> 'run_id')
+    and (p_fields ->> 'actor_id' is null or p_metadata ->> 'actor_id' = p_fields ->> 'actor_id')
+    and (p_fields ->> 'role' is null or p_metadata ->> 'role' = p_fields ->> 'role')
+    and (p_fields ->> 'pinned' is null or p_pinned = (p_fields ->> 'pinned')::boolean)
+    and (p_fields ->> 'importance_min' is null or p_importance >= (p_fields ->> 'importance_min')::integer)
+    and (p_fields ->> 'importance_max' is null or p_importance <= (p_fields ->> 'importance_max')::integer)
+    and (p_fields ->> 'updated_after' is null or p_updated_at >= (p_fields ->> 'updated_after')::timestamptz)
+    and (p_fields ->> 'updated_before' is null or p_updated_at < (p_fields ->> 'updated_before')::timestamptz),
+    false);
+end;
+$$;
+
+--
+-- Name: passes_filters_at(uuid, timestamp with time zone, tsquery, timestamp with time zone, timestamp with time zone, text[], text[], jsonb); Type: FUNCTION; Schema: memory_search; Owner: -
+--
+
+CREATE FUNCTION memory_search.passes_filters_at(p_id uuid, p_at timestamp with time zone, p_exclude tsquery, p_after timestamp with time zone, p_before timestamp with time zone, p_types text[], p_categories text[], p_fields jsonb) RETURNS boolean
+    LANGUAGE plpgsql STABLE
+    SET search_path TO ''
+    AS $$
+begin
+  return coalesce((
+    select memory_search.passes_filters(case when p_exclude is null or m.updated_at <= p_at then m.fts
+                                             else memory_search.fts_then(m.id, m.content, m.fts, p_at) end,
+                                        m.created_at, a.memory_type, a.metadata, a.pinned, a.importance,
+                                        case when m.updated_at > p_at and p_fields ?| array['updated_after', 'updated_before']
+                                             then memory_search.updated_at_then(m.id, m.created_at, m.updated_at, p_at)
+                                             else m.updated_at end,
+                                        p_exclude, p_after, p_before, p_types, p_categories, p_fields)
+      from public.devai_memories m
+     cross join lateral public.memory_at(m, p_at) a
+     where m.id = p_id), false);
+end;
+$$;
+
+--
+-- Name: reinforcement_rows(uuid[], integer[], timestamp with time zone[], double precision[]); Type: FUNCTION; Schema: memory_search; Owner: -
+--
+
+CREATE FUNCTION memory_search.reinforcement_rows(p_ids uuid[], p_counts integer[], p_lasts timestamp with time zone[], p_strengths double precision[]) RETURNS TABLE(id uuid, access_count integer, last_accessed_at timestamp with time zone, strength double precision)
+    LANGUAGE plpgsql IMMUTABLE ROWS 1
+    SET search_path TO ''
+    AS $$
+begin
+  -- plpgsql: an sql function would be inlined into the UPDATE, and its row estimate with it.
+  return query select * from unnest(p_ids, p_counts, p_lasts, p_strengths);
+end;
+$$;
+
+--
+-- Name: relation_edges(uuid, uuid[], timestamp with time zone, text[], boolean); Type: FUNCTION; Schema: memory_search; Owner: -
+--
+
+CREATE FUNCTION memory_search.relation_edges(p_owner uuid, p_ids uuid[], p_at timestamp with time zone, p_scopes text[], p_fields boolean DEFAULT false) RETURNS TABLE(id uuid, other uuid, strength real, content text, created_at timestamp with time zone, memory_type text, metadata jsonb, fts tsvector)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO ''
+    AS $$
+#variable_conflict use_column
+begin
+  if p_at is null then
+    return query
+    select x.id, e.other, e.strength,
+           case when p_fields then o.content end, case when p_fields then o.created_at end,
+           case when p_fields then o.memory_type end, case when p_fields then o.metadata end,
+           case when p_fields then o.fts end
+      from (select distinct u as id from unnest(p_ids) as u) x
+     cross join lateral (select r.strength, r.to_id as other from public.memory_relations r
+                          where r.from_id = x.id and r.owner_id = p_owner and r.relation_type <> 'contradicts'
+                            and r.valid_from <= now() and (r.valid_until is null or r.valid_until > now())
+                         union all
+                         select r.strength, r.from_id from public.memory_relations r
+                          where r.to_id = x.id and r.owner_id = p_owner and r.relation_type <> 'contradicts'
+                            and r.valid_from <= now() and (r.valid_until is null or r.valid_until > now())) e
+     cross join lateral (select o.is_valid, o.state, o.strength, o.source, o.namespace, o.content, o.created_at,
+                                o.memory_type, o.metadata, o.fts
+                           from public.devai_memories o
+                          where o.id = e.other and o.owner_id = p_owner offset 0) o
+     where o.is_valid and o.state = 'active' and o.strength > 0.05
+       and o.source is distinct from 'conversation'
+       and (p_scopes is null or (o.namespace || '/') ^@ any (p_scopes));
+    return;
+  end if;
+  return query
+  select x.id, e.other, e.strength, null::text, null::timestamptz, null::text, null::jsonb, null::tsvector
+    from (select distinct u as id from unnest(p_ids) as u) x
+   cross join lateral (select r.strength, r.to_id as other from public.memory_relations r
+                        where r.from_id = x.id and r.owner_id = p_owner and r.relation_type <> 'contradicts'
+                          and r.created_at <= p_at and r.valid_from <= p_at and (r.valid_until is null or r.valid_until > p_at)
+                       union all
+                       select r.strength, r.from_id from public.memory_relations r
+                        where r.to_id = x.id and r.owner_id = p_owner and r.relation_type <> 'contradicts'
+                          and r.created_at <= p_at and r.valid_from <= p_at and (r.valid_until is null or r.valid_until > p_at)) e
+   cross join lateral (select o.source, o.id, o.namespace, o.is_valid, o.state, o.strength, o.created_at, o.valid_until
+                         from public.devai_memories o
+                        where o.id = e.other and o.owner_id = p_owner offset 0) v
+   where v.source is distinct from 'conversation'
+     and public.memory_graph_visible(v.id, v.namespace, v.is_valid, v.state, v.strength, v.created_at, v.valid_until, p_at, p_scopes);
+end;
+$$;
+
+--
+-- Name: relation_strengths(uuid, uuid[], timestamp with time zone, text[]); Type: FUNCTION; Schema: memory_search; Owner: -
+--
+
+CREATE FUNCTION memory_search.relation_strengths(p_owner uuid, p_ids uuid[], p_at timestamp with time zone, p_scopes text[]) RETURNS TABLE(id uuid, strength real)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO ''
+    AS $$
+#variable_conflict use_column
+begin
+  if p_ids is null then
+    return;
+  end if;
+  return query
+  select x.id, max(e.strength)
+    from (select distinct u as id from unnest(p_ids) as u) x
+    left join memory_search.relation_edges(p_owner, p_ids, p_at, p_scopes) e on e.id = x.id
+   group by x.id;
+end;
+$$;
+
+--
+-- Name: scope_rows(uuid, text[], integer); Type: FUNCTION; Schema: memory_search; Owner: -
+--
+
+CREATE FUNCTION memory_search.scope_rows(p_owner uuid, p_bases text[], p_cap integer) RETURNS integer
+    LANGUAGE plpgsql STABLE
+    SET search_path TO ''
+    SET plan_cache_mode TO 'force_generic_plan'
+    AS $$
+begin
+  return (
+    select count(*)::integer
+      from (select 1
+              from unnest(p_bases, array(select x || '0' from unnest(p_bases) with ordinality as u(x, o) order by o))
+                   as b(base, upper)
+             cross join lateral (
+               select 1 from public.devai_memories m
+                where m.owner_id = p_owner and m.is_valid and m.state = 'active'
+                  and m.source is distinct from 'conversation'
+                  and m.namespace operator(pg_catalog.~>=~) b.base
+                  and m.namespace operator(pg_catalog.~<~) b.upper
+                  and (m.namespace = b.base or m.namespace ^@ (b.base || '/'))
+                limit p_cap + 1) as hit
+             limit p_cap + 1) as counted);
+end;
+$$;
+
+--
+-- Name: scoped_query(tsquery, text[]); Type: FUNCTION; Schema: memory_search; Owner: -
+--
+
+CREATE FUNCTION memory_search.scoped_query(p_term tsquery, p_keys text[]) RETURNS tsquery
+    LANGUAGE plpgsql IMMUTABLE
+    SET search_path TO ''
+    AS $$
+begin
+  return (
+    select string_agg('(' || w.words || ')', ' | ')::tsquery
+      from unnest(p_keys) as k(key)
+     cross join lateral (
+       select string_agg('''' || k.key || ':' || l.lexeme || '''', ' & ') as words
+         from (select distinct replace(m[1], '''''', '''') as lexeme
+                 from regexp_matches(p_term::text, '''((?:[^'']|'''')*)''', 'g') as m) l) w);
+end;
+$$;
+
+--
+-- Name: updated_at_then(uuid, timestamp with time zone, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: memory_search; Owner: -
+--
+
+CREATE FUNCTION memory_search.updated_at_then(p_id uuid, p_created_at timestamp with time zone, p_updated_at timestamp with time zone, p_at timestamp with time zone) RETURNS timestamp with time zone
+    LANGUAGE plpgsql STABLE
+    SET search_path TO ''
+    AS $$
+begin
+  if p_updated_at <= p_at then
+    return p_updated_at;
+  end if;
+  return coalesce((select x.ts from public.memory_history x
+                    where x.memory_id = p_id and x.ts <= p_at and x.meta ? 'state'
+                    order by x.ts desc, x.seq desc nulls last, x.id desc
+                    limit 1), p_created_at);
+end;
+$$;
+
+--
+-- Name: context_candidates(text[], uuid[], text[], text[], text, text[], timestamp with time zone, boolean, integer, uuid); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.context_candidates(match_namespaces text[], given_ids uuid[] DEFAULT NULL::uuid[], files text[] DEFAULT NULL::text[], modules text[] DEFAULT NULL::text[], branch text DEFAULT NULL::text, background_categories text[] DEFAULT NULL::text[], recent_since timestamp with time zone DEFAULT NULL::timestamp with time zone, contradictions boolean DEFAULT false, max_per_kind integer DEFAULT 30, match_owner uuid DEFAULT auth.uid()) RETURNS TABLE(id uuid, kind text, detail text, weight double precision, content text, memory_type text, namespace text, strength double precision, priority text, importance smallint, pinned boolean, source text, metadata jsonb, created_at timestamp with time zone, category text, max_relation_strength real, cited_files text[], retrieval_count integer, citation_count integer, ignore_count integer)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO ''
+    AS $$
+#variable_conflict use_column
+declare
+  v_scopes  text[] := public.context_scope_prefixes(match_namespaces);
+  v_files   text[] := (select coalesce(array_agg(distinct regexp_replace(f, '^(\./)+', '')), '{}')
+                         from unnest(coalesce(files, '{}'::text[])) f where f <> '');
+  v_modules text[] := (select coalesce(array_agg(distinct rtrim(regexp_replace(d, '^(\./)+', ''), '/')), '{}')
+                         from unnest(coalesce(modules, '{}'::text[])) d where rtrim(regexp_replace(d, '^(\./)+', ''), '/') <> '');
+  v_found   record;
+  v_ids     uuid[];
+  v_kinds   text[];
+  v_details text[];
+  v_weights double precision[];
+begin
+  if cardinality(v_scopes) = 0 then
+    raise exception 'at least one namespace scope is required' using errcode = '22023';
+  end if;
+  if max_per_kind is null or max_per_kind < 1 or max_per_kind > 100 then
+    raise exception 'max_per_kind must be between 1 and 100, got %', max_per_kind using errcode = '22023';
+  end if;
+  if coalesce(cardinality(given_ids), 0) > 500 or cardinality(v_files) > 100 or cardinality(v_modules) > 20 then
+    raise exception 'at most 500 given ids, 100 files and 20 modules' using errcode = '22023';
+  end if;
+  select * into v_found
+    from memory_search.context_lookups(match_owner, v_scopes, v_files, v_modules, branch, background_categories,
+                                       recent_since, max_per_kind);
+  select array_agg(g.id), array_agg('given'::text), array_agg(null::text), array_agg(0::double precision)
+    into v_ids, v_kinds, v_details, v_weights
+    from (select distinct x as id from unnest(coalesce(given_ids, '{}'::uuid[])) x) g;
+  v_ids := coalesce(v_ids, '{}') || v_found.ids;
+  v_kinds := coalesce(v_kinds, '{}') || v_found.kinds;
+  v_details := coalesce(v_details, '{}') || v_found.details;
+  v_weights := coalesce(v_weights, '{}') || v_found.weights;
+  if contradictions then
+    select v_ids || coalesce(array_agg(c.id), '{}'), v_kinds || coalesce(array_agg('contradiction'::text), '{}'),
+           v_details || coalesce(array_agg(c.other), '{}'), v_weights || coalesce(array_agg(1::double precision), '{}')
+      into v_ids, v_kinds, v_details, v_weights
+      from (select o.memory_a as id, o.memory_b::text as other from public.context_open_contradictions(match_namespaces, 10, match_owner) o
+            union all
+            select o.memory_b, o.memory_a::text from public.context_open_contradictions(match_namespaces, 10, match_owner) o) c;
+  end if;
+
+  -- Each memory by its id (the primary key), read under RLS.
+  return query
+  select r.id, r.kind, r.detail, r.weight,
+         m.content, m.memory_type, m.namespace, m.strength, m.priority, m.importance, m.pinned, m.source,
+         m.metadata, m.created_at,
+         case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end,
+         rs.strength,
+         coalesce(f.files, '{}'),
+         coalesce(u.retrieval_count, 0), coalesce(u.citation_count, 0), coalesce(u.ignore_count, 0)
+    from unnest(v_ids, v_kinds, v_details, v_weights) as r(id, kind, detail, weight)
+    cross join lateral (
+      select mm.* from public.devai_memories mm
+       where mm.id = r.id and mm.owner_id = match_owner and mm.is_valid and mm.state = 'active' and mm.strength > 0.05
+         and mm.source is distinct from 'conversation' and (mm.namespace || '/') ^@ any (v_scopes)
+      offset 0) m
+    left join public.memory_usage u on u.memory_id = m.id
+    left join public.memory_cited_files(v_ids, match_owner) f on f.memory_id = m.id
+    left join memory_search.relation_strengths(match_owner, v_ids, null, v_scopes) rs on rs.id = m.id
+   order by r.kind, r.weight desc, r.id;
+end;
+$$;
+
+--
+-- Name: context_open_contradictions(text[], integer, uuid); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.context_open_contradictions(match_namespaces text[], max_count integer DEFAULT 10, match_owner uuid DEFAULT auth.uid()) RETURNS TABLE(memory_a uuid, memory_b uuid, detected_at timestamp with time zone)
+    LANGUAGE plpgsql STABLE
+    SET search_path TO ''
+    AS $$
+#variable_conflict use_column
+begin
+  return query
+  select x.memory_a, x.memory_b, x.detected_at
+    from (select distinct on (least(p.memory_a, p.memory_b), greatest(p.memory_a, p.memory_b))
+                 p.memory_a, p.memory_b, p.detected_at
+            from (select c.memory_a, c.memory_b, c.detected_at, 0 as pref
+                    from public.memory_contradictions c
+                   where c.resolution is null and c.owner_id = match_owner
+                  union all
+                  select r.to_id, r.from_id, r.created_at, 1
+                    from public.memory_relations r
+                   where r.relation_type = 'contradicts'
+                     and r.owner_id = match_owner
+                     and r.valid_from <= now() and (r.valid_until is null or r.valid_until > now())
+                     and not exists (select 1 from public.memory_contradictions d
+                                      where d.resolution is not null and d.owner_id = r.owner_id
+                                        and least(d.memory_a, d.memory_b) = least(r.from_id, r.to_id)
+                                        and greatest(d.memory_a, d.memory_b) = greatest(r.from_id, r.to_id))) p
+            join public.devai_memories a on a.id = p.memory_a
+            join public.devai_memories b on b.id = p.memory_b
+           where a.is_valid and a.state = 'active' and a.strength > 0.05 and a.source is distinct from 'conversation'
+             and b.is_valid and b.state = 'active' and b.strength > 0.05 and b.source is distinct from 'conversation'
+             and (a.namespace || '/') ^@ any (public.context_scope_prefixes(match_namespaces))
+             and (b.namespace || '/') ^@ any (public.context_scope_prefixes(match_namespaces))
+           order by least(p.memory_a, p.memory_b), greatest(p.memory_a, p.memory_b), p.pref, p.detected_at desc) x
+   order by x.detected_at desc, x.memory_a
+   limit greatest(1, least(coalesce(max_count, 10), 50));
+end;
+$$;
+
+--
+-- Name: context_scope_prefixes(text[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.context_scope_prefixes(match_namespaces text[]) RETURNS text[]
+    LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+    SET search_path TO ''
+    AS $$
+begin
+  return (
+    select coalesce(array_agg(distinct rtrim(s, '/') || '/'), '{}')
+      from unnest(coalesce(match_namespaces, '{}'::text[])) as s
+     where s is not null and rtrim(s, '/') <> '');
+end;
+$$;
+
+--
+-- Name: finish_consolidation_run(uuid, integer, integer, jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.finish_consolidation_run(p_run_id uuid, p_pairs integer, p_tokens integer, p_result jsonb) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+  v_owner uuid := auth.uid();
+begin
+  perform memory_private.require_the_service('finish_consolidation_run');
+  if v_owner is null then
+    raise exception 'no tenant: request.jwt.claims has no sub' using errcode = '42501';
+  end if;
+  update public.memory_consolidation_runs
+     set finished_at = coalesce(finished_at, now()),
+         pairs_checked = pairs_checked + greatest(coalesce(p_pairs, 0), 0),
+         tokens_used = tokens_used + greatest(coalesce(p_tokens, 0), 0),
+         result = p_result
+   where id = p_run_id and owner_id = v_owner;
+  return found;
+end;
+$$;
+
+--
+-- Name: hybrid_search(text, extensions.vector, text[], integer, double precision, text, uuid, text, integer, text[], timestamp with time zone, timestamp with time zone, text[], text[], text[], double precision, double precision, timestamp with time zone, text[], boolean, text, jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.hybrid_search(query_text text, query_embedding extensions.vector DEFAULT NULL::extensions.vector, match_namespaces text[] DEFAULT NULL::text[], match_count integer DEFAULT 15, similarity_threshold double precision DEFAULT 0.7, match_embedding_model text DEFAULT NULL::text, match_owner uuid DEFAULT auth.uid(), search_mode text DEFAULT 'hybrid'::text, graph_depth integer DEFAULT 1, graph_edge_types text[] DEFAULT NULL::text[], filter_after timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_before timestamp with time zone DEFAULT NULL::timestamp with time zone, filter_memory_types text[] DEFAULT NULL::text[], filter_categories text[] DEFAULT NULL::text[], prefer_memory_types text[] DEFAULT NULL::text[], recency_weight double precision DEFAULT 0, keyword_threshold double precision DEFAULT NULL::double precision, as_of timestamp with time zone DEFAULT NULL::timestamp with time zone, entity_terms text[] DEFAULT NULL::text[], graph_episodes boolean DEFAULT false, query_complexity text DEFAULT NULL::text, filter_fields jsonb DEFAULT NULL::jsonb) RETURNS TABLE(id uuid, content text, memory_type text, namespace text, strength double precision, priority text, importance smallint, pinned boolean, source text, metadata jsonb, session_id text, access_count integer, last_accessed_at timestamp with time zone, created_at timestamp with time zone, updated_at timestamp with time zone, max_relation_strength real, category text, similarity double precision, keyword_rank integer, keyword_score double precision, keyword_coverage double precision, vector_rank integer, graph_rank integer, graph_via uuid, graph_edge text, relevance double precision)
+    LANGUAGE plpgsql STABLE ROWS 20
+    SET search_path TO ''
+    SET plan_cache_mode TO 'force_generic_plan'
+    AS $$
+begin
+  return query
+  select h.id, h.content, h.memory_type, h.namespace, h.strength, h.priority, h.importance, h.pinned, h.source, h.metadata, h.session_id, h.access_count, h.last_accessed_at, h.created_at, h.updated_at, h.max_relation_strength, h.category, h.similarity, h.keyword_rank, h.keyword_score, h.keyword_coverage, h.vector_rank, h.graph_rank, h.graph_via, h.graph_edge, h.relevance
+    from memory_search.hybrid_search(query_text => query_text, query_embedding => query_embedding, match_namespaces => match_namespaces, match_count => match_count, similarity_threshold => similarity_threshold, match_embedding_model => match_embedding_model, match_owner => match_owner, search_mode => search_mode, graph_depth => graph_depth, graph_edge_types => graph_edge_types, filter_after => filter_after, filter_before => filter_before, filter_memory_types => filter_memory_types, filter_categories => filter_categories, prefer_memory_types => prefer_memory_types, recency_weight => recency_weight, keyword_threshold => keyword_threshold, as_of => as_of, entity_terms => entity_terms, graph_episodes => graph_episodes, query_complexity => query_complexity, filter_fields => filter_fields) h;
 end;
 $$;
 
@@ -5671,19 +5734,15 @@ CREATE FUNCTION public.retrieve_for_turn(query_text text, query_embedding extens
 #variable_conflict use_variable
 declare
   v_rows     jsonb;
-  v_ids      uuid[];
   v_linked   boolean;
-  v_prefixes text[];
   v_related  jsonb := '[]';
   v_revision bigint;
   v_changes  jsonb := '[]';
   v_feedback jsonb := '[]';
   v_fb_ids   uuid[];
   v_fb_meta  jsonb[];
-  v_exclude  tsquery;
 begin
-  select coalesce(jsonb_agg(to_jsonb(h) - 'ordinality' order by h.ordinality), '[]'),
-         coalesce(array_agg(h.id order by h.ordinality), '{}'),
+  select coalesce(jsonb_agg(to_jsonb(h) - 'ordinality' - 'related' order by h.ordinality), '[]'),
          coalesce(bool_or(h.max_relation_strength is not null), false),
          -- the hits the feedback is about (those memory_feedback would keep: as_of is null here
          -- when it is read, so every hit is the tenant's, live and in scope; an episode, which a
@@ -5691,9 +5750,12 @@ begin
          coalesce(array_agg(h.id order by h.ordinality)
                     filter (where h.source is distinct from 'conversation' and h.strength > 0.05), '{}'),
          coalesce(array_agg(h.metadata order by h.ordinality)
-                    filter (where h.source is distinct from 'conversation' and h.strength > 0.05), '{}')
-    into v_rows, v_ids, v_linked, v_fb_ids, v_fb_meta
-    from public.hybrid_search(
+                    filter (where h.source is distinct from 'conversation' and h.strength > 0.05), '{}'),
+         -- the related bullets: what the search read of its hits' edges for their boost (every
+         -- row carries them)
+         (array_agg(h.related))[1]
+    into v_rows, v_linked, v_fb_ids, v_fb_meta, v_related
+    from memory_search.hybrid_search(
            query_text => query_text, query_embedding => query_embedding, match_namespaces => match_namespaces,
            match_count => match_count, similarity_threshold => similarity_threshold,
            match_embedding_model => match_embedding_model, match_owner => match_owner, search_mode => search_mode,
@@ -5702,7 +5764,7 @@ begin
            filter_categories => filter_categories, prefer_memory_types => prefer_memory_types,
            recency_weight => recency_weight, keyword_threshold => keyword_threshold, as_of => as_of,
            entity_terms => entity_terms, graph_episodes => graph_episodes,
-           query_complexity => query_complexity) with ordinality as h;
+           query_complexity => query_complexity, with_related => true) with ordinality as h;
 
   -- The hits' usage and cited files from the rows the search gave: public.memory_feedback would
   -- read each hit again (its row, then its metadata a second time for the files it cites).
@@ -5710,40 +5772,10 @@ begin
     v_feedback := memory_search.feedback(match_owner, v_fb_ids, v_fb_meta);
   end if;
 
-  if v_linked and as_of is null then
-    select coalesce(array_agg(rtrim(s, '/') || '/'), '{}') into v_prefixes
-      from unnest(match_namespaces) s where s is not null and rtrim(s, '/') <> '';
-    if query_text ~ '(^|\s)-("|[[:alpha:]][^\s"])' then
-      select string_agg(t.query::text, ' | ')::tsquery into v_exclude
-        from public.memory_keyword_terms(query_text) t where t.kind = 'exclude';
-    end if;
-    select coalesce(jsonb_agg(jsonb_build_object('id', x.id, 'anchor_id', x.anchor_id, 'content', x.content,
-                                                 'strength', x.strength) order by x.strength desc, x.id), '[]')
-      into v_related
-      from (select m.id, e.anchor_id, m.content, e.strength
-              from (select r.to_id as id, r.from_id as anchor_id, r.strength
-                      from public.memory_relations r
-                     where r.from_id = any (v_ids) and r.relation_type <> 'contradicts'
-                       and r.valid_from <= now() and (r.valid_until is null or r.valid_until > now())
-                    union all
-                    select r.from_id, r.to_id, r.strength
-                      from public.memory_relations r
-                     where r.to_id = any (v_ids) and r.relation_type <> 'contradicts'
-                       and r.valid_from <= now() and (r.valid_until is null or r.valid_until > now())) e
-              cross join lateral (select m.* from public.devai_memories m where m.id = e.id offset 0) m
-             where m.is_valid and m.state = 'active' and m.strength > 0.05 and m.source is distinct from 'conversation'
-               and not (m.id = any (v_ids))
-               and (m.namespace || '/') ^@ any (v_prefixes)
-               -- What the search was asked to keep, the related bullets keep too.
-               and (filter_after is null or m.created_at >= filter_after)
-               and (filter_before is null or m.created_at < filter_before)
-               and (filter_memory_types is null or m.memory_type = any (filter_memory_types))
-               and (filter_categories is null
-                    or (case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end)
-                       = any (filter_categories))
-               and (v_exclude is null or not (m.fts @@ v_exclude))
-             order by e.strength desc, m.id
-             limit 8) x;
+  -- Related bullets: the hits' edges to visible memories, best first, from the search's own read
+  -- of them (memory_search.hybrid_search, with_related); none as of an instant.
+  if not (v_linked and as_of is null) or v_related is null then
+    v_related := '[]';
   end if;
 
   select r.revision into v_revision
@@ -9559,6 +9591,14 @@ GRANT ALL ON FUNCTION memory_search.fts_then(p_id uuid, p_content text, p_fts ts
 GRANT ALL ON FUNCTION memory_search.fts_then(p_id uuid, p_content text, p_fts tsvector, p_at timestamp with time zone) TO service_role;
 
 --
+-- Name: FUNCTION hybrid_search(query_text text, query_embedding extensions.vector, match_namespaces text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, search_mode text, graph_depth integer, graph_edge_types text[], filter_after timestamp with time zone, filter_before timestamp with time zone, filter_memory_types text[], filter_categories text[], prefer_memory_types text[], recency_weight double precision, keyword_threshold double precision, as_of timestamp with time zone, entity_terms text[], graph_episodes boolean, query_complexity text, filter_fields jsonb, with_related boolean); Type: ACL; Schema: memory_search; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_search.hybrid_search(query_text text, query_embedding extensions.vector, match_namespaces text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, search_mode text, graph_depth integer, graph_edge_types text[], filter_after timestamp with time zone, filter_before timestamp with time zone, filter_memory_types text[], filter_categories text[], prefer_memory_types text[], recency_weight double precision, keyword_threshold double precision, as_of timestamp with time zone, entity_terms text[], graph_episodes boolean, query_complexity text, filter_fields jsonb, with_related boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION memory_search.hybrid_search(query_text text, query_embedding extensions.vector, match_namespaces text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, search_mode text, graph_depth integer, graph_edge_types text[], filter_after timestamp with time zone, filter_before timestamp with time zone, filter_memory_types text[], filter_categories text[], prefer_memory_types text[], recency_weight double precision, keyword_threshold double precision, as_of timestamp with time zone, entity_terms text[], graph_episodes boolean, query_complexity text, filter_fields jsonb, with_related boolean) TO authenticated;
+GRANT ALL ON FUNCTION memory_search.hybrid_search(query_text text, query_embedding extensions.vector, match_namespaces text[], match_count integer, similarity_threshold double precision, match_embedding_model text, match_owner uuid, search_mode text, graph_depth integer, graph_edge_types text[], filter_after timestamp with time zone, filter_before timestamp with time zone, filter_memory_types text[], filter_categories text[], prefer_memory_types text[], recency_weight double precision, keyword_threshold double precision, as_of timestamp with time zone, entity_terms text[], graph_episodes boolean, query_complexity text, filter_fields jsonb, with_related boolean) TO service_role;
+
+--
 -- Name: FUNCTION keyword_postings(p_owner uuid, p_scopes text[], p_terms tsquery[], p_df_cap integer, p_max_candidates integer, p_as_of timestamp with time zone, p_exclude tsquery, p_after timestamp with time zone, p_before timestamp with time zone, p_types text[], p_categories text[], p_fields jsonb, OUT term_df integer[], OUT candidates uuid[]); Type: ACL; Schema: memory_search; Owner: -
 --
 
@@ -9589,6 +9629,14 @@ GRANT ALL ON FUNCTION memory_search.passes_filters_at(p_id uuid, p_at timestamp 
 REVOKE ALL ON FUNCTION memory_search.reinforcement_rows(p_ids uuid[], p_counts integer[], p_lasts timestamp with time zone[], p_strengths double precision[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION memory_search.reinforcement_rows(p_ids uuid[], p_counts integer[], p_lasts timestamp with time zone[], p_strengths double precision[]) TO authenticated;
 GRANT ALL ON FUNCTION memory_search.reinforcement_rows(p_ids uuid[], p_counts integer[], p_lasts timestamp with time zone[], p_strengths double precision[]) TO service_role;
+
+--
+-- Name: FUNCTION relation_edges(p_owner uuid, p_ids uuid[], p_at timestamp with time zone, p_scopes text[], p_fields boolean); Type: ACL; Schema: memory_search; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_search.relation_edges(p_owner uuid, p_ids uuid[], p_at timestamp with time zone, p_scopes text[], p_fields boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION memory_search.relation_edges(p_owner uuid, p_ids uuid[], p_at timestamp with time zone, p_scopes text[], p_fields boolean) TO authenticated;
+GRANT ALL ON FUNCTION memory_search.relation_edges(p_owner uuid, p_ids uuid[], p_at timestamp with time zone, p_scopes text[], p_fields boolean) TO service_role;
 
 --
 -- Name: FUNCTION relation_strengths(p_owner uuid, p_ids uuid[], p_at timestamp with time zone, p_scopes text[]); Type: ACL; Schema: memory_search; Owner: -
