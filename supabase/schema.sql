@@ -3288,7 +3288,10 @@ begin
     from top t
     -- Its fields as the answer shows them: as they were at as_of (public.memory_at), else as they are.
     cross join lateral (select a.content, a.memory_type, a.namespace, a.priority, a.importance, a.pinned, a.source, a.metadata
-                          from public.devai_memories r cross join lateral public.memory_at(r, as_of) a
+                          from public.devai_memories r
+                         cross join lateral memory_search.memory_at_fields(as_of, r.id, r.created_at, r.valid_until, r.is_valid, r.state,
+                                                                           r.superseded_by, r.content, r.namespace, r.memory_type,
+                                                                           r.priority, r.source, r.importance, r.pinned, r.metadata) a
                          where r.id = t.id and as_of is not null
                         union all
                         select t.m_content, t.m_memory_type, t.m_namespace, t.m_priority, t.m_importance, t.m_pinned, t.m_source,
@@ -3464,7 +3467,7 @@ begin
         from (select m.id from unnest(v_then_ids, v_then_fts) w(id, fts)
                 join public.devai_memories m on m.id = w.id
                where w.fts @@ v_q
-                 and (select a.held from public.memory_at(m, p_as_of) a)
+                 and (select a.held from memory_search.memory_at_fields(p_as_of, m.id, m.created_at, m.valid_until, m.is_valid, m.state) a)
                limit p_df_cap + 1) x;
     end if;
     term_df := term_df || coalesce(cardinality(v_ids), 0);
@@ -3541,13 +3544,42 @@ begin
       from (select m.id from unnest(v_then_ids, v_then_fts) w(id, fts)
               join public.devai_memories m on m.id = w.id
              where w.fts @@ v_q
-               and (select a.held from public.memory_at(m, p_as_of) a)
+               and (select a.held from memory_search.memory_at_fields(p_as_of, m.id, m.created_at, m.valid_until, m.is_valid, m.state) a)
                and (not v_filtered or memory_search.passes_filters_at(m.id, p_as_of, p_exclude, p_after, p_before, p_types,
                                                                       p_categories, p_fields))
              limit p_df_cap) x;
   end if;
 end;
 $_$;
+
+--
+-- Name: memory_at_fields(timestamp with time zone, uuid, timestamp with time zone, timestamp with time zone, boolean, text, uuid, text, text, text, text, text, smallint, boolean, jsonb); Type: FUNCTION; Schema: memory_search; Owner: -
+--
+
+CREATE FUNCTION memory_search.memory_at_fields(p_at timestamp with time zone, p_id uuid, p_created_at timestamp with time zone, p_valid_until timestamp with time zone, p_is_valid boolean, p_state text, p_superseded_by uuid DEFAULT NULL::uuid, p_content text DEFAULT NULL::text, p_namespace text DEFAULT NULL::text, p_memory_type text DEFAULT NULL::text, p_priority text DEFAULT NULL::text, p_source text DEFAULT NULL::text, p_importance smallint DEFAULT NULL::smallint, p_pinned boolean DEFAULT NULL::boolean, p_metadata jsonb DEFAULT NULL::jsonb) RETURNS TABLE(held boolean, content text, is_valid boolean, state text, superseded_by uuid, namespace text, memory_type text, priority text, source text, importance smallint, pinned boolean, metadata jsonb)
+    LANGUAGE plpgsql STABLE ROWS 1
+    SET search_path TO ''
+    AS $$
+declare
+  v_m public.devai_memories;
+begin
+  v_m.id := p_id;
+  v_m.created_at := p_created_at;
+  v_m.valid_until := p_valid_until;
+  v_m.is_valid := p_is_valid;
+  v_m.state := p_state;
+  v_m.superseded_by := p_superseded_by;
+  v_m.content := p_content;
+  v_m.namespace := p_namespace;
+  v_m.memory_type := p_memory_type;
+  v_m.priority := p_priority;
+  v_m.source := p_source;
+  v_m.importance := p_importance;
+  v_m.pinned := p_pinned;
+  v_m.metadata := p_metadata;
+  return query select * from public.memory_at(v_m, p_at);
+end;
+$$;
 
 --
 -- Name: passes_filters(tsvector, timestamp with time zone, text, jsonb, boolean, smallint, timestamp with time zone, tsquery, timestamp with time zone, timestamp with time zone, text[], text[], jsonb); Type: FUNCTION; Schema: memory_search; Owner: -
@@ -3605,7 +3637,9 @@ begin
                                              else m.updated_at end,
                                         p_exclude, p_after, p_before, p_types, p_categories, p_fields)
       from public.devai_memories m
-     cross join lateral public.memory_at(m, p_at) a
+     cross join lateral memory_search.memory_at_fields(p_at, m.id, m.created_at, m.valid_until, m.is_valid, m.state,
+                                                       m.superseded_by, m.content, m.namespace, m.memory_type, m.priority,
+                                                       m.source, m.importance, m.pinned, m.metadata) a
      where m.id = p_id), false);
 end;
 $$;
@@ -4126,7 +4160,9 @@ begin
          select a.held, a.content, a.memory_type, a.namespace, a.priority, a.importance, a.pinned, a.source, a.metadata,
                 m.content as content_now, m.fts, m.created_at, m.updated_at
            from public.devai_memories m
-          cross join lateral public.memory_at(m, as_of) a
+          cross join lateral memory_search.memory_at_fields(as_of, m.id, m.created_at, m.valid_until, m.is_valid, m.state,
+                                                            m.superseded_by, m.content, m.namespace, m.memory_type, m.priority,
+                                                            m.source, m.importance, m.pinned, m.metadata) a
           where m.ctid = s.tid
          offset 0) as r
        where r.held
@@ -9605,6 +9641,14 @@ GRANT ALL ON FUNCTION memory_search.hybrid_search(query_text text, query_embeddi
 REVOKE ALL ON FUNCTION memory_search.keyword_postings(p_owner uuid, p_scopes text[], p_terms tsquery[], p_df_cap integer, p_max_candidates integer, p_as_of timestamp with time zone, p_exclude tsquery, p_after timestamp with time zone, p_before timestamp with time zone, p_types text[], p_categories text[], p_fields jsonb, OUT term_df integer[], OUT candidates uuid[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION memory_search.keyword_postings(p_owner uuid, p_scopes text[], p_terms tsquery[], p_df_cap integer, p_max_candidates integer, p_as_of timestamp with time zone, p_exclude tsquery, p_after timestamp with time zone, p_before timestamp with time zone, p_types text[], p_categories text[], p_fields jsonb, OUT term_df integer[], OUT candidates uuid[]) TO authenticated;
 GRANT ALL ON FUNCTION memory_search.keyword_postings(p_owner uuid, p_scopes text[], p_terms tsquery[], p_df_cap integer, p_max_candidates integer, p_as_of timestamp with time zone, p_exclude tsquery, p_after timestamp with time zone, p_before timestamp with time zone, p_types text[], p_categories text[], p_fields jsonb, OUT term_df integer[], OUT candidates uuid[]) TO service_role;
+
+--
+-- Name: FUNCTION memory_at_fields(p_at timestamp with time zone, p_id uuid, p_created_at timestamp with time zone, p_valid_until timestamp with time zone, p_is_valid boolean, p_state text, p_superseded_by uuid, p_content text, p_namespace text, p_memory_type text, p_priority text, p_source text, p_importance smallint, p_pinned boolean, p_metadata jsonb); Type: ACL; Schema: memory_search; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_search.memory_at_fields(p_at timestamp with time zone, p_id uuid, p_created_at timestamp with time zone, p_valid_until timestamp with time zone, p_is_valid boolean, p_state text, p_superseded_by uuid, p_content text, p_namespace text, p_memory_type text, p_priority text, p_source text, p_importance smallint, p_pinned boolean, p_metadata jsonb) FROM PUBLIC;
+GRANT ALL ON FUNCTION memory_search.memory_at_fields(p_at timestamp with time zone, p_id uuid, p_created_at timestamp with time zone, p_valid_until timestamp with time zone, p_is_valid boolean, p_state text, p_superseded_by uuid, p_content text, p_namespace text, p_memory_type text, p_priority text, p_source text, p_importance smallint, p_pinned boolean, p_metadata jsonb) TO authenticated;
+GRANT ALL ON FUNCTION memory_search.memory_at_fields(p_at timestamp with time zone, p_id uuid, p_created_at timestamp with time zone, p_valid_until timestamp with time zone, p_is_valid boolean, p_state text, p_superseded_by uuid, p_content text, p_namespace text, p_memory_type text, p_priority text, p_source text, p_importance smallint, p_pinned boolean, p_metadata jsonb) TO service_role;
 
 --
 -- Name: FUNCTION passes_filters(p_fts tsvector, p_created_at timestamp with time zone, p_memory_type text, p_metadata jsonb, p_pinned boolean, p_importance smallint, p_updated_at timestamp with time zone, p_exclude tsquery, p_after timestamp with time zone, p_before timestamp with time zone, p_types text[], p_categories text[], p_fields jsonb); Type: ACL; Schema: memory_search; Owner: -
