@@ -3072,38 +3072,51 @@ begin
       -- for) are read. An edge of type 'entity': a graph_edge_types list that does not name it
       -- leaves the hop out (why/when questions follow only the edges their answer lives on;
       -- docs/retrieval.md#graph).
-      select l2.memory_id, l1.memory_id, 'entity',
-             0.5 * l1.confidence * l2.confidence / ln(2 + n.named), false
-        from public.memory_entity_links l1
+      -- Each entity once, however many best hits name it: how common it is and its newest facts
+      -- were counted and read once per best hit naming it.
+      select f.memory_id, l1.memory_id, 'entity',
+             0.5 * l1.confidence * f.confidence / ln(2 + f.named), false
+        from (
+      -- (offset 0: the entity's count and facts are read once, before the best hits naming it are
+      -- unnested; a join order with the hits first would read them for each again)
+      select ent.seeds, ent.confidences, n.named, l2.memory_id, l2.confidence
+        from (select s.entity_id, s.owner_id, array_agg(s.memory_id) as seeds, array_agg(s.confidence) as confidences
+                from public.memory_entity_links s
+               where graph_depth > 0
+                 and (graph_edge_types is null or 'entity' = any (graph_edge_types))
+                 and s.memory_id = any (v_seeds)
+               group by s.entity_id, s.owner_id) ent
         cross join lateral (
           select case when as_of is null
                       then (select count(*)::integer
                               from (select 1 from public.memory_entity_links x
-                                     where x.entity_id = l1.entity_id and x.owner_id = l1.owner_id
+                                     where x.entity_id = ent.entity_id and x.owner_id = ent.owner_id
                                        and x.profile_kind = 'fact'
                                      limit v_df_cap + 1) c)
-                      else (select e.mention_count from public.memory_entities e where e.id = l1.entity_id) end as named
+                      else (select e.mention_count from public.memory_entities e where e.id = ent.entity_id) end as named
+          -- (offset 0: a select of one expression is pulled up into its caller, and the count was
+          -- made again wherever named is used, for each of the entity's facts)
+          offset 0
         ) n
         cross join lateral (
           (select x.memory_id, x.confidence from public.memory_entity_links x
-            where as_of is null and x.entity_id = l1.entity_id and x.owner_id = l1.owner_id and x.profile_kind = 'fact'
+            where as_of is null and x.entity_id = ent.entity_id and x.owner_id = ent.owner_id and x.profile_kind = 'fact'
             order by x.profile_at desc, x.memory_id desc
             limit v_df_cap)
           union all
           (select x.memory_id, x.confidence from public.memory_entity_links x
             where as_of is null and graph_episodes
-              and x.entity_id = l1.entity_id and x.owner_id = l1.owner_id and x.profile_kind = 'episode'
+              and x.entity_id = ent.entity_id and x.owner_id = ent.owner_id and x.profile_kind = 'episode'
             order by x.profile_at desc, x.memory_id desc
             limit v_df_cap)
           union all
           select x.memory_id, x.confidence from public.memory_entity_links x
-           where as_of is not null and x.entity_id = l1.entity_id
+           where as_of is not null and x.entity_id = ent.entity_id
         ) l2
-       where graph_depth > 0
-         and (graph_edge_types is null or 'entity' = any (graph_edge_types))
-         and l1.memory_id = any (v_seeds)
-         and n.named <= v_df_cap
-         and l2.memory_id <> l1.memory_id
+       where n.named <= v_df_cap
+      offset 0) f
+        cross join lateral unnest(f.seeds, f.confidences) as l1(memory_id, confidence)
+       where f.memory_id <> l1.memory_id
     ),
     best as (
       -- Each memory reached once, by its best way (the highest weight: an episode's halving is
