@@ -3,7 +3,7 @@
 // (docs/operations.md#database-outages). Each step is awaited with a deadline: the faults these
 // tests guard against make a call wait forever, never fail.
 import assert from "node:assert/strict";
-import { createSql, type Sql } from "../supabase/functions/_shared/db-pool.ts";
+import { createSql, isLostTypesFetch, type Sql } from "../supabase/functions/_shared/db-pool.ts";
 import { isDatabaseUnavailable } from "../supabase/functions/_shared/database-errors.ts";
 import { readAsTenant, withTenant } from "../supabase/functions/_shared/db.ts";
 import { withRole } from "../supabase/functions/_shared/db-role.ts";
@@ -194,6 +194,34 @@ Deno.test({
       proxy.close();
     }
   },
+});
+
+Deno.test("lost connections: a connection lost while postgres.js fetches the array types after its handshake does not end the process", async () => {
+  // postgres.js fetches the types from a promise it keeps nowhere: lost there, and the reconnect
+  // refused, that promise rejected unhandled and the process ended (the queue worker's outage test
+  // in tests/http_server_background.test.ts, about one run in fifteen on a loaded machine).
+  const typesFetch = new TextEncoder().encode("b.typarray");
+  const sends = (chunk: Uint8Array, what: Uint8Array) => chunk.some((_, i) => what.every((b, j) => chunk[i + j] === b));
+  const proxy = startPgProxy(testDatabaseUrl(), { downAt: (chunk) => sends(chunk, typesFetch) });
+  const sql = createSql(proxy.url, { max: 1 });
+  const rejected = Promise.withResolvers<boolean>();
+  const watch = (e: PromiseRejectionEvent) => {
+    if (isLostTypesFetch(e.reason)) rejected.resolve(e.defaultPrevented);
+  };
+  globalThis.addEventListener("unhandledrejection", watch);
+  try {
+    const failure = await within(sql`select 1`.then(() => undefined, (e) => e), "the statement behind the types fetch");
+    assert.ok(isDatabaseUnavailable(failure), `it fails as the database being away (503): ${failure}`);
+    assert.equal(
+      await within(rejected.promise, "the types fetch's rejection"),
+      true,
+      "and is not left to end the process",
+    );
+  } finally {
+    globalThis.removeEventListener("unhandledrejection", watch);
+    await sql.end({ timeout: 0 });
+    proxy.close();
+  }
 });
 
 Deno.test({

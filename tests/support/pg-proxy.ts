@@ -14,7 +14,15 @@ export interface PgProxy {
   connections(): number;
 }
 
-export function startPgProxy(databaseUrl: string): PgProxy {
+export interface PgProxyOptions {
+  /**
+   * Called with each chunk a client sends, before it is passed on: true takes the database away
+   * there (down(): the chunk is never delivered), as an outage at that very statement.
+   */
+  downAt?: (fromClient: Uint8Array) => boolean;
+}
+
+export function startPgProxy(databaseUrl: string, opts: PgProxyOptions = {}): PgProxy {
   const target = new URL(databaseUrl);
   const targetPort = Number(target.port || 5432);
   let listener: Deno.Listener | undefined;
@@ -48,11 +56,22 @@ export function startPgProxy(databaseUrl: string): PgProxy {
         track(client);
         Deno.connect({ hostname: target.hostname, port: targetPort }).then((server) => {
           track(server);
-          client.readable.pipeTo(server.writable).catch(() => {});
+          const watched = new TransformStream<Uint8Array, Uint8Array>({
+            transform(chunk, out) {
+              if (opts.downAt?.(chunk)) down();
+              else out.enqueue(chunk);
+            },
+          });
+          client.readable.pipeThrough(watched).pipeTo(server.writable).catch(() => {});
           server.readable.pipeThrough(counted()).pipeTo(client.writable).catch(() => {});
         }, () => client.close());
       }
     })().catch(() => {});
+  };
+  const down = () => {
+    listener?.close();
+    listener = undefined;
+    closeAll();
   };
   up();
   const url = new URL(databaseUrl);
@@ -60,11 +79,7 @@ export function startPgProxy(databaseUrl: string): PgProxy {
   url.port = String(port);
   return {
     url: url.toString(),
-    down: () => {
-      listener?.close();
-      listener = undefined;
-      closeAll();
-    },
+    down,
     up,
     close: () => {
       listener?.close();

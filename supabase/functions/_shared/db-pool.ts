@@ -2,6 +2,7 @@
 // reconnect backoff, prepared statements or not, the statement timeout its tenant work is held
 // to) and, for a read replica's pool, the primary its writes go to. db.ts runs tenant work on them.
 import postgres from "postgres";
+import { isConnectionLost } from "./database-errors.ts";
 import { type PrepareSetting, preparesStatements } from "./db-prepare.ts";
 import { tenantShares } from "./tenant-share.ts";
 
@@ -27,7 +28,35 @@ export function reconnectDelaySeconds(failures: number): number {
 }
 const statementTimeouts = new WeakMap<Sql, number>();
 
+/** The statement postgres.js fetches the server's array types with (its connection.js, fetchArrayTypes). */
+const TYPES_FETCH = /select b\.oid, b\.typarray\s+from pg_catalog\.pg_type/;
+
+/**
+ * Whether `reason` is the failure of postgres.js's fetch of the server's array types, made right
+ * after each connection's handshake from a promise it keeps nowhere. A connection lost at that
+ * moment (the database going away just after a connect, or refusing the reconnect that follows)
+ * rejects that promise unhandled, which ends a Deno process: the local server's, at a database
+ * outage. The statements waiting on that connection fail with the same error, answered as usual
+ * (503), and the pool reconnects when next needed: that rejection says nothing more.
+ */
+export function isLostTypesFetch(reason: unknown): boolean {
+  const statement = (reason as { query?: unknown } | null)?.query;
+  return isConnectionLost(reason) && typeof statement === "string" && TYPES_FETCH.test(statement);
+}
+
+let typesFetchesWatched = false;
+
+/** Once per process, before the first pool: a lost types fetch (isLostTypesFetch) does not end it. */
+function watchTypesFetches(): void {
+  if (typesFetchesWatched) return;
+  typesFetchesWatched = true;
+  globalThis.addEventListener("unhandledrejection", (e) => {
+    if (isLostTypesFetch(e.reason)) e.preventDefault();
+  });
+}
+
 export function createSql(url: string, opts: SqlOptions = {}): Sql {
+  watchTypesFetches();
   const max = opts.max ?? 10;
   const sql = postgres(url, {
     max,
