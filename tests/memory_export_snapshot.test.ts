@@ -245,7 +245,9 @@ Deno.test({
   ...opts,
 }, async () => {
   const tenant = newTenant();
-  // A reader asking for a piece every 20 ms, under the idle bound, of a read that never ends.
+  // A reader asking for a piece every 20 ms, far under the idle bound, of a read that never ends.
+  // The bounds are wide (1 s idle, 1.5 s in all) so that a loaded machine's stall between two asks
+  // is not taken for an idle reader, nor does it leave only one piece read before the bound.
   const endless = async function* (_: number, page: PageReader) {
     for (;;) yield await page(async (tx) => (await tx<{ n: number }[]>`select 1 as n`)[0]!.n);
   };
@@ -253,8 +255,8 @@ Deno.test({
   let pieces = 0;
   const failure = await (async () => {
     const snapshot = inStagedSnapshot(sql, { tenantId: tenant, actor: "test" }, staging, endless, {
-      idleMs: 200,
-      maxMs: 300,
+      idleMs: 1_000,
+      maxMs: 1_500,
     });
     for await (const _ of snapshot) {
       // Bounded, so that without the bound the test fails instead of reading for ever.
@@ -263,7 +265,7 @@ Deno.test({
     }
   })().then(() => undefined, (err: unknown) => err);
   assert.ok(failure instanceof SnapshotEndedError, String(failure));
-  assert.match(failure.message, /held 300 ms, the longest a snapshot is held/);
+  assert.match(failure.message, /held 1500 ms, the longest a snapshot is held/);
   assert.ok(pieces > 1, `pieces read before the bound: ${pieces}`);
   // Its slot is given back with it.
   const again = await startExport(tenant, "");
