@@ -14,6 +14,7 @@ import { functionJson, type RunningServer, startTestServer } from "./support/htt
 import { overrideSettings } from "./support/lifecycle.ts";
 import { flushSearchWrites } from "../supabase/functions/_shared/retrieval/write-behind.ts";
 import { newTenant, seedMemory, tenantWrites, testSql } from "./support/seed.ts";
+import { assertWaitForNextToken } from "./support/refill.ts";
 
 const TOOLS = [
   "assemble_context",
@@ -458,9 +459,12 @@ Deno.test("mcp: writing tools are charged to the tenant's write budget, reading 
       const [none] = await sql<{ n: number }[]>`
         select count(*)::int as n from public.devai_memories where owner_id = ${tenant}`;
       assert.equal(none!.n, 0, "no call of the batch ran");
+      const started = performance.now();
       for (const n of [1, 2]) await ok(client, "remember_fact", { content: `Rate limited fact number ${n}` });
       const refused = await toolError(client, "remember_fact", { content: "One fact too many" }, "rate_limited");
-      assert.match(refused, /retry after 10 s/);
+      const wait = refused.match(/retry after (\d+) s/);
+      assert.ok(wait, refused);
+      assertWaitForNextToken(Number(wait[1]), 10, started); // 6 a minute
       const [row] = await sql<
         { n: number }[]
       >`select count(*)::int as n from public.devai_memories where owner_id = ${tenant}`;
