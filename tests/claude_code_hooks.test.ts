@@ -587,3 +587,28 @@ Deno.test("claude code hooks: a state folder the hook cannot write costs the pro
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("claude code hooks: each hook says on stderr that DEVAI_AGENT_TOKEN is not set, and sends nothing", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const input = { session_id: SESSION, transcript_path: `${dir}/t.jsonl`, cwd: dir, prompt: "how do we deploy?" };
+    await Deno.writeTextFile(input.transcript_path, "");
+    // Port 9 (discard): a hook that called anyway would report a connection error instead.
+    const env = { DEVAI_MEMORY_URL: "http://127.0.0.1:9", DEVAI_MEMORY_STATE_DIR: dir };
+    for (
+      const [hook, event] of [
+        ["user-prompt-submit.mjs", "UserPromptSubmit"],
+        ["pre-compact.mjs", "PreCompact"],
+        ["session-end.mjs", "SessionEnd"],
+      ]
+    ) {
+      const run = await runHook(hook!, { ...input, hook_event_name: event }, env);
+      assert.equal(run.code, 0, hook);
+      assert.equal(run.stdout, "", hook);
+      assert.deepEqual(run.report.hook, event);
+      assert.match(String(run.report.error), /^DEVAI_AGENT_TOKEN is not set/, hook);
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -8,8 +8,11 @@ import { callApi, loadState, projectOf, readHookInput, report, saveState, settin
 const s = settings();
 try {
   const input = await readHookInput();
+  // Said like the transcript hooks say it: a token exported in one shell but not in the one Claude
+  // Code started from left this hook silent, and a user with `claude --debug` saw no reason.
+  if (!s.token) throw new Error("DEVAI_AGENT_TOKEN is not set: no memories added");
   const message = storable(input.prompt ?? "", 20000);
-  if (message && s.token) {
+  if (message) {
     const state = await loadState(s, input.session_id);
     const project = projectOf(s, input.cwd);
     const answer = await callApi(s, "POST", "memory-retrieve", {
