@@ -1,18 +1,18 @@
-// The SDK from Node (20 or later), as the npm package: remember a fact, retrieve memories for a
+// The SDK from Node (20.3 or later), as the npm package: remember a fact, retrieve memories for a
 // related message and print the block an agent puts in its system prompt. With `npm start`
 // running in another terminal:
 //
 //   npm run example:node      (builds sdk/ once, then: node sdk/example.mjs)
 //
 // Environment: SUPABASE_URL (default http://127.0.0.1:54321) and DEVAI_TOKEN (a user's JWT; default:
-// the demo user token `npm start` prints, signed here with SUPABASE_JWT_SECRET or the local
-// development secret). In your own project: `npm install <this repo>/sdk/devai-memory-sdk-0.1.0.tgz`
+// the demo user token `npm start` prints, signed here with the secret it signs with:
+// SUPABASE_JWT_SECRET, else JWT_SECRET, else the local development secret). In your own project: `npm install <this repo>/sdk/devai-memory-sdk-0.1.0.tgz`
 // (`npm run sdk:pack` makes it) and import from "devai-memory-sdk".
 import { createHmac } from "node:crypto";
 import { createMemoryClient, MemoryApiError } from "./dist/index.js";
 
 const supabaseUrl = process.env.SUPABASE_URL ?? "http://127.0.0.1:54321";
-const accessToken = process.env.DEVAI_TOKEN ?? demoUserToken(process.env.SUPABASE_JWT_SECRET ?? "super-secret-jwt-token-with-at-least-32-characters-long");
+const accessToken = process.env.DEVAI_TOKEN ?? demoUserToken(process.env.SUPABASE_JWT_SECRET || process.env.JWT_SECRET || "super-secret-jwt-token-with-at-least-32-characters-long");
 
 /** The demo user token `npm start` prints (HS256, role authenticated, the demo tenant). */
 function demoUserToken(secret) {

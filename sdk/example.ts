@@ -4,14 +4,15 @@
 //   npm run example      (= deno run -A --config supabase/functions/deno.json sdk/example.ts)
 //
 // Environment: SUPABASE_URL (default http://127.0.0.1:54321) and DEVAI_TOKEN (a user's JWT;
-// default: the demo user token `npm start` prints, signed with SUPABASE_JWT_SECRET or the local
-// development secret). For a service_role key, also set DEVAI_TENANT to the tenant's uuid.
+// default: the demo user token `npm start` prints, signed with the secret it signs with:
+// SUPABASE_JWT_SECRET, else JWT_SECRET, else the local development secret). For a service_role
+// key, also set DEVAI_TENANT to the tenant's uuid.
 import { createMemoryClient, MemoryApiError } from "./mod.ts";
 import { LOCAL_DEMO_USER_ID, LOCAL_DEV_JWT_SECRET, signLocalToken } from "../scripts/serve/local_tokens.ts";
 
 const supabaseUrl = Deno.env.get("SUPABASE_URL") ?? "http://127.0.0.1:54321";
 const accessToken = Deno.env.get("DEVAI_TOKEN") ??
-  await signLocalToken(Deno.env.get("SUPABASE_JWT_SECRET") ?? LOCAL_DEV_JWT_SECRET, {
+  await signLocalToken(Deno.env.get("SUPABASE_JWT_SECRET") || Deno.env.get("JWT_SECRET") || LOCAL_DEV_JWT_SECRET, {
     role: "authenticated",
     sub: LOCAL_DEMO_USER_ID,
     aud: "authenticated",

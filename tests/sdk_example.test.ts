@@ -4,6 +4,7 @@
 // tests/sdk_node.test.ts runs the packed SDK from Node.)
 import assert from "node:assert/strict";
 import { userToken } from "./support/auth.ts";
+import { TEST_JWT_SECRET } from "./support/config.ts";
 import { startTestServer } from "./support/http_server.ts";
 import { newTenant } from "./support/seed.ts";
 
@@ -54,4 +55,21 @@ Deno.test("sdk example: without a server it says what to start", async () => {
   assert.equal(run.code, 1);
   assert.match(run.stderr, /network_error/);
   assert.ok(run.stderr.includes(`is the server running? npm start (expected at ${url})`), run.stderr);
+});
+
+Deno.test({
+  name: "sdk example: without DEVAI_TOKEN it signs the demo user's token with JWT_SECRET, as npm start does",
+  sanitizeResources: false,
+  sanitizeOps: false,
+}, async () => {
+  // npm start verifies (and signs its banner's tokens) with SUPABASE_JWT_SECRET, else JWT_SECRET; the
+  // example read only the first, so a server started with JWT_SECRET answered it 401 invalid_token.
+  const server = await startTestServer();
+  try {
+    const run = await runExample({ SUPABASE_URL: server.url, JWT_SECRET: TEST_JWT_SECRET });
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(run.stdout, /^(remembered|already known): [0-9a-f-]{36}$/m);
+  } finally {
+    await server.close();
+  }
 });
