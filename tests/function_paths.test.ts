@@ -50,6 +50,26 @@ Deno.test("function paths: anything else is no route (404), as before", async ()
     assert.equal(res.status, 404, path);
     const body = await res.json();
     assert.equal(body.error.code, "route_not_found", path);
-    assert.equal(body.error.message, `no route for POST ${named}`, path);
+    assert.equal(body.error.message, `no route for POST ${named}; this function's routes: POST /memory-retrieve`, path);
   }
+});
+
+Deno.test("function paths: a 404 names the function's routes when they are few, else where they are listed", async () => {
+  const few = createFunctionApp();
+  few.post("/context/assemble", (c) => c.json({}));
+  few.post("/context/predict", (c) => c.json({}));
+  few.all("/context/assemble", (c) => c.json({})); // a 405 answerer is no route to offer
+  let res = await fetchHandler(few)(new Request("http://127.0.0.1:54321/functions/v1/context", { method: "POST" }));
+  assert.equal(res.status, 404);
+  assert.equal(
+    (await res.json()).error.message,
+    "no route for POST /context; this function's routes: POST /context/assemble, POST /context/predict",
+  );
+  const many = createFunctionApp();
+  for (let i = 0; i < 9; i++) many.get(`/memory/r${i}`, (c) => c.json({}));
+  res = await fetchHandler(many)(new Request("http://127.0.0.1:54321/functions/v1/memory/nope"));
+  assert.equal(
+    (await res.json()).error.message,
+    "no route for GET /memory/nope; the routes are in the README's API table",
+  );
 });

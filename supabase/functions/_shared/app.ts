@@ -31,11 +31,24 @@ export function createFunctionApp<V extends object = Record<never, never>>(): Ho
   app.onError((err, c) => respondToError(err, c.get("requestId")));
   app.notFound((c) =>
     errorResponse(
-      new HttpError(404, "route_not_found", `no route for ${c.req.method} ${c.req.path}`),
+      new HttpError(404, "route_not_found", `no route for ${c.req.method} ${c.req.path}; ${routesOf(app)}`),
       c.get("requestId"),
     )
   );
   return app;
+}
+
+/**
+ * What a 404 offers instead: the function's routes when they are few (`POST /context` named none of
+ * `context/assemble`, `context/predict`), else where they are listed (the memory function has dozens).
+ */
+function routesOf(app: { routes: { method: string; path: string }[] }): string {
+  const routes = new Set(
+    app.routes.filter((r) => r.method !== "ALL" && !r.path.includes("*")).map((r) => `${r.method} ${r.path}`),
+  );
+  return routes.size > 0 && routes.size <= 8
+    ? `this function's routes: ${[...routes].join(", ")}`
+    : "the routes are in the README's API table";
 }
 
 /**
