@@ -233,10 +233,17 @@ export async function startServer(opts: ServerOptions = {}): Promise<RunningServ
       const name = path.split("/")[1] ?? "";
       const fn = byName.get(name);
       if (!fn) {
+        // Named with the functions there are; `functions` is a client that was given the functions URL
+        // the banner prints as its SUPABASE_URL, and so sends /functions/v1 twice.
+        const served = `the functions: ${[...byName.keys()].join(", ")}`;
         throw new HttpError(
           404,
           "function_not_found",
-          name ? `no function named '${name}'` : `name a function: ${FUNCTIONS_PREFIX}/<name>`,
+          name === "functions"
+            ? `no function named 'functions': the path holds ${FUNCTIONS_PREFIX} twice (SUPABASE_URL is ${url.origin}, without ${FUNCTIONS_PREFIX}); ${served}`
+            : name
+            ? `no function named '${name}'; ${served}`
+            : `name a function: ${FUNCTIONS_PREFIX}/<name>; ${served}`,
         );
       }
       if (!fn.handler) {

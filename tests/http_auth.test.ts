@@ -281,6 +281,19 @@ Deno.test("http auth: the gateway and the handlers refuse bad callers with the d
       assertError(await call(server, "no-such-function"), 404, "function_not_found");
       assertError(await call(server, "_shared/auth.ts"), 404, "function_not_found");
       assertError(await call(server, ""), 404, "function_not_found");
+      // The answer names the functions there are, and a doubled prefix (the functions URL given as
+      // SUPABASE_URL) says what SUPABASE_URL is.
+      const misspelt = assertError(await call(server, "memory-retrive", { token }), 404, "function_not_found");
+      assert.match(misspelt.message, /^no function named 'memory-retrive'; the functions: .*\bmemory-retrieve\b/);
+      const doubled = assertError(
+        await call(server, "functions/v1/memory-retrieve", { token }),
+        404,
+        "function_not_found",
+      );
+      assert.ok(
+        doubled.message.includes(`/functions/v1 twice (SUPABASE_URL is ${server.url}, without`),
+        doubled.message,
+      );
       const res = await fetch(`${server.url}/rest/v1/devai_memories`);
       assertError({ status: res.status, body: await res.json(), headers: res.headers }, 404, "not_found");
       // An unknown route inside a known function is the function's own 404.
