@@ -1,6 +1,7 @@
 // The docs against the code, read as text where it can be (no server, no database): every link to a
 // heading resolves, the error tables name every code the functions answer, under its status, and
-// docs/sdk.md's methods table names the client's methods, and every variable of a `| variable |` table is read by the code.
+// docs/sdk.md's methods table names the client's methods, every variable of a `| variable |` table is read by the code,
+// every file of the repository a doc names in backticks exists, and the README's deploy command names every function.
 // (The README's configuration table against env.ts: tests/config_probe.test.ts; the routes the docs name
 // against the running functions: tests/docs_routes.test.ts.)
 import assert from "node:assert/strict";
@@ -215,4 +216,53 @@ Deno.test("docs: every table and function of ours the docs name (`public.x`, `me
   }
   assert.ok(named > 50, `only ${named} names found: the scan is broken`);
   assert.deepEqual([...new Set(missing)], []);
+});
+
+/** The directories .gitignore names (`eval/results/`): what the code writes there is generated, not in a checkout. */
+async function ignoredDirectories(): Promise<string[]> {
+  const text = await Deno.readTextFile(new URL(".gitignore", ROOT));
+  return text.split("\n").map((l) => l.trim()).filter((l) => l.endsWith("/") && !l.startsWith("#"))
+    .map((l) => l.replace(/^\//, ""));
+}
+
+Deno.test("docs: every file of the repository the docs name in backticks (`scripts/serve.ts`, `memory-mcp/tools.ts`) exists", async () => {
+  // A path is the repository's when its first folder is one of the repository's top folders, or a
+  // function's folder (docs write `_shared/…` and `memory-mcp/…` for supabase/functions/…); any
+  // other (`src/lib/auth.ts`, `app/checkout/actions.ts`) is an example from a user's project.
+  const tops = new Set<string>();
+  for await (const e of Deno.readDir(ROOT)) if (e.isDirectory && e.name !== "node_modules") tops.add(e.name);
+  const functions = new Set<string>();
+  for await (const e of Deno.readDir(new URL("supabase/functions/", ROOT))) if (e.isDirectory) functions.add(e.name);
+  const generated = await ignoredDirectories();
+  const exists = (path: string) => Deno.stat(new URL(path, ROOT)).then(() => true, () => false);
+  const missing: string[] = [];
+  let named = 0;
+  for (const md of await filesEndingIn([".md"])) {
+    const text = await Deno.readTextFile(md);
+    for (const [, path] of text.matchAll(/`([\w.-]+(?:\/[\w.-]+)*\/[\w.-]+\.[a-z]{2,5})`/g)) {
+      const first = path!.split("/")[0]!;
+      const target = tops.has(first) ? path! : functions.has(first) ? `supabase/functions/${path}` : null;
+      if (target === null || generated.some((dir) => target.startsWith(dir))) continue;
+      named++;
+      if (!await exists(target)) missing.push(`${relative(md)}: ${path}`);
+    }
+  }
+  assert.ok(named > 200, `only ${named} paths found: the scan is broken`);
+  assert.deepEqual([...new Set(missing)], []);
+});
+
+Deno.test("docs: the README's `supabase functions deploy` names every function, and only those", async () => {
+  const readme = await Deno.readTextFile(new URL("README.md", ROOT));
+  const command = readme.match(/^npx supabase functions deploy ([a-z -]+)$/m);
+  assert.ok(command, "no `npx supabase functions deploy` line in the README");
+  const functions: string[] = [];
+  for await (const e of Deno.readDir(new URL("supabase/functions/", ROOT))) {
+    if (
+      e.isDirectory &&
+      await Deno.stat(new URL(`supabase/functions/${e.name}/index.ts`, ROOT)).then(() => true, () => false)
+    ) {
+      functions.push(e.name);
+    }
+  }
+  assert.deepEqual(command[1]!.trim().split(/\s+/).sort(), functions.sort());
 });
