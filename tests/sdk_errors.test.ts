@@ -145,3 +145,24 @@ Deno.test("sdk errors: the client's signal cancels a call under way, and the cal
     await server.close();
   }
 });
+
+Deno.test("sdk errors: a supabaseUrl that is the functions URL, or has no scheme, is refused at once, saying what to give", () => {
+  for (
+    const supabaseUrl of [
+      "http://127.0.0.1:54321/functions/v1",
+      "https://abc.supabase.co/functions/v1/",
+      "127.0.0.1:54321",
+    ]
+  ) {
+    assert.throws(
+      () => createMemoryClient({ supabaseUrl, accessToken: "a-token" }),
+      (err: unknown) =>
+        err instanceof MemoryApiError && err.status === 0 && err.code === "client_error" &&
+        err.message.includes("without /functions/v1") && err.message.includes(supabaseUrl),
+      supabaseUrl,
+    );
+  }
+  for (const supabaseUrl of ["http://127.0.0.1:54321", "https://abc.supabase.co/", "HTTPS://abc.supabase.co"]) {
+    createMemoryClient({ supabaseUrl, accessToken: "a-token" });
+  }
+});

@@ -144,7 +144,18 @@ export function createMemoryClient(opts: MemoryClientOptions) {
   if (!opts.accessToken && !opts.supabaseKey) {
     throw new MemoryApiError(0, "client_error", "createMemoryClient: give accessToken or supabaseKey");
   }
-  const base = `${opts.supabaseUrl.replace(/\/+$/, "")}/functions/v1/`;
+  const projectUrl = opts.supabaseUrl.replace(/\/+$/, "");
+  // What a new user hands over instead: the functions URL npm start's banner prints first (every
+  // call then went to a function named "functions"), or a host without its scheme (every call an
+  // "Invalid URL" network_error).
+  if (!/^https?:\/\//i.test(projectUrl) || /\/functions\/v1$/.test(projectUrl)) {
+    throw new MemoryApiError(
+      0,
+      "client_error",
+      `createMemoryClient: supabaseUrl is the project's URL (https://<ref>.supabase.co, or http://127.0.0.1:54321 for npm start), without /functions/v1, which the client adds; got ${opts.supabaseUrl}`,
+    );
+  }
+  const base = `${projectUrl}/functions/v1/`;
   const doFetch = opts.fetch ?? globalThis.fetch;
   if (typeof doFetch !== "function") {
     throw new MemoryApiError(0, "client_error", "no fetch in this runtime: pass options.fetch");
