@@ -21,7 +21,7 @@ import { corsHeaders } from "../supabase/functions/_shared/cors.ts";
 import { errorResponse, HttpError } from "../supabase/functions/_shared/http.ts";
 import { createLlm } from "../supabase/functions/_shared/llm.ts";
 import type { RunningDb } from "./pglite/serve-db.ts";
-import { startEmbeddedDatabase } from "./serve/embedded-db.ts";
+import { dbStopCommand, startEmbeddedDatabase } from "./serve/embedded-db.ts";
 import type { WorkerDeps } from "../supabase/functions/_shared/drain-queue.ts";
 import { startQueueWorker } from "./serve/background.ts";
 import { discoverFunctions, type FunctionEntry, loadFunction, readVerifyJwt } from "./serve/functions.ts";
@@ -515,9 +515,9 @@ if (import.meta.main) {
   // outlives the server on purpose (other clients, the data), so say so instead of leaving it
   // running silently.
   const postgresNotice = Deno.args.includes("--local-postgres")
-    ? `[serve] the local Postgres keeps running at ${
-      redactUrl(running.config.databaseUrl)
-    } with your data; \`npm run db:stop\` stops it`
+    ? `[serve] the local Postgres keeps running at ${redactUrl(running.config.databaseUrl)} with your data; \`${
+      dbStopCommand(new URL(running.config.databaseUrl).port || "5432")
+    }\` stops it`
     : undefined;
   // Signal handlers first: a Ctrl-C right after the banner must still shut down cleanly.
   let stopping = false;

@@ -31,13 +31,24 @@ export async function portHolder(port: number): Promise<PortHolder> {
 const SIDE_BY_SIDE =
   "to run a second server beside it, give it its own DEVAI_PG_PORT, FUNCTIONS_PORT and DEVAI_PGLITE_DIR";
 
+/**
+ * The command that stops the local Postgres on this port: scripts/db.sh reads DEVAI_PG_PORT (54322
+ * by default), so a bare `npm run db:stop` beside a cluster on another port stopped nothing, or
+ * another cluster on 54322.
+ */
+export function dbStopCommand(port: number | string): string {
+  return String(port) === "54322" ? "npm run db:stop" : `DEVAI_PG_PORT=${port} npm run db:stop`;
+}
+
 export function portTakenMessage(port: number, holder: PortHolder): string {
   switch (holder) {
     case "pglite":
       return `port ${port} is taken by another \`npm start\` (its embedded PGlite database answers there): use that server, ` +
         `stop it with Ctrl-C in its terminal, or ${SIDE_BY_SIDE}`;
     case "postgres":
-      return `port ${port} is taken by a Postgres server (\`npm run db:start\`'s? \`npm run db:stop\` stops it): ` +
+      return `port ${port} is taken by a Postgres server (\`npm run db:start\`'s? \`${
+        dbStopCommand(port)
+      }\` stops it): ` +
         `set DATABASE_URL to use that database instead, or DEVAI_PG_PORT for the embedded one`;
     case "other":
       return `port ${port} is taken by a program that is not a Postgres server: stop it, or set DEVAI_PG_PORT`;
