@@ -54,7 +54,7 @@ const EnvSchema = z.object({
   DB_POOL_MAX: positiveInt(10),
   DB_STATEMENT_TIMEOUT_MS: milliseconds(15_000, 1, {
     ms: MAX_STATEMENT_TIMEOUT_MS,
-    why: `(4.97 days): an export waits five times it, and timers hold ${MAX_TIMER_MS} ms at most`,
+    why: `(4.97 days): an export's copy waits up to four times it for its client, in a timer`,
   }),
   // Prepared statements: auto (by the URL: not behind a transaction pooler), on or off (db-prepare.ts).
   DB_PREPARE: z.enum(["auto", "on", "off"]).default("auto"),
