@@ -137,7 +137,13 @@ Deno.test("http auth: the gateway and the handlers refuse bad callers with the d
     await t.step("anon token passes the gateway, the handler refuses it → 403 forbidden_role", async () => {
       const anon = await anonToken();
       for (const name of MEMORY_ROUTES) {
-        assertError(await call(server, name, { token: anon, json: retrieveBody }), 403, "forbidden_role");
+        const refused = assertError(
+          await call(server, name, { token: anon, json: retrieveBody }),
+          403,
+          "forbidden_role",
+        );
+        // It says what to send instead, agent tokens included (it named user and service_role tokens only).
+        assert.match(refused.message, /a user's JWT or an agent token \(dvm_…\)/);
       }
       assertError(await call(server, "memory-worker", { token: anon, json: {} }), 403, "forbidden_role");
       assertError(

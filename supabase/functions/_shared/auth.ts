@@ -198,7 +198,8 @@ export async function authenticate(req: Request, config: AuthConfig, sql?: Sql):
   throw new HttpError(
     403,
     "forbidden_role",
-    "role 'anon' may not use the memory API; use a user or service_role token",
+    "role 'anon' may not use the memory API (the anon or publishable key names no user): send a user's JWT or an agent " +
+      "token (dvm_…) as the bearer, or a secret key in apikey with x-devai-tenant",
   );
 }
 
