@@ -1,7 +1,8 @@
 // The docs against the code, read as text where it can be (no server, no database): every link to a
 // heading resolves, the error tables name every code the functions answer, under its status, and
 // docs/sdk.md's methods table names the client's methods, every variable of a `| variable |` table is read by the code,
-// every file of the repository a doc names in backticks exists, and the README's deploy command names every function.
+// every file of the repository a doc names in backticks exists, every `npm run` a doc gives is a script, and the
+// README's deploy command names every function.
 // (The README's configuration table against env.ts: tests/config_probe.test.ts; the routes the docs name
 // against the running functions: tests/docs_routes.test.ts.)
 import assert from "node:assert/strict";
@@ -265,4 +266,24 @@ Deno.test("docs: the README's `supabase functions deploy` names every function, 
     }
   }
   assert.deepEqual(command[1]!.trim().split(/\s+/).sort(), functions.sort());
+});
+
+Deno.test("docs: every `npm run <script>` the docs tell a user to type is a script of package.json", async () => {
+  const { scripts } = JSON.parse(await Deno.readTextFile(new URL("package.json", ROOT)));
+  const missing: string[] = [];
+  let named = 0;
+  for (const md of await filesEndingIn([".md"])) {
+    const text = await Deno.readTextFile(md);
+    // In a code span, or starting a line (a command block); in prose or a memory's text, it is a user's project's.
+    const commands = [
+      ...text.matchAll(/`npm run (?:-s )?([a-z][\w:-]*)[^`]*`/g),
+      ...text.matchAll(/^\s*npm run (?:-s )?([a-z][\w:-]*)/gm),
+    ];
+    for (const [, script] of commands) {
+      named++;
+      if (!(script! in scripts)) missing.push(`${relative(md)}: npm run ${script}`);
+    }
+  }
+  assert.ok(named > 50, `only ${named} commands found: the scan is broken`);
+  assert.deepEqual([...new Set(missing)], []);
 });
