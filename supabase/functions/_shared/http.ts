@@ -159,10 +159,11 @@ export async function parseJsonBody<T extends z.ZodType>(
   if (!/^application\/json\b/i.test(type)) {
     throw new HttpError(415, "unsupported_media_type", "send the body as application/json");
   }
-  const checked = checkJsonText(text, MAX_JSON_DEPTH, opts.exactNumbers);
+  const checked = checkJsonText(text, MAX_JSON_DEPTH, opts.exactNumbers, MAX_JSON_ITEMS);
   if (checked.tooDeep) {
     throw new HttpError(400, "malformed_json", `body nests arrays or objects deeper than ${MAX_JSON_DEPTH} levels`);
   }
+  if (checked.tooMany) throw tooLarge(maxBytes, TOO_MANY_ITEMS);
   if (checked.inexact !== undefined) {
     throw new HttpError(
       400,
@@ -217,6 +218,11 @@ function refuseContentEncoding(req: Request): void {
 
 /** Deepest nesting of arrays and objects a body may have: no request needs more than a handful (json-text.ts). */
 export const MAX_JSON_DEPTH = 64;
+/** Most items (values and keys) a body may hold, counted before it is parsed (json-text.ts): ten a message at 20,000. */
+export const MAX_JSON_ITEMS = 200_000;
+const TOO_MANY_ITEMS =
+  `the body holds more than ${MAX_JSON_ITEMS} JSON items (values and keys, counted by its commas, ` +
+  "colons and opening brackets): nothing was written; send less in each request (a transcript: fewer messages, the rest with `after`)";
 
 /** Every 413 says what to do; a route with a better way (send less, in parts) says that instead. */
 function tooLarge(maxBytes: number, hint?: string): HttpError {
