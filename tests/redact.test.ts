@@ -908,6 +908,39 @@ Deno.test("redactor: a key split by invisible characters (soft hyphen, zero-widt
   }
 });
 
+Deno.test("redactor: a secret's name written with letters whose compatibility form is ASCII (mathematical, enclosed, circled) is read as its ASCII one", () => {
+  // Stored as sent until stop 48 (its red team): only Greek, Cyrillic and fullwidth letters folded.
+  const cases: [string, string][] = [
+    [
+      "\u{1d400}\u{1d40f}\u{1d408}_\u{1d40a}\u{1d404}\u{1d418}=Xk9fj2Lq8Zr4Tw6Yb1Nm",
+      "API_KEY=[REDACTED:secret_assignment]",
+    ], // bold
+    [
+      "\u{1d665}\u{1d656}\u{1d668}\u{1d668}\u{1d66c}\u{1d664}\u{1d667}\u{1d659}: hunter2hunter3",
+      "password: [REDACTED:password]",
+    ], // sans bold italic
+    [
+      "\u{1f130}\u{1f13f}\u{1f138}_\u{1f13a}\u{1f134}\u{1f148}=Xk9fj2Lq8Zr4Tw6Yb1Nm",
+      "API_KEY=[REDACTED:secret_assignment]",
+    ], // squared
+    ["\u{1d42c}\u{1d424}-proj-aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zAb", "[REDACTED:openai_key]"], // a key's prefix
+    // Circled letters are in the BMP: one unit each, the name kept as sent.
+    [
+      "\u24d0\u24df\u24d8_\u24da\u24d4\u24e8=Xk9fj2Lq8Zr4Tw6Yb1Nm",
+      "\u24d0\u24df\u24d8_\u24da\u24d4\u24e8=[REDACTED:secret_assignment]",
+    ],
+  ];
+  for (const [text, want] of cases) {
+    const r = redactSecrets(`Ops note: ${text} (rotate monthly)`);
+    // Letters from outside the BMP are two units folded to one: a text with a secret comes back folded.
+    assert.equal(r.text, `Ops note: ${want} (rotate monthly)`, text);
+    assert.equal(r.total, 1, text);
+  }
+  // Without a secret, such text is kept as sent.
+  const math = "\u{1d431}\u00b2 + \u{1d432}\u00b2 in \u211d\u00b3, \u{1d400}\u{1d40f}\u{1d408} docs";
+  assert.deepEqual(redactSecrets(math), { text: math, counts: {}, total: 0, onlySecret: false });
+});
+
 Deno.test("redactor: a secret's name or prefix written with look-alike letters (Greek, Cyrillic, fullwidth) is read as its ASCII one", () => {
   // Each read as no name any rule knows: the value was stored as sent (2026-11-29 red team).
   const cases: [string, string][] = [

@@ -105,7 +105,9 @@ export function redactSecrets(text: string, as: ReadAs = "text"): Redaction {
   let total = 0;
   let out = folded;
   // `out` as sent (look-alikes kept), changed where `out` is: both have the same length throughout.
-  let kept = folded === read ? undefined : read;
+  // A look-alike from outside the BMP (`𝐀`, two units) folds to one: the places differ, so a text
+  // with a secret and such a letter comes back folded, its look-alikes as their ASCII letters.
+  let kept = folded === read || folded.length !== read.length ? undefined : read;
   const byShapeOnly = as === "id" && !ID_AS_ASSIGNMENT.test(folded);
   for (const rule of RULES) {
     if (byShapeOnly && rule.byName) continue;
