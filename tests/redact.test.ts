@@ -320,6 +320,23 @@ Deno.test("redactor: a transcript of thousands of small JSON messages gives the 
   assert.deepEqual(redacted, messages, "nothing in them to redact, every message kept");
 });
 
+Deno.test("redactor: one message holding most of the transcript (thousands of keys in an unknown field) gives the event loop back as it is redacted", async () => {
+  // A message's unknown fields are kept: one of 83,000 keys held the loop 0.5-1.6 s (stop 48's red team).
+  const keys = Object.fromEntries(Array.from({ length: 20_000 }, (_, i) => [`note ${i} k=v`, `value ${i}`]));
+  const one = { role: "user", content: "hi", extra: { ...keys, token: GITHUB } };
+  let redacted: { extra: Record<string, string> }[] = [];
+  const order = await whoEndsFirst(
+    async () => redacted = (await redactMessages([one])).messages as typeof redacted,
+    "redaction",
+  );
+  assert.deepEqual(order, ["other request", "redaction"]);
+  assert.equal(redacted[0]!.extra.token, "[REDACTED:github_token]");
+  assert.equal(Object.keys(redacted[0]!.extra).length, 20_001);
+  // Nothing in it to redact: the message itself comes back, not built again.
+  const clean = { role: "user", content: "hi", extra: keys };
+  assert.equal((await redactMessages([clean])).messages[0], clean);
+});
+
 Deno.test("redactor: transcripts are redacted in contents, text parts and tool call arguments; the rest is kept", async () => {
   const { messages, counts, total } = await redactMessages([
     { role: "user", content: `my key is ${OPENAI}` },
