@@ -4,6 +4,7 @@
 // hashes, base64 in prose, placeholders in docs). Pure: no database.
 import assert from "node:assert/strict";
 import {
+  EMBEDDED_JSON_ITEMS,
   redactJson,
   redactJsonSliced,
   redactMessages,
@@ -335,6 +336,23 @@ Deno.test("redactor: one message holding most of the transcript (thousands of ke
   // Nothing in it to redact: the message itself comes back, not built again.
   const clean = { role: "user", content: "hi", extra: keys };
   assert.equal((await redactMessages([clean])).messages[0], clean);
+});
+
+Deno.test("redactor: JSON inside a string of more than EMBEDDED_JSON_ITEMS items is read as text, its pairs still redacted", () => {
+  // The body's item bound does not count a string's insides: 0.9 MB of `{}`s in one content was
+  // parsed and walked in one stretch, 2.6 s (stop 48's red team).
+  const json = (n: number) =>
+    `[ {"k": "password=hunter2hunter3"}, ${Array.from({ length: n }, () => "{ }").join(", ")} ]`;
+  // Read as JSON: written again (JSON.stringify), its spacing gone.
+  const small = redactString(json(10));
+  assert.equal(
+    small.text,
+    JSON.stringify([{ k: "password=[REDACTED:password]" }, ...Array.from({ length: 10 }, () => ({}))]),
+  );
+  // Read as text: the spacing as sent, the password still its marker.
+  const big = redactString(json(EMBEDDED_JSON_ITEMS));
+  assert.equal(big.text, json(EMBEDDED_JSON_ITEMS).replace("hunter2hunter3", "[REDACTED:password]"));
+  assert.equal(big.total, 1);
 });
 
 Deno.test("redactor: transcripts are redacted in contents, text parts and tool call arguments; the rest is kept", async () => {
