@@ -619,6 +619,13 @@ CREATE FUNCTION memory_private.derive_entity_keys() RETURNS trigger
     SET search_path TO ''
     AS $$
 begin
+  new.canonical_name := normalize(new.canonical_name, nfc);
+  if exists (select 1 from unnest(new.aliases) as a where a is not nfc normalized) then
+    new.aliases := coalesce((select array_agg(x.a order by x.ord)
+                               from (select normalize(a, nfc) as a, min(ord) as ord
+                                       from unnest(new.aliases) with ordinality as u(a, ord)
+                                      group by 1) x), '{}');
+  end if;
   new.normalized_name := public.memory_entity_key(new.canonical_name);
   new.alias_keys := public.memory_entity_alias_keys(new.owner_id, new.aliases);
   return new;
@@ -1223,6 +1230,7 @@ CREATE TABLE public.devai_memories (
     CONSTRAINT devai_memories_importance_range CHECK (((importance >= 1) AND (importance <= 5))),
     CONSTRAINT devai_memories_memory_type_check CHECK ((memory_type = ANY (ARRAY['semantic'::text, 'episodic'::text, 'procedural'::text, 'insight'::text]))),
     CONSTRAINT devai_memories_metadata_is_object CHECK ((jsonb_typeof(metadata) = 'object'::text)),
+    CONSTRAINT devai_memories_namespace_nfc CHECK ((namespace IS NFC NORMALIZED)),
     CONSTRAINT devai_memories_namespace_shape CHECK ((((char_length(namespace) >= 1) AND (char_length(namespace) <= 256)) AND (namespace !~ '[[:cntrl:]]'::text) AND (namespace ~ '^[^/]+(/[^/]+)*$'::text) AND (namespace !~ '(^|/)\.{1,2}(/|$)'::text))),
     CONSTRAINT devai_memories_not_superseded_by_itself CHECK ((superseded_by IS DISTINCT FROM id)),
     CONSTRAINT devai_memories_priority_check CHECK ((priority = ANY (ARRAY['highest'::text, 'high'::text, 'medium'::text, 'low'::text]))),
@@ -1239,6 +1247,12 @@ WITH (fillfactor='50');
 --
 
 COMMENT ON TABLE public.devai_memories IS 'Long-term memories of the coding agent, one row per fact/episode/procedure, scoped by owner_id (tenant) and namespace.';
+
+--
+-- Name: COLUMN devai_memories.namespace; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.devai_memories.namespace IS 'Where the memory is filed (<root>/global|user|project/<project>/…), in NFC (devai_memories_namespace_nfc): a name sent in another form is read in NFC by the API (_shared/name-form.ts).';
 
 --
 -- Name: COLUMN devai_memories.base_strength; Type: COMMENT; Schema: public; Owner: -
@@ -2128,6 +2142,69 @@ begin
   end if;
 end;
 $$;
+
+--
+-- Name: rewrite_names_in_nfc(); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.rewrite_names_in_nfc() RETURNS integer
+    LANGUAGE plpgsql
+    SET search_path TO ''
+    AS $_$
+declare
+  v_table  text;
+  v_column text;
+  v_listed integer;
+begin
+  insert into memory_private.name_form_changes (owner_id, table_name, column_name, name_as_stored, name_now, row_count, joined_existing)
+  select m.owner_id, 'devai_memories', 'namespace', m.namespace, normalize(m.namespace, nfc), count(*)::integer,
+         exists (select 1 from public.devai_memories o
+                  where o.owner_id = m.owner_id and o.namespace is nfc normalized
+                    and memory_private.keyword_scope(o.namespace) = memory_private.keyword_scope(normalize(m.namespace, nfc)))
+    from public.devai_memories m
+   where m.namespace is not nfc normalized
+   group by m.owner_id, m.namespace;
+
+  update public.devai_memories
+     set namespace = normalize(namespace, nfc)
+   where namespace is not nfc normalized;
+
+  -- Proposals, sessions and the prefetch cache (a prediction kept for a project, read by that
+  -- project's assemble only): joined_existing when a row of the tenant had the NFC name already.
+  for v_table, v_column in values ('memory_proposals', 'namespace'), ('memory_sessions', 'project'),
+                                  ('memory_sessions', 'namespace'), ('context_prefetch', 'project') loop
+    execute format(
+      'insert into memory_private.name_form_changes (owner_id, table_name, column_name, name_as_stored, name_now, row_count, joined_existing)
+       select x.owner_id, %1$L, %2$L, x.%2$I, normalize(x.%2$I, nfc), count(*)::integer,
+              exists (select 1 from public.%1$I o where o.owner_id = x.owner_id and o.%2$I = normalize(x.%2$I, nfc))
+         from public.%1$I x
+        where x.%2$I is not nfc normalized
+        group by x.owner_id, x.%2$I', v_table, v_column);
+    execute format('update public.%1$I set %2$I = normalize(%2$I, nfc) where %2$I is not nfc normalized', v_table, v_column);
+  end loop;
+
+  insert into memory_private.name_form_changes (owner_id, table_name, column_name, name_as_stored, name_now, row_count, joined_existing)
+  select c.owner_id, 'memory_entities', c.col, c.name, normalize(c.name, nfc), count(*)::integer, bool_or(c.joined)
+    from (select e.owner_id, 'canonical_name' as col, e.canonical_name as name, false as joined
+            from public.memory_entities e
+           where e.canonical_name is not nfc normalized
+          union all
+          -- joined: the entity has the alias in NFC too; it is kept once (the keys, NFKC, were one)
+          select e.owner_id, 'aliases', a, normalize(a, nfc) = any (e.aliases)
+            from public.memory_entities e
+           cross join lateral unnest(e.aliases) as a
+           where a is not nfc normalized) c
+   group by c.owner_id, c.col, c.name;
+
+  update public.memory_entities
+     set canonical_name = canonical_name
+   where canonical_name is not nfc normalized
+      or exists (select 1 from unnest(aliases) as a where a is not nfc normalized);
+
+  select count(*)::integer into v_listed from memory_private.name_form_changes where changed_at = now();
+  return v_listed;
+end;
+$_$;
 
 --
 -- Name: run_decay(timestamp with time zone); Type: FUNCTION; Schema: memory_private; Owner: -
@@ -3928,7 +4005,7 @@ CREATE FUNCTION public.context_scope_prefixes(match_namespaces text[]) RETURNS t
     AS $$
 begin
   return (
-    select coalesce(array_agg(distinct rtrim(s, '/') || '/'), '{}')
+    select coalesce(array_agg(distinct rtrim(normalize(s, nfc), '/') || '/'), '{}')
       from unnest(coalesce(match_namespaces, '{}'::text[])) as s
      where s is not null and rtrim(s, '/') <> '');
 end;
@@ -5119,7 +5196,7 @@ CREATE FUNCTION public.memory_scope_prefixes(p_scopes text[]) RETURNS text[]
 begin
   return (
     select case when cardinality(p) = 0 then null else p end
-      from (select coalesce(array_agg(distinct rtrim(s, '/') || '/'), '{}') as p
+      from (select coalesce(array_agg(distinct rtrim(normalize(s, nfc), '/') || '/'), '{}') as p
               from unnest(coalesce(p_scopes, '{}'::text[])) as s
              where s is not null and rtrim(s, '/') <> '') as x);
 end;
@@ -6053,6 +6130,41 @@ ALTER TABLE memory_private.memory_scope_counts ALTER COLUMN id ADD GENERATED ALW
 );
 
 --
+-- Name: name_form_changes; Type: TABLE; Schema: memory_private; Owner: -
+--
+
+CREATE TABLE memory_private.name_form_changes (
+    id bigint NOT NULL,
+    owner_id uuid NOT NULL,
+    table_name text NOT NULL,
+    column_name text NOT NULL,
+    name_as_stored text NOT NULL,
+    name_now text NOT NULL,
+    row_count integer NOT NULL,
+    joined_existing boolean NOT NULL,
+    changed_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+--
+-- Name: TABLE name_form_changes; Type: COMMENT; Schema: memory_private; Owner: -
+--
+
+COMMENT ON TABLE memory_private.name_form_changes IS 'Names migration 20261210400000 rewrote in NFC: per tenant, table and column, the name as it was stored, as it is now, the rows renamed, and joined_existing when the tenant already had rows under the NFC name (two scopes, or two spellings of a project, became one). Read by the operator: docs/operations.md#names-in-one-form.';
+
+--
+-- Name: name_form_changes_id_seq; Type: SEQUENCE; Schema: memory_private; Owner: -
+--
+
+ALTER TABLE memory_private.name_form_changes ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME memory_private.name_form_changes_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+--
 -- Name: rate_limit_buckets; Type: TABLE; Schema: memory_private; Owner: -
 --
 
@@ -6135,6 +6247,7 @@ CREATE TABLE public.context_prefetch (
     predicted_ids uuid[],
     CONSTRAINT context_prefetch_confidence_range CHECK (((confidence >= (0)::double precision) AND (confidence <= (1)::double precision))),
     CONSTRAINT context_prefetch_predicted_shape CHECK (((predicted_ids IS NULL) OR (cardinality(predicted_ids) <= 50))),
+    CONSTRAINT context_prefetch_project_nfc CHECK ((project IS NFC NORMALIZED)),
     CONSTRAINT context_prefetch_project_shape CHECK ((char_length(project) <= 140)),
     CONSTRAINT context_prefetch_refs_shape CHECK (((cardinality(memory_ids) <= 100) AND (jsonb_typeof(refs) = 'array'::text) AND (jsonb_array_length(refs) <= 300))),
     CONSTRAINT context_prefetch_session_shape CHECK (((char_length(session_id) >= 1) AND (char_length(session_id) <= 200))),
@@ -6574,6 +6687,7 @@ CREATE TABLE public.memory_proposals (
     CONSTRAINT memory_proposals_field_check CHECK ((field = ANY (ARRAY['preferred_name'::text, 'pronouns'::text, 'city'::text, 'language'::text, 'employer'::text]))),
     CONSTRAINT memory_proposals_importance_range CHECK (((importance >= 1) AND (importance <= 5))),
     CONSTRAINT memory_proposals_memory_type_check CHECK ((memory_type = ANY (ARRAY['semantic'::text, 'episodic'::text, 'procedural'::text]))),
+    CONSTRAINT memory_proposals_namespace_nfc CHECK ((namespace IS NFC NORMALIZED)),
     CONSTRAINT memory_proposals_origin_is_object CHECK ((jsonb_typeof(origin) = 'object'::text)),
     CONSTRAINT memory_proposals_priority_check CHECK ((priority = ANY (ARRAY['high'::text, 'medium'::text, 'low'::text]))),
     CONSTRAINT memory_proposals_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'accepted'::text, 'rejected'::text, 'lapsed'::text])))
@@ -6712,6 +6826,7 @@ CREATE TABLE public.memory_sessions (
     CONSTRAINT memory_sessions_consolidated_after_end CHECK (((consolidated_at IS NULL) OR (ended_at IS NOT NULL))),
     CONSTRAINT memory_sessions_end_reason_check CHECK ((((ended_at IS NULL) = (end_reason IS NULL)) AND ((end_reason IS NULL) OR (end_reason = ANY (ARRAY['explicit'::text, 'new_session'::text, 'idle'::text]))))),
     CONSTRAINT memory_sessions_episode_count_nonnegative CHECK ((episode_count >= 0)),
+    CONSTRAINT memory_sessions_names_nfc CHECK (((namespace IS NFC NORMALIZED) AND ((project IS NULL) OR (project IS NFC NORMALIZED)))),
     CONSTRAINT memory_sessions_session_id_shape CHECK (((char_length(session_id) >= 1) AND (char_length(session_id) <= 200))),
     CONSTRAINT memory_sessions_summary_length CHECK (((summary IS NULL) OR ((char_length(summary) >= 1) AND (char_length(summary) <= 2000)))),
     CONSTRAINT memory_sessions_thread_id_shape CHECK (((thread_id IS NULL) OR ((char_length(thread_id) >= 1) AND (char_length(thread_id) <= 200))))
@@ -6973,6 +7088,13 @@ ALTER TABLE ONLY memory_private.lifecycle_runs
 
 ALTER TABLE ONLY memory_private.memory_scope_counts
     ADD CONSTRAINT memory_scope_counts_pkey PRIMARY KEY (id);
+
+--
+-- Name: name_form_changes name_form_changes_pkey; Type: CONSTRAINT; Schema: memory_private; Owner: -
+--
+
+ALTER TABLE ONLY memory_private.name_form_changes
+    ADD CONSTRAINT name_form_changes_pkey PRIMARY KEY (id);
 
 --
 -- Name: rate_limit_buckets rate_limit_buckets_pkey; Type: CONSTRAINT; Schema: memory_private; Owner: -
@@ -8012,6 +8134,12 @@ CREATE POLICY "Service role can read export copies" ON memory_private.export_row
 CREATE POLICY "Service role can read lifecycle runs" ON memory_private.lifecycle_runs FOR SELECT TO service_role USING (true);
 
 --
+-- Name: name_form_changes Service role can read name form changes; Type: POLICY; Schema: memory_private; Owner: -
+--
+
+CREATE POLICY "Service role can read name form changes" ON memory_private.name_form_changes FOR SELECT TO service_role USING (true);
+
+--
 -- Name: rate_limit_buckets Service role can read rate-limit buckets; Type: POLICY; Schema: memory_private; Owner: -
 --
 
@@ -8094,6 +8222,12 @@ ALTER TABLE memory_private.lifecycle_runs ENABLE ROW LEVEL SECURITY;
 --
 
 ALTER TABLE memory_private.memory_scope_counts ENABLE ROW LEVEL SECURITY;
+
+--
+-- Name: name_form_changes; Type: ROW SECURITY; Schema: memory_private; Owner: -
+--
+
+ALTER TABLE memory_private.name_form_changes ENABLE ROW LEVEL SECURITY;
 
 --
 -- Name: rate_limit_buckets; Type: ROW SECURITY; Schema: memory_private; Owner: -
@@ -9492,6 +9626,12 @@ GRANT ALL ON FUNCTION memory_private.renew_job_lease(p_id uuid, p_worker text, p
 REVOKE ALL ON FUNCTION memory_private.require_the_service(p_function text) FROM PUBLIC;
 
 --
+-- Name: FUNCTION rewrite_names_in_nfc(); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.rewrite_names_in_nfc() FROM PUBLIC;
+
+--
 -- Name: FUNCTION run_decay(p_now timestamp with time zone); Type: ACL; Schema: memory_private; Owner: -
 --
 
@@ -10145,6 +10285,12 @@ GRANT SELECT,INSERT,UPDATE ON TABLE memory_private.lifecycle_runs TO service_rol
 --
 
 GRANT SELECT ON TABLE memory_private.memory_scope_counts TO service_role;
+
+--
+-- Name: TABLE name_form_changes; Type: ACL; Schema: memory_private; Owner: -
+--
+
+GRANT SELECT ON TABLE memory_private.name_form_changes TO service_role;
 
 --
 -- Name: TABLE rate_limit_buckets; Type: ACL; Schema: memory_private; Owner: -

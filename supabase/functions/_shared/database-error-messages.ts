@@ -14,6 +14,11 @@ export const CHECKS: Readonly<Record<string, string>> = {
     "a memory's or message's content must be 1-8000 characters once trimmed, counted after each secret is replaced by its [REDACTED:<kind>] marker; send it in parts",
   devai_memories_namespace_shape:
     "namespace must be 1-256 characters of '/'-separated segments, without control characters, empty, '.' or '..' segments",
+  // Names are stored in NFC (name-form.ts); the API reads every name it is sent so.
+  devai_memories_namespace_nfc: "namespace must be in Unicode NFC (composed characters)",
+  memory_proposals_namespace_nfc: "namespace must be in Unicode NFC (composed characters)",
+  memory_sessions_names_nfc: "a session's project and namespace must be in Unicode NFC (composed characters)",
+  context_prefetch_project_nfc: "project must be in Unicode NFC (composed characters)",
   devai_memories_importance_range: "importance must be an integer from 1 to 5",
   devai_memories_memory_type_check: "memory_type must be semantic, episodic, procedural or insight",
   devai_memories_priority_check: "priority must be highest, high, medium or low",
