@@ -51,6 +51,20 @@ Deno.test("validator: trims to two sentences, rejects too long / pronouns / empt
   });
 });
 
+// The worker's extraction: a model's namespace in NFD (한글 as jamo, café as e + U+0301) is the
+// request's project in NFC, not another project to move it out of (_shared/name-form.ts).
+Deno.test("namespaces: a model's or a caller's namespace in NFD is read in NFC", () => {
+  const hangul = "\ud55c\uae00";
+  assert.deepEqual(modelNamespace(`project/${hangul}/arch`.normalize("NFD"), "devai", { project: hangul }), {
+    namespace: `devai/project/${hangul}/arch`,
+    rewritten: false,
+  });
+  assert.deepEqual(callerNamespace("devai/user/caf\u00e9".normalize("NFD"), "devai", {}), {
+    ok: true,
+    namespace: "devai/user/caf\u00e9",
+  });
+});
+
 Deno.test("namespaces: a model's proposal stays in user, the request's project, or global only when asked", () => {
   const project = { project: "taskforge" };
   assert.deepEqual(modelNamespace("project/taskforge/arch", "devai", project), {

@@ -13,6 +13,7 @@
 import { z } from "zod";
 import { compressionFields } from "./context/compress.ts";
 import { filePath, intWithin } from "./schemas.ts";
+import { nameText } from "./name-form.ts";
 import { modelNamespace, type WriteScope } from "./scopes.ts";
 import { addCounts, type RedactionCounts, redactSecrets } from "./redact.ts";
 import { emptyTally, tallied, talliedList } from "./redaction-events.ts";
@@ -37,7 +38,7 @@ export const CandidateSchema = z.object({
   // or a transcript that carries one still yields its memory (unsafe-characters.ts).
   content: z.string().min(1).max(2000),
   type: z.enum(MEMORY_TYPES),
-  namespace: z.string().min(1).max(256),
+  namespace: nameText().min(1).max(256),
   source: z.enum(SOURCES),
   priority: z.enum(PRIORITIES),
   importance: intWithin(1, 5),

@@ -12,6 +12,7 @@ import { dedupCandidates, type DedupProgress } from "./dedup.ts";
 import type { WorkerDeps } from "./drain-queue.ts";
 import { completeJobInTx, enqueueJob, type Job, PermanentJobError, recordJobProgress } from "./jobs.ts";
 import { queuedCodeOrigin } from "./schemas.ts";
+import { nameText } from "./name-form.ts";
 
 /** Candidates per dedup job: what one job's lease is sized for (DedupJobPayloadSchema's maximum). */
 export const DEDUP_BATCH = 100;
@@ -66,7 +67,8 @@ export const DedupJobPayloadSchema = z.object({
   candidates: z.array(CandidateSchema).max(DEDUP_BATCH),
   session_id: z.string().max(200).optional(),
   thread_id: z.string().max(200).optional(),
-  project: z.string().max(140).optional(),
+  // Read in NFC as a request's project is: a job queued before names were (name-form.ts).
+  project: nameText().max(140).optional(),
   origin: z.enum(["extract", "compact", "api"]).default("api"),
   source_job_id: z.string().optional(),
   lineage: queuedCodeOrigin.optional(),

@@ -3,6 +3,7 @@
 import { z } from "zod";
 import { redactSecrets } from "./redact.ts";
 import { CONTROL_CHARACTERS, firstUnsafeCharacter, nulPath } from "./unsafe-characters.ts";
+import { nameText } from "./name-form.ts";
 
 /**
  * The one UUID rule, for an id wherever it is sent (path, query string, body, an MCP tool's
@@ -41,11 +42,10 @@ export const importance = intWithin(1, 5);
 // A namespace segment: letters, digits and . _ % + @ ~ - (so `task_forge` and `100%_done` are
 // valid), never '.' or '..', never '/', whitespace or control characters. `%` and `_` are harmless
 // because scopes are matched with starts_with, never LIKE.
-// A namespace is stored as sent (a key: a marker would make it another scope), so a segment
-// holding a secret is refused, as a session id is (withoutSecrets).
+// A namespace is stored as sent, in NFC (name-form.ts; a key: a marker would make it another
+// scope), so a segment holding a secret is refused, as a session id is (withoutSecrets).
 const SEGMENT = /^[\p{L}\p{N}._%+@~-]{1,140}$/u;
-const segmentShape = z
-  .string()
+const segmentShape = nameText()
   .regex(SEGMENT, "use letters, digits and . _ % + @ ~ - only (1-140 characters)")
   .refine((s) => s !== "." && s !== "..", "'.' and '..' are not allowed");
 export const segment = withoutSecrets(segmentShape);
@@ -54,12 +54,12 @@ export const segment = withoutSecrets(segmentShape);
 // repository (`acme/web`) or a package (`@acme/web`): parts of letters, digits and . _ % + @ -
 // joined by '/'. Its scope is ONE namespace segment, `/` written as `~` (a character no project
 // name may contain, so the mapping is reversible and `a/b`, `a_b` and `a~b`'s scopes never meet).
+// Read in NFC (name-form.ts): `한글` sent in NFD is the project `한글`, not another one.
 // One segment, not nested ones: `<root>/project/acme/` must never be a prefix of `acme/web`'s scope.
 const PROJECT_PART = /^[\p{L}\p{N}._%+@-]+$/u;
 export const PROJECT_SEPARATOR = "~";
 export const projectName = withoutSecrets(
-  z
-    .string()
+  nameText()
     .min(1)
     .max(140)
     .refine(
@@ -85,8 +85,7 @@ export function projectScope(root: string, project: string): string {
 
 /** A full namespace: `<root>/<segment>/...`, 2-8 segments, at most 256 characters. */
 export const namespace = withoutSecrets(
-  z
-    .string()
+  nameText()
     .max(256)
     .refine((s) => {
       const parts = s.split("/");

@@ -15,6 +15,7 @@
 // `scope: "global"`, is re-filed under the request's scope with its topic kept.
 import { z } from "zod";
 import { projectScope, projectSegment, segment } from "./schemas.ts";
+import { nameForm } from "./name-form.ts";
 
 export const writeScope = z.enum(["project", "user", "global"]);
 export type WriteScope = z.infer<typeof writeScope>;
@@ -44,11 +45,11 @@ interface ParsedNamespace {
 }
 
 /**
- * A namespace as the three scopes read it, or undefined when it is not one: relative forms
- * ("project/x/arch") get the root, slashes are tidied, every segment must be valid.
+ * A namespace as the three scopes read it, or undefined when it is not one: read in NFC (a model's
+ * too), relative forms ("project/x/arch") get the root, slashes are tidied, every segment must be valid.
  */
 function parseNamespace(raw: string, root: string, maxSegments: number): ParsedNamespace | undefined {
-  let ns = raw.trim().replace(/^\/+|\/+$/g, "").replace(/\/{2,}/g, "/");
+  let ns = nameForm(raw).trim().replace(/^\/+|\/+$/g, "").replace(/\/{2,}/g, "/");
   if (!ns.toLowerCase().startsWith(`${root}/`)) ns = `${root}/${ns}`;
   if (ns.length > 256) return undefined;
   const segments = ns.split("/");

@@ -25,6 +25,7 @@ import {
 } from "../schemas.ts";
 import { SCOPE_NEEDS_PROJECT, scopeHasProject, writeScope } from "../scopes.ts";
 import { entityType } from "../entities.ts";
+import { nameText } from "../name-form.ts";
 
 /** Hard caps on list/history/weak pages and stats' namespaces: one request's work and response bounded. */
 export const MAX_PAGE_LIMIT = 100;
@@ -90,9 +91,8 @@ const booleanText = z.enum(["true", "false"]).transform((v) => v === "true");
  * where "abc" was `invalid_cursor`).
  */
 const pageCursor = z.string().optional();
-/** A namespace or a leading part of one, matched segment by segment (`devai/project/a` never matches `devai/project/ab`). */
-export const namespacePrefix = z
-  .string()
+/** A namespace or a leading part of one (in NFC), matched segment by segment (`devai/project/a` never matches `devai/project/ab`). */
+export const namespacePrefix = nameText()
   .max(256)
   .transform((s) => s.replace(/\/+$/, ""))
   .refine((s) => {
@@ -131,7 +131,7 @@ export type ListQuery = z.infer<typeof ListQuery>;
 export const EntityListQuery = z
   .object({
     /** Matched by name or alias key (case and punctuation ignored: exact, then prefix, then contained) or in the summary's words. */
-    q: withoutControlCharacters(z.string().trim().min(1).max(200)).optional(),
+    q: withoutControlCharacters(nameText().trim().min(1).max(200)).optional(),
     type: entityType.optional(),
     limit: queryInt(1, MAX_PAGE_LIMIT, 20),
     cursor: pageCursor, // the listing by mentions only (without q): the next_cursor of its previous page
