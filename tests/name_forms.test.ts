@@ -2,13 +2,17 @@
 // _shared/name-form.ts): a project or namespace a client sends in NFD (what macOS hands over) is
 // the one it names in NFC, over HTTP and MCP alike. `한글` in NFD is conjoining jamo, all letters:
 // it was taken as another project, a second scope, without a word; `café` in NFD (e + U+0301) was
-// refused outright, a mark being no letter. Tenants and projects stay apart in either form.
+// refused outright, a mark being no letter. Tenants and projects stay apart in either form. The
+// worker's extraction stores a model's namespace and entity names in NFC too.
 import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { userHeaders, userToken } from "./support/auth.ts";
 import { functionJson, type RunningServer, startTestServer } from "./support/http_server.ts";
+import { memoryApi } from "./support/memory-api.ts";
 import { newTenant } from "./support/seed.ts";
+import { hashVector, reply } from "./fake_openai.ts";
+import { drainAll, writeEnv } from "./write_helpers.ts";
 
 const opts = { sanitizeOps: false, sanitizeResources: false };
 const HANGUL = "\ud55c\uae00"; // 한글 in NFC: two syllables
@@ -96,6 +100,55 @@ Deno.test({ name: "a project's memories, asked for in NFD, reach no other projec
   assert.deepEqual(await found(other, nfd(`a/${CAFE}`), "billing service retries"), [stranger.id]);
   assert.deepEqual(await listed(other, `project=${encodeURIComponent(nfd(`a/${CAFE}`))}`), [stranger.id]);
 });
+
+// The worker's extraction: a session of a macOS client (project in NFD) consolidated by a model that
+// names its namespace and an entity in NFD. The fact is filed in the project's scope, in NFC, and the
+// entity is stored under its NFC name (the entity key trigger), as every entity is.
+Deno.test(
+  { name: "the worker's extraction: a model's namespace and entity names in NFD are stored in NFC", ...opts },
+  async () => {
+    const env = await writeEnv();
+    try {
+      const t = newTenant();
+      const fact = "The caf\u00e9 service deploys from the release branch.";
+      env.fake.setEmbedding(fact, hashVector("cafe release"));
+      env.fake.onChat(
+        "The conversation is given as numbered messages",
+        reply.json({
+          stored: [{
+            content: fact,
+            type: "semantic",
+            namespace: nfd(`devai/project/${HANGUL}/deploy`),
+            source: "discovery",
+            priority: "high",
+            importance: 4,
+            sources: [0],
+            entities: [{ name: nfd(`Caf\u00e9 Service`), type: "service" }],
+          }],
+          filtered: [],
+        }),
+      );
+      const api = memoryApi(env.sql);
+      const r = await api("POST", "/memory/episodes", {
+        as: t,
+        body: { session_id: "mac", project: nfd(HANGUL), messages: [{ role: "user", content: nfd(fact) }] },
+      });
+      assert.equal(r.status, 201, JSON.stringify(r.body));
+      assert.equal((await api("POST", "/memory/sessions/mac/end", { as: t })).status, 202);
+      const report = await drainAll(env.deps, t);
+      assert.deepEqual([report.done, report.dead], [1, 0], JSON.stringify(report.jobs));
+      const [stored] = await env.sql<{ namespace: string; names: string[] }[]>`
+      select m.namespace, array(select e.canonical_name from public.memory_entity_links l
+                                  join public.memory_entities e on e.id = l.entity_id
+                                 where l.memory_id = m.id and l.source = 'llm') as names
+        from public.devai_memories m where m.owner_id = ${t} and m.content = ${fact}`;
+      assert.equal(stored?.namespace, `devai/project/${HANGUL}/deploy`);
+      assert.deepEqual(stored?.names, ["Caf\u00e9 Service"]);
+    } finally {
+      await env.close();
+    }
+  },
+);
 
 Deno.test({ name: "stop the server", ...opts }, async () => {
   await server.close();
