@@ -454,6 +454,16 @@ Deno.test("claude code hooks: a repository folder's name of any length is a proj
   }
 });
 
+Deno.test("claude code hooks: a folder named in NFD (as macOS hands it over) is the project in NFC", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.mkdir(`${dir}/${"caf\u00e9".normalize("NFD")}/.git`, { recursive: true });
+    assert.equal(projectOf({}, `${dir}/${"caf\u00e9".normalize("NFD")}`), "caf\u00e9");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("claude code hooks: lines unlike Claude Code's (no tool id, a long one, no instant) go in a form the API takes", () => {
   const line = (type: string, content: unknown, extra: Record<string, unknown> = {}) =>
     JSON.stringify({ type, message: { role: type, content }, ...extra });

@@ -186,14 +186,19 @@ const PROJECT_MAX = 140;
 /**
  * The project the session's memories belong to: DEVAI_PROJECT, else the name of the git repository
  * (or folder) the session runs in, in the characters a project name may hold and at most its
- * length: a folder's name may be 255 bytes, and a longer project was refused on every call.
+ * length: a folder's name may be 255 bytes, and a longer project was refused on every call. Read
+ * in NFC first, as the API reads names: macOS hands a folder `café` over in NFD (e + U+0301), whose
+ * accent, no letter, became a '-' (project `cafe`, not the `café` other clients name).
  */
 export function projectOf(s, cwd) {
   if (s.project) return s.project;
   if (!cwd) return undefined;
   let dir = cwd;
   while (!existsSync(join(dir, ".git")) && dirname(dir) !== dir) dir = dirname(dir);
-  let name = basename(existsSync(join(dir, ".git")) ? dir : cwd).replace(/[^\p{L}\p{N}._%+@-]+/gu, "-");
+  let name = basename(existsSync(join(dir, ".git")) ? dir : cwd).normalize("NFC").replace(
+    /[^\p{L}\p{N}._%+@-]+/gu,
+    "-",
+  );
   if (name.length > PROJECT_MAX) {
     name = name.slice(0, /[\uD800-\uDBFF]/.test(name[PROJECT_MAX - 1]) ? PROJECT_MAX - 1 : PROJECT_MAX);
   }
