@@ -2180,6 +2180,16 @@ begin
          from public.%1$I x
         where x.%2$I is not nfc normalized
         group by x.owner_id, x.%2$I', v_table, v_column);
+    if v_table = 'context_prefetch' then
+      -- The cache's key holds the project: of a prediction cached under both spellings, the one in
+      -- NFC stays (else the first), the other is dropped (context/predict makes it again).
+      delete from public.context_prefetch x
+       where x.project is not nfc normalized
+         and exists (select 1 from public.context_prefetch o
+                      where o.owner_id = x.owner_id and o.session_id = x.session_id and o.signal_key = x.signal_key
+                        and o.ctid <> x.ctid and normalize(o.project, nfc) = normalize(x.project, nfc)
+                        and (o.project is nfc normalized or o.ctid < x.ctid));
+    end if;
     execute format('update public.%1$I set %2$I = normalize(%2$I, nfc) where %2$I is not nfc normalized', v_table, v_column);
   end loop;
 

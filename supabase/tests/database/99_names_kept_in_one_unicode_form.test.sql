@@ -5,7 +5,7 @@
 -- 한글 in NFD is conjoining jamo (letters only: the API took it as another project); café in NFD
 -- is e + U+0301.
 begin;
-select plan(17);
+select plan(19);
 
 -- Rows as a writer stored them before the migration: the checks it added are lifted for the seed.
 alter table public.devai_memories drop constraint devai_memories_namespace_nfc;
@@ -25,14 +25,17 @@ values ('73000000-0000-4000-8000-00000000000a', 's-nfd', normalize('한글', nfd
 insert into public.memory_proposals (owner_id, field, content, namespace, expires_at)
 values ('73000000-0000-4000-8000-00000000000a', 'city', 'Lives in Séoul', normalize('devai/user/café', nfd), now() + interval '1 day');
 insert into public.context_prefetch (owner_id, session_id, signal_key, memory_ids, refs, confidence, project)
-values ('73000000-0000-4000-8000-00000000000a', 's-nfd', 'file:a.ts', '{}', '[]', 0.5, normalize('한글', nfd));
+values ('73000000-0000-4000-8000-00000000000a', 's-nfd', 'file:a.ts', '{}', '[]', 0.5, normalize('한글', nfd)),
+       ('73000000-0000-4000-8000-00000000000a', 's-nfd', 'file:a.ts', '{}', '[]', 0.9, '한글');
 alter table public.memory_entities disable trigger memory_entities_derive_keys;
 insert into public.memory_entities (id, owner_id, canonical_name, entity_type, aliases, normalized_name)
 values ('73000000-0000-4000-8000-0000000000e1', '73000000-0000-4000-8000-00000000000a', normalize('Café API', nfd), 'service',
         array[normalize('café', nfd), 'café', 'cafe-api'], public.memory_entity_key('Café API'));
 alter table public.memory_entities enable trigger memory_entities_derive_keys;
 
-select is(memory_private.rewrite_names_in_nfc(), 8, 'eight names in NFD are listed (a session''s project and namespace are two)');
+select ok(memory_private.rewrite_names_in_nfc() >= 8, 'the rewrite counts the names it listed');
+select is((select count(*)::integer from memory_private.name_form_changes where owner_id::text like '73000000-%'), 8,
+          'eight names in NFD are listed (a session''s project and namespace are two)');
 select is((select array_agg(namespace order by id::text) from public.devai_memories where id::text like '73000000-%'),
           array['devai/project/한글/deploy', 'devai/project/한글', 'devai/user/café'],
           'memories: their namespaces are in NFC');
@@ -60,6 +63,8 @@ select is((select array[project, namespace] from public.memory_sessions where se
 select is((select namespace from public.memory_proposals where owner_id = '73000000-0000-4000-8000-00000000000a'),
           'devai/user/café', 'proposals: namespace in NFC');
 select is((select project from public.context_prefetch where session_id = 's-nfd'), '한글', 'the prefetch cache: project in NFC');
+select is((select confidence from public.context_prefetch where session_id = 's-nfd'), 0.9::real,
+          'a prediction cached under both spellings (the project is in its key): the NFC one is kept');
 select is((select array[canonical_name] || aliases from public.memory_entities where id = '73000000-0000-4000-8000-0000000000e1'),
           array['Café API', 'café', 'cafe-api'], 'entities: name in NFC, an alias sent in both forms kept once');
 select is((select joined_existing from memory_private.name_form_changes where table_name = 'memory_entities' and column_name = 'aliases'),
