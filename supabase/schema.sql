@@ -4789,6 +4789,10 @@ begin
   if p_export is null then
     raise exception 'p_export must be given' using errcode = '22023';
   end if;
+  if not pg_catalog.pg_try_advisory_xact_lock(
+    pg_catalog.hashtextextended('public.memory_export_begin ' || v_owner::text, 0)) then
+    raise exception 'an export of this tenant is being copied' using errcode = '55P03';
+  end if;
   delete from memory_private.export_rows e where e.owner_id = v_owner;
   return query
   select (select count(*) from public.devai_memories m where m.owner_id = v_owner)::integer,

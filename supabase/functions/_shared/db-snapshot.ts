@@ -54,7 +54,7 @@ export class SnapshotEndedError extends Error {
 }
 
 /** Seconds a refused reader is told to wait: an export of a few thousand memories takes about that. */
-const SNAPSHOT_RETRY_AFTER_SECONDS = 5;
+export const SNAPSHOT_RETRY_AFTER_SECONDS = 5;
 /** The tenants holding a snapshot now, per pool. */
 const held = new WeakMap<Sql, Set<string>>();
 

@@ -17,7 +17,7 @@
 // (an archive's ends with a file and a damaged block that say so: tar.ts).
 import type { TenantContext, Tx } from "../db.ts";
 import { HttpError } from "../http.ts";
-import { inStagedSnapshot, type PageReader, SnapshotEndedError } from "../db-snapshot.ts";
+import { inStagedSnapshot, type PageReader, SNAPSHOT_RETRY_AFTER_SECONDS, SnapshotEndedError } from "../db-snapshot.ts";
 import { isoDates, memoryColumns } from "../memories/memory-row.ts";
 import { toMemory } from "../memories/record.ts";
 import { MarkdownPaths, memoryToMarkdown } from "../memories/export-markdown.ts";
@@ -53,7 +53,14 @@ export async function stageExport(
   deadline: number,
   afterChunk: () => Promise<void> = () => Promise.resolve(),
 ): Promise<Staged> {
-  const [begun] = await tx<Begun[]>`select * from public.memory_export_begin(${exportId}, ${parts as Table[]})`;
+  const [begun] = await tx<Begun[]>`select * from public.memory_export_begin(${exportId}, ${parts as Table[]})`
+    .catch((err) => {
+      // Another server is copying this tenant (memory_export_begin's lock): one copy a tenant at a
+      // time, as one server keeps (db-snapshot.ts), rather than waiting on it to fail.
+      if ((err as { code?: unknown }).code !== "55P03") throw err;
+      const retry = { "retry-after": String(SNAPSHOT_RETRY_AFTER_SECONDS) };
+      throw new HttpError(429, "export_running", "an export of this tenant is being copied: retry", undefined, retry);
+    });
   const { rows_max: max, chunk_rows: chunk, ...counted } = begun!;
   const rows = counted.memories + counted.relations + counted.history;
   if (max > 0 && rows > max) {
