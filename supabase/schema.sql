@@ -5882,7 +5882,18 @@ declare
   v_fb_ids   uuid[];
   v_fb_meta  jsonb[];
 begin
-  select coalesce(jsonb_agg(to_jsonb(h) - 'ordinality' - 'related' order by h.ordinality), '[]'),
+  -- each memory with what the turn reads of it: ranking (relevance, strength, priority, pinned,
+  -- max_relation_strength, memory_type, created_at), lineage (metadata), packing and the block
+  -- (content, memory_type, namespace, source), the answer's explanation (the signals) and the
+  -- search event (similarity)
+  select coalesce(jsonb_agg(jsonb_build_object(
+           'id', h.id, 'content', h.content, 'memory_type', h.memory_type, 'namespace', h.namespace,
+           'strength', h.strength, 'priority', h.priority, 'pinned', h.pinned, 'source', h.source,
+           'metadata', h.metadata, 'created_at', h.created_at, 'max_relation_strength', h.max_relation_strength,
+           'similarity', h.similarity, 'relevance', h.relevance, 'keyword_rank', h.keyword_rank,
+           'keyword_score', h.keyword_score, 'keyword_coverage', h.keyword_coverage, 'vector_rank', h.vector_rank,
+           'graph_rank', h.graph_rank, 'graph_via', h.graph_via, 'graph_edge', h.graph_edge)
+           order by h.ordinality), '[]'),
          coalesce(bool_or(h.max_relation_strength is not null), false),
          -- the hits the feedback is about (those memory_feedback would keep: as_of is null here
          -- when it is read, so every hit is the tenant's, live and in scope; an episode, which a

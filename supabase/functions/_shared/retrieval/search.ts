@@ -64,18 +64,27 @@ export function searchInfo(
   };
 }
 
+/**
+ * A search row as public.retrieve_for_turn gives it: the fields a retrieval reads of a memory
+ * (ranking, lineage, packing, the answer's explanation), not its usage counters, session, category
+ * or last change (migration 20261210100000; docs/retrieval.md#one-call).
+ */
+export type TurnRow = Omit<
+  HybridRow,
+  "importance" | "session_id" | "access_count" | "last_accessed_at" | "updated_at" | "category"
+>;
+
+const TIMESTAMPS = ["last_accessed_at", "created_at", "updated_at"] as const;
+
 /** A search row as jsonb gives it (timestamps as text) back in the shape postgres.js gives rows. */
-export function rowFromJson<T extends HybridRow>(row: Record<string, unknown>): T {
-  return {
-    ...row,
-    last_accessed_at: new Date(row.last_accessed_at as string),
-    created_at: new Date(row.created_at as string),
-    updated_at: new Date(row.updated_at as string),
-  } as T;
+export function rowFromJson<T extends TurnRow>(row: Record<string, unknown>): T {
+  const out: Record<string, unknown> = { ...row };
+  for (const k of TIMESTAMPS) if (k in row) out[k] = new Date(row[k] as string);
+  return out as T;
 }
 
 /** The fields every returned memory shares in both modes: what it is and which signals found it. */
-export function explainRow(m: HybridRow & { score: number }) {
+export function explainRow(m: TurnRow & { score: number }) {
   return {
     id: m.id,
     content: m.content,

@@ -12,7 +12,7 @@
 //   (retrieval/write-behind.ts, docs/operations.md#write-behind-reinforcement-and-search-events).
 import { readAsTenant, type Sql, type TenantContext } from "../db.ts";
 import { embedForCaller, thresholdsFor } from "../embeddings.ts";
-import { type FusionWeights, type HybridRow, hybridSearchArgs, type HybridSearchInput } from "../search/hybrid.ts";
+import { type FusionWeights, hybridSearchArgs, type HybridSearchInput } from "../search/hybrid.ts";
 import { embeddingText, retrievalText } from "../search/exclusions.ts";
 import { keywordText, resolvePlan, steeringOf } from "../search/plan.ts";
 import { type ChangeRow, deltaHeaderLine, formatDeltaBullets } from "../retrieval/delta.ts";
@@ -20,7 +20,14 @@ import type { FormatContext } from "../retrieval/format.ts";
 import { packIntoBudget, type RelatedCandidate } from "../retrieval/pack.ts";
 import { rankMemories } from "../retrieval/rank.ts";
 import { MAX_BUDGET_TOKENS, MAX_TOP_K, type RetrieveRequest, type RetrieveResponse } from "../retrieval/schemas.ts";
-import { explainRow, retrievalScopes, rowFromJson, searchInfo, searchWrite } from "../retrieval/search.ts";
+import {
+  explainRow,
+  retrievalScopes,
+  rowFromJson,
+  searchInfo,
+  searchWrite,
+  type TurnRow,
+} from "../retrieval/search.ts";
 import { writeBehind } from "../retrieval/write-behind.ts";
 import { applyFeedback, feedbackOf, type FeedbackRow } from "../context/feedback.ts";
 import { clockOf, readPoolOf, type SearchDeps, type Timed } from "./deps.ts";
@@ -71,7 +78,7 @@ export async function retrieve(
   // primary answers instead (docs/operations.md#read-replicas).
   if (since !== undefined && turn.revision < since && readPoolOf(deps) !== deps.sql) turn = await read(deps.sql);
 
-  const rows = turn.memories.map((r) => rowFromJson<HybridRow>(r));
+  const rows = turn.memories.map((r) => rowFromJson<TurnRow>(r));
   // Usage feedback and code lineage (docs/context.md), read in the same statement. An as_of answer
   // is about the past: retrieve_for_turn sends no usage counters for it, but lineage (from each
   // memory's own metadata) still keeps another branch's unmerged notes out.
