@@ -3877,6 +3877,24 @@ end;
 $$;
 
 --
+-- Name: uncategorised_in_scopes(uuid, text[]); Type: FUNCTION; Schema: memory_search; Owner: -
+--
+
+CREATE FUNCTION memory_search.uncategorised_in_scopes(p_owner uuid, p_scopes text[]) RETURNS boolean
+    LANGUAGE plpgsql STABLE
+    SET search_path TO ''
+    AS $$
+begin
+  return exists (
+    select 1 from public.devai_memories m
+     where m.owner_id = p_owner and m.is_valid and m.state = 'active'
+       and (case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end) is null
+       and m.source is distinct from 'conversation'
+       and (m.namespace || '/') ^@ any (public.memory_scope_prefixes(p_scopes)));
+end;
+$$;
+
+--
 -- Name: updated_at_then(uuid, timestamp with time zone, timestamp with time zone, timestamp with time zone); Type: FUNCTION; Schema: memory_search; Owner: -
 --
 
@@ -9881,6 +9899,14 @@ GRANT ALL ON FUNCTION memory_search.scope_rows(p_owner uuid, p_bases text[], p_c
 --
 
 REVOKE ALL ON FUNCTION memory_search.scoped_query(p_term tsquery, p_keys text[]) FROM PUBLIC;
+
+--
+-- Name: FUNCTION uncategorised_in_scopes(p_owner uuid, p_scopes text[]); Type: ACL; Schema: memory_search; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_search.uncategorised_in_scopes(p_owner uuid, p_scopes text[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION memory_search.uncategorised_in_scopes(p_owner uuid, p_scopes text[]) TO authenticated;
+GRANT ALL ON FUNCTION memory_search.uncategorised_in_scopes(p_owner uuid, p_scopes text[]) TO service_role;
 
 --
 -- Name: FUNCTION updated_at_then(p_id uuid, p_created_at timestamp with time zone, p_updated_at timestamp with time zone, p_at timestamp with time zone); Type: ACL; Schema: memory_search; Owner: -

@@ -108,7 +108,7 @@ async function tenantTransaction<T>(
 /**
  * Runs ONE statement as the tenant, in one round trip: `read` builds it with `tenant`, the
  * tenant's settings as a FROM item (`select … from ${tenant}`), so role and claims hold for that
- * statement alone (its own implicit transaction). For reads that need nothing else (retrieval:
+ * statement alone (its own implicit transaction), in the functions it calls (tenantItem). For reads that need nothing else (retrieval:
  * public.retrieve_for_turn); the request's rate-limit token, when not yet taken, goes in the same
  * round trip (pipelined before it on the same connection, or on the primary when `sql` reads from
  * a replica). Past the pool's statement timeout the read is cancelled (db-read-timeout.ts).
@@ -202,7 +202,10 @@ function tenantSettings(q: Sql, who: TenantContext, opts: TenantTxOptions, timeo
  * the tenant's: transactions (withTenant), reads (readAsTenant), the rate-limit token, the
  * write-behind batches. `memory.via = 'service'` is what lets the tenant write: RLS refuses a
  * tenant's insert, update and delete without it, as through the Data API (PostgREST), which
- * cannot set it (migration 20261128990000, docs/auth.md#data-api).
+ * cannot set it (migration 20261128990000, docs/auth.md#data-api). The settings take hold as the
+ * FROM item is read: the functions the statement calls run as the tenant, under row-level
+ * security, but a table the statement names itself was planned before, as the login role, and
+ * is read unguarded. Such a statement reads tables through functions only (migration 20261210700000).
  */
 export function tenantItem(q: Sql, tenantId: string, more: Record<string, string> = {}) {
   const names = ["role", "request.jwt.claims", "memory.via", ...Object.keys(more)];

@@ -16,14 +16,11 @@ export async function emptyQueryHint(
   agent: string,
   scopes: string[],
 ): Promise<string | undefined> {
+  // Through a function: a table the statement named itself would be read as the login role, not
+  // under the tenant's row-level security (db.ts tenantItem).
   const [row] = await readAsTenant(readPoolOf(deps), caller, (q, tenant) =>
     q<{ uncategorised: boolean }[]>`
-      select exists (
-               select 1 from public.devai_memories m
-                where m.owner_id = ${caller.tenantId}::uuid and m.is_valid and m.state = 'active'
-                  and (case when m.memory_type = 'procedural' then 'procedural' else m.metadata ->> 'category' end) is null
-                  and m.source is distinct from 'conversation'
-                  and (m.namespace || '/') ^@ any (public.memory_scope_prefixes(${scopes}::text[]))) as uncategorised
+      select memory_search.uncategorised_in_scopes(${caller.tenantId}::uuid, ${scopes}::text[]) as uncategorised
         from ${tenant}`);
   if (!row?.uncategorised) return undefined;
   return `memory.query serves only memories whose category (metadata.category; procedural memories count as ` +
