@@ -4216,6 +4216,7 @@ declare
   v_walk_dist double precision[];
   v_fallback  integer;
   v_short     boolean := false;
+  v_plan_mode text;
   -- The request's filters (time window, types, categories, exclusions) hold inside each path, so
   -- a strict filter gets its match_count nearest memories that pass it, not what passes among
   -- the nearest of all.
@@ -4369,8 +4370,11 @@ begin
     v_sort := current_setting('enable_sort');
     perform set_config('enable_sort', 'off', true);
     -- A tenant with its own index: the planner can use that partial index only in a plan made for
-    -- this owner, so this statement is planned for this call (the function's SET clause restores
-    -- plan_cache_mode when it returns).
+    -- this owner, so this statement is planned for this call.
+    -- Only the walk: the statements after it (the answer's fields and relation boost) keep their
+    -- generic plans; planned afresh at every call too, they cost a tenant with its own index as much
+    -- as the smaller walk saved (migration 20261210200000).
+    v_plan_mode := current_setting('plan_cache_mode');
     if v_index is distinct from to_regclass('public.devai_memories_embedding_hnsw') then
       perform set_config('plan_cache_mode', 'force_custom_plan', true);
     end if;
@@ -4391,6 +4395,7 @@ begin
              order by m.embedding operator(extensions.<=>) query_embedding
              limit match_count) as w;
     perform set_config('enable_sort', v_sort, true);
+    perform set_config('plan_cache_mode', v_plan_mode, true);
     -- A walk that comes back with fewer than match_count may have stopped early, not run out of
     -- memories: pgvector's graph walk ends once it reaches no new entries, and many index entries
     -- of one vector (one text written again and again, by any tenant; dead entries count until
