@@ -129,7 +129,11 @@ Deno.test("mcp: remember_fact then search_memory finds it; another tenant's toke
       const memory = remembered.data.memory as { id: string; namespace: string; content: string };
       assert.equal(remembered.data.created, true);
       assert.equal(memory.content, fact);
-      assert.match(remembered.text, new RegExp(`Remembered as ${memory.id}`));
+      assert.match(
+        remembered.text,
+        new RegExp(`Remembered as ${memory.id} in ${memory.namespace} \\(project ${project}\\)`),
+      );
+      assert.equal(remembered.data.project, project);
 
       const found = await ok(clientA, "search_memory", {
         message: "When does the storefront deploy its releases?",

@@ -2,6 +2,7 @@
 // (`@acme/web`). A project's scope is one namespace segment with `/` written as `~`, so `a/b`,
 // `a_b` and `a%b` are three projects whose memories never meet, in retrieval, listing or dedup.
 import assert from "node:assert/strict";
+import { createHandler as createDedup } from "../supabase/functions/memory-dedup/handler.ts";
 import { createHandler as createRetrieve } from "../supabase/functions/memory-retrieve/handler.ts";
 import { localEmbedder } from "../supabase/functions/_shared/embeddings.ts";
 import {
@@ -84,6 +85,72 @@ Deno.test(
     const bad = await api("GET", "/memory?project=a~b", { as: t });
     assert.equal(bad.status, 400);
     assert.deepEqual(bad.body.error.issues[0].path, ["project"]);
+  },
+);
+
+Deno.test(
+  { name: "project names: a write's answer names the project it filed under; errors say '/' is '~'", ...opts },
+  async () => {
+    // `devai/project/acme/web/notes` is a valid namespace of project `acme` (topic web/notes): the
+    // server cannot tell that the caller meant acme/web, so its answer says where it went.
+    const t = newTenant();
+    const remember = (content: string, where: Record<string, string>) =>
+      api("POST", "/memory/remember", { as: t, body: { content, ...where } });
+    const slashed = await remember("The web app's CDN purges nightly", { namespace: "devai/project/acme/web/notes" });
+    assert.equal(slashed.status, 201, JSON.stringify(slashed.body));
+    assert.equal(slashed.body.project, "acme");
+    const tilde = await remember("The web app's CDN purges at 02:00", { namespace: "devai/project/acme~web/notes" });
+    assert.equal(tilde.body.project, "acme/web");
+    assert.equal(
+      (await remember("The web app's CDN purges at 02:00", { project: "acme/web" })).body.project,
+      "acme/web",
+    );
+    const again = await remember("The web app's CDN purges at 02:00", { namespace: "devai/project/acme~web/notes" });
+    assert.equal(again.status, 200);
+    assert.deepEqual([again.body.created, again.body.project], [false, "acme/web"], "a duplicate's answer too");
+    assert.equal((await remember("I prefer tabs", { scope: "user" })).body.project, null);
+
+    const invalid = await remember("x", { namespace: "devai/notes" });
+    assert.equal(invalid.status, 400);
+    assert.match(
+      invalid.body.error.issues[0].message,
+      /'\/' inside a project name is written '~'.*devai\/project\/acme~web/,
+    );
+
+    // Where a request names both, the mismatch says which project the namespace is in, and how to write it.
+    const dedup = createDedup({
+      sql,
+      config: testConfig(),
+      embedder: localEmbedder(),
+      kickWorker: () => Promise.resolve(),
+    });
+    const res = await dedup(
+      new Request("http://localhost/functions/v1/memory-dedup", {
+        method: "POST",
+        headers: await userHeaders(t),
+        body: JSON.stringify({
+          project: "acme/web",
+          candidates: [{
+            content: "The web app builds with Vite",
+            type: "semantic",
+            source: "discovery",
+            priority: "low",
+            importance: 3,
+            namespace: "devai/project/acme/web/build",
+          }],
+        }),
+      }),
+    );
+    const refused = await res.json();
+    assert.equal(res.status, 400, JSON.stringify(refused));
+    assert.match(
+      refused.error.issues[0].message,
+      /namespace is in project 'acme' but the request's project is 'acme\/web' \(a '\/' inside a project name is written '~'/,
+    );
+    const [row] = await sql<
+      { n: number }[]
+    >`select count(*)::int as n from public.devai_memories where owner_id = ${t}`;
+    assert.equal(row?.n, 3, "nothing written by the refused request");
   },
 );
 

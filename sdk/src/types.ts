@@ -324,6 +324,8 @@ export interface RememberInput {
 export interface RememberResponse {
   created: boolean;
   memory: Memory;
+  /** The project whose scope holds it (`devai/project/acme~web/…` is `acme/web`), null in the user or global scope. */
+  project: string | null;
 }
 
 export interface CorrectInput {

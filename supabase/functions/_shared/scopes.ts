@@ -14,7 +14,7 @@
 // only inside what rules 2 and 3 allow; another project's scope, or global without
 // `scope: "global"`, is re-filed under the request's scope with its topic kept.
 import { z } from "zod";
-import { projectScope, projectSegment, segment } from "./schemas.ts";
+import { projectFromSegment, projectScope, projectSegment, segment } from "./schemas.ts";
 import { nameForm } from "./name-form.ts";
 
 export const writeScope = z.enum(["project", "user", "global"]);
@@ -63,6 +63,10 @@ function parseNamespace(raw: string, root: string, maxSegments: number): ParsedN
   return undefined;
 }
 
+/** A namespace names a project by its one segment, a `/` in the name written `~` (schemas.ts projectName). */
+const PROJECT_IN_NAMESPACE =
+  "a '/' inside a project name is written '~' in a namespace: project acme/web is <root>/project/acme~web/…";
+
 export type CallerNamespace = { ok: true; namespace: string } | { ok: false; message: string };
 
 /** Rule 1: the caller's own namespace, kept as written when valid for the request. */
@@ -71,13 +75,18 @@ export function callerNamespace(raw: string, root: string, req: ScopeRequest): C
   if (!parsed) {
     return {
       ok: false,
-      message: `namespace must be ${root}/global/…, ${root}/user/… or ${root}/project/<project>/… (2-8 valid segments)`,
+      message:
+        `namespace must be ${root}/global/…, ${root}/user/… or ${root}/project/<project>/… (2-8 valid segments; ${
+          PROJECT_IN_NAMESPACE.replace("<root>", root)
+        })`,
     };
   }
   if (parsed.scope === "project" && req.project !== undefined && parsed.segments[2] !== projectSegment(req.project)) {
     return {
       ok: false,
-      message: `namespace is in project '${parsed.segments[2]}' but the request's project is '${req.project}'`,
+      message: `namespace is in project '${
+        projectFromSegment(parsed.segments[2]!)
+      }' but the request's project is '${req.project}' (${PROJECT_IN_NAMESPACE.replace("<root>", root)})`,
     };
   }
   return { ok: true, namespace: parsed.segments.join("/") };
@@ -108,6 +117,16 @@ export function modelNamespace(
   // Tidying (the root added, letter case) is not a rewrite; a move to another scope or topic is.
   const asProposed = [...segments.slice(0, topicAt), ...topic].join("/");
   return { namespace: out, rewritten: out.toLowerCase() !== asProposed.toLowerCase() };
+}
+
+/**
+ * The project whose scope holds `namespace` (`<root>/project/acme~web/notes` → `acme/web`), null in
+ * the user or global scope. A write's answer says it, since `<root>/project/acme/web/notes` is a
+ * valid namespace of project `acme` (topic `web/notes`) that a search of project `acme/web` never reads.
+ */
+export function projectOfNamespace(namespace: string): string | null {
+  const [, scope, seg] = namespace.split("/");
+  return scope === "project" && seg !== undefined ? projectFromSegment(seg) : null;
 }
 
 /** The scopes one retrieval (or context assembly) searches: global, the project's when named, user. */

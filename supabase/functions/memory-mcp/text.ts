@@ -52,10 +52,11 @@ export function queryText(r: QueryResponse): string {
     .join("\n");
 }
 
-export function rememberText(r: { created: boolean; memory: Memory }): string {
+export function rememberText(r: { created: boolean; memory: Memory; project: string | null }): string {
+  const where = `${r.memory.namespace}${r.project === null ? "" : ` (project ${r.project})`}`;
   return r.created
-    ? `Remembered as ${r.memory.id} in ${r.memory.namespace}.`
-    : `Already remembered as ${r.memory.id} in ${r.memory.namespace}; nothing new was written.`;
+    ? `Remembered as ${r.memory.id} in ${where}.`
+    : `Already remembered as ${r.memory.id} in ${where}; nothing new was written.`;
 }
 
 export function correctText(r: { created: boolean; memory: Memory; superseded: Memory }): string {

@@ -278,13 +278,15 @@ export interface Relation {
 export interface RememberResponse {
   created: boolean;
   memory: Memory;
+  /** The project whose scope holds it (`devai/project/acme~web/…` is `acme/web`), null in the user or global scope. */
+  project: string | null;
 }
 export interface ListResponse {
   memories: Memory[];
   next_cursor: string | null;
 }
 /** created false: a live memory said the corrected text already; it is `memory` and supersedes the old one. */
-export type CorrectResponse = RememberResponse & { superseded: Memory };
+export type CorrectResponse = { created: boolean; memory: Memory; superseded: Memory };
 export interface LifecycleResponse {
   /** false when the memory was already in the requested state (the call is idempotent). */
   changed: boolean;

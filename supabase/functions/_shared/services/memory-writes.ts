@@ -25,7 +25,7 @@ import type {
   RememberRequest,
   RememberResponse,
 } from "../memories/schemas.ts";
-import { callerNamespace, defaultScope } from "../scopes.ts";
+import { callerNamespace, defaultScope, projectOfNamespace } from "../scopes.ts";
 import { assertKnownCategory } from "../categories.ts";
 import { linkEntities, linkEntitiesByRules } from "../entities.ts";
 import { citedFileLinks, filesOf } from "../context/lineage.ts";
@@ -95,7 +95,9 @@ export async function remember(
     if (body.metadata?.category) await assertKnownCategory(tx, body.metadata.category, ["metadata", "category"]);
     return await liveWithText(tx, tenant.tenantId, body.content, scopes);
   });
-  if (existing && statedAlready(existing)) return { created: false, memory: existing };
+  if (existing && statedAlready(existing)) {
+    return { created: false, memory: existing, project: projectOfNamespace(existing.namespace) };
+  }
 
   const vector = await embedForRequest(embedder, body.content);
   const result = await withTenant(sql, tenant, async (tx) => {
@@ -121,7 +123,7 @@ export async function remember(
     return { created: true, memory: toMemory(row) };
   }, { threadId: body.thread_id });
   if (result.created) kickContradictionCheck(deps);
-  return result;
+  return { ...result, project: projectOfNamespace(result.memory.namespace) };
 }
 
 /**
