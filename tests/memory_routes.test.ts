@@ -224,8 +224,20 @@ Deno.test(
     // The right methods still work.
     assert.equal((await api("GET", "/memory/stats", { as: t })).status, 200);
     assert.equal((await api("GET", "/memory", { as: t })).status, 200);
-    // A name or id path with another method is still no route.
-    assert.equal((await api("DELETE", "/memory/agents/planner", { as: t })).status, 404);
+    // A name or id path with another method is still no route, answered as every other 404 is.
+    for (
+      const [method, path] of [
+        ["DELETE", "/memory/agents/planner"],
+        ["GET", "/memory/agents/planner/extra"],
+        ["POST", "/memory/categories/decisions"],
+        ["DELETE", "/memory/00000000-0000-4000-8000-000000000000/nothing-here"],
+      ]
+    ) {
+      const r = await api(method!, path!, { as: t, body: method === "GET" ? undefined : {} });
+      assert.equal(r.status, 404, `${method} ${path}`);
+      assert.equal(r.body.error.code, "route_not_found");
+      assert.equal(r.body.error.message, `no route for ${method} ${path}; the routes are in the README's API table`);
+    }
   },
 );
 

@@ -29,13 +29,13 @@ export function createFunctionApp<V extends object = Record<never, never>>(): Ho
   app.use(requestId({ headerName: "x-request-id" }));
   app.use(timing());
   app.onError((err, c) => respondToError(err, c.get("requestId")));
-  app.notFound((c) =>
-    errorResponse(
-      new HttpError(404, "route_not_found", `no route for ${c.req.method} ${c.req.path}; ${routesOf(app)}`),
-      c.get("requestId"),
-    )
-  );
+  app.notFound((c) => errorResponse(noRoute(app, c.req.method, c.req.path), c.get("requestId")));
   return app;
+}
+
+/** The 404 of a path no route answers, with what it offers instead (routes a wildcard catches use it too). */
+export function noRoute(app: { routes: { method: string; path: string }[] }, method: string, path: string): HttpError {
+  return new HttpError(404, "route_not_found", `no route for ${method} ${path}; ${routesOf(app)}`);
 }
 
 /**

@@ -9,6 +9,7 @@
 import { chargeRequest, type Tx } from "../_shared/db.ts";
 import { withRole } from "../_shared/db-role.ts";
 import { HttpError, json, methodNotAllowed, parseJsonBody } from "../_shared/http.ts";
+import { noRoute } from "../_shared/app.ts";
 import { listAgents, listCategories, loadAllowlist, upsertAgent, upsertCategory } from "../_shared/memory-config.ts";
 import { agentName, categoryName } from "../_shared/schemas.ts";
 import type { ConfigCaller } from "../_shared/auth.ts";
@@ -85,7 +86,7 @@ export function registerConfigRoutes(app: MemoryApp, deps: ServiceDeps): void {
       throw methodNotAllowed(["GET"]);
     });
     app.all(`${base}/*`, (c) => {
-      throw new HttpError(404, "route_not_found", `no route for ${c.req.method} ${c.req.path}`);
+      throw noRoute(app, c.req.method, c.req.path);
     });
   }
 }
