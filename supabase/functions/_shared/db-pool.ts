@@ -21,6 +21,19 @@ export interface SqlOptions {
 export const CONNECT_TIMEOUT_SECONDS = 5;
 export const DEFAULT_STATEMENT_TIMEOUT_MS = 15_000;
 export const RECONNECT_DELAY_MAX_SECONDS = 0.5;
+/**
+ * How long a pool keeps a connection no statement uses. A new server session pays, at its first
+ * retrieval, what a warm one has cached: public.retrieve_for_turn's plans, the catalog entries and
+ * index metadata its search reads (150-200 ms, against 8-20 ms warm, at each search mode's first
+ * call). postgres.js's usual 20 s closed every connection between two turns of one agent, so each
+ * turn after a pause longer than that was served on a new session (3 of 3 turns 21 s apart, none
+ * now): docs/operations.md#a-pools-connections. A pool never holds more than its
+ * `max` connections either way (the database's connection limit must hold `DB_POOL_MAX` per
+ * instance, as before); kept longer are only those a busier moment opened, a few MB of server memory
+ * each.
+ * postgres.js still replaces each connection after 30-60 minutes (its max_lifetime).
+ */
+export const IDLE_TIMEOUT_SECONDS = 600;
 
 /** Seconds postgres.js waits before reconnecting after `failures` failed connections in a row. */
 export function reconnectDelaySeconds(failures: number): number {
@@ -61,7 +74,7 @@ export function createSql(url: string, opts: SqlOptions = {}): Sql {
   const sql = postgres(url, {
     max,
     prepare: preparesStatements(url, opts.prepare),
-    idle_timeout: 20,
+    idle_timeout: IDLE_TIMEOUT_SECONDS,
     connect_timeout: CONNECT_TIMEOUT_SECONDS,
     backoff: reconnectDelaySeconds,
     onnotice: () => {},
