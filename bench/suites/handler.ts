@@ -72,6 +72,8 @@ interface HandlerRun {
   clients: number;
   via: "primary" | "replica";
   summary: Summary;
+  /** Requests whose read was its session's first in the run's mode (newSessionReads). */
+  newSessionReads: number;
   qps: number;
   denoCpuMs: number;
   postgresCpuMs: number | null;
@@ -80,6 +82,38 @@ interface HandlerRun {
 /** The list `rounds` times over (once when unset). */
 function repeated<T>(list: readonly T[], rounds = 1): T[] {
   return Array.from({ length: rounds }, () => list).flat();
+}
+
+/**
+ * Counts the reads (public.retrieve_for_turn) served on a server session that had not yet read in
+ * the run's mode: each pays that session's first call of the mode (plans, catalog entries, index
+ * metadata; docs/operations.md#a-pools-connections), so a few of them make a run's p99. From
+ * postgres.js's own hooks on the pools: `debug` names the connection a statement is sent on,
+ * `onclose` ends its session.
+ */
+function newSessionReads(pools: Sql[]) {
+  const read = new Map<string, Set<string>>(); // pool/connection -> modes its session has read in
+  let mode = "", count = 0;
+  for (const [i, pool] of pools.entries()) {
+    const o = pool.options as unknown as Record<string, unknown>;
+    o.debug = (id: number, statement: string) => {
+      if (!statement.includes("retrieve_for_turn")) return;
+      const modes = read.get(`${i}/${id}`) ?? new Set<string>();
+      read.set(`${i}/${id}`, modes);
+      if (!modes.has(mode)) (modes.add(mode), count++);
+    };
+    o.onclose = (id: number) => read.delete(`${i}/${id}`);
+  }
+  return {
+    /** From now on reads are in `m`; the count starts again. */
+    start: (m: string) => {
+      mode = m;
+      count = 0;
+    },
+    get count() {
+      return count;
+    },
+  };
 }
 
 /** The label of the biggest tenant's rows with an HNSW index of its own. */
@@ -186,6 +220,7 @@ export async function runHandler(
   const pool = createSql(url, poolOptions(config, app));
   const readPool = opts.readUrl ? createReadSql(opts.readUrl, pool, poolOptions(config, app)) : undefined;
   const prepared = preparesStatements(url, config.dbPrepare);
+  const sessions = newSessionReads(readPool ? [pool, readPool] : [pool]);
   const handlers = {
     primary: createHandler({ sql: pool, config, embedder: tableEmbedder(vectors) }),
     replica: readPool
@@ -225,7 +260,9 @@ export async function runHandler(
       [sql, [app]],
       ...(replicaAdmin ? [[replicaAdmin, [app + "-read"]] as [Sql, string[]]] : []),
     ]);
+    sessions.start(mode);
     const { ms, wallMs } = await runConcurrent(batch, clients, (r) => call(r, via));
+    const newSessions = sessions.count;
     await flushSearchWrites(pool); // what the run left waiting is its work: written in its window
     const cpu = await spent();
     const n = ms.length;
@@ -235,6 +272,7 @@ export async function runHandler(
       clients,
       via,
       summary: summarize(ms),
+      newSessionReads: newSessions,
       qps: round((n * 1000) / wallMs, 1),
       denoCpuMs: round(cpu.denoMs / n, 2),
       postgresCpuMs: cpu.postgresMs === null ? null : round(cpu.postgresMs / n, 2),
@@ -364,6 +402,7 @@ export async function runHandler(
         "p50 ms",
         "p95 ms",
         "p99 ms",
+        "on a new session",
         "req/s",
         "cpu ms/req deno",
         "cpu ms/req pg",
@@ -380,6 +419,7 @@ export async function runHandler(
         fmt(o.summary.p50),
         fmt(o.summary.p95),
         fmt(o.summary.p99),
+        String(o.newSessionReads),
         fmt(o.qps, 1),
         fmt(o.denoCpuMs),
         o.postgresCpuMs === null ? "-" : fmt(o.postgresCpuMs),
