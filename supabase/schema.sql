@@ -1396,6 +1396,40 @@ end;
 $$;
 
 --
+-- Name: kick_memory_worker(); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.kick_memory_worker() RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO ''
+    AS $$
+declare
+  v_url text;
+  v_key text;
+begin
+  if memory_private.worker_kick_missing() is not null then
+    perform memory_private.register_worker_kick();
+    return;
+  end if;
+  -- Nothing queued or expired: no HTTP call at all.
+  if not exists (select from public.memory_jobs
+                  where (status = 'queued' and run_after <= now())
+                     or (status = 'running' and locked_until < now())) then
+    return;
+  end if;
+  select (select decrypted_secret from vault.decrypted_secrets where name = 'project_url'),
+         coalesce((select decrypted_secret from vault.decrypted_secrets where name = 'secret_key'),
+                  (select decrypted_secret from vault.decrypted_secrets where name = 'service_role_key'))
+    into v_url, v_key;
+  perform net.http_post(
+    url := rtrim(v_url, '/') || '/functions/v1/memory-worker',
+    headers := memory_private.worker_request_headers(v_key),
+    body := '{}'::jsonb,
+    timeout_milliseconds := 4000);
+end;
+$$;
+
+--
 -- Name: lapse_proposals(timestamp with time zone); Type: FUNCTION; Schema: memory_private; Owner: -
 --
 
@@ -1676,11 +1710,12 @@ begin
   end if;
   execute $sql$
     delete from cron.job_run_details d
-     using cron.job j
-     where d.jobid = j.jobid
-       and j.jobname like 'devai-%'
-       and j.database = current_database()
-       and d.end_time < $1
+     where d.end_time < $1
+       and (exists (select from cron.job j
+                     where j.jobid = d.jobid and j.jobname like 'devai-%' and j.database = current_database())
+            or (not exists (select from cron.job j where j.jobid = d.jobid)
+                and d.database = current_database()
+                and d.command like 'select memory\_private.%'))
   $sql$ using p_now - v_keep;
   get diagnostics v_deleted = row_count;
   return jsonb_build_object('pg_cron', true, 'deleted', v_deleted);
@@ -2118,58 +2153,25 @@ CREATE FUNCTION memory_private.register_worker_kick() RETURNS jsonb
     SET search_path TO ''
     AS $_$
 declare
+  v_missing   text := memory_private.worker_kick_missing();
   v_before    boolean := false;
   v_schedules jsonb;
 begin
-  if not exists (select from pg_catalog.pg_extension where extname = 'pg_net') then
-    raise notice 'pg_net is not installed: memory-worker is not scheduled by pg_cron (enable pg_net, then run select memory_private.register_worker_kick(); until then jobs are drained after each enqueue)';
-    return jsonb_build_object('pg_net', false);
-  end if;
-
   if to_regclass('cron.job') is not null then
     execute 'select exists (select from cron.job where jobname = $1 and database = current_database())'
        into v_before using 'devai-memory-worker';
   end if;
 
-  -- Created dynamically: its body names net.* and vault.*, which exist only where pg_net does. The
-  -- key is Vault's 'secret_key' (a new sb_secret_ key) when there is one, else 'service_role_key',
-  -- sent in the header its kind needs (memory_private.worker_request_headers).
-  execute $fn$
-    create or replace function memory_private.kick_memory_worker()
-    returns void
-    language plpgsql
-    security definer
-    set search_path = ''
-    as $body$
-    declare
-      v_url text;
-      v_key text;
-    begin
-      if to_regclass('vault.decrypted_secrets') is null then
-        return;
-      end if;
-      execute 'select (select decrypted_secret from vault.decrypted_secrets where name = ''project_url''),
-                      coalesce((select decrypted_secret from vault.decrypted_secrets where name = ''secret_key''),
-                               (select decrypted_secret from vault.decrypted_secrets where name = ''service_role_key''))'
-         into v_url, v_key;
-      if v_url is null or v_key is null then
-        return;
-      end if;
-      -- Nothing queued or expired: no HTTP call at all.
-      if not exists (select from public.memory_jobs
-                      where (status = 'queued' and run_after <= now())
-                         or (status = 'running' and locked_until < now())) then
-        return;
-      end if;
-      perform net.http_post(
-        url := rtrim(v_url, '/') || '/functions/v1/memory-worker',
-        headers := memory_private.worker_request_headers(v_key),
-        body := '{}'::jsonb,
-        timeout_milliseconds := 4000);
-    end;
-    $body$
-  $fn$;
-  execute 'revoke all on function memory_private.kick_memory_worker() from public, anon, authenticated';
+  if v_missing is not null then
+    delete from public.memory_maintenance_schedules where job_name = 'devai-memory-worker';
+    if v_before then
+      perform memory_private.register_maintenance_schedules();
+    end if;
+    raise notice 'the worker kick cannot run here (% missing): devai-memory-worker is %; jobs are drained after each enqueue. Enable pg_net and store project_url and secret_key in Vault, then run select memory_private.register_worker_kick();',
+      case v_missing when 'pg_net' then 'pg_net' when 'vault' then 'Vault' else 'the Vault secrets' end,
+      case when v_before then 'unscheduled' else 'not scheduled' end;
+    return jsonb_build_object('scheduled', false, 'missing', v_missing, 'removed', v_before);
+  end if;
 
   insert into public.memory_maintenance_schedules (job_name, schedule, command, description)
   values ('devai-memory-worker', '5 seconds', 'select memory_private.kick_memory_worker()',
@@ -2180,14 +2182,14 @@ begin
 
   if not coalesce((v_schedules ->> 'pg_cron')::boolean, false) then
     raise notice 'pg_cron cannot be used here: memory-worker is not scheduled (call select memory_private.kick_memory_worker(); on a timer)';
-    return jsonb_build_object('pg_net', true, 'pg_cron', false, 'reason', v_schedules ->> 'reason');
+    return jsonb_build_object('scheduled', false, 'pg_cron', false, 'reason', v_schedules ->> 'reason');
   end if;
   if v_before then
     raise notice 'memory-worker kick already scheduled (job devai-memory-worker, every 5 seconds): nothing changed';
   else
     raise notice 'memory-worker kick scheduled: job devai-memory-worker calls memory_private.kick_memory_worker() every 5 seconds';
   end if;
-  return jsonb_build_object('pg_net', true, 'pg_cron', true, 'job', 'devai-memory-worker',
+  return jsonb_build_object('scheduled', true, 'pg_cron', true, 'job', 'devai-memory-worker',
                             'already_scheduled', v_before);
 end;
 $_$;
@@ -2653,6 +2655,30 @@ begin
       or (not x.valid and not x.building and not coalesce(w.qualifies, false));
 end;
 $_$;
+
+--
+-- Name: worker_kick_missing(); Type: FUNCTION; Schema: memory_private; Owner: -
+--
+
+CREATE FUNCTION memory_private.worker_kick_missing() RETURNS text
+    LANGUAGE plpgsql STABLE
+    SET search_path TO ''
+    AS $$
+begin
+  if to_regprocedure('net.http_post(text, jsonb, jsonb, jsonb, integer)') is null then
+    return 'pg_net';
+  end if;
+  if to_regclass('vault.decrypted_secrets') is null then
+    return 'vault';
+  end if;
+  if not exists (select from vault.decrypted_secrets where name = 'project_url' and decrypted_secret <> '')
+     or not exists (select from vault.decrypted_secrets
+                     where name in ('secret_key', 'service_role_key') and decrypted_secret <> '') then
+    return 'secrets';
+  end if;
+  return null;
+end;
+$$;
 
 --
 -- Name: worker_request_headers(text); Type: FUNCTION; Schema: memory_private; Owner: -
@@ -9609,6 +9635,12 @@ REVOKE ALL ON FUNCTION memory_private.keyword_scope(p_namespace text) FROM PUBLI
 REVOKE ALL ON FUNCTION memory_private.keyword_scope_key(p_owner uuid, p_scope text) FROM PUBLIC;
 
 --
+-- Name: FUNCTION kick_memory_worker(); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.kick_memory_worker() FROM PUBLIC;
+
+--
 -- Name: FUNCTION lapse_proposals(p_now timestamp with time zone); Type: ACL; Schema: memory_private; Owner: -
 --
 
@@ -9858,6 +9890,12 @@ GRANT ALL ON FUNCTION memory_private.use_agent_token(p_token_hash text, p_now ti
 
 REVOKE ALL ON FUNCTION memory_private.vector_index_plan(p_min_rows integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION memory_private.vector_index_plan(p_min_rows integer) TO service_role;
+
+--
+-- Name: FUNCTION worker_kick_missing(); Type: ACL; Schema: memory_private; Owner: -
+--
+
+REVOKE ALL ON FUNCTION memory_private.worker_kick_missing() FROM PUBLIC;
 
 --
 -- Name: FUNCTION worker_request_headers(p_key text); Type: ACL; Schema: memory_private; Owner: -
