@@ -1,9 +1,12 @@
 // A pool's server sessions (db-pool.ts, IDLE_TIMEOUT_SECONDS): a connection no statement used
 // during an agent's pause between two turns is still there for the next turn, whose retrieval so
 // finds the plans and catalog entries the previous one cached (docs/operations.md#a-pools-connections).
-// The pause is the pool's timers run by hand (the ones due within it), not a wait.
+// The pause is the pool's timers run by hand (the ones due within it), not a wait. And a connection
+// in steady use is replaced after hours, not every 30-60 minutes (db-pool.ts,
+// connectionLifetimeSeconds), each replacement paying a new session's first retrieval again.
 import assert from "node:assert/strict";
 import { createSql, type Sql } from "../supabase/functions/_shared/db.ts";
+import { IDLE_TIMEOUT_SECONDS } from "../supabase/functions/_shared/db-pool.ts";
 import { realServerOnly } from "./support/backend.ts";
 import { testDatabaseUrl } from "./support/config.ts";
 
@@ -14,9 +17,11 @@ type Due = { run: () => void; ms: number };
 
 /**
  * Runs `made` with the timers it sets of a second or more held here, then runs those due within
- * `pauseMs` and not cancelled meanwhile: what a pause of that length does to them.
+ * `pauseMs` and not cancelled meanwhile: what a pause of that length does to them. With `busy`,
+ * the period is one of steady use instead: the idle timers (which each statement restarts) do
+ * not fire, the others (a connection's lifetime) do.
  */
-async function afterPause(pauseMs: number, made: () => Promise<void>): Promise<number> {
+async function afterPause(pauseMs: number, made: () => Promise<void>, busy = false): Promise<number> {
   const held = new Map<number, Due>();
   let next = 1e9;
   const realSet = globalThis.setTimeout, realClear = globalThis.clearTimeout;
@@ -36,7 +41,7 @@ async function afterPause(pauseMs: number, made: () => Promise<void>): Promise<n
     globalThis.setTimeout = realSet;
     globalThis.clearTimeout = realClear;
   }
-  const due = [...held.values()].filter((t) => t.ms <= pauseMs);
+  const due = [...held.values()].filter((t) => t.ms <= pauseMs && !(busy && t.ms <= IDLE_TIMEOUT_SECONDS * 1000));
   for (const t of due) t.run();
   return due.length;
 }
@@ -68,3 +73,27 @@ Deno.test(
     }
   },
 );
+
+/** A mark on the server session a statement runs on (session-level, so a new session lacks it). */
+async function markSession(sql: Sql): Promise<void> {
+  await sql`select set_config('devai.test_session_mark', 'marked', false)`;
+}
+
+async function sessionMarked(sql: Sql): Promise<boolean> {
+  const [row] = await sql<{ mark: string | null }[]>`select current_setting('devai.test_session_mark', true) as mark`;
+  return row!.mark === "marked";
+}
+
+Deno.test("a connection in steady use for two hours is not replaced", async () => {
+  const sql = createSql(testDatabaseUrl(), { max: 1, applicationName: "devai-memory-tests" });
+  try {
+    const fired = await afterPause(2 * 3600_000, () => markSession(sql), true);
+    // With postgres.js's own lifetime (30-60 minutes) its timer fired here and the next statement
+    // ran on a new session, which paid the first retrieval's plans and catalog reads again. On
+    // PGlite the session is the one backend's, reset when its last client leaves: the same check.
+    assert.equal(fired, 0, `${fired} of the pool's timers ended the connection within two hours of use`);
+    assert.equal(await sessionMarked(sql), true, "the statement after two hours of use ran on a new session");
+  } finally {
+    await sql.end();
+  }
+});
