@@ -102,7 +102,15 @@ Deno.test("mcp: tools/list names every tool, each with its strict input schema",
           false,
           `${t.name} refuses unknown fields`,
         );
+        // A model fills the arguments from tools/list alone: each says what it is for, not only its type.
+        const properties = (t.inputSchema.properties ?? {}) as Record<string, { description?: string }>;
+        for (const [name, property] of Object.entries(properties)) {
+          assert.ok((property.description ?? "").length > 10, `${t.name}'s argument ${name} is described`);
+        }
       }
+      // get_entity_info answers one entity: it takes no cursor of the entities listing (one was ignored).
+      const entity = tools.find((t) => t.name === "get_entity_info")!;
+      assert.deepEqual(Object.keys(entity.inputSchema.properties ?? {}).sort(), ["id", "q", "type"]);
       const search = tools.find((t) => t.name === "search_memory")!;
       assert.deepEqual((search.inputSchema as { required?: string[] }).required, ["message"]);
       // Searches reinforce what they return: not read-only; explain, stats, history … are.
@@ -377,6 +385,7 @@ Deno.test("mcp: bad input is a tool error that writes nothing", async () => {
         "unknown_category",
       );
       await toolError(client, "explain_fact", { id: crypto.randomUUID() }, "not_found");
+      await toolError(client, "get_entity_info", { q: "pnpm", cursor: "abc" }, "invalid_request");
       const notUuid = await call(client, "explain_fact", { id: "not-a-uuid" });
       assert.equal(notUuid.isError, true);
       // No agent: query_memory says how to name one.

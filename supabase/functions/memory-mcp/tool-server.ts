@@ -15,6 +15,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import type { z } from "zod";
 import { validate } from "../_shared/http.ts";
+import { argumentDescription } from "./arguments.ts";
 import { type Answer, answer, type ToolContext } from "./results.ts";
 
 export interface ToolConfig {
@@ -28,6 +29,15 @@ export interface ToolSpec extends ToolConfig {
   input: z.ZodObject;
   /** Runs with the arguments `input` parsed. */
   run: (input: unknown) => Promise<Answer>;
+}
+
+/** A tool's JSON Schema with what each argument means (arguments.ts), where its zod schema does not say. */
+function described(tool: string, schema: Record<string, unknown>): Tool["inputSchema"] {
+  const properties = schema.properties as Record<string, Record<string, unknown>> | undefined;
+  for (const [name, property] of Object.entries(properties ?? {})) {
+    property.description ??= argumentDescription(tool, name);
+  }
+  return schema as Tool["inputSchema"];
 }
 
 /** A server answering tools/list and tools/call with `tools`, bound to the request's caller (ctx). */
@@ -48,7 +58,7 @@ export function toolServer(
       title: t.title,
       description: t.description,
       // As McpServer lists a zod schema.
-      inputSchema: toJsonSchemaCompat(t.input, { strictUnions: true, pipeStrategy: "input" }) as Tool["inputSchema"],
+      inputSchema: described(name, toJsonSchemaCompat(t.input, { strictUnions: true, pipeStrategy: "input" })),
       annotations: { readOnlyHint: t.readOnly ?? false, destructiveHint: t.destructive ?? false, openWorldHint: false },
       execution: { taskSupport: "forbidden" }, // no tool runs as an MCP task
     })),

@@ -65,7 +65,9 @@ export function runsNoTool(message: unknown): boolean {
 }
 
 const memoryId = { id: uuid.describe("the memory's id, as search_memory and remember_fact show it") };
-const EntityInput = EntityListQuery.omit({ limit: true }).extend({ id: uuid.optional().describe("the entity's id") })
+const EntityInput = EntityListQuery.omit({ limit: true, cursor: true }).extend({
+  id: uuid.optional().describe("the entity's id"),
+})
   .refine((e) => (e.id === undefined) !== (e.q === undefined), {
     message: "give the entity's id or its name (q), one of them",
   });
