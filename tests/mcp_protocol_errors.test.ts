@@ -78,7 +78,7 @@ Deno.test("mcp: a request without an id is refused with -32600 and runs nothing"
       // The same call with an id writes: the count above would have seen it.
       const ran = await post(server, token, call(1, remember));
       assert.equal(ran.status, 200);
-      assert.equal(ran.body.result.structuredContent.created, true, JSON.stringify(ran.body));
+      assert.match(ran.body.result.content[0].text, /^Remembered as /, JSON.stringify(ran.body));
       assert.equal((await tenantWrites(sql, tenant)).memories, before.memories + 1);
     } finally {
       await sql.end();
@@ -247,7 +247,7 @@ Deno.test("mcp: a request augmented with a task runs as a plain request, the tas
       };
       const ran = await post(server, token, call(3, remember));
       assert.equal(ran.status, 200);
-      assert.equal(ran.body.result?.structuredContent.created, true, JSON.stringify(ran.body));
+      assert.match(ran.body.result?.content[0].text, /^Remembered as /, JSON.stringify(ran.body));
       assert.equal(ran.body.result.task, undefined, "a plain result, not a task");
       assert.equal((await tenantWrites(sql, tenant)).memories, before.memories + 1);
     } finally {

@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import { STRUCTURED_CONTENT_HEADER } from "../supabase/functions/memory-mcp/results.ts";
 import { userToken } from "./support/auth.ts";
 import { functionJson, type RunningServer, startTestServer } from "./support/http_server.ts";
 import { overrideSettings } from "./support/lifecycle.ts";
@@ -38,10 +39,14 @@ interface ToolResult {
   isError?: boolean;
 }
 
+/** A client that asks for each result's HTTP answer as structured content, unless `headers` says otherwise. */
 async function connect(server: RunningServer, headers: Record<string, string>): Promise<Client> {
   const client = new Client({ name: "devai-memory-tests", version: "0.0.0" });
+  const asked = { [STRUCTURED_CONTENT_HEADER]: "true", ...headers };
   await client.connect(
-    new StreamableHTTPClientTransport(new URL(`${server.functionsUrl}/memory-mcp`), { requestInit: { headers } }),
+    new StreamableHTTPClientTransport(new URL(`${server.functionsUrl}/memory-mcp`), {
+      requestInit: { headers: asked },
+    }),
   );
   return client;
 }
@@ -275,6 +280,53 @@ Deno.test("mcp: every tool answers what the HTTP API answers for the same operat
   });
 });
 
+Deno.test("mcp: a result is its text alone unless the client asks for structured content", async () => {
+  // Claude Code and VS Code give the model a result's structured content instead of its text when it
+  // has one: without the header a result is the text the model is meant to read.
+  await withServer(async (server) => {
+    const token = await userToken(newTenant());
+    const plain = new Client({ name: "plain", version: "0" });
+    await plain.connect(
+      new StreamableHTTPClientTransport(new URL(`${server.functionsUrl}/memory-mcp`), {
+        requestInit: { headers: { authorization: `Bearer ${token}` } },
+      }),
+    );
+    const asking = await asUser(server, newTenant());
+    const refusing = await connect(server, { authorization: `Bearer ${token}`, [STRUCTURED_CONTENT_HEADER]: "False" });
+    try {
+      const args = { content: "The text-only fact of the plain client", project: "p1" };
+      const result = await call(plain, "remember_fact", args);
+      assert.equal(result.structuredContent, undefined, JSON.stringify(result));
+      assert.match(result.content[0]!.text, /^Remembered as [0-9a-f-]{36} in devai\/project\/p1\/notes/);
+      assert.equal((await call(refusing, "memory_stats", {})).structuredContent, undefined);
+      // Asked for, it is the HTTP answer; a tool error carries its error either way.
+      const asked = await ok(asking, "remember_fact", args);
+      assert.equal(asked.data.created, true);
+      const error = await call(plain, "explain_fact", { id: crypto.randomUUID() });
+      assert.equal((error.structuredContent as { error: { code: string } }).error.code, "not_found");
+    } finally {
+      await plain.close();
+      await asking.close();
+      await refusing.close();
+    }
+    // A value that is neither true nor false is refused before anything runs.
+    const bad = await fetch(`${server.functionsUrl}/memory-mcp`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${token}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        [STRUCTURED_CONTENT_HEADER]: "yes",
+      },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }),
+    });
+    assert.equal(bad.status, 400);
+    const body = await bad.json();
+    assert.equal(body.error.code, "invalid_request");
+    assert.match(body.error.message, /x-devai-structured-content must be true or false/);
+  });
+});
+
 Deno.test("mcp: no token or a bad one is a 401 with WWW-Authenticate naming the RFC 9728 metadata", async () => {
   await withServer(async (server) => {
     const url = `${server.functionsUrl}/memory-mcp`;
@@ -344,13 +396,14 @@ Deno.test("mcp: a browser client's preflight allows the MCP headers and the agen
         origin: "http://localhost:3000",
         "access-control-request-method": "POST",
         "access-control-request-headers":
-          "authorization, content-type, mcp-protocol-version, mcp-session-id, x-devai-agent",
+          "authorization, content-type, mcp-protocol-version, mcp-session-id, x-devai-agent, x-devai-structured-content",
       },
     });
     await res.body?.cancel();
     assert.equal(res.status, 204);
     const allowed = (res.headers.get("access-control-allow-headers") ?? "").split(/,\s*/);
-    for (const header of ["authorization", "content-type", "mcp-protocol-version", "mcp-session-id", "x-devai-agent"]) {
+    const asked = ["authorization", "content-type", "mcp-protocol-version", "mcp-session-id", "x-devai-agent"];
+    for (const header of [...asked, STRUCTURED_CONTENT_HEADER]) {
       assert.ok(allowed.includes(header), `${header} in ${allowed.join(", ")}`);
     }
     const exposed = (res.headers.get("access-control-expose-headers") ?? "").split(/,\s*/);

@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { STRUCTURED_CONTENT_HEADER } from "../supabase/functions/memory-mcp/results.ts";
 import { userHeaders, userToken } from "./support/auth.ts";
 import { functionJson, type RunningServer, startTestServer } from "./support/http_server.ts";
 import { memoryApi } from "./support/memory-api.ts";
@@ -71,7 +72,9 @@ Deno.test({ name: "a namespace with a mark in NFD is taken, in NFC, over HTTP an
   const client = new Client({ name: "devai-memory-tests", version: "0.0.0" });
   await client.connect(
     new StreamableHTTPClientTransport(new URL(`${server.functionsUrl}/memory-mcp`), {
-      requestInit: { headers: { authorization: `Bearer ${await userToken(t)}` } },
+      requestInit: {
+        headers: { authorization: `Bearer ${await userToken(t)}`, [STRUCTURED_CONTENT_HEADER]: "true" },
+      },
     }),
   );
   try {

@@ -11,6 +11,7 @@ export const CORS_ALLOW_HEADERS = [
   // Browser MCP clients send these on every POST after initialize (docs/mcp.md).
   "mcp-protocol-version",
   "mcp-session-id",
+  "x-devai-structured-content",
 ];
 // Headers a browser script may read: where to sign in after a 401 (MCP authorization, RFC 9728),
 // the MCP session, when to retry after a 429, and the request id to quote in a report.

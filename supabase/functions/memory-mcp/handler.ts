@@ -22,6 +22,7 @@ import { memoryDepsFromEnv } from "../_shared/worker-deps.ts";
 import { notAcceptable, withMcpAccept } from "./accept.ts";
 import { rpcError, screenMessage, withoutTask } from "./messages.ts";
 import { FUNCTION_NAME, METADATA_PATH, protectedResourceMetadata, wwwAuthenticate } from "./protected-resource.ts";
+import { wantsStructuredContent } from "./results.ts";
 import { createMcpServer, routeClassOf, runsNoTool } from "./tools.ts";
 
 /** Production dependencies from the environment (index.ts; the local functions server brings its own). */
@@ -45,6 +46,7 @@ export function createHandler(deps: MemoryDeps): (req: Request) => Promise<Respo
       }
       throw err;
     }
+    const structured = wantsStructuredContent(c.req.raw);
     let message: unknown;
     try {
       message = await parseJsonBody(c.req.raw, z.unknown(), deps.config.maxBodyBytes, { ignoreQuery: true });
@@ -63,7 +65,7 @@ export function createHandler(deps: MemoryDeps): (req: Request) => Promise<Respo
       // A request no tool answers (initialize, ping, tools/list, a method not found) sends no tenant
       // statement to take the request's token with: it is taken here. They ran unlimited.
       if (runsNoTool(message)) await chargeRequest(deps.sql, caller);
-      const server = createMcpServer({ deps: services, caller, requestId: c.get("requestId") });
+      const server = createMcpServer({ deps: services, caller, requestId: c.get("requestId"), structured });
       const transport = new WebStandardStreamableHTTPServerTransport({
         sessionIdGenerator: undefined,
         enableJsonResponse: true,

@@ -1,7 +1,7 @@
 // What a tool answers: the operation's result as text an agent reads plus the HTTP API's answer as
 // structured content, or, for what the caller must fix, a tool error carrying the API's error code.
 import type { Caller } from "../_shared/auth.ts";
-import { asHttpError } from "../_shared/http.ts";
+import { asHttpError, HttpError } from "../_shared/http.ts";
 import { issuesText } from "../_shared/issue-text.ts";
 import type { ServiceDeps } from "../_shared/services/deps.ts";
 
@@ -15,13 +15,32 @@ export interface ToolContext {
   deps: ServiceDeps;
   caller: Caller;
   requestId: string;
+  /** The client asked for the HTTP answer as structured content (STRUCTURED_CONTENT_HEADER). */
+  structured: boolean;
+}
+
+/**
+ * The header a client sends (`true`) to get each result's HTTP answer as structured content too.
+ * Without it a result is its text alone: Claude Code and VS Code give the model a result's
+ * structured content instead of its text whenever it has one (docs/mcp.md#what-the-model-reads),
+ * so the model never read the text and paid 3-6 times its tokens for the JSON.
+ */
+export const STRUCTURED_CONTENT_HEADER = "x-devai-structured-content";
+
+/** Whether the request asks for structured content; a value other than true or false is a 400. */
+export function wantsStructuredContent(req: Request): boolean {
+  const value = req.headers.get(STRUCTURED_CONTENT_HEADER)?.trim().toLowerCase();
+  if (value === undefined || value === "false") return false;
+  if (value === "true") return true;
+  throw new HttpError(400, "invalid_request", `${STRUCTURED_CONTENT_HEADER} must be true or false`);
 }
 
 /** The operation's answer as a tool result, or its error as a tool error carrying the API's code. */
 export async function answer(ctx: ToolContext, run: () => Promise<Answer>) {
   try {
     const { text, structured } = await run();
-    return { content: [{ type: "text" as const, text }], structuredContent: structured as Record<string, unknown> };
+    const content = [{ type: "text" as const, text }];
+    return ctx.structured ? { content, structuredContent: structured as Record<string, unknown> } : { content };
   } catch (err) {
     return toolError(err, ctx.requestId);
   }
