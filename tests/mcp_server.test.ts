@@ -439,6 +439,17 @@ Deno.test("mcp: bad input is a tool error that writes nothing", async () => {
       );
       await toolError(client, "explain_fact", { id: crypto.randomUUID() }, "not_found");
       await toolError(client, "get_entity_info", { q: "pnpm", cursor: "abc" }, "invalid_request");
+      // A value the operation refuses after the schema names the tool's arguments, as the schema's refusals do.
+      const notATime = await toolError(
+        client,
+        "search_memory",
+        { message: "x", after: "yesterday-ish" },
+        "invalid_request",
+      );
+      assert.match(
+        notATime,
+        /^invalid_request: invalid arguments of search_memory: after: 'yesterday-ish' is not a time/,
+      );
       const notUuid = await call(client, "explain_fact", { id: "not-a-uuid" });
       assert.equal(notUuid.isError, true);
       // No agent: query_memory says how to name one.

@@ -14,7 +14,7 @@ import {
   type Tool,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { z } from "zod";
-import { validate } from "../_shared/http.ts";
+import { HttpError, validate } from "../_shared/http.ts";
 import { argumentDescription } from "./arguments.ts";
 import { type Answer, answer, type ToolContext } from "./results.ts";
 
@@ -67,10 +67,19 @@ export function toolServer(
     const tool = tools.get(params.name); // a call of no tool of ours was answered by messages.ts
     if (!tool) throw new McpError(ErrorCode.InvalidParams, `no tool is named '${params.name}': tools/list names them`);
     // Missing arguments are {}, as the SDK has them.
-    return await answer(
-      ctx,
-      () => tool.run(validate(tool.input, params.arguments ?? {}, `arguments of ${params.name}`)),
-    );
+    const what = `arguments of ${params.name}`;
+    return await answer(ctx, async () => {
+      try {
+        return await tool.run(validate(tool.input, params.arguments ?? {}, what));
+      } catch (err) {
+        // A value the schema lets through and the operation refuses (an `after` that names no time)
+        // is the HTTP API's "invalid request body": here there is no body, only the tool's arguments.
+        if (err instanceof HttpError && err.message === "invalid request body") {
+          throw new HttpError(err.status, err.code, `invalid ${what}`, err.issues, err.headers);
+        }
+        throw err;
+      }
+    });
   });
   return server;
 }
