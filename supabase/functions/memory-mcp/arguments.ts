@@ -6,8 +6,10 @@
 
 /** An argument's meaning wherever a tool takes it, unless the tool says otherwise (TOOL_ARGUMENTS). */
 const ARGUMENTS: Record<string, string> = {
-  project: "the project the work is in, as the agent names it: a repository (acme/web), a package (@acme/web) or a " +
-    "name. Its memories are searched (or written) beside the user's and global ones; without it, none of any project's",
+  project: "the project the work is in, spelt the same every time (another spelling is another project, whose " +
+    "memories are not seen): by default the name of the git repository's folder, as the Claude Code hooks name it " +
+    "(a `### Project Knowledge (<name>)` heading in a memory block shows the name in use). Its memories are searched " +
+    "(or written) beside the user's and global ones; without it, none of any project's",
   project_context:
     "what the caller is working on (a file, task or goal): searched after the message, to rank what fits",
   budget_tokens: "the most tokens the returned block may take (default by how complex the question is)",
