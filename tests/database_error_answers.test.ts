@@ -73,7 +73,7 @@ Deno.test({
     console.error = (...args: unknown[]) => {
       logged.push(args.map(String).join(" "));
     };
-    const server = await startTestServer({ port: 26571, worker: false });
+    const server = await startTestServer({ worker: false });
     const sql = testSql(1);
     const tenant = newTenant();
     const client = new Client({ name: "devai-memory-tests", version: "0.0.0" });
