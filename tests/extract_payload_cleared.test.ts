@@ -17,7 +17,7 @@ import { realServerOnly } from "./support/backend.ts";
 import { waitUntil } from "./support/wait.ts";
 import { type WriteEnv, writeEnv } from "./write_helpers.ts";
 
-const point = (messages: unknown[], n: number) => ({ count: n, digest: prefixDigests(messages)[n]! });
+const point = async (messages: unknown[], n: number) => ({ count: n, digest: (await prefixDigests(messages))[n]! });
 
 /**
  * The tenant's extract jobs finished 31 days ago (the dead ones as the worker kills them, the others
@@ -78,7 +78,7 @@ Deno.test("extract, cleared payloads: a whole transcript the session sent queues
     // The end of a cleared part: its tail (kept with the part) is the context.
     const after = await post(env, tenant, {
       session_id: s,
-      after: point(transcript(7), 7),
+      after: await point(transcript(7), 7),
       messages: transcript(2, 7),
     });
     assert.deepEqual([after.status, after.body.new_messages], [202, 2], JSON.stringify(after.body));
@@ -102,7 +102,7 @@ Deno.test("extract, cleared payloads: `after` inside a cleared part is a 409 say
     await post(env, tenant, { session_id: s, messages: transcript(6) });
     // A shorter transcript's answer: a point inside the part [0, 6).
     const shorter = await post(env, tenant, { session_id: s, messages: transcript(3) });
-    assert.deepEqual([shorter.body.deduplicated, shorter.body.transcript], [true, point(transcript(3), 3)]);
+    assert.deepEqual([shorter.body.deduplicated, shorter.body.transcript], [true, await point(transcript(3), 3)]);
     await finishLongAgoAndPrune(env, tenant);
 
     const branch = [...transcript(3), msg(3, "a branch")];
@@ -168,7 +168,7 @@ Deno.test(
       await holder`lock table public.memory_jobs in access exclusive mode`;
       const posting = post(env, tenant, {
         session_id: "s-deleted",
-        after: point(sent, 5),
+        after: await point(sent, 5),
         messages: [msg(5, "other")],
       });
       await waitUntil(

@@ -288,7 +288,7 @@ Deno.test({
       const tenant = newTenant();
       const variant = (k: number) => [msg(0, `variant ${k}`), ...transcript(N - 1, 1)];
       for (let k = 0; k < K; k++) await accepted(env, tenant, { session_id: "s-rows", messages: variant(k) });
-      const last = prefixDigests(variant(K - 1));
+      const last = await prefixDigests(variant(K - 1));
       // What the lookups read, counted by Postgres itself: the rows and index entries of the extract
       // tables and the jobs this transaction's statements fetched (pg_stat_get_xact_*, local to it).
       // Statistics as autovacuum would have them: a table never analyzed is planned blind.
@@ -313,7 +313,7 @@ Deno.test({
             );
           const before = await read();
           const t = tx as unknown as Parameters<typeof coveredFrom>[0];
-          const tiny = prefixDigests([msg(0, "tiny")]).slice(1);
+          const tiny = (await prefixDigests([msg(0, "tiny")])).slice(1);
           assert.equal((await coveredFrom(t, tenant, "s-rows", 0, tiny)).through, 0);
           const ten = await coveredFrom(t, tenant, "s-rows", 0, last.slice(1, 11));
           assert.deepEqual([ten.through, ten.job?.status], [10, "queued"]);

@@ -23,13 +23,13 @@ Deno.test("extract after: only the new messages are sent; the jobs are those a w
     const first = await post(env, tenant, { session_id: "s-after", messages: transcript(4) });
     assert.equal(first.status, 202);
     const a = first.body as Answer;
-    assert.deepEqual(a.transcript, { count: 4, digest: prefixDigests(transcript(4))[4] });
+    assert.deepEqual(a.transcript, { count: 4, digest: (await prefixDigests(transcript(4)))[4] });
 
     const second = await post(env, tenant, { session_id: "s-after", after: a.transcript, messages: transcript(3, 4) });
     assert.equal(second.status, 202, JSON.stringify(second.body));
     const b = second.body as Answer;
     assert.deepEqual([b.deduplicated, b.new_messages], [false, 3]);
-    assert.deepEqual(b.transcript, { count: 7, digest: prefixDigests(transcript(7))[7] });
+    assert.deepEqual(b.transcript, { count: 7, digest: (await prefixDigests(transcript(7)))[7] });
     const third = await post(env, tenant, { session_id: "s-after", after: b.transcript, messages: transcript(2, 7) });
     assert.deepEqual([(third.body as Answer).new_messages, (third.body as Answer).transcript.count], [2, 9]);
 
@@ -74,7 +74,10 @@ Deno.test("extract after: a POST that continues the session digests only its own
       assert.deepEqual([res.status, answer.new_messages], [202, chunk], JSON.stringify(res.body));
     }
     assert.deepEqual(work, Array(8).fill(chunk), "each POST digests its 20 messages, not the session's");
-    assert.deepEqual(answer.transcript, { count: 9 * chunk, digest: prefixDigests(transcript(9 * chunk))[9 * chunk] });
+    assert.deepEqual(answer.transcript, {
+      count: 9 * chunk,
+      digest: (await prefixDigests(transcript(9 * chunk)))[9 * chunk],
+    });
     const queued = await extractJobs(env, tenant);
     assert.deepEqual(
       queued.at(-1)!.payload.context,
@@ -110,7 +113,10 @@ Deno.test("extract after: a digest the session never sent is a 409 that says to 
     const tenant = newTenant();
     const first = (await post(env, tenant, { session_id: "s-409", messages: transcript(4) })).body as Answer;
     const cases = [
-      { session_id: "s-409", after: { count: 4, digest: prefixDigests([...transcript(3), msg(3, "edited")])[4] } },
+      {
+        session_id: "s-409",
+        after: { count: 4, digest: (await prefixDigests([...transcript(3), msg(3, "edited")]))[4] },
+      },
       { session_id: "s-409", after: { count: 5, digest: first.transcript.digest } },
       { session_id: "another-session", after: first.transcript },
       // Past the largest position a part records: no session sent it (it was a 400 naming Postgres' integer).
@@ -182,7 +188,7 @@ Deno.test("extract after: every point the session sent is known, through edits a
     const s = "s-points";
     const full = transcript(6);
     const edited = [...transcript(3), msg(3, "edited"), msg(4), msg(5)];
-    const point = (messages: unknown[], n: number) => ({ count: n, digest: prefixDigests(messages)[n]! });
+    const point = async (messages: unknown[], n: number) => ({ count: n, digest: (await prefixDigests(messages))[n]! });
     await post(env, tenant, { session_id: s, messages: full.slice(0, 4) }); // part [0, 4)
     await post(env, tenant, { session_id: s, messages: full }); // part [4, 6)
     const edit = (await post(env, tenant, { session_id: s, messages: edited })).body as Answer; // part [3, 6)
@@ -190,14 +196,14 @@ Deno.test("extract after: every point the session sent is known, through edits a
     const lastJob = async () => (await extractJobs(env, tenant)).at(-1)!.payload;
 
     // The end of a part, on either branch: its tail is the context.
-    let res = await post(env, tenant, { session_id: s, after: point(full, 6), messages: [msg(6, "next")] });
+    let res = await post(env, tenant, { session_id: s, after: await point(full, 6), messages: [msg(6, "next")] });
     assert.deepEqual([res.status, (res.body as Answer).new_messages], [202, 1]);
     assert.deepEqual((await lastJob()).context, full);
-    res = await post(env, tenant, { session_id: s, after: point(edited, 6), messages: [msg(6, "on the edit")] });
+    res = await post(env, tenant, { session_id: s, after: await point(edited, 6), messages: [msg(6, "on the edit")] });
     assert.deepEqual([res.status, (res.body as Answer).new_messages], [202, 1]);
     assert.deepEqual((await lastJob()).context, edited);
     // Inside a part (a shorter transcript's answer): the context comes from that part's messages.
-    res = await post(env, tenant, { session_id: s, after: point(full, 2), messages: [msg(2, "a branch")] });
+    res = await post(env, tenant, { session_id: s, after: await point(full, 2), messages: [msg(2, "a branch")] });
     assert.deepEqual([res.status, (res.body as Answer).new_messages], [202, 1]);
     assert.deepEqual([(await lastJob()).offset, (await lastJob()).context], [2, full.slice(0, 2)]);
 
@@ -205,7 +211,7 @@ Deno.test("extract after: every point the session sent is known, through edits a
     // queued again from its first message, apart from the new messages.
     await env.sql`update public.memory_jobs set status = 'dead'
                    where owner_id = ${tenant} and (payload ->> 'offset')::int = 0`;
-    res = await post(env, tenant, { session_id: s, after: point(full, 6), messages: transcript(2, 6) });
+    res = await post(env, tenant, { session_id: s, after: await point(full, 6), messages: transcript(2, 6) });
     assert.deepEqual([res.status, (res.body as Answer).new_messages, (res.body as Answer).retried?.[0]?.messages], [
       202,
       2,
@@ -217,7 +223,7 @@ Deno.test("extract after: every point the session sent is known, through edits a
     const added = jobs.find((j) => j.id === (res.body as Answer).job_id)!.payload;
     assert.deepEqual([added.offset, added.messages], [6, transcript(2, 6)]);
 
-    for (const after of [{ count: 7, digest: point(full, 6).digest }, point(transcript(6, 1), 6)]) {
+    for (const after of [{ count: 7, digest: (await point(full, 6)).digest }, await point(transcript(6, 1), 6)]) {
       assert.equal((await post(env, tenant, { session_id: s, after, messages: [msg(9)] })).status, 409);
     }
   } finally {
@@ -230,7 +236,7 @@ Deno.test("extract after: a tenant cannot insert a job itself (REST); a job queu
   try {
     const tenant = newTenant();
     const messages = transcript(3);
-    const digests = prefixDigests(messages);
+    const digests = await prefixDigests(messages);
     const payload = { session_id: "s-rest", messages, context: [], offset: 0 };
     // The service's tenant transaction (db.ts tenantItem), in another transaction than the one
     // that queued the job.

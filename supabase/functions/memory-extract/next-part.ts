@@ -94,7 +94,7 @@ interface Session {
 
 /** What a POST of the whole transcript queues. */
 export async function partOfWhole(s: Session, messages: unknown[]): Promise<PartPlan> {
-  const digests = prefixDigests(messages);
+  const digests = await prefixDigests(messages);
   const covered = await coveredFrom(s.tx, s.ownerId, s.sessionId, 0, digests.slice(1));
   return planFrom({ from: 0, messages, digests }, covered, covered.asOf, [], await lastAlone(s, covered));
 }
@@ -117,7 +117,7 @@ export async function partAfter(
   const asOf = path[0]!.asOf;
   const last = path.at(-1)!;
   if (!last.historyCovered && last.start !== 0) return { historyUnknown: true };
-  const digests = continueDigests(after.digest, messages);
+  const digests = await continueDigests(after.digest, messages);
   if (path.some((p) => !p.covers)) {
     const again = await readBack(s, after, path, maxRebuildBytes);
     if (!again) return { historyUnknown: true };
@@ -232,7 +232,7 @@ async function readBack(
   if (!slices) return payloadCleared;
   const seen = slices.flat();
   const messages = seen.slice(dead.start - from);
-  const digests = continueDigests(dead.startDigest, messages);
+  const digests = await continueDigests(dead.startDigest, messages);
   // The messages read back lead from the dead part's start to `after`, or the parts do not say what was sent.
   if (digests.at(-1) !== after.digest) return undefined;
   return { from: dead.start, messages, digests, before: seen.slice(0, dead.start - from) };
