@@ -2,7 +2,7 @@
 // that name a session's transcript. No database (what earlier jobs cover: extract_coverage.test.ts).
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { EventLoopSlice } from "../supabase/functions/_shared/event-loop-slice.ts";
+import { CountingSlice, whoEndsFirst } from "./support/event-loop.ts";
 import {
   canonicalJson,
   continueDigests,
@@ -86,18 +86,6 @@ function digestsInOneStretch(start: string, messages: readonly unknown[]): strin
   return out;
 }
 
-/** An EventLoopSlice always used up, counting the times it gave the loop back. */
-class CountingSlice extends EventLoopSlice {
-  yields = 0;
-  override due() {
-    return true;
-  }
-  override async yield() {
-    this.yields++;
-    await super.yield();
-  }
-}
-
 Deno.test("continueDigests: hashed a slice at a time, the digests are those of the whole text, on varied messages", async () => {
   const wide = Object.fromEntries(
     Array.from({ length: 5_000 }, (_, i) => [`k${(i * 7919) % 5_000}`, i % 3 ? `v${i}` : i]),
@@ -118,19 +106,17 @@ Deno.test("continueDigests: hashed a slice at a time, the digests are those of t
   for (const m of messages) assert.equal(canonicalJson(m), canonicalInOneStretch(m));
 });
 
-Deno.test("continueDigests: one large message is digested in slices, another request's timer answered between two", async () => {
+Deno.test("continueDigests: one large message is digested in slices, another request answered between two", async () => {
   const large = {
     role: "user",
     content: "hi",
     x: Object.fromEntries(Array.from({ length: 20_000 }, (_, i) => [`k${i}`, i])),
   };
   const slice = new CountingSlice();
-  const order: string[] = [];
-  // A timer armed before the digest starts runs at the digest's first yield, not after it ends.
-  setTimeout(() => order.push("another request"), 0);
-  const digests = await prefixDigests([large], slice).finally(() => order.push("digests"));
+  let digests: string[] = [];
+  const order = await whoEndsFirst(async () => digests = await prefixDigests([large], slice), "digests");
+  assert.deepEqual(order, ["other request", "digests"]);
   assert.equal(digests.length, 2);
   // 20,000 keys, each a key piece and a value piece: a look at the clock every 256 pieces.
   assert.ok(slice.yields >= 100, `${slice.yields} yields`);
-  assert.deepEqual(order, ["another request", "digests"]);
 });

@@ -4,7 +4,9 @@
 // tenant's requests for seconds. Past MAX_JSON_ITEMS a body is a 413 before it is parsed, nothing
 // written; a transcript of 20,000 plain messages stays well inside.
 import assert from "node:assert/strict";
-import { MAX_JSON_ITEMS } from "../supabase/functions/_shared/http.ts";
+import { MAX_JSON_ITEMS, parseJsonBody } from "../supabase/functions/_shared/http.ts";
+import { ExtractRequestSchema } from "../supabase/functions/memory-extract/handler.ts";
+import { CountingSlice, whoEndsFirst } from "./support/event-loop.ts";
 import { checkJsonText } from "../supabase/functions/_shared/json-text.ts";
 import { userHeaders } from "./support/auth.ts";
 import { startTestServer } from "./support/http_server.ts";
@@ -61,4 +63,20 @@ Deno.test("json items: a body of more than MAX_JSON_ITEMS items is a 413 before 
     await sql.end();
     await server.close();
   }
+});
+
+Deno.test("json items: a body's scan, parse and validation are three stretches, another request answered between them", async () => {
+  // Each takes tens of ms at the bound (bench/event-loop-stretches.ts): held for their sum, another
+  // tenant's request waited behind all three.
+  const body = JSON.stringify({ session_id: "s", messages: [{ role: "user", content: "hi" }] });
+  const slice = new CountingSlice();
+  const request = () =>
+    new Request("http://local/memory-extract", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body,
+    });
+  const order = await whoEndsFirst(() => parseJsonBody(request(), ExtractRequestSchema, 1 << 20, { slice }), "parse");
+  assert.deepEqual(order, ["other request", "parse"]);
+  assert.equal(slice.yields, 2, "after the scan and after the parse");
 });

@@ -6,6 +6,7 @@
 import type { z } from "zod";
 import { logDatabaseRefusal, mapDatabaseError } from "./database-errors.ts";
 import { checkJsonText } from "./json-text.ts";
+import { EventLoopSlice } from "./event-loop-slice.ts";
 
 export interface ErrorIssue {
   path: (string | number)[];
@@ -144,6 +145,7 @@ export async function parseJsonBody<T extends z.ZodType>(
     exactNumbers?: boolean;
     /** MCP's endpoint URL is the client's to configure: a query string there is left alone. */
     ignoreQuery?: boolean;
+    slice?: EventLoopSlice; // the request's, when its later work is sliced too (event-loop-slice.ts)
   } = {},
 ): Promise<z.infer<T>> {
   if (!opts.ignoreQuery) refuseQueryString(req);
@@ -159,6 +161,8 @@ export async function parseJsonBody<T extends z.ZodType>(
   if (!/^application\/json\b/i.test(type)) {
     throw new HttpError(415, "unsupported_media_type", "send the body as application/json");
   }
+  // Scan, parse and validation: the event loop given back between them, not held for their sum (docs/operations.md#json-items).
+  const slice = opts.slice ?? new EventLoopSlice();
   const checked = checkJsonText(text, MAX_JSON_DEPTH, opts.exactNumbers, MAX_JSON_ITEMS);
   if (checked.tooDeep) {
     throw new HttpError(400, "malformed_json", `body nests arrays or objects deeper than ${MAX_JSON_DEPTH} levels`);
@@ -174,12 +178,14 @@ export async function parseJsonBody<T extends z.ZodType>(
         "doubles: beyond 1e308 or past 2^53 for an integer they lose digits or become null): send it as a string",
     );
   }
+  if (slice.due()) await slice.yield();
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch (err) {
     throw new HttpError(400, "malformed_json", `body is not valid JSON: ${(err as Error).message}`);
   }
+  if (slice.due()) await slice.yield();
   return validate(schema, value, "request body");
 }
 
@@ -234,11 +240,8 @@ function tooLarge(maxBytes: number, hint?: string): HttpError {
   );
 }
 
-/**
- * The request with its body already read (at most maxBytes, else 413), to parse later with
- * parseJsonBody: for work that takes a turn (heavy-turns.ts) and must not hold it while a slow
- * client is still sending.
- */
+/** The request with its body read (at most maxBytes, else 413), for parseJsonBody later: work that takes a turn
+ * (heavy-turns.ts) must not hold it while a slow client is still sending. */
 export async function withBodyRead(req: Request, maxBytes: number, hint?: string): Promise<Request> {
   const declared = Number(req.headers.get("content-length") ?? "NaN");
   if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(maxBytes, hint);

@@ -41,8 +41,8 @@ export interface JsonRedaction<T> {
  */
 export async function redactMessages<M extends ChatLike>(
   messages: readonly M[],
+  slice = new EventLoopSlice(),
 ): Promise<{ messages: M[]; counts: RedactionCounts; total: number }> {
-  const slice = new EventLoopSlice();
   const counts: RedactionCounts = {};
   let total = 0;
   const out: M[] = [];

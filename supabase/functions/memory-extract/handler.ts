@@ -31,6 +31,7 @@ import { KICK_MAX_JOBS, kickDrain } from "../_shared/drain-kick.ts";
 import { ChatMessageSchema, MAX_MESSAGES_PER_REQUEST } from "../_shared/llm.ts";
 import { codeOrigin, projectName, sessionId, threadId, uuid } from "../_shared/schemas.ts";
 import { redactMessages } from "../_shared/redact-json.ts";
+import { EventLoopSlice } from "../_shared/event-loop-slice.ts";
 import { recordRedactions, redactMetadata } from "../_shared/redaction-events.ts";
 import { addCounts } from "../_shared/redact.ts";
 import { SCOPE_NEEDS_PROJECT, scopeHasProject, writeScope } from "../_shared/scopes.ts";
@@ -83,11 +84,15 @@ export function createHandler(deps: QueueingDeps) {
     // Parsing, redacting and queueing the whole body take the tenant's heavy turn, once it is received (heavy-turns.ts).
     const received = await withBodyRead(c.req.raw, deps.config.maxExtractBodyBytes, tooLarge);
     const queued = await inHeavyTurn(caller.tenantId, deps.config.dbStatementTimeoutMs, async () => {
-      const sent = await parseJsonBody(received, ExtractRequestSchema, deps.config.maxExtractBodyBytes, { tooLarge });
+      const slice = new EventLoopSlice(); // one for the request's work (event-loop-slice.ts)
+      const sent = await parseJsonBody(received, ExtractRequestSchema, deps.config.maxExtractBodyBytes, {
+        tooLarge,
+        slice,
+      });
       // The queued job stores the transcript: its secrets are redacted before anything else (the
       // digests, and what the worker and the model read, are of the redacted text), and a lone
       // surrogate (a tool output cut mid-emoji) becomes U+FFFD, which jsonb can store.
-      const redaction = await redactMessages(sent.messages);
+      const redaction = await redactMessages(sent.messages, slice);
       // Its lineage too, as remember's metadata is: stored with each memory it yields.
       const origin = redactMetadata(sent.lineage);
       const body = { ...sent, messages: redaction.messages, lineage: origin.metadata };
