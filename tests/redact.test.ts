@@ -10,7 +10,7 @@ import {
   redactMessages,
   redactString,
 } from "../supabase/functions/_shared/redact-json.ts";
-import { whoEndsFirst } from "./support/event-loop.ts";
+import { CountingSlice, whoEndsFirst } from "./support/event-loop.ts";
 import { MAY_HOLD_SECRET, redactSecrets } from "../supabase/functions/_shared/redact.ts";
 import { assertLinearWork } from "./support/work.ts";
 
@@ -1015,4 +1015,14 @@ Deno.test("redactor: a secret's name or prefix written with look-alike letters (
     assert.equal(r.text, text);
     assert.equal(r.total, 0);
   }
+});
+
+Deno.test("redactor: the walk that gathers a value's strings gives the event loop back too, not only their redaction", async () => {
+  // 100,000 numbers and no string: nothing to redact, but a walk that held the loop in one stretch
+  // (one message of 80,000 keys: tens of ms, bench/event-loop-stretches.ts).
+  const value = { role: "tool", content: "ok", extra: Array.from({ length: 100_000 }, (_, i) => i) };
+  const slice = new CountingSlice();
+  const order = await whoEndsFirst(() => redactJsonSliced(value, slice), "walk");
+  assert.deepEqual(order, ["other request", "walk"]);
+  assert.ok(slice.yields >= 300, `${slice.yields} yields`);
 });

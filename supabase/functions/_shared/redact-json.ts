@@ -84,8 +84,7 @@ export function redactJson<T>(value: T, redactOne: (s: string) => Redaction = re
  * on the instance waiting. Walking the value is cheap; one string is still redacted whole.
  */
 export async function redactJsonSliced<T>(value: T, slice = new EventLoopSlice()): Promise<JsonRedaction<T>> {
-  const strings = new Set<string>();
-  forEachJsonString(value, (s) => strings.add(s));
+  const strings = await jsonStrings(value, slice);
   const redacted = new Map<string, Redaction>();
   let changed = false;
   for (const s of strings) {
@@ -99,16 +98,29 @@ export async function redactJsonSliced<T>(value: T, slice = new EventLoopSlice()
   return redactJson(value, (s) => redacted.get(s)!);
 }
 
-/** Every string of a JSON value, keys included, to f: a walk that builds nothing (collecting one's strings). */
-function forEachJsonString(value: unknown, f: (s: string) => void): void {
-  if (typeof value === "string") f(value);
-  else if (Array.isArray(value)) { for (const x of value) forEachJsonString(x, f); }
-  else if (value && typeof value === "object") {
-    for (const k in value) {
-      f(k);
-      forEachJsonString((value as Record<string, unknown>)[k], f);
+/**
+ * Every string of a JSON value, keys included, once each: a walk that builds nothing else, a slice
+ * at a time (the walk of one message of 80,000 keys was one stretch of the loop).
+ */
+async function jsonStrings(value: unknown, slice: EventLoopSlice): Promise<Set<string>> {
+  const strings = new Set<string>();
+  const pending = [value];
+  let steps = 0;
+  const step = () => ++steps % 256 === 0 && slice.due();
+  while (pending.length > 0) {
+    const v = pending.pop();
+    if (typeof v === "string") strings.add(v);
+    else if (Array.isArray(v)) { for (const x of v) pending.push(x); }
+    else if (v && typeof v === "object") {
+      for (const k in v) {
+        strings.add(k);
+        pending.push((v as Record<string, unknown>)[k]);
+        if (step()) await slice.yield();
+      }
     }
+    if (step()) await slice.yield();
   }
+  return strings;
 }
 
 /**
