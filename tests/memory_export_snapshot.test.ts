@@ -143,7 +143,7 @@ Deno.test({
     assert.equal(await copiedRows(tenant), 0, "deleted when the client went away");
     assert.equal(await holding(), 0);
   } finally {
-    await reader?.cancel();
+    await reader?.cancel().catch(() => {});
     await pool.end();
   }
 });
@@ -217,8 +217,54 @@ Deno.test({
     assert.match(String(failure), /the snapshot ended: no piece asked for 4000 ms/);
   } finally {
     console.error = error;
-    // Unread (the test failed): its copy is deleted, else the pool's end would wait for it.
-    if (res && !res.bodyUsed) await res.body?.cancel();
+    // Unread (the test failed): its copy is deleted, else the pool's end would wait for it. (An
+    // errored body's cancel rejects with its error: the stream ends itself after the idle bound.)
+    if (res && !res.bodyUsed) await res.body?.cancel().catch(() => {});
+    await pool.end();
+  }
+});
+
+Deno.test({
+  ...realServerOnly(
+    "export: a stalled export's response ends itself when its copy goes, with no read to end it (no server's guard)",
+    ONE_SERVER,
+  ),
+  ...opts,
+}, async () => {
+  // The handler called directly, as Supabase's runtime serves it: no connection guard closes the
+  // stalled connection, so the stream must end itself once the idle bound has deleted the copy.
+  // It used to wait, its page queued, for a read that a stalled client never makes.
+  const { tenant } = await tenantWithTwoPages();
+  const pool = createSql(testDatabaseUrl(), { max: 2, statementTimeoutMs: 500 });
+  const served = createHandler({ sql: pool, config: testConfig(), embedder: localEmbedder() });
+  const error = console.error;
+  console.error = () => {};
+  let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+  try {
+    for (const accept of ["application/json", "application/x-tar"]) {
+      const query = accept === "application/json" ? "" : "?format=markdown";
+      const headers = { ...await userHeaders(tenant), accept };
+      const res = await served(new Request(`http://local/memory/export${query}`, { headers }));
+      assert.equal(res.status, 200);
+      reader = res.body!.getReader();
+      // Settled without a read: `closed` follows the stream's state, not the reader's asks.
+      let ended: unknown;
+      reader.closed.then(() => ended = "closed whole", (err) => ended = err);
+      await waitUntil(async () => {
+        const [copy] = await sql<{ n: number }[]>`
+          select count(*)::int as n from memory_private.export_rows where owner_id = ${tenant}`;
+        return copy!.n === 0;
+      }, "the stalled export's copy deleted");
+      // The copy is deleted after the stream is ended (its deletion is a round trip away).
+      assert.ok(ended instanceof SnapshotEndedError, `${accept}: the stream ${String(ended ?? "still open")}`);
+      assert.match(ended.message, /the snapshot ended: no piece asked for 2000 ms/);
+      // The reader sees it too, after what was queued before the end was dropped.
+      await assert.rejects(reader.read(), SnapshotEndedError);
+      reader = undefined;
+    }
+  } finally {
+    console.error = error;
+    await reader?.cancel().catch(() => {});
     await pool.end();
   }
 });

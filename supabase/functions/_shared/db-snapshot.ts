@@ -14,9 +14,10 @@
 //
 // The copy lives until the reader has read it or goes away (its `return`), or asks for nothing for
 // SNAPSHOT_IDLE_FACTOR statement timeouts (60 s by default), or has read SNAPSHOT_MAX_FACTOR
-// statement timeouts in all (10 minutes): then it is deleted and the next piece fails. A copy whose
-// server went away is deleted by pg_cron (devai-export-rows-prune). Few are made at once
-// (claimSnapshot): one a tenant, and a quarter of the pool for all tenants.
+// statement timeouts in all (10 minutes): then it is deleted, the reader told (Staging.abandoned)
+// and the next piece fails. A copy whose server went away is deleted by pg_cron
+// (devai-export-rows-prune). Few are made at once (claimSnapshot): one a tenant, and a quarter of
+// the pool for all tenants.
 import { type Sql, type TenantContext, type Tx, withTenant } from "./db.ts";
 import { timeoutMsOf } from "./db-pool.ts";
 import { HttpError } from "./http.ts";
@@ -101,6 +102,12 @@ export interface Staging<C> {
   stage(tx: Tx, deadline: number): Promise<C>;
   /** Deletes the copy. */
   drop(tx: Tx): Promise<unknown>;
+  /**
+   * Told when the copy is deleted because the reader stopped asking (its idle or longest bound),
+   * while the reader is not reading: a stream ends itself then, rather than at the next ask, which
+   * may never come (services/memory-export.ts).
+   */
+  abandoned?(why: string): void;
 }
 
 /** Runs one page's statements in a short transaction of its own, as the tenant. */
@@ -150,7 +157,10 @@ export async function* inStagedSnapshot<C, T>(
     for await (const piece of read(staged, page)) {
       const left = heldUntil - Date.now();
       const why = left <= bounds.idleMs ? late() : `no piece asked for ${bounds.idleMs} ms`;
-      timer = setTimeout(() => void end(why), Math.max(0, Math.min(bounds.idleMs, left)));
+      timer = setTimeout(() => {
+        void end(why);
+        staging.abandoned?.(why);
+      }, Math.max(0, Math.min(bounds.idleMs, left)));
       yield piece;
       clearTimeout(timer);
       if (ended) throw new SnapshotEndedError(`the snapshot ended: ${ended}`);

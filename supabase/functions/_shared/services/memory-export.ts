@@ -239,9 +239,21 @@ export async function exportResponse(
       : jsonChunks(source, head);
   const exportId = crypto.randomUUID();
   const parts: Table[] = q.format === "markdown" ? ["memories"] : ["memories", "relations", "history"];
+  let stream: ReadableStreamDefaultController<Uint8Array> | undefined;
   const chunks = inStagedSnapshot(deps.sql, tenant, {
     stage: (tx, deadline) => stageExport(tx, exportId, parts, deadline),
     drop: (tx) => tx`select public.memory_export_drop(${exportId})`,
+    // The client took nothing for the idle bound, its copy is gone: the response is aborted now, not
+    // at a next read that without the local server's guard (Supabase's runtime) may never come, its
+    // queued page held. The body ends cut short (no chunked end); an archive's EXPORT-INCOMPLETE.txt
+    // cannot overtake the bytes the client has not read (docs/operations.md#exports).
+    abandoned: (why) => {
+      if (cancelled) return;
+      cancelled = true;
+      console.error(JSON.stringify({ level: "error", msg: "export abandoned by its client", error: why }));
+      stream?.error(new SnapshotEndedError(`the snapshot ended: ${why}`));
+      void chunks.return(undefined);
+    },
   }, (staged, read) => chunksOf({ exportId, staged, read }));
   let first: string | Uint8Array | undefined = (await chunks.next()).value ?? undefined;
   // An archive's chunks are its files, one each (then its end).
@@ -249,6 +261,7 @@ export async function exportResponse(
   let failure: { err: unknown } | undefined;
   let cancelled = false;
   const body = new ReadableStream<Uint8Array>({
+    start: (controller) => void (stream = controller),
     async pull(controller) {
       if (failure) return controller.error(failure.err);
       try {
