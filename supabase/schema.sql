@@ -4925,7 +4925,13 @@ begin
     pg_catalog.hashtextextended('public.memory_export_begin ' || v_owner::text, 0)) then
     raise exception 'an export of this tenant is being copied' using errcode = '55P03';
   end if;
-  delete from memory_private.export_rows e where e.owner_id = v_owner;
+  begin
+    delete from memory_private.export_rows e where e.owner_id = v_owner;
+  exception when serialization_failure then
+    -- The earlier copy was deleted by another export whose copy committed after this
+    -- transaction's snapshot was taken (and before its lock was): that export is running.
+    raise exception 'an export of this tenant was copied while this one began' using errcode = '55P03';
+  end;
   return query
   select (select count(*) from public.devai_memories m where m.owner_id = v_owner)::integer,
          case when 'relations' = any (p_parts)
