@@ -11,6 +11,7 @@ import { userHeaders } from "./support/auth.ts";
 import { functionJson, type RunningServer, startTestServer } from "./support/http_server.ts";
 import { newTenant, testSql } from "./support/seed.ts";
 import { waitUntil } from "./support/wait.ts";
+import { ConnectionGuard } from "../scripts/serve/connection-guard.ts";
 
 const encoder = new TextEncoder();
 
@@ -165,5 +166,99 @@ Deno.test("connections: a body sent after 100 Continue, later than both timeouts
     client.close();
     await sql.end();
     await server.close();
+  }
+});
+
+/**
+ * A guard (idle bound `idleTimeoutMs`) in front of a server that answers each request with a head
+ * and `bodyBytes` bytes, then closes, or, with `stall`, sends the head and part of the body and
+ * nothing more (a stalled export).
+ */
+async function guardedAnswer(idleTimeoutMs: number, bodyBytes: number, stall = false) {
+  const upstream = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const serving = (async () => {
+    for await (const conn of upstream) {
+      (async () => {
+        await conn.read(new Uint8Array(8192));
+        const head = encoder.encode(`HTTP/1.1 200 OK\r\ncontent-length: ${bodyBytes}\r\nconnection: close\r\n\r\n`);
+        const body = new Uint8Array(stall ? 256 * 1024 : bodyBytes).fill(120);
+        for (const bytes of [head, body]) {
+          for (let sent = 0; sent < bytes.length;) sent += await conn.write(bytes.subarray(sent));
+        }
+        if (!stall) conn.close();
+      })().catch(() => {});
+    }
+  })();
+  const guard = new ConnectionGuard(
+    Deno.listen({ hostname: "127.0.0.1", port: 0 }),
+    () => Deno.connect({ hostname: "127.0.0.1", port: upstream.addr.port }),
+    { maxConnections: 10, headerTimeoutMs: 10_000, idleTimeoutMs },
+  );
+  const client = await Deno.connect({ hostname: "127.0.0.1", port: guard.addr.port });
+  await client.write(encoder.encode("GET /export HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n"));
+  return {
+    guard,
+    client,
+    /** Reads until the connection ends, pausing `pauseMs` after every `everyBytes`: the bytes read. */
+    async readAll(everyBytes: number, pauseMs: number): Promise<number> {
+      const buf = new Uint8Array(64 * 1024);
+      let received = 0;
+      let sincePause = 0;
+      for (;;) {
+        const n = await client.read(buf).catch(() => null);
+        if (n === null) return received;
+        received += n;
+        sincePause += n;
+        if (sincePause >= everyBytes) {
+          sincePause = 0;
+          await new Promise((r) => setTimeout(r, pauseMs));
+        }
+      }
+    },
+    async close() {
+      try {
+        client.close();
+      } catch { /* closed already */ }
+      await guard.close(true);
+      upstream.close();
+      await serving.catch(() => {});
+    },
+  };
+}
+
+Deno.test("connections: a client reading a long answer slowly, silent longer than the idle bound, gets all of it", async () => {
+  // 32 MB, far more than the sockets' buffers (some 10 MB on loopback), read 4 MB at a time (the
+  // kernel wakes the guard's waiting write once a good part of its send buffer is free) with pauses
+  // longer than the idle bound: the guard's writes wait on the client; the server is not silent,
+  // the client is. The guard counted its idle time from the last bytes the server produced, and cut
+  // this connection at the first pause (a slow reader taken for a stalled answer).
+  const BODY = 32 * 1024 * 1024;
+  const run = await guardedAnswer(200, BODY);
+  try {
+    const received = await run.readAll(4 * 1024 * 1024, 500);
+    assert.ok(received > BODY, `received ${received} bytes of a ${BODY}-byte body`);
+  } finally {
+    await run.close();
+  }
+});
+
+Deno.test("connections: a client that reads nothing, or a server that stalls mid-answer, is cut", async () => {
+  // The client takes nothing: cut once it has taken nothing for CLIENT_STALL_FACTOR idle bounds.
+  const unread = await guardedAnswer(50, 32 * 1024 * 1024);
+  try {
+    await waitUntil(() => Promise.resolve(unread.guard.open === 0), "the unread connection is let go");
+  } finally {
+    await unread.close();
+  }
+  // The server sends part of its answer and stops, all of it taken: cut after the idle bound.
+  const stalled = await guardedAnswer(50, 32 * 1024 * 1024, true);
+  try {
+    const received = await stalled.readAll(Infinity, 0);
+    // (Its head and some of the 256 kB it sent before it stopped: a loaded machine's pause in the
+    // sending is a silence too.)
+    assert.ok(received > 0 && received < 1024 * 1024, `received ${received} bytes`);
+    await waitUntil(() => Promise.resolve(stalled.guard.open === 0), "the stalled connection is let go");
+  } finally {
+    await stalled.close();
   }
 });

@@ -10,8 +10,14 @@
 // * a connection that has not sent a whole request's headers HEADER_TIMEOUT_MS (10 s) after it
 //   connected, or after it started its next request (a slow client still sending its body is the
 //   body's bound: request-bodies.ts);
-// * a connection that has had its answer and sends nothing for KEEPALIVE_IDLE_TIMEOUT_MS (30 s);
-//   a request being served is never cut (a long answer's silence is the server's);
+// * a connection that has had its answer and sends nothing for KEEPALIVE_IDLE_TIMEOUT_MS (30 s)
+//   while nothing is on its way to the client: the server is not producing (an answer ended, or a
+//   stalled export); a request being served is never cut (a long answer's silence is the server's);
+// * a connection whose client takes nothing of what is on its way to it for CLIENT_STALL_FACTOR
+//   times that (5 minutes): the client is not reading. A slow reader is not a stalled answer: the
+//   30 s check used to count from the last bytes the server produced, so a client reading a few kB
+//   a second, its write waiting for the kernel (which wakes a writer only once a good part of the
+//   send buffer is free), was cut as if the export had stalled;
 // and takes at most MAX_CONNECTIONS at once (each holds three descriptors: the client's, and both
 // ends of the pipe to Deno.serve): the next is answered 503 server_busy and closed, nothing read.
 import { ConfigError } from "../../supabase/functions/_shared/env.ts";
@@ -20,6 +26,13 @@ import { corsHeaders } from "../../supabase/functions/_shared/cors.ts";
 export const DEFAULT_HEADER_TIMEOUT_MS = 10_000;
 export const DEFAULT_KEEPALIVE_IDLE_TIMEOUT_MS = 30_000;
 export const DEFAULT_MAX_CONNECTIONS = 1_000;
+/**
+ * How many idle timeouts a client may take nothing of its answer (5 minutes by default): longer
+ * than an export waits for its reader (four statement timeouts, 60 s, after which the export ends
+ * itself: services/memory-export.ts), so the export's bound, not the guard, ends a stalled reader's
+ * export; the guard then frees the connection, which nothing else would (the write never ends).
+ */
+export const CLIENT_STALL_FACTOR = 10;
 /** Descriptors kept for the rest of the process (database pool, files) when the default is sized to the limit. */
 const RESERVED_DESCRIPTORS = 200;
 const CHUNK_BYTES = 16 * 1024;
@@ -35,6 +48,8 @@ export interface ConnectionLimits {
 class Guarded {
   phase: "headers" | "request" | "answer" = "headers";
   since = Date.now();
+  /** Bytes are on their way to the client (a write to it is waiting): a silence is then the client's. */
+  #sending = false;
   #matched = 0;
 
   constructor(readonly client: Deno.Conn, readonly upstream: Deno.Conn) {}
@@ -63,9 +78,16 @@ class Guarded {
     this.phase = "answer";
   }
 
+  /** A write to the client starts (`true`: also each part of it the client's socket took) or ends. */
+  toClient(sending: boolean): void {
+    this.#sending = sending;
+    this.since = Date.now();
+  }
+
   expired(now: number, limits: ConnectionLimits): boolean {
     if (this.phase === "headers") return now - this.since > limits.headerTimeoutMs;
-    return this.phase === "answer" && now - this.since > limits.idleTimeoutMs;
+    const bound = this.#sending ? CLIENT_STALL_FACTOR * limits.idleTimeoutMs : limits.idleTimeoutMs;
+    return this.phase === "answer" && now - this.since > bound;
   }
 
   close(): void {
@@ -140,7 +162,7 @@ export class ConnectionGuard {
     const g = new Guarded(client, upstream);
     this.#open.add(g);
     const toServer = pump(client, upstream, (chunk) => g.fromClient(chunk), true);
-    const toClient = pump(upstream, client, (chunk) => g.fromServer(chunk), false);
+    const toClient = pump(upstream, client, (chunk) => g.fromServer(chunk), false, (on) => g.toClient(on));
     await toClient;
     g.close();
     await toServer;
@@ -169,10 +191,17 @@ function isInterimAnswerOnly(chunk: Uint8Array): boolean {
 }
 
 /**
- * Copies `from` to `to` until `from` ends or either fails, telling `seen` each chunk. The client's
- * end of its sending (a half-close) is passed on; the server's end closes the connection.
+ * Copies `from` to `to` until `from` ends or either fails, telling `seen` each chunk and `sending`
+ * each write's start, each part of it `to` took, and its end. The client's end of its sending (a
+ * half-close) is passed on; the server's end closes the connection.
  */
-async function pump(from: Deno.Conn, to: Deno.Conn, seen: (chunk: Uint8Array) => void, halfClose: boolean) {
+async function pump(
+  from: Deno.Conn,
+  to: Deno.Conn,
+  seen: (chunk: Uint8Array) => void,
+  halfClose: boolean,
+  sending: (on: boolean) => void = () => {},
+) {
   const buf = new Uint8Array(CHUNK_BYTES);
   try {
     for (;;) {
@@ -180,7 +209,11 @@ async function pump(from: Deno.Conn, to: Deno.Conn, seen: (chunk: Uint8Array) =>
       if (n === null) break;
       const chunk = buf.subarray(0, n);
       seen(chunk);
-      for (let sent = 0; sent < n;) sent += await to.write(chunk.subarray(sent));
+      for (let sent = 0; sent < n;) {
+        sending(true);
+        sent += await to.write(chunk.subarray(sent));
+      }
+      sending(false);
     }
     if (halfClose) await to.closeWrite();
   } catch { /* either side went away: the connection is closed by its owner */ }
