@@ -243,10 +243,10 @@ export async function exportResponse(
   const chunks = inStagedSnapshot(deps.sql, tenant, {
     stage: (tx, deadline) => stageExport(tx, exportId, parts, deadline),
     drop: (tx) => tx`select public.memory_export_drop(${exportId})`,
-    // The client took nothing for the idle bound, its copy is gone: the response is aborted now, not
-    // at a next read that without the local server's guard (Supabase's runtime) may never come, its
-    // queued page held. The body ends cut short (no chunked end); an archive's EXPORT-INCOMPLETE.txt
-    // cannot overtake the bytes the client has not read (docs/operations.md#exports).
+    // The client took nothing for the idle bound, its copy is gone: the stream is errored now, not at
+    // a next read that without the local server's guard (Supabase's runtime) may never come, so its
+    // queued page is let go; the body ends cut short (no chunked end; no EXPORT-INCOMPLETE.txt, which
+    // cannot overtake unread bytes). Deno's server sees it once its socket takes the chunk in hand.
     abandoned: (why) => {
       if (cancelled) return;
       cancelled = true;
