@@ -6131,23 +6131,39 @@ begin
   end if;
   v_burst := public.memory_setting('rate_limit_' || p_route_class || '_burst');
 
-  -- The bucket can be deleted (prune_rate_limit_buckets, a service_role reset) between the insert
-  -- that met it and the lock: then it is created again, full, and locked.
+  -- The bucket holds a token: taken in this one statement. The SET's sub-select reads the clock
+  -- once, after the row is held (evaluated on the version the UPDATE locked).
+  update memory_private.rate_limit_buckets b
+     set (tokens, refilled_at) = (
+           select least(v_burst, b.tokens + extract(epoch from n.at - b.refilled_at) * v_rate) - 1, n.at
+             from (select greatest(clock_timestamp(), b.refilled_at) as at) n)
+   where b.owner_id = v_owner and b.route_class = p_route_class
+     and least(v_burst, b.tokens + greatest(0, extract(epoch from clock_timestamp() - b.refilled_at)) * v_rate) >= 1;
+  if found then
+    return 0;
+  end if;
+
+  -- No token in it, or no bucket. The bucket can be deleted (prune_rate_limit_buckets, a
+  -- service_role reset) between the two steps: then it is created again, full, and a token taken.
   loop
-    insert into memory_private.rate_limit_buckets (owner_id, route_class, tokens, refilled_at)
-    values (v_owner, p_route_class, v_burst, clock_timestamp())
-    on conflict (owner_id, route_class) do nothing;
     select b.tokens, b.refilled_at into v_tokens, v_at
       from memory_private.rate_limit_buckets b
      where b.owner_id = v_owner and b.route_class = p_route_class
        for update;
     exit when found;
+    insert into memory_private.rate_limit_buckets (owner_id, route_class, tokens, refilled_at)
+    values (v_owner, p_route_class, v_burst - 1, clock_timestamp())
+    on conflict (owner_id, route_class) do nothing;
+    if found then
+      return 0;
+    end if;
   end loop;
   -- The clock is read once the row is held: the refill is counted up to now, never back to before
   -- a wait for the row (another request's refilled_at may be later than when this one began).
   v_now := greatest(clock_timestamp(), v_at);
   v_tokens := least(v_burst, v_tokens + greatest(0, extract(epoch from v_now - v_at)) * v_rate);
   if v_tokens >= 1 then
+    -- Refilled since the UPDATE read it (or a bucket another request just created).
     update memory_private.rate_limit_buckets
        set tokens = v_tokens - 1, refilled_at = v_now
      where owner_id = v_owner and route_class = p_route_class;
