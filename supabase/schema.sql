@@ -3044,9 +3044,10 @@ begin
     raise exception 'query_complexity must be simple or complex, got %', query_complexity using errcode = '22023';
   end if;
 
-  -- Scopes as in match_memories: bases without the trailing '/', each once, none inside another.
+  -- Scopes as in match_memories: bases without the trailing '/', each once, none inside another;
+  -- in NFC, the form every stored namespace has (migration 20261210400000).
   with bases as (
-    select distinct rtrim(s, '/') as base
+    select distinct rtrim(normalize(s, nfc), '/') as base
       from unnest(coalesce(match_namespaces, '{}'::text[])) as s
      where s is not null and rtrim(s, '/') <> ''
   )
