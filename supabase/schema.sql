@@ -4337,9 +4337,11 @@ begin
     raise exception 'match_count must be between 1 and 200, got %', match_count using errcode = '22023';
   end if;
   -- The scopes as namespace bases without the trailing '/', each once, none inside another (a
-  -- base whose parent is searched too adds nothing, and would count its rows twice).
+  -- base whose parent is searched too adds nothing, and would count its rows twice). Read in NFC,
+  -- the one form names are stored in (migration 20261210400000): a caller's 'café' spelled
+  -- e + U+0301 is the scope 'café'.
   with bases as (
-    select distinct rtrim(s, '/') as base
+    select distinct rtrim(normalize(s, nfc), '/') as base
       from unnest(coalesce(match_namespaces, '{}'::text[]) || match_namespace) as s
      where s is not null and rtrim(s, '/') <> ''
   )
@@ -5472,6 +5474,7 @@ declare
   v_categories text[];
   v_all        text[];
   v_pool       integer;
+  v_names      text[];
   v_scopes     text[];
   v_exclude    tsquery;
   -- The field filters, for the search to apply as it searches (each list, and the context-all
@@ -5497,8 +5500,11 @@ begin
   if cardinality(v_categories) = 0 then
     return;
   end if;
+  -- The scopes in NFC, the one form names are stored in (migration 20261210400000): a caller's
+  -- 'café' spelled e + U+0301 is the scope 'café', for the search and the context-'all' memories.
+  v_names := array(select normalize(s, nfc) from unnest(match_namespaces) as s);
   select coalesce(array_agg(rtrim(s, '/') || '/'), '{}') into v_scopes
-    from unnest(coalesce(match_namespaces, '{}'::text[])) as s
+    from unnest(v_names) as s
    where s is not null and rtrim(s, '/') <> '';
   if query_text ~ '(^|\s)-("|[[:alpha:]][^\s"])' then
     select string_agg(t.query::text, ' | ')::tsquery into v_exclude
@@ -5511,7 +5517,7 @@ begin
   with found as (
     select h.*
       from public.hybrid_search(
-             query_text => query_text, query_embedding => query_embedding, match_namespaces => match_namespaces,
+             query_text => query_text, query_embedding => query_embedding, match_namespaces => v_names,
              match_count => v_pool, similarity_threshold => similarity_threshold,
              match_embedding_model => match_embedding_model, match_owner => match_owner, search_mode => search_mode,
              graph_depth => graph_depth, filter_after => filter_after, filter_before => filter_before,
