@@ -4327,6 +4327,10 @@ declare
   v_fallback  integer;
   v_short     boolean := false;
   v_plan_mode text;
+  v_walk      refcursor;
+  v_id        uuid;
+  v_dist      double precision;
+  v_at_floor  boolean := false;
   -- The request's filters (time window, types, categories, exclusions) hold inside each path, so
   -- a strict filter gets its match_count nearest memories that pass it, not what passes among
   -- the nearest of all.
@@ -4490,9 +4494,12 @@ begin
     if v_index is distinct from to_regclass('public.devai_memories_embedding_hnsw') then
       perform set_config('plan_cache_mode', 'force_custom_plan', true);
     end if;
-    select coalesce(array_agg(w.id order by w.distance, w.id), '{}'), coalesce(array_agg(w.distance order by w.distance, w.id), '{}')
-      into v_walk_ids, v_walk_dist
-      from (select m.id, m.embedding operator(extensions.<=>) query_embedding as distance
+    -- Read one row at a time (a FOR loop fetches ten at once, and each further row of an
+    -- iterative scan can cost a pass of the walk): the first at or below the floor ends it.
+    v_walk_ids := '{}';
+    v_walk_dist := '{}';
+    open v_walk no scroll for
+            select m.id, m.embedding operator(extensions.<=>) query_embedding as distance
               from public.devai_memories m
              where m.owner_id = match_owner
                and m.is_valid
@@ -4505,7 +4512,18 @@ begin
                and (not v_filtered or memory_search.passes_filters(m.fts, m.created_at, m.memory_type, m.metadata, m.pinned, m.importance, m.updated_at,
                                                                    filter_exclude, filter_after, filter_before, filter_memory_types, filter_categories, filter_fields))
              order by m.embedding operator(extensions.<=>) query_embedding
-             limit match_count) as w;
+             limit match_count;
+    loop
+      fetch v_walk into v_id, v_dist;
+      exit when not found;
+      if 1 - v_dist <= similarity_threshold then
+        v_at_floor := true;
+        exit;
+      end if;
+      v_walk_ids := v_walk_ids || v_id;
+      v_walk_dist := v_walk_dist || v_dist;
+    end loop;
+    close v_walk;
     perform set_config('enable_sort', v_sort, true);
     perform set_config('plan_cache_mode', v_plan_mode, true);
     -- A walk that comes back with fewer than match_count may have stopped early, not run out of
@@ -4519,7 +4537,8 @@ begin
     -- usual case, pays nothing for the fallback). The scope is counted afresh here
     -- (memory_search.scope_rows), not read from the kept counts: a kept count too large (a drift)
     -- sent this small scope to the walk, and must not also keep the walk's short answer.
-    if cardinality(v_walk_ids) < match_count then
+    -- A walk stopped at the floor (above) did not come back short: it is not counted.
+    if cardinality(v_walk_ids) < match_count and not v_at_floor then
       v_fallback := public.memory_setting('exact_scan_fallback_max_rows')::integer;
       v_short := memory_search.scope_rows(match_owner, v_bases, v_fallback) <= v_fallback;
     end if;

@@ -24,7 +24,8 @@ analyze public.devai_memories;
 -- Every scope counts as large: the HNSW path.
 update public.memory_settings set value = 0 where name in ('exact_scan_max_rows', 'exact_scan_cost_ratio');
 
--- Plans made so far of match_memories' walk and of the answer statement after it.
+-- Plans made so far of match_memories' walk (its cursor's statement since migration
+-- 20261211650000) and of the answer statement after it.
 create function pg_temp.plans(p_like text) returns bigint language sql as $$
   select coalesce(sum(s.plans), 0)::bigint from extensions.pg_stat_statements s where s.query like p_like
 $$;
@@ -32,7 +33,7 @@ create function pg_temp.own_scans() returns bigint language sql as $$
   select pg_stat_get_xact_numscans('public.devai_memories_hnsw_owner_99a0000000004000800000000000000c'::regclass)
 $$;
 create temp table counted as
-select pg_temp.plans('select coalesce(array_agg(w.id order by w.distance, w.id)%') as walk,
+select pg_temp.plans('select m.id, m.embedding operator(extensions.<=>) query_embedding as distance%') as walk,
        pg_temp.plans('%unnest(v_walk_ids, v_walk_dist)%') as answer,
        pg_temp.own_scans() as scans;
 grant select on counted to authenticated;
@@ -47,7 +48,7 @@ select count(*) from public.match_memories(tests.embedding('{1,0.5}'), 'devai/pr
 select tests.clear_authentication();
 
 select is(pg_temp.own_scans() - (select scans from counted), 3::bigint, 'the three searches walked the tenant''s own index');
-select is(pg_temp.plans('select coalesce(array_agg(w.id order by w.distance, w.id)%') - (select walk from counted), 3::bigint,
+select is(pg_temp.plans('select m.id, m.embedding operator(extensions.<=>) query_embedding as distance%') - (select walk from counted), 3::bigint,
           'the walk is planned for the owner at each call');
 select cmp_ok(pg_temp.plans('%unnest(v_walk_ids, v_walk_dist)%') - (select answer from counted), '<=', 1::bigint,
               'the answer statement after the walk keeps its generic plan (planned at most once in the session, not at each call)');
