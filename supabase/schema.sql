@@ -6148,12 +6148,13 @@ begin
   if v_owner is null then
     raise exception 'no tenant: request.jwt.claims has no sub' using errcode = '42501';
   end if;
+  -- NULL: no limit for this class and caller kind; nothing taken, nothing to wait for.
   if p_service_role and public.memory_setting('rate_limit_service_role') = 0 then
-    return 0;
+    return null;
   end if;
   v_rate := public.memory_setting('rate_limit_' || p_route_class || '_per_minute')::double precision / 60;
   if v_rate = 0 then
-    return 0;
+    return null;
   end if;
   v_burst := public.memory_setting('rate_limit_' || p_route_class || '_burst');
 

@@ -17,7 +17,11 @@ import { overrideSettings } from "./support/lifecycle.ts";
 import { newTenant, testSql } from "./support/seed.ts";
 import { dbTest } from "./support/http.ts";
 import { createSql, withTenant } from "../supabase/functions/_shared/db.ts";
-import { rateLimit } from "../supabase/functions/_shared/rate-limit.ts";
+import {
+  rateLimit,
+  UNLIMITED_ANSWER_KEPT_MS,
+  unlimitedRouteClasses,
+} from "../supabase/functions/_shared/rate-limit.ts";
 import { testDatabaseUrl } from "./support/config.ts";
 import { realServerOnly } from "./support/backend.ts";
 import { waitUntil } from "./support/wait.ts";
@@ -60,6 +64,9 @@ dbTest(
       const asService = { headers: await serviceHeaders(a), body: { content: "Written by a server-side agent." } };
       assert.equal((await api("POST", "/memory/remember", asService)).status, 201);
       await sql`update public.memory_settings set value = 1 where name = 'rate_limit_service_role'`;
+      // It applies within UNLIMITED_ANSWER_KEPT_MS (the pool knew service_role unlimited): its clock moves past.
+      const later = performance.now() + UNLIMITED_ANSWER_KEPT_MS;
+      unlimitedRouteClasses(sql).now = () => later;
       assert.equal(
         (await api("POST", "/memory/remember", { ...asService, body: { content: "And another one." } })).status,
         429,

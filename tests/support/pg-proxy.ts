@@ -15,6 +15,8 @@ export interface PgProxy {
 }
 
 export interface PgProxyOptions {
+  /** Called once a client connects: what it returns sees each chunk that client sends, in order. */
+  watch?: () => (fromClient: Uint8Array) => void;
   /**
    * Called with each chunk a client sends, before it is passed on: true takes the database away
    * there (down(): the chunk is never delivered), as an outage at that very statement.
@@ -56,8 +58,10 @@ export function startPgProxy(databaseUrl: string, opts: PgProxyOptions = {}): Pg
         track(client);
         Deno.connect({ hostname: target.hostname, port: targetPort }).then((server) => {
           track(server);
+          const seen = opts.watch?.();
           const watched = new TransformStream<Uint8Array, Uint8Array>({
             transform(chunk, out) {
+              seen?.(chunk);
               if (opts.downAt?.(chunk)) down();
               else out.enqueue(chunk);
             },

@@ -16,7 +16,7 @@ import { isConnectionLost, isDatabaseUnavailable, isStatementTimeout } from "./d
 import { readOnReplica, replicaDeadlineMs } from "./db-replica.ts";
 import { handBack, reserveConnection, transactionOn } from "./db-reserve.ts";
 import { cancelledAfter } from "./db-read-timeout.ts";
-import { rateLimited, type RouteClass, takeRequestCharge } from "./rate-limit.ts";
+import { rateLimited, type RouteClass, takeRequestCharge, unlimitedRouteClasses } from "./rate-limit.ts";
 import { tenantShares } from "./tenant-share.ts";
 import { CONNECT_TIMEOUT_SECONDS, primaryOf, type Sql, timeoutMsOf, timeoutOf } from "./db-pool.ts";
 export {
@@ -84,7 +84,7 @@ async function tenantTransaction<T>(
         conn,
         async (begin) => {
           const primary = primaryOf(sql);
-          const charge = routeClass ? chargeToken(primary === sql ? conn : primary, who, routeClass) : undefined;
+          const charge = routeClass ? chargeToken(sql, who, routeClass, conn) : undefined;
           // In this order on the connection: the token's own transaction, then BEGIN and the settings.
           const begun = begin(opts.repeatableRead ? "isolation level repeatable read" : undefined);
           const settings = conn`select 1 from ${tenantSettings(conn, who, opts, timeoutOf(sql))}`.execute();
@@ -136,7 +136,7 @@ async function tenantRead<T extends readonly (object | undefined)[]>(
     const failures: unknown[] = []; // of the statements on this connection (handBack)
     try {
       const primary = primaryOf(sql);
-      const charge = toCharge ? chargeToken(primary === sql ? conn : primary, who, toCharge) : undefined;
+      const charge = toCharge ? chargeToken(sql, who, toCharge, conn) : undefined;
       const [charged, answer] = await Promise.allSettled([
         charge ?? Promise.resolve(0),
         cancelledAfter(read(conn, tenantSettings(conn, who, opts)), timeoutMsOf(sql)),
@@ -221,29 +221,32 @@ export function tenantItem(q: Sql, tenantId: string, more: Record<string, string
 }
 
 /**
- * Takes one token of the tenant's bucket in a statement of its own (its own transaction: the
- * bucket row is locked only while it runs). Its commit does not wait for the WAL flush: a crash
- * may forget the last tokens taken, never anything else. Resolves to 0, or the seconds to wait.
+ * Takes one token of the tenant's bucket on sql's primary (on `conn` when it is the primary's) in a
+ * statement and transaction of its own: the bucket row is locked only while it runs; its commit does not
+ * wait for the WAL flush (a crash may forget the last tokens taken, nothing else). Not sent while the
+ * class has no limit (UnlimitedRouteClasses). Resolves to 0, or the seconds to wait.
  */
-function chargeToken(q: Sql, who: TenantContext, routeClass: RouteClass): Promise<number> {
+function chargeToken(sql: Sql, who: TenantContext, routeClass: RouteClass, conn?: Sql): Promise<number> {
+  const primary = primaryOf(sql), on = primary === sql && conn ? conn : primary;
+  const serviceRole = who.actor === "service_role";
   // Sent now (execute), so it precedes what the caller sends next on the same connection.
-  return q<{ retry_after: number }[]>`
-    select public.take_rate_limit_token(${routeClass}, ${who.actor === "service_role"}) as retry_after
-      from ${tenantItem(q, who.tenantId, { synchronous_commit: "off" })}`.execute().then(([row]) =>
-    row?.retry_after ?? 0
-  );
+  return unlimitedRouteClasses(primary).charge(routeClass, serviceRole, () =>
+    on<{ retry_after: number | null }[]>`
+      select public.take_rate_limit_token(${routeClass}, ${serviceRole}) as retry_after
+        from ${tenantItem(on, who.tenantId, { synchronous_commit: "off" })}`.execute().then(([row]) =>
+      row?.retry_after ?? null
+    ));
 }
 
 /**
  * Charges the request to the tenant's rate limit now, before any work (a 429 when refused): for
- * requests whose heavy part (reading and parsing a body of megabytes) comes before their first
- * tenant statement. One statement on one connection, no transaction around it; the request's
- * later transactions are not charged again.
+ * requests whose heavy part (a body of megabytes, a remote embedding) comes before their first
+ * tenant statement. One statement, no transaction around it; later transactions are not charged.
  */
 export async function chargeRequest(sql: Sql, who: TenantContext): Promise<void> {
   const routeClass = takeRequestCharge();
   if (!routeClass) return;
-  const retryAfter = await chargeToken(primaryOf(sql), who, routeClass);
+  const retryAfter = await chargeToken(sql, who, routeClass);
   if (retryAfter > 0) throw rateLimited(routeClass, retryAfter);
 }
 

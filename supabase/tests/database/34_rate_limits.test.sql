@@ -21,14 +21,14 @@ select tests.authenticate_as('34000000-0000-4000-8000-0000000000aa');
 select is(public.take_rate_limit_token('write'), 0::double precision, 'the second too (burst 2)');
 select is(public.take_rate_limit_token('write'), 1::double precision, 'the third waits a second (60 a minute)');
 select is(public.take_rate_limit_token('write'), 1::double precision, 'and stays refused: a refused call takes nothing, it does not dig deeper');
-select is(public.take_rate_limit_token('read'), 0::double precision, 'another class has its own bucket (read: rate 0, no limit)');
+select is(public.take_rate_limit_token('read'), null::double precision, 'another class has its own bucket (read: rate 0, no limit: NULL, nothing taken)');
 select is(public.take_rate_limit_token('heavy'), 0::double precision, 'heavy has its own bucket too');
 select throws_ok($$select * from memory_private.rate_limit_buckets$$, '42501', null, 'a tenant cannot read the buckets');
 select throws_ok($$select public.take_rate_limit_token('admin')$$, '22023', null, 'an unknown route class is refused');
 
 select tests.authenticate_as('34000000-0000-4000-8000-0000000000bb');
 select is(public.take_rate_limit_token('write'), 0::double precision, 'another tenant is not limited by the first one');
-select is(public.take_rate_limit_token('write', true), 0::double precision, 'service_role callers are not limited by default');
+select is(public.take_rate_limit_token('write', true), null::double precision, 'service_role callers are not limited by default (NULL: no limit)');
 reset role;
 
 -- Five seconds later (the bucket's refill moved back in time): refilled, but never above the burst.
