@@ -1,9 +1,10 @@
 // Per-tenant rate limits (docs/operations.md#rate-limits). The limits and buckets live in the
 // database (public.take_rate_limit_token, settings in public.memory_settings), so every function
-// instance shares them. A request is charged once, in its first tenant transaction: rateLimit
-// marks the request with its route class, and withTenant (db.ts) folds the token call into that
-// transaction's first statement, so the check costs no extra round trip. Over the limit, the
-// request is a 429 rate_limited with Retry-After and its transaction writes nothing.
+// instance shares them. A request is charged once, with its first tenant statement: rateLimit
+// marks the request with its route class, and withTenant and readAsTenant (db.ts) send the token's
+// statement pipelined before it, so the check costs no extra round trip. Over the limit, the
+// request is a 429 rate_limited with Retry-After and its transaction writes nothing. A class
+// without a limit is asked once a second per pool, not every request (UnlimitedRouteClasses).
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { MiddlewareHandler } from "hono";
 import { HttpError } from "./http.ts";
