@@ -465,6 +465,46 @@ Deno.test("mcp: bad input is a tool error that writes nothing", async () => {
   });
 });
 
+Deno.test("mcp: a memory the agent asked for itself is whole in the text a plain client gets", async () => {
+  // Without structured content the text is all the model reads: query_memory's return "full" and
+  // explain_fact's subject must not be the clipped line other lists show.
+  await withServer(async (server) => {
+    const tenant = newTenant();
+    const issued = await httpJson(server, "memory/agent-tokens", await userToken(tenant), {
+      agent: "coder",
+      label: "long",
+    });
+    assert.equal(issued.status, 201, JSON.stringify(issued.body));
+    const plain = new Client({ name: "plain", version: "0" });
+    await plain.connect(
+      new StreamableHTTPClientTransport(new URL(`${server.functionsUrl}/memory-mcp`), {
+        requestInit: { headers: { authorization: `Bearer ${issued.body.token}` } },
+      }),
+    );
+    try {
+      const project = `long-${crypto.randomUUID().slice(0, 8)}`;
+      const steps = Array.from({ length: 12 }, (_, i) => `step ${i + 1} runs pnpm --filter pkg${i} build`).join("; ");
+      const content = `Release the monorepo in this order: ${steps}; the tail of the procedure is here.`;
+      assert.ok(content.length > 400, "longer than any clipped line");
+      const remembered = await call(plain, "remember_fact", { content, project, metadata: { category: "commands" } });
+      assert.ok(!remembered.isError, remembered.content[0]?.text);
+      const id = remembered.content[0]!.text.match(/[0-9a-f-]{36}/)![0];
+      const full = await call(plain, "query_memory", {
+        query: "how do we release the monorepo?",
+        project,
+        categories: ["commands"],
+        return: "full",
+      });
+      assert.ok(!full.isError, full.content[0]?.text);
+      assert.ok(full.content[0]!.text.includes(content), full.content[0]!.text);
+      const explained = await call(plain, "explain_fact", { id });
+      assert.ok(explained.content[0]!.text.includes(content), explained.content[0]!.text);
+    } finally {
+      await plain.close();
+    }
+  });
+});
+
 Deno.test("mcp: an agent token acts for its user as its agent, whose allowlist query_memory applies", async () => {
   await withServer(async (server) => {
     const tenant = newTenant();

@@ -1,6 +1,8 @@
 // What an agent reads of each tool's result: short plain text, ids included so it can act on a
-// memory next (correct_fact, confirm_fact, explain_fact …). The full result is the tool's
-// structured content, the HTTP API's answer as it is.
+// memory next (correct_fact, confirm_fact, explain_fact …). The HTTP API's answer as it is comes
+// as structured content only to a client that asks for it (results.ts): for most agents this text
+// is all the model reads, so where the agent asked for a memory itself (query_memory's
+// return: "full", explain_fact's subject) its whole content is here, not a clipped line.
 import type { AssembleResponse } from "../_shared/context/assemble.ts";
 import type { EntityProfile } from "../_shared/memories/entities.ts";
 import type { Explanation } from "../_shared/memories/explain.ts";
@@ -48,7 +50,7 @@ export function searchText(r: RetrieveResponse): string {
 
 export function queryText(r: QueryResponse): string {
   if (r.results.length === 0) return `Nothing ${r.agent} may read matches.${r.hint ? ` ${r.hint}` : ""}`;
-  return r.results.map((m) => "text" in m ? `- [${m.id}] ${m.text}` : `- [${m.id}] [${m.category}] ${clip(m.content)}`)
+  return r.results.map((m) => "text" in m ? `- [${m.id}] ${m.text}` : `- [${m.id}] [${m.category}] ${m.content}`)
     .join("\n");
 }
 
@@ -90,7 +92,7 @@ export function restoreText(r: LifecycleResponse): string {
 export function explainText(e: Explanation): string {
   const m = e.memory;
   const lines = [
-    `[${m.id}] ${clip(m.content)}`,
+    `[${m.id}] ${m.content}`,
     `${m.memory_type} in ${m.namespace}; source ${e.source.source ?? "none"}, recorded ${e.source.created_at}` +
     `${e.source.actor ? ` by ${e.source.actor}` : ""}; ${m.is_valid ? "valid" : "no longer valid"}, ${m.state}.`,
   ];
