@@ -1,5 +1,6 @@
-// What a tool answers: the operation's result as text an agent reads plus the HTTP API's answer as
-// structured content, or, for what the caller must fix, a tool error carrying the API's error code.
+// What a tool answers: the operation's result as text an agent reads (plus the HTTP API's answer as
+// structured content for a client that asks for it), or, for what the caller must fix, a tool error
+// carrying the API's error code.
 import type { Caller } from "../_shared/auth.ts";
 import { asHttpError, HttpError } from "../_shared/http.ts";
 import { issuesText } from "../_shared/issue-text.ts";
