@@ -14,7 +14,7 @@ import { toVectorLiteral } from "./db.ts";
 import { insertEdges } from "./edges.ts";
 import { digestAsWritten, episodeDigest, storedByDigest } from "./episode-digest.ts";
 import { linkEntitiesByRules } from "./entities.ts";
-import { HttpError } from "./http.ts";
+import { HttpError, invalidBody } from "./http.ts";
 import { enqueueJob } from "./jobs.ts";
 import { content, isoDateTime, projectName, projectScope, sessionId, threadId } from "./schemas.ts";
 import { assertSameSession, endSessions } from "./sessions.ts";
@@ -89,7 +89,7 @@ export function assertNotInFuture(batch: EpisodeBatchRequest, now: Date): void {
       ? [{ path: ["messages", i, "at"], message: `more than ${MAX_FUTURE_SKEW_MS / 60_000} minutes in the future` }]
       : []
   );
-  if (issues.length > 0) throw new HttpError(400, "invalid_request", "invalid request body", issues);
+  if (issues.length > 0) throw invalidBody(issues);
 }
 
 /** The session's row as row_to_json gives it. */

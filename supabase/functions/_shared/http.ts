@@ -92,6 +92,8 @@ export function zodIssues(error: z.ZodError): ErrorIssue[] {
   return out;
 }
 
+export const INVALID_BODY = "invalid request body"; // a body an operation refuses after its schema let it through
+export const invalidBody = (issues: ErrorIssue[]) => new HttpError(400, "invalid_request", INVALID_BODY, issues);
 /**
  * Validates a value against a schema, throwing the 400 every handler uses. When all that is wrong
  * is ids that are no uuid, the code is `invalid_id`, as for an id in the path (memory/routing.ts):

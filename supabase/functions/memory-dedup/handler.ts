@@ -11,7 +11,7 @@ import { codeOrigin, projectName, sessionId, threadId } from "../_shared/schemas
 import { createFunctionApp, fetchHandler } from "../_shared/app.ts";
 import { type Caller, requireCaller } from "../_shared/auth.ts";
 import { withTenant } from "../_shared/db.ts";
-import { HttpError, json, methodNotAllowed, parseJsonBody } from "../_shared/http.ts";
+import { HttpError, invalidBody, json, methodNotAllowed, parseJsonBody } from "../_shared/http.ts";
 import { rateLimit } from "../_shared/rate-limit.ts";
 import { enqueueJob } from "../_shared/jobs.ts";
 import { type Candidate, candidateFiles, CandidateSchema, prepareCandidates } from "../_shared/candidates.ts";
@@ -73,7 +73,7 @@ export function createHandler(deps: QueueingDeps) {
       if (unknown && issues.every((i) => i.code === "unknown_category")) {
         throw new HttpError(400, unknown.code, unknown.message, issues);
       }
-      throw new HttpError(400, "invalid_request", "invalid request body", issues);
+      throw invalidBody(issues);
     }
     // An agent's candidates are model output (stated by nobody we can verify): capped, never user-stated.
     const prepared = prepareCandidates({ stated: [], proposed: [candidates] }, {

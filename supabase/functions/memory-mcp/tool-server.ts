@@ -14,7 +14,7 @@ import {
   type Tool,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { z } from "zod";
-import { HttpError, validate } from "../_shared/http.ts";
+import { HttpError, INVALID_BODY, validate } from "../_shared/http.ts";
 import { argumentDescription } from "./arguments.ts";
 import { type Answer, answer, type ToolContext } from "./results.ts";
 
@@ -88,7 +88,7 @@ export function toolServer(
       } catch (err) {
         // A value the schema lets through and the operation refuses (an `after` that names no time)
         // is the HTTP API's "invalid request body": here there is no body, only the tool's arguments.
-        if (err instanceof HttpError && err.message === "invalid request body") {
+        if (err instanceof HttpError && err.message === INVALID_BODY) {
           throw new HttpError(err.status, err.code, `invalid ${what}`, err.issues, err.headers);
         }
         throw err;

@@ -2,7 +2,7 @@
 // graph depth, time window (docs/retrieval.md). Shared by memory-retrieve and memory.query so both
 // read requests the same way.
 import type { Embedder } from "../embeddings.ts";
-import { HttpError } from "../http.ts";
+import { HttpError, invalidBody } from "../http.ts";
 import {
   classifyComplexity,
   classifyIntentByKeywords,
@@ -80,7 +80,7 @@ function badTime(field: string, value: string, now: Date): HttpError {
   const message = resolveTime(value, ORDINARY_NOW)
     ? `'${value.slice(0, 60)}' resolves, from now (${now.toISOString()}), outside 1970-01-01 to 9999-12-31`
     : `'${value.slice(0, 60)}' is not a time: use ${TIME_FORMS}`;
-  return new HttpError(400, "invalid_request", "invalid request body", [
+  return invalidBody([
     { path: [field], message, code: "invalid_time" },
   ]);
 }
@@ -93,7 +93,7 @@ export function requestWindow(req: Pick<PlanRequest, "after" | "before">, now: D
   const before = req.before !== undefined ? resolveTime(req.before, now) : undefined;
   if (req.before !== undefined && !before) throw badTime("before", req.before, now);
   if (after && before && after.getTime() > before.getTime()) {
-    throw new HttpError(400, "invalid_request", "invalid request body", [
+    throw invalidBody([
       {
         path: ["after"],
         message: `after (${after.toISOString()}) is later than before (${before.toISOString()})`,
@@ -117,7 +117,7 @@ export async function resolvePlan(
   const now = req.now ? new Date(req.now) : clock();
   if (req.now && !inTimeRange(now)) {
     // Relative times are resolved against it: out of range, none of them could be.
-    throw new HttpError(400, "invalid_request", "invalid request body", [
+    throw invalidBody([
       { path: ["now"], message: "now must be a date-time from 1970-01-01 to 9999-12-31", code: "invalid_time" },
     ]);
   }

@@ -3,7 +3,7 @@
 // nothing but a secret is a 422). History is written by the database triggers.
 import { type TenantContext, toVectorLiteral, type Tx, withTenant } from "../db.ts";
 import { embedForRequest } from "../embeddings.ts";
-import { HttpError } from "../http.ts";
+import { HttpError, invalidBody } from "../http.ts";
 import { visibleScopes } from "../schemas.ts";
 import { memoryColumns } from "../memories/memory-row.ts";
 import {
@@ -65,7 +65,7 @@ function rememberNamespace(body: RememberRequest, root: string): string {
   if (body.namespace !== undefined) {
     const ns = callerNamespace(body.namespace, root, body);
     if (!ns.ok) {
-      throw new HttpError(400, "invalid_request", "invalid request body", [{
+      throw invalidBody([{
         path: ["namespace"],
         message: ns.message,
       }]);
